@@ -1,0 +1,52 @@
+"""The ``isrcheck`` command line: one sub-command per module, each with ``add_arguments`` and ``run``.
+
+Exit codes are shared by every sub-command: 0 success, 1 a property violation, divergence or
+failure was found, 2 bad input (arguments, schedule, config, corrupt file) with a clear message.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> module defining ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``
+COMMANDS: dict[str, str] = {
+    "explore": "isrcheck.conformance.cmd_explore",
+}
+
+
+class UsageError(Exception):
+    """Bad input named by the message; reported without a traceback, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's default exit code is already 2
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="isrcheck", description="Verify Kafka-style replication.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(command)
+        command.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args._run(args))
+    except UsageError as exc:
+        print(f"isrcheck {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"isrcheck {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
