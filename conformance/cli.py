@@ -1,5 +1,7 @@
 """The ``isrcheck`` command line: one sub-command per module, each with ``add_arguments`` and ``run``.
 
+Only the chosen sub-command's module is imported, so ``isrcheck check`` never pays for Spark.
+
 Exit codes are shared by every sub-command: 0 success, 1 a property violation, divergence or
 failure was found, 2 bad input (arguments, schedule, config, corrupt file) with a clear message.
 """
@@ -9,9 +11,9 @@ import argparse
 import importlib
 import sys
 
-# name -> module defining ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``
-COMMANDS: dict[str, str] = {
-    "explore": "isrcheck.conformance.cmd_explore",
+# name -> (module defining ``add_arguments(parser)`` and ``run(args) -> int``, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "explore": ("isrcheck.conformance.cmd_explore", "exhaustively explore the reference model"),
 }
 
 
@@ -25,19 +27,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """All sub-commands are listed; only ``chosen`` gets its module imported and its arguments."""
     parser = _Parser(prog="isrcheck", description="Verify Kafka-style replication.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for name, module_name in COMMANDS.items():
-        module = importlib.import_module(module_name)
-        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
-        module.add_arguments(command)
-        command.set_defaults(_run=module.run)
+    for name, (module_name, help_text) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            module = importlib.import_module(module_name)
+            module.add_arguments(command)
+            command.set_defaults(_run=module.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(chosen if chosen in COMMANDS else None).parse_args(argv)
     try:
         return int(args._run(args))
     except UsageError as exc:
