@@ -1,0 +1,45 @@
+"""Conformance harness: the reference model and the implementation in lockstep, under crash schedules.
+
+Public API (stable):
+
+    from isrcheck.conformance import (Schedule, ScheduleConfig, ScheduleError, load_schedule,
+        Verdict, run_schedule, random_walk, shrink, FaultProfile, FAULT_PROFILES)
+
+    run_schedule(schedule) -> Verdict
+    random_walk(seed, protocol, steps, faults="default", config=None) -> (Schedule, Verdict)
+    shrink(schedule, verdict, time_budget_s=10.0) -> (Schedule, Verdict)
+
+Names are resolved lazily, so ``isrcheck.conformance.cli`` (which lives here) stays cheap to import.
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "Schedule": "schedule",
+    "ScheduleConfig": "schedule",
+    "ScheduleError": "schedule",
+    "load_schedule": "schedule",
+    "Verdict": "verdict",
+    "run_schedule": "lockstep",
+    "Lockstep": "lockstep",
+    "random_walk": "walk",
+    "FaultProfile": "walk",
+    "FAULT_PROFILES": "walk",
+    "shrink": "shrink",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'isrcheck.conformance' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,265 @@
+"""Schedules: the one JSON format every generator writes and every runner replays.
+
+A schedule is ``{"format": "isrcheck-schedule", "version": 1, "protocol", "config", "steps",
+"expected"?, "name"?, "description"?}``. Steps use the shared alphabet of docs/steps.md, as dicts
+like ``{"step": "produce", "replica": 0, "acks": -1}``. Loading validates every field and names
+the offending one (``steps[3].acks: ...``), so a hand-written schedule fails before it runs.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+FORMAT = "isrcheck-schedule"
+VERSION = 1
+PROTOCOLS = ("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-966")
+VERDICT_KINDS = ("pass", "violation", "divergence", "invalid-schedule")
+MESSAGE_KINDS = (
+    "fetch_request", "fetch_response", "leader_and_isr", "alter_partition", "alter_partition_response",
+)
+CRASH_KINDS = ("clean", "process", "power")
+ACKS = (-1, 1, 0)
+MAX_REPLICAS = 5
+
+# Field types of the step alphabet; "index" is the only field with a default (0, the oldest message).
+_REPLICA, _ACKS, _INDEX, _MESSAGE, _CRASH = "replica", "acks", "index", "message", "kind"
+STEP_FIELDS: dict[str, tuple[str, ...]] = {
+    "produce": ("replica", "acks"),
+    "consume": ("replica",),
+    "send_fetch": ("replica",),
+    "handle_fetch": ("replica",),
+    "handle_fetch_response": ("replica",),
+    "deliver_leader_and_isr": ("replica", "index"),
+    "shrink_isr": ("replica",),
+    "expand_isr": ("replica",),
+    "handle_alter_partition": ("replica",),
+    "handle_alter_partition_response": ("replica",),
+    "drop": ("message", "replica", "index"),
+    "elect": (),
+    "fence": ("replica",),
+    "crash": ("replica", "kind"),
+    "restart": ("replica",),
+    "flush": ("replica",),
+    "tick": (),
+}
+_FIELD_KIND = {"replica": _REPLICA, "acks": _ACKS, "index": _INDEX, "message": _MESSAGE, "kind": _CRASH}
+_OPTIONAL = {"index": 0}
+
+
+class ScheduleError(ValueError):
+    """A schedule that cannot run; the message names the field (``steps[3].acks``) and the problem."""
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class ScheduleConfig:
+    """The cluster config of docs/steps.md, in Kafka's terms."""
+
+    replicas: int = 3
+    min_insync_replicas: int = 2
+    unclean_leader_election_enable: bool = False
+    replica_lag_time_max_ticks: int = 2
+    request_timeout_ticks: int = 1000
+    flush_messages: int | None = None
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "config") -> "ScheduleConfig":
+        if data is None:
+            data = {}
+        if not isinstance(data, Mapping):
+            raise ScheduleError(f"{where}: expected an object, got {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        for key in sorted(data):
+            if key not in known:
+                raise ScheduleError(f"{where}.{key}: unknown config field (known: {', '.join(sorted(known))})")
+        values = {**asdict(cls()), **data}
+
+        def need_int(name: str, low: int, high: int | None = None) -> None:
+            v = values[name]
+            if not _is_int(v) or v < low or (high is not None and v > high):
+                bound = f"{low}..{high}" if high is not None else f">= {low}"
+                raise ScheduleError(f"{where}.{name}: expected an integer {bound}, got {v!r}")
+
+        need_int("replicas", 1, MAX_REPLICAS)
+        need_int("min_insync_replicas", 1, values["replicas"])
+        need_int("replica_lag_time_max_ticks", 0)
+        need_int("request_timeout_ticks", 0)
+        if not isinstance(values["unclean_leader_election_enable"], bool):
+            raise ScheduleError(f"{where}.unclean_leader_election_enable: expected true or false, "
+                                f"got {values['unclean_leader_election_enable']!r}")
+        if values["flush_messages"] is not None:
+            need_int("flush_messages", 1)
+        return cls(**values)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The verdict a schedule should give on one protocol (``property`` only for violations)."""
+
+    verdict: str
+    property: str | None = None
+
+    def to_json(self) -> dict:
+        return {"verdict": self.verdict} if self.property is None else {
+            "verdict": self.verdict, "property": self.property}
+
+
+def validate_step(raw: Any, replicas: int, where: str) -> dict:
+    """The canonical dict of one step (fields in alphabet order, a default ``index`` left out)."""
+    if not isinstance(raw, Mapping):
+        raise ScheduleError(f"{where}: expected an object like {{\"step\": \"tick\"}}, got {raw!r}")
+    name = raw.get("step")
+    if name not in STEP_FIELDS:
+        raise ScheduleError(f"{where}.step: unknown step {name!r} (known: {', '.join(STEP_FIELDS)})")
+    wanted = STEP_FIELDS[name]
+    for key in sorted(raw):
+        if key != "step" and key not in wanted:
+            allowed = ", ".join(wanted) or "no fields"
+            raise ScheduleError(f"{where}.{key}: not a field of step {name!r} (it takes {allowed})")
+    step: dict = {"step": name}
+    for key in wanted:
+        if key not in raw:
+            if key in _OPTIONAL:
+                continue
+            raise ScheduleError(f"{where}.{key}: missing (step {name!r} needs {', '.join(wanted)})")
+        value = raw[key]
+        kind = _FIELD_KIND[key]
+        if kind == _REPLICA and not (_is_int(value) and 0 <= value < replicas):
+            raise ScheduleError(f"{where}.{key}: expected a replica id 0..{replicas - 1}, got {value!r}")
+        if kind == _ACKS and not (_is_int(value) and value in ACKS):
+            raise ScheduleError(f"{where}.{key}: expected one of 0, 1, -1, got {value!r}")
+        if kind == _INDEX and not (_is_int(value) and value >= 0):
+            raise ScheduleError(f"{where}.{key}: expected an integer >= 0, got {value!r}")
+        if kind == _MESSAGE and value not in MESSAGE_KINDS:
+            raise ScheduleError(f"{where}.{key}: expected one of {', '.join(MESSAGE_KINDS)}, got {value!r}")
+        if kind == _CRASH and value not in CRASH_KINDS:
+            raise ScheduleError(f"{where}.{key}: expected one of {', '.join(CRASH_KINDS)}, got {value!r}")
+        if key in _OPTIONAL and value == _OPTIONAL[key]:
+            continue
+        step[key] = value
+    return step
+
+
+def _validate_expected(data: Any) -> dict[str, Expected]:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ScheduleError(f"expected: expected an object mapping protocol to verdict, got {data!r}")
+    out: dict[str, Expected] = {}
+    for proto in sorted(data):
+        entry = data[proto]
+        where = f"expected.{proto}"
+        if proto not in PROTOCOLS:
+            raise ScheduleError(f"{where}: unknown protocol (known: {', '.join(PROTOCOLS)})")
+        if isinstance(entry, str):
+            entry = {"verdict": entry}
+        if not isinstance(entry, Mapping):
+            raise ScheduleError(f"{where}: expected {{\"verdict\": ..., \"property\": ...}}, got {entry!r}")
+        for key in sorted(entry):
+            if key not in ("verdict", "property"):
+                raise ScheduleError(f"{where}.{key}: unknown field (known: verdict, property)")
+        verdict = entry.get("verdict")
+        if verdict not in VERDICT_KINDS:
+            raise ScheduleError(f"{where}.verdict: expected one of {', '.join(VERDICT_KINDS)}, got {verdict!r}")
+        prop = entry.get("property")
+        if prop is not None and not isinstance(prop, str):
+            raise ScheduleError(f"{where}.property: expected a property id, got {prop!r}")
+        if prop is not None and verdict != "violation":
+            raise ScheduleError(f"{where}.property: only a violation names a property")
+        out[proto] = Expected(verdict, prop)
+    return out
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A protocol, a cluster config and a sequence of steps; replays to the same trace anywhere."""
+
+    protocol: str
+    config: ScheduleConfig = field(default_factory=ScheduleConfig)
+    steps: tuple[dict, ...] = ()
+    expected: Mapping[str, Expected] = field(default_factory=dict)
+    name: str | None = None
+    description: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> "Schedule":
+        """Validate a parsed JSON document; raises ScheduleError naming the first bad field."""
+        if not isinstance(data, Mapping):
+            raise ScheduleError(f"schedule: expected a JSON object, got {type(data).__name__}")
+        known = ("format", "version", "protocol", "config", "steps", "expected", "name", "description")
+        for key in sorted(data):
+            if key not in known:
+                raise ScheduleError(f"{key}: unknown top-level field (known: {', '.join(known)})")
+        if data.get("format", FORMAT) != FORMAT:
+            raise ScheduleError(f"format: expected {FORMAT!r}, got {data.get('format')!r}")
+        if "version" not in data:
+            raise ScheduleError(f"version: missing (this build reads version {VERSION})")
+        if data["version"] != VERSION or not _is_int(data["version"]):
+            raise ScheduleError(f"version: this build reads version {VERSION}, got {data['version']!r}")
+        protocol = data.get("protocol")
+        if protocol not in PROTOCOLS:
+            raise ScheduleError(f"protocol: expected one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+        config = ScheduleConfig.from_json(data.get("config"))
+        raw_steps = data.get("steps")
+        if not isinstance(raw_steps, list):
+            raise ScheduleError(f"steps: expected a list of step objects, got {raw_steps!r}")
+        steps = tuple(validate_step(s, config.replicas, f"steps[{i}]") for i, s in enumerate(raw_steps))
+        for key in ("name", "description"):
+            if data.get(key) is not None and not isinstance(data[key], str):
+                raise ScheduleError(f"{key}: expected a string, got {data[key]!r}")
+        return cls(protocol, config, steps, _validate_expected(data.get("expected")),
+                   data.get("name"), data.get("description"))
+
+    def to_json(self) -> dict:
+        doc: dict = {"format": FORMAT, "version": VERSION}
+        if self.name is not None:
+            doc["name"] = self.name
+        if self.description is not None:
+            doc["description"] = self.description
+        doc["protocol"] = self.protocol
+        doc["config"] = self.config.to_json()
+        doc["steps"] = [dict(s) for s in self.steps]
+        if self.expected:
+            doc["expected"] = {p: self.expected[p].to_json() for p in sorted(self.expected)}
+        return doc
+
+    def dumps(self) -> str:
+        """JSON text with one step per line: readable in review, stable for diffs."""
+        doc = self.to_json()
+        steps = doc.pop("steps")
+        lines = [f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in doc.items()]
+        body = ",\n".join("    " + json.dumps(s) for s in steps)
+        return "{\n" + "\n".join(lines) + '\n  "steps": [\n' + body + ("\n" if steps else "") + "  ]\n}\n"
+
+    def with_steps(self, steps) -> "Schedule":
+        return Schedule(self.protocol, self.config, tuple(steps), self.expected, self.name, self.description)
+
+    def with_protocol(self, protocol: str) -> "Schedule":
+        if protocol not in PROTOCOLS:
+            raise ScheduleError(f"protocol: expected one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+        return Schedule(protocol, self.config, self.steps, self.expected, self.name, self.description)
+
+
+def load_schedule(path: str | Path) -> Schedule:
+    """Read and validate a schedule file; every problem is a ScheduleError naming the file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScheduleError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ScheduleError(f"{path}: not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    try:
+        return Schedule.from_json(data)
+    except ScheduleError as exc:
+        raise ScheduleError(f"{path}: {exc}") from None
