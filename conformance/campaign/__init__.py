@@ -1,0 +1,33 @@
+"""Fuzzing campaigns on Spark: seeded random crash schedules run by executors, one Parquet row
+per schedule, failures shrunk where they are found, resumable by seed range.
+
+Public API::
+
+    from isrcheck.conformance.campaign import CampaignParams, run_campaign
+    result = run_campaign(CampaignParams("kip-320", schedules=2000), "campaigns/kip-320",
+                          master="local[2]")
+    result.exit_code, result.summary          # 0/1 and what summary.json holds
+
+The CLI is ``isrcheck fuzz`` (module ``cmd``); under spark-submit run this package's
+``__main__.py``. Heavy imports (pyspark, pyarrow) happen only when a campaign runs.
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "CampaignParams": "driver", "CampaignResult": "driver", "CampaignError": "driver",
+    "run_campaign": "driver", "PROTOCOLS": "driver",
+    "CampaignStore": "store", "Harness": "harness", "load_harness": "harness",
+    "SparkUnavailable": "session", "start_spark": "session",
+    "ROW_SCHEMA": "executor", "read_rows": "executor",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

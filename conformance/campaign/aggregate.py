@@ -1,0 +1,76 @@
+"""Campaign figures computed by Spark over the runs/ dataset; only aggregates reach the driver.
+
+The rows stay in Parquet; the driver collects counts, a ten-point coverage-growth curve and one
+row per distinct failure (bounded by ``max_failures``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Aggregates:
+    schedules: int = 0
+    by_verdict: dict[str, int] = field(default_factory=dict)
+    by_property: dict[str, int] = field(default_factory=dict)
+    distinct_coverage: int = 0
+    coverage_growth: list[dict] = field(default_factory=list)
+    distinct_failures: list[dict] = field(default_factory=list)
+    config_hashes: list[str] = field(default_factory=list)
+    duplicate_seeds: int = 0
+    mean_duration_ms: float = 0.0
+
+
+def aggregate(spark, runs_dir: str, protocol: str, lo: int, hi: int,
+              growth_points: int = 10, max_failures: int = 1000) -> Aggregates:
+    """Figures over seeds [lo, hi) of ``protocol`` in the Parquet dataset at ``runs_dir``."""
+    from pyspark.sql import functions as F
+
+    df = (spark.read.option("basePath", runs_dir).parquet(runs_dir)
+          .where((F.col("protocol") == protocol) & (F.col("seed") >= lo) & (F.col("seed") < hi)))
+    df = df.cache()
+    agg = Aggregates()
+    totals = df.agg(F.count("*").alias("n"), F.countDistinct("seed").alias("seeds"),
+                    F.avg("duration_ms").alias("ms")).first()
+    agg.schedules = int(totals["n"])
+    agg.duplicate_seeds = agg.schedules - int(totals["seeds"])
+    agg.mean_duration_ms = float(totals["ms"] or 0.0)
+    if agg.schedules == 0:
+        df.unpersist()
+        return agg
+    for r in df.groupBy("verdict").count().collect():
+        agg.by_verdict[r["verdict"]] = int(r["count"])
+    for r in df.where(F.col("verdict") != "pass").groupBy("verdict", "property").count().collect():
+        agg.by_property[f"{r['verdict']}:{r['property']}"] = int(r["count"])
+    agg.by_verdict = dict(sorted(agg.by_verdict.items()))
+    agg.by_property = dict(sorted(agg.by_property.items()))
+    agg.config_hashes = sorted(r["config_hash"] for r in df.select("config_hash").distinct().collect())
+
+    # Coverage growth: each coverage item counts from the first seed (in seed order) reaching it.
+    items = df.select("seed", F.explode("coverage").alias("item"))
+    first_seen = items.groupBy("item").agg(F.min("seed").alias("first"))
+    agg.distinct_coverage = first_seen.count()
+    width = max(1, -(-(hi - lo) // growth_points))
+    new_per_bucket = dict(
+        (int(r["bucket"]), int(r["count"])) for r in
+        first_seen.groupBy(F.floor((F.col("first") - lo) / width).alias("bucket")).count().collect())
+    total = 0
+    for b in range(-(-(hi - lo) // width)):
+        total += new_per_bucket.get(b, 0)
+        agg.coverage_growth.append({"schedules": min(hi - lo, (b + 1) * width), "distinct": total})
+
+    # One representative per distinct failure: its smallest seed, and how many seeds hit it.
+    failures = df.where(F.col("failure_id").isNotNull())
+    firsts = failures.groupBy("failure_id").agg(F.min("seed").alias("seed"),
+                                                F.count("*").alias("seeds"))
+    reps = (failures.join(firsts, ["failure_id", "seed"])
+            .orderBy("seed").limit(max_failures)
+            .select("failure_id", "seed", "seeds", "verdict", "property", "first_bad_step",
+                    "steps", "shrunk_steps", "trace_hash", "failure").collect())
+    for r in reps:
+        entry = r.asDict()
+        entry["failure"] = json.loads(entry["failure"])
+        agg.distinct_failures.append(entry)
+    df.unpersist()
+    return agg

@@ -1,0 +1,84 @@
+"""``isrcheck fuzz``: a fuzzing campaign of seeded random crash schedules, distributed on Spark.
+
+Exit codes for CI: 0 no failure, 1 failures found (violations, divergences, invalid schedules,
+harness errors), 2 bad arguments, a foreign --out directory, or Spark unavailable.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from ..cli import UsageError
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--protocol", required=True,
+                        help="protocol variant: hw-truncation, kip-101, kip-279, kip-320, kip-966")
+    parser.add_argument("--schedules", type=int, required=True, metavar="N",
+                        help="number of schedules: seeds S .. S+N-1")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="first seed (default 0)")
+    parser.add_argument("--steps", type=int, default=100, metavar="K",
+                        help="steps per random walk (default 100)")
+    parser.add_argument("--faults", default="default",
+                        help="fault profile of the random walk (default: default)")
+    parser.add_argument("--master", default=None, metavar="URL",
+                        help="Spark master, e.g. local[2] or spark://host:7077 (default local[*], "
+                             "or whatever spark-submit set)")
+    parser.add_argument("--partitions", type=int, default=None, metavar="M",
+                        help="Spark tasks to split the seeds into (default: ~200 seeds per task, a "
+                             "multiple of the parallelism)")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="campaign directory (default campaigns/<protocol>); rerunning resumes")
+    parser.add_argument("--shrink-budget", type=float, default=10.0, metavar="SECONDS",
+                        help="time budget for shrinking each failure (default 10)")
+    parser.add_argument("--json", action="store_true", help="print summary.json instead of text")
+
+
+def run(args) -> int:
+    from .driver import CampaignError, CampaignParams, run_campaign
+    from .harness import HarnessUnavailable
+    from .session import SparkUnavailable
+
+    params = CampaignParams(protocol=args.protocol, schedules=args.schedules, seed=args.seed,
+                            steps=args.steps, faults=args.faults,
+                            shrink_budget_s=args.shrink_budget)
+    out = args.out or f"campaigns/{args.protocol}"
+    console = Console(stderr=True)
+    try:
+        result = run_campaign(params, out, master=args.master, partitions=args.partitions,
+                              progress=True, console=console)
+    except (CampaignError, HarnessUnavailable, SparkUnavailable) as exc:
+        raise UsageError(str(exc)) from None
+    if args.json:
+        print(json.dumps(result.summary, indent=2, sort_keys=True))
+    else:
+        print_summary(result.summary, out, Console(file=sys.stdout))
+    return result.exit_code
+
+
+def print_summary(summary: dict, out: str, console: Console) -> None:
+    """A few lines a person reads in a CI log: counts, coverage, speed, where failures are."""
+    run = summary["run"]
+    console.print(f"[bold]isrcheck fuzz[/] {summary['protocol']}: {summary['schedules']} schedules "
+                  f"(seeds {summary['seed']}..{summary['seed'] + summary['schedules'] - 1}, "
+                  f"{summary['steps']} steps, faults {summary['faults']})")
+    console.print(f"  ran {run['executed']} now, {run['skipped_completed']} already done; "
+                  f"{run['tasks']} tasks on {run['master']} (parallelism {run['parallelism']}); "
+                  f"{run['schedules_per_s'] or '-'} schedules/s; wall {run['wall_time_s']:.1f} s")
+    verdicts = ", ".join(f"{k} {v}" for k, v in summary["by_verdict"].items())
+    console.print(f"  verdicts: {verdicts}; distinct coverage {summary['distinct_coverage']}")
+    if not summary["failures"]:
+        console.print("  [green]no failure[/]")
+        return
+    table = Table(title=f"{summary['distinct_failures']} distinct failures "
+                        f"({summary['failing_schedules']} failing schedules)")
+    for col in ("verdict", "property", "seed", "seeds", "steps", "shrunk", "file"):
+        table.add_column(col)
+    for f in summary["failures"]:
+        table.add_row(f["verdict"], str(f["property"]), str(f["seed"]), str(f["seeds"]),
+                      str(f["steps"]), str(f["shrunk_steps"]), f"{out}/{f['file']}")
+    console.print(table)
+    console.print(f"  replay one with: isrcheck check {out}/{summary['failures'][0]['file']}")

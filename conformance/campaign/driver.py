@@ -1,0 +1,161 @@
+"""The campaign driver: plan the missing seed ranges, run them on Spark, aggregate, report."""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+from rich.console import Console
+
+from . import plan
+from .aggregate import aggregate
+from .executor import TaskSpec, run_chunks
+from .failures import write_failures
+from .harness import Harness, load_harness
+from .progress import follow
+from .session import start_spark
+from .store import CampaignStore, atomic_write_json
+
+# The protocol lineage of DESIGN.md; the model and the implementation share these names.
+PROTOCOLS = ("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-966")
+
+
+class CampaignError(RuntimeError):
+    """A campaign that cannot run as asked (bad parameters, foreign directory, Spark job failure)."""
+
+
+@dataclass(frozen=True)
+class CampaignParams:
+    """What a campaign fuzzes: seeds [seed, seed + schedules) of one protocol."""
+
+    protocol: str
+    schedules: int
+    seed: int = 0
+    steps: int = 100
+    faults: str = "default"
+    shrink_budget_s: float = 10.0
+
+    def identity(self) -> dict:
+        """What a seed means: two runs agreeing on this may share a campaign directory."""
+        return {"protocol": self.protocol, "steps": self.steps, "faults": self.faults}
+
+    def validate(self, harness: Harness) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise CampaignError(f"unknown --protocol {self.protocol!r}; "
+                                f"choose one of {', '.join(PROTOCOLS)}")
+        if self.schedules < 1:
+            raise CampaignError(f"--schedules must be at least 1, not {self.schedules}")
+        if self.seed < 0:
+            raise CampaignError(f"--seed must be >= 0, not {self.seed}")
+        if self.steps < 1:
+            raise CampaignError(f"--steps must be at least 1, not {self.steps}")
+        if not self.shrink_budget_s > 0:
+            raise CampaignError(f"--shrink-budget must be > 0 seconds, not {self.shrink_budget_s}")
+        if harness.fault_profiles and self.faults not in harness.fault_profiles:
+            raise CampaignError(f"unknown --faults {self.faults!r}; "
+                                f"choose one of {', '.join(harness.fault_profiles)}")
+
+
+@dataclass
+class CampaignResult:
+    summary: dict
+    exit_code: int  # 0 no failure, 1 failures found
+    failures: list[dict] = field(default_factory=list)
+
+
+def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None = None,
+                 partitions: int | None = None, spark=None, harness: Harness | None = None,
+                 progress: bool = False, console: Console | None = None) -> CampaignResult:
+    """Run (or resume) the campaign in ``out``; ``spark`` reuses a session the caller owns."""
+    wall_start = time.perf_counter()
+    checked = harness or load_harness()
+    params.validate(checked)
+    if partitions is not None and partitions < 1:
+        raise CampaignError(f"--partitions must be at least 1, not {partitions}")
+    store = CampaignStore(out, params.protocol)
+    try:
+        store.bind(params.identity())
+    except ValueError as exc:
+        raise CampaignError(str(exc)) from None
+    removed = store.remove_orphans()
+    requested = (params.seed, params.seed + params.schedules)
+    gaps = plan.missing(requested, [(c.lo, c.hi) for c in store.completed()])
+    todo = sum(hi - lo for lo, hi in gaps)
+
+    owns_spark = spark is None
+    if owns_spark:
+        spark = start_spark(master)
+    try:
+        sc = spark.sparkContext
+        parallelism = sc.defaultParallelism
+        chunks = plan.split(gaps, partitions or plan.default_tasks(todo, parallelism))
+        spec = TaskSpec(out=str(Path(out).resolve()), protocol=params.protocol, steps=params.steps,
+                        faults=params.faults, shrink_budget_s=params.shrink_budget_s,
+                        harness=harness)
+        job_start = time.perf_counter()
+        if chunks:
+            _run_job(sc, spec, chunks, store, gaps, progress, console or Console(stderr=True))
+        job_seconds = time.perf_counter() - job_start
+        agg = aggregate(spark, str(store.runs), params.protocol, *requested)
+        master_url = sc.master
+        spark_version = spark.version
+    finally:
+        if owns_spark:
+            spark.stop()
+    if agg.schedules != params.schedules or agg.duplicate_seeds:
+        raise CampaignError(f"{store.runs} holds {agg.schedules} rows for {params.schedules} "
+                            f"seeds ({agg.duplicate_seeds} duplicates); the dataset is damaged")
+    failures = write_failures(store, agg.distinct_failures)
+    failing = sum(n for kind, n in agg.by_verdict.items() if kind != "pass")
+    summary = {
+        "protocol": params.protocol, "seed": params.seed, "schedules": params.schedules,
+        "steps": params.steps, "faults": params.faults, "shrink_budget_s": params.shrink_budget_s,
+        "config_hashes": agg.config_hashes,
+        "by_verdict": agg.by_verdict, "by_property": agg.by_property,
+        "failing_schedules": failing, "distinct_failures": len(failures),
+        "failures": [{k: f[k] for k in ("id", "verdict", "property", "seed", "seeds",
+                                         "first_bad_step", "steps", "shrunk_steps", "file",
+                                         "original_file")} for f in failures],
+        "distinct_coverage": agg.distinct_coverage, "coverage_growth": agg.coverage_growth,
+        "mean_schedule_ms": round(agg.mean_duration_ms, 3),
+        "run": {
+            "executed": todo, "skipped_completed": params.schedules - todo,
+            "tasks": len(chunks), "removed_orphans": len(removed),
+            "job_seconds": round(job_seconds, 3),
+            "schedules_per_s": round(todo / job_seconds, 1) if todo and job_seconds > 0 else None,
+            "wall_time_s": round(time.perf_counter() - wall_start, 3),
+            "master": master_url, "parallelism": parallelism, "spark_version": spark_version,
+        },
+    }
+    atomic_write_json(store.summary_path, summary)
+    return CampaignResult(summary=summary, exit_code=1 if failing else 0, failures=failures)
+
+
+def _run_job(sc, spec: TaskSpec, chunks, store: CampaignStore, gaps, progress: bool,
+             console: Console) -> None:
+    """One Spark partition per chunk; the driver thread keeps the bar moving meanwhile."""
+    outcome: dict = {}
+
+    def job() -> None:
+        try:
+            rdd = sc.parallelize(chunks, len(chunks))
+            outcome["ranges"] = rdd.mapPartitions(partial(run_chunks, spec)).collect()
+        except BaseException as exc:  # re-raised on the calling thread below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=job, name="isrcheck-fuzz-job", daemon=True)
+    worker.start()
+    follow(worker, sc, store, gaps, console, enabled=progress and console.is_terminal)
+    if "error" in outcome:
+        raise CampaignError(f"the Spark job failed: {_first_python_error(outcome['error'])}")
+
+
+def _first_python_error(exc: BaseException) -> str:
+    """The Python exception line inside a Py4J/Spark error, not the JVM stack around it."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if ln.split(":", 1)[0].endswith(("Error", "Exception", "Unavailable")) and "at " not in ln[:3]:
+            return ln[:500]
+    return (lines[0] if lines else type(exc).__name__)[:500]

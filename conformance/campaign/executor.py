@@ -1,0 +1,139 @@
+"""What runs on a Spark executor: generate, run and shrink the schedules of a seed range, then
+write the range's rows as one Parquet file (atomically) and record the range as completed.
+
+Everything here is a plain function of its arguments, so a task ships only a small frozen spec
+and a list of seed ranges, and the executor imports isrcheck from the installed package.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .harness import Harness, as_json_obj, canonical, load_harness
+from .store import CampaignStore, atomic_write_bytes
+
+# One row per schedule. `protocol` is not a column of the files: it is the Hive partition
+# (runs/protocol=<P>/), which Spark and pyarrow readers turn back into a column.
+ROW_SCHEMA = pa.schema([
+    ("seed", pa.int64()),
+    ("config_hash", pa.string()),
+    ("steps", pa.int32()),
+    ("verdict", pa.string()),
+    ("property", pa.string()),
+    ("first_bad_step", pa.int32()),
+    ("duration_ms", pa.float64()),
+    ("trace_hash", pa.string()),
+    ("coverage", pa.list_(pa.string())),
+    ("failure_id", pa.string()),
+    ("shrunk_steps", pa.int32()),
+    ("shrink_ms", pa.float64()),
+    ("failure", pa.string()),  # JSON: original and shrunk schedules with their verdicts
+])
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """Everything an executor needs besides its seed ranges (kept small: it ships with every task)."""
+
+    out: str
+    protocol: str
+    steps: int
+    faults: str
+    shrink_budget_s: float
+    harness: Harness | None = None  # None: the shipped isrcheck.conformance
+
+
+def short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
+    """One schedule, or an ``error`` row naming the exception if the harness itself raised.
+
+    A harness crash on one seed is a finding to report (exit 1), not a reason to lose the task.
+    """
+    try:
+        return _run_seed(spec, harness, seed)
+    except Exception as exc:  # noqa: BLE001 - recorded in the row, replayable by seed
+        detail = canonical({"seed": seed, "error": f"{type(exc).__name__}: {exc}",
+                            "traceback": traceback.format_exc(limit=20)})
+        return {"seed": seed, "config_hash": "", "steps": 0, "verdict": "error",
+                "property": type(exc).__name__, "first_bad_step": None, "duration_ms": 0.0,
+                "trace_hash": "", "coverage": [],
+                "failure_id": short_hash(canonical(["error", type(exc).__name__, str(exc)])), "shrunk_steps": None,
+                "shrink_ms": None, "failure": detail}
+
+
+def _run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
+    """The harness's random walk for ``seed``; a failure is shrunk on the spot."""
+    started = time.perf_counter()
+    schedule, verdict = harness.random_walk(seed, spec.protocol, spec.steps,
+                                            faults=spec.faults, config=None)
+    duration_ms = (time.perf_counter() - started) * 1000.0
+    sched = as_json_obj(schedule)
+    row = {
+        "seed": seed,
+        "config_hash": short_hash(canonical(sched.get("config"))),
+        "steps": len(sched.get("steps", ())),
+        "verdict": verdict.kind,
+        "property": verdict.property,
+        "first_bad_step": verdict.step,
+        "duration_ms": duration_ms,
+        "trace_hash": verdict.trace_hash,
+        "coverage": sorted(verdict.coverage or ()),
+        "failure_id": None, "shrunk_steps": None, "shrink_ms": None, "failure": None,
+    }
+    if verdict.kind != "pass":
+        started = time.perf_counter()
+        small, small_verdict = harness.shrink(schedule, verdict, time_budget_s=spec.shrink_budget_s)
+        row["shrink_ms"] = (time.perf_counter() - started) * 1000.0
+        shrunk = as_json_obj(small)
+        # Seeds that shrink to the same minimal schedule are one distinct failure.
+        row["failure_id"] = short_hash(canonical([small_verdict.kind, small_verdict.property, shrunk]))
+        row["shrunk_steps"] = len(shrunk.get("steps", ()))
+        row["failure"] = canonical({
+            "original": sched, "original_verdict": as_json_obj(verdict),
+            "shrunk": shrunk, "shrunk_verdict": as_json_obj(small_verdict)})
+    return row
+
+
+def run_range(spec: TaskSpec, harness: Harness, lo: int, hi: int) -> dict:
+    """Run seeds [lo, hi), write their Parquet file atomically, then record completion."""
+    started = time.perf_counter()
+    rows = [run_seed(spec, harness, seed) for seed in range(lo, hi)]
+    table = pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    store = CampaignStore(spec.out, spec.protocol)
+    atomic_write_bytes(store.part_path(lo, hi), buf.getvalue())
+    failures = sum(1 for r in rows if r["verdict"] != "pass")
+    store.record_completed(lo, hi, len(rows), failures)
+    return {"lo": lo, "hi": hi, "rows": len(rows), "failures": failures,
+            "seconds": time.perf_counter() - started}
+
+
+def run_chunks(spec: TaskSpec, chunks: Iterable[list[tuple[int, int]]]) -> Iterator[dict]:
+    """mapPartitions body: every seed range of every chunk in this Spark partition."""
+    harness = spec.harness or load_harness()
+    for chunk in chunks:
+        for lo, hi in chunk:
+            yield run_range(spec, harness, lo, hi)
+
+
+def run_locally(spec: TaskSpec, chunks: list[list[tuple[int, int]]]) -> list[dict]:
+    """The same work in this process, without Spark (the benchmark's baseline)."""
+    return list(run_chunks(spec, chunks))
+
+
+def read_rows(path: Path | str) -> pa.Table:
+    """All rows of a campaign's runs/ dataset, with the protocol partition as a column."""
+    import pyarrow.dataset as ds
+    return ds.dataset(str(path), format="parquet", partitioning="hive").to_table()

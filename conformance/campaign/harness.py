@@ -1,0 +1,49 @@
+"""The conformance harness as the campaign sees it: a seeded random walk and a shrinker."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+class HarnessUnavailable(RuntimeError):
+    """The conformance harness cannot be imported or lacks what the campaign calls."""
+
+
+@dataclass(frozen=True)
+class Harness:
+    """``random_walk(seed, protocol, steps, faults=..., config=None) -> (Schedule, Verdict)`` and
+    ``shrink(schedule, verdict, time_budget_s=...) -> (Schedule, Verdict)``."""
+
+    random_walk: Callable[..., tuple[Any, Any]]
+    shrink: Callable[..., tuple[Any, Any]]
+    fault_profiles: tuple[str, ...] = ()
+
+
+def load_harness() -> Harness:
+    """The shipped harness, isrcheck.conformance (imported lazily: executors import it too)."""
+    try:
+        import isrcheck.conformance as conformance
+    except ImportError as exc:  # pragma: no cover - the package is ours
+        raise HarnessUnavailable(f"cannot import isrcheck.conformance: {exc}") from None
+    found = {}
+    for name in ("random_walk", "shrink", "FAULT_PROFILES"):
+        try:  # names resolve lazily: a module still missing surfaces as ImportError here
+            found[name] = getattr(conformance, name)
+        except (AttributeError, ImportError) as exc:
+            if name != "FAULT_PROFILES":
+                raise HarnessUnavailable(
+                    f"the conformance harness does not provide {name}: {exc}") from None
+    profiles = found.get("FAULT_PROFILES") or {}
+    return Harness(found["random_walk"], found["shrink"], tuple(sorted(profiles)))
+
+
+def as_json_obj(value: Any) -> Any:
+    """``to_json()`` of a Schedule or Verdict as a plain object, whether it returns str or dict."""
+    data = value.to_json() if hasattr(value, "to_json") else value
+    return json.loads(data) if isinstance(data, (str, bytes)) else data
+
+
+def canonical(obj: Any) -> str:
+    """One spelling per value, so hashes do not depend on dict order."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,56 @@
+"""Splitting the requested seed space into tasks, skipping ranges a previous run completed."""
+from __future__ import annotations
+
+Range = tuple[int, int]  # [lo, hi)
+
+
+def missing(requested: Range, done: list[Range]) -> list[Range]:
+    """The parts of ``requested`` not covered by any range in ``done``, in seed order."""
+    lo, hi = requested
+    gaps = []
+    cursor = lo
+    for dlo, dhi in sorted(done):
+        if dhi <= cursor or dlo >= hi:
+            continue
+        if dlo > cursor:
+            gaps.append((cursor, dlo))
+        cursor = max(cursor, dhi)
+    if cursor < hi:
+        gaps.append((cursor, hi))
+    return gaps
+
+
+def split(gaps: list[Range], tasks: int) -> list[list[Range]]:
+    """Cut ``gaps`` into ``tasks`` chunks of near-equal seed counts (fewer if seeds are fewer).
+
+    A chunk may span a gap boundary, so it is a list of ranges; each range becomes one Parquet
+    file and one ledger marker.
+    """
+    total = sum(hi - lo for lo, hi in gaps)
+    if total == 0:
+        return []
+    tasks = max(1, min(tasks, total))
+    sizes = [total // tasks + (1 if i < total % tasks else 0) for i in range(tasks)]
+    chunks: list[list[Range]] = []
+    queue = list(gaps)
+    for size in sizes:
+        chunk: list[Range] = []
+        while size:
+            lo, hi = queue[0]
+            take = min(size, hi - lo)
+            chunk.append((lo, lo + take))
+            size -= take
+            if lo + take == hi:
+                queue.pop(0)
+            else:
+                queue[0] = (lo + take, hi)
+        chunks.append(chunk)
+    return chunks
+
+
+def default_tasks(seeds: int, parallelism: int, per_task: int = 200) -> int:
+    """Enough tasks to keep every core busy and bound what a killed run loses, few enough that
+    per-task overhead stays small: about ``per_task`` seeds each, a multiple of ``parallelism``."""
+    parallelism = max(1, parallelism)
+    rounds = max(1, -(-seeds // (per_task * parallelism)))
+    return max(1, min(seeds, rounds * parallelism))

@@ -1,0 +1,65 @@
+"""Starting Spark for a campaign: embedded local mode by default, a cluster via --master, or the
+session spark-submit already configured. Java or Spark problems become SparkUnavailable with a
+one-line reason instead of a JVM stack trace."""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+class SparkUnavailable(RuntimeError):
+    """Spark cannot start (no Java, bad master URL, ...); the message says why."""
+
+
+def under_spark_submit() -> bool:
+    """True when spark-submit launched this interpreter (it already owns the JVM and the master)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def find_java() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        candidate = Path(home) / "bin" / "java"
+        return str(candidate) if candidate.exists() else None
+    return shutil.which("java")
+
+
+def start_spark(master: str | None, app_name: str = "isrcheck-fuzz", shuffle_partitions: int = 8):
+    """A SparkSession with quiet logs, no UI and executors on this very Python interpreter."""
+    if not under_spark_submit():
+        if find_java() is None:
+            where = f"JAVA_HOME={os.environ['JAVA_HOME']} has no bin/java" \
+                if os.environ.get("JAVA_HOME") else "no `java` on PATH and JAVA_HOME is not set"
+            raise SparkUnavailable(f"Spark needs Java 17 or newer: {where}")
+    # Executors must run the same interpreter, so they import the isrcheck installed here.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise SparkUnavailable(f"pyspark is not installed: {exc}") from None
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    elif not under_spark_submit():
+        builder = builder.master("local[*]")
+    builder = (builder
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+               .config("spark.python.worker.reuse", "true")
+               .config("spark.driver.extraJavaOptions",
+                       f"-Dlog4j2.configurationFile={LOG4J_CONFIG}"))
+    try:
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+    except Exception as exc:  # Py4J / PySpark errors carry JVM traces; keep the first line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SparkUnavailable(f"Spark did not start (master {master or 'local[*]'}): {first}") \
+            from None
+    return spark
+
