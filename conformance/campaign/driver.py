@@ -41,7 +41,8 @@ class CampaignParams:
         """What a seed means: two runs agreeing on this may share a campaign directory."""
         return {"protocol": self.protocol, "steps": self.steps, "faults": self.faults}
 
-    def validate(self, harness: Harness) -> None:
+    def validate(self) -> None:
+        """Raise CampaignError naming the first bad parameter."""
         if self.protocol not in PROTOCOLS:
             raise CampaignError(f"unknown --protocol {self.protocol!r}; "
                                 f"choose one of {', '.join(PROTOCOLS)}")
@@ -53,6 +54,8 @@ class CampaignParams:
             raise CampaignError(f"--steps must be at least 1, not {self.steps}")
         if not self.shrink_budget_s > 0:
             raise CampaignError(f"--shrink-budget must be > 0 seconds, not {self.shrink_budget_s}")
+
+    def validate_faults(self, harness: Harness) -> None:
         if harness.fault_profiles and self.faults not in harness.fault_profiles:
             raise CampaignError(f"unknown --faults {self.faults!r}; "
                                 f"choose one of {', '.join(harness.fault_profiles)}")
@@ -70,10 +73,10 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
                  progress: bool = False, console: Console | None = None) -> CampaignResult:
     """Run (or resume) the campaign in ``out``; ``spark`` reuses a session the caller owns."""
     wall_start = time.perf_counter()
-    checked = harness or load_harness()
-    params.validate(checked)
+    params.validate()
     if partitions is not None and partitions < 1:
         raise CampaignError(f"--partitions must be at least 1, not {partitions}")
+    params.validate_faults(harness or load_harness())
     store = CampaignStore(out, params.protocol)
     try:
         store.bind(params.identity())
