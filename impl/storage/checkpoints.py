@@ -1,0 +1,69 @@
+"""Kafka's checkpoint files: a version line, a count line, then one entry per line; always
+replaced atomically (temp file, fsync, rename, fsync of the directory)."""
+from __future__ import annotations
+
+from .errors import CorruptLogError
+from .fs import FileSystem
+
+VERSION = 0
+
+
+class CheckpointFile:
+    """Entries are tuples of ints written space-separated (OffsetCheckpointFile, LeaderEpochCheckpointFile)."""
+
+    def __init__(self, fs: FileSystem, path: str, fields: int) -> None:
+        self.fs = fs
+        self.path = path
+        self.fields = fields
+
+    def write(self, entries: list[tuple[int, ...]]) -> None:
+        lines = [str(VERSION), str(len(entries))]
+        lines += [" ".join(str(v) for v in entry) for entry in entries]
+        self.fs.write_file_atomically(self.path, ("\n".join(lines) + "\n").encode("ascii"))
+
+    def read(self) -> list[tuple[int, ...]] | None:
+        """The entries, None if the file does not exist; CorruptLogError naming the file if malformed."""
+        if not self.fs.exists(self.path):
+            return None
+        try:
+            lines = self.fs.read_file(self.path).decode("ascii").split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            if len(lines) < 2 or int(lines[0]) != VERSION:
+                raise ValueError(f"expected version {VERSION} and a count")
+            count = int(lines[1])
+            if count != len(lines) - 2:
+                raise ValueError(f"count says {count} entries, found {len(lines) - 2}")
+            entries = []
+            for line in lines[2:]:
+                parts = line.split(" ")
+                if len(parts) != self.fields:
+                    raise ValueError(f"entry {line!r} does not have {self.fields} fields")
+                entries.append(tuple(int(p) for p in parts))
+            return entries
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CorruptLogError(f"{self.path}: malformed checkpoint file: {exc}") from None
+
+
+class OffsetCheckpoint:
+    """A single-offset checkpoint: ``replication-offset-checkpoint`` (HW) or
+    ``recovery-point-offset-checkpoint``; rewritten only when the value changes."""
+
+    def __init__(self, fs: FileSystem, path: str) -> None:
+        self._file = CheckpointFile(fs, path, 1)
+        self.path = path
+        self.value: int | None = None
+
+    def read(self) -> int | None:
+        entries = self._file.read()
+        if entries is None:
+            return None
+        if len(entries) != 1 or entries[0][0] < 0:
+            raise CorruptLogError(f"{self.path}: expected one non-negative offset, found {entries}")
+        self.value = entries[0][0]
+        return self.value
+
+    def write(self, offset: int) -> None:
+        if offset != self.value:
+            self._file.write([(offset,)])
+            self.value = offset

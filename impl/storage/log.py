@@ -1,0 +1,456 @@
+"""Log: the segments of one partition replica, its leader epoch cache and its checkpoints (UnifiedLog)."""
+from __future__ import annotations
+
+import re
+import time
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+from .checkpoints import OffsetCheckpoint
+from .config import LogConfig
+from .epoch_cache import LeaderEpochFileCache
+from .errors import (CorruptLogError, CorruptRecordError, InvalidConfigError, InvalidRecordError,
+                     LogClosedError, OffsetOutOfRangeError, RecordTooLargeError,
+                     UnexpectedAppendOffsetError)
+from .fs import FileSystem, OsFileSystem
+from .index import CorruptIndexError
+from .records import LogRecord, Record, RecordBatch, build_batch, iter_batches
+from .segment import LogSegment, file_name
+
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+DEFAULT_FETCH_MAX_BYTES = 1 << 20
+_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    """What an append wrote: offsets first..last, the max timestamp, the record count."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    record_count: int
+    size_bytes: int
+
+
+class FetchDataInfo:
+    """Whole batches read from ``fetch_offset``: raw ``data`` to ship to a follower, ``batches``, and
+    ``records`` (offsets >= fetch_offset: a batch may start before it)."""
+
+    __slots__ = ("fetch_offset", "data", "_batches")
+
+    def __init__(self, fetch_offset: int, data: bytes) -> None:
+        self.fetch_offset = fetch_offset
+        self.data = data
+        self._batches: list[RecordBatch] | None = None
+
+    @property
+    def batches(self) -> list[RecordBatch]:
+        if self._batches is None:
+            self._batches = list(iter_batches(self.data))
+        return self._batches
+
+    @property
+    def records(self) -> list[LogRecord]:
+        start = self.fetch_offset
+        return [r for b in self.batches for r in b.records() if r.offset >= start]
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __repr__(self) -> str:
+        return f"FetchDataInfo(fetch_offset={self.fetch_offset}, bytes={len(self.data)})"
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    """What ``Log.open`` found and repaired (Kafka logs these lines as it loads a log)."""
+
+    clean_shutdown: bool
+    recovery_point: int                         # from the checkpoint, where validation started
+    log_end_offset: int                         # after recovery
+    truncated_bytes: int = 0                    # torn or corrupt tail cut away
+    deleted_segments: tuple[int, ...] = ()      # segments after a corrupt one, dropped
+    rebuilt_indexes: tuple[int, ...] = ()       # segments whose indexes were missing or broken
+    epoch_cache_rebuilt: bool = False
+    events: tuple[str, ...] = field(default=())  # one human-readable line per repair
+
+    @property
+    def truncated(self) -> bool:
+        return self.truncated_bytes > 0 or bool(self.deleted_segments)
+
+
+class Log:
+    """One replica's log. Open with ``Log.open``; the replication layer sets ``high_watermark``."""
+
+    def __init__(self, directory: str, config: LogConfig, fs: FileSystem, clock: Callable[[], int]) -> None:
+        self.dir = directory
+        self.config = config
+        self.fs = fs
+        self._clock = clock
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._leo = 0
+        self._hw = 0
+        self._recovery_point = 0
+        self._last_flush_ms = clock()
+        self._dir_dirty = False
+        self._closed = False
+        self._hw_checkpoint = OffsetCheckpoint(fs, fs.join(directory, REPLICATION_OFFSET_CHECKPOINT))
+        self._rp_checkpoint = OffsetCheckpoint(fs, fs.join(directory, RECOVERY_POINT_CHECKPOINT))
+        self.leader_epoch_cache: LeaderEpochFileCache
+        self.recovery_report: RecoveryReport
+
+    # ===================================================================================== open
+
+    @classmethod
+    def open(cls, directory: str, config: LogConfig | None = None, fs: FileSystem | None = None,
+             clock: Callable[[], int] | None = None) -> "Log":
+        """Open (or create) the log in ``directory``, recovering it after an unclean shutdown."""
+        config = LogConfig() if config is None else config
+        if not isinstance(config, LogConfig):
+            raise InvalidConfigError(f"config must be a LogConfig, got {type(config).__name__}")
+        fs = OsFileSystem() if fs is None else fs
+        log = cls(str(directory), config, fs, clock or wall_clock_ms)
+        from .loader import load_log       # the recovery procedure lives in its own module
+        load_log(log)
+        return log
+
+    # ================================================================================ properties
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._segments[0].base_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._leo
+
+    @property
+    def high_watermark(self) -> int:
+        return self._hw
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        self.update_high_watermark(offset)
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the HW, clamped to [log start offset, LEO] as Kafka's updateHighWatermark does."""
+        self._hw = min(max(int(offset), self.log_start_offset), self._leo)
+        return self._hw
+
+    @property
+    def recovery_point(self) -> int:
+        """Offsets below it are fsynced (Kafka's recoveryPoint)."""
+        return self._recovery_point
+
+    @property
+    def latest_epoch(self) -> int:
+        return self.leader_epoch_cache.latest_epoch
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._leo - self._recovery_point
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetsForLeaderEpoch (KIP-279): see LeaderEpochFileCache.end_offset_for."""
+        return self.leader_epoch_cache.end_offset_for(epoch, self._leo)
+
+    # ================================================================================== appends
+
+    def append_as_leader(self, records: Sequence[Record], leader_epoch: int) -> LogAppendInfo:
+        """Assign offsets from the LEO to ``records`` as one batch stamped with ``leader_epoch``
+        (UnifiedLog.appendAsLeader); validates size and compaction rules, then applies the flush policy."""
+        self._check_open()
+        records = list(records)
+        now = self._clock()
+        batch = build_batch(self._leo, records, leader_epoch, now, self.config.compression_type)
+        if batch.size > self.config.max_message_bytes:
+            raise RecordTooLargeError(f"batch of {batch.size} bytes exceeds max.message.bytes="
+                                      f"{self.config.max_message_bytes}")
+        if self.config.compact and any(r.key is None for r in records):
+            raise InvalidRecordError("a compacted log cannot accept a record without a key")
+        self._append_batch(batch)
+        self._maybe_flush(now)
+        return LogAppendInfo(batch.base_offset, batch.last_offset, batch.max_timestamp, len(records), batch.size)
+
+    def append_as_follower(self, batches: bytes | bytearray | FetchDataInfo | RecordBatch
+                           | Iterable[RecordBatch | bytes]) -> LogAppendInfo | None:
+        """Append fetched batches with the offsets they carry (UnifiedLog.appendAsFollower): each
+        must pass its CRC check and start after the previous one, the first at or after the LEO.
+        Nothing is appended unless every batch is valid. Returns None for an empty fetch."""
+        self._check_open()
+        parsed = _as_batches(batches)
+        if not parsed:
+            return None
+        expected = self._leo
+        for batch in parsed:
+            batch.ensure_valid()
+            if batch.base_offset < expected:
+                if batch is parsed[0]:
+                    raise UnexpectedAppendOffsetError(
+                        f"first batch starts at offset {batch.base_offset}, below the log end offset {self._leo}")
+                raise CorruptRecordError(f"batch at offset {batch.base_offset} does not follow the previous "
+                                         f"batch (next offset {expected})")
+            expected = batch.last_offset + 1
+        for batch in parsed:
+            self._append_batch(batch)
+        self._maybe_flush(self._clock())
+        return LogAppendInfo(parsed[0].base_offset, parsed[-1].last_offset,
+                             max(b.max_timestamp for b in parsed),
+                             sum(b.record_count for b in parsed), sum(b.size for b in parsed))
+
+    def _append_batch(self, batch: RecordBatch) -> None:
+        epoch = batch.partition_leader_epoch
+        if epoch >= 0 and epoch != self.leader_epoch_cache.latest_epoch:
+            self.leader_epoch_cache.assign(epoch, batch.base_offset)
+        segment = self._segments[-1]
+        if segment.should_roll(batch, self.config.segment_bytes, self.config.segment_ms):
+            segment = self._roll(batch.base_offset)
+        segment.append(batch)
+        self._leo = batch.base_offset + batch.last_offset_delta + 1
+
+    def _roll(self, base_offset: int) -> LogSegment:
+        """Start a new active segment. The old one is fsynced first (Kafka schedules that flush on
+        roll), so a power loss can never keep a newer segment while losing part of an older one."""
+        self._segments[-1].flush()
+        segment = LogSegment(self.fs, self.dir, base_offset, self.config.index_interval_bytes)
+        self._segments.append(segment)
+        self._bases.append(base_offset)
+        self._dir_dirty = True
+        return segment
+
+    def roll(self) -> None:
+        """Roll now (Kafka's forced roll), unless the active segment is empty."""
+        self._check_open()
+        if self._segments[-1].size:
+            self._roll(self._leo)
+
+    # ==================================================================================== reads
+
+    def read(self, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES, max_offset: int | None = None) -> FetchDataInfo:
+        """Whole batches from the one holding ``offset``, up to ``max_bytes`` (but at least one batch,
+        KIP-74), across segments, only batches entirely below ``max_offset`` (e.g. the HW for a
+        consumer). Offsets removed by compaction are skipped. OffsetOutOfRangeError outside
+        [log start offset, LEO]."""
+        self._check_open()
+        if offset < self.log_start_offset or offset > self._leo:
+            raise OffsetOutOfRangeError(f"offset {offset} is outside [{self.log_start_offset}, {self._leo}]")
+        if offset == self._leo or (max_offset is not None and offset >= max_offset):
+            return FetchDataInfo(offset, b"")
+        segments = self._segments
+        parts: list[bytes] = []
+        remaining = max_bytes
+        for i in range(bisect_right(self._bases, offset) - 1, len(segments)):
+            data, at_end = segments[i].read(offset, remaining, max_offset, min_one=not parts)
+            if data:
+                parts.append(data)
+                remaining -= len(data)
+            if not at_end or remaining <= 0:
+                break
+        return FetchDataInfo(offset, parts[0] if len(parts) == 1 else b"".join(parts))
+
+    def offset_for_timestamp(self, timestamp: int) -> int | None:
+        """ListOffsets by time: the first offset whose record timestamp is >= ``timestamp`` (TimeIndex)."""
+        self._check_open()
+        for segment in self._segments:
+            if segment.max_timestamp < timestamp:
+                continue
+            start = segment.time_index.lookup(timestamp)
+            position = segment.find(segment.base_offset if start is None else start) or 0
+            for _, batch in segment.iter_batches(position):
+                if batch.max_timestamp >= timestamp:
+                    for record in batch.records():
+                        if record.timestamp_ms >= timestamp:
+                            return record.offset
+        return None
+
+    # =============================================================================== truncation
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch at or after ``offset`` (a follower discarding a divergent suffix).
+        Durable on return. The LEO becomes ``offset``, or the base of a batch that straddled it."""
+        self._check_open()
+        if offset < 0:
+            raise OffsetOutOfRangeError(f"cannot truncate to negative offset {offset}")
+        if offset >= self._leo:
+            return False
+        if offset < self.log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        while self._bases[-1] > offset:         # newest first: a crash leaves a prefix of the log
+            self._segments.pop().delete()
+            self._bases.pop()
+            self._dir_dirty = True
+        self._segments[-1].truncate_to(offset)
+        if self._dir_dirty:
+            self.fs.fsync_dir(self.dir)
+            self._dir_dirty = False
+        self._after_truncation(self._segments[-1].next_offset)
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and start an empty log at ``offset`` (a follower out of range)."""
+        self._check_open()
+        if offset < 0:
+            raise OffsetOutOfRangeError(f"cannot start the log at negative offset {offset}")
+        while self._segments:
+            self._segments.pop().delete()
+        self._bases.clear()
+        self._segments.append(LogSegment(self.fs, self.dir, offset, self.config.index_interval_bytes))
+        self._bases.append(offset)
+        self.fs.fsync_dir(self.dir)
+        self._dir_dirty = False
+        self.leader_epoch_cache.clear()
+        self._leo = offset
+        self._hw = offset
+        self._recovery_point = offset
+        self._rp_checkpoint.write(offset)
+
+    def _after_truncation(self, leo: int) -> None:
+        self._leo = leo
+        self.leader_epoch_cache.truncate_from_end(leo)
+        self._hw = min(self._hw, leo)
+        if self._recovery_point > leo:
+            # written now: a stale, higher recovery point would let a torn tail escape validation
+            self._recovery_point = leo
+            self._rp_checkpoint.write(leo)
+
+    # ================================================================================ retention
+
+    def delete_old_segments(self) -> int:
+        """Retention (UnifiedLog.deleteOldSegments): delete the oldest whole segments past
+        ``retention.ms`` (by their largest timestamp) or beyond ``retention.bytes``; never the active
+        segment, never one holding offsets at or above the HW. Returns how many were deleted."""
+        self._check_open()
+        if not self.config.delete:
+            return 0
+        now = self._clock()
+        cfg = self.config
+        excess = None if cfg.retention_bytes is None else self.size_in_bytes - cfg.retention_bytes
+        count = 0
+        for i, segment in enumerate(self._segments[:-1]):
+            if self._bases[i + 1] > self._hw:
+                break
+            by_time = cfg.retention_ms is not None and now - segment.max_timestamp > cfg.retention_ms
+            by_size = excess is not None and excess - segment.size >= 0
+            if not (by_time or by_size):
+                break
+            if excess is not None:
+                excess -= segment.size
+            count += 1
+        if count:
+            self.delete_segments_before(self._bases[count])
+        return count
+
+    def delete_segments_before(self, offset: int) -> None:
+        """Delete whole segments that end at or before the segment base ``offset``; the log start
+        offset becomes the first remaining base (the active segment always stays)."""
+        removed = False
+        while len(self._segments) > 1 and self._bases[1] <= offset:
+            self._segments.pop(0).delete()
+            self._bases.pop(0)
+            removed = True
+        if removed:
+            self.fs.fsync_dir(self.dir)
+            start = self.log_start_offset
+            self.leader_epoch_cache.truncate_from_start(start)
+            self._hw = max(self._hw, start)
+            self._recovery_point = max(self._recovery_point, start)
+
+    # ==================================================================================== flush
+
+    def _maybe_flush(self, now: int) -> None:
+        cfg = self.config
+        if ((cfg.flush_messages is not None and self._leo - self._recovery_point >= cfg.flush_messages)
+                or (cfg.flush_ms is not None and now - self._last_flush_ms >= cfg.flush_ms)):
+            self.flush()
+
+    def flush(self) -> None:
+        """fsync every segment with unflushed data (and the directory if segments were created), then
+        advance the recovery point to the LEO and checkpoint it and the HW."""
+        self._check_open()
+        start = max(bisect_right(self._bases, self._recovery_point) - 1, 0)
+        for segment in self._segments[start:]:
+            segment.flush()
+        if self._dir_dirty:
+            self.fs.fsync_dir(self.dir)
+            self._dir_dirty = False
+        self._recovery_point = self._leo
+        self._rp_checkpoint.write(self._leo)
+        self._hw_checkpoint.write(self._hw)
+        self._last_flush_ms = self._clock()
+
+    def close(self) -> None:
+        """Clean shutdown: flush, checkpoint, leave the clean-shutdown marker, close the files."""
+        if self._closed:
+            return
+        self.flush()
+        self.fs.write_file_atomically(self.fs.join(self.dir, CLEAN_SHUTDOWN_FILE), b"")
+        for segment in self._segments:
+            segment.close()
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"log {self.dir} is closed")
+
+    # ================================================================================ compaction
+
+    def compact(self) -> int:
+        """Log compaction (LogCleaner) over the closed segments; returns the bytes removed."""
+        self._check_open()
+        from .cleaner import clean_log
+        return clean_log(self)
+
+    def __repr__(self) -> str:
+        return (f"Log({self.dir!r}, log_start_offset={self.log_start_offset}, log_end_offset={self._leo}, "
+                f"high_watermark={self._hw}, segments={len(self._segments)})")
+
+
+def _as_batches(batches) -> list[RecordBatch]:
+    if isinstance(batches, FetchDataInfo):
+        return batches.batches
+    if isinstance(batches, RecordBatch):
+        return [batches]
+    if isinstance(batches, (bytes, bytearray, memoryview)):
+        return list(iter_batches(bytes(batches)))
+    out: list[RecordBatch] = []
+    for item in batches:
+        if isinstance(item, RecordBatch):
+            out.append(item)
+        elif isinstance(item, (bytes, bytearray, memoryview)):
+            out.extend(iter_batches(bytes(item)))
+        else:
+            raise CorruptRecordError(f"expected RecordBatch or bytes, got {type(item).__name__}")
+    return out
+
+
+def segment_base_offsets(fs: FileSystem, directory: str) -> list[int]:
+    """Base offsets of the ``.log`` files in a directory, ascending."""
+    return sorted(int(m.group(1)) for name in fs.listdir(directory)
+                  if (m := _SEGMENT_FILE.match(name)) and m.group(2) == "log")
+
+
+__all__ = ["Log", "LogAppendInfo", "FetchDataInfo", "RecoveryReport", "segment_base_offsets",
+           "file_name", "CorruptIndexError", "CorruptLogError"]

@@ -1,0 +1,280 @@
+"""Kafka's record batch format, magic v2: a 61-byte batch header with a CRC-32C, then varint records.
+
+Layout (big-endian): baseOffset int64, batchLength int32 (bytes after this field), partitionLeaderEpoch
+int32, magic int8 = 2, crc uint32 (CRC-32C of everything from attributes to the end), attributes int16
+(bits 0-2: compression), lastOffsetDelta int32, baseTimestamp int64, maxTimestamp int64, producerId int64,
+producerEpoch int16, baseSequence int32, recordCount int32; then the records, each: length varint,
+attributes int8, timestampDelta varlong, offsetDelta varint, key (varint length, -1 = null), value
+(same), header count varint, headers (key string, value bytes).
+"""
+from __future__ import annotations
+
+import gzip
+import struct
+from dataclasses import dataclass
+from typing import Iterator, NamedTuple, Sequence
+
+import crc32c as _crc32c
+
+from .errors import CorruptRecordError, InvalidRecordError
+
+MAGIC = 2
+LOG_OVERHEAD = 12                       # baseOffset + batchLength: bytes not counted by batchLength
+HEADER_SIZE = 61
+CRC_START = 21                          # the CRC covers attributes .. end of batch
+NO_PRODUCER_ID = -1
+COMPRESSION_CODES = {"none": 0, "gzip": 1}
+COMPRESSION_NAMES = {code: name for name, code in COMPRESSION_CODES.items()}
+COMPRESSION_MASK = 0x07
+
+_HEAD = struct.Struct(">qiibI")         # baseOffset, batchLength, partitionLeaderEpoch, magic, crc
+_TAIL = struct.Struct(">hiqqqhii")      # attributes .. recordCount
+HEADER = struct.Struct(">qiibIhiqqqhii")
+_LENGTH = struct.Struct(">qi")          # what a scan needs first: baseOffset, batchLength
+_crc = _crc32c.crc32c
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A record to append: key and value bytes (None = null; a null value is a tombstone)."""
+
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int | None = None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+class LogRecord(NamedTuple):
+    """A record read back from the log, with its absolute offset."""
+
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+
+
+def _put_varint(out: bytearray, value: int) -> None:
+    """Zig-zag varint as Kafka's ByteUtils.writeVarlong (identical to writeVarint on 32-bit values)."""
+    v = (value << 1) ^ (value >> 63)
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _get_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    try:
+        while True:
+            b = buf[pos]
+            pos += 1
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                return (result >> 1) ^ -(result & 1), pos
+            shift += 7
+            if shift > 63:
+                raise CorruptRecordError("varint longer than 10 bytes")
+    except IndexError:
+        raise CorruptRecordError("record ends inside a varint") from None
+
+
+def _put_bytes(out: bytearray, data: bytes | None) -> None:
+    if data is None:
+        out.append(1)                   # zig-zag(-1)
+    else:
+        _put_varint(out, len(data))
+        out += data
+
+
+def _get_bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
+    size, pos = _get_varint(buf, pos)
+    if size < 0:
+        return None, pos
+    end = pos + size
+    if end > len(buf):
+        raise CorruptRecordError("record field runs past the end of the batch")
+    return buf[pos:end], end
+
+
+def _encode_record(out: bytearray, record: Record, offset_delta: int, timestamp_delta: int) -> None:
+    body = bytearray(b"\x00")          # record attributes: unused in v2
+    _put_varint(body, timestamp_delta)
+    _put_varint(body, offset_delta)
+    _put_bytes(body, record.key)
+    _put_bytes(body, record.value)
+    _put_varint(body, len(record.headers))
+    for name, value in record.headers:
+        _put_bytes(body, name.encode("utf-8"))
+        _put_bytes(body, value)
+    _put_varint(out, len(body))
+    out += body
+
+
+def _check_record(record: Record) -> None:
+    if not isinstance(record, Record):
+        raise InvalidRecordError(f"expected a Record, got {type(record).__name__}")
+    for name in ("key", "value"):
+        field = getattr(record, name)
+        if field is not None and not isinstance(field, (bytes, bytearray)):
+            raise InvalidRecordError(f"Record.{name} must be bytes or None, got {type(field).__name__}")
+    if record.timestamp_ms is not None and not isinstance(record.timestamp_ms, int):
+        raise InvalidRecordError(f"Record.timestamp_ms must be an int or None, got {record.timestamp_ms!r}")
+    for header in record.headers:
+        if (len(header) != 2 or not isinstance(header[0], str)
+                or not (header[1] is None or isinstance(header[1], (bytes, bytearray)))):
+            raise InvalidRecordError(f"a record header must be (str, bytes | None), got {header!r}")
+
+
+def build_batch(base_offset: int, records: Sequence[Record], partition_leader_epoch: int, now_ms: int,
+                compression: str = "none", producer_id: int = NO_PRODUCER_ID,
+                producer_epoch: int = -1, base_sequence: int = -1) -> "RecordBatch":
+    """Encode ``records`` as one v2 batch at ``base_offset`` (MemoryRecordsBuilder); missing timestamps = now."""
+    if not records:
+        raise InvalidRecordError("a record batch needs at least one record")
+    timestamps = []
+    for record in records:
+        _check_record(record)
+        timestamps.append(now_ms if record.timestamp_ms is None else record.timestamp_ms)
+    first_ts = timestamps[0]
+    body = bytearray()
+    for delta, (record, ts) in enumerate(zip(records, timestamps)):
+        _encode_record(body, record, delta, ts - first_ts)
+    code = COMPRESSION_CODES[compression]
+    if code:
+        body = gzip.compress(bytes(body), compresslevel=6, mtime=0)   # mtime=0: same bytes every run
+    tail = _TAIL.pack(code, len(records) - 1, first_ts, max(timestamps), producer_id, producer_epoch,
+                      base_sequence, len(records)) + body
+    crc = _crc(tail)
+    data = _HEAD.pack(base_offset, len(tail) + 9, partition_leader_epoch, MAGIC, crc) + tail
+    return RecordBatch(data)
+
+
+class RecordBatch:
+    """A view over the bytes of one v2 batch; header fields parsed at once, records on demand."""
+
+    __slots__ = ("buffer", "base_offset", "partition_leader_epoch", "magic", "crc", "attributes",
+                 "last_offset_delta", "first_timestamp", "max_timestamp", "producer_id",
+                 "producer_epoch", "base_sequence", "record_count")
+
+    def __init__(self, buffer: bytes) -> None:
+        if len(buffer) < HEADER_SIZE:
+            raise CorruptRecordError(f"record batch of {len(buffer)} bytes is shorter than its "
+                                     f"{HEADER_SIZE}-byte header")
+        (self.base_offset, length, self.partition_leader_epoch, self.magic, self.crc,
+         self.attributes, self.last_offset_delta, self.first_timestamp, self.max_timestamp,
+         self.producer_id, self.producer_epoch, self.base_sequence,
+         self.record_count) = HEADER.unpack_from(buffer)
+        if length + LOG_OVERHEAD != len(buffer):
+            raise CorruptRecordError(f"batch at offset {self.base_offset} declares {length + LOG_OVERHEAD} "
+                                     f"bytes but has {len(buffer)}")
+        self.buffer = bytes(buffer)
+
+    @property
+    def size(self) -> int:
+        return len(self.buffer)
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression(self) -> str:
+        return COMPRESSION_NAMES.get(self.attributes & COMPRESSION_MASK, "unknown")
+
+    def is_valid(self) -> bool:
+        """CRC-32C of attributes..end matches the stored CRC (DefaultRecordBatch.isValid)."""
+        return _crc(memoryview(self.buffer)[CRC_START:]) == self.crc
+
+    def ensure_valid(self) -> None:
+        """Raise CorruptRecordError unless magic, offsets, count and CRC are sound (ensureValid)."""
+        where = f"batch at offset {self.base_offset}"
+        if self.magic != MAGIC:
+            raise CorruptRecordError(f"{where}: magic {self.magic}, only v{MAGIC} is supported")
+        if self.base_offset < 0 or self.last_offset_delta < 0:
+            raise CorruptRecordError(f"{where}: negative offset or last offset delta")
+        if self.record_count < 0 or self.record_count > self.last_offset_delta + 1:
+            raise CorruptRecordError(f"{where}: record count {self.record_count} does not fit "
+                                     f"last offset delta {self.last_offset_delta}")
+        if (self.attributes & COMPRESSION_MASK) not in COMPRESSION_NAMES:
+            raise CorruptRecordError(f"{where}: unknown compression code {self.attributes & COMPRESSION_MASK}")
+        if not self.is_valid():
+            raise CorruptRecordError(f"{where}: CRC mismatch (stored {self.crc:#010x}, "
+                                     f"computed {_crc(memoryview(self.buffer)[CRC_START:]):#010x})")
+
+    def _body(self) -> bytes:
+        body = self.buffer[HEADER_SIZE:]
+        if self.attributes & COMPRESSION_MASK:
+            try:
+                return gzip.decompress(body)
+            except (OSError, EOFError, ValueError) as exc:
+                raise CorruptRecordError(f"batch at offset {self.base_offset}: bad gzip data: {exc}") from None
+        return body
+
+    def records(self) -> list[LogRecord]:
+        """Decode every record (DefaultRecord.readFrom); offsets and timestamps made absolute."""
+        data = self._body()
+        out = []
+        pos = 0
+        base, first_ts = self.base_offset, self.first_timestamp
+        for _ in range(self.record_count):
+            length, pos = _get_varint(data, pos)
+            end = pos + length
+            if length < 1 or end > len(data):
+                raise CorruptRecordError(f"batch at offset {base}: record length {length} out of bounds")
+            pos += 1                                            # record attributes
+            ts_delta, pos = _get_varint(data, pos)
+            offset_delta, pos = _get_varint(data, pos)
+            key, pos = _get_bytes(data, pos)
+            value, pos = _get_bytes(data, pos)
+            count, pos = _get_varint(data, pos)
+            headers = []
+            for _ in range(count):
+                name, pos = _get_bytes(data, pos)
+                hvalue, pos = _get_bytes(data, pos)
+                if name is None:
+                    raise CorruptRecordError(f"batch at offset {base}: null header key")
+                headers.append((name.decode("utf-8", "replace"), hvalue))
+            if pos != end:
+                raise CorruptRecordError(f"batch at offset {base}: record length {length} disagrees with its fields")
+            out.append(LogRecord(base + offset_delta, first_ts + ts_delta, key, value, tuple(headers)))
+        if pos != len(data):
+            raise CorruptRecordError(f"batch at offset {base}: {len(data) - pos} trailing bytes after the records")
+        return out
+
+    def with_records(self, records: Sequence[LogRecord]) -> "RecordBatch":
+        """A batch keeping this one's offsets, epoch and producer fields but only ``records`` (the cleaner's rewrite)."""
+        first_ts = records[0].timestamp_ms
+        body = bytearray()
+        for r in records:
+            _encode_record(body, Record(r.key, r.value, r.timestamp_ms, r.headers),
+                           r.offset - self.base_offset, r.timestamp_ms - first_ts)
+        code = self.attributes & COMPRESSION_MASK
+        if code:
+            body = gzip.compress(bytes(body), compresslevel=6, mtime=0)
+        tail = _TAIL.pack(self.attributes, self.last_offset_delta, first_ts, self.max_timestamp,
+                          self.producer_id, self.producer_epoch, self.base_sequence, len(records)) + body
+        data = _HEAD.pack(self.base_offset, len(tail) + 9, self.partition_leader_epoch, MAGIC, _crc(tail)) + tail
+        return RecordBatch(data)
+
+    def __repr__(self) -> str:
+        return (f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
+                f"epoch={self.partition_leader_epoch}, size={self.size})")
+
+
+def iter_batches(buffer: bytes) -> Iterator[RecordBatch]:
+    """Split concatenated batches (a fetched MemoryRecords); raises on a truncated or malformed batch."""
+    pos, end = 0, len(buffer)
+    while pos < end:
+        if end - pos < LOG_OVERHEAD:
+            raise CorruptRecordError(f"{end - pos} stray bytes after the last batch")
+        _, length = _LENGTH.unpack_from(buffer, pos)
+        size = length + LOG_OVERHEAD
+        if size < HEADER_SIZE or pos + size > end:
+            raise CorruptRecordError(f"batch at position {pos} declares {size} bytes, {end - pos} remain")
+        yield RecordBatch(buffer[pos:pos + size])
+        pos += size
