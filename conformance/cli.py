@@ -15,6 +15,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "explore": ("isrcheck.conformance.cmd_explore", "exhaustively explore the reference model"),
     "fuzz": ("isrcheck.conformance.campaign.cmd", "fuzz random crash schedules on Spark, resumable"),
+    "dump-log": ("isrcheck.impl.storage.dump_log", "print the batches of a .log or the entries of an .index/.timeindex"),
 }
 
 

@@ -172,9 +172,20 @@ class Log:
     def unflushed_messages(self) -> int:
         return self._leo - self._recovery_point
 
+    @property
+    def hw_checkpoint(self) -> int:
+        """The HW last written to ``replication-offset-checkpoint`` (0 if never)."""
+        return self._hw_checkpoint.value or 0
+
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetsForLeaderEpoch (KIP-279): see LeaderEpochFileCache.end_offset_for."""
         return self.leader_epoch_cache.end_offset_for(epoch, self._leo)
+
+    end_offset_for = end_offset_for_epoch
+
+    def end_offset_for_v0(self, epoch: int) -> int:
+        """OffsetsForLeaderEpoch as of KIP-101 (0.11): see LeaderEpochFileCache.end_offset_for_v0."""
+        return self.leader_epoch_cache.end_offset_for_v0(epoch, self._leo)
 
     # ================================================================================== appends
 

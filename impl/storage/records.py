@@ -248,7 +248,7 @@ class RecordBatch:
 
     def with_records(self, records: Sequence[LogRecord]) -> "RecordBatch":
         """A batch keeping this one's offsets, epoch and producer fields but only ``records`` (the cleaner's rewrite)."""
-        first_ts = records[0].timestamp_ms
+        first_ts = records[0].timestamp_ms if records else self.first_timestamp
         body = bytearray()
         for r in records:
             _encode_record(body, Record(r.key, r.value, r.timestamp_ms, r.headers),
