@@ -31,30 +31,32 @@ def aggregate(spark, runs_dir: str, protocol: str, lo: int, hi: int,
           .where((F.col("protocol") == protocol) & (F.col("seed") >= lo) & (F.col("seed") < hi)))
     df = df.cache()
     agg = Aggregates()
+    # Four small jobs: totals, verdict counts, coverage growth, distinct failures.
     totals = df.agg(F.count("*").alias("n"), F.countDistinct("seed").alias("seeds"),
-                    F.avg("duration_ms").alias("ms")).first()
+                    F.avg("duration_ms").alias("ms"),
+                    F.array_sort(F.collect_set("config_hash")).alias("configs")).first()
     agg.schedules = int(totals["n"])
-    agg.duplicate_seeds = agg.schedules - int(totals["seeds"])
-    agg.mean_duration_ms = float(totals["ms"] or 0.0)
     if agg.schedules == 0:
         df.unpersist()
         return agg
-    for r in df.groupBy("verdict").count().collect():
-        agg.by_verdict[r["verdict"]] = int(r["count"])
-    for r in df.where(F.col("verdict") != "pass").groupBy("verdict", "property").count().collect():
-        agg.by_property[f"{r['verdict']}:{r['property']}"] = int(r["count"])
+    agg.duplicate_seeds = agg.schedules - int(totals["seeds"])
+    agg.mean_duration_ms = float(totals["ms"] or 0.0)
+    agg.config_hashes = list(totals["configs"])
+    for r in df.groupBy("verdict", "property").count().collect():
+        agg.by_verdict[r["verdict"]] = agg.by_verdict.get(r["verdict"], 0) + int(r["count"])
+        if r["verdict"] != "pass":
+            agg.by_property[f"{r['verdict']}:{r['property']}"] = int(r["count"])
     agg.by_verdict = dict(sorted(agg.by_verdict.items()))
     agg.by_property = dict(sorted(agg.by_property.items()))
-    agg.config_hashes = sorted(r["config_hash"] for r in df.select("config_hash").distinct().collect())
 
     # Coverage growth: each coverage item counts from the first seed (in seed order) reaching it.
-    items = df.select("seed", F.explode("coverage").alias("item"))
-    first_seen = items.groupBy("item").agg(F.min("seed").alias("first"))
-    agg.distinct_coverage = first_seen.count()
     width = max(1, -(-(hi - lo) // growth_points))
-    new_per_bucket = dict(
-        (int(r["bucket"]), int(r["count"])) for r in
-        first_seen.groupBy(F.floor((F.col("first") - lo) / width).alias("bucket")).count().collect())
+    first_seen = (df.select("seed", F.explode("coverage").alias("item"))
+                  .groupBy("item").agg(F.min("seed").alias("first")))
+    new_per_bucket = {
+        int(r["bucket"]): int(r["count"]) for r in
+        first_seen.groupBy(F.floor((F.col("first") - lo) / width).alias("bucket")).count().collect()}
+    agg.distinct_coverage = sum(new_per_bucket.values())
     total = 0
     for b in range(-(-(hi - lo) // width)):
         total += new_per_bucket.get(b, 0)
