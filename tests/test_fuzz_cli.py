@@ -23,6 +23,8 @@ def _fuzz(*args, env=None, timeout=300):
     (["--protocol", "kip-320", "--schedules", "0"], "--schedules must be at least 1"),
     (["--protocol", "kip-320", "--schedules", "5", "--partitions", "0"], "--partitions must be"),
     (["--protocol", "kip-320", "--schedules", "5", "--steps", "-3"], "--steps must be"),
+    (["--protocol", "kip-320", "--schedules", "5", "--master", "nonsense://x"],
+     "'nonsense://x' is not a Spark master URL"),
 ])
 def test_bad_arguments_exit_2_with_a_message(args, message, capsys, tmp_path):
     assert main(["fuzz", *args, "--out", str(tmp_path / "c")]) == 2

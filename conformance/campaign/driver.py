@@ -15,7 +15,7 @@ from .executor import TaskSpec, run_chunks
 from .failures import write_failures
 from .harness import Harness, load_harness
 from .progress import follow
-from .session import start_spark
+from .session import check_master, start_spark
 from .store import CampaignStore, atomic_write_json
 
 # The protocol lineage of DESIGN.md; the model and the implementation share these names.
@@ -76,6 +76,8 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
     params.validate()
     if partitions is not None and partitions < 1:
         raise CampaignError(f"--partitions must be at least 1, not {partitions}")
+    if master and spark is None:
+        check_master(master)
     params.validate_faults(harness or load_harness())
     store = CampaignStore(out, params.protocol)
     try:

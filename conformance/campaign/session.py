@@ -4,6 +4,7 @@ one-line reason instead of a JVM stack trace."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -28,8 +29,22 @@ def find_java() -> str | None:
     return shutil.which("java")
 
 
+_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn"
+                     r"|spark://[^\s/]+(:\d+)?(,[^\s/]+(:\d+)?)*|k8s://\S+)$")
+
+
+def check_master(master: str) -> None:
+    """Reject a malformed master URL here: spark-submit would answer with a JVM stack trace."""
+    if not _MASTER.match(master):
+        raise SparkUnavailable(
+            f"--master {master!r} is not a Spark master URL (local, local[N], local[*], "
+            "spark://host:7077, yarn, k8s://https://host:443)")
+
+
 def start_spark(master: str | None, app_name: str = "isrcheck-fuzz", shuffle_partitions: int = 8):
     """A SparkSession with quiet logs, no UI and executors on this very Python interpreter."""
+    if master:
+        check_master(master)
     if not under_spark_submit():
         if find_java() is None:
             where = f"JAVA_HOME={os.environ['JAVA_HOME']} has no bin/java" \
