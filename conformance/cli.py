@@ -14,7 +14,7 @@ import sys
 # name -> (module defining ``add_arguments(parser)`` and ``run(args) -> int``, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "explore": ("isrcheck.conformance.cmd_explore", "exhaustively explore the reference model"),
-    "fuzz": ("isrcheck.conformance.campaign.cmd", "fuzz random crash schedules on Spark, resumable"),
+    "fuzz": ("isrcheck.conformance.campaign.command", "fuzz random crash schedules on Spark, resumable"),
     "dump-log": ("isrcheck.impl.storage.dump_log", "print the batches of a .log or the entries of an .index/.timeindex"),
 }
 

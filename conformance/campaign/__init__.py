@@ -8,7 +8,7 @@ Public API::
                           master="local[2]")
     result.exit_code, result.summary          # 0/1 and what summary.json holds
 
-The CLI is ``isrcheck fuzz`` (module ``cmd``); under spark-submit run this package's
+The CLI is ``isrcheck fuzz`` (module ``command``); under spark-submit run this package's
 ``__main__.py``. Heavy imports (pyspark, pyarrow) happen only when a campaign runs.
 """
 from __future__ import annotations
