@@ -14,6 +14,8 @@ import sys
 # name -> (module defining ``add_arguments(parser)`` and ``run(args) -> int``, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "explore": ("isrcheck.conformance.cmd_explore", "exhaustively explore the reference model"),
+    "check": ("isrcheck.conformance.cmd_check", "replay a schedule on the model and the implementation in lockstep"),
+    "shrink": ("isrcheck.conformance.cmd_shrink", "shrink a failing schedule to a minimal one that fails the same way"),
     "fuzz": ("isrcheck.conformance.campaign.command", "fuzz random crash schedules on Spark, resumable"),
     "dump-log": ("isrcheck.impl.storage.dump_log", "print the batches of a .log or the entries of an .index/.timeindex"),
 }

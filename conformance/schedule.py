@@ -113,7 +113,7 @@ class Expected:
 
 
 def validate_step(raw: Any, replicas: int, where: str) -> dict:
-    """The canonical dict of one step (fields in alphabet order, a default ``index`` left out)."""
+    """The canonical dict of one step: fields in alphabet order, a missing ``index`` filled in as 0."""
     if not isinstance(raw, Mapping):
         raise ScheduleError(f"{where}: expected an object like {{\"step\": \"tick\"}}, got {raw!r}")
     name = raw.get("step")
@@ -128,6 +128,7 @@ def validate_step(raw: Any, replicas: int, where: str) -> dict:
     for key in wanted:
         if key not in raw:
             if key in _OPTIONAL:
+                step[key] = _OPTIONAL[key]
                 continue
             raise ScheduleError(f"{where}.{key}: missing (step {name!r} needs {', '.join(wanted)})")
         value = raw[key]
@@ -142,8 +143,6 @@ def validate_step(raw: Any, replicas: int, where: str) -> dict:
             raise ScheduleError(f"{where}.{key}: expected one of {', '.join(MESSAGE_KINDS)}, got {value!r}")
         if kind == _CRASH and value not in CRASH_KINDS:
             raise ScheduleError(f"{where}.{key}: expected one of {', '.join(CRASH_KINDS)}, got {value!r}")
-        if key in _OPTIONAL and value == _OPTIONAL[key]:
-            continue
         step[key] = value
     return step
 

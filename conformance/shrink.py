@@ -80,8 +80,6 @@ class _Search:
                     if not self.budget.left():
                         return steps
                     candidate = steps[:i] + [{**steps[i], key: value}] + steps[i + 1:]
-                    if key == "index" and value == 0:
-                        del candidate[i]["index"]  # the canonical form leaves the default out
                     if self.test(candidate) is not None:
                         steps = candidate
                         break

@@ -1,6 +1,7 @@
 """Verdicts: what one run of a schedule concluded, in a form both humans and Parquet rows take."""
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 
 PASS, VIOLATION, DIVERGENCE, INVALID = "pass", "violation", "divergence", "invalid-schedule"
@@ -19,7 +20,7 @@ class Verdict:
     coverage: tuple[str, ...] = ()
     steps_run: int = 0
 
-    @property
+    @builtins.property  # the field ``property`` shadows the builtin in the class body
     def failed(self) -> bool:
         return self.kind in (VIOLATION, DIVERGENCE)
 

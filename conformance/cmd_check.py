@@ -1,0 +1,51 @@
+"""``isrcheck check SCHEDULE.json``: replay a schedule in lockstep on the model and the implementation.
+
+Exit 0 pass, 1 violation or divergence, 2 an invalid schedule (the message names the field).
+With ``expected`` verdicts in the file, a verdict that differs from the expectation is reported.
+"""
+from __future__ import annotations
+
+import json
+
+from .cli import UsageError
+from .schedule import PROTOCOLS, ScheduleError, load_schedule
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("schedule", help="schedule file (JSON, see README: Schedules and conformance)")
+    parser.add_argument("--protocol", choices=PROTOCOLS, help="run under this protocol instead of the file's")
+    parser.add_argument("--model-only", action="store_true",
+                        help="run the reference model alone (no implementation, no divergences)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+
+def run(args) -> int:
+    try:
+        schedule = load_schedule(args.schedule)
+        if args.protocol:
+            schedule = schedule.with_protocol(args.protocol)
+    except ScheduleError as exc:
+        raise UsageError(str(exc)) from None
+    from .lockstep import run_schedule
+
+    verdict = run_schedule(schedule, impl=not args.model_only)
+    expected = schedule.expected.get(schedule.protocol)
+    as_expected = None if expected is None else (
+        expected.verdict == verdict.kind and (expected.property in (None, verdict.property)))
+    if args.json:
+        doc = {"schedule": schedule.name or str(args.schedule), "protocol": schedule.protocol,
+               **verdict.to_json()}
+        if expected is not None:
+            doc["expected"] = expected.to_json()
+            doc["as_expected"] = as_expected
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"{schedule.name or args.schedule} [{schedule.protocol}]: {verdict.summary()}")
+        if verdict.diff:
+            print(verdict.diff)
+        if expected is not None:
+            print(f"expected: {expected.verdict}{' of ' + expected.property if expected.property else ''}"
+                  f" -> {'as expected' if as_expected else 'NOT as expected'}")
+    if verdict.kind == "invalid-schedule":
+        return 2
+    return 1 if verdict.failed else 0

@@ -1,0 +1,51 @@
+"""``isrcheck shrink SCHEDULE.json -o OUT.json``: the smallest schedule that fails the same way."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .cli import UsageError
+from .schedule import PROTOCOLS, ScheduleError, load_schedule
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("schedule", help="a failing schedule file (JSON)")
+    parser.add_argument("-o", "--output", required=True, help="where to write the shrunk schedule")
+    parser.add_argument("--protocol", choices=PROTOCOLS, help="run under this protocol instead of the file's")
+    parser.add_argument("--time-budget", type=float, default=10.0, metavar="SECONDS",
+                        help="stop shrinking after this long (default 10)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+
+def run(args) -> int:
+    if args.time_budget <= 0:
+        raise UsageError(f"--time-budget: expected a positive number of seconds, got {args.time_budget}")
+    try:
+        schedule = load_schedule(args.schedule)
+        if args.protocol:
+            schedule = schedule.with_protocol(args.protocol)
+    except ScheduleError as exc:
+        raise UsageError(str(exc)) from None
+    from .lockstep import run_schedule
+    from .shrink import shrink
+
+    verdict = run_schedule(schedule)
+    if verdict.kind == "invalid-schedule":
+        raise UsageError(f"{args.schedule}: {verdict.diff}")
+    if not verdict.failed:
+        print(f"{args.schedule}: passes; nothing to shrink (not written to {args.output})")
+        return 0
+    small, small_verdict = shrink(schedule, verdict, time_budget_s=args.time_budget)
+    out = Path(args.output)
+    try:
+        out.write_text(small.dumps(), encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{out}: cannot write: {exc.strerror or exc}") from None
+    if args.json:
+        print(json.dumps({"steps_before": len(schedule.steps), "steps_after": len(small.steps),
+                          "output": str(out), **small_verdict.to_json()}, indent=2))
+    else:
+        print(f"{verdict.summary()}: {len(schedule.steps)} -> {len(small.steps)} steps, written to {out}")
+        if small_verdict.diff:
+            print(small_verdict.diff)
+    return 1

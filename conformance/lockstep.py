@@ -1,0 +1,159 @@
+"""The lockstep runner: one schedule, the reference model and the implementation, step by step.
+
+After every step the runner compares refusals, outputs and abstract states of the two sides and
+checks every state invariant of ``isrcheck.specs``; after the last step, the history properties
+over what clients were told. The first disagreement is a ``divergence``, the first property that
+fails on both sides a ``violation``. A step refused by both sides is skipped (a no-op on both).
+
+Properties are evaluated on the model state; they are functions of the abstract state, and the
+impl's abstract state equals the model's whenever the run gets that far, so both sides are
+checked at once (a difference in any field the properties read is already a divergence).
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+
+from isrcheck.model import InvalidStep, ModelConfig, Step, StepRefused, apply, enabled, initial_state
+from isrcheck.model.config import ConfigError
+from isrcheck.specs import PROPERTIES
+
+from .diff import diff
+from .render import render_state
+from .schedule import Schedule, ScheduleConfig
+from .verdict import DIVERGENCE, INVALID, PASS, VIOLATION, Verdict
+
+INVARIANTS = tuple(p for p in PROPERTIES if p.kind == "invariant")
+HISTORY = tuple(p for p in PROPERTIES if p.kind == "history")
+
+
+class Lockstep:
+    """An incremental run: feed steps one at a time (generators choose the next one from
+    ``enabled_steps``); ``outcome`` is set once the run has failed; ``verdict()`` ends it."""
+
+    def __init__(self, protocol: str, config: ScheduleConfig, impl: bool = True) -> None:
+        self.protocol = protocol
+        self.cfg = ModelConfig.from_schedule(protocol, config.to_json())
+        self.state = initial_state(self.cfg)
+        self.impl = None
+        if impl:
+            try:  # imported here: a model-only run never loads impl
+                from .adapter import ImplSide
+            except ImportError:  # the adapter is not there yet: model alone, for now
+                ImplSide = None
+            if ImplSide is not None:
+                self.impl = ImplSide(protocol, config)
+        self.index = 0  # steps taken (including those refused by both)
+        self.outcome: Verdict | None = None
+        self.last_outputs: list[dict] = []
+        self.model_seconds = 0.0
+        self.impl_seconds = 0.0
+        self._hash = hashlib.blake2b(digest_size=16)
+        self._coverage: set[str] = set()
+        self._previous = "init"
+
+    # -- generators' view ------------------------------------------------------------------------
+    def enabled_steps(self) -> list[Step]:
+        """The model's enabled steps, in its deterministic order."""
+        return enabled(self.cfg, self.state)
+
+    # -- one step --------------------------------------------------------------------------------
+    def step(self, step) -> Verdict | None:
+        """Run one step on both sides; a Verdict when the run fails at this step, else None."""
+        if self.outcome is not None:
+            raise RuntimeError("the run already ended with " + self.outcome.summary())
+        i = self.index
+        self.index += 1
+        st = step if type(step) is Step else Step.from_json(step)
+        t0 = time.perf_counter()
+        try:
+            new_state, outputs = apply(self.cfg, self.state, st)
+            model_refusal = None
+        except StepRefused as exc:
+            new_state, outputs, model_refusal = self.state, [], exc.reason
+        t1 = time.perf_counter()
+        self.model_seconds += t1 - t0
+        impl_refusal, impl_outputs, impl_state = None, outputs, new_state
+        if self.impl is not None:
+            impl_refusal, impl_outputs = self.impl.step(st)
+            self.impl_seconds += time.perf_counter() - t1
+        name = st.name
+        if (model_refusal is None) != (impl_refusal is None):
+            return self._fail(DIVERGENCE, None, i, (
+                f"step {i} {_show_step(st)}: refused by the "
+                + (f"model ({model_refusal}) but taken by the implementation"
+                   if model_refusal is not None else
+                   f"implementation ({impl_refusal}) but taken by the model")))
+        if model_refusal is not None:
+            self._hash.update(f"{i}:{_show_step(st)}:refused\n".encode())
+            return None
+        self.state = new_state
+        self.last_outputs = outputs
+        if impl_outputs != outputs:
+            return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: outputs differ\n"
+                              + diff(outputs, impl_outputs))
+        if self.impl is not None:
+            t2 = time.perf_counter()
+            impl_state = self.impl.abstract_state(self.state)
+            self.impl_seconds += time.perf_counter() - t2
+            if impl_state != new_state:
+                return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: abstract states differ\n"
+                                  + diff(new_state, impl_state))
+        self._record(i, st, name, outputs)
+        for prop in INVARIANTS:
+            if not prop.check(new_state):
+                return self._fail(VIOLATION, prop.id, i, _violation_text(prop, i, st, new_state))
+        return None
+
+    def _record(self, i: int, st: Step, name: str, outputs: list[dict]) -> None:
+        self._hash.update(f"{i}:{_show_step(st)}:{outputs!r}:{self.state!r}\n".encode())
+        cov = self._coverage
+        cov.add(f"{self._previous}>{name}")
+        for out in outputs:
+            cov.add(f"{out['type']}:{out['error']}")
+        self._previous = name
+
+    def _fail(self, kind: str, prop: str | None, i: int, text: str) -> Verdict:
+        self._hash.update(f"{i}:{kind}:{prop}\n".encode())
+        self.outcome = Verdict(kind, prop, i, text, self._hash.hexdigest(), tuple(sorted(self._coverage)), i + 1)
+        return self.outcome
+
+    # -- the end -----------------------------------------------------------------------------------
+    def verdict(self) -> Verdict:
+        """The run's verdict: its failure, or the history properties over what clients saw."""
+        if self.outcome is not None:
+            return self.outcome
+        last = self.index - 1
+        for prop in HISTORY:
+            if not prop.check(self.state):
+                return self._fail(VIOLATION, prop.id, max(last, 0),
+                                  _violation_text(prop, last, None, self.state))
+        return Verdict(PASS, None, None, None, self._hash.hexdigest(), tuple(sorted(self._coverage)), self.index)
+
+
+def _show_step(st: Step) -> str:
+    fields = st.to_json()
+    args = ", ".join(f"{k}={v}" for k, v in fields.items() if k != "step")
+    return f"{st.name}({args})"
+
+
+def _violation_text(prop, i: int, st: Step | None, state) -> str:
+    where = f"after step {i} {_show_step(st)}" if st is not None else "at the end of the schedule"
+    return f"{prop.id} fails {where}: {prop.statement}\n{render_state(state)}"
+
+
+def invalid(message: str) -> Verdict:
+    return Verdict(INVALID, None, None, message, hashlib.blake2b(message.encode(), digest_size=16).hexdigest())
+
+
+def run_schedule(schedule: Schedule, impl: bool = True) -> Verdict:
+    """Replay ``schedule`` in lockstep (or on the model alone with ``impl=False``)."""
+    try:
+        run = Lockstep(schedule.protocol, schedule.config, impl=impl)
+        steps = [Step.from_json(s) for s in schedule.steps]
+    except (ConfigError, InvalidStep) as exc:
+        return invalid(str(exc))
+    for st in steps:
+        if run.step(st) is not None:
+            break
+    return run.verdict()

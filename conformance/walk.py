@@ -1,0 +1,139 @@
+"""Seeded random walks over the model's enabled steps, run in lockstep as they go.
+
+A ``FaultProfile`` weighs the step kinds and bounds the faults. Profiles marked ``within_budget``
+keep to ``isrcheck.specs.FAULT_BUDGET``: unclean election off, at most min.insync.replicas - 1
+distinct replicas ever lose unflushed data, and a replica that lost (or may lose) unflushed data
+is never the sole member of the controller's ISR (Last Replica Standing, fixed only by KIP-966).
+The walk keeps every step it took, so the returned Schedule replays without the seed.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from .lockstep import Lockstep
+from .schedule import CRASH_KINDS, Schedule, ScheduleConfig, ScheduleError
+from .verdict import Verdict
+
+_BASE_WEIGHTS = {
+    "produce": 3.0, "consume": 1.0, "send_fetch": 4.0, "handle_fetch": 4.0,
+    "handle_fetch_response": 4.0, "deliver_leader_and_isr": 3.0, "shrink_isr": 1.0,
+    "expand_isr": 2.0, "handle_alter_partition": 2.0, "handle_alter_partition_response": 2.0,
+    "elect": 3.0, "fence": 1.5, "restart": 1.5, "flush": 0.5, "tick": 1.0,
+    "crash": 0.0, "drop": 0.0,
+}
+
+
+def _frozen(mapping: Mapping) -> Mapping:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True)
+class FaultProfile:
+    """Step weights (name -> relative weight, 0 = never), crash kind weights, config defaults,
+    and whether the walk stays within the properties' fault budget."""
+
+    name: str
+    weights: Mapping[str, float] = field(default_factory=lambda: _frozen(_BASE_WEIGHTS))
+    crash_kinds: Mapping[str, float] = field(default_factory=lambda: _frozen({k: 1.0 for k in CRASH_KINDS}))
+    within_budget: bool = True
+    config: Mapping[str, object] = field(default_factory=lambda: _frozen({}))
+
+    def with_weights(self, **weights: float) -> "FaultProfile":
+        """A copy with some step weights changed (e.g. ``drop=2.0``)."""
+        unknown = sorted(set(weights) - set(_BASE_WEIGHTS))
+        if unknown:
+            raise ValueError(f"unknown step name(s) {', '.join(unknown)}")
+        return FaultProfile(self.name, _frozen({**self.weights, **weights}), self.crash_kinds,
+                            self.within_budget, self.config)
+
+
+FAULT_PROFILES: dict[str, FaultProfile] = {
+    # no faults at all: the protocol under perfect brokers and network
+    "none": FaultProfile("none"),
+    # crashes of each kind, message loss and leader changes, within the fault budget
+    "default": FaultProfile(
+        "default", _frozen({**_BASE_WEIGHTS, "crash": 0.4, "drop": 0.6}),
+        config=_frozen({"request_timeout_ticks": 6})),
+    # beyond the budget: frequent power loss, unclean election enabled
+    "heavy": FaultProfile(
+        "heavy", _frozen({**_BASE_WEIGHTS, "crash": 1.0, "drop": 1.5, "flush": 0.2}),
+        _frozen({"clean": 0.5, "process": 1.0, "power": 2.0}), within_budget=False,
+        config=_frozen({"request_timeout_ticks": 6, "unclean_leader_election_enable": True})),
+}
+
+
+class _Budget:
+    """Guards of the fault budget over the model state (see the module docstring)."""
+
+    def __init__(self, config: ScheduleConfig) -> None:
+        self.max_losers = config.min_insync_replicas - 1
+        self.losers: set[int] = set()
+
+    def allows(self, state, st) -> bool:
+        name = st.name
+        if name == "crash" and st.arg == "power":
+            if st.replica not in self.losers and len(self.losers) >= self.max_losers:
+                return False
+            return tuple(state.controller.isr) != (st.replica,)
+        if name == "fence":
+            # Fencing another broker must not leave a down, data-losing replica as the sole ISR member.
+            rest = tuple(i for i in state.controller.isr if i != st.replica)
+            if len(rest) == 1:
+                p = state.replicas[rest[0]]
+                return p.alive or not p.power_lost
+        return True
+
+    def took(self, st) -> None:
+        if st.name == "crash" and st.arg == "power":
+            self.losers.add(st.replica)
+
+
+def _profile(faults) -> FaultProfile:
+    if isinstance(faults, FaultProfile):
+        return faults
+    if faults not in FAULT_PROFILES:
+        raise ScheduleError(f"faults: unknown fault profile {faults!r} (known: {', '.join(FAULT_PROFILES)})")
+    return FAULT_PROFILES[faults]
+
+
+def random_walk(seed: int, protocol: str, steps: int, faults: str | FaultProfile = "default",
+                config: dict | None = None, impl: bool = True) -> tuple[Schedule, Verdict]:
+    """Walk ``steps`` steps from the initial state, each chosen (seeded) among the model's enabled
+    steps and run in lockstep at once; stops at the first failure. Returns the schedule taken and
+    its verdict; ``run_schedule`` on that schedule gives the same verdict."""
+    profile = _profile(faults)
+    if not isinstance(steps, int) or steps < 0:
+        raise ScheduleError(f"steps: expected an integer >= 0, got {steps!r}")
+    cfg = ScheduleConfig.from_json({**profile.config, **(config or {})})
+    schedule = Schedule(protocol, cfg, (),
+                        name=f"walk-{protocol}-{profile.name}-{seed}",
+                        description=f"random walk, seed {seed}, fault profile {profile.name!r}")
+    schedule = schedule.with_protocol(protocol)  # validates the protocol name
+    rng = random.Random(seed)
+    run = Lockstep(protocol, cfg, impl=impl)
+    budget = _Budget(cfg) if profile.within_budget else None
+    weights, kinds = profile.weights, profile.crash_kinds
+    taken: list[dict] = []
+    for _ in range(steps):
+        by_name: dict[str, list] = {}
+        for st in run.enabled_steps():
+            if budget is not None and not budget.allows(run.state, st):
+                continue
+            if weights.get(st.name, 0.0) > 0 and (st.name != "crash" or kinds.get(st.arg, 0.0) > 0):
+                by_name.setdefault(st.name, []).append(st)
+        names = list(by_name)  # the model's enabled order: deterministic
+        name = rng.choices(names, [weights[n] for n in names])[0]
+        options = by_name[name]
+        if name == "crash":
+            st = rng.choices(options, [kinds[o.arg] for o in options])[0]
+        else:
+            st = options[rng.randrange(len(options))]
+        taken.append(st.to_json())
+        if budget is not None:
+            budget.took(st)
+        if run.step(st) is not None:
+            break
+    return schedule.with_steps(taken), run.verdict()
