@@ -1,0 +1,88 @@
+"""Producer and consumer clients: they speak the same wire protocol as the brokers.
+
+Results are collected in the order responses arrive. A request whose connection is lost (the
+broker crashed) gives no result, as a real client would see only a timeout or disconnect.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .network import NodeEndpoint
+from .protocol import ApiKey, Errors, FetchRequest, FetchResponse, ProduceRequest, ProduceResponse, WireRecord
+from .runtime import Transport
+from .storage import StorageError, iter_batches
+
+PRODUCER_ID = 4000
+CONSUMER_ID = 4001
+
+
+@dataclass(frozen=True)
+class ProduceResult:
+    """A produce response: error name and the offset (-1 on error)."""
+
+    replica: int
+    value: bytes
+    acks: int
+    error: str
+    offset: int
+
+
+@dataclass(frozen=True)
+class ConsumeResult:
+    """A consumer fetch response: error name, the HW (-1 on error) and (offset, value) pairs."""
+
+    replica: int
+    error: str
+    hw: int
+    records: tuple[tuple[int, bytes], ...]
+
+
+class Producer:
+    def __init__(self, transport: Transport, sink: Callable[[object], None], node_id: int = PRODUCER_ID,
+                 key: bytes = b"") -> None:
+        self.endpoint = NodeEndpoint(node_id, transport)
+        self.sink = sink
+        self.key = key
+        self.unanswered = 0  # requests whose connection was lost
+        transport.register(node_id, self.endpoint)
+
+    def send(self, broker: int, value: bytes, acks: int, timeout_ms: int) -> None:
+        """One ProduceRequest carrying one record (one batch of one record)."""
+        req = ProduceRequest(acks, timeout_ms, 0, (WireRecord(-1, -1, self.key, value),))
+
+        def on_response(resp: ProduceResponse | None) -> None:
+            if resp is None:
+                self.unanswered += 1
+                return
+            self.sink(ProduceResult(broker, value, acks, Errors(resp.error).name,
+                                    resp.base_offset if resp.error == Errors.NONE else -1))
+        self.endpoint.send_request(broker, ApiKey.PRODUCE, 0, req, on_response)
+
+
+class Consumer:
+    def __init__(self, transport: Transport, sink: Callable[[object], None], fetch_version: int,
+                 node_id: int = CONSUMER_ID) -> None:
+        self.endpoint = NodeEndpoint(node_id, transport)
+        self.sink = sink
+        self.fetch_version = fetch_version
+        self.unanswered = 0
+        transport.register(node_id, self.endpoint)
+
+    def fetch(self, broker: int, offset: int = 0) -> None:
+        """A consumer Fetch (replica id -1): committed records from ``offset``."""
+
+        def on_response(resp: FetchResponse | None) -> None:
+            if resp is None:
+                self.unanswered += 1
+                return
+            error, hw, records = Errors(resp.error).name, resp.high_watermark, ()
+            if resp.error == Errors.NONE:
+                try:
+                    records = tuple((r.offset, r.value) for batch in iter_batches(resp.records)
+                                    for r in batch.records() if r.offset >= offset)
+                except StorageError:
+                    error, hw = Errors.CORRUPT_MESSAGE.name, -1
+            self.sink(ConsumeResult(broker, error, hw, records))
+        self.endpoint.send_request(broker, ApiKey.FETCH, self.fetch_version, FetchRequest(-1, 0, offset),
+                                   on_response)

@@ -1,0 +1,176 @@
+"""The request and response types of the replication protocol, with their versioned layouts.
+
+Api keys are Kafka's. Versions follow the protocol lineage: Fetch v0 carries only the fetch offset
+(pre KIP-320), v1 adds the current leader epoch and last fetched epoch and its response the
+diverging epoch (KIP-320); OffsetsForLeaderEpoch v0 answers only an end offset (KIP-101), v1 also
+the leader epoch (KIP-279), v2 carries the current leader epoch for fencing (KIP-320).
+LeaderAndIsr is one-way here: brokers learn partition state as KRaft brokers learn metadata,
+without acknowledging it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from .codec import Codec, WireRecord
+
+
+class ApiKey(IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LEADER_AND_ISR = 4
+    OFFSET_FOR_LEADER_EPOCH = 23
+    ALTER_PARTITION = 56
+    BROKER_REGISTRATION = 62
+    BROKER_HEARTBEAT = 63
+
+
+CONSUMER_REPLICA_ID = -1  # Kafka's replica id of an ordinary consumer's fetch
+
+
+@dataclass(slots=True)
+class ProduceRequest:
+    acks: int = 1
+    timeout_ms: int = 0
+    partition: int = 0
+    records: tuple[WireRecord, ...] = ()
+
+
+@dataclass(slots=True)
+class ProduceResponse:
+    error: int = 0
+    partition: int = 0
+    base_offset: int = -1
+
+
+@dataclass(slots=True)
+class FetchRequest:
+    replica_id: int = CONSUMER_REPLICA_ID
+    partition: int = 0
+    fetch_offset: int = 0
+    current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1
+
+
+@dataclass(slots=True)
+class FetchResponse:
+    error: int = 0
+    partition: int = 0
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    log_end_offset: int = -1
+    diverging_epoch: int = -1
+    diverging_end_offset: int = -1
+    records: bytes = b""  # record batches exactly as the leader's log stores them
+
+
+@dataclass(slots=True)
+class OffsetForLeaderEpochRequest:
+    replica_id: int = 0
+    partition: int = 0
+    leader_epoch: int = -1
+    current_leader_epoch: int = -1
+
+
+@dataclass(slots=True)
+class OffsetForLeaderEpochResponse:
+    error: int = 0
+    partition: int = 0
+    leader_epoch: int = -1
+    end_offset: int = -1
+
+
+@dataclass(slots=True)
+class LeaderAndIsrRequest:
+    broker_epoch: int = -1
+    partition: int = 0
+    leader: int = -1
+    leader_epoch: int = -1
+    partition_epoch: int = -1
+    isr: tuple[int, ...] = ()
+    replicas: tuple[int, ...] = ()
+
+
+@dataclass(slots=True)
+class AlterPartitionRequest:
+    broker_id: int = -1
+    broker_epoch: int = -1
+    partition: int = 0
+    leader_epoch: int = -1
+    partition_epoch: int = -1
+    new_isr: tuple[int, ...] = ()
+
+
+@dataclass(slots=True)
+class AlterPartitionResponse:
+    error: int = 0
+    partition: int = 0
+    leader: int = -1
+    leader_epoch: int = -1
+    partition_epoch: int = -1
+    isr: tuple[int, ...] = ()
+
+
+@dataclass(slots=True)
+class BrokerRegistrationRequest:
+    broker_id: int = -1
+    incarnation: int = 0
+
+
+@dataclass(slots=True)
+class BrokerRegistrationResponse:
+    error: int = 0
+    broker_epoch: int = -1
+
+
+@dataclass(slots=True)
+class BrokerHeartbeatRequest:
+    broker_id: int = -1
+    broker_epoch: int = -1
+
+
+@dataclass(slots=True)
+class BrokerHeartbeatResponse:
+    error: int = 0
+    is_fenced: bool = False
+
+
+CODEC = Codec()
+CODEC.register(
+    ApiKey.PRODUCE, ProduceRequest, ProduceResponse,
+    {0: (("acks", "i16"), ("timeout_ms", "i32"), ("partition", "i32"), ("records", "records"))},
+    {0: (("error", "i16"), ("partition", "i32"), ("base_offset", "i64"))})
+_FETCH_V0 = (("replica_id", "i32"), ("partition", "i32"), ("fetch_offset", "i64"))
+_FETCH_RESP_V0 = (("error", "i16"), ("partition", "i32"), ("high_watermark", "i64"),
+                  ("log_start_offset", "i64"), ("log_end_offset", "i64"))
+CODEC.register(
+    ApiKey.FETCH, FetchRequest, FetchResponse,
+    {0: _FETCH_V0, 1: _FETCH_V0 + (("current_leader_epoch", "i32"), ("last_fetched_epoch", "i32"))},
+    {0: _FETCH_RESP_V0 + (("records", "bytes"),),
+     1: _FETCH_RESP_V0 + (("diverging_epoch", "i32"), ("diverging_end_offset", "i64"),
+                          ("records", "bytes"))})
+_OLE_V0 = (("replica_id", "i32"), ("partition", "i32"), ("leader_epoch", "i32"))
+CODEC.register(
+    ApiKey.OFFSET_FOR_LEADER_EPOCH, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+    {0: _OLE_V0, 1: _OLE_V0, 2: _OLE_V0 + (("current_leader_epoch", "i32"),)},
+    {0: (("error", "i16"), ("partition", "i32"), ("end_offset", "i64")),
+     1: (("error", "i16"), ("partition", "i32"), ("leader_epoch", "i32"), ("end_offset", "i64")),
+     2: (("error", "i16"), ("partition", "i32"), ("leader_epoch", "i32"), ("end_offset", "i64"))})
+CODEC.register(
+    ApiKey.LEADER_AND_ISR, LeaderAndIsrRequest, None,
+    {0: (("broker_epoch", "i64"), ("partition", "i32"), ("leader", "i32"), ("leader_epoch", "i32"),
+         ("partition_epoch", "i32"), ("isr", "[i32]"), ("replicas", "[i32]"))}, {})
+CODEC.register(
+    ApiKey.ALTER_PARTITION, AlterPartitionRequest, AlterPartitionResponse,
+    {0: (("broker_id", "i32"), ("broker_epoch", "i64"), ("partition", "i32"), ("leader_epoch", "i32"),
+         ("partition_epoch", "i32"), ("new_isr", "[i32]"))},
+    {0: (("error", "i16"), ("partition", "i32"), ("leader", "i32"), ("leader_epoch", "i32"),
+         ("partition_epoch", "i32"), ("isr", "[i32]"))})
+CODEC.register(
+    ApiKey.BROKER_REGISTRATION, BrokerRegistrationRequest, BrokerRegistrationResponse,
+    {0: (("broker_id", "i32"), ("incarnation", "i64"))},
+    {0: (("error", "i16"), ("broker_epoch", "i64"))})
+CODEC.register(
+    ApiKey.BROKER_HEARTBEAT, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
+    {0: (("broker_id", "i32"), ("broker_epoch", "i64"))},
+    {0: (("error", "i16"), ("is_fenced", "bool"))})

@@ -1,0 +1,128 @@
+"""Broker: one Kafka broker process hosting a replica of the partition (Kafka's BrokerServer).
+
+It owns the partition's log on its machine's file system, the ReplicaManager, and the
+BrokerLifecycleManager duties: registration with the controller (a new broker epoch on every
+start) and, in auto mode, heartbeats. Its own ``replication-offset-checkpoint`` in the data
+directory holds the HW, written by ``checkpoint_high_watermarks`` (a flush or a clean shutdown);
+at start the HW is min(checkpoint, LEO).
+
+``shutdown`` is a controlled shutdown (flush the log, checkpoint the HW, close); ``halt`` is the
+process dying. What the machine's file system keeps after a halt is the runtime's business.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..controller import CONTROLLER_ID
+from ..network import NodeEndpoint
+from ..protocol import (
+    ApiKey, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
+    BrokerRegistrationResponse, Errors, LeaderAndIsrRequest,
+)
+from ..runtime import ProcessScheduler, Scheduler, Transport
+from ..storage import FileSystem, Log, LogConfig
+from ..storage.checkpoints import CheckpointFile
+from .config import ClusterConfig
+from .replica_manager import ReplicaManager
+
+DATA_DIR = "/var/lib/kafka/data"
+PARTITION_DIR = DATA_DIR + "/isr-0"
+HW_CHECKPOINT = DATA_DIR + "/replication-offset-checkpoint"
+PARTITION_ID = 0
+
+
+class Broker:
+    def __init__(self, broker_id: int, config: ClusterConfig, fs: FileSystem, scheduler: Scheduler,
+                 transport: Transport, auto: bool = False, incarnation: int = 0,
+                 on_event: Callable[..., None] | None = None) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.fs = fs
+        self.scheduler = ProcessScheduler(scheduler)
+        self.transport = transport
+        self.auto = auto
+        self.incarnation = incarnation
+        self.on_event = on_event
+        fs.makedirs(PARTITION_DIR)
+        self.hw_checkpoint_file = CheckpointFile(fs, HW_CHECKPOINT, 2)
+        self.hw_checkpoint = self._read_hw_checkpoint()
+        log_config = LogConfig(flush_messages=config.flush_messages, retention_ms=None, segment_ms=None)
+        self.log = Log.open(PARTITION_DIR, log_config, fs, clock=self.scheduler.now_ms)
+        self.endpoint = NodeEndpoint(broker_id, transport)
+        self.replica_manager = ReplicaManager(broker_id, config, self.log, self.hw_checkpoint,
+                                              self.scheduler, self.endpoint, auto, on_event)
+        self.partition = self.replica_manager.partition
+        self.alive = True
+        transport.register(broker_id, self.endpoint)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    @property
+    def broker_epoch(self) -> int:
+        return self.replica_manager.broker_epoch
+
+    def bootstrap(self, broker_epoch: int, state: LeaderAndIsrRequest) -> None:
+        """Join a newly created cluster: registered already, the partition just created."""
+        self.replica_manager.broker_epoch = broker_epoch
+        self.replica_manager.apply_leader_and_isr(state, new_partition=True)
+        self._start_heartbeats()
+
+    def register(self) -> None:
+        """BrokerRegistration after a restart: the controller answers with a new broker epoch."""
+        self.endpoint.send_request(CONTROLLER_ID, ApiKey.BROKER_REGISTRATION, 0,
+                                   BrokerRegistrationRequest(self.broker_id, self.incarnation),
+                                   self._on_registered)
+
+    def _on_registered(self, resp: BrokerRegistrationResponse | None) -> None:
+        if resp is not None and resp.error == Errors.NONE:
+            self.replica_manager.broker_epoch = resp.broker_epoch
+            self._start_heartbeats()
+        elif self.auto:  # not fenced yet, or lost: try again later
+            self.scheduler.schedule(self.config.broker_heartbeat_interval_ms, self.register)
+
+    def _start_heartbeats(self) -> None:
+        if self.auto:
+            self.scheduler.schedule(self.config.broker_heartbeat_interval_ms, self._heartbeat)
+
+    def _heartbeat(self) -> None:
+        self.endpoint.send_request(CONTROLLER_ID, ApiKey.BROKER_HEARTBEAT, 0,
+                                   BrokerHeartbeatRequest(self.broker_id, self.broker_epoch),
+                                   self._on_heartbeat)
+        self.scheduler.schedule(self.config.broker_heartbeat_interval_ms, self._heartbeat)
+
+    def _on_heartbeat(self, resp: BrokerHeartbeatResponse | None) -> None:
+        pass  # liveness is the controller's judgement; a lost heartbeat is just late
+
+    # -- durability ---------------------------------------------------------------------------
+    def _read_hw_checkpoint(self) -> int:
+        entries = self.hw_checkpoint_file.read() or []
+        return next((hw for partition, hw in entries if partition == PARTITION_ID), 0)
+
+    def checkpoint_high_watermarks(self) -> None:
+        """ReplicaManager.checkpointHighWatermarks: the HW to replication-offset-checkpoint (fsynced)."""
+        hw = self.partition.high_watermark
+        if hw != self.hw_checkpoint:
+            self.hw_checkpoint_file.write([(PARTITION_ID, hw)])
+            self.hw_checkpoint = hw
+
+    def flush(self) -> None:
+        """fsync the log and checkpoint the HW."""
+        self.log.flush()
+        self.checkpoint_high_watermarks()
+
+    @property
+    def durable_offset(self) -> int:
+        """The fsynced prefix of the log (the recovery point)."""
+        return self.log.recovery_point
+
+    def shutdown(self) -> None:
+        """Controlled shutdown: checkpoint the HW, flush and close the log, then stop."""
+        self.checkpoint_high_watermarks()
+        self.log.close()
+        self.halt()
+
+    def halt(self) -> None:
+        """The process stops at once (a crash): timers die, connections close, nothing is flushed."""
+        self.alive = False
+        self.scheduler.alive = False
+        self.replica_manager.shutdown()
+        self.transport.unregister(self.broker_id)

@@ -1,0 +1,385 @@
+"""Cluster: N brokers and a controller on the deterministic simulation, driven step by step or on auto.
+
+Construction::
+
+    c = Cluster(ClusterConfig(protocol="kip-320", replicas=3, min_insync_replicas=2), mode="steps", seed=0)
+
+The initial state is docs/steps.md's: broker 0 leads leader epoch 0 with every replica in the ISR,
+every broker has applied that LeaderAndIsr, the logs are empty, nothing is in flight.
+
+**Step mode** (``mode="steps"``): nothing happens by itself. Each step of docs/steps.md is one
+call; an impossible step raises ``ClusterError`` (with ``reason``) and changes nothing:
+
+    produce(broker, value, acks)          consume(broker)
+    send_fetch(follower)
+    handle_fetch(follower)                = deliver("fetch_request", follower)
+    handle_fetch_response(follower)       = deliver("fetch_response", follower)
+    deliver_leader_and_isr(broker, index) = deliver("leader_and_isr", broker, index)
+    handle_alter_partition(leader)        = deliver("alter_partition", leader)
+    handle_alter_partition_response(leader) = deliver("alter_partition_response", leader)
+    drop(kind, replica, index=0)
+    shrink_isr(leader)  expand_isr(leader)  elect()  fence(broker)
+    crash(broker, kind)  # "clean" | "process" | "power"
+    restart(broker)  flush(broker)  advance(ms)
+
+Client traffic (produce, consume, broker registration) is delivered at once. The only timer is
+DelayedProduce expiration, fired by ``advance``. ``take_client_responses()`` returns the produce
+and consume results (``ProduceResult``, ``ConsumeResult``) received since the last call, in order;
+``in_flight()`` lists ``(kind, replica, index, decoded message)``; ``snapshot()`` returns a
+``ClusterSnapshot`` of frozen dataclasses.
+
+**Auto mode** (``mode="auto"``): fetchers poll, the network delivers with seeded delays and
+faults (``NetworkFaults``), heartbeats and session timeouts drive fencing and elections, the ISR
+shrinks and expands on its own. Drive it with ``run_for(ms)`` and ``run_until_quiescent()``;
+``partition(a, b)`` / ``heal()`` cut and restore links; the step calls above still work.
+
+``trace_hash()`` digests every delivered message and every state change, in order.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+import struct
+from typing import Any
+
+from ..clients import CONSUMER_ID, PRODUCER_ID, ConsumeResult, Consumer, Producer, ProduceResult
+from ..controller import CONTROLLER_ID, Controller
+from ..protocol import CODEC, REQUEST, ApiKey, LeaderAndIsrRequest
+from ..sim.clock import SimClock
+from ..sim.network import INSTANT, NetworkFaults, SimNetwork
+from ..storage import SimulatedFileSystem
+from .broker import Broker
+from .config import ClusterConfig
+from .snapshot import BrokerSnapshot, ClusterSnapshot, PendingProduce, log_entries
+
+MESSAGE_KINDS = ("fetch_request", "fetch_response", "leader_and_isr", "alter_partition",
+                 "alter_partition_response")
+CRASH_KINDS = ("clean", "process", "power")
+MODES = ("steps", "auto")
+_TRACE_HEAD = struct.Struct(">qii")
+
+
+class ClusterError(Exception):
+    """A step that is not possible in the current state; nothing changed. ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Cluster:
+    def __init__(self, config: ClusterConfig, mode: str = "steps", seed: int = 0,
+                 faults: NetworkFaults | None = None) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
+        self.config = config
+        self.mode = mode
+        self.auto = mode == "auto"
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.clock = SimClock()
+        self._hash = hashlib.blake2b(digest_size=16)
+        self.network = SimNetwork(self.clock, self._classify, random.Random(self.rng.getrandbits(64)),
+                                  (faults or NetworkFaults()) if self.auto else None, self._trace_delivery)
+        self.controller = Controller(
+            config.replicas, config.unclean_leader_election_enable, self.clock, self.network,
+            auto=self.auto, session_timeout_ms=config.broker_session_timeout_ms,
+            check_interval_ms=config.broker_heartbeat_interval_ms, on_event=self._trace_event)
+        self.filesystems = [SimulatedFileSystem() for _ in range(config.replicas)]
+        self.brokers = [self._start_broker(b, 0) for b in range(config.replicas)]
+        self._frozen: dict[int, BrokerSnapshot] = {}   # last view of each dead broker
+        self._log_cache: dict[int, tuple] = {}
+        self._responses: list[ProduceResult | ConsumeResult] = []
+        self.producer = Producer(self.network, self._responses.append)
+        self.consumer = Consumer(self.network, self._responses.append, config.variant.fetch_version)
+        state = LeaderAndIsrRequest(-1, 0, 0, 0, 0, tuple(range(config.replicas)), tuple(range(config.replicas)))
+        for b, broker in enumerate(self.brokers):
+            state.broker_epoch = self.controller.broker_epochs[b]
+            broker.bootstrap(state.broker_epoch, state)
+        self.stats = {"crashes": 0, "restarts": 0}
+
+    # -- client requests ----------------------------------------------------------------------
+    def produce(self, broker: int, value: bytes, acks: int) -> None:
+        """A producer sends one record to ``broker`` with ``acks`` (0, 1 or -1)."""
+        if acks not in (0, 1, -1):
+            raise ClusterError(f"acks must be 0, 1 or -1, got {acks!r}")
+        self._need_alive(broker)
+        self.producer.send(broker, value, acks, self.config.request_timeout_ms)
+        self._settle()
+
+    def consume(self, broker: int) -> None:
+        """A consumer fetches from ``broker`` from offset 0."""
+        self._need_alive(broker)
+        self.consumer.fetch(broker, 0)
+        self._settle()
+
+    def take_client_responses(self) -> list[ProduceResult | ConsumeResult]:
+        out, self._responses[:] = list(self._responses), []
+        return out
+
+    # -- protocol steps -----------------------------------------------------------------------
+    def send_fetch(self, follower: int) -> None:
+        b = self._need_alive(follower)
+        p, fetcher = b.partition, b.replica_manager.fetcher
+        if p.leader < 0:
+            raise ClusterError(f"broker {follower} knows no leader")
+        if p.leader == follower:
+            raise ClusterError(f"broker {follower} is the leader")
+        if fetcher.outstanding is not None:
+            raise ClusterError(f"follower {follower} has a fetch outstanding")
+        fetcher.send()
+        self._settle()
+
+    def deliver(self, kind: str, replica: int, index: int = 0) -> None:
+        """Hand the ``index``-th oldest in-flight message of (kind, replica) to its destination."""
+        self.network.deliver(self._envelope(kind, replica, index))
+        self._settle()
+
+    def drop(self, kind: str, replica: int, index: int = 0) -> None:
+        """Lose the ``index``-th oldest in-flight message of (kind, replica)."""
+        self.network.drop(self._envelope(kind, replica, index))
+        self._trace_event("drop", kind, replica, index)
+        self._settle()
+
+    def handle_fetch(self, follower: int) -> None:
+        self.deliver("fetch_request", follower)
+
+    def handle_fetch_response(self, follower: int) -> None:
+        self.deliver("fetch_response", follower)
+
+    def deliver_leader_and_isr(self, broker: int, index: int = 0) -> None:
+        self.deliver("leader_and_isr", broker, index)
+
+    def handle_alter_partition(self, leader: int) -> None:
+        self.deliver("alter_partition", leader)
+
+    def handle_alter_partition_response(self, leader: int) -> None:
+        self.deliver("alter_partition_response", leader)
+
+    def shrink_isr(self, leader: int) -> None:
+        p = self._need_leader(leader)
+        if not p.maybe_shrink_isr():
+            raise ClusterError("no ISR follower is out of sync for longer than replica.lag.time.max.ms")
+        self._settle()
+
+    def expand_isr(self, leader: int) -> None:
+        p = self._need_leader(leader)
+        if not p.maybe_expand_isr():
+            raise ClusterError("no follower outside the ISR has caught up to the high watermark"
+                               + (" in this leader epoch" if p.variant.hw_reached_epoch_to_expand else ""))
+        self._settle()
+
+    def elect(self) -> None:
+        c = self.controller
+        if c.leader != -1:
+            raise ClusterError(f"the controller has a leader ({c.leader})")
+        if c.eligible_leader() == -1:
+            raise ClusterError("no eligible replica (every ISR member is fenced"
+                               + (")" if c.unclean else " and unclean election is disabled)"))
+        c.elect()
+        self._settle()
+
+    def fence(self, broker: int) -> None:
+        self._need_replica(broker)
+        if self.brokers[broker].alive:
+            raise ClusterError(f"broker {broker} is alive")
+        if broker in self.controller.fenced:
+            raise ClusterError(f"broker {broker} is already fenced")
+        self.controller.fence(broker)
+        self._settle()
+
+    def crash(self, broker: int, kind: str) -> None:
+        """Stop ``broker``: ``clean`` shutdown, ``process`` crash or ``power`` loss."""
+        if kind not in CRASH_KINDS:
+            raise ClusterError(f"crash kind must be one of {', '.join(CRASH_KINDS)}, got {kind!r}")
+        b = self._need_alive(broker)
+        if kind == "clean":
+            b.flush()
+        view = self._broker_snapshot(b)
+        self._frozen[broker] = BrokerSnapshot(**{
+            **view.__dict__, "alive": False, "pending_produces": (), "fetch_outstanding": False,
+            "power_lost": kind == "power"})
+        if kind == "clean":
+            b.shutdown()
+        else:
+            b.halt()
+            fs = self.filesystems[broker]
+            if kind == "process":
+                fs.process_crash()
+            else:  # a torn last write only in auto mode; steps lose exactly the unflushed suffix
+                fs.power_loss(random.Random(self.rng.getrandbits(64)) if self.auto else None)
+        self.stats["crashes"] += 1
+        self._trace_event("crash", broker, kind)
+        self._settle()
+
+    def restart(self, broker: int) -> None:
+        """Start ``broker`` again: log recovery, HW from its checkpoint, registration."""
+        self._need_replica(broker)
+        if self.brokers[broker].alive:
+            raise ClusterError(f"broker {broker} is alive")
+        if broker not in self.controller.fenced:
+            raise ClusterError(f"broker {broker} is not fenced yet (its old session has not expired)")
+        b = self._start_broker(broker, self.brokers[broker].incarnation + 1)
+        self.brokers[broker] = b
+        del self._frozen[broker]
+        self.stats["restarts"] += 1
+        self._trace_event("restart", broker, b.log.log_end_offset)
+        b.register()
+        self._settle()
+
+    def flush(self, broker: int) -> None:
+        b = self._need_alive(broker)
+        if b.durable_offset == b.log.log_end_offset and b.hw_checkpoint == b.partition.high_watermark:
+            raise ClusterError(f"broker {broker} has nothing to flush")
+        b.flush()
+        self._trace_event("flush", broker)
+        self._settle()
+
+    def advance(self, ms: int) -> None:
+        """Move the clock forward; due timers fire in order."""
+        if ms < 0:
+            raise ClusterError(f"cannot advance the clock by {ms} ms")
+        self.clock.advance(ms)
+        self._settle()
+
+    # -- auto mode ----------------------------------------------------------------------------
+    def run_for(self, ms: int) -> None:
+        self.advance(ms)
+
+    def partition(self, a: int, b: int) -> None:
+        """Cut the link between nodes ``a`` and ``b`` (broker ids, ``CONTROLLER_ID``, client ids)."""
+        self.network.partition(a, b)
+        self._trace_event("partition", a, b)
+
+    def heal(self) -> None:
+        self.network.heal()
+        self._trace_event("heal")
+
+    def quiescent(self) -> bool:
+        """Every live replica has the leader's log and HW, and nothing waits in a purgatory."""
+        c = self.controller
+        if c.leader < 0 or not self.brokers[c.leader].alive:
+            return False
+        lead = self.brokers[c.leader].partition
+        if not lead.is_leader or lead.leader_epoch != c.leader_epoch or lead.pending_isr is not None:
+            return False
+        leo, hw = lead.log.log_end_offset, lead.high_watermark
+        if hw != leo or lead.purgatory.pending:
+            return False
+        for b in self.brokers:
+            if b.alive and (b.partition.log.log_end_offset != leo or b.partition.high_watermark != hw
+                            or b.partition.leader_epoch != c.leader_epoch):
+                return False
+        return True
+
+    def run_until_quiescent(self, max_ms: int = 60_000, step_ms: int = 10) -> bool:
+        """Run the clock until ``quiescent()`` holds (True) or ``max_ms`` passed (False)."""
+        end = self.clock.now_ms() + max_ms
+        while self.clock.now_ms() < end:
+            if self.quiescent():
+                return True
+            self.advance(min(step_ms, end - self.clock.now_ms()))
+        return self.quiescent()
+
+    # -- views --------------------------------------------------------------------------------
+    def in_flight(self) -> list[tuple[str, int, int, Any]]:
+        """Every protocol message in flight as (kind, replica, index, decoded message)."""
+        out = []
+        for kind in MESSAGE_KINDS:
+            for r in range(self.config.replicas):
+                for i, env in enumerate(self.network.queue((kind, r))):
+                    out.append((kind, r, i, CODEC.decode_body(CODEC.decode_header(env.frame), env.frame)))
+        return out
+
+    def snapshot(self) -> ClusterSnapshot:
+        brokers = tuple(self._frozen[b.broker_id] if not b.alive else self._broker_snapshot(b)
+                        for b in self.brokers)
+        return ClusterSnapshot(self.clock.now_ms(), brokers, self.controller.state())
+
+    def trace_hash(self) -> str:
+        h = self._hash.copy()
+        h.update(repr(self.snapshot()).encode())
+        return h.hexdigest()
+
+    # -- internals ----------------------------------------------------------------------------
+    def _start_broker(self, broker_id: int, incarnation: int) -> Broker:
+        return Broker(broker_id, self.config, self.filesystems[broker_id], self.clock, self.network,
+                      auto=self.auto, incarnation=incarnation, on_event=self._trace_event)
+
+    def _broker_snapshot(self, b: Broker) -> BrokerSnapshot:
+        p = b.partition
+        n = self.config.replicas
+        cached = self._log_cache.get(b.broker_id)
+        key = (id(b), p.log_version)
+        if cached is None or cached[0] != key:
+            cached = (key, log_entries(p.log))
+            self._log_cache[b.broker_id] = cached
+        if p.is_leader:
+            remote = tuple(p.followers[r].log_end_offset if r in p.followers else -1 for r in range(n))
+            caught = tuple(p.followers[r].last_caught_up_ms if r in p.followers else p.leader_since_ms
+                           for r in range(n))
+        else:
+            remote, caught = (-1,) * n, (0,) * n
+        fetcher = b.replica_manager.fetcher
+        return BrokerSnapshot(
+            b.broker_id, True, cached[1], b.durable_offset, p.high_watermark, b.hw_checkpoint,
+            p.leader, p.leader_epoch, p.isr, p.partition_epoch, p.epoch_start_offset, remote, caught,
+            p.pending_isr, tuple(PendingProduce(op.value, op.offset, op.deadline_ms)
+                                 for op in b.replica_manager.purgatory.pending),
+            fetcher.truncating_epoch, fetcher.outstanding is not None, False, b.broker_epoch)
+
+    def _need_replica(self, broker: int) -> Broker:
+        if not isinstance(broker, int) or not 0 <= broker < self.config.replicas:
+            raise ClusterError(f"no broker {broker!r} (replicas are 0..{self.config.replicas - 1})")
+        return self.brokers[broker]
+
+    def _need_alive(self, broker: int) -> Broker:
+        b = self._need_replica(broker)
+        if not b.alive:
+            raise ClusterError(f"broker {broker} is down")
+        return b
+
+    def _need_leader(self, broker: int):
+        p = self._need_alive(broker).partition
+        if not p.is_leader:
+            raise ClusterError(f"broker {broker} is not the leader in its own view")
+        if p.pending_isr is not None:
+            raise ClusterError(f"broker {broker} has an ISR change in flight")
+        return p
+
+    def _envelope(self, kind: str, replica: int, index: int):
+        if kind not in MESSAGE_KINDS:
+            raise ClusterError(f"unknown message kind {kind!r} (known: {', '.join(MESSAGE_KINDS)})")
+        self._need_replica(replica)
+        queue = self.network.queue((kind, replica))
+        if not isinstance(index, int) or not 0 <= index < len(queue):
+            raise ClusterError(f"no {kind} #{index} of replica {replica} in flight")
+        return queue[index]
+
+    def _settle(self) -> None:
+        """Step mode: client and registration traffic arrives at once."""
+        if not self.auto:
+            while self.network.deliver_instant():
+                pass
+
+    def _classify(self, src: int, dst: int, frame: bytes):
+        if len(frame) < 9:
+            return INSTANT
+        api, is_request, n = (frame[1] << 8) | frame[2], frame[0] == REQUEST, self.config.replicas
+        if api in (ApiKey.FETCH, ApiKey.OFFSET_FOR_LEADER_EPOCH) and src < n and dst < n:
+            return ("fetch_request", src) if is_request else ("fetch_response", dst)
+        if api == ApiKey.LEADER_AND_ISR:
+            return ("leader_and_isr", dst)
+        if api == ApiKey.ALTER_PARTITION:
+            return ("alter_partition", src) if is_request else ("alter_partition_response", dst)
+        return INSTANT
+
+    def _trace_delivery(self, env) -> None:
+        self._hash.update(_TRACE_HEAD.pack(self.clock.now_ms(), env.src, env.dst))
+        self._hash.update(env.frame)
+
+    def _trace_event(self, *fields: Any) -> None:
+        self._hash.update(repr((self.clock.now_ms(),) + fields).encode())
+
+
+__all__ = ["Cluster", "ClusterError", "MESSAGE_KINDS", "CRASH_KINDS", "CONTROLLER_ID", "PRODUCER_ID", "CONSUMER_ID"]

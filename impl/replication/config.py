@@ -1,0 +1,64 @@
+"""ClusterConfig: the cluster's settings in Kafka's terms (milliseconds), validated on construction."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from .protocol import VARIANTS, ProtocolVariant
+
+MAX_REPLICAS = 5
+
+
+class InvalidConfigError(ValueError):
+    """A config value is out of range; the message names the field."""
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """Replication settings shared by every broker and the controller.
+
+    The first block is what schedules set; the second only matters in auto mode (``isrcheck sim``).
+    """
+
+    protocol: str = "kip-320"
+    replicas: int = 3
+    min_insync_replicas: int = 2
+    unclean_leader_election_enable: bool = False
+    replica_lag_time_max_ms: int = 2
+    request_timeout_ms: int = 1000
+    flush_messages: int | None = None
+
+    replica_fetch_backoff_ms: int = 5          # a follower's pause after an empty or failed fetch
+    replica_lag_check_interval_ms: int = 0     # 0: half of replica.lag.time.max.ms (Kafka's schedule)
+    broker_heartbeat_interval_ms: int = 10
+    broker_session_timeout_ms: int = 60
+    controller_election_retry_ms: int = 20
+
+    def __post_init__(self) -> None:
+        if self.protocol not in VARIANTS:
+            raise InvalidConfigError(
+                f"protocol: unknown variant {self.protocol!r} (known: {', '.join(VARIANTS)})")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("protocol", "unclean_leader_election_enable") or (
+                    f.name == "flush_messages" and value is None):
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidConfigError(f"{f.name}: expected an integer >= 0, got {value!r}")
+        if not isinstance(self.unclean_leader_election_enable, bool):
+            raise InvalidConfigError(f"unclean_leader_election_enable: expected a bool, "
+                                     f"got {self.unclean_leader_election_enable!r}")
+        if not 1 <= self.replicas <= MAX_REPLICAS:
+            raise InvalidConfigError(f"replicas: expected 1..{MAX_REPLICAS}, got {self.replicas}")
+        if not 1 <= self.min_insync_replicas <= self.replicas:
+            raise InvalidConfigError(
+                f"min_insync_replicas: expected 1..{self.replicas}, got {self.min_insync_replicas}")
+        if self.flush_messages is not None and self.flush_messages < 1:
+            raise InvalidConfigError(f"flush_messages: expected None or >= 1, got {self.flush_messages}")
+
+    @property
+    def variant(self) -> ProtocolVariant:
+        return VARIANTS[self.protocol]
+
+    @property
+    def lag_check_interval_ms(self) -> int:
+        return self.replica_lag_check_interval_ms or max(1, self.replica_lag_time_max_ms // 2)

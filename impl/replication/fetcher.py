@@ -1,0 +1,150 @@
+"""ReplicaFetcher: a follower's fetch loop against the leader it knows (Kafka's ReplicaFetcherThread).
+
+Per protocol variant: before KIP-101 a new follower simply fetches (it already truncated to its
+HW); KIP-101 and KIP-279 first ask OffsetsForLeaderEpoch (state *truncating*), KIP-279 walking
+back epoch by epoch until leader and follower agree; KIP-320 fetches at once with its last fetched
+epoch and truncates when the leader answers with a diverging epoch. At most one request is
+outstanding; a response is used only if it answers the request of the current (leader, epoch).
+
+``send`` is the only way a request goes out: the simulation calls it per step in step mode, and the
+fetcher's own poll timer calls it in auto mode.
+"""
+from __future__ import annotations
+
+from ..network import NodeEndpoint
+from ..protocol import (
+    ApiKey, Errors, FetchRequest, FetchResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+)
+from ..runtime import Scheduler, Timer
+from ..storage import StorageError
+from .partition import Partition
+
+FETCHING = -1
+
+
+class ReplicaFetcher:
+    def __init__(self, partition: Partition, endpoint: NodeEndpoint, scheduler: Scheduler,
+                 auto: bool = False, backoff_ms: int = 5) -> None:
+        self.partition = partition
+        self.endpoint = endpoint
+        self.scheduler = scheduler
+        self.auto = auto
+        self.backoff_ms = backoff_ms
+        self.truncating_epoch = FETCHING  # KIP-101/KIP-279: the epoch to ask the leader about next
+        self.outstanding: int | None = None  # correlation id of the request in flight
+        self.sent_under: tuple[int, int] = (-1, -1)  # (leader, leader epoch) it was sent under
+        self._poll: Timer | None = None
+
+    @property
+    def can_send(self) -> bool:
+        p = self.partition
+        return p.leader >= 0 and p.leader != p.broker_id and self.outstanding is None
+
+    def reset(self) -> None:
+        """A new leader epoch (makeFollower): forget the old request, choose how to start."""
+        if self.outstanding is not None:
+            self.endpoint.forget(self.outstanding)
+            self.outstanding = None
+        p = self.partition
+        if p.variant.offsets_for_leader_epoch and p.log.log_end_offset > 0:
+            self.truncating_epoch = p.log.latest_epoch
+        else:
+            self.truncating_epoch = FETCHING
+        if self.auto and not p.is_leader:
+            self._schedule(0)
+
+    def stop(self) -> None:
+        """Became leader: no more fetching."""
+        if self.outstanding is not None:
+            self.endpoint.forget(self.outstanding)
+            self.outstanding = None
+        self.truncating_epoch = FETCHING
+        if self._poll is not None:
+            self._poll.cancel()
+            self._poll = None
+
+    def send(self) -> bool:
+        """Send one Fetch or OffsetsForLeaderEpoch to the leader; False if not possible now."""
+        if not self.can_send:
+            return False
+        p = self.partition
+        self.sent_under = (p.leader, p.leader_epoch)
+        v = p.variant
+        if self.truncating_epoch != FETCHING and p.log.log_end_offset > 0:
+            req = OffsetForLeaderEpochRequest(p.broker_id, 0, self.truncating_epoch, p.leader_epoch)
+            self.outstanding = self.endpoint.send_request(
+                p.leader, ApiKey.OFFSET_FOR_LEADER_EPOCH, v.offsets_for_leader_epoch_version, req,
+                self._on_epoch_end)
+        else:
+            req = FetchRequest(p.broker_id, 0, p.log.log_end_offset, p.leader_epoch, p.log.latest_epoch)
+            self.outstanding = self.endpoint.send_request(
+                p.leader, ApiKey.FETCH, v.fetch_version, req, self._on_fetch)
+        return True
+
+    # -- responses ----------------------------------------------------------------------------
+    def _current(self) -> bool:
+        p = self.partition
+        self.outstanding = None
+        return self.sent_under == (p.leader, p.leader_epoch) and not p.is_leader
+
+    def _on_epoch_end(self, resp: OffsetForLeaderEpochResponse | None) -> None:
+        """OffsetsForLeaderEpoch answer: truncate to where the logs agree (KIP-101 / KIP-279)."""
+        if not self._current() or resp is None or resp.error != Errors.NONE:
+            self._after(progress=False)
+            return
+        p = self.partition
+        if not p.variant.walk_back_epochs:  # KIP-101: one question, an end offset or undefined
+            p.truncate_to(p.high_watermark if resp.end_offset < 0 else min(resp.end_offset, p.log.log_end_offset))
+            self.truncating_epoch = FETCHING
+        elif resp.leader_epoch < 0:  # KIP-279: the leader has nothing at or below our epoch
+            p.truncate_to(p.high_watermark)
+            self.truncating_epoch = FETCHING
+        else:
+            epoch, end = p.end_offset_for(resp.leader_epoch)
+            if epoch == resp.leader_epoch:
+                p.truncate_to(min(resp.end_offset, end))
+                self.truncating_epoch = FETCHING
+            elif epoch >= 0:
+                p.truncate_to(end)
+                self.truncating_epoch = epoch  # ask again about our own earlier epoch
+            else:
+                p.truncate_to(0)
+                self.truncating_epoch = FETCHING
+        self._after(progress=True)
+
+    def _on_fetch(self, resp: FetchResponse | None) -> None:
+        if not self._current() or resp is None:
+            self._after(progress=False)
+            return
+        p = self.partition
+        if resp.error == Errors.OFFSET_OUT_OF_RANGE:
+            if p.log.log_end_offset > resp.log_end_offset:
+                p.truncate_to(resp.log_end_offset)
+        elif resp.error != Errors.NONE:
+            pass
+        elif resp.diverging_end_offset >= 0:  # KIP-320 diverging epoch
+            epoch, end = p.end_offset_for(resp.diverging_epoch)
+            p.truncate_to(min(resp.diverging_end_offset, end) if epoch == resp.diverging_epoch else end)
+        else:
+            try:
+                p.append_as_follower(resp.records, resp.high_watermark)
+            except StorageError:  # a batch failed its CRC or offset check: nothing was appended
+                self._after(progress=False)
+                return
+            self._after(progress=bool(resp.records))
+            return
+        self._after(progress=resp.error == Errors.NONE)
+
+    # -- auto mode polling --------------------------------------------------------------------
+    def _after(self, progress: bool) -> None:
+        if self.auto:
+            self._schedule(0 if progress else self.backoff_ms)
+
+    def _schedule(self, delay_ms: int) -> None:
+        if self._poll is not None:
+            self._poll.cancel()
+        self._poll = self.scheduler.schedule(delay_ms, self._poll_once)
+
+    def _poll_once(self) -> None:
+        self._poll = None
+        self.send()

@@ -1,0 +1,256 @@
+"""Partition: one replica's view of the partition, as leader or follower (Kafka's Partition).
+
+The leader appends produced records, tracks each follower's fetch position (Kafka's Replica:
+log end offset, lastCaughtUpTimeMs, last fetch time), advances the high watermark over the maximal
+ISR, and proposes ISR changes (maybe_shrink_isr / maybe_expand_isr) that the controller commits
+through AlterPartition. A follower's log is written by its ReplicaFetcher. LeaderAndIsr decides
+which role this replica plays (make_leader / make_follower).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..protocol import Errors, FetchRequest, FetchResponse, LeaderAndIsrRequest
+from ..runtime import Scheduler
+from ..storage import Log, Record
+from .config import ClusterConfig
+from .delayed_produce import DelayedProducePurgatory
+
+ProposeIsr = Callable[[int, int, tuple], None]  # (leader epoch, partition epoch, proposed ISR)
+
+
+class FollowerState:
+    """What the leader knows of one follower (Kafka's Replica / ReplicaState)."""
+
+    __slots__ = ("log_end_offset", "last_caught_up_ms", "last_fetch_ms")
+
+    def __init__(self, log_end_offset: int, last_caught_up_ms: int) -> None:
+        self.log_end_offset = log_end_offset
+        self.last_caught_up_ms = last_caught_up_ms
+        self.last_fetch_ms = -1
+
+
+class Partition:
+    def __init__(self, broker_id: int, config: ClusterConfig, log: Log, high_watermark: int,
+                 scheduler: Scheduler, purgatory: DelayedProducePurgatory, propose_isr: ProposeIsr,
+                 on_event: Callable[..., None] | None = None) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.variant = config.variant
+        self.replicas = tuple(range(config.replicas))
+        self.log = log
+        self.scheduler = scheduler
+        self.purgatory = purgatory
+        self.propose_isr = propose_isr
+        self.on_event = on_event
+        self.high_watermark = -1
+        self._set_hw(min(high_watermark, log.log_end_offset))
+        self.log_version = 0  # bumped on every append and truncation (snapshot caching)
+        self.leader = -1
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.isr: tuple[int, ...] = ()
+        self.epoch_start_offset = -1
+        self.leader_since_ms = 0
+        self.followers: dict[int, FollowerState] = {}
+        self.pending_isr: tuple[int, ...] | None = None
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader == self.broker_id
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """ISR plus the members of an in-flight expansion (a shrink takes effect only once committed)."""
+        if self.pending_isr is None:
+            return self.isr
+        return tuple(sorted(set(self.isr) | set(self.pending_isr)))
+
+    # -- LeaderAndIsr -------------------------------------------------------------------------
+    def apply_leader_and_isr(self, req: LeaderAndIsrRequest, stop_fetcher: Callable[[], None],
+                             new_partition: bool = False) -> str | None:
+        """Apply newer partition state; returns "leader"/"follower" on a leader epoch change.
+
+        ``new_partition``: the partition was just created, so every follower's log is known empty."""
+        if (req.leader_epoch, req.partition_epoch) <= (self.leader_epoch, self.partition_epoch):
+            return None  # stale or a duplicate
+        new_epoch = req.leader_epoch != self.leader_epoch
+        self.isr = tuple(sorted(req.isr))
+        self.partition_epoch = req.partition_epoch
+        if not new_epoch:
+            self._event("isr", self.isr, self.partition_epoch)
+            return None
+        self.leader = req.leader
+        self.leader_epoch = req.leader_epoch
+        if self.is_leader:
+            self.make_leader(stop_fetcher, new_partition)
+            return "leader"
+        self.make_follower()
+        return "follower"
+
+    def make_leader(self, stop_fetcher: Callable[[], None], new_partition: bool = False) -> None:
+        """Partition.makeLeader: fresh follower states, the epoch starts at the current LEO."""
+        now = self.scheduler.now_ms()
+        self.epoch_start_offset = self.log.log_end_offset
+        self.leader_since_ms = now
+        known_leo = 0 if new_partition else -1
+        self.followers = {r: FollowerState(known_leo, now if r in self.isr else 0)
+                          for r in self.replicas if r != self.broker_id}
+        self.pending_isr = None
+        stop_fetcher()
+        self._event("leader", self.leader_epoch, self.epoch_start_offset)
+        self.maybe_increment_leader_hw()
+
+    def make_follower(self) -> None:
+        """Partition.makeFollower: parked produces fail; pre-0.11 truncates to the HW at once."""
+        self.epoch_start_offset = -1
+        self.followers = {}
+        self.pending_isr = None
+        self.purgatory.fail_all(Errors.NOT_LEADER_OR_FOLLOWER)
+        self._event("follower", self.leader, self.leader_epoch)
+        if self.variant.truncate_to_hw:
+            self.truncate_to(self.high_watermark)
+
+    # -- leader -------------------------------------------------------------------------------
+    def append_records_to_leader(self, value: bytes, key: bytes | None = None) -> int:
+        """UnifiedLog.appendAsLeader: one batch stamped with this leader's epoch; the flush policy applies."""
+        info = self.log.append_as_leader([Record(key, value, self.scheduler.now_ms())], self.leader_epoch)
+        self.log_version += 1
+        self._event("append", info.first_offset, self.leader_epoch)
+        return info.first_offset
+
+    def end_offset_for(self, epoch: int) -> tuple[int, int]:
+        """LeaderEpochFileCache.endOffsetFor (KIP-279): (largest epoch <= ``epoch``, its end offset)."""
+        return self.log.leader_epoch_cache.end_offset_for(epoch, self.log.log_end_offset)
+
+    def maybe_increment_leader_hw(self) -> bool:
+        """Partition.maybeIncrementLeaderHW: HW = min LEO over the maximal ISR; it never moves back."""
+        if not self.is_leader:
+            return False
+        new_hw = self.log.log_end_offset
+        for r in self.maximal_isr:
+            if r != self.broker_id:
+                leo = self.followers[r].log_end_offset
+                if leo < new_hw:
+                    new_hw = leo
+        # KIP-966: with fewer than min ISR in sync, the HW waits
+        incremented = new_hw > self.high_watermark and not (
+            self.variant.min_isr_to_advance_hw and len(self.isr) < self.config.min_insync_replicas)
+        if incremented:
+            self._set_hw(new_hw)
+        self.purgatory.try_complete(self.high_watermark, len(self.isr), self.config.min_insync_replicas)
+        return incremented
+
+    def check_leader_epoch(self, current_leader_epoch: int) -> int:
+        """KIP-320 fencing of a request by the sender's current leader epoch."""
+        if not self.variant.fetch_epochs or current_leader_epoch < 0:
+            return Errors.NONE
+        if current_leader_epoch < self.leader_epoch:
+            return Errors.FENCED_LEADER_EPOCH
+        if current_leader_epoch > self.leader_epoch:
+            return Errors.UNKNOWN_LEADER_EPOCH
+        return Errors.NONE
+
+    def fetch_from_follower(self, req: FetchRequest) -> FetchResponse:
+        """The leader's side of a replica Fetch: divergence check, follower state, HW, records."""
+        log = self.log
+        leo = log.log_end_offset
+        if self.variant.fetch_epochs and req.last_fetched_epoch >= 0:
+            epoch, end = self.end_offset_for(req.last_fetched_epoch)
+            if epoch != req.last_fetched_epoch or end < req.fetch_offset:
+                return FetchResponse(Errors.NONE, 0, self.high_watermark, 0, leo, epoch, end)
+        if req.fetch_offset > leo:
+            return FetchResponse(Errors.OFFSET_OUT_OF_RANGE, 0, self.high_watermark, 0, leo)
+        follower = self.followers.get(req.replica_id)
+        if follower is not None:  # Partition.updateFollowerFetchState
+            now = self.scheduler.now_ms()
+            follower.log_end_offset = req.fetch_offset
+            follower.last_fetch_ms = now
+            if req.fetch_offset >= leo:
+                follower.last_caught_up_ms = now
+        self.maybe_increment_leader_hw()
+        return FetchResponse(Errors.NONE, 0, self.high_watermark, 0, leo, -1, -1,
+                             log.read(req.fetch_offset).data)
+
+    def read_committed(self, fetch_offset: int) -> tuple[int, bytes]:
+        """A consumer fetch: (error, record batches below the HW); KIP-207's rule under KIP-320."""
+        if self.variant.fetch_epochs and self.high_watermark < self.epoch_start_offset:
+            return Errors.OFFSET_NOT_AVAILABLE, b""
+        if fetch_offset > self.high_watermark:
+            return Errors.OFFSET_OUT_OF_RANGE, b""
+        return Errors.NONE, self.log.read(fetch_offset, max_offset=self.high_watermark).data
+
+    def maybe_shrink_isr(self) -> bool:
+        """Partition.maybeShrinkIsr: propose dropping followers not caught up within the lag time."""
+        if not self.is_leader or self.pending_isr is not None:
+            return False
+        now = self.scheduler.now_ms()
+        lag = self.config.replica_lag_time_max_ms
+        out = [r for r in self.isr if r != self.broker_id
+               and now - self.followers[r].last_caught_up_ms > lag]
+        if not out:
+            return False
+        self._propose(tuple(r for r in self.isr if r not in out))
+        return True
+
+    def maybe_expand_isr(self) -> bool:
+        """Partition.maybeExpandIsr: propose adding followers caught up to the HW (KIP-320: in this epoch)."""
+        if not self.is_leader or self.pending_isr is not None:
+            return False
+        hw = self.high_watermark
+        if self.variant.hw_reached_epoch_to_expand and hw < self.epoch_start_offset:
+            return False
+        new = [r for r in self.replicas if r not in self.isr and r != self.broker_id
+               and self.followers[r].log_end_offset >= hw]
+        if not new:
+            return False
+        self._propose(tuple(sorted(self.isr + tuple(new))))
+        self.maybe_increment_leader_hw()
+        return True
+
+    def _propose(self, isr: tuple[int, ...]) -> None:
+        self.pending_isr = isr
+        self._event("propose_isr", isr)
+        self.propose_isr(self.leader_epoch, self.partition_epoch, isr)
+
+    def handle_alter_partition_response(self, error: int, leader_epoch: int, isr: tuple[int, ...],
+                                        partition_epoch: int) -> None:
+        """The controller answered (or the request was lost, error None): the change is no longer pending."""
+        self.pending_isr = None
+        if error is None or leader_epoch != self.leader_epoch:
+            return
+        self.isr = tuple(sorted(isr))
+        self.partition_epoch = partition_epoch
+        self._event("isr", self.isr, partition_epoch)
+        self.maybe_increment_leader_hw()
+
+    # -- follower -----------------------------------------------------------------------------
+    def truncate_to(self, offset: int) -> None:
+        """Truncate the log (never below 0 or above LEO); the HW follows it down."""
+        offset = max(0, offset)
+        if offset < self.log.log_end_offset:
+            self.log.truncate_to(offset)
+            self.log_version += 1
+            self._event("truncate", offset)
+        if self.high_watermark > self.log.log_end_offset:
+            self._set_hw(self.log.log_end_offset)
+
+    def append_as_follower(self, batches: bytes, leader_hw: int) -> None:
+        """Append the fetched batches (CRC-checked by the log), then HW := min(leader HW, own LEO)."""
+        if batches:
+            before = self.log.log_end_offset
+            self.log.append_as_follower(batches)
+            self.log_version += 1
+            self._event("replicate", before, self.log.log_end_offset)
+        hw = min(leader_hw, self.log.log_end_offset)
+        if hw != self.high_watermark:
+            self._set_hw(hw)
+
+    def _set_hw(self, hw: int) -> None:
+        self.high_watermark = hw
+        self.log.high_watermark = hw
+        self._event("hw", hw)
+
+    def _event(self, *fields) -> None:
+        if self.on_event is not None:
+            self.on_event(self.broker_id, *fields)

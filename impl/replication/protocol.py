@@ -1,0 +1,34 @@
+"""The protocol variants of the replication lineage, as the switches the broker code consults."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ProtocolVariant:
+    """What one Kafka generation does on leader change, fetch and ISR expansion."""
+
+    name: str
+    truncate_to_hw: bool          # pre-0.11: a new follower truncates to its own HW
+    offsets_for_leader_epoch: bool  # KIP-101/KIP-279: a new follower asks the leader first
+    walk_back_epochs: bool        # KIP-279: repeat OffsetsForLeaderEpoch until the epochs agree
+    fetch_epochs: bool            # KIP-320: fetches carry current and last fetched epoch
+    hw_reached_epoch_to_expand: bool  # KIP-320: expand the ISR only once HW reached the epoch start
+    min_isr_to_advance_hw: bool   # KIP-966: HW advances only while |ISR| >= min.insync.replicas
+
+    @property
+    def fetch_version(self) -> int:
+        return 1 if self.fetch_epochs else 0
+
+    @property
+    def offsets_for_leader_epoch_version(self) -> int:
+        return 2 if self.fetch_epochs else 1 if self.walk_back_epochs else 0
+
+
+VARIANTS: dict[str, ProtocolVariant] = {
+    "hw-truncation": ProtocolVariant("hw-truncation", True, False, False, False, False, False),
+    "kip-101": ProtocolVariant("kip-101", False, True, False, False, False, False),
+    "kip-279": ProtocolVariant("kip-279", False, True, True, False, False, False),
+    "kip-320": ProtocolVariant("kip-320", False, False, True, True, True, False),
+    "kip-966": ProtocolVariant("kip-966", False, False, True, True, True, True),
+}
