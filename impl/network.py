@@ -27,10 +27,15 @@ class NodeEndpoint:
         self._next_correlation = 0
         self.malformed = 0  # frames that could not be decoded
 
-    def send_request(self, dst: int, api_key: int, version: int, request: Any,
-                     callback: Callback | None = None) -> int:
+    def next_correlation_id(self) -> int:
+        """Reserve a correlation id, so a caller can record it before the send (which may fail at once)."""
         self._next_correlation += 1
-        correlation_id = self._next_correlation
+        return self._next_correlation
+
+    def send_request(self, dst: int, api_key: int, version: int, request: Any,
+                     callback: Callback | None = None, correlation_id: int | None = None) -> int:
+        if correlation_id is None:
+            correlation_id = self.next_correlation_id()
         if callback is not None:
             self._pending[correlation_id] = callback
         self.transport.send(self.node_id, dst, CODEC.encode(REQUEST, api_key, version, correlation_id, request))

@@ -70,15 +70,17 @@ class ReplicaFetcher:
         p = self.partition
         self.sent_under = (p.leader, p.leader_epoch)
         v = p.variant
+        # recorded first: a request to a dead leader fails (and clears it) inside send_request
+        self.outstanding = correlation_id = self.endpoint.next_correlation_id()
         if self.truncating_epoch != FETCHING and p.log.log_end_offset > 0:
             req = OffsetForLeaderEpochRequest(p.broker_id, 0, self.truncating_epoch, p.leader_epoch)
-            self.outstanding = self.endpoint.send_request(
-                p.leader, ApiKey.OFFSET_FOR_LEADER_EPOCH, v.offsets_for_leader_epoch_version, req,
-                self._on_epoch_end)
+            self.endpoint.send_request(p.leader, ApiKey.OFFSET_FOR_LEADER_EPOCH,
+                                       v.offsets_for_leader_epoch_version, req, self._on_epoch_end,
+                                       correlation_id)
         else:
             req = FetchRequest(p.broker_id, 0, p.log.log_end_offset, p.leader_epoch, p.log.latest_epoch)
-            self.outstanding = self.endpoint.send_request(
-                p.leader, ApiKey.FETCH, v.fetch_version, req, self._on_fetch)
+            self.endpoint.send_request(p.leader, ApiKey.FETCH, v.fetch_version, req, self._on_fetch,
+                                       correlation_id)
         return True
 
     # -- responses ----------------------------------------------------------------------------
