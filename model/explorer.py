@@ -1,0 +1,182 @@
+"""Exhaustive breadth-first exploration of a scope (TLC-style) and trace replay.
+
+Every distinct state is kept once, as a key of ``index`` (exact equality, no lossy fingerprints,
+so results never depend on hash seeds); per state only its parent's index and the id of the
+step that reached it are stored, in flat arrays. Breadth-first order makes the first state found
+violating a property the end of a shortest counterexample.
+"""
+from __future__ import annotations
+
+import time
+from array import array
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from ..specs import PROPERTIES, Property
+from .actions import Step
+from .config import ModelConfig, Scope
+from .semantics import StepRefused, apply, candidates, _STEPS
+from .state import State, initial_state
+
+
+@dataclass
+class Violation:
+    """The shortest trace found to a state where ``property`` fails."""
+
+    property: str
+    depth: int
+    trace: list[dict]
+
+    def to_json(self) -> dict:
+        return {"property": self.property, "depth": self.depth, "trace": self.trace}
+
+
+@dataclass
+class ExploreResult:
+    config: ModelConfig
+    scope: Scope
+    states: int
+    transitions: int
+    depth: int
+    complete: bool
+    seconds: float
+    violations: list[Violation] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"protocol": self.config.protocol, "config": self.config.to_schedule(),
+                "scope": self.scope.to_json(), "states": self.states, "transitions": self.transitions,
+                "depth": self.depth, "complete": self.complete, "seconds": round(self.seconds, 3),
+                "violations": [v.to_json() for v in self.violations]}
+
+
+def in_scope(scope: Scope, s: State, st: Step) -> bool:
+    """Whether taking ``st`` keeps the exploration inside ``scope`` (a state constraint)."""
+    name = st.name
+    if name == "produce":
+        return s.records_produced < scope.max_records
+    if name == "crash":
+        return s.crashes < scope.max_crashes and (st.arg != "power" or s.power_losses < scope.max_power_losses)
+    if name == "elect":
+        return s.controller.leader_epoch < scope.max_epoch
+    if name == "fence":
+        return st.replica != s.controller.leader or s.controller.leader_epoch < scope.max_epoch
+    if name == "tick":
+        return s.now < scope.max_clock
+    if name == "drop":
+        return s.drops < scope.max_drops
+    return True
+
+
+def successors(config: ModelConfig, scope: Scope, s: State):
+    """(step, next state) for every enabled in-scope step, in the deterministic step order."""
+    steps = _STEPS
+    for st in candidates(config, s):
+        guard, _effect = steps[st.name]
+        if guard(config, s, st) is None and in_scope(scope, s, st):
+            yield st, apply(config, s, st)[0]
+
+
+def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Property] = PROPERTIES,
+            stop_at_first: bool = False, max_states: int | None = None,
+            progress: Callable[[int, int, float], None] | None = None,
+            progress_every: float = 2.0) -> ExploreResult:
+    """Breadth-first search of every state reachable within ``scope``, checking every property
+    in every state. ``progress(states, depth, seconds)`` is called about every ``progress_every`` s."""
+    start = time.perf_counter()
+    pending = list(properties)
+    init = initial_state(config)
+    index: dict[State, int] = {init: 0}
+    parent = array("q", [-1])
+    via = array("l", [-1])
+    step_ids: dict[Step, int] = {}
+    step_list: list[Step] = []
+    violations: list[Violation] = []
+    depth_of_level = max_depth = 0
+    transitions = 0
+
+    def check(s: State, i: int, depth: int) -> None:
+        for p in list(pending):
+            if not p.check(s):
+                pending.remove(p)
+                violations.append(Violation(p.id, depth, _trace(i, parent, via, step_list)))
+
+    check(init, 0, 0)
+    frontier = [init]
+    stopped = bool(violations) and stop_at_first
+    next_report = start + progress_every
+    while frontier and not stopped:
+        depth_of_level += 1
+        next_frontier: list[State] = []
+        for s in frontier:
+            si = index[s]
+            for st, t in successors(config, scope, s):
+                transitions += 1
+                if t in index:
+                    continue
+                ti = len(parent)
+                index[t] = ti
+                parent.append(si)
+                sid = step_ids.get(st)
+                if sid is None:
+                    sid = step_ids[st] = len(step_list)
+                    step_list.append(st)
+                via.append(sid)
+                next_frontier.append(t)
+                max_depth = depth_of_level
+                if pending:
+                    check(t, ti, depth_of_level)
+                    if violations and stop_at_first:
+                        stopped = True
+                        break
+                if max_states is not None and len(parent) >= max_states:
+                    stopped = True
+                    break
+            if stopped:
+                break
+            if progress is not None and time.perf_counter() >= next_report:
+                progress(len(parent), depth_of_level, time.perf_counter() - start)
+                next_report = time.perf_counter() + progress_every
+        frontier = next_frontier
+    return ExploreResult(config, scope, len(parent), transitions, max_depth, not stopped,
+                         time.perf_counter() - start, sorted(violations, key=lambda v: (v.depth, v.property)))
+
+
+def _trace(i: int, parent: array, via: array, step_list: list[Step]) -> list[dict]:
+    steps = []
+    while i > 0:
+        steps.append(step_list[via[i]].to_json())
+        i = parent[i]
+    steps.reverse()
+    return steps
+
+
+@dataclass
+class Replay:
+    """States before and after each step (``states[0]`` is the start) and each step's outputs."""
+
+    states: list[State]
+    outputs: list[list[dict]]
+
+
+class ReplayRefused(StepRefused):
+    """A step of a replayed trace was refused; ``position`` is its 0-based index in the trace."""
+
+    def __init__(self, position: int, refused: StepRefused):
+        super().__init__(refused.step, refused.reason)
+        self.position = position
+        self.args = (f"step {position} ({refused.step.name}) refused: {refused.reason}",)
+
+
+def replay(config: ModelConfig, steps: Iterable, state: State | None = None) -> Replay:
+    """Run a trace (Step objects or schedule step dicts) on the model from ``state`` (default:
+    the initial state). Raises ReplayRefused at the first refused step."""
+    s = initial_state(config) if state is None else state
+    result = Replay([s], [])
+    for pos, step in enumerate(steps):
+        try:
+            s, out = apply(config, s, step)
+        except StepRefused as exc:
+            raise ReplayRefused(pos, exc) from None
+        result.states.append(s)
+        result.outputs.append(out)
+    return result

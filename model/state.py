@@ -1,0 +1,199 @@
+"""The model's state: immutable nested NamedTuples of plain values (hashable, comparable).
+
+Every field is public and built from ints, bools, strings, None and tuples, so the conformance
+harness can construct the same ``State`` from an implementation. Fields that only mean something
+while a replica leads (``epoch_start_offset``, ``remote_leo``, ``last_caught_up``, ``pending_isr``)
+hold their neutral values (-1, -1s, 0s, None) otherwise, so equal situations are equal states.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+NONE = "NONE"
+
+
+class Entry(NamedTuple):
+    """One record batch of one record: its offset, the leader epoch that wrote it, its id."""
+
+    offset: int
+    epoch: int
+    record: int
+
+
+class Replica(NamedTuple):
+    """One broker's view of the partition (docs/steps.md, "Per-replica state")."""
+
+    alive: bool
+    log: tuple            # Entry, ... (offset i at index i)
+    durable: int          # length of the fsynced prefix
+    hw: int
+    hw_checkpoint: int    # replication-offset-checkpoint
+    leader: int           # -1 none
+    leader_epoch: int     # -1 unknown
+    isr: tuple            # sorted replica ids
+    partition_epoch: int  # -1 unknown
+    epoch_start_offset: int   # leader: LEO when it became leader; else -1
+    remote_leo: tuple     # leader: per replica id the follower's fetch offset, -1 unknown
+    last_caught_up: tuple  # leader: per replica id, the tick the follower last reached LEO
+    pending_isr: tuple | None  # leader: ISR proposed by an AlterPartition in flight
+    pending_produces: tuple    # leader: DelayedProduce (record, offset, deadline), ...
+    truncating_epoch: int  # follower (kip-101/kip-279): epoch to ask about next; -1 fetching
+    power_lost: bool       # crashed by power loss; the unflushed suffix goes at restart
+
+
+class Controller(NamedTuple):
+    """The controller's partition state (leader, epochs, ISR) and its fenced brokers."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple
+    partition_epoch: int
+    fenced: tuple  # sorted broker ids
+
+
+class FetchRequest(NamedTuple):
+    """A ReplicaFetcher request: Fetch, or OffsetsForLeaderEpoch when ``query_epoch`` >= 0."""
+
+    leader: int            # destination: the leader the follower knew when sending
+    leader_epoch: int      # the follower's current leader epoch when sending
+    fetch_offset: int
+    last_fetched_epoch: int
+    query_epoch: int       # -1: a Fetch; else the epoch asked about by OffsetsForLeaderEpoch
+
+
+class FetchResponse(NamedTuple):
+    """Answer to a FetchRequest; ``leader``/``leader_epoch`` echo the request's tag."""
+
+    leader: int
+    leader_epoch: int
+    error: str
+    kind: str              # "records", "diverging", "epoch_end" or "error"
+    records: tuple         # Entry, ... ("records")
+    leader_hw: int         # "records"
+    epoch: int             # "diverging"/"epoch_end": the epoch answered (-1 undefined)
+    end_offset: int        # "diverging"/"epoch_end"; OFFSET_OUT_OF_RANGE: the leader's LEO
+
+
+class LeaderAndIsr(NamedTuple):
+    """Controller -> broker: the partition state to apply."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple
+    partition_epoch: int
+
+
+class AlterPartition(NamedTuple):
+    """Leader -> controller: proposed ISR, fenced by leader and partition epochs."""
+
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple
+
+
+class AlterPartitionResponse(NamedTuple):
+    """Controller -> leader: error and the controller's current partition state."""
+
+    error: str
+    leader_epoch: int
+    isr: tuple
+    partition_epoch: int
+
+
+class State(NamedTuple):
+    """Whole-system state. Message fields are per replica id FIFO tuples (oldest first)."""
+
+    replicas: tuple            # Replica per broker id
+    controller: Controller
+    fetch_requests: tuple      # per follower id
+    fetch_responses: tuple     # per follower id
+    leader_and_isr: tuple      # per destination broker id
+    alter_partition: tuple     # per sending leader id
+    alter_partition_responses: tuple  # per destination leader id
+    now: int
+    # ghost variables: what clients were told, and fault counters for scope bounds
+    records_produced: int      # produce steps so far (the next produce carries this + 1)
+    acked: tuple               # (offset, record) of acks=all writes answered NONE, sorted
+    consumed: tuple            # (offset, record) returned to consumers, sorted, distinct
+    max_consumer_hw: int       # highest HW a consume returned (-1 none yet)
+    consumer_hw_regressed: bool  # a consume returned an HW below an earlier one
+    crashes: int
+    power_losses: int
+    drops: int
+
+
+MESSAGE_FIELDS = {
+    "fetch_request": "fetch_requests",
+    "fetch_response": "fetch_responses",
+    "leader_and_isr": "leader_and_isr",
+    "alter_partition": "alter_partition",
+    "alter_partition_response": "alter_partition_responses",
+}
+
+
+def initial_state(config) -> State:
+    """Broker 0 leads epoch 0 with every replica in the ISR; every broker applied it."""
+    n = config.replicas
+    isr = tuple(range(n))
+    none_yet = (-1,) * n
+    zeros = (0,) * n
+    replicas = []
+    for r in range(n):
+        leads = r == 0
+        replicas.append(Replica(
+            alive=True, log=(), durable=0, hw=0, hw_checkpoint=0,
+            leader=0, leader_epoch=0, isr=isr, partition_epoch=0,
+            epoch_start_offset=0 if leads else -1,
+            remote_leo=tuple(-1 if i == 0 else 0 for i in range(n)) if leads else none_yet,
+            last_caught_up=zeros, pending_isr=None, pending_produces=(),
+            truncating_epoch=-1, power_lost=False))
+    empty = ((),) * n
+    return State(
+        replicas=tuple(replicas),
+        controller=Controller(leader=0, leader_epoch=0, isr=isr, partition_epoch=0, fenced=()),
+        fetch_requests=empty, fetch_responses=empty, leader_and_isr=empty,
+        alter_partition=empty, alter_partition_responses=empty, now=0,
+        records_produced=0, acked=(), consumed=(), max_consumer_hw=-1,
+        consumer_hw_regressed=False, crashes=0, power_losses=0, drops=0)
+
+
+# -- leader epoch cache (LeaderEpochFileCache), derived from the log ------------------------------
+
+def latest_epoch(log: tuple) -> int:
+    """Epoch of the last entry, -1 for an empty log (a Fetch's lastFetchedEpoch)."""
+    return log[-1][1] if log else -1
+
+
+def end_offset_for(log: tuple, epoch: int) -> tuple[int, int]:
+    """LeaderEpochFileCache.endOffsetFor (KIP-279): (largest epoch <= ``epoch``, its end offset)."""
+    found = -1
+    for entry in log:
+        e = entry[1]
+        if e <= epoch:
+            found = e
+        else:  # epochs grow along the log: the first larger epoch ends ``found``
+            return (found, entry[0]) if found >= 0 else (-1, 0)
+    return (found, len(log)) if found >= 0 else (-1, 0)
+
+
+def end_offset_for_kip101(log: tuple, epoch: int) -> int:
+    """Kafka 0.11 OffsetsForLeaderEpoch answer: LEO for the latest epoch, else the start of the
+    first larger epoch; -1 (undefined) below the earliest epoch, or when no larger epoch exists."""
+    if not log:
+        return -1
+    if epoch == log[-1][1]:
+        return len(log)
+    if epoch < log[0][1]:
+        return -1
+    for entry in log:
+        if entry[1] > epoch:
+            return entry[0]
+    return -1
+
+
+def truncate_to(rep: Replica, offset: int) -> Replica:
+    """Log.truncateTo: drop entries from ``offset`` on; HW and durable prefix follow the new LEO."""
+    if offset >= len(rep.log):
+        return rep
+    offset = max(offset, 0)
+    return rep._replace(log=rep.log[:offset], hw=min(rep.hw, offset), durable=min(rep.durable, offset))

@@ -1,0 +1,182 @@
+"""The property catalog: state invariants and client-history properties, as named predicates.
+
+Predicates read a state by duck typing, so the model's State and an implementation's abstract
+state (built by the conformance harness) are checked alike. The attributes read:
+
+- ``state.replicas[i]`` for broker id i, each with ``alive`` (bool), ``log`` (sequence of
+  ``(offset, leader_epoch, record)``, offset k at index k), ``hw`` (int), ``leader`` (int, -1
+  none) and ``isr`` (sorted ids), ``pending_isr`` (proposed ISR in flight, or None);
+- ``state.controller`` with ``leader`` (-1 none), ``leader_epoch``, ``isr`` (sorted ids);
+- ghosts of what clients were told: ``state.acked`` (``(offset, record)`` of acks=all writes
+  answered NONE), ``state.consumed`` (distinct ``(offset, record)`` pairs returned to consumers),
+  ``state.consumer_hw_regressed`` (a consume returned an HW below an earlier consume's).
+
+A replica "presumes leadership" when it is alive and ``leader`` is its own id; the "established
+leader" is the controller's leader once it is alive and presumes leadership in the controller's
+leader epoch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+FAULT_BUDGET = ("unclean leader election disabled, at most min.insync.replicas - 1 replicas lose "
+                "unflushed data (power loss), and never the sole member of the ISR (the KIP-966 "
+                "Last Replica Standing case, which Kafka before KIP-966 does not survive)")
+
+
+@dataclass(frozen=True)
+class Property:
+    """A named safety property; ``check(state)`` is True when it holds in ``state``."""
+
+    id: str
+    statement: str
+    source: str
+    kind: str  # "invariant" (a predicate of the state) or "history" (of what clients were told)
+    check: Callable[[object], bool]
+
+    def __call__(self, state) -> bool:
+        return self.check(state)
+
+
+def _presumed_leaders(state):
+    return [(i, r) for i, r in enumerate(state.replicas) if r.alive and r.leader == i]
+
+
+def _established_leader(state):
+    c = state.controller
+    if c.leader < 0:
+        return None
+    rep = state.replicas[c.leader]
+    if rep.alive and rep.leader == c.leader and rep.leader_epoch == c.leader_epoch:
+        return rep
+    return None
+
+
+def _same_prefix(a, b, upto: int) -> bool:
+    """Both logs hold identical entries at every offset below ``upto``."""
+    return len(a) >= upto and len(b) >= upto and all(a[k] == b[k] for k in range(upto))
+
+
+def leader_in_isr(state) -> bool:
+    c = state.controller
+    return c.leader < 0 or c.leader in c.isr
+
+
+def weak_isr(state) -> bool:
+    for _i, lead in _presumed_leaders(state):
+        for m in lead.isr:
+            if not _same_prefix(lead.log, state.replicas[m].log, lead.hw):
+                return False
+    return True
+
+
+def strong_isr(state) -> bool:
+    isr = state.controller.isr
+    for _i, lead in _presumed_leaders(state):
+        for m in isr:
+            if not _same_prefix(lead.log, state.replicas[m].log, lead.hw):
+                return False
+    return True
+
+
+def log_matching(state) -> bool:
+    logs = [r.log for r in state.replicas]
+    for x in range(len(logs)):
+        for y in range(x + 1, len(logs)):
+            a, b = logs[x], logs[y]
+            # the highest offset where both hold an entry of the same epoch must start an equal prefix
+            for k in range(min(len(a), len(b)) - 1, -1, -1):
+                if a[k][1] == b[k][1]:
+                    if not _same_prefix(a, b, k + 1):
+                        return False
+                    break
+    return True
+
+
+def high_watermark_bound(state) -> bool:
+    return all(r.hw <= len(r.log) for r in state.replicas)
+
+
+def replication_quorum_superset(state) -> bool:
+    c = state.controller
+    lead = _established_leader(state)
+    if lead is None:
+        return True
+    maximal = set(lead.isr) | set(lead.pending_isr or ())
+    return set(c.isr) <= maximal
+
+
+def no_lost_acked_write(state) -> bool:
+    lead = _established_leader(state)
+    if lead is None:
+        return True
+    log = lead.log
+    return all(o < len(log) and log[o][2] == rec for o, rec in state.acked)
+
+
+def no_divergent_read(state) -> bool:
+    seen: dict[int, int] = {}
+    for o, rec in state.consumed:
+        if seen.setdefault(o, rec) != rec:
+            return False
+    return True
+
+
+def monotonic_high_watermark(state) -> bool:
+    return not state.consumer_hw_regressed
+
+
+def no_uncommitted_read(state) -> bool:
+    lead = _established_leader(state)
+    if lead is None:
+        return True
+    log = lead.log
+    return all(o < len(log) and log[o][2] == rec for o, rec in state.consumed)
+
+
+def no_duplicate_offsets(state) -> bool:
+    offsets: dict[int, int] = {}
+    for o, rec in state.consumed:
+        if offsets.setdefault(rec, o) != o:
+            return False
+    for r in state.replicas:
+        records = [e[2] for e in r.log]
+        if len(set(records)) != len(records):
+            return False
+    return True
+
+
+PROPERTIES: list[Property] = [
+    Property("LeaderInIsr", "The controller's leader, when there is one, is a member of the controller's ISR.",
+             "hachikuji/kafka-specification (Kip320 invariants)", "invariant", leader_in_isr),
+    Property("WeakIsr", "Every replica presuming leadership has, below its HW, the same entries as every "
+             "member of its own view of the ISR.", "hachikuji/kafka-specification (KafkaReplication.WeakIsr)",
+             "invariant", weak_isr),
+    Property("StrongIsr", "Every replica presuming leadership has, below its HW, the same entries as every "
+             "member of the controller's ISR (leader completeness).",
+             "hachikuji/kafka-specification (KafkaReplication.StrongIsr); KIP-101", "invariant", strong_isr),
+    Property("LogMatching", "If two logs hold an entry of the same leader epoch at the same offset, they are "
+             "identical up to and including that offset.", "KIP-101 / KIP-279 log divergence; Raft Log Matching",
+             "invariant", log_matching),
+    Property("HighWatermarkBound", "Every replica's HW is at most its LEO.", "Kafka replication (HW <= LEO)",
+             "invariant", high_watermark_bound),
+    Property("ReplicationQuorumSuperset", "The established leader's maximal ISR (ISR plus a pending "
+             "expansion) contains every member of the controller's ISR.",
+             "Vanlightly/kafka-tlaplus (v3.5 replication quorum); KIP-497 AlterPartition",
+             "invariant", replication_quorum_superset),
+    Property("NoLostAckedWrite", "Every acks=all write answered NONE is, at its offset, in the log of the "
+             f"established leader; fault budget: {FAULT_BUDGET}.",
+             "Kafka durability guarantee (min.insync.replicas); KIP-966", "history", no_lost_acked_write),
+    Property("NoDivergentRead", "No two consumer reads of one offset returned different records.",
+             "Jepsen queue anomalies (divergent read)", "history", no_divergent_read),
+    Property("MonotonicHighWatermark", "No consumer was shown an HW lower than one shown before.",
+             "KIP-207 / KIP-320 (OFFSET_NOT_AVAILABLE)", "history", monotonic_high_watermark),
+    Property("NoUncommittedRead", "Every record a consumer read is, at its offset, in the log of the "
+             "established leader (what was read as committed stays committed).",
+             "Kafka HW visibility; Jepsen queue anomalies", "history", no_uncommitted_read),
+    Property("NoDuplicateOffsets", "No record is in one log twice, nor was read at two offsets.",
+             "Jepsen queue anomalies (duplicate)", "history", no_duplicate_offsets),
+]
+
+BY_ID: dict[str, Property] = {p.id: p for p in PROPERTIES}
