@@ -22,6 +22,7 @@ from .diff import diff
 from .render import render_state
 from .schedule import Schedule, ScheduleConfig
 from .verdict import DIVERGENCE, INVALID, PASS, VIOLATION, Verdict
+from .wire import wire_view
 
 INVARIANTS = tuple(p for p in PROPERTIES if p.kind == "invariant")
 HISTORY = tuple(p for p in PROPERTIES if p.kind == "history")
@@ -37,12 +38,8 @@ class Lockstep:
         self.state = initial_state(self.cfg)
         self.impl = None
         if impl:
-            try:  # imported here: a model-only run never loads impl
-                from .adapter import ImplSide
-            except ImportError:  # the adapter is not there yet: model alone, for now
-                ImplSide = None
-            if ImplSide is not None:
-                self.impl = ImplSide(protocol, config)
+            from .adapter import ImplSide  # imported here: a model-only run never loads impl
+            self.impl = ImplSide(protocol, config)
         self.index = 0  # steps taken (including those refused by both)
         self.outcome: Verdict | None = None
         self.last_outputs: list[dict] = []
@@ -94,11 +91,12 @@ class Lockstep:
                               + diff(outputs, impl_outputs))
         if self.impl is not None:
             t2 = time.perf_counter()
-            impl_state = self.impl.abstract_state(self.state)
+            impl_state = self.impl.abstract_state()
             self.impl_seconds += time.perf_counter() - t2
-            if impl_state != new_state:
+            expected = wire_view(new_state, self.protocol)
+            if impl_state != expected:
                 return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: abstract states differ\n"
-                                  + diff(new_state, impl_state))
+                                  + diff(expected, impl_state))
         self._record(i, st, name, outputs)
         for prop in INVARIANTS:
             if not prop.check(new_state):

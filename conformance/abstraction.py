@@ -1,0 +1,156 @@
+"""The abstraction function: the implementation's state as a reference-model ``State``.
+
+It reads the cluster's snapshot (logs as offset/epoch/record id, HW, HW checkpoint, durable
+prefix, leader epochs, ISR views, leader-side follower state, pending produces, fetcher state,
+the controller), decodes every in-flight message from its wire bytes into the model's message
+tuple, and adds the ghost variables of what the implementation's clients were told.
+
+Two things are not on the wire and come from the adapter's records: the (leader, leader epoch)
+a fetch was sent under (Kafka keeps it with the request, keyed here by correlation id), and the
+client history. Fields an older wire version does not carry are compared in their wire view
+(``wire.wire_view``).
+"""
+from __future__ import annotations
+
+from isrcheck.impl.protocol import CODEC, Errors, OffsetForLeaderEpochResponse
+from isrcheck.impl.storage import iter_batches
+from isrcheck.model import (
+    AlterPartition, AlterPartitionResponse, Controller, Entry, FetchRequest, FetchResponse,
+    LeaderAndIsr, Replica, State,
+)
+
+MS_PER_TICK = 1  # one model tick is one millisecond of the simulated clock
+NONE = "NONE"
+_KINDS = ("fetch_request", "fetch_response", "leader_and_isr", "alter_partition", "alter_partition_response")
+_CACHE_LIMIT = 4096
+
+
+class Abstraction:
+    """Builds the model State of one Cluster; ``state()`` after every step."""
+
+    def __init__(self, cluster) -> None:
+        self.cluster = cluster
+        self.n = cluster.config.replicas
+        self.protocol = cluster.config.protocol
+        self._tags: dict[tuple[int, int], tuple[int, int]] = {}  # (follower, correlation) -> tag
+        self._messages: dict[tuple, object] = {}  # decoded in-flight messages by frame
+        self._entries: dict[tuple, tuple] = {}    # abstract logs by their snapshot tuple
+        self.records_produced = 0
+        self.acked: tuple = ()
+        self.consumed: tuple = ()
+        self.max_consumer_hw = -1
+        self.consumer_hw_regressed = False
+        self.crashes = self.power_losses = self.drops = 0
+
+    # -- what the adapter reports ----------------------------------------------------------------
+    def fetch_sent(self, follower: int, correlation: int | None, tag: tuple[int, int]) -> None:
+        if correlation is not None:
+            self._tags[(follower, correlation)] = tag
+
+    def step_taken(self, st) -> None:
+        name = st.name
+        if name == "produce":
+            self.records_produced += 1
+        elif name == "crash":
+            self.crashes += 1
+            self.power_losses += st.arg == "power"
+        elif name == "drop":
+            self.drops += 1
+
+    def clients_told(self, outputs: list[dict]) -> None:
+        """Ghost variables from the implementation's own client responses (as the model keeps them)."""
+        for out in outputs:
+            if out["type"] == "produce":
+                if out["acks"] == -1 and out["error"] == NONE:
+                    self.acked = tuple(sorted(self.acked + ((out["offset"], out["record"]),)))
+            elif out["error"] == NONE:
+                pairs = {tuple(p) for p in out["records"]}
+                if pairs - set(self.consumed):
+                    self.consumed = tuple(sorted(set(self.consumed) | pairs))
+                hw = out["hw"]
+                if hw < self.max_consumer_hw:
+                    self.consumer_hw_regressed = True
+                elif hw > self.max_consumer_hw:
+                    self.max_consumer_hw = hw
+
+    # -- the abstract state ----------------------------------------------------------------------
+    def state(self) -> State:
+        snap = self.cluster.snapshot()
+        c = snap.controller
+        queues = self._in_flight()
+        return State(
+            tuple(self._replica(b) for b in snap.brokers),
+            Controller(c.leader, c.leader_epoch, tuple(c.isr), c.partition_epoch, tuple(sorted(c.fenced))),
+            *queues, snap.now_ms // MS_PER_TICK, self.records_produced, self.acked, self.consumed,
+            self.max_consumer_hw, self.consumer_hw_regressed, self.crashes, self.power_losses, self.drops)
+
+    def _replica(self, b) -> Replica:
+        log = self._entries.get(b.log)
+        if log is None:
+            log = tuple(Entry(e.offset, e.epoch, int(e.value)) for e in b.log)
+            if len(self._entries) > _CACHE_LIMIT:
+                self._entries.clear()
+            self._entries[b.log] = log
+        return Replica(
+            b.alive, log, b.durable, b.hw, b.hw_checkpoint, b.leader, b.leader_epoch, tuple(b.isr),
+            b.partition_epoch, b.epoch_start_offset, tuple(b.remote_leo),
+            tuple(t // MS_PER_TICK for t in b.last_caught_up_ms),
+            None if b.pending_isr is None else tuple(b.pending_isr),
+            tuple((int(p.value), p.offset, p.deadline_ms // MS_PER_TICK) for p in b.pending_produces),
+            b.truncating_epoch, b.power_lost)
+
+    def _in_flight(self) -> list[tuple]:
+        network = self.cluster.network
+        out = []
+        for kind in _KINDS:
+            per_replica = []
+            for r in range(self.n):
+                msgs = []
+                for env in network.queue((kind, r)):
+                    tag = None
+                    if kind == "fetch_request" or kind == "fetch_response":
+                        # equal frames may be sent under different tags (correlation ids restart)
+                        tag = self._tags.get((r, CODEC.decode_header(env.frame).correlation_id))
+                    key = (kind, r, env.src, env.dst, env.frame, tag)
+                    msg = self._messages.get(key)
+                    if msg is None:
+                        msg = self._decode(kind, r, env, tag)
+                        if len(self._messages) > _CACHE_LIMIT:
+                            self._messages.clear()
+                        self._messages[key] = msg
+                    msgs.append(msg)
+                per_replica.append(tuple(msgs))
+            out.append(tuple(per_replica))
+        return out
+
+    def _decode(self, kind: str, r: int, env, tag: tuple[int, int] | None):
+        header = CODEC.decode_header(env.frame)
+        body = CODEC.decode_body(header, env.frame)
+        if kind == "fetch_request":
+            leader, epoch = tag or (env.dst, -1)
+            if hasattr(body, "fetch_offset"):  # Fetch
+                return FetchRequest(leader, epoch, body.fetch_offset, body.last_fetched_epoch, -1)
+            return FetchRequest(leader, epoch, -1, -1, body.leader_epoch)  # OffsetsForLeaderEpoch
+        if kind == "fetch_response":
+            leader, epoch = tag or (env.src, -1)
+            error = Errors(body.error).name
+            if isinstance(body, OffsetForLeaderEpochResponse):
+                if error != NONE:
+                    return FetchResponse(leader, epoch, error, "error", (), -1, -1, -1)
+                return FetchResponse(leader, epoch, NONE, "epoch_end", (), -1, body.leader_epoch, body.end_offset)
+            if error == "OFFSET_OUT_OF_RANGE":
+                return FetchResponse(leader, epoch, error, "error", (), -1, -1, body.log_end_offset)
+            if error != NONE:
+                return FetchResponse(leader, epoch, error, "error", (), -1, -1, -1)
+            if body.diverging_end_offset >= 0:
+                return FetchResponse(leader, epoch, NONE, "diverging", (), -1, body.diverging_epoch,
+                                     body.diverging_end_offset)
+            records = tuple(Entry(rec.offset, batch.partition_leader_epoch, int(rec.value))
+                            for batch in iter_batches(body.records) for rec in batch.records())
+            return FetchResponse(leader, epoch, NONE, "records", records, body.high_watermark, -1, -1)
+        if kind == "leader_and_isr":
+            return LeaderAndIsr(body.leader, body.leader_epoch, tuple(body.isr), body.partition_epoch)
+        if kind == "alter_partition":
+            return AlterPartition(body.leader_epoch, body.partition_epoch, tuple(body.new_isr))
+        return AlterPartitionResponse(Errors(body.error).name, body.leader_epoch, tuple(body.isr),
+                                      body.partition_epoch)

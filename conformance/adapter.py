@@ -1,0 +1,92 @@
+"""The adapter: each schedule step becomes exactly one call on the simulated implementation cluster.
+
+The cluster runs in step mode (``Cluster(..., mode="steps")``): nothing happens by itself, only a
+``tick`` advances the clock (by ``MS_PER_TICK``) and fires due DelayedProduce timers. "Follower 2
+sends a fetch" is ``send_fetch(2)``: broker 2's ReplicaFetcher sends exactly one request;
+"leader handles fetch" delivers exactly that request. A step the cluster cannot take raises
+``ClusterError``, which the adapter reports as a refusal for the runner to compare with the model's.
+
+Besides the calls, the adapter keeps what the implementation's clients were told (the ghost
+variables the history properties read) and which (leader, leader epoch) each fetch was sent
+under, keyed by the request's correlation id, for the abstraction function.
+"""
+from __future__ import annotations
+
+from isrcheck.impl.clients import ConsumeResult
+from isrcheck.impl.replication import Cluster, ClusterConfig, ClusterError
+
+from .abstraction import Abstraction, MS_PER_TICK
+
+NONE = "NONE"
+
+
+def cluster_config(protocol: str, config) -> ClusterConfig:
+    """The implementation's config for a schedule's protocol and ``config`` (ticks -> ms)."""
+    return ClusterConfig(
+        protocol=protocol, replicas=config.replicas, min_insync_replicas=config.min_insync_replicas,
+        unclean_leader_election_enable=config.unclean_leader_election_enable,
+        replica_lag_time_max_ms=config.replica_lag_time_max_ticks * MS_PER_TICK,
+        request_timeout_ms=config.request_timeout_ticks * MS_PER_TICK,
+        flush_messages=config.flush_messages)
+
+
+class ImplSide:
+    """The implementation under test, driven one schedule step at a time."""
+
+    def __init__(self, protocol: str, config) -> None:
+        self.cluster = Cluster(cluster_config(protocol, config), mode="steps", seed=0)
+        self.abstraction = Abstraction(self.cluster)
+        self.records_produced = 0
+        self._dispatch = {
+            "produce": self._produce,
+            "consume": lambda st: self.cluster.consume(st.replica),
+            "send_fetch": self._send_fetch,
+            "handle_fetch": lambda st: self.cluster.handle_fetch(st.replica),
+            "handle_fetch_response": lambda st: self.cluster.handle_fetch_response(st.replica),
+            "deliver_leader_and_isr": lambda st: self.cluster.deliver_leader_and_isr(st.replica, st.index),
+            "shrink_isr": lambda st: self.cluster.shrink_isr(st.replica),
+            "expand_isr": lambda st: self.cluster.expand_isr(st.replica),
+            "handle_alter_partition": lambda st: self.cluster.handle_alter_partition(st.replica),
+            "handle_alter_partition_response": lambda st: self.cluster.handle_alter_partition_response(st.replica),
+            "drop": lambda st: self.cluster.drop(st.arg, st.replica, st.index),
+            "elect": lambda st: self.cluster.elect(),
+            "fence": lambda st: self.cluster.fence(st.replica),
+            "crash": lambda st: self.cluster.crash(st.replica, st.arg),
+            "restart": lambda st: self.cluster.restart(st.replica),
+            "flush": lambda st: self.cluster.flush(st.replica),
+            "tick": lambda st: self.cluster.advance(MS_PER_TICK),
+        }
+
+    def _produce(self, st) -> None:
+        # docs/steps.md: the k-th produce step carries record id k, written as decimal ASCII.
+        record = self.records_produced + 1
+        self.cluster.produce(st.replica, str(record).encode(), st.arg)
+        self.records_produced = record
+
+    def _send_fetch(self, st) -> None:
+        fetcher = self.cluster.brokers[st.replica].replica_manager.fetcher
+        self.cluster.send_fetch(st.replica)
+        self.abstraction.fetch_sent(st.replica, fetcher.outstanding, fetcher.sent_under)
+
+    def step(self, st) -> tuple[str | None, list[dict]]:
+        """(None, outputs) if the cluster took the step, else (the refusal reason, [])."""
+        try:
+            self._dispatch[st.name](st)
+        except ClusterError as exc:
+            return exc.reason, []
+        self.abstraction.step_taken(st)
+        outputs = [_output(r) for r in self.cluster.take_client_responses()]
+        self.abstraction.clients_told(outputs)
+        return None, outputs
+
+    def abstract_state(self):
+        return self.abstraction.state()
+
+
+def _output(result) -> dict:
+    """A client response in docs/steps.md's output form (record ids back from the values)."""
+    if isinstance(result, ConsumeResult):
+        return {"type": "consume", "replica": result.replica, "error": result.error, "hw": result.hw,
+                "records": [[offset, int(value)] for offset, value in result.records]}
+    return {"type": "produce", "replica": result.replica, "record": int(result.value), "acks": result.acks,
+            "error": result.error, "offset": result.offset}
