@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "shrink": ("isrcheck.conformance.cmd_shrink", "shrink a failing schedule to a minimal one that fails the same way"),
     "fuzz": ("isrcheck.conformance.campaign.command", "fuzz random crash schedules on Spark, resumable"),
     "dump-log": ("isrcheck.impl.storage.dump_log", "print the batches of a .log or the entries of an .index/.timeindex"),
+    "sim": ("isrcheck.impl.sim.cli", "run the implementation alone under a seeded random workload with faults"),
 }
 
 

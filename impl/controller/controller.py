@@ -58,6 +58,8 @@ class Controller:
         self.broker_epochs = [-1] * replicas
         self.session_deadline = [0] * replicas
         self._next_broker_epoch = 1
+        self.elections = 0    # leader elections (each a leader change)
+        self.isr_changes = 0  # committed ISR changes (AlterPartition, fencing)
         self.endpoint = NodeEndpoint(CONTROLLER_ID, transport)
         self.endpoint.handlers = {
             ApiKey.BROKER_REGISTRATION: self._handle_registration,
@@ -97,6 +99,7 @@ class Controller:
         self.leader = leader
         self.leader_epoch += 1
         self.partition_epoch += 1
+        self.elections += 1
         self._event("elect", leader, self.leader_epoch)
         self._send_leader_and_isr(self._unfenced())
         return leader
@@ -109,6 +112,7 @@ class Controller:
         changed = False
         if broker in self.isr and len(self.isr) > 1:
             self.isr = tuple(r for r in self.isr if r != broker)
+            self.isr_changes += 1
             changed = True
         if self.leader == broker:
             self.leader = -1
@@ -146,6 +150,8 @@ class Controller:
             self._send_leader_and_isr((broker,))
             if self.leader == -1:
                 self.elect()
+        elif (req.leader_epoch, req.partition_epoch) < (self.leader_epoch, self.partition_epoch):
+            self._send_leader_and_isr((broker,))  # it missed an update (a lost LeaderAndIsr)
         return BrokerHeartbeatResponse(Errors.NONE, False)
 
     def _handle_alter_partition(self, src: int, header: Header, req: AlterPartitionRequest) -> Any:
@@ -160,6 +166,7 @@ class Controller:
             error = Errors.NONE
             self.isr = tuple(sorted(req.new_isr))
             self.partition_epoch += 1
+            self.isr_changes += 1
             self._event("isr", self.isr, self.partition_epoch)
         return AlterPartitionResponse(error, 0, self.leader, self.leader_epoch, self.partition_epoch, self.isr)
 

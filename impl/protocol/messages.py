@@ -127,6 +127,8 @@ class BrokerRegistrationResponse:
 class BrokerHeartbeatRequest:
     broker_id: int = -1
     broker_epoch: int = -1
+    leader_epoch: int = -1     # the partition state the broker has applied (KRaft's metadata offset)
+    partition_epoch: int = -1
 
 
 @dataclass(slots=True)
@@ -172,5 +174,5 @@ CODEC.register(
     {0: (("error", "i16"), ("broker_epoch", "i64"))})
 CODEC.register(
     ApiKey.BROKER_HEARTBEAT, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
-    {0: (("broker_id", "i32"), ("broker_epoch", "i64"))},
+    {0: (("broker_id", "i32"), ("broker_epoch", "i64"), ("leader_epoch", "i32"), ("partition_epoch", "i32"))},
     {0: (("error", "i16"), ("is_fenced", "bool"))})

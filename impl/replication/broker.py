@@ -85,7 +85,9 @@ class Broker:
 
     def _heartbeat(self) -> None:
         self.endpoint.send_request(CONTROLLER_ID, ApiKey.BROKER_HEARTBEAT, 0,
-                                   BrokerHeartbeatRequest(self.broker_id, self.broker_epoch),
+                                   BrokerHeartbeatRequest(self.broker_id, self.broker_epoch,
+                                                          self.partition.leader_epoch,
+                                                          self.partition.partition_epoch),
                                    self._on_heartbeat)
         self.scheduler.schedule(self.config.broker_heartbeat_interval_ms, self._heartbeat)
 

@@ -133,9 +133,7 @@ class Partition:
                 leo = self.followers[r].log_end_offset
                 if leo < new_hw:
                     new_hw = leo
-        # KIP-966: with fewer than min ISR in sync, the HW waits
-        incremented = new_hw > self.high_watermark and not (
-            self.variant.min_isr_to_advance_hw and len(self.isr) < self.config.min_insync_replicas)
+        incremented = new_hw > self.high_watermark
         if incremented:
             self._set_hw(new_hw)
         self.purgatory.try_complete(self.high_watermark, len(self.isr), self.config.min_insync_replicas)

@@ -14,7 +14,6 @@ class ProtocolVariant:
     walk_back_epochs: bool        # KIP-279: repeat OffsetsForLeaderEpoch until the epochs agree
     fetch_epochs: bool            # KIP-320: fetches carry current and last fetched epoch
     hw_reached_epoch_to_expand: bool  # KIP-320: expand the ISR only once HW reached the epoch start
-    min_isr_to_advance_hw: bool   # KIP-966: HW advances only while |ISR| >= min.insync.replicas
 
     @property
     def fetch_version(self) -> int:
@@ -26,9 +25,8 @@ class ProtocolVariant:
 
 
 VARIANTS: dict[str, ProtocolVariant] = {
-    "hw-truncation": ProtocolVariant("hw-truncation", True, False, False, False, False, False),
-    "kip-101": ProtocolVariant("kip-101", False, True, False, False, False, False),
-    "kip-279": ProtocolVariant("kip-279", False, True, True, False, False, False),
-    "kip-320": ProtocolVariant("kip-320", False, False, True, True, True, False),
-    "kip-966": ProtocolVariant("kip-966", False, False, True, True, True, True),
+    "hw-truncation": ProtocolVariant("hw-truncation", True, False, False, False, False),
+    "kip-101": ProtocolVariant("kip-101", False, True, False, False, False),
+    "kip-279": ProtocolVariant("kip-279", False, True, True, False, False),
+    "kip-320": ProtocolVariant("kip-320", False, False, True, True, True),
 }
