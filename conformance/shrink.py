@@ -33,8 +33,10 @@ class _Budget:
 class _Search:
     """Runs candidates, remembering the best (shortest, then simplest) that keeps the failure."""
 
-    def __init__(self, schedule: Schedule, verdict: Verdict, run: Runner, budget: _Budget) -> None:
+    def __init__(self, schedule: Schedule, verdict: Verdict, run: Runner, budget: _Budget,
+                 accept: Callable[[Schedule], bool] | None) -> None:
         self.schedule, self.verdict, self.run, self.budget = schedule, verdict, run, budget
+        self.accept = accept
         self.seen: dict[tuple, Verdict | None] = {}
         self.runs = 0
 
@@ -43,9 +45,12 @@ class _Search:
         if key in self.seen:
             kept = self.seen[key]
         else:
-            self.runs += 1
-            verdict = self.run(self.schedule.with_steps(steps))
-            kept = verdict if verdict.same_failure(self.verdict) else None
+            candidate = self.schedule.with_steps(steps)
+            kept = None
+            if self.accept is None or self.accept(candidate):
+                self.runs += 1
+                verdict = self.run(candidate)
+                kept = verdict if verdict.same_failure(self.verdict) else None
             self.seen[key] = kept
         if kept is not None:
             self.schedule, self.verdict = self.schedule.with_steps(steps), kept
@@ -96,14 +101,16 @@ class _Search:
 
 
 def shrink(schedule: Schedule, verdict: Verdict, time_budget_s: float = 10.0,
-           run: Runner | None = None) -> tuple[Schedule, Verdict]:
-    """The smallest schedule found within the budget that fails like ``verdict``; a passing or
-    invalid verdict is returned unchanged (there is nothing to preserve)."""
+           run: Runner | None = None, accept: Callable[[Schedule], bool] | None = None,
+           ) -> tuple[Schedule, Verdict]:
+    """The smallest schedule found within the time budget that fails like ``verdict``; a passing
+    or invalid verdict is returned unchanged (there is nothing to preserve). ``accept`` rejects
+    candidates before they run (e.g. ``walk.within_budget``, to stay inside a fault budget)."""
     if not verdict.failed:
         return schedule, verdict
     if run is None:
         from .lockstep import run_schedule as run
-    search = _Search(schedule, verdict, run, _Budget(time_budget_s))
+    search = _Search(schedule, verdict, run, _Budget(time_budget_s), accept)
     steps = list(schedule.steps)
     if verdict.step is not None and verdict.step + 1 < len(steps):
         # Nothing after the first bad step can matter; check it anyway, the runner decides.

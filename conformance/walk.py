@@ -4,6 +4,11 @@ A ``FaultProfile`` weighs the step kinds and bounds the faults. Profiles marked 
 keep to ``isrcheck.specs.FAULT_BUDGET``: unclean election off, at most min.insync.replicas - 1
 distinct replicas ever lose unflushed data, and a replica that lost (or may lose) unflushed data
 is never the sole member of the controller's ISR (Last Replica Standing, fixed only by KIP-966).
+With ``spare_known_gaps`` they also avoid two places where docs/steps.md departs from Kafka and
+the protocol loses data for that reason alone (the README lists them): a power loss of a replica
+that is in some ISR view or proposal, an ISR expansion on a remote LEO from before a power loss
+(AlterPartition carries no broker epoch, KIP-903), and the loss of an AlterPartition response
+(which clears the leader's pending ISR; Kafka retries).
 The walk keeps every step it took, so the returned Schedule replays without the seed.
 """
 from __future__ import annotations
@@ -12,6 +17,8 @@ import random
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
+
+from isrcheck.model import Step, StepRefused, apply
 
 from .lockstep import Lockstep
 from .schedule import CRASH_KINDS, Schedule, ScheduleConfig, ScheduleError
@@ -40,6 +47,7 @@ class FaultProfile:
     crash_kinds: Mapping[str, float] = field(default_factory=lambda: _frozen({k: 1.0 for k in CRASH_KINDS}))
     within_budget: bool = True
     config: Mapping[str, object] = field(default_factory=lambda: _frozen({}))
+    spare_known_gaps: bool = True
 
     def with_weights(self, **weights: float) -> "FaultProfile":
         """A copy with some step weights changed (e.g. ``drop=2.0``)."""
@@ -47,7 +55,7 @@ class FaultProfile:
         if unknown:
             raise ValueError(f"unknown step name(s) {', '.join(unknown)}")
         return FaultProfile(self.name, _frozen({**self.weights, **weights}), self.crash_kinds,
-                            self.within_budget, self.config)
+                            self.within_budget, self.config, self.spare_known_gaps)
 
 
 FAULT_PROFILES: dict[str, FaultProfile] = {
@@ -68,16 +76,26 @@ FAULT_PROFILES: dict[str, FaultProfile] = {
 class _Budget:
     """Guards of the fault budget over the model state (see the module docstring)."""
 
-    def __init__(self, config: ScheduleConfig) -> None:
+    def __init__(self, config: ScheduleConfig, spare_known_gaps: bool) -> None:
         self.max_losers = config.min_insync_replicas - 1
         self.losers: set[int] = set()
+        self.spare_known_gaps = spare_known_gaps
+        self.stale: set[tuple[int, int]] = set()  # (leader, r): the leader's remote LEO of r predates r's power loss
 
     def allows(self, state, st) -> bool:
         name = st.name
         if name == "crash" and st.arg == "power":
             if st.replica not in self.losers and len(self.losers) >= self.max_losers:
                 return False
+            if self.spare_known_gaps and _in_some_isr(state, st.replica):
+                return False
             return tuple(state.controller.isr) != (st.replica,)
+        if name == "drop" and st.arg == "alter_partition_response" and self.spare_known_gaps:
+            return False
+        if name == "expand_isr" and self.stale:
+            rep = state.replicas[st.replica]
+            return not any((st.replica, f) in self.stale for f in range(len(state.replicas))
+                           if f not in rep.isr and rep.remote_leo[f] >= rep.hw)
         if name == "fence":
             # Fencing another broker must not leave a down, data-losing replica as the sole ISR member.
             rest = tuple(i for i in state.controller.isr if i != st.replica)
@@ -86,9 +104,24 @@ class _Budget:
                 return p.alive or not p.power_lost
         return True
 
-    def took(self, st) -> None:
+    def took(self, before, st) -> None:
+        """Account for ``st``, taken in state ``before``."""
         if st.name == "crash" and st.arg == "power":
             self.losers.add(st.replica)
+            if self.spare_known_gaps:
+                self.stale |= {(i, st.replica) for i in range(len(before.replicas))}
+        elif st.name == "handle_fetch" and self.stale:
+            self.stale.discard((before.fetch_requests[st.replica][0].leader, st.replica))
+
+
+def _in_some_isr(state, r: int) -> bool:
+    """r is in the controller's ISR, a live leader's ISR or proposed ISR, or an AlterPartition in flight."""
+    if r in state.controller.isr:
+        return True
+    for i, rep in enumerate(state.replicas):
+        if rep.alive and rep.leader == i and (r in rep.isr or (rep.pending_isr and r in rep.pending_isr)):
+            return True
+    return any(r in m.isr for q in state.alter_partition for m in q)
 
 
 def _profile(faults) -> FaultProfile:
@@ -114,7 +147,7 @@ def random_walk(seed: int, protocol: str, steps: int, faults: str | FaultProfile
     schedule = schedule.with_protocol(protocol)  # validates the protocol name
     rng = random.Random(seed)
     run = Lockstep(protocol, cfg, impl=impl)
-    budget = _Budget(cfg) if profile.within_budget else None
+    budget = _Budget(cfg, profile.spare_known_gaps) if profile.within_budget else None
     weights, kinds = profile.weights, profile.crash_kinds
     taken: list[dict] = []
     for _ in range(steps):
@@ -132,8 +165,31 @@ def random_walk(seed: int, protocol: str, steps: int, faults: str | FaultProfile
         else:
             st = options[rng.randrange(len(options))]
         taken.append(st.to_json())
-        if budget is not None:
-            budget.took(st)
+        before = run.state
         if run.step(st) is not None:
             break
+        if budget is not None:
+            budget.took(before, st)
     return schedule.with_steps(taken), run.verdict()
+
+
+def within_budget(schedule: Schedule, faults: str | FaultProfile = "default") -> bool:
+    """Whether every step of ``schedule`` keeps to the profile's fault budget (checked on the
+    model alone); lets the shrinker keep a counterexample inside the budget it was found in."""
+    profile = _profile(faults)
+    if not profile.within_budget:
+        return True
+    run = Lockstep(schedule.protocol, schedule.config, impl=False)
+    budget = _Budget(schedule.config, profile.spare_known_gaps)
+    state = run.state
+    for raw in schedule.steps:
+        st = Step.from_json(raw)
+        if not budget.allows(state, st):
+            return False
+        try:
+            after, _ = apply(run.cfg, state, st)
+        except StepRefused:
+            continue
+        budget.took(state, st)
+        state = after
+    return True
