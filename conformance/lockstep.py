@@ -70,7 +70,7 @@ class Lockstep:
             new_state, outputs, model_refusal = self.state, [], exc.reason
         t1 = time.perf_counter()
         self.model_seconds += t1 - t0
-        impl_refusal, impl_outputs, impl_state = None, outputs, new_state
+        impl_refusal, impl_outputs = model_refusal, outputs  # a model-only run agrees with itself
         if self.impl is not None:
             impl_refusal, impl_outputs = self.impl.step(st)
             self.impl_seconds += time.perf_counter() - t1
