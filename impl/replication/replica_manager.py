@@ -139,5 +139,6 @@ class ReplicaManager:
             p.handle_alter_partition_response(resp.error, resp.leader_epoch, resp.isr, resp.partition_epoch)
 
     def _isr_check(self) -> None:
-        self.partition.maybe_shrink_isr() or self.partition.maybe_expand_isr()
+        """Kafka's isr-expiration task; expansion happens only on a follower's fetch."""
+        self.partition.maybe_shrink_isr()
         self._isr_timer = self.scheduler.schedule(self.config.lag_check_interval_ms, self._isr_check)

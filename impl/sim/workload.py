@@ -57,10 +57,12 @@ def sim_config(protocol: str, replicas: int) -> ClusterConfig:
 
 
 class Workload:
-    def __init__(self, config: ClusterConfig, seed: int, faults: bool = True) -> None:
+    def __init__(self, config: ClusterConfig, seed: int, faults: bool = True,
+                 crash_kinds: tuple[str, ...] = CRASH_KINDS) -> None:
         self.rng = random.Random(seed)
         self.seed = seed
         self.faults = faults
+        self.crash_kinds = crash_kinds
         self.cluster = Cluster(config, mode="auto", seed=self.rng.getrandbits(64),
                                faults=DEFAULT_FAULTS if faults else NetworkFaults())
         self.n = config.replicas
@@ -107,7 +109,7 @@ class Workload:
             leader = c.controller.leader
             victim = leader if leader >= 0 and rng.random() < 0.5 else rng.randrange(self.n)
             if c.brokers[victim].alive:
-                c.crash(victim, rng.choice(CRASH_KINDS))
+                c.crash(victim, rng.choice(self.crash_kinds))
         elif kind == "restart" and down:
             b = rng.choice(down)
             if b in c.controller.fenced:
@@ -166,8 +168,9 @@ class Workload:
             self.partitions, net.delivered, net.lost, c.clock.now_ms(), quiescent, agree, c.trace_hash())
 
 
-def run_simulation(protocol: str, replicas: int, seed: int, steps: int, faults: bool = True) -> SimSummary:
-    work = Workload(sim_config(protocol, replicas), seed, faults)
+def run_simulation(protocol: str, replicas: int, seed: int, steps: int, faults: bool = True,
+                   crash_kinds: tuple[str, ...] = CRASH_KINDS) -> SimSummary:
+    work = Workload(sim_config(protocol, replicas), seed, faults, crash_kinds)
     for _ in range(steps):
         work.step()
     return work.summary(steps, work.finish())

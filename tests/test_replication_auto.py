@@ -1,0 +1,65 @@
+"""Auto mode: fetchers, heartbeats, session timeouts and ISR timers run by themselves under
+seeded faults; afterwards the cluster heals and the replicas agree."""
+import pytest
+
+from isrcheck.impl.replication import Cluster, ClusterConfig, NetworkFaults, ProduceResult
+from isrcheck.impl.sim.workload import run_simulation, sim_config
+
+
+def test_an_acks_all_write_commits_without_any_manual_step():
+    c = Cluster(sim_config("kip-320", 3), mode="auto", seed=1)
+    c.produce(0, b"1", -1)
+    assert c.take_client_responses() == []
+    c.run_for(50)
+    (resp,) = c.take_client_responses()
+    assert isinstance(resp, ProduceResult) and (resp.error, resp.offset) == ("NONE", 0)
+    assert c.run_until_quiescent(max_ms=1000)
+    assert all(b.hw == 1 for b in c.snapshot().brokers)
+
+
+def test_a_crashed_leader_is_fenced_and_replaced_and_a_lagging_follower_leaves_the_isr():
+    c = Cluster(sim_config("kip-320", 3), mode="auto", seed=2)
+    c.produce(0, b"1", -1)
+    c.run_for(50)
+    c.crash(0, "process")
+    c.run_for(200)                          # session timeout, fencing, election
+    ctrl = c.snapshot().controller
+    assert ctrl.leader in (1, 2) and 0 in ctrl.fenced and ctrl.leader_epoch >= 2
+    c.partition(ctrl.leader, 3 - ctrl.leader)  # cut the other follower off the new leader
+    c.run_for(400)                          # > replica.lag.time.max.ms
+    assert c.snapshot().controller.isr == (ctrl.leader,)
+    c.heal()
+    c.restart(0)
+    assert c.run_until_quiescent(max_ms=5000)
+    assert c.snapshot().controller.isr == (0, 1, 2)
+    assert {e.value for e in c.snapshot().brokers[0].log} == {b"1"}
+
+
+def test_lost_leader_and_isr_is_repaired_through_heartbeats():
+    c = Cluster(sim_config("kip-320", 3), mode="auto", seed=3,
+                faults=NetworkFaults(drop_rate=0.3, disconnect_detect_ms=20))
+    c.crash(0, "clean")
+    assert c.run_until_quiescent(max_ms=20_000)
+    leader = c.snapshot().controller.leader
+    assert all(b.leader == leader for b in c.snapshot().brokers if b.alive)
+
+
+@pytest.mark.parametrize("protocol", ["kip-101", "kip-279", "kip-320"])
+def test_without_power_loss_no_acknowledged_write_is_lost_and_logs_agree(protocol):
+    for seed in range(6):
+        s = run_simulation(protocol, 3, seed, 200, crash_kinds=("clean", "process"))
+        assert s.quiescent and s.logs_agree and s.lost_acked == 0, (protocol, seed, s)
+        assert s.crashes > 0 and s.acked_all > 0
+
+
+def test_kip320_logs_agree_under_every_crash_kind():
+    for seed in range(6):
+        s = run_simulation("kip-320", 3, seed, 200)
+        assert s.quiescent and s.logs_agree, (seed, s)
+
+
+def test_hw_truncation_loses_acknowledged_writes_under_the_same_workload():
+    results = [run_simulation("hw-truncation", 3, seed, 300, crash_kinds=("clean", "process"))
+               for seed in range(12)]
+    assert any(s.lost_acked > 0 for s in results)
+    assert any(not s.logs_agree for s in results)
