@@ -438,11 +438,12 @@ def _handle_alter_partition(nx: _Next, st: Step) -> None:
 
 
 def _handle_alter_partition_response(nx: _Next, st: Step) -> None:
-    """AlterPartitionManager callback: clear the pending ISR, adopt the committed one if same epoch."""
+    """AlterPartitionManager callback: clear the pending ISR, adopt the committed one if same leader
+    epoch and not an older partition epoch (Partition.handleAlterPartitionUpdate)."""
     r = st.replica
     m = nx.pop("alter_partition_responses", r)
     rep = nx.replicas[r]._replace(pending_isr=None)
-    if m.leader_epoch == rep.leader_epoch:
+    if m.leader_epoch == rep.leader_epoch and m.partition_epoch >= rep.partition_epoch:
         rep = maybe_increment_leader_hw(nx, r, rep._replace(isr=m.isr, partition_epoch=m.partition_epoch))
     nx.replicas[r] = rep
 

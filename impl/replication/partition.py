@@ -215,8 +215,8 @@ class Partition:
                                         partition_epoch: int) -> None:
         """The controller answered (or the request was lost, error None): the change is no longer pending."""
         self.pending_isr = None
-        if error is None or leader_epoch != self.leader_epoch:
-            return
+        if error is None or leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
+            return  # lost, another leader epoch, or older than what this leader already knows
         self.isr = tuple(sorted(isr))
         self.partition_epoch = partition_epoch
         self._event("isr", self.isr, partition_epoch)
