@@ -60,4 +60,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the package's copy, not this ``__main__`` one: sub-commands raise the package's UsageError.
+    from isrcheck.conformance.cli import main as _main
+    sys.exit(_main())
