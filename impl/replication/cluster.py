@@ -309,11 +309,16 @@ class Cluster:
     def _broker_snapshot(self, b: Broker) -> BrokerSnapshot:
         p = b.partition
         n = self.config.replicas
+        key = (id(b), p.truncations)
         cached = self._log_cache.get(b.broker_id)
-        key = (id(b), p.log_version)
         if cached is None or cached[0] != key:
-            cached = (key, log_entries(p.log))
-            self._log_cache[b.broker_id] = cached
+            entries = log_entries(p.log)
+        else:  # no truncation since: only appends to read
+            entries = cached[1]
+            end = entries[-1].offset + 1 if entries else p.log.log_start_offset
+            if end != p.log.log_end_offset:
+                entries += log_entries(p.log, end)
+        self._log_cache[b.broker_id] = cached = (key, entries)
         if p.is_leader:
             remote = tuple(p.followers[r].log_end_offset if r in p.followers else -1 for r in range(n))
             caught = tuple(p.followers[r].last_caught_up_ms if r in p.followers else p.leader_since_ms

@@ -45,7 +45,7 @@ class Partition:
         self.on_event = on_event
         self.high_watermark = -1
         self._set_hw(min(high_watermark, log.log_end_offset))
-        self.log_version = 0  # bumped on every append and truncation (snapshot caching)
+        self.truncations = 0  # between two truncations the log only grows (lets readers cache it)
         self.leader = -1
         self.leader_epoch = -1
         self.partition_epoch = -1
@@ -115,7 +115,6 @@ class Partition:
     def append_records_to_leader(self, value: bytes, key: bytes | None = None) -> int:
         """UnifiedLog.appendAsLeader: one batch stamped with this leader's epoch; the flush policy applies."""
         info = self.log.append_as_leader([Record(key, value, self.scheduler.now_ms())], self.leader_epoch)
-        self.log_version += 1
         self._event("append", info.first_offset, self.leader_epoch)
         return info.first_offset
 
@@ -228,7 +227,7 @@ class Partition:
         offset = max(0, offset)
         if offset < self.log.log_end_offset:
             self.log.truncate_to(offset)
-            self.log_version += 1
+            self.truncations += 1
             self._event("truncate", offset)
         if self.high_watermark > self.log.log_end_offset:
             self._set_hw(self.log.log_end_offset)
@@ -238,7 +237,6 @@ class Partition:
         if batches:
             before = self.log.log_end_offset
             self.log.append_as_follower(batches)
-            self.log_version += 1
             self._event("replicate", before, self.log.log_end_offset)
         hw = min(leader_hw, self.log.log_end_offset)
         if hw != self.high_watermark:

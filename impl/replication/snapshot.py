@@ -61,10 +61,12 @@ class ClusterSnapshot:
     controller: ControllerState
 
 
-def log_entries(log: Log) -> tuple[LogEntry, ...]:
-    """Every record of the log as (offset, leader epoch of its batch, value)."""
-    if log.log_end_offset == log.log_start_offset:
+def log_entries(log: Log, start: int | None = None) -> tuple[LogEntry, ...]:
+    """The records of the log from ``start`` (default: the log start) as (offset, leader epoch of
+    its batch, value)."""
+    start = log.log_start_offset if start is None else start
+    if log.log_end_offset <= start:
         return ()
-    data = log.read(log.log_start_offset, max_bytes=log.size_in_bytes + 1)
+    data = log.read(start, max_bytes=log.size_in_bytes + 1)
     return tuple(LogEntry(r.offset, b.partition_leader_epoch, r.value)
-                 for b in data.batches for r in b.records())
+                 for b in data.batches for r in b.records() if r.offset >= start)

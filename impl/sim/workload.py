@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass
 
-from ..clients import ProduceResult
+from ..clients import ConsumeResult, ProduceResult
 from ..controller import CONTROLLER_ID
 from ..replication import MESSAGE_KINDS, Cluster, ClusterConfig, NetworkFaults
 
@@ -68,10 +68,13 @@ class Workload:
         self.n = config.replicas
         self.produced = 0
         self.partitions = 0
+        self.responses: list = []
+        self.consumer_position = 0  # consumers re-read a short window below the last HW they saw
         self.max_down = 1 if self.n > 1 else 0
 
     # -- one step -----------------------------------------------------------------------------
     def step(self) -> None:
+        self._collect()
         roll = self.rng.random()
         if roll < 0.40:
             self._produce()
@@ -99,7 +102,13 @@ class Workload:
     def _consume(self) -> None:
         broker = self._target()
         if self.cluster.brokers[broker].alive:
-            self.cluster.consume(broker)
+            self.cluster.consumer.fetch(broker, max(0, self.consumer_position - 10))
+
+    def _collect(self) -> None:
+        for r in self.cluster.take_client_responses():
+            self.responses.append(r)
+            if isinstance(r, ConsumeResult) and r.error == "NONE":
+                self.consumer_position = max(self.consumer_position, r.hw)
 
     def _fault(self) -> None:
         c, rng = self.cluster, self.rng
@@ -150,7 +159,8 @@ class Workload:
 
     def summary(self, steps: int, quiescent: bool) -> SimSummary:
         c = self.cluster
-        responses = c.take_client_responses()
+        self._collect()
+        responses = self.responses
         acked = [r for r in responses if isinstance(r, ProduceResult) and r.error == "NONE"]
         acked_all = [r for r in acked if r.acks == -1]
         snap = c.snapshot()
