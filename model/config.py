@@ -71,10 +71,15 @@ class Scope:
     max_power_losses: int = 0  # crash steps of kind power
     max_clock: int = 0        # ticks; 0 keeps lag-based ISR shrinks and produce timeouts out
     max_drops: int = 0        # lost messages
+    consumes: bool = True     # consume steps (ghost reads for the history properties)
+    flushes: bool = True      # flush steps (clean shutdown and flush.messages still fsync)
 
     def __post_init__(self) -> None:
         for name in ("max_records", "max_epoch", "max_crashes", "max_power_losses", "max_clock", "max_drops"):
             _check_int(name, getattr(self, name), 0, None)
+        for name in ("consumes", "flushes"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be true or false")
         if self.max_power_losses > self.max_crashes:
             raise ConfigError("max_power_losses cannot exceed max_crashes (a power loss is a crash)")
 

@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 from ..specs import PROPERTIES, Property
 from .actions import Step
 from .config import ModelConfig, Scope
-from .semantics import StepRefused, apply, candidates, _STEPS
+from .semantics import StepRefused, apply, candidates, successor
 from .state import State, initial_state
 
 
@@ -49,11 +49,19 @@ class ExploreResult:
                 "violations": [v.to_json() for v in self.violations]}
 
 
-def in_scope(scope: Scope, s: State, st: Step) -> bool:
+def in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> bool:
     """Whether taking ``st`` keeps the exploration inside ``scope`` (a state constraint)."""
     name = st.name
+    if name == "consume":
+        return scope.consumes
+    if name == "flush":
+        return scope.flushes
     if name == "produce":
-        return s.records_produced < scope.max_records
+        # A rejected produce changes nothing but the next record id, and every property is blind
+        # to renaming record ids: leaving rejected produces out loses no reachable situation.
+        rep = s.replicas[st.replica]
+        return s.records_produced < scope.max_records and rep.leader == st.replica and (
+            st.arg != -1 or len(rep.isr) >= config.min_insync_replicas)
     if name == "crash":
         return s.crashes < scope.max_crashes and (st.arg != "power" or s.power_losses < scope.max_power_losses)
     if name == "elect":
@@ -69,11 +77,9 @@ def in_scope(scope: Scope, s: State, st: Step) -> bool:
 
 def successors(config: ModelConfig, scope: Scope, s: State):
     """(step, next state) for every enabled in-scope step, in the deterministic step order."""
-    steps = _STEPS
-    for st in candidates(config, s):
-        guard, _effect = steps[st.name]
-        if guard(config, s, st) is None and in_scope(scope, s, st):
-            yield st, apply(config, s, st)[0]
+    for st, guard, effect in candidates(config, s):
+        if in_scope(config, scope, s, st) and guard(config, s, st) is None:
+            yield st, successor(config, s, st, effect)[0]
 
 
 def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Property] = PROPERTIES,

@@ -582,40 +582,52 @@ def apply(cfg, s: State, step) -> tuple[State, list[dict]]:
     return nx.freeze(), nx.out
 
 
+_STATIC: dict = {}
+
+
+def _static_segments(cfg):
+    """The state-independent candidate steps of ``cfg`` with their guards and effects, in two
+    segments: before the LeaderAndIsr deliveries, and between those and the drops."""
+    segs = _STATIC.get(cfg)
+    if segs is None:
+        rng = range(cfg.replicas)
+        first = [Step("produce", r, acks) for r in rng for acks in ACKS]
+        first += [Step(name, r) for name in ("consume", "send_fetch", "handle_fetch", "handle_fetch_response")
+                  for r in rng]
+        second = [Step(name, r) for name in ("shrink_isr", "expand_isr", "handle_alter_partition",
+                                             "handle_alter_partition_response") for r in rng]
+        second += [Step("elect")] + [Step("fence", r) for r in rng]
+        second += [Step("crash", r, kind) for r in rng for kind in CRASH_KINDS]
+        second += [Step(name, r) for name in ("restart", "flush") for r in rng] + [Step("tick")]
+        segs = _STATIC[cfg] = tuple(tuple((st,) + _STEPS[st.name] for st in seg) for seg in (first, second))
+    return segs
+
+
 def candidates(cfg, s: State):
-    """Every step that could be enabled in ``s``, in the alphabet's deterministic order."""
-    n = cfg.replicas
-    rng = range(n)
-    for r in rng:
-        for acks in ACKS:
-            yield Step("produce", r, acks)
-    for name in ("consume", "send_fetch", "handle_fetch", "handle_fetch_response"):
-        for r in rng:
-            yield Step(name, r)
-    for r in rng:
-        for i in range(len(s.leader_and_isr[r])):
-            yield Step("deliver_leader_and_isr", r, None, i)
-    for name in ("shrink_isr", "expand_isr", "handle_alter_partition", "handle_alter_partition_response"):
-        for r in rng:
-            yield Step(name, r)
-    yield Step("elect")
-    for r in rng:
-        yield Step("fence", r)
-    for r in rng:
-        for kind in CRASH_KINDS:
-            yield Step("crash", r, kind)
-    for name in ("restart", "flush"):
-        for r in rng:
-            yield Step(name, r)
-    yield Step("tick")
+    """(step, guard, effect) for every step that could be enabled in ``s``, in the alphabet's
+    deterministic order: produce, consume, fetch steps, LeaderAndIsr deliveries, ISR steps,
+    elect, fence, crash, restart, flush, tick, drops; within a step by replica id, then index."""
+    first, second = _static_segments(cfg)
+    yield from first
+    deliver = _STEPS["deliver_leader_and_isr"]
+    for r, queue in enumerate(s.leader_and_isr):
+        for i in range(len(queue)):
+            yield (Step("deliver_leader_and_isr", r, None, i),) + deliver
+    yield from second
+    drop = _STEPS["drop"]
     for kind in MESSAGES:
-        field = MESSAGE_FIELDS[kind]
-        for r in rng:
-            for i in range(len(getattr(s, field)[r])):
-                yield Step("drop", r, kind, i)
+        for r, queue in enumerate(getattr(s, MESSAGE_FIELDS[kind])):
+            for i in range(len(queue)):
+                yield (Step("drop", r, kind, i),) + drop
+
+
+def successor(cfg, s: State, st: Step, effect) -> tuple[State, list[dict]]:
+    """Apply an already-checked step (the explorer's fast path)."""
+    nx = _Next(cfg, s)
+    effect(nx, st)
+    return nx.freeze(), nx.out
 
 
 def enabled(cfg, s: State) -> list[Step]:
     """The enabled steps of ``s`` in a deterministic order (the alphabet's, then replica id)."""
-    steps = _STEPS
-    return [st for st in candidates(cfg, s) if steps[st.name][0](cfg, s, st) is None]
+    return [st for st, guard, _effect in candidates(cfg, s) if guard(cfg, s, st) is None]

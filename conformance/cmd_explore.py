@@ -1,0 +1,141 @@
+"""``isrcheck explore``: exhaustive breadth-first exploration of the reference model in a scope.
+
+Exit 0: the scope was explored completely and every property held; 1: a property was violated
+(or the state limit stopped the run first); 2: bad arguments.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..model import PROTOCOLS, ConfigError, ModelConfig, Scope, explore, replay
+from ..specs import BY_ID, PROPERTIES
+from .cli import UsageError
+
+_DEFAULT = Scope()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--protocol", required=True, help=f"protocol variant: {', '.join(PROTOCOLS)}")
+    parser.add_argument("--replicas", type=int, default=3, help="replication factor, 1..5 (default 3)")
+    parser.add_argument("--min-isr", type=int, default=2, help="min.insync.replicas (default 2)")
+    parser.add_argument("--unclean-election", action="store_true", help="unclean.leader.election.enable=true")
+    parser.add_argument("--lag-ticks", type=int, default=2, help="replica.lag.time.max in ticks (default 2)")
+    parser.add_argument("--flush-messages", type=int, default=None, help="flush.messages (default: never)")
+    scope = parser.add_argument_group("scope bounds")
+    for name, help_text in (("max-records", "produce steps"), ("max-epoch", "highest leader epoch"),
+                            ("max-crashes", "crashes of any kind"), ("max-power-losses", "power losses"),
+                            ("max-clock", "clock ticks"), ("max-drops", "lost messages")):
+        default = getattr(_DEFAULT, name.replace("-", "_"))
+        scope.add_argument(f"--{name}", type=int, default=default, help=f"{help_text} (default {default})")
+    scope.add_argument("--consumes", action=argparse.BooleanOptionalAction, default=_DEFAULT.consumes,
+                       help="include consume steps (history properties of reads)")
+    scope.add_argument("--flushes", action=argparse.BooleanOptionalAction, default=_DEFAULT.flushes,
+                       help="include flush steps")
+    parser.add_argument("--property", action="append", default=None, metavar="ID",
+                        help="check only this property (repeatable; default: all)")
+    parser.add_argument("--max-states", type=int, default=None, help="stop after this many states")
+    parser.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _build(args) -> tuple[ModelConfig, Scope, list]:
+    try:
+        config = ModelConfig(protocol=args.protocol, replicas=args.replicas, min_insync_replicas=args.min_isr,
+                             unclean_leader_election_enable=args.unclean_election,
+                             replica_lag_time_max_ticks=args.lag_ticks, flush_messages=args.flush_messages)
+        scope = Scope(max_records=args.max_records, max_epoch=args.max_epoch, max_crashes=args.max_crashes,
+                      max_power_losses=args.max_power_losses, max_clock=args.max_clock,
+                      max_drops=args.max_drops, consumes=args.consumes, flushes=args.flushes)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    props = PROPERTIES
+    if args.property:
+        unknown = [p for p in args.property if p not in BY_ID]
+        if unknown:
+            raise UsageError(f"unknown property {', '.join(unknown)}; known: {', '.join(BY_ID)}")
+        props = [BY_ID[p] for p in args.property]
+    if args.max_states is not None and args.max_states < 1:
+        raise UsageError("--max-states must be >= 1")
+    return config, scope, props
+
+
+def run(args) -> int:
+    config, scope, props = _build(args)
+    shown = [False]
+
+    def progress(states: int, depth: int, seconds: float) -> None:
+        shown[0] = True
+        print(f"\rexplored {states:,} states, depth {depth}, {seconds:.0f} s", end="", file=sys.stderr, flush=True)
+
+    result = explore(config, scope, props, stop_at_first=args.stop_at_first, max_states=args.max_states,
+                     progress=progress)
+    if shown[0]:
+        print(file=sys.stderr)
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        _print_report(config, result)
+    return 0 if result.complete and not result.violations else 1
+
+
+def _print_report(config: ModelConfig, result) -> None:
+    from rich.console import Console
+
+    # a pipe or file gets the whole table unwrapped; a terminal its own width
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 240)
+    scope = ", ".join(f"{k}={v}" for k, v in result.scope.to_json().items())
+    verdict = "complete" if result.complete else "NOT complete (stopped early)"
+    console.print(f"[bold]{config.protocol}[/bold]: {config.replicas} replicas, min ISR "
+                  f"{config.min_insync_replicas}, unclean election "
+                  f"{'on' if config.unclean_leader_election_enable else 'off'}; scope {scope}")
+    console.print(f"{result.states:,} distinct states, {result.transitions:,} transitions, depth {result.depth}, "
+                  f"{result.seconds:.1f} s, {verdict}")
+    if not result.violations:
+        console.print("[green]no property violated[/green]")
+        return
+    for v in result.violations:
+        console.print(f"\n[red bold]{v.property} violated[/red bold] after {v.depth} steps: {BY_ID[v.property].statement}")
+        console.print(_trace_table(config, v.trace))
+
+
+def _trace_table(config: ModelConfig, trace: list[dict]):
+    from rich.markup import escape
+    from rich.table import Table
+
+    run_ = replay(config, trace)
+    table = Table(caption="replica cell: \\[record@epoch ...] LEO/HW, L = leader in its own view; "
+                          "controller: leader, leader epoch, ISR", caption_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("step", no_wrap=True)
+    for r in range(config.replicas):
+        table.add_column(f"replica {r}", no_wrap=True)
+    table.add_column("controller", no_wrap=True)
+    table.add_column("outputs")
+    rows = [("0", "(initial)", run_.states[0], [])]
+    rows += [(str(i + 1), _step_text(st), s, out)
+             for i, (st, s, out) in enumerate(zip(trace, run_.states[1:], run_.outputs))]
+    for num, text, s, out in rows:
+        c = s.controller
+        ctrl = f"{c.leader} e{c.leader_epoch} {{{','.join(map(str, c.isr))}}}"
+        table.add_row(num, text, *[escape(_replica_text(i, rep)) for i, rep in enumerate(s.replicas)], ctrl,
+                      "; ".join(_output_text(o) for o in out))
+    return table
+
+
+def _step_text(step: dict) -> str:
+    rest = " ".join(f"{k}={v}" for k, v in step.items() if k != "step")
+    return f"{step['step']} {rest}".strip()
+
+
+def _replica_text(i: int, rep) -> str:
+    log = " ".join(f"{e.record}@{e.epoch}" for e in rep.log) or "-"
+    role = "down" if not rep.alive else ("L" if rep.leader == i else "")
+    return f"[{log}] {len(rep.log)}/{rep.hw}" + (f" {role}" if role else "")
+
+
+def _output_text(o: dict) -> str:
+    if o["type"] == "produce":
+        return f"produce r{o['record']} {o['error']}" + (f" @{o['offset']}" if o["offset"] >= 0 else "")
+    return f"consume {o['error']} hw={o['hw']}"
