@@ -79,3 +79,13 @@ def test_atomic_write_leaves_no_temporary_file(tmp_path):
     atomic_write_json(tmp_path / "a" / "x.json", {"b": 1, "a": [2]})
     assert json.loads((tmp_path / "a" / "x.json").read_text()) == {"a": [2], "b": 1}
     assert [p.name for p in (tmp_path / "a").iterdir()] == ["x.json"]
+
+
+def test_a_rerun_plans_the_same_ranges_minus_what_is_done():
+    first = plan.plan_tasks((0, 100), 4, [])
+    assert first == [[(0, 25)], [(25, 50)], [(50, 75)], [(75, 100)]]
+    # Two tasks finished before the kill: the rerun plans exactly the two others, same bounds,
+    # so a straggler of the killed run rewrites the same file rather than an overlapping one.
+    assert plan.plan_tasks((0, 100), 4, [(0, 25), (50, 75)]) == [[(25, 50)], [(75, 100)]]
+    # Ranges done by an earlier command with other cut points are still skipped.
+    assert plan.plan_tasks((0, 100), 4, [(10, 60)]) == [[(0, 10)], [(60, 75)], [(75, 100)]]

@@ -22,14 +22,27 @@ class Aggregates:
     mean_duration_ms: float = 0.0
 
 
-def aggregate(spark, runs_dir: str, protocol: str, lo: int, hi: int,
+def spark_ddl(schema) -> str:
+    """ROW_SCHEMA as a Spark DDL string: reading with a known schema skips schema inference."""
+    import pyarrow as pa
+
+    def sql_type(t) -> str:
+        if pa.types.is_list(t):
+            return f"ARRAY<{sql_type(t.value_type)}>"
+        return {pa.int64(): "BIGINT", pa.int32(): "INT", pa.float64(): "DOUBLE",
+                pa.string(): "STRING"}[t]
+    return ", ".join(f"`{f.name}` {sql_type(f.type)}" for f in schema)
+
+
+def aggregate(spark, partition_dir: str, lo: int, hi: int,
               growth_points: int = 10, max_failures: int = 1000) -> Aggregates:
-    """Figures over seeds [lo, hi) of ``protocol`` in the Parquet dataset at ``runs_dir``."""
+    """Figures over seeds [lo, hi) in one protocol's Parquet partition directory."""
     from pyspark.sql import functions as F
 
-    df = (spark.read.option("basePath", runs_dir).parquet(runs_dir)
-          .where((F.col("protocol") == protocol) & (F.col("seed") >= lo) & (F.col("seed") < hi)))
-    df = df.cache()
+    from .executor import ROW_SCHEMA
+
+    df = (spark.read.schema(spark_ddl(ROW_SCHEMA)).parquet(partition_dir)
+          .where((F.col("seed") >= lo) & (F.col("seed") < hi)))
     agg = Aggregates()
     # Four small jobs: totals, verdict counts, coverage growth, distinct failures.
     totals = df.agg(F.count("*").alias("n"), F.countDistinct("seed").alias("seeds"),
@@ -37,7 +50,6 @@ def aggregate(spark, runs_dir: str, protocol: str, lo: int, hi: int,
                     F.array_sort(F.collect_set("config_hash")).alias("configs")).first()
     agg.schedules = int(totals["n"])
     if agg.schedules == 0:
-        df.unpersist()
         return agg
     agg.duplicate_seeds = agg.schedules - int(totals["seeds"])
     agg.mean_duration_ms = float(totals["ms"] or 0.0)
@@ -74,5 +86,4 @@ def aggregate(spark, runs_dir: str, protocol: str, lo: int, hi: int,
         entry = r.asDict()
         entry["failure"] = json.loads(entry["failure"])
         agg.distinct_failures.append(entry)
-    df.unpersist()
     return agg

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+from contextlib import nullcontext
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -86,24 +87,29 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
         raise CampaignError(str(exc)) from None
     removed = store.remove_orphans()
     requested = (params.seed, params.seed + params.schedules)
-    gaps = plan.missing(requested, [(c.lo, c.hi) for c in store.completed()])
+    done = [(c.lo, c.hi) for c in store.completed()]
+    gaps = plan.missing(requested, done)
     todo = sum(hi - lo for lo, hi in gaps)
 
+    console = console or Console(stderr=True)
     owns_spark = spark is None
     if owns_spark:
         spark = start_spark(master)
     try:
         sc = spark.sparkContext
         parallelism = sc.defaultParallelism
-        chunks = plan.split(gaps, partitions or plan.default_tasks(todo, parallelism))
+        tasks = partitions or plan.default_tasks(params.schedules, parallelism)
+        chunks = plan.plan_tasks(requested, tasks, done)
         spec = TaskSpec(out=str(Path(out).resolve()), protocol=params.protocol, steps=params.steps,
                         faults=params.faults, shrink_budget_s=params.shrink_budget_s,
                         harness=harness)
         job_start = time.perf_counter()
         if chunks:
-            _run_job(sc, spec, chunks, store, gaps, progress, console or Console(stderr=True))
+            _run_job(sc, spec, chunks, store, gaps, progress, console)
         job_seconds = time.perf_counter() - job_start
-        agg = aggregate(spark, str(store.runs), params.protocol, *requested)
+        with console.status("aggregating the results with Spark", spinner="dots") \
+                if progress and console.is_terminal else nullcontext():
+            agg = aggregate(spark, str(store.partition_dir), *requested)
         master_url = sc.master
         spark_version = spark.version
     finally:

@@ -1,4 +1,10 @@
-"""Splitting the requested seed space into tasks, skipping ranges a previous run completed."""
+"""Splitting the requested seed space into tasks, skipping ranges a previous run completed.
+
+The cut points depend only on the command (first seed, count, number of tasks), never on what
+is already done: rerunning a killed campaign plans the very same seed ranges, so a straggler
+task of the killed run that still finishes writes the same file name with the same rows as its
+replacement, instead of an overlapping range.
+"""
 from __future__ import annotations
 
 Range = tuple[int, int]  # [lo, hi)
@@ -54,3 +60,14 @@ def default_tasks(seeds: int, parallelism: int, per_task: int = 200) -> int:
     parallelism = max(1, parallelism)
     rounds = max(1, -(-seeds // (per_task * parallelism)))
     return max(1, min(seeds, rounds * parallelism))
+
+
+def plan_tasks(requested: Range, tasks: int, done: list[Range]) -> list[list[Range]]:
+    """``requested`` cut into ``tasks`` fixed chunks, each minus the ``done`` ranges; chunks
+    with nothing left are dropped."""
+    remaining = []
+    for chunk in split([requested], tasks):
+        left = [gap for lo, hi in chunk for gap in missing((lo, hi), done)]
+        if left:
+            remaining.append(left)
+    return remaining
