@@ -55,7 +55,10 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(result.summary, indent=2, sort_keys=True))
     else:
-        print_summary(result.summary, out, Console(file=sys.stdout))
+        stdout = Console(file=sys.stdout)
+        if not stdout.is_terminal:  # CI logs: do not wrap at 80 columns
+            stdout = Console(file=sys.stdout, width=160)
+        print_summary(result.summary, out, stdout)
     return result.exit_code
 
 
