@@ -80,7 +80,7 @@ def test_unknown_api_and_version_are_named():
         decode(b"\x07" + frame[1:])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, derandomize=True)
 @given(st.binary(max_size=200))
 def test_arbitrary_bytes_decode_or_raise_decode_error(data):
     try:
