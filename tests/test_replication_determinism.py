@@ -43,3 +43,10 @@ def test_bad_arguments_exit_2_with_a_message(args, named):
     proc = sim(args, 0)
     assert proc.returncode == 2
     assert named in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_text_summary_names_what_clients_saw_and_the_trace():
+    proc = sim(["--protocol", "kip-279", "--replicas", "2", "--seed", "3", "--steps", "60"], 0)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "kip-279, 2 replicas, seed 3, 60 steps" in proc.stdout
+    assert "logs agree" in proc.stdout and "trace hash" in proc.stdout
