@@ -1,0 +1,95 @@
+"""Model and implementation in lockstep: the scenarios' expected verdicts, the explorer's
+counterexamples replayed on the implementation, and random crash schedules without divergence."""
+from pathlib import Path
+
+import pytest
+
+import isrcheck.specs
+from isrcheck.conformance import Schedule, load_schedule, random_walk, run_schedule
+from isrcheck.conformance.schedule import ScheduleConfig
+from isrcheck.model import ModelConfig, Scope, explore
+
+PROTOCOLS = ("hw-truncation", "kip-101", "kip-279", "kip-320")
+SCENARIOS = sorted((Path(isrcheck.specs.__file__).parent / "scenarios").glob("*.json"))
+
+
+def test_the_known_stories_are_all_there():
+    names = {p.stem for p in SCENARIOS}
+    assert {"kip101-scenario1", "kip101-scenario2", "kip279-fast-leader-change", "kip320-stale-fetch",
+            "last-replica-standing", "unclean-election-loss", "acks1-loss-on-leader-change"} <= names
+    assert sum(n.startswith("healthy-") for n in names) >= 3
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_scenario_gives_its_expected_verdict_on_every_protocol(path):
+    schedule = load_schedule(path)
+    assert set(schedule.expected) == set(PROTOCOLS)
+    for protocol, expected in sorted(schedule.expected.items()):
+        verdict = run_schedule(schedule.with_protocol(protocol))
+        assert (verdict.kind, verdict.property) == (expected.verdict, expected.property), (
+            protocol, verdict.summary(), verdict.diff)
+
+
+def test_the_epoch_kips_fix_what_they_claim_to_fix():
+    """Each KIP's scenario fails on the variants before it and passes from it on."""
+    first_fixed = {"kip101-scenario1": "kip-101", "kip101-scenario2": "kip-101",
+                   "kip279-fast-leader-change": "kip-279", "kip320-stale-fetch": "kip-320"}
+    for name, fixed_in in first_fixed.items():
+        schedule = load_schedule(next(p for p in SCENARIOS if p.stem == name))
+        verdicts = {p: run_schedule(schedule.with_protocol(p)).kind for p in PROTOCOLS}
+        assert verdicts[fixed_in] == "pass" and verdicts[PROTOCOLS[PROTOCOLS.index(fixed_in) - 1]] == "violation"
+        assert all(verdicts[p] == "pass" for p in PROTOCOLS[PROTOCOLS.index(fixed_in):])
+
+
+def _replay_counterexamples(protocol: str, scope: Scope) -> None:
+    config = ModelConfig(protocol=protocol)
+    result = explore(config, scope, stop_at_first=True)
+    assert result.violations, f"{protocol}: the explorer found no violation in {scope}"
+    for violation in result.violations:
+        schedule = Schedule.from_json(Schedule(protocol, ScheduleConfig.from_json(config.to_schedule()),
+                                               tuple(violation.trace)).to_json())
+        verdict = run_schedule(schedule)
+        assert (verdict.kind, verdict.property) == ("violation", violation.property), verdict.diff
+        assert verdict.step == len(schedule.steps) - 1 or violation.property in (
+            p.id for p in isrcheck.specs.PROPERTIES if p.kind == "history")
+
+
+@pytest.mark.parametrize("protocol", ["hw-truncation", "kip-101", "kip-279"])
+def test_explorer_counterexamples_replay_on_the_implementation(protocol):
+    _replay_counterexamples(protocol, Scope(max_records=1, max_epoch=2, max_crashes=1))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ["hw-truncation", "kip-101", "kip-279"])
+def test_explorer_default_scope_counterexamples_replay_on_the_implementation(protocol):
+    _replay_counterexamples(protocol, Scope())
+
+
+def test_random_crash_schedules_on_kip320_neither_diverge_nor_violate_within_the_budget():
+    """A slice of the 10,000-schedule figure (see README): crashes of every kind, message loss,
+    leader changes, 100+ steps each."""
+    kinds = set()
+    for seed in range(60):
+        schedule, verdict = random_walk(seed, "kip-320", 110, "default")
+        assert verdict.kind == "pass", (seed, verdict.summary(), verdict.diff)
+        kinds |= {s.get("kind", s.get("message")) for s in schedule.steps if s["step"] in ("crash", "drop")}
+        assert len(schedule.steps) == 110
+    assert {"clean", "process", "power", "fetch_request", "fetch_response", "leader_and_isr"} <= kinds
+
+
+def test_walks_beyond_the_budget_find_the_known_losses():
+    """Heavy faults (unclean election, frequent power loss) do break kip-320, as Kafka would."""
+    found = set()
+    for seed in range(40):
+        _, verdict = random_walk(seed, "kip-320", 150, "heavy")
+        assert verdict.kind != "divergence", verdict.diff
+        if verdict.kind == "violation":
+            found.add(verdict.property)
+    assert found
+
+
+@pytest.mark.slow
+def test_random_crash_schedules_many():
+    for seed in range(1000):
+        _, verdict = random_walk(seed, "kip-320", 120, "default")
+        assert verdict.kind == "pass", (seed, verdict.summary(), verdict.diff)
