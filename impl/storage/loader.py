@@ -103,7 +103,8 @@ def load_log(log: "Log") -> None:
     first_recovered = True
 
     def assign(batch) -> None:
-        if batch.partition_leader_epoch > log.leader_epoch_cache.latest_epoch:
+        # epochs of batches below the recovery point were checkpointed with them and are trusted
+        if batch.base_offset >= recovery_point and batch.partition_leader_epoch > log.leader_epoch_cache.latest_epoch:
             log.leader_epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
 
     for i, base in enumerate(bases):
@@ -122,7 +123,7 @@ def load_log(log: "Log") -> None:
         on_batch = None
         if needs_recovery and not clean and (i == len(bases) - 1 or bases[i + 1] > recovery_point):
             if first_recovered and not rebuild_cache:
-                log.leader_epoch_cache.truncate_from_end(base)
+                log.leader_epoch_cache.truncate_from_end(recovery_point)
             first_recovered = False
             on_batch = assign
         removed = 0

@@ -242,13 +242,21 @@ class Log:
         self._leo = batch.base_offset + batch.last_offset_delta + 1
 
     def _roll(self, base_offset: int) -> LogSegment:
-        """Start a new active segment. The old one is fsynced first (Kafka schedules that flush on
-        roll), so a power loss can never keep a newer segment while losing part of an older one."""
-        self._segments[-1].flush()
+        """Start a new active segment. The old ones are fsynced first and the recovery point moves to
+        the new base (Kafka schedules flushUptoOffsetExclusive on roll): a power loss can never keep a
+        newer segment while losing part of an older one, and closed segments never need recovery."""
+        start = max(bisect_right(self._bases, self._recovery_point) - 1, 0)
+        for old in self._segments[start:]:
+            old.flush()
         segment = LogSegment(self.fs, self.dir, base_offset, self.config.index_interval_bytes)
         self._segments.append(segment)
         self._bases.append(base_offset)
-        self._dir_dirty = True
+        self._recovery_point = max(self._recovery_point, min(base_offset, self._leo))
+        if self._rp_checkpoint.value != self._recovery_point:
+            self._rp_checkpoint.write(self._recovery_point)   # its rename fsyncs the directory too
+        else:
+            self.fs.fsync_dir(self.dir)
+        self._dir_dirty = False
         return segment
 
     def roll(self) -> None:

@@ -118,8 +118,8 @@ def _check_record(record: Record) -> None:
         field = getattr(record, name)
         if field is not None and not isinstance(field, (bytes, bytearray)):
             raise InvalidRecordError(f"Record.{name} must be bytes or None, got {type(field).__name__}")
-    if record.timestamp_ms is not None and not isinstance(record.timestamp_ms, int):
-        raise InvalidRecordError(f"Record.timestamp_ms must be an int or None, got {record.timestamp_ms!r}")
+    if record.timestamp_ms is not None and (not isinstance(record.timestamp_ms, int) or record.timestamp_ms < 0):
+        raise InvalidRecordError(f"Record.timestamp_ms must be a non-negative int or None, got {record.timestamp_ms!r}")
     for header in record.headers:
         if (len(header) != 2 or not isinstance(header[0], str)
                 or not (header[1] is None or isinstance(header[1], (bytes, bytearray)))):
