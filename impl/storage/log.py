@@ -60,8 +60,13 @@ class FetchDataInfo:
 
     @property
     def records(self) -> list[LogRecord]:
+        """Decoded records; each batch's CRC is checked first, so bit rot raises CorruptRecordError."""
         start = self.fetch_offset
-        return [r for b in self.batches for r in b.records() if r.offset >= start]
+        out: list[LogRecord] = []
+        for batch in self.batches:
+            batch.ensure_valid()
+            out.extend(r for r in batch.records() if r.offset >= start)
+        return out
 
     @property
     def size(self) -> int:
