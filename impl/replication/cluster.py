@@ -96,7 +96,7 @@ class Cluster:
         for b, broker in enumerate(self.brokers):
             state.broker_epoch = self.controller.broker_epochs[b]
             broker.bootstrap(state.broker_epoch, state)
-        self.stats = {"crashes": 0, "restarts": 0}
+        self.stats = {"crashes": 0, "power_losses": 0, "restarts": 0}
 
     # -- client requests ----------------------------------------------------------------------
     def produce(self, broker: int, value: bytes, acks: int) -> None:
@@ -209,6 +209,7 @@ class Cluster:
             else:  # a torn last write only in auto mode; steps lose exactly the unflushed suffix
                 fs.power_loss(random.Random(self.rng.getrandbits(64)) if self.auto else None)
         self.stats["crashes"] += 1
+        self.stats["power_losses"] += kind == "power"
         self._trace_event("crash", broker, kind)
         self._settle()
 

@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
               f"{s.sim_ms} ms simulated")
         print(f"  produced {s.produced}, acked {s.acked} (acks=all {s.acked_all}), committed {s.committed}, "
               f"lost acked acks=all writes {s.lost_acked}")
-        print(f"  leader changes {s.leader_changes}, ISR changes {s.isr_changes}, crashes {s.crashes}, "
-              f"restarts {s.restarts}, partitions {s.partitions}")
+        print(f"  leader changes {s.leader_changes}, ISR changes {s.isr_changes}, crashes {s.crashes} "
+              f"({s.power_losses} power losses), restarts {s.restarts}, partitions {s.partitions}")
         print(f"  messages delivered {s.messages_delivered}, lost {s.messages_lost}; "
               f"quiescent {'yes' if s.quiescent else 'NO'}; logs agree {'yes' if s.logs_agree else 'NO'}")
         print(f"  trace hash {s.trace_hash}")

@@ -35,6 +35,7 @@ class SimSummary:
     leader_changes: int
     isr_changes: int
     crashes: int
+    power_losses: int     # ... of which lost the page cache
     restarts: int
     partitions: int
     messages_delivered: int
@@ -174,7 +175,8 @@ class Workload:
         return SimSummary(
             c.config.protocol, self.n, self.seed, steps, self.produced, len(acked), len(acked_all),
             committed, sum(1 for r in acked_all if r.value not in committed_values),
-            c.controller.elections, c.controller.isr_changes, c.stats["crashes"], c.stats["restarts"],
+            c.controller.elections, c.controller.isr_changes, c.stats["crashes"], c.stats["power_losses"],
+            c.stats["restarts"],
             self.partitions, net.delivered, net.lost, c.clock.now_ms(), quiescent, agree, c.trace_hash())
 
 
