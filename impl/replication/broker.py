@@ -3,8 +3,9 @@
 It owns the partition's log on its machine's file system, the ReplicaManager, and the
 BrokerLifecycleManager duties: registration with the controller (a new broker epoch on every
 start) and, in auto mode, heartbeats. Its own ``replication-offset-checkpoint`` in the data
-directory holds the HW, written by ``checkpoint_high_watermarks`` (a flush or a clean shutdown);
-at start the HW is min(checkpoint, LEO).
+directory holds the HW, written by ``checkpoint_high_watermarks`` (on a flush, a clean shutdown,
+and in auto mode every ``replica_high_watermark_checkpoint_interval_ms`` if set); at start the HW
+is min(checkpoint, LEO).
 
 ``shutdown`` is a controlled shutdown (flush the log, checkpoint the HW, close); ``halt`` is the
 process dying. What the machine's file system keeps after a halt is the runtime's business.
@@ -82,6 +83,15 @@ class Broker:
     def _start_heartbeats(self) -> None:
         if self.auto:
             self.scheduler.schedule(self.config.broker_heartbeat_interval_ms, self._heartbeat)
+            if self.config.replica_high_watermark_checkpoint_interval_ms:
+                self._schedule_hw_checkpoint()
+
+    def _schedule_hw_checkpoint(self) -> None:
+        """replica.high.watermark.checkpoint.interval.ms: the HW reaches the disk on a schedule."""
+        def run() -> None:
+            self.checkpoint_high_watermarks()
+            self._schedule_hw_checkpoint()
+        self.scheduler.schedule(self.config.replica_high_watermark_checkpoint_interval_ms, run)
 
     def _heartbeat(self) -> None:
         self.endpoint.send_request(CONTROLLER_ID, ApiKey.BROKER_HEARTBEAT, 0,

@@ -31,7 +31,7 @@ class ClusterConfig:
     replica_lag_check_interval_ms: int = 0     # 0: half of replica.lag.time.max.ms (Kafka's schedule)
     broker_heartbeat_interval_ms: int = 10
     broker_session_timeout_ms: int = 60
-    controller_election_retry_ms: int = 20
+    replica_high_watermark_checkpoint_interval_ms: int = 0  # 0: only on flush and clean shutdown
 
     def __post_init__(self) -> None:
         if self.protocol not in VARIANTS:

@@ -32,6 +32,7 @@ class SimSummary:
     acked_all: int        # ... of which acks=all
     committed: int        # the leader's high watermark at the end
     lost_acked: int       # acknowledged acks=all records missing below the final HW
+    divergent_reads: int  # consumes that returned another record at an offset read before
     leader_changes: int
     isr_changes: int
     crashes: int
@@ -54,7 +55,7 @@ def sim_config(protocol: str, replicas: int) -> ClusterConfig:
     return ClusterConfig(protocol=protocol, replicas=replicas, min_insync_replicas=min(2, replicas),
                          replica_lag_time_max_ms=100, request_timeout_ms=1000,
                          replica_fetch_backoff_ms=5, broker_heartbeat_interval_ms=10,
-                         broker_session_timeout_ms=60)
+                         broker_session_timeout_ms=60, replica_high_watermark_checkpoint_interval_ms=50)
 
 
 class Workload:
@@ -71,6 +72,8 @@ class Workload:
         self.partitions = 0
         self.responses: list = []
         self.consumer_position = 0  # consumers re-read a short window below the last HW they saw
+        self.read: dict[int, bytes] = {}  # offset -> the record consumers got there first
+        self.divergent_reads = 0
         self.max_down = 1 if self.n > 1 else 0
 
     # -- one step -----------------------------------------------------------------------------
@@ -110,6 +113,9 @@ class Workload:
             self.responses.append(r)
             if isinstance(r, ConsumeResult) and r.error == "NONE":
                 self.consumer_position = max(self.consumer_position, r.hw)
+                for offset, value in r.records:
+                    if self.read.setdefault(offset, value) != value:
+                        self.divergent_reads += 1
 
     def _fault(self) -> None:
         c, rng = self.cluster, self.rng
@@ -174,7 +180,7 @@ class Workload:
         net = c.network
         return SimSummary(
             c.config.protocol, self.n, self.seed, steps, self.produced, len(acked), len(acked_all),
-            committed, sum(1 for r in acked_all if r.value not in committed_values),
+            committed, sum(1 for r in acked_all if r.value not in committed_values), self.divergent_reads,
             c.controller.elections, c.controller.isr_changes, c.stats["crashes"], c.stats["power_losses"],
             c.stats["restarts"],
             self.partitions, net.delivered, net.lost, c.clock.now_ms(), quiescent, agree, c.trace_hash())
