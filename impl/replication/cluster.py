@@ -92,10 +92,10 @@ class Cluster:
         self._responses: list[ProduceResult | ConsumeResult] = []
         self.producer = Producer(self.network, self._responses.append)
         self.consumer = Consumer(self.network, self._responses.append, config.variant.fetch_version)
-        state = LeaderAndIsrRequest(-1, 0, 0, 0, 0, tuple(range(config.replicas)), tuple(range(config.replicas)))
-        for b, broker in enumerate(self.brokers):
-            state.broker_epoch = self.controller.broker_epochs[b]
-            broker.bootstrap(state.broker_epoch, state)
+        everyone = tuple(range(config.replicas))
+        for b, broker in enumerate(self.brokers):  # the created partition: broker 0 leads epoch 0
+            epoch = self.controller.broker_epochs[b]
+            broker.bootstrap(epoch, LeaderAndIsrRequest(epoch, 0, 0, 0, 0, everyone, everyone))
         self.stats = {"crashes": 0, "power_losses": 0, "restarts": 0}
 
     # -- client requests ----------------------------------------------------------------------
