@@ -63,7 +63,16 @@ def _put_varint(out: bytearray, value: int) -> None:
     out.append(v)
 
 
+_ZIGZAG = [(b >> 1) ^ -(b & 1) for b in range(0x80)]     # one-byte varints, the common case
+
+
 def _get_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    try:
+        b = buf[pos]
+    except IndexError:
+        raise CorruptRecordError("record ends inside a varint") from None
+    if b < 0x80:
+        return _ZIGZAG[b], pos + 1
     result = shift = 0
     try:
         while True:
@@ -88,7 +97,8 @@ def _put_bytes(out: bytearray, data: bytes | None) -> None:
 
 
 def _get_bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
-    size, pos = _get_varint(buf, pos)
+    b = buf[pos]
+    size, pos = (_ZIGZAG[b], pos + 1) if b < 0x80 else _get_varint(buf, pos)
     if size < 0:
         return None, pos
     end = pos + size
@@ -206,44 +216,53 @@ class RecordBatch:
             raise CorruptRecordError(f"{where}: CRC mismatch (stored {self.crc:#010x}, "
                                      f"computed {_crc(memoryview(self.buffer)[CRC_START:]):#010x})")
 
-    def _body(self) -> bytes:
-        body = self.buffer[HEADER_SIZE:]
+    def _body(self) -> tuple[bytes, int]:
+        """The records section and where it starts (decompressed for gzip)."""
         if self.attributes & COMPRESSION_MASK:
             try:
-                return gzip.decompress(body)
+                return gzip.decompress(self.buffer[HEADER_SIZE:]), 0
             except (OSError, EOFError, ValueError) as exc:
                 raise CorruptRecordError(f"batch at offset {self.base_offset}: bad gzip data: {exc}") from None
-        return body
+        return self.buffer, HEADER_SIZE
 
     def records(self) -> list[LogRecord]:
-        """Decode every record (DefaultRecord.readFrom); offsets and timestamps made absolute."""
-        data = self._body()
+        """Decode every record (DefaultRecord.readFrom); offsets and timestamps made absolute.
+        Hot in consumers, so one-byte varints are decoded inline through a table."""
+        data, pos = self._body()
         out = []
-        pos = 0
-        base, first_ts = self.base_offset, self.first_timestamp
-        for _ in range(self.record_count):
-            length, pos = _get_varint(data, pos)
-            end = pos + length
-            if length < 1 or end > len(data):
-                raise CorruptRecordError(f"batch at offset {base}: record length {length} out of bounds")
-            pos += 1                                            # record attributes
-            ts_delta, pos = _get_varint(data, pos)
-            offset_delta, pos = _get_varint(data, pos)
-            key, pos = _get_bytes(data, pos)
-            value, pos = _get_bytes(data, pos)
-            count, pos = _get_varint(data, pos)
-            headers = []
-            for _ in range(count):
-                name, pos = _get_bytes(data, pos)
-                hvalue, pos = _get_bytes(data, pos)
-                if name is None:
-                    raise CorruptRecordError(f"batch at offset {base}: null header key")
-                headers.append((name.decode("utf-8", "replace"), hvalue))
-            if pos != end:
-                raise CorruptRecordError(f"batch at offset {base}: record length {length} disagrees with its fields")
-            out.append(LogRecord(base + offset_delta, first_ts + ts_delta, key, value, tuple(headers)))
-        if pos != len(data):
-            raise CorruptRecordError(f"batch at offset {base}: {len(data) - pos} trailing bytes after the records")
+        base, first_ts, size = self.base_offset, self.first_timestamp, len(data)
+        zz, varint, field = _ZIGZAG, _get_varint, _get_bytes
+        try:
+            for _ in range(self.record_count):
+                b = data[pos]
+                length, pos = (zz[b], pos + 1) if b < 0x80 else varint(data, pos)
+                end = pos + length
+                if length < 1 or end > size:
+                    raise CorruptRecordError(f"batch at offset {base}: record length {length} out of bounds")
+                b = data[pos + 1]                               # after the record attributes
+                ts_delta, pos = (zz[b], pos + 2) if b < 0x80 else varint(data, pos + 1)
+                b = data[pos]
+                offset_delta, pos = (zz[b], pos + 1) if b < 0x80 else varint(data, pos)
+                key, pos = field(data, pos)
+                value, pos = field(data, pos)
+                count, pos = varint(data, pos)
+                headers: tuple = ()
+                if count:
+                    pairs = []
+                    for _ in range(count):
+                        name, pos = field(data, pos)
+                        hvalue, pos = field(data, pos)
+                        if name is None:
+                            raise CorruptRecordError(f"batch at offset {base}: null header key")
+                        pairs.append((name.decode("utf-8", "replace"), hvalue))
+                    headers = tuple(pairs)
+                if pos != end:
+                    raise CorruptRecordError(f"batch at offset {base}: record length {length} disagrees with its fields")
+                out.append(LogRecord(base + offset_delta, first_ts + ts_delta, key, value, headers))
+        except IndexError:
+            raise CorruptRecordError(f"batch at offset {base}: records run past the end of the batch") from None
+        if pos != size:
+            raise CorruptRecordError(f"batch at offset {base}: {size - pos} trailing bytes after the records")
         return out
 
     def with_records(self, records: Sequence[LogRecord]) -> "RecordBatch":

@@ -41,6 +41,9 @@ class LogSegment:
         self.rolling_timestamp: int | None = None    # max timestamp of the first batch (segment.ms)
         self._bytes_since_index = 0
         self._dirty = False
+        # a known batch boundary (base offset, position): followers fetch at the tail, where the
+        # sparse index alone would leave a scan of up to index.interval.bytes
+        self._hint = (base_offset, 0)
 
     # ------------------------------------------------------------------------------- appending
 
@@ -62,6 +65,7 @@ class LogSegment:
         buffer = batch.buffer
         position = self.log.append(buffer)
         self.size = position + len(buffer)
+        self._hint = (batch.base_offset, position)
         self._account(position, len(buffer), batch.base_offset + batch.last_offset_delta, batch.max_timestamp)
         self._dirty = True
 
@@ -82,6 +86,9 @@ class LogSegment:
     def find(self, offset: int) -> int | None:
         """Position of the first batch whose last offset is >= ``offset``, None if there is none."""
         position = self.offset_index.lookup(offset)
+        hint_base, hint_position = self._hint
+        if hint_base <= offset and hint_position > position:
+            position = hint_position            # every batch before it ends below hint_base
         size, read = self.size, self.log.read
         while position < size:
             base, length, last_delta = _SCAN.unpack(read(position, _SCAN.size))
@@ -127,6 +134,7 @@ class LogSegment:
         if position is None:
             return 0
         removed = self.size - position
+        self._hint = (self.base_offset, 0)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         self.log.truncate(position)
@@ -182,6 +190,7 @@ class LogSegment:
         first invalid batch. Returns (bytes truncated, why) — (0, None) if the segment was sound."""
         self.offset_index.reset()
         self.time_index.reset()
+        self._hint = (self.base_offset, 0)
         self.last_offset, self.rolling_timestamp = None, None
         self.max_timestamp = self.offset_of_max_timestamp = -1
         self._bytes_since_index = 0
