@@ -12,12 +12,24 @@ under, keyed by the request's correlation id, for the abstraction function.
 """
 from __future__ import annotations
 
+import traceback
+from pathlib import Path
+
 from isrcheck.impl.clients import ConsumeResult
 from isrcheck.impl.replication import Cluster, ClusterConfig, ClusterError
 
 from .abstraction import Abstraction, MS_PER_TICK
 
 NONE = "NONE"
+
+
+class ImplFailure(Exception):
+    """The implementation raised something other than ClusterError while taking a step."""
+
+
+def _where(exc: Exception) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)[-3:]
+    return "\n".join(f"  at {Path(f.filename).name}:{f.lineno} in {f.name}" for f in frames)
 
 
 def cluster_config(protocol: str, config) -> ClusterConfig:
@@ -74,6 +86,8 @@ class ImplSide:
             self._dispatch[st.name](st)
         except ClusterError as exc:
             return exc.reason, []
+        except Exception as exc:  # the system under test broke: that is a finding, not a harness crash
+            raise ImplFailure(f"{type(exc).__name__}: {exc}\n{_where(exc)}") from exc
         self.abstraction.step_taken(st)
         outputs = [_output(r) for r in self.cluster.take_client_responses()]
         self.abstraction.clients_told(outputs)

@@ -12,6 +12,8 @@ checked at once (a difference in any field the properties read is already a dive
 from __future__ import annotations
 
 import hashlib
+import io
+import pickle
 import time
 
 from isrcheck.model import InvalidStep, ModelConfig, Step, StepRefused, apply, enabled, initial_state
@@ -72,7 +74,11 @@ class Lockstep:
         self.model_seconds += t1 - t0
         impl_refusal, impl_outputs = model_refusal, outputs  # a model-only run agrees with itself
         if self.impl is not None:
-            impl_refusal, impl_outputs = self.impl.step(st)
+            try:
+                impl_refusal, impl_outputs = self.impl.step(st)
+            except Exception as exc:  # ImplFailure: the implementation itself failed
+                return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: the implementation "
+                                  f"raised {exc}")
             self.impl_seconds += time.perf_counter() - t1
         name = st.name
         if (model_refusal is None) != (impl_refusal is None):
@@ -104,7 +110,9 @@ class Lockstep:
         return None
 
     def _record(self, i: int, st: Step, name: str, outputs: list[dict]) -> None:
-        self._hash.update(f"{i}:{_show_step(st)}:{outputs!r}:{self.state!r}\n".encode())
+        h = self._hash
+        h.update(f"{i}:{_show_step(st)}:{outputs!r}:".encode())
+        h.update(_stable_bytes(self.state))
         cov = self._coverage
         cov.add(f"{self._previous}>{name}")
         for out in outputs:
@@ -127,6 +135,16 @@ class Lockstep:
                 return self._fail(VIOLATION, prop.id, max(last, 0),
                                   _violation_text(prop, last, None, self.state))
         return Verdict(PASS, None, None, None, self._hash.hexdigest(), tuple(sorted(self._coverage)), self.index)
+
+
+def _stable_bytes(state) -> bytes:
+    """The state's value as bytes: pickle without its memo, so the bytes depend on values only
+    (not on which sub-tuples happen to be shared), the same in every process and hash seed."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, 5)
+    pickler.fast = True
+    pickler.dump(state)
+    return buffer.getvalue()
 
 
 def _show_step(st: Step) -> str:

@@ -22,6 +22,9 @@ _SIMPLER = {
 }
 
 
+_LIFECYCLE = ("crash", "fence", "restart", "deliver_leader_and_isr", "flush")
+
+
 class _Budget:
     def __init__(self, seconds: float) -> None:
         self.deadline = time.monotonic() + seconds
@@ -77,6 +80,54 @@ class _Search:
                 n = min(n * 2, len(steps))
         return steps
 
+    def remove_groups(self, steps: list[dict]) -> list[dict]:
+        """Remove related steps together: a broker's crash/fence/restart story, everything about
+        one broker, every step of one kind (all ticks), every step of one kind for one broker."""
+        def groups(steps):
+            keys: dict[tuple, list[int]] = {}
+            for i, st in enumerate(steps):
+                r = st.get("replica")
+                keys.setdefault(("kind", st["step"]), []).append(i)
+                if r is not None:
+                    keys.setdefault(("broker", r), []).append(i)
+                    keys.setdefault(("kind-broker", st["step"], r), []).append(i)
+                    if st["step"] in _LIFECYCLE:
+                        keys.setdefault(("lifecycle", r), []).append(i)
+            return [set(v) for _, v in sorted(keys.items(), key=lambda kv: (-len(kv[1]), repr(kv[0])))]
+
+        progress = True
+        while progress and self.budget.left():
+            progress = False
+            for group in groups(steps):
+                if len(group) < 2 or len(group) == len(steps):
+                    continue
+                if not self.budget.left():
+                    return steps
+                candidate = [st for i, st in enumerate(steps) if i not in group]
+                if self.test(candidate) is not None:
+                    steps, progress = candidate, True
+                    break
+        return steps
+
+    def remove_pairs(self, steps: list[dict], limit: int = 40) -> list[dict]:
+        """Remove two distant steps at once (a crash and its restart, a send and its delivery):
+        what one-at-a-time deletion cannot do when each step alone is needed by the other."""
+        if len(steps) > limit:
+            return steps
+        j = len(steps) - 1
+        while j > 0:
+            for i in range(j - 1, -1, -1):
+                if not self.budget.left():
+                    return steps
+                candidate = steps[:i] + steps[i + 1:j] + steps[j + 1:]
+                if self.test(candidate) is not None:
+                    steps = candidate
+                    j = min(j - 1, len(steps))  # j-1 is the old j's successor shifted by two
+                    break
+            else:
+                j -= 1
+        return steps
+
     def simplify(self, steps: list[dict]) -> list[dict]:
         """Replace each parameter by a simpler value (lower replica id, oldest message, milder crash)."""
         for i in range(len(steps)):
@@ -108,9 +159,24 @@ def shrink(schedule: Schedule, verdict: Verdict, time_budget_s: float = 10.0,
     candidates before they run (e.g. ``walk.within_budget``, to stay inside a fault budget)."""
     if not verdict.failed:
         return schedule, verdict
+    original = schedule
+    budget = _Budget(time_budget_s)
     if run is None:
         from .lockstep import run_schedule as run
-    search = _Search(schedule, verdict, run, _Budget(time_budget_s), accept)
+        if verdict.kind == "violation":
+            # A violation fails on both sides: shrink on the model alone (several times faster),
+            # then confirm in lockstep and finish there; start over in lockstep if it does not hold.
+            model_budget = _Budget(time_budget_s * 0.7)
+            small, _ = _shrink(schedule, verdict, lambda s: run(s, impl=False), model_budget, accept)
+            confirmed = run(small)
+            if confirmed.same_failure(verdict):
+                schedule, verdict = small, confirmed
+    return _shrink(schedule, verdict, run, budget, accept, original)
+
+
+def _shrink(schedule, verdict, run, budget, accept, original=None):
+    original = original or schedule
+    search = _Search(schedule, verdict, run, budget, accept)
     steps = list(schedule.steps)
     if verdict.step is not None and verdict.step + 1 < len(steps):
         # Nothing after the first bad step can matter; check it anyway, the runner decides.
@@ -119,11 +185,14 @@ def shrink(schedule: Schedule, verdict: Verdict, time_budget_s: float = 10.0,
     while search.budget.left():
         before = list(steps)
         steps = search.ddmin(steps)
+        steps = search.remove_groups(steps)
+        steps = search.remove_pairs(steps)
         steps = search.simplify(steps)
         if steps == before:
             break
     final = search.schedule
-    note = f"shrunk from {len(schedule.steps)} to {len(final.steps)} steps"
+    note = f"shrunk from {len(original.steps)} to {len(final.steps)} steps"
+    base = original.description.split("; shrunk from")[0] if original.description else None
     described = Schedule(final.protocol, final.config, final.steps, final.expected, final.name,
-                         f"{schedule.description}; {note}" if schedule.description else note)
+                         f"{base}; {note}" if base else note)
     return described, search.verdict
