@@ -88,12 +88,18 @@ def _get_varint(buf: bytes, pos: int) -> tuple[int, int]:
         raise CorruptRecordError("record ends inside a varint") from None
 
 
-def _put_bytes(out: bytearray, data: bytes | None) -> None:
-    if data is None:
-        out.append(1)                   # zig-zag(-1)
-    else:
-        _put_varint(out, len(data))
-        out += data
+def _varint_slow(value: int) -> bytes:
+    out = bytearray()
+    _put_varint(out, value)
+    return bytes(out)
+
+
+_SMALL_VARINTS = [_varint_slow(v) for v in range(1 << 14)]     # lengths and deltas: almost always small
+_NULL = _varint_slow(-1)
+
+
+def _varint(value: int) -> bytes:
+    return _SMALL_VARINTS[value] if 0 <= value < 16384 else _varint_slow(value)
 
 
 def _get_bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
@@ -107,21 +113,25 @@ def _get_bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
     return buf[pos:end], end
 
 
-def _encode_record(out: bytearray, record: Record, offset_delta: int, timestamp_delta: int) -> None:
-    body = bytearray(b"\x00")          # record attributes: unused in v2
-    _put_varint(body, timestamp_delta)
-    _put_varint(body, offset_delta)
-    _put_bytes(body, record.key)
-    _put_bytes(body, record.value)
-    _put_varint(body, len(record.headers))
-    for name, value in record.headers:
-        _put_bytes(body, name.encode("utf-8"))
-        _put_bytes(body, value)
-    _put_varint(out, len(body))
-    out += body
+def _encode_record(out: list[bytes], record: Record, offset_delta: int, timestamp_delta: int) -> None:
+    """Append the record's pieces to ``out`` (joined once per batch: no per-record copies)."""
+    key, value, varint = record.key, record.value, _varint
+    fields = [b"\x00", varint(timestamp_delta), varint(offset_delta)]   # attributes: unused in v2
+    fields += (_NULL,) if key is None else (varint(len(key)), key)
+    fields += (_NULL,) if value is None else (varint(len(value)), value)
+    fields.append(varint(len(record.headers)))
+    for name, hvalue in record.headers:
+        encoded = name.encode("utf-8")
+        fields += (varint(len(encoded)), encoded)
+        fields += (_NULL,) if hvalue is None else (varint(len(hvalue)), hvalue)
+    out.append(varint(sum(map(len, fields))))
+    out += fields
 
 
 def _check_record(record: Record) -> None:
+    if (type(record) is Record and type(record.key) is bytes and type(record.value) is bytes
+            and record.timestamp_ms is None and not record.headers):
+        return                                                  # the common shape, checked cheaply
     if not isinstance(record, Record):
         raise InvalidRecordError(f"expected a Record, got {type(record).__name__}")
     for name in ("key", "value"):
@@ -147,12 +157,13 @@ def build_batch(base_offset: int, records: Sequence[Record], partition_leader_ep
         _check_record(record)
         timestamps.append(now_ms if record.timestamp_ms is None else record.timestamp_ms)
     first_ts = timestamps[0]
-    body = bytearray()
+    parts: list[bytes] = []
     for delta, (record, ts) in enumerate(zip(records, timestamps)):
-        _encode_record(body, record, delta, ts - first_ts)
+        _encode_record(parts, record, delta, ts - first_ts)
+    body = b"".join(parts)
     code = COMPRESSION_CODES[compression]
     if code:
-        body = gzip.compress(bytes(body), compresslevel=6, mtime=0)   # mtime=0: same bytes every run
+        body = gzip.compress(body, compresslevel=6, mtime=0)   # mtime=0: same bytes every run
     tail = _TAIL.pack(code, len(records) - 1, first_ts, max(timestamps), producer_id, producer_epoch,
                       base_sequence, len(records)) + body
     crc = _crc(tail)
@@ -268,13 +279,13 @@ class RecordBatch:
     def with_records(self, records: Sequence[LogRecord]) -> "RecordBatch":
         """A batch keeping this one's offsets, epoch and producer fields but only ``records`` (the cleaner's rewrite)."""
         first_ts = records[0].timestamp_ms if records else self.first_timestamp
-        body = bytearray()
+        parts: list[bytes] = []
         for r in records:
-            _encode_record(body, Record(r.key, r.value, r.timestamp_ms, r.headers),
+            _encode_record(parts, Record(r.key, r.value, r.timestamp_ms, r.headers),
                            r.offset - self.base_offset, r.timestamp_ms - first_ts)
-        code = self.attributes & COMPRESSION_MASK
-        if code:
-            body = gzip.compress(bytes(body), compresslevel=6, mtime=0)
+        body = b"".join(parts)
+        if self.attributes & COMPRESSION_MASK:
+            body = gzip.compress(body, compresslevel=6, mtime=0)
         tail = _TAIL.pack(self.attributes, self.last_offset_delta, first_ts, self.max_timestamp,
                           self.producer_id, self.producer_epoch, self.base_sequence, len(records)) + body
         data = _HEAD.pack(self.base_offset, len(tail) + 9, self.partition_leader_epoch, MAGIC, _crc(tail)) + tail

@@ -1,0 +1,110 @@
+"""Storage engine figures.
+
+1. Append throughput of ``Log.append_as_leader`` on real files (1 KB values, batches of 100
+   records, one fsync at the end), as MB/s and records/s and as a ratio to writing the very same
+   bytes with a plain buffered file-write loop in this process; the same on the simulated file
+   system; and single-record batches per second (the shape the simulation appends).
+2. Offset lookup time against log size: random ``read(offset, 1)`` calls on logs of 1e4, 1e5
+   and 1e6 records (sparse index + binary search over segments and index, then a short scan).
+
+Usage: python benchmarks/storage.py [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import tempfile
+import time
+
+from isrcheck.impl.storage import Log, LogConfig, Record, SimulatedFileSystem
+
+
+def _records(rng: random.Random, count: int, value_size: int, start: int = 0) -> list[Record]:
+    return [Record(b"key-%d" % (start + i), rng.randbytes(value_size)) for i in range(count)]
+
+
+def append_throughput(batches: int, directory: str) -> None:
+    rng = random.Random(42)
+    payload = [_records(rng, 100, 1024, b * 100) for b in range(batches)]
+    log_dir = os.path.join(directory, "append-0")
+    log = Log.open(log_dir, LogConfig(segment_bytes=256 << 20))
+    start = time.perf_counter()
+    for records in payload:
+        log.append_as_leader(records, leader_epoch=0)
+    log.flush()
+    log_seconds = time.perf_counter() - start
+    size = log.size_in_bytes
+    chunks = [b.buffer for b in log.read(0, 1 << 40).batches]
+    log.close()
+
+    plain = os.path.join(directory, "plain.bin")
+    start = time.perf_counter()
+    with open(plain, "wb") as handle:
+        for chunk in chunks:
+            handle.write(chunk)
+        handle.flush()
+        os.fsync(handle.fileno())
+    plain_seconds = time.perf_counter() - start
+
+    sim_log = Log.open("/append-0", LogConfig(segment_bytes=256 << 20), fs=SimulatedFileSystem())
+    start = time.perf_counter()
+    for records in payload:
+        sim_log.append_as_leader(records, leader_epoch=0)
+    sim_log.flush()
+    sim_seconds = time.perf_counter() - start
+
+    records_total = batches * 100
+    mb = size / 1e6
+    print(f"append, {records_total} records of 1 KB in batches of 100 ({mb:.1f} MB):")
+    print(f"  Log on OS files      {mb / log_seconds:8.1f} MB/s {records_total / log_seconds:10.0f} records/s")
+    print(f"  plain write loop     {mb / plain_seconds:8.1f} MB/s {records_total / plain_seconds:10.0f} records/s")
+    print(f"  ratio Log / plain    {plain_seconds / log_seconds:8.3f}")
+    print(f"  Log on simulated FS  {mb / sim_seconds:8.1f} MB/s {records_total / sim_seconds:10.0f} records/s")
+
+    small = Log.open("/small-0", LogConfig(), fs=SimulatedFileSystem())
+    count = 20000 if batches >= 200 else 5000
+    start = time.perf_counter()
+    for i in range(count):
+        small.append_as_leader([Record(b"", b"%d" % i)], leader_epoch=0)
+    seconds = time.perf_counter() - start
+    print(f"  single-record batches on the simulated FS: {count / seconds:8.0f} appends/s")
+
+
+def lookup_time(sizes: list[int], directory: str, lookups: int) -> None:
+    print(f"offset lookup, read(offset, 1) at {lookups} random offsets (100-byte values, batches of 10, "
+          f"16 MB segments, index every 4 KB):")
+    rng = random.Random(7)
+    for size in sizes:
+        log_dir = os.path.join(directory, f"lookup-{size}")
+        log = Log.open(log_dir, LogConfig(segment_bytes=16 << 20))
+        value = rng.randbytes(100)
+        for base in range(0, size, 10):
+            log.append_as_leader([Record(b"k%d" % (base + i), value) for i in range(10)], leader_epoch=0)
+        targets = [rng.randrange(size) for _ in range(lookups)]
+        start = time.perf_counter()
+        for offset in targets:
+            log.read(offset, 1)
+        seconds = time.perf_counter() - start
+        for offset in targets[:50]:             # the figure means nothing unless the answer is right
+            got = log.read(offset, 1).batches[0]
+            assert got.base_offset <= offset <= got.last_offset
+        print(f"  {size:>9} records, {len(log.segments):3d} segments, {log.size_in_bytes / 1e6:7.1f} MB: "
+              f"{seconds / lookups * 1e6:7.1f} us per lookup")
+        log.close()
+        shutil.rmtree(log_dir)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller runs (about ten seconds)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="isrcheck-bench-") as directory:
+        append_throughput(100 if args.quick else 500, directory)
+        lookup_time([10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000], directory,
+                    1000 if args.quick else 5000)
+
+
+if __name__ == "__main__":
+    main()
