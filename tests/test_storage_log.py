@@ -155,3 +155,38 @@ def test_config_and_record_validation():
     with pytest.raises(InvalidRecordError, match="key"):
         compacted.append_as_leader([Record(None, b"v")], 0)
     assert log.log_end_offset == 0 and compacted.log_end_offset == 0
+
+
+def test_segments_roll_on_size_and_on_segment_ms_and_lookups_cross_them():
+    clock = Clock()
+    log, _ = open_log(config=LogConfig(segment_bytes=10**6, segment_ms=100), clock=clock)
+    for i in range(6):
+        clock.now = 1_000 + i * 60            # a new segment once records span more than 100 ms
+        log.append_as_leader([Record(b"k", b"v%d" % i)], 0)
+    assert [s.base_offset for s in log.segments] == [0, 2, 4]
+    assert [r.offset for r in log.read(1, 10**6).records] == [1, 2, 3, 4, 5]
+    names = [n for n in log.fs.listdir(log.dir) if n.endswith(".log")]
+    assert names == ["00000000000000000000.log", "00000000000000000002.log", "00000000000000000004.log"]
+
+
+def test_relative_offsets_that_would_overflow_force_a_roll():
+    follower, _ = open_log(path="/data/p-1", config=LogConfig(segment_bytes=10**6))
+    from isrcheck.impl.storage import build_batch
+    follower.append_as_follower(build_batch(0, [Record(b"k", b"a")], 0, now_ms=0).buffer)
+    far = 2**31 + 10                          # a gap left by compaction on the leader
+    follower.append_as_follower(build_batch(far, [Record(b"k", b"b")], 0, now_ms=0).buffer)
+    assert [s.base_offset for s in follower.segments] == [0, far]
+    assert [r.offset for r in follower.read(0, 10**6).records] == [0, far]
+    assert follower.read(5).records[0].offset == far      # offsets in the gap read the next record
+
+
+def test_offset_for_timestamp_uses_the_time_index():
+    clock = Clock()
+    log, _ = open_log(config=LogConfig(segment_bytes=500, index_interval_bytes=50), clock=clock)
+    for i in range(40):
+        clock.now = 10 * i
+        log.append_as_leader([Record(b"k", b"v")], 0)
+    assert log.offset_for_timestamp(0) == 0
+    assert log.offset_for_timestamp(155) == 16
+    assert log.offset_for_timestamp(390) == 39
+    assert log.offset_for_timestamp(391) is None
