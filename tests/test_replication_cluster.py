@@ -206,3 +206,10 @@ def test_bad_config_names_the_field():
         ClusterConfig(protocol="kip-9999")
     with pytest.raises(InvalidConfigError, match="min_insync_replicas"):
         ClusterConfig(replicas=2, min_insync_replicas=3)
+
+
+def test_a_record_larger_than_max_message_bytes_is_refused_and_not_appended():
+    c = cluster()
+    c.produce(0, b"x" * 1_100_000, 1)
+    (resp,) = c.take_client_responses()
+    assert resp.error == "MESSAGE_TOO_LARGE" and c.snapshot().brokers[0].log == ()

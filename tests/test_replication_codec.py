@@ -122,3 +122,37 @@ def test_a_broker_answers_malformed_requests_with_errors_and_keeps_serving():
         pass
     assert rec.frames[-1] == ProduceResponse(Errors.NONE, 0, 0)
     assert [e.value for e in c.snapshot().brokers[0].log] == [b"1"]
+
+
+I32 = st.integers(-2**31, 2**31 - 1)
+I64 = st.integers(-2**40, 2**40)
+REQUESTS = st.one_of(
+    st.builds(lambda acks, t, v: (ApiKey.PRODUCE, 0, ProduceRequest(acks, t, 0, (WireRecord(-1, -1, b"", v),))),
+              st.integers(-2, 2), I32, st.binary(max_size=64)),
+    st.builds(lambda r, o, e, l, v: (ApiKey.FETCH, v, FetchRequest(r, 0, o, e, l)),
+              st.integers(-2, 5), I64, I32, I32, st.integers(0, 1)),
+    st.builds(lambda r, e, c, v: (ApiKey.OFFSET_FOR_LEADER_EPOCH, v, OffsetForLeaderEpochRequest(r, 0, e, c)),
+              st.integers(-2, 5), I32, I32, st.integers(0, 2)),
+    st.builds(lambda b, le, pe, isr: (ApiKey.ALTER_PARTITION, 0, AlterPartitionRequest(b, 1, 0, le, pe, isr)),
+              st.integers(-1, 5), I32, I32, st.lists(I32, max_size=4).map(tuple)),
+    st.builds(lambda b, e: (ApiKey.BROKER_HEARTBEAT, 0, BrokerHeartbeatRequest(b, e, 0, 0)), st.integers(-1, 5), I64),
+    st.builds(lambda l, le, pe: (ApiKey.LEADER_AND_ISR, 0, LeaderAndIsrRequest(1, 0, l, le, pe, (0,), (0, 1))),
+              st.integers(-1, 5), I32, I32),
+)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.sampled_from((0, 3000)), REQUESTS), min_size=1, max_size=20))
+def test_well_formed_requests_with_any_field_values_never_break_a_broker_or_the_controller(requests):
+    c = Cluster(ClusterConfig(protocol="kip-320", replicas=2, min_insync_replicas=1))
+    rec = Recorder()
+    c.network.register(4999, rec)
+    for i, (dst, (api, version, msg)) in enumerate(requests):
+        c.network.send(4999, dst, CODEC.encode(REQUEST, api, version, i, msg))
+        while c.network.deliver_instant():
+            pass
+        c.advance(1)
+    ctrl = c.snapshot().controller
+    assert (ctrl.leader, ctrl.isr) == (0, (0, 1))  # nobody but the leader and the controller changed it
+    c.produce(0, b"ok", 1)
+    assert c.take_client_responses()[-1].error == "NONE"

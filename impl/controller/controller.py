@@ -141,7 +141,9 @@ class Controller:
 
     def _handle_heartbeat(self, src: int, header: Header, req: BrokerHeartbeatRequest) -> Any:
         broker = req.broker_id
-        if broker not in self.replicas or self.broker_epochs[broker] != req.broker_epoch:
+        if broker not in self.replicas or broker != src:
+            return BrokerHeartbeatResponse(Errors.INVALID_REQUEST, True)
+        if self.broker_epochs[broker] != req.broker_epoch:
             return BrokerHeartbeatResponse(Errors.STALE_BROKER_EPOCH, True)
         self.session_deadline[broker] = self.scheduler.now_ms() + self.session_timeout_ms
         if broker in self.fenced:  # alive again after a partition: unfence and resend its state
@@ -156,7 +158,9 @@ class Controller:
 
     def _handle_alter_partition(self, src: int, header: Header, req: AlterPartitionRequest) -> Any:
         """AlterPartition (KIP-497): a leader's ISR change, fenced by leader and partition epochs."""
-        if req.broker_id != self.leader or req.leader_epoch != self.leader_epoch:
+        if req.broker_id != src or not set(req.new_isr) <= set(self.replicas) or src not in req.new_isr:
+            error = Errors.INVALID_REQUEST  # not from the broker it names, or not an ISR it could have
+        elif req.broker_id != self.leader or req.leader_epoch != self.leader_epoch:
             error = Errors.FENCED_LEADER_EPOCH
         elif req.partition_epoch != self.partition_epoch:
             error = Errors.INVALID_UPDATE_VERSION

@@ -156,7 +156,7 @@ class Partition:
             epoch, end = self.end_offset_for(req.last_fetched_epoch)
             if epoch != req.last_fetched_epoch or end < req.fetch_offset:
                 return FetchResponse(Errors.NONE, 0, self.high_watermark, 0, leo, epoch, end)
-        if req.fetch_offset > leo:
+        if req.fetch_offset > leo or req.fetch_offset < log.log_start_offset:
             return FetchResponse(Errors.OFFSET_OUT_OF_RANGE, 0, self.high_watermark, 0, leo)
         follower = self.followers.get(req.replica_id)
         if follower is not None:  # Partition.updateFollowerFetchState
@@ -173,7 +173,7 @@ class Partition:
         """A consumer fetch: (error, record batches below the HW); KIP-207's rule under KIP-320."""
         if self.variant.fetch_epochs and self.high_watermark < self.epoch_start_offset:
             return Errors.OFFSET_NOT_AVAILABLE, b""
-        if fetch_offset > self.high_watermark:
+        if fetch_offset > self.high_watermark or fetch_offset < self.log.log_start_offset:
             return Errors.OFFSET_OUT_OF_RANGE, b""
         return Errors.NONE, self.log.read(fetch_offset, max_offset=self.high_watermark).data
 

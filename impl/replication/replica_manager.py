@@ -25,7 +25,7 @@ from .config import ClusterConfig
 from .delayed_produce import DelayedProducePurgatory
 from .fetcher import ReplicaFetcher
 from .partition import Partition
-from ..storage import Log
+from ..storage import Log, RecordTooLargeError, StorageError
 
 
 class ReplicaManager:
@@ -73,7 +73,12 @@ class ReplicaManager:
         if req.acks == -1 and len(p.isr) < self.config.min_insync_replicas:
             return ProduceResponse(Errors.NOT_ENOUGH_REPLICAS, 0, -1)
         record = req.records[0]
-        offset = p.append_records_to_leader(record.value, record.key)
+        try:
+            offset = p.append_records_to_leader(record.value, record.key)
+        except RecordTooLargeError:
+            return ProduceResponse(Errors.MESSAGE_TOO_LARGE, 0, -1)
+        except StorageError:  # the log refused the record (InvalidRecordException and kin)
+            return ProduceResponse(Errors.INVALID_RECORD, 0, -1)
         if req.acks == 1:
             return ProduceResponse(Errors.NONE, 0, offset)
         if req.acks == -1:
