@@ -1,0 +1,156 @@
+"""Hypothesis strategies and a stateful test machine for lockstep conformance.
+
+Shipped in the package so users run them under their own settings and profiles::
+
+    from hypothesis import settings
+    from isrcheck.conformance.strategies import lockstep_machine
+
+    TestKip320 = lockstep_machine("kip-320", faults="default").TestCase
+    TestKip320.settings = settings(max_examples=200, stateful_step_count=80, deadline=None)
+
+``step_dicts`` draws any step of the alphabet (enabled or not: a step refused by both sides is a
+no-op); ``schedules`` wraps them in a Schedule; ``enabled_schedules`` draws each step among the
+model's enabled ones, which finds deep states far more often and shrinks well.
+"""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from .lockstep import Lockstep
+from .schedule import ACKS, CRASH_KINDS, MESSAGE_KINDS, PROTOCOLS, STEP_FIELDS, Schedule, ScheduleConfig
+from .walk import _Budget, _profile
+
+_VALUES = {
+    "acks": st.sampled_from(ACKS),
+    "kind": st.sampled_from(CRASH_KINDS),
+    "message": st.sampled_from(MESSAGE_KINDS),
+    "index": st.integers(0, 2),
+}
+
+
+def step_dicts(replicas: int = 3) -> st.SearchStrategy[dict]:
+    """Any step of the alphabet with valid fields for ``replicas`` brokers."""
+    def one(name: str) -> st.SearchStrategy[dict]:
+        fields = {f: (st.integers(0, replicas - 1) if f == "replica" else _VALUES[f]) for f in STEP_FIELDS[name]}
+        return st.fixed_dictionaries({"step": st.just(name), **fields})
+    return st.one_of([one(name) for name in STEP_FIELDS])
+
+
+def configs(replicas: st.SearchStrategy[int] = st.integers(1, 5)) -> st.SearchStrategy[ScheduleConfig]:
+    """Cluster configs over the whole valid range."""
+    @st.composite
+    def build(draw):
+        n = draw(replicas)
+        return ScheduleConfig(
+            replicas=n, min_insync_replicas=draw(st.integers(1, n)),
+            unclean_leader_election_enable=draw(st.booleans()),
+            replica_lag_time_max_ticks=draw(st.integers(0, 4)),
+            request_timeout_ticks=draw(st.integers(0, 8)),
+            flush_messages=draw(st.none() | st.integers(1, 3)))
+    return build()
+
+
+def schedules(protocol: str | None = None, config: ScheduleConfig | None = None,
+              max_steps: int = 60) -> st.SearchStrategy[Schedule]:
+    """Schedules of arbitrary (mostly refused) steps; good for refusal conformance."""
+    @st.composite
+    def build(draw):
+        proto = protocol or draw(st.sampled_from(PROTOCOLS[:4]))
+        cfg = config or draw(configs())
+        steps = draw(st.lists(step_dicts(cfg.replicas), max_size=max_steps))
+        return Schedule.from_json(Schedule(proto, cfg, tuple(steps)).to_json())
+    return build()
+
+
+def enabled_schedules(protocol: str = "kip-320", config: ScheduleConfig | None = None,
+                      max_steps: int = 60, faults="default") -> st.SearchStrategy[Schedule]:
+    """Schedules whose every step is enabled in the model when taken (within the profile's
+    fault budget); drawn step by step on the model alone."""
+    profile = _profile(faults)
+
+    @st.composite
+    def build(draw):
+        cfg = config or ScheduleConfig.from_json(dict(profile.config))
+        run = Lockstep(protocol, cfg, impl=False)
+        budget = _Budget(cfg, profile.spare_known_gaps) if profile.within_budget else None
+        taken = []
+        for _ in range(draw(st.integers(0, max_steps))):
+            options = [s for s in run.enabled_steps() if budget is None or budget.allows(run.state, s)]
+            step = _draw_step(draw, options)
+            before = run.state
+            taken.append(step.to_json())
+            if run.step(step) is not None:
+                break
+            if budget is not None:
+                budget.took(before, step)
+        return Schedule(protocol, cfg, tuple(taken))
+    return build()
+
+
+def _draw_step(draw, options: list):
+    """Kind first, then which one: every kind of enabled step is as likely as any other (nine
+    produce variants must not drown the one ``elect``), and shrinking simplifies both choices."""
+    names = list(dict.fromkeys(s.name for s in options))
+    name = draw(st.sampled_from(names), label="step kind")
+    return draw(st.sampled_from([s for s in options if s.name == name]), label="step")
+
+
+class LockstepMachine(RuleBasedStateMachine):
+    """Each rule application takes one step, chosen among the model's enabled steps (within the
+    fault budget of ``faults``), on the model and the implementation at once; the invariant is
+    that the lockstep run has neither diverged nor violated a property."""
+
+    protocol = "kip-320"
+    config = ScheduleConfig()
+    faults = "default"
+    impl = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.profile = _profile(self.faults)
+        self.run = Lockstep(self.protocol, self.config, impl=self.impl)
+        self.budget = _Budget(self.config, self.profile.spare_known_gaps) if self.profile.within_budget else None
+        self.taken: list[dict] = []
+
+    def _options(self):
+        return [s for s in self.run.enabled_steps()
+                if self.budget is None or self.budget.allows(self.run.state, s)]
+
+    @precondition(lambda self: self.run.outcome is None)
+    @rule(data=st.data())
+    def take_step(self, data) -> None:
+        """One step of the shared alphabet, in lockstep."""
+        step = _draw_step(data.draw, self._options())
+        before = self.run.state
+        self.taken.append(step.to_json())
+        self.run.step(step)
+        if self.budget is not None:
+            self.budget.took(before, step)
+
+    @invariant()
+    def agrees_and_holds(self) -> None:
+        """No divergence, no violated invariant so far (the failing schedule is in the message)."""
+        self._check(self.run.outcome)
+
+    def teardown(self) -> None:
+        """History properties over what clients saw, at the end of the run."""
+        if self.run.outcome is None:
+            self._check(self.run.verdict())
+
+    def _check(self, verdict) -> None:
+        if verdict is not None and verdict.failed:
+            schedule = Schedule(self.protocol, self.config, tuple(self.taken))
+            raise AssertionError(f"{verdict.summary()}\n{verdict.diff}\nschedule:\n{schedule.dumps()}")
+
+
+def lockstep_machine(protocol: str = "kip-320", config: dict | ScheduleConfig | None = None,
+                     faults="default", impl: bool = True) -> type[LockstepMachine]:
+    """A LockstepMachine subclass for one protocol, config and fault profile."""
+    profile = _profile(faults)
+    if not isinstance(config, ScheduleConfig):
+        config = ScheduleConfig.from_json({**profile.config, **(config or {})})
+    Schedule(protocol, config).with_protocol(protocol)  # validates the protocol name
+    name = f"Lockstep_{protocol.replace('-', '_')}_{profile.name}"
+    return type(name, (LockstepMachine,), {"protocol": protocol, "config": config, "faults": profile,
+                                           "impl": impl})

@@ -1,0 +1,56 @@
+"""The shipped Hypothesis strategies and state machine, run with small explicit settings."""
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from isrcheck.conformance import Schedule, run_schedule
+from isrcheck.impl.replication import Cluster
+from isrcheck.conformance.strategies import enabled_schedules, lockstep_machine, schedules
+
+FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(schedules(max_steps=40))
+def test_arbitrary_steps_are_refused_alike_and_never_diverge(schedule):
+    """Any schedule of the alphabet, on any protocol and config: model and implementation refuse
+    the same steps and agree on the rest (violations are allowed: the configs include unclean)."""
+    verdict = run_schedule(schedule)
+    assert verdict.kind != "divergence", verdict.diff
+
+
+@FAST
+@given(enabled_schedules("kip-320", max_steps=60))
+def test_enabled_schedules_within_budget_pass_on_kip320(schedule):
+    assert run_schedule(schedule).kind == "pass"
+
+
+TestKip320Lockstep = lockstep_machine("kip-320", faults="default").TestCase
+TestKip320Lockstep.settings = settings(max_examples=15, stateful_step_count=50, deadline=None,
+                                       suppress_health_check=[HealthCheck.too_slow])
+
+
+def test_the_machine_reports_a_divergence_with_a_replayable_schedule(monkeypatch):
+    """A broken implementation (the producer writes the wrong record) fails the machine, and
+    the message carries a schedule that replays to the same divergence."""
+    produce = Cluster.produce
+    monkeypatch.setattr(Cluster, "produce", lambda self, broker, value, acks: produce(self, broker, value + b"0", acks))
+    machine = lockstep_machine("kip-320", faults="default").TestCase
+    machine.settings = settings(max_examples=50, stateful_step_count=30, deadline=None, database=None,
+                                suppress_health_check=list(HealthCheck), derandomize=True)
+    with pytest.raises(AssertionError) as failure:
+        machine().runTest()
+    message = str(failure.value)
+    assert message.startswith("divergence")
+    schedule = Schedule.from_json(json.loads(message[message.index("schedule:\n") + len("schedule:\n"):]))
+    assert run_schedule(schedule).kind == "divergence"
+
+
+@pytest.mark.slow
+def test_the_machine_finds_a_protocol_bug():
+    machine = lockstep_machine("hw-truncation", faults="default").TestCase
+    machine.settings = settings(max_examples=500, stateful_step_count=120, deadline=None, database=None,
+                                suppress_health_check=list(HealthCheck), derandomize=True)
+    with pytest.raises(AssertionError, match="violation"):
+        machine().runTest()
