@@ -117,6 +117,7 @@ class Lockstep:
         cov.add(f"{self._previous}>{name}")
         for out in outputs:
             cov.add(f"{out['type']}:{out['error']}")
+        cov.add(_shape(self.state))
         self._previous = name
 
     def _fail(self, kind: str, prop: str | None, i: int, text: str) -> Verdict:
@@ -145,6 +146,21 @@ def _stable_bytes(state) -> bytes:
     pickler.fast = True
     pickler.dump(state)
     return buffer.getvalue()
+
+
+def _shape(state) -> str:
+    """A coarse abstract-state fingerprint for coverage: per broker alive, role, how far HW lags
+    LEO (capped), controller-ISR membership and fetcher state; leaderless controller; ISR change
+    and messages in flight. Small enough that campaigns can count the distinct shapes reached."""
+    c = state.controller
+    brokers = tuple((r.alive, 2 if r.leader == i else (1 if r.leader >= 0 else 0), min(len(r.log) - r.hw, 3),
+                     i in c.isr, r.truncating_epoch >= 0, r.pending_isr is not None)
+                    for i, r in enumerate(state.replicas))
+    flight = tuple(min(sum(len(q) for q in queues), 2) for queues in (
+        state.fetch_requests, state.fetch_responses, state.leader_and_isr, state.alter_partition,
+        state.alter_partition_responses))
+    shape = repr((brokers, c.leader >= 0, flight)).encode()
+    return "s:" + hashlib.blake2b(shape, digest_size=5).hexdigest()
 
 
 def _show_step(st: Step) -> str:
