@@ -12,8 +12,6 @@ checked at once (a difference in any field the properties read is already a dive
 from __future__ import annotations
 
 import hashlib
-import io
-import pickle
 import time
 
 from isrcheck.model import InvalidStep, ModelConfig, Step, StepRefused, apply, enabled, initial_state
@@ -47,7 +45,7 @@ class Lockstep:
         self.last_outputs: list[dict] = []
         self.model_seconds = 0.0
         self.impl_seconds = 0.0
-        self._hash = hashlib.blake2b(digest_size=16)
+        self._hash = hashlib.blake2b(repr(self.state).encode(), digest_size=16)
         self._coverage: set[str] = set()
         self._previous = "init"
 
@@ -90,7 +88,7 @@ class Lockstep:
         if model_refusal is not None:
             self._hash.update(f"{i}:{_show_step(st)}:refused\n".encode())
             return None
-        self.state = new_state
+        before, self.state = self.state, new_state
         self.last_outputs = outputs
         if impl_outputs != outputs:
             return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: outputs differ\n"
@@ -103,16 +101,16 @@ class Lockstep:
             if impl_state != expected:
                 return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: abstract states differ\n"
                                   + diff(expected, impl_state))
-        self._record(i, st, name, outputs)
+        self._record(i, st, name, outputs, before)
         for prop in INVARIANTS:
             if not prop.check(new_state):
                 return self._fail(VIOLATION, prop.id, i, _violation_text(prop, i, st, new_state))
         return None
 
-    def _record(self, i: int, st: Step, name: str, outputs: list[dict]) -> None:
+    def _record(self, i: int, st: Step, name: str, outputs: list[dict], before) -> None:
         h = self._hash
         h.update(f"{i}:{_show_step(st)}:{outputs!r}:".encode())
-        h.update(_stable_bytes(self.state))
+        h.update(_state_delta(before, self.state))
         cov = self._coverage
         cov.add(f"{self._previous}>{name}")
         for out in outputs:
@@ -138,29 +136,37 @@ class Lockstep:
         return Verdict(PASS, None, None, None, self._hash.hexdigest(), tuple(sorted(self._coverage)), self.index)
 
 
-def _stable_bytes(state) -> bytes:
-    """The state's value as bytes: pickle without its memo, so the bytes depend on values only
-    (not on which sub-tuples happen to be shared), the same in every process and hash seed."""
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, 5)
-    pickler.fast = True
-    pickler.dump(state)
-    return buffer.getvalue()
+def _state_delta(old, new) -> bytes:
+    """What changed from ``old`` to ``new``, as stable text: the initial state and every delta
+    determine the whole sequence of states. Parts that are the same object as before are skipped
+    (the model shares what a step leaves alone); the rest is written by value (``repr`` of nested
+    tuples of ints, bools, None and strings is the same in every process and hash seed)."""
+    out = []
+    for name, a, b in zip(new._fields, old, new):
+        if a is b:
+            continue
+        if type(b) is tuple and type(a) is tuple and len(a) == len(b):
+            out.extend(f"{name}[{k}]={y!r};" for k, (x, y) in enumerate(zip(a, b)) if x is not y)
+        else:
+            out.append(f"{name}={b!r};")
+    return "".join(out).encode()
 
 
 def _shape(state) -> str:
-    """A coarse abstract-state fingerprint for coverage: per broker alive, role, how far HW lags
-    LEO (capped), controller-ISR membership and fetcher state; leaderless controller; ISR change
-    and messages in flight. Small enough that campaigns can count the distinct shapes reached."""
+    """A coarse abstract-state fingerprint for coverage, e.g. ``s:L0i.F1i.D0-|1|10000``: per broker
+    its role (Leader, Follower, No leader known, Down), how far its HW lags its LEO (capped at 3),
+    controller-ISR membership, truncating fetcher (t), pending ISR change (p); whether the
+    controller has a leader; messages in flight per kind (capped at 2)."""
     c = state.controller
-    brokers = tuple((r.alive, 2 if r.leader == i else (1 if r.leader >= 0 else 0), min(len(r.log) - r.hw, 3),
-                     i in c.isr, r.truncating_epoch >= 0, r.pending_isr is not None)
-                    for i, r in enumerate(state.replicas))
-    flight = tuple(min(sum(len(q) for q in queues), 2) for queues in (
+    parts = []
+    for i, r in enumerate(state.replicas):
+        role = "D" if not r.alive else ("L" if r.leader == i else ("F" if r.leader >= 0 else "N"))
+        parts.append(f"{role}{min(len(r.log) - r.hw, 3)}{'i' if i in c.isr else '-'}"
+                     f"{'t' if r.truncating_epoch >= 0 else ''}{'p' if r.pending_isr is not None else ''}")
+    flight = "".join(str(min(sum(map(len, q)), 2)) for q in (
         state.fetch_requests, state.fetch_responses, state.leader_and_isr, state.alter_partition,
         state.alter_partition_responses))
-    shape = repr((brokers, c.leader >= 0, flight)).encode()
-    return "s:" + hashlib.blake2b(shape, digest_size=5).hexdigest()
+    return f"s:{'.'.join(parts)}|{int(c.leader >= 0)}|{flight}"
 
 
 def _show_step(st: Step) -> str:
