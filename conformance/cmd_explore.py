@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="check only this property (repeatable; default: all)")
     parser.add_argument("--max-states", type=int, default=None, help="stop after this many states")
     parser.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
+    parser.add_argument("--replay-on-impl", action="store_true",
+                        help="replay each counterexample on the implementation in lockstep "
+                             "(adds impl_verdict and impl_property to each violation)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -73,14 +76,29 @@ def run(args) -> int:
                      progress=progress)
     if shown[0]:
         print(file=sys.stderr)
+    replays = _replay_on_impl(config, result) if args.replay_on_impl else None
     if args.json:
-        print(json.dumps(result.to_json()))
+        doc = result.to_json()
+        if replays is not None:
+            for entry, verdict in zip(doc["violations"], replays):
+                entry["impl_verdict"], entry["impl_property"] = verdict.kind, verdict.property
+        print(json.dumps(doc))
     else:
-        _print_report(config, result)
+        _print_report(config, result, replays)
     return 0 if result.complete and not result.violations else 1
 
 
-def _print_report(config: ModelConfig, result) -> None:
+def _replay_on_impl(config: ModelConfig, result) -> list:
+    """Each counterexample run in lockstep on the model and the implementation (its Verdict)."""
+    from .lockstep import run_schedule
+    from .schedule import Schedule
+
+    return [run_schedule(Schedule.from_json({"version": 1, "protocol": config.protocol,
+                                             "config": config.to_schedule(), "steps": v.trace}))
+            for v in result.violations]
+
+
+def _print_report(config: ModelConfig, result, replays=None) -> None:
     from rich.console import Console
 
     # a pipe or file gets the whole table unwrapped; a terminal its own width
@@ -95,9 +113,11 @@ def _print_report(config: ModelConfig, result) -> None:
     if not result.violations:
         console.print("[green]no property violated[/green]")
         return
-    for v in result.violations:
+    for i, v in enumerate(result.violations):
         console.print(f"\n[red bold]{v.property} violated[/red bold] after {v.depth} steps: {BY_ID[v.property].statement}")
         console.print(_trace_table(config, v.trace))
+        if replays is not None:
+            console.print(f"on the implementation (lockstep): {replays[i].summary()}")
 
 
 def _trace_table(config: ModelConfig, trace: list[dict]):
