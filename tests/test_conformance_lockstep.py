@@ -93,3 +93,15 @@ def test_random_crash_schedules_many():
     for seed in range(1000):
         _, verdict = random_walk(seed, "kip-320", 120, "default")
         assert verdict.kind == "pass", (seed, verdict.summary(), verdict.diff)
+
+
+def test_explore_replay_on_impl_adds_the_implementation_verdict(capsys):
+    import json
+
+    from isrcheck.conformance.cli import main
+    code = main(["explore", "--protocol", "hw-truncation", "--max-records", "1", "--max-crashes", "1",
+                 "--stop-at-first", "--replay-on-impl", "--json"])
+    assert code == 1
+    violations = json.loads(capsys.readouterr().out)["violations"]
+    assert violations and all((v["impl_verdict"], v["impl_property"]) == ("violation", v["property"])
+                              for v in violations)
