@@ -39,6 +39,8 @@ class ConsumeResult:
 
 
 class Producer:
+    """A producer client: one ProduceRequest per record, results to ``sink``."""
+
     def __init__(self, transport: Transport, sink: Callable[[object], None], node_id: int = PRODUCER_ID,
                  key: bytes = b"") -> None:
         self.endpoint = NodeEndpoint(node_id, transport)
@@ -61,6 +63,8 @@ class Producer:
 
 
 class Consumer:
+    """A consumer client: Fetch with replica id -1, committed records to ``sink``."""
+
     def __init__(self, transport: Transport, sink: Callable[[object], None], fetch_version: int,
                  node_id: int = CONSUMER_ID) -> None:
         self.endpoint = NodeEndpoint(node_id, transport)

@@ -19,6 +19,8 @@ Callback = Callable[[Any], None]
 
 
 class NodeEndpoint:
+    """One node's client and server side of the wire protocol."""
+
     def __init__(self, node_id: int, transport: Transport) -> None:
         self.node_id = node_id
         self.transport = transport

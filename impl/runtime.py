@@ -11,16 +11,22 @@ from typing import Callable, Protocol
 
 
 class Timer(Protocol):
+    """A scheduled callback that can be cancelled."""
+
     def cancel(self) -> None: ...
 
 
 class Scheduler(Protocol):
+    """Kafka's Time plus Scheduler: the current time and delayed callbacks."""
+
     def now_ms(self) -> int: ...
 
     def schedule(self, delay_ms: int, callback: Callable[[], None]) -> Timer: ...
 
 
 class Endpoint(Protocol):
+    """What a node exposes to the transport."""
+
     def receive(self, src: int, frame: bytes) -> None:
         """A frame from node ``src`` arrived."""
 
@@ -29,6 +35,8 @@ class Endpoint(Protocol):
 
 
 class Transport(Protocol):
+    """Moves frames between registered node ids; unregistered nodes lose their traffic."""
+
     def register(self, node_id: int, endpoint: Endpoint) -> None: ...
 
     def unregister(self, node_id: int) -> None: ...

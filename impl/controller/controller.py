@@ -30,6 +30,8 @@ CONTROLLER_ID = 3000  # a node id outside the broker range, as KRaft controllers
 
 @dataclass(frozen=True)
 class ControllerState:
+    """The controller's partition state, fenced brokers and broker epochs."""
+
     leader: int
     leader_epoch: int
     isr: tuple[int, ...]
@@ -39,6 +41,8 @@ class ControllerState:
 
 
 class Controller:
+    """The cluster's controller for the one partition (see the module docstring)."""
+
     def __init__(self, replicas: int, unclean_leader_election_enable: bool, scheduler: Scheduler,
                  transport: Transport, auto: bool = False, session_timeout_ms: int = 60,
                  check_interval_ms: int = 10,

@@ -39,6 +39,8 @@ class WireRecord(NamedTuple):
 
 
 class Header(NamedTuple):
+    """The decoded 9-byte frame header."""
+
     frame_type: int
     api_key: int
     api_version: int

@@ -16,6 +16,8 @@ from .codec import Codec, WireRecord
 
 
 class ApiKey(IntEnum):
+    """Kafka's api keys for the requests this protocol uses."""
+
     PRODUCE = 0
     FETCH = 1
     LEADER_AND_ISR = 4
@@ -30,6 +32,8 @@ CONSUMER_REPLICA_ID = -1  # Kafka's replica id of an ordinary consumer's fetch
 
 @dataclass(slots=True)
 class ProduceRequest:
+    """Produce: records for the partition, with acks and a timeout."""
+
     acks: int = 1
     timeout_ms: int = 0
     partition: int = 0
@@ -38,6 +42,8 @@ class ProduceRequest:
 
 @dataclass(slots=True)
 class ProduceResponse:
+    """Produce answer: error and the offset of the first record."""
+
     error: int = 0
     partition: int = 0
     base_offset: int = -1
@@ -45,6 +51,8 @@ class ProduceResponse:
 
 @dataclass(slots=True)
 class FetchRequest:
+    """Fetch from a follower (replica id >= 0) or a consumer (-1); epochs from KIP-320."""
+
     replica_id: int = CONSUMER_REPLICA_ID
     partition: int = 0
     fetch_offset: int = 0
@@ -54,6 +62,8 @@ class FetchRequest:
 
 @dataclass(slots=True)
 class FetchResponse:
+    """Fetch answer: HW, log start and end offsets, a diverging epoch (KIP-320), record batches."""
+
     error: int = 0
     partition: int = 0
     high_watermark: int = -1
@@ -66,6 +76,8 @@ class FetchResponse:
 
 @dataclass(slots=True)
 class OffsetForLeaderEpochRequest:
+    """OffsetsForLeaderEpoch (KIP-101): where does ``leader_epoch`` end on the leader?"""
+
     replica_id: int = 0
     partition: int = 0
     leader_epoch: int = -1
@@ -74,6 +86,8 @@ class OffsetForLeaderEpochRequest:
 
 @dataclass(slots=True)
 class OffsetForLeaderEpochResponse:
+    """OffsetsForLeaderEpoch answer: the end offset, and from v1 the epoch it belongs to (KIP-279)."""
+
     error: int = 0
     partition: int = 0
     leader_epoch: int = -1
@@ -82,6 +96,8 @@ class OffsetForLeaderEpochResponse:
 
 @dataclass(slots=True)
 class LeaderAndIsrRequest:
+    """Controller to broker: the partition's leader, epochs and ISR."""
+
     broker_epoch: int = -1
     partition: int = 0
     leader: int = -1
@@ -93,6 +109,8 @@ class LeaderAndIsrRequest:
 
 @dataclass(slots=True)
 class AlterPartitionRequest:
+    """Leader to controller: a proposed ISR, fenced by leader and partition epochs (KIP-497)."""
+
     broker_id: int = -1
     broker_epoch: int = -1
     partition: int = 0
@@ -103,6 +121,8 @@ class AlterPartitionRequest:
 
 @dataclass(slots=True)
 class AlterPartitionResponse:
+    """Controller to leader: error and the controller's current partition state."""
+
     error: int = 0
     partition: int = 0
     leader: int = -1
@@ -113,18 +133,24 @@ class AlterPartitionResponse:
 
 @dataclass(slots=True)
 class BrokerRegistrationRequest:
+    """A starting broker asks the controller for a broker epoch."""
+
     broker_id: int = -1
     incarnation: int = 0
 
 
 @dataclass(slots=True)
 class BrokerRegistrationResponse:
+    """The new broker epoch, or why registration failed."""
+
     error: int = 0
     broker_epoch: int = -1
 
 
 @dataclass(slots=True)
 class BrokerHeartbeatRequest:
+    """Keeps a broker's session alive and says which partition state it applied."""
+
     broker_id: int = -1
     broker_epoch: int = -1
     leader_epoch: int = -1     # the partition state the broker has applied (KRaft's metadata offset)
@@ -133,6 +159,8 @@ class BrokerHeartbeatRequest:
 
 @dataclass(slots=True)
 class BrokerHeartbeatResponse:
+    """Heartbeat answer: whether the broker is fenced."""
+
     error: int = 0
     is_fenced: bool = False
 

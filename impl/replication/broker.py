@@ -33,6 +33,8 @@ PARTITION_ID = 0
 
 
 class Broker:
+    """One broker process: endpoint, log, ReplicaManager, lifecycle."""
+
     def __init__(self, broker_id: int, config: ClusterConfig, fs: FileSystem, scheduler: Scheduler,
                  transport: Transport, auto: bool = False, incarnation: int = 0,
                  on_event: Callable[..., None] | None = None) -> None:

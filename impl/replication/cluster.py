@@ -68,6 +68,8 @@ class ClusterError(Exception):
 
 
 class Cluster:
+    """N brokers, a controller and two clients on one simulation (see the module docstring)."""
+
     def __init__(self, config: ClusterConfig, mode: str = "steps", seed: int = 0,
                  faults: NetworkFaults | None = None) -> None:
         if mode not in MODES:

@@ -23,6 +23,8 @@ FETCHING = -1
 
 
 class ReplicaFetcher:
+    """The follower's fetch loop for the partition."""
+
     def __init__(self, partition: Partition, endpoint: NodeEndpoint, scheduler: Scheduler,
                  auto: bool = False, backoff_ms: int = 5) -> None:
         self.partition = partition

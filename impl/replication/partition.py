@@ -31,6 +31,8 @@ class FollowerState:
 
 
 class Partition:
+    """The partition as this broker sees it, with the leader's and the follower's duties."""
+
     def __init__(self, broker_id: int, config: ClusterConfig, log: Log, high_watermark: int,
                  scheduler: Scheduler, purgatory: DelayedProducePurgatory, propose_isr: ProposeIsr,
                  on_event: Callable[..., None] | None = None) -> None:

@@ -29,6 +29,8 @@ from ..storage import Log, RecordTooLargeError, StorageError
 
 
 class ReplicaManager:
+    """Request handling for the partition on one broker."""
+
     def __init__(self, broker_id: int, config: ClusterConfig, log: Log, high_watermark: int,
                  scheduler: Scheduler, endpoint: NodeEndpoint, auto: bool = False,
                  on_event: Callable[..., None] | None = None) -> None:

@@ -9,6 +9,8 @@ from ..storage import Log
 
 @dataclass(frozen=True)
 class LogEntry:
+    """One record of a log: offset, leader epoch of its batch, value."""
+
     offset: int
     epoch: int
     value: bytes
@@ -16,6 +18,8 @@ class LogEntry:
 
 @dataclass(frozen=True)
 class PendingProduce:
+    """An acks=all produce waiting in DelayedProduce."""
+
     value: bytes
     offset: int
     deadline_ms: int
@@ -56,6 +60,8 @@ class BrokerSnapshot:
 
 @dataclass(frozen=True)
 class ClusterSnapshot:
+    """Every broker's view and the controller's state at one instant."""
+
     now_ms: int
     brokers: tuple[BrokerSnapshot, ...]
     controller: ControllerState

@@ -38,6 +38,8 @@ class NetworkFaults:
 
 
 class Envelope:
+    """One frame in flight: its send order, endpoints, bytes and tag."""
+
     __slots__ = ("seq", "src", "dst", "frame", "tag")
 
     def __init__(self, seq: int, src: int, dst: int, frame: bytes, tag: Hashable) -> None:

@@ -23,6 +23,8 @@ CRASH_KINDS = ("clean", "process", "power")
 
 @dataclass(frozen=True)
 class SimSummary:
+    """What one ``isrcheck sim`` run saw, as printed by ``--json``."""
+
     protocol: str
     replicas: int
     seed: int
@@ -59,6 +61,8 @@ def sim_config(protocol: str, replicas: int) -> ClusterConfig:
 
 
 class Workload:
+    """The seeded workload driving an auto-mode Cluster."""
+
     def __init__(self, config: ClusterConfig, seed: int, faults: bool = True,
                  crash_kinds: tuple[str, ...] = CRASH_KINDS) -> None:
         self.rng = random.Random(seed)
