@@ -73,11 +73,12 @@ class Scope:
     max_drops: int = 0        # lost messages
     consumes: bool = True     # consume steps (ghost reads for the history properties)
     flushes: bool = True      # flush steps (clean shutdown and flush.messages still fsync)
+    fetch_rounds: bool = True  # a follower's send/handle/response taken as one transition
 
     def __post_init__(self) -> None:
         for name in ("max_records", "max_epoch", "max_crashes", "max_power_losses", "max_clock", "max_drops"):
             _check_int(name, getattr(self, name), 0, None)
-        for name in ("consumes", "flushes"):
+        for name in ("consumes", "flushes", "fetch_rounds"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false")
         if self.max_power_losses > self.max_crashes:

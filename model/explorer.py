@@ -21,7 +21,8 @@ from .state import State, initial_state
 
 @dataclass
 class Violation:
-    """The shortest trace found to a state where ``property`` fails."""
+    """The shortest trace found to a state where ``property`` fails (shortest in transitions;
+    ``depth`` counts its schedule steps)."""
 
     property: str
     depth: int
@@ -75,11 +76,63 @@ def in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> bool:
     return True
 
 
+_FETCH_STEPS = frozenset(("send_fetch", "handle_fetch", "handle_fetch_response"))
+
+
 def successors(config: ModelConfig, scope: Scope, s: State):
-    """(step, next state) for every enabled in-scope step, in the deterministic step order."""
+    """(steps, next state) for every enabled in-scope transition, in the deterministic step
+    order. A transition is one step, or with ``scope.fetch_rounds`` a whole fetch round."""
+    rounds = scope.fetch_rounds
     for st, guard, effect in candidates(config, s):
-        if in_scope(config, scope, s, st) and guard(config, s, st) is None:
-            yield st, successor(config, s, st, effect)[0]
+        if rounds and st.name in _FETCH_STEPS:
+            if st.name == "send_fetch" and guard(config, s, st) is None:
+                t = _fetch_round(config, s, st, effect)
+                if t is not None:
+                    yield t
+        elif in_scope(config, scope, s, st) and guard(config, s, st) is None:
+            yield (st,), successor(config, s, st, effect)[0]
+
+
+def _fetch_round(config: ModelConfig, s: State, send: Step, send_effect):
+    """send_fetch, handle_fetch, handle_fetch_response of one follower back to back (the
+    granularity of the TLA+ specs); None when the request is lost to a dead leader."""
+    r = send.replica
+    s1 = successor(config, s, send, send_effect)[0]
+    if not s1.fetch_requests[r]:
+        return None
+    handle, respond = Step("handle_fetch", r), Step("handle_fetch_response", r)
+    s2 = apply(config, s1, handle)[0]
+    return (send, handle, respond), apply(config, s2, respond)[0]
+
+
+def state_key(scope: Scope, s: State) -> tuple:
+    """The state with what cannot matter any more blanked out, so states whose futures and
+    property values agree are stored once:
+    - a down broker keeps only its disk (log, fsynced length, HW checkpoint, power lost): restart
+      rebuilds the rest, and no step or property reads a down broker's memory;
+    - the fsynced length, once no power loss is left in scope (and none is pending);
+    - the HW checkpoint of a live broker, once no crash is left in scope;
+    - LeaderAndIsr requests a broker will ignore (not newer than what it applied; a broker's
+      applied epochs only grow while it lives, and a crash discards its queue)."""
+    power_done = s.power_losses >= scope.max_power_losses
+    crash_done = s.crashes >= scope.max_crashes
+    reps = []
+    lai = s.leader_and_isr
+    stale = False
+    for b, r in enumerate(s.replicas):
+        durable = r.durable if (r.power_lost or not power_done) else -1
+        if not r.alive:
+            reps.append((False, r.log, durable, r.hw_checkpoint, r.power_lost))
+            continue
+        reps.append(r[:2] + (durable, r.hw, r.hw_checkpoint if not crash_done else -1) + r[5:])
+        known = (r.leader_epoch, r.partition_epoch)
+        for m in lai[b]:
+            if (m.leader_epoch, m.partition_epoch) <= known:
+                stale = True
+    if stale:
+        lai = tuple(tuple(m for m in q if (m.leader_epoch, m.partition_epoch) >
+                          (s.replicas[b].leader_epoch, s.replicas[b].partition_epoch)) for b, q in enumerate(lai))
+    return (tuple(reps), s.controller, s.fetch_requests, s.fetch_responses, lai) + s[5:]
 
 
 def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Property] = PROPERTIES,
@@ -91,11 +144,11 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
     start = time.perf_counter()
     pending = list(properties)
     init = initial_state(config)
-    index: dict[State, int] = {init: 0}
+    index: dict[tuple, int] = {state_key(scope, init): 0}
     parent = array("q", [-1])
     via = array("l", [-1])
-    step_ids: dict[Step, int] = {}
-    step_list: list[Step] = []
+    step_ids: dict[tuple, int] = {}
+    step_list: list[tuple] = []
     violations: list[Violation] = []
     depth_of_level = max_depth = 0
     transitions = 0
@@ -104,30 +157,31 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
         for p in list(pending):
             if not p.check(s):
                 pending.remove(p)
-                violations.append(Violation(p.id, depth, _trace(i, parent, via, step_list)))
+                trace = _trace(i, parent, via, step_list)
+                violations.append(Violation(p.id, len(trace), trace))
 
     check(init, 0, 0)
-    frontier = [init]
+    frontier = [(0, init)]
     stopped = bool(violations) and stop_at_first
     next_report = start + progress_every
     while frontier and not stopped:
         depth_of_level += 1
-        next_frontier: list[State] = []
-        for s in frontier:
-            si = index[s]
-            for st, t in successors(config, scope, s):
+        next_frontier: list[tuple[int, State]] = []
+        for si, s in frontier:
+            for st, t in successors(config, scope, s):  # st: the steps of one transition
                 transitions += 1
-                if t in index:
+                key = state_key(scope, t)
+                if key in index:
                     continue
                 ti = len(parent)
-                index[t] = ti
+                index[key] = ti
                 parent.append(si)
                 sid = step_ids.get(st)
                 if sid is None:
                     sid = step_ids[st] = len(step_list)
                     step_list.append(st)
                 via.append(sid)
-                next_frontier.append(t)
+                next_frontier.append((ti, t))
                 max_depth = depth_of_level
                 if pending:
                     check(t, ti, depth_of_level)
@@ -147,13 +201,12 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                          time.perf_counter() - start, sorted(violations, key=lambda v: (v.depth, v.property)))
 
 
-def _trace(i: int, parent: array, via: array, step_list: list[Step]) -> list[dict]:
-    steps = []
+def _trace(i: int, parent: array, via: array, step_list: list[tuple]) -> list[dict]:
+    transitions = []
     while i > 0:
-        steps.append(step_list[via[i]].to_json())
+        transitions.append(step_list[via[i]])
         i = parent[i]
-    steps.reverse()
-    return steps
+    return [st.to_json() for steps in reversed(transitions) for st in steps]
 
 
 @dataclass
