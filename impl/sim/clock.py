@@ -16,9 +16,6 @@ class SimTimer:
     def cancel(self) -> None:
         self.cancelled = True
 
-    def __lt__(self, other: "SimTimer") -> bool:  # heap order: due time, then creation order
-        return (self.due, self.seq) < (other.due, other.seq)
-
 
 class SimClock:
     """Implements ``Scheduler``; timers due at the same ms fire in the order they were scheduled."""
@@ -26,7 +23,7 @@ class SimClock:
     def __init__(self, start_ms: int = 0) -> None:
         self._now = start_ms
         self._seq = 0
-        self._heap: list[SimTimer] = []
+        self._heap: list[tuple[int, int, SimTimer]] = []  # (due, creation order, timer)
 
     def now_ms(self) -> int:
         return self._now
@@ -34,22 +31,22 @@ class SimClock:
     def schedule(self, delay_ms: int, callback: Callable[[], None]) -> SimTimer:
         self._seq += 1
         timer = SimTimer(self._now + max(0, delay_ms), self._seq, callback)
-        heapq.heappush(self._heap, timer)
+        heapq.heappush(self._heap, (timer.due, timer.seq, timer))
         return timer
 
     def next_due(self) -> int | None:
         """When the earliest live timer fires, or None if none is pending."""
         heap = self._heap
-        while heap and heap[0].cancelled:
+        while heap and heap[0][2].cancelled:
             heapq.heappop(heap)
-        return heap[0].due if heap else None
+        return heap[0][0] if heap else None
 
     def run_next(self) -> bool:
         """Jump to the earliest live timer and fire it; False if none is pending."""
         due = self.next_due()
         if due is None:
             return False
-        timer = heapq.heappop(self._heap)
+        timer = heapq.heappop(self._heap)[2]
         self._now = max(self._now, due)
         timer.callback()
         return True
