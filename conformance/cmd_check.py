@@ -16,6 +16,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--protocol", choices=PROTOCOLS, help="run under this protocol instead of the file's")
     parser.add_argument("--model-only", action="store_true",
                         help="run the reference model alone (no implementation, no divergences)")
+    parser.add_argument("--trace", action="store_true",
+                        help="print every step with its outputs and the abstract state after it")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
@@ -28,7 +30,7 @@ def run(args) -> int:
         raise UsageError(str(exc)) from None
     from .lockstep import run_schedule
 
-    verdict = run_schedule(schedule, impl=not args.model_only)
+    verdict = _trace(schedule, not args.model_only) if args.trace else run_schedule(schedule, impl=not args.model_only)
     expected = schedule.expected.get(schedule.protocol)
     as_expected = None if expected is None else (
         expected.verdict == verdict.kind and (expected.property in (None, verdict.property)))
@@ -49,3 +51,20 @@ def run(args) -> int:
     if verdict.kind == "invalid-schedule":
         return 2
     return 1 if verdict.failed else 0
+
+
+def _trace(schedule, impl: bool):
+    """Run step by step, printing each step, its outputs and the model's state after it."""
+    from .lockstep import Lockstep
+    from .render import render_state
+
+    run = Lockstep(schedule.protocol, schedule.config, impl=impl)
+    print(f"initial state:\n{render_state(run.state)}")
+    for i, step in enumerate(schedule.steps):
+        failed = run.step(step)
+        print(f"step {i}: {step}" + "".join(f"\n  -> {out}" for out in run.last_outputs))
+        print(render_state(run.state))
+        run.last_outputs = []
+        if failed is not None:
+            break
+    return run.verdict()

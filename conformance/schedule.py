@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 FORMAT = "isrcheck-schedule"
 VERSION = 1
-PROTOCOLS = ("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-966")
+PROTOCOLS = ("hw-truncation", "kip-101", "kip-279", "kip-320")  # what model and implementation run
 VERDICT_KINDS = ("pass", "violation", "divergence", "invalid-schedule")
 MESSAGE_KINDS = (
     "fetch_request", "fetch_response", "leader_and_isr", "alter_partition", "alter_partition_response",

@@ -56,7 +56,7 @@ def schedules(protocol: str | None = None, config: ScheduleConfig | None = None,
     """Schedules of arbitrary (mostly refused) steps; good for refusal conformance."""
     @st.composite
     def build(draw):
-        proto = protocol or draw(st.sampled_from(PROTOCOLS[:4]))
+        proto = protocol or draw(st.sampled_from(PROTOCOLS))
         cfg = config or draw(configs())
         steps = draw(st.lists(step_dicts(cfg.replicas), max_size=max_steps))
         return Schedule.from_json(Schedule(proto, cfg, tuple(steps)).to_json())

@@ -92,3 +92,15 @@ def test_cli_runs_as_a_program_without_traceback(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli", "check", bad],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "steps[1].replica" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_check_trace_prints_every_step_and_the_verdict(capsys):
+    assert main(["check", _scenario("healthy-acks-all"), "--trace"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\nstep ") == len(load_schedule(_scenario("healthy-acks-all")).steps)
+    assert "'error': 'NONE'" in out and "pass" in out.splitlines()[-2] + out.splitlines()[-1]
+
+
+def test_kip966_is_not_a_protocol_this_build_runs():
+    with pytest.raises(ScheduleError, match="protocol: expected one of"):
+        Schedule.from_json({**GOOD, "protocol": "kip-966"})
