@@ -323,18 +323,19 @@ class Cluster:
                 entries += log_entries(p.log, end)
         self._log_cache[b.broker_id] = cached = (key, entries)
         if p.is_leader:
-            remote = tuple(p.followers[r].log_end_offset if r in p.followers else -1 for r in range(n))
-            caught = tuple(p.followers[r].last_caught_up_ms if r in p.followers else p.leader_since_ms
-                           for r in range(n))
+            fs = p.followers
+            remote = tuple(fs[r].log_end_offset if r in fs else -1 for r in range(n))
+            caught = tuple(fs[r].last_caught_up_ms if r in fs else p.leader_since_ms for r in range(n))
+            fetched = tuple(fs[r].last_fetch_ms if r in fs else -1 for r in range(n))
         else:
-            remote, caught = (-1,) * n, (0,) * n
+            remote, caught, fetched = (-1,) * n, (0,) * n, (-1,) * n
         fetcher = b.replica_manager.fetcher
         return BrokerSnapshot(
             b.broker_id, True, cached[1], b.durable_offset, p.high_watermark, b.hw_checkpoint,
             p.leader, p.leader_epoch, p.isr, p.partition_epoch, p.epoch_start_offset, remote, caught,
             p.pending_isr, tuple(PendingProduce(op.value, op.offset, op.deadline_ms)
                                  for op in b.replica_manager.purgatory.pending),
-            fetcher.truncating_epoch, fetcher.outstanding is not None, False, b.broker_epoch)
+            fetcher.truncating_epoch, fetcher.outstanding is not None, False, b.broker_epoch, fetched)
 
     def _need_replica(self, broker: int) -> Broker:
         if not isinstance(broker, int) or not 0 <= broker < self.config.replicas:

@@ -52,6 +52,7 @@ class BrokerSnapshot:
     fetch_outstanding: bool
     power_lost: bool              # down after a power loss: the unflushed suffix goes at restart
     broker_epoch: int
+    last_fetch_ms: tuple[int, ...] = ()  # leader: when each follower last fetched (-1 never)
 
     @property
     def log_end_offset(self) -> int:
