@@ -3,11 +3,16 @@
 Public API (stable):
 
     from isrcheck.conformance import (Schedule, ScheduleConfig, ScheduleError, load_schedule,
-        Verdict, run_schedule, random_walk, shrink, FaultProfile, FAULT_PROFILES)
+        Verdict, run_schedule, random_walk, shrink, FaultProfile, FAULT_PROFILES, within_budget,
+        Lockstep)
 
     run_schedule(schedule) -> Verdict
     random_walk(seed, protocol, steps, faults="default", config=None) -> (Schedule, Verdict)
     shrink(schedule, verdict, time_budget_s=10.0) -> (Schedule, Verdict)
+    within_budget(schedule, faults="default") -> bool   # does it keep to the profile's fault budget
+    Lockstep(protocol, config, impl=True)                # step by step: .enabled_steps(), .step(), .verdict()
+
+Hypothesis strategies and a RuleBasedStateMachine live in ``isrcheck.conformance.strategies``.
 
 Names are resolved lazily, so ``isrcheck.conformance.cli`` (which lives here) stays cheap to import.
 """
@@ -26,6 +31,7 @@ _EXPORTS = {
     "random_walk": "walk",
     "FaultProfile": "walk",
     "FAULT_PROFILES": "walk",
+    "within_budget": "walk",
     "shrink": "shrink",
 }
 
