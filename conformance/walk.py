@@ -158,6 +158,8 @@ def random_walk(seed: int, protocol: str, steps: int, faults: str | FaultProfile
             if weights.get(st.name, 0.0) > 0 and (st.name != "crash" or kinds.get(st.arg, 0.0) > 0):
                 by_name.setdefault(st.name, []).append(st)
         names = list(by_name)  # the model's enabled order: deterministic
+        if not names:  # a profile that weighs every enabled step 0: the walk ends here
+            break
         name = rng.choices(names, [weights[n] for n in names])[0]
         options = by_name[name]
         if name == "crash":
