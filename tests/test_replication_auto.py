@@ -63,3 +63,12 @@ def test_hw_truncation_loses_acknowledged_writes_under_the_same_workload():
                for seed in range(12)]
     assert any(s.lost_acked > 0 for s in results)
     assert any(not s.logs_agree for s in results)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("replicas", [2, 3, 5])
+@pytest.mark.parametrize("protocol", ["kip-101", "kip-279", "kip-320"])
+def test_long_runs_without_power_loss_keep_every_guarantee(protocol, replicas):
+    for seed in range(8):
+        s = run_simulation(protocol, replicas, seed, 1500, crash_kinds=("clean", "process"))
+        assert s.quiescent and s.logs_agree and s.lost_acked == 0 and s.divergent_reads == 0, (seed, s)
