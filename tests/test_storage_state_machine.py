@@ -6,12 +6,14 @@ a prefix of the reference that keeps at least everything flushed: never less, ne
 from __future__ import annotations
 
 import random
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from isrcheck.impl.storage import Log, LogConfig, Record, SimulatedFileSystem, build_batch
+from isrcheck.impl.storage import Log, LogConfig, OsFileSystem, Record, SimulatedFileSystem, build_batch
 
 DIR = "/kafka-logs/topic-0"
 KEYS = [b"a", b"b", b"c", b"d"]
@@ -63,6 +65,7 @@ class Reference:
         below = [e for e in self.epochs if e[1] <= start]
         if below and not (len(below) == 1 and below[0][1] == start):
             self.epochs = [(below[-1][0], start)] + self.epochs[len(below):]
+        self.epochs = [e for e in self.epochs if e[1] < self.leo]
 
 
 class LogMachine(RuleBasedStateMachine):
@@ -78,13 +81,20 @@ class LogMachine(RuleBasedStateMachine):
                                 retention_bytes=retention_bytes, delete_retention_ms=20,
                                 cleanup_policy="compact,delete" if compact else "delete", segment_ms=None)
         self.now = 0
-        self.fs = SimulatedFileSystem()
+        self.fs = self._new_fs()
         self.ref = Reference()
         self.epoch = 0
         self.log = self._open()
 
     def _open(self):
-        return Log.open(DIR, self.config, fs=self.fs, clock=lambda: self.now)
+        return Log.open(self.dir, self.config, fs=self.fs, clock=lambda: self.now)
+
+    def _new_fs(self):
+        self.dir = DIR
+        return SimulatedFileSystem()
+
+    def _crash_process(self):
+        self.fs.process_crash()
 
     def _records(self, data, n):
         keys = [data.draw(st.sampled_from(KEYS if self.config.compact else KEYS + [None])) for _ in range(n)]
@@ -237,11 +247,12 @@ class LogMachine(RuleBasedStateMachine):
 
     @rule()
     def process_crash(self):
-        self.fs.process_crash()
+        self._crash_process()
         self.log = self._open()
         assert self.log.log_end_offset == self.ref.leo, "a process crash lost data"
         self._after_restart()
 
+    @precondition(lambda self: isinstance(self.fs, SimulatedFileSystem))
     @rule(torn=st.booleans(), seed=st.integers(0, 2**16))
     def power_loss(self, torn, seed):
         self.fs.power_loss(random.Random(seed) if torn else None)
@@ -271,6 +282,28 @@ class LogMachine(RuleBasedStateMachine):
                [r for b in ref.batches for r in b.records]
         assert [tuple(e) for e in log.leader_epoch_cache.entries] == ref.epochs
 
+
+class OsLogMachine(LogMachine):
+    """The same machine on real files in a temporary directory; no power loss on a real disk, and a
+    process crash abandons the log object with its file descriptors closed but nothing flushed."""
+
+    def _new_fs(self):
+        self.tmp = tempfile.mkdtemp(prefix="isrcheck-log-")
+        self.dir = self.tmp + "/topic-0"
+        return OsFileSystem()
+
+    def _crash_process(self):
+        for segment in self.log.segments:
+            segment.close()
+
+    def teardown(self):
+        if hasattr(self, "tmp"):
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+TestLogOnOsFilesAgainstReference = OsLogMachine.TestCase
+TestLogOnOsFilesAgainstReference.settings = settings(max_examples=40, stateful_step_count=30,
+                                                     deadline=None, derandomize=True)
 
 TestLogAgainstReference = LogMachine.TestCase
 TestLogAgainstReference.settings = settings(max_examples=300, stateful_step_count=50, deadline=None,

@@ -198,6 +198,8 @@ class Log:
         """Assign offsets from the LEO to ``records`` as one batch stamped with ``leader_epoch``
         (UnifiedLog.appendAsLeader); validates size and compaction rules, then applies the flush policy."""
         self._check_open()
+        if isinstance(leader_epoch, bool) or not isinstance(leader_epoch, int) or not 0 <= leader_epoch < 2**31:
+            raise InvalidRecordError(f"leader_epoch must be an int in [0, 2**31), got {leader_epoch!r}")
         records = list(records)
         now = self._clock()
         batch = build_batch(self._leo, records, leader_epoch, now, self.config.compression_type)
@@ -278,6 +280,8 @@ class Log:
         consumer). Offsets removed by compaction are skipped. OffsetOutOfRangeError outside
         [log start offset, LEO]."""
         self._check_open()
+        if max_bytes < 0:
+            raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
         if offset < self.log_start_offset or offset > self._leo:
             raise OffsetOutOfRangeError(f"offset {offset} is outside [{self.log_start_offset}, {self._leo}]")
         if offset == self._leo or (max_offset is not None and offset >= max_offset):
@@ -399,6 +403,9 @@ class Log:
             self.fs.fsync_dir(self.dir)
             start = self.log_start_offset
             self.leader_epoch_cache.truncate_from_start(start)
+            # an epoch whose records are all gone is forgotten, as a reopen would (the cache is
+            # derived from the log: epoch -> offset of its first record)
+            self.leader_epoch_cache.truncate_from_end(self._leo)
             self._hw = max(self._hw, start)
             self._recovery_point = max(self._recovery_point, start)
 
