@@ -38,6 +38,7 @@ def test_another_seed_gives_another_trace():
     (["--replicas", "0"], "--replicas"),
     (["--steps", "-1"], "--steps"),
     (["--seed", "x"], "--seed"),
+    (["--crash-kinds", "clean,meteor"], "--crash-kinds"),
 ])
 def test_bad_arguments_exit_2_with_a_message(args, named):
     proc = sim(args, 0)

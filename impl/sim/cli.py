@@ -10,8 +10,10 @@ import argparse
 import json
 import sys
 
+from ..replication.cluster import CRASH_KINDS
 from ..replication.config import MAX_REPLICAS
 from ..replication.protocol import VARIANTS
+from .workload import run_simulation
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,6 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replicas", type=int, default=3, help=f"brokers, 1..{MAX_REPLICAS} (default 3)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
     parser.add_argument("--steps", type=int, default=200, help="workload steps before healing (default 200)")
+    parser.add_argument("--crash-kinds", default="clean,process,power",
+                        help="comma-separated crash kinds the workload may use (default clean,process,power; "
+                             "'' for none)")
     parser.add_argument("--no-faults", action="store_true", help="no crashes, partitions or message loss")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -33,12 +38,15 @@ def run(args: argparse.Namespace) -> int:
         problem = f"--steps: expected >= 0, got {args.steps}"
     elif args.seed < 0:
         problem = f"--seed: expected >= 0, got {args.seed}"
+    kinds = tuple(k for k in args.crash_kinds.split(",") if k)
+    unknown = [k for k in kinds if k not in CRASH_KINDS]
+    if problem is None and unknown:
+        problem = f"--crash-kinds: unknown kind {unknown[0]!r} (known: {', '.join(CRASH_KINDS)})"
     if problem:
         print(f"isrcheck sim: error: {problem}", file=sys.stderr)
         return 2
-    from .workload import run_simulation  # only now: argument errors stay fast
-
-    summary = run_simulation(args.protocol, args.replicas, args.seed, args.steps, faults=not args.no_faults)
+    summary = run_simulation(args.protocol, args.replicas, args.seed, args.steps, faults=not args.no_faults,
+                             crash_kinds=kinds)
     if args.json:
         print(json.dumps(summary.to_json(), sort_keys=True))
     else:

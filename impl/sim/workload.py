@@ -125,7 +125,7 @@ class Workload:
         c, rng = self.cluster, self.rng
         down = [b.broker_id for b in c.brokers if not b.alive]
         kind = rng.choice(("crash", "crash", "restart", "partition", "heal", "drop", "flush"))
-        if kind == "crash" and len(down) < self.max_down:
+        if kind == "crash" and len(down) < self.max_down and self.crash_kinds:
             leader = c.controller.leader
             victim = leader if leader >= 0 and rng.random() < 0.5 else rng.randrange(self.n)
             if c.brokers[victim].alive:
