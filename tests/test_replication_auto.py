@@ -72,3 +72,17 @@ def test_long_runs_without_power_loss_keep_every_guarantee(protocol, replicas):
     for seed in range(8):
         s = run_simulation(protocol, replicas, seed, 1500, crash_kinds=("clean", "process"))
         assert s.quiescent and s.logs_agree and s.lost_acked == 0 and s.divergent_reads == 0, (seed, s)
+
+
+def test_a_partitioned_follower_catches_up_once_its_link_heals():
+    c = Cluster(sim_config("kip-320", 3), mode="auto", seed=5)
+    c.partition(0, 2)
+    for v in (b"1", b"2", b"3"):
+        c.produce(0, v, 1)
+    c.run_for(300)
+    snap = c.snapshot()
+    assert len(snap.brokers[1].log) == 3 and snap.brokers[2].log == () and snap.controller.isr == (0, 1)
+    c.heal(0, 2)
+    assert c.run_until_quiescent(max_ms=2000)
+    assert c.snapshot().controller.isr == (0, 1, 2)
+    assert [e.value for e in c.snapshot().brokers[2].log] == [b"1", b"2", b"3"]

@@ -254,12 +254,13 @@ class Cluster:
         self.network.partition(a, b)
         self._trace_event("partition", a, b)
 
-    def heal(self) -> None:
-        self.network.heal()
-        self._trace_event("heal")
+    def heal(self, a: int | None = None, b: int | None = None) -> None:
+        """Restore the link between ``a`` and ``b``, or every link when called without arguments."""
+        self.network.heal(a, b)
+        self._trace_event("heal", a, b)
 
     def quiescent(self) -> bool:
-        """Every live replica has the leader's log and HW, and nothing waits in a purgatory."""
+        """Every live replica is in the ISR with the leader's log and HW; nothing waits in a purgatory."""
         c = self.controller
         if c.leader < 0 or not self.brokers[c.leader].alive:
             return False
@@ -271,7 +272,7 @@ class Cluster:
             return False
         for b in self.brokers:
             if b.alive and (b.partition.log.log_end_offset != leo or b.partition.high_watermark != hw
-                            or b.partition.leader_epoch != c.leader_epoch):
+                            or b.partition.leader_epoch != c.leader_epoch or b.broker_id not in c.isr):
                 return False
         return True
 
