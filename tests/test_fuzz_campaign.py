@@ -103,16 +103,18 @@ def test_killed_campaign_resumes_with_every_seed_exactly_once(spark, tmp_path):
     cmd = [sys.executable, "-m", "isrcheck.conformance.campaign", "--protocol", "kip-320",
            "--schedules", "240", "--steps", "30", "--faults", "none", "--partitions", "24",
            "--master", "local[2]", "--out", str(out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    log = tmp_path / "stderr.txt"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
     try:
         deadline = time.monotonic() + 300
         while len(list((out / "ranges").glob("*.json"))) < 3:
-            assert proc.poll() is None, "the campaign ended before it could be killed"
+            assert proc.poll() is None, f"the campaign ended before the kill: {log.read_text()}"
             assert time.monotonic() < deadline, "no task completed in time"
             time.sleep(0.05)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
         proc.wait()
     done = [json.loads(p.read_text()) for p in (out / "ranges").glob("*.json")]
     assert 3 <= len(done) < 24

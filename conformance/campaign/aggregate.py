@@ -74,12 +74,15 @@ def aggregate(spark, partition_dir: str, lo: int, hi: int,
         total += new_per_bucket.get(b, 0)
         agg.coverage_growth.append({"schedules": min(hi - lo, (b + 1) * width), "distinct": total})
 
-    # One representative per distinct failure: its smallest seed, and how many seeds hit it.
+    # One representative per distinct failure: the shortest shrunk schedule (then the smallest
+    # seed), with how many seeds hit that failure.
     failures = df.where(F.col("failure_id").isNotNull())
-    firsts = failures.groupBy("failure_id").agg(F.min("seed").alias("seed"),
-                                                F.count("*").alias("seeds"))
-    reps = (failures.join(firsts, ["failure_id", "seed"])
-            .orderBy("seed").limit(max_failures)
+    best = failures.groupBy("failure_id").agg(
+        F.min(F.struct(F.coalesce("shrunk_steps", F.lit(0)).alias("n"), "seed")).alias("best"),
+        F.count("*").alias("seeds"))
+    reps = (failures.join(best.select("failure_id", F.col("best.seed").alias("seed"), "seeds"),
+                          ["failure_id", "seed"])
+            .orderBy("failure_id").limit(max_failures)
             .select("failure_id", "seed", "seeds", "verdict", "property", "first_bad_step",
                     "steps", "shrunk_steps", "trace_hash", "failure").collect())
     for r in reps:

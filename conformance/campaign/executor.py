@@ -55,6 +55,20 @@ def short_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def failure_signature(verdict, shrunk: dict) -> str:
+    """What makes two failures the same finding: the verdict and the property it broke, or for a
+    divergence (no property) the kind of step where model and implementation first disagree.
+
+    Random walks reach a state by many paths, so even shrunk schedules rarely coincide step
+    for step; every failing seed keeps its own schedules in the Parquet row regardless.
+    """
+    if verdict.property:
+        return f"{verdict.kind}-{verdict.property}"
+    steps, bad = shrunk.get("steps", ()), verdict.step
+    at = steps[bad]["step"] if isinstance(bad, int) and 0 <= bad < len(steps) else "end"
+    return f"{verdict.kind}-at-{at}"
+
+
 def run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
     """One schedule, or an ``error`` row naming the exception if the harness itself raised.
 
@@ -68,7 +82,7 @@ def run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
         return {"seed": seed, "config_hash": "", "steps": 0, "verdict": "error",
                 "property": type(exc).__name__, "first_bad_step": None, "duration_ms": 0.0,
                 "trace_hash": "", "coverage": [],
-                "failure_id": short_hash(canonical(["error", type(exc).__name__, str(exc)])), "shrunk_steps": None,
+                "failure_id": f"error-{type(exc).__name__}", "shrunk_steps": None,
                 "shrink_ms": None, "failure": detail}
 
 
@@ -96,8 +110,7 @@ def _run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
         small, small_verdict = harness.shrink(schedule, verdict, time_budget_s=spec.shrink_budget_s)
         row["shrink_ms"] = (time.perf_counter() - started) * 1000.0
         shrunk = as_json_obj(small)
-        # Seeds that shrink to the same minimal schedule are one distinct failure.
-        row["failure_id"] = short_hash(canonical([small_verdict.kind, small_verdict.property, shrunk]))
+        row["failure_id"] = failure_signature(small_verdict, shrunk)
         row["shrunk_steps"] = len(shrunk.get("steps", ()))
         row["failure"] = canonical({
             "original": sched, "original_verdict": as_json_obj(verdict),

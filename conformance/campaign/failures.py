@@ -8,9 +8,8 @@ from .store import CampaignStore, atomic_write_json
 
 
 def failure_name(entry: dict) -> str:
-    """A file-name stem that says what failed: ``<verdict>-<property>-<id>``."""
-    label = f"{entry['verdict']}-{entry['property'] or 'none'}-{entry['failure_id']}"
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", label)
+    """A file-name stem that says what failed, e.g. ``violation-StrongIsr``."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", entry["failure_id"])
 
 
 def _replayable(schedule: dict, verdict: dict, entry: dict, which: str) -> dict:
@@ -28,11 +27,11 @@ def _replayable(schedule: dict, verdict: dict, entry: dict, which: str) -> dict:
 
 
 def write_failures(store: CampaignStore, distinct: list[dict]) -> list[dict]:
-    """Write one file pair per distinct failure (smallest seed first); drop files of failures no
-    longer in the requested seed range so index.json and the folder agree."""
+    """Write one file pair per distinct failure; drop files of failures no longer in the
+    requested seed range so index.json and the folder agree."""
     written: list[dict] = []
     keep = {"index.json"}
-    for entry in sorted(distinct, key=lambda e: e["seed"]):
+    for entry in sorted(distinct, key=lambda e: e["failure_id"]):
         name = failure_name(entry)
         detail = entry["failure"]
         record = {
