@@ -26,9 +26,9 @@ from ..storage.checkpoints import CheckpointFile
 from .config import ClusterConfig
 from .replica_manager import ReplicaManager
 
-DATA_DIR = "/var/lib/kafka/data"
-PARTITION_DIR = DATA_DIR + "/isr-0"
-HW_CHECKPOINT = DATA_DIR + "/replication-offset-checkpoint"
+DATA_DIR = "/var/lib/kafka/data"  # the default log.dirs; each broker has its own file system
+PARTITION_DIR_NAME = "isr-0"
+HW_CHECKPOINT_NAME = "replication-offset-checkpoint"
 PARTITION_ID = 0
 
 
@@ -37,7 +37,7 @@ class Broker:
 
     def __init__(self, broker_id: int, config: ClusterConfig, fs: FileSystem, scheduler: Scheduler,
                  transport: Transport, auto: bool = False, incarnation: int = 0,
-                 on_event: Callable[..., None] | None = None) -> None:
+                 on_event: Callable[..., None] | None = None, data_dir: str = DATA_DIR) -> None:
         self.broker_id = broker_id
         self.config = config
         self.fs = fs
@@ -46,11 +46,12 @@ class Broker:
         self.auto = auto
         self.incarnation = incarnation
         self.on_event = on_event
-        fs.makedirs(PARTITION_DIR)
-        self.hw_checkpoint_file = CheckpointFile(fs, HW_CHECKPOINT, 2)
+        partition_dir = fs.join(data_dir, PARTITION_DIR_NAME)
+        fs.makedirs(partition_dir)
+        self.hw_checkpoint_file = CheckpointFile(fs, fs.join(data_dir, HW_CHECKPOINT_NAME), 2)
         self.hw_checkpoint = self._read_hw_checkpoint()
         log_config = LogConfig(flush_messages=config.flush_messages, retention_ms=None, segment_ms=None)
-        self.log = Log.open(PARTITION_DIR, log_config, fs, clock=self.scheduler.now_ms)
+        self.log = Log.open(partition_dir, log_config, fs, clock=self.scheduler.now_ms)
         self.endpoint = NodeEndpoint(broker_id, transport)
         self.replica_manager = ReplicaManager(broker_id, config, self.log, self.hw_checkpoint,
                                               self.scheduler, self.endpoint, auto, on_event)
