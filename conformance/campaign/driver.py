@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import threading
-from contextlib import nullcontext
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 from rich.console import Console
 
+from ..schedule import PROTOCOLS
 from . import plan
 from .aggregate import aggregate
 from .executor import TaskSpec, run_chunks
@@ -18,9 +19,6 @@ from .harness import Harness, load_harness
 from .progress import follow
 from .session import check_master, start_spark
 from .store import CampaignStore, atomic_write_json
-
-# The protocol lineage of DESIGN.md; the model and the implementation share these names.
-PROTOCOLS = ("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-966")
 
 
 class CampaignError(RuntimeError):
