@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .epoch_cache import LeaderEpochFileCache
-from .errors import CorruptLogError
+from .errors import CorruptLogError, CorruptRecordError
 from .index import CorruptIndexError
 from .segment import LogSegment, file_name
 
@@ -113,9 +113,10 @@ def load_log(log: "Log") -> None:
             raise CorruptLogError(f"{segment.log_path}: base offset {base} overlaps the previous segment, "
                                   f"which ends at offset {segments[-1].last_offset}")
         needs_recovery = not clean and (i == len(bases) - 1 or bases[i + 1] > recovery_point)
+        limit = bases[i + 1] if i + 1 < len(bases) else None
         if not needs_recovery:
             try:
-                segment.load()
+                segment.load(limit)
             except CorruptIndexError as exc:
                 events.append(f"rebuilding the indexes of segment {base}: {exc}")
                 rebuilt.append(base)
@@ -128,7 +129,7 @@ def load_log(log: "Log") -> None:
             on_batch = assign
         removed = 0
         if needs_recovery:
-            removed, reason = segment.recover(on_batch)
+            removed, reason = segment.recover(on_batch, limit)
             if removed:
                 truncated_bytes += removed
                 events.append(f"segment {base}: truncated {removed} bytes at offset {segment.next_offset}: {reason}")
@@ -151,13 +152,27 @@ def load_log(log: "Log") -> None:
     log._bases = [s.base_offset for s in segments]
     log._leo = segments[-1].next_offset
 
+    if clean and checkpointed_rp is not None and log._leo != checkpointed_rp:
+        # close() checkpoints the LEO as the recovery point: anything past it is damage
+        if log._leo > checkpointed_rp:
+            found = log._leo
+            truncated_bytes += _cut_to(log, checkpointed_rp)
+            events.append(f"log ended at offset {found} after a clean shutdown that checkpointed "
+                          f"{checkpointed_rp}: truncated to {log._leo}")
+        else:
+            events.append(f"log ends at offset {log._leo}, below the recovery point {checkpointed_rp} "
+                          f"checkpointed at the clean shutdown: data was lost")
+
     if rebuild_cache:
         entries = []
         for segment in segments:
-            for _, batch in segment.iter_batches():
-                epoch = batch.partition_leader_epoch
-                if epoch >= 0 and (not entries or epoch > entries[-1][0]):
-                    entries.append((epoch, batch.base_offset))
+            try:
+                for _, batch in segment.iter_batches():
+                    epoch = batch.partition_leader_epoch
+                    if epoch >= 0 and (not entries or epoch > entries[-1][0]):
+                        entries.append((epoch, batch.base_offset))
+            except CorruptRecordError as exc:
+                raise CorruptLogError(f"{segment.log_path}: cannot rebuild the leader epoch cache: {exc}") from None
         from .epoch_cache import EpochEntry
         log.leader_epoch_cache = LeaderEpochFileCache(fs, cache_path, [EpochEntry(*e) for e in entries])
         log.leader_epoch_cache.flush()
@@ -166,6 +181,7 @@ def load_log(log: "Log") -> None:
 
     if clean:
         log._recovery_point = log._leo
+        log._rp_checkpoint.write(log._leo)
         fs.remove(marker)
         fs.fsync_dir(d)
     else:
@@ -185,3 +201,17 @@ def _is_dir(fs, path: str) -> bool:
         return True
     except (NotADirectoryError, FileNotFoundError):
         return False
+
+
+def _cut_to(log: "Log", offset: int) -> int:
+    """Remove what lies at or past ``offset`` during load (before the epoch cache is consulted)."""
+    removed = 0
+    while len(log._segments) > 1 and log._bases[-1] >= offset:
+        segment = log._segments.pop()
+        log._bases.pop()
+        removed += segment.size
+        segment.delete()
+    removed += log._segments[-1].truncate_to(offset)
+    log.fs.fsync_dir(log.dir)
+    log._leo = log._segments[-1].next_offset
+    return removed

@@ -45,12 +45,13 @@ class FetchDataInfo:
     """Whole batches read from ``fetch_offset``: raw ``data`` to ship to a follower, ``batches``, and
     ``records`` (offsets >= fetch_offset: a batch may start before it)."""
 
-    __slots__ = ("fetch_offset", "data", "_batches")
+    __slots__ = ("fetch_offset", "data", "_batches", "_end")
 
-    def __init__(self, fetch_offset: int, data: bytes) -> None:
+    def __init__(self, fetch_offset: int, data: bytes, log_end_offset: int | None = None) -> None:
         self.fetch_offset = fetch_offset
         self.data = data
         self._batches: list[RecordBatch] | None = None
+        self._end = log_end_offset
 
     @property
     def batches(self) -> list[RecordBatch]:
@@ -60,11 +61,17 @@ class FetchDataInfo:
 
     @property
     def records(self) -> list[LogRecord]:
-        """Decoded records; each batch's CRC is checked first, so bit rot raises CorruptRecordError."""
+        """Decoded records. Bit rot raises CorruptRecordError: the CRC is checked, and since it does
+        not cover the base offset, offsets must also ascend and stay below the LEO of the read."""
         start = self.fetch_offset
         out: list[LogRecord] = []
+        previous = -1
         for batch in self.batches:
             batch.ensure_valid()
+            if batch.base_offset <= previous or (self._end is not None and batch.last_offset >= self._end):
+                raise CorruptRecordError(f"batch at offset {batch.base_offset} (last {batch.last_offset}) is out "
+                                         f"of order after offset {previous} or past the log end {self._end}")
+            previous = batch.last_offset
             out.extend(r for r in batch.records() if r.offset >= start)
         return out
 
@@ -296,7 +303,7 @@ class Log:
                 remaining -= len(data)
             if not at_end or remaining <= 0:
                 break
-        return FetchDataInfo(offset, parts[0] if len(parts) == 1 else b"".join(parts))
+        return FetchDataInfo(offset, parts[0] if len(parts) == 1 else b"".join(parts), self._leo)
 
     def offset_for_timestamp(self, timestamp: int) -> int | None:
         """ListOffsets by time: the first offset whose record timestamp is >= ``timestamp`` (TimeIndex)."""

@@ -13,6 +13,7 @@ INT32_MAX = 2**31 - 1
 # the three header fields a scan needs: baseOffset, batchLength, (skip 11 bytes), lastOffsetDelta
 _SCAN = struct.Struct(">qi11xi")
 _LENGTH = struct.Struct(">qi")
+_MIN_LENGTH = HEADER_SIZE - LOG_OVERHEAD       # the smallest batchLength a real batch can have
 
 
 def file_name(base_offset: int, suffix: str) -> str:
@@ -90,12 +91,21 @@ class LogSegment:
         if hint_base <= offset and hint_position > position:
             position = hint_position            # every batch before it ends below hint_base
         size, read = self.size, self.log.read
-        while position < size:
-            base, length, last_delta = _SCAN.unpack(read(position, _SCAN.size))
-            if base + last_delta >= offset:
-                return position
-            position += length + LOG_OVERHEAD
+        try:
+            while position < size:
+                base, length, last_delta = _SCAN.unpack(read(position, _SCAN.size))
+                if length < _MIN_LENGTH:
+                    raise self._bad_length(position, length)
+                if base + last_delta >= offset:
+                    return position
+                position += length + LOG_OVERHEAD
+        except struct.error:
+            raise CorruptRecordError(f"{self.log_path}: torn batch header at position {position}") from None
         return None
+
+    def _bad_length(self, position: int, length: int) -> CorruptRecordError:
+        return CorruptRecordError(f"{self.log_path}: batch at position {position} declares "
+                                  f"{length + LOG_OVERHEAD} bytes, less than a batch header")
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None, min_one: bool = True) -> tuple[bytes, bool]:
         """Whole batches from the one holding ``offset``: at most ``max_bytes``, except that with
@@ -108,6 +118,8 @@ class LogSegment:
         p, end = 0, len(chunk)
         while p + _SCAN.size <= end:
             base, length, last_delta = _SCAN.unpack_from(chunk, p)
+            if length < _MIN_LENGTH:
+                raise self._bad_length(start + p, length)
             if (max_offset is not None and base + last_delta >= max_offset) or p + length + LOG_OVERHEAD > end:
                 break
             p += length + LOG_OVERHEAD
@@ -121,8 +133,13 @@ class LogSegment:
         """Every batch from a position: (position, RecordBatch). For the cleaner, retention, dump."""
         position = start_position
         while position < self.size:
-            _, length = _LENGTH.unpack(self.log.read(position, LOG_OVERHEAD))
+            head = self.log.read(position, LOG_OVERHEAD)
+            if len(head) < LOG_OVERHEAD:
+                raise CorruptRecordError(f"{self.log_path}: torn batch header at position {position}")
+            _, length = _LENGTH.unpack(head)
             size = length + LOG_OVERHEAD
+            if size < HEADER_SIZE:
+                raise CorruptRecordError(f"{self.log_path}: batch at position {position} declares {size} bytes")
             yield position, RecordBatch(self.log.read(position, size))
             position += size
 
@@ -142,7 +159,7 @@ class LogSegment:
         self._load_tail()
         return removed
 
-    def _load_tail(self) -> None:
+    def _load_tail(self, limit: int | None = None) -> None:
         """Derive last offset, max timestamp and index spacing from the last index entries and a
         scan of the batches after them; checks the last offset-index entry points at its batch."""
         entry = self.offset_index.last_entry()
@@ -158,10 +175,15 @@ class LogSegment:
                 raise CorruptIndexError(f"{self.log_path}: torn batch header at position {position}")
             fields = HEADER.unpack(header)
             base, length, last_delta, max_ts = fields[0], fields[1], fields[6], fields[8]
+            if length < _MIN_LENGTH:
+                raise CorruptIndexError(str(self._bad_length(position, length)))
             if position == start and entry and base + last_delta != entry[0]:
                 raise CorruptIndexError(f"{self.index_path}: last entry names offset {entry[0]} but the "
                                         f"batch at position {position} ends at {base + last_delta}")
             self.last_offset = base + last_delta
+            if limit is not None and self.last_offset >= limit:
+                raise CorruptIndexError(f"{self.log_path}: batch at position {position} ends at offset "
+                                        f"{self.last_offset}, inside the next segment (base {limit})")
             if max_ts > self.max_timestamp:
                 self.max_timestamp, self.offset_of_max_timestamp = max_ts, self.last_offset
             position += length + LOG_OVERHEAD
@@ -175,19 +197,22 @@ class LogSegment:
 
     # -------------------------------------------------------------------------------- recovery
 
-    def load(self) -> None:
-        """Open a segment trusted to be intact (below the recovery point): load and check its indexes.
-        Raises CorruptIndexError if they are missing or broken; the caller then calls ``recover``."""
+    def load(self, limit: int | None = None) -> None:
+        """Open a segment trusted to be intact (below the recovery point): load and check its indexes,
+        and that its last batch ends below ``limit`` (the next segment's base offset). Raises
+        CorruptIndexError if not; the caller then calls ``recover``."""
         if not self._had_indexes and self.size:
             raise CorruptIndexError(f"{self.index_path}: missing")
         self.offset_index.load()
         self.time_index.load()
         self.offset_index.check(self.size)
-        self._load_tail()
+        self._load_tail(limit)
 
-    def recover(self, on_batch: Callable[[RecordBatch], None] | None = None) -> tuple[int, str | None]:
-        """Kafka's LogSegment.recover: re-validate every batch, rebuild both indexes, truncate at the
-        first invalid batch. Returns (bytes truncated, why) — (0, None) if the segment was sound."""
+    def recover(self, on_batch: Callable[[RecordBatch], None] | None = None,
+                limit: int | None = None) -> tuple[int, str | None]:
+        """Kafka's LogSegment.recover: re-validate every batch (CRC, sizes, offsets ascending and below
+        ``limit``, the next segment's base), rebuild both indexes, truncate at the first invalid
+        batch. Returns (bytes truncated, why) — (0, None) if the segment was sound."""
         self.offset_index.reset()
         self.time_index.reset()
         self._hint = (self.base_offset, 0)
@@ -212,9 +237,10 @@ class LogSegment:
             except CorruptRecordError as exc:
                 reason = f"corrupt batch at position {position}: {exc}"
                 break
-            if batch.base_offset <= previous or batch.last_offset - self.base_offset > INT32_MAX:
+            if (batch.base_offset <= previous or batch.last_offset - self.base_offset > INT32_MAX
+                    or (limit is not None and batch.last_offset >= limit)):
                 reason = (f"batch at position {position} has offsets {batch.base_offset}..{batch.last_offset}, "
-                          f"not after {previous}")
+                          f"not after {previous}" + (f" and below {limit}" if limit is not None else ""))
                 break
             self._account(position, size, batch.last_offset, batch.max_timestamp)
             if on_batch is not None:
