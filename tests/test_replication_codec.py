@@ -5,7 +5,6 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from isrcheck.impl.network import NodeEndpoint
 from isrcheck.impl.protocol import (
     CODEC, REQUEST, RESPONSE, AlterPartitionRequest, AlterPartitionResponse, ApiKey,
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
