@@ -9,6 +9,7 @@ appends only (no overwrite in place), ``truncate`` is durable when it returns, `
 """
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import random
@@ -196,9 +197,15 @@ class SimulatedFileSystem(FileSystem):
         self.fsync_count = 0
 
     @staticmethod
+    @functools.lru_cache(maxsize=4096)      # a log touches a few dozen paths, millions of times
     def _split(path: str) -> tuple[str, str]:
         path = posixpath.normpath(posixpath.join("/", path))
         return posixpath.split(path)
+
+    @staticmethod
+    @functools.lru_cache(maxsize=1024)
+    def _normdir(directory: str) -> str:
+        return posixpath.normpath(posixpath.join("/", directory))
 
     def _dir(self, directory: str) -> dict[str, _Inode]:
         try:
@@ -228,7 +235,7 @@ class SimulatedFileSystem(FileSystem):
         return normalized in self._tree or name in self._tree.get(directory, {})
 
     def listdir(self, directory: str) -> list[str]:
-        directory = posixpath.normpath(posixpath.join("/", directory))
+        directory = self._normdir(directory)
         names = list(self._dir(directory))
         prefix = directory.rstrip("/") + "/"
         names += [d[len(prefix):] for d in self._tree
@@ -257,7 +264,7 @@ class SimulatedFileSystem(FileSystem):
         self._dir(tdir)[tname] = inode
 
     def fsync_dir(self, directory: str) -> None:
-        directory = posixpath.normpath(posixpath.join("/", directory))
+        directory = self._normdir(directory)
         self._durable[directory] = dict(self._dir(directory))
         self.fsync_count += 1
 
