@@ -51,9 +51,10 @@ class FileSystem:
     def write_file_atomically(self, path: str, data: bytes) -> None:
         """Temp file, fsync, rename over ``path``, fsync the directory: old or new content, never a mix."""
         temp = path + ".tmp"
+        if self.exists(temp):                   # left by a crash mid-write
+            self.remove(temp)
         handle = self.open(temp)
         try:
-            handle.truncate(0)
             handle.append(data)
             handle.fsync()
         finally:

@@ -90,12 +90,12 @@ def load_log(log: "Log") -> None:
     cache_path = fs.join(d, LEADER_EPOCH_CHECKPOINT)
     try:
         cache = LeaderEpochFileCache.load(fs, cache_path)
+        if cache is None and bases:
+            events.append(f"{cache_path} missing; rebuilt from the record batches")
     except CorruptLogError as exc:
         cache = None
         events.append(f"{exc}; rebuilt from the record batches")
     rebuild_cache = cache is None and bool(bases)
-    if rebuild_cache and not events:
-        events.append(f"{cache_path} missing; rebuilt from the record batches")
     log.leader_epoch_cache = cache or LeaderEpochFileCache(fs, cache_path)
 
     segments: list[LogSegment] = []
@@ -112,9 +112,10 @@ def load_log(log: "Log") -> None:
         if segments and segments[-1].last_offset is not None and base <= segments[-1].last_offset:
             raise CorruptLogError(f"{segment.log_path}: base offset {base} overlaps the previous segment, "
                                   f"which ends at offset {segments[-1].last_offset}")
-        needs_recovery = not clean and (i == len(bases) - 1 or bases[i + 1] > recovery_point)
         limit = bases[i + 1] if i + 1 < len(bases) else None
-        if not needs_recovery:
+        # unflushed: may hold offsets at or past the recovery point, so every batch is re-validated
+        needs_recovery = unflushed = not clean and (limit is None or limit > recovery_point)
+        if not unflushed:
             try:
                 segment.load(limit)
             except CorruptIndexError as exc:
@@ -122,10 +123,10 @@ def load_log(log: "Log") -> None:
                 rebuilt.append(base)
                 needs_recovery = True
         on_batch = None
-        if needs_recovery and not clean and (i == len(bases) - 1 or bases[i + 1] > recovery_point):
-            if first_recovered and not rebuild_cache:
+        if unflushed and not rebuild_cache:
+            if first_recovered:
                 log.leader_epoch_cache.truncate_from_end(recovery_point)
-            first_recovered = False
+                first_recovered = False
             on_batch = assign
         removed = 0
         if needs_recovery:
