@@ -3,14 +3,13 @@ Reads whatever is there, never repairs: a corrupt batch is reported and the scan
 length is sane; a torn tail is reported with its position."""
 from __future__ import annotations
 
-import re
 import struct
 from typing import Any
 
 from .errors import CorruptRecordError
 from .records import HEADER_SIZE, LOG_OVERHEAD, RecordBatch
+from .segment import SEGMENT_FILE
 
-_BASE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 _LENGTH = struct.Struct(">qi")
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
@@ -18,7 +17,7 @@ _TIME_ENTRY = struct.Struct(">qi")
 
 def file_kind(name: str) -> tuple[str, int]:
     """('log' | 'index' | 'timeindex', base offset) from a segment file name; ValueError otherwise."""
-    match = _BASE.match(name)
+    match = SEGMENT_FILE.match(name)
     if match is None:
         raise ValueError(f"{name!r} is not a segment file: expected <20-digit base offset>.log, .index "
                          f"or .timeindex")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from .epoch_cache import LeaderEpochFileCache
 from .errors import CorruptLogError, CorruptRecordError
 from .index import CorruptIndexError
-from .segment import LogSegment, file_name
+from .segment import SEGMENT_FILE, LogSegment, file_name
 
 if TYPE_CHECKING:
     from .log import Log
@@ -40,12 +40,11 @@ def _finish_interrupted_work(log: "Log", events: list[str]) -> None:
 
 
 def _segment_files(log: "Log") -> list[int]:
-    from .log import _SEGMENT_FILE
     fs, d = log.fs, log.dir
     names = fs.listdir(d)
     bases, indexes = set(), []
     for name in names:
-        match = _SEGMENT_FILE.match(name)
+        match = SEGMENT_FILE.match(name)
         if match is None:
             if name.endswith(".log"):
                 raise CorruptLogError(f"{fs.join(d, name)}: not a segment file name "

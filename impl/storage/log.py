@@ -1,7 +1,6 @@
 """Log: the segments of one partition replica, its leader epoch cache and its checkpoints (UnifiedLog)."""
 from __future__ import annotations
 
-import re
 import time
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -10,20 +9,17 @@ from typing import Callable, Iterable, Sequence
 from .checkpoints import OffsetCheckpoint
 from .config import LogConfig
 from .epoch_cache import LeaderEpochFileCache
-from .errors import (CorruptLogError, CorruptRecordError, InvalidConfigError, InvalidRecordError,
-                     LogClosedError, OffsetOutOfRangeError, RecordTooLargeError,
-                     UnexpectedAppendOffsetError)
+from .errors import (CorruptRecordError, InvalidConfigError, InvalidRecordError, LogClosedError,
+                     OffsetOutOfRangeError, RecordTooLargeError, UnexpectedAppendOffsetError)
 from .fs import FileSystem, OsFileSystem
-from .index import CorruptIndexError
 from .records import LogRecord, Record, RecordBatch, build_batch, iter_batches
-from .segment import LogSegment, file_name
+from .segment import LogSegment
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 DEFAULT_FETCH_MAX_BYTES = 1 << 20
-_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 
 
 def wall_clock_ms() -> int:
@@ -482,13 +478,3 @@ def _as_batches(batches) -> list[RecordBatch]:
         else:
             raise CorruptRecordError(f"expected RecordBatch or bytes, got {type(item).__name__}")
     return out
-
-
-def segment_base_offsets(fs: FileSystem, directory: str) -> list[int]:
-    """Base offsets of the ``.log`` files in a directory, ascending."""
-    return sorted(int(m.group(1)) for name in fs.listdir(directory)
-                  if (m := _SEGMENT_FILE.match(name)) and m.group(2) == "log")
-
-
-__all__ = ["Log", "LogAppendInfo", "FetchDataInfo", "RecoveryReport", "segment_base_offsets",
-           "file_name", "CorruptIndexError", "CorruptLogError"]

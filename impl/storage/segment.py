@@ -1,6 +1,7 @@
 """LogSegment: one ``<base offset>.log`` file of batches with its ``.index`` and ``.timeindex``."""
 from __future__ import annotations
 
+import re
 import struct
 from typing import Callable
 
@@ -14,6 +15,7 @@ INT32_MAX = 2**31 - 1
 _SCAN = struct.Struct(">qi11xi")
 _LENGTH = struct.Struct(">qi")
 _MIN_LENGTH = HEADER_SIZE - LOG_OVERHEAD       # the smallest batchLength a real batch can have
+SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 
 
 def file_name(base_offset: int, suffix: str) -> str:
