@@ -33,6 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="include consume steps (history properties of reads)")
     scope.add_argument("--flushes", action=argparse.BooleanOptionalAction, default=_DEFAULT.flushes,
                        help="include flush steps")
+    scope.add_argument("--fetch-rounds", action=argparse.BooleanOptionalAction, default=_DEFAULT.fetch_rounds,
+                       help="take a follower's send/handle/response as one transition")
+    scope.add_argument("--acks", default=",".join(map(str, _DEFAULT.acks)),
+                       help=f"acks of produce steps, comma-separated (default {','.join(map(str, _DEFAULT.acks))})")
+    scope.add_argument("--crash-kinds", default=",".join(_DEFAULT.crash_kinds),
+                       help="crash kinds besides power loss: clean,process (default "
+                            f"{','.join(_DEFAULT.crash_kinds)})")
     parser.add_argument("--property", action="append", default=None, metavar="ID",
                         help="check only this property (repeatable; default: all)")
     parser.add_argument("--max-states", type=int, default=None, help="stop after this many states")
@@ -45,12 +52,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _build(args) -> tuple[ModelConfig, Scope, list]:
     try:
+        acks = tuple(int(a) for a in args.acks.split(","))
+    except ValueError:
+        raise UsageError(f"--acks must be comma-separated integers, got {args.acks!r}") from None
+    kinds = tuple(k for k in args.crash_kinds.split(",") if k)
+    try:
         config = ModelConfig(protocol=args.protocol, replicas=args.replicas, min_insync_replicas=args.min_isr,
                              unclean_leader_election_enable=args.unclean_election,
                              replica_lag_time_max_ticks=args.lag_ticks, flush_messages=args.flush_messages)
         scope = Scope(max_records=args.max_records, max_epoch=args.max_epoch, max_crashes=args.max_crashes,
                       max_power_losses=args.max_power_losses, max_clock=args.max_clock,
-                      max_drops=args.max_drops, consumes=args.consumes, flushes=args.flushes)
+                      max_drops=args.max_drops, consumes=args.consumes, flushes=args.flushes,
+                      fetch_rounds=args.fetch_rounds, acks=acks, crash_kinds=kinds)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     props = PROPERTIES

@@ -63,17 +63,22 @@ class ModelConfig:
 
 @dataclass(frozen=True, slots=True)
 class Scope:
-    """Bounds of an exhaustive exploration (TLC-style state constraints), not protocol rules."""
+    """Bounds of an exhaustive exploration (TLC-style state and action constraints), not
+    protocol rules. The defaults are the default scope of ``isrcheck explore``: small enough to
+    explore kip-320 completely in well under a minute, large enough for the pre-KIP-320 variants
+    to violate StrongIsr (two crashes, so a leader can fail, come back and be re-elected)."""
 
-    max_records: int = 2      # produce steps (also rejected ones: each takes a record id)
-    max_epoch: int = 2        # highest controller leader epoch
-    max_crashes: int = 1      # crash steps of any kind
+    max_records: int = 2      # produce steps (each takes a record id)
+    max_epoch: int = 4        # highest controller leader epoch (a failover costs two: fence, elect)
+    max_crashes: int = 2      # crash steps of any kind
     max_power_losses: int = 0  # crash steps of kind power
     max_clock: int = 0        # ticks; 0 keeps lag-based ISR shrinks and produce timeouts out
     max_drops: int = 0        # lost messages
-    consumes: bool = True     # consume steps (ghost reads for the history properties)
-    flushes: bool = True      # flush steps (clean shutdown and flush.messages still fsync)
+    consumes: bool = False    # consume steps (reads for NoDivergentRead & co.)
+    flushes: bool = False     # flush steps (clean shutdown and flush.messages still fsync)
     fetch_rounds: bool = True  # a follower's send/handle/response taken as one transition
+    acks: tuple = (-1,)       # acks of produce steps
+    crash_kinds: tuple = ("process",)  # crash kinds besides power (bounded by max_power_losses)
 
     def __post_init__(self) -> None:
         for name in ("max_records", "max_epoch", "max_crashes", "max_power_losses", "max_clock", "max_drops"):
@@ -81,11 +86,16 @@ class Scope:
         for name in ("consumes", "flushes", "fetch_rounds"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false")
+        if not self.acks or not set(self.acks) <= {0, 1, -1}:
+            raise ConfigError(f"acks must be a non-empty subset of 0, 1, -1, got {self.acks!r}")
+        if not set(self.crash_kinds) <= {"clean", "process"}:
+            raise ConfigError(f"crash_kinds must be a subset of clean, process, got {self.crash_kinds!r}")
         if self.max_power_losses > self.max_crashes:
             raise ConfigError("max_power_losses cannot exceed max_crashes (a power loss is a crash)")
 
     def to_json(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in
+                ((k, getattr(self, k)) for k in self.__dataclass_fields__)}
 
 
 def _check_int(name: str, value: object, low: int, high: int | None) -> None:

@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 from ..specs import PROPERTIES, Property
 from .actions import Step
 from .config import ModelConfig, Scope
-from .semantics import StepRefused, apply, candidates, successor
+from .semantics import StepRefused, apply, dynamic_steps, step_groups, successor
 from .state import State, initial_state
 
 
@@ -52,45 +52,65 @@ class ExploreResult:
 
 def in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> bool:
     """Whether taking ``st`` keeps the exploration inside ``scope`` (a state constraint)."""
-    name = st.name
-    if name == "consume":
-        return scope.consumes
-    if name == "flush":
-        return scope.flushes
+    return _group_in_scope(scope, s, st.name) and _step_in_scope(config, scope, s, st)
+
+
+def _group_in_scope(scope: Scope, s: State, name: str) -> bool:
     if name == "produce":
-        # A rejected produce changes nothing but the next record id, and every property is blind
-        # to renaming record ids: leaving rejected produces out loses no reachable situation.
-        rep = s.replicas[st.replica]
-        return s.records_produced < scope.max_records and rep.leader == st.replica and (
-            st.arg != -1 or len(rep.isr) >= config.min_insync_replicas)
+        return s.records_produced < scope.max_records
     if name == "crash":
-        return s.crashes < scope.max_crashes and (st.arg != "power" or s.power_losses < scope.max_power_losses)
+        return s.crashes < scope.max_crashes
     if name == "elect":
         return s.controller.leader_epoch < scope.max_epoch
-    if name == "fence":
-        return st.replica != s.controller.leader or s.controller.leader_epoch < scope.max_epoch
     if name == "tick":
         return s.now < scope.max_clock
     if name == "drop":
         return s.drops < scope.max_drops
+    if name == "consume":
+        return scope.consumes
+    if name == "flush":
+        return scope.flushes
+    return True
+
+
+def _step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> bool:
+    name = st.name
+    if name == "produce":
+        # A rejected produce changes nothing but the next record id, and every property is blind
+        # to renaming record ids: leaving rejected produces out loses no reachable situation.
+        rep = s.replicas[st.replica]
+        return rep.leader == st.replica and st.arg in scope.acks and (
+            st.arg != -1 or len(rep.isr) >= config.min_insync_replicas)
+    if name == "crash":
+        return s.power_losses < scope.max_power_losses if st.arg == "power" else st.arg in scope.crash_kinds
+    if name == "fence":
+        return st.replica != s.controller.leader or s.controller.leader_epoch < scope.max_epoch
     return True
 
 
 _FETCH_STEPS = frozenset(("send_fetch", "handle_fetch", "handle_fetch_response"))
+_FINE = frozenset(("produce", "crash", "fence"))  # names with a per-step scope condition
 
 
 def successors(config: ModelConfig, scope: Scope, s: State):
     """(steps, next state) for every enabled in-scope transition, in the deterministic step
     order. A transition is one step, or with ``scope.fetch_rounds`` a whole fetch round."""
     rounds = scope.fetch_rounds
-    for st, guard, effect in candidates(config, s):
-        if rounds and st.name in _FETCH_STEPS:
-            if st.name == "send_fetch" and guard(config, s, st) is None:
-                t = _fetch_round(config, s, st, effect)
-                if t is not None:
-                    yield t
-        elif in_scope(config, scope, s, st) and guard(config, s, st) is None:
-            yield (st,), successor(config, s, st, effect)[0]
+    for name, guard, effect, steps in step_groups(config):
+        if rounds and name in _FETCH_STEPS:
+            if name == "send_fetch":
+                for st in steps:
+                    if guard(config, s, st) is None:
+                        t = _fetch_round(config, s, st, effect)
+                        if t is not None:
+                            yield t
+            continue
+        if not _group_in_scope(scope, s, name):
+            continue
+        fine = name in _FINE
+        for st in (steps if steps is not None else dynamic_steps(name, s)):
+            if (not fine or _step_in_scope(config, scope, s, st)) and guard(config, s, st) is None:
+                yield (st,), successor(config, s, st, effect)[0]
 
 
 def _fetch_round(config: ModelConfig, s: State, send: Step, send_effect):

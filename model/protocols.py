@@ -5,7 +5,7 @@ subclass replaces the methods its KIP changed, so a new variant (e.g. KIP-966) i
 """
 from __future__ import annotations
 
-from .state import NONE, Replica, end_offset_for, end_offset_for_kip101, latest_epoch, truncate_to
+from .state import NONE, Replica, end_offset_for, end_offset_for_kip101, latest_epoch, truncate_to, updated
 
 
 class Protocol:
@@ -17,7 +17,7 @@ class Protocol:
     def make_follower(self, rep: Replica) -> Replica:
         """ReplicaManager.makeFollowers before KIP-101: truncate the log to the local HW."""
         rep = truncate_to(rep, rep.hw)
-        return rep if rep.truncating_epoch == -1 else rep._replace(truncating_epoch=-1)
+        return rep if rep.truncating_epoch == -1 else updated(rep, truncating_epoch=-1)
 
     def answer_epoch_query(self, log: tuple, epoch: int) -> tuple[int, int]:
         """OffsetsForLeaderEpoch does not exist before KIP-101."""
@@ -48,7 +48,7 @@ class Kip101(Protocol):
 
     def make_follower(self, rep: Replica) -> Replica:
         """KIP-101: no truncation to HW; the fetcher first asks the leader about its latest epoch."""
-        return rep._replace(truncating_epoch=latest_epoch(rep.log))
+        return updated(rep, truncating_epoch=latest_epoch(rep.log))
 
     def answer_epoch_query(self, log: tuple, epoch: int) -> tuple[int, int]:
         """Kafka 0.11 LeaderEpochFileCache.endOffsetFor: an offset only, -1 when undefined."""
@@ -58,7 +58,7 @@ class Kip101(Protocol):
     def handle_epoch_answer(self, rep: Replica, epoch: int, end: int) -> Replica:
         """KIP-101 follower: undefined answer -> truncate to HW, else to min(end offset, LEO)."""
         rep = truncate_to(rep, rep.hw if end < 0 else end)
-        return rep._replace(truncating_epoch=-1)
+        return updated(rep, truncating_epoch=-1)
 
 
 class Kip279(Kip101):
@@ -73,13 +73,13 @@ class Kip279(Kip101):
     def handle_epoch_answer(self, rep: Replica, epoch: int, end: int) -> Replica:
         """KIP-279 truncation: agree on the leader's epoch, or retreat and ask about our own."""
         if epoch < 0:
-            return truncate_to(rep, rep.hw)._replace(truncating_epoch=-1)
+            return updated(truncate_to(rep, rep.hw), truncating_epoch=-1)
         own_epoch, own_end = end_offset_for(rep.log, epoch)
         if own_epoch == epoch:
-            return truncate_to(rep, min(end, own_end))._replace(truncating_epoch=-1)
+            return updated(truncate_to(rep, min(end, own_end)), truncating_epoch=-1)
         if own_epoch != -1:
-            return truncate_to(rep, own_end)._replace(truncating_epoch=own_epoch)
-        return truncate_to(rep, 0)._replace(truncating_epoch=-1)
+            return updated(truncate_to(rep, own_end), truncating_epoch=own_epoch)
+        return updated(truncate_to(rep, 0), truncating_epoch=-1)
 
 
 class Kip320(Kip279):
@@ -90,7 +90,7 @@ class Kip320(Kip279):
 
     def make_follower(self, rep: Replica) -> Replica:
         """KIP-320: the follower keeps its log and lets the first Fetch detect divergence."""
-        return rep if rep.truncating_epoch == -1 else rep._replace(truncating_epoch=-1)
+        return rep if rep.truncating_epoch == -1 else updated(rep, truncating_epoch=-1)
 
     def check_fetch(self, leader: Replica, request) -> tuple[str, int, int] | None:
         """KIP-320 fetch validation: current leader epoch fencing, then diverging epoch

@@ -8,7 +8,7 @@ from __future__ import annotations
 from .actions import ACKS, CRASH_KINDS, MESSAGES, InvalidStep, Step
 from .state import (
     MESSAGE_FIELDS, NONE, AlterPartition, AlterPartitionResponse, Controller, Entry, FetchRequest,
-    FetchResponse, LeaderAndIsr, Replica, State, end_offset_for, latest_epoch, truncate_to,
+    FetchResponse, LeaderAndIsr, Replica, State, end_offset_for, latest_epoch, truncate_to, updated,
 )
 
 NOT_LEADER = "NOT_LEADER_OR_FOLLOWER"
@@ -171,19 +171,19 @@ def _g_alive(cfg, s, st):
 # -- the mutable successor ------------------------------------------------------------------------
 
 class _Next:
-    """Mutable copy of a state's top-level fields; ``freeze`` builds the successor State."""
+    """Mutable copy of a state's top-level fields; ``freeze`` builds the successor State.
+    Message queues are copied on first write only (most steps touch one queue or none)."""
 
-    __slots__ = ("cfg", "replicas", "controller", "msgs", "now", "records_produced", "acked",
+    __slots__ = ("cfg", "src", "replicas", "controller", "msgs", "now", "records_produced", "acked",
                  "consumed", "max_consumer_hw", "consumer_hw_regressed", "crashes",
                  "power_losses", "drops", "out")
 
     def __init__(self, cfg, s: State):
         self.cfg = cfg
+        self.src = s
         self.replicas = list(s.replicas)
         self.controller = s.controller
-        self.msgs = {"fetch_requests": list(s.fetch_requests), "fetch_responses": list(s.fetch_responses),
-                     "leader_and_isr": list(s.leader_and_isr), "alter_partition": list(s.alter_partition),
-                     "alter_partition_responses": list(s.alter_partition_responses)}
+        self.msgs: dict[str, list] = {}
         self.now = s.now
         self.records_produced = s.records_produced
         self.acked = s.acked
@@ -195,22 +195,34 @@ class _Next:
         self.drops = s.drops
         self.out: list[dict] = []
 
+    def queues(self, field: str) -> list:
+        """The per-replica queues of one message kind, writable."""
+        q = self.msgs.get(field)
+        if q is None:
+            q = self.msgs[field] = list(getattr(self.src, field))
+        return q
+
     def freeze(self) -> State:
-        m = self.msgs
-        return State(tuple(self.replicas), self.controller, tuple(m["fetch_requests"]),
-                     tuple(m["fetch_responses"]), tuple(m["leader_and_isr"]), tuple(m["alter_partition"]),
-                     tuple(m["alter_partition_responses"]), self.now, self.records_produced, self.acked,
-                     self.consumed, self.max_consumer_hw, self.consumer_hw_regressed, self.crashes,
-                     self.power_losses, self.drops)
+        src, m = self.src, self.msgs
+        return State(tuple(self.replicas), self.controller,
+                     tuple(m["fetch_requests"]) if "fetch_requests" in m else src.fetch_requests,
+                     tuple(m["fetch_responses"]) if "fetch_responses" in m else src.fetch_responses,
+                     tuple(m["leader_and_isr"]) if "leader_and_isr" in m else src.leader_and_isr,
+                     tuple(m["alter_partition"]) if "alter_partition" in m else src.alter_partition,
+                     tuple(m["alter_partition_responses"]) if "alter_partition_responses" in m
+                     else src.alter_partition_responses,
+                     self.now, self.records_produced, self.acked, self.consumed, self.max_consumer_hw,
+                     self.consumer_hw_regressed, self.crashes, self.power_losses, self.drops)
 
     def send(self, field: str, dest: int, msg) -> None:
         """Queue a message; one addressed to a dead broker is discarded at once."""
         if self.replicas[dest].alive:
-            self.msgs[field][dest] += (msg,)
+            self.queues(field)[dest] += (msg,)
 
     def pop(self, field: str, r: int, index: int = 0):
-        queue = self.msgs[field][r]
-        self.msgs[field][r] = queue[:index] + queue[index + 1:]
+        queues = self.queues(field)
+        queue = queues[r]
+        queues[r] = queue[:index] + queue[index + 1:]
         return queue[index]
 
     def produce_out(self, r: int, record: int, acks: int, error: str, offset: int = -1) -> None:
@@ -244,7 +256,7 @@ def maybe_increment_leader_hw(nx: _Next, r: int, rep: Replica) -> Replica:
         if f != r and remote[f] < new_hw:
             new_hw = remote[f]
     if new_hw > rep.hw:
-        rep = rep._replace(hw=new_hw)
+        rep = updated(rep, hw=new_hw)
     pending = rep.pending_produces
     if pending and any(p[1] < rep.hw for p in pending):
         error = NONE if len(rep.isr) >= nx.cfg.min_insync_replicas else "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
@@ -253,7 +265,7 @@ def maybe_increment_leader_hw(nx: _Next, r: int, rep: Replica) -> Replica:
             nx.produce_out(r, record, -1, error, offset)
         if error == NONE:
             nx.acked = tuple(sorted(nx.acked + tuple((p[1], p[0]) for p in done)))
-        rep = rep._replace(pending_produces=tuple(p for p in pending if p[1] >= rep.hw))
+        rep = updated(rep, pending_produces=tuple(p for p in pending if p[1] >= rep.hw))
     return rep
 
 
@@ -273,11 +285,11 @@ def _produce(nx: _Next, st: Step) -> None:
         return
     offset = len(rep.log)
     log = rep.log + (Entry(offset, rep.leader_epoch, record),)
-    rep = rep._replace(log=log, durable=_flush_policy(nx.cfg, len(log), rep.durable))
+    rep = updated(rep, log=log, durable=_flush_policy(nx.cfg, len(log), rep.durable))
     if acks == 1:
         nx.produce_out(r, record, acks, NONE, offset)
     elif acks == -1:
-        rep = rep._replace(pending_produces=rep.pending_produces +
+        rep = updated(rep, pending_produces=rep.pending_produces +
                            ((record, offset, nx.now + nx.cfg.request_timeout_ticks),))
         rep = maybe_increment_leader_hw(nx, r, rep)
     nx.replicas[r] = rep
@@ -312,7 +324,7 @@ def _send_fetch(nx: _Next, st: Step) -> None:
     else:
         req = FetchRequest(rep.leader, rep.leader_epoch, len(rep.log), latest_epoch(rep.log), -1)
     if nx.replicas[rep.leader].alive:  # else discarded at once
-        nx.msgs["fetch_requests"][r] += (req,)
+        nx.queues("fetch_requests")[r] += (req,)
 
 
 def _handle_fetch(nx: _Next, st: Step) -> None:
@@ -325,7 +337,7 @@ def _handle_fetch(nx: _Next, st: Step) -> None:
 
     def respond(error: str, kind: str, records=(), hw=-1, epoch=-1, end=-1) -> None:
         if nx.replicas[r].alive:
-            nx.msgs["fetch_responses"][r] += (FetchResponse(d, req.leader_epoch, error, kind, records, hw, epoch, end),)
+            nx.queues("fetch_responses")[r] += (FetchResponse(d, req.leader_epoch, error, kind, records, hw, epoch, end),)
 
     if lead.leader != d:
         return respond(NOT_LEADER, "error")
@@ -340,10 +352,10 @@ def _handle_fetch(nx: _Next, st: Step) -> None:
     if req.fetch_offset > leo:
         return respond("OFFSET_OUT_OF_RANGE", "error", end=leo)
     remote = lead.remote_leo
-    lead = lead._replace(remote_leo=remote[:r] + (req.fetch_offset,) + remote[r + 1:])
+    lead = updated(lead, remote_leo=remote[:r] + (req.fetch_offset,) + remote[r + 1:])
     if req.fetch_offset >= leo:
         lcu = lead.last_caught_up
-        lead = lead._replace(last_caught_up=lcu[:r] + (nx.now,) + lcu[r + 1:])
+        lead = updated(lead, last_caught_up=lcu[:r] + (nx.now,) + lcu[r + 1:])
     lead = maybe_increment_leader_hw(nx, d, lead)
     nx.replicas[d] = lead
     respond(NONE, "records", lead.log[req.fetch_offset:], lead.hw)
@@ -361,7 +373,7 @@ def _handle_fetch_response(nx: _Next, st: Step) -> None:
         log = rep.log
         if resp.records:
             log = log[:resp.records[0].offset] + resp.records
-        rep = rep._replace(log=log, durable=_flush_policy(nx.cfg, len(log), min(rep.durable, len(log))),
+        rep = updated(rep, log=log, durable=_flush_policy(nx.cfg, len(log), min(rep.durable, len(log))),
                            hw=min(resp.leader_hw, len(log)))
     elif kind == "epoch_end":
         rep = nx.cfg.rules.handle_epoch_answer(rep, resp.epoch, resp.end_offset)
@@ -382,9 +394,9 @@ def _deliver_leader_and_isr(nx: _Next, st: Step) -> None:
         return
     n = nx.cfg.replicas
     if m.leader_epoch == rep.leader_epoch:
-        rep = rep._replace(isr=m.isr, partition_epoch=m.partition_epoch)
+        rep = updated(rep, isr=m.isr, partition_epoch=m.partition_epoch)
     elif m.leader == r:  # Partition.makeLeader
-        rep = rep._replace(leader=r, leader_epoch=m.leader_epoch, isr=m.isr, partition_epoch=m.partition_epoch,
+        rep = updated(rep, leader=r, leader_epoch=m.leader_epoch, isr=m.isr, partition_epoch=m.partition_epoch,
                            epoch_start_offset=len(rep.log), remote_leo=(-1,) * n,
                            last_caught_up=tuple(nx.now if i in m.isr else 0 for i in range(n)),
                            pending_isr=None, truncating_epoch=-1)
@@ -392,7 +404,7 @@ def _deliver_leader_and_isr(nx: _Next, st: Step) -> None:
     else:  # Partition.makeFollower
         for record, _offset, _deadline in rep.pending_produces:
             nx.produce_out(r, record, -1, NOT_LEADER)
-        rep = rep._replace(leader=m.leader, leader_epoch=m.leader_epoch, isr=m.isr,
+        rep = updated(rep, leader=m.leader, leader_epoch=m.leader_epoch, isr=m.isr,
                            partition_epoch=m.partition_epoch, epoch_start_offset=-1, remote_leo=(-1,) * n,
                            last_caught_up=(0,) * n, pending_isr=None, pending_produces=())
         rep = nx.cfg.rules.make_follower(rep)
@@ -400,8 +412,8 @@ def _deliver_leader_and_isr(nx: _Next, st: Step) -> None:
 
 
 def _propose_isr(nx: _Next, r: int, rep: Replica, proposed: tuple) -> Replica:
-    nx.msgs["alter_partition"][r] += (AlterPartition(rep.leader_epoch, rep.partition_epoch, proposed),)
-    return rep._replace(pending_isr=proposed)
+    nx.queues("alter_partition")[r] += (AlterPartition(rep.leader_epoch, rep.partition_epoch, proposed),)
+    return updated(rep, pending_isr=proposed)
 
 
 def _shrink_isr(nx: _Next, st: Step) -> None:
@@ -442,9 +454,9 @@ def _handle_alter_partition_response(nx: _Next, st: Step) -> None:
     epoch and not an older partition epoch (Partition.handleAlterPartitionUpdate)."""
     r = st.replica
     m = nx.pop("alter_partition_responses", r)
-    rep = nx.replicas[r]._replace(pending_isr=None)
+    rep = updated(nx.replicas[r], pending_isr=None)
     if m.leader_epoch == rep.leader_epoch and m.partition_epoch >= rep.partition_epoch:
-        rep = maybe_increment_leader_hw(nx, r, rep._replace(isr=m.isr, partition_epoch=m.partition_epoch))
+        rep = maybe_increment_leader_hw(nx, r, updated(rep, isr=m.isr, partition_epoch=m.partition_epoch))
     nx.replicas[r] = rep
 
 
@@ -455,7 +467,7 @@ def _drop(nx: _Next, st: Step) -> None:
     if st.arg in ("alter_partition", "alter_partition_response"):
         rep = nx.replicas[st.replica]
         if rep.pending_isr is not None:
-            nx.replicas[st.replica] = rep._replace(pending_isr=None)
+            nx.replicas[st.replica] = updated(rep, pending_isr=None)
 
 
 def _elect(nx: _Next, st: Step) -> None:
@@ -484,13 +496,13 @@ def _crash(nx: _Next, st: Step) -> None:
     r, kind = st.replica, st.arg
     rep = nx.replicas[r]
     if kind == "clean":
-        rep = rep._replace(durable=len(rep.log), hw_checkpoint=rep.hw)
-    nx.replicas[r] = rep._replace(alive=False, pending_produces=(), power_lost=kind == "power")
-    msgs = nx.msgs
-    for field in msgs.values():
-        field[r] = ()
+        rep = updated(rep, durable=len(rep.log), hw_checkpoint=rep.hw)
+    nx.replicas[r] = updated(rep, alive=False, pending_produces=(), power_lost=kind == "power")
+    for field in MESSAGE_FIELDS.values():
+        if getattr(nx.src, field)[r]:
+            nx.queues(field)[r] = ()
     for field in ("fetch_requests", "fetch_responses"):
-        queues = msgs[field]
+        queues = nx.queues(field)
         for f in range(nx.cfg.replicas):
             if any(m.leader == r for m in queues[f]):
                 queues[f] = tuple(m for m in queues[f] if m.leader != r)
@@ -515,7 +527,7 @@ def _restart(nx: _Next, st: Step) -> None:
 def _flush(nx: _Next, st: Step) -> None:
     """Log.flush plus the replication-offset-checkpoint write (fsync)."""
     rep = nx.replicas[st.replica]
-    nx.replicas[st.replica] = rep._replace(durable=len(rep.log), hw_checkpoint=rep.hw)
+    nx.replicas[st.replica] = updated(rep, durable=len(rep.log), hw_checkpoint=rep.hw)
 
 
 def _tick(nx: _Next, st: Step) -> None:
@@ -526,8 +538,7 @@ def _tick(nx: _Next, st: Step) -> None:
             for record, _offset, deadline in rep.pending_produces:
                 if deadline < nx.now:
                     nx.produce_out(r, record, -1, "REQUEST_TIMED_OUT")
-            nx.replicas[r] = rep._replace(
-                pending_produces=tuple(p for p in rep.pending_produces if p[2] >= nx.now))
+            nx.replicas[r] = updated(rep, pending_produces=tuple(p for p in rep.pending_produces if p[2] >= nx.now))
 
 
 # step name -> (guard, effect)
@@ -582,43 +593,44 @@ def apply(cfg, s: State, step) -> tuple[State, list[dict]]:
     return nx.freeze(), nx.out
 
 
-_STATIC: dict = {}
+_GROUPS: dict = {}
+_ORDER = ("produce", "consume", "send_fetch", "handle_fetch", "handle_fetch_response", "deliver_leader_and_isr",
+          "shrink_isr", "expand_isr", "handle_alter_partition", "handle_alter_partition_response", "elect",
+          "fence", "crash", "restart", "flush", "tick", "drop")
 
 
-def _static_segments(cfg):
-    """The state-independent candidate steps of ``cfg`` with their guards and effects, in two
-    segments: before the LeaderAndIsr deliveries, and between those and the drops."""
-    segs = _STATIC.get(cfg)
-    if segs is None:
+def step_groups(cfg) -> tuple:
+    """(name, guard, effect, steps) per step name in the alphabet's order; ``steps`` lists the
+    state-independent candidates, None for the two whose candidates depend on queued messages."""
+    groups = _GROUPS.get(cfg)
+    if groups is None:
         rng = range(cfg.replicas)
-        first = [Step("produce", r, acks) for r in rng for acks in ACKS]
-        first += [Step(name, r) for name in ("consume", "send_fetch", "handle_fetch", "handle_fetch_response")
-                  for r in rng]
-        second = [Step(name, r) for name in ("shrink_isr", "expand_isr", "handle_alter_partition",
-                                             "handle_alter_partition_response") for r in rng]
-        second += [Step("elect")] + [Step("fence", r) for r in rng]
-        second += [Step("crash", r, kind) for r in rng for kind in CRASH_KINDS]
-        second += [Step(name, r) for name in ("restart", "flush") for r in rng] + [Step("tick")]
-        segs = _STATIC[cfg] = tuple(tuple((st,) + _STEPS[st.name] for st in seg) for seg in (first, second))
-    return segs
+        fixed = {"produce": [Step("produce", r, acks) for r in rng for acks in ACKS],
+                 "crash": [Step("crash", r, kind) for r in rng for kind in CRASH_KINDS],
+                 "elect": [Step("elect")], "tick": [Step("tick")],
+                 "deliver_leader_and_isr": None, "drop": None}
+        groups = _GROUPS[cfg] = tuple(
+            (name,) + _STEPS[name] + ((tuple(fixed[name]) if fixed[name] is not None else None)
+                                      if name in fixed else tuple(Step(name, r) for r in rng),)
+            for name in _ORDER)
+    return groups
 
 
 def candidates(cfg, s: State):
     """(step, guard, effect) for every step that could be enabled in ``s``, in the alphabet's
     deterministic order: produce, consume, fetch steps, LeaderAndIsr deliveries, ISR steps,
     elect, fence, crash, restart, flush, tick, drops; within a step by replica id, then index."""
-    first, second = _static_segments(cfg)
-    yield from first
-    deliver = _STEPS["deliver_leader_and_isr"]
-    for r, queue in enumerate(s.leader_and_isr):
-        for i in range(len(queue)):
-            yield (Step("deliver_leader_and_isr", r, None, i),) + deliver
-    yield from second
-    drop = _STEPS["drop"]
-    for kind in MESSAGES:
-        for r, queue in enumerate(getattr(s, MESSAGE_FIELDS[kind])):
-            for i in range(len(queue)):
-                yield (Step("drop", r, kind, i),) + drop
+    for name, guard, effect, steps in step_groups(cfg):
+        for st in (steps if steps is not None else dynamic_steps(name, s)):
+            yield st, guard, effect
+
+
+def dynamic_steps(name: str, s: State) -> list[Step]:
+    """The deliver_leader_and_isr / drop candidates: one per queued message."""
+    if name == "deliver_leader_and_isr":
+        return [Step(name, r, None, i) for r, queue in enumerate(s.leader_and_isr) for i in range(len(queue))]
+    return [Step(name, r, kind, i) for kind in MESSAGES
+            for r, queue in enumerate(getattr(s, MESSAGE_FIELDS[kind])) for i in range(len(queue))]
 
 
 def successor(cfg, s: State, st: Step, effect) -> tuple[State, list[dict]]:

@@ -55,7 +55,7 @@ def _established_leader(state):
 
 def _same_prefix(a, b, upto: int) -> bool:
     """Both logs hold identical entries at every offset below ``upto``."""
-    return len(a) >= upto and len(b) >= upto and all(a[k] == b[k] for k in range(upto))
+    return len(a) >= upto and len(b) >= upto and tuple(a[:upto]) == tuple(b[:upto])
 
 
 def leader_in_isr(state) -> bool:
@@ -81,16 +81,17 @@ def strong_isr(state) -> bool:
 
 
 def log_matching(state) -> bool:
-    logs = [r.log for r in state.replicas]
+    logs = [tuple(r.log) for r in state.replicas]
     for x in range(len(logs)):
         for y in range(x + 1, len(logs)):
             a, b = logs[x], logs[y]
-            # the highest offset where both hold an entry of the same epoch must start an equal prefix
-            for k in range(min(len(a), len(b)) - 1, -1, -1):
-                if a[k][1] == b[k][1]:
-                    if not _same_prefix(a, b, k + 1):
-                        return False
-                    break
+            n = min(len(a), len(b))
+            if a[:n] == b[:n]:
+                continue
+            first_diff = next(k for k in range(n) if a[k] != b[k])
+            # from the first difference on, no offset may hold entries of one epoch in both logs
+            if any(a[k][1] == b[k][1] for k in range(first_diff, n)):
+                return False
     return True
 
 
