@@ -53,3 +53,15 @@ def test_bad_paths_exit_2_with_a_message(tmp_path, capsys):
     assert main(["dump-log", str(tmp_path / "notes.txt")]) == 2
     err = capsys.readouterr().err
     assert "not a segment file" in err and "Traceback" not in err
+
+
+def test_checkpoint_files_are_decoded(tmp_path, capsys):
+    make_log(tmp_path)
+    assert main(["dump-log", str(tmp_path / "leader-epoch-checkpoint"), "--json"]) == 0
+    dump = json.loads(capsys.readouterr().out)
+    assert dump["entries"] == [{"epoch": 0, "start_offset": 0}, {"epoch": 1, "start_offset": 3}]
+    assert main(["dump-log", str(tmp_path / "recovery-point-offset-checkpoint")]) == 0
+    assert "recovery_point: 6" in capsys.readouterr().out
+    (tmp_path / "replication-offset-checkpoint").write_text("0\n2\n5\n")
+    assert main(["dump-log", str(tmp_path / "replication-offset-checkpoint")]) == 1
+    assert "malformed" in capsys.readouterr().out

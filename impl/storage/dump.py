@@ -15,13 +15,39 @@ _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 
 
+CHECKPOINT_FIELDS = {"leader-epoch-checkpoint": ("epoch", "start_offset"),
+                     "replication-offset-checkpoint": ("high_watermark",),
+                     "recovery-point-offset-checkpoint": ("recovery_point",)}
+
+
 def file_kind(name: str) -> tuple[str, int]:
-    """('log' | 'index' | 'timeindex', base offset) from a segment file name; ValueError otherwise."""
+    """('log' | 'index' | 'timeindex', base offset) from a segment file name, ('checkpoint', 0) for
+    a checkpoint file; ValueError otherwise."""
+    if name in CHECKPOINT_FIELDS:
+        return "checkpoint", 0
     match = SEGMENT_FILE.match(name)
     if match is None:
         raise ValueError(f"{name!r} is not a segment file: expected <20-digit base offset>.log, .index "
-                         f"or .timeindex")
+                         f"or .timeindex, or one of {', '.join(sorted(CHECKPOINT_FIELDS))}")
     return match.group(2), int(match.group(1))
+
+
+def dump_checkpoint_bytes(data: bytes, name: str) -> dict[str, Any]:
+    """Entries of a checkpoint file (version line, count line, entries), or the reason it is malformed."""
+    fields = CHECKPOINT_FIELDS[name]
+    try:
+        lines = data.decode("ascii").splitlines()
+        if len(lines) < 2 or lines[0] != "0" or int(lines[1]) != len(lines) - 2:
+            raise ValueError("expected version 0, a count and that many entries")
+        entries = []
+        for line in lines[2:]:
+            values = [int(v) for v in line.split(" ")]
+            if len(values) != len(fields):
+                raise ValueError(f"entry {line!r} does not have {len(fields)} fields")
+            entries.append(dict(zip(fields, values)))
+    except (UnicodeDecodeError, ValueError) as exc:
+        return {"kind": "checkpoint", "size": len(data), "entries": [], "error": str(exc), "valid": False}
+    return {"kind": "checkpoint", "size": len(data), "entries": entries, "valid": True}
 
 
 def _text(data: bytes | None) -> str | None:
@@ -101,6 +127,10 @@ def render_text(path: str, dump: dict[str, Any]) -> str:
         if dump["torn_tail"]:
             t = dump["torn_tail"]
             lines.append(f"torn tail: {t['bytes']} bytes at position {t['position']} ({t['reason']})")
+    elif dump["kind"] == "checkpoint":
+        lines += [" ".join(f"{k}: {v}" for k, v in e.items()) for e in dump["entries"]]
+        if "error" in dump:
+            lines.append(f"malformed: {dump['error']}")
     else:
         for e in dump["entries"]:
             if dump["kind"] == "index":

@@ -1,4 +1,4 @@
-"""``isrcheck dump-log PATH [--json]``: print a segment file like kafka-dump-log.
+"""``isrcheck dump-log PATH [--json]``: print a segment or checkpoint file like kafka-dump-log.
 
 Exit 0 if every batch (or index entry) is well formed, 1 if a corrupt batch or a torn tail was
 found, 2 if the path is missing or not a segment file."""
@@ -9,11 +9,12 @@ import json
 import os
 import sys
 
-from .dump import dump_index_bytes, dump_log_bytes, file_kind, render_text
+from .dump import dump_checkpoint_bytes, dump_index_bytes, dump_log_bytes, file_kind, render_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", help="a segment file: <base offset>.log, .index or .timeindex")
+    parser.add_argument("path", help="a segment file (<base offset>.log, .index, .timeindex) or a "
+                                     "checkpoint file (leader-epoch-checkpoint, ...)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
 
 
@@ -33,7 +34,12 @@ def run(args: argparse.Namespace) -> int:
             data = handle.read()
     except OSError as exc:
         return _fail(f"cannot read {path}: {exc.strerror or exc}")
-    dump = dump_log_bytes(data) if kind == "log" else dump_index_bytes(data, kind, base_offset)
+    if kind == "log":
+        dump = dump_log_bytes(data)
+    elif kind == "checkpoint":
+        dump = dump_checkpoint_bytes(data, os.path.basename(path))
+    else:
+        dump = dump_index_bytes(data, kind, base_offset)
     dump["path"] = path
     if args.json:
         json.dump(dump, sys.stdout, indent=2, sort_keys=True)
