@@ -10,6 +10,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -308,3 +309,12 @@ TestLogOnOsFilesAgainstReference.settings = settings(max_examples=40, stateful_s
 TestLogAgainstReference = LogMachine.TestCase
 TestLogAgainstReference.settings = settings(max_examples=300, stateful_step_count=50, deadline=None,
                                             derandomize=True)
+
+
+class LongLogMachine(LogMachine):
+    """The same machine, many more and longer runs (``pytest -m slow``)."""
+
+
+TestLogAgainstReferenceLong = pytest.mark.slow(LongLogMachine.TestCase)
+TestLogAgainstReferenceLong.settings = settings(max_examples=3000, stateful_step_count=80, deadline=None,
+                                                derandomize=True)

@@ -397,6 +397,7 @@ class Log:
     def delete_segments_before(self, offset: int) -> None:
         """Delete whole segments that end at or before the segment base ``offset``; the log start
         offset becomes the first remaining base (the active segment always stays)."""
+        self._check_open()
         removed = False
         while len(self._segments) > 1 and self._bases[1] <= offset:
             self._segments.pop(0).delete()
