@@ -56,7 +56,15 @@ def test_parquet_rows_are_readable_by_pyarrow_and_spark(spark, tmp_path):
     assert df.count() == 40 and df.where("verdict = 'pass'").count() == 40
     summary = json.loads((tmp_path / "c" / "summary.json").read_text())
     assert summary["run"]["parallelism"] == 2 and summary["run"]["master"] == "local[2]"
-    assert summary["coverage_growth"][-1] == {"schedules": 40, "distinct": summary["distinct_coverage"]}
+    growth = summary["coverage_growth"]
+    assert growth[-1]["schedules"] == 40 and growth[-1]["distinct"] == summary["distinct_coverage"]
+    assert [g["distinct"] for g in growth] == sorted(g["distinct"] for g in growth)
+    assert summary["distinct_abstract_states"] == growth[-1]["abstract_states"] > 0
+    assert sum(summary["coverage_by_kind"].values()) == summary["distinct_coverage"]
+    # Spark's figure agrees with counting the rows directly.
+    items = {i for cov in table.column("coverage").to_pylist() for i in cov}
+    assert len(items) == summary["distinct_coverage"]
+    assert len({i for i in items if i.startswith("s:")}) == summary["distinct_abstract_states"]
 
 
 def test_failures_are_shrunk_deduplicated_and_replay_with_isrcheck_check(spark, tmp_path, capsys):

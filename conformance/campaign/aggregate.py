@@ -9,12 +9,19 @@ import json
 from dataclasses import dataclass, field
 
 
+# The harness's coverage items: "s:<shape>" abstract states, "<step>><step>" action pairs, and
+# "<output>:<error>" outcomes.
+STATE_PREFIX = "s:"
+COVERAGE_KINDS = ("abstract_states", "action_pairs", "outputs")
+
+
 @dataclass
 class Aggregates:
     schedules: int = 0
     by_verdict: dict[str, int] = field(default_factory=dict)
     by_property: dict[str, int] = field(default_factory=dict)
     distinct_coverage: int = 0
+    coverage_by_kind: dict[str, int] = field(default_factory=dict)
     coverage_growth: list[dict] = field(default_factory=list)
     distinct_failures: list[dict] = field(default_factory=list)
     config_hashes: list[str] = field(default_factory=list)
@@ -63,16 +70,23 @@ def aggregate(spark, partition_dir: str, lo: int, hi: int,
 
     # Coverage growth: each coverage item counts from the first seed (in seed order) reaching it.
     width = max(1, -(-(hi - lo) // growth_points))
+    item = F.col("item")
     first_seen = (df.select("seed", F.explode("coverage").alias("item"))
-                  .groupBy("item").agg(F.min("seed").alias("first")))
-    new_per_bucket = {
-        int(r["bucket"]): int(r["count"]) for r in
-        first_seen.groupBy(F.floor((F.col("first") - lo) / width).alias("bucket")).count().collect()}
-    agg.distinct_coverage = sum(new_per_bucket.values())
-    total = 0
+                  .groupBy("item").agg(F.min("seed").alias("first"))
+                  .withColumn("kind", F.when(item.startswith(STATE_PREFIX), "abstract_states")
+                              .when(item.contains(">"), "action_pairs").otherwise("outputs")))
+    new_items: dict[tuple[int, str], int] = {
+        (int(r["bucket"]), r["kind"]): int(r["count"]) for r in
+        first_seen.groupBy(F.floor((F.col("first") - lo) / width).alias("bucket"), "kind")
+        .count().collect()}
+    running = dict.fromkeys(COVERAGE_KINDS, 0)
     for b in range(-(-(hi - lo) // width)):
-        total += new_per_bucket.get(b, 0)
-        agg.coverage_growth.append({"schedules": min(hi - lo, (b + 1) * width), "distinct": total})
+        for kind in COVERAGE_KINDS:
+            running[kind] += new_items.get((b, kind), 0)
+        agg.coverage_growth.append({"schedules": min(hi - lo, (b + 1) * width),
+                                    "distinct": sum(running.values()), **running})
+    agg.coverage_by_kind = dict(running)
+    agg.distinct_coverage = sum(running.values())
 
     # One representative per distinct failure: the shortest shrunk schedule (then the smallest
     # seed), with how many seeds hit that failure.

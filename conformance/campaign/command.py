@@ -72,7 +72,10 @@ def print_summary(summary: dict, out: str, console: Console) -> None:
                   f"{run['tasks']} tasks on {run['master']} (parallelism {run['parallelism']}); "
                   f"{run['schedules_per_s'] or '-'} schedules/s; wall {run['wall_time_s']:.1f} s")
     verdicts = ", ".join(f"{k} {v}" for k, v in summary["by_verdict"].items())
-    console.print(f"  verdicts: {verdicts}; distinct coverage {summary['distinct_coverage']}")
+    kinds = summary["coverage_by_kind"]
+    console.print(f"  verdicts: {verdicts}; coverage: {kinds.get('abstract_states', 0)} abstract "
+                  f"states, {kinds.get('action_pairs', 0)} action pairs, "
+                  f"{kinds.get('outputs', 0)} outcomes")
     if not summary["failures"]:
         console.print("  [green]no failure[/]")
         return

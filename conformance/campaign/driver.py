@@ -127,7 +127,9 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
         "failures": [{k: f[k] for k in ("id", "verdict", "property", "seed", "seeds",
                                          "first_bad_step", "steps", "shrunk_steps", "file",
                                          "original_file")} for f in failures],
-        "distinct_coverage": agg.distinct_coverage, "coverage_growth": agg.coverage_growth,
+        "distinct_coverage": agg.distinct_coverage,
+        "distinct_abstract_states": agg.coverage_by_kind.get("abstract_states", 0),
+        "coverage_by_kind": agg.coverage_by_kind, "coverage_growth": agg.coverage_growth,
         "mean_schedule_ms": round(agg.mean_duration_ms, 3),
         "run": {
             "executed": todo, "skipped_completed": params.schedules - todo,

@@ -97,7 +97,8 @@ class CampaignStore:
                         f"{self.root} holds a campaign with {key}={have.get(key)!r}, this command "
                         f"asks for {key}={wanted.get(key)!r}; use another --out directory")
             return
-        if self.root.exists() and any(self.root.iterdir()):
+        # A run killed while creating the directory leaves at most a hidden temporary file.
+        if self.root.exists() and any(not p.name.startswith(".") for p in self.root.iterdir()):
             raise ValueError(f"--out {self.root} is not empty and holds no campaign.json")
         atomic_write_json(self.identity_path, wanted)
 
