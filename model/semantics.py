@@ -286,12 +286,14 @@ def _produce(nx: _Next, st: Step) -> None:
     offset = len(rep.log)
     log = rep.log + (Entry(offset, rep.leader_epoch, record),)
     rep = updated(rep, log=log, durable=_flush_policy(nx.cfg, len(log), rep.durable))
-    if acks == 1:
-        nx.produce_out(r, record, acks, NONE, offset)
-    elif acks == -1:
+    if acks == -1:
         rep = updated(rep, pending_produces=rep.pending_produces +
                            ((record, offset, nx.now + nx.cfg.request_timeout_ticks),))
-        rep = maybe_increment_leader_hw(nx, r, rep)
+    # Kafka raises the HW after every leader append, whatever the acks: with a maximal ISR of
+    # one, an acks=1 record is committed at once.
+    rep = maybe_increment_leader_hw(nx, r, rep)
+    if acks == 1:
+        nx.produce_out(r, record, acks, NONE, offset)
     nx.replicas[r] = rep
 
 

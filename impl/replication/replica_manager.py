@@ -81,13 +81,13 @@ class ReplicaManager:
             return ProduceResponse(Errors.MESSAGE_TOO_LARGE, 0, -1)
         except StorageError:  # the log refused the record (InvalidRecordException and kin)
             return ProduceResponse(Errors.INVALID_RECORD, 0, -1)
-        if req.acks == 1:
-            return ProduceResponse(Errors.NONE, 0, offset)
         if req.acks == -1:
             endpoint = self.endpoint
             self.purgatory.park(offset, record.value, req.timeout_ms, lambda error, off: endpoint.respond(
                 src, header, ProduceResponse(error, 0, off)))
-            p.maybe_increment_leader_hw()
+        p.maybe_increment_leader_hw()  # after every leader append, as Kafka does, whatever the acks
+        if req.acks == 1:
+            return ProduceResponse(Errors.NONE, 0, offset)
         return None  # acks=0: no response; acks=all: answered from the purgatory
 
     def handle_fetch(self, src: int, header: Header, req: FetchRequest) -> FetchResponse:
