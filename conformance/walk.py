@@ -4,7 +4,7 @@ A ``FaultProfile`` weighs the step kinds and bounds the faults. Profiles marked 
 keep to ``isrcheck.specs.FAULT_BUDGET``: unclean election off, at most min.insync.replicas - 1
 distinct replicas ever lose unflushed data, and a replica that lost (or may lose) unflushed data
 is never the sole member of the controller's ISR (Last Replica Standing, fixed only by KIP-966).
-With ``spare_known_gaps`` they also avoid two places where docs/steps.md departs from Kafka and
+With ``spare_known_gaps`` they also avoid three places where docs/steps.md departs from Kafka and
 the protocol loses data for that reason alone (the README lists them): a power loss of a replica
 that is in some ISR view or proposal, an ISR expansion on a remote LEO from before a power loss
 (AlterPartition carries no broker epoch, KIP-903), and the loss of an AlterPartition response
@@ -141,6 +141,10 @@ def random_walk(seed: int, protocol: str, steps: int, faults: str | FaultProfile
     if not isinstance(steps, int) or steps < 0:
         raise ScheduleError(f"steps: expected an integer >= 0, got {steps!r}")
     cfg = ScheduleConfig.from_json({**profile.config, **(config or {})})
+    if profile.within_budget and cfg.unclean_leader_election_enable:
+        raise ScheduleError(f"config.unclean_leader_election_enable: fault profile {profile.name!r} keeps to "
+                            "the fault budget, which has unclean election off (use 'heavy' or a "
+                            "FaultProfile with within_budget=False)")
     schedule = Schedule(protocol, cfg, (),
                         name=f"walk-{protocol}-{profile.name}-{seed}",
                         description=f"random walk, seed {seed}, fault profile {profile.name!r}")
