@@ -190,3 +190,12 @@ def test_offset_for_timestamp_uses_the_time_index():
     assert log.offset_for_timestamp(155) == 16
     assert log.offset_for_timestamp(390) == 39
     assert log.offset_for_timestamp(391) is None
+
+
+def test_log_is_a_context_manager_that_shuts_down_cleanly():
+    fs = SimulatedFileSystem()
+    with Log.open("/data/p-0", SMALL, fs=fs, clock=Clock()) as log:
+        fill(log, 3)
+    fs.power_loss()                                 # close() flushed everything
+    reopened = Log.open("/data/p-0", SMALL, fs=fs, clock=Clock())
+    assert reopened.recovery_report.clean_shutdown and reopened.log_end_offset == 3

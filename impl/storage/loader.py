@@ -130,6 +130,9 @@ def load_log(log: "Log") -> None:
         removed = 0
         if needs_recovery:
             removed, reason = segment.recover(on_batch, limit)
+            if not unflushed:                   # durable data: its rebuilt indexes may be durable too
+                segment.offset_index.flush()
+                segment.time_index.flush()
             if removed:
                 truncated_bytes += removed
                 events.append(f"segment {base}: truncated {removed} bytes at offset {segment.next_offset}: {reason}")

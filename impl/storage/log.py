@@ -440,11 +440,19 @@ class Log:
         """Clean shutdown: flush, checkpoint, leave the clean-shutdown marker, close the files."""
         if self._closed:
             return
+        for segment in self._segments:          # also indexes rebuilt below the recovery point
+            segment.flush()
         self.flush()
         self.fs.write_file_atomically(self.fs.join(self.dir, CLEAN_SHUTDOWN_FILE), b"")
         for segment in self._segments:
             segment.close()
         self._closed = True
+
+    def __enter__(self) -> "Log":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
 
     def _check_open(self) -> None:
         if self._closed:
