@@ -115,17 +115,24 @@ def _get_bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
 
 def _encode_record(out: list[bytes], record: Record, offset_delta: int, timestamp_delta: int) -> None:
     """Append the record's pieces to ``out`` (joined once per batch: no per-record copies)."""
-    key, value, varint = record.key, record.value, _varint
-    fields = [b"\x00", varint(timestamp_delta), varint(offset_delta)]   # attributes: unused in v2
-    fields += (_NULL,) if key is None else (varint(len(key)), key)
-    fields += (_NULL,) if value is None else (varint(len(value)), value)
-    fields.append(varint(len(record.headers)))
-    for name, hvalue in record.headers:
-        encoded = name.encode("utf-8")
-        fields += (varint(len(encoded)), encoded)
-        fields += (_NULL,) if hvalue is None else (varint(len(hvalue)), hvalue)
-    out.append(varint(sum(map(len, fields))))
-    out += fields
+    varint = _varint
+    key, value = record.key, record.value
+    key_length = _NULL if key is None else varint(len(key))
+    value_length = _NULL if value is None else varint(len(value))
+    if record.headers:
+        pieces = [varint(len(record.headers))]
+        for name, hvalue in record.headers:
+            encoded = name.encode("utf-8")
+            pieces += (varint(len(encoded)), encoded, _NULL if hvalue is None else varint(len(hvalue)),
+                       hvalue or b"")
+        headers = b"".join(pieces)
+    else:
+        headers = b"\x00"
+    ts, od = varint(timestamp_delta), varint(offset_delta)
+    key, value = key or b"", value or b""
+    size = (1 + len(ts) + len(od) + len(key_length) + len(key) + len(value_length) + len(value)
+            + len(headers))
+    out += (varint(size), b"\x00", ts, od, key_length, key, value_length, value, headers)  # attributes 0
 
 
 def _check_record(record: Record) -> None:
