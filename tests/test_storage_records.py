@@ -76,3 +76,26 @@ def test_invalid_records_are_refused():
         build_batch(0, [Record(b"k", b"v", timestamp_ms=-5)], 0, now_ms=0)
     with pytest.raises(InvalidRecordError):
         build_batch(0, [Record(b"k", b"v", headers=((1, b"x"),))], 0, now_ms=0)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_bytes_or_none = st.one_of(st.none(), st.binary(max_size=300))
+_records = st.lists(st.tuples(_bytes_or_none, _bytes_or_none, st.integers(0, 2**42),
+                              st.lists(st.tuples(st.text(max_size=5), _bytes_or_none), max_size=3)),
+                    min_size=1, max_size=6)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(records=_records, base=st.integers(0, 2**40), epoch=st.integers(0, 2**31 - 1),
+       compression=st.sampled_from(["none", "gzip"]))
+def test_any_batch_round_trips(records, base, epoch, compression):
+    batch = build_batch(base, [Record(k, v, ts, tuple(h)) for k, v, ts, h in records], epoch,
+                        now_ms=0, compression=compression)
+    again = RecordBatch(batch.buffer)
+    again.ensure_valid()
+    assert (again.base_offset, again.last_offset, again.partition_leader_epoch) == \
+           (base, base + len(records) - 1, epoch)
+    assert [(r.offset, r.key, r.value, r.timestamp_ms, r.headers) for r in again.records()] == \
+           [(base + i, k, v, ts, tuple(h)) for i, (k, v, ts, h) in enumerate(records)]
+    assert again.max_timestamp == max(ts for _, _, ts, _ in records)
