@@ -199,3 +199,16 @@ def test_log_is_a_context_manager_that_shuts_down_cleanly():
     fs.power_loss()                                 # close() flushed everything
     reopened = Log.open("/data/p-0", SMALL, fs=fs, clock=Clock())
     assert reopened.recovery_report.clean_shutdown and reopened.log_end_offset == 3
+
+
+def test_an_empty_segment_far_below_the_first_batch_is_replaced():
+    follower, fs = open_log(path="/data/p-1", config=LogConfig(segment_bytes=10**6, index_interval_bytes=0))
+    from isrcheck.impl.storage import build_batch
+    far = 2**31 + 100
+    for i in range(3):
+        follower.append_as_follower(build_batch(far + i, [Record(b"k", b"%d" % i)], 0, now_ms=0).buffer)
+    assert [s.base_offset for s in follower.segments] == [far]
+    assert follower.log_start_offset == far and follower.log_end_offset == far + 3
+    follower.close()
+    reopened, _ = open_log(fs, path="/data/p-1", config=LogConfig(segment_bytes=10**6, index_interval_bytes=0))
+    assert [r.offset for r in reopened.read(far).records] == [far, far + 1, far + 2]

@@ -255,6 +255,10 @@ class Log:
         """Start a new active segment. The old ones are fsynced first and the recovery point moves to
         the new base (Kafka schedules flushUptoOffsetExclusive on roll): a power loss can never keep a
         newer segment while losing part of an older one, and closed segments never need recovery."""
+        if not self._segments[-1].size:
+            # an empty segment too far below the batch for 32-bit relative offsets: replace it
+            self._segments.pop().delete()
+            self._bases.pop()
         start = max(bisect_right(self._bases, self._recovery_point) - 1, 0)
         for old in self._segments[start:]:
             old.flush()

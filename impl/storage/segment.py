@@ -74,11 +74,11 @@ class LogSegment:
 
     def should_roll(self, batch: RecordBatch, segment_bytes: int, segment_ms: int | None) -> bool:
         """Kafka's shouldRoll: full, too old (by record timestamps), or relative offsets would overflow."""
+        overflow = batch.base_offset + batch.last_offset_delta - self.base_offset > INT32_MAX
         if self.size == 0:
-            return False
-        return (self.size + len(batch.buffer) > segment_bytes
-                or (segment_ms is not None and batch.max_timestamp - self.rolling_timestamp > segment_ms)
-                or batch.base_offset + batch.last_offset_delta - self.base_offset > INT32_MAX)
+            return overflow
+        return (overflow or self.size + len(batch.buffer) > segment_bytes
+                or (segment_ms is not None and batch.max_timestamp - self.rolling_timestamp > segment_ms))
 
     @property
     def next_offset(self) -> int:
