@@ -12,7 +12,7 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from isrcheck.conformance import load_schedule
+from isrcheck.conformance import load_schedule, random_walk
 from isrcheck.conformance.campaign import CampaignParams, run_campaign, start_spark
 from isrcheck.conformance.cli import main
 
@@ -126,8 +126,13 @@ def test_killed_campaign_resumes_with_every_seed_exactly_once(spark, tmp_path):
         proc.wait()
     done = [json.loads(p.read_text()) for p in (out / "ranges").glob("*.json")]
     assert 3 <= len(done) < 24
-    # What the killed run left is a readable dataset holding at least its completed ranges.
-    assert pq.read_table(out / "runs", columns=["seed"]).num_rows >= sum(d["rows"] for d in done)
+    # What the killed run left is a readable dataset holding at least its completed ranges,
+    # with the very rows this process computes for those seeds (another process, hash seed, JVM).
+    left = pq.read_table(out / "runs", columns=["seed", "verdict", "trace_hash"]).to_pylist()
+    assert len(left) >= sum(d["rows"] for d in done)
+    for row in left[:5]:
+        _, verdict = random_walk(row["seed"], "kip-320", 30, faults="none")
+        assert (verdict.kind, verdict.trace_hash) == (row["verdict"], row["trace_hash"])
 
     params = CampaignParams("kip-320", schedules=240, steps=30, faults="none")
     resumed = run_campaign(params, out, spark=spark, partitions=24)  # the same command again
