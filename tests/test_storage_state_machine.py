@@ -48,9 +48,11 @@ class Reference:
         self.batches.append(batch)
         self.leo = batch.last + 1
 
-    def truncate(self, offset):
+    def truncate(self, offset, active_base=0):
+        """``active_base``: base offset of the segment left active, the LEO's floor (Kafka's truncateTo
+        keeps the segment holding ``offset`` even if the offsets before it are a gap)."""
         self.batches = [b for b in self.batches if b.last < offset]
-        self.leo = self.batches[-1].last + 1 if self.batches else self.log_start
+        self.leo = max(self.batches[-1].last + 1 if self.batches else self.log_start, active_base)
         self.hw = min(self.hw, self.leo)
         self.durable = min(self.durable, self.leo)
         self.epochs = [e for e in self.epochs if e[1] < self.leo]
@@ -114,10 +116,12 @@ class LogMachine(RuleBasedStateMachine):
         self.ref.append(RefBatch(base, base + n - 1, self.epoch, self.now,
                                  [(base + i, self.now, r.key, r.value) for i, r in enumerate(records)]))
 
-    @rule(data=st.data(), sizes=st.lists(st.integers(1, 3), min_size=1, max_size=3), bump=st.booleans())
-    def append_as_follower(self, data, sizes, bump):
+    @rule(data=st.data(), sizes=st.lists(st.integers(1, 3), min_size=1, max_size=3), bump=st.booleans(),
+          gap=st.sampled_from([0, 0, 0, 4]))
+    def append_as_follower(self, data, sizes, bump, gap):
+        """Offsets as the leader sent them; a gap is what a compacted leader's log can leave."""
         self.epoch += bump
-        payload, base = b"", self.ref.leo
+        payload, base = b"", self.ref.leo + gap
         pending = []
         for n in sizes:
             records = self._records(data, n)
@@ -167,8 +171,10 @@ class LogMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def truncate_to(self, data):
         offset = data.draw(st.integers(self.ref.log_start, self.ref.leo))
+        active_base = max(b for b in self._segment_ranges()[0] if b <= offset)
         self.log.truncate_to(offset)
-        self.ref.truncate(offset)
+        if offset < self.ref.leo:
+            self.ref.truncate(offset, active_base)
 
     @rule(gap=st.integers(0, 5))
     def truncate_fully_and_start_at(self, gap):
@@ -261,7 +267,7 @@ class LogMachine(RuleBasedStateMachine):
         leo = self.log.log_end_offset
         assert self.ref.durable <= leo <= self.ref.leo, \
             f"recovered LEO {leo} outside [flushed {self.ref.durable}, appended {self.ref.leo}]"
-        self.ref.truncate(leo)
+        self.ref.truncate(leo, active_base=self.log.segments[-1].base_offset)
         self.ref.durable = leo
         self._after_restart()
 
