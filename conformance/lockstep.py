@@ -86,7 +86,7 @@ class Lockstep:
                    if model_refusal is not None else
                    f"implementation ({impl_refusal}) but taken by the model")))
         if model_refusal is not None:
-            self._hash.update(f"{i}:{_show_step(st)}:refused\n".encode())
+            self._hash.update(f"{i}:{st!r}:refused\n".encode())
             return None
         before, self.state = self.state, new_state
         self.last_outputs = outputs
@@ -109,7 +109,7 @@ class Lockstep:
 
     def _record(self, i: int, st: Step, name: str, outputs: list[dict], before) -> None:
         h = self._hash
-        h.update(f"{i}:{_show_step(st)}:{outputs!r}:".encode())
+        h.update(f"{i}:{st!r}:{outputs!r}:".encode())
         h.update(_state_delta(before, self.state))
         cov = self._coverage
         cov.add(f"{self._previous}>{name}")

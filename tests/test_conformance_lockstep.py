@@ -56,7 +56,7 @@ def _replay_counterexamples(protocol: str, scope: Scope) -> None:
 
 @pytest.mark.parametrize("protocol", ["hw-truncation", "kip-101", "kip-279"])
 def test_explorer_counterexamples_replay_on_the_implementation(protocol):
-    _replay_counterexamples(protocol, Scope(max_records=1, max_epoch=2, max_crashes=1))
+    _replay_counterexamples(protocol, Scope(max_records=1, max_epoch=2, max_crashes=1, consumes=True))
 
 
 @pytest.mark.slow
