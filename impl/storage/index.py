@@ -65,7 +65,8 @@ class _SparseIndex:
             self._file.truncate(count * self._ENTRY.size)
 
     def reset(self) -> None:
-        self._truncate_entries(0)
+        """Empty the index (and its file, whatever it held) before a rebuild."""
+        self._keys, self._values = [], []
         self._file.truncate(0)
 
     def flush(self) -> None:
