@@ -14,6 +14,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--protocol", choices=PROTOCOLS, help="run under this protocol instead of the file's")
     parser.add_argument("--time-budget", type=float, default=10.0, metavar="SECONDS",
                         help="stop shrinking after this long (default 10)")
+    parser.add_argument("--keep-budget", metavar="PROFILE", default=None,
+                        help="only keep smaller schedules that stay within this fault profile's budget "
+                             "(e.g. default), so the shrunk failure is still one the budget promises against")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
@@ -29,13 +32,22 @@ def run(args) -> int:
     from .lockstep import run_schedule
     from .shrink import shrink
 
+    accept = None
+    if args.keep_budget is not None:
+        from .walk import FAULT_PROFILES, within_budget
+        if args.keep_budget not in FAULT_PROFILES:
+            raise UsageError(f"--keep-budget: unknown fault profile {args.keep_budget!r} "
+                             f"(known: {', '.join(FAULT_PROFILES)})")
+        if not within_budget(schedule, args.keep_budget):
+            raise UsageError(f"{args.schedule}: the schedule itself leaves the budget of {args.keep_budget!r}")
+        accept = lambda candidate: within_budget(candidate, args.keep_budget)  # noqa: E731
     verdict = run_schedule(schedule)
     if verdict.kind == "invalid-schedule":
         raise UsageError(f"{args.schedule}: {verdict.diff}")
     if not verdict.failed:
         print(f"{args.schedule}: passes; nothing to shrink (not written to {args.output})")
         return 0
-    small, small_verdict = shrink(schedule, verdict, time_budget_s=args.time_budget)
+    small, small_verdict = shrink(schedule, verdict, time_budget_s=args.time_budget, accept=accept)
     out = Path(args.output)
     try:
         out.write_text(small.dumps(), encoding="utf-8")

@@ -111,3 +111,13 @@ def test_the_schedule_alphabet_is_the_models():
     from isrcheck.model import actions
     assert STEP_FIELDS == actions.STEP_FIELDS
     assert set(CRASH_KINDS) == set(actions.CRASH_KINDS) and set(MESSAGE_KINDS) == set(actions.MESSAGES)
+
+
+def test_shrink_keep_budget_refuses_a_schedule_beyond_it(tmp_path, capsys):
+    out = str(tmp_path / "small.json")
+    assert main(["shrink", _scenario("last-replica-standing"), "-o", out, "--keep-budget", "default"]) == 2
+    assert "leaves the budget of 'default'" in capsys.readouterr().err
+    assert main(["shrink", _scenario("kip101-scenario1"), "--protocol", "hw-truncation", "-o", out,
+                 "--keep-budget", "default", "--time-budget", "3"]) == 1
+    from isrcheck.conformance import within_budget
+    assert within_budget(load_schedule(out), "default")
