@@ -12,6 +12,7 @@ process, with no Spark at all.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import time
@@ -60,6 +61,7 @@ def on_spark(args, cores: int, out: Path) -> dict:
         spark.stop()
     best = max(runs, key=lambda s: s["run"]["schedules_per_s"])
     return {"rate": best["run"]["schedules_per_s"], "job_s": best["run"]["job_seconds"],
+            "busy": best["run"]["executor_busy"],
             "aggregate_s": best["run"]["wall_time_s"] - best["run"]["job_seconds"],
             "startup_s": startup, "parallelism": parallelism,
             "rates": [s["run"]["schedules_per_s"] for s in runs]}
@@ -73,6 +75,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
+    load_before = os.getloadavg()[0]
     root = Path(tempfile.mkdtemp(prefix="isrcheck-fuzz-bench-"))
     try:
         base = plain(args, root / "plain")
@@ -86,10 +89,14 @@ def main() -> None:
     for name, r in (("local[1]", one), ("local[2]", two)):
         print(f"  Spark {name} : {r['rate']:7.1f} schedules/s  (parallelism {r['parallelism']}; "
               f"job {r['job_s']:.1f} s, then aggregation {r['aggregate_s']:.1f} s; Spark start "
-              f"{r['startup_s']:.1f} s; all repeats {', '.join(f'{x:.1f}' for x in r['rates'])})")
+              f"{r['startup_s']:.1f} s; all repeats {', '.join(f'{x:.1f}' for x in r['rates'])}; "
+              f"executors busy {r['busy'] * 100:.0f} % of the job)")
     print(f"  scaling local[2] / local[1]      : {two['rate'] / one['rate']:.2f}x")
     print(f"  Spark overhead local[1] vs plain : {(base / one['rate'] - 1) * 100:+.1f} % time "
           f"per schedule")
+    # Other processes competing for the cores cap the scaling whatever Spark does.
+    print(f"  load average during the run      : {load_before:.1f} -> {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":
