@@ -79,11 +79,15 @@ class Scope:
     fetch_rounds: bool = True  # a follower's send/handle/response taken as one transition
     acks: tuple = (-1,)       # acks of produce steps
     crash_kinds: tuple = ("process",)  # crash kinds besides power (bounded by max_power_losses)
+    # leave out the two losses Kafka itself suffers within the NoLostAckedWrite fault budget:
+    # an ISR left with only members that lost power (KIP-966 Last Replica Standing), and an ISR
+    # expansion counting a follower LEO from before it lost power and restarted (KIP-903)
+    exclude_known_losses: bool = False
 
     def __post_init__(self) -> None:
         for name in ("max_records", "max_epoch", "max_crashes", "max_power_losses", "max_clock", "max_drops"):
             _check_int(name, getattr(self, name), 0, None)
-        for name in ("consumes", "flushes", "fetch_rounds"):
+        for name in ("consumes", "flushes", "fetch_rounds", "exclude_known_losses"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false")
         if not self.acks or not set(self.acks) <= {0, 1, -1}:

@@ -82,19 +82,30 @@ def _step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> boo
         return rep.leader == st.replica and st.arg in scope.acks and (
             st.arg != -1 or len(rep.isr) >= config.min_insync_replicas)
     if name == "crash":
-        return s.power_losses < scope.max_power_losses if st.arg == "power" else st.arg in scope.crash_kinds
+        if st.arg != "power":
+            return st.arg in scope.crash_kinds
+        return s.power_losses < scope.max_power_losses
+    if name == "handle_alter_partition" and scope.exclude_known_losses:
+        # KIP-903: the controller would reject a member whose LEO the leader learnt from an
+        # earlier incarnation; here: a new member holding less than the leader counts for it
+        if not s.alter_partition[st.replica]:
+            return True  # not enabled anyway
+        m = s.alter_partition[st.replica][0]
+        lead = s.replicas[st.replica]
+        return all(f in s.controller.isr or lead.remote_leo[f] <= len(s.replicas[f].log) for f in m.isr)
     if name == "fence":
         return st.replica != s.controller.leader or s.controller.leader_epoch < scope.max_epoch
     return True
 
 
 _FETCH_STEPS = frozenset(("send_fetch", "handle_fetch", "handle_fetch_response"))
-_FINE = frozenset(("produce", "crash", "fence"))  # names with a per-step scope condition
+_FINE = frozenset(("produce", "crash", "fence", "handle_alter_partition"))  # with a per-step scope condition
 
 
 def successors(config: ModelConfig, scope: Scope, s: State):
-    """(steps, next state) for every enabled in-scope transition, in the deterministic step
-    order. A transition is one step, or with ``scope.fetch_rounds`` a whole fetch round."""
+    """(steps, next state, states inside) for every enabled in-scope transition, in the
+    deterministic step order. A transition is one step, or with ``scope.fetch_rounds`` a whole
+    fetch round, whose two states inside are checked too (but not stored)."""
     rounds = scope.fetch_rounds
     for name, guard, effect, steps in step_groups(config):
         if rounds and name in _FETCH_STEPS:
@@ -110,7 +121,7 @@ def successors(config: ModelConfig, scope: Scope, s: State):
         fine = name in _FINE
         for st in (steps if steps is not None else dynamic_steps(name, s)):
             if (not fine or _step_in_scope(config, scope, s, st)) and guard(config, s, st) is None:
-                yield (st,), successor(config, s, st, effect)[0]
+                yield (st,), successor(config, s, st, effect)[0], ()
 
 
 def _fetch_round(config: ModelConfig, s: State, send: Step, send_effect):
@@ -122,7 +133,13 @@ def _fetch_round(config: ModelConfig, s: State, send: Step, send_effect):
         return None
     handle, respond = Step("handle_fetch", r), Step("handle_fetch_response", r)
     s2 = apply(config, s1, handle)[0]
-    return (send, handle, respond), apply(config, s2, respond)[0]
+    return (send, handle, respond), apply(config, s2, respond)[0], (s1, s2)
+
+
+def last_replica_standing(s: State) -> bool:
+    """Every member of the controller's ISR lost its unflushed data in a power loss (and is still
+    down): KIP-966's Last Replica Standing, which Kafka before KIP-966 does not survive."""
+    return all(s.replicas[m].power_lost for m in s.controller.isr)
 
 
 def state_key(scope: Scope, s: State) -> tuple:
@@ -173,14 +190,15 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
     depth_of_level = max_depth = 0
     transitions = 0
 
-    def check(s: State, i: int, depth: int) -> None:
+    def check(s: State, i: int, extra: tuple = ()) -> None:
+        """Check ``s``: state ``i``, or ``extra`` steps after it (inside a fetch round)."""
         for p in list(pending):
             if not p.check(s):
                 pending.remove(p)
-                trace = _trace(i, parent, via, step_list)
+                trace = _trace(i, parent, via, step_list) + [st.to_json() for st in extra]
                 violations.append(Violation(p.id, len(trace), trace))
 
-    check(init, 0, 0)
+    check(init, 0)
     frontier = [(0, init)]
     stopped = bool(violations) and stop_at_first
     next_report = start + progress_every
@@ -188,8 +206,15 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
         depth_of_level += 1
         next_frontier: list[tuple[int, State]] = []
         for si, s in frontier:
-            for st, t in successors(config, scope, s):  # st: the steps of one transition
+            for st, t, inside in successors(config, scope, s):  # st: the steps of one transition
                 transitions += 1
+                if scope.exclude_known_losses and last_replica_standing(t):
+                    continue
+                if inside and pending:  # a round's states are reachable too, though not stored
+                    check(inside[1], si, st[:2])  # after handle_fetch (send_fetch changes no property)
+                    if violations and stop_at_first:
+                        stopped = True
+                        break
                 key = state_key(scope, t)
                 if key in index:
                     continue
@@ -204,7 +229,7 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                 next_frontier.append((ti, t))
                 max_depth = depth_of_level
                 if pending:
-                    check(t, ti, depth_of_level)
+                    check(t, ti)
                     if violations and stop_at_first:
                         stopped = True
                         break

@@ -20,9 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-FAULT_BUDGET = ("unclean leader election disabled, at most min.insync.replicas - 1 replicas lose "
-                "unflushed data (power loss), and never the sole member of the ISR (the KIP-966 "
-                "Last Replica Standing case, which Kafka before KIP-966 does not survive)")
+FAULT_BUDGET = ("unclean leader election disabled; at most min.insync.replicas - 1 replicas lose "
+                "unflushed data (power loss); the ISR never left with only members that lost it (KIP-966 "
+                "Last Replica Standing); no ISR expansion counting a follower's LEO from before it lost "
+                "power and restarted (KIP-903, KAFKA-14139). Kafka before KIP-966 / KIP-903 loses "
+                "acknowledged writes in those two cases")
 
 
 @dataclass(frozen=True)
