@@ -39,6 +39,10 @@ def test_unknown_fault_profile_and_foreign_directory_exit_2(capsys, tmp_path):
     assert main(["fuzz", "--protocol", "kip-320", "--schedules", "5",
                  "--out", str(tmp_path / "mine")]) == 2
     assert "holds no campaign.json" in capsys.readouterr().err
+    (tmp_path / "file").write_text("x")
+    assert main(["fuzz", "--protocol", "kip-320", "--schedules", "5",
+                 "--out", str(tmp_path / "file" / "c")]) == 2
+    assert "cannot use --out" in capsys.readouterr().err
 
 
 def test_missing_java_is_a_one_line_error_with_exit_2(tmp_path):

@@ -7,6 +7,7 @@ import pytest
 
 from isrcheck.conformance.campaign import plan
 from isrcheck.conformance.campaign.executor import ROW_SCHEMA
+from isrcheck.conformance.campaign.progress import done_within
 from isrcheck.conformance.campaign.store import CampaignStore, atomic_write_json
 
 
@@ -89,3 +90,12 @@ def test_a_rerun_plans_the_same_ranges_minus_what_is_done():
     assert plan.plan_tasks((0, 100), 4, [(0, 25), (50, 75)]) == [[(25, 50)], [(75, 100)]]
     # Ranges done by an earlier command with other cut points are still skipped.
     assert plan.plan_tasks((0, 100), 4, [(10, 60)]) == [[(0, 10)], [(60, 75)], [(75, 100)]]
+
+
+def test_progress_counts_the_seeds_of_this_run_already_recorded(tmp_path):
+    store = CampaignStore(tmp_path / "c", "kip-320")
+    store.bind({"protocol": "kip-320", "steps": 10, "faults": "default"})
+    for lo, hi in ((0, 5), (5, 10), (20, 30)):
+        _write_part(store, lo, hi)
+        store.record_completed(lo, hi, rows=hi - lo, failures=0)
+    assert done_within(store, [(3, 8), (25, 40)]) == 5 + 5

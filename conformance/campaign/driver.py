@@ -81,9 +81,11 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
     store = CampaignStore(out, params.protocol)
     try:
         store.bind(params.identity())
+        removed = store.remove_orphans()
     except ValueError as exc:
         raise CampaignError(str(exc)) from None
-    removed = store.remove_orphans()
+    except OSError as exc:
+        raise CampaignError(f"cannot use --out {out}: {exc.strerror or exc}") from None
     requested = (params.seed, params.seed + params.schedules)
     done = [(c.lo, c.hi) for c in store.completed()]
     gaps = plan.missing(requested, done)
