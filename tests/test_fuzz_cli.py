@@ -1,4 +1,4 @@
-"""``isrcheck fuzz`` as CI runs it: exit codes, clear errors, kill and resume, replayable failures."""
+"""``isrcheck fuzz`` as CI runs it: exit codes and clear errors; the issue's acceptance campaigns (slow)."""
 import json
 import os
 import subprocess
