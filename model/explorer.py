@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 from ..specs import PROPERTIES, Property
 from .actions import Step
 from .config import ModelConfig, Scope
-from .semantics import StepRefused, apply, dynamic_steps, step_groups, successor
+from .semantics import _STEPS, StepRefused, apply, dynamic_steps, step_groups, successor
 from .state import State, initial_state
 
 
@@ -98,6 +98,8 @@ def _step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> boo
     return True
 
 
+_HANDLE_FETCH = _STEPS["handle_fetch"][1]
+_HANDLE_RESPONSE = _STEPS["handle_fetch_response"][1]
 _FETCH_STEPS = frozenset(("send_fetch", "handle_fetch", "handle_fetch_response"))
 _FINE = frozenset(("produce", "crash", "fence", "handle_alter_partition"))  # with a per-step scope condition
 
@@ -132,8 +134,10 @@ def _fetch_round(config: ModelConfig, s: State, send: Step, send_effect):
     if not s1.fetch_requests[r]:
         return None
     handle, respond = Step("handle_fetch", r), Step("handle_fetch_response", r)
-    s2 = apply(config, s1, handle)[0]
-    return (send, handle, respond), apply(config, s2, respond)[0], (s1, s2)
+    s2 = successor(config, s1, handle, _HANDLE_FETCH)[0]
+    if not s2.fetch_responses[r]:  # cannot happen: the follower is alive and was just served
+        return None
+    return (send, handle, respond), successor(config, s2, respond, _HANDLE_RESPONSE)[0], (s1, s2)
 
 
 def last_replica_standing(s: State) -> bool:
@@ -156,19 +160,22 @@ def state_key(scope: Scope, s: State) -> tuple:
     reps = []
     lai = s.leader_and_isr
     stale = False
+    # positional access: Replica fields 0 alive, 1 log, 2 durable, 3 hw, 4 hw_checkpoint,
+    # 6 leader_epoch, 8 partition_epoch, 15 power_lost; LeaderAndIsr 1 leader_epoch, 3 partition_epoch
     for b, r in enumerate(s.replicas):
-        durable = r.durable if (r.power_lost or not power_done) else -1
-        if not r.alive:
-            reps.append((False, r.log, durable, r.hw_checkpoint, r.power_lost))
+        durable = r[2] if (r[15] or not power_done) else -1
+        if not r[0]:
+            reps.append((False, r[1], durable, r[4], r[15]))
             continue
-        reps.append(r[:2] + (durable, r.hw, r.hw_checkpoint if not crash_done else -1) + r[5:])
-        known = (r.leader_epoch, r.partition_epoch)
-        for m in lai[b]:
-            if (m.leader_epoch, m.partition_epoch) <= known:
-                stale = True
+        reps.append(r[:2] + (durable, r[3], -1 if crash_done else r[4]) + r[5:])
+        if lai[b]:
+            le, pe = r[6], r[8]
+            for m in lai[b]:
+                if m[1] < le or (m[1] == le and m[3] <= pe):
+                    stale = True
     if stale:
-        lai = tuple(tuple(m for m in q if (m.leader_epoch, m.partition_epoch) >
-                          (s.replicas[b].leader_epoch, s.replicas[b].partition_epoch)) for b, q in enumerate(lai))
+        lai = tuple(tuple(m for m in q if (m[1], m[3]) > (s.replicas[b][6], s.replicas[b][8]))
+                    for b, q in enumerate(lai))
     return (tuple(reps), s.controller, s.fetch_requests, s.fetch_responses, lai) + s[5:]
 
 
