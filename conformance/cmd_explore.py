@@ -102,12 +102,14 @@ def run(args) -> int:
 
 
 def _replay_on_impl(config: ModelConfig, result) -> list:
-    """Each counterexample run in lockstep on the model and the implementation (its Verdict)."""
+    """Each counterexample run in lockstep on the model and the implementation, checking the
+    property it violates (another property may fail first on the same trace)."""
     from .lockstep import run_schedule
     from .schedule import Schedule
 
     return [run_schedule(Schedule.from_json({"version": 1, "protocol": config.protocol,
-                                             "config": config.to_schedule(), "steps": v.trace}))
+                                             "config": config.to_schedule(), "steps": v.trace}),
+                         properties=[v.property])
             for v in result.violations]
 
 

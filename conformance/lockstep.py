@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from typing import Iterable
 
 from isrcheck.model import InvalidStep, ModelConfig, Step, StepRefused, apply, enabled, initial_state
 from isrcheck.model.config import ConfigError
@@ -32,8 +33,17 @@ class Lockstep:
     """An incremental run: feed steps one at a time (generators choose the next one from
     ``enabled_steps``); ``outcome`` is set once the run has failed; ``verdict()`` ends it."""
 
-    def __init__(self, protocol: str, config: ScheduleConfig, impl: bool = True) -> None:
+    def __init__(self, protocol: str, config: ScheduleConfig, impl: bool = True,
+                 properties: Iterable[str] | None = None) -> None:
         self.protocol = protocol
+        self.invariants, self.history = INVARIANTS, HISTORY
+        if properties is not None:  # check only these (e.g. to replay one counterexample of the explorer)
+            wanted = set(properties)
+            unknown = sorted(wanted - {p.id for p in PROPERTIES})
+            if unknown:
+                raise ValueError(f"unknown property {', '.join(unknown)}")
+            self.invariants = tuple(p for p in INVARIANTS if p.id in wanted)
+            self.history = tuple(p for p in HISTORY if p.id in wanted)
         self.cfg = ModelConfig.from_schedule(protocol, config.to_json())
         self.state = initial_state(self.cfg)
         self.impl = None
@@ -102,7 +112,7 @@ class Lockstep:
                 return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: abstract states differ\n"
                                   + diff(expected, impl_state))
         self._record(i, st, name, outputs, before)
-        for prop in INVARIANTS:
+        for prop in self.invariants:
             if not prop.check(new_state):
                 return self._fail(VIOLATION, prop.id, i, _violation_text(prop, i, st, new_state))
         return None
@@ -129,7 +139,7 @@ class Lockstep:
         if self.outcome is not None:
             return self.outcome
         last = self.index - 1
-        for prop in HISTORY:
+        for prop in self.history:
             if not prop.check(self.state):
                 return self._fail(VIOLATION, prop.id, max(last, 0),
                                   _violation_text(prop, last, None, self.state))
@@ -184,10 +194,11 @@ def invalid(message: str) -> Verdict:
     return Verdict(INVALID, None, None, message, hashlib.blake2b(message.encode(), digest_size=16).hexdigest())
 
 
-def run_schedule(schedule: Schedule, impl: bool = True) -> Verdict:
-    """Replay ``schedule`` in lockstep (or on the model alone with ``impl=False``)."""
+def run_schedule(schedule: Schedule, impl: bool = True, properties: Iterable[str] | None = None) -> Verdict:
+    """Replay ``schedule`` in lockstep (or on the model alone with ``impl=False``), checking every
+    property or only those named in ``properties``."""
     try:
-        run = Lockstep(schedule.protocol, schedule.config, impl=impl)
+        run = Lockstep(schedule.protocol, schedule.config, impl=impl, properties=properties)
         steps = [Step.from_json(s) for s in schedule.steps]
     except (ConfigError, InvalidStep) as exc:
         return invalid(str(exc))

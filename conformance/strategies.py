@@ -77,7 +77,7 @@ def enabled_schedules(protocol: str = "kip-320", config: ScheduleConfig | None =
         taken = []
         for _ in range(draw(st.integers(0, max_steps))):
             options = [s for s in run.enabled_steps() if budget is None or budget.allows(run.state, s)]
-            step = _draw_step(draw, options)
+            step = _draw_step(draw, options, profile)
             before = run.state
             taken.append(step.to_json())
             if run.step(step) is not None:
@@ -88,12 +88,21 @@ def enabled_schedules(protocol: str = "kip-320", config: ScheduleConfig | None =
     return build()
 
 
-def _draw_step(draw, options: list):
-    """Kind first, then which one: every kind of enabled step is as likely as any other (nine
-    produce variants must not drown the one ``elect``), and shrinking simplifies both choices."""
-    names = list(dict.fromkeys(s.name for s in options))
-    name = draw(st.sampled_from(names), label="step kind")
-    return draw(st.sampled_from([s for s in options if s.name == name]), label="step")
+def _draw_step(draw, options: list, profile):
+    """Kind first, weighted by the fault profile as the random walk weighs it (uniform kinds
+    would crash and fence far more often than they replicate), then which one of that kind."""
+    weights = profile.weights
+    kinds = [(name, round(10 * weights.get(name, 0.0))) for name in dict.fromkeys(s.name for s in options)]
+    kinds = [(name, w) for name, w in kinds if w > 0] or [(options[0].name, 1)]
+    ticket = draw(st.integers(0, sum(w for _, w in kinds) - 1), label="step kind")
+    for name, w in kinds:
+        if ticket < w:
+            break
+        ticket -= w
+    same = [s for s in options if s.name == name]
+    if name == "crash":
+        same = [s for s in same if profile.crash_kinds.get(s.arg, 0.0) > 0] or same
+    return draw(st.sampled_from(same), label="step")
 
 
 class LockstepMachine(RuleBasedStateMachine):
@@ -121,7 +130,7 @@ class LockstepMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def take_step(self, data) -> None:
         """One step of the shared alphabet, in lockstep."""
-        step = _draw_step(data.draw, self._options())
+        step = _draw_step(data.draw, self._options(), self.profile)
         before = self.run.state
         self.taken.append(step.to_json())
         self.run.step(step)
