@@ -2,7 +2,7 @@
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 
 from isrcheck.conformance import Schedule, run_schedule
 from isrcheck.impl.replication import Cluster
@@ -47,10 +47,12 @@ def test_the_machine_reports_a_divergence_with_a_replayable_schedule(monkeypatch
     assert run_schedule(schedule).kind == "divergence"
 
 
-@pytest.mark.slow
 def test_the_machine_finds_a_protocol_bug():
+    """hw-truncation loses data under crashes within the budget: the machine must find it
+    (generation only here; shrinking a stateful run in lockstep is left to users' settings)."""
     machine = lockstep_machine("hw-truncation", faults="default").TestCase
-    machine.settings = settings(max_examples=500, stateful_step_count=120, deadline=None, database=None,
-                                suppress_health_check=list(HealthCheck), derandomize=True)
+    machine.settings = settings(max_examples=300, stateful_step_count=100, deadline=None, database=None,
+                                suppress_health_check=list(HealthCheck), derandomize=True,
+                                phases=[Phase.explicit, Phase.generate])
     with pytest.raises(AssertionError, match="violation"):
         machine().runTest()
