@@ -1,9 +1,11 @@
 """Delta debugging of failing schedules: fewer steps, then simpler step parameters.
 
-A candidate is kept only if it gives the same verdict kind and property as the original
-(Zeller's ddmin over the step list, then one-parameter-at-a-time simplification, repeated until
-nothing shrinks or the time budget is spent). The runner is a parameter, so the shrinker works
-for the lockstep runner, the model alone, or a monkeypatched implementation in a test.
+A candidate is kept only if it gives the same verdict kind and property as the original. The
+passes, repeated until nothing shrinks or the time budget is spent: cut after the first bad step;
+Zeller's ddmin over the step list; removal of related steps together (a broker's crash, fencing
+and restart; every step of one kind); removal of pairs of distant steps; one-parameter-at-a-time
+simplification. The runner is a parameter, so the shrinker works for the lockstep runner, the
+model alone, or a monkeypatched implementation in a test.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ _SIMPLER = {
     "kind": CRASH_KINDS,  # clean < process < power: the less destructive crash first
 }
 
-
+# Steps that make up a broker's failure and recovery, removed together by ``remove_groups``.
 _LIFECYCLE = ("crash", "fence", "restart", "deliver_leader_and_isr", "flush")
 
 
