@@ -1,7 +1,8 @@
 """``isrcheck check SCHEDULE.json``: replay a schedule in lockstep on the model and the implementation.
 
 Exit 0 pass, 1 violation or divergence, 2 an invalid schedule (the message names the field).
-With ``expected`` verdicts in the file, a verdict that differs from the expectation is reported.
+With ``expected`` verdicts in the file, a verdict that differs from the expectation is reported;
+with ``--expected`` the exit code says whether the verdict is the expected one.
 """
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--protocol", choices=PROTOCOLS, help="run under this protocol instead of the file's")
     parser.add_argument("--model-only", action="store_true",
                         help="run the reference model alone (no implementation, no divergences)")
+    parser.add_argument("--expected", action="store_true",
+                        help="exit 0 when the verdict is the file's expected one for the protocol, else 1 "
+                             "(for CI: a known violation that still shows passes)")
     parser.add_argument("--trace", action="store_true",
                         help="print every step with its outputs and the abstract state after it")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -28,6 +32,8 @@ def run(args) -> int:
             schedule = schedule.with_protocol(args.protocol)
     except ScheduleError as exc:
         raise UsageError(str(exc)) from None
+    if args.expected and schedule.protocol not in schedule.expected:
+        raise UsageError(f"{args.schedule}: --expected, but the file expects nothing for {schedule.protocol}")
     from .lockstep import run_schedule
 
     verdict = _trace(schedule, not args.model_only) if args.trace else run_schedule(schedule, impl=not args.model_only)
@@ -50,6 +56,8 @@ def run(args) -> int:
                   f" -> {'as expected' if as_expected else 'NOT as expected'}")
     if verdict.kind == "invalid-schedule":
         return 2
+    if args.expected:
+        return 0 if as_expected else 1
     return 1 if verdict.failed else 0
 
 

@@ -121,3 +121,13 @@ def test_shrink_keep_budget_refuses_a_schedule_beyond_it(tmp_path, capsys):
                  "--keep-budget", "default", "--time-budget", "3"]) == 1
     from isrcheck.conformance import within_budget
     assert within_budget(load_schedule(out), "default")
+
+
+def test_check_expected_exits_0_for_a_known_violation_and_1_when_it_changes(tmp_path):
+    assert main(["check", _scenario("unclean-election-loss"), "--expected"]) == 0
+    assert main(["check", _scenario("kip101-scenario1"), "--protocol", "hw-truncation", "--expected"]) == 0
+    doc = json.loads(Path(_scenario("healthy-acks-all")).read_text())
+    doc["expected"]["kip-320"] = {"verdict": "violation", "property": "StrongIsr"}
+    assert main(["check", write(tmp_path, doc), "--expected"]) == 1
+    del doc["expected"]
+    assert main(["check", write(tmp_path, doc, "bare.json"), "--expected"]) == 2
