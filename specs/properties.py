@@ -61,11 +61,13 @@ def _same_prefix(a, b, upto: int) -> bool:
 
 
 def leader_in_isr(state) -> bool:
+    """Controller invariant: the leader is elected from, and stays in, the ISR."""
     c = state.controller
     return c.leader < 0 or c.leader in c.isr
 
 
 def weak_isr(state) -> bool:
+    """Leader completeness against the leader's own (possibly stale) ISR view."""
     for _i, lead in _presumed_leaders(state):
         for m in lead.isr:
             if not _same_prefix(lead.log, state.replicas[m].log, lead.hw):
@@ -74,6 +76,7 @@ def weak_isr(state) -> bool:
 
 
 def strong_isr(state) -> bool:
+    """Leader completeness against the controller's ISR, which elections use (KIP-101)."""
     isr = state.controller.isr
     for _i, lead in _presumed_leaders(state):
         for m in isr:
@@ -83,6 +86,7 @@ def strong_isr(state) -> bool:
 
 
 def log_matching(state) -> bool:
+    """Leader epochs identify log prefixes, the premise of epoch-based truncation (KIP-101/279)."""
     logs = [tuple(r.log) for r in state.replicas]
     for x in range(len(logs)):
         for y in range(x + 1, len(logs)):
@@ -98,10 +102,12 @@ def log_matching(state) -> bool:
 
 
 def high_watermark_bound(state) -> bool:
+    """Partition HW never exceeds the replica's log end offset."""
     return all(r.hw <= len(r.log) for r in state.replicas)
 
 
 def replication_quorum_superset(state) -> bool:
+    """The HW quorum (maximal ISR) covers every ISR member the controller could elect."""
     c = state.controller
     lead = _established_leader(state)
     if lead is None:
@@ -111,6 +117,7 @@ def replication_quorum_superset(state) -> bool:
 
 
 def no_lost_acked_write(state) -> bool:
+    """acks=all durability: the established leader holds every acknowledged write."""
     lead = _established_leader(state)
     if lead is None:
         return True
@@ -119,6 +126,7 @@ def no_lost_acked_write(state) -> bool:
 
 
 def no_divergent_read(state) -> bool:
+    """Consumers agree on the record at each offset."""
     seen: dict[int, int] = {}
     for o, rec in state.consumed:
         if seen.setdefault(o, rec) != rec:
@@ -127,10 +135,12 @@ def no_divergent_read(state) -> bool:
 
 
 def monotonic_high_watermark(state) -> bool:
+    """The HW consumers see never goes back (KIP-207, OFFSET_NOT_AVAILABLE under KIP-320)."""
     return not state.consumer_hw_regressed
 
 
 def no_uncommitted_read(state) -> bool:
+    """Reads below the HW are committed: the established leader still holds them."""
     lead = _established_leader(state)
     if lead is None:
         return True
@@ -139,6 +149,7 @@ def no_uncommitted_read(state) -> bool:
 
 
 def no_duplicate_offsets(state) -> bool:
+    """A produced record exists once per log and is read at one offset only."""
     offsets: dict[int, int] = {}
     for o, rec in state.consumed:
         if offsets.setdefault(rec, o) != o:
