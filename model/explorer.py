@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 from ..specs import PROPERTIES, Property
 from .actions import Step
 from .config import ModelConfig, Scope
-from .semantics import _STEPS, StepRefused, apply, dynamic_steps, step_groups, successor
+from .semantics import StepRefused, apply, dynamic_steps, fetch_round, step_groups, successor
 from .state import State, initial_state
 
 
@@ -98,8 +98,6 @@ def _step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> boo
     return True
 
 
-_HANDLE_FETCH = _STEPS["handle_fetch"][1]
-_HANDLE_RESPONSE = _STEPS["handle_fetch_response"][1]
 _FETCH_STEPS = frozenset(("send_fetch", "handle_fetch", "handle_fetch_response"))
 _FINE = frozenset(("produce", "crash", "fence", "handle_alter_partition"))  # with a per-step scope condition
 
@@ -107,14 +105,14 @@ _FINE = frozenset(("produce", "crash", "fence", "handle_alter_partition"))  # wi
 def successors(config: ModelConfig, scope: Scope, s: State):
     """(steps, next state, states inside) for every enabled in-scope transition, in the
     deterministic step order. A transition is one step, or with ``scope.fetch_rounds`` a whole
-    fetch round, whose two states inside are checked too (but not stored)."""
+    fetch round, whose state after handle_fetch is checked too (but not stored)."""
     rounds = scope.fetch_rounds
     for name, guard, effect, steps in step_groups(config):
         if rounds and name in _FETCH_STEPS:
             if name == "send_fetch":
                 for st in steps:
                     if guard(config, s, st) is None:
-                        t = _fetch_round(config, s, st, effect)
+                        t = _fetch_round(config, s, st)
                         if t is not None:
                             yield t
             continue
@@ -122,22 +120,28 @@ def successors(config: ModelConfig, scope: Scope, s: State):
             continue
         fine = name in _FINE
         for st in (steps if steps is not None else dynamic_steps(name, s)):
+            if name == "deliver_leader_and_isr" and _ignored(s, st):
+                continue  # leads back to the same state key (state_key drops ignored requests)
             if (not fine or _step_in_scope(config, scope, s, st)) and guard(config, s, st) is None:
                 yield (st,), successor(config, s, st, effect)[0], ()
 
 
-def _fetch_round(config: ModelConfig, s: State, send: Step, send_effect):
-    """send_fetch, handle_fetch, handle_fetch_response of one follower back to back (the
-    granularity of the TLA+ specs); None when the request is lost to a dead leader."""
+def _ignored(s: State, st: Step) -> bool:
+    """The LeaderAndIsr this step delivers is not newer than what the broker applied."""
+    m = s.leader_and_isr[st.replica][st.index]
+    rep = s.replicas[st.replica]
+    return (m.leader_epoch, m.partition_epoch) <= (rep.leader_epoch, rep.partition_epoch)
+
+
+def _fetch_round(config: ModelConfig, s: State, send: Step):
+    """A follower's whole fetch round as one transition (the granularity of the TLA+ specs):
+    (steps, state after it, (state after handle_fetch,)); None when lost to a dead leader."""
     r = send.replica
-    s1 = successor(config, s, send, send_effect)[0]
-    if not s1.fetch_requests[r]:
+    done = fetch_round(config, s, r)
+    if done is None:
         return None
-    handle, respond = Step("handle_fetch", r), Step("handle_fetch_response", r)
-    s2 = successor(config, s1, handle, _HANDLE_FETCH)[0]
-    if not s2.fetch_responses[r]:  # cannot happen: the follower is alive and was just served
-        return None
-    return (send, handle, respond), successor(config, s2, respond, _HANDLE_RESPONSE)[0], (s1, s2)
+    served, t = done
+    return (send, Step("handle_fetch", r), Step("handle_fetch_response", r)), t, (served,)
 
 
 def last_replica_standing(s: State) -> bool:
@@ -218,7 +222,7 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                 if scope.exclude_known_losses and last_replica_standing(t):
                     continue
                 if inside and pending:  # a round's states are reachable too, though not stored
-                    check(inside[1], si, st[:2])  # after handle_fetch (send_fetch changes no property)
+                    check(inside[0], si, st[:2])  # after handle_fetch (send_fetch changes no property)
                     if violations and stop_at_first:
                         stopped = True
                         break

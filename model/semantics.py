@@ -642,6 +642,21 @@ def successor(cfg, s: State, st: Step, effect) -> tuple[State, list[dict]]:
     return nx.freeze(), nx.out
 
 
+def fetch_round(cfg, s: State, r: int) -> tuple[State, State] | None:
+    """send_fetch, handle_fetch and handle_fetch_response of follower ``r`` back to back, on one
+    working copy (send_fetch must be enabled and nothing of ``r`` in flight): the state after
+    handle_fetch and the state after the round; None if the leader is down (request lost)."""
+    nx = _Next(cfg, s)
+    st = Step("send_fetch", r)
+    _send_fetch(nx, st)
+    if not nx.msgs.get("fetch_requests", s.fetch_requests)[r]:
+        return None
+    _handle_fetch(nx, Step("handle_fetch", r))
+    served = nx.freeze()
+    _handle_fetch_response(nx, Step("handle_fetch_response", r))
+    return served, nx.freeze()
+
+
 def enabled(cfg, s: State) -> list[Step]:
     """The enabled steps of ``s`` in a deterministic order (the alphabet's, then replica id)."""
     return [st for st, guard, _effect in candidates(cfg, s) if guard(cfg, s, st) is None]
