@@ -34,7 +34,7 @@ class Abstraction:
         self.protocol = cluster.config.protocol
         self._tags: dict[tuple[int, int], tuple[int, int]] = {}  # (follower, correlation) -> tag
         self._messages: dict[tuple, object] = {}  # decoded in-flight messages by frame
-        self._entries: dict[tuple, tuple] = {}    # abstract logs by their snapshot tuple
+        self._entries: dict[int, tuple] = {}      # id of a snapshot log -> (that log, its abstract entries)
         self.records_produced = 0
         self.acked: tuple = ()
         self.consumed: tuple = ()
@@ -85,12 +85,16 @@ class Abstraction:
             self.max_consumer_hw, self.consumer_hw_regressed, self.crashes, self.power_losses, self.drops)
 
     def _replica(self, b) -> Replica:
-        log = self._entries.get(b.log)
-        if log is None:
+        # The cluster hands out the same log tuple while a log is unchanged: key by identity
+        # (holding the tuple, so its id cannot be reused), not by hashing every entry each step.
+        cached = self._entries.get(id(b.log))
+        if cached is not None and cached[0] is b.log:
+            log = cached[1]
+        else:
             log = tuple(Entry(e.offset, e.epoch, int(e.value)) for e in b.log)
             if len(self._entries) > _CACHE_LIMIT:
                 self._entries.clear()
-            self._entries[b.log] = log
+            self._entries[id(b.log)] = (b.log, log)
         return Replica(
             b.alive, log, b.durable, b.hw, b.hw_checkpoint, b.leader, b.leader_epoch, tuple(b.isr),
             b.partition_epoch, b.epoch_start_offset, tuple(b.remote_leo),
