@@ -48,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="replay each counterexample on the implementation in lockstep "
                              "(adds impl_verdict and impl_property to each violation)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--save", metavar="DIR", default=None,
+                        help="write each counterexample as a schedule DIR/<protocol>-<property>.json "
+                             "(replay it with isrcheck check)")
 
 
 def _build(args) -> tuple[ModelConfig, Scope, list]:
@@ -90,6 +93,8 @@ def run(args) -> int:
     if shown[0]:
         print(file=sys.stderr)
     replays = _replay_on_impl(config, result) if args.replay_on_impl else None
+    if args.save is not None:
+        _save(args.save, config, result)
     if args.json:
         doc = result.to_json()
         if replays is not None:
@@ -101,16 +106,35 @@ def run(args) -> int:
     return 0 if result.complete and not result.violations else 1
 
 
+def _schedule(config: ModelConfig, violation):
+    """A counterexample as a schedule, the format every other part of isrcheck reads."""
+    from .schedule import Schedule
+
+    return Schedule.from_json({"version": 1, "protocol": config.protocol, "config": config.to_schedule(),
+                               "steps": violation.trace, "name": f"{config.protocol}-{violation.property}",
+                               "description": f"shortest counterexample to {violation.property} "
+                                              "found by isrcheck explore"})
+
+
 def _replay_on_impl(config: ModelConfig, result) -> list:
     """Each counterexample run in lockstep on the model and the implementation, checking the
     property it violates (another property may fail first on the same trace)."""
     from .lockstep import run_schedule
-    from .schedule import Schedule
 
-    return [run_schedule(Schedule.from_json({"version": 1, "protocol": config.protocol,
-                                             "config": config.to_schedule(), "steps": v.trace}),
-                         properties=[v.property])
-            for v in result.violations]
+    return [run_schedule(_schedule(config, v), properties=[v.property]) for v in result.violations]
+
+
+def _save(directory: str, config: ModelConfig, result) -> None:
+    """Write DIR/<protocol>-<property>.json per violation (replayable with ``isrcheck check``)."""
+    from pathlib import Path
+
+    out = Path(directory)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for v in result.violations:
+            (out / f"{config.protocol}-{v.property}.json").write_text(_schedule(config, v).dumps())
+    except OSError as exc:
+        raise UsageError(f"--save {directory}: {exc.strerror or exc}") from None
 
 
 def _print_report(config: ModelConfig, result, replays=None) -> None:

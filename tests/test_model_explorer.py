@@ -212,3 +212,17 @@ def test_cli_json_and_exit_codes():
                            capture_output=True, text=True)
     assert found.returncode == 1
     assert "StrongIsr violated" in found.stdout and "deliver_leader_and_isr" in found.stdout
+
+
+def test_cli_saves_counterexamples_as_schedules(tmp_path):
+    from isrcheck.conformance.schedule import load_schedule
+
+    cmd = [sys.executable, "-m", "isrcheck.conformance.cli", "explore", "--protocol", "hw-truncation",
+           "--max-records", "1", "--max-crashes", "1", "--max-epoch", "2", "--property", "StrongIsr",
+           "--json", "--save", str(tmp_path / "out")]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    trace = json.loads(done.stdout)["violations"][0]["trace"]
+    schedule = load_schedule(tmp_path / "out" / "hw-truncation-StrongIsr.json")
+    assert schedule.protocol == "hw-truncation" and [dict(s) for s in schedule.steps] == trace
+    assert not BY_ID["StrongIsr"].check(replay(ModelConfig(protocol="hw-truncation"), schedule.steps).states[-1])
