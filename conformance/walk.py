@@ -90,8 +90,6 @@ class _Budget:
             if self.spare_known_gaps and _in_some_isr(state, st.replica):
                 return False
             return tuple(state.controller.isr) != (st.replica,)
-        if name == "drop" and st.arg == "alter_partition_response" and self.spare_known_gaps:
-            return False
         if name == "expand_isr" and self.stale:
             rep = state.replicas[st.replica]
             return not any((st.replica, f) in self.stale for f in range(len(state.replicas))

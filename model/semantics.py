@@ -468,8 +468,8 @@ def _drop(nx: _Next, st: Step) -> None:
     nx.drops += 1
     if st.arg in ("alter_partition", "alter_partition_response"):
         rep = nx.replicas[st.replica]
-        if rep.pending_isr is not None:
-            nx.replicas[st.replica] = updated(rep, pending_isr=None)
+        if rep.pending_isr is not None:  # AlterPartitionManager resends until it gets an answer
+            nx.replicas[st.replica] = _propose_isr(nx, st.replica, rep, rep.pending_isr)
 
 
 def _elect(nx: _Next, st: Step) -> None:

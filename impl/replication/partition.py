@@ -212,12 +212,17 @@ class Partition:
         self._event("propose_isr", isr)
         self.propose_isr(self.leader_epoch, self.partition_epoch, isr)
 
+    def resend_pending_isr(self) -> None:
+        """The AlterPartition or its answer was lost: the change stays pending and is sent again."""
+        if self.pending_isr is not None:
+            self._propose(self.pending_isr)
+
     def handle_alter_partition_response(self, error: int, leader_epoch: int, isr: tuple[int, ...],
                                         partition_epoch: int) -> None:
-        """The controller answered (or the request was lost, error None): the change is no longer pending."""
+        """The controller answered: the change is no longer pending."""
         self.pending_isr = None
-        if error is None or leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
-            return  # lost, another leader epoch, or older than what this leader already knows
+        if leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
+            return  # another leader epoch, or older than what this leader already knows
         self.isr = tuple(sorted(isr))
         self.partition_epoch = partition_epoch
         self._event("isr", self.isr, partition_epoch)

@@ -140,8 +140,8 @@ class ReplicaManager:
 
     def _on_alter_partition(self, resp: AlterPartitionResponse | None) -> None:
         p = self.partition
-        if resp is None:
-            p.handle_alter_partition_response(None, -1, (), -1)
+        if resp is None:  # lost: AlterPartitionManager resends until it gets an answer
+            p.resend_pending_isr()
         else:
             p.handle_alter_partition_response(resp.error, resp.leader_epoch, resp.isr, resp.partition_epoch)
 
