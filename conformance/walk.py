@@ -4,11 +4,10 @@ A ``FaultProfile`` weighs the step kinds and bounds the faults. Profiles marked 
 keep to ``isrcheck.specs.FAULT_BUDGET``: unclean election off, at most min.insync.replicas - 1
 distinct replicas ever lose unflushed data, and a replica that lost (or may lose) unflushed data
 is never the sole member of the controller's ISR (Last Replica Standing, fixed only by KIP-966).
-With ``spare_known_gaps`` they also avoid three places where docs/steps.md departs from Kafka and
+With ``spare_known_gaps`` they also avoid two places where docs/steps.md departs from Kafka and
 the protocol loses data for that reason alone (the README lists them): a power loss of a replica
-that is in some ISR view or proposal, an ISR expansion on a remote LEO from before a power loss
-(AlterPartition carries no broker epoch, KIP-903), and the loss of an AlterPartition response
-(which clears the leader's pending ISR; Kafka retries).
+that is in some ISR view or proposal, and an ISR expansion on a remote LEO from before a power
+loss (AlterPartition carries no broker epoch, KIP-903).
 The walk keeps every step it took, so the returned Schedule replays without the seed.
 """
 from __future__ import annotations
