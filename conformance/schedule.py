@@ -12,38 +12,19 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+from isrcheck.model import PROTOCOLS as _MODEL_PROTOCOLS
+from isrcheck.model.actions import CRASH_KINDS, MESSAGES as MESSAGE_KINDS, STEP_FIELDS
+
 FORMAT = "isrcheck-schedule"
 VERSION = 1
-PROTOCOLS = ("hw-truncation", "kip-101", "kip-279", "kip-320")  # what model and implementation run
+PROTOCOLS = tuple(_MODEL_PROTOCOLS)  # what model and implementation run
+
 VERDICT_KINDS = ("pass", "violation", "divergence", "invalid-schedule")
-MESSAGE_KINDS = (
-    "fetch_request", "fetch_response", "leader_and_isr", "alter_partition", "alter_partition_response",
-)
-CRASH_KINDS = ("clean", "process", "power")
-ACKS = (-1, 1, 0)
+ACKS = (-1, 1, 0)  # acks=all first: the strategies and the shrinker prefer it
 MAX_REPLICAS = 5
 
 # Field types of the step alphabet; "index" is the only field with a default (0, the oldest message).
 _REPLICA, _ACKS, _INDEX, _MESSAGE, _CRASH = "replica", "acks", "index", "message", "kind"
-STEP_FIELDS: dict[str, tuple[str, ...]] = {
-    "produce": ("replica", "acks"),
-    "consume": ("replica",),
-    "send_fetch": ("replica",),
-    "handle_fetch": ("replica",),
-    "handle_fetch_response": ("replica",),
-    "deliver_leader_and_isr": ("replica", "index"),
-    "shrink_isr": ("replica",),
-    "expand_isr": ("replica",),
-    "handle_alter_partition": ("replica",),
-    "handle_alter_partition_response": ("replica",),
-    "drop": ("message", "replica", "index"),
-    "elect": (),
-    "fence": ("replica",),
-    "crash": ("replica", "kind"),
-    "restart": ("replica",),
-    "flush": ("replica",),
-    "tick": (),
-}
 _FIELD_KIND = {"replica": _REPLICA, "acks": _ACKS, "index": _INDEX, "message": _MESSAGE, "kind": _CRASH}
 _OPTIONAL = {"index": 0}
 
