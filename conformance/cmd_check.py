@@ -25,13 +25,17 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
-def run(args) -> int:
+def load_schedule_arg(path: str, protocol: str | None):
+    """The schedule named on the command line, under ``protocol`` if given; bad input exits 2."""
     try:
-        schedule = load_schedule(args.schedule)
-        if args.protocol:
-            schedule = schedule.with_protocol(args.protocol)
+        schedule = load_schedule(path)
+        return schedule.with_protocol(protocol) if protocol else schedule
     except ScheduleError as exc:
         raise UsageError(str(exc)) from None
+
+
+def run(args) -> int:
+    schedule = load_schedule_arg(args.schedule, args.protocol)
     if args.expected and schedule.protocol not in schedule.expected:
         raise UsageError(f"{args.schedule}: --expected, but the file expects nothing for {schedule.protocol}")
     from .lockstep import run_schedule

@@ -5,7 +5,8 @@ import json
 from pathlib import Path
 
 from .cli import UsageError
-from .schedule import PROTOCOLS, ScheduleError, load_schedule
+from .cmd_check import load_schedule_arg
+from .schedule import PROTOCOLS
 
 
 def add_arguments(parser) -> None:
@@ -23,12 +24,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     if args.time_budget <= 0:
         raise UsageError(f"--time-budget: expected a positive number of seconds, got {args.time_budget}")
-    try:
-        schedule = load_schedule(args.schedule)
-        if args.protocol:
-            schedule = schedule.with_protocol(args.protocol)
-    except ScheduleError as exc:
-        raise UsageError(str(exc)) from None
+    schedule = load_schedule_arg(args.schedule, args.protocol)
     from .lockstep import run_schedule
     from .shrink import shrink
 
