@@ -20,7 +20,7 @@ _EXPORTS = {
     "run_campaign": "driver", "PROTOCOLS": "driver",
     "CampaignStore": "store", "Harness": "harness", "load_harness": "harness",
     "SparkUnavailable": "session", "start_spark": "session",
-    "ROW_SCHEMA": "executor", "read_rows": "executor",
+    "ROW_SCHEMA": "executor",
 }
 
 __all__ = sorted(_EXPORTS)

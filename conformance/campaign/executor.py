@@ -11,7 +11,6 @@ import io
 import time
 import traceback
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterable, Iterator
 
 import pyarrow as pa
@@ -145,8 +144,3 @@ def run_locally(spec: TaskSpec, chunks: list[list[tuple[int, int]]]) -> list[dic
     """The same work in this process, without Spark (the benchmark's baseline)."""
     return list(run_chunks(spec, chunks))
 
-
-def read_rows(path: Path | str) -> pa.Table:
-    """All rows of a campaign's runs/ dataset, with the protocol partition as a column."""
-    import pyarrow.dataset as ds
-    return ds.dataset(str(path), format="parquet", partitioning="hive").to_table()
