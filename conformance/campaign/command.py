@@ -12,11 +12,12 @@ from rich.console import Console
 from rich.table import Table
 
 from ..cli import UsageError
+from ..schedule import PROTOCOLS
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--protocol", required=True,
-                        help="protocol variant: hw-truncation, kip-101, kip-279, kip-320, kip-966")
+                        help=f"protocol variant: {', '.join(PROTOCOLS)}")
     parser.add_argument("--schedules", type=int, required=True, metavar="N",
                         help="number of schedules: seeds S .. S+N-1")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="first seed (default 0)")
