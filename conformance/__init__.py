@@ -18,7 +18,7 @@ Names are resolved lazily, so ``isrcheck.conformance.cli`` (which lives here) st
 """
 from __future__ import annotations
 
-import importlib
+from isrcheck.conformance.lazy import lazy_exports
 
 _EXPORTS = {
     "Schedule": "schedule",
@@ -38,14 +38,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'isrcheck.conformance' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -13,7 +13,7 @@ The CLI is ``isrcheck fuzz`` (module ``command``); under spark-submit run this p
 """
 from __future__ import annotations
 
-import importlib
+from isrcheck.conformance.lazy import lazy_exports
 
 _EXPORTS = {
     "CampaignParams": "driver", "CampaignResult": "driver", "CampaignError": "driver",
@@ -26,8 +26,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
