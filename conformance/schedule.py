@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from isrcheck.model import PROTOCOLS as _MODEL_PROTOCOLS
-from isrcheck.model.actions import CRASH_KINDS, MESSAGES as MESSAGE_KINDS, STEP_FIELDS
+from isrcheck.model.actions import CRASH_KINDS, MESSAGES as MESSAGE_KINDS, STEP_FIELDS, InvalidStep, Step
 
 FORMAT = "isrcheck-schedule"
 VERSION = 1
@@ -22,11 +22,6 @@ PROTOCOLS = tuple(_MODEL_PROTOCOLS)  # what model and implementation run
 VERDICT_KINDS = ("pass", "violation", "divergence", "invalid-schedule")
 ACKS = (-1, 1, 0)  # acks=all first: the strategies and the shrinker prefer it
 MAX_REPLICAS = 5
-
-# Field types of the step alphabet; "index" is the only field with a default (0, the oldest message).
-_REPLICA, _ACKS, _INDEX, _MESSAGE, _CRASH = "replica", "acks", "index", "message", "kind"
-_FIELD_KIND = {"replica": _REPLICA, "acks": _ACKS, "index": _INDEX, "message": _MESSAGE, "kind": _CRASH}
-_OPTIONAL = {"index": 0}
 
 
 class ScheduleError(ValueError):
@@ -94,38 +89,12 @@ class Expected:
 
 
 def validate_step(raw: Any, replicas: int, where: str) -> dict:
-    """The canonical dict of one step: fields in alphabet order, a missing ``index`` filled in as 0."""
-    if not isinstance(raw, Mapping):
-        raise ScheduleError(f"{where}: expected an object like {{\"step\": \"tick\"}}, got {raw!r}")
-    name = raw.get("step")
-    if name not in STEP_FIELDS:
-        raise ScheduleError(f"{where}.step: unknown step {name!r} (known: {', '.join(STEP_FIELDS)})")
-    wanted = STEP_FIELDS[name]
-    for key in sorted(raw):
-        if key != "step" and key not in wanted:
-            allowed = ", ".join(wanted) or "no fields"
-            raise ScheduleError(f"{where}.{key}: not a field of step {name!r} (it takes {allowed})")
-    step: dict = {"step": name}
-    for key in wanted:
-        if key not in raw:
-            if key in _OPTIONAL:
-                step[key] = _OPTIONAL[key]
-                continue
-            raise ScheduleError(f"{where}.{key}: missing (step {name!r} needs {', '.join(wanted)})")
-        value = raw[key]
-        kind = _FIELD_KIND[key]
-        if kind == _REPLICA and not (_is_int(value) and 0 <= value < replicas):
-            raise ScheduleError(f"{where}.{key}: expected a replica id 0..{replicas - 1}, got {value!r}")
-        if kind == _ACKS and not (_is_int(value) and value in ACKS):
-            raise ScheduleError(f"{where}.{key}: expected one of 0, 1, -1, got {value!r}")
-        if kind == _INDEX and not (_is_int(value) and value >= 0):
-            raise ScheduleError(f"{where}.{key}: expected an integer >= 0, got {value!r}")
-        if kind == _MESSAGE and value not in MESSAGE_KINDS:
-            raise ScheduleError(f"{where}.{key}: expected one of {', '.join(MESSAGE_KINDS)}, got {value!r}")
-        if kind == _CRASH and value not in CRASH_KINDS:
-            raise ScheduleError(f"{where}.{key}: expected one of {', '.join(CRASH_KINDS)}, got {value!r}")
-        step[key] = value
-    return step
+    """The canonical dict of one step: fields in alphabet order, a missing ``index`` filled in as 0.
+    The model's parser is the one definition of the alphabet; this only names the place."""
+    try:
+        return Step.from_json(raw, replicas).to_json()
+    except InvalidStep as exc:
+        raise ScheduleError(f"{where}.{exc.field}: {exc.detail}" if exc.field else f"{where}: {exc.detail}") from None
 
 
 def _validate_expected(data: Any) -> dict[str, Expected]:

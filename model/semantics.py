@@ -5,7 +5,7 @@ change what it must, and freezes it once: unchanged replicas and messages are sh
 """
 from __future__ import annotations
 
-from .actions import ACKS, CRASH_KINDS, MESSAGES, InvalidStep, Step
+from .actions import ACKS, CRASH_KINDS, MESSAGES, Step, check_replica
 from .state import (
     MESSAGE_FIELDS, NONE, AlterPartition, AlterPartitionResponse, Controller, Entry, FetchRequest,
     FetchResponse, LeaderAndIsr, Replica, State, end_offset_for, latest_epoch, truncate_to, updated,
@@ -569,8 +569,7 @@ _STEPS = {
 def _check_range(cfg, st: Step) -> None:
     if st.name in ("elect", "tick"):
         return
-    if not 0 <= st.replica < cfg.replicas:
-        raise InvalidStep(f"{st.name}: replica {st.replica} out of range 0..{cfg.replicas - 1}")
+    check_replica(st.name, st.replica, cfg.replicas)
 
 
 def why_disabled(cfg, s: State, step) -> str | None:
