@@ -1,28 +1,23 @@
 """Model and implementation in lockstep: the scenarios' expected verdicts, the explorer's
 counterexamples replayed on the implementation, and random crash schedules without divergence."""
-from pathlib import Path
-
 import pytest
 
-import isrcheck.specs
 from isrcheck.conformance import Schedule, load_schedule, random_walk, run_schedule
 from isrcheck.conformance.schedule import ScheduleConfig
 from isrcheck.model import ModelConfig, Scope, explore
 
 PROTOCOLS = ("hw-truncation", "kip-101", "kip-279", "kip-320")
-SCENARIOS = sorted((Path(isrcheck.specs.__file__).parent / "scenarios").glob("*.json"))
 
 
-def test_the_known_stories_are_all_there():
-    names = {p.stem for p in SCENARIOS}
+def test_the_known_stories_are_all_there(scenario_files):
+    names = {p.stem for p in scenario_files}
     assert {"kip101-scenario1", "kip101-scenario2", "kip279-fast-leader-change", "kip320-stale-fetch",
             "last-replica-standing", "unclean-election-loss", "acks1-loss-on-leader-change"} <= names
     assert sum(n.startswith("healthy-") for n in names) >= 3
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
-def test_scenario_gives_its_expected_verdict_on_every_protocol(path):
-    schedule = load_schedule(path)
+def test_scenario_gives_its_expected_verdict_on_every_protocol(scenario_file):
+    schedule = load_schedule(scenario_file)
     assert set(schedule.expected) == set(PROTOCOLS)
     for protocol, expected in sorted(schedule.expected.items()):
         verdict = run_schedule(schedule.with_protocol(protocol))
@@ -30,12 +25,12 @@ def test_scenario_gives_its_expected_verdict_on_every_protocol(path):
             protocol, verdict.summary(), verdict.diff)
 
 
-def test_the_epoch_kips_fix_what_they_claim_to_fix():
+def test_the_epoch_kips_fix_what_they_claim_to_fix(scenario):
     """Each KIP's scenario fails on the variants before it and passes from it on."""
     first_fixed = {"kip101-scenario1": "kip-101", "kip101-scenario2": "kip-101",
                    "kip279-fast-leader-change": "kip-279", "kip320-stale-fetch": "kip-320"}
     for name, fixed_in in first_fixed.items():
-        schedule = load_schedule(next(p for p in SCENARIOS if p.stem == name))
+        schedule = load_schedule(scenario(name))
         verdicts = {p: run_schedule(schedule.with_protocol(p)).kind for p in PROTOCOLS}
         assert verdicts[fixed_in] == "pass" and verdicts[PROTOCOLS[PROTOCOLS.index(fixed_in) - 1]] == "violation"
         assert all(verdicts[p] == "pass" for p in PROTOCOLS[PROTOCOLS.index(fixed_in):])

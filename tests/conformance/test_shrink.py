@@ -1,17 +1,14 @@
 """The shrinker: deliberately broken implementations are caught and shrunk to a handful of steps,
 keeping the verdict kind and property; a long failing walk shrinks within seconds."""
 import time
-from pathlib import Path
 
 import pytest
 
-import isrcheck.specs
 from isrcheck.conformance import Verdict, load_schedule, random_walk, run_schedule, shrink
 from isrcheck.conformance.schedule import Schedule
 from isrcheck.impl.replication.partition import Partition
 
 
-SCENARIOS = sorted((Path(isrcheck.specs.__file__).parent / "scenarios").glob("*.json"))
 
 
 def _hw_over_isr_only(monkeypatch):
@@ -41,10 +38,10 @@ def _truncation_skipped(monkeypatch):
     monkeypatch.setattr(Partition, "truncate_to", lambda self, offset: None)
 
 
-def _first_failure():
+def _first_failure(scenario_files):
     """The first known schedule whose kip-320 verdict is not what a correct implementation gives:
     the scenarios (their expected verdicts), then random walks within the fault budget (pass)."""
-    for path in SCENARIOS:
+    for path in scenario_files:
         schedule = load_schedule(path).with_protocol("kip-320")
         expected = schedule.expected["kip-320"]
         verdict = run_schedule(schedule)
@@ -62,9 +59,9 @@ def _first_failure():
 # crash, fence and restart of both replicas alone take 8 steps of the alphabet, 18 in all.
 @pytest.mark.parametrize("breakage, at_most", [(_hw_over_isr_only, 10), (_truncation_skipped, 10),
                                                (_follower_hw_uncapped, 18)])
-def test_a_broken_implementation_is_caught_and_shrunk_to_a_few_steps(monkeypatch, breakage, at_most):
+def test_a_broken_implementation_is_caught_and_shrunk_to_a_few_steps(monkeypatch, breakage, at_most, scenario_files):
     breakage(monkeypatch)
-    schedule, verdict = _first_failure()
+    schedule, verdict = _first_failure(scenario_files)
     assert schedule is not None, f"{breakage.__doc__} went unnoticed"
     assert verdict.kind == "divergence", verdict.summary()
     small, small_verdict = shrink(schedule, verdict, time_budget_s=15.0)

@@ -1,0 +1,78 @@
+"""isrcheck check and shrink as users run them: exit codes 0/1/2, --json, --trace, --expected,
+--keep-budget, and no traceback on bad input."""
+import json
+from pathlib import Path
+
+from isrcheck.conformance import load_schedule
+from isrcheck.conformance.cli import main
+
+def with_step(scenario, i, step):
+    """A shipped scenario with its i-th step replaced."""
+    doc = json.loads(Path(scenario("healthy-acks-all")).read_text())
+    doc["steps"][i] = step
+    return doc
+
+
+def write(tmp_path, doc, name="s.json"):
+    path = tmp_path / name
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    return str(path)
+
+
+def test_check_exit_codes_and_json(tmp_path, capsys, scenario):
+    assert main(["check", scenario("healthy-acks-all")]) == 0
+    bad = write(tmp_path, with_step(scenario, 0, {"step": "produce", "replica": 0, "acks": 5}), "bad.json")
+    assert main(["check", bad]) == 2
+    assert "steps[0].acks" in capsys.readouterr().err
+    assert main(["check", write(tmp_path, "{not json", "broken.json")]) == 2
+    assert "not valid JSON: line 1" in capsys.readouterr().err
+    assert main(["check", str(tmp_path / "missing.json")]) == 2
+    assert main(["check", scenario("unclean-election-loss"), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert (out["verdict"], out["property"], out["as_expected"]) == ("violation", "NoLostAckedWrite", True)
+    assert {"verdict", "property", "step", "diff"} <= set(out)
+
+
+def test_shrink_cli_writes_a_smaller_schedule_with_the_same_failure(tmp_path, capsys, scenario):
+    out = tmp_path / "small.json"
+    code = main(["shrink", scenario("kip101-scenario1"), "--protocol", "hw-truncation", "-o", str(out),
+                 "--time-budget", "5", "--json"])
+    assert code == 1
+    report = json.loads(capsys.readouterr().out)
+    small = load_schedule(out)
+    assert report["steps_after"] == len(small.steps) < report["steps_before"]
+    assert main(["check", str(out), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["property"] == "NoLostAckedWrite"
+
+
+def test_cli_runs_as_a_program_without_traceback(tmp_path, scenario, isrcheck_cli):
+    bad = write(tmp_path, with_step(scenario, 1, {"step": "send_fetch", "replica": 9}))
+    proc = isrcheck_cli("check", bad)
+    assert proc.returncode == 2 and "steps[1].replica" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_check_trace_prints_every_step_and_the_verdict(capsys, scenario):
+    assert main(["check", scenario("healthy-acks-all"), "--trace"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\nstep ") == len(load_schedule(scenario("healthy-acks-all")).steps)
+    assert "'error': 'NONE'" in out and "pass" in out.splitlines()[-2] + out.splitlines()[-1]
+
+
+def test_shrink_keep_budget_refuses_a_schedule_beyond_it(tmp_path, capsys, scenario):
+    out = str(tmp_path / "small.json")
+    assert main(["shrink", scenario("last-replica-standing"), "-o", out, "--keep-budget", "default"]) == 2
+    assert "leaves the budget of 'default'" in capsys.readouterr().err
+    assert main(["shrink", scenario("kip101-scenario1"), "--protocol", "hw-truncation", "-o", out,
+                 "--keep-budget", "default", "--time-budget", "3"]) == 1
+    from isrcheck.conformance import within_budget
+    assert within_budget(load_schedule(out), "default")
+
+
+def test_check_expected_exits_0_for_a_known_violation_and_1_when_it_changes(tmp_path, scenario):
+    assert main(["check", scenario("unclean-election-loss"), "--expected"]) == 0
+    assert main(["check", scenario("kip101-scenario1"), "--protocol", "hw-truncation", "--expected"]) == 0
+    doc = json.loads(Path(scenario("healthy-acks-all")).read_text())
+    doc["expected"]["kip-320"] = {"verdict": "violation", "property": "StrongIsr"}
+    assert main(["check", write(tmp_path, doc), "--expected"]) == 1
+    del doc["expected"]
+    assert main(["check", write(tmp_path, doc, "bare.json"), "--expected"]) == 2
