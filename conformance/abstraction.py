@@ -18,10 +18,10 @@ from isrcheck.model import (
     AlterPartition, AlterPartitionResponse, Controller, Entry, FetchRequest, FetchResponse,
     LeaderAndIsr, Replica, State,
 )
+from isrcheck.model.alphabet import MESSAGE_KINDS, NONE
+from isrcheck.model.history import EMPTY_HISTORY
 
 MS_PER_TICK = 1  # one model tick is one millisecond of the simulated clock
-NONE = "NONE"
-_KINDS = ("fetch_request", "fetch_response", "leader_and_isr", "alter_partition", "alter_partition_response")
 _CACHE_LIMIT = 4096
 
 
@@ -35,43 +35,17 @@ class Abstraction:
         self._tags: dict[tuple[int, int], tuple[int, int]] = {}  # (follower, correlation) -> tag
         self._messages: dict[tuple, object] = {}  # decoded in-flight messages by frame
         self._entries: dict[int, tuple] = {}      # id of a snapshot log -> (that log, its abstract entries)
-        self.records_produced = 0
-        self.acked: tuple = ()
-        self.consumed: tuple = ()
-        self.max_consumer_hw = -1
-        self.consumer_hw_regressed = False
-        self.crashes = self.power_losses = self.drops = 0
+        self.history = EMPTY_HISTORY
 
     # -- what the adapter reports ----------------------------------------------------------------
     def fetch_sent(self, follower: int, correlation: int | None, tag: tuple[int, int]) -> None:
         if correlation is not None:
             self._tags[(follower, correlation)] = tag
 
-    def step_taken(self, st) -> None:
-        name = st.name
-        if name == "produce":
-            self.records_produced += 1
-        elif name == "crash":
-            self.crashes += 1
-            self.power_losses += st.arg == "power"
-        elif name == "drop":
-            self.drops += 1
-
-    def clients_told(self, outputs: list[dict]) -> None:
-        """Ghost variables from the implementation's own client responses (as the model keeps them)."""
-        for out in outputs:
-            if out["type"] == "produce":
-                if out["acks"] == -1 and out["error"] == NONE:
-                    self.acked = tuple(sorted(self.acked + ((out["offset"], out["record"]),)))
-            elif out["error"] == NONE:
-                pairs = {tuple(p) for p in out["records"]}
-                if pairs - set(self.consumed):
-                    self.consumed = tuple(sorted(set(self.consumed) | pairs))
-                hw = out["hw"]
-                if hw < self.max_consumer_hw:
-                    self.consumer_hw_regressed = True
-                elif hw > self.max_consumer_hw:
-                    self.max_consumer_hw = hw
+    def step_taken(self, st, outputs: list[dict]) -> None:
+        """The ghost history after a step the implementation took and what its clients were told,
+        by the model's own bookkeeping (model/history.py)."""
+        self.history = self.history.after(st.name, st.arg, outputs)
 
     # -- the abstract state ----------------------------------------------------------------------
     def state(self) -> State:
@@ -81,8 +55,7 @@ class Abstraction:
         return State(
             tuple(self._replica(b) for b in snap.brokers),
             Controller(c.leader, c.leader_epoch, tuple(c.isr), c.partition_epoch, tuple(sorted(c.fenced))),
-            *queues, snap.now_ms // MS_PER_TICK, self.records_produced, self.acked, self.consumed,
-            self.max_consumer_hw, self.consumer_hw_regressed, self.crashes, self.power_losses, self.drops)
+            *queues, snap.now_ms // MS_PER_TICK, *self.history)
 
     def _replica(self, b) -> Replica:
         # The cluster hands out the same log tuple while a log is unchanged: key by identity
@@ -106,7 +79,7 @@ class Abstraction:
     def _in_flight(self) -> list[tuple]:
         network = self.cluster.network
         out = []
-        for kind in _KINDS:
+        for kind in MESSAGE_KINDS:
             per_replica = []
             for r in range(self.n):
                 msgs = []

@@ -44,7 +44,7 @@ class Lockstep:
                 raise ValueError(f"unknown property {', '.join(unknown)}")
             self.invariants = tuple(p for p in INVARIANTS if p.id in wanted)
             self.history = tuple(p for p in HISTORY if p.id in wanted)
-        self.cfg = ModelConfig.from_schedule(protocol, config.to_json())
+        self.cfg = ModelConfig.of(protocol, config)
         self.state = initial_state(self.cfg)
         self.impl = None
         if impl:

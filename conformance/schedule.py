@@ -8,20 +8,19 @@ the offending one (``steps[3].acks: ...``), so a hand-written schedule fails bef
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from isrcheck.model import PROTOCOLS as _MODEL_PROTOCOLS
-from isrcheck.model.actions import CRASH_KINDS, MESSAGES as MESSAGE_KINDS, STEP_FIELDS, InvalidStep, Step
+from isrcheck.model.alphabet import InvalidStep, Step
+from isrcheck.model.config import ConfigError, ScheduleConfig
 
 FORMAT = "isrcheck-schedule"
 VERSION = 1
 PROTOCOLS = tuple(_MODEL_PROTOCOLS)  # what model and implementation run
 
 VERDICT_KINDS = ("pass", "violation", "divergence", "invalid-schedule")
-ACKS = (-1, 1, 0)  # acks=all first: the strategies and the shrinker prefer it
-MAX_REPLICAS = 5
 
 
 class ScheduleError(ValueError):
@@ -32,48 +31,13 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-@dataclass(frozen=True)
-class ScheduleConfig:
-    """The cluster config of docs/steps.md, in Kafka's terms."""
-
-    replicas: int = 3
-    min_insync_replicas: int = 2
-    unclean_leader_election_enable: bool = False
-    replica_lag_time_max_ticks: int = 2
-    request_timeout_ticks: int = 1000
-    flush_messages: int | None = None
-
-    @classmethod
-    def from_json(cls, data: Any, where: str = "config") -> "ScheduleConfig":
-        if data is None:
-            data = {}
-        if not isinstance(data, Mapping):
-            raise ScheduleError(f"{where}: expected an object, got {type(data).__name__}")
-        known = {f.name for f in fields(cls)}
-        for key in sorted(data):
-            if key not in known:
-                raise ScheduleError(f"{where}.{key}: unknown config field (known: {', '.join(sorted(known))})")
-        values = {**asdict(cls()), **data}
-
-        def need_int(name: str, low: int, high: int | None = None) -> None:
-            v = values[name]
-            if not _is_int(v) or v < low or (high is not None and v > high):
-                bound = f"{low}..{high}" if high is not None else f">= {low}"
-                raise ScheduleError(f"{where}.{name}: expected an integer {bound}, got {v!r}")
-
-        need_int("replicas", 1, MAX_REPLICAS)
-        need_int("min_insync_replicas", 1, values["replicas"])
-        need_int("replica_lag_time_max_ticks", 0)
-        need_int("request_timeout_ticks", 0)
-        if not isinstance(values["unclean_leader_election_enable"], bool):
-            raise ScheduleError(f"{where}.unclean_leader_election_enable: expected true or false, "
-                                f"got {values['unclean_leader_election_enable']!r}")
-        if values["flush_messages"] is not None:
-            need_int("flush_messages", 1)
-        return cls(**values)
-
-    def to_json(self) -> dict:
-        return asdict(self)
+def load_config(data: Any, where: str = "config") -> ScheduleConfig:
+    """A schedule's ``config`` object (None: the defaults) as a ScheduleConfig; the model's
+    config type checks the bounds, this only names the place (``config.replicas: ...``)."""
+    try:
+        return ScheduleConfig.from_json(data)
+    except ConfigError as exc:
+        raise ScheduleError(f"{where}.{exc.field}: {exc.detail}" if exc.field else f"{where}: {exc.detail}") from None
 
 
 @dataclass(frozen=True)
@@ -156,7 +120,7 @@ class Schedule:
         protocol = data.get("protocol")
         if protocol not in PROTOCOLS:
             raise ScheduleError(f"protocol: expected one of {', '.join(PROTOCOLS)}, got {protocol!r}")
-        config = ScheduleConfig.from_json(data.get("config"))
+        config = load_config(data.get("config"))
         raw_steps = data.get("steps")
         if not isinstance(raw_steps, list):
             raise ScheduleError(f"steps: expected a list of step objects, got {raw_steps!r}")

@@ -12,7 +12,9 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from .schedule import CRASH_KINDS, Schedule
+from isrcheck.model.alphabet import CRASH_KINDS
+
+from .schedule import Schedule
 from .verdict import Verdict
 
 Runner = Callable[[Schedule], Verdict]

@@ -18,26 +18,29 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from .lockstep import Lockstep
-from .schedule import ACKS, CRASH_KINDS, MESSAGE_KINDS, PROTOCOLS, STEP_FIELDS, Schedule, ScheduleConfig
+from isrcheck.model.alphabet import FIELDS, MAX_REPLICAS, STEPS
+
+from .schedule import PROTOCOLS, Schedule, ScheduleConfig, load_config
 from .walk import _Budget, _profile
 
-_VALUES = {
-    "acks": st.sampled_from(ACKS),
-    "kind": st.sampled_from(CRASH_KINDS),
-    "message": st.sampled_from(MESSAGE_KINDS),
-    "index": st.integers(0, 2),
-}
+def _field_values(name: str, replicas: int) -> st.SearchStrategy:
+    """Valid values of one step field (alphabet.FIELDS): any broker id, any choice, a message
+    index among the few a run keeps in flight."""
+    spec = FIELDS[name]
+    if spec.values is not None:
+        return st.sampled_from(spec.values)
+    return st.integers(0, replicas - 1) if name == "replica" else st.integers(0, 2)
 
 
 def step_dicts(replicas: int = 3) -> st.SearchStrategy[dict]:
     """Any step of the alphabet with valid fields for ``replicas`` brokers."""
     def one(name: str) -> st.SearchStrategy[dict]:
-        fields = {f: (st.integers(0, replicas - 1) if f == "replica" else _VALUES[f]) for f in STEP_FIELDS[name]}
+        fields = {f: _field_values(f, replicas) for f in STEPS[name].fields}
         return st.fixed_dictionaries({"step": st.just(name), **fields})
-    return st.one_of([one(name) for name in STEP_FIELDS])
+    return st.one_of([one(name) for name in STEPS])
 
 
-def configs(replicas: st.SearchStrategy[int] = st.integers(1, 5)) -> st.SearchStrategy[ScheduleConfig]:
+def configs(replicas: st.SearchStrategy[int] = st.integers(1, MAX_REPLICAS)) -> st.SearchStrategy[ScheduleConfig]:
     """Cluster configs over the whole valid range."""
     @st.composite
     def build(draw):
@@ -71,7 +74,7 @@ def enabled_schedules(protocol: str = "kip-320", config: ScheduleConfig | None =
 
     @st.composite
     def build(draw):
-        cfg = config or ScheduleConfig.from_json(dict(profile.config))
+        cfg = config or load_config(dict(profile.config))
         run = Lockstep(protocol, cfg, impl=False)
         budget = _Budget(cfg, profile.spare_known_gaps) if profile.within_budget else None
         taken = []
@@ -158,7 +161,7 @@ def lockstep_machine(protocol: str = "kip-320", config: dict | ScheduleConfig | 
     """A LockstepMachine subclass for one protocol, config and fault profile."""
     profile = _profile(faults)
     if not isinstance(config, ScheduleConfig):
-        config = ScheduleConfig.from_json({**profile.config, **(config or {})})
+        config = load_config({**profile.config, **(config or {})})
     Schedule(protocol, config).with_protocol(protocol)  # validates the protocol name
     name = f"Lockstep_{protocol.replace('-', '_')}_{profile.name}"
     return type(name, (LockstepMachine,), {"protocol": protocol, "config": config, "faults": profile,

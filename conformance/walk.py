@@ -20,7 +20,9 @@ from typing import Mapping
 from isrcheck.model import Step, StepRefused, apply
 
 from .lockstep import Lockstep
-from .schedule import CRASH_KINDS, Schedule, ScheduleConfig, ScheduleError
+from isrcheck.model.alphabet import CRASH_KINDS, STEPS
+
+from .schedule import Schedule, ScheduleConfig, ScheduleError, load_config
 from .verdict import Verdict
 
 _BASE_WEIGHTS = {
@@ -50,7 +52,7 @@ class FaultProfile:
 
     def with_weights(self, **weights: float) -> "FaultProfile":
         """A copy with some step weights changed (e.g. ``drop=2.0``)."""
-        unknown = sorted(set(weights) - set(_BASE_WEIGHTS))
+        unknown = sorted(set(weights) - set(STEPS))
         if unknown:
             raise ValueError(f"unknown step name(s) {', '.join(unknown)}")
         return FaultProfile(self.name, _frozen({**self.weights, **weights}), self.crash_kinds,
@@ -137,7 +139,7 @@ def random_walk(seed: int, protocol: str, steps: int, faults: str | FaultProfile
     profile = _profile(faults)
     if not isinstance(steps, int) or steps < 0:
         raise ScheduleError(f"steps: expected an integer >= 0, got {steps!r}")
-    cfg = ScheduleConfig.from_json({**profile.config, **(config or {})})
+    cfg = load_config({**profile.config, **(config or {})})
     if profile.within_budget and cfg.unclean_leader_election_enable:
         raise ScheduleError(f"config.unclean_leader_election_enable: fault profile {profile.name!r} keeps to "
                             "the fault budget, which has unclean election off (use 'heavy' or a "

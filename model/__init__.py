@@ -2,11 +2,15 @@
 
 Public API (stable):
 
-- ``ModelConfig(protocol, replicas, min_insync_replicas, unclean_leader_election_enable,
-  replica_lag_time_max_ticks, request_timeout_ticks, flush_messages)``; ``Scope`` (exploration
+- The step alphabet, defined once (``model/alphabet.py``): ``STEPS`` (name -> ``StepKind`` with
+  its fields and Kafka mechanism), ``MESSAGE_KINDS``, ``CRASH_KINDS``, ``NONE``, ``MAX_REPLICAS``.
+- ``ScheduleConfig(replicas, min_insync_replicas, unclean_leader_election_enable,
+  replica_lag_time_max_ticks, request_timeout_ticks, flush_messages)``, a schedule's config with
+  its bounds; ``ModelConfig(..., protocol=...)`` adds the protocol variant; ``Scope`` (exploration
   bounds); ``PROTOCOLS`` (name -> Protocol rules: hw-truncation, kip-101, kip-279, kip-320).
 - ``State`` (and ``Replica``, ``Controller``, ``Entry``, message tuples): immutable, hashable,
-  built from plain values; ``initial_state(config)``.
+  built from plain values; ``initial_state(config)``; ``History`` (the ghost variables, one
+  function of each step and its outputs for model and implementation alike).
 - ``Step`` (``Step.from_json(dict)``, ``step.to_json()``), ``enabled(config, state) -> [Step]``,
   ``apply(config, state, step) -> (state, outputs)`` (``step`` a Step or a schedule step dict),
   ``why_disabled(config, state, step) -> str | None``; ``StepRefused`` (with ``reason``) and
@@ -15,8 +19,9 @@ Public API (stable):
   depth, complete, violations with shortest traces as schedule step dicts);
   ``replay(config, steps) -> Replay`` (states and outputs of each step; ``ReplayRefused``).
 """
-from .actions import InvalidStep, Step
-from .config import ConfigError, ModelConfig, Scope
+from .alphabet import CRASH_KINDS, MAX_REPLICAS, MESSAGE_KINDS, NONE, STEPS, InvalidStep, Step, StepKind
+from .config import ConfigError, ModelConfig, Scope, ScheduleConfig
+from .history import History
 from .explorer import ExploreResult, Replay, ReplayRefused, Violation, explore, in_scope, replay
 from .protocols import PROTOCOLS, Protocol
 from .semantics import StepRefused, apply, enabled, why_disabled
@@ -26,6 +31,7 @@ from .state import (
 )
 
 __all__ = [
+    "CRASH_KINDS", "History", "MAX_REPLICAS", "MESSAGE_KINDS", "NONE", "STEPS", "ScheduleConfig", "StepKind",
     "AlterPartition", "AlterPartitionResponse", "ConfigError", "ExploreResult", "Replay", "ReplayRefused",
     "Violation", "explore", "in_scope", "replay", "Controller", "Entry", "FetchRequest",
     "FetchResponse", "InvalidStep", "LeaderAndIsr", "ModelConfig", "PROTOCOLS", "Protocol", "Replica",

@@ -1,105 +1,543 @@
-"""Schedule steps: a compact hashable ``Step`` and its JSON form (docs/steps.md, "Steps")."""
+"""One action per step kind of docs/steps.md: its enabling condition beside its effect, as a TLA+
+action holds both, each with the Kafka mechanism it follows.
+
+``guard(cfg, state, step)`` returns None when the step is enabled, else the reason it is refused;
+``effect(nx, step)`` changes the ``NextState`` under construction. Protocol differences are the
+``cfg.rules`` calls (``model/protocols.py``), not branches here.
+"""
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple
+from .alphabet import MESSAGE_KINDS, NONE, STEPS, Step
+from .next_state import NextState, flush_policy, maybe_increment_leader_hw
+from .state import (
+    AlterPartition, AlterPartitionResponse, Controller, Entry, FetchRequest, FetchResponse, LeaderAndIsr,
+    Replica, State, end_offset_for, latest_epoch, truncate_to, updated,
+)
 
-from .state import MESSAGE_FIELDS
-
-ACKS = (0, 1, -1)
-CRASH_KINDS = ("clean", "process", "power")
-MESSAGES = tuple(MESSAGE_FIELDS)
-
-# step name -> the JSON fields it takes besides "step"
-STEP_FIELDS: dict[str, tuple[str, ...]] = {
-    "produce": ("replica", "acks"),
-    "consume": ("replica",),
-    "send_fetch": ("replica",),
-    "handle_fetch": ("replica",),
-    "handle_fetch_response": ("replica",),
-    "deliver_leader_and_isr": ("replica", "index"),
-    "shrink_isr": ("replica",),
-    "expand_isr": ("replica",),
-    "handle_alter_partition": ("replica",),
-    "handle_alter_partition_response": ("replica",),
-    "drop": ("message", "replica", "index"),
-    "elect": (),
-    "fence": ("replica",),
-    "crash": ("replica", "kind"),
-    "restart": ("replica",),
-    "flush": ("replica",),
-    "tick": (),
-}
-_OPTIONAL = {"index": 0}
+NOT_LEADER = "NOT_LEADER_OR_FOLLOWER"
 
 
-class InvalidStep(ValueError):
-    """A step that is not of the schedule format (unknown name, missing or bad field). ``field``
-    names the offending field ("step" for the name, None for the whole step); ``detail`` says what
-    is wrong with it, so a schedule loader can name the place (``steps[3].acks: ...``)."""
+class Action:
+    """A step kind's semantics. Subclasses set ``name`` (a key of ``alphabet.STEPS``) and define
+    ``guard(cfg, s, st)`` and ``effect(nx, st)``, plain functions of their arguments (no ``self``:
+    an action has no state of its own)."""
 
-    def __init__(self, name: object, field: str | None, detail: str) -> None:
-        super().__init__(f"{name}: {detail}")
-        self.field, self.detail = field, detail
+    name = ""
+
+    def __init_subclass__(cls) -> None:
+        for method in ("guard", "effect", "receive"):
+            if callable(vars(cls).get(method)):  # a plain function, not already a static/class method
+                setattr(cls, method, staticmethod(vars(cls)[method]))
+
+    @staticmethod
+    def guard(cfg, s: State, st: Step) -> str | None:
+        return None
+
+    @staticmethod
+    def effect(nx: NextState, st: Step) -> None:
+        raise NotImplementedError
 
 
-def check_replica(name: str, replica: object, replicas: int) -> None:
-    """Raise InvalidStep unless ``replica`` is a broker id of a cluster of ``replicas``."""
-    if not 0 <= replica < replicas:  # type: ignore[operator]
-        raise InvalidStep(name, "replica", f"expected a replica id 0..{replicas - 1}, got {replica!r} (out of range)")
+# -- what several guards ask -----------------------------------------------------------------------
+
+def _down(s: State, r: int) -> str | None:
+    return None if s.replicas[r].alive else f"broker {r} is down"
 
 
-class Step(NamedTuple):
-    """One schedule step. ``arg`` is the acks (produce), the crash kind, or the message kind (drop)."""
+def _outstanding(s: State, r: int, rep: Replica) -> bool:
+    """A fetch of follower r sent under its current (leader, leader epoch) is still in flight."""
+    tag = (rep.leader, rep.leader_epoch)
+    return any((m.leader, m.leader_epoch) == tag for m in s.fetch_requests[r]) or \
+        any((m.leader, m.leader_epoch) == tag for m in s.fetch_responses[r])
 
-    name: str
-    replica: int = -1
-    arg: object = None
-    index: int = 0
 
-    def to_json(self) -> dict:
-        out: dict = {"step": self.name}
-        for f in STEP_FIELDS[self.name]:
-            if f == "replica":
-                out["replica"] = self.replica
-            elif f == "index":
-                out["index"] = self.index
-            else:  # acks, kind, message
-                out[f] = self.arg
-        return out
+def _lagging(cfg, now: int, r: int, rep: Replica) -> list[int]:
+    lag = cfg.replica_lag_time_max_ticks
+    return [f for f in rep.isr if f != r and now - rep.last_caught_up[f] > lag]
+
+
+def _caught_up(cfg, r: int, rep: Replica) -> list[int]:
+    if not cfg.rules.may_expand_isr(rep):
+        return []
+    return [f for f in range(cfg.replicas) if f != r and f not in rep.isr and rep.remote_leo[f] >= rep.hw]
+
+
+def _leader_guard(s: State, r: int) -> str | None:
+    rep = s.replicas[r]
+    if not rep.alive:
+        return f"broker {r} is down"
+    if rep.leader != r:
+        return f"broker {r} is not the leader in its own view"
+    if rep.pending_isr is not None:
+        return f"broker {r} has an ISR change in flight"
+    return None
+
+
+def _elect_choice(cfg, c: Controller) -> tuple[int, tuple] | None:
+    for r in c.isr:
+        if r not in c.fenced:
+            return r, c.isr
+    if cfg.unclean_leader_election_enable:
+        for r in range(cfg.replicas):
+            if r not in c.fenced:
+                return r, (r,)
+    return None
+
+
+def _propose_isr(nx: NextState, r: int, rep: Replica, proposed: tuple) -> Replica:
+    nx.queues("alter_partition")[r] += (AlterPartition(rep.leader_epoch, rep.partition_epoch, proposed),)
+    return updated(rep, pending_isr=proposed)
+
+
+class Delivery(Action):
+    """A step that delivers the oldest in-flight ``message`` of the step's replica r to its
+    handler ``receive(nx, r, message)``; enabled iff there is one (and, with ``to_replica``, the
+    replica it goes to is alive)."""
+
+    message = ""     # a key of alphabet.MESSAGE_KINDS
+    what = ""        # the message's name in refusal reasons
+    to_replica = False
 
     @classmethod
-    def from_json(cls, step, replicas: int | None = None) -> "Step":
-        """Parse and validate a step dict (replica ids too, given ``replicas``); raises InvalidStep
-        naming the field and what is wrong with it."""
-        if isinstance(step, Step):
-            return step
-        if not isinstance(step, Mapping):
-            raise InvalidStep("step", None, f"expected an object like {{\"step\": \"tick\"}}, got {step!r}")
-        name = step.get("step")
-        if name not in STEP_FIELDS:
-            raise InvalidStep(name, "step", f"unknown step {name!r} (known: {', '.join(STEP_FIELDS)})")
-        fields = STEP_FIELDS[name]
-        extra = sorted(set(step) - set(fields) - {"step"})
-        if extra:
-            raise InvalidStep(name, extra[0], f"not a field of step {name!r} (unexpected field; it takes "
-                                              f"{', '.join(fields) or 'no fields'})")
-        values = {}
-        for f in fields:
-            if f not in step:
-                if f in _OPTIONAL:
-                    values[f] = _OPTIONAL[f]
-                    continue
-                raise InvalidStep(name, f, f"missing field {f!r} (step {name!r} needs {', '.join(fields)})")
-            values[f] = step[f]
-        for f in ("replica", "index", "acks"):
-            if f in values and (not isinstance(values[f], int) or isinstance(values[f], bool)):
-                raise InvalidStep(name, f, f"{f} must be an integer, got {values[f]!r}")
-        if "index" in values and values["index"] < 0:
-            raise InvalidStep(name, "index", f"index must be >= 0, got {values['index']}")
-        for f, allowed in (("acks", ACKS), ("kind", CRASH_KINDS), ("message", MESSAGES)):
-            if f in values and values[f] not in allowed:
-                raise InvalidStep(name, f, f"{f} must be one of {', '.join(map(str, allowed))}, got {values[f]!r}")
-        if "replica" in values and replicas is not None:
-            check_replica(name, values["replica"], replicas)
-        arg = values.get("acks", values.get("kind", values.get("message")))
-        return cls(name, values.get("replica", -1), arg, values.get("index", 0))
+    def guard(cls, cfg, s: State, st: Step) -> str | None:
+        r = st.replica
+        if cls.to_replica and not s.replicas[r].alive:
+            return f"broker {r} is down"
+        if not getattr(s, MESSAGE_KINDS[cls.message])[r]:
+            return f"no {cls.what} of replica {r} in flight"
+        return None
+
+    @classmethod
+    def effect(cls, nx: NextState, st: Step) -> None:
+        cls.receive(nx, st.replica, nx.pop(MESSAGE_KINDS[cls.message], st.replica))
+
+    @staticmethod
+    def receive(nx: NextState, r: int, message) -> None:
+        raise NotImplementedError
+
+
+# -- client requests ---------------------------------------------------------------------------------
+
+class Produce(Action):
+    """ProduceRequest handling: Partition.appendRecordsToLeader with acks and min.insync.replicas."""
+
+    name = "produce"
+
+    def guard(cfg, s, st):
+        return _down(s, st.replica)
+
+    def effect(nx, st):
+        r, acks = st.replica, st.arg
+        record = nx.history.records_produced + 1
+        rep = nx.replicas[r]
+        if rep.leader != r:
+            nx.produce_out(r, record, acks, NOT_LEADER)
+            return
+        if acks == -1 and len(rep.isr) < nx.cfg.min_insync_replicas:
+            nx.produce_out(r, record, acks, "NOT_ENOUGH_REPLICAS")
+            return
+        offset = len(rep.log)
+        log = rep.log + (Entry(offset, rep.leader_epoch, record),)
+        rep = updated(rep, log=log, durable=flush_policy(nx.cfg, len(log), rep.durable))
+        if acks == -1:
+            rep = updated(rep, pending_produces=rep.pending_produces +
+                          ((record, offset, nx.now + nx.cfg.request_timeout_ticks),))
+        # Kafka raises the HW after every leader append, whatever the acks: with a maximal ISR of
+        # one, an acks=1 record is committed at once.
+        rep = maybe_increment_leader_hw(nx, r, rep)
+        if acks == 1:
+            nx.produce_out(r, record, acks, NONE, offset)
+        nx.replicas[r] = rep
+
+
+class Consume(Action):
+    """Consumer FetchRequest from offset 0: records below the leader's HW (read_committed view)."""
+
+    name = "consume"
+
+    def guard(cfg, s, st):
+        return _down(s, st.replica)
+
+    def effect(nx, st):
+        r = st.replica
+        rep = nx.replicas[r]
+        error = NOT_LEADER if rep.leader != r else nx.cfg.rules.consume_error(rep)
+        if error is not None:
+            nx.out.append({"type": "consume", "replica": r, "error": error, "hw": -1, "records": []})
+            return
+        nx.out.append({"type": "consume", "replica": r, "error": NONE, "hw": rep.hw,
+                       "records": [[e.offset, e.record] for e in rep.log[:rep.hw]]})
+
+
+# -- replication: the follower's fetch round ----------------------------------------------------------
+
+class SendFetch(Action):
+    """ReplicaFetcherThread: a Fetch, or OffsetsForLeaderEpoch while truncating (KIP-101/KIP-279)."""
+
+    name = "send_fetch"
+
+    def guard(cfg, s, st):
+        r = st.replica
+        rep = s.replicas[r]
+        if not rep.alive:
+            return f"broker {r} is down"
+        if rep.leader == -1:
+            return f"broker {r} knows no leader"
+        if rep.leader == r:
+            return f"broker {r} is the leader"
+        if _outstanding(s, r, rep):
+            return f"follower {r} has a fetch outstanding"
+        return None
+
+    def effect(nx, st):
+        r = st.replica
+        rep = nx.replicas[r]
+        if nx.cfg.rules.uses_epoch_queries and rep.truncating_epoch >= 0 and rep.log:
+            req = FetchRequest(rep.leader, rep.leader_epoch, -1, -1, rep.truncating_epoch)
+        else:
+            req = FetchRequest(rep.leader, rep.leader_epoch, len(rep.log), latest_epoch(rep.log), -1)
+        if nx.replicas[rep.leader].alive:  # else discarded at once
+            nx.queues("fetch_requests")[r] += (req,)
+
+
+class HandleFetch(Delivery):
+    """The leader's handling of a follower Fetch / OffsetsForLeaderEpoch (ReplicaManager.fetchMessages)."""
+
+    name = "handle_fetch"
+
+    message, what = "fetch_request", "fetch request"
+
+    def receive(nx, r, req):
+        d = req.leader
+        lead = nx.replicas[d]
+        rules = nx.cfg.rules
+
+        def respond(error: str, kind: str, records=(), hw=-1, epoch=-1, end=-1) -> None:
+            if nx.replicas[r].alive:
+                nx.queues("fetch_responses")[r] += (
+                    FetchResponse(d, req.leader_epoch, error, kind, records, hw, epoch, end),)
+
+        if lead.leader != d:
+            return respond(NOT_LEADER, "error")
+        check = rules.check_fetch(lead, req)
+        if check is not None:
+            error, epoch, end = check
+            return respond(error, "error") if error != NONE else respond(NONE, "diverging", epoch=epoch, end=end)
+        if req.query_epoch >= 0:
+            epoch, end = rules.answer_epoch_query(lead.log, req.query_epoch)
+            return respond(NONE, "epoch_end", epoch=epoch, end=end)
+        leo = len(lead.log)
+        if req.fetch_offset > leo:
+            return respond("OFFSET_OUT_OF_RANGE", "error", end=leo)
+        remote = lead.remote_leo
+        lead = updated(lead, remote_leo=remote[:r] + (req.fetch_offset,) + remote[r + 1:])
+        if req.fetch_offset >= leo:
+            lcu = lead.last_caught_up
+            lead = updated(lead, last_caught_up=lcu[:r] + (nx.now,) + lcu[r + 1:])
+        lead = maybe_increment_leader_hw(nx, d, lead)
+        nx.replicas[d] = lead
+        respond(NONE, "records", lead.log[req.fetch_offset:], lead.hw)
+
+
+class HandleFetchResponse(Delivery):
+    """ReplicaFetcherThread.processPartitionData, or truncation on the follower (KIP-101/279/320)."""
+
+    name = "handle_fetch_response"
+
+    message, what = "fetch_response", "fetch response"
+    to_replica = True
+
+    def receive(nx, r, resp):
+        rep = nx.replicas[r]
+        if resp.leader != rep.leader or resp.leader_epoch != rep.leader_epoch:
+            return  # answers a request of an earlier leadership: discarded
+        kind = resp.kind
+        if kind == "records":
+            log = rep.log
+            if resp.records:
+                log = log[:resp.records[0].offset] + resp.records
+            rep = updated(rep, log=log, durable=flush_policy(nx.cfg, len(log), min(rep.durable, len(log))),
+                          hw=min(resp.leader_hw, len(log)))
+        elif kind == "epoch_end":
+            rep = nx.cfg.rules.handle_epoch_answer(rep, resp.epoch, resp.end_offset)
+        elif kind == "diverging":
+            own_epoch, own_end = end_offset_for(rep.log, resp.epoch)
+            rep = truncate_to(rep, min(resp.end_offset, own_end) if own_epoch == resp.epoch else own_end)
+        elif resp.error == "OFFSET_OUT_OF_RANGE":
+            rep = truncate_to(rep, resp.end_offset)
+        nx.replicas[r] = rep
+
+
+# -- partition state: LeaderAndIsr and the ISR -----------------------------------------------------------
+
+class DeliverLeaderAndIsr(Action):
+    """LeaderAndIsr (ReplicaManager.becomeLeaderOrFollower): makeLeader / makeFollower / ISR update."""
+
+    name = "deliver_leader_and_isr"
+
+    def guard(cfg, s, st):
+        if len(s.leader_and_isr[st.replica]) <= st.index:
+            return f"no LeaderAndIsr #{st.index} for broker {st.replica} in flight"
+        return None
+
+    def effect(nx, st):
+        r = st.replica
+        m = nx.pop("leader_and_isr", r, st.index)
+        rep = nx.replicas[r]
+        if (m.leader_epoch, m.partition_epoch) <= (rep.leader_epoch, rep.partition_epoch):
+            return
+        n = nx.cfg.replicas
+        if m.leader_epoch == rep.leader_epoch:
+            rep = updated(rep, isr=m.isr, partition_epoch=m.partition_epoch)
+        elif m.leader == r:  # Partition.makeLeader
+            rep = updated(rep, leader=r, leader_epoch=m.leader_epoch, isr=m.isr, partition_epoch=m.partition_epoch,
+                          epoch_start_offset=len(rep.log), remote_leo=(-1,) * n,
+                          last_caught_up=tuple(nx.now if i in m.isr else 0 for i in range(n)),
+                          pending_isr=None, truncating_epoch=-1)
+            rep = maybe_increment_leader_hw(nx, r, rep)
+        else:  # Partition.makeFollower
+            for record, _offset, _deadline in rep.pending_produces:
+                nx.produce_out(r, record, -1, NOT_LEADER)
+            rep = updated(rep, leader=m.leader, leader_epoch=m.leader_epoch, isr=m.isr,
+                          partition_epoch=m.partition_epoch, epoch_start_offset=-1, remote_leo=(-1,) * n,
+                          last_caught_up=(0,) * n, pending_isr=None, pending_produces=())
+            rep = nx.cfg.rules.make_follower(rep)
+        nx.replicas[r] = rep
+
+
+class ShrinkIsr(Action):
+    """Partition.maybeShrinkIsr: drop followers not caught up within replica.lag.time.max.ms."""
+
+    name = "shrink_isr"
+
+    def guard(cfg, s, st):
+        reason = _leader_guard(s, st.replica)
+        if reason is None and not _lagging(cfg, s.now, st.replica, s.replicas[st.replica]):
+            reason = "no ISR follower is out of sync for longer than replica.lag.time.max"
+        return reason
+
+    def effect(nx, st):
+        r = st.replica
+        rep = nx.replicas[r]
+        out = set(_lagging(nx.cfg, nx.now, r, rep))
+        nx.replicas[r] = _propose_isr(nx, r, rep, tuple(f for f in rep.isr if f not in out))
+
+
+class ExpandIsr(Action):
+    """Partition.maybeExpandIsr: add followers whose LEO reached the HW; HW runs on the maximal ISR."""
+
+    name = "expand_isr"
+
+    def guard(cfg, s, st):
+        reason = _leader_guard(s, st.replica)
+        if reason is None and not _caught_up(cfg, st.replica, s.replicas[st.replica]):
+            reason = "no follower outside the ISR has caught up to the high watermark"
+        return reason
+
+    def effect(nx, st):
+        r = st.replica
+        rep = nx.replicas[r]
+        rep = _propose_isr(nx, r, rep, tuple(sorted(rep.isr + tuple(_caught_up(nx.cfg, r, rep)))))
+        nx.replicas[r] = maybe_increment_leader_hw(nx, r, rep)
+
+
+class HandleAlterPartition(Delivery):
+    """Controller AlterPartition handling with leader-epoch and partition-epoch fencing (KIP-497)."""
+
+    name = "handle_alter_partition"
+
+    message, what = "alter_partition", "AlterPartition"
+
+    def receive(nx, r, m):
+        c = nx.controller
+        if r != c.leader or m.leader_epoch != c.leader_epoch:
+            error = "FENCED_LEADER_EPOCH"
+        elif m.partition_epoch != c.partition_epoch:
+            error = "INVALID_UPDATE_VERSION"
+        elif any(f in c.fenced for f in m.isr):
+            error = "INELIGIBLE_REPLICA"
+        else:
+            error = NONE
+            c = nx.controller = c._replace(isr=m.isr, partition_epoch=c.partition_epoch + 1)
+        nx.send("alter_partition_responses", r, AlterPartitionResponse(error, c.leader_epoch, c.isr, c.partition_epoch))
+
+
+class HandleAlterPartitionResponse(Delivery):
+    """AlterPartitionManager callback: clear the pending ISR, adopt the committed one if same leader
+    epoch and not an older partition epoch (Partition.handleAlterPartitionUpdate)."""
+
+    name = "handle_alter_partition_response"
+
+    message, what = "alter_partition_response", "AlterPartition response"
+    to_replica = True
+
+    def receive(nx, r, m):
+        rep = updated(nx.replicas[r], pending_isr=None)
+        if m.leader_epoch == rep.leader_epoch and m.partition_epoch >= rep.partition_epoch:
+            rep = maybe_increment_leader_hw(nx, r, updated(rep, isr=m.isr, partition_epoch=m.partition_epoch))
+        nx.replicas[r] = rep
+
+
+# -- the controller ----------------------------------------------------------------------------------------
+
+class Elect(Action):
+    """Controller leader election: clean from the ISR, else unclean if enabled."""
+
+    name = "elect"
+
+    def guard(cfg, s, st):
+        if s.controller.leader != -1:
+            return f"the controller has a leader ({s.controller.leader})"
+        if _elect_choice(cfg, s.controller) is None:
+            return "no eligible replica (every ISR member is fenced" + \
+                (")" if cfg.unclean_leader_election_enable else " and unclean election is disabled)")
+        return None
+
+    def effect(nx, st):
+        c = nx.controller
+        leader, isr = _elect_choice(nx.cfg, c)
+        nx.controller = Controller(leader, c.leader_epoch + 1, isr, c.partition_epoch + 1, c.fenced)
+        nx.send_leader_and_isr()
+
+
+class Fence(Action):
+    """Broker session expiry: fence, drop from the ISR (never the last member), resign leadership."""
+
+    name = "fence"
+
+    def guard(cfg, s, st):
+        r = st.replica
+        if s.replicas[r].alive:
+            return f"broker {r} is alive"
+        if r in s.controller.fenced:
+            return f"broker {r} is already fenced"
+        return None
+
+    def effect(nx, st):
+        r = st.replica
+        c = nx.controller
+        isr = tuple(i for i in c.isr if i != r) if r in c.isr and len(c.isr) > 1 else c.isr
+        leader, epoch = (-1, c.leader_epoch + 1) if c.leader == r else (c.leader, c.leader_epoch)
+        changed = isr != c.isr or leader != c.leader
+        nx.controller = Controller(leader, epoch, isr, c.partition_epoch + (1 if changed else 0),
+                                   tuple(sorted(c.fenced + (r,))))
+        if changed:
+            nx.send_leader_and_isr()
+
+
+# -- brokers: failures, restarts, fsync ---------------------------------------------------------------------
+
+class Crash(Action):
+    """Broker failure: clean shutdown (flush), process crash (page cache kept) or power loss."""
+
+    name = "crash"
+
+    def guard(cfg, s, st):
+        return None if s.replicas[st.replica].alive else f"broker {st.replica} is already down"
+
+    def effect(nx, st):
+        r, kind = st.replica, st.arg
+        rep = nx.replicas[r]
+        if kind == "clean":
+            rep = updated(rep, durable=len(rep.log), hw_checkpoint=rep.hw)
+        nx.replicas[r] = updated(rep, alive=False, pending_produces=(), power_lost=kind == "power")
+        for field in MESSAGE_KINDS.values():
+            if getattr(nx.src, field)[r]:
+                nx.queues(field)[r] = ()
+        for field in ("fetch_requests", "fetch_responses"):
+            queues = nx.queues(field)
+            for f in range(nx.cfg.replicas):
+                if any(m.leader == r for m in queues[f]):
+                    queues[f] = tuple(m for m in queues[f] if m.leader != r)
+
+
+class Restart(Action):
+    """Broker restart: log recovery (power loss cuts to the fsynced prefix), HW from checkpoint,
+    registration with a new broker epoch, then the controller's current LeaderAndIsr."""
+
+    name = "restart"
+
+    def guard(cfg, s, st):
+        r = st.replica
+        if s.replicas[r].alive:
+            return f"broker {r} is alive"
+        if r not in s.controller.fenced:
+            return f"broker {r} is not fenced yet (its old session has not expired)"
+        return None
+
+    def effect(nx, st):
+        r = st.replica
+        rep = nx.replicas[r]
+        n = nx.cfg.replicas
+        log = rep.log[:rep.durable] if rep.power_lost else rep.log
+        nx.replicas[r] = Replica(True, log, min(rep.durable, len(log)), min(rep.hw_checkpoint, len(log)),
+                                 rep.hw_checkpoint, -1, -1, (), -1, -1, (-1,) * n, (0,) * n, None, (), -1, False)
+        c = nx.controller = nx.controller._replace(fenced=tuple(b for b in nx.controller.fenced if b != r))
+        nx.send("leader_and_isr", r, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch))
+
+
+class Flush(Action):
+    """Log.flush plus the replication-offset-checkpoint write (fsync)."""
+
+    name = "flush"
+
+    def guard(cfg, s, st):
+        rep = s.replicas[st.replica]
+        if not rep.alive:
+            return f"broker {st.replica} is down"
+        if rep.durable == len(rep.log) and rep.hw_checkpoint == rep.hw:
+            return f"broker {st.replica} has nothing to flush"
+        return None
+
+    def effect(nx, st):
+        rep = nx.replicas[st.replica]
+        nx.replicas[st.replica] = updated(rep, durable=len(rep.log), hw_checkpoint=rep.hw)
+
+
+class Tick(Action):
+    """Clock advance: DelayedProduce requests past request.timeout.ms expire."""
+
+    name = "tick"
+
+    def effect(nx, st):
+        nx.now += 1
+        for r, rep in enumerate(nx.replicas):
+            if any(p[2] < nx.now for p in rep.pending_produces):
+                for record, _offset, deadline in rep.pending_produces:
+                    if deadline < nx.now:
+                        nx.produce_out(r, record, -1, "REQUEST_TIMED_OUT")
+                nx.replicas[r] = updated(rep, pending_produces=tuple(p for p in rep.pending_produces
+                                                                     if p[2] >= nx.now))
+
+
+class Drop(Action):
+    """Network loss of one in-flight message; a lost AlterPartition or response makes the leader
+    resend its pending change (AlterPartitionManager retries until it gets an answer)."""
+
+    name = "drop"
+
+    def guard(cfg, s, st):
+        if len(getattr(s, MESSAGE_KINDS[st.arg])[st.replica]) <= st.index:
+            return f"no {st.arg} #{st.index} of replica {st.replica} in flight"
+        return None
+
+    def effect(nx, st):
+        nx.pop(MESSAGE_KINDS[st.arg], st.replica, st.index)
+        if st.arg in ("alter_partition", "alter_partition_response"):
+            rep = nx.replicas[st.replica]
+            if rep.pending_isr is not None:
+                nx.replicas[st.replica] = _propose_isr(nx, st.replica, rep, rep.pending_isr)
+
+
+def _by_name() -> dict[str, type[Action]]:
+    def concrete(cls):
+        for sub in cls.__subclasses__():
+            yield from ([sub] if sub.name else []) + list(concrete(sub))
+    actions = {a.name: a for a in concrete(Action)}
+    missing, unknown = sorted(set(STEPS) - set(actions)), sorted(set(actions) - set(STEPS))
+    if missing or unknown:  # the registry and the semantics must name the same steps
+        raise ImportError(f"model actions out of step with the alphabet: missing {missing}, unknown {unknown}")
+    return {name: actions[name] for name in STEPS}
+
+
+ACTIONS: dict[str, type[Action]] = _by_name()

@@ -2,63 +2,84 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Mapping
 
+from .alphabet import ACKS, CRASH_KINDS, MAX_REPLICAS
 from .protocols import PROTOCOLS, Protocol
-
-# schedule ``config`` field -> ModelConfig attribute (docs/steps.md, "Config")
-_SCHEDULE_FIELDS = {
-    "replicas": "replicas",
-    "min_insync_replicas": "min_insync_replicas",
-    "unclean_leader_election_enable": "unclean_leader_election_enable",
-    "replica_lag_time_max_ticks": "replica_lag_time_max_ticks",
-    "request_timeout_ticks": "request_timeout_ticks",
-    "flush_messages": "flush_messages",
-}
 
 
 class ConfigError(ValueError):
-    """A configuration or scope value is out of range; the message names it."""
+    """A configuration or scope value is out of range. ``field`` names it (None: the whole
+    object) and ``detail`` says what is wrong, so a loader can name the place (``config.replicas``)."""
+
+    def __init__(self, field: str | None, detail: str) -> None:
+        super().__init__(f"{field}: {detail}" if field else detail)
+        self.field, self.detail = field, detail
 
 
 @dataclass(frozen=True, slots=True)
-class ModelConfig:
-    """Broker/topic settings of one partition (names follow Kafka's configs)."""
+class ScheduleConfig:
+    """A schedule's cluster ``config`` (docs/steps.md, "Config"), in Kafka's terms, with every
+    bound checked here and nowhere else. Times are in ticks of the model's clock."""
 
-    protocol: str = "kip-320"
-    replicas: int = 3
-    min_insync_replicas: int = 2
-    unclean_leader_election_enable: bool = False
-    replica_lag_time_max_ticks: int = 2
-    request_timeout_ticks: int = 1000
-    flush_messages: int | None = None
-    rules: Protocol = field(init=False, repr=False, compare=False)
+    replicas: int = 3                       # replication factor, 1..MAX_REPLICAS
+    min_insync_replicas: int = 2            # min.insync.replicas
+    unclean_leader_election_enable: bool = False  # unclean.leader.election.enable
+    replica_lag_time_max_ticks: int = 2     # replica.lag.time.max.ms
+    request_timeout_ticks: int = 1000       # request.timeout.ms of a produce
+    flush_messages: int | None = None       # flush.messages; None: only flush steps and clean shutdown
 
     def __post_init__(self) -> None:
-        if self.protocol not in PROTOCOLS:
-            raise ConfigError(f"unknown protocol {self.protocol!r}; choose one of {', '.join(PROTOCOLS)}")
-        _check_int("replicas", self.replicas, 1, 5)
+        _check_int("replicas", self.replicas, 1, MAX_REPLICAS)
         _check_int("min_insync_replicas", self.min_insync_replicas, 1, self.replicas)
         _check_int("replica_lag_time_max_ticks", self.replica_lag_time_max_ticks, 0, None)
         _check_int("request_timeout_ticks", self.request_timeout_ticks, 0, None)
         if self.flush_messages is not None:
             _check_int("flush_messages", self.flush_messages, 1, None)
         if not isinstance(self.unclean_leader_election_enable, bool):
-            raise ConfigError("unclean_leader_election_enable must be true or false")
+            raise ConfigError("unclean_leader_election_enable",
+                              f"expected true or false, got {self.unclean_leader_election_enable!r}")
+
+    @classmethod
+    def from_json(cls, data: Any) -> "ScheduleConfig":
+        """From a schedule's ``config`` object (None: every default); unknown fields are an error."""
+        if data is None:
+            data = {}
+        if not isinstance(data, Mapping):
+            raise ConfigError(None, f"expected an object, got {type(data).__name__}")
+        known = cls.__dataclass_fields__
+        for key in sorted(data, key=str):
+            if key not in known:
+                raise ConfigError(key, f"unknown config field (known: {', '.join(sorted(known))})")
+        return cls(**data)
+
+    def to_json(self) -> dict:
+        """The schedule ``config`` object of this configuration."""
+        return {name: getattr(self, name) for name in ScheduleConfig.__dataclass_fields__}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig(ScheduleConfig):
+    """A schedule's config with the protocol variant it runs: what the model takes. ``rules`` is
+    the variant's ``Protocol`` (model/protocols.py)."""
+
+    protocol: str = "kip-320"
+    rules: Protocol = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise ConfigError("protocol", f"unknown protocol {self.protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+        ScheduleConfig.__post_init__(self)
         object.__setattr__(self, "rules", PROTOCOLS[self.protocol])
 
     @classmethod
-    def from_schedule(cls, protocol: str, config: dict) -> "ModelConfig":
-        """Build from a schedule's ``protocol`` and ``config`` object (unknown fields are an error)."""
-        if not isinstance(config, dict):
-            raise ConfigError("config must be an object")
-        unknown = sorted(set(config) - set(_SCHEDULE_FIELDS))
-        if unknown:
-            raise ConfigError(f"unknown config field(s): {', '.join(unknown)}")
-        return cls(protocol=protocol, **{_SCHEDULE_FIELDS[k]: v for k, v in config.items()})
+    def of(cls, protocol: str, config: ScheduleConfig) -> "ModelConfig":
+        """The model's config for a schedule's ``protocol`` and ``config``."""
+        return cls(protocol=protocol, **config.to_json())
 
     def to_schedule(self) -> dict:
         """The schedule ``config`` object for this configuration."""
-        return {k: getattr(self, v) for k, v in _SCHEDULE_FIELDS.items()}
+        return self.to_json()
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +110,13 @@ class Scope:
             _check_int(name, getattr(self, name), 0, None)
         for name in ("consumes", "flushes", "fetch_rounds", "exclude_known_losses"):
             if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"{name} must be true or false")
-        if not self.acks or not set(self.acks) <= {0, 1, -1}:
-            raise ConfigError(f"acks must be a non-empty subset of 0, 1, -1, got {self.acks!r}")
-        if not set(self.crash_kinds) <= {"clean", "process"}:
-            raise ConfigError(f"crash_kinds must be a subset of clean, process, got {self.crash_kinds!r}")
+                raise ConfigError(name, f"expected true or false, got {getattr(self, name)!r}")
+        if not self.acks or not set(self.acks) <= set(ACKS):
+            raise ConfigError("acks", f"expected a non-empty subset of {', '.join(map(str, ACKS))}, got {self.acks!r}")
+        if not set(self.crash_kinds) <= set(CRASH_KINDS) - {"power"}:
+            raise ConfigError("crash_kinds", f"expected a subset of clean, process, got {self.crash_kinds!r}")
         if self.max_power_losses > self.max_crashes:
-            raise ConfigError("max_power_losses cannot exceed max_crashes (a power loss is a crash)")
+            raise ConfigError("max_power_losses", "cannot exceed max_crashes (a power loss is a crash)")
 
     def to_json(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in
@@ -103,8 +124,6 @@ class Scope:
 
 
 def _check_int(name: str, value: object, low: int, high: int | None) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ConfigError(f"{name} must be an integer, got {value!r}")
-    if value < low or (high is not None and value > high):
+    if not isinstance(value, int) or isinstance(value, bool) or value < low or (high is not None and value > high):
         bound = f"{low}..{high}" if high is not None else f">= {low}"
-        raise ConfigError(f"{name} must be {bound}, got {value}")
+        raise ConfigError(name, f"expected an integer {bound}, got {value!r}")

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from ..specs import PROPERTIES, Property
-from .actions import Step
+from .actions import ACTIONS, HandleFetch, HandleFetchResponse, SendFetch
+from .alphabet import Step, step_kinds, steps_of
 from .config import ModelConfig, Scope
-from .semantics import StepRefused, apply, dynamic_steps, fetch_round, step_groups, successor
+from .next_state import NextState
+from .semantics import StepRefused, apply, take
 from .state import State, initial_state
 
 
@@ -107,7 +109,11 @@ def successors(config: ModelConfig, scope: Scope, s: State):
     deterministic step order. A transition is one step, or with ``scope.fetch_rounds`` a whole
     fetch round, whose state after handle_fetch is checked too (but not stored)."""
     rounds = scope.fetch_rounds
-    for name, guard, effect, steps in step_groups(config):
+    n = config.replicas
+    for kind, steps in step_kinds(n):
+        name = kind.name
+        action = ACTIONS[name]
+        guard = action.guard
         if rounds and name in _FETCH_STEPS:
             if name == "send_fetch":
                 for st in steps:
@@ -119,11 +125,11 @@ def successors(config: ModelConfig, scope: Scope, s: State):
         if not _group_in_scope(scope, s, name):
             continue
         fine = name in _FINE
-        for st in (steps if steps is not None else dynamic_steps(name, s)):
+        for st in (steps if steps is not None else steps_of(kind, n, s)):
             if name == "deliver_leader_and_isr" and _ignored(s, st):
                 continue  # leads back to the same state key (state_key drops ignored requests)
             if (not fine or _step_in_scope(config, scope, s, st)) and guard(config, s, st) is None:
-                yield (st,), successor(config, s, st, effect)[0], ()
+                yield (st,), take(config, s, st, action)[0], ()
 
 
 def _ignored(s: State, st: Step) -> bool:
@@ -135,13 +141,20 @@ def _ignored(s: State, st: Step) -> bool:
 
 def _fetch_round(config: ModelConfig, s: State, send: Step):
     """A follower's whole fetch round as one transition (the granularity of the TLA+ specs):
-    (steps, state after it, (state after handle_fetch,)); None when lost to a dead leader."""
+    send_fetch, handle_fetch and handle_fetch_response back to back on one working copy (send_fetch
+    enabled, so nothing of the follower is in flight). Returns (steps, state after it, (state after
+    handle_fetch,)); None when the request is lost to a dead leader."""
     r = send.replica
-    done = fetch_round(config, s, r)
-    if done is None:
+    nx = NextState(config, s)
+    nx.take(SendFetch, send)
+    if not nx.msgs.get("fetch_requests", s.fetch_requests)[r]:
         return None
-    served, t = done
-    return (send, Step("handle_fetch", r), Step("handle_fetch_response", r)), t, (served,)
+    handle = Step("handle_fetch", r)
+    nx.take(HandleFetch, handle)
+    served = nx.freeze()
+    response = Step("handle_fetch_response", r)
+    nx.take(HandleFetchResponse, response)
+    return (send, handle, response), nx.freeze(), (served,)
 
 
 def last_replica_standing(s: State) -> bool:

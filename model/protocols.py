@@ -5,7 +5,8 @@ subclass replaces the methods its KIP changed, so a new variant (e.g. KIP-966) i
 """
 from __future__ import annotations
 
-from .state import NONE, Replica, end_offset_for, end_offset_for_kip101, latest_epoch, truncate_to, updated
+from .alphabet import NONE
+from .state import Replica, end_offset_for, end_offset_for_kip101, latest_epoch, truncate_to, updated
 
 
 class Protocol:

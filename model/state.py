@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-NONE = "NONE"
+from .history import EMPTY_HISTORY, History
 
 
 class Entry(NamedTuple):
@@ -111,15 +111,20 @@ class State(NamedTuple):
     alter_partition: tuple     # per sending leader id
     alter_partition_responses: tuple  # per destination leader id
     now: int
-    # ghost variables: what clients were told, and fault counters for scope bounds
-    records_produced: int      # produce steps so far (the next produce carries this + 1)
-    acked: tuple               # (offset, record) of acks=all writes answered NONE, sorted
-    consumed: tuple            # (offset, record) returned to consumers, sorted, distinct
-    max_consumer_hw: int       # highest HW a consume returned (-1 none yet)
-    consumer_hw_regressed: bool  # a consume returned an HW below an earlier one
+    # the ghost variables, fields of ``History`` (model/history.py) in its order
+    records_produced: int
+    acked: tuple
+    consumed: tuple
+    max_consumer_hw: int
+    consumer_hw_regressed: bool
     crashes: int
     power_losses: int
     drops: int
+
+    @property
+    def history(self) -> History:
+        """The ghost variables as one value."""
+        return History(*self[8:])
 
 
 _REPLICA_INDEX = {name: i for i, name in enumerate(Replica._fields)}
@@ -131,15 +136,6 @@ def updated(rep: Replica, **changes) -> Replica:
     for name, value in changes.items():
         fields[_REPLICA_INDEX[name]] = value
     return tuple.__new__(Replica, fields)
-
-
-MESSAGE_FIELDS = {
-    "fetch_request": "fetch_requests",
-    "fetch_response": "fetch_responses",
-    "leader_and_isr": "leader_and_isr",
-    "alter_partition": "alter_partition",
-    "alter_partition_response": "alter_partition_responses",
-}
 
 
 def initial_state(config) -> State:
@@ -163,9 +159,7 @@ def initial_state(config) -> State:
         replicas=tuple(replicas),
         controller=Controller(leader=0, leader_epoch=0, isr=isr, partition_epoch=0, fenced=()),
         fetch_requests=empty, fetch_responses=empty, leader_and_isr=empty,
-        alter_partition=empty, alter_partition_responses=empty, now=0,
-        records_produced=0, acked=(), consumed=(), max_consumer_hw=-1,
-        consumer_hw_regressed=False, crashes=0, power_losses=0, drops=0)
+        alter_partition=empty, alter_partition_responses=empty, now=0, **EMPTY_HISTORY._asdict())
 
 
 # -- leader epoch cache (LeaderEpochFileCache), derived from the log ------------------------------

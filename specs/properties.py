@@ -66,23 +66,24 @@ def leader_in_isr(state) -> bool:
     return c.leader < 0 or c.leader in c.isr
 
 
-def weak_isr(state) -> bool:
-    """Leader completeness against the leader's own (possibly stale) ISR view."""
+def _leaders_complete(state, isr_of) -> bool:
+    """Every replica presuming leadership holds, below its HW, the same entries as every member of
+    ``isr_of(state, leader)``."""
     for _i, lead in _presumed_leaders(state):
-        for m in lead.isr:
+        for m in isr_of(state, lead):
             if not _same_prefix(lead.log, state.replicas[m].log, lead.hw):
                 return False
     return True
+
+
+def weak_isr(state) -> bool:
+    """Leader completeness against the leader's own (possibly stale) ISR view."""
+    return _leaders_complete(state, lambda _state, lead: lead.isr)
 
 
 def strong_isr(state) -> bool:
     """Leader completeness against the controller's ISR, which elections use (KIP-101)."""
-    isr = state.controller.isr
-    for _i, lead in _presumed_leaders(state):
-        for m in isr:
-            if not _same_prefix(lead.log, state.replicas[m].log, lead.hw):
-                return False
-    return True
+    return _leaders_complete(state, lambda state, _lead: state.controller.isr)
 
 
 def log_matching(state) -> bool:
@@ -116,13 +117,18 @@ def replication_quorum_superset(state) -> bool:
     return set(c.isr) <= maximal
 
 
-def no_lost_acked_write(state) -> bool:
-    """acks=all durability: the established leader holds every acknowledged write."""
+def _established_leader_holds(state, pairs) -> bool:
+    """The established leader (if any) holds each ``(offset, record)`` of ``pairs`` at its offset."""
     lead = _established_leader(state)
     if lead is None:
         return True
     log = lead.log
-    return all(o < len(log) and log[o][2] == rec for o, rec in state.acked)
+    return all(o < len(log) and log[o][2] == rec for o, rec in pairs)
+
+
+def no_lost_acked_write(state) -> bool:
+    """acks=all durability: the established leader holds every acknowledged write."""
+    return _established_leader_holds(state, state.acked)
 
 
 def no_divergent_read(state) -> bool:
@@ -141,11 +147,7 @@ def monotonic_high_watermark(state) -> bool:
 
 def no_uncommitted_read(state) -> bool:
     """Reads below the HW are committed: the established leader still holds them."""
-    lead = _established_leader(state)
-    if lead is None:
-        return True
-    log = lead.log
-    return all(o < len(log) and log[o][2] == rec for o, rec in state.consumed)
+    return _established_leader_holds(state, state.consumed)
 
 
 def no_duplicate_offsets(state) -> bool:

@@ -48,10 +48,3 @@ def test_round_trip_fills_the_default_index_and_keeps_everything():
 def test_kip966_is_not_a_protocol_this_build_runs():
     with pytest.raises(ScheduleError, match="protocol: expected one of"):
         Schedule.from_json({**GOOD, "protocol": "kip-966"})
-
-
-def test_the_schedule_alphabet_is_the_models():
-    from isrcheck.conformance.schedule import CRASH_KINDS, MESSAGE_KINDS, STEP_FIELDS
-    from isrcheck.model import actions
-    assert STEP_FIELDS == actions.STEP_FIELDS
-    assert set(CRASH_KINDS) == set(actions.CRASH_KINDS) and set(MESSAGE_KINDS) == set(actions.MESSAGES)

@@ -4,7 +4,7 @@ from hypothesis import given, settings, strategies as st
 from isrcheck.model import (
     PROTOCOLS, InvalidStep, ModelConfig, StepRefused, apply, enabled, initial_state, why_disabled,
 )
-from isrcheck.model.semantics import candidates
+from isrcheck.model.alphabet import STEPS, steps_of
 from isrcheck.specs import BY_ID
 
 INVARIANT_FOR_ALL = ("HighWatermarkBound", "LeaderInIsr", "NoDuplicateOffsets")
@@ -21,7 +21,7 @@ def test_enabled_steps_apply_and_the_others_are_refused_without_change(protocol,
     for choice in choices:
         steps = enabled(config, state)
         assert steps == enabled(config, state)  # deterministic order
-        every = [c[0] for c in candidates(config, state)]
+        every = [st for kind in STEPS.values() for st in steps_of(kind, replicas, state)]
         assert steps == [c for c in every if why_disabled(config, state, c) is None]
         for refused in [c for c in every if c not in steps][:5]:
             try:

@@ -1,0 +1,60 @@
+"""The ghost history: what clients were told and the faults so far, computed once.
+
+It is a function of each step and the outputs it gave, nothing else, so the model (after each of
+its own steps) and the conformance layer (after each step of the implementation, from the
+implementation's own client responses) derive it with this one function: the history properties
+(``NoLostAckedWrite``, ``NoDivergentRead``, ``MonotonicHighWatermark``, ``NoUncommittedRead``)
+judge both sides by the same bookkeeping. The fault counters bound the explorer's scope.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .alphabet import NONE
+
+
+_COUNTED = frozenset(("produce", "crash", "drop"))
+
+
+class History(NamedTuple):
+    """The ghost variables, in the order they close ``State``."""
+
+    records_produced: int      # produce steps so far (the next produce carries this + 1)
+    acked: tuple               # (offset, record) of acks=all writes answered NONE, sorted
+    consumed: tuple            # (offset, record) returned to consumers, sorted, distinct
+    max_consumer_hw: int       # highest HW a consume returned (-1 none yet)
+    consumer_hw_regressed: bool  # a consume returned an HW below an earlier one
+    crashes: int
+    power_losses: int
+    drops: int
+
+    def after(self, name: str, arg: object, outputs: list[dict]) -> "History":
+        """The history once step ``name`` (with choice value ``arg``) gave ``outputs``."""
+        if not outputs and name not in _COUNTED:
+            return self
+        h = self
+        if name == "produce":
+            h = h._replace(records_produced=h.records_produced + 1)
+        elif name == "crash":
+            h = h._replace(crashes=h.crashes + 1, power_losses=h.power_losses + (arg == "power"))
+        elif name == "drop":
+            h = h._replace(drops=h.drops + 1)
+        for out in outputs:
+            if out["error"] != NONE:
+                continue
+            if out["type"] == "produce":
+                if out["acks"] == -1:
+                    h = h._replace(acked=tuple(sorted(h.acked + ((out["offset"], out["record"]),))))
+                continue
+            pairs = {tuple(p) for p in out["records"]}
+            if not pairs <= set(h.consumed):
+                h = h._replace(consumed=tuple(sorted(set(h.consumed) | pairs)))
+            hw = out["hw"]
+            if hw < h.max_consumer_hw:
+                h = h._replace(consumer_hw_regressed=True)
+            elif hw > h.max_consumer_hw:
+                h = h._replace(max_consumer_hw=hw)
+        return h
+
+
+EMPTY_HISTORY = History(0, (), (), -1, False, 0, 0, 0)

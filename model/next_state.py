@@ -1,0 +1,100 @@
+"""The successor under construction, and what several steps share (the HW rule, the flush policy).
+
+``NextState`` copies a state's top-level tuples, lets one step's effect change what it must and
+freezes once: unchanged replicas and message queues are shared with the predecessor, not copied.
+"""
+from __future__ import annotations
+
+from .alphabet import MESSAGE_KINDS, NONE
+from .history import History
+from .state import LeaderAndIsr, Replica, State, updated
+
+_QUEUE_FIELDS = tuple(MESSAGE_KINDS.values())  # in State's order
+
+
+class NextState:
+    """Mutable copy of a state's top-level fields; ``freeze`` builds the successor State.
+    Message queues are copied on first write only (most steps touch one queue or none)."""
+
+    __slots__ = ("cfg", "src", "replicas", "controller", "msgs", "now", "history", "out")
+
+    def __init__(self, cfg, s: State):
+        self.cfg = cfg
+        self.src = s
+        self.replicas = list(s.replicas)
+        self.controller = s.controller
+        self.msgs: dict[str, list] = {}
+        self.now = s.now
+        self.history = History(*s[8:])
+        self.out: list[dict] = []
+
+    def take(self, action, st) -> None:
+        """Apply ``action``'s effect for step ``st`` (already known to be enabled), then bring the
+        ghost history up to date with the outputs it gave (effects never write the history)."""
+        start = len(self.out)
+        action.effect(self, st)
+        self.history = self.history.after(st.name, st.arg, self.out[start:] if start else self.out)
+
+    def queues(self, field: str) -> list:
+        """The per-replica queues of one message kind (by State field), writable."""
+        q = self.msgs.get(field)
+        if q is None:
+            q = self.msgs[field] = list(getattr(self.src, field))
+        return q
+
+    def freeze(self) -> State:
+        src, m = self.src, self.msgs
+        queues = tuple(tuple(m[f]) if f in m else getattr(src, f) for f in _QUEUE_FIELDS)
+        return State(tuple(self.replicas), self.controller, *queues, self.now, *self.history)
+
+    def send(self, field: str, dest: int, msg) -> None:
+        """Queue a message; one addressed to a dead broker is discarded at once."""
+        if self.replicas[dest].alive:
+            self.queues(field)[dest] += (msg,)
+
+    def pop(self, field: str, r: int, index: int = 0):
+        queues = self.queues(field)
+        queue = queues[r]
+        queues[r] = queue[:index] + queue[index + 1:]
+        return queue[index]
+
+    def produce_out(self, r: int, record: int, acks: int, error: str, offset: int = -1) -> None:
+        self.out.append({"type": "produce", "replica": r, "record": record, "acks": acks,
+                         "error": error, "offset": offset if error == NONE else -1})
+
+    def send_leader_and_isr(self) -> None:
+        """The controller propagates its partition state to every unfenced broker, in id order."""
+        c = self.controller
+        msg = LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
+        for b in range(self.cfg.replicas):
+            if b not in c.fenced:
+                self.send("leader_and_isr", b, msg)
+
+
+def flush_policy(cfg, log_len: int, durable: int) -> int:
+    """flush.messages: fsync once that many messages are unflushed (log only, not the HW checkpoint)."""
+    fm = cfg.flush_messages
+    return log_len if fm is not None and log_len - durable >= fm else durable
+
+
+def maybe_increment_leader_hw(nx: NextState, r: int, rep: Replica) -> Replica:
+    """Partition.maybeIncrementLeaderHW: HW = min LEO over the maximal ISR (only moves up), then
+    DelayedProduce completion for acks=all requests the HW has passed."""
+    if rep.leader != r:
+        return rep
+    new_hw = len(rep.log)
+    members = rep.isr if rep.pending_isr is None else rep.pending_isr + rep.isr
+    remote = rep.remote_leo
+    for f in members:
+        if f != r and remote[f] < new_hw:
+            new_hw = remote[f]
+    if new_hw > rep.hw:
+        rep = updated(rep, hw=new_hw)
+    pending = rep.pending_produces
+    if pending and any(p[1] < rep.hw for p in pending):
+        error = NONE if len(rep.isr) >= nx.cfg.min_insync_replicas else "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
+        for record, offset, _deadline in pending:
+            if offset < rep.hw:
+                nx.produce_out(r, record, -1, error, offset)
+        rep = updated(rep, pending_produces=tuple(p for p in pending if p[1] >= rep.hw))
+    return rep

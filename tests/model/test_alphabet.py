@@ -1,0 +1,80 @@
+"""The step alphabet is defined once: docs/steps.md, the registry and everything derived from it
+name the same steps, fields, message kinds and config fields, so a step added in one place only
+fails here."""
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+
+from isrcheck.conformance import FAULT_PROFILES
+from isrcheck.conformance.adapter import ImplSide
+from isrcheck.conformance.strategies import step_dicts
+from isrcheck.model import (
+    MESSAGE_KINDS, STEPS, ConfigError, ModelConfig, ScheduleConfig, State, Step, initial_state,
+)
+from isrcheck.model.actions import ACTIONS
+from isrcheck.model.alphabet import FIELDS, step_kinds, steps_of
+from isrcheck.model.history import History
+
+STEPS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "steps.md"
+
+
+def _section(title: str) -> str:
+    text = STEPS_PAGE.read_text(encoding="utf-8")
+    start = text.index(f"## {title}")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+def test_the_steps_page_and_the_registry_name_the_same_steps_and_fields():
+    documented = {name: tuple(f.strip() for f in fields.split(",") if f.strip())
+                  for name, fields in re.findall(r"^- `(\w+) \{([^}]*)\}`", _section("Steps"), re.M)}
+    assert documented == {name: kind.fields for name, kind in STEPS.items()}
+    assert {f for kind in STEPS.values() for f in kind.fields} == set(FIELDS)
+
+
+def test_the_steps_page_and_the_registry_name_the_same_message_kinds_and_config_fields():
+    assert re.findall(r"^\| `(\w+)` \|", _section("Messages in flight"), re.M) == list(MESSAGE_KINDS)
+    documented = re.findall(r"^\| `(\w+)` \|", _section("Config"), re.M)
+    assert documented == list(ScheduleConfig().to_json())
+
+
+def test_every_step_kind_has_one_action_a_walk_weight_a_strategy_and_an_implementation_call():
+    assert list(ACTIONS) == list(STEPS)
+    for profile in FAULT_PROFILES.values():
+        assert set(profile.weights) == set(STEPS), profile.name
+    side = ImplSide("kip-320", ScheduleConfig())
+    assert set(side._dispatch) == set(STEPS)
+
+
+@settings(max_examples=200, deadline=None)
+@given(step_dicts(replicas=3))
+def test_strategies_draw_only_valid_steps_that_round_trip(raw):
+    assert Step.from_json(raw, 3).to_json() == raw
+
+
+def test_step_enumeration_follows_the_registry_fields():
+    state = initial_state(ModelConfig(replicas=2))
+    static = dict((kind.name, steps) for kind, steps in step_kinds(2))
+    assert static["produce"] == tuple(Step("produce", r, a) for r in range(2) for a in (0, 1, -1))
+    assert static["elect"] == (Step("elect"),) and static["drop"] is None
+    assert steps_of(STEPS["deliver_leader_and_isr"], 2, state) == []  # nothing in flight initially
+
+
+def test_the_states_ghost_fields_are_the_history():
+    assert State._fields[8:] == History._fields
+
+
+@pytest.mark.parametrize("values, field", [
+    ({"replicas": 6}, "replicas"), ({"replicas": 2, "min_insync_replicas": 3}, "min_insync_replicas"),
+    ({"request_timeout_ticks": -1}, "request_timeout_ticks"), ({"flush_messages": 0}, "flush_messages"),
+    ({"unclean_leader_election_enable": 1}, "unclean_leader_election_enable"),
+])
+def test_the_config_checks_its_bounds_once_for_schedules_and_the_model(values, field):
+    for build in (lambda: ScheduleConfig(**values), lambda: ScheduleConfig.from_json(values),
+                  lambda: ModelConfig(protocol="kip-101", **values)):
+        with pytest.raises(ConfigError) as err:
+            build()
+        assert err.value.field == field
+    assert ModelConfig.of("kip-279", ScheduleConfig(replicas=2)).to_schedule() == ScheduleConfig(replicas=2).to_json()
