@@ -12,7 +12,7 @@ import argparse
 import random
 import time
 
-from isrcheck.impl.replication import Cluster, ClusterConfig, ClusterError
+from isrcheck.impl.sim import CRASH_KINDS, Cluster, ClusterConfig, ClusterError
 from isrcheck.impl.sim.workload import Workload, sim_config
 
 
@@ -58,7 +58,7 @@ def step_mode(protocol: str, steps: int, with_snapshot: bool) -> None:
             elif choice < 0.95:
                 c.deliver_leader_and_isr(r)
             elif len(c.snapshot().brokers[r].log) > 50 and rng.random() < 0.2:
-                c.crash(r, rng.choice(("clean", "process", "power")))
+                c.crash(r, rng.choice(CRASH_KINDS))
                 c.fence(r)
                 c.restart(r)
                 if c.controller.leader == -1:

@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 
 from isrcheck.impl.clients import ConsumeResult
-from isrcheck.impl.replication import Cluster, ClusterConfig, ClusterError
+from isrcheck.impl.sim import Cluster, ClusterConfig, ClusterError
 
 from .abstraction import Abstraction, MS_PER_TICK
 

@@ -1,13 +1,15 @@
-"""Replication: brokers (ReplicaManager, Partition, ReplicaFetcher, DelayedProduce) and the Cluster
-facade that runs them with a controller on the deterministic simulation."""
-from ..clients import ConsumeResult, ProduceResult
-from ..sim.network import NetworkFaults
-from .cluster import CRASH_KINDS, MESSAGE_KINDS, Cluster, ClusterError
-from .config import ClusterConfig, InvalidConfigError
-from .snapshot import BrokerSnapshot, ClusterSnapshot, LogEntry, PendingProduce
+"""Replication: a broker (Broker, ReplicaManager, Partition, ReplicaFetcher, DelayedProduce) and the
+settings every broker and the controller share. It runs on the ``runtime`` interfaces only, so the
+same code runs on the simulation (``isrcheck.impl.sim``) and on the real runtime."""
+from .broker import Broker
+from .config import MAX_REPLICAS, ClusterConfig, InvalidConfigError
+from .delayed_produce import DelayedProduce, DelayedProducePurgatory
+from .fetcher import ReplicaFetcher
+from .partition import Partition
+from .protocol import VARIANTS, ProtocolVariant
+from .replica_manager import ReplicaManager
 
 __all__ = [
-    "Cluster", "ClusterConfig", "ClusterError", "InvalidConfigError", "NetworkFaults", "MESSAGE_KINDS",
-    "CRASH_KINDS", "ProduceResult", "ConsumeResult", "BrokerSnapshot", "ClusterSnapshot", "LogEntry",
-    "PendingProduce",
+    "Broker", "ReplicaManager", "Partition", "ReplicaFetcher", "DelayedProduce", "DelayedProducePurgatory",
+    "ClusterConfig", "InvalidConfigError", "MAX_REPLICAS", "ProtocolVariant", "VARIANTS",
 ]

@@ -10,9 +10,8 @@ import argparse
 import json
 import sys
 
-from ..replication.cluster import CRASH_KINDS
-from ..replication.config import MAX_REPLICAS
-from ..replication.protocol import VARIANTS
+from ..replication import MAX_REPLICAS, VARIANTS
+from .cluster import CRASH_KINDS
 from .workload import run_simulation
 
 
@@ -21,9 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replicas", type=int, default=3, help=f"brokers, 1..{MAX_REPLICAS} (default 3)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
     parser.add_argument("--steps", type=int, default=200, help="workload steps before healing (default 200)")
-    parser.add_argument("--crash-kinds", default="clean,process,power",
-                        help="comma-separated crash kinds the workload may use (default clean,process,power; "
-                             "'' for none)")
+    every_kind = ",".join(CRASH_KINDS)
+    parser.add_argument("--crash-kinds", default=every_kind,
+                        help=f"comma-separated crash kinds the workload may use (default {every_kind}; '' for none)")
     parser.add_argument("--no-faults", action="store_true", help="no crashes, partitions or message loss")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 

@@ -11,7 +11,7 @@ from isrcheck.impl.protocol import (
     BrokerRegistrationResponse, DecodeError, Errors, FetchRequest, FetchResponse, LeaderAndIsrRequest,
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProduceRequest, ProduceResponse, WireRecord,
 )
-from isrcheck.impl.replication import Cluster, ClusterConfig
+from isrcheck.impl.sim import Cluster, ClusterConfig
 
 SAMPLES = [
     (REQUEST, ApiKey.PRODUCE, 0, ProduceRequest(-1, 1000, 0, (WireRecord(-1, -1, b"", b"17"),

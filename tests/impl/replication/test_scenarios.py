@@ -2,7 +2,7 @@
 problem cases: what each protocol generation loses or keeps, seen through clients and logs."""
 import pytest
 
-from isrcheck.impl.replication import Cluster, ClusterConfig, ClusterError, ConsumeResult, ProduceResult
+from isrcheck.impl.sim import Cluster, ClusterConfig, ClusterError, ConsumeResult, ProduceResult
 
 LATER = ("kip-101", "kip-279", "kip-320")
 

@@ -2,7 +2,7 @@
 refused with ClusterError and changes nothing; logs below the HW agree with the leader's."""
 from hypothesis import given, settings, strategies as st
 
-from isrcheck.impl.replication import MESSAGE_KINDS, Cluster, ClusterConfig, ClusterError
+from isrcheck.impl.sim import CRASH_KINDS, MESSAGE_KINDS, Cluster, ClusterConfig, ClusterError
 
 STEP = st.one_of(
     st.tuples(st.just("produce"), st.integers(0, 2), st.sampled_from((-1, 0, 1))),
@@ -11,7 +11,7 @@ STEP = st.one_of(
                                "fence", "restart", "flush")), st.integers(0, 2)),
     st.tuples(st.just("deliver_leader_and_isr"), st.integers(0, 2), st.integers(0, 2)),
     st.tuples(st.just("drop"), st.sampled_from(MESSAGE_KINDS), st.integers(0, 2), st.integers(0, 1)),
-    st.tuples(st.just("crash"), st.integers(0, 2), st.sampled_from(("clean", "process", "power"))),
+    st.tuples(st.just("crash"), st.integers(0, 2), st.sampled_from(CRASH_KINDS)),
     st.tuples(st.sampled_from(("elect", "advance"))),
 )
 

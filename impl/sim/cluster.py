@@ -45,11 +45,10 @@ from typing import Any
 from ..clients import CONSUMER_ID, PRODUCER_ID, ConsumeResult, Consumer, Producer, ProduceResult
 from ..controller import CONTROLLER_ID, Controller
 from ..protocol import CODEC, REQUEST, ApiKey, LeaderAndIsrRequest
-from ..sim.clock import SimClock
-from ..sim.network import INSTANT, NetworkFaults, SimNetwork
+from ..replication import Broker, ClusterConfig
 from ..storage import SimulatedFileSystem
-from .broker import Broker
-from .config import ClusterConfig
+from .clock import SimClock
+from .network import INSTANT, NetworkFaults, SimNetwork
 from .snapshot import BrokerSnapshot, ClusterSnapshot, PendingProduce, log_entries
 
 MESSAGE_KINDS = ("fetch_request", "fetch_response", "leader_and_isr", "alter_partition",

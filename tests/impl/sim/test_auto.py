@@ -2,7 +2,7 @@
 seeded faults; afterwards the cluster heals and the replicas agree."""
 import pytest
 
-from isrcheck.impl.replication import Cluster, NetworkFaults, ProduceResult
+from isrcheck.impl.sim import Cluster, NetworkFaults, ProduceResult
 from isrcheck.impl.sim.workload import run_simulation, sim_config
 
 

@@ -1,4 +1,5 @@
-"""The simulation runtime: clock and timers, and the network's manual and seeded modes."""
+"""SimNetwork: manual delivery, lost requests reported to their requester, partitions, and the
+seeded delays, drops, duplicates and reorders of auto mode."""
 import random
 
 from isrcheck.impl.sim.clock import SimClock
@@ -22,21 +23,6 @@ def request(correlation_id, payload=b""):
 
 def response(correlation_id, payload=b""):
     return bytes([1, 0, 1, 0, 0]) + correlation_id.to_bytes(4, "big") + payload
-
-
-def test_timers_fire_in_due_order_then_creation_order_only_when_the_clock_moves():
-    clock, fired = SimClock(), []
-    clock.schedule(5, lambda: fired.append(("a", clock.now_ms())))
-    clock.schedule(2, lambda: fired.append(("b", clock.now_ms())))
-    clock.schedule(5, lambda: fired.append(("c", clock.now_ms())))
-    cancelled = clock.schedule(3, lambda: fired.append(("x", clock.now_ms())))
-    cancelled.cancel()
-    assert fired == []
-    clock.advance(4)
-    assert fired == [("b", 2)] and clock.now_ms() == 4
-    clock.advance(1)  # a timer due exactly at the new time fires
-    assert fired == [("b", 2), ("a", 5), ("c", 5)]
-    assert clock.next_due() is None
 
 
 def _manual():

@@ -1,0 +1,86 @@
+"""The step-mode Cluster facade: its initial state, refusals that change nothing, the fence and elect
+steps, and crashes of each kind with restarts that recover from the simulated file system."""
+import pytest
+
+from isrcheck.impl.sim import Cluster, ClusterConfig, ClusterError
+
+
+def cluster(protocol="kip-320", replicas=3, min_isr=2, **kw):
+    return Cluster(ClusterConfig(protocol=protocol, replicas=replicas, min_insync_replicas=min_isr, **kw))
+
+
+def test_initial_state_is_the_one_of_the_step_semantics():
+    snap = cluster().snapshot()
+    leader, f1, f2 = snap.brokers
+    assert (snap.controller.leader, snap.controller.leader_epoch, snap.controller.isr,
+            snap.controller.partition_epoch, snap.controller.fenced) == (0, 0, (0, 1, 2), 0, ())
+    assert all(b.alive and b.log == () and b.leader == 0 and b.isr == (0, 1, 2) for b in snap.brokers)
+    assert leader.epoch_start_offset == 0 and leader.remote_leo == (-1, 0, 0)
+    assert f1.remote_leo == (-1, -1, -1) and f1.truncating_epoch == -1
+
+
+@pytest.mark.parametrize("step,reason", [
+    (lambda c: c.send_fetch(0), "is the leader"),
+    (lambda c: c.handle_fetch(1), "no fetch_request #0"),
+    (lambda c: c.deliver("leader_and_isr", 1, 3), "no leader_and_isr #3"),
+    (lambda c: c.deliver("gossip", 1), "unknown message kind"),
+    (lambda c: c.elect(), "has a leader"),
+    (lambda c: c.fence(1), "is alive"),
+    (lambda c: c.restart(1), "is alive"),
+    (lambda c: c.flush(0), "nothing to flush"),
+    (lambda c: c.shrink_isr(1), "not the leader"),
+    (lambda c: c.expand_isr(0), "caught up"),
+    (lambda c: c.produce(7, b"1", 1), "no broker 7"),
+    (lambda c: c.produce(0, b"1", 2), "acks"),
+    (lambda c: c.crash(1, "meteor"), "crash kind"),
+    (lambda c: c.advance(-1), "cannot advance"),
+])
+def test_impossible_steps_are_refused_with_a_reason_and_change_nothing(step, reason):
+    c = cluster()
+    before = (c.snapshot(), c.in_flight())
+    with pytest.raises(ClusterError, match=reason):
+        step(c)
+    assert (c.snapshot(), c.in_flight()) == before
+
+
+def test_down_brokers_refuse_requests_and_unfenced_ones_cannot_restart():
+    c = cluster()
+    c.crash(1, "process")
+    for step in (lambda: c.produce(1, b"1", 1), lambda: c.consume(1), lambda: c.send_fetch(1),
+                 lambda: c.crash(1, "clean"), lambda: c.restart(1)):
+        with pytest.raises(ClusterError):
+            step()
+    c.fence(1)
+    with pytest.raises(ClusterError, match="already fenced"):
+        c.fence(1)
+    c.restart(1)
+    assert c.snapshot().brokers[1].broker_epoch == 4  # a new broker epoch for the new incarnation
+
+
+def test_fencing_removes_from_the_isr_but_never_the_last_member_and_leaves_no_leader():
+    c = cluster(replicas=2, min_isr=1)
+    c.crash(1, "clean")
+    c.fence(1)
+    assert c.snapshot().controller.isr == (0,) and c.snapshot().controller.partition_epoch == 1
+    c.crash(0, "clean")
+    c.fence(0)
+    ctrl = c.snapshot().controller
+    assert (ctrl.leader, ctrl.leader_epoch, ctrl.isr, ctrl.fenced) == (-1, 1, (0,), (0, 1))
+    with pytest.raises(ClusterError, match="eligible"):
+        c.elect()
+
+
+def test_power_loss_cuts_the_log_to_its_flushed_prefix_and_the_hw_to_its_checkpoint():
+    c = cluster(replicas=1, min_isr=1)
+    for v in (b"1", b"2"):
+        c.produce(0, v, -1)
+    c.flush(0)
+    c.produce(0, b"3", -1)
+    snap = c.snapshot().brokers[0]
+    assert (snap.durable, snap.hw, snap.hw_checkpoint, len(snap.log)) == (2, 3, 2, 3)
+    c.crash(0, "power")
+    assert c.snapshot().brokers[0].power_lost and len(c.snapshot().brokers[0].log) == 3
+    c.fence(0)
+    c.restart(0)
+    snap = c.snapshot().brokers[0]
+    assert [e.value for e in snap.log] == [b"1", b"2"] and snap.hw == 2 and snap.leader == -1
