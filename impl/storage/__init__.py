@@ -6,12 +6,13 @@ from .errors import (CorruptLogError, CorruptRecordError, InvalidConfigError, In
                      LogClosedError, OffsetOutOfRangeError, RecordTooLargeError, StorageError,
                      UnexpectedAppendOffsetError)
 from .fs import FileHandle, FileSystem, OsFileSystem, SimulatedFileSystem
+from .loader import LoadedLog, LogLoader
 from .log import FetchDataInfo, Log, LogAppendInfo, RecoveryReport
 from .records import LogRecord, Record, RecordBatch, build_batch, iter_batches
 
 __all__ = [
-    "Log", "LogConfig", "Record", "LogRecord", "RecordBatch", "build_batch", "iter_batches",
-    "LogAppendInfo", "FetchDataInfo", "RecoveryReport", "LeaderEpochFileCache", "EpochEntry",
+    "Log", "LogLoader", "LoadedLog", "LogConfig", "Record", "LogRecord", "RecordBatch", "build_batch",
+    "iter_batches", "LogAppendInfo", "FetchDataInfo", "RecoveryReport", "LeaderEpochFileCache", "EpochEntry",
     "FileSystem", "FileHandle", "OsFileSystem", "SimulatedFileSystem",
     "StorageError", "InvalidConfigError", "CorruptRecordError", "RecordTooLargeError",
     "InvalidRecordError", "UnexpectedAppendOffsetError", "OffsetOutOfRangeError", "CorruptLogError",

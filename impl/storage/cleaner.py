@@ -1,15 +1,12 @@
 """Log compaction (Kafka's LogCleaner): keep the latest record per key, keep offsets, drop old tombstones.
 
-Only closed segments entirely below the HW are cleaned. A rewritten segment goes to
-``<base>.log.cleaned``, is fsynced, renamed to ``<base>.log.swap``, then replaces the ``.log``;
-``Log.open`` deletes a leftover ``.cleaned`` and completes a leftover ``.swap``, so a crash at any
-point leaves either the old or the new content.
+Only closed segments entirely below the HW are cleaned. The cleaner only decides what to keep;
+``Log.replace_segments`` swaps the rewritten content in, crash-safely (see ``swap``).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
-from .loader import CLEANED_SUFFIX, SWAP_SUFFIX
 from .records import LogRecord, RecordBatch
 from .segment import LogSegment
 
@@ -55,47 +52,24 @@ def _clean_segment(segment: LogSegment, latest: dict[bytes, int], horizon: int) 
     return out if changed else None
 
 
-def _swap_in(log: "Log", index: int, batches: list[RecordBatch]) -> int:
-    fs, old = log.fs, log._segments[index]
-    cleaned = old.log_path + CLEANED_SUFFIX
-    swap = old.log_path + SWAP_SUFFIX
-    handle = fs.open(cleaned)
-    handle.truncate(0)
-    for batch in batches:
-        handle.append(batch.buffer)
-    handle.fsync()
-    handle.close()
-    fs.rename(cleaned, swap)
-    fs.fsync_dir(log.dir)                       # from here on, open completes the swap
-    old.close()
-    for path in (old.index_path, old.time_index_path):
-        if fs.exists(path):
-            fs.remove(path)
-    fs.rename(swap, old.log_path)
-    fs.fsync_dir(log.dir)
-    segment = LogSegment(fs, log.dir, old.base_offset, log.config.index_interval_bytes)
-    segment.recover()                           # rebuilds both indexes from the new content
-    segment.flush()
-    log._segments[index] = segment
-    return old.size - segment.size
-
-
-def clean_log(log: "Log") -> int:
+def clean_log(log: "Log", clock: Callable[[], int]) -> int:
     """Compact the closed segments below the HW; returns the bytes removed."""
     if not log.config.compact:
         return 0
-    bases = log._bases
+    segments = log.segments
     count = 0
-    while count < len(bases) - 1 and bases[count + 1] <= log.high_watermark:
+    while count < len(segments) - 1 and segments[count + 1].base_offset <= log.high_watermark:
         count += 1
-    cleanable = log._segments[:count]
+    cleanable = segments[:count]
     if not cleanable:
         return 0
     latest = _offset_map(cleanable)
-    horizon = log._clock() - log.config.delete_retention_ms
+    horizon = clock() - log.config.delete_retention_ms
     removed = 0
-    for i, segment in enumerate(cleanable):
+    for segment in cleanable:
         batches = _clean_segment(segment, latest, horizon)
         if batches is not None:
-            removed += _swap_in(log, i, batches)
+            size = segment.size
+            (cleaned,) = log.replace_segments([batches], [segment])
+            removed += size - cleaned.size
     return removed

@@ -3,22 +3,19 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from .checkpoints import OffsetCheckpoint
 from .config import LogConfig
 from .epoch_cache import LeaderEpochFileCache
 from .errors import (CorruptRecordError, InvalidConfigError, InvalidRecordError, LogClosedError,
                      OffsetOutOfRangeError, RecordTooLargeError, UnexpectedAppendOffsetError)
 from .fs import FileSystem, OsFileSystem
+from .loader import CLEAN_SHUTDOWN_FILE, LoadedLog, LogLoader, RecoveryReport
 from .records import LogRecord, Record, RecordBatch, build_batch, iter_batches
 from .segment import LogSegment
+from .swap import swap_segment
 
-LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
-REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
-RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
-CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 DEFAULT_FETCH_MAX_BYTES = 1 << 20
 
 
@@ -82,44 +79,28 @@ class FetchDataInfo:
         return f"FetchDataInfo(fetch_offset={self.fetch_offset}, bytes={len(self.data)})"
 
 
-@dataclass(frozen=True, slots=True)
-class RecoveryReport:
-    """What ``Log.open`` found and repaired (Kafka logs these lines as it loads a log)."""
-
-    clean_shutdown: bool
-    recovery_point: int                         # from the checkpoint, where validation started
-    log_end_offset: int                         # after recovery
-    truncated_bytes: int = 0                    # torn or corrupt tail cut away
-    deleted_segments: tuple[int, ...] = ()      # segments after a corrupt one, dropped
-    rebuilt_indexes: tuple[int, ...] = ()       # segments whose indexes were missing or broken
-    epoch_cache_rebuilt: bool = False
-    events: tuple[str, ...] = field(default=())  # one human-readable line per repair
-
-    @property
-    def truncated(self) -> bool:
-        return self.truncated_bytes > 0 or bool(self.deleted_segments)
-
-
 class Log:
     """One replica's log. Open with ``Log.open``; the replication layer sets ``high_watermark``."""
 
-    def __init__(self, directory: str, config: LogConfig, fs: FileSystem, clock: Callable[[], int]) -> None:
+    def __init__(self, directory: str, config: LogConfig, fs: FileSystem, clock: Callable[[], int],
+                 loaded: LoadedLog) -> None:
+        """A log over what ``LogLoader(fs, directory, config).load()`` returned for ``directory``."""
         self.dir = directory
         self.config = config
         self.fs = fs
         self._clock = clock
-        self._segments: list[LogSegment] = []
-        self._bases: list[int] = []
-        self._leo = 0
-        self._hw = 0
-        self._recovery_point = 0
+        self._segments: list[LogSegment] = list(loaded.segments)
+        self._bases: list[int] = [s.base_offset for s in self._segments]
+        self._leo = loaded.log_end_offset
+        self._hw = loaded.high_watermark
+        self._recovery_point = loaded.recovery_point
         self._last_flush_ms = clock()
-        self._dir_dirty = False
+        self._dir_dirty = loaded.dir_needs_fsync
         self._closed = False
-        self._hw_checkpoint = OffsetCheckpoint(fs, fs.join(directory, REPLICATION_OFFSET_CHECKPOINT))
-        self._rp_checkpoint = OffsetCheckpoint(fs, fs.join(directory, RECOVERY_POINT_CHECKPOINT))
-        self.leader_epoch_cache: LeaderEpochFileCache
-        self.recovery_report: RecoveryReport
+        self._hw_checkpoint = loaded.high_watermark_checkpoint
+        self._rp_checkpoint = loaded.recovery_point_checkpoint
+        self.leader_epoch_cache: LeaderEpochFileCache = loaded.leader_epoch_cache
+        self.recovery_report: RecoveryReport = loaded.recovery_report
 
     # ===================================================================================== open
 
@@ -131,10 +112,8 @@ class Log:
         if not isinstance(config, LogConfig):
             raise InvalidConfigError(f"config must be a LogConfig, got {type(config).__name__}")
         fs = OsFileSystem() if fs is None else fs
-        log = cls(str(directory), config, fs, clock or wall_clock_ms)
-        from .loader import load_log       # the recovery procedure lives in its own module
-        load_log(log)
-        return log
+        directory = str(directory)
+        return cls(directory, config, fs, clock or wall_clock_ms, LogLoader(fs, directory, config).load())
 
     # ================================================================================ properties
 
@@ -468,7 +447,28 @@ class Log:
         """Log compaction (LogCleaner) over the closed segments; returns the bytes removed."""
         self._check_open()
         from .cleaner import clean_log
-        return clean_log(self)
+        return clean_log(self, self._clock)
+
+    def replace_segments(self, new_segments: Sequence[Sequence[RecordBatch]],
+                         old_segments: Sequence[LogSegment]) -> list[LogSegment]:
+        """Kafka's replaceSegments: ``new_segments[i]``, batches within the offsets of the closed
+        segment ``old_segments[i]``, becomes its content. Each swap is crash-safe (see ``swap``):
+        after a crash, ``Log.open`` finds the old content or the new, never a mix. Offsets, the
+        recovery point and the epoch cache are unchanged. Returns the new segments."""
+        self._check_open()
+        if len(new_segments) != len(old_segments):
+            raise ValueError(f"{len(new_segments)} new segments for {len(old_segments)} old ones")
+        replaced = []
+        for batches, old in zip(new_segments, old_segments):
+            i = bisect_right(self._bases, old.base_offset) - 1
+            if i < 0 or i == len(self._segments) - 1 or self._segments[i] is not old:
+                raise ValueError(f"{old!r} is not a closed segment of {self.dir}")
+            if batches and (batches[0].base_offset < old.base_offset or batches[-1].last_offset >= self._bases[i + 1]):
+                raise ValueError(f"batches {batches[0].base_offset}..{batches[-1].last_offset} do not fit "
+                                 f"segment {old.base_offset} (next segment at {self._bases[i + 1]})")
+            self._segments[i] = swap_segment(self.fs, self.dir, old, batches, self.config.index_interval_bytes)
+            replaced.append(self._segments[i])
+        return replaced
 
     def __repr__(self) -> str:
         return (f"Log({self.dir!r}, log_start_offset={self.log_start_offset}, log_end_offset={self._leo}, "

@@ -178,3 +178,25 @@ def test_a_crashed_log_object_cannot_write_any_more():
     fs.process_crash()
     with pytest.raises(Exception, match="crashed"):
         append(log, 2, 1)
+
+
+def test_the_loader_returns_the_value_a_log_is_built_from():
+    from dataclasses import FrozenInstanceError
+
+    from isrcheck.impl.storage.loader import LogLoader
+    fs, config, clock = SimulatedFileSystem(), LogConfig(segment_bytes=1 << 20, index_interval_bytes=100), Clock()
+    log = open_log(fs, config, clock)
+    append(log, 0, 20)
+    log.high_watermark = 15
+    log.flush()
+    append(log, 20, 5)
+    fs.power_loss()
+    loaded = LogLoader(fs, DIR, config).load()
+    assert (loaded.log_start_offset, loaded.log_end_offset, loaded.recovery_point) == (0, 20, 20)
+    assert loaded.high_watermark == 15 and loaded.segments[-1].next_offset == 20
+    assert not loaded.recovery_report.clean_shutdown and loaded.recovery_report.log_end_offset == 20
+    with pytest.raises(FrozenInstanceError):
+        loaded.high_watermark = 0
+    log = Log(DIR, config, fs, clock, loaded)
+    assert (log.log_end_offset, log.high_watermark, log.recovery_point) == (20, 15, 20)
+    assert log.recovery_report is loaded.recovery_report and offsets(log) == list(range(20))

@@ -1,5 +1,9 @@
 """Retention deletes whole old segments below the HW; compaction keeps the latest record per key
 at its original offset, drops tombstones once delete.retention.ms has passed, survives crashes."""
+import random
+
+import pytest
+
 from isrcheck.impl.storage import Log, LogConfig, Record, SimulatedFileSystem
 
 DIR = "/logs/c-0"
@@ -52,6 +56,16 @@ def compacted_log(fs, clock):
                     fs=fs, clock=clock)
 
 
+def committed_log(fs, clock, records, keys):
+    """A compacted log of ``records`` writes cycling over ``keys`` keys, all committed and flushed."""
+    log = compacted_log(fs, clock)
+    for i in range(records):
+        log.append_as_leader([Record(b"k%d" % (i % keys), b"v%d" % i)], 0)
+    log.high_watermark = log.log_end_offset
+    log.flush()
+    return log
+
+
 def test_compaction_keeps_the_latest_value_per_key_at_its_offset():
     fs, clock = SimulatedFileSystem(), Clock()
     log = compacted_log(fs, clock)
@@ -80,11 +94,7 @@ def test_compaction_keeps_the_latest_value_per_key_at_its_offset():
 
 def test_compaction_survives_a_crash_between_its_steps():
     fs, clock = SimulatedFileSystem(), Clock()
-    log = compacted_log(fs, clock)
-    for i in range(30):
-        log.append_as_leader([Record(b"k%d" % (i % 3), b"v%d" % i)], 0)
-    log.high_watermark = log.log_end_offset
-    log.flush()
+    log = committed_log(fs, clock, 30, 3)
     before = [(r.offset, r.value) for r in log.read(0, 10**9).records]
     first = log.segments[0]
     # a rewrite that got as far as the .swap file: open must finish it
@@ -110,3 +120,94 @@ def test_compaction_survives_a_crash_between_its_steps():
     closed_end = log.segments[-1].base_offset
     latest = {offset % 3: (offset, value) for offset, value in before if offset < closed_end}
     assert [x for x in final if x[0] < closed_end] == sorted(latest.values())
+
+
+def test_replace_segments_swaps_only_closed_segments_of_the_log_with_batches_that_fit():
+    from isrcheck.impl.storage.cleaner import _clean_segment, _offset_map
+    fs = SimulatedFileSystem()
+    log = committed_log(fs, Clock(), 30, 3)
+    first, second, active = log.segments[0], log.segments[1], log.segments[-1]
+    batches = _clean_segment(first, _offset_map(log.segments[:-1]), -1)
+    with pytest.raises(ValueError):
+        log.replace_segments([batches], [active])                # never the active segment
+    with pytest.raises(ValueError):
+        log.replace_segments([[b for _, b in second.iter_batches()]], [first])   # past its offsets
+    with pytest.raises(ValueError):
+        log.replace_segments([batches, batches], [first])
+    assert log.segments[0] is first and not any(n.endswith((".cleaned", ".swap")) for n in fs.listdir(DIR))
+    (new,) = log.replace_segments([batches], [first])
+    assert log.segments[0] is new and new.base_offset == first.base_offset and new.size < first.size
+    assert [r.offset for r in log.read(0, new.size).records] == [r.offset for b in batches for r in b.records()]
+    with pytest.raises(ValueError):
+        log.replace_segments([batches], [first])                 # no longer part of the log
+
+
+class _Crash(Exception):
+    pass
+
+
+class CrashingFileSystem(SimulatedFileSystem):
+    """Dies at the ``budget``-th directory operation (open, remove, rename, fsync_dir) once armed."""
+
+    def __init__(self):
+        super().__init__()
+        self.budget = None
+
+    def _tick(self):
+        if self.budget is not None:
+            if self.budget == 0:
+                raise _Crash()
+            self.budget -= 1
+
+    def open(self, path, create=True):
+        self._tick()
+        return super().open(path, create)
+
+    def remove(self, path):
+        self._tick()
+        super().remove(path)
+
+    def rename(self, source, target):
+        self._tick()
+        super().rename(source, target)
+
+    def fsync_dir(self, directory):
+        self._tick()
+        super().fsync_dir(directory)
+
+
+def test_a_power_loss_at_any_step_of_compaction_leaves_each_segment_old_or_new():
+    def build():
+        fs, clock = CrashingFileSystem(), Clock()
+        return fs, clock, committed_log(fs, clock, 40, 4)
+
+    def by_segment(log, bases):
+        got = [(r.offset, r.value) for r in log.read(0, 10**9).records]
+        return [[x for x in got if lo <= x[0] < hi] for lo, hi in zip(bases, bases[1:] + [10**9])]
+
+    fs, clock, log = build()
+    bases = [s.base_offset for s in log.segments]
+    old = by_segment(log, bases)
+    log.compact()
+    new = by_segment(log, bases)
+    assert old != new
+    for step in range(200):
+        fs, clock, log = build()
+        fs.budget = step
+        try:
+            log.compact()
+            crashed = False
+        except _Crash:
+            crashed = True
+        fs.budget = None
+        fs.power_loss(random.Random(step))
+        log = compacted_log(fs, clock)
+        got = by_segment(log, bases)
+        assert all(g in (o, n) for g, o, n in zip(got, old, new)), (step, log.recovery_report)
+        log.compact()                                   # and a later compaction finishes the job
+        assert by_segment(log, bases) == new, step
+        if not crashed:
+            break
+    else:
+        raise AssertionError("compaction never finished")
+    assert step > 10, step
