@@ -1,5 +1,11 @@
 """The adapter: each schedule step becomes exactly one call on the simulated implementation cluster.
 
+The dispatch derives from the step alphabet (``isrcheck.model.alphabet.STEPS``): step ``name``
+calls the cluster's method of the same name with the step's field values in the alphabet's
+order (``drop(message, replica, index)``, ``crash(replica, kind)``); only ``produce`` (the record
+value), ``send_fetch`` (the fetch's tag) and ``tick`` (the clock) need more than that. A step
+the cluster has no method for fails when the adapter is built, not in the middle of a run.
+
 The cluster runs in step mode (``Cluster(..., mode="steps")``): nothing happens by itself, only a
 ``tick`` advances the clock (by ``MS_PER_TICK``) and fires due DelayedProduce timers. "Follower 2
 sends a fetch" is ``send_fetch(2)``: broker 2's ReplicaFetcher sends exactly one request;
@@ -18,9 +24,9 @@ from pathlib import Path
 from isrcheck.impl.clients import ConsumeResult
 from isrcheck.impl.sim import Cluster, ClusterConfig, ClusterError
 
-from .abstraction import Abstraction, MS_PER_TICK
+from isrcheck.model.alphabet import STEPS
 
-NONE = "NONE"
+from .abstraction import Abstraction, MS_PER_TICK
 
 
 class ImplFailure(Exception):
@@ -48,32 +54,21 @@ class ImplSide:
     def __init__(self, protocol: str, config) -> None:
         self.cluster = Cluster(cluster_config(protocol, config), mode="steps", seed=0)
         self.abstraction = Abstraction(self.cluster)
-        self.records_produced = 0
-        self._dispatch = {
-            "produce": self._produce,
-            "consume": lambda st: self.cluster.consume(st.replica),
-            "send_fetch": self._send_fetch,
-            "handle_fetch": lambda st: self.cluster.handle_fetch(st.replica),
-            "handle_fetch_response": lambda st: self.cluster.handle_fetch_response(st.replica),
-            "deliver_leader_and_isr": lambda st: self.cluster.deliver_leader_and_isr(st.replica, st.index),
-            "shrink_isr": lambda st: self.cluster.shrink_isr(st.replica),
-            "expand_isr": lambda st: self.cluster.expand_isr(st.replica),
-            "handle_alter_partition": lambda st: self.cluster.handle_alter_partition(st.replica),
-            "handle_alter_partition_response": lambda st: self.cluster.handle_alter_partition_response(st.replica),
-            "drop": lambda st: self.cluster.drop(st.arg, st.replica, st.index),
-            "elect": lambda st: self.cluster.elect(),
-            "fence": lambda st: self.cluster.fence(st.replica),
-            "crash": lambda st: self.cluster.crash(st.replica, st.arg),
-            "restart": lambda st: self.cluster.restart(st.replica),
-            "flush": lambda st: self.cluster.flush(st.replica),
-            "tick": lambda st: self.cluster.advance(MS_PER_TICK),
-        }
+        self._dispatch = {name: getattr(self, "_" + name, None) or self._call(name) for name in STEPS}
+
+    def _call(self, name: str):
+        method = getattr(self.cluster, name, None)
+        if method is None:
+            raise ImplFailure(f"the implementation has no step {name!r} (Cluster.{name} is missing)")
+        return lambda st: method(*st.field_values())
 
     def _produce(self, st) -> None:
         # docs/steps.md: the k-th produce step carries record id k, written as decimal ASCII.
-        record = self.records_produced + 1
+        record = self.abstraction.history.records_produced + 1
         self.cluster.produce(st.replica, str(record).encode(), st.arg)
-        self.records_produced = record
+
+    def _tick(self, st) -> None:
+        self.cluster.advance(MS_PER_TICK)
 
     def _send_fetch(self, st) -> None:
         fetcher = self.cluster.brokers[st.replica].replica_manager.fetcher
@@ -88,9 +83,8 @@ class ImplSide:
             return exc.reason, []
         except Exception as exc:  # the system under test broke: that is a finding, not a harness crash
             raise ImplFailure(f"{type(exc).__name__}: {exc}\n{_where(exc)}") from exc
-        self.abstraction.step_taken(st)
         outputs = [_output(r) for r in self.cluster.take_client_responses()]
-        self.abstraction.clients_told(outputs)
+        self.abstraction.step_taken(st, outputs)
         return None, outputs
 
     def abstract_state(self):
