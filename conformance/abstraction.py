@@ -33,6 +33,7 @@ class Abstraction:
         self.n = cluster.config.replicas
         self.protocol = cluster.config.protocol
         self._tags: dict[tuple[int, int], tuple[int, int]] = {}  # (follower, correlation) -> tag
+        self._alter_epochs: dict[tuple[int, int], int] = {}  # (leader, correlation) -> request's leader epoch
         self._messages: dict[tuple, object] = {}  # decoded in-flight messages by frame
         self._entries: dict[int, tuple] = {}      # id of a snapshot log -> (that log, its abstract entries)
         self.history = EMPTY_HISTORY
@@ -42,10 +43,19 @@ class Abstraction:
         if correlation is not None:
             self._tags[(follower, correlation)] = tag
 
-    def step_taken(self, st, outputs: list[dict]) -> None:
-        """The ghost history after a step the implementation took and what its clients were told,
-        by the model's own bookkeeping (model/history.py)."""
-        self.history = self.history.after(st.name, st.arg, outputs)
+    def alter_partition_handled(self, leader: int) -> None:
+        """The controller is about to handle ``leader``'s oldest AlterPartition: its response (same
+        correlation id) belongs to that request's leader epoch, which the response does not carry."""
+        queue = self.cluster.network.queue(("alter_partition", leader))
+        if queue:
+            header = CODEC.decode_header(queue[0].frame)
+            body = CODEC.decode_body(header, queue[0].frame)
+            self._alter_epochs[(leader, header.correlation_id)] = body.leader_epoch
+
+    def step_taken(self, st, outputs: list[dict], before: State | None) -> None:
+        """The ghost history after a step the implementation took (in abstract state ``before``)
+        and what its clients were told, by the model's own bookkeeping (model/history.py)."""
+        self.history = self.history.after(st, outputs, before)
 
     # -- the abstract state ----------------------------------------------------------------------
     def state(self) -> State:
@@ -64,7 +74,7 @@ class Abstraction:
         if cached is not None and cached[0] is b.log:
             log = cached[1]
         else:
-            log = tuple(Entry(e.offset, e.epoch, int(e.value)) for e in b.log)
+            log = tuple(Entry(e.offset, e.epoch, int(e.value), e.base_offset) for e in b.log)
             if len(self._entries) > _CACHE_LIMIT:
                 self._entries.clear()
             self._entries[id(b.log)] = (b.log, log)
@@ -73,7 +83,7 @@ class Abstraction:
             b.partition_epoch, b.epoch_start_offset, tuple(b.remote_leo),
             tuple(t // MS_PER_TICK for t in b.last_caught_up_ms),
             None if b.pending_isr is None else tuple(b.pending_isr),
-            tuple((int(p.value), p.offset, p.deadline_ms // MS_PER_TICK) for p in b.pending_produces),
+            tuple((int(p.value), p.offset, p.deadline_ms // MS_PER_TICK, p.count) for p in b.pending_produces),
             b.truncating_epoch, b.power_lost)
 
     def _in_flight(self) -> list[tuple]:
@@ -88,6 +98,8 @@ class Abstraction:
                     if kind == "fetch_request" or kind == "fetch_response":
                         # equal frames may be sent under different tags (correlation ids restart)
                         tag = self._tags.get((r, CODEC.decode_header(env.frame).correlation_id))
+                    elif kind == "alter_partition_response":  # the leader epoch of its request
+                        tag = self._alter_epochs.get((r, CODEC.decode_header(env.frame).correlation_id), -1)
                     key = (kind, r, env.src, env.dst, env.frame, tag)
                     msg = self._messages.get(key)
                     if msg is None:
@@ -106,8 +118,8 @@ class Abstraction:
         if kind == "fetch_request":
             leader, epoch = tag or (env.dst, -1)
             if hasattr(body, "fetch_offset"):  # Fetch
-                return FetchRequest(leader, epoch, body.fetch_offset, body.last_fetched_epoch, -1)
-            return FetchRequest(leader, epoch, -1, -1, body.leader_epoch)  # OffsetsForLeaderEpoch
+                return FetchRequest(leader, epoch, body.fetch_offset, body.last_fetched_epoch, -1, body.max_batches)
+            return FetchRequest(leader, epoch, -1, -1, body.leader_epoch, 0)  # OffsetsForLeaderEpoch
         if kind == "fetch_response":
             leader, epoch = tag or (env.src, -1)
             error = Errors(body.error).name
@@ -122,7 +134,7 @@ class Abstraction:
             if body.diverging_end_offset >= 0:
                 return FetchResponse(leader, epoch, NONE, "diverging", (), -1, body.diverging_epoch,
                                      body.diverging_end_offset)
-            records = tuple(Entry(rec.offset, batch.partition_leader_epoch, int(rec.value))
+            records = tuple(Entry(rec.offset, batch.partition_leader_epoch, int(rec.value), batch.base_offset)
                             for batch in iter_batches(body.records) for rec in batch.records())
             return FetchResponse(leader, epoch, NONE, "records", records, body.high_watermark, -1, -1)
         if kind == "leader_and_isr":
@@ -130,4 +142,4 @@ class Abstraction:
         if kind == "alter_partition":
             return AlterPartition(body.leader_epoch, body.partition_epoch, tuple(body.new_isr))
         return AlterPartitionResponse(Errors(body.error).name, body.leader_epoch, tuple(body.isr),
-                                      body.partition_epoch)
+                                      body.partition_epoch, tag)

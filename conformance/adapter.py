@@ -25,6 +25,7 @@ from isrcheck.impl.clients import ConsumeResult
 from isrcheck.impl.sim import Cluster, ClusterConfig, ClusterError
 
 from isrcheck.model.alphabet import STEPS
+from isrcheck.model.history import History
 
 from .abstraction import Abstraction, MS_PER_TICK
 
@@ -63,20 +64,23 @@ class ImplSide:
         return lambda st: method(*st.field_values())
 
     def _produce(self, st) -> None:
-        # docs/steps.md: the k-th produce step carries record id k, written as decimal ASCII.
-        record = self.abstraction.history.records_produced + 1
-        self.cluster.produce(st.replica, str(record).encode(), st.arg)
+        # docs/steps.md: records take the next ids in order, each written as decimal ASCII.
+        first = self.abstraction.history.records_produced + 1
+        self.cluster.produce(st.replica, [str(first + i).encode() for i in range(st.records)], st.arg)
 
     def _tick(self, st) -> None:
         self.cluster.advance(MS_PER_TICK)
 
     def _send_fetch(self, st) -> None:
         fetcher = self.cluster.brokers[st.replica].replica_manager.fetcher
-        self.cluster.send_fetch(st.replica)
+        self.cluster.send_fetch(st.replica, st.max_batches)
         self.abstraction.fetch_sent(st.replica, fetcher.outstanding, fetcher.sent_under)
 
     def step(self, st) -> tuple[str | None, list[dict]]:
         """(None, outputs) if the cluster took the step, else (the refusal reason, [])."""
+        before = self.abstraction.state() if st.name in History.READS_BEFORE else None
+        if st.name == "handle_alter_partition":
+            self.abstraction.alter_partition_handled(st.replica)
         try:
             self._dispatch[st.name](st)
         except ClusterError as exc:
@@ -84,7 +88,7 @@ class ImplSide:
         except Exception as exc:  # the system under test broke: that is a finding, not a harness crash
             raise ImplFailure(f"{type(exc).__name__}: {exc}\n{_where(exc)}") from exc
         outputs = [_output(r) for r in self.cluster.take_client_responses()]
-        self.abstraction.step_taken(st, outputs)
+        self.abstraction.step_taken(st, outputs, before)
         return None, outputs
 
     def abstract_state(self):
@@ -96,5 +100,5 @@ def _output(result) -> dict:
     if isinstance(result, ConsumeResult):
         return {"type": "consume", "replica": result.replica, "error": result.error, "hw": result.hw,
                 "records": [[offset, int(value)] for offset, value in result.records]}
-    return {"type": "produce", "replica": result.replica, "record": int(result.value), "acks": result.acks,
-            "error": result.error, "offset": result.offset}
+    return {"type": "produce", "replica": result.replica, "record": int(result.value), "records": result.count,
+            "acks": result.acks, "error": result.error, "offset": result.offset}

@@ -3,11 +3,16 @@
 A ``FaultProfile`` weighs the step kinds and bounds the faults. Profiles marked ``within_budget``
 keep to ``isrcheck.specs.FAULT_BUDGET``: unclean election off, at most min.insync.replicas - 1
 distinct replicas ever lose unflushed data, and a replica that lost (or may lose) unflushed data
-is never the sole member of the controller's ISR (Last Replica Standing, fixed only by KIP-966).
+is never the sole member of the controller's ISR (Last Replica Standing, fixed only by KIP-966),
+nor comes back by a fast restart the controller never noticed (it would stay in the ISR without
+the data: KIP-966's unclean shutdown detection). A lost disk counts as losing data. Consumers read
+from a leader only in the controller's current leader epoch: a deposed leader that has not heard
+of its successor (a zombie, or a leader moved away) serves its stale HW, and the consumer here
+carries no leader epoch to be fenced by (KIP-320's consumer-side validation does that in Kafka).
 With ``spare_known_gaps`` they also avoid two places where docs/steps.md departs from Kafka and
-the protocol loses data for that reason alone (the README lists them): a power loss of a replica
-that is in some ISR view or proposal, and an ISR expansion on a remote LEO from before a power
-loss (AlterPartition carries no broker epoch, KIP-903).
+the protocol loses data for that reason alone (the README lists them): a power loss or a lost disk
+of a replica that is in some ISR view or proposal, and an ISR expansion on a remote LEO from
+before it lost data (AlterPartition carries no broker epoch, KIP-903, KAFKA-14139).
 The walk keeps every step it took, so the returned Schedule replays without the seed.
 """
 from __future__ import annotations
@@ -18,10 +23,9 @@ from types import MappingProxyType
 from typing import Mapping
 
 from isrcheck.model import Step, StepRefused, apply
-
-from .lockstep import Lockstep
 from isrcheck.model.alphabet import CRASH_KINDS, STEPS
 
+from .lockstep import Lockstep
 from .schedule import Schedule, ScheduleConfig, ScheduleError, load_config
 from .verdict import Verdict
 
@@ -29,8 +33,8 @@ _BASE_WEIGHTS = {
     "produce": 3.0, "consume": 1.0, "send_fetch": 4.0, "handle_fetch": 4.0,
     "handle_fetch_response": 4.0, "deliver_leader_and_isr": 3.0, "shrink_isr": 1.0,
     "expand_isr": 2.0, "handle_alter_partition": 2.0, "handle_alter_partition_response": 2.0,
-    "elect": 3.0, "fence": 1.5, "restart": 1.5, "flush": 0.5, "tick": 1.0,
-    "crash": 0.0, "drop": 0.0,
+    "elect": 3.0, "fence": 1.5, "rejoin": 1.5, "restart": 1.5, "flush": 0.5, "checkpoint_hw": 0.5,
+    "tick": 1.0, "crash": 0.0, "drop": 0.0, "lose_disk": 0.0,
 }
 
 
@@ -60,15 +64,16 @@ class FaultProfile:
 
 
 FAULT_PROFILES: dict[str, FaultProfile] = {
-    # no faults at all: the protocol under perfect brokers and network
-    "none": FaultProfile("none"),
-    # crashes of each kind, message loss and leader changes, within the fault budget
+    # no faults at all: the protocol under perfect brokers and network (leader moves are operations)
+    "none": FaultProfile("none", _frozen({**_BASE_WEIGHTS, "fence": 0.0, "rejoin": 0.0})),
+    # crashes of each kind (partial and torn power losses too), fast bounces, zombies, lost disks,
+    # message loss and leader changes, within the fault budget
     "default": FaultProfile(
-        "default", _frozen({**_BASE_WEIGHTS, "crash": 0.4, "drop": 0.6}),
+        "default", _frozen({**_BASE_WEIGHTS, "crash": 0.4, "drop": 0.6, "lose_disk": 0.6}),
         config=_frozen({"request_timeout_ticks": 6})),
     # beyond the budget: frequent power loss, unclean election enabled
     "heavy": FaultProfile(
-        "heavy", _frozen({**_BASE_WEIGHTS, "crash": 1.0, "drop": 1.5, "flush": 0.2}),
+        "heavy", _frozen({**_BASE_WEIGHTS, "crash": 1.0, "drop": 1.5, "flush": 0.2, "lose_disk": 0.6}),
         _frozen({"clean": 0.5, "process": 1.0, "power": 2.0}), within_budget=False,
         config=_frozen({"request_timeout_ticks": 6, "unclean_leader_election_enable": True})),
 }
@@ -85,12 +90,17 @@ class _Budget:
 
     def allows(self, state, st) -> bool:
         name = st.name
-        if name == "crash" and st.arg == "power":
+        if (name == "crash" and st.arg == "power") or name == "lose_disk":
             if st.replica not in self.losers and len(self.losers) >= self.max_losers:
                 return False
             if self.spare_known_gaps and _in_some_isr(state, st.replica):
                 return False
             return tuple(state.controller.isr) != (st.replica,)
+        if name == "restart" and st.replica not in state.controller.fenced:
+            return not state.replicas[st.replica].power_lost
+        if name == "consume":  # a deposed leader serves its stale HW; see the module docstring
+            rep = state.replicas[st.replica]
+            return rep.leader != st.replica or rep.leader_epoch == state.controller.leader_epoch
         if name == "expand_isr" and self.stale:
             rep = state.replicas[st.replica]
             return not any((st.replica, f) in self.stale for f in range(len(state.replicas))
@@ -105,7 +115,7 @@ class _Budget:
 
     def took(self, before, st) -> None:
         """Account for ``st``, taken in state ``before``."""
-        if st.name == "crash" and st.arg == "power":
+        if (st.name == "crash" and st.arg == "power") or st.name == "lose_disk":
             self.losers.add(st.replica)
             if self.spare_known_gaps:
                 self.stale |= {(i, st.replica) for i in range(len(before.replicas))}

@@ -11,7 +11,7 @@ from .alphabet import MESSAGE_KINDS, NONE, STEPS, Step
 from .next_state import NextState, flush_policy, maybe_increment_leader_hw
 from .state import (
     AlterPartition, AlterPartitionResponse, Controller, Entry, FetchRequest, FetchResponse, LeaderAndIsr,
-    Replica, State, end_offset_for, latest_epoch, truncate_to, updated,
+    Replica, State, batch_ends, end_offset_for, latest_epoch, truncate_to, updated,
 )
 
 NOT_LEADER = "NOT_LEADER_OR_FOLLOWER"
@@ -127,26 +127,26 @@ class Produce(Action):
         return _down(s, st.replica)
 
     def effect(nx, st):
-        r, acks = st.replica, st.arg
+        r, acks, n = st.replica, st.arg, st.records
         record = nx.history.records_produced + 1
         rep = nx.replicas[r]
         if rep.leader != r:
-            nx.produce_out(r, record, acks, NOT_LEADER)
+            nx.produce_out(r, record, n, acks, NOT_LEADER)
             return
         if acks == -1 and len(rep.isr) < nx.cfg.min_insync_replicas:
-            nx.produce_out(r, record, acks, "NOT_ENOUGH_REPLICAS")
+            nx.produce_out(r, record, n, acks, "NOT_ENOUGH_REPLICAS")
             return
         offset = len(rep.log)
-        log = rep.log + (Entry(offset, rep.leader_epoch, record),)
+        log = rep.log + tuple(Entry(offset + i, rep.leader_epoch, record + i, offset) for i in range(n))
         rep = updated(rep, log=log, durable=flush_policy(nx.cfg, len(log), rep.durable))
         if acks == -1:
             rep = updated(rep, pending_produces=rep.pending_produces +
-                          ((record, offset, nx.now + nx.cfg.request_timeout_ticks),))
+                          ((record, offset, nx.now + nx.cfg.request_timeout_ticks, n),))
         # Kafka raises the HW after every leader append, whatever the acks: with a maximal ISR of
         # one, an acks=1 record is committed at once.
         rep = maybe_increment_leader_hw(nx, r, rep)
         if acks == 1:
-            nx.produce_out(r, record, acks, NONE, offset)
+            nx.produce_out(r, record, n, acks, NONE, offset)
         nx.replicas[r] = rep
 
 
@@ -193,9 +193,10 @@ class SendFetch(Action):
         r = st.replica
         rep = nx.replicas[r]
         if nx.cfg.rules.uses_epoch_queries and rep.truncating_epoch >= 0 and rep.log:
-            req = FetchRequest(rep.leader, rep.leader_epoch, -1, -1, rep.truncating_epoch)
+            req = FetchRequest(rep.leader, rep.leader_epoch, -1, -1, rep.truncating_epoch, 0)
         else:
-            req = FetchRequest(rep.leader, rep.leader_epoch, len(rep.log), latest_epoch(rep.log), -1)
+            req = FetchRequest(rep.leader, rep.leader_epoch, len(rep.log), latest_epoch(rep.log), -1,
+                               st.max_batches)
         if nx.replicas[rep.leader].alive:  # else discarded at once
             nx.queues("fetch_requests")[r] += (req,)
 
@@ -236,7 +237,13 @@ class HandleFetch(Delivery):
             lead = updated(lead, last_caught_up=lcu[:r] + (nx.now,) + lcu[r + 1:])
         lead = maybe_increment_leader_hw(nx, d, lead)
         nx.replicas[d] = lead
-        respond(NONE, "records", lead.log[req.fetch_offset:], lead.hw)
+        log = lead.log
+        start = log[req.fetch_offset].base if req.fetch_offset < leo else leo  # the whole batch
+        end = leo
+        if req.max_batches:
+            ends = batch_ends(log, start)
+            end = ends[min(req.max_batches, len(ends)) - 1] if ends else leo
+        respond(NONE, "records", log[start:end], lead.hw)
 
 
 class HandleFetchResponse(Delivery):
@@ -286,6 +293,8 @@ class DeliverLeaderAndIsr(Action):
         rep = nx.replicas[r]
         if (m.leader_epoch, m.partition_epoch) <= (rep.leader_epoch, rep.partition_epoch):
             return
+        if m.leader == -1 and not nx.cfg.rules.follows_leaderless:
+            return
         n = nx.cfg.replicas
         if m.leader_epoch == rep.leader_epoch:
             rep = updated(rep, isr=m.isr, partition_epoch=m.partition_epoch)
@@ -296,8 +305,8 @@ class DeliverLeaderAndIsr(Action):
                           pending_isr=None, truncating_epoch=-1)
             rep = maybe_increment_leader_hw(nx, r, rep)
         else:  # Partition.makeFollower
-            for record, _offset, _deadline in rep.pending_produces:
-                nx.produce_out(r, record, -1, NOT_LEADER)
+            for record, _offset, _deadline, n in rep.pending_produces:
+                nx.produce_out(r, record, n, -1, NOT_LEADER)
             rep = updated(rep, leader=m.leader, leader_epoch=m.leader_epoch, isr=m.isr,
                           partition_epoch=m.partition_epoch, epoch_start_offset=-1, remote_leo=(-1,) * n,
                           last_caught_up=(0,) * n, pending_isr=None, pending_produces=())
@@ -359,7 +368,8 @@ class HandleAlterPartition(Delivery):
         else:
             error = NONE
             c = nx.controller = c._replace(isr=m.isr, partition_epoch=c.partition_epoch + 1)
-        nx.send("alter_partition_responses", r, AlterPartitionResponse(error, c.leader_epoch, c.isr, c.partition_epoch))
+        nx.send("alter_partition_responses", r,
+                AlterPartitionResponse(error, c.leader_epoch, c.isr, c.partition_epoch, m.leader_epoch))
 
 
 class HandleAlterPartitionResponse(Delivery):
@@ -372,6 +382,8 @@ class HandleAlterPartitionResponse(Delivery):
     to_replica = True
 
     def receive(nx, r, m):
+        if m.request_leader_epoch != nx.replicas[r].leader_epoch:
+            return  # answers a proposal of an earlier leadership, not the one pending now
         rep = updated(nx.replicas[r], pending_isr=None)
         if m.leader_epoch == rep.leader_epoch and m.partition_epoch >= rep.partition_epoch:
             rep = maybe_increment_leader_hw(nx, r, updated(rep, isr=m.isr, partition_epoch=m.partition_epoch))
@@ -386,32 +398,37 @@ class Elect(Action):
     name = "elect"
 
     def guard(cfg, s, st):
-        if s.controller.leader != -1:
-            return f"the controller has a leader ({s.controller.leader})"
-        if _elect_choice(cfg, s.controller) is None:
+        c, target = s.controller, st.replica
+        if target != -1:  # preferred replica election / controlled shutdown: move leadership
+            if target not in c.isr:
+                return f"broker {target} is not in the controller's ISR"
+            if target in c.fenced:
+                return f"broker {target} is fenced"
+            if target == c.leader:
+                return f"broker {target} already leads"
+            return None
+        if c.leader != -1:
+            return f"the controller has a leader ({c.leader})"
+        if _elect_choice(cfg, c) is None:
             return "no eligible replica (every ISR member is fenced" + \
                 (")" if cfg.unclean_leader_election_enable else " and unclean election is disabled)")
         return None
 
     def effect(nx, st):
         c = nx.controller
-        leader, isr = _elect_choice(nx.cfg, c)
+        leader, isr = (st.replica, c.isr) if st.replica != -1 else _elect_choice(nx.cfg, c)
         nx.controller = Controller(leader, c.leader_epoch + 1, isr, c.partition_epoch + 1, c.fenced)
         nx.send_leader_and_isr()
 
 
 class Fence(Action):
-    """Broker session expiry: fence, drop from the ISR (never the last member), resign leadership."""
+    """Broker session expiry: fence, drop from the ISR (never the last member), resign leadership.
+    A live broker fenced this way is a zombie: it keeps acting on its last LeaderAndIsr."""
 
     name = "fence"
 
     def guard(cfg, s, st):
-        r = st.replica
-        if s.replicas[r].alive:
-            return f"broker {r} is alive"
-        if r in s.controller.fenced:
-            return f"broker {r} is already fenced"
-        return None
+        return f"broker {st.replica} is already fenced" if st.replica in s.controller.fenced else None
 
     def effect(nx, st):
         r = st.replica
@@ -425,21 +442,54 @@ class Fence(Action):
             nx.send_leader_and_isr()
 
 
-# -- brokers: failures, restarts, fsync ---------------------------------------------------------------------
+class Rejoin(Action):
+    """A live fenced broker re-registers with a new broker epoch: unfenced, told the current state."""
+
+    name = "rejoin"
+
+    def guard(cfg, s, st):
+        r = st.replica
+        if not s.replicas[r].alive:
+            return f"broker {r} is down"
+        if r not in s.controller.fenced:
+            return f"broker {r} is not fenced"
+        return None
+
+    def effect(nx, st):
+        _register(nx, st.replica)
+
+
+def _register(nx: NextState, r: int) -> None:
+    """Broker registration: the controller unfences ``r`` and sends it its current partition state."""
+    c = nx.controller = nx.controller._replace(fenced=tuple(b for b in nx.controller.fenced if b != r))
+    nx.send("leader_and_isr", r, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch))
+
+
+# -- brokers: failures, restarts, disks, fsync ---------------------------------------------------------------------
 
 class Crash(Action):
-    """Broker failure: clean shutdown (flush), process crash (page cache kept) or power loss."""
+    """Broker failure: clean shutdown (flush), process crash (page cache kept) or power loss, which
+    keeps the first ``survive`` unflushed batches; a ``torn`` next batch is cut by log recovery."""
 
     name = "crash"
 
     def guard(cfg, s, st):
-        return None if s.replicas[st.replica].alive else f"broker {st.replica} is already down"
+        rep = s.replicas[st.replica]
+        if not rep.alive:
+            return f"broker {st.replica} is already down"
+        if st.survive or st.torn:
+            unflushed = len(batch_ends(rep.log, rep.durable))
+            if st.survive > unflushed or (st.torn and st.survive == unflushed):
+                return f"broker {st.replica} has only {unflushed} unflushed batch(es)"
+        return None
 
     def effect(nx, st):
         r, kind = st.replica, st.arg
         rep = nx.replicas[r]
         if kind == "clean":
             rep = updated(rep, durable=len(rep.log), hw_checkpoint=rep.hw)
+        elif st.survive:  # write-back is sequential: the first unflushed batches reached the disk
+            rep = updated(rep, durable=batch_ends(rep.log, rep.durable)[st.survive - 1])
         nx.replicas[r] = updated(rep, alive=False, pending_produces=(), power_lost=kind == "power")
         for field in MESSAGE_KINDS.values():
             if getattr(nx.src, field)[r]:
@@ -453,17 +503,13 @@ class Crash(Action):
 
 class Restart(Action):
     """Broker restart: log recovery (power loss cuts to the fsynced prefix), HW from checkpoint,
-    registration with a new broker epoch, then the controller's current LeaderAndIsr."""
+    registration with a new broker epoch, then the controller's current LeaderAndIsr. Before the
+    controller fenced it, a fast bounce: it keeps its ISR membership and any leadership."""
 
     name = "restart"
 
     def guard(cfg, s, st):
-        r = st.replica
-        if s.replicas[r].alive:
-            return f"broker {r} is alive"
-        if r not in s.controller.fenced:
-            return f"broker {r} is not fenced yet (its old session has not expired)"
-        return None
+        return f"broker {st.replica} is alive" if s.replicas[st.replica].alive else None
 
     def effect(nx, st):
         r = st.replica
@@ -472,8 +518,20 @@ class Restart(Action):
         log = rep.log[:rep.durable] if rep.power_lost else rep.log
         nx.replicas[r] = Replica(True, log, min(rep.durable, len(log)), min(rep.hw_checkpoint, len(log)),
                                  rep.hw_checkpoint, -1, -1, (), -1, -1, (-1,) * n, (0,) * n, None, (), -1, False)
-        c = nx.controller = nx.controller._replace(fenced=tuple(b for b in nx.controller.fenced if b != r))
-        nx.send("leader_and_isr", r, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch))
+        _register(nx, r)
+
+
+class LoseDisk(Action):
+    """A down broker's log directory replaced by an empty one (KAFKA-14139): log and checkpoints gone."""
+
+    name = "lose_disk"
+
+    def guard(cfg, s, st):
+        return f"broker {st.replica} is alive" if s.replicas[st.replica].alive else None
+
+    def effect(nx, st):
+        nx.replicas[st.replica] = updated(nx.replicas[st.replica], log=(), durable=0, hw=0, hw_checkpoint=0,
+                                          power_lost=True)
 
 
 class Flush(Action):
@@ -494,6 +552,25 @@ class Flush(Action):
         nx.replicas[st.replica] = updated(rep, durable=len(rep.log), hw_checkpoint=rep.hw)
 
 
+class CheckpointHw(Action):
+    """ReplicaManager.checkpointHighWatermarks: the periodic replication-offset-checkpoint write
+    (replica.high.watermark.checkpoint.interval.ms), independent of log flushes."""
+
+    name = "checkpoint_hw"
+
+    def guard(cfg, s, st):
+        rep = s.replicas[st.replica]
+        if not rep.alive:
+            return f"broker {st.replica} is down"
+        if rep.hw_checkpoint == rep.hw:
+            return f"broker {st.replica}'s HW checkpoint is up to date"
+        return None
+
+    def effect(nx, st):
+        rep = nx.replicas[st.replica]
+        nx.replicas[st.replica] = updated(rep, hw_checkpoint=rep.hw)
+
+
 class Tick(Action):
     """Clock advance: DelayedProduce requests past request.timeout.ms expire."""
 
@@ -503,9 +580,9 @@ class Tick(Action):
         nx.now += 1
         for r, rep in enumerate(nx.replicas):
             if any(p[2] < nx.now for p in rep.pending_produces):
-                for record, _offset, deadline in rep.pending_produces:
+                for record, _offset, deadline, n in rep.pending_produces:
                     if deadline < nx.now:
-                        nx.produce_out(r, record, -1, "REQUEST_TIMED_OUT")
+                        nx.produce_out(r, record, n, -1, "REQUEST_TIMED_OUT")
                 nx.replicas[r] = updated(rep, pending_produces=tuple(p for p in rep.pending_produces
                                                                      if p[2] >= nx.now))
 

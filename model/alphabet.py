@@ -9,6 +9,7 @@ it against docs/steps.md, so a step added in one place only fails the suite.
 from __future__ import annotations
 
 from functools import lru_cache
+from itertools import product
 from typing import Mapping, NamedTuple
 
 NONE = "NONE"      # Kafka's Errors.NONE: the error code of a successful answer
@@ -29,23 +30,40 @@ MESSAGE_KINDS: Mapping[str, str] = {
 
 class Field(NamedTuple):
     """One field of a step. ``values`` lists the allowed values of a choice field in the order
-    generators enumerate them; ``replica`` is bounded by the cluster, ``index`` by the messages in
-    flight; ``default`` is the value of an optional field left out."""
+    generators enumerate them; an integer field lies in ``low .. high`` (``replica`` is bounded by
+    the cluster instead, ``index`` by the messages in flight when the step runs) and generators
+    enumerate its ``sample``; ``default`` is the value of an optional field left out (None: the
+    field is required). ``attr`` is the ``Step`` attribute that carries it."""
 
     name: str
     doc: str
+    attr: str
     values: tuple | None = None
-    default: int | None = None
+    default: object = None
+    low: int = 0
+    high: int | None = None
+    sample: tuple = ()
 
+
+MAX_BATCH_RECORDS = 4   # records in one produce batch
+MAX_FETCH_BATCHES = 8   # a fetch's batch limit
+MAX_SURVIVING = 4       # unflushed batches a power loss keeps
 
 FIELDS: Mapping[str, Field] = {f.name: f for f in (
-    Field("replica", "a broker id, 0 .. replicas - 1"),
-    Field("acks", "producer acks: 0, 1 or -1 (all)", ACKS),
-    Field("kind", "crash kind: clean shutdown, process crash, power loss", CRASH_KINDS),
-    Field("message", "message kind in flight", tuple(MESSAGE_KINDS)),
-    Field("index", "position in the (kind, replica) FIFO, 0 = oldest", default=0),
+    Field("replica", "a broker id, 0 .. replicas - 1", "replica"),
+    Field("acks", "producer acks: 0, 1 or -1 (all)", "arg", ACKS),
+    Field("kind", "crash kind: clean shutdown, process crash, power loss", "arg", CRASH_KINDS),
+    Field("message", "message kind in flight", "arg", tuple(MESSAGE_KINDS)),
+    Field("index", "position in the (kind, replica) FIFO, 0 = oldest", "index", default=0),
+    Field("records", "records in the produce batch", "records", default=1, low=1, high=MAX_BATCH_RECORDS,
+          sample=(1, 2, 3)),
+    Field("max_batches", "whole batches a fetch response may carry, 0 = no limit", "max_batches", default=0,
+          high=MAX_FETCH_BATCHES, sample=(0, 1, 2)),
+    Field("survive", "unflushed batches that reached the disk in a power loss", "survive", default=0,
+          high=MAX_SURVIVING, sample=(0, 1, 2)),
+    Field("torn", "the next unflushed batch was partly written", "torn", (False, True), default=False),
 )}
-CHOICES = tuple(name for name, f in FIELDS.items() if f.values is not None)
+CHOICES = ("acks", "kind", "message")  # the choice fields, carried as ``Step.arg``
 
 
 class StepKind(NamedTuple):
@@ -57,6 +75,7 @@ class StepKind(NamedTuple):
     fields: tuple[str, ...]
     mechanism: str
     queue: str | None = None
+    optional: tuple[str, ...] = ()  # fields besides those with a default that may be left out (-1 then)
 
     @property
     def choice(self) -> str | None:
@@ -66,11 +85,12 @@ class StepKind(NamedTuple):
 
 # In the alphabet's order: the order of ``enabled`` and of every enumeration of steps.
 STEPS: Mapping[str, StepKind] = {k.name: k for k in (
-    StepKind("produce", ("replica", "acks"),
+    StepKind("produce", ("replica", "acks", "records"),
              "ProduceRequest; Partition.appendRecordsToLeader with acks and min.insync.replicas"),
     StepKind("consume", ("replica",), "consumer Fetch from offset 0 (reads below the HW)"),
-    StepKind("send_fetch", ("replica",),
-             "ReplicaFetcherThread sends a Fetch, or OffsetsForLeaderEpoch while truncating (KIP-101)"),
+    StepKind("send_fetch", ("replica", "max_batches"),
+             "ReplicaFetcherThread sends a Fetch (replica.fetch.max.bytes), or OffsetsForLeaderEpoch "
+             "while truncating (KIP-101)"),
     StepKind("handle_fetch", ("replica",),
              "ReplicaManager.fetchMessages on the leader; KIP-320 epoch validation"),
     StepKind("handle_fetch_response", ("replica",),
@@ -84,11 +104,18 @@ STEPS: Mapping[str, StepKind] = {k.name: k for k in (
              "controller AlterPartition handling, leader and partition epoch fencing (KIP-497)"),
     StepKind("handle_alter_partition_response", ("replica",),
              "AlterPartitionManager callback; Partition.handleAlterPartitionUpdate"),
-    StepKind("elect", (), "controller leader election, clean or unclean.leader.election.enable"),
-    StepKind("fence", ("replica",), "broker session expiry: the controller fences the broker"),
-    StepKind("crash", ("replica", "kind"), "broker failure: clean shutdown, process crash, power loss"),
-    StepKind("restart", ("replica",), "broker restart: log recovery (LogLoader), registration"),
+    StepKind("elect", ("replica",), "controller leader election (clean, unclean.leader.election.enable); "
+             "with a target, preferred replica election or controlled shutdown", optional=("replica",)),
+    StepKind("fence", ("replica",), "broker session expiry: the controller fences the broker, "
+             "which may be alive (a zombie, KAFKA-6880)"),
+    StepKind("rejoin", ("replica",), "a live fenced broker re-registers with a new broker epoch"),
+    StepKind("crash", ("replica", "kind", "survive", "torn"),
+             "broker failure: clean shutdown, process crash, power loss (partial write-back, torn batch)"),
+    StepKind("restart", ("replica",), "broker restart: log recovery (LogLoader), registration; "
+             "a fast bounce when the controller never fenced it"),
+    StepKind("lose_disk", ("replica",), "a down broker's log directory replaced by an empty one (KAFKA-14139)"),
     StepKind("flush", ("replica",), "Log.flush and the replication-offset-checkpoint write"),
+    StepKind("checkpoint_hw", ("replica",), "ReplicaManager.checkpointHighWatermarks without a log flush"),
     StepKind("tick", (), "clock advance: DelayedProduce expiry (request.timeout.ms), replica lag"),
     StepKind("drop", ("message", "replica", "index"), "network loss of one in-flight message"),
 )}
@@ -115,12 +142,17 @@ def _is_int(value: object) -> bool:
 
 
 class Step(NamedTuple):
-    """One schedule step. ``arg`` is the value of the step's choice field (acks, kind or message)."""
+    """One schedule step. ``arg`` is the value of the step's choice field (acks, kind or message);
+    the other attributes are the fields of the same name (-1: an optional ``replica`` left out)."""
 
     name: str
     replica: int = -1
     arg: object = None
     index: int = 0
+    records: int = 1
+    max_batches: int = 0
+    survive: int = 0
+    torn: bool = False
 
     @property
     def kind(self) -> StepKind:
@@ -128,11 +160,17 @@ class Step(NamedTuple):
 
     def field_values(self) -> tuple:
         """The values of the step's fields, in the order of ``STEPS[name].fields``."""
-        return tuple(self.replica if f == "replica" else self.index if f == "index" else self.arg
-                     for f in STEPS[self.name].fields)
+        return tuple(getattr(self, FIELDS[f].attr) for f in STEPS[self.name].fields)
 
     def to_json(self) -> dict:
-        return {"step": self.name, **dict(zip(STEPS[self.name].fields, self.field_values()))}
+        """The canonical dict: optional fields at their default are left out, except ``index``."""
+        kind = STEPS[self.name]
+        out: dict = {"step": self.name}
+        for f, value in zip(kind.fields, self.field_values()):
+            default = -1 if f in kind.optional else FIELDS[f].default
+            if f == "index" or default is None or value != default:
+                out[f] = value
+        return out
 
     @classmethod
     def from_json(cls, step, replicas: int | None = None) -> "Step":
@@ -145,48 +183,90 @@ class Step(NamedTuple):
         name = step.get("step")
         if not isinstance(name, str) or name not in STEPS:
             raise InvalidStep(name, "step", f"unknown step {name!r} (known: {', '.join(STEPS)})")
-        fields = STEPS[name].fields
-        extra = sorted(set(step) - set(fields) - {"step"})
+        kind = STEPS[name]
+        extra = sorted((k for k in step if k not in kind.fields and k != "step"), key=str)
         if extra:
             raise InvalidStep(name, extra[0], f"not a field of step {name!r} (unexpected field; it takes "
-                                              f"{', '.join(fields) or 'no fields'})")
+                                              f"{', '.join(kind.fields) or 'no fields'})")
         values = {}
-        for f in fields:
+        for f in kind.fields:
             spec = FIELDS[f]
             if f not in step:
-                if spec.default is None:
-                    raise InvalidStep(name, f, f"missing field {f!r} (step {name!r} needs {', '.join(fields)})")
-                values[f] = spec.default
+                if f in kind.optional:
+                    values[spec.attr] = -1
+                elif spec.default is not None:
+                    values[spec.attr] = spec.default
+                else:
+                    raise InvalidStep(name, f, f"missing field {f!r} (step {name!r} needs "
+                                               f"{', '.join(kind.fields)})")
                 continue
-            value = values[f] = step[f]
-            if spec.values is None or all(_is_int(v) for v in spec.values):
-                if not _is_int(value):
-                    raise InvalidStep(name, f, f"{f} must be an integer, got {value!r}")
-            if spec.values is not None and value not in spec.values:
-                raise InvalidStep(name, f, f"{f} must be one of {', '.join(map(str, spec.values))}, got {value!r}")
-        if "index" in values and values["index"] < 0:
-            raise InvalidStep(name, "index", f"index must be >= 0, got {values['index']}")
-        if "replica" in values and replicas is not None:
-            check_replica(name, values["replica"], replicas)
-        choice = STEPS[name].choice
-        return cls(name, values.get("replica", -1), values.get(choice) if choice else None, values.get("index", 0))
+            values[spec.attr] = _checked(name, spec, step[f], replicas)
+        misplaced = _misplaced(name, values)
+        if misplaced:
+            raise InvalidStep(name, misplaced, f"{misplaced} belongs to a power loss only (kind {values['arg']!r})")
+        return cls(name, **values)
+
+
+def _misplaced(name: str, values: Mapping[str, object]) -> str | None:
+    """The field that does not fit the others: ``survive``/``torn`` of a crash that is no power loss."""
+    if name == "crash" and values["arg"] != "power":
+        return next((f for f in ("survive", "torn") if values[f] != FIELDS[f].default), None)
+    return None
+
+
+def _checked(name: str, spec: Field, value: object, replicas: int | None) -> object:
+    """``value`` if it is a valid value of field ``spec``, else InvalidStep naming the field."""
+    f = spec.name
+    if spec.values is not None:
+        if all(isinstance(v, bool) for v in spec.values):
+            valid = isinstance(value, bool)
+        elif all(_is_int(v) for v in spec.values):
+            if not _is_int(value):
+                raise InvalidStep(name, f, f"{f} must be an integer, got {value!r}")
+            valid = value in spec.values
+        else:
+            valid = isinstance(value, str) and value in spec.values
+        if not valid:
+            shown = ", ".join(str(v).lower() if isinstance(v, bool) else str(v) for v in spec.values)
+            raise InvalidStep(name, f, f"{f} must be one of {shown}, got {value!r}")
+        return value
+    if not _is_int(value):
+        raise InvalidStep(name, f, f"{f} must be an integer, got {value!r}")
+    if f == "replica":
+        if replicas is not None:
+            check_replica(name, value, replicas)
+        return value
+    if value < spec.low or (spec.high is not None and value > spec.high):
+        bound = f"{spec.low}..{spec.high}" if spec.high is not None else f">= {spec.low}"
+        raise InvalidStep(name, f, f"{f} must be {bound}, got {value}")
+    return value
+
+
+def _choices(kind: StepKind, f: str, replicas: int) -> tuple:
+    """The values generators enumerate for field ``f`` of ``kind`` (all but ``index``)."""
+    spec = FIELDS[f]
+    if f == "replica":
+        return ((-1,) if f in kind.optional else ()) + tuple(range(replicas))
+    return spec.values if spec.values is not None else spec.sample
 
 
 def steps_of(kind: StepKind, replicas: int, state=None) -> list[Step]:
-    """Every step of ``kind`` with in-range fields, in the order of its fields (replicas by id,
-    choices in the alphabet's order, messages oldest first). A step with an ``index`` takes one
-    step per message in flight in ``state``; the others do not depend on the state."""
+    """Every step of ``kind`` that generators enumerate, in the order of its fields (replicas by
+    id, choices in the alphabet's order, integer fields by their ``sample``, messages oldest
+    first). A step with an ``index`` takes one step per message in flight in ``state``; the others
+    do not depend on the state."""
     name = kind.name
-    rng = range(replicas) if "replica" in kind.fields else (-1,)
-    choice = kind.choice
-    values = FIELDS[choice].values if choice else (None,)
+    fields = [f for f in kind.fields if f != "index"]
+    attrs = [FIELDS[f].attr for f in fields]
+    combos = [dict(zip(attrs, values)) for values in product(*(_choices(kind, f, replicas) for f in fields))]
+    combos = [c for c in combos if _misplaced(name, c) is None]
     if "index" not in kind.fields:
-        return [Step(name, r, v) for r in rng for v in values]
-    if kind.queue is not None:
-        queues = getattr(state, MESSAGE_KINDS[kind.queue])
-        return [Step(name, r, None, i) for r in rng for i in range(len(queues[r]))]
-    return [Step(name, r, v, i) for v in values
-            for r, queue in enumerate(getattr(state, MESSAGE_KINDS[v])) for i in range(len(queue))]
+        return [Step(name, **c) for c in combos]
+    out = []
+    for c in combos:
+        queue = getattr(state, MESSAGE_KINDS[kind.queue or c["arg"]])[c["replica"]]
+        out += [Step(name, index=i, **c) for i in range(len(queue))]
+    return out
 
 
 @lru_cache(maxsize=None)

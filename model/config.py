@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .alphabet import ACKS, CRASH_KINDS, MAX_REPLICAS
+from .alphabet import ACKS, CRASH_KINDS, MAX_BATCH_RECORDS, MAX_REPLICAS
 from .protocols import PROTOCOLS, Protocol
 
 
@@ -89,7 +89,7 @@ class Scope:
     explore kip-320 completely in well under a minute, large enough for the pre-KIP-320 variants
     to violate StrongIsr (two crashes, so a leader can fail, come back and be re-elected)."""
 
-    max_records: int = 2      # produce steps (each takes a record id)
+    max_records: int = 2      # records produced (each takes a record id)
     max_epoch: int = 4        # highest controller leader epoch (a failover costs two: fence, elect)
     max_crashes: int = 2      # crash steps of any kind
     max_power_losses: int = 0  # crash steps of kind power
@@ -104,11 +104,23 @@ class Scope:
     # an ISR left with only members that lost power (KIP-966 Last Replica Standing), and an ISR
     # expansion counting a follower LEO from before it lost power and restarted (KIP-903)
     exclude_known_losses: bool = False
+    # fault classes of real clusters, each off (0) by default
+    max_bounces: int = 0        # restarts before the controller fenced the broker (fast bounce)
+    max_zombies: int = 0        # fences of a live broker
+    max_leader_moves: int = 0   # elections with a target (preferred election, controlled shutdown)
+    max_disk_losses: int = 0    # lose_disk steps
+    max_batch_records: int = 1  # records in one produce batch
+    partial_fetches: bool = False  # fetches limited to one batch
+    torn_writes: bool = False   # power losses that keep a batch or tear the next one
+    hw_checkpoints: bool = False  # checkpoint_hw steps
 
     def __post_init__(self) -> None:
-        for name in ("max_records", "max_epoch", "max_crashes", "max_power_losses", "max_clock", "max_drops"):
+        for name in ("max_records", "max_epoch", "max_crashes", "max_power_losses", "max_clock", "max_drops",
+                     "max_bounces", "max_zombies", "max_leader_moves", "max_disk_losses"):
             _check_int(name, getattr(self, name), 0, None)
-        for name in ("consumes", "flushes", "fetch_rounds", "exclude_known_losses"):
+        _check_int("max_batch_records", self.max_batch_records, 1, MAX_BATCH_RECORDS)
+        for name in ("consumes", "flushes", "fetch_rounds", "exclude_known_losses", "partial_fetches",
+                     "torn_writes", "hw_checkpoints"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, f"expected true or false, got {getattr(self, name)!r}")
         if not self.acks or not set(self.acks) <= set(ACKS):

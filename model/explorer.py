@@ -72,6 +72,12 @@ def _group_in_scope(scope: Scope, s: State, name: str) -> bool:
         return scope.consumes
     if name == "flush":
         return scope.flushes
+    if name == "lose_disk":
+        return s.disk_losses < scope.max_disk_losses
+    if name == "checkpoint_hw":
+        return scope.hw_checkpoints
+    if name == "rejoin":
+        return scope.max_zombies > 0
     return True
 
 
@@ -82,11 +88,18 @@ def _step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> boo
         # to renaming record ids: leaving rejected produces out loses no reachable situation.
         rep = s.replicas[st.replica]
         return rep.leader == st.replica and st.arg in scope.acks and (
-            st.arg != -1 or len(rep.isr) >= config.min_insync_replicas)
+            st.arg != -1 or len(rep.isr) >= config.min_insync_replicas) and (
+            st.records <= scope.max_batch_records and s.records_produced + st.records <= scope.max_records)
     if name == "crash":
         if st.arg != "power":
             return st.arg in scope.crash_kinds
-        return s.power_losses < scope.max_power_losses
+        return s.power_losses < scope.max_power_losses and (scope.torn_writes or not (st.survive or st.torn))
+    if name == "send_fetch":
+        return st.max_batches == 0 or (scope.partial_fetches and st.max_batches == 1)
+    if name == "restart":
+        return st.replica in s.controller.fenced or s.bounces < scope.max_bounces
+    if name == "elect" and st.replica != -1:
+        return s.leader_moves < scope.max_leader_moves
     if name == "handle_alter_partition" and scope.exclude_known_losses:
         # KIP-903: the controller would reject a member whose LEO the leader learnt from an
         # earlier incarnation; here: a new member holding less than the leader counts for it
@@ -96,12 +109,15 @@ def _step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> boo
         lead = s.replicas[st.replica]
         return all(f in s.controller.isr or lead.remote_leo[f] <= len(s.replicas[f].log) for f in m.isr)
     if name == "fence":
+        if s.replicas[st.replica].alive and s.zombies >= scope.max_zombies:
+            return False
         return st.replica != s.controller.leader or s.controller.leader_epoch < scope.max_epoch
     return True
 
 
 _FETCH_STEPS = frozenset(("send_fetch", "handle_fetch", "handle_fetch_response"))
-_FINE = frozenset(("produce", "crash", "fence", "handle_alter_partition"))  # with a per-step scope condition
+# with a per-step scope condition
+_FINE = frozenset(("produce", "crash", "fence", "handle_alter_partition", "send_fetch", "restart", "elect"))
 
 
 def successors(config: ModelConfig, scope: Scope, s: State):
@@ -117,7 +133,7 @@ def successors(config: ModelConfig, scope: Scope, s: State):
         if rounds and name in _FETCH_STEPS:
             if name == "send_fetch":
                 for st in steps:
-                    if guard(config, s, st) is None:
+                    if _step_in_scope(config, scope, s, st) and guard(config, s, st) is None:
                         t = _fetch_round(config, s, st)
                         if t is not None:
                             yield t

@@ -13,13 +13,14 @@ from typing import NamedTuple
 from .alphabet import NONE
 
 
-_COUNTED = frozenset(("produce", "crash", "drop"))
+_COUNTED = frozenset(("produce", "crash", "drop", "restart", "fence", "elect", "lose_disk"))
 
 
 class History(NamedTuple):
-    """The ghost variables, in the order they close ``State``."""
+    """The ghost variables, in the order they close ``State``. ``after`` reads the state before
+    the step only for the steps in ``READS_BEFORE`` (was the broker fenced, alive)."""
 
-    records_produced: int      # produce steps so far (the next produce carries this + 1)
+    records_produced: int      # records produced so far (the next produce's first record is this + 1)
     acked: tuple               # (offset, record) of acks=all writes answered NONE, sorted
     consumed: tuple            # (offset, record) returned to consumers, sorted, distinct
     max_consumer_hw: int       # highest HW a consume returned (-1 none yet)
@@ -27,24 +28,40 @@ class History(NamedTuple):
     crashes: int
     power_losses: int
     drops: int
+    bounces: int               # restarts of a broker the controller had not fenced
+    zombies: int               # fences of a live broker
+    leader_moves: int          # elections with a target
+    disk_losses: int
 
-    def after(self, name: str, arg: object, outputs: list[dict]) -> "History":
-        """The history once step ``name`` (with choice value ``arg``) gave ``outputs``."""
+    READS_BEFORE = frozenset(("restart", "fence"))
+
+    def after(self, st, outputs: list[dict], before) -> "History":
+        """The history once step ``st`` (a ``Step``), taken in state ``before``, gave ``outputs``."""
+        name = st.name
         if not outputs and name not in _COUNTED:
             return self
         h = self
         if name == "produce":
-            h = h._replace(records_produced=h.records_produced + 1)
+            h = h._replace(records_produced=h.records_produced + st.records)
         elif name == "crash":
-            h = h._replace(crashes=h.crashes + 1, power_losses=h.power_losses + (arg == "power"))
+            h = h._replace(crashes=h.crashes + 1, power_losses=h.power_losses + (st.arg == "power"))
         elif name == "drop":
             h = h._replace(drops=h.drops + 1)
+        elif name == "restart" and st.replica not in before.controller.fenced:
+            h = h._replace(bounces=h.bounces + 1)
+        elif name == "fence" and before.replicas[st.replica].alive:
+            h = h._replace(zombies=h.zombies + 1)
+        elif name == "elect" and st.replica != -1:
+            h = h._replace(leader_moves=h.leader_moves + 1)
+        elif name == "lose_disk":
+            h = h._replace(disk_losses=h.disk_losses + 1)
         for out in outputs:
             if out["error"] != NONE:
                 continue
             if out["type"] == "produce":
                 if out["acks"] == -1:
-                    h = h._replace(acked=tuple(sorted(h.acked + ((out["offset"], out["record"]),))))
+                    written = tuple((out["offset"] + i, out["record"] + i) for i in range(out["records"]))
+                    h = h._replace(acked=tuple(sorted(h.acked + written)))
                 continue
             pairs = {tuple(p) for p in out["records"]}
             if not pairs <= set(h.consumed):
@@ -57,4 +74,4 @@ class History(NamedTuple):
         return h
 
 
-EMPTY_HISTORY = History(0, (), (), -1, False, 0, 0, 0)
+EMPTY_HISTORY = History(0, (), (), -1, False, 0, 0, 0, 0, 0, 0, 0)

@@ -33,7 +33,7 @@ class NextState:
         ghost history up to date with the outputs it gave (effects never write the history)."""
         start = len(self.out)
         action.effect(self, st)
-        self.history = self.history.after(st.name, st.arg, self.out[start:] if start else self.out)
+        self.history = self.history.after(st, self.out[start:] if start else self.out, self.src)
 
     def queues(self, field: str) -> list:
         """The per-replica queues of one message kind (by State field), writable."""
@@ -58,8 +58,9 @@ class NextState:
         queues[r] = queue[:index] + queue[index + 1:]
         return queue[index]
 
-    def produce_out(self, r: int, record: int, acks: int, error: str, offset: int = -1) -> None:
-        self.out.append({"type": "produce", "replica": r, "record": record, "acks": acks,
+    def produce_out(self, r: int, record: int, records: int, acks: int, error: str, offset: int = -1) -> None:
+        """A produce response: ``record`` the batch's first record id, ``records`` their number."""
+        self.out.append({"type": "produce", "replica": r, "record": record, "records": records, "acks": acks,
                          "error": error, "offset": offset if error == NONE else -1})
 
     def send_leader_and_isr(self) -> None:
@@ -91,10 +92,11 @@ def maybe_increment_leader_hw(nx: NextState, r: int, rep: Replica) -> Replica:
     if new_hw > rep.hw:
         rep = updated(rep, hw=new_hw)
     pending = rep.pending_produces
-    if pending and any(p[1] < rep.hw for p in pending):
+    hw = rep.hw
+    if pending and any(p[1] + p[3] <= hw for p in pending):  # DelayedProduce: requiredOffset = last + 1
         error = NONE if len(rep.isr) >= nx.cfg.min_insync_replicas else "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
-        for record, offset, _deadline in pending:
-            if offset < rep.hw:
-                nx.produce_out(r, record, -1, error, offset)
-        rep = updated(rep, pending_produces=tuple(p for p in pending if p[1] >= rep.hw))
+        for record, offset, _deadline, records in pending:
+            if offset + records <= hw:
+                nx.produce_out(r, record, records, -1, error, offset)
+        rep = updated(rep, pending_produces=tuple(p for p in pending if p[1] + p[3] > hw))
     return rep

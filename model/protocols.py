@@ -14,6 +14,9 @@ class Protocol:
 
     name = "hw-truncation"
     uses_epoch_queries = False
+    # ReplicaManager.makeFollowers before KIP-101 changed partition state only "when the leader is
+    # available": a LeaderAndIsr naming no leader (-1) left the follower as it was
+    follows_leaderless = False
 
     def make_follower(self, rep: Replica) -> Replica:
         """ReplicaManager.makeFollowers before KIP-101: truncate the log to the local HW."""
@@ -46,6 +49,7 @@ class Kip101(Protocol):
 
     name = "kip-101"
     uses_epoch_queries = True
+    follows_leaderless = True
 
     def make_follower(self, rep: Replica) -> Replica:
         """KIP-101: no truncation to HW; the fetcher first asks the leader about its latest epoch."""

@@ -19,7 +19,9 @@ class StepRefused(Exception):
 
 def _parse(cfg, step) -> Step:
     st = step if type(step) is Step else Step.from_json(step)
-    if "replica" in STEPS[st.name].fields and not 0 <= st.replica < cfg.replicas:
+    kind = STEPS[st.name]
+    if "replica" in kind.fields and not 0 <= st.replica < cfg.replicas and \
+            not (st.replica == -1 and "replica" in kind.optional):
         check_replica(st.name, st.replica, cfg.replicas)
     return st
 

@@ -13,11 +13,13 @@ from .history import EMPTY_HISTORY, History
 
 
 class Entry(NamedTuple):
-    """One record batch of one record: its offset, the leader epoch that wrote it, its id."""
+    """One record: its offset, the leader epoch that wrote its batch, its id, and the base offset
+    of its batch (a batch is the unit of append, replication, truncation and power-loss survival)."""
 
     offset: int
     epoch: int
     record: int
+    base: int
 
 
 class Replica(NamedTuple):
@@ -59,6 +61,7 @@ class FetchRequest(NamedTuple):
     fetch_offset: int
     last_fetched_epoch: int
     query_epoch: int       # -1: a Fetch; else the epoch asked about by OffsetsForLeaderEpoch
+    max_batches: int       # a Fetch's limit in whole batches (replica.fetch.max.bytes), 0 = none
 
 
 class FetchResponse(NamedTuple):
@@ -98,6 +101,7 @@ class AlterPartitionResponse(NamedTuple):
     leader_epoch: int
     isr: tuple
     partition_epoch: int
+    request_leader_epoch: int  # the leader epoch of the AlterPartition it answers
 
 
 class State(NamedTuple):
@@ -120,6 +124,10 @@ class State(NamedTuple):
     crashes: int
     power_losses: int
     drops: int
+    bounces: int
+    zombies: int
+    leader_moves: int
+    disk_losses: int
 
     @property
     def history(self) -> History:
@@ -197,8 +205,14 @@ def end_offset_for_kip101(log: tuple, epoch: int) -> int:
 
 
 def truncate_to(rep: Replica, offset: int) -> Replica:
-    """Log.truncateTo: drop entries from ``offset`` on; HW and durable prefix follow the new LEO."""
+    """Log.truncateTo: drop every batch whose last offset is >= ``offset`` (a batch straddling it
+    goes whole, as LogSegment.truncateTo cuts at a batch position); HW and durable prefix follow."""
     if offset >= len(rep.log):
         return rep
-    offset = max(offset, 0)
+    offset = rep.log[offset].base if offset > 0 else 0
     return updated(rep, log=rep.log[:offset], hw=min(rep.hw, offset), durable=min(rep.durable, offset))
+
+
+def batch_ends(log: tuple, start: int) -> list[int]:
+    """The end offsets of the batches of ``log`` from offset ``start`` (a batch base) on."""
+    return [e.offset + 1 for e in log[start:] if e.offset + 1 == len(log) or log[e.offset + 1].base != e.base]

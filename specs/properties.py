@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 FAULT_BUDGET = ("unclean leader election disabled; at most min.insync.replicas - 1 replicas lose "
-                "unflushed data (power loss); the ISR never left with only members that lost it (KIP-966 "
-                "Last Replica Standing); no ISR expansion counting a follower's LEO from before it lost "
-                "power and restarted (KIP-903, KAFKA-14139). Kafka before KIP-966 / KIP-903 loses "
-                "acknowledged writes in those two cases")
+                "unflushed data (power loss) or their disk; the ISR never left with only members that lost it "
+                "(KIP-966 Last Replica Standing); a replica that lost data never back by a fast restart the "
+                "controller did not notice (KIP-966 unclean shutdown detection); no ISR expansion counting a "
+                "follower's LEO from before it lost data and restarted (KIP-903, KAFKA-14139). Kafka before "
+                "KIP-966 / KIP-903 loses acknowledged writes in those three cases")
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,9 @@ PROPERTIES: list[Property] = [
              "Kafka durability guarantee (min.insync.replicas); KIP-966", "history", no_lost_acked_write),
     Property("NoDivergentRead", "No two consumer reads of one offset returned different records.",
              "Jepsen queue anomalies (divergent read)", "history", no_divergent_read),
-    Property("MonotonicHighWatermark", "No consumer was shown an HW lower than one shown before.",
+    Property("MonotonicHighWatermark", "No consumer was shown an HW lower than one shown before; fault "
+             "budget: consumers read a leader only in the controller's leader epoch (KIP-320 fences the "
+             "consumer of a deposed leader, which serves a stale HW).",
              "KIP-207 / KIP-320 (OFFSET_NOT_AVAILABLE)", "history", monotonic_high_watermark),
     Property("NoUncommittedRead", "Every record a consumer read is, at its offset, in the log of the "
              "established leader (what was read as committed stays committed).",

@@ -218,8 +218,11 @@ class Partition:
             self._propose(self.pending_isr)
 
     def handle_alter_partition_response(self, error: int, leader_epoch: int, isr: tuple[int, ...],
-                                        partition_epoch: int) -> None:
-        """The controller answered: the change is no longer pending."""
+                                        partition_epoch: int, request_leader_epoch: int) -> None:
+        """The controller answered: the change is no longer pending, unless the answer is to a
+        proposal of an earlier leadership (Kafka acts only on the answer to the pending proposal)."""
+        if request_leader_epoch != self.leader_epoch:
+            return
         self.pending_isr = None
         if leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
             return  # another leader epoch, or older than what this leader already knows

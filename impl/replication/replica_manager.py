@@ -136,14 +136,17 @@ class ReplicaManager:
     # -- ISR changes --------------------------------------------------------------------------
     def _send_alter_partition(self, leader_epoch: int, partition_epoch: int, isr: tuple) -> None:
         req = AlterPartitionRequest(self.broker_id, self.broker_epoch, 0, leader_epoch, partition_epoch, isr)
-        self.endpoint.send_request(CONTROLLER_ID, ApiKey.ALTER_PARTITION, 0, req, self._on_alter_partition)
+        self.endpoint.send_request(CONTROLLER_ID, ApiKey.ALTER_PARTITION, 0, req,
+                                   lambda resp: self._on_alter_partition(resp, leader_epoch))
 
-    def _on_alter_partition(self, resp: AlterPartitionResponse | None) -> None:
+    def _on_alter_partition(self, resp: AlterPartitionResponse | None, request_leader_epoch: int) -> None:
+        """AlterPartitionManager's callback, bound to the request (and the leader epoch) it answers."""
         p = self.partition
         if resp is None:  # lost: AlterPartitionManager resends until it gets an answer
             p.resend_pending_isr()
         else:
-            p.handle_alter_partition_response(resp.error, resp.leader_epoch, resp.isr, resp.partition_epoch)
+            p.handle_alter_partition_response(resp.error, resp.leader_epoch, resp.isr, resp.partition_epoch,
+                                              request_leader_epoch)
 
     def _isr_check(self) -> None:
         """Kafka's isr-expiration task; expansion happens only on a follower's fetch."""
