@@ -11,24 +11,50 @@ import sys
 
 from ..model import PROTOCOLS, ConfigError, ModelConfig, Scope, explore, replay
 from ..specs import BY_ID, PROPERTIES
-from .cli import UsageError
+from .cli import INT64_MAX, Number, UsageError, output_path
 
 _DEFAULT = Scope()
+# Sizes and scope bounds; the config and the scope check their own, tighter, ranges.
+_COUNT = Number(int, 0, 1_000_000)
+# The explorer option that names each config or scope field, for its messages.
+_OPTION = {"min_insync_replicas": "--min-isr", "replica_lag_time_max_ticks": "--lag-ticks",
+           "unclean_leader_election_enable": "--unclean-election"}
+
+
+# One flag per fault class of real clusters: (flag, Scope field, help).
+_FAULT_CLASSES = (
+    ("bounces", "max_bounces", "fast bounces: restarts before the controller fenced the broker"),
+    ("zombies", "max_zombies", "zombies: fences of a live broker (it may rejoin)"),
+    ("leader-moves", "max_leader_moves", "elections with a target (preferred election, controlled shutdown)"),
+    ("disk-losses", "max_disk_losses", "lost disks of down brokers"),
+    ("batches", "max_batch_records", "records in one produce batch"),
+)
+_FAULT_SWITCHES = (
+    ("partial-fetches", "partial_fetches", "fetches limited to one batch (replica.fetch.max.bytes)"),
+    ("torn-writes", "torn_writes", "power losses that keep unflushed batches or tear the next one"),
+    ("hw-checkpoints", "hw_checkpoints", "checkpoint_hw steps (HW checkpoint without a log flush)"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--protocol", required=True, help=f"protocol variant: {', '.join(PROTOCOLS)}")
-    parser.add_argument("--replicas", type=int, default=3, help="replication factor, 1..5 (default 3)")
-    parser.add_argument("--min-isr", type=int, default=2, help="min.insync.replicas (default 2)")
+    parser.add_argument("--replicas", type=_COUNT, default=3, help="replication factor, 1..5 (default 3)")
+    parser.add_argument("--min-isr", type=_COUNT, default=2, help="min.insync.replicas (default 2)")
     parser.add_argument("--unclean-election", action="store_true", help="unclean.leader.election.enable=true")
-    parser.add_argument("--lag-ticks", type=int, default=2, help="replica.lag.time.max in ticks (default 2)")
-    parser.add_argument("--flush-messages", type=int, default=None, help="flush.messages (default: never)")
+    parser.add_argument("--lag-ticks", type=_COUNT, default=2, help="replica.lag.time.max in ticks (default 2)")
+    parser.add_argument("--flush-messages", type=_COUNT, default=None, help="flush.messages (default: never)")
     scope = parser.add_argument_group("scope bounds")
     for name, help_text in (("max-records", "produce steps"), ("max-epoch", "highest leader epoch"),
                             ("max-crashes", "crashes of any kind"), ("max-power-losses", "power losses"),
                             ("max-clock", "clock ticks"), ("max-drops", "lost messages")):
         default = getattr(_DEFAULT, name.replace("-", "_"))
-        scope.add_argument(f"--{name}", type=int, default=default, help=f"{help_text} (default {default})")
+        scope.add_argument(f"--{name}", type=_COUNT, default=default, help=f"{help_text} (default {default})")
+    for flag, name, help_text in _FAULT_CLASSES:
+        default = getattr(_DEFAULT, name)
+        scope.add_argument(f"--{flag}", type=_COUNT, default=default, dest=name, help=f"{help_text} (default {default})")
+    for flag, name, help_text in _FAULT_SWITCHES:
+        scope.add_argument(f"--{flag}", action=argparse.BooleanOptionalAction, default=getattr(_DEFAULT, name),
+                           dest=name, help=help_text)
     scope.add_argument("--consumes", action=argparse.BooleanOptionalAction, default=_DEFAULT.consumes,
                        help="include consume steps (history properties of reads)")
     scope.add_argument("--flushes", action=argparse.BooleanOptionalAction, default=_DEFAULT.flushes,
@@ -42,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             f"{','.join(_DEFAULT.crash_kinds)})")
     parser.add_argument("--property", action="append", default=None, metavar="ID",
                         help="check only this property (repeatable; default: all)")
-    parser.add_argument("--max-states", type=int, default=None, help="stop after this many states")
+    parser.add_argument("--max-states", type=Number(int, 1, INT64_MAX), default=None, help="stop after this many states")
     parser.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
     parser.add_argument("--replay-on-impl", action="store_true",
                         help="replay each counterexample on the implementation in lockstep "
@@ -66,32 +92,36 @@ def _build(args) -> tuple[ModelConfig, Scope, list]:
         scope = Scope(max_records=args.max_records, max_epoch=args.max_epoch, max_crashes=args.max_crashes,
                       max_power_losses=args.max_power_losses, max_clock=args.max_clock,
                       max_drops=args.max_drops, consumes=args.consumes, flushes=args.flushes,
-                      fetch_rounds=args.fetch_rounds, acks=acks, crash_kinds=kinds)
+                      fetch_rounds=args.fetch_rounds, acks=acks, crash_kinds=kinds,
+                      **{name: getattr(args, name) for _flag, name, _help in _FAULT_CLASSES + _FAULT_SWITCHES})
     except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+        option = _OPTION.get(exc.field, f"--{exc.field.replace('_', '-')}") if exc.field else None
+        raise UsageError(f"{option}: {exc.detail}" if option else str(exc)) from None
     props = PROPERTIES
     if args.property:
         unknown = [p for p in args.property if p not in BY_ID]
         if unknown:
             raise UsageError(f"unknown property {', '.join(unknown)}; known: {', '.join(BY_ID)}")
         props = [BY_ID[p] for p in args.property]
-    if args.max_states is not None and args.max_states < 1:
-        raise UsageError("--max-states must be >= 1")
     return config, scope, props
 
 
 def run(args) -> int:
     config, scope, props = _build(args)
+    if args.save is not None:
+        output_path(args.save, "--save", directory=True)
     shown = [False]
 
     def progress(states: int, depth: int, seconds: float) -> None:
         shown[0] = True
         print(f"\rexplored {states:,} states, depth {depth}, {seconds:.0f} s", end="", file=sys.stderr, flush=True)
 
-    result = explore(config, scope, props, stop_at_first=args.stop_at_first, max_states=args.max_states,
-                     progress=progress)
-    if shown[0]:
-        print(file=sys.stderr)
+    try:
+        result = explore(config, scope, props, stop_at_first=args.stop_at_first,
+                         max_states=args.max_states, progress=progress)
+    finally:  # end the progress line, also before an interruption's message
+        if shown[0]:
+            print(file=sys.stderr)
     replays = _replay_on_impl(config, result) if args.replay_on_impl else None
     if args.save is not None:
         _save(args.save, config, result)

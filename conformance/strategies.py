@@ -24,12 +24,14 @@ from .schedule import PROTOCOLS, Schedule, ScheduleConfig, load_config
 from .walk import _Budget, _profile
 
 def _field_values(name: str, replicas: int) -> st.SearchStrategy:
-    """Valid values of one step field (alphabet.FIELDS): any broker id, any choice, a message
-    index among the few a run keeps in flight."""
+    """Valid values of one step field (alphabet.FIELDS): any broker id, any choice, any value in
+    an integer field's bounds, a message index among the few a run keeps in flight."""
     spec = FIELDS[name]
     if spec.values is not None:
         return st.sampled_from(spec.values)
-    return st.integers(0, replicas - 1) if name == "replica" else st.integers(0, 2)
+    if name == "replica":
+        return st.integers(0, replicas - 1)
+    return st.integers(spec.low, 2 if spec.high is None else spec.high)
 
 
 def step_dicts(replicas: int = 3) -> st.SearchStrategy[dict]:

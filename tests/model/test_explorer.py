@@ -54,13 +54,19 @@ def test_kip320_explores_the_default_scope_completely_without_violation(kip320_d
     assert kip320_default.depth > 10
 
 
-def test_hw_truncation_loses_an_acknowledged_write_within_one_crash():
+def test_kip101_scenario1_a_fast_bounce_loses_an_acknowledged_write_before_kip101_only():
+    # KIP-101 scenario 1: a follower restarts before the controller noticed, truncates to its
+    # lagging HW when it follows the leader again, then is elected once the leader fails
+    scope = Scope(max_records=1, max_epoch=2, max_crashes=2, max_bounces=1)
+    props = [BY_ID["StrongIsr"], BY_ID["NoLostAckedWrite"]]
     config = ModelConfig(protocol="hw-truncation")
-    scope = Scope(max_records=1, max_epoch=2, max_crashes=1, consumes=False, flushes=False)
-    result = explore(config, scope, [BY_ID["StrongIsr"], BY_ID["NoLostAckedWrite"]])
+    result = explore(config, scope, props)
     assert {v.property for v in result.violations} == {"StrongIsr", "NoLostAckedWrite"}
+    lost = next(v for v in result.violations if v.property == "NoLostAckedWrite")
+    assert {"step": "restart", "replica": 1} in lost.trace and {"step": "fence", "replica": 1} not in lost.trace
     for v in result.violations:
         check_trace(config, v)
+    assert explore(ModelConfig(protocol="kip-101"), scope, props).violations == []
 
 
 def test_history_properties_are_checked_on_consumer_reads():
