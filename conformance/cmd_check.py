@@ -2,7 +2,9 @@
 
 Exit 0 pass, 1 violation or divergence, 2 an invalid schedule (the message names the field).
 With ``expected`` verdicts in the file, a verdict that differs from the expectation is reported;
-with ``--expected`` the exit code says whether the verdict is the expected one.
+with ``--expected`` the exit code says whether the verdict is the expected one. Steps refused by
+both sides are listed (``--json``: ``refused``; ``--trace``: ``refused: <reason>``); with
+``--strict`` any refused step makes the schedule invalid.
 """
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--trace", action="store_true",
                         help="print every step with its outputs and the abstract state after it")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    parser.add_argument("--strict", action="store_true",
+                        help="a step refused by model and implementation makes the schedule invalid (exit 2)")
 
 
 def load_schedule_arg(path: str, protocol: str | None):
@@ -38,21 +42,26 @@ def run(args) -> int:
     schedule = load_schedule_arg(args.schedule, args.protocol)
     if args.expected and schedule.protocol not in schedule.expected:
         raise UsageError(f"{args.schedule}: --expected, but the file expects nothing for {schedule.protocol}")
-    from .lockstep import run_schedule
-
-    verdict = _trace(schedule, not args.model_only) if args.trace else run_schedule(schedule, impl=not args.model_only)
+    verdict, refused = _run(schedule, not args.model_only, args.trace)
+    if args.strict and refused:
+        from .lockstep import invalid
+        i, step, reason = refused[0]
+        verdict = invalid(f"steps[{i}] {step.to_json()}: refused: {reason} (--strict)")
     expected = schedule.expected.get(schedule.protocol)
     as_expected = None if expected is None else (
         expected.verdict == verdict.kind and (expected.property in (None, verdict.property)))
     if args.json:
         doc = {"schedule": schedule.name or str(args.schedule), "protocol": schedule.protocol,
-               **verdict.to_json()}
+               **verdict.to_json(),
+               "refused": [{"index": i, "step": step.to_json(), "reason": reason} for i, step, reason in refused]}
         if expected is not None:
             doc["expected"] = expected.to_json()
             doc["as_expected"] = as_expected
         print(json.dumps(doc, indent=2))
     else:
         print(f"{schedule.name or args.schedule} [{schedule.protocol}]: {verdict.summary()}")
+        if refused and not args.trace:
+            print(f"{len(refused)} step(s) refused by both sides: " + ", ".join(str(i) for i, _s, _r in refused))
         if verdict.diff:
             print(verdict.diff)
         if expected is not None:
@@ -65,18 +74,24 @@ def run(args) -> int:
     return 1 if verdict.failed else 0
 
 
-def _trace(schedule, impl: bool):
-    """Run step by step, printing each step, its outputs and the model's state after it."""
-    from .lockstep import Lockstep
+def _run(schedule, impl: bool, trace: bool):
+    """Run step by step (printing each step, its outputs or refusal and the model's state after it
+    with ``trace``); the verdict and the steps both sides refused."""
+    from .lockstep import Lockstep, run_schedule
     from .render import render_state
 
+    if not trace:
+        return run_schedule(schedule, impl=impl, refused=(refused := [])), refused
     run = Lockstep(schedule.protocol, schedule.config, impl=impl)
     print(f"initial state:\n{render_state(run.state)}")
     for i, step in enumerate(schedule.steps):
         failed = run.step(step)
+        if run.refused and run.refused[-1][0] == i:
+            print(f"step {i}: {step}\n  refused: {run.refused[-1][2]}")
+            continue
         print(f"step {i}: {step}" + "".join(f"\n  -> {out}" for out in run.last_outputs))
         print(render_state(run.state))
         run.last_outputs = []
         if failed is not None:
             break
-    return run.verdict()
+    return run.verdict(), run.refused

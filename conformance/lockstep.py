@@ -53,6 +53,7 @@ class Lockstep:
         self.index = 0  # steps taken (including those refused by both)
         self.outcome: Verdict | None = None
         self.last_outputs: list[dict] = []
+        self.refused: list[tuple[int, Step, str]] = []  # (index, step, the model's reason), refused by both
         self.model_seconds = 0.0
         self.impl_seconds = 0.0
         self._hash = hashlib.blake2b(repr(self.state).encode(), digest_size=16)
@@ -97,6 +98,7 @@ class Lockstep:
                    f"implementation ({impl_refusal}) but taken by the model")))
         if model_refusal is not None:
             self._hash.update(f"{i}:{st!r}:refused\n".encode())
+            self.refused.append((i, st, model_refusal))
             return None
         before, self.state = self.state, new_state
         self.last_outputs = outputs
@@ -194,9 +196,11 @@ def invalid(message: str) -> Verdict:
     return Verdict(INVALID, None, None, message, hashlib.blake2b(message.encode(), digest_size=16).hexdigest())
 
 
-def run_schedule(schedule: Schedule, impl: bool = True, properties: Iterable[str] | None = None) -> Verdict:
+def run_schedule(schedule: Schedule, impl: bool = True, properties: Iterable[str] | None = None,
+                 refused: list | None = None) -> Verdict:
     """Replay ``schedule`` in lockstep (or on the model alone with ``impl=False``), checking every
-    property or only those named in ``properties``."""
+    property or only those named in ``properties``; ``refused``, if given, receives the
+    ``(index, step, reason)`` of every step both sides refused."""
     try:
         run = Lockstep(schedule.protocol, schedule.config, impl=impl, properties=properties)
         steps = [Step.from_json(s) for s in schedule.steps]
@@ -205,4 +209,6 @@ def run_schedule(schedule: Schedule, impl: bool = True, properties: Iterable[str
     for st in steps:
         if run.step(st) is not None:
             break
+    if refused is not None:
+        refused.extend(run.refused)
     return run.verdict()
