@@ -256,17 +256,24 @@ def steps_of(kind: StepKind, replicas: int, state=None) -> list[Step]:
     first). A step with an ``index`` takes one step per message in flight in ``state``; the others
     do not depend on the state."""
     name = kind.name
-    fields = [f for f in kind.fields if f != "index"]
-    attrs = [FIELDS[f].attr for f in fields]
-    combos = [dict(zip(attrs, values)) for values in product(*(_choices(kind, f, replicas) for f in fields))]
-    combos = [c for c in combos if _misplaced(name, c) is None]
+    combos = _combos(kind, replicas)
     if "index" not in kind.fields:
         return [Step(name, **c) for c in combos]
     out = []
     for c in combos:
         queue = getattr(state, MESSAGE_KINDS[kind.queue or c["arg"]])[c["replica"]]
-        out += [Step(name, index=i, **c) for i in range(len(queue))]
+        if queue:
+            out += [Step(name, index=i, **c) for i in range(len(queue))]
     return out
+
+
+@lru_cache(maxsize=None)
+def _combos(kind: StepKind, replicas: int) -> tuple[dict, ...]:
+    """The field values (by ``Step`` attribute) of every step of ``kind`` but its ``index``."""
+    fields = [f for f in kind.fields if f != "index"]
+    attrs = [FIELDS[f].attr for f in fields]
+    combos = (dict(zip(attrs, values)) for values in product(*(_choices(kind, f, replicas) for f in fields)))
+    return tuple(c for c in combos if _misplaced(kind.name, c) is None)
 
 
 @lru_cache(maxsize=None)

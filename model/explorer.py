@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from array import array
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable, Iterable
 
 from ..specs import PROPERTIES, Property
@@ -126,7 +127,7 @@ def successors(config: ModelConfig, scope: Scope, s: State):
     fetch round, whose state after handle_fetch is checked too (but not stored)."""
     rounds = scope.fetch_rounds
     n = config.replicas
-    for kind, steps in step_kinds(n):
+    for kind, steps in _scoped_kinds(config, scope):
         name = kind.name
         action = ACTIONS[name]
         guard = action.guard
@@ -146,6 +147,26 @@ def successors(config: ModelConfig, scope: Scope, s: State):
                 continue  # leads back to the same state key (state_key drops ignored requests)
             if (not fine or _step_in_scope(config, scope, s, st)) and guard(config, s, st) is None:
                 yield (st,), take(config, s, st, action)[0], ()
+
+
+@lru_cache(maxsize=64)
+def _scoped_kinds(config: ModelConfig, scope: Scope) -> tuple:
+    """``step_kinds`` without the steps no state of ``scope`` takes (acks, batch sizes, fetch limits
+    and crash variants it leaves out), so the per-state checks see only what may be taken."""
+    def static(st: Step) -> bool:
+        if st.name == "produce":
+            return st.arg in scope.acks and st.records <= scope.max_batch_records
+        if st.name == "send_fetch":
+            return st.max_batches == 0 or (scope.partial_fetches and st.max_batches == 1)
+        if st.name == "crash":
+            if st.arg != "power":
+                return st.arg in scope.crash_kinds
+            return scope.max_power_losses > 0 and (scope.torn_writes or not (st.survive or st.torn))
+        if st.name == "elect" and st.replica != -1:
+            return scope.max_leader_moves > 0
+        return True
+    return tuple((kind, None if steps is None else tuple(st for st in steps if static(st)))
+                 for kind, steps in step_kinds(config.replicas))
 
 
 def _ignored(s: State, st: Step) -> bool:

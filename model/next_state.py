@@ -44,7 +44,7 @@ class NextState:
 
     def freeze(self) -> State:
         src, m = self.src, self.msgs
-        queues = tuple(tuple(m[f]) if f in m else getattr(src, f) for f in _QUEUE_FIELDS)
+        queues = src[2:7] if not m else [tuple(m[f]) if f in m else getattr(src, f) for f in _QUEUE_FIELDS]
         return State(tuple(self.replicas), self.controller, *queues, self.now, *self.history)
 
     def send(self, field: str, dest: int, msg) -> None:
