@@ -20,9 +20,11 @@ def test_scenario_gives_its_expected_verdict_on_every_protocol(scenario_file):
     schedule = load_schedule(scenario_file)
     assert set(schedule.expected) == set(PROTOCOLS)
     for protocol, expected in sorted(schedule.expected.items()):
-        verdict = run_schedule(schedule.with_protocol(protocol))
+        refused = []
+        verdict = run_schedule(schedule.with_protocol(protocol), refused=refused)
         assert (verdict.kind, verdict.property) == (expected.verdict, expected.property), (
             protocol, verdict.summary(), verdict.diff)
+        assert refused == [], (protocol, refused)  # every scenario passes check --strict
 
 
 def test_the_epoch_kips_fix_what_they_claim_to_fix(scenario):
