@@ -84,6 +84,7 @@ class Consumer:
             if resp.error == Errors.NONE:
                 try:
                     records = tuple((r.offset, r.value) for batch in iter_batches(resp.records)
+                                    if not batch.is_control_batch      # markers are not records
                                     for r in batch.records() if r.offset >= offset)
                 except StorageError:
                     error, hw = Errors.CORRUPT_MESSAGE.name, -1

@@ -19,6 +19,8 @@ def _offset_map(segments: list[LogSegment]) -> dict[bytes, int]:
     latest: dict[bytes, int] = {}
     for segment in segments:
         for _, batch in segment.iter_batches():
+            if batch.is_control_batch:          # a marker's key is its type, not a record key
+                continue
             for record in batch.records():
                 if record.key is not None:
                     latest[record.key] = record.offset
@@ -36,11 +38,15 @@ def _retain(record: LogRecord, latest: dict[bytes, int], tombstone_horizon: int)
 
 def _clean_segment(segment: LogSegment, latest: dict[bytes, int], horizon: int) -> list[RecordBatch] | None:
     """The segment's batches after cleaning, or None if nothing would change. The last batch is kept
-    even when empty, so the segment still ends at the same offset (as Kafka keeps empty batches)."""
+    even when empty, so the segment still ends at the same offset (as Kafka keeps empty batches).
+    Control batches are kept whole: without transactions to track, no marker is known to be spent."""
     batches = [batch for _, batch in segment.iter_batches()]
     out: list[RecordBatch] = []
     changed = False
     for i, batch in enumerate(batches):
+        if batch.is_control_batch:
+            out.append(batch)
+            continue
         records = batch.records()
         kept = [r for r in records if _retain(r, latest, horizon)]
         if len(kept) == len(records):

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from .compression import CODECS
 from .errors import InvalidConfigError
+from .records import TIMESTAMP_TYPES
 
-COMPRESSION_TYPES = ("none", "gzip")
+COMPRESSION_TYPES = tuple(CODECS)
 CLEANUP_POLICIES = ("delete", "compact", "compact,delete")
 
 
@@ -24,11 +26,15 @@ class LogConfig:
     flush_messages: int | None = None
     flush_ms: int | None = None
     compression_type: str = "none"
+    message_timestamp_type: str = "CreateTime"
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("cleanup_policy", "compression_type"):
+            if f.name in _CHOICES:
+                if value not in _CHOICES[f.name]:
+                    raise InvalidConfigError(
+                        f"LogConfig.{f.name} must be one of {', '.join(_CHOICES[f.name])}, got {value!r}")
                 continue
             if value is None and f.name in _OPTIONAL:
                 continue
@@ -39,13 +45,6 @@ class LogConfig:
                     f"LogConfig.{f.name} must be >= {_MINIMUM[f.name]}, got {value}")
         if self.segment_bytes > 2**31 - 1:
             raise InvalidConfigError(f"LogConfig.segment_bytes must fit in 32 bits, got {self.segment_bytes}")
-        if self.cleanup_policy not in CLEANUP_POLICIES:
-            raise InvalidConfigError(
-                f"LogConfig.cleanup_policy must be one of {', '.join(CLEANUP_POLICIES)}, got {self.cleanup_policy!r}")
-        if self.compression_type not in COMPRESSION_TYPES:
-            raise InvalidConfigError(
-                f"LogConfig.compression_type must be one of {', '.join(COMPRESSION_TYPES)}, "
-                f"got {self.compression_type!r}")
 
     @property
     def compact(self) -> bool:
@@ -56,6 +55,8 @@ class LogConfig:
         return "delete" in self.cleanup_policy
 
 
+_CHOICES = {"cleanup_policy": CLEANUP_POLICIES, "compression_type": COMPRESSION_TYPES,
+            "message_timestamp_type": TIMESTAMP_TYPES}
 _OPTIONAL = {"segment_ms", "retention_ms", "retention_bytes", "flush_messages", "flush_ms"}
 # segment.bytes has Kafka's floor of 14 bytes (LegacyRecord.RECORD_OVERHEAD_V0); one batch header is 61
 _MINIMUM = {

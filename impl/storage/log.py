@@ -54,8 +54,9 @@ class FetchDataInfo:
 
     @property
     def records(self) -> list[LogRecord]:
-        """Decoded records. Bit rot raises CorruptRecordError: the CRC is checked, and since it does
-        not cover the base offset, offsets must also ascend and stay below the LEO of the read."""
+        """Decoded records, as a consumer sees them: control batches (transaction markers) give none.
+        Bit rot raises CorruptRecordError: the CRC is checked, and since it does not cover the base
+        offset, offsets must also ascend and stay below the LEO of the read."""
         start = self.fetch_offset
         out: list[LogRecord] = []
         previous = -1
@@ -65,7 +66,8 @@ class FetchDataInfo:
                 raise CorruptRecordError(f"batch at offset {batch.base_offset} (last {batch.last_offset}) is out "
                                          f"of order after offset {previous} or past the log end {self._end}")
             previous = batch.last_offset
-            out.extend(r for r in batch.records() if r.offset >= start)
+            if not batch.is_control_batch:
+                out.extend(r for r in batch.records() if r.offset >= start)
         return out
 
     @property
@@ -184,7 +186,8 @@ class Log:
             raise InvalidRecordError(f"leader_epoch must be an int in [0, 2**31), got {leader_epoch!r}")
         records = list(records)
         now = self._clock()
-        batch = build_batch(self._leo, records, leader_epoch, now, self.config.compression_type)
+        batch = build_batch(self._leo, records, leader_epoch, now, self.config.compression_type,
+                            timestamp_type=self.config.message_timestamp_type)
         if batch.size > self.config.max_message_bytes:
             raise RecordTooLargeError(f"batch of {batch.size} bytes exceeds max.message.bytes="
                                       f"{self.config.max_message_bytes}")
