@@ -24,7 +24,6 @@ from .errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError
 MAGIC = 2
 LOG_OVERHEAD = 12                       # baseOffset + batchLength: bytes not counted by batchLength
 HEADER_SIZE = 61
-CRC_OFFSET = 17
 CRC_START = 21                          # the CRC covers attributes .. end of batch
 NO_PRODUCER_ID = -1
 COMPRESSION_CODES = CODECS
@@ -48,9 +47,7 @@ _END_TXN_VALUE = struct.Struct(">hi")
 _HEAD = struct.Struct(">qiibI")         # baseOffset, batchLength, partitionLeaderEpoch, magic, crc
 _TAIL = struct.Struct(">hiqqqhii")      # attributes .. recordCount
 HEADER = struct.Struct(">qiibIhiqqqhii")
-_CRC = struct.Struct(">I")
 _LENGTH = struct.Struct(">qi")          # what a scan needs first: baseOffset, batchLength
-_PLACEHOLDER = bytes(HEADER_SIZE)       # where a batch being built gets its header
 _crc = _crc32c.crc32c
 
 
@@ -202,39 +199,36 @@ def _encode_columns(records: Sequence[Record]) -> list[bytes] | None:
         key_lengths, value_lengths = list(map(_VARINT, key_lengths)), list(map(_VARINT, value_lengths))
     except IndexError:                  # a length past the varint table: record by record
         return None
-    parts: list[bytes] = [b""] * (8 * n + 1)
-    parts[0] = _PLACEHOLDER
-    parts[1::8] = sizes
-    parts[2::8] = [b"\x00\x00"] * n    # attributes, timestamp delta 0
-    parts[3::8] = _SMALL_VARINTS[:n]     # offset deltas
-    parts[4::8] = key_lengths
-    parts[5::8] = keys
-    parts[6::8] = value_lengths
-    parts[7::8] = values
-    parts[8::8] = [b"\x00"] * n         # no headers
+    parts: list[bytes] = [b""] * (8 * n)
+    parts[0::8] = sizes
+    parts[1::8] = [b"\x00\x00"] * n    # attributes, timestamp delta 0
+    parts[2::8] = _SMALL_VARINTS[:n]     # offset deltas
+    parts[3::8] = key_lengths
+    parts[4::8] = keys
+    parts[5::8] = value_lengths
+    parts[6::8] = values
+    parts[7::8] = [b"\x00"] * n         # no headers
     return parts
 
 
 def _assemble(parts: list[bytes], base_offset: int, partition_leader_epoch: int, attributes: int,
               last_offset_delta: int, first_timestamp: int, max_timestamp: int, producer_id: int,
               producer_epoch: int, base_sequence: int, record_count: int) -> "RecordBatch":
-    """One batch from ``parts``: a header placeholder, then the records section. The bytes are joined
-    once and the header and CRC written in place, so a batch costs one buffer of its size and one
-    copy of it, not one per layer of framing."""
+    """One batch over the records section ``parts``. The section is joined once and the CRC chained
+    from the header fields it covers through the section, so the batch costs two buffers of its size
+    (the section, the batch) however many records it holds."""
+    body = b"".join(parts)
     code = attributes & COMPRESSION_MASK
     if code:
-        body = b"".join(parts[1:])
         if len(body) > MAX_DECOMPRESSED_BYTES:
             raise RecordTooLargeError(f"records of {len(body)} bytes exceed the {MAX_DECOMPRESSED_BYTES}-byte "
                                       f"limit of a compressed batch")
-        parts = [_PLACEHOLDER, compress(code, body)]
-    buffer = bytearray().join(parts)
-    HEADER.pack_into(buffer, 0, base_offset, len(buffer) - LOG_OVERHEAD, partition_leader_epoch, MAGIC, 0,
-                     attributes, last_offset_delta, first_timestamp, max_timestamp, producer_id,
-                     producer_epoch, base_sequence, record_count)
-    with memoryview(buffer) as view:
-        _CRC.pack_into(buffer, CRC_OFFSET, _crc(view[CRC_START:]))
-    return RecordBatch(bytes(buffer))
+        body = compress(code, body)
+    tail = _TAIL.pack(attributes, last_offset_delta, first_timestamp, max_timestamp, producer_id, producer_epoch,
+                      base_sequence, record_count)
+    head = _HEAD.pack(base_offset, len(body) + HEADER_SIZE - LOG_OVERHEAD, partition_leader_epoch, MAGIC,
+                      _crc(body, _crc(tail)))
+    return RecordBatch(b"".join((head, tail, body)))
 
 
 def build_batch(base_offset: int, records: Sequence[Record], partition_leader_epoch: int, now_ms: int,
@@ -246,10 +240,16 @@ def build_batch(base_offset: int, records: Sequence[Record], partition_leader_ep
     give it to every record (LogValidator on the leader)."""
     if not records:
         raise InvalidRecordError("a record batch needs at least one record")
-    if timestamp_type not in TIMESTAMP_TYPES:
-        raise InvalidRecordError(f"timestamp type must be one of {', '.join(TIMESTAMP_TYPES)}, got {timestamp_type!r}")
-    attributes = (COMPRESSION_CODES[compression] | (TIMESTAMP_TYPE_MASK if timestamp_type == LOG_APPEND_TIME else 0)
-                  | (TRANSACTIONAL_MASK if is_transactional else 0) | (CONTROL_MASK if is_control_batch else 0))
+    attributes = COMPRESSION_CODES[compression]
+    if timestamp_type != CREATE_TIME:
+        if timestamp_type != LOG_APPEND_TIME:
+            raise InvalidRecordError(f"timestamp type must be one of {', '.join(TIMESTAMP_TYPES)}, "
+                                     f"got {timestamp_type!r}")
+        attributes |= TIMESTAMP_TYPE_MASK
+    if is_transactional:
+        attributes |= TRANSACTIONAL_MASK
+    if is_control_batch:
+        attributes |= CONTROL_MASK
     parts = _encode_columns(records) if len(records) >= _COLUMNS_FROM else None
     if parts is not None:
         first_ts = max_ts = now_ms
@@ -259,10 +259,10 @@ def build_batch(base_offset: int, records: Sequence[Record], partition_leader_ep
             _check_record(record)
             timestamps.append(now_ms if record.timestamp_ms is None else record.timestamp_ms)
         first_ts, max_ts = timestamps[0], max(timestamps)
-        parts = [_PLACEHOLDER]
+        parts: list[bytes] = []
         for delta, (record, ts) in enumerate(zip(records, timestamps)):
             _encode_record(parts, record, delta, ts - first_ts)
-    if timestamp_type == LOG_APPEND_TIME:
+    if attributes & TIMESTAMP_TYPE_MASK:
         max_ts = now_ms
     return _assemble(parts, base_offset, partition_leader_epoch, attributes, len(records) - 1, first_ts, max_ts,
                      producer_id, producer_epoch, base_sequence, len(records))
@@ -410,7 +410,7 @@ class RecordBatch:
         """A batch keeping this one's offsets, epoch, attributes and producer fields but only
         ``records`` (the cleaner's rewrite), compressed as this one was."""
         first_ts = records[0].timestamp_ms if records else self.first_timestamp
-        parts = [_PLACEHOLDER]
+        parts: list[bytes] = []
         for r in records:
             _encode_record(parts, Record(r.key, r.value, r.timestamp_ms, r.headers),
                            r.offset - self.base_offset, r.timestamp_ms - first_ts)

@@ -5,8 +5,7 @@ import random
 
 from hypothesis import given, settings, strategies as st
 
-from isrcheck.impl.storage.records import (_PLACEHOLDER, Record, _encode_columns, _encode_record,
-                                           build_batch)
+from isrcheck.impl.storage.records import Record, _encode_columns, _encode_record, build_batch
 
 # encodings written before the column-wise encoder existed (record by record), kept byte for byte
 KNOWN = {
@@ -59,7 +58,7 @@ def test_known_encodings_are_unchanged():
 def test_column_and_record_encoders_agree(keys_values):
     recs = [Record(k, b"v" * size) for k, size in keys_values]
     columns = _encode_columns(recs)
-    parts = [_PLACEHOLDER]
+    parts = []
     for delta, record in enumerate(recs):
         _encode_record(parts, record, delta, 0)
     assert columns is not None and b"".join(columns) == b"".join(parts)
