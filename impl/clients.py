@@ -6,7 +6,7 @@ broker crashed) gives no result, as a real client would see only a timeout or di
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 from .network import NodeEndpoint
 from .protocol import ApiKey, Errors, FetchRequest, FetchResponse, ProduceRequest, ProduceResponse, WireRecord
@@ -19,13 +19,15 @@ CONSUMER_ID = 4001
 
 @dataclass(frozen=True)
 class ProduceResult:
-    """A produce response: error name and the offset (-1 on error)."""
+    """A produce response for a batch of ``count`` records: the first record's value, the error name
+    and the batch's base offset (-1 on error)."""
 
     replica: int
     value: bytes
     acks: int
     error: str
     offset: int
+    count: int = 1
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ class ConsumeResult:
 
 
 class Producer:
-    """A producer client: one ProduceRequest per record, results to ``sink``."""
+    """A producer client: one ProduceRequest per batch, results to ``sink``."""
 
     def __init__(self, transport: Transport, sink: Callable[[object], None], node_id: int = PRODUCER_ID,
                  key: bytes = b"") -> None:
@@ -49,16 +51,19 @@ class Producer:
         self.unanswered = 0  # requests whose connection was lost
         transport.register(node_id, self.endpoint)
 
-    def send(self, broker: int, value: bytes, acks: int, timeout_ms: int) -> None:
-        """One ProduceRequest carrying one record (one batch of one record)."""
-        req = ProduceRequest(acks, timeout_ms, 0, (WireRecord(-1, -1, self.key, value),))
+    def send(self, broker: int, values: bytes | Sequence[bytes], acks: int, timeout_ms: int) -> None:
+        """One ProduceRequest carrying the record ``values`` (or one value) as one batch."""
+        values = (values,) if isinstance(values, (bytes, bytearray)) else tuple(values)
+        if not values:
+            raise ValueError("a record batch holds at least one record")
+        req = ProduceRequest(acks, timeout_ms, 0, tuple(WireRecord(-1, -1, self.key, v) for v in values))
 
         def on_response(resp: ProduceResponse | None) -> None:
             if resp is None:
                 self.unanswered += 1
                 return
-            self.sink(ProduceResult(broker, value, acks, Errors(resp.error).name,
-                                    resp.base_offset if resp.error == Errors.NONE else -1))
+            self.sink(ProduceResult(broker, values[0], acks, Errors(resp.error).name,
+                                    resp.base_offset if resp.error == Errors.NONE else -1, len(values)))
         self.endpoint.send_request(broker, ApiKey.PRODUCE, 0, req, on_response)
 
 

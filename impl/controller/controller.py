@@ -4,9 +4,14 @@ Modelled on Kafka's KRaft QuorumController for one partition: brokers register a
 epoch (BrokerRegistration); heartbeats keep a session alive, and an expired session fences the
 broker (removed from the ISR unless it is the last member; a fenced leader leaves the partition
 leaderless); ``elect`` picks the first unfenced ISR member in replica order, or with
-``unclean.leader.election.enable`` the first unfenced replica with the ISR reset to it; every change
-goes to the unfenced brokers as LeaderAndIsr. AlterPartition from the leader is fenced by leader
-epoch and partition epoch (KIP-497).
+``unclean.leader.election.enable`` the first unfenced replica with the ISR reset to it;
+``move_leader`` hands leadership to a chosen unfenced ISR member (preferred replica election,
+controlled shutdown); every change goes to the unfenced brokers as LeaderAndIsr. AlterPartition
+from the leader is fenced by leader epoch and partition epoch (KIP-497).
+
+A fenced broker registers again (a new broker epoch) when it restarts or, alive all along, comes
+back. A restarted broker whose session has not expired yet registers too, with a newer incarnation:
+a fast bounce the controller does not notice, so it keeps its ISR membership and leadership.
 
 With ``auto`` off nothing happens by itself: sessions never expire and elections happen only when
 ``elect`` is called. With it on, a session check runs every heartbeat interval and a leaderless
@@ -60,6 +65,7 @@ class Controller:
         self.partition_epoch = 0
         self.fenced: set[int] = set()
         self.broker_epochs = [-1] * replicas
+        self.incarnations = [-1] * replicas  # of the registered process of each broker
         self.session_deadline = [0] * replicas
         self._next_broker_epoch = 1
         self.elections = 0    # leader elections (each a leader change)
@@ -72,7 +78,7 @@ class Controller:
         }
         transport.register(CONTROLLER_ID, self.endpoint)
         for broker in self.replicas:  # the initial brokers registered before the partition was created
-            self._register(broker)
+            self._register(broker, 0)
         if auto:
             scheduler.schedule(check_interval_ms, self._check_sessions)
 
@@ -100,13 +106,24 @@ class Controller:
             return -1
         if leader not in self.isr:
             self.isr = (leader,)  # unclean: the ISR restarts from the new leader
+        self._new_leader("elect", leader)
+        return leader
+
+    def move_leader(self, target: int) -> None:
+        """Preferred replica election / controlled shutdown: ``target``, an unfenced ISR member other
+        than the leader, leads in a new leader epoch; the ISR stays."""
+        if target in self.fenced or target not in self.isr or target == self.leader:
+            raise ValueError(f"broker {target} cannot take over leadership")
+        self._new_leader("move_leader", target)
+
+    def _new_leader(self, event: str, leader: int) -> None:
+        """A leader change: new leader and partition epochs, told to every unfenced broker."""
         self.leader = leader
         self.leader_epoch += 1
         self.partition_epoch += 1
         self.elections += 1
-        self._event("elect", leader, self.leader_epoch)
+        self._event(event, leader, self.leader_epoch)
         self._send_leader_and_isr(self._unfenced())
-        return leader
 
     def fence(self, broker: int) -> None:
         """The broker's session expired (BrokerHeartbeatManager): out of the ISR and leadership."""
@@ -134,9 +151,9 @@ class Controller:
         broker = req.broker_id
         if broker not in self.replicas or broker != src:
             return BrokerRegistrationResponse(Errors.INVALID_REQUEST, -1)
-        if broker not in self.fenced:
+        if broker not in self.fenced and req.incarnation <= self.incarnations[broker]:
             return BrokerRegistrationResponse(Errors.DUPLICATE_BROKER_REGISTRATION, -1)
-        epoch = self._register(broker)
+        epoch = self._register(broker, req.incarnation)
         self.endpoint.respond(src, header, BrokerRegistrationResponse(Errors.NONE, epoch))
         self._send_leader_and_isr((broker,))
         if self.auto and self.leader == -1:
@@ -179,10 +196,11 @@ class Controller:
         return AlterPartitionResponse(error, 0, self.leader, self.leader_epoch, self.partition_epoch, self.isr)
 
     # -- internals ----------------------------------------------------------------------------
-    def _register(self, broker: int) -> int:
+    def _register(self, broker: int, incarnation: int) -> int:
         epoch = self._next_broker_epoch
         self._next_broker_epoch += 1
         self.broker_epochs[broker] = epoch
+        self.incarnations[broker] = incarnation
         self.fenced.discard(broker)
         self.session_deadline[broker] = self.scheduler.now_ms() + self.session_timeout_ms
         self._event("register", broker, epoch)

@@ -2,7 +2,10 @@
 
 Api keys are Kafka's. Versions follow the protocol lineage: Fetch v0 carries only the fetch offset
 (pre KIP-320), v1 adds the current leader epoch and last fetched epoch and its response the
-diverging epoch (KIP-320); OffsetsForLeaderEpoch v0 answers only an end offset (KIP-101), v1 also
+diverging epoch (KIP-320); v2 and v3 are v0 and v1 plus ``max_batches``, Kafka's partition fetch
+size (``replica.fetch.max.bytes``, KIP-74) counted in whole batches, so that a follower of either
+generation can ask for a partial response without claiming epochs its wire does not carry;
+OffsetsForLeaderEpoch v0 answers only an end offset (KIP-101), v1 also
 the leader epoch (KIP-279), v2 carries the current leader epoch for fencing (KIP-320).
 LeaderAndIsr is one-way here: brokers learn partition state as KRaft brokers learn metadata,
 without acknowledging it.
@@ -58,6 +61,7 @@ class FetchRequest:
     fetch_offset: int = 0
     current_leader_epoch: int = -1
     last_fetched_epoch: int = -1
+    max_batches: int = 0  # whole batches the response may carry, at least one (KIP-74); 0 = no limit
 
 
 @dataclass(slots=True)
@@ -171,14 +175,16 @@ CODEC.register(
     {0: (("acks", "i16"), ("timeout_ms", "i32"), ("partition", "i32"), ("records", "records"))},
     {0: (("error", "i16"), ("partition", "i32"), ("base_offset", "i64"))})
 _FETCH_V0 = (("replica_id", "i32"), ("partition", "i32"), ("fetch_offset", "i64"))
+_FETCH_V1 = _FETCH_V0 + (("current_leader_epoch", "i32"), ("last_fetched_epoch", "i32"))
 _FETCH_RESP_V0 = (("error", "i16"), ("partition", "i32"), ("high_watermark", "i64"),
-                  ("log_start_offset", "i64"), ("log_end_offset", "i64"))
+                  ("log_start_offset", "i64"), ("log_end_offset", "i64"), ("records", "bytes"))
+_FETCH_RESP_V1 = _FETCH_RESP_V0[:-1] + (("diverging_epoch", "i32"), ("diverging_end_offset", "i64"),
+                                        ("records", "bytes"))
+_MAX_BATCHES = (("max_batches", "i32"),)
 CODEC.register(
     ApiKey.FETCH, FetchRequest, FetchResponse,
-    {0: _FETCH_V0, 1: _FETCH_V0 + (("current_leader_epoch", "i32"), ("last_fetched_epoch", "i32"))},
-    {0: _FETCH_RESP_V0 + (("records", "bytes"),),
-     1: _FETCH_RESP_V0 + (("diverging_epoch", "i32"), ("diverging_end_offset", "i64"),
-                          ("records", "bytes"))})
+    {0: _FETCH_V0, 1: _FETCH_V1, 2: _FETCH_V0 + _MAX_BATCHES, 3: _FETCH_V1 + _MAX_BATCHES},
+    {0: _FETCH_RESP_V0, 1: _FETCH_RESP_V1, 2: _FETCH_RESP_V0, 3: _FETCH_RESP_V1})
 _OLE_V0 = (("replica_id", "i32"), ("partition", "i32"), ("leader_epoch", "i32"))
 CODEC.register(
     ApiKey.OFFSET_FOR_LEADER_EPOCH, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,

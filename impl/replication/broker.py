@@ -2,10 +2,10 @@
 
 It owns the partition's log on its machine's file system, the ReplicaManager, and the
 BrokerLifecycleManager duties: registration with the controller (a new broker epoch on every
-start) and, in auto mode, heartbeats. Its own ``replication-offset-checkpoint`` in the data
-directory holds the HW, written by ``checkpoint_high_watermarks`` (on a flush, a clean shutdown,
-and in auto mode every ``replica_high_watermark_checkpoint_interval_ms`` if set); at start the HW
-is min(checkpoint, LEO).
+start, and again when a live broker the controller fenced comes back) and, in auto mode,
+heartbeats. Its own ``replication-offset-checkpoint`` in the data directory holds the HW, written
+by ``checkpoint_high_watermarks`` (on a flush, a clean shutdown, on demand, and in auto mode every
+``replica_high_watermark_checkpoint_interval_ms`` if set); at start the HW is min(checkpoint, LEO).
 
 ``shutdown`` is a controlled shutdown (flush the log, checkpoint the HW, close); ``halt`` is the
 process dying. What the machine's file system keeps after a halt is the runtime's business.
@@ -46,6 +46,8 @@ class Broker:
         self.auto = auto
         self.incarnation = incarnation
         self.on_event = on_event
+        self.data_dir = data_dir
+        self._heartbeating = False
         partition_dir = fs.join(data_dir, PARTITION_DIR_NAME)
         fs.makedirs(partition_dir)
         self.hw_checkpoint_file = CheckpointFile(fs, fs.join(data_dir, HW_CHECKPOINT_NAME), 2)
@@ -66,25 +68,27 @@ class Broker:
 
     def bootstrap(self, broker_epoch: int, state: LeaderAndIsrRequest) -> None:
         """Join a newly created cluster: registered already, the partition just created."""
-        self.replica_manager.broker_epoch = broker_epoch
+        self.replica_manager.registered(broker_epoch)
         self.replica_manager.apply_leader_and_isr(state, new_partition=True)
         self._start_heartbeats()
 
     def register(self) -> None:
-        """BrokerRegistration after a restart: the controller answers with a new broker epoch."""
+        """BrokerRegistration after a restart, or by a live broker that was fenced: the controller
+        answers with a new broker epoch."""
         self.endpoint.send_request(CONTROLLER_ID, ApiKey.BROKER_REGISTRATION, 0,
                                    BrokerRegistrationRequest(self.broker_id, self.incarnation),
                                    self._on_registered)
 
     def _on_registered(self, resp: BrokerRegistrationResponse | None) -> None:
         if resp is not None and resp.error == Errors.NONE:
-            self.replica_manager.broker_epoch = resp.broker_epoch
+            self.replica_manager.registered(resp.broker_epoch)
             self._start_heartbeats()
         elif self.auto:  # not fenced yet, or lost: try again later
             self.scheduler.schedule(self.config.broker_heartbeat_interval_ms, self.register)
 
     def _start_heartbeats(self) -> None:
-        if self.auto:
+        if self.auto and not self._heartbeating:
+            self._heartbeating = True
             self.scheduler.schedule(self.config.broker_heartbeat_interval_ms, self._heartbeat)
             if self.config.replica_high_watermark_checkpoint_interval_ms:
                 self._schedule_hw_checkpoint()

@@ -65,8 +65,9 @@ class ReplicaFetcher:
             self._poll.cancel()
             self._poll = None
 
-    def send(self) -> bool:
-        """Send one Fetch or OffsetsForLeaderEpoch to the leader; False if not possible now."""
+    def send(self, max_batches: int = 0) -> bool:
+        """Send one Fetch (for at most ``max_batches`` whole batches if > 0, Kafka's
+        replica.fetch.max.bytes) or OffsetsForLeaderEpoch to the leader; False if not possible now."""
         if not self.can_send:
             return False
         p = self.partition
@@ -80,7 +81,8 @@ class ReplicaFetcher:
                                        v.offsets_for_leader_epoch_version, req, self._on_epoch_end,
                                        correlation_id)
         else:
-            req = FetchRequest(p.broker_id, 0, p.log.log_end_offset, p.leader_epoch, p.log.latest_epoch)
+            req = FetchRequest(p.broker_id, 0, p.log.log_end_offset, p.leader_epoch, p.log.latest_epoch,
+                               max_batches)
             self.endpoint.send_request(p.leader, ApiKey.FETCH, v.fetch_version, req, self._on_fetch,
                                        correlation_id)
         return True

@@ -8,11 +8,11 @@ which role this replica plays (make_leader / make_follower).
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..protocol import Errors, FetchRequest, FetchResponse, LeaderAndIsrRequest
 from ..runtime import Scheduler
-from ..storage import Log, Record
+from ..storage import Log, LogAppendInfo, Record, iter_batches
 from .config import ClusterConfig
 from .delayed_produce import DelayedProducePurgatory
 
@@ -76,6 +76,8 @@ class Partition:
         ``new_partition``: the partition was just created, so every follower's log is known empty."""
         if (req.leader_epoch, req.partition_epoch) <= (self.leader_epoch, self.partition_epoch):
             return None  # stale or a duplicate
+        if req.leader < 0 and not self.variant.leaderless_makes_follower:
+            return None  # pre-0.11: nothing changes until a live leader is named
         new_epoch = req.leader_epoch != self.leader_epoch
         self.isr = tuple(sorted(req.isr))
         self.partition_epoch = req.partition_epoch
@@ -114,11 +116,13 @@ class Partition:
             self.truncate_to(self.high_watermark)
 
     # -- leader -------------------------------------------------------------------------------
-    def append_records_to_leader(self, value: bytes, key: bytes | None = None) -> int:
-        """UnifiedLog.appendAsLeader: one batch stamped with this leader's epoch; the flush policy applies."""
-        info = self.log.append_as_leader([Record(key, value, self.scheduler.now_ms())], self.leader_epoch)
+    def append_records_to_leader(self, records: Sequence[tuple[bytes | None, bytes]]) -> LogAppendInfo:
+        """UnifiedLog.appendAsLeader: the (key, value) records as one batch stamped with this leader's
+        epoch; the flush policy applies."""
+        now = self.scheduler.now_ms()
+        info = self.log.append_as_leader([Record(key, value, now) for key, value in records], self.leader_epoch)
         self._event("append", info.first_offset, self.leader_epoch)
-        return info.first_offset
+        return info
 
     def end_offset_for(self, epoch: int) -> tuple[int, int]:
         """LeaderEpochFileCache.endOffsetFor (KIP-279): (largest epoch <= ``epoch``, its end offset)."""
@@ -169,7 +173,7 @@ class Partition:
                 follower.last_caught_up_ms = now
         self.maybe_increment_leader_hw()
         return FetchResponse(Errors.NONE, 0, self.high_watermark, 0, leo, -1, -1,
-                             log.read(req.fetch_offset).data)
+                             log.read(req.fetch_offset, max_batches=req.max_batches).data)
 
     def read_committed(self, fetch_offset: int) -> tuple[int, bytes]:
         """A consumer fetch: (error, record batches below the HW); KIP-207's rule under KIP-320."""
@@ -243,10 +247,15 @@ class Partition:
             self._set_hw(self.log.log_end_offset)
 
     def append_as_follower(self, batches: bytes, leader_hw: int) -> None:
-        """Append the fetched batches (CRC-checked by the log), then HW := min(leader HW, own LEO)."""
-        if batches:
+        """Append the fetched batches (CRC-checked by the log), then HW := min(leader HW, own LEO),
+        which a partial response leaves below the leader's. The leader sends whole batches from the
+        one holding the fetch offset: one that starts below the LEO replaces the log from its base."""
+        parsed = list(iter_batches(batches))
+        if parsed:
+            if parsed[0].base_offset < self.log.log_end_offset:
+                self.truncate_to(parsed[0].base_offset)
             before = self.log.log_end_offset
-            self.log.append_as_follower(batches)
+            self.log.append_as_follower(parsed)
             self._event("replicate", before, self.log.log_end_offset)
         hw = min(leader_hw, self.log.log_end_offset)
         if hw != self.high_watermark:

@@ -14,10 +14,14 @@ class ProtocolVariant:
     walk_back_epochs: bool        # KIP-279: repeat OffsetsForLeaderEpoch until the epochs agree
     fetch_epochs: bool            # KIP-320: fetches carry current and last fetched epoch
     hw_reached_epoch_to_expand: bool  # KIP-320: expand the ISR only once HW reached the epoch start
+    # 0.11+: a LeaderAndIsr naming no leader still makes a follower; 0.8-0.10's makeFollowers acted
+    # only "when the leader is available" and left the partition as it was
+    leaderless_makes_follower: bool = True
 
     @property
     def fetch_version(self) -> int:
-        return 1 if self.fetch_epochs else 0
+        """Fetch v2 (v0 + max_batches) before KIP-320, v3 (v1 + max_batches) from it."""
+        return 3 if self.fetch_epochs else 2
 
     @property
     def offsets_for_leader_epoch_version(self) -> int:
@@ -25,7 +29,7 @@ class ProtocolVariant:
 
 
 VARIANTS: dict[str, ProtocolVariant] = {
-    "hw-truncation": ProtocolVariant("hw-truncation", True, False, False, False, False),
+    "hw-truncation": ProtocolVariant("hw-truncation", True, False, False, False, False, False),
     "kip-101": ProtocolVariant("kip-101", False, True, False, False, False),
     "kip-279": ProtocolVariant("kip-279", False, True, True, False, False),
     "kip-320": ProtocolVariant("kip-320", False, False, True, True, True),

@@ -40,6 +40,7 @@ class ReplicaManager:
         self.endpoint = endpoint
         self.auto = auto
         self.broker_epoch = -1
+        self.first_broker_epoch = -1  # of this process's first registration
         self.purgatory = DelayedProducePurgatory(scheduler)
         self.partition = Partition(broker_id, config, log, high_watermark, scheduler, self.purgatory,
                                    self._send_alter_partition, on_event)
@@ -64,30 +65,30 @@ class ReplicaManager:
 
     # -- request handlers ---------------------------------------------------------------------
     def handle_produce(self, src: int, header: Header, req: ProduceRequest) -> Any:
-        """appendRecords: leader check, min.insync.replicas for acks=all, append, then acks."""
+        """appendRecords: leader check, min.insync.replicas for acks=all, append the records as one
+        batch, then acks (acks=all waits for the HW to pass the whole batch)."""
         p = self.partition
         if req.acks not in (0, 1, -1):
             return ProduceResponse(Errors.INVALID_REQUIRED_ACKS, 0, -1)
-        if len(req.records) != 1:
-            return ProduceResponse(Errors.INVALID_REQUEST, 0, -1)  # one record per produce
+        if not req.records:
+            return ProduceResponse(Errors.INVALID_REQUEST, 0, -1)  # a batch has at least one record
         if not p.is_leader:
             return ProduceResponse(Errors.NOT_LEADER_OR_FOLLOWER, 0, -1)
         if req.acks == -1 and len(p.isr) < self.config.min_insync_replicas:
             return ProduceResponse(Errors.NOT_ENOUGH_REPLICAS, 0, -1)
-        record = req.records[0]
         try:
-            offset = p.append_records_to_leader(record.value, record.key)
+            info = p.append_records_to_leader([(r.key, r.value) for r in req.records])
         except RecordTooLargeError:
             return ProduceResponse(Errors.MESSAGE_TOO_LARGE, 0, -1)
-        except StorageError:  # the log refused the record (InvalidRecordException and kin)
+        except StorageError:  # the log refused the batch (InvalidRecordException and kin)
             return ProduceResponse(Errors.INVALID_RECORD, 0, -1)
         if req.acks == -1:
             endpoint = self.endpoint
-            self.purgatory.park(offset, record.value, req.timeout_ms, lambda error, off: endpoint.respond(
-                src, header, ProduceResponse(error, 0, off)))
+            self.purgatory.park(info.first_offset, info.record_count, req.records[0].value, req.timeout_ms,
+                                lambda error, off: endpoint.respond(src, header, ProduceResponse(error, 0, off)))
         p.maybe_increment_leader_hw()  # after every leader append, as Kafka does, whatever the acks
         if req.acks == 1:
-            return ProduceResponse(Errors.NONE, 0, offset)
+            return ProduceResponse(Errors.NONE, 0, info.first_offset)
         return None  # acks=0: no response; acks=all: answered from the purgatory
 
     def handle_fetch(self, src: int, header: Header, req: FetchRequest) -> FetchResponse:
@@ -121,10 +122,18 @@ class ReplicaManager:
         epoch, end = p.end_offset_for(req.leader_epoch)
         return OffsetForLeaderEpochResponse(Errors.NONE, 0, epoch, end)
 
+    def registered(self, broker_epoch: int) -> None:
+        """The controller gave this process a broker epoch (at start, or on coming back after it was fenced)."""
+        self.broker_epoch = broker_epoch
+        if self.first_broker_epoch < 0:
+            self.first_broker_epoch = broker_epoch
+
     def handle_leader_and_isr(self, src: int, header: Header, req: LeaderAndIsrRequest) -> None:
-        """becomeLeaderOrFollower: apply newer partition state; start or stop the fetcher."""
-        if src != CONTROLLER_ID or req.broker_epoch != self.broker_epoch:
-            return None  # not from the controller, or meant for an earlier incarnation
+        """becomeLeaderOrFollower: apply newer partition state; start or stop the fetcher. One sent
+        to an earlier registration of this same process (before it was fenced and came back) still
+        counts: whether its state is newer is judged by its epochs."""
+        if src != CONTROLLER_ID or self.first_broker_epoch < 0 or req.broker_epoch < self.first_broker_epoch:
+            return None  # not from the controller, or meant for an earlier process of this broker
         self.apply_leader_and_isr(req)
         return None
 

@@ -10,17 +10,17 @@ every broker has applied that LeaderAndIsr, the logs are empty, nothing is in fl
 **Step mode** (``mode="steps"``): nothing happens by itself. Each step of docs/steps.md is one
 call; an impossible step raises ``ClusterError`` (with ``reason``) and changes nothing:
 
-    produce(broker, value, acks)          consume(broker)
-    send_fetch(follower)
+    produce(broker, values, acks)         consume(broker)    # values: one batch (or one bytes value)
+    send_fetch(follower, max_batches=0)
     handle_fetch(follower)                = deliver("fetch_request", follower)
     handle_fetch_response(follower)       = deliver("fetch_response", follower)
     deliver_leader_and_isr(broker, index) = deliver("leader_and_isr", broker, index)
     handle_alter_partition(leader)        = deliver("alter_partition", leader)
     handle_alter_partition_response(leader) = deliver("alter_partition_response", leader)
     drop(kind, replica, index=0)
-    shrink_isr(leader)  expand_isr(leader)  elect()  fence(broker)
-    crash(broker, kind)  # "clean" | "process" | "power"
-    restart(broker)  flush(broker)  advance(ms)
+    shrink_isr(leader)  expand_isr(leader)  elect(target=-1)  fence(broker)  rejoin(broker)
+    crash(broker, kind, survive=0, torn=False)  # "clean" | "process" | "power"
+    restart(broker)  lose_disk(broker)  flush(broker)  checkpoint_hw(broker)  advance(ms)
 
 Client traffic (produce, consume, broker registration) is delivered at once. The only timer is
 DelayedProduce expiration, fired by ``advance``. ``take_client_responses()`` returns the produce
@@ -37,10 +37,11 @@ shrinks and expands on its own. Drive it with ``run_for(ms)`` and ``run_until_qu
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 import struct
-from typing import Any
+from typing import Any, Sequence
 
 from ..clients import CONSUMER_ID, PRODUCER_ID, ConsumeResult, Consumer, Producer, ProduceResult
 from ..controller import CONTROLLER_ID, Controller
@@ -48,6 +49,7 @@ from ..protocol import CODEC, REQUEST, ApiKey, LeaderAndIsrRequest
 from ..replication import Broker, ClusterConfig
 from ..storage import SimulatedFileSystem
 from .clock import SimClock
+from .disk import page_cache_write_back
 from .network import INSTANT, NetworkFaults, SimNetwork
 from .snapshot import BrokerSnapshot, ClusterSnapshot, PendingProduce, log_entries
 
@@ -100,12 +102,15 @@ class Cluster:
         self.stats = {"crashes": 0, "power_losses": 0, "restarts": 0}
 
     # -- client requests ----------------------------------------------------------------------
-    def produce(self, broker: int, value: bytes, acks: int) -> None:
-        """A producer sends one record to ``broker`` with ``acks`` (0, 1 or -1)."""
+    def produce(self, broker: int, values: bytes | Sequence[bytes], acks: int) -> None:
+        """A producer sends the record ``values`` (or one value) as one batch to ``broker`` with
+        ``acks`` (0, 1 or -1)."""
         if acks not in (0, 1, -1):
             raise ClusterError(f"acks must be 0, 1 or -1, got {acks!r}")
+        if not isinstance(values, (bytes, bytearray)) and len(values) == 0:
+            raise ClusterError("a produce carries at least one record")
         self._need_alive(broker)
-        self.producer.send(broker, value, acks, self.config.request_timeout_ms)
+        self.producer.send(broker, values, acks, self.config.request_timeout_ms)
         self._settle()
 
     def consume(self, broker: int) -> None:
@@ -119,7 +124,11 @@ class Cluster:
         return out
 
     # -- protocol steps -----------------------------------------------------------------------
-    def send_fetch(self, follower: int) -> None:
+    def send_fetch(self, follower: int, max_batches: int = 0) -> None:
+        """The follower's fetcher sends one request; a Fetch asks for at most ``max_batches`` whole
+        batches (0: no limit)."""
+        if isinstance(max_batches, bool) or not isinstance(max_batches, int) or max_batches < 0:
+            raise ClusterError(f"max_batches must be an integer >= 0, got {max_batches!r}")
         b = self._need_alive(follower)
         p, fetcher = b.partition, b.replica_manager.fetcher
         if p.leader < 0:
@@ -128,7 +137,7 @@ class Cluster:
             raise ClusterError(f"broker {follower} is the leader")
         if fetcher.outstanding is not None:
             raise ClusterError(f"follower {follower} has a fetch outstanding")
-        fetcher.send()
+        fetcher.send(max_batches)
         self._settle()
 
     def deliver(self, kind: str, replica: int, index: int = 0) -> None:
@@ -170,8 +179,20 @@ class Cluster:
                                + (" in this leader epoch" if p.variant.hw_reached_epoch_to_expand else ""))
         self._settle()
 
-    def elect(self) -> None:
+    def elect(self, target: int = -1) -> None:
+        """Leader election for a leaderless partition, or with a ``target`` a leader move to it."""
         c = self.controller
+        if target != -1:
+            self._need_replica(target)
+            if target in c.fenced:
+                raise ClusterError(f"broker {target} is fenced")
+            if target not in c.isr:
+                raise ClusterError(f"broker {target} is not in the ISR {list(c.isr)}")
+            if target == c.leader:
+                raise ClusterError(f"broker {target} is already the leader")
+            c.move_leader(target)
+            self._settle()
+            return
         if c.leader != -1:
             raise ClusterError(f"the controller has a leader ({c.leader})")
         if c.eligible_leader() == -1:
@@ -181,25 +202,45 @@ class Cluster:
         self._settle()
 
     def fence(self, broker: int) -> None:
+        """The broker's session expires. A live broker fenced so is a zombie: it goes on with its last
+        LeaderAndIsr, and the controller rejects its AlterPartition."""
         self._need_replica(broker)
-        if self.brokers[broker].alive:
-            raise ClusterError(f"broker {broker} is alive")
         if broker in self.controller.fenced:
             raise ClusterError(f"broker {broker} is already fenced")
         self.controller.fence(broker)
         self._settle()
 
-    def crash(self, broker: int, kind: str) -> None:
-        """Stop ``broker``: ``clean`` shutdown, ``process`` crash or ``power`` loss."""
+    def rejoin(self, broker: int) -> None:
+        """A live fenced broker registers again: a new broker epoch, then its LeaderAndIsr."""
+        b = self._need_alive(broker)
+        if broker not in self.controller.fenced:
+            raise ClusterError(f"broker {broker} is not fenced")
+        self._trace_event("rejoin", broker)
+        b.register()
+        self._settle()
+
+    def crash(self, broker: int, kind: str, survive: int = 0, torn: bool = False) -> None:
+        """Stop ``broker``: ``clean`` shutdown, ``process`` crash or ``power`` loss, which keeps the
+        first ``survive`` unflushed batches and with ``torn`` half of the next one."""
         if kind not in CRASH_KINDS:
             raise ClusterError(f"crash kind must be one of {', '.join(CRASH_KINDS)}, got {kind!r}")
+        if isinstance(survive, bool) or not isinstance(survive, int) or survive < 0 or not isinstance(torn, bool):
+            raise ClusterError(f"survive must be an integer >= 0 and torn a bool, got {survive!r}, {torn!r}")
+        if kind != "power" and (survive or torn):
+            raise ClusterError(f"survive and torn belong to a power loss, not a {kind} crash")
         b = self._need_alive(broker)
+        write_back = None
+        if kind == "power":
+            try:
+                write_back = page_cache_write_back(b.log, survive, torn)
+            except ValueError as exc:
+                raise ClusterError(f"broker {broker} has {exc}") from None
         if kind == "clean":
             b.flush()
         view = self._broker_snapshot(b)
-        self._frozen[broker] = BrokerSnapshot(**{
-            **view.__dict__, "alive": False, "pending_produces": (), "fetch_outstanding": False,
-            "power_lost": kind == "power"})
+        self._frozen[broker] = dataclasses.replace(
+            view, alive=False, pending_produces=(), fetch_outstanding=False, power_lost=kind == "power",
+            durable=view.durable if write_back is None else write_back.durable)
         if kind == "clean":
             b.shutdown()
         else:
@@ -207,27 +248,45 @@ class Cluster:
             fs = self.filesystems[broker]
             if kind == "process":
                 fs.process_crash()
-            else:  # a torn last write only in auto mode; steps lose exactly the unflushed suffix
-                fs.power_loss(random.Random(self.rng.getrandbits(64)) if self.auto else None)
+            elif survive or torn or not self.auto:  # steps keep exactly what was written back
+                fs.power_loss(written_back=write_back.lengths)
+            else:  # auto mode: a seeded torn last write
+                fs.power_loss(random.Random(self.rng.getrandbits(64)))
         self.stats["crashes"] += 1
         self.stats["power_losses"] += kind == "power"
-        self._trace_event("crash", broker, kind)
+        self._trace_event("crash", broker, kind, *((survive, torn) if survive or torn else ()))
         self._settle()
 
     def restart(self, broker: int) -> None:
-        """Start ``broker`` again: log recovery, HW from its checkpoint, registration."""
-        self._need_replica(broker)
-        if self.brokers[broker].alive:
-            raise ClusterError(f"broker {broker} is alive")
-        if broker not in self.controller.fenced:
-            raise ClusterError(f"broker {broker} is not fenced yet (its old session has not expired)")
+        """Start ``broker`` again: log recovery, HW from its checkpoint, registration. Before the
+        controller fenced it this is a fast bounce: it keeps its ISR membership and leadership."""
+        self._need_down(broker)
         b = self._start_broker(broker, self.brokers[broker].incarnation + 1)
         self.brokers[broker] = b
         del self._frozen[broker]
+        self._log_cache.pop(broker, None)
         self.stats["restarts"] += 1
         self._trace_event("restart", broker, b.log.log_end_offset)
         b.register()
         self._settle()
+
+    def lose_disk(self, broker: int) -> None:
+        """The log directory of a down broker is replaced by an empty one (KAFKA-14139): log and
+        checkpoints are gone; its next start begins empty."""
+        b = self._need_down(broker)
+        self.filesystems[broker].lose_directory(b.data_dir)
+        self._frozen[broker] = dataclasses.replace(self._frozen[broker], log=(), durable=0, hw=0, hw_checkpoint=0,
+                                                   power_lost=True)
+        self._trace_event("lose_disk", broker)
+
+    def checkpoint_hw(self, broker: int) -> None:
+        """ReplicaManager.checkpointHighWatermarks: the HW to replication-offset-checkpoint, no log flush."""
+        b = self._need_alive(broker)
+        if b.hw_checkpoint == b.partition.high_watermark:
+            raise ClusterError(f"broker {broker}'s replication-offset-checkpoint already holds its HW "
+                               f"{b.hw_checkpoint}")
+        b.checkpoint_high_watermarks()
+        self._trace_event("checkpoint_hw", broker)
 
     def flush(self, broker: int) -> None:
         b = self._need_alive(broker)
@@ -333,7 +392,7 @@ class Cluster:
         return BrokerSnapshot(
             b.broker_id, True, cached[1], b.durable_offset, p.high_watermark, b.hw_checkpoint,
             p.leader, p.leader_epoch, p.isr, p.partition_epoch, p.epoch_start_offset, remote, caught,
-            p.pending_isr, tuple(PendingProduce(op.value, op.offset, op.deadline_ms)
+            p.pending_isr, tuple(PendingProduce(op.value, op.offset, op.deadline_ms, op.count)
                                  for op in b.replica_manager.purgatory.pending),
             fetcher.truncating_epoch, fetcher.outstanding is not None, False, b.broker_epoch, fetched)
 
@@ -341,6 +400,12 @@ class Cluster:
         if not isinstance(broker, int) or not 0 <= broker < self.config.replicas:
             raise ClusterError(f"no broker {broker!r} (replicas are 0..{self.config.replicas - 1})")
         return self.brokers[broker]
+
+    def _need_down(self, broker: int) -> Broker:
+        b = self._need_replica(broker)
+        if b.alive:
+            raise ClusterError(f"broker {broker} is alive")
+        return b
 
     def _need_alive(self, broker: int) -> Broker:
         b = self._need_replica(broker)

@@ -9,20 +9,24 @@ from ..storage import Log
 
 @dataclass(frozen=True)
 class LogEntry:
-    """One record of a log: offset, leader epoch of its batch, value."""
+    """One record of a log: offset, leader epoch of its batch, value, and the batch's first offset
+    (records are appended, replicated and truncated by whole batches)."""
 
     offset: int
     epoch: int
     value: bytes
+    base_offset: int
 
 
 @dataclass(frozen=True)
 class PendingProduce:
-    """An acks=all produce waiting in DelayedProduce."""
+    """An acks=all produce waiting in DelayedProduce: its batch's first value, base offset and
+    record count."""
 
     value: bytes
     offset: int
     deadline_ms: int
+    count: int
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,7 @@ class BrokerSnapshot:
     pending_produces: tuple[PendingProduce, ...]
     truncating_epoch: int         # KIP-101/KIP-279: epoch to ask about next; -1 fetching
     fetch_outstanding: bool
-    power_lost: bool              # down after a power loss: the unflushed suffix goes at restart
+    power_lost: bool              # down after a power loss or a lost disk: unflushed data goes at restart
     broker_epoch: int
     last_fetch_ms: tuple[int, ...] = ()  # leader: when each follower last fetched (-1 never)
 
@@ -70,10 +74,10 @@ class ClusterSnapshot:
 
 def log_entries(log: Log, start: int | None = None) -> tuple[LogEntry, ...]:
     """The records of the log from ``start`` (default: the log start) as (offset, leader epoch of
-    its batch, value)."""
+    its batch, value, base offset of its batch)."""
     start = log.log_start_offset if start is None else start
     if log.log_end_offset <= start:
         return ()
     data = log.read(start, max_bytes=log.size_in_bytes + 1)
-    return tuple(LogEntry(r.offset, b.partition_leader_epoch, r.value)
+    return tuple(LogEntry(r.offset, b.partition_leader_epoch, r.value, b.base_offset)
                  for b in data.batches for r in b.records() if r.offset >= start)

@@ -7,12 +7,13 @@ from .errors import (CorruptLogError, CorruptRecordError, InvalidConfigError, In
                      UnexpectedAppendOffsetError)
 from .fs import FileHandle, FileSystem, OsFileSystem, SimulatedFileSystem
 from .loader import LoadedLog, LogLoader
-from .log import FetchDataInfo, Log, LogAppendInfo, RecoveryReport
+from .log import BatchExtent, FetchDataInfo, Log, LogAppendInfo, RecoveryReport
 from .records import LogRecord, Record, RecordBatch, build_batch, iter_batches
 
 __all__ = [
     "Log", "LogLoader", "LoadedLog", "LogConfig", "Record", "LogRecord", "RecordBatch", "build_batch",
-    "iter_batches", "LogAppendInfo", "FetchDataInfo", "RecoveryReport", "LeaderEpochFileCache", "EpochEntry",
+    "iter_batches", "LogAppendInfo", "FetchDataInfo", "BatchExtent", "RecoveryReport", "LeaderEpochFileCache",
+    "EpochEntry",
     "FileSystem", "FileHandle", "OsFileSystem", "SimulatedFileSystem",
     "StorageError", "InvalidConfigError", "CorruptRecordError", "RecordTooLargeError",
     "InvalidRecordError", "UnexpectedAppendOffsetError", "OffsetOutOfRangeError", "CorruptLogError",

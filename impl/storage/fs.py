@@ -4,8 +4,10 @@
 ``fsync`` makes it durable. ``SimulatedFileSystem`` keeps files in memory and models the page cache:
 written bytes are readable at once but durable only after ``fsync``; directory entries (create,
 rename, remove) are durable only after ``fsync_dir``; ``power_loss`` keeps just the durable state and
-may tear the last unsynced write. Both promise the same contract, so the log cannot tell them apart:
-appends only (no overwrite in place), ``truncate`` is durable when it returns, ``rename`` is atomic.
+may tear the last unsynced write, or keeps exactly the written-back prefix it is told of;
+``lose_directory`` is a replaced disk. Both promise the same contract, so the log cannot tell them
+apart: appends only (no overwrite in place), ``truncate`` is durable when it returns, ``rename`` is
+atomic.
 """
 from __future__ import annotations
 
@@ -26,6 +28,11 @@ class FileHandle:
     def truncate(self, size: int) -> None: raise NotImplementedError     # durable on return
     def fsync(self) -> None: raise NotImplementedError
     def close(self) -> None: raise NotImplementedError
+
+    def synced(self) -> bool:
+        """Every byte is known to be on stable storage. Only a file system that sees its page cache
+        can tell; the others say False, so nothing relies on it."""
+        return False
 
 
 class FileSystem:
@@ -184,6 +191,10 @@ class _SimFile(FileHandle):
         inode.durable = len(inode.data)
         self._fs.fsync_count += 1
 
+    def synced(self) -> bool:
+        inode = self._check()
+        return inode.durable == len(inode.data)
+
     def close(self) -> None:
         pass
 
@@ -275,10 +286,21 @@ class SimulatedFileSystem(FileSystem):
         """The process dies, the machine does not: every byte written survives; open handles die."""
         self.generation += 1
 
-    def power_loss(self, rng: random.Random | None = None) -> None:
+    def power_loss(self, rng: random.Random | None = None, written_back: dict[str, int] | None = None) -> None:
         """Keep only durable data and entries. With ``rng``, each file's unsynced tail may survive in
-        part (a prefix of it, possibly followed by a few garbage bytes): a torn last write."""
+        part (a prefix of it, possibly followed by a few garbage bytes): a torn last write.
+        ``written_back`` says instead exactly how far the page cache had written files back: path ->
+        length of the file on the disk (a write cut there tears it); such a file's directory entry
+        reached the disk with its data."""
         self.generation += 1
+        kept: dict[int, int] = {}
+        for path, length in (written_back or {}).items():
+            directory, name = self._split(path)
+            inode = self._dir(directory).get(name)
+            if inode is None:
+                raise FileNotFoundError(f"no such file: {path}")
+            kept[id(inode)] = length
+            self._durable[directory][name] = inode
         self._tree = {d: dict(entries) for d, entries in self._durable.items()}
         seen: set[int] = set()
         for directory in sorted(self._tree):
@@ -289,11 +311,26 @@ class SimulatedFileSystem(FileSystem):
                 seen.add(id(inode))
                 tail = bytes(inode.data[inode.durable:])
                 del inode.data[inode.durable:]
-                if rng is not None and tail:
+                if id(inode) in kept:
+                    inode.data += tail[:max(0, kept[id(inode)] - inode.durable)]
+                elif rng is not None and tail:
                     inode.data += tail[:rng.randrange(len(tail) + 1)]
                     if rng.random() < 0.5:
                         inode.data += rng.randbytes(rng.randrange(1, 64))
                 inode.durable = len(inode.data)
+
+    def lose_directory(self, directory: str) -> None:
+        """A replaced disk: ``directory`` and everything below it are gone from the page cache and
+        from stable storage alike; the directory is there again, empty."""
+        directory = self._normdir(directory)
+        if directory not in self._tree:
+            raise FileNotFoundError(f"no such directory: {directory}")
+        self.generation += 1
+        prefix = directory.rstrip("/") + "/"
+        for tree in (self._tree, self._durable):
+            for d in [d for d in tree if d.startswith(prefix)]:
+                del tree[d]
+            tree[directory] = {}
 
     def corrupt(self, path: str, position: int, data: bytes) -> None:
         """Overwrite bytes in place, durably (bit rot, a bad disk): for tests of corruption handling."""

@@ -137,7 +137,12 @@ class LogLoader:
             fs.fsync_dir(d)
         else:
             loaded_rp = min(recovery_point, leo)
-            if checkpointed_rp is None or checkpointed_rp > leo:
+            if loaded_rp < leo and self._on_stable_storage(segments, loaded_rp):
+                # Kafka keeps the checkpointed recovery point (it cannot know better); a file system
+                # that sees its page cache can say the re-validated tail was written back already,
+                # as after a power loss, when all that is left is on the disk
+                loaded_rp = leo
+            if checkpointed_rp is None or checkpointed_rp != loaded_rp:
                 rp_checkpoint.write(loaded_rp)
         report = RecoveryReport(
             clean_shutdown=clean, recovery_point=recovery_point, log_end_offset=leo,
@@ -248,6 +253,11 @@ class LogLoader:
                 events.append(f"deleted segments {deleted} after the corrupt one")
                 break
         return segments, truncated_bytes, deleted, rebuilt
+
+    @staticmethod
+    def _on_stable_storage(segments: list[LogSegment], offset: int) -> bool:
+        """Every segment holding offsets at or past ``offset`` is known to be fully on stable storage."""
+        return all(s.log.synced() for s in segments if s.next_offset > offset)
 
     def _cut_to(self, segments: list[LogSegment], offset: int) -> int:
         """Remove what lies at or past ``offset`` (before the epoch cache is consulted)."""

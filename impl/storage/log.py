@@ -24,6 +24,17 @@ def wall_clock_ms() -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class BatchExtent:
+    """Where one batch lies on disk: its segment file, position and size, and its offsets."""
+
+    path: str
+    position: int
+    size: int
+    base_offset: int
+    next_offset: int
+
+
+@dataclass(frozen=True, slots=True)
 class LogAppendInfo:
     """What an append wrote: offsets first..last, the max timestamp, the record count."""
 
@@ -263,11 +274,19 @@ class Log:
 
     # ==================================================================================== reads
 
-    def read(self, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES, max_offset: int | None = None) -> FetchDataInfo:
-        """Whole batches from the one holding ``offset``, up to ``max_bytes`` (but at least one batch,
-        KIP-74), across segments, only batches entirely below ``max_offset`` (e.g. the HW for a
-        consumer). Offsets removed by compaction are skipped. OffsetOutOfRangeError outside
-        [log start offset, LEO]."""
+    def read(self, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES, max_offset: int | None = None,
+             max_batches: int = 0) -> FetchDataInfo:
+        """Whole batches from the one holding ``offset``, up to ``max_bytes`` and, if > 0,
+        ``max_batches`` (but at least one batch, KIP-74), across segments, only batches entirely
+        below ``max_offset`` (e.g. the HW for a consumer). Offsets removed by compaction are skipped.
+        OffsetOutOfRangeError outside [log start offset, LEO]."""
+        info = self._read(offset, max_bytes, max_offset)
+        if max_batches > 0 and len(info.batches) > max_batches:
+            data = b"".join(b.buffer for b in info.batches[:max_batches])
+            return FetchDataInfo(offset, data, self._leo)
+        return info
+
+    def _read(self, offset: int, max_bytes: int, max_offset: int | None) -> FetchDataInfo:
         self._check_open()
         if max_bytes < 0:
             raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
@@ -286,6 +305,18 @@ class Log:
             if not at_end or remaining <= 0:
                 break
         return FetchDataInfo(offset, parts[0] if len(parts) == 1 else b"".join(parts), self._leo)
+
+    def unflushed_batches(self) -> list[BatchExtent]:
+        """The batches at or past the recovery point, in log order, with where they lie on disk: what a
+        power loss may keep a prefix of (page-cache write-back is sequential)."""
+        self._check_open()
+        out: list[BatchExtent] = []
+        for segment in self._segments[max(bisect_right(self._bases, self._recovery_point) - 1, 0):]:
+            start = segment.find(self._recovery_point)
+            if start is not None:
+                out.extend(BatchExtent(segment.log_path, position, batch.size, batch.base_offset,
+                                       batch.next_offset) for position, batch in segment.iter_batches(start))
+        return out
 
     def offset_for_timestamp(self, timestamp: int) -> int | None:
         """ListOffsets by time: the first offset whose record timestamp is >= ``timestamp`` (TimeIndex)."""

@@ -19,8 +19,12 @@ SAMPLES = [
     (RESPONSE, ApiKey.PRODUCE, 0, ProduceResponse(Errors.NOT_ENOUGH_REPLICAS, 0, -1)),
     (REQUEST, ApiKey.FETCH, 0, FetchRequest(2, 0, 5)),
     (REQUEST, ApiKey.FETCH, 1, FetchRequest(2, 0, 5, 3, 2)),
+    (REQUEST, ApiKey.FETCH, 2, FetchRequest(2, 0, 5, max_batches=1)),
+    (REQUEST, ApiKey.FETCH, 3, FetchRequest(2, 0, 5, 3, 2, 8)),
     (RESPONSE, ApiKey.FETCH, 0, FetchResponse(0, 0, 4, 0, 6, -1, -1, b"\x00batch bytes")),
     (RESPONSE, ApiKey.FETCH, 1, FetchResponse(0, 0, 4, 0, 6, 1, 3, b"")),
+    (RESPONSE, ApiKey.FETCH, 2, FetchResponse(0, 0, 4, 0, 6, -1, -1, b"\x00batch bytes")),
+    (RESPONSE, ApiKey.FETCH, 3, FetchResponse(0, 0, 4, 0, 6, 1, 3, b"")),
     (REQUEST, ApiKey.OFFSET_FOR_LEADER_EPOCH, 0, OffsetForLeaderEpochRequest(1, 0, 4)),
     (REQUEST, ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, OffsetForLeaderEpochRequest(1, 0, 4, 7)),
     (RESPONSE, ApiKey.OFFSET_FOR_LEADER_EPOCH, 0, OffsetForLeaderEpochResponse(0, 0, -1, 12)),
@@ -52,6 +56,8 @@ def test_older_versions_leave_out_the_newer_fields():
     frame = CODEC.encode(REQUEST, ApiKey.FETCH, 0, 1, FetchRequest(2, 0, 5, 3, 2))
     assert decode(frame) == FetchRequest(2, 0, 5)  # no leader epochs before KIP-320
     assert len(frame) < len(CODEC.encode(REQUEST, ApiKey.FETCH, 1, 1, FetchRequest(2, 0, 5, 3, 2)))
+    frame = CODEC.encode(REQUEST, ApiKey.FETCH, 2, 1, FetchRequest(2, 0, 5, 3, 2, 1))
+    assert decode(frame) == FetchRequest(2, 0, 5, max_batches=1)  # a batch limit without the epochs
 
 
 @pytest.mark.parametrize("frame_type,api,version,msg", SAMPLES)
@@ -128,8 +134,8 @@ I64 = st.integers(-2**40, 2**40)
 REQUESTS = st.one_of(
     st.builds(lambda acks, t, v: (ApiKey.PRODUCE, 0, ProduceRequest(acks, t, 0, (WireRecord(-1, -1, b"", v),))),
               st.integers(-2, 2), I32, st.binary(max_size=64)),
-    st.builds(lambda r, o, e, l, v: (ApiKey.FETCH, v, FetchRequest(r, 0, o, e, l)),
-              st.integers(-2, 5), I64, I32, I32, st.integers(0, 1)),
+    st.builds(lambda r, o, e, l, m, v: (ApiKey.FETCH, v, FetchRequest(r, 0, o, e, l, m)),
+              st.integers(-2, 5), I64, I32, I32, st.integers(-2, 9), st.integers(0, 3)),
     st.builds(lambda r, e, c, v: (ApiKey.OFFSET_FOR_LEADER_EPOCH, v, OffsetForLeaderEpochRequest(r, 0, e, c)),
               st.integers(-2, 5), I32, I32, st.integers(0, 2)),
     st.builds(lambda b, le, pe, isr: (ApiKey.ALTER_PARTITION, 0, AlterPartitionRequest(b, 1, 0, le, pe, isr)),

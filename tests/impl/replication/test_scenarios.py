@@ -134,9 +134,8 @@ def test_isr_shrinks_after_the_lag_time_and_expands_on_catch_up():
     assert snap.controller.partition_epoch == 2
 
 
-def _committed_record_then_leader_change(protocol):
-    """m2 is committed (acks=all answered NONE) while both followers' HWs still lag behind it; then
-    the leader fails and a follower takes over (KIP-101 scenario 1: truncation to a lagging HW)."""
+def _committed_record_with_lagging_follower_hws(protocol):
+    """m2 is committed (acks=all answered NONE) while both followers' HWs still lag behind it."""
     c = cluster(protocol)
     c.produce(0, b"m1", -1)
     fetch_round(c, 1, 2)
@@ -148,6 +147,11 @@ def _committed_record_then_leader_change(protocol):
         c.drop("fetch_response", f)
     assert produced(c) == [(b"m1", "NONE", 0), (b"m2", "NONE", 1)]
     assert [b.hw for b in c.snapshot().brokers] == [2, 1, 0]
+    return c
+
+
+def _leader_fails(c):
+    """The leader loses power and a follower takes over."""
     c.crash(0, "power")
     c.fence(0)
     c.elect()
@@ -155,8 +159,20 @@ def _committed_record_then_leader_change(protocol):
     return c
 
 
+def _committed_record_then_leader_change(protocol):
+    return _leader_fails(_committed_record_with_lagging_follower_hws(protocol))
+
+
 def test_kip101_scenario_1_committed_record_lost_under_hw_truncation():
-    c = _committed_record_then_leader_change("hw-truncation")
+    """KIP-101 scenario 1: follower 1 restarts and truncates to its lagging (checkpointed) HW as it
+    follows again; the leader fails before it refetches m2, and it takes over without m2."""
+    c = _committed_record_with_lagging_follower_hws("hw-truncation")
+    c.checkpoint_hw(1)
+    c.crash(1, "process")
+    c.restart(1)  # a fast bounce: the controller sends it its state, leader 0 in epoch 0
+    deliver_all_leader_and_isr(c, 1)
+    assert values(c.snapshot().brokers[1]) == [b"m1"]
+    _leader_fails(c)
     snap = c.snapshot()
     assert snap.controller.leader == 1
     assert values(snap.brokers[1]) == [b"m1"] and values(snap.brokers[2]) == []  # each cut to its HW

@@ -59,8 +59,9 @@ def test_kip320_logs_agree_under_every_crash_kind():
 
 
 def test_hw_truncation_loses_acknowledged_writes_under_the_same_workload():
+    # rarer since a leaderless LeaderAndIsr no longer truncates a follower (0.8-0.10 ignored it)
     results = [run_simulation("hw-truncation", 3, seed, 300, crash_kinds=("clean", "process"))
-               for seed in range(12)]
+               for seed in range(24)]
     assert any(s.lost_acked > 0 for s in results)
     assert any(not s.logs_agree for s in results)
 

@@ -24,15 +24,22 @@ def test_initial_state_is_the_one_of_the_step_semantics():
     (lambda c: c.handle_fetch(1), "no fetch_request #0"),
     (lambda c: c.deliver("leader_and_isr", 1, 3), "no leader_and_isr #3"),
     (lambda c: c.deliver("gossip", 1), "unknown message kind"),
+    (lambda c: c.send_fetch(1, -1), "max_batches"),
     (lambda c: c.elect(), "has a leader"),
-    (lambda c: c.fence(1), "is alive"),
+    (lambda c: c.elect(0), "already the leader"),
+    (lambda c: c.rejoin(1), "not fenced"),
     (lambda c: c.restart(1), "is alive"),
+    (lambda c: c.lose_disk(1), "is alive"),
     (lambda c: c.flush(0), "nothing to flush"),
+    (lambda c: c.checkpoint_hw(0), "already holds its HW"),
     (lambda c: c.shrink_isr(1), "not the leader"),
     (lambda c: c.expand_isr(0), "caught up"),
     (lambda c: c.produce(7, b"1", 1), "no broker 7"),
     (lambda c: c.produce(0, b"1", 2), "acks"),
+    (lambda c: c.produce(0, [], 1), "at least one record"),
     (lambda c: c.crash(1, "meteor"), "crash kind"),
+    (lambda c: c.crash(1, "process", 1), "belong to a power loss"),
+    (lambda c: c.crash(1, "power", 1), "only 0 unflushed batches"),
     (lambda c: c.advance(-1), "cannot advance"),
 ])
 def test_impossible_steps_are_refused_with_a_reason_and_change_nothing(step, reason):
@@ -43,11 +50,11 @@ def test_impossible_steps_are_refused_with_a_reason_and_change_nothing(step, rea
     assert (c.snapshot(), c.in_flight()) == before
 
 
-def test_down_brokers_refuse_requests_and_unfenced_ones_cannot_restart():
+def test_down_brokers_refuse_requests_and_are_fenced_once():
     c = cluster()
     c.crash(1, "process")
     for step in (lambda: c.produce(1, b"1", 1), lambda: c.consume(1), lambda: c.send_fetch(1),
-                 lambda: c.crash(1, "clean"), lambda: c.restart(1)):
+                 lambda: c.crash(1, "clean"), lambda: c.rejoin(1), lambda: c.checkpoint_hw(1)):
         with pytest.raises(ClusterError):
             step()
     c.fence(1)

@@ -94,3 +94,30 @@ def test_a_torn_power_loss_keeps_a_prefix_of_the_unsynced_tail_and_maybe_garbage
         fs.fsync_dir("/d")
         fs.power_loss(random.Random(3))
     assert fs_a.read_file("/d/f") == fs_b.read_file("/d/f")    # seeded: the same tear every time
+
+
+def test_a_power_loss_keeps_exactly_the_written_back_prefix_with_its_directory_entry():
+    fs = SimulatedFileSystem()
+    fs.makedirs("/d")
+    f = fs.open("/d/log")                                      # its entry was never fsynced
+    f.append(b"synced|")
+    f.fsync()
+    f.append(b"written|torn-write")
+    assert not f.synced()
+    other = fs.open("/d/other")
+    other.append(b"cached")
+    fs.power_loss(written_back={"/d/log": len(b"synced|written|torn")})
+    assert fs.listdir("/d") == ["log"]
+    assert fs.read_file("/d/log") == b"synced|written|torn"
+    assert fs.open("/d/log").synced()                          # what a power loss leaves is on disk
+
+
+def test_a_lost_directory_is_gone_from_cache_and_disk_and_comes_back_empty():
+    fs = SimulatedFileSystem()
+    fs.makedirs("/data/part")
+    for path in ("/data/checkpoint", "/data/part/0.log"):
+        fs.write_file_atomically(path, b"x")
+    fs.lose_directory("/data")
+    assert fs.listdir("/data") == [] and not fs.exists("/data/part")
+    fs.power_loss()
+    assert fs.listdir("/data") == []

@@ -200,3 +200,18 @@ def test_the_loader_returns_the_value_a_log_is_built_from():
     log = Log(DIR, config, fs, clock, loaded)
     assert (log.log_end_offset, log.high_watermark, log.recovery_point) == (20, 15, 20)
     assert log.recovery_report is loaded.recovery_report and offsets(log) == list(range(20))
+
+
+def test_after_a_power_loss_the_recovered_tail_is_on_disk_but_after_a_process_crash_it_is_not():
+    fs = SimulatedFileSystem()
+    config = LogConfig(segment_bytes=1 << 20)
+    log = open_log(fs, config)
+    append(log, 0, 2)
+    log.flush()
+    append(log, 2, 3)
+    fs.process_crash()
+    log = open_log(fs, config)
+    assert (log.log_end_offset, log.recovery_point) == (5, 2)   # Kafka's: the checkpointed point
+    fs.power_loss(written_back={log.segments[-1].log_path: log.segments[-1].size})
+    log = open_log(fs, config)
+    assert (log.log_end_offset, log.recovery_point) == (5, 5)   # the file system knows it was written back
