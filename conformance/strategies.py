@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from .lockstep import Lockstep
-from isrcheck.model.alphabet import FIELDS, MAX_REPLICAS, STEPS
+from isrcheck.model.alphabet import FIELDS, MAX_REPLICAS, STEPS, InvalidStep, Step
 
 from .schedule import PROTOCOLS, Schedule, ScheduleConfig, load_config
 from .walk import _Budget, _profile
@@ -38,8 +38,17 @@ def step_dicts(replicas: int = 3) -> st.SearchStrategy[dict]:
     """Any step of the alphabet with valid fields for ``replicas`` brokers."""
     def one(name: str) -> st.SearchStrategy[dict]:
         fields = {f: _field_values(f, replicas) for f in STEPS[name].fields}
-        return st.fixed_dictionaries({"step": st.just(name), **fields})
+        return st.fixed_dictionaries({"step": st.just(name), **fields}).filter(_valid)
     return st.one_of([one(name) for name in STEPS])
+
+
+def _valid(step: dict) -> bool:
+    """Fields that fit together (e.g. ``survive``/``torn`` only on a power loss), as the alphabet says."""
+    try:
+        Step.from_json(step)
+    except InvalidStep:
+        return False
+    return True
 
 
 def configs(replicas: st.SearchStrategy[int] = st.integers(1, MAX_REPLICAS)) -> st.SearchStrategy[ScheduleConfig]:

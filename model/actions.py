@@ -305,8 +305,8 @@ class DeliverLeaderAndIsr(Action):
                           pending_isr=None, truncating_epoch=-1)
             rep = maybe_increment_leader_hw(nx, r, rep)
         else:  # Partition.makeFollower
-            for record, _offset, _deadline, n in rep.pending_produces:
-                nx.produce_out(r, record, n, -1, NOT_LEADER)
+            for record, _offset, _deadline, records in rep.pending_produces:
+                nx.produce_out(r, record, records, -1, NOT_LEADER)
             rep = updated(rep, leader=m.leader, leader_epoch=m.leader_epoch, isr=m.isr,
                           partition_epoch=m.partition_epoch, epoch_start_offset=-1, remote_leo=(-1,) * n,
                           last_caught_up=(0,) * n, pending_isr=None, pending_produces=())
@@ -572,19 +572,22 @@ class CheckpointHw(Action):
 
 
 class Tick(Action):
-    """Clock advance: DelayedProduce requests past request.timeout.ms expire."""
+    """Clock advance: DelayedProduce requests past request.timeout.ms expire, in the order of the
+    purgatory's timers (deadline, then the order they were parked in: record id), on any broker."""
 
     name = "tick"
 
     def effect(nx, st):
         nx.now += 1
+        expired = []
         for r, rep in enumerate(nx.replicas):
             if any(p[2] < nx.now for p in rep.pending_produces):
-                for record, _offset, deadline, n in rep.pending_produces:
-                    if deadline < nx.now:
-                        nx.produce_out(r, record, n, -1, "REQUEST_TIMED_OUT")
+                expired += [(deadline, record, r, n) for record, _offset, deadline, n in rep.pending_produces
+                            if deadline < nx.now]
                 nx.replicas[r] = updated(rep, pending_produces=tuple(p for p in rep.pending_produces
                                                                      if p[2] >= nx.now))
+        for _deadline, record, r, n in sorted(expired):
+            nx.produce_out(r, record, n, -1, "REQUEST_TIMED_OUT")
 
 
 class Drop(Action):
