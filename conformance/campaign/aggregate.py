@@ -23,6 +23,7 @@ class Aggregates:
     distinct_coverage: int = 0
     coverage_by_kind: dict[str, int] = field(default_factory=dict)
     coverage_growth: list[dict] = field(default_factory=list)
+    schedules_with_step: dict[str, int] = field(default_factory=dict)  # step kind -> schedules taking it
     distinct_failures: list[dict] = field(default_factory=list)
     config_hashes: list[str] = field(default_factory=list)
     duplicate_seeds: int = 0
@@ -87,6 +88,12 @@ def aggregate(spark, partition_dir: str, lo: int, hi: int,
                                     "distinct": sum(running.values()), **running})
     agg.coverage_by_kind = dict(running)
     agg.distinct_coverage = sum(running.values())
+
+    # Step kinds: an action pair "<previous>><step>" says a schedule took <step> (not refused).
+    taken = (df.select("seed", F.explode("coverage").alias("item")).where(item.contains(">"))
+             .select("seed", F.split(item, ">").getItem(1).alias("step")).distinct())
+    agg.schedules_with_step = {r["step"]: int(r["count"]) for r in
+                               taken.groupBy("step").count().orderBy("step").collect()}
 
     # One representative per distinct failure: the shortest shrunk schedule (then the smallest
     # seed), with how many seeds hit that failure.
