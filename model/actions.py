@@ -260,10 +260,11 @@ class HandleFetchResponse(Delivery):
             return  # answers a request of an earlier leadership: discarded
         kind = resp.kind
         if kind == "records":
-            log = rep.log
-            if resp.records:
-                log = log[:resp.records[0].offset] + resp.records
-            rep = updated(rep, log=log, durable=flush_policy(nx.cfg, len(log), min(rep.durable, len(log))),
+            log, durable = rep.log, rep.durable
+            if resp.records:  # cut at the first batch received: what was past the cut is not on disk
+                cut = resp.records[0].offset
+                log, durable = log[:cut] + resp.records, min(durable, cut)
+            rep = updated(rep, log=log, durable=flush_policy(nx.cfg, len(log), durable),
                           hw=min(resp.leader_hw, len(log)))
         elif kind == "epoch_end":
             rep = nx.cfg.rules.handle_epoch_answer(rep, resp.epoch, resp.end_offset)
