@@ -1,4 +1,6 @@
 """Batch attributes beyond compression: LogAppendTime (bit 3) and control batches (bits 4-5)."""
+import struct
+
 import pytest
 
 from isrcheck.impl.storage import InvalidConfigError, Log, LogConfig, Record, RecordBatch, SimulatedFileSystem, \
@@ -118,7 +120,7 @@ def test_kafka_python_sees_our_marker_as_a_control_record():
     theirs = kafka_records.DefaultRecordBatch(bytearray(marker.buffer))
     assert theirs.is_control_batch and theirs.is_transactional and theirs.validate_crc()
     (record,) = list(theirs)
-    assert record.abort and not record.commit
+    assert struct.unpack(">hh", record.key) == (0, CONTROL_ABORT)
 
 
 def test_a_control_batch_survives_a_round_trip_through_bytes():
