@@ -34,6 +34,7 @@ _FAULT_SWITCHES = (
     ("torn-writes", "torn_writes", "power losses that keep unflushed batches or tear the next one"),
     ("hw-checkpoints", "hw_checkpoints", "checkpoint_hw steps (HW checkpoint without a log flush)"),
 )
+_OPTION.update({name: f"--{flag}" for flag, name, _help in _FAULT_CLASSES + _FAULT_SWITCHES})
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,8 +96,11 @@ def _build(args) -> tuple[ModelConfig, Scope, list]:
                       fetch_rounds=args.fetch_rounds, acks=acks, crash_kinds=kinds,
                       **{name: getattr(args, name) for _flag, name, _help in _FAULT_CLASSES + _FAULT_SWITCHES})
     except ConfigError as exc:
-        option = _OPTION.get(exc.field, f"--{exc.field.replace('_', '-')}") if exc.field else None
-        raise UsageError(f"{option}: {exc.detail}" if option else str(exc)) from None
+        if not exc.field:
+            raise UsageError(str(exc)) from None
+        option = f"{_OPTION[exc.field]} ({exc.field})" if exc.field in _OPTION \
+            else f"--{exc.field.replace('_', '-')}"
+        raise UsageError(f"{option}: {exc.detail}") from None
     props = PROPERTIES
     if args.property:
         unknown = [p for p in args.property if p not in BY_ID]

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from .cli import UsageError
+from .cli import SECONDS, UsageError, output_path
 from .cmd_check import load_schedule_arg
 from .schedule import PROTOCOLS
 
@@ -13,8 +12,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("schedule", help="a failing schedule file (JSON)")
     parser.add_argument("-o", "--output", required=True, help="where to write the shrunk schedule")
     parser.add_argument("--protocol", choices=PROTOCOLS, help="run under this protocol instead of the file's")
-    parser.add_argument("--time-budget", type=float, default=10.0, metavar="SECONDS",
-                        help="stop shrinking after this long (default 10)")
+    parser.add_argument("--time-budget", type=SECONDS, default=10.0, metavar="SECONDS",
+                        help=f"stop shrinking after this long (default 10; {SECONDS.describe()})")
     parser.add_argument("--keep-budget", metavar="PROFILE", default=None,
                         help="only keep smaller schedules that stay within this fault profile's budget "
                              "(e.g. default), so the shrunk failure is still one the budget promises against")
@@ -22,8 +21,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    if args.time_budget <= 0:
-        raise UsageError(f"--time-budget: expected a positive number of seconds, got {args.time_budget}")
+    out = output_path(args.output, "-o", directory=False)
     schedule = load_schedule_arg(args.schedule, args.protocol)
     from .lockstep import run_schedule
     from .shrink import shrink
@@ -44,7 +42,6 @@ def run(args) -> int:
         print(f"{args.schedule}: passes; nothing to shrink (not written to {args.output})")
         return 0
     small, small_verdict = shrink(schedule, verdict, time_budget_s=args.time_budget, accept=accept)
-    out = Path(args.output)
     try:
         out.write_text(small.dumps(), encoding="utf-8")
     except OSError as exc:

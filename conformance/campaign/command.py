@@ -11,30 +11,33 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from ..cli import UsageError
+from ..cli import SECONDS, SEED, UsageError, output_path
 from ..schedule import PROTOCOLS
+from .plan import PARTITIONS, SCHEDULES, STEPS
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--protocol", required=True,
                         help=f"protocol variant: {', '.join(PROTOCOLS)}")
-    parser.add_argument("--schedules", type=int, required=True, metavar="N",
-                        help="number of schedules: seeds S .. S+N-1")
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="first seed (default 0)")
-    parser.add_argument("--steps", type=int, default=100, metavar="K",
-                        help="steps per random walk (default 100)")
+    parser.add_argument("--schedules", type=SCHEDULES, required=True, metavar="N",
+                        help=f"number of schedules: seeds S .. S+N-1 ({SCHEDULES.describe()})")
+    parser.add_argument("--seed", type=SEED, default=0, metavar="S",
+                        help=f"first seed (default 0); every seed is {SEED.describe()}")
+    parser.add_argument("--steps", type=STEPS, default=100, metavar="K",
+                        help=f"steps per random walk (default 100; {STEPS.describe()})")
     parser.add_argument("--faults", default="default",
                         help="fault profile of the random walk (default: default)")
     parser.add_argument("--master", default=None, metavar="URL",
                         help="Spark master, e.g. local[2] or spark://host:7077 (default local[*], "
                              "or whatever spark-submit set)")
-    parser.add_argument("--partitions", type=int, default=None, metavar="M",
+    parser.add_argument("--partitions", type=PARTITIONS, default=None, metavar="M",
                         help="Spark tasks to split the seeds into (default: ~200 seeds per task, a "
                              "multiple of the parallelism)")
     parser.add_argument("--out", default=None, metavar="DIR",
-                        help="campaign directory (default campaigns/<protocol>); rerunning resumes")
-    parser.add_argument("--shrink-budget", type=float, default=10.0, metavar="SECONDS",
-                        help="time budget for shrinking each failure (default 10)")
+                        help="campaign directory (default campaigns/<protocol>); rerunning the same "
+                             "command resumes, other options need another directory")
+    parser.add_argument("--shrink-budget", type=SECONDS, default=10.0, metavar="SECONDS",
+                        help=f"time budget for shrinking each failure (default 10; {SECONDS.describe()})")
     parser.add_argument("--json", action="store_true", help="print summary.json instead of text")
 
 
@@ -46,7 +49,8 @@ def run(args) -> int:
     params = CampaignParams(protocol=args.protocol, schedules=args.schedules, seed=args.seed,
                             steps=args.steps, faults=args.faults,
                             shrink_budget_s=args.shrink_budget)
-    out = args.out or f"campaigns/{args.protocol}"
+    out = _out(args)
+    output_path(out, "--out", directory=True)
     console = Console(stderr=True)
     try:
         result = run_campaign(params, out, master=args.master, partitions=args.partitions,
@@ -61,6 +65,15 @@ def run(args) -> int:
             stdout = Console(file=sys.stdout, width=160)
         print_summary(result.summary, out, stdout)
     return result.exit_code
+
+
+def _out(args) -> str:
+    return args.out or f"campaigns/{args.protocol}"
+
+
+def kept_when_interrupted(args) -> str:
+    """Ctrl-C keeps every seed range already written: the same command resumes after them."""
+    return f"the completed seed ranges stay in {_out(args)}"
 
 
 def print_summary(summary: dict, out: str, console: Console) -> None:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ..cli import SECONDS, SEED
 from ..schedule import PROTOCOLS
 from . import plan
 from .aggregate import aggregate
-from .executor import TaskSpec, run_chunks
+from .executor import TaskSpec, check_part, run_chunks
 from .failures import write_failures
 from .harness import Harness, load_harness
 from .progress import follow
@@ -37,22 +38,27 @@ class CampaignParams:
     shrink_budget_s: float = 10.0
 
     def identity(self) -> dict:
-        """What a seed means: two runs agreeing on this may share a campaign directory."""
-        return {"protocol": self.protocol, "steps": self.steps, "faults": self.faults}
+        """What the campaign directory holds: its rows, failures and summary are of these seeds
+        under these settings, so a rerun must agree on all of them (and then resumes)."""
+        return {"protocol": self.protocol, "seed": self.seed, "schedules": self.schedules,
+                "steps": self.steps, "faults": self.faults}
 
     def validate(self) -> None:
         """Raise CampaignError naming the first bad parameter."""
         if self.protocol not in PROTOCOLS:
             raise CampaignError(f"unknown --protocol {self.protocol!r}; "
                                 f"choose one of {', '.join(PROTOCOLS)}")
-        if self.schedules < 1:
-            raise CampaignError(f"--schedules must be at least 1, not {self.schedules}")
-        if self.seed < 0:
-            raise CampaignError(f"--seed must be >= 0, not {self.seed}")
-        if self.steps < 1:
-            raise CampaignError(f"--steps must be at least 1, not {self.steps}")
-        if not self.shrink_budget_s > 0:
-            raise CampaignError(f"--shrink-budget must be > 0 seconds, not {self.shrink_budget_s}")
+        try:
+            for option, bound, value in (("--schedules", plan.SCHEDULES, self.schedules),
+                                         ("--seed", SEED, self.seed), ("--steps", plan.STEPS, self.steps),
+                                         ("--shrink-budget", SECONDS, self.shrink_budget_s)):
+                bound.check(value, option)
+        except ValueError as exc:
+            raise CampaignError(str(exc)) from None
+        last = self.seed + self.schedules - 1
+        if last > SEED.high:
+            raise CampaignError(f"--seed {self.seed} --schedules {self.schedules}: the last seed, "
+                                f"{last:,}, is past the largest, {SEED.high:,}")
 
     def validate_faults(self, harness: Harness) -> None:
         if harness.fault_profiles and self.faults not in harness.fault_profiles:
@@ -73,15 +79,20 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
     """Run (or resume) the campaign in ``out``; ``spark`` reuses a session the caller owns."""
     wall_start = time.perf_counter()
     params.validate()
-    if partitions is not None and partitions < 1:
-        raise CampaignError(f"--partitions must be at least 1, not {partitions}")
-    if master and spark is None:
+    if partitions is not None:
+        try:
+            plan.PARTITIONS.check(partitions, "--partitions")
+        except ValueError as exc:
+            raise CampaignError(str(exc)) from None
+    if master is not None and spark is None:
         check_master(master)
     params.validate_faults(harness or load_harness())
     store = CampaignStore(out, params.protocol)
     try:
         store.bind(params.identity())
         removed = store.remove_orphans()
+        console = console or Console(stderr=True)
+        damaged = _set_aside_damaged(store, console)
     except ValueError as exc:
         raise CampaignError(str(exc)) from None
     except OSError as exc:
@@ -91,7 +102,6 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
     gaps = plan.missing(requested, done)
     todo = sum(hi - lo for lo, hi in gaps)
 
-    console = console or Console(stderr=True)
     owns_spark = spark is None
     if owns_spark:
         spark = start_spark(master)
@@ -112,6 +122,10 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
             agg = aggregate(spark, str(store.partition_dir), *requested)
         master_url = sc.master
         spark_version = spark.version
+    except KeyboardInterrupt:
+        if owns_spark:  # PySpark cancelled the job; its tasks' late reports are noise now
+            spark.sparkContext.setLogLevel("OFF")
+        raise
     finally:
         if owns_spark:
             spark.stop()
@@ -132,10 +146,11 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
         "distinct_coverage": agg.distinct_coverage,
         "distinct_abstract_states": agg.coverage_by_kind.get("abstract_states", 0),
         "coverage_by_kind": agg.coverage_by_kind, "coverage_growth": agg.coverage_growth,
+        "schedules_with_step": agg.schedules_with_step,
         "mean_schedule_ms": round(agg.mean_duration_ms, 3),
         "run": {
             "executed": todo, "skipped_completed": params.schedules - todo,
-            "tasks": len(chunks), "removed_orphans": len(removed),
+            "tasks": len(chunks), "removed_orphans": len(removed), "rerun_damaged": len(damaged),
             "job_seconds": round(job_seconds, 3),
             "schedules_per_s": round(todo / job_seconds, 1) if todo and job_seconds > 0 else None,
             # Time executors spent inside tasks over what the job offered them: what is missing
@@ -149,6 +164,22 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
     }
     atomic_write_json(store.summary_path, summary)
     return CampaignResult(summary=summary, exit_code=1 if failing else 0, failures=failures)
+
+
+def _set_aside_damaged(store: CampaignStore, console: Console) -> list:
+    """Completed ranges whose Parquet file no longer holds their rows (truncated, damaged,
+    replaced): each file is moved aside, kept for inspection, and its seeds are run again."""
+    damaged = []
+    for c in store.completed():
+        path = store.part_path(c.lo, c.hi)
+        problem = check_part(path, c.lo, c.hi, c.rows)
+        if problem:
+            aside = store.set_aside(path)
+            console.print(f"isrcheck fuzz: {path.name} is damaged ({problem}); set aside as "
+                          f"{aside.name}, seeds {c.lo}..{c.hi - 1} run again",
+                          markup=False, highlight=False, soft_wrap=True)
+            damaged.append(c)
+    return damaged
 
 
 def _run_job(sc, spec: TaskSpec, chunks, store: CampaignStore, gaps, progress: bool,

@@ -123,13 +123,45 @@ def run_range(spec: TaskSpec, harness: Harness, lo: int, hi: int) -> dict:
     rows = [run_seed(spec, harness, seed) for seed in range(lo, hi)]
     table = pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
     buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd")
+    # Page checksums let a resume tell a damaged part from a good one (check_part).
+    pq.write_table(table, buf, compression="zstd", write_page_checksum=True)
     store = CampaignStore(spec.out, spec.protocol)
     atomic_write_bytes(store.part_path(lo, hi), buf.getvalue())
     failures = sum(1 for r in rows if r["verdict"] != "pass")
     store.record_completed(lo, hi, len(rows), failures)
     return {"lo": lo, "hi": hi, "rows": len(rows), "failures": failures,
             "seconds": time.perf_counter() - started}
+
+
+def check_part(path, lo: int, hi: int, rows: int) -> str | None:
+    """Why the Parquet file of completed seeds [lo, hi) cannot be trusted, or None.
+
+    A marker says the file was whole when renamed into place; a disk, a copy or a hand can damage
+    it later, and one bad file would fail every aggregation of the campaign. Reads every page
+    (checksums verified), in batches, so memory stays bounded whatever the part's size.
+    """
+    if rows != hi - lo:
+        return f"its marker records {rows} rows for {hi - lo} seeds"
+    try:
+        with pq.ParquetFile(path, page_checksum_verification=True) as part:
+            if part.metadata.num_rows != hi - lo:
+                return f"{part.metadata.num_rows} rows for {hi - lo} seeds"
+            if not part.schema_arrow.equals(ROW_SCHEMA):
+                return "its columns are not those of a campaign row"
+            for group in range(part.metadata.num_row_groups):  # what readers filter seeds by
+                stats = part.metadata.row_group(group).column(0).statistics
+                if stats is not None and stats.has_min_max and not lo <= stats.min <= stats.max < hi:
+                    return f"its seed statistics say {stats.min}..{stats.max}, not {lo}..{hi - 1}"
+            expected = lo
+            for batch in part.iter_batches(batch_size=8192):
+                seeds = batch.column("seed").to_pylist()
+                if seeds != list(range(expected, expected + len(seeds))):
+                    return f"its seeds are not {lo}..{hi - 1} in order"
+                expected += len(seeds)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        lines = str(exc).strip().splitlines()
+        return (lines[0] if lines else type(exc).__name__)[:200]
+    return None
 
 
 def run_chunks(spec: TaskSpec, chunks: Iterable[list[tuple[int, int]]]) -> Iterator[dict]:

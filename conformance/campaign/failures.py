@@ -27,10 +27,13 @@ def _replayable(schedule: dict, verdict: dict, entry: dict, which: str) -> dict:
 
 
 def write_failures(store: CampaignStore, distinct: list[dict]) -> list[dict]:
-    """Write one file pair per distinct failure; drop files of failures no longer in the
-    requested seed range so index.json and the folder agree."""
+    """Write one file pair per distinct failure and index.json listing them.
+
+    Nothing is deleted: a directory holds one seed range (CampaignStore.bind), so a file that
+    index.json does not list was put there by a person, or named by an earlier shrink of a damaged
+    part since run again; either is worth keeping.
+    """
     written: list[dict] = []
-    keep = {"index.json"}
     for entry in sorted(distinct, key=lambda e: e["failure_id"]):
         name = failure_name(entry)
         detail = entry["failure"]
@@ -52,10 +55,6 @@ def write_failures(store: CampaignStore, distinct: list[dict]) -> list[dict]:
             record["file"] = f"failures/{name}.error.json"
             record["original_file"] = None
             atomic_write_json(store.root / record["file"], detail)
-        keep.update(p.split("/", 1)[1] for p in (record["file"], record["original_file"]) if p)
         written.append(record)
     atomic_write_json(store.failures / "index.json", written)
-    for path in sorted(store.failures.glob("*.json")):
-        if path.name not in keep:
-            path.unlink(missing_ok=True)
     return written

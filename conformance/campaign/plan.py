@@ -7,7 +7,15 @@ replacement, instead of an overlapping range.
 """
 from __future__ import annotations
 
+from ..cli import Number
+
 Range = tuple[int, int]  # [lo, hi)
+
+# How big a campaign may be, for the command line and the Python API alike: every seed range is
+# a file and a marker, and every task an entry the driver plans.
+SCHEDULES = Number(int, 1, 1_000_000_000)
+STEPS = Number(int, 1, 1_000_000)  # of one random walk; the Parquet steps column is int32
+PARTITIONS = Number(int, 1, 1_000_000)
 
 
 def missing(requested: Range, done: list[Range]) -> list[Range]:

@@ -29,16 +29,23 @@ def find_java() -> str | None:
     return shutil.which("java")
 
 
-_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn"
-                     r"|spark://[^\s/]+(:\d+)?(,[^\s/]+(:\d+)?)*|k8s://\S+)$")
+# Thread, failure and worker counts are at least 1: Spark refuses local[0] only once started.
+_N = r"[1-9]\d{0,5}"
+_HOST = r"[A-Za-z0-9._-]+|\[[0-9A-Fa-f:]+\]"
+_MASTER = re.compile(rf"^(local(\[(\*|{_N})(,{_N})?\])?|local-cluster\[{_N},{_N},{_N}\]|yarn"
+                     rf"|spark://({_HOST})(:\d+)?(,({_HOST})(:\d+)?)*|k8s://\S+)$")
+_PORT = re.compile(r":(\d+)(?=,|$)")
 
 
 def check_master(master: str) -> None:
-    """Reject a malformed master URL here: spark-submit would answer with a JVM stack trace."""
-    if not _MASTER.match(master):
+    """Reject a malformed master URL here: Spark would answer only after starting a JVM, with a
+    stack trace."""
+    bad_port = master.startswith("spark://") and any(
+        not 1 <= int(port) <= 65535 for port in _PORT.findall(master))
+    if bad_port or not _MASTER.match(master):
         raise SparkUnavailable(
-            f"--master {master!r} is not a Spark master URL (local, local[N], local[*], "
-            "spark://host:7077, yarn, k8s://https://host:443)")
+            f"--master {master!r} is not a Spark master URL (local, local[N] or local[N,F] with "
+            "N, F >= 1, local[*], spark://host:7077, yarn, k8s://https://host:443)")
 
 
 def start_spark(master: str | None, app_name: str = "isrcheck-fuzz", shuffle_partitions: int = 8):

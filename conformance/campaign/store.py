@@ -11,7 +11,12 @@ Layout of ``DIR``::
 Every file is written to a hidden temporary name (``.``-prefixed: Spark and pyarrow skip those),
 fsynced and renamed, so a killed campaign never leaves a half-written file a reader would trip on.
 A Parquet file whose marker is missing (killed between the two renames) is an orphan: it is
-deleted on the next start and its range is run again.
+deleted on the next start and its range is run again. A marked file found damaged later is moved
+aside (``.<name>.damaged``, hidden from readers), never deleted, and its range is run again.
+
+The directory belongs to one campaign (``campaign.json``: protocol, seed range, steps, faults);
+a command asking for another is refused before anything is written, so the failures and the
+summary already there always describe the seeds the directory holds.
 """
 from __future__ import annotations
 
@@ -80,8 +85,10 @@ class CampaignStore:
     def bind(self, identity: dict) -> None:
         """Create the directory for ``identity`` or check that it already holds the same campaign.
 
-        Raises ValueError naming the first differing field: rows of another identity would mix
-        schedules that mean different things under the same seed.
+        ``identity``'s keys are the options that set them (``steps``: ``--steps``). Raises
+        ValueError naming the first difference: rows of another identity would mix schedules that
+        mean different things under the same seed, and its failures and summary would replace
+        those of the seeds already here.
         """
         if self.root.exists() and not self.root.is_dir():
             raise ValueError(f"--out {self.root} exists and is not a directory")
@@ -89,18 +96,36 @@ class CampaignStore:
         if self.identity_path.exists():
             try:
                 have = json.loads(self.identity_path.read_text())
+                if not isinstance(have, dict):
+                    raise ValueError("not a JSON object")
             except (OSError, ValueError) as exc:
                 raise ValueError(f"{self.identity_path} is unreadable: {exc}") from None
-            for key in sorted(set(have) | set(wanted)):
+            missing = [k for k in wanted if k not in have]
+            if missing:  # a campaign.json of an older isrcheck: compare what its summary says
+                have = {**{k: v for k, v in self._recorded_by_summary().items() if k in missing},
+                        **have}
+            for key in [k for k in wanted if k in have] + [k for k in have if k not in wanted]:
                 if have.get(key) != wanted.get(key):
-                    raise ValueError(
-                        f"{self.root} holds a campaign with {key}={have.get(key)!r}, this command "
-                        f"asks for {key}={wanted.get(key)!r}; use another --out directory")
+                    option = "format" if key == "format" else f"--{key}"
+                    raise ValueError(f"--out {self.root} was made with {option} {have.get(key)}, not "
+                                     f"{wanted.get(key)}; rerun with the same options to resume, "
+                                     "or use another --out")
+            if missing:  # record the rest, so later runs compare all of it
+                atomic_write_json(self.identity_path, {**wanted, **have})
             return
         # A run killed while creating the directory leaves at most a hidden temporary file.
         if self.root.exists() and any(not p.name.startswith(".") for p in self.root.iterdir()):
             raise ValueError(f"--out {self.root} is not empty and holds no campaign.json")
         atomic_write_json(self.identity_path, wanted)
+
+    def _recorded_by_summary(self) -> dict:
+        """The seed range of summary.json, for a campaign.json that did not record it (older
+        isrcheck): a finished campaign's range is the one its summary describes."""
+        try:
+            summary = json.loads(self.summary_path.read_text())
+            return {k: summary[k] for k in ("seed", "schedules")}
+        except (OSError, ValueError, KeyError, TypeError):
+            return {}
 
     # -- ledger -----------------------------------------------------------------------------
     def part_path(self, lo: int, hi: int) -> Path:
@@ -129,6 +154,18 @@ class CampaignStore:
             if self.part_path(entry.lo, entry.hi).exists():
                 done.append(entry)
         return sorted(done, key=lambda c: c.lo)
+
+    def set_aside(self, path: Path) -> Path:
+        """Rename ``path`` to a hidden ``.<name>.damaged`` beside it (numbered if taken), out of
+        every reader's way but kept."""
+        aside = path.with_name(f".{path.name}.damaged")
+        n = 1
+        while aside.exists():
+            n += 1
+            aside = path.with_name(f".{path.name}.{n}.damaged")
+        os.replace(path, aside)
+        _fsync_dir(path.parent)
+        return aside
 
     def remove_orphans(self) -> list[Path]:
         """Delete temporary files and Parquet files without a marker (a run killed mid-rename)."""

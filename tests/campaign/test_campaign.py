@@ -4,6 +4,7 @@ One local[2] SparkSession is shared by the whole module (JVM start-up costs seco
 """
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from isrcheck.conformance import load_schedule, random_walk
-from isrcheck.conformance.campaign import CampaignParams, run_campaign, start_spark
+from isrcheck.conformance.campaign import ROW_SCHEMA, CampaignParams, run_campaign, start_spark
 from isrcheck.conformance.cli import main
 
 
@@ -95,51 +96,118 @@ def test_failures_are_shrunk_deduplicated_and_replay_with_isrcheck_check(spark, 
         assert entry["shrunk_steps"] <= row["steps"]
 
 
-def test_rerun_skips_completed_ranges_and_extends_to_new_seeds(spark, tmp_path):
-    first = _campaign(spark, tmp_path / "c", schedules=30, faults="none")
-    again = _campaign(spark, tmp_path / "c", schedules=30, faults="none")
+def _files(out):
+    return {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def test_rerun_resumes_and_other_parameters_are_refused_keeping_every_file(spark, tmp_path, capsys):
+    out = tmp_path / "c"
+    first = _campaign(spark, out, schedules=30, faults="none")
+    again = _campaign(spark, out, schedules=30, faults="none")
     assert again.summary["run"]["executed"] == 0 and again.summary["run"]["skipped_completed"] == 30
-    more = _campaign(spark, tmp_path / "c", schedules=45, faults="none")
-    assert more.summary["run"]["executed"] == 15
-    seeds = [k[0] for k in _keys(tmp_path / "c")]
-    assert seeds == list(range(45))
-    assert first.summary["by_verdict"] == {"pass": 30}
+    assert again.summary["by_verdict"] == first.summary["by_verdict"]
+    assert [k[0] for k in _keys(out)] == list(range(30))
+    kept = _files(out)
+    made = {"--protocol": "kip-320", "--seed": "0", "--schedules": "30", "--steps": "30",
+            "--faults": "none"}
+    for option, value in (("--schedules", "45"), ("--seed", "5"), ("--steps", "50"),
+                          ("--faults", "default"), ("--protocol", "kip-101")):
+        args = [x for kv in {**made, option: value}.items() for x in kv]
+        assert main(["fuzz", *args, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"--out {out} was made with {option} {made[option]}, not {value};" in err
+        assert "Traceback" not in err
+    assert _files(out) == kept  # the summary, failures, rows and ledger as they were
+
+
+# 240 tiny schedules in 24 tasks: long enough to stop in the middle, short enough to resume.
+_STOPPED = ["--protocol", "kip-320", "--schedules", "240", "--steps", "30", "--faults", "none",
+            "--partitions", "24", "--master", "local[2]"]
+
+
+def _stop_after(out, ranges: int, sig: int, stderr) -> tuple[subprocess.Popen, list[str]]:
+    """Run ``isrcheck fuzz`` in its own process group and send ``sig`` to the whole group (as a
+    terminal's Ctrl-C does) once ``ranges`` seed ranges are complete; returns it and its args."""
+    args = ["fuzz", *_STOPPED, "--out", str(out)]
+    proc = subprocess.Popen([sys.executable, "-m", "isrcheck.conformance.cli", *args],
+                            stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while len(list((out / "ranges").glob("*.json"))) < ranges:
+            assert proc.poll() is None, "the campaign ended before it was stopped"
+            assert time.monotonic() < deadline, "no task completed in time"
+            time.sleep(0.05)
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
+            proc.wait()
+    return proc, args
+
+
+def _resume(spark, out) -> tuple[list[dict], object]:
+    """The same command again, after a stop: every seed exactly once, with the rows a process
+    that was never stopped computes. Returns the stopped run's markers and the resumed result."""
+    done = [json.loads(p.read_text()) for p in (out / "ranges").glob("*.json")]
+    assert 2 <= len(done) < 24
+    params = CampaignParams("kip-320", schedules=240, steps=30, faults="none")
+    resumed = run_campaign(params, out, spark=spark, partitions=24)
+    run = resumed.summary["run"]
+    assert run["skipped_completed"] >= sum(d["rows"] for d in done)
+    assert run["executed"] + run["skipped_completed"] == 240
+    rows = pq.read_table(out / "runs", columns=["seed", "verdict", "trace_hash"]).to_pylist()
+    assert sorted(r["seed"] for r in rows) == list(range(240))
+    for row in rows[::60]:  # another process, hash seed and JVM than this one
+        _, verdict = random_walk(row["seed"], "kip-320", 30, faults="none")
+        assert (verdict.kind, verdict.trace_hash) == (row["verdict"], row["trace_hash"])
+    assert not list(out.rglob(".*.tmp"))
+    return done, resumed
 
 
 def test_killed_campaign_resumes_with_every_seed_exactly_once(spark, tmp_path):
     out = tmp_path / "c"
-    cmd = [sys.executable, "-m", "isrcheck.conformance.campaign", "--protocol", "kip-320",
-           "--schedules", "240", "--steps", "30", "--faults", "none", "--partitions", "24",
-           "--master", "local[2]", "--out", str(out)]
-    log = tmp_path / "stderr.txt"
-    with open(log, "wb") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 300
-        while len(list((out / "ranges").glob("*.json"))) < 3:
-            assert proc.poll() is None, f"the campaign ended before the kill: {log.read_text()}"
-            assert time.monotonic() < deadline, "no task completed in time"
-            time.sleep(0.05)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
-        proc.wait()
-    done = [json.loads(p.read_text()) for p in (out / "ranges").glob("*.json")]
-    assert 3 <= len(done) < 24
-    # What the killed run left is a readable dataset holding at least its completed ranges,
-    # with the very rows this process computes for those seeds (another process, hash seed, JVM).
-    left = pq.read_table(out / "runs", columns=["seed", "verdict", "trace_hash"]).to_pylist()
-    assert len(left) >= sum(d["rows"] for d in done)
-    for row in left[:5]:
-        _, verdict = random_walk(row["seed"], "kip-320", 30, faults="none")
-        assert (verdict.kind, verdict.trace_hash) == (row["verdict"], row["trace_hash"])
-
-    params = CampaignParams("kip-320", schedules=240, steps=30, faults="none")
-    resumed = run_campaign(params, out, spark=spark, partitions=24)  # the same command again
-    run = resumed.summary["run"]
-    assert run["skipped_completed"] >= sum(d["rows"] for d in done)
-    assert run["executed"] + run["skipped_completed"] == 240
-    seeds = pq.read_table(out / "runs", columns=["seed"]).column("seed").to_pylist()
-    assert sorted(seeds) == list(range(240))
+    with open(tmp_path / "stderr.txt", "wb") as err:
+        _stop_after(out, 3, signal.SIGKILL, err)
+    # What the killed run left is a readable dataset holding at least its completed ranges.
+    left = pq.read_table(out / "runs", columns=["seed"]).num_rows
+    assert left >= sum(json.loads(p.read_text())["rows"] for p in (out / "ranges").glob("*.json"))
+    _, resumed = _resume(spark, out)
     assert resumed.exit_code == 0 and resumed.summary["by_verdict"] == {"pass": 240}
-    assert not list(out.rglob(".*.tmp"))
+
+
+def test_ctrl_c_keeps_what_is_done_and_the_same_command_resumes(spark, tmp_path):
+    out = tmp_path / "c"
+    with open(tmp_path / "stderr.txt", "wb") as err:
+        proc, args = _stop_after(out, 2, signal.SIGINT, err)
+    err = (tmp_path / "stderr.txt").read_text()
+    assert proc.returncode == 130, err
+    said = [line for line in err.splitlines() if line.startswith("isrcheck fuzz:")]
+    assert said == [f"isrcheck fuzz: interrupted; the completed seed ranges stay in {out}; to resume, "
+                    f"run the same command: {shlex.join(['isrcheck', *args])}"]
+    assert "Traceback" not in err and "ERROR" not in err and "at org.apache" not in err
+    _resume(spark, out)
+
+
+def test_a_damaged_part_is_set_aside_and_only_its_seeds_run_again(spark, tmp_path):
+    out = tmp_path / "c"
+    _campaign(spark, out, schedules=40, partitions=4, faults="none")
+    before = _keys(out)
+    parts = sorted((out / "runs" / "protocol=kip-320").glob("part-*.parquet"))
+    truncated, damaged = parts[1], parts[3]
+    with open(truncated, "r+b") as fh:  # a copy cut short; its marker survived
+        fh.truncate(truncated.stat().st_size // 2)
+    # Bits flipped on the disk, at the end of the coverage column's last page: in the data, not
+    # in the statistics or padding no reader looks at.
+    coverage = pq.ParquetFile(damaged).metadata.row_group(0).column(ROW_SCHEMA.get_field_index("coverage"))
+    end = (coverage.dictionary_page_offset or coverage.data_page_offset) + coverage.total_compressed_size
+    data = bytearray(damaged.read_bytes())
+    data[end - 16:end] = bytes(b ^ 0x5A for b in data[end - 16:end])
+    damaged.write_bytes(bytes(data))
+    again = _campaign(spark, out, schedules=40, partitions=4, faults="none")
+    assert again.summary["run"]["rerun_damaged"] == 2
+    assert again.summary["run"]["executed"] == 20 and again.summary["run"]["skipped_completed"] == 20
+    assert _keys(out) == before  # every seed once, with the rows it had
+    assert sorted(p.name for p in truncated.parent.glob(".*")) == \
+        [f".{truncated.name}.damaged", f".{damaged.name}.damaged"]
+    assert (truncated.parent / f".{damaged.name}.damaged").read_bytes() == bytes(data)

@@ -64,7 +64,7 @@ def test_failure_files_are_replayable_schedules_with_their_verdict_expected(tmp_
              "seeds": 1, "first_bad_step": None, "steps": 0, "shrunk_steps": None,
              "trace_hash": "", "failure": {"seed": 9, "error": "KeyError: 2", "traceback": "..."}}
     (store.failures).mkdir(parents=True)
-    (store.failures / "violation-Stale.json").write_text("{}")  # from an earlier seed range
+    (store.failures / "violation-Stale.json").write_text("{}")  # not ours to delete
     index = write_failures(store, [entry, error])
     assert [i["id"] for i in index] == ["error-KeyError", "violation-StrongIsr"]
     shrunk = load_schedule(store.root / index[1]["file"])
@@ -72,5 +72,5 @@ def test_failure_files_are_replayable_schedules_with_their_verdict_expected(tmp_
     assert len(load_schedule(store.root / index[1]["original_file"]).steps) == len(schedule.steps)
     assert json.loads((store.root / index[0]["file"]).read_text())["error"] == "KeyError: 2"
     assert sorted(p.name for p in store.failures.iterdir()) == [
-        "error-KeyError.error.json", "index.json", "violation-StrongIsr.json",
+        "error-KeyError.error.json", "index.json", "violation-Stale.json", "violation-StrongIsr.json",
         "violation-StrongIsr.original.json"]

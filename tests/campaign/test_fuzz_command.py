@@ -17,11 +17,19 @@ def _fuzz(*args, env=None, timeout=300):
 
 @pytest.mark.parametrize("args, message", [
     (["--protocol", "kip-999", "--schedules", "10"], "unknown --protocol 'kip-999'"),
-    (["--protocol", "kip-320", "--schedules", "0"], "--schedules must be at least 1"),
-    (["--protocol", "kip-320", "--schedules", "5", "--partitions", "0"], "--partitions must be"),
-    (["--protocol", "kip-320", "--schedules", "5", "--steps", "-3"], "--steps must be"),
+    (["--protocol", "kip-320", "--schedules", "0"], "--schedules: expected an integer 1..1,000,000,000"),
+    (["--protocol", "kip-320", "--schedules", "5", "--partitions", "0"], "--partitions: expected"),
+    (["--protocol", "kip-320", "--schedules", "5", "--steps", "-3"], "--steps: expected"),
+    (["--protocol", "kip-320", "--schedules", "5", "--seed", str(2**63 - 3)],
+     "the last seed, 9,223,372,036,854,775,809, is past the largest"),
     (["--protocol", "kip-320", "--schedules", "5", "--master", "nonsense://x"],
      "'nonsense://x' is not a Spark master URL"),
+    (["--protocol", "kip-320", "--schedules", "5", "--master", "local[0]"],
+     "'local[0]' is not a Spark master URL"),
+    (["--protocol", "kip-320", "--schedules", "5", "--master", "foo://"],
+     "'foo://' is not a Spark master URL"),
+    (["--protocol", "kip-320", "--schedules", "5", "--master", "spark://host:70000"],
+     "is not a Spark master URL"),
 ])
 def test_bad_arguments_exit_2_with_a_message(args, message, capsys, tmp_path):
     assert main(["fuzz", *args, "--out", str(tmp_path / "c")]) == 2
@@ -42,7 +50,7 @@ def test_unknown_fault_profile_and_foreign_directory_exit_2(capsys, tmp_path):
     (tmp_path / "file").write_text("x")
     assert main(["fuzz", "--protocol", "kip-320", "--schedules", "5",
                  "--out", str(tmp_path / "file" / "c")]) == 2
-    assert "cannot use --out" in capsys.readouterr().err
+    assert f"{tmp_path / 'file'} is a file, not a directory" in capsys.readouterr().err
 
 
 def test_missing_java_is_a_one_line_error_with_exit_2(tmp_path):

@@ -68,7 +68,7 @@ def test_bind_refuses_a_directory_of_another_campaign(tmp_path):
     store = CampaignStore(tmp_path / "c", "kip-320")
     store.bind({"protocol": "kip-320", "steps": 10, "faults": "default"})
     store.bind({"protocol": "kip-320", "steps": 10, "faults": "default"})  # same: resume
-    with pytest.raises(ValueError, match="steps=10.*steps=20"):
+    with pytest.raises(ValueError, match="was made with --steps 10, not 20"):
         store.bind({"protocol": "kip-320", "steps": 20, "faults": "default"})
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
@@ -99,3 +99,56 @@ def test_progress_counts_the_seeds_of_this_run_already_recorded(tmp_path):
         _write_part(store, lo, hi)
         store.record_completed(lo, hi, rows=hi - lo, failures=0)
     assert done_within(store, [(3, 8), (25, 40)]) == 5 + 5
+
+
+def test_bind_names_the_option_that_differs_and_writes_nothing(tmp_path):
+    store = CampaignStore(tmp_path / "c", "kip-320")
+    made = {"protocol": "kip-320", "seed": 0, "schedules": 30, "steps": 100, "faults": "default"}
+    store.bind(made)
+    before = store.identity_path.read_bytes()
+    for key, value in (("protocol", "kip-101"), ("seed", 5), ("schedules", 45), ("steps", 50),
+                       ("faults", "heavy")):
+        with pytest.raises(ValueError, match=f"--out .* was made with --{key} {made[key]}, not {value};"):
+            store.bind({**made, key: value})
+    assert store.identity_path.read_bytes() == before
+
+
+def test_bind_takes_an_older_campaign_s_seed_range_from_its_summary(tmp_path):
+    store = CampaignStore(tmp_path / "c", "kip-320")
+    store.bind({"protocol": "kip-320", "steps": 100, "faults": "default"})  # recorded no range
+    atomic_write_json(store.summary_path, {"seed": 0, "schedules": 30})
+    made = {"protocol": "kip-320", "seed": 0, "schedules": 30, "steps": 100, "faults": "default"}
+    with pytest.raises(ValueError, match="was made with --schedules 30, not 40"):
+        store.bind({**made, "schedules": 40})
+    store.bind(made)
+    assert json.loads(store.identity_path.read_text()) == {"format": 1, **made}
+
+
+def test_check_part_finds_truncated_damaged_and_foreign_files(tmp_path):
+    from isrcheck.conformance.campaign.executor import check_part
+
+    store = CampaignStore(tmp_path / "c", "kip-320")
+    for lo, hi, seeds in ((0, 5, range(0, 5)), (5, 10, range(5, 10)), (10, 15, range(10, 15)),
+                          (15, 20, [15, 16, 16, 18, 19])):
+        rows = [{"seed": s, "verdict": "pass", "coverage": ["x"] * 50} for s in seeds]
+        store.part_path(lo, hi).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows, schema=ROW_SCHEMA), store.part_path(lo, hi),
+                       write_page_checksum=True)
+    assert check_part(store.part_path(0, 5), 0, 5, 5) is None
+    assert "marker records 4 rows for 5 seeds" in check_part(store.part_path(0, 5), 0, 5, 4)
+    assert "seed statistics say 0..4, not 20..24" in check_part(store.part_path(0, 5), 20, 25, 5)
+    assert "seeds are not 15..19 in order" in check_part(store.part_path(15, 20), 15, 20, 5)
+    truncated = store.part_path(5, 10)
+    truncated.write_bytes(truncated.read_bytes()[:-30])
+    assert check_part(truncated, 5, 10, 5)
+    damaged = store.part_path(10, 15)
+    data = bytearray(damaged.read_bytes())
+    for i in range(100, 140):  # inside the first data page; the footer stays intact
+        data[i] ^= 0x5A
+    damaged.write_bytes(bytes(data))
+    assert check_part(damaged, 10, 15, 5)  # a page checksum, or a page header, no longer agrees
+    aside = store.set_aside(damaged)
+    assert aside.name == f".{damaged.name}.damaged" and not damaged.exists()
+    assert aside.read_bytes() == bytes(data)
+    damaged.write_bytes(b"again")
+    assert store.set_aside(damaged).name == f".{damaged.name}.2.damaged" and aside.exists()
