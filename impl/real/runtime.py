@@ -6,18 +6,39 @@ Each registered node listens on its own localhost port; frames travel over one T
 reported lost (``Endpoint.connection_lost``), as Kafka's NetworkClient fails its in-flight requests
 on a disconnect. Everything runs on one event loop thread, like a broker's network threads handing
 requests to one request handler.
+
+A listening port is open to anything on the host, so the server side trusts nothing it reads, as
+Kafka's SocketServer: a frame length outside 9 bytes (a frame header) .. ``max_frame_bytes``
+(``socket.request.max.bytes``), a frame header that does not decode, a sender id that changes, a
+connection closed inside a frame, or one that goes ``connections_max_idle_ms`` without completing
+a frame each close that one connection with one log line; the other connections are not touched.
+A sender closes its own connection after 90% of that idle time, before the server would.
 """
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import struct
 from typing import Callable
 
+from ..protocol import CODEC, RESPONSE, DecodeError
 from ..runtime import Endpoint
 
 _PREFIX = struct.Struct(">ii")  # frame length, sender node id
 _FRAME_HEADER = struct.Struct(">BhhI")
+
+MAX_FRAME_BYTES = 104_857_600            # Kafka's socket.request.max.bytes default (100 MiB)
+CONNECTIONS_MAX_IDLE_MS = 600_000        # Kafka's connections.max.idle.ms default (10 minutes)
+# A sender closes its idle connection first (as Kafka's clients, 9 minutes against the broker's 10),
+# so that the server never closes one a frame is being written to.
+SENDER_IDLE_RATIO = 0.9
+
+log = logging.getLogger(__name__)
+
+
+class _BadConnection(Exception):
+    """What a connection sent, or failed to send, is not frames of this protocol: close it."""
 
 
 class AsyncioScheduler:
@@ -43,9 +64,19 @@ class _Link:
 
 
 class TcpTransport:
-    def __init__(self, loop: asyncio.AbstractEventLoop, host: str = "127.0.0.1") -> None:
+    """Kafka's Selector on localhost TCP; ``max_frame_bytes`` and ``connections_max_idle_ms`` bound
+    what one connection can cost the server (memory, and time spent waiting for a frame)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, host: str = "127.0.0.1",
+                 max_frame_bytes: int = MAX_FRAME_BYTES,
+                 connections_max_idle_ms: int = CONNECTIONS_MAX_IDLE_MS) -> None:
+        if max_frame_bytes < _FRAME_HEADER.size or connections_max_idle_ms <= 0:
+            raise ValueError(f"max_frame_bytes must be >= {_FRAME_HEADER.size} and connections_max_idle_ms "
+                             f"> 0, got {max_frame_bytes} and {connections_max_idle_ms}")
         self.loop = loop
         self.host = host
+        self.max_frame_bytes = max_frame_bytes
+        self.connections_max_idle_ms = connections_max_idle_ms
         self.addresses: dict[int, tuple[str, int]] = {}
         self._endpoints: dict[int, Endpoint] = {}
         self._servers: dict[int, asyncio.AbstractServer] = {}
@@ -95,43 +126,115 @@ class TcpTransport:
     async def _serve(self, node_id: int, sock: socket.socket) -> None:
         async def on_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             self._writers.setdefault(node_id, set()).add(writer)
-            peer = None
+            peer: list[int] = []            # the sender id, once a well-formed frame came from it
             try:
-                while True:
-                    length, peer = _PREFIX.unpack(await reader.readexactly(_PREFIX.size))
-                    frame = await reader.readexactly(length)
-                    endpoint = self._endpoints.get(node_id)
-                    if endpoint is None:
-                        return
-                    if len(frame) >= _FRAME_HEADER.size and frame[0] == 1:  # a response: no longer awaited
-                        self._awaiting.get((node_id, peer), set()).discard(
-                            _FRAME_HEADER.unpack_from(frame)[3])
-                    endpoint.receive(peer, frame)
-            except (asyncio.IncompleteReadError, ConnectionError):
-                if peer is not None:
-                    self._fail(node_id, peer)
+                await self._read_frames(node_id, reader, peer)
+            except _BadConnection as exc:
+                if node_id in self._endpoints:
+                    log.warning("node %d: closing the connection from %s: %s", node_id,
+                                _address(writer), exc)
+            except ConnectionError:
+                pass                        # reset by the peer: as a close
+            except asyncio.CancelledError:  # the loop is shutting down; asyncio 3.11 would log a
+                pass                        # cancelled connection task as an error
+            except Exception:               # a bug in a handler: that connection only, with its traceback
+                log.exception("node %d: closing the connection from %s", node_id, _address(writer))
             finally:
                 writer.close()
+                self._writers.get(node_id, set()).discard(writer)
+                if peer:
+                    self._fail(node_id, peer[0])
         self._servers[node_id] = await asyncio.start_server(on_connection, sock=sock)
 
+    async def _read_frames(self, node_id: int, reader: asyncio.StreamReader, peer: list[int]) -> None:
+        """Hand each frame to the node's endpoint until the connection ends cleanly between frames;
+        raise _BadConnection as soon as the bytes cannot be frames."""
+        idle_s = self.connections_max_idle_ms / 1000
+        while True:
+            prefix = await self._read_exactly(reader, _PREFIX.size, idle_s, "frame prefix")
+            if prefix is None:
+                return
+            length, sender = _PREFIX.unpack(prefix)
+            if not _FRAME_HEADER.size <= length <= self.max_frame_bytes:
+                raise _BadConnection(f"frame length {length} outside {_FRAME_HEADER.size}.."
+                                     f"{self.max_frame_bytes} (socket.request.max.bytes)")
+            if peer and sender != peer[0]:
+                raise _BadConnection(f"sender id {sender} on a connection from node {peer[0]}")
+            frame = await self._read_exactly(reader, length, idle_s, f"{length}-byte frame")
+            if frame is None:
+                raise _BadConnection(f"closed before its {length}-byte frame")
+            try:
+                header = CODEC.decode_header(frame)
+            except DecodeError as exc:
+                raise _BadConnection(str(exc)) from None
+            endpoint = self._endpoints.get(node_id)
+            if endpoint is None:
+                return
+            if not peer:
+                peer.append(sender)
+            if header.frame_type == RESPONSE:  # no longer awaited
+                self._awaiting.get((node_id, sender), set()).discard(header.correlation_id)
+            endpoint.receive(sender, frame)
+
+    @staticmethod
+    async def _read_exactly(reader: asyncio.StreamReader, size: int, idle_s: float, what: str) -> bytes | None:
+        """``size`` bytes; None if the stream ends cleanly before the first of them."""
+        try:
+            async with asyncio.timeout(idle_s):
+                return await reader.readexactly(size)
+        except asyncio.IncompleteReadError as exc:
+            if not exc.partial:
+                return None
+            raise _BadConnection(f"closed inside a {what} ({len(exc.partial)} of {size} bytes)") from None
+        except TimeoutError:
+            raise _BadConnection(f"no complete {what} within {idle_s * 1000:.0f} ms "
+                                 f"(connections.max.idle.ms)") from None
+
     async def _write_loop(self, src: int, dst: int, link: _Link) -> None:
-        writer = None
+        writer = watcher = None
         try:
             host_port = self.addresses.get(dst)
             if host_port is None:
                 raise ConnectionRefusedError(f"node {dst} is not listening")
-            _, writer = await asyncio.open_connection(*host_port)
+            reader, writer = await asyncio.open_connection(*host_port)
+            watcher = self.loop.create_task(self._watch_close(src, dst, link, reader))
+            idle_s = self.connections_max_idle_ms * SENDER_IDLE_RATIO / 1000
             while True:
-                frame = await link.queue.get()
+                try:
+                    async with asyncio.timeout(idle_s):
+                        frame = await link.queue.get()
+                except TimeoutError:
+                    if link.queue.empty():  # idle: close it cleanly; the next frame opens a new one
+                        if self._links.get((src, dst)) is link:
+                            del self._links[(src, dst)]
+                        return
+                    continue
                 writer.write(_PREFIX.pack(len(frame), src) + frame)
                 await writer.drain()
         except (OSError, ConnectionError):
-            if self._links.get((src, dst)) is link:
-                del self._links[(src, dst)]
-            self._fail(src, dst)
+            self._drop_link(src, dst, link)
         finally:
+            if watcher is not None:
+                watcher.cancel()
             if writer is not None:
                 writer.close()
+
+    async def _watch_close(self, src: int, dst: int, link: _Link, reader: asyncio.StreamReader) -> None:
+        """The server never writes on this connection: end of stream means it closed it (idle, or
+        a bad frame). Drop the link at once, so the next frame opens a new connection."""
+        try:
+            while await reader.read(1 << 16):
+                pass
+        except ConnectionError:
+            pass
+        if self._links.get((src, dst)) is link and link.task is not None:
+            link.task.cancel()
+        self._drop_link(src, dst, link)
+
+    def _drop_link(self, src: int, dst: int, link: _Link) -> None:
+        if self._links.get((src, dst)) is link:
+            del self._links[(src, dst)]
+            self._fail(src, dst)
 
     def _fail(self, a: int, b: int) -> None:
         """The connection between ``a`` and ``b`` broke: both sides' awaited requests are lost."""
@@ -141,3 +244,8 @@ class TcpTransport:
             if endpoint is not None:
                 for correlation_id in sorted(lost):
                     endpoint.connection_lost(peer, correlation_id)
+
+
+def _address(writer: asyncio.StreamWriter) -> str:
+    peername = writer.get_extra_info("peername")
+    return f"{peername[0]}:{peername[1]}" if peername else "an unknown address"
