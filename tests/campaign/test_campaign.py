@@ -120,9 +120,10 @@ def test_rerun_resumes_and_other_parameters_are_refused_keeping_every_file(spark
     assert _files(out) == kept  # the summary, failures, rows and ledger as they were
 
 
-# 240 tiny schedules in 24 tasks: long enough to stop in the middle, short enough to resume.
-_STOPPED = ["--protocol", "kip-320", "--schedules", "240", "--steps", "30", "--faults", "none",
-            "--partitions", "24", "--master", "local[2]"]
+# 120 tiny schedules in 24 tasks: long enough to stop in the middle, short enough to resume.
+_SEEDS, _STEPS = 120, 20
+_STOPPED = ["--protocol", "kip-320", "--schedules", str(_SEEDS), "--steps", str(_STEPS),
+            "--faults", "none", "--partitions", "24", "--master", "local[2]"]
 
 
 def _stop_after(out, ranges: int, sig: int, stderr) -> tuple[subprocess.Popen, list[str]]:
@@ -151,15 +152,15 @@ def _resume(spark, out) -> tuple[list[dict], object]:
     that was never stopped computes. Returns the stopped run's markers and the resumed result."""
     done = [json.loads(p.read_text()) for p in (out / "ranges").glob("*.json")]
     assert 2 <= len(done) < 24
-    params = CampaignParams("kip-320", schedules=240, steps=30, faults="none")
+    params = CampaignParams("kip-320", schedules=_SEEDS, steps=_STEPS, faults="none")
     resumed = run_campaign(params, out, spark=spark, partitions=24)
     run = resumed.summary["run"]
     assert run["skipped_completed"] >= sum(d["rows"] for d in done)
-    assert run["executed"] + run["skipped_completed"] == 240
+    assert run["executed"] + run["skipped_completed"] == _SEEDS
     rows = pq.read_table(out / "runs", columns=["seed", "verdict", "trace_hash"]).to_pylist()
-    assert sorted(r["seed"] for r in rows) == list(range(240))
-    for row in rows[::60]:  # another process, hash seed and JVM than this one
-        _, verdict = random_walk(row["seed"], "kip-320", 30, faults="none")
+    assert sorted(r["seed"] for r in rows) == list(range(_SEEDS))
+    for row in rows[::40]:  # another process, hash seed and JVM than this one
+        _, verdict = random_walk(row["seed"], "kip-320", _STEPS, faults="none")
         assert (verdict.kind, verdict.trace_hash) == (row["verdict"], row["trace_hash"])
     assert not list(out.rglob(".*.tmp"))
     return done, resumed
@@ -173,7 +174,7 @@ def test_killed_campaign_resumes_with_every_seed_exactly_once(spark, tmp_path):
     left = pq.read_table(out / "runs", columns=["seed"]).num_rows
     assert left >= sum(json.loads(p.read_text())["rows"] for p in (out / "ranges").glob("*.json"))
     _, resumed = _resume(spark, out)
-    assert resumed.exit_code == 0 and resumed.summary["by_verdict"] == {"pass": 240}
+    assert resumed.exit_code == 0 and resumed.summary["by_verdict"] == {"pass": _SEEDS}
 
 
 def test_ctrl_c_keeps_what_is_done_and_the_same_command_resumes(spark, tmp_path):
