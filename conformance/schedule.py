@@ -168,6 +168,8 @@ def load_schedule(path: str | Path) -> Schedule:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScheduleError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ScheduleError(f"{path}: not a text (UTF-8) file: byte {exc.start}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -98,3 +98,14 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
     assert proc.returncode == 130 and out == b""
     assert err.splitlines()[-1] == "isrcheck explore: interrupted" and "Traceback" not in err
     assert err.count("interrupted") == 1
+
+
+def test_a_binary_or_directory_schedule_is_bad_input(tmp_path, capsys):
+    binary = tmp_path / "s.json"
+    binary.write_bytes(bytes(range(256)) * 4)
+    for args in (["check", str(binary)], ["shrink", str(binary), "-o", str(tmp_path / "o.json")],
+                 ["check", str(tmp_path)]):
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err
+    assert main(["check", str(binary)]) == 2 and "not a text (UTF-8) file" in capsys.readouterr().err
