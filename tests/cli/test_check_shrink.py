@@ -35,14 +35,13 @@ def test_check_exit_codes_and_json(tmp_path, capsys, scenario):
 
 def test_shrink_cli_writes_a_smaller_schedule_with_the_same_failure(tmp_path, capsys, scenario):
     out = tmp_path / "small.json"
-    code = main(["shrink", scenario("kip101-scenario1"), "--protocol", "hw-truncation", "-o", str(out),
-                 "--time-budget", "5", "--json"])
+    code = main(["shrink", scenario("kafka-14139-replaced-disk"), "-o", str(out), "--time-budget", "5", "--json"])
     assert code == 1
     report = json.loads(capsys.readouterr().out)
     small = load_schedule(out)
     assert report["steps_after"] == len(small.steps) < report["steps_before"]
     assert main(["check", str(out), "--json"]) == 1
-    assert json.loads(capsys.readouterr().out)["property"] == "NoLostAckedWrite"
+    assert json.loads(capsys.readouterr().out)["property"] == "StrongIsr"
 
 
 def test_cli_runs_as_a_program_without_traceback(tmp_path, scenario, isrcheck_cli):

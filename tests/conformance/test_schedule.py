@@ -2,6 +2,8 @@
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from isrcheck.conformance import Schedule, ScheduleError, load_schedule
 
@@ -48,3 +50,116 @@ def test_round_trip_fills_the_default_index_and_keeps_everything():
 def test_kip966_is_not_a_protocol_this_build_runs():
     with pytest.raises(ScheduleError, match="protocol: expected one of"):
         Schedule.from_json({**GOOD, "protocol": "kip-966"})
+
+
+# -- bad input: every class of it is a ScheduleError naming the place, never another exception --
+
+def _load(tmp_path, data: bytes):
+    path = tmp_path / "s.json"
+    path.write_bytes(data)
+    return load_schedule(path)
+
+
+@pytest.mark.parametrize("data, message", [
+    (b'{"version": 1, "protocol": "kip\xff-320", "steps": []}', "not a text (UTF-8) file: byte 30 (0xff)"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested more than 100 deep at line 1 column 101"),
+    (b'{"version": 1, "protocol": "kip-320", "steps": [{"step": "tick"}], "config": {"replicas": '
+     + b"9" * 5000 + b"}}", "config.replicas: expected an integer 1..5, got 99999999... (5000 digits)"),
+    (b'{"version": 1, "protocol": "kip-320", "steps": [], "name": "\\ud800"}', "name: not Unicode text"),
+    (b'{"version": 1, "protocol": "kip-320", "steps": [{"step": "tick"}', "not valid JSON: line 1 column"),
+])
+def test_unreadable_files_name_the_byte_line_or_field(tmp_path, data, message):
+    with pytest.raises(ScheduleError) as err:
+        _load(tmp_path, data)
+    assert message in str(err.value) and str(err.value).startswith(str(tmp_path / "s.json"))
+
+
+def test_a_utf8_byte_order_mark_is_accepted(tmp_path):
+    assert _load(tmp_path, b"\xef\xbb\xbf" + json.dumps(GOOD).encode()) == Schedule.from_json(GOOD)
+
+
+BIG = 10**100
+
+
+@pytest.mark.parametrize("doc, message", [
+    (with_step(0, {"step": ["produce"], "replica": 0, "acks": -1}), "steps[0].step: unknown step ['produce']"),
+    (with_step(0, {"step": {"name": "tick"}}), "steps[0].step: unknown step {'name': 'tick'}"),
+    (with_step(0, [{"step": "tick"}]), "steps[0]: expected an object"),
+    (with_step(0, {"step": "deliver_leader_and_isr", "replica": 0, "index": BIG}),
+     "steps[0].index: index must be 0..2147483647, got 1000000000"),
+    (with_step(0, {"step": "produce", "replica": BIG, "acks": -1}), "steps[0].replica: expected a replica id 0..1"),
+    (with_step(0, {"step": "produce", "replica": 0, "acks": -1, "records": BIG}), "steps[0].records: records must be 1..4"),
+    ({**GOOD, "version": BIG}, "version: this build reads version 1, got 1000000000"),
+    ({**GOOD, "version": 10**5000}, "version: this build reads version 1, got <int too large to show>"),
+    ({**GOOD, "config": {"request_timeout_ticks": 2**31}}, "config.request_timeout_ticks: expected an integer 0..2147483647"),
+    ({**GOOD, "config": {"replica_lag_time_max_ticks": BIG}}, "config.replica_lag_time_max_ticks: expected an integer 0..2147483647"),
+    ({**GOOD, "config": {"flush_messages": BIG}}, "config.flush_messages: expected an integer 1..2147483647"),
+    ({**GOOD, "expected": {"kip-320": {"verdict": "violation", "property": "NoLostWrites"}}},
+     "expected.kip-320.property: unknown property 'NoLostWrites' (known: LeaderInIsr,"),
+    ({**GOOD, "x" * 1000: 1}, "'xxxxxxxxx"),
+])
+def test_values_past_every_bound_name_the_field_briefly(doc, message):
+    with pytest.raises(ScheduleError) as err:
+        Schedule.from_json(doc)
+    assert message in str(err.value) and len(str(err.value)) < 400
+
+
+def test_the_largest_config_values_run_in_lockstep_without_a_divergence():
+    """Each config bound is what the implementation can represent: request.timeout.ms travels as an
+    int32 of milliseconds, and a tick is a millisecond (one past it used to diverge at the produce)."""
+    from isrcheck.conformance import run_schedule
+    from isrcheck.conformance.abstraction import MS_PER_TICK
+    from isrcheck.model.config import MAX_FLUSH_MESSAGES, MAX_TICKS
+
+    assert MAX_TICKS * MS_PER_TICK <= 2**31 - 1
+    steps = [{"step": "produce", "replica": 0, "acks": -1}]
+    steps += [{"step": s, "replica": 1} for s in ("send_fetch", "handle_fetch", "handle_fetch_response")] * 2
+    steps += [{"step": "tick"}, {"step": "produce", "replica": 0, "acks": -1}, {"step": "tick"}]
+    schedule = Schedule.from_json({**GOOD, "steps": steps, "config": {
+        "replicas": 2, "min_insync_replicas": 1, "request_timeout_ticks": MAX_TICKS,
+        "replica_lag_time_max_ticks": MAX_TICKS, "flush_messages": MAX_FLUSH_MESSAGES}})
+    assert run_schedule(schedule).kind == "pass"
+
+
+_KEYS = st.sampled_from(["format", "version", "protocol", "config", "steps", "expected", "name", "step",
+                         "replica", "acks", "index", "kind", "message", "records", "replicas", "verdict",
+                         "property", "kip-320", "request_timeout_ticks", "flush_messages", ""])
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.sampled_from([2**31, BIG, -BIG, 10**5000]),
+                     st.floats(), st.text(max_size=4), _KEYS)
+_JSON = st.recursive(_SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.one_of(_KEYS, st.text(max_size=3)), inner, max_size=5)),
+    max_leaves=25)
+_STEP = st.fixed_dictionaries({"step": st.one_of(_KEYS, st.sampled_from(["produce", "crash", "drop", "tick"]), _JSON)},
+                              optional={k: _JSON for k in ("replica", "acks", "index", "kind", "message", "records")})
+_DOCS = st.fixed_dictionaries(
+    {"version": st.one_of(st.just(1), _JSON), "protocol": st.one_of(st.just("kip-320"), _JSON)},
+    optional={"steps": st.one_of(_JSON, st.lists(st.one_of(_STEP, _JSON), max_size=4)), "config": _JSON,
+              "expected": st.one_of(_JSON, st.dictionaries(st.just("kip-320"), st.one_of(_JSON, st.fixed_dictionaries(
+                  {"verdict": st.one_of(st.just("violation"), _JSON)}, optional={"property": _JSON})))),
+              "name": _JSON, "format": _JSON})
+
+
+def _only_schedule_errors(load) -> None:
+    try:
+        load()
+    except ScheduleError as exc:
+        text = str(exc)
+        assert "\n" not in text and len(text) < 400 and "Traceback" not in text
+        text.encode("utf-8")  # printable as it is
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(_DOCS, _JSON))
+def test_random_json_values_give_only_schedule_errors(doc):
+    _only_schedule_errors(lambda: Schedule.from_json(doc))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(st.binary(max_size=200), _DOCS.map(lambda d: json.dumps(d).encode()).flatmap(
+    lambda b: st.tuples(st.just(b), st.integers(0, len(b)), st.binary(max_size=3)).map(
+        lambda t: t[0][:t[1]] + t[2] + t[0][t[1] + len(t[2]):]))))
+def test_random_bytes_give_only_schedule_errors(tmp_path_factory, data):
+    """Random bytes, and schedule documents with a few bytes overwritten somewhere."""
+    path = tmp_path_factory.mktemp("bytes") / "s.json"
+    path.write_bytes(data)
+    _only_schedule_errors(lambda: load_schedule(path))

@@ -51,14 +51,21 @@ def test_every_step_kind_has_one_action_a_walk_weight_a_strategy_and_an_implemen
 @settings(max_examples=200, deadline=None)
 @given(step_dicts(replicas=3))
 def test_strategies_draw_only_valid_steps_that_round_trip(raw):
-    assert Step.from_json(raw, 3).to_json() == raw
+    step = Step.from_json(raw, 3)
+    canonical = step.to_json()
+    assert Step.from_json(canonical, 3) == step
+    # the canonical form leaves out only optional fields at their defaults, never index
+    assert all(raw[k] == FIELDS[k].default and k != "index" for k in set(raw) - set(canonical))
 
 
 def test_step_enumeration_follows_the_registry_fields():
     state = initial_state(ModelConfig(replicas=2))
     static = dict((kind.name, steps) for kind, steps in step_kinds(2))
-    assert static["produce"] == tuple(Step("produce", r, a) for r in range(2) for a in (0, 1, -1))
-    assert static["elect"] == (Step("elect"),) and static["drop"] is None
+    assert static["produce"] == tuple(Step("produce", r, a, records=n) for r in range(2) for a in (0, 1, -1)
+                                      for n in FIELDS["records"].sample)
+    assert static["elect"] == (Step("elect"), Step("elect", 0), Step("elect", 1)) and static["drop"] is None
+    kinds = {(st.arg, st.survive, st.torn) for st in static["crash"]}
+    assert ("clean", 0, False) in kinds and ("power", 1, True) in kinds and ("clean", 1, False) not in kinds
     assert steps_of(STEPS["deliver_leader_and_isr"], 2, state) == []  # nothing in flight initially
 
 

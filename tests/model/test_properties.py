@@ -15,7 +15,7 @@ def with_logs(*logs, hws=None):
     s = initial_state(CFG)
     reps = []
     for i, (rep, log) in enumerate(zip(s.replicas, logs)):
-        entries = tuple(Entry(o, e, r) for o, (e, r) in enumerate(log))
+        entries = tuple(Entry(o, e, r, o) for o, (e, r) in enumerate(log))
         reps.append(rep._replace(log=entries, hw=hws[i] if hws else 0))
     return s._replace(replicas=tuple(reps))
 

@@ -38,16 +38,18 @@ def test_acks_all_completes_only_once_hw_passes_the_record():
     steps = [produce(acks=-1)] + fetch_round(1) + fetch_round(2) + fetch_round(1)
     s, outs = run(steps)
     assert outs == []  # parked in DelayedProduce: follower 2 has not confirmed offset 0 yet
-    assert s.replicas[0].pending_produces == ((1, 0, 1000),)
+    assert s.replicas[0].pending_produces == ((1, 0, 1000, 1),)  # (first record, base, deadline, records)
     s, outs = run(steps + fetch_round(2))
-    assert outs == [{"type": "produce", "replica": 0, "record": 1, "acks": -1, "error": "NONE", "offset": 0}]
+    assert outs == [{"type": "produce", "replica": 0, "record": 1, "records": 1, "acks": -1, "error": "NONE",
+                     "offset": 0}]
     assert s.acked == ((0, 1),)
     assert s.replicas[0].pending_produces == ()
 
 
 def test_acks_one_answers_at_once_and_acks_zero_not_at_all():
     _, outs = run([produce(acks=1), produce(acks=0)])
-    assert outs == [{"type": "produce", "replica": 0, "record": 1, "acks": 1, "error": "NONE", "offset": 0}]
+    assert outs == [{"type": "produce", "replica": 0, "record": 1, "records": 1, "acks": 1, "error": "NONE",
+                     "offset": 0}]
 
 
 def test_not_enough_replicas_when_isr_below_min_isr_before_append():
@@ -66,7 +68,7 @@ def test_not_enough_replicas_when_isr_below_min_isr_before_append():
 def test_produce_to_a_follower_is_not_leader_or_follower_and_still_takes_a_record_id():
     s, outs = run([produce(r=1, acks=1), produce(r=0, acks=1)])
     assert outs[0]["error"] == "NOT_LEADER_OR_FOLLOWER"
-    assert outs[1]["record"] == 2 and s.replicas[0].log == (Entry(0, 0, 2),)
+    assert outs[1]["record"] == 2 and s.replicas[0].log == (Entry(0, 0, 2, 0),)
 
 
 def test_follower_hw_is_min_of_leader_hw_and_own_leo():
@@ -153,7 +155,7 @@ def test_kip320_fences_a_fetch_from_an_older_leader_epoch():
                 {"step": "elect"}, {"step": "deliver_leader_and_isr", "replica": 1, "index": 1}], cfg)
     assert (s.replicas[1].leader, s.replicas[1].leader_epoch) == (1, 2)
     # a Fetch of follower 2 sent while it still knew leader epoch 0 reaches broker 1
-    stale = s._replace(fetch_requests=((), (), (FetchRequest(1, 0, 0, -1, -1),)))
+    stale = s._replace(fetch_requests=((), (), (FetchRequest(1, 0, 0, -1, -1, 0),)))
     s320, _ = apply(cfg, stale, {"step": "handle_fetch", "replica": 2})
     assert s320.fetch_responses[2][0].error == "FENCED_LEADER_EPOCH"
     assert s320.replicas[1].remote_leo[2] == -1
