@@ -231,6 +231,14 @@ def _assemble(parts: list[bytes], base_offset: int, partition_leader_epoch: int,
     return RecordBatch(b"".join((head, tail, body)))
 
 
+def _flags(timestamp_type: str, is_transactional: bool, is_control_batch: bool) -> int:
+    """Attribute bits 3-5."""
+    if timestamp_type not in TIMESTAMP_TYPES:
+        raise InvalidRecordError(f"timestamp type must be one of {', '.join(TIMESTAMP_TYPES)}, got {timestamp_type!r}")
+    return ((TIMESTAMP_TYPE_MASK if timestamp_type == LOG_APPEND_TIME else 0)
+            | (TRANSACTIONAL_MASK if is_transactional else 0) | (CONTROL_MASK if is_control_batch else 0))
+
+
 def build_batch(base_offset: int, records: Sequence[Record], partition_leader_epoch: int, now_ms: int,
                 compression: str = "none", producer_id: int = NO_PRODUCER_ID,
                 producer_epoch: int = -1, base_sequence: int = -1, timestamp_type: str = CREATE_TIME,
@@ -241,17 +249,9 @@ def build_batch(base_offset: int, records: Sequence[Record], partition_leader_ep
     if not records:
         raise InvalidRecordError("a record batch needs at least one record")
     attributes = COMPRESSION_CODES[compression]
-    if timestamp_type != CREATE_TIME:
-        if timestamp_type != LOG_APPEND_TIME:
-            raise InvalidRecordError(f"timestamp type must be one of {', '.join(TIMESTAMP_TYPES)}, "
-                                     f"got {timestamp_type!r}")
-        attributes |= TIMESTAMP_TYPE_MASK
-    if is_transactional:
-        attributes |= TRANSACTIONAL_MASK
-    if is_control_batch:
-        attributes |= CONTROL_MASK
-    parts = _encode_columns(records) if len(records) >= _COLUMNS_FROM else None
-    if parts is not None:
+    if timestamp_type != CREATE_TIME or is_transactional or is_control_batch:
+        attributes |= _flags(timestamp_type, is_transactional, is_control_batch)
+    if len(records) >= _COLUMNS_FROM and (parts := _encode_columns(records)) is not None:
         first_ts = max_ts = now_ms
     else:
         timestamps = []
