@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from isrcheck.model.alphabet import CRASH_KINDS
+from isrcheck.model.alphabet import CRASH_KINDS, is_step
 
 from .schedule import Schedule
 from .verdict import Verdict
@@ -139,7 +139,10 @@ class _Search:
                 for value in self._simpler_values(key, steps[i][key]):
                     if not self.budget.left():
                         return steps
-                    candidate = steps[:i] + [{**steps[i], key: value}] + steps[i + 1:]
+                    simpler = {**steps[i], key: value}
+                    if not is_step(simpler):  # e.g. a milder crash that keeps a power loss's fields
+                        continue
+                    candidate = steps[:i] + [simpler] + steps[i + 1:]
                     if self.test(candidate) is not None:
                         steps = candidate
                         break

@@ -124,13 +124,15 @@ class _Budget:
 
 
 def _in_some_isr(state, r: int) -> bool:
-    """r is in the controller's ISR, a live leader's ISR or proposed ISR, or an AlterPartition in flight."""
+    """r is in the controller's ISR, a live leader's ISR or proposed ISR, or the ISR of an
+    AlterPartition or LeaderAndIsr in flight."""
     if r in state.controller.isr:
         return True
     for i, rep in enumerate(state.replicas):
         if rep.alive and rep.leader == i and (r in rep.isr or (rep.pending_isr and r in rep.pending_isr)):
             return True
-    return any(r in m.isr for q in state.alter_partition for m in q)
+    # a LeaderAndIsr in flight may yet make its receiver a leader with that ISR view
+    return any(r in m.isr for q in state.alter_partition + state.leader_and_isr for m in q)
 
 
 def _profile(faults) -> FaultProfile:

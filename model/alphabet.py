@@ -31,7 +31,7 @@ MESSAGE_KINDS: Mapping[str, str] = {
 class Field(NamedTuple):
     """One field of a step. ``values`` lists the allowed values of a choice field in the order
     generators enumerate them; an integer field lies in ``low .. high`` (``replica`` is bounded by
-    the cluster instead, ``index`` by the messages in flight when the step runs) and generators
+    the cluster instead; ``index`` also by the messages in flight when the step runs) and generators
     enumerate its ``sample``; ``default`` is the value of an optional field left out (None: the
     field is required). ``attr`` is the ``Step`` attribute that carries it."""
 
@@ -48,13 +48,14 @@ class Field(NamedTuple):
 MAX_BATCH_RECORDS = 4   # records in one produce batch
 MAX_FETCH_BATCHES = 8   # a fetch's batch limit
 MAX_SURVIVING = 4       # unflushed batches a power loss keeps
+MAX_INDEX = 2**31 - 1   # a FIFO position: Kafka's int32 range (a FIFO never holds more messages than steps ran)
 
 FIELDS: Mapping[str, Field] = {f.name: f for f in (
     Field("replica", "a broker id, 0 .. replicas - 1", "replica"),
     Field("acks", "producer acks: 0, 1 or -1 (all)", "arg", ACKS),
     Field("kind", "crash kind: clean shutdown, process crash, power loss", "arg", CRASH_KINDS),
     Field("message", "message kind in flight", "arg", tuple(MESSAGE_KINDS)),
-    Field("index", "position in the (kind, replica) FIFO, 0 = oldest", "index", default=0),
+    Field("index", "position in the (kind, replica) FIFO, 0 = oldest", "index", default=0, high=MAX_INDEX),
     Field("records", "records in the produce batch", "records", default=1, low=1, high=MAX_BATCH_RECORDS,
           sample=(1, 2, 3)),
     Field("max_batches", "whole batches a fetch response may carry, 0 = no limit", "max_batches", default=0,
@@ -127,14 +128,30 @@ class InvalidStep(ValueError):
     is wrong with it, so a schedule loader can name the place (``steps[3].acks: ...``)."""
 
     def __init__(self, name: object, field: str | None, detail: str) -> None:
-        super().__init__(f"{name}: {detail}")
+        super().__init__(f"{name if isinstance(name, str) else shown(name)}: {detail}")
         self.field, self.detail = field, detail
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """``repr(value)`` cut to ``limit`` characters: a message names a bad value without echoing a
+    whole document (nor failing on one nested too deeply or an int too long to print)."""
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):
+        return f"<{type(value).__name__} too large to show>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def shown_key(key: object) -> str:
+    """An unknown key as a message names its place (``steps[3].<key>``): as is, or like ``shown``
+    when long or not printable (a lone surrogate cannot even be written to a terminal)."""
+    return key if isinstance(key, str) and len(key) <= 40 and key.isprintable() else shown(key)
 
 
 def check_replica(name: str, replica: object, replicas: int) -> None:
     """Raise InvalidStep unless ``replica`` is a broker id of a cluster of ``replicas``."""
     if not 0 <= replica < replicas:  # type: ignore[operator]
-        raise InvalidStep(name, "replica", f"expected a replica id 0..{replicas - 1}, got {replica!r} (out of range)")
+        raise InvalidStep(name, "replica", f"expected a replica id 0..{replicas - 1}, got {shown(replica)} (out of range)")
 
 
 def _is_int(value: object) -> bool:
@@ -179,14 +196,14 @@ class Step(NamedTuple):
         if isinstance(step, Step):
             return step
         if not isinstance(step, Mapping):
-            raise InvalidStep("step", None, f"expected an object like {{\"step\": \"tick\"}}, got {step!r}")
+            raise InvalidStep("step", None, f"expected an object like {{\"step\": \"tick\"}}, got {shown(step)}")
         name = step.get("step")
         if not isinstance(name, str) or name not in STEPS:
-            raise InvalidStep(name, "step", f"unknown step {name!r} (known: {', '.join(STEPS)})")
+            raise InvalidStep(name, "step", f"unknown step {shown(name)} (known: {', '.join(STEPS)})")
         kind = STEPS[name]
         extra = sorted((k for k in step if k not in kind.fields and k != "step"), key=str)
         if extra:
-            raise InvalidStep(name, extra[0], f"not a field of step {name!r} (unexpected field; it takes "
+            raise InvalidStep(name, shown_key(extra[0]), f"not a field of step {name!r} (unexpected field; it takes "
                                               f"{', '.join(kind.fields) or 'no fields'})")
         values = {}
         for f in kind.fields:
@@ -207,6 +224,15 @@ class Step(NamedTuple):
         return cls(name, **values)
 
 
+def is_step(step: object) -> bool:
+    """Whether ``step`` is a step of the alphabet: known name, valid fields that fit together."""
+    try:
+        Step.from_json(step)
+    except InvalidStep:
+        return False
+    return True
+
+
 def _misplaced(name: str, values: Mapping[str, object]) -> str | None:
     """The field that does not fit the others: ``survive``/``torn`` of a crash that is no power loss."""
     if name == "crash" and values["arg"] != "power":
@@ -222,23 +248,22 @@ def _checked(name: str, spec: Field, value: object, replicas: int | None) -> obj
             valid = isinstance(value, bool)
         elif all(_is_int(v) for v in spec.values):
             if not _is_int(value):
-                raise InvalidStep(name, f, f"{f} must be an integer, got {value!r}")
+                raise InvalidStep(name, f, f"{f} must be an integer, got {shown(value)}")
             valid = value in spec.values
         else:
             valid = isinstance(value, str) and value in spec.values
         if not valid:
-            shown = ", ".join(str(v).lower() if isinstance(v, bool) else str(v) for v in spec.values)
-            raise InvalidStep(name, f, f"{f} must be one of {shown}, got {value!r}")
+            choices = ", ".join(str(v).lower() if isinstance(v, bool) else str(v) for v in spec.values)
+            raise InvalidStep(name, f, f"{f} must be one of {choices}, got {shown(value)}")
         return value
     if not _is_int(value):
-        raise InvalidStep(name, f, f"{f} must be an integer, got {value!r}")
+        raise InvalidStep(name, f, f"{f} must be an integer, got {shown(value)}")
     if f == "replica":
-        if replicas is not None:
-            check_replica(name, value, replicas)
+        check_replica(name, value, MAX_REPLICAS if replicas is None else replicas)
         return value
     if value < spec.low or (spec.high is not None and value > spec.high):
         bound = f"{spec.low}..{spec.high}" if spec.high is not None else f">= {spec.low}"
-        raise InvalidStep(name, f, f"{f} must be {bound}, got {value}")
+        raise InvalidStep(name, f, f"{f} must be {bound}, got {shown(value)}")
     return value
 
 
