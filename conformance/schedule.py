@@ -7,14 +7,17 @@ the offending one (``steps[3].acks: ...``), so a hand-written schedule fails bef
 """
 from __future__ import annotations
 
+import codecs
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from isrcheck.model import PROTOCOLS as _MODEL_PROTOCOLS
-from isrcheck.model.alphabet import InvalidStep, Step
+from isrcheck.model.alphabet import InvalidStep, Step, shown, shown_key
 from isrcheck.model.config import ConfigError, ScheduleConfig
+from isrcheck.specs import BY_ID
 
 FORMAT = "isrcheck-schedule"
 VERSION = 1
@@ -65,26 +68,26 @@ def _validate_expected(data: Any) -> dict[str, Expected]:
     if data is None:
         return {}
     if not isinstance(data, Mapping):
-        raise ScheduleError(f"expected: expected an object mapping protocol to verdict, got {data!r}")
+        raise ScheduleError(f"expected: expected an object mapping protocol to verdict, got {shown(data)}")
     out: dict[str, Expected] = {}
-    for proto in sorted(data):
+    for proto in sorted(data, key=str):
         entry = data[proto]
-        where = f"expected.{proto}"
+        where = f"expected.{shown_key(proto)}"
         if proto not in PROTOCOLS:
             raise ScheduleError(f"{where}: unknown protocol (known: {', '.join(PROTOCOLS)})")
         if isinstance(entry, str):
             entry = {"verdict": entry}
         if not isinstance(entry, Mapping):
-            raise ScheduleError(f"{where}: expected {{\"verdict\": ..., \"property\": ...}}, got {entry!r}")
-        for key in sorted(entry):
+            raise ScheduleError(f"{where}: expected {{\"verdict\": ..., \"property\": ...}}, got {shown(entry)}")
+        for key in sorted(entry, key=str):
             if key not in ("verdict", "property"):
-                raise ScheduleError(f"{where}.{key}: unknown field (known: verdict, property)")
+                raise ScheduleError(f"{where}.{shown_key(key)}: unknown field (known: verdict, property)")
         verdict = entry.get("verdict")
         if verdict not in VERDICT_KINDS:
-            raise ScheduleError(f"{where}.verdict: expected one of {', '.join(VERDICT_KINDS)}, got {verdict!r}")
+            raise ScheduleError(f"{where}.verdict: expected one of {', '.join(VERDICT_KINDS)}, got {shown(verdict)}")
         prop = entry.get("property")
-        if prop is not None and not isinstance(prop, str):
-            raise ScheduleError(f"{where}.property: expected a property id, got {prop!r}")
+        if prop is not None and not (isinstance(prop, str) and prop in BY_ID):
+            raise ScheduleError(f"{where}.property: unknown property {shown(prop)} (known: {', '.join(BY_ID)})")
         if prop is not None and verdict != "violation":
             raise ScheduleError(f"{where}.property: only a violation names a property")
         out[proto] = Expected(verdict, prop)
@@ -108,26 +111,31 @@ class Schedule:
         if not isinstance(data, Mapping):
             raise ScheduleError(f"schedule: expected a JSON object, got {type(data).__name__}")
         known = ("format", "version", "protocol", "config", "steps", "expected", "name", "description")
-        for key in sorted(data):
+        for key in sorted(data, key=str):
             if key not in known:
-                raise ScheduleError(f"{key}: unknown top-level field (known: {', '.join(known)})")
+                raise ScheduleError(f"{shown_key(key)}: unknown top-level field (known: {', '.join(known)})")
         if data.get("format", FORMAT) != FORMAT:
-            raise ScheduleError(f"format: expected {FORMAT!r}, got {data.get('format')!r}")
+            raise ScheduleError(f"format: expected {FORMAT!r}, got {shown(data.get('format'))}")
         if "version" not in data:
             raise ScheduleError(f"version: missing (this build reads version {VERSION})")
         if data["version"] != VERSION or not _is_int(data["version"]):
-            raise ScheduleError(f"version: this build reads version {VERSION}, got {data['version']!r}")
+            raise ScheduleError(f"version: this build reads version {VERSION}, got {shown(data['version'])}")
         protocol = data.get("protocol")
         if protocol not in PROTOCOLS:
-            raise ScheduleError(f"protocol: expected one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+            raise ScheduleError(f"protocol: expected one of {', '.join(PROTOCOLS)}, got {shown(protocol)}")
         config = load_config(data.get("config"))
         raw_steps = data.get("steps")
         if not isinstance(raw_steps, list):
-            raise ScheduleError(f"steps: expected a list of step objects, got {raw_steps!r}")
+            raise ScheduleError(f"steps: expected a list of step objects, got {shown(raw_steps)}")
         steps = tuple(validate_step(s, config.replicas, f"steps[{i}]") for i, s in enumerate(raw_steps))
         for key in ("name", "description"):
-            if data.get(key) is not None and not isinstance(data[key], str):
-                raise ScheduleError(f"{key}: expected a string, got {data[key]!r}")
+            text = data.get(key)
+            if text is not None and not isinstance(text, str):
+                raise ScheduleError(f"{key}: expected a string, got {shown(text)}")
+            bad = _lone_surrogate(text or "")
+            if bad is not None:
+                raise ScheduleError(f"{key}: not Unicode text: a lone surrogate \\u{ord(text[bad]):04x} "
+                                    f"at character {bad}")
         return cls(protocol, config, steps, _validate_expected(data.get("expected")),
                    data.get("name"), data.get("description"))
 
@@ -157,23 +165,79 @@ class Schedule:
 
     def with_protocol(self, protocol: str) -> "Schedule":
         if protocol not in PROTOCOLS:
-            raise ScheduleError(f"protocol: expected one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+            raise ScheduleError(f"protocol: expected one of {', '.join(PROTOCOLS)}, got {shown(protocol)}")
         return Schedule(protocol, self.config, self.steps, self.expected, self.name, self.description)
 
 
+_MAX_DEPTH = 100  # arrays and objects; a schedule needs 3 (JSON nested deeper is not one)
+NEWLINE = "\n"
+
+
+class _LongInt(int):
+    """Stands for a JSON integer too long to be any value of the format (every integer field is
+    bounded far below 10**20): it fails every bound check and shows as its first digits and
+    length, and long digit strings are never converted (Python refuses beyond 4300 digits, and
+    converting that many is slow)."""
+
+    def __new__(cls, digits: str) -> "_LongInt":
+        value = super().__new__(cls, -10**20 if digits.startswith("-") else 10**20)
+        value.digits = digits
+        return value
+
+    def __repr__(self) -> str:
+        return f"{self.digits[:8]}... ({len(self.digits.lstrip('-'))} digits)"
+
+
+def _parse_int(digits: str) -> int:
+    return int(digits) if len(digits) <= 20 else _LongInt(digits)
+
+
+def _lone_surrogate(text: str) -> int | None:
+    """The position of the first lone surrogate in ``text`` (JSON's ``\\ud800`` escapes can make
+    one; it is not Unicode text and cannot be printed), None if there is none."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def _too_deep(text: str) -> str:
+    """Where ``text`` first nests more than _MAX_DEPTH arrays and objects (strings skipped)."""
+    depth = 0
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[{]|[\]}]', text):
+        token = m.group()
+        if token in "[{":
+            depth += 1
+            if depth > _MAX_DEPTH:
+                at = m.start()
+                return f" at line {text.count(NEWLINE, 0, at) + 1} column {at - text.rfind(NEWLINE, 0, at)}"
+        elif token in "]}":
+            depth -= 1
+    return ""
+
+
 def load_schedule(path: str | Path) -> Schedule:
-    """Read and validate a schedule file; every problem is a ScheduleError naming the file."""
+    """Read and validate a schedule file; every problem is a ScheduleError naming the file and
+    the place in it: a byte that is not UTF-8, a line and column of bad JSON, a field."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise ScheduleError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ScheduleError(f"{path}: not a text (UTF-8) file: byte {exc.start}") from None
+    bom = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0  # as editors on Windows save
     try:
-        data = json.loads(text)
+        text = raw[bom:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = bom + exc.start
+        raise ScheduleError(f"{path}: not a text (UTF-8) file: byte {at} (0x{raw[at]:02x})") from None
+    try:
+        data = json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError as exc:
         raise ScheduleError(f"{path}: not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise ScheduleError(f"{path}: not a schedule: arrays and objects nested more than {_MAX_DEPTH} "
+                            f"deep{_too_deep(text)}") from None
     try:
         return Schedule.from_json(data)
     except ScheduleError as exc:

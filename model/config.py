@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .alphabet import ACKS, CRASH_KINDS, MAX_BATCH_RECORDS, MAX_REPLICAS
+from .alphabet import ACKS, CRASH_KINDS, MAX_BATCH_RECORDS, MAX_REPLICAS, shown, shown_key
 from .protocols import PROTOCOLS, Protocol
 
 
@@ -17,6 +17,14 @@ class ConfigError(ValueError):
         self.field, self.detail = field, detail
 
 
+# A time setting is in ticks, and a tick is a millisecond of the implementation's clock: the bound
+# is request.timeout.ms's, an int32 of milliseconds in Kafka's ProduceRequest and in the
+# implementation's wire codec (a larger value cannot be sent), used for every time setting.
+MAX_TICKS = 2**31 - 1
+# flush.messages: int32 too; ``null`` is "never", and a schedule cannot produce more records.
+MAX_FLUSH_MESSAGES = 2**31 - 1
+
+
 @dataclass(frozen=True, slots=True)
 class ScheduleConfig:
     """A schedule's cluster ``config`` (docs/steps.md, "Config"), in Kafka's terms, with every
@@ -25,20 +33,20 @@ class ScheduleConfig:
     replicas: int = 3                       # replication factor, 1..MAX_REPLICAS
     min_insync_replicas: int = 2            # min.insync.replicas
     unclean_leader_election_enable: bool = False  # unclean.leader.election.enable
-    replica_lag_time_max_ticks: int = 2     # replica.lag.time.max.ms
-    request_timeout_ticks: int = 1000       # request.timeout.ms of a produce
-    flush_messages: int | None = None       # flush.messages; None: only flush steps and clean shutdown
+    replica_lag_time_max_ticks: int = 2     # replica.lag.time.max.ms, 0..MAX_TICKS
+    request_timeout_ticks: int = 1000       # request.timeout.ms of a produce, 0..MAX_TICKS
+    flush_messages: int | None = None       # flush.messages, 1..MAX_FLUSH_MESSAGES; None: only flush steps and clean shutdown
 
     def __post_init__(self) -> None:
         _check_int("replicas", self.replicas, 1, MAX_REPLICAS)
         _check_int("min_insync_replicas", self.min_insync_replicas, 1, self.replicas)
-        _check_int("replica_lag_time_max_ticks", self.replica_lag_time_max_ticks, 0, None)
-        _check_int("request_timeout_ticks", self.request_timeout_ticks, 0, None)
+        _check_int("replica_lag_time_max_ticks", self.replica_lag_time_max_ticks, 0, MAX_TICKS)
+        _check_int("request_timeout_ticks", self.request_timeout_ticks, 0, MAX_TICKS)
         if self.flush_messages is not None:
-            _check_int("flush_messages", self.flush_messages, 1, None)
+            _check_int("flush_messages", self.flush_messages, 1, MAX_FLUSH_MESSAGES)
         if not isinstance(self.unclean_leader_election_enable, bool):
             raise ConfigError("unclean_leader_election_enable",
-                              f"expected true or false, got {self.unclean_leader_election_enable!r}")
+                              f"expected true or false, got {shown(self.unclean_leader_election_enable)}")
 
     @classmethod
     def from_json(cls, data: Any) -> "ScheduleConfig":
@@ -50,7 +58,7 @@ class ScheduleConfig:
         known = cls.__dataclass_fields__
         for key in sorted(data, key=str):
             if key not in known:
-                raise ConfigError(key, f"unknown config field (known: {', '.join(sorted(known))})")
+                raise ConfigError(shown_key(key), f"unknown config field (known: {', '.join(sorted(known))})")
         return cls(**data)
 
     def to_json(self) -> dict:
@@ -138,4 +146,4 @@ class Scope:
 def _check_int(name: str, value: object, low: int, high: int | None) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < low or (high is not None and value > high):
         bound = f"{low}..{high}" if high is not None else f">= {low}"
-        raise ConfigError(name, f"expected an integer {bound}, got {value!r}")
+        raise ConfigError(name, f"expected an integer {bound}, got {shown(value)}")
