@@ -21,8 +21,9 @@ from isrcheck.model import (
 from isrcheck.model.alphabet import MESSAGE_KINDS, NONE
 from isrcheck.model.history import EMPTY_HISTORY
 
+from .diff import common_prefix
+
 MS_PER_TICK = 1  # one model tick is one millisecond of the simulated clock
-_CACHE_LIMIT = 4096
 
 
 class Abstraction:
@@ -34,8 +35,8 @@ class Abstraction:
         self.protocol = cluster.config.protocol
         self._tags: dict[tuple[int, int], tuple[int, int]] = {}  # (follower, correlation) -> tag
         self._alter_epochs: dict[tuple[int, int], int] = {}  # (leader, correlation) -> request's leader epoch
-        self._messages: dict[tuple, object] = {}  # decoded in-flight messages by frame
-        self._entries: dict[int, tuple] = {}      # id of a snapshot log -> (that log, its abstract entries)
+        self._messages: dict[tuple, object] = {}  # the messages in flight at the last state(), decoded
+        self._logs: list[tuple[tuple, tuple]] = [((), ())] * self.n  # per broker: (snapshot log, its entries)
         self.history = EMPTY_HISTORY
 
     # -- what the adapter reports ----------------------------------------------------------------
@@ -67,19 +68,22 @@ class Abstraction:
             Controller(c.leader, c.leader_epoch, tuple(c.isr), c.partition_epoch, tuple(sorted(c.fenced))),
             *queues, snap.now_ms // MS_PER_TICK, *self.history)
 
+    def _log(self, broker: int, log: tuple) -> tuple:
+        """The abstract entries of a broker's snapshot log, converting only the entries after the
+        part it shares with the last one: the cluster hands out the same tuple while a log is
+        unchanged and keeps the entries of an unchanged prefix, so a step costs what it changed,
+        not the length of the log."""
+        seen, entries = self._logs[broker]
+        if log is not seen:
+            same = common_prefix(seen, log)
+            entries = entries[:same] + tuple(Entry(e.offset, e.epoch, int(e.value), e.base_offset)
+                                             for e in log[same:])
+            self._logs[broker] = (log, entries)
+        return entries
+
     def _replica(self, b) -> Replica:
-        # The cluster hands out the same log tuple while a log is unchanged: key by identity
-        # (holding the tuple, so its id cannot be reused), not by hashing every entry each step.
-        cached = self._entries.get(id(b.log))
-        if cached is not None and cached[0] is b.log:
-            log = cached[1]
-        else:
-            log = tuple(Entry(e.offset, e.epoch, int(e.value), e.base_offset) for e in b.log)
-            if len(self._entries) > _CACHE_LIMIT:
-                self._entries.clear()
-            self._entries[id(b.log)] = (b.log, log)
         return Replica(
-            b.alive, log, b.durable, b.hw, b.hw_checkpoint, b.leader, b.leader_epoch, tuple(b.isr),
+            b.alive, self._log(b.broker_id, b.log), b.durable, b.hw, b.hw_checkpoint, b.leader, b.leader_epoch, tuple(b.isr),
             b.partition_epoch, b.epoch_start_offset, tuple(b.remote_leo),
             tuple(t // MS_PER_TICK for t in b.last_caught_up_ms),
             None if b.pending_isr is None else tuple(b.pending_isr),
@@ -87,7 +91,11 @@ class Abstraction:
             b.truncating_epoch, b.power_lost)
 
     def _in_flight(self) -> list[tuple]:
+        """Every message in flight, decoded. What was decoded for the last state is reused, and
+        the tags of messages no longer in flight are forgotten: kept, both would grow with the run."""
         network = self.cluster.network
+        known, self._messages = self._messages, {}
+        tags, alter_epochs = {}, {}
         out = []
         for kind in MESSAGE_KINDS:
             per_replica = []
@@ -97,19 +105,20 @@ class Abstraction:
                     tag = None
                     if kind == "fetch_request" or kind == "fetch_response":
                         # equal frames may be sent under different tags (correlation ids restart)
-                        tag = self._tags.get((r, CODEC.decode_header(env.frame).correlation_id))
+                        sent = (r, CODEC.decode_header(env.frame).correlation_id)
+                        tag = tags[sent] = self._tags.get(sent)
                     elif kind == "alter_partition_response":  # the leader epoch of its request
-                        tag = self._alter_epochs.get((r, CODEC.decode_header(env.frame).correlation_id), -1)
+                        sent = (r, CODEC.decode_header(env.frame).correlation_id)
+                        tag = alter_epochs[sent] = self._alter_epochs.get(sent, -1)
                     key = (kind, r, env.src, env.dst, env.frame, tag)
-                    msg = self._messages.get(key)
+                    msg = known.get(key)
                     if msg is None:
                         msg = self._decode(kind, r, env, tag)
-                        if len(self._messages) > _CACHE_LIMIT:
-                            self._messages.clear()
-                        self._messages[key] = msg
+                    self._messages[key] = msg
                     msgs.append(msg)
                 per_replica.append(tuple(msgs))
             out.append(tuple(per_replica))
+        self._tags, self._alter_epochs = tags, alter_epochs
         return out
 
     def _decode(self, kind: str, r: int, env, tag: tuple[int, int] | None):

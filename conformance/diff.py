@@ -11,6 +11,15 @@ from typing import Any, Iterator
 MAX_LINES = 40
 
 
+def common_prefix(a: tuple, b: tuple) -> int:
+    """How many leading items ``a`` and ``b`` share (by value). Tuples that share their prefix
+    objects (a log extended or cut by a step) compare at C speed, item by item only after it."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    return next(k for k in range(n) if a[k] != b[k])
+
+
 def _fields(obj: Any) -> list[tuple[str, Any]] | None:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return [(f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj)]

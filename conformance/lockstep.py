@@ -15,11 +15,11 @@ import hashlib
 import time
 from typing import Iterable
 
-from isrcheck.model import InvalidStep, ModelConfig, Step, StepRefused, apply, enabled, initial_state
+from isrcheck.model import InvalidStep, ModelConfig, Replica, Step, StepRefused, apply, enabled, initial_state
 from isrcheck.model.config import ConfigError
 from isrcheck.specs import PROPERTIES
 
-from .diff import diff
+from .diff import common_prefix, diff
 from .render import render_state
 from .schedule import Schedule, ScheduleConfig
 from .verdict import DIVERGENCE, INVALID, PASS, VIOLATION, Verdict
@@ -50,6 +50,7 @@ class Lockstep:
         if impl:
             from .adapter import ImplSide  # imported here: a model-only run never loads impl
             self.impl = ImplSide(protocol, config)
+            self._agreed = _Agreed()
         self.index = 0  # steps taken (including those refused by both)
         self.outcome: Verdict | None = None
         self.last_outputs: list[dict] = []
@@ -57,6 +58,7 @@ class Lockstep:
         self.model_seconds = 0.0
         self.impl_seconds = 0.0
         self._hash = hashlib.blake2b(repr(self.state).encode(), digest_size=16)
+        self._text = _StateText()
         self._coverage: set[str] = set()
         self._previous = "init"
 
@@ -110,6 +112,7 @@ class Lockstep:
             impl_state = self.impl.abstract_state()
             self.impl_seconds += time.perf_counter() - t2
             expected = wire_view(new_state, self.protocol)
+            impl_state = self._agreed.share(expected, impl_state)
             if impl_state != expected:
                 return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: abstract states differ\n"
                                   + diff(expected, impl_state))
@@ -122,7 +125,7 @@ class Lockstep:
     def _record(self, i: int, st: Step, name: str, outputs: list[dict], before) -> None:
         h = self._hash
         h.update(f"{i}:{st!r}:{outputs!r}:".encode())
-        h.update(_state_delta(before, self.state))
+        h.update(self._text.delta(before, self.state))
         cov = self._coverage
         cov.add(f"{self._previous}>{name}")
         for out in outputs:
@@ -148,20 +151,82 @@ class Lockstep:
         return Verdict(PASS, None, None, None, self._hash.hexdigest(), tuple(sorted(self._coverage)), self.index)
 
 
-def _state_delta(old, new) -> bytes:
-    """What changed from ``old`` to ``new``, as stable text: the initial state and every delta
-    determine the whole sequence of states. Parts that are the same object as before are skipped
-    (the model shares what a step leaves alone); the rest is written by value (``repr`` of nested
-    tuples of ints, bools, None and strings is the same in every process and hash seed)."""
-    out = []
-    for name, a, b in zip(new._fields, old, new):
-        if a is b:
-            continue
-        if type(b) is tuple and type(a) is tuple and len(a) == len(b):
-            out.extend(f"{name}[{k}]={y!r};" for k, (x, y) in enumerate(zip(a, b)) if x is not y)
-        else:
-            out.append(f"{name}={b!r};")
-    return "".join(out).encode()
+class _StateText:
+    """What changed from one state to the next, as stable text for the trace hash: the initial
+    state and every delta determine the whole sequence of states. Parts that are the same object
+    as before are skipped (the model shares what a step leaves alone); the rest is written by
+    value, as ``repr`` writes it (the same in every process and hash seed). Logs and the
+    acked/consumed histories grow with the run while a step changes a few items of them, so the
+    text of each item is kept per place and only the items after the part shared with the last
+    tuple there are written anew."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[tuple, list[str]]] = {}  # place -> (tuple, repr of each item)
+
+    def delta(self, old, new) -> bytes:
+        out = []
+        for name, a, b in zip(new._fields, old, new):
+            if a is b:
+                continue
+            if type(b) is tuple and type(a) is tuple and len(a) == len(b):
+                out.extend(f"{name}[{k}]={self._text(f'{name}[{k}]', y)};"
+                           for k, (x, y) in enumerate(zip(a, b)) if x is not y)
+            else:
+                out.append(f"{name}={self._text(name, b)};")
+        return "".join(out).encode()
+
+    def _text(self, place: str, value) -> str:
+        if type(value) is tuple:
+            return self._tuple(place, value)
+        if type(value) is Replica:  # repr of the named tuple, its log through the kept text
+            return "Replica(" + ", ".join(
+                f"log={self._tuple(place, v)}" if f == "log" else f"{f}={v!r}"
+                for f, v in zip(Replica._fields, value)) + ")"
+        return repr(value)
+
+    def _tuple(self, place: str, items: tuple) -> str:
+        """``repr(items)``, reusing the text of the prefix shared with the last tuple at ``place``."""
+        seen, parts = self._kept.get(place, ((), []))
+        if items is not seen:
+            same = common_prefix(seen, items)
+            parts = parts[:same] + [repr(x) for x in items[same:]]
+            self._kept[place] = (items, parts)
+        return f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
+
+
+class _Agreed:
+    """Both sides' logs and acked/consumed histories grow with the run, so comparing the abstract
+    states item by item every step would cost the length of the run. Per place the last pair of
+    tuples found equal is kept; when both sides extended that pair, only the new items are
+    compared (each prefix is compared with the kept tuple it shares its objects with), and the
+    implementation's equal tuple is replaced by the model's, so the state comparison meets the
+    same object. Tuples that differ are left for that comparison to report."""
+
+    _HISTORY = ("acked", "consumed")
+
+    def __init__(self) -> None:
+        self._pairs: dict[object, tuple[tuple, tuple]] = {}  # place -> (model's, implementation's)
+
+    def share(self, expected, actual):
+        replicas = tuple(a._replace(log=m.log) if self._equal(k, m.log, a.log) else a
+                         for k, (m, a) in enumerate(zip(expected.replicas, actual.replicas)))
+        return actual._replace(replicas=replicas, **{
+            name: getattr(expected, name) for name in self._HISTORY
+            if self._equal(name, getattr(expected, name), getattr(actual, name))})
+
+    def _equal(self, place, m: tuple, a: tuple) -> bool:
+        pm, pa = self._pairs.get(place, ((), ()))
+        if m is not pm or a is not pa:
+            n = len(pm)
+            if len(m) != len(a):
+                return False
+            if len(m) >= n and m[:n] == pm and a[:n] == pa:
+                if m[n:] != a[n:]:
+                    return False
+            elif m != a:
+                return False
+            self._pairs[place] = (m, a)
+        return True
 
 
 def _shape(state) -> str:

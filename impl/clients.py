@@ -76,6 +76,7 @@ class Consumer:
         self.sink = sink
         self.fetch_version = fetch_version
         self.unanswered = 0
+        self._decoded: dict[int, tuple[int, bytes, tuple]] = {}  # broker -> (offset, bytes, their records)
         transport.register(node_id, self.endpoint)
 
     def fetch(self, broker: int, offset: int = 0) -> None:
@@ -88,11 +89,25 @@ class Consumer:
             error, hw, records = Errors(resp.error).name, resp.high_watermark, ()
             if resp.error == Errors.NONE:
                 try:
-                    records = tuple((r.offset, r.value) for batch in iter_batches(resp.records)
-                                    if not batch.is_control_batch      # markers are not records
-                                    for r in batch.records() if r.offset >= offset)
+                    records = self._records(broker, offset, resp.records)
                 except StorageError:
                     error, hw = Errors.CORRUPT_MESSAGE.name, -1
             self.sink(ConsumeResult(broker, error, hw, records))
         self.endpoint.send_request(broker, ApiKey.FETCH, self.fetch_version, FetchRequest(-1, 0, offset),
                                    on_response)
+
+    def _records(self, broker: int, offset: int, data: bytes) -> tuple[tuple[int, bytes], ...]:
+        """The (offset, value) of the records in fetched batches, from ``offset`` on. A consumer
+        that reads a partition from the same offset again mostly gets the batches of its last read
+        followed by new ones: only the new bytes are decoded (and CRC-checked), so rereading a
+        growing log does not decode all of it every time."""
+        last_offset, last, records = self._decoded.get(broker, (-1, b"", ()))
+        if last_offset == offset and last and data.startswith(last):
+            new = data[len(last):]
+        else:
+            new, records = data, ()
+        records += tuple((r.offset, r.value) for batch in iter_batches(new)
+                         if not batch.is_control_batch      # markers are not records
+                         for r in batch.records() if r.offset >= offset)
+        self._decoded[broker] = (offset, data, records)
+        return records

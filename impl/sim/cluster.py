@@ -51,7 +51,7 @@ from ..storage import SimulatedFileSystem
 from .clock import SimClock
 from .disk import page_cache_write_back
 from .network import INSTANT, NetworkFaults, SimNetwork
-from .snapshot import BrokerSnapshot, ClusterSnapshot, PendingProduce, log_entries
+from .snapshot import BrokerSnapshot, ClusterSnapshot, LogView, PendingProduce
 
 MESSAGE_KINDS = ("fetch_request", "fetch_response", "leader_and_isr", "alter_partition",
                  "alter_partition_response")
@@ -91,7 +91,7 @@ class Cluster:
         self.filesystems = [SimulatedFileSystem() for _ in range(config.replicas)]
         self.brokers = [self._start_broker(b, 0) for b in range(config.replicas)]
         self._frozen: dict[int, BrokerSnapshot] = {}   # last view of each dead broker
-        self._log_cache: dict[int, tuple] = {}
+        self._log_views: dict[int, LogView] = {}
         self._responses: list[ProduceResult | ConsumeResult] = []
         self.producer = Producer(self.network, self._responses.append)
         self.consumer = Consumer(self.network, self._responses.append, config.variant.fetch_version)
@@ -264,7 +264,6 @@ class Cluster:
         b = self._start_broker(broker, self.brokers[broker].incarnation + 1)
         self.brokers[broker] = b
         del self._frozen[broker]
-        self._log_cache.pop(broker, None)
         self.stats["restarts"] += 1
         self._trace_event("restart", broker, b.log.log_end_offset)
         b.register()
@@ -371,16 +370,8 @@ class Cluster:
     def _broker_snapshot(self, b: Broker) -> BrokerSnapshot:
         p = b.partition
         n = self.config.replicas
-        key = (id(b), p.truncations)
-        cached = self._log_cache.get(b.broker_id)
-        if cached is None or cached[0] != key:
-            entries = log_entries(p.log)
-        else:  # no truncation since: only appends to read
-            entries = cached[1]
-            end = entries[-1].offset + 1 if entries else p.log.log_start_offset
-            if end != p.log.log_end_offset:
-                entries += log_entries(p.log, end)
-        self._log_cache[b.broker_id] = cached = (key, entries)
+        view = self._log_views.setdefault(b.broker_id, LogView())
+        entries = view.update(p.log, p.truncations)  # between truncations a log only grows
         if p.is_leader:
             fs = p.followers
             remote = tuple(fs[r].log_end_offset if r in fs else -1 for r in range(n))
@@ -390,7 +381,7 @@ class Cluster:
             remote, caught, fetched = (-1,) * n, (0,) * n, (-1,) * n
         fetcher = b.replica_manager.fetcher
         return BrokerSnapshot(
-            b.broker_id, True, cached[1], b.durable_offset, p.high_watermark, b.hw_checkpoint,
+            b.broker_id, True, entries, b.durable_offset, p.high_watermark, b.hw_checkpoint,
             p.leader, p.leader_epoch, p.isr, p.partition_epoch, p.epoch_start_offset, remote, caught,
             p.pending_isr, tuple(PendingProduce(op.value, op.offset, op.deadline_ms, op.count)
                                  for op in b.replica_manager.purgatory.pending),

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..controller import ControllerState
-from ..storage import Log
+from ..storage import Log, iter_batches
 
 
 @dataclass(frozen=True)
@@ -72,12 +72,68 @@ class ClusterSnapshot:
     controller: ControllerState
 
 
-def log_entries(log: Log, start: int | None = None) -> tuple[LogEntry, ...]:
-    """The records of the log from ``start`` (default: the log start) as (offset, leader epoch of
-    its batch, value, base offset of its batch)."""
-    start = log.log_start_offset if start is None else start
+class LogView:
+    """A broker's log as snapshot entries, kept from one snapshot to the next so that a snapshot
+    costs what changed in the log rather than its length. Appends are read from the old end. After
+    a truncation (a new ``key``) or a restart (a new ``Log``) the log's bytes are read again whole,
+    but only the batches after the longest run of leading batches whose bytes are unchanged are
+    decoded: log recovery and truncation cut a log, they rarely rewrite its start."""
+
+    def __init__(self) -> None:
+        self._log: Log | None = None           # held, so its identity means the same log
+        self._key: object = None
+        self._start = -1                       # the log start offset the entries were read from
+        self._chunks: list[bytes] = []         # the log's bytes from the start, in pieces as read
+        self._byte_ends: list[int] = []        # where each batch ends in those bytes
+        self._ends: list[int] = []             # len(entries) after each batch
+        self.entries: tuple[LogEntry, ...] = ()
+
+    def update(self, log: Log, key: object) -> tuple[LogEntry, ...]:
+        """The records of ``log`` as (offset, leader epoch of its batch, value, base offset of its
+        batch); ``key`` must change whenever ``log`` may have been cut."""
+        start = log.log_start_offset
+        if log is self._log and key == self._key and start == self._start:  # only appended to since
+            offset = self.entries[-1].offset + 1 if self.entries else start
+            if offset >= log.log_end_offset:
+                return self.entries
+            keep, data = len(self._ends), _read(log, offset)
+            self._chunks.append(data)
+        else:
+            data = _read(log, start)
+            keep = self._same_batches(data) if start == self._start else 0
+            self._chunks = [data]
+            data = data[self._byte_ends[keep - 1]:] if keep else data
+        kept = self.entries[:self._ends[keep - 1]] if keep else ()
+        del self._byte_ends[keep:], self._ends[keep:]
+        position = self._byte_ends[-1] if keep else 0
+        new: list[LogEntry] = []
+        for batch in iter_batches(data):
+            new.extend(LogEntry(r.offset, batch.partition_leader_epoch, r.value, batch.base_offset)
+                       for r in batch.records() if r.offset >= start)
+            position += batch.size
+            self._byte_ends.append(position)
+            self._ends.append(len(kept) + len(new))
+        self._log, self._key, self._start = log, key, log.log_start_offset
+        self.entries = kept + tuple(new)
+        return self.entries
+
+    def _same_batches(self, data: bytes) -> int:
+        """How many leading batches ``data`` has byte for byte as the last update read them. Equal
+        byte prefixes nest, so a binary search over batch ends finds the longest at C speed."""
+        old = b"".join(self._chunks)
+        ends, low, high = self._byte_ends, 0, len(self._byte_ends)
+        while low < high:
+            mid = (low + high + 1) // 2
+            end = ends[mid - 1]
+            if data[:end] == old[:end]:
+                low = mid
+            else:
+                high = mid - 1
+        return low
+
+
+def _read(log: Log, start: int) -> bytes:
+    """The bytes of ``log``'s batches from the one holding ``start`` to its end."""
     if log.log_end_offset <= start:
-        return ()
-    data = log.read(start, max_bytes=log.size_in_bytes + 1)
-    return tuple(LogEntry(r.offset, b.partition_leader_epoch, r.value, b.base_offset)
-                 for b in data.batches for r in b.records() if r.offset >= start)
+        return b""
+    return log.read(start, max_bytes=log.size_in_bytes + 1).data
