@@ -1,7 +1,8 @@
 """LeaderEpochFileCache: leader epoch -> start offset, persisted in ``leader-epoch-checkpoint`` (KIP-101)."""
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
+from operator import attrgetter
 from typing import NamedTuple
 
 from .checkpoints import CheckpointFile
@@ -15,6 +16,9 @@ UNDEFINED_EPOCH_OFFSET = -1
 class EpochEntry(NamedTuple):
     epoch: int
     start_offset: int
+
+
+_START = attrgetter("start_offset")
 
 
 class LeaderEpochFileCache:
@@ -40,13 +44,14 @@ class LeaderEpochFileCache:
             raise CorruptLogError(f"{path}: negative epoch or offset")
         return cls(fs, path, entries)
 
-    def _set(self, entries: list[EpochEntry]) -> None:
+    def _set(self, entries: list[EpochEntry], kept: int = 0) -> None:
+        """The new entries, of which the first ``kept`` are the old ones, written through."""
+        self._epochs[kept:] = [e.epoch for e in entries[kept:]]
         self._entries = entries
-        self._epochs = [e.epoch for e in entries]
-        self._file.write([tuple(e) for e in entries])
+        self._file.write(entries)
 
     def flush(self) -> None:
-        self._file.write([tuple(e) for e in self._entries])
+        self._file.write(self._entries)
 
     # ---------------------------------------------------------------------------------- reads
 
@@ -99,14 +104,16 @@ class LeaderEpochFileCache:
         entries = self._entries
         if entries and entries[-1].epoch == epoch and entries[-1].start_offset <= start_offset:
             return
-        kept = [e for e in entries if e.epoch < epoch and e.start_offset < start_offset]
-        kept.append(EpochEntry(epoch, start_offset))
-        self._set(kept)
+        # epochs ascend and start offsets do not descend, so the entries kept are a prefix, found by
+        # bisection: the cache grows with every leader change, and is updated on every new epoch
+        kept = min(bisect_left(self._epochs, epoch), bisect_left(entries, start_offset, key=_START))
+        self._set(entries[:kept] + [EpochEntry(epoch, start_offset)], kept)
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Drop epochs starting at or after ``end_offset`` (the log was truncated to it)."""
         if self._entries and self._entries[-1].start_offset >= end_offset:
-            self._set([e for e in self._entries if e.start_offset < end_offset])
+            kept = bisect_left(self._entries, end_offset, key=_START)
+            self._set(self._entries[:kept], kept)
 
     def truncate_from_start(self, start_offset: int) -> None:
         """Drop epochs wholly before ``start_offset``; the one spanning it now starts there."""
