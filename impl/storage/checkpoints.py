@@ -47,23 +47,36 @@ class CheckpointFile:
 
 class OffsetCheckpoint:
     """A single-offset checkpoint: ``replication-offset-checkpoint`` (HW) or
-    ``recovery-point-offset-checkpoint``; rewritten only when the value changes."""
+    ``recovery-point-offset-checkpoint``; rewritten only when the value a reader would get changes
+    (each write costs two fsyncs). ``missing`` is the value a reader takes for a missing file (the
+    HW's is 0), so writing that value over no file is skipped too."""
 
-    def __init__(self, fs: FileSystem, path: str) -> None:
+    def __init__(self, fs: FileSystem, path: str, missing: int | None = None) -> None:
         self._file = CheckpointFile(fs, path, 1)
         self.path = path
+        self.missing = missing
         self.value: int | None = None
+        self.exists = False
 
     def read(self) -> int | None:
+        """The offset, None if the file does not exist; CorruptLogError if malformed."""
         entries = self._file.read()
         if entries is None:
+            self.value = self.missing
             return None
         if len(entries) != 1 or entries[0][0] < 0:
             raise CorruptLogError(f"{self.path}: expected one non-negative offset, found {entries}")
         self.value = entries[0][0]
+        self.exists = True
         return self.value
 
-    def write(self, offset: int) -> None:
-        if offset != self.value:
-            self._file.write([(offset,)])
-            self.value = offset
+    def write(self, offset: int, create: bool = False) -> bool:
+        """Checkpoint ``offset`` if it differs from what the file says; with ``create`` also if the
+        file is missing (a clean shutdown leaves every checkpoint file). Says whether it wrote, and
+        so fsynced the directory."""
+        if offset == self.value and (self.exists or not create):
+            return False
+        self._file.write([(offset,)])
+        self.value = offset
+        self.exists = True
+        return True

@@ -81,7 +81,7 @@ class LogLoader:
         clean = fs.exists(marker)
 
         rp_checkpoint = OffsetCheckpoint(fs, fs.join(d, RECOVERY_POINT_CHECKPOINT))
-        hw_checkpoint = OffsetCheckpoint(fs, fs.join(d, REPLICATION_OFFSET_CHECKPOINT))
+        hw_checkpoint = OffsetCheckpoint(fs, fs.join(d, REPLICATION_OFFSET_CHECKPOINT), missing=0)
         try:
             checkpointed_rp = rp_checkpoint.read()
         except CorruptLogError as exc:
@@ -135,6 +135,7 @@ class LogLoader:
             rp_checkpoint.write(leo)
             fs.remove(marker)
             fs.fsync_dir(d)
+            dir_needs_fsync = False
         else:
             loaded_rp = min(recovery_point, leo)
             if loaded_rp < leo and self._on_stable_storage(segments, loaded_rp):
@@ -142,8 +143,8 @@ class LogLoader:
                 # that sees its page cache can say the re-validated tail was written back already,
                 # as after a power loss, when all that is left is on the disk
                 loaded_rp = leo
-            if checkpointed_rp is None or checkpointed_rp != loaded_rp:
-                rp_checkpoint.write(loaded_rp)
+            if (checkpointed_rp is None or checkpointed_rp != loaded_rp) and rp_checkpoint.write(loaded_rp):
+                dir_needs_fsync = False     # its rename fsynced the directory: a segment created above too
         report = RecoveryReport(
             clean_shutdown=clean, recovery_point=recovery_point, log_end_offset=leo,
             truncated_bytes=truncated_bytes, deleted_segments=tuple(deleted), rebuilt_indexes=tuple(rebuilt),

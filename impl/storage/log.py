@@ -440,11 +440,13 @@ class Log:
 
     def flush(self) -> None:
         """fsync every segment with unflushed data (and the directory if segments were created), then
-        advance the recovery point to the LEO and checkpoint it and the HW."""
+        advance the recovery point to the LEO and checkpoint it and the HW. The active segment's
+        indexes wait for its roll or the clean shutdown: recovery rebuilds them anyway."""
         self._check_open()
         start = max(bisect_right(self._bases, self._recovery_point) - 1, 0)
+        active = self._segments[-1]
         for segment in self._segments[start:]:
-            segment.flush()
+            segment.flush(indexes=segment is not active)
         if self._dir_dirty:
             self.fs.fsync_dir(self.dir)
             self._dir_dirty = False
@@ -460,6 +462,7 @@ class Log:
         for segment in self._segments:          # also indexes rebuilt below the recovery point
             segment.flush()
         self.flush()
+        self._hw_checkpoint.write(self._hw, create=True)
         self.fs.write_file_atomically(self.fs.join(self.dir, CLEAN_SHUTDOWN_FILE), b"")
         for segment in self._segments:
             segment.close()

@@ -258,12 +258,16 @@ class LogSegment:
 
     # ------------------------------------------------------------------------------- lifecycle
 
-    def flush(self) -> None:
+    def flush(self, indexes: bool = True) -> None:
+        """fsync the log file and, unless ``indexes`` is False, both indexes. The log's active segment
+        passes False: after an unclean shutdown recovery rebuilds its indexes from the batches whatever
+        they hold, so only a roll (closing it) or a clean shutdown needs them on the disk."""
         if self._dirty:
             self.log.fsync()
             self._dirty = False
-        self.offset_index.flush()
-        self.time_index.flush()
+        if indexes:
+            self.offset_index.flush()
+            self.time_index.flush()
 
     def close(self) -> None:
         self.log.close()

@@ -215,3 +215,45 @@ def test_after_a_power_loss_the_recovered_tail_is_on_disk_but_after_a_process_cr
     fs.power_loss(written_back={log.segments[-1].log_path: log.segments[-1].size})
     log = open_log(fs, config)
     assert (log.log_end_offset, log.recovery_point) == (5, 5)   # the file system knows it was written back
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_flush_fsyncs_the_segment_and_the_recovery_point_and_recovery_rebuilds_the_indexes(seed):
+    """A flush fsyncs the active segment's log file and writes the recovery-point checkpoint (temp file,
+    directory); the active segment's indexes wait for the roll, since any recovery rebuilds them, and
+    an HW still 0 has no checkpoint to write (a missing one reads as 0)."""
+    fs = SimulatedFileSystem()
+    config = LogConfig(segment_bytes=1 << 20, index_interval_bytes=100)
+    log = open_log(fs, config)
+    append(log, 0, 40)
+    fsyncs = fs.fsync_count
+    log.flush()
+    assert fs.fsync_count - fsyncs == 3
+    assert not fs.exists(DIR + "/replication-offset-checkpoint")
+    entries = log.segments[-1].offset_index.entries()
+    assert len(entries) > 5
+    fs.power_loss(random.Random(seed))          # the index files keep any prefix of their tail, or garbage
+    log = open_log(fs, config)
+    assert offsets(log) == list(range(40)) and not log.recovery_report.truncated
+    assert log.segments[-1].offset_index.entries() == entries and log.high_watermark == 0
+    assert [log.read(i, 1).records[0].offset for i in range(40)] == list(range(40))
+    log.close()
+    assert fs.read_file(DIR + "/replication-offset-checkpoint") == b"0\n1\n0\n"   # a clean shutdown writes it
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_roll_makes_the_closed_segments_indexes_durable(seed):
+    fs = SimulatedFileSystem()
+    config = LogConfig(segment_bytes=1 << 20, index_interval_bytes=100)
+    log = open_log(fs, config)
+    append(log, 0, 40)
+    log.flush()
+    log.roll()
+    closed = log.segments[0]
+    entries, time_entries = closed.offset_index.entries(), closed.time_index.entries()
+    append(log, 40, 5)
+    fs.power_loss(random.Random(seed))
+    log = open_log(fs, config)
+    assert offsets(log)[:40] == list(range(40)) and log.recovery_report.rebuilt_indexes == ()
+    assert log.segments[0].offset_index.entries() == entries
+    assert log.segments[0].time_index.entries() == time_entries
