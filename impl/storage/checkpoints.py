@@ -15,11 +15,19 @@ class CheckpointFile:
         self.fs = fs
         self.path = path
         self.fields = fields
+        self._line = " ".join(["%d"] * fields) + "\n"
+        self._written: tuple[list, list[str]] = ([], [])  # the last entries written, and their lines
 
     def write(self, entries: list[tuple[int, ...]]) -> None:
-        lines = [str(VERSION), str(len(entries))]
-        lines += [" ".join(str(v) for v in entry) for entry in entries]
-        self.fs.write_file_atomically(self.path, ("\n".join(lines) + "\n").encode("ascii"))
+        # The file is rewritten whole on every change (the leader epoch cache's grows with every
+        # leader change), but the lines of the entries it starts with as before are not formatted again.
+        last, lines = self._written
+        same = min(len(last), len(entries))
+        if entries[:same] != last[:same]:
+            same = 0
+        lines = lines[:same] + [self._line % tuple(entry) for entry in entries[same:]]
+        self._written = (list(entries), lines)
+        self.fs.write_file_atomically(self.path, f"{VERSION}\n{len(entries)}\n{''.join(lines)}".encode("ascii"))
 
     def read(self) -> list[tuple[int, ...]] | None:
         """The entries, None if the file does not exist; CorruptLogError naming the file if malformed."""
@@ -39,7 +47,7 @@ class CheckpointFile:
                 parts = line.split(" ")
                 if len(parts) != self.fields:
                     raise ValueError(f"entry {line!r} does not have {self.fields} fields")
-                entries.append(tuple(int(p) for p in parts))
+                entries.append(tuple(map(int, parts)))
             return entries
         except (ValueError, UnicodeDecodeError) as exc:
             raise CorruptLogError(f"{self.path}: malformed checkpoint file: {exc}") from None
