@@ -1,0 +1,273 @@
+"""README's shell examples, read from README.md and run as written, show what README says they show.
+
+Each example is found by its text (a changed example fails here until its test follows), run as
+a program, and checked for the exit code and the output its comment or the surrounding text
+promises. Placeholders (``FILE.json``, ``P``, ``[--option]``) are filled in with a shipped
+scenario. The long ones (explorations of the default scope, Spark campaigns, a standalone
+cluster, a fresh install) are marked ``slow``; where a smaller run shows the same, the default
+run has it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+SCENARIO = "specs/scenarios/kip101-scenario1.json"  # FILE.json: passes on kip-320, NoLostAckedWrite on hw-truncation
+
+
+def _examples() -> list[str]:
+    """Every command of README's sh blocks (and the plain block that holds ``isrcheck sim``), comments
+    cut, continuation lines joined; and every complete ``isrcheck`` command quoted inline."""
+    commands, block = [], None
+    for line in README.splitlines():
+        if line.startswith("```"):
+            block = None if block is not None else line[3:].strip()
+            continue
+        if block in ("sh", "") and line.strip():
+            if block == "" and not line.startswith("isrcheck "):
+                continue
+            commands.append(line)
+    joined = "\n".join(commands).replace("\\\n", " ")
+    out = [" ".join(re.sub(r"\s+#.*$", "", c).split()) for c in joined.splitlines()]
+    inline = re.findall(r"`(isrcheck [^`]+)`", README)
+    return out + [c for c in inline if not re.search(r"\b(P|N|S|FILE\.json|PATH)\b|\[", c)]
+
+
+def example(text: str) -> str:
+    """``text`` as README has it: an example that changed fails the test that runs it."""
+    assert text in _examples(), f"README no longer has the example {text!r}"
+    return text
+
+
+ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+       "PYSPARK_PYTHON": sys.executable}
+
+
+def run(command: str, cwd: Path = ROOT, timeout: float = 600, fill: dict | None = None,
+        options: bool = True) -> subprocess.CompletedProcess:
+    """Run a README command line with bash, this environment's ``isrcheck`` first on the PATH:
+    placeholders replaced by ``fill``, optional ``[--option value]`` parts taken (or left out)."""
+    for placeholder, value in (fill or {}).items():
+        command = command.replace(placeholder, value)
+    command = re.sub(r" ?\[(--[^]]*)\]", r" \1" if options else "", command)
+    return subprocess.run(["bash", "-c", command], cwd=cwd, env=ENV, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+COVERED = {
+    # the sh blocks, in README's order
+    "python3 -m venv .venv && . .venv/bin/activate && pip install . && isrcheck fuzz --protocol kip-320 --schedules 2000 --out campaigns/kip-320",
+    'python3 -m venv .venv && . .venv/bin/activate && pip install ".[dev]" && python -m pytest -n auto',
+    "isrcheck explore --protocol kip-279 --save cex/",
+    "isrcheck check cex/kip-279-StrongIsr.json",
+    "isrcheck explore --protocol kip-320 --json",
+    "isrcheck explore --protocol kip-320 --unclean-election --max-crashes 3 --max-records 1",
+    'isrcheck explore --protocol kip-320 --replicas 2 --max-records 1 --max-power-losses 2 --crash-kinds ""',
+    "isrcheck sim --protocol kip-320 --replicas 3 --seed 1 --steps 400 [--crash-kinds clean,process] [--json]",
+    "isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation",
+    "isrcheck check FILE.json --json",
+    "isrcheck check FILE.json --model-only",
+    "isrcheck check FILE.json --trace",
+    "isrcheck check FILE.json --expected",
+    "isrcheck check FILE.json --strict",
+    "isrcheck shrink FILE.json -o SMALL.json [--protocol P] [--time-budget 10] [--keep-budget default]",
+    "isrcheck explore --protocol kip-101 --replay-on-impl --json",
+    "isrcheck fuzz --protocol kip-320 --schedules 2000 --out campaigns/kip-320",
+    "isrcheck fuzz --protocol hw-truncation --schedules 500 --seed 1000 --steps 150 --master local[2]",
+    "isrcheck check campaigns/hw-truncation/failures/violation-StrongIsr.json",
+    "spark-class org.apache.spark.deploy.master.Master --host 127.0.0.1 --port 7077 &",
+    "spark-class org.apache.spark.deploy.worker.Worker spark://127.0.0.1:7077 --cores 2 --work-dir /tmp/spark-work &",
+    "isrcheck fuzz --protocol kip-320 --schedules 200000 --master spark://127.0.0.1:7077 --out /shared/campaigns/kip-320",
+    "spark-submit --master spark://127.0.0.1:7077 --conf spark.executor.cores=2 "
+    "\"$(python -c 'import isrcheck.conformance.campaign as c, os; print(os.path.join(os.path.dirname(c.__file__), \"__main__.py\"))')\" "
+    "--protocol kip-320 --schedules 200000 --out /shared/campaigns/kip-320",
+    # complete commands quoted inline
+    "isrcheck explore",
+    "isrcheck sim",
+    "isrcheck check",
+    "isrcheck fuzz",
+    "isrcheck fuzz --protocol kip-320 --schedules 2000",
+}
+
+
+def test_every_readme_example_has_a_test_here():
+    assert set(_examples()) == COVERED
+
+
+# -- the default run -------------------------------------------------------------------------------
+
+def test_check_a_scenario_under_another_protocol_names_its_property_as_expected():
+    proc = run(example("isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation"))
+    assert proc.returncode == 1, proc.stderr
+    assert "[hw-truncation]: violation of NoLostAckedWrite" in proc.stdout
+    assert proc.stdout.rstrip().endswith("expected: violation of NoLostAckedWrite -> as expected")
+
+
+def test_check_options_on_a_schedule_file(tmp_path):
+    doc = json.loads(run(example("isrcheck check FILE.json --json"), fill={"FILE.json": SCENARIO}).stdout)
+    assert {"verdict", "property", "step", "diff", "trace_hash", "coverage"} <= set(doc)
+    assert doc["verdict"] == "pass" and doc["as_expected"] is True
+
+    proc = run(example("isrcheck check FILE.json --model-only"), fill={"FILE.json": SCENARIO})
+    assert proc.returncode == 0 and "[kip-320]: pass" in proc.stdout
+
+    proc = run(example("isrcheck check FILE.json --trace"), fill={"FILE.json": SCENARIO})
+    assert proc.returncode == 0 and proc.stdout.startswith("initial state:")
+    assert "step 0: {'step': 'produce'" in proc.stdout and "-> {'type': 'produce'" in proc.stdout
+
+    gate = example("isrcheck check FILE.json --expected")
+    assert run(gate, fill={"FILE.json": SCENARIO}).returncode == 0  # kip-320 passes, as the file expects
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**json.loads((ROOT / SCENARIO).read_text()), "protocol": "hw-truncation",
+                                 "expected": {"hw-truncation": {"verdict": "pass"}}}))
+    proc = run(gate, fill={"FILE.json": str(other)})
+    assert proc.returncode == 1 and "NOT as expected" in proc.stdout
+
+    strict = example("isrcheck check FILE.json --strict")
+    assert run(strict, fill={"FILE.json": SCENARIO}).returncode == 0  # no step of a scenario is refused
+    refused = tmp_path / "refused.json"
+    refused.write_text(json.dumps({"version": 1, "protocol": "kip-320", "steps": [{"step": "restart", "replica": 0}]}))
+    proc = run(strict, fill={"FILE.json": str(refused)})
+    assert proc.returncode == 2 and "refused" in proc.stdout
+
+
+def test_shrink_writes_a_smaller_schedule_failing_the_same_way(tmp_path):
+    small = tmp_path / "small.json"
+    proc = run(example("isrcheck shrink FILE.json -o SMALL.json [--protocol P] [--time-budget 10] "
+                       "[--keep-budget default]"), fill={"FILE.json": SCENARIO, "SMALL.json": str(small),
+                                                        "--protocol P": "--protocol hw-truncation"})
+    assert proc.returncode == 1, proc.stderr  # the failure is still there, smaller
+    assert f"written to {small}" in proc.stdout
+    replay = json.loads(run(f"isrcheck check {small} --json").stdout)
+    assert (replay["verdict"], replay["property"]) == ("violation", "NoLostAckedWrite")
+    assert len(json.loads(small.read_text())["steps"]) <= len(json.loads((ROOT / SCENARIO).read_text())["steps"])
+
+
+def test_sim_prints_what_clients_saw_and_exits_0_when_logs_agree():
+    command = example("isrcheck sim --protocol kip-320 --replicas 3 --seed 1 --steps 400 "
+                      "[--crash-kinds clean,process] [--json]")
+    proc = run(command, options=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "lost acked acks=all writes 0" in proc.stdout and "logs agree yes" in proc.stdout
+    assert run(command.replace(" [--json]", "")).returncode == 0  # with --crash-kinds
+    proc = run(command)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and doc["logs_agree"] is True and doc["lost_acked"] == 0
+    assert {"produced", "acked", "committed", "divergent_reads", "leader_changes", "isr_changes", "crashes",
+            "trace_hash"} <= set(doc)
+    assert run(command).stdout == proc.stdout  # identical in any process
+
+
+def test_two_power_losses_of_two_replicas_lose_an_acknowledged_write():
+    """README, fault budgets: min.insync.replicas power losses lose an acknowledged write."""
+    proc = run(example('isrcheck explore --protocol kip-320 --replicas 2 --max-records 1 '
+                       '--max-power-losses 2 --crash-kinds ""'))
+    assert proc.returncode == 1, proc.stderr
+    assert "1,712 distinct states" in proc.stdout and ", complete" in proc.stdout
+    assert "NoLostAckedWrite violated" in proc.stdout
+
+
+def test_bare_commands_quoted_inline_are_sub_commands_that_need_arguments():
+    for command in ("isrcheck explore", "isrcheck sim", "isrcheck check", "isrcheck fuzz"):
+        example(command)
+    assert run("isrcheck check").returncode == 2
+    assert run("isrcheck fuzz").returncode == 2  # --protocol is required
+
+
+# -- slow: the default scope, Spark, a standalone cluster, a fresh install --------------------------
+
+@pytest.mark.slow
+def test_explore_saves_counterexamples_that_check_replays(tmp_path):
+    proc = run(example("isrcheck explore --protocol kip-279 --save cex/"), cwd=tmp_path)
+    assert proc.returncode == 1 and "StrongIsr violated after 25 steps" in proc.stdout
+    assert (tmp_path / "cex" / "kip-279-StrongIsr.json").exists()
+    proc = run(example("isrcheck check cex/kip-279-StrongIsr.json"), cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "[kip-279]: violation of WeakIsr at step 24" in proc.stdout  # README: WeakIsr breaks there too
+
+
+@pytest.mark.slow
+def test_explore_kip320_default_scope_and_unclean_election():
+    doc = json.loads(run(example("isrcheck explore --protocol kip-320 --json")).stdout)
+    assert doc["complete"] is True and doc["violations"] == []
+    proc = run(example("isrcheck explore --protocol kip-320 --unclean-election --max-crashes 3 --max-records 1"))
+    assert proc.returncode == 1 and "NoLostAckedWrite violated" in proc.stdout
+
+
+@pytest.mark.slow
+def test_explore_replays_each_counterexample_on_the_implementation():
+    proc = run(example("isrcheck explore --protocol kip-101 --replay-on-impl --json"))
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and doc["violations"]
+    for v in doc["violations"]:
+        assert (v["impl_verdict"], v["impl_property"]) == ("violation", v["property"])
+
+
+@pytest.mark.slow
+def test_fuzz_campaigns_and_replaying_a_failure(tmp_path):
+    proc = run(example("isrcheck fuzz --protocol kip-320 --schedules 2000 --out campaigns/kip-320"),
+               cwd=tmp_path, timeout=1800)
+    assert proc.returncode == 0, proc.stderr
+    assert example("isrcheck fuzz --protocol kip-320 --schedules 2000")
+    proc = run(example("isrcheck fuzz --protocol hw-truncation --schedules 500 --seed 1000 --steps 150 "
+                       "--master local[2]"), cwd=tmp_path, timeout=1800)
+    assert proc.returncode == 1 and "violation-StrongIsr.json" in proc.stdout
+    proc = run(example("isrcheck check campaigns/hw-truncation/failures/violation-StrongIsr.json"), cwd=tmp_path)
+    assert proc.returncode == 1 and "violation of StrongIsr" in proc.stdout
+    assert proc.stdout.rstrip().endswith("-> as expected")
+
+
+@pytest.mark.slow
+def test_a_standalone_cluster_runs_the_campaign_both_ways(tmp_path):
+    """The master, a worker, ``fuzz --master`` and ``spark-submit`` as written, with 40 schedules
+    each and a temporary directory for ``/shared`` and the worker's."""
+    shared = str(tmp_path / "shared")
+    started = []
+    try:
+        for line in (example("spark-class org.apache.spark.deploy.master.Master --host 127.0.0.1 --port 7077 &"),
+                     example("spark-class org.apache.spark.deploy.worker.Worker spark://127.0.0.1:7077 "
+                             "--cores 2 --work-dir /tmp/spark-work &")):
+            command = "exec " + line.rstrip("& ").replace("/tmp/spark-work", str(tmp_path / "work"))
+            started.append(subprocess.Popen(["bash", "-c", command], cwd=tmp_path, env=ENV, start_new_session=True,
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            time.sleep(15)
+        fuzz = example("isrcheck fuzz --protocol kip-320 --schedules 200000 --master spark://127.0.0.1:7077 "
+                       "--out /shared/campaigns/kip-320")
+        submit = next(c for c in _examples() if c.startswith("spark-submit"))
+        for command, out in ((fuzz, "kip-320"),
+                             (submit.replace("/campaigns/kip-320", "/campaigns/submitted"), "submitted")):
+            proc = run(command.replace("200000", "40").replace("/shared", shared), cwd=tmp_path, timeout=900)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            summary = json.loads((tmp_path / "shared" / "campaigns" / out / "summary.json").read_text())
+            assert summary["by_verdict"] == {"pass": 40}
+    finally:
+        for p in started:
+            os.killpg(p.pid, signal.SIGTERM)
+            p.wait(timeout=60)
+
+
+@pytest.mark.slow
+def test_a_fresh_install_then_the_campaign_and_the_suite(tmp_path):
+    """The set-up blocks in a copy of the tree: a new venv, ``pip install`` (from the package index),
+    then the campaign with 100 schedules and the suite's collection (the suite itself is this run)."""
+    tree = tmp_path / "isrcheck"
+    shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(".venv", ".git", "campaigns", "*.egg-info",
+                                                                "__pycache__", ".hypothesis", ".pytest_cache"))
+    install = example("python3 -m venv .venv && . .venv/bin/activate && pip install . && isrcheck fuzz "
+                      "--protocol kip-320 --schedules 2000 --out campaigns/kip-320")
+    dev = example('python3 -m venv .venv && . .venv/bin/activate && pip install ".[dev]" && python -m pytest -n auto')
+    for command, smaller in ((install, "--schedules 100"), (dev, "--collect-only -q")):
+        command = command.replace("--schedules 2000", smaller) if "fuzz" in command else command + " " + smaller
+        proc = subprocess.run(["bash", "-c", command], cwd=tree, capture_output=True, text=True, timeout=3600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
