@@ -56,6 +56,7 @@ class ImplSide:
         self.cluster = Cluster(cluster_config(protocol, config), mode="steps", seed=0)
         self.abstraction = Abstraction(self.cluster)
         self._dispatch = {name: getattr(self, "_" + name, None) or self._call(name) for name in STEPS}
+        self._consumes: dict[int, tuple[tuple, list]] = {}  # broker -> (last records read, their output pairs)
 
     def _call(self, name: str):
         method = getattr(self.cluster, name, None)
@@ -87,18 +88,29 @@ class ImplSide:
             return exc.reason, []
         except Exception as exc:  # the system under test broke: that is a finding, not a harness crash
             raise ImplFailure(f"{type(exc).__name__}: {exc}\n{_where(exc)}") from exc
-        outputs = [_output(r) for r in self.cluster.take_client_responses()]
+        outputs = [self._output(r) for r in self.cluster.take_client_responses()]
         self.abstraction.step_taken(st, outputs, before)
         return None, outputs
 
     def abstract_state(self):
         return self.abstraction.state()
 
+    def _output(self, result) -> dict:
+        """A client response in docs/steps.md's output form (record ids back from the values)."""
+        if isinstance(result, ConsumeResult):
+            return {"type": "consume", "replica": result.replica, "error": result.error, "hw": result.hw,
+                    "records": self._consumed(result.replica, result.records)}
+        return {"type": "produce", "replica": result.replica, "record": int(result.value), "records": result.count,
+                "acks": result.acks, "error": result.error, "offset": result.offset}
 
-def _output(result) -> dict:
-    """A client response in docs/steps.md's output form (record ids back from the values)."""
-    if isinstance(result, ConsumeResult):
-        return {"type": "consume", "replica": result.replica, "error": result.error, "hw": result.hw,
-                "records": [[offset, int(value)] for offset, value in result.records]}
-    return {"type": "produce", "replica": result.replica, "record": int(result.value), "records": result.count,
-            "acks": result.acks, "error": result.error, "offset": result.offset}
+    def _consumed(self, replica: int, records: tuple) -> list:
+        """``[offset, record id]`` of each record a consume returned. A consume reads from offset 0,
+        and the client's records of a broker extend those of its last read: only the new ones are
+        converted (the pairs of the prefix, never modified, are shared with the last output)."""
+        last, pairs = self._consumes.get(replica, ((), []))
+        n = len(last)
+        if not (n and len(records) >= n and records[:n] == last):
+            n, pairs = 0, []
+        pairs = pairs[:n] + [[offset, int(value)] for offset, value in records[n:]]
+        self._consumes[replica] = (records, pairs)
+        return pairs

@@ -61,17 +61,25 @@ class History(NamedTuple):
             if out["type"] == "produce":
                 if out["acks"] == -1:
                     written = tuple((out["offset"] + i, out["record"] + i) for i in range(out["records"]))
-                    h = h._replace(acked=tuple(sorted(h.acked + written)))
+                    h = h._replace(acked=_merged(h.acked, written))
                 continue
-            pairs = {tuple(p) for p in out["records"]}
-            if not pairs <= set(h.consumed):
-                h = h._replace(consumed=tuple(sorted(set(h.consumed) | pairs)))
+            new = set(map(tuple, out["records"])).difference(h.consumed)
+            if new:
+                h = h._replace(consumed=_merged(h.consumed, tuple(sorted(new))))
             hw = out["hw"]
             if hw < h.max_consumer_hw:
                 h = h._replace(consumer_hw_regressed=True)
             elif hw > h.max_consumer_hw:
                 h = h._replace(max_consumer_hw=hw)
         return h
+
+
+def _merged(kept: tuple, new: tuple) -> tuple:
+    """Two sorted tuples as one: new writes and reads mostly come after all earlier ones, and a
+    long run must not sort everything it was told at every step."""
+    if not kept or not new or kept[-1] < new[0]:
+        return kept + new
+    return tuple(sorted(kept + new))
 
 
 EMPTY_HISTORY = History(0, (), (), -1, False, 0, 0, 0, 0, 0, 0, 0)
