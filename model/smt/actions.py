@@ -1,0 +1,574 @@
+"""One encoded transition per step kind of ``model/actions.py``: its guard (when the model takes
+the step) and its effect (the successor), each following the model's action of the same name.
+Protocol differences are the ``rules`` calls (``model/smt/protocols.py``). A step the encoding
+does not cover raises ``Unsupported`` naming it; nothing is skipped silently.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import z3
+
+from ..alphabet import MESSAGE_KINDS, STEPS, Step
+from .protocols import Protocol
+from .state import ERROR, KIND, Bounds
+from .terms import Next, count, zmin
+
+
+class Unsupported(ValueError):
+    """A step (or a field value of it) the encoding does not cover."""
+
+
+def _rules(nx: Next) -> Protocol:
+    return nx.rules
+
+
+def _not(x):
+    return z3.Not(x)
+
+
+def maybe_increment_leader_hw(nx: Next, r: int) -> None:
+    """Partition.maybeIncrementLeaderHW: HW = min LEO over the maximal ISR (only moves up), then
+    DelayedProduce completion of the acks=all requests the HW passed (acknowledged with NONE
+    while the ISR holds min.insync.replicas members)."""
+    def lead(x: Next) -> None:
+        n, b = x.b.replicas, x.b
+        new_hw = x.rep(r, "len")
+        for f in range(n):
+            if f != r:
+                member = z3.Or(x.rep(r, f"isr{f}"), z3.And(x.rep(r, "pend"), x.rep(r, f"pisr{f}")))
+                remote = x.rep(r, f"rleo{f}")
+                new_hw = z3.If(z3.And(member, remote < new_hw), remote, new_hw)
+        hw = z3.If(new_hw > x.rep(r, "hw"), new_hw, x.rep(r, "hw"))
+        x.set_rep(r, hw=hw)
+        enough = x.isr_count(r) >= x.cfg.min_insync_replicas
+        done = {k: z3.And(x.rep(r, f"pp{k}"), x.rep(r, f"ppoff{k}") + x.rep(r, f"ppn{k}") <= hw)
+                for k in range(1, b.records + 1)}
+        for t in range(1, b.records + 1):
+            for k in range(max(1, t - b.batch + 1), t + 1):
+                acks = z3.And(done[k], enough, x.rep(r, f"ppn{k}") > t - k)
+                x[f"acked{t}"] = z3.Or(x[f"acked{t}"], acks)
+                x[f"ackoff{t}"] = z3.If(acks, x.rep(r, f"ppoff{k}") + (t - k), x[f"ackoff{t}"])
+        for k in range(1, b.records + 1):
+            _clear_pending(x, r, k, done[k])
+    nx.branch(nx.rep(r, "leader") == r, lead)
+
+
+def _clear_pending(nx: Next, r: int, k: int, when=True) -> None:
+    nx.set_rep(r, **{f"pp{k}": z3.If(when, False, nx.rep(r, f"pp{k}"))})
+    for f in ("ppoff", "ppdl", "ppn"):
+        nx.set_rep(r, **{f"{f}{k}": z3.If(when, 0, nx.rep(r, f"{f}{k}"))})
+
+
+def _isr_fields(nx: Next, key: str) -> dict:
+    return {f"isr{j}": nx[f"{key}{j}"] for j in range(nx.b.replicas)}
+
+
+def _leader_guard(nx: Next, r: int):
+    return z3.And(nx.rep(r, "alive"), nx.rep(r, "leader") == r, _not(nx.rep(r, "pend")))
+
+
+def _propose_isr(nx: Next, r: int, proposed: list) -> None:
+    nx.push("alter_partition", r, {"lepoch": nx.rep(r, "lepoch"), "pepoch": nx.rep(r, "pepoch"),
+                                   **{f"isr{j}": m for j, m in enumerate(proposed)}})
+    nx.set_rep(r, pend=z3.BoolVal(True), **{f"pisr{j}": m for j, m in enumerate(proposed)})
+
+
+def _send_leader_and_isr(nx: Next, to) -> None:
+    """The controller's partition state, to broker ``to`` if it is alive."""
+    nx.push("leader_and_isr", to, {"leader": nx["c.leader"], "lepoch": nx["c.lepoch"], "pepoch": nx["c.pepoch"],
+                                   **_isr_fields(nx, "c.isr")}, when=nx.rep(to, "alive"))
+
+
+def _broadcast(nx: Next) -> None:
+    for b in range(nx.b.replicas):
+        nx.branch(_not(nx[f"c.fenced{b}"]), lambda x, b=b: _send_leader_and_isr(x, b))
+
+
+def _register(nx: Next, r: int) -> None:
+    nx[f"c.fenced{r}"] = z3.BoolVal(False)
+    _send_leader_and_isr(nx, r)
+
+
+def _has_message(nx: Next, q: str, r: int, index: int = 0):
+    return z3.BoolVal(False) if index >= nx.b.capacity(q) else nx.queue_len(q, r) > index
+
+
+# -- client requests -----------------------------------------------------------------------------------
+
+def guard_produce(nx: Next, st: Step):
+    return nx.rep(st.replica, "alive")
+
+
+def effect_produce(nx: Next, st: Step) -> None:
+    r, acks, n = st.replica, st.arg, st.records
+    record = nx["produced"] + 1
+
+    def append(x: Next) -> None:
+        b = x.b
+        offset = x.rep(r, "len")
+        x.fits.append(offset + n <= b.log)
+        for k in range(b.log):
+            here = z3.And(k >= offset, k < offset + n)
+            x.set_rep(r, **{f"e{k}": z3.If(here, x.rep(r, "lepoch"), x.rep(r, f"e{k}")),
+                            f"rec{k}": z3.If(here, record + (k - offset), x.rep(r, f"rec{k}")),
+                            f"base{k}": z3.If(here, offset, x.rep(r, f"base{k}"))})
+        length = offset + n
+        x.set_rep(r, len=length, durable=x.flush_policy(length, x.rep(r, "durable")))
+        if acks == -1:
+            x.fits.append(record + n - 1 <= b.records)
+            for k in range(1, b.records + 1):
+                here = record == k
+                x.set_rep(r, **{f"pp{k}": z3.Or(here, x.rep(r, f"pp{k}")),
+                                f"ppoff{k}": z3.If(here, offset, x.rep(r, f"ppoff{k}")),
+                                f"ppdl{k}": z3.If(here, x["now"] + x.cfg.request_timeout_ticks, x.rep(r, f"ppdl{k}")),
+                                f"ppn{k}": z3.If(here, n, x.rep(r, f"ppn{k}"))})
+        maybe_increment_leader_hw(x, r)
+
+    accepted = nx.rep(r, "leader") == r
+    if acks == -1:
+        accepted = z3.And(accepted, nx.isr_count(r) >= nx.cfg.min_insync_replicas)
+    nx.branch(accepted, append)
+    nx["produced"] = nx["produced"] + n
+
+
+def guard_consume(nx: Next, st: Step):
+    return nx.rep(st.replica, "alive")
+
+
+def effect_consume(nx: Next, st: Step) -> None:
+    r = st.replica
+    served = nx.rep(r, "leader") == r
+    refused = _rules(nx).consume_error(nx, r)
+    if refused is not None:
+        served = z3.And(served, _not(refused))
+
+    def read(x: Next) -> None:
+        b, hw = x.b, x.rep(r, "hw")
+        for o in range(b.log):
+            rec = x.rep(r, f"rec{o}")
+            x.fits.append(z3.Implies(o < hw, z3.And(rec >= 1, rec <= b.records)))
+            for k in range(1, b.records + 1):
+                x[f"cons{o}_{k}"] = z3.Or(x[f"cons{o}_{k}"], z3.And(o < hw, rec == k))
+        x["regressed"] = z3.Or(x["regressed"], hw < x["maxhw"])
+        x["maxhw"] = z3.If(hw > x["maxhw"], hw, x["maxhw"])
+    nx.branch(served, read)
+
+
+# -- replication: the follower's fetch round -------------------------------------------------------------
+
+def _outstanding(nx: Next, r: int):
+    leader, epoch = nx.rep(r, "leader"), nx.rep(r, "lepoch")
+    found = []
+    for q in ("fetch_requests", "fetch_responses"):
+        for slot in range(nx.b.capacity(q)):
+            found.append(z3.And(slot < nx.queue_len(q, r), nx.msg(q, r, slot, "leader") == leader,
+                                nx.msg(q, r, slot, "lepoch") == epoch))
+    return z3.Or(found)
+
+
+def guard_send_fetch(nx: Next, st: Step):
+    r = st.replica
+    leader = nx.rep(r, "leader")
+    return z3.And(nx.rep(r, "alive"), leader != -1, leader != r, _not(_outstanding(nx, r)))
+
+
+def effect_send_fetch(nx: Next, st: Step) -> None:
+    r = st.replica
+    leader, n = nx.rep(r, "leader"), nx.rep(r, "len")
+    query = z3.BoolVal(False)
+    if _rules(nx).uses_epoch_queries:
+        query = z3.And(nx.rep(r, "trunc") >= 0, n > 0)
+    nx.push("fetch_requests", r, {
+        "leader": leader, "lepoch": nx.rep(r, "lepoch"), "off": z3.If(query, -1, n),
+        "lfe": z3.If(query, -1, nx.latest_epoch(f"r{r}.")), "qe": z3.If(query, nx.rep(r, "trunc"), -1),
+        "mb": z3.IntVal(0)}, when=nx.of_replica(leader, "alive"))
+
+
+def guard_handle_fetch(nx: Next, st: Step):
+    return _has_message(nx, "fetch_requests", st.replica)
+
+
+def effect_handle_fetch(nx: Next, st: Step) -> None:
+    r = st.replica
+    req = nx.pop("fetch_requests", r)
+    rules = _rules(nx)
+
+    def serve(x: Next, d: int) -> None:
+        def respond(y: Next, error: str | object, kind: str, hw=-1, epoch=-1, end=-1, start=None) -> None:
+            fields = {"leader": z3.IntVal(d), "lepoch": req["lepoch"],
+                      "err": ERROR[error] if isinstance(error, str) else error, "kind": z3.IntVal(KIND[kind]),
+                      "hw": hw, "ep": epoch, "end": end}
+            if start is not None:
+                rn = y.rep(d, "len") - start
+                fields.update(rn=rn, rstart=z3.If(rn > 0, start, 0))
+                for k in range(y.b.log):
+                    for f in ("e", "rec", "base"):
+                        fields[f"{f}{k}"] = z3.If(k < rn, y.log_field(f"r{d}.", f, start + k), 0)
+            y.push("fetch_responses", r, {k: z3.IntVal(v) if isinstance(v, int) else v for k, v in fields.items()},
+                   when=y.rep(r, "alive"))
+
+        def records(y: Next) -> None:
+            leo, off = y.rep(d, "len"), req["off"]
+            y.set_rep(d, **{f"rleo{r}": off, f"lcu{r}": z3.If(off >= leo, y["now"], y.rep(d, f"lcu{r}"))})
+            maybe_increment_leader_hw(y, d)
+            respond(y, "NONE", "records", hw=y.rep(d, "hw"),
+                    start=z3.If(off < leo, y.log_field(f"r{d}.", "base", off), leo))
+
+        def fetch(y: Next) -> None:
+            leo = y.rep(d, "len")
+            y.branch(req["off"] > leo, lambda z: respond(z, "OFFSET_OUT_OF_RANGE", "error", end=leo), records)
+
+        def query(y: Next) -> None:
+            epoch, end = rules.answer_epoch_query(y, f"r{d}.", req["qe"])
+            respond(y, "NONE", "epoch_end", epoch=epoch, end=end)
+
+        def valid(y: Next) -> None:
+            y.branch(req["qe"] >= 0, query, fetch)
+
+        def led(y: Next) -> None:
+            check = rules.check_fetch(y, d, req)
+            if check is None:
+                return valid(y)
+            refused, error, epoch, end = check
+            y.branch(refused, lambda z: z.branch(
+                error != ERROR["NONE"], lambda w: respond(w, error, "error"),
+                lambda w: respond(w, "NONE", "diverging", epoch=epoch, end=end)), valid)
+
+        x.branch(x.rep(d, "leader") != d, lambda y: respond(y, "NOT_LEADER_OR_FOLLOWER", "error"), led)
+
+    nx.cases(req["leader"], range(nx.b.replicas), serve)
+
+
+def guard_handle_fetch_response(nx: Next, st: Step):
+    return z3.And(nx.rep(st.replica, "alive"), _has_message(nx, "fetch_responses", st.replica))
+
+
+def effect_handle_fetch_response(nx: Next, st: Step) -> None:
+    r = st.replica
+    resp = nx.pop("fetch_responses", r)
+    p = f"r{r}."
+    rules = _rules(nx)
+
+    def records(x: Next) -> None:
+        def append(y: Next) -> None:
+            cut, rn = resp["rstart"], resp["rn"]
+            y.fits.append(cut + rn <= y.b.log)
+            for k in range(y.b.log):
+                for f in ("e", "rec", "base"):
+                    theirs = z3.IntVal(0)
+                    for j in range(y.b.log - 1, -1, -1):
+                        theirs = z3.If(k - cut == j, resp[f"{f}{j}"], theirs)
+                    y[f"{p}{f}{k}"] = z3.If(k < cut, y[f"{p}{f}{k}"], z3.If(k < cut + rn, theirs, 0))
+            y.set_rep(r, len=cut + rn, durable=zmin(y.rep(r, "durable"), cut))
+        x.branch(resp["rn"] > 0, append)
+        n = x.rep(r, "len")
+        x.set_rep(r, durable=x.flush_policy(n, x.rep(r, "durable")), hw=zmin(resp["hw"], n))
+
+    def diverging(x: Next) -> None:
+        own_epoch, own_end = x.end_offset_for(p, resp["ep"])
+        x.truncate_to(r, z3.If(own_epoch == resp["ep"], zmin(resp["end"], own_end), own_end))
+
+    def by_kind(x: Next) -> None:
+        kind = resp["kind"]
+        x.branch(kind == KIND["records"], records, lambda y: y.branch(
+            kind == KIND["epoch_end"], lambda z: rules.handle_epoch_answer(z, r, resp["ep"], resp["end"]),
+            lambda z: z.branch(kind == KIND["diverging"], diverging, lambda w: w.branch(
+                resp["err"] == ERROR["OFFSET_OUT_OF_RANGE"], lambda v: v.truncate_to(r, resp["end"])))))
+
+    nx.branch(z3.And(resp["leader"] == nx.rep(r, "leader"), resp["lepoch"] == nx.rep(r, "lepoch")), by_kind)
+
+
+# -- partition state: LeaderAndIsr and the ISR ------------------------------------------------------------
+
+def guard_deliver_leader_and_isr(nx: Next, st: Step):
+    return _has_message(nx, "leader_and_isr", st.replica, st.index)
+
+
+def effect_deliver_leader_and_isr(nx: Next, st: Step) -> None:
+    r, n = st.replica, nx.b.replicas
+    m = nx.pop("leader_and_isr", r, st.index)
+    le, pe = nx.rep(r, "lepoch"), nx.rep(r, "pepoch")
+    newer = z3.Or(m["lepoch"] > le, z3.And(m["lepoch"] == le, m["pepoch"] > pe))
+    if not _rules(nx).follows_leaderless:
+        newer = z3.And(newer, m["leader"] != -1)
+    isr = {f"isr{j}": m[f"isr{j}"] for j in range(n)}
+    neutral = {**{f"rleo{j}": z3.IntVal(-1) for j in range(n)}, **{f"pisr{j}": z3.BoolVal(False) for j in range(n)},
+               "pend": z3.BoolVal(False)}
+
+    def make_leader(x: Next) -> None:
+        x.set_rep(r, leader=z3.IntVal(r), lepoch=m["lepoch"], pepoch=m["pepoch"], eso=x.rep(r, "len"),
+                  trunc=z3.IntVal(-1), **isr, **neutral,
+                  **{f"lcu{j}": z3.If(m[f"isr{j}"], x["now"], 0) for j in range(n)})
+        maybe_increment_leader_hw(x, r)
+
+    def make_follower(x: Next) -> None:
+        for k in range(1, x.b.records + 1):
+            _clear_pending(x, r, k)
+        x.set_rep(r, leader=m["leader"], lepoch=m["lepoch"], pepoch=m["pepoch"], eso=z3.IntVal(-1), **isr, **neutral,
+                  **{f"lcu{j}": z3.IntVal(0) for j in range(n)})
+        _rules(x).make_follower(x, r)
+
+    def apply(x: Next) -> None:
+        x.branch(m["lepoch"] == le, lambda y: y.set_rep(r, pepoch=m["pepoch"], **isr),
+                 lambda y: y.branch(m["leader"] == r, make_leader, make_follower))
+    nx.branch(newer, apply)
+
+
+def _lagging(nx: Next, r: int) -> list:
+    lag = nx.cfg.replica_lag_time_max_ticks
+    return [z3.And(nx.rep(r, f"isr{f}"), nx["now"] - nx.rep(r, f"lcu{f}") > lag) if f != r else z3.BoolVal(False)
+            for f in range(nx.b.replicas)]
+
+
+def _caught_up(nx: Next, r: int) -> list:
+    may = _rules(nx).may_expand_isr(nx, r)
+    return [z3.And(may, _not(nx.rep(r, f"isr{f}")), nx.rep(r, f"rleo{f}") >= nx.rep(r, "hw")) if f != r
+            else z3.BoolVal(False) for f in range(nx.b.replicas)]
+
+
+def guard_shrink_isr(nx: Next, st: Step):
+    return z3.And(_leader_guard(nx, st.replica), z3.Or(_lagging(nx, st.replica)))
+
+
+def effect_shrink_isr(nx: Next, st: Step) -> None:
+    r = st.replica
+    _propose_isr(nx, r, [z3.And(nx.rep(r, f"isr{j}"), _not(out)) for j, out in enumerate(_lagging(nx, r))])
+
+
+def guard_expand_isr(nx: Next, st: Step):
+    return z3.And(_leader_guard(nx, st.replica), z3.Or(_caught_up(nx, st.replica)))
+
+
+def effect_expand_isr(nx: Next, st: Step) -> None:
+    r = st.replica
+    _propose_isr(nx, r, [z3.Or(nx.rep(r, f"isr{j}"), new) for j, new in enumerate(_caught_up(nx, r))])
+    maybe_increment_leader_hw(nx, r)
+
+
+def guard_handle_alter_partition(nx: Next, st: Step):
+    return _has_message(nx, "alter_partition", st.replica)
+
+
+def effect_handle_alter_partition(nx: Next, st: Step) -> None:
+    r, n = st.replica, nx.b.replicas
+    m = nx.pop("alter_partition", r)
+    fenced = z3.Or([z3.And(m[f"isr{j}"], nx[f"c.fenced{j}"]) for j in range(n)])
+    error = z3.If(z3.Or(nx["c.leader"] != r, m["lepoch"] != nx["c.lepoch"]), ERROR["FENCED_LEADER_EPOCH"],
+                  z3.If(m["pepoch"] != nx["c.pepoch"], ERROR["INVALID_UPDATE_VERSION"],
+                        z3.If(fenced, ERROR["INELIGIBLE_REPLICA"], ERROR["NONE"])))
+
+    def commit(x: Next) -> None:
+        for j in range(n):
+            x[f"c.isr{j}"] = m[f"isr{j}"]
+        x["c.pepoch"] = x["c.pepoch"] + 1
+    nx.branch(error == ERROR["NONE"], commit)
+    nx.push("alter_partition_responses", r, {"err": error, "lepoch": nx["c.lepoch"], "pepoch": nx["c.pepoch"],
+                                             "rlepoch": m["lepoch"], **_isr_fields(nx, "c.isr")},
+            when=nx.rep(r, "alive"))
+
+
+def guard_handle_alter_partition_response(nx: Next, st: Step):
+    return z3.And(nx.rep(st.replica, "alive"), _has_message(nx, "alter_partition_responses", st.replica))
+
+
+def effect_handle_alter_partition_response(nx: Next, st: Step) -> None:
+    r, n = st.replica, nx.b.replicas
+    m = nx.pop("alter_partition_responses", r)
+
+    def adopt(x: Next) -> None:
+        x.set_rep(r, pepoch=m["pepoch"], **{f"isr{j}": m[f"isr{j}"] for j in range(n)})
+        maybe_increment_leader_hw(x, r)
+
+    def answer(x: Next) -> None:
+        x.set_rep(r, pend=z3.BoolVal(False), **{f"pisr{j}": z3.BoolVal(False) for j in range(n)})
+        x.branch(z3.And(m["lepoch"] == x.rep(r, "lepoch"), m["pepoch"] >= x.rep(r, "pepoch")), adopt)
+    nx.branch(m["rlepoch"] == nx.rep(r, "lepoch"), answer)
+
+
+# -- the controller -----------------------------------------------------------------------------------------
+
+def _elect_choice(nx: Next) -> tuple:
+    """(clean choice or -1, unclean choice or -1): the first unfenced ISR member, the first unfenced broker."""
+    clean = unclean = z3.IntVal(-1)
+    for j in range(nx.b.replicas - 1, -1, -1):
+        free = _not(nx[f"c.fenced{j}"])
+        clean = z3.If(z3.And(nx[f"c.isr{j}"], free), j, clean)
+        unclean = z3.If(free, j, unclean)
+    return clean, unclean
+
+
+def guard_elect(nx: Next, st: Step):
+    target = st.replica
+    if target != -1:
+        return z3.And(nx[f"c.isr{target}"], _not(nx[f"c.fenced{target}"]), nx["c.leader"] != target)
+    clean, unclean = _elect_choice(nx)
+    eligible = z3.Or(clean != -1, unclean != -1) if nx.cfg.unclean_leader_election_enable else clean != -1
+    return z3.And(nx["c.leader"] == -1, eligible)
+
+
+def effect_elect(nx: Next, st: Step) -> None:
+    n = nx.b.replicas
+    if st.replica != -1:
+        leader, isr = z3.IntVal(st.replica), [nx[f"c.isr{j}"] for j in range(n)]
+    else:
+        clean, unclean = _elect_choice(nx)
+        leader = z3.If(clean != -1, clean, unclean)
+        isr = [z3.If(clean != -1, nx[f"c.isr{j}"], unclean == j) for j in range(n)]
+    nx["c.leader"], nx["c.lepoch"], nx["c.pepoch"] = leader, nx["c.lepoch"] + 1, nx["c.pepoch"] + 1
+    for j in range(n):
+        nx[f"c.isr{j}"] = isr[j]
+    _broadcast(nx)
+    if st.replica != -1:
+        nx["h.moves"] = nx["h.moves"] + 1
+
+
+def guard_fence(nx: Next, st: Step):
+    return _not(nx[f"c.fenced{st.replica}"])
+
+
+def effect_fence(nx: Next, st: Step) -> None:
+    r, n = st.replica, nx.b.replicas
+    shrinks = z3.And(nx[f"c.isr{r}"], count([nx[f"c.isr{j}"] for j in range(n)]) > 1)
+    deposed = nx["c.leader"] == r
+    nx[f"c.isr{r}"] = z3.And(nx[f"c.isr{r}"], _not(shrinks))
+    nx["c.lepoch"] = z3.If(deposed, nx["c.lepoch"] + 1, nx["c.lepoch"])
+    nx["c.leader"] = z3.If(deposed, -1, nx["c.leader"])
+    changed = z3.Or(shrinks, deposed)
+    nx["c.pepoch"] = z3.If(changed, nx["c.pepoch"] + 1, nx["c.pepoch"])
+    nx[f"c.fenced{r}"] = z3.BoolVal(True)
+    nx.branch(changed, _broadcast)
+    nx["h.zombies"] = nx["h.zombies"] + z3.If(nx.rep(r, "alive"), 1, 0)
+
+
+def guard_rejoin(nx: Next, st: Step):
+    return z3.And(nx.rep(st.replica, "alive"), nx[f"c.fenced{st.replica}"])
+
+
+def effect_rejoin(nx: Next, st: Step) -> None:
+    _register(nx, st.replica)
+
+
+# -- brokers: failures, restarts, disks, fsync ---------------------------------------------------------------
+
+def guard_crash(nx: Next, st: Step):
+    return nx.rep(st.replica, "alive")
+
+
+def effect_crash(nx: Next, st: Step) -> None:
+    r = st.replica
+    if st.arg == "clean":
+        nx.set_rep(r, durable=nx.rep(r, "len"), hwc=nx.rep(r, "hw"))
+    for k in range(1, nx.b.records + 1):
+        _clear_pending(nx, r, k)
+    nx.set_rep(r, alive=z3.BoolVal(False), plost=z3.BoolVal(st.arg == "power"))
+    for q in MESSAGE_KINDS.values():
+        nx.clear(q, r)
+    for q in ("fetch_requests", "fetch_responses"):
+        for f in range(nx.b.replicas):
+            nx.keep_only(q, f, lambda slot, q=q, f=f: nx.msg(q, f, slot, "leader") != r)
+    nx["h.crashes"] = nx["h.crashes"] + 1
+    if st.arg == "power":
+        nx["h.plosses"] = nx["h.plosses"] + 1
+
+
+def guard_restart(nx: Next, st: Step):
+    return _not(nx.rep(st.replica, "alive"))
+
+
+def effect_restart(nx: Next, st: Step) -> None:
+    r, n = st.replica, nx.b.replicas
+    p = f"r{r}."
+    nx["h.bounces"] = nx["h.bounces"] + z3.If(nx[f"c.fenced{r}"], 0, 1)
+    nx.branch(nx.rep(r, "plost"), lambda x: x.cut_log(p, zmin(x.rep(r, "durable"), x.rep(r, "len"))))
+    length = nx.rep(r, "len")
+    nx.set_rep(r, alive=z3.BoolVal(True), durable=zmin(nx.rep(r, "durable"), length),
+               hw=zmin(nx.rep(r, "hwc"), length), leader=z3.IntVal(-1), lepoch=z3.IntVal(-1),
+               pepoch=z3.IntVal(-1), eso=z3.IntVal(-1), trunc=z3.IntVal(-1), pend=z3.BoolVal(False),
+               plost=z3.BoolVal(False),
+               **{f"{f}{j}": v for j in range(n) for f, v in (("isr", z3.BoolVal(False)), ("pisr", z3.BoolVal(False)),
+                                                               ("rleo", z3.IntVal(-1)), ("lcu", z3.IntVal(0)))})
+    for k in range(1, nx.b.records + 1):
+        _clear_pending(nx, r, k)
+    _register(nx, r)
+
+
+def guard_lose_disk(nx: Next, st: Step):
+    return _not(nx.rep(st.replica, "alive"))
+
+
+def effect_lose_disk(nx: Next, st: Step) -> None:
+    r = st.replica
+    nx.cut_log(f"r{r}.", z3.IntVal(0))
+    nx.set_rep(r, durable=z3.IntVal(0), hw=z3.IntVal(0), hwc=z3.IntVal(0), plost=z3.BoolVal(True))
+    nx["h.dlosses"] = nx["h.dlosses"] + 1
+
+
+def guard_flush(nx: Next, st: Step):
+    r = st.replica
+    return z3.And(nx.rep(r, "alive"), z3.Or(nx.rep(r, "durable") != nx.rep(r, "len"), nx.rep(r, "hwc") != nx.rep(r, "hw")))
+
+
+def effect_flush(nx: Next, st: Step) -> None:
+    nx.set_rep(st.replica, durable=nx.rep(st.replica, "len"), hwc=nx.rep(st.replica, "hw"))
+
+
+def guard_checkpoint_hw(nx: Next, st: Step):
+    return z3.And(nx.rep(st.replica, "alive"), nx.rep(st.replica, "hwc") != nx.rep(st.replica, "hw"))
+
+
+def effect_checkpoint_hw(nx: Next, st: Step) -> None:
+    nx.set_rep(st.replica, hwc=nx.rep(st.replica, "hw"))
+
+
+def guard_tick(nx: Next, st: Step):
+    return z3.BoolVal(True)
+
+
+def effect_tick(nx: Next, st: Step) -> None:
+    """Clock advance; DelayedProduce past request.timeout.ms expires (REQUEST_TIMED_OUT)."""
+    nx["now"] = nx["now"] + 1
+    for r in range(nx.b.replicas):
+        for k in range(1, nx.b.records + 1):
+            _clear_pending(nx, r, k, z3.And(nx.rep(r, f"pp{k}"), nx.rep(r, f"ppdl{k}") < nx["now"]))
+
+
+def guard_drop(nx: Next, st: Step):
+    return _has_message(nx, MESSAGE_KINDS[st.arg], st.replica, st.index)
+
+
+def effect_drop(nx: Next, st: Step) -> None:
+    """Loss of one message; the leader resends a pending ISR change whose request or answer is lost."""
+    r = st.replica
+    nx.pop(MESSAGE_KINDS[st.arg], r, st.index)
+    nx["h.drops"] = nx["h.drops"] + 1
+    if st.arg in ("alter_partition", "alter_partition_response"):
+        nx.branch(nx.rep(r, "pend"), lambda x: _propose_isr(
+            x, r, [x.rep(r, f"pisr{j}") for j in range(x.b.replicas)]))
+
+
+ENCODED: dict[str, tuple[Callable, Callable]] = {
+    name: (globals()[f"guard_{name}"], globals()[f"effect_{name}"]) for name in STEPS if f"guard_{name}" in globals()}
+
+
+def unsupported(st: Step) -> str | None:
+    """Why the encoding cannot take ``st``, or None."""
+    if st.name not in ENCODED:
+        return f"step {st.name!r} has no SMT encoding"
+    if st.name == "send_fetch" and st.max_batches:
+        return "send_fetch with max_batches > 0 (partial fetches) has no SMT encoding"
+    if st.name == "crash" and (st.survive or st.torn):
+        return "crash with survive or torn (partial write-back) has no SMT encoding"
+    return None
+
+
+def successor(cfg, rules: Protocol, b: Bounds, s: dict, st: Step) -> tuple:
+    """(guard, successor, fits) of step ``st`` from the encoded state ``s``: the model takes the
+    step where ``guard`` holds, reaching ``successor``, which the encoding holds where ``fits``."""
+    reason = unsupported(st)
+    if reason:
+        raise Unsupported(reason)
+    guard, effect = ENCODED[st.name]
+    nx = Next(cfg, b, s, rules)
+    effect(nx, st)
+    return guard(Next(cfg, b, s, rules), st), nx.s, z3.And(nx.fits) if nx.fits else z3.BoolVal(True)
