@@ -24,6 +24,7 @@ from pathlib import Path
 # name -> (module defining ``add_arguments(parser)`` and ``run(args) -> int``, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "explore": ("isrcheck.conformance.cmd_explore", "exhaustively explore the reference model"),
+    "prove": ("isrcheck.conformance.cmd_prove", "bounded model checking and k-induction of the model with z3"),
     "check": ("isrcheck.conformance.cmd_check", "replay a schedule on the model and the implementation in lockstep"),
     "shrink": ("isrcheck.conformance.cmd_shrink", "shrink a failing schedule to a minimal one that fails the same way"),
     "fuzz": ("isrcheck.conformance.campaign.command", "fuzz random crash schedules on Spark, resumable"),

@@ -38,6 +38,13 @@ _OPTION.update({name: f"--{flag}" for flag, name, _help in _FAULT_CLASSES + _FAU
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_model_arguments(parser)
+    _add_explorer_arguments(parser)
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The protocol, cluster config, scope bounds and ``--property``: what every engine over the
+    model (explore, prove) takes; ``_build`` reads them."""
     parser.add_argument("--protocol", required=True, help=f"protocol variant: {', '.join(PROTOCOLS)}")
     parser.add_argument("--replicas", type=_COUNT, default=3, help="replication factor, 1..5 (default 3)")
     parser.add_argument("--min-isr", type=_COUNT, default=2, help="min.insync.replicas (default 2)")
@@ -69,6 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             f"{','.join(_DEFAULT.crash_kinds)})")
     parser.add_argument("--property", action="append", default=None, metavar="ID",
                         help="check only this property (repeatable; default: all)")
+
+
+def _add_explorer_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-states", type=Number(int, 1, INT64_MAX), default=None, help="stop after this many states")
     parser.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
     parser.add_argument("--replay-on-impl", action="store_true",
@@ -140,14 +150,14 @@ def run(args) -> int:
     return 0 if result.complete and not result.violations else 1
 
 
-def _schedule(config: ModelConfig, violation):
+def _schedule(config: ModelConfig, violation, engine: str = "explore"):
     """A counterexample as a schedule, the format every other part of isrcheck reads."""
     from .schedule import Schedule
 
     return Schedule.from_json({"version": 1, "protocol": config.protocol, "config": config.to_schedule(),
                                "steps": violation.trace, "name": f"{config.protocol}-{violation.property}",
                                "description": f"shortest counterexample to {violation.property} "
-                                              "found by isrcheck explore"})
+                                              f"found by isrcheck {engine}"})
 
 
 def _replay_on_impl(config: ModelConfig, result) -> list:
@@ -158,7 +168,7 @@ def _replay_on_impl(config: ModelConfig, result) -> list:
     return [run_schedule(_schedule(config, v), properties=[v.property]) for v in result.violations]
 
 
-def _save(directory: str, config: ModelConfig, result) -> None:
+def _save(directory: str, config: ModelConfig, result, engine: str = "explore") -> None:
     """Write DIR/<protocol>-<property>.json per violation (replayable with ``isrcheck check``)."""
     from pathlib import Path
 
@@ -166,7 +176,7 @@ def _save(directory: str, config: ModelConfig, result) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
         for v in result.violations:
-            (out / f"{config.protocol}-{v.property}.json").write_text(_schedule(config, v).dumps())
+            (out / f"{config.protocol}-{v.property}.json").write_text(_schedule(config, v, engine).dumps())
     except OSError as exc:
         raise UsageError(f"--save {directory}: {exc.strerror or exc}") from None
 

@@ -1,0 +1,478 @@
+"""Bounded model checking and k-induction over the encoding, within an exploration scope.
+
+One unrolling serves every depth: depth k+1 adds one transition (a selector naming which of the
+scope's candidate transitions is taken, its guard and scope condition, and the successor's keys
+as fresh constants equal to the chosen candidate's terms) to the solver, and each property is
+asked about the newest state inside ``push``/``pop``. Transitions are the explorer's: one step,
+or with ``scope.fetch_rounds`` a follower's whole fetch round, whose inner state (after
+handle_fetch) is checked too; so the shortest violation in transitions is the explorer's.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import z3
+
+from ...specs import BY_ID
+from ..alphabet import MESSAGE_KINDS, Step, steps_of
+from ..config import ModelConfig, Scope
+from ..explorer import _scoped_kinds, replay, state_key
+from ..state import State, initial_state
+from .actions import Unsupported, successor, unsupported
+from .properties import FORMULAS
+from .protocols import rules_for
+from .state import Bounds, QUEUES, SCALARS, constant, decode, embed, fresh, schema, values_of
+from .terms import count, same
+
+_FETCH_ROUND = ("send_fetch", "handle_fetch", "handle_fetch_response")
+_PREPROCESS = z3.Then("simplify", "propagate-values", "solve-eqs", "elim-uncnstr", "simplify", "smt")
+
+
+class EncodingError(AssertionError):
+    """A trace the solver found does not do on the model what the solver says: an encoding bug."""
+
+
+def bounds_for(config: ModelConfig, scope: Scope, leader_and_isr: int = 4) -> Bounds:
+    """Bounds that hold every state of ``scope``: a log holds each record at most once (at the
+    offset its leader wrote it), record ids stop at ``max_records``."""
+    if scope.exclude_known_losses:
+        raise Unsupported("scope exclude_known_losses has no SMT encoding")
+    fetch = 1 if scope.fetch_rounds and not scope.max_drops else 2
+    return Bounds(replicas=config.replicas, log=max(scope.max_records, 1), records=max(scope.max_records, 1),
+                  batch=scope.max_batch_records, fetch_requests=fetch, fetch_responses=fetch,
+                  leader_and_isr=leader_and_isr)
+
+
+def candidates(config: ModelConfig, scope: Scope, b: Bounds) -> list[tuple[Step, ...]]:
+    """The scope's transitions in the explorer's order: each a step, or a whole fetch round."""
+    out: list[tuple[Step, ...]] = []
+    n = config.replicas
+    static_off = {"consume": not scope.consumes, "flush": not scope.flushes, "checkpoint_hw": not scope.hw_checkpoints,
+                  "rejoin": scope.max_zombies == 0, "tick": scope.max_clock == 0, "drop": scope.max_drops == 0,
+                  "lose_disk": scope.max_disk_losses == 0}
+    for kind, steps in _scoped_kinds(config, scope):
+        name = kind.name
+        if static_off.get(name):
+            continue
+        if scope.fetch_rounds and name in _FETCH_ROUND:
+            if name == "send_fetch":
+                out += [(st, Step("handle_fetch", st.replica), Step("handle_fetch_response", st.replica))
+                        for st in steps]
+            continue
+        if steps is None:  # steps with an index: every position the encoding holds
+            combos = [st._replace(index=0) for st in _index_free(kind, n)]
+            steps = [st._replace(index=i) for st in combos
+                     for i in range(b.capacity(MESSAGE_KINDS[kind.queue or st.arg]))]
+        out += [(st,) for st in steps]
+    for steps in out:
+        for st in steps:
+            reason = unsupported(st)
+            if reason:
+                raise Unsupported(f"{reason} (a step of the scope: {json.dumps(st.to_json())})")
+    return out
+
+
+def _index_free(kind, n: int) -> list[Step]:
+    from ..alphabet import _combos
+    return [Step(kind.name, **c) for c in _combos(kind, n)]
+
+
+def in_scope(config: ModelConfig, scope: Scope, s: dict, st: Step):
+    """The explorer's scope condition (``explorer.in_scope``) as a formula."""
+    name, r = st.name, st.replica
+    if name == "produce":
+        ok = z3.And(s["produced"] + st.records <= scope.max_records, s[f"r{r}.leader"] == r)
+        if st.arg == -1:
+            ok = z3.And(ok, count([s[f"r{r}.isr{j}"] for j in range(config.replicas)]) >= config.min_insync_replicas)
+        return ok
+    if name == "crash":
+        ok = s["h.crashes"] < scope.max_crashes
+        return z3.And(ok, s["h.plosses"] < scope.max_power_losses) if st.arg == "power" else ok
+    if name == "elect":
+        ok = s["c.lepoch"] < scope.max_epoch
+        return z3.And(ok, s["h.moves"] < scope.max_leader_moves) if r != -1 else ok
+    if name == "tick":
+        return s["now"] < scope.max_clock
+    if name == "drop":
+        return s["h.drops"] < scope.max_drops
+    if name == "lose_disk":
+        return s["h.dlosses"] < scope.max_disk_losses
+    if name == "restart":
+        return z3.Or(s[f"c.fenced{r}"], s["h.bounces"] < scope.max_bounces)
+    if name == "fence":
+        return z3.And(z3.Or(z3.Not(s[f"r{r}.alive"]), s["h.zombies"] < scope.max_zombies),
+                      z3.Or(s["c.leader"] != r, s["c.lepoch"] < scope.max_epoch))
+    return z3.BoolVal(True)
+
+
+@dataclass
+class Transition:
+    """One candidate transition from a state: taken where ``enabled``; ``fits`` the bounds; the
+    successor ``post``; for a fetch round the state after handle_fetch, ``inner``."""
+
+    steps: tuple
+    enabled: object
+    fits: object
+    post: dict
+    inner: dict | None = None
+
+
+class Unrolling:
+    """States s_0 .. s_k linked by the scope's transitions in one solver."""
+
+    def __init__(self, config: ModelConfig, scope: Scope, bounds: Bounds | None = None,
+                 start: dict | None = None, timeout_ms: int = 60_000, name: str = "s", preprocess: bool = False):
+        self.config, self.scope = config, scope
+        self.rules = rules_for(config.protocol)
+        self.b = bounds or bounds_for(config, scope)
+        self.moves = candidates(config, scope, self.b)
+        self.schema = schema(self.b)
+        self.name = name
+        self.states = [start if start is not None else constant(self.b, embed(self.b, initial_state(config)))]
+        self.selectors: list = []
+        self.inner: list[list[tuple[int, dict]]] = []
+        self.blocked: list = []
+        self.solver = z3.SolverFor("QF_LIA")
+        self.solver.set("timeout", timeout_ms)
+        self.timeout_ms, self.preprocess = timeout_ms, preprocess
+        self.model, self.last_stats = None, {}
+
+    def transitions(self, s: dict) -> list[Transition]:
+        out = []
+        for steps in self.moves:
+            enabled, fits, post, inner = z3.BoolVal(True), [], s, None
+            for i, st in enumerate(steps):
+                guard, nxt, ok = successor(self.config, self.rules, self.b, post, st)
+                if i == 0:
+                    enabled = z3.And(guard, in_scope(self.config, self.scope, s, st))
+                    if len(steps) > 1:  # a round goes on only if its request was not lost to a dead leader
+                        enabled = z3.And(enabled, nxt[f"fetch_requests{st.replica}.n"] > post[f"fetch_requests{st.replica}.n"])
+                fits.append(ok)
+                post = nxt
+                if i == 1:
+                    inner = post
+            out.append(Transition(steps, enabled, z3.And(fits), post, inner))
+        return out
+
+    @property
+    def depth(self) -> int:
+        return len(self.states) - 1
+
+    def extend(self) -> None:
+        """Add transition k -> k+1."""
+        k = self.depth
+        s = self.states[-1]
+        moves = self.transitions(s)
+        sel = z3.Int(f"{self.name}.sel{k}")
+        self.selectors.append(sel)
+        self.solver.add(sel >= 0, sel < len(moves))
+        for j, t in enumerate(moves):
+            self.solver.add(z3.Implies(sel == j, z3.And(t.enabled, t.fits)))
+        self.blocked.append(z3.Or([z3.And(t.enabled, z3.Not(t.fits)) for t in moves]))
+        nxt = {}
+        for key, is_bool in self.schema.items():
+            terms = [t.post[key] for t in moves]
+            if all(same(v, s[key]) for v in terms):
+                nxt[key] = s[key]
+                continue
+            value = terms[-1]
+            for j in range(len(terms) - 2, -1, -1):
+                if not same(terms[j], value):
+                    value = z3.If(sel == j, terms[j], value)
+            var = (z3.Bool if is_bool else z3.Int)(f"{self.name}{k + 1}.{key}")
+            self.solver.add(var == value)
+            nxt[key] = var
+        self.states.append(nxt)
+        self.inner.append([(j, t.inner) for j, t in enumerate(moves) if t.inner is not None])
+
+    def violated(self, prop: str, k: int | None = None):
+        """The formula: ``prop`` fails in s_k or inside the fetch round that reached it."""
+        k = self.depth if k is None else k
+        formula = FORMULAS[prop]
+        bad = [z3.Not(formula(self.states[k], self.b))]
+        if k > 0:
+            sel = self.selectors[k - 1]
+            bad += [z3.And(sel == j, z3.Not(formula(inner, self.b))) for j, inner in self.inner[k - 1]]
+        return z3.Or(bad)
+
+    def check(self, *goals) -> z3.CheckSatResult:
+        """Satisfiability of the unrolling with ``goals``: within ``push``/``pop`` of the one
+        solver, or with ``preprocess`` on a solver of its own that first eliminates the
+        successor constants (z3 does not preprocess in incremental mode)."""
+        if self.preprocess:
+            solver = _PREPROCESS.solver()
+            solver.set("timeout", self.timeout_ms)
+            solver.add(*self.solver.assertions(), *goals)
+            verdict = solver.check()
+            self.model = solver.model() if verdict == z3.sat else None
+            self.last_stats = _stats(solver)
+            return verdict
+        self.solver.push()
+        try:
+            self.solver.add(*goals)
+            verdict = self.solver.check()
+            self.model = self.solver.model() if verdict == z3.sat else None
+            self.last_stats = _stats(self.solver)
+            return verdict
+        finally:
+            self.solver.pop()
+
+    def trace(self, model: z3.ModelRef, prop: str | None, k: int) -> list[Step]:
+        """The steps of the path to s_k in ``model`` (cut inside the last round where ``prop``
+        fails there but not after it)."""
+        steps: list[Step] = []
+        for i in range(k):
+            steps += list(self.moves[model.eval(self.selectors[i], model_completion=True).as_long()])
+        if prop is not None and k > 0 and len(self.moves[model.eval(self.selectors[k - 1]).as_long()]) > 1:
+            if z3.is_true(model.eval(FORMULAS[prop](self.states[k], self.b), model_completion=True)):
+                steps = steps[:-1]
+        return steps
+
+    def state(self, model: z3.ModelRef, k: int) -> State:
+        return decode(self.b, values_of(model, self.states[k]))
+
+
+@dataclass
+class Found:
+    """The shortest violation of ``property``: ``transitions`` of the explorer's kind, its schedule steps."""
+
+    property: str
+    transitions: int
+    trace: list[dict]
+    seconds: float
+
+    def to_json(self) -> dict:
+        return {"property": self.property, "transitions": self.transitions, "depth": len(self.trace),
+                "seconds": round(self.seconds, 3), "trace": self.trace}
+
+
+@dataclass
+class Progress:
+    depth: int
+    seconds: float
+    stats: dict
+
+
+@dataclass
+class BmcResult:
+    config: ModelConfig
+    scope: Scope
+    depth: int
+    seconds: float
+    violations: list[Found] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)   # properties whose query timed out
+    bounds_reached: int | None = None  # a depth where a step would exceed the encoding's bounds
+
+    def to_json(self) -> dict:
+        return {"protocol": self.config.protocol, "depth": self.depth, "seconds": round(self.seconds, 3),
+                "violations": [v.to_json() for v in self.violations], "unknown": self.unknown,
+                "bounds_reached": self.bounds_reached}
+
+
+def _stats(solver: z3.Solver) -> dict:
+    st = solver.statistics()
+    return {k: st.get_key_value(k) for k in st.keys() if k in ("conflicts", "decisions", "propagations",
+                                                                   "memory", "max memory")}
+
+
+def bmc(config: ModelConfig, scope: Scope, depth: int, properties: Iterable[str],
+        stop_at_first: bool = False, timeout_ms: int = 60_000,
+        progress: Callable[[Progress], None] | None = None, preprocess: bool = False) -> BmcResult:
+    """The shortest violation (in transitions, up to ``depth``) of each property, each replayed
+    on the model to check that it violates the property there too."""
+    start = time.perf_counter()
+    pending = list(properties)
+    for p in pending:
+        if p not in FORMULAS:
+            raise Unsupported(f"property {p!r} has no SMT formula")
+    u = Unrolling(config, scope, timeout_ms=timeout_ms, preprocess=preprocess)
+    result = BmcResult(config, scope, 0, 0.0)
+    k = 0
+    while True:
+        for p in list(pending):
+            verdict = u.check(u.violated(p, k))
+            if verdict == z3.sat:
+                steps = u.trace(u.model, p, k)
+                _confirm(config, p, steps)
+                result.violations.append(Found(p, k, [st.to_json() for st in steps], time.perf_counter() - start))
+                pending.remove(p)
+            elif verdict == z3.unknown:
+                result.unknown.append(p)
+                pending.remove(p)
+        result.depth = k
+        if progress is not None:
+            progress(Progress(k, time.perf_counter() - start, u.last_stats))
+        if not pending or k >= depth or (stop_at_first and result.violations):
+            break
+        u.extend()
+        k += 1
+    if pending and k > 0:  # no violation: say whether the bounds cut any path short
+        for i, blocked in enumerate(u.blocked):
+            if u.check(blocked) != z3.unsat:
+                result.bounds_reached = i
+                break
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _confirm(config: ModelConfig, prop: str, steps: list[Step]) -> None:
+    run = replay(config, steps)
+    if BY_ID[prop].check(run.states[-1]):
+        raise EncodingError(f"the solver's trace to {prop} ({len(steps)} steps) does not violate it on the model")
+
+
+# -- k-induction -----------------------------------------------------------------------------------------
+
+def wellformed(config: ModelConfig, scope: Scope, b: Bounds, s: dict):
+    """What every encoded state satisfies by construction (the start of an induction path):
+    ids in range, lengths and counts within bounds, unused slots canonical, scope counters within
+    the scope. No property is assumed here."""
+    n = b.replicas
+    out = []
+
+    def rng(term, low, high):
+        out.extend([term >= low, term <= high])
+
+    def log(p: str, length, base_ok: bool) -> None:
+        rng(length, 0, b.log)
+        for k in range(b.log):
+            e, rec, base = s[f"{p}e{k}"], s[f"{p}rec{k}"], s[f"{p}base{k}"]
+            out.append(z3.If(k < length, z3.And(e >= 0, rec >= 1, base >= 0, base <= k) if base_ok
+                             else z3.And(e >= 0, rec >= 1, base >= 0), z3.And(e == 0, rec == 0, base == 0)))
+
+    for r in range(n):
+        p = f"r{r}."
+        log(p, s[p + "len"], True)
+        rng(s[p + "durable"], 0, s[p + "len"])
+        rng(s[p + "hw"], 0, b.log)
+        rng(s[p + "hwc"], 0, b.log)
+        rng(s[p + "leader"], -1, n - 1)
+        out += [s[p + "lepoch"] >= -1, s[p + "pepoch"] >= -1, s[p + "eso"] >= -1, s[p + "trunc"] >= -1]
+        for j in range(n):
+            out += [s[f"{p}rleo{j}"] >= -1, s[f"{p}lcu{j}"] >= 0, z3.Implies(z3.Not(s[p + "pend"]), z3.Not(s[f"{p}pisr{j}"]))]
+        for k in range(1, b.records + 1):
+            out.append(z3.Implies(z3.Not(s[f"{p}pp{k}"]), z3.And(s[f"{p}ppoff{k}"] == 0, s[f"{p}ppdl{k}"] == 0,
+                                                                 s[f"{p}ppn{k}"] == 0)))
+            out.append(z3.Implies(s[f"{p}pp{k}"], z3.And(s[f"{p}ppoff{k}"] >= 0, s[f"{p}ppn{k}"] >= 1,
+                                                         s[f"{p}ppn{k}"] <= b.batch)))
+    rng(s["c.leader"], -1, n - 1)
+    out += [s["c.lepoch"] >= 0, s["c.pepoch"] >= 0]
+    for q in QUEUES:
+        for r in range(n):
+            length = s[f"{q}{r}.n"]
+            rng(length, 0, b.capacity(q))
+            for slot in range(b.capacity(q)):
+                p = f"{q}{r}.{slot}."
+                keys = [k for k in s if k.startswith(p)]
+                out.append(z3.Implies(slot >= length, z3.And([s[k] == (False if z3.is_bool(s[k]) else 0) for k in keys])))
+                if "leader" in SCALARS[q]:
+                    out.append(z3.Implies(slot < length, z3.And(s[p + "leader"] >= -1, s[p + "leader"] < n)))
+                if q == "fetch_responses":
+                    rn = s[p + "rn"]
+                    log(p, rn, False)
+                    out.append(z3.And(z3.Implies(rn == 0, s[p + "rstart"] == 0), s[p + "rstart"] >= 0,
+                                      s[p + "kind"] >= 0, s[p + "kind"] <= 3, s[p + "err"] >= 0))
+                if q == "alter_partition_responses":
+                    out.append(s[p + "err"] >= 0)
+    rng(s["now"], 0, scope.max_clock)
+    rng(s["produced"], 0, scope.max_records)
+    out.append(s["maxhw"] >= -1)
+    for name, bound in (("crashes", scope.max_crashes), ("plosses", scope.max_power_losses), ("drops", scope.max_drops),
+                        ("bounces", scope.max_bounces), ("zombies", scope.max_zombies),
+                        ("moves", scope.max_leader_moves), ("dlosses", scope.max_disk_losses)):
+        rng(s["h." + name], 0, bound)
+    for k in range(1, b.records + 1):
+        out.append(z3.If(s[f"acked{k}"], z3.And(s[f"ackoff{k}"] >= 0, s[f"ackoff{k}"] < b.log), s[f"ackoff{k}"] == 0))
+    return z3.And(out)
+
+
+@dataclass
+class InductionResult:
+    """``verdict``: "proved" (k-inductive at ``k``), "violated" (``found``), "not proved" (no k up to
+    the limit closes the induction: ``cti`` is the start of a path of states satisfying the property
+    that ends in one violating it, ``cti_reachable`` whether the explorer reaches it), or "unknown"
+    (a solver call ran out of time)."""
+
+    property: str
+    verdict: str
+    k: int
+    seconds: float
+    found: Found | None = None
+    cti: State | None = None
+    cti_steps: list[dict] | None = None
+    cti_reachable: bool | None = None
+
+    def to_json(self) -> dict:
+        out = {"property": self.property, "verdict": self.verdict, "k": self.k, "seconds": round(self.seconds, 3)}
+        if self.found is not None:
+            out["violation"] = self.found.to_json()
+        if self.cti is not None:
+            out["cti"] = {"state": _jsonable(self.cti), "steps": self.cti_steps, "reachable": self.cti_reachable}
+        return out
+
+
+def _jsonable(value):
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return {k: _jsonable(v) for k, v in zip(value._fields, value)}
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def induction(config: ModelConfig, scope: Scope, prop: str, max_k: int, timeout_ms: int = 60_000,
+              progress: Callable[[Progress], None] | None = None, preprocess: bool = False) -> InductionResult:
+    """k-induction for ``prop`` at ``scope``, k = 1 .. ``max_k``: the base case is the bounded
+    check from the initial state; the step case asks for k+1 states from any well-formed state,
+    the property holding in the first k (and inside their fetch rounds) and failing in the last."""
+    if prop not in FORMULAS:
+        raise Unsupported(f"property {prop!r} has no SMT formula")
+    start = time.perf_counter()
+    base = Unrolling(config, scope, timeout_ms=timeout_ms, preprocess=preprocess)
+    b = base.b
+    step = Unrolling(config, scope, bounds=b, start=fresh(b, "t0."), timeout_ms=timeout_ms, name="t",
+                     preprocess=preprocess)
+    step.solver.add(wellformed(config, scope, b, step.states[0]))
+    cti = None
+    for k in range(max_k + 1):
+        verdict = base.check(base.violated(prop, k))
+        if verdict == z3.sat:
+            steps = base.trace(base.model, prop, k)
+            _confirm(config, prop, steps)
+            found = Found(prop, k, [st.to_json() for st in steps], time.perf_counter() - start)
+            return InductionResult(prop, "violated", k, time.perf_counter() - start, found=found)
+        if verdict == z3.unknown:
+            return InductionResult(prop, "unknown", k, time.perf_counter() - start)
+        if k == max_k:
+            break
+        step.solver.add(z3.Not(step.violated(prop, k)))
+        step.extend()
+        verdict = step.check(step.violated(prop))
+        if progress is not None:
+            progress(Progress(k + 1, time.perf_counter() - start, step.last_stats))
+        if verdict == z3.unsat:
+            return InductionResult(prop, "proved", k + 1, time.perf_counter() - start)
+        if verdict == z3.unknown:
+            return InductionResult(prop, "unknown", k + 1, time.perf_counter() - start)
+        cti = (step.state(step.model, 0), [st.to_json() for st in step.trace(step.model, None, step.depth)])
+        base.extend()
+    state, steps = cti if cti is not None else (None, None)
+    result = InductionResult(prop, "not proved", max_k, time.perf_counter() - start, cti=state, cti_steps=steps)
+    return result
+
+
+def reachable(config: ModelConfig, scope: Scope, state: State, max_states: int | None = None) -> bool | None:
+    """Whether the explorer reaches ``state`` (up to what ``state_key`` blanks out) within
+    ``scope``; None if it stopped at ``max_states`` first."""
+    from ...specs import Property
+    from ..explorer import explore
+
+    key = state_key(scope, state)
+    target = Property("Unreached", "the state is not reached", "isrcheck prove", "invariant",
+                      lambda s: state_key(scope, s) != key)
+    result = explore(config, scope, [target], stop_at_first=True, max_states=max_states)
+    if result.violations:
+        return True
+    return False if result.complete else None
