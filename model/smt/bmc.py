@@ -24,7 +24,7 @@ from ..state import State, initial_state
 from .actions import Unsupported, successor, unsupported
 from .properties import FORMULAS
 from .protocols import rules_for
-from .state import Bounds, QUEUES, SCALARS, constant, decode, embed, fresh, schema, values_of
+from .state import ERRORS, KINDS, Bounds, QUEUES, SCALARS, constant, decode, embed, fresh, schema, values_of
 from .terms import count, same
 
 _FETCH_ROUND = ("send_fetch", "handle_fetch", "handle_fetch_response")
@@ -374,9 +374,9 @@ def wellformed(config: ModelConfig, scope: Scope, b: Bounds, s: dict):
                     rn = s[p + "rn"]
                     log(p, rn, False)
                     out.append(z3.And(z3.Implies(rn == 0, s[p + "rstart"] == 0), s[p + "rstart"] >= 0,
-                                      s[p + "kind"] >= 0, s[p + "kind"] <= 3, s[p + "err"] >= 0))
-                if q == "alter_partition_responses":
-                    out.append(s[p + "err"] >= 0)
+                                      s[p + "kind"] >= 0, s[p + "kind"] < len(KINDS)))
+                if "err" in SCALARS[q]:
+                    rng(s[p + "err"], 0, len(ERRORS) - 1)
     rng(s["now"], 0, scope.max_clock)
     rng(s["produced"], 0, scope.max_records)
     out.append(s["maxhw"] >= -1)

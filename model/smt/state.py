@@ -112,7 +112,21 @@ def fresh(b: Bounds, prefix: str) -> dict:
 
 def constant(b: Bounds, values: dict) -> dict:
     """The z3 values of ``embed``'s Python values."""
-    return {k: z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v) for k, v in values.items()}
+    return {k: _value(v) for k, v in values.items()}
+
+
+_VALUES: dict = {}
+
+
+def _value(v):
+    """A z3 value, shared (building one costs more than a state's other work)."""
+    key = (type(v), v)
+    term = _VALUES.get(key)
+    if term is None:
+        term = z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v)
+        if len(_VALUES) < 4096:
+            _VALUES[key] = term
+    return term
 
 
 # -- State -> Python values by key ---------------------------------------------------------------------

@@ -1,0 +1,82 @@
+"""Bounded model checking finds what the explorer finds, at the same shortest depth (in the
+explorer's transitions: a fetch round is one), and nothing it does not; its counterexamples
+replay on the model and the implementation to the same property; k-induction answers."""
+from __future__ import annotations
+
+import pytest
+
+from isrcheck.conformance.cmd_explore import _schedule
+from isrcheck.conformance.lockstep import run_schedule
+from isrcheck.model import PROTOCOLS, ModelConfig, Scope, explore
+from isrcheck.model.smt.bmc import bmc, induction, reachable
+from isrcheck.specs import BY_ID
+
+# One broker, acks=all with min ISR 1, one power loss and one restart before the controller
+# noticed: the write is acknowledged, lost with the page cache, and the broker leads again.
+TINY = Scope(max_records=1, max_epoch=1, max_crashes=1, max_power_losses=1, crash_kinds=(), max_bounces=1)
+# Two brokers and fetch rounds: hw-truncation's follower truncates to a lagging HW (WeakIsr).
+SMALL = Scope(max_records=1, max_epoch=2, max_crashes=1)
+
+
+def transitions(trace: list[dict]) -> int:
+    """The explorer's transitions of a trace: a fetch round (send, handle, response) is one."""
+    return sum(1 for st in trace if st["step"] not in ("handle_fetch", "handle_fetch_response"))
+
+
+def shortest_depths(config: ModelConfig, scope: Scope) -> tuple[dict, int]:
+    result = explore(config, scope)
+    assert result.complete
+    return {v.property: transitions(v.trace) for v in result.violations}, result.depth
+
+
+def assert_same_as_explorer(config: ModelConfig, scope: Scope, properties=tuple(BY_ID)) -> None:
+    expected, graph_depth = shortest_depths(config, scope)
+    result = bmc(config, scope, graph_depth, properties)
+    assert not result.unknown and result.bounds_reached is None
+    found = {v.property: v.transitions for v in result.violations}
+    assert found == {p: d for p, d in expected.items() if p in properties}
+    if len(found) < len(properties):  # the rest hold up to the explored graph's depth
+        assert result.depth == graph_depth
+
+
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+def test_shortest_violation_depth_is_the_explorers(protocol):
+    assert_same_as_explorer(ModelConfig(protocol=protocol, replicas=1, min_insync_replicas=1), TINY)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+def test_shortest_violation_depth_is_the_explorers_with_fetch_rounds(protocol):
+    assert_same_as_explorer(ModelConfig(protocol=protocol, replicas=2, min_insync_replicas=2), SMALL,
+                            ("WeakIsr", "StrongIsr", "LogMatching", "NoLostAckedWrite"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+def test_shortest_violation_depth_is_the_explorers_at_the_default_scope(protocol):
+    assert_same_as_explorer(ModelConfig(protocol=protocol), Scope(), ("WeakIsr", "StrongIsr"))
+
+
+def test_counterexample_replays_on_model_and_implementation():
+    config = ModelConfig(protocol="kip-320", replicas=1, min_insync_replicas=1)
+    result = bmc(config, TINY, 6, ["NoLostAckedWrite"])
+    (found,) = result.violations
+    verdict = run_schedule(_schedule(config, found, "prove"), properties=["NoLostAckedWrite"])
+    assert (verdict.kind, verdict.property) == ("violation", "NoLostAckedWrite")
+
+
+def test_induction_proves_the_hw_bound_and_reports_a_counterexample_to_induction():
+    config = ModelConfig(protocol="kip-320", replicas=1, min_insync_replicas=1)
+    proved = induction(config, TINY, "HighWatermarkBound", 2)
+    assert (proved.verdict, proved.k) == ("proved", 1)
+    violated = induction(config, TINY, "NoLostAckedWrite", 6)
+    assert violated.verdict == "violated" and violated.found.transitions == 4
+    open_ = induction(config, TINY, "NoLostAckedWrite", 1)
+    assert open_.verdict == "not proved" and open_.cti is not None
+    assert not BY_ID["NoLostAckedWrite"].check(_last_state(config, open_))
+    assert reachable(config, TINY, open_.cti) is False  # arbitrary acks the explorer never gives
+
+
+def _last_state(config, result):
+    from isrcheck.model import replay
+    return replay(config, result.cti_steps, result.cti).states[-1]

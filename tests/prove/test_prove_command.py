@@ -1,0 +1,51 @@
+"""``isrcheck prove``: exit codes, progress per depth, JSON, saved counterexamples that
+``isrcheck check`` replays to the same property, and bad input named (exit 2)."""
+from __future__ import annotations
+
+import json
+
+from isrcheck.conformance.cli import main
+
+TINY = ["--replicas", "1", "--min-isr", "1", "--max-records", "1", "--max-epoch", "1", "--max-crashes", "1",
+        "--max-power-losses", "1", "--crash-kinds", "", "--bounces", "1"]
+
+
+def test_violation_exits_1_and_its_schedule_replays_with_check(tmp_path, capsys):
+    code = main(["prove", "--protocol", "hw-truncation", *TINY, "--depth", "5", "--property", "NoLostAckedWrite",
+                 "--json", "--save", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == 1
+    doc = json.loads(out)
+    (v,) = doc["violations"]
+    assert (v["property"], v["transitions"]) == ("NoLostAckedWrite", 4)
+    assert [line.split(":")[0] for line in err.splitlines()] == [f"depth {k}" for k in range(5)]
+    assert "conflicts" in err
+    saved = tmp_path / "hw-truncation-NoLostAckedWrite.json"
+    assert main(["check", str(saved)]) == 1
+    assert "violation of NoLostAckedWrite" in capsys.readouterr().out
+
+
+def test_no_violation_to_the_depth_exits_0(capsys):
+    assert main(["prove", "--protocol", "kip-320", *TINY, "--depth", "3", "--property", "LogMatching"]) == 0
+    assert "no violation up to depth 3" in capsys.readouterr().out
+
+
+def test_induction_proved_exits_0(capsys):
+    code = main(["prove", "--protocol", "kip-320", *TINY, "--depth", "2", "--property", "HighWatermarkBound",
+                 "--induction", "--json"])
+    assert code == 0
+    (r,) = json.loads(capsys.readouterr().out)["results"]
+    assert (r["verdict"], r["k"]) == ("proved", 1)
+
+
+def test_bad_input_exits_2_naming_it(capsys):
+    assert main(["prove", "--protocol", "kip-999", "--depth", "1"]) == 2
+    assert "unknown protocol 'kip-999'" in capsys.readouterr().err
+    assert main(["prove", "--protocol", "kip-320", "--partial-fetches", "--depth", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "partial fetches" in err and "Traceback" not in err
+    assert main(["prove", "--protocol", "kip-320", "--torn-writes", "--max-power-losses", "1", "--depth", "1"]) == 2
+    assert "partial write-back" in capsys.readouterr().err
+    assert main(["prove", "--protocol", "kip-320", "--depth", "-1"]) == 2
+    assert main(["prove", "--protocol", "kip-320", "--property", "Nope", "--depth", "1"]) == 2
+    assert "unknown property Nope" in capsys.readouterr().err
