@@ -26,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="k-induction up to --depth: proved, not proved (with the counterexample to "
                              "induction and whether explore reaches it) or unknown")
     parser.add_argument("--timeout", type=_TIMEOUT, default=600.0, help="seconds per solver call (default 600)")
+    parser.add_argument("--budget", type=_TIMEOUT, default=None,
+                        help="seconds for the whole run: properties still open then are unknown (default: none)")
     parser.add_argument("--preprocess", action="store_true",
                         help="solve each query on a fresh solver after eliminating the successor constants "
                              "(faster on deep unrollings) instead of push/pop on the one incremental solver")
@@ -65,7 +67,7 @@ def run(args) -> int:
                 results.append(r)
             return _report_induction(args, config, results)
         result = bmc(config, scope, args.depth, ids, stop_at_first=args.stop_at_first, timeout_ms=timeout_ms,
-                     progress=progress, preprocess=args.preprocess)
+                     progress=progress, preprocess=args.preprocess, budget_s=args.budget)
     except Unsupported as exc:
         raise UsageError(str(exc)) from None
     if args.save is not None:

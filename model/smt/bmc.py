@@ -280,9 +280,11 @@ def _stats(solver: z3.Solver) -> dict:
 
 def bmc(config: ModelConfig, scope: Scope, depth: int, properties: Iterable[str],
         stop_at_first: bool = False, timeout_ms: int = 60_000,
-        progress: Callable[[Progress], None] | None = None, preprocess: bool = False) -> BmcResult:
+        progress: Callable[[Progress], None] | None = None, preprocess: bool = False,
+        budget_s: float | None = None) -> BmcResult:
     """The shortest violation (in transitions, up to ``depth``) of each property, each replayed
-    on the model to check that it violates the property there too."""
+    on the model to check that it violates the property there too. With ``budget_s``, the
+    properties still open when it runs out are reported unknown."""
     start = time.perf_counter()
     pending = list(properties)
     for p in pending:
@@ -293,7 +295,11 @@ def bmc(config: ModelConfig, scope: Scope, depth: int, properties: Iterable[str]
     k = 0
     while True:
         for p in list(pending):
-            verdict = u.check(u.violated(p, k))
+            if budget_s is not None:
+                left = budget_s - (time.perf_counter() - start)
+                u.timeout_ms = max(1, min(timeout_ms, int(left * 1000)))
+                u.solver.set("timeout", u.timeout_ms)
+            verdict = u.check(u.violated(p, k)) if budget_s is None or left > 0 else z3.unknown
             if verdict == z3.sat:
                 steps = u.trace(u.model, p, k)
                 _confirm(config, p, steps)
@@ -302,6 +308,8 @@ def bmc(config: ModelConfig, scope: Scope, depth: int, properties: Iterable[str]
             elif verdict == z3.unknown:
                 result.unknown.append(p)
                 pending.remove(p)
+        if result.unknown and not pending:
+            break
         result.depth = k
         if progress is not None:
             progress(Progress(k, time.perf_counter() - start, u.last_stats))

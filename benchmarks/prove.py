@@ -1,0 +1,104 @@
+"""``isrcheck prove`` figures: time to the StrongIsr counterexamples, kip-320 to its explored
+graph's depth, and the largest scope explore and prove each finish within a budget.
+
+    python benchmarks/prove.py [--budget S] [--part cex|kip320|scopes ...] [--preprocess]
+
+Every run is the real command (``isrcheck explore``/``isrcheck prove --json``) in a child
+process, one at a time (one core); prove stops at ``--budget``, explore is killed there.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+CEX = ("hw-truncation", "kip-101", "kip-279")
+# (replicas, records, epochs, crashes), smallest first
+SCOPES = ((1, 1, 1, 1), (2, 1, 2, 1), (2, 2, 2, 1), (3, 1, 2, 1), (2, 1, 3, 2), (3, 2, 2, 1), (3, 2, 4, 2))
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def command(args: list[str], budget: float) -> tuple[dict | None, float, int | None]:
+    """(JSON output or None, CPU seconds, exit code or None when killed at the budget). CPU time,
+    not wall time: on a shared machine the wall clock measures the other jobs too."""
+    cpu = _children_cpu()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli", *args, "--json"],
+                              capture_output=True, text=True, timeout=budget, env={**os.environ, "PYTHONHASHSEED": "0"})
+    except subprocess.TimeoutExpired:
+        return None, budget, None
+    doc = json.loads(proc.stdout) if proc.stdout.strip() else None
+    return doc, _children_cpu() - cpu, proc.returncode
+
+
+def scope_args(replicas: int, records: int, epochs: int, crashes: int) -> list[str]:
+    return ["--replicas", str(replicas), "--min-isr", str(min(2, replicas)), "--max-records", str(records),
+            "--max-epoch", str(epochs), "--max-crashes", str(crashes)]
+
+
+def transitions(trace: list[dict]) -> int:
+    return sum(1 for st in trace if st["step"] not in ("handle_fetch", "handle_fetch_response"))
+
+
+def part_cex(budget: float, extra: list[str]) -> None:
+    print(f"StrongIsr counterexample at the default scope (budget {budget:.0f} s each)")
+    for protocol in CEX:
+        doc, wall, code = command(["prove", "--protocol", protocol, "--property", "StrongIsr", "--depth", "40",
+                                   "--budget", str(budget), *extra], budget + 60)
+        if doc and doc["violations"]:
+            v = doc["violations"][0]
+            print(f"  {protocol:<14} found at {v['transitions']} transitions ({v['depth']} steps) in {wall:.1f} s")
+        else:
+            print(f"  {protocol:<14} not found within {wall:.0f} s" + ("" if code is None else f" (exit {code})"))
+
+
+def part_kip320(budget: float, extra: list[str]) -> None:
+    doc, wall, _code = command(["explore", "--protocol", "kip-320"], budget)
+    depth = doc["depth"] if doc else 31
+    print(f"kip-320 at the default scope: explored graph depth {depth}"
+          + (f" ({doc['states']:,} states, {wall:.1f} s)" if doc else " (explore did not finish)"))
+    doc, wall, _code = command(["prove", "--protocol", "kip-320", "--depth", str(depth), "--budget", str(budget),
+                                *extra], budget + 60)
+    reached = doc["depth"] if doc else "?"
+    print(f"  prove: no violation of any property up to depth {reached} of {depth} ({wall:.0f} s)")
+
+
+def part_scopes(budget: float, extra: list[str]) -> None:
+    print(f"largest scope finished within {budget:.0f} s, kip-101, every property "
+          "(prove: to the explored graph's depth)")
+    print(f"  {'replicas':>8}{'records':>8}{'epochs':>7}{'crashes':>8}{'explore s':>11}{'depth':>7}{'prove s':>9}")
+    for scope in SCOPES:
+        doc, wall, _code = command(["explore", "--protocol", "kip-101", *scope_args(*scope)], budget)
+        if doc is None:
+            print(f"  {scope[0]:>8}{scope[1]:>8}{scope[2]:>7}{scope[3]:>8}{'> budget':>11}")
+            break
+        depth = doc["depth"]
+        pdoc, pwall, code = command(["prove", "--protocol", "kip-101", *scope_args(*scope), "--depth", str(depth),
+                                     "--budget", str(budget), *extra], budget + 60)
+        shown = f"{pwall:.1f}" if code is not None and pdoc and not pdoc.get("unknown") else "> budget"
+        print(f"  {scope[0]:>8}{scope[1]:>8}{scope[2]:>7}{scope[3]:>8}{wall:>11.1f}{depth:>7}{shown:>9}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--budget", type=float, default=600.0, help="seconds per run (default 600)")
+    parser.add_argument("--part", action="append", choices=("cex", "kip320", "scopes"))
+    parser.add_argument("--preprocess", action="store_true", help="pass --preprocess to prove")
+    args = parser.parse_args()
+    extra = ["--preprocess"] if args.preprocess else []
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; times are CPU seconds of the "
+          "child process (a budget counts wall seconds)", flush=True)
+    for part in args.part or ["cex", "kip320", "scopes"]:
+        {"cex": part_cex, "kip320": part_kip320, "scopes": part_scopes}[part](args.budget, extra)
+
+
+if __name__ == "__main__":
+    main()
