@@ -83,6 +83,10 @@ COVERED = {
     "isrcheck check FILE.json --strict",
     "isrcheck shrink FILE.json -o SMALL.json [--protocol P] [--time-budget 10] [--keep-budget default]",
     "isrcheck explore --protocol kip-101 --replay-on-impl --json",
+    'isrcheck prove --protocol hw-truncation --replicas 1 --min-isr 1 --max-records 1 --max-epoch 1 --max-crashes 1 '
+    '--max-power-losses 1 --crash-kinds "" --bounces 1 --depth 5 --save cex/',
+    "isrcheck prove --protocol kip-320 --replicas 1 --min-isr 1 --max-records 1 --max-epoch 1 --property "
+    "HighWatermarkBound --induction",
     "isrcheck fuzz --protocol kip-320 --schedules 2000 --out campaigns/kip-320",
     "isrcheck fuzz --protocol hw-truncation --schedules 500 --seed 1000 --steps 150 --master local[2]",
     "isrcheck check campaigns/hw-truncation/failures/violation-StrongIsr.json",
@@ -106,6 +110,19 @@ def test_every_readme_example_has_a_test_here():
 
 
 # -- the default run -------------------------------------------------------------------------------
+
+def test_prove_examples(tmp_path):
+    bmc = example('isrcheck prove --protocol hw-truncation --replicas 1 --min-isr 1 --max-records 1 --max-epoch 1 '
+                  '--max-crashes 1 --max-power-losses 1 --crash-kinds "" --bounces 1 --depth 5 --save cex/')
+    proc = run(bmc, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "NoLostAckedWrite violated after 4 transitions" in proc.stdout
+    replay = run(f"isrcheck check {tmp_path / 'cex' / 'hw-truncation-NoLostAckedWrite.json'}")
+    assert replay.returncode == 1 and "violation of NoLostAckedWrite" in replay.stdout
+    proc = run(example("isrcheck prove --protocol kip-320 --replicas 1 --min-isr 1 --max-records 1 --max-epoch 1 "
+                       "--property HighWatermarkBound --induction"))
+    assert proc.returncode == 0 and proc.stdout.startswith("HighWatermarkBound: proved (k=1")
+
 
 def test_check_a_scenario_under_another_protocol_names_its_property_as_expected():
     proc = run(example("isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation"))
