@@ -29,9 +29,9 @@ def shortest_depths(config: ModelConfig, scope: Scope) -> tuple[dict, int]:
     return {v.property: transitions(v.trace) for v in result.violations}, result.depth
 
 
-def assert_same_as_explorer(config: ModelConfig, scope: Scope, properties=tuple(BY_ID)) -> None:
+def assert_same_as_explorer(config: ModelConfig, scope: Scope, properties=tuple(BY_ID), preprocess=False) -> None:
     expected, graph_depth = shortest_depths(config, scope)
-    result = bmc(config, scope, graph_depth, properties)
+    result = bmc(config, scope, graph_depth, properties, preprocess=preprocess)
     assert not result.unknown and result.bounds_reached is None
     found = {v.property: v.transitions for v in result.violations}
     assert found == {p: d for p, d in expected.items() if p in properties}
@@ -52,9 +52,10 @@ def test_shortest_violation_depth_is_the_explorers_with_fetch_rounds(protocol):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+@pytest.mark.parametrize("protocol", ["hw-truncation", "kip-101", "kip-279"])
 def test_shortest_violation_depth_is_the_explorers_at_the_default_scope(protocol):
-    assert_same_as_explorer(ModelConfig(protocol=protocol), Scope(), ("WeakIsr", "StrongIsr"))
+    """The variants that violate StrongIsr there (kip-320's 31 levels: benchmarks/prove.py)."""
+    assert_same_as_explorer(ModelConfig(protocol=protocol), Scope(), ("StrongIsr",), preprocess=True)
 
 
 def test_counterexample_replays_on_model_and_implementation():
