@@ -4,7 +4,8 @@ graph's depth, and the largest scope explore and prove each finish within a budg
     python benchmarks/prove.py [--budget S] [--part cex|kip320|scopes ...] [--preprocess]
 
 Every run is the real command (``isrcheck explore``/``isrcheck prove --json``) in a child
-process, one at a time (one core); prove stops at ``--budget``, explore is killed there.
+process, one at a time (one core), limited to the budget in CPU seconds (RLIMIT_CPU; prove also
+gets ``--budget``, so it reports the depth it reached).
 """
 from __future__ import annotations
 
@@ -26,15 +27,19 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def command(args: list[str], budget: float) -> tuple[dict | None, float, int | None]:
-    """(JSON output or None, CPU seconds, exit code or None when killed at the budget). CPU time,
-    not wall time: on a shared machine the wall clock measures the other jobs too."""
+def command(args: list[str], cpu_limit: float) -> tuple[dict | None, float, int | None]:
+    """(JSON output or None, CPU seconds, exit code or None when stopped at ``cpu_limit`` CPU
+    seconds). CPU time, not cpu time: on a shared machine the cpu clock counts the other jobs."""
     cpu = _children_cpu()
-    try:
-        proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli", *args, "--json"],
-                              capture_output=True, text=True, timeout=budget, env={**os.environ, "PYTHONHASHSEED": "0"})
-    except subprocess.TimeoutExpired:
-        return None, budget, None
+    limit = int(cpu_limit) + 1
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 5))
+
+    proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli", *args, "--json"], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONHASHSEED": "0"}, preexec_fn=limited)
+    if proc.returncode < 0:  # SIGXCPU / SIGKILL at the limit
+        return None, _children_cpu() - cpu, None
     doc = json.loads(proc.stdout) if proc.stdout.strip() else None
     return doc, _children_cpu() - cpu, proc.returncode
 
@@ -51,24 +56,25 @@ def transitions(trace: list[dict]) -> int:
 def part_cex(budget: float, extra: list[str]) -> None:
     print(f"StrongIsr counterexample at the default scope (budget {budget:.0f} s each)")
     for protocol in CEX:
-        doc, wall, code = command(["prove", "--protocol", protocol, "--property", "StrongIsr", "--depth", "40",
+        doc, cpu, code = command(["prove", "--protocol", protocol, "--property", "StrongIsr", "--depth", "40",
                                    "--budget", str(budget), *extra], budget + 60)
         if doc and doc["violations"]:
             v = doc["violations"][0]
-            print(f"  {protocol:<14} found at {v['transitions']} transitions ({v['depth']} steps) in {wall:.1f} s")
+            print(f"  {protocol:<14} found at {v['transitions']} transitions ({v['depth']} steps) in {cpu:.1f} s")
         else:
-            print(f"  {protocol:<14} not found within {wall:.0f} s" + ("" if code is None else f" (exit {code})"))
+            reached = f"none up to depth {doc['depth']}" if doc else "killed"
+            print(f"  {protocol:<14} not found within {cpu:.0f} s: {reached}", flush=True)
 
 
 def part_kip320(budget: float, extra: list[str]) -> None:
-    doc, wall, _code = command(["explore", "--protocol", "kip-320"], budget)
+    doc, cpu, _code = command(["explore", "--protocol", "kip-320"], budget)
     depth = doc["depth"] if doc else 31
     print(f"kip-320 at the default scope: explored graph depth {depth}"
-          + (f" ({doc['states']:,} states, {wall:.1f} s)" if doc else " (explore did not finish)"))
-    doc, wall, _code = command(["prove", "--protocol", "kip-320", "--depth", str(depth), "--budget", str(budget),
+          + (f" ({doc['states']:,} states, {cpu:.1f} s)" if doc else " (explore did not finish)"))
+    doc, cpu, _code = command(["prove", "--protocol", "kip-320", "--depth", str(depth), "--budget", str(budget),
                                 *extra], budget + 60)
     reached = doc["depth"] if doc else "?"
-    print(f"  prove: no violation of any property up to depth {reached} of {depth} ({wall:.0f} s)")
+    print(f"  prove: no violation of any property up to depth {reached} of {depth} ({cpu:.0f} s)")
 
 
 def part_scopes(budget: float, extra: list[str]) -> None:
@@ -76,15 +82,15 @@ def part_scopes(budget: float, extra: list[str]) -> None:
           "(prove: to the explored graph's depth)")
     print(f"  {'replicas':>8}{'records':>8}{'epochs':>7}{'crashes':>8}{'explore s':>11}{'depth':>7}{'prove s':>9}")
     for scope in SCOPES:
-        doc, wall, _code = command(["explore", "--protocol", "kip-101", *scope_args(*scope)], budget)
+        doc, cpu, _code = command(["explore", "--protocol", "kip-101", *scope_args(*scope)], budget)
         if doc is None:
             print(f"  {scope[0]:>8}{scope[1]:>8}{scope[2]:>7}{scope[3]:>8}{'> budget':>11}")
             break
         depth = doc["depth"]
-        pdoc, pwall, code = command(["prove", "--protocol", "kip-101", *scope_args(*scope), "--depth", str(depth),
+        pdoc, pcpu, code = command(["prove", "--protocol", "kip-101", *scope_args(*scope), "--depth", str(depth),
                                      "--budget", str(budget), *extra], budget + 60)
-        shown = f"{pwall:.1f}" if code is not None and pdoc and not pdoc.get("unknown") else "> budget"
-        print(f"  {scope[0]:>8}{scope[1]:>8}{scope[2]:>7}{scope[3]:>8}{wall:>11.1f}{depth:>7}{shown:>9}", flush=True)
+        shown = f"{pcpu:.1f}" if code is not None and pdoc and not pdoc.get("unknown") else "> budget"
+        print(f"  {scope[0]:>8}{scope[1]:>8}{scope[2]:>7}{scope[3]:>8}{cpu:>11.1f}{depth:>7}{shown:>9}", flush=True)
 
 
 def main() -> None:
@@ -95,7 +101,7 @@ def main() -> None:
     args = parser.parse_args()
     extra = ["--preprocess"] if args.preprocess else []
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; times are CPU seconds of the "
-          "child process (a budget counts wall seconds)", flush=True)
+          "child process", flush=True)
     for part in args.part or ["cex", "kip320", "scopes"]:
         {"cex": part_cex, "kip320": part_kip320, "scopes": part_scopes}[part](args.budget, extra)
 

@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "induction and whether explore reaches it) or unknown")
     parser.add_argument("--timeout", type=_TIMEOUT, default=600.0, help="seconds per solver call (default 600)")
     parser.add_argument("--budget", type=_TIMEOUT, default=None,
-                        help="seconds for the whole run: properties still open then are unknown (default: none)")
+                        help="CPU seconds for the whole run: properties still open then are unknown (default: none)")
     parser.add_argument("--preprocess", action="store_true",
                         help="solve each query on a fresh solver after eliminating the successor constants "
                              "(faster on deep unrollings) instead of push/pop on the one incremental solver")

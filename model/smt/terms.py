@@ -187,6 +187,10 @@ class Next:
     def pop(self, q: str, r: int, index: int = 0) -> dict:
         """Remove message ``index`` (present: the guard says so); its fields by key suffix."""
         cap = self.b.capacity(q)
+        if index >= cap:  # past what the encoding holds: the guard is false, the queue stays
+            p = f"{q}{r}.0."
+            return {key[len(p):]: z3.BoolVal(False) if z3.is_bool(self.s[key]) else z3.IntVal(0)
+                    for key in self.slot_keys(q, r, 0)}
         p = f"{q}{r}.{index}."
         taken = {key[len(p):]: self.s[key] for key in self.slot_keys(q, r, index)}
         for slot in range(index, cap):
