@@ -5,7 +5,7 @@ graph's depth, and the largest scope explore and prove each finish within a budg
 
 Every run is the real command (``isrcheck explore``/``isrcheck prove --json``) in a child
 process, one at a time (one core), limited to the budget in CPU seconds (RLIMIT_CPU; prove also
-gets ``--budget``, so it reports the depth it reached).
+reports each depth it finished on stderr, so a stopped run still says how deep it got).
 """
 from __future__ import annotations
 
@@ -27,9 +27,10 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def command(args: list[str], cpu_limit: float) -> tuple[dict | None, float, int | None]:
+def command(args: list[str], cpu_limit: float) -> tuple[dict | None, float, int | None, int]:
     """(JSON output or None, CPU seconds, exit code or None when stopped at ``cpu_limit`` CPU
-    seconds). CPU time, not cpu time: on a shared machine the cpu clock counts the other jobs."""
+    seconds, the last depth prove reported done or -1). CPU time, not wall time: on a shared
+    machine the wall clock counts the other jobs (and z3's own timeouts are wall time)."""
     cpu = _children_cpu()
     limit = int(cpu_limit) + 1
 
@@ -38,10 +39,12 @@ def command(args: list[str], cpu_limit: float) -> tuple[dict | None, float, int 
 
     proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli", *args, "--json"], capture_output=True,
                           text=True, env={**os.environ, "PYTHONHASHSEED": "0"}, preexec_fn=limited)
+    depths = [int(line.split()[1].rstrip(":")) for line in proc.stderr.splitlines() if line.startswith("depth ")]
+    depth = depths[-1] if depths else -1
     if proc.returncode < 0:  # SIGXCPU / SIGKILL at the limit
-        return None, _children_cpu() - cpu, None
+        return None, _children_cpu() - cpu, None, depth
     doc = json.loads(proc.stdout) if proc.stdout.strip() else None
-    return doc, _children_cpu() - cpu, proc.returncode
+    return doc, _children_cpu() - cpu, proc.returncode, depth
 
 
 def scope_args(replicas: int, records: int, epochs: int, crashes: int) -> list[str]:
@@ -56,24 +59,21 @@ def transitions(trace: list[dict]) -> int:
 def part_cex(budget: float, extra: list[str]) -> None:
     print(f"StrongIsr counterexample at the default scope (budget {budget:.0f} s each)")
     for protocol in CEX:
-        doc, cpu, code = command(["prove", "--protocol", protocol, "--property", "StrongIsr", "--depth", "40",
-                                   "--budget", str(budget), *extra], budget + 60)
+        doc, cpu, _code, depth = command(["prove", "--protocol", protocol, "--property", "StrongIsr", "--depth", "40",
+                                          *extra], budget)
         if doc and doc["violations"]:
             v = doc["violations"][0]
             print(f"  {protocol:<14} found at {v['transitions']} transitions ({v['depth']} steps) in {cpu:.1f} s")
         else:
-            reached = f"none up to depth {doc['depth']}" if doc else "killed"
-            print(f"  {protocol:<14} not found within {cpu:.0f} s: {reached}", flush=True)
+            print(f"  {protocol:<14} not found within {cpu:.0f} s: none up to depth {depth}", flush=True)
 
 
 def part_kip320(budget: float, extra: list[str]) -> None:
-    doc, cpu, _code = command(["explore", "--protocol", "kip-320"], budget)
+    doc, cpu, _code, _depth = command(["explore", "--protocol", "kip-320"], budget)
     depth = doc["depth"] if doc else 31
     print(f"kip-320 at the default scope: explored graph depth {depth}"
           + (f" ({doc['states']:,} states, {cpu:.1f} s)" if doc else " (explore did not finish)"))
-    doc, cpu, _code = command(["prove", "--protocol", "kip-320", "--depth", str(depth), "--budget", str(budget),
-                                *extra], budget + 60)
-    reached = doc["depth"] if doc else "?"
+    doc, cpu, _code, reached = command(["prove", "--protocol", "kip-320", "--depth", str(depth), *extra], budget)
     print(f"  prove: no violation of any property up to depth {reached} of {depth} ({cpu:.0f} s)")
 
 
@@ -82,14 +82,14 @@ def part_scopes(budget: float, extra: list[str]) -> None:
           "(prove: to the explored graph's depth)")
     print(f"  {'replicas':>8}{'records':>8}{'epochs':>7}{'crashes':>8}{'explore s':>11}{'depth':>7}{'prove s':>9}")
     for scope in SCOPES:
-        doc, cpu, _code = command(["explore", "--protocol", "kip-101", *scope_args(*scope)], budget)
+        doc, cpu, _code, _depth = command(["explore", "--protocol", "kip-101", *scope_args(*scope)], budget)
         if doc is None:
             print(f"  {scope[0]:>8}{scope[1]:>8}{scope[2]:>7}{scope[3]:>8}{'> budget':>11}")
             break
         depth = doc["depth"]
-        pdoc, pcpu, code = command(["prove", "--protocol", "kip-101", *scope_args(*scope), "--depth", str(depth),
-                                     "--budget", str(budget), *extra], budget + 60)
-        shown = f"{pcpu:.1f}" if code is not None and pdoc and not pdoc.get("unknown") else "> budget"
+        pdoc, pcpu, code, reached = command(["prove", "--protocol", "kip-101", *scope_args(*scope), "--depth",
+                                             str(depth), *extra], budget)
+        shown = f"{pcpu:.1f}" if pdoc is not None else f"> budget (depth {reached})"
         print(f"  {scope[0]:>8}{scope[1]:>8}{scope[2]:>7}{scope[3]:>8}{cpu:>11.1f}{depth:>7}{shown:>9}", flush=True)
 
 
