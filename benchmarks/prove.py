@@ -15,7 +15,6 @@ import os
 import resource
 import subprocess
 import sys
-import time
 
 CEX = ("hw-truncation", "kip-101", "kip-279")
 # (replicas, records, epochs, crashes), smallest first

@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 import z3
 
 from ...specs import BY_ID
-from ..alphabet import MESSAGE_KINDS, Step, steps_of
+from ..alphabet import MESSAGE_KINDS, Step, _combos
 from ..config import ModelConfig, Scope
 from ..explorer import _scoped_kinds, replay, state_key
 from ..state import State, initial_state
@@ -76,7 +76,6 @@ def candidates(config: ModelConfig, scope: Scope, b: Bounds) -> list[tuple[Step,
 
 
 def _index_free(kind, n: int) -> list[Step]:
-    from ..alphabet import _combos
     return [Step(kind.name, **c) for c in _combos(kind, n)]
 
 
