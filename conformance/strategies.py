@@ -80,7 +80,7 @@ def enabled_schedules(protocol: str = "kip-320", config: ScheduleConfig | None =
     def build(draw):
         cfg = config or load_config(dict(profile.config))
         run = Lockstep(protocol, cfg, impl=False)
-        budget = _Budget(cfg, profile.spare_known_gaps) if profile.within_budget else None
+        budget = _Budget(cfg, profile.spare_known_gaps, protocol) if profile.within_budget else None
         taken = []
         for _ in range(draw(st.integers(0, max_steps))):
             options = [s for s in run.enabled_steps() if budget is None or budget.allows(run.state, s)]
@@ -126,7 +126,7 @@ class LockstepMachine(RuleBasedStateMachine):
         super().__init__()
         self.profile = _profile(self.faults)
         self.run = Lockstep(self.protocol, self.config, impl=self.impl)
-        self.budget = _Budget(self.config, self.profile.spare_known_gaps) if self.profile.within_budget else None
+        self.budget = _Budget(self.config, self.profile.spare_known_gaps, self.protocol) if self.profile.within_budget else None
         self.taken: list[dict] = []
 
     def _options(self):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from isrcheck.model import Step, StepRefused, apply
+from isrcheck.model import PROTOCOLS, Step, StepRefused, apply
 from isrcheck.model.alphabet import CRASH_KINDS, STEPS
 
 from .lockstep import Lockstep
@@ -82,10 +82,16 @@ FAULT_PROFILES: dict[str, FaultProfile] = {
 class _Budget:
     """Guards of the fault budget over the model state (see the module docstring)."""
 
-    def __init__(self, config: ScheduleConfig, spare_known_gaps: bool) -> None:
+    def __init__(self, config: ScheduleConfig, spare_known_gaps: bool, protocol: str) -> None:
         self.max_losers = config.min_insync_replicas - 1
         self.losers: set[int] = set()
         self.spare_known_gaps = spare_known_gaps
+        # the losses Kafka itself suffers, which the budget leaves out, are the protocol's own:
+        # KIP-903 closes the stale ISR expansion, KIP-966 Last Replica Standing and fast bounces
+        known = PROTOCOLS[protocol].known_losses
+        self.lrs = "last-replica-standing" in known
+        self.fast_bounce = "fast-bounce-after-loss" in known
+        self.stale_expansion = spare_known_gaps and "stale-isr-expansion" in known
         self.stale: set[tuple[int, int]] = set()  # (leader, r): the leader's remote LEO of r predates r's power loss
 
     def allows(self, state, st) -> bool:
@@ -95,8 +101,8 @@ class _Budget:
                 return False
             if self.spare_known_gaps and _in_some_isr(state, st.replica):
                 return False
-            return tuple(state.controller.isr) != (st.replica,)
-        if name == "restart" and st.replica not in state.controller.fenced:
+            return not self.lrs or tuple(state.controller.isr) != (st.replica,)
+        if name == "restart" and self.fast_bounce and st.replica not in state.controller.fenced:
             return not state.replicas[st.replica].power_lost
         if name == "consume":  # a deposed leader serves its stale HW; see the module docstring
             rep = state.replicas[st.replica]
@@ -105,7 +111,7 @@ class _Budget:
             rep = state.replicas[st.replica]
             return not any((st.replica, f) in self.stale for f in range(len(state.replicas))
                            if f not in rep.isr and rep.remote_leo[f] >= rep.hw)
-        if name == "fence":
+        if name == "fence" and self.lrs:
             # Fencing another broker must not leave a down, data-losing replica as the sole ISR member.
             rest = tuple(i for i in state.controller.isr if i != st.replica)
             if len(rest) == 1:
@@ -117,7 +123,7 @@ class _Budget:
         """Account for ``st``, taken in state ``before``."""
         if (st.name == "crash" and st.arg == "power") or st.name == "lose_disk":
             self.losers.add(st.replica)
-            if self.spare_known_gaps:
+            if self.stale_expansion:
                 self.stale |= {(i, st.replica) for i in range(len(before.replicas))}
         elif st.name == "handle_fetch" and self.stale:
             self.stale.discard((before.fetch_requests[st.replica][0].leader, st.replica))
@@ -162,7 +168,7 @@ def random_walk(seed: int, protocol: str, steps: int, faults: str | FaultProfile
     schedule = schedule.with_protocol(protocol)  # validates the protocol name
     rng = random.Random(seed)
     run = Lockstep(protocol, cfg, impl=impl)
-    budget = _Budget(cfg, profile.spare_known_gaps) if profile.within_budget else None
+    budget = _Budget(cfg, profile.spare_known_gaps, protocol) if profile.within_budget else None
     weights, kinds = profile.weights, profile.crash_kinds
     taken: list[dict] = []
     for _ in range(steps):
@@ -197,7 +203,7 @@ def within_budget(schedule: Schedule, faults: str | FaultProfile = "default") ->
     if not profile.within_budget:
         return True
     run = Lockstep(schedule.protocol, schedule.config, impl=False)
-    budget = _Budget(schedule.config, profile.spare_known_gaps)
+    budget = _Budget(schedule.config, profile.spare_known_gaps, schedule.protocol)
     state = run.state
     for raw in schedule.steps:
         st = Step.from_json(raw)
