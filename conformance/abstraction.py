@@ -7,7 +7,10 @@ tuple, and adds the ghost variables of what the implementation's clients were to
 
 Two things are not on the wire and come from the adapter's records: the (leader, leader epoch)
 a fetch was sent under (Kafka keeps it with the request, keyed here by correlation id), and the
-client history. Fields an older wire version does not carry are compared in their wire view
+client history. Broker epochs (KIP-903) are the controller's, globally increasing; the model
+counts each broker's registrations from 0, so an epoch becomes its rank among the epochs the
+controller gave that broker (recorded here as they appear); before kip-903 the model keeps them
+at 0 and the implementation's do not count. Fields an older wire version does not carry are compared in their wire view
 (``wire.wire_view``).
 """
 from __future__ import annotations
@@ -38,6 +41,11 @@ class Abstraction:
         self._messages: dict[tuple, object] = {}  # the messages in flight at the last state(), decoded
         self._logs: list[tuple[tuple, tuple]] = [((), ())] * self.n  # per broker: (snapshot log, its entries)
         self.history = EMPTY_HISTORY
+        variant = cluster.config.variant
+        self._broker_epochs = variant.broker_epochs
+        self._elr = variant.eligible_leader_replicas
+        # per broker, the broker epochs the controller gave it, in order (index = the model's epoch)
+        self._registrations = [[e] for e in cluster.snapshot().controller.broker_epochs]
 
     # -- what the adapter reports ----------------------------------------------------------------
     def fetch_sent(self, follower: int, correlation: int | None, tag: tuple[int, int]) -> None:
@@ -62,11 +70,24 @@ class Abstraction:
     def state(self) -> State:
         snap = self.cluster.snapshot()
         c = snap.controller
+        for b, epoch in enumerate(c.broker_epochs):
+            if epoch != self._registrations[b][-1]:
+                self._registrations[b].append(epoch)
         queues = self._in_flight()
+        registered = tuple(len(r) - 1 if self._broker_epochs else 0 for r in self._registrations)
         return State(
             tuple(self._replica(b) for b in snap.brokers),
-            Controller(c.leader, c.leader_epoch, tuple(c.isr), c.partition_epoch, tuple(sorted(c.fenced))),
+            Controller(c.leader, c.leader_epoch, tuple(c.isr), c.partition_epoch, tuple(sorted(c.fenced)),
+                       registered, tuple(c.elr), c.last_known_leader),
             *queues, snap.now_ms // MS_PER_TICK, *self.history)
+
+    def _epoch(self, broker: int, epoch: int) -> int:
+        """The model's broker epoch of ``broker``'s implementation epoch ``epoch`` (-1 unknown; -2 one
+        the controller never gave it, which no model state has)."""
+        if epoch < 0:
+            return -1
+        seen = self._registrations[broker]
+        return seen.index(epoch) if epoch in seen else -2
 
     def _log(self, broker: int, log: tuple) -> tuple:
         """The abstract entries of a broker's snapshot log, converting only the entries after the
@@ -88,7 +109,11 @@ class Abstraction:
             tuple(t // MS_PER_TICK for t in b.last_caught_up_ms),
             None if b.pending_isr is None else tuple(b.pending_isr),
             tuple((int(p.value), p.offset, p.deadline_ms // MS_PER_TICK, p.count) for p in b.pending_produces),
-            b.truncating_epoch, b.power_lost)
+            b.truncating_epoch, b.power_lost,
+            self._epoch(b.broker_id, b.broker_epoch) if self._broker_epochs else 0,
+            tuple(self._epoch(f, e) for f, e in enumerate(b.remote_broker_epoch)),
+            () if b.pending_isr is None else tuple(self._epoch(f, e) for f, e in zip(b.pending_isr, b.pending_isr_epochs)),
+            b.unclean_shutdown and not b.alive and self._elr)
 
     def _in_flight(self) -> list[tuple]:
         """Every message in flight, decoded. What was decoded for the last state is reused, and
@@ -127,7 +152,8 @@ class Abstraction:
         if kind == "fetch_request":
             leader, epoch = tag or (env.dst, -1)
             if hasattr(body, "fetch_offset"):  # Fetch
-                return FetchRequest(leader, epoch, body.fetch_offset, body.last_fetched_epoch, -1, body.max_batches)
+                return FetchRequest(leader, epoch, body.fetch_offset, body.last_fetched_epoch, -1, body.max_batches,
+                                    self._epoch(r, body.replica_epoch))
             return FetchRequest(leader, epoch, -1, -1, body.leader_epoch, 0)  # OffsetsForLeaderEpoch
         if kind == "fetch_response":
             leader, epoch = tag or (env.src, -1)
@@ -149,6 +175,8 @@ class Abstraction:
         if kind == "leader_and_isr":
             return LeaderAndIsr(body.leader, body.leader_epoch, tuple(body.isr), body.partition_epoch)
         if kind == "alter_partition":
-            return AlterPartition(body.leader_epoch, body.partition_epoch, tuple(body.new_isr))
+            epochs = body.new_isr_epochs or (-1,) * len(body.new_isr)  # v0 names none
+            return AlterPartition(body.leader_epoch, body.partition_epoch, tuple(body.new_isr),
+                                  tuple(self._epoch(m, e) for m, e in zip(body.new_isr, epochs)))
         return AlterPartitionResponse(Errors(body.error).name, body.leader_epoch, tuple(body.isr),
                                       body.partition_epoch, tag)

@@ -207,13 +207,13 @@ PROPERTIES: list[Property] = [
              f"{FAULT_BUDGET}.",
              "KIP-966 (ELR members hold the committed log); Vanlightly/kafka-tlaplus kip-966 "
              "(LeaderCandidateCompletenessProperty)", "invariant", elr_completeness),
-    Property("LeaderCompleteness", "The controller's leader, once alive, holds at its offset every acks=all "
-             f"write answered NONE and every record a consumer read; fault budget: {FAULT_BUDGET}.",
-             "KIP-966 (election from ISR and ELR); Vanlightly/kafka-tlaplus kip-966 (LeaderCompletenessProperty)",
-             "invariant", leader_completeness),
     Property("NoLostAckedWrite", "Every acks=all write answered NONE is, at its offset, in the log of the "
              f"established leader; fault budget: {FAULT_BUDGET}.",
              "Kafka durability guarantee (min.insync.replicas); KIP-966", "history", no_lost_acked_write),
+    Property("LeaderCompleteness", "The controller's leader, once alive, holds at its offset every acks=all "
+             f"write answered NONE and every record a consumer read; fault budget: {FAULT_BUDGET}.",
+             "KIP-966 (election from ISR and ELR); Vanlightly/kafka-tlaplus kip-966 (LeaderCompletenessProperty)",
+             "history", leader_completeness),
     Property("NoDivergentRead", "No two consumer reads of one offset returned different records.",
              "Jepsen queue anomalies (divergent read)", "history", no_divergent_read),
     Property("MonotonicHighWatermark", "No consumer was shown an HW lower than one shown before; fault "

@@ -12,6 +12,7 @@ process dying. What the machine's file system keeps after a halt is the runtime'
 """
 from __future__ import annotations
 
+import json
 from typing import Callable
 
 from ..controller import CONTROLLER_ID
@@ -29,6 +30,7 @@ from .replica_manager import ReplicaManager
 DATA_DIR = "/var/lib/kafka/data"  # the default log.dirs; each broker has its own file system
 PARTITION_DIR_NAME = "isr-0"
 HW_CHECKPOINT_NAME = "replication-offset-checkpoint"
+CLEAN_SHUTDOWN_NAME = ".kafka_cleanshutdown"  # CleanShutdownFileHandler: written last by a clean shutdown
 PARTITION_ID = 0
 
 
@@ -52,6 +54,8 @@ class Broker:
         fs.makedirs(partition_dir)
         self.hw_checkpoint_file = CheckpointFile(fs, fs.join(data_dir, HW_CHECKPOINT_NAME), 2)
         self.hw_checkpoint = self._read_hw_checkpoint()
+        self.clean_shutdown_file = fs.join(data_dir, CLEAN_SHUTDOWN_NAME)
+        self.previous_broker_epoch = self._take_clean_shutdown_file()
         log_config = LogConfig(flush_messages=config.flush_messages, retention_ms=None, segment_ms=None)
         self.log = Log.open(partition_dir, log_config, fs, clock=self.scheduler.now_ms)
         self.endpoint = NodeEndpoint(broker_id, transport)
@@ -74,10 +78,31 @@ class Broker:
 
     def register(self) -> None:
         """BrokerRegistration after a restart, or by a live broker that was fenced: the controller
-        answers with a new broker epoch."""
-        self.endpoint.send_request(CONTROLLER_ID, ApiKey.BROKER_REGISTRATION, 0,
-                                   BrokerRegistrationRequest(self.broker_id, self.incarnation),
+        answers with a new broker epoch. It names the previous broker epoch if this process follows
+        a clean shutdown (or, alive all along, its own), else -1 (KIP-966's unclean shutdown
+        detection)."""
+        previous = self.broker_epoch if self.broker_epoch >= 0 else self.previous_broker_epoch
+        self.endpoint.send_request(CONTROLLER_ID, ApiKey.BROKER_REGISTRATION, self.config.variant.registration_version,
+                                   BrokerRegistrationRequest(self.broker_id, self.incarnation, previous),
                                    self._on_registered)
+
+    def _take_clean_shutdown_file(self) -> int:
+        """The broker epoch a clean shutdown left behind, or -1; the file is removed, so that the
+        next start after a crash finds none (Kafka's CleanShutdownFileHandler)."""
+        if not self.fs.exists(self.clean_shutdown_file):
+            return -1
+        try:
+            epoch = int(json.loads(self.fs.read_file(self.clean_shutdown_file))["brokerEpoch"])
+        except (ValueError, KeyError, TypeError):
+            epoch = -1  # unreadable: as if the shutdown had not been clean
+        self.fs.remove(self.clean_shutdown_file)
+        self.fs.fsync_dir(self.data_dir)
+        return epoch
+
+    @property
+    def shut_down_cleanly(self) -> bool:
+        """The clean shutdown file is on disk (read from the file system, e.g. after a crash)."""
+        return self.fs.exists(self.clean_shutdown_file)
 
     def _on_registered(self, resp: BrokerRegistrationResponse | None) -> None:
         if resp is not None and resp.error == Errors.NONE:
@@ -137,6 +162,8 @@ class Broker:
         """Controlled shutdown: checkpoint the HW, flush and close the log, then stop."""
         self.checkpoint_high_watermarks()
         self.log.close()
+        self.fs.write_file_atomically(self.clean_shutdown_file,
+                                      json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}).encode())
         self.halt()
 
     def halt(self) -> None:
