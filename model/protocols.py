@@ -198,8 +198,9 @@ class Kip966(Kip903):
         return len(leader.isr) < min_isr
 
     def unclean_shutdown(self, kind: str) -> bool:
-        """No clean shutdown file (CleanShutdownFileHandler) after anything but a clean shutdown."""
-        return kind != "clean"
+        """KIP-966's unclean shutdown: one that may have lost acknowledged data (a power loss or a
+        lost disk; a process crash keeps the page cache)."""
+        return kind in ("power", "lost disk")
 
     def last_known_leader(self, leader: int) -> int:
         """KIP-966: the leader a partition loses is remembered for the last-resort election."""

@@ -31,6 +31,9 @@ DATA_DIR = "/var/lib/kafka/data"  # the default log.dirs; each broker has its ow
 PARTITION_DIR_NAME = "isr-0"
 HW_CHECKPOINT_NAME = "replication-offset-checkpoint"
 CLEAN_SHUTDOWN_NAME = ".kafka_cleanshutdown"  # CleanShutdownFileHandler: written last by a clean shutdown
+# the broker epoch, written at registration and never fsynced: it lives in the page cache, so a
+# process crash leaves it and a power loss or a lost disk does not (KIP-966's unclean shutdown)
+RUNNING_NAME = ".kafka_running"
 PARTITION_ID = 0
 
 
@@ -55,7 +58,11 @@ class Broker:
         self.hw_checkpoint_file = CheckpointFile(fs, fs.join(data_dir, HW_CHECKPOINT_NAME), 2)
         self.hw_checkpoint = self._read_hw_checkpoint()
         self.clean_shutdown_file = fs.join(data_dir, CLEAN_SHUTDOWN_NAME)
-        self.previous_broker_epoch = self._take_clean_shutdown_file()
+        self.running_file = fs.join(data_dir, RUNNING_NAME)
+        self.previous_broker_epoch = self._take_epoch_file(self.clean_shutdown_file)
+        running_epoch = self._take_epoch_file(self.running_file)
+        if self.previous_broker_epoch < 0:
+            self.previous_broker_epoch = running_epoch
         log_config = LogConfig(flush_messages=config.flush_messages, retention_ms=None, segment_ms=None)
         self.log = Log.open(partition_dir, log_config, fs, clock=self.scheduler.now_ms)
         self.endpoint = NodeEndpoint(broker_id, transport)
@@ -73,40 +80,60 @@ class Broker:
     def bootstrap(self, broker_epoch: int, state: LeaderAndIsrRequest) -> None:
         """Join a newly created cluster: registered already, the partition just created."""
         self.replica_manager.registered(broker_epoch)
+        self._write_running_file()
         self.replica_manager.apply_leader_and_isr(state, new_partition=True)
         self._start_heartbeats()
 
     def register(self) -> None:
         """BrokerRegistration after a restart, or by a live broker that was fenced: the controller
-        answers with a new broker epoch. It names the previous broker epoch if this process follows
-        a clean shutdown (or, alive all along, its own), else -1 (KIP-966's unclean shutdown
-        detection)."""
+        answers with a new broker epoch. It names the previous broker epoch unless this process
+        follows a shutdown that may have lost data (a power loss, a lost disk): then -1 (KIP-966's
+        unclean shutdown detection)."""
         previous = self.broker_epoch if self.broker_epoch >= 0 else self.previous_broker_epoch
         self.endpoint.send_request(CONTROLLER_ID, ApiKey.BROKER_REGISTRATION, self.config.variant.registration_version,
                                    BrokerRegistrationRequest(self.broker_id, self.incarnation, previous),
                                    self._on_registered)
 
-    def _take_clean_shutdown_file(self) -> int:
-        """The broker epoch a clean shutdown left behind, or -1; the file is removed, so that the
-        next start after a crash finds none (Kafka's CleanShutdownFileHandler)."""
-        if not self.fs.exists(self.clean_shutdown_file):
+    def _take_epoch_file(self, path: str) -> int:
+        """The broker epoch in ``path``, or -1 if it is missing or unreadable (a power loss leaves
+        the never-fsynced one empty or torn); the file is removed, so the next start finds only
+        what this process writes."""
+        if not self.fs.exists(path):
             return -1
         try:
-            epoch = int(json.loads(self.fs.read_file(self.clean_shutdown_file))["brokerEpoch"])
+            epoch = int(json.loads(self.fs.read_file(path))["brokerEpoch"])
         except (ValueError, KeyError, TypeError):
-            epoch = -1  # unreadable: as if the shutdown had not been clean
-        self.fs.remove(self.clean_shutdown_file)
-        self.fs.fsync_dir(self.data_dir)
+            epoch = -1
+        self.fs.remove(path)
         return epoch
 
+    def _write_running_file(self) -> None:
+        """The broker epoch to the page cache only (no fsync: see RUNNING_NAME)."""
+        if self.fs.exists(self.running_file):
+            self.fs.remove(self.running_file)
+        handle = self.fs.open(self.running_file)
+        try:
+            handle.append(json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}).encode())
+        finally:
+            handle.close()
+
     @property
-    def shut_down_cleanly(self) -> bool:
-        """The clean shutdown file is on disk (read from the file system, e.g. after a crash)."""
-        return self.fs.exists(self.clean_shutdown_file)
+    def data_maybe_lost(self) -> bool:
+        """Read from the disk of a stopped broker: neither a clean shutdown nor the page cache left
+        its broker epoch (a power loss or a lost disk), so its next registration is unclean."""
+        for path in (self.clean_shutdown_file, self.running_file):
+            if self.fs.exists(path):
+                try:
+                    json.loads(self.fs.read_file(path))["brokerEpoch"]
+                    return False
+                except (ValueError, KeyError, TypeError):
+                    pass
+        return True
 
     def _on_registered(self, resp: BrokerRegistrationResponse | None) -> None:
         if resp is not None and resp.error == Errors.NONE:
             self.replica_manager.registered(resp.broker_epoch)
+            self._write_running_file()
             self._start_heartbeats()
         elif self.auto:  # not fenced yet, or lost: try again later
             self.scheduler.schedule(self.config.broker_heartbeat_interval_ms, self.register)

@@ -254,7 +254,7 @@ class Cluster:
                 fs.power_loss(written_back=write_back.lengths)
             else:  # auto mode: a seeded torn last write
                 fs.power_loss(random.Random(self.rng.getrandbits(64)))
-        self._frozen[broker] = dataclasses.replace(self._frozen[broker], unclean_shutdown=not b.shut_down_cleanly)
+        self._frozen[broker] = dataclasses.replace(self._frozen[broker], unclean_shutdown=b.data_maybe_lost)
         self.stats["crashes"] += 1
         self.stats["power_losses"] += kind == "power"
         self._trace_event("crash", broker, kind, *((survive, torn) if survive or torn else ()))
@@ -278,7 +278,7 @@ class Cluster:
         b = self._need_down(broker)
         self.filesystems[broker].lose_directory(b.data_dir)
         self._frozen[broker] = dataclasses.replace(self._frozen[broker], log=(), durable=0, hw=0, hw_checkpoint=0,
-                                                   power_lost=True, unclean_shutdown=not b.shut_down_cleanly)
+                                                   power_lost=True, unclean_shutdown=b.data_maybe_lost)
         self._trace_event("lose_disk", broker)
 
     def checkpoint_hw(self, broker: int) -> None:
