@@ -57,9 +57,8 @@ def _lagging(cfg, now: int, r: int, rep: Replica) -> list[int]:
 
 
 def _caught_up(cfg, r: int, rep: Replica) -> list[int]:
-    if not cfg.rules.may_expand_isr(rep):
-        return []
-    return [f for f in range(cfg.replicas) if f != r and f not in rep.isr and rep.remote_leo[f] >= rep.hw]
+    in_sync = cfg.rules.in_sync
+    return [f for f in range(cfg.replicas) if f != r and f not in rep.isr and in_sync(rep, rep.remote_leo[f])]
 
 
 def _leader_guard(s: State, r: int) -> str | None:

@@ -39,9 +39,9 @@ class Protocol:
         """Before KIP-320 a leader serves any Fetch addressed to it: no epoch validation."""
         return None
 
-    def may_expand_isr(self, leader: Replica) -> bool:
-        """Partition.maybeExpandIsr before KIP-320: catching up to the HW is enough."""
-        return True
+    def in_sync(self, leader: Replica, leo: int) -> bool:
+        """Partition.maybeExpandIsr before KIP-320: a follower whose LEO reached the HW is in sync."""
+        return leo >= leader.hw
 
     def consume_error(self, leader: Replica) -> str | None:
         """Before KIP-207/KIP-320 a new leader serves its (possibly lagging) HW at once."""
@@ -155,9 +155,9 @@ class Kip320(Kip279):
                 return (NONE, epoch, end)
         return None
 
-    def may_expand_isr(self, leader: Replica) -> bool:
+    def in_sync(self, leader: Replica, leo: int) -> bool:
         """KIP-320: add followers only once the HW reached the current leader epoch's start."""
-        return leader.hw >= leader.epoch_start_offset
+        return leo >= leader.hw >= leader.epoch_start_offset
 
     def consume_error(self, leader: Replica) -> str | None:
         """KIP-207 rule under KIP-320: a leader whose HW is below its epoch start answers
@@ -205,6 +205,12 @@ class Kip966(Kip903):
     def last_known_leader(self, leader: int) -> int:
         """KIP-966: the leader a partition loses is remembered for the last-resort election."""
         return leader
+
+    def in_sync(self, leader: Replica, leo: int) -> bool:
+        """Partition.isFollowerInSync (Kafka 4.x): the follower's LEO reached the HW and the leader
+        epoch's start. The HW form of kip-320 would block the ISR for good under strict min ISR:
+        below min ISR the HW cannot reach the epoch start."""
+        return leo >= leader.hw and leo >= leader.epoch_start_offset
 
     def isr_after_fence(self, isr: tuple, r: int) -> tuple:
         """KIP-966: the ISR may become empty; the ELR keeps who may still lead."""

@@ -211,8 +211,9 @@ class Partition:
         hw = self.high_watermark
         if self.variant.hw_reached_epoch_to_expand and hw < self.epoch_start_offset:
             return False
+        start = self.epoch_start_offset if self.variant.follower_reached_epoch_to_expand else 0
         new = [r for r in self.replicas if r not in self.isr and r != self.broker_id
-               and self.followers[r].log_end_offset >= hw]
+               and self.followers[r].log_end_offset >= max(hw, start)]
         if not new:
             return False
         self._propose(tuple(sorted(self.isr + tuple(new))))

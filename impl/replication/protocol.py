@@ -21,6 +21,12 @@ class ProtocolVariant:
     eligible_leader_replicas: bool = False  # KIP-966: strict min ISR, ELR, unclean shutdown detection
 
     @property
+    def follower_reached_epoch_to_expand(self) -> bool:
+        """Kafka 4.x Partition.isFollowerInSync: the follower's LEO (not the HW) must reach the
+        epoch start; with KIP-966's strict min ISR the HW form would block the ISR below min ISR."""
+        return self.eligible_leader_replicas
+
+    @property
     def fetch_version(self) -> int:
         """Fetch v2 (v0 + max_batches) before KIP-320, v3 (v1 + max_batches) from it, v4 (v3 + the
         follower's broker epoch) from KIP-903."""
@@ -47,6 +53,6 @@ VARIANTS: dict[str, ProtocolVariant] = {
     "kip-279": ProtocolVariant("kip-279", False, True, True, False, False),
     "kip-320": ProtocolVariant("kip-320", False, False, True, True, True),
     "kip-903": ProtocolVariant("kip-903", False, False, True, True, True, broker_epochs=True),
-    "kip-966": ProtocolVariant("kip-966", False, False, True, True, True, broker_epochs=True,
+    "kip-966": ProtocolVariant("kip-966", False, False, True, True, False, broker_epochs=True,
                                eligible_leader_replicas=True),
 }
