@@ -48,8 +48,7 @@ def run(args) -> int:
         i, step, reason = refused[0]
         verdict = invalid(f"steps[{i}] {step.to_json()}: refused: {reason} (--strict)")
     expected = schedule.expected.get(schedule.protocol)
-    as_expected = None if expected is None else (
-        expected.verdict == verdict.kind and (expected.property in (None, verdict.property)))
+    as_expected = None if expected is None else expected.matches(verdict)
     if args.json:
         doc = {"schedule": schedule.name or str(args.schedule), "protocol": schedule.protocol,
                **verdict.to_json(),

@@ -13,7 +13,7 @@ body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: v
        margin: 1.5rem; background: #fff; }
 h1 { font-size: 1.35rem; margin: 0 0 .3rem; } h2 { font-size: 1.1rem; margin: 1.4rem 0 .5rem; }
 code, pre, .mono { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace; font-size: 12px; }
-pre { background: #f6f7f9; border: 1px solid var(--line); padding: .6rem; overflow-x: auto; }
+pre { background: #f6f7f9; border: 1px solid var(--line); padding: .6rem; white-space: pre-wrap; }
 .muted { color: var(--muted); }
 .verdict { border-left: 5px solid var(--ok); background: var(--okbg); padding: .6rem .9rem; margin: .8rem 0; }
 .verdict.failed { border-color: var(--bad); background: var(--badbg); }
@@ -71,3 +71,19 @@ def table(headers: Iterable[str], rows: Iterable[Iterable[str]], css: str = "dat
             cells.append(f"<td class=\"{cls}\">{text}</td>" if cls else f"<td>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table class=\"{css}\"><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def slug(text: str) -> str:
+    """A file-name stem for ``text``."""
+    import re
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "report"
+
+
+def write_timeline(schedule, path, source: str = "") -> object:
+    """Replay ``schedule`` and write its timeline page to ``path``; the run's verdict."""
+    from ..trace import trace_run
+    from .timeline import timeline_html
+
+    trace = trace_run(schedule)
+    path.write_text(timeline_html(trace, source), encoding="utf-8")
+    return trace.verdict

@@ -73,7 +73,7 @@ def _verdict_box(trace: Trace, replay: str) -> str:
                      f"({h(prop.source)})</span></p>")
     expected = trace.schedule.expected.get(trace.schedule.protocol)
     if expected is not None:
-        ok = expected.verdict == v.kind and expected.property in (None, v.property)
+        ok = expected.matches(v)
         lines.append(f"<p>expected: {h(expected.verdict)}{' of ' + h(expected.property) if expected.property else ''}"
                      f" &rarr; <span class=\"{'ok' if ok else 'bad'}\">{'as expected' if ok else 'NOT as expected'}"
                      "</span></p>")
