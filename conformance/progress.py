@@ -28,9 +28,10 @@ def _duration(seconds: float) -> str:
 
 
 class Progress:
-    """``with Progress("fuzz kip-320", total, "schedules") as p: p.update(done, note=...)``."""
+    """``with Progress("fuzz kip-320", total, "schedules") as p: p.update(done, note=...)``;
+    ``total`` None when unknown (explored states): then no share and no ETA."""
 
-    def __init__(self, label: str, total: int, unit: str = "items", console: Console | None = None,
+    def __init__(self, label: str, total: int | None, unit: str = "items", console: Console | None = None,
                  interval_s: float = LINE_INTERVAL_S, bar: bool | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.label, self.total, self.unit = label, total, unit
@@ -68,9 +69,11 @@ class Progress:
         """``fuzz kip-320: 120/400 schedules (30%), 12.0/s, ETA 23 s; 2 tasks running``."""
         elapsed = max(now - self._start, 1e-9)
         rate = self.done / elapsed
+        note = f"; {self.note}" if self.note else ""
+        if self.total is None:
+            return f"{self.label}: {self.done:,} {self.unit}, {rate:.1f}/s{note}"
         share = f" ({100 * self.done // self.total}%)" if self.total else ""
         eta = _duration((self.total - self.done) / rate) if rate > 0 and self.total >= self.done else "-"
-        note = f"; {self.note}" if self.note else ""
         return f"{self.label}: {self.done}/{self.total} {self.unit}{share}, {rate:.1f}/s, ETA {eta}{note}"
 
     def __exit__(self, *exc) -> None:
@@ -79,7 +82,8 @@ class Progress:
             self._rich.__exit__(*exc)
         elif exc[0] is None:
             now = self.clock()
-            self._say(f"{self.label}: {self.done}/{self.total} {self.unit} done in {_duration(now - self._start)}")
+            done = f"{self.done:,}" if self.total is None else f"{self.done}/{self.total}"
+            self._say(f"{self.label}: {done} {self.unit} done in {_duration(now - self._start)}")
 
     def _say(self, text: str) -> None:
         self.console.print(text, markup=False, highlight=False, soft_wrap=True)

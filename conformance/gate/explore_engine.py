@@ -11,6 +11,7 @@ from isrcheck.model.config import ConfigError as ModelConfigError
 from isrcheck.model.config import ScheduleConfig
 
 from ..lockstep import run_schedule
+from ..progress import Progress
 from ..schedule import Schedule
 from .config import ConfigError
 from .engines import EngineJob, EngineRun, Finding
@@ -50,7 +51,10 @@ def run(job: EngineJob) -> EngineRun:
     config, scope = _split(job.options)
     model_config = ModelConfig.of(job.protocol, ScheduleConfig.from_json(config))
     start = time.perf_counter()
-    result = explore(model_config, Scope(**scope))
+    with Progress(f"explore {job.protocol}", None, "states", console=job.console) as progress:
+        result = explore(model_config, Scope(**scope),
+                         progress=lambda states, depth, _s: progress.update(states, note=f"depth {depth}"))
+        progress.update(result.states)
     out = EngineRun("explore", job.protocol,
                     f"{result.states:,} states, depth {result.depth}, "
                     f"{'complete' if result.complete else 'NOT complete'}")

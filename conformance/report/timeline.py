@@ -77,6 +77,9 @@ def _verdict_box(trace: Trace, replay: str) -> str:
         lines.append(f"<p>expected: {h(expected.verdict)}{' of ' + h(expected.property) if expected.property else ''}"
                      f" &rarr; <span class=\"{'ok' if ok else 'bad'}\">{'as expected' if ok else 'NOT as expected'}"
                      "</span></p>")
+    if v.kind == "divergence":
+        lines.append(f"<p>The lanes show the model's state, which the implementation's matched until step "
+                     f"{v.step}; there the implementation differs as the diff below the timeline says.</p>")
     lines.append(f"<p>replay: <code>{h(replay)}</code></p></div>")
     return "".join(lines)
 

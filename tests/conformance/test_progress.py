@@ -52,3 +52,12 @@ def test_on_a_terminal_a_bar():
         p.update(20)
     text = out.getvalue()
     assert "fuzz kip-320" in text and "20/20" in text and "━" in text
+
+
+def test_an_unknown_total_shows_count_and_rate():
+    out, clock = io.StringIO(), Clock()
+    with Progress("explore kip-320", None, "states", console=Console(file=out, width=200), clock=clock) as p:
+        clock.ms += 10_000
+        p.update(52_000, note="depth 12")
+    assert out.getvalue().splitlines() == ["explore kip-320: 52,000 states, 5200.0/s; depth 12",
+                                           "explore kip-320: 52,000 states done in 10 s"]

@@ -50,3 +50,28 @@ def test_refused_steps_are_shaded_and_listed(tmp_path, open_page, artifacts):
     assert page.locator(".step-head.refused").get_attribute("data-step") == "1"
     assert "no fetch request of replica 1 in flight" in page.inner_text("body")
     assert page.locator(".first-bad").count() == 0
+
+
+def test_a_divergence_outlines_the_first_differing_step_with_the_diff(tmp_path, scenario, open_page, artifacts,
+                                                                     monkeypatch):
+    """A mutant implementation whose leader never advances its HW (Partition.maybe_increment_leader_hw
+    does nothing) never answers the acks=all produce: the model answers it at the fetch that
+    advances the HW, and the timeline stops there with the two sides' outputs."""
+    from isrcheck.impl.replication.partition import Partition
+
+    monkeypatch.setattr(Partition, "maybe_increment_leader_hw", lambda self: False)
+    out = tmp_path / "mutant.html"
+    assert main(["report", scenario("healthy-acks-all"), "--html", str(out)]) == 1  # expected pass
+    page, errors = open_page(out)
+    page.locator(".step-head.first-bad").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "timeline-divergence.png"), full_page=True)
+    assert errors == []
+    bad = page.locator(".step-head.first-bad")
+    assert bad.count() == 1
+    step = int(bad.get_attribute("data-step"))
+    assert page.locator(".step-head[data-step]").count() == 1 + step + 1  # nothing after it is run
+    assert "divergence" in page.locator("#verdict").inner_text()
+    diff = page.locator("#diff").inner_text()
+    assert diff.startswith(f"step {step} handle_fetch(") and "outputs differ\n(model != impl)" in diff
+    assert "'acks': -1, 'error': 'NONE'" in diff and diff.endswith("!= []")
+    assert "model / implementation diff" in page.inner_text("body")
