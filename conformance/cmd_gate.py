@@ -55,7 +55,7 @@ def run(args) -> int:
     where = [f"engine results in {out}"] if result.runs else []
     where += [f"JUnit XML {junit}"] if junit else []
     where += [f"HTML report {Path(html) / 'index.html'}"] if html else []
-    where += [f"{len(result.saved)} new failure(s) saved in {save}"] if result.saved else []
+    where += [f"{len(result.new)} new failure(s) saved in {save}"] if result.new else []
     print("results: " + ("; ".join(where) if where else "printed above"))
     return result.exit_code
 
@@ -73,5 +73,6 @@ def _print(result) -> None:
         print(f"{run.engine} {run.protocol}: {run.summary}; {len(run.findings)} failure(s), {run.seconds:.1f} s")
         for f in run.findings:
             saved = result.saved.get(id(f))
-            print(f"  {f.verdict.summary()} ({f.label})" + (f": saved as {saved}" if saved else ""))
+            print(f"  {f.verdict.summary()} ({f.label})" + (
+                "" if saved is None else f": saved as {saved}" if saved in result.new else f": already in the corpus as {saved}"))
     print(f"gate: {'PASS' if result.exit_code == 0 else 'FAIL'} in {result.seconds:.1f} s")

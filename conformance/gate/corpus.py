@@ -52,16 +52,16 @@ def replay(case: Case) -> Verdict:
     return run_schedule(case.schedule)
 
 
-def save_failure(folder: Path, engine: str, schedule: Schedule, verdict: Verdict, label: str) -> Path | None:
+def save_failure(folder: Path, engine: str, schedule: Schedule, verdict: Verdict, label: str) -> tuple[Path, bool]:
     """Write the failure as ``<engine>-<protocol>-<what>-<hash>.json`` expecting its verdict;
-    None when that very schedule is already there (a failure found again is not new)."""
+    the path, and False when that very schedule was already there (found again, not new)."""
     what = verdict.property or (f"at-{schedule.steps[verdict.step]['step']}"
                                 if verdict.step is not None and verdict.step < len(schedule.steps) else "end")
     digest = hashlib.sha256(Schedule(schedule.protocol, schedule.config, schedule.steps).dumps().encode()).hexdigest()[:10]
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{engine}-{schedule.protocol}-{verdict.kind}-{what}-{digest}")
     path = folder / f"{stem}.json"
     if path.exists():
-        return None
+        return path, False
     expected = Expected(verdict.kind, verdict.property if verdict.kind == "violation" else None)
     doc = Schedule(schedule.protocol, schedule.config, schedule.steps, {schedule.protocol: expected},
                    name=stem, description=f"Found by isrcheck gate ({engine}, {label}): {verdict.summary()}.")
@@ -69,4 +69,4 @@ def save_failure(folder: Path, engine: str, schedule: Schedule, verdict: Verdict
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(doc.dumps(), encoding="utf-8")
     tmp.replace(path)
-    return path
+    return path, True

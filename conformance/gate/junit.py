@@ -61,7 +61,8 @@ def junit_xml(result: GateResult) -> bytes:
                                 + (f", from {f.original_steps}" if f.original_steps else "") + "):\n"
                                 + f.schedule.dumps())
                     if saved:
-                        text.append(f"saved to the corpus: {saved}\nreplay: isrcheck check {saved}")
+                        text.append(f"{'saved to' if saved in result.new else 'already in'} the corpus: {saved}\n"
+                                    f"replay: isrcheck check {saved}")
                 parts.append("\n".join(t for t in text if t))
             failure = ET.SubElement(tc, "failure", type=run.findings[0].verdict.kind,
                                     message="; ".join(f"{f.verdict.summary()} ({f.label})" for f in run.findings))

@@ -31,7 +31,8 @@ class GateResult:
     cases: list[CaseResult] = field(default_factory=list)
     unused: list[Path] = field(default_factory=list)
     runs: list[EngineRun] = field(default_factory=list)
-    saved: dict[int, Path] = field(default_factory=dict)   # id(finding) -> corpus file written
+    saved: dict[int, Path] = field(default_factory=dict)   # id(finding) -> its corpus file
+    new: set[Path] = field(default_factory=set)            # the corpus files this run wrote
     seconds: float = 0.0
 
     @property
@@ -91,9 +92,10 @@ def run_gate(config: GateConfig, workdir: Path, console, save: Path | None) -> G
     if save is not None:
         for run, finding in result.findings:
             if finding.schedule is not None:
-                path = save_failure(save, run.engine, finding.schedule, finding.verdict, finding.label)
-                if path is not None:
-                    result.saved[id(finding)] = path
+                path, new = save_failure(save, run.engine, finding.schedule, finding.verdict, finding.label)
+                result.saved[id(finding)] = path
+                if new:
+                    result.new.add(path)
     result.seconds = time.perf_counter() - start
     return result
 

@@ -31,8 +31,8 @@ def write_gate_html(result, out: Path) -> Path:
                 write_timeline(f.schedule, out / name, str(result.saved.get(id(f), "")))
                 link = f"<a href=\"{h(name)}\">{link}</a>"
             saved = result.saved.get(id(f))
-            finding_rows.append((h(run.engine), h(run.protocol), h(f.verdict.summary()), link,
-                                 h(saved) if saved else "-"))
+            where = "-" if saved is None else h(saved) if saved in result.new else f"already there: {h(saved)}"
+            finding_rows.append((h(run.engine), h(run.protocol), h(f.verdict.summary()), link, where))
     ok = result.exit_code == 0
     body = [f"<h1>isrcheck gate: {'PASS' if ok else 'FAIL'}</h1>",
             f"<div class=\"verdict{'' if ok else ' failed'}\">{sum(r.ok for r in result.cases)}/{len(result.cases)} "
@@ -42,7 +42,7 @@ def write_gate_html(result, out: Path) -> Path:
             "<h2>engines</h2>", table(("engine", "protocol", "what ran", "failures", "seconds"), engine_rows)]
     if finding_rows:
         body += ["<h2>failures found</h2>",
-                 table(("engine", "protocol", "verdict", "timeline", "saved as"), finding_rows)]
+                 table(("engine", "protocol", "verdict", "timeline", "corpus file"), finding_rows)]
     index = out / "index.html"
     index.write_text(document("isrcheck gate", "\n".join(body)), encoding="utf-8")
     return index

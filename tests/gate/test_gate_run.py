@@ -52,7 +52,7 @@ def test_an_unexpected_corpus_verdict_fails_with_the_replay_command(tmp_path, sc
     assert "isrcheck check" in failure.text and "--protocol hw-truncation --expected" in failure.text
 
 
-def test_new_failures_are_saved_shrunk_and_replayed_first_next_time(tmp_path, scenario, capsys):
+def test_new_failures_are_saved_shrunk_and_replayed_first_next_time(tmp_path, scenario, capsys, open_page, artifacts):
     _setup(tmp_path, scenario, {"verdict": "violation", "property": "NoLostAckedWrite"})
     assert _gate(tmp_path, "--html", str(tmp_path / "html")) == 1
     out = capsys.readouterr().out
@@ -78,11 +78,18 @@ def test_new_failures_are_saved_shrunk_and_replayed_first_next_time(tmp_path, sc
     index = (tmp_path / "html" / "index.html").read_text()
     assert "FAIL" in index and index.count("timelines/explore-hw-truncation-") == 2  # a timeline per finding
     assert len(list((tmp_path / "html" / "timelines").glob("*.html"))) == 2
+    page, errors = open_page(tmp_path / "html" / "index.html")
+    page.screenshot(path=str(artifacts / "gate-with-failures.png"), full_page=True)
+    assert errors == [] and page.inner_text("h1") == "isrcheck gate: FAIL"
+    page.locator("a", has_text="StrongIsr at depth 10").click()
+    page.wait_for_load_state()
+    assert page.locator(".lane.replica").count() == 2 and page.locator(".step-head.first-bad").count() == 1
 
     # the next run replays them first (as expected now) and saves nothing again
     assert _gate(tmp_path) == 1
     out = capsys.readouterr().out
     assert f"corpus {1 + len(saved)}/{1 + len(saved)} as expected" in out and "saved as" not in out
+    assert f"already in the corpus as {saved[0]}" in out
     assert sorted((tmp_path / "corpus").glob("explore-*.json")) == saved
 
 
