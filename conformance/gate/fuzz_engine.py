@@ -1,7 +1,8 @@
 """The Spark fuzz campaign as a gate engine, within a budget of schedules, seconds or both.
 
 A budget in seconds runs consecutive seed blocks (each its own campaign folder, all on one Spark
-session) until the time is spent; a budget in schedules alone is one campaign. Failures come
+session, at least one) until the time is spent, counted once Spark is up; a budget in schedules
+alone is one campaign. Failures come
 back shrunk by the campaign; the gate turns them into findings.
 """
 from __future__ import annotations
@@ -51,13 +52,13 @@ def check(options: dict) -> None:
 def run(job: EngineJob) -> EngineRun:
     o = _options(job.options)
     start = time.perf_counter()
-    deadline = start + o["seconds"] if o["seconds"] else math.inf
+    spark = job.spark()  # the budget counts from here: Spark's start-up is not fuzzing
+    deadline = time.perf_counter() + o["seconds"] if o["seconds"] else math.inf
     left = o["schedules"] if o["schedules"] else math.inf
     block = left if o["seconds"] is None else min(o["block"], left)
     seed, ran, verdicts = o["seed"], 0, {}
     out = EngineRun("fuzz", job.protocol, results=str(job.workdir))
-    spark = job.spark()
-    while left > 0 and time.perf_counter() < deadline:
+    while left > 0 and (ran == 0 or time.perf_counter() < deadline):  # at least one block
         n = int(min(block, left))
         params = CampaignParams(job.protocol, n, seed=seed, steps=o["steps"], faults=o["faults"],
                                 shrink_budget_s=job.shrink_seconds)
