@@ -1,5 +1,6 @@
 """The engines a gate runs, one entry each: adding an engine is one line of ``ENGINES`` and a
-function ``run(job: EngineJob) -> EngineRun`` at its target.
+function ``run(job: EngineJob) -> EngineRun`` at its target; the target's module may also define
+``check(options)``, raising ``ConfigError`` for a bad table before any engine runs.
 
 An engine whose target module is not installed is unavailable: a gate config naming it is bad
 input (exit 2), never silently skipped.
@@ -64,9 +65,11 @@ class Engine:
 
     def available(self) -> bool:
         try:
-            return importlib.util.find_spec(self.module) is not None
+            if importlib.util.find_spec(self.module) is None:
+                return False
         except ModuleNotFoundError:  # a parent package is missing
             return False
+        return callable(getattr(importlib.import_module(self.module), self.target.partition(":")[2], None))
 
     def load(self) -> Callable[[EngineJob], EngineRun]:
         module, _, function = self.target.partition(":")

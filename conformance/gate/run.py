@@ -55,7 +55,10 @@ def engines_to_run(config: GateConfig) -> list:
                               f"this isrcheck has no {engine.name} engine ({engine.module} is not installed)")
         check = getattr(importlib.import_module(engine.module), "check", None)  # refuse a bad table now
         if check is not None:
-            check(config.engine_options(engine.name))
+            try:
+                check(config.engine_options(engine.name))
+            except ConfigError as exc:
+                raise ConfigError(f"{config.source}: {exc}") from None
         chosen.append(engine)
     return chosen
 

@@ -33,6 +33,7 @@ def _gate(tmp_path, capsys, toml: str, *extra: str):
 def test_bad_config_exits_2_naming_the_key(tmp_path, capsys, toml, message):
     code, out = _gate(tmp_path, capsys, toml)
     assert code == 2
+    assert out.err.startswith(f"isrcheck gate: error: {tmp_path / 'pyproject.toml'}: ")
     assert message in out.err
     assert len(out.err.strip().splitlines()) == 1 and "Traceback" not in out.err
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
@@ -59,6 +60,7 @@ def test_an_engine_is_one_entry_whose_target_is_a_module_function():
     names = [e.name for e in ENGINES]
     assert names == ["explore", "cover", "fuzz"]
     assert Engine("x", "no.such.module:run", "").available() is False
+    assert Engine("x", "isrcheck.conformance.gate.explore_engine:no_such_function", "").available() is False
     for engine in ENGINES:
         if engine.available():
             assert callable(engine.load())
