@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fuzz": ("isrcheck.conformance.campaign.command", "fuzz random crash schedules on Spark, resumable"),
     "dump-log": ("isrcheck.impl.storage.dump_log", "print the batches of a .log, or the entries of an index or checkpoint file"),
     "sim": ("isrcheck.impl.sim.cli", "run the implementation alone under a seeded random workload with faults"),
+    "gate": ("isrcheck.conformance.cmd_gate", "replay the regression corpus, then run the engines within a budget (CI)"),
+    "report": ("isrcheck.conformance.cmd_report", "write self-contained HTML for a schedule or a campaign folder"),
 }
 
 

@@ -50,6 +50,10 @@ class Expected:
     verdict: str
     property: str | None = None
 
+    def matches(self, verdict) -> bool:
+        """Does a run's Verdict give what is expected (a violation of the property, if named)?"""
+        return self.verdict == verdict.kind and self.property in (None, verdict.property)
+
     def to_json(self) -> dict:
         return {"verdict": self.verdict} if self.property is None else {
             "verdict": self.verdict, "property": self.property}

@@ -92,6 +92,8 @@ def print_summary(summary: dict, out: str, console: Console) -> None:
                   f"{kinds.get('outputs', 0)} outcomes")
     if not summary["failures"]:
         console.print("  [green]no failure[/]")
+        console.print(f"  results: {out}/summary.json (isrcheck report {out} --html OUT draws its page)",
+                      markup=False, highlight=False)
         return
     table = Table(title=f"{summary['distinct_failures']} distinct failures "
                         f"({summary['failing_schedules']} failing schedules)")
@@ -102,3 +104,5 @@ def print_summary(summary: dict, out: str, console: Console) -> None:
                       str(f["steps"]), str(f["shrunk_steps"]), f"{out}/{f['file']}")
     console.print(table)
     console.print(f"  replay one with: isrcheck check {out}/{summary['failures'][0]['file']}")
+    console.print(f"  results: {out}/summary.json (isrcheck report {out} --html OUT draws its page)",
+                  markup=False, highlight=False)

@@ -197,7 +197,7 @@ def _run_job(sc, spec: TaskSpec, chunks, store: CampaignStore, gaps, progress: b
 
     worker = threading.Thread(target=job, name="isrcheck-fuzz-job", daemon=True)
     worker.start()
-    follow(worker, sc, store, gaps, console, enabled=progress and console.is_terminal)
+    follow(worker, sc, store, gaps, console, enabled=progress, label=f"fuzz {spec.protocol}")
     if "error" in outcome:
         raise CampaignError(f"the Spark job failed: {_first_python_error(outcome['error'])}")
     return outcome["ranges"]

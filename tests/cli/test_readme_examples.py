@@ -92,8 +92,14 @@ COVERED = {
     "spark-submit --master spark://127.0.0.1:7077 --conf spark.executor.cores=2 "
     "\"$(python -c 'import isrcheck.conformance.campaign as c, os; print(os.path.join(os.path.dirname(c.__file__), \"__main__.py\"))')\" "
     "--protocol kip-320 --schedules 200000 --out /shared/campaigns/kip-320",
+    "isrcheck gate --junit-xml gate.xml --html gate-report",
+    "isrcheck report specs/scenarios/kip101-scenario2.json --protocol hw-truncation --html kip101-scenario2.html",
+    "isrcheck report campaigns/kip-320 --html campaigns/kip-320/report",
+    "python -m pytest --isrcheck specs/scenarios",
     # complete commands quoted inline
     "isrcheck explore",
+    "isrcheck gate",
+    "isrcheck report",
     "isrcheck sim",
     "isrcheck check",
     "isrcheck fuzz",
@@ -185,7 +191,41 @@ def test_bare_commands_quoted_inline_are_sub_commands_that_need_arguments():
     assert run("isrcheck fuzz").returncode == 2  # --protocol is required
 
 
+def test_report_a_scenario_as_a_timeline(tmp_path):
+    out = tmp_path / "kip101-scenario2.html"
+    proc = run(example("isrcheck report specs/scenarios/kip101-scenario2.json --protocol hw-truncation "
+                       "--html kip101-scenario2.html"), fill={"kip101-scenario2.html": str(out)})
+    assert proc.returncode == 0, proc.stderr  # the verdict the file expects on hw-truncation
+    assert f"violation of StrongIsr at step 32; timeline: {out}" in proc.stdout
+    page = out.read_text()
+    assert page.count('class="lane replica"') == 2 and "first bad step" in page
+
+
+def test_the_scenarios_as_pytest_items():
+    proc = run(example("python -m pytest --isrcheck specs/scenarios") + " -p no:cacheprovider -q")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    expectations = sum(len(json.loads(p.read_text()).get("expected", {}))
+                       for p in (ROOT / "specs" / "scenarios").glob("*.json"))
+    assert f"{expectations} passed" in proc.stdout
+
+
 # -- slow: the default scope, Spark, a standalone cluster, a fresh install --------------------------
+
+
+@pytest.mark.slow
+def test_the_repository_gate_and_a_campaign_page(tmp_path):
+    """The gate as README runs it, from a copy of pyproject.toml (tests/gate/test_self_gate.py
+    runs the same gate in the default run), then a campaign's page."""
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    proc = run(example("isrcheck gate --junit-xml gate.xml --html gate-report"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert (tmp_path / "gate.xml").exists() and (tmp_path / "gate-report" / "index.html").exists()
+    fuzz = run("isrcheck fuzz --protocol kip-320 --schedules 20 --steps 30 --master local[1] --out campaigns/kip-320",
+               cwd=tmp_path)
+    assert fuzz.returncode == 0, fuzz.stderr[-3000:]
+    proc = run(example("isrcheck report campaigns/kip-320 --html campaigns/kip-320/report"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "coverage-chart" in (tmp_path / "campaigns" / "kip-320" / "report" / "index.html").read_text()
 
 @pytest.mark.slow
 def test_explore_saves_counterexamples_that_check_replays(tmp_path):
