@@ -31,7 +31,7 @@ def test_schedule_files_are_items_with_their_expected_verdicts(tmp_path, scenari
     out = proc.stdout
     assert proc.returncode == 1, out + proc.stderr
     # right.json: 4 protocols pass; wrong.json: 3 pass, hw-truncation fails; broken.json fails
-    assert "2 failed, 7 passed" in out
+    assert "2 failed, 11 passed" in out
     assert "FAILED corpus/wrong.json::hw-truncation" in out
     assert "wrong.json [hw-truncation]: expected pass, got violation of NoLostAckedWrite at step 13" in out
     assert "step 13: {'step': 'deliver_leader_and_isr'" in out
@@ -47,7 +47,7 @@ def test_only_configured_folders_without_the_option(tmp_path, scenario):
     (tmp_path / "pytest.ini").write_text("[pytest]\nisrcheck_corpus = corpus\n")
     proc = _pytest(tmp_path, "corpus/right.json")
     assert proc.returncode == 0, proc.stdout
-    assert "4 passed" in proc.stdout
+    assert "6 passed" in proc.stdout
     listed = _pytest(tmp_path, "corpus", "--collect-only").stdout.splitlines()
     assert "corpus/right.json::kip-320" in listed and "corpus/wrong.json::hw-truncation" in listed
     assert not any("package.json" in line for line in listed)
