@@ -1,0 +1,49 @@
+"""``python -m isrcheck.impl.sut``: the implementation as a system under test, speaking the driver
+protocol (docs/sut-protocol.md) on stdin/stdout, or with ``--listen HOST:PORT`` on TCP (one
+session per connection; the bound address is printed on stdout once listening)."""
+from __future__ import annotations
+
+import argparse
+import socketserver
+import sys
+
+from .server import serve
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        serve(self.rfile, self.wfile)
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m isrcheck.impl.sut", description=__doc__)
+    parser.add_argument("--listen", type=_address, metavar="HOST:PORT",
+                        help="serve TCP connections instead of stdin/stdout (port 0: any free port)")
+    args = parser.parse_args(argv)
+    if args.listen is None:
+        serve(sys.stdin.buffer, sys.stdout.buffer)
+        return 0
+    with _Server(args.listen, _Handler) as server:
+        host, port = server.server_address[:2]
+        print(f"listening {host}:{port}", flush=True)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
