@@ -105,6 +105,28 @@ def chosen() -> tuple[str, float] | None:
     return _chosen
 
 
+def add_arguments(parser) -> None:
+    """``--sut`` and ``--sut-timeout``, for every command that runs schedules."""
+    from .cli import SECONDS
+    parser.add_argument("--sut", metavar="COMMAND", default=None,
+                        help='run the implementation under test as this command (e.g. "python -m '
+                             'isrcheck.impl.sut"), or connect to tcp://HOST:PORT, speaking the driver '
+                             "protocol of docs/sut-protocol.md (default: the in-process simulation)")
+    parser.add_argument("--sut-timeout", type=SECONDS, default=10.0, metavar="SECONDS",
+                        help=f"how long to wait for each answer of --sut (default 10; {SECONDS.describe()})")
+
+
+def use_arguments(args) -> None:
+    """Apply ``--sut``: started (and the protocol version agreed) now; bad input exits 2."""
+    from .cli import UsageError
+    if args.sut is None:
+        return
+    try:
+        use(args.sut, args.sut_timeout)
+    except SutFailure as exc:
+        raise UsageError(f"--sut {args.sut}: {exc}") from None
+
+
 def default_sut() -> SystemUnderTest:
     """The system a run uses when none is given: this process's ``--sut`` (one instance, reused
     schedule after schedule), else a new in-process simulation."""

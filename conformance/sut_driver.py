@@ -202,7 +202,7 @@ class DriverSut(SystemUnderTest):
         try:
             return sut_state.system_state(raw, self._replicas)
         except SutFailure as exc:
-            raise self._failure(exc.kind, exc.detail) from None
+            raise self._failure(exc.kind, f"step: {exc.detail}") from None
 
     def snapshot(self):
         if "snapshot" not in self.hello.get("features", ()):
