@@ -92,6 +92,9 @@ COVERED = {
     "spark-submit --master spark://127.0.0.1:7077 --conf spark.executor.cores=2 "
     "\"$(python -c 'import isrcheck.conformance.campaign as c, os; print(os.path.join(os.path.dirname(c.__file__), \"__main__.py\"))')\" "
     "--protocol kip-320 --schedules 200000 --out /shared/campaigns/kip-320",
+    'isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation --sut "python -m isrcheck.impl.sut"',
+    'isrcheck fuzz --protocol hw-truncation --schedules 40 --steps 60 --sut "python -m isrcheck.impl.sut" '
+    "--out campaigns/hw-truncation-sut",
     # complete commands quoted inline
     "isrcheck explore",
     "isrcheck sim",
@@ -112,6 +115,13 @@ def test_check_a_scenario_under_another_protocol_names_its_property_as_expected(
     assert proc.returncode == 1, proc.stderr
     assert "[hw-truncation]: violation of NoLostAckedWrite" in proc.stdout
     assert proc.stdout.rstrip().endswith("expected: violation of NoLostAckedWrite -> as expected")
+
+
+def test_check_through_the_driver_protocol_gives_the_in_process_verdict():
+    proc = run(example('isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation '
+                       '--sut "python -m isrcheck.impl.sut"'))
+    assert proc.returncode == 1, proc.stderr
+    assert "[hw-truncation]: violation of NoLostAckedWrite" in proc.stdout
 
 
 def test_check_options_on_a_schedule_file(tmp_path):
@@ -226,6 +236,16 @@ def test_fuzz_campaigns_and_replaying_a_failure(tmp_path):
     proc = run(example("isrcheck check campaigns/hw-truncation/failures/violation-StrongIsr.json"), cwd=tmp_path)
     assert proc.returncode == 1 and "violation of StrongIsr" in proc.stdout
     assert proc.stdout.rstrip().endswith("-> as expected")
+
+
+@pytest.mark.slow
+def test_a_campaign_through_the_driver_protocol(tmp_path):
+    proc = run(example('isrcheck fuzz --protocol hw-truncation --schedules 40 --steps 60 '
+                       '--sut "python -m isrcheck.impl.sut" --out campaigns/hw-truncation-sut'), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr  # hw-truncation loses data: failures found and shrunk
+    summary = json.loads((tmp_path / "campaigns" / "hw-truncation-sut" / "summary.json").read_text())
+    assert summary["schedules"] == 40 and "sut-failure" not in summary["by_verdict"]
+    assert summary["by_verdict"].get("violation", 0) > 0
 
 
 @pytest.mark.slow
