@@ -10,13 +10,11 @@ compared in their wire view (``wire.wire_view``).
 """
 from __future__ import annotations
 
-from isrcheck.impl.sut.report import Report, controller_fields, replica_fields
+from isrcheck.impl.sut.report import Report, controller_fields, converted, replica_fields
 from isrcheck.model import (
     AlterPartition, AlterPartitionResponse, Controller, Entry, FetchRequest, FetchResponse,
     LeaderAndIsr, Replica,
 )
-
-from .diff import common_prefix
 
 MS_PER_TICK = 1  # one model tick is one millisecond of the simulated clock
 
@@ -57,10 +55,5 @@ class Abstraction:
     def _log(self, broker: int, log: tuple) -> tuple:
         """The model entries of a broker's log, converting only the entries after the part it shares
         with the last one, so a step costs what it changed, not the length of the log."""
-        raw = self.report.log(broker, log)
-        seen, converted = self._logs[broker]
-        if raw is not seen:
-            same = common_prefix(seen, raw)
-            converted = converted[:same] + entries(raw[same:])
-            self._logs[broker] = (raw, converted)
-        return converted
+        self._logs[broker] = kept = converted(self._logs[broker], self.report.log(broker, log), entries)
+        return kept[1]

@@ -75,12 +75,8 @@ class Report:
         """``(offset, epoch, record, base)`` of each entry of a broker's snapshot log, converting only
         the entries after the part it shares with the last one (the cluster hands out the same tuple
         while a log is unchanged and keeps an unchanged prefix), so a step costs what it changed."""
-        seen, entries = self._logs[broker]
-        if log is not seen:
-            same = _common_prefix(seen, log)
-            entries = entries[:same] + _entries(log[same:])
-            self._logs[broker] = (log, entries)
-        return entries
+        self._logs[broker] = kept = converted(self._logs[broker], log, _entries)
+        return kept[1]
 
     def state(self) -> dict:
         """The whole report (docs/sut-protocol.md, "The state")."""
@@ -128,6 +124,17 @@ class Report:
     def kept(self) -> int:
         """How many decoded messages and tags are kept (bounded by the messages in flight)."""
         return max(len(self._messages), len(self._tags) + len(self._alter_epochs))
+
+
+def converted(kept: tuple[tuple, tuple], items: tuple, convert: Callable[[tuple], tuple]) -> tuple[tuple, tuple]:
+    """``(items, convert(items))`` from ``kept``, the last such pair, converting only the items after
+    the prefix ``items`` shares with the last ones: a log grows or is cut by a step, and its
+    conversion must cost what changed, not the length of the log."""
+    seen, out = kept
+    if items is seen:
+        return kept
+    same = _common_prefix(seen, items)
+    return items, out[:same] + convert(items[same:])
 
 
 def _common_prefix(a: tuple, b: tuple) -> int:
