@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fuzz": ("isrcheck.conformance.campaign.command", "fuzz random crash schedules on Spark, resumable"),
     "dump-log": ("isrcheck.impl.storage.dump_log", "print the batches of a .log, or the entries of an index or checkpoint file"),
     "sim": ("isrcheck.impl.sim.cli", "run the implementation alone under a seeded random workload with faults"),
+    "soak": ("isrcheck.conformance.cmd_soak", "run the implementation as real processes under clients and wall-clock faults"),
 }
 
 
