@@ -95,6 +95,7 @@ COVERED = {
     'isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation --sut "python -m isrcheck.impl.sut"',
     'isrcheck fuzz --protocol hw-truncation --schedules 40 --steps 60 --sut "python -m isrcheck.impl.sut" '
     "--out campaigns/hw-truncation-sut",
+    "isrcheck soak --protocol kip-320 --duration 30 --faults crash --seed 1",
     # complete commands quoted inline
     "isrcheck explore",
     "isrcheck sim",
@@ -236,6 +237,13 @@ def test_fuzz_campaigns_and_replaying_a_failure(tmp_path):
     proc = run(example("isrcheck check campaigns/hw-truncation/failures/violation-StrongIsr.json"), cwd=tmp_path)
     assert proc.returncode == 1 and "violation of StrongIsr" in proc.stdout
     assert proc.stdout.rstrip().endswith("-> as expected")
+
+
+@pytest.mark.slow
+def test_a_soak_of_real_processes_under_crashes_finds_no_anomaly():
+    proc = run(example("isrcheck soak --protocol kip-320 --duration 30 --faults crash --seed 1"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "anomalies: none" in proc.stdout and "faults: none" not in proc.stdout
 
 
 @pytest.mark.slow
