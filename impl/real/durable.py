@@ -91,10 +91,15 @@ def durable_lengths(journal: str) -> dict[str, int]:
     return lengths
 
 
-def power_loss(directory: str, journal: str) -> dict[str, int]:
+def power_loss(directory: str, journal: str, written_back: dict[str, int] | None = None) -> dict[str, int]:
     """After the process writing ``directory`` was killed: cut every file to its durable length and
-    remove the files never made durable. Returns the bytes lost per file (only files that lost some)."""
+    remove the files never made durable. ``written_back`` (path -> length) says how far the page
+    cache had written some files back besides (a write cut there is torn); their directory entries
+    reached the disk with their data. Returns the bytes lost per file (only files that lost some)."""
     lengths = durable_lengths(journal) if os.path.exists(journal) else {}
+    for path, length in (written_back or {}).items():
+        path = os.path.abspath(path)
+        lengths[path] = max(lengths.get(path, 0), length)
     lost = {}
     for root, _dirs, files in os.walk(directory):
         for name in sorted(files):

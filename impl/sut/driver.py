@@ -43,8 +43,9 @@ def cluster_config(protocol: str, config: dict) -> ClusterConfig:
 class SimDriver:
     """One schedule's cluster; ``step(name, values)`` -> ``(refusal reason or None, outputs)``."""
 
-    def __init__(self, config: ClusterConfig) -> None:
-        self.cluster = Cluster(config, mode="steps", seed=0)
+    def __init__(self, config: ClusterConfig, cluster_factory=None) -> None:
+        """``cluster_factory(config)``: a step-mode cluster (default: the simulation, in this process)."""
+        self.cluster = cluster_factory(config) if cluster_factory else Cluster(config, mode="steps", seed=0)
         self.report = Report(self.cluster)
         self.records_produced = 0
         self._consumes: dict[int, tuple[tuple, list]] = {}  # broker -> (last records read, their output pairs)
@@ -70,6 +71,12 @@ class SimDriver:
         except ClusterError as exc:
             return exc.reason, []
         return None, [self._output(r) for r in cluster.take_client_responses()]
+
+    def close(self) -> None:
+        """End what the cluster runs outside this process (broker processes)."""
+        close = getattr(self.cluster, "close", None)
+        if close is not None:
+            close()
 
     def _output(self, result) -> dict:
         """A client response in docs/steps.md's output form (record ids back from the values)."""

@@ -27,7 +27,8 @@ class _Error(Exception):
 class Session:
     """The state of one conversation: the agreed version, the current cluster, its snapshots."""
 
-    def __init__(self) -> None:
+    def __init__(self, cluster_factory=None) -> None:
+        self.cluster_factory = cluster_factory  # None: the simulation in this process
         self.version: int | None = None
         self.driver: SimDriver | None = None
         self._reset: tuple | None = None  # (protocol, config) of the last reset
@@ -55,7 +56,7 @@ class Session:
         except Exception as exc:  # the implementation itself failed: a finding, reported with where
             where = traceback.extract_tb(exc.__traceback__)[-3:]
             at = "; ".join(f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} in {f.name}" for f in where)
-            self.driver = None  # its state is unknown now: the next step needs a reset
+            self.close()  # its state is unknown now: the next step needs a reset
             return _error("internal", f"{type(exc).__name__}: {exc} (at {at})"), False
 
     def _op_hello(self, request: dict) -> dict:
@@ -78,9 +79,15 @@ class Session:
             cluster = cluster_config(protocol, config)
         except ValueError as exc:
             raise _Error("bad_config", str(exc)) from None
-        self.driver = SimDriver(cluster)
+        self.close()
+        self.driver = SimDriver(cluster, self.cluster_factory)
         self._reset, self._taken, self._snapshots = (protocol, config), [], []
         return {}
+
+    def close(self) -> None:
+        if self.driver is not None:
+            self.driver.close()
+            self.driver = None
 
     def _need_driver(self) -> SimDriver:
         if self.driver is None:
@@ -133,14 +140,17 @@ def encode(answer: dict) -> bytes:
     return json.dumps(answer, separators=(",", ":")).encode() + b"\n"
 
 
-def serve(lines: Iterable[bytes], out: BinaryIO) -> None:
+def serve(lines: Iterable[bytes], out: BinaryIO, cluster_factory=None) -> None:
     """Answer each request line on ``out`` until ``bye`` or the end of ``lines``."""
-    session = Session()
-    for line in lines:
-        if not line.strip():
-            continue
-        answer, done = session.answer(line)
-        out.write(encode(answer))
-        out.flush()
-        if done:
-            return
+    session = Session(cluster_factory)
+    try:
+        for line in lines:
+            if not line.strip():
+                continue
+            answer, done = session.answer(line)
+            out.write(encode(answer))
+            out.flush()
+            if done:
+                return
+    finally:
+        session.close()

@@ -1,0 +1,46 @@
+"""One broker in its own process, driven over a socket by ``processes.StepProcessCluster``:
+``python -m isrcheck.impl.sut.broker_process FD``. Its log lives in a real directory (journaled
+for power losses); its clock, network and event log are the driver's, reached through ``remote``."""
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+
+from ..real.durable import JournaledFileSystem
+from ..real.node import journal_path
+from ..replication.broker import Broker
+from ..sim.cluster import Cluster
+from .remote import Channel
+
+
+class _View:
+    """What ``Cluster._broker_snapshot`` reads of its cluster: the config and the log views."""
+
+    def __init__(self, config) -> None:
+        self.config = config
+        self._log_views: dict = {}
+
+
+def main() -> int:
+    channel = Channel(socket.socket(fileno=int(sys.argv[1])))
+    kept: dict = {}
+
+    def make_broker(broker_id, config, data_dir, clock, network, incarnation, on_event):
+        fs = JournaledFileSystem(journal_path(data_dir))
+        broker = Broker(broker_id, config, fs, clock, network, auto=False, incarnation=incarnation,
+                        on_event=on_event, data_dir=data_dir)
+        kept.update(broker=broker, view=_View(config))
+        return broker
+
+    def snapshot():
+        return Cluster._broker_snapshot(kept["view"], kept["broker"])
+
+    channel.roots.update(make_broker=make_broker, snapshot=snapshot)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    channel.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
