@@ -84,10 +84,7 @@ class Cluster:
         self._hash = hashlib.blake2b(digest_size=16)
         self.network = SimNetwork(self.clock, self._classify, random.Random(self.rng.getrandbits(64)),
                                   (faults or NetworkFaults()) if self.auto else None, self._trace_delivery)
-        self.controller = Controller(
-            config.replicas, config.unclean_leader_election_enable, self.clock, self.network,
-            auto=self.auto, session_timeout_ms=config.broker_session_timeout_ms,
-            check_interval_ms=config.broker_heartbeat_interval_ms, on_event=self._trace_event)
+        self.controller = self._start_controller()
         self.filesystems = [SimulatedFileSystem() for _ in range(config.replicas)]
         self.brokers = [self._start_broker(b, 0) for b in range(config.replicas)]
         self._frozen: dict[int, BrokerSnapshot] = {}   # last view of each dead broker
@@ -363,6 +360,12 @@ class Cluster:
         return h.hexdigest()
 
     # -- internals ----------------------------------------------------------------------------
+    def _start_controller(self) -> Controller:
+        c = self.config
+        return Controller(c.replicas, c.unclean_leader_election_enable, self.clock, self.network, auto=self.auto,
+                          session_timeout_ms=c.broker_session_timeout_ms,
+                          check_interval_ms=c.broker_heartbeat_interval_ms, on_event=self._trace_event)
+
     def _start_broker(self, broker_id: int, incarnation: int) -> Broker:
         return Broker(broker_id, self.config, self.filesystems[broker_id], self.clock, self.network,
                       auto=self.auto, incarnation=incarnation, on_event=self._trace_event)

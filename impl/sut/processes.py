@@ -1,9 +1,9 @@
-"""The step-mode cluster with every broker in its own OS process.
+"""The step-mode cluster with the controller and every broker in its own OS process.
 
 ``StepProcessCluster`` keeps the simulation's step semantics (``Cluster``: its guards, its
-network of FIFOs, which is the interposer owning every message between the nodes, its clock and
-its controller) and moves each broker out: a broker is a process (``broker_process``) with its
-log in a real directory written and fsynced through the OS, reached by RPC (``remote``). A step
+network of FIFOs, which is the interposer owning every message between the nodes, and its clock)
+and moves the nodes out: the controller and each broker are processes (``node_process``), a
+broker's log in a real directory written and fsynced through the OS, reached by RPC (``remote``). A step
 that delivers a message hands it to the receiving process; what that process sends comes back
 into the interposer's FIFOs, and nothing moves until a step releases or drops it.
 
@@ -67,34 +67,42 @@ class StepProcessCluster(Cluster):
 
     def __init__(self, config: ClusterConfig, directory: str | None = None) -> None:
         self.directory = tempfile.mkdtemp(prefix="isrcheck-brokers-", dir=directory)
-        self._processes: dict[int, tuple[subprocess.Popen, Channel]] = {}
+        self._processes: dict[object, tuple[subprocess.Popen, Channel]] = {}
         super().__init__(config, mode="steps", seed=0)
         self.filesystems = [_Disk(self, b) for b in range(config.replicas)]
 
     def data_dir(self, broker: int) -> str:
         return os.path.join(self.directory, f"broker-{broker}")
 
-    def _start_broker(self, broker_id: int, incarnation: int):
+    def _spawn(self, node) -> Channel:
         parent, child = socket.socketpair()
-        proc = subprocess.Popen([sys.executable, "-m", "isrcheck.impl.sut.broker_process", str(child.fileno())],
+        proc = subprocess.Popen([sys.executable, "-m", "isrcheck.impl.sut.node_process", str(child.fileno())],
                                 pass_fds=[child.fileno()], stdin=subprocess.DEVNULL)
         child.close()
         channel = Channel(parent)
-        self._processes[broker_id] = (proc, channel)
+        self._processes[node] = (proc, channel)
+        return channel
+
+    def _start_controller(self):
+        return self._spawn("controller").root("make_controller")(self.config, self.clock, self.network,
+                                                                 self._trace_event)
+
+    def _start_broker(self, broker_id: int, incarnation: int):
         os.makedirs(self.data_dir(broker_id), exist_ok=True)
-        return channel.root("make_broker")(broker_id, self.config, self.data_dir(broker_id), self.clock,
-                                           self.network, incarnation, self._trace_event)
+        return self._spawn(broker_id).root("make_broker")(broker_id, self.config, self.data_dir(broker_id),
+                                                          self.clock, self.network, incarnation, self._trace_event)
 
     def _broker_snapshot(self, b):
         return self._processes[b.broker_id][1].root("snapshot")()
 
-    def stop_process(self, broker: int, sig: int) -> None:
-        entry = self._processes.pop(broker, None)
+    def stop_process(self, node, sig: int) -> None:
+        entry = self._processes.pop(node, None)
         if entry is None:
             return
         proc, channel = entry
-        b = self.brokers[broker]
-        self.brokers[broker] = _Down(broker, b.incarnation, self.data_dir(broker))
+        if node != "controller":
+            b = self.brokers[node]
+            self.brokers[node] = _Down(node, b.incarnation, self.data_dir(node))
         if proc.poll() is None:
             proc.send_signal(sig)
         proc.wait()
@@ -106,6 +114,6 @@ class StepProcessCluster(Cluster):
             self.stop_process(broker, signal.SIGTERM)
 
     def close(self) -> None:
-        for broker in list(self._processes):
-            self.stop_process(broker, signal.SIGKILL)
+        for node in list(self._processes):
+            self.stop_process(node, signal.SIGKILL)
         shutil.rmtree(self.directory, ignore_errors=True)

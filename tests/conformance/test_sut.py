@@ -180,3 +180,26 @@ def test_the_state_schema_names_every_field_of_the_model_state():
         assert tuple(fields) == TYPES[kind]._fields, kind
     assert wire_step(Step.from_json({"step": "crash", "replica": 1, "kind": "clean"})) == {
         "step": "crash", "replica": 1, "kind": "clean", "survive": 0, "torn": False}
+
+
+def _corpus_through_processes(scenario_files, protocols):
+    system = DriverSut(f"{SERVER} --processes", timeout_s=120)
+    try:
+        for path in scenario_files:
+            for protocol in protocols:
+                schedule = load_schedule(path).with_protocol(protocol)
+                assert _run(schedule, system) == _run(schedule, ImplSide()), (path.name, protocol)
+    finally:
+        system.close()
+
+
+def test_brokers_and_controller_as_processes_give_the_simulations_verdicts(scenario):
+    """Each node its own OS process, logs in real directories; crashes are signals, a power loss
+    cuts the files back to what was fsynced (torn-power-loss), a lost disk empties the directory."""
+    names = ("torn-power-loss", "kafka-14139-replaced-disk", "kip101-scenario1")
+    _corpus_through_processes([Path(scenario(n)) for n in names], ("hw-truncation", "kip-320"))
+
+
+@pytest.mark.slow
+def test_the_whole_corpus_through_brokers_as_processes(scenario_files):
+    _corpus_through_processes(scenario_files, PROTOCOLS)

@@ -1,6 +1,7 @@
-"""One broker in its own process, driven over a socket by ``processes.StepProcessCluster``:
-``python -m isrcheck.impl.sut.broker_process FD``. Its log lives in a real directory (journaled
-for power losses); its clock, network and event log are the driver's, reached through ``remote``."""
+"""One node in its own process, driven over a socket by ``processes.StepProcessCluster``:
+``python -m isrcheck.impl.sut.node_process FD``, then ``make_broker`` or ``make_controller``. A
+broker's log lives in a real directory (journaled for power losses); the clock, the network and
+the event log are the driver's, reached through ``remote``."""
 from __future__ import annotations
 
 import signal
@@ -9,6 +10,7 @@ import sys
 
 from ..real.durable import JournaledFileSystem
 from ..real.node import journal_path
+from ..controller import Controller
 from ..replication.broker import Broker
 from ..sim.cluster import Cluster
 from .remote import Channel
@@ -33,10 +35,15 @@ def main() -> int:
         kept.update(broker=broker, view=_View(config))
         return broker
 
+    def make_controller(config, clock, network, on_event):
+        return Controller(config.replicas, config.unclean_leader_election_enable, clock, network, auto=False,
+                          session_timeout_ms=config.broker_session_timeout_ms,
+                          check_interval_ms=config.broker_heartbeat_interval_ms, on_event=on_event)
+
     def snapshot():
         return Cluster._broker_snapshot(kept["view"], kept["broker"])
 
-    channel.roots.update(make_broker=make_broker, snapshot=snapshot)
+    channel.roots.update(make_broker=make_broker, make_controller=make_controller, snapshot=snapshot)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     channel.serve_forever()
     return 0
