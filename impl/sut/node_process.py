@@ -1,5 +1,5 @@
 """One node in its own process, driven over a socket by ``processes.StepProcessCluster``:
-``python -m isrcheck.impl.sut.node_process FD``, then ``make_broker`` or ``make_controller``. A
+``python -m isrcheck.impl.sut.node_process PORT`` (it connects to the driver on localhost), then ``make_broker`` or ``make_controller``. A
 broker's log lives in a real directory (journaled for power losses); the clock, the network and
 the event log are the driver's, reached through ``remote``."""
 from __future__ import annotations
@@ -25,7 +25,9 @@ class _View:
 
 
 def main() -> int:
-    channel = Channel(socket.socket(fileno=int(sys.argv[1])))
+    sock = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    channel = Channel(sock)
     kept: dict = {}
 
     def make_broker(broker_id, config, data_dir, clock, network, incarnation, on_event):

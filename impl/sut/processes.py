@@ -3,7 +3,8 @@
 ``StepProcessCluster`` keeps the simulation's step semantics (``Cluster``: its guards, its
 network of FIFOs, which is the interposer owning every message between the nodes, and its clock)
 and moves the nodes out: the controller and each broker are processes (``node_process``), a
-broker's log in a real directory written and fsynced through the OS, reached by RPC (``remote``). A step
+broker's log in a real directory written and fsynced through the OS, reached by RPC (``remote``) over TCP
+on localhost. A step
 that delivers a message hands it to the receiving process; what that process sends comes back
 into the interposer's FIFOs, and nothing moves until a step releases or drops it.
 
@@ -75,11 +76,20 @@ class StepProcessCluster(Cluster):
         return os.path.join(self.directory, f"broker-{broker}")
 
     def _spawn(self, node) -> Channel:
-        parent, child = socket.socketpair()
-        proc = subprocess.Popen([sys.executable, "-m", "isrcheck.impl.sut.node_process", str(child.fileno())],
-                                pass_fds=[child.fileno()], stdin=subprocess.DEVNULL)
-        child.close()
-        channel = Channel(parent)
+        """Start a node process; it connects back over TCP on localhost, where the interposer is."""
+        with socket.create_server(("127.0.0.1", 0)) as server:
+            server.settimeout(60)
+            proc = subprocess.Popen([sys.executable, "-m", "isrcheck.impl.sut.node_process",
+                                     str(server.getsockname()[1])], stdin=subprocess.DEVNULL)
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                proc.kill()
+                proc.wait()
+                raise
+        conn.settimeout(None)
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        channel = Channel(conn)
         self._processes[node] = (proc, channel)
         return channel
 

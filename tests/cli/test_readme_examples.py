@@ -96,6 +96,7 @@ COVERED = {
     'isrcheck fuzz --protocol hw-truncation --schedules 40 --steps 60 --sut "python -m isrcheck.impl.sut" '
     "--out campaigns/hw-truncation-sut",
     "isrcheck soak --protocol kip-320 --duration 30 --faults crash --seed 1",
+    'isrcheck check specs/scenarios/torn-power-loss.json --sut "python -m isrcheck.impl.sut --processes"',
     # complete commands quoted inline
     "isrcheck explore",
     "isrcheck sim",
@@ -123,6 +124,13 @@ def test_check_through_the_driver_protocol_gives_the_in_process_verdict():
                        '--sut "python -m isrcheck.impl.sut"'))
     assert proc.returncode == 1, proc.stderr
     assert "[hw-truncation]: violation of NoLostAckedWrite" in proc.stdout
+
+
+def test_check_with_brokers_as_processes():
+    proc = run(example('isrcheck check specs/scenarios/torn-power-loss.json --sut '
+                       '"python -m isrcheck.impl.sut --processes"'))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "torn-power-loss [kip-320]: pass (9 steps)" in proc.stdout
 
 
 def test_check_options_on_a_schedule_file(tmp_path):
