@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sim": ("isrcheck.impl.sim.cli", "run the implementation alone under a seeded random workload with faults"),
     "gate": ("isrcheck.conformance.cmd_gate", "replay the regression corpus, then run the engines within a budget (CI)"),
     "report": ("isrcheck.conformance.cmd_report", "write self-contained HTML for a schedule or a campaign folder"),
+    "soak": ("isrcheck.conformance.cmd_soak", "run the implementation as real processes under clients and wall-clock faults"),
 }
 
 

@@ -23,7 +23,7 @@ FORMAT = "isrcheck-schedule"
 VERSION = 1
 PROTOCOLS = tuple(_MODEL_PROTOCOLS)  # what model and implementation run
 
-VERDICT_KINDS = ("pass", "violation", "divergence", "invalid-schedule")
+VERDICT_KINDS = ("pass", "violation", "divergence", "sut-failure", "invalid-schedule")
 
 
 class ScheduleError(ValueError):

@@ -11,6 +11,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
+from .. import sut
 from ..cli import SECONDS, SEED, UsageError, output_path
 from ..schedule import PROTOCOLS
 from .plan import PARTITIONS, SCHEDULES, STEPS
@@ -39,6 +40,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--shrink-budget", type=SECONDS, default=10.0, metavar="SECONDS",
                         help=f"time budget for shrinking each failure (default 10; {SECONDS.describe()})")
     parser.add_argument("--json", action="store_true", help="print summary.json instead of text")
+    sut.add_arguments(parser)  # each Spark worker process starts its own
 
 
 def run(args) -> int:
@@ -48,7 +50,9 @@ def run(args) -> int:
 
     params = CampaignParams(protocol=args.protocol, schedules=args.schedules, seed=args.seed,
                             steps=args.steps, faults=args.faults,
-                            shrink_budget_s=args.shrink_budget)
+                            shrink_budget_s=args.shrink_budget, sut=args.sut, sut_timeout_s=args.sut_timeout)
+    sut.use_arguments(args)  # tried here first: a command that cannot start is bad input, before Spark
+    sut.use(None)  # the executors' workers run the schedules, each with its own
     out = _out(args)
     output_path(out, "--out", directory=True)
     console = Console(stderr=True)

@@ -36,12 +36,15 @@ class CampaignParams:
     steps: int = 100
     faults: str = "default"
     shrink_budget_s: float = 10.0
+    sut: str | None = None         # --sut: the external system under test (None: in process)
+    sut_timeout_s: float = 10.0
 
     def identity(self) -> dict:
         """What the campaign directory holds: its rows, failures and summary are of these seeds
         under these settings, so a rerun must agree on all of them (and then resumes)."""
-        return {"protocol": self.protocol, "seed": self.seed, "schedules": self.schedules,
-                "steps": self.steps, "faults": self.faults}
+        ident = {"protocol": self.protocol, "seed": self.seed, "schedules": self.schedules,
+                 "steps": self.steps, "faults": self.faults}
+        return ident if self.sut is None else {**ident, "sut": self.sut}
 
     def validate(self) -> None:
         """Raise CampaignError naming the first bad parameter."""
@@ -112,7 +115,7 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
         chunks = plan.plan_tasks(requested, tasks, done)
         spec = TaskSpec(out=str(Path(out).resolve()), protocol=params.protocol, steps=params.steps,
                         faults=params.faults, shrink_budget_s=params.shrink_budget_s,
-                        harness=harness)
+                        harness=harness, sut=params.sut, sut_timeout_s=params.sut_timeout_s)
         job_start = time.perf_counter()
         ranges = _run_job(sc, spec, chunks, store, gaps, progress, console) if chunks else []
         job_seconds = time.perf_counter() - job_start

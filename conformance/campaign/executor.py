@@ -48,6 +48,8 @@ class TaskSpec:
     faults: str
     shrink_budget_s: float
     harness: Harness | None = None  # None: the shipped isrcheck.conformance
+    sut: str | None = None          # --sut: one such process per worker, reused for its schedules
+    sut_timeout_s: float = 10.0
 
 
 def short_hash(text: str) -> str:
@@ -167,6 +169,9 @@ def check_part(path, lo: int, hi: int, rows: int) -> str | None:
 def run_chunks(spec: TaskSpec, chunks: Iterable[list[tuple[int, int]]]) -> Iterator[dict]:
     """mapPartitions body: every seed range of every chunk in this Spark partition."""
     harness = spec.harness or load_harness()
+    if spec.sut is not None:
+        from .. import sut
+        sut.use(spec.sut, spec.sut_timeout_s)
     for chunk in chunks:
         for lo, hi in chunk:
             yield run_range(spec, harness, lo, hi)

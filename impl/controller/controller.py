@@ -53,6 +53,8 @@ class ControllerState:
     broker_epochs: tuple[int, ...]  # per broker id, -1 never registered
     elr: tuple[int, ...] = ()       # Eligible Leader Replicas (KIP-966)
     last_known_leader: int = -1     # the leader the partition last lost (KIP-966)
+    # per broker every broker epoch it was given, oldest first (the metadata log's registrations)
+    registrations: tuple[tuple[int, ...], ...] = ()
 
 
 class Controller:
@@ -80,6 +82,7 @@ class Controller:
         self.last_known_leader = -1
         self.fenced: set[int] = set()
         self.broker_epochs = [-1] * replicas
+        self.registrations: list[list[int]] = [[] for _ in range(replicas)]
         self.incarnations = [-1] * replicas  # of the registered process of each broker
         self.session_deadline = [0] * replicas
         self._next_broker_epoch = 1
@@ -97,11 +100,22 @@ class Controller:
         if auto:
             scheduler.schedule(check_interval_ms, self._check_sessions)
 
+    @classmethod
+    def for_cluster(cls, config, scheduler: Scheduler, transport: Transport, auto: bool,
+                    on_event: Callable[..., None] | None = None) -> "Controller":
+        """The controller of a cluster with ``config`` (a ClusterConfig: replication settings, the
+        session timeout, the heartbeat interval as session check interval, the protocol variant)."""
+        return cls(config.replicas, config.unclean_leader_election_enable, scheduler, transport, auto=auto,
+                   session_timeout_ms=config.broker_session_timeout_ms,
+                   check_interval_ms=config.broker_heartbeat_interval_ms, on_event=on_event,
+                   min_insync_replicas=config.min_insync_replicas,
+                   eligible_leader_replicas=config.variant.eligible_leader_replicas)
+
     # -- queries ------------------------------------------------------------------------------
     def state(self) -> ControllerState:
         return ControllerState(self.leader, self.leader_epoch, self.isr, self.partition_epoch,
                                tuple(sorted(self.fenced)), tuple(self.broker_epochs), self.elr,
-                               self.last_known_leader)
+                               self.last_known_leader, tuple(tuple(r) for r in self.registrations))
 
     def eligible_leader(self) -> int:
         """The replica ``elect`` would pick, or -1 (see ``_election``)."""
@@ -257,6 +271,7 @@ class Controller:
         epoch = self._next_broker_epoch
         self._next_broker_epoch += 1
         self.broker_epochs[broker] = epoch
+        self.registrations[broker].append(epoch)
         self.incarnations[broker] = incarnation
         self.fenced.discard(broker)
         self.session_deadline[broker] = self.scheduler.now_ms() + self.session_timeout_ms

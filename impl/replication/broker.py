@@ -37,6 +37,20 @@ RUNNING_NAME = ".kafka_running"
 PARTITION_ID = 0
 
 
+def data_maybe_lost(fs: FileSystem, data_dir: str) -> bool:
+    """Neither a clean shutdown nor the page cache left a broker epoch in ``data_dir`` (a power loss
+    or a lost disk): the broker's next registration is unclean (KIP-966)."""
+    for name in (CLEAN_SHUTDOWN_NAME, RUNNING_NAME):
+        path = fs.join(data_dir, name)
+        if fs.exists(path):
+            try:
+                json.loads(fs.read_file(path))["brokerEpoch"]
+                return False
+            except (ValueError, KeyError, TypeError):
+                pass
+    return True
+
+
 class Broker:
     """One broker process: endpoint, log, ReplicaManager, lifecycle."""
 
@@ -119,16 +133,8 @@ class Broker:
 
     @property
     def data_maybe_lost(self) -> bool:
-        """Read from the disk of a stopped broker: neither a clean shutdown nor the page cache left
-        its broker epoch (a power loss or a lost disk), so its next registration is unclean."""
-        for path in (self.clean_shutdown_file, self.running_file):
-            if self.fs.exists(path):
-                try:
-                    json.loads(self.fs.read_file(path))["brokerEpoch"]
-                    return False
-                except (ValueError, KeyError, TypeError):
-                    pass
-        return True
+        """See ``data_maybe_lost``: read from this broker's disk, e.g. after it stopped."""
+        return data_maybe_lost(self.fs, self.data_dir)
 
     def _on_registered(self, resp: BrokerRegistrationResponse | None) -> None:
         if resp is not None and resp.error == Errors.NONE:

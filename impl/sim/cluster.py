@@ -84,12 +84,7 @@ class Cluster:
         self._hash = hashlib.blake2b(digest_size=16)
         self.network = SimNetwork(self.clock, self._classify, random.Random(self.rng.getrandbits(64)),
                                   (faults or NetworkFaults()) if self.auto else None, self._trace_delivery)
-        self.controller = Controller(
-            config.replicas, config.unclean_leader_election_enable, self.clock, self.network,
-            auto=self.auto, session_timeout_ms=config.broker_session_timeout_ms,
-            check_interval_ms=config.broker_heartbeat_interval_ms, on_event=self._trace_event,
-            min_insync_replicas=config.min_insync_replicas,
-            eligible_leader_replicas=config.variant.eligible_leader_replicas)
+        self.controller = self._start_controller()
         self.filesystems = [SimulatedFileSystem() for _ in range(config.replicas)]
         self.brokers = [self._start_broker(b, 0) for b in range(config.replicas)]
         self._frozen: dict[int, BrokerSnapshot] = {}   # last view of each dead broker
@@ -254,7 +249,8 @@ class Cluster:
                 fs.power_loss(written_back=write_back.lengths)
             else:  # auto mode: a seeded torn last write
                 fs.power_loss(random.Random(self.rng.getrandbits(64)))
-        self._frozen[broker] = dataclasses.replace(self._frozen[broker], unclean_shutdown=b.data_maybe_lost)
+        self._frozen[broker] = dataclasses.replace(self._frozen[broker],
+                                                   unclean_shutdown=self.brokers[broker].data_maybe_lost)
         self.stats["crashes"] += 1
         self.stats["power_losses"] += kind == "power"
         self._trace_event("crash", broker, kind, *((survive, torn) if survive or torn else ()))
@@ -278,7 +274,8 @@ class Cluster:
         b = self._need_down(broker)
         self.filesystems[broker].lose_directory(b.data_dir)
         self._frozen[broker] = dataclasses.replace(self._frozen[broker], log=(), durable=0, hw=0, hw_checkpoint=0,
-                                                   power_lost=True, unclean_shutdown=b.data_maybe_lost)
+                                                   power_lost=True,
+                                                   unclean_shutdown=self.brokers[broker].data_maybe_lost)
         self._trace_event("lose_disk", broker)
 
     def checkpoint_hw(self, broker: int) -> None:
@@ -366,6 +363,9 @@ class Cluster:
         return h.hexdigest()
 
     # -- internals ----------------------------------------------------------------------------
+    def _start_controller(self) -> Controller:
+        return Controller.for_cluster(self.config, self.clock, self.network, self.auto, self._trace_event)
+
     def _start_broker(self, broker_id: int, incarnation: int) -> Broker:
         return Broker(broker_id, self.config, self.filesystems[broker_id], self.clock, self.network,
                       auto=self.auto, incarnation=incarnation, on_event=self._trace_event)

@@ -212,3 +212,15 @@ def test_a_damaged_part_is_set_aside_and_only_its_seeds_run_again(spark, tmp_pat
     assert sorted(p.name for p in truncated.parent.glob(".*")) == \
         [f".{truncated.name}.damaged", f".{damaged.name}.damaged"]
     assert (truncated.parent / f".{damaged.name}.damaged").read_bytes() == bytes(data)
+
+
+def test_a_campaign_through_the_driver_protocol_gives_the_in_process_rows(spark, tmp_path):
+    """Each Spark worker starts its own ``python -m isrcheck.impl.sut`` and keeps it for its seeds."""
+    params = dict(schedules=24, seed=3, steps=40, faults="default", shrink_budget_s=1.0)
+    here = run_campaign(CampaignParams("hw-truncation", **params), tmp_path / "here", spark=spark)
+    there = run_campaign(CampaignParams("hw-truncation", **params, sut=f"{sys.executable} -m isrcheck.impl.sut"),
+                         tmp_path / "there", spark=spark)
+    assert _keys(tmp_path / "here") == _keys(tmp_path / "there")
+    assert here.summary["by_verdict"] == there.summary["by_verdict"]
+    assert json.loads((tmp_path / "there" / "campaign.json").read_text())["sut"].endswith("-m isrcheck.impl.sut")
+    assert "sut" not in json.loads((tmp_path / "here" / "campaign.json").read_text())

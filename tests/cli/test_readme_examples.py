@@ -96,6 +96,11 @@ COVERED = {
     "isrcheck report specs/scenarios/kip101-scenario2.json --protocol hw-truncation --html kip101-scenario2.html",
     "isrcheck report campaigns/kip-320 --html campaigns/kip-320/report",
     "python -m pytest --isrcheck specs/scenarios",
+    'isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation --sut "python -m isrcheck.impl.sut"',
+    'isrcheck fuzz --protocol hw-truncation --schedules 40 --steps 60 --sut "python -m isrcheck.impl.sut" '
+    "--out campaigns/hw-truncation-sut",
+    "isrcheck soak --protocol kip-320 --duration 30 --faults crash --seed 1",
+    'isrcheck check specs/scenarios/torn-power-loss.json --sut "python -m isrcheck.impl.sut --processes"',
     # complete commands quoted inline
     "isrcheck explore",
     "isrcheck gate",
@@ -118,6 +123,20 @@ def test_check_a_scenario_under_another_protocol_names_its_property_as_expected(
     assert proc.returncode == 1, proc.stderr
     assert "[hw-truncation]: violation of NoLostAckedWrite" in proc.stdout
     assert proc.stdout.rstrip().endswith("expected: violation of NoLostAckedWrite -> as expected")
+
+
+def test_check_through_the_driver_protocol_gives_the_in_process_verdict():
+    proc = run(example('isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation '
+                       '--sut "python -m isrcheck.impl.sut"'))
+    assert proc.returncode == 1, proc.stderr
+    assert "[hw-truncation]: violation of NoLostAckedWrite" in proc.stdout
+
+
+def test_check_with_brokers_as_processes():
+    proc = run(example('isrcheck check specs/scenarios/torn-power-loss.json --sut '
+                       '"python -m isrcheck.impl.sut --processes"'))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "torn-power-loss [kip-320]: pass (9 steps)" in proc.stdout
 
 
 def test_check_options_on_a_schedule_file(tmp_path):
@@ -266,6 +285,23 @@ def test_fuzz_campaigns_and_replaying_a_failure(tmp_path):
     proc = run(example("isrcheck check campaigns/hw-truncation/failures/violation-StrongIsr.json"), cwd=tmp_path)
     assert proc.returncode == 1 and "violation of StrongIsr" in proc.stdout
     assert proc.stdout.rstrip().endswith("-> as expected")
+
+
+@pytest.mark.slow
+def test_a_soak_of_real_processes_under_crashes_finds_no_anomaly():
+    proc = run(example("isrcheck soak --protocol kip-320 --duration 30 --faults crash --seed 1"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "anomalies: none" in proc.stdout and "faults: none" not in proc.stdout
+
+
+@pytest.mark.slow
+def test_a_campaign_through_the_driver_protocol(tmp_path):
+    proc = run(example('isrcheck fuzz --protocol hw-truncation --schedules 40 --steps 60 '
+                       '--sut "python -m isrcheck.impl.sut" --out campaigns/hw-truncation-sut'), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr  # hw-truncation loses data: failures found and shrunk
+    summary = json.loads((tmp_path / "campaigns" / "hw-truncation-sut" / "summary.json").read_text())
+    assert summary["schedules"] == 40 and "sut-failure" not in summary["by_verdict"]
+    assert summary["by_verdict"].get("violation", 0) > 0
 
 
 @pytest.mark.slow
