@@ -130,9 +130,11 @@ class _Budget:
 
 
 def _in_some_isr(state, r: int) -> bool:
-    """r is in the controller's ISR, a live leader's ISR or proposed ISR, or the ISR of an
-    AlterPartition or LeaderAndIsr in flight."""
-    if r in state.controller.isr:
+    """r is in the controller's ISR or ELR, a live leader's ISR or proposed ISR, or the ISR of an
+    AlterPartition or LeaderAndIsr in flight. (KIP-966 elects an unfenced ELR member: one that
+    lost power is elected before it registers again, and StrongIsr, stated over the controller's
+    ISR, holds an empty member until that registration removes it.)"""
+    if r in state.controller.isr or r in state.controller.elr:
         return True
     for i, rep in enumerate(state.replicas):
         if rep.alive and rep.leader == i and (r in rep.isr or (rep.pending_isr and r in rep.pending_isr)):

@@ -119,6 +119,7 @@ class Broker:
         except (ValueError, KeyError, TypeError):
             epoch = -1
         self.fs.remove(path)
+        self.fs.fsync_dir(self.data_dir)  # else a power loss brings back a clean shutdown file
         return epoch
 
     def _write_running_file(self) -> None:
