@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..cli import SECONDS, SEED, UsageError, output_path
+from ..refusals import DEFAULT_REFUSALS, REFUSALS
 from ..schedule import PROTOCOLS
 from .plan import PARTITIONS, SCHEDULES, STEPS
 
@@ -38,6 +39,9 @@ def add_arguments(parser) -> None:
                              "command resumes, other options need another directory")
     parser.add_argument("--shrink-budget", type=SECONDS, default=10.0, metavar="SECONDS",
                         help=f"time budget for shrinking each failure (default 10; {SECONDS.describe()})")
+    parser.add_argument("--refusals", type=REFUSALS, default=DEFAULT_REFUSALS, metavar="SHARE",
+                        help="share of each walk's steps drawn among those the model refuses, which the "
+                             f"implementation must refuse too (default {DEFAULT_REFUSALS}; {REFUSALS.describe()})")
     parser.add_argument("--json", action="store_true", help="print summary.json instead of text")
 
 
@@ -48,7 +52,7 @@ def run(args) -> int:
 
     params = CampaignParams(protocol=args.protocol, schedules=args.schedules, seed=args.seed,
                             steps=args.steps, faults=args.faults,
-                            shrink_budget_s=args.shrink_budget)
+                            shrink_budget_s=args.shrink_budget, refusals=args.refusals)
     out = _out(args)
     output_path(out, "--out", directory=True)
     console = Console(stderr=True)
@@ -81,7 +85,8 @@ def print_summary(summary: dict, out: str, console: Console) -> None:
     run = summary["run"]
     console.print(f"[bold]isrcheck fuzz[/] {summary['protocol']}: {summary['schedules']} schedules "
                   f"(seeds {summary['seed']}..{summary['seed'] + summary['schedules'] - 1}, "
-                  f"{summary['steps']} steps, faults {summary['faults']})")
+                  f"{summary['steps']} steps, faults {summary['faults']}, "
+                  f"refused steps {summary.get('refusals', 0):.0%})")
     console.print(f"  ran {run['executed']} now, {run['skipped_completed']} already done; "
                   f"{run['tasks']} tasks on {run['master']} (parallelism {run['parallelism']}); "
                   f"{run['schedules_per_s'] or '-'} schedules/s; wall {run['wall_time_s']:.1f} s")
