@@ -18,7 +18,8 @@ from ..campaign.plan import PARTITIONS
 
 # The default scope: small enough to run completely on two cores within minutes (the explorer's
 # default scope has ~190,000 states on kip-320, each with ~130 refused steps to try).
-COVER_SCOPE = Scope(max_records=2, max_epoch=2, max_crashes=1)
+COVER_SCOPE = Scope(max_records=2, max_epoch=2, max_crashes=1, crash_kinds=("clean", "process"),
+                    max_bounces=1, partial_fetches=True, hw_checkpoints=True)
 
 
 def add_arguments(parser) -> None:

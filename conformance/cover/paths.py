@@ -36,6 +36,7 @@ class CoverSchedule:
     edge_ends: tuple[int, ...]
     refusal_points: tuple[int, ...]
     refusals: int  # refused steps planned at those points (the executor enumerates them itself)
+    prefix: int    # steps of the shortest path replayed before its first new edge
 
 
 @dataclass
@@ -48,8 +49,14 @@ class CoverPlan:
     refusals: int       # (node, refused step) pairs the schedules try
     steps: int          # planned steps, refused ones left out
 
+    @property
+    def prefix_steps(self) -> int:
+        """Planned steps that replay a path to where a schedule's new edges begin."""
+        return sum(s.prefix for s in self.schedules)
+
     def to_json(self) -> dict:
-        return {"schedules": len(self.schedules), "steps": self.steps, "edges": self.edges,
+        return {"schedules": len(self.schedules), "steps": self.steps, "prefix_steps": self.prefix_steps,
+                "edges": self.edges,
                 "edges_planned": self.edges_planned, "nodes_reached": self.nodes_reached,
                 "refusals": self.refusals}
 
@@ -101,6 +108,7 @@ def plan_cover(graph: StateGraph, max_steps: int = MAX_STEPS) -> CoverPlan:
         for e in graph.path_to(first):
             state, node = take(e, False)
             arrive(node, state)
+        prefix = len(steps)
         while node is not None and len(steps) < max_steps:
             mine = out[node]
             if next_edge[node] < len(mine):
@@ -114,7 +122,7 @@ def plan_cover(graph: StateGraph, max_steps: int = MAX_STEPS) -> CoverPlan:
                 state, node = take(e, False)
             if node is not None:
                 arrive(node, state)
-        schedules.append(CoverSchedule(tuple(steps), tuple(ends), tuple(points), refusals))
+        schedules.append(CoverSchedule(tuple(steps), tuple(ends), tuple(points), refusals, prefix))
         totals["edges"] += len(ends)
         totals["refusals"] += refusals
         totals["steps"] += len(steps)
