@@ -9,15 +9,18 @@ refuses (``isrcheck.conformance.refusals``); refused steps change nothing, so th
 back to back before the schedule goes on.
 
 Each schedule is planned on the model's concrete states: an edge's steps were enumerated in its
-source node's representative state, and a state of the same key reached otherwise may hold
-LeaderAndIsr requests the broker will ignore at other FIFO positions, so every taken edge is
-checked to land on its target node; one that does not is not counted as covered.
+source node's representative state, and a state of the same key reached otherwise may differ in
+what the key leaves out (LeaderAndIsr requests the broker will ignore, at other FIFO positions; a
+HW checkpoint once no crash is left, which ``checkpoint_hw`` reads). An edge whose steps are
+refused there, or that lands elsewhere, is deferred: after the depth-first schedules, each
+deferred edge gets a schedule of its own along the breadth-first tree, which reproduces its
+source's representative state exactly.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from isrcheck.model import Step, apply, enabled
+from isrcheck.model import Step, StepRefused, apply, enabled
 from isrcheck.model.explorer import state_key
 
 from ..refusals import refused_steps
@@ -72,11 +75,15 @@ def plan_cover(graph: StateGraph, max_steps: int = MAX_STEPS) -> CoverPlan:
     schedules: list[CoverSchedule] = []
     totals = {"edges": 0, "refusals": 0, "steps": 0}
     first = 0
+    deferred: list[int] = []
     while True:
         while first < n_nodes and next_edge[first] == len(out[first]):
             first += 1
-        if first == n_nodes:
+        if first == n_nodes and not deferred:
             break
+        alone = None
+        if first == n_nodes:
+            alone = deferred.pop(0)
         state, node = graph.states[0], 0
         steps: list[int] = []
         ends: list[int] = []
@@ -91,37 +98,56 @@ def plan_cover(graph: StateGraph, max_steps: int = MAX_STEPS) -> CoverPlan:
                 refusals += len(refused_steps(cfg.replicas, s, enabled(cfg, s)))
 
         def take(e: int, new: bool):
-            s = state
-            for st in graph.edge_steps[e]:
-                s, _ = apply(cfg, s, st)
-                sid = ids.get(st)
-                if sid is None:
-                    sid = ids[st] = len(vocabulary)
-                    vocabulary.append(st)
-                steps.append(sid)
-            landed = graph.keys.get(state_key(scope, s))
-            if new and landed == target[e]:
+            """(state, node) after edge ``e``; None if it does not go from here to its target."""
+            s, mark = state, len(steps)
+            try:
+                for st in graph.edge_steps[e]:
+                    s, _ = apply(cfg, s, st)
+                    sid = ids.get(st)
+                    if sid is None:
+                        sid = ids[st] = len(vocabulary)
+                        vocabulary.append(st)
+                    steps.append(sid)
+            except StepRefused:
+                s = None
+            landed = None if s is None else graph.keys.get(state_key(scope, s))
+            if landed != target[e]:
+                del steps[mark:]
+                return None
+            if new:
                 ends.append(len(steps))
             return s, landed
 
         arrive(0, state)
-        for e in graph.path_to(first):
-            state, node = take(e, False)
+        src = first if alone is None else graph.edge_source[alone]
+        for e in graph.path_to(src):
+            state, node = take(e, False)  # the tree's path reproduces the representatives
             arrive(node, state)
         prefix = len(steps)
+        if alone is not None:
+            state, node = take(alone, True)
+            arrive(node, state)
+            node = None  # one deferred edge per schedule
         while node is not None and len(steps) < max_steps:
             mine = out[node]
             if next_edge[node] < len(mine):
                 e = mine[next_edge[node]]
                 next_edge[node] += 1
-                state, node = take(e, True)
+                taken = take(e, True)
+                if taken is None:
+                    deferred.append(e)
+                    continue
             else:  # one step ahead to a node with an edge still to take, if there is one
-                e = next((e for e in mine if next_edge[target[e]] < len(out[target[e]])), None)
-                if e is None:
+                taken = None
+                for e in mine:
+                    if next_edge[target[e]] < len(out[target[e]]):
+                        taken = take(e, False)
+                        if taken is not None:
+                            break
+                if taken is None:
                     break
-                state, node = take(e, False)
-            if node is not None:
-                arrive(node, state)
+            state, node = taken
+            arrive(node, state)
         schedules.append(CoverSchedule(tuple(steps), tuple(ends), tuple(points), refusals, prefix))
         totals["edges"] += len(ends)
         totals["refusals"] += refusals
