@@ -11,10 +11,12 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from ..cli import SECONDS, SEED, UsageError, output_path
+from ..cli import SECONDS, SEED, Number, UsageError, output_path
 from ..refusals import DEFAULT_REFUSALS, REFUSALS
 from ..schedule import PROTOCOLS
 from .plan import PARTITIONS, SCHEDULES, STEPS
+
+ROUNDS = Number(int, 1, 1000)
 
 
 def add_arguments(parser) -> None:
@@ -42,6 +44,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--refusals", type=REFUSALS, default=DEFAULT_REFUSALS, metavar="SHARE",
                         help="share of each walk's steps drawn among those the model refuses, which the "
                              f"implementation must refuse too (default {DEFAULT_REFUSALS}; {REFUSALS.describe()})")
+    parser.add_argument("--guided", action="store_true",
+                        help="coverage-guided: run in --rounds rounds, schedules that reached new coverage "
+                             "become the parents of the next round's mutants")
+    parser.add_argument("--rounds", type=ROUNDS, default=5, metavar="R",
+                        help=f"rounds of a --guided campaign (default 5; {ROUNDS.describe()})")
     parser.add_argument("--json", action="store_true", help="print summary.json instead of text")
 
 
@@ -56,6 +63,8 @@ def run(args) -> int:
     out = _out(args)
     output_path(out, "--out", directory=True)
     console = Console(stderr=True)
+    if args.guided:
+        return _run_guided(params, out, args, console)
     try:
         result = run_campaign(params, out, master=args.master, partitions=args.partitions,
                               progress=True, console=console)
@@ -69,6 +78,37 @@ def run(args) -> int:
             stdout = Console(file=sys.stdout, width=160)
         print_summary(result.summary, out, stdout)
     return result.exit_code
+
+
+def _run_guided(params, out: str, args, console: Console) -> int:
+    from .driver import CampaignError
+    from .guided import run_guided
+    from .session import SparkUnavailable, check_master, start_spark
+
+    try:
+        if args.master is not None:
+            check_master(args.master)
+        spark = start_spark(args.master)
+    except (CampaignError, SparkUnavailable) as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        summary = run_guided(params, out, args.rounds, spark=spark,
+                             say=lambda text: console.print(f"isrcheck fuzz --guided: {text}", markup=False))
+    except CampaignError as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        spark.stop()
+    if args.json:
+        print(json.dumps(summary, indent=2, sort_keys=True))
+    else:
+        print(f"isrcheck fuzz --guided {summary['protocol']}: {summary['schedules']} schedules in "
+              f"{summary['rounds']} rounds; verdicts " + ", ".join(f"{k} {v}" for k, v in summary["by_verdict"].items()))
+        for g in summary["coverage_growth"]:
+            print(f"  round {g['round']}: {g['schedules']} schedules so far, {g['distinct_coverage']} coverage items "
+                  f"({g['abstract_states']} abstract states), {g['new_parents']} new parents, {g['failing']} failing")
+        for f in summary["failures"]:
+            print(f"  {f['verdict']} {f['property'] or ''}: {out}/{f['file']} ({f['shrunk_steps']} steps)")
+    return 1 if summary["failing_schedules"] else 0
 
 
 def _out(args) -> str:
