@@ -45,15 +45,11 @@ def test_the_path_cover_takes_every_edge_and_tries_every_refusal_once():
     plan = plan_cover(graph)
     assert plan.edges_planned == graph.edges and plan.nodes_reached == len(graph.states)
     assert plan.refusals == sum(len(refused_steps(2, s, enabled(config, s))) for s in graph.states)
-    taken = set()
     for sched in plan.schedules:
         state = graph.states[0]
-        ends = set(sched.edge_ends)
-        for pos, sid in enumerate(sched.steps):
+        for sid in sched.steps:
             state, _ = apply(config, state, plan.vocabulary[sid])  # never refused
-            if pos + 1 in ends:
-                taken.add(pos)
-        assert len(ends) == len(set(sched.edge_ends))
+        assert list(sched.edge_ends) == sorted(set(sched.edge_ends)) and sched.prefix <= len(sched.steps)
     assert sum(len(s.edge_ends) for s in plan.schedules) == graph.edges
 
 
@@ -120,3 +116,22 @@ def test_the_command_prints_coverage_and_rejects_bad_input(tmp_path, capsys):
     code = main(["cover", "--protocol", "kip-320", *TINY_ARGS, "--master", "local[2]", "--out", str(tmp_path / "c")])
     text = capsys.readouterr().out
     assert code == 0 and "edges:" in text and "(100.0%)" in text and "refusals:" in text
+
+
+def test_a_wrong_enabling_condition_is_a_shrunk_divergence_of_the_cover(monkeypatch, tmp_path):
+    """Refusals are tried in every state: an implementation that fences a fenced broker again is
+    caught where the model refuses it, and the row keeps the shrunk divergence."""
+    from isrcheck.impl.sim import Cluster
+
+    monkeypatch.setattr(Cluster, "fence", lambda self, broker: self.controller.fence(broker))
+    config = _config("kip-320")
+    plan = plan_cover(build_graph(config, TINY))
+    spec = CoverSpec(str(tmp_path), "kip-320", config.to_schedule(), tuple(st.to_json() for st in plan.vocabulary), 2.0)
+    from isrcheck.conformance.cover.executor import run_schedule_of_plan
+
+    rows = (run_schedule_of_plan(spec, i, s) for i, s in enumerate(plan.schedules))
+    row = next(r for r in rows if r["verdict"] != "pass")
+    failure = json.loads(row["failure"])
+    assert row["verdict"] == "divergence" and row["failure_id"] == "divergence-at-fence"
+    assert "taken by the implementation" in failure["original_verdict"]["diff"]
+    assert row["shrunk_steps"] <= row["steps"] and failure["shrunk"]["steps"][-1]["step"] == "fence"
