@@ -19,7 +19,7 @@ from ..campaign.store import CampaignStore, atomic_write_bytes
 from ..lockstep import Lockstep
 from ..refusals import refused_steps
 from ..schedule import Schedule, load_config
-from ..shrink import shrink
+from .. import shrink  # the package's export: importing the module by name would shadow it
 from .paths import CoverSchedule
 
 ROW_SCHEMA = pa.schema([
