@@ -26,6 +26,7 @@ from isrcheck.model import PROTOCOLS, Step, StepRefused, apply
 from isrcheck.model.alphabet import CRASH_KINDS, STEPS
 
 from .lockstep import Lockstep
+from .refusals import DEFAULT_REFUSALS, RefusalQuota, by_kind, refused_steps
 from .schedule import Schedule, ScheduleConfig, ScheduleError, load_config
 from .verdict import Verdict
 
@@ -152,10 +153,15 @@ def _profile(faults) -> FaultProfile:
 
 
 def random_walk(seed: int, protocol: str, steps: int, faults: str | FaultProfile = "default",
-                config: dict | None = None, impl: bool = True) -> tuple[Schedule, Verdict]:
+                config: dict | None = None, impl: bool = True,
+                refusals: float = DEFAULT_REFUSALS) -> tuple[Schedule, Verdict]:
     """Walk ``steps`` steps from the initial state, each chosen (seeded) among the model's enabled
-    steps and run in lockstep at once; stops at the first failure. Returns the schedule taken and
-    its verdict; ``run_schedule`` on that schedule gives the same verdict."""
+    steps and run in lockstep at once; stops at the first failure. A share ``refusals`` of the
+    steps (at least ``floor(refusals * steps)``) are steps the model refuses instead, drawn from
+    the whole alphabet (``isrcheck.conformance.refusals``): the implementation must refuse them
+    too. Returns the schedule taken and its verdict; ``run_schedule`` on that schedule gives the
+    same verdict."""
+    quota = RefusalQuota(refusals)
     profile = _profile(faults)
     if not isinstance(steps, int) or steps < 0:
         raise ScheduleError(f"steps: expected an integer >= 0, got {steps!r}")
@@ -174,8 +180,20 @@ def random_walk(seed: int, protocol: str, steps: int, faults: str | FaultProfile
     weights, kinds = profile.weights, profile.crash_kinds
     taken: list[dict] = []
     for _ in range(steps):
+        enabled = run.enabled_steps()
+        if quota.rate and (quota.behind() or rng.random() < quota.rate):
+            refused = by_kind(refused_steps(cfg.replicas, run.state, enabled))
+            if refused:
+                options = refused[rng.choice(list(refused))]
+                st = options[rng.randrange(len(options))]
+                quota.count(True)
+                taken.append(st.to_json())
+                if run.step(st) is not None:
+                    break
+                continue
+        quota.count(False)
         by_name: dict[str, list] = {}
-        for st in run.enabled_steps():
+        for st in enabled:
             if budget is not None and not budget.allows(run.state, st):
                 continue
             if weights.get(st.name, 0.0) > 0 and (st.name != "crash" or kinds.get(st.arg, 0.0) > 0):

@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ..cli import SECONDS, SEED
+from ..refusals import DEFAULT_REFUSALS, REFUSALS
 from ..schedule import PROTOCOLS
 from . import plan
 from .aggregate import aggregate
@@ -38,12 +39,13 @@ class CampaignParams:
     shrink_budget_s: float = 10.0
     sut: str | None = None         # --sut: the external system under test (None: in process)
     sut_timeout_s: float = 10.0
+    refusals: float = DEFAULT_REFUSALS  # share of each walk's steps that the model refuses
 
     def identity(self) -> dict:
         """What the campaign directory holds: its rows, failures and summary are of these seeds
         under these settings, so a rerun must agree on all of them (and then resumes)."""
         ident = {"protocol": self.protocol, "seed": self.seed, "schedules": self.schedules,
-                 "steps": self.steps, "faults": self.faults}
+                 "steps": self.steps, "faults": self.faults, "refusals": self.refusals}
         return ident if self.sut is None else {**ident, "sut": self.sut}
 
     def validate(self) -> None:
@@ -54,7 +56,8 @@ class CampaignParams:
         try:
             for option, bound, value in (("--schedules", plan.SCHEDULES, self.schedules),
                                          ("--seed", SEED, self.seed), ("--steps", plan.STEPS, self.steps),
-                                         ("--shrink-budget", SECONDS, self.shrink_budget_s)):
+                                         ("--shrink-budget", SECONDS, self.shrink_budget_s),
+                                         ("--refusals", REFUSALS, self.refusals)):
                 bound.check(value, option)
         except ValueError as exc:
             raise CampaignError(str(exc)) from None
@@ -115,7 +118,8 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
         chunks = plan.plan_tasks(requested, tasks, done)
         spec = TaskSpec(out=str(Path(out).resolve()), protocol=params.protocol, steps=params.steps,
                         faults=params.faults, shrink_budget_s=params.shrink_budget_s,
-                        harness=harness, sut=params.sut, sut_timeout_s=params.sut_timeout_s)
+                        harness=harness, sut=params.sut, sut_timeout_s=params.sut_timeout_s,
+                        refusals=params.refusals)
         job_start = time.perf_counter()
         ranges = _run_job(sc, spec, chunks, store, gaps, progress, console) if chunks else []
         job_seconds = time.perf_counter() - job_start
@@ -140,6 +144,7 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
     summary = {
         "protocol": params.protocol, "seed": params.seed, "schedules": params.schedules,
         "steps": params.steps, "faults": params.faults, "shrink_budget_s": params.shrink_budget_s,
+        "refusals": params.refusals,
         "config_hashes": agg.config_hashes,
         "by_verdict": agg.by_verdict, "by_property": agg.by_property,
         "failing_schedules": failing, "distinct_failures": len(failures),

@@ -16,6 +16,7 @@ from typing import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..refusals import DEFAULT_REFUSALS
 from .harness import Harness, as_json_obj, canonical, load_harness
 from .store import CampaignStore, atomic_write_bytes
 
@@ -50,6 +51,7 @@ class TaskSpec:
     harness: Harness | None = None  # None: the shipped isrcheck.conformance
     sut: str | None = None          # --sut: one such process per worker, reused for its schedules
     sut_timeout_s: float = 10.0
+    refusals: float = DEFAULT_REFUSALS  # share of each walk's steps that the model refuses
 
 
 def short_hash(text: str) -> str:
@@ -91,7 +93,7 @@ def _run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
     """The harness's random walk for ``seed``; a failure is shrunk on the spot."""
     started = time.perf_counter()
     schedule, verdict = harness.random_walk(seed, spec.protocol, spec.steps,
-                                            faults=spec.faults, config=None)
+                                            faults=spec.faults, config=None, refusals=spec.refusals)
     duration_ms = (time.perf_counter() - started) * 1000.0
     sched = as_json_obj(schedule)
     row = {

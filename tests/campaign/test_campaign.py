@@ -57,6 +57,7 @@ def test_parquet_rows_are_readable_by_pyarrow_and_spark(spark, tmp_path):
     assert df.count() == 40 and df.where("verdict = 'pass'").count() == 40
     summary = json.loads((tmp_path / "c" / "summary.json").read_text())
     assert summary["run"]["parallelism"] == 2 and summary["run"]["master"] == "local[2]"
+    assert summary["refusals"] == 0.1  # walks propose steps the model refuses by default
     growth = summary["coverage_growth"]
     assert growth[-1]["schedules"] == 40 and growth[-1]["distinct"] == summary["distinct_coverage"]
     assert [g["distinct"] for g in growth] == sorted(g["distinct"] for g in growth)
@@ -70,7 +71,7 @@ def test_parquet_rows_are_readable_by_pyarrow_and_spark(spark, tmp_path):
 
 def test_failures_are_shrunk_deduplicated_and_replay_with_isrcheck_check(spark, tmp_path, capsys):
     out = tmp_path / "c"
-    result = _campaign(spark, out, protocol="hw-truncation", schedules=40, steps=100)
+    result = _campaign(spark, out, protocol="hw-truncation", schedules=40, steps=100, faults="heavy")
     assert result.exit_code == 1
     summary = result.summary
     assert summary["failing_schedules"] == sum(v for k, v in summary["by_verdict"].items()
