@@ -22,7 +22,9 @@ _DEFAULT_CONFIG = {"replicas": 3, "min_insync_replicas": 2}  # isrcheck explore'
 _TUPLES = ("acks", "crash_kinds")
 
 
-def _split(options: dict) -> tuple[dict, dict]:
+def split(options: dict, table: str = "explore") -> tuple[dict, dict]:
+    """A scope table's keys as (cluster config, explorer scope); ``table`` names it in errors
+    (``cover`` takes the same keys)."""
     config, scope = dict(_DEFAULT_CONFIG), {}
     for key in sorted(options):
         value = options[key]
@@ -31,28 +33,30 @@ def _split(options: dict) -> tuple[dict, dict]:
         elif key in _SCOPE:
             scope[key] = tuple(value) if key in _TUPLES and isinstance(value, list) else value
         else:
-            raise ConfigError(f"[tool.isrcheck.gate.explore].{key}: unknown key (known: protocols, "
+            raise ConfigError(f"[tool.isrcheck.gate.{table}].{key}: unknown key (known: protocols, "
                               f"{', '.join(_CONFIG + _SCOPE)})")
     return config, scope
 
 
+def scope_of(options: dict, protocol: str, table: str = "explore") -> tuple[ModelConfig, Scope]:
+    """The model config and scope of a table, or ConfigError naming the bad key."""
+    config, scope = split(options, table)
+    try:
+        return ModelConfig.of(protocol, ScheduleConfig.from_json(config)), Scope(**scope)
+    except ModelConfigError as exc:
+        raise ConfigError(f"[tool.isrcheck.gate.{table}].{exc.field}: {exc.detail}") from None
+
+
 def check(options: dict) -> None:
     """Refuse a bad table before any engine runs."""
-    config, scope = _split(options)
-    try:
-        ScheduleConfig.from_json(config)
-        Scope(**scope)
-    except ModelConfigError as exc:
-        raise ConfigError(f"[tool.isrcheck.gate.explore].{exc.field}: {exc.detail}") from None
+    scope_of(options, "kip-320")
 
 
 def run(job: EngineJob) -> EngineRun:
-    check(job.options)
-    config, scope = _split(job.options)
-    model_config = ModelConfig.of(job.protocol, ScheduleConfig.from_json(config))
+    model_config, scope = scope_of(job.options, job.protocol)
     start = time.perf_counter()
     with Progress(f"explore {job.protocol}", None, "states", console=job.console) as progress:
-        result = explore(model_config, Scope(**scope),
+        result = explore(model_config, scope,
                          progress=lambda states, depth, _s: progress.update(states, note=f"depth {depth}"))
         progress.update(result.states)
     out = EngineRun("explore", job.protocol,

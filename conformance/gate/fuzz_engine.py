@@ -70,7 +70,7 @@ def run(job: EngineJob) -> EngineRun:
         for kind, count in result.summary["by_verdict"].items():
             verdicts[kind] = verdicts.get(kind, 0) + count
         for failure in result.failures:
-            out.findings.append(_finding(folder, failure))
+            out.findings.append(finding(folder, failure))
         ran, seed, left = ran + n, seed + n, left - n
     out.seconds = time.perf_counter() - start
     counts = ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items()))
@@ -78,7 +78,8 @@ def run(job: EngineJob) -> EngineRun:
     return out
 
 
-def _finding(folder: Path, failure: dict) -> Finding:
+def finding(folder: Path, failure: dict) -> Finding:
+    """A failure of a campaign's summary (fuzz or cover) as a gate finding, with its shrunk schedule."""
     verdict = Verdict(failure["verdict"], failure["property"], failure["first_bad_step"])
     label = f"seed {failure['seed']} ({failure['seeds']} seeds)"
     if failure.get("original_file") is None:  # the harness raised: only the error file

@@ -135,3 +135,20 @@ def test_a_wrong_enabling_condition_is_a_shrunk_divergence_of_the_cover(monkeypa
     assert row["verdict"] == "divergence" and row["failure_id"] == "divergence-at-fence"
     assert "taken by the implementation" in failure["original_verdict"]["diff"]
     assert row["shrunk_steps"] <= row["steps"] and failure["shrunk"]["steps"][-1]["step"] == "fence"
+
+
+def test_the_gate_runs_cover_from_its_table(spark, tmp_path, capsys):
+    from isrcheck.conformance.cli import main
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.isrcheck.gate]\nprotocols = ["kip-320"]\ncorpus = ["corpus"]\nscenarios = false\n'
+        'master = "local[1]"\n\n[tool.isrcheck.gate.cover]\nmax_records = 1\nmax_epoch = 1\nmax_crashes = 1\n')
+    assert main(["gate", "--config", str(tmp_path / "pyproject.toml"), "--out", str(tmp_path / "out"),
+                 "--junit-xml", str(tmp_path / "junit.xml")]) == 0
+    out = capsys.readouterr().out
+    assert "cover" in out and " refusals" in out
+    assert "cover" in (tmp_path / "junit.xml").read_text()
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.isrcheck.gate]\ncorpus = ["corpus"]\n\n[tool.isrcheck.gate.cover]\nmax_recrods = 1\n')
+    assert main(["gate", "--config", str(tmp_path / "pyproject.toml")]) == 2
+    assert "[tool.isrcheck.gate.cover].max_recrods: unknown key" in capsys.readouterr().err
