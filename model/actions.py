@@ -266,11 +266,10 @@ class HandleFetchResponse(Delivery):
             return  # answers a request of an earlier leadership: discarded
         kind = resp.kind
         if kind == "records":
-            log, durable = rep.log, rep.durable
-            if resp.records:  # cut at the first batch received: what was past the cut is not on disk
-                cut = resp.records[0].offset
-                log, durable = log[:cut] + resp.records, min(durable, cut)
-            rep = updated(rep, log=log, durable=flush_policy(nx.cfg, len(log), durable),
+            if resp.records and resp.records[0].offset < len(rep.log):
+                return  # diverged batch boundaries: Log.append refuses out-of-order offsets
+            log = rep.log + resp.records
+            rep = updated(rep, log=log, durable=flush_policy(nx.cfg, len(log), rep.durable),
                           hw=min(resp.leader_hw, len(log)))
         elif kind == "epoch_end":
             rep = nx.cfg.rules.handle_epoch_answer(rep, resp.epoch, resp.end_offset)

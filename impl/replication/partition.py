@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 from ..protocol import Errors, FetchRequest, FetchResponse, LeaderAndIsrRequest
 from ..runtime import Scheduler
-from ..storage import Log, LogAppendInfo, Record, iter_batches
+from ..storage import Log, LogAppendInfo, Record, StorageError, iter_batches
 from .config import ClusterConfig
 from .delayed_produce import DelayedProducePurgatory
 
@@ -263,11 +263,14 @@ class Partition:
     def append_as_follower(self, batches: bytes, leader_hw: int) -> None:
         """Append the fetched batches (CRC-checked by the log), then HW := min(leader HW, own LEO),
         which a partial response leaves below the leader's. The leader sends whole batches from the
-        one holding the fetch offset: one that starts below the LEO replaces the log from its base."""
+        one holding the fetch offset; one that starts below the LEO means the logs diverged at other
+        batch boundaries: StorageError, nothing appended (Kafka's UnexpectedAppendOffsetException)."""
         parsed = list(iter_batches(batches))
         if parsed:
             if parsed[0].base_offset < self.log.log_end_offset:
-                self.truncate_to(parsed[0].base_offset)
+                # the logs diverged at other batch boundaries (no epoch-based truncation)
+                raise StorageError(f"out of order offsets: batch at {parsed[0].base_offset} below the log end "
+                                   f"offset {self.log.log_end_offset}")
             before = self.log.log_end_offset
             self.log.append_as_follower(parsed)
             self._event("replicate", before, self.log.log_end_offset)
