@@ -10,7 +10,10 @@ Public API (stable):
     random_walk(seed, protocol, steps, faults="default", config=None) -> (Schedule, Verdict)
     shrink(schedule, verdict, time_budget_s=10.0) -> (Schedule, Verdict)
     within_budget(schedule, faults="default") -> bool   # does it keep to the profile's fault budget
-    Lockstep(protocol, config, impl=True)                # step by step: .enabled_steps(), .step(), .verdict()
+    Lockstep(protocol, config, impl=True, sut=None)      # step by step: .enabled_steps(), .step(), .verdict()
+
+The implementation is reached through ``isrcheck.conformance.sut.SystemUnderTest`` (in process by
+default; ``sut.use("COMMAND")`` or ``--sut`` for any program speaking docs/sut-protocol.md).
 
 Hypothesis strategies and a RuleBasedStateMachine live in ``isrcheck.conformance.strategies``.
 

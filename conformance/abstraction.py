@@ -1,154 +1,94 @@
-"""The abstraction function: the implementation's state as a reference-model ``State``.
+"""The abstraction function: the implementation's report of itself as a reference-model state.
 
-It reads the cluster's snapshot (logs as offset/epoch/record id, HW, HW checkpoint, durable
-prefix, leader epochs, ISR views, leader-side follower state, pending produces, fetcher state,
-the controller), decodes every in-flight message from its wire bytes into the model's message
-tuple, and adds the ghost variables of what the implementation's clients were told.
+The simulation reports (``isrcheck.impl.sut.Report``) its logs as offset/epoch/record id, HW, HW
+checkpoint, durable prefix, leader epochs, ISR views, leader-side follower state, pending
+produces, fetcher state, the controller and every message in flight decoded from its wire bytes;
+an external system under test sends the same report as JSON (``sut_state``). Here it becomes the
+system part of a model ``State``; the ghost variables of what clients were told are the runner's
+(computed from the outputs, model/history.py). Fields an older wire version does not carry are
+compared in their wire view (``wire.wire_view``).
 
-Two things are not on the wire and come from the adapter's records: the (leader, leader epoch)
-a fetch was sent under (Kafka keeps it with the request, keyed here by correlation id), and the
-client history. Fields an older wire version does not carry are compared in their wire view
-(``wire.wire_view``).
+Broker epochs (KIP-903) are the controller's, globally increasing; the model counts each
+broker's registrations from 0. The report names every epoch the controller gave each broker
+(``registrations``, the metadata log's registration records), so an epoch becomes its index
+there. Variants before kip-903 keep broker epochs at 0 / -1 in the model, and only kip-966 keeps
+the unclean shutdown flag (``with_model_epochs``).
 """
 from __future__ import annotations
 
-from isrcheck.impl.protocol import CODEC, Errors, OffsetForLeaderEpochResponse
-from isrcheck.impl.storage import iter_batches
+from isrcheck.impl.sut.report import Report, controller_fields, converted, replica_fields
 from isrcheck.model import (
-    AlterPartition, AlterPartitionResponse, Controller, Entry, FetchRequest, FetchResponse,
-    LeaderAndIsr, Replica, State,
+    PROTOCOLS, AlterPartition, AlterPartitionResponse, Controller, Entry, FetchRequest, FetchResponse,
+    LeaderAndIsr, Replica,
 )
-from isrcheck.model.alphabet import MESSAGE_KINDS, NONE
-from isrcheck.model.history import EMPTY_HISTORY
-
-from .diff import common_prefix
 
 MS_PER_TICK = 1  # one model tick is one millisecond of the simulated clock
 
+# message kind (docs/sut-protocol.md) -> the model's message type
+MESSAGE_TYPES = {"fetch_request": FetchRequest, "fetch_response": FetchResponse,
+                 "leader_and_isr": LeaderAndIsr, "alter_partition": AlterPartition,
+                 "alter_partition_response": AlterPartitionResponse}
+
+
+def entries(raw) -> tuple:
+    return tuple(Entry(*e) for e in raw)
+
+
+def message(kind: str, fields: dict):
+    """A reported message (its fields by name) as the model's message tuple."""
+    if kind == "fetch_response":
+        fields = {**fields, "records": entries(fields["records"])}
+    elif "isr" in fields:
+        fields = {**fields, "isr": tuple(fields["isr"])}
+    return MESSAGE_TYPES[kind](**fields)
+
+
+def with_model_epochs(system: tuple, registrations: tuple, protocol: str) -> tuple:
+    """``system`` (replicas, controller, the five message queues, now) with the implementation's
+    broker epochs numbered as the model numbers them, and the fields the variant does not keep at
+    their neutral values."""
+    rules = PROTOCOLS[protocol]
+    counted = rules.next_broker_epoch(0) == 1     # kip-903 on: the model counts registrations
+    unclean = rules.unclean_shutdown("power")     # kip-966: the unclean shutdown flag
+    index = [{e: k for k, e in enumerate(given)} for given in registrations]
+
+    def rank(broker: int, epoch: int) -> int:  # -2: an epoch the controller never gave it
+        return -1 if epoch < 0 else index[broker].get(epoch, -2)
+
+    replicas, controller, requests, responses, lai, alters, alter_responses, now = system
+    replicas = tuple(r._replace(
+        broker_epoch=rank(b, r.broker_epoch) if counted else 0,
+        remote_broker_epoch=tuple(rank(f, e) for f, e in enumerate(r.remote_broker_epoch)),
+        pending_epochs=tuple(rank(m, e) for m, e in zip(r.pending_isr or (), r.pending_epochs)),
+        unclean_shutdown=unclean and not r.alive and r.unclean_shutdown) for b, r in enumerate(replicas))
+    controller = controller._replace(broker_epochs=tuple(len(g) - 1 if counted else 0 for g in registrations))
+    if counted:
+        requests = tuple(tuple(m._replace(broker_epoch=rank(f, m.broker_epoch)) for m in q)
+                         for f, q in enumerate(requests))
+        alters = tuple(tuple(m._replace(broker_epochs=tuple(rank(f, e) for f, e in zip(m.isr, m.broker_epochs)))
+                             for m in q) for q in alters)
+    return replicas, controller, requests, responses, lai, alters, alter_responses, now
+
 
 class Abstraction:
-    """Builds the model State of one Cluster; ``state()`` after every step."""
+    """The system part of the model State of one in-process simulation, after every step."""
 
-    def __init__(self, cluster) -> None:
-        self.cluster = cluster
-        self.n = cluster.config.replicas
-        self.protocol = cluster.config.protocol
-        self._tags: dict[tuple[int, int], tuple[int, int]] = {}  # (follower, correlation) -> tag
-        self._alter_epochs: dict[tuple[int, int], int] = {}  # (leader, correlation) -> request's leader epoch
-        self._messages: dict[tuple, object] = {}  # the messages in flight at the last state(), decoded
-        self._logs: list[tuple[tuple, tuple]] = [((), ())] * self.n  # per broker: (snapshot log, its entries)
-        self.history = EMPTY_HISTORY
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        self.cluster = report.cluster
+        self._logs: list[tuple[tuple, tuple]] = [((), ())] * report.n  # per broker: (reported log, its entries)
 
-    # -- what the adapter reports ----------------------------------------------------------------
-    def fetch_sent(self, follower: int, correlation: int | None, tag: tuple[int, int]) -> None:
-        if correlation is not None:
-            self._tags[(follower, correlation)] = tag
-
-    def alter_partition_handled(self, leader: int) -> None:
-        """The controller is about to handle ``leader``'s oldest AlterPartition: its response (same
-        correlation id) belongs to that request's leader epoch, which the response does not carry."""
-        queue = self.cluster.network.queue(("alter_partition", leader))
-        if queue:
-            header = CODEC.decode_header(queue[0].frame)
-            body = CODEC.decode_body(header, queue[0].frame)
-            self._alter_epochs[(leader, header.correlation_id)] = body.leader_epoch
-
-    def step_taken(self, st, outputs: list[dict], before: State | None) -> None:
-        """The ghost history after a step the implementation took (in abstract state ``before``)
-        and what its clients were told, by the model's own bookkeeping (model/history.py)."""
-        self.history = self.history.after(st, outputs, before)
-
-    # -- the abstract state ----------------------------------------------------------------------
-    def state(self) -> State:
+    def system_state(self) -> tuple:
+        """``(replicas, controller, fetch_requests, ..., alter_partition_responses, now)``."""
         snap = self.cluster.snapshot()
-        c = snap.controller
-        queues = self._in_flight()
-        return State(
-            tuple(self._replica(b) for b in snap.brokers),
-            Controller(c.leader, c.leader_epoch, tuple(c.isr), c.partition_epoch, tuple(sorted(c.fenced))),
-            *queues, snap.now_ms // MS_PER_TICK, *self.history)
+        replicas = tuple(Replica(log=self._log(b.broker_id, b.log), **replica_fields(b)) for b in snap.brokers)
+        controller = controller_fields(snap.controller)
+        registrations = controller.pop("registrations")
+        return with_model_epochs((replicas, Controller(**controller), *self.report.in_flight(message),
+                                  snap.now_ms // MS_PER_TICK), registrations, self.cluster.config.protocol)
 
     def _log(self, broker: int, log: tuple) -> tuple:
-        """The abstract entries of a broker's snapshot log, converting only the entries after the
-        part it shares with the last one: the cluster hands out the same tuple while a log is
-        unchanged and keeps the entries of an unchanged prefix, so a step costs what it changed,
-        not the length of the log."""
-        seen, entries = self._logs[broker]
-        if log is not seen:
-            same = common_prefix(seen, log)
-            entries = entries[:same] + tuple(Entry(e.offset, e.epoch, int(e.value), e.base_offset)
-                                             for e in log[same:])
-            self._logs[broker] = (log, entries)
-        return entries
-
-    def _replica(self, b) -> Replica:
-        return Replica(
-            b.alive, self._log(b.broker_id, b.log), b.durable, b.hw, b.hw_checkpoint, b.leader, b.leader_epoch, tuple(b.isr),
-            b.partition_epoch, b.epoch_start_offset, tuple(b.remote_leo),
-            tuple(t // MS_PER_TICK for t in b.last_caught_up_ms),
-            None if b.pending_isr is None else tuple(b.pending_isr),
-            tuple((int(p.value), p.offset, p.deadline_ms // MS_PER_TICK, p.count) for p in b.pending_produces),
-            b.truncating_epoch, b.power_lost)
-
-    def _in_flight(self) -> list[tuple]:
-        """Every message in flight, decoded. What was decoded for the last state is reused, and
-        the tags of messages no longer in flight are forgotten: kept, both would grow with the run."""
-        network = self.cluster.network
-        known, self._messages = self._messages, {}
-        tags, alter_epochs = {}, {}
-        out = []
-        for kind in MESSAGE_KINDS:
-            per_replica = []
-            for r in range(self.n):
-                msgs = []
-                for env in network.queue((kind, r)):
-                    tag = None
-                    if kind == "fetch_request" or kind == "fetch_response":
-                        # equal frames may be sent under different tags (correlation ids restart)
-                        sent = (r, CODEC.decode_header(env.frame).correlation_id)
-                        tag = tags[sent] = self._tags.get(sent)
-                    elif kind == "alter_partition_response":  # the leader epoch of its request
-                        sent = (r, CODEC.decode_header(env.frame).correlation_id)
-                        tag = alter_epochs[sent] = self._alter_epochs.get(sent, -1)
-                    key = (kind, r, env.src, env.dst, env.frame, tag)
-                    msg = known.get(key)
-                    if msg is None:
-                        msg = self._decode(kind, r, env, tag)
-                    self._messages[key] = msg
-                    msgs.append(msg)
-                per_replica.append(tuple(msgs))
-            out.append(tuple(per_replica))
-        self._tags, self._alter_epochs = tags, alter_epochs
-        return out
-
-    def _decode(self, kind: str, r: int, env, tag: tuple[int, int] | None):
-        header = CODEC.decode_header(env.frame)
-        body = CODEC.decode_body(header, env.frame)
-        if kind == "fetch_request":
-            leader, epoch = tag or (env.dst, -1)
-            if hasattr(body, "fetch_offset"):  # Fetch
-                return FetchRequest(leader, epoch, body.fetch_offset, body.last_fetched_epoch, -1, body.max_batches)
-            return FetchRequest(leader, epoch, -1, -1, body.leader_epoch, 0)  # OffsetsForLeaderEpoch
-        if kind == "fetch_response":
-            leader, epoch = tag or (env.src, -1)
-            error = Errors(body.error).name
-            if isinstance(body, OffsetForLeaderEpochResponse):
-                if error != NONE:
-                    return FetchResponse(leader, epoch, error, "error", (), -1, -1, -1)
-                return FetchResponse(leader, epoch, NONE, "epoch_end", (), -1, body.leader_epoch, body.end_offset)
-            if error == "OFFSET_OUT_OF_RANGE":
-                return FetchResponse(leader, epoch, error, "error", (), -1, -1, body.log_end_offset)
-            if error != NONE:
-                return FetchResponse(leader, epoch, error, "error", (), -1, -1, -1)
-            if body.diverging_end_offset >= 0:
-                return FetchResponse(leader, epoch, NONE, "diverging", (), -1, body.diverging_epoch,
-                                     body.diverging_end_offset)
-            records = tuple(Entry(rec.offset, batch.partition_leader_epoch, int(rec.value), batch.base_offset)
-                            for batch in iter_batches(body.records) for rec in batch.records())
-            return FetchResponse(leader, epoch, NONE, "records", records, body.high_watermark, -1, -1)
-        if kind == "leader_and_isr":
-            return LeaderAndIsr(body.leader, body.leader_epoch, tuple(body.isr), body.partition_epoch)
-        if kind == "alter_partition":
-            return AlterPartition(body.leader_epoch, body.partition_epoch, tuple(body.new_isr))
-        return AlterPartitionResponse(Errors(body.error).name, body.leader_epoch, tuple(body.isr),
-                                      body.partition_epoch, tag)
+        """The model entries of a broker's log, converting only the entries after the part it shares
+        with the last one, so a step costs what it changed, not the length of the log."""
+        self._logs[broker] = kept = converted(self._logs[broker], self.report.log(broker, log), entries)
+        return kept[1]

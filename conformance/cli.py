@@ -28,8 +28,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("isrcheck.conformance.cmd_check", "replay a schedule on the model and the implementation in lockstep"),
     "shrink": ("isrcheck.conformance.cmd_shrink", "shrink a failing schedule to a minimal one that fails the same way"),
     "fuzz": ("isrcheck.conformance.campaign.command", "fuzz random crash schedules on Spark, resumable"),
+    "cover": ("isrcheck.conformance.cover.command", "run every edge and refusal of the model's state graph on the implementation, on Spark"),
     "dump-log": ("isrcheck.impl.storage.dump_log", "print the batches of a .log, or the entries of an index or checkpoint file"),
     "sim": ("isrcheck.impl.sim.cli", "run the implementation alone under a seeded random workload with faults"),
+    "gate": ("isrcheck.conformance.cmd_gate", "replay the regression corpus, then run the engines within a budget (CI)"),
+    "report": ("isrcheck.conformance.cmd_report", "write self-contained HTML for a schedule or a campaign folder"),
+    "soak": ("isrcheck.conformance.cmd_soak", "run the implementation as real processes under clients and wall-clock faults"),
 }
 
 

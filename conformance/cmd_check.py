@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from . import sut
 from .cli import UsageError
 from .schedule import PROTOCOLS, ScheduleError, load_schedule
 
@@ -27,6 +28,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.add_argument("--strict", action="store_true",
                         help="a step refused by model and implementation makes the schedule invalid (exit 2)")
+    sut.add_arguments(parser)
 
 
 def load_schedule_arg(path: str, protocol: str | None):
@@ -42,14 +44,16 @@ def run(args) -> int:
     schedule = load_schedule_arg(args.schedule, args.protocol)
     if args.expected and schedule.protocol not in schedule.expected:
         raise UsageError(f"{args.schedule}: --expected, but the file expects nothing for {schedule.protocol}")
+    if args.sut is not None and args.model_only:
+        raise UsageError("--sut and --model-only: a model-only run has no implementation")
+    sut.use_arguments(args)
     verdict, refused = _run(schedule, not args.model_only, args.trace)
     if args.strict and refused:
         from .lockstep import invalid
         i, step, reason = refused[0]
         verdict = invalid(f"steps[{i}] {step.to_json()}: refused: {reason} (--strict)")
     expected = schedule.expected.get(schedule.protocol)
-    as_expected = None if expected is None else (
-        expected.verdict == verdict.kind and (expected.property in (None, verdict.property)))
+    as_expected = None if expected is None else expected.matches(verdict)
     if args.json:
         doc = {"schedule": schedule.name or str(args.schedule), "protocol": schedule.protocol,
                **verdict.to_json(),
@@ -75,23 +79,21 @@ def run(args) -> int:
 
 
 def _run(schedule, impl: bool, trace: bool):
-    """Run step by step (printing each step, its outputs or refusal and the model's state after it
-    with ``trace``); the verdict and the steps both sides refused."""
-    from .lockstep import Lockstep, run_schedule
+    """Run the schedule (printing every step, its outputs or refusal and the model's state after
+    it with ``trace``); the verdict and the steps both sides refused."""
+    from .lockstep import run_schedule
     from .render import render_state
+    from .trace import trace_run
 
     if not trace:
         return run_schedule(schedule, impl=impl, refused=(refused := [])), refused
-    run = Lockstep(schedule.protocol, schedule.config, impl=impl)
-    print(f"initial state:\n{render_state(run.state)}")
-    for i, step in enumerate(schedule.steps):
-        failed = run.step(step)
-        if run.refused and run.refused[-1][0] == i:
-            print(f"step {i}: {step}\n  refused: {run.refused[-1][2]}")
+    run = trace_run(schedule, impl=impl)
+    print(f"initial state:\n{render_state(run.initial)}")
+    for frame in run.frames:
+        step = frame.step
+        if frame.refused is not None:
+            print(f"step {frame.index}: {step}\n  refused: {frame.refused}")
             continue
-        print(f"step {i}: {step}" + "".join(f"\n  -> {out}" for out in run.last_outputs))
-        print(render_state(run.state))
-        run.last_outputs = []
-        if failed is not None:
-            break
-    return run.verdict(), run.refused
+        print(f"step {frame.index}: {step}" + "".join(f"\n  -> {out}" for out in frame.outputs))
+        print(render_state(frame.state))
+    return run.verdict, run.refused

@@ -39,12 +39,29 @@ _OPTION.update({name: f"--{flag}" for flag, name, _help in _FAULT_CLASSES + _FAU
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
-    _add_explorer_arguments(parser)
+    parser.add_argument("--max-states", type=Number(int, 1, INT64_MAX), default=None, help="stop after this many states")
+    parser.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
+    parser.add_argument("--replay-on-impl", action="store_true",
+                        help="replay each counterexample on the implementation in lockstep "
+                             "(adds impl_verdict and impl_property to each violation)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--save", metavar="DIR", default=None,
+                        help="write each counterexample as a schedule DIR/<protocol>-<property>.json "
+                             "(replay it with isrcheck check)")
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """The protocol, cluster config, scope bounds and ``--property``: what every engine over the
     model (explore, prove) takes; ``_build`` reads them."""
+    add_scope_arguments(parser, _DEFAULT)
+    parser.add_argument("--property", action="append", default=None, metavar="ID",
+                        help="check only this property (repeatable; default: all)")
+
+
+def add_scope_arguments(parser: argparse.ArgumentParser, default: Scope) -> None:
+    """The protocol, cluster config and scope bounds (``default``'s values as defaults); shared
+    with ``isrcheck cover``, which explores a smaller scope by default."""
+    _DEFAULT = default
     parser.add_argument("--protocol", required=True, help=f"protocol variant: {', '.join(PROTOCOLS)}")
     parser.add_argument("--replicas", type=_COUNT, default=3, help="replication factor, 1..5 (default 3)")
     parser.add_argument("--min-isr", type=_COUNT, default=2, help="min.insync.replicas (default 2)")
@@ -74,23 +91,21 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     scope.add_argument("--crash-kinds", default=",".join(_DEFAULT.crash_kinds),
                        help="crash kinds besides power loss: clean,process (default "
                             f"{','.join(_DEFAULT.crash_kinds)})")
-    parser.add_argument("--property", action="append", default=None, metavar="ID",
-                        help="check only this property (repeatable; default: all)")
-
-
-def _add_explorer_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--max-states", type=Number(int, 1, INT64_MAX), default=None, help="stop after this many states")
-    parser.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
-    parser.add_argument("--replay-on-impl", action="store_true",
-                        help="replay each counterexample on the implementation in lockstep "
-                             "(adds impl_verdict and impl_property to each violation)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--save", metavar="DIR", default=None,
-                        help="write each counterexample as a schedule DIR/<protocol>-<property>.json "
-                             "(replay it with isrcheck check)")
 
 
 def _build(args) -> tuple[ModelConfig, Scope, list]:
+    config, scope = config_and_scope(args)
+    props = PROPERTIES
+    if args.property:
+        unknown = [p for p in args.property if p not in BY_ID]
+        if unknown:
+            raise UsageError(f"unknown property {', '.join(unknown)}; known: {', '.join(BY_ID)}")
+        props = [BY_ID[p] for p in args.property]
+    return config, scope, props
+
+
+def config_and_scope(args) -> tuple[ModelConfig, Scope]:
+    """The config and scope of ``add_scope_arguments``' options; UsageError naming a bad one."""
     try:
         acks = tuple(int(a) for a in args.acks.split(","))
     except ValueError:
@@ -111,13 +126,7 @@ def _build(args) -> tuple[ModelConfig, Scope, list]:
         option = f"{_OPTION[exc.field]} ({exc.field})" if exc.field in _OPTION \
             else f"--{exc.field.replace('_', '-')}"
         raise UsageError(f"{option}: {exc.detail}") from None
-    props = PROPERTIES
-    if args.property:
-        unknown = [p for p in args.property if p not in BY_ID]
-        if unknown:
-            raise UsageError(f"unknown property {', '.join(unknown)}; known: {', '.join(BY_ID)}")
-        props = [BY_ID[p] for p in args.property]
-    return config, scope, props
+    return config, scope
 
 
 def run(args) -> int:

@@ -15,14 +15,18 @@ import hashlib
 import time
 from typing import Iterable
 
-from isrcheck.model import InvalidStep, ModelConfig, Replica, Step, StepRefused, apply, enabled, initial_state
+from isrcheck.model import (
+    InvalidStep, ModelConfig, Replica, State, Step, StepRefused, apply, enabled, initial_state,
+)
 from isrcheck.model.config import ConfigError
+from isrcheck.model.history import EMPTY_HISTORY
 from isrcheck.specs import PROPERTIES
 
 from .diff import common_prefix, diff
 from .render import render_state
 from .schedule import Schedule, ScheduleConfig
-from .verdict import DIVERGENCE, INVALID, PASS, VIOLATION, Verdict
+from .sut import SutFailure, SystemUnderTest
+from .verdict import DIVERGENCE, INVALID, PASS, SUT_FAILURE, VIOLATION, Verdict
 from .wire import wire_view
 
 INVARIANTS = tuple(p for p in PROPERTIES if p.kind == "invariant")
@@ -31,10 +35,15 @@ HISTORY = tuple(p for p in PROPERTIES if p.kind == "history")
 
 class Lockstep:
     """An incremental run: feed steps one at a time (generators choose the next one from
-    ``enabled_steps``); ``outcome`` is set once the run has failed; ``verdict()`` ends it."""
+    ``enabled_steps``); ``outcome`` is set once the run has failed; ``verdict()`` ends it.
+
+    The implementation is ``sut`` (a ``SystemUnderTest``), by default this process's choice
+    (``sut.default_sut``: the in-process simulation unless ``--sut`` named another); it is reset
+    when the first step runs. The ghost history of what its clients were told is kept here, from
+    its outputs, so any system under test is judged by the same bookkeeping as the model."""
 
     def __init__(self, protocol: str, config: ScheduleConfig, impl: bool = True,
-                 properties: Iterable[str] | None = None) -> None:
+                 properties: Iterable[str] | None = None, sut: SystemUnderTest | None = None) -> None:
         self.protocol = protocol
         self.invariants, self.history = INVARIANTS, HISTORY
         if properties is not None:  # check only these (e.g. to replay one counterexample of the explorer)
@@ -46,11 +55,14 @@ class Lockstep:
             self.history = tuple(p for p in HISTORY if p.id in wanted)
         self.cfg = ModelConfig.of(protocol, config)
         self.state = initial_state(self.cfg)
-        self.impl = None
+        self.config = config
+        self.impl: SystemUnderTest | None = None
         if impl:
-            from .adapter import ImplSide  # imported here: a model-only run never loads impl
-            self.impl = ImplSide(protocol, config)
+            from .sut import default_sut  # the in-process one loads impl: a model-only run never does
+            self.impl = sut if sut is not None else default_sut()
             self._agreed = _Agreed()
+            self._impl_history = EMPTY_HISTORY
+            self._impl_ready = False
         self.index = 0  # steps taken (including those refused by both)
         self.outcome: Verdict | None = None
         self.last_outputs: list[dict] = []
@@ -86,7 +98,13 @@ class Lockstep:
         impl_refusal, impl_outputs = model_refusal, outputs  # a model-only run agrees with itself
         if self.impl is not None:
             try:
+                if not self._impl_ready:
+                    self.impl.reset(self.protocol, self.config)
+                    self._impl_ready = True
                 impl_refusal, impl_outputs = self.impl.step(st)
+            except SutFailure as exc:  # no answer to compare: the system under test failed
+                return self._fail(SUT_FAILURE, None, i, f"step {i} {_show_step(st)}: {self.impl.name} "
+                                  f"failed: {exc}")
             except Exception as exc:  # ImplFailure: the implementation itself failed
                 return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: the implementation "
                                   f"raised {exc}")
@@ -109,7 +127,12 @@ class Lockstep:
                               + diff(outputs, impl_outputs))
         if self.impl is not None:
             t2 = time.perf_counter()
-            impl_state = self.impl.abstract_state()
+            self._impl_history = self._impl_history.after(st, impl_outputs, before)
+            try:
+                impl_state = State(*self.impl.system_state(), *self._impl_history)
+            except SutFailure as exc:
+                return self._fail(SUT_FAILURE, None, i, f"step {i} {_show_step(st)}: {self.impl.name} "
+                                  f"failed: {exc}")
             self.impl_seconds += time.perf_counter() - t2
             expected = wire_view(new_state, self.protocol)
             impl_state = self._agreed.share(expected, impl_state)

@@ -23,7 +23,7 @@ FORMAT = "isrcheck-schedule"
 VERSION = 1
 PROTOCOLS = tuple(_MODEL_PROTOCOLS)  # what model and implementation run
 
-VERDICT_KINDS = ("pass", "violation", "divergence", "invalid-schedule")
+VERDICT_KINDS = ("pass", "violation", "divergence", "sut-failure", "invalid-schedule")
 
 
 class ScheduleError(ValueError):
@@ -49,6 +49,10 @@ class Expected:
 
     verdict: str
     property: str | None = None
+
+    def matches(self, verdict) -> bool:
+        """Does a run's Verdict give what is expected (a violation of the property, if named)?"""
+        return self.verdict == verdict.kind and self.property in (None, verdict.property)
 
     def to_json(self) -> dict:
         return {"verdict": self.verdict} if self.property is None else {

@@ -10,7 +10,10 @@ Shipped in the package so users run them under their own settings and profiles::
 
 ``step_dicts`` draws any step of the alphabet (enabled or not: a step refused by both sides is a
 no-op); ``schedules`` wraps them in a Schedule; ``enabled_schedules`` draws each step among the
-model's enabled ones, which finds deep states far more often and shrinks well.
+model's enabled ones, which finds deep states far more often and shrinks well. Both it and the
+machine also propose a share ``refusals`` of steps among those the model refuses (at least
+``floor(refusals * steps)``, ``isrcheck.conformance.refusals``): the implementation must refuse
+them too.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from .lockstep import Lockstep
 from isrcheck.model.alphabet import FIELDS, MAX_REPLICAS, STEPS, is_step
 
+from .refusals import DEFAULT_REFUSALS, RefusalQuota, by_kind, refused_steps
 from .schedule import PROTOCOLS, Schedule, ScheduleConfig, load_config
 from .walk import _Budget, _profile
 
@@ -71,18 +75,27 @@ def schedules(protocol: str | None = None, config: ScheduleConfig | None = None,
 
 
 def enabled_schedules(protocol: str = "kip-320", config: ScheduleConfig | None = None,
-                      max_steps: int = 60, faults="default") -> st.SearchStrategy[Schedule]:
+                      max_steps: int = 60, faults="default",
+                      refusals: float = DEFAULT_REFUSALS) -> st.SearchStrategy[Schedule]:
     """Schedules whose every step is enabled in the model when taken (within the profile's
-    fault budget); drawn step by step on the model alone."""
+    fault budget), but for a share ``refusals`` of refused ones; drawn step by step on the model
+    alone."""
     profile = _profile(faults)
+    RefusalQuota(refusals)  # checks the share now, not at the first draw
 
     @st.composite
     def build(draw):
         cfg = config or load_config(dict(profile.config))
         run = Lockstep(protocol, cfg, impl=False)
-        budget = _Budget(cfg, profile.spare_known_gaps) if profile.within_budget else None
+        budget = _Budget(cfg, profile.spare_known_gaps, protocol) if profile.within_budget else None
+        quota = RefusalQuota(refusals)
         taken = []
         for _ in range(draw(st.integers(0, max_steps))):
+            step = _draw_refused(draw, run, quota)
+            if step is not None:
+                taken.append(step.to_json())
+                run.step(step)
+                continue
             options = [s for s in run.enabled_steps() if budget is None or budget.allows(run.state, s)]
             step = _draw_step(draw, options, profile)
             before = run.state
@@ -93,6 +106,20 @@ def enabled_schedules(protocol: str = "kip-320", config: ScheduleConfig | None =
                 budget.took(before, step)
         return Schedule(protocol, cfg, tuple(taken))
     return build()
+
+
+def _draw_refused(draw, run: Lockstep, quota: RefusalQuota):
+    """A step the model refuses, when ``quota`` says one is due or a draw asks for one (the
+    draw shrinks towards enabled steps); else None."""
+    if not quota.rate:
+        return None
+    due = quota.behind() or draw(st.integers(0, 999), label="refused?") >= 1000 * (1 - quota.rate)
+    refused = by_kind(refused_steps(run.cfg.replicas, run.state, run.enabled_steps())) if due else {}
+    quota.count(bool(refused))
+    if not refused:
+        return None
+    kind = draw(st.sampled_from(list(refused)), label="refused kind")
+    return draw(st.sampled_from(refused[kind]), label="refused step")
 
 
 def _draw_step(draw, options: list, profile):
@@ -121,13 +148,15 @@ class LockstepMachine(RuleBasedStateMachine):
     config = ScheduleConfig()
     faults = "default"
     impl = True
+    refusals = DEFAULT_REFUSALS
 
     def __init__(self) -> None:
         super().__init__()
         self.profile = _profile(self.faults)
         self.run = Lockstep(self.protocol, self.config, impl=self.impl)
-        self.budget = _Budget(self.config, self.profile.spare_known_gaps) if self.profile.within_budget else None
+        self.budget = _Budget(self.config, self.profile.spare_known_gaps, self.protocol) if self.profile.within_budget else None
         self.taken: list[dict] = []
+        self.quota = RefusalQuota(self.refusals)
 
     def _options(self):
         return [s for s in self.run.enabled_steps()
@@ -136,7 +165,12 @@ class LockstepMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.run.outcome is None)
     @rule(data=st.data())
     def take_step(self, data) -> None:
-        """One step of the shared alphabet, in lockstep."""
+        """One step of the shared alphabet, in lockstep: enabled in the model, or a refused one."""
+        step = _draw_refused(data.draw, self.run, self.quota)
+        if step is not None:
+            self.taken.append(step.to_json())
+            self.run.step(step)
+            return
         step = _draw_step(data.draw, self._options(), self.profile)
         before = self.run.state
         self.taken.append(step.to_json())
@@ -161,12 +195,14 @@ class LockstepMachine(RuleBasedStateMachine):
 
 
 def lockstep_machine(protocol: str = "kip-320", config: dict | ScheduleConfig | None = None,
-                     faults="default", impl: bool = True) -> type[LockstepMachine]:
-    """A LockstepMachine subclass for one protocol, config and fault profile."""
+                     faults="default", impl: bool = True,
+                     refusals: float = DEFAULT_REFUSALS) -> type[LockstepMachine]:
+    """A LockstepMachine subclass for one protocol, config, fault profile and share of refused steps."""
+    RefusalQuota(refusals)  # checks the share
     profile = _profile(faults)
     if not isinstance(config, ScheduleConfig):
         config = load_config({**profile.config, **(config or {})})
     Schedule(protocol, config).with_protocol(protocol)  # validates the protocol name
     name = f"Lockstep_{protocol.replace('-', '_')}_{profile.name}"
     return type(name, (LockstepMachine,), {"protocol": protocol, "config": config, "faults": profile,
-                                           "impl": impl})
+                                           "impl": impl, "refusals": refusals})

@@ -5,12 +5,14 @@ import builtins
 from dataclasses import dataclass
 
 PASS, VIOLATION, DIVERGENCE, INVALID = "pass", "violation", "divergence", "invalid-schedule"
+SUT_FAILURE = "sut-failure"  # the external system under test crashed, hung or answered out of protocol
 
 
 @dataclass(frozen=True)
 class Verdict:
     """``kind`` is pass, violation (a property fails on both sides), divergence (impl and model
-    disagree) or invalid-schedule; ``step`` is the index of the first bad step."""
+    disagree), sut-failure (the system under test crashed, hung or broke the driver protocol, so
+    there was nothing to compare) or invalid-schedule; ``step`` is the index of the first bad step."""
 
     kind: str
     property: str | None = None
@@ -22,7 +24,7 @@ class Verdict:
 
     @builtins.property  # the field ``property`` shadows the builtin in the class body
     def failed(self) -> bool:
-        return self.kind in (VIOLATION, DIVERGENCE)
+        return self.kind in (VIOLATION, DIVERGENCE, SUT_FAILURE)
 
     def same_failure(self, other: "Verdict") -> bool:
         """Same kind and same property: what shrinking must preserve."""

@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from isrcheck.model import Step, StepRefused, apply
+from isrcheck.model import PROTOCOLS, Step, StepRefused, apply
 from isrcheck.model.alphabet import CRASH_KINDS, STEPS
 
 from .lockstep import Lockstep
+from .refusals import DEFAULT_REFUSALS, RefusalQuota, by_kind, refused_steps
 from .schedule import Schedule, ScheduleConfig, ScheduleError, load_config
 from .verdict import Verdict
 
@@ -82,10 +83,16 @@ FAULT_PROFILES: dict[str, FaultProfile] = {
 class _Budget:
     """Guards of the fault budget over the model state (see the module docstring)."""
 
-    def __init__(self, config: ScheduleConfig, spare_known_gaps: bool) -> None:
+    def __init__(self, config: ScheduleConfig, spare_known_gaps: bool, protocol: str) -> None:
         self.max_losers = config.min_insync_replicas - 1
         self.losers: set[int] = set()
         self.spare_known_gaps = spare_known_gaps
+        # the losses Kafka itself suffers, which the budget leaves out, are the protocol's own:
+        # KIP-903 closes the stale ISR expansion, KIP-966 Last Replica Standing and fast bounces
+        known = PROTOCOLS[protocol].known_losses
+        self.lrs = "last-replica-standing" in known
+        self.fast_bounce = "fast-bounce-after-loss" in known
+        self.stale_expansion = spare_known_gaps and "stale-isr-expansion" in known
         self.stale: set[tuple[int, int]] = set()  # (leader, r): the leader's remote LEO of r predates r's power loss
 
     def allows(self, state, st) -> bool:
@@ -95,8 +102,8 @@ class _Budget:
                 return False
             if self.spare_known_gaps and _in_some_isr(state, st.replica):
                 return False
-            return tuple(state.controller.isr) != (st.replica,)
-        if name == "restart" and st.replica not in state.controller.fenced:
+            return not self.lrs or tuple(state.controller.isr) != (st.replica,)
+        if name == "restart" and self.fast_bounce and st.replica not in state.controller.fenced:
             return not state.replicas[st.replica].power_lost
         if name == "consume":  # a deposed leader serves its stale HW; see the module docstring
             rep = state.replicas[st.replica]
@@ -105,7 +112,7 @@ class _Budget:
             rep = state.replicas[st.replica]
             return not any((st.replica, f) in self.stale for f in range(len(state.replicas))
                            if f not in rep.isr and rep.remote_leo[f] >= rep.hw)
-        if name == "fence":
+        if name == "fence" and self.lrs:
             # Fencing another broker must not leave a down, data-losing replica as the sole ISR member.
             rest = tuple(i for i in state.controller.isr if i != st.replica)
             if len(rest) == 1:
@@ -117,16 +124,18 @@ class _Budget:
         """Account for ``st``, taken in state ``before``."""
         if (st.name == "crash" and st.arg == "power") or st.name == "lose_disk":
             self.losers.add(st.replica)
-            if self.spare_known_gaps:
+            if self.stale_expansion:
                 self.stale |= {(i, st.replica) for i in range(len(before.replicas))}
         elif st.name == "handle_fetch" and self.stale:
             self.stale.discard((before.fetch_requests[st.replica][0].leader, st.replica))
 
 
 def _in_some_isr(state, r: int) -> bool:
-    """r is in the controller's ISR, a live leader's ISR or proposed ISR, or the ISR of an
-    AlterPartition or LeaderAndIsr in flight."""
-    if r in state.controller.isr:
+    """r is in the controller's ISR or ELR, a live leader's ISR or proposed ISR, or the ISR of an
+    AlterPartition or LeaderAndIsr in flight. (KIP-966 elects an unfenced ELR member: one that
+    lost power is elected before it registers again, and StrongIsr, stated over the controller's
+    ISR, holds an empty member until that registration removes it.)"""
+    if r in state.controller.isr or r in state.controller.elr:
         return True
     for i, rep in enumerate(state.replicas):
         if rep.alive and rep.leader == i and (r in rep.isr or (rep.pending_isr and r in rep.pending_isr)):
@@ -144,10 +153,15 @@ def _profile(faults) -> FaultProfile:
 
 
 def random_walk(seed: int, protocol: str, steps: int, faults: str | FaultProfile = "default",
-                config: dict | None = None, impl: bool = True) -> tuple[Schedule, Verdict]:
+                config: dict | None = None, impl: bool = True,
+                refusals: float = DEFAULT_REFUSALS) -> tuple[Schedule, Verdict]:
     """Walk ``steps`` steps from the initial state, each chosen (seeded) among the model's enabled
-    steps and run in lockstep at once; stops at the first failure. Returns the schedule taken and
-    its verdict; ``run_schedule`` on that schedule gives the same verdict."""
+    steps and run in lockstep at once; stops at the first failure. A share ``refusals`` of the
+    steps (at least ``floor(refusals * steps)``) are steps the model refuses instead, drawn from
+    the whole alphabet (``isrcheck.conformance.refusals``): the implementation must refuse them
+    too. Returns the schedule taken and its verdict; ``run_schedule`` on that schedule gives the
+    same verdict."""
+    quota = RefusalQuota(refusals)
     profile = _profile(faults)
     if not isinstance(steps, int) or steps < 0:
         raise ScheduleError(f"steps: expected an integer >= 0, got {steps!r}")
@@ -162,12 +176,24 @@ def random_walk(seed: int, protocol: str, steps: int, faults: str | FaultProfile
     schedule = schedule.with_protocol(protocol)  # validates the protocol name
     rng = random.Random(seed)
     run = Lockstep(protocol, cfg, impl=impl)
-    budget = _Budget(cfg, profile.spare_known_gaps) if profile.within_budget else None
+    budget = _Budget(cfg, profile.spare_known_gaps, protocol) if profile.within_budget else None
     weights, kinds = profile.weights, profile.crash_kinds
     taken: list[dict] = []
     for _ in range(steps):
+        enabled = run.enabled_steps()
+        if quota.rate and (quota.behind() or rng.random() < quota.rate):
+            refused = by_kind(refused_steps(cfg.replicas, run.state, enabled))
+            if refused:
+                options = refused[rng.choice(list(refused))]
+                st = options[rng.randrange(len(options))]
+                quota.count(True)
+                taken.append(st.to_json())
+                if run.step(st) is not None:
+                    break
+                continue
+        quota.count(False)
         by_name: dict[str, list] = {}
-        for st in run.enabled_steps():
+        for st in enabled:
             if budget is not None and not budget.allows(run.state, st):
                 continue
             if weights.get(st.name, 0.0) > 0 and (st.name != "crash" or kinds.get(st.arg, 0.0) > 0):
@@ -197,7 +223,7 @@ def within_budget(schedule: Schedule, faults: str | FaultProfile = "default") ->
     if not profile.within_budget:
         return True
     run = Lockstep(schedule.protocol, schedule.config, impl=False)
-    budget = _Budget(schedule.config, profile.spare_known_gaps)
+    budget = _Budget(schedule.config, profile.spare_known_gaps, schedule.protocol)
     state = run.state
     for raw in schedule.steps:
         st = Step.from_json(raw)

@@ -11,7 +11,7 @@ from isrcheck.model import State
 
 def wire_view(state: State, protocol: str) -> State:
     """``state`` with the message fields the protocol's wire versions do not carry blanked out."""
-    if protocol in ("kip-320", "kip-966"):
+    if protocol in ("kip-320", "kip-903", "kip-966"):  # Fetch v1+ (KIP-320)
         return state
     requests = state.fetch_requests
     if any(m.last_fetched_epoch != -1 for q in requests for m in q):  # Fetch v0: no lastFetchedEpoch

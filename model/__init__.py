@@ -7,7 +7,8 @@ Public API (stable):
 - ``ScheduleConfig(replicas, min_insync_replicas, unclean_leader_election_enable,
   replica_lag_time_max_ticks, request_timeout_ticks, flush_messages)``, a schedule's config with
   its bounds; ``ModelConfig(..., protocol=...)`` adds the protocol variant; ``Scope`` (exploration
-  bounds); ``PROTOCOLS`` (name -> Protocol rules: hw-truncation, kip-101, kip-279, kip-320).
+  bounds); ``PROTOCOLS`` (name -> Protocol rules: hw-truncation, kip-101, kip-279, kip-320,
+  kip-903, kip-966).
 - ``State`` (and ``Replica``, ``Controller``, ``Entry``, message tuples): immutable, hashable,
   built from plain values; ``initial_state(config)``; ``History`` (the ghost variables, one
   function of each step and its outputs for model and implementation alike).

@@ -57,9 +57,8 @@ def _lagging(cfg, now: int, r: int, rep: Replica) -> list[int]:
 
 
 def _caught_up(cfg, r: int, rep: Replica) -> list[int]:
-    if not cfg.rules.may_expand_isr(rep):
-        return []
-    return [f for f in range(cfg.replicas) if f != r and f not in rep.isr and rep.remote_leo[f] >= rep.hw]
+    in_sync = cfg.rules.in_sync
+    return [f for f in range(cfg.replicas) if f != r and f not in rep.isr and in_sync(rep, rep.remote_leo[f])]
 
 
 def _leader_guard(s: State, r: int) -> str | None:
@@ -73,20 +72,26 @@ def _leader_guard(s: State, r: int) -> str | None:
     return None
 
 
-def _elect_choice(cfg, c: Controller) -> tuple[int, tuple] | None:
-    for r in c.isr:
-        if r not in c.fenced:
-            return r, c.isr
+def _elect_choice(cfg, c: Controller) -> tuple[int, tuple, tuple] | None:
+    """(leader, ISR, ELR) of an election without a target, or None if nobody is eligible."""
+    choice = cfg.rules.elect_clean(c)
+    if choice is not None:
+        return choice + (cfg.rules.elr_after(c, choice[1], cfg.min_insync_replicas),)
     if cfg.unclean_leader_election_enable:
         for r in range(cfg.replicas):
-            if r not in c.fenced:
-                return r, (r,)
+            if r not in c.fenced:  # an unclean leader need not hold what the ELR vouched for
+                return r, (r,), ()
     return None
 
 
-def _propose_isr(nx: NextState, r: int, rep: Replica, proposed: tuple) -> Replica:
-    nx.queues("alter_partition")[r] += (AlterPartition(rep.leader_epoch, rep.partition_epoch, proposed),)
-    return updated(rep, pending_isr=proposed)
+def _propose_isr(nx: NextState, r: int, rep: Replica, proposed: tuple, epochs: tuple | None = None) -> Replica:
+    """Send an AlterPartition for ``proposed`` with each member's broker epoch as the leader knows
+    it (KIP-903), or resend a pending one with the ``epochs`` it was proposed with."""
+    if epochs is None:
+        known = nx.cfg.rules.proposal_epoch
+        epochs = tuple(known(rep.broker_epoch if m == r else rep.remote_broker_epoch[m]) for m in proposed)
+    nx.queues("alter_partition")[r] += (AlterPartition(rep.leader_epoch, rep.partition_epoch, proposed, epochs),)
+    return updated(rep, pending_isr=proposed, pending_epochs=epochs)
 
 
 class Delivery(Action):
@@ -196,7 +201,7 @@ class SendFetch(Action):
             req = FetchRequest(rep.leader, rep.leader_epoch, -1, -1, rep.truncating_epoch, 0)
         else:
             req = FetchRequest(rep.leader, rep.leader_epoch, len(rep.log), latest_epoch(rep.log), -1,
-                               st.max_batches)
+                               st.max_batches, nx.cfg.rules.fetch_broker_epoch(rep))
         if nx.replicas[rep.leader].alive:  # else discarded at once
             nx.queues("fetch_requests")[r] += (req,)
 
@@ -230,8 +235,9 @@ class HandleFetch(Delivery):
         leo = len(lead.log)
         if req.fetch_offset > leo:
             return respond("OFFSET_OUT_OF_RANGE", "error", end=leo)
-        remote = lead.remote_leo
-        lead = updated(lead, remote_leo=remote[:r] + (req.fetch_offset,) + remote[r + 1:])
+        remote, epochs = lead.remote_leo, lead.remote_broker_epoch
+        lead = updated(lead, remote_leo=remote[:r] + (req.fetch_offset,) + remote[r + 1:],
+                       remote_broker_epoch=epochs[:r] + (req.broker_epoch,) + epochs[r + 1:])
         if req.fetch_offset >= leo:
             lcu = lead.last_caught_up
             lead = updated(lead, last_caught_up=lcu[:r] + (nx.now,) + lcu[r + 1:])
@@ -260,11 +266,10 @@ class HandleFetchResponse(Delivery):
             return  # answers a request of an earlier leadership: discarded
         kind = resp.kind
         if kind == "records":
-            log, durable = rep.log, rep.durable
-            if resp.records:  # cut at the first batch received: what was past the cut is not on disk
-                cut = resp.records[0].offset
-                log, durable = log[:cut] + resp.records, min(durable, cut)
-            rep = updated(rep, log=log, durable=flush_policy(nx.cfg, len(log), durable),
+            if resp.records and resp.records[0].offset < len(rep.log):
+                return  # diverged batch boundaries: Log.append refuses out-of-order offsets
+            log = rep.log + resp.records
+            rep = updated(rep, log=log, durable=flush_policy(nx.cfg, len(log), rep.durable),
                           hw=min(resp.leader_hw, len(log)))
         elif kind == "epoch_end":
             rep = nx.cfg.rules.handle_epoch_answer(rep, resp.epoch, resp.end_offset)
@@ -301,16 +306,17 @@ class DeliverLeaderAndIsr(Action):
             rep = updated(rep, isr=m.isr, partition_epoch=m.partition_epoch)
         elif m.leader == r:  # Partition.makeLeader
             rep = updated(rep, leader=r, leader_epoch=m.leader_epoch, isr=m.isr, partition_epoch=m.partition_epoch,
-                          epoch_start_offset=len(rep.log), remote_leo=(-1,) * n,
+                          epoch_start_offset=len(rep.log), remote_leo=(-1,) * n, remote_broker_epoch=(-1,) * n,
                           last_caught_up=tuple(nx.now if i in m.isr else 0 for i in range(n)),
-                          pending_isr=None, truncating_epoch=-1)
+                          pending_isr=None, pending_epochs=(), truncating_epoch=-1)
             rep = maybe_increment_leader_hw(nx, r, rep)
         else:  # Partition.makeFollower
             for record, _offset, _deadline, records in rep.pending_produces:
                 nx.produce_out(r, record, records, -1, NOT_LEADER)
             rep = updated(rep, leader=m.leader, leader_epoch=m.leader_epoch, isr=m.isr,
                           partition_epoch=m.partition_epoch, epoch_start_offset=-1, remote_leo=(-1,) * n,
-                          last_caught_up=(0,) * n, pending_isr=None, pending_produces=())
+                          remote_broker_epoch=(-1,) * n, last_caught_up=(0,) * n, pending_isr=None,
+                          pending_epochs=(), pending_produces=())
             rep = nx.cfg.rules.make_follower(rep)
         nx.replicas[r] = rep
 
@@ -352,7 +358,8 @@ class ExpandIsr(Action):
 
 
 class HandleAlterPartition(Delivery):
-    """Controller AlterPartition handling with leader-epoch and partition-epoch fencing (KIP-497)."""
+    """Controller AlterPartition handling with leader-epoch and partition-epoch fencing (KIP-497),
+    and members checked against their registrations (fenced, or a stale broker epoch: KIP-903)."""
 
     name = "handle_alter_partition"
 
@@ -364,11 +371,12 @@ class HandleAlterPartition(Delivery):
             error = "FENCED_LEADER_EPOCH"
         elif m.partition_epoch != c.partition_epoch:
             error = "INVALID_UPDATE_VERSION"
-        elif any(f in c.fenced for f in m.isr):
+        elif any(f in c.fenced or e not in (-1, c.broker_epochs[f]) for f, e in zip(m.isr, m.broker_epochs)):
             error = "INELIGIBLE_REPLICA"
         else:
             error = NONE
-            c = nx.controller = c._replace(isr=m.isr, partition_epoch=c.partition_epoch + 1)
+            c = nx.controller = c._replace(isr=m.isr, elr=nx.cfg.rules.elr_after(c, m.isr, nx.cfg.min_insync_replicas),
+                                           partition_epoch=c.partition_epoch + 1)
         nx.send("alter_partition_responses", r,
                 AlterPartitionResponse(error, c.leader_epoch, c.isr, c.partition_epoch, m.leader_epoch))
 
@@ -385,7 +393,7 @@ class HandleAlterPartitionResponse(Delivery):
     def receive(nx, r, m):
         if m.request_leader_epoch != nx.replicas[r].leader_epoch:
             return  # answers a proposal of an earlier leadership, not the one pending now
-        rep = updated(nx.replicas[r], pending_isr=None)
+        rep = updated(nx.replicas[r], pending_isr=None, pending_epochs=())
         if m.leader_epoch == rep.leader_epoch and m.partition_epoch >= rep.partition_epoch:
             rep = maybe_increment_leader_hw(nx, r, updated(rep, isr=m.isr, partition_epoch=m.partition_epoch))
         nx.replicas[r] = rep
@@ -394,7 +402,8 @@ class HandleAlterPartitionResponse(Delivery):
 # -- the controller ----------------------------------------------------------------------------------------
 
 class Elect(Action):
-    """Controller leader election: clean from the ISR, else unclean if enabled."""
+    """Controller leader election: clean from the ISR (KIP-966: then the ELR, then the last known
+    leader), else unclean if enabled."""
 
     name = "elect"
 
@@ -417,14 +426,16 @@ class Elect(Action):
 
     def effect(nx, st):
         c = nx.controller
-        leader, isr = (st.replica, c.isr) if st.replica != -1 else _elect_choice(nx.cfg, c)
-        nx.controller = Controller(leader, c.leader_epoch + 1, isr, c.partition_epoch + 1, c.fenced)
+        leader, isr, elr = (st.replica, c.isr, c.elr) if st.replica != -1 else _elect_choice(nx.cfg, c)
+        nx.controller = c._replace(leader=leader, leader_epoch=c.leader_epoch + 1, isr=isr, elr=elr,
+                                   partition_epoch=c.partition_epoch + 1, last_known_leader=-1)
         nx.send_leader_and_isr()
 
 
 class Fence(Action):
-    """Broker session expiry: fence, drop from the ISR (never the last member), resign leadership.
-    A live broker fenced this way is a zombie: it keeps acting on its last LeaderAndIsr."""
+    """Broker session expiry: fence, drop from the ISR (never the last member before KIP-966),
+    resign leadership. A live broker fenced this way is a zombie: it keeps acting on its last
+    LeaderAndIsr."""
 
     name = "fence"
 
@@ -434,13 +445,26 @@ class Fence(Action):
     def effect(nx, st):
         r = st.replica
         c = nx.controller
-        isr = tuple(i for i in c.isr if i != r) if r in c.isr and len(c.isr) > 1 else c.isr
-        leader, epoch = (-1, c.leader_epoch + 1) if c.leader == r else (c.leader, c.leader_epoch)
-        changed = isr != c.isr or leader != c.leader
-        nx.controller = Controller(leader, epoch, isr, c.partition_epoch + (1 if changed else 0),
-                                   tuple(sorted(c.fenced + (r,))))
+        changed = _remove_broker(nx, r, nx.cfg.rules.isr_after_fence(c.isr, r), ())
+        nx.controller = nx.controller._replace(fenced=tuple(sorted(c.fenced + (r,))))
         if changed:
             nx.send_leader_and_isr()
+
+
+def _remove_broker(nx: NextState, r: int, isr: tuple, unclean: tuple) -> bool:
+    """A partition change taking ``r`` out of leadership and the ISR (now ``isr``): leader -1 and a
+    new leader epoch if it led, the ELR by KIP-966's rule; True if anything changed."""
+    c = nx.controller
+    rules = nx.cfg.rules
+    leads = c.leader == r
+    elr = rules.elr_after(c, isr, nx.cfg.min_insync_replicas, unclean)
+    if not leads and isr == c.isr and elr == c.elr:
+        return False
+    nx.controller = c._replace(
+        leader=-1 if leads else c.leader, leader_epoch=c.leader_epoch + int(leads), isr=isr, elr=elr,
+        partition_epoch=c.partition_epoch + 1,
+        last_known_leader=rules.last_known_leader(r) if leads else c.last_known_leader)
+    return True
 
 
 class Rejoin(Action):
@@ -457,11 +481,24 @@ class Rejoin(Action):
         return None
 
     def effect(nx, st):
-        _register(nx, st.replica)
+        _register(nx, st.replica, unclean=False)
 
 
-def _register(nx: NextState, r: int) -> None:
-    """Broker registration: the controller unfences ``r`` and sends it its current partition state."""
+def _register(nx: NextState, r: int, unclean: bool) -> None:
+    """Broker registration (docs/steps.md, "Controller state"): a new broker epoch (KIP-903); after
+    an unclean shutdown the controller first takes ``r`` out of ISR, ELR and leadership
+    (KIP-966, ReplicationControlManager.handleBrokerUncleanShutdown); then it unfences ``r`` and
+    sends it its current partition state."""
+    c = nx.controller
+    epoch = nx.cfg.rules.next_broker_epoch(c.broker_epochs[r])
+    nx.controller = c._replace(broker_epochs=c.broker_epochs[:r] + (epoch,) + c.broker_epochs[r + 1:])
+    nx.replicas[r] = updated(nx.replicas[r], broker_epoch=epoch)
+    if unclean and _remove_broker(nx, r, tuple(i for i in c.isr if i != r), (r,)):
+        c = nx.controller
+        msg = LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
+        for b in range(nx.cfg.replicas):
+            if b != r and b not in c.fenced:
+                nx.send("leader_and_isr", b, msg)
     c = nx.controller = nx.controller._replace(fenced=tuple(b for b in nx.controller.fenced if b != r))
     nx.send("leader_and_isr", r, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch))
 
@@ -491,7 +528,8 @@ class Crash(Action):
             rep = updated(rep, durable=len(rep.log), hw_checkpoint=rep.hw)
         elif st.survive:  # write-back is sequential: the first unflushed batches reached the disk
             rep = updated(rep, durable=batch_ends(rep.log, rep.durable)[st.survive - 1])
-        nx.replicas[r] = updated(rep, alive=False, pending_produces=(), power_lost=kind == "power")
+        nx.replicas[r] = updated(rep, alive=False, pending_produces=(), power_lost=kind == "power",
+                                 unclean_shutdown=nx.cfg.rules.unclean_shutdown(kind))
         for field in MESSAGE_KINDS.values():
             if getattr(nx.src, field)[r]:
                 nx.queues(field)[r] = ()
@@ -518,8 +556,9 @@ class Restart(Action):
         n = nx.cfg.replicas
         log = rep.log[:rep.durable] if rep.power_lost else rep.log
         nx.replicas[r] = Replica(True, log, min(rep.durable, len(log)), min(rep.hw_checkpoint, len(log)),
-                                 rep.hw_checkpoint, -1, -1, (), -1, -1, (-1,) * n, (0,) * n, None, (), -1, False)
-        _register(nx, r)
+                                 rep.hw_checkpoint, -1, -1, (), -1, -1, (-1,) * n, (0,) * n, None, (), -1, False,
+                                 rep.broker_epoch, (-1,) * n, (), False)
+        _register(nx, r, unclean=rep.unclean_shutdown)
 
 
 class LoseDisk(Action):
@@ -532,7 +571,7 @@ class LoseDisk(Action):
 
     def effect(nx, st):
         nx.replicas[st.replica] = updated(nx.replicas[st.replica], log=(), durable=0, hw=0, hw_checkpoint=0,
-                                          power_lost=True)
+                                          power_lost=True, unclean_shutdown=nx.cfg.rules.unclean_shutdown("lost disk"))
 
 
 class Flush(Action):
@@ -607,7 +646,7 @@ class Drop(Action):
         if st.arg in ("alter_partition", "alter_partition_response"):
             rep = nx.replicas[st.replica]
             if rep.pending_isr is not None:
-                nx.replicas[st.replica] = _propose_isr(nx, st.replica, rep, rep.pending_isr)
+                nx.replicas[st.replica] = _propose_isr(nx, st.replica, rep, rep.pending_isr, rep.pending_epochs)
 
 
 def _by_name() -> dict[str, type[Action]]:

@@ -292,6 +292,21 @@ def steps_of(kind: StepKind, replicas: int, state=None) -> list[Step]:
     return out
 
 
+def every_step(replicas: int, state) -> list[Step]:
+    """Every step generators may propose in ``state``, enabled or not, in the alphabet's order: the
+    enumerated steps of each kind, and for a step with an ``index``, every position of its FIFO and
+    the one just past its end (refused: no such message), for every replica and choice."""
+    out: list[Step] = []
+    for kind, steps in step_kinds(replicas):
+        if steps is not None:
+            out += steps
+            continue
+        for c in _combos(kind, replicas):
+            queue = getattr(state, MESSAGE_KINDS[kind.queue or c["arg"]])[c["replica"]]
+            out += [Step(kind.name, index=i, **c) for i in range(len(queue) + 1)]
+    return out
+
+
 @lru_cache(maxsize=None)
 def _combos(kind: StepKind, replicas: int) -> tuple[dict, ...]:
     """The field values (by ``Step`` attribute) of every step of ``kind`` but its ``index``."""

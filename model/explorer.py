@@ -101,7 +101,8 @@ def _step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> boo
         return st.replica in s.controller.fenced or s.bounces < scope.max_bounces
     if name == "elect" and st.replica != -1:
         return s.leader_moves < scope.max_leader_moves
-    if name == "handle_alter_partition" and scope.exclude_known_losses:
+    if name == "handle_alter_partition" and scope.exclude_known_losses and \
+            "stale-isr-expansion" in config.rules.known_losses:
         # KIP-903: the controller would reject a member whose LEO the leader learnt from an
         # earlier incarnation; here: a new member holding less than the leader counts for it
         if not s.alter_partition[st.replica]:
@@ -215,11 +216,12 @@ def state_key(scope: Scope, s: State) -> tuple:
     lai = s.leader_and_isr
     stale = False
     # positional access: Replica fields 0 alive, 1 log, 2 durable, 3 hw, 4 hw_checkpoint,
-    # 6 leader_epoch, 8 partition_epoch, 15 power_lost; LeaderAndIsr 1 leader_epoch, 3 partition_epoch
+    # 6 leader_epoch, 8 partition_epoch, 15 power_lost, 19 unclean_shutdown; LeaderAndIsr 1 leader_epoch,
+    # 3 partition_epoch
     for b, r in enumerate(s.replicas):
         durable = r[2] if (r[15] or not power_done) else -1
         if not r[0]:
-            reps.append((False, r[1], durable, r[4], r[15]))
+            reps.append((False, r[1], durable, r[4], r[15], r[19]))
             continue
         reps.append(r[:2] + (durable, r[3], -1 if crash_done else r[4]) + r[5:])
         if lai[b]:
@@ -240,6 +242,7 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
     """Breadth-first search of every state reachable within ``scope``, checking every property
     in every state. ``progress(states, depth, seconds)`` is called about every ``progress_every`` s."""
     start = time.perf_counter()
+    exclude_lrs = scope.exclude_known_losses and "last-replica-standing" in config.rules.known_losses
     pending = list(properties)
     init = initial_state(config)
     index: dict[tuple, int] = {state_key(scope, init): 0}
@@ -269,7 +272,7 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
         for si, s in frontier:
             for st, t, inside in successors(config, scope, s):  # st: the steps of one transition
                 transitions += 1
-                if scope.exclude_known_losses and last_replica_standing(t):
+                if exclude_lrs and last_replica_standing(t):
                     continue
                 if inside and pending:  # a round's states are reachable too, though not stored
                     check(inside[0], si, st[:2])  # after handle_fetch (send_fetch changes no property)

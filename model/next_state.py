@@ -80,9 +80,9 @@ def flush_policy(cfg, log_len: int, durable: int) -> int:
 
 def maybe_increment_leader_hw(nx: NextState, r: int, rep: Replica) -> Replica:
     """Partition.maybeIncrementLeaderHW: HW = min LEO over the maximal ISR (only moves up), then
-    DelayedProduce completion for acks=all requests the HW has passed."""
-    if rep.leader != r:
-        return rep
+    DelayedProduce completion for acks=all requests the HW has passed (a blocked HW passes none)."""
+    if rep.leader != r or nx.cfg.rules.hw_blocked(rep, nx.cfg.min_insync_replicas):
+        return rep  # KIP-966 strict min ISR: nothing is committed while the ISR is below min ISR
     new_hw = len(rep.log)
     members = rep.isr if rep.pending_isr is None else rep.pending_isr + rep.isr
     remote = rep.remote_leo

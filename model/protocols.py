@@ -14,6 +14,10 @@ class Protocol:
 
     name = "hw-truncation"
     uses_epoch_queries = False
+    # histories that lose acknowledged writes in Kafka itself within the fault budget, which the
+    # explorer's exclude_known_losses and the random walks' budget leave out: KIP-966's Last
+    # Replica Standing and fast bounce after a data loss, and KIP-903's stale ISR expansion
+    known_losses = frozenset(("last-replica-standing", "fast-bounce-after-loss", "stale-isr-expansion"))
     # ReplicaManager.makeFollowers before KIP-101 changed partition state only "when the leader is
     # available": a LeaderAndIsr naming no leader (-1) left the follower as it was
     follows_leaderless = False
@@ -35,12 +39,52 @@ class Protocol:
         """Before KIP-320 a leader serves any Fetch addressed to it: no epoch validation."""
         return None
 
-    def may_expand_isr(self, leader: Replica) -> bool:
-        """Partition.maybeExpandIsr before KIP-320: catching up to the HW is enough."""
-        return True
+    def in_sync(self, leader: Replica, leo: int) -> bool:
+        """Partition.maybeExpandIsr before KIP-320: a follower whose LEO reached the HW is in sync."""
+        return leo >= leader.hw
 
     def consume_error(self, leader: Replica) -> str | None:
         """Before KIP-207/KIP-320 a new leader serves its (possibly lagging) HW at once."""
+        return None
+
+    # -- broker epochs (KIP-903) and the ELR (KIP-966): what the older variants do -------------------
+    def next_broker_epoch(self, epoch: int) -> int:
+        """Broker epochs are not compared before KIP-903: the model keeps them at 0."""
+        return epoch
+
+    def fetch_broker_epoch(self, follower: Replica) -> int:
+        """A Fetch before KIP-903 (v15) carries no ReplicaState broker epoch."""
+        return -1
+
+    def proposal_epoch(self, epoch: int) -> int:
+        """An AlterPartition before KIP-903 (v3) names no broker epochs: -1 for every member."""
+        return -1
+
+    def hw_blocked(self, leader: Replica, min_isr: int) -> bool:
+        """Before KIP-966 min.insync.replicas only gates acks=all appends, never the HW."""
+        return False
+
+    def unclean_shutdown(self, kind: str) -> bool:
+        """Before KIP-966 the controller is not told how a broker shut down."""
+        return False
+
+    def last_known_leader(self, leader: int) -> int:
+        """Before KIP-966 the controller keeps no last known leader."""
+        return -1
+
+    def isr_after_fence(self, isr: tuple, r: int) -> tuple:
+        """KRaft before KIP-966: a fenced broker leaves the ISR, but the last member stays."""
+        return tuple(i for i in isr if i != r) if r in isr and len(isr) > 1 else isr
+
+    def elr_after(self, c, isr: tuple, min_isr: int, unclean: tuple = ()) -> tuple:
+        """No Eligible Leader Replicas before KIP-966."""
+        return ()
+
+    def elect_clean(self, c) -> tuple[int, tuple] | None:
+        """Clean election (PartitionChangeBuilder.electLeader): the first unfenced ISR member."""
+        for r in c.isr:
+            if r not in c.fenced:
+                return r, c.isr
         return None
 
 
@@ -111,9 +155,9 @@ class Kip320(Kip279):
                 return (NONE, epoch, end)
         return None
 
-    def may_expand_isr(self, leader: Replica) -> bool:
+    def in_sync(self, leader: Replica, leo: int) -> bool:
         """KIP-320: add followers only once the HW reached the current leader epoch's start."""
-        return leader.hw >= leader.epoch_start_offset
+        return leo >= leader.hw >= leader.epoch_start_offset
 
     def consume_error(self, leader: Replica) -> str | None:
         """KIP-207 rule under KIP-320: a leader whose HW is below its epoch start answers
@@ -121,4 +165,77 @@ class Kip320(Kip279):
         return "OFFSET_NOT_AVAILABLE" if leader.hw < leader.epoch_start_offset else None
 
 
-PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (Protocol(), Kip101(), Kip279(), Kip320())}
+class Kip903(Kip320):
+    """KIP-903 (Kafka 3.5, KAFKA-14139): registrations get broker epochs; a follower's Fetch carries
+    its broker epoch and AlterPartition names each proposed member's, which the controller checks,
+    so an ISR expansion built on a previous incarnation's fetches is rejected."""
+
+    name = "kip-903"
+    known_losses = Kip320.known_losses - {"stale-isr-expansion"}
+
+    def next_broker_epoch(self, epoch: int) -> int:
+        """BrokerRegistrationRequest: every registration gets a new, larger broker epoch."""
+        return epoch + 1
+
+    def fetch_broker_epoch(self, follower: Replica) -> int:
+        """Fetch v15 ReplicaState.ReplicaEpoch: the follower's current broker epoch."""
+        return follower.broker_epoch
+
+    def proposal_epoch(self, epoch: int) -> int:
+        """AlterPartition v3 NewIsrWithEpochs: the broker epoch as the leader knows it."""
+        return epoch
+
+
+class Kip966(Kip903):
+    """KIP-966 part 1 (Kafka 4.0/4.1): strict min ISR, Eligible Leader Replicas and unclean
+    shutdown detection close the Last Replica Standing loss."""
+
+    name = "kip-966"
+    known_losses = frozenset()
+
+    def hw_blocked(self, leader: Replica, min_isr: int) -> bool:
+        """Strict min ISR: Partition.maybeIncrementLeaderHW does nothing while isUnderMinIsr."""
+        return len(leader.isr) < min_isr
+
+    def unclean_shutdown(self, kind: str) -> bool:
+        """KIP-966's unclean shutdown: one that may have lost acknowledged data (a power loss or a
+        lost disk; a process crash keeps the page cache)."""
+        return kind in ("power", "lost disk")
+
+    def last_known_leader(self, leader: int) -> int:
+        """KIP-966: the leader a partition loses is remembered for the last-resort election."""
+        return leader
+
+    def in_sync(self, leader: Replica, leo: int) -> bool:
+        """Partition.isFollowerInSync (Kafka 4.x): the follower's LEO reached the HW and the leader
+        epoch's start. The HW form of kip-320 would block the ISR for good under strict min ISR:
+        below min ISR the HW cannot reach the epoch start."""
+        return leo >= leader.hw and leo >= leader.epoch_start_offset
+
+    def isr_after_fence(self, isr: tuple, r: int) -> tuple:
+        """KIP-966: the ISR may become empty; the ELR keeps who may still lead."""
+        return tuple(i for i in isr if i != r)
+
+    def elr_after(self, c, isr: tuple, min_isr: int, unclean: tuple = ()) -> tuple:
+        """PartitionChangeBuilder.maybePopulateTargetElr: empty once the ISR reaches min ISR, else
+        the members the ISR lost join the ELR, minus those back from an unclean shutdown."""
+        if len(isr) >= min_isr:
+            return ()
+        return tuple(sorted((set(c.elr) | set(c.isr)) - set(isr) - set(unclean)))
+
+    def elect_clean(self, c) -> tuple[int, tuple] | None:
+        """KIP-966 election order: ISR, then an unfenced ELR member, then (ISR and ELR empty) the
+        last known leader if unfenced (PartitionChangeBuilder.canElectLastKnownLeader)."""
+        choice = super().elect_clean(c)
+        if choice is not None:
+            return choice
+        for r in c.elr:
+            if r not in c.fenced:
+                return r, tuple(sorted(c.isr + (r,)))
+        lkl = c.last_known_leader
+        if not c.isr and not c.elr and lkl >= 0 and lkl not in c.fenced:
+            return lkl, (lkl,)
+        return None
+
+
+PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (Protocol(), Kip101(), Kip279(), Kip320(), Kip903(), Kip966())}

@@ -41,6 +41,10 @@ class Replica(NamedTuple):
     pending_produces: tuple    # leader: DelayedProduce (record, offset, deadline), ...
     truncating_epoch: int  # follower (kip-101/kip-279): epoch to ask about next; -1 fetching
     power_lost: bool       # crashed by power loss; the unflushed suffix goes at restart
+    broker_epoch: int      # epoch of the broker's current registration (kip-903+; else 0)
+    remote_broker_epoch: tuple  # leader: per replica id the broker epoch of its last reading Fetch, -1 unknown
+    pending_epochs: tuple  # leader: the broker epochs ``pending_isr`` was proposed with; () when none
+    unclean_shutdown: bool  # down without a clean shutdown (kip-966; else False)
 
 
 class Controller(NamedTuple):
@@ -51,6 +55,9 @@ class Controller(NamedTuple):
     isr: tuple
     partition_epoch: int
     fenced: tuple  # sorted broker ids
+    broker_epochs: tuple   # per broker the epoch of its current registration (kip-903+; else 0s)
+    elr: tuple             # Eligible Leader Replicas, sorted (kip-966; else empty)
+    last_known_leader: int  # the leader the partition last lost (kip-966; else -1)
 
 
 class FetchRequest(NamedTuple):
@@ -62,6 +69,7 @@ class FetchRequest(NamedTuple):
     last_fetched_epoch: int
     query_epoch: int       # -1: a Fetch; else the epoch asked about by OffsetsForLeaderEpoch
     max_batches: int       # a Fetch's limit in whole batches (replica.fetch.max.bytes), 0 = none
+    broker_epoch: int = -1  # the follower's broker epoch (Fetch v15 ReplicaState; -1 before kip-903)
 
 
 class FetchResponse(NamedTuple):
@@ -92,6 +100,7 @@ class AlterPartition(NamedTuple):
     leader_epoch: int
     partition_epoch: int
     isr: tuple
+    broker_epochs: tuple  # per proposed member (NewIsrWithEpochs); -1 unknown, always -1 before kip-903
 
 
 class AlterPartitionResponse(NamedTuple):
@@ -161,11 +170,13 @@ def initial_state(config) -> State:
             epoch_start_offset=0 if leads else -1,
             remote_leo=tuple(-1 if i == 0 else 0 for i in range(n)) if leads else none_yet,
             last_caught_up=zeros, pending_isr=None, pending_produces=(),
-            truncating_epoch=-1, power_lost=False))
+            truncating_epoch=-1, power_lost=False, broker_epoch=0, remote_broker_epoch=none_yet,
+            pending_epochs=(), unclean_shutdown=False))
     empty = ((),) * n
     return State(
         replicas=tuple(replicas),
-        controller=Controller(leader=0, leader_epoch=0, isr=isr, partition_epoch=0, fenced=()),
+        controller=Controller(leader=0, leader_epoch=0, isr=isr, partition_epoch=0, fenced=(),
+                              broker_epochs=zeros, elr=(), last_known_leader=-1),
         fetch_requests=empty, fetch_responses=empty, leader_and_isr=empty,
         alter_partition=empty, alter_partition_responses=empty, now=0, **EMPTY_HISTORY._asdict())
 

@@ -6,7 +6,8 @@ state (built by the conformance harness) are checked alike. The attributes read:
 - ``state.replicas[i]`` for broker id i, each with ``alive`` (bool), ``log`` (sequence of
   ``(offset, leader_epoch, record)``, offset k at index k), ``hw`` (int), ``leader`` (int, -1
   none) and ``isr`` (sorted ids), ``pending_isr`` (proposed ISR in flight, or None);
-- ``state.controller`` with ``leader`` (-1 none), ``leader_epoch``, ``isr`` (sorted ids);
+- ``state.controller`` with ``leader`` (-1 none), ``leader_epoch``, ``isr`` (sorted ids), ``elr``
+  (sorted ids of the Eligible Leader Replicas, KIP-966; empty before it);
 - ghosts of what clients were told: ``state.acked`` (``(offset, record)`` of acks=all writes
   answered NONE), ``state.consumed`` (distinct ``(offset, record)`` pairs returned to consumers),
   ``state.consumer_hw_regressed`` (a consume returned an HW below an earlier consume's).
@@ -121,10 +122,29 @@ def replication_quorum_superset(state) -> bool:
 def _established_leader_holds(state, pairs) -> bool:
     """The established leader (if any) holds each ``(offset, record)`` of ``pairs`` at its offset."""
     lead = _established_leader(state)
-    if lead is None:
-        return True
-    log = lead.log
+    return lead is None or _holds(lead, pairs)
+
+
+def _holds(rep, pairs) -> bool:
+    log = rep.log
     return all(o < len(log) and log[o][2] == rec for o, rec in pairs)
+
+
+def elr_completeness(state) -> bool:
+    """KIP-966: every live ELR member holds every record clients were told is committed."""
+    reps = state.replicas
+    return all(_holds(reps[m], state.acked) and _holds(reps[m], state.consumed)
+               for m in state.controller.elr if reps[m].alive)
+
+
+def leader_completeness(state) -> bool:
+    """The leader the controller elected (from the ISR, or the ELR under KIP-966), once alive,
+    holds every record clients were told is committed."""
+    leader = state.controller.leader
+    if leader < 0 or not state.replicas[leader].alive:
+        return True
+    rep = state.replicas[leader]
+    return _holds(rep, state.acked) and _holds(rep, state.consumed)
 
 
 def no_lost_acked_write(state) -> bool:
@@ -182,9 +202,18 @@ PROPERTIES: list[Property] = [
              "expansion) contains every member of the controller's ISR.",
              "Vanlightly/kafka-tlaplus (v3.5 replication quorum); KIP-497 AlterPartition",
              "invariant", replication_quorum_superset),
+    Property("ElrCompleteness", "Every live member of the controller's Eligible Leader Replicas holds, at "
+             "its offset, every acks=all write answered NONE and every record a consumer read; fault budget: "
+             f"{FAULT_BUDGET}.",
+             "KIP-966 (ELR members hold the committed log); Vanlightly/kafka-tlaplus kip-966 "
+             "(LeaderCandidateCompletenessProperty)", "invariant", elr_completeness),
     Property("NoLostAckedWrite", "Every acks=all write answered NONE is, at its offset, in the log of the "
              f"established leader; fault budget: {FAULT_BUDGET}.",
              "Kafka durability guarantee (min.insync.replicas); KIP-966", "history", no_lost_acked_write),
+    Property("LeaderCompleteness", "The controller's leader, once alive, holds at its offset every acks=all "
+             f"write answered NONE and every record a consumer read; fault budget: {FAULT_BUDGET}.",
+             "KIP-966 (election from ISR and ELR); Vanlightly/kafka-tlaplus kip-966 (LeaderCompletenessProperty)",
+             "history", leader_completeness),
     Property("NoDivergentRead", "No two consumer reads of one offset returned different records.",
              "Jepsen queue anomalies (divergent read)", "history", no_divergent_read),
     Property("MonotonicHighWatermark", "No consumer was shown an HW lower than one shown before; fault "

@@ -50,3 +50,59 @@ def isrcheck_cli():
         return subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli", *map(str, args)],
                               capture_output=True, text=True, env=env, timeout=timeout)
     return run
+
+
+ARTIFACTS = Path(os.environ.get("ISRCHECK_TEST_ARTIFACTS", Path(__file__).resolve().parent.parent / "test-artifacts"))
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    """Where tests leave files for people to look at (screenshots); ISRCHECK_TEST_ARTIFACTS
+    overrides the default test-artifacts/ of the checkout."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+def _chromium() -> str | None:
+    import shutil
+    return next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser")) if p), None)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """A real headless Chromium (Debian's ``chromium``, driven by Playwright). Skipped with the
+    reason when it is absent, except in CI (CI=true), where .ci/run installs it: there a missing
+    browser fails the test."""
+    executable = _chromium()
+    if executable is None:
+        reason = "no chromium on PATH (Debian: apt-get install chromium)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}; .ci/run installs it, so CI must have it")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=executable, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def open_page(browser):
+    """``open_page(path)`` -> (page, errors): the file loaded in a fresh page, and every console
+    error, uncaught page error and request for anything but the file itself."""
+    pages = []
+
+    def load(path: Path):
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("request", lambda r: None if r.url.startswith(("file:", "data:")) else
+                errors.append(f"not self-contained: requested {r.url}"))
+        page.goto(Path(path).resolve().as_uri(), wait_until="load")
+        pages.append(page)
+        return page, errors
+    yield load
+    for page in pages:
+        page.close()

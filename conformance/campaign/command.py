@@ -11,9 +11,13 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from ..cli import SECONDS, SEED, UsageError, output_path
+from .. import sut
+from ..cli import SECONDS, SEED, Number, UsageError, output_path
+from ..refusals import DEFAULT_REFUSALS, REFUSALS
 from ..schedule import PROTOCOLS
 from .plan import PARTITIONS, SCHEDULES, STEPS
+
+ROUNDS = Number(int, 1, 1000)
 
 
 def add_arguments(parser) -> None:
@@ -38,7 +42,16 @@ def add_arguments(parser) -> None:
                              "command resumes, other options need another directory")
     parser.add_argument("--shrink-budget", type=SECONDS, default=10.0, metavar="SECONDS",
                         help=f"time budget for shrinking each failure (default 10; {SECONDS.describe()})")
+    parser.add_argument("--refusals", type=REFUSALS, default=DEFAULT_REFUSALS, metavar="SHARE",
+                        help="share of each walk's steps drawn among those the model refuses, which the "
+                             f"implementation must refuse too (default {DEFAULT_REFUSALS}; {REFUSALS.describe()})")
+    parser.add_argument("--guided", action="store_true",
+                        help="coverage-guided: run in --rounds rounds, schedules that reached new coverage "
+                             "become the parents of the next round's mutants")
+    parser.add_argument("--rounds", type=ROUNDS, default=5, metavar="R",
+                        help=f"rounds of a --guided campaign (default 5; {ROUNDS.describe()})")
     parser.add_argument("--json", action="store_true", help="print summary.json instead of text")
+    sut.add_arguments(parser)  # each Spark worker process starts its own
 
 
 def run(args) -> int:
@@ -48,10 +61,15 @@ def run(args) -> int:
 
     params = CampaignParams(protocol=args.protocol, schedules=args.schedules, seed=args.seed,
                             steps=args.steps, faults=args.faults,
-                            shrink_budget_s=args.shrink_budget)
+                            shrink_budget_s=args.shrink_budget, sut=args.sut, sut_timeout_s=args.sut_timeout,
+                            refusals=args.refusals)
+    sut.use_arguments(args)  # tried here first: a command that cannot start is bad input, before Spark
+    sut.use(None)  # the executors' workers run the schedules, each with its own
     out = _out(args)
     output_path(out, "--out", directory=True)
     console = Console(stderr=True)
+    if args.guided:
+        return _run_guided(params, out, args, console)
     try:
         result = run_campaign(params, out, master=args.master, partitions=args.partitions,
                               progress=True, console=console)
@@ -65,6 +83,37 @@ def run(args) -> int:
             stdout = Console(file=sys.stdout, width=160)
         print_summary(result.summary, out, stdout)
     return result.exit_code
+
+
+def _run_guided(params, out: str, args, console: Console) -> int:
+    from .driver import CampaignError
+    from .guided import run_guided
+    from .session import SparkUnavailable, check_master, start_spark
+
+    try:
+        if args.master is not None:
+            check_master(args.master)
+        spark = start_spark(args.master)
+    except (CampaignError, SparkUnavailable) as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        summary = run_guided(params, out, args.rounds, spark=spark,
+                             say=lambda text: console.print(f"isrcheck fuzz --guided: {text}", markup=False))
+    except CampaignError as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        spark.stop()
+    if args.json:
+        print(json.dumps(summary, indent=2, sort_keys=True))
+    else:
+        print(f"isrcheck fuzz --guided {summary['protocol']}: {summary['schedules']} schedules in "
+              f"{summary['rounds']} rounds; verdicts " + ", ".join(f"{k} {v}" for k, v in summary["by_verdict"].items()))
+        for g in summary["coverage_growth"]:
+            print(f"  round {g['round']}: {g['schedules']} schedules so far, {g['distinct_coverage']} coverage items "
+                  f"({g['abstract_states']} abstract states), {g['new_parents']} new parents, {g['failing']} failing")
+        for f in summary["failures"]:
+            print(f"  {f['verdict']} {f['property'] or ''}: {out}/{f['file']} ({f['shrunk_steps']} steps)")
+    return 1 if summary["failing_schedules"] else 0
 
 
 def _out(args) -> str:
@@ -81,7 +130,8 @@ def print_summary(summary: dict, out: str, console: Console) -> None:
     run = summary["run"]
     console.print(f"[bold]isrcheck fuzz[/] {summary['protocol']}: {summary['schedules']} schedules "
                   f"(seeds {summary['seed']}..{summary['seed'] + summary['schedules'] - 1}, "
-                  f"{summary['steps']} steps, faults {summary['faults']})")
+                  f"{summary['steps']} steps, faults {summary['faults']}, "
+                  f"refused steps {summary.get('refusals', 0):.0%})")
     console.print(f"  ran {run['executed']} now, {run['skipped_completed']} already done; "
                   f"{run['tasks']} tasks on {run['master']} (parallelism {run['parallelism']}); "
                   f"{run['schedules_per_s'] or '-'} schedules/s; wall {run['wall_time_s']:.1f} s")
@@ -92,6 +142,8 @@ def print_summary(summary: dict, out: str, console: Console) -> None:
                   f"{kinds.get('outputs', 0)} outcomes")
     if not summary["failures"]:
         console.print("  [green]no failure[/]")
+        console.print(f"  results: {out}/summary.json (isrcheck report {out} --html OUT draws its page)",
+                      markup=False, highlight=False)
         return
     table = Table(title=f"{summary['distinct_failures']} distinct failures "
                         f"({summary['failing_schedules']} failing schedules)")
@@ -102,3 +154,5 @@ def print_summary(summary: dict, out: str, console: Console) -> None:
                       str(f["steps"]), str(f["shrunk_steps"]), f"{out}/{f['file']}")
     console.print(table)
     console.print(f"  replay one with: isrcheck check {out}/{summary['failures'][0]['file']}")
+    console.print(f"  results: {out}/summary.json (isrcheck report {out} --html OUT draws its page)",
+                  markup=False, highlight=False)

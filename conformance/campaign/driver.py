@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ..cli import SECONDS, SEED
+from ..refusals import DEFAULT_REFUSALS, REFUSALS
 from ..schedule import PROTOCOLS
 from . import plan
 from .aggregate import aggregate
@@ -36,12 +37,16 @@ class CampaignParams:
     steps: int = 100
     faults: str = "default"
     shrink_budget_s: float = 10.0
+    sut: str | None = None         # --sut: the external system under test (None: in process)
+    sut_timeout_s: float = 10.0
+    refusals: float = DEFAULT_REFUSALS  # share of each walk's steps that the model refuses
 
     def identity(self) -> dict:
         """What the campaign directory holds: its rows, failures and summary are of these seeds
         under these settings, so a rerun must agree on all of them (and then resumes)."""
-        return {"protocol": self.protocol, "seed": self.seed, "schedules": self.schedules,
-                "steps": self.steps, "faults": self.faults}
+        ident = {"protocol": self.protocol, "seed": self.seed, "schedules": self.schedules,
+                 "steps": self.steps, "faults": self.faults, "refusals": self.refusals}
+        return ident if self.sut is None else {**ident, "sut": self.sut}
 
     def validate(self) -> None:
         """Raise CampaignError naming the first bad parameter."""
@@ -51,7 +56,8 @@ class CampaignParams:
         try:
             for option, bound, value in (("--schedules", plan.SCHEDULES, self.schedules),
                                          ("--seed", SEED, self.seed), ("--steps", plan.STEPS, self.steps),
-                                         ("--shrink-budget", SECONDS, self.shrink_budget_s)):
+                                         ("--shrink-budget", SECONDS, self.shrink_budget_s),
+                                         ("--refusals", REFUSALS, self.refusals)):
                 bound.check(value, option)
         except ValueError as exc:
             raise CampaignError(str(exc)) from None
@@ -112,7 +118,8 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
         chunks = plan.plan_tasks(requested, tasks, done)
         spec = TaskSpec(out=str(Path(out).resolve()), protocol=params.protocol, steps=params.steps,
                         faults=params.faults, shrink_budget_s=params.shrink_budget_s,
-                        harness=harness)
+                        harness=harness, sut=params.sut, sut_timeout_s=params.sut_timeout_s,
+                        refusals=params.refusals)
         job_start = time.perf_counter()
         ranges = _run_job(sc, spec, chunks, store, gaps, progress, console) if chunks else []
         job_seconds = time.perf_counter() - job_start
@@ -137,6 +144,7 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
     summary = {
         "protocol": params.protocol, "seed": params.seed, "schedules": params.schedules,
         "steps": params.steps, "faults": params.faults, "shrink_budget_s": params.shrink_budget_s,
+        "refusals": params.refusals,
         "config_hashes": agg.config_hashes,
         "by_verdict": agg.by_verdict, "by_property": agg.by_property,
         "failing_schedules": failing, "distinct_failures": len(failures),
@@ -197,7 +205,7 @@ def _run_job(sc, spec: TaskSpec, chunks, store: CampaignStore, gaps, progress: b
 
     worker = threading.Thread(target=job, name="isrcheck-fuzz-job", daemon=True)
     worker.start()
-    follow(worker, sc, store, gaps, console, enabled=progress and console.is_terminal)
+    follow(worker, sc, store, gaps, console, enabled=progress, label=f"fuzz {spec.protocol}")
     if "error" in outcome:
         raise CampaignError(f"the Spark job failed: {_first_python_error(outcome['error'])}")
     return outcome["ranges"]

@@ -16,6 +16,7 @@ from typing import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..refusals import DEFAULT_REFUSALS
 from .harness import Harness, as_json_obj, canonical, load_harness
 from .store import CampaignStore, atomic_write_bytes
 
@@ -48,6 +49,9 @@ class TaskSpec:
     faults: str
     shrink_budget_s: float
     harness: Harness | None = None  # None: the shipped isrcheck.conformance
+    sut: str | None = None          # --sut: one such process per worker, reused for its schedules
+    sut_timeout_s: float = 10.0
+    refusals: float = DEFAULT_REFUSALS  # share of each walk's steps that the model refuses
 
 
 def short_hash(text: str) -> str:
@@ -89,7 +93,7 @@ def _run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
     """The harness's random walk for ``seed``; a failure is shrunk on the spot."""
     started = time.perf_counter()
     schedule, verdict = harness.random_walk(seed, spec.protocol, spec.steps,
-                                            faults=spec.faults, config=None)
+                                            faults=spec.faults, config=None, refusals=spec.refusals)
     duration_ms = (time.perf_counter() - started) * 1000.0
     sched = as_json_obj(schedule)
     row = {
@@ -167,6 +171,9 @@ def check_part(path, lo: int, hi: int, rows: int) -> str | None:
 def run_chunks(spec: TaskSpec, chunks: Iterable[list[tuple[int, int]]]) -> Iterator[dict]:
     """mapPartitions body: every seed range of every chunk in this Spark partition."""
     harness = spec.harness or load_harness()
+    if spec.sut is not None:
+        from .. import sut
+        sut.use(spec.sut, spec.sut_timeout_s)
     for chunk in chunks:
         for lo, hi in chunk:
             yield run_range(spec, harness, lo, hi)

@@ -12,7 +12,7 @@ class HarnessUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class Harness:
-    """``random_walk(seed, protocol, steps, faults=..., config=None) -> (Schedule, Verdict)`` and
+    """``random_walk(seed, protocol, steps, faults=..., config=None, refusals=...) -> (Schedule, Verdict)`` and
     ``shrink(schedule, verdict, time_budget_s=...) -> (Schedule, Verdict)``."""
 
     random_walk: Callable[..., tuple[Any, Any]]

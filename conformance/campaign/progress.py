@@ -1,14 +1,12 @@
-"""The driver's live progress bar: schedules done, from the ledger markers executors write as
+"""The driver's live progress: schedules done, from the ledger markers executors write as
 each seed range completes, and running tasks from Spark's StatusTracker."""
 from __future__ import annotations
 
 import threading
-import time
 
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
 
+from ..progress import Progress
 from .store import CampaignStore
 
 
@@ -32,23 +30,19 @@ def running_tasks(sc) -> int:
 
 
 def follow(job: threading.Thread, sc, store: CampaignStore, todo: list[tuple[int, int]],
-           console: Console, enabled: bool, interval_s: float = 0.5) -> None:
-    """Redraw the bar until ``job`` finishes (a bar only on a terminal; nothing otherwise)."""
+           console: Console, enabled: bool, interval_s: float = 0.5, label: str = "fuzz") -> None:
+    """Report progress until ``job`` finishes: a bar on a terminal, a line at most every 10 s
+    in a log (``isrcheck.conformance.progress``); nothing when not ``enabled``."""
     total = sum(hi - lo for lo, hi in todo)
     if not enabled or total == 0:
         job.join()
         return
-    columns = (TextColumn("[bold]fuzz[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("schedules"), TimeElapsedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task("", total=total)
+    with Progress(label, total, "schedules", console=console) as progress:
         while job.is_alive():
             job.join(interval_s)
             try:
                 active = running_tasks(sc)
             except Exception:  # the tracker is best-effort; never let it stop the campaign
                 active = 0
-            bar.update(task, completed=done_within(store, todo),
-                       description=f"{active} task{'s' if active != 1 else ''} running")
-        bar.update(task, completed=done_within(store, todo), description="done")
-        time.sleep(0)  # let rich draw the final frame before the context closes
+            progress.update(done_within(store, todo), note=f"{active} task{'s' if active != 1 else ''} running")
+        progress.update(done_within(store, todo), note="")

@@ -66,8 +66,8 @@ class _Layout:
                 ops.append(("fixed", struct.Struct(">" + "".join(_SCALARS[k] for _, k in run)),
                             tuple(n for n, _ in run)))
                 run = []
-            if kind == "[i32]":
-                ops.append(("array", None, (name,)))
+            if kind in ("[i32]", "[i64]"):
+                ops.append(("array", _SCALARS[kind[1:-1]], (name,)))
             elif kind == "records":
                 ops.append(("records", None, (name,)))
             elif kind == "bytes":
@@ -82,7 +82,7 @@ class _Layout:
                 out.append(st.pack(*[getattr(msg, n) for n in names]))
             elif op == "array":
                 items = getattr(msg, names[0])
-                out.append(struct.pack(f">i{len(items)}i", len(items), *items))
+                out.append(struct.pack(f">i{len(items)}{st}", len(items), *items))
             elif op == "bytes":
                 data = getattr(msg, names[0])
                 out.append(_COUNT.pack(len(data)))
@@ -99,9 +99,10 @@ class _Layout:
                 values.update(zip(names, st.unpack_from(data, pos)))
                 pos += st.size
             elif op == "array":
-                n = _read_count(data, pos, 4, self.cls.__name__)
-                values[names[0]] = tuple(struct.unpack_from(f">{n}i", data, pos + 4))
-                pos += 4 + 4 * n
+                size = struct.calcsize(st)
+                n = _read_count(data, pos, size, self.cls.__name__)
+                values[names[0]] = tuple(struct.unpack_from(f">{n}{st}", data, pos + 4))
+                pos += 4 + size * n
             elif op == "bytes":
                 n = _read_count(data, pos, 1, self.cls.__name__)
                 values[names[0]] = bytes(data[pos + 4:pos + 4 + n])

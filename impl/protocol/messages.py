@@ -62,6 +62,7 @@ class FetchRequest:
     current_leader_epoch: int = -1
     last_fetched_epoch: int = -1
     max_batches: int = 0  # whole batches the response may carry, at least one (KIP-74); 0 = no limit
+    replica_epoch: int = -1  # the follower's broker epoch (v4: Fetch v15's ReplicaState, KIP-903)
 
 
 @dataclass(slots=True)
@@ -121,6 +122,7 @@ class AlterPartitionRequest:
     leader_epoch: int = -1
     partition_epoch: int = -1
     new_isr: tuple[int, ...] = ()
+    new_isr_epochs: tuple[int, ...] = ()  # v1: each member's broker epoch, -1 unknown (NewIsrWithEpochs, KIP-903)
 
 
 @dataclass(slots=True)
@@ -141,6 +143,7 @@ class BrokerRegistrationRequest:
 
     broker_id: int = -1
     incarnation: int = 0
+    previous_broker_epoch: int = -1  # v1: from the clean shutdown file, -1 after an unclean one (KIP-966)
 
 
 @dataclass(slots=True)
@@ -183,8 +186,9 @@ _FETCH_RESP_V1 = _FETCH_RESP_V0[:-1] + (("diverging_epoch", "i32"), ("diverging_
 _MAX_BATCHES = (("max_batches", "i32"),)
 CODEC.register(
     ApiKey.FETCH, FetchRequest, FetchResponse,
-    {0: _FETCH_V0, 1: _FETCH_V1, 2: _FETCH_V0 + _MAX_BATCHES, 3: _FETCH_V1 + _MAX_BATCHES},
-    {0: _FETCH_RESP_V0, 1: _FETCH_RESP_V1, 2: _FETCH_RESP_V0, 3: _FETCH_RESP_V1})
+    {0: _FETCH_V0, 1: _FETCH_V1, 2: _FETCH_V0 + _MAX_BATCHES, 3: _FETCH_V1 + _MAX_BATCHES,
+     4: _FETCH_V1 + _MAX_BATCHES + (("replica_epoch", "i64"),)},
+    {0: _FETCH_RESP_V0, 1: _FETCH_RESP_V1, 2: _FETCH_RESP_V0, 3: _FETCH_RESP_V1, 4: _FETCH_RESP_V1})
 _OLE_V0 = (("replica_id", "i32"), ("partition", "i32"), ("leader_epoch", "i32"))
 CODEC.register(
     ApiKey.OFFSET_FOR_LEADER_EPOCH, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
@@ -196,16 +200,19 @@ CODEC.register(
     ApiKey.LEADER_AND_ISR, LeaderAndIsrRequest, None,
     {0: (("broker_epoch", "i64"), ("partition", "i32"), ("leader", "i32"), ("leader_epoch", "i32"),
          ("partition_epoch", "i32"), ("isr", "[i32]"), ("replicas", "[i32]"))}, {})
+_ALTER_V0 = (("broker_id", "i32"), ("broker_epoch", "i64"), ("partition", "i32"), ("leader_epoch", "i32"),
+             ("partition_epoch", "i32"), ("new_isr", "[i32]"))
+_ALTER_RESP_V0 = (("error", "i16"), ("partition", "i32"), ("leader", "i32"), ("leader_epoch", "i32"),
+                  ("partition_epoch", "i32"), ("isr", "[i32]"))
 CODEC.register(
     ApiKey.ALTER_PARTITION, AlterPartitionRequest, AlterPartitionResponse,
-    {0: (("broker_id", "i32"), ("broker_epoch", "i64"), ("partition", "i32"), ("leader_epoch", "i32"),
-         ("partition_epoch", "i32"), ("new_isr", "[i32]"))},
-    {0: (("error", "i16"), ("partition", "i32"), ("leader", "i32"), ("leader_epoch", "i32"),
-         ("partition_epoch", "i32"), ("isr", "[i32]"))})
+    {0: _ALTER_V0, 1: _ALTER_V0 + (("new_isr_epochs", "[i64]"),)},
+    {0: _ALTER_RESP_V0, 1: _ALTER_RESP_V0})
 CODEC.register(
     ApiKey.BROKER_REGISTRATION, BrokerRegistrationRequest, BrokerRegistrationResponse,
-    {0: (("broker_id", "i32"), ("incarnation", "i64"))},
-    {0: (("error", "i16"), ("broker_epoch", "i64"))})
+    {0: (("broker_id", "i32"), ("incarnation", "i64")),
+     1: (("broker_id", "i32"), ("incarnation", "i64"), ("previous_broker_epoch", "i64"))},
+    {0: (("error", "i16"), ("broker_epoch", "i64")), 1: (("error", "i16"), ("broker_epoch", "i64"))})
 CODEC.register(
     ApiKey.BROKER_HEARTBEAT, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
     {0: (("broker_id", "i32"), ("broker_epoch", "i64"), ("leader_epoch", "i32"), ("partition_epoch", "i32"))},

@@ -69,7 +69,8 @@ class TcpTransport:
 
     def __init__(self, loop: asyncio.AbstractEventLoop, host: str = "127.0.0.1",
                  max_frame_bytes: int = MAX_FRAME_BYTES,
-                 connections_max_idle_ms: int = CONNECTIONS_MAX_IDLE_MS) -> None:
+                 connections_max_idle_ms: int = CONNECTIONS_MAX_IDLE_MS,
+                 ports: dict[int, int] | None = None) -> None:
         if max_frame_bytes < _FRAME_HEADER.size or connections_max_idle_ms <= 0:
             raise ValueError(f"max_frame_bytes must be >= {_FRAME_HEADER.size} and connections_max_idle_ms "
                              f"> 0, got {max_frame_bytes} and {connections_max_idle_ms}")
@@ -78,6 +79,9 @@ class TcpTransport:
         self.max_frame_bytes = max_frame_bytes
         self.connections_max_idle_ms = connections_max_idle_ms
         self.addresses: dict[int, tuple[str, int]] = {}
+        # nodes of other processes (node -> port on ``host``), and the fixed ports of this one's nodes
+        self.ports = dict(ports or {})
+        self.addresses.update((node, (host, port)) for node, port in self.ports.items())
         self._endpoints: dict[int, Endpoint] = {}
         self._servers: dict[int, asyncio.AbstractServer] = {}
         self._links: dict[tuple[int, int], _Link] = {}
@@ -88,7 +92,7 @@ class TcpTransport:
     def register(self, node_id: int, endpoint: Endpoint) -> None:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, 0))
+        sock.bind((self.host, self.ports.get(node_id, 0)))
         sock.listen()
         sock.setblocking(False)
         self.addresses[node_id] = sock.getsockname()[:2]

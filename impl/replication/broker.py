@@ -12,6 +12,7 @@ process dying. What the machine's file system keeps after a halt is the runtime'
 """
 from __future__ import annotations
 
+import json
 from typing import Callable
 
 from ..controller import CONTROLLER_ID
@@ -29,7 +30,25 @@ from .replica_manager import ReplicaManager
 DATA_DIR = "/var/lib/kafka/data"  # the default log.dirs; each broker has its own file system
 PARTITION_DIR_NAME = "isr-0"
 HW_CHECKPOINT_NAME = "replication-offset-checkpoint"
+CLEAN_SHUTDOWN_NAME = ".kafka_cleanshutdown"  # CleanShutdownFileHandler: written last by a clean shutdown
+# the broker epoch, written at registration and never fsynced: it lives in the page cache, so a
+# process crash leaves it and a power loss or a lost disk does not (KIP-966's unclean shutdown)
+RUNNING_NAME = ".kafka_running"
 PARTITION_ID = 0
+
+
+def data_maybe_lost(fs: FileSystem, data_dir: str) -> bool:
+    """Neither a clean shutdown nor the page cache left a broker epoch in ``data_dir`` (a power loss
+    or a lost disk): the broker's next registration is unclean (KIP-966)."""
+    for name in (CLEAN_SHUTDOWN_NAME, RUNNING_NAME):
+        path = fs.join(data_dir, name)
+        if fs.exists(path):
+            try:
+                json.loads(fs.read_file(path))["brokerEpoch"]
+                return False
+            except (ValueError, KeyError, TypeError):
+                pass
+    return True
 
 
 class Broker:
@@ -52,6 +71,12 @@ class Broker:
         fs.makedirs(partition_dir)
         self.hw_checkpoint_file = CheckpointFile(fs, fs.join(data_dir, HW_CHECKPOINT_NAME), 2)
         self.hw_checkpoint = self._read_hw_checkpoint()
+        self.clean_shutdown_file = fs.join(data_dir, CLEAN_SHUTDOWN_NAME)
+        self.running_file = fs.join(data_dir, RUNNING_NAME)
+        self.previous_broker_epoch = self._take_epoch_file(self.clean_shutdown_file)
+        running_epoch = self._take_epoch_file(self.running_file)
+        if self.previous_broker_epoch < 0:
+            self.previous_broker_epoch = running_epoch
         log_config = LogConfig(flush_messages=config.flush_messages, retention_ms=None, segment_ms=None)
         self.log = Log.open(partition_dir, log_config, fs, clock=self.scheduler.now_ms)
         self.endpoint = NodeEndpoint(broker_id, transport)
@@ -69,19 +94,53 @@ class Broker:
     def bootstrap(self, broker_epoch: int, state: LeaderAndIsrRequest) -> None:
         """Join a newly created cluster: registered already, the partition just created."""
         self.replica_manager.registered(broker_epoch)
+        self._write_running_file()
         self.replica_manager.apply_leader_and_isr(state, new_partition=True)
         self._start_heartbeats()
 
     def register(self) -> None:
         """BrokerRegistration after a restart, or by a live broker that was fenced: the controller
-        answers with a new broker epoch."""
-        self.endpoint.send_request(CONTROLLER_ID, ApiKey.BROKER_REGISTRATION, 0,
-                                   BrokerRegistrationRequest(self.broker_id, self.incarnation),
+        answers with a new broker epoch. It names the previous broker epoch unless this process
+        follows a shutdown that may have lost data (a power loss, a lost disk): then -1 (KIP-966's
+        unclean shutdown detection)."""
+        previous = self.broker_epoch if self.broker_epoch >= 0 else self.previous_broker_epoch
+        self.endpoint.send_request(CONTROLLER_ID, ApiKey.BROKER_REGISTRATION, self.config.variant.registration_version,
+                                   BrokerRegistrationRequest(self.broker_id, self.incarnation, previous),
                                    self._on_registered)
+
+    def _take_epoch_file(self, path: str) -> int:
+        """The broker epoch in ``path``, or -1 if it is missing or unreadable (a power loss leaves
+        the never-fsynced one empty or torn); the file is removed, so the next start finds only
+        what this process writes."""
+        if not self.fs.exists(path):
+            return -1
+        try:
+            epoch = int(json.loads(self.fs.read_file(path))["brokerEpoch"])
+        except (ValueError, KeyError, TypeError):
+            epoch = -1
+        self.fs.remove(path)
+        self.fs.fsync_dir(self.data_dir)  # else a power loss brings back a clean shutdown file
+        return epoch
+
+    def _write_running_file(self) -> None:
+        """The broker epoch to the page cache only (no fsync: see RUNNING_NAME)."""
+        if self.fs.exists(self.running_file):
+            self.fs.remove(self.running_file)
+        handle = self.fs.open(self.running_file)
+        try:
+            handle.append(json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}).encode())
+        finally:
+            handle.close()
+
+    @property
+    def data_maybe_lost(self) -> bool:
+        """See ``data_maybe_lost``: read from this broker's disk, e.g. after it stopped."""
+        return data_maybe_lost(self.fs, self.data_dir)
 
     def _on_registered(self, resp: BrokerRegistrationResponse | None) -> None:
         if resp is not None and resp.error == Errors.NONE:
             self.replica_manager.registered(resp.broker_epoch)
+            self._write_running_file()
             self._start_heartbeats()
         elif self.auto:  # not fenced yet, or lost: try again later
             self.scheduler.schedule(self.config.broker_heartbeat_interval_ms, self.register)
@@ -137,6 +196,8 @@ class Broker:
         """Controlled shutdown: checkpoint the HW, flush and close the log, then stop."""
         self.checkpoint_high_watermarks()
         self.log.close()
+        self.fs.write_file_atomically(self.clean_shutdown_file,
+                                      json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}).encode())
         self.halt()
 
     def halt(self) -> None:

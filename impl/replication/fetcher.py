@@ -82,7 +82,7 @@ class ReplicaFetcher:
                                        correlation_id)
         else:
             req = FetchRequest(p.broker_id, 0, p.log.log_end_offset, p.leader_epoch, p.log.latest_epoch,
-                               max_batches)
+                               max_batches, p.local_broker_epoch() if v.broker_epochs else -1)
             self.endpoint.send_request(p.leader, ApiKey.FETCH, v.fetch_version, req, self._on_fetch,
                                        correlation_id)
         return True

@@ -12,22 +12,23 @@ from typing import Callable, Sequence
 
 from ..protocol import Errors, FetchRequest, FetchResponse, LeaderAndIsrRequest
 from ..runtime import Scheduler
-from ..storage import Log, LogAppendInfo, Record, iter_batches
+from ..storage import Log, LogAppendInfo, Record, StorageError, iter_batches
 from .config import ClusterConfig
 from .delayed_produce import DelayedProducePurgatory
 
-ProposeIsr = Callable[[int, int, tuple], None]  # (leader epoch, partition epoch, proposed ISR)
+ProposeIsr = Callable[[int, int, tuple, tuple], None]  # (leader epoch, partition epoch, ISR, broker epochs)
 
 
 class FollowerState:
     """What the leader knows of one follower (Kafka's Replica / ReplicaState)."""
 
-    __slots__ = ("log_end_offset", "last_caught_up_ms", "last_fetch_ms")
+    __slots__ = ("log_end_offset", "last_caught_up_ms", "last_fetch_ms", "broker_epoch")
 
     def __init__(self, log_end_offset: int, last_caught_up_ms: int) -> None:
         self.log_end_offset = log_end_offset
         self.last_caught_up_ms = last_caught_up_ms
         self.last_fetch_ms = -1
+        self.broker_epoch = -1  # of the follower's last Fetch that read records (KIP-903); -1 unknown
 
 
 class Partition:
@@ -35,6 +36,7 @@ class Partition:
 
     def __init__(self, broker_id: int, config: ClusterConfig, log: Log, high_watermark: int,
                  scheduler: Scheduler, purgatory: DelayedProducePurgatory, propose_isr: ProposeIsr,
+                 local_broker_epoch: Callable[[], int] = lambda: -1,
                  on_event: Callable[..., None] | None = None) -> None:
         self.broker_id = broker_id
         self.config = config
@@ -44,6 +46,7 @@ class Partition:
         self.scheduler = scheduler
         self.purgatory = purgatory
         self.propose_isr = propose_isr
+        self.local_broker_epoch = local_broker_epoch  # Kafka's localBrokerEpochSupplier
         self.on_event = on_event
         self.high_watermark = -1
         self._set_hw(min(high_watermark, log.log_end_offset))
@@ -56,6 +59,7 @@ class Partition:
         self.leader_since_ms = 0
         self.followers: dict[int, FollowerState] = {}
         self.pending_isr: tuple[int, ...] | None = None
+        self.pending_isr_epochs: tuple[int, ...] = ()  # the broker epochs it was proposed with
 
     @property
     def is_leader(self) -> bool:
@@ -100,7 +104,7 @@ class Partition:
         known_leo = 0 if new_partition else -1
         self.followers = {r: FollowerState(known_leo, now if r in self.isr else 0)
                           for r in self.replicas if r != self.broker_id}
-        self.pending_isr = None
+        self.pending_isr, self.pending_isr_epochs = None, ()
         stop_fetcher()
         self._event("leader", self.leader_epoch, self.epoch_start_offset)
         self.maybe_increment_leader_hw()
@@ -109,7 +113,7 @@ class Partition:
         """Partition.makeFollower: parked produces fail; pre-0.11 truncates to the HW at once."""
         self.epoch_start_offset = -1
         self.followers = {}
-        self.pending_isr = None
+        self.pending_isr, self.pending_isr_epochs = None, ()
         self.purgatory.fail_all(Errors.NOT_LEADER_OR_FOLLOWER)
         self._event("follower", self.leader, self.leader_epoch)
         if self.variant.truncate_to_hw:
@@ -129,8 +133,11 @@ class Partition:
         return self.log.leader_epoch_cache.end_offset_for(epoch, self.log.log_end_offset)
 
     def maybe_increment_leader_hw(self) -> bool:
-        """Partition.maybeIncrementLeaderHW: HW = min LEO over the maximal ISR; it never moves back."""
+        """Partition.maybeIncrementLeaderHW: HW = min LEO over the maximal ISR; it never moves back.
+        KIP-966's strict min ISR: nothing moves while the ISR is below min.insync.replicas."""
         if not self.is_leader:
+            return False
+        if self.variant.eligible_leader_replicas and len(self.isr) < self.config.min_insync_replicas:
             return False
         new_hw = self.log.log_end_offset
         for r in self.maximal_isr:
@@ -168,6 +175,7 @@ class Partition:
         if follower is not None:  # Partition.updateFollowerFetchState
             now = self.scheduler.now_ms()
             follower.log_end_offset = req.fetch_offset
+            follower.broker_epoch = req.replica_epoch
             follower.last_fetch_ms = now
             if req.fetch_offset >= leo:
                 follower.last_caught_up_ms = now
@@ -203,23 +211,29 @@ class Partition:
         hw = self.high_watermark
         if self.variant.hw_reached_epoch_to_expand and hw < self.epoch_start_offset:
             return False
+        start = self.epoch_start_offset if self.variant.follower_reached_epoch_to_expand else 0
         new = [r for r in self.replicas if r not in self.isr and r != self.broker_id
-               and self.followers[r].log_end_offset >= hw]
+               and self.followers[r].log_end_offset >= max(hw, start)]
         if not new:
             return False
         self._propose(tuple(sorted(self.isr + tuple(new))))
         self.maybe_increment_leader_hw()
         return True
 
-    def _propose(self, isr: tuple[int, ...]) -> None:
-        self.pending_isr = isr
+    def _propose(self, isr: tuple[int, ...], epochs: tuple[int, ...] | None = None) -> None:
+        """Send an AlterPartition for ``isr`` naming each member's broker epoch as this leader knows
+        it (KIP-903: its own, and each follower's from its last reading Fetch)."""
+        if epochs is None:
+            own = self.local_broker_epoch() if self.variant.broker_epochs else -1
+            epochs = tuple(own if r == self.broker_id else self.followers[r].broker_epoch for r in isr)
+        self.pending_isr, self.pending_isr_epochs = isr, epochs
         self._event("propose_isr", isr)
-        self.propose_isr(self.leader_epoch, self.partition_epoch, isr)
+        self.propose_isr(self.leader_epoch, self.partition_epoch, isr, epochs)
 
     def resend_pending_isr(self) -> None:
-        """The AlterPartition or its answer was lost: the change stays pending and is sent again."""
+        """The AlterPartition or its answer was lost: the same change is sent again (AlterPartitionManager)."""
         if self.pending_isr is not None:
-            self._propose(self.pending_isr)
+            self._propose(self.pending_isr, self.pending_isr_epochs)
 
     def handle_alter_partition_response(self, error: int, leader_epoch: int, isr: tuple[int, ...],
                                         partition_epoch: int, request_leader_epoch: int) -> None:
@@ -227,7 +241,7 @@ class Partition:
         proposal of an earlier leadership (Kafka acts only on the answer to the pending proposal)."""
         if request_leader_epoch != self.leader_epoch:
             return
-        self.pending_isr = None
+        self.pending_isr, self.pending_isr_epochs = None, ()
         if leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
             return  # another leader epoch, or older than what this leader already knows
         self.isr = tuple(sorted(isr))
@@ -249,11 +263,14 @@ class Partition:
     def append_as_follower(self, batches: bytes, leader_hw: int) -> None:
         """Append the fetched batches (CRC-checked by the log), then HW := min(leader HW, own LEO),
         which a partial response leaves below the leader's. The leader sends whole batches from the
-        one holding the fetch offset: one that starts below the LEO replaces the log from its base."""
+        one holding the fetch offset; one that starts below the LEO means the logs diverged at other
+        batch boundaries: StorageError, nothing appended (Kafka's UnexpectedAppendOffsetException)."""
         parsed = list(iter_batches(batches))
         if parsed:
             if parsed[0].base_offset < self.log.log_end_offset:
-                self.truncate_to(parsed[0].base_offset)
+                # the logs diverged at other batch boundaries (no epoch-based truncation)
+                raise StorageError(f"out of order offsets: batch at {parsed[0].base_offset} below the log end "
+                                   f"offset {self.log.log_end_offset}")
             before = self.log.log_end_offset
             self.log.append_as_follower(parsed)
             self._event("replicate", before, self.log.log_end_offset)

@@ -17,11 +17,30 @@ class ProtocolVariant:
     # 0.11+: a LeaderAndIsr naming no leader still makes a follower; 0.8-0.10's makeFollowers acted
     # only "when the leader is available" and left the partition as it was
     leaderless_makes_follower: bool = True
+    broker_epochs: bool = False   # KIP-903: Fetch and AlterPartition carry broker epochs
+    eligible_leader_replicas: bool = False  # KIP-966: strict min ISR, ELR, unclean shutdown detection
+
+    @property
+    def follower_reached_epoch_to_expand(self) -> bool:
+        """Kafka 4.x Partition.isFollowerInSync: the follower's LEO (not the HW) must reach the
+        epoch start; with KIP-966's strict min ISR the HW form would block the ISR below min ISR."""
+        return self.eligible_leader_replicas
 
     @property
     def fetch_version(self) -> int:
-        """Fetch v2 (v0 + max_batches) before KIP-320, v3 (v1 + max_batches) from it."""
-        return 3 if self.fetch_epochs else 2
+        """Fetch v2 (v0 + max_batches) before KIP-320, v3 (v1 + max_batches) from it, v4 (v3 + the
+        follower's broker epoch) from KIP-903."""
+        return 4 if self.broker_epochs else 3 if self.fetch_epochs else 2
+
+    @property
+    def alter_partition_version(self) -> int:
+        """AlterPartition v1 names each proposed member's broker epoch (KIP-903)."""
+        return 1 if self.broker_epochs else 0
+
+    @property
+    def registration_version(self) -> int:
+        """BrokerRegistration v1 says the previous broker epoch of a clean shutdown (KIP-966)."""
+        return 1 if self.eligible_leader_replicas else 0
 
     @property
     def offsets_for_leader_epoch_version(self) -> int:
@@ -33,4 +52,7 @@ VARIANTS: dict[str, ProtocolVariant] = {
     "kip-101": ProtocolVariant("kip-101", False, True, False, False, False),
     "kip-279": ProtocolVariant("kip-279", False, True, True, False, False),
     "kip-320": ProtocolVariant("kip-320", False, False, True, True, True),
+    "kip-903": ProtocolVariant("kip-903", False, False, True, True, True, broker_epochs=True),
+    "kip-966": ProtocolVariant("kip-966", False, False, True, True, False, broker_epochs=True,
+                               eligible_leader_replicas=True),
 }

@@ -43,7 +43,7 @@ class ReplicaManager:
         self.first_broker_epoch = -1  # of this process's first registration
         self.purgatory = DelayedProducePurgatory(scheduler)
         self.partition = Partition(broker_id, config, log, high_watermark, scheduler, self.purgatory,
-                                   self._send_alter_partition, on_event)
+                                   self._send_alter_partition, lambda: self.broker_epoch, on_event)
         self.fetcher = ReplicaFetcher(self.partition, endpoint, scheduler, auto,
                                       config.replica_fetch_backoff_ms)
         endpoint.handlers.update({
@@ -143,9 +143,11 @@ class ReplicaManager:
             self.fetcher.reset()
 
     # -- ISR changes --------------------------------------------------------------------------
-    def _send_alter_partition(self, leader_epoch: int, partition_epoch: int, isr: tuple) -> None:
-        req = AlterPartitionRequest(self.broker_id, self.broker_epoch, 0, leader_epoch, partition_epoch, isr)
-        self.endpoint.send_request(CONTROLLER_ID, ApiKey.ALTER_PARTITION, 0, req,
+    def _send_alter_partition(self, leader_epoch: int, partition_epoch: int, isr: tuple, epochs: tuple) -> None:
+        version = self.config.variant.alter_partition_version
+        req = AlterPartitionRequest(self.broker_id, self.broker_epoch, 0, leader_epoch, partition_epoch, isr,
+                                    epochs if version else ())
+        self.endpoint.send_request(CONTROLLER_ID, ApiKey.ALTER_PARTITION, version, req,
                                    lambda resp: self._on_alter_partition(resp, leader_epoch))
 
     def _on_alter_partition(self, resp: AlterPartitionResponse | None, request_leader_epoch: int) -> None:

@@ -84,10 +84,7 @@ class Cluster:
         self._hash = hashlib.blake2b(digest_size=16)
         self.network = SimNetwork(self.clock, self._classify, random.Random(self.rng.getrandbits(64)),
                                   (faults or NetworkFaults()) if self.auto else None, self._trace_delivery)
-        self.controller = Controller(
-            config.replicas, config.unclean_leader_election_enable, self.clock, self.network,
-            auto=self.auto, session_timeout_ms=config.broker_session_timeout_ms,
-            check_interval_ms=config.broker_heartbeat_interval_ms, on_event=self._trace_event)
+        self.controller = self._start_controller()
         self.filesystems = [SimulatedFileSystem() for _ in range(config.replicas)]
         self.brokers = [self._start_broker(b, 0) for b in range(config.replicas)]
         self._frozen: dict[int, BrokerSnapshot] = {}   # last view of each dead broker
@@ -252,6 +249,8 @@ class Cluster:
                 fs.power_loss(written_back=write_back.lengths)
             else:  # auto mode: a seeded torn last write
                 fs.power_loss(random.Random(self.rng.getrandbits(64)))
+        self._frozen[broker] = dataclasses.replace(self._frozen[broker],
+                                                   unclean_shutdown=self.brokers[broker].data_maybe_lost)
         self.stats["crashes"] += 1
         self.stats["power_losses"] += kind == "power"
         self._trace_event("crash", broker, kind, *((survive, torn) if survive or torn else ()))
@@ -275,7 +274,8 @@ class Cluster:
         b = self._need_down(broker)
         self.filesystems[broker].lose_directory(b.data_dir)
         self._frozen[broker] = dataclasses.replace(self._frozen[broker], log=(), durable=0, hw=0, hw_checkpoint=0,
-                                                   power_lost=True)
+                                                   power_lost=True,
+                                                   unclean_shutdown=self.brokers[broker].data_maybe_lost)
         self._trace_event("lose_disk", broker)
 
     def checkpoint_hw(self, broker: int) -> None:
@@ -363,6 +363,9 @@ class Cluster:
         return h.hexdigest()
 
     # -- internals ----------------------------------------------------------------------------
+    def _start_controller(self) -> Controller:
+        return Controller.for_cluster(self.config, self.clock, self.network, self.auto, self._trace_event)
+
     def _start_broker(self, broker_id: int, incarnation: int) -> Broker:
         return Broker(broker_id, self.config, self.filesystems[broker_id], self.clock, self.network,
                       auto=self.auto, incarnation=incarnation, on_event=self._trace_event)
@@ -377,15 +380,17 @@ class Cluster:
             remote = tuple(fs[r].log_end_offset if r in fs else -1 for r in range(n))
             caught = tuple(fs[r].last_caught_up_ms if r in fs else p.leader_since_ms for r in range(n))
             fetched = tuple(fs[r].last_fetch_ms if r in fs else -1 for r in range(n))
+            epochs = tuple(fs[r].broker_epoch if r in fs else -1 for r in range(n))
         else:
-            remote, caught, fetched = (-1,) * n, (0,) * n, (-1,) * n
+            remote, caught, fetched, epochs = (-1,) * n, (0,) * n, (-1,) * n, (-1,) * n
         fetcher = b.replica_manager.fetcher
         return BrokerSnapshot(
             b.broker_id, True, entries, b.durable_offset, p.high_watermark, b.hw_checkpoint,
             p.leader, p.leader_epoch, p.isr, p.partition_epoch, p.epoch_start_offset, remote, caught,
             p.pending_isr, tuple(PendingProduce(op.value, op.offset, op.deadline_ms, op.count)
                                  for op in b.replica_manager.purgatory.pending),
-            fetcher.truncating_epoch, fetcher.outstanding is not None, False, b.broker_epoch, fetched)
+            fetcher.truncating_epoch, fetcher.outstanding is not None, False, b.broker_epoch, fetched,
+            epochs, p.pending_isr_epochs)
 
     def _need_replica(self, broker: int) -> Broker:
         if not isinstance(broker, int) or not 0 <= broker < self.config.replicas:

@@ -57,6 +57,9 @@ class BrokerSnapshot:
     power_lost: bool              # down after a power loss or a lost disk: unflushed data goes at restart
     broker_epoch: int
     last_fetch_ms: tuple[int, ...] = ()  # leader: when each follower last fetched (-1 never)
+    remote_broker_epoch: tuple[int, ...] = ()  # leader: each follower's broker epoch (KIP-903), -1 unknown
+    pending_isr_epochs: tuple[int, ...] = ()   # leader: the broker epochs of the pending proposal
+    unclean_shutdown: bool = False  # down without the clean shutdown file (read from its disk)
 
     @property
     def log_end_offset(self) -> int:

@@ -251,6 +251,10 @@ def effect_handle_fetch_response(nx: Next, st: Step) -> None:
     rules = _rules(nx)
 
     def records(x: Next) -> None:
+        # a first batch below the LEO (diverged batch boundaries): the append fails, nothing changes
+        x.branch(z3.And(resp["rn"] > 0, resp["rstart"] < x.rep(r, "len")), lambda y: None, accept)
+
+    def accept(x: Next) -> None:
         def append(y: Next) -> None:
             cut, rn = resp["rstart"], resp["rn"]
             y.fits.append(cut + rn <= y.b.log)

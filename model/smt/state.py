@@ -137,6 +137,7 @@ def embed(b: Bounds, s: State) -> dict:
     if len(s.replicas) != n:
         raise OutOfBounds(f"{len(s.replicas)} replicas, the encoding holds {n}")
     out = {}
+    _neutral_epochs(s)
     for r, rep in enumerate(s.replicas):
         p = f"r{r}."
         _log(out, p, rep.log, b)
@@ -186,6 +187,17 @@ def embed(b: Bounds, s: State) -> dict:
     return out
 
 
+def _neutral_epochs(s: State) -> None:
+    """Broker epochs (kip-903) and the ELR (kip-966) are not encoded: the encoded variants keep
+    them at their neutral values, and a state that does not cannot be encoded."""
+    n = len(s.replicas)
+    c = s.controller
+    if c.broker_epochs != (0,) * n or c.elr or c.last_known_leader != -1 or any(
+            rep.broker_epoch or rep.remote_broker_epoch != (-1,) * n or rep.unclean_shutdown
+            or any(e != -1 for e in rep.pending_epochs) for rep in s.replicas):
+        raise OutOfBounds("broker epochs and the ELR (kip-903, kip-966) have no SMT encoding")
+
+
 def _record_id(record: int, b: Bounds) -> None:
     if not 1 <= record <= b.records:
         raise OutOfBounds(f"record id {record}, the encoding holds 1..{b.records}")
@@ -225,7 +237,7 @@ def _message(out: dict, p: str, q: str, m, b: Bounds) -> None:
         out.update({p + "leader": m.leader, p + "lepoch": m.leader_epoch, p + "pepoch": m.partition_epoch})
         _set(out, p + "isr", m.isr, n)
     elif q == "alter_partition":
-        m = m or AlterPartition(0, 0, ())
+        m = m or AlterPartition(0, 0, (), ())
         out.update({p + "lepoch": m.leader_epoch, p + "pepoch": m.partition_epoch})
         _set(out, p + "isr", m.isr, n)
     else:
@@ -263,9 +275,11 @@ def decode(b: Bounds, v: dict) -> State:
             remote_leo=tuple(v[f"{p}rleo{j}"] for j in range(n)),
             last_caught_up=tuple(v[f"{p}lcu{j}"] for j in range(n)),
             pending_isr=_members(v, p + "pisr", n) if v[p + "pend"] else None, pending_produces=pending,
-            truncating_epoch=v[p + "trunc"], power_lost=v[p + "plost"]))
+            truncating_epoch=v[p + "trunc"], power_lost=v[p + "plost"], broker_epoch=0,
+            remote_broker_epoch=(-1,) * n, unclean_shutdown=False,
+            pending_epochs=(-1,) * len(_members(v, p + "pisr", n)) if v[p + "pend"] else ()))
     controller = Controller(v["c.leader"], v["c.lepoch"], _members(v, "c.isr", n), v["c.pepoch"],
-                            _members(v, "c.fenced", n))
+                            _members(v, "c.fenced", n), (0,) * n, (), -1)
     queues = []
     for q in QUEUES:
         queues.append(tuple(tuple(_decode_message(v, f"{q}{r}.{slot}.", q, n) for slot in range(v[f"{q}{r}.n"]))
@@ -294,6 +308,7 @@ def _decode_message(v: dict, p: str, q: str, n: int):
     if q == "leader_and_isr":
         return LeaderAndIsr(v[p + "leader"], v[p + "lepoch"], _members(v, p + "isr", n), v[p + "pepoch"])
     if q == "alter_partition":
-        return AlterPartition(v[p + "lepoch"], v[p + "pepoch"], _members(v, p + "isr", n))
+        isr = _members(v, p + "isr", n)
+        return AlterPartition(v[p + "lepoch"], v[p + "pepoch"], isr, (-1,) * len(isr))
     return AlterPartitionResponse(ERRORS[v[p + "err"]], v[p + "lepoch"], _members(v, p + "isr", n),
                                   v[p + "pepoch"], v[p + "rlepoch"])

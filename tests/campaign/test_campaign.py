@@ -57,6 +57,7 @@ def test_parquet_rows_are_readable_by_pyarrow_and_spark(spark, tmp_path):
     assert df.count() == 40 and df.where("verdict = 'pass'").count() == 40
     summary = json.loads((tmp_path / "c" / "summary.json").read_text())
     assert summary["run"]["parallelism"] == 2 and summary["run"]["master"] == "local[2]"
+    assert summary["refusals"] == 0.1  # walks propose steps the model refuses by default
     growth = summary["coverage_growth"]
     assert growth[-1]["schedules"] == 40 and growth[-1]["distinct"] == summary["distinct_coverage"]
     assert [g["distinct"] for g in growth] == sorted(g["distinct"] for g in growth)
@@ -70,7 +71,7 @@ def test_parquet_rows_are_readable_by_pyarrow_and_spark(spark, tmp_path):
 
 def test_failures_are_shrunk_deduplicated_and_replay_with_isrcheck_check(spark, tmp_path, capsys):
     out = tmp_path / "c"
-    result = _campaign(spark, out, protocol="hw-truncation", schedules=40, steps=100)
+    result = _campaign(spark, out, protocol="hw-truncation", schedules=40, steps=100, faults="heavy")
     assert result.exit_code == 1
     summary = result.summary
     assert summary["failing_schedules"] == sum(v for k, v in summary["by_verdict"].items()
@@ -212,3 +213,15 @@ def test_a_damaged_part_is_set_aside_and_only_its_seeds_run_again(spark, tmp_pat
     assert sorted(p.name for p in truncated.parent.glob(".*")) == \
         [f".{truncated.name}.damaged", f".{damaged.name}.damaged"]
     assert (truncated.parent / f".{damaged.name}.damaged").read_bytes() == bytes(data)
+
+
+def test_a_campaign_through_the_driver_protocol_gives_the_in_process_rows(spark, tmp_path):
+    """Each Spark worker starts its own ``python -m isrcheck.impl.sut`` and keeps it for its seeds."""
+    params = dict(schedules=24, seed=3, steps=40, faults="default", shrink_budget_s=1.0)
+    here = run_campaign(CampaignParams("hw-truncation", **params), tmp_path / "here", spark=spark)
+    there = run_campaign(CampaignParams("hw-truncation", **params, sut=f"{sys.executable} -m isrcheck.impl.sut"),
+                         tmp_path / "there", spark=spark)
+    assert _keys(tmp_path / "here") == _keys(tmp_path / "there")
+    assert here.summary["by_verdict"] == there.summary["by_verdict"]
+    assert json.loads((tmp_path / "there" / "campaign.json").read_text())["sut"].endswith("-m isrcheck.impl.sut")
+    assert "sut" not in json.loads((tmp_path / "here" / "campaign.json").read_text())

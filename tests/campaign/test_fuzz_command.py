@@ -30,6 +30,8 @@ def _fuzz(*args, env=None, timeout=300):
      "'foo://' is not a Spark master URL"),
     (["--protocol", "kip-320", "--schedules", "5", "--master", "spark://host:70000"],
      "is not a Spark master URL"),
+    (["--protocol", "kip-320", "--schedules", "5", "--refusals", "1.5"],
+     "--refusals: expected a number of shares 0.0..1.0"),
 ])
 def test_bad_arguments_exit_2_with_a_message(args, message, capsys, tmp_path):
     assert main(["fuzz", *args, "--out", str(tmp_path / "c")]) == 2

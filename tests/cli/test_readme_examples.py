@@ -96,8 +96,19 @@ COVERED = {
     "spark-submit --master spark://127.0.0.1:7077 --conf spark.executor.cores=2 "
     "\"$(python -c 'import isrcheck.conformance.campaign as c, os; print(os.path.join(os.path.dirname(c.__file__), \"__main__.py\"))')\" "
     "--protocol kip-320 --schedules 200000 --out /shared/campaigns/kip-320",
+    "isrcheck gate --junit-xml gate.xml --html gate-report",
+    "isrcheck report specs/scenarios/kip101-scenario2.json --protocol hw-truncation --html kip101-scenario2.html",
+    "isrcheck report campaigns/kip-320 --html campaigns/kip-320/report",
+    "python -m pytest --isrcheck specs/scenarios",
+    'isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation --sut "python -m isrcheck.impl.sut"',
+    'isrcheck fuzz --protocol hw-truncation --schedules 40 --steps 60 --sut "python -m isrcheck.impl.sut" '
+    "--out campaigns/hw-truncation-sut",
+    "isrcheck soak --protocol kip-320 --duration 30 --faults crash --seed 1",
+    'isrcheck check specs/scenarios/torn-power-loss.json --sut "python -m isrcheck.impl.sut --processes"',
     # complete commands quoted inline
     "isrcheck explore",
+    "isrcheck gate",
+    "isrcheck report",
     "isrcheck sim",
     "isrcheck check",
     "isrcheck fuzz",
@@ -129,6 +140,20 @@ def test_check_a_scenario_under_another_protocol_names_its_property_as_expected(
     assert proc.returncode == 1, proc.stderr
     assert "[hw-truncation]: violation of NoLostAckedWrite" in proc.stdout
     assert proc.stdout.rstrip().endswith("expected: violation of NoLostAckedWrite -> as expected")
+
+
+def test_check_through_the_driver_protocol_gives_the_in_process_verdict():
+    proc = run(example('isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation '
+                       '--sut "python -m isrcheck.impl.sut"'))
+    assert proc.returncode == 1, proc.stderr
+    assert "[hw-truncation]: violation of NoLostAckedWrite" in proc.stdout
+
+
+def test_check_with_brokers_as_processes():
+    proc = run(example('isrcheck check specs/scenarios/torn-power-loss.json --sut '
+                       '"python -m isrcheck.impl.sut --processes"'))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "torn-power-loss [kip-320]: pass (9 steps)" in proc.stdout
 
 
 def test_check_options_on_a_schedule_file(tmp_path):
@@ -202,7 +227,41 @@ def test_bare_commands_quoted_inline_are_sub_commands_that_need_arguments():
     assert run("isrcheck fuzz").returncode == 2  # --protocol is required
 
 
+def test_report_a_scenario_as_a_timeline(tmp_path):
+    out = tmp_path / "kip101-scenario2.html"
+    proc = run(example("isrcheck report specs/scenarios/kip101-scenario2.json --protocol hw-truncation "
+                       "--html kip101-scenario2.html"), fill={"kip101-scenario2.html": str(out)})
+    assert proc.returncode == 0, proc.stderr  # the verdict the file expects on hw-truncation
+    assert f"violation of StrongIsr at step 32; timeline: {out}" in proc.stdout
+    page = out.read_text()
+    assert page.count('class="lane replica"') == 2 and "first bad step" in page
+
+
+def test_the_scenarios_as_pytest_items():
+    proc = run(example("python -m pytest --isrcheck specs/scenarios") + " -p no:cacheprovider -q")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    expectations = sum(len(json.loads(p.read_text()).get("expected", {}))
+                       for p in (ROOT / "specs" / "scenarios").glob("*.json"))
+    assert f"{expectations} passed" in proc.stdout
+
+
 # -- slow: the default scope, Spark, a standalone cluster, a fresh install --------------------------
+
+
+@pytest.mark.slow
+def test_the_repository_gate_and_a_campaign_page(tmp_path):
+    """The gate as README runs it, from a copy of pyproject.toml (tests/gate/test_self_gate.py
+    runs the same gate in the default run), then a campaign's page."""
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    proc = run(example("isrcheck gate --junit-xml gate.xml --html gate-report"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert (tmp_path / "gate.xml").exists() and (tmp_path / "gate-report" / "index.html").exists()
+    fuzz = run("isrcheck fuzz --protocol kip-320 --schedules 20 --steps 30 --master local[1] --out campaigns/kip-320",
+               cwd=tmp_path)
+    assert fuzz.returncode == 0, fuzz.stderr[-3000:]
+    proc = run(example("isrcheck report campaigns/kip-320 --html campaigns/kip-320/report"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "coverage-chart" in (tmp_path / "campaigns" / "kip-320" / "report" / "index.html").read_text()
 
 @pytest.mark.slow
 def test_explore_saves_counterexamples_that_check_replays(tmp_path):
@@ -243,6 +302,23 @@ def test_fuzz_campaigns_and_replaying_a_failure(tmp_path):
     proc = run(example("isrcheck check campaigns/hw-truncation/failures/violation-StrongIsr.json"), cwd=tmp_path)
     assert proc.returncode == 1 and "violation of StrongIsr" in proc.stdout
     assert proc.stdout.rstrip().endswith("-> as expected")
+
+
+@pytest.mark.slow
+def test_a_soak_of_real_processes_under_crashes_finds_no_anomaly():
+    proc = run(example("isrcheck soak --protocol kip-320 --duration 30 --faults crash --seed 1"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "anomalies: none" in proc.stdout and "faults: none" not in proc.stdout
+
+
+@pytest.mark.slow
+def test_a_campaign_through_the_driver_protocol(tmp_path):
+    proc = run(example('isrcheck fuzz --protocol hw-truncation --schedules 40 --steps 60 '
+                       '--sut "python -m isrcheck.impl.sut" --out campaigns/hw-truncation-sut'), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr  # hw-truncation loses data: failures found and shrunk
+    summary = json.loads((tmp_path / "campaigns" / "hw-truncation-sut" / "summary.json").read_text())
+    assert summary["schedules"] == 40 and "sut-failure" not in summary["by_verdict"]
+    assert summary["by_verdict"].get("violation", 0) > 0
 
 
 @pytest.mark.slow

@@ -6,7 +6,10 @@ from isrcheck.conformance import Schedule, load_schedule, random_walk, run_sched
 from isrcheck.conformance.schedule import ScheduleConfig
 from isrcheck.model import ModelConfig, Scope, explore
 
-PROTOCOLS = ("hw-truncation", "kip-101", "kip-279", "kip-320")
+PROTOCOLS = ("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-903", "kip-966")
+# histories a later fix makes impossible: on those variants some of their steps are refused
+PREVENTED_FROM = {"kafka-14139-replaced-disk": "kip-903", "last-replica-standing": "kip-966",
+                  "kip101-scenario1": "kip-966", "kip101-scenario2": "kip-966"}
 
 
 def test_the_known_stories_are_all_there(scenario_files):
@@ -24,13 +27,16 @@ def test_scenario_gives_its_expected_verdict_on_every_protocol(scenario_file):
         verdict = run_schedule(schedule.with_protocol(protocol), refused=refused)
         assert (verdict.kind, verdict.property) == (expected.verdict, expected.property), (
             protocol, verdict.summary(), verdict.diff)
-        assert refused == [], (protocol, refused)  # every scenario passes check --strict
+        fixed = PREVENTED_FROM.get(scenario_file.stem)
+        if fixed is None or PROTOCOLS.index(protocol) < PROTOCOLS.index(fixed):
+            assert refused == [], (protocol, refused)  # the scenario passes check --strict
 
 
 def test_the_epoch_kips_fix_what_they_claim_to_fix(scenario):
     """Each KIP's scenario fails on the variants before it and passes from it on."""
     first_fixed = {"kip101-scenario1": "kip-101", "kip101-scenario2": "kip-101",
-                   "kip279-fast-leader-change": "kip-279", "kip320-stale-fetch": "kip-320"}
+                   "kip279-fast-leader-change": "kip-279", "kip320-stale-fetch": "kip-320",
+                   "kafka-14139-replaced-disk": "kip-903", "last-replica-standing": "kip-966"}
     for name, fixed_in in first_fixed.items():
         schedule = load_schedule(scenario(name))
         verdicts = {p: run_schedule(schedule.with_protocol(p)).kind for p in PROTOCOLS}

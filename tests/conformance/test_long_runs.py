@@ -29,17 +29,18 @@ def _walks():
 def test_kept_texts_logs_and_views_equal_what_they_stand_for():
     for schedule in _walks():
         run = Lockstep(schedule.protocol, schedule.config)
-        text, cluster = _StateText(), run.impl.cluster
+        text = _StateText()
         for step in schedule.steps:
             before = run.state
             failed = run.step(step)
+            cluster = run.impl.cluster  # the system under test is reset by the first step
             if run.state is not before:
                 assert text.delta(before, run.state) == _plain_delta(before, run.state)
                 fresh = [LogView().update(b.partition.log, 0) if b.alive else None for b in cluster.brokers]
                 for broker, snap, log in zip(cluster.brokers, cluster.snapshot().brokers, fresh):
                     if log is not None:
                         assert snap.log == log, (schedule.name, step)
-                        assert run.impl.abstract_state().replicas[broker.broker_id].log == tuple(
+                        assert run.impl.system_state()[0][broker.broker_id].log == tuple(
                             (e.offset, e.epoch, int(e.value), e.base_offset) for e in log)
             if failed is not None:
                 break
@@ -50,7 +51,6 @@ def test_what_the_abstraction_keeps_is_what_is_in_flight():
     run = Lockstep(schedule.protocol, schedule.config)
     for step in schedule.steps:
         run.step(step)
-    abstraction, network = run.impl.abstraction, run.impl.cluster.network
+    report, network = run.impl.driver.report, run.impl.cluster.network
     in_flight = sum(len(network.queue(key)) for key in list(network.queues))
-    assert len(abstraction._messages) <= in_flight
-    assert len(abstraction._tags) + len(abstraction._alter_epochs) <= in_flight
+    assert report.kept() <= in_flight

@@ -48,9 +48,10 @@ def test_round_trip_fills_the_default_index_and_keeps_everything():
     assert again == s and again.expected["kip-320"].verdict == "pass"
 
 
-def test_kip966_is_not_a_protocol_this_build_runs():
+def test_an_unknown_protocol_is_refused_and_the_newest_variants_load():
     with pytest.raises(ScheduleError, match="protocol: expected one of"):
-        Schedule.from_json({**GOOD, "protocol": "kip-966"})
+        Schedule.from_json({**GOOD, "protocol": "kip-1000"})
+    assert Schedule.from_json({**GOOD, "protocol": "kip-966"}).protocol == "kip-966"
 
 
 # -- bad input: every class of it is a ScheduleError naming the place, never another exception --

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 
 from isrcheck.conformance import FAULT_PROFILES
 from isrcheck.conformance.adapter import ImplSide
+from isrcheck.impl.sut.steps import STEPS as IMPL_STEPS
 from isrcheck.conformance.strategies import step_dicts
 from isrcheck.model import (
     MESSAGE_KINDS, STEPS, ConfigError, ModelConfig, ScheduleConfig, State, Step, initial_state,
@@ -44,8 +45,10 @@ def test_every_step_kind_has_one_action_a_walk_weight_a_strategy_and_an_implemen
     assert list(ACTIONS) == list(STEPS)
     for profile in FAULT_PROFILES.values():
         assert set(profile.weights) == set(STEPS), profile.name
-    side = ImplSide("kip-320", ScheduleConfig())
-    assert set(side._dispatch) == set(STEPS)
+    # the implementation parses steps itself (docs/sut-protocol.md), with the same fields in the same order
+    assert IMPL_STEPS == {name: kind.fields for name, kind in STEPS.items()}
+    cluster = ImplSide("kip-320", ScheduleConfig()).cluster
+    assert all(callable(getattr(cluster, name, None)) for name in STEPS if name not in ("produce", "tick"))
 
 
 @settings(max_examples=200, deadline=None)

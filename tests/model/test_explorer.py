@@ -232,3 +232,20 @@ def test_cli_saves_counterexamples_as_schedules(tmp_path):
     schedule = load_schedule(tmp_path / "out" / "hw-truncation-StrongIsr.json")
     assert schedule.protocol == "hw-truncation" and [dict(s) for s in schedule.steps] == trace
     assert not BY_ID["StrongIsr"].check(replay(ModelConfig(protocol="hw-truncation"), schedule.steps).states[-1])
+
+
+def test_broker_epochs_and_elr_close_the_two_losses_kafka_had():
+    # KAFKA-14139's scope: StrongIsr breaks on kip-320 only; Last Replica Standing's scope: the
+    # acknowledged write is lost on kip-320 and kip-903, not on kip-966 (KIP-903, KIP-966)
+    stale = Scope(max_records=1, max_crashes=1, max_power_losses=1)
+    lrs = Scope(max_records=1, max_crashes=2, max_power_losses=1)
+    two = {"replicas": 2, "min_insync_replicas": 2}
+    for protocol, stale_breaks, lrs_breaks in (("kip-320", True, True), ("kip-903", False, True),
+                                               ("kip-966", False, False)):
+        result = explore(ModelConfig(protocol=protocol), stale, [BY_ID["StrongIsr"]])
+        assert result.complete and bool(result.violations) == stale_breaks, protocol
+        result = explore(ModelConfig(protocol=protocol, **two), lrs,
+                         [BY_ID["NoLostAckedWrite"], BY_ID["LeaderCompleteness"], BY_ID["ElrCompleteness"]])
+        assert result.complete and bool(result.violations) == lrs_breaks, protocol
+        if lrs_breaks:
+            check_trace(ModelConfig(protocol=protocol, **two), result.violations[0])

@@ -6,8 +6,8 @@ from isrcheck.specs import BY_ID, FAULT_BUDGET, PROPERTIES
 
 CFG = ModelConfig(protocol="kip-320")
 DESIGN_IDS = ["LeaderInIsr", "WeakIsr", "StrongIsr", "LogMatching", "HighWatermarkBound",
-              "ReplicationQuorumSuperset", "NoLostAckedWrite", "NoDivergentRead", "MonotonicHighWatermark",
-              "NoUncommittedRead", "NoDuplicateOffsets"]
+              "ReplicationQuorumSuperset", "ElrCompleteness", "NoLostAckedWrite", "LeaderCompleteness",
+              "NoDivergentRead", "MonotonicHighWatermark", "NoUncommittedRead", "NoDuplicateOffsets"]
 
 
 def with_logs(*logs, hws=None):
@@ -28,7 +28,7 @@ def test_catalog_has_every_design_property_with_statement_source_and_kind():
     assert [p.id for p in PROPERTIES] == DESIGN_IDS
     for p in PROPERTIES:
         assert p.statement and p.source and p.kind in ("invariant", "history")
-    assert {p.id for p in PROPERTIES if p.kind == "history"} == set(DESIGN_IDS[6:])
+    assert {p.id for p in PROPERTIES if p.kind == "history"} == set(DESIGN_IDS[7:])
     assert "KIP-966" in BY_ID["NoLostAckedWrite"].statement and FAULT_BUDGET in BY_ID["NoLostAckedWrite"].statement
 
 
@@ -92,8 +92,25 @@ def test_predicates_read_any_object_with_the_documented_attributes():
     follower = SimpleNamespace(alive=True, log=[(0, 0, 1)], hw=1, leader=0, leader_epoch=0, isr=(0, 1),
                                pending_isr=None)
     state = SimpleNamespace(replicas=[rep, follower],
-                            controller=SimpleNamespace(leader=0, leader_epoch=0, isr=(0, 1), partition_epoch=0),
+                            controller=SimpleNamespace(leader=0, leader_epoch=0, isr=(0, 1), partition_epoch=0, elr=()),
                             acked=((0, 1),), consumed=((0, 1),), consumer_hw_regressed=False)
     assert [p.id for p in PROPERTIES if not p.check(state)] == []
     follower.log = [(0, 0, 2)]
     assert {p.id for p in PROPERTIES if not p.check(state)} == {"WeakIsr", "StrongIsr", "LogMatching"}
+
+
+def test_elr_completeness_needs_every_live_elr_member_to_hold_what_clients_were_told():
+    s = with_logs([(0, 1)], [], [(0, 1)])
+    s = s._replace(controller=s.controller._replace(isr=(0,), elr=(2,)), acked=((0, 1),))
+    assert holds("ElrCompleteness", s)
+    s = s._replace(controller=s.controller._replace(elr=(1, 2)))
+    assert not holds("ElrCompleteness", s)  # member 1 lacks the acknowledged write
+    down = s.replicas[1]._replace(alive=False)
+    assert holds("ElrCompleteness", s._replace(replicas=(s.replicas[0], down, s.replicas[2])))
+
+
+def test_leader_completeness_reads_the_controllers_leader_even_before_it_knows():
+    s = with_logs([], [(0, 1)], [(0, 1)])._replace(consumed=((0, 1),))
+    assert not holds("LeaderCompleteness", s)  # leader 0 (alive) lacks a record a consumer read
+    s = s._replace(controller=s.controller._replace(leader=1))
+    assert holds("LeaderCompleteness", s)

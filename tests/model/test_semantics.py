@@ -211,9 +211,11 @@ def test_clean_shutdown_keeps_everything_and_checkpoints_the_hw():
 
 
 def test_every_protocol_variant_is_registered_with_docstrings():
-    assert sorted(PROTOCOLS) == ["hw-truncation", "kip-101", "kip-279", "kip-320"]
+    assert list(PROTOCOLS) == ["hw-truncation", "kip-101", "kip-279", "kip-320", "kip-903", "kip-966"]
     for proto in PROTOCOLS.values():
-        for name in ("make_follower", "check_fetch", "may_expand_isr", "consume_error"):
+        for name in ("make_follower", "check_fetch", "in_sync", "consume_error", "next_broker_epoch",
+                     "fetch_broker_epoch", "proposal_epoch", "hw_blocked", "unclean_shutdown", "isr_after_fence",
+                     "elr_after", "elect_clean", "last_known_leader"):
             assert getattr(type(proto), name).__doc__
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from isrcheck.conformance.cmd_explore import _schedule
 from isrcheck.conformance.lockstep import run_schedule
+from isrcheck.model.smt.protocols import RULES
 from isrcheck.model import PROTOCOLS, ModelConfig, Scope, explore
 from isrcheck.model.smt.bmc import bmc, induction, reachable
 from isrcheck.specs import BY_ID
@@ -39,7 +40,7 @@ def assert_same_as_explorer(config: ModelConfig, scope: Scope, properties=tuple(
         assert result.depth == graph_depth
 
 
-@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+@pytest.mark.parametrize("protocol", sorted(RULES))
 def test_shortest_violation_depth_is_the_explorers(protocol):
     assert_same_as_explorer(ModelConfig(protocol=protocol, replicas=1, min_insync_replicas=1), TINY)
 

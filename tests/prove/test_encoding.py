@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 import z3
 
+from isrcheck.model.smt.protocols import RULES
 from isrcheck.model import MESSAGE_KINDS, PROTOCOLS, STEPS, ModelConfig, Step, apply, enabled, initial_state
 from isrcheck.model.alphabet import steps_of
 from isrcheck.model.smt.actions import ENCODED, Unsupported, successor, unsupported
@@ -94,7 +95,7 @@ def drive(protocol: str, seed: int, states: int, taken: int, refused: int, start
     return seen
 
 
-@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+@pytest.mark.parametrize("protocol", sorted(RULES))
 def test_solver_admits_exactly_the_models_successor(protocol):
     seen = drive(protocol, seed=len(protocol), states=14, taken=4, refused=2, start=TO_EXPAND)
     assert sum(n for (_name, kind), n in seen.items() if kind == "agree") >= 30
@@ -102,7 +103,7 @@ def test_solver_admits_exactly_the_models_successor(protocol):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+@pytest.mark.parametrize("protocol", sorted(RULES))
 def test_thousands_of_transitions_of_every_step_kind(protocol):
     seen: Counter = Counter()
     for seed in range(5):

@@ -29,7 +29,7 @@ def apply(c, step, record):
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
-@given(st.sampled_from(("hw-truncation", "kip-101", "kip-279", "kip-320")), st.booleans(),
+@given(st.sampled_from(("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-903", "kip-966")), st.booleans(),
        st.lists(STEP, min_size=1, max_size=60))
 def test_steps_happen_or_are_refused_without_effect(protocol, unclean, steps):
     c = Cluster(ClusterConfig(protocol=protocol, replicas=3, min_insync_replicas=2,

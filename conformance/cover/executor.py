@@ -1,0 +1,139 @@
+"""What runs on a Spark executor for ``cover``: the planned schedules of an index range in
+lockstep, the refused steps tried at their points, failures shrunk on the spot, one Parquet file
+per range written atomically, then its completion marker (the fuzz campaign's store)."""
+from __future__ import annotations
+
+import io
+import json
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..campaign.executor import failure_signature
+from ..campaign.harness import canonical
+from ..campaign.store import CampaignStore, atomic_write_bytes
+from ..lockstep import Lockstep
+from ..refusals import refused_steps
+from ..schedule import Schedule, load_config
+from .. import shrink  # the package's export: importing the module by name would shadow it
+from .paths import CoverSchedule
+
+ROW_SCHEMA = pa.schema([
+    ("schedule", pa.int64()),
+    ("steps", pa.int32()),          # steps run, refused ones included
+    ("edges", pa.int32()),          # edges this schedule is the first to take
+    ("edges_run", pa.int32()),      # of those, taken before any failure
+    ("refusals", pa.int32()),       # refused steps planned
+    ("refusals_run", pa.int32()),   # of those, refused by both sides before any failure
+    ("states_run", pa.int32()),     # nodes this schedule is the first to reach, refusals tried there
+    ("verdict", pa.string()),
+    ("property", pa.string()),
+    ("first_bad_step", pa.int32()),
+    ("duration_ms", pa.float64()),
+    ("trace_hash", pa.string()),
+    ("failure_id", pa.string()),
+    ("shrunk_steps", pa.int32()),
+    ("shrink_ms", pa.float64()),
+    ("failure", pa.string()),       # JSON: original and shrunk schedules with their verdicts
+])
+
+
+@dataclass(frozen=True)
+class CoverSpec:
+    out: str
+    protocol: str
+    config: dict            # the schedule config
+    vocabulary: tuple       # step dicts; plans name steps by their position here
+    shrink_budget_s: float
+
+
+def run_schedule_of_plan(spec: CoverSpec, index: int, plan: CoverSchedule) -> dict:
+    """One planned schedule in lockstep; a failure is shrunk and kept in the row."""
+    started = time.perf_counter()
+    config = load_config(spec.config)
+    run = Lockstep(spec.protocol, config)
+    taken: list[dict] = []
+    points, ends = set(plan.refusal_points), set(plan.edge_ends)
+    edges_run = refusals_run = states_run = 0
+    failed = False
+    for pos in range(len(plan.steps) + 1):
+        if pos in points:
+            for st in refused_steps(config.replicas, run.state, run.enabled_steps()):
+                taken.append(st.to_json())
+                if run.step(st) is not None:
+                    failed = True
+                    break
+                refusals_run += 1
+            states_run += not failed
+        if failed or pos == len(plan.steps):
+            break
+        taken.append(spec.vocabulary[plan.steps[pos]])
+        if run.step(taken[-1]) is not None:
+            break
+        edges_run += (pos + 1) in ends
+    verdict = run.verdict()
+    row = {"schedule": index, "steps": len(taken), "edges": len(plan.edge_ends), "edges_run": edges_run,
+           "refusals": plan.refusals, "refusals_run": refusals_run, "states_run": states_run,
+           "verdict": verdict.kind,
+           "property": verdict.property, "first_bad_step": verdict.step,
+           "duration_ms": (time.perf_counter() - started) * 1000.0, "trace_hash": verdict.trace_hash,
+           "failure_id": None, "shrunk_steps": None, "shrink_ms": None, "failure": None}
+    if verdict.kind != "pass":
+        schedule = Schedule(spec.protocol, config, tuple(taken), name=f"cover-{spec.protocol}-{index}",
+                            description=f"isrcheck cover, schedule {index}")
+        t0 = time.perf_counter()
+        small, small_verdict = shrink(schedule, verdict, time_budget_s=spec.shrink_budget_s)
+        row["shrink_ms"] = (time.perf_counter() - t0) * 1000.0
+        shrunk = small.to_json()
+        row["failure_id"] = failure_signature(small_verdict, shrunk)
+        row["shrunk_steps"] = len(shrunk["steps"])
+        row["failure"] = canonical({"original": schedule.to_json(), "original_verdict": verdict.to_json(),
+                                    "shrunk": shrunk, "shrunk_verdict": small_verdict.to_json()})
+    return row
+
+
+def _guarded(spec: CoverSpec, index: int, plan: CoverSchedule) -> dict:
+    """A harness crash on one schedule is an ``error`` row (a finding), not a lost task."""
+    try:
+        return run_schedule_of_plan(spec, index, plan)
+    except Exception as exc:  # noqa: BLE001 - recorded in the row
+        return {"schedule": index, "steps": 0, "edges": len(plan.edge_ends), "edges_run": 0,
+                "refusals": plan.refusals, "refusals_run": 0, "states_run": 0, "verdict": "error",
+                "property": type(exc).__name__, "first_bad_step": None, "duration_ms": 0.0,
+                "trace_hash": "", "failure_id": f"error-{type(exc).__name__}", "shrunk_steps": None,
+                "shrink_ms": None, "failure": canonical({"schedule": index, "error": f"{type(exc).__name__}: {exc}",
+                                                         "traceback": traceback.format_exc(limit=20)})}
+
+
+def run_range(spec: CoverSpec, lo: int, hi: int, plans: list[CoverSchedule]) -> dict:
+    """Schedules [lo, hi): their Parquet file, atomically, then the range's completion marker."""
+    started = time.perf_counter()
+    rows = [_guarded(spec, lo + i, plan) for i, plan in enumerate(plans)]
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows, schema=ROW_SCHEMA), buf, compression="zstd",
+                   write_page_checksum=True)
+    store = CampaignStore(spec.out, spec.protocol)
+    atomic_write_bytes(store.part_path(lo, hi), buf.getvalue())
+    failures = sum(r["verdict"] != "pass" for r in rows)
+    store.record_completed(lo, hi, len(rows), failures)
+    return {"lo": lo, "hi": hi, "rows": len(rows), "failures": failures,
+            "edges_run": sum(r["edges_run"] for r in rows), "seconds": time.perf_counter() - started}
+
+
+def run_chunks(spec: CoverSpec, chunks: Iterable[list[tuple[int, int, list]]]) -> Iterator[dict]:
+    """mapPartitions body: every range of every chunk of this Spark partition."""
+    for chunk in chunks:
+        for lo, hi, plans in chunk:
+            yield run_range(spec, lo, hi, plans)
+
+
+def failure_entry(row: dict, count: int) -> dict:
+    """A row as ``campaign.failures.write_failures`` takes it (the schedule index as its seed)."""
+    return {"failure_id": row["failure_id"], "verdict": row["verdict"], "property": row["property"],
+            "seed": row["schedule"], "seeds": count, "first_bad_step": row["first_bad_step"],
+            "steps": row["steps"], "shrunk_steps": row["shrunk_steps"], "trace_hash": row["trace_hash"],
+            "failure": json.loads(row["failure"])}

@@ -1,0 +1,118 @@
+"""A cluster of real processes on this host: the controller and one process per broker
+(``node``), each on its own localhost port, brokers' logs in real directories.
+
+Faults are what an operator or the machine does to a process: ``crash(b, "process")`` is SIGKILL,
+``crash(b, "clean")`` SIGTERM (a clean shutdown, waited for), ``crash(b, "power")`` SIGKILL and
+then every file of the broker's directory cut back to what was made durable (``durable``);
+``restart(b)`` starts the broker again (log recovery, registration).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+from ..clients import CONSUMER_ID, PRODUCER_ID
+from ..controller import CONTROLLER_ID
+from ..replication import ClusterConfig
+from .durable import power_loss
+from .node import journal_path
+
+CRASH_KINDS = ("clean", "process", "power")
+
+
+def free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+class ProcessCluster:
+    """``start()`` the controller and the brokers; ``crash``, ``restart``; ``stop()`` them all."""
+
+    def __init__(self, config: ClusterConfig, directory: str, ready_timeout_s: float = 30.0) -> None:
+        self.config, self.directory, self.ready_timeout_s = config, directory, ready_timeout_s
+        # every node's port, clients' too: a response travels on a connection its sender opens
+        nodes = [*range(config.replicas), CONTROLLER_ID, PRODUCER_ID, CONSUMER_ID]
+        self.ports = dict(zip(nodes, free_ports(len(nodes))))
+        self.processes: dict[int, subprocess.Popen | None] = {}
+        self.incarnations = [0] * config.replicas
+        self.lost_bytes = 0  # what power losses discarded
+
+    def data_dir(self, broker: int) -> str:
+        return os.path.join(self.directory, f"broker-{broker}")
+
+    def _spawn(self, node) -> subprocess.Popen:
+        return self._ready(node, self._launch(node))
+
+    def _launch(self, node) -> subprocess.Popen:
+        fields = dataclasses.asdict(self.config)
+        argv = [sys.executable, "-m", "isrcheck.impl.real.node", "--node", str(node),
+                "--config", json.dumps(fields), "--ports", json.dumps(self.ports)]
+        if node != "controller":
+            argv += ["--data-dir", self.data_dir(node), "--incarnation", str(self.incarnations[node])]
+        log = open(os.path.join(self.directory, f"{node}.log"), "ab")
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
+        log.close()
+        return proc
+
+    def _ready(self, node, proc: subprocess.Popen) -> subprocess.Popen:
+        line = proc.stdout.readline()  # "ready", or EOF if it failed to start
+        if line.strip() != b"ready":
+            proc.kill()
+            proc.wait()
+            raise RuntimeError(f"node {node} did not start (see {self.directory}/{node}.log)")
+        return proc
+
+    def start(self) -> None:
+        os.makedirs(self.directory, exist_ok=True)
+        # brokers first (their imports overlap), heartbeating into the void until the controller
+        # listens: its sessions start when it does, and must not expire before they are up
+        launched = [(b, self._launch(b)) for b in range(self.config.replicas)]
+        for b, proc in launched:
+            self.processes[b] = self._ready(b, proc)
+        self.processes[CONTROLLER_ID] = self._spawn("controller")
+
+    def alive(self, broker: int) -> bool:
+        proc = self.processes.get(broker)
+        return proc is not None and proc.poll() is None
+
+    def crash(self, broker: int, kind: str) -> None:
+        proc = self.processes[broker]
+        if kind == "clean":
+            proc.send_signal(signal.SIGTERM)
+        else:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        self.processes[broker] = None
+        if kind == "power":
+            lost = power_loss(self.data_dir(broker), journal_path(self.data_dir(broker)))
+            self.lost_bytes += sum(lost.values())
+
+    def restart(self, broker: int) -> None:
+        self.incarnations[broker] += 1
+        self.processes[broker] = self._spawn(broker)
+
+    def stop(self) -> None:
+        for node in [*range(self.config.replicas), CONTROLLER_ID]:
+            proc = self.processes.get(node)
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            if proc is not None:
+                proc.stdout.close()
+            self.processes[node] = None

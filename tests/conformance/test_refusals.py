@@ -1,0 +1,102 @@
+"""Refusal conformance: every generator proposes steps the model refuses, the implementation must
+refuse them on its own, and one it takes instead is a divergence at that step, shrunk."""
+import math
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+
+from isrcheck.conformance import random_walk, run_schedule, shrink
+from isrcheck.conformance.refusals import RefusalQuota, refused_steps
+from isrcheck.conformance.strategies import enabled_schedules, lockstep_machine
+from isrcheck.impl.sim import Cluster
+from isrcheck.model import ModelConfig, StepRefused, apply, enabled, initial_state
+from isrcheck.model.alphabet import every_step
+
+
+def _lenient_fence(self, broker):
+    """A wrong enabling condition: fencing a broker the controller already fenced is taken (and
+    changes nothing) instead of refused."""
+    self.controller.fence(broker)
+
+
+def test_refused_steps_are_the_alphabet_minus_the_enabled_ones_and_all_refused():
+    cfg = ModelConfig(protocol="kip-320")
+    state = initial_state(cfg)
+    on = enabled(cfg, state)
+    off = refused_steps(cfg.replicas, state, on)
+    assert set(on).isdisjoint(off) and set(on) | set(off) == set(every_step(cfg.replicas, state))
+    for st in off:
+        with pytest.raises(StepRefused):
+            apply(cfg, state, st)
+    names = {st.name for st in off}
+    # every kind of the alphabet, a message index past its FIFO's end included
+    assert {"elect", "restart", "lose_disk", "handle_fetch", "drop", "deliver_leader_and_isr"} <= names
+    assert all(st.replica in range(cfg.replicas) for st in off if st.name != "elect")
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.25])
+def test_walks_propose_at_least_the_share_of_refused_steps_and_pass_on_kip320(rate):
+    for seed in range(4):
+        schedule, verdict = random_walk(seed, "kip-320", 80, "default", refusals=rate)
+        refused = []
+        assert run_schedule(schedule, refused=refused).kind == verdict.kind == "pass", verdict.diff
+        assert len(refused) >= math.floor(rate * len(schedule.steps))
+
+
+def test_no_refused_step_with_a_share_of_zero():
+    schedule, _ = random_walk(3, "kip-320", 60, "default", refusals=0.0)
+    refused = []
+    run_schedule(schedule, refused=refused)
+    assert refused == []
+
+
+def test_a_bad_share_is_named():
+    with pytest.raises(ValueError, match="refusals: expected a number"):
+        random_walk(1, "kip-320", 10, refusals=1.5)
+
+
+def test_quota_keeps_the_floor_whatever_the_draws():
+    quota = RefusalQuota(0.1)
+    for _ in range(95):
+        quota.count(quota.behind())  # refuse only when forced
+    assert quota.refused == 9
+
+
+def test_a_step_taken_where_the_model_refuses_it_is_a_shrunk_divergence(monkeypatch):
+    """Only refused steps reach the wrong guard: walks without them pass, walks with them find it
+    at that very step, and the shrinker keeps it a divergence at a fence of a fenced broker."""
+    monkeypatch.setattr(Cluster, "fence", _lenient_fence)
+    for seed in range(3):
+        assert random_walk(seed, "kip-320", 60, "default", refusals=0.0)[1].kind == "pass"
+    found = None
+    for seed in range(20):
+        schedule, verdict = random_walk(seed, "kip-320", 60, "default", refusals=0.2)
+        if verdict.kind == "divergence":
+            found = schedule, verdict
+            break
+    assert found is not None
+    schedule, verdict = found
+    assert "refused by the model" in verdict.diff and "taken by the implementation" in verdict.diff
+    assert schedule.steps[verdict.step]["step"] == "fence"
+    small, small_verdict = shrink(schedule, verdict, time_budget_s=30)
+    assert small_verdict.kind == "divergence" and len(small.steps) <= 3
+    assert small.steps[small_verdict.step]["step"] == "fence"
+    assert run_schedule(small).kind == "divergence"
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(enabled_schedules("kip-320", max_steps=40, refusals=0.2))
+def test_enabled_schedules_carry_refused_steps_and_pass(schedule):
+    refused = []
+    assert run_schedule(schedule, refused=refused).kind == "pass"
+    assert len(refused) >= math.floor(0.2 * len(schedule.steps))
+
+
+def test_the_machine_finds_a_wrong_enabling_condition(monkeypatch):
+    monkeypatch.setattr(Cluster, "fence", _lenient_fence)
+    machine = lockstep_machine("kip-320", faults="default", refusals=0.3).TestCase
+    machine.settings = settings(max_examples=30, stateful_step_count=30, deadline=None, database=None,
+                                suppress_health_check=list(HealthCheck), derandomize=True,
+                                phases=[Phase.explicit, Phase.generate])
+    with pytest.raises(AssertionError, match="taken by the implementation"):
+        machine().runTest()

@@ -1,0 +1,205 @@
+"""The system-under-test interface and the driver protocol, proved by use: the implementation run
+as another process (``python -m isrcheck.impl.sut``, on stdio and on TCP) gives the verdicts the
+in-process adapter gives, step for step (same trace hashes), on the scenario corpus and on random
+walks; a process that crashes, hangs or answers out of protocol is a sut-failure, never a
+divergence; the server answers bad requests with the protocol's errors."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from isrcheck.conformance import load_schedule, random_walk, run_schedule, shrink, sut
+from isrcheck.conformance.adapter import ImplSide, wire_step
+from isrcheck.conformance.lockstep import Lockstep
+from isrcheck.conformance.schedule import PROTOCOLS
+from isrcheck.conformance.sut_driver import DriverSut
+from isrcheck.conformance.sut_state import SCHEMA, TYPES
+from isrcheck.model import Step
+
+SERVER = f"{sys.executable} -m isrcheck.impl.sut"
+FAULTY = f"{sys.executable} {Path(__file__).parent / 'faulty_sut.py'}"
+
+
+def _run(schedule, system):
+    run = Lockstep(schedule.protocol, schedule.config, sut=system)
+    for st in schedule.steps:
+        if run.step(st) is not None:
+            break
+    return run.verdict(), run.refused
+
+
+@pytest.fixture(scope="module")
+def stdio():
+    system = DriverSut(SERVER)
+    yield system
+    system.close()
+
+
+def test_the_corpus_gives_the_same_verdicts_through_stdio(stdio, scenario_files):
+    kinds = set()
+    for path in scenario_files:
+        for protocol in PROTOCOLS:
+            schedule = load_schedule(path).with_protocol(protocol)
+            here, there = _run(schedule, ImplSide()), _run(schedule, stdio)
+            assert here == there, (path.name, protocol, there[0].diff)
+            kinds.add(here[0].kind)
+    assert {"pass", "violation"} <= kinds  # the corpus exercises both
+
+
+def test_random_walks_and_shrinking_give_the_same_results_through_stdio():
+    walks = [(seed, protocol, faults) for seed in range(6) for protocol, faults in
+             (("kip-320", "default"), ("hw-truncation", "heavy"), ("kip-101", "heavy"))]
+    local = [random_walk(seed, p, 60, faults=f) for seed, p, f in walks]
+    sut.use(SERVER)
+    try:
+        remote = [random_walk(seed, p, 60, faults=f) for seed, p, f in walks]
+        failing = next((s, v) for s, v in local if v.failed)
+        shrunk_remote = shrink(*failing, time_budget_s=3.0)
+    finally:
+        sut.use(None)
+    assert [(s.dumps(), v) for s, v in remote] == [(s.dumps(), v) for s, v in local]
+    assert {v.kind for _s, v in local} >= {"pass", "violation"}
+    small, verdict = shrunk_remote
+    assert verdict.same_failure(failing[1]) and len(small.steps) <= len(failing[0].steps)
+    assert run_schedule(small) == verdict  # the schedule shrunk through stdio replays in process
+
+
+def test_the_same_over_tcp(scenario):
+    server = subprocess.Popen([sys.executable, "-m", "isrcheck.impl.sut", "--listen", "127.0.0.1:0"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        address = server.stdout.readline().split()[1]
+        system = DriverSut(f"tcp://{address}")
+        for name in ("kip101-scenario1", "torn-power-loss", "zombie-leader-acks1"):
+            for protocol in ("hw-truncation", "kip-320"):
+                schedule = load_schedule(scenario(name)).with_protocol(protocol)
+                assert _run(schedule, system) == _run(schedule, ImplSide()), (name, protocol)
+        system.close()
+    finally:
+        server.kill()
+        server.wait()
+
+
+@pytest.mark.parametrize("mode, kind, text", [
+    ("crash", "crash", "exited without answering (exit code 3); its stderr ends with:\ncrashing on purpose"),
+    ("hang", "hang", "no answer within 2 s"),
+    ("garbage", "malformed", "the answer is not JSON"),
+    ("bad-state", "malformed", "state.replicas[1].hw: expected an integer, got 'high'"),
+])
+def test_a_failing_process_is_a_sut_failure_at_its_step_never_a_divergence(mode, kind, text, scenario, tmp_path):
+    schedule = load_schedule(scenario("healthy-acks-all"))
+    system = DriverSut(f"{FAULTY} {mode} 3 {tmp_path / 'once'}", timeout_s=2.0)
+    verdict, _ = _run(schedule, system)
+    assert verdict.kind == "sut-failure" and verdict.failed and verdict.step == 2
+    assert f"{kind}: step: " in verdict.diff and text in verdict.diff, verdict.diff
+    again, _ = _run(schedule, system)  # the next run starts a new process, which behaves
+    assert again == run_schedule(schedule)
+    system.close()
+
+
+def test_an_internal_error_is_the_implementation_failing_as_in_process(scenario):
+    schedule = load_schedule(scenario("healthy-acks-all"))
+    verdict, _ = _run(schedule, DriverSut(f"{FAULTY} internal 2"))
+    assert verdict.kind == "divergence" and verdict.step == 1 and "the implementation raised boom" in verdict.diff
+
+
+def test_check_and_shrink_take_sut_and_report_its_failure_with_the_schedule(isrcheck_cli, scenario, tmp_path):
+    path = scenario("kip101-scenario1")
+    ok = isrcheck_cli("check", path, "--protocol", "hw-truncation", "--sut", SERVER, "--json")
+    assert ok.returncode == 1 and json.loads(ok.stdout)["verdict"] == "violation"
+    crashed = isrcheck_cli("check", path, "--sut", f"{FAULTY} crash 4")
+    assert crashed.returncode == 1
+    assert "kip101-scenario1 [kip-320]: sut-failure at step 3" in crashed.stdout
+    assert "crash: step: the system under test exited without answering" in crashed.stdout
+    out = tmp_path / "small.json"
+    shrunk = isrcheck_cli("shrink", path, "--protocol", "hw-truncation", "--sut", SERVER, "-o", out,
+                          "--time-budget", "2")
+    assert shrunk.returncode == 1 and load_schedule(out).steps
+    bad = isrcheck_cli("check", path, "--sut", "no-such-program-here")
+    assert bad.returncode == 2 and "--sut no-such-program-here: crash: cannot start" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def _talk(*requests) -> list[dict]:
+    lines = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in requests)
+    proc = subprocess.run([sys.executable, "-m", "isrcheck.impl.sut"], input=lines, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def test_the_server_answers_every_bad_request_with_the_protocols_error():
+    hello = {"op": "hello", "versions": [1]}
+    answers = _talk({"op": "reset"}, {"op": "hello", "versions": [7]}, hello, "{not json", '"x"',
+                    {"op": "dance"}, {"op": "step", "step": {"step": "tick"}},
+                    {"op": "reset", "protocol": "kip-999"},
+                    {"op": "reset", "protocol": "kip-320", "config": {"replicas": 9}},
+                    {"op": "reset", "protocol": "kip-320", "config": {"colour": 1}},
+                    {"op": "reset", "protocol": "kip-320", "config": {"replicas": 2}},
+                    {"op": "step", "step": {"step": "jump"}},
+                    {"op": "step", "step": {"step": "produce", "replica": 0}},
+                    {"op": "step", "step": {"step": "produce", "replica": 5, "acks": 1}},
+                    {"op": "step", "step": {"step": "crash", "replica": 1, "kind": "power", "torn": 1}},
+                    {"op": "restore", "snapshot": 3}, {"op": "bye"}, hello)
+    codes = [a.get("error") for a in answers]
+    assert codes == ["no_hello", "unsupported_version", None, "bad_request", "bad_request", "bad_request",
+                     "no_reset", "unsupported_protocol", "bad_config", "bad_config", None, "bad_step",
+                     "bad_step", "bad_step", "bad_step", "bad_request", None]  # nothing after bye
+    assert answers[2]["version"] == 1 and "kip-320" in answers[2]["protocols"]
+    assert "replicas" in answers[8]["message"] and "config.colour" in answers[9]["message"]
+    assert answers[12]["message"] == "produce.acks: missing"
+    assert answers[13]["message"] == "produce.replica: 5 is not a broker id 0..1"
+
+
+def test_snapshots_restore_the_state_they_took(stdio, scenario):
+    schedule = load_schedule(scenario("healthy-failover"))
+    steps = [Step.from_json(s) for s in schedule.steps]
+    ends = []
+    for system in (stdio, ImplSide()):
+        system.reset(schedule.protocol, schedule.config)
+        for st in steps[:5]:
+            system.step(st)
+        token, middle = system.snapshot(), system.system_state()
+        for st in steps[5:]:
+            system.step(st)
+        end = system.system_state()
+        assert end != middle
+        system.restore(token)
+        assert system.system_state() == middle
+        for st in steps[5:]:
+            system.step(st)
+        assert system.system_state() == end
+        ends.append(end)
+    assert ends[0] == ends[1]
+
+
+def test_the_state_schema_names_every_field_of_the_model_state():
+    for kind, fields in SCHEMA.items():  # the controller also names every broker epoch it gave
+        assert tuple(f for f in fields if f != "registrations") == TYPES[kind]._fields, kind
+    assert wire_step(Step.from_json({"step": "crash", "replica": 1, "kind": "clean"})) == {
+        "step": "crash", "replica": 1, "kind": "clean", "survive": 0, "torn": False}
+
+
+def _corpus_through_processes(scenario_files, protocols):
+    system = DriverSut(f"{SERVER} --processes", timeout_s=120)
+    try:
+        for path in scenario_files:
+            for protocol in protocols:
+                schedule = load_schedule(path).with_protocol(protocol)
+                assert _run(schedule, system) == _run(schedule, ImplSide()), (path.name, protocol)
+    finally:
+        system.close()
+
+
+def test_brokers_and_controller_as_processes_give_the_simulations_verdicts(scenario):
+    """Each node its own OS process, logs in real directories; crashes are signals, a power loss
+    cuts the files back to what was fsynced (torn-power-loss), a lost disk empties the directory."""
+    names = ("torn-power-loss", "kafka-14139-replaced-disk", "kip101-scenario1")
+    _corpus_through_processes([Path(scenario(n)) for n in names], ("hw-truncation", "kip-320"))
+
+
+@pytest.mark.slow
+def test_the_whole_corpus_through_brokers_as_processes(scenario_files):
+    _corpus_through_processes(scenario_files, PROTOCOLS)

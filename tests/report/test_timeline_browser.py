@@ -1,0 +1,77 @@
+"""HTML timelines and campaign pages in a real headless Chromium: they load without errors or
+network requests, show one lane per replica and one column per step run, outline the first bad
+step with the property in words, and leave a screenshot in the test artifacts."""
+from __future__ import annotations
+
+import json
+
+from isrcheck.conformance.cli import main
+from isrcheck.conformance.schedule import load_schedule
+from isrcheck.specs import BY_ID
+
+
+def test_violation_timeline_shows_a_lane_per_replica_and_a_column_per_step(tmp_path, scenario, open_page, artifacts):
+    source = scenario("kip101-scenario2")
+    out = tmp_path / "kip101-scenario2.html"
+    assert main(["report", source, "--protocol", "hw-truncation", "--html", str(out)]) == 0  # its expected verdict
+    schedule = load_schedule(source)
+    page, errors = open_page(out)
+    page.locator(".step-head.first-bad").scroll_into_view_if_needed()  # the picture shows the failure
+    page.screenshot(path=str(artifacts / "timeline-kip101-scenario2-hw-truncation.png"), full_page=True)
+    assert errors == []
+    assert page.locator(".lane.replica").count() == schedule.config.replicas
+    # the initial state and the 33 steps run until StrongIsr fails at step 32
+    heads = page.locator(".step-head[data-step]")
+    assert heads.count() == 1 + 33
+    assert heads.last.get_attribute("data-step") == "32"
+    bad = page.locator(".step-head.first-bad")
+    assert bad.count() == 1 and bad.get_attribute("data-step") == "32"
+    assert BY_ID["StrongIsr"].statement[:60] in page.locator("#verdict").inner_text()
+    assert "isrcheck check" in page.locator("#verdict").inner_text()
+    # each replica cell shows its log entries with offset, epoch and record
+    first_entry = page.locator(".lane.replica[data-replica='0'] .entry").first
+    assert first_entry.inner_text() == "0:e0/r1"
+
+
+def test_refused_steps_are_shaded_and_listed(tmp_path, open_page, artifacts):
+    doc = {"format": "isrcheck-schedule", "version": 1, "protocol": "kip-320",
+           "config": {"replicas": 3, "min_insync_replicas": 2},
+           "steps": [{"step": "produce", "replica": 0, "acks": 1},
+                     {"step": "handle_fetch", "replica": 1},  # nothing in flight: refused by both
+                     {"step": "send_fetch", "replica": 1}]}
+    path = tmp_path / "refused.json"
+    path.write_text(json.dumps(doc))
+    out = tmp_path / "refused.html"
+    assert main(["report", str(path), "--html", str(out)]) == 0
+    page, errors = open_page(out)
+    assert errors == []
+    assert page.locator(".lane.replica").count() == 3
+    assert page.locator(".step-head[data-step]").count() == 4
+    assert page.locator(".step-head.refused").get_attribute("data-step") == "1"
+    assert "no fetch request of replica 1 in flight" in page.inner_text("body")
+    assert page.locator(".first-bad").count() == 0
+
+
+def test_a_divergence_outlines_the_first_differing_step_with_the_diff(tmp_path, scenario, open_page, artifacts,
+                                                                     monkeypatch):
+    """A mutant implementation whose leader never advances its HW (Partition.maybe_increment_leader_hw
+    does nothing) never answers the acks=all produce: the model answers it at the fetch that
+    advances the HW, and the timeline stops there with the two sides' outputs."""
+    from isrcheck.impl.replication.partition import Partition
+
+    monkeypatch.setattr(Partition, "maybe_increment_leader_hw", lambda self: False)
+    out = tmp_path / "mutant.html"
+    assert main(["report", scenario("healthy-acks-all"), "--html", str(out)]) == 1  # expected pass
+    page, errors = open_page(out)
+    page.locator(".step-head.first-bad").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "timeline-divergence.png"), full_page=True)
+    assert errors == []
+    bad = page.locator(".step-head.first-bad")
+    assert bad.count() == 1
+    step = int(bad.get_attribute("data-step"))
+    assert page.locator(".step-head[data-step]").count() == 1 + step + 1  # nothing after it is run
+    assert "divergence" in page.locator("#verdict").inner_text()
+    diff = page.locator("#diff").inner_text()
+    assert diff.startswith(f"step {step} handle_fetch(") and "outputs differ\n(model != impl)" in diff
+    assert "'acks': -1, 'error': 'NONE'" in diff and diff.endswith("!= []")
+    assert "model / implementation diff" in page.inner_text("body")
