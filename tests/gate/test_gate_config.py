@@ -47,10 +47,12 @@ def test_a_corpus_file_that_is_not_a_schedule_is_bad_input(tmp_path, capsys):
     assert "broken.json: not valid JSON" in out.err
 
 
-def test_configured_cover_without_a_cover_engine_is_a_clear_error(tmp_path, capsys):
-    cover = next(e for e in ENGINES if e.name == "cover")
-    if cover.available():
-        pytest.skip("this isrcheck has a cover engine")
+def test_an_engine_that_is_not_installed_is_a_clear_error(tmp_path, capsys, monkeypatch):
+    import isrcheck.conformance.gate.engines as engines
+    import isrcheck.conformance.gate.run as run
+    missing = tuple(Engine(e.name, "no.such.module:run", e.what) if e.name == "cover" else e for e in ENGINES)
+    for module in (engines, run):
+        monkeypatch.setattr(module, "ENGINES", missing)
     code, out = _gate(tmp_path, capsys, "[tool.isrcheck.gate.cover]\nmax_records = 1\n")
     assert code == 2
     assert "[tool.isrcheck.gate.cover] is configured, but this isrcheck has no cover engine" in out.err
