@@ -68,9 +68,11 @@ def _chromium() -> str | None:
     return next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser")) if p), None)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def browser():
-    """A real headless Chromium (Debian's ``chromium``, driven by Playwright). Skipped with the
+    """A real headless Chromium (Debian's ``chromium``, driven by Playwright), one per test:
+    Playwright's sync API keeps an event loop running in this thread while it is open, which
+    would break every later ``asyncio.run`` of the worker (the real-socket tests). Skipped with the
     reason when it is absent, except in CI (CI=true), where .ci/run installs it: there a missing
     browser fails the test."""
     executable = _chromium()
