@@ -494,11 +494,7 @@ def _register(nx: NextState, r: int, unclean: bool) -> None:
     nx.controller = c._replace(broker_epochs=c.broker_epochs[:r] + (epoch,) + c.broker_epochs[r + 1:])
     nx.replicas[r] = updated(nx.replicas[r], broker_epoch=epoch)
     if unclean and _remove_broker(nx, r, tuple(i for i in c.isr if i != r), (r,)):
-        c = nx.controller
-        msg = LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
-        for b in range(nx.cfg.replicas):
-            if b != r and b not in c.fenced:
-                nx.send("leader_and_isr", b, msg)
+        nx.send_leader_and_isr(skip=r)
     c = nx.controller = nx.controller._replace(fenced=tuple(b for b in nx.controller.fenced if b != r))
     nx.send("leader_and_isr", r, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch))
 

@@ -63,12 +63,13 @@ class NextState:
         self.out.append({"type": "produce", "replica": r, "record": record, "records": records, "acks": acks,
                          "error": error, "offset": offset if error == NONE else -1})
 
-    def send_leader_and_isr(self) -> None:
-        """The controller propagates its partition state to every unfenced broker, in id order."""
+    def send_leader_and_isr(self, skip: int = -1) -> None:
+        """The controller propagates its partition state to every unfenced broker but ``skip``, in
+        id order."""
         c = self.controller
         msg = LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
         for b in range(self.cfg.replicas):
-            if b not in c.fenced:
+            if b != skip and b not in c.fenced:
                 self.send("leader_and_isr", b, msg)
 
 
