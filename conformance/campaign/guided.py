@@ -3,8 +3,11 @@ schedules of a round that reached coverage no earlier schedule had (an abstract-
 step pair, an outcome: the ``coverage`` column) become the parents of the next round's
 schedules, each a mutation of one or two parents.
 
-Round 0 is the unguided campaign's random walks on its first seeds. A later round's seed picks,
-with its own ``random.Random(seed)``, one or two mutations among: splice two parents (a prefix of
+Round 0 is the unguided campaign's random walks on its first seeds. The parents are a corpus kept
+for good, as AFL's queue: every schedule that reached something new stays a parent in the rounds
+after it. A later round's seed is, one time in ``1 / FRESH`` (drawn from the seed), a random walk
+as in round 0, so the campaign keeps exploring where no parent leads; otherwise it picks, with its
+own ``random.Random(seed)``, one or two mutations among: splice two parents (a prefix of
 one and a suffix of the other), insert a fault step (crash, fence, rejoin, restart, lost disk,
 dropped message, clock tick, election) at a random place, remove a fault step, change a step's
 replica. A mutant that leaves the fault profile's budget (``walk.within_budget``) is drawn again
@@ -23,7 +26,7 @@ import json
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -42,6 +45,7 @@ from .store import CampaignStore, atomic_write_bytes, atomic_write_json
 
 GUIDED_SCHEMA = pa.schema(list(ROW_SCHEMA) + [
     ("round", pa.int32()), ("parents", pa.list_(pa.int64())), ("schedule", pa.string())])
+FRESH = 0.25  # share of a guided round's seeds that run a fresh random walk instead of a mutant
 FAULTS = ("crash", "fence", "rejoin", "restart", "lose_disk", "drop", "tick", "elect")
 MUTATIONS = ("splice", "insert_fault", "remove_fault", "change_replica")
 
@@ -73,12 +77,38 @@ def mutate(rng: random.Random, parents: list[tuple[int, dict]], replicas: int, m
     return steps[:max_steps], sorted(set(used))
 
 
+@dataclass
+class Corpus:
+    """The parents of the next round: each schedule that reached coverage (an item of its row's
+    ``coverage``) no schedule before it had, kept for good."""
+
+    seen: set = field(default_factory=set)
+    parents: list = field(default_factory=list)  # [(seed, schedule JSON)], in the order found
+
+    def add(self, seed: int, coverage, schedule: dict | None) -> bool:
+        """Keep ``schedule`` as a parent if ``coverage`` holds something new; say whether it did."""
+        fresh = [c for c in coverage if c not in self.seen]
+        self.seen.update(fresh)
+        if fresh and schedule is not None:
+            self.parents.append((seed, schedule))
+            return True
+        return False
+
+    def mutants(self) -> "Mutants | None":
+        return Mutants(tuple(self.parents)) if self.parents else None
+
+
 @dataclass(frozen=True)
 class Mutants:
     """The schedules of a round after the first: for each seed, a mutant of the round's parents."""
 
     parents: tuple  # ((seed, schedule JSON), ...)
     tries: int = 8
+
+    @staticmethod
+    def explores(seed: int) -> bool:
+        """Whether the seed runs a fresh random walk instead of a mutant (a draw of its own)."""
+        return random.Random(f"fresh-{seed}").random() < FRESH
 
     def child(self, seed: int, protocol: str, steps: int, faults: str) -> tuple[Schedule, list[int]]:
         """The seed's schedule and its parents' seeds."""
@@ -108,7 +138,7 @@ def run_guided_range(spec: TaskSpec, round_: int, mutants: Mutants | None, lo: i
         kept: dict = {}
 
         def walk(seed, protocol, steps, faults="default", config=None, refusals=spec.refusals):
-            if mutants is None:
+            if mutants is None or mutants.explores(seed):
                 schedule, verdict = base.random_walk(seed, protocol, steps, faults=faults, config=config,
                                                      refusals=refusals)
                 used = []
@@ -153,8 +183,7 @@ def run_guided(params, out: str | Path, rounds: int, *, spark, say=lambda text: 
         raise CampaignError(str(exc)) from None
     sc = spark.sparkContext
     per = -(-params.schedules // rounds)
-    seen: set[str] = set()
-    parents: list[tuple[int, dict]] = []
+    corpus = Corpus()
     growth, all_rows = [], []
     t0 = time.perf_counter()
     for r in range(rounds):
@@ -165,7 +194,7 @@ def run_guided(params, out: str | Path, rounds: int, *, spark, say=lambda text: 
         store = CampaignStore(Path(out) / f"round-{r}", params.protocol)
         store.bind({**params.identity(), "round": r})
         store.remove_orphans()
-        mutants = Mutants(tuple(parents)) if parents else None
+        mutants = corpus.mutants()
         spec = TaskSpec(out=str(store.root.resolve()), protocol=params.protocol, steps=params.steps,
                         faults=params.faults, shrink_budget_s=params.shrink_budget_s, refusals=params.refusals)
         done = [(c.lo, c.hi) for c in store.completed()]
@@ -173,20 +202,15 @@ def run_guided(params, out: str | Path, rounds: int, *, spark, say=lambda text: 
         if chunks:
             sc.parallelize(chunks, len(chunks)).mapPartitions(partial(_run_chunks, spec, r, mutants)).collect()
         rows = sorted(pq.read_table(store.partition_dir).to_pylist(), key=lambda row: row["seed"])
-        new_parents = []
-        for row in rows:
-            fresh = [c for c in row["coverage"] if c not in seen]
-            seen.update(fresh)
-            if fresh and row["schedule"]:
-                new_parents.append((row["seed"], json.loads(row["schedule"])))
-        parents = new_parents or parents
+        new_parents = sum(corpus.add(row["seed"], row["coverage"], json.loads(row["schedule"]) if row["schedule"]
+                                     else None) for row in rows)
         all_rows += rows
-        growth.append({"round": r, "schedules": len(all_rows), "new_parents": len(new_parents),
-                       "distinct_coverage": len(seen),
-                       "abstract_states": sum(1 for c in seen if c.startswith("s:")),
+        growth.append({"round": r, "schedules": len(all_rows), "new_parents": new_parents,
+                       "parents": len(corpus.parents), "distinct_coverage": len(corpus.seen),
+                       "abstract_states": sum(1 for c in corpus.seen if c.startswith("s:")),
                        "failing": sum(row["verdict"] != "pass" for row in rows)})
-        say(f"round {r}: {hi - lo} schedules, {len(new_parents)} reached something new; "
-            f"{len(seen)} distinct coverage items")
+        say(f"round {r}: {hi - lo} schedules, {new_parents} reached something new; "
+            f"{len(corpus.seen)} distinct coverage items")
     counts = Counter(row["failure_id"] for row in all_rows if row["failure_id"])
     firsts = {}
     for row in all_rows:
@@ -202,7 +226,7 @@ def run_guided(params, out: str | Path, rounds: int, *, spark, say=lambda text: 
                "distinct_failures": len(failures),
                "failures": [{k: f[k] for k in ("id", "verdict", "property", "seed", "seeds", "first_bad_step",
                                                "steps", "shrunk_steps", "file", "original_file")} for f in failures],
-               "coverage_growth": growth, "distinct_coverage": len(seen),
+               "coverage_growth": growth, "distinct_coverage": len(corpus.seen),
                "run": {"seconds": round(time.perf_counter() - t0, 3), "master": sc.master,
                        "parallelism": sc.defaultParallelism}}
     atomic_write_json(top.summary_path, summary)

@@ -1,4 +1,4 @@
-"""``isrcheck fuzz --guided``: rounds whose new-coverage schedules are the next round's parents;
+"""``isrcheck fuzz --guided``: rounds whose new-coverage schedules join the corpus of parents;
 reproducible, resumable, and within the fault budget (kip-320 passes)."""
 import json
 import random
@@ -8,7 +8,7 @@ import pytest
 
 from isrcheck.conformance import random_walk
 from isrcheck.conformance.campaign import CampaignParams, start_spark
-from isrcheck.conformance.campaign.guided import FAULTS, mutate, run_guided
+from isrcheck.conformance.campaign.guided import FAULTS, Mutants, mutate, run_guided
 from isrcheck.conformance.cli import main
 
 
@@ -47,7 +47,12 @@ def test_guided_rounds_grow_coverage_reproducibly_and_resume(spark, tmp_path):
     assert growth == sorted(growth) and growth[-1] > growth[0]
     rows = _rows(tmp_path / "a")
     assert [r[0] for r in rows] == list(range(24))
-    assert all(r[2] == [] for r in rows if r[1] == 0) and all(r[2] for r in rows if r[1] > 0)
+    # round 0 is random walks; later rounds are mutants with parents, but for a share of fresh walks
+    assert all(r[2] == [] for r in rows if r[1] == 0)
+    later = [r for r in rows if r[1] > 0]
+    assert all(bool(r[2]) != Mutants.explores(r[0]) for r in later)
+    assert any(r[2] for r in later) and any(not r[2] for r in later)
+    assert [g["parents"] for g in a["coverage_growth"]] == sorted(g["parents"] for g in a["coverage_growth"])
     b = run_guided(params, tmp_path / "b", 3, spark=spark)
     assert _rows(tmp_path / "b") == rows and b["coverage_growth"] == a["coverage_growth"]
     again = run_guided(params, tmp_path / "a", 3, spark=spark)  # resumes: nothing left to run
