@@ -15,6 +15,10 @@ from isrcheck.specs import BY_ID
 # One broker, acks=all with min ISR 1, one power loss and one restart before the controller
 # noticed: the write is acknowledged, lost with the page cache, and the broker leads again.
 TINY = Scope(max_records=1, max_epoch=1, max_crashes=1, max_power_losses=1, crash_kinds=(), max_bounces=1)
+# The same with a second election: after the power loss kip-966's controller learns of the unclean
+# shutdown at the restart, takes the broker out of ISR and leadership and elects it again as the
+# last known leader; the loss takes one transition more than the fast bounce of kip-320 / kip-903.
+TINY_LAST_LEADER = Scope(max_records=1, max_epoch=2, max_crashes=1, max_power_losses=1, crash_kinds=(), max_bounces=1)
 # Two brokers and fetch rounds: hw-truncation's follower truncates to a lagging HW (WeakIsr).
 SMALL = Scope(max_records=1, max_epoch=2, max_crashes=1)
 
@@ -43,6 +47,11 @@ def assert_same_as_explorer(config: ModelConfig, scope: Scope, properties=tuple(
 @pytest.mark.parametrize("protocol", sorted(RULES))
 def test_shortest_violation_depth_is_the_explorers(protocol):
     assert_same_as_explorer(ModelConfig(protocol=protocol, replicas=1, min_insync_replicas=1), TINY)
+
+
+@pytest.mark.parametrize("protocol", ["kip-320", "kip-903", "kip-966"])
+def test_shortest_violation_depth_is_the_explorers_with_the_last_known_leader(protocol):
+    assert_same_as_explorer(ModelConfig(protocol=protocol, replicas=1, min_insync_replicas=1), TINY_LAST_LEADER)
 
 
 @pytest.mark.slow
