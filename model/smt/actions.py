@@ -221,7 +221,7 @@ def effect_send_fetch(nx: Next, st: Step) -> None:
     nx.push("fetch_requests", r, {
         "leader": leader, "lepoch": nx.rep(r, "lepoch"), "off": z3.If(query, -1, n),
         "lfe": z3.If(query, -1, nx.latest_epoch(f"r{r}.")), "qe": z3.If(query, nx.rep(r, "trunc"), -1),
-        "mb": z3.IntVal(0), "be": z3.If(query, -1, _rules(nx).fetch_broker_epoch(nx, r))},
+        "mb": z3.If(query, 0, st.max_batches), "be": z3.If(query, -1, _rules(nx).fetch_broker_epoch(nx, r))},
         when=nx.of_replica(leader, "alive"))
 
 
@@ -235,12 +235,12 @@ def effect_handle_fetch(nx: Next, st: Step) -> None:
     rules = _rules(nx)
 
     def serve(x: Next, d: int) -> None:
-        def respond(y: Next, error: str | object, kind: str, hw=-1, epoch=-1, end=-1, start=None) -> None:
+        def respond(y: Next, error: str | object, kind: str, hw=-1, epoch=-1, end=-1, start=None, stop=None) -> None:
             fields = {"leader": z3.IntVal(d), "lepoch": req["lepoch"],
                       "err": ERROR[error] if isinstance(error, str) else error, "kind": z3.IntVal(KIND[kind]),
                       "hw": hw, "ep": epoch, "end": end}
-            if start is not None:
-                rn = y.rep(d, "len") - start
+            if start is not None:  # the records log[start:stop]
+                rn = stop - start
                 fields.update(rn=rn, rstart=z3.If(rn > 0, start, 0))
                 for k in range(y.b.log):
                     for f in ("e", "rec", "base"):
@@ -253,8 +253,8 @@ def effect_handle_fetch(nx: Next, st: Step) -> None:
             y.set_rep(d, **{f"rleo{r}": off, f"rbe{r}": req["be"],
                             f"lcu{r}": z3.If(off >= leo, y["now"], y.rep(d, f"lcu{r}"))})
             maybe_increment_leader_hw(y, d)
-            respond(y, "NONE", "records", hw=y.rep(d, "hw"),
-                    start=z3.If(off < leo, y.log_field(f"r{d}.", "base", off), leo))
+            start = z3.If(off < leo, y.log_field(f"r{d}.", "base", off), leo)  # the whole batch
+            respond(y, "NONE", "records", hw=y.rep(d, "hw"), start=start, stop=_fetch_end(y, d, start, req["mb"]))
 
         def fetch(y: Next) -> None:
             leo = y.rep(d, "len")
@@ -279,6 +279,18 @@ def effect_handle_fetch(nx: Next, st: Step) -> None:
         x.branch(x.rep(d, "leader") != d, lambda y: respond(y, "NOT_LEADER_OR_FOLLOWER", "error"), led)
 
     nx.cases(req["leader"], range(nx.b.replicas), serve)
+
+
+def _fetch_end(nx: Next, d: int, start, max_batches):
+    """Where a Fetch from batch base ``start`` ends: the leader's LEO, or with ``max_batches`` > 0
+    (replica.fetch.max.bytes in whole batches) the end of that many batches, if the log has them."""
+    p, leo = f"r{d}.", nx.rep(d, "len")
+    ends = [z3.And(k >= start, k < leo, z3.Or(k + 1 == leo, nx[f"{p}base{k + 1}"] != nx[f"{p}base{k}"])
+                   if k + 1 < nx.b.log else k + 1 == leo) for k in range(nx.b.log)]
+    stop = leo
+    for k in range(nx.b.log - 1, -1, -1):  # the max_batches-th batch end from ``start``
+        stop = z3.If(z3.And(ends[k], count(ends[:k + 1]) == max_batches), k + 1, stop)
+    return stop
 
 
 def guard_handle_fetch_response(nx: Next, st: Step):
@@ -604,8 +616,6 @@ def unsupported(st: Step) -> str | None:
     """Why the encoding cannot take ``st``, or None."""
     if st.name not in ENCODED:
         return f"step {st.name!r} has no SMT encoding"
-    if st.name == "send_fetch" and st.max_batches:
-        return "send_fetch with max_batches > 0 (partial fetches) has no SMT encoding"
     if st.name == "crash" and (st.survive or st.torn):
         return "crash with survive or torn (partial write-back) has no SMT encoding"
     return None

@@ -19,6 +19,8 @@ TINY = Scope(max_records=1, max_epoch=1, max_crashes=1, max_power_losses=1, cras
 # shutdown at the restart, takes the broker out of ISR and leadership and elects it again as the
 # last known leader; the loss takes one transition more than the fast bounce of kip-320 / kip-903.
 TINY_LAST_LEADER = Scope(max_records=1, max_epoch=2, max_crashes=1, max_power_losses=1, crash_kinds=(), max_bounces=1)
+# Two brokers, two one-record batches fetched one batch at a time or at once.
+PARTIAL = Scope(max_records=2, max_epoch=1, max_crashes=0, partial_fetches=True, acks=(1,))
 # Two brokers and fetch rounds: hw-truncation's follower truncates to a lagging HW (WeakIsr).
 SMALL = Scope(max_records=1, max_epoch=2, max_crashes=1)
 
@@ -52,6 +54,12 @@ def test_shortest_violation_depth_is_the_explorers(protocol):
 @pytest.mark.parametrize("protocol", ["kip-320", "kip-903", "kip-966"])
 def test_shortest_violation_depth_is_the_explorers_with_the_last_known_leader(protocol):
     assert_same_as_explorer(ModelConfig(protocol=protocol, replicas=1, min_insync_replicas=1), TINY_LAST_LEADER)
+
+
+@pytest.mark.parametrize("protocol", ["hw-truncation", "kip-320", "kip-966"])
+def test_partial_fetches_reach_what_the_explorer_reaches(protocol):
+    assert_same_as_explorer(ModelConfig(protocol=protocol, replicas=2, min_insync_replicas=1), PARTIAL,
+                            ("HighWatermarkBound", "WeakIsr", "StrongIsr", "LogMatching"), preprocess=True)
 
 
 @pytest.mark.slow
