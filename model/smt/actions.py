@@ -284,13 +284,7 @@ def effect_handle_fetch(nx: Next, st: Step) -> None:
 def _fetch_end(nx: Next, d: int, start, max_batches):
     """Where a Fetch from batch base ``start`` ends: the leader's LEO, or with ``max_batches`` > 0
     (replica.fetch.max.bytes in whole batches) the end of that many batches, if the log has them."""
-    p, leo = f"r{d}.", nx.rep(d, "len")
-    ends = [z3.And(k >= start, k < leo, z3.Or(k + 1 == leo, nx[f"{p}base{k + 1}"] != nx[f"{p}base{k}"])
-                   if k + 1 < nx.b.log else k + 1 == leo) for k in range(nx.b.log)]
-    stop = leo
-    for k in range(nx.b.log - 1, -1, -1):  # the max_batches-th batch end from ``start``
-        stop = z3.If(z3.And(ends[k], count(ends[:k + 1]) == max_batches), k + 1, stop)
-    return stop
+    return nx.nth_batch_end(f"r{d}.", start, max_batches, nx.rep(d, "len"))
 
 
 def guard_handle_fetch_response(nx: Next, st: Step):
@@ -509,13 +503,21 @@ def effect_rejoin(nx: Next, st: Step) -> None:
 # -- brokers: failures, restarts, disks, fsync ---------------------------------------------------------------
 
 def guard_crash(nx: Next, st: Step):
-    return nx.rep(st.replica, "alive")
+    r = st.replica
+    if not (st.survive or st.torn):
+        return nx.rep(r, "alive")
+    unflushed = count(nx.batch_ends(f"r{r}.", nx.rep(r, "durable")))  # a torn batch is one more than survive
+    return z3.And(nx.rep(r, "alive"), st.survive < unflushed if st.torn else st.survive <= unflushed)
 
 
 def effect_crash(nx: Next, st: Step) -> None:
+    """Clean shutdown flushes; a power loss keeps the first ``survive`` unflushed batches (write-back
+    is sequential); a ``torn`` next batch is cut by log recovery, as if never written."""
     r = st.replica
     if st.arg == "clean":
         nx.set_rep(r, durable=nx.rep(r, "len"), hwc=nx.rep(r, "hw"))
+    elif st.survive:
+        nx.set_rep(r, durable=nx.nth_batch_end(f"r{r}.", nx.rep(r, "durable"), st.survive, nx.rep(r, "durable")))
     for k in range(1, nx.b.records + 1):
         _clear_pending(nx, r, k)
     nx.set_rep(r, alive=z3.BoolVal(False), plost=z3.BoolVal(st.arg == "power"),
@@ -616,8 +618,6 @@ def unsupported(st: Step) -> str | None:
     """Why the encoding cannot take ``st``, or None."""
     if st.name not in ENCODED:
         return f"step {st.name!r} has no SMT encoding"
-    if st.name == "crash" and (st.survive or st.torn):
-        return "crash with survive or torn (partial write-back) has no SMT encoding"
     return None
 
 

@@ -21,6 +21,10 @@ TINY = Scope(max_records=1, max_epoch=1, max_crashes=1, max_power_losses=1, cras
 TINY_LAST_LEADER = Scope(max_records=1, max_epoch=2, max_crashes=1, max_power_losses=1, crash_kinds=(), max_bounces=1)
 # Two brokers, two one-record batches fetched one batch at a time or at once.
 PARTIAL = Scope(max_records=2, max_epoch=1, max_crashes=0, partial_fetches=True, acks=(1,))
+# One broker, batches of up to two records, one power loss that may keep the first unflushed batch
+# or tear the next one.
+TORN = Scope(max_records=2, max_epoch=1, max_crashes=1, max_power_losses=1, crash_kinds=(), torn_writes=True,
+             max_batch_records=2, max_bounces=1)
 # Two brokers and fetch rounds: hw-truncation's follower truncates to a lagging HW (WeakIsr).
 SMALL = Scope(max_records=1, max_epoch=2, max_crashes=1)
 
@@ -60,6 +64,11 @@ def test_shortest_violation_depth_is_the_explorers_with_the_last_known_leader(pr
 def test_partial_fetches_reach_what_the_explorer_reaches(protocol):
     assert_same_as_explorer(ModelConfig(protocol=protocol, replicas=2, min_insync_replicas=1), PARTIAL,
                             ("HighWatermarkBound", "WeakIsr", "StrongIsr", "LogMatching"), preprocess=True)
+
+
+@pytest.mark.parametrize("protocol", ["kip-320", "kip-966"])
+def test_partial_write_back_violates_where_the_explorer_does(protocol):
+    assert_same_as_explorer(ModelConfig(protocol=protocol, replicas=1, min_insync_replicas=1), TORN, preprocess=True)
 
 
 @pytest.mark.slow
