@@ -465,7 +465,8 @@ def guard_elect(nx: Next, st: Step):
 def effect_elect(nx: Next, st: Step) -> None:
     n = nx.b.replicas
     if st.replica != -1:
-        leader, isr, elr = z3.IntVal(st.replica), [nx[f"c.isr{j}"] for j in range(n)], [nx[f"c.elr{j}"] for j in range(n)]
+        leader = z3.IntVal(st.replica)
+        isr, elr = [nx[f"c.isr{j}"] for j in range(n)], [nx[f"c.elr{j}"] for j in range(n)]
     else:
         clean, chosen, unclean = _elect_choice(nx)
         leader = z3.If(clean != -1, clean, unclean)
@@ -606,8 +607,9 @@ def effect_drop(nx: Next, st: Step) -> None:
     nx.pop(MESSAGE_KINDS[st.arg], r, st.index)
     nx["h.drops"] = nx["h.drops"] + 1
     if st.arg in ("alter_partition", "alter_partition_response"):
+        n = nx.b.replicas
         nx.branch(nx.rep(r, "pend"), lambda x: _propose_isr(
-            x, r, [x.rep(r, f"pisr{j}") for j in range(x.b.replicas)], [x.rep(r, f"pep{j}") for j in range(x.b.replicas)]))
+            x, r, [x.rep(r, f"pisr{j}") for j in range(n)], [x.rep(r, f"pep{j}") for j in range(n)]))
 
 
 ENCODED: dict[str, tuple[Callable, Callable]] = {

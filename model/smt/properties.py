@@ -80,7 +80,8 @@ def no_lost_acked_write(s: dict, b: Bounds):
 
 def _holds_committed(s: dict, b: Bounds, i: int):
     """Replica i holds, at its offset, every acknowledged and every consumed record."""
-    return z3.And(*(z3.Implies(s[f"acked{k}"], _holds_at(s, b, i, s[f"ackoff{k}"], k)) for k in range(1, b.records + 1)),
+    return z3.And(*(z3.Implies(s[f"acked{k}"], _holds_at(s, b, i, s[f"ackoff{k}"], k))
+                    for k in range(1, b.records + 1)),
                   *(z3.Implies(s[f"cons{o}_{k}"], _holds_at(s, b, i, z3.IntVal(o), k))
                     for o in range(b.log) for k in range(1, b.records + 1)))
 
