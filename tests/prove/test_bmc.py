@@ -77,7 +77,9 @@ def test_partial_fetches_reach_what_the_explorer_reaches(protocol):
 
 @pytest.mark.parametrize("protocol", ["kip-320", "kip-966"])
 def test_partial_write_back_violates_where_the_explorer_does(protocol):
-    assert_same_as_explorer(ModelConfig(protocol=protocol, replicas=1, min_insync_replicas=1), TORN, preprocess=True)
+    assert_same_as_explorer(ModelConfig(protocol=protocol, replicas=1, min_insync_replicas=1), TORN,
+                            ("HighWatermarkBound", "NoLostAckedWrite", "LeaderCompleteness", "ElrCompleteness"),
+                            preprocess=True)
 
 
 @pytest.mark.slow
