@@ -178,12 +178,15 @@ class Kip903(Kip320):
     name = "kip-903"
 
     def next_broker_epoch(self, epoch):
+        """BrokerRegistrationRequest: every registration gets a new, larger broker epoch."""
         return epoch + 1
 
     def fetch_broker_epoch(self, nx: Next, r: int):
+        """Fetch v15 ReplicaState.ReplicaEpoch: the follower's current broker epoch."""
         return nx.rep(r, "bepoch")
 
     def proposal_epoch(self, epoch):
+        """AlterPartition v3 NewIsrWithEpochs: the broker epoch as the leader knows it."""
         return epoch
 
 
@@ -194,18 +197,23 @@ class Kip966(Kip903):
     name = "kip-966"
 
     def hw_blocked(self, nx: Next, r: int):
+        """Strict min ISR: Partition.maybeIncrementLeaderHW does nothing while isUnderMinIsr."""
         return nx.isr_count(r) < nx.cfg.min_insync_replicas
 
     def unclean_shutdown(self, kind: str) -> bool:
+        """A power loss or a lost disk may have lost acknowledged data (a process crash keeps the page cache)."""
         return kind in ("power", "lost disk")
 
     def last_known_leader(self, r: int):
+        """The leader a partition loses is remembered for the last-resort election."""
         return z3.IntVal(r)
 
     def in_sync(self, nx: Next, r: int, leo):
+        """Partition.isFollowerInSync (Kafka 4.x): the follower's LEO reached the HW and the epoch start."""
         return z3.And(leo >= nx.rep(r, "hw"), leo >= nx.rep(r, "eso"))
 
     def isr_after_fence(self, nx: Next, r: int) -> list:
+        """The ISR may become empty; the ELR keeps who may still lead."""
         return [nx[f"c.isr{j}"] if j != r else z3.BoolVal(False) for j in range(nx.b.replicas)]
 
     def elr_after(self, nx: Next, isr: list, unclean: tuple = ()) -> list:
