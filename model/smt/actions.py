@@ -30,7 +30,7 @@ def _not(x):
 def maybe_increment_leader_hw(nx: Next, r: int) -> None:
     """Partition.maybeIncrementLeaderHW: HW = min LEO over the maximal ISR (only moves up), then
     DelayedProduce completion of the acks=all requests the HW passed (acknowledged with NONE
-    while the ISR holds min.insync.replicas members)."""
+    while the ISR holds min.insync.replicas members); nothing while the HW is blocked (KIP-966)."""
     def lead(x: Next) -> None:
         n, b = x.b.replicas, x.b
         new_hw = x.rep(r, "len")
@@ -51,7 +51,7 @@ def maybe_increment_leader_hw(nx: Next, r: int) -> None:
                 x[f"ackoff{t}"] = z3.If(acks, x.rep(r, f"ppoff{k}") + (t - k), x[f"ackoff{t}"])
         for k in range(1, b.records + 1):
             _clear_pending(x, r, k, done[k])
-    nx.branch(nx.rep(r, "leader") == r, lead)
+    nx.branch(z3.And(nx.rep(r, "leader") == r, _not(_rules(nx).hw_blocked(nx, r))), lead)
 
 
 def _clear_pending(nx: Next, r: int, k: int, when=True) -> None:
@@ -68,10 +68,18 @@ def _leader_guard(nx: Next, r: int):
     return z3.And(nx.rep(r, "alive"), nx.rep(r, "leader") == r, _not(nx.rep(r, "pend")))
 
 
-def _propose_isr(nx: Next, r: int, proposed: list) -> None:
+def _propose_isr(nx: Next, r: int, proposed: list, epochs: list | None = None) -> None:
+    """An AlterPartition for ``proposed`` naming each member's broker epoch as the leader knows it
+    (KIP-903), or the resend of the pending one with the ``epochs`` it was proposed with."""
+    if epochs is None:
+        known = _rules(nx).proposal_epoch
+        epochs = [z3.If(m, known(nx.rep(r, "bepoch") if j == r else nx.rep(r, f"rbe{j}")), -1)
+                  for j, m in enumerate(proposed)]
     nx.push("alter_partition", r, {"lepoch": nx.rep(r, "lepoch"), "pepoch": nx.rep(r, "pepoch"),
-                                   **{f"isr{j}": m for j, m in enumerate(proposed)}})
-    nx.set_rep(r, pend=z3.BoolVal(True), **{f"pisr{j}": m for j, m in enumerate(proposed)})
+                                   **{f"isr{j}": m for j, m in enumerate(proposed)},
+                                   **{f"ep{j}": e for j, e in enumerate(epochs)}})
+    nx.set_rep(r, pend=z3.BoolVal(True), **{f"pisr{j}": m for j, m in enumerate(proposed)},
+               **{f"pep{j}": e for j, e in enumerate(epochs)})
 
 
 def _send_leader_and_isr(nx: Next, to) -> None:
@@ -80,12 +88,43 @@ def _send_leader_and_isr(nx: Next, to) -> None:
                                    **_isr_fields(nx, "c.isr")}, when=nx.rep(to, "alive"))
 
 
-def _broadcast(nx: Next) -> None:
+def _broadcast(nx: Next, skip: int = -1) -> None:
+    """To every unfenced broker but ``skip``, in id order."""
     for b in range(nx.b.replicas):
-        nx.branch(_not(nx[f"c.fenced{b}"]), lambda x, b=b: _send_leader_and_isr(x, b))
+        if b != skip:
+            nx.branch(_not(nx[f"c.fenced{b}"]), lambda x, b=b: _send_leader_and_isr(x, b))
 
 
-def _register(nx: Next, r: int) -> None:
+def _remove_broker(nx: Next, r: int, isr: list, unclean: tuple):
+    """A partition change taking ``r`` out of leadership and the ISR (now ``isr``), the ELR by
+    KIP-966's rule; the condition that anything changed."""
+    n, rules = nx.b.replicas, _rules(nx)
+    leads = nx["c.leader"] == r
+    elr = rules.elr_after(nx, isr, unclean)
+    changed = z3.simplify(z3.Or(leads, *(z3.Xor(isr[j], nx[f"c.isr{j}"]) for j in range(n)),
+                                *(z3.Xor(elr[j], nx[f"c.elr{j}"]) for j in range(n))))
+    nx["c.lkl"] = z3.If(leads, rules.last_known_leader(r), nx["c.lkl"])
+    nx["c.lepoch"] = z3.If(leads, nx["c.lepoch"] + 1, nx["c.lepoch"])
+    nx["c.leader"] = z3.If(leads, -1, nx["c.leader"])
+    nx["c.pepoch"] = z3.If(changed, nx["c.pepoch"] + 1, nx["c.pepoch"])
+    for j in range(n):
+        nx[f"c.isr{j}"], nx[f"c.elr{j}"] = isr[j], elr[j]
+    return changed
+
+
+def _register(nx: Next, r: int, unclean=False) -> None:
+    """Broker registration: a new broker epoch (KIP-903); after an unclean shutdown (KIP-966) the
+    controller first takes ``r`` out of ISR, ELR and leadership; then unfences it and sends it
+    the partition state."""
+    rules = _rules(nx)
+    epoch = rules.next_broker_epoch(nx[f"c.bep{r}"])
+    nx[f"c.bep{r}"] = epoch
+    nx.set_rep(r, bepoch=epoch)
+
+    def uncleanly(x: Next) -> None:
+        isr = [x[f"c.isr{j}"] if j != r else z3.BoolVal(False) for j in range(x.b.replicas)]
+        x.branch(_remove_broker(x, r, isr, (r,)), lambda y: _broadcast(y, skip=r))
+    nx.branch(unclean, uncleanly)
     nx[f"c.fenced{r}"] = z3.BoolVal(False)
     _send_leader_and_isr(nx, r)
 
@@ -182,7 +221,8 @@ def effect_send_fetch(nx: Next, st: Step) -> None:
     nx.push("fetch_requests", r, {
         "leader": leader, "lepoch": nx.rep(r, "lepoch"), "off": z3.If(query, -1, n),
         "lfe": z3.If(query, -1, nx.latest_epoch(f"r{r}.")), "qe": z3.If(query, nx.rep(r, "trunc"), -1),
-        "mb": z3.IntVal(0)}, when=nx.of_replica(leader, "alive"))
+        "mb": z3.If(query, 0, st.max_batches), "be": z3.If(query, -1, _rules(nx).fetch_broker_epoch(nx, r))},
+        when=nx.of_replica(leader, "alive"))
 
 
 def guard_handle_fetch(nx: Next, st: Step):
@@ -195,12 +235,12 @@ def effect_handle_fetch(nx: Next, st: Step) -> None:
     rules = _rules(nx)
 
     def serve(x: Next, d: int) -> None:
-        def respond(y: Next, error: str | object, kind: str, hw=-1, epoch=-1, end=-1, start=None) -> None:
+        def respond(y: Next, error: str | object, kind: str, hw=-1, epoch=-1, end=-1, start=None, stop=None) -> None:
             fields = {"leader": z3.IntVal(d), "lepoch": req["lepoch"],
                       "err": ERROR[error] if isinstance(error, str) else error, "kind": z3.IntVal(KIND[kind]),
                       "hw": hw, "ep": epoch, "end": end}
-            if start is not None:
-                rn = y.rep(d, "len") - start
+            if start is not None:  # the records log[start:stop]
+                rn = stop - start
                 fields.update(rn=rn, rstart=z3.If(rn > 0, start, 0))
                 for k in range(y.b.log):
                     for f in ("e", "rec", "base"):
@@ -210,10 +250,11 @@ def effect_handle_fetch(nx: Next, st: Step) -> None:
 
         def records(y: Next) -> None:
             leo, off = y.rep(d, "len"), req["off"]
-            y.set_rep(d, **{f"rleo{r}": off, f"lcu{r}": z3.If(off >= leo, y["now"], y.rep(d, f"lcu{r}"))})
+            y.set_rep(d, **{f"rleo{r}": off, f"rbe{r}": req["be"],
+                            f"lcu{r}": z3.If(off >= leo, y["now"], y.rep(d, f"lcu{r}"))})
             maybe_increment_leader_hw(y, d)
-            respond(y, "NONE", "records", hw=y.rep(d, "hw"),
-                    start=z3.If(off < leo, y.log_field(f"r{d}.", "base", off), leo))
+            start = z3.If(off < leo, y.log_field(f"r{d}.", "base", off), leo)  # the whole batch
+            respond(y, "NONE", "records", hw=y.rep(d, "hw"), start=start, stop=_fetch_end(y, d, start, req["mb"]))
 
         def fetch(y: Next) -> None:
             leo = y.rep(d, "len")
@@ -238,6 +279,12 @@ def effect_handle_fetch(nx: Next, st: Step) -> None:
         x.branch(x.rep(d, "leader") != d, lambda y: respond(y, "NOT_LEADER_OR_FOLLOWER", "error"), led)
 
     nx.cases(req["leader"], range(nx.b.replicas), serve)
+
+
+def _fetch_end(nx: Next, d: int, start, max_batches):
+    """Where a Fetch from batch base ``start`` ends: the leader's LEO, or with ``max_batches`` > 0
+    (replica.fetch.max.bytes in whole batches) the end of that many batches, if the log has them."""
+    return nx.nth_batch_end(f"r{d}.", start, max_batches, nx.rep(d, "len"))
 
 
 def guard_handle_fetch_response(nx: Next, st: Step):
@@ -297,8 +344,8 @@ def effect_deliver_leader_and_isr(nx: Next, st: Step) -> None:
     if not _rules(nx).follows_leaderless:
         newer = z3.And(newer, m["leader"] != -1)
     isr = {f"isr{j}": m[f"isr{j}"] for j in range(n)}
-    neutral = {**{f"rleo{j}": z3.IntVal(-1) for j in range(n)}, **{f"pisr{j}": z3.BoolVal(False) for j in range(n)},
-               "pend": z3.BoolVal(False)}
+    neutral = {**{f"{f}{j}": z3.IntVal(-1) for j in range(n) for f in ("rleo", "rbe", "pep")},
+               **{f"pisr{j}": z3.BoolVal(False) for j in range(n)}, "pend": z3.BoolVal(False)}
 
     def make_leader(x: Next) -> None:
         x.set_rep(r, leader=z3.IntVal(r), lepoch=m["lepoch"], pepoch=m["pepoch"], eso=x.rep(r, "len"),
@@ -326,8 +373,8 @@ def _lagging(nx: Next, r: int) -> list:
 
 
 def _caught_up(nx: Next, r: int) -> list:
-    may = _rules(nx).may_expand_isr(nx, r)
-    return [z3.And(may, _not(nx.rep(r, f"isr{f}")), nx.rep(r, f"rleo{f}") >= nx.rep(r, "hw")) if f != r
+    in_sync = _rules(nx).in_sync
+    return [z3.And(_not(nx.rep(r, f"isr{f}")), in_sync(nx, r, nx.rep(r, f"rleo{f}"))) if f != r
             else z3.BoolVal(False) for f in range(nx.b.replicas)]
 
 
@@ -357,14 +404,17 @@ def guard_handle_alter_partition(nx: Next, st: Step):
 def effect_handle_alter_partition(nx: Next, st: Step) -> None:
     r, n = st.replica, nx.b.replicas
     m = nx.pop("alter_partition", r)
-    fenced = z3.Or([z3.And(m[f"isr{j}"], nx[f"c.fenced{j}"]) for j in range(n)])
+    ineligible = z3.Or([z3.And(m[f"isr{j}"], z3.Or(nx[f"c.fenced{j}"], z3.And(
+        m[f"ep{j}"] != -1, m[f"ep{j}"] != nx[f"c.bep{j}"]))) for j in range(n)])
     error = z3.If(z3.Or(nx["c.leader"] != r, m["lepoch"] != nx["c.lepoch"]), ERROR["FENCED_LEADER_EPOCH"],
                   z3.If(m["pepoch"] != nx["c.pepoch"], ERROR["INVALID_UPDATE_VERSION"],
-                        z3.If(fenced, ERROR["INELIGIBLE_REPLICA"], ERROR["NONE"])))
+                        z3.If(ineligible, ERROR["INELIGIBLE_REPLICA"], ERROR["NONE"])))
 
     def commit(x: Next) -> None:
+        isr = [m[f"isr{j}"] for j in range(n)]
+        elr = _rules(x).elr_after(x, isr)
         for j in range(n):
-            x[f"c.isr{j}"] = m[f"isr{j}"]
+            x[f"c.isr{j}"], x[f"c.elr{j}"] = isr[j], elr[j]
         x["c.pepoch"] = x["c.pepoch"] + 1
     nx.branch(error == ERROR["NONE"], commit)
     nx.push("alter_partition_responses", r, {"err": error, "lepoch": nx["c.lepoch"], "pepoch": nx["c.pepoch"],
@@ -385,7 +435,8 @@ def effect_handle_alter_partition_response(nx: Next, st: Step) -> None:
         maybe_increment_leader_hw(x, r)
 
     def answer(x: Next) -> None:
-        x.set_rep(r, pend=z3.BoolVal(False), **{f"pisr{j}": z3.BoolVal(False) for j in range(n)})
+        x.set_rep(r, pend=z3.BoolVal(False), **{f"pisr{j}": z3.BoolVal(False) for j in range(n)},
+                  **{f"pep{j}": z3.IntVal(-1) for j in range(n)})
         x.branch(z3.And(m["lepoch"] == x.rep(r, "lepoch"), m["pepoch"] >= x.rep(r, "pepoch")), adopt)
     nx.branch(m["rlepoch"] == nx.rep(r, "lepoch"), answer)
 
@@ -393,20 +444,20 @@ def effect_handle_alter_partition_response(nx: Next, st: Step) -> None:
 # -- the controller -----------------------------------------------------------------------------------------
 
 def _elect_choice(nx: Next) -> tuple:
-    """(clean choice or -1, unclean choice or -1): the first unfenced ISR member, the first unfenced broker."""
-    clean = unclean = z3.IntVal(-1)
+    """(clean choice or -1, its ISR, unclean choice or -1): the variant's clean election (ISR;
+    KIP-966: then ELR, then last known leader), the first unfenced broker."""
+    clean, isr = _rules(nx).elect_clean(nx)
+    unclean = z3.IntVal(-1)
     for j in range(nx.b.replicas - 1, -1, -1):
-        free = _not(nx[f"c.fenced{j}"])
-        clean = z3.If(z3.And(nx[f"c.isr{j}"], free), j, clean)
-        unclean = z3.If(free, j, unclean)
-    return clean, unclean
+        unclean = z3.If(_not(nx[f"c.fenced{j}"]), j, unclean)
+    return clean, isr, unclean
 
 
 def guard_elect(nx: Next, st: Step):
     target = st.replica
     if target != -1:
         return z3.And(nx[f"c.isr{target}"], _not(nx[f"c.fenced{target}"]), nx["c.leader"] != target)
-    clean, unclean = _elect_choice(nx)
+    clean, _isr, unclean = _elect_choice(nx)
     eligible = z3.Or(clean != -1, unclean != -1) if nx.cfg.unclean_leader_election_enable else clean != -1
     return z3.And(nx["c.leader"] == -1, eligible)
 
@@ -414,14 +465,17 @@ def guard_elect(nx: Next, st: Step):
 def effect_elect(nx: Next, st: Step) -> None:
     n = nx.b.replicas
     if st.replica != -1:
-        leader, isr = z3.IntVal(st.replica), [nx[f"c.isr{j}"] for j in range(n)]
+        leader = z3.IntVal(st.replica)
+        isr, elr = [nx[f"c.isr{j}"] for j in range(n)], [nx[f"c.elr{j}"] for j in range(n)]
     else:
-        clean, unclean = _elect_choice(nx)
+        clean, chosen, unclean = _elect_choice(nx)
         leader = z3.If(clean != -1, clean, unclean)
-        isr = [z3.If(clean != -1, nx[f"c.isr{j}"], unclean == j) for j in range(n)]
+        isr = [z3.If(clean != -1, chosen[j], unclean == j) for j in range(n)]
+        elr = [z3.And(clean != -1, e) for e in _rules(nx).elr_after(nx, chosen)]  # an unclean leader: no ELR
     nx["c.leader"], nx["c.lepoch"], nx["c.pepoch"] = leader, nx["c.lepoch"] + 1, nx["c.pepoch"] + 1
+    nx["c.lkl"] = z3.IntVal(-1)
     for j in range(n):
-        nx[f"c.isr{j}"] = isr[j]
+        nx[f"c.isr{j}"], nx[f"c.elr{j}"] = isr[j], elr[j]
     _broadcast(nx)
     if st.replica != -1:
         nx["h.moves"] = nx["h.moves"] + 1
@@ -432,14 +486,8 @@ def guard_fence(nx: Next, st: Step):
 
 
 def effect_fence(nx: Next, st: Step) -> None:
-    r, n = st.replica, nx.b.replicas
-    shrinks = z3.And(nx[f"c.isr{r}"], count([nx[f"c.isr{j}"] for j in range(n)]) > 1)
-    deposed = nx["c.leader"] == r
-    nx[f"c.isr{r}"] = z3.And(nx[f"c.isr{r}"], _not(shrinks))
-    nx["c.lepoch"] = z3.If(deposed, nx["c.lepoch"] + 1, nx["c.lepoch"])
-    nx["c.leader"] = z3.If(deposed, -1, nx["c.leader"])
-    changed = z3.Or(shrinks, deposed)
-    nx["c.pepoch"] = z3.If(changed, nx["c.pepoch"] + 1, nx["c.pepoch"])
+    r = st.replica
+    changed = _remove_broker(nx, r, _rules(nx).isr_after_fence(nx, r), ())
     nx[f"c.fenced{r}"] = z3.BoolVal(True)
     nx.branch(changed, _broadcast)
     nx["h.zombies"] = nx["h.zombies"] + z3.If(nx.rep(r, "alive"), 1, 0)
@@ -450,22 +498,31 @@ def guard_rejoin(nx: Next, st: Step):
 
 
 def effect_rejoin(nx: Next, st: Step) -> None:
-    _register(nx, st.replica)
+    _register(nx, st.replica)  # a live broker: a clean registration
 
 
 # -- brokers: failures, restarts, disks, fsync ---------------------------------------------------------------
 
 def guard_crash(nx: Next, st: Step):
-    return nx.rep(st.replica, "alive")
+    r = st.replica
+    if not (st.survive or st.torn):
+        return nx.rep(r, "alive")
+    unflushed = count(nx.batch_ends(f"r{r}.", nx.rep(r, "durable")))  # a torn batch is one more than survive
+    return z3.And(nx.rep(r, "alive"), st.survive < unflushed if st.torn else st.survive <= unflushed)
 
 
 def effect_crash(nx: Next, st: Step) -> None:
+    """Clean shutdown flushes; a power loss keeps the first ``survive`` unflushed batches (write-back
+    is sequential); a ``torn`` next batch is cut by log recovery, as if never written."""
     r = st.replica
     if st.arg == "clean":
         nx.set_rep(r, durable=nx.rep(r, "len"), hwc=nx.rep(r, "hw"))
+    elif st.survive:
+        nx.set_rep(r, durable=nx.nth_batch_end(f"r{r}.", nx.rep(r, "durable"), st.survive, nx.rep(r, "durable")))
     for k in range(1, nx.b.records + 1):
         _clear_pending(nx, r, k)
-    nx.set_rep(r, alive=z3.BoolVal(False), plost=z3.BoolVal(st.arg == "power"))
+    nx.set_rep(r, alive=z3.BoolVal(False), plost=z3.BoolVal(st.arg == "power"),
+               unclean=z3.BoolVal(_rules(nx).unclean_shutdown(st.arg)))
     for q in MESSAGE_KINDS.values():
         nx.clear(q, r)
     for q in ("fetch_requests", "fetch_responses"):
@@ -484,17 +541,19 @@ def effect_restart(nx: Next, st: Step) -> None:
     r, n = st.replica, nx.b.replicas
     p = f"r{r}."
     nx["h.bounces"] = nx["h.bounces"] + z3.If(nx[f"c.fenced{r}"], 0, 1)
+    unclean = nx.rep(r, "unclean")
     nx.branch(nx.rep(r, "plost"), lambda x: x.cut_log(p, zmin(x.rep(r, "durable"), x.rep(r, "len"))))
     length = nx.rep(r, "len")
     nx.set_rep(r, alive=z3.BoolVal(True), durable=zmin(nx.rep(r, "durable"), length),
                hw=zmin(nx.rep(r, "hwc"), length), leader=z3.IntVal(-1), lepoch=z3.IntVal(-1),
                pepoch=z3.IntVal(-1), eso=z3.IntVal(-1), trunc=z3.IntVal(-1), pend=z3.BoolVal(False),
-               plost=z3.BoolVal(False),
-               **{f"{f}{j}": v for j in range(n) for f, v in (("isr", z3.BoolVal(False)), ("pisr", z3.BoolVal(False)),
-                                                               ("rleo", z3.IntVal(-1)), ("lcu", z3.IntVal(0)))})
+               plost=z3.BoolVal(False), unclean=z3.BoolVal(False),
+               **{f"{f}{j}": v for j in range(n) for f, v in (
+                   ("isr", z3.BoolVal(False)), ("pisr", z3.BoolVal(False)), ("rleo", z3.IntVal(-1)),
+                   ("lcu", z3.IntVal(0)), ("rbe", z3.IntVal(-1)), ("pep", z3.IntVal(-1)))})
     for k in range(1, nx.b.records + 1):
         _clear_pending(nx, r, k)
-    _register(nx, r)
+    _register(nx, r, unclean)
 
 
 def guard_lose_disk(nx: Next, st: Step):
@@ -504,7 +563,8 @@ def guard_lose_disk(nx: Next, st: Step):
 def effect_lose_disk(nx: Next, st: Step) -> None:
     r = st.replica
     nx.cut_log(f"r{r}.", z3.IntVal(0))
-    nx.set_rep(r, durable=z3.IntVal(0), hw=z3.IntVal(0), hwc=z3.IntVal(0), plost=z3.BoolVal(True))
+    nx.set_rep(r, durable=z3.IntVal(0), hw=z3.IntVal(0), hwc=z3.IntVal(0), plost=z3.BoolVal(True),
+               unclean=z3.BoolVal(_rules(nx).unclean_shutdown("lost disk")))
     nx["h.dlosses"] = nx["h.dlosses"] + 1
 
 
@@ -547,8 +607,9 @@ def effect_drop(nx: Next, st: Step) -> None:
     nx.pop(MESSAGE_KINDS[st.arg], r, st.index)
     nx["h.drops"] = nx["h.drops"] + 1
     if st.arg in ("alter_partition", "alter_partition_response"):
+        n = nx.b.replicas
         nx.branch(nx.rep(r, "pend"), lambda x: _propose_isr(
-            x, r, [x.rep(r, f"pisr{j}") for j in range(x.b.replicas)]))
+            x, r, [x.rep(r, f"pisr{j}") for j in range(n)], [x.rep(r, f"pep{j}") for j in range(n)]))
 
 
 ENCODED: dict[str, tuple[Callable, Callable]] = {
@@ -559,10 +620,6 @@ def unsupported(st: Step) -> str | None:
     """Why the encoding cannot take ``st``, or None."""
     if st.name not in ENCODED:
         return f"step {st.name!r} has no SMT encoding"
-    if st.name == "send_fetch" and st.max_batches:
-        return "send_fetch with max_batches > 0 (partial fetches) has no SMT encoding"
-    if st.name == "crash" and (st.survive or st.torn):
-        return "crash with survive or torn (partial write-back) has no SMT encoding"
     return None
 
 

@@ -361,16 +361,19 @@ def wellformed(config: ModelConfig, scope: Scope, b: Bounds, s: dict):
         rng(s[p + "hw"], 0, b.log)
         rng(s[p + "hwc"], 0, b.log)
         rng(s[p + "leader"], -1, n - 1)
-        out += [s[p + "lepoch"] >= -1, s[p + "pepoch"] >= -1, s[p + "eso"] >= -1, s[p + "trunc"] >= -1]
+        out += [s[p + "lepoch"] >= -1, s[p + "pepoch"] >= -1, s[p + "eso"] >= -1, s[p + "trunc"] >= -1,
+                s[p + "bepoch"] >= 0]
         for j in range(n):
-            out += [s[f"{p}rleo{j}"] >= -1, s[f"{p}lcu{j}"] >= 0, z3.Implies(z3.Not(s[p + "pend"]), z3.Not(s[f"{p}pisr{j}"]))]
+            out += [s[f"{p}rleo{j}"] >= -1, s[f"{p}lcu{j}"] >= 0,
+                    z3.Implies(z3.Not(s[p + "pend"]), z3.Not(s[f"{p}pisr{j}"])), s[f"{p}rbe{j}"] >= -1, z3.If(s[f"{p}pisr{j}"], s[f"{p}pep{j}"] >= -1, s[f"{p}pep{j}"] == -1)]
         for k in range(1, b.records + 1):
             out.append(z3.Implies(z3.Not(s[f"{p}pp{k}"]), z3.And(s[f"{p}ppoff{k}"] == 0, s[f"{p}ppdl{k}"] == 0,
                                                                  s[f"{p}ppn{k}"] == 0)))
             out.append(z3.Implies(s[f"{p}pp{k}"], z3.And(s[f"{p}ppoff{k}"] >= 0, s[f"{p}ppn{k}"] >= 1,
                                                          s[f"{p}ppn{k}"] <= b.batch)))
     rng(s["c.leader"], -1, n - 1)
-    out += [s["c.lepoch"] >= 0, s["c.pepoch"] >= 0]
+    rng(s["c.lkl"], -1, n - 1)
+    out += [s["c.lepoch"] >= 0, s["c.pepoch"] >= 0, *(s[f"c.bep{j}"] >= 0 for j in range(n))]
     for q in QUEUES:
         for r in range(n):
             length = s[f"{q}{r}.n"]

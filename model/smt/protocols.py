@@ -6,7 +6,7 @@ from __future__ import annotations
 import z3
 
 from .state import ERROR
-from .terms import Next, zmin
+from .terms import Next, count, pick, zmin
 
 
 class UnsupportedVariant(ValueError):
@@ -36,12 +36,61 @@ class Protocol:
         """Before KIP-320 a leader serves any Fetch: None, no validation."""
         return None
 
-    def may_expand_isr(self, nx: Next, r: int):
-        return z3.BoolVal(True)
+    def in_sync(self, nx: Next, r: int, leo):
+        """Partition.maybeExpandIsr before KIP-320: a follower whose LEO reached the HW is in sync."""
+        return leo >= nx.rep(r, "hw")
 
     def consume_error(self, nx: Next, r: int):
         """When a leader refuses a consume (OFFSET_NOT_AVAILABLE, KIP-207), or None: never."""
         return None
+
+    # -- broker epochs (KIP-903) and the ELR (KIP-966): what the older variants do ----------------------
+    def next_broker_epoch(self, epoch):
+        """Broker epochs are not compared before KIP-903: they stay at 0."""
+        return epoch
+
+    def fetch_broker_epoch(self, nx: Next, r: int):
+        """A Fetch before KIP-903 carries no broker epoch: -1."""
+        return z3.IntVal(-1)
+
+    def proposal_epoch(self, epoch):
+        """An AlterPartition before KIP-903 names no broker epochs: -1 for every member."""
+        return z3.IntVal(-1)
+
+    def hw_blocked(self, nx: Next, r: int):
+        """Before KIP-966 min.insync.replicas never blocks the HW."""
+        return z3.BoolVal(False)
+
+    def unclean_shutdown(self, kind: str) -> bool:
+        """Before KIP-966 the controller is not told how a broker shut down."""
+        return False
+
+    def last_known_leader(self, r: int):
+        """Before KIP-966 the controller keeps no last known leader."""
+        return z3.IntVal(-1)
+
+    def isr_after_fence(self, nx: Next, r: int) -> list:
+        """KRaft before KIP-966: a fenced broker leaves the controller's ISR, but the last member stays."""
+        n = nx.b.replicas
+        stays = count([nx[f"c.isr{j}"] for j in range(n)]) <= 1
+        return [nx[f"c.isr{j}"] if j != r else z3.And(nx[f"c.isr{j}"], stays) for j in range(n)]
+
+    def elr_after(self, nx: Next, isr: list, unclean: tuple = ()) -> list:
+        """No Eligible Leader Replicas before KIP-966."""
+        return [z3.BoolVal(False)] * nx.b.replicas
+
+    def elect_clean(self, nx: Next) -> tuple:
+        """Clean election: (the first unfenced member of the controller's ISR or -1, the new ISR)."""
+        n = nx.b.replicas
+        return _first(nx, [nx[f"c.isr{j}"] for j in range(n)]), [nx[f"c.isr{j}"] for j in range(n)]
+
+
+def _first(nx: Next, members: list):
+    """The first unfenced broker of ``members`` (Bools by id), -1 if none."""
+    out = z3.IntVal(-1)
+    for j in range(len(members) - 1, -1, -1):
+        out = z3.If(z3.And(members[j], z3.Not(nx[f"c.fenced{j}"])), j, out)
+    return out
 
 
 class Kip101(Protocol):
@@ -115,14 +164,81 @@ class Kip320(Kip279):
                       z3.If(req["lepoch"] > le, ERROR["UNKNOWN_LEADER_EPOCH"], ERROR["NONE"]))
         return refused, error, epoch, end
 
-    def may_expand_isr(self, nx: Next, r: int):
-        return nx.rep(r, "hw") >= nx.rep(r, "eso")
+    def in_sync(self, nx: Next, r: int, leo):
+        """KIP-320: add followers only once the HW reached the current leader epoch's start."""
+        return z3.And(leo >= nx.rep(r, "hw"), nx.rep(r, "hw") >= nx.rep(r, "eso"))
 
     def consume_error(self, nx: Next, r: int):
         return nx.rep(r, "hw") < nx.rep(r, "eso")
 
 
-RULES: dict[str, Protocol] = {p.name: p for p in (Protocol(), Kip101(), Kip279(), Kip320())}
+class Kip903(Kip320):
+    """KIP-903: registrations get broker epochs; Fetch and AlterPartition carry them."""
+
+    name = "kip-903"
+
+    def next_broker_epoch(self, epoch):
+        """BrokerRegistrationRequest: every registration gets a new, larger broker epoch."""
+        return epoch + 1
+
+    def fetch_broker_epoch(self, nx: Next, r: int):
+        """Fetch v15 ReplicaState.ReplicaEpoch: the follower's current broker epoch."""
+        return nx.rep(r, "bepoch")
+
+    def proposal_epoch(self, epoch):
+        """AlterPartition v3 NewIsrWithEpochs: the broker epoch as the leader knows it."""
+        return epoch
+
+
+class Kip966(Kip903):
+    """KIP-966 part 1: strict min ISR, Eligible Leader Replicas, unclean shutdown detection and
+    the last known leader."""
+
+    name = "kip-966"
+
+    def hw_blocked(self, nx: Next, r: int):
+        """Strict min ISR: Partition.maybeIncrementLeaderHW does nothing while isUnderMinIsr."""
+        return nx.isr_count(r) < nx.cfg.min_insync_replicas
+
+    def unclean_shutdown(self, kind: str) -> bool:
+        """A power loss or a lost disk may have lost acknowledged data (a process crash keeps the page cache)."""
+        return kind in ("power", "lost disk")
+
+    def last_known_leader(self, r: int):
+        """The leader a partition loses is remembered for the last-resort election."""
+        return z3.IntVal(r)
+
+    def in_sync(self, nx: Next, r: int, leo):
+        """Partition.isFollowerInSync (Kafka 4.x): the follower's LEO reached the HW and the epoch start."""
+        return z3.And(leo >= nx.rep(r, "hw"), leo >= nx.rep(r, "eso"))
+
+    def isr_after_fence(self, nx: Next, r: int) -> list:
+        """The ISR may become empty; the ELR keeps who may still lead."""
+        return [nx[f"c.isr{j}"] if j != r else z3.BoolVal(False) for j in range(nx.b.replicas)]
+
+    def elr_after(self, nx: Next, isr: list, unclean: tuple = ()) -> list:
+        """Empty once ``isr`` reaches min ISR, else the members the ISR lost join the ELR, minus
+        those back from an unclean shutdown."""
+        below = count(isr) < nx.cfg.min_insync_replicas
+        return [z3.BoolVal(False) if j in unclean else
+                z3.And(below, z3.Or(nx[f"c.elr{j}"], nx[f"c.isr{j}"]), z3.Not(isr[j])) for j in range(len(isr))]
+
+    def elect_clean(self, nx: Next) -> tuple:
+        """ISR, then an unfenced ELR member (joining the ISR), then the last known leader if the
+        ISR and ELR are empty and it is unfenced."""
+        n = nx.b.replicas
+        isr = [nx[f"c.isr{j}"] for j in range(n)]
+        elr = [nx[f"c.elr{j}"] for j in range(n)]
+        from_isr, from_elr = _first(nx, isr), _first(nx, elr)
+        lkl = nx["c.lkl"]
+        last = z3.And(z3.Not(z3.Or(isr + elr)), lkl >= 0,
+                      z3.Not(pick(lkl, [nx[f"c.fenced{j}"] for j in range(n)], z3.BoolVal(True))))
+        leader = z3.If(from_isr != -1, from_isr, z3.If(from_elr != -1, from_elr, z3.If(last, lkl, -1)))
+        return leader, [z3.If(from_isr != -1, isr[j], z3.If(from_elr != -1, z3.Or(isr[j], from_elr == j), lkl == j))
+                        for j in range(n)]
+
+
+RULES: dict[str, Protocol] = {p.name: p for p in (Protocol(), Kip101(), Kip279(), Kip320(), Kip903(), Kip966())}
 
 
 def rules_for(protocol: str) -> Protocol:

@@ -5,7 +5,9 @@ ids), flags and membership sets (ISR, fenced brokers) are Bools per replica id, 
 bounded by ``Bounds``: a log holds at most ``log`` entries, a FIFO at most its kind's capacity,
 record ids run 1..``records``. Unused slots (past a log's end, past a FIFO's count, a pending
 produce that is not there) hold 0 / False, so a state has exactly one encoding and the successor
-of a transition is a function of its predecessor.
+of a transition is a function of its predecessor. Broker epochs (KIP-903) are per broker id: the
+epochs a pending ISR change or an AlterPartition names for its members hold -1 (unknown, as in
+``remote_broker_epoch``) for the brokers it does not name.
 """
 from __future__ import annotations
 
@@ -55,7 +57,7 @@ class Bounds:
 # Per message kind (State field): its scalar fields, then its per-replica Bool set and, for fetch
 # responses, its records. The order is the message NamedTuple's where it has the same field.
 SCALARS = {
-    "fetch_requests": ("leader", "lepoch", "off", "lfe", "qe", "mb"),
+    "fetch_requests": ("leader", "lepoch", "off", "lfe", "qe", "mb", "be"),
     "fetch_responses": ("leader", "lepoch", "err", "kind", "hw", "ep", "end", "rstart", "rn"),
     "leader_and_isr": ("leader", "lepoch", "pepoch"),
     "alter_partition": ("lepoch", "pepoch"),
@@ -63,8 +65,8 @@ SCALARS = {
 }
 HAS_ISR = ("leader_and_isr", "alter_partition", "alter_partition_responses")
 QUEUES = tuple(MESSAGE_KINDS.values())
-_REPLICA_INTS = ("len", "durable", "hw", "hwc", "leader", "lepoch", "pepoch", "eso", "trunc")
-_REPLICA_BOOLS = ("alive", "pend", "plost")
+_REPLICA_INTS = ("len", "durable", "hw", "hwc", "leader", "lepoch", "pepoch", "eso", "trunc", "bepoch")
+_REPLICA_BOOLS = ("alive", "pend", "plost", "unclean")
 HISTORY_COUNTERS = ("crashes", "plosses", "drops", "bounces", "zombies", "moves", "dlosses")
 
 
@@ -78,12 +80,13 @@ def schema(b: Bounds) -> dict[str, bool]:
         for k in range(b.log):
             keys.update({f"{p}e{k}": False, f"{p}rec{k}": False, f"{p}base{k}": False})
         for j in range(n):
-            keys.update({f"{p}isr{j}": True, f"{p}pisr{j}": True, f"{p}rleo{j}": False, f"{p}lcu{j}": False})
+            keys.update({f"{p}isr{j}": True, f"{p}pisr{j}": True, f"{p}rleo{j}": False, f"{p}lcu{j}": False,
+                         f"{p}rbe{j}": False, f"{p}pep{j}": False})
         for k in range(1, b.records + 1):
             keys.update({f"{p}pp{k}": True, f"{p}ppoff{k}": False, f"{p}ppdl{k}": False, f"{p}ppn{k}": False})
-    keys.update({"c.leader": False, "c.lepoch": False, "c.pepoch": False})
+    keys.update({"c.leader": False, "c.lepoch": False, "c.pepoch": False, "c.lkl": False})
     for j in range(n):
-        keys.update({f"c.isr{j}": True, f"c.fenced{j}": True})
+        keys.update({f"c.isr{j}": True, f"c.fenced{j}": True, f"c.bep{j}": False, f"c.elr{j}": True})
     for q in QUEUES:
         for r in range(n):
             keys[f"{q}{r}.n"] = False
@@ -92,6 +95,8 @@ def schema(b: Bounds) -> dict[str, bool]:
                 keys.update({p + f: False for f in SCALARS[q]})
                 if q in HAS_ISR:
                     keys.update({f"{p}isr{j}": True for j in range(n)})
+                if q == "alter_partition":
+                    keys.update({f"{p}ep{j}": False for j in range(n)})
                 if q == "fetch_responses":
                     for k in range(b.log):
                         keys.update({f"{p}e{k}": False, f"{p}rec{k}": False, f"{p}base{k}": False})
@@ -137,18 +142,20 @@ def embed(b: Bounds, s: State) -> dict:
     if len(s.replicas) != n:
         raise OutOfBounds(f"{len(s.replicas)} replicas, the encoding holds {n}")
     out = {}
-    _neutral_epochs(s)
     for r, rep in enumerate(s.replicas):
         p = f"r{r}."
         _log(out, p, rep.log, b)
         out.update({p + "durable": rep.durable, p + "hw": rep.hw, p + "hwc": rep.hw_checkpoint,
                     p + "leader": rep.leader, p + "lepoch": rep.leader_epoch, p + "pepoch": rep.partition_epoch,
                     p + "eso": rep.epoch_start_offset, p + "trunc": rep.truncating_epoch, p + "alive": rep.alive,
-                    p + "pend": rep.pending_isr is not None, p + "plost": rep.power_lost})
+                    p + "pend": rep.pending_isr is not None, p + "plost": rep.power_lost,
+                    p + "bepoch": rep.broker_epoch, p + "unclean": rep.unclean_shutdown})
         _set(out, p + "isr", rep.isr, n)
         _set(out, p + "pisr", rep.pending_isr or (), n)
+        _member_epochs(out, p + "pep", rep.pending_isr or (), rep.pending_epochs, n)
         for j in range(n):
             out[f"{p}rleo{j}"], out[f"{p}lcu{j}"] = rep.remote_leo[j], rep.last_caught_up[j]
+            out[f"{p}rbe{j}"] = rep.remote_broker_epoch[j]
         for k in range(1, b.records + 1):
             out.update({f"{p}pp{k}": False, f"{p}ppoff{k}": 0, f"{p}ppdl{k}": 0, f"{p}ppn{k}": 0})
         for record, offset, deadline, records in rep.pending_produces:
@@ -156,9 +163,13 @@ def embed(b: Bounds, s: State) -> dict:
             out.update({f"{p}pp{record}": True, f"{p}ppoff{record}": offset, f"{p}ppdl{record}": deadline,
                         f"{p}ppn{record}": records})
     c = s.controller
-    out.update({"c.leader": c.leader, "c.lepoch": c.leader_epoch, "c.pepoch": c.partition_epoch})
+    out.update({"c.leader": c.leader, "c.lepoch": c.leader_epoch, "c.pepoch": c.partition_epoch,
+                "c.lkl": c.last_known_leader})
     _set(out, "c.isr", c.isr, n)
     _set(out, "c.fenced", c.fenced, n)
+    _set(out, "c.elr", c.elr, n)
+    for j in range(n):
+        out[f"c.bep{j}"] = c.broker_epochs[j]
     for q in QUEUES:
         for r, queue in enumerate(getattr(s, q)):
             cap = b.capacity(q)
@@ -187,17 +198,6 @@ def embed(b: Bounds, s: State) -> dict:
     return out
 
 
-def _neutral_epochs(s: State) -> None:
-    """Broker epochs (kip-903) and the ELR (kip-966) are not encoded: the encoded variants keep
-    them at their neutral values, and a state that does not cannot be encoded."""
-    n = len(s.replicas)
-    c = s.controller
-    if c.broker_epochs != (0,) * n or c.elr or c.last_known_leader != -1 or any(
-            rep.broker_epoch or rep.remote_broker_epoch != (-1,) * n or rep.unclean_shutdown
-            or any(e != -1 for e in rep.pending_epochs) for rep in s.replicas):
-        raise OutOfBounds("broker epochs and the ELR (kip-903, kip-966) have no SMT encoding")
-
-
 def _record_id(record: int, b: Bounds) -> None:
     if not 1 <= record <= b.records:
         raise OutOfBounds(f"record id {record}, the encoding holds 1..{b.records}")
@@ -217,10 +217,17 @@ def _set(out: dict, p: str, members: tuple, n: int) -> None:
         out[f"{p}{j}"] = j in members
 
 
+def _member_epochs(out: dict, p: str, members: tuple, epochs: tuple, n: int) -> None:
+    """The broker epoch named for each member (KIP-903 NewIsrWithEpochs), -1 for the others."""
+    named = dict(zip(members, epochs))
+    for j in range(n):
+        out[f"{p}{j}"] = named.get(j, -1)
+
+
 def _message(out: dict, p: str, q: str, m, b: Bounds) -> None:
     n = b.replicas
     if q == "fetch_requests":
-        m = m or FetchRequest(0, 0, 0, 0, 0, 0)
+        m = m or FetchRequest(0, 0, 0, 0, 0, 0, 0)
         out.update(zip((p + f for f in SCALARS[q]), m))
     elif q == "fetch_responses":
         m = m or FetchResponse(0, 0, NONE, "records", (), 0, 0, 0)
@@ -237,9 +244,12 @@ def _message(out: dict, p: str, q: str, m, b: Bounds) -> None:
         out.update({p + "leader": m.leader, p + "lepoch": m.leader_epoch, p + "pepoch": m.partition_epoch})
         _set(out, p + "isr", m.isr, n)
     elif q == "alter_partition":
-        m = m or AlterPartition(0, 0, (), ())
-        out.update({p + "lepoch": m.leader_epoch, p + "pepoch": m.partition_epoch})
-        _set(out, p + "isr", m.isr, n)
+        out.update({p + "lepoch": m.leader_epoch if m else 0, p + "pepoch": m.partition_epoch if m else 0})
+        _set(out, p + "isr", m.isr if m else (), n)
+        if m:
+            _member_epochs(out, p + "ep", m.isr, m.broker_epochs, n)
+        else:
+            out.update({f"{p}ep{j}": 0 for j in range(n)})
     else:
         m = m or AlterPartitionResponse(NONE, 0, (), 0, 0)
         if m.error not in ERROR:
@@ -275,11 +285,12 @@ def decode(b: Bounds, v: dict) -> State:
             remote_leo=tuple(v[f"{p}rleo{j}"] for j in range(n)),
             last_caught_up=tuple(v[f"{p}lcu{j}"] for j in range(n)),
             pending_isr=_members(v, p + "pisr", n) if v[p + "pend"] else None, pending_produces=pending,
-            truncating_epoch=v[p + "trunc"], power_lost=v[p + "plost"], broker_epoch=0,
-            remote_broker_epoch=(-1,) * n, unclean_shutdown=False,
-            pending_epochs=(-1,) * len(_members(v, p + "pisr", n)) if v[p + "pend"] else ()))
+            truncating_epoch=v[p + "trunc"], power_lost=v[p + "plost"], broker_epoch=v[p + "bepoch"],
+            remote_broker_epoch=tuple(v[f"{p}rbe{j}"] for j in range(n)), unclean_shutdown=v[p + "unclean"],
+            pending_epochs=tuple(v[f"{p}pep{j}"] for j in _members(v, p + "pisr", n)) if v[p + "pend"] else ()))
     controller = Controller(v["c.leader"], v["c.lepoch"], _members(v, "c.isr", n), v["c.pepoch"],
-                            _members(v, "c.fenced", n), (0,) * n, (), -1)
+                            _members(v, "c.fenced", n), tuple(v[f"c.bep{j}"] for j in range(n)),
+                            _members(v, "c.elr", n), v["c.lkl"])
     queues = []
     for q in QUEUES:
         queues.append(tuple(tuple(_decode_message(v, f"{q}{r}.{slot}.", q, n) for slot in range(v[f"{q}{r}.n"]))
@@ -309,6 +320,6 @@ def _decode_message(v: dict, p: str, q: str, n: int):
         return LeaderAndIsr(v[p + "leader"], v[p + "lepoch"], _members(v, p + "isr", n), v[p + "pepoch"])
     if q == "alter_partition":
         isr = _members(v, p + "isr", n)
-        return AlterPartition(v[p + "lepoch"], v[p + "pepoch"], isr, (-1,) * len(isr))
+        return AlterPartition(v[p + "lepoch"], v[p + "pepoch"], isr, tuple(v[f"{p}ep{j}"] for j in isr))
     return AlterPartitionResponse(ERRORS[v[p + "err"]], v[p + "lepoch"], _members(v, p + "isr", n),
                                   v[p + "pepoch"], v[p + "rlepoch"])

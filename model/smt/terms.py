@@ -133,6 +133,20 @@ class Next:
         return z3.If(n == 0, -1, z3.If(epoch == self.latest_epoch(p), n,
                                        z3.If(epoch < self.s[p + "e0"], -1, first)))
 
+    def batch_ends(self, p: str, start) -> list:
+        """Per offset k whether it ends a batch at or after offset ``start`` (``state.batch_ends``)."""
+        n, last = self.s[p + "len"], self.b.log - 1
+        return [z3.And(k >= start, k < n, z3.Or(k + 1 == n, self.s[f"{p}base{k + 1}"] != self.s[f"{p}base{k}"])
+                       if k < last else k + 1 == n) for k in range(self.b.log)]
+
+    def nth_batch_end(self, p: str, start, nth, default):
+        """The end offset of the ``nth`` (from 1) batch from ``start``; ``default`` if there is none."""
+        ends = self.batch_ends(p, start)
+        out = default
+        for k in range(self.b.log - 1, -1, -1):
+            out = z3.If(z3.And(ends[k], count(ends[:k + 1]) == nth), k + 1, out)
+        return out
+
     def cut_log(self, p: str, length) -> None:
         """Keep the first ``length`` entries (canonical zeros after them)."""
         for k in range(self.b.log):
