@@ -4,9 +4,9 @@ process each (one core; Spark spreads the same work over more):
     python benchmarks/detection.py [--protocols hw-truncation,kip-101,kip-279] [--budget 120]
                                    [--baseline-budget 600] [--engines cover,fuzz,guided,hypothesis]
 
-- ``cover``: ``isrcheck cover``'s default scope with one power loss and one record
-  (``--max-records 1 --max-power-losses 1``: the default scope itself holds no violation of
-  kip-101 or kip-279), its state graph and path cover (their time included), its schedules run in
+- ``cover``: ``isrcheck cover``'s default scope with one power loss, one record and no lost
+  message (``--max-records 1 --max-power-losses 1 --max-drops 0``: the default scope itself holds
+  no violation of kip-101 or kip-279), its state graph and path cover (their time included), its schedules run in
   order with refused steps (``isrcheck cover``'s executor code);
 - ``fuzz``: random walks of 100 steps, fault profile ``default``, seeds 0, 1, 2, ...;
 - ``guided``: rounds of 50 schedules as ``isrcheck fuzz --guided`` runs them (round 0 random walks,
@@ -42,7 +42,7 @@ from isrcheck.model import ModelConfig
 from isrcheck.model.alphabet import FIELDS, STEPS, is_step
 
 
-DETECTION_SCOPE = replace(COVER_SCOPE, max_records=1, max_power_losses=1)
+DETECTION_SCOPE = replace(COVER_SCOPE, max_records=1, max_power_losses=1, max_drops=0)
 
 
 def cover(protocol: str, budget: float):

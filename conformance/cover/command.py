@@ -16,10 +16,13 @@ from ..cli import SECONDS, UsageError, output_path
 from ..cmd_explore import add_scope_arguments, config_and_scope
 from ..campaign.plan import PARTITIONS
 
-# The default scope: small enough to run completely on two cores within minutes (the explorer's
-# default scope has ~190,000 states on kip-320, each with ~130 refused steps to try).
+# The default scope: every fault class kip-320 survives (a crash, a fast bounce, a lost message,
+# partial fetches, HW checkpoints), small enough to run completely on two cores within minutes
+# (the explorer's default scope has ~190,000 states on kip-320, each with ~130 refused steps to
+# try). Power and disk losses are left out: kip-320 loses data to them (KAFKA-14139, closed by
+# kip-903's broker epochs), and a flag adds them.
 COVER_SCOPE = Scope(max_records=2, max_epoch=2, max_crashes=1, crash_kinds=("clean", "process"),
-                    max_bounces=1, partial_fetches=True, hw_checkpoints=True)
+                    max_bounces=1, max_drops=1, partial_fetches=True, hw_checkpoints=True)
 
 
 def add_arguments(parser) -> None:
