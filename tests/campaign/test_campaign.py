@@ -132,7 +132,8 @@ def _stop_after(out, ranges: int, sig: int, stderr) -> tuple[subprocess.Popen, l
     terminal's Ctrl-C does) once ``ranges`` seed ranges are complete; returns it and its args."""
     args = ["fuzz", *_STOPPED, "--out", str(out)]
     proc = subprocess.Popen([sys.executable, "-m", "isrcheck.conformance.cli", *args],
-                            stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a foreground job
     try:
         deadline = time.monotonic() + 300
         while len(list((out / "ranges").glob("*.json"))) < ranges:

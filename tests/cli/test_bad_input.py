@@ -84,9 +84,12 @@ def test_output_piped_into_head_ends_quietly(tmp_path):
 
 
 def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
+    # SIGINT's default action, as in a terminal's foreground job: a test run started in the
+    # background inherits it ignored, and Python then installs no KeyboardInterrupt handler
     proc = subprocess.Popen([sys.executable, "-m", "isrcheck.conformance.cli", "explore",
                              "--protocol", "kip-320", "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen = b""
     while b"explored" not in seen:  # the progress line: the run is under way
         chunk = os.read(proc.stderr.fileno(), 256)
