@@ -108,3 +108,13 @@ def open_page(browser):
     yield load
     for page in pages:
         page.close()
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """An embedded Spark session on two local cores, one per test module (its start-up is seconds)."""
+    from isrcheck.conformance.campaign import start_spark  # Spark loads only where a test asks
+
+    session = start_spark("local[2]")
+    yield session
+    session.stop()

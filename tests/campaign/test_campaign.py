@@ -14,15 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from isrcheck.conformance import load_schedule, random_walk
-from isrcheck.conformance.campaign import ROW_SCHEMA, CampaignParams, run_campaign, start_spark
+from isrcheck.conformance.campaign import ROW_SCHEMA, CampaignParams, run_campaign
 from isrcheck.conformance.cli import main
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = start_spark("local[2]")
-    yield session
-    session.stop()
 
 
 def _campaign(spark, out, protocol="kip-320", schedules=60, seed=0, partitions=None,

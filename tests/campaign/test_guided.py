@@ -7,16 +7,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from isrcheck.conformance import random_walk
-from isrcheck.conformance.campaign import CampaignParams, start_spark
+from isrcheck.conformance.campaign import CampaignParams
 from isrcheck.conformance.campaign.guided import FAULTS, Mutants, mutate, run_guided
 from isrcheck.conformance.cli import main
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = start_spark("local[2]")
-    yield session
-    session.stop()
 
 
 def _rows(out):

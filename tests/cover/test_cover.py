@@ -6,7 +6,6 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from isrcheck.conformance.campaign import start_spark
 from isrcheck.conformance.cli import main
 from isrcheck.conformance.cover.driver import run_cover
 from isrcheck.conformance.cover.executor import CoverSpec, run_range
@@ -19,13 +18,6 @@ from isrcheck.model.explorer import explore
 TINY = Scope(max_records=1, max_epoch=1, max_crashes=1)
 TINY_ARGS = ["--replicas", "2", "--max-records", "1", "--max-epoch", "1", "--max-crashes", "1"]
 LOSSY = Scope(max_records=1, max_epoch=2, max_crashes=1, max_bounces=1)
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = start_spark("local[2]")
-    yield session
-    session.stop()
 
 
 def _config(protocol):
