@@ -22,20 +22,28 @@ from .store import CampaignStore, atomic_write_bytes
 
 # One row per schedule. `protocol` is not a column of the files: it is the Hive partition
 # (runs/protocol=<P>/), which Spark and pyarrow readers turn back into a column.
-ROW_SCHEMA = pa.schema([
-    ("seed", pa.int64()),
-    ("config_hash", pa.string()),
-    ("steps", pa.int32()),
+# The columns every runner's rows end with (fuzz, guided fuzz, cover): the verdict, then the
+# failure shrunk on the spot.
+VERDICT_FIELDS = [
     ("verdict", pa.string()),
     ("property", pa.string()),
     ("first_bad_step", pa.int32()),
     ("duration_ms", pa.float64()),
     ("trace_hash", pa.string()),
-    ("coverage", pa.list_(pa.string())),
+]
+FAILURE_FIELDS = [
     ("failure_id", pa.string()),
     ("shrunk_steps", pa.int32()),
     ("shrink_ms", pa.float64()),
     ("failure", pa.string()),  # JSON: original and shrunk schedules with their verdicts
+]
+ROW_SCHEMA = pa.schema([
+    ("seed", pa.int64()),
+    ("config_hash", pa.string()),
+    ("steps", pa.int32()),
+    *VERDICT_FIELDS,
+    ("coverage", pa.list_(pa.string())),
+    *FAILURE_FIELDS,
 ])
 
 
@@ -80,13 +88,42 @@ def run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
     try:
         return _run_seed(spec, harness, seed)
     except Exception as exc:  # noqa: BLE001 - recorded in the row, replayable by seed
-        detail = canonical({"seed": seed, "error": f"{type(exc).__name__}: {exc}",
-                            "traceback": traceback.format_exc(limit=20)})
-        return {"seed": seed, "config_hash": "", "steps": 0, "verdict": "error",
-                "property": type(exc).__name__, "first_bad_step": None, "duration_ms": 0.0,
-                "trace_hash": "", "coverage": [],
-                "failure_id": f"error-{type(exc).__name__}", "shrunk_steps": None,
-                "shrink_ms": None, "failure": detail}
+        return {"seed": seed, "config_hash": "", "steps": 0, "coverage": [], **error_columns({"seed": seed}, exc)}
+
+
+def error_columns(where: dict, exc: Exception) -> dict:
+    """The verdict and failure columns of a row whose run raised: ``where`` names the run."""
+    detail = canonical({**where, "error": f"{type(exc).__name__}: {exc}",
+                        "traceback": traceback.format_exc(limit=20)})
+    return {"verdict": "error", "property": type(exc).__name__, "first_bad_step": None, "duration_ms": 0.0,
+            "trace_hash": "", "failure_id": f"error-{type(exc).__name__}", "shrunk_steps": None,
+            "shrink_ms": None, "failure": detail}
+
+
+def failure_columns(shrink, schedule, verdict, budget_s: float) -> dict:
+    """The failure columns of a row whose run failed: ``shrink`` (the harness's) within
+    ``budget_s``, the finding's signature, and both schedules with their verdicts as JSON."""
+    started = time.perf_counter()
+    small, small_verdict = shrink(schedule, verdict, time_budget_s=budget_s)
+    shrink_ms = (time.perf_counter() - started) * 1000.0
+    shrunk = as_json_obj(small)
+    return {"failure_id": failure_signature(small_verdict, shrunk), "shrunk_steps": len(shrunk.get("steps", ())),
+            "shrink_ms": shrink_ms,
+            "failure": canonical({"original": as_json_obj(schedule), "original_verdict": as_json_obj(verdict),
+                                  "shrunk": shrunk, "shrunk_verdict": as_json_obj(small_verdict)})}
+
+
+def write_part(out: str, protocol: str, lo: int, hi: int, rows: list[dict], schema: pa.Schema) -> int:
+    """The rows of range [lo, hi) as its Parquet file, atomically, then the range's completion
+    marker; returns how many rows failed."""
+    buf = io.BytesIO()
+    # Page checksums let a resume tell a damaged part from a good one (check_part).
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), buf, compression="zstd", write_page_checksum=True)
+    store = CampaignStore(out, protocol)
+    atomic_write_bytes(store.part_path(lo, hi), buf.getvalue())
+    failures = sum(1 for r in rows if r["verdict"] != "pass")
+    store.record_completed(lo, hi, len(rows), failures)
+    return failures
 
 
 def _run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
@@ -109,15 +146,7 @@ def _run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
         "failure_id": None, "shrunk_steps": None, "shrink_ms": None, "failure": None,
     }
     if verdict.kind != "pass":
-        started = time.perf_counter()
-        small, small_verdict = harness.shrink(schedule, verdict, time_budget_s=spec.shrink_budget_s)
-        row["shrink_ms"] = (time.perf_counter() - started) * 1000.0
-        shrunk = as_json_obj(small)
-        row["failure_id"] = failure_signature(small_verdict, shrunk)
-        row["shrunk_steps"] = len(shrunk.get("steps", ()))
-        row["failure"] = canonical({
-            "original": sched, "original_verdict": as_json_obj(verdict),
-            "shrunk": shrunk, "shrunk_verdict": as_json_obj(small_verdict)})
+        row.update(failure_columns(harness.shrink, schedule, verdict, spec.shrink_budget_s))
     return row
 
 
@@ -125,14 +154,7 @@ def run_range(spec: TaskSpec, harness: Harness, lo: int, hi: int) -> dict:
     """Run seeds [lo, hi), write their Parquet file atomically, then record completion."""
     started = time.perf_counter()
     rows = [run_seed(spec, harness, seed) for seed in range(lo, hi)]
-    table = pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
-    buf = io.BytesIO()
-    # Page checksums let a resume tell a damaged part from a good one (check_part).
-    pq.write_table(table, buf, compression="zstd", write_page_checksum=True)
-    store = CampaignStore(spec.out, spec.protocol)
-    atomic_write_bytes(store.part_path(lo, hi), buf.getvalue())
-    failures = sum(1 for r in rows if r["verdict"] != "pass")
-    store.record_completed(lo, hi, len(rows), failures)
+    failures = write_part(spec.out, spec.protocol, lo, hi, rows, ROW_SCHEMA)
     return {"lo": lo, "hi": hi, "rows": len(rows), "failures": failures,
             "seconds": time.perf_counter() - started}
 

@@ -21,7 +21,6 @@ the same ones. ``summary.json`` has the coverage after each round.
 """
 from __future__ import annotations
 
-import io
 import json
 import random
 import time
@@ -38,10 +37,10 @@ from isrcheck.model.alphabet import step_kinds
 from ..lockstep import run_schedule
 from ..schedule import Schedule
 from . import plan as ranges
-from .executor import ROW_SCHEMA, TaskSpec, run_seed
+from .executor import ROW_SCHEMA, TaskSpec, run_seed, write_part
 from .failures import write_failures
 from .harness import Harness, canonical, load_harness
-from .store import CampaignStore, atomic_write_bytes, atomic_write_json
+from .store import CampaignStore, atomic_write_json
 
 GUIDED_SCHEMA = pa.schema(list(ROW_SCHEMA) + [
     ("round", pa.int32()), ("parents", pa.list_(pa.int64())), ("schedule", pa.string())])
@@ -152,12 +151,7 @@ def run_guided_range(spec: TaskSpec, round_: int, mutants: Mutants | None, lo: i
         row.update({"round": round_, "parents": kept.get("parents", []),
                     "schedule": canonical(kept["schedule"]) if kept else None})
         rows.append(row)
-    buf = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(rows, schema=GUIDED_SCHEMA), buf, compression="zstd",
-                   write_page_checksum=True)
-    store = CampaignStore(spec.out, spec.protocol)
-    atomic_write_bytes(store.part_path(lo, hi), buf.getvalue())
-    store.record_completed(lo, hi, len(rows), sum(r["verdict"] != "pass" for r in rows))
+    write_part(spec.out, spec.protocol, lo, hi, rows, GUIDED_SCHEMA)
     return {"lo": lo, "hi": hi, "rows": len(rows), "seconds": time.perf_counter() - started}
 
 

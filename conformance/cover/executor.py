@@ -3,19 +3,14 @@ lockstep, the refused steps tried at their points, failures shrunk on the spot, 
 per range written atomically, then its completion marker (the fuzz campaign's store)."""
 from __future__ import annotations
 
-import io
 import json
 import time
-import traceback
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from ..campaign.executor import failure_signature
-from ..campaign.harness import canonical
-from ..campaign.store import CampaignStore, atomic_write_bytes
+from ..campaign.executor import FAILURE_FIELDS, VERDICT_FIELDS, error_columns, failure_columns, write_part
 from ..lockstep import Lockstep
 from ..refusals import refused_steps
 from ..schedule import Schedule, load_config
@@ -30,15 +25,8 @@ ROW_SCHEMA = pa.schema([
     ("refusals", pa.int32()),       # refused steps planned
     ("refusals_run", pa.int32()),   # of those, refused by both sides before any failure
     ("states_run", pa.int32()),     # nodes this schedule is the first to reach, refusals tried there
-    ("verdict", pa.string()),
-    ("property", pa.string()),
-    ("first_bad_step", pa.int32()),
-    ("duration_ms", pa.float64()),
-    ("trace_hash", pa.string()),
-    ("failure_id", pa.string()),
-    ("shrunk_steps", pa.int32()),
-    ("shrink_ms", pa.float64()),
-    ("failure", pa.string()),       # JSON: original and shrunk schedules with their verdicts
+    *VERDICT_FIELDS,
+    *FAILURE_FIELDS,
 ])
 
 
@@ -85,14 +73,7 @@ def run_schedule_of_plan(spec: CoverSpec, index: int, plan: CoverSchedule) -> di
     if verdict.kind != "pass":
         schedule = Schedule(spec.protocol, config, tuple(taken), name=f"cover-{spec.protocol}-{index}",
                             description=f"isrcheck cover, schedule {index}")
-        t0 = time.perf_counter()
-        small, small_verdict = shrink(schedule, verdict, time_budget_s=spec.shrink_budget_s)
-        row["shrink_ms"] = (time.perf_counter() - t0) * 1000.0
-        shrunk = small.to_json()
-        row["failure_id"] = failure_signature(small_verdict, shrunk)
-        row["shrunk_steps"] = len(shrunk["steps"])
-        row["failure"] = canonical({"original": schedule.to_json(), "original_verdict": verdict.to_json(),
-                                    "shrunk": shrunk, "shrunk_verdict": small_verdict.to_json()})
+        row.update(failure_columns(shrink, schedule, verdict, spec.shrink_budget_s))
     return row
 
 
@@ -102,24 +83,15 @@ def _guarded(spec: CoverSpec, index: int, plan: CoverSchedule) -> dict:
         return run_schedule_of_plan(spec, index, plan)
     except Exception as exc:  # noqa: BLE001 - recorded in the row
         return {"schedule": index, "steps": 0, "edges": len(plan.edge_ends), "edges_run": 0,
-                "refusals": plan.refusals, "refusals_run": 0, "states_run": 0, "verdict": "error",
-                "property": type(exc).__name__, "first_bad_step": None, "duration_ms": 0.0,
-                "trace_hash": "", "failure_id": f"error-{type(exc).__name__}", "shrunk_steps": None,
-                "shrink_ms": None, "failure": canonical({"schedule": index, "error": f"{type(exc).__name__}: {exc}",
-                                                         "traceback": traceback.format_exc(limit=20)})}
+                "refusals": plan.refusals, "refusals_run": 0, "states_run": 0,
+                **error_columns({"schedule": index}, exc)}
 
 
 def run_range(spec: CoverSpec, lo: int, hi: int, plans: list[CoverSchedule]) -> dict:
     """Schedules [lo, hi): their Parquet file, atomically, then the range's completion marker."""
     started = time.perf_counter()
     rows = [_guarded(spec, lo + i, plan) for i, plan in enumerate(plans)]
-    buf = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(rows, schema=ROW_SCHEMA), buf, compression="zstd",
-                   write_page_checksum=True)
-    store = CampaignStore(spec.out, spec.protocol)
-    atomic_write_bytes(store.part_path(lo, hi), buf.getvalue())
-    failures = sum(r["verdict"] != "pass" for r in rows)
-    store.record_completed(lo, hi, len(rows), failures)
+    failures = write_part(spec.out, spec.protocol, lo, hi, rows, ROW_SCHEMA)
     return {"lo": lo, "hi": hi, "rows": len(rows), "failures": failures,
             "edges_run": sum(r["edges_run"] for r in rows), "seconds": time.perf_counter() - started}
 
