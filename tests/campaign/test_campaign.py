@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -120,9 +121,48 @@ _STOPPED = ["--protocol", "kip-320", "--schedules", str(_SEEDS), "--steps", str(
             "--faults", "none", "--partitions", "24", "--master", "local[2]"]
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid``, from /proc (PySpark's worker daemon moves to a process group
+    of its own, so a signal to the driver's group does not reach its Python workers)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):  # the process ended meanwhile
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _kill_all(pids: list[int]) -> None:
+    """SIGKILL ``pids`` and wait until they are gone (a machine losing power leaves no worker
+    finishing its task)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 30
+    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    try:  # a zombie has ended: it waits only for its parent to collect it
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def _stop_after(out, ranges: int, sig: int, stderr) -> tuple[subprocess.Popen, list[str]]:
     """Run ``isrcheck fuzz`` in its own process group and send ``sig`` to the whole group (as a
-    terminal's Ctrl-C does) once ``ranges`` seed ranges are complete; returns it and its args."""
+    terminal's Ctrl-C does) once ``ranges`` seed ranges are complete; returns it and its args.
+    SIGKILL goes to every process of the run, the Python workers too."""
     args = ["fuzz", *_STOPPED, "--out", str(out)]
     proc = subprocess.Popen([sys.executable, "-m", "isrcheck.conformance.cli", *args],
                             stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
@@ -133,7 +173,9 @@ def _stop_after(out, ranges: int, sig: int, stderr) -> tuple[subprocess.Popen, l
             assert proc.poll() is None, "the campaign ended before it was stopped"
             assert time.monotonic() < deadline, "no task completed in time"
             time.sleep(0.05)
+        workers = _descendants(proc.pid) if sig == signal.SIGKILL else []
         os.killpg(proc.pid, sig)
+        _kill_all(workers)
         proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
