@@ -56,9 +56,11 @@ def branching(config, scope, sample: int) -> None:
         copy_s += t2 - t1
         prefix_steps += len(prefix)
         n += 1
+    total = plan.steps + plan.refusals
     print(f"branching ({n} schedules of {len(plan.schedules):,}; mean prefix {prefix_steps / n:.1f} steps): "
           f"replay {1000 * replay_s / n:.2f} ms, restore by copy {1000 * copy_s / n:.2f} ms "
-          f"(replay / copy = {replay_s / copy_s:.2f})")
+          f"(replay / copy = {replay_s / copy_s:.2f}); prefixes are {plan.prefix_steps:,} of the "
+          f"{total:,} lockstep steps, refused ones included ({plan.prefix_steps / total:.0%})")
 
 
 def main() -> int:
