@@ -3,6 +3,8 @@ explorer's transitions: a fetch round is one), and nothing it does not; its coun
 replay on the model and the implementation to the same property; k-induction answers."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from isrcheck.conformance.cmd_explore import _schedule
@@ -50,13 +52,15 @@ def assert_same_as_explorer(config: ModelConfig, scope: Scope, properties=tuple(
         assert result.depth == graph_depth
 
 
-def assert_same_as_explorer_to_depth(config: ModelConfig, scope: Scope, depth: int, properties) -> None:
-    """The explorer's shortest violations up to ``depth`` transitions, and no other, found symbolically."""
+def assert_same_as_explorer_to_depth(config: ModelConfig, scope: Scope, depth: int, properties) -> dict:
+    """The explorer's shortest violations up to ``depth`` transitions, and no other, found
+    symbolically; returned as property -> transitions."""
     expected, _graph_depth = shortest_depths(config, scope)
     result = bmc(config, scope, depth, properties, preprocess=True)
     assert not result.unknown and result.bounds_reached is None
-    assert {v.property: v.transitions for v in result.violations} == \
-        {p: d for p, d in expected.items() if p in properties and d <= depth}
+    found = {v.property: v.transitions for v in result.violations}
+    assert found == {p: d for p, d in expected.items() if p in properties and d <= depth}
+    return found
 
 
 @pytest.mark.parametrize("protocol", sorted(RULES))
@@ -80,6 +84,27 @@ def test_partial_write_back_violates_where_the_explorer_does(protocol):
     assert_same_as_explorer(ModelConfig(protocol=protocol, replicas=1, min_insync_replicas=1), TORN,
                             ("HighWatermarkBound", "NoLostAckedWrite", "LeaderCompleteness", "ElrCompleteness"),
                             preprocess=True)
+
+
+@pytest.mark.parametrize("protocol", ["kip-320", "kip-903"])
+def test_leaving_out_the_known_losses_leaves_out_what_the_explorer_does(protocol):
+    """``exclude_known_losses``: the power loss that leaves the ISR with only members that lost
+    their data (KIP-966's Last Replica Standing) is no transition, so the loss TINY holds after 4
+    transitions is not found, to twice that depth."""
+    config = ModelConfig(protocol=protocol, replicas=1, min_insync_replicas=1)
+    scope = replace(TINY, exclude_known_losses=True)
+    assert shortest_depths(config, scope)[0] == {}
+    result = bmc(config, scope, 8, ("NoLostAckedWrite", "LeaderCompleteness"))
+    assert result.violations == [] and result.depth == 8 and not result.unknown
+
+
+def test_leaving_out_the_stale_isr_expansion_leaves_out_its_strong_isr_violation():
+    """KAFKA-14139 on two brokers: StrongIsr breaks after 9 transitions when the controller
+    accepts a member on a LEO from before its power loss, and not within 9 once that is left out."""
+    config = ModelConfig(protocol="kip-320", replicas=2, min_insync_replicas=1)
+    scope = Scope(max_records=1, max_epoch=2, max_crashes=1, max_power_losses=1, crash_kinds=())
+    assert assert_same_as_explorer_to_depth(config, scope, 9, ("StrongIsr",)) == {"StrongIsr": 9}
+    assert assert_same_as_explorer_to_depth(config, replace(scope, exclude_known_losses=True), 9, ("StrongIsr",)) == {}
 
 
 @pytest.mark.slow
