@@ -1,7 +1,7 @@
 """``isrcheck prove`` figures: time to the StrongIsr counterexamples, kip-320 to its explored
 graph's depth, and the largest scope explore and prove each finish within a budget.
 
-    python benchmarks/prove.py [--budget S] [--part cex|cex-smallest|kip320|scopes ...] [--preprocess]
+    python benchmarks/prove.py [--budget S] [--part cex|cex-smallest|kip320|scopes|growth ...] [--preprocess]
 
 Every run is the real command (``isrcheck explore``/``isrcheck prove --json``) in a child
 process, one at a time (one core), limited to the budget in CPU seconds (RLIMIT_CPU; prove also
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -33,10 +34,10 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def command(args: list[str], cpu_limit: float) -> tuple[dict | None, float, int | None, int]:
+def command(args: list[str], cpu_limit: float) -> tuple[dict | None, float, int | None, list[tuple[int, float]]]:
     """(JSON output or None, CPU seconds, exit code or None when stopped at ``cpu_limit`` CPU
-    seconds, the last depth prove reported done or -1). CPU time, not wall time: on a shared
-    machine the wall clock counts the other jobs (and z3's own timeouts are wall time)."""
+    seconds, (depth, CPU seconds so far) of each depth prove reported done). CPU time, not wall
+    time: on a shared machine the wall clock counts the other jobs (and z3's own timeouts are wall time)."""
     cpu = _children_cpu()
     limit = int(cpu_limit) + 1
 
@@ -45,12 +46,15 @@ def command(args: list[str], cpu_limit: float) -> tuple[dict | None, float, int 
 
     proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli", *args, "--json"], capture_output=True,
                           text=True, env={**os.environ, "PYTHONHASHSEED": "0"}, preexec_fn=limited)
-    depths = [int(line.split()[1].rstrip(":")) for line in proc.stderr.splitlines() if line.startswith("depth ")]
-    depth = depths[-1] if depths else -1
+    depths = [(int(m[1]), float(m[2])) for m in re.finditer(r"^depth (\d+): .*?cpu seconds ([\d.]+)", proc.stderr, re.M)]
     if proc.returncode < 0:  # SIGXCPU / SIGKILL at the limit
-        return None, _children_cpu() - cpu, None, depth
+        return None, _children_cpu() - cpu, None, depths
     doc = json.loads(proc.stdout) if proc.stdout.strip() else None
-    return doc, _children_cpu() - cpu, proc.returncode, depth
+    return doc, _children_cpu() - cpu, proc.returncode, depths
+
+
+def last_depth(depths: list[tuple[int, float]]) -> int:
+    return depths[-1][0] if depths else -1
 
 
 def scope_args(replicas: int, records: int, epochs: int, crashes: int) -> list[str]:
@@ -69,13 +73,13 @@ def part_cex(budget: float, extra: list[str], smallest: bool = False) -> None:
         scope = SMALLEST[protocol] if smallest else []
         if smallest:
             print(f"  {protocol}: {' '.join(scope)}")
-        doc, cpu, _code, depth = command(["prove", "--protocol", protocol, "--property", "StrongIsr", "--depth", "40",
-                                          *scope, *extra], budget)
+        doc, cpu, _code, depths = command(["prove", "--protocol", protocol, "--property", "StrongIsr", "--depth", "40",
+                                           *scope, *extra], budget)
         if doc and doc["violations"]:
             v = doc["violations"][0]
             print(f"  {protocol:<14} found at {v['transitions']} transitions ({v['depth']} steps) in {cpu:.1f} s")
         else:
-            print(f"  {protocol:<14} not found within {cpu:.0f} s: none up to depth {depth}", flush=True)
+            print(f"  {protocol:<14} not found within {cpu:.0f} s: none up to depth {last_depth(depths)}", flush=True)
 
 
 def part_kip320(budget: float, extra: list[str]) -> None:
@@ -83,8 +87,8 @@ def part_kip320(budget: float, extra: list[str]) -> None:
     depth = doc["depth"] if doc else 31
     print(f"kip-320 at the default scope: explored graph depth {depth}"
           + (f" ({doc['states']:,} states, {cpu:.1f} s)" if doc else " (explore did not finish)"))
-    doc, cpu, _code, reached = command(["prove", "--protocol", "kip-320", "--depth", str(depth), *extra], budget)
-    print(f"  prove: no violation of any property up to depth {reached} of {depth} ({cpu:.0f} s)")
+    doc, cpu, _code, depths = command(["prove", "--protocol", "kip-320", "--depth", str(depth), *extra], budget)
+    print(f"  prove: no violation of any property up to depth {last_depth(depths)} of {depth} ({cpu:.0f} s)")
 
 
 def part_scopes(budget: float, extra: list[str]) -> None:
@@ -102,24 +106,49 @@ def part_scopes(budget: float, extra: list[str]) -> None:
             print(f"  {scope[0]:>8}{scope[1]:>8}{scope[2]:>7}{scope[3]:>8}{cpu:>11.1f}{depth:>7}{'not run':>9}",
                   flush=True)
             continue
-        pdoc, pcpu, code, reached = command(["prove", "--protocol", "kip-101", *scope_args(*scope), "--depth",
-                                             str(depth), *extra], budget)
+        pdoc, pcpu, code, depths = command(["prove", "--protocol", "kip-101", *scope_args(*scope), "--depth",
+                                            str(depth), *extra], budget)
         proving = pdoc is not None
-        shown = f"{pcpu:.1f}" if pdoc is not None else f"> budget (depth {reached})"
+        shown = f"{pcpu:.1f}" if pdoc is not None else f"> budget (depth {last_depth(depths)})"
         print(f"  {scope[0]:>8}{scope[1]:>8}{scope[2]:>7}{scope[3]:>8}{cpu:>11.1f}{depth:>7}{shown:>9}", flush=True)
+
+
+def part_growth(budget: float, extra: list[str]) -> None:
+    """Why the default scope's counterexamples take prove so long: each depth's query costs a
+    multiple of the one before, while the explorer's breadth-first search reaches them at once."""
+    print(f"StrongIsr at the default scope: explore to the counterexample, prove's CPU seconds per depth "
+          f"(budget {budget:.0f} s each)")
+    for protocol in CEX:
+        doc, cpu, _code, _depths = command(["explore", "--protocol", protocol, "--property", "StrongIsr",
+                                            "--stop-at-first"], budget)
+        needed = transitions(doc["violations"][0]["trace"]) if doc and doc["violations"] else None
+        print(f"  {protocol}: explore finds it at {needed} transitions in {cpu:.1f} s")
+        _doc, _cpu, _code, depths = command(["prove", "--protocol", protocol, "--property", "StrongIsr", "--depth",
+                                             "40", *extra], budget)
+        previous, row = 0.0, []
+        for depth, total in depths:
+            row.append(f"{depth}: {total - previous:.1f}")
+            previous = total
+        print(f"    prove per depth: {', '.join(row)}")
+        costs = [b - a for (_d, a), (_e, b) in zip([(0, 0.0)] + depths, depths)]
+        if needed is not None and len(costs) >= 3 and last_depth(depths) < needed and costs[-2] > 0:
+            ratio = costs[-1] / costs[-2]
+            rest = sum(costs[-1] * ratio ** i for i in range(1, needed - last_depth(depths) + 1))
+            print(f"    last ratio {ratio:.1f}: depths {last_depth(depths) + 1}..{needed} would take about "
+                  f"{rest / 3600:.1f} h more at that ratio", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budget", type=float, default=600.0, help="seconds per run (default 600)")
-    parser.add_argument("--part", action="append", choices=("cex", "cex-smallest", "kip320", "scopes"))
+    parser.add_argument("--part", action="append", choices=("cex", "cex-smallest", "kip320", "scopes", "growth"))
     parser.add_argument("--preprocess", action="store_true", help="pass --preprocess to prove")
     args = parser.parse_args()
     extra = ["--preprocess"] if args.preprocess else []
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; times are CPU seconds of the "
           "child process", flush=True)
     parts = {"cex": part_cex, "cex-smallest": lambda budget, extra: part_cex(budget, extra, smallest=True),
-             "kip320": part_kip320, "scopes": part_scopes}
+             "kip320": part_kip320, "scopes": part_scopes, "growth": part_growth}
     for part in args.part or list(parts):
         parts[part](args.budget, extra)
 
