@@ -13,7 +13,7 @@ Public API (stable):
     Lockstep(protocol, config, impl=True, sut=None)      # step by step: .enabled_steps(), .step(), .verdict()
 
 The implementation is reached through ``isrcheck.conformance.sut.SystemUnderTest`` (in process by
-default; ``sut.use("COMMAND")`` or ``--sut`` for any program speaking docs/sut-protocol.md).
+default; ``sut_choice.use("COMMAND")`` or ``--sut`` for any program speaking docs/sut-protocol.md).
 
 Hypothesis strategies and a RuleBasedStateMachine live in ``isrcheck.conformance.strategies``.
 

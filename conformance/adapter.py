@@ -29,12 +29,6 @@ def cluster_config(protocol: str, config):
     return _impl_config(protocol, config.to_json())
 
 
-def wire_step(st) -> dict:
-    """A step as the protocol carries it: every field, defaults included (docs/sut-protocol.md)."""
-    from isrcheck.model.alphabet import STEPS
-    return {"step": st.name, **dict(zip(STEPS[st.name].fields, st.field_values()))}
-
-
 class ImplSide(SystemUnderTest):
     """The implementation under test, driven one schedule step at a time, in this process.
     ``ImplSide(protocol, config)`` is ready to run; ``ImplSide()`` waits for ``reset``."""

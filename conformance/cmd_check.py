@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from . import sut
+from . import sut_choice
 from .cli import UsageError
 from .schedule import PROTOCOLS, ScheduleError, load_schedule
 
@@ -28,7 +28,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.add_argument("--strict", action="store_true",
                         help="a step refused by model and implementation makes the schedule invalid (exit 2)")
-    sut.add_arguments(parser)
+    sut_choice.add_arguments(parser)
 
 
 def load_schedule_arg(path: str, protocol: str | None):
@@ -46,7 +46,7 @@ def run(args) -> int:
         raise UsageError(f"{args.schedule}: --expected, but the file expects nothing for {schedule.protocol}")
     if args.sut is not None and args.model_only:
         raise UsageError("--sut and --model-only: a model-only run has no implementation")
-    sut.use_arguments(args)
+    sut_choice.use_arguments(args)
     verdict, refused = _run(schedule, not args.model_only, args.trace)
     if args.strict and refused:
         from .lockstep import invalid

@@ -34,7 +34,7 @@ def run(args) -> int:
         return 0
     out = output_path(args.html, "--html", directory=False)
     from .cmd_check import load_schedule_arg
-    from .report.page import write_timeline
+    from .report.timeline import write_timeline
 
     schedule = load_schedule_arg(args.source, args.protocol)
     verdict = write_timeline(schedule, out, args.source)

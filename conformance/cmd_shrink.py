@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from . import sut
+from . import sut_choice
 from .cli import SECONDS, UsageError, output_path
 from .cmd_check import load_schedule_arg
 from .schedule import PROTOCOLS
@@ -19,7 +19,7 @@ def add_arguments(parser) -> None:
                         help="only keep smaller schedules that stay within this fault profile's budget "
                              "(e.g. default), so the shrunk failure is still one the budget promises against")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    sut.add_arguments(parser)
+    sut_choice.add_arguments(parser)
 
 
 def run(args) -> int:
@@ -37,7 +37,7 @@ def run(args) -> int:
         if not within_budget(schedule, args.keep_budget):
             raise UsageError(f"{args.schedule}: the schedule itself leaves the budget of {args.keep_budget!r}")
         accept = lambda candidate: within_budget(candidate, args.keep_budget)  # noqa: E731
-    sut.use_arguments(args)
+    sut_choice.use_arguments(args)
     verdict = run_schedule(schedule)
     if verdict.kind == "invalid-schedule":
         raise UsageError(f"{args.schedule}: {verdict.diff}")

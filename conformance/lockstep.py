@@ -38,7 +38,7 @@ class Lockstep:
     ``enabled_steps``); ``outcome`` is set once the run has failed; ``verdict()`` ends it.
 
     The implementation is ``sut`` (a ``SystemUnderTest``), by default this process's choice
-    (``sut.default_sut``: the in-process simulation unless ``--sut`` named another); it is reset
+    (``sut_choice.default_sut``: the in-process simulation unless ``--sut`` named another); it is reset
     when the first step runs. The ghost history of what its clients were told is kept here, from
     its outputs, so any system under test is judged by the same bookkeeping as the model."""
 
@@ -58,7 +58,7 @@ class Lockstep:
         self.config = config
         self.impl: SystemUnderTest | None = None
         if impl:
-            from .sut import default_sut  # the in-process one loads impl: a model-only run never does
+            from .sut_choice import default_sut  # loads the command line's machinery only when needed
             self.impl = sut if sut is not None else default_sut()
             self._agreed = _Agreed()
             self._impl_history = EMPTY_HISTORY

@@ -11,7 +11,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from .. import sut
+from .. import sut_choice
 from ..cli import SECONDS, SEED, Number, UsageError, output_path
 from ..refusals import DEFAULT_REFUSALS, REFUSALS
 from ..schedule import PROTOCOLS
@@ -51,7 +51,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--rounds", type=ROUNDS, default=5, metavar="R",
                         help=f"rounds of a --guided campaign (default 5; {ROUNDS.describe()})")
     parser.add_argument("--json", action="store_true", help="print summary.json instead of text")
-    sut.add_arguments(parser)  # each Spark worker process starts its own
+    sut_choice.add_arguments(parser)  # each Spark worker process starts its own
 
 
 def run(args) -> int:
@@ -63,8 +63,8 @@ def run(args) -> int:
                             steps=args.steps, faults=args.faults,
                             shrink_budget_s=args.shrink_budget, sut=args.sut, sut_timeout_s=args.sut_timeout,
                             refusals=args.refusals)
-    sut.use_arguments(args)  # tried here first: a command that cannot start is bad input, before Spark
-    sut.use(None)  # the executors' workers run the schedules, each with its own
+    sut_choice.use_arguments(args)  # tried here first: a command that cannot start is bad input, before Spark
+    sut_choice.use(None)  # the executors' workers run the schedules, each with its own
     out = _out(args)
     output_path(out, "--out", directory=True)
     console = Console(stderr=True)

@@ -194,8 +194,8 @@ def run_chunks(spec: TaskSpec, chunks: Iterable[list[tuple[int, int]]]) -> Itera
     """mapPartitions body: every seed range of every chunk in this Spark partition."""
     harness = spec.harness or load_harness()
     if spec.sut is not None:
-        from .. import sut
-        sut.use(spec.sut, spec.sut_timeout_s)
+        from .. import sut_choice
+        sut_choice.use(spec.sut, spec.sut_timeout_s)
     for chunk in chunks:
         for lo, hi in chunk:
             yield run_range(spec, harness, lo, hi)

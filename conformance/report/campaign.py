@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ..campaign.aggregate import COVERAGE_KINDS
 from ..schedule import load_schedule
-from .page import document, h, slug, table, write_timeline
+from .page import document, h, slug, table
+from .timeline import write_timeline
 
 _COLORS = {"distinct": "#1d2330", "abstract_states": "#1565c0", "action_pairs": "#ef6c00", "outputs": "#2e7d32"}
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .page import document, h, slug, table, write_timeline
+from .page import document, h, slug, table
+from .timeline import write_timeline
 
 
 def write_gate_html(result, out: Path) -> Path:

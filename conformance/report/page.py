@@ -2,6 +2,7 @@
 from the network), escaped text, small tables."""
 from __future__ import annotations
 
+import re
 from html import escape
 from typing import Iterable
 
@@ -75,15 +76,4 @@ def table(headers: Iterable[str], rows: Iterable[Iterable[str]], css: str = "dat
 
 def slug(text: str) -> str:
     """A file-name stem for ``text``."""
-    import re
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "report"
-
-
-def write_timeline(schedule, path, source: str = "") -> object:
-    """Replay ``schedule`` and write its timeline page to ``path``; the run's verdict."""
-    from ..trace import trace_run
-    from .timeline import timeline_html
-
-    trace = trace_run(schedule)
-    path.write_text(timeline_html(trace, source), encoding="utf-8")
-    return trace.verdict

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from isrcheck.specs import BY_ID
 
-from ..trace import Trace
+from ..trace import Trace, trace_run
 from .page import document, h
 
 # Message queues of the state, as (field, label) in the order Kafka sends them.
@@ -155,3 +155,10 @@ def timeline_html(trace: Trace, source: str = "") -> str:
             f"<li>step {i} <code>{h(_step_text(step))}</code>: {h(reason)}</li>" for i, step, reason in refused)
             + "</ul>")
     return document(title, "\n".join(body))
+
+
+def write_timeline(schedule, path, source: str = "") -> object:
+    """Replay ``schedule`` and write its timeline page to ``path``; the run's verdict."""
+    trace = trace_run(schedule)
+    path.write_text(timeline_html(trace, source), encoding="utf-8")
+    return trace.verdict

@@ -5,13 +5,26 @@ Only closed segments entirely below the HW are cleaned. The cleaner only decides
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Protocol, Sequence
 
+from .config import LogConfig
 from .records import LogRecord, RecordBatch
 from .segment import LogSegment
 
-if TYPE_CHECKING:
-    from .log import Log
+
+class CleanableLog(Protocol):
+    """What the cleaner needs of a log (``Log`` is one)."""
+
+    config: LogConfig
+
+    @property
+    def segments(self) -> list[LogSegment]: ...
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    def replace_segments(self, new_segments: Sequence[Sequence[RecordBatch]],
+                         old_segments: Sequence[LogSegment]) -> list[LogSegment]: ...
 
 
 def _offset_map(segments: list[LogSegment]) -> dict[bytes, int]:
@@ -58,7 +71,7 @@ def _clean_segment(segment: LogSegment, latest: dict[bytes, int], horizon: int) 
     return out if changed else None
 
 
-def clean_log(log: "Log", clock: Callable[[], int]) -> int:
+def clean_log(log: CleanableLog, clock: Callable[[], int]) -> int:
     """Compact the closed segments below the HW; returns the bytes removed."""
     if not log.config.compact:
         return 0

@@ -6,6 +6,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
+from .cleaner import clean_log
 from .config import LogConfig
 from .epoch_cache import LeaderEpochFileCache
 from .errors import (CorruptRecordError, InvalidConfigError, InvalidRecordError, LogClosedError,
@@ -483,7 +484,6 @@ class Log:
     def compact(self) -> int:
         """Log compaction (LogCleaner) over the closed segments; returns the bytes removed."""
         self._check_open()
-        from .cleaner import clean_log
         return clean_log(self, self._clock)
 
     def replace_segments(self, new_segments: Sequence[Sequence[RecordBatch]],

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from isrcheck.conformance import load_schedule, random_walk, run_schedule, shrink, sut
-from isrcheck.conformance.adapter import ImplSide, wire_step
+from isrcheck.conformance import load_schedule, random_walk, run_schedule, shrink, sut_choice
+from isrcheck.conformance.adapter import ImplSide
+from isrcheck.conformance.sut_driver import wire_step
 from isrcheck.conformance.lockstep import Lockstep
 from isrcheck.conformance.schedule import PROTOCOLS
 from isrcheck.conformance.sut_driver import DriverSut
@@ -52,13 +53,13 @@ def test_random_walks_and_shrinking_give_the_same_results_through_stdio():
     walks = [(seed, protocol, faults) for seed in range(6) for protocol, faults in
              (("kip-320", "default"), ("hw-truncation", "heavy"), ("kip-101", "heavy"))]
     local = [random_walk(seed, p, 60, faults=f) for seed, p, f in walks]
-    sut.use(SERVER)
+    sut_choice.use(SERVER)
     try:
         remote = [random_walk(seed, p, 60, faults=f) for seed, p, f in walks]
         failing = next((s, v) for s, v in local if v.failed)
         shrunk_remote = shrink(*failing, time_budget_s=3.0)
     finally:
-        sut.use(None)
+        sut_choice.use(None)
     assert [(s.dumps(), v) for s, v in remote] == [(s.dumps(), v) for s, v in local]
     assert {v.kind for _s, v in local} >= {"pass", "violation"}
     small, verdict = shrunk_remote
