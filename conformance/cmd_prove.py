@@ -67,7 +67,7 @@ def run(args) -> int:
                 results.append(r)
             return _report_induction(args, config, results)
         result = bmc(config, scope, args.depth, ids, stop_at_first=args.stop_at_first, timeout_ms=timeout_ms,
-                     progress=progress, preprocess=args.preprocess, budget_s=args.budget)
+                     progress=progress, preprocess=args.preprocess, budget_s=args.budget, grown=_grown)
     except Unsupported as exc:
         raise UsageError(str(exc)) from None
     if args.save is not None:
@@ -81,6 +81,13 @@ def run(args) -> int:
     return 1 if result.unknown else 0
 
 
+def _grown(bounds) -> None:
+    from ..model.smt.state import QUEUES
+    held = ", ".join(f"{q} {bounds.capacity(q)}" for q in QUEUES)
+    print(f"a path leaves the message queues' bounds: starting over with capacities {held}", file=sys.stderr,
+          flush=True)
+
+
 def _print_bmc(result) -> None:
     for v in result.violations:
         print(f"{v.property} violated after {v.transitions} transitions ({len(v.trace)} steps), {v.seconds:.1f} s:")
@@ -91,8 +98,8 @@ def _print_bmc(result) -> None:
     if not result.violations and not result.unknown:
         print(f"no violation up to depth {result.depth} ({result.seconds:.1f} s)")
     if result.bounds_reached is not None:
-        print(f"note: at depth {result.bounds_reached} a step would exceed the encoding's bounds "
-              "(message queue capacity); paths through it were not searched")
+        print(f"note: at depth {result.bounds_reached} a step may exceed the encoding's bounds and the "
+              "solver could not say which (out of time); paths through it were not searched")
 
 
 def _report_induction(args, config, results) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 import z3
@@ -19,7 +19,7 @@ import z3
 from ...specs import BY_ID
 from ..alphabet import MESSAGE_KINDS, Step, _combos
 from ..config import ModelConfig, Scope
-from ..explorer import _scoped_kinds, replay, state_key
+from ..explorer import ReplayRefused, _scoped_kinds, replay, state_key
 from ..state import State, initial_state
 from .actions import Unsupported, successor, unsupported
 from .properties import FORMULAS
@@ -184,7 +184,7 @@ class Unrolling:
         self.solver.add(sel >= 0, sel < len(moves))
         for j, t in enumerate(moves):
             self.solver.add(z3.Implies(sel == j, z3.And(t.enabled, t.fits)))
-        self.blocked.append(z3.Or([z3.And(t.enabled, z3.Not(t.fits)) for t in moves]))
+        self.blocked.append([z3.And(t.enabled, z3.Not(t.fits)) for t in moves])  # per move
         nxt = {}
         for key, is_bool in self.schema.items():
             terms = [t.post[key] for t in moves]
@@ -279,12 +279,14 @@ class BmcResult:
     unknown: list[str] = field(default_factory=list)   # properties whose query timed out
     bounds_reached: int | None = None  # a depth where a step would exceed the encoding's bounds
     cpu_seconds: float = 0.0
+    bounds: Bounds | None = None  # what the encoding held in the end
 
     def to_json(self) -> dict:
         return {"protocol": self.config.protocol, "depth": self.depth, "seconds": round(self.seconds, 3),
                 "cpu_seconds": round(self.cpu_seconds, 3),
                 "violations": [v.to_json() for v in self.violations], "unknown": self.unknown,
-                "bounds_reached": self.bounds_reached}
+                "bounds_reached": self.bounds_reached,
+                "queue_capacities": {q: self.bounds.capacity(q) for q in QUEUES} if self.bounds else None}
 
 
 def _stats(solver: z3.Solver) -> dict:
@@ -296,16 +298,38 @@ def _stats(solver: z3.Solver) -> dict:
 def bmc(config: ModelConfig, scope: Scope, depth: int, properties: Iterable[str],
         stop_at_first: bool = False, timeout_ms: int = 60_000,
         progress: Callable[[Progress], None] | None = None, preprocess: bool = False,
-        budget_s: float | None = None) -> BmcResult:
+        budget_s: float | None = None, bounds: Bounds | None = None,
+        grown: Callable[[Bounds], None] | None = None) -> BmcResult:
     """The shortest violation (in transitions, up to ``depth``) of each property, each replayed
     on the model to check that it violates the property there too. With ``budget_s``, the
-    properties still open when its CPU seconds run out are reported unknown."""
-    start, cpu = time.perf_counter(), time.process_time()
-    pending = list(properties)
-    for p in pending:
+    properties still open when its CPU seconds run out are reported unknown.
+
+    Where a path within the depth (shorter than a violation found) would leave the encoding's
+    bounds, the search starts over with the message queues as long as that path needs
+    (``grown`` is told), so the answer covers every path to the depth."""
+    for p in properties:
         if p not in FORMULAS:
             raise Unsupported(f"property {p!r} has no SMT formula")
-    u = Unrolling(config, scope, timeout_ms=timeout_ms, preprocess=preprocess)
+    start, cpu = time.perf_counter(), time.process_time()
+    b = bounds or bounds_for(config, scope)
+    while True:
+        result, wider = _bmc_within(config, scope, b, depth, list(properties), stop_at_first, timeout_ms, progress,
+                                    preprocess, budget_s, start, cpu)
+        if wider is None:
+            break
+        b = wider
+        if grown is not None:
+            grown(b)
+    result.bounds = b
+    result.seconds = time.perf_counter() - start
+    result.cpu_seconds = time.process_time() - cpu
+    return result
+
+
+def _bmc_within(config, scope, b, depth, pending, stop_at_first, timeout_ms, progress, preprocess, budget_s,
+                start, cpu) -> tuple[BmcResult, Bounds | None]:
+    """``bmc`` within bounds ``b``: the result, and wider bounds if a path it must cover leaves ``b``."""
+    u = Unrolling(config, scope, bounds=b, timeout_ms=timeout_ms, preprocess=preprocess)
     result = BmcResult(config, scope, 0, 0.0)
     k = 0
     while True:
@@ -333,14 +357,39 @@ def bmc(config: ModelConfig, scope: Scope, depth: int, properties: Iterable[str]
             break
         u.extend()
         k += 1
-    if pending and k > 0:  # no violation: say whether the bounds cut any path short
-        for i, blocked in enumerate(u.blocked):
-            if u.check(blocked) != z3.unsat:
-                result.bounds_reached = i
-                break
-    result.seconds = time.perf_counter() - start
-    result.cpu_seconds = time.process_time() - cpu
-    return result
+    # a shorter violation, or one of a pending property, could take a path that leaves the bounds
+    shortest = min((v.transitions for v in result.violations), default=k + 1)
+    cut = k if pending and not result.unknown else shortest - 1
+    cut = min(cut, len(u.blocked))
+    if cut == 0:
+        return result, None
+    verdict = u.check(z3.Or([z3.Or(u.blocked[i]) for i in range(cut)]))  # one query for every depth
+    if verdict == z3.unsat:
+        return result, None
+    wider = None
+    if verdict == z3.sat:
+        i = next(i for i in range(cut) if z3.is_true(u.model.eval(z3.Or(u.blocked[i]), model_completion=True)))
+        wider = _wider(u, i)
+    if wider is None:  # the solver gave up or the bounds cannot grow: say where paths were cut
+        result.bounds_reached = i if verdict == z3.sat else 0
+    return result, wider
+
+
+def _wider(u: Unrolling, i: int) -> Bounds | None:
+    """Bounds that hold the successor of state ``i`` the solver's model leaves the bounds with."""
+    state = u.state(u.model, i)
+    for j, blocked in enumerate(u.blocked[i]):
+        if not z3.is_true(u.model.eval(blocked, model_completion=True)):
+            continue
+        try:
+            run = replay(u.config, u.moves[j], state)
+        except ReplayRefused:
+            return None
+        need = {q: max(u.b.capacity(q), *(len(queue) for t in run.states for queue in getattr(t, q)))
+                for q in QUEUES}
+        wider = replace(u.b, **need)
+        return wider if wider != u.b else None
+    return None
 
 
 def _confirm(config: ModelConfig, prop: str, steps: list[Step]) -> None:

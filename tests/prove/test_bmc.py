@@ -11,7 +11,7 @@ from isrcheck.conformance.cmd_explore import _schedule
 from isrcheck.conformance.lockstep import run_schedule
 from isrcheck.model.smt.protocols import RULES
 from isrcheck.model import PROTOCOLS, ModelConfig, Scope, explore
-from isrcheck.model.smt.bmc import bmc, induction, reachable
+from isrcheck.model.smt.bmc import bmc, bounds_for, induction, reachable
 from isrcheck.specs import BY_ID
 
 # One broker, acks=all with min ISR 1, one power loss and one restart before the controller
@@ -86,6 +86,20 @@ def test_partial_write_back_violates_where_the_explorer_does(protocol):
                             preprocess=True)
 
 
+def test_bounds_grow_until_every_path_to_the_depth_fits():
+    """Queues of one message: a second LeaderAndIsr or AlterPartition in flight leaves them, so
+    prove widens them and starts over, and still finds exactly the explorer's violations."""
+    config = ModelConfig(protocol="kip-966", replicas=1, min_insync_replicas=1)
+    narrow = replace(bounds_for(config, TINY_LAST_LEADER), leader_and_isr=1, alter_partition=1,
+                     alter_partition_responses=1)
+    widened = []
+    expected, graph_depth = shortest_depths(config, TINY_LAST_LEADER)
+    result = bmc(config, TINY_LAST_LEADER, graph_depth, tuple(BY_ID), bounds=narrow, grown=widened.append)
+    assert {v.property: v.transitions for v in result.violations} == expected
+    assert widened and result.bounds == widened[-1] and result.bounds_reached is None
+    assert result.bounds.leader_and_isr > 1
+
+
 @pytest.mark.parametrize("protocol", ["kip-320", "kip-903"])
 def test_leaving_out_the_known_losses_leaves_out_what_the_explorer_does(protocol):
     """``exclude_known_losses``: the power loss that leaves the ISR with only members that lost
@@ -108,12 +122,12 @@ def test_leaving_out_the_stale_isr_expansion_leaves_out_its_strong_isr_violation
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("protocol,depth", [("kip-320", 10), ("kip-903", 10), ("kip-966", 7)])
+@pytest.mark.parametrize("protocol,depth", [("kip-320", 10), ("kip-903", 10), ("kip-966", 10)])
 def test_last_replica_standing_loses_the_write_before_kip_966_only(protocol, depth):
     """Two brokers, min ISR 2, two crashes, one a power loss (the explorer's split scope of KIP-966's
     Last Replica Standing): NoLostAckedWrite breaks after 10 transitions on kip-320 and kip-903 and
-    never on kip-966, checked to depth 7 there (a fifth LeaderAndIsr in flight, past the encoding's
-    bounds, is reachable after 8)."""
+    never on kip-966 (where a fifth LeaderAndIsr in flight, reachable after 8 transitions, makes
+    prove widen its queue and start over)."""
     assert_same_as_explorer_to_depth(ModelConfig(protocol=protocol, replicas=2, min_insync_replicas=2),
                                      Scope(max_records=1, max_crashes=2, max_power_losses=1), depth,
                                      ("NoLostAckedWrite", "LeaderCompleteness"))
@@ -128,7 +142,9 @@ def test_shortest_violation_depth_is_the_explorers_with_fetch_rounds():
 @pytest.mark.slow
 @pytest.mark.parametrize("protocol", ["hw-truncation", "kip-101", "kip-279"])
 def test_shortest_violation_depth_is_the_explorers_at_the_default_scope(protocol):
-    """The variants that violate StrongIsr there (kip-320's 31 levels: benchmarks/prove.py)."""
+    """The variants that violate StrongIsr there (kip-320's 31 levels: benchmarks/prove.py). Not
+    finished so far: the counterexamples lie at 10 and 18 transitions, and each depth costs 3 to 4
+    times the one before (``benchmarks/prove.py --part growth``)."""
     assert_same_as_explorer(ModelConfig(protocol=protocol), Scope(), ("StrongIsr",), preprocess=True)
 
 
