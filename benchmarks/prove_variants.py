@@ -12,7 +12,8 @@ import argparse
 import time
 
 from isrcheck.model import ModelConfig, Scope, explore
-from isrcheck.model.smt.bmc import bmc
+from isrcheck.model.smt.bmc import bmc, bounds_for
+from isrcheck.model.smt.state import QUEUES
 from isrcheck.specs import BY_ID
 
 ALL = tuple(BY_ID)
@@ -56,7 +57,9 @@ def main() -> None:
             expected = {v.property: transitions(v.trace) for v in ex.violations}
             result = bmc(config, scope, ex.depth if depth is None else depth, props, preprocess=True,
                          timeout_ms=600_000)
-            note = "" if result.bounds_reached is None else f" (bounds reached at {result.bounds_reached})"
+            first = bounds_for(config, scope)
+            widened = [f"{q} {result.bounds.capacity(q)}" for q in QUEUES if result.bounds.capacity(q) > first.capacity(q)]
+            note = f" (queues widened: {', '.join(widened)})" if widened else ""
             note += f" (unknown: {', '.join(result.unknown)})" if result.unknown else ""
             got = {v.property: v.transitions for v in result.violations}
             print(f"| {name} | {protocol} | {ex.states:,}, {ex.depth}, {ex_s:.2f} | {found(expected, props)} | "

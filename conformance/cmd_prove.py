@@ -97,9 +97,6 @@ def _print_bmc(result) -> None:
         print(f"unknown within the time budget: {', '.join(result.unknown)}")
     if not result.violations and not result.unknown:
         print(f"no violation up to depth {result.depth} ({result.seconds:.1f} s)")
-    if result.bounds_reached is not None:
-        print(f"note: at depth {result.bounds_reached} a step may exceed the encoding's bounds and the "
-              "solver could not say which (out of time); paths through it were not searched")
 
 
 def _report_induction(args, config, results) -> int:

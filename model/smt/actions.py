@@ -624,12 +624,17 @@ def unsupported(st: Step) -> str | None:
 
 
 def successor(cfg, rules: Protocol, b: Bounds, s: dict, st: Step) -> tuple:
-    """(guard, successor, fits) of step ``st`` from the encoded state ``s``: the model takes the
-    step where ``guard`` holds, reaching ``successor``, which the encoding holds where ``fits``."""
+    """(guard, successor, fits, room) of step ``st`` from the encoded state ``s``: the model takes
+    the step where ``guard`` holds, reaching ``successor``, which the encoding holds where ``fits``
+    (its logs and record ids) and ``room`` (its message FIFOs) hold."""
     reason = unsupported(st)
     if reason:
         raise Unsupported(reason)
     guard, effect = ENCODED[st.name]
     nx = Next(cfg, b, s, rules)
     effect(nx, st)
-    return guard(Next(cfg, b, s, rules), st), nx.s, z3.And(nx.fits) if nx.fits else z3.BoolVal(True)
+    return guard(Next(cfg, b, s, rules), st), nx.s, _all(nx.fits), _all(nx.room)
+
+
+def _all(conds: list):
+    return z3.And(conds) if conds else z3.BoolVal(True)

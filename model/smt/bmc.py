@@ -119,12 +119,14 @@ def last_replica_standing(s: dict, n: int):
 
 @dataclass
 class Transition:
-    """One candidate transition from a state: taken where ``enabled``; ``fits`` the bounds; the
-    successor ``post``; for a fetch round the state after handle_fetch, ``inner``."""
+    """One candidate transition from a state: taken where ``enabled``; ``fits`` the log and record
+    bounds (which the scope keeps it within); ``room`` in the message FIFOs for what it sends;
+    the successor ``post``; for a fetch round the state after handle_fetch, ``inner``."""
 
     steps: tuple
     enabled: object
     fits: object
+    room: object
     post: dict
     inner: dict | None = None
 
@@ -133,7 +135,8 @@ class Unrolling:
     """States s_0 .. s_k linked by the scope's transitions in one solver."""
 
     def __init__(self, config: ModelConfig, scope: Scope, bounds: Bounds | None = None,
-                 start: dict | None = None, timeout_ms: int = 60_000, name: str = "s", preprocess: bool = False):
+                 start: dict | None = None, timeout_ms: int = 60_000, name: str = "s", preprocess: bool = False,
+                 within_bounds: bool = False):
         self.config, self.scope = config, scope
         self.rules = rules_for(config.protocol)
         self.b = bounds or bounds_for(config, scope)
@@ -145,7 +148,10 @@ class Unrolling:
         self.states = [start if start is not None else constant(self.b, embed(self.b, initial_state(config)))]
         self.selectors: list = []
         self.inner: list[list[tuple[int, dict]]] = []
-        self.blocked: list = []
+        # overflowed[k]: the path to s_k sent a message past its FIFO's bounds (its
+        # state is then no model state); ``within_bounds`` leaves such transitions out instead
+        self.overflowed = [z3.BoolVal(False)]
+        self.within_bounds = within_bounds
         self.solver = z3.SolverFor("QF_LIA")
         self.solver.set("timeout", timeout_ms)
         self.timeout_ms, self.preprocess = timeout_ms, preprocess
@@ -154,20 +160,21 @@ class Unrolling:
     def transitions(self, s: dict) -> list[Transition]:
         out = []
         for steps in self.moves:
-            enabled, fits, post, inner = z3.BoolVal(True), [], s, None
+            enabled, fits, room, post, inner = z3.BoolVal(True), [], [], s, None
             for i, st in enumerate(steps):
-                guard, nxt, ok = successor(self.config, self.rules, self.b, post, st)
+                guard, nxt, ok, free = successor(self.config, self.rules, self.b, post, st)
                 if i == 0:
                     enabled = z3.And(guard, in_scope(self.config, self.scope, s, st))
                     if len(steps) > 1:  # a round goes on only if its request was not lost to a dead leader
                         enabled = z3.And(enabled, nxt[f"fetch_requests{st.replica}.n"] > post[f"fetch_requests{st.replica}.n"])
                 fits.append(ok)
+                room.append(free)
                 post = nxt
                 if i == 1:
                     inner = post
             if self.exclude_lrs:
                 enabled = z3.And(enabled, z3.Not(last_replica_standing(post, self.config.replicas)))
-            out.append(Transition(steps, enabled, z3.And(fits), post, inner))
+            out.append(Transition(steps, enabled, z3.And(fits), z3.And(room), post, inner))
         return out
 
     @property
@@ -183,8 +190,15 @@ class Unrolling:
         self.selectors.append(sel)
         self.solver.add(sel >= 0, sel < len(moves))
         for j, t in enumerate(moves):
-            self.solver.add(z3.Implies(sel == j, z3.And(t.enabled, t.fits)))
-        self.blocked.append([z3.And(t.enabled, z3.Not(t.fits)) for t in moves])  # per move
+            self.solver.add(z3.Implies(sel == j, z3.And(t.enabled, t.fits, t.room) if self.within_bounds
+                                       else z3.And(t.enabled, t.fits)))
+        unfit = [z3.And(sel == j, z3.Not(t.room)) for j, t in enumerate(moves)
+                 if not self.within_bounds and not z3.is_true(z3.simplify(t.room))]
+        overflowed = self.overflowed[-1]
+        if unfit:
+            overflowed = z3.Bool(f"{self.name}{k + 1}.overflowed")
+            self.solver.add(overflowed == z3.Or(self.overflowed[-1], *unfit))
+        self.overflowed.append(overflowed)
         nxt = {}
         for key, is_bool in self.schema.items():
             terms = [t.post[key] for t in moves]
@@ -277,7 +291,6 @@ class BmcResult:
     seconds: float
     violations: list[Found] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)   # properties whose query timed out
-    bounds_reached: int | None = None  # a depth where a step would exceed the encoding's bounds
     cpu_seconds: float = 0.0
     bounds: Bounds | None = None  # what the encoding held in the end
 
@@ -285,7 +298,6 @@ class BmcResult:
         return {"protocol": self.config.protocol, "depth": self.depth, "seconds": round(self.seconds, 3),
                 "cpu_seconds": round(self.cpu_seconds, 3),
                 "violations": [v.to_json() for v in self.violations], "unknown": self.unknown,
-                "bounds_reached": self.bounds_reached,
                 "queue_capacities": {q: self.bounds.capacity(q) for q in QUEUES} if self.bounds else None}
 
 
@@ -304,9 +316,9 @@ def bmc(config: ModelConfig, scope: Scope, depth: int, properties: Iterable[str]
     on the model to check that it violates the property there too. With ``budget_s``, the
     properties still open when its CPU seconds run out are reported unknown.
 
-    Where a path within the depth (shorter than a violation found) would leave the encoding's
-    bounds, the search starts over with the message queues as long as that path needs
-    (``grown`` is told), so the answer covers every path to the depth."""
+    Each depth's query also asks for a path that left the encoding's bounds; where one exists,
+    the search starts over with the message queues as long as that path needs (``grown`` is
+    told), so the answer covers every path to the depth."""
     for p in properties:
         if p not in FORMULAS:
             raise Unsupported(f"property {p!r} has no SMT formula")
@@ -338,7 +350,9 @@ def _bmc_within(config, scope, b, depth, pending, stop_at_first, timeout_ms, pro
                 left = budget_s - (time.process_time() - cpu)
                 u.timeout_ms = max(1, min(timeout_ms, int(left * 1000)))
                 u.solver.set("timeout", u.timeout_ms)
-            verdict = u.check(u.violated(p, k)) if budget_s is None or left > 0 else z3.unknown
+            verdict = u.check(z3.Or(u.violated(p, k), u.overflowed[k])) if budget_s is None or left > 0 else z3.unknown
+            if verdict == z3.sat and z3.is_true(u.model.eval(u.overflowed[k], model_completion=True)):
+                return result, _wider(u, k)
             if verdict == z3.sat:
                 steps = u.trace(u.model, p, k)
                 _confirm(config, p, steps)
@@ -357,39 +371,25 @@ def _bmc_within(config, scope, b, depth, pending, stop_at_first, timeout_ms, pro
             break
         u.extend()
         k += 1
-    # a shorter violation, or one of a pending property, could take a path that leaves the bounds
-    shortest = min((v.transitions for v in result.violations), default=k + 1)
-    cut = k if pending and not result.unknown else shortest - 1
-    cut = min(cut, len(u.blocked))
-    if cut == 0:
-        return result, None
-    verdict = u.check(z3.Or([z3.Or(u.blocked[i]) for i in range(cut)]))  # one query for every depth
-    if verdict == z3.unsat:
-        return result, None
-    wider = None
-    if verdict == z3.sat:
-        i = next(i for i in range(cut) if z3.is_true(u.model.eval(z3.Or(u.blocked[i]), model_completion=True)))
-        wider = _wider(u, i)
-    if wider is None:  # the solver gave up or the bounds cannot grow: say where paths were cut
-        result.bounds_reached = i if verdict == z3.sat else 0
-    return result, wider
+    return result, None
 
 
-def _wider(u: Unrolling, i: int) -> Bounds | None:
-    """Bounds that hold the successor of state ``i`` the solver's model leaves the bounds with."""
+def _wider(u: Unrolling, k: int) -> Bounds:
+    """Bounds that hold the first state past the bounds on the solver's path to s_k."""
+    i = next(i for i in range(k) if z3.is_true(u.model.eval(u.overflowed[i + 1], model_completion=True)))
     state = u.state(u.model, i)
-    for j, blocked in enumerate(u.blocked[i]):
-        if not z3.is_true(u.model.eval(blocked, model_completion=True)):
-            continue
-        try:
-            run = replay(u.config, u.moves[j], state)
-        except ReplayRefused:
-            return None
-        need = {q: max(u.b.capacity(q), *(len(queue) for t in run.states for queue in getattr(t, q)))
-                for q in QUEUES}
-        wider = replace(u.b, **need)
-        return wider if wider != u.b else None
-    return None
+    steps = u.moves[u.model.eval(u.selectors[i], model_completion=True).as_long()]
+    try:
+        run = replay(u.config, steps, state)
+    except ReplayRefused as exc:
+        raise EncodingError(f"the solver takes {[st.to_json() for st in steps]} past the bounds after "
+                            f"{i} transitions, which the model refuses: {exc}") from None
+    need = {q: max(u.b.capacity(q), *(len(queue) for t in run.states for queue in getattr(t, q))) for q in QUEUES}
+    wider = replace(u.b, **need)
+    if wider == u.b:
+        raise EncodingError(f"the solver takes {[st.to_json() for st in steps]} past the bounds after {i} "
+                            "transitions, but the model's successor fits them")
+    return wider
 
 
 def _confirm(config: ModelConfig, prop: str, steps: list[Step]) -> None:
@@ -507,10 +507,10 @@ def induction(config: ModelConfig, scope: Scope, prop: str, max_k: int, timeout_
     if prop not in FORMULAS:
         raise Unsupported(f"property {prop!r} has no SMT formula")
     start = time.perf_counter()
-    base = Unrolling(config, scope, timeout_ms=timeout_ms, preprocess=preprocess)
+    base = Unrolling(config, scope, timeout_ms=timeout_ms, preprocess=preprocess, within_bounds=True)
     b = base.b
     step = Unrolling(config, scope, bounds=b, start=fresh(b, "t0."), timeout_ms=timeout_ms, name="t",
-                     preprocess=preprocess)
+                     preprocess=preprocess, within_bounds=True)
     step.solver.add(wellformed(config, scope, b, step.states[0]))
     cti = None
     for k in range(max_k + 1):

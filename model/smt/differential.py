@@ -26,7 +26,8 @@ class Outcome:
 def check_transition(cfg, b: Bounds, state: State, step, timeout_ms: int = 10_000) -> Outcome:
     rules = rules_for(cfg.protocol)
     pre = constant(b, embed(b, state))
-    guard, post, fits = successor(cfg, rules, b, pre, step)
+    guard, post, fits, room = successor(cfg, rules, b, pre, step)
+    fits = z3.And(fits, room)
     solver = z3.Solver()
     solver.set("timeout", timeout_ms)
     try:

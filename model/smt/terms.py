@@ -3,7 +3,8 @@
 ``Next`` holds the state under construction as a dict of z3 terms. Where the model branches on a
 value, the encoding takes both branches on copies and merges them with ``If`` (``branch``,
 ``cases``); what must hold for the successor to fit the encoding's bounds (a FIFO not full, a log
-not longer than its slots) is collected in ``fits``, under the branch it arose in.
+not longer than its slots) is collected in ``fits``, and a message FIFO's room for one more in
+``room``, each under the branch it arose in.
 """
 from __future__ import annotations
 
@@ -41,12 +42,14 @@ def zmin(a, b):
 
 
 class Next:
-    """The successor under construction: ``s`` (key -> term) and the bound conditions ``fits``."""
+    """The successor under construction: ``s`` (key -> term) and the bound conditions ``fits``
+    (logs, record ids) and ``room`` (message FIFOs)."""
 
     def __init__(self, cfg, b: Bounds, s: dict, rules=None):
         self.cfg, self.b, self.rules = cfg, b, rules
         self.s = dict(s)
         self.fits: list = []
+        self.room: list = []
 
     def __getitem__(self, key: str):
         return self.s[key]
@@ -69,10 +72,11 @@ class Next:
         if otherwise is not None:
             otherwise(b)
         self.s = merge(cond, a.s, b.s)
-        if a.fits:
-            self.fits.append(z3.Implies(cond, z3.And(a.fits)))
-        if b.fits:
-            self.fits.append(z3.Implies(z3.Not(cond), z3.And(b.fits)))
+        for mine, then_, else_ in ((self.fits, a.fits, b.fits), (self.room, a.room, b.room)):
+            if then_:
+                mine.append(z3.Implies(cond, z3.And(then_)))
+            if else_:
+                mine.append(z3.Implies(z3.Not(cond), z3.And(else_)))
 
     def cases(self, index, choices: range, each: Callable[["Next", int], None]) -> None:
         """``each(self, i)`` where ``index == i``, for every ``i`` of ``choices`` (else unchanged)."""
@@ -187,7 +191,7 @@ class Next:
         n = self.queue_len(q, r)
         cap = self.b.capacity(q)
         when = z3.BoolVal(when) if isinstance(when, bool) else when
-        self.fits.append(z3.Implies(when, n < cap))
+        self.room.append(z3.Implies(when, n < cap))
         for slot in range(cap):
             here = z3.And(when, n == slot)
             p = f"{q}{r}.{slot}."

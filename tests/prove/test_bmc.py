@@ -45,7 +45,7 @@ def shortest_depths(config: ModelConfig, scope: Scope) -> tuple[dict, int]:
 def assert_same_as_explorer(config: ModelConfig, scope: Scope, properties=tuple(BY_ID), preprocess=False) -> None:
     expected, graph_depth = shortest_depths(config, scope)
     result = bmc(config, scope, graph_depth, properties, preprocess=preprocess)
-    assert not result.unknown and result.bounds_reached is None
+    assert not result.unknown
     found = {v.property: v.transitions for v in result.violations}
     assert found == {p: d for p, d in expected.items() if p in properties}
     if len(found) < len(properties):  # the rest hold up to the explored graph's depth
@@ -57,7 +57,7 @@ def assert_same_as_explorer_to_depth(config: ModelConfig, scope: Scope, depth: i
     symbolically; returned as property -> transitions."""
     expected, _graph_depth = shortest_depths(config, scope)
     result = bmc(config, scope, depth, properties, preprocess=True)
-    assert not result.unknown and result.bounds_reached is None
+    assert not result.unknown
     found = {v.property: v.transitions for v in result.violations}
     assert found == {p: d for p, d in expected.items() if p in properties and d <= depth}
     return found
@@ -96,7 +96,7 @@ def test_bounds_grow_until_every_path_to_the_depth_fits():
     expected, graph_depth = shortest_depths(config, TINY_LAST_LEADER)
     result = bmc(config, TINY_LAST_LEADER, graph_depth, tuple(BY_ID), bounds=narrow, grown=widened.append)
     assert {v.property: v.transitions for v in result.violations} == expected
-    assert widened and result.bounds == widened[-1] and result.bounds_reached is None
+    assert widened and result.bounds == widened[-1]
     assert result.bounds.leader_and_isr > 1
 
 
