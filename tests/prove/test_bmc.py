@@ -143,7 +143,7 @@ def test_shortest_violation_depth_is_the_explorers_with_fetch_rounds():
 @pytest.mark.parametrize("protocol", ["hw-truncation", "kip-101", "kip-279"])
 def test_shortest_violation_depth_is_the_explorers_at_the_default_scope(protocol):
     """The variants that violate StrongIsr there (kip-320's 31 levels: benchmarks/prove.py). Not
-    finished so far: the counterexamples lie at 10 and 18 transitions, and each depth costs 3 to 4
+    finished so far: the counterexamples lie at 10 and 18 transitions, and each depth costs 3 to 5
     times the one before (``benchmarks/prove.py --part growth``)."""
     assert_same_as_explorer(ModelConfig(protocol=protocol), Scope(), ("StrongIsr",), preprocess=True)
 
