@@ -58,7 +58,7 @@ class Lockstep:
         self.config = config
         self.impl: SystemUnderTest | None = None
         if impl:
-            from .sut_choice import default_sut  # loads the command line's machinery only when needed
+            from .sut_choice import default_sut  # the systems under test load impl: a model-only run never does
             self.impl = sut if sut is not None else default_sut()
             self._agreed = _Agreed()
             self._impl_history = EMPTY_HISTORY

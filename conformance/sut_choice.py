@@ -3,6 +3,7 @@ The command line's ``--sut`` sets it once per process, so a Spark executor sets 
 worker and keeps one external process for every schedule it runs."""
 from __future__ import annotations
 
+from .adapter import ImplSide
 from .cli import SECONDS, UsageError
 from .sut import SutFailure, SystemUnderTest
 from .sut_driver import DriverSut
@@ -54,7 +55,6 @@ def default_sut() -> SystemUnderTest:
     schedule after schedule), else a new in-process simulation."""
     global _shared
     if _chosen is None:
-        from .adapter import ImplSide  # loads impl: a model-only run never does
         return ImplSide()
     if _shared is None:
         _shared = DriverSut(*_chosen)

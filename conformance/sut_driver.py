@@ -26,13 +26,13 @@ from isrcheck.model.alphabet import STEPS, shown
 from . import sut_state
 from .sut import ImplFailure, SutFailure, SystemUnderTest
 
+VERSIONS = [1]
+_MAX_LINE = 64 * 1024 * 1024  # an answer longer than this is not the protocol's
+
 
 def wire_step(st) -> dict:
     """A step as the protocol carries it: every field, defaults included (docs/sut-protocol.md)."""
     return {"step": st.name, **dict(zip(STEPS[st.name].fields, st.field_values()))}
-
-VERSIONS = [1]
-_MAX_LINE = 64 * 1024 * 1024  # an answer longer than this is not the protocol's
 
 
 class DriverSut(SystemUnderTest):
