@@ -125,12 +125,8 @@ def part_growth(budget: float, extra: list[str]) -> None:
         print(f"  {protocol}: explore finds it at {needed} transitions in {cpu:.1f} s")
         _doc, _cpu, _code, depths = command(["prove", "--protocol", protocol, "--property", "StrongIsr", "--depth",
                                              "40", *extra], budget)
-        previous, row = 0.0, []
-        for depth, total in depths:
-            row.append(f"{depth}: {total - previous:.1f}")
-            previous = total
-        print(f"    prove per depth: {', '.join(row)}")
         costs = [b - a for (_d, a), (_e, b) in zip([(0, 0.0)] + depths, depths)]
+        print(f"    prove per depth: {', '.join(f'{d}: {c:.1f}' for (d, _t), c in zip(depths, costs))}")
         if needed is not None and len(costs) >= 3 and last_depth(depths) < needed and costs[-2] > 0:
             ratio = costs[-1] / costs[-2]
             rest = sum(costs[-1] * ratio ** i for i in range(1, needed - last_depth(depths) + 1))
