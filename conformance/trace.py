@@ -36,9 +36,9 @@ def trace_run(schedule: Schedule, impl: bool = True) -> Trace:
     """Replay ``schedule`` in lockstep and keep a frame per step up to the verdict."""
     from isrcheck.model import Step
 
-    from .lockstep import Lockstep
+    from .lockstep import Lockstep, expected_property
 
-    run = Lockstep(schedule.protocol, schedule.config, impl=impl)
+    run = Lockstep(schedule.protocol, schedule.config, impl=impl, prefer=expected_property(schedule))
     trace = Trace(schedule, run.state)
     for i, raw in enumerate(schedule.steps):
         failed = run.step(Step.from_json(raw))

@@ -270,7 +270,8 @@ def test_explore_saves_counterexamples_that_check_replays(tmp_path):
     assert (tmp_path / "cex" / "kip-279-StrongIsr.json").exists()
     proc = run(example("isrcheck check cex/kip-279-StrongIsr.json"), cwd=tmp_path)
     assert proc.returncode == 1
-    assert "[kip-279]: violation of WeakIsr at step 24" in proc.stdout  # README: WeakIsr breaks there too
+    assert "[kip-279]: violation of StrongIsr at step 24" in proc.stdout  # the file's expected one (WeakIsr fails there too)
+    assert "expected: violation of StrongIsr -> as expected" in proc.stdout
 
 
 @pytest.mark.slow
