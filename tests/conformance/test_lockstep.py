@@ -3,7 +3,7 @@ counterexamples replayed on the implementation, and random crash schedules witho
 import pytest
 
 from isrcheck.conformance import Schedule, load_schedule, random_walk, run_schedule
-from isrcheck.conformance.schedule import ScheduleConfig
+from isrcheck.conformance.core.schedule import ScheduleConfig
 from isrcheck.model import ModelConfig, Scope, explore
 from isrcheck.specs import BY_ID
 
@@ -101,7 +101,7 @@ def test_random_crash_schedules_many():
 def test_explore_replay_on_impl_adds_the_implementation_verdict(capsys):
     import json
 
-    from isrcheck.conformance.cli import main
+    from isrcheck.conformance.cli.main import main
     code = main(["explore", "--protocol", "hw-truncation", "--max-records", "1", "--max-crashes", "1",
                  "--stop-at-first", "--replay-on-impl", "--json"])
     assert code == 1
@@ -125,8 +125,8 @@ def _both_isr_properties_fail_at_the_last_step():
     ("NoLostAckedWrite", "WeakIsr"),     # expected, but it does not fail there: the first one
 ])
 def test_a_violation_names_the_expected_property_among_those_failing_at_its_step(expected, reported):
-    from isrcheck.conformance.schedule import Expected
-    from isrcheck.conformance.trace import trace_run
+    from isrcheck.conformance.core.schedule import Expected
+    from isrcheck.conformance.core.trace import trace_run
 
     found = _both_isr_properties_fail_at_the_last_step()
     schedule = Schedule(found.protocol, found.config, found.steps,

@@ -98,7 +98,7 @@ def test_an_endless_schedule_is_refused_at_the_size_bound(path):
     """A device or a pipe has no size: the read stops at the bound (in 1 GiB of address space,
     where reading on would end in a MemoryError)."""
     with open("/dev/zero", "rb") as zeros:
-        proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli", "check", path],
+        proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", "check", path],
                               stdin=zeros, capture_output=True, text=True, timeout=120,
                               preexec_fn=_limited_memory)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
@@ -106,7 +106,7 @@ def test_an_endless_schedule_is_refused_at_the_size_bound(path):
 
 
 def test_too_many_steps_are_refused_before_parsing(tmp_path, monkeypatch):
-    import isrcheck.conformance.schedule as schedule
+    import isrcheck.conformance.core.schedule as schedule
     monkeypatch.setattr(schedule, "MAX_STEPS", 4)
     doc = {**GOOD, "expected": {"kip-320": "pass"}}
     assert len(load_schedule(_write(tmp_path, doc)).steps) == 4  # 4 steps, 7 objects
@@ -160,7 +160,7 @@ def test_the_largest_config_values_run_in_lockstep_without_a_divergence():
     """Each config bound is what the implementation can represent: request.timeout.ms travels as an
     int32 of milliseconds, and a tick is a millisecond (one past it used to diverge at the produce)."""
     from isrcheck.conformance import run_schedule
-    from isrcheck.conformance.abstraction import MS_PER_TICK
+    from isrcheck.conformance.core.abstraction import MS_PER_TICK
     from isrcheck.model.config import MAX_FLUSH_MESSAGES, MAX_TICKS
 
     assert MAX_TICKS * MS_PER_TICK <= 2**31 - 1

@@ -4,7 +4,7 @@ import asyncio
 import json
 import os
 
-from isrcheck.conformance.soak import SoakResult, _Clients, soak_config
+from isrcheck.conformance.engines.soak.driver import SoakResult, _Clients, soak_config
 from isrcheck.impl.real.processes import ProcessCluster
 
 
@@ -67,7 +67,7 @@ class _CappedLeader:
 def test_the_final_read_is_the_whole_log_past_one_fetch_answer():
     """Every acknowledged write is in a log longer than one fetch answer: the final read fetches
     on to the HW, and the check finds nothing missing."""
-    from isrcheck.conformance.soak import _check, _final_read
+    from isrcheck.conformance.engines.soak.driver import _check, _final_read
     from isrcheck.model import Step
     from isrcheck.model.history import EMPTY_HISTORY
 

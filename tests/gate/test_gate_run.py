@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from isrcheck.conformance.cli import main
-from isrcheck.conformance.schedule import load_schedule
+from isrcheck.conformance.cli.main import main
+from isrcheck.conformance.core.schedule import load_schedule
 
 CONFIG = """
 [tool.isrcheck.gate]
@@ -102,7 +102,7 @@ def test_no_save_leaves_the_corpus_alone(tmp_path, scenario, capsys):
 def test_out_removes_only_what_the_gate_wrote(tmp_path, scenario, capsys, monkeypatch):
     """Each run starts the engine's --out folder afresh, deleting the files the last run wrote;
     a file it did not write stops the gate (exit 2, named) and nothing is deleted."""
-    import isrcheck.conformance.gate.explore_engine as explore_engine
+    import isrcheck.conformance.engines.gate.explore_engine as explore_engine
 
     real_run, runs = explore_engine.run, []
 
