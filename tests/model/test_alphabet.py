@@ -8,12 +8,13 @@ import pytest
 from hypothesis import given, settings
 
 from isrcheck.conformance import FAULT_PROFILES
-from isrcheck.conformance.adapter import ImplSide
+from isrcheck.conformance.core.adapter import ImplSide
 from isrcheck.impl import replication as impl_replication, sim as impl_sim
 from isrcheck.impl.sut.steps import STEPS as IMPL_STEPS
-from isrcheck.conformance.strategies import step_dicts
+from isrcheck.conformance.generators.strategies import step_dicts
 from isrcheck.model import (
-    CRASH_KINDS, MAX_REPLICAS, MESSAGE_KINDS, STEPS, ConfigError, ModelConfig, ScheduleConfig, State, Step, initial_state,
+    CRASH_KINDS, MAX_REPLICAS, MESSAGE_KINDS, STEPS, ConfigError, ModelConfig, ScheduleConfig, State, Step,
+    initial_state,
 )
 from isrcheck.model.actions import ACTIONS
 from isrcheck.model.alphabet import FIELDS, step_kinds, steps_of
