@@ -23,7 +23,7 @@ from isrcheck.model.history import EMPTY_HISTORY
 from isrcheck.specs import PROPERTIES
 
 from isrcheck.conformance.core.diff import common_prefix, diff
-from isrcheck.conformance.core.render import render_state
+from isrcheck.conformance.core.render import render_state, step_text
 from isrcheck.conformance.core.schedule import Schedule, ScheduleConfig
 from isrcheck.conformance.core.sut import SutFailure, SystemUnderTest
 from isrcheck.conformance.core.verdict import DIVERGENCE, INVALID, PASS, SUT_FAILURE, VIOLATION, Verdict
@@ -66,6 +66,9 @@ class Lockstep:
         self.index = 0  # steps taken (including those refused by both)
         self.outcome: Verdict | None = None
         self.last_outputs: list[dict] = []
+        # at a divergence, the implementation's side of it (its outputs, or its abstract state)
+        self.impl_outputs: list[dict] | None = None
+        self.impl_state: State | None = None
         self.refused: list[tuple[int, Step, str]] = []  # (index, step, the model's reason), refused by both
         self.model_seconds = 0.0
         self.impl_seconds = 0.0
@@ -123,6 +126,7 @@ class Lockstep:
         before, self.state = self.state, new_state
         self.last_outputs = outputs
         if impl_outputs != outputs:
+            self.impl_outputs = impl_outputs
             return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: outputs differ\n"
                               + diff(outputs, impl_outputs))
         if self.impl is not None:
@@ -137,6 +141,7 @@ class Lockstep:
             expected = wire_view(new_state, self.protocol)
             impl_state = self._agreed.share(expected, impl_state)
             if impl_state != expected:
+                self.impl_state = impl_state
                 return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: abstract states differ\n"
                                   + diff(expected, impl_state))
         self._record(i, st, name, outputs, before)
@@ -270,9 +275,7 @@ def _shape(state) -> str:
 
 
 def _show_step(st: Step) -> str:
-    fields = st.to_json()
-    args = ", ".join(f"{k}={v}" for k, v in fields.items() if k != "step")
-    return f"{st.name}({args})"
+    return step_text(st.to_json())
 
 
 def _violation_text(prop, i: int, st: Step | None, state) -> str:

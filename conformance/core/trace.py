@@ -26,6 +26,8 @@ class Trace:
     initial: object
     frames: list[Frame] = field(default_factory=list)
     verdict: Verdict | None = None
+    impl_outputs: list | None = None  # at a divergence of outputs, what the implementation answered
+    impl_state: object = None         # at a divergence of states, the implementation's abstract state
 
     @property
     def refused(self) -> list[tuple[int, dict, str]]:
@@ -49,4 +51,5 @@ def trace_run(schedule: Schedule, impl: bool = True) -> Trace:
         if failed is not None:
             break
     trace.verdict = run.verdict()
+    trace.impl_outputs, trace.impl_state = run.impl_outputs, run.impl_state
     return trace
