@@ -190,6 +190,35 @@ def test_a_divergence_where_the_implementation_appends_nothing(scenario, monkeyp
                             "broker 1's log empty while the model appended offset 0 to it.")
 
 
+def test_a_divergence_of_refusals_or_a_failing_implementation(scenario, monkeypatch):
+    from isrcheck.conformance.core.adapter import ImplSide
+
+    step = ImplSide._step
+
+    def refuses_produce(self, st):
+        return ("no produce today", []) if st.name == "produce" else step(self, st)
+
+    monkeypatch.setattr(ImplSide, "_step", refuses_produce)
+    _trace, why = explained(scenario("healthy-acks-all"))
+    assert why.sentence == ("At step 0 produce(replica=0, acks=-1), the implementation refused the step "
+                            "(no produce today) but the model took it.")
+
+    from isrcheck.impl.sut import SimDriver
+
+    driver_step = SimDriver.step
+
+    def fails_at_produce(self, name, values):
+        if name == "produce":
+            raise RuntimeError("disk on fire")
+        return driver_step(self, name, values)
+
+    monkeypatch.setattr(ImplSide, "_step", step)
+    monkeypatch.setattr(SimDriver, "step", fails_at_produce)
+    _trace, why = explained(scenario("healthy-acks-all"))
+    assert why.sentence.startswith("At step 0 produce(replica=0, acks=-1), the implementation raised RuntimeError: "
+                                   "disk on fire")
+
+
 # -- what the finders cannot read ------------------------------------------------------------------
 
 def test_a_state_the_finders_do_not_understand_gives_the_statement(scenario):
