@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from isrcheck.model import (
     InvalidStep, ModelConfig, Replica, State, Step, StepRefused, apply, enabled, initial_state,
@@ -29,6 +29,9 @@ from isrcheck.conformance.core.sut import SutFailure, SystemUnderTest
 from isrcheck.conformance.core.verdict import DIVERGENCE, INVALID, PASS, SUT_FAILURE, VIOLATION, Verdict
 from isrcheck.conformance.core.wire import wire_view
 
+if TYPE_CHECKING:
+    from isrcheck.conformance.core.sut_spec import SutSpec
+
 INVARIANTS = tuple(p for p in PROPERTIES if p.kind == "invariant")
 HISTORY = tuple(p for p in PROPERTIES if p.kind == "history")
 
@@ -37,13 +40,13 @@ class Lockstep:
     """An incremental run: feed steps one at a time (generators choose the next one from
     ``enabled_steps``); ``outcome`` is set once the run has failed; ``verdict()`` ends it.
 
-    The implementation is ``sut`` (a ``SystemUnderTest``), by default this process's choice
-    (``sut_choice.default_sut``: the in-process simulation unless ``--sut`` named another); it is reset
-    when the first step runs. The ghost history of what its clients were told is kept here, from
-    its outputs, so any system under test is judged by the same bookkeeping as the model."""
+    The implementation is ``sut``: None for the in-process simulation, a ``sut_spec.SutSpec`` for
+    an external program (its one process in this Python process), or a ``SystemUnderTest``; it is
+    reset when the first step runs. The ghost history of what its clients were told is kept here,
+    from its outputs, so any system under test is judged by the same bookkeeping as the model."""
 
     def __init__(self, protocol: str, config: ScheduleConfig, impl: bool = True,
-                 properties: Iterable[str] | None = None, sut: SystemUnderTest | None = None) -> None:
+                 properties: Iterable[str] | None = None, sut: SutSpec | SystemUnderTest | None = None) -> None:
         self.protocol = protocol
         self.invariants, self.history = INVARIANTS, HISTORY
         if properties is not None:  # check only these (e.g. to replay one counterexample of the explorer)
@@ -58,8 +61,8 @@ class Lockstep:
         self.config = config
         self.impl: SystemUnderTest | None = None
         if impl:
-            from isrcheck.conformance.core.sut_choice import default_sut  # the systems under test load impl: a model-only run never does
-            self.impl = sut if sut is not None else default_sut()
+            from isrcheck.conformance.core.sut_spec import open_sut  # the systems under test load impl: a model-only run never does
+            self.impl = open_sut(sut)
             self._agreed = _Agreed()
             self._impl_history = EMPTY_HISTORY
             self._impl_ready = False
@@ -285,12 +288,12 @@ def invalid(message: str) -> Verdict:
 
 
 def run_schedule(schedule: Schedule, impl: bool = True, properties: Iterable[str] | None = None,
-                 refused: list | None = None) -> Verdict:
-    """Replay ``schedule`` in lockstep (or on the model alone with ``impl=False``), checking every
-    property or only those named in ``properties``; ``refused``, if given, receives the
-    ``(index, step, reason)`` of every step both sides refused."""
+                 refused: list | None = None, sut: SutSpec | SystemUnderTest | None = None) -> Verdict:
+    """Replay ``schedule`` in lockstep on ``sut`` (see ``Lockstep``; or on the model alone with
+    ``impl=False``), checking every property or only those named in ``properties``; ``refused``,
+    if given, receives the ``(index, step, reason)`` of every step both sides refused."""
     try:
-        run = Lockstep(schedule.protocol, schedule.config, impl=impl, properties=properties)
+        run = Lockstep(schedule.protocol, schedule.config, impl=impl, properties=properties, sut=sut)
         steps = [Step.from_json(s) for s in schedule.steps]
     except (ConfigError, InvalidStep) as exc:
         return invalid(str(exc))

@@ -149,11 +149,12 @@ class LockstepMachine(RuleBasedStateMachine):
     faults = "default"
     impl = True
     refusals = DEFAULT_REFUSALS
+    sut = None  # the system under test (see Lockstep: None is the in-process simulation)
 
     def __init__(self) -> None:
         super().__init__()
         self.profile = _profile(self.faults)
-        self.run = Lockstep(self.protocol, self.config, impl=self.impl)
+        self.run = Lockstep(self.protocol, self.config, impl=self.impl, sut=self.sut)
         self.budget = _Budget(self.config, self.profile.spare_known_gaps, self.protocol) if self.profile.within_budget else None
         self.taken: list[dict] = []
         self.quota = RefusalQuota(self.refusals)
@@ -196,8 +197,9 @@ class LockstepMachine(RuleBasedStateMachine):
 
 def lockstep_machine(protocol: str = "kip-320", config: dict | ScheduleConfig | None = None,
                      faults="default", impl: bool = True,
-                     refusals: float = DEFAULT_REFUSALS) -> type[LockstepMachine]:
-    """A LockstepMachine subclass for one protocol, config, fault profile and share of refused steps."""
+                     refusals: float = DEFAULT_REFUSALS, sut=None) -> type[LockstepMachine]:
+    """A LockstepMachine subclass for one protocol, config, fault profile and share of refused steps,
+    run on ``sut`` (see ``Lockstep``)."""
     RefusalQuota(refusals)  # checks the share
     profile = _profile(faults)
     if not isinstance(config, ScheduleConfig):
@@ -205,4 +207,4 @@ def lockstep_machine(protocol: str = "kip-320", config: dict | ScheduleConfig | 
     Schedule(protocol, config).with_protocol(protocol)  # validates the protocol name
     name = f"Lockstep_{protocol.replace('-', '_')}_{profile.name}"
     return type(name, (LockstepMachine,), {"protocol": protocol, "config": config, "faults": profile,
-                                           "impl": impl, "refusals": refusals})
+                                           "impl": impl, "refusals": refusals, "sut": sut})

@@ -154,12 +154,13 @@ def _profile(faults) -> FaultProfile:
 
 def random_walk(seed: int, protocol: str, steps: int, faults: str | FaultProfile = "default",
                 config: dict | None = None, impl: bool = True,
-                refusals: float = DEFAULT_REFUSALS) -> tuple[Schedule, Verdict]:
+                refusals: float = DEFAULT_REFUSALS, sut=None) -> tuple[Schedule, Verdict]:
     """Walk ``steps`` steps from the initial state, each chosen (seeded) among the model's enabled
     steps and run in lockstep at once; stops at the first failure. A share ``refusals`` of the
     steps (at least ``floor(refusals * steps)``) are steps the model refuses instead, drawn from
     the whole alphabet (``isrcheck.conformance.generators.refusals``): the implementation must refuse them
-    too. Returns the schedule taken and its verdict; ``run_schedule`` on that schedule gives the
+    too. The implementation is ``sut`` (see ``Lockstep``: None is the in-process simulation).
+    Returns the schedule taken and its verdict; ``run_schedule`` on that schedule gives the
     same verdict."""
     quota = RefusalQuota(refusals)
     profile = _profile(faults)
@@ -175,7 +176,7 @@ def random_walk(seed: int, protocol: str, steps: int, faults: str | FaultProfile
                         description=f"random walk, seed {seed}, fault profile {profile.name!r}")
     schedule = schedule.with_protocol(protocol)  # validates the protocol name
     rng = random.Random(seed)
-    run = Lockstep(protocol, cfg, impl=impl)
+    run = Lockstep(protocol, cfg, impl=impl, sut=sut)
     budget = _Budget(cfg, profile.spare_known_gaps, protocol) if profile.within_budget else None
     weights, kinds = profile.weights, profile.crash_kinds
     taken: list[dict] = []
