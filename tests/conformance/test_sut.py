@@ -137,21 +137,25 @@ def test_check_and_shrink_take_sut_and_report_its_failure_with_the_schedule(isrc
 
 def test_the_generators_run_on_the_system_they_are_given(faulty_sut):
     """A random walk, its shrinking and the Hypothesis machine drive the system of their ``sut``:
-    one whose every process crashes at its third step gives sut-failures where the in-process
-    simulation passes."""
-    crashing = SutSpec(f"{faulty_sut} crash 3")
+    one that crashes gives sut-failures where the in-process simulation passes."""
     _, here = random_walk(0, "kip-320", 20)
-    walked, there = random_walk(0, "kip-320", 20, sut=crashing)
+    crashing = SutSpec(f"{faulty_sut} crash 3")  # each process of it crashes at its third step
+    try:
+        walked, there = random_walk(0, "kip-320", 20, sut=crashing)
+        # in process every shorter candidate passes; on this system a later one crashes sooner
+        small, verdict = shrink(walked, there, time_budget_s=3.0, sut=crashing)
+    finally:
+        crashing.close()  # its process (kept for the next run of the spec) has taken steps
     assert here.kind == "pass" and (there.kind, there.step, len(walked.steps)) == ("sut-failure", 2, 3)
-    # in process every shorter candidate passes; on this system a later one crashes sooner
-    small, verdict = shrink(walked, there, time_budget_s=3.0, sut=crashing)
     assert verdict.kind == "sut-failure" and len(small.steps) < 3
-    machine = lockstep_machine("kip-320", sut=crashing)
-    with pytest.raises(AssertionError, match="sut-failure"):
-        run_state_machine_as_test(machine, settings=settings(
-            max_examples=5, stateful_step_count=10, deadline=None, database=None,
-            suppress_health_check=list(HealthCheck), derandomize=True, phases=[Phase.generate]))
-    crashing.close()
+    at_once = SutSpec(f"{faulty_sut} crash 1")  # every run fails at its first step, as Hypothesis replays it
+    try:
+        with pytest.raises(AssertionError, match="sut-failure"):
+            run_state_machine_as_test(lockstep_machine("kip-320", sut=at_once), settings=settings(
+                max_examples=5, stateful_step_count=10, deadline=None, database=None,
+                suppress_health_check=list(HealthCheck), derandomize=True, phases=[Phase.generate]))
+    finally:
+        at_once.close()
 
 
 def _talk(*requests) -> list[dict]:

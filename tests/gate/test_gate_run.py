@@ -112,8 +112,11 @@ def test_the_corpus_and_the_engines_run_on_the_system_under_test_given(tmp_path,
     third step, both are sut-failures at that step."""
     _setup(tmp_path, scenario, {"verdict": "violation", "property": "NoLostAckedWrite"})
     config = load_gate_config(tmp_path / "pyproject.toml", NAMES)
-    result = run_gate(config, tmp_path / "out", Console(file=io.StringIO()), None,
-                      sut=SutSpec(f"{faulty_sut} crash 3"))
+    crashing = SutSpec(f"{faulty_sut} crash 3")
+    try:
+        result = run_gate(config, tmp_path / "out", Console(file=io.StringIO()), None, sut=crashing)
+    finally:
+        crashing.close()  # its process (kept for the next run of the spec) has taken steps
     assert [(r.verdict.kind, r.verdict.step, r.ok) for r in result.cases] == [("sut-failure", 2, False)]
     verdicts = [(f.verdict.kind, f.verdict.step) for _run, f in result.findings]
     assert verdicts and set(verdicts) == {("sut-failure", 2)}
