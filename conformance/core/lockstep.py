@@ -4,6 +4,8 @@ After every step the runner compares refusals, outputs and abstract states of th
 checks every state invariant of ``isrcheck.specs``; after the last step, the history properties
 over what clients were told. The first disagreement is a ``divergence``, the first property that
 fails on both sides a ``violation``. A step refused by both sides is skipped (a no-op on both).
+When several properties fail at one step, the violation names the one the schedule expects
+(``prefer``) if it is among them, else the first in ``isrcheck.specs`` order.
 
 Properties are evaluated on the model state; they are functions of the abstract state, and the
 impl's abstract state equals the model's whenever the run gets that far, so both sides are
@@ -43,11 +45,14 @@ class Lockstep:
     The implementation is ``sut``: None for the in-process simulation, a ``sut_spec.SutSpec`` for
     an external program (its one process in this Python process), or a ``SystemUnderTest``; it is
     reset when the first step runs. The ghost history of what its clients were told is kept here,
-    from its outputs, so any system under test is judged by the same bookkeeping as the model."""
+    from its outputs, so any system under test is judged by the same bookkeeping as the model.
+    ``prefer`` names the property a violation reports when it fails at the same step as others."""
 
     def __init__(self, protocol: str, config: ScheduleConfig, impl: bool = True,
-                 properties: Iterable[str] | None = None, sut: SutSpec | SystemUnderTest | None = None) -> None:
+                 properties: Iterable[str] | None = None, sut: SutSpec | SystemUnderTest | None = None,
+                 prefer: str | None = None) -> None:
         self.protocol = protocol
+        self.prefer = prefer
         self.invariants, self.history = INVARIANTS, HISTORY
         if properties is not None:  # check only these (e.g. to replay one counterexample of the explorer)
             wanted = set(properties)
@@ -145,8 +150,16 @@ class Lockstep:
         self._record(i, st, name, outputs, before)
         for prop in self.invariants:
             if not prop.check(new_state):
+                prop = self._preferred(prop, new_state)
                 return self._fail(VIOLATION, prop.id, i, _violation_text(prop, i, st, new_state))
         return None
+
+    def _preferred(self, failed, state):
+        """``failed``, or the preferred property if it fails in ``state`` too."""
+        if self.prefer is None or failed.id == self.prefer:
+            return failed
+        return next((p for p in self.invariants + self.history if p.id == self.prefer and not p.check(state)),
+                    failed)
 
     def _record(self, i: int, st: Step, name: str, outputs: list[dict], before) -> None:
         h = self._hash
@@ -172,6 +185,7 @@ class Lockstep:
         last = self.index - 1
         for prop in self.history:
             if not prop.check(self.state):
+                prop = self._preferred(prop, self.state)
                 return self._fail(VIOLATION, prop.id, max(last, 0),
                                   _violation_text(prop, last, None, self.state))
         return Verdict(PASS, None, None, None, self._hash.hexdigest(), tuple(sorted(self._coverage)), self.index)
@@ -283,6 +297,12 @@ def _violation_text(prop, i: int, st: Step | None, state) -> str:
     return f"{prop.id} fails {where}: {prop.statement}\n{render_state(state)}"
 
 
+def expected_property(schedule: Schedule) -> str | None:
+    """The property the schedule expects violated on its protocol, if it names one."""
+    expected = schedule.expected.get(schedule.protocol)
+    return None if expected is None else expected.property
+
+
 def invalid(message: str) -> Verdict:
     return Verdict(INVALID, None, None, message, hashlib.blake2b(message.encode(), digest_size=16).hexdigest())
 
@@ -291,9 +311,12 @@ def run_schedule(schedule: Schedule, impl: bool = True, properties: Iterable[str
                  refused: list | None = None, sut: SutSpec | SystemUnderTest | None = None) -> Verdict:
     """Replay ``schedule`` in lockstep on ``sut`` (see ``Lockstep``; or on the model alone with
     ``impl=False``), checking every property or only those named in ``properties``; ``refused``,
-    if given, receives the ``(index, step, reason)`` of every step both sides refused."""
+    if given, receives the ``(index, step, reason)`` of every step both sides refused. A violation
+    names the property the schedule expects on its protocol when that one fails at the same step
+    as others."""
     try:
-        run = Lockstep(schedule.protocol, schedule.config, impl=impl, properties=properties, sut=sut)
+        run = Lockstep(schedule.protocol, schedule.config, impl=impl, properties=properties, sut=sut,
+                       prefer=expected_property(schedule))
         steps = [Step.from_json(s) for s in schedule.steps]
     except (ConfigError, InvalidStep) as exc:
         return invalid(str(exc))

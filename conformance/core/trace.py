@@ -37,9 +37,9 @@ def trace_run(schedule: Schedule, impl: bool = True, sut=None) -> Trace:
     to the verdict."""
     from isrcheck.model import Step
 
-    from isrcheck.conformance.core.lockstep import Lockstep
+    from isrcheck.conformance.core.lockstep import Lockstep, expected_property
 
-    run = Lockstep(schedule.protocol, schedule.config, impl=impl, sut=sut)
+    run = Lockstep(schedule.protocol, schedule.config, impl=impl, sut=sut, prefer=expected_property(schedule))
     trace = Trace(schedule, run.state)
     for i, raw in enumerate(schedule.steps):
         failed = run.step(Step.from_json(raw))

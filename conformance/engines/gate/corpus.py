@@ -37,10 +37,13 @@ class Case:
 
 def collect(folders: tuple[Path, ...], protocols: tuple[str, ...]) -> tuple[list[Case], list[Path]]:
     """Every (file, protocol) with an expectation on one of ``protocols``, in file order, and the
-    files that expect nothing on them. A file that is not a valid schedule is bad input."""
+    files that expect nothing on them. A file that is not a valid schedule, or a folder that is
+    not there, is bad input."""
     cases, unused = [], []
     for folder in folders:
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        if not folder.is_dir():
+            raise ScheduleError(f"corpus: folder {folder} does not exist")
+        for path in sorted(folder.glob("*.json")):
             try:
                 schedule = load_schedule(path)
             except ScheduleError as exc:

@@ -3,7 +3,6 @@ of its protocols, save new failures into the corpus. Pure work; the command repo
 from __future__ import annotations
 
 import importlib
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from isrcheck.conformance.engines.gate.config import ConfigError, GateConfig
 from isrcheck.conformance.engines.gate.corpus import Case, collect, replay, save_failure
 from isrcheck.conformance.engines.gate.engines import ENGINES
 from isrcheck.conformance.engines.gate.job import EngineJob, EngineRun, Finding
+from isrcheck.conformance.engines.gate.workdir import record, start_afresh
 
 if TYPE_CHECKING:
     from isrcheck.conformance.core.sut_spec import SutSpec
@@ -77,6 +77,13 @@ def run_gate(config: GateConfig, workdir: Path, console, save: Path | None,
     engines = engines_to_run(config)  # bad engine tables stop the run before any work
     result = GateResult()
     cases, result.unused = collect(config.folders, config.protocols)
+    if not cases and not engines:  # a gate that checks nothing must not pass
+        raise ConfigError(f"{config.source}: [tool.isrcheck.gate]: nothing to run: no corpus schedule expects a "
+                          f"verdict on {', '.join(config.protocols)} (folders: "
+                          f"{', '.join(map(str, config.folders)) or 'none'}) and no engine table is configured")
+    for engine in engines:  # so do files in --out that the gate did not write
+        for protocol in config.engine_protocols(engine.name):
+            start_afresh(workdir / engine.name / protocol)
     with Progress("gate corpus", len(cases), "schedules", console=console) as progress:
         for case in cases:
             t0 = time.perf_counter()
@@ -87,13 +94,13 @@ def run_gate(config: GateConfig, workdir: Path, console, save: Path | None,
         for engine in engines:
             for protocol in config.engine_protocols(engine.name):
                 folder = workdir / engine.name / protocol
-                if folder.exists():  # the gate's own results of an earlier run: start afresh
-                    shutil.rmtree(folder)
-                folder.mkdir(parents=True)
                 console.print(f"gate: {engine.name} {protocol} ...", markup=False, highlight=False)
                 job = EngineJob(protocol, config.engine_options(engine.name), config.master,
                                 config.shrink_seconds, folder, spark.get, console, sut)
-                run = engine.load()(job)
+                try:
+                    run = engine.load()(job)
+                finally:  # what the engine wrote, even if it stopped: the next run may remove it
+                    record(folder)
                 result.runs.append(run)
                 console.print(f"gate: {engine.name} {protocol}: {run.summary}; {len(run.findings)} "
                               f"failure(s) in {run.seconds:.1f} s", markup=False, highlight=False)
