@@ -94,7 +94,7 @@ COVERED = {
     "spark-class org.apache.spark.deploy.worker.Worker spark://127.0.0.1:7077 --cores 2 --work-dir /tmp/spark-work &",
     "isrcheck fuzz --protocol kip-320 --schedules 200000 --master spark://127.0.0.1:7077 --out /shared/campaigns/kip-320",
     "spark-submit --master spark://127.0.0.1:7077 --conf spark.executor.cores=2 "
-    "\"$(python -c 'import isrcheck.conformance.campaign as c, os; print(os.path.join(os.path.dirname(c.__file__), \"__main__.py\"))')\" "
+    "\"$(python -c 'import isrcheck.conformance.engines.campaign as c, os; print(os.path.join(os.path.dirname(c.__file__), \"__main__.py\"))')\" "
     "--protocol kip-320 --schedules 200000 --out /shared/campaigns/kip-320",
     "isrcheck gate --junit-xml gate.xml --html gate-report",
     "isrcheck report specs/scenarios/kip101-scenario2.json --protocol hw-truncation --html kip101-scenario2.html",

@@ -1,0 +1,199 @@
+"""Hypothesis strategies and a stateful test machine for lockstep conformance.
+
+Shipped in the package so users run them under their own settings and profiles::
+
+    from hypothesis import settings
+    from isrcheck.conformance.generators.strategies import lockstep_machine
+
+    TestKip320 = lockstep_machine("kip-320", faults="default").TestCase
+    TestKip320.settings = settings(max_examples=200, stateful_step_count=80, deadline=None)
+
+``step_dicts`` draws any step of the alphabet (enabled or not: a step refused by both sides is a
+no-op); ``schedules`` wraps them in a Schedule; ``enabled_schedules`` draws each step among the
+model's enabled ones, which finds deep states far more often and shrinks well. Both it and the
+machine take their steps from the generator loop (``loop.StepGenerator``) that random walks use,
+with Hypothesis's draws: a share ``refusals`` of the steps are among those the model refuses (at
+least ``floor(refusals * steps)``): the implementation must refuse them too.
+"""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from isrcheck.model.alphabet import FIELDS, MAX_REPLICAS, STEPS, is_step
+
+from isrcheck.conformance.core.lockstep import Lockstep
+from isrcheck.conformance.core.schedule import PROTOCOLS, Schedule, ScheduleConfig, load_config
+from isrcheck.conformance.generators.loop import DrawnChoices, StepGenerator
+from isrcheck.conformance.generators.profiles import profile_of
+from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS, RefusalQuota
+
+
+def _field_values(name: str, replicas: int) -> st.SearchStrategy:
+    """Valid values of one step field (alphabet.FIELDS): any broker id, any choice, any value in
+    an integer field's bounds, a message index among the few a run keeps in flight."""
+    spec = FIELDS[name]
+    if spec.values is not None:
+        return st.sampled_from(spec.values)
+    if name == "replica":
+        return st.integers(0, replicas - 1)
+    if name == "index":
+        return st.integers(0, 2)
+    return st.integers(spec.low, spec.high)
+
+
+def step_dicts(replicas: int = 3) -> st.SearchStrategy[dict]:
+    """Any step of the alphabet with valid fields for ``replicas`` brokers."""
+    def one(name: str) -> st.SearchStrategy[dict]:
+        fields = {f: _field_values(f, replicas) for f in STEPS[name].fields}
+        return st.fixed_dictionaries({"step": st.just(name), **fields}).filter(is_step)
+    return st.one_of([one(name) for name in STEPS])
+
+
+def configs(replicas: st.SearchStrategy[int] = st.integers(1, MAX_REPLICAS)) -> st.SearchStrategy[ScheduleConfig]:
+    """Cluster configs over the whole valid range."""
+    @st.composite
+    def build(draw):
+        n = draw(replicas)
+        return ScheduleConfig(
+            replicas=n, min_insync_replicas=draw(st.integers(1, n)),
+            unclean_leader_election_enable=draw(st.booleans()),
+            replica_lag_time_max_ticks=draw(st.integers(0, 4)),
+            request_timeout_ticks=draw(st.integers(0, 8)),
+            flush_messages=draw(st.none() | st.integers(1, 3)))
+    return build()
+
+
+def schedules(protocol: str | None = None, config: ScheduleConfig | None = None,
+              max_steps: int = 60) -> st.SearchStrategy[Schedule]:
+    """Schedules of arbitrary (mostly refused) steps; good for refusal conformance."""
+    @st.composite
+    def build(draw):
+        proto = protocol or draw(st.sampled_from(PROTOCOLS))
+        cfg = config or draw(configs())
+        steps = draw(st.lists(step_dicts(cfg.replicas), max_size=max_steps))
+        return Schedule.from_json(Schedule(proto, cfg, tuple(steps)).to_json())
+    return build()
+
+
+def enabled_schedules(protocol: str = "kip-320", config: ScheduleConfig | None = None,
+                      max_steps: int = 60, faults="default",
+                      refusals: float = DEFAULT_REFUSALS) -> st.SearchStrategy[Schedule]:
+    """Schedules whose every step is enabled in the model when taken (within the profile's
+    fault budget), but for a share ``refusals`` of refused ones; drawn step by step on the model
+    alone."""
+    profile = profile_of(faults)
+    RefusalQuota(refusals)  # checks the share now, not at the first draw
+
+    @st.composite
+    def build(draw):
+        cfg = config or load_config(dict(profile.config))
+        generator = StepGenerator(Lockstep(protocol, cfg, impl=False), profile, DrawnChoices(draw), refusals)
+        generator.walk(draw(st.integers(0, max_steps)))
+        return Schedule(protocol, cfg, tuple(generator.taken))
+    return build()
+
+
+class LockstepMachine(RuleBasedStateMachine):
+    """One rule per step kind of the alphabet, each with its precondition: the kind has a step the
+    model enables and the fault profile may take (within its budget). A rule takes one step of its
+    kind, on the model and the implementation at once, through the generator loop (a due refused
+    step is taken instead); the invariant is that the lockstep run has neither diverged nor
+    violated a property. A state where no rule can run fails the test, naming why, rather than
+    ending the run in silence.
+
+    Hypothesis picks uniformly among the rules it offers, so the fault profile's weights are how
+    many times each kind's rule is offered (twice its weight, rounded; a kind weighed 0 has none):
+    uniform kinds would crash and fence far more often than they replicate. A subclass gets the
+    rules of its own ``faults`` (``lockstep_machine`` makes one)."""
+
+    protocol = "kip-320"
+    config = ScheduleConfig()
+    faults = "default"
+    impl = True
+    refusals = DEFAULT_REFUSALS
+    _offered: tuple[str, ...] = ()  # the attribute names of the rules this class offers
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        profile = profile_of(cls.faults)
+        for name in cls._offered:  # a parent's rules: offered again below, or not at all
+            setattr(cls, name, None)
+        offered = []
+        for kind in STEPS:
+            rule_of_kind = _kind_rule(kind)
+            for copy in range(round(2 * profile.weights.get(kind, 0.0))):
+                name = kind if copy == 0 else f"{kind}__{copy + 1}"
+                setattr(cls, name, rule_of_kind)
+                offered.append(name)
+        cls._offered = tuple(offered)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.profile = profile_of(self.faults)
+        self.run = Lockstep(self.protocol, self.config, impl=self.impl)
+        self.generator = StepGenerator(self.run, self.profile, DrawnChoices(None), self.refusals)
+        self._runnable: dict | None = None
+
+    def runnable(self) -> dict:
+        """The kinds a rule may take now (``StepGenerator.options``), computed once per state."""
+        if self._runnable is None:
+            self._runnable = self.generator.options() if self.run.outcome is None else {}
+        return self._runnable
+
+    def take(self, kind: str, data) -> None:
+        """One step of ``kind`` (or a due refused one), drawn from ``data``."""
+        self.generator.choices = DrawnChoices(data.draw)
+        proposed = self.generator.propose(kind)
+        assert proposed is not None, f"rule {kind} ran without a step of its kind"
+        self._runnable = None
+        self.generator.take(*proposed)
+
+    @invariant()
+    def some_rule_can_run(self) -> None:
+        """A run that can go on has a step to take: else the profile or its budget left none."""
+        if self.run.outcome is None and not self.runnable():
+            enabled = ", ".join(dict.fromkeys(s.name for s in self.run.enabled_steps())) or "none"
+            raise AssertionError(f"no rule can run: the model enables {enabled}, and fault profile "
+                                 f"{self.profile.name!r} weighs every one of them 0 or keeps it out of its "
+                                 f"budget\nschedule:\n{self._schedule().dumps()}")
+
+    @invariant()
+    def agrees_and_holds(self) -> None:
+        """No divergence, no violated invariant so far (the failing schedule is in the message)."""
+        self._check(self.run.outcome)
+
+    def teardown(self) -> None:
+        """History properties over what clients saw, at the end of the run."""
+        if self.run.outcome is None:
+            self._check(self.run.verdict())
+
+    def _schedule(self) -> Schedule:
+        return Schedule(self.protocol, self.config, tuple(self.generator.taken))
+
+    def _check(self, verdict) -> None:
+        if verdict is not None and verdict.failed:
+            raise AssertionError(f"{verdict.summary()}\n{verdict.diff}\nschedule:\n{self._schedule().dumps()}")
+
+
+def _kind_rule(kind: str):
+    """The rule of step kind ``kind``: runnable when the generator has a step of that kind."""
+    def take_step(self, data) -> None:
+        self.take(kind, data)
+    take_step.__name__ = take_step.__qualname__ = kind
+    take_step.__doc__ = f"{kind}: {STEPS[kind].mechanism}"
+    return precondition(lambda self: kind in self.runnable())(rule(data=st.data())(take_step))
+
+
+def lockstep_machine(protocol: str = "kip-320", config: dict | ScheduleConfig | None = None,
+                     faults="default", impl: bool = True,
+                     refusals: float = DEFAULT_REFUSALS) -> type[LockstepMachine]:
+    """A LockstepMachine subclass for one protocol, config, fault profile and share of refused steps."""
+    RefusalQuota(refusals)  # checks the share
+    profile = profile_of(faults)
+    if not isinstance(config, ScheduleConfig):
+        config = load_config({**profile.config, **(config or {})})
+    Schedule(protocol, config).with_protocol(protocol)  # validates the protocol name
+    name = f"Lockstep_{protocol.replace('-', '_')}_{profile.name}"
+    return type(name, (LockstepMachine,), {"protocol": protocol, "config": config, "faults": profile,
+                                           "impl": impl, "refusals": refusals})
