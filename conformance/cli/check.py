@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from isrcheck.conformance.core import sut_choice
+from isrcheck.conformance.core import sut_spec
 from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.conformance.core.schedule import PROTOCOLS, ScheduleError, load_schedule
 
@@ -30,7 +30,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.add_argument("--strict", action="store_true",
                         help="a step refused by model and implementation makes the schedule invalid (exit 2)")
-    sut_choice.add_arguments(parser)
+    sut_spec.add_arguments(parser)
 
 
 def load_schedule_arg(path: str, protocol: str | None):
@@ -48,13 +48,13 @@ def run(args) -> int:
         raise UsageError(f"{args.schedule}: --expected, but the file expects nothing for {schedule.protocol}")
     if args.sut is not None and args.model_only:
         raise UsageError("--sut and --model-only: a model-only run has no implementation")
-    sut_choice.use_arguments(args)
-    verdict, refused, trace = _run(schedule, not args.model_only, args.trace)
+    sut = sut_spec.from_arguments(args)
+    verdict, refused, trace = _run(schedule, not args.model_only, args.trace, sut)
     if args.strict and refused:
         from isrcheck.conformance.core.lockstep import invalid
         i, step, reason = refused[0]
         verdict = invalid(f"steps[{i}] {step.to_json()}: refused: {reason} (--strict)")
-    sentence = _explained(schedule, verdict, trace, not args.model_only)
+    sentence = _explained(schedule, verdict, trace, not args.model_only, sut)
     expected = schedule.expected.get(schedule.protocol)
     as_expected = None if expected is None else expected.matches(verdict)
     if args.json:
@@ -84,16 +84,17 @@ def run(args) -> int:
     return 1 if verdict.failed else 0
 
 
-def _run(schedule, impl: bool, trace: bool):
-    """Run the schedule (printing every step, its outputs or refusal and the model's state after
-    it with ``trace``); the verdict, the steps both sides refused and the trace (with ``trace``)."""
+def _run(schedule, impl: bool, trace: bool, sut):
+    """Run the schedule on ``sut`` (printing every step, its outputs or refusal and the model's
+    state after it with ``trace``); the verdict, the steps both sides refused and the trace (with
+    ``trace``)."""
     from isrcheck.conformance.core.lockstep import run_schedule
     from isrcheck.conformance.core.render import render_state
     from isrcheck.conformance.core.trace import trace_run
 
     if not trace:
-        return run_schedule(schedule, impl=impl, refused=(refused := [])), refused, None
-    run = trace_run(schedule, impl=impl)
+        return run_schedule(schedule, impl=impl, refused=(refused := []), sut=sut), refused, None
+    run = trace_run(schedule, impl=impl, sut=sut)
     print(f"initial state:\n{render_state(run.initial)}")
     for frame in run.frames:
         step = frame.step
@@ -105,7 +106,7 @@ def _run(schedule, impl: bool, trace: bool):
     return run.verdict, run.refused, run
 
 
-def _explained(schedule, verdict, trace, impl: bool) -> str | None:
+def _explained(schedule, verdict, trace, impl: bool, sut) -> str | None:
     """The sentence for a violation or divergence. A run without its trace is replayed with one
     (a pass costs nothing more); a replay that ends otherwise (a system under test that does not
     repeat itself) explains nothing."""
@@ -116,7 +117,7 @@ def _explained(schedule, verdict, trace, impl: bool) -> str | None:
     if verdict.kind not in (VIOLATION, DIVERGENCE):
         return None
     if trace is None:
-        trace = trace_run(schedule, impl=impl)
+        trace = trace_run(schedule, impl=impl, sut=sut)
     if trace.verdict.trace_hash != verdict.trace_hash:
         return None
     why = explain(trace)

@@ -250,9 +250,10 @@ def test_the_scenarios_as_pytest_items():
 
 @pytest.mark.slow
 def test_the_repository_gate_and_a_campaign_page(tmp_path):
-    """The gate as README runs it, from a copy of pyproject.toml (tests/gate/test_self_gate.py
-    runs the same gate in the default run), then a campaign's page."""
+    """The gate as README runs it, from a copy of pyproject.toml and the corpus it names
+    (tests/gate/test_self_gate.py runs the same gate in the default run), then a campaign's page."""
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(ROOT / "tests" / "corpus", tmp_path / "tests" / "corpus")
     proc = run(example("isrcheck gate --junit-xml gate.xml --html gate-report"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert (tmp_path / "gate.xml").exists() and (tmp_path / "gate-report" / "index.html").exists()
@@ -270,7 +271,8 @@ def test_explore_saves_counterexamples_that_check_replays(tmp_path):
     assert (tmp_path / "cex" / "kip-279-StrongIsr.json").exists()
     proc = run(example("isrcheck check cex/kip-279-StrongIsr.json"), cwd=tmp_path)
     assert proc.returncode == 1
-    assert "[kip-279]: violation of WeakIsr at step 24" in proc.stdout  # README: WeakIsr breaks there too
+    assert "[kip-279]: violation of StrongIsr at step 24" in proc.stdout  # the file's expected one (WeakIsr fails there too)
+    assert "expected: violation of StrongIsr -> as expected" in proc.stdout
 
 
 @pytest.mark.slow
