@@ -3,11 +3,18 @@ finds a counterexample, the failure is saved shrunk into the corpus with its ver
 replayed first next time; JUnit XML and HTML say what failed and how to replay it."""
 from __future__ import annotations
 
+import io
 import json
 import xml.etree.ElementTree as ET
 
+from rich.console import Console
+
+from isrcheck.conformance import SutSpec
 from isrcheck.conformance.cli.main import main
 from isrcheck.conformance.core.schedule import load_schedule
+from isrcheck.conformance.engines.gate.config import load_gate_config
+from isrcheck.conformance.engines.gate.engines import NAMES
+from isrcheck.conformance.engines.gate.run import run_gate
 
 CONFIG = """
 [tool.isrcheck.gate]
@@ -97,6 +104,22 @@ def test_no_save_leaves_the_corpus_alone(tmp_path, scenario, capsys):
     _setup(tmp_path, scenario, {"verdict": "violation", "property": "NoLostAckedWrite"})
     assert _gate(tmp_path, "--no-save") == 1
     assert [p.name for p in (tmp_path / "corpus").iterdir()] == ["kip101-scenario1.json"]
+
+
+def test_the_corpus_and_the_engines_run_on_the_system_under_test_given(tmp_path, scenario, faulty_sut):
+    """In process the corpus schedule gives its expected violation and the explorer's
+    counterexamples replay as violations (above); on a system whose every process crashes at its
+    third step, both are sut-failures at that step."""
+    _setup(tmp_path, scenario, {"verdict": "violation", "property": "NoLostAckedWrite"})
+    config = load_gate_config(tmp_path / "pyproject.toml", NAMES)
+    crashing = SutSpec(f"{faulty_sut} crash 3")
+    try:
+        result = run_gate(config, tmp_path / "out", Console(file=io.StringIO()), None, sut=crashing)
+    finally:
+        crashing.close()  # its process (kept for the next run of the spec) has taken steps
+    assert [(r.verdict.kind, r.verdict.step, r.ok) for r in result.cases] == [("sut-failure", 2, False)]
+    verdicts = [(f.verdict.kind, f.verdict.step) for _run, f in result.findings]
+    assert verdicts and set(verdicts) == {("sut-failure", 2)}
 
 
 def test_out_removes_only_what_the_gate_wrote(tmp_path, scenario, capsys, monkeypatch):

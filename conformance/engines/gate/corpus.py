@@ -7,10 +7,14 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from isrcheck.conformance.core.lockstep import run_schedule
 from isrcheck.conformance.core.schedule import Expected, Schedule, ScheduleError, load_schedule
 from isrcheck.conformance.core.verdict import Verdict
+
+if TYPE_CHECKING:
+    from isrcheck.conformance.core.sut_spec import SutSpec
 
 
 @dataclass(frozen=True)
@@ -51,8 +55,8 @@ def collect(folders: tuple[Path, ...], protocols: tuple[str, ...]) -> tuple[list
     return cases, unused
 
 
-def replay(case: Case) -> Verdict:
-    return run_schedule(case.schedule)
+def replay(case: Case, sut: SutSpec | None = None) -> Verdict:
+    return run_schedule(case.schedule, sut=sut)
 
 
 def save_failure(folder: Path, engine: str, schedule: Schedule, verdict: Verdict, label: str) -> tuple[Path, bool]:

@@ -6,14 +6,19 @@ import importlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from isrcheck.conformance.progress import Progress
+from isrcheck.conformance.engines.campaign.session import JobSession
 from isrcheck.conformance.core.verdict import Verdict
 from isrcheck.conformance.engines.gate.config import ConfigError, GateConfig
 from isrcheck.conformance.engines.gate.corpus import Case, collect, replay, save_failure
 from isrcheck.conformance.engines.gate.engines import ENGINES
 from isrcheck.conformance.engines.gate.job import EngineJob, EngineRun, Finding
 from isrcheck.conformance.engines.gate.workdir import record, start_afresh
+
+if TYPE_CHECKING:
+    from isrcheck.conformance.core.sut_spec import SutSpec
 
 
 @dataclass
@@ -64,8 +69,10 @@ def engines_to_run(config: GateConfig) -> list:
     return chosen
 
 
-def run_gate(config: GateConfig, workdir: Path, console, save: Path | None) -> GateResult:
-    """``save``: the corpus folder new failures go to (None: not saved)."""
+def run_gate(config: GateConfig, workdir: Path, console, save: Path | None,
+             sut: SutSpec | None = None) -> GateResult:
+    """``save``: the corpus folder new failures go to (None: not saved); ``sut``: the system under
+    test the corpus and every engine run on (None: the in-process simulation)."""
     start = time.perf_counter()
     engines = engines_to_run(config)  # bad engine tables stop the run before any work
     result = GateResult()
@@ -80,17 +87,16 @@ def run_gate(config: GateConfig, workdir: Path, console, save: Path | None) -> G
     with Progress("gate corpus", len(cases), "schedules", console=console) as progress:
         for case in cases:
             t0 = time.perf_counter()
-            verdict = replay(case)
+            verdict = replay(case, sut)
             result.cases.append(CaseResult(case, verdict, time.perf_counter() - t0))
             progress.advance(note=case.name)
-    spark = _SharedSpark(config.master)
-    try:
+    with JobSession("gate", config.master, lazy=True) as spark:  # one for every Spark engine, if one asks
         for engine in engines:
             for protocol in config.engine_protocols(engine.name):
                 folder = workdir / engine.name / protocol
                 console.print(f"gate: {engine.name} {protocol} ...", markup=False, highlight=False)
                 job = EngineJob(protocol, config.engine_options(engine.name), config.master,
-                                config.shrink_seconds, folder, spark.get, console)
+                                config.shrink_seconds, folder, spark.get, console, sut)
                 try:
                     run = engine.load()(job)
                 finally:  # what the engine wrote, even if it stopped: the next run may remove it
@@ -98,8 +104,6 @@ def run_gate(config: GateConfig, workdir: Path, console, save: Path | None) -> G
                 result.runs.append(run)
                 console.print(f"gate: {engine.name} {protocol}: {run.summary}; {len(run.findings)} "
                               f"failure(s) in {run.seconds:.1f} s", markup=False, highlight=False)
-    finally:
-        spark.stop()
     if save is not None:
         for run, finding in result.findings:
             if finding.schedule is not None:
@@ -109,24 +113,3 @@ def run_gate(config: GateConfig, workdir: Path, console, save: Path | None) -> G
                     result.new.add(path)
     result.seconds = time.perf_counter() - start
     return result
-
-
-class _SharedSpark:
-    """One Spark session for every Spark engine of the run, started only if one asks."""
-
-    def __init__(self, master: str | None) -> None:
-        self.master, self.session = master, None
-
-    def get(self):
-        if self.session is None:
-            from isrcheck.conformance.engines.campaign.session import SparkUnavailable, start_spark
-            try:
-                self.session = start_spark(self.master, app_name="isrcheck-gate")
-            except SparkUnavailable as exc:
-                raise ConfigError(str(exc)) from None
-        return self.session
-
-    def stop(self) -> None:
-        if self.session is not None:
-            self.session.stop()
-            self.session = None
