@@ -23,13 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from isrcheck.conformance.cmd_explore import config_and_scope
-from isrcheck.conformance.cover.command import add_arguments
-from isrcheck.conformance.cover.driver import run_cover
-from isrcheck.conformance.cover.graph import build_graph
-from isrcheck.conformance.cover.paths import plan_cover
-from isrcheck.conformance.lockstep import Lockstep
-from isrcheck.conformance.schedule import load_config
+from isrcheck.conformance.engines.explore import config_and_scope
+from isrcheck.conformance.engines.cover.command import add_arguments
+from isrcheck.conformance.engines.cover.driver import run_cover
+from isrcheck.conformance.engines.cover.graph import build_graph
+from isrcheck.conformance.engines.cover.paths import plan_cover
+from isrcheck.conformance.core.lockstep import Lockstep
+from isrcheck.conformance.core.schedule import load_config
 
 
 # running hashes (the trace hash, the simulation's) are copied with their own copy()

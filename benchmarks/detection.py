@@ -30,14 +30,14 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from isrcheck.conformance import random_walk, run_schedule
-from isrcheck.conformance.campaign.guided import Corpus
-from isrcheck.conformance.cover.command import COVER_SCOPE
-from isrcheck.conformance.cover.executor import CoverSpec, run_schedule_of_plan
-from isrcheck.conformance.cover.graph import build_graph
-from isrcheck.conformance.cover.paths import plan_cover
-from isrcheck.conformance.lockstep import Lockstep
-from isrcheck.conformance.schedule import load_config
-from isrcheck.conformance.walk import FAULT_PROFILES
+from isrcheck.conformance.engines.campaign.guided import Corpus
+from isrcheck.conformance.engines.cover.command import COVER_SCOPE
+from isrcheck.conformance.engines.cover.executor import CoverSpec, run_schedule_of_plan
+from isrcheck.conformance.engines.cover.graph import build_graph
+from isrcheck.conformance.engines.cover.paths import plan_cover
+from isrcheck.conformance.core.lockstep import Lockstep
+from isrcheck.conformance.core.schedule import load_config
+from isrcheck.conformance.generators.walk import FAULT_PROFILES
 from isrcheck.model import ModelConfig
 from isrcheck.model.alphabet import FIELDS, STEPS, is_step
 

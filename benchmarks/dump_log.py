@@ -33,7 +33,7 @@ def build_segment(directory: str, megabytes: int) -> str:
 
 def run_dump(args: list[str]) -> tuple[float, float, int]:
     """Seconds, peak MB and exit code of one ``isrcheck dump-log`` child process."""
-    command = [sys.executable, "-m", "isrcheck.conformance.cli", "dump-log", *args]
+    command = [sys.executable, "-m", "isrcheck.conformance.cli.main", "dump-log", *args]
     start = time.perf_counter()
     with open(os.devnull, "wb") as sink:
         child = subprocess.Popen(command, stdout=sink)

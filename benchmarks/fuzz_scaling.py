@@ -21,10 +21,10 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
-from isrcheck.conformance.campaign import CampaignParams, run_campaign, start_spark
-from isrcheck.conformance.campaign.executor import TaskSpec, run_locally
-from isrcheck.conformance.campaign.plan import split
-from isrcheck.conformance.campaign.store import CampaignStore
+from isrcheck.conformance.engines.campaign import CampaignParams, run_campaign, start_spark
+from isrcheck.conformance.engines.campaign.executor import TaskSpec, run_locally
+from isrcheck.conformance.engines.campaign.plan import split
+from isrcheck.conformance.engines.campaign.store import CampaignStore
 
 
 def _params(args, seed: int) -> CampaignParams:

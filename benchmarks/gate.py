@@ -13,10 +13,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from isrcheck.conformance.gate.config import load_gate_config
-from isrcheck.conformance.gate.corpus import collect, replay
-from isrcheck.conformance.gate.engines import NAMES
-from isrcheck.conformance.report.page import write_timeline
+from isrcheck.conformance.engines.gate.config import load_gate_config
+from isrcheck.conformance.engines.gate.corpus import collect, replay
+from isrcheck.conformance.engines.gate.engines import NAMES
+from isrcheck.conformance.reports.page import write_timeline
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,8 +47,8 @@ def main() -> None:
         print(f"timelines: {len(cases)} pages in {seconds:.2f} s ({seconds / len(cases) * 1000:.0f} ms each, "
               f"mean {size / len(cases) / 1024:.0f} KiB, self-contained)")
 
-        from isrcheck.conformance.gate.engines import EngineJob
-        from isrcheck.conformance.gate.explore_engine import run as explore
+        from isrcheck.conformance.engines.gate.job import EngineJob
+        from isrcheck.conformance.engines.gate.explore_engine import run as explore
         for protocol in config.engine_protocols("explore"):
             job = EngineJob(protocol, config.engine_options("explore"), None, 1.0, Path(tmp), lambda: None, None)
             run = explore(job)
@@ -56,7 +56,7 @@ def main() -> None:
 
         if args.spark:
             start = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli", "gate", "--out",
+            proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", "gate", "--out",
                                    str(Path(tmp) / "out"), "--no-save"], cwd=ROOT, capture_output=True, text=True)
             print(f"isrcheck gate (pyproject.toml's budget, Spark included): exit {proc.returncode}, "
                   f"{time.perf_counter() - start:.1f} s wall")

@@ -16,7 +16,7 @@ import collections
 import time
 
 from isrcheck.conformance import random_walk
-from isrcheck.conformance.lockstep import Lockstep
+from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.model import Step
 
 

@@ -44,7 +44,7 @@ def command(args: list[str], cpu_limit: float) -> tuple[dict | None, float, int 
     def limited() -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 5))
 
-    proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli", *args, "--json"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", *args, "--json"], capture_output=True,
                           text=True, env={**os.environ, "PYTHONHASHSEED": "0"}, preexec_fn=limited)
     depths = [(int(m[1]), float(m[2])) for m in re.finditer(r"^depth (\d+): .*?cpu seconds ([\d.]+)", proc.stderr, re.M)]
     if proc.returncode < 0:  # SIGXCPU / SIGKILL at the limit

@@ -14,7 +14,7 @@ import asyncio
 import os
 import tempfile
 
-from isrcheck.conformance.soak import FAULTS, run_soak
+from isrcheck.conformance.engines.soak.driver import FAULTS, run_soak
 
 
 def main() -> None:

@@ -16,9 +16,9 @@ import sys
 import time
 
 from isrcheck.conformance import random_walk
-from isrcheck.conformance.adapter import ImplSide
-from isrcheck.conformance.lockstep import Lockstep
-from isrcheck.conformance.sut_driver import DriverSut
+from isrcheck.conformance.core.adapter import ImplSide
+from isrcheck.conformance.core.lockstep import Lockstep
+from isrcheck.conformance.core.sut_driver import DriverSut
 
 
 def _replay(schedules, make_sut) -> tuple[float, float, int, list]:

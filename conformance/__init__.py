@@ -12,30 +12,30 @@ Public API (stable):
     within_budget(schedule, faults="default") -> bool   # does it keep to the profile's fault budget
     Lockstep(protocol, config, impl=True, sut=None)      # step by step: .enabled_steps(), .step(), .verdict()
 
-The implementation is reached through ``isrcheck.conformance.sut.SystemUnderTest`` (in process by
+The implementation is reached through ``isrcheck.conformance.core.sut.SystemUnderTest`` (in process by
 default; ``sut_choice.use("COMMAND")`` or ``--sut`` for any program speaking docs/sut-protocol.md).
 
-Hypothesis strategies and a RuleBasedStateMachine live in ``isrcheck.conformance.strategies``.
+Hypothesis strategies and a RuleBasedStateMachine live in ``isrcheck.conformance.generators.strategies``.
 
-Names are resolved lazily, so ``isrcheck.conformance.cli`` (which lives here) stays cheap to import.
+Names are resolved lazily, so ``isrcheck.conformance.cli.main`` (which lives here) stays cheap to import.
 """
 from __future__ import annotations
 
 from isrcheck.conformance.lazy import lazy_exports
 
 _EXPORTS = {
-    "Schedule": "schedule",
-    "ScheduleConfig": "schedule",
-    "ScheduleError": "schedule",
-    "load_schedule": "schedule",
-    "Verdict": "verdict",
-    "run_schedule": "lockstep",
-    "Lockstep": "lockstep",
-    "random_walk": "walk",
-    "FaultProfile": "walk",
-    "FAULT_PROFILES": "walk",
-    "within_budget": "walk",
-    "shrink": "shrink",
+    "Schedule": "core.schedule",
+    "ScheduleConfig": "core.schedule",
+    "ScheduleError": "core.schedule",
+    "load_schedule": "core.schedule",
+    "Verdict": "core.verdict",
+    "run_schedule": "core.lockstep",
+    "Lockstep": "core.lockstep",
+    "random_walk": "generators.walk",
+    "FaultProfile": "generators.walk",
+    "FAULT_PROFILES": "generators.walk",
+    "within_budget": "generators.walk",
+    "shrink": "generators.shrink",
 }
 
 __all__ = sorted(_EXPORTS)

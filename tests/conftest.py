@@ -47,7 +47,7 @@ def isrcheck_cli():
         env = dict(os.environ)
         if hash_seed is not None:
             env["PYTHONHASHSEED"] = hash_seed
-        return subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli", *map(str, args)],
+        return subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", *map(str, args)],
                               capture_output=True, text=True, env=env, timeout=timeout)
     return run
 
@@ -113,7 +113,7 @@ def open_page(browser):
 @pytest.fixture(scope="module")
 def spark():
     """An embedded Spark session on two local cores, one per test module (its start-up is seconds)."""
-    from isrcheck.conformance.campaign import start_spark  # Spark loads only where a test asks
+    from isrcheck.conformance.engines.campaign import start_spark  # Spark loads only where a test asks
 
     session = start_spark("local[2]")
     yield session

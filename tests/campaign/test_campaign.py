@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from isrcheck.conformance import load_schedule, random_walk
-from isrcheck.conformance.campaign import ROW_SCHEMA, CampaignParams, run_campaign
-from isrcheck.conformance.cli import main
+from isrcheck.conformance.engines.campaign import ROW_SCHEMA, CampaignParams, run_campaign
+from isrcheck.conformance.cli.main import main
 
 
 def _campaign(spark, out, protocol="kip-320", schedules=60, seed=0, partitions=None,
@@ -164,7 +164,7 @@ def _stop_after(out, ranges: int, sig: int, stderr) -> tuple[subprocess.Popen, l
     terminal's Ctrl-C does) once ``ranges`` seed ranges are complete; returns it and its args.
     SIGKILL goes to every process of the run, the Python workers too."""
     args = ["fuzz", *_STOPPED, "--out", str(out)]
-    proc = subprocess.Popen([sys.executable, "-m", "isrcheck.conformance.cli", *args],
+    proc = subprocess.Popen([sys.executable, "-m", "isrcheck.conformance.cli.main", *args],
                             stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a foreground job
     try:

@@ -4,9 +4,9 @@ import json
 import pyarrow.parquet as pq
 
 from isrcheck.conformance import random_walk, shrink
-from isrcheck.conformance.campaign.executor import TaskSpec, run_range, run_seed
-from isrcheck.conformance.campaign.harness import Harness, load_harness
-from isrcheck.conformance.campaign.store import CampaignStore
+from isrcheck.conformance.engines.campaign.executor import TaskSpec, run_range, run_seed
+from isrcheck.conformance.engines.campaign.harness import Harness, load_harness
+from isrcheck.conformance.engines.campaign.store import CampaignStore
 
 
 def _spec(tmp_path, protocol="kip-320", harness=None):
@@ -49,7 +49,7 @@ def test_a_harness_that_raises_gives_an_error_row_not_a_lost_task(tmp_path):
 
 def test_failure_files_are_replayable_schedules_with_their_verdict_expected(tmp_path):
     from isrcheck.conformance import load_schedule
-    from isrcheck.conformance.campaign.failures import write_failures
+    from isrcheck.conformance.engines.campaign.failures import write_failures
 
     store, _ = _spec(tmp_path, protocol="hw-truncation")
     schedule, verdict = random_walk(1, "hw-truncation", 10, faults="none")

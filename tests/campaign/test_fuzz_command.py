@@ -7,11 +7,11 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from isrcheck.conformance.cli import main
+from isrcheck.conformance.cli.main import main
 
 
 def _fuzz(*args, env=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "isrcheck.conformance.campaign", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "isrcheck.conformance.engines.campaign", *map(str, args)],
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -72,7 +72,7 @@ def test_issue_campaigns_kip_320_clean_and_hw_truncation_failing(tmp_path):
     assert proc.returncode == 0, summary["by_verdict"]
     assert summary["by_verdict"] == {"pass": 2000}
     assert pq.read_table(out / "runs").num_rows == 2000
-    from isrcheck.conformance.campaign import start_spark
+    from isrcheck.conformance.engines.campaign import start_spark
     spark = start_spark("local[1]")
     try:
         assert spark.read.parquet(str(out / "runs")).count() == 2000
@@ -84,7 +84,7 @@ def test_issue_campaigns_kip_320_clean_and_hw_truncation_failing(tmp_path):
     assert proc.returncode == 1, proc.stderr
     for entry in json.loads((out / "failures" / "index.json").read_text()):
         for key, seen in (("file", "shrunk_verdict"), ("original_file", "original_verdict")):
-            check = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli", "check",
+            check = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", "check",
                                     str(out / entry[key]), "--json"],
                                    capture_output=True, text=True, timeout=300)
             replay = json.loads(check.stdout)

@@ -7,9 +7,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from isrcheck.conformance import random_walk
-from isrcheck.conformance.campaign import CampaignParams
-from isrcheck.conformance.campaign.guided import FAULTS, Mutants, mutate, run_guided
-from isrcheck.conformance.cli import main
+from isrcheck.conformance.engines.campaign import CampaignParams
+from isrcheck.conformance.engines.campaign.guided import FAULTS, Mutants, mutate, run_guided
+from isrcheck.conformance.cli.main import main
 
 
 def _rows(out):

@@ -5,10 +5,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from isrcheck.conformance.campaign import plan
-from isrcheck.conformance.campaign.executor import ROW_SCHEMA
-from isrcheck.conformance.campaign.progress import done_within
-from isrcheck.conformance.campaign.store import CampaignStore, atomic_write_json
+from isrcheck.conformance.engines.campaign import plan
+from isrcheck.conformance.engines.campaign.executor import ROW_SCHEMA
+from isrcheck.conformance.engines.campaign.progress import done_within
+from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_write_json
 
 
 def test_missing_subtracts_completed_ranges_in_any_order():
@@ -125,7 +125,7 @@ def test_bind_takes_an_older_campaign_s_seed_range_from_its_summary(tmp_path):
 
 
 def test_check_part_finds_truncated_damaged_and_foreign_files(tmp_path):
-    from isrcheck.conformance.campaign.executor import check_part
+    from isrcheck.conformance.engines.campaign.executor import check_part
 
     store = CampaignStore(tmp_path / "c", "kip-320")
     for lo, hi, seeds in ((0, 5, range(0, 5)), (5, 10, range(5, 10)), (10, 15, range(10, 15)),

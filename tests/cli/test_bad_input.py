@@ -10,7 +10,8 @@ import time
 import pytest
 
 from isrcheck.conformance import random_walk
-from isrcheck.conformance.cli import COMMANDS, Number, build_parser, main
+from isrcheck.conformance.vocabulary import Number
+from isrcheck.conformance.cli.main import COMMANDS, build_parser, main
 
 BAD_NUMBERS = ["nan", "inf", "-1", "1e400", "9" * 40, "ten"]
 
@@ -74,7 +75,7 @@ def test_output_piped_into_head_ends_quietly(tmp_path):
     schedule, _ = random_walk(3, "kip-320", 400, faults="none", impl=False)
     path = tmp_path / "long.json"
     path.write_text(schedule.dumps())
-    proc = subprocess.Popen([sys.executable, "-m", "isrcheck.conformance.cli", "check", str(path),
+    proc = subprocess.Popen([sys.executable, "-m", "isrcheck.conformance.cli.main", "check", str(path),
                              "--trace", "--model-only"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout.readline().startswith(b"initial state")
     proc.stdout.close()  # what `| head -1` does once it has its line
@@ -86,7 +87,7 @@ def test_output_piped_into_head_ends_quietly(tmp_path):
 def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
     # SIGINT's default action, as in a terminal's foreground job: a test run started in the
     # background inherits it ignored, and Python then installs no KeyboardInterrupt handler
-    proc = subprocess.Popen([sys.executable, "-m", "isrcheck.conformance.cli", "explore",
+    proc = subprocess.Popen([sys.executable, "-m", "isrcheck.conformance.cli.main", "explore",
                              "--protocol", "kip-320", "--json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from isrcheck.conformance import load_schedule
-from isrcheck.conformance.cli import main
+from isrcheck.conformance.cli.main import main
 
 def with_step(scenario, i, step):
     """A shipped scenario with its i-th step replaced."""

@@ -2,7 +2,7 @@
 import subprocess
 import sys
 
-from isrcheck.conformance.cli import COMMANDS, main
+from isrcheck.conformance.cli.main import COMMANDS, main
 
 
 def test_unknown_command_exits_2(capsys):
@@ -16,7 +16,7 @@ def test_unknown_command_exits_2(capsys):
 
 def test_every_command_module_loads_and_has_help():
     for name in COMMANDS:
-        proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli", name, "--help"],
+        proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", name, "--help"],
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, (name, proc.stderr)
         assert name in proc.stdout

@@ -4,7 +4,7 @@ is taken by model and implementation alike, with the same outputs and abstract s
 import pytest
 
 from isrcheck.conformance import Schedule, run_schedule
-from isrcheck.conformance.schedule import load_config
+from isrcheck.conformance.core.schedule import load_config
 
 
 def fetch(r, max_batches=0):

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from isrcheck.conformance import Schedule, run_schedule
 from isrcheck.impl.sim import Cluster
-from isrcheck.conformance.strategies import enabled_schedules, lockstep_machine, schedules
+from isrcheck.conformance.generators.strategies import enabled_schedules, lockstep_machine, schedules
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -3,7 +3,7 @@ counterexamples replayed on the implementation, and random crash schedules witho
 import pytest
 
 from isrcheck.conformance import Schedule, load_schedule, random_walk, run_schedule
-from isrcheck.conformance.schedule import ScheduleConfig
+from isrcheck.conformance.core.schedule import ScheduleConfig
 from isrcheck.model import ModelConfig, Scope, explore
 
 PROTOCOLS = ("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-903", "kip-966")
@@ -100,7 +100,7 @@ def test_random_crash_schedules_many():
 def test_explore_replay_on_impl_adds_the_implementation_verdict(capsys):
     import json
 
-    from isrcheck.conformance.cli import main
+    from isrcheck.conformance.cli.main import main
     code = main(["explore", "--protocol", "hw-truncation", "--max-records", "1", "--max-crashes", "1",
                  "--stop-at-first", "--replay-on-impl", "--json"])
     assert code == 1

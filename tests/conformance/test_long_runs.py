@@ -2,7 +2,7 @@
 per-place state instead of per-step records, and every such shortcut gives what the plain
 computation gives (the same trace-hash bytes, the same abstract logs, the same snapshot logs)."""
 from isrcheck.conformance import random_walk
-from isrcheck.conformance.lockstep import Lockstep, _StateText
+from isrcheck.conformance.core.lockstep import Lockstep, _StateText
 from isrcheck.impl.sim.snapshot import LogView
 
 

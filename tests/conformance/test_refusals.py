@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
 from isrcheck.conformance import random_walk, run_schedule, shrink
-from isrcheck.conformance.refusals import RefusalQuota, refused_steps
-from isrcheck.conformance.strategies import enabled_schedules, lockstep_machine
+from isrcheck.conformance.generators.refusals import RefusalQuota, refused_steps
+from isrcheck.conformance.generators.strategies import enabled_schedules, lockstep_machine
 from isrcheck.impl.sim import Cluster
 from isrcheck.model import ModelConfig, StepRefused, apply, enabled, initial_state
 from isrcheck.model.alphabet import every_step

@@ -110,7 +110,7 @@ def test_the_largest_config_values_run_in_lockstep_without_a_divergence():
     """Each config bound is what the implementation can represent: request.timeout.ms travels as an
     int32 of milliseconds, and a tick is a millisecond (one past it used to diverge at the produce)."""
     from isrcheck.conformance import run_schedule
-    from isrcheck.conformance.abstraction import MS_PER_TICK
+    from isrcheck.conformance.core.abstraction import MS_PER_TICK
     from isrcheck.model.config import MAX_FLUSH_MESSAGES, MAX_TICKS
 
     assert MAX_TICKS * MS_PER_TICK <= 2**31 - 1

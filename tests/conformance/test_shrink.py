@@ -5,7 +5,7 @@ import time
 import pytest
 
 from isrcheck.conformance import Verdict, load_schedule, random_walk, run_schedule, shrink
-from isrcheck.conformance.schedule import Schedule
+from isrcheck.conformance.core.schedule import Schedule
 from isrcheck.impl.replication.partition import Partition
 
 

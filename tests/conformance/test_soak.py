@@ -4,7 +4,7 @@ import asyncio
 import json
 import os
 
-from isrcheck.conformance.soak import SoakResult, _Clients, soak_config
+from isrcheck.conformance.engines.soak.driver import SoakResult, _Clients, soak_config
 from isrcheck.impl.real.processes import ProcessCluster
 
 

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from isrcheck.conformance import load_schedule, random_walk, run_schedule, shrink, sut_choice
-from isrcheck.conformance.adapter import ImplSide
-from isrcheck.conformance.sut_driver import wire_step
-from isrcheck.conformance.lockstep import Lockstep
-from isrcheck.conformance.schedule import PROTOCOLS
-from isrcheck.conformance.sut_driver import DriverSut
-from isrcheck.conformance.sut_state import SCHEMA, TYPES
+from isrcheck.conformance import load_schedule, random_walk, run_schedule, shrink
+from isrcheck.conformance.core import sut_choice
+from isrcheck.conformance.core.adapter import ImplSide
+from isrcheck.conformance.core.sut_driver import wire_step
+from isrcheck.conformance.core.lockstep import Lockstep
+from isrcheck.conformance.core.schedule import PROTOCOLS
+from isrcheck.conformance.core.sut_driver import DriverSut
+from isrcheck.conformance.core.sut_state import SCHEMA, TYPES
 from isrcheck.model import Step
 
 SERVER = f"{sys.executable} -m isrcheck.impl.sut"

@@ -6,12 +6,12 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from isrcheck.conformance.cli import main
-from isrcheck.conformance.cover.driver import run_cover
-from isrcheck.conformance.cover.executor import CoverSpec, run_range
-from isrcheck.conformance.cover.graph import build_graph
-from isrcheck.conformance.cover.paths import plan_cover
-from isrcheck.conformance.refusals import refused_steps
+from isrcheck.conformance.cli.main import main
+from isrcheck.conformance.engines.cover.driver import run_cover
+from isrcheck.conformance.engines.cover.executor import CoverSpec, run_range
+from isrcheck.conformance.engines.cover.graph import build_graph
+from isrcheck.conformance.engines.cover.paths import plan_cover
+from isrcheck.conformance.generators.refusals import refused_steps
 from isrcheck.model import ModelConfig, Scope, apply, enabled
 from isrcheck.model.explorer import explore
 
@@ -65,8 +65,8 @@ def test_cover_on_kip320_covers_everything_and_resumes_without_running_anything_
 
 def test_a_killed_run_resumes_with_only_the_ranges_it_had_not_finished(spark, tmp_path):
     """Ranges a killed run completed (their Parquet file and marker) are not run again."""
-    from isrcheck.conformance.campaign.store import CampaignStore
-    from isrcheck.conformance.cover.driver import identity
+    from isrcheck.conformance.engines.campaign.store import CampaignStore
+    from isrcheck.conformance.engines.cover.driver import identity
 
     config, out = _config("kip-320"), tmp_path / "c"
     plan = plan_cover(build_graph(config, TINY))
@@ -119,7 +119,7 @@ def test_a_wrong_enabling_condition_is_a_shrunk_divergence_of_the_cover(monkeypa
     config = _config("kip-320")
     plan = plan_cover(build_graph(config, TINY))
     spec = CoverSpec(str(tmp_path), "kip-320", config.to_schedule(), tuple(st.to_json() for st in plan.vocabulary), 2.0)
-    from isrcheck.conformance.cover.executor import run_schedule_of_plan
+    from isrcheck.conformance.engines.cover.executor import run_schedule_of_plan
 
     rows = (run_schedule_of_plan(spec, i, s) for i, s in enumerate(plan.schedules))
     row = next(r for r in rows if r["verdict"] != "pass")
@@ -130,7 +130,7 @@ def test_a_wrong_enabling_condition_is_a_shrunk_divergence_of_the_cover(monkeypa
 
 
 def test_the_gate_runs_cover_from_its_table(spark, tmp_path, capsys):
-    from isrcheck.conformance.cli import main
+    from isrcheck.conformance.cli.main import main
     (tmp_path / "corpus").mkdir()
     (tmp_path / "pyproject.toml").write_text(
         '[tool.isrcheck.gate]\nprotocols = ["kip-320"]\ncorpus = ["corpus"]\nscenarios = false\n'

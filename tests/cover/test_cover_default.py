@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from isrcheck.conformance.cli import main
+from isrcheck.conformance.cli.main import main
 
 
 @pytest.mark.slow

@@ -4,9 +4,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from isrcheck.conformance.gate.config import load_gate_config
-from isrcheck.conformance.gate.engines import NAMES
-from isrcheck.conformance.gate.run import engines_to_run
+from isrcheck.conformance.engines.gate.config import load_gate_config
+from isrcheck.conformance.engines.gate.engines import NAMES
+from isrcheck.conformance.engines.gate.run import engines_to_run
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "ci.md").read_text(encoding="utf-8")
 

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from isrcheck.conformance.cli import main
+from isrcheck.conformance.cli.main import main
 
 
 def _gate(tmp_path, fuzz: str) -> ET.Element:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from isrcheck.conformance.cli import main
-from isrcheck.conformance.gate.engines import ENGINES, Engine
+from isrcheck.conformance.cli.main import main
+from isrcheck.conformance.engines.gate.engines import ENGINES, Engine
 
 
 def _gate(tmp_path, capsys, toml: str, *extra: str):
@@ -48,8 +48,8 @@ def test_a_corpus_file_that_is_not_a_schedule_is_bad_input(tmp_path, capsys):
 
 
 def test_an_engine_that_is_not_installed_is_a_clear_error(tmp_path, capsys, monkeypatch):
-    import isrcheck.conformance.gate.engines as engines
-    import isrcheck.conformance.gate.run as run
+    import isrcheck.conformance.engines.gate.engines as engines
+    import isrcheck.conformance.engines.gate.run as run
     missing = tuple(Engine(e.name, "no.such.module:run", e.what) if e.name == "cover" else e for e in ENGINES)
     for module in (engines, run):
         monkeypatch.setattr(module, "ENGINES", missing)
@@ -62,7 +62,7 @@ def test_an_engine_is_one_entry_whose_target_is_a_module_function():
     names = [e.name for e in ENGINES]
     assert names == ["explore", "cover", "fuzz"]
     assert Engine("x", "no.such.module:run", "").available() is False
-    assert Engine("x", "isrcheck.conformance.gate.explore_engine:no_such_function", "").available() is False
+    assert Engine("x", "isrcheck.conformance.engines.gate.explore_engine:no_such_function", "").available() is False
     for engine in ENGINES:
         if engine.available():
             assert callable(engine.load())

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from isrcheck.conformance.cli import main
-from isrcheck.conformance.schedule import load_schedule
+from isrcheck.conformance.cli.main import main
+from isrcheck.conformance.core.schedule import load_schedule
 
 CONFIG = """
 [tool.isrcheck.gate]

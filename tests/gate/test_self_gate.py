@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_repository_gate_passes_and_reports(tmp_path, scenario_files, open_page, artifacts):
     out, junit, html = tmp_path / "out", tmp_path / "junit.xml", tmp_path / "html"
-    proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli", "gate", "--out", str(out),
+    proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", "gate", "--out", str(out),
                            "--junit-xml", str(junit), "--html", str(html), "--save-to", str(tmp_path / "new")],
                           cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "TERM": "dumb"}, stdin=subprocess.DEVNULL)
@@ -42,7 +42,7 @@ def test_the_repository_gate_passes_and_reports(tmp_path, scenario_files, open_p
     assert fuzz_case.find("system-out").text.startswith("10 schedules of 30 steps (seeds 0..9")
     campaign = out / "fuzz" / "kip-320" / "seeds-0-9"
     page_dir = tmp_path / "campaign"
-    report = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli", "report", str(campaign),
+    report = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", "report", str(campaign),
                              "--html", str(page_dir)], capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr
     page, errors = open_page(page_dir / "index.html")

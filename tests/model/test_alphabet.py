@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 
 from isrcheck.conformance import FAULT_PROFILES
-from isrcheck.conformance.adapter import ImplSide
+from isrcheck.conformance.core.adapter import ImplSide
 from isrcheck.impl.sut.steps import STEPS as IMPL_STEPS
-from isrcheck.conformance.strategies import step_dicts
+from isrcheck.conformance.generators.strategies import step_dicts
 from isrcheck.model import (
     MESSAGE_KINDS, STEPS, ConfigError, ModelConfig, ScheduleConfig, State, Step, initial_state,
 )

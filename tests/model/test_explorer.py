@@ -203,7 +203,7 @@ def test_exploration_is_deterministic_across_hash_seeds():
 
 
 def test_cli_json_and_exit_codes():
-    base = [sys.executable, "-m", "isrcheck.conformance.cli", "explore", "--max-records", "1", "--max-crashes", "1",
+    base = [sys.executable, "-m", "isrcheck.conformance.cli.main", "explore", "--max-records", "1", "--max-crashes", "1",
             "--max-epoch", "2"]
     bad = subprocess.run(base + ["--protocol", "kip-999"], capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown protocol" in bad.stderr and "Traceback" not in bad.stderr
@@ -221,9 +221,9 @@ def test_cli_json_and_exit_codes():
 
 
 def test_cli_saves_counterexamples_as_schedules(tmp_path):
-    from isrcheck.conformance.schedule import load_schedule
+    from isrcheck.conformance.core.schedule import load_schedule
 
-    cmd = [sys.executable, "-m", "isrcheck.conformance.cli", "explore", "--protocol", "hw-truncation",
+    cmd = [sys.executable, "-m", "isrcheck.conformance.cli.main", "explore", "--protocol", "hw-truncation",
            "--max-records", "1", "--max-crashes", "1", "--max-epoch", "2", "--property", "StrongIsr",
            "--json", "--save", str(tmp_path / "out")]
     done = subprocess.run(cmd, capture_output=True, text=True)

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from isrcheck.conformance.cmd_explore import _schedule
-from isrcheck.conformance.lockstep import run_schedule
+from isrcheck.conformance.engines.explore import _schedule
+from isrcheck.conformance.core.lockstep import run_schedule
 from isrcheck.model.smt.protocols import RULES
 from isrcheck.model import PROTOCOLS, ModelConfig, Scope, explore
 from isrcheck.model.smt.bmc import bmc, bounds_for, induction, reachable

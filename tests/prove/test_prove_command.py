@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from isrcheck.conformance.cli import main
+from isrcheck.conformance.cli.main import main
 
 TINY = ["--replicas", "1", "--min-isr", "1", "--max-records", "1", "--max-epoch", "1", "--max-crashes", "1",
         "--max-power-losses", "1", "--crash-kinds", "", "--bounces", "1"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from isrcheck.conformance.cli import main
+from isrcheck.conformance.cli.main import main
 
 GROWTH = [{"schedules": 10 * k, "abstract_states": 20 * k, "action_pairs": 10 * k, "outputs": 3,
            "distinct": 30 * k + 3} for k in range(1, 4)]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from isrcheck.conformance.cli import main
-from isrcheck.conformance.schedule import load_schedule
+from isrcheck.conformance.cli.main import main
+from isrcheck.conformance.core.schedule import load_schedule
 from isrcheck.specs import BY_ID
 
 

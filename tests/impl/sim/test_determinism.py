@@ -11,7 +11,7 @@ ARGS = ["--protocol", "kip-320", "--replicas", "3", "--seed", "11", "--steps", "
 
 def sim(args, hashseed):
     env = {**os.environ, "PYTHONHASHSEED": str(hashseed)}
-    proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli", "sim", *args],
+    proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", "sim", *args],
                           capture_output=True, text=True, timeout=120, env=env)
     return proc
 

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from isrcheck.conformance.cli import main
+from isrcheck.conformance.cli.main import main
 from isrcheck.impl.storage import Log, LogConfig, Record, build_batch
 
 NAME = "00000000000000000000"

@@ -13,7 +13,7 @@ from crc32c import crc32c
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from isrcheck.conformance.cli import main
+from isrcheck.conformance.cli.main import main
 from isrcheck.impl.storage import Log, LogConfig, Record
 
 EXTREMES = [0, 1, -1, 60, 61, 2**31 - 1, -2**31, 2**63 - 1, -2**63]

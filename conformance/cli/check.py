@@ -1,0 +1,99 @@
+"""``isrcheck check SCHEDULE.json``: replay a schedule in lockstep on the model and the implementation.
+
+Exit 0 pass, 1 violation or divergence, 2 an invalid schedule (the message names the field).
+With ``expected`` verdicts in the file, a verdict that differs from the expectation is reported;
+with ``--expected`` the exit code says whether the verdict is the expected one. Steps refused by
+both sides are listed (``--json``: ``refused``; ``--trace``: ``refused: <reason>``); with
+``--strict`` any refused step makes the schedule invalid.
+"""
+from __future__ import annotations
+
+import json
+
+from isrcheck.conformance.core import sut_choice
+from isrcheck.conformance.vocabulary import UsageError
+from isrcheck.conformance.core.schedule import PROTOCOLS, ScheduleError, load_schedule
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("schedule", help="schedule file (JSON, see README: Schedules and conformance)")
+    parser.add_argument("--protocol", choices=PROTOCOLS, help="run under this protocol instead of the file's")
+    parser.add_argument("--model-only", action="store_true",
+                        help="run the reference model alone (no implementation, no divergences)")
+    parser.add_argument("--expected", action="store_true",
+                        help="exit 0 when the verdict is the file's expected one for the protocol, else 1 "
+                             "(for CI: a known violation that still shows passes)")
+    parser.add_argument("--trace", action="store_true",
+                        help="print every step with its outputs and the abstract state after it")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    parser.add_argument("--strict", action="store_true",
+                        help="a step refused by model and implementation makes the schedule invalid (exit 2)")
+    sut_choice.add_arguments(parser)
+
+
+def load_schedule_arg(path: str, protocol: str | None):
+    """The schedule named on the command line, under ``protocol`` if given; bad input exits 2."""
+    try:
+        schedule = load_schedule(path)
+        return schedule.with_protocol(protocol) if protocol else schedule
+    except ScheduleError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def run(args) -> int:
+    schedule = load_schedule_arg(args.schedule, args.protocol)
+    if args.expected and schedule.protocol not in schedule.expected:
+        raise UsageError(f"{args.schedule}: --expected, but the file expects nothing for {schedule.protocol}")
+    if args.sut is not None and args.model_only:
+        raise UsageError("--sut and --model-only: a model-only run has no implementation")
+    sut_choice.use_arguments(args)
+    verdict, refused = _run(schedule, not args.model_only, args.trace)
+    if args.strict and refused:
+        from isrcheck.conformance.core.lockstep import invalid
+        i, step, reason = refused[0]
+        verdict = invalid(f"steps[{i}] {step.to_json()}: refused: {reason} (--strict)")
+    expected = schedule.expected.get(schedule.protocol)
+    as_expected = None if expected is None else expected.matches(verdict)
+    if args.json:
+        doc = {"schedule": schedule.name or str(args.schedule), "protocol": schedule.protocol,
+               **verdict.to_json(),
+               "refused": [{"index": i, "step": step.to_json(), "reason": reason} for i, step, reason in refused]}
+        if expected is not None:
+            doc["expected"] = expected.to_json()
+            doc["as_expected"] = as_expected
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"{schedule.name or args.schedule} [{schedule.protocol}]: {verdict.summary()}")
+        if refused and not args.trace:
+            print(f"{len(refused)} step(s) refused by both sides: " + ", ".join(str(i) for i, _s, _r in refused))
+        if verdict.diff:
+            print(verdict.diff)
+        if expected is not None:
+            print(f"expected: {expected.verdict}{' of ' + expected.property if expected.property else ''}"
+                  f" -> {'as expected' if as_expected else 'NOT as expected'}")
+    if verdict.kind == "invalid-schedule":
+        return 2
+    if args.expected:
+        return 0 if as_expected else 1
+    return 1 if verdict.failed else 0
+
+
+def _run(schedule, impl: bool, trace: bool):
+    """Run the schedule (printing every step, its outputs or refusal and the model's state after
+    it with ``trace``); the verdict and the steps both sides refused."""
+    from isrcheck.conformance.core.lockstep import run_schedule
+    from isrcheck.conformance.core.render import render_state
+    from isrcheck.conformance.core.trace import trace_run
+
+    if not trace:
+        return run_schedule(schedule, impl=impl, refused=(refused := [])), refused
+    run = trace_run(schedule, impl=impl)
+    print(f"initial state:\n{render_state(run.initial)}")
+    for frame in run.frames:
+        step = frame.step
+        if frame.refused is not None:
+            print(f"step {frame.index}: {step}\n  refused: {frame.refused}")
+            continue
+        print(f"step {frame.index}: {step}" + "".join(f"\n  -> {out}" for out in frame.outputs))
+        print(render_state(frame.state))
+    return run.verdict, run.refused

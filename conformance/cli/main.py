@@ -1,0 +1,122 @@
+"""The ``isrcheck`` command line: one sub-command per module, each with ``add_arguments`` and ``run``.
+
+Only the chosen sub-command's module is imported, so ``isrcheck check`` never pays for Spark.
+
+Exit codes are shared by every sub-command: 0 success, 1 a property violation, divergence or
+failure was found, 2 bad input (arguments, schedule, config, corrupt file) with a clear message,
+130 interrupted (Ctrl-C), 141 the reader of the output went away (``| head``).
+
+What every sub-command gets from here rather than doing itself: one-line errors instead of
+tracebacks, quiet ends on a closed pipe and on Ctrl-C, bounded numeric options (``Number``), and
+output paths checked before the work starts (``output_path``).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shlex
+import signal
+import sys
+
+from isrcheck.conformance.vocabulary import INT64_MAX, SEED, Number, UsageError
+
+# name -> (module defining ``add_arguments(parser)`` and ``run(args) -> int``, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "explore": ("isrcheck.conformance.engines.explore", "exhaustively explore the reference model"),
+    "prove": ("isrcheck.conformance.engines.prove", "bounded model checking and k-induction of the model with z3"),
+    "check": ("isrcheck.conformance.cli.check", "replay a schedule on the model and the implementation in lockstep"),
+    "shrink": ("isrcheck.conformance.cli.shrink", "shrink a failing schedule to a minimal one that fails the same way"),
+    "fuzz": ("isrcheck.conformance.engines.campaign.command", "fuzz random crash schedules on Spark, resumable"),
+    "cover": ("isrcheck.conformance.engines.cover.command", "run every edge and refusal of the model's state graph on the implementation, on Spark"),
+    "dump-log": ("isrcheck.impl.storage.dump_log", "print the batches of a .log, or the entries of an index or checkpoint file"),
+    "sim": ("isrcheck.impl.sim.cli", "run the implementation alone under a seeded random workload with faults"),
+    "gate": ("isrcheck.conformance.cli.gate", "replay the regression corpus, then run the engines within a budget (CI)"),
+    "report": ("isrcheck.conformance.cli.report", "write self-contained HTML for a schedule or a campaign folder"),
+    "soak": ("isrcheck.conformance.engines.soak.command", "run the implementation as real processes under clients and wall-clock faults"),
+}
+
+
+# Bare ``type=int`` / ``type=float`` options (declared where this module cannot be imported,
+# e.g. in isrcheck.impl) get these: non-negative, finite, within int64.
+_DEFAULT_TYPES = {int: SEED, float: Number(float, 0.0, float(INT64_MAX), "units")}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line (no usage block); exit code 2 as argparse's
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """All sub-commands are listed; only ``chosen`` gets its module imported and its arguments."""
+    parser = _Parser(prog="isrcheck", description="Verify Kafka-style replication.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name, (module_name, help_text) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            module = importlib.import_module(module_name)
+            module.add_arguments(command)
+            for action in command._actions:
+                if action.type in _DEFAULT_TYPES:
+                    action.type = _DEFAULT_TYPES[action.type]
+            command.set_defaults(_run=module.run, _kept=getattr(module, "kept_when_interrupted", None))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one sub-command; what can end it early ends it here, the same way for all of them.
+
+    A sub-command that can be resumed defines ``kept_when_interrupted(args) -> str`` (what stays
+    on disk); Ctrl-C then says so and how to resume: the same command again.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    name = f"isrcheck {chosen}" if chosen in COMMANDS else "isrcheck"
+    args = None
+    try:
+        try:
+            args = build_parser(chosen if chosen in COMMANDS else None).parse_args(argv)
+        except SystemExit as exc:  # --help (0), or bad arguments already reported (2)
+            sys.stdout.flush()
+            return exc.code if isinstance(exc.code, int) else 0
+        code = int(args._run(args))
+        sys.stdout.flush()  # a reader that went away shows here rather than at interpreter exit
+        return code
+    except UsageError as exc:
+        _say(f"{name}: error: {exc}")
+        return 2
+    except BrokenPipeError:  # `isrcheck ... | head`: the reader has what it wanted
+        _stdout_to_devnull()
+        return 128 + signal.SIGPIPE
+    except OSError as exc:  # a file named on the command line (or below it) cannot be used
+        where = f"{exc.filename}: " if exc.filename else ""
+        _say(f"{name}: error: {where}{exc.strerror or exc}")
+        return 2
+    except KeyboardInterrupt:
+        kept = args._kept(args) if args is not None and args._kept else None
+        _say(f"{name}: interrupted" + (f"; {kept}; to resume, run the same command: "
+                                       f"{shlex.join(['isrcheck', *argv])}" if kept else ""))
+        return 130
+
+
+def _say(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except OSError:  # stderr is gone too; the exit code still tells
+        pass
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a real file (captured in tests)
+        pass
+
+
+if __name__ == "__main__":
+    # Run the package's copy, not this ``__main__`` one: sub-commands raise the package's UsageError.
+    from isrcheck.conformance.cli.main import main as _main
+    sys.exit(_main())

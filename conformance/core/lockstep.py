@@ -1,0 +1,302 @@
+"""The lockstep runner: one schedule, the reference model and the implementation, step by step.
+
+After every step the runner compares refusals, outputs and abstract states of the two sides and
+checks every state invariant of ``isrcheck.specs``; after the last step, the history properties
+over what clients were told. The first disagreement is a ``divergence``, the first property that
+fails on both sides a ``violation``. A step refused by both sides is skipped (a no-op on both).
+
+Properties are evaluated on the model state; they are functions of the abstract state, and the
+impl's abstract state equals the model's whenever the run gets that far, so both sides are
+checked at once (a difference in any field the properties read is already a divergence).
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Iterable
+
+from isrcheck.model import (
+    InvalidStep, ModelConfig, Replica, State, Step, StepRefused, apply, enabled, initial_state,
+)
+from isrcheck.model.config import ConfigError
+from isrcheck.model.history import EMPTY_HISTORY
+from isrcheck.specs import PROPERTIES
+
+from isrcheck.conformance.core.diff import common_prefix, diff
+from isrcheck.conformance.core.render import render_state
+from isrcheck.conformance.core.schedule import Schedule, ScheduleConfig
+from isrcheck.conformance.core.sut import SutFailure, SystemUnderTest
+from isrcheck.conformance.core.verdict import DIVERGENCE, INVALID, PASS, SUT_FAILURE, VIOLATION, Verdict
+from isrcheck.conformance.core.wire import wire_view
+
+INVARIANTS = tuple(p for p in PROPERTIES if p.kind == "invariant")
+HISTORY = tuple(p for p in PROPERTIES if p.kind == "history")
+
+
+class Lockstep:
+    """An incremental run: feed steps one at a time (generators choose the next one from
+    ``enabled_steps``); ``outcome`` is set once the run has failed; ``verdict()`` ends it.
+
+    The implementation is ``sut`` (a ``SystemUnderTest``), by default this process's choice
+    (``sut_choice.default_sut``: the in-process simulation unless ``--sut`` named another); it is reset
+    when the first step runs. The ghost history of what its clients were told is kept here, from
+    its outputs, so any system under test is judged by the same bookkeeping as the model."""
+
+    def __init__(self, protocol: str, config: ScheduleConfig, impl: bool = True,
+                 properties: Iterable[str] | None = None, sut: SystemUnderTest | None = None) -> None:
+        self.protocol = protocol
+        self.invariants, self.history = INVARIANTS, HISTORY
+        if properties is not None:  # check only these (e.g. to replay one counterexample of the explorer)
+            wanted = set(properties)
+            unknown = sorted(wanted - {p.id for p in PROPERTIES})
+            if unknown:
+                raise ValueError(f"unknown property {', '.join(unknown)}")
+            self.invariants = tuple(p for p in INVARIANTS if p.id in wanted)
+            self.history = tuple(p for p in HISTORY if p.id in wanted)
+        self.cfg = ModelConfig.of(protocol, config)
+        self.state = initial_state(self.cfg)
+        self.config = config
+        self.impl: SystemUnderTest | None = None
+        if impl:
+            from isrcheck.conformance.core.sut_choice import default_sut  # the systems under test load impl: a model-only run never does
+            self.impl = sut if sut is not None else default_sut()
+            self._agreed = _Agreed()
+            self._impl_history = EMPTY_HISTORY
+            self._impl_ready = False
+        self.index = 0  # steps taken (including those refused by both)
+        self.outcome: Verdict | None = None
+        self.last_outputs: list[dict] = []
+        self.refused: list[tuple[int, Step, str]] = []  # (index, step, the model's reason), refused by both
+        self.model_seconds = 0.0
+        self.impl_seconds = 0.0
+        self._hash = hashlib.blake2b(repr(self.state).encode(), digest_size=16)
+        self._text = _StateText()
+        self._coverage: set[str] = set()
+        self._previous = "init"
+
+    # -- generators' view ------------------------------------------------------------------------
+    def enabled_steps(self) -> list[Step]:
+        """The model's enabled steps, in its deterministic order."""
+        return enabled(self.cfg, self.state)
+
+    # -- one step --------------------------------------------------------------------------------
+    def step(self, step) -> Verdict | None:
+        """Run one step on both sides; a Verdict when the run fails at this step, else None."""
+        if self.outcome is not None:
+            raise RuntimeError("the run already ended with " + self.outcome.summary())
+        i = self.index
+        self.index += 1
+        st = step if type(step) is Step else Step.from_json(step)
+        t0 = time.perf_counter()
+        try:
+            new_state, outputs = apply(self.cfg, self.state, st)
+            model_refusal = None
+        except StepRefused as exc:
+            new_state, outputs, model_refusal = self.state, [], exc.reason
+        t1 = time.perf_counter()
+        self.model_seconds += t1 - t0
+        impl_refusal, impl_outputs = model_refusal, outputs  # a model-only run agrees with itself
+        if self.impl is not None:
+            try:
+                if not self._impl_ready:
+                    self.impl.reset(self.protocol, self.config)
+                    self._impl_ready = True
+                impl_refusal, impl_outputs = self.impl.step(st)
+            except SutFailure as exc:  # no answer to compare: the system under test failed
+                return self._fail(SUT_FAILURE, None, i, f"step {i} {_show_step(st)}: {self.impl.name} "
+                                  f"failed: {exc}")
+            except Exception as exc:  # ImplFailure: the implementation itself failed
+                return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: the implementation "
+                                  f"raised {exc}")
+            self.impl_seconds += time.perf_counter() - t1
+        name = st.name
+        if (model_refusal is None) != (impl_refusal is None):
+            return self._fail(DIVERGENCE, None, i, (
+                f"step {i} {_show_step(st)}: refused by the "
+                + (f"model ({model_refusal}) but taken by the implementation"
+                   if model_refusal is not None else
+                   f"implementation ({impl_refusal}) but taken by the model")))
+        if model_refusal is not None:
+            self._hash.update(f"{i}:{st!r}:refused\n".encode())
+            self.refused.append((i, st, model_refusal))
+            return None
+        before, self.state = self.state, new_state
+        self.last_outputs = outputs
+        if impl_outputs != outputs:
+            return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: outputs differ\n"
+                              + diff(outputs, impl_outputs))
+        if self.impl is not None:
+            t2 = time.perf_counter()
+            self._impl_history = self._impl_history.after(st, impl_outputs, before)
+            try:
+                impl_state = State(*self.impl.system_state(), *self._impl_history)
+            except SutFailure as exc:
+                return self._fail(SUT_FAILURE, None, i, f"step {i} {_show_step(st)}: {self.impl.name} "
+                                  f"failed: {exc}")
+            self.impl_seconds += time.perf_counter() - t2
+            expected = wire_view(new_state, self.protocol)
+            impl_state = self._agreed.share(expected, impl_state)
+            if impl_state != expected:
+                return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: abstract states differ\n"
+                                  + diff(expected, impl_state))
+        self._record(i, st, name, outputs, before)
+        for prop in self.invariants:
+            if not prop.check(new_state):
+                return self._fail(VIOLATION, prop.id, i, _violation_text(prop, i, st, new_state))
+        return None
+
+    def _record(self, i: int, st: Step, name: str, outputs: list[dict], before) -> None:
+        h = self._hash
+        h.update(f"{i}:{st!r}:{outputs!r}:".encode())
+        h.update(self._text.delta(before, self.state))
+        cov = self._coverage
+        cov.add(f"{self._previous}>{name}")
+        for out in outputs:
+            cov.add(f"{out['type']}:{out['error']}")
+        cov.add(_shape(self.state))
+        self._previous = name
+
+    def _fail(self, kind: str, prop: str | None, i: int, text: str) -> Verdict:
+        self._hash.update(f"{i}:{kind}:{prop}\n".encode())
+        self.outcome = Verdict(kind, prop, i, text, self._hash.hexdigest(), tuple(sorted(self._coverage)), i + 1)
+        return self.outcome
+
+    # -- the end -----------------------------------------------------------------------------------
+    def verdict(self) -> Verdict:
+        """The run's verdict: its failure, or the history properties over what clients saw."""
+        if self.outcome is not None:
+            return self.outcome
+        last = self.index - 1
+        for prop in self.history:
+            if not prop.check(self.state):
+                return self._fail(VIOLATION, prop.id, max(last, 0),
+                                  _violation_text(prop, last, None, self.state))
+        return Verdict(PASS, None, None, None, self._hash.hexdigest(), tuple(sorted(self._coverage)), self.index)
+
+
+class _StateText:
+    """What changed from one state to the next, as stable text for the trace hash: the initial
+    state and every delta determine the whole sequence of states. Parts that are the same object
+    as before are skipped (the model shares what a step leaves alone); the rest is written by
+    value, as ``repr`` writes it (the same in every process and hash seed). Logs and the
+    acked/consumed histories grow with the run while a step changes a few items of them, so the
+    text of each item is kept per place and only the items after the part shared with the last
+    tuple there are written anew."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[tuple, list[str]]] = {}  # place -> (tuple, repr of each item)
+
+    def delta(self, old, new) -> bytes:
+        out = []
+        for name, a, b in zip(new._fields, old, new):
+            if a is b:
+                continue
+            if type(b) is tuple and type(a) is tuple and len(a) == len(b):
+                out.extend(f"{name}[{k}]={self._text(f'{name}[{k}]', y)};"
+                           for k, (x, y) in enumerate(zip(a, b)) if x is not y)
+            else:
+                out.append(f"{name}={self._text(name, b)};")
+        return "".join(out).encode()
+
+    def _text(self, place: str, value) -> str:
+        if type(value) is tuple:
+            return self._tuple(place, value)
+        if type(value) is Replica:  # repr of the named tuple, its log through the kept text
+            return "Replica(" + ", ".join(
+                f"log={self._tuple(place, v)}" if f == "log" else f"{f}={v!r}"
+                for f, v in zip(Replica._fields, value)) + ")"
+        return repr(value)
+
+    def _tuple(self, place: str, items: tuple) -> str:
+        """``repr(items)``, reusing the text of the prefix shared with the last tuple at ``place``."""
+        seen, parts = self._kept.get(place, ((), []))
+        if items is not seen:
+            same = common_prefix(seen, items)
+            parts = parts[:same] + [repr(x) for x in items[same:]]
+            self._kept[place] = (items, parts)
+        return f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
+
+
+class _Agreed:
+    """Both sides' logs and acked/consumed histories grow with the run, so comparing the abstract
+    states item by item every step would cost the length of the run. Per place the last pair of
+    tuples found equal is kept; when both sides extended that pair, only the new items are
+    compared (each prefix is compared with the kept tuple it shares its objects with), and the
+    implementation's equal tuple is replaced by the model's, so the state comparison meets the
+    same object. Tuples that differ are left for that comparison to report."""
+
+    _HISTORY = ("acked", "consumed")
+
+    def __init__(self) -> None:
+        self._pairs: dict[object, tuple[tuple, tuple]] = {}  # place -> (model's, implementation's)
+
+    def share(self, expected, actual):
+        replicas = tuple(a._replace(log=m.log) if self._equal(k, m.log, a.log) else a
+                         for k, (m, a) in enumerate(zip(expected.replicas, actual.replicas)))
+        return actual._replace(replicas=replicas, **{
+            name: getattr(expected, name) for name in self._HISTORY
+            if self._equal(name, getattr(expected, name), getattr(actual, name))})
+
+    def _equal(self, place, m: tuple, a: tuple) -> bool:
+        pm, pa = self._pairs.get(place, ((), ()))
+        if m is not pm or a is not pa:
+            n = len(pm)
+            if len(m) != len(a):
+                return False
+            if len(m) >= n and m[:n] == pm and a[:n] == pa:
+                if m[n:] != a[n:]:
+                    return False
+            elif m != a:
+                return False
+            self._pairs[place] = (m, a)
+        return True
+
+
+def _shape(state) -> str:
+    """A coarse abstract-state fingerprint for coverage, e.g. ``s:L0i.F1i.D0-|1|10000``: per broker
+    its role (Leader, Follower, No leader known, Down), how far its HW lags its LEO (capped at 3),
+    controller-ISR membership, truncating fetcher (t), pending ISR change (p); whether the
+    controller has a leader; messages in flight per kind (capped at 2)."""
+    c = state.controller
+    parts = []
+    for i, r in enumerate(state.replicas):
+        role = "D" if not r.alive else ("L" if r.leader == i else ("F" if r.leader >= 0 else "N"))
+        parts.append(f"{role}{min(len(r.log) - r.hw, 3)}{'i' if i in c.isr else '-'}"
+                     f"{'t' if r.truncating_epoch >= 0 else ''}{'p' if r.pending_isr is not None else ''}")
+    flight = "".join(str(min(sum(map(len, q)), 2)) for q in (
+        state.fetch_requests, state.fetch_responses, state.leader_and_isr, state.alter_partition,
+        state.alter_partition_responses))
+    return f"s:{'.'.join(parts)}|{int(c.leader >= 0)}|{flight}"
+
+
+def _show_step(st: Step) -> str:
+    fields = st.to_json()
+    args = ", ".join(f"{k}={v}" for k, v in fields.items() if k != "step")
+    return f"{st.name}({args})"
+
+
+def _violation_text(prop, i: int, st: Step | None, state) -> str:
+    where = f"after step {i} {_show_step(st)}" if st is not None else "at the end of the schedule"
+    return f"{prop.id} fails {where}: {prop.statement}\n{render_state(state)}"
+
+
+def invalid(message: str) -> Verdict:
+    return Verdict(INVALID, None, None, message, hashlib.blake2b(message.encode(), digest_size=16).hexdigest())
+
+
+def run_schedule(schedule: Schedule, impl: bool = True, properties: Iterable[str] | None = None,
+                 refused: list | None = None) -> Verdict:
+    """Replay ``schedule`` in lockstep (or on the model alone with ``impl=False``), checking every
+    property or only those named in ``properties``; ``refused``, if given, receives the
+    ``(index, step, reason)`` of every step both sides refused."""
+    try:
+        run = Lockstep(schedule.protocol, schedule.config, impl=impl, properties=properties)
+        steps = [Step.from_json(s) for s in schedule.steps]
+    except (ConfigError, InvalidStep) as exc:
+        return invalid(str(exc))
+    for st in steps:
+        if run.step(st) is not None:
+            break
+    if refused is not None:
+        refused.extend(run.refused)
+    return run.verdict()

@@ -1,0 +1,228 @@
+"""Coverage-guided fuzzing (``isrcheck fuzz --guided``): the campaign runs in rounds, and the
+schedules of a round that reached coverage no earlier schedule had (an abstract-state shape, a
+step pair, an outcome: the ``coverage`` column) become the parents of the next round's
+schedules, each a mutation of one or two parents.
+
+Round 0 is the unguided campaign's random walks on its first seeds. The parents are a corpus kept
+for good, as AFL's queue: every schedule that reached something new stays a parent in the rounds
+after it. A later round's seed is, one time in ``1 / FRESH`` (drawn from the seed), a random walk
+as in round 0, so the campaign keeps exploring where no parent leads; otherwise it picks, with its
+own ``random.Random(seed)``, one or two mutations among: splice two parents (a prefix of
+one and a suffix of the other), insert a fault step (crash, fence, rejoin, restart, lost disk,
+dropped message, clock tick, election) at a random place, remove a fault step, change a step's
+replica. A mutant that leaves the fault profile's budget (``walk.within_budget``) is drawn again
+(a few times, then the parent is run as it is), so every finding is one the profile allows. Steps
+a mutation makes impossible are refused by both sides: refusal conformance for free.
+
+Each round is a campaign directory of its own (``round-<r>/`` under ``--out``, the store and
+ledger of unguided campaigns, rows with the schedule they ran), so a killed run resumes within
+its round; the parents of a round follow from the rows of the rounds before it, so a rerun picks
+the same ones. ``summary.json`` has the coverage after each round.
+"""
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from isrcheck.model.alphabet import step_kinds
+
+from isrcheck.conformance.core.lockstep import run_schedule
+from isrcheck.conformance.core.schedule import Schedule
+from isrcheck.conformance.engines.campaign import plan as ranges
+from isrcheck.conformance.engines.campaign.executor import ROW_SCHEMA, TaskSpec, run_seed, write_part
+from isrcheck.conformance.engines.campaign.failures import write_failures
+from isrcheck.conformance.engines.campaign.harness import Harness, canonical, load_harness
+from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_write_json
+
+GUIDED_SCHEMA = pa.schema(list(ROW_SCHEMA) + [
+    ("round", pa.int32()), ("parents", pa.list_(pa.int64())), ("schedule", pa.string())])
+FRESH = 0.25  # share of a guided round's seeds that run a fresh random walk instead of a mutant
+FAULTS = ("crash", "fence", "rejoin", "restart", "lose_disk", "drop", "tick", "elect")
+MUTATIONS = ("splice", "insert_fault", "remove_fault", "change_replica")
+
+
+def mutate(rng: random.Random, parents: list[tuple[int, dict]], replicas: int, max_steps: int) -> tuple[list[dict], list[int]]:
+    """A child of ``parents`` ((seed, schedule JSON) pairs): its steps and its parents' seeds."""
+    a_seed, a = parents[rng.randrange(len(parents))]
+    steps, used = list(a["steps"]), [a_seed]
+    for _ in range(rng.randint(1, 2)):
+        how = MUTATIONS[rng.randrange(len(MUTATIONS))]
+        faults = [i for i, st in enumerate(steps) if st["step"] in FAULTS]
+        with_replica = [i for i, st in enumerate(steps) if "replica" in st and replicas > 1]
+        if how == "splice" and len(parents) > 1:
+            b_seed, b = parents[rng.randrange(len(parents))]
+            steps = steps[:rng.randint(0, len(steps))] + list(b["steps"])[rng.randint(0, len(b["steps"])):]
+            used.append(b_seed)
+        elif how == "insert_fault" or (how == "remove_fault" and not faults) or not with_replica:
+            options = [st.to_json() for kind, kind_steps in step_kinds(replicas) if kind.name in FAULTS
+                       for st in (kind_steps or ())]
+            options += [{"step": "drop", "message": m, "replica": r, "index": 0}
+                        for m in ("fetch_request", "fetch_response", "alter_partition") for r in range(replicas)]
+            steps.insert(rng.randint(0, len(steps)), options[rng.randrange(len(options))])
+        elif how == "remove_fault":
+            del steps[faults[rng.randrange(len(faults))]]
+        else:
+            i = with_replica[rng.randrange(len(with_replica))]
+            others = [r for r in range(replicas) if r != steps[i]["replica"]]
+            steps[i] = {**steps[i], "replica": others[rng.randrange(len(others))]}
+    return steps[:max_steps], sorted(set(used))
+
+
+@dataclass
+class Corpus:
+    """The parents of the next round: each schedule that reached coverage (an item of its row's
+    ``coverage``) no schedule before it had, kept for good."""
+
+    seen: set = field(default_factory=set)
+    parents: list = field(default_factory=list)  # [(seed, schedule JSON)], in the order found
+
+    def add(self, seed: int, coverage, schedule: dict | None) -> bool:
+        """Keep ``schedule`` as a parent if ``coverage`` holds something new; say whether it did."""
+        fresh = [c for c in coverage if c not in self.seen]
+        self.seen.update(fresh)
+        if fresh and schedule is not None:
+            self.parents.append((seed, schedule))
+            return True
+        return False
+
+    def mutants(self) -> "Mutants | None":
+        return Mutants(tuple(self.parents)) if self.parents else None
+
+
+@dataclass(frozen=True)
+class Mutants:
+    """The schedules of a round after the first: for each seed, a mutant of the round's parents."""
+
+    parents: tuple  # ((seed, schedule JSON), ...)
+    tries: int = 8
+
+    @staticmethod
+    def explores(seed: int) -> bool:
+        """Whether the seed runs a fresh random walk instead of a mutant (a draw of its own)."""
+        return random.Random(f"fresh-{seed}").random() < FRESH
+
+    def child(self, seed: int, protocol: str, steps: int, faults: str) -> tuple[Schedule, list[int]]:
+        """The seed's schedule and its parents' seeds."""
+        from isrcheck.conformance.generators.walk import within_budget
+
+        rng = random.Random(seed)
+        first = Schedule.from_json(self.parents[0][1])
+        for _ in range(self.tries):
+            child, used = mutate(rng, list(self.parents), first.config.replicas, steps)
+            schedule = Schedule(protocol, first.config, tuple(child), name=f"guided-{protocol}-{seed}",
+                                description=f"isrcheck fuzz --guided, seed {seed}, parents {used}")
+            if within_budget(schedule, faults):
+                break
+        else:
+            seed_of, doc = self.parents[rng.randrange(len(self.parents))]
+            schedule, used = Schedule.from_json(doc), [seed_of]
+        return schedule, used
+
+
+def run_guided_range(spec: TaskSpec, round_: int, mutants: Mutants | None, lo: int, hi: int) -> dict:
+    """Seeds [lo, hi) of one round, as ``executor.run_range`` with each schedule and its parents
+    kept in the row: random walks in round 0 (``mutants`` None), mutants after."""
+    started = time.perf_counter()
+    base = load_harness()
+    rows = []
+    for seed in range(lo, hi):
+        kept: dict = {}
+
+        def walk(seed, protocol, steps, faults="default", config=None, refusals=spec.refusals):
+            if mutants is None or mutants.explores(seed):
+                schedule, verdict = base.random_walk(seed, protocol, steps, faults=faults, config=config,
+                                                     refusals=refusals)
+                used = []
+            else:
+                schedule, used = mutants.child(seed, protocol, steps, faults)
+                verdict = run_schedule(schedule)
+            kept.update(schedule=schedule.to_json(), parents=used)
+            return schedule, verdict
+
+        row = run_seed(spec, Harness(walk, base.shrink, base.fault_profiles), seed)
+        row.update({"round": round_, "parents": kept.get("parents", []),
+                    "schedule": canonical(kept["schedule"]) if kept else None})
+        rows.append(row)
+    write_part(spec.out, spec.protocol, lo, hi, rows, GUIDED_SCHEMA)
+    return {"lo": lo, "hi": hi, "rows": len(rows), "seconds": time.perf_counter() - started}
+
+
+def _run_chunks(spec: TaskSpec, round_: int, mutants: Mutants | None, chunks):
+    for chunk in chunks:
+        for lo, hi in chunk:
+            yield run_guided_range(spec, round_, mutants, lo, hi)
+
+
+def run_guided(params, out: str | Path, rounds: int, *, spark, say=lambda text: None) -> dict:
+    """Run (or resume) a guided campaign of ``params.schedules`` seeds in ``rounds`` rounds;
+    returns summary.json's content (also written to ``out``)."""
+    from isrcheck.conformance.engines.campaign.driver import CampaignError
+
+    params.validate()
+    params.validate_faults(load_harness())
+    if not 1 <= rounds <= params.schedules:
+        raise CampaignError(f"--rounds: expected 1..{params.schedules} (one seed per round at least), got {rounds}")
+    top = CampaignStore(out, params.protocol)
+    try:
+        top.bind({**params.identity(), "guided": True, "rounds": rounds})
+    except ValueError as exc:
+        raise CampaignError(str(exc)) from None
+    sc = spark.sparkContext
+    per = -(-params.schedules // rounds)
+    corpus = Corpus()
+    growth, all_rows = [], []
+    t0 = time.perf_counter()
+    for r in range(rounds):
+        lo = params.seed + r * per
+        hi = min(params.seed + params.schedules, lo + per)
+        if lo >= hi:
+            break
+        store = CampaignStore(Path(out) / f"round-{r}", params.protocol)
+        store.bind({**params.identity(), "round": r})
+        store.remove_orphans()
+        mutants = corpus.mutants()
+        spec = TaskSpec(out=str(store.root.resolve()), protocol=params.protocol, steps=params.steps,
+                        faults=params.faults, shrink_budget_s=params.shrink_budget_s, refusals=params.refusals)
+        done = [(c.lo, c.hi) for c in store.completed()]
+        chunks = ranges.plan_tasks((lo, hi), ranges.default_tasks(hi - lo, sc.defaultParallelism, 50), done)
+        if chunks:
+            sc.parallelize(chunks, len(chunks)).mapPartitions(partial(_run_chunks, spec, r, mutants)).collect()
+        rows = sorted(pq.read_table(store.partition_dir).to_pylist(), key=lambda row: row["seed"])
+        new_parents = sum(corpus.add(row["seed"], row["coverage"], json.loads(row["schedule"]) if row["schedule"]
+                                     else None) for row in rows)
+        all_rows += rows
+        growth.append({"round": r, "schedules": len(all_rows), "new_parents": new_parents,
+                       "parents": len(corpus.parents), "distinct_coverage": len(corpus.seen),
+                       "abstract_states": sum(1 for c in corpus.seen if c.startswith("s:")),
+                       "failing": sum(row["verdict"] != "pass" for row in rows)})
+        say(f"round {r}: {hi - lo} schedules, {new_parents} reached something new; "
+            f"{len(corpus.seen)} distinct coverage items")
+    counts = Counter(row["failure_id"] for row in all_rows if row["failure_id"])
+    firsts = {}
+    for row in all_rows:
+        if row["failure_id"] and row["failure_id"] not in firsts:
+            firsts[row["failure_id"]] = {**{k: row[k] for k in ("failure_id", "verdict", "property", "seed",
+                                                              "first_bad_step", "steps", "shrunk_steps",
+                                                              "trace_hash")},
+                                         "seeds": counts[row["failure_id"]], "failure": json.loads(row["failure"])}
+    failures = write_failures(top, list(firsts.values()))
+    summary = {**params.identity(), "guided": True, "rounds": rounds, "shrink_budget_s": params.shrink_budget_s,
+               "by_verdict": dict(sorted(Counter(row["verdict"] for row in all_rows).items())),
+               "failing_schedules": sum(row["verdict"] != "pass" for row in all_rows),
+               "distinct_failures": len(failures),
+               "failures": [{k: f[k] for k in ("id", "verdict", "property", "seed", "seeds", "first_bad_step",
+                                               "steps", "shrunk_steps", "file", "original_file")} for f in failures],
+               "coverage_growth": growth, "distinct_coverage": len(corpus.seen),
+               "run": {"seconds": round(time.perf_counter() - t0, 3), "master": sc.master,
+                       "parallelism": sc.defaultParallelism}}
+    atomic_write_json(top.summary_path, summary)
+    return summary
+

@@ -1,0 +1,253 @@
+"""``isrcheck explore``: exhaustive breadth-first exploration of the reference model in a scope.
+
+Exit 0: the scope was explored completely and every property held; 1: a property was violated
+(or the state limit stopped the run first); 2: bad arguments.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from isrcheck.model import PROTOCOLS, ConfigError, ModelConfig, Scope, explore, replay
+from isrcheck.specs import BY_ID, PROPERTIES
+from isrcheck.conformance.vocabulary import INT64_MAX, Number, UsageError, output_path
+
+_DEFAULT = Scope()
+# Sizes and scope bounds; the config and the scope check their own, tighter, ranges.
+_COUNT = Number(int, 0, 1_000_000)
+# The explorer option that names each config or scope field, for its messages.
+_OPTION = {"min_insync_replicas": "--min-isr", "replica_lag_time_max_ticks": "--lag-ticks",
+           "unclean_leader_election_enable": "--unclean-election"}
+
+
+# One flag per fault class of real clusters: (flag, Scope field, help).
+_FAULT_CLASSES = (
+    ("bounces", "max_bounces", "fast bounces: restarts before the controller fenced the broker"),
+    ("zombies", "max_zombies", "zombies: fences of a live broker (it may rejoin)"),
+    ("leader-moves", "max_leader_moves", "elections with a target (preferred election, controlled shutdown)"),
+    ("disk-losses", "max_disk_losses", "lost disks of down brokers"),
+    ("batches", "max_batch_records", "records in one produce batch"),
+)
+_FAULT_SWITCHES = (
+    ("partial-fetches", "partial_fetches", "fetches limited to one batch (replica.fetch.max.bytes)"),
+    ("torn-writes", "torn_writes", "power losses that keep unflushed batches or tear the next one"),
+    ("hw-checkpoints", "hw_checkpoints", "checkpoint_hw steps (HW checkpoint without a log flush)"),
+)
+_OPTION.update({name: f"--{flag}" for flag, name, _help in _FAULT_CLASSES + _FAULT_SWITCHES})
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_model_arguments(parser)
+    parser.add_argument("--max-states", type=Number(int, 1, INT64_MAX), default=None, help="stop after this many states")
+    parser.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
+    parser.add_argument("--replay-on-impl", action="store_true",
+                        help="replay each counterexample on the implementation in lockstep "
+                             "(adds impl_verdict and impl_property to each violation)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--save", metavar="DIR", default=None,
+                        help="write each counterexample as a schedule DIR/<protocol>-<property>.json "
+                             "(replay it with isrcheck check)")
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The protocol, cluster config, scope bounds and ``--property``: what every engine over the
+    model (explore, prove) takes; ``_build`` reads them."""
+    add_scope_arguments(parser, _DEFAULT)
+    parser.add_argument("--property", action="append", default=None, metavar="ID",
+                        help="check only this property (repeatable; default: all)")
+
+
+def add_scope_arguments(parser: argparse.ArgumentParser, default: Scope) -> None:
+    """The protocol, cluster config and scope bounds (``default``'s values as defaults); shared
+    with ``isrcheck cover``, which explores a smaller scope by default."""
+    _DEFAULT = default
+    parser.add_argument("--protocol", required=True, help=f"protocol variant: {', '.join(PROTOCOLS)}")
+    parser.add_argument("--replicas", type=_COUNT, default=3, help="replication factor, 1..5 (default 3)")
+    parser.add_argument("--min-isr", type=_COUNT, default=2, help="min.insync.replicas (default 2)")
+    parser.add_argument("--unclean-election", action="store_true", help="unclean.leader.election.enable=true")
+    parser.add_argument("--lag-ticks", type=_COUNT, default=2, help="replica.lag.time.max in ticks (default 2)")
+    parser.add_argument("--flush-messages", type=_COUNT, default=None, help="flush.messages (default: never)")
+    scope = parser.add_argument_group("scope bounds")
+    for name, help_text in (("max-records", "produce steps"), ("max-epoch", "highest leader epoch"),
+                            ("max-crashes", "crashes of any kind"), ("max-power-losses", "power losses"),
+                            ("max-clock", "clock ticks"), ("max-drops", "lost messages")):
+        default = getattr(_DEFAULT, name.replace("-", "_"))
+        scope.add_argument(f"--{name}", type=_COUNT, default=default, help=f"{help_text} (default {default})")
+    for flag, name, help_text in _FAULT_CLASSES:
+        default = getattr(_DEFAULT, name)
+        scope.add_argument(f"--{flag}", type=_COUNT, default=default, dest=name, help=f"{help_text} (default {default})")
+    for flag, name, help_text in _FAULT_SWITCHES:
+        scope.add_argument(f"--{flag}", action=argparse.BooleanOptionalAction, default=getattr(_DEFAULT, name),
+                           dest=name, help=help_text)
+    scope.add_argument("--consumes", action=argparse.BooleanOptionalAction, default=_DEFAULT.consumes,
+                       help="include consume steps (history properties of reads)")
+    scope.add_argument("--flushes", action=argparse.BooleanOptionalAction, default=_DEFAULT.flushes,
+                       help="include flush steps")
+    scope.add_argument("--fetch-rounds", action=argparse.BooleanOptionalAction, default=_DEFAULT.fetch_rounds,
+                       help="take a follower's send/handle/response as one transition")
+    scope.add_argument("--acks", default=",".join(map(str, _DEFAULT.acks)),
+                       help=f"acks of produce steps, comma-separated (default {','.join(map(str, _DEFAULT.acks))})")
+    scope.add_argument("--crash-kinds", default=",".join(_DEFAULT.crash_kinds),
+                       help="crash kinds besides power loss: clean,process (default "
+                            f"{','.join(_DEFAULT.crash_kinds)})")
+
+
+def _build(args) -> tuple[ModelConfig, Scope, list]:
+    config, scope = config_and_scope(args)
+    props = PROPERTIES
+    if args.property:
+        unknown = [p for p in args.property if p not in BY_ID]
+        if unknown:
+            raise UsageError(f"unknown property {', '.join(unknown)}; known: {', '.join(BY_ID)}")
+        props = [BY_ID[p] for p in args.property]
+    return config, scope, props
+
+
+def config_and_scope(args) -> tuple[ModelConfig, Scope]:
+    """The config and scope of ``add_scope_arguments``' options; UsageError naming a bad one."""
+    try:
+        acks = tuple(int(a) for a in args.acks.split(","))
+    except ValueError:
+        raise UsageError(f"--acks must be comma-separated integers, got {args.acks!r}") from None
+    kinds = tuple(k for k in args.crash_kinds.split(",") if k)
+    try:
+        config = ModelConfig(protocol=args.protocol, replicas=args.replicas, min_insync_replicas=args.min_isr,
+                             unclean_leader_election_enable=args.unclean_election,
+                             replica_lag_time_max_ticks=args.lag_ticks, flush_messages=args.flush_messages)
+        scope = Scope(max_records=args.max_records, max_epoch=args.max_epoch, max_crashes=args.max_crashes,
+                      max_power_losses=args.max_power_losses, max_clock=args.max_clock,
+                      max_drops=args.max_drops, consumes=args.consumes, flushes=args.flushes,
+                      fetch_rounds=args.fetch_rounds, acks=acks, crash_kinds=kinds,
+                      **{name: getattr(args, name) for _flag, name, _help in _FAULT_CLASSES + _FAULT_SWITCHES})
+    except ConfigError as exc:
+        if not exc.field:
+            raise UsageError(str(exc)) from None
+        option = f"{_OPTION[exc.field]} ({exc.field})" if exc.field in _OPTION \
+            else f"--{exc.field.replace('_', '-')}"
+        raise UsageError(f"{option}: {exc.detail}") from None
+    return config, scope
+
+
+def run(args) -> int:
+    config, scope, props = _build(args)
+    if args.save is not None:
+        output_path(args.save, "--save", directory=True)
+    shown = [False]
+
+    def progress(states: int, depth: int, seconds: float) -> None:
+        shown[0] = True
+        print(f"\rexplored {states:,} states, depth {depth}, {seconds:.0f} s", end="", file=sys.stderr, flush=True)
+
+    try:
+        result = explore(config, scope, props, stop_at_first=args.stop_at_first,
+                         max_states=args.max_states, progress=progress)
+    finally:  # end the progress line, also before an interruption's message
+        if shown[0]:
+            print(file=sys.stderr)
+    replays = _replay_on_impl(config, result) if args.replay_on_impl else None
+    if args.save is not None:
+        _save(args.save, config, result)
+    if args.json:
+        doc = result.to_json()
+        if replays is not None:
+            for entry, verdict in zip(doc["violations"], replays):
+                entry["impl_verdict"], entry["impl_property"] = verdict.kind, verdict.property
+        print(json.dumps(doc))
+    else:
+        _print_report(config, result, replays)
+    return 0 if result.complete and not result.violations else 1
+
+
+def _schedule(config: ModelConfig, violation, engine: str = "explore"):
+    """A counterexample as a schedule, the format every other part of isrcheck reads."""
+    from isrcheck.conformance.core.schedule import Schedule
+
+    return Schedule.from_json({"version": 1, "protocol": config.protocol, "config": config.to_schedule(),
+                               "steps": violation.trace, "name": f"{config.protocol}-{violation.property}",
+                               "description": f"shortest counterexample to {violation.property} "
+                                              f"found by isrcheck {engine}"})
+
+
+def _replay_on_impl(config: ModelConfig, result) -> list:
+    """Each counterexample run in lockstep on the model and the implementation, checking the
+    property it violates (another property may fail first on the same trace)."""
+    from isrcheck.conformance.core.lockstep import run_schedule
+
+    return [run_schedule(_schedule(config, v), properties=[v.property]) for v in result.violations]
+
+
+def _save(directory: str, config: ModelConfig, result, engine: str = "explore") -> None:
+    """Write DIR/<protocol>-<property>.json per violation (replayable with ``isrcheck check``)."""
+    from pathlib import Path
+
+    out = Path(directory)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for v in result.violations:
+            (out / f"{config.protocol}-{v.property}.json").write_text(_schedule(config, v, engine).dumps())
+    except OSError as exc:
+        raise UsageError(f"--save {directory}: {exc.strerror or exc}") from None
+
+
+def _print_report(config: ModelConfig, result, replays=None) -> None:
+    from rich.console import Console
+
+    # a pipe or file gets the whole table unwrapped; a terminal its own width
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 240)
+    scope = ", ".join(f"{k}={v}" for k, v in result.scope.to_json().items())
+    verdict = "complete" if result.complete else "NOT complete (stopped early)"
+    console.print(f"[bold]{config.protocol}[/bold]: {config.replicas} replicas, min ISR "
+                  f"{config.min_insync_replicas}, unclean election "
+                  f"{'on' if config.unclean_leader_election_enable else 'off'}; scope {scope}")
+    console.print(f"{result.states:,} distinct states, {result.transitions:,} transitions, depth {result.depth}, "
+                  f"{result.seconds:.1f} s, {verdict}")
+    if not result.violations:
+        console.print("[green]no property violated[/green]")
+        return
+    for i, v in enumerate(result.violations):
+        console.print(f"\n[red bold]{v.property} violated[/red bold] after {v.depth} steps: {BY_ID[v.property].statement}")
+        console.print(_trace_table(config, v.trace))
+        if replays is not None:
+            console.print(f"on the implementation (lockstep): {replays[i].summary()}")
+
+
+def _trace_table(config: ModelConfig, trace: list[dict]):
+    from rich.markup import escape
+    from rich.table import Table
+
+    run_ = replay(config, trace)
+    table = Table(caption="replica cell: \\[record@epoch ...] LEO/HW, L = leader in its own view; "
+                          "controller: leader, leader epoch, ISR", caption_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("step", no_wrap=True)
+    for r in range(config.replicas):
+        table.add_column(f"replica {r}", no_wrap=True)
+    table.add_column("controller", no_wrap=True)
+    table.add_column("outputs")
+    rows = [("0", "(initial)", run_.states[0], [])]
+    rows += [(str(i + 1), _step_text(st), s, out)
+             for i, (st, s, out) in enumerate(zip(trace, run_.states[1:], run_.outputs))]
+    for num, text, s, out in rows:
+        c = s.controller
+        ctrl = f"{c.leader} e{c.leader_epoch} {{{','.join(map(str, c.isr))}}}"
+        table.add_row(num, text, *[escape(_replica_text(i, rep)) for i, rep in enumerate(s.replicas)], ctrl,
+                      "; ".join(_output_text(o) for o in out))
+    return table
+
+
+def _step_text(step: dict) -> str:
+    rest = " ".join(f"{k}={v}" for k, v in step.items() if k != "step")
+    return f"{step['step']} {rest}".strip()
+
+
+def _replica_text(i: int, rep) -> str:
+    log = " ".join(f"{e.record}@{e.epoch}" for e in rep.log) or "-"
+    role = "down" if not rep.alive else ("L" if rep.leader == i else "")
+    return f"[{log}] {len(rep.log)}/{rep.hw}" + (f" {role}" if role else "")
+
+
+def _output_text(o: dict) -> str:
+    if o["type"] == "produce":
+        return f"produce r{o['record']} {o['error']}" + (f" @{o['offset']}" if o["offset"] >= 0 else "")
+    return f"consume {o['error']} hw={o['hw']}"

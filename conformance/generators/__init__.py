@@ -1,0 +1,1 @@
+"""Generators of schedules: seeded random walks, Hypothesis strategies and the state machine, and the shrinker."""
