@@ -67,16 +67,62 @@ FIELDS: Mapping[str, Field] = {f.name: f for f in (
 CHOICES = ("acks", "kind", "message")  # the choice fields, carried as ``Step.arg``
 
 
+class Fault(NamedTuple):
+    """A fault class: which steps of its kind are one (``when``), the ``History`` counter that
+    counts them, and the explorer's ``Scope`` bound on that counter, ``max_<counter>``. Every
+    counter and bound of faults is read from here: the model's history, the explorer's scope, the
+    SMT encoding and the fault budget.
+
+    ``when``: ``always``; ``power`` (a crash of kind power); ``unfenced`` (the controller had not
+    fenced the step's broker: a fast bounce); ``alive`` (the broker was alive: a zombie);
+    ``targeted`` (an election with a target: a leader move)."""
+
+    name: str
+    counter: str
+    when: str
+    doc: str
+    loses_data: bool = False  # the broker loses what it had not fsynced (or everything)
+
+    @property
+    def bound(self) -> str:
+        return f"max_{self.counter}"
+
+    @property
+    def static(self) -> bool:
+        """Whether the step alone tells (``counts`` needs no state)."""
+        return self.when in ("always", "power", "targeted")
+
+    def counts(self, st, before) -> bool:
+        """Whether step ``st``, taken in state ``before``, is this fault."""
+        when = self.when
+        if when == "always":
+            return True
+        if when == "power":
+            return st.arg == "power"
+        if when == "unfenced":
+            return st.replica not in before.controller.fenced
+        if when == "alive":
+            return before.replicas[st.replica].alive
+        return st.replica != -1  # targeted
+
+
+FAULT_WHEN = ("always", "power", "unfenced", "alive", "targeted")
+
+
 class StepKind(NamedTuple):
     """A step of the alphabet: its JSON fields (besides ``"step"``), the Kafka mechanism it stands
     for, and for a step with an ``index``, the message kind whose FIFO it picks from (None: the
-    step's ``message`` field names it)."""
+    step's ``message`` field names it); ``faults``: the fault classes a step of this kind may be."""
 
     name: str
     fields: tuple[str, ...]
     mechanism: str
     queue: str | None = None
     optional: tuple[str, ...] = ()  # fields besides those with a default that may be left out (-1 then)
+    faults: tuple[Fault, ...] = ()
+    weight: float = 1.0       # how often generators propose it when enabled, relative to the others (fault profiles start here)
+    lifecycle: bool = False   # part of a broker's failure and recovery (the shrinker removes these together)
+    switch: str | None = None  # the explorer's Scope flag that lets steps of this kind in
 
     @property
     def choice(self) -> str | None:
@@ -87,39 +133,71 @@ class StepKind(NamedTuple):
 # In the alphabet's order: the order of ``enabled`` and of every enumeration of steps.
 STEPS: Mapping[str, StepKind] = {k.name: k for k in (
     StepKind("produce", ("replica", "acks", "records"),
-             "ProduceRequest; Partition.appendRecordsToLeader with acks and min.insync.replicas"),
-    StepKind("consume", ("replica",), "consumer Fetch from offset 0 (reads below the HW)"),
+             "ProduceRequest; Partition.appendRecordsToLeader with acks and min.insync.replicas",
+             weight=3.0),
+    StepKind("consume", ("replica",), "consumer Fetch from offset 0 (reads below the HW)",
+             switch="consumes"),
     StepKind("send_fetch", ("replica", "max_batches"),
              "ReplicaFetcherThread sends a Fetch (replica.fetch.max.bytes), or OffsetsForLeaderEpoch "
-             "while truncating (KIP-101)"),
+             "while truncating (KIP-101)",
+             weight=4.0),
     StepKind("handle_fetch", ("replica",),
-             "ReplicaManager.fetchMessages on the leader; KIP-320 epoch validation"),
+             "ReplicaManager.fetchMessages on the leader; KIP-320 epoch validation",
+             weight=4.0),
     StepKind("handle_fetch_response", ("replica",),
-             "ReplicaFetcherThread.processPartitionData and truncation (KIP-101, KIP-279, KIP-320)"),
+             "ReplicaFetcherThread.processPartitionData and truncation (KIP-101, KIP-279, KIP-320)",
+             weight=4.0),
     StepKind("deliver_leader_and_isr", ("replica", "index"),
              "LeaderAndIsr; ReplicaManager.becomeLeaderOrFollower (makeLeader / makeFollower)",
-             queue="leader_and_isr"),
+             queue="leader_and_isr",
+             weight=3.0, lifecycle=True),
     StepKind("shrink_isr", ("replica",), "Partition.maybeShrinkIsr (replica.lag.time.max.ms)"),
-    StepKind("expand_isr", ("replica",), "Partition.maybeExpandIsr (KIP-320: HW reached the epoch start)"),
+    StepKind("expand_isr", ("replica",), "Partition.maybeExpandIsr (KIP-320: HW reached the epoch start)",
+             weight=2.0),
     StepKind("handle_alter_partition", ("replica",),
-             "controller AlterPartition handling, leader and partition epoch fencing (KIP-497)"),
+             "controller AlterPartition handling, leader and partition epoch fencing (KIP-497)",
+             weight=2.0),
     StepKind("handle_alter_partition_response", ("replica",),
-             "AlterPartitionManager callback; Partition.handleAlterPartitionUpdate"),
+             "AlterPartitionManager callback; Partition.handleAlterPartitionUpdate",
+             weight=2.0),
     StepKind("elect", ("replica",), "controller leader election (clean, unclean.leader.election.enable); "
-             "with a target, preferred replica election or controlled shutdown", optional=("replica",)),
+             "with a target, preferred replica election or controlled shutdown", optional=("replica",),
+             faults=(Fault("leader_move", "leader_moves", "targeted",
+                           "an election with a target: preferred replica election, controlled shutdown"),),
+             weight=3.0),
     StepKind("fence", ("replica",), "broker session expiry: the controller fences the broker, "
-             "which may be alive (a zombie, KAFKA-6880)"),
-    StepKind("rejoin", ("replica",), "a live fenced broker re-registers with a new broker epoch"),
+             "which may be alive (a zombie, KAFKA-6880)",
+             faults=(Fault("zombie", "zombies", "alive", "a live broker fenced: its session expired (KAFKA-6880)"),),
+             weight=1.5, lifecycle=True),
+    StepKind("rejoin", ("replica",), "a live fenced broker re-registers with a new broker epoch",
+             weight=1.5),
     StepKind("crash", ("replica", "kind", "survive", "torn"),
-             "broker failure: clean shutdown, process crash, power loss (partial write-back, torn batch)"),
+             "broker failure: clean shutdown, process crash, power loss (partial write-back, torn batch)",
+             faults=(Fault("crash", "crashes", "always", "a broker failure of any kind"),
+                     Fault("power_loss", "power_losses", "power",
+                           "a power loss: what the page cache held and no fsync reached is gone", loses_data=True)),
+             weight=0.0, lifecycle=True),
     StepKind("restart", ("replica",), "broker restart: log recovery (LogLoader), registration; "
-             "a fast bounce when the controller never fenced it"),
-    StepKind("lose_disk", ("replica",), "a down broker's log directory replaced by an empty one (KAFKA-14139)"),
-    StepKind("flush", ("replica",), "Log.flush and the replication-offset-checkpoint write"),
-    StepKind("checkpoint_hw", ("replica",), "ReplicaManager.checkpointHighWatermarks without a log flush"),
+             "a fast bounce when the controller never fenced it",
+             faults=(Fault("bounce", "bounces", "unfenced",
+                           "a fast bounce: a restart the controller never noticed (KIP-966 unclean shutdown)"),),
+             weight=1.5, lifecycle=True),
+    StepKind("lose_disk", ("replica",), "a down broker's log directory replaced by an empty one (KAFKA-14139)",
+             faults=(Fault("disk_loss", "disk_losses", "always", "a broker's log directory lost (KAFKA-14139)",
+                           loses_data=True),),
+             weight=0.0),
+    StepKind("flush", ("replica",), "Log.flush and the replication-offset-checkpoint write",
+             weight=0.5, lifecycle=True, switch="flushes"),
+    StepKind("checkpoint_hw", ("replica",), "ReplicaManager.checkpointHighWatermarks without a log flush",
+             weight=0.5, switch="hw_checkpoints"),
     StepKind("tick", (), "clock advance: DelayedProduce expiry (request.timeout.ms), replica lag"),
-    StepKind("drop", ("message", "replica", "index"), "network loss of one in-flight message"),
+    StepKind("drop", ("message", "replica", "index"), "network loss of one in-flight message",
+             faults=(Fault("drop", "drops", "always", "a message lost by the network"),),
+             weight=0.0),
 )}
+
+# Every fault class, in the alphabet's order of their step kinds.
+FAULTS: tuple[Fault, ...] = tuple(f for kind in STEPS.values() for f in kind.faults)
 
 
 class InvalidStep(ValueError):

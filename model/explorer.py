@@ -15,8 +15,9 @@ from typing import Callable, Iterable
 
 from ..specs import PROPERTIES, Property
 from .actions import ACTIONS, HandleFetch, HandleFetchResponse, SendFetch
-from .alphabet import Step, step_kinds, steps_of
+from .alphabet import STEPS, Step, step_kinds, steps_of
 from .config import ModelConfig, Scope
+from .losses import LAST_REPLICA_STANDING, STALE_ISR_EXPANSION
 from .next_state import NextState
 from .semantics import StepRefused, apply, take
 from .state import State, initial_state
@@ -53,30 +54,32 @@ class ExploreResult:
                 "violations": [v.to_json() for v in self.violations]}
 
 
+# per step kind, its fault classes that every step of it is (checked once per kind) and those
+# only some steps are (checked per step)
+_ALWAYS = {n: tuple(f for f in k.faults if f.when == "always") for n, k in STEPS.items()}
+_SOMETIMES = {n: tuple(f for f in k.faults if f.when != "always") for n, k in STEPS.items()}
+
+
 def in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> bool:
     """Whether taking ``st`` keeps the exploration inside ``scope`` (a state constraint)."""
     return _group_in_scope(scope, s, st.name) and _step_in_scope(config, scope, s, st)
 
 
 def _group_in_scope(scope: Scope, s: State, name: str) -> bool:
+    """Whether some step of kind ``name`` may be taken in ``s``: the bounds that hold for every
+    step of the kind (a fault every step of it is, record and epoch budgets, kinds left out)."""
+    for fault in _ALWAYS.get(name, ()):
+        if getattr(s, fault.counter) >= getattr(scope, fault.bound):
+            return False
     if name == "produce":
         return s.records_produced < scope.max_records
-    if name == "crash":
-        return s.crashes < scope.max_crashes
     if name == "elect":
         return s.controller.leader_epoch < scope.max_epoch
     if name == "tick":
         return s.now < scope.max_clock
-    if name == "drop":
-        return s.drops < scope.max_drops
-    if name == "consume":
-        return scope.consumes
-    if name == "flush":
-        return scope.flushes
-    if name == "lose_disk":
-        return s.disk_losses < scope.max_disk_losses
-    if name == "checkpoint_hw":
-        return scope.hw_checkpoints
+    switch = STEPS[name].switch
+    if switch is not None:
+        return getattr(scope, switch)
     if name == "rejoin":
         return scope.max_zombies > 0
     return True
@@ -84,6 +87,9 @@ def _group_in_scope(scope: Scope, s: State, name: str) -> bool:
 
 def _step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> bool:
     name = st.name
+    for fault in _SOMETIMES[name]:
+        if getattr(s, fault.counter) >= getattr(scope, fault.bound) and fault.counts(st, s):
+            return False
     if name == "produce":
         # A rejected produce changes nothing but the next record id, and every property is blind
         # to renaming record ids: leaving rejected produces out loses no reachable situation.
@@ -94,15 +100,11 @@ def _step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> boo
     if name == "crash":
         if st.arg != "power":
             return st.arg in scope.crash_kinds
-        return s.power_losses < scope.max_power_losses and (scope.torn_writes or not (st.survive or st.torn))
+        return scope.torn_writes or not (st.survive or st.torn)
     if name == "send_fetch":
         return st.max_batches == 0 or (scope.partial_fetches and st.max_batches == 1)
-    if name == "restart":
-        return st.replica in s.controller.fenced or s.bounces < scope.max_bounces
-    if name == "elect" and st.replica != -1:
-        return s.leader_moves < scope.max_leader_moves
     if name == "handle_alter_partition" and scope.exclude_known_losses and \
-            "stale-isr-expansion" in config.rules.known_losses:
+            STALE_ISR_EXPANSION.name in config.rules.known_losses:
         # KIP-903: the controller would reject a member whose LEO the leader learnt from an
         # earlier incarnation; here: a new member holding less than the leader counts for it
         if not s.alter_partition[st.replica]:
@@ -111,15 +113,14 @@ def _step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> boo
         lead = s.replicas[st.replica]
         return all(f in s.controller.isr or lead.remote_leo[f] <= len(s.replicas[f].log) for f in m.isr)
     if name == "fence":
-        if s.replicas[st.replica].alive and s.zombies >= scope.max_zombies:
-            return False
         return st.replica != s.controller.leader or s.controller.leader_epoch < scope.max_epoch
     return True
 
 
-_FETCH_STEPS = frozenset(("send_fetch", "handle_fetch", "handle_fetch_response"))
+_FETCH_STEPS = frozenset(action.name for action in (SendFetch, HandleFetch, HandleFetchResponse))
 # with a per-step scope condition
-_FINE = frozenset(("produce", "crash", "fence", "handle_alter_partition", "send_fetch", "restart", "elect"))
+_FINE = frozenset(("produce", "crash", "fence", "handle_alter_partition", "send_fetch",
+                   *(name for name, faults in _SOMETIMES.items() if faults)))
 
 
 def successors(config: ModelConfig, scope: Scope, s: State):
@@ -155,6 +156,8 @@ def _scoped_kinds(config: ModelConfig, scope: Scope) -> tuple:
     """``step_kinds`` without the steps no state of ``scope`` takes (acks, batch sizes, fetch limits
     and crash variants it leaves out), so the per-state checks see only what may be taken."""
     def static(st: Step) -> bool:
+        if any(f.static and getattr(scope, f.bound) == 0 and f.counts(st, None) for f in _SOMETIMES[st.name]):
+            return False  # a fault class the scope leaves out
         if st.name == "produce":
             return st.arg in scope.acks and st.records <= scope.max_batch_records
         if st.name == "send_fetch":
@@ -162,9 +165,7 @@ def _scoped_kinds(config: ModelConfig, scope: Scope) -> tuple:
         if st.name == "crash":
             if st.arg != "power":
                 return st.arg in scope.crash_kinds
-            return scope.max_power_losses > 0 and (scope.torn_writes or not (st.survive or st.torn))
-        if st.name == "elect" and st.replica != -1:
-            return scope.max_leader_moves > 0
+            return scope.torn_writes or not (st.survive or st.torn)
         return True
     return tuple((kind, None if steps is None else tuple(st for st in steps if static(st)))
                  for kind, steps in step_kinds(config.replicas))
@@ -242,7 +243,7 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
     """Breadth-first search of every state reachable within ``scope``, checking every property
     in every state. ``progress(states, depth, seconds)`` is called about every ``progress_every`` s."""
     start = time.perf_counter()
-    exclude_lrs = scope.exclude_known_losses and "last-replica-standing" in config.rules.known_losses
+    exclude_lrs = scope.exclude_known_losses and LAST_REPLICA_STANDING.name in config.rules.known_losses
     pending = list(properties)
     init = initial_state(config)
     index: dict[tuple, int] = {state_key(scope, init): 0}

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .alphabet import NONE
+from .alphabet import NONE, STEPS
 
-
-_COUNTED = frozenset(("produce", "crash", "drop", "restart", "fence", "elect", "lose_disk"))
+# step name -> the fault classes (alphabet.FAULTS) a step of it may be
+_FAULTS_OF = {name: kind.faults for name, kind in STEPS.items() if kind.faults}
+_COUNTED = frozenset(("produce", *_FAULTS_OF))
 
 
 class History(NamedTuple):
@@ -25,15 +26,18 @@ class History(NamedTuple):
     consumed: tuple            # (offset, record) returned to consumers, sorted, distinct
     max_consumer_hw: int       # highest HW a consume returned (-1 none yet)
     consumer_hw_regressed: bool  # a consume returned an HW below an earlier one
+    # one counter per fault class (alphabet.FAULTS names each one's counter and what it counts)
     crashes: int
     power_losses: int
     drops: int
-    bounces: int               # restarts of a broker the controller had not fenced
-    zombies: int               # fences of a live broker
-    leader_moves: int          # elections with a target
+    bounces: int
+    zombies: int
+    leader_moves: int
     disk_losses: int
 
-    READS_BEFORE = frozenset(("restart", "fence"))
+    # the steps whose counting reads the state before them (was the broker fenced, alive)
+    READS_BEFORE = frozenset(name for name, faults in _FAULTS_OF.items()
+                             if any(f.when in ("unfenced", "alive") for f in faults))
 
     def after(self, st, outputs: list[dict], before) -> "History":
         """The history once step ``st`` (a ``Step``), taken in state ``before``, gave ``outputs``."""
@@ -43,18 +47,10 @@ class History(NamedTuple):
         h = self
         if name == "produce":
             h = h._replace(records_produced=h.records_produced + st.records)
-        elif name == "crash":
-            h = h._replace(crashes=h.crashes + 1, power_losses=h.power_losses + (st.arg == "power"))
-        elif name == "drop":
-            h = h._replace(drops=h.drops + 1)
-        elif name == "restart" and st.replica not in before.controller.fenced:
-            h = h._replace(bounces=h.bounces + 1)
-        elif name == "fence" and before.replicas[st.replica].alive:
-            h = h._replace(zombies=h.zombies + 1)
-        elif name == "elect" and st.replica != -1:
-            h = h._replace(leader_moves=h.leader_moves + 1)
-        elif name == "lose_disk":
-            h = h._replace(disk_losses=h.disk_losses + 1)
+        else:
+            for fault in _FAULTS_OF.get(name, ()):
+                if fault.counts(st, before):
+                    h = h._replace(**{fault.counter: getattr(h, fault.counter) + 1})
         for out in outputs:
             if out["error"] != NONE:
                 continue

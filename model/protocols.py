@@ -6,6 +6,7 @@ subclass replaces the methods its KIP changed, so a new variant (e.g. KIP-966) i
 from __future__ import annotations
 
 from .alphabet import NONE
+from .losses import FAST_BOUNCE_AFTER_LOSS, KNOWN_LOSSES, LAST_REPLICA_STANDING, STALE_ISR_EXPANSION
 from .state import Replica, end_offset_for, end_offset_for_kip101, latest_epoch, truncate_to, updated
 
 
@@ -17,7 +18,7 @@ class Protocol:
     # histories that lose acknowledged writes in Kafka itself within the fault budget, which the
     # explorer's exclude_known_losses and the random walks' budget leave out: KIP-966's Last
     # Replica Standing and fast bounce after a data loss, and KIP-903's stale ISR expansion
-    known_losses = frozenset(("last-replica-standing", "fast-bounce-after-loss", "stale-isr-expansion"))
+    known_losses = frozenset(KNOWN_LOSSES)
     # ReplicaManager.makeFollowers before KIP-101 changed partition state only "when the leader is
     # available": a LeaderAndIsr naming no leader (-1) left the follower as it was
     follows_leaderless = False
@@ -171,7 +172,7 @@ class Kip903(Kip320):
     so an ISR expansion built on a previous incarnation's fetches is rejected."""
 
     name = "kip-903"
-    known_losses = Kip320.known_losses - {"stale-isr-expansion"}
+    known_losses = Kip320.known_losses - {STALE_ISR_EXPANSION.name}
 
     def next_broker_epoch(self, epoch: int) -> int:
         """BrokerRegistrationRequest: every registration gets a new, larger broker epoch."""
@@ -191,7 +192,7 @@ class Kip966(Kip903):
     shutdown detection close the Last Replica Standing loss."""
 
     name = "kip-966"
-    known_losses = frozenset()
+    known_losses = Kip903.known_losses - {LAST_REPLICA_STANDING.name, FAST_BOUNCE_AFTER_LOSS.name}
 
     def hw_blocked(self, leader: Replica, min_isr: int) -> bool:
         """Strict min ISR: Partition.maybeIncrementLeaderHW does nothing while isUnderMinIsr."""

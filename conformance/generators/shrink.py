@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from isrcheck.model.alphabet import CRASH_KINDS, is_step
+from isrcheck.model.alphabet import CRASH_KINDS, STEPS, is_step
 
 from isrcheck.conformance.core.schedule import Schedule
 from isrcheck.conformance.core.verdict import Verdict
@@ -26,7 +26,7 @@ _SIMPLER = {
 }
 
 # Steps that make up a broker's failure and recovery, removed together by ``remove_groups``.
-_LIFECYCLE = ("crash", "fence", "restart", "deliver_leader_and_isr", "flush")
+_LIFECYCLE = tuple(name for name, kind in STEPS.items() if kind.lifecycle)
 
 
 class _Budget:

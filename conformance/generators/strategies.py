@@ -11,21 +11,23 @@ Shipped in the package so users run them under their own settings and profiles::
 ``step_dicts`` draws any step of the alphabet (enabled or not: a step refused by both sides is a
 no-op); ``schedules`` wraps them in a Schedule; ``enabled_schedules`` draws each step among the
 model's enabled ones, which finds deep states far more often and shrinks well. Both it and the
-machine also propose a share ``refusals`` of steps among those the model refuses (at least
-``floor(refusals * steps)``, ``isrcheck.conformance.generators.refusals``): the implementation must refuse
-them too.
+machine take their steps from the generator loop (``loop.StepGenerator``) that random walks use,
+with Hypothesis's draws: a share ``refusals`` of the steps are among those the model refuses (at
+least ``floor(refusals * steps)``): the implementation must refuse them too.
 """
 from __future__ import annotations
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.model.alphabet import FIELDS, MAX_REPLICAS, STEPS, is_step
 
-from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS, RefusalQuota, by_kind, refused_steps
+from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.conformance.core.schedule import PROTOCOLS, Schedule, ScheduleConfig, load_config
-from isrcheck.conformance.generators.walk import _Budget, _profile
+from isrcheck.conformance.generators.loop import DrawnChoices, StepGenerator
+from isrcheck.conformance.generators.profiles import profile_of
+from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS, RefusalQuota
+
 
 def _field_values(name: str, replicas: int) -> st.SearchStrategy:
     """Valid values of one step field (alphabet.FIELDS): any broker id, any choice, any value in
@@ -80,103 +82,81 @@ def enabled_schedules(protocol: str = "kip-320", config: ScheduleConfig | None =
     """Schedules whose every step is enabled in the model when taken (within the profile's
     fault budget), but for a share ``refusals`` of refused ones; drawn step by step on the model
     alone."""
-    profile = _profile(faults)
+    profile = profile_of(faults)
     RefusalQuota(refusals)  # checks the share now, not at the first draw
 
     @st.composite
     def build(draw):
         cfg = config or load_config(dict(profile.config))
-        run = Lockstep(protocol, cfg, impl=False)
-        budget = _Budget(cfg, profile.spare_known_gaps, protocol) if profile.within_budget else None
-        quota = RefusalQuota(refusals)
-        taken = []
-        for _ in range(draw(st.integers(0, max_steps))):
-            step = _draw_refused(draw, run, quota)
-            if step is not None:
-                taken.append(step.to_json())
-                run.step(step)
-                continue
-            options = [s for s in run.enabled_steps() if budget is None or budget.allows(run.state, s)]
-            step = _draw_step(draw, options, profile)
-            before = run.state
-            taken.append(step.to_json())
-            if run.step(step) is not None:
-                break
-            if budget is not None:
-                budget.took(before, step)
-        return Schedule(protocol, cfg, tuple(taken))
+        generator = StepGenerator(Lockstep(protocol, cfg, impl=False), profile, DrawnChoices(draw), refusals)
+        generator.walk(draw(st.integers(0, max_steps)))
+        return Schedule(protocol, cfg, tuple(generator.taken))
     return build()
 
 
-def _draw_refused(draw, run: Lockstep, quota: RefusalQuota):
-    """A step the model refuses, when ``quota`` says one is due or a draw asks for one (the
-    draw shrinks towards enabled steps); else None."""
-    if not quota.rate:
-        return None
-    due = quota.behind() or draw(st.integers(0, 999), label="refused?") >= 1000 * (1 - quota.rate)
-    refused = by_kind(refused_steps(run.cfg.replicas, run.state, run.enabled_steps())) if due else {}
-    quota.count(bool(refused))
-    if not refused:
-        return None
-    kind = draw(st.sampled_from(list(refused)), label="refused kind")
-    return draw(st.sampled_from(refused[kind]), label="refused step")
-
-
-def _draw_step(draw, options: list, profile):
-    """Kind first, weighted by the fault profile as the random walk weighs it (uniform kinds
-    would crash and fence far more often than they replicate), then which one of that kind."""
-    weights = profile.weights
-    kinds = [(name, round(10 * weights.get(name, 0.0))) for name in dict.fromkeys(s.name for s in options)]
-    kinds = [(name, w) for name, w in kinds if w > 0] or [(options[0].name, 1)]
-    ticket = draw(st.integers(0, sum(w for _, w in kinds) - 1), label="step kind")
-    for name, w in kinds:
-        if ticket < w:
-            break
-        ticket -= w
-    same = [s for s in options if s.name == name]
-    if name == "crash":
-        same = [s for s in same if profile.crash_kinds.get(s.arg, 0.0) > 0] or same
-    return draw(st.sampled_from(same), label="step")
-
-
 class LockstepMachine(RuleBasedStateMachine):
-    """Each rule application takes one step, chosen among the model's enabled steps (within the
-    fault budget of ``faults``), on the model and the implementation at once; the invariant is
-    that the lockstep run has neither diverged nor violated a property."""
+    """One rule per step kind of the alphabet, each with its precondition: the kind has a step the
+    model enables and the fault profile may take (within its budget). A rule takes one step of its
+    kind, on the model and the implementation at once, through the generator loop (a due refused
+    step is taken instead); the invariant is that the lockstep run has neither diverged nor
+    violated a property. A state where no rule can run fails the test, naming why, rather than
+    ending the run in silence.
+
+    Hypothesis picks uniformly among the rules it offers, so the fault profile's weights are how
+    many times each kind's rule is offered (twice its weight, rounded; a kind weighed 0 has none):
+    uniform kinds would crash and fence far more often than they replicate. A subclass gets the
+    rules of its own ``faults`` (``lockstep_machine`` makes one)."""
 
     protocol = "kip-320"
     config = ScheduleConfig()
     faults = "default"
     impl = True
     refusals = DEFAULT_REFUSALS
+    _offered: tuple[str, ...] = ()  # the attribute names of the rules this class offers
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        profile = profile_of(cls.faults)
+        for name in cls._offered:  # a parent's rules: offered again below, or not at all
+            setattr(cls, name, None)
+        offered = []
+        for kind in STEPS:
+            rule_of_kind = _kind_rule(kind)
+            for copy in range(round(2 * profile.weights.get(kind, 0.0))):
+                name = kind if copy == 0 else f"{kind}__{copy + 1}"
+                setattr(cls, name, rule_of_kind)
+                offered.append(name)
+        cls._offered = tuple(offered)
 
     def __init__(self) -> None:
         super().__init__()
-        self.profile = _profile(self.faults)
+        self.profile = profile_of(self.faults)
         self.run = Lockstep(self.protocol, self.config, impl=self.impl)
-        self.budget = _Budget(self.config, self.profile.spare_known_gaps, self.protocol) if self.profile.within_budget else None
-        self.taken: list[dict] = []
-        self.quota = RefusalQuota(self.refusals)
+        self.generator = StepGenerator(self.run, self.profile, DrawnChoices(None), self.refusals)
+        self._runnable: dict | None = None
 
-    def _options(self):
-        return [s for s in self.run.enabled_steps()
-                if self.budget is None or self.budget.allows(self.run.state, s)]
+    def runnable(self) -> dict:
+        """The kinds a rule may take now (``StepGenerator.options``), computed once per state."""
+        if self._runnable is None:
+            self._runnable = self.generator.options() if self.run.outcome is None else {}
+        return self._runnable
 
-    @precondition(lambda self: self.run.outcome is None)
-    @rule(data=st.data())
-    def take_step(self, data) -> None:
-        """One step of the shared alphabet, in lockstep: enabled in the model, or a refused one."""
-        step = _draw_refused(data.draw, self.run, self.quota)
-        if step is not None:
-            self.taken.append(step.to_json())
-            self.run.step(step)
-            return
-        step = _draw_step(data.draw, self._options(), self.profile)
-        before = self.run.state
-        self.taken.append(step.to_json())
-        self.run.step(step)
-        if self.budget is not None:
-            self.budget.took(before, step)
+    def take(self, kind: str, data) -> None:
+        """One step of ``kind`` (or a due refused one), drawn from ``data``."""
+        self.generator.choices = DrawnChoices(data.draw)
+        proposed = self.generator.propose(kind)
+        assert proposed is not None, f"rule {kind} ran without a step of its kind"
+        self._runnable = None
+        self.generator.take(*proposed)
+
+    @invariant()
+    def some_rule_can_run(self) -> None:
+        """A run that can go on has a step to take: else the profile or its budget left none."""
+        if self.run.outcome is None and not self.runnable():
+            enabled = ", ".join(dict.fromkeys(s.name for s in self.run.enabled_steps())) or "none"
+            raise AssertionError(f"no rule can run: the model enables {enabled}, and fault profile "
+                                 f"{self.profile.name!r} weighs every one of them 0 or keeps it out of its "
+                                 f"budget\nschedule:\n{self._schedule().dumps()}")
 
     @invariant()
     def agrees_and_holds(self) -> None:
@@ -188,10 +168,21 @@ class LockstepMachine(RuleBasedStateMachine):
         if self.run.outcome is None:
             self._check(self.run.verdict())
 
+    def _schedule(self) -> Schedule:
+        return Schedule(self.protocol, self.config, tuple(self.generator.taken))
+
     def _check(self, verdict) -> None:
         if verdict is not None and verdict.failed:
-            schedule = Schedule(self.protocol, self.config, tuple(self.taken))
-            raise AssertionError(f"{verdict.summary()}\n{verdict.diff}\nschedule:\n{schedule.dumps()}")
+            raise AssertionError(f"{verdict.summary()}\n{verdict.diff}\nschedule:\n{self._schedule().dumps()}")
+
+
+def _kind_rule(kind: str):
+    """The rule of step kind ``kind``: runnable when the generator has a step of that kind."""
+    def take_step(self, data) -> None:
+        self.take(kind, data)
+    take_step.__name__ = take_step.__qualname__ = kind
+    take_step.__doc__ = f"{kind}: {STEPS[kind].mechanism}"
+    return precondition(lambda self: kind in self.runnable())(rule(data=st.data())(take_step))
 
 
 def lockstep_machine(protocol: str = "kip-320", config: dict | ScheduleConfig | None = None,
@@ -199,7 +190,7 @@ def lockstep_machine(protocol: str = "kip-320", config: dict | ScheduleConfig | 
                      refusals: float = DEFAULT_REFUSALS) -> type[LockstepMachine]:
     """A LockstepMachine subclass for one protocol, config, fault profile and share of refused steps."""
     RefusalQuota(refusals)  # checks the share
-    profile = _profile(faults)
+    profile = profile_of(faults)
     if not isinstance(config, ScheduleConfig):
         config = load_config({**profile.config, **(config or {})})
     Schedule(protocol, config).with_protocol(protocol)  # validates the protocol name

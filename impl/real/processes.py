@@ -18,11 +18,9 @@ import sys
 
 from ..clients import CONSUMER_ID, PRODUCER_ID
 from ..controller import CONTROLLER_ID
-from ..replication import ClusterConfig
+from ..replication import CRASH_KINDS, ClusterConfig
 from .durable import power_loss
 from .node import journal_path
-
-CRASH_KINDS = ("clean", "process", "power")
 
 
 def free_ports(n: int) -> list[int]:
@@ -87,6 +85,8 @@ class ProcessCluster:
         return proc is not None and proc.poll() is None
 
     def crash(self, broker: int, kind: str) -> None:
+        if kind not in CRASH_KINDS:
+            raise ValueError(f"crash kind: expected one of {', '.join(CRASH_KINDS)}, got {kind!r}")
         proc = self.processes[broker]
         if kind == "clean":
             proc.send_signal(signal.SIGTERM)

@@ -35,6 +35,9 @@ CLEAN_SHUTDOWN_NAME = ".kafka_cleanshutdown"  # CleanShutdownFileHandler: writte
 # process crash leaves it and a power loss or a lost disk does not (KIP-966's unclean shutdown)
 RUNNING_NAME = ".kafka_running"
 PARTITION_ID = 0
+# the ways a broker stops, least destructive first: ``shutdown`` (clean), ``halt`` with the page
+# cache kept (a process crash), ``halt`` with what was not fsynced gone (a power loss)
+CRASH_KINDS = ("clean", "process", "power")
 
 
 def data_maybe_lost(fs: FileSystem, data_dir: str) -> bool:

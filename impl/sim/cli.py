@@ -10,8 +10,7 @@ import argparse
 import json
 import sys
 
-from ..replication import MAX_REPLICAS, VARIANTS
-from .cluster import CRASH_KINDS
+from ..replication import CRASH_KINDS, MAX_REPLICAS, VARIANTS
 from .workload import run_simulation
 
 

@@ -1,4 +1,4 @@
-"""Cluster: N brokers and a controller on the deterministic simulation, driven step by step or on auto.
+"""Cluster: the step API of N brokers and a controller on the deterministic simulation (``SimWorld``).
 
 Construction::
 
@@ -34,30 +34,27 @@ shrinks and expands on its own. Drive it with ``run_for(ms)`` and ``run_until_qu
 ``partition(a, b)`` / ``heal()`` cut and restore links; the step calls above still work.
 
 ``trace_hash()`` digests every delivered message and every state change, in order.
+
+The cluster guards each step and takes it; the world (``world``, a ``SimWorld``) builds and wires
+the clock, network, controller, brokers, their file systems and the clients, realises crashes and
+restarts on them, and keeps the snapshots and the trace. Its pieces read as the cluster's own
+attributes (``brokers``, ``controller``, ``network``, ``clock``, ``filesystems``, ...).
 """
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import random
-import struct
+from operator import attrgetter
 from typing import Any, Sequence
 
-from ..clients import CONSUMER_ID, PRODUCER_ID, ConsumeResult, Consumer, Producer, ProduceResult
-from ..controller import CONTROLLER_ID, Controller
-from ..protocol import CODEC, REQUEST, ApiKey, LeaderAndIsrRequest
-from ..replication import Broker, ClusterConfig
-from ..storage import SimulatedFileSystem
-from .clock import SimClock
-from .disk import page_cache_write_back
-from .network import INSTANT, NetworkFaults, SimNetwork
-from .snapshot import BrokerSnapshot, ClusterSnapshot, LogView, PendingProduce
+from ..clients import CONSUMER_ID, PRODUCER_ID, ConsumeResult, ProduceResult
+from ..controller import CONTROLLER_ID
+from ..protocol import CODEC
+from ..replication import CRASH_KINDS, Broker, ClusterConfig
+from .disk import TooFewUnflushedBatches
+from .network import NetworkFaults
+from .snapshot import ClusterSnapshot
+from .world import MESSAGE_KINDS, SimWorld
 
-MESSAGE_KINDS = ("fetch_request", "fetch_response", "leader_and_isr", "alter_partition",
-                 "alter_partition_response")
-CRASH_KINDS = ("clean", "process", "power")
 MODES = ("steps", "auto")
-_TRACE_HEAD = struct.Struct(">qii")
 
 
 class ClusterError(Exception):
@@ -69,33 +66,30 @@ class ClusterError(Exception):
 
 
 class Cluster:
-    """N brokers, a controller and two clients on one simulation (see the module docstring)."""
+    """The steps on the brokers, controller and clients of one ``SimWorld`` (see the module docstring)."""
+
+    # the world's pieces, read-only, for the cluster's users (its own steps go through ``world``)
+    config = property(attrgetter("world.config"))
+    auto = property(attrgetter("world.auto"))
+    rng = property(attrgetter("world.rng"))
+    clock = property(attrgetter("world.clock"))
+    network = property(attrgetter("world.network"))
+    controller = property(attrgetter("world.controller"))
+    filesystems = property(attrgetter("world.filesystems"))
+    brokers = property(attrgetter("world.brokers"))
+    producer = property(attrgetter("world.producer"))
+    consumer = property(attrgetter("world.consumer"))
 
     def __init__(self, config: ClusterConfig, mode: str = "steps", seed: int = 0,
-                 faults: NetworkFaults | None = None) -> None:
+                 faults: NetworkFaults | None = None, *, world: SimWorld | None = None) -> None:
+        """``world``: one built for ``config`` and ``mode`` elsewhere (default: a ``SimWorld``)."""
         if mode not in MODES:
             raise ValueError(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
-        self.config = config
+        if world is not None and (world.config != config or world.auto != (mode == "auto")):
+            raise ValueError(f"world: built for another config or mode than {mode!r}")
         self.mode = mode
-        self.auto = mode == "auto"
         self.seed = seed
-        self.rng = random.Random(seed)
-        self.clock = SimClock()
-        self._hash = hashlib.blake2b(digest_size=16)
-        self.network = SimNetwork(self.clock, self._classify, random.Random(self.rng.getrandbits(64)),
-                                  (faults or NetworkFaults()) if self.auto else None, self._trace_delivery)
-        self.controller = self._start_controller()
-        self.filesystems = [SimulatedFileSystem() for _ in range(config.replicas)]
-        self.brokers = [self._start_broker(b, 0) for b in range(config.replicas)]
-        self._frozen: dict[int, BrokerSnapshot] = {}   # last view of each dead broker
-        self._log_views: dict[int, LogView] = {}
-        self._responses: list[ProduceResult | ConsumeResult] = []
-        self.producer = Producer(self.network, self._responses.append)
-        self.consumer = Consumer(self.network, self._responses.append, config.variant.fetch_version)
-        everyone = tuple(range(config.replicas))
-        for b, broker in enumerate(self.brokers):  # the created partition: broker 0 leads epoch 0
-            epoch = self.controller.broker_epochs[b]
-            broker.bootstrap(epoch, LeaderAndIsrRequest(epoch, 0, 0, 0, 0, everyone, everyone))
+        self.world = world if world is not None else SimWorld(config, mode == "auto", seed, faults)
         self.stats = {"crashes": 0, "power_losses": 0, "restarts": 0}
 
     # -- client requests ----------------------------------------------------------------------
@@ -107,17 +101,18 @@ class Cluster:
         if not isinstance(values, (bytes, bytearray)) and len(values) == 0:
             raise ClusterError("a produce carries at least one record")
         self._need_alive(broker)
-        self.producer.send(broker, values, acks, self.config.request_timeout_ms)
+        self.world.producer.send(broker, values, acks, self.world.config.request_timeout_ms)
         self._settle()
 
     def consume(self, broker: int) -> None:
         """A consumer fetches from ``broker`` from offset 0."""
         self._need_alive(broker)
-        self.consumer.fetch(broker, 0)
+        self.world.consumer.fetch(broker, 0)
         self._settle()
 
     def take_client_responses(self) -> list[ProduceResult | ConsumeResult]:
-        out, self._responses[:] = list(self._responses), []
+        responses = self.world.client_responses
+        out, responses[:] = list(responses), []
         return out
 
     # -- protocol steps -----------------------------------------------------------------------
@@ -139,13 +134,13 @@ class Cluster:
 
     def deliver(self, kind: str, replica: int, index: int = 0) -> None:
         """Hand the ``index``-th oldest in-flight message of (kind, replica) to its destination."""
-        self.network.deliver(self._envelope(kind, replica, index))
+        self.world.network.deliver(self._envelope(kind, replica, index))
         self._settle()
 
     def drop(self, kind: str, replica: int, index: int = 0) -> None:
         """Lose the ``index``-th oldest in-flight message of (kind, replica)."""
-        self.network.drop(self._envelope(kind, replica, index))
-        self._trace_event("drop", kind, replica, index)
+        self.world.network.drop(self._envelope(kind, replica, index))
+        self.world.trace_event("drop", kind, replica, index)
         self._settle()
 
     def handle_fetch(self, follower: int) -> None:
@@ -178,7 +173,7 @@ class Cluster:
 
     def elect(self, target: int = -1) -> None:
         """Leader election for a leaderless partition, or with a ``target`` a leader move to it."""
-        c = self.controller
+        c = self.world.controller
         if target != -1:
             self._need_replica(target)
             if target in c.fenced:
@@ -202,17 +197,17 @@ class Cluster:
         """The broker's session expires. A live broker fenced so is a zombie: it goes on with its last
         LeaderAndIsr, and the controller rejects its AlterPartition."""
         self._need_replica(broker)
-        if broker in self.controller.fenced:
+        if broker in self.world.controller.fenced:
             raise ClusterError(f"broker {broker} is already fenced")
-        self.controller.fence(broker)
+        self.world.controller.fence(broker)
         self._settle()
 
     def rejoin(self, broker: int) -> None:
         """A live fenced broker registers again: a new broker epoch, then its LeaderAndIsr."""
         b = self._need_alive(broker)
-        if broker not in self.controller.fenced:
+        if broker not in self.world.controller.fenced:
             raise ClusterError(f"broker {broker} is not fenced")
-        self._trace_event("rejoin", broker)
+        self.world.trace_event("rejoin", broker)
         b.register()
         self._settle()
 
@@ -225,58 +220,32 @@ class Cluster:
             raise ClusterError(f"survive must be an integer >= 0 and torn a bool, got {survive!r}, {torn!r}")
         if kind != "power" and (survive or torn):
             raise ClusterError(f"survive and torn belong to a power loss, not a {kind} crash")
-        b = self._need_alive(broker)
-        write_back = None
-        if kind == "power":
-            try:
-                write_back = page_cache_write_back(b.log, survive, torn)
-            except ValueError as exc:
-                raise ClusterError(f"broker {broker} has {exc}") from None
-        if kind == "clean":
-            b.flush()
-        view = self._broker_snapshot(b)
-        self._frozen[broker] = dataclasses.replace(
-            view, alive=False, pending_produces=(), fetch_outstanding=False, power_lost=kind == "power",
-            durable=view.durable if write_back is None else write_back.durable)
-        if kind == "clean":
-            b.shutdown()
-        else:
-            b.halt()
-            fs = self.filesystems[broker]
-            if kind == "process":
-                fs.process_crash()
-            elif survive or torn or not self.auto:  # steps keep exactly what was written back
-                fs.power_loss(written_back=write_back.lengths)
-            else:  # auto mode: a seeded torn last write
-                fs.power_loss(random.Random(self.rng.getrandbits(64)))
-        self._frozen[broker] = dataclasses.replace(self._frozen[broker],
-                                                   unclean_shutdown=self.brokers[broker].data_maybe_lost)
+        self._need_alive(broker)
+        try:
+            self.world.crash_broker(broker, kind, survive, torn)
+        except TooFewUnflushedBatches as exc:
+            raise ClusterError(f"broker {broker} has {exc}") from None
         self.stats["crashes"] += 1
         self.stats["power_losses"] += kind == "power"
-        self._trace_event("crash", broker, kind, *((survive, torn) if survive or torn else ()))
+        self.world.trace_event("crash", broker, kind, *((survive, torn) if survive or torn else ()))
         self._settle()
 
     def restart(self, broker: int) -> None:
         """Start ``broker`` again: log recovery, HW from its checkpoint, registration. Before the
         controller fenced it this is a fast bounce: it keeps its ISR membership and leadership."""
         self._need_down(broker)
-        b = self._start_broker(broker, self.brokers[broker].incarnation + 1)
-        self.brokers[broker] = b
-        del self._frozen[broker]
+        b = self.world.restart_broker(broker)
         self.stats["restarts"] += 1
-        self._trace_event("restart", broker, b.log.log_end_offset)
+        self.world.trace_event("restart", broker, b.log.log_end_offset)
         b.register()
         self._settle()
 
     def lose_disk(self, broker: int) -> None:
         """The log directory of a down broker is replaced by an empty one (KAFKA-14139): log and
         checkpoints are gone; its next start begins empty."""
-        b = self._need_down(broker)
-        self.filesystems[broker].lose_directory(b.data_dir)
-        self._frozen[broker] = dataclasses.replace(self._frozen[broker], log=(), durable=0, hw=0, hw_checkpoint=0,
-                                                   power_lost=True,
-                                                   unclean_shutdown=self.brokers[broker].data_maybe_lost)
-        self._trace_event("lose_disk", broker)
+        self._need_down(broker)
+        self.world.lose_disk(broker)
+        self.world.trace_event("lose_disk", broker)
 
     def checkpoint_hw(self, broker: int) -> None:
         """ReplicaManager.checkpointHighWatermarks: the HW to replication-offset-checkpoint, no log flush."""
@@ -285,21 +254,21 @@ class Cluster:
             raise ClusterError(f"broker {broker}'s replication-offset-checkpoint already holds its HW "
                                f"{b.hw_checkpoint}")
         b.checkpoint_high_watermarks()
-        self._trace_event("checkpoint_hw", broker)
+        self.world.trace_event("checkpoint_hw", broker)
 
     def flush(self, broker: int) -> None:
         b = self._need_alive(broker)
         if b.durable_offset == b.log.log_end_offset and b.hw_checkpoint == b.partition.high_watermark:
             raise ClusterError(f"broker {broker} has nothing to flush")
         b.flush()
-        self._trace_event("flush", broker)
+        self.world.trace_event("flush", broker)
         self._settle()
 
     def advance(self, ms: int) -> None:
         """Move the clock forward; due timers fire in order."""
         if ms < 0:
             raise ClusterError(f"cannot advance the clock by {ms} ms")
-        self.clock.advance(ms)
+        self.world.clock.advance(ms)
         self._settle()
 
     # -- auto mode ----------------------------------------------------------------------------
@@ -308,26 +277,26 @@ class Cluster:
 
     def partition(self, a: int, b: int) -> None:
         """Cut the link between nodes ``a`` and ``b`` (broker ids, ``CONTROLLER_ID``, client ids)."""
-        self.network.partition(a, b)
-        self._trace_event("partition", a, b)
+        self.world.network.partition(a, b)
+        self.world.trace_event("partition", a, b)
 
     def heal(self, a: int | None = None, b: int | None = None) -> None:
         """Restore the link between ``a`` and ``b``, or every link when called without arguments."""
-        self.network.heal(a, b)
-        self._trace_event("heal", a, b)
+        self.world.network.heal(a, b)
+        self.world.trace_event("heal", a, b)
 
     def quiescent(self) -> bool:
         """Every live replica is in the ISR with the leader's log and HW; nothing waits in a purgatory."""
-        c = self.controller
-        if c.leader < 0 or not self.brokers[c.leader].alive:
+        c = self.world.controller
+        if c.leader < 0 or not self.world.brokers[c.leader].alive:
             return False
-        lead = self.brokers[c.leader].partition
+        lead = self.world.brokers[c.leader].partition
         if not lead.is_leader or lead.leader_epoch != c.leader_epoch or lead.pending_isr is not None:
             return False
         leo, hw = lead.log.log_end_offset, lead.high_watermark
         if hw != leo or lead.purgatory.pending:
             return False
-        for b in self.brokers:
+        for b in self.world.brokers:
             if b.alive and (b.partition.log.log_end_offset != leo or b.partition.high_watermark != hw
                             or b.partition.leader_epoch != c.leader_epoch or b.broker_id not in c.isr):
                 return False
@@ -335,67 +304,35 @@ class Cluster:
 
     def run_until_quiescent(self, max_ms: int = 60_000, step_ms: int = 10) -> bool:
         """Run the clock until ``quiescent()`` holds (True) or ``max_ms`` passed (False)."""
-        end = self.clock.now_ms() + max_ms
-        while self.clock.now_ms() < end:
+        end = self.world.clock.now_ms() + max_ms
+        while self.world.clock.now_ms() < end:
             if self.quiescent():
                 return True
-            self.advance(min(step_ms, end - self.clock.now_ms()))
+            self.advance(min(step_ms, end - self.world.clock.now_ms()))
         return self.quiescent()
 
     # -- views --------------------------------------------------------------------------------
     def in_flight(self) -> list[tuple[str, int, int, Any]]:
         """Every protocol message in flight as (kind, replica, index, decoded message)."""
-        out = []
+        out, queue = [], self.world.network.queue
         for kind in MESSAGE_KINDS:
-            for r in range(self.config.replicas):
-                for i, env in enumerate(self.network.queue((kind, r))):
+            for r in range(self.world.config.replicas):
+                for i, env in enumerate(queue((kind, r))):
                     out.append((kind, r, i, CODEC.decode_body(CODEC.decode_header(env.frame), env.frame)))
         return out
 
     def snapshot(self) -> ClusterSnapshot:
-        brokers = tuple(self._frozen[b.broker_id] if not b.alive else self._broker_snapshot(b)
-                        for b in self.brokers)
-        return ClusterSnapshot(self.clock.now_ms(), brokers, self.controller.state())
+        return self.world.snapshot()
 
     def trace_hash(self) -> str:
-        h = self._hash.copy()
-        h.update(repr(self.snapshot()).encode())
-        return h.hexdigest()
+        return self.world.trace_hash()
 
     # -- internals ----------------------------------------------------------------------------
-    def _start_controller(self) -> Controller:
-        return Controller.for_cluster(self.config, self.clock, self.network, self.auto, self._trace_event)
-
-    def _start_broker(self, broker_id: int, incarnation: int) -> Broker:
-        return Broker(broker_id, self.config, self.filesystems[broker_id], self.clock, self.network,
-                      auto=self.auto, incarnation=incarnation, on_event=self._trace_event)
-
-    def _broker_snapshot(self, b: Broker) -> BrokerSnapshot:
-        p = b.partition
-        n = self.config.replicas
-        view = self._log_views.setdefault(b.broker_id, LogView())
-        entries = view.update(p.log, p.truncations)  # between truncations a log only grows
-        if p.is_leader:
-            fs = p.followers
-            remote = tuple(fs[r].log_end_offset if r in fs else -1 for r in range(n))
-            caught = tuple(fs[r].last_caught_up_ms if r in fs else p.leader_since_ms for r in range(n))
-            fetched = tuple(fs[r].last_fetch_ms if r in fs else -1 for r in range(n))
-            epochs = tuple(fs[r].broker_epoch if r in fs else -1 for r in range(n))
-        else:
-            remote, caught, fetched, epochs = (-1,) * n, (0,) * n, (-1,) * n, (-1,) * n
-        fetcher = b.replica_manager.fetcher
-        return BrokerSnapshot(
-            b.broker_id, True, entries, b.durable_offset, p.high_watermark, b.hw_checkpoint,
-            p.leader, p.leader_epoch, p.isr, p.partition_epoch, p.epoch_start_offset, remote, caught,
-            p.pending_isr, tuple(PendingProduce(op.value, op.offset, op.deadline_ms, op.count)
-                                 for op in b.replica_manager.purgatory.pending),
-            fetcher.truncating_epoch, fetcher.outstanding is not None, False, b.broker_epoch, fetched,
-            epochs, p.pending_isr_epochs)
-
     def _need_replica(self, broker: int) -> Broker:
-        if not isinstance(broker, int) or not 0 <= broker < self.config.replicas:
-            raise ClusterError(f"no broker {broker!r} (replicas are 0..{self.config.replicas - 1})")
-        return self.brokers[broker]
+        n = self.world.config.replicas
+        if not isinstance(broker, int) or not 0 <= broker < n:
+            raise ClusterError(f"no broker {broker!r} (replicas are 0..{n - 1})")
+        return self.world.brokers[broker]
 
     def _need_down(self, broker: int) -> Broker:
         b = self._need_replica(broker)
@@ -421,35 +358,17 @@ class Cluster:
         if kind not in MESSAGE_KINDS:
             raise ClusterError(f"unknown message kind {kind!r} (known: {', '.join(MESSAGE_KINDS)})")
         self._need_replica(replica)
-        queue = self.network.queue((kind, replica))
+        queue = self.world.network.queue((kind, replica))
         if not isinstance(index, int) or not 0 <= index < len(queue):
             raise ClusterError(f"no {kind} #{index} of replica {replica} in flight")
         return queue[index]
 
     def _settle(self) -> None:
         """Step mode: client and registration traffic arrives at once."""
-        if not self.auto:
-            while self.network.deliver_instant():
+        if not self.world.auto:
+            deliver_instant = self.world.network.deliver_instant
+            while deliver_instant():
                 pass
-
-    def _classify(self, src: int, dst: int, frame: bytes):
-        if len(frame) < 9:
-            return INSTANT
-        api, is_request, n = (frame[1] << 8) | frame[2], frame[0] == REQUEST, self.config.replicas
-        if api in (ApiKey.FETCH, ApiKey.OFFSET_FOR_LEADER_EPOCH) and src < n and dst < n:
-            return ("fetch_request", src) if is_request else ("fetch_response", dst)
-        if api == ApiKey.LEADER_AND_ISR:
-            return ("leader_and_isr", dst)
-        if api == ApiKey.ALTER_PARTITION:
-            return ("alter_partition", src) if is_request else ("alter_partition_response", dst)
-        return INSTANT
-
-    def _trace_delivery(self, env) -> None:
-        self._hash.update(_TRACE_HEAD.pack(self.clock.now_ms(), env.src, env.dst))
-        self._hash.update(env.frame)
-
-    def _trace_event(self, *fields: Any) -> None:
-        self._hash.update(repr((self.clock.now_ms(),) + fields).encode())
 
 
 __all__ = ["Cluster", "ClusterError", "MESSAGE_KINDS", "CRASH_KINDS", "CONTROLLER_ID", "PRODUCER_ID", "CONSUMER_ID"]

@@ -12,6 +12,10 @@ from dataclasses import dataclass
 from ..storage import Log
 
 
+class TooFewUnflushedBatches(ValueError):
+    """A power loss asks more unflushed batches to reach the disk than the page cache holds."""
+
+
 @dataclass(frozen=True)
 class WriteBack:
     """How far the page cache had written the log back: file lengths on the disk by path, and the
@@ -23,12 +27,11 @@ class WriteBack:
 
 def page_cache_write_back(log: Log, survive: int, torn: bool) -> WriteBack:
     """The first ``survive`` unflushed batches reached the disk; with ``torn`` half of the next one
-    did too. ValueError, saying why, if the log has not that many unflushed batches."""
+    did too. TooFewUnflushedBatches, saying how many, if the log has not that many."""
     batches = log.unflushed_batches()
     if survive > len(batches) or (torn and survive == len(batches)):
-        needed = survive + torn
-        raise ValueError(f"only {len(batches)} unflushed batch{'es' if len(batches) != 1 else ''}, "
-                         f"{needed} needed")
+        plural = "es" if len(batches) != 1 else ""
+        raise TooFewUnflushedBatches(f"only {len(batches)} unflushed batch{plural}, {survive + torn} needed")
     lengths: dict[str, int] = {}
     for batch in batches[:survive]:
         lengths[batch.path] = batch.position + batch.size

@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..controller import ControllerState
 from ..storage import Log, iter_batches
+
+if TYPE_CHECKING:
+    from ..replication import Broker
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,28 @@ class LogView:
             else:
                 high = mid - 1
         return low
+
+
+def broker_snapshot(b: Broker, replicas: int, view: LogView) -> BrokerSnapshot:
+    """A live broker's view; ``view`` is its log's, kept from the broker's last snapshot."""
+    p, ids = b.partition, range(replicas)
+    entries = view.update(p.log, p.truncations)  # between truncations a log only grows
+    if p.is_leader:
+        fs = p.followers
+        remote = tuple(fs[r].log_end_offset if r in fs else -1 for r in ids)
+        caught = tuple(fs[r].last_caught_up_ms if r in fs else p.leader_since_ms for r in ids)
+        fetched = tuple(fs[r].last_fetch_ms if r in fs else -1 for r in ids)
+        epochs = tuple(fs[r].broker_epoch if r in fs else -1 for r in ids)
+    else:
+        remote, caught, fetched, epochs = (-1,) * replicas, (0,) * replicas, (-1,) * replicas, (-1,) * replicas
+    fetcher = b.replica_manager.fetcher
+    return BrokerSnapshot(
+        b.broker_id, True, entries, b.durable_offset, p.high_watermark, b.hw_checkpoint,
+        p.leader, p.leader_epoch, p.isr, p.partition_epoch, p.epoch_start_offset, remote, caught,
+        p.pending_isr, tuple(PendingProduce(op.value, op.offset, op.deadline_ms, op.count)
+                             for op in b.replica_manager.purgatory.pending),
+        fetcher.truncating_epoch, fetcher.outstanding is not None, False, b.broker_epoch, fetched,
+        epochs, p.pending_isr_epochs)
 
 
 def _read(log: Log, start: int) -> bytes:

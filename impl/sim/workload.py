@@ -14,9 +14,10 @@ from dataclasses import asdict, dataclass
 
 from ..clients import ConsumeResult, ProduceResult
 from ..controller import CONTROLLER_ID
-from ..replication import ClusterConfig
-from .cluster import CRASH_KINDS, MESSAGE_KINDS, Cluster
+from ..replication import CRASH_KINDS, ClusterConfig
+from .cluster import Cluster
 from .network import NetworkFaults
+from .world import MESSAGE_KINDS
 
 DEFAULT_FAULTS = NetworkFaults(min_delay_ms=1, max_delay_ms=5, drop_rate=0.02, duplicate_rate=0.01,
                                reorder_rate=0.05, disconnect_detect_ms=50)

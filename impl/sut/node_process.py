@@ -12,16 +12,8 @@ from ..real.durable import JournaledFileSystem
 from ..real.node import journal_path
 from ..controller import Controller
 from ..replication.broker import Broker
-from ..sim.cluster import Cluster
+from ..sim.snapshot import LogView, broker_snapshot
 from .remote import Channel
-
-
-class _View:
-    """What ``Cluster._broker_snapshot`` reads of its cluster: the config and the log views."""
-
-    def __init__(self, config) -> None:
-        self.config = config
-        self._log_views: dict = {}
 
 
 def main() -> int:
@@ -34,14 +26,14 @@ def main() -> int:
         fs = JournaledFileSystem(journal_path(data_dir))
         broker = Broker(broker_id, config, fs, clock, network, auto=False, incarnation=incarnation,
                         on_event=on_event, data_dir=data_dir)
-        kept.update(broker=broker, view=_View(config))
+        kept.update(broker=broker, replicas=config.replicas, view=LogView())
         return broker
 
     def make_controller(config, clock, network, on_event):
         return Controller.for_cluster(config, clock, network, False, on_event)
 
     def snapshot():
-        return Cluster._broker_snapshot(kept["view"], kept["broker"])
+        return broker_snapshot(kept["broker"], kept["replicas"], kept["view"])
 
     channel.roots.update(make_broker=make_broker, make_controller=make_controller, snapshot=snapshot)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

@@ -2,11 +2,11 @@
 
 ``StepProcessCluster`` keeps the simulation's step semantics (``Cluster``: its guards, its
 network of FIFOs, which is the interposer owning every message between the nodes, and its clock)
-and moves the nodes out: the controller and each broker are processes (``node_process``), a
-broker's log in a real directory written and fsynced through the OS, reached by RPC (``remote``) over TCP
-on localhost. A step
-that delivers a message hands it to the receiving process; what that process sends comes back
-into the interposer's FIFOs, and nothing moves until a step releases or drops it.
+and moves the nodes of its world (``ProcessWorld``) out: the controller and each broker are
+processes (``node_process``), a broker's log in a real directory written and fsynced through the
+OS, reached by RPC (``remote``) over TCP on localhost. A step that delivers a message hands it to
+the receiving process; what that process sends comes back into the interposer's FIFOs, and
+nothing moves until a step releases or drops it.
 
 Faults are done to the processes: a process crash is SIGKILL (the page cache survives it), a
 power loss SIGKILL and then every file cut back to what was made durable plus what the page cache
@@ -29,7 +29,7 @@ from ..replication.broker import data_maybe_lost
 from ..storage import OsFileSystem
 from ..real.node import journal_path
 from ..replication import ClusterConfig
-from ..sim.cluster import Cluster
+from ..sim import Cluster, SimWorld
 from .remote import Channel
 
 
@@ -47,21 +47,21 @@ class _Down:
 
 
 class _Disk:
-    """A broker's real directory, as the cluster's crash steps use a file system."""
+    """A broker's real directory, as the world's crash steps use a file system."""
 
-    def __init__(self, cluster: "StepProcessCluster", broker: int) -> None:
-        self.cluster, self.broker = cluster, broker
+    def __init__(self, world: "ProcessWorld", broker: int) -> None:
+        self.world, self.broker = world, broker
 
     def process_crash(self) -> None:
-        self.cluster.stop_process(self.broker, signal.SIGKILL)
+        self.world.stop_process(self.broker, signal.SIGKILL)
 
     def power_loss(self, rng=None, written_back: dict[str, int] | None = None) -> None:
-        self.cluster.stop_process(self.broker, signal.SIGKILL)
-        directory = self.cluster.data_dir(self.broker)
+        self.world.stop_process(self.broker, signal.SIGKILL)
+        directory = self.world.data_dir(self.broker)
         power_loss(directory, journal_path(directory), written_back)
 
     def lose_directory(self, directory: str) -> None:
-        directory = self.cluster.data_dir(self.broker)
+        directory = self.world.data_dir(self.broker)
         shutil.rmtree(directory, ignore_errors=True)
         os.makedirs(directory)
         journal = journal_path(directory)
@@ -69,14 +69,14 @@ class _Disk:
             os.remove(journal)
 
 
-class StepProcessCluster(Cluster):
-    """``Cluster(config, mode="steps")`` with brokers as processes; ``close()`` ends them all."""
+class ProcessWorld(SimWorld):
+    """The step-mode ``SimWorld`` with the controller and each broker in a process of its own, a
+    broker's disk its real directory under ``directory``; ``close()`` ends them all."""
 
     def __init__(self, config: ClusterConfig, directory: str | None = None) -> None:
         self.directory = tempfile.mkdtemp(prefix="isrcheck-brokers-", dir=directory)
         self._processes: dict[object, tuple[subprocess.Popen, Channel]] = {}
-        super().__init__(config, mode="steps", seed=0)
-        self.filesystems = [_Disk(self, b) for b in range(config.replicas)]
+        super().__init__(config, auto=False, seed=0)
 
     def data_dir(self, broker: int) -> str:
         return os.path.join(self.directory, f"broker-{broker}")
@@ -99,16 +99,19 @@ class StepProcessCluster(Cluster):
         self._processes[node] = (proc, channel)
         return channel
 
-    def _start_controller(self):
+    def start_controller(self):
         return self._spawn("controller").root("make_controller")(self.config, self.clock, self.network,
-                                                                 self._trace_event)
+                                                                 self.trace_event)
 
-    def _start_broker(self, broker_id: int, incarnation: int):
+    def make_filesystem(self, broker_id: int) -> _Disk:
+        return _Disk(self, broker_id)
+
+    def start_broker(self, broker_id: int, incarnation: int):
         os.makedirs(self.data_dir(broker_id), exist_ok=True)
         return self._spawn(broker_id).root("make_broker")(broker_id, self.config, self.data_dir(broker_id),
-                                                          self.clock, self.network, incarnation, self._trace_event)
+                                                          self.clock, self.network, incarnation, self.trace_event)
 
-    def _broker_snapshot(self, b):
+    def broker_snapshot(self, b):
         return self._processes[b.broker_id][1].root("snapshot")()
 
     def stop_process(self, node, sig: int) -> None:
@@ -124,12 +127,22 @@ class StepProcessCluster(Cluster):
         proc.wait()
         channel.sock.close()
 
-    def crash(self, broker: int, kind: str, survive: int = 0, torn: bool = False) -> None:
-        super().crash(broker, kind, survive, torn)
-        if kind == "clean":  # the broker shut down cleanly; its process ends
-            self.stop_process(broker, signal.SIGTERM)
-
     def close(self) -> None:
         for node in list(self._processes):
             self.stop_process(node, signal.SIGKILL)
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class StepProcessCluster(Cluster):
+    """``Cluster(config, mode="steps")`` on a ``ProcessWorld``; ``close()`` ends its processes."""
+
+    def __init__(self, config: ClusterConfig, directory: str | None = None) -> None:
+        super().__init__(config, mode="steps", seed=0, world=ProcessWorld(config, directory))
+
+    def crash(self, broker: int, kind: str, survive: int = 0, torn: bool = False) -> None:
+        super().crash(broker, kind, survive, torn)
+        if kind == "clean":  # the broker shut down cleanly; its process ends
+            self.world.stop_process(broker, signal.SIGTERM)
+
+    def close(self) -> None:
+        self.world.close()

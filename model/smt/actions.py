@@ -477,8 +477,6 @@ def effect_elect(nx: Next, st: Step) -> None:
     for j in range(n):
         nx[f"c.isr{j}"], nx[f"c.elr{j}"] = isr[j], elr[j]
     _broadcast(nx)
-    if st.replica != -1:
-        nx["h.moves"] = nx["h.moves"] + 1
 
 
 def guard_fence(nx: Next, st: Step):
@@ -490,7 +488,6 @@ def effect_fence(nx: Next, st: Step) -> None:
     changed = _remove_broker(nx, r, _rules(nx).isr_after_fence(nx, r), ())
     nx[f"c.fenced{r}"] = z3.BoolVal(True)
     nx.branch(changed, _broadcast)
-    nx["h.zombies"] = nx["h.zombies"] + z3.If(nx.rep(r, "alive"), 1, 0)
 
 
 def guard_rejoin(nx: Next, st: Step):
@@ -528,9 +525,6 @@ def effect_crash(nx: Next, st: Step) -> None:
     for q in ("fetch_requests", "fetch_responses"):
         for f in range(nx.b.replicas):
             nx.keep_only(q, f, lambda slot, q=q, f=f: nx.msg(q, f, slot, "leader") != r)
-    nx["h.crashes"] = nx["h.crashes"] + 1
-    if st.arg == "power":
-        nx["h.plosses"] = nx["h.plosses"] + 1
 
 
 def guard_restart(nx: Next, st: Step):
@@ -540,7 +534,6 @@ def guard_restart(nx: Next, st: Step):
 def effect_restart(nx: Next, st: Step) -> None:
     r, n = st.replica, nx.b.replicas
     p = f"r{r}."
-    nx["h.bounces"] = nx["h.bounces"] + z3.If(nx[f"c.fenced{r}"], 0, 1)
     unclean = nx.rep(r, "unclean")
     nx.branch(nx.rep(r, "plost"), lambda x: x.cut_log(p, zmin(x.rep(r, "durable"), x.rep(r, "len"))))
     length = nx.rep(r, "len")
@@ -565,7 +558,6 @@ def effect_lose_disk(nx: Next, st: Step) -> None:
     nx.cut_log(f"r{r}.", z3.IntVal(0))
     nx.set_rep(r, durable=z3.IntVal(0), hw=z3.IntVal(0), hwc=z3.IntVal(0), plost=z3.BoolVal(True),
                unclean=z3.BoolVal(_rules(nx).unclean_shutdown("lost disk")))
-    nx["h.dlosses"] = nx["h.dlosses"] + 1
 
 
 def guard_flush(nx: Next, st: Step):
@@ -605,7 +597,6 @@ def effect_drop(nx: Next, st: Step) -> None:
     """Loss of one message; the leader resends a pending ISR change whose request or answer is lost."""
     r = st.replica
     nx.pop(MESSAGE_KINDS[st.arg], r, st.index)
-    nx["h.drops"] = nx["h.drops"] + 1
     if st.arg in ("alter_partition", "alter_partition_response"):
         n = nx.b.replicas
         nx.branch(nx.rep(r, "pend"), lambda x: _propose_isr(
@@ -633,7 +624,22 @@ def successor(cfg, rules: Protocol, b: Bounds, s: dict, st: Step) -> tuple:
     guard, effect = ENCODED[st.name]
     nx = Next(cfg, b, s, rules)
     effect(nx, st)
+    for fault in STEPS[st.name].faults:  # History.after's fault counters
+        counted = fault_counted(s, st, fault)
+        if not z3.is_false(counted):
+            key = f"h.{fault.counter}"
+            nx[key] = nx[key] + (1 if z3.is_true(counted) else z3.If(counted, 1, 0))
     return guard(Next(cfg, b, s, rules), st), nx.s, _all(nx.fits), _all(nx.room)
+
+
+def fault_counted(s: dict, st: Step, fault):
+    """``Fault.counts`` as a formula over the encoded state before ``st``."""
+    when, r = fault.when, st.replica
+    if when == "unfenced":
+        return z3.Not(s[f"c.fenced{r}"])
+    if when == "alive":
+        return s[f"r{r}.alive"]
+    return z3.BoolVal(fault.counts(st, None))  # decided by the step alone
 
 
 def _all(conds: list):

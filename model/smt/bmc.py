@@ -17,11 +17,12 @@ from typing import Callable, Iterable
 import z3
 
 from ...specs import BY_ID
-from ..alphabet import MESSAGE_KINDS, Step, _combos
+from ..alphabet import FAULTS, MESSAGE_KINDS, STEPS, Step, _combos
 from ..config import ModelConfig, Scope
 from ..explorer import ReplayRefused, _scoped_kinds, replay, state_key
+from ..losses import LAST_REPLICA_STANDING, STALE_ISR_EXPANSION
 from ..state import State, initial_state
-from .actions import Unsupported, successor, unsupported
+from .actions import Unsupported, fault_counted, successor, unsupported
 from .properties import FORMULAS
 from .protocols import rules_for
 from .state import ERRORS, KINDS, Bounds, QUEUES, SCALARS, constant, decode, embed, fresh, schema, values_of
@@ -80,36 +81,26 @@ def _index_free(kind, n: int) -> list[Step]:
 def in_scope(config: ModelConfig, scope: Scope, s: dict, st: Step):
     """The explorer's scope condition (``explorer.in_scope``) as a formula."""
     name, r = st.name, st.replica
+    ok = [z3.Implies(fault_counted(s, st, f), s[f"h.{f.counter}"] < getattr(scope, f.bound))
+          for f in STEPS[name].faults]
     if name == "produce":
-        ok = z3.And(s["produced"] + st.records <= scope.max_records, s[f"r{r}.leader"] == r)
+        ok.append(z3.And(s["produced"] + st.records <= scope.max_records, s[f"r{r}.leader"] == r))
         if st.arg == -1:
-            ok = z3.And(ok, count([s[f"r{r}.isr{j}"] for j in range(config.replicas)]) >= config.min_insync_replicas)
-        return ok
-    if name == "crash":
-        ok = s["h.crashes"] < scope.max_crashes
-        return z3.And(ok, s["h.plosses"] < scope.max_power_losses) if st.arg == "power" else ok
-    if name == "elect":
-        ok = s["c.lepoch"] < scope.max_epoch
-        return z3.And(ok, s["h.moves"] < scope.max_leader_moves) if r != -1 else ok
-    if name == "tick":
-        return s["now"] < scope.max_clock
-    if name == "drop":
-        return s["h.drops"] < scope.max_drops
-    if name == "lose_disk":
-        return s["h.dlosses"] < scope.max_disk_losses
-    if name == "restart":
-        return z3.Or(s[f"c.fenced{r}"], s["h.bounces"] < scope.max_bounces)
-    if name == "handle_alter_partition" and scope.exclude_known_losses and \
-            "stale-isr-expansion" in config.rules.known_losses:
+            ok.append(count([s[f"r{r}.isr{j}"] for j in range(config.replicas)]) >= config.min_insync_replicas)
+    elif name == "elect":
+        ok.append(s["c.lepoch"] < scope.max_epoch)
+    elif name == "tick":
+        ok.append(s["now"] < scope.max_clock)
+    elif name == "handle_alter_partition" and scope.exclude_known_losses and \
+            STALE_ISR_EXPANSION.name in config.rules.known_losses:
         # KIP-903 left out: no new member whose LEO the leader learnt from an earlier incarnation
         p = f"alter_partition{r}.0."
-        return z3.Or(s[f"alter_partition{r}.n"] == 0,
-                     z3.And([z3.Implies(z3.And(s[f"{p}isr{f}"], z3.Not(s[f"c.isr{f}"])),
-                                        s[f"r{r}.rleo{f}"] <= s[f"r{f}.len"]) for f in range(config.replicas)]))
-    if name == "fence":
-        return z3.And(z3.Or(z3.Not(s[f"r{r}.alive"]), s["h.zombies"] < scope.max_zombies),
-                      z3.Or(s["c.leader"] != r, s["c.lepoch"] < scope.max_epoch))
-    return z3.BoolVal(True)
+        ok.append(z3.Or(s[f"alter_partition{r}.n"] == 0,
+                        z3.And([z3.Implies(z3.And(s[f"{p}isr{f}"], z3.Not(s[f"c.isr{f}"])),
+                                           s[f"r{r}.rleo{f}"] <= s[f"r{f}.len"]) for f in range(config.replicas)])))
+    elif name == "fence":
+        ok.append(z3.Or(s["c.leader"] != r, s["c.lepoch"] < scope.max_epoch))
+    return z3.And(ok) if ok else z3.BoolVal(True)
 
 
 def last_replica_standing(s: dict, n: int):
@@ -142,7 +133,7 @@ class Unrolling:
         self.b = bounds or bounds_for(config, scope)
         self.moves = candidates(config, scope, self.b)
         # the explorer drops transitions into KIP-966's Last Replica Standing when told to
-        self.exclude_lrs = scope.exclude_known_losses and "last-replica-standing" in config.rules.known_losses
+        self.exclude_lrs = scope.exclude_known_losses and LAST_REPLICA_STANDING.name in config.rules.known_losses
         self.schema = schema(self.b)
         self.name = name
         self.states = [start if start is not None else constant(self.b, embed(self.b, initial_state(config)))]
@@ -457,10 +448,8 @@ def wellformed(config: ModelConfig, scope: Scope, b: Bounds, s: dict):
     rng(s["now"], 0, scope.max_clock)
     rng(s["produced"], 0, scope.max_records)
     out.append(s["maxhw"] >= -1)
-    for name, bound in (("crashes", scope.max_crashes), ("plosses", scope.max_power_losses), ("drops", scope.max_drops),
-                        ("bounces", scope.max_bounces), ("zombies", scope.max_zombies),
-                        ("moves", scope.max_leader_moves), ("dlosses", scope.max_disk_losses)):
-        rng(s["h." + name], 0, bound)
+    for fault in FAULTS:
+        rng(s[f"h.{fault.counter}"], 0, getattr(scope, fault.bound))
     for k in range(1, b.records + 1):
         out.append(z3.If(s[f"acked{k}"], z3.And(s[f"ackoff{k}"] >= 0, s[f"ackoff{k}"] < b.log), s[f"ackoff{k}"] == 0))
     return z3.And(out)

@@ -67,7 +67,7 @@ HAS_ISR = ("leader_and_isr", "alter_partition", "alter_partition_responses")
 QUEUES = tuple(MESSAGE_KINDS.values())
 _REPLICA_INTS = ("len", "durable", "hw", "hwc", "leader", "lepoch", "pepoch", "eso", "trunc", "bepoch")
 _REPLICA_BOOLS = ("alive", "pend", "plost", "unclean")
-HISTORY_COUNTERS = ("crashes", "plosses", "drops", "bounces", "zombies", "moves", "dlosses")
+HISTORY_COUNTERS = History._fields[5:]  # the fault counters (alphabet.FAULTS), in History's order
 
 
 def schema(b: Bounds) -> dict[str, bool]:

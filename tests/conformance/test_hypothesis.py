@@ -56,3 +56,30 @@ def test_the_machine_finds_a_protocol_bug():
                                 phases=[Phase.explicit, Phase.generate])
     with pytest.raises(AssertionError, match="violation"):
         machine().runTest()
+
+
+def test_the_machine_has_one_rule_per_step_kind_offered_by_weight():
+    """Each step kind has its own rule (Hypothesis names the steps of a failing run by kind); the
+    fault profile's weight is how often that rule is offered, 0 leaving the kind out."""
+    from isrcheck.conformance.generators.profiles import FAULT_PROFILES
+    from isrcheck.model import STEPS
+    machine = lockstep_machine("kip-320", faults="none")
+    offered = [getattr(machine, name).__name__ for name in machine._offered]
+    weights = FAULT_PROFILES["none"].weights
+    assert set(offered) == {k for k in STEPS if weights[k] > 0} and "crash" not in offered
+    assert offered.count("send_fetch") == 2 * weights["send_fetch"] > offered.count("tick") > 0
+
+
+def test_the_machine_fails_loudly_when_no_rule_can_run():
+    """A profile that leaves every enabled step out cannot make progress: the test fails naming
+    the profile, instead of passing having run nothing."""
+    from isrcheck.conformance.generators.profiles import FAULT_PROFILES
+    idle = FAULT_PROFILES["none"].with_weights(**{k: 0.0 for k in ("produce", "consume", "elect", "tick",
+                                                                      "deliver_leader_and_isr", "send_fetch",
+                                                                      "shrink_isr", "flush", "checkpoint_hw",
+                                                                      "restart")})
+    machine = lockstep_machine("kip-320", faults=idle, refusals=0.0).TestCase
+    machine.settings = settings(max_examples=5, stateful_step_count=10, deadline=None, database=None,
+                                suppress_health_check=list(HealthCheck))
+    with pytest.raises(AssertionError, match="no rule can run"):
+        machine().runTest()

@@ -21,7 +21,7 @@ RUNTIME_GRAPH, GRAPH = import_graph(IMPL, ROOT)
 
 def test_the_graph_covers_impl():
     assert len(GRAPH) == sum(1 for _ in IMPL.rglob("*.py")) > 30
-    assert {f"{ROOT}.replication", f"{ROOT}.sim.clock"} <= RUNTIME_GRAPH[f"{ROOT}.sim.cluster"]
+    assert {f"{ROOT}.replication", f"{ROOT}.sim.clock"} <= RUNTIME_GRAPH[f"{ROOT}.sim.world"]
 
 
 def test_no_import_cycle():

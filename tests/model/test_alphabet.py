@@ -9,13 +9,15 @@ from hypothesis import given, settings
 
 from isrcheck.conformance import FAULT_PROFILES
 from isrcheck.conformance.core.adapter import ImplSide
+from isrcheck.impl import replication as impl_replication, sim as impl_sim
 from isrcheck.impl.sut.steps import STEPS as IMPL_STEPS
 from isrcheck.conformance.generators.strategies import step_dicts
 from isrcheck.model import (
-    MESSAGE_KINDS, STEPS, ConfigError, ModelConfig, ScheduleConfig, State, Step, initial_state,
+    CRASH_KINDS, MAX_REPLICAS, MESSAGE_KINDS, STEPS, ConfigError, ModelConfig, Scope, ScheduleConfig, State,
+    Step, apply, initial_state,
 )
 from isrcheck.model.actions import ACTIONS
-from isrcheck.model.alphabet import FIELDS, step_kinds, steps_of
+from isrcheck.model.alphabet import FAULT_WHEN, FAULTS, FIELDS, step_kinds, steps_of
 from isrcheck.model.history import History
 
 STEPS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "steps.md"
@@ -49,6 +51,14 @@ def test_every_step_kind_has_one_action_a_walk_weight_a_strategy_and_an_implemen
     assert IMPL_STEPS == {name: kind.fields for name, kind in STEPS.items()}
     cluster = ImplSide("kip-320", ScheduleConfig()).cluster
     assert all(callable(getattr(cluster, name, None)) for name in STEPS if name not in ("produce", "tick"))
+
+
+def test_the_implementation_keeps_the_same_crash_kinds_message_kinds_and_replica_bound():
+    # impl keeps its own copy (it runs without the model): the same words in the same order, since
+    # the order of crash kinds is also the shrinker's "less destructive first"
+    assert impl_replication.CRASH_KINDS == impl_sim.CRASH_KINDS == CRASH_KINDS
+    assert impl_sim.MESSAGE_KINDS == tuple(MESSAGE_KINDS)
+    assert impl_replication.MAX_REPLICAS == MAX_REPLICAS
 
 
 @settings(max_examples=200, deadline=None)
@@ -88,3 +98,28 @@ def test_the_config_checks_its_bounds_once_for_schedules_and_the_model(values, f
             build()
         assert err.value.field == field
     assert ModelConfig.of("kip-279", ScheduleConfig(replicas=2)).to_schedule() == ScheduleConfig(replicas=2).to_json()
+
+
+def test_every_fault_class_has_its_counter_and_its_bound():
+    """The fault registry is the one place counters and bounds are named: each fault's counter is
+    a History field, its bound a Scope field, and every fault counter of History is some fault's."""
+    counters = [f.counter for f in FAULTS]
+    assert len(set(counters)) == len(counters) == 7
+    assert set(counters) == set(History._fields[5:])
+    assert all(hasattr(Scope(), f.bound) for f in FAULTS)
+    assert all(f.when in FAULT_WHEN for f in FAULTS)
+    # the budget tells a data-losing step from the step alone
+    assert [f.name for f in FAULTS if f.loses_data] == ["power_loss", "disk_loss"]
+    assert all(f.static for f in FAULTS if f.loses_data)
+
+
+def test_the_history_counts_each_fault_as_its_class_says():
+    config = ModelConfig(protocol="kip-320", replicas=2, min_insync_replicas=1)
+    state = initial_state(config)
+    steps = [{"step": "fence", "replica": 1}, {"step": "crash", "replica": 1, "kind": "power"},
+             {"step": "restart", "replica": 1}, {"step": "crash", "replica": 1, "kind": "process"},
+             {"step": "lose_disk", "replica": 1}, {"step": "restart", "replica": 1}]
+    for raw in steps:
+        state, _ = apply(config, state, raw)
+    # a live broker fenced: a zombie; the first restart was fenced (no bounce), the second not
+    assert (state.crashes, state.power_losses, state.zombies, state.bounces, state.disk_losses) == (2, 1, 1, 1, 1)

@@ -2,7 +2,7 @@
 steps, and crashes of each kind with restarts that recover from the simulated file system."""
 import pytest
 
-from isrcheck.impl.sim import Cluster, ClusterConfig, ClusterError
+from isrcheck.impl.sim import Cluster, ClusterConfig, ClusterError, SimWorld
 
 
 def cluster(protocol="kip-320", replicas=3, min_isr=2, **kw):
@@ -17,6 +17,19 @@ def test_initial_state_is_the_one_of_the_step_semantics():
     assert all(b.alive and b.log == () and b.leader == 0 and b.isr == (0, 1, 2) for b in snap.brokers)
     assert leader.epoch_start_offset == 0 and leader.remote_leo == (-1, 0, 0)
     assert f1.remote_leo == (-1, -1, -1) and f1.truncating_epoch == -1
+
+
+def test_a_cluster_takes_its_steps_on_the_world_it_is_given_and_refuses_one_built_otherwise():
+    config = ClusterConfig(protocol="kip-320")
+    world = SimWorld(config, auto=False, seed=0)
+    given, built = Cluster(config, world=world), Cluster(config)
+    for c in (given, built):
+        c.produce(0, b"1", 1)
+    assert world.snapshot().brokers[0].log_end_offset == 1 and given.brokers is world.brokers
+    assert given.trace_hash() == built.trace_hash()
+    for other in (dict(config=ClusterConfig(protocol="kip-101")), dict(config=config, mode="auto")):
+        with pytest.raises(ValueError, match="world: built for another config or mode"):
+            Cluster(**other, world=world)
 
 
 @pytest.mark.parametrize("step,reason", [

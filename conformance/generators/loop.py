@@ -1,0 +1,136 @@
+"""The generator loop, written once: every generator of schedules takes its steps here.
+
+Each step is a refused one when the refusal quota is due (any step of the alphabet the model
+refuses: the implementation must refuse it too), else one of the model's enabled steps within the
+fault budget, its kind weighed by the fault profile (uniform kinds would crash and fence far more
+often than they replicate), then which step of that kind. Random walks choose with a seeded
+``random.Random`` (``SeededChoices``); the Hypothesis strategies and state machine with
+Hypothesis's ``draw`` (``DrawnChoices``), so Hypothesis shrinks what they drew.
+"""
+from __future__ import annotations
+
+import random
+from typing import Callable, Protocol, Sequence
+
+from hypothesis import strategies as st
+
+from isrcheck.model.budget import FaultBudget
+from isrcheck.model.alphabet import Step
+
+from isrcheck.conformance.core.lockstep import Lockstep
+from isrcheck.conformance.generators.profiles import FaultProfile
+from isrcheck.conformance.generators.refusals import RefusalQuota, by_kind, refused_steps
+
+
+class Choices(Protocol):
+    """How a generator chooses: whether a refused step is due, one of some options, a weighted one."""
+
+    def refusal_due(self, quota: RefusalQuota) -> bool: ...
+
+    def one_of(self, options: Sequence, label: str): ...
+
+    def weighted(self, options: Sequence, weights: Sequence[float], label: str): ...
+
+
+class SeededChoices:
+    """Choices of a seeded random walk: the same seed, the same steps, on any machine."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+
+    def refusal_due(self, quota: RefusalQuota) -> bool:
+        return quota.behind() or self.rng.random() < quota.rate
+
+    def one_of(self, options: Sequence, label: str):
+        return options[self.rng.randrange(len(options))]
+
+    def weighted(self, options: Sequence, weights: Sequence[float], label: str):
+        return self.rng.choices(options, weights)[0]
+
+
+class DrawnChoices:
+    """Choices drawn by Hypothesis (``data.draw`` or a composite strategy's ``draw``), each labelled;
+    draws shrink towards enabled steps, the first options and the first kinds."""
+
+    def __init__(self, draw: Callable) -> None:
+        self.draw = draw
+
+    def refusal_due(self, quota: RefusalQuota) -> bool:
+        return quota.behind() or self.draw(st.integers(0, 999), label="refused?") >= 1000 * (1 - quota.rate)
+
+    def one_of(self, options: Sequence, label: str):
+        return self.draw(st.sampled_from(options), label=label)
+
+    def weighted(self, options: Sequence, weights: Sequence[float], label: str):
+        tickets = [round(10 * w) for w in weights]
+        if not any(tickets):
+            return options[0]
+        ticket = self.draw(st.integers(0, sum(tickets) - 1), label=label)
+        for option, w in zip(options, tickets):
+            if ticket < w:
+                return option
+            ticket -= w
+        raise AssertionError("unreachable: the ticket is below the sum")
+
+
+class StepGenerator:
+    """One generated run: proposes each next step (``propose``) and takes it in lockstep
+    (``take``), keeping the refusal quota and the fault budget's accounting."""
+
+    def __init__(self, run: Lockstep, profile: FaultProfile, choices: Choices, refusals: float) -> None:
+        self.run, self.profile, self.choices = run, profile, choices
+        self.quota = RefusalQuota(refusals)
+        self.budget = FaultBudget(run.cfg, run.protocol, profile.spare_known_gaps) if profile.within_budget else None
+        self.taken: list[dict] = []
+
+    def options(self, kind: str | None = None) -> dict[str, list[Step]]:
+        """The enabled steps the profile may take now (within its budget, weighed above 0), by
+        kind in the model's order; only those of ``kind`` when given."""
+        state, budget = self.run.state, self.budget
+        weights, kinds = self.profile.weights, self.profile.crash_kinds
+        by_name: dict[str, list[Step]] = {}
+        for step in self.run.enabled_steps():
+            if kind is not None and step.name != kind:
+                continue
+            if budget is not None and not budget.allows(state, step):
+                continue
+            if weights.get(step.name, 0.0) > 0 and (step.name != "crash" or kinds.get(step.arg, 0.0) > 0):
+                by_name.setdefault(step.name, []).append(step)
+        return by_name
+
+    def propose(self, kind: str | None = None) -> tuple[Step, bool] | None:
+        """(the next step, whether the model refuses it), or None when the profile can take no
+        step (of ``kind``, when given)."""
+        quota, choices = self.quota, self.choices
+        if quota.rate and choices.refusal_due(quota):
+            refused = by_kind(refused_steps(self.run.cfg.replicas, self.run.state, self.run.enabled_steps()))
+            if refused:
+                quota.count(True)
+                name = choices.one_of(list(refused), "refused kind")
+                return choices.one_of(refused[name], "refused step"), True
+        quota.count(False)
+        by_name = self.options(kind)
+        if not by_name:
+            return None
+        names = list(by_name)
+        name = choices.weighted(names, [self.profile.weights[n] for n in names], "step kind")
+        options = by_name[name]
+        if name == "crash":
+            return choices.weighted(options, [self.profile.crash_kinds[o.arg] for o in options], "crash"), False
+        return choices.one_of(options, "step"), False
+
+    def take(self, step: Step, refused: bool):
+        """Take ``step`` on both sides; the failed verdict if the run failed here, else None."""
+        before = self.run.state
+        self.taken.append(step.to_json())
+        outcome = self.run.step(step)
+        if outcome is None and not refused and self.budget is not None:
+            self.budget.took(before, step)
+        return outcome
+
+    def walk(self, steps: int) -> None:
+        """Up to ``steps`` steps, stopping at the first failure or when no step can be taken."""
+        for _ in range(steps):
+            proposed = self.propose()
+            if proposed is None or self.take(*proposed) is not None:
+                return

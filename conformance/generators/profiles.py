@@ -1,0 +1,64 @@
+"""Fault profiles: how a generator weighs the step kinds and crash kinds, the config it starts
+from, and whether it keeps to the fault budget (``isrcheck.model.budget.FaultBudget``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from isrcheck.model.alphabet import CRASH_KINDS, STEPS
+
+from isrcheck.conformance.core.schedule import ScheduleError
+
+# every kind at the alphabet's weight (StepKind.weight: the fault kinds at 0, profiles add them)
+_BASE_WEIGHTS = {name: kind.weight for name, kind in STEPS.items()}
+
+
+def _frozen(mapping: Mapping) -> Mapping:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True)
+class FaultProfile:
+    """Step weights (name -> relative weight, 0 = never), crash kind weights, config defaults,
+    and whether the walk stays within the properties' fault budget."""
+
+    name: str
+    weights: Mapping[str, float] = field(default_factory=lambda: _frozen(_BASE_WEIGHTS))
+    crash_kinds: Mapping[str, float] = field(default_factory=lambda: _frozen({k: 1.0 for k in CRASH_KINDS}))
+    within_budget: bool = True
+    config: Mapping[str, object] = field(default_factory=lambda: _frozen({}))
+    spare_known_gaps: bool = True
+
+    def with_weights(self, **weights: float) -> "FaultProfile":
+        """A copy with some step weights changed (e.g. ``drop=2.0``)."""
+        unknown = sorted(set(weights) - set(STEPS))
+        if unknown:
+            raise ValueError(f"unknown step name(s) {', '.join(unknown)}")
+        return FaultProfile(self.name, _frozen({**self.weights, **weights}), self.crash_kinds,
+                            self.within_budget, self.config, self.spare_known_gaps)
+
+
+FAULT_PROFILES: dict[str, FaultProfile] = {
+    # no faults at all: the protocol under perfect brokers and network (leader moves are operations)
+    "none": FaultProfile("none", _frozen({**_BASE_WEIGHTS, "fence": 0.0, "rejoin": 0.0})),
+    # crashes of each kind (partial and torn power losses too), fast bounces, zombies, lost disks,
+    # message loss and leader changes, within the fault budget
+    "default": FaultProfile(
+        "default", _frozen({**_BASE_WEIGHTS, "crash": 0.4, "drop": 0.6, "lose_disk": 0.6}),
+        config=_frozen({"request_timeout_ticks": 6})),
+    # beyond the budget: frequent power loss, unclean election enabled
+    "heavy": FaultProfile(
+        "heavy", _frozen({**_BASE_WEIGHTS, "crash": 1.0, "drop": 1.5, "flush": 0.2, "lose_disk": 0.6}),
+        _frozen({"clean": 0.5, "process": 1.0, "power": 2.0}), within_budget=False,
+        config=_frozen({"request_timeout_ticks": 6, "unclean_leader_election_enable": True})),
+}
+
+
+def profile_of(faults) -> FaultProfile:
+    """The profile named ``faults`` (or ``faults`` itself); ScheduleError naming the known ones."""
+    if isinstance(faults, FaultProfile):
+        return faults
+    if faults not in FAULT_PROFILES:
+        raise ScheduleError(f"faults: unknown fault profile {faults!r} (known: {', '.join(FAULT_PROFILES)})")
+    return FAULT_PROFILES[faults]

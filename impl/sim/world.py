@@ -1,0 +1,156 @@
+"""SimWorld: the simulated world a Cluster acts on, built and wired, with its snapshots and trace hash.
+
+It builds the clock, the network (whose frames it sorts into the FIFOs of ``MESSAGE_KINDS``), the
+controller, each broker on its own file system, and the two clients; it starts the partition as
+docs/steps.md's initial state has it, realises crashes, restarts and lost disks on the brokers and
+their disks, keeps the last view of each dead broker, and digests every delivered message and
+every state change, in order. It decides nothing about which step is possible: ``Cluster`` does.
+
+``start_controller``, ``start_broker``, ``make_filesystem`` and ``broker_snapshot`` are where a
+world of another make plugs in its nodes (``isrcheck.impl.sut.processes``: one process each).
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import random
+import struct
+from typing import Any
+
+from ..clients import ConsumeResult, Consumer, Producer, ProduceResult
+from ..controller import Controller
+from ..protocol import REQUEST, ApiKey, LeaderAndIsrRequest
+from ..replication import Broker, ClusterConfig
+from ..storage import SimulatedFileSystem
+from .clock import SimClock
+from .disk import page_cache_write_back
+from .network import INSTANT, NetworkFaults, SimNetwork
+from .snapshot import BrokerSnapshot, ClusterSnapshot, LogView, broker_snapshot
+
+MESSAGE_KINDS = ("fetch_request", "fetch_response", "leader_and_isr", "alter_partition",
+                 "alter_partition_response")
+_TRACE_HEAD = struct.Struct(">qii")
+
+
+class SimWorld:
+    """Clock, network, controller, brokers on their file systems and clients of one simulation."""
+
+    def __init__(self, config: ClusterConfig, auto: bool, seed: int, faults: NetworkFaults | None = None) -> None:
+        self.config = config
+        self.auto = auto
+        self.rng = random.Random(seed)
+        self.clock = SimClock()
+        self._hash = hashlib.blake2b(digest_size=16)
+        self.network = SimNetwork(self.clock, self.classify, random.Random(self.rng.getrandbits(64)),
+                                  (faults or NetworkFaults()) if auto else None, self.trace_delivery)
+        self.controller = self.start_controller()
+        self.filesystems = [self.make_filesystem(b) for b in range(config.replicas)]
+        self.brokers = [self.start_broker(b, 0) for b in range(config.replicas)]
+        self._frozen: dict[int, BrokerSnapshot] = {}   # last view of each dead broker
+        self._log_views: dict[int, LogView] = {}
+        self.client_responses: list[ProduceResult | ConsumeResult] = []  # in the order received
+        self.producer = Producer(self.network, self.client_responses.append)
+        self.consumer = Consumer(self.network, self.client_responses.append, config.variant.fetch_version)
+        everyone = tuple(range(config.replicas))
+        for b, broker in enumerate(self.brokers):  # the created partition: broker 0 leads epoch 0
+            epoch = self.controller.broker_epochs[b]
+            broker.bootstrap(epoch, LeaderAndIsrRequest(epoch, 0, 0, 0, 0, everyone, everyone))
+
+    # -- the nodes --------------------------------------------------------------------------------
+    def start_controller(self) -> Controller:
+        return Controller.for_cluster(self.config, self.clock, self.network, self.auto, self.trace_event)
+
+    def make_filesystem(self, broker_id: int):
+        """The disk of ``broker_id``'s machine; it outlives the broker's incarnations."""
+        return SimulatedFileSystem()
+
+    def start_broker(self, broker_id: int, incarnation: int) -> Broker:
+        return Broker(broker_id, self.config, self.filesystems[broker_id], self.clock, self.network,
+                      auto=self.auto, incarnation=incarnation, on_event=self.trace_event)
+
+    # -- faults and restarts ----------------------------------------------------------------------
+    def crash_broker(self, broker: int, kind: str, survive: int = 0, torn: bool = False) -> None:
+        """Stop live ``broker`` as ``kind`` of ``CRASH_KINDS`` says and keep its last view. A power
+        loss keeps the first ``survive`` unflushed batches and with ``torn`` half of the next one;
+        in auto mode without either, a seeded torn last write. TooFewUnflushedBatches, before
+        anything changed, if the page cache holds fewer unflushed batches than that."""
+        b = self.brokers[broker]
+        write_back = page_cache_write_back(b.log, survive, torn) if kind == "power" else None
+        if kind == "clean":
+            b.flush()
+        view = self.broker_snapshot(b)
+        self._frozen[broker] = dataclasses.replace(
+            view, alive=False, pending_produces=(), fetch_outstanding=False, power_lost=kind == "power",
+            durable=view.durable if write_back is None else write_back.durable)
+        if kind == "clean":
+            b.shutdown()
+        else:
+            b.halt()
+            fs = self.filesystems[broker]
+            if kind == "process":
+                fs.process_crash()
+            elif survive or torn or not self.auto:  # steps keep exactly what was written back
+                fs.power_loss(written_back=write_back.lengths)
+            else:  # auto mode: a seeded torn last write
+                fs.power_loss(random.Random(self.rng.getrandbits(64)))
+        self._frozen[broker] = dataclasses.replace(self._frozen[broker],
+                                                   unclean_shutdown=self.brokers[broker].data_maybe_lost)
+
+    def restart_broker(self, broker: int) -> Broker:
+        """The next incarnation of down ``broker``, started on its disk (log recovery), not yet
+        registered."""
+        b = self.start_broker(broker, self.brokers[broker].incarnation + 1)
+        self.brokers[broker] = b
+        del self._frozen[broker]
+        return b
+
+    def lose_disk(self, broker: int) -> None:
+        """Down ``broker``'s log directory is replaced by an empty one."""
+        self.filesystems[broker].lose_directory(self.brokers[broker].data_dir)
+        self._frozen[broker] = dataclasses.replace(self._frozen[broker], log=(), durable=0, hw=0, hw_checkpoint=0,
+                                                   power_lost=True,
+                                                   unclean_shutdown=self.brokers[broker].data_maybe_lost)
+
+    # -- views ------------------------------------------------------------------------------------
+    def broker_snapshot(self, b: Broker) -> BrokerSnapshot:
+        view = self._log_views.get(b.broker_id)
+        if view is None:  # not setdefault: a snapshot per step should not build a LogView per broker
+            view = self._log_views[b.broker_id] = LogView()
+        return broker_snapshot(b, self.config.replicas, view)
+
+    def snapshot(self) -> ClusterSnapshot:
+        brokers = tuple(self._frozen[b.broker_id] if not b.alive else self.broker_snapshot(b)
+                        for b in self.brokers)
+        return ClusterSnapshot(self.clock.now_ms(), brokers, self.controller.state())
+
+    # -- the network's sorting of frames --------------------------------------------------------
+    def classify(self, src: int, dst: int, frame: bytes):
+        """The FIFO a frame waits in, ``(kind, replica)``, or ``INSTANT`` (client and registration
+        traffic, and whatever is not a replication message between brokers)."""
+        if len(frame) < 9:
+            return INSTANT
+        api, is_request, n = (frame[1] << 8) | frame[2], frame[0] == REQUEST, self.config.replicas
+        if api in (ApiKey.FETCH, ApiKey.OFFSET_FOR_LEADER_EPOCH) and src < n and dst < n:
+            return ("fetch_request", src) if is_request else ("fetch_response", dst)
+        if api == ApiKey.LEADER_AND_ISR:
+            return ("leader_and_isr", dst)
+        if api == ApiKey.ALTER_PARTITION:
+            return ("alter_partition", src) if is_request else ("alter_partition_response", dst)
+        return INSTANT
+
+    # -- the trace ------------------------------------------------------------------------------
+    def trace_delivery(self, env) -> None:
+        self._hash.update(_TRACE_HEAD.pack(self.clock.now_ms(), env.src, env.dst))
+        self._hash.update(env.frame)
+
+    def trace_event(self, *fields: Any) -> None:
+        self._hash.update(repr((self.clock.now_ms(),) + fields).encode())
+
+    def trace_hash(self) -> str:
+        """Every delivered message and state change so far, in order, and the state now."""
+        h = self._hash.copy()
+        h.update(repr(self.snapshot()).encode())
+        return h.hexdigest()
+
+
+__all__ = ["SimWorld", "MESSAGE_KINDS"]
