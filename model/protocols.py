@@ -41,7 +41,9 @@ class Protocol:
         return None
 
     def in_sync(self, leader: Replica, leo: int) -> bool:
-        """Partition.maybeExpandIsr before KIP-320: a follower whose LEO reached the HW is in sync."""
+        """Partition.maybeExpandIsr before KIP-320: a follower whose LEO reached the HW is in sync.
+        An unknown LEO (-1, UNKNOWN_OFFSET_METADATA: no Fetch from it in this leader epoch) never
+        is, the HW being at least 0; every variant's rule keeps this comparison."""
         return leo >= leader.hw
 
     def consume_error(self, leader: Replica) -> str | None:

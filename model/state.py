@@ -156,7 +156,8 @@ def updated(rep: Replica, **changes) -> Replica:
 
 
 def initial_state(config) -> State:
-    """Broker 0 leads epoch 0 with every replica in the ISR; every broker applied it."""
+    """Broker 0 leads epoch 0 with every replica in the ISR; every broker applied it. The leader has
+    heard from no follower yet: their LEOs and broker epochs are unknown (-1)."""
     n = config.replicas
     isr = tuple(range(n))
     none_yet = (-1,) * n
@@ -168,7 +169,7 @@ def initial_state(config) -> State:
             alive=True, log=(), durable=0, hw=0, hw_checkpoint=0,
             leader=0, leader_epoch=0, isr=isr, partition_epoch=0,
             epoch_start_offset=0 if leads else -1,
-            remote_leo=tuple(-1 if i == 0 else 0 for i in range(n)) if leads else none_yet,
+            remote_leo=none_yet,  # no follower fetched yet: ReplicaState.Empty, as after any makeLeader
             last_caught_up=zeros, pending_isr=None, pending_produces=(),
             truncating_epoch=-1, power_lost=False, broker_epoch=0, remote_broker_epoch=none_yet,
             pending_epochs=(), unclean_shutdown=False))

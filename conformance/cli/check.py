@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from isrcheck.conformance.core import sut_choice
+from isrcheck.conformance.core import sut_spec
 from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.conformance.core.schedule import PROTOCOLS, ScheduleError, load_schedule
 
@@ -28,7 +28,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.add_argument("--strict", action="store_true",
                         help="a step refused by model and implementation makes the schedule invalid (exit 2)")
-    sut_choice.add_arguments(parser)
+    sut_spec.add_arguments(parser)
 
 
 def load_schedule_arg(path: str, protocol: str | None):
@@ -46,8 +46,8 @@ def run(args) -> int:
         raise UsageError(f"{args.schedule}: --expected, but the file expects nothing for {schedule.protocol}")
     if args.sut is not None and args.model_only:
         raise UsageError("--sut and --model-only: a model-only run has no implementation")
-    sut_choice.use_arguments(args)
-    verdict, refused = _run(schedule, not args.model_only, args.trace)
+    sut = sut_spec.from_arguments(args)
+    verdict, refused = _run(schedule, not args.model_only, args.trace, sut)
     if args.strict and refused:
         from isrcheck.conformance.core.lockstep import invalid
         i, step, reason = refused[0]
@@ -78,16 +78,16 @@ def run(args) -> int:
     return 1 if verdict.failed else 0
 
 
-def _run(schedule, impl: bool, trace: bool):
-    """Run the schedule (printing every step, its outputs or refusal and the model's state after
-    it with ``trace``); the verdict and the steps both sides refused."""
+def _run(schedule, impl: bool, trace: bool, sut):
+    """Run the schedule on ``sut`` (printing every step, its outputs or refusal and the model's
+    state after it with ``trace``); the verdict and the steps both sides refused."""
     from isrcheck.conformance.core.lockstep import run_schedule
     from isrcheck.conformance.core.render import render_state
     from isrcheck.conformance.core.trace import trace_run
 
     if not trace:
-        return run_schedule(schedule, impl=impl, refused=(refused := [])), refused
-    run = trace_run(schedule, impl=impl)
+        return run_schedule(schedule, impl=impl, refused=(refused := []), sut=sut), refused
+    run = trace_run(schedule, impl=impl, sut=sut)
     print(f"initial state:\n{render_state(run.initial)}")
     for frame in run.frames:
         step = frame.step

@@ -32,13 +32,14 @@ class Trace:
         return [(f.index, f.step, f.refused) for f in self.frames if f.refused is not None]
 
 
-def trace_run(schedule: Schedule, impl: bool = True) -> Trace:
-    """Replay ``schedule`` in lockstep and keep a frame per step up to the verdict."""
+def trace_run(schedule: Schedule, impl: bool = True, sut=None) -> Trace:
+    """Replay ``schedule`` in lockstep on ``sut`` (see ``Lockstep``) and keep a frame per step up
+    to the verdict."""
     from isrcheck.model import Step
 
-    from isrcheck.conformance.core.lockstep import Lockstep
+    from isrcheck.conformance.core.lockstep import Lockstep, expected_property
 
-    run = Lockstep(schedule.protocol, schedule.config, impl=impl)
+    run = Lockstep(schedule.protocol, schedule.config, impl=impl, sut=sut, prefer=expected_property(schedule))
     trace = Trace(schedule, run.state)
     for i, raw in enumerate(schedule.steps):
         failed = run.step(Step.from_json(raw))

@@ -114,11 +114,12 @@ class LockstepMachine(RuleBasedStateMachine):
     faults = "default"
     impl = True
     refusals = DEFAULT_REFUSALS
+    sut = None  # the system under test (see Lockstep: None is the in-process simulation)
 
     def __init__(self) -> None:
         super().__init__()
         self.profile = profile_of(self.faults)
-        self.run = Lockstep(self.protocol, self.config, impl=self.impl)
+        self.run = Lockstep(self.protocol, self.config, impl=self.impl, sut=self.sut)
         self.generator = StepGenerator(self.run, self.profile, DrawnChoices(None), self.refusals)
         self._runnable: dict | None = None
 
@@ -167,8 +168,9 @@ class LockstepMachine(RuleBasedStateMachine):
 
 def lockstep_machine(protocol: str = "kip-320", config: dict | ScheduleConfig | None = None,
                      faults="default", impl: bool = True,
-                     refusals: float = DEFAULT_REFUSALS) -> type[LockstepMachine]:
-    """A LockstepMachine subclass for one protocol, config, fault profile and share of refused steps."""
+                     refusals: float = DEFAULT_REFUSALS, sut=None) -> type[LockstepMachine]:
+    """A LockstepMachine subclass for one protocol, config, fault profile and share of refused steps,
+    run on ``sut`` (see ``Lockstep``)."""
     RefusalQuota(refusals)  # checks the share
     profile = profile_of(faults)
     if not isinstance(config, ScheduleConfig):
@@ -176,4 +178,4 @@ def lockstep_machine(protocol: str = "kip-320", config: dict | ScheduleConfig | 
     Schedule(protocol, config).with_protocol(protocol)  # validates the protocol name
     name = f"Lockstep_{protocol.replace('-', '_')}_{profile.name}"
     return type(name, (LockstepMachine,), {"protocol": protocol, "config": config, "faults": profile,
-                                           "impl": impl, "refusals": refusals})
+                                           "impl": impl, "refusals": refusals, "sut": sut})

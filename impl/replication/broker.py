@@ -98,7 +98,7 @@ class Broker:
         """Join a newly created cluster: registered already, the partition just created."""
         self.replica_manager.registered(broker_epoch)
         self._write_running_file()
-        self.replica_manager.apply_leader_and_isr(state, new_partition=True)
+        self.replica_manager.apply_leader_and_isr(state)
         self._start_heartbeats()
 
     def register(self) -> None:

@@ -20,12 +20,13 @@ ProposeIsr = Callable[[int, int, tuple, tuple], None]  # (leader epoch, partitio
 
 
 class FollowerState:
-    """What the leader knows of one follower (Kafka's Replica / ReplicaState)."""
+    """What the leader knows of one follower (Kafka's Replica / ReplicaState): LEO and broker epoch
+    stay unknown (-1) until the follower's first Fetch to this leader (ReplicaState.Empty)."""
 
     __slots__ = ("log_end_offset", "last_caught_up_ms", "last_fetch_ms", "broker_epoch")
 
-    def __init__(self, log_end_offset: int, last_caught_up_ms: int) -> None:
-        self.log_end_offset = log_end_offset
+    def __init__(self, last_caught_up_ms: int) -> None:
+        self.log_end_offset = -1
         self.last_caught_up_ms = last_caught_up_ms
         self.last_fetch_ms = -1
         self.broker_epoch = -1  # of the follower's last Fetch that read records (KIP-903); -1 unknown
@@ -73,11 +74,8 @@ class Partition:
         return tuple(sorted(set(self.isr) | set(self.pending_isr)))
 
     # -- LeaderAndIsr -------------------------------------------------------------------------
-    def apply_leader_and_isr(self, req: LeaderAndIsrRequest, stop_fetcher: Callable[[], None],
-                             new_partition: bool = False) -> str | None:
-        """Apply newer partition state; returns "leader"/"follower" on a leader epoch change.
-
-        ``new_partition``: the partition was just created, so every follower's log is known empty."""
+    def apply_leader_and_isr(self, req: LeaderAndIsrRequest, stop_fetcher: Callable[[], None]) -> str | None:
+        """Apply newer partition state; returns "leader"/"follower" on a leader epoch change."""
         if (req.leader_epoch, req.partition_epoch) <= (self.leader_epoch, self.partition_epoch):
             return None  # stale or a duplicate
         if req.leader < 0 and not self.variant.leaderless_makes_follower:
@@ -91,18 +89,18 @@ class Partition:
         self.leader = req.leader
         self.leader_epoch = req.leader_epoch
         if self.is_leader:
-            self.make_leader(stop_fetcher, new_partition)
+            self.make_leader(stop_fetcher)
             return "leader"
         self.make_follower()
         return "follower"
 
-    def make_leader(self, stop_fetcher: Callable[[], None], new_partition: bool = False) -> None:
-        """Partition.makeLeader: fresh follower states, the epoch starts at the current LEO."""
+    def make_leader(self, stop_fetcher: Callable[[], None]) -> None:
+        """Partition.makeLeader: fresh follower states, the epoch starts at the current LEO. A new
+        partition's leader too knows no follower's LEO until it fetches (ReplicaState.Empty)."""
         now = self.scheduler.now_ms()
         self.epoch_start_offset = self.log.log_end_offset
         self.leader_since_ms = now
-        known_leo = 0 if new_partition else -1
-        self.followers = {r: FollowerState(known_leo, now if r in self.isr else 0)
+        self.followers = {r: FollowerState(now if r in self.isr else 0)
                           for r in self.replicas if r != self.broker_id}
         self.pending_isr, self.pending_isr_epochs = None, ()
         stop_fetcher()

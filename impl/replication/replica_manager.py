@@ -137,9 +137,9 @@ class ReplicaManager:
         self.apply_leader_and_isr(req)
         return None
 
-    def apply_leader_and_isr(self, req: LeaderAndIsrRequest, new_partition: bool = False) -> None:
+    def apply_leader_and_isr(self, req: LeaderAndIsrRequest) -> None:
         p = self.partition
-        if p.apply_leader_and_isr(req, self.fetcher.stop, new_partition) == "follower":
+        if p.apply_leader_and_isr(req, self.fetcher.stop) == "follower":
             self.fetcher.reset()
 
     # -- ISR changes --------------------------------------------------------------------------

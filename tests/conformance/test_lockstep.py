@@ -1,10 +1,13 @@
 """Model and implementation in lockstep: the scenarios' expected verdicts, the explorer's
 counterexamples replayed on the implementation, and random crash schedules without divergence."""
+from pathlib import Path
+
 import pytest
 
-from isrcheck.conformance import Schedule, load_schedule, random_walk, run_schedule
+from isrcheck.conformance import Lockstep, Schedule, load_schedule, random_walk, run_schedule
 from isrcheck.conformance.core.schedule import ScheduleConfig
 from isrcheck.model import ModelConfig, Scope, explore
+from isrcheck.specs import BY_ID
 
 PROTOCOLS = ("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-903", "kip-966")
 # histories a later fix makes impossible: on those variants some of their steps are refused
@@ -42,6 +45,42 @@ def test_the_epoch_kips_fix_what_they_claim_to_fix(scenario):
         verdicts = {p: run_schedule(schedule.with_protocol(p)).kind for p in PROTOCOLS}
         assert verdicts[fixed_in] == "pass" and verdicts[PROTOCOLS[PROTOCOLS.index(fixed_in) - 1]] == "violation"
         assert all(verdicts[p] == "pass" for p in PROTOCOLS[PROTOCOLS.index(fixed_in):])
+
+
+def _fetch_round(r: int) -> list[dict]:
+    return [{"step": s, "replica": r} for s in ("send_fetch", "handle_fetch", "handle_fetch_response")]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_both_sides_refuse_to_expand_the_isr_to_a_follower_that_never_fetched(protocol):
+    """The leader of a new partition knows no follower's LEO (Kafka's ReplicaState.Empty): a follower
+    shrunk out before its first Fetch is not proposed back, by model and implementation alike,
+    until it fetches; then the expansion commits."""
+    run = Lockstep(protocol, ScheduleConfig())
+    expand = {"step": "expand_isr", "replica": 0}
+    commit = [{"step": "handle_alter_partition", "replica": 0}, {"step": "handle_alter_partition_response", "replica": 0}]
+    steps = [{"step": "tick"}] * 3 + _fetch_round(1) + [{"step": "shrink_isr", "replica": 0}] + commit + [expand]
+    for st in steps:
+        assert run.step(st) is None, run.verdict().diff
+    assert run.state.controller.isr == (0, 1)
+    assert [(i, st.name) for i, st, _reason in run.refused] == [(len(steps) - 1, "expand_isr")]
+    for st in _fetch_round(2) + [expand] + commit:
+        assert run.step(st) is None, run.verdict().diff
+    assert run.state.controller.isr == (0, 1, 2) and run.state.replicas[0].isr == (0, 1, 2)
+    assert len(run.refused) == 1 and run.verdict().kind == "pass"
+
+
+def test_the_expansion_to_a_never_fetched_follower_no_longer_loses_an_acknowledged_write():
+    """The explorer's 27-step NoLostAckedWrite counterexample (kip-966, process crashes, one power
+    loss): the stale expansion (step 10) and so its AlterPartition (step 22) are refused on every
+    variant, and nothing is lost."""
+    schedule = load_schedule(Path(__file__).resolve().parents[1] / "corpus" / "never-fetched-follower-expansion.json")
+    assert len(schedule.steps) == 27
+    for protocol in PROTOCOLS:
+        refused = []
+        verdict = run_schedule(schedule.with_protocol(protocol), refused=refused)
+        assert verdict.kind == "pass", (protocol, verdict.summary(), verdict.diff)
+        assert [(i, st.name) for i, st, _reason in refused] == [(10, "expand_isr"), (22, "handle_alter_partition")]
 
 
 def _replay_counterexamples(protocol: str, scope: Scope) -> None:
@@ -107,3 +146,28 @@ def test_explore_replay_on_impl_adds_the_implementation_verdict(capsys):
     violations = json.loads(capsys.readouterr().out)["violations"]
     assert violations and all((v["impl_verdict"], v["impl_property"]) == ("violation", v["property"])
                               for v in violations)
+
+
+def _both_isr_properties_fail_at_the_last_step():
+    """hw-truncation's shortest StrongIsr counterexample: WeakIsr fails at its last step too."""
+    config = ModelConfig(protocol="hw-truncation")
+    (violation,) = explore(config, Scope(max_records=1, max_crashes=1, max_epoch=2),
+                           [BY_ID["StrongIsr"]]).violations
+    return Schedule("hw-truncation", ScheduleConfig.from_json(config.to_schedule()), tuple(violation.trace))
+
+
+@pytest.mark.parametrize("expected, reported", [
+    (None, "WeakIsr"),                   # the first failing property in specs order
+    ("StrongIsr", "StrongIsr"),          # the expected one, as it fails at that step too
+    ("WeakIsr", "WeakIsr"),
+    ("NoLostAckedWrite", "WeakIsr"),     # expected, but it does not fail there: the first one
+])
+def test_a_violation_names_the_expected_property_among_those_failing_at_its_step(expected, reported):
+    from isrcheck.conformance.core.schedule import Expected
+    from isrcheck.conformance.core.trace import trace_run
+
+    found = _both_isr_properties_fail_at_the_last_step()
+    schedule = Schedule(found.protocol, found.config, found.steps,
+                        {} if expected is None else {"hw-truncation": Expected("violation", expected)})
+    for verdict in (run_schedule(schedule), run_schedule(schedule, impl=False), trace_run(schedule).verdict):
+        assert (verdict.kind, verdict.property, verdict.step) == ("violation", reported, len(found.steps) - 1)

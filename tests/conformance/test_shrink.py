@@ -56,8 +56,10 @@ def _first_failure(scenario_files):
 
 # Within the fault budget a follower never truncates below its HW, and a fetch always brings it
 # up to the leader's LEO, so an uncapped HW shows only after a double failure with a power loss:
-# crash, fence and restart of both replicas alone take 8 steps of the alphabet, 18 in all.
-@pytest.mark.parametrize("breakage, at_most", [(_hw_over_isr_only, 10), (_truncation_skipped, 10),
+# crash, fence and restart of both replicas alone take 8 steps of the alphabet, 18 in all. A
+# pending expansion needs a follower that fetched from the leader in its epoch (until then its
+# LEO is unknown), so forgetting it shows only after that fetch: 12 steps.
+@pytest.mark.parametrize("breakage, at_most", [(_hw_over_isr_only, 12), (_truncation_skipped, 10),
                                                (_follower_hw_uncapped, 18)])
 def test_a_broken_implementation_is_caught_and_shrunk_to_a_few_steps(monkeypatch, breakage, at_most, scenario_files):
     breakage(monkeypatch)

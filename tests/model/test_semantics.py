@@ -99,6 +99,27 @@ def test_isr_shrinks_only_for_followers_not_caught_up_within_lag_time():
     assert s.controller.isr == (0, 1) and s.replicas[0].isr == (0, 1) and s.replicas[0].pending_isr is None
 
 
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+def test_a_follower_that_never_fetched_is_not_added_to_the_isr_until_it_fetches(protocol):
+    """Kafka's ReplicaState.Empty: the leader of a new partition knows no follower's LEO or broker
+    epoch, so Partition.isFollowerInSync holds for none of them before its first Fetch."""
+    cfg = ModelConfig(protocol=protocol)
+    assert initial_state(cfg).replicas[0].remote_leo == (-1, -1, -1)
+    assert initial_state(cfg).replicas[0].remote_broker_epoch == (-1, -1, -1)
+    tick = {"step": "tick"}
+    lag_out_2 = [tick] * 3 + fetch_round(1) + [{"step": "shrink_isr", "replica": 0},
+                                              {"step": "handle_alter_partition", "replica": 0},
+                                              {"step": "handle_alter_partition_response", "replica": 0}]
+    expand = {"step": "expand_isr", "replica": 0}
+    s, _ = run(lag_out_2, cfg)
+    assert s.replicas[0].isr == (0, 1) and s.replicas[0].remote_leo[2] == -1
+    assert why_disabled(cfg, s, expand) == "no follower outside the ISR has caught up to the high watermark"
+    s, _ = run(lag_out_2 + fetch_round(2) + [expand], cfg)
+    epoch = 0 if protocol in ("kip-903", "kip-966") else -1  # the broker epoch of its Fetch (KIP-903)
+    assert s.alter_partition[0][0].isr == (0, 1, 2)
+    assert s.alter_partition[0][0].broker_epochs == (epoch, epoch, epoch)
+
+
 def test_a_follower_behind_the_leo_is_not_caught_up_even_if_it_fetches():
     cfg = ModelConfig(protocol="kip-320", replica_lag_time_max_ticks=1)
     tick = {"step": "tick"}
