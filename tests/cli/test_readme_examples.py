@@ -103,7 +103,7 @@ COVERED = {
         "isrcheck gate --junit-xml gate.xml --html gate-report",
         "python -m pytest --isrcheck tests/corpus",
         "python -m pytest --isrcheck specs/scenarios",
-        "isrcheck gate", "isrcheck report",
+        "isrcheck gate", "isrcheck report", "isrcheck check",
     },
     "docs/conformance.md": {
         "isrcheck check FILE.json --json",
