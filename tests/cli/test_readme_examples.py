@@ -216,7 +216,7 @@ def test_two_power_losses_of_two_replicas_lose_an_acknowledged_write():
     proc = run(example('isrcheck explore --protocol kip-320 --replicas 2 --max-records 1 '
                        '--max-power-losses 2 --crash-kinds ""'))
     assert proc.returncode == 1, proc.stderr
-    assert "1,712 distinct states" in proc.stdout and ", complete" in proc.stdout
+    assert "1,744 distinct states" in proc.stdout and ", complete" in proc.stdout
     assert "NoLostAckedWrite violated" in proc.stdout
 
 
