@@ -51,7 +51,7 @@ def test_the_machine_finds_a_protocol_bug():
     """hw-truncation loses data under crashes within the budget: the machine must find it
     (generation only here; shrinking a stateful run in lockstep is left to users' settings)."""
     machine = lockstep_machine("hw-truncation", faults="default").TestCase
-    machine.settings = settings(max_examples=400, stateful_step_count=150, deadline=None, database=None,
+    machine.settings = settings(max_examples=300, stateful_step_count=150, deadline=None, database=None,
                                 suppress_health_check=list(HealthCheck), derandomize=True,
                                 phases=[Phase.explicit, Phase.generate])
     with pytest.raises(AssertionError, match="violation"):
