@@ -4,16 +4,19 @@ Public API (stable):
 
     from isrcheck.conformance import (Schedule, ScheduleConfig, ScheduleError, load_schedule,
         Verdict, run_schedule, random_walk, shrink, FaultProfile, FAULT_PROFILES, within_budget,
-        Lockstep)
+        Lockstep, SutSpec)
 
-    run_schedule(schedule) -> Verdict
-    random_walk(seed, protocol, steps, faults="default", config=None) -> (Schedule, Verdict)
-    shrink(schedule, verdict, time_budget_s=10.0) -> (Schedule, Verdict)
+    run_schedule(schedule, sut=None) -> Verdict
+    random_walk(seed, protocol, steps, faults="default", config=None, sut=None) -> (Schedule, Verdict)
+    shrink(schedule, verdict, time_budget_s=10.0, sut=None) -> (Schedule, Verdict)
     within_budget(schedule, faults="default") -> bool   # does it keep to the profile's fault budget
     Lockstep(protocol, config, impl=True, sut=None)      # step by step: .enabled_steps(), .step(), .verdict()
 
-The implementation is reached through ``isrcheck.conformance.core.sut.SystemUnderTest`` (in process by
-default; ``sut_choice.use("COMMAND")`` or ``--sut`` for any program speaking docs/sut-protocol.md).
+The implementation is reached through ``isrcheck.conformance.core.sut.SystemUnderTest``; ``sut``
+says which one: None, the simulation in this process; ``SutSpec("COMMAND")`` (or
+``SutSpec("tcp://HOST:PORT", timeout_s=10.0)``, as ``--sut`` gives it), any program speaking
+docs/sut-protocol.md, started once per Python process and reused run after run; or a
+``SystemUnderTest`` instance.
 
 Hypothesis strategies and a RuleBasedStateMachine live in ``isrcheck.conformance.generators.strategies``.
 
@@ -36,6 +39,7 @@ _EXPORTS = {
     "FAULT_PROFILES": "generators.walk",
     "within_budget": "generators.walk",
     "shrink": "generators.shrink",
+    "SutSpec": "core.sut_spec",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -32,12 +32,16 @@ class ProduceResult:
 
 @dataclass(frozen=True)
 class ConsumeResult:
-    """A consumer fetch response: error name, the HW (-1 on error) and (offset, value) pairs."""
+    """A consumer fetch response: error name, the HW (-1 on error) and (offset, value) pairs.
+    A response holds at most about 1 MiB of batches (fetch.max.bytes), so ``next_offset``, the
+    offset after its last batch (a marker's too; the fetch offset if it held none), is where the
+    next fetch of the log goes on, as a Kafka consumer's position does."""
 
     replica: int
     error: str
     hw: int
     records: tuple[tuple[int, bytes], ...]
+    next_offset: int = -1
 
 
 class Producer:
@@ -86,28 +90,31 @@ class Consumer:
             if resp is None:
                 self.unanswered += 1
                 return
-            error, hw, records = Errors(resp.error).name, resp.high_watermark, ()
+            error, hw, records, next_offset = Errors(resp.error).name, resp.high_watermark, (), -1
             if resp.error == Errors.NONE:
                 try:
-                    records = self._records(broker, offset, resp.records)
+                    records, next_offset = self._records(broker, offset, resp.records)
                 except StorageError:
                     error, hw = Errors.CORRUPT_MESSAGE.name, -1
-            self.sink(ConsumeResult(broker, error, hw, records))
+            self.sink(ConsumeResult(broker, error, hw, records, next_offset))
         self.endpoint.send_request(broker, ApiKey.FETCH, self.fetch_version, FetchRequest(-1, 0, offset),
                                    on_response)
 
-    def _records(self, broker: int, offset: int, data: bytes) -> tuple[tuple[int, bytes], ...]:
-        """The (offset, value) of the records in fetched batches, from ``offset`` on. A consumer
-        that reads a partition from the same offset again mostly gets the batches of its last read
-        followed by new ones: only the new bytes are decoded (and CRC-checked), so rereading a
-        growing log does not decode all of it every time."""
-        last_offset, last, records = self._decoded.get(broker, (-1, b"", ()))
+    def _records(self, broker: int, offset: int, data: bytes) -> tuple[tuple[tuple[int, bytes], ...], int]:
+        """The (offset, value) of the records in fetched batches, from ``offset`` on, and the offset
+        after the last batch. A consumer that reads a partition from the same offset again mostly
+        gets the batches of its last read followed by new ones: only the new bytes are decoded (and
+        CRC-checked), so rereading a growing log does not decode all of it every time."""
+        last_offset, last, records, next_offset = self._decoded.get(broker, (-1, b"", (), offset))
         if last_offset == offset and last and data.startswith(last):
             new = data[len(last):]
         else:
-            new, records = data, ()
-        records += tuple((r.offset, r.value) for batch in iter_batches(new)
+            new, records, next_offset = data, (), offset
+        batches = list(iter_batches(new))
+        records += tuple((r.offset, r.value) for batch in batches
                          if not batch.is_control_batch      # markers are not records
                          for r in batch.records() if r.offset >= offset)
-        self._decoded[broker] = (offset, data, records)
-        return records
+        if batches:
+            next_offset = batches[-1].next_offset
+        self._decoded[broker] = (offset, data, records, next_offset)
+        return records, next_offset

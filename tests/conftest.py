@@ -41,6 +41,13 @@ def scenario():
 
 
 @pytest.fixture(scope="session")
+def faulty_sut() -> str:
+    """The command line of tests/conformance/faulty_sut.py, a system under test that misbehaves on
+    purpose: append ``MODE N [ONCE_FILE [STARTS_FILE]]`` (its docstring says what each does)."""
+    return f"{sys.executable} {Path(__file__).parent / 'conformance' / 'faulty_sut.py'}"
+
+
+@pytest.fixture(scope="session")
 def isrcheck_cli():
     """Run ``isrcheck ARGS...`` as its own process: ``isrcheck_cli("check", path, hash_seed="7")``."""
     def run(*args, hash_seed: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

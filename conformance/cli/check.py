@@ -1,6 +1,8 @@
 """``isrcheck check SCHEDULE.json``: replay a schedule in lockstep on the model and the implementation.
 
 Exit 0 pass, 1 violation or divergence, 2 an invalid schedule (the message names the field).
+A violation or divergence is told in one sentence after the verdict (``--json``: ``explanation``):
+which broker, which offset, what a client was told and what removed it, or what each side did.
 With ``expected`` verdicts in the file, a verdict that differs from the expectation is reported;
 with ``--expected`` the exit code says whether the verdict is the expected one. Steps refused by
 both sides are listed (``--json``: ``refused``; ``--trace``: ``refused: <reason>``); with
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from isrcheck.conformance.core import sut_choice
+from isrcheck.conformance.core import sut_spec
 from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.conformance.core.schedule import PROTOCOLS, ScheduleError, load_schedule
 
@@ -28,7 +30,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.add_argument("--strict", action="store_true",
                         help="a step refused by model and implementation makes the schedule invalid (exit 2)")
-    sut_choice.add_arguments(parser)
+    sut_spec.add_arguments(parser)
 
 
 def load_schedule_arg(path: str, protocol: str | None):
@@ -46,24 +48,28 @@ def run(args) -> int:
         raise UsageError(f"{args.schedule}: --expected, but the file expects nothing for {schedule.protocol}")
     if args.sut is not None and args.model_only:
         raise UsageError("--sut and --model-only: a model-only run has no implementation")
-    sut_choice.use_arguments(args)
-    verdict, refused = _run(schedule, not args.model_only, args.trace)
+    sut = sut_spec.from_arguments(args)
+    verdict, refused, trace = _run(schedule, not args.model_only, args.trace, sut)
     if args.strict and refused:
         from isrcheck.conformance.core.lockstep import invalid
         i, step, reason = refused[0]
         verdict = invalid(f"steps[{i}] {step.to_json()}: refused: {reason} (--strict)")
+    sentence = _explained(schedule, verdict, trace, not args.model_only, sut)
     expected = schedule.expected.get(schedule.protocol)
     as_expected = None if expected is None else expected.matches(verdict)
     if args.json:
         doc = {"schedule": schedule.name or str(args.schedule), "protocol": schedule.protocol,
                **verdict.to_json(),
                "refused": [{"index": i, "step": step.to_json(), "reason": reason} for i, step, reason in refused]}
+        if sentence is not None:
+            doc["explanation"] = sentence
         if expected is not None:
             doc["expected"] = expected.to_json()
             doc["as_expected"] = as_expected
         print(json.dumps(doc, indent=2))
     else:
-        print(f"{schedule.name or args.schedule} [{schedule.protocol}]: {verdict.summary()}")
+        print(f"{schedule.name or args.schedule} [{schedule.protocol}]: {verdict.summary()}"
+              + (f": {sentence}" if sentence is not None else ""))
         if refused and not args.trace:
             print(f"{len(refused)} step(s) refused by both sides: " + ", ".join(str(i) for i, _s, _r in refused))
         if verdict.diff:
@@ -78,16 +84,17 @@ def run(args) -> int:
     return 1 if verdict.failed else 0
 
 
-def _run(schedule, impl: bool, trace: bool):
-    """Run the schedule (printing every step, its outputs or refusal and the model's state after
-    it with ``trace``); the verdict and the steps both sides refused."""
+def _run(schedule, impl: bool, trace: bool, sut):
+    """Run the schedule on ``sut`` (printing every step, its outputs or refusal and the model's
+    state after it with ``trace``); the verdict, the steps both sides refused and the trace (with
+    ``trace``)."""
     from isrcheck.conformance.core.lockstep import run_schedule
     from isrcheck.conformance.core.render import render_state
     from isrcheck.conformance.core.trace import trace_run
 
     if not trace:
-        return run_schedule(schedule, impl=impl, refused=(refused := [])), refused
-    run = trace_run(schedule, impl=impl)
+        return run_schedule(schedule, impl=impl, refused=(refused := []), sut=sut), refused, None
+    run = trace_run(schedule, impl=impl, sut=sut)
     print(f"initial state:\n{render_state(run.initial)}")
     for frame in run.frames:
         step = frame.step
@@ -96,4 +103,22 @@ def _run(schedule, impl: bool, trace: bool):
             continue
         print(f"step {frame.index}: {step}" + "".join(f"\n  -> {out}" for out in frame.outputs))
         print(render_state(frame.state))
-    return run.verdict, run.refused
+    return run.verdict, run.refused, run
+
+
+def _explained(schedule, verdict, trace, impl: bool, sut) -> str | None:
+    """The sentence for a violation or divergence. A run without its trace is replayed with one
+    (a pass costs nothing more); a replay that ends otherwise (a system under test that does not
+    repeat itself) explains nothing."""
+    from isrcheck.conformance.core.trace import trace_run
+    from isrcheck.conformance.core.verdict import DIVERGENCE, VIOLATION
+    from isrcheck.conformance.reports.explain import explain
+
+    if verdict.kind not in (VIOLATION, DIVERGENCE):
+        return None
+    if trace is None:
+        trace = trace_run(schedule, impl=impl, sut=sut)
+    if trace.verdict.trace_hash != verdict.trace_hash:
+        return None
+    why = explain(trace)
+    return why.sentence if why is not None else None

@@ -2,9 +2,10 @@
 budget, as configured in ``[tool.isrcheck.gate]`` of pyproject.toml.
 
 Exit 0: every corpus schedule gave its expected verdict and no engine found a failure; 1: a
-violation, divergence or unexpected verdict; 2: bad config or input (a corpus file that is not a
-schedule, an engine that is not installed, Spark unavailable). New failures are saved, shrunk,
-into the first corpus folder with their verdict, so the next run replays them first.
+violation, divergence or unexpected verdict; 2: bad config or input (a corpus folder that does not
+exist, nothing to replay or run, a corpus file that is not a schedule, an engine that is not
+installed, Spark unavailable, a file in ``--out`` the gate did not write). New failures are saved,
+shrunk, into the first corpus folder with their verdict, so the next run replays them first.
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--html", metavar="DIR", default=None,
                         help="write DIR/index.html and a timeline per failure")
     parser.add_argument("--out", metavar="DIR", default=".isrcheck-gate",
-                        help="the engines' own results, e.g. fuzz campaigns (default .isrcheck-gate)")
+                        help="the engines' own results, e.g. fuzz campaigns (default .isrcheck-gate); each run "
+                             "deletes only what the gate wrote there")
     parser.add_argument("--save-to", metavar="DIR", default=None,
                         help="save new failures here instead of the first corpus folder")
     parser.add_argument("--no-save", action="store_true", help="do not save new failures")

@@ -1,7 +1,8 @@
 """``isrcheck report SCHEDULE|CAMPAIGN_DIR --html OUT``: self-contained HTML for a reviewer.
 
 A schedule file gives one page (OUT is the file): its timeline, a lane per replica, the first
-bad step outlined with the model/implementation diff and the violated property in words. A
+bad step outlined with the model/implementation diff and the violated property in words, and
+on top one sentence saying what went wrong; the page opens at the first bad step. A
 campaign folder gives OUT/index.html (counts, coverage chart, failure table) and a timeline per
 failure in OUT/failures/. Exit 0 written (the schedule passed or gave its expected verdict),
 1 the schedule fails, 2 bad input.

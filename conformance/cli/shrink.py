@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from isrcheck.conformance.core import sut_choice
+from isrcheck.conformance.core import sut_spec
 from isrcheck.conformance.vocabulary import SECONDS, UsageError, output_path
 from isrcheck.conformance.cli.check import load_schedule_arg
 from isrcheck.conformance.core.schedule import PROTOCOLS
@@ -19,7 +19,7 @@ def add_arguments(parser) -> None:
                         help="only keep smaller schedules that stay within this fault profile's budget "
                              "(e.g. default), so the shrunk failure is still one the budget promises against")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    sut_choice.add_arguments(parser)
+    sut_spec.add_arguments(parser)
 
 
 def run(args) -> int:
@@ -37,14 +37,14 @@ def run(args) -> int:
         if not within_budget(schedule, args.keep_budget):
             raise UsageError(f"{args.schedule}: the schedule itself leaves the budget of {args.keep_budget!r}")
         accept = lambda candidate: within_budget(candidate, args.keep_budget)  # noqa: E731
-    sut_choice.use_arguments(args)
-    verdict = run_schedule(schedule)
+    sut = sut_spec.from_arguments(args)
+    verdict = run_schedule(schedule, sut=sut)
     if verdict.kind == "invalid-schedule":
         raise UsageError(f"{args.schedule}: {verdict.diff}")
     if not verdict.failed:
         print(f"{args.schedule}: passes; nothing to shrink (not written to {args.output})")
         return 0
-    small, small_verdict = shrink(schedule, verdict, time_budget_s=args.time_budget, accept=accept)
+    small, small_verdict = shrink(schedule, verdict, time_budget_s=args.time_budget, accept=accept, sut=sut)
     try:
         out.write_text(small.dumps(), encoding="utf-8")
     except OSError as exc:

@@ -32,7 +32,13 @@ def _fields(obj: Any) -> list[tuple[str, Any]] | None:
     return None
 
 
-def _walk(path: str, a: Any, b: Any) -> Iterator[str]:
+def differences(a: Any, b: Any) -> Iterator[tuple[str, Any, Any]]:
+    """``(path, value in a, value in b)`` per differing leaf, in field order: a list or tuple of
+    another length (or longer than 8 items) is one leaf, so a log cut or extended comes whole."""
+    return _walk("", a, b)
+
+
+def _walk(path: str, a: Any, b: Any) -> Iterator[tuple[str, Any, Any]]:
     if a == b:
         return
     fa, fb = _fields(a), _fields(b)
@@ -48,7 +54,7 @@ def _walk(path: str, a: Any, b: Any) -> Iterator[str]:
         for key in sorted(set(a) | set(b), key=repr):
             yield from _walk(f"{path}[{key!r}]", a.get(key, "<absent>"), b.get(key, "<absent>"))
         return
-    yield f"{path or '<root>'}: {_show(a)} != {_show(b)}"
+    yield path or "<root>", a, b
 
 
 def _show(value: Any) -> str:
@@ -60,7 +66,7 @@ def _show(value: Any) -> str:
 
 def diff(a: Any, b: Any, left: str = "model", right: str = "impl") -> str:
     """Lines ``path: <left value> != <right value>``; empty when equal."""
-    lines = list(_walk("", a, b))
+    lines = [f"{path}: {_show(va)} != {_show(vb)}" for path, va, vb in _walk("", a, b)]
     head = f"({left} != {right})"
     if len(lines) > MAX_LINES:
         lines = lines[:MAX_LINES] + [f"... and {len(lines) - MAX_LINES} more"]

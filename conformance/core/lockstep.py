@@ -4,6 +4,8 @@ After every step the runner compares refusals, outputs and abstract states of th
 checks every state invariant of ``isrcheck.specs``; after the last step, the history properties
 over what clients were told. The first disagreement is a ``divergence``, the first property that
 fails on both sides a ``violation``. A step refused by both sides is skipped (a no-op on both).
+When several properties fail at one step, the violation names the one the schedule expects
+(``prefer``) if it is among them, else the first in ``isrcheck.specs`` order.
 
 Properties are evaluated on the model state; they are functions of the abstract state, and the
 impl's abstract state equals the model's whenever the run gets that far, so both sides are
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from isrcheck.model import (
     InvalidStep, ModelConfig, Replica, State, Step, StepRefused, apply, enabled, initial_state,
@@ -23,11 +25,14 @@ from isrcheck.model.history import EMPTY_HISTORY
 from isrcheck.specs import PROPERTIES
 
 from isrcheck.conformance.core.diff import common_prefix, diff
-from isrcheck.conformance.core.render import render_state
+from isrcheck.conformance.core.render import render_state, step_text
 from isrcheck.conformance.core.schedule import Schedule, ScheduleConfig
 from isrcheck.conformance.core.sut import SutFailure, SystemUnderTest
 from isrcheck.conformance.core.verdict import DIVERGENCE, INVALID, PASS, SUT_FAILURE, VIOLATION, Verdict
 from isrcheck.conformance.core.wire import wire_view
+
+if TYPE_CHECKING:
+    from isrcheck.conformance.core.sut_spec import SutSpec
 
 INVARIANTS = tuple(p for p in PROPERTIES if p.kind == "invariant")
 HISTORY = tuple(p for p in PROPERTIES if p.kind == "history")
@@ -37,14 +42,17 @@ class Lockstep:
     """An incremental run: feed steps one at a time (generators choose the next one from
     ``enabled_steps``); ``outcome`` is set once the run has failed; ``verdict()`` ends it.
 
-    The implementation is ``sut`` (a ``SystemUnderTest``), by default this process's choice
-    (``sut_choice.default_sut``: the in-process simulation unless ``--sut`` named another); it is reset
-    when the first step runs. The ghost history of what its clients were told is kept here, from
-    its outputs, so any system under test is judged by the same bookkeeping as the model."""
+    The implementation is ``sut``: None for the in-process simulation, a ``sut_spec.SutSpec`` for
+    an external program (its one process in this Python process), or a ``SystemUnderTest``; it is
+    reset when the first step runs. The ghost history of what its clients were told is kept here,
+    from its outputs, so any system under test is judged by the same bookkeeping as the model.
+    ``prefer`` names the property a violation reports when it fails at the same step as others."""
 
     def __init__(self, protocol: str, config: ScheduleConfig, impl: bool = True,
-                 properties: Iterable[str] | None = None, sut: SystemUnderTest | None = None) -> None:
+                 properties: Iterable[str] | None = None, sut: SutSpec | SystemUnderTest | None = None,
+                 prefer: str | None = None) -> None:
         self.protocol = protocol
+        self.prefer = prefer
         self.invariants, self.history = INVARIANTS, HISTORY
         if properties is not None:  # check only these (e.g. to replay one counterexample of the explorer)
             wanted = set(properties)
@@ -58,14 +66,17 @@ class Lockstep:
         self.config = config
         self.impl: SystemUnderTest | None = None
         if impl:
-            from isrcheck.conformance.core.sut_choice import default_sut  # the systems under test load impl: a model-only run never does
-            self.impl = sut if sut is not None else default_sut()
+            from isrcheck.conformance.core.sut_spec import open_sut  # the systems under test load impl: a model-only run never does
+            self.impl = open_sut(sut)
             self._agreed = _Agreed()
             self._impl_history = EMPTY_HISTORY
             self._impl_ready = False
         self.index = 0  # steps taken (including those refused by both)
         self.outcome: Verdict | None = None
         self.last_outputs: list[dict] = []
+        # at a divergence, the implementation's side of it (its outputs, or its abstract state)
+        self.impl_outputs: list[dict] | None = None
+        self.impl_state: State | None = None
         self.refused: list[tuple[int, Step, str]] = []  # (index, step, the model's reason), refused by both
         self.model_seconds = 0.0
         self.impl_seconds = 0.0
@@ -123,6 +134,7 @@ class Lockstep:
         before, self.state = self.state, new_state
         self.last_outputs = outputs
         if impl_outputs != outputs:
+            self.impl_outputs = impl_outputs
             return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: outputs differ\n"
                               + diff(outputs, impl_outputs))
         if self.impl is not None:
@@ -137,13 +149,22 @@ class Lockstep:
             expected = wire_view(new_state, self.protocol)
             impl_state = self._agreed.share(expected, impl_state)
             if impl_state != expected:
+                self.impl_state = impl_state
                 return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: abstract states differ\n"
                                   + diff(expected, impl_state))
         self._record(i, st, name, outputs, before)
         for prop in self.invariants:
             if not prop.check(new_state):
+                prop = self._preferred(prop, new_state)
                 return self._fail(VIOLATION, prop.id, i, _violation_text(prop, i, st, new_state))
         return None
+
+    def _preferred(self, failed, state):
+        """``failed``, or the preferred property if it fails in ``state`` too."""
+        if self.prefer is None or failed.id == self.prefer:
+            return failed
+        return next((p for p in self.invariants + self.history if p.id == self.prefer and not p.check(state)),
+                    failed)
 
     def _record(self, i: int, st: Step, name: str, outputs: list[dict], before) -> None:
         h = self._hash
@@ -169,6 +190,7 @@ class Lockstep:
         last = self.index - 1
         for prop in self.history:
             if not prop.check(self.state):
+                prop = self._preferred(prop, self.state)
                 return self._fail(VIOLATION, prop.id, max(last, 0),
                                   _violation_text(prop, last, None, self.state))
         return Verdict(PASS, None, None, None, self._hash.hexdigest(), tuple(sorted(self._coverage)), self.index)
@@ -270,9 +292,7 @@ def _shape(state) -> str:
 
 
 def _show_step(st: Step) -> str:
-    fields = st.to_json()
-    args = ", ".join(f"{k}={v}" for k, v in fields.items() if k != "step")
-    return f"{st.name}({args})"
+    return step_text(st.to_json())
 
 
 def _violation_text(prop, i: int, st: Step | None, state) -> str:
@@ -280,17 +300,26 @@ def _violation_text(prop, i: int, st: Step | None, state) -> str:
     return f"{prop.id} fails {where}: {prop.statement}\n{render_state(state)}"
 
 
+def expected_property(schedule: Schedule) -> str | None:
+    """The property the schedule expects violated on its protocol, if it names one."""
+    expected = schedule.expected.get(schedule.protocol)
+    return None if expected is None else expected.property
+
+
 def invalid(message: str) -> Verdict:
     return Verdict(INVALID, None, None, message, hashlib.blake2b(message.encode(), digest_size=16).hexdigest())
 
 
 def run_schedule(schedule: Schedule, impl: bool = True, properties: Iterable[str] | None = None,
-                 refused: list | None = None) -> Verdict:
-    """Replay ``schedule`` in lockstep (or on the model alone with ``impl=False``), checking every
-    property or only those named in ``properties``; ``refused``, if given, receives the
-    ``(index, step, reason)`` of every step both sides refused."""
+                 refused: list | None = None, sut: SutSpec | SystemUnderTest | None = None) -> Verdict:
+    """Replay ``schedule`` in lockstep on ``sut`` (see ``Lockstep``; or on the model alone with
+    ``impl=False``), checking every property or only those named in ``properties``; ``refused``,
+    if given, receives the ``(index, step, reason)`` of every step both sides refused. A violation
+    names the property the schedule expects on its protocol when that one fails at the same step
+    as others."""
     try:
-        run = Lockstep(schedule.protocol, schedule.config, impl=impl, properties=properties)
+        run = Lockstep(schedule.protocol, schedule.config, impl=impl, properties=properties, sut=sut,
+                       prefer=expected_property(schedule))
         steps = [Step.from_json(s) for s in schedule.steps]
     except (ConfigError, InvalidStep) as exc:
         return invalid(str(exc))

@@ -1,5 +1,12 @@
-"""A compact text picture of an abstract state, for verdicts and the CLI (one line per broker)."""
+"""A compact text picture of an abstract state, for verdicts and the CLI (one line per broker),
+and of a step (``produce(replica=0, acks=-1)``)."""
 from __future__ import annotations
+
+
+def step_text(step: dict) -> str:
+    """A schedule step as a call: its name and its fields, e.g. ``crash(replica=1, kind=power)``."""
+    args = ", ".join(f"{k}={v}" for k, v in step.items() if k != "step")
+    return f"{step['step']}({args})"
 
 
 def _log(log) -> str:

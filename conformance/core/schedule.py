@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,8 @@ from isrcheck.specs import BY_ID
 
 FORMAT = "isrcheck-schedule"
 VERSION = 1
+MAX_BYTES = 64 << 20   # a schedule file larger than this is refused unread (10**6 steps take ~60 MB)
+MAX_STEPS = 1_000_000  # as the longest random walk; parsing a step costs ~250 bytes of memory
 PROTOCOLS = tuple(_MODEL_PROTOCOLS)  # what model and implementation run
 
 VERDICT_KINDS = ("pass", "violation", "divergence", "sut-failure", "invalid-schedule")
@@ -131,6 +134,8 @@ class Schedule:
         raw_steps = data.get("steps")
         if not isinstance(raw_steps, list):
             raise ScheduleError(f"steps: expected a list of step objects, got {shown(raw_steps)}")
+        if len(raw_steps) > MAX_STEPS:
+            raise ScheduleError(f"steps: {len(raw_steps):,} steps, more than a schedule holds ({MAX_STEPS:,})")
         steps = tuple(validate_step(s, config.replicas, f"steps[{i}]") for i, s in enumerate(raw_steps))
         for key in ("name", "description"):
             text = data.get(key)
@@ -221,20 +226,55 @@ def _too_deep(text: str) -> str:
     return ""
 
 
-def load_schedule(path: str | Path) -> Schedule:
-    """Read and validate a schedule file; every problem is a ScheduleError naming the file and
-    the place in it: a byte that is not UTF-8, a line and column of bad JSON, a field."""
-    path = Path(path)
+def _read_bounded(path: Path) -> bytes:
+    """The file's bytes, refusing one past MAX_BYTES before reading it (a regular file's size) or
+    as soon as the read passes it (a pipe, a device, ``/dev/stdin``: they have no size)."""
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_BYTES:
+                raise ScheduleError(f"{path}: {size:,} bytes, larger than a schedule file may be "
+                                    f"({MAX_BYTES >> 20} MiB)")
+            raw = f.read(MAX_BYTES + 1)
     except OSError as exc:
         raise ScheduleError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise ScheduleError(f"{path}: larger than a schedule file may be ({MAX_BYTES >> 20} MiB)")
+    return raw
+
+
+def _too_many_objects(text: str) -> bool:
+    """Whether ``text`` holds more JSON objects than a schedule can (its steps, the top level,
+    ``config``, ``expected`` and one per protocol there), counted outside strings before parsing:
+    parsing millions of small objects alone takes gigabytes. Counting every ``{`` first keeps
+    the usual case to one fast pass."""
+    limit = MAX_STEPS + 3 + len(PROTOCOLS)
+    if text.count("{") <= limit:
+        return False
+    objects = 0
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|\{', text):
+        if m.group() == "{":
+            objects += 1
+            if objects > limit:
+                return True
+    return False
+
+
+def load_schedule(path: str | Path) -> Schedule:
+    """Read and validate a schedule file; every problem is a ScheduleError naming the file and
+    the place in it: a byte that is not UTF-8, a line and column of bad JSON, a field. A file past
+    MAX_BYTES, or holding more objects than MAX_STEPS steps need, is refused before it is parsed."""
+    path = Path(path)
+    raw = _read_bounded(path)
     bom = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0  # as editors on Windows save
     try:
         text = raw[bom:].decode("utf-8")
     except UnicodeDecodeError as exc:
         at = bom + exc.start
         raise ScheduleError(f"{path}: not a text (UTF-8) file: byte {at} (0x{raw[at]:02x})") from None
+    if _too_many_objects(text):
+        raise ScheduleError(f"{path}: not a schedule: more JSON objects than {MAX_STEPS:,} steps need "
+                            f"(a schedule holds at most {MAX_STEPS:,} steps)")
     try:
         data = json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError as exc:

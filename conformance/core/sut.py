@@ -4,7 +4,7 @@ Every engine (the lockstep runner, and through it random walks, the shrinker, Hy
 campaigns) drives the implementation through ``SystemUnderTest`` only. Two implementations ship:
 ``adapter.ImplSide``, the simulation in this process, and ``sut_driver.DriverSut``, any program
 that speaks the driver protocol of docs/sut-protocol.md on its stdin/stdout or on TCP;
-``sut_choice`` picks the one a run uses.
+``sut_spec`` names the one a run is given.
 """
 from __future__ import annotations
 

@@ -26,19 +26,22 @@ class Trace:
     initial: object
     frames: list[Frame] = field(default_factory=list)
     verdict: Verdict | None = None
+    impl_outputs: list | None = None  # at a divergence of outputs, what the implementation answered
+    impl_state: object = None         # at a divergence of states, the implementation's abstract state
 
     @property
     def refused(self) -> list[tuple[int, dict, str]]:
         return [(f.index, f.step, f.refused) for f in self.frames if f.refused is not None]
 
 
-def trace_run(schedule: Schedule, impl: bool = True) -> Trace:
-    """Replay ``schedule`` in lockstep and keep a frame per step up to the verdict."""
+def trace_run(schedule: Schedule, impl: bool = True, sut=None) -> Trace:
+    """Replay ``schedule`` in lockstep on ``sut`` (see ``Lockstep``) and keep a frame per step up
+    to the verdict."""
     from isrcheck.model import Step
 
-    from isrcheck.conformance.core.lockstep import Lockstep
+    from isrcheck.conformance.core.lockstep import Lockstep, expected_property
 
-    run = Lockstep(schedule.protocol, schedule.config, impl=impl)
+    run = Lockstep(schedule.protocol, schedule.config, impl=impl, sut=sut, prefer=expected_property(schedule))
     trace = Trace(schedule, run.state)
     for i, raw in enumerate(schedule.steps):
         failed = run.step(Step.from_json(raw))
@@ -49,4 +52,5 @@ def trace_run(schedule: Schedule, impl: bool = True) -> Trace:
         if failed is not None:
             break
     trace.verdict = run.verdict()
+    trace.impl_outputs, trace.impl_state = run.impl_outputs, run.impl_state
     return trace

@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--save", metavar="DIR", default=None,
                         help="write each counterexample as a schedule DIR/<protocol>-<property>.json "
-                             "(replay it with isrcheck check)")
+                             "expecting that violation (replay it with isrcheck check --expected)")
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -178,14 +178,29 @@ def _replay_on_impl(config: ModelConfig, result) -> list:
 
 
 def _save(directory: str, config: ModelConfig, result, engine: str = "explore") -> None:
-    """Write DIR/<protocol>-<property>.json per violation (replayable with ``isrcheck check``)."""
+    """Write DIR/<protocol>-<property>.json per violation (replayable with ``isrcheck check``),
+    expecting the verdict its replay on the model gives: a violation of that property (reported
+    as such where others fail at the same step), or what fails first on the trace instead."""
     from pathlib import Path
+
+    from isrcheck.conformance.core.lockstep import run_schedule
+    from isrcheck.conformance.core.schedule import Expected, Schedule
 
     out = Path(directory)
     try:
         out.mkdir(parents=True, exist_ok=True)
         for v in result.violations:
-            (out / f"{config.protocol}-{v.property}.json").write_text(_schedule(config, v, engine).dumps())
+            found = _schedule(config, v, engine)
+            want, note = Expected("violation", v.property), ""
+            doc = Schedule(found.protocol, found.config, found.steps, {found.protocol: want}, found.name,
+                           found.description)
+            verdict = run_schedule(doc, impl=False)
+            if not want.matches(verdict):  # e.g. a property left out by --property fails earlier
+                want = Expected(verdict.kind, verdict.property if verdict.kind == "violation" else None)
+                note = f"; replayed with every property: {verdict.summary()}"
+            doc = Schedule(found.protocol, found.config, found.steps, {found.protocol: want}, found.name,
+                           found.description + note)
+            (out / f"{config.protocol}-{v.property}.json").write_text(doc.dumps())
     except OSError as exc:
         raise UsageError(f"--save {directory}: {exc.strerror or exc}") from None
 

@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--save", metavar="DIR", default=None,
                         help="write each counterexample as a schedule DIR/<protocol>-<property>.json "
-                             "(replay it with isrcheck check)")
+                             "expecting that violation (replay it with isrcheck check --expected)")
 
 
 def run(args) -> int:

@@ -1,9 +1,11 @@
 """pytest plugin (entry point ``pytest11``): isrcheck schedule files as test items.
 
-A ``*.json`` schedule is collected when pytest walks a folder named by the ini option
-``isrcheck_corpus`` (``pytest specs/scenarios``), or anywhere with ``--isrcheck``. Each file
-gives one item per protocol it expects a verdict on (``kip101-scenario1.json::hw-truncation``),
-or one item on its own protocol expecting no failure when it states none. A failure names the
+Every ``*.json`` file is collected when pytest walks a folder named by the ini option
+``isrcheck_corpus`` (``pytest specs/scenarios``), or anywhere with ``--isrcheck``, as the gate
+replays every file of its corpus: a schedule gives one item per protocol it expects a verdict on
+(``kip101-scenario1.json::hw-truncation``), or one item on its own protocol expecting no failure
+when it states none; a file that is not a schedule (``format`` may be left out, so none is told
+apart by it) gives one failing item, ``invalid``, naming why. None is skipped. A failure names the
 step, the violated property in words or the model/implementation diff, and the command that
 replays it. Items are plain functions of their file, so ``-n auto`` (pytest-xdist) works.
 """
@@ -12,8 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-_MARK = b"isrcheck-schedule"  # the format tag every schedule file carries
 
 
 def pytest_addoption(parser) -> None:
@@ -33,12 +33,6 @@ def _wanted(file_path: Path, config) -> bool:
 
 def pytest_collect_file(file_path: Path, parent):
     if file_path.suffix != ".json" or not _wanted(file_path, parent.config):
-        return None
-    try:
-        head = file_path.read_bytes()[:4096]
-    except OSError:
-        return None
-    if _MARK not in head:  # some other JSON file
         return None
     return ScheduleFile.from_parent(parent, path=file_path)
 

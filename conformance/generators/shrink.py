@@ -10,6 +10,7 @@ model alone, or a monkeypatched implementation in a test.
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Callable
 
 from isrcheck.model.alphabet import CRASH_KINDS, STEPS, is_step
@@ -160,16 +161,18 @@ class _Search:
 
 def shrink(schedule: Schedule, verdict: Verdict, time_budget_s: float = 10.0,
            run: Runner | None = None, accept: Callable[[Schedule], bool] | None = None,
-           ) -> tuple[Schedule, Verdict]:
+           sut=None) -> tuple[Schedule, Verdict]:
     """The smallest schedule found within the time budget that fails like ``verdict``; a passing
     or invalid verdict is returned unchanged (there is nothing to preserve). ``accept`` rejects
-    candidates before they run (e.g. ``walk.within_budget``, to stay inside a fault budget)."""
+    candidates before they run (e.g. ``walk.within_budget``, to stay inside a fault budget).
+    Candidates run in lockstep on ``sut`` (see ``Lockstep``), unless ``run`` runs them."""
     if not verdict.failed:
         return schedule, verdict
     original = schedule
     budget = _Budget(time_budget_s)
     if run is None:
-        from isrcheck.conformance.core.lockstep import run_schedule as run
+        from isrcheck.conformance.core.lockstep import run_schedule
+        run = partial(run_schedule, sut=sut)
         if verdict.kind == "violation":
             # A violation fails on both sides: shrink on the model alone (several times faster),
             # then confirm in lockstep and finish there; start over in lockstep if it does not hold.

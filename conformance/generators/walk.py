@@ -22,12 +22,13 @@ __all__ = ["FAULT_PROFILES", "FaultProfile", "random_walk", "within_budget"]
 
 def random_walk(seed: int, protocol: str, steps: int, faults: str | FaultProfile = "default",
                 config: dict | None = None, impl: bool = True,
-                refusals: float = DEFAULT_REFUSALS) -> tuple[Schedule, Verdict]:
+                refusals: float = DEFAULT_REFUSALS, sut=None) -> tuple[Schedule, Verdict]:
     """Walk ``steps`` steps from the initial state, each chosen (seeded) among the model's enabled
     steps and run in lockstep at once; stops at the first failure. A share ``refusals`` of the
     steps (at least ``floor(refusals * steps)``) are steps the model refuses instead, drawn from
     the whole alphabet (``isrcheck.conformance.generators.refusals``): the implementation must refuse them
-    too. Returns the schedule taken and its verdict; ``run_schedule`` on that schedule gives the
+    too. The implementation is ``sut`` (see ``Lockstep``: None is the in-process simulation).
+    Returns the schedule taken and its verdict; ``run_schedule`` on that schedule gives the
     same verdict."""
     profile = profile_of(faults)
     if not isinstance(steps, int) or steps < 0:
@@ -41,7 +42,7 @@ def random_walk(seed: int, protocol: str, steps: int, faults: str | FaultProfile
                         name=f"walk-{protocol}-{profile.name}-{seed}",
                         description=f"random walk, seed {seed}, fault profile {profile.name!r}")
     schedule = schedule.with_protocol(protocol)  # validates the protocol name
-    generator = StepGenerator(Lockstep(protocol, cfg, impl=impl), profile, SeededChoices(seed), refusals)
+    generator = StepGenerator(Lockstep(protocol, cfg, impl=impl, sut=sut), profile, SeededChoices(seed), refusals)
     generator.walk(steps)
     return schedule.with_steps(generator.taken), generator.run.verdict()
 

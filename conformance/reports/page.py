@@ -1,4 +1,4 @@
-"""The shell every HTML report shares: one self-contained file (inline CSS, no script or font
+"""The shell every HTML report shares: one self-contained file (inline CSS and script, nothing
 from the network), escaped text, small tables."""
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ pre { background: #f6f7f9; border: 1px solid var(--line); padding: .6rem; white-
 .muted { color: var(--muted); }
 .verdict { border-left: 5px solid var(--ok); background: var(--okbg); padding: .6rem .9rem; margin: .8rem 0; }
 .verdict.failed { border-color: var(--bad); background: var(--badbg); }
+.explanation { position: sticky; top: 0; z-index: 3; margin: .6rem 0; padding: .5rem .9rem; font-size: 15px;
+               background: var(--badbg); border-left: 5px solid var(--bad); box-shadow: 0 2px 4px #0002; }
 table.data { border-collapse: collapse; margin: .4rem 0; }
 table.data th, table.data td { border: 1px solid var(--line); padding: .25rem .55rem; text-align: left;
                                vertical-align: top; }
@@ -36,6 +38,9 @@ td.bad, span.bad { color: var(--bad); font-weight: 600; } td.ok, span.ok { color
 .cell.first-bad { background: var(--badbg); box-shadow: inset 0 0 0 2px var(--bad); }
 .cell.changed { background: #f3f8ff; }
 .cell.changed.first-bad { background: var(--badbg); }
+.step-head .tag { display: inline-block; font-size: 11px; border-radius: 3px; padding: 0 .3rem; color: #fff;
+                  background: var(--muted); }
+.step-head .tag.promised { background: var(--ok); } .step-head .tag.cause { background: var(--bad); }
 .role { display: inline-block; border-radius: 3px; padding: 0 .3rem; font-size: 11px; color: #fff;
         background: var(--muted); }
 .role.leader { background: var(--lead); } .role.down { background: var(--down); }
@@ -55,10 +60,12 @@ def h(value) -> str:
     return escape(str(value), quote=True)
 
 
-def document(title: str, body: str) -> str:
+def document(title: str, body: str, script: str = "") -> str:
+    """The page; ``script`` (inline, run once the body is parsed) may be empty."""
+    tail = f"\n<script>{script}</script>" if script else ""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{h(title)}</title><style>{CSS}</style></head>\n<body>\n{body}\n</body></html>\n")
+            f"<title>{h(title)}</title><style>{CSS}</style></head>\n<body>\n{body}{tail}\n</body></html>\n")
 
 
 def table(headers: Iterable[str], rows: Iterable[Iterable[str]], css: str = "data") -> str:

@@ -2,12 +2,16 @@
 offset, epoch and record, LEO, HW, leader view and ISR after the step), a lane for the
 controller, one for messages in flight and one for what clients were told. Steps both sides
 refused are shaded; the first bad step is outlined, with the model/implementation diff and the
-violated property in words below."""
+violated property in words below. What went wrong, in one sentence (``explain``), heads the page
+and stays in view; the page opens scrolled to the first bad step, and the steps the sentence
+names (where a client was told, what removed the record) are tagged in their column heads."""
 from __future__ import annotations
 
 from isrcheck.specs import BY_ID
 
+from isrcheck.conformance.core.render import step_text
 from isrcheck.conformance.core.trace import Trace, trace_run
+from isrcheck.conformance.reports.explain import Explanation, explain
 from isrcheck.conformance.reports.page import document, h
 
 # Message queues of the state, as (field, label) in the order Kafka sends them.
@@ -16,9 +20,19 @@ _QUEUES = (("fetch_requests", "Fetch"), ("fetch_responses", "FetchResponse"),
            ("alter_partition_responses", "AlterPartitionResponse"))
 
 
-def _step_text(step: dict) -> str:
-    args = ", ".join(f"{k}={v}" for k, v in step.items() if k != "step")
-    return f"{step['step']}({args})"
+# On load (a reload too): the first bad step's column scrolled to the middle of the timeline and,
+# when the window does not show its head, the page scrolled to put the head just below the
+# sentence, which sticks to the top.
+_OPEN_AT_FIRST_BAD = """(function () {
+  var bad = document.getElementById("first-bad");
+  if (!bad) return;
+  if ("scrollRestoration" in history) history.scrollRestoration = "manual";
+  var top = document.getElementById("explanation");
+  var margin = (top ? top.getBoundingClientRect().height : 0) + 8;
+  var r = bad.getBoundingClientRect();
+  bad.style.scrollMarginTop = margin + "px";
+  bad.scrollIntoView({block: r.top < margin || r.bottom > innerHeight ? "start" : "nearest", inline: "center"});
+})();"""
 
 
 def _replica_cell(i: int, r) -> str:
@@ -91,11 +105,24 @@ def _diff_block(v) -> str:
     return f"<h2>{title}</h2><pre id=\"diff\">{h(v.diff)}</pre>"
 
 
+def _tags(frame, bad: int | None, why: Explanation | None) -> str:
+    """The marks of a step's head: refused, the first bad step, the steps the sentence names."""
+    if frame.refused is not None:
+        return " (refused)"
+    tags = " &#9888; first bad step" if frame.index == bad else ""
+    if why is not None and frame.index == why.promised:
+        tags += " <span class=\"tag promised\">client told</span>"
+    if why is not None and frame.index == why.cause:
+        tags += " <span class=\"tag cause\">cause</span>"
+    return tags
+
+
 def timeline_html(trace: Trace, source: str = "") -> str:
     """The whole page for one run; ``source`` is the schedule's file, for the replay command."""
     s = trace.schedule
     v = trace.verdict
     bad = v.step if v.failed else None
+    why = explain(trace)
     n = len(trace.initial.replicas)
     columns = [(None, trace.initial)] + [(f, f.state) for f in trace.frames]
     grid = f"grid-template-columns: 8rem repeat({len(columns)}, minmax(10rem, 13rem));"
@@ -115,9 +142,10 @@ def timeline_html(trace: Trace, source: str = "") -> str:
         if frame is None:
             head.append("<div class=\"cell step-head\" data-step=\"initial\"><span class=\"n\">initial</span></div>")
             continue
-        mark = " (refused)" if frame.refused is not None else (" &#9888; first bad step" if frame.index == bad else "")
-        head.append(f"<div class=\"{cls(frame, False)} step-head\" data-step=\"{frame.index}\">"
-                    f"<span class=\"n\">{frame.index}</span>{mark}<br><code>{h(_step_text(frame.step))}</code></div>")
+        anchor = " id=\"first-bad\"" if frame.index == bad else ""
+        head.append(f"<div class=\"{cls(frame, False)} step-head\"{anchor} data-step=\"{frame.index}\">"
+                    f"<span class=\"n\">{frame.index}</span>{_tags(frame, bad, why)}<br>"
+                    f"<code>{h(step_text(frame.step))}</code></div>")
     head.append("</div>")
 
     lanes = ["".join(head)]
@@ -140,6 +168,9 @@ def timeline_html(trace: Trace, source: str = "") -> str:
     refused = trace.refused
     title = f"{s.name or source or 'schedule'} [{s.protocol}]: {v.summary()}"
     body = [f"<h1>{h(title)}</h1>"]
+    if why is not None:
+        go = f" <a href=\"#first-bad\">&rarr; step {bad}</a>" if bad is not None and bad < len(trace.frames) else ""
+        body.append(f"<p class=\"explanation\" id=\"explanation\">{h(why.sentence)}{go}</p>")
     if s.description:
         body.append(f"<p class=\"muted\">{h(s.description)}</p>")
     cfg = ", ".join(f"{k}={v}" for k, v in s.config.to_json().items())
@@ -152,9 +183,9 @@ def timeline_html(trace: Trace, source: str = "") -> str:
     body.append(_diff_block(v))
     if refused:
         body.append("<h2>steps refused by both sides</h2><ul>" + "".join(
-            f"<li>step {i} <code>{h(_step_text(step))}</code>: {h(reason)}</li>" for i, step, reason in refused)
+            f"<li>step {i} <code>{h(step_text(step))}</code>: {h(reason)}</li>" for i, step, reason in refused)
             + "</ul>")
-    return document(title, "\n".join(body))
+    return document(title, "\n".join(body), _OPEN_AT_FIRST_BAD if bad is not None else "")
 
 
 def write_timeline(schedule, path, source: str = "") -> object:

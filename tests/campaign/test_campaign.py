@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from isrcheck.conformance import load_schedule, random_walk
+from isrcheck.conformance import SutSpec, load_schedule, random_walk
 from isrcheck.conformance.engines.campaign import ROW_SCHEMA, CampaignParams, run_campaign
 from isrcheck.conformance.cli.main import main
 
@@ -257,8 +257,8 @@ def test_a_campaign_through_the_driver_protocol_gives_the_in_process_rows(spark,
     """Each Spark worker starts its own ``python -m isrcheck.impl.sut`` and keeps it for its seeds."""
     params = dict(schedules=24, seed=3, steps=40, faults="default", shrink_budget_s=1.0)
     here = run_campaign(CampaignParams("hw-truncation", **params), tmp_path / "here", spark=spark)
-    there = run_campaign(CampaignParams("hw-truncation", **params, sut=f"{sys.executable} -m isrcheck.impl.sut"),
-                         tmp_path / "there", spark=spark)
+    server = SutSpec(f"{sys.executable} -m isrcheck.impl.sut")
+    there = run_campaign(CampaignParams("hw-truncation", **params, sut=server), tmp_path / "there", spark=spark)
     assert _keys(tmp_path / "here") == _keys(tmp_path / "there")
     assert here.summary["by_verdict"] == there.summary["by_verdict"]
     assert json.loads((tmp_path / "there" / "campaign.json").read_text())["sut"].endswith("-m isrcheck.impl.sut")

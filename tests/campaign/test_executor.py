@@ -31,10 +31,10 @@ def test_a_range_becomes_one_parquet_file_then_a_marker(tmp_path):
 
 
 def test_a_harness_that_raises_gives_an_error_row_not_a_lost_task(tmp_path):
-    def walk(seed, protocol, steps, faults="default", config=None, refusals=0.1):
+    def walk(seed, protocol, steps, faults="default", config=None, refusals=0.1, sut=None):
         if seed == 3:
             raise RuntimeError("adapter lost track of broker 2")
-        return random_walk(seed, protocol, steps, faults=faults, config=config, refusals=refusals)
+        return random_walk(seed, protocol, steps, faults=faults, config=config, refusals=refusals, sut=sut)
 
     _, spec = _spec(tmp_path)
     harness = Harness(walk, shrink, ("none",))

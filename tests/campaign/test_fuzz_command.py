@@ -63,6 +63,25 @@ def test_missing_java_is_a_one_line_error_with_exit_2(tmp_path):
     assert "Traceback" not in proc.stderr and "at org.apache" not in proc.stderr
 
 
+@pytest.mark.parametrize("mode", ["random", "guided"])
+def test_fuzz_drives_the_system_under_test_it_is_given(mode, tmp_path, faulty_sut):
+    """kip-320 passes in process; a --sut that answers one step with an internal error shows as a
+    divergence in the campaign's verdicts, with or without --guided, and every Spark worker keeps
+    the one process it started for the schedules it runs."""
+    once, starts = tmp_path / "once", tmp_path / "starts"
+    args = ["--protocol", "kip-320", "--schedules", "12", "--steps", "20", "--shrink-budget", "1",
+            "--master", "local[2]", "--out", tmp_path / "c", "--json",
+            "--sut", f"{faulty_sut} internal 5 {once} {starts}"]
+    proc = _fuzz(*args, *(["--guided", "--rounds", "2"] if mode == "guided" else []))
+    assert proc.returncode == 1, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["by_verdict"].get("divergence", 0) >= 1, summary["by_verdict"]
+    campaign = json.loads((tmp_path / "c" / "campaign.json").read_text())
+    assert campaign["sut"] == f"{faulty_sut} internal 5 {once} {starts}"
+    # the command's own check of --sut, then one process per worker, not one per schedule
+    assert 1 < len(starts.read_text().splitlines()) < 12
+
+
 @pytest.mark.slow
 def test_issue_campaigns_kip_320_clean_and_hw_truncation_failing(tmp_path):
     """The issue's acceptance runs, in local mode with the default arguments."""

@@ -75,3 +75,21 @@ def test_check_expected_exits_0_for_a_known_violation_and_1_when_it_changes(tmp_
     assert main(["check", write(tmp_path, doc), "--expected"]) == 1
     del doc["expected"]
     assert main(["check", write(tmp_path, doc, "bare.json"), "--expected"]) == 2
+
+
+def test_check_says_what_went_wrong_in_its_summary_line(capsys, scenario):
+    sentence = ("Broker 1, elected leader in epoch 2 at step 11, does not hold offset 0 (record 1), which a producer "
+                "was told was written with acks=all at step 5; it was lost when broker 1 truncated its log to offset 0 "
+                "(its HW) at step 9 deliver_leader_and_isr(replica=1, index=0).")
+    assert main(["check", scenario("kip101-scenario1"), "--protocol", "hw-truncation"]) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"kip101-scenario1 [hw-truncation]: violation of NoLostAckedWrite at step 13: {sentence}"
+    assert out.rstrip().endswith("expected: violation of NoLostAckedWrite -> as expected")
+    assert main(["check", scenario("kip101-scenario1"), "--protocol", "hw-truncation", "--trace"]) == 1
+    assert f"violation of NoLostAckedWrite at step 13: {sentence}" in capsys.readouterr().out
+    assert main(["check", scenario("kip101-scenario1"), "--protocol", "hw-truncation", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["explanation"] == sentence
+    assert main(["check", scenario("healthy-acks-all"), "--json"]) == 0
+    assert "explanation" not in json.loads(capsys.readouterr().out)
+    assert main(["check", scenario("healthy-acks-all")]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "healthy-acks-all [kip-320]: pass (35 steps)"

@@ -7,6 +7,7 @@ import pytest
 from isrcheck.conformance import Lockstep, Schedule, load_schedule, random_walk, run_schedule
 from isrcheck.conformance.core.schedule import ScheduleConfig
 from isrcheck.model import ModelConfig, Scope, explore
+from isrcheck.specs import BY_ID
 
 PROTOCOLS = ("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-903", "kip-966")
 # histories a later fix makes impossible: on those variants some of their steps are refused
@@ -145,3 +146,28 @@ def test_explore_replay_on_impl_adds_the_implementation_verdict(capsys):
     violations = json.loads(capsys.readouterr().out)["violations"]
     assert violations and all((v["impl_verdict"], v["impl_property"]) == ("violation", v["property"])
                               for v in violations)
+
+
+def _both_isr_properties_fail_at_the_last_step():
+    """hw-truncation's shortest StrongIsr counterexample: WeakIsr fails at its last step too."""
+    config = ModelConfig(protocol="hw-truncation")
+    (violation,) = explore(config, Scope(max_records=1, max_crashes=1, max_epoch=2),
+                           [BY_ID["StrongIsr"]]).violations
+    return Schedule("hw-truncation", ScheduleConfig.from_json(config.to_schedule()), tuple(violation.trace))
+
+
+@pytest.mark.parametrize("expected, reported", [
+    (None, "WeakIsr"),                   # the first failing property in specs order
+    ("StrongIsr", "StrongIsr"),          # the expected one, as it fails at that step too
+    ("WeakIsr", "WeakIsr"),
+    ("NoLostAckedWrite", "WeakIsr"),     # expected, but it does not fail there: the first one
+])
+def test_a_violation_names_the_expected_property_among_those_failing_at_its_step(expected, reported):
+    from isrcheck.conformance.core.schedule import Expected
+    from isrcheck.conformance.core.trace import trace_run
+
+    found = _both_isr_properties_fail_at_the_last_step()
+    schedule = Schedule(found.protocol, found.config, found.steps,
+                        {} if expected is None else {"hw-truncation": Expected("violation", expected)})
+    for verdict in (run_schedule(schedule), run_schedule(schedule, impl=False), trace_run(schedule).verdict):
+        assert (verdict.kind, verdict.property, verdict.step) == ("violation", reported, len(found.steps) - 1)

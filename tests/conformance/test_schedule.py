@@ -1,6 +1,8 @@
 """Schedule files: validation names the step and field; JSON round-trips."""
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -74,6 +76,54 @@ def test_unreadable_files_name_the_byte_line_or_field(tmp_path, data, message):
     with pytest.raises(ScheduleError) as err:
         _load(tmp_path, data)
     assert message in str(err.value) and str(err.value).startswith(str(tmp_path / "s.json"))
+
+
+def test_a_file_past_the_size_bound_is_refused_unread(tmp_path, isrcheck_cli):
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as f:  # sparse: 65 MiB that take no disk
+        f.truncate(65 << 20)
+    proc = isrcheck_cli("check", huge)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == (f"isrcheck check: error: {huge}: 68,157,440 bytes, larger than a schedule "
+                                   f"file may be (64 MiB)")
+
+
+def _limited_memory():
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "/dev/stdin"])
+def test_an_endless_schedule_is_refused_at_the_size_bound(path):
+    """A device or a pipe has no size: the read stops at the bound (in 1 GiB of address space,
+    where reading on would end in a MemoryError)."""
+    with open("/dev/zero", "rb") as zeros:
+        proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", "check", path],
+                              stdin=zeros, capture_output=True, text=True, timeout=120,
+                              preexec_fn=_limited_memory)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == f"isrcheck check: error: {path}: larger than a schedule file may be (64 MiB)"
+
+
+def test_too_many_steps_are_refused_before_parsing(tmp_path, monkeypatch):
+    import isrcheck.conformance.core.schedule as schedule
+    monkeypatch.setattr(schedule, "MAX_STEPS", 4)
+    doc = {**GOOD, "expected": {"kip-320": "pass"}}
+    assert len(load_schedule(_write(tmp_path, doc)).steps) == 4  # 4 steps, 7 objects
+    many = {**GOOD, "steps": GOOD["steps"] * 3, "description": "{" * 20}  # braces in strings do not count
+    with pytest.raises(ScheduleError) as err:
+        load_schedule(_write(tmp_path, many))
+    assert str(err.value) == (f"{tmp_path / 's.json'}: not a schedule: more JSON objects than 4 steps need "
+                              f"(a schedule holds at most 4 steps)")
+    with pytest.raises(ScheduleError) as err:
+        Schedule.from_json(many)
+    assert str(err.value) == "steps: 12 steps, more than a schedule holds (4)"
+
+
+def _write(tmp_path, doc):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(doc))
+    return path
 
 
 def test_a_utf8_byte_order_mark_is_accepted(tmp_path):

@@ -44,3 +44,42 @@ def test_a_power_loss_kills_the_process_and_discards_what_was_not_fsynced(tmp_pa
     assert result.acked == 20  # acks=all: on every replica's page cache, fsynced by none (no flush policy)
     assert len(set(pids.values())) == 3 and not alive
     assert lost > 0
+
+
+class _CappedLeader:
+    """Clients of a cluster whose broker 1 leads a log of ``size`` records, each fetch answer
+    holding at most ``cap`` batches of one record (as fetch.max.bytes caps a real one)."""
+
+    def __init__(self, size: int, cap: int) -> None:
+        self.n, self.size, self.cap = 3, size, cap
+        self.fetches = []
+
+    async def consume(self, broker=None, offset=0):
+        from isrcheck.impl.clients import ConsumeResult
+
+        self.fetches.append((broker, offset))
+        if broker != 1:
+            return ConsumeResult(broker, "NOT_LEADER_OR_FOLLOWER", -1, (), -1)
+        end = min(offset + self.cap, self.size)
+        return ConsumeResult(broker, "NONE", self.size, tuple((o, str(o + 1).encode()) for o in range(offset, end)), end)
+
+
+def test_the_final_read_is_the_whole_log_past_one_fetch_answer():
+    """Every acknowledged write is in a log longer than one fetch answer: the final read fetches
+    on to the HW, and the check finds nothing missing."""
+    from isrcheck.conformance.engines.soak.driver import _check, _final_read
+    from isrcheck.model import Step
+    from isrcheck.model.history import EMPTY_HISTORY
+
+    clients = _CappedLeader(size=10, cap=4)
+    broker, hw, records = asyncio.run(_final_read(clients, acked_end=10, timeout_s=30))
+    assert (broker, hw) == (1, 10) and records == tuple((o, str(o + 1).encode()) for o in range(10))
+    assert clients.fetches[-3:] == [(1, 0), (1, 4), (1, 8)]  # fetched on from each answer's next offset
+    history = EMPTY_HISTORY
+    for o in range(10):
+        history = history.after(Step.from_json({"step": "produce", "replica": 1, "acks": -1}),
+                                [{"type": "produce", "replica": 1, "record": o + 1, "records": 1, "acks": -1,
+                                  "error": "NONE", "offset": o}], None)
+    assert _check("kip-320", soak_config("kip-320", 3, 2), history, broker, records) == []
+    assert _check("kip-320", soak_config("kip-320", 3, 2), history, broker, records[:4]) == [
+        "NoLostAckedWrite", "LeaderCompleteness"]  # what one capped answer alone shows

@@ -9,19 +9,20 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
 
-from isrcheck.conformance import load_schedule, random_walk, run_schedule, shrink
-from isrcheck.conformance.core import sut_choice
+from isrcheck.conformance import SutSpec, load_schedule, random_walk, run_schedule, shrink
 from isrcheck.conformance.core.adapter import ImplSide
 from isrcheck.conformance.core.sut_driver import wire_step
 from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.conformance.core.schedule import PROTOCOLS
 from isrcheck.conformance.core.sut_driver import DriverSut
 from isrcheck.conformance.core.sut_state import SCHEMA, TYPES
+from isrcheck.conformance.generators.strategies import lockstep_machine
 from isrcheck.model import Step
 
 SERVER = f"{sys.executable} -m isrcheck.impl.sut"
-FAULTY = f"{sys.executable} {Path(__file__).parent / 'faulty_sut.py'}"
 
 
 def _run(schedule, system):
@@ -54,13 +55,13 @@ def test_random_walks_and_shrinking_give_the_same_results_through_stdio():
     walks = [(seed, protocol, faults) for seed in range(6) for protocol, faults in
              (("kip-320", "default"), ("hw-truncation", "heavy"), ("kip-101", "heavy"))]
     local = [random_walk(seed, p, 60, faults=f) for seed, p, f in walks]
-    sut_choice.use(SERVER)
+    server = SutSpec(SERVER)
     try:
-        remote = [random_walk(seed, p, 60, faults=f) for seed, p, f in walks]
+        remote = [random_walk(seed, p, 60, faults=f, sut=server) for seed, p, f in walks]
         failing = next((s, v) for s, v in local if v.failed)
-        shrunk_remote = shrink(*failing, time_budget_s=3.0)
+        shrunk_remote = shrink(*failing, time_budget_s=3.0, sut=server)
     finally:
-        sut_choice.use(None)
+        server.close()
     assert [(s.dumps(), v) for s, v in remote] == [(s.dumps(), v) for s, v in local]
     assert {v.kind for _s, v in local} >= {"pass", "violation"}
     small, verdict = shrunk_remote
@@ -90,9 +91,10 @@ def test_the_same_over_tcp(scenario):
     ("garbage", "malformed", "the answer is not JSON"),
     ("bad-state", "malformed", "state.replicas[1].hw: expected an integer, got 'high'"),
 ])
-def test_a_failing_process_is_a_sut_failure_at_its_step_never_a_divergence(mode, kind, text, scenario, tmp_path):
+def test_a_failing_process_is_a_sut_failure_at_its_step_never_a_divergence(mode, kind, text, scenario, tmp_path,
+                                                                          faulty_sut):
     schedule = load_schedule(scenario("healthy-acks-all"))
-    system = DriverSut(f"{FAULTY} {mode} 3 {tmp_path / 'once'}", timeout_s=2.0)
+    system = DriverSut(f"{faulty_sut} {mode} 3 {tmp_path / 'once'}", timeout_s=2.0)
     verdict, _ = _run(schedule, system)
     assert verdict.kind == "sut-failure" and verdict.failed and verdict.step == 2
     assert f"{kind}: step: " in verdict.diff and text in verdict.diff, verdict.diff
@@ -101,27 +103,59 @@ def test_a_failing_process_is_a_sut_failure_at_its_step_never_a_divergence(mode,
     system.close()
 
 
-def test_an_internal_error_is_the_implementation_failing_as_in_process(scenario):
+def test_an_internal_error_is_the_implementation_failing_as_in_process(scenario, faulty_sut):
     schedule = load_schedule(scenario("healthy-acks-all"))
-    verdict, _ = _run(schedule, DriverSut(f"{FAULTY} internal 2"))
+    verdict, _ = _run(schedule, DriverSut(f"{faulty_sut} internal 2"))
     assert verdict.kind == "divergence" and verdict.step == 1 and "the implementation raised boom" in verdict.diff
 
 
-def test_check_and_shrink_take_sut_and_report_its_failure_with_the_schedule(isrcheck_cli, scenario, tmp_path):
+def test_check_and_shrink_take_sut_and_report_its_failure_with_the_schedule(isrcheck_cli, scenario, tmp_path,
+                                                                            faulty_sut):
     path = scenario("kip101-scenario1")
     ok = isrcheck_cli("check", path, "--protocol", "hw-truncation", "--sut", SERVER, "--json")
     assert ok.returncode == 1 and json.loads(ok.stdout)["verdict"] == "violation"
-    crashed = isrcheck_cli("check", path, "--sut", f"{FAULTY} crash 4")
-    assert crashed.returncode == 1
-    assert "kip101-scenario1 [kip-320]: sut-failure at step 3" in crashed.stdout
-    assert "crash: step: the system under test exited without answering" in crashed.stdout
+    for trace in ((), ("--trace",)):
+        crashed = isrcheck_cli("check", path, "--sut", f"{faulty_sut} crash 4", *trace)
+        assert crashed.returncode == 1
+        assert "kip101-scenario1 [kip-320]: sut-failure at step 3" in crashed.stdout
+        assert "crash: step: the system under test exited without answering" in crashed.stdout
     out = tmp_path / "small.json"
     shrunk = isrcheck_cli("shrink", path, "--protocol", "hw-truncation", "--sut", SERVER, "-o", out,
                           "--time-budget", "2")
     assert shrunk.returncode == 1 and load_schedule(out).steps
+    # healthy-acks-all passes in process: nothing to shrink there, but every process of this
+    # system crashes at its third step, and the shrinker keeps that failure in fewer steps
+    healthy = scenario("healthy-acks-all")
+    assert isrcheck_cli("shrink", healthy, "-o", out).returncode == 0
+    shrunk = isrcheck_cli("shrink", healthy, "--sut", f"{faulty_sut} crash 3", "-o", out, "--time-budget", "5")
+    assert shrunk.returncode == 1 and "sut-failure at step 2" in shrunk.stdout, shrunk.stdout + shrunk.stderr
+    assert len(load_schedule(out).steps) < len(load_schedule(healthy).steps)
     bad = isrcheck_cli("check", path, "--sut", "no-such-program-here")
     assert bad.returncode == 2 and "--sut no-such-program-here: crash: cannot start" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_the_generators_run_on_the_system_they_are_given(faulty_sut):
+    """A random walk, its shrinking and the Hypothesis machine drive the system of their ``sut``:
+    one that crashes gives sut-failures where the in-process simulation passes."""
+    _, here = random_walk(0, "kip-320", 20)
+    crashing = SutSpec(f"{faulty_sut} crash 3")  # each process of it crashes at its third step
+    try:
+        walked, there = random_walk(0, "kip-320", 20, sut=crashing)
+        # in process every shorter candidate passes; on this system a later one crashes sooner
+        small, verdict = shrink(walked, there, time_budget_s=3.0, sut=crashing)
+    finally:
+        crashing.close()  # its process (kept for the next run of the spec) has taken steps
+    assert here.kind == "pass" and (there.kind, there.step, len(walked.steps)) == ("sut-failure", 2, 3)
+    assert verdict.kind == "sut-failure" and len(small.steps) < 3
+    at_once = SutSpec(f"{faulty_sut} crash 1")  # every run fails at its first step, as Hypothesis replays it
+    try:
+        with pytest.raises(AssertionError, match="sut-failure"):
+            run_state_machine_as_test(lockstep_machine("kip-320", sut=at_once), settings=settings(
+                max_examples=5, stateful_step_count=10, deadline=None, database=None,
+                suppress_health_check=list(HealthCheck), derandomize=True, phases=[Phase.generate]))
+    finally:
+        at_once.close()
 
 
 def _talk(*requests) -> list[dict]:

@@ -6,6 +6,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
+from isrcheck.conformance import SutSpec
 from isrcheck.conformance.cli.main import main
 from isrcheck.conformance.engines.cover.driver import run_cover
 from isrcheck.conformance.engines.cover.executor import CoverSpec, run_range
@@ -61,6 +62,18 @@ def test_cover_on_kip320_covers_everything_and_resumes_without_running_anything_
     assert again.summary["edges_covered"] == s["edges"]
     with pytest.raises(Exception, match="was made with --scope"):
         run_cover(_config("kip-320"), Scope(max_records=1, max_epoch=2, max_crashes=1), out, spark=spark)
+
+
+def test_cover_runs_on_the_system_under_test_it_is_given(spark, tmp_path, faulty_sut):
+    """kip-320 covers without a failure in process (above); on a system that answers one step with
+    an internal error, that step is a divergence, and the cover's directory records the system."""
+    sut = SutSpec(f"{faulty_sut} internal 3 {tmp_path / 'once'}")
+    result = run_cover(_config("kip-320"), TINY, tmp_path / "c", spark=spark, partitions=2, shrink_budget_s=1.0,
+                       sut=sut)
+    assert result.exit_code == 1 and result.summary["by_verdict"].get("divergence", 0) >= 1
+    rows = [r for r in pq.read_table(tmp_path / "c" / "runs").to_pylist() if r["verdict"] != "pass"]
+    assert "the implementation raised boom" in json.loads(rows[0]["failure"])["original_verdict"]["diff"]
+    assert json.loads((tmp_path / "c" / "campaign.json").read_text())["sut"] == sut.command
 
 
 def test_a_killed_run_resumes_with_only_the_ranges_it_had_not_finished(spark, tmp_path):

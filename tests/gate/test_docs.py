@@ -14,6 +14,7 @@ DOC = (Path(__file__).resolve().parents[2] / "docs" / "ci.md").read_text(encodin
 def test_the_documented_config_loads_as_written(tmp_path):
     toml = re.search(r"```toml\n(.*?)```", DOC, re.S).group(1)
     (tmp_path / "pyproject.toml").write_text(toml)
+    (tmp_path / "tests" / "corpus").mkdir(parents=True)  # a corpus folder must exist
     config = load_gate_config(tmp_path / "pyproject.toml", NAMES)
     assert config.protocols == ("kip-320",) and config.save_to == tmp_path / "tests" / "corpus"
     assert config.engine_options("fuzz") == {"schedules": 200, "seconds": 300, "steps": 60,

@@ -2,6 +2,8 @@
 an engine that is configured but not installed (cover, where it does not exist) is one of them."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from isrcheck.conformance.cli.main import main
@@ -20,7 +22,8 @@ def _gate(tmp_path, capsys, toml: str, *extra: str):
     ("[tool.isrcheck.gate\n", "not valid TOML"),
     ("[tool.isrcheck.gate]\nprotocols = ['kip-999']\n", "[tool.isrcheck.gate].protocols: unknown protocol 'kip-999'"),
     ("[tool.isrcheck.gate]\nbudget = 3\n", "[tool.isrcheck.gate].budget: unknown key"),
-    ("[tool.isrcheck.gate]\ncorpus = ['a', 'missing']\n", "[tool.isrcheck.gate].corpus: folder missing does not exist"),
+    ("[tool.isrcheck.gate]\ncorpus = ['missing']\n", "[tool.isrcheck.gate].corpus: folder missing does not exist"),
+    ("[tool.isrcheck.gate]\nscenarios = false\n", "[tool.isrcheck.gate]: nothing to run: no corpus schedule"),
     ("[tool.isrcheck.gate]\nshrink_seconds = -1\n", "[tool.isrcheck.gate].shrink_seconds: expected a number"),
     ("[tool.isrcheck.gate.fuzz]\nsteps = 10\n", "[tool.isrcheck.gate.fuzz]: a budget is needed"),
     ("[tool.isrcheck.gate.fuzz]\nschedules = 0\n", "[tool.isrcheck.gate.fuzz].schedules: expected an integer 1.."),
@@ -45,6 +48,26 @@ def test_a_corpus_file_that_is_not_a_schedule_is_bad_input(tmp_path, capsys):
     code, out = _gate(tmp_path, capsys, "[tool.isrcheck.gate]\ncorpus = ['corpus']\n")
     assert code == 2
     assert "broken.json: not valid JSON" in out.err
+
+
+def test_a_gate_that_would_replay_and_run_nothing_fails(tmp_path, capsys, scenario):
+    """An empty corpus folder, or files that expect nothing on the gate's protocols, and no engine:
+    0/0 schedules is no pass."""
+    (tmp_path / "corpus").mkdir()
+    code, out = _gate(tmp_path, capsys, "[tool.isrcheck.gate]\ncorpus = ['corpus']\nscenarios = false\n")
+    assert code == 2 and "PASS" not in out.out
+    assert out.err.strip() == (f"isrcheck gate: error: {tmp_path / 'pyproject.toml'}: [tool.isrcheck.gate]: nothing "
+                               f"to run: no corpus schedule expects a verdict on hw-truncation, kip-101, kip-279, "
+                               f"kip-320, kip-903, kip-966 (folders: {tmp_path / 'corpus'}) and no engine table "
+                               f"is configured")
+    doc = json.loads(open(scenario("kip101-scenario1")).read())
+    del doc["expected"]["kip-966"]
+    (tmp_path / "corpus" / "s.json").write_text(json.dumps(doc))
+    code, out = _gate(tmp_path, capsys, "[tool.isrcheck.gate]\nprotocols = ['kip-966']\ncorpus = ['corpus']\n"
+                                        "scenarios = false\n")
+    assert code == 2 and "nothing to run: no corpus schedule expects a verdict on kip-966" in out.err
+    code, out = _gate(tmp_path, capsys, "[tool.isrcheck.gate]\ncorpus = ['corpus']\nscenarios = false\n")
+    assert code == 0 and "corpus 5/5 as expected" in out.out
 
 
 def test_an_engine_that_is_not_installed_is_a_clear_error(tmp_path, capsys, monkeypatch):

@@ -3,11 +3,18 @@ finds a counterexample, the failure is saved shrunk into the corpus with its ver
 replayed first next time; JUnit XML and HTML say what failed and how to replay it."""
 from __future__ import annotations
 
+import io
 import json
 import xml.etree.ElementTree as ET
 
+from rich.console import Console
+
+from isrcheck.conformance import SutSpec
 from isrcheck.conformance.cli.main import main
 from isrcheck.conformance.core.schedule import load_schedule
+from isrcheck.conformance.engines.gate.config import load_gate_config
+from isrcheck.conformance.engines.gate.engines import NAMES
+from isrcheck.conformance.engines.gate.run import run_gate
 
 CONFIG = """
 [tool.isrcheck.gate]
@@ -97,3 +104,53 @@ def test_no_save_leaves_the_corpus_alone(tmp_path, scenario, capsys):
     _setup(tmp_path, scenario, {"verdict": "violation", "property": "NoLostAckedWrite"})
     assert _gate(tmp_path, "--no-save") == 1
     assert [p.name for p in (tmp_path / "corpus").iterdir()] == ["kip101-scenario1.json"]
+
+
+def test_the_corpus_and_the_engines_run_on_the_system_under_test_given(tmp_path, scenario, faulty_sut):
+    """In process the corpus schedule gives its expected violation and the explorer's
+    counterexamples replay as violations (above); on a system whose every process crashes at its
+    third step, both are sut-failures at that step."""
+    _setup(tmp_path, scenario, {"verdict": "violation", "property": "NoLostAckedWrite"})
+    config = load_gate_config(tmp_path / "pyproject.toml", NAMES)
+    crashing = SutSpec(f"{faulty_sut} crash 3")
+    try:
+        result = run_gate(config, tmp_path / "out", Console(file=io.StringIO()), None, sut=crashing)
+    finally:
+        crashing.close()  # its process (kept for the next run of the spec) has taken steps
+    assert [(r.verdict.kind, r.verdict.step, r.ok) for r in result.cases] == [("sut-failure", 2, False)]
+    verdicts = [(f.verdict.kind, f.verdict.step) for _run, f in result.findings]
+    assert verdicts and set(verdicts) == {("sut-failure", 2)}
+
+
+def test_out_removes_only_what_the_gate_wrote(tmp_path, scenario, capsys, monkeypatch):
+    """Each run starts the engine's --out folder afresh, deleting the files the last run wrote;
+    a file it did not write stops the gate (exit 2, named) and nothing is deleted."""
+    import isrcheck.conformance.engines.gate.explore_engine as explore_engine
+
+    real_run, runs = explore_engine.run, []
+
+    def run_writing_results(job):  # as the Spark engines do: campaign folders of their own
+        runs.append(job)
+        (job.workdir / "seeds-0-9" / "runs").mkdir(parents=True)
+        (job.workdir / "seeds-0-9" / "runs" / "part.parquet").write_text(f"run {len(runs)}")
+        (job.workdir / "seeds-0-9" / "summary.json").write_text("{}")
+        return real_run(job)
+
+    monkeypatch.setattr(explore_engine, "run", run_writing_results)
+    _setup(tmp_path, scenario, {"verdict": "violation", "property": "NoLostAckedWrite"})
+    folder = tmp_path / "out" / "explore" / "hw-truncation"
+    assert _gate(tmp_path, "--no-save") == 1
+    assert _gate(tmp_path, "--no-save") == 1  # the last run's files go, the new run's come
+    assert (folder / "seeds-0-9" / "runs" / "part.parquet").read_text() == "run 2"
+    capsys.readouterr()
+
+    for mine in (folder / "notes.txt", folder / "seeds-0-9" / "runs" / "mine.parquet"):
+        mine.write_text("a user's file")
+        assert _gate(tmp_path, "--no-save") == 2
+        err = capsys.readouterr().err
+        assert err.strip() == (f"isrcheck gate: error: --out: {mine} was not written by isrcheck gate (not listed "
+                               f"in {folder / '.isrcheck-gate.json'}); move it or choose another --out")
+        assert mine.read_text() == "a user's file" and len(runs) == 2  # nothing deleted, nothing run
+        assert (folder / "seeds-0-9" / "runs" / "part.parquet").read_text() == "run 2"
+        mine.unlink()
+    assert _gate(tmp_path, "--no-save") == 1 and len(runs) == 3

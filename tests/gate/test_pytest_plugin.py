@@ -1,5 +1,6 @@
 """The pytest plugin as users run it: schedule files become items with their expected verdicts,
-under -n 2 too; a failure names the step, the property in words and the replay command."""
+under -n 2 too; a failure names the step, the property in words and the replay command; every
+JSON file of a corpus is collected (one that is not a schedule fails, named), none skipped."""
 from __future__ import annotations
 
 import json
@@ -19,6 +20,8 @@ def _corpus(tmp_path, scenario):
     doc["expected"]["hw-truncation"] = {"verdict": "pass"}  # wrong: it loses an acknowledged write
     (folder / "wrong.json").write_text(json.dumps(doc))
     (folder / "right.json").write_text(open(scenario("kip101-scenario2")).read())
+    del doc["format"]  # optional in a schedule file: the same wrong expectation
+    (folder / "no-format.json").write_text(json.dumps(doc))
     (folder / "package.json").write_text('{"name": "not a schedule"}')
     (folder / "broken.json").write_text('{"format": "isrcheck-schedule", "version": 1, "protocol": "kip-320", '
                                         '"steps": [{"step": "fly"}]}')
@@ -30,9 +33,11 @@ def test_schedule_files_are_items_with_their_expected_verdicts(tmp_path, scenari
     proc = _pytest(tmp_path, "--isrcheck", "corpus", "-n", "2", "-rf")
     out = proc.stdout
     assert proc.returncode == 1, out + proc.stderr
-    # right.json: 4 protocols pass; wrong.json: 3 pass, hw-truncation fails; broken.json fails
-    assert "2 failed, 11 passed" in out
-    assert "FAILED corpus/wrong.json::hw-truncation" in out
+    # right.json: 6 protocols pass; wrong.json and no-format.json: 5 pass, hw-truncation fails;
+    # broken.json and package.json (not schedules) fail
+    assert "4 failed, 16 passed" in out
+    assert "FAILED corpus/wrong.json::hw-truncation" in out and "FAILED corpus/no-format.json::hw-truncation" in out
+    assert "package.json: version: missing" in out
     assert "wrong.json [hw-truncation]: expected pass, got violation of NoLostAckedWrite at step 13" in out
     assert "step 13: {'step': 'deliver_leader_and_isr'" in out
     assert "NoLostAckedWrite: Every acks=all write answered NONE" in out
@@ -50,4 +55,5 @@ def test_only_configured_folders_without_the_option(tmp_path, scenario):
     assert "6 passed" in proc.stdout
     listed = _pytest(tmp_path, "corpus", "--collect-only").stdout.splitlines()
     assert "corpus/right.json::kip-320" in listed and "corpus/wrong.json::hw-truncation" in listed
-    assert not any("package.json" in line for line in listed)
+    assert "corpus/no-format.json::hw-truncation" in listed  # every file of the corpus, named
+    assert "corpus/package.json::invalid" in listed

@@ -38,3 +38,19 @@ def test_a_consumer_skips_transaction_markers():
     consumer.fetch(BROKER, 1)
     (result,) = results
     assert result.error == "NONE" and result.records == ((1, b"b"), (3, b"c"))
+
+
+def test_a_consumer_fetches_on_after_the_last_batch_a_marker_too():
+    """An answer holds at most about 1 MiB of batches: the next fetch starts after its last
+    batch, a transaction marker included (it holds no record to count from)."""
+    records = b"".join([build_batch(0, [Record(b"", b"a"), Record(b"", b"b")], 0, now_ms=0).buffer,
+                        end_transaction_marker(2, 0, 0, producer_id=3, producer_epoch=0, commit=True).buffer])
+    results = []
+    stub = StubBroker(FetchResponse(high_watermark=9, log_end_offset=9, records=records))
+    consumer = Consumer(stub, results.append, VARIANTS["kip-320"].fetch_version)
+    consumer.fetch(BROKER, 0)
+    consumer.fetch(BROKER, 0)  # the same bytes again: from what was decoded last time
+    stub.response = FetchResponse(high_watermark=9, log_end_offset=9, records=b"")
+    consumer.fetch(BROKER, 3)
+    assert [(r.records, r.next_offset) for r in results] == [
+        (((0, b"a"), (1, b"b")), 3), (((0, b"a"), (1, b"b")), 3), ((), 3)]

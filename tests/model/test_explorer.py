@@ -234,6 +234,43 @@ def test_cli_saves_counterexamples_as_schedules(tmp_path):
     assert not BY_ID["StrongIsr"].check(replay(ModelConfig(protocol="hw-truncation"), schedule.steps).states[-1])
 
 
+def test_saved_counterexamples_expect_their_property_and_check_reports_it(tmp_path):
+    """Both ISR properties fail at the last step of StrongIsr's shortest trace: the saved file
+    expects StrongIsr, and check names it, so the file enters a corpus as saved."""
+    from isrcheck.conformance.core.schedule import load_schedule
+
+    cli = [sys.executable, "-m", "isrcheck.conformance.cli.main"]
+    done = subprocess.run(cli + ["explore", "--protocol", "hw-truncation", "--max-records", "1", "--max-crashes",
+                                 "1", "--max-epoch", "2", "--save", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    for prop in ("StrongIsr", "WeakIsr"):
+        path = tmp_path / f"hw-truncation-{prop}.json"
+        assert load_schedule(path).expected["hw-truncation"].to_json() == {"verdict": "violation", "property": prop}
+        check = subprocess.run(cli + ["check", str(path), "--expected"], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+        assert f"[hw-truncation]: violation of {prop} at step" in check.stdout
+        assert f"expected: violation of {prop} -> as expected" in check.stdout
+
+
+def test_a_counterexample_that_fails_earlier_on_another_property_expects_what_replays(tmp_path):
+    """A trace on which another property fails first (one left out by --property) is saved
+    expecting that failure, and says so."""
+    from types import SimpleNamespace
+
+    from isrcheck.conformance.engines.explore import _save
+    from isrcheck.conformance.core.schedule import load_schedule
+    from isrcheck.model.explorer import Violation
+
+    config = ModelConfig(protocol="hw-truncation")
+    (weak,) = explore(config, Scope(max_records=1, max_crashes=1, max_epoch=2), [BY_ID["WeakIsr"]]).violations
+    claimed = Violation("LeaderCompleteness", weak.depth, weak.trace)
+    _save(str(tmp_path), config, SimpleNamespace(violations=[claimed]))
+    schedule = load_schedule(tmp_path / "hw-truncation-LeaderCompleteness.json")
+    assert schedule.expected["hw-truncation"].to_json() == {"verdict": "violation", "property": "WeakIsr"}
+    assert schedule.description.endswith(f"replayed with every property: violation of WeakIsr at step "
+                                         f"{weak.depth - 1}")
+
+
 def test_broker_epochs_and_elr_close_the_two_losses_kafka_had():
     # KAFKA-14139's scope: StrongIsr breaks on kip-320 only; Last Replica Standing's scope: the
     # acknowledged write is lost on kip-320 and kip-903, not on kip-966 (KIP-903, KIP-966)

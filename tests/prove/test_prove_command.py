@@ -23,6 +23,8 @@ def test_violation_exits_1_and_its_schedule_replays_with_check(tmp_path, capsys)
     saved = tmp_path / "hw-truncation-NoLostAckedWrite.json"
     assert main(["check", str(saved)]) == 1
     assert "violation of NoLostAckedWrite" in capsys.readouterr().out
+    assert main(["check", str(saved), "--expected"]) == 0  # the file names its property and verdict
+    assert "expected: violation of NoLostAckedWrite -> as expected" in capsys.readouterr().out
 
 
 def test_no_violation_to_the_depth_exits_0(capsys):

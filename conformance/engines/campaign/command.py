@@ -11,7 +11,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from isrcheck.conformance.core import sut_choice
+from isrcheck.conformance.core import sut_spec
 from isrcheck.conformance.vocabulary import SECONDS, SEED, Number, UsageError, output_path
 from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS, REFUSALS
 from isrcheck.conformance.core.schedule import PROTOCOLS
@@ -51,20 +51,19 @@ def add_arguments(parser) -> None:
     parser.add_argument("--rounds", type=ROUNDS, default=5, metavar="R",
                         help=f"rounds of a --guided campaign (default 5; {ROUNDS.describe()})")
     parser.add_argument("--json", action="store_true", help="print summary.json instead of text")
-    sut_choice.add_arguments(parser)  # each Spark worker process starts its own
+    sut_spec.add_arguments(parser)  # each Spark worker process starts its own
 
 
 def run(args) -> int:
     from isrcheck.conformance.engines.campaign.driver import CampaignError, CampaignParams, run_campaign
     from isrcheck.conformance.engines.campaign.harness import HarnessUnavailable
-    from isrcheck.conformance.engines.campaign.session import SparkUnavailable
 
+    sut = sut_spec.from_arguments(args)  # started here first: a command that cannot start is bad input, before Spark
+    if sut is not None:
+        sut.close()  # the executors' workers run the schedules, each with its own
     params = CampaignParams(protocol=args.protocol, schedules=args.schedules, seed=args.seed,
-                            steps=args.steps, faults=args.faults,
-                            shrink_budget_s=args.shrink_budget, sut=args.sut, sut_timeout_s=args.sut_timeout,
-                            refusals=args.refusals)
-    sut_choice.use_arguments(args)  # tried here first: a command that cannot start is bad input, before Spark
-    sut_choice.use(None)  # the executors' workers run the schedules, each with its own
+                            steps=args.steps, faults=args.faults, shrink_budget_s=args.shrink_budget,
+                            sut=sut, refusals=args.refusals)
     out = _out(args)
     output_path(out, "--out", directory=True)
     console = Console(stderr=True)
@@ -73,7 +72,7 @@ def run(args) -> int:
     try:
         result = run_campaign(params, out, master=args.master, partitions=args.partitions,
                               progress=True, console=console)
-    except (CampaignError, HarnessUnavailable, SparkUnavailable) as exc:
+    except (CampaignError, HarnessUnavailable) as exc:
         raise UsageError(str(exc)) from None
     if args.json:
         print(json.dumps(result.summary, indent=2, sort_keys=True))
@@ -88,21 +87,12 @@ def run(args) -> int:
 def _run_guided(params, out: str, args, console: Console) -> int:
     from isrcheck.conformance.engines.campaign.driver import CampaignError
     from isrcheck.conformance.engines.campaign.guided import run_guided
-    from isrcheck.conformance.engines.campaign.session import SparkUnavailable, check_master, start_spark
 
     try:
-        if args.master is not None:
-            check_master(args.master)
-        spark = start_spark(args.master)
-    except (CampaignError, SparkUnavailable) as exc:
-        raise UsageError(str(exc)) from None
-    try:
-        summary = run_guided(params, out, args.rounds, spark=spark,
+        summary = run_guided(params, out, args.rounds, master=args.master,
                              say=lambda text: console.print(f"isrcheck fuzz --guided: {text}", markup=False))
     except CampaignError as exc:
         raise UsageError(str(exc)) from None
-    finally:
-        spark.stop()
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True))
     else:

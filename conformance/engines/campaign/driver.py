@@ -7,6 +7,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -19,8 +20,11 @@ from isrcheck.conformance.engines.campaign.executor import TaskSpec, check_part,
 from isrcheck.conformance.engines.campaign.failures import write_failures
 from isrcheck.conformance.engines.campaign.harness import Harness, load_harness
 from isrcheck.conformance.engines.campaign.progress import follow
-from isrcheck.conformance.engines.campaign.session import check_master, start_spark
+from isrcheck.conformance.engines.campaign.session import JobSession
 from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_write_json
+
+if TYPE_CHECKING:
+    from isrcheck.conformance.core.sut_spec import SutSpec
 
 
 class CampaignError(RuntimeError):
@@ -37,8 +41,7 @@ class CampaignParams:
     steps: int = 100
     faults: str = "default"
     shrink_budget_s: float = 10.0
-    sut: str | None = None         # --sut: the external system under test (None: in process)
-    sut_timeout_s: float = 10.0
+    sut: SutSpec | None = None     # --sut: the external system under test (None: in process)
     refusals: float = DEFAULT_REFUSALS  # share of each walk's steps that the model refuses
 
     def identity(self) -> dict:
@@ -46,7 +49,7 @@ class CampaignParams:
         under these settings, so a rerun must agree on all of them (and then resumes)."""
         ident = {"protocol": self.protocol, "seed": self.seed, "schedules": self.schedules,
                  "steps": self.steps, "faults": self.faults, "refusals": self.refusals}
-        return ident if self.sut is None else {**ident, "sut": self.sut}
+        return ident if self.sut is None else {**ident, "sut": self.sut.command}
 
     def validate(self) -> None:
         """Raise CampaignError naming the first bad parameter."""
@@ -90,8 +93,7 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
             plan.PARTITIONS.check(partitions, "--partitions")
         except ValueError as exc:
             raise CampaignError(str(exc)) from None
-    if master is not None and spark is None:
-        check_master(master)
+    session = JobSession("fuzz", master, spark)
     params.validate_faults(harness or load_harness())
     store = CampaignStore(out, params.protocol)
     try:
@@ -108,18 +110,15 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
     gaps = plan.missing(requested, done)
     todo = sum(hi - lo for lo, hi in gaps)
 
-    owns_spark = spark is None
-    if owns_spark:
-        spark = start_spark(master)
-    try:
+    with session:
+        spark = session.get()
         sc = spark.sparkContext
         parallelism = sc.defaultParallelism
         tasks = partitions or plan.default_tasks(params.schedules, parallelism)
         chunks = plan.plan_tasks(requested, tasks, done)
         spec = TaskSpec(out=str(Path(out).resolve()), protocol=params.protocol, steps=params.steps,
                         faults=params.faults, shrink_budget_s=params.shrink_budget_s,
-                        harness=harness, sut=params.sut, sut_timeout_s=params.sut_timeout_s,
-                        refusals=params.refusals)
+                        harness=harness, sut=params.sut, refusals=params.refusals)
         job_start = time.perf_counter()
         ranges = _run_job(sc, spec, chunks, store, gaps, progress, console) if chunks else []
         job_seconds = time.perf_counter() - job_start
@@ -129,13 +128,6 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
             agg = aggregate(spark, str(store.partition_dir), *requested)
         master_url = sc.master
         spark_version = spark.version
-    except KeyboardInterrupt:
-        if owns_spark:  # PySpark cancelled the job; its tasks' late reports are noise now
-            spark.sparkContext.setLogLevel("OFF")
-        raise
-    finally:
-        if owns_spark:
-            spark.stop()
     if agg.schedules != params.schedules or agg.duplicate_seeds:
         raise CampaignError(f"{store.runs} holds {agg.schedules} rows for {params.schedules} "
                             f"seeds ({agg.duplicate_seeds} duplicates); the dataset is damaged")

@@ -11,7 +11,7 @@ import io
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -19,6 +19,9 @@ import pyarrow.parquet as pq
 from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS
 from isrcheck.conformance.engines.campaign.harness import Harness, as_json_obj, canonical, load_harness
 from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_write_bytes
+
+if TYPE_CHECKING:
+    from isrcheck.conformance.core.sut_spec import SutSpec
 
 # One row per schedule. `protocol` is not a column of the files: it is the Hive partition
 # (runs/protocol=<P>/), which Spark and pyarrow readers turn back into a column.
@@ -57,8 +60,7 @@ class TaskSpec:
     faults: str
     shrink_budget_s: float
     harness: Harness | None = None  # None: the shipped isrcheck.conformance
-    sut: str | None = None          # --sut: one such process per worker, reused for its schedules
-    sut_timeout_s: float = 10.0
+    sut: SutSpec | None = None      # --sut (None: in process): one process per worker, kept for its schedules
     refusals: float = DEFAULT_REFUSALS  # share of each walk's steps that the model refuses
 
 
@@ -100,11 +102,11 @@ def error_columns(where: dict, exc: Exception) -> dict:
             "shrink_ms": None, "failure": detail}
 
 
-def failure_columns(shrink, schedule, verdict, budget_s: float) -> dict:
-    """The failure columns of a row whose run failed: ``shrink`` (the harness's) within
+def failure_columns(shrink, schedule, verdict, budget_s: float, sut: SutSpec | None) -> dict:
+    """The failure columns of a row whose run failed: ``shrink`` (the harness's) on ``sut`` within
     ``budget_s``, the finding's signature, and both schedules with their verdicts as JSON."""
     started = time.perf_counter()
-    small, small_verdict = shrink(schedule, verdict, time_budget_s=budget_s)
+    small, small_verdict = shrink(schedule, verdict, time_budget_s=budget_s, sut=sut)
     shrink_ms = (time.perf_counter() - started) * 1000.0
     shrunk = as_json_obj(small)
     return {"failure_id": failure_signature(small_verdict, shrunk), "shrunk_steps": len(shrunk.get("steps", ())),
@@ -129,8 +131,8 @@ def write_part(out: str, protocol: str, lo: int, hi: int, rows: list[dict], sche
 def _run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
     """The harness's random walk for ``seed``; a failure is shrunk on the spot."""
     started = time.perf_counter()
-    schedule, verdict = harness.random_walk(seed, spec.protocol, spec.steps,
-                                            faults=spec.faults, config=None, refusals=spec.refusals)
+    schedule, verdict = harness.random_walk(seed, spec.protocol, spec.steps, faults=spec.faults,
+                                            config=None, refusals=spec.refusals, sut=spec.sut)
     duration_ms = (time.perf_counter() - started) * 1000.0
     sched = as_json_obj(schedule)
     row = {
@@ -146,7 +148,7 @@ def _run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
         "failure_id": None, "shrunk_steps": None, "shrink_ms": None, "failure": None,
     }
     if verdict.kind != "pass":
-        row.update(failure_columns(harness.shrink, schedule, verdict, spec.shrink_budget_s))
+        row.update(failure_columns(harness.shrink, schedule, verdict, spec.shrink_budget_s, spec.sut))
     return row
 
 
@@ -193,9 +195,6 @@ def check_part(path, lo: int, hi: int, rows: int) -> str | None:
 def run_chunks(spec: TaskSpec, chunks: Iterable[list[tuple[int, int]]]) -> Iterator[dict]:
     """mapPartitions body: every seed range of every chunk in this Spark partition."""
     harness = spec.harness or load_harness()
-    if spec.sut is not None:
-        from isrcheck.conformance.core import sut_choice
-        sut_choice.use(spec.sut, spec.sut_timeout_s)
     for chunk in chunks:
         for lo, hi in chunk:
             yield run_range(spec, harness, lo, hi)

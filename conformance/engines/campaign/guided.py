@@ -40,6 +40,7 @@ from isrcheck.conformance.engines.campaign import plan as ranges
 from isrcheck.conformance.engines.campaign.executor import ROW_SCHEMA, TaskSpec, run_seed, write_part
 from isrcheck.conformance.engines.campaign.failures import write_failures
 from isrcheck.conformance.engines.campaign.harness import Harness, canonical, load_harness
+from isrcheck.conformance.engines.campaign.session import JobSession
 from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_write_json
 
 GUIDED_SCHEMA = pa.schema(list(ROW_SCHEMA) + [
@@ -129,21 +130,22 @@ class Mutants:
 
 def run_guided_range(spec: TaskSpec, round_: int, mutants: Mutants | None, lo: int, hi: int) -> dict:
     """Seeds [lo, hi) of one round, as ``executor.run_range`` with each schedule and its parents
-    kept in the row: random walks in round 0 (``mutants`` None), mutants after."""
+    kept in the row: random walks in round 0 (``mutants`` None), mutants after, all run on the
+    spec's system under test."""
     started = time.perf_counter()
     base = load_harness()
     rows = []
     for seed in range(lo, hi):
         kept: dict = {}
 
-        def walk(seed, protocol, steps, faults="default", config=None, refusals=spec.refusals):
+        def walk(seed, protocol, steps, faults="default", config=None, refusals=spec.refusals, sut=None):
             if mutants is None or mutants.explores(seed):
                 schedule, verdict = base.random_walk(seed, protocol, steps, faults=faults, config=config,
-                                                     refusals=refusals)
+                                                     refusals=refusals, sut=sut)
                 used = []
             else:
                 schedule, used = mutants.child(seed, protocol, steps, faults)
-                verdict = run_schedule(schedule)
+                verdict = run_schedule(schedule, sut=sut)
             kept.update(schedule=schedule.to_json(), parents=used)
             return schedule, verdict
 
@@ -161,12 +163,15 @@ def _run_chunks(spec: TaskSpec, round_: int, mutants: Mutants | None, chunks):
             yield run_guided_range(spec, round_, mutants, lo, hi)
 
 
-def run_guided(params, out: str | Path, rounds: int, *, spark, say=lambda text: None) -> dict:
-    """Run (or resume) a guided campaign of ``params.schedules`` seeds in ``rounds`` rounds;
-    returns summary.json's content (also written to ``out``)."""
+def run_guided(params, out: str | Path, rounds: int, *, master: str | None = None, spark=None,
+               say=lambda text: None) -> dict:
+    """Run (or resume) a guided campaign of ``params.schedules`` seeds in ``rounds`` rounds, on
+    ``spark`` (a session the caller owns) or one started for ``master``; returns summary.json's
+    content (also written to ``out``)."""
     from isrcheck.conformance.engines.campaign.driver import CampaignError
 
     params.validate()
+    session = JobSession("fuzz", master, spark)
     params.validate_faults(load_harness())
     if not 1 <= rounds <= params.schedules:
         raise CampaignError(f"--rounds: expected 1..{params.schedules} (one seed per round at least), got {rounds}")
@@ -175,36 +180,39 @@ def run_guided(params, out: str | Path, rounds: int, *, spark, say=lambda text: 
         top.bind({**params.identity(), "guided": True, "rounds": rounds})
     except ValueError as exc:
         raise CampaignError(str(exc)) from None
-    sc = spark.sparkContext
-    per = -(-params.schedules // rounds)
-    corpus = Corpus()
-    growth, all_rows = [], []
-    t0 = time.perf_counter()
-    for r in range(rounds):
-        lo = params.seed + r * per
-        hi = min(params.seed + params.schedules, lo + per)
-        if lo >= hi:
-            break
-        store = CampaignStore(Path(out) / f"round-{r}", params.protocol)
-        store.bind({**params.identity(), "round": r})
-        store.remove_orphans()
-        mutants = corpus.mutants()
-        spec = TaskSpec(out=str(store.root.resolve()), protocol=params.protocol, steps=params.steps,
-                        faults=params.faults, shrink_budget_s=params.shrink_budget_s, refusals=params.refusals)
-        done = [(c.lo, c.hi) for c in store.completed()]
-        chunks = ranges.plan_tasks((lo, hi), ranges.default_tasks(hi - lo, sc.defaultParallelism, 50), done)
-        if chunks:
-            sc.parallelize(chunks, len(chunks)).mapPartitions(partial(_run_chunks, spec, r, mutants)).collect()
-        rows = sorted(pq.read_table(store.partition_dir).to_pylist(), key=lambda row: row["seed"])
-        new_parents = sum(corpus.add(row["seed"], row["coverage"], json.loads(row["schedule"]) if row["schedule"]
-                                     else None) for row in rows)
-        all_rows += rows
-        growth.append({"round": r, "schedules": len(all_rows), "new_parents": new_parents,
-                       "parents": len(corpus.parents), "distinct_coverage": len(corpus.seen),
-                       "abstract_states": sum(1 for c in corpus.seen if c.startswith("s:")),
-                       "failing": sum(row["verdict"] != "pass" for row in rows)})
-        say(f"round {r}: {hi - lo} schedules, {new_parents} reached something new; "
-            f"{len(corpus.seen)} distinct coverage items")
+    with session:
+        sc = session.get().sparkContext
+        per = -(-params.schedules // rounds)
+        corpus = Corpus()
+        growth, all_rows = [], []
+        t0 = time.perf_counter()
+        for r in range(rounds):
+            lo = params.seed + r * per
+            hi = min(params.seed + params.schedules, lo + per)
+            if lo >= hi:
+                break
+            store = CampaignStore(Path(out) / f"round-{r}", params.protocol)
+            store.bind({**params.identity(), "round": r})
+            store.remove_orphans()
+            mutants = corpus.mutants()
+            spec = TaskSpec(out=str(store.root.resolve()), protocol=params.protocol, steps=params.steps,
+                            faults=params.faults, shrink_budget_s=params.shrink_budget_s, sut=params.sut,
+                            refusals=params.refusals)
+            done = [(c.lo, c.hi) for c in store.completed()]
+            chunks = ranges.plan_tasks((lo, hi), ranges.default_tasks(hi - lo, sc.defaultParallelism, 50), done)
+            if chunks:
+                sc.parallelize(chunks, len(chunks)).mapPartitions(partial(_run_chunks, spec, r, mutants)).collect()
+            rows = sorted(pq.read_table(store.partition_dir).to_pylist(), key=lambda row: row["seed"])
+            new_parents = sum(corpus.add(row["seed"], row["coverage"],
+                                         json.loads(row["schedule"]) if row["schedule"] else None) for row in rows)
+            all_rows += rows
+            growth.append({"round": r, "schedules": len(all_rows), "new_parents": new_parents,
+                           "parents": len(corpus.parents), "distinct_coverage": len(corpus.seen),
+                           "abstract_states": sum(1 for c in corpus.seen if c.startswith("s:")),
+                           "failing": sum(row["verdict"] != "pass" for row in rows)})
+            say(f"round {r}: {hi - lo} schedules, {new_parents} reached something new; "
+                f"{len(corpus.seen)} distinct coverage items")
+        seconds, master_url, parallelism = time.perf_counter() - t0, sc.master, sc.defaultParallelism
     counts = Counter(row["failure_id"] for row in all_rows if row["failure_id"])
     firsts = {}
     for row in all_rows:
@@ -221,8 +229,7 @@ def run_guided(params, out: str | Path, rounds: int, *, spark, say=lambda text: 
                "failures": [{k: f[k] for k in ("id", "verdict", "property", "seed", "seeds", "first_bad_step",
                                                "steps", "shrunk_steps", "file", "original_file")} for f in failures],
                "coverage_growth": growth, "distinct_coverage": len(corpus.seen),
-               "run": {"seconds": round(time.perf_counter() - t0, 3), "master": sc.master,
-                       "parallelism": sc.defaultParallelism}}
+               "run": {"seconds": round(seconds, 3), "master": master_url, "parallelism": parallelism}}
     atomic_write_json(top.summary_path, summary)
     return summary
 

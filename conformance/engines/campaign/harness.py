@@ -12,8 +12,9 @@ class HarnessUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class Harness:
-    """``random_walk(seed, protocol, steps, faults=..., config=None, refusals=...) -> (Schedule, Verdict)`` and
-    ``shrink(schedule, verdict, time_budget_s=...) -> (Schedule, Verdict)``."""
+    """``random_walk(seed, protocol, steps, faults=..., config=None, refusals=..., sut=...) -> (Schedule, Verdict)``
+    and ``shrink(schedule, verdict, time_budget_s=..., sut=...) -> (Schedule, Verdict)``; ``sut`` is the
+    campaign's system under test (a ``core.sut_spec.SutSpec``, or None for the in-process simulation)."""
 
     random_walk: Callable[..., tuple[Any, Any]]
     shrink: Callable[..., tuple[Any, Any]]

@@ -1,6 +1,7 @@
-"""Starting Spark for a campaign: embedded local mode by default, a cluster via --master, or the
-session spark-submit already configured. Java or Spark problems become SparkUnavailable with a
-one-line reason instead of a JVM stack trace."""
+"""Starting Spark for a job (fuzz, guided fuzz, cover, the gate's engines): embedded local mode by
+default, a cluster via --master, or the session spark-submit already configured. Java or Spark
+problems become SparkUnavailable, bad input with a one-line reason instead of a JVM stack trace.
+``JobSession`` is how every engine gets its session and gives it back."""
 from __future__ import annotations
 
 import os
@@ -9,11 +10,13 @@ import shutil
 import sys
 from pathlib import Path
 
+from isrcheck.conformance.vocabulary import UsageError
+
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
-class SparkUnavailable(RuntimeError):
-    """Spark cannot start (no Java, bad master URL, ...); the message says why."""
+class SparkUnavailable(UsageError):
+    """Spark cannot start (no Java, bad master URL, ...); the message says why (exit code 2)."""
 
 
 def under_spark_submit() -> bool:
@@ -85,3 +88,32 @@ def start_spark(master: str | None, app_name: str = "isrcheck-fuzz", shuffle_par
             from None
     return spark
 
+
+class JobSession:
+    """The Spark session of one job: ``spark``, a session the caller owns (and stops), or else
+    one started here for ``master`` (``start_spark``, app ``isrcheck-<app>``) on first ``get``
+    and stopped when the ``with`` block ends. A malformed ``master`` is refused at once, before
+    any work, unless ``lazy`` (a job that may never ask for Spark: the gate). After Ctrl-C the
+    session started here is silenced before it stops: PySpark cancelled the job, and the late
+    reports of its tasks are noise."""
+
+    def __init__(self, app: str, master: str | None = None, spark=None, *, lazy: bool = False) -> None:
+        self.app, self.master, self.session, self.owned = f"isrcheck-{app}", master, spark, spark is None
+        if self.owned and master is not None and not lazy:
+            check_master(master)
+
+    def get(self):
+        """The session, started on the first call."""
+        if self.session is None:
+            self.session = start_spark(self.master, app_name=self.app)
+        return self.session
+
+    def __enter__(self) -> "JobSession":
+        return self
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if self.owned and self.session is not None:
+            if kind is not None and issubclass(kind, KeyboardInterrupt):
+                self.session.sparkContext.setLogLevel("OFF")
+            self.session.stop()
+            self.session = None

@@ -48,7 +48,6 @@ def kept_when_interrupted(args) -> str:
 
 
 def run(args) -> int:
-    from isrcheck.conformance.engines.campaign.session import SparkUnavailable
     from isrcheck.conformance.engines.cover.driver import CoverError, run_cover
 
     config, scope = config_and_scope(args)
@@ -58,7 +57,7 @@ def run(args) -> int:
         result = run_cover(config, scope, out, master=args.master, partitions=args.partitions,
                            shrink_budget_s=args.shrink_budget,
                            say=lambda text: print(f"isrcheck cover: {text}", file=sys.stderr, flush=True))
-    except (CoverError, SparkUnavailable) as exc:
+    except CoverError as exc:
         raise UsageError(str(exc)) from None
     s = result.summary
     if args.json:

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
@@ -21,11 +22,14 @@ from isrcheck.model import ModelConfig, Scope
 from isrcheck.conformance.engines.campaign import plan as ranges
 from isrcheck.conformance.engines.campaign.driver import _first_python_error
 from isrcheck.conformance.engines.campaign.failures import write_failures
-from isrcheck.conformance.engines.campaign.session import check_master, start_spark
+from isrcheck.conformance.engines.campaign.session import JobSession
 from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_write_json
 from isrcheck.conformance.engines.cover.executor import CoverSpec, failure_entry, run_chunks
 from isrcheck.conformance.engines.cover.graph import build_graph
 from isrcheck.conformance.engines.cover.paths import plan_cover
+
+if TYPE_CHECKING:
+    from isrcheck.conformance.core.sut_spec import SutSpec
 
 
 class CoverError(RuntimeError):
@@ -39,20 +43,22 @@ class CoverResult:
     failures: list[dict] = field(default_factory=list)
 
 
-def identity(config: ModelConfig, scope: Scope) -> dict:
-    return {"command": "cover", "protocol": config.protocol, "config": config.to_schedule(),
-            "scope": scope.to_json()}
+def identity(config: ModelConfig, scope: Scope, sut: SutSpec | None = None) -> dict:
+    ident = {"command": "cover", "protocol": config.protocol, "config": config.to_schedule(),
+             "scope": scope.to_json()}
+    return ident if sut is None else {**ident, "sut": sut.command}
 
 
 def run_cover(config: ModelConfig, scope: Scope, out: str | Path, *, master: str | None = None,
               spark=None, partitions: int | None = None, shrink_budget_s: float = 10.0,
-              say=lambda text: None) -> CoverResult:
+              sut: SutSpec | None = None, say=lambda text: None) -> CoverResult:
+    """Run (or resume) the cover in ``out`` on ``sut`` (None: the in-process simulation), on
+    ``spark`` (a session the caller owns) or one started for ``master``."""
     wall = time.perf_counter()
-    if master is not None and spark is None:
-        check_master(master)
+    session = JobSession("cover", master, spark)
     store = CampaignStore(out, config.protocol)
     try:
-        store.bind(identity(config, scope))
+        store.bind(identity(config, scope, sut))
         store.remove_orphans()
     except ValueError as exc:
         raise CoverError(str(exc)) from None
@@ -66,24 +72,18 @@ def run_cover(config: ModelConfig, scope: Scope, out: str | Path, *, master: str
     say(f"{n:,} schedules, {plan.steps:,} steps and {plan.refusals:,} refused steps in {plan_seconds:.1f} s")
     done = [(c.lo, c.hi) for c in store.completed()]
     todo = sum(hi - lo for lo, hi in ranges.missing((0, n), done))
-    owns = spark is None
-    if owns:
-        spark = start_spark(master, app_name="isrcheck-cover")
-    try:
-        sc = spark.sparkContext
+    with session:
+        sc = session.get().sparkContext
         parallelism = sc.defaultParallelism
         tasks = partitions or ranges.default_tasks(n, parallelism, per_task=100)
         chunks = [[(lo, hi, plan.schedules[lo:hi]) for lo, hi in chunk]
                   for chunk in ranges.plan_tasks((0, n), tasks, done)]
         spec = CoverSpec(str(Path(out).resolve()), config.protocol, config.to_schedule(),
-                         tuple(st.to_json() for st in plan.vocabulary), shrink_budget_s)
+                         tuple(st.to_json() for st in plan.vocabulary), shrink_budget_s, sut)
         t1 = time.perf_counter()
         reports = _run_job(sc, spec, chunks) if chunks else []
         job_seconds = time.perf_counter() - t1
         master_url = sc.master
-    finally:
-        if owns:
-            spark.stop()
     rows = pq.read_table(store.partition_dir).to_pylist() if n else []
     if sorted(r["schedule"] for r in rows) != list(range(n)):
         raise CoverError(f"{store.runs} holds {len(rows)} rows for {n} schedules; the dataset is damaged")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 import pyarrow as pa
 
@@ -16,6 +16,9 @@ from isrcheck.conformance.generators.refusals import refused_steps
 from isrcheck.conformance.core.schedule import Schedule, load_config
 from isrcheck.conformance import shrink  # the package's export: importing the module by name would shadow it
 from isrcheck.conformance.engines.cover.paths import CoverSchedule
+
+if TYPE_CHECKING:
+    from isrcheck.conformance.core.sut_spec import SutSpec
 
 ROW_SCHEMA = pa.schema([
     ("schedule", pa.int64()),
@@ -37,13 +40,14 @@ class CoverSpec:
     config: dict            # the schedule config
     vocabulary: tuple       # step dicts; plans name steps by their position here
     shrink_budget_s: float
+    sut: SutSpec | None = None  # the system under test (None: in process); one process per worker
 
 
 def run_schedule_of_plan(spec: CoverSpec, index: int, plan: CoverSchedule) -> dict:
     """One planned schedule in lockstep; a failure is shrunk and kept in the row."""
     started = time.perf_counter()
     config = load_config(spec.config)
-    run = Lockstep(spec.protocol, config)
+    run = Lockstep(spec.protocol, config, sut=spec.sut)
     taken: list[dict] = []
     points, ends = set(plan.refusal_points), set(plan.edge_ends)
     edges_run = refusals_run = states_run = 0
@@ -73,7 +77,7 @@ def run_schedule_of_plan(spec: CoverSpec, index: int, plan: CoverSchedule) -> di
     if verdict.kind != "pass":
         schedule = Schedule(spec.protocol, config, tuple(taken), name=f"cover-{spec.protocol}-{index}",
                             description=f"isrcheck cover, schedule {index}")
-        row.update(failure_columns(shrink, schedule, verdict, spec.shrink_budget_s))
+        row.update(failure_columns(shrink, schedule, verdict, spec.shrink_budget_s, spec.sut))
     return row
 
 

@@ -22,14 +22,15 @@ def run(job: EngineJob) -> EngineRun:
     config, scope = scope_of(job.options, job.protocol, "cover")
     start = time.perf_counter()
     try:
-        result = run_cover(config, scope, job.workdir, spark=job.spark(), shrink_budget_s=job.shrink_seconds)
+        result = run_cover(config, scope, job.workdir, spark=job.spark(), shrink_budget_s=job.shrink_seconds,
+                           sut=job.sut)
     except CoverError as exc:
         raise ConfigError(f"cover {job.protocol}: {exc}") from None
     s = result.summary
     out = EngineRun("cover", job.protocol, results=str(job.workdir), seconds=time.perf_counter() - start,
                     summary=f"{s['states_covered']:,}/{s['states']:,} states, {s['edges_covered']:,}/{s['edges']:,} "
                             f"edges, {s['refusals_covered']:,}/{s['refusals']:,} refusals, {s['schedules']:,} schedules")
-    out.findings = [finding(job.workdir, failure) for failure in result.failures]
+    out.findings = [finding(job.workdir, failure, job.sut) for failure in result.failures]
     if (s["states_covered"], s["edges_covered"], s["refusals_covered"]) != (s["states"], s["edges"], s["refusals"]):
         out.findings.append(Finding(Verdict("divergence", None, None), None, "coverage",
                                     error=f"coverage short of the totals: {out.summary}"))

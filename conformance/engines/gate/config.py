@@ -2,7 +2,7 @@
 
     [tool.isrcheck.gate]
     protocols = ["kip-320"]          # corpus expectations checked on these (default: every variant)
-    corpus = ["tests/corpus"]        # the project's own corpus folders; new failures go to the first
+    corpus = ["tests/corpus"]        # the project's own corpus folders (each must exist); new failures go to the first
     scenarios = true                 # also replay the shipped specs/scenarios (default true)
     master = "local[1]"              # Spark master for the Spark engines (default local[*])
     shrink_seconds = 10              # per new failure
@@ -98,12 +98,11 @@ def load_gate_config(path: str | Path, engines: tuple[str, ...]) -> GateConfig:
     if not (isinstance(corpus, list) and all(isinstance(c, str) and c for c in corpus)):
         raise ConfigError(f"{where}.corpus: expected a list of folder names, got {corpus!r}")
     folders = tuple(base / c for c in corpus)
-    for name, folder in zip(corpus, folders):
+    for name, folder in zip(corpus, folders):  # a folder that is not there would replay nothing, silently
         if folder.exists() and not folder.is_dir():
             raise ConfigError(f"{where}.corpus: {name} is not a folder")
-    for name, folder in list(zip(corpus, folders))[1:]:  # the first is created on the first save
         if not folder.is_dir():
-            raise ConfigError(f"{where}.corpus: folder {name} does not exist")
+            raise ConfigError(f"{where}.corpus: folder {name} does not exist (create it, or remove it from corpus)")
     scenarios = table.get("scenarios", True)
     if not isinstance(scenarios, bool):
         raise ConfigError(f"{where}.scenarios: expected true or false, got {scenarios!r}")

@@ -7,10 +7,14 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from isrcheck.conformance.core.lockstep import run_schedule
 from isrcheck.conformance.core.schedule import Expected, Schedule, ScheduleError, load_schedule
 from isrcheck.conformance.core.verdict import Verdict
+
+if TYPE_CHECKING:
+    from isrcheck.conformance.core.sut_spec import SutSpec
 
 
 @dataclass(frozen=True)
@@ -33,10 +37,13 @@ class Case:
 
 def collect(folders: tuple[Path, ...], protocols: tuple[str, ...]) -> tuple[list[Case], list[Path]]:
     """Every (file, protocol) with an expectation on one of ``protocols``, in file order, and the
-    files that expect nothing on them. A file that is not a valid schedule is bad input."""
+    files that expect nothing on them. A file that is not a valid schedule, or a folder that is
+    not there, is bad input."""
     cases, unused = [], []
     for folder in folders:
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        if not folder.is_dir():
+            raise ScheduleError(f"corpus: folder {folder} does not exist")
+        for path in sorted(folder.glob("*.json")):
             try:
                 schedule = load_schedule(path)
             except ScheduleError as exc:
@@ -48,8 +55,8 @@ def collect(folders: tuple[Path, ...], protocols: tuple[str, ...]) -> tuple[list
     return cases, unused
 
 
-def replay(case: Case) -> Verdict:
-    return run_schedule(case.schedule)
+def replay(case: Case, sut: SutSpec | None = None) -> Verdict:
+    return run_schedule(case.schedule, sut=sut)
 
 
 def save_failure(folder: Path, engine: str, schedule: Schedule, verdict: Verdict, label: str) -> tuple[Path, bool]:

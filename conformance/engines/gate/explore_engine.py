@@ -69,6 +69,6 @@ def run(job: EngineJob) -> EngineRun:
             "description": f"shortest counterexample to {v.property} found by isrcheck explore"})
         # The verdict of a full replay (every property, on the implementation too) is what the
         # corpus will replay; another property may fail first on the same trace.
-        out.findings.append(Finding(run_schedule(schedule), schedule, f"{v.property} at depth {v.depth}"))
+        out.findings.append(Finding(run_schedule(schedule, sut=job.sut), schedule, f"{v.property} at depth {v.depth}"))
     out.seconds = time.perf_counter() - start
     return out

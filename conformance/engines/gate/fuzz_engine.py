@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from isrcheck.conformance.engines.campaign.driver import CampaignError, CampaignParams, run_campaign
 from isrcheck.conformance.engines.campaign.plan import SCHEDULES, STEPS
@@ -18,6 +19,9 @@ from isrcheck.conformance.core.schedule import ScheduleError, load_schedule
 from isrcheck.conformance.core.verdict import Verdict
 from isrcheck.conformance.engines.gate.config import ConfigError
 from isrcheck.conformance.engines.gate.job import EngineJob, EngineRun, Finding
+
+if TYPE_CHECKING:
+    from isrcheck.conformance.core.sut_spec import SutSpec
 
 _KEYS = ("schedules", "seconds", "steps", "faults", "seed", "block")
 BLOCK = 50  # schedules per campaign when the budget is in seconds
@@ -61,7 +65,7 @@ def run(job: EngineJob) -> EngineRun:
     while left > 0 and (ran == 0 or time.perf_counter() < deadline):  # at least one block
         n = int(min(block, left))
         params = CampaignParams(job.protocol, n, seed=seed, steps=o["steps"], faults=o["faults"],
-                                shrink_budget_s=job.shrink_seconds)
+                                shrink_budget_s=job.shrink_seconds, sut=job.sut)
         folder = Path(job.workdir) / f"seeds-{seed}-{seed + n - 1}"
         try:
             result = run_campaign(params, folder, spark=spark, progress=True, console=job.console)
@@ -70,7 +74,7 @@ def run(job: EngineJob) -> EngineRun:
         for kind, count in result.summary["by_verdict"].items():
             verdicts[kind] = verdicts.get(kind, 0) + count
         for failure in result.failures:
-            out.findings.append(finding(folder, failure))
+            out.findings.append(finding(folder, failure, job.sut))
         ran, seed, left = ran + n, seed + n, left - n
     out.seconds = time.perf_counter() - start
     counts = ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items()))
@@ -78,8 +82,9 @@ def run(job: EngineJob) -> EngineRun:
     return out
 
 
-def finding(folder: Path, failure: dict) -> Finding:
-    """A failure of a campaign's summary (fuzz or cover) as a gate finding, with its shrunk schedule."""
+def finding(folder: Path, failure: dict, sut: SutSpec | None) -> Finding:
+    """A failure of a campaign's summary (fuzz or cover) as a gate finding, with its shrunk schedule
+    and its verdict there, replayed on ``sut``."""
     verdict = Verdict(failure["verdict"], failure["property"], failure["first_bad_step"])
     label = f"seed {failure['seed']} ({failure['seeds']} seeds)"
     if failure.get("original_file") is None:  # the harness raised: only the error file
@@ -90,4 +95,4 @@ def finding(folder: Path, failure: dict) -> Finding:
         return Finding(verdict, None, label, error=str(exc))
     # The shrunk schedule's own verdict (its first bad step within the shrunk steps).
     from isrcheck.conformance.core.lockstep import run_schedule
-    return Finding(run_schedule(schedule), schedule, label, original_steps=failure["steps"])
+    return Finding(run_schedule(schedule, sut=sut), schedule, label, original_steps=failure["steps"])

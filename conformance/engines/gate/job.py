@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from isrcheck.conformance.core.schedule import Schedule
 from isrcheck.conformance.core.verdict import Verdict
+
+if TYPE_CHECKING:
+    from isrcheck.conformance.core.sut_spec import SutSpec
 
 
 @dataclass
@@ -35,7 +38,8 @@ class EngineRun:
 @dataclass
 class EngineJob:
     """What an engine gets: its protocol, its table's options (``protocols`` removed), the
-    gate-wide settings, a folder of its own and a shared Spark session (started on first use)."""
+    gate-wide settings, a folder of its own, a shared Spark session (started on first use) and
+    the system under test to run schedules on (None: the in-process simulation)."""
 
     protocol: str
     options: dict
@@ -44,3 +48,4 @@ class EngineJob:
     workdir: Path
     spark: Callable[[], object]
     console: object
+    sut: SutSpec | None = None

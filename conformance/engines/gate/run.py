@@ -3,17 +3,22 @@ of its protocols, save new failures into the corpus. Pure work; the command repo
 from __future__ import annotations
 
 import importlib
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from isrcheck.conformance.progress import Progress
+from isrcheck.conformance.engines.campaign.session import JobSession
 from isrcheck.conformance.core.verdict import Verdict
 from isrcheck.conformance.engines.gate.config import ConfigError, GateConfig
 from isrcheck.conformance.engines.gate.corpus import Case, collect, replay, save_failure
 from isrcheck.conformance.engines.gate.engines import ENGINES
 from isrcheck.conformance.engines.gate.job import EngineJob, EngineRun, Finding
+from isrcheck.conformance.engines.gate.workdir import record, start_afresh
+
+if TYPE_CHECKING:
+    from isrcheck.conformance.core.sut_spec import SutSpec
 
 
 @dataclass
@@ -64,35 +69,41 @@ def engines_to_run(config: GateConfig) -> list:
     return chosen
 
 
-def run_gate(config: GateConfig, workdir: Path, console, save: Path | None) -> GateResult:
-    """``save``: the corpus folder new failures go to (None: not saved)."""
+def run_gate(config: GateConfig, workdir: Path, console, save: Path | None,
+             sut: SutSpec | None = None) -> GateResult:
+    """``save``: the corpus folder new failures go to (None: not saved); ``sut``: the system under
+    test the corpus and every engine run on (None: the in-process simulation)."""
     start = time.perf_counter()
     engines = engines_to_run(config)  # bad engine tables stop the run before any work
     result = GateResult()
     cases, result.unused = collect(config.folders, config.protocols)
+    if not cases and not engines:  # a gate that checks nothing must not pass
+        raise ConfigError(f"{config.source}: [tool.isrcheck.gate]: nothing to run: no corpus schedule expects a "
+                          f"verdict on {', '.join(config.protocols)} (folders: "
+                          f"{', '.join(map(str, config.folders)) or 'none'}) and no engine table is configured")
+    for engine in engines:  # so do files in --out that the gate did not write
+        for protocol in config.engine_protocols(engine.name):
+            start_afresh(workdir / engine.name / protocol)
     with Progress("gate corpus", len(cases), "schedules", console=console) as progress:
         for case in cases:
             t0 = time.perf_counter()
-            verdict = replay(case)
+            verdict = replay(case, sut)
             result.cases.append(CaseResult(case, verdict, time.perf_counter() - t0))
             progress.advance(note=case.name)
-    spark = _SharedSpark(config.master)
-    try:
+    with JobSession("gate", config.master, lazy=True) as spark:  # one for every Spark engine, if one asks
         for engine in engines:
             for protocol in config.engine_protocols(engine.name):
                 folder = workdir / engine.name / protocol
-                if folder.exists():  # the gate's own results of an earlier run: start afresh
-                    shutil.rmtree(folder)
-                folder.mkdir(parents=True)
                 console.print(f"gate: {engine.name} {protocol} ...", markup=False, highlight=False)
                 job = EngineJob(protocol, config.engine_options(engine.name), config.master,
-                                config.shrink_seconds, folder, spark.get, console)
-                run = engine.load()(job)
+                                config.shrink_seconds, folder, spark.get, console, sut)
+                try:
+                    run = engine.load()(job)
+                finally:  # what the engine wrote, even if it stopped: the next run may remove it
+                    record(folder)
                 result.runs.append(run)
                 console.print(f"gate: {engine.name} {protocol}: {run.summary}; {len(run.findings)} "
                               f"failure(s) in {run.seconds:.1f} s", markup=False, highlight=False)
-    finally:
-        spark.stop()
     if save is not None:
         for run, finding in result.findings:
             if finding.schedule is not None:
@@ -102,24 +113,3 @@ def run_gate(config: GateConfig, workdir: Path, console, save: Path | None) -> G
                     result.new.add(path)
     result.seconds = time.perf_counter() - start
     return result
-
-
-class _SharedSpark:
-    """One Spark session for every Spark engine of the run, started only if one asks."""
-
-    def __init__(self, master: str | None) -> None:
-        self.master, self.session = master, None
-
-    def get(self):
-        if self.session is None:
-            from isrcheck.conformance.engines.campaign.session import SparkUnavailable, start_spark
-            try:
-                self.session = start_spark(self.master, app_name="isrcheck-gate")
-            except SparkUnavailable as exc:
-                raise ConfigError(str(exc)) from None
-        return self.session
-
-    def stop(self) -> None:
-        if self.session is not None:
-            self.session.stop()
-            self.session = None

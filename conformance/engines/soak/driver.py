@@ -10,7 +10,8 @@ unanswered request moves them to the next broker.
 
 At the end the faults stop, every broker runs again, and a final read from the broker that
 serves it (its HW steady and past every acknowledged offset) stands for the established leader's
-log. Every client answer goes through the model's ghost history (``History.after``, as in
+log: the whole log below the HW, fetched on from each answer's next offset (an answer holds at
+most about 1 MiB, fetch.max.bytes). Every client answer goes through the model's ghost history (``History.after``, as in
 lockstep), and the history properties of ``isrcheck.specs`` are checked on it: an acknowledged
 write missing from the final read is ``NoLostAckedWrite``, two reads disagreeing on an offset
 ``NoDivergentRead``, a consumer seeing the HW go back ``MonotonicHighWatermark``, and so on.
@@ -126,9 +127,9 @@ class _Clients:
             self.leader = (broker + 1) % self.n
         return False
 
-    async def consume(self, broker: int | None = None):
+    async def consume(self, broker: int | None = None, offset: int = 0):
         broker = self.leader if broker is None else broker
-        answer = await self._ask(("consume", broker), lambda: self.consumer.fetch(broker, 0), 5.0)
+        answer = await self._ask(("consume", broker), lambda: self.consumer.fetch(broker, offset), 5.0)
         if answer is None:
             return None
         self._record({"type": "consume", "replica": broker, "error": answer.error, "hw": answer.hw,
@@ -165,22 +166,39 @@ async def _reader(clients: _Clients, until: float, result: SoakResult) -> None:
         await asyncio.sleep(0.1)
 
 
-async def _final_read(clients: _Clients, acked_end: int, timeout_s: float = 60.0):
-    """A read whose HW is past every acknowledged offset and the same twice in a row, from the
-    broker that serves it: what the established leader holds below its HW."""
+async def _read_log(clients, broker: int):
+    """Everything ``broker`` serves below its HW, fetched on from each answer's next offset until
+    the HW of the last answer: (HW, records), or None if an answer failed or brought nothing."""
+    answer = await clients.consume(broker)
+    if answer is None or answer.error != "NONE":
+        return None
+    records = answer.records
+    while answer.next_offset < answer.hw:
+        offset = answer.next_offset
+        answer = await clients.consume(broker, offset)
+        if answer is None or answer.error != "NONE" or answer.next_offset <= offset:
+            return None
+        records += answer.records
+    return answer.hw, records
+
+
+async def _final_read(clients, acked_end: int, timeout_s: float = 60.0):
+    """A whole read whose HW is past every acknowledged offset and the same twice in a row, from
+    the broker that serves it: (broker, HW, records), what the established leader holds below its
+    HW; (None, -1, None) if none came within ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     last = None
     while time.monotonic() < deadline:
         for broker in range(clients.n):
-            answer = await clients.consume(broker)
-            if answer is None or answer.error != "NONE" or answer.hw < acked_end:
+            read = await _read_log(clients, broker)
+            if read is None or read[0] < acked_end:
                 continue
-            if last is not None and last[0] == broker and last[1].hw == answer.hw:
-                return broker, answer
-            last = (broker, answer)
+            if last == (broker, read[0]):
+                return broker, *read
+            last = (broker, read[0])
             break
         await asyncio.sleep(0.5)
-    return None, None
+    return None, -1, None
 
 
 async def run_soak(protocol: str, directory: str, seconds: float, faults: str = "crash", seed: int = 0,
@@ -204,23 +222,23 @@ async def run_soak(protocol: str, directory: str, seconds: float, faults: str = 
                 if not cluster.alive(b):
                     await loop.run_in_executor(None, cluster.restart, b)
             acked_end = max((o + 1 for o, _r in clients.history.acked), default=0)
-            broker, final = await _final_read(clients, acked_end)
+            broker, result.final_hw, final = await _final_read(clients, acked_end)
             result.lost_bytes = cluster.lost_bytes
             result.anomalies = _check(protocol, config, clients.history, broker, final)
-            result.final_hw = -1 if final is None else final.hw
     finally:
         await loop.run_in_executor(None, cluster.stop)
     return result
 
 
 def _check(protocol: str, config: ClusterConfig, history, broker, final) -> list[str]:
-    """The history properties over what clients were told, with the final read as the established
-    leader's log; no final read at all is an anomaly of its own (the cluster did not recover)."""
+    """The history properties over what clients were told, with the final read's records as the
+    established leader's log; no final read at all is an anomaly of its own (the cluster did not
+    recover)."""
     if final is None:
         return ["NoFinalRead"]
     model = ModelConfig(protocol=protocol, replicas=config.replicas, min_insync_replicas=config.min_insync_replicas)
     state = initial_state(model)
-    log = tuple(Entry(o, -1, int(v), o) for o, v in final.records)
+    log = tuple(Entry(o, -1, int(v), o) for o, v in final)
     lead = state.replicas[0]._replace(log=log, leader=broker, leader_epoch=0, alive=True)
     others = tuple(r._replace(log=(), alive=False) for r in state.replicas)
     state = state._replace(replicas=others[:broker] + (lead,) + others[broker + 1:],
