@@ -90,7 +90,7 @@ COVERED = {
     "docs/campaigns.md": {
         "isrcheck fuzz --protocol kip-320 --schedules 2000 --out campaigns/kip-320",
         "isrcheck fuzz --protocol hw-truncation --schedules 500 --seed 1000 --steps 150 --master local[2]",
-        "isrcheck check campaigns/hw-truncation/failures/violation-StrongIsr.json",
+        "isrcheck check campaigns/hw-truncation/failures/violation-WeakIsr.json",
         "spark-class org.apache.spark.deploy.master.Master --host 127.0.0.1 --port 7077 &",
         "spark-class org.apache.spark.deploy.worker.Worker spark://127.0.0.1:7077 --cores 2 --work-dir /tmp/spark-work &",
         "isrcheck fuzz --protocol kip-320 --schedules 200000 --master spark://127.0.0.1:7077 --out /shared/campaigns/kip-320",
@@ -417,9 +417,9 @@ def test_fuzz_campaigns_and_replaying_a_failure(tmp_path):
     assert example("isrcheck fuzz --protocol kip-320 --schedules 2000")
     proc = run(example("isrcheck fuzz --protocol hw-truncation --schedules 500 --seed 1000 --steps 150 "
                        "--master local[2]"), cwd=tmp_path, timeout=1800)
-    assert proc.returncode == 1 and "violation-StrongIsr.json" in proc.stdout
-    proc = run(example("isrcheck check campaigns/hw-truncation/failures/violation-StrongIsr.json"), cwd=tmp_path)
-    assert proc.returncode == 1 and "violation of StrongIsr" in proc.stdout
+    assert proc.returncode == 1 and "violation-WeakIsr.json" in proc.stdout
+    proc = run(example("isrcheck check campaigns/hw-truncation/failures/violation-WeakIsr.json"), cwd=tmp_path)
+    assert proc.returncode == 1 and "violation of WeakIsr" in proc.stdout
     assert proc.stdout.rstrip().endswith("-> as expected")
 
 
