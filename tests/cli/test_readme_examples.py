@@ -1,11 +1,12 @@
-"""README's shell examples, read from README.md and run as written, show what README says they show.
+"""The shell examples of README.md and of every docs/*.md page, read from the pages and run as
+written, show what the text says.
 
-Each example is found by its text (a changed example fails here until its test follows), run as
-a program, and checked for the exit code and the output its comment or the surrounding text
-promises. Placeholders (``FILE.json``, ``P``, ``[--option]``) are filled in with a shipped
-scenario. The long ones (explorations of the default scope, Spark campaigns, a standalone
-cluster, a fresh install) are marked ``slow``; where a smaller run shows the same, the default
-run has it.
+Each example is found by its text on its page (a changed or moved example fails here until its
+test follows), run as a program, and checked for the exit code and the output its comment or the
+surrounding text promises. Placeholders (``FILE.json``, ``P``, ``[--option]``) are filled in with
+a shipped scenario. The long ones (explorations of the default scope, Spark campaigns, a
+standalone cluster, a fresh install) are marked ``slow``; where a smaller run shows the same, the
+default run has it.
 """
 from __future__ import annotations
 
@@ -22,15 +23,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGES = ["README.md"] + sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
 SCENARIO = "specs/scenarios/kip101-scenario1.json"  # FILE.json: passes on kip-320, NoLostAckedWrite on hw-truncation
+# an inline command naming a placeholder (P, FILE.json, OUT, CAMPAIGN_DIR, ...) or an optional part is syntax, not an example
+PLACEHOLDER = re.compile(r"\b(P|N|S|[A-Z][A-Z_]*[A-Z](\.json|\.html)?)\b|\[")
 
 
-def _examples() -> list[str]:
-    """Every command of README's sh blocks (and the plain block that holds ``isrcheck sim``), comments
-    cut, continuation lines joined; and every complete ``isrcheck`` command quoted inline."""
+def _page_examples(page: str) -> list[str]:
+    """Every command of a page's sh blocks (and of plain blocks, the lines that start with
+    ``isrcheck``), comments cut, continuation lines joined; and every complete ``isrcheck``
+    command quoted inline."""
+    text = (ROOT / page).read_text(encoding="utf-8")
     commands, block = [], None
-    for line in README.splitlines():
+    for line in text.splitlines():
         if line.startswith("```"):
             block = None if block is not None else line[3:].strip()
             continue
@@ -40,13 +45,17 @@ def _examples() -> list[str]:
             commands.append(line)
     joined = "\n".join(commands).replace("\\\n", " ")
     out = [" ".join(re.sub(r"\s+#.*$", "", c).split()) for c in joined.splitlines()]
-    inline = re.findall(r"`(isrcheck [^`]+)`", README)
-    return out + [c for c in inline if not re.search(r"\b(P|N|S|FILE\.json|PATH)\b|\[", c)]
+    inline = re.findall(r"`(isrcheck [^`]+)`", text)
+    return out + [c for c in inline if not PLACEHOLDER.search(c)]
+
+
+def _examples() -> list[str]:
+    return [command for page in PAGES for command in _page_examples(page)]
 
 
 def example(text: str) -> str:
-    """``text`` as README has it: an example that changed fails the test that runs it."""
-    assert text in _examples(), f"README no longer has the example {text!r}"
+    """``text`` as a page has it: an example that changed fails the test that runs it."""
+    assert text in _examples(), f"no page has the example {text!r} any more"
     return text
 
 
@@ -56,7 +65,7 @@ ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.envi
 
 def run(command: str, cwd: Path = ROOT, timeout: float = 600, fill: dict | None = None,
         options: bool = True) -> subprocess.CompletedProcess:
-    """Run a README command line with bash, this environment's ``isrcheck`` first on the PATH:
+    """Run a page's command line with bash, this environment's ``isrcheck`` first on the PATH:
     placeholders replaced by ``fill``, optional ``[--option value]`` parts taken (or left out)."""
     for placeholder, value in (fill or {}).items():
         command = command.replace(placeholder, value)
@@ -66,58 +75,96 @@ def run(command: str, cwd: Path = ROOT, timeout: float = 600, fill: dict | None 
 
 
 COVERED = {
-    # the sh blocks, in README's order
-    "python3 -m venv .venv && . .venv/bin/activate && pip install . && isrcheck fuzz --protocol kip-320 --schedules 2000 --out campaigns/kip-320",
-    'python3 -m venv .venv && . .venv/bin/activate && pip install ".[dev]" && python -m pytest -n auto',
-    "isrcheck explore --protocol kip-279 --save cex/",
-    "isrcheck check cex/kip-279-StrongIsr.json",
-    "isrcheck explore --protocol kip-320 --json",
-    "isrcheck explore --protocol kip-320 --unclean-election --max-crashes 3 --max-records 1",
-    'isrcheck explore --protocol kip-320 --replicas 2 --max-records 1 --max-power-losses 2 --crash-kinds ""',
-    "isrcheck sim --protocol kip-320 --replicas 3 --seed 1 --steps 400 [--crash-kinds clean,process] [--json]",
-    "isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation",
-    "isrcheck check FILE.json --json",
-    "isrcheck check FILE.json --model-only",
-    "isrcheck check FILE.json --trace",
-    "isrcheck check FILE.json --expected",
-    "isrcheck check FILE.json --strict",
-    "isrcheck shrink FILE.json -o SMALL.json [--protocol P] [--time-budget 10] [--keep-budget default]",
-    "isrcheck explore --protocol kip-101 --replay-on-impl --json",
-    'isrcheck prove --protocol hw-truncation --replicas 1 --min-isr 1 --max-records 1 --max-epoch 1 --max-crashes 1 '
-    '--max-power-losses 1 --crash-kinds "" --bounces 1 --depth 5 --save cex/',
-    "isrcheck prove --protocol kip-320 --replicas 1 --min-isr 1 --max-records 1 --max-epoch 1 --property "
-    "HighWatermarkBound --induction",
-    "isrcheck fuzz --protocol kip-320 --schedules 2000 --out campaigns/kip-320",
-    "isrcheck fuzz --protocol hw-truncation --schedules 500 --seed 1000 --steps 150 --master local[2]",
-    "isrcheck check campaigns/hw-truncation/failures/violation-StrongIsr.json",
-    "spark-class org.apache.spark.deploy.master.Master --host 127.0.0.1 --port 7077 &",
-    "spark-class org.apache.spark.deploy.worker.Worker spark://127.0.0.1:7077 --cores 2 --work-dir /tmp/spark-work &",
-    "isrcheck fuzz --protocol kip-320 --schedules 200000 --master spark://127.0.0.1:7077 --out /shared/campaigns/kip-320",
-    "spark-submit --master spark://127.0.0.1:7077 --conf spark.executor.cores=2 "
-    "\"$(python -c 'import isrcheck.conformance.engines.campaign as c, os; print(os.path.join(os.path.dirname(c.__file__), \"__main__.py\"))')\" "
-    "--protocol kip-320 --schedules 200000 --out /shared/campaigns/kip-320",
-    "isrcheck gate --junit-xml gate.xml --html gate-report",
-    "isrcheck report specs/scenarios/kip101-scenario2.json --protocol hw-truncation --html kip101-scenario2.html",
-    "isrcheck report campaigns/kip-320 --html campaigns/kip-320/report",
-    "python -m pytest --isrcheck specs/scenarios",
-    'isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation --sut "python -m isrcheck.impl.sut"',
-    'isrcheck fuzz --protocol hw-truncation --schedules 40 --steps 60 --sut "python -m isrcheck.impl.sut" '
-    "--out campaigns/hw-truncation-sut",
-    "isrcheck soak --protocol kip-320 --duration 30 --faults crash --seed 1",
-    'isrcheck check specs/scenarios/torn-power-loss.json --sut "python -m isrcheck.impl.sut --processes"',
-    # complete commands quoted inline
-    "isrcheck explore",
-    "isrcheck gate",
-    "isrcheck report",
-    "isrcheck sim",
-    "isrcheck check",
-    "isrcheck fuzz",
-    "isrcheck fuzz --protocol kip-320 --schedules 2000",
+    # each page's sh blocks in its order, then the complete commands it quotes inline
+    "README.md": {
+        "python3 -m venv .venv && . .venv/bin/activate && pip install . && isrcheck fuzz --protocol kip-320 --schedules 2000 --out campaigns/kip-320",
+        'python3 -m venv .venv && . .venv/bin/activate && pip install ".[dev]" && python -m pytest -n auto',
+        "isrcheck explore --protocol hw-truncation --replicas 2 --min-isr 1 --max-records 1 --max-epoch 3 --max-crashes 1",
+        "isrcheck explore --protocol kip-320 --replicas 2 --min-isr 1 --max-records 1 --max-epoch 3 --max-crashes 1",
+        "isrcheck check specs/scenarios/kip101-scenario1.json",
+        "isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation",
+        "isrcheck report specs/scenarios/kip101-scenario2.json --protocol hw-truncation --html kip101-scenario2.html",
+        "isrcheck report campaigns/kip-320 --html campaigns/kip-320/report",
+        "isrcheck prove", "isrcheck sim", "isrcheck gate", "isrcheck soak",
+    },
+    "docs/campaigns.md": {
+        "isrcheck fuzz --protocol kip-320 --schedules 2000 --out campaigns/kip-320",
+        "isrcheck fuzz --protocol hw-truncation --schedules 500 --seed 1000 --steps 150 --master local[2]",
+        "isrcheck check campaigns/hw-truncation/failures/violation-StrongIsr.json",
+        "spark-class org.apache.spark.deploy.master.Master --host 127.0.0.1 --port 7077 &",
+        "spark-class org.apache.spark.deploy.worker.Worker spark://127.0.0.1:7077 --cores 2 --work-dir /tmp/spark-work &",
+        "isrcheck fuzz --protocol kip-320 --schedules 200000 --master spark://127.0.0.1:7077 --out /shared/campaigns/kip-320",
+        "spark-submit --master spark://127.0.0.1:7077 --conf spark.executor.cores=2 "
+        "\"$(python -c 'import isrcheck.conformance.engines.campaign as c, os; print(os.path.join(os.path.dirname(c.__file__), \"__main__.py\"))')\" "
+        "--protocol kip-320 --schedules 200000 --out /shared/campaigns/kip-320",
+        "isrcheck fuzz", "isrcheck cover", "isrcheck check", "isrcheck explore",
+    },
+    "docs/ci.md": {
+        "isrcheck gate --junit-xml gate.xml --html gate-report",
+        "python -m pytest --isrcheck tests/corpus",
+        "python -m pytest --isrcheck specs/scenarios",
+        "isrcheck gate", "isrcheck report", "isrcheck check",
+    },
+    "docs/conformance.md": {
+        "isrcheck check FILE.json --json",
+        "isrcheck check FILE.json --model-only",
+        "isrcheck check FILE.json --trace",
+        "isrcheck check FILE.json --expected",
+        "isrcheck check FILE.json --strict",
+        "isrcheck shrink FILE.json -o SMALL.json [--protocol P] [--time-budget 10] [--keep-budget default]",
+        "isrcheck explore --protocol kip-101 --replay-on-impl --json",
+        "isrcheck check", "isrcheck fuzz",
+    },
+    "docs/figures.md": {
+        "isrcheck check",
+        "isrcheck fuzz --protocol kip-320 --schedules 2000",
+    },
+    "docs/model.md": {
+        "isrcheck explore --protocol kip-279 --save cex/",
+        "isrcheck check cex/kip-279-StrongIsr.json",
+        "isrcheck explore --protocol kip-320 --json",
+        "isrcheck explore --protocol kip-320 --unclean-election --max-crashes 3 --max-records 1",
+        'isrcheck explore --protocol kip-320 --replicas 2 --max-records 1 --max-power-losses 2 --crash-kinds ""',
+        "isrcheck explore",
+    },
+    "docs/processes.md": {
+        "isrcheck soak --protocol kip-320 --duration 30 --faults crash --seed 1",
+        'isrcheck check specs/scenarios/torn-power-loss.json --sut "python -m isrcheck.impl.sut --processes"',
+        "isrcheck soak",
+    },
+    "docs/prove.md": {
+        'isrcheck prove --protocol hw-truncation --replicas 1 --min-isr 1 --max-records 1 --max-epoch 1 --max-crashes 1 '
+        '--max-power-losses 1 --crash-kinds "" --bounces 1 --depth 5 --save cex/',
+        "isrcheck prove --protocol kip-320 --replicas 1 --min-isr 1 --max-records 1 --max-epoch 1 --property "
+        "HighWatermarkBound --induction",
+        "isrcheck prove", "isrcheck check",
+    },
+    "docs/replication.md": {
+        "isrcheck sim --protocol kip-320 --replicas 3 --seed 1 --steps 400 [--crash-kinds clean,process] [--json]",
+        "isrcheck sim",
+    },
+    "docs/steps.md": set(),
+    "docs/storage.md": {"isrcheck dump-log"},
+    "docs/sut-protocol.md": {
+        'isrcheck check SCHEDULE.json --sut "java -jar my-broker-sut.jar"',
+        'isrcheck fuzz --protocol kip-320 --schedules 2000 --sut "./my-sut"',
+        "isrcheck shrink FAILING.json -o small.json --sut tcp://127.0.0.1:9400",
+        'isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation --sut "python -m isrcheck.impl.sut"',
+        'isrcheck fuzz --protocol hw-truncation --schedules 40 --steps 60 --sut "python -m isrcheck.impl.sut" '
+        "--out campaigns/hw-truncation-sut",
+    },
 }
+BARE = {"isrcheck check", "isrcheck cover", "isrcheck dump-log", "isrcheck explore", "isrcheck fuzz",
+        "isrcheck gate", "isrcheck prove", "isrcheck report", "isrcheck sim", "isrcheck soak"}
 
 
-def test_every_readme_example_has_a_test_here():
-    assert set(_examples()) == COVERED
+@pytest.mark.parametrize("page", PAGES)
+def test_every_example_of_the_page_has_a_test_here(page):
+    assert set(_page_examples(page)) == COVERED.get(page), f"{page}: its examples and COVERED differ"
+
+
+def test_every_page_listed_here_exists():
+    assert sorted(COVERED) == sorted(PAGES)
 
 
 # -- the default run -------------------------------------------------------------------------------
@@ -139,7 +186,33 @@ def test_check_a_scenario_under_another_protocol_names_its_property_as_expected(
     proc = run(example("isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation"))
     assert proc.returncode == 1, proc.stderr
     assert "[hw-truncation]: violation of NoLostAckedWrite" in proc.stdout
+    assert "Every acks=all write answered NONE is" in proc.stdout  # the property in words
+    assert "broker 0 (down):" in proc.stdout and "broker 1 (leader):" in proc.stdout  # every broker's state
     assert proc.stdout.rstrip().endswith("expected: violation of NoLostAckedWrite -> as expected")
+
+
+def test_check_a_scenario_on_the_variant_it_names():
+    proc = run(example("isrcheck check specs/scenarios/kip101-scenario1.json"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("kip101-scenario1 [kip-320]: pass")
+    assert proc.stdout.rstrip().endswith("expected: pass -> as expected")
+
+
+def test_the_tour_explores_one_small_scope_on_two_variants():
+    proc = run(example("isrcheck explore --protocol hw-truncation --replicas 2 --min-isr 1 --max-records 1 "
+                       "--max-epoch 3 --max-crashes 1"))
+    assert proc.returncode == 1, proc.stderr
+    assert re.search(r"\b[2-9]\d\d distinct states, .*, complete", proc.stdout)  # a few hundred
+    assert "WeakIsr violated after 11 steps" in proc.stdout and "StrongIsr violated after 14 steps" in proc.stdout
+    assert "LEO/HW" in proc.stdout and "controller: leader, leader epoch, ISR" in proc.stdout  # the table's legend
+    strong = proc.stdout[proc.stdout.index("StrongIsr violated"):]  # crash, restart, truncate, back in the ISR
+    for step in ("crash replica=1", "restart replica=1", "deliver_leader_and_isr replica=1",
+                 "handle_alter_partition replica=0"):
+        assert step in strong
+    proc = run(example("isrcheck explore --protocol kip-320 --replicas 2 --min-isr 1 --max-records 1 "
+                       "--max-epoch 3 --max-crashes 1"))
+    assert proc.returncode == 0, proc.stderr
+    assert ", complete" in proc.stdout and "no property violated" in proc.stdout
 
 
 def test_check_through_the_driver_protocol_gives_the_in_process_verdict():
@@ -212,19 +285,20 @@ def test_sim_prints_what_clients_saw_and_exits_0_when_logs_agree():
 
 
 def test_two_power_losses_of_two_replicas_lose_an_acknowledged_write():
-    """README, fault budgets: min.insync.replicas power losses lose an acknowledged write."""
+    """docs/model.md, fault budgets: min.insync.replicas power losses lose an acknowledged write."""
     proc = run(example('isrcheck explore --protocol kip-320 --replicas 2 --max-records 1 '
                        '--max-power-losses 2 --crash-kinds ""'))
     assert proc.returncode == 1, proc.stderr
-    assert "1,712 distinct states" in proc.stdout and ", complete" in proc.stdout
+    assert "1,744 distinct states" in proc.stdout and ", complete" in proc.stdout
     assert "NoLostAckedWrite violated" in proc.stdout
 
 
-def test_bare_commands_quoted_inline_are_sub_commands_that_need_arguments():
-    for command in ("isrcheck explore", "isrcheck sim", "isrcheck check", "isrcheck fuzz"):
-        example(command)
-    assert run("isrcheck check").returncode == 2
-    assert run("isrcheck fuzz").returncode == 2  # --protocol is required
+def test_bare_commands_quoted_inline_are_sub_commands_and_those_that_need_arguments_say_so():
+    assert {c for c in _examples() if len(c.split()) == 2 and c.startswith("isrcheck ")} == BARE
+    listed = re.search(r"\{([a-z,-]+)\}", run("isrcheck --help").stdout).group(1).split(",")
+    assert {c.split()[1] for c in BARE} <= set(listed)
+    proc = run("isrcheck check 2>/dev/null; echo $?; isrcheck fuzz 2>/dev/null; echo $?")
+    assert proc.stdout.split() == ["2", "2"]  # a schedule, --protocol and --schedules are required
 
 
 def test_report_a_scenario_as_a_timeline(tmp_path):
@@ -245,12 +319,53 @@ def test_the_scenarios_as_pytest_items():
     assert f"{expectations} passed" in proc.stdout
 
 
+def test_a_corpus_folder_as_pytest_items(tmp_path):
+    """docs/ci.md's corpus folder: one item per expected protocol; a wrong expectation fails its item."""
+    corpus = tmp_path / "tests" / "corpus"
+    corpus.mkdir(parents=True)
+    scenario = json.loads((ROOT / SCENARIO).read_text())
+    (corpus / "scenario.json").write_text(json.dumps(scenario))
+    (corpus / "wrong.json").write_text(json.dumps({**scenario, "expected": {"hw-truncation": {"verdict": "pass"}}}))
+    proc = run(example("python -m pytest --isrcheck tests/corpus") + " -p no:cacheprovider -q", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    assert f"1 failed, {len(scenario['expected'])} passed" in proc.stdout
+    assert "wrong.json::hw-truncation" in proc.stdout
+
+
+def test_the_driver_protocol_examples_with_this_projects_server(tmp_path):
+    """docs/sut-protocol.md: a child process on stdin/stdout, and a server you started (here on any free port)."""
+    proc = run(example('isrcheck check SCHEDULE.json --sut "java -jar my-broker-sut.jar"'),
+               fill={"SCHEDULE.json": SCENARIO, "java -jar my-broker-sut.jar": "python -m isrcheck.impl.sut"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[kip-320]: pass" in proc.stdout
+    failing = tmp_path / "failing.json"  # an acknowledged write lost to a power loss, with two steps too many
+    failing.write_text(json.dumps({"version": 1, "protocol": "hw-truncation",
+                                   "config": {"replicas": 1, "min_insync_replicas": 1},
+                                   "steps": [{"step": "produce", "replica": 0, "acks": -1}, {"step": "tick"},
+                                             {"step": "crash", "replica": 0, "kind": "power"}, {"step": "tick"},
+                                             {"step": "restart", "replica": 0},
+                                             {"step": "deliver_leader_and_isr", "replica": 0, "index": 0}]}))
+    server = subprocess.Popen([sys.executable, "-m", "isrcheck.impl.sut", "--listen", "127.0.0.1:0"], env=ENV,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        port = server.stdout.readline().split(":")[-1].strip()  # "listening 127.0.0.1:PORT"
+        proc = run(example("isrcheck shrink FAILING.json -o small.json --sut tcp://127.0.0.1:9400"), cwd=tmp_path,
+                   fill={"FAILING.json": str(failing), ":9400": f":{port}"})
+        assert proc.returncode == 1, proc.stdout + proc.stderr  # the failure is still there, smaller
+        assert "violation of NoLostAckedWrite at step 5: 6 -> 4 steps, written to small.json" in proc.stdout
+        assert [s["step"] for s in json.loads((tmp_path / "small.json").read_text())["steps"]] == [
+            "produce", "crash", "restart", "deliver_leader_and_isr"]
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
 # -- slow: the default scope, Spark, a standalone cluster, a fresh install --------------------------
 
 
 @pytest.mark.slow
 def test_the_repository_gate_and_a_campaign_page(tmp_path):
-    """The gate as README runs it, from a copy of pyproject.toml and the corpus it names
+    """The gate as docs/ci.md runs it, from a copy of pyproject.toml and the corpus it names
     (tests/gate/test_self_gate.py runs the same gate in the default run), then a campaign's page."""
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     shutil.copytree(ROOT / "tests" / "corpus", tmp_path / "tests" / "corpus")
@@ -321,6 +436,11 @@ def test_a_campaign_through_the_driver_protocol(tmp_path):
     summary = json.loads((tmp_path / "campaigns" / "hw-truncation-sut" / "summary.json").read_text())
     assert summary["schedules"] == 40 and "sut-failure" not in summary["by_verdict"]
     assert summary["by_verdict"].get("violation", 0) > 0
+    proc = run(example('isrcheck fuzz --protocol kip-320 --schedules 2000 --sut "./my-sut"'), cwd=tmp_path,
+               fill={"--schedules 2000": "--schedules 20", "./my-sut": "python -m isrcheck.impl.sut"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "campaigns" / "kip-320" / "summary.json").read_text())
+    assert summary["by_verdict"] == {"pass": 20}
 
 
 @pytest.mark.slow

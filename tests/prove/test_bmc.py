@@ -54,9 +54,11 @@ def assert_same_as_explorer(config: ModelConfig, scope: Scope, properties=tuple(
 
 def assert_same_as_explorer_to_depth(config: ModelConfig, scope: Scope, depth: int, properties) -> dict:
     """The explorer's shortest violations up to ``depth`` transitions, and no other, found
-    symbolically; returned as property -> transitions."""
+    symbolically; returned as property -> transitions. A solver call may take up to ten minutes
+    of wall time: these tests compare answers, not speed, and a loaded machine must not turn an
+    answer into "unknown"."""
     expected, _graph_depth = shortest_depths(config, scope)
-    result = bmc(config, scope, depth, properties, preprocess=True)
+    result = bmc(config, scope, depth, properties, preprocess=True, timeout_ms=600_000)
     assert not result.unknown
     found = {v.property: v.transitions for v in result.violations}
     assert found == {p: d for p, d in expected.items() if p in properties and d <= depth}

@@ -15,7 +15,7 @@ def test_initial_state_is_the_one_of_the_step_semantics():
     assert (snap.controller.leader, snap.controller.leader_epoch, snap.controller.isr,
             snap.controller.partition_epoch, snap.controller.fenced) == (0, 0, (0, 1, 2), 0, ())
     assert all(b.alive and b.log == () and b.leader == 0 and b.isr == (0, 1, 2) for b in snap.brokers)
-    assert leader.epoch_start_offset == 0 and leader.remote_leo == (-1, 0, 0)
+    assert leader.epoch_start_offset == 0 and leader.remote_leo == (-1, -1, -1)  # no follower fetched yet
     assert f1.remote_leo == (-1, -1, -1) and f1.truncating_epoch == -1
 
 
