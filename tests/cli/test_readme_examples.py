@@ -186,6 +186,7 @@ def test_check_a_scenario_under_another_protocol_names_its_property_as_expected(
     proc = run(example("isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation"))
     assert proc.returncode == 1, proc.stderr
     assert "[hw-truncation]: violation of NoLostAckedWrite" in proc.stdout
+    assert "truncated its log to offset 0 (its HW) at step 9" in proc.stdout.splitlines()[0]  # what went wrong
     assert "Every acks=all write answered NONE is" in proc.stdout  # the property in words
     assert "broker 0 (down):" in proc.stdout and "broker 1 (leader):" in proc.stdout  # every broker's state
     assert proc.stdout.rstrip().endswith("expected: violation of NoLostAckedWrite -> as expected")
@@ -309,6 +310,7 @@ def test_report_a_scenario_as_a_timeline(tmp_path):
     assert f"violation of StrongIsr at step 32; timeline: {out}" in proc.stdout
     page = out.read_text()
     assert page.count('class="lane replica"') == 2 and "first bad step" in page
+    assert '<p class="explanation" id="explanation">Broker 1, elected leader' in page  # what went wrong, on top
 
 
 def test_the_scenarios_as_pytest_items():
