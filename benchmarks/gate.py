@@ -16,7 +16,7 @@ from pathlib import Path
 from isrcheck.conformance.engines.gate.config import load_gate_config
 from isrcheck.conformance.engines.gate.corpus import collect, replay
 from isrcheck.conformance.engines.gate.engines import NAMES
-from isrcheck.conformance.reports.page import write_timeline
+from isrcheck.conformance.reports.timeline import write_timeline
 
 ROOT = Path(__file__).resolve().parents[1]
 

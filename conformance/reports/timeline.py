@@ -20,9 +20,9 @@ _QUEUES = (("fetch_requests", "Fetch"), ("fetch_responses", "FetchResponse"),
            ("alter_partition_responses", "AlterPartitionResponse"))
 
 
-# On load (a reload too): the first bad step's column scrolled to the middle of the timeline and,
-# when the window does not show its head, the page scrolled to put the head just below the
-# sentence, which sticks to the top.
+# On load (a reload too): the timeline scrolled sideways to the first bad step's column (the last
+# one run, as the run stops there) and, when the window does not show its head, the page scrolled
+# to put the head just below the sentence, which sticks to the top.
 _OPEN_AT_FIRST_BAD = """(function () {
   var bad = document.getElementById("first-bad");
   if (!bad) return;

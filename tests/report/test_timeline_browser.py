@@ -81,7 +81,7 @@ def test_a_divergence_outlines_the_first_differing_step_with_the_diff(tmp_path, 
     out = tmp_path / "mutant.html"
     assert main(["report", scenario("healthy-acks-all"), "--html", str(out)]) == 1  # expected pass
     page, errors = open_page(out)
-    assert opens_at_the_first_bad_step(page)  # a column in the middle of the timeline
+    assert opens_at_the_first_bad_step(page)  # no scrolling by the user
     page.screenshot(path=str(artifacts / "timeline-divergence.png"))
     assert errors == []
     bad = page.locator(".step-head.first-bad")
