@@ -1,17 +1,71 @@
-"""The fault budget as a guard over model states: which fault steps a generated run may take so
-that it stays within the budget under which Kafka promises its guarantees
-(``isrcheck.specs.FAULT_BUDGET``), leaving out the losses each variant suffers by design
-(``Protocol.known_losses``, ``losses.py``).
+"""The fault budget: what a run did that Kafka's promises depend on, and a guard that keeps a
+generated run inside it.
 
-One owner, read by the random walks, the Hypothesis strategies and state machine, the shrinker's
-budget check and guided fuzzing's mutants (all through ``FaultBudget``); the explorer and its SMT
-encoding leave the same known losses out with ``Scope.exclude_known_losses``.
+Each property of ``isrcheck.specs`` states its own budget (``Property.budget``): the faults within
+which Kafka promises it. ``FaultLedger`` is the bookkeeping those budgets read, kept beside the
+model state along a run (the lockstep runner, the explorer): which brokers lost data, whether a
+consumer read a deposed leader, which of the known losses (``losses.py``) the run entered. A
+property that fails once the ledger is past its budget is reported as broken outside its budget,
+never as a violation.
+
+``FaultBudget`` is the guard generators use to stay inside the budget of every property at once
+(random walks, the Hypothesis strategies and state machine, the shrinker's budget check and guided
+fuzzing's mutants); the explorer and its SMT encoding leave the known losses out with
+``Scope.exclude_known_losses``.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from .config import ScheduleConfig
-from .losses import FAST_BOUNCE_AFTER_LOSS, LAST_REPLICA_STANDING, STALE_ISR_EXPANSION
+from .losses import (
+    FAST_BOUNCE_AFTER_LOSS, LAST_REPLICA_STANDING, STALE_ISR_EXPANSION, fast_bounce_after_loss,
+    last_replica_standing, stale_isr_expansion,
+)
 from .protocols import PROTOCOLS
+
+
+class FaultLedger(NamedTuple):
+    """What a run did so far that fault budgets read (``isrcheck.specs.Budget``); a function of
+    the steps taken and the model states around them, so two paths to one state may differ in it.
+
+    ``losers``: sorted ids of the brokers that had an unclean shutdown that may lose data they had
+    acknowledged, a power loss or a lost disk (KIP-966 counts these events: "MinISR-1 tolerance to
+    data loss unclean shutdown events"), whether or not the write-back happened to save it all.
+    ``stale_reads``: a consumer read a broker that led in a leader epoch the controller had left
+    (Kafka's consumer sends its leader epoch, KIP-320, and is fenced there; the model's does not).
+    ``known``: sorted names of the known losses (``losses.KNOWN_LOSSES``) whose situation the run
+    entered, whichever variant ran."""
+
+    losers: tuple = ()
+    stale_reads: bool = False
+    known: tuple = ()
+
+    def after(self, before, st, after) -> "FaultLedger":
+        """The ledger once step ``st`` took the model from ``before`` to ``after``."""
+        name = st.name
+        ledger = self
+        if name == "consume":
+            rep = before.replicas[st.replica]
+            if not self.stale_reads and rep.leader == st.replica and \
+                    rep.leader_epoch != before.controller.leader_epoch:
+                ledger = ledger._replace(stale_reads=True)
+            return ledger
+        if loses_data(st) and st.replica not in self.losers:
+            ledger = ledger._replace(losers=tuple(sorted(self.losers + (st.replica,))))
+        entered = []
+        # Last Replica Standing begins when the ISR changes or a member loses data
+        if (before.controller is not after.controller or loses_data(st)) and last_replica_standing(after):
+            entered.append(LAST_REPLICA_STANDING.name)
+        if name == "restart" and fast_bounce_after_loss(before, st):
+            entered.append(FAST_BOUNCE_AFTER_LOSS.name)
+        if name == "handle_alter_partition" and stale_isr_expansion(before, st, after):
+            entered.append(STALE_ISR_EXPANSION.name)
+        new = [n for n in entered if n not in ledger.known]
+        return ledger._replace(known=tuple(sorted(ledger.known + tuple(new)))) if new else ledger
+
+
+EMPTY_LEDGER = FaultLedger()
 
 
 class FaultBudget:

@@ -4,6 +4,11 @@ Every distinct state is kept once, as a key of ``index`` (exact equality, no los
 so results never depend on hash seeds); per state only its parent's index and the id of the
 step that reached it are stored, in flat arrays. Breadth-first order makes the first state found
 violating a property the end of a shortest counterexample.
+
+A state is stored with the fault ledger of the path that reached it (``budget.FaultLedger``): a
+property that fails where the ledger is past the property's fault budget is recorded as broken
+outside its budget (``ExploreResult.beyond_budget``, with its shortest trace), not as a violation,
+and stays checked, since another path may reach a failure within the budget.
 """
 from __future__ import annotations
 
@@ -16,8 +21,9 @@ from typing import Callable, Iterable
 from ..specs import PROPERTIES, Property
 from .actions import ACTIONS, HandleFetch, HandleFetchResponse, SendFetch
 from .alphabet import STEPS, Step, step_kinds, steps_of
+from .budget import EMPTY_LEDGER
 from .config import ModelConfig, Scope
-from .losses import LAST_REPLICA_STANDING, STALE_ISR_EXPANSION
+from .losses import LAST_REPLICA_STANDING, STALE_ISR_EXPANSION, last_replica_standing
 from .next_state import NextState
 from .semantics import StepRefused, apply, take
 from .state import State, initial_state
@@ -37,6 +43,17 @@ class Violation:
 
 
 @dataclass
+class BeyondBudget(Violation):
+    """The shortest trace found to a state where ``property`` fails while the path is outside the
+    property's fault budget (``reason`` says how): not a violation of the protocol."""
+
+    reason: str = ""
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "reason": self.reason}
+
+
+@dataclass
 class ExploreResult:
     config: ModelConfig
     scope: Scope
@@ -46,12 +63,14 @@ class ExploreResult:
     complete: bool
     seconds: float
     violations: list[Violation] = field(default_factory=list)
+    beyond_budget: list[BeyondBudget] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"protocol": self.config.protocol, "config": self.config.to_schedule(),
                 "scope": self.scope.to_json(), "states": self.states, "transitions": self.transitions,
                 "depth": self.depth, "complete": self.complete, "seconds": round(self.seconds, 3),
-                "violations": [v.to_json() for v in self.violations]}
+                "violations": [v.to_json() for v in self.violations],
+                "beyond_budget": [b.to_json() for b in self.beyond_budget]}
 
 
 # per step kind, its fault classes that every step of it is (checked once per kind) and those
@@ -196,12 +215,6 @@ def _fetch_round(config: ModelConfig, s: State, send: Step):
     return (send, handle, response), nx.freeze(), (served,)
 
 
-def last_replica_standing(s: State) -> bool:
-    """Every member of the controller's ISR lost its unflushed data in a power loss (and is still
-    down): KIP-966's Last Replica Standing, which Kafka before KIP-966 does not survive."""
-    return all(s.replicas[m].power_lost for m in s.controller.isr)
-
-
 def state_key(scope: Scope, s: State) -> tuple:
     """The state with what cannot matter any more blanked out, so states whose futures and
     property values agree are stored once:
@@ -246,41 +259,52 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
     exclude_lrs = scope.exclude_known_losses and LAST_REPLICA_STANDING.name in config.rules.known_losses
     pending = list(properties)
     init = initial_state(config)
-    index: dict[tuple, int] = {state_key(scope, init): 0}
+    known = config.rules.known_losses
+    index: dict[tuple, int] = {(state_key(scope, init), EMPTY_LEDGER): 0}
     parent = array("q", [-1])
     via = array("l", [-1])
     step_ids: dict[tuple, int] = {}
     step_list: list[tuple] = []
     violations: list[Violation] = []
+    beyond: dict[str, BeyondBudget] = {}
     depth_of_level = max_depth = 0
     transitions = 0
 
-    def check(s: State, i: int, extra: tuple = ()) -> None:
-        """Check ``s``: state ``i``, or ``extra`` steps after it (inside a fetch round)."""
+    def check(s: State, i: int, ledger, extra: tuple = ()) -> None:
+        """Check ``s``, reached with ``ledger``: state ``i``, or ``extra`` steps after it (inside a
+        fetch round)."""
         for p in list(pending):
             if not p.check(s):
-                pending.remove(p)
+                why = p.budget.exceeded(ledger, config, known)
+                if why is not None and p.id in beyond:
+                    continue
                 trace = _trace(i, parent, via, step_list) + [st.to_json() for st in extra]
-                violations.append(Violation(p.id, len(trace), trace))
+                if why is None:
+                    pending.remove(p)
+                    violations.append(Violation(p.id, len(trace), trace))
+                else:
+                    beyond[p.id] = BeyondBudget(p.id, len(trace), trace, why)
 
-    check(init, 0)
-    frontier = [(0, init)]
+    check(init, 0, EMPTY_LEDGER)
+    frontier = [(0, init, EMPTY_LEDGER)]
     stopped = bool(violations) and stop_at_first
     next_report = start + progress_every
     while frontier and not stopped:
         depth_of_level += 1
-        next_frontier: list[tuple[int, State]] = []
-        for si, s in frontier:
+        next_frontier: list[tuple[int, State, tuple]] = []
+        for si, s, ledger in frontier:
             for st, t, inside in successors(config, scope, s):  # st: the steps of one transition
                 transitions += 1
                 if exclude_lrs and last_replica_standing(t):
                     continue
+                # a fetch round's steps never change the ledger (no data lost, no read, no ISR change)
+                led = ledger.after(s, st[0], t) if not inside else ledger
                 if inside and pending:  # a round's states are reachable too, though not stored
-                    check(inside[0], si, st[:2])  # after handle_fetch (send_fetch changes no property)
+                    check(inside[0], si, led, st[:2])  # after handle_fetch (send_fetch changes no property)
                     if violations and stop_at_first:
                         stopped = True
                         break
-                key = state_key(scope, t)
+                key = (state_key(scope, t), led)
                 if key in index:
                     continue
                 ti = len(parent)
@@ -291,10 +315,10 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                     sid = step_ids[st] = len(step_list)
                     step_list.append(st)
                 via.append(sid)
-                next_frontier.append((ti, t))
+                next_frontier.append((ti, t, led))
                 max_depth = depth_of_level
                 if pending:
-                    check(t, ti)
+                    check(t, ti, led)
                     if violations and stop_at_first:
                         stopped = True
                         break
@@ -308,7 +332,8 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                 next_report = time.perf_counter() + progress_every
         frontier = next_frontier
     return ExploreResult(config, scope, len(parent), transitions, max_depth, not stopped,
-                         time.perf_counter() - start, sorted(violations, key=lambda v: (v.depth, v.property)))
+                         time.perf_counter() - start, sorted(violations, key=lambda v: (v.depth, v.property)),
+                         sorted(beyond.values(), key=lambda v: (v.depth, v.property)))
 
 
 def _trace(i: int, parent: array, via: array, step_list: list[tuple]) -> list[dict]:

@@ -36,3 +36,33 @@ STALE_ISR_EXPANSION = KnownLoss(
 
 KNOWN_LOSSES: dict[str, KnownLoss] = {loss.name: loss for loss in (
     LAST_REPLICA_STANDING, FAST_BOUNCE_AFTER_LOSS, STALE_ISR_EXPANSION)}
+
+
+# -- where each loss happens, as predicates over a step and the states around it -------------------
+# The fault ledger (``budget.FaultLedger``) records a run that enters one of these situations, the
+# explorer's ``exclude_known_losses`` prunes them, and the fault budget's guard avoids them.
+
+def last_replica_standing(s) -> bool:
+    """Every member of the controller's (non-empty) ISR lost its unflushed data in a power loss or
+    its disk and is still down: KIP-966's Last Replica Standing, which Kafka before KIP-966 does not
+    survive (the member comes back, is elected from the ISR, and its followers truncate to it)."""
+    isr = s.controller.isr
+    return bool(isr) and all(s.replicas[m].power_lost for m in isr)
+
+
+def fast_bounce_after_loss(before, st) -> bool:
+    """``st`` restarts a broker that lost data before the controller fenced it: it keeps its ISR
+    membership (and leadership) without that data unless KIP-966 detects the unclean shutdown."""
+    return st.name == "restart" and before.replicas[st.replica].power_lost and \
+        st.replica not in before.controller.fenced
+
+
+def stale_isr_expansion(before, st, after) -> bool:
+    """``st`` commits an ISR expansion that admits a follower whose log is shorter than the LEO the
+    leader counted for it: the leader learnt that LEO from before the follower lost data and
+    restarted (KAFKA-14139; KIP-903's broker epochs make the controller reject it)."""
+    if st.name != "handle_alter_partition" or after.controller.isr == before.controller.isr:
+        return False
+    lead = before.replicas[st.replica]
+    return any(f not in before.controller.isr and lead.remote_leo[f] > len(before.replicas[f].log)
+               for f in after.controller.isr)

@@ -21,23 +21,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-FAULT_BUDGET = ("unclean leader election disabled; at most min.insync.replicas - 1 replicas lose "
-                "unflushed data (power loss) or their disk; the ISR never left with only members that lost it "
-                "(KIP-966 Last Replica Standing); a replica that lost data never back by a fast restart the "
-                "controller did not notice (KIP-966 unclean shutdown detection); no ISR expansion counting a "
-                "follower's LEO from before it lost data and restarted (KIP-903, KAFKA-14139). Kafka before "
-                "KIP-966 / KIP-903 loses acknowledged writes in those three cases")
+from .budgets import DURABILITY, DURABLE_LOGS, EVERY_FAULT, READS, Budget
+
+FAULT_BUDGET = DURABILITY.statement  # the budget of acknowledged writes, as words
 
 
 @dataclass(frozen=True)
 class Property:
-    """A named safety property; ``check(state)`` is True when it holds in ``state``."""
+    """A named safety property; ``check(state)`` is True when it holds in ``state``. Kafka promises
+    it within ``budget``: where the run is past it (``budget.exceeded``), a failure is reported as
+    outside the budget, not as a violation."""
 
     id: str
     statement: str
     source: str
     kind: str  # "invariant" (a predicate of the state) or "history" (of what clients were told)
     check: Callable[[object], bool]
+    budget: Budget = EVERY_FAULT  # the faults within which Kafka promises it
 
     def __call__(self, state) -> bool:
         return self.check(state)
@@ -189,13 +189,14 @@ PROPERTIES: list[Property] = [
              "hachikuji/kafka-specification (Kip320 invariants)", "invariant", leader_in_isr),
     Property("WeakIsr", "Every replica presuming leadership has, below its HW, the same entries as every "
              "member of its own view of the ISR.", "hachikuji/kafka-specification (KafkaReplication.WeakIsr)",
-             "invariant", weak_isr),
+             "invariant", weak_isr, DURABLE_LOGS),
     Property("StrongIsr", "Every replica presuming leadership has, below its HW, the same entries as every "
              "member of the controller's ISR (leader completeness).",
-             "hachikuji/kafka-specification (KafkaReplication.StrongIsr); KIP-101", "invariant", strong_isr),
+             "hachikuji/kafka-specification (KafkaReplication.StrongIsr); KIP-101", "invariant", strong_isr,
+             DURABILITY),
     Property("LogMatching", "If two logs hold an entry of the same leader epoch at the same offset, they are "
              "identical up to and including that offset.", "KIP-101 / KIP-279 log divergence; Raft Log Matching",
-             "invariant", log_matching),
+             "invariant", log_matching, DURABILITY),
     Property("HighWatermarkBound", "Every replica's HW is at most its LEO.", "Kafka replication (HW <= LEO)",
              "invariant", high_watermark_bound),
     Property("ReplicationQuorumSuperset", "The established leader's maximal ISR (ISR plus a pending "
@@ -203,26 +204,24 @@ PROPERTIES: list[Property] = [
              "Vanlightly/kafka-tlaplus (v3.5 replication quorum); KIP-497 AlterPartition",
              "invariant", replication_quorum_superset),
     Property("ElrCompleteness", "Every live member of the controller's Eligible Leader Replicas holds, at "
-             "its offset, every acks=all write answered NONE and every record a consumer read; fault budget: "
-             f"{FAULT_BUDGET}.",
+             "its offset, every acks=all write answered NONE and every record a consumer read.",
              "KIP-966 (ELR members hold the committed log); Vanlightly/kafka-tlaplus kip-966 "
-             "(LeaderCandidateCompletenessProperty)", "invariant", elr_completeness),
+             "(LeaderCandidateCompletenessProperty)", "invariant", elr_completeness, READS),
     Property("NoLostAckedWrite", "Every acks=all write answered NONE is, at its offset, in the log of the "
-             f"established leader; fault budget: {FAULT_BUDGET}.",
-             "Kafka durability guarantee (min.insync.replicas); KIP-966", "history", no_lost_acked_write),
+             "established leader.",
+             "Kafka durability guarantee (min.insync.replicas); KIP-966", "history", no_lost_acked_write,
+             DURABILITY),
     Property("LeaderCompleteness", "The controller's leader, once alive, holds at its offset every acks=all "
-             f"write answered NONE and every record a consumer read; fault budget: {FAULT_BUDGET}.",
+             "write answered NONE and every record a consumer read.",
              "KIP-966 (election from ISR and ELR); Vanlightly/kafka-tlaplus kip-966 (LeaderCompletenessProperty)",
-             "history", leader_completeness),
+             "history", leader_completeness, READS),
     Property("NoDivergentRead", "No two consumer reads of one offset returned different records.",
-             "Jepsen queue anomalies (divergent read)", "history", no_divergent_read),
-    Property("MonotonicHighWatermark", "No consumer was shown an HW lower than one shown before; fault "
-             "budget: consumers read a leader only in the controller's leader epoch (KIP-320 fences the "
-             "consumer of a deposed leader, which serves a stale HW).",
-             "KIP-207 / KIP-320 (OFFSET_NOT_AVAILABLE)", "history", monotonic_high_watermark),
+             "Jepsen queue anomalies (divergent read)", "history", no_divergent_read, READS),
+    Property("MonotonicHighWatermark", "No consumer was shown an HW lower than one shown before.",
+             "KIP-207 / KIP-320 (OFFSET_NOT_AVAILABLE)", "history", monotonic_high_watermark, READS),
     Property("NoUncommittedRead", "Every record a consumer read is, at its offset, in the log of the "
              "established leader (what was read as committed stays committed).",
-             "Kafka HW visibility; Jepsen queue anomalies", "history", no_uncommitted_read),
+             "Kafka HW visibility; Jepsen queue anomalies", "history", no_uncommitted_read, READS),
     Property("NoDuplicateOffsets", "No record is in one log twice, nor was read at two offsets.",
              "Jepsen queue anomalies (duplicate)", "history", no_duplicate_offsets),
 ]

@@ -3,7 +3,9 @@
 After every step the runner compares refusals, outputs and abstract states of the two sides and
 checks every state invariant of ``isrcheck.specs``; after the last step, the history properties
 over what clients were told. The first disagreement is a ``divergence``, the first property that
-fails on both sides a ``violation``. A step refused by both sides is skipped (a no-op on both).
+fails on both sides within its fault budget a ``violation``. A property that fails once the run is
+past its budget (the fault ledger, ``isrcheck.model.budget``) does not end the run: the verdict
+lists it in ``beyond_budget`` with the step and the reason. A step refused by both sides is skipped (a no-op on both).
 When several properties fail at one step, the violation names the one the schedule expects
 (``prefer``) if it is among them, else the first in ``isrcheck.specs`` order.
 
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Iterable
 from isrcheck.model import (
     InvalidStep, ModelConfig, Replica, State, Step, StepRefused, apply, enabled, initial_state,
 )
+from isrcheck.model.budget import EMPTY_LEDGER
 from isrcheck.model.config import ConfigError
 from isrcheck.model.history import EMPTY_HISTORY
 from isrcheck.specs import PROPERTIES
@@ -64,6 +67,8 @@ class Lockstep:
         self.cfg = ModelConfig.of(protocol, config)
         self.state = initial_state(self.cfg)
         self.config = config
+        self.ledger = EMPTY_LEDGER  # what the run did that the properties' fault budgets read
+        self.beyond: dict[str, tuple[str, int, str]] = {}  # property id -> its failure outside its budget
         self.impl: SystemUnderTest | None = None
         if impl:
             from isrcheck.conformance.core.sut_spec import open_sut  # the systems under test load impl: a model-only run never does
@@ -153,18 +158,37 @@ class Lockstep:
                 return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: abstract states differ\n"
                                   + diff(expected, impl_state))
         self._record(i, st, name, outputs, before)
-        for prop in self.invariants:
-            if not prop.check(new_state):
-                prop = self._preferred(prop, new_state)
-                return self._fail(VIOLATION, prop.id, i, _violation_text(prop, i, st, new_state))
+        self.ledger = self.ledger.after(before, st, new_state)
+        failed = [p for p in self.invariants if not p.check(new_state)]
+        if failed:
+            return self._judge(failed, i, st, new_state)
         return None
 
-    def _preferred(self, failed, state):
-        """``failed``, or the preferred property if it fails in ``state`` too."""
-        if self.prefer is None or failed.id == self.prefer:
-            return failed
-        return next((p for p in self.invariants + self.history if p.id == self.prefer and not p.check(state)),
-                    failed)
+    def _judge(self, failed: list, i: int, st: Step | None, state) -> Verdict | None:
+        """The violation among the ``failed`` properties (the preferred one, else the first) that
+        fail within their budget; the others are noted as failing outside it."""
+        within = []
+        for prop in failed:
+            why = prop.budget.exceeded(self.ledger, self.config, self.cfg.rules.known_losses)
+            if why is None:
+                within.append(prop)
+            elif prop.id not in self.beyond:
+                self.beyond[prop.id] = (prop.id, i, why)
+                self._hash.update(f"{i}:beyond:{prop.id}\n".encode())
+        if not within:
+            return None
+        prop = self._preferred(within, state)
+        return self._fail(VIOLATION, prop.id, i, _violation_text(prop, i, st, state))
+
+    def _preferred(self, within: list, state):
+        """The preferred property if it fails in ``state`` within its budget too (a history
+        property fails as soon as its state does), else the first of ``within``."""
+        if self.prefer is None or within[0].id == self.prefer:
+            return within[0]
+        return next((p for p in within + [q for q in self.history if q not in within]
+                     if p.id == self.prefer and not p.check(state)
+                     and p.budget.exceeded(self.ledger, self.config, self.cfg.rules.known_losses) is None),
+                    within[0])
 
     def _record(self, i: int, st: Step, name: str, outputs: list[dict], before) -> None:
         h = self._hash
@@ -179,8 +203,16 @@ class Lockstep:
 
     def _fail(self, kind: str, prop: str | None, i: int, text: str) -> Verdict:
         self._hash.update(f"{i}:{kind}:{prop}\n".encode())
-        self.outcome = Verdict(kind, prop, i, text, self._hash.hexdigest(), tuple(sorted(self._coverage)), i + 1)
+        self.outcome = Verdict(kind, prop, i, text, self._hash.hexdigest(), tuple(sorted(self._coverage)), i + 1,
+                               tuple(self.beyond.values()), self.outside_budget())
         return self.outcome
+
+    def outside_budget(self) -> tuple[str, ...]:
+        """The checked properties whose fault budget the run has left (the ledger only grows, so
+        each was within its budget up to some step and outside it from there on)."""
+        known = self.cfg.rules.known_losses
+        return tuple(p.id for p in self.invariants + self.history
+                     if p.budget.exceeded(self.ledger, self.config, known) is not None)
 
     # -- the end -----------------------------------------------------------------------------------
     def verdict(self) -> Verdict:
@@ -188,12 +220,13 @@ class Lockstep:
         if self.outcome is not None:
             return self.outcome
         last = self.index - 1
-        for prop in self.history:
-            if not prop.check(self.state):
-                prop = self._preferred(prop, self.state)
-                return self._fail(VIOLATION, prop.id, max(last, 0),
-                                  _violation_text(prop, last, None, self.state))
-        return Verdict(PASS, None, None, None, self._hash.hexdigest(), tuple(sorted(self._coverage)), self.index)
+        failed = [p for p in self.history if not p.check(self.state)]
+        if failed:
+            verdict = self._judge(failed, max(last, 0), None, self.state)
+            if verdict is not None:
+                return verdict
+        return Verdict(PASS, None, None, None, self._hash.hexdigest(), tuple(sorted(self._coverage)), self.index,
+                       tuple(self.beyond.values()), self.outside_budget())
 
 
 class _StateText:

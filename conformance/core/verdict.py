@@ -21,6 +21,11 @@ class Verdict:
     trace_hash: str = ""
     coverage: tuple[str, ...] = ()
     steps_run: int = 0
+    # properties that failed only outside their fault budget: (property, first step it failed, why
+    # the run was outside the budget there), in the order they failed
+    beyond_budget: tuple[tuple[str, int, str], ...] = ()
+    # every property whose fault budget the run had left by its end (checked only up to there)
+    outside_budget: tuple[str, ...] = ()
 
     @builtins.property  # the field ``property`` shadows the builtin in the class body
     def failed(self) -> bool:
@@ -39,12 +44,15 @@ class Verdict:
             "trace_hash": self.trace_hash,
             "coverage": list(self.coverage),
             "steps_run": self.steps_run,
+            "beyond_budget": [{"property": p, "step": i, "reason": why} for p, i, why in self.beyond_budget],
+            "outside_budget": list(self.outside_budget),
         }
 
     def summary(self) -> str:
         """One line for terminals and logs."""
+        beyond = "".join(f"; {p} broken outside its fault budget at step {i}" for p, i, _ in self.beyond_budget)
         if self.kind == PASS:
-            return f"pass ({self.steps_run} steps)"
+            return f"pass ({self.steps_run} steps{beyond})"
         where = f" at step {self.step}" if self.step is not None else ""
         prop = f" of {self.property}" if self.property else ""
-        return f"{self.kind}{prop}{where}"
+        return f"{self.kind}{prop}{where}" + (f" ({beyond[2:]})" if beyond else "")

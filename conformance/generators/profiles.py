@@ -47,6 +47,16 @@ FAULT_PROFILES: dict[str, FaultProfile] = {
     "default": FaultProfile(
         "default", _frozen({**_BASE_WEIGHTS, "crash": 0.4, "drop": 0.6, "lose_disk": 0.6}),
         config=_frozen({"request_timeout_ticks": 6})),
+    # every fault class of the alphabet with no guard: power losses and lost disks of ISR members,
+    # fast bounces after them, zombies, leader moves, partial fetches, lost messages, HW
+    # checkpoints; only each property's own fault budget applies (``Property.budget``): a property
+    # that breaks outside it is reported as such, not as a violation. Unclean election stays off
+    # (a config, not a fault). Power and disk losses are rarer than in ``default`` so that most
+    # schedules stay within the budget of acknowledged writes (at most min ISR - 1 brokers lose data)
+    "all": FaultProfile(
+        "all", _frozen({**_BASE_WEIGHTS, "crash": 0.4, "drop": 0.6, "lose_disk": 0.2}),
+        _frozen({"clean": 1.0, "process": 1.0, "power": 0.5}), within_budget=False,
+        config=_frozen({"request_timeout_ticks": 6}), spare_known_gaps=False),
     # beyond the budget: frequent power loss, unclean election enabled
     "heavy": FaultProfile(
         "heavy", _frozen({**_BASE_WEIGHTS, "crash": 1.0, "drop": 1.5, "flush": 0.2, "lose_disk": 0.6}),

@@ -14,7 +14,8 @@ from array import array
 from dataclasses import dataclass
 
 from isrcheck.model import ModelConfig, Scope, Step, initial_state
-from isrcheck.model.explorer import last_replica_standing, state_key, successors
+from isrcheck.model.explorer import state_key, successors
+from isrcheck.model.losses import last_replica_standing
 
 
 @dataclass

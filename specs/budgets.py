@@ -1,0 +1,87 @@
+"""Fault budgets: the faults within which Kafka promises each property, from its docs, KIPs or code.
+
+A budget is judged on the fault ledger of a run (``isrcheck.model.budget.FaultLedger``, read by
+duck typing: ``losers``, ``stale_reads``, ``known``), the run's config and the variant's known
+losses. ``Budget.exceeded`` names what took the run outside it, or returns None. A property that
+fails outside its budget is reported as such: Kafka does not promise it there, so it is no bug of
+the protocol, and it is never passed over in silence either.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ANY = "any"          # the property holds under every fault of the alphabet
+NONE_LOST = "none"   # no broker may lose data
+MIN_ISR = "min-isr"  # at most min.insync.replicas - 1 brokers may lose data
+
+
+@dataclass(frozen=True)
+class Budget:
+    """``losers``: how many distinct brokers may have an unclean shutdown that loses data (a power
+    loss or a lost disk): ``any``, ``none`` or ``min-isr`` (at most min.insync.replicas - 1).
+    ``clean_elections``: unclean leader election must be disabled. ``fenced_reads``: consumers read
+    only the leader of the controller's current leader epoch. ``known_losses``: the run enters none
+    of the losses the variant suffers by design (``Protocol.known_losses``). ``statement`` says it
+    in words, ``source`` where Kafka says so."""
+
+    statement: str
+    source: str
+    losers: str = ANY
+    clean_elections: bool = False
+    fenced_reads: bool = False
+    known_losses: bool = False
+
+    def exceeded(self, ledger, config, known_losses=frozenset()) -> str | None:
+        """What takes a run with ``ledger`` and ``config`` outside this budget, or None; the
+        variant suffers ``known_losses`` (names of ``losses.KNOWN_LOSSES``) by design."""
+        lost = ledger.losers
+        if self.losers == NONE_LOST and lost:
+            return f"{_brokers(lost)} lost data (power loss or lost disk); the budget allows none"
+        if self.losers == MIN_ISR and len(lost) > config.min_insync_replicas - 1:
+            return (f"{_brokers(lost)} lost data (power loss or lost disk); the budget allows at most "
+                    f"min.insync.replicas - 1 = {config.min_insync_replicas - 1}")
+        if self.clean_elections and config.unclean_leader_election_enable:
+            return "unclean leader election is enabled"
+        if self.fenced_reads and ledger.stale_reads:
+            return "a consumer read a deposed leader, which Kafka's consumer is fenced from (KIP-320)"
+        if self.known_losses:
+            entered = [name for name in ledger.known if name in known_losses]
+            if entered:
+                return f"the run entered {', '.join(entered)}, a loss this variant suffers by design"
+        return None
+
+
+def _brokers(ids: tuple) -> str:
+    return ("broker " if len(ids) == 1 else "brokers ") + ", ".join(map(str, ids))
+
+
+EVERY_FAULT = Budget("none: it holds under every fault of the alphabet, unclean election included",
+                     "Kafka's controller and ReplicaManager keep it whatever fails")
+
+DURABILITY = Budget(
+    "unclean leader election disabled; at most min.insync.replicas - 1 brokers lose data they had "
+    "written (a power loss before write-back, or a lost disk); the run enters none of the variant's "
+    "known losses: an ISR left with only members that lost data (Last Replica Standing, closed by "
+    "KIP-966), a broker that lost data back by a fast restart the controller did not notice (closed "
+    "by KIP-966's unclean shutdown detection), an ISR expansion counting a follower's LEO from before "
+    "it lost data (KAFKA-14139, closed by KIP-903)",
+    "Kafka documentation (Replication: a committed message is not lost while one in-sync replica "
+    "survives; min.insync.replicas); KIP-966 (MinISR-1 tolerance to data loss unclean shutdown "
+    "events; Last Replica Standing); KIP-903 (KAFKA-14139)",
+    losers=MIN_ISR, clean_elections=True, known_losses=True)
+
+READS = Budget(
+    DURABILITY.statement + "; consumers read only the leader of the controller's current leader "
+    "epoch (a deposed leader serves its stale HW and log; Kafka's consumer sends its leader epoch "
+    "and is fenced there, KIP-320)",
+    DURABILITY.source + "; KIP-320 (consumer-side leader epoch validation)",
+    losers=MIN_ISR, clean_elections=True, fenced_reads=True, known_losses=True)
+
+DURABLE_LOGS = Budget(
+    "no broker loses data it had written (no power loss before write-back, no lost disk): the "
+    "leader learns that a member of its ISR lost data only from the controller's next LeaderAndIsr "
+    "(KIP-966 removes the member when it registers again), and until then its own ISR view names a "
+    "replica that lacks the committed prefix",
+    "hachikuji/kafka-specification (its brokers keep their logs across restarts); KIP-966 "
+    "(ReplicationControlManager.handleBrokerUncleanShutdown)",
+    losers=NONE_LOST)
