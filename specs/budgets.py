@@ -20,16 +20,17 @@ class Budget:
     """``losers``: how many distinct brokers may have an unclean shutdown that loses data (a power
     loss or a lost disk): ``any``, ``none`` or ``min-isr`` (at most min.insync.replicas - 1).
     ``clean_elections``: unclean leader election must be disabled. ``fenced_reads``: consumers read
-    only the leader of the controller's current leader epoch. ``known_losses``: the run enters none
-    of the losses the variant suffers by design (``Protocol.known_losses``). ``statement`` says it
-    in words, ``source`` where Kafka says so."""
+    only the leader of the controller's current leader epoch. ``known_losses``: the names (of
+    ``isrcheck.model.losses.KNOWN_LOSSES``) of the losses the run must not enter where the variant
+    suffers them by design (``Protocol.known_losses``). ``statement`` says it in words, ``source``
+    where Kafka says so."""
 
     statement: str
     source: str
     losers: str = ANY
     clean_elections: bool = False
     fenced_reads: bool = False
-    known_losses: bool = False
+    known_losses: tuple[str, ...] = ()
 
     def exceeded(self, ledger, config, known_losses=frozenset()) -> str | None:
         """What takes a run with ``ledger`` and ``config`` outside this budget, or None; the
@@ -44,10 +45,9 @@ class Budget:
             return "unclean leader election is enabled"
         if self.fenced_reads and ledger.stale_reads:
             return "a consumer read a deposed leader, which Kafka's consumer is fenced from (KIP-320)"
-        if self.known_losses:
-            entered = [name for name in ledger.known if name in known_losses]
-            if entered:
-                return f"the run entered {', '.join(entered)}, a loss this variant suffers by design"
+        entered = [name for name in ledger.known if name in known_losses and name in self.known_losses]
+        if entered:
+            return f"the run entered {', '.join(entered)}, a loss this variant suffers by design"
         return None
 
 
@@ -68,14 +68,26 @@ DURABILITY = Budget(
     "Kafka documentation (Replication: a committed message is not lost while one in-sync replica "
     "survives; min.insync.replicas); KIP-966 (MinISR-1 tolerance to data loss unclean shutdown "
     "events; Last Replica Standing); KIP-903 (KAFKA-14139)",
-    losers=MIN_ISR, clean_elections=True, known_losses=True)
+    losers=MIN_ISR, clean_elections=True,
+    known_losses=("last-replica-standing", "fast-bounce-after-loss", "stale-isr-expansion"))
+
+CONVERGENCE = Budget(
+    "unclean leader election disabled; no broker that lost data back in the ISR by a fast restart "
+    "the controller did not notice (closed by KIP-966) or by an ISR expansion counting its LEO from "
+    "before the loss (KAFKA-14139, closed by KIP-903); any number of brokers may lose unflushed "
+    "data: KIP-101 and KIP-279 promise that the replicas converge on the leader's log after "
+    "simultaneous power losses, even where committed writes are lost",
+    "KIP-101 (scenario 2: replica divergence after both brokers lose power; it fixes divergence, "
+    "not the loss of multiple simultaneous failures); KIP-279 (fast leader changes); KIP-966 and "
+    "KIP-903 (KAFKA-14139)",
+    clean_elections=True, known_losses=("fast-bounce-after-loss", "stale-isr-expansion"))
 
 READS = Budget(
     DURABILITY.statement + "; consumers read only the leader of the controller's current leader "
     "epoch (a deposed leader serves its stale HW and log; Kafka's consumer sends its leader epoch "
     "and is fenced there, KIP-320)",
     DURABILITY.source + "; KIP-320 (consumer-side leader epoch validation)",
-    losers=MIN_ISR, clean_elections=True, fenced_reads=True, known_losses=True)
+    losers=MIN_ISR, clean_elections=True, fenced_reads=True, known_losses=DURABILITY.known_losses)
 
 DURABLE_LOGS = Budget(
     "no broker loses data it had written (no power loss before write-back, no lost disk): the "

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .budgets import DURABILITY, DURABLE_LOGS, EVERY_FAULT, READS, Budget
+from .budgets import CONVERGENCE, DURABILITY, DURABLE_LOGS, EVERY_FAULT, READS, Budget
 
 FAULT_BUDGET = DURABILITY.statement  # the budget of acknowledged writes, as words
 
@@ -193,10 +193,10 @@ PROPERTIES: list[Property] = [
     Property("StrongIsr", "Every replica presuming leadership has, below its HW, the same entries as every "
              "member of the controller's ISR (leader completeness).",
              "hachikuji/kafka-specification (KafkaReplication.StrongIsr); KIP-101", "invariant", strong_isr,
-             DURABILITY),
+             CONVERGENCE),
     Property("LogMatching", "If two logs hold an entry of the same leader epoch at the same offset, they are "
              "identical up to and including that offset.", "KIP-101 / KIP-279 log divergence; Raft Log Matching",
-             "invariant", log_matching, DURABILITY),
+             "invariant", log_matching, CONVERGENCE),
     Property("HighWatermarkBound", "Every replica's HW is at most its LEO.", "Kafka replication (HW <= LEO)",
              "invariant", high_watermark_bound),
     Property("ReplicationQuorumSuperset", "The established leader's maximal ISR (ISR plus a pending "

@@ -74,8 +74,11 @@ def run(args) -> int:
             print(f"{len(refused)} step(s) refused by both sides: " + ", ".join(str(i) for i, _s, _r in refused))
         if verdict.diff:
             print(verdict.diff)
+        for prop, step, why in verdict.beyond_budget:
+            print(f"{prop} fails at step {step} outside its fault budget ({why}): Kafka does not promise it "
+                  "there, so this is no violation")
         if expected is not None:
-            print(f"expected: {expected.verdict}{' of ' + expected.property if expected.property else ''}"
+            print(f"expected: {expected.summary()}"
                   f" -> {'as expected' if as_expected else 'NOT as expected'}")
     if verdict.kind == "invalid-schedule":
         return 2

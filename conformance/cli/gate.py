@@ -68,7 +68,7 @@ def _print(result) -> None:
           + (f" ({len(result.unused)} file(s) expect nothing on these protocols)" if result.unused else ""))
     for r in bad:
         c = r.case
-        want = c.expected.verdict + (f" of {c.expected.property}" if c.expected.property else "")
+        want = c.expected.summary()
         print(f"  NOT as expected: {c.path} [{c.protocol}]: expected {want}, got {r.verdict.summary()}")
         print(f"    replay: isrcheck check {c.path} --protocol {c.protocol} --expected")
     for run in result.runs:

@@ -48,18 +48,31 @@ def load_config(data: Any, where: str = "config") -> ScheduleConfig:
 
 @dataclass(frozen=True)
 class Expected:
-    """The verdict a schedule should give on one protocol (``property`` only for violations)."""
+    """The verdict a schedule should give on one protocol (``property`` only for violations);
+    ``beyond_budget``: a property the run must break outside its fault budget (a loss Kafka itself
+    has there, which the schedule demonstrates)."""
 
     verdict: str
     property: str | None = None
+    beyond_budget: str | None = None
 
     def matches(self, verdict) -> bool:
         """Does a run's Verdict give what is expected (a violation of the property, if named)?"""
-        return self.verdict == verdict.kind and self.property in (None, verdict.property)
+        return self.verdict == verdict.kind and self.property in (None, verdict.property) and (
+            self.beyond_budget is None or any(p == self.beyond_budget for p, _, _ in verdict.beyond_budget))
 
     def to_json(self) -> dict:
-        return {"verdict": self.verdict} if self.property is None else {
-            "verdict": self.verdict, "property": self.property}
+        out = {"verdict": self.verdict}
+        if self.property is not None:
+            out["property"] = self.property
+        if self.beyond_budget is not None:
+            out["beyond_budget"] = self.beyond_budget
+        return out
+
+    def summary(self) -> str:
+        """As a verdict's summary names it: ``violation of P``, ``pass (P broken outside its budget)``."""
+        text = self.verdict + (f" of {self.property}" if self.property else "")
+        return text + (f" ({self.beyond_budget} broken outside its fault budget)" if self.beyond_budget else "")
 
 
 def validate_step(raw: Any, replicas: int, where: str) -> dict:
@@ -87,8 +100,9 @@ def _validate_expected(data: Any) -> dict[str, Expected]:
         if not isinstance(entry, Mapping):
             raise ScheduleError(f"{where}: expected {{\"verdict\": ..., \"property\": ...}}, got {shown(entry)}")
         for key in sorted(entry, key=str):
-            if key not in ("verdict", "property"):
-                raise ScheduleError(f"{where}.{shown_key(key)}: unknown field (known: verdict, property)")
+            if key not in ("verdict", "property", "beyond_budget"):
+                raise ScheduleError(f"{where}.{shown_key(key)}: unknown field (known: verdict, property, "
+                                    "beyond_budget)")
         verdict = entry.get("verdict")
         if verdict not in VERDICT_KINDS:
             raise ScheduleError(f"{where}.verdict: expected one of {', '.join(VERDICT_KINDS)}, got {shown(verdict)}")
@@ -97,7 +111,10 @@ def _validate_expected(data: Any) -> dict[str, Expected]:
             raise ScheduleError(f"{where}.property: unknown property {shown(prop)} (known: {', '.join(BY_ID)})")
         if prop is not None and verdict != "violation":
             raise ScheduleError(f"{where}.property: only a violation names a property")
-        out[proto] = Expected(verdict, prop)
+        beyond = entry.get("beyond_budget")
+        if beyond is not None and not (isinstance(beyond, str) and beyond in BY_ID):
+            raise ScheduleError(f"{where}.beyond_budget: unknown property {shown(beyond)} (known: {', '.join(BY_ID)})")
+        out[proto] = Expected(verdict, prop, beyond)
     return out
 
 

@@ -87,7 +87,7 @@ class ScheduleItem(pytest.Item):
     def _explain(self, schedule, verdict) -> str:
         from isrcheck.specs import BY_ID
 
-        want = self.expected.verdict + (f" of {self.expected.property}" if self.expected.property else "")
+        want = self.expected.summary()
         lines = [f"{self.path.name} [{self.protocol}]: expected {want}, got {verdict.summary()}"]
         if verdict.step is not None and verdict.step < len(schedule.steps):
             lines.append(f"step {verdict.step}: {schedule.steps[verdict.step]}")

@@ -18,7 +18,7 @@ def write_gate_html(result, out: Path) -> Path:
             name = f"timelines/corpus-{slug(c.name)}.html"
             write_timeline(c.schedule, out / name, str(c.path))
             link = f"<a href=\"{h(name)}\">{link}</a>"
-        want = c.expected.verdict + (f" of {c.expected.property}" if c.expected.property else "")
+        want = c.expected.summary()
         corpus_rows.append((link, h(c.protocol), h(want), h(r.verdict.summary()),
                             ("as expected", "ok") if r.ok else ("NOT as expected", "bad")))
     engine_rows, finding_rows = [], []

@@ -88,7 +88,7 @@ def _verdict_box(trace: Trace, replay: str) -> str:
     expected = trace.schedule.expected.get(trace.schedule.protocol)
     if expected is not None:
         ok = expected.matches(v)
-        lines.append(f"<p>expected: {h(expected.verdict)}{' of ' + h(expected.property) if expected.property else ''}"
+        lines.append(f"<p>expected: {h(expected.summary())}"
                      f" &rarr; <span class=\"{'ok' if ok else 'bad'}\">{'as expected' if ok else 'NOT as expected'}"
                      "</span></p>")
     if v.kind == "divergence":

@@ -31,7 +31,7 @@ def junit_xml(result: GateResult) -> bytes:
         tc = ET.Element("testcase", classname=f"corpus.{c.folder.name}", name=c.name,
                         file=str(c.path), time=f"{r.seconds:.3f}")
         if not r.ok:
-            want = c.expected.verdict + (f" of {c.expected.property}" if c.expected.property else "")
+            want = c.expected.summary()
             failure = ET.SubElement(tc, "failure", type=r.verdict.kind,
                                     message=f"expected {want}, got {r.verdict.summary()}")
             failure.text = (_step_line(c.schedule, r.verdict) + (r.verdict.diff or "") +
