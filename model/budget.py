@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .alphabet import Step
 from .config import ScheduleConfig
 from .losses import (
     FAST_BOUNCE_AFTER_LOSS, LAST_REPLICA_STANDING, STALE_ISR_EXPANSION, fast_bounce_after_loss,
@@ -59,13 +60,28 @@ class FaultLedger(NamedTuple):
             entered.append(LAST_REPLICA_STANDING.name)
         if name == "restart" and fast_bounce_after_loss(before, st):
             entered.append(FAST_BOUNCE_AFTER_LOSS.name)
-        if name == "handle_alter_partition" and stale_isr_expansion(before, st, after):
+        if name == "handle_alter_partition" and ledger.losers and stale_isr_expansion(before, st, after, ledger.losers):
             entered.append(STALE_ISR_EXPANSION.name)
         new = [n for n in entered if n not in ledger.known]
         return ledger._replace(known=tuple(sorted(ledger.known + tuple(new)))) if new else ledger
 
 
 EMPTY_LEDGER = FaultLedger()
+
+
+def outside_budget(config, prop, trace) -> str | None:
+    """Why the run of ``trace`` (schedule steps, all taken) from the initial state is outside the
+    fault budget of property ``prop`` at its end, or None: how an engine that knows no budget
+    (bounded model checking) tells a violation from a loss Kafka itself has there."""
+    from .semantics import apply
+    from .state import initial_state
+
+    state, ledger = initial_state(config), EMPTY_LEDGER
+    for raw in trace:
+        st = Step.from_json(raw)
+        after, _ = apply(config, state, st)
+        ledger, state = ledger.after(state, st, after), after
+    return prop.budget.exceeded(ledger, config, config.rules.known_losses)
 
 
 class FaultBudget:

@@ -252,9 +252,11 @@ def state_key(scope: Scope, s: State) -> tuple:
 def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Property] = PROPERTIES,
             stop_at_first: bool = False, max_states: int | None = None,
             progress: Callable[[int, int, float], None] | None = None,
-            progress_every: float = 2.0) -> ExploreResult:
+            progress_every: float = 2.0, budgets: bool = True) -> ExploreResult:
     """Breadth-first search of every state reachable within ``scope``, checking every property
-    in every state. ``progress(states, depth, seconds)`` is called about every ``progress_every`` s."""
+    in every state. ``progress(states, depth, seconds)`` is called about every ``progress_every`` s.
+    ``budgets=False`` takes every failure for a violation, the properties' fault budgets aside
+    (what breaks at all, as bounded model checking reports it)."""
     start = time.perf_counter()
     exclude_lrs = scope.exclude_known_losses and LAST_REPLICA_STANDING.name in config.rules.known_losses
     pending = list(properties)
@@ -275,7 +277,7 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
         fetch round)."""
         for p in list(pending):
             if not p.check(s):
-                why = p.budget.exceeded(ledger, config, known)
+                why = p.budget.exceeded(ledger, config, known) if budgets else None
                 if why is not None and p.id in beyond:
                     continue
                 trace = _trace(i, parent, via, step_list) + [st.to_json() for st in extra]

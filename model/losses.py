@@ -57,12 +57,15 @@ def fast_bounce_after_loss(before, st) -> bool:
         st.replica not in before.controller.fenced
 
 
-def stale_isr_expansion(before, st, after) -> bool:
-    """``st`` commits an ISR expansion that admits a follower whose log is shorter than the LEO the
-    leader counted for it: the leader learnt that LEO from before the follower lost data and
-    restarted (KAFKA-14139; KIP-903's broker epochs make the controller reject it)."""
+def stale_isr_expansion(before, st, after, lost: tuple) -> bool:
+    """``st`` commits an ISR expansion that admits a follower of ``lost`` (brokers that lost data)
+    whose log is shorter than the leader's HW: the leader proposed it on a LEO it learnt from the
+    follower's incarnation before the loss (KAFKA-14139; KIP-903's broker epochs make the controller
+    reject it). The proposal may predate a later fetch, so the leader's current view of the LEO
+    does not tell; a log shorter for a reason other than a data loss (hw-truncation's truncation
+    to the HW) is the variant's own bug, not this loss."""
     if st.name != "handle_alter_partition" or after.controller.isr == before.controller.isr:
         return False
-    lead = before.replicas[st.replica]
-    return any(f not in before.controller.isr and lead.remote_leo[f] > len(before.replicas[f].log)
+    hw = before.replicas[st.replica].hw
+    return any(f in lost and f not in before.controller.isr and len(before.replicas[f].log) < hw
                for f in after.controller.isr)

@@ -41,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
     parser.add_argument("--max-states", type=Number(int, 1, INT64_MAX), default=None, help="stop after this many states")
     parser.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
+    parser.add_argument("--no-budget", action="store_true",
+                        help="report every failure as a violation, the properties' fault budgets aside "
+                             "(what breaks at all, as prove reports it)")
     parser.add_argument("--replay-on-impl", action="store_true",
                         help="replay each counterexample on the implementation in lockstep "
                              "(adds impl_verdict and impl_property to each violation)")
@@ -141,7 +144,7 @@ def run(args) -> int:
 
     try:
         result = explore(config, scope, props, stop_at_first=args.stop_at_first,
-                         max_states=args.max_states, progress=progress)
+                         max_states=args.max_states, progress=progress, budgets=not args.no_budget)
     finally:  # end the progress line, also before an interruption's message
         if shown[0]:
             print(file=sys.stderr)
@@ -196,7 +199,9 @@ def _save(directory: str, config: ModelConfig, result, engine: str = "explore") 
                            found.description)
             verdict = run_schedule(doc, impl=False)
             if not want.matches(verdict):  # e.g. a property left out by --property fails earlier
-                want = Expected(verdict.kind, verdict.property if verdict.kind == "violation" else None)
+                beyond = v.property if any(p == v.property for p, _, _ in verdict.beyond_budget) else None
+                want = Expected(verdict.kind, verdict.property if verdict.kind == "violation" else None,
+                                beyond if verdict.kind == "pass" else None)
                 note = f"; replayed with every property: {verdict.summary()}"
             doc = Schedule(found.protocol, found.config, found.steps, {found.protocol: want}, found.name,
                            found.description + note)
@@ -220,6 +225,7 @@ def _print_report(config: ModelConfig, result, replays=None) -> None:
     for b in result.beyond_budget:
         console.print(f"[yellow]{b.property} broken only outside its fault budget[/yellow] (shortest after "
                       f"{b.depth} steps: {b.reason}); Kafka does not promise it there, so this is no violation")
+        console.print(_trace_table(config, b.trace))
     if not result.violations:
         console.print("[green]no property violated within its fault budget[/green]")
         return

@@ -2,7 +2,9 @@
 encoding (``model/smt``), in an exploration scope.
 
 Exit 0: no violation up to the depth (or, with ``--induction``, every property proved); 1: a
-property is violated, or with ``--induction`` not proved or unknown within the time budget;
+property is violated, or with ``--induction`` not proved or unknown within the time budget, or its
+search stopped at a failure outside the property's fault budget (the encoding holds no budget;
+each counterexample is replayed through the fault ledger to tell which it is);
 2: bad input, including a variant, step or scope the encoding does not cover.
 """
 from __future__ import annotations
@@ -71,12 +73,14 @@ def run(args) -> int:
     except Unsupported as exc:
         raise UsageError(str(exc)) from None
     if args.save is not None:
-        _save(args.save, config, result, engine="prove")
+        from types import SimpleNamespace
+        found = result.violations + [f for f, _why in result.beyond_budget]
+        _save(args.save, config, SimpleNamespace(violations=found), engine="prove")
     if args.json:
         print(json.dumps(result.to_json()))
     else:
         _print_bmc(result)
-    if result.violations:
+    if result.violations or result.beyond_budget:  # a search that stopped short proves nothing past it
         return 1
     return 1 if result.unknown else 0
 
@@ -93,9 +97,13 @@ def _print_bmc(result) -> None:
         print(f"{v.property} violated after {v.transitions} transitions ({len(v.trace)} steps), {v.seconds:.1f} s:")
         for st in v.trace:
             print("  " + " ".join(f"{k}={val}" for k, val in st.items()))
+    for f, why in result.beyond_budget:
+        print(f"{f.property} broken only outside its fault budget after {f.transitions} transitions "
+              f"({len(f.trace)} steps): {why}; no violation, but the search of {f.property} stopped there, "
+              f"so depths past {f.transitions - 1} are not checked within its budget")
     if result.unknown:
         print(f"unknown within the time budget: {', '.join(result.unknown)}")
-    if not result.violations and not result.unknown:
+    if not result.violations and not result.unknown and not result.beyond_budget:
         print(f"no violation up to depth {result.depth} ({result.seconds:.1f} s)")
 
 

@@ -18,6 +18,7 @@ import z3
 
 from ...specs import BY_ID
 from ..alphabet import FAULTS, MESSAGE_KINDS, STEPS, Step, _combos
+from ..budget import outside_budget
 from ..config import ModelConfig, Scope
 from ..explorer import ReplayRefused, _scoped_kinds, replay, state_key
 from ..losses import LAST_REPLICA_STANDING, STALE_ISR_EXPANSION
@@ -282,6 +283,9 @@ class BmcResult:
     seconds: float
     violations: list[Found] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)   # properties whose query timed out
+    # shortest failures outside the property's fault budget (the encoding knows no budget: each
+    # counterexample is replayed through the fault ledger), with why; not searched past them
+    beyond_budget: list[tuple[Found, str]] = field(default_factory=list)
     cpu_seconds: float = 0.0
     bounds: Bounds | None = None  # what the encoding held in the end
 
@@ -289,6 +293,7 @@ class BmcResult:
         return {"protocol": self.config.protocol, "depth": self.depth, "seconds": round(self.seconds, 3),
                 "cpu_seconds": round(self.cpu_seconds, 3),
                 "violations": [v.to_json() for v in self.violations], "unknown": self.unknown,
+                "beyond_budget": [{**f.to_json(), "reason": why} for f, why in self.beyond_budget],
                 "queue_capacities": {q: self.bounds.capacity(q) for q in QUEUES} if self.bounds else None}
 
 
@@ -347,7 +352,12 @@ def _bmc_within(config, scope, b, depth, pending, stop_at_first, timeout_ms, pro
             if verdict == z3.sat:
                 steps = u.trace(u.model, p, k)
                 _confirm(config, p, steps)
-                result.violations.append(Found(p, k, [st.to_json() for st in steps], time.perf_counter() - start))
+                found = Found(p, k, [st.to_json() for st in steps], time.perf_counter() - start)
+                why = outside_budget(config, BY_ID[p], found.trace)
+                if why is None:
+                    result.violations.append(found)
+                else:
+                    result.beyond_budget.append((found, why))
                 pending.remove(p)
             elif verdict == z3.unknown:
                 result.unknown.append(p)

@@ -42,9 +42,14 @@ def test_the_epoch_kips_fix_what_they_claim_to_fix(scenario):
                    "kafka-14139-replaced-disk": "kip-903", "last-replica-standing": "kip-966"}
     for name, fixed_in in first_fixed.items():
         schedule = load_schedule(scenario(name))
-        verdicts = {p: run_schedule(schedule.with_protocol(p)).kind for p in PROTOCOLS}
-        assert verdicts[fixed_in] == "pass" and verdicts[PROTOCOLS[PROTOCOLS.index(fixed_in) - 1]] == "violation"
-        assert all(verdicts[p] == "pass" for p in PROTOCOLS[PROTOCOLS.index(fixed_in):])
+        verdicts = {p: run_schedule(schedule.with_protocol(p)) for p in PROTOCOLS}
+        # before the fix: a violation, or (for the losses Kafka documents) a failure outside the
+        # budget that names the loss; from the fix on, nothing fails at all
+        before = verdicts[PROTOCOLS[PROTOCOLS.index(fixed_in) - 1]]
+        assert before.kind == "violation" or any(
+            "a loss this variant suffers by design" in why for _p, _i, why in before.beyond_budget), name
+        assert all(verdicts[p].kind == "pass" and not verdicts[p].beyond_budget
+                   for p in PROTOCOLS[PROTOCOLS.index(fixed_in):]), name
 
 
 def _fetch_round(r: int) -> list[dict]:
@@ -119,14 +124,14 @@ def test_random_crash_schedules_on_kip320_neither_diverge_nor_violate_within_the
 
 
 def test_walks_beyond_the_budget_find_the_known_losses():
-    """Heavy faults (unclean election, frequent power loss) do break kip-320, as Kafka would."""
+    """Heavy faults (unclean election, frequent power loss) do break kip-320, as Kafka would, and
+    only outside the properties' fault budgets: reported as such, never as violations."""
     found = set()
     for seed in range(40):
         _, verdict = random_walk(seed, "kip-320", 150, "heavy")
-        assert verdict.kind != "divergence", verdict.diff
-        if verdict.kind == "violation":
-            found.add(verdict.property)
-    assert found
+        assert verdict.kind == "pass", verdict.summary()
+        found |= {p for p, _i, _why in verdict.beyond_budget}
+    assert "LeaderCompleteness" in found
 
 
 @pytest.mark.slow

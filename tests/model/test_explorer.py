@@ -28,6 +28,19 @@ def check_trace(config, violation):
     json.dumps(violation.trace)  # schedule steps: JSON-ready
 
 
+def outside_budget(config, violation) -> str:
+    """Why the trace, replayed in lockstep on the model, breaks the property only outside its
+    fault budget (it must: a loss Kafka itself has there); the reason the runner gives."""
+    from isrcheck.conformance.core.lockstep import Lockstep
+
+    run = Lockstep(config.protocol, config, impl=False)
+    for st in violation.trace:
+        assert run.step(st) is None, run.outcome.summary()
+    verdict = run.verdict()
+    assert verdict.kind == "pass", verdict.summary()
+    return next(why for p, _, why in verdict.beyond_budget if p == violation.property)
+
+
 @pytest.fixture(scope="module")
 def kip320_default():
     return explore(ModelConfig(protocol="kip-320"), DEFAULT)
@@ -85,18 +98,22 @@ UNCLEAN_SCOPE = Scope(max_records=1, max_epoch=4, max_crashes=3)  # the ISR can 
 
 def test_unclean_election_loses_an_acknowledged_write():
     config = ModelConfig(protocol="kip-320", unclean_leader_election_enable=True)
-    result = explore(config, UNCLEAN_SCOPE, [BY_ID["NoLostAckedWrite"], BY_ID["StrongIsr"]], stop_at_first=True)
+    result = explore(config, UNCLEAN_SCOPE, [BY_ID["NoLostAckedWrite"], BY_ID["StrongIsr"]], stop_at_first=True,
+                     budgets=False)
     assert result.violations and result.violations[0].property in ("NoLostAckedWrite", "StrongIsr")
     check_trace(config, result.violations[0])
+    assert outside_budget(config, result.violations[0]) == "unclean leader election is enabled"
     run = replay(config, result.violations[0].trace)
     assert run.states[-1].controller.isr == (run.states[-1].controller.leader,)  # elected outside the ISR
-    # the same two-replica cluster with and without unclean election
+    # the same two-replica cluster with and without unclean election: the loss is outside the
+    # budget, reported as such and not as a violation
     scope = Scope(max_records=1, max_epoch=4, max_crashes=2)
     props = [BY_ID["NoLostAckedWrite"]]
-    unclean = ModelConfig(protocol="kip-320", replicas=2, min_insync_replicas=1, unclean_leader_election_enable=True)
-    assert [v.property for v in explore(unclean, scope, props).violations] == ["NoLostAckedWrite"]
+    unclean = explore(ModelConfig(protocol="kip-320", replicas=2, min_insync_replicas=1,
+                                  unclean_leader_election_enable=True), scope, props)
+    assert unclean.violations == [] and [b.property for b in unclean.beyond_budget] == ["NoLostAckedWrite"]
     clean = explore(ModelConfig(protocol="kip-320", replicas=2, min_insync_replicas=1), scope, props)
-    assert clean.complete and clean.violations == []
+    assert clean.complete and clean.violations == [] and clean.beyond_budget == []
 
 
 @pytest.mark.slow
@@ -113,10 +130,13 @@ def test_min_isr_power_losses_lose_an_acknowledged_write_and_fewer_do_not():
                      [BY_ID["NoLostAckedWrite"]])
     assert within.complete and within.violations == []
     beyond = explore(config, Scope(max_records=1, max_crashes=2, max_power_losses=2, crash_kinds=()),
-                     [BY_ID["NoLostAckedWrite"]], stop_at_first=True)
-    assert [v.property for v in beyond.violations] == ["NoLostAckedWrite"]
-    check_trace(config, beyond.violations[0])
-    assert sum(s.get("kind") == "power" for s in beyond.violations[0].trace) == 2
+                     [BY_ID["NoLostAckedWrite"]])
+    assert beyond.complete and beyond.violations == []
+    assert [b.property for b in beyond.beyond_budget] == ["NoLostAckedWrite"]
+    check_trace(config, beyond.beyond_budget[0])
+    assert sum(s.get("kind") == "power" for s in beyond.beyond_budget[0].trace) == 2
+    assert beyond.beyond_budget[0].reason == outside_budget(config, beyond.beyond_budget[0]) == (
+        "brokers 0, 1 lost data (power loss or lost disk); the budget allows at most min.insync.replicas - 1 = 1")
 
 
 def test_within_the_fault_budget_no_acknowledged_write_is_lost():
@@ -133,9 +153,10 @@ def test_kip903_isr_expansion_on_a_pre_restart_leo():
     # power; the controller accepts once the follower restarted, with a shorter log
     config = ModelConfig(protocol="kip-320")
     scope = Scope(max_records=1, max_crashes=1, max_power_losses=1)
-    result = explore(config, scope, [BY_ID["StrongIsr"]], stop_at_first=True)
+    result = explore(config, scope, [BY_ID["StrongIsr"]], stop_at_first=True, budgets=False)
     assert [v.property for v in result.violations] == ["StrongIsr"]
     check_trace(config, result.violations[0])
+    assert "stale-isr-expansion" in outside_budget(config, result.violations[0])
     steps = [(s["step"], s.get("kind")) for s in result.violations[0].trace]
     assert steps.index(("crash", "power")) < steps.index(("expand_isr", None)) < steps.index(("restart", None))
     assert steps[-1] == ("handle_alter_partition", None)
@@ -148,9 +169,10 @@ def test_last_replica_standing_loses_an_acknowledged_write_with_one_power_loss()
     # KIP-966's motivating case: the ISR shrinks to one member that lost its unflushed data
     config = ModelConfig(protocol="kip-320", replicas=2, min_insync_replicas=2)
     scope = Scope(max_records=1, max_crashes=2, max_power_losses=1)
-    result = explore(config, scope, [BY_ID["NoLostAckedWrite"]], stop_at_first=True)
+    result = explore(config, scope, [BY_ID["NoLostAckedWrite"]], stop_at_first=True, budgets=False)
     assert [v.property for v in result.violations] == ["NoLostAckedWrite"]
     check_trace(config, result.violations[0])
+    assert "last-replica-standing" in outside_budget(config, result.violations[0])
     run = replay(config, result.violations[0].trace)
     assert sum(s.get("kind") == "power" for s in result.violations[0].trace) == 1
     lost = next(i for i, s in enumerate(run.states) if len(s.controller.isr) == 1 and
@@ -279,10 +301,13 @@ def test_broker_epochs_and_elr_close_the_two_losses_kafka_had():
     two = {"replicas": 2, "min_insync_replicas": 2}
     for protocol, stale_breaks, lrs_breaks in (("kip-320", True, True), ("kip-903", False, True),
                                                ("kip-966", False, False)):
-        result = explore(ModelConfig(protocol=protocol), stale, [BY_ID["StrongIsr"]])
+        result = explore(ModelConfig(protocol=protocol), stale, [BY_ID["StrongIsr"]], budgets=False)
         assert result.complete and bool(result.violations) == stale_breaks, protocol
         result = explore(ModelConfig(protocol=protocol, **two), lrs,
-                         [BY_ID["NoLostAckedWrite"], BY_ID["LeaderCompleteness"], BY_ID["ElrCompleteness"]])
+                         [BY_ID["NoLostAckedWrite"], BY_ID["LeaderCompleteness"], BY_ID["ElrCompleteness"]],
+                         budgets=False)
         assert result.complete and bool(result.violations) == lrs_breaks, protocol
         if lrs_breaks:
             check_trace(ModelConfig(protocol=protocol, **two), result.violations[0])
+            assert "last-replica-standing" in outside_budget(ModelConfig(protocol=protocol, **two),
+                                                             result.violations[0])

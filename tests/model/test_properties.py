@@ -29,7 +29,9 @@ def test_catalog_has_every_design_property_with_statement_source_and_kind():
     for p in PROPERTIES:
         assert p.statement and p.source and p.kind in ("invariant", "history")
     assert {p.id for p in PROPERTIES if p.kind == "history"} == set(DESIGN_IDS[7:])
-    assert "KIP-966" in BY_ID["NoLostAckedWrite"].statement and FAULT_BUDGET in BY_ID["NoLostAckedWrite"].statement
+    assert "KIP-966" in BY_ID["NoLostAckedWrite"].source and BY_ID["NoLostAckedWrite"].budget.statement == FAULT_BUDGET
+    for p in PROPERTIES:  # every property says within which faults Kafka promises it, and where
+        assert p.budget.statement and p.budget.source, p.id
 
 
 def test_every_property_holds_initially_and_after_a_healthy_replication():
