@@ -110,14 +110,15 @@ def _run(schedule, impl: bool, trace: bool, sut):
 
 
 def _explained(schedule, verdict, trace, impl: bool, sut) -> str | None:
-    """The sentence for a violation or divergence. A run without its trace is replayed with one
+    """The sentence for a violation or divergence, or for a property broken only outside its fault
+    budget. A run without its trace is replayed with one
     (a pass costs nothing more); a replay that ends otherwise (a system under test that does not
     repeat itself) explains nothing."""
     from isrcheck.conformance.core.trace import trace_run
     from isrcheck.conformance.core.verdict import DIVERGENCE, VIOLATION
     from isrcheck.conformance.reports.explain import explain
 
-    if verdict.kind not in (VIOLATION, DIVERGENCE):
+    if verdict.kind not in (VIOLATION, DIVERGENCE) and not verdict.beyond_budget:
         return None
     if trace is None:
         trace = trace_run(schedule, impl=impl, sut=sut)

@@ -158,10 +158,30 @@ class Lockstep:
                 return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: abstract states differ\n"
                                   + diff(expected, impl_state))
         self._record(i, st, name, outputs, before)
-        self.ledger = self.ledger.after(before, st, new_state)
+        ledger = self.ledger.after(before, st, new_state)
+        if ledger is not self.ledger:
+            verdict = self._last_within(ledger, i, before)
+            if verdict is not None:
+                return verdict
         failed = [p for p in self.invariants if not p.check(new_state)]
         if failed:
             return self._judge(failed, i, st, new_state)
+        return None
+
+    def _last_within(self, ledger, i: int, before) -> Verdict | None:
+        """Take the new ``ledger``; but first, the history properties (otherwise checked at the
+        end) whose budget step ``i`` ends are checked in ``before``, the last state within it, so a
+        run that leaves a budget still had it checked up to there."""
+        known = self.cfg.rules.known_losses
+        ending = [p for p in self.history if p.budget.exceeded(ledger, self.config, known) is not None
+                  and p.budget.exceeded(self.ledger, self.config, known) is None]
+        failed = [p for p in ending if not p.check(before)]
+        if failed:
+            prop = self._preferred(failed, before)
+            return self._fail(VIOLATION, prop.id, max(i - 1, 0),
+                              f"{prop.id} fails after step {i - 1}, the last within its fault budget: "
+                              f"{prop.statement}\n{render_state(before)}")
+        self.ledger = ledger
         return None
 
     def _judge(self, failed: list, i: int, st: Step | None, state) -> Verdict | None:

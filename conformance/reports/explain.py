@@ -21,7 +21,7 @@ from isrcheck.specs import BY_ID
 from isrcheck.conformance.core.diff import common_prefix, differences
 from isrcheck.conformance.core.render import step_text
 from isrcheck.conformance.core.trace import Trace
-from isrcheck.conformance.core.verdict import DIVERGENCE, VIOLATION
+from isrcheck.conformance.core.verdict import DIVERGENCE, PASS, VIOLATION
 from isrcheck.conformance.core.wire import wire_view
 
 
@@ -39,22 +39,41 @@ class Explanation:
     cause: int | None = None
 
 
+def first_bad(verdict) -> tuple[str | None, int | None, str | None]:
+    """``(property, step, why outside its budget)`` of what a run's page and sentence explain: its
+    failure, or for a pass, the first property it broke outside its fault budget (``why`` says how
+    the run was outside it); ``(None, None, None)`` when there is nothing to explain."""
+    if verdict is None:
+        return None, None, None
+    if verdict.failed:
+        return verdict.property, verdict.step, None
+    if verdict.beyond_budget:
+        return verdict.beyond_budget[0]
+    return None, None, None
+
+
 def explain(trace: Trace) -> Explanation | None:
-    """The explanation of a failed run (None for a pass or an invalid schedule)."""
+    """The explanation of a failed run, or of a run that broke a property only outside its fault
+    budget (None for a clean pass or an invalid schedule)."""
     v = trace.verdict
-    if v is None or not v.failed:
+    prop, step, why = first_bad(v)
+    if step is None and not (v is not None and v.failed):
         return None
-    run = _Run(trace)
+    run = _Run(trace, step)
     try:
-        if v.kind == VIOLATION:
-            found = WITNESSES.get(v.property, _no_witness)(run, run.state)
-        elif v.kind == DIVERGENCE:
+        if v.kind == DIVERGENCE:
             found = _divergence(run)
+        elif v.kind in (VIOLATION, PASS):
+            found = WITNESSES.get(prop, _no_witness)(run, run.state)
         else:
             found = None
     except Exception:  # a state of a shape the finders do not know: the statement says it instead
         found = None
-    return found or Explanation(_fallback(run), v.step)
+    found = found or Explanation(_fallback(run, prop), step)
+    if why is None:
+        return found
+    return Explanation(f"{found.sentence} This is outside {prop}'s fault budget ({why}): Kafka does not promise "
+                       "it there, so it is no violation.", found.step, found.replica, found.promised, found.cause)
 
 
 # -- the trace as the finders read it -------------------------------------------------------------
@@ -62,10 +81,10 @@ def explain(trace: Trace) -> Explanation | None:
 class _Run:
     """The frames up to the first bad step: the state before and after each step, its outputs."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, bad: int | None) -> None:
         self.trace = trace
         self.frames = trace.frames
-        self.bad = trace.verdict.step if trace.verdict.step is not None else len(trace.frames) - 1
+        self.bad = bad if bad is not None else len(trace.frames) - 1
         self.state = self.frames[self.bad].state if 0 <= self.bad < len(self.frames) else trace.initial
 
     def before(self, i: int):
@@ -84,11 +103,11 @@ class _Run:
                 yield f.index, out
 
 
-def _fallback(run: _Run) -> str:
+def _fallback(run: _Run, prop: str | None) -> str:
     v = run.trace.verdict
     where = run.step(run.bad) if 0 <= run.bad < len(run.frames) else "the start"
-    if v.kind == VIOLATION and v.property in BY_ID:
-        return f"After {where}, {v.property} fails: {BY_ID[v.property].statement}"
+    if v.kind in (VIOLATION, PASS) and prop in BY_ID:
+        return f"After {where}, {prop} fails: {BY_ID[prop].statement}"
     first = (v.diff or "").splitlines()[:1]
     return f"{v.summary()}: {first[0]}" if first else v.summary()
 

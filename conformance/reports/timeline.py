@@ -11,7 +11,7 @@ from isrcheck.specs import BY_ID
 
 from isrcheck.conformance.core.render import step_text
 from isrcheck.conformance.core.trace import Trace, trace_run
-from isrcheck.conformance.reports.explain import Explanation, explain
+from isrcheck.conformance.reports.explain import Explanation, explain, first_bad
 from isrcheck.conformance.reports.page import document, h
 
 # Message queues of the state, as (field, label) in the order Kafka sends them.
@@ -79,12 +79,16 @@ def _clients_cell(frame) -> str:
 
 def _verdict_box(trace: Trace, replay: str) -> str:
     v = trace.verdict
-    prop = BY_ID.get(v.property) if v.property else None
+    failed, _step, why = first_bad(v)
+    prop = BY_ID.get(failed) if failed else None
     lines = [f"<div class=\"verdict{' failed' if v.failed else ''}\" id=\"verdict\">",
              f"<b>{h(v.summary())}</b> on {h(trace.schedule.protocol)}"]
     if prop is not None:
         lines.append(f"<p><b>{h(prop.id)}</b>: {h(prop.statement)} <span class=\"muted\">"
                      f"({h(prop.source)})</span></p>")
+        lines.append(f"<p>fault budget: {h(prop.budget.statement)} <span class=\"muted\">"
+                     f"({h(prop.budget.source)})</span>" + (f"; this run was outside it: {h(why)}" if why else "")
+                     + "</p>")
     expected = trace.schedule.expected.get(trace.schedule.protocol)
     if expected is not None:
         ok = expected.matches(v)
@@ -121,7 +125,7 @@ def timeline_html(trace: Trace, source: str = "") -> str:
     """The whole page for one run; ``source`` is the schedule's file, for the replay command."""
     s = trace.schedule
     v = trace.verdict
-    bad = v.step if v.failed else None
+    _prop, bad, _outside = first_bad(v)
     why = explain(trace)
     n = len(trace.initial.replicas)
     columns = [(None, trace.initial)] + [(f, f.state) for f in trace.frames]

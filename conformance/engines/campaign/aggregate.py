@@ -28,6 +28,9 @@ class Aggregates:
     config_hashes: list[str] = field(default_factory=list)
     duplicate_seeds: int = 0
     mean_duration_ms: float = 0.0
+    # per property: schedules that left its fault budget, and those that broke it outside the budget
+    outside_budget: dict[str, int] = field(default_factory=dict)
+    beyond_budget: dict[str, int] = field(default_factory=dict)
 
 
 def spark_ddl(schema) -> str:
@@ -68,6 +71,9 @@ def aggregate(spark, partition_dir: str, lo: int, hi: int,
             agg.by_property[f"{r['verdict']}:{r['property']}"] = int(r["count"])
     agg.by_verdict = dict(sorted(agg.by_verdict.items()))
     agg.by_property = dict(sorted(agg.by_property.items()))
+    for column in ("outside_budget", "beyond_budget"):
+        counts = df.select(F.explode(column).alias("p")).groupBy("p").count().collect()
+        setattr(agg, column, {r["p"]: int(r["count"]) for r in sorted(counts, key=lambda r: r["p"])})
 
     # Coverage growth: each coverage item counts from the first seed (in seed order) reaching it.
     width = max(1, -(-(hi - lo) // growth_points))
@@ -111,3 +117,10 @@ def aggregate(spark, partition_dir: str, lo: int, hi: int,
         entry["failure"] = json.loads(entry["failure"])
         agg.distinct_failures.append(entry)
     return agg
+
+
+def budget_counts(schedules: int, outside: dict, beyond: dict) -> dict:
+    """Per property whose fault budget some schedule left: in how many schedules it was checked
+    within its budget to the end, and in how many it broke outside it (no violation)."""
+    return {p: {"checked_within": schedules - outside.get(p, 0), "outside": outside.get(p, 0),
+                "broken_outside": beyond.get(p, 0)} for p in sorted(set(outside) | set(beyond))}

@@ -101,6 +101,7 @@ def _run_guided(params, out: str, args, console: Console) -> int:
         for g in summary["coverage_growth"]:
             print(f"  round {g['round']}: {g['schedules']} schedules so far, {g['distinct_coverage']} coverage items "
                   f"({g['abstract_states']} abstract states), {g['new_parents']} new parents, {g['failing']} failing")
+        print_budgets(summary, print)
         for f in summary["failures"]:
             print(f"  {f['verdict']} {f['property'] or ''}: {out}/{f['file']} ({f['shrunk_steps']} steps)")
     return 1 if summary["failing_schedules"] else 0
@@ -113,6 +114,17 @@ def _out(args) -> str:
 def kept_when_interrupted(args) -> str:
     """Ctrl-C keeps every seed range already written: the same command resumes after them."""
     return f"the completed seed ranges stay in {_out(args)}"
+
+
+def print_budgets(summary: dict, say) -> None:
+    """Which properties some schedules checked only part of the way (their fault budget ran out),
+    and which broke outside it: never counted as failures, never left unsaid."""
+    budgets = summary.get("budgets") or {}
+    if budgets:
+        say("  fault budgets (a property is checked while the run stays within its budget): " + "; ".join(
+            f"{p} within it to the end in {b['checked_within']:,} of {summary['schedules']:,}"
+            + (f", broken outside it in {b['broken_outside']:,}" if b["broken_outside"] else "")
+            for p, b in budgets.items()))
 
 
 def print_summary(summary: dict, out: str, console: Console) -> None:
@@ -130,6 +142,7 @@ def print_summary(summary: dict, out: str, console: Console) -> None:
     console.print(f"  verdicts: {verdicts}; coverage: {kinds.get('abstract_states', 0)} abstract "
                   f"states, {kinds.get('action_pairs', 0)} action pairs, "
                   f"{kinds.get('outputs', 0)} outcomes")
+    print_budgets(summary, console.print)
     if not summary["failures"]:
         console.print("  [green]no failure[/]")
         console.print(f"  results: {out}/summary.json (isrcheck report {out} --html OUT draws its page)",

@@ -15,7 +15,7 @@ from isrcheck.conformance.vocabulary import SECONDS, SEED
 from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS, REFUSALS
 from isrcheck.conformance.core.schedule import PROTOCOLS
 from isrcheck.conformance.engines.campaign import plan
-from isrcheck.conformance.engines.campaign.aggregate import aggregate
+from isrcheck.conformance.engines.campaign.aggregate import aggregate, budget_counts
 from isrcheck.conformance.engines.campaign.executor import TaskSpec, check_part, run_chunks
 from isrcheck.conformance.engines.campaign.failures import write_failures
 from isrcheck.conformance.engines.campaign.harness import Harness, load_harness
@@ -139,6 +139,7 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
         "refusals": params.refusals,
         "config_hashes": agg.config_hashes,
         "by_verdict": agg.by_verdict, "by_property": agg.by_property,
+        "budgets": budget_counts(params.schedules, agg.outside_budget, agg.beyond_budget),
         "failing_schedules": failing, "distinct_failures": len(failures),
         "failures": [{k: f[k] for k in ("id", "verdict", "property", "seed", "seeds",
                                          "first_bad_step", "steps", "shrunk_steps", "file",
@@ -210,3 +211,4 @@ def _first_python_error(exc: BaseException) -> str:
         if ln.split(":", 1)[0].endswith(("Error", "Exception", "Unavailable")) and "at " not in ln[:3]:
             return ln[:500]
     return (lines[0] if lines else type(exc).__name__)[:500]
+

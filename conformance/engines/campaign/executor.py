@@ -33,6 +33,8 @@ VERDICT_FIELDS = [
     ("first_bad_step", pa.int32()),
     ("duration_ms", pa.float64()),
     ("trace_hash", pa.string()),
+    ("beyond_budget", pa.list_(pa.string())),   # properties broken only outside their fault budget
+    ("outside_budget", pa.list_(pa.string())),  # properties whose budget the run left (checked up to there)
 ]
 FAILURE_FIELDS = [
     ("failure_id", pa.string()),
@@ -98,8 +100,16 @@ def error_columns(where: dict, exc: Exception) -> dict:
     detail = canonical({**where, "error": f"{type(exc).__name__}: {exc}",
                         "traceback": traceback.format_exc(limit=20)})
     return {"verdict": "error", "property": type(exc).__name__, "first_bad_step": None, "duration_ms": 0.0,
-            "trace_hash": "", "failure_id": f"error-{type(exc).__name__}", "shrunk_steps": None,
-            "shrink_ms": None, "failure": detail}
+            "trace_hash": "", "beyond_budget": [], "outside_budget": [],
+            "failure_id": f"error-{type(exc).__name__}", "shrunk_steps": None, "shrink_ms": None, "failure": detail}
+
+
+def verdict_columns(verdict, duration_ms: float) -> dict:
+    """The columns of ``VERDICT_FIELDS`` for a run's verdict."""
+    return {"verdict": verdict.kind, "property": verdict.property, "first_bad_step": verdict.step,
+            "duration_ms": duration_ms, "trace_hash": verdict.trace_hash,
+            "beyond_budget": [p for p, _step, _why in getattr(verdict, "beyond_budget", ())],
+            "outside_budget": list(getattr(verdict, "outside_budget", ()))}
 
 
 def failure_columns(shrink, schedule, verdict, budget_s: float, sut: SutSpec | None) -> dict:
@@ -139,11 +149,7 @@ def _run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
         "seed": seed,
         "config_hash": short_hash(canonical(sched.get("config"))),
         "steps": len(sched.get("steps", ())),
-        "verdict": verdict.kind,
-        "property": verdict.property,
-        "first_bad_step": verdict.step,
-        "duration_ms": duration_ms,
-        "trace_hash": verdict.trace_hash,
+        **verdict_columns(verdict, duration_ms),
         "coverage": sorted(verdict.coverage or ()),
         "failure_id": None, "shrunk_steps": None, "shrink_ms": None, "failure": None,
     }

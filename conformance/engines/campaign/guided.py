@@ -37,6 +37,7 @@ from isrcheck.model.alphabet import step_kinds
 from isrcheck.conformance.core.lockstep import run_schedule
 from isrcheck.conformance.core.schedule import Schedule
 from isrcheck.conformance.engines.campaign import plan as ranges
+from isrcheck.conformance.engines.campaign.aggregate import budget_counts
 from isrcheck.conformance.engines.campaign.executor import ROW_SCHEMA, TaskSpec, run_seed, write_part
 from isrcheck.conformance.engines.campaign.failures import write_failures
 from isrcheck.conformance.engines.campaign.harness import Harness, canonical, load_harness
@@ -224,6 +225,8 @@ def run_guided(params, out: str | Path, rounds: int, *, master: str | None = Non
     failures = write_failures(top, list(firsts.values()))
     summary = {**params.identity(), "guided": True, "rounds": rounds, "shrink_budget_s": params.shrink_budget_s,
                "by_verdict": dict(sorted(Counter(row["verdict"] for row in all_rows).items())),
+               "budgets": budget_counts(len(all_rows), Counter(p for row in all_rows for p in row["outside_budget"]),
+                                        Counter(p for row in all_rows for p in row["beyond_budget"])),
                "failing_schedules": sum(row["verdict"] != "pass" for row in all_rows),
                "distinct_failures": len(failures),
                "failures": [{k: f[k] for k in ("id", "verdict", "property", "seed", "seeds", "first_bad_step",

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 import pyarrow as pa
 
-from isrcheck.conformance.engines.campaign.executor import FAILURE_FIELDS, VERDICT_FIELDS, error_columns, failure_columns, write_part
+from isrcheck.conformance.engines.campaign.executor import (
+    FAILURE_FIELDS, VERDICT_FIELDS, error_columns, failure_columns, verdict_columns, write_part,
+)
 from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.conformance.generators.refusals import refused_steps
 from isrcheck.conformance.core.schedule import Schedule, load_config
@@ -70,9 +72,7 @@ def run_schedule_of_plan(spec: CoverSpec, index: int, plan: CoverSchedule) -> di
     verdict = run.verdict()
     row = {"schedule": index, "steps": len(taken), "edges": len(plan.edge_ends), "edges_run": edges_run,
            "refusals": plan.refusals, "refusals_run": refusals_run, "states_run": states_run,
-           "verdict": verdict.kind,
-           "property": verdict.property, "first_bad_step": verdict.step,
-           "duration_ms": (time.perf_counter() - started) * 1000.0, "trace_hash": verdict.trace_hash,
+           **verdict_columns(verdict, (time.perf_counter() - started) * 1000.0),
            "failure_id": None, "shrunk_steps": None, "shrink_ms": None, "failure": None}
     if verdict.kind != "pass":
         schedule = Schedule(spec.protocol, config, tuple(taken), name=f"cover-{spec.protocol}-{index}",
