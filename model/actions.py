@@ -627,8 +627,9 @@ class Tick(Action):
 
 
 class Drop(Action):
-    """Network loss of one in-flight message; a lost AlterPartition or response makes the leader
-    resend its pending change (AlterPartitionManager retries until it gets an answer)."""
+    """Network loss of one in-flight message; a lost AlterPartition or response of the leader's
+    current leadership makes it resend its pending change (AlterPartitionManager retries until it
+    gets an answer; one of an earlier leadership is no longer the pending change's)."""
 
     name = "drop"
 
@@ -638,10 +639,11 @@ class Drop(Action):
         return None
 
     def effect(nx, st):
-        nx.pop(MESSAGE_KINDS[st.arg], st.replica, st.index)
+        lost = nx.pop(MESSAGE_KINDS[st.arg], st.replica, st.index)
         if st.arg in ("alter_partition", "alter_partition_response"):
             rep = nx.replicas[st.replica]
-            if rep.pending_isr is not None:
+            sent_in = lost.leader_epoch if st.arg == "alter_partition" else lost.request_leader_epoch
+            if rep.pending_isr is not None and sent_in == rep.leader_epoch:
                 nx.replicas[st.replica] = _propose_isr(nx, st.replica, rep, rep.pending_isr, rep.pending_epochs)
 
 

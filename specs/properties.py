@@ -70,10 +70,14 @@ def leader_in_isr(state) -> bool:
 
 def _leaders_complete(state, isr_of) -> bool:
     """Every replica presuming leadership holds, below its HW, the same entries as every member of
-    ``isr_of(state, leader)``."""
+    ``isr_of(state, leader)`` that holds its log: a member down with a data loss its restart will
+    apply (a power loss, a replaced disk) is judged once it restarts, when Kafka has either taken
+    it out of the ISR (KIP-966) or kept it there without the data (a loss of the fault budget)."""
+    reps = state.replicas
     for _i, lead in _presumed_leaders(state):
         for m in isr_of(state, lead):
-            if not _same_prefix(lead.log, state.replicas[m].log, lead.hw):
+            member = reps[m]
+            if (member.alive or not member.power_lost) and not _same_prefix(lead.log, member.log, lead.hw):
                 return False
     return True
 
@@ -188,10 +192,12 @@ PROPERTIES: list[Property] = [
     Property("LeaderInIsr", "The controller's leader, when there is one, is a member of the controller's ISR.",
              "hachikuji/kafka-specification (Kip320 invariants)", "invariant", leader_in_isr),
     Property("WeakIsr", "Every replica presuming leadership has, below its HW, the same entries as every "
-             "member of its own view of the ISR.", "hachikuji/kafka-specification (KafkaReplication.WeakIsr)",
+             "member of its own view of the ISR (a member down with a data loss its restart applies is judged "
+             "once it restarts).", "hachikuji/kafka-specification (KafkaReplication.WeakIsr)",
              "invariant", weak_isr, DURABLE_LOGS),
     Property("StrongIsr", "Every replica presuming leadership has, below its HW, the same entries as every "
-             "member of the controller's ISR (leader completeness).",
+             "member of the controller's ISR (leader completeness; a member down with a data loss its restart "
+             "applies is judged once it restarts).",
              "hachikuji/kafka-specification (KafkaReplication.StrongIsr); KIP-101", "invariant", strong_isr,
              CONVERGENCE),
     Property("LogMatching", "If two logs hold an entry of the same leader epoch at the same offset, they are "

@@ -228,9 +228,11 @@ class Partition:
         self._event("propose_isr", isr)
         self.propose_isr(self.leader_epoch, self.partition_epoch, isr, epochs)
 
-    def resend_pending_isr(self) -> None:
-        """The AlterPartition or its answer was lost: the same change is sent again (AlterPartitionManager)."""
-        if self.pending_isr is not None:
+    def resend_pending_isr(self, request_leader_epoch: int) -> None:
+        """The AlterPartition or its answer was lost: the same change is sent again (AlterPartitionManager),
+        if the request was this leadership's; one of an earlier leadership carried no pending change
+        of this one (makeLeader starts with none), so nothing is resent for it."""
+        if self.pending_isr is not None and request_leader_epoch == self.leader_epoch:
             self._propose(self.pending_isr, self.pending_isr_epochs)
 
     def handle_alter_partition_response(self, error: int, leader_epoch: int, isr: tuple[int, ...],

@@ -154,7 +154,7 @@ class ReplicaManager:
         """AlterPartitionManager's callback, bound to the request (and the leader epoch) it answers."""
         p = self.partition
         if resp is None:  # lost: AlterPartitionManager resends until it gets an answer
-            p.resend_pending_isr()
+            p.resend_pending_isr(request_leader_epoch)
         else:
             p.handle_alter_partition_response(resp.error, resp.leader_epoch, resp.isr, resp.partition_epoch,
                                               request_leader_epoch)

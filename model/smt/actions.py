@@ -594,12 +594,16 @@ def guard_drop(nx: Next, st: Step):
 
 
 def effect_drop(nx: Next, st: Step) -> None:
-    """Loss of one message; the leader resends a pending ISR change whose request or answer is lost."""
+    """Loss of one message; the leader resends a pending ISR change whose request or answer, sent in
+    its current leader epoch, is lost."""
     r = st.replica
-    nx.pop(MESSAGE_KINDS[st.arg], r, st.index)
-    if st.arg in ("alter_partition", "alter_partition_response"):
+    q = MESSAGE_KINDS[st.arg]
+    sent_in = nx.msg(q, r, st.index, "lepoch" if st.arg == "alter_partition" else "rlepoch") \
+        if st.arg in ("alter_partition", "alter_partition_response") else None
+    nx.pop(q, r, st.index)
+    if sent_in is not None:
         n = nx.b.replicas
-        nx.branch(nx.rep(r, "pend"), lambda x: _propose_isr(
+        nx.branch(z3.And(nx.rep(r, "pend"), sent_in == nx.rep(r, "lepoch")), lambda x: _propose_isr(
             x, r, [x.rep(r, f"pisr{j}") for j in range(n)], [x.rep(r, f"pep{j}") for j in range(n)]))
 
 

@@ -24,7 +24,9 @@ def _presumes(s: dict, i: int):
 
 
 def _leaders_complete(s: dict, b: Bounds, member: Callable[[int, int], object]):
-    return z3.And(*(z3.Implies(z3.And(_presumes(s, i), member(i, m)), _same_prefix(s, b, i, m, s[f"r{i}.hw"]))
+    # a member down with a pending data loss is judged once it restarts (specs: _leaders_complete)
+    return z3.And(*(z3.Implies(z3.And(_presumes(s, i), member(i, m), z3.Or(s[f"r{m}.alive"], z3.Not(s[f"r{m}.plost"]))),
+                               _same_prefix(s, b, i, m, s[f"r{i}.hw"]))
                     for i in range(b.replicas) for m in range(b.replicas)))
 
 
