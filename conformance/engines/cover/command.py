@@ -14,6 +14,7 @@ from isrcheck.model import Scope
 
 from isrcheck.conformance.vocabulary import SECONDS, UsageError, output_path
 from isrcheck.conformance.engines.explore import add_scope_arguments, config_and_scope
+from isrcheck.conformance.engines.campaign.command import print_budgets
 from isrcheck.conformance.engines.campaign.plan import PARTITIONS
 
 # The default scope: every fault class kip-320 survives (a crash, a fast bounce, a lost message,
@@ -71,6 +72,7 @@ def run(args) -> int:
     print(f"  {s['schedules']:,} schedules ({run_['executed']:,} run now, {run_['skipped_completed']:,} "
           f"already done), {s['steps_run']:,} steps; verdicts "
           + ", ".join(f"{k} {v}" for k, v in s["by_verdict"].items()))
+    print_budgets(s, print)
     print(f"  explore {run_['explore_seconds']:.1f} s, plan {run_['plan_seconds']:.1f} s, job "
           f"{run_['job_seconds']:.1f} s on {run_['master']} ({run_['edges_per_s'] or '-'} edges/s, "
           f"{run_['steps_per_s'] or '-'} steps/s); wall {run_['wall_time_s']:.1f} s")

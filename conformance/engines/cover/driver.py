@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from isrcheck.model import ModelConfig, Scope
 
 from isrcheck.conformance.engines.campaign import plan as ranges
+from isrcheck.conformance.engines.campaign.aggregate import budget_counts
 from isrcheck.conformance.engines.campaign.driver import _first_python_error
 from isrcheck.conformance.engines.campaign.failures import write_failures
 from isrcheck.conformance.engines.campaign.session import JobSession
@@ -106,6 +107,8 @@ def run_cover(config: ModelConfig, scope: Scope, out: str | Path, *, master: str
         "schedules": n, "planned_steps": plan.steps, "prefix_steps": plan.prefix_steps,
         "steps_run": sum(r["steps"] for r in rows),
         "by_verdict": by_verdict, "distinct_failures": len(failures),
+        "budgets": budget_counts(n, Counter(p for r in rows for p in r["outside_budget"]),
+                                 Counter(p for r in rows for p in r["beyond_budget"])),
         "failures": [{k: f[k] for k in ("id", "verdict", "property", "seed", "seeds", "first_bad_step",
                                         "steps", "shrunk_steps", "file", "original_file")} for f in failures],
         "run": {
