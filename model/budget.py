@@ -45,6 +45,8 @@ class FaultLedger(NamedTuple):
     def after(self, before, st, after) -> "FaultLedger":
         """The ledger once step ``st`` took the model from ``before`` to ``after``."""
         name = st.name
+        if name not in _LEDGER_STEPS:
+            return self
         ledger = self
         if name == "consume":
             rep = before.replicas[st.replica]
@@ -67,6 +69,11 @@ class FaultLedger(NamedTuple):
 
 
 EMPTY_LEDGER = FaultLedger()
+
+# The steps that may change a ledger: a read, a data loss, and the steps that change the
+# controller's ISR or bring a broker back (where a known loss begins); the rest leave it as is.
+_LEDGER_STEPS = frozenset(("consume", "crash", "lose_disk", "restart", "rejoin", "fence", "elect",
+                           "handle_alter_partition"))
 
 
 def outside_budget(config, prop, trace) -> str | None:

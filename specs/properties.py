@@ -77,7 +77,7 @@ def _leaders_complete(state, isr_of) -> bool:
     for _i, lead in _presumed_leaders(state):
         for m in isr_of(state, lead):
             member = reps[m]
-            if (member.alive or not member.power_lost) and not _same_prefix(lead.log, member.log, lead.hw):
+            if not _same_prefix(lead.log, member.log, lead.hw) and (member.alive or not member.power_lost):
                 return False
     return True
 

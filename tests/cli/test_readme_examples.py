@@ -86,6 +86,7 @@ COVERED = {
         "isrcheck report specs/scenarios/kip101-scenario2.json --protocol hw-truncation --html kip101-scenario2.html",
         "isrcheck report campaigns/kip-320 --html campaigns/kip-320/report",
         "isrcheck prove", "isrcheck sim", "isrcheck gate", "isrcheck soak",
+        "isrcheck fuzz --protocol kip-966 --faults all --schedules 200 --out campaigns/kip-966-all",
     },
     "docs/campaigns.md": {
         "isrcheck fuzz --protocol kip-320 --schedules 2000 --out campaigns/kip-320",
@@ -307,6 +308,19 @@ def test_two_power_losses_of_two_replicas_lose_an_acknowledged_write():
     proc = run(example("isrcheck explore --protocol kip-320 --replicas 2 --min-isr 1 --unclean-election "
                        "--max-records 1"))
     assert proc.returncode == 0 and "(shortest after 9 steps: unclean leader election is enabled)" in proc.stdout
+
+
+def test_every_fault_class_on_the_correct_protocol(tmp_path):
+    """README, fault budgets: kip-966 under every fault class passes; the summary counts what each
+    property's budget let it check."""
+    proc = run(example("isrcheck fuzz --protocol kip-966 --faults all --schedules 200 --out campaigns/kip-966-all"),
+               cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "verdicts: pass 200;" in proc.stdout and "no failure" in proc.stdout
+    summary = json.loads((tmp_path / "campaigns" / "kip-966-all" / "summary.json").read_text())
+    within = summary["budgets"]["NoLostAckedWrite"]["checked_within"]
+    assert 100 < within < 200  # most schedules stay within it; some lose data on two brokers
+    assert all(b["checked_within"] + b["outside"] == 200 for b in summary["budgets"].values())
 
 
 def test_bare_commands_quoted_inline_are_sub_commands_and_those_that_need_arguments_say_so():

@@ -102,8 +102,9 @@ def test_long_failing_walks_shrink_within_seconds():
         if verdict.kind != "violation" or len(schedule.steps) < 100:
             continue
         start = time.monotonic()
-        small, small_verdict = shrink(schedule, verdict, time_budget_s=10.0, run=on_model)
-        assert time.monotonic() - start < 30.0  # the budget, plus one run begun before it ran out, on a loaded machine
+        # a budget ample for a loaded 2-core CI machine: shrinking stops as soon as it is done
+        small, small_verdict = shrink(schedule, verdict, time_budget_s=30.0, run=on_model)
+        assert time.monotonic() - start < 60.0  # the budget, plus one run begun before it ran out
         assert small_verdict.same_failure(verdict)
         shrunk.append((len(schedule.steps), len(small.steps)))
         if len(shrunk) == 2:
