@@ -20,8 +20,8 @@ from typing import NamedTuple
 from .alphabet import Step
 from .config import ScheduleConfig
 from .losses import (
-    FAST_BOUNCE_AFTER_LOSS, LAST_REPLICA_STANDING, STALE_ISR_EXPANSION, fast_bounce_after_loss,
-    last_replica_standing, stale_isr_expansion,
+    DEPOSED_LEADER_HW, FAST_BOUNCE_AFTER_LOSS, LAST_REPLICA_STANDING, STALE_ISR_EXPANSION, deposed_leader_hw,
+    fast_bounce_after_loss, last_replica_standing, stale_isr_expansion,
 )
 from .protocols import PROTOCOLS
 
@@ -64,6 +64,8 @@ class FaultLedger(NamedTuple):
             entered.append(FAST_BOUNCE_AFTER_LOSS.name)
         if name == "handle_alter_partition" and ledger.losers and stale_isr_expansion(before, st, after, ledger.losers):
             entered.append(STALE_ISR_EXPANSION.name)
+        if name in _HW_STEPS and deposed_leader_hw(before, after):
+            entered.append(DEPOSED_LEADER_HW.name)
         new = [n for n in entered if n not in ledger.known]
         return ledger._replace(known=tuple(sorted(ledger.known + tuple(new)))) if new else ledger
 
@@ -72,8 +74,11 @@ EMPTY_LEDGER = FaultLedger()
 
 # The steps that may change a ledger: a read, a data loss, and the steps that change the
 # controller's ISR or bring a broker back (where a known loss begins); the rest leave it as is.
+# The steps that may advance a leader's HW (Partition.maybeIncrementLeaderHW's callers).
+_HW_STEPS = frozenset(("produce", "handle_fetch", "shrink_isr", "expand_isr", "handle_alter_partition_response",
+                       "tick", "deliver_leader_and_isr"))
 _LEDGER_STEPS = frozenset(("consume", "crash", "lose_disk", "restart", "rejoin", "fence", "elect",
-                           "handle_alter_partition"))
+                           "handle_alter_partition")) | _HW_STEPS
 
 
 def outside_budget(config, prop, trace) -> str | None:

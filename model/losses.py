@@ -34,8 +34,16 @@ STALE_ISR_EXPANSION = KnownLoss(
     "an ISR expansion counts a follower's log end offset from before it lost data and restarted",
     "KIP-903, KAFKA-14139 (broker epochs in Fetch and AlterPartition)", "kip-903")
 
+DEPOSED_LEADER_HW = KnownLoss(
+    "deposed-leader-hw",
+    "a leader the controller has replaced (its ISR expansion's answer lost, its resend fenced) still "
+    "presumes leadership on its own smaller ISR view and advances its HW past what a member of the "
+    "controller's ISR holds (acks=1 writes; Kafka's consumer is fenced from it by KIP-320)",
+    "KIP-966 (the HW advances only while the ISR has min.insync.replicas members); isrcheck scenario "
+    "deposed-leader-lost-isr-answer", "kip-966")
+
 KNOWN_LOSSES: dict[str, KnownLoss] = {loss.name: loss for loss in (
-    LAST_REPLICA_STANDING, FAST_BOUNCE_AFTER_LOSS, STALE_ISR_EXPANSION)}
+    LAST_REPLICA_STANDING, FAST_BOUNCE_AFTER_LOSS, STALE_ISR_EXPANSION, DEPOSED_LEADER_HW)}
 
 
 # -- where each loss happens, as predicates over a step and the states around it -------------------
@@ -69,3 +77,10 @@ def stale_isr_expansion(before, st, after, lost: tuple) -> bool:
     hw = before.replicas[st.replica].hw
     return any(f in lost and f not in before.controller.isr and len(before.replicas[f].log) < hw
                for f in after.controller.isr)
+
+
+def deposed_leader_hw(before, after) -> bool:
+    """A broker presuming leadership in a leader epoch the controller has left advanced its HW."""
+    epoch = after.controller.leader_epoch
+    return any(r.alive and r.leader == i and r.leader_epoch != epoch and r.hw > before.replicas[i].hw
+               for i, r in enumerate(after.replicas))

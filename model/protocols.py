@@ -6,7 +6,9 @@ subclass replaces the methods its KIP changed, so a new variant (e.g. KIP-966) i
 from __future__ import annotations
 
 from .alphabet import NONE
-from .losses import FAST_BOUNCE_AFTER_LOSS, KNOWN_LOSSES, LAST_REPLICA_STANDING, STALE_ISR_EXPANSION
+from .losses import (
+    DEPOSED_LEADER_HW, FAST_BOUNCE_AFTER_LOSS, KNOWN_LOSSES, LAST_REPLICA_STANDING, STALE_ISR_EXPANSION,
+)
 from .state import Replica, end_offset_for, end_offset_for_kip101, latest_epoch, truncate_to, updated
 
 
@@ -194,7 +196,8 @@ class Kip966(Kip903):
     shutdown detection close the Last Replica Standing loss."""
 
     name = "kip-966"
-    known_losses = Kip903.known_losses - {LAST_REPLICA_STANDING.name, FAST_BOUNCE_AFTER_LOSS.name}
+    known_losses = Kip903.known_losses - {LAST_REPLICA_STANDING.name, FAST_BOUNCE_AFTER_LOSS.name,
+                                          DEPOSED_LEADER_HW.name}
 
     def hw_blocked(self, leader: Replica, min_isr: int) -> bool:
         """Strict min ISR: Partition.maybeIncrementLeaderHW does nothing while isUnderMinIsr."""

@@ -74,13 +74,14 @@ DURABILITY = Budget(
 CONVERGENCE = Budget(
     "unclean leader election disabled; no broker that lost data back in the ISR by a fast restart "
     "the controller did not notice (closed by KIP-966) or by an ISR expansion counting its LEO from "
-    "before the loss (KAFKA-14139, closed by KIP-903); any number of brokers may lose unflushed "
+    "before the loss (KAFKA-14139, closed by KIP-903); no deposed leader advancing its HW over its own "
+    "stale ISR view (closed by KIP-966's strict min ISR); any number of brokers may lose unflushed "
     "data: KIP-101 and KIP-279 promise that the replicas converge on the leader's log after "
     "simultaneous power losses, even where committed writes are lost",
     "KIP-101 (scenario 2: replica divergence after both brokers lose power; it fixes divergence, "
     "not the loss of multiple simultaneous failures); KIP-279 (fast leader changes); KIP-966 and "
     "KIP-903 (KAFKA-14139)",
-    clean_elections=True, known_losses=("fast-bounce-after-loss", "stale-isr-expansion"))
+    clean_elections=True, known_losses=("fast-bounce-after-loss", "stale-isr-expansion", "deposed-leader-hw"))
 
 READS = Budget(
     DURABILITY.statement + "; consumers read only the leader of the controller's current leader "

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from isrcheck.conformance.core import sut_spec
 from isrcheck.conformance.vocabulary import SECONDS, SEED, Number, UsageError, output_path
+from isrcheck.conformance.generators.profiles import FAULT_PROFILES
 from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS, REFUSALS
 from isrcheck.conformance.core.schedule import PROTOCOLS
 from isrcheck.conformance.engines.campaign.plan import PARTITIONS, SCHEDULES, STEPS
@@ -30,7 +31,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--steps", type=STEPS, default=100, metavar="K",
                         help=f"steps per random walk (default 100; {STEPS.describe()})")
     parser.add_argument("--faults", default="default",
-                        help="fault profile of the random walk (default: default)")
+                        help=f"fault profile of the random walk: {', '.join(FAULT_PROFILES)} (default: default; "
+                             "all: every fault class with no guard, each property judged by its own fault budget)")
     parser.add_argument("--master", default=None, metavar="URL",
                         help="Spark master, e.g. local[2] or spark://host:7077 (default local[*], "
                              "or whatever spark-submit set)")
