@@ -20,8 +20,8 @@ from typing import NamedTuple
 from .alphabet import Step
 from .config import ScheduleConfig
 from .losses import (
-    DEPOSED_LEADER_HW, FAST_BOUNCE_AFTER_LOSS, LAST_REPLICA_STANDING, STALE_ISR_EXPANSION, deposed_leader_hw,
-    fast_bounce_after_loss, last_replica_standing, stale_isr_expansion,
+    DEPOSED_LEADER_HW, FAST_BOUNCE_AFTER_LOSS, KNOWN_LOSSES, LAST_REPLICA_STANDING, STALE_ISR_EXPANSION,
+    deposed_leader_hw, fast_bounce_after_loss, last_replica_standing, stale_isr_expansion,
 )
 from .protocols import PROTOCOLS
 
@@ -36,14 +36,16 @@ class FaultLedger(NamedTuple):
     ``stale_reads``: a consumer read a broker that led in a leader epoch the controller had left
     (Kafka's consumer sends its leader epoch, KIP-320, and is fenced there; the model's does not).
     ``known``: sorted names of the known losses (``losses.KNOWN_LOSSES``) whose situation the run
-    entered, whichever variant ran."""
+    entered, among those it watches (the variant's own)."""
 
     losers: tuple = ()
     stale_reads: bool = False
     known: tuple = ()
 
-    def after(self, before, st, after) -> "FaultLedger":
-        """The ledger once step ``st`` took the model from ``before`` to ``after``."""
+    def after(self, before, st, after, watch=frozenset(KNOWN_LOSSES)) -> "FaultLedger":
+        """The ledger once step ``st`` took the model from ``before`` to ``after``, recording only
+        the known losses in ``watch`` (the variant's own: no budget reads the others, and the
+        explorer stores states apart by their ledger)."""
         name = st.name
         if name not in _LEDGER_STEPS:
             return self
@@ -56,15 +58,19 @@ class FaultLedger(NamedTuple):
             return ledger
         if loses_data(st) and st.replica not in self.losers:
             ledger = ledger._replace(losers=tuple(sorted(self.losers + (st.replica,))))
+        if not watch:
+            return ledger
         entered = []
         # Last Replica Standing begins when the ISR changes or a member loses data
-        if (before.controller is not after.controller or loses_data(st)) and last_replica_standing(after):
+        if LAST_REPLICA_STANDING.name in watch and (before.controller is not after.controller or loses_data(st)) \
+                and last_replica_standing(after):
             entered.append(LAST_REPLICA_STANDING.name)
-        if name == "restart" and fast_bounce_after_loss(before, st):
+        if name == "restart" and FAST_BOUNCE_AFTER_LOSS.name in watch and fast_bounce_after_loss(before, st):
             entered.append(FAST_BOUNCE_AFTER_LOSS.name)
-        if name == "handle_alter_partition" and ledger.losers and stale_isr_expansion(before, st, after, ledger.losers):
+        if name == "handle_alter_partition" and ledger.losers and STALE_ISR_EXPANSION.name in watch \
+                and stale_isr_expansion(before, st, after, ledger.losers):
             entered.append(STALE_ISR_EXPANSION.name)
-        if name in _HW_STEPS and deposed_leader_hw(before, after):
+        if name in _HW_STEPS and DEPOSED_LEADER_HW.name in watch and deposed_leader_hw(before, after):
             entered.append(DEPOSED_LEADER_HW.name)
         new = [n for n in entered if n not in ledger.known]
         return ledger._replace(known=tuple(sorted(ledger.known + tuple(new)))) if new else ledger
@@ -92,7 +98,7 @@ def outside_budget(config, prop, trace) -> str | None:
     for raw in trace:
         st = Step.from_json(raw)
         after, _ = apply(config, state, st)
-        ledger, state = ledger.after(state, st, after), after
+        ledger, state = ledger.after(state, st, after, config.rules.known_losses), after
     return prop.budget.exceeded(ledger, config, config.rules.known_losses)
 
 

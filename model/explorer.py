@@ -300,7 +300,7 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                 if exclude_lrs and last_replica_standing(t):
                     continue
                 # a fetch round's steps never change the ledger (no data lost, no read, no ISR change)
-                led = ledger.after(s, st[0], t) if not inside else ledger
+                led = ledger.after(s, st[0], t, known) if not inside else ledger
                 if inside and pending:  # a round's states are reachable too, though not stored
                     check(inside[0], si, led, st[:2])  # after handle_fetch (send_fetch changes no property)
                     if violations and stop_at_first:

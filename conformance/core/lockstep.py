@@ -158,7 +158,7 @@ class Lockstep:
                 return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: abstract states differ\n"
                                   + diff(expected, impl_state))
         self._record(i, st, name, outputs, before)
-        ledger = self.ledger.after(before, st, new_state)
+        ledger = self.ledger.after(before, st, new_state, self.cfg.rules.known_losses)
         if ledger is not self.ledger:
             verdict = self._last_within(ledger, i, before)
             if verdict is not None:
