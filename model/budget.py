@@ -21,7 +21,7 @@ from .alphabet import Step
 from .config import ScheduleConfig
 from .losses import (
     DEPOSED_LEADER_HW, FAST_BOUNCE_AFTER_LOSS, KNOWN_LOSSES, LAST_REPLICA_STANDING, STALE_ISR_EXPANSION,
-    deposed_leader_hw, fast_bounce_after_loss, last_replica_standing, stale_isr_expansion,
+    deposed_leader_hw, deposed_leader_lives, fast_bounce_after_loss, last_replica_standing, stale_isr_expansion,
 )
 from .protocols import PROTOCOLS
 
@@ -62,9 +62,11 @@ class FaultLedger(NamedTuple):
             return ledger
         entered = []
         # Last Replica Standing begins when the ISR changes or a member loses data
-        if LAST_REPLICA_STANDING.name in watch and (before.controller is not after.controller or loses_data(st)) \
-                and last_replica_standing(after):
-            entered.append(LAST_REPLICA_STANDING.name)
+        if (before.controller is not after.controller or loses_data(st)) and last_replica_standing(after):
+            if LAST_REPLICA_STANDING.name in watch:
+                entered.append(LAST_REPLICA_STANDING.name)
+            if DEPOSED_LEADER_HW.name in watch and deposed_leader_lives(after):
+                entered.append(DEPOSED_LEADER_HW.name)
         if name == "restart" and FAST_BOUNCE_AFTER_LOSS.name in watch and fast_bounce_after_loss(before, st):
             entered.append(FAST_BOUNCE_AFTER_LOSS.name)
         if name == "handle_alter_partition" and ledger.losers and STALE_ISR_EXPANSION.name in watch \
@@ -72,7 +74,7 @@ class FaultLedger(NamedTuple):
             entered.append(STALE_ISR_EXPANSION.name)
         if name in _HW_STEPS and DEPOSED_LEADER_HW.name in watch and deposed_leader_hw(before, after):
             entered.append(DEPOSED_LEADER_HW.name)
-        new = [n for n in entered if n not in ledger.known]
+        new = sorted({n for n in entered if n not in ledger.known})
         return ledger._replace(known=tuple(sorted(ledger.known + tuple(new)))) if new else ledger
 
 

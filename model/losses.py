@@ -36,9 +36,10 @@ STALE_ISR_EXPANSION = KnownLoss(
 
 DEPOSED_LEADER_HW = KnownLoss(
     "deposed-leader-hw",
-    "a leader the controller has replaced (its ISR expansion's answer lost, its resend fenced) still "
-    "presumes leadership on its own smaller ISR view and advances its HW past what a member of the "
-    "controller's ISR holds (acks=1 writes; Kafka's consumer is fenced from it by KIP-320)",
+    "a leader the controller has replaced still presumes leadership with an HW the controller's ISR "
+    "does not hold: it advanced it over its own stale, smaller ISR view (its ISR expansion's answer "
+    "lost, its resend fenced), or the ISR lost what it held (Last Replica Standing while the deposed "
+    "leader lives on as a zombie); Kafka's consumer and followers are fenced from it by KIP-320",
     "KIP-966 (the HW advances only while the ISR has min.insync.replicas members); isrcheck scenario "
     "deposed-leader-lost-isr-answer", "kip-966")
 
@@ -84,3 +85,9 @@ def deposed_leader_hw(before, after) -> bool:
     epoch = after.controller.leader_epoch
     return any(r.alive and r.leader == i and r.leader_epoch != epoch and r.hw > before.replicas[i].hw
                for i, r in enumerate(after.replicas))
+
+
+def deposed_leader_lives(s) -> bool:
+    """A broker presumes leadership, with a non-zero HW, in a leader epoch the controller has left."""
+    epoch = s.controller.leader_epoch
+    return any(r.alive and r.leader == i and r.leader_epoch != epoch and r.hw > 0 for i, r in enumerate(s.replicas))

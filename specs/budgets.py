@@ -75,7 +75,8 @@ CONVERGENCE = Budget(
     "unclean leader election disabled; no broker that lost data back in the ISR by a fast restart "
     "the controller did not notice (closed by KIP-966) or by an ISR expansion counting its LEO from "
     "before the loss (KAFKA-14139, closed by KIP-903); no deposed leader advancing its HW over its own "
-    "stale ISR view (closed by KIP-966's strict min ISR); any number of brokers may lose unflushed "
+    "stale ISR view or over what a Last Replica Standing lost (closed by KIP-966); any number of "
+    "brokers may lose unflushed "
     "data: KIP-101 and KIP-279 promise that the replicas converge on the leader's log after "
     "simultaneous power losses, even where committed writes are lost",
     "KIP-101 (scenario 2: replica divergence after both brokers lose power; it fixes divergence, "
