@@ -62,11 +62,15 @@ class FaultLedger(NamedTuple):
             return ledger
         entered = []
         # Last Replica Standing begins when the ISR changes or a member loses data
+        lrs = LAST_REPLICA_STANDING.name in ledger.known
         if (before.controller is not after.controller or loses_data(st)) and last_replica_standing(after):
+            lrs = True
             if LAST_REPLICA_STANDING.name in watch:
                 entered.append(LAST_REPLICA_STANDING.name)
-            if DEPOSED_LEADER_HW.name in watch and deposed_leader_lives(after):
-                entered.append(DEPOSED_LEADER_HW.name)
+        # a deposed leader living on after Last Replica Standing holds what the ISR lost
+        if lrs and DEPOSED_LEADER_HW.name in watch and DEPOSED_LEADER_HW.name not in ledger.known \
+                and deposed_leader_lives(after):
+            entered.append(DEPOSED_LEADER_HW.name)
         if name == "restart" and FAST_BOUNCE_AFTER_LOSS.name in watch and fast_bounce_after_loss(before, st):
             entered.append(FAST_BOUNCE_AFTER_LOSS.name)
         if name == "handle_alter_partition" and ledger.losers and STALE_ISR_EXPANSION.name in watch \

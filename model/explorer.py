@@ -299,10 +299,13 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                 transitions += 1
                 if exclude_lrs and last_replica_standing(t):
                     continue
-                # a fetch round's steps never change the ledger (no data lost, no read, no ISR change)
-                led = ledger.after(s, st[0], t, known) if not inside else ledger
+                if inside:  # a fetch round: send_fetch changes nothing the ledger reads, handle_fetch may
+                    mid = ledger.after(s, st[1], inside[0], known)  # (a deposed leader's HW)
+                    led = mid.after(inside[0], st[2], t, known)
+                else:
+                    led = ledger.after(s, st[0], t, known)
                 if inside and pending:  # a round's states are reachable too, though not stored
-                    check(inside[0], si, led, st[:2])  # after handle_fetch (send_fetch changes no property)
+                    check(inside[0], si, mid, st[:2])  # after handle_fetch (send_fetch changes no property)
                     if violations and stop_at_first:
                         stopped = True
                         break
