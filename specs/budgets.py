@@ -95,7 +95,8 @@ DURABLE_LOGS = Budget(
     "no broker loses data it had written (no power loss before write-back, no lost disk): the "
     "leader learns that a member of its ISR lost data only from the controller's next LeaderAndIsr "
     "(KIP-966 removes the member when it registers again), and until then its own ISR view names a "
-    "replica that lacks the committed prefix",
+    "replica that lacks the committed prefix; before KIP-966, no deposed leader whose HW the ISR "
+    "does not hold (the known loss deposed-leader-hw: re-elected, it keeps that HW over the new ISR)",
     "hachikuji/kafka-specification (its brokers keep their logs across restarts); KIP-966 "
     "(ReplicationControlManager.handleBrokerUncleanShutdown)",
-    losers=NONE_LOST)
+    losers=NONE_LOST, known_losses=("deposed-leader-hw",))
