@@ -65,11 +65,11 @@ def test_parquet_rows_are_readable_by_pyarrow_and_spark(spark, tmp_path):
 
 def test_failures_are_shrunk_deduplicated_and_replay_with_isrcheck_check(spark, tmp_path, capsys):
     out = tmp_path / "c"
-    # hw-truncation's HW regression needs no fault at all (WeakIsr within every budget)
+    # hw-truncation loses data with no fault at all (its HW truncation, within every budget)
     result = _campaign(spark, out, protocol="hw-truncation", schedules=40, steps=150, faults="none")
     assert result.exit_code == 1
     summary = result.summary
-    assert summary["by_property"].get("violation:WeakIsr", 0) > 0
+    assert any(k.startswith("violation:") for k in summary["by_property"])
     assert all(b["checked_within"] + b["outside"] == 40 for b in summary["budgets"].values())
     assert summary["failing_schedules"] == sum(v for k, v in summary["by_verdict"].items()
                                                if k != "pass") > 0
