@@ -78,17 +78,18 @@ class FaultLedger(NamedTuple):
             entered.append(STALE_ISR_EXPANSION.name)
         if name in _HW_STEPS and DEPOSED_LEADER_HW.name in watch and deposed_leader_hw(before, after):
             entered.append(DEPOSED_LEADER_HW.name)
-        new = sorted({n for n in entered if n not in ledger.known})
+        new = set(entered) - set(ledger.known)
         return ledger._replace(known=tuple(sorted(ledger.known + tuple(new)))) if new else ledger
 
 
 EMPTY_LEDGER = FaultLedger()
 
-# The steps that may change a ledger: a read, a data loss, and the steps that change the
-# controller's ISR or bring a broker back (where a known loss begins); the rest leave it as is.
 # The steps that may advance a leader's HW (Partition.maybeIncrementLeaderHW's callers).
 _HW_STEPS = frozenset(("produce", "handle_fetch", "shrink_isr", "expand_isr", "handle_alter_partition_response",
                        "tick", "deliver_leader_and_isr"))
+# The steps that may change a ledger: a read, a data loss, the steps that change the controller's
+# ISR or bring a broker back, and those that move an HW (where a known loss begins); the rest
+# leave it as it is.
 _LEDGER_STEPS = frozenset(("consume", "crash", "lose_disk", "restart", "rejoin", "fence", "elect",
                            "handle_alter_partition")) | _HW_STEPS
 

@@ -48,8 +48,8 @@ KNOWN_LOSSES: dict[str, KnownLoss] = {loss.name: loss for loss in (
 
 
 # -- where each loss happens, as predicates over a step and the states around it -------------------
-# The fault ledger (``budget.FaultLedger``) records a run that enters one of these situations, the
-# explorer's ``exclude_known_losses`` prunes them, and the fault budget's guard avoids them.
+# The fault ledger (``budget.FaultLedger``) records a run that enters one of these situations; the
+# explorer's ``exclude_known_losses`` prunes Last Replica Standing with its predicate.
 
 def last_replica_standing(s) -> bool:
     """Every member of the controller's (non-empty) ISR lost its unflushed data in a power loss or

@@ -56,9 +56,9 @@ def explain(trace: Trace) -> Explanation | None:
     """The explanation of a failed run, or of a run that broke a property only outside its fault
     budget (None for a clean pass or an invalid schedule)."""
     v = trace.verdict
-    prop, step, why = first_bad(v)
-    if step is None and not (v is not None and v.failed):
+    if v is None or not (v.failed or v.beyond_budget):
         return None
+    prop, step, why = first_bad(v)
     run = _Run(trace, step)
     try:
         if v.kind == DIVERGENCE:

@@ -131,9 +131,3 @@ def test_the_all_profile_takes_every_fault_class_and_finds_nothing_on_kip_966():
     wanted = ["crash:clean", "crash:process", "crash:power", "power loss of an ISR member", "torn write",
               "lose_disk", "fast bounce", "zombie", "leader move", "partial fetch", "drop", "checkpoint_hw"]
     assert [w for w in wanted if not seen[w]] == []
-
-
-def test_budget_statements_are_shown_with_each_property():
-    for p in PROPERTIES:
-        assert p.budget.statement and p.budget.source
-    assert BY_ID["WeakIsr"].budget.losers == "none" and BY_ID["NoLostAckedWrite"].budget.losers == "min-isr"
