@@ -21,6 +21,15 @@ an unfenced ELR member, then (ISR and ELR empty) the last known leader; and a br
 after an unclean shutdown (no previous broker epoch) first leaves ISR, ELR and leadership
 (ReplicationControlManager.handleBrokerUncleanShutdown).
 
+Every partition is one ``PartitionRegistration`` (KRaft's), handled alike; a single-partition run
+(the simulation, lockstep) has one, topic ``isr`` partition 0, whose fields ``leader``, ``isr`` and
+the like the controller also shows as its own. With ``kafka_metadata`` on (a cluster that Kafka
+clients use, ``isrcheck serve``) topics are created on request (CreateTopics) with Kafka's replica
+assignment (partition p's preferred leader is broker p mod N), every partition change goes to every
+live broker, as KRaft brokers replay the metadata log, and LeaderAndIsr v1 names the topic and the
+live brokers, which brokers answer Kafka Metadata from; ``metadata_store`` keeps topics, partition
+state and broker epochs across controller restarts (the metadata log's snapshot).
+
 With ``auto`` off nothing happens by itself: sessions never expire and elections happen only when
 ``elect`` is called. With it on, a session check runs every heartbeat interval and a leaderless
 partition is elected as soon as an eligible replica exists.
@@ -28,17 +37,58 @@ partition is elected as soon as an eligible replica exists.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from ..network import NodeEndpoint
 from ..protocol import (
     AlterPartitionRequest, AlterPartitionResponse, ApiKey, BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse, Errors, Header,
-    LeaderAndIsrRequest,
+    BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse, CreateTopicsRequest,
+    CreateTopicsResponse, Errors, Header, LeaderAndIsrRequest,
 )
 from ..runtime import Scheduler, Transport
 
 CONTROLLER_ID = 3000  # a node id outside the broker range, as KRaft controllers often have
+DEFAULT_TOPIC = "isr"  # the one partition of single-partition runs is this topic's partition 0
+MAX_PARTITIONS = 10_000  # partitions of one cluster: a guard against a client asking for millions
+
+
+def valid_topic_name(name: str) -> bool:
+    """Kafka's Topic.validate: 1..249 characters of [a-zA-Z0-9._-], not "." or ".."."""
+    return (0 < len(name) <= 249 and name not in (".", "..")
+            and all(c.isascii() and (c.isalnum() or c in "._-") for c in name))
+
+
+class MetadataStore(Protocol):
+    """Where a controller keeps its metadata across restarts (a snapshot of KRaft's metadata log)."""
+
+    def load(self) -> dict | None: ...
+
+    def save(self, metadata: dict) -> None: ...
+
+
+class PartitionRegistration:
+    """The controller's record of one partition (KRaft's PartitionRegistration)."""
+
+    __slots__ = ("partition_id", "topic", "index", "replicas", "leader", "leader_epoch", "isr",
+                 "partition_epoch", "elr", "last_known_leader")
+
+    def __init__(self, partition_id: int, topic: str, index: int, replicas: tuple[int, ...],
+                 leader: int, leader_epoch: int = 0, isr: tuple[int, ...] | None = None,
+                 partition_epoch: int = 0, elr: tuple[int, ...] = (), last_known_leader: int = -1) -> None:
+        self.partition_id, self.topic, self.index, self.replicas = partition_id, topic, index, replicas
+        self.leader, self.leader_epoch, self.partition_epoch = leader, leader_epoch, partition_epoch
+        self.isr = tuple(sorted(replicas)) if isr is None else isr
+        self.elr, self.last_known_leader = elr, last_known_leader
+
+    def to_json(self) -> dict:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    @classmethod
+    def from_json(cls, fields: dict) -> "PartitionRegistration":
+        fields = dict(fields)
+        for name in ("replicas", "isr", "elr"):
+            fields[name] = tuple(fields[name])
+        return cls(**fields)
 
 
 @dataclass(frozen=True)
@@ -58,13 +108,15 @@ class ControllerState:
 
 
 class Controller:
-    """The cluster's controller for the one partition (see the module docstring)."""
+    """The cluster's controller (see the module docstring)."""
 
     def __init__(self, replicas: int, unclean_leader_election_enable: bool, scheduler: Scheduler,
                  transport: Transport, auto: bool = False, session_timeout_ms: int = 60,
                  check_interval_ms: int = 10,
                  on_event: Callable[..., None] | None = None, min_insync_replicas: int = 1,
-                 eligible_leader_replicas: bool = False) -> None:
+                 eligible_leader_replicas: bool = False, kafka_metadata: bool = False,
+                 topics: tuple[tuple[str, int], ...] = ((DEFAULT_TOPIC, 1),),
+                 metadata_store: MetadataStore | None = None) -> None:
         self.replicas = tuple(range(replicas))
         self.min_insync_replicas = min_insync_replicas
         self.elr_enabled = eligible_leader_replicas
@@ -74,12 +126,10 @@ class Controller:
         self.session_timeout_ms = session_timeout_ms
         self.check_interval_ms = check_interval_ms
         self.on_event = on_event
-        self.leader = 0
-        self.leader_epoch = 0
-        self.isr: tuple[int, ...] = self.replicas
-        self.partition_epoch = 0
-        self.elr: tuple[int, ...] = ()
-        self.last_known_leader = -1
+        self.kafka_metadata = kafka_metadata
+        self.metadata_store = metadata_store
+        self.partitions: list[PartitionRegistration] = []  # by partition id
+        self.topics: dict[str, tuple[int, ...]] = {}  # topic -> its partitions' ids, by index
         self.fenced: set[int] = set()
         self.broker_epochs = [-1] * replicas
         self.registrations: list[list[int]] = [[] for _ in range(replicas)]
@@ -94,120 +144,192 @@ class Controller:
             ApiKey.BROKER_HEARTBEAT: self._handle_heartbeat,
             ApiKey.ALTER_PARTITION: self._handle_alter_partition,
         }
+        if kafka_metadata:
+            self.endpoint.handlers[ApiKey.CREATE_TOPICS] = self._handle_create_topics
         transport.register(CONTROLLER_ID, self.endpoint)
-        for broker in self.replicas:  # the initial brokers registered before the partition was created
-            self._register(broker, 0)
+        stored = metadata_store.load() if metadata_store is not None else None
+        if stored is None:
+            for broker in self.replicas:  # the initial brokers registered before the partition was created
+                self._register(broker, 0)
+        else:
+            self._restore(stored)
+        for name, count in topics:
+            if name not in self.topics:
+                self.create_topic(name, count)
+        self._save()
         if auto:
             scheduler.schedule(check_interval_ms, self._check_sessions)
 
+    # -- the first partition: what single-partition runs read -------------------------------------
+    @property
+    def leader(self) -> int:
+        return self.partitions[0].leader
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.partitions[0].leader_epoch
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        return self.partitions[0].isr
+
+    @property
+    def partition_epoch(self) -> int:
+        return self.partitions[0].partition_epoch
+
+    @property
+    def elr(self) -> tuple[int, ...]:
+        return self.partitions[0].elr
+
+    @property
+    def last_known_leader(self) -> int:
+        return self.partitions[0].last_known_leader
+
     @classmethod
     def for_cluster(cls, config, scheduler: Scheduler, transport: Transport, auto: bool,
-                    on_event: Callable[..., None] | None = None) -> "Controller":
+                    on_event: Callable[..., None] | None = None, **kafka: Any) -> "Controller":
         """The controller of a cluster with ``config`` (a ClusterConfig: replication settings, the
-        session timeout, the heartbeat interval as session check interval, the protocol variant)."""
+        session timeout, the heartbeat interval as session check interval, the protocol variant);
+        ``kafka`` holds ``kafka_metadata``, ``topics`` and ``metadata_store`` for a Kafka cluster."""
         return cls(config.replicas, config.unclean_leader_election_enable, scheduler, transport, auto=auto,
                    session_timeout_ms=config.broker_session_timeout_ms,
                    check_interval_ms=config.broker_heartbeat_interval_ms, on_event=on_event,
                    min_insync_replicas=config.min_insync_replicas,
-                   eligible_leader_replicas=config.variant.eligible_leader_replicas)
+                   eligible_leader_replicas=config.variant.eligible_leader_replicas, **kafka)
 
     # -- queries ------------------------------------------------------------------------------
     def state(self) -> ControllerState:
-        return ControllerState(self.leader, self.leader_epoch, self.isr, self.partition_epoch,
-                               tuple(sorted(self.fenced)), tuple(self.broker_epochs), self.elr,
-                               self.last_known_leader, tuple(tuple(r) for r in self.registrations))
+        """The first partition's state, fenced brokers and broker epochs."""
+        p = self.partitions[0]
+        return ControllerState(p.leader, p.leader_epoch, p.isr, p.partition_epoch,
+                               tuple(sorted(self.fenced)), tuple(self.broker_epochs), p.elr,
+                               p.last_known_leader, tuple(tuple(r) for r in self.registrations))
 
-    def eligible_leader(self) -> int:
+    def eligible_leader(self, partition: int = 0) -> int:
         """The replica ``elect`` would pick, or -1 (see ``_election``)."""
-        choice = self._election()
+        choice = self._election(self.partitions[partition])
         return -1 if choice is None else choice[0]
 
-    def _election(self) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
-        """(leader, ISR, ELR) of PartitionChangeBuilder.electLeader: the first unfenced ISR member;
-        with KIP-966 then the first unfenced ELR member, then, ISR and ELR both empty, the last known
-        leader if unfenced; else with unclean election the first unfenced replica, the ISR
-        restarting from it (and the ELR emptied: it need not hold what the ELR vouched for)."""
-        for r in self.isr:
-            if r not in self.fenced:
-                return r, self.isr, self.elr
+    def _election(self, p: PartitionRegistration) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
+        """(leader, ISR, ELR) of PartitionChangeBuilder.electLeader: the first unfenced ISR member
+        in replica order; with KIP-966 then the first unfenced ELR member, then, ISR and ELR both
+        empty, the last known leader if unfenced; else with unclean election the first unfenced
+        replica, the ISR restarting from it (and the ELR emptied: it need not hold what the ELR
+        vouched for)."""
+        for r in p.replicas:
+            if r in p.isr and r not in self.fenced:
+                return r, p.isr, p.elr
         if self.elr_enabled:
-            for r in self.elr:
-                if r not in self.fenced:
-                    isr = tuple(sorted(self.isr + (r,)))
-                    return r, isr, self._elr_after(isr)
-            lkl = self.last_known_leader
-            if not self.isr and not self.elr and lkl >= 0 and lkl not in self.fenced:
-                return lkl, (lkl,), self._elr_after((lkl,))
+            for r in p.replicas:
+                if r in p.elr and r not in self.fenced:
+                    isr = tuple(sorted(p.isr + (r,)))
+                    return r, isr, self._elr_after(p, isr)
+            lkl = p.last_known_leader
+            if not p.isr and not p.elr and lkl >= 0 and lkl not in self.fenced:
+                return lkl, (lkl,), self._elr_after(p, (lkl,))
         if self.unclean:
-            for r in self.replicas:
+            for r in p.replicas:
                 if r not in self.fenced:
                     return r, (r,), ()
         return None
 
-    def _elr_after(self, isr: tuple[int, ...], unclean: tuple[int, ...] = ()) -> tuple[int, ...]:
+    def _elr_after(self, p: PartitionRegistration, isr: tuple[int, ...],
+                   unclean: tuple[int, ...] = ()) -> tuple[int, ...]:
         """maybePopulateTargetElr (KIP-966): empty once ``isr`` reaches min ISR; else the members the
         ISR loses join the ELR, minus brokers back from an unclean shutdown."""
         if not self.elr_enabled or len(isr) >= self.min_insync_replicas:
             return ()
-        return tuple(sorted((set(self.elr) | set(self.isr)) - set(isr) - set(unclean)))
+        return tuple(sorted((set(p.elr) | set(p.isr)) - set(isr) - set(unclean)))
 
     # -- controller actions -------------------------------------------------------------------
-    def elect(self) -> int:
+    def elect(self, partition: int = 0) -> int:
         """PartitionChangeBuilder leader election for a leaderless partition; returns the leader."""
-        choice = self._election()
-        if self.leader != -1 or choice is None:
+        p = self.partitions[partition]
+        choice = self._election(p)
+        if p.leader != -1 or choice is None:
             return -1
-        leader, self.isr, self.elr = choice
-        self._new_leader("elect", leader)
+        leader, p.isr, p.elr = choice
+        self._new_leader(p, "elect", leader)
         return leader
 
-    def move_leader(self, target: int) -> None:
+    def move_leader(self, target: int, partition: int = 0) -> None:
         """Preferred replica election / controlled shutdown: ``target``, an unfenced ISR member other
         than the leader, leads in a new leader epoch; the ISR stays."""
-        if target in self.fenced or target not in self.isr or target == self.leader:
+        p = self.partitions[partition]
+        if target in self.fenced or target not in p.isr or target == p.leader:
             raise ValueError(f"broker {target} cannot take over leadership")
-        self._new_leader("move_leader", target)
+        self._new_leader(p, "move_leader", target)
 
-    def _new_leader(self, event: str, leader: int) -> None:
+    def _new_leader(self, p: PartitionRegistration, event: str, leader: int) -> None:
         """A leader change: new leader and partition epochs, told to every unfenced broker."""
-        self.leader = leader
-        self.leader_epoch += 1
-        self.partition_epoch += 1
-        self.last_known_leader = -1
+        p.leader = leader
+        p.leader_epoch += 1
+        p.partition_epoch += 1
+        p.last_known_leader = -1
         self.elections += 1
-        self._event(event, leader, self.leader_epoch)
-        self._send_leader_and_isr(self._unfenced())
+        self._event(event, leader, p.leader_epoch, *self._which(p))
+        self._changed(p)
 
     def fence(self, broker: int) -> None:
-        """The broker's session expired (BrokerHeartbeatManager): out of the ISR and leadership."""
+        """The broker's session expired (BrokerHeartbeatManager): out of every ISR and leadership."""
         if broker in self.fenced:
             return
         self.fenced.add(broker)
-        # before KIP-966 the last ISR member stays; with the ELR the ISR may go empty
-        keep_last = not self.elr_enabled and len(self.isr) == 1
-        changed = self._remove_broker(broker, self.isr if keep_last else tuple(r for r in self.isr if r != broker))
+        changed = set()
+        for p in self.partitions:
+            # before KIP-966 the last ISR member stays; with the ELR the ISR may go empty
+            keep_last = not self.elr_enabled and len(p.isr) == 1
+            if self._remove_broker(p, broker, p.isr if keep_last else tuple(r for r in p.isr if r != broker)):
+                changed.add(p.partition_id)
         self._event("fence", broker)
-        if changed:
-            self._send_leader_and_isr(self._unfenced())
-        if self.auto and self.leader == -1:
-            self.elect()
+        for p in self.partitions:
+            if p.partition_id in changed:
+                self._changed(p)
+            elif self.kafka_metadata:
+                self._send_leader_and_isr(p, self._unfenced())  # the live brokers changed
+            if self.auto and p.leader == -1:
+                self.elect(p.partition_id)
 
-    def _remove_broker(self, broker: int, isr: tuple[int, ...], unclean: tuple[int, ...] = ()) -> bool:
+    def _remove_broker(self, p: PartitionRegistration, broker: int, isr: tuple[int, ...],
+                       unclean: tuple[int, ...] = ()) -> bool:
         """A partition change taking ``broker`` out of leadership and the ISR (now ``isr``), the ELR
         following; a new partition epoch (and leader epoch if it led). True if anything changed."""
-        elr = self._elr_after(isr, unclean)
-        leads = self.leader == broker
-        if not leads and isr == self.isr and elr == self.elr:
+        elr = self._elr_after(p, isr, unclean)
+        leads = p.leader == broker
+        if not leads and isr == p.isr and elr == p.elr:
             return False
-        if isr != self.isr:
+        if isr != p.isr:
             self.isr_changes += 1
-        self.isr, self.elr = isr, elr
+        p.isr, p.elr = isr, elr
         if leads:
-            self.leader = -1
-            self.leader_epoch += 1
-            self.last_known_leader = broker if self.elr_enabled else -1
-        self.partition_epoch += 1
+            p.leader = -1
+            p.leader_epoch += 1
+            p.last_known_leader = broker if self.elr_enabled else -1
+        p.partition_epoch += 1
         return True
+
+    def create_topic(self, name: str, partitions: int) -> int:
+        """CreateTopics: ``partitions`` new partitions of ``name``, partition i's replicas starting
+        at broker i mod N (Kafka's replica assignment), each led by its first replica with every
+        replica in the ISR. Returns the error."""
+        if name in self.topics:
+            return Errors.TOPIC_ALREADY_EXISTS
+        if not valid_topic_name(name):
+            return Errors.INVALID_TOPIC_EXCEPTION
+        if not 1 <= partitions <= MAX_PARTITIONS - len(self.partitions):
+            return Errors.INVALID_PARTITIONS
+        n, ids = len(self.replicas), []
+        for index in range(partitions):
+            replicas = tuple(self.replicas[(index + k) % n] for k in range(n))
+            p = PartitionRegistration(len(self.partitions), name, index, replicas, replicas[0])
+            self.partitions.append(p)
+            ids.append(p.partition_id)
+        self.topics[name] = tuple(ids)
+        if self.kafka_metadata:
+            self._event("create_topic", name, partitions)
+            for pid in ids:
+                self._changed(self.partitions[pid])
+        return Errors.NONE
 
     # -- request handlers ---------------------------------------------------------------------
     def _handle_registration(self, src: int, header: Header, req: BrokerRegistrationRequest) -> Any:
@@ -218,14 +340,19 @@ class Controller:
             return BrokerRegistrationResponse(Errors.DUPLICATE_BROKER_REGISTRATION, -1)
         if self.elr_enabled and req.previous_broker_epoch != self.broker_epochs[broker]:
             # an unclean shutdown: the broker may have lost what it vouched for
-            if self._remove_broker(broker, tuple(r for r in self.isr if r != broker), (broker,)):
+            changed = [p for p in self.partitions
+                       if self._remove_broker(p, broker, tuple(r for r in p.isr if r != broker), (broker,))]
+            if changed:
                 self._event("unclean_shutdown", broker)
-                self._send_leader_and_isr(tuple(r for r in self._unfenced() if r != broker))
+            for p in changed:
+                self._changed(p, tuple(r for r in self._unfenced() if r != broker))
         epoch = self._register(broker, req.incarnation)
         self.endpoint.respond(src, header, BrokerRegistrationResponse(Errors.NONE, epoch))
-        self._send_leader_and_isr((broker,))
-        if self.auto and self.leader == -1:
-            self.elect()
+        for p in self.partitions:
+            self._send_leader_and_isr(p, self._unfenced() if self.kafka_metadata else (broker,))
+        for p in self.partitions:
+            if self.auto and p.leader == -1:
+                self.elect(p.partition_id)
         return None
 
     def _handle_heartbeat(self, src: int, header: Header, req: BrokerHeartbeatRequest) -> Any:
@@ -238,33 +365,48 @@ class Controller:
         if broker in self.fenced:  # alive again after a partition: unfence and resend its state
             self.fenced.discard(broker)
             self._event("unfence", broker)
-            self._send_leader_and_isr((broker,))
-            if self.leader == -1:
-                self.elect()
+            for p in self.partitions:
+                self._send_leader_and_isr(p, self._unfenced() if self.kafka_metadata else (broker,))
+            for p in self.partitions:
+                if p.leader == -1:
+                    self.elect(p.partition_id)
+        elif header.api_version >= 1:  # every partition whose change it missed (a lost LeaderAndIsr)
+            applied = req.partition_epochs
+            for p in self.partitions:
+                if p.partition_id >= len(applied) or applied[p.partition_id] < p.partition_epoch:
+                    self._send_leader_and_isr(p, (broker,))
         elif (req.leader_epoch, req.partition_epoch) < (self.leader_epoch, self.partition_epoch):
-            self._send_leader_and_isr((broker,))  # it missed an update (a lost LeaderAndIsr)
+            self._send_leader_and_isr(self.partitions[0], (broker,))  # it missed an update (a lost LeaderAndIsr)
         return BrokerHeartbeatResponse(Errors.NONE, False)
 
     def _handle_alter_partition(self, src: int, header: Header, req: AlterPartitionRequest) -> Any:
         """AlterPartition (KIP-497): a leader's ISR change, fenced by leader and partition epochs."""
-        if req.broker_id != src or not set(req.new_isr) <= set(self.replicas) or src not in req.new_isr or \
+        if not 0 <= req.partition < len(self.partitions):
+            return AlterPartitionResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION, req.partition)
+        p = self.partitions[req.partition]
+        if req.broker_id != src or not set(req.new_isr) <= set(p.replicas) or src not in req.new_isr or \
                 len(req.new_isr_epochs) not in (0, len(req.new_isr)):
             error = Errors.INVALID_REQUEST  # not from the broker it names, or not an ISR it could have
-        elif req.broker_id != self.leader or req.leader_epoch != self.leader_epoch:
+        elif req.broker_id != p.leader or req.leader_epoch != p.leader_epoch:
             error = Errors.FENCED_LEADER_EPOCH
-        elif req.partition_epoch != self.partition_epoch:
+        elif req.partition_epoch != p.partition_epoch:
             error = Errors.INVALID_UPDATE_VERSION
         elif any(r in self.fenced or e not in (-1, self.broker_epochs[r])
                  for r, e in zip(req.new_isr, req.new_isr_epochs or (-1,) * len(req.new_isr))):
             error = Errors.INELIGIBLE_REPLICA  # fenced, or (KIP-903) proposed from another incarnation
         else:
             error = Errors.NONE
-            self.elr = self._elr_after(tuple(sorted(req.new_isr)))
-            self.isr = tuple(sorted(req.new_isr))
-            self.partition_epoch += 1
+            p.elr = self._elr_after(p, tuple(sorted(req.new_isr)))
+            p.isr = tuple(sorted(req.new_isr))
+            p.partition_epoch += 1
             self.isr_changes += 1
-            self._event("isr", self.isr, self.partition_epoch)
-        return AlterPartitionResponse(error, 0, self.leader, self.leader_epoch, self.partition_epoch, self.isr)
+            self._event("isr", p.isr, p.partition_epoch, *self._which(p))
+            if self.kafka_metadata:
+                self._changed(p, tuple(r for r in self._unfenced() if r != src))
+        return AlterPartitionResponse(error, p.partition_id, p.leader, p.leader_epoch, p.partition_epoch, p.isr)
+
+    def _handle_create_topics(self, src: int, header: Header, req: CreateTopicsRequest) -> Any:
+        return CreateTopicsResponse(self.create_topic(req.topic, req.partitions))
 
     # -- internals ----------------------------------------------------------------------------
     def _register(self, broker: int, incarnation: int) -> int:
@@ -276,26 +418,65 @@ class Controller:
         self.fenced.discard(broker)
         self.session_deadline[broker] = self.scheduler.now_ms() + self.session_timeout_ms
         self._event("register", broker, epoch)
+        self._save()
         return epoch
 
     def _unfenced(self) -> tuple[int, ...]:
         return tuple(r for r in self.replicas if r not in self.fenced)
 
-    def _send_leader_and_isr(self, brokers: tuple[int, ...]) -> None:
+    def _changed(self, p: PartitionRegistration, brokers: tuple[int, ...] | None = None) -> None:
+        """A partition change is committed: kept, and sent to ``brokers`` (every unfenced one)."""
+        self._save()
+        self._send_leader_and_isr(p, self._unfenced() if brokers is None else brokers)
+
+    def _send_leader_and_isr(self, p: PartitionRegistration, brokers: tuple[int, ...]) -> None:
+        version = 1 if self.kafka_metadata else 0
+        live = self._unfenced() if version else ()
         for broker in brokers:
-            self.endpoint.send_request(broker, ApiKey.LEADER_AND_ISR, 0, LeaderAndIsrRequest(
-                self.broker_epochs[broker], 0, self.leader, self.leader_epoch, self.partition_epoch,
-                self.isr, self.replicas))
+            self.endpoint.send_request(broker, ApiKey.LEADER_AND_ISR, version, LeaderAndIsrRequest(
+                self.broker_epochs[broker], p.partition_id, p.leader, p.leader_epoch, p.partition_epoch,
+                p.isr, p.replicas, p.topic, p.index, live))
 
     def _check_sessions(self) -> None:
         now = self.scheduler.now_ms()
         for broker in self.replicas:
             if broker not in self.fenced and now > self.session_deadline[broker]:
                 self.fence(broker)
-        if self.leader == -1:
-            self.elect()
+        for p in self.partitions:
+            if p.leader == -1:
+                self.elect(p.partition_id)
         self.scheduler.schedule(self.check_interval_ms, self._check_sessions)
+
+    def _which(self, p: PartitionRegistration) -> tuple[str, ...]:
+        """What an event line adds to name the partition, when there are several."""
+        return (f"{p.topic}-{p.index}",) if self.kafka_metadata else ()
 
     def _event(self, *fields: Any) -> None:
         if self.on_event is not None:
             self.on_event("controller", *fields)
+
+    # -- the metadata log's snapshot ----------------------------------------------------------
+    def _save(self) -> None:
+        if self.metadata_store is not None and self.partitions:
+            self.metadata_store.save({
+                "version": 0, "next_broker_epoch": self._next_broker_epoch,
+                "broker_epochs": list(self.broker_epochs), "registrations": self.registrations,
+                "partitions": [p.to_json() for p in self.partitions]})
+
+    def _restore(self, stored: dict) -> None:
+        """Start from a snapshot: every broker gets a fresh session (one that does not register or
+        heartbeat within the session timeout is fenced as usual); new incarnations may register."""
+        try:
+            if stored.get("version") != 0 or len(stored["broker_epochs"]) != len(self.replicas):
+                raise ValueError(f"version {stored.get('version')!r} with {len(stored['broker_epochs'])} "
+                                 f"brokers, expected version 0 with {len(self.replicas)}")
+            self._next_broker_epoch = int(stored["next_broker_epoch"])
+            self.broker_epochs = [int(e) for e in stored["broker_epochs"]]
+            self.registrations = [[int(e) for e in r] for r in stored["registrations"]]
+            self.partitions = [PartitionRegistration.from_json(f) for f in stored["partitions"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"cluster metadata: {exc}") from None
+        for p in self.partitions:
+            self.topics[p.topic] = self.topics.get(p.topic, ()) + (p.partition_id,)
+        now = self.scheduler.now_ms()
+        self.session_deadline = [now + self.session_timeout_ms] * len(self.replicas)

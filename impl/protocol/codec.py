@@ -3,8 +3,8 @@
 A frame is a 9-byte header ``>BhhI`` (frame type 0 request / 1 response, api key, api version,
 correlation id) followed by the body. A body is laid out by the message's schema for that version:
 fixed-size scalars are packed together with one precompiled ``struct.Struct``; int32 arrays carry
-a count; record sets (what a producer sends) carry a count and a CRC-32C over their bytes, so a corrupted record
-is detected rather than appended; fetched data travels as the log's own record batch bytes, each
+a count; strings a length and their UTF-8; record sets (what a producer sends) carry a count and a
+CRC-32C over their bytes, so a corrupted record is detected rather than appended; fetched data travels as the log's own record batch bytes, each
 batch checked by its CRC when the follower appends it. Decoding never trusts a length: any truncated,
 oversized or inconsistent frame raises ``DecodeError``.
 """
@@ -72,6 +72,8 @@ class _Layout:
                 ops.append(("records", None, (name,)))
             elif kind == "bytes":
                 ops.append(("bytes", None, (name,)))
+            elif kind == "str":
+                ops.append(("str", None, (name,)))
             elif kind != "end":
                 raise TypeError(f"unknown field type {kind!r}")
         self.ops = tuple(ops)
@@ -85,6 +87,10 @@ class _Layout:
                 out.append(struct.pack(f">i{len(items)}{st}", len(items), *items))
             elif op == "bytes":
                 data = getattr(msg, names[0])
+                out.append(_COUNT.pack(len(data)))
+                out.append(data)
+            elif op == "str":
+                data = getattr(msg, names[0]).encode("utf-8")
                 out.append(_COUNT.pack(len(data)))
                 out.append(data)
             else:
@@ -106,6 +112,13 @@ class _Layout:
             elif op == "bytes":
                 n = _read_count(data, pos, 1, self.cls.__name__)
                 values[names[0]] = bytes(data[pos + 4:pos + 4 + n])
+                pos += 4 + n
+            elif op == "str":
+                n = _read_count(data, pos, 1, self.cls.__name__)
+                try:
+                    values[names[0]] = bytes(data[pos + 4:pos + 4 + n]).decode("utf-8")
+                except UnicodeDecodeError:
+                    raise DecodeError(f"{self.cls.__name__}: a string at byte {pos} is not UTF-8") from None
                 pos += 4 + n
             else:
                 values[names[0]], pos = _decode_records(data, pos, self.cls.__name__)

@@ -8,7 +8,11 @@ generation can ask for a partial response without claiming epochs its wire does 
 OffsetsForLeaderEpoch v0 answers only an end offset (KIP-101), v1 also
 the leader epoch (KIP-279), v2 carries the current leader epoch for fencing (KIP-320).
 LeaderAndIsr is one-way here: brokers learn partition state as KRaft brokers learn metadata,
-without acknowledging it.
+without acknowledging it. Its v1, for clusters of many topics (``isrcheck serve``), also names the
+partition's topic and index, its replicas in assignment order and the live brokers (what Kafka's
+UpdateMetadata told every broker); BrokerHeartbeat v1 carries the partition epoch the broker applied
+for every partition, so that the controller resends what a broker missed; CreateTopics asks the
+controller for a topic (a broker auto-creating one a client asked Metadata for).
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ class ApiKey(IntEnum):
     PRODUCE = 0
     FETCH = 1
     LEADER_AND_ISR = 4
+    CREATE_TOPICS = 19
     OFFSET_FOR_LEADER_EPOCH = 23
     ALTER_PARTITION = 56
     BROKER_REGISTRATION = 62
@@ -110,6 +115,24 @@ class LeaderAndIsrRequest:
     partition_epoch: int = -1
     isr: tuple[int, ...] = ()
     replicas: tuple[int, ...] = ()
+    topic: str = "isr"                   # v1: the topic and the partition's index in it
+    index: int = 0
+    live_brokers: tuple[int, ...] = ()   # v1: the brokers the controller has not fenced
+
+
+@dataclass(slots=True)
+class CreateTopicsRequest:
+    """Broker to controller: create ``topic`` with ``partitions`` partitions unless it exists."""
+
+    topic: str = ""
+    partitions: int = 1
+
+
+@dataclass(slots=True)
+class CreateTopicsResponse:
+    """The controller's answer: NONE, TOPIC_ALREADY_EXISTS or INVALID_PARTITIONS / INVALID_TOPIC_EXCEPTION."""
+
+    error: int = 0
 
 
 @dataclass(slots=True)
@@ -162,6 +185,7 @@ class BrokerHeartbeatRequest:
     broker_epoch: int = -1
     leader_epoch: int = -1     # the partition state the broker has applied (KRaft's metadata offset)
     partition_epoch: int = -1
+    partition_epochs: tuple[int, ...] = ()  # v1: per partition id, the partition epoch applied (-1 none)
 
 
 @dataclass(slots=True)
@@ -196,10 +220,15 @@ CODEC.register(
     {0: (("error", "i16"), ("partition", "i32"), ("end_offset", "i64")),
      1: (("error", "i16"), ("partition", "i32"), ("leader_epoch", "i32"), ("end_offset", "i64")),
      2: (("error", "i16"), ("partition", "i32"), ("leader_epoch", "i32"), ("end_offset", "i64"))})
+_LEADER_AND_ISR_V0 = (("broker_epoch", "i64"), ("partition", "i32"), ("leader", "i32"), ("leader_epoch", "i32"),
+                      ("partition_epoch", "i32"), ("isr", "[i32]"), ("replicas", "[i32]"))
 CODEC.register(
     ApiKey.LEADER_AND_ISR, LeaderAndIsrRequest, None,
-    {0: (("broker_epoch", "i64"), ("partition", "i32"), ("leader", "i32"), ("leader_epoch", "i32"),
-         ("partition_epoch", "i32"), ("isr", "[i32]"), ("replicas", "[i32]"))}, {})
+    {0: _LEADER_AND_ISR_V0,
+     1: _LEADER_AND_ISR_V0 + (("topic", "str"), ("index", "i32"), ("live_brokers", "[i32]"))}, {})
+CODEC.register(
+    ApiKey.CREATE_TOPICS, CreateTopicsRequest, CreateTopicsResponse,
+    {0: (("topic", "str"), ("partitions", "i32"))}, {0: (("error", "i16"),)})
 _ALTER_V0 = (("broker_id", "i32"), ("broker_epoch", "i64"), ("partition", "i32"), ("leader_epoch", "i32"),
              ("partition_epoch", "i32"), ("new_isr", "[i32]"))
 _ALTER_RESP_V0 = (("error", "i16"), ("partition", "i32"), ("leader", "i32"), ("leader_epoch", "i32"),
@@ -213,7 +242,8 @@ CODEC.register(
     {0: (("broker_id", "i32"), ("incarnation", "i64")),
      1: (("broker_id", "i32"), ("incarnation", "i64"), ("previous_broker_epoch", "i64"))},
     {0: (("error", "i16"), ("broker_epoch", "i64")), 1: (("error", "i16"), ("broker_epoch", "i64"))})
+_HEARTBEAT_V0 = (("broker_id", "i32"), ("broker_epoch", "i64"), ("leader_epoch", "i32"), ("partition_epoch", "i32"))
 CODEC.register(
     ApiKey.BROKER_HEARTBEAT, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
-    {0: (("broker_id", "i32"), ("broker_epoch", "i64"), ("leader_epoch", "i32"), ("partition_epoch", "i32"))},
-    {0: (("error", "i16"), ("is_fenced", "bool"))})
+    {0: _HEARTBEAT_V0, 1: _HEARTBEAT_V0 + (("partition_epochs", "[i32]"),)},
+    {0: (("error", "i16"), ("is_fenced", "bool")), 1: (("error", "i16"), ("is_fenced", "bool"))})
