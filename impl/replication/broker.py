@@ -9,13 +9,19 @@ by ``checkpoint_high_watermarks`` (on a flush, a clean shutdown, on demand, and 
 
 ``shutdown`` is a controlled shutdown (flush the log, checkpoint the HW, close); ``halt`` is the
 process dying. What the machine's file system keeps after a halt is the runtime's business.
+
+A broker of a single-partition run hosts topic ``isr`` partition 0 from the start (its log in
+``isr-0``). A ``kafka`` broker (``isrcheck serve``) starts with none and hosts what the controller's
+LeaderAndIsr names, each partition's log in ``<topic>-<index>`` as Kafka lays out a log directory,
+every partition's HW in the one checkpoint file; its heartbeats say which partition epochs it
+applied (BrokerHeartbeat v1).
 """
 from __future__ import annotations
 
 import json
 from typing import Callable
 
-from ..controller import CONTROLLER_ID
+from ..controller import CONTROLLER_ID, DEFAULT_TOPIC
 from ..network import NodeEndpoint
 from ..protocol import (
     ApiKey, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
@@ -28,7 +34,7 @@ from .config import ClusterConfig
 from .replica_manager import ReplicaManager
 
 DATA_DIR = "/var/lib/kafka/data"  # the default log.dirs; each broker has its own file system
-PARTITION_DIR_NAME = "isr-0"
+PARTITION_DIR_NAME = f"{DEFAULT_TOPIC}-0"
 HW_CHECKPOINT_NAME = "replication-offset-checkpoint"
 CLEAN_SHUTDOWN_NAME = ".kafka_cleanshutdown"  # CleanShutdownFileHandler: written last by a clean shutdown
 # the broker epoch, written at registration and never fsynced: it lives in the page cache, so a
@@ -59,7 +65,8 @@ class Broker:
 
     def __init__(self, broker_id: int, config: ClusterConfig, fs: FileSystem, scheduler: Scheduler,
                  transport: Transport, auto: bool = False, incarnation: int = 0,
-                 on_event: Callable[..., None] | None = None, data_dir: str = DATA_DIR) -> None:
+                 on_event: Callable[..., None] | None = None, data_dir: str = DATA_DIR,
+                 kafka: bool = False) -> None:
         self.broker_id = broker_id
         self.config = config
         self.fs = fs
@@ -70,35 +77,57 @@ class Broker:
         self.on_event = on_event
         self.data_dir = data_dir
         self._heartbeating = False
-        partition_dir = fs.join(data_dir, PARTITION_DIR_NAME)
-        fs.makedirs(partition_dir)
+        self.kafka = kafka
+        fs.makedirs(data_dir)
         self.hw_checkpoint_file = CheckpointFile(fs, fs.join(data_dir, HW_CHECKPOINT_NAME), 2)
-        self.hw_checkpoint = self._read_hw_checkpoint()
+        self.hw_checkpoints: dict[int, int] = dict(self.hw_checkpoint_file.read() or [])  # partition id -> HW
         self.clean_shutdown_file = fs.join(data_dir, CLEAN_SHUTDOWN_NAME)
         self.running_file = fs.join(data_dir, RUNNING_NAME)
         self.previous_broker_epoch = self._take_epoch_file(self.clean_shutdown_file)
         running_epoch = self._take_epoch_file(self.running_file)
         if self.previous_broker_epoch < 0:
             self.previous_broker_epoch = running_epoch
-        log_config = LogConfig(flush_messages=config.flush_messages, retention_ms=None, segment_ms=None)
-        self.log = Log.open(partition_dir, log_config, fs, clock=self.scheduler.now_ms)
+        self.log_config = LogConfig(flush_messages=config.flush_messages, retention_ms=None, segment_ms=None)
         self.endpoint = NodeEndpoint(broker_id, transport)
-        self.replica_manager = ReplicaManager(broker_id, config, self.log, self.hw_checkpoint,
-                                              self.scheduler, self.endpoint, auto, on_event)
-        self.partition = self.replica_manager.partition
+        self.replica_manager = ReplicaManager(broker_id, config, self._open_log, self.scheduler, self.endpoint,
+                                              auto, on_event, kafka)
+        if not kafka:
+            self.replica_manager.get_or_create_partition(PARTITION_ID, DEFAULT_TOPIC, 0)
         self.alive = True
         transport.register(broker_id, self.endpoint)
+
+    def _open_log(self, partition_id: int, topic: str, index: int) -> tuple[Log, int]:
+        """LogManager.getOrCreateLog: the partition's log in ``<topic>-<index>``, recovered if it
+        exists, with the HW the checkpoint file holds for it."""
+        directory = self.fs.join(self.data_dir, f"{topic}-{index}")
+        self.fs.makedirs(directory)
+        log = Log.open(directory, self.log_config, self.fs, clock=self.scheduler.now_ms)
+        return log, self.hw_checkpoints.get(partition_id, 0)
+
+    # -- the first partition: what single-partition runs read ---------------------------------
+    @property
+    def partition(self):
+        return self.replica_manager.partition
+
+    @property
+    def log(self) -> Log:
+        return self.replica_manager.partition.log
+
+    @property
+    def hw_checkpoint(self) -> int:
+        return self.hw_checkpoints.get(PARTITION_ID, 0)
 
     # -- lifecycle ----------------------------------------------------------------------------
     @property
     def broker_epoch(self) -> int:
         return self.replica_manager.broker_epoch
 
-    def bootstrap(self, broker_epoch: int, state: LeaderAndIsrRequest) -> None:
-        """Join a newly created cluster: registered already, the partition just created."""
+    def bootstrap(self, broker_epoch: int, state: LeaderAndIsrRequest | None) -> None:
+        """Join a newly created cluster: registered already, the partition (if any) just created."""
         self.replica_manager.registered(broker_epoch)
         self._write_running_file()
-        self.replica_manager.apply_leader_and_isr(state)
+        if state is not None:
+            self.replica_manager.apply_leader_and_isr(state)
         self._start_heartbeats()
 
     def register(self) -> None:
@@ -163,10 +192,13 @@ class Broker:
         self.scheduler.schedule(self.config.replica_high_watermark_checkpoint_interval_ms, run)
 
     def _heartbeat(self) -> None:
-        self.endpoint.send_request(CONTROLLER_ID, ApiKey.BROKER_HEARTBEAT, 0,
-                                   BrokerHeartbeatRequest(self.broker_id, self.broker_epoch,
-                                                          self.partition.leader_epoch,
-                                                          self.partition.partition_epoch),
+        rm = self.replica_manager
+        if self.kafka:
+            req = BrokerHeartbeatRequest(self.broker_id, self.broker_epoch, -1, -1, rm.applied_partition_epochs)
+        else:
+            req = BrokerHeartbeatRequest(self.broker_id, self.broker_epoch, rm.partition.leader_epoch,
+                                         rm.partition.partition_epoch)
+        self.endpoint.send_request(CONTROLLER_ID, ApiKey.BROKER_HEARTBEAT, 1 if self.kafka else 0, req,
                                    self._on_heartbeat)
         self.scheduler.schedule(self.config.broker_heartbeat_interval_ms, self._heartbeat)
 
@@ -174,31 +206,31 @@ class Broker:
         pass  # liveness is the controller's judgement; a lost heartbeat is just late
 
     # -- durability ---------------------------------------------------------------------------
-    def _read_hw_checkpoint(self) -> int:
-        entries = self.hw_checkpoint_file.read() or []
-        return next((hw for partition, hw in entries if partition == PARTITION_ID), 0)
-
     def checkpoint_high_watermarks(self) -> None:
-        """ReplicaManager.checkpointHighWatermarks: the HW to replication-offset-checkpoint (fsynced)."""
-        hw = self.partition.high_watermark
-        if hw != self.hw_checkpoint:
-            self.hw_checkpoint_file.write([(PARTITION_ID, hw)])
-            self.hw_checkpoint = hw
+        """ReplicaManager.checkpointHighWatermarks: every hosted partition's HW to
+        replication-offset-checkpoint (fsynced), when one changed."""
+        changed = {pid: p.high_watermark for pid, p in self.replica_manager.partitions.items()
+                   if p.high_watermark != self.hw_checkpoints.get(pid, 0)}
+        if changed:
+            self.hw_checkpoints = {**self.hw_checkpoints, **changed}
+            self.hw_checkpoint_file.write(sorted(self.hw_checkpoints.items()))
 
     def flush(self) -> None:
-        """fsync the log and checkpoint the HW."""
-        self.log.flush()
+        """fsync every log and checkpoint the HWs."""
+        for p in self.replica_manager.partitions.values():
+            p.log.flush()
         self.checkpoint_high_watermarks()
 
     @property
     def durable_offset(self) -> int:
-        """The fsynced prefix of the log (the recovery point)."""
+        """The fsynced prefix of the first partition's log (the recovery point)."""
         return self.log.recovery_point
 
     def shutdown(self) -> None:
-        """Controlled shutdown: checkpoint the HW, flush and close the log, then stop."""
+        """Controlled shutdown: checkpoint the HWs, flush and close the logs, then stop."""
         self.checkpoint_high_watermarks()
-        self.log.close()
+        for p in self.replica_manager.partitions.values():
+            p.log.close()
         self.fs.write_file_atomically(self.clean_shutdown_file,
                                       json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}).encode())
         self.halt()

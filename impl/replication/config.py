@@ -28,6 +28,7 @@ class ClusterConfig:
     flush_messages: int | None = None
 
     replica_fetch_backoff_ms: int = 5          # a follower's pause after an empty or failed fetch
+    replica_fetch_wait_max_ms: int = 0         # 0: a fetch with nothing new is answered at once (no long poll)
     replica_lag_check_interval_ms: int = 0     # 0: half of replica.lag.time.max.ms (Kafka's schedule)
     broker_heartbeat_interval_ms: int = 10
     broker_session_timeout_ms: int = 60

@@ -38,11 +38,14 @@ class Partition:
     def __init__(self, broker_id: int, config: ClusterConfig, log: Log, high_watermark: int,
                  scheduler: Scheduler, purgatory: DelayedProducePurgatory, propose_isr: ProposeIsr,
                  local_broker_epoch: Callable[[], int] = lambda: -1,
-                 on_event: Callable[..., None] | None = None) -> None:
+                 on_event: Callable[..., None] | None = None, partition_id: int = 0,
+                 name: str | None = None) -> None:
         self.broker_id = broker_id
+        self.partition_id = partition_id
+        self.name = name  # "topic-index", added to events where a broker hosts many partitions
         self.config = config
         self.variant = config.variant
-        self.replicas = tuple(range(config.replicas))
+        self.replicas = tuple(range(config.replicas))  # in assignment order once LeaderAndIsr names them
         self.log = log
         self.scheduler = scheduler
         self.purgatory = purgatory
@@ -81,6 +84,8 @@ class Partition:
         if req.leader < 0 and not self.variant.leaderless_makes_follower:
             return None  # pre-0.11: nothing changes until a live leader is named
         new_epoch = req.leader_epoch != self.leader_epoch
+        if req.replicas:
+            self.replicas = req.replicas
         self.isr = tuple(sorted(req.isr))
         self.partition_epoch = req.partition_epoch
         if not new_epoch:
@@ -285,4 +290,7 @@ class Partition:
 
     def _event(self, *fields) -> None:
         if self.on_event is not None:
-            self.on_event(self.broker_id, *fields)
+            if self.name is None:
+                self.on_event(self.broker_id, *fields)
+            else:
+                self.on_event(self.broker_id, self.name, *fields)

@@ -8,6 +8,11 @@ follower. ISR changes go to the controller as AlterPartition (AlterPartitionMana
 
 In auto mode the ISR is also managed on a timer: ``maybe_shrink_isr`` every half lag time, and
 ``maybe_expand_isr`` after each follower fetch, as Kafka does.
+
+A broker hosts any number of partitions, each its own Partition, log, DelayedProduce purgatory and
+ReplicaFetcher, replicated independently; requests name the partition by its id. A partition is
+created when LeaderAndIsr first names it (ReplicaManager.getOrCreatePartition), its log opened by
+``open_log``. Single-partition runs drive the first one, ``partition`` and ``fetcher``.
 """
 from __future__ import annotations
 
@@ -22,30 +27,41 @@ from ..protocol import (
 )
 from ..runtime import Scheduler
 from .config import ClusterConfig
+from .delayed_fetch import DelayedFetchPurgatory
 from .delayed_produce import DelayedProducePurgatory
 from .fetcher import ReplicaFetcher
 from .partition import Partition
 from ..storage import Log, RecordTooLargeError, StorageError
 
+# (partition id, topic, index) -> the partition's log and its checkpointed HW
+OpenLog = Callable[[int, str, int], tuple[Log, int]]
+
 
 class ReplicaManager:
-    """Request handling for the partition on one broker."""
+    """Request handling for the partitions of one broker."""
 
-    def __init__(self, broker_id: int, config: ClusterConfig, log: Log, high_watermark: int,
+    def __init__(self, broker_id: int, config: ClusterConfig, open_log: OpenLog,
                  scheduler: Scheduler, endpoint: NodeEndpoint, auto: bool = False,
-                 on_event: Callable[..., None] | None = None) -> None:
+                 on_event: Callable[..., None] | None = None, kafka: bool = False) -> None:
         self.broker_id = broker_id
+        self.kafka = kafka  # hosting many topics' partitions for Kafka clients (events name the partition)
         self.config = config
+        self.open_log = open_log
         self.scheduler = scheduler
         self.endpoint = endpoint
         self.auto = auto
+        self.on_event = on_event
         self.broker_epoch = -1
         self.first_broker_epoch = -1  # of this process's first registration
-        self.purgatory = DelayedProducePurgatory(scheduler)
-        self.partition = Partition(broker_id, config, log, high_watermark, scheduler, self.purgatory,
-                                   self._send_alter_partition, lambda: self.broker_epoch, on_event)
-        self.fetcher = ReplicaFetcher(self.partition, endpoint, scheduler, auto,
-                                      config.replica_fetch_backoff_ms)
+        self.partitions: dict[int, Partition] = {}
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+        self.names: dict[tuple[str, int], int] = {}  # (topic, index) -> partition id
+        self.live_brokers: tuple[int, ...] = ()      # as of the last LeaderAndIsr v1
+        self.fetch_purgatory = DelayedFetchPurgatory(scheduler)
+        # the first partition's (partition id 0), which single-partition runs drive
+        self.partition: Partition | None = None
+        self.fetcher: ReplicaFetcher | None = None
+        self.purgatory: DelayedProducePurgatory | None = None
         endpoint.handlers.update({
             ApiKey.PRODUCE: self.handle_produce,
             ApiKey.FETCH: self.handle_fetch,
@@ -54,20 +70,45 @@ class ReplicaManager:
         })
         self._isr_timer = scheduler.schedule(config.lag_check_interval_ms, self._isr_check) if auto else None
 
+    def get_or_create_partition(self, partition_id: int, topic: str, index: int) -> Partition:
+        """The hosted partition ``partition_id``, its log opened (and recovered) on first use."""
+        p = self.partitions.get(partition_id)
+        if p is not None:
+            return p
+        log, high_watermark = self.open_log(partition_id, topic, index)
+        purgatory = DelayedProducePurgatory(self.scheduler)
+
+        def propose_isr(leader_epoch: int, partition_epoch: int, isr: tuple, epochs: tuple) -> None:
+            self._send_alter_partition(partition_id, leader_epoch, partition_epoch, isr, epochs)
+        p = Partition(self.broker_id, self.config, log, high_watermark, self.scheduler, purgatory,
+                      propose_isr, lambda: self.broker_epoch, self.on_event, partition_id,
+                      f"{topic}-{index}" if self.kafka else None)
+        fetcher = ReplicaFetcher(p, self.endpoint, self.scheduler, self.auto, self.config.replica_fetch_backoff_ms)
+        self.partitions[partition_id], self.fetchers[partition_id] = p, fetcher
+        self.names[(topic, index)] = partition_id
+        if partition_id == 0:
+            self.partition, self.fetcher, self.purgatory = p, fetcher, purgatory
+        return p
+
     def shutdown(self) -> None:
-        """Stop timers; parked produces are abandoned (their connections die with the process)."""
-        self.fetcher.stop()
+        """Stop timers; parked produces and fetches are abandoned (their connections die with the process)."""
+        for fetcher in self.fetchers.values():
+            fetcher.stop()
         if self._isr_timer is not None:
             self._isr_timer.cancel()
-        for op in self.purgatory.pending:
-            op.timer.cancel()
-        self.purgatory.pending = []
+        for p in self.partitions.values():
+            for op in p.purgatory.pending:
+                op.timer.cancel()
+            p.purgatory.pending = []
+        self.fetch_purgatory.cancel_all()
 
     # -- request handlers ---------------------------------------------------------------------
     def handle_produce(self, src: int, header: Header, req: ProduceRequest) -> Any:
         """appendRecords: leader check, min.insync.replicas for acks=all, append the records as one
         batch, then acks (acks=all waits for the HW to pass the whole batch)."""
-        p = self.partition
+        p = self.partitions.get(req.partition)
+        if p is None:
+            return ProduceResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION, req.partition, -1)
         if req.acks not in (0, 1, -1):
             return ProduceResponse(Errors.INVALID_REQUIRED_ACKS, 0, -1)
         if not req.records:
@@ -84,32 +125,61 @@ class ReplicaManager:
             return ProduceResponse(Errors.INVALID_RECORD, 0, -1)
         if req.acks == -1:
             endpoint = self.endpoint
-            self.purgatory.park(info.first_offset, info.record_count, req.records[0].value, req.timeout_ms,
+            p.purgatory.park(info.first_offset, info.record_count, req.records[0].value, req.timeout_ms,
                                 lambda error, off: endpoint.respond(src, header, ProduceResponse(error, 0, off)))
         p.maybe_increment_leader_hw()  # after every leader append, as Kafka does, whatever the acks
+        self.fetch_purgatory.check()
         if req.acks == 1:
             return ProduceResponse(Errors.NONE, 0, info.first_offset)
         return None  # acks=0: no response; acks=all: answered from the purgatory
 
-    def handle_fetch(self, src: int, header: Header, req: FetchRequest) -> FetchResponse:
-        p = self.partition
+    def handle_fetch(self, src: int, header: Header, req: FetchRequest) -> FetchResponse | None:
+        """A Fetch; with ``replica.fetch.wait.max.ms`` set, a follower's that finds nothing new
+        waits in the DelayedFetch purgatory for the leader's next append."""
+        resp = self.fetch(req)
+        wait_ms = self.config.replica_fetch_wait_max_ms
+        if not wait_ms or req.replica_id < 0 or resp.records or resp.error or resp.diverging_end_offset >= 0:
+            return resp
+        endpoint = self.endpoint
+
+        def try_complete(expired: bool) -> bool:
+            again = self.fetch(req)
+            if not (expired or again.records or again.error or again.diverging_end_offset >= 0):
+                return False
+            endpoint.respond(src, header, again)
+            return True
+        self.fetch_purgatory.park(wait_ms, try_complete)
+        return None
+
+    def fetch(self, req: FetchRequest) -> FetchResponse:
+        """readFromLocalLog for one partition: a follower's fetch (its state updated, the HW moved,
+        the ISR maybe expanded) or a consumer's (records below the HW)."""
+        p = self.partitions.get(req.partition)
+        if p is None:
+            return FetchResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION, req.partition)
         if not p.is_leader:
-            return FetchResponse(Errors.NOT_LEADER_OR_FOLLOWER)
+            return FetchResponse(Errors.NOT_LEADER_OR_FOLLOWER, req.partition)
         error = p.check_leader_epoch(req.current_leader_epoch)
         if error != Errors.NONE:
-            return FetchResponse(error)
+            return FetchResponse(error, req.partition)
         if req.replica_id < 0:  # a consumer
             error, records = p.read_committed(req.fetch_offset)
             hw = p.high_watermark if error == Errors.NONE else -1
-            return FetchResponse(error, 0, hw, 0, p.log.log_end_offset, -1, -1, records)
+            return FetchResponse(error, req.partition, hw, p.log.log_start_offset, p.log.log_end_offset,
+                                 -1, -1, records)
+        hw = p.high_watermark
         resp = p.fetch_from_follower(req)
         if self.auto:
             p.maybe_expand_isr()
+        if p.high_watermark != hw:
+            self.fetch_purgatory.check()  # consumers waiting for the HW
         return resp
 
     def handle_offsets_for_leader_epoch(self, src: int, header: Header,
                                         req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
-        p = self.partition
+        p = self.partitions.get(req.partition)
+        if p is None:
+            return OffsetForLeaderEpochResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION, req.partition)
         if not p.is_leader:
             return OffsetForLeaderEpochResponse(Errors.NOT_LEADER_OR_FOLLOWER)
         if header.api_version >= 2:
@@ -134,32 +204,50 @@ class ReplicaManager:
         counts: whether its state is newer is judged by its epochs."""
         if src != CONTROLLER_ID or self.first_broker_epoch < 0 or req.broker_epoch < self.first_broker_epoch:
             return None  # not from the controller, or meant for an earlier process of this broker
+        if header.api_version >= 1:
+            self.live_brokers = req.live_brokers
+        elif req.partition not in self.partitions:
+            return None  # v0 names only partitions this broker was created with
         self.apply_leader_and_isr(req)
         return None
 
     def apply_leader_and_isr(self, req: LeaderAndIsrRequest) -> None:
-        p = self.partition
-        if p.apply_leader_and_isr(req, self.fetcher.stop) == "follower":
-            self.fetcher.reset()
+        p = self.get_or_create_partition(req.partition, req.topic, req.index)
+        fetcher = self.fetchers[req.partition]
+        if p.apply_leader_and_isr(req, fetcher.stop) == "follower":
+            fetcher.reset()
+        self.fetch_purgatory.check()  # parked fetches of a partition no longer led answer at once
+
+    @property
+    def applied_partition_epochs(self) -> tuple[int, ...]:
+        """Per partition id, the partition epoch this broker applied (-1 for a partition it lacks)."""
+        size = max(self.partitions, default=-1) + 1
+        return tuple(self.partitions[i].partition_epoch if i in self.partitions else -1 for i in range(size))
 
     # -- ISR changes --------------------------------------------------------------------------
-    def _send_alter_partition(self, leader_epoch: int, partition_epoch: int, isr: tuple, epochs: tuple) -> None:
+    def _send_alter_partition(self, partition_id: int, leader_epoch: int, partition_epoch: int, isr: tuple,
+                              epochs: tuple) -> None:
         version = self.config.variant.alter_partition_version
-        req = AlterPartitionRequest(self.broker_id, self.broker_epoch, 0, leader_epoch, partition_epoch, isr,
-                                    epochs if version else ())
+        req = AlterPartitionRequest(self.broker_id, self.broker_epoch, partition_id, leader_epoch, partition_epoch,
+                                    isr, epochs if version else ())
         self.endpoint.send_request(CONTROLLER_ID, ApiKey.ALTER_PARTITION, version, req,
-                                   lambda resp: self._on_alter_partition(resp, leader_epoch))
+                                   lambda resp: self._on_alter_partition(partition_id, resp, leader_epoch))
 
-    def _on_alter_partition(self, resp: AlterPartitionResponse | None, request_leader_epoch: int) -> None:
+    def _on_alter_partition(self, partition_id: int, resp: AlterPartitionResponse | None,
+                            request_leader_epoch: int) -> None:
         """AlterPartitionManager's callback, bound to the request (and the leader epoch) it answers."""
-        p = self.partition
+        p = self.partitions[partition_id]
         if resp is None:  # lost: AlterPartitionManager resends until it gets an answer
             p.resend_pending_isr(request_leader_epoch)
         else:
+            hw = p.high_watermark
             p.handle_alter_partition_response(resp.error, resp.leader_epoch, resp.isr, resp.partition_epoch,
                                               request_leader_epoch)
+            if p.high_watermark != hw:
+                self.fetch_purgatory.check()
 
     def _isr_check(self) -> None:
         """Kafka's isr-expiration task; expansion happens only on a follower's fetch."""
-        self.partition.maybe_shrink_isr()
+        for p in self.partitions.values():
+            p.maybe_shrink_isr()
         self._isr_timer = self.scheduler.schedule(self.config.lag_check_interval_ms, self._isr_check)
