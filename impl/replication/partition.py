@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 from ..protocol import Errors, FetchRequest, FetchResponse, LeaderAndIsrRequest
 from ..runtime import Scheduler
-from ..storage import Log, LogAppendInfo, Record, StorageError, iter_batches
+from ..storage import Log, LogAppendInfo, Record, RecordBatch, StorageError, iter_batches
 from .config import ClusterConfig
 from .delayed_produce import DelayedProducePurgatory
 
@@ -128,6 +128,15 @@ class Partition:
         epoch; the flush policy applies."""
         now = self.scheduler.now_ms()
         info = self.log.append_as_leader([Record(key, value, now) for key, value in records], self.leader_epoch)
+        self._event("append", info.first_offset, self.leader_epoch)
+        return info
+
+    def append_batch_to_leader(self, batch: RecordBatch) -> LogAppendInfo:
+        """A producer's own batch (the Kafka protocol): its producer's sequence checked against the
+        log's producer state (DuplicateBatch, SequenceError), then appended stamped with this
+        leader's epoch."""
+        self.log.producer_state.check(batch)
+        info = self.log.append_batch_as_leader(batch, self.leader_epoch)
         self._event("append", info.first_offset, self.leader_epoch)
         return info
 

@@ -31,7 +31,8 @@ from .delayed_fetch import DelayedFetchPurgatory
 from .delayed_produce import DelayedProducePurgatory
 from .fetcher import ReplicaFetcher
 from .partition import Partition
-from ..storage import Log, RecordTooLargeError, StorageError
+from ..storage import CorruptRecordError, Log, LogAppendInfo, RecordTooLargeError, StorageError
+from ..storage.producer_state import DuplicateBatch, SequenceError
 
 # (partition id, topic, index) -> the partition's log and its checkpointed HW
 OpenLog = Callable[[int, str, int], tuple[Log, int]]
@@ -104,34 +105,57 @@ class ReplicaManager:
 
     # -- request handlers ---------------------------------------------------------------------
     def handle_produce(self, src: int, header: Header, req: ProduceRequest) -> Any:
-        """appendRecords: leader check, min.insync.replicas for acks=all, append the records as one
-        batch, then acks (acks=all waits for the HW to pass the whole batch)."""
-        p = self.partitions.get(req.partition)
-        if p is None:
-            return ProduceResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION, req.partition, -1)
+        """Produce of the replication protocol: the records as one batch (see ``append_records``)."""
         if req.acks not in (0, 1, -1):
-            return ProduceResponse(Errors.INVALID_REQUIRED_ACKS, 0, -1)
+            return ProduceResponse(Errors.INVALID_REQUIRED_ACKS, req.partition, -1)
         if not req.records:
-            return ProduceResponse(Errors.INVALID_REQUEST, 0, -1)  # a batch has at least one record
+            return ProduceResponse(Errors.INVALID_REQUEST, req.partition, -1)  # a batch has at least one record
+        endpoint = self.endpoint
+
+        def respond(error: int, offset: int) -> None:
+            endpoint.respond(src, header, ProduceResponse(error, req.partition, offset))
+        result = self.append_records(
+            req.partition, req.acks, req.timeout_ms, req.records[0].value, respond,
+            lambda p: p.append_records_to_leader([(r.key, r.value) for r in req.records]))
+        if result is None or (req.acks == 0 and result[0] == Errors.NONE):
+            return None  # acks=0 written: no response; acks=all: answered from the purgatory
+        return ProduceResponse(result[0], req.partition, result[1])
+
+    def append_records(self, partition_id: int, acks: int, timeout_ms: int, first_value: bytes,
+                       respond: Callable[[int, int], None],
+                       append: Callable[[Partition], LogAppendInfo]) -> tuple[int, int] | None:
+        """ReplicaManager.appendRecords for one partition: leader check, min.insync.replicas for
+        acks=all, ``append`` to the leader's log, then acks. Returns (error, base offset), or None
+        when acks=all parks the batch in the DelayedProduce purgatory until the HW passes it (or it
+        expires), which then calls ``respond(error, base offset)``. A retried batch of an idempotent
+        producer is acknowledged with the offset it was first written at."""
+        p = self.partitions.get(partition_id)
+        if p is None:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION, -1
+        if acks not in (0, 1, -1):
+            return Errors.INVALID_REQUIRED_ACKS, -1
         if not p.is_leader:
-            return ProduceResponse(Errors.NOT_LEADER_OR_FOLLOWER, 0, -1)
-        if req.acks == -1 and len(p.isr) < self.config.min_insync_replicas:
-            return ProduceResponse(Errors.NOT_ENOUGH_REPLICAS, 0, -1)
+            return Errors.NOT_LEADER_OR_FOLLOWER, -1
+        if acks == -1 and len(p.isr) < self.config.min_insync_replicas:
+            return Errors.NOT_ENOUGH_REPLICAS, -1
         try:
-            info = p.append_records_to_leader([(r.key, r.value) for r in req.records])
+            info = append(p)
+            offset, count = info.first_offset, info.record_count
+        except DuplicateBatch as dup:
+            offset, count = dup.base_offset, 1
+        except SequenceError as exc:
+            return Errors[exc.error], -1
         except RecordTooLargeError:
-            return ProduceResponse(Errors.MESSAGE_TOO_LARGE, 0, -1)
+            return Errors.MESSAGE_TOO_LARGE, -1
+        except CorruptRecordError:
+            return Errors.CORRUPT_MESSAGE, -1
         except StorageError:  # the log refused the batch (InvalidRecordException and kin)
-            return ProduceResponse(Errors.INVALID_RECORD, 0, -1)
-        if req.acks == -1:
-            endpoint = self.endpoint
-            p.purgatory.park(info.first_offset, info.record_count, req.records[0].value, req.timeout_ms,
-                                lambda error, off: endpoint.respond(src, header, ProduceResponse(error, 0, off)))
+            return Errors.INVALID_RECORD, -1
+        if acks == -1:
+            p.purgatory.park(offset, count, first_value, timeout_ms, respond)
         p.maybe_increment_leader_hw()  # after every leader append, as Kafka does, whatever the acks
         self.fetch_purgatory.check()
-        if req.acks == 1:
-            return ProduceResponse(Errors.NONE, 0, info.first_offset)
-        return None  # acks=0: no response; acks=all: answered from the purgatory
+        return None if acks == -1 else (Errors.NONE, offset)
 
     def handle_fetch(self, src: int, header: Header, req: FetchRequest) -> FetchResponse | None:
         """A Fetch; with ``replica.fetch.wait.max.ms`` set, a follower's that finds nothing new

@@ -13,7 +13,8 @@ from .errors import (CorruptRecordError, InvalidConfigError, InvalidRecordError,
                      OffsetOutOfRangeError, RecordTooLargeError, UnexpectedAppendOffsetError)
 from .fs import FileSystem, OsFileSystem
 from .loader import CLEAN_SHUTDOWN_FILE, LoadedLog, LogLoader, RecoveryReport
-from .records import LogRecord, Record, RecordBatch, build_batch, iter_batches
+from .producer_state import ProducerStateManager
+from .records import LOG_APPEND_TIME, MAGIC, LogRecord, Record, RecordBatch, build_batch, iter_batches, restamp
 from .segment import LogSegment
 from .swap import swap_segment
 
@@ -115,6 +116,7 @@ class Log:
         self._rp_checkpoint = loaded.recovery_point_checkpoint
         self.leader_epoch_cache: LeaderEpochFileCache = loaded.leader_epoch_cache
         self.recovery_report: RecoveryReport = loaded.recovery_report
+        self._producer_state: ProducerStateManager | None = None  # built from the log when first needed
 
     # ===================================================================================== open
 
@@ -209,6 +211,37 @@ class Log:
         self._maybe_flush(now)
         return LogAppendInfo(batch.base_offset, batch.last_offset, batch.max_timestamp, len(records), batch.size)
 
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        """The idempotent producers' state (see producer_state), built from the batch headers of the
+        log the first time it is asked for, then kept by every append; a truncation drops it."""
+        if self._producer_state is None:
+            self._producer_state = ProducerStateManager(
+                batch for segment in self._segments for _, batch in segment.iter_batches())
+        return self._producer_state
+
+    def append_batch_as_leader(self, batch: RecordBatch, leader_epoch: int) -> LogAppendInfo:
+        """A producer's batch as it came (UnifiedLog.appendAsLeader with LogValidator's in-place
+        path): checked (magic 2, CRC, record count), then given its base offset and this leader's
+        epoch, fields outside the CRC, so its bytes are stored as the client wrote them; under
+        LogAppendTime its timestamp is stamped and the CRC computed anew."""
+        self._check_open()
+        if batch.magic != MAGIC:
+            raise InvalidRecordError(f"record batch magic {batch.magic}: only v{MAGIC} batches are accepted")
+        batch.ensure_valid()
+        if batch.is_control_batch:
+            raise InvalidRecordError("a producer cannot write a control batch")
+        if batch.size > self.config.max_message_bytes:
+            raise RecordTooLargeError(f"batch of {batch.size} bytes exceeds max.message.bytes="
+                                      f"{self.config.max_message_bytes}")
+        now = self._clock()
+        append_time = now if self.config.message_timestamp_type == LOG_APPEND_TIME else None
+        batch = restamp(batch, self._leo, leader_epoch, append_time)
+        self._append_batch(batch)
+        self._maybe_flush(now)
+        return LogAppendInfo(batch.base_offset, batch.last_offset, batch.max_timestamp, batch.record_count,
+                             batch.size)
+
     def append_as_follower(self, batches: bytes | bytearray | FetchDataInfo | RecordBatch
                            | Iterable[RecordBatch | bytes]) -> LogAppendInfo | None:
         """Append fetched batches with the offsets they carry (UnifiedLog.appendAsFollower): each
@@ -236,6 +269,8 @@ class Log:
                              sum(b.record_count for b in parsed), sum(b.size for b in parsed))
 
     def _append_batch(self, batch: RecordBatch) -> None:
+        if self._producer_state is not None:
+            self._producer_state.update(batch)
         epoch = batch.partition_leader_epoch
         if epoch >= 0 and epoch != self.leader_epoch_cache.latest_epoch:
             self.leader_epoch_cache.assign(epoch, batch.base_offset)
@@ -371,12 +406,14 @@ class Log:
         self.fs.fsync_dir(self.dir)
         self._dir_dirty = False
         self.leader_epoch_cache.clear()
+        self._producer_state = None
         self._leo = offset
         self._hw = offset
         self._recovery_point = offset
         self._rp_checkpoint.write(offset)
 
     def _after_truncation(self, leo: int) -> None:
+        self._producer_state = None
         self._leo = leo
         self.leader_epoch_cache.truncate_from_end(leo)
         self._hw = min(self._hw, leo)

@@ -423,6 +423,22 @@ class RecordBatch:
                 f"epoch={self.partition_leader_epoch}, size={self.size})")
 
 
+def restamp(batch: RecordBatch, base_offset: int, partition_leader_epoch: int,
+            log_append_time: int | None = None) -> RecordBatch:
+    """The batch at ``base_offset`` in ``partition_leader_epoch``: both lie outside the CRC, so the
+    rest of its bytes stay as they are, unless ``log_append_time`` sets the LogAppendTime flag and
+    the max timestamp, which the CRC covers and is computed again for."""
+    buffer = bytearray(batch.buffer)
+    struct.pack_into(">q", buffer, 0, base_offset)
+    struct.pack_into(">i", buffer, 12, partition_leader_epoch)
+    if log_append_time is not None:
+        attributes = batch.attributes | TIMESTAMP_TYPE_MASK
+        struct.pack_into(">h", buffer, CRC_START, attributes)
+        struct.pack_into(">q", buffer, CRC_START + 14, log_append_time)  # after attributes, delta, first ts
+        struct.pack_into(">I", buffer, 17, _crc(memoryview(buffer)[CRC_START:]))
+    return RecordBatch(bytes(buffer))
+
+
 def iter_batches(buffer: bytes) -> Iterator[RecordBatch]:
     """Split concatenated batches (a fetched MemoryRecords); raises on a truncated or malformed batch."""
     pos, end = 0, len(buffer)
