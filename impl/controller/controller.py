@@ -41,7 +41,7 @@ from typing import Any, Callable, Protocol
 
 from ..network import NodeEndpoint
 from ..protocol import (
-    AlterPartitionRequest, AlterPartitionResponse, ApiKey, BrokerHeartbeatRequest,
+    AllocateProducerIdsRequest, AllocateProducerIdsResponse, AlterPartitionRequest, AlterPartitionResponse, ApiKey, BrokerHeartbeatRequest,
     BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse, CreateTopicsRequest,
     CreateTopicsResponse, Errors, Header, LeaderAndIsrRequest,
 )
@@ -50,6 +50,7 @@ from ..runtime import Scheduler, Transport
 CONTROLLER_ID = 3000  # a node id outside the broker range, as KRaft controllers often have
 DEFAULT_TOPIC = "isr"  # the one partition of single-partition runs is this topic's partition 0
 MAX_PARTITIONS = 10_000  # partitions of one cluster: a guard against a client asking for millions
+PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdManager's block
 
 
 def valid_topic_name(name: str) -> bool:
@@ -144,8 +145,10 @@ class Controller:
             ApiKey.BROKER_HEARTBEAT: self._handle_heartbeat,
             ApiKey.ALTER_PARTITION: self._handle_alter_partition,
         }
+        self.next_producer_id = 0
         if kafka_metadata:
             self.endpoint.handlers[ApiKey.CREATE_TOPICS] = self._handle_create_topics
+            self.endpoint.handlers[ApiKey.ALLOCATE_PRODUCER_IDS] = self._handle_allocate_producer_ids
         transport.register(CONTROLLER_ID, self.endpoint)
         stored = metadata_store.load() if metadata_store is not None else None
         if stored is None:
@@ -408,6 +411,18 @@ class Controller:
     def _handle_create_topics(self, src: int, header: Header, req: CreateTopicsRequest) -> Any:
         return CreateTopicsResponse(self.create_topic(req.topic, req.partitions))
 
+    def _handle_allocate_producer_ids(self, src: int, header: Header, req: AllocateProducerIdsRequest) -> Any:
+        """ProducerIdControlManager: the next block, kept before it is handed out, so that no id is
+        ever given twice, across controller restarts too."""
+        if req.broker_id != src or req.broker_id not in self.replicas:
+            return AllocateProducerIdsResponse(Errors.INVALID_REQUEST)
+        if req.broker_epoch != self.broker_epochs[req.broker_id] or req.broker_id in self.fenced:
+            return AllocateProducerIdsResponse(Errors.STALE_BROKER_EPOCH)
+        start = self.next_producer_id
+        self.next_producer_id += PRODUCER_ID_BLOCK_SIZE
+        self._save()
+        return AllocateProducerIdsResponse(Errors.NONE, start, PRODUCER_ID_BLOCK_SIZE)
+
     # -- internals ----------------------------------------------------------------------------
     def _register(self, broker: int, incarnation: int) -> int:
         epoch = self._next_broker_epoch
@@ -460,6 +475,7 @@ class Controller:
         if self.metadata_store is not None and self.partitions:
             self.metadata_store.save({
                 "version": 0, "next_broker_epoch": self._next_broker_epoch,
+                "next_producer_id": self.next_producer_id,
                 "broker_epochs": list(self.broker_epochs), "registrations": self.registrations,
                 "partitions": [p.to_json() for p in self.partitions]})
 
@@ -471,6 +487,7 @@ class Controller:
                 raise ValueError(f"version {stored.get('version')!r} with {len(stored['broker_epochs'])} "
                                  f"brokers, expected version 0 with {len(self.replicas)}")
             self._next_broker_epoch = int(stored["next_broker_epoch"])
+            self.next_producer_id = int(stored["next_producer_id"])
             self.broker_epochs = [int(e) for e in stored["broker_epochs"]]
             self.registrations = [[int(e) for e in r] for r in stored["registrations"]]
             self.partitions = [PartitionRegistration.from_json(f) for f in stored["partitions"]]

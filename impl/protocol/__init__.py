@@ -2,7 +2,7 @@
 from .codec import REQUEST, RESPONSE, DecodeError, Header, WireRecord
 from .errors import Errors
 from .messages import (
-    CODEC, CONSUMER_REPLICA_ID, AlterPartitionRequest, AlterPartitionResponse, ApiKey,
+    CODEC, CONSUMER_REPLICA_ID, AllocateProducerIdsRequest, AllocateProducerIdsResponse, AlterPartitionRequest, AlterPartitionResponse, ApiKey,
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
     BrokerRegistrationResponse, CreateTopicsRequest, CreateTopicsResponse, FetchRequest, FetchResponse, LeaderAndIsrRequest,
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProduceRequest, ProduceResponse,
@@ -10,7 +10,7 @@ from .messages import (
 
 __all__ = [
     "REQUEST", "RESPONSE", "DecodeError", "Header", "WireRecord", "Errors", "CODEC",
-    "CONSUMER_REPLICA_ID", "AlterPartitionRequest", "AlterPartitionResponse", "ApiKey",
+    "CONSUMER_REPLICA_ID", "AllocateProducerIdsRequest", "AllocateProducerIdsResponse", "AlterPartitionRequest", "AlterPartitionResponse", "ApiKey",
     "BrokerHeartbeatRequest", "BrokerHeartbeatResponse", "BrokerRegistrationRequest",
     "BrokerRegistrationResponse", "CreateTopicsRequest", "CreateTopicsResponse", "FetchRequest", "FetchResponse", "LeaderAndIsrRequest",
     "OffsetForLeaderEpochRequest", "OffsetForLeaderEpochResponse", "ProduceRequest", "ProduceResponse",

@@ -12,7 +12,8 @@ without acknowledging it. Its v1, for clusters of many topics (``isrcheck serve`
 partition's topic and index, its replicas in assignment order and the live brokers (what Kafka's
 UpdateMetadata told every broker); BrokerHeartbeat v1 carries the partition epoch the broker applied
 for every partition, so that the controller resends what a broker missed; CreateTopics asks the
-controller for a topic (a broker auto-creating one a client asked Metadata for).
+controller for a topic (a broker auto-creating one a client asked Metadata for); AllocateProducerIds
+gets a broker a block of producer ids for idempotent producers.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ class ApiKey(IntEnum):
     ALTER_PARTITION = 56
     BROKER_REGISTRATION = 62
     BROKER_HEARTBEAT = 63
+    ALLOCATE_PRODUCER_IDS = 67
 
 
 CONSUMER_REPLICA_ID = -1  # Kafka's replica id of an ordinary consumer's fetch
@@ -133,6 +135,23 @@ class CreateTopicsResponse:
     """The controller's answer: NONE, TOPIC_ALREADY_EXISTS or INVALID_PARTITIONS / INVALID_TOPIC_EXCEPTION."""
 
     error: int = 0
+
+
+@dataclass(slots=True)
+class AllocateProducerIdsRequest:
+    """Broker to controller: a block of producer ids to hand out in InitProducerId (KIP-730)."""
+
+    broker_id: int = -1
+    broker_epoch: int = -1
+
+
+@dataclass(slots=True)
+class AllocateProducerIdsResponse:
+    """The block: ``producer_id_len`` ids from ``producer_id_start``, never given out before."""
+
+    error: int = 0
+    producer_id_start: int = -1
+    producer_id_len: int = 0
 
 
 @dataclass(slots=True)
@@ -242,6 +261,10 @@ CODEC.register(
     {0: (("broker_id", "i32"), ("incarnation", "i64")),
      1: (("broker_id", "i32"), ("incarnation", "i64"), ("previous_broker_epoch", "i64"))},
     {0: (("error", "i16"), ("broker_epoch", "i64")), 1: (("error", "i16"), ("broker_epoch", "i64"))})
+CODEC.register(
+    ApiKey.ALLOCATE_PRODUCER_IDS, AllocateProducerIdsRequest, AllocateProducerIdsResponse,
+    {0: (("broker_id", "i32"), ("broker_epoch", "i64"))},
+    {0: (("error", "i16"), ("producer_id_start", "i64"), ("producer_id_len", "i32"))})
 _HEARTBEAT_V0 = (("broker_id", "i32"), ("broker_epoch", "i64"), ("leader_epoch", "i32"), ("partition_epoch", "i32"))
 CODEC.register(
     ApiKey.BROKER_HEARTBEAT, BrokerHeartbeatRequest, BrokerHeartbeatResponse,

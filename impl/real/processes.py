@@ -37,8 +37,11 @@ def free_ports(n: int) -> list[int]:
 class ProcessCluster:
     """``start()`` the controller and the brokers; ``crash``, ``restart``; ``stop()`` them all."""
 
-    def __init__(self, config: ClusterConfig, directory: str, ready_timeout_s: float = 30.0) -> None:
+    def __init__(self, config: ClusterConfig, directory: str, ready_timeout_s: float = 30.0,
+                 kafka: dict | None = None) -> None:
+        """``kafka``: the nodes' ``--kafka`` settings, for a cluster Kafka clients use (serve)."""
         self.config, self.directory, self.ready_timeout_s = config, directory, ready_timeout_s
+        self.kafka = kafka
         # every node's port, clients' too: a response travels on a connection its sender opens
         nodes = [*range(config.replicas), CONTROLLER_ID, PRODUCER_ID, CONSUMER_ID]
         self.ports = dict(zip(nodes, free_ports(len(nodes))))
@@ -58,6 +61,10 @@ class ProcessCluster:
                 "--config", json.dumps(fields), "--ports", json.dumps(self.ports)]
         if node != "controller":
             argv += ["--data-dir", self.data_dir(node), "--incarnation", str(self.incarnations[node])]
+        elif self.kafka is not None:
+            argv += ["--data-dir", os.path.join(self.directory, "controller")]
+        if self.kafka is not None:
+            argv += ["--kafka", json.dumps(self.kafka)]
         log = open(os.path.join(self.directory, f"{node}.log"), "ab")
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
         log.close()

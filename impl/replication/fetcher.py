@@ -76,13 +76,13 @@ class ReplicaFetcher:
         # recorded first: a request to a dead leader fails (and clears it) inside send_request
         self.outstanding = correlation_id = self.endpoint.next_correlation_id()
         if self.truncating_epoch != FETCHING and p.log.log_end_offset > 0:
-            req = OffsetForLeaderEpochRequest(p.broker_id, 0, self.truncating_epoch, p.leader_epoch)
+            req = OffsetForLeaderEpochRequest(p.broker_id, p.partition_id, self.truncating_epoch, p.leader_epoch)
             self.endpoint.send_request(p.leader, ApiKey.OFFSET_FOR_LEADER_EPOCH,
                                        v.offsets_for_leader_epoch_version, req, self._on_epoch_end,
                                        correlation_id)
         else:
-            req = FetchRequest(p.broker_id, 0, p.log.log_end_offset, p.leader_epoch, p.log.latest_epoch,
-                               max_batches, p.local_broker_epoch() if v.broker_epochs else -1)
+            req = FetchRequest(p.broker_id, p.partition_id, p.log.log_end_offset, p.leader_epoch,
+                               p.log.latest_epoch, max_batches, p.local_broker_epoch() if v.broker_epochs else -1)
             self.endpoint.send_request(p.leader, ApiKey.FETCH, v.fetch_version, req, self._on_fetch,
                                        correlation_id)
         return True
@@ -137,7 +137,8 @@ class ReplicaFetcher:
             except StorageError:  # a batch failed its CRC or offset check: nothing was appended
                 self._after(progress=False)
                 return
-            self._after(progress=bool(resp.records))
+            # an empty answer after the leader's long poll is no reason to back off
+            self._after(progress=bool(resp.records) or p.config.replica_fetch_wait_max_ms > 0)
             return
         self._after(progress=resp.error == Errors.NONE)
 

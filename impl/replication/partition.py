@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 from ..protocol import Errors, FetchRequest, FetchResponse, LeaderAndIsrRequest
 from ..runtime import Scheduler
 from ..storage import Log, LogAppendInfo, Record, RecordBatch, StorageError, iter_batches
+from ..storage.log import DEFAULT_FETCH_MAX_BYTES
 from .config import ClusterConfig
 from .delayed_produce import DelayedProducePurgatory
 
@@ -180,9 +181,9 @@ class Partition:
         if self.variant.fetch_epochs and req.last_fetched_epoch >= 0:
             epoch, end = self.end_offset_for(req.last_fetched_epoch)
             if epoch != req.last_fetched_epoch or end < req.fetch_offset:
-                return FetchResponse(Errors.NONE, 0, self.high_watermark, 0, leo, epoch, end)
+                return FetchResponse(Errors.NONE, self.partition_id, self.high_watermark, 0, leo, epoch, end)
         if req.fetch_offset > leo or req.fetch_offset < log.log_start_offset:
-            return FetchResponse(Errors.OFFSET_OUT_OF_RANGE, 0, self.high_watermark, 0, leo)
+            return FetchResponse(Errors.OFFSET_OUT_OF_RANGE, self.partition_id, self.high_watermark, 0, leo)
         follower = self.followers.get(req.replica_id)
         if follower is not None:  # Partition.updateFollowerFetchState
             now = self.scheduler.now_ms()
@@ -192,16 +193,17 @@ class Partition:
             if req.fetch_offset >= leo:
                 follower.last_caught_up_ms = now
         self.maybe_increment_leader_hw()
-        return FetchResponse(Errors.NONE, 0, self.high_watermark, 0, leo, -1, -1,
+        return FetchResponse(Errors.NONE, self.partition_id, self.high_watermark, 0, leo, -1, -1,
                              log.read(req.fetch_offset, max_batches=req.max_batches).data)
 
-    def read_committed(self, fetch_offset: int) -> tuple[int, bytes]:
-        """A consumer fetch: (error, record batches below the HW); KIP-207's rule under KIP-320."""
+    def read_committed(self, fetch_offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES) -> tuple[int, bytes]:
+        """A consumer fetch: (error, record batches below the HW, up to ``max_bytes`` but at least
+        one batch); KIP-207's rule under KIP-320."""
         if self.variant.fetch_epochs and self.high_watermark < self.epoch_start_offset:
             return Errors.OFFSET_NOT_AVAILABLE, b""
         if fetch_offset > self.high_watermark or fetch_offset < self.log.log_start_offset:
             return Errors.OFFSET_OUT_OF_RANGE, b""
-        return Errors.NONE, self.log.read(fetch_offset, max_offset=self.high_watermark).data
+        return Errors.NONE, self.log.read(fetch_offset, max_bytes, max_offset=self.high_watermark).data
 
     def maybe_shrink_isr(self) -> bool:
         """Partition.maybeShrinkIsr: propose dropping followers not caught up within the lag time."""

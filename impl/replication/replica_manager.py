@@ -32,6 +32,7 @@ from .delayed_produce import DelayedProducePurgatory
 from .fetcher import ReplicaFetcher
 from .partition import Partition
 from ..storage import CorruptRecordError, Log, LogAppendInfo, RecordTooLargeError, StorageError
+from ..storage.log import DEFAULT_FETCH_MAX_BYTES
 from ..storage.producer_state import DuplicateBatch, SequenceError
 
 # (partition id, topic, index) -> the partition's log and its checkpointed HW
@@ -178,6 +179,8 @@ class ReplicaManager:
     def fetch(self, req: FetchRequest) -> FetchResponse:
         """readFromLocalLog for one partition: a follower's fetch (its state updated, the HW moved,
         the ISR maybe expanded) or a consumer's (records below the HW)."""
+        if req.replica_id < 0:
+            return self.read_committed(req.partition, req.fetch_offset, req.current_leader_epoch)
         p = self.partitions.get(req.partition)
         if p is None:
             return FetchResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION, req.partition)
@@ -186,11 +189,6 @@ class ReplicaManager:
         error = p.check_leader_epoch(req.current_leader_epoch)
         if error != Errors.NONE:
             return FetchResponse(error, req.partition)
-        if req.replica_id < 0:  # a consumer
-            error, records = p.read_committed(req.fetch_offset)
-            hw = p.high_watermark if error == Errors.NONE else -1
-            return FetchResponse(error, req.partition, hw, p.log.log_start_offset, p.log.log_end_offset,
-                                 -1, -1, records)
         hw = p.high_watermark
         resp = p.fetch_from_follower(req)
         if self.auto:
@@ -198,6 +196,21 @@ class ReplicaManager:
         if p.high_watermark != hw:
             self.fetch_purgatory.check()  # consumers waiting for the HW
         return resp
+
+    def read_committed(self, partition_id: int, fetch_offset: int, current_leader_epoch: int = -1,
+                       max_bytes: int = DEFAULT_FETCH_MAX_BYTES) -> FetchResponse:
+        """A consumer's read of one partition: leader and KIP-320 epoch checks, records below the HW."""
+        p = self.partitions.get(partition_id)
+        if p is None:
+            return FetchResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION, partition_id)
+        if not p.is_leader:
+            return FetchResponse(Errors.NOT_LEADER_OR_FOLLOWER, partition_id)
+        error = p.check_leader_epoch(current_leader_epoch)
+        if error != Errors.NONE:
+            return FetchResponse(error, partition_id)
+        error, records = p.read_committed(fetch_offset, max_bytes)
+        hw = p.high_watermark if error == Errors.NONE else -1
+        return FetchResponse(error, partition_id, hw, p.log.log_start_offset, p.log.log_end_offset, -1, -1, records)
 
     def handle_offsets_for_leader_epoch(self, src: int, header: Header,
                                         req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
@@ -212,9 +225,9 @@ class ReplicaManager:
                 return OffsetForLeaderEpochResponse(error)
         if header.api_version == 0:  # Kafka 0.11: an end offset only
             end = p.log.leader_epoch_cache.end_offset_for_v0(req.leader_epoch, p.log.log_end_offset)
-            return OffsetForLeaderEpochResponse(Errors.NONE, 0, req.leader_epoch if end >= 0 else -1, end)
+            return OffsetForLeaderEpochResponse(Errors.NONE, req.partition, req.leader_epoch if end >= 0 else -1, end)
         epoch, end = p.end_offset_for(req.leader_epoch)
-        return OffsetForLeaderEpochResponse(Errors.NONE, 0, epoch, end)
+        return OffsetForLeaderEpochResponse(Errors.NONE, req.partition, epoch, end)
 
     def registered(self, broker_epoch: int) -> None:
         """The controller gave this process a broker epoch (at start, or on coming back after it was fenced)."""

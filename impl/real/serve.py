@@ -1,0 +1,201 @@
+"""``isrcheck serve``: a local Kafka cluster of real processes that Kafka clients and tools can use.
+
+The controller and N brokers start as OS processes on localhost (``processes.ProcessCluster``),
+broker b listening for Kafka clients on ``--port`` + b. Topics given by ``--topic`` are created at
+start, others when a client asks Metadata for them (Kafka's ``auto.create.topics.enable``), each
+partition replicated on every broker. Ctrl-C (or SIGTERM) shuts every broker down cleanly; running
+again with the same ``--dir`` recovers every log and the controller's metadata.
+
+Exit codes: 0 stopped cleanly, 1 a node did not stop cleanly, 2 bad arguments or a cluster that
+cannot start (a port in use, a directory of another cluster).
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import signal
+import socket
+import sys
+import tempfile
+import time
+import uuid
+
+from ..controller import CONTROLLER_ID, FileMetadataStore, valid_topic_name
+from ..storage import OsFileSystem
+from ..replication import MAX_REPLICAS, VARIANTS, ClusterConfig, InvalidConfigError
+from .node import KAFKA_HOST, METADATA_FILE
+from .processes import ProcessCluster
+
+# Kafka's defaults where a local cluster is served well by them, shorter where a developer would
+# otherwise wait (a dead broker is fenced after 3 s, not 9 s)
+SERVE_DEFAULTS = dict(replica_lag_time_max_ms=10_000, request_timeout_ms=30_000, replica_fetch_backoff_ms=100,
+                      replica_fetch_wait_max_ms=500, broker_heartbeat_interval_ms=500,
+                      broker_session_timeout_ms=3_000, replica_high_watermark_checkpoint_interval_ms=5_000)
+
+
+class ServeError(Exception):
+    """Why the cluster cannot be served; exit 2."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--replicas", type=int, default=3, help=f"brokers, 1..{MAX_REPLICAS} (default 3)")
+    parser.add_argument("--protocol", default="kip-320", help=f"one of {', '.join(VARIANTS)} (default kip-320)")
+    parser.add_argument("--dir", default=None, metavar="DIR",
+                        help="the cluster's data directory; an existing one is recovered (default: a new "
+                             "temporary directory, kept)")
+    parser.add_argument("--port", type=int, default=9092, metavar="BASE",
+                        help="broker b listens for Kafka clients on BASE + b (default 9092)")
+    parser.add_argument("--topic", action="append", default=[], metavar="NAME[:PARTITIONS]",
+                        help="a topic to create at start (repeatable; partitions default to --partitions)")
+    parser.add_argument("--partitions", type=int, default=1,
+                        help="partitions of a topic created without a count (num.partitions, default 1)")
+    parser.add_argument("--no-auto-create-topics", action="store_true",
+                        help="Metadata for an unknown topic answers UNKNOWN_TOPIC_OR_PARTITION "
+                             "(auto.create.topics.enable=false)")
+    parser.add_argument("--min-insync-replicas", type=int, default=None,
+                        help="min.insync.replicas (default: 2, or 1 with one broker)")
+    parser.add_argument("--unclean-leader-election", action="store_true",
+                        help="unclean.leader.election.enable=true")
+    for name, default in SERVE_DEFAULTS.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=int, default=default, metavar="MS",
+                            help=f"{name.replace('_', '.').removesuffix('.ms')}.ms (default {default})")
+    parser.add_argument("--flush-messages", type=int, default=None,
+                        help="fsync every N messages (flush.messages; default: never, as Kafka)")
+    parser.add_argument("--socket-request-max-bytes", type=int, default=104_857_600,
+                        help="the largest request a Kafka connection may send (default 104857600)")
+
+
+def parse_topic(spec: str, default_partitions: int) -> tuple[str, int]:
+    name, _, count = spec.partition(":")
+    if not valid_topic_name(name):
+        raise ServeError(f"--topic {spec!r}: a topic name is 1-249 of [a-zA-Z0-9._-], not '.' or '..'")
+    try:
+        partitions = int(count) if count else default_partitions
+    except ValueError:
+        raise ServeError(f"--topic {spec!r}: partitions must be a whole number") from None
+    if partitions < 1:
+        raise ServeError(f"--topic {spec!r}: partitions must be at least 1")
+    return name, partitions
+
+
+def cluster_id(directory: str) -> str:
+    """meta.properties' cluster.id, written on the first start as Kafka's storage format does."""
+    path = os.path.join(directory, "meta.properties")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("cluster.id="):
+                    return line.strip().split("=", 1)[1]
+        raise ServeError(f"{path}: no cluster.id line")
+    cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(f"version=1\ncluster.id={cid}\n")
+    return cid
+
+
+def served_topics(directory: str) -> list[tuple[str, int]]:
+    """(topic, partitions) as the controller's metadata has them, in creation order."""
+    try:
+        stored = FileMetadataStore(OsFileSystem(), os.path.join(directory, "controller", METADATA_FILE)).load() or {}
+    except ValueError:
+        return []
+    counts: dict[str, int] = {}
+    for p in stored.get("partitions", ()):
+        counts[p["topic"]] = counts.get(p["topic"], 0) + 1
+    return list(counts.items())
+
+
+def _check_ports(ports: list[int]) -> None:
+    for port in ports:
+        if not 1 <= port <= 65535:
+            raise ServeError(f"--port: broker ports must lie in 1..65535, {port} does not")
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((KAFKA_HOST, port))
+            except OSError as exc:
+                raise ServeError(f"port {port} is in use ({exc.strerror}); choose another --port") from None
+
+
+def prepare(args: argparse.Namespace) -> tuple[ClusterConfig, str, dict]:
+    """The cluster's config, directory and the nodes' Kafka settings; ServeError if anything is wrong."""
+    if args.protocol not in VARIANTS:
+        raise ServeError(f"--protocol: unknown variant {args.protocol!r} (known: {', '.join(VARIANTS)})")
+    if not 1 <= args.partitions <= 10_000:
+        raise ServeError(f"--partitions: expected 1..10000, got {args.partitions}")
+    topics = [parse_topic(spec, args.partitions) for spec in args.topic]
+    min_isr = args.min_insync_replicas if args.min_insync_replicas is not None else min(2, args.replicas)
+    try:
+        config = ClusterConfig(protocol=args.protocol, replicas=args.replicas, min_insync_replicas=min_isr,
+                               unclean_leader_election_enable=args.unclean_leader_election,
+                               flush_messages=args.flush_messages,
+                               **{name: getattr(args, name) for name in SERVE_DEFAULTS})
+    except InvalidConfigError as exc:
+        raise ServeError(str(exc)) from None
+    ports = [args.port + b for b in range(args.replicas)]
+    _check_ports(ports)
+    directory = args.dir or tempfile.mkdtemp(prefix="isrcheck-serve-")
+    os.makedirs(directory, exist_ok=True)
+    kafka = dict(listeners={str(b): port for b, port in enumerate(ports)}, topics=topics,
+                 cluster_id=cluster_id(directory), auto_create_topics=not args.no_auto_create_topics,
+                 num_partitions=args.partitions, max_request_bytes=args.socket_request_max_bytes)
+    return config, directory, kafka
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config, directory, kafka = prepare(args)
+    except ServeError as exc:
+        print(f"isrcheck serve: error: {exc}", file=sys.stderr)
+        return 2
+    cluster = ProcessCluster(config, directory, kafka=kafka)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+    try:
+        cluster.start()
+    except RuntimeError as exc:  # a node that did not start: its log says why
+        cluster.stop()
+        print(f"isrcheck serve: error: {exc}", file=sys.stderr)
+        return 2
+    bootstrap = ",".join(f"{KAFKA_HOST}:{port}" for port in kafka["listeners"].values())
+    print(f"isrcheck serve: {config.replicas} brokers, {config.protocol}, "
+          f"min.insync.replicas={config.min_insync_replicas}, cluster id {kafka['cluster_id']}")
+    print(f"  bootstrap servers: {bootstrap}")
+    print(f"  data directory:    {directory} (serve again with --dir {directory} to recover it)")
+    print(f"  node logs:         {os.path.join(directory, '<node>.log')}")
+    topics = ", ".join(f"{name} ({n} partition{'s' * (n > 1)})" for name, n in served_topics(directory))
+    print(f"  topics:            {topics or 'none yet'}; unknown ones are "
+          f"{'created on first use' if kafka['auto_create_topics'] else 'refused'}")
+    print("Stop with Ctrl-C: every broker shuts down cleanly.", flush=True)
+    reported: set[int] = set()
+    try:
+        while True:
+            time.sleep(0.5)
+            for node, proc in cluster.processes.items():
+                if proc is not None and proc.poll() is not None and node not in reported:
+                    reported.add(node)
+                    name = "controller" if node == CONTROLLER_ID else f"broker {node}"
+                    print(f"isrcheck serve: {name} exited with code {proc.returncode} "
+                          f"(see {os.path.join(directory, ('controller' if node == CONTROLLER_ID else str(node)) + '.log')})",
+                          file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the shutdown short
+        codes = _stop(cluster)
+    unclean = {node: code for node, code in codes.items() if code != 0}
+    if unclean:
+        print(f"isrcheck serve: stopped; not cleanly: {unclean} (exit codes)", file=sys.stderr)
+        return 1
+    print(f"isrcheck serve: stopped cleanly; data in {directory}")
+    return 0
+
+
+def _stop(cluster: ProcessCluster) -> dict[int, int]:
+    """Every node's exit code after a clean shutdown (SIGTERM, waited for)."""
+    procs = {node: proc for node, proc in cluster.processes.items() if proc is not None}
+    cluster.stop()
+    return {node: proc.returncode for node, proc in procs.items()}
+
+
+__all__ = ["add_arguments", "run", "prepare", "ServeError", "SERVE_DEFAULTS"]
