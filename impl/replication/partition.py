@@ -24,12 +24,13 @@ class FollowerState:
     """What the leader knows of one follower (Kafka's Replica / ReplicaState): LEO and broker epoch
     stay unknown (-1) until the follower's first Fetch to this leader (ReplicaState.Empty)."""
 
-    __slots__ = ("log_end_offset", "last_caught_up_ms", "last_fetch_ms", "broker_epoch")
+    __slots__ = ("log_end_offset", "last_caught_up_ms", "last_fetch_ms", "last_fetch_leader_leo", "broker_epoch")
 
     def __init__(self, last_caught_up_ms: int) -> None:
         self.log_end_offset = -1
         self.last_caught_up_ms = last_caught_up_ms
         self.last_fetch_ms = -1
+        self.last_fetch_leader_leo = -1  # the leader's LEO when the follower last fetched
         self.broker_epoch = -1  # of the follower's last Fetch that read records (KIP-903); -1 unknown
 
 
@@ -189,9 +190,15 @@ class Partition:
             now = self.scheduler.now_ms()
             follower.log_end_offset = req.fetch_offset
             follower.broker_epoch = req.replica_epoch
-            follower.last_fetch_ms = now
             if req.fetch_offset >= leo:
                 follower.last_caught_up_ms = now
+            elif self.config.replica_fetch_wait_max_ms and req.fetch_offset >= follower.last_fetch_leader_leo:
+                # Replica.updateFetchStateOrThrow's second rule: a follower that reached the LEO the leader
+                # had at its previous fetch was caught up then, so that one kept busy by a steady
+                # stream of appends stays in the ISR (real time only: see docs/steps.md, not modelled)
+                follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
+            follower.last_fetch_ms = now
+            follower.last_fetch_leader_leo = leo
         self.maybe_increment_leader_hw()
         return FetchResponse(Errors.NONE, self.partition_id, self.high_watermark, 0, leo, -1, -1,
                              log.read(req.fetch_offset, max_batches=req.max_batches).data)

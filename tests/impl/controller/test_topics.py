@@ -1,0 +1,113 @@
+"""Many topics and partitions (the cluster ``isrcheck serve`` runs): every partition replicated by
+the same controller, ReplicaManager, Partition and ReplicaFetcher code, independently, in the
+deterministic simulation's auto mode."""
+import random
+
+from isrcheck.impl.controller import Controller, FileMetadataStore
+from isrcheck.impl.controller.controller import PRODUCER_ID_BLOCK_SIZE
+from isrcheck.impl.kafka.producer_ids import ProducerIdManager
+from isrcheck.impl.network import NodeEndpoint
+from isrcheck.impl.protocol import ApiKey, Errors, ProduceRequest, WireRecord
+from isrcheck.impl.replication import Broker, ClusterConfig
+from isrcheck.impl.sim.clock import SimClock
+from isrcheck.impl.sim.network import NetworkFaults, SimNetwork
+from isrcheck.impl.storage import SimulatedFileSystem
+
+# the real-time shape of serve's timings (a lag time well above the fetch wait), in simulated ms
+CONFIG = ClusterConfig(replicas=3, min_insync_replicas=2, replica_lag_time_max_ms=200, replica_fetch_wait_max_ms=20,
+                       broker_session_timeout_ms=300, broker_heartbeat_interval_ms=50)
+CLIENT = 4000
+
+
+class KafkaSim:
+    """A controller creating ``topics`` and three kafka-mode brokers on one simulated clock."""
+
+    def __init__(self, topics, store=None) -> None:
+        self.clock = SimClock()
+        self.network = SimNetwork(self.clock, lambda *_: "any", random.Random(1), NetworkFaults())
+        self.controller = Controller.for_cluster(CONFIG, self.clock, self.network, True, kafka_metadata=True,
+                                                 topics=topics, metadata_store=store)
+        self.brokers = [Broker(b, CONFIG, SimulatedFileSystem(), self.clock, self.network, auto=True, kafka=True)
+                        for b in range(3)]
+        for b, broker in enumerate(self.brokers):
+            broker.bootstrap(self.controller.broker_epochs[b], None)
+        self.client = NodeEndpoint(CLIENT, self.network)
+        self.network.register(CLIENT, self.client)
+        self.responses = []
+
+    def run(self, ms: int) -> None:
+        self.clock.advance(ms)
+
+    def produce(self, broker: int, partition_id: int, value: bytes) -> None:
+        req = ProduceRequest(-1, 1000, partition_id, (WireRecord(-1, -1, None, value),))
+        self.client.send_request(broker, ApiKey.PRODUCE, 0, req, self.responses.append)
+
+
+def test_partitions_are_assigned_as_kafka_does_and_every_broker_hosts_every_one():
+    sim = KafkaSim((("orders", 3), ("audit", 1)))
+    sim.run(200)
+    assert [(p.topic, p.index, p.replicas, p.leader) for p in sim.controller.partitions] == [
+        ("orders", 0, (0, 1, 2), 0), ("orders", 1, (1, 2, 0), 1), ("orders", 2, (2, 0, 1), 2), ("audit", 0, (0, 1, 2), 0)]
+    for broker in sim.brokers:
+        rm = broker.replica_manager
+        assert rm.names == {("orders", 0): 0, ("orders", 1): 1, ("orders", 2): 2, ("audit", 0): 3}
+        assert [rm.partitions[i].leader for i in range(4)] == [0, 1, 2, 0]
+        assert rm.live_brokers == (0, 1, 2)
+
+
+def test_each_partition_replicates_on_its_own_and_acks_all_completes():
+    sim = KafkaSim((("orders", 3),))
+    sim.run(200)
+    for pid in range(3):
+        sim.produce(pid, pid, f"record of {pid}".encode())
+    sim.run(200)
+    assert sorted((r.partition, r.error, r.base_offset) for r in sim.responses) == [(0, 0, 0), (1, 0, 0), (2, 0, 0)]
+    for broker in sim.brokers:
+        for pid in range(3):
+            p = broker.replica_manager.partitions[pid]
+            assert p.log.log_end_offset == 1 and p.log.read(0).records[0].value == f"record of {pid}".encode()
+            assert p.high_watermark == 1 or not p.is_leader  # a follower learns the HW on its next fetch
+
+
+def test_a_dead_broker_is_fenced_out_of_every_partition_and_its_leaderships_move():
+    sim = KafkaSim((("orders", 3),))
+    sim.run(200)
+    sim.brokers[1].halt()
+    sim.run(CONFIG.broker_session_timeout_ms + 100)
+    assert [p.leader for p in sim.controller.partitions] == [0, 2, 2]  # orders-1's next replica in order: 2
+    assert all(1 not in p.isr for p in sim.controller.partitions)
+    for b in (0, 2):
+        rm = sim.brokers[b].replica_manager
+        assert rm.live_brokers == (0, 2) and rm.partitions[1].leader == 2
+
+
+def test_unknown_partition_and_topic_requests_get_kafkas_errors():
+    sim = KafkaSim((("orders", 1),))
+    sim.run(200)
+    sim.produce(0, 7, b"x")
+    sim.run(10)
+    assert sim.responses[-1].error == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    c = sim.controller
+    assert c.create_topic("orders", 2) == Errors.TOPIC_ALREADY_EXISTS
+    assert c.create_topic("bad/name", 1) == Errors.INVALID_TOPIC_EXCEPTION
+    assert c.create_topic("empty", 0) == Errors.INVALID_PARTITIONS
+
+
+def test_a_restarted_controller_keeps_topics_epochs_and_producer_ids():
+    fs = SimulatedFileSystem()
+    store = FileMetadataStore(fs, "/controller/metadata.json")
+    fs.makedirs("/controller")
+    first = KafkaSim((("orders", 2),), store)
+    first.run(200)
+    first.brokers[0].halt()
+    first.run(CONFIG.broker_session_timeout_ms + 100)
+    before = [p.to_json() for p in first.controller.partitions]
+    ids = []
+    broker = first.brokers[2]
+    ProducerIdManager(2, broker.endpoint, lambda: broker.broker_epoch).generate(lambda error, pid: ids.append(pid))
+    first.run(10)
+    again = KafkaSim((("orders", 5), ("new", 1)), store)
+    assert [p.to_json() for p in again.controller.partitions][:2] == before
+    assert again.controller.topics == {"orders": (0, 1), "new": (2,)}
+    assert again.controller.broker_epochs == first.controller.broker_epochs
+    assert ids == [0] and again.controller.next_producer_id == PRODUCER_ID_BLOCK_SIZE  # never handed out twice
