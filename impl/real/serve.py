@@ -16,10 +16,13 @@ import base64
 import os
 import signal
 import socket
+import struct
 import sys
 import tempfile
 import time
 import uuid
+
+from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from ..controller import CONTROLLER_ID, FileMetadataStore, valid_topic_name
 from ..storage import OsFileSystem
@@ -106,6 +109,41 @@ def served_topics(directory: str) -> list[tuple[str, int]]:
     return list(counts.items())
 
 
+def wait_until_serving(ports: list[int], topics: list[tuple[str, int]], timeout_s: float = 30.0) -> bool:
+    """Until every broker answers Metadata naming a leader for every partition of ``topics`` (a
+    restarted cluster learns them only once its brokers registered again)."""
+    request = MetadataRequest(version=9, topics=[MetadataRequest.MetadataRequestTopic(name=name)
+                                                 for name, _ in topics], allow_auto_topic_creation=False)
+    request.with_header(correlation_id=1, client_id="isrcheck-serve")
+    frame = bytes(request.encode(header=True, framed=True))
+    deadline = time.monotonic() + timeout_s
+    pending = list(ports)
+    while pending and time.monotonic() < deadline:
+        try:
+            with socket.create_connection((KAFKA_HOST, pending[0]), timeout=2) as s:
+                s.sendall(frame)
+                size = struct.unpack(">i", _recv(s, 4))[0]
+                response = MetadataResponse.decode(_recv(s, size), version=9, header=True)
+            leaders = {(t.name, p.partition_index) for t in response.topics for p in t.partitions if p.leader_id >= 0}
+            if all((name, i) in leaders for name, n in topics for i in range(n)):
+                pending.pop(0)
+                continue
+        except (OSError, struct.error, ValueError):
+            pass
+        time.sleep(0.1)
+    return not pending
+
+
+def _recv(s: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = s.recv(size - len(data))
+        if not chunk:
+            raise OSError("closed")
+        data += chunk
+    return data
+
+
 def _check_ports(ports: list[int]) -> None:
     for port in ports:
         if not 1 <= port <= 65535:
@@ -150,34 +188,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"isrcheck serve: error: {exc}", file=sys.stderr)
         return 2
     cluster = ProcessCluster(config, directory, kafka=kafka)
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         cluster.start()
+        ports = list(kafka["listeners"].values())
+        if not wait_until_serving(ports, served_topics(directory)):
+            print("isrcheck serve: warning: not every partition has a leader after 30 s; see the node logs",
+                  file=sys.stderr)
+        _banner(config, directory, kafka, ports)
+        _watch(cluster, directory)
     except RuntimeError as exc:  # a node that did not start: its log says why
-        cluster.stop()
+        _stop(cluster)
         print(f"isrcheck serve: error: {exc}", file=sys.stderr)
         return 2
-    bootstrap = ",".join(f"{KAFKA_HOST}:{port}" for port in kafka["listeners"].values())
-    print(f"isrcheck serve: {config.replicas} brokers, {config.protocol}, "
-          f"min.insync.replicas={config.min_insync_replicas}, cluster id {kafka['cluster_id']}")
-    print(f"  bootstrap servers: {bootstrap}")
-    print(f"  data directory:    {directory} (serve again with --dir {directory} to recover it)")
-    print(f"  node logs:         {os.path.join(directory, '<node>.log')}")
-    topics = ", ".join(f"{name} ({n} partition{'s' * (n > 1)})" for name, n in served_topics(directory))
-    print(f"  topics:            {topics or 'none yet'}; unknown ones are "
-          f"{'created on first use' if kafka['auto_create_topics'] else 'refused'}")
-    print("Stop with Ctrl-C: every broker shuts down cleanly.", flush=True)
-    reported: set[int] = set()
-    try:
-        while True:
-            time.sleep(0.5)
-            for node, proc in cluster.processes.items():
-                if proc is not None and proc.poll() is not None and node not in reported:
-                    reported.add(node)
-                    name = "controller" if node == CONTROLLER_ID else f"broker {node}"
-                    print(f"isrcheck serve: {name} exited with code {proc.returncode} "
-                          f"(see {os.path.join(directory, ('controller' if node == CONTROLLER_ID else str(node)) + '.log')})",
-                          file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         pass
     finally:
@@ -189,6 +212,35 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(f"isrcheck serve: stopped cleanly; data in {directory}")
     return 0
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt  # SIGTERM stops the cluster as Ctrl-C does
+
+
+def _banner(config: ClusterConfig, directory: str, kafka: dict, ports: list[int]) -> None:
+    topics = ", ".join(f"{name} ({n} partition{'s' * (n > 1)})" for name, n in served_topics(directory))
+    print(f"isrcheck serve: {config.replicas} brokers, {config.protocol}, "
+          f"min.insync.replicas={config.min_insync_replicas}, cluster id {kafka['cluster_id']}")
+    print(f"  bootstrap servers: {','.join(f'{KAFKA_HOST}:{port}' for port in ports)}")
+    print(f"  data directory:    {directory} (serve again with --dir {directory} to recover it)")
+    print(f"  node logs:         {os.path.join(directory, '<node>.log')}")
+    print(f"  topics:            {topics or 'none yet'}; unknown ones are "
+          f"{'created on first use' if kafka['auto_create_topics'] else 'refused'}")
+    print("Stop with Ctrl-C: every broker shuts down cleanly.", flush=True)
+
+
+def _watch(cluster: ProcessCluster, directory: str) -> None:
+    """Until interrupted: say so once when a node exits by itself."""
+    reported: set[int] = set()
+    while True:
+        time.sleep(0.5)
+        for node, proc in cluster.processes.items():
+            if proc is not None and proc.poll() is not None and node not in reported:
+                reported.add(node)
+                name = "controller" if node == CONTROLLER_ID else str(node)
+                print(f"isrcheck serve: node {name} exited with code {proc.returncode} "
+                      f"(see {os.path.join(directory, name + '.log')})", file=sys.stderr, flush=True)
 
 
 def _stop(cluster: ProcessCluster) -> dict[int, int]:

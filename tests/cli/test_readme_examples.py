@@ -87,6 +87,11 @@ COVERED = {
         "isrcheck report campaigns/kip-320 --html campaigns/kip-320/report",
         "isrcheck prove", "isrcheck sim", "isrcheck gate", "isrcheck soak",
         "isrcheck fuzz --protocol kip-966 --faults all --schedules 200 --out campaigns/kip-966-all",
+        "isrcheck serve --replicas 3 --dir kafka-data --topic orders:3 &",
+        "kcat -L -b 127.0.0.1:9092",
+        "printf 'a\\nb\\nc\\n' | kcat -P -b 127.0.0.1:9092 -t orders -p 0",
+        "kcat -C -b 127.0.0.1:9092 -t orders -p 0 -o beginning -e",
+        "isrcheck serve",
     },
     "docs/campaigns.md": {
         "isrcheck fuzz --protocol kip-320 --schedules 2000 --out campaigns/kip-320",
@@ -120,6 +125,10 @@ COVERED = {
         "isrcheck check",
         "isrcheck fuzz --protocol kip-320 --schedules 2000",
     },
+    "docs/kafka.md": {
+        "isrcheck serve --replicas 3 --dir kafka-data --topic orders:3",
+        "isrcheck serve",
+    },
     "docs/model.md": {
         "isrcheck explore --protocol kip-279 --save cex/",
         "isrcheck check cex/kip-279-StrongIsr.json",
@@ -146,7 +155,7 @@ COVERED = {
         "isrcheck sim --protocol kip-320 --replicas 3 --seed 1 --steps 400 [--crash-kinds clean,process] [--json]",
         "isrcheck sim",
     },
-    "docs/steps.md": set(),
+    "docs/steps.md": {"isrcheck serve"},
     "docs/storage.md": {"isrcheck dump-log"},
     "docs/sut-protocol.md": {
         'isrcheck check SCHEDULE.json --sut "java -jar my-broker-sut.jar"',
@@ -158,7 +167,7 @@ COVERED = {
     },
 }
 BARE = {"isrcheck check", "isrcheck cover", "isrcheck dump-log", "isrcheck explore", "isrcheck fuzz",
-        "isrcheck gate", "isrcheck prove", "isrcheck report", "isrcheck sim", "isrcheck soak"}
+        "isrcheck gate", "isrcheck prove", "isrcheck report", "isrcheck serve", "isrcheck sim", "isrcheck soak"}
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -391,6 +400,57 @@ def test_the_driver_protocol_examples_with_this_projects_server(tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+
+def _serve(command: str, cwd: Path) -> tuple[subprocess.Popen, str]:
+    """``isrcheck serve`` started as the page writes it (without its ``&``), once it says it serves."""
+    proc = subprocess.Popen(["bash", "-c", "exec " + command.removesuffix("&").strip()], cwd=cwd, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("Stop with Ctrl-C"):
+            return proc, "".join(lines)
+    proc.wait()
+    raise AssertionError("serve did not start:\n" + "".join(lines))
+
+
+def _stop(proc: subprocess.Popen) -> str:
+    proc.send_signal(signal.SIGINT)  # Ctrl-C
+    out = proc.stdout.read()
+    assert proc.wait(timeout=60) == 0, out
+    return out
+
+
+def test_serve_answers_kcat_and_kafka_python_and_recovers_on_the_same_dir(tmp_path):
+    """README's kcat lines and docs/kafka.md's kafka-python block against the served cluster; Ctrl-C
+    stops it cleanly; the same --dir again serves what was written."""
+    proc, banner = _serve(example("isrcheck serve --replicas 3 --dir kafka-data --topic orders:3 &"), tmp_path)
+    try:
+        assert "bootstrap servers: 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094" in banner
+        assert "orders (3 partitions)" in banner
+        python_block = re.search(r"```python\n(.*?)```", (ROOT / "docs/kafka.md").read_text(), re.S).group(1)
+        ran = subprocess.run([sys.executable, "-c", python_block], env=ENV, capture_output=True, text=True, timeout=60)
+        assert ran.returncode == 0 and ran.stdout.strip() == "[b'hello']", ran.stdout + ran.stderr
+        if shutil.which("kcat") is None:
+            pytest.skip("kcat is not installed (Debian's kcat): its README lines were not run")
+        listing = run(example("kcat -L -b 127.0.0.1:9092"), timeout=60)
+        assert listing.returncode == 0 and "3 brokers:" in listing.stdout, listing.stdout + listing.stderr
+        assert re.search(r'topic "orders" with 3 partitions:', listing.stdout)
+        assert re.search(r"partition 0, leader 0, replicas: 0,1,2, isrs: 0,1,2", listing.stdout), listing.stdout
+        wrote = run(example("printf 'a\\nb\\nc\\n' | kcat -P -b 127.0.0.1:9092 -t orders -p 0"), timeout=60)
+        assert wrote.returncode == 0, wrote.stderr
+        read = run(example("kcat -C -b 127.0.0.1:9092 -t orders -p 0 -o beginning -e"), timeout=60)
+        assert read.stdout.split() == ["hello", "a", "b", "c"], read.stdout + read.stderr
+    finally:
+        stopped = _stop(proc)
+    assert "stopped cleanly" in stopped
+    proc, banner = _serve(example("isrcheck serve --replicas 3 --dir kafka-data --topic orders:3"), tmp_path)
+    try:
+        again = run("kcat -C -b 127.0.0.1:9092 -t orders -p 0 -o beginning -e", timeout=60)
+        assert again.stdout.split() == ["hello", "a", "b", "c"], again.stdout + again.stderr
+    finally:
+        _stop(proc)
 
 
 # -- slow: the default scope, Spark, a standalone cluster, a fresh install --------------------------
