@@ -380,7 +380,7 @@ class Controller:
                     self._send_leader_and_isr(p, (broker,))
         elif (req.leader_epoch, req.partition_epoch) < (self.leader_epoch, self.partition_epoch):
             self._send_leader_and_isr(self.partitions[0], (broker,))  # it missed an update (a lost LeaderAndIsr)
-        return BrokerHeartbeatResponse(Errors.NONE, False)
+        return BrokerHeartbeatResponse(Errors.NONE, False, self._unfenced() if header.api_version >= 1 else ())
 
     def _handle_alter_partition(self, src: int, header: Header, req: AlterPartitionRequest) -> Any:
         """AlterPartition (KIP-497): a leader's ISR change, fenced by leader and partition epochs."""

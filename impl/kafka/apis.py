@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import (
@@ -39,16 +39,27 @@ log = logging.getLogger(__name__)
 NO_RESPONSE = object()
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
 
-# api key -> (request class, response class, lowest version, highest version)
-SUPPORTED_VERSIONS: dict[int, tuple[type, type, int, int]] = {
-    0: (ProduceRequest, ProduceResponse, 3, 9),
-    1: (FetchRequest, FetchResponse, 4, 12),
-    2: (ListOffsetsRequest, ListOffsetsResponse, 1, 6),
-    3: (MetadataRequest, MetadataResponse, 1, 12),
-    10: (FindCoordinatorRequest, FindCoordinatorResponse, 0, 4),
-    18: (ApiVersionsRequest, ApiVersionsResponse, 0, 3),
-    22: (InitProducerIdRequest, InitProducerIdResponse, 0, 4),
-    23: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 2, 4),
+class ApiSupport(NamedTuple):
+    """One API: its classes, the versions served, and the lowest version advertised."""
+
+    request: type
+    response: type
+    lowest: int
+    highest: int
+    advertised_lowest: int
+
+
+# Produce is advertised from v0 as Kafka 4 does (KAFKA-18659): older librdkafka turns compression
+# off when a broker's Produce range does not reach v2, and v0-v2 requests are refused all the same
+SUPPORTED_VERSIONS: dict[int, ApiSupport] = {
+    0: ApiSupport(ProduceRequest, ProduceResponse, 3, 9, 0),
+    1: ApiSupport(FetchRequest, FetchResponse, 4, 12, 4),
+    2: ApiSupport(ListOffsetsRequest, ListOffsetsResponse, 1, 6, 1),
+    3: ApiSupport(MetadataRequest, MetadataResponse, 1, 12, 1),
+    10: ApiSupport(FindCoordinatorRequest, FindCoordinatorResponse, 0, 4, 0),
+    18: ApiSupport(ApiVersionsRequest, ApiVersionsResponse, 0, 3, 0),
+    22: ApiSupport(InitProducerIdRequest, InitProducerIdResponse, 0, 4, 0),
+    23: ApiSupport(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 2, 4, 2),
 }
 API_VERSIONS = 18
 
@@ -92,8 +103,8 @@ class KafkaApis:
     # -- ApiVersions, Metadata, FindCoordinator ----------------------------------------------------
     @staticmethod
     def api_versions_response(version: int, error: int = Errors.NONE) -> ApiVersionsResponse:
-        keys = [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-                for k, (_, _, lo, hi) in sorted(SUPPORTED_VERSIONS.items())]
+        keys = [ApiVersionsResponse.ApiVersion(api_key=k, min_version=api.advertised_lowest, max_version=api.highest)
+                for k, api in sorted(SUPPORTED_VERSIONS.items())]
         return ApiVersionsResponse(version=version, error_code=error, api_keys=keys, throttle_time_ms=0)
 
     def handle_api_versions(self, req: ApiVersionsRequest, version: int, respond: Respond) -> Any:
@@ -103,7 +114,7 @@ class KafkaApis:
         names = self.rm.names
         topics = sorted({t for t, _ in names}) if req.topics is None else [t.name for t in req.topics]
         allow_create = req.allow_auto_topic_creation if version >= 4 else True
-        live = self.rm.live_brokers or (self.broker_id,)
+        live = self.rm.live_brokers or (self.broker_id,)  # before the controller first said: itself
         Topic = MetadataResponse.MetadataResponseTopic
         out = []
         for name in topics:

@@ -91,10 +91,10 @@ class KafkaServer:
     async def _handle(self, data: bytes) -> bytes | None:
         """The framed response to one request, or None (acks=0)."""
         api_key, version, correlation_id = _HEAD.unpack_from(data)
-        entry = SUPPORTED_VERSIONS.get(api_key)
-        if entry is None:
+        api = SUPPORTED_VERSIONS.get(api_key)
+        if api is None:
             raise _Refused(f"unknown or unsupported api key {api_key} (correlation id {correlation_id})")
-        request_class, response_class, lowest, highest = entry
+        request_class, lowest, highest = api.request, api.lowest, api.highest
         if not lowest <= version <= highest:
             if api_key == API_VERSIONS:  # KIP-511: answer v0 with the versions, the client retries
                 response = KafkaApis.api_versions_response(0, Errors.UNSUPPORTED_VERSION)

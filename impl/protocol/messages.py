@@ -11,7 +11,8 @@ LeaderAndIsr is one-way here: brokers learn partition state as KRaft brokers lea
 without acknowledging it. Its v1, for clusters of many topics (``isrcheck serve``), also names the
 partition's topic and index, its replicas in assignment order and the live brokers (what Kafka's
 UpdateMetadata told every broker); BrokerHeartbeat v1 carries the partition epoch the broker applied
-for every partition, so that the controller resends what a broker missed; CreateTopics asks the
+for every partition, so that the controller resends what a broker missed, and its answer the live
+brokers; CreateTopics asks the
 controller for a topic (a broker auto-creating one a client asked Metadata for); AllocateProducerIds
 gets a broker a block of producer ids for idempotent producers.
 """
@@ -213,6 +214,7 @@ class BrokerHeartbeatResponse:
 
     error: int = 0
     is_fenced: bool = False
+    live_brokers: tuple[int, ...] = ()  # v1: the brokers not fenced (what clients' Metadata lists)
 
 
 CODEC = Codec()
@@ -269,4 +271,5 @@ _HEARTBEAT_V0 = (("broker_id", "i32"), ("broker_epoch", "i64"), ("leader_epoch",
 CODEC.register(
     ApiKey.BROKER_HEARTBEAT, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
     {0: _HEARTBEAT_V0, 1: _HEARTBEAT_V0 + (("partition_epochs", "[i32]"),)},
-    {0: (("error", "i16"), ("is_fenced", "bool")), 1: (("error", "i16"), ("is_fenced", "bool"))})
+    {0: (("error", "i16"), ("is_fenced", "bool")),
+     1: (("error", "i16"), ("is_fenced", "bool"), ("live_brokers", "[i32]"))})

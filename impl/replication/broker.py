@@ -203,7 +203,10 @@ class Broker:
         self.scheduler.schedule(self.config.broker_heartbeat_interval_ms, self._heartbeat)
 
     def _on_heartbeat(self, resp: BrokerHeartbeatResponse | None) -> None:
-        pass  # liveness is the controller's judgement; a lost heartbeat is just late
+        """Liveness is the controller's judgement (a lost heartbeat is just late); v1's answer says
+        which brokers are live, for clients' Metadata even before any partition exists."""
+        if resp is not None and resp.error == Errors.NONE and self.kafka:
+            self.replica_manager.live_brokers = resp.live_brokers
 
     # -- durability ---------------------------------------------------------------------------
     def checkpoint_high_watermarks(self) -> None:

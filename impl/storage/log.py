@@ -14,7 +14,8 @@ from .errors import (CorruptRecordError, InvalidConfigError, InvalidRecordError,
 from .fs import FileSystem, OsFileSystem
 from .loader import CLEAN_SHUTDOWN_FILE, LoadedLog, LogLoader, RecoveryReport
 from .producer_state import ProducerStateManager
-from .records import LOG_APPEND_TIME, MAGIC, LogRecord, Record, RecordBatch, build_batch, iter_batches, restamp
+from .records import (LOG_APPEND_TIME, MAGIC, LogRecord, Record, RecordBatch, build_batch, iter_batches, restamp,
+                      validate_producer_batch)
 from .segment import LogSegment
 from .swap import swap_segment
 
@@ -222,7 +223,7 @@ class Log:
 
     def append_batch_as_leader(self, batch: RecordBatch, leader_epoch: int) -> LogAppendInfo:
         """A producer's batch as it came (UnifiedLog.appendAsLeader with LogValidator's in-place
-        path): checked (magic 2, CRC, record count), then given its base offset and this leader's
+        path): checked (magic 2, CRC, every record decoded, offsets consecutive), then given its base offset and this leader's
         epoch, fields outside the CRC, so its bytes are stored as the client wrote them; under
         LogAppendTime its timestamp is stamped and the CRC computed anew."""
         self._check_open()
@@ -231,6 +232,7 @@ class Log:
         batch.ensure_valid()
         if batch.is_control_batch:
             raise InvalidRecordError("a producer cannot write a control batch")
+        validate_producer_batch(batch)
         if batch.size > self.config.max_message_bytes:
             raise RecordTooLargeError(f"batch of {batch.size} bytes exceeds max.message.bytes="
                                       f"{self.config.max_message_bytes}")

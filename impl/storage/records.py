@@ -423,6 +423,19 @@ class RecordBatch:
                 f"epoch={self.partition_leader_epoch}, size={self.size})")
 
 
+def validate_producer_batch(batch: RecordBatch) -> None:
+    """LogValidator's checks of a batch a producer sent, beyond its CRC: every record decodes (and
+    decompresses: CorruptRecordError), the records are exactly offsets 0..last offset delta, and an
+    idempotent producer's batch has a sequence number (InvalidRecordError). A leader that stored a
+    batch failing them would stop every consumer at it."""
+    deltas = [r.offset - batch.base_offset for r in batch.records()]
+    if batch.record_count != batch.last_offset_delta + 1 or deltas != list(range(batch.record_count)):
+        raise InvalidRecordError(f"batch of {batch.record_count} records with last offset delta "
+                                 f"{batch.last_offset_delta}: its records must be offsets 0..{batch.last_offset_delta}")
+    if batch.producer_id >= 0 and batch.base_sequence < 0:
+        raise InvalidRecordError(f"producer {batch.producer_id}: an idempotent batch needs a base sequence")
+
+
 def restamp(batch: RecordBatch, base_offset: int, partition_leader_epoch: int,
             log_append_time: int | None = None) -> RecordBatch:
     """The batch at ``base_offset`` in ``partition_leader_epoch``: both lie outside the CRC, so the
