@@ -9,35 +9,48 @@ each client and each acks setting, a new producer sends records of ``--record-si
 * ``librdkafka`` is confluent-kafka with librdkafka's defaults (linger.ms, batch.size,
   enable.idempotence=false, queue.buffering.max.messages); ``kafka-python`` is KafkaProducer with
   its defaults (linger_ms=0, batch_size=16384, idempotence on, which it drops by itself at acks=1).
-* ``flood``: records are sent as fast as the client accepts them (its buffer full: produce() waits),
-  as Kafka's producer-perf-test with ``--throughput -1``. Records/s and MB/s (10^6 bytes of record
+* ``flood``: records are sent as fast as the client accepts them (with its buffer full, librdkafka's
+  produce() refuses and the loop polls for deliveries, kafka-python's send() blocks), as Kafka's
+  producer-perf-test with ``--throughput -1``. Records/s and MB/s (10^6 bytes of record
   values) are the delivered records from the first send to the last delivery callback; unsent
   records left in the client's queue at the deadline are dropped (purged, not counted). Its
   latencies are queueing in the client's own buffer (Little's law: buffer / throughput).
 * ``paced``: the same producer settings at ``--paced-fraction`` of that flood throughput, sent on
-  a fixed schedule (open loop), so that p50/p99 show the cluster's latency, not the client's queue.
-  Latency is per record: from the send call to its delivery callback.
+  a fixed schedule (open loop), so that p50/p99 show the cluster's latency (and the client's own
+  batching wait: librdkafka's linger.ms is 5), not the client's queue; a run whose client could not
+  keep to the schedule says so.
+  Latency is per record, from the send to the delivery callback: librdkafka's own message latency
+  (produce() to the broker's acknowledgement, read in the callback), kafka-python's from send() to
+  its future's callback.
 
 Then each client consumes everything produced (by partition assignment, no group), from offset 0
 to the high watermark, for at most ``--seconds``. Each run also shows the CPU each process used
-(share of one core) -- the machine has 2 cores for the client and the 4 node processes. Targets
+(% of one core: the client process with its librdkafka threads, brokers 0-2, the controller) and the
+machine's busy time beyond them ("oth": other programs and kernel threads, which the figures then
+had to share the cores with) -- the machine has 2 cores for the client and the 4 node processes. Targets
 (acks=all at least 10 MB/s of 1 KiB records with librdkafka's default batching; acks=all at least a
 third of acks=1 with the same client) are printed beside the figures with whether they were met.
 
-``--profile DIR`` samples every broker with py-spy (``pip install py-spy``) during the librdkafka
-acks=all flood run, writes the collapsed stacks to DIR and prints each broker's top functions by
-self and cumulative time.
+``--profile DIR`` profiles every broker during the librdkafka acks=all flood run and prints each
+one's top functions by self and cumulative time, its files left in DIR. ``--profiler py-spy`` (the
+default; ``pip install py-spy``) samples each broker from outside (``py-spy record --native``): wall
+time off the event loop's wait, split into system calls and libc's copies. ``--profiler cprofile``
+starts the nodes under cProfile on their thread's CPU time, switched on for that run only (SIGUSR1,
+SIGUSR2 writes the stats): exact call counts, but it slows the broker down about twofold.
 
 Usage: python benchmarks/kafka.py [--seconds S] [--record-size B] [--partitions P]
-           [--clients librdkafka,kafka-python] [--acks 1,all] [--paced-fraction F] [--profile DIR]
+           [--clients librdkafka,kafka-python] [--acks 1,all] [--paced-fraction F]
+           [--profile DIR [--profiler py-spy|cprofile] [--top N]] [--keep]
 """
 from __future__ import annotations
 
 import argparse
 import os
 import random
+import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -46,7 +59,6 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import partial
 from importlib import metadata
 
 # run as a script, this file's directory leads sys.path and this file would shadow kafka-python
@@ -122,7 +134,13 @@ class CpuMeter:
         self.pids = pids
 
     def sample(self) -> dict[str, float]:
-        out = {"client": sum(os.times()[:2])}
+        out = {"client": sum(os.times()[:2]), "machine": 0.0}
+        try:
+            with open("/proc/stat") as f:
+                ticks = [int(x) for x in f.readline().split()[1:]]
+            out["machine"] = (sum(ticks[:8]) - ticks[3] - ticks[4]) / _TICK   # all but idle and iowait
+        except (OSError, ValueError, IndexError):
+            pass
         for name, pid in self.pids.items():
             try:
                 with open(f"/proc/{pid}/stat") as f:
@@ -134,7 +152,12 @@ class CpuMeter:
 
     @staticmethod
     def shares(before: dict[str, float], after: dict[str, float], seconds: float) -> dict[str, float]:
-        return {k: (after[k] - before[k]) / seconds for k in before}
+        """Each process's CPU as a share of one core; ``other``: the rest of the machine's busy time
+        (other programs on this machine, which the figures then share it with)."""
+        out = {k: (after[k] - before[k]) / seconds for k in before}
+        machine = out.pop("machine")
+        out["other"] = max(0.0, machine - sum(out.values())) if machine else float("nan")
+        return out
 
 
 # -- runs -------------------------------------------------------------------------------------------
@@ -198,21 +221,26 @@ def _pace(rate: float | None, start: float, sent: int) -> int:
 
 def produce_librdkafka(bootstrap: str, acks: str, seconds: float, value: bytes, rate: float | None) -> _Deliveries:
     from confluent_kafka import KafkaError, Producer
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks})
     d = _Deliveries()
+    latencies, errors, clock, purged = d.latencies, d.errors, time.perf_counter, KafkaError._PURGE_QUEUE
 
-    def callback(sent_at: float, err, msg) -> None:
-        if err is not None and err.code() == KafkaError._PURGE_QUEUE:
-            return  # left unsent at the deadline
-        d.done(sent_at, err)
+    def delivered(err, msg) -> None:
+        """One callback for every record, no closure per record (the client shares the 2 cores with
+        the brokers); the latency is librdkafka's own, from produce() to the broker's acknowledgement."""
+        if err is None:
+            latencies.append(msg.latency() or 0.0)
+            d.last_done = clock()
+        elif err.code() != purged:  # purged: left unsent at the deadline, not counted
+            errors[err.str()] += 1
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "on_delivery": delivered})
     producer.list_topics(TOPIC, timeout=10)  # metadata before the clock starts
-    produce, poll, clock = producer.produce, producer.poll, time.perf_counter
+    produce, poll = producer.produce, producer.poll
     start = d.first_send = clock()
     deadline, sent = start + seconds, 0
     while clock() < deadline:
         for _ in range(min(_pace(rate, start, sent), 1000)):
             try:
-                produce(TOPIC, value, on_delivery=partial(callback, clock()))
+                produce(TOPIC, value)
                 sent += 1
             except BufferError:  # queue.buffering.max.messages / kbytes: wait for deliveries
                 poll(0.005)
@@ -220,6 +248,7 @@ def produce_librdkafka(bootstrap: str, acks: str, seconds: float, value: bytes, 
         poll(0)
     producer.purge(in_queue=True, in_flight=False)
     producer.flush(60)
+    d.ok = len(latencies)
     return d
 
 
@@ -299,59 +328,186 @@ CONSUMERS = {"librdkafka": consume_librdkafka, "kafka-python": consume_kafka_pyt
 
 
 # -- profiling --------------------------------------------------------------------------------------
-def start_profilers(pids: dict[str, int], directory: str, seconds: float) -> list[tuple[str, str, subprocess.Popen]]:
-    spy = shutil.which("py-spy")
-    if spy is None:
-        raise SystemExit("--profile needs py-spy on PATH (pip install py-spy)")
-    os.makedirs(directory, exist_ok=True)
-    out = []
-    for name, pid in pids.items():
-        if name == "controller":
-            continue
-        path = os.path.join(directory, f"{name}.collapsed")
-        proc = subprocess.Popen([spy, "record", "--pid", str(pid), "--rate", "200", "--format", "raw",
-                                 "--duration", str(max(1, int(seconds))), "--output", path],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        out.append((name, path, proc))
-    return out
+_PROFILED_NODE = """\
+import cProfile, os, signal, sys, time
+from isrcheck.impl.real import node
+name = sys.argv[sys.argv.index("--node") + 1]
+out = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"node-{name}.prof")
+profiler = cProfile.Profile(time.thread_time_ns, 1e-9)   # CPU time of the node's (only) thread
+signal.signal(signal.SIGUSR1, lambda *_: profiler.enable())
+def stop(*_):
+    profiler.disable()
+    profiler.dump_stats(out + ".tmp")
+    os.replace(out + ".tmp", out)
+signal.signal(signal.SIGUSR2, stop)
+sys.exit(node.main(sys.argv[1:]))
+"""
+
+
+class Profiler:
+    """Profiles the brokers during the librdkafka acks=all flood run (``start``/``finish``) and
+    ``report``s each one's top functions by self and cumulative time."""
+
+    def __init__(self, kind: str, directory: str, top: int) -> None:
+        self.kind, self.directory, self.top = kind, os.path.abspath(directory), top
+        os.makedirs(self.directory, exist_ok=True)
+        self.results: list[tuple[str, str]] = []
+        self._spies: list[tuple[str, str, subprocess.Popen]] = []
+        self._pids: dict[str, int] = {}
+        if kind == "py-spy" and shutil.which("py-spy") is None:
+            raise SystemExit("--profiler py-spy needs py-spy on PATH (pip install py-spy)")
+
+    def launching(self):
+        """A context in which ProcessCluster starts its nodes: under cProfile (disabled until ``start``)."""
+        profiler = self
+
+        class _Launching:
+            def __enter__(self):
+                self.saved = sys.executable
+                if profiler.kind == "cprofile":
+                    script = os.path.join(profiler.directory, "profiled_node.py")
+                    with open(script, "w") as f:
+                        f.write(_PROFILED_NODE)
+                    wrapper = os.path.join(profiler.directory, "python")
+                    with open(wrapper, "w") as f:   # called as: python -m isrcheck.impl.real.node ARGS
+                        f.write(f"#!/bin/sh\nshift 2\nexec {shlex.quote(self.saved)} {shlex.quote(script)} \"$@\"\n")
+                    os.chmod(wrapper, 0o755)
+                    sys.executable = wrapper
+
+            def __exit__(self, *exc):
+                sys.executable = self.saved
+        return _Launching()
+
+    def start(self, pids: dict[str, int], seconds: float) -> None:
+        self._pids = {name: pid for name, pid in pids.items() if name != "controller"}
+        for name, pid in self._pids.items():
+            if self.kind == "cprofile":
+                os.kill(pid, signal.SIGUSR1)
+                continue
+            path = os.path.join(self.directory, f"{name.replace(' ', '-')}.collapsed")
+            proc = subprocess.Popen([shutil.which("py-spy"), "record", "--native", "--pid", str(pid), "--rate", "200",
+                                     "--format", "raw", "--duration", str(max(1, int(seconds))), "--output", path],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self._spies.append((name, path, proc))
+
+    def finish(self, seconds: float) -> None:
+        for name, path, proc in self._spies:
+            proc.wait(timeout=seconds + 60)
+            self.results.append((name, path))
+        for name, pid in self._pids.items():
+            if self.kind == "cprofile":
+                path = os.path.join(self.directory, f"node-{name.split()[-1]}.prof")
+                os.kill(pid, signal.SIGUSR2)
+                deadline = time.monotonic() + 30
+                while not os.path.exists(path) and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                self.results.append((name, path))
+
+    def report(self, cpu: dict[str, float]) -> None:
+        for name, path in self.results:
+            print()
+            if self.kind == "cprofile":
+                self._report_cprofile(name, path, cpu.get(name, 0.0))
+            else:
+                self._report_spy(name, path, cpu.get(name, 0.0))
+
+    def _report_cprofile(self, name: str, path: str, cpu: float) -> None:
+        import pstats
+        stats = pstats.Stats(path)
+        total = stats.total_tt
+        print(f"cProfile of {name} ({path}): {total:.2f} s of CPU time in its thread ({cpu:.0%} of a core over "
+              f"the run, by /proc); shares are of that CPU time, ncalls in brackets")
+        loop = {"_run_once", "_run", "run_forever", "run_until_complete", "<method 'run' of '_contextvars.Context' objects>"}
+        for title, index in (("self (tottime)", 2), ("cumulative (cumtime; the event loop's own frames left out)", 3)):
+            print(f"  {title}:")
+            rows = [(fn, row) for fn, row in stats.stats.items() if index == 2 or fn[2] not in loop]
+            for fn, row in sorted(rows, key=lambda e: e[1][index], reverse=True)[:self.top]:
+                print(f"    {row[index] / total:6.1%} {row[index]:7.2f} s  [{row[1]:>7}]  {_pstats_name(fn)}")
+
+    def _report_spy(self, name: str, path: str, cpu: float) -> None:
+        """Self time by the innermost Python function, with the part of it spent in a native leaf
+        that is a system call or libc's memmove (py-spy --native); cumulative by Python function."""
+        own, cumulative, parts = Counter(), Counter(), Counter()
+        samples = idle = 0
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                stack, _, count = line.rstrip("\n").rpartition(" ")
+                if not stack or not count.isdigit():
+                    continue
+                frames = [fr for fr in stack.split(";") if not fr.startswith(("process ", "thread "))]
+                python = [_frame_name(fr) for fr in frames if _PY_FRAME.search(fr)]
+                if not python:
+                    continue
+                n, leaf = int(count), frames[-1]
+                if "epoll_wait" in leaf or python[-1].startswith("EpollSelector.select"):
+                    idle += n   # waiting for the next event: py-spy does not always see it as idle
+                    continue
+                samples += n
+                own[python[-1]] += n
+                kind = _native_kind(leaf) if not _PY_FRAME.search(leaf) else None
+                if kind is not None:
+                    parts[python[-1], kind] += n
+                    parts["", kind] += n
+                for fr in set(python):
+                    cumulative[fr] += n
+        total = max(samples, 1)
+        print(f"py-spy of {name} ({path}): {samples} busy samples at 200/s (+{idle} waiting in epoll, left out), "
+              f"{cpu:.0%} of a core by /proc; shares are of the busy samples: wall time off epoll, on a CPU or "
+              f"waiting for one. Of all busy samples {parts['', 'syscall'] / total:.0%} were in a system call "
+              f"(socket send/recv, file write/pread: the kernel's copies and TCP) and "
+              f"{parts['', 'copy'] / total:.0%} in unnamed libc code (libc*: perf shows it is mostly memmove, "
+              f"i.e. copies of the records)")
+        print("  self (innermost Python function; the part of it in a system call, and in libc*):")
+        print(f"    {'share':>6s} {'syscall':>7s} {'libc*':>7s}  function")
+        for k, v in own.most_common(self.top):
+            print(f"    {v / total:6.1%} {parts[k, 'syscall'] / total:7.1%} {parts[k, 'copy'] / total:7.1%}  {k}")
+        print("  cumulative (the event loop's own frames left out):")
+        for k, v in [(k, v) for k, v in cumulative.most_common() if k.split(" (")[0] not in _LOOP_FRAMES][:self.top]:
+            print(f"    {v / total:6.1%}  {k}")
+
+
+_LOOP_FRAMES = {"_run_module_as_main", "_run_code", "<module>", "main", "run", "Runner.run",
+                "BaseEventLoop.run_until_complete", "BaseEventLoop.run_forever", "BaseEventLoop._run_once",
+                "Handle._run"}
+_PY_FRAME = re.compile(r"\.py:\d+\)$|\(<(frozen [\w.]+|string|codegen_\w+)>(:\d+)?\)$")
+_SYSCALLS = {"send", "recv", "write", "read", "pread64", "pwrite64", "writev", "readv", "sendmsg", "recvmsg",
+             "sendto", "recvfrom", "fsync", "fdatasync", "openat", "open", "close", "brk", "mmap", "munmap",
+             "madvise", "epoll_ctl", "fstat", "rename", "ftruncate"}
+
+
+def _native_kind(frame: str) -> str | None:
+    """A native leaf frame as py-spy names it: a system call, libc's memmove (py-spy leaves libc's
+    AVX copy routines unnamed: an address in libc.so), or neither (None)."""
+    func, _, lib = frame.partition(" (")
+    func = func.strip()
+    if func in _SYSCALLS or func.lstrip("_").removeprefix("libc_") in _SYSCALLS:
+        return "syscall"
+    if "memmove" in func or "memcpy" in func or (func.startswith("0x") and "libc" in lib):
+        return "copy"
+    return None
+
+
+def _pstats_name(fn: tuple[str, int, str]) -> str:
+    path, line, func = fn
+    if path == "~":
+        return func
+    parts = path.split("/")
+    return f"{func} ({'/'.join(parts[-2:])}:{line})"
 
 
 def _frame_name(frame: str) -> str:
-    """py-spy's ``function (path/to/file.py:line)`` as ``function (file.py)``: lines differ per sample."""
+    """py-spy's ``function (path/to/file.py:line)`` as ``function (dir/file.py)``: lines differ per sample."""
     func, _, where = frame.partition(" (")
     path = where.rstrip(")").rsplit(":", 1)[0]
     parts = path.split("/")
-    short = "/".join(parts[-2:]) if len(parts) > 1 else path
-    return f"{func} ({short})"
-
-
-def summarize_profile(path: str, top: int) -> tuple[int, list[tuple[str, float]], list[tuple[str, float]]]:
-    """(samples, top self, top cumulative) from py-spy's collapsed stacks, shares of all samples."""
-    own, total, samples = Counter(), Counter(), 0
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            stack, _, count = line.rstrip("\n").rpartition(" ")
-            if not stack or not count.isdigit():
-                continue
-            n = int(count)
-            samples += n
-            frames = [_frame_name(fr) for fr in stack.split(";")]
-            frames = [fr for fr in frames if not fr.startswith("process ") and not fr.startswith("thread ")]
-            if not frames:
-                continue
-            own[frames[-1]] += n
-            for fr in set(frames):
-                total[fr] += n
-    if not samples:
-        return 0, [], []
-    return (samples, [(k, v / samples) for k, v in own.most_common(top)],
-            [(k, v / samples) for k, v in total.most_common(top)])
+    return f"{func} ({'/'.join(parts[-2:])})"
 
 
 # -- report -----------------------------------------------------------------------------------------
-def _cpu(run: Run, brokers: list[str]) -> str:
-    return " ".join(f"{name.split()[-1] if name != 'client' else 'cl'}:{run.cpu.get(name, 0) * 100:3.0f}%"
-                    for name in ["client", *brokers, "controller"])
+def _cpu(run: Run) -> str:
+    """client, brokers 0-2, controller, and the rest of the machine, in % of one core."""
+    return " ".join(f"{run.cpu.get(name, 0) * 100:3.0f}" for name in
+                    ["client", "broker 0", "broker 1", "broker 2", "controller", "other"])
 
 
 def main() -> int:
@@ -364,7 +520,10 @@ def main() -> int:
     parser.add_argument("--paced-fraction", type=float, default=0.5,
                         help="paced runs send at this share of the flood throughput; 0 skips them (default 0.5)")
     parser.add_argument("--profile", metavar="DIR", default=None,
-                        help="py-spy every broker during the librdkafka acks=all flood run")
+                        help="profile every broker during the librdkafka acks=all flood run, files in DIR")
+    parser.add_argument("--profiler", choices=("py-spy", "cprofile"), default="py-spy",
+                        help="py-spy: sampled wall time off epoll (needs py-spy); cprofile: each node under "
+                             "cProfile on its thread's CPU time, on only for the run (default py-spy)")
     parser.add_argument("--top", type=int, default=15, help="functions listed per profile (default 15)")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's directory")
     args = parser.parse_args()
@@ -372,6 +531,8 @@ def main() -> int:
     acks_list = [a for a in args.acks.split(",") if a]
     if any(c not in CLIENTS for c in clients) or any(a not in ACKS for a in acks_list):
         parser.error(f"--clients of {', '.join(CLIENTS)}; --acks of {', '.join(ACKS)}")
+    if args.profile and not ("librdkafka" in clients and "all" in acks_list):
+        parser.error("--profile profiles the librdkafka acks=all run: --clients and --acks must include it")
     value = random.Random(1).randbytes(args.record_size)
 
     print("$ " + shlex.join(["python", "benchmarks/kafka.py", *sys.argv[1:]]))
@@ -379,9 +540,14 @@ def main() -> int:
     print(f"confluent-kafka {confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]}), "
           f"kafka-python {metadata.version('kafka-python')}, Python {sys.version.split()[0]}, {os.cpu_count()} cores")
     directory = tempfile.mkdtemp(prefix="isrcheck-bench-kafka-")
-    cluster, bootstrap = start_cluster(directory, args.partitions)
+    profiler = Profiler(args.profiler, args.profile, args.top) if args.profile else None
+    if profiler is not None:
+        with profiler.launching():
+            cluster, bootstrap = start_cluster(directory, args.partitions)
+    else:
+        cluster, bootstrap = start_cluster(directory, args.partitions)
     runs: list[Run] = []
-    profiles: list[tuple[str, str]] = []
+    profiled: Run | None = None
     try:
         leaders = wait_ready(bootstrap, args.partitions)
         pids = {f"broker {b}": cluster.processes[b].pid for b in range(3)}
@@ -399,9 +565,9 @@ def main() -> int:
                 flood_rate = None
                 for mode, fraction in modes:
                     rate = None if fraction is None else max(1.0, flood_rate * fraction)
-                    profilers = []
-                    if args.profile and mode == "flood" and client == "librdkafka" and acks == "all":
-                        profilers = start_profilers(pids, args.profile, args.seconds)
+                    profiling = profiler is not None and (client, acks, mode) == ("librdkafka", "all", "flood")
+                    if profiling:
+                        profiler.start(pids, args.seconds)
                     before, t0 = meter.sample(), time.perf_counter()
                     d = PRODUCERS[client](bootstrap, acks, args.seconds, value, rate)
                     wall = time.perf_counter() - t0
@@ -409,9 +575,11 @@ def main() -> int:
                               CpuMeter.shares(before, meter.sample(), wall))
                     if rate is not None:
                         run.note = f"target {rate:.0f}/s"
-                    for name, path, proc in profilers:
-                        proc.wait(timeout=args.seconds + 60)
-                        profiles.append((name, path))
+                        if run.rate() < 0.95 * rate:  # the client fell behind its schedule
+                            run.note += " NOT kept: the latencies include the client's queue"
+                    if profiling:
+                        profiler.finish(args.seconds)
+                        profiled = run
                     if mode == "flood":
                         flood_rate = run.rate()
                     runs.append(run)
@@ -434,15 +602,20 @@ def main() -> int:
 
     size = args.record_size
     print()
+    print(f"{'':44s}{'':>16s}  CPU, % of one core")
     print(f"{'client':12s} {'acks':4s} {'mode':7s} {'records/s':>10s} {'MB/s':>7s} {'p50 ms':>8s} {'p99 ms':>8s}  "
-          f"{'cpu (share of a core)':36s} notes")
+          f"{'cl  b0  b1  b2  ctl oth':24s} notes")
     for r in runs:
         lat = f"{r.pct(0.50):8.1f} {r.pct(0.99):8.1f}" if r.latencies else f"{'-':>8s} {'-':>8s}"
         errors = "; ".join(f"{n} x {e}" for e, n in r.errors.most_common(3))
         notes = "; ".join(x for x in (r.note, f"errors: {errors}" if errors else "") if x)
         print(f"{r.client:12s} {r.acks or '-':4s} {r.mode:7s} {r.rate():10.0f} {r.mb_s(size):7.2f} {lat}  "
-              f"{_cpu(r, [f'broker {b}' for b in range(3)]):36s} {notes}")
+              f"{_cpu(r):24s} {notes}")
 
+    contended = [r for r in runs if r.cpu.get("other", 0) > 0.25]
+    if contended:
+        print(f"  note: {len(contended)} of {len(runs)} runs shared the machine with other programs (oth > 25% "
+              f"of a core): their figures are lower than this cluster alone would give")
     print()
     print("targets:")
     flood = {(r.client, r.acks): r for r in runs if r.mode == "flood"}
@@ -458,17 +631,11 @@ def main() -> int:
             print(f"  {client} acks=all >= 1/3 of acks=1: {a:.0f} / {b:.0f} records/s = {ratio:.2f} -> "
                   f"{'met' if ratio >= TARGET_RATIO else 'NOT met'}")
 
-    for name, path in profiles:
-        samples, own, total = summarize_profile(path, args.top)
+    if profiler is not None and profiled is not None:
         print()
-        print(f"profile of {name} ({path}, {samples} samples at 200/s; idle time in the event loop's "
-              f"select counts as samples only with --idle, so shares are of busy samples)")
-        print("  self:")
-        for k, v in own:
-            print(f"    {v:6.1%}  {k}")
-        print("  cumulative:")
-        for k, v in total:
-            print(f"    {v:6.1%}  {k}")
+        print(f"profiles of the brokers during the librdkafka acks=all flood run ({args.profiler}; "
+              f"leaders: {', '.join(f'partition {p} on broker {b}' for p, b in sorted(leaders.items()))})")
+        profiler.report(profiled.cpu)
     return 0
 
 

@@ -2,19 +2,32 @@
 
     python -m isrcheck.impl.real.node --node 1 --config '{"protocol": "kip-320", ...}' \\
         --ports '{"0": 9001, "1": 9002, "2": 9003, "1000": 9000}' --data-dir DIR [--incarnation N] \\
-        [--kafka '{"listeners": {"0": 9092, ...}, "topics": [["orders", 3]], ...}']
+        [--kafka '{"listeners": {"0": 9092, ...}, "topics": [["orders", 3]], ...}'] [--net-file DIR/net.json]
 
 A broker (``--node`` a broker id) or the controller (``--node controller``), on its own asyncio
 loop with wall-clock timers and TCP on localhost; every node's port is given, so processes find
 each other. A broker's log lives in ``DIR`` on the OS file system, journaled (``durable``) so that a
 power loss can be played after a SIGKILL. A broker's first start (``DIR`` without a log) joins the
 newly created partition as the simulation's initial state does (broker 0 leads epoch 0, every
-replica in the ISR); a later start recovers its log and registers again.
+replica in the ISR); a later start (a data directory that has a log, or ``--incarnation`` above 0:
+a restart, e.g. on an empty disk after the old one was lost) recovers its log and registers again.
 
 With ``--kafka`` the cluster is one Kafka clients use (``isrcheck serve``): each broker also
 listens for the Kafka protocol on its ``listeners`` port, hosts the partitions of every topic, and
-keeps its logs on the plain OS file system (no journal: no power loss is played); the controller
+keeps its logs on the plain OS file system (no journal: no power loss can be played), or with the
+setting ``"journal": true`` on the journaled one (a soak that plays power losses); the controller
 creates ``topics``, auto-creates on request and keeps its metadata in ``DIR/metadata.json``.
+
+Network partitions (``--net-file``): every node polls the file every 100 ms (one ``stat``; it
+reads the file only when that changed) and cuts its links (``TcpTransport.cut``) to the peers the
+file names, healing the others. The file is one JSON object::
+
+    {"cut": [[0, 1], [0, 2], [0, 3000]], "groups": [[0], [1, 2, 3000]]}
+
+``cut`` lists the pairs of node ids (brokers, and the controller as 3000) whose link is cut, both
+ways; ``groups`` is for people and is not read. A missing file, or ``{"cut": []}``, cuts nothing.
+Write it atomically (a temporary file renamed over it), as ``write_net_file`` does. Only the links
+between nodes are cut: Kafka clients reach every broker whatever the file says.
 
 Signals: SIGTERM and SIGINT are a clean shutdown (HW checkpoint, flush, close; exit 0); SIGKILL
 is a process crash. ``ready`` is printed on stdout once the node listens.
@@ -28,8 +41,9 @@ import logging
 import os
 import signal
 import sys
+import time
 
-from ..controller import Controller, FileMetadataStore
+from ..controller import CONTROLLER_ID, Controller, FileMetadataStore
 from ..protocol import LeaderAndIsrRequest
 from ..replication import ClusterConfig
 from ..replication.broker import Broker
@@ -41,25 +55,112 @@ KAFKA_HOST = "127.0.0.1"
 METADATA_FILE = "metadata.json"  # the controller's, in its data directory
 
 _STARTED = ".started"  # written once the broker joined the created partition
+NET_POLL_S = 0.1  # how often a node looks at its --net-file
 
 
 _log = logging.getLogger("isrcheck.node")
 
 
+# per-batch events: at DEBUG, or a busy broker's log grows by lines per batch
+_ROUTINE = frozenset({"append", "replicate", "hw"})
+
+
 def _event(*fields) -> None:
     """Elections, fencing, registrations, ISR changes, truncations: one log line each."""
-    _log.info(" ".join(map(str, fields)))
+    routine = any(f in _ROUTINE for f in fields[1:3])  # (node, [partition,] event, ...)
+    _log.log(logging.DEBUG if routine else logging.INFO, " ".join(map(str, fields)))
 
 
 def journal_path(data_dir: str) -> str:
     return data_dir.rstrip("/") + ".journal"
 
 
+# -- network partitions ---------------------------------------------------------------------------
+def cut_pairs(groups) -> list[list[int]]:
+    """Every pair of nodes of different ``groups`` (each an iterable of node ids), smaller id first."""
+    groups = [sorted({int(n) for n in g}) for g in groups]
+    return sorted([min(a, b), max(a, b)] for i, g in enumerate(groups) for h in groups[i + 1:] for a in g for b in h)
+
+
+def write_net_file(path: str, groups=(), *, cut=None) -> None:
+    """Write the net file atomically: the links between nodes of different ``groups`` cut (or the
+    pairs ``cut``); no groups, no cut: every link healed. Each write gets a modification time
+    after the previous one's, so that a node's ``stat`` sees every change."""
+    groups = [sorted({int(n) for n in g}) for g in groups]
+    pairs = cut_pairs(groups) if cut is None else sorted([min(a, b), max(a, b)] for a, b in cut)
+    temp = path + ".tmp"
+    with open(temp, "w", encoding="utf-8") as f:
+        json.dump({"cut": pairs, "groups": groups}, f)
+        f.write("\n")
+    try:
+        previous = os.stat(path).st_mtime_ns
+    except FileNotFoundError:
+        previous = 0
+    now = max(time.time_ns(), previous + 1_000_000)
+    os.utime(temp, ns=(now, now))
+    os.replace(temp, path)
+
+
+def read_cut_peers(path: str, node: int) -> set[int]:
+    """The peers ``node``'s links are cut from, as the net file at ``path`` says (none if it is
+    missing); ValueError if it is not a net file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            spec = json.load(f)
+    except FileNotFoundError:
+        return set()
+    pairs = spec.get("cut") if isinstance(spec, dict) else None
+    if not isinstance(pairs, list) or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(n, int) and not isinstance(n, bool) for n in p)
+            for p in pairs):
+        raise ValueError(f"{path}: expected {{\"cut\": [[node, node], ...]}}")
+    return {b if a == node else a for a, b in pairs if node in (a, b) and a != b}
+
+
+class NetWatcher:
+    """Applies the net file to ``transport`` for ``node``: ``poll`` once (a ``stat``, a read only
+    when the file changed), ``run`` forever every NET_POLL_S."""
+
+    def __init__(self, path: str, node: int, transport: TcpTransport) -> None:
+        self.path, self.node, self.transport = path, node, transport
+        self._signature: tuple | None = ()  # () never looked; None no file
+
+    def poll(self) -> None:
+        try:
+            st = os.stat(self.path)
+            signature = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            signature = None
+        if signature == self._signature:
+            return
+        self._signature = signature
+        try:
+            peers = read_cut_peers(self.path, self.node) if signature is not None else set()
+        except (OSError, ValueError) as exc:  # kept as it is until the file changes again
+            _log.warning("net file: %s", exc)
+            return
+        current = set(self.transport.cut_peers)
+        if peers == current:
+            return
+        self.transport.heal(current - peers)
+        self.transport.cut(peers - current)
+        _event("net", "cut" if peers else "healed", *sorted(peers))
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(NET_POLL_S)
+            self.poll()
+
+
 async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data_dir: str, incarnation: int,
-                   kafka: dict | None = None) -> None:
+                   kafka: dict | None = None, net_file: str | None = None) -> None:
     loop = asyncio.get_running_loop()
     scheduler, transport = AsyncioScheduler(loop), TcpTransport(loop, ports=ports)
     stopped = loop.create_future()
+    watcher = None
+    if net_file:  # cut before the first frame: a node restarted inside a partition stays in it
+        watcher = NetWatcher(net_file, CONTROLLER_ID if node == "controller" else int(node), transport)
+        watcher.poll()
     if node == "controller":
         extra = {}
         if kafka is not None:
@@ -74,12 +175,15 @@ async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data
     else:
         broker_id = int(node)
         os.makedirs(data_dir, exist_ok=True)
-        fs = OsFileSystem() if kafka is not None else JournaledFileSystem(journal_path(data_dir))
+        journaled = kafka is None or bool(kafka.get("journal", False))
+        fs = JournaledFileSystem(journal_path(data_dir)) if journaled else OsFileSystem()
         broker = Broker(broker_id, config, fs, scheduler, transport, auto=True, incarnation=incarnation,
                         data_dir=data_dir, on_event=_event, kafka=kafka is not None)
         marker = os.path.join(data_dir, _STARTED)
-        if os.path.exists(marker):
+        if os.path.exists(marker) or incarnation > 0:  # a restart, maybe on a new empty disk
             broker.register()
+            if not os.path.exists(marker):
+                fs.write_file_atomically(marker, b"started\n")
         else:
             everyone = tuple(range(config.replicas))
             epoch = broker_id + 1  # the controller registers the created partition's brokers in id order from 1
@@ -97,8 +201,11 @@ async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data
                 stopped.set_result(None)
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, shutdown)
+    watching = loop.create_task(watcher.run()) if watcher is not None else None
     print("ready", flush=True)
     await stopped
+    if watching is not None:
+        watching.cancel()
 
 
 async def _kafka_listener(broker: Broker, kafka: dict):
@@ -122,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", default="", help="the broker's log directory")
     parser.add_argument("--incarnation", type=int, default=0)
     parser.add_argument("--kafka", default=None, help="Kafka listener and topic settings, as JSON (serve)")
+    parser.add_argument("--net-file", default=None, help="the network partition file to watch (net.json)")
     args = parser.parse_args(argv)
     try:
         config = ClusterConfig(**json.loads(args.config))
@@ -136,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format=f"%(asctime)s node {args.node} %(name)s %(levelname)s %(message)s")
     try:
-        asyncio.run(run_node(args.node, config, ports, args.data_dir, args.incarnation, kafka))
+        asyncio.run(run_node(args.node, config, ports, args.data_dir, args.incarnation, kafka, args.net_file))
     except (OSError, ValueError) as exc:  # a port in use, unreadable metadata
         print(f"node {args.node}: {exc}", file=sys.stderr)
         return 2
