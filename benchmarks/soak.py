@@ -1,42 +1,62 @@
-"""Soak throughput: acknowledged acks=all writes per second of the implementation as real
-processes (controller and brokers each their own process, localhost TCP, real directories), with
-no faults, with process crashes and clean shutdowns, and with power losses too.
+"""Soak figures: ``isrcheck soak`` runs of isrcheck's 3-broker cluster through librdkafka, their
+throughput with and without faults, and the issue's targets.
 
-    python benchmarks/soak.py [--duration SECONDS] [--protocol P] [--producers N] [--seed S]
+    python benchmarks/soak.py [--duration SECONDS] [--long SECONDS] [--seed S]
 
-Each run is ``isrcheck soak``'s: its anomalies are printed too (a run with power losses may show
-genuine losses: the fault loop does not keep to the properties' fault budget).
+Runs, each ``--duration`` seconds: kip-966 with no faults, with kill/stop/pause, and with every
+fault kind (expected: no anomaly); kip-320 with power losses of up to every broker at once
+(expected: lost writes, Kafka does not fsync); kip-320 with unclean election under kills and
+partitions (expected: lost writes, an out-of-sync replica elected). ``--long`` adds the 10-minute
+target run of kip-966 under every fault kind (0 to skip). Each run's folder is kept under a
+temporary directory printed at the start.
 """
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
+import sys
 import tempfile
+import time
 
-from isrcheck.conformance.engines.soak.driver import FAULTS, run_soak
+from isrcheck.conformance.engines.soak.driver import SoakOptions, run_soak
+from isrcheck.conformance.engines.soak.faults import FAULT_KINDS
+
+RUNS = [  # (name, protocol, fault kinds, max down, unclean election, what Kafka promises)
+    ("kip-966, no faults", "kip-966", (), 1, False, "no anomaly"),
+    ("kip-966, kill/stop/pause", "kip-966", ("kill", "stop", "pause"), 1, False, "no anomaly"),
+    ("kip-966, every fault kind", "kip-966", FAULT_KINDS, 1, False, "no anomaly"),
+    ("kip-320, power losses of all brokers", "kip-320", ("power",), 3, False, "lost writes"),
+    ("kip-320, unclean election", "kip-320", ("kill", "partition"), 2, True, "lost writes"),
+]
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--duration", type=float, default=20.0)
-    parser.add_argument("--protocol", default="kip-320")
-    parser.add_argument("--producers", type=int, default=4)
+    parser.add_argument("--duration", type=float, default=60.0)
+    parser.add_argument("--long", type=float, default=600.0, help="the long kip-966 run (0: skip)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    print(f"{args.protocol}, 3 brokers, min.insync.replicas 2, {args.producers} producers, "
-          f"{args.duration:g} s per run, load average {os.getloadavg()[0]:.1f}")
-    for faults in FAULTS:
-        with tempfile.TemporaryDirectory() as directory:
-            r = asyncio.run(run_soak(args.protocol, directory, args.duration, faults, args.seed,
-                                     producers=args.producers))
-        kinds = {}
-        for _t, kind, _b in r.faults:
-            kinds[kind] = kinds.get(kind, 0) + 1
-        print(f"  faults {faults:5s}: {r.acked_per_s:7.1f} acked writes/s ({r.acked} of {r.produced} in "
-              f"{r.seconds:.1f} s); faults {dict(sorted(kinds.items())) or '-'}; errors "
-              f"{dict(sorted(r.errors.items())) or '-'}; anomalies {r.anomalies or 'none'}")
+    root = tempfile.mkdtemp(prefix="isrcheck-soak-bench-")
+    print(f"$ python benchmarks/soak.py --duration {args.duration:g} --long {args.long:g} --seed {args.seed}")
+    print(f"3 brokers, min.insync.replicas 2, 4 producers, 2 consumers, 3 partitions; folders in {root}; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    runs = list(RUNS)
+    if args.long:
+        runs.append(("kip-966, every fault kind (long)", "kip-966", FAULT_KINDS, 1, False, "no anomaly"))
+    print(f"{'run':40} {'s':>6} {'faults':>6} {'sends ok/s':>10} {'fail':>5} {'info':>5}  anomalies (expected)")
+    for i, (name, protocol, kinds, max_down, unclean, expected) in enumerate(runs):
+        duration = args.long if name.endswith("(long)") else args.duration
+        options = SoakOptions(protocol=protocol, duration_s=duration, faults=kinds, seed=args.seed + i,
+                              max_down=max_down, unclean_election=unclean,
+                              directory=os.path.join(root, f"run-{i}"))
+        started = time.monotonic()
+        result = run_soak(options)
+        sends = result.counts.get("send", {})
+        print(f"{name:40} {result.seconds:6.0f} {len(result.faults):6} {result.throughput()['sends_ok_per_s']:10} "
+              f"{sends.get('fail', 0):5} {sends.get('info', 0):5}  {', '.join(result.anomalies) or 'none'} "
+              f"({expected}; {time.monotonic() - started:.0f} s wall)", flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

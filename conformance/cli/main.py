@@ -34,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gate": ("isrcheck.conformance.cli.gate", "replay the regression corpus, then run the engines within a budget (CI)"),
     "report": ("isrcheck.conformance.cli.report", "write self-contained HTML for a schedule or a campaign folder"),
     "serve": ("isrcheck.impl.real.serve", "run a local Kafka cluster of real processes that Kafka clients can use"),
-    "soak": ("isrcheck.conformance.engines.soak.command", "run the implementation as real processes under clients and wall-clock faults"),
+    "soak": ("isrcheck.conformance.cli.soak", "real Kafka clients against a Kafka cluster under faults, checked as Jepsen does"),
 }
 
 

@@ -3,14 +3,24 @@
 
 Faults are what an operator or the machine does to a process: ``crash(b, "process")`` is SIGKILL,
 ``crash(b, "clean")`` SIGTERM (a clean shutdown, waited for), ``crash(b, "power")`` SIGKILL and
-then every file of the broker's directory cut back to what was made durable (``durable``);
-``restart(b)`` starts the broker again (log recovery, registration).
+then every file of the broker's directory cut back to what was made durable (``durable``; a Kafka
+cluster needs the setting ``"journal": true`` for it); ``restart(b)`` starts the broker again (log
+recovery, registration). ``pause(n)`` / ``resume(n)`` are SIGSTOP / SIGCONT (a node that stops
+answering and later wakes up, e.g. a zombie leader); ``lose_disk(b)`` is SIGKILL and the broker's
+data directory and journal gone (a replaced disk: ``restart(b)`` brings it back empty).
+
+Network partitions: ``partition(groups)`` cuts every link between nodes of different groups
+(broker ids and the controller, CONTROLLER_ID); ``heal()`` restores them all. They write the net
+file ``DIR/net.json`` that every node watches (``node`` describes it; ``start`` removes a stale
+one: no file, no cut): a change takes effect in each node within its poll interval (about 100 ms),
+and in nodes started later from their start.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -20,7 +30,9 @@ from ..clients import CONSUMER_ID, PRODUCER_ID
 from ..controller import CONTROLLER_ID
 from ..replication import CRASH_KINDS, ClusterConfig
 from .durable import power_loss
-from .node import journal_path
+from .node import journal_path, write_net_file
+
+NET_FILE = "net.json"
 
 
 def free_ports(n: int) -> list[int]:
@@ -48,6 +60,19 @@ class ProcessCluster:
         self.processes: dict[int, subprocess.Popen | None] = {}
         self.incarnations = [0] * config.replicas
         self.lost_bytes = 0  # what power losses discarded
+        self.paused: set[int] = set()
+        self.groups: list[list[int]] = []  # the current network partition, [] when healed
+        self.net_file = os.path.join(directory, NET_FILE)
+
+    @property
+    def nodes(self) -> list[int]:
+        """Every node id: the brokers', then the controller's."""
+        return [*range(self.config.replicas), CONTROLLER_ID]
+
+    @property
+    def journaled(self) -> bool:
+        """Whether brokers keep the journal a power loss needs (always, unless Kafka mode without it)."""
+        return self.kafka is None or bool(self.kafka.get("journal", False))
 
     def data_dir(self, broker: int) -> str:
         return os.path.join(self.directory, f"broker-{broker}")
@@ -65,6 +90,7 @@ class ProcessCluster:
             argv += ["--data-dir", os.path.join(self.directory, "controller")]
         if self.kafka is not None:
             argv += ["--kafka", json.dumps(self.kafka)]
+        argv += ["--net-file", self.net_file]
         log = open(os.path.join(self.directory, f"{node}.log"), "ab")
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
         log.close()
@@ -80,6 +106,9 @@ class ProcessCluster:
 
     def start(self) -> None:
         os.makedirs(self.directory, exist_ok=True)
+        if os.path.exists(self.net_file):  # every link up, whatever a previous run left
+            os.remove(self.net_file)
+        self.groups = []
         # brokers first (their imports overlap), heartbeating into the void until the controller
         # listens: its sessions start when it does, and must not expire before they are up
         launched = [(b, self._launch(b)) for b in range(self.config.replicas)]
@@ -94,11 +123,16 @@ class ProcessCluster:
     def crash(self, broker: int, kind: str) -> None:
         if kind not in CRASH_KINDS:
             raise ValueError(f"crash kind: expected one of {', '.join(CRASH_KINDS)}, got {kind!r}")
+        if kind == "power" and not self.journaled:
+            raise ValueError("a power loss needs the brokers' journal: Kafka setting \"journal\": true")
         proc = self.processes[broker]
         if kind == "clean":
             proc.send_signal(signal.SIGTERM)
         else:
             proc.kill()
+        if broker in self.paused:  # a stopped process handles SIGTERM only once continued
+            proc.send_signal(signal.SIGCONT)
+            self.paused.discard(broker)
         proc.wait()
         proc.stdout.close()
         self.processes[broker] = None
@@ -110,11 +144,67 @@ class ProcessCluster:
         self.incarnations[broker] += 1
         self.processes[broker] = self._spawn(broker)
 
+    def pause(self, node: int) -> None:
+        """SIGSTOP: the node (a broker, or the controller) stops on the spot, its connections open."""
+        self.processes[node].send_signal(signal.SIGSTOP)
+        self.paused.add(node)
+
+    def resume(self, node: int) -> None:
+        """SIGCONT: the paused node carries on where it stopped, its timers all late."""
+        self.processes[node].send_signal(signal.SIGCONT)
+        self.paused.discard(node)
+
+    def lose_disk(self, broker: int) -> None:
+        """SIGKILL, then the broker's data directory and its journal removed: a disk replaced by
+        an empty one. ``restart`` brings the broker back with nothing (it registers as a restart)."""
+        proc = self.processes.get(broker)
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+            self.processes[broker] = None
+        self.paused.discard(broker)
+        shutil.rmtree(self.data_dir(broker), ignore_errors=True)
+        journal = journal_path(self.data_dir(broker))
+        if os.path.exists(journal):
+            os.remove(journal)
+
+    def partition(self, groups) -> list[list[int]]:
+        """Cut every link between nodes of different ``groups`` (iterables of node ids: broker ids
+        and CONTROLLER_ID); the nodes no group names form one more group. Replaces any previous
+        partition. Returns the groups, every node in one."""
+        known = self.nodes
+        named: list[list[int]] = []
+        seen: set[int] = set()
+        for group in groups:
+            group = sorted({int(n) for n in group})
+            unknown = [n for n in group if n not in known]
+            if unknown:
+                raise ValueError(f"partition: unknown nodes {unknown} (nodes: {known})")
+            if seen & set(group):
+                raise ValueError(f"partition: nodes {sorted(seen & set(group))} are in two groups")
+            seen |= set(group)
+            if group:
+                named.append(group)
+        rest = [n for n in known if n not in seen]
+        if rest:
+            named.append(rest)
+        write_net_file(self.net_file, named)
+        self.groups = named if len(named) > 1 else []
+        return named
+
+    def heal(self) -> None:
+        """Every link restored (within each node's poll interval)."""
+        write_net_file(self.net_file)
+        self.groups = []
+
     def stop(self) -> None:
         for node in [*range(self.config.replicas), CONTROLLER_ID]:
             proc = self.processes.get(node)
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
+                if node in self.paused:
+                    proc.send_signal(signal.SIGCONT)
                 try:
                     proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
@@ -123,3 +213,4 @@ class ProcessCluster:
             if proc is not None:
                 proc.stdout.close()
             self.processes[node] = None
+        self.paused.clear()

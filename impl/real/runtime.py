@@ -13,6 +13,14 @@ Kafka's SocketServer: a frame length outside 9 bytes (a frame header) .. ``max_f
 connection closed inside a frame, or one that goes ``connections_max_idle_ms`` without completing
 a frame each close that one connection with one log line; the other connections are not touched.
 A sender closes its own connection after 90% of that idle time, before the server would.
+
+Network partitions: ``cut(peers)`` cuts the links between this transport's nodes and ``peers``
+(nodes of other processes) until ``heal``. A cut link is as broken as a reset one, both ways: its
+connections close at once (the requests awaited over them are reported lost), a request sent to
+a cut peer is reported lost right after the send (as a refused connection), a response to one is
+dropped, and a frame that still arrives from one is dropped with its connection closed (so the
+peer's side reports its requests lost too, even before it cuts the link itself). Only the
+transport's own nodes are cut: Kafka clients' connections (impl/kafka) are not its business.
 """
 from __future__ import annotations
 
@@ -39,6 +47,10 @@ log = logging.getLogger(__name__)
 
 class _BadConnection(Exception):
     """What a connection sent, or failed to send, is not frames of this protocol: close it."""
+
+
+class _CutConnection(Exception):
+    """A frame from a peer whose link is cut: close the connection without a word."""
 
 
 class AsyncioScheduler:
@@ -87,6 +99,41 @@ class TcpTransport:
         self._links: dict[tuple[int, int], _Link] = {}
         self._awaiting: dict[tuple[int, int], set[int]] = {}  # (requester, peer) -> correlation ids
         self._writers: dict[int, set[asyncio.StreamWriter]] = {}
+        self._cut: set[int] = set()  # peers whose links to this transport's nodes are cut
+        # each server-side connection's task -> the sender id once known (a one-element list)
+        self._incoming: dict[asyncio.Task, list[int]] = {}
+
+    # -- network partitions -------------------------------------------------------------------
+    @property
+    def cut_peers(self) -> frozenset[int]:
+        return frozenset(self._cut)
+
+    def cut(self, peers) -> None:
+        """Cut the links between this transport's nodes and ``peers`` (adding to those cut): their
+        connections close now, their awaited requests are reported lost, and until ``heal`` every
+        frame to or from them is dropped."""
+        new = {int(p) for p in peers} - self._cut
+        if not new:
+            return
+        self._cut |= new
+        for (src, dst), link in list(self._links.items()):
+            if src in new or dst in new:
+                del self._links[(src, dst)]
+                if link.task is not None:
+                    link.task.cancel()
+        for task, peer in list(self._incoming.items()):
+            if peer and peer[0] in new:
+                task.cancel()  # its handler closes the connection
+        for requester, peer in list(self._awaiting):
+            if requester in new or peer in new:
+                self._fail(requester, peer)
+
+    def heal(self, peers=None) -> None:
+        """Restore the links to ``peers`` (default: every cut one); the next frame reconnects."""
+        if peers is None:
+            self._cut.clear()
+        else:
+            self._cut -= {int(p) for p in peers}
 
     # -- Transport ----------------------------------------------------------------------------
     def register(self, node_id: int, endpoint: Endpoint) -> None:
@@ -116,10 +163,17 @@ class TcpTransport:
                 self._fail(src, dst)
 
     def send(self, src: int, dst: int, frame: bytes) -> None:
+        request = None
         if len(frame) >= _FRAME_HEADER.size:
             frame_type, _, _, correlation_id = _FRAME_HEADER.unpack_from(frame)
             if frame_type == 0:
-                self._awaiting.setdefault((src, dst), set()).add(correlation_id)
+                request = correlation_id
+        if self._cut and (dst in self._cut or src in self._cut):
+            if request is not None:  # lost, as on a refused connection: after the send returns
+                self.loop.call_soon(self._lost, src, dst, request)
+            return
+        if request is not None:
+            self._awaiting.setdefault((src, dst), set()).add(request)
         link = self._links.get((src, dst))
         if link is None:
             link = self._links[(src, dst)] = _Link()
@@ -131,8 +185,12 @@ class TcpTransport:
         async def on_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             self._writers.setdefault(node_id, set()).add(writer)
             peer: list[int] = []            # the sender id, once a well-formed frame came from it
+            task = asyncio.current_task()
+            self._incoming[task] = peer
             try:
                 await self._read_frames(node_id, reader, peer)
+            except _CutConnection:
+                pass
             except _BadConnection as exc:
                 if node_id in self._endpoints:
                     log.warning("node %d: closing the connection from %s: %s", node_id,
@@ -144,6 +202,7 @@ class TcpTransport:
             except Exception:               # a bug in a handler: that connection only, with its traceback
                 log.exception("node %d: closing the connection from %s", node_id, _address(writer))
             finally:
+                self._incoming.pop(task, None)
                 writer.close()
                 self._writers.get(node_id, set()).discard(writer)
                 if peer:
@@ -164,6 +223,10 @@ class TcpTransport:
                                      f"{self.max_frame_bytes} (socket.request.max.bytes)")
             if peer and sender != peer[0]:
                 raise _BadConnection(f"sender id {sender} on a connection from node {peer[0]}")
+            if sender in self._cut:
+                if not peer:
+                    peer.append(sender)
+                raise _CutConnection()
             frame = await self._read_exactly(reader, length, idle_s, f"{length}-byte frame")
             if frame is None:
                 raise _BadConnection(f"closed before its {length}-byte frame")
@@ -239,6 +302,11 @@ class TcpTransport:
         if self._links.get((src, dst)) is link:
             del self._links[(src, dst)]
             self._fail(src, dst)
+
+    def _lost(self, src: int, dst: int, correlation_id: int) -> None:
+        endpoint = self._endpoints.get(src)
+        if endpoint is not None:
+            endpoint.connection_lost(dst, correlation_id)
 
     def _fail(self, a: int, b: int) -> None:
         """The connection between ``a`` and ``b`` broke: both sides' awaited requests are lost."""

@@ -1,247 +1,221 @@
-"""A real-time soak of the implementation as real processes (Jepsen style).
+"""A Jepsen-style soak: real Kafka clients against a Kafka cluster under faults, then the checker.
 
-The controller and every broker run as their own OS process (``isrcheck.impl.real.processes``),
-talking TCP on localhost, logs in real directories with real fsyncs. Producers (acks=all, each
-with one request outstanding) and a consumer (reading from offset 0 from the broker it believes
-leads) run concurrently on a wall clock, while a seeded fault loop crashes one broker at a time
-(SIGTERM clean shutdown, SIGKILL process crash, SIGKILL plus discarding what was not fsynced as a
-power loss) and restarts it. Clients find the leader by trying: a NOT_LEADER_OR_FOLLOWER or an
-unanswered request moves them to the next broker.
-
-At the end the faults stop, every broker runs again, and a final read from the broker that
-serves it (its HW steady and past every acknowledged offset) stands for the established leader's
-log: the whole log below the HW, fetched on from each answer's next offset (an answer holds at
-most about 1 MiB, fetch.max.bytes). Every client answer goes through the model's ghost history (``History.after``, as in
-lockstep), and the history properties of ``isrcheck.specs`` are checked on it: an acknowledged
-write missing from the final read is ``NoLostAckedWrite``, two reads disagreeing on an offset
-``NoDivergentRead``, a consumer seeing the HW go back ``MonotonicHighWatermark``, and so on.
+On isrcheck's own cluster (no ``bootstrap``): the controller and the brokers as OS processes
+(``ProcessCluster`` in Kafka mode, each broker's file system journaled so that power losses can be
+played), a topic of ``partitions`` replicated on every broker, and the faults of ``faults``. On any
+other Kafka-compatible cluster (``bootstrap``): the same workload, the faults through the user's
+hooks file (none without one). The run, in order: the workload (``workload``) and the seeded fault
+plan (``faults``) for ``duration_s``; every fault ended; the workload stopped; the final read;
+the history checked (``checker``); ``history.jsonl`` and ``results.json`` written to the run folder
+(the command adds the page, ``index.html``).
 """
 from __future__ import annotations
 
 import asyncio
 import json
-import random
+import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from isrcheck.impl.clients import Consumer, Producer
-from isrcheck.impl.real import TcpTransport
-from isrcheck.impl.real.processes import ProcessCluster
-from isrcheck.impl.replication import ClusterConfig
-from isrcheck.model import ModelConfig, Step, initial_state
-from isrcheck.model.history import EMPTY_HISTORY
-from isrcheck.model.state import Entry
-from isrcheck.specs import PROPERTIES
+from isrcheck.conformance.engines.soak.checker import check
+from isrcheck.conformance.engines.soak.faults import FaultPlan, HooksExecutor, ProcessClusterFaults
+from isrcheck.conformance.engines.soak.workload import History, Workload
 
-FAULTS = {"none": (), "crash": ("clean", "process"), "power": ("clean", "process", "power")}
-HISTORY = tuple(p for p in PROPERTIES if p.kind == "history")
+TOPIC = "soak"
+
+
+@dataclass
+class SoakOptions:
+    protocol: str = "kip-320"
+    duration_s: float = 60.0
+    faults: tuple[str, ...] = ()
+    seed: int = 0
+    replicas: int = 3
+    min_insync_replicas: int = 2
+    unclean_election: bool = False
+    partitions: int = 3
+    producers: int = 4
+    consumers: int = 2
+    idempotence: bool = True
+    max_down: int = 1
+    bootstrap: str | None = None     # another cluster; None: isrcheck's own
+    hooks: str | None = None         # the hooks file for another cluster's faults
+    topic: str = TOPIC
+    directory: str = "soak"
+    command: str = ""
 
 
 @dataclass
 class SoakResult:
-    protocol: str
-    seconds: float
-    produced: int = 0                 # produce requests sent
-    acked: int = 0                    # acknowledged acks=all writes
-    errors: dict = field(default_factory=dict)  # produce error name -> count ("unanswered" too)
-    reads: int = 0
-    faults: list = field(default_factory=list)  # [seconds since start, kind, broker]
-    lost_bytes: int = 0               # what power losses discarded
-    final_hw: int = -1
-    anomalies: list = field(default_factory=list)  # history properties that fail
+    options: SoakOptions
+    seconds: float = 0.0
+    counts: dict = field(default_factory=dict)    # outcome counts per operation
+    faults: list = field(default_factory=list)    # the fault plan's records
+    final_read: bool = False                      # it reached the highest offset anyone saw
+    client_errors: list = field(default_factory=list)
+    check: dict = field(default_factory=dict)     # CheckResult.to_json()
+    events: list = field(default_factory=list, repr=False)  # the history, for the page
 
     @property
-    def acked_per_s(self) -> float:
-        return self.acked / self.seconds if self.seconds else 0.0
+    def anomalies(self) -> list[str]:
+        """What fails the run: the checker's anomalies, duplicates excepted without idempotence (a
+        producer that retries without it may write twice: Kafka's documented behaviour), a final
+        read that did not finish, a client that failed."""
+        found = [name for name, instances in self.check.get("anomalies", {}).items()
+                 if instances and name not in self.check.get("informational", ())
+                 and not (name == "duplicate" and not self.options.idempotence)]
+        if not self.final_read:
+            found.append("incomplete-final-read")
+        if self.client_errors:
+            found.append("client-error")
+        return found
+
+    def throughput(self) -> dict:
+        ok_sends = self.counts.get("send", {}).get("ok", 0)
+        return {"sends_ok_per_s": round(ok_sends / self.seconds, 1) if self.seconds else 0.0,
+                "polls_per_s": round(sum(self.counts.get("poll", {}).values()) / self.seconds, 1)
+                if self.seconds else 0.0}
 
     def to_json(self) -> dict:
-        return {"protocol": self.protocol, "seconds": round(self.seconds, 3), "produced": self.produced,
-                "acked": self.acked, "acked_per_s": round(self.acked_per_s, 1), "errors": self.errors,
-                "reads": self.reads, "faults": self.faults, "lost_bytes": self.lost_bytes,
-                "final_hw": self.final_hw, "anomalies": self.anomalies}
+        o = self.options
+        return {"protocol": o.protocol, "bootstrap": o.bootstrap, "seconds": round(self.seconds, 3),
+                "seed": o.seed, "fault_kinds": list(o.faults), "idempotence": o.idempotence,
+                "min_insync_replicas": o.min_insync_replicas, "unclean_election": o.unclean_election,
+                "counts": self.counts, "throughput": self.throughput(), "faults": self.faults,
+                "final_read": self.final_read, "client_errors": self.client_errors,
+                "anomalies": self.anomalies, "check": self.check, "command": o.command}
 
 
-def soak_config(protocol: str, replicas: int, min_insync_replicas: int) -> ClusterConfig:
-    """Wall-clock settings: sessions expire in 1.5 s, a follower leaves the ISR after 2 s behind, a
-    produce waits at most 1.5 s for the ISR (a client gives up on an answer 1 s after that)."""
-    return ClusterConfig(protocol=protocol, replicas=replicas, min_insync_replicas=min_insync_replicas,
-                         replica_lag_time_max_ms=2000, request_timeout_ms=1500,
-                         broker_heartbeat_interval_ms=50, broker_session_timeout_ms=1500,
-                         replica_fetch_backoff_ms=5)
-
-
-class _Clients:
-    """Producers and a consumer on this process's event loop, recording every answer."""
-
-    def __init__(self, config: ClusterConfig, cluster: ProcessCluster, history_file) -> None:
-        loop = asyncio.get_running_loop()
-        self.config, self.n = config, config.replicas
-        self.transport = TcpTransport(loop, ports=cluster.ports)
-        self._waiting: dict[object, asyncio.Future] = {}
-        self.producer = Producer(self.transport, self._answer)
-        self.consumer = Consumer(self.transport, self._answer, config.variant.fetch_version)
-        self.history = EMPTY_HISTORY
-        self.leader = 0
-        self.next_id = 1
-        self.started = time.monotonic()
-        self.file = history_file
-
-    def _answer(self, result) -> None:
-        key = result.value if hasattr(result, "value") else ("consume", result.replica)
-        future = self._waiting.pop(key, None)
-        if future is not None and not future.done():
-            future.set_result(result)
-
-    def _record(self, op: dict, raw_step: dict, answered: bool = True) -> None:
-        """Into the ghost history (an unanswered request told the client nothing) and the history file."""
-        self.history = self.history.after(Step.from_json(raw_step), [op] if answered else [], None)
-        self.file.write(json.dumps({"t": round(time.monotonic() - self.started, 4), **op}) + "\n")
-
-    async def _ask(self, key, send, timeout_s: float):
-        future = asyncio.get_running_loop().create_future()
-        self._waiting[key] = future
-        send()
-        try:
-            return await asyncio.wait_for(future, timeout_s)
-        except asyncio.TimeoutError:
-            self._waiting.pop(key, None)
-            return None
-
-    async def produce(self, result: SoakResult) -> bool:
-        rid, broker = self.next_id, self.leader
-        self.next_id += 1
-        value = str(rid).encode()
-        answer = await self._ask(value, lambda: self.producer.send(broker, value, -1, self.config.request_timeout_ms),
-                                 self.config.request_timeout_ms / 1000 + 1.0)
-        result.produced += 1
-        error = "unanswered" if answer is None else answer.error
-        self._record({"type": "produce", "replica": broker, "record": rid, "records": 1, "acks": -1, "error": error,
-                      "offset": -1 if answer is None else answer.offset},
-                     {"step": "produce", "replica": broker, "acks": -1}, answer is not None)
-        if error == "NONE":
-            result.acked += 1
-            return True
-        result.errors[error] = result.errors.get(error, 0) + 1
-        if broker == self.leader:
-            self.leader = (broker + 1) % self.n
-        return False
-
-    async def consume(self, broker: int | None = None, offset: int = 0):
-        broker = self.leader if broker is None else broker
-        answer = await self._ask(("consume", broker), lambda: self.consumer.fetch(broker, offset), 5.0)
-        if answer is None:
-            return None
-        self._record({"type": "consume", "replica": broker, "error": answer.error, "hw": answer.hw,
-                      "records": [[o, int(v)] for o, v in answer.records]}, {"step": "consume", "replica": broker})
-        if answer.error != "NONE" and broker == self.leader:
-            self.leader = (broker + 1) % self.n
-        return answer
-
-
-async def _faults(cluster: ProcessCluster, kinds: tuple, rng: random.Random, until: float, result: SoakResult,
-                  started: float) -> None:
-    loop = asyncio.get_running_loop()
-    while kinds and time.monotonic() < until:
-        await asyncio.sleep(rng.uniform(0.5, 2.0))
-        if time.monotonic() >= until:
-            break
-        broker, kind = rng.randrange(cluster.config.replicas), rng.choice(kinds)
-        result.faults.append([round(time.monotonic() - started, 3), kind, broker])
-        await loop.run_in_executor(None, cluster.crash, broker, kind)
-        await asyncio.sleep(rng.uniform(0.5, 2.0))
-        await loop.run_in_executor(None, cluster.restart, broker)
-
-
-async def _producer(clients: _Clients, until: float, result: SoakResult) -> None:
-    while time.monotonic() < until:
-        if not await clients.produce(result):
-            await asyncio.sleep(0.02)
-
-
-async def _reader(clients: _Clients, until: float, result: SoakResult) -> None:
-    while time.monotonic() < until:
-        if await clients.consume() is not None:
-            result.reads += 1
-        await asyncio.sleep(0.1)
-
-
-async def _read_log(clients, broker: int):
-    """Everything ``broker`` serves below its HW, fetched on from each answer's next offset until
-    the HW of the last answer: (HW, records), or None if an answer failed or brought nothing."""
-    answer = await clients.consume(broker)
-    if answer is None or answer.error != "NONE":
-        return None
-    records = answer.records
-    while answer.next_offset < answer.hw:
-        offset = answer.next_offset
-        answer = await clients.consume(broker, offset)
-        if answer is None or answer.error != "NONE" or answer.next_offset <= offset:
-            return None
-        records += answer.records
-    return answer.hw, records
-
-
-async def _final_read(clients, acked_end: int, timeout_s: float = 60.0):
-    """A whole read whose HW is past every acknowledged offset and the same twice in a row, from
-    the broker that serves it: (broker, HW, records), what the established leader holds below its
-    HW; (None, -1, None) if none came within ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        for broker in range(clients.n):
-            read = await _read_log(clients, broker)
-            if read is None or read[0] < acked_end:
-                continue
-            if last == (broker, read[0]):
-                return broker, *read
-            last = (broker, read[0])
-            break
-        await asyncio.sleep(0.5)
-    return None, -1, None
-
-
-async def run_soak(protocol: str, directory: str, seconds: float, faults: str = "crash", seed: int = 0,
-                   replicas: int = 3, min_insync_replicas: int = 2, producers: int = 4) -> SoakResult:
-    config = soak_config(protocol, replicas, min_insync_replicas)
-    Path(directory).mkdir(parents=True, exist_ok=True)
-    cluster = ProcessCluster(config, directory)
-    loop = asyncio.get_running_loop()
-    await loop.run_in_executor(None, cluster.start)
-    result = SoakResult(protocol, seconds)
+def run_soak(options: SoakOptions, progress=None) -> SoakResult:
+    """The whole run (see the module docstring); ``progress(line)`` hears how it goes."""
+    say = progress or (lambda line: None)
+    folder = Path(options.directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    cluster = None
+    if options.bootstrap is None:
+        cluster, bootstrap = _own_cluster(options, folder, say)
+        executor = ProcessClusterFaults(cluster)
+    else:
+        bootstrap = options.bootstrap
+        executor = HooksExecutor.load(options.hooks) if options.hooks else None
     try:
-        with open(Path(directory) / "history.jsonl", "w", encoding="utf-8") as history_file:
-            clients = _Clients(config, cluster, history_file)
-            started = time.monotonic()
-            until = started + seconds
-            await asyncio.gather(_faults(cluster, FAULTS[faults], random.Random(seed), until, result, started),
-                                 _reader(clients, until, result),
-                                 *(_producer(clients, until, result) for _ in range(producers)))
-            result.seconds = time.monotonic() - started
-            for b in range(replicas):  # everyone back before the final read
-                if not cluster.alive(b):
-                    await loop.run_in_executor(None, cluster.restart, b)
-            acked_end = max((o + 1 for o, _r in clients.history.acked), default=0)
-            broker, result.final_hw, final = await _final_read(clients, acked_end)
-            result.lost_bytes = cluster.lost_bytes
-            result.anomalies = _check(protocol, config, clients.history, broker, final)
+        plan = (FaultPlan.for_executor(executor, options.faults, options.duration_s, options.seed,
+                                       max_down=options.max_down)
+                if executor is not None and options.faults else None)
+        with open(folder / "history.jsonl", "w", encoding="utf-8") as out:
+            history = History(out)
+            workload = Workload(bootstrap, options.topic, options.partitions, history, options.seed,
+                                options.producers, options.consumers, options.idempotence,
+                                client_log=_client_log(folder))
+            result = SoakResult(options)
+            workload.start()
+            ticker = _Ticker(history, plan, options.duration_s, say)
+            try:
+                asyncio.run(_play(plan, executor, history, options.duration_s))
+            finally:
+                ticker.stop()
+                result.seconds = history.now() / 1e9
+                result.faults = plan.records if plan is not None else []
+                workload.join()
+            say("faults over; every node back; the final read")
+            result.final_read = workload.final_read()
+            result.client_errors = workload.errors
+        say(f"checking {len(history.events)} events")
+        checked = check(history.events)
+        result.check = {**checked.to_json(), "informational": sorted(_informational())}
+        result.counts = _counts(history.events)
+        result.events = history.events
+        _write(folder, result)
+        return result
     finally:
-        await loop.run_in_executor(None, cluster.stop)
-    return result
+        if cluster is not None:
+            cluster.stop()
 
 
-def _check(protocol: str, config: ClusterConfig, history, broker, final) -> list[str]:
-    """The history properties over what clients were told, with the final read's records as the
-    established leader's log; no final read at all is an anomaly of its own (the cluster did not
-    recover)."""
-    if final is None:
-        return ["NoFinalRead"]
-    model = ModelConfig(protocol=protocol, replicas=config.replicas, min_insync_replicas=config.min_insync_replicas)
-    state = initial_state(model)
-    log = tuple(Entry(o, -1, int(v), o) for o, v in final)
-    lead = state.replicas[0]._replace(log=log, leader=broker, leader_epoch=0, alive=True)
-    others = tuple(r._replace(log=(), alive=False) for r in state.replicas)
-    state = state._replace(replicas=others[:broker] + (lead,) + others[broker + 1:],
-                           controller=state.controller._replace(leader=broker, leader_epoch=0),
-                           **history._asdict())
-    return [p.id for p in HISTORY if not p.check(state)]
+async def _play(plan: FaultPlan | None, executor, history: History, duration_s: float) -> None:
+    """The plan from the history's start; the run lasts ``duration_s`` whatever it holds."""
+    started_ns = time.monotonic_ns() - history.now()
+    sleep = asyncio.sleep(max(0.0, duration_s - history.now() / 1e9))
+    if plan is None:
+        await sleep
+    else:
+        await asyncio.gather(plan.run(executor, started_ns), sleep)
+
+
+def _own_cluster(options: SoakOptions, folder: Path, say):
+    """isrcheck's cluster in Kafka mode with the soak's topic, serving."""
+    from isrcheck.impl.real.processes import ProcessCluster, free_ports
+    from isrcheck.impl.real.serve import SERVE_DEFAULTS, wait_until_serving
+    from isrcheck.impl.replication import ClusterConfig
+
+    timings = {**SERVE_DEFAULTS, "broker_session_timeout_ms": 1500, "broker_heartbeat_interval_ms": 250,
+               "replica_lag_time_max_ms": 3000, "replica_fetch_wait_max_ms": 200, "request_timeout_ms": 5000}
+    config = ClusterConfig(protocol=options.protocol, replicas=options.replicas,
+                           min_insync_replicas=options.min_insync_replicas,
+                           unclean_leader_election_enable=options.unclean_election, **timings)
+    ports = free_ports(options.replicas)
+    kafka = dict(listeners={str(b): p for b, p in enumerate(ports)}, topics=[[options.topic, options.partitions]],
+                 cluster_id="isrcheck-soak", auto_create_topics=False, num_partitions=options.partitions,
+                 journal=True)
+    cluster = ProcessCluster(config, str(folder / "cluster"), kafka=kafka)
+    say(f"starting {options.replicas} brokers ({options.protocol}) in {folder / 'cluster'}")
+    cluster.start()
+    if not wait_until_serving(ports, [(options.topic, options.partitions)]):
+        cluster.stop()
+        raise RuntimeError(f"the cluster did not serve {options.topic} within 30 s (see {folder / 'cluster'})")
+    return cluster, ",".join(f"127.0.0.1:{p}" for p in ports)
+
+
+class _Ticker:
+    """A progress line every few seconds: time, operations by outcome, the faults under way."""
+
+    def __init__(self, history: History, plan: FaultPlan | None, duration_s: float, say, every_s: float = 5.0):
+        self.history, self.plan, self.duration_s, self.say = history, plan, duration_s, say
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
+        self._thread.start()
+
+    def _run(self, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            counts = _counts(self.history.events)
+            sends = counts.get("send", {})
+            active = [f"{r['kind']} {r['nodes']}" for r in (self.plan.records if self.plan else ())
+                      if r["end"] is None]
+            self.say(f"{self.history.now() / 1e9:6.1f}/{self.duration_s:.0f} s  sends ok {sends.get('ok', 0)} "
+                     f"fail {sends.get('fail', 0)} info {sends.get('info', 0)}  polls "
+                     f"{sum(counts.get('poll', {}).values())}  faults: {', '.join(active) or 'none'}")
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def _client_log(folder: Path) -> logging.Logger:
+    """The clients' own log lines go to ``clients.log`` in the run folder, not the terminal."""
+    log = logging.getLogger(f"isrcheck.soak.clients.{folder.resolve()}")
+    log.propagate = False
+    if not log.handlers:
+        handler = logging.FileHandler(folder / "clients.log", encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    return log
+
+
+def _counts(events: list[dict]) -> dict:
+    counts: dict = {}
+    for e in list(events):
+        if e["type"] != "invoke":
+            by_f = counts.setdefault(e["f"], {})
+            by_f[e["type"]] = by_f.get(e["type"], 0) + 1
+    return counts
+
+
+def _informational() -> set:
+    from isrcheck.conformance.engines.soak.checker import INFORMATIONAL
+    return set(INFORMATIONAL)
+
+
+def _write(folder: Path, result: SoakResult) -> None:
+    (folder / "results.json").write_text(json.dumps(result.to_json(), indent=2, default=str) + "\n")

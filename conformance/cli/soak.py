@@ -1,0 +1,113 @@
+"""``isrcheck soak``: real Kafka clients against a Kafka cluster under faults, checked as Jepsen does.
+
+    isrcheck soak --protocol kip-966 --duration 600 --faults all --dir runs/kip-966
+    isrcheck soak --bootstrap kafka1:9092,kafka2:9092 --hooks hooks.json --faults kill,partition --duration 300
+
+Without ``--bootstrap`` the cluster is isrcheck's own (``isrcheck serve``'s brokers, as processes on
+this machine); with it, any Kafka-compatible cluster, its faults played through ``--hooks``. The run
+folder gets ``history.jsonl``, ``results.json`` and ``index.html`` (the plots). Exit 0 no anomaly,
+1 an anomaly (or a final read that did not finish), 2 bad input (arguments, a hooks file or a hook
+that fails, a cluster that does not start).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+
+from isrcheck.conformance.vocabulary import SECONDS, SEED, Number, UsageError, output_path
+from isrcheck.conformance.core.schedule import PROTOCOLS
+
+CLIENTS = Number(int, 1, 64)
+REPLICAS = Number(int, 1, 5)
+PARTITIONS = Number(int, 1, 64)
+
+
+def add_arguments(parser) -> None:
+    from isrcheck.conformance.engines.soak.faults import FAULT_KINDS
+
+    parser.add_argument("--protocol", default="kip-320", choices=PROTOCOLS,
+                        help="the replication protocol of isrcheck's own cluster (default kip-320)")
+    parser.add_argument("--duration", type=SECONDS, required=True, metavar="SECONDS",
+                        help=f"how long the workload and the faults run ({SECONDS.describe()})")
+    parser.add_argument("--faults", default="none", metavar="KIND[,KIND...]",
+                        help=f"fault kinds to rotate: {', '.join(FAULT_KINDS)}; all; none (default)")
+    parser.add_argument("--seed", type=SEED, default=0, help="seed of the fault plan and the workload")
+    parser.add_argument("--dir", default="soak", metavar="DIR", help="the run folder (default ./soak)")
+    parser.add_argument("--bootstrap", default=None, metavar="HOST:PORT[,...]",
+                        help="check this Kafka-compatible cluster instead of starting isrcheck's own")
+    parser.add_argument("--hooks", default=None, metavar="FILE",
+                        help="with --bootstrap: a JSON file mapping fault actions to shell commands "
+                             "(docs/processes.md); without it only the workload runs")
+    parser.add_argument("--topic", default="soak", help="the topic (created by isrcheck's own cluster; "
+                                                        "with --bootstrap it must exist with --partitions)")
+    parser.add_argument("--partitions", type=PARTITIONS, default=3)
+    parser.add_argument("--replicas", type=REPLICAS, default=3)
+    parser.add_argument("--min-insync-replicas", type=REPLICAS, default=2)
+    parser.add_argument("--unclean-election", action="store_true", help="unclean.leader.election.enable=true")
+    parser.add_argument("--producers", type=CLIENTS, default=4, help="acks=all producers, one send at a time each")
+    parser.add_argument("--consumers", type=CLIENTS, default=2, help="consumers assigned every partition")
+    parser.add_argument("--no-idempotence", action="store_true",
+                        help="producers without idempotence (a duplicate is then reported, not an anomaly)")
+    parser.add_argument("--max-down", type=REPLICAS, default=1, help="brokers down at once at most (default 1)")
+    parser.add_argument("--json", action="store_true", help="print results.json instead of text")
+
+
+def run(args) -> int:
+    from isrcheck.conformance.engines.soak.driver import SoakOptions, run_soak
+    from isrcheck.conformance.engines.soak.faults import parse_fault_kinds
+
+    if args.min_insync_replicas > args.replicas:
+        raise UsageError(f"--min-insync-replicas {args.min_insync_replicas} > --replicas {args.replicas}")
+    if args.hooks and not args.bootstrap:
+        raise UsageError("--hooks plays faults on another cluster: give its --bootstrap too")
+    try:
+        kinds = parse_fault_kinds(args.faults)
+    except ValueError as exc:
+        raise UsageError(f"--faults: {exc}") from None
+    output_path(args.dir, "--dir", directory=True)
+    options = SoakOptions(
+        protocol=args.protocol, duration_s=args.duration, faults=kinds, seed=args.seed, replicas=args.replicas,
+        min_insync_replicas=args.min_insync_replicas, unclean_election=args.unclean_election,
+        partitions=args.partitions, producers=args.producers, consumers=args.consumers,
+        idempotence=not args.no_idempotence, max_down=args.max_down, bootstrap=args.bootstrap, hooks=args.hooks,
+        topic=args.topic, directory=args.dir, command=shlex.join(["isrcheck", "soak", *sys.argv[2:]]))
+    try:
+        result = run_soak(options, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    except RuntimeError as exc:  # a cluster that does not start
+        raise UsageError(str(exc)) from None
+    write_page(result, args.dir)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2, default=str))
+    else:
+        _summary(result, args.dir)
+    return 1 if result.anomalies else 0
+
+
+def write_page(result, folder: str) -> None:
+    """The run's page, ``index.html``: Jepsen's plots and the anomalies with their operations."""
+    from isrcheck.conformance.reports.soak_page import render_soak_page
+
+    o = result.options
+    meta = {"protocol": o.protocol, "seconds": result.seconds, "bootstrap": o.bootstrap or "isrcheck's cluster",
+            "seed": o.seed, "fault_kinds": list(o.faults), "command": o.command}
+    page = render_soak_page(result.events, {**result.to_json(), **result.check}, result.faults, meta)
+    with open(os.path.join(folder, "index.html"), "w", encoding="utf-8") as f:
+        f.write(page)
+
+
+def _summary(result, folder: str) -> None:
+    o, t = result.options, result.throughput()
+    sends = result.counts.get("send", {})
+    target = o.bootstrap or f"isrcheck's cluster ({o.protocol}, {o.replicas} brokers)"
+    print(f"soak of {target}: {result.seconds:.1f} s, faults {', '.join(o.faults) or 'none'} "
+          f"({len(result.faults)} played)")
+    print(f"  sends ok {sends.get('ok', 0)} ({t['sends_ok_per_s']}/s), fail {sends.get('fail', 0)}, "
+          f"info {sends.get('info', 0)}; polls {t['polls_per_s']}/s; final read "
+          f"{'complete' if result.final_read else 'INCOMPLETE'}")
+    counts = result.check.get("counts", {})
+    print("  anomalies: " + (", ".join(f"{a} ({counts.get(a, 1)})" for a in result.anomalies) or "none"))
+    for error in result.client_errors:
+        print(f"  {error}")
+    print(f"  results: {folder}/results.json, {folder}/index.html, {folder}/history.jsonl")
