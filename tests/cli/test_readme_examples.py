@@ -140,7 +140,7 @@ COVERED = {
         "isrcheck explore",
     },
     "docs/processes.md": {
-        "isrcheck soak --protocol kip-320 --duration 30 --faults crash --seed 1",
+        "isrcheck soak --protocol kip-966 --duration 120 --faults all --dir runs/kip-966", "isrcheck serve",
         'isrcheck check specs/scenarios/torn-power-loss.json --sut "python -m isrcheck.impl.sut --processes"',
         "isrcheck soak",
     },
@@ -513,10 +513,12 @@ def test_fuzz_campaigns_and_replaying_a_failure(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_soak_of_real_processes_under_crashes_finds_no_anomaly():
-    proc = run(example("isrcheck soak --protocol kip-320 --duration 30 --faults crash --seed 1"))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "anomalies: none" in proc.stdout and "faults: none" not in proc.stdout
+def test_a_soak_of_kip966_under_every_fault_kind_finds_no_anomaly(tmp_path):
+    proc = run(example("isrcheck soak --protocol kip-966 --duration 120 --faults all --dir runs/kip-966"),
+               cwd=tmp_path, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert "anomalies: none" in proc.stdout and "final read complete" in proc.stdout
+    assert (tmp_path / "runs/kip-966/index.html").exists()
 
 
 @pytest.mark.slow

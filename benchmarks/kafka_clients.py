@@ -38,7 +38,7 @@ time off the event loop's wait, split into system calls and libc's copies. ``--p
 starts the nodes under cProfile on their thread's CPU time, switched on for that run only (SIGUSR1,
 SIGUSR2 writes the stats): exact call counts, but it slows the broker down about twofold.
 
-Usage: python benchmarks/kafka.py [--seconds S] [--record-size B] [--partitions P]
+Usage: python benchmarks/kafka_clients.py [--seconds S] [--record-size B] [--partitions P]
            [--clients librdkafka,kafka-python] [--acks 1,all] [--paced-fraction F]
            [--profile DIR [--profiler py-spy|cprofile] [--top N]] [--keep]
 """
@@ -535,7 +535,7 @@ def main() -> int:
         parser.error("--profile profiles the librdkafka acks=all run: --clients and --acks must include it")
     value = random.Random(1).randbytes(args.record_size)
 
-    print("$ " + shlex.join(["python", "benchmarks/kafka.py", *sys.argv[1:]]))
+    print("$ " + shlex.join(["python", "benchmarks/kafka_clients.py", *sys.argv[1:]]))
     import confluent_kafka
     print(f"confluent-kafka {confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]}), "
           f"kafka-python {metadata.version('kafka-python')}, Python {sys.version.split()[0]}, {os.cpu_count()} cores")
