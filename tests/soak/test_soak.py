@@ -54,3 +54,24 @@ def test_power_losses_of_every_broker_lose_acknowledged_writes_on_kip_320(isrche
     assert proc.returncode == 1 and "lost-write" in result["anomalies"], proc.stdout[-2000:] + proc.stderr[-2000:]
     lost = result["check"]["anomalies"]["lost-write"]
     assert lost and all(instance["ops"] for instance in lost)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("unclean", [True, False])
+def test_unclean_election_of_an_out_of_sync_broker_loses_acknowledged_writes(tmp_path, unclean):
+    """Broker 2 cut off leaves every ISR; writes are acknowledged by brokers 0 and 1, both die; the
+    partition heals. With unclean election broker 2, out of sync, is elected and what 0 and 1
+    acknowledged is lost (0 and 1 truncate to its log when they return); without it the partitions
+    wait for 0 and 1, and nothing is lost."""
+    from isrcheck.conformance.engines.soak.driver import SoakOptions, run_soak
+    from isrcheck.conformance.engines.soak.faults import Fault
+    from isrcheck.impl.controller import CONTROLLER_ID
+
+    script = (Fault("partition", (2,), 3.0, 12.0, ((2,), (0, 1, CONTROLLER_ID))), Fault("kill", (0, 1), 8.0, 16.0))
+    result = run_soak(SoakOptions(protocol="kip-320", duration_s=25, script=script, unclean_election=unclean,
+                                  directory=str(tmp_path / "run")))
+    if unclean:
+        assert "lost-write" in result.anomalies
+        assert all(i["ops"] for i in result.check["anomalies"]["lost-write"])
+    else:
+        assert result.anomalies == [], result.anomalies

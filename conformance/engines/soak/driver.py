@@ -45,6 +45,7 @@ class SoakOptions:
     topic: str = TOPIC
     directory: str = "soak"
     command: str = ""
+    script: tuple = ()               # faults.Fault: a scenario played instead of a drawn plan
 
 
 @dataclass
@@ -101,9 +102,13 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
         bootstrap = options.bootstrap
         executor = HooksExecutor.load(options.hooks) if options.hooks else None
     try:
-        plan = (FaultPlan.for_executor(executor, options.faults, options.duration_s, options.seed,
-                                       max_down=options.max_down)
-                if executor is not None and options.faults else None)
+        if executor is not None and options.script:
+            plan = FaultPlan.scripted(executor, options.script, options.duration_s)
+        elif executor is not None and options.faults:
+            plan = FaultPlan.for_executor(executor, options.faults, options.duration_s, options.seed,
+                                          max_down=options.max_down)
+        else:
+            plan = None
         with open(folder / "history.jsonl", "w", encoding="utf-8") as out:
             history = History(out)
             workload = Workload(bootstrap, options.topic, options.partitions, history, options.seed,

@@ -170,6 +170,16 @@ class FaultPlan:
         executor.require(kinds)
         return cls(kinds, duration_s, seed, executor.brokers, executor.controllers, max_down, **timing)
 
+    @classmethod
+    def scripted(cls, executor: FaultExecutor, faults: Sequence[Fault], duration_s: float) -> "FaultPlan":
+        """A plan of the given faults instead of drawn ones: a scenario played on purpose (the
+        executor must be able to play their kinds: UsageError)."""
+        kinds = tuple(k for k in FAULT_KINDS if any(f.kind == k for f in faults))
+        executor.require(kinds)
+        plan = cls((), duration_s, 0, executor.brokers, executor.controllers)
+        plan.kinds, plan.faults = kinds, sorted(faults, key=lambda f: f.start_s)
+        return plan
+
     def _draw(self, rng: random.Random) -> list[Fault]:
         faults: list[Fault] = []
         if not self.kinds or not self.brokers:
