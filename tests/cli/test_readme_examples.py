@@ -122,7 +122,7 @@ COVERED = {
         "isrcheck check", "isrcheck fuzz",
     },
     "docs/figures.md": {
-        "isrcheck check",
+        "isrcheck check", "isrcheck soak",
         "isrcheck fuzz --protocol kip-320 --schedules 2000",
     },
     "docs/kafka.md": {

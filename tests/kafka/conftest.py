@@ -574,6 +574,19 @@ def reader(request):
     return CLIENTS[request.param]
 
 
+def pytest_collection_modifyitems(items):
+    """The default run keeps one client per failover test (confluent-kafka) and one codec per
+    client; the other combinations are ``slow`` (``python -m pytest -m slow tests/kafka``)."""
+    for item in items:
+        params = getattr(item, "callspec", None)
+        params = params.params if params else {}
+        failover = item.module.__name__.endswith("test_failover") and params.get("client") == "kafka-python"
+        codec = params.get("compression")
+        spare_codec = codec is not None and codec != {"kafka-python": "gzip"}.get(params.get("client"), "zstd")
+        if failover or spare_codec:
+            item.add_marker(pytest.mark.slow)
+
+
 class _Kit(types.SimpleNamespace):
     def __repr__(self) -> str:  # what pytest shows in a failed assertion about kit.NONE etc.
         return "kit"

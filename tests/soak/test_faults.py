@@ -429,6 +429,7 @@ def test_a_power_loss_needs_the_journal(cluster):
 
 
 @journaled
+@pytest.mark.slow
 def test_a_plan_of_every_kind_on_a_process_cluster(cluster):
     executor = ProcessClusterFaults(cluster.processes)
     assert executor.kinds == FAULT_KINDS

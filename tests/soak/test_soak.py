@@ -31,6 +31,7 @@ def test_bad_input_is_named_and_nothing_runs(isrcheck_cli, tmp_path):
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
+@pytest.mark.slow  # the workload waits out its sends' timeouts before the run ends (faults.py's tests are fast)
 def test_a_failing_hook_is_named_with_exit_2(isrcheck_cli, tmp_path):
     """Another cluster's faults through hooks: a hook that fails stops the run with its name."""
     from isrcheck.impl.real.processes import free_ports
