@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 N = 1500  # records per run, a third of them sent before the leader is killed
 
 
@@ -81,6 +83,7 @@ def test_isr_below_min_insync_refuses_acks_all(cluster, kit, topic_name, client)
     assert [(s.offset, s.rec) for s in got[0]] == [(0, leader_only), (1, accepted)]
 
 
+@pytest.mark.slow  # a cluster of its own; test_protocol resends on the shared one
 def test_a_batch_resent_to_the_new_leader_is_not_stored_twice(cluster, kit, topic_name):
     """The case an idempotent producer meets when the leader dies before its acks=all response
     arrives: it sends the batch again, now to the new leader, which knows the producer's sequences

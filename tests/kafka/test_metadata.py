@@ -11,6 +11,7 @@ def brokers_seen_from(address: str) -> dict[int, str]:
     return {b.id: f"{b.host}:{b.port}" for b in metadata.brokers.values()}
 
 
+@pytest.mark.slow  # a cluster of its own
 def test_every_broker_lists_the_whole_cluster_before_any_topic_exists(cluster):
     """Kafka's Metadata lists every live broker whether or not a topic exists: a client that
     bootstraps from any one broker of a fresh cluster (``isrcheck serve`` without --topic) learns

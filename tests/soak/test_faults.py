@@ -390,6 +390,7 @@ def test_a_partition_isolating_the_leader_gets_it_fenced_and_heal_lets_it_rejoin
     cluster.wait_for(lambda: cluster.log_bytes(0) == cluster.log_bytes(leader), "broker 0 holds the leader's log")
 
 
+@pytest.mark.slow  # a cluster of its own; the plan tests cover pause
 def test_a_paused_leader_is_fenced_and_rejoins_after_it_resumes(cluster):
     cluster.produce(20, "before")
     cluster.processes.pause(0)
@@ -403,6 +404,7 @@ def test_a_paused_leader_is_fenced_and_rejoins_after_it_resumes(cluster):
     assert "unfence 0" in cluster.node_log("controller")
 
 
+@pytest.mark.slow  # a cluster of its own
 @journaled
 def test_a_lost_disk_comes_back_empty_and_catches_up(cluster):
     cluster.produce(50, "before")
@@ -419,6 +421,7 @@ def test_a_lost_disk_comes_back_empty_and_catches_up(cluster):
     assert cluster.node_log("controller").count("register 1 ") == 2  # at creation, and again on the new disk
 
 
+@pytest.mark.slow  # a cluster of its own
 def test_a_power_loss_needs_the_journal(cluster):
     with pytest.raises(ValueError, match="journal"):
         cluster.processes.crash(1, "power")

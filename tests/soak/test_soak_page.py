@@ -326,6 +326,7 @@ def long_history(events: int = 200_000, seconds: int = 300) -> tuple[list[dict],
     return ops, faults
 
 
+@pytest.mark.slow  # 200,000 events
 def test_a_long_history_renders_in_seconds_into_a_page_of_a_few_mb():
     history, faults = long_history()
     assert len(history) >= 199_000
