@@ -58,7 +58,7 @@ class ReplicaManager:
         self.partitions: dict[int, Partition] = {}
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.names: dict[tuple[str, int], int] = {}  # (topic, index) -> partition id
-        self.live_brokers: tuple[int, ...] = ()      # as of the last LeaderAndIsr v1
+        self.live_brokers: tuple[int, ...] = ()      # as of the last LeaderAndIsr v1 or heartbeat answer
         self.fetch_purgatory = DelayedFetchPurgatory(scheduler)
         # the first partition's (partition id 0), which single-partition runs drive
         self.partition: Partition | None = None
@@ -142,8 +142,8 @@ class ReplicaManager:
         try:
             info = append(p)
             offset, count = info.first_offset, info.record_count
-        except DuplicateBatch as dup:
-            offset, count = dup.base_offset, 1
+        except DuplicateBatch as dup:  # acks=all waits for the HW to pass the original batch
+            offset, count = dup.base_offset, dup.record_count
         except SequenceError as exc:
             return Errors[exc.error], -1
         except RecordTooLargeError:

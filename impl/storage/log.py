@@ -223,19 +223,19 @@ class Log:
 
     def append_batch_as_leader(self, batch: RecordBatch, leader_epoch: int) -> LogAppendInfo:
         """A producer's batch as it came (UnifiedLog.appendAsLeader with LogValidator's in-place
-        path): checked (magic 2, CRC, every record decoded, offsets consecutive), then given its base offset and this leader's
-        epoch, fields outside the CRC, so its bytes are stored as the client wrote them; under
-        LogAppendTime its timestamp is stamped and the CRC computed anew."""
+        path): checked (size, magic 2, CRC, every record decoded, offsets consecutive), then given
+        its base offset and this leader's epoch, fields outside the CRC, so its bytes are stored as
+        the client wrote them; under LogAppendTime its timestamp is stamped and the CRC computed anew."""
         self._check_open()
+        if batch.size > self.config.max_message_bytes:  # before decoding a batch that is refused anyway
+            raise RecordTooLargeError(f"batch of {batch.size} bytes exceeds max.message.bytes="
+                                      f"{self.config.max_message_bytes}")
         if batch.magic != MAGIC:
             raise InvalidRecordError(f"record batch magic {batch.magic}: only v{MAGIC} batches are accepted")
         batch.ensure_valid()
         if batch.is_control_batch:
             raise InvalidRecordError("a producer cannot write a control batch")
         validate_producer_batch(batch)
-        if batch.size > self.config.max_message_bytes:
-            raise RecordTooLargeError(f"batch of {batch.size} bytes exceeds max.message.bytes="
-                                      f"{self.config.max_message_bytes}")
         now = self._clock()
         append_time = now if self.config.message_timestamp_type == LOG_APPEND_TIME else None
         batch = restamp(batch, self._leo, leader_epoch, append_time)

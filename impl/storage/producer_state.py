@@ -35,9 +35,9 @@ class ProducerStateEntry:
 class DuplicateBatch(Exception):
     """The batch is a retry of one already in the log (at ``base_offset``): acknowledge it again."""
 
-    def __init__(self, base_offset: int) -> None:
+    def __init__(self, base_offset: int, record_count: int) -> None:
         super().__init__(f"duplicate of the batch at offset {base_offset}")
-        self.base_offset = base_offset
+        self.base_offset, self.record_count = base_offset, record_count
 
 
 class SequenceError(Exception):
@@ -94,7 +94,7 @@ class ProducerStateManager:
             return
         for cached_first, cached_last, offset in entry.batches:
             if (cached_first, cached_last) == (first, last):
-                raise DuplicateBatch(offset)
+                raise DuplicateBatch(offset, batch.last_offset_delta + 1)
         if _in_sequence(entry.last_sequence, first):
             return
         if entry.batches and entry.batches[0][0] > last >= 0 and first <= entry.last_sequence:

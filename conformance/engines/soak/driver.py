@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from isrcheck.conformance.engines.soak.checker import check
+from isrcheck.conformance.engines.soak.checker import INFORMATIONAL, check
 from isrcheck.conformance.engines.soak.faults import FaultPlan, HooksExecutor, ProcessClusterFaults
 from isrcheck.conformance.engines.soak.workload import History, Workload
 
@@ -65,7 +65,7 @@ class SoakResult:
         producer that retries without it may write twice: Kafka's documented behaviour), a final
         read that did not finish, a client that failed."""
         found = [name for name, instances in self.check.get("anomalies", {}).items()
-                 if instances and name not in self.check.get("informational", ())
+                 if instances and name not in INFORMATIONAL
                  and not (name == "duplicate" and not self.options.idempotence)]
         if not self.final_read:
             found.append("incomplete-final-read")
@@ -128,8 +128,7 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
             result.final_read = workload.final_read()
             result.client_errors = workload.errors
         say(f"checking {len(history.events)} events")
-        checked = check(history.events)
-        result.check = {**checked.to_json(), "informational": sorted(_informational())}
+        result.check = check(history.events).to_json()
         result.counts = _counts(history.events)
         result.events = history.events
         _write(folder, result)
@@ -215,11 +214,6 @@ def _counts(events: list[dict]) -> dict:
             by_f = counts.setdefault(e["f"], {})
             by_f[e["type"]] = by_f.get(e["type"], 0) + 1
     return counts
-
-
-def _informational() -> set:
-    from isrcheck.conformance.engines.soak.checker import INFORMATIONAL
-    return set(INFORMATIONAL)
 
 
 def _write(folder: Path, result: SoakResult) -> None:

@@ -22,7 +22,7 @@ def test_a_retried_batch_is_acknowledged_with_the_offset_it_was_first_written_at
     append(log, batch(7, 0, 3, 2))
     with pytest.raises(DuplicateBatch) as dup:
         append(log, batch(7, 0, 0, 3))
-    assert dup.value.base_offset == 0 and log.log_end_offset == 5
+    assert (dup.value.base_offset, dup.value.record_count) == (0, 3) and log.log_end_offset == 5
 
 
 def test_a_gap_in_the_sequence_is_out_of_order_and_nothing_is_written(tmp_path):
