@@ -249,6 +249,32 @@ def state_key(scope: Scope, s: State) -> tuple:
     return (tuple(reps), s.controller, s.fetch_requests, s.fetch_responses, lai) + s[5:]
 
 
+def reachable_states(config: ModelConfig, scope: Scope, max_states: int | None = None):
+    """Every distinct state (up to ``state_key``) the explorer reaches within ``scope``, breadth
+    first, the initial state first; only states between transitions (not the inside of a fetch
+    round). Stops after ``max_states`` if given."""
+    exclude_lrs = scope.exclude_known_losses and LAST_REPLICA_STANDING.name in config.rules.known_losses
+    init = initial_state(config)
+    seen = {state_key(scope, init)}
+    frontier = [init]
+    yield init
+    while frontier:
+        next_frontier = []
+        for s in frontier:
+            for _steps, t, _inside in successors(config, scope, s):
+                if exclude_lrs and last_replica_standing(t):
+                    continue
+                key = state_key(scope, t)
+                if key in seen:
+                    continue
+                seen.add(key)
+                yield t
+                if max_states is not None and len(seen) >= max_states:
+                    return
+                next_frontier.append(t)
+        frontier = next_frontier
+
+
 def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Property] = PROPERTIES,
             stop_at_first: bool = False, max_states: int | None = None,
             progress: Callable[[int, int, float], None] | None = None,

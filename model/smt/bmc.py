@@ -79,16 +79,21 @@ def _index_free(kind, n: int) -> list[Step]:
     return [Step(kind.name, **c) for c in _combos(kind, n)]
 
 
-def in_scope(config: ModelConfig, scope: Scope, s: dict, st: Step):
-    """The explorer's scope condition (``explorer.in_scope``) as a formula."""
+def in_scope(config: ModelConfig, scope: Scope, s: dict, st: Step, unbounded: bool = False):
+    """The explorer's scope condition (``explorer.in_scope``) as a formula. ``unbounded`` keeps
+    only what a scope switches off (a fault class whose bound is 0) and the record bound (the
+    logs' length): no bound on leader epochs, elections and the number of faults of a class."""
     name, r = st.name, st.replica
-    ok = [z3.Implies(fault_counted(s, st, f), s[f"h.{f.counter}"] < getattr(scope, f.bound))
-          for f in STEPS[name].faults]
+    if unbounded:
+        ok = [z3.Not(fault_counted(s, st, f)) for f in STEPS[name].faults if getattr(scope, f.bound) == 0]
+    else:
+        ok = [z3.Implies(fault_counted(s, st, f), s[f"h.{f.counter}"] < getattr(scope, f.bound))
+              for f in STEPS[name].faults]
     if name == "produce":
         ok.append(z3.And(s["produced"] + st.records <= scope.max_records, s[f"r{r}.leader"] == r))
         if st.arg == -1:
             ok.append(count([s[f"r{r}.isr{j}"] for j in range(config.replicas)]) >= config.min_insync_replicas)
-    elif name == "elect":
+    elif name == "elect" and not unbounded:
         ok.append(s["c.lepoch"] < scope.max_epoch)
     elif name == "tick":
         ok.append(s["now"] < scope.max_clock)
@@ -99,7 +104,7 @@ def in_scope(config: ModelConfig, scope: Scope, s: dict, st: Step):
         ok.append(z3.Or(s[f"alter_partition{r}.n"] == 0,
                         z3.And([z3.Implies(z3.And(s[f"{p}isr{f}"], z3.Not(s[f"c.isr{f}"])),
                                            s[f"r{r}.rleo{f}"] <= s[f"r{f}.len"]) for f in range(config.replicas)])))
-    elif name == "fence":
+    elif name == "fence" and not unbounded:
         ok.append(z3.Or(s["c.leader"] != r, s["c.lepoch"] < scope.max_epoch))
     return z3.And(ok) if ok else z3.BoolVal(True)
 
@@ -128,8 +133,9 @@ class Unrolling:
 
     def __init__(self, config: ModelConfig, scope: Scope, bounds: Bounds | None = None,
                  start: dict | None = None, timeout_ms: int = 60_000, name: str = "s", preprocess: bool = False,
-                 within_bounds: bool = False):
+                 within_bounds: bool = False, unbounded: bool = False):
         self.config, self.scope = config, scope
+        self.unbounded = unbounded  # no scope bound on epochs and fault counts (``in_scope``)
         self.rules = rules_for(config.protocol)
         self.b = bounds or bounds_for(config, scope)
         self.moves = candidates(config, scope, self.b)
@@ -156,7 +162,7 @@ class Unrolling:
             for i, st in enumerate(steps):
                 guard, nxt, ok, free = successor(self.config, self.rules, self.b, post, st)
                 if i == 0:
-                    enabled = z3.And(guard, in_scope(self.config, self.scope, s, st))
+                    enabled = z3.And(guard, in_scope(self.config, self.scope, s, st, self.unbounded))
                     if len(steps) > 1:  # a round goes on only if its request was not lost to a dead leader
                         enabled = z3.And(enabled, nxt[f"fetch_requests{st.replica}.n"] > post[f"fetch_requests{st.replica}.n"])
                 fits.append(ok)
@@ -401,10 +407,10 @@ def _confirm(config: ModelConfig, prop: str, steps: list[Step]) -> None:
 
 # -- k-induction -----------------------------------------------------------------------------------------
 
-def wellformed(config: ModelConfig, scope: Scope, b: Bounds, s: dict):
+def wellformed(config: ModelConfig, scope: Scope, b: Bounds, s: dict, unbounded: bool = False):
     """What every encoded state satisfies by construction (the start of an induction path):
     ids in range, lengths and counts within bounds, unused slots canonical, scope counters within
-    the scope. No property is assumed here."""
+    the scope (with ``unbounded``, fault counters only non-negative). No property is assumed here."""
     n = b.replicas
     out = []
 
@@ -459,7 +465,10 @@ def wellformed(config: ModelConfig, scope: Scope, b: Bounds, s: dict):
     rng(s["produced"], 0, scope.max_records)
     out.append(s["maxhw"] >= -1)
     for fault in FAULTS:
-        rng(s[f"h.{fault.counter}"], 0, getattr(scope, fault.bound))
+        if unbounded:
+            out.append(s[f"h.{fault.counter}"] >= 0)
+        else:
+            rng(s[f"h.{fault.counter}"], 0, getattr(scope, fault.bound))
     for k in range(1, b.records + 1):
         out.append(z3.If(s[f"acked{k}"], z3.And(s[f"ackoff{k}"] >= 0, s[f"ackoff{k}"] < b.log), s[f"ackoff{k}"] == 0))
     return z3.And(out)

@@ -1,0 +1,627 @@
+"""Candidate invariants: a small grammar of named formulas over the encoded state, for Houdini.
+
+A candidate is a ``Term`` tree over the keys of ``state.schema`` (the encoding's flat state), so
+one formula serves three ends: a z3 formula over an encoded state (``to_z3``), a Python predicate
+over ``embed``'s values of a concrete state (``to_python``, for filtering by the explorer's
+states) and a readable line in Kafka's words (``show``). ``grammar`` instantiates every family
+for every replica, pair of replicas, log offset and message slot the bounds hold; each family
+says which Kafka mechanism it expresses. Names are stable: a saved invariant names its conjuncts,
+and ``grammar`` rebuilds them.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import z3
+
+from ...specs import BY_ID
+from ..config import ModelConfig, Scope
+from .properties import FORMULAS, _holds_at, _same_prefix
+from .state import ERROR, Bounds
+
+# -- terms ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Term:
+    """``op`` with ``args``: var (a state key), int, and, or, not, implies, eq, ne, le, lt, add,
+    min, agree (replicas x, y hold identical entries below a term), holds (replica r holds a
+    record id at an offset) and prop (a property of ``specs/properties.py``)."""
+
+    op: str
+    args: tuple
+
+
+def V(key: str) -> Term:
+    return Term("var", (key,))
+
+
+def I(value: int) -> Term:
+    return Term("int", (value,))
+
+
+def And(*xs: Term) -> Term:
+    return xs[0] if len(xs) == 1 else Term("and", xs)
+
+
+def Or(*xs: Term) -> Term:
+    return xs[0] if len(xs) == 1 else Term("or", xs)
+
+
+def Not(x: Term) -> Term:
+    return Term("not", (x,))
+
+
+def Imp(a: Term, b: Term) -> Term:
+    return Term("implies", (a, b))
+
+
+def Eq(a: Term, b: Term) -> Term:
+    return Term("eq", (a, b))
+
+
+def Ne(a: Term, b: Term) -> Term:
+    return Term("ne", (a, b))
+
+
+def Le(a: Term, b: Term) -> Term:
+    return Term("le", (a, b))
+
+
+def Lt(a: Term, b: Term) -> Term:
+    return Term("lt", (a, b))
+
+
+def Add(a: Term, k: int) -> Term:
+    return Term("add", (a, I(k)))
+
+
+def Min(a: Term, b: Term) -> Term:
+    return Term("min", (a, b))
+
+
+def Agree(x: int, y: int, upto: Term) -> Term:
+    return Term("agree", (x, y, upto))
+
+
+def Holds(r: int, offset: Term, record: Term) -> Term:
+    return Term("holds", (r, offset, record))
+
+
+def Prop(prop: str) -> Term:
+    return Term("prop", (prop,))
+
+
+_Z3_OPS: dict[str, Callable] = {
+    "and": lambda *a: z3.And(*a), "or": lambda *a: z3.Or(*a), "not": z3.Not, "implies": z3.Implies,
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "le": lambda a, b: a <= b, "lt": lambda a, b: a < b,
+    "add": lambda a, b: a + b, "min": lambda a, b: z3.If(a <= b, a, b)}
+
+
+def to_z3(t: Term, s: dict, b: Bounds):
+    """The z3 formula of ``t`` over the encoded state ``s``."""
+    op, args = t.op, t.args
+    if op == "var":
+        return s[args[0]]
+    if op == "int":
+        return z3.IntVal(args[0])
+    if op == "agree":
+        return _same_prefix(s, b, args[0], args[1], to_z3(args[2], s, b))
+    if op == "holds":
+        return _holds_at(s, b, args[0], to_z3(args[1], s, b), to_z3(args[2], s, b))
+    if op == "prop":
+        return FORMULAS[args[0]](s, b)
+    return _Z3_OPS[op](*(to_z3(a, s, b) for a in args))
+
+
+_PY_OPS = {"and": " and ", "or": " or ", "eq": " == ", "ne": " != ", "le": " <= ", "lt": " < ", "add": " + "}
+
+
+def _py(t: Term, b: Bounds) -> str:
+    op, args = t.op, t.args
+    if op == "var":
+        return f"v[{args[0]!r}]"
+    if op == "int":
+        return repr(args[0])
+    if op == "not":
+        return f"(not {_py(args[0], b)})"
+    if op == "implies":
+        return f"((not {_py(args[0], b)}) or {_py(args[1], b)})"
+    if op == "min":
+        return f"min({_py(args[0], b)}, {_py(args[1], b)})"
+    if op == "agree":
+        return f"_agree(v, {args[0]}, {args[1]}, {_py(args[2], b)}, {b.log})"
+    if op == "holds":
+        return f"_holds(v, {args[0]}, {_py(args[1], b)}, {_py(args[2], b)})"
+    if op == "prop":
+        return f"_prop({args[0]!r}, state)"
+    return "(" + _PY_OPS[op].join(_py(a, b) for a in args) + ")"
+
+
+def _agree(v: dict, x: int, y: int, upto: int, slots: int) -> bool:
+    if v[f"r{x}.len"] < upto or v[f"r{y}.len"] < upto:
+        return False
+    return all(v[f"r{x}.{f}{k}"] == v[f"r{y}.{f}{k}"] for k in range(min(upto, slots)) for f in ("e", "rec", "base"))
+
+
+def _holds(v: dict, r: int, offset: int, record: int) -> bool:
+    return 0 <= offset < v[f"r{r}.len"] and v[f"r{r}.rec{offset}"] == record
+
+
+def _prop(prop: str, state) -> bool:
+    return BY_ID[prop].check(state)
+
+
+def to_python(t: Term, b: Bounds) -> Callable[[dict, object], bool]:
+    """``t`` as a Python predicate of (``embed``'s values, the ``State``)."""
+    return eval(f"lambda v, state: {_py(t, b)}",  # noqa: S307 - source built from our own terms
+                {"_agree": _agree, "_holds": _holds, "_prop": _prop})
+
+
+# -- readable formulas -----------------------------------------------------------------------------------
+
+_QUEUE_NAMES = {"fetch_requests": "Fetch", "fetch_responses": "FetchResponse", "leader_and_isr": "LeaderAndIsr",
+                "alter_partition": "AlterPartition", "alter_partition_responses": "AlterPartitionResponse"}
+_REPLICA_FIELDS = {"len": "LEO", "hw": "HW", "hwc": "HWCheckpoint", "durable": "flushedLEO", "leader": "leader",
+                   "lepoch": "leaderEpoch", "pepoch": "partitionEpoch", "eso": "epochStartOffset",
+                   "trunc": "truncatingEpoch", "bepoch": "brokerEpoch", "alive": "alive", "pend": "pendingIsrChange",
+                   "plost": "powerLost", "unclean": "uncleanShutdown"}
+_PER_PEER = {"isr": "{j} ∈ isr({r})", "pisr": "{j} ∈ pendingIsr({r})", "rleo": "remoteLEO({r},{j})",
+             "lcu": "lastCaughtUp({r},{j})", "rbe": "remoteBrokerEpoch({r},{j})", "pep": "pendingBrokerEpoch({r},{j})"}
+_LOG_FIELDS = {"e": "epoch", "rec": "record", "base": "baseOffset"}
+_MESSAGE_FIELDS = {"leader": "leader", "lepoch": "leaderEpoch", "pepoch": "partitionEpoch", "err": "error",
+                   "rlepoch": "requestLeaderEpoch", "off": "fetchOffset", "lfe": "lastFetchedEpoch",
+                   "hw": "highWatermark", "kind": "kind", "ep": "epoch", "end": "endOffset"}
+
+
+def show_key(key: str) -> str:
+    """A state key in Kafka's words: ``r1.hw`` is ``HW(1)``, ``c.isr2`` is ``2 ∈ controller.isr``."""
+    m = re.fullmatch(r"r(\d+)\.([a-z]+?)(\d*)", key)
+    if m:
+        r, field, idx = m.groups()
+        if field in _REPLICA_FIELDS and not idx:
+            return f"{_REPLICA_FIELDS[field]}({r})"
+        if field in _PER_PEER:
+            return _PER_PEER[field].format(r=r, j=idx)
+        if field in _LOG_FIELDS:
+            return f"{_LOG_FIELDS[field]}({r})[{idx}]"
+        if field in ("pp", "ppoff", "ppn", "ppdl"):
+            return {"pp": "pendingProduce", "ppoff": "pendingProduceOffset", "ppn": "pendingProduceRecords",
+                    "ppdl": "pendingProduceDeadline"}[field] + f"({r},record {idx})"
+    m = re.fullmatch(r"c\.([a-z]+?)(\d*)", key)
+    if m:
+        field, j = m.groups()
+        named = {"leader": "controller.leader", "lepoch": "controller.leaderEpoch",
+                 "pepoch": "controller.partitionEpoch", "lkl": "controller.lastKnownLeader"}
+        if field in named and not j:
+            return named[field]
+        sets = {"isr": "{j} ∈ controller.isr", "elr": "{j} ∈ controller.elr", "fenced": "fenced({j})",
+                "bep": "controller.brokerEpoch({j})"}
+        if field in sets:
+            return sets[field].format(j=j)
+    m = re.fullmatch(r"([a-z_]+?)(\d+)\.(n|(\d+)\.([a-z]+?)(\d*))", key)
+    if m and m.group(1) in _QUEUE_NAMES:
+        q, r, rest, slot, field, j = m.groups()
+        name = f"{_QUEUE_NAMES[q]}→{r}" if q in ("leader_and_isr", "fetch_responses", "alter_partition_responses") \
+            else f"{_QUEUE_NAMES[q]}←{r}"
+        if rest == "n":
+            return f"|{name}|"
+        if field == "isr":
+            return f"{j} ∈ {name}[{slot}].isr"
+        if field in _LOG_FIELDS:
+            return f"{name}[{slot}].{_LOG_FIELDS[field]}[{j}]"
+        return f"{name}[{slot}].{_MESSAGE_FIELDS.get(field, field)}{j}"
+    m = re.fullmatch(r"acked(\d+)|ackoff(\d+)|cons(\d+)_(\d+)", key)
+    if m:
+        if m.group(1):
+            return f"acked(record {m.group(1)})"
+        if m.group(2):
+            return f"ackedOffset(record {m.group(2)})"
+        return f"consumed(offset {m.group(3)}, record {m.group(4)})"
+    return {"produced": "recordsProduced", "now": "now"}.get(key, key)
+
+
+_INFIX = {"and": " ∧ ", "or": " ∨ ", "eq": " = ", "ne": " ≠ ", "le": " ≤ ", "lt": " < ", "add": " + ",
+          "implies": " ⇒ "}
+
+
+def show(t: Term, top: bool = True) -> str:
+    """``t`` as a readable formula."""
+    op, args = t.op, t.args
+    if op == "var":
+        return show_key(args[0])
+    if op == "int":
+        return str(args[0])
+    if op == "not":
+        return "¬" + show(args[0], False)
+    if op == "min":
+        return f"min({show(args[0])}, {show(args[1])})"
+    if op == "agree":
+        return f"log({args[0]})[..{show(args[2])}) = log({args[1]})[..{show(args[2])})"
+    if op == "holds":
+        return f"record({args[0]})[{show(args[1])}] = {show(args[2])}"
+    if op == "prop":
+        return args[0]
+    text = _INFIX[op].join(show(a, False) for a in args)
+    return text if top else f"({text})"
+
+
+# -- the grammar -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A named candidate conjunct of ``family``, its ``term``."""
+
+    name: str
+    family: str
+    term: Term
+
+    @property
+    def formula(self) -> str:
+        return show(self.term)
+
+
+FAMILIES: dict[str, Callable] = {}
+
+
+def family(fn: Callable) -> Callable:
+    """Register a family: ``fn(g)`` yields (parameters, term); its docstring says what Kafka does."""
+    FAMILIES[fn.__name__.replace("_", "-")] = fn
+    return fn
+
+
+class _G:
+    """What a family needs to instantiate itself: the bounds, config and scope, and state shorthands."""
+
+    def __init__(self, config: ModelConfig, scope: Scope, b: Bounds):
+        self.config, self.scope, self.b = config, scope, b
+        self.n, self.log = b.replicas, b.log
+        self.pairs = [(x, y) for x in range(self.n) for y in range(self.n) if x != y]
+
+    @staticmethod
+    def r(i: int, field: str) -> Term:
+        return V(f"r{i}.{field}")
+
+    def presumes(self, i: int) -> Term:
+        """Replica i is alive and believes it leads."""
+        return And(self.r(i, "alive"), Eq(self.r(i, "leader"), I(i)))
+
+    def member(self, j: int) -> Term:
+        """j is in the controller's ISR and holds its log (alive, or down without a pending loss)."""
+        return And(V(f"c.isr{j}"), Or(self.r(j, "alive"), Not(self.r(j, "plost"))))
+
+    def present(self, q: str, r: int, slot: int) -> Term:
+        return Lt(I(slot), V(f"{q}{r}.n"))
+
+    def msg(self, q: str, r: int, slot: int, field: str) -> Term:
+        return V(f"{q}{r}.{slot}.{field}")
+
+
+# Each family yields (parameters, term); the candidate's name is family(parameters).
+
+@family
+def hw_bound(g: _G) -> Iterator:
+    """Partition.highWatermark never passes the log end offset (HW ≤ LEO)."""
+    for r in range(g.n):
+        yield (r,), Le(g.r(r, "hw"), g.r(r, "len"))
+
+
+@family
+def hw_checkpoint_bound(g: _G) -> Iterator:
+    """replication-offset-checkpoint holds an HW this broker reached (checkpoint ≤ HW ≤ LEO)."""
+    for r in range(g.n):
+        yield (r, "hw"), Le(g.r(r, "hwc"), g.r(r, "hw"))
+        yield (r, "leo"), Le(g.r(r, "hwc"), g.r(r, "len"))
+
+
+@family
+def epochs_sorted(g: _G) -> Iterator:
+    """Leader epochs never go down along a log (the LeaderEpochFileCache is sorted by start offset)."""
+    for r in range(g.n):
+        for k in range(g.log - 1):
+            yield (r, k), Imp(Lt(I(k + 1), g.r(r, "len")), Le(g.r(r, f"e{k}"), g.r(r, f"e{k + 1}")))
+
+
+@family
+def entry_epoch_bound(g: _G) -> Iterator:
+    """Every batch was written in a leader epoch the controller has handed out; a leader writes
+    only batches of epochs up to its own (no batch comes from the future)."""
+    for r in range(g.n):
+        for k in range(g.log):
+            inside = Lt(I(k), g.r(r, "len"))
+            yield (r, k, "controller"), Imp(inside, Le(g.r(r, f"e{k}"), V("c.lepoch")))
+            yield (r, k, "leader"), Imp(And(g.presumes(r), inside), Le(g.r(r, f"e{k}"), g.r(r, "lepoch")))
+            yield (r, k, "nonnegative"), Imp(inside, Le(I(0), g.r(r, f"e{k}")))
+
+
+@family
+def epoch_start(g: _G) -> Iterator:
+    """A leader's epoch starts at its LEO when elected (LeaderEpochFileCache.assign): below it only
+    older epochs, from it on only its own (KIP-101)."""
+    for r in range(g.n):
+        yield (r, "bound"), Imp(g.presumes(r), And(Le(I(0), g.r(r, "eso")), Le(g.r(r, "eso"), g.r(r, "len"))))
+        for k in range(g.log):
+            inside = Lt(I(k), g.r(r, "len"))
+            yield (r, k, "older"), Imp(And(g.presumes(r), Lt(I(k), g.r(r, "eso")), inside),
+                                       Lt(g.r(r, f"e{k}"), g.r(r, "lepoch")))
+            yield (r, k, "own"), Imp(And(g.presumes(r), Le(g.r(r, "eso"), I(k)), inside),
+                                     Eq(g.r(r, f"e{k}"), g.r(r, "lepoch")))
+
+
+@family
+def epoch_bound(g: _G) -> Iterator:
+    """A broker's leader and partition epochs come from the controller's LeaderAndIsr: never past
+    the controller's own."""
+    for r in range(g.n):
+        yield (r, "leader"), Le(g.r(r, "lepoch"), V("c.lepoch"))
+        yield (r, "partition"), Le(g.r(r, "pepoch"), V("c.pepoch"))
+
+
+@family
+def leadership(g: _G) -> Iterator:
+    """Only the controller's elected leader, in the controller's current leader epoch, acts as
+    leader (leader epochs fence stale leaders, KIP-101/KIP-320); the controller's leader is
+    unfenced and in its ISR; a live broker is registered (unfenced)."""
+    for r in range(g.n):
+        yield (r, "controller"), Imp(g.presumes(r), Eq(V("c.leader"), I(r)))
+        yield (r, "epoch"), Imp(g.presumes(r), Eq(g.r(r, "lepoch"), V("c.lepoch")))
+        yield (r, "own-isr"), Imp(g.presumes(r), g.r(r, "isr" + str(r)))
+        yield (r, "in-isr"), Imp(Eq(V("c.leader"), I(r)), V(f"c.isr{r}"))
+        yield (r, "unfenced"), Imp(Eq(V("c.leader"), I(r)), Not(V(f"c.fenced{r}")))
+        yield (r, "alive-unfenced"), Imp(g.r(r, "alive"), Not(V(f"c.fenced{r}")))
+        yield (r, "applied"), Imp(And(Eq(V("c.leader"), I(r)), g.r(r, "alive"), Eq(g.r(r, "lepoch"), V("c.lepoch"))),
+                                  Eq(g.r(r, "leader"), I(r)))
+        yield (r, "follows-current"), Imp(And(g.r(r, "alive"), Eq(g.r(r, "lepoch"), V("c.lepoch"))),
+                                          Eq(g.r(r, "leader"), V("c.leader")))
+        yield (r, "no-epoch-query"), Eq(g.r(r, "trunc"), I(-1))
+        yield (r, "no-power-loss"), Not(g.r(r, "plost"))
+    yield ("controller-leader-range",), Le(V("c.leader"), I(g.n - 1))
+    for x, y in g.pairs:
+        if x < y:
+            yield (x, y, "one-per-epoch"), Imp(And(g.r(x, "alive"), g.r(y, "alive"), Le(I(0), g.r(x, "lepoch")),
+                                                   Eq(g.r(x, "lepoch"), g.r(y, "lepoch"))),
+                                               Eq(g.r(x, "leader"), g.r(y, "leader")))
+
+
+@family
+def isr_view(g: _G) -> Iterator:
+    """The leader's ISR view against the controller's: the HW quorum (ISR plus a pending
+    AlterPartition) covers the controller's ISR (KIP-497); with the same partition epoch they are
+    the same set."""
+    for i in range(g.n):
+        for j in range(g.n):
+            maximal = Or(g.r(i, f"isr{j}"), And(g.r(i, "pend"), g.r(i, f"pisr{j}")))
+            yield (i, j, "quorum"), Imp(And(g.presumes(i), V(f"c.isr{j}")), maximal)
+            yield (i, j, "same-epoch"), Imp(And(g.presumes(i), Eq(g.r(i, "pepoch"), V("c.pepoch"))),
+                                            Eq(g.r(i, f"isr{j}"), V(f"c.isr{j}")))
+            yield (i, j, "pending-grows"), Imp(And(g.presumes(i), g.r(i, "pend"), g.r(i, f"isr{j}")),
+                                               g.r(i, f"pisr{j}"))
+
+
+@family
+def committed_prefix(g: _G) -> Iterator:
+    """Leader completeness, strengthened: below any live broker's HW, every member of the
+    controller's ISR (and of the ELR, KIP-966) holds the same batches (what the HW exposed was
+    replicated to the whole ISR before it moved)."""
+    for x in range(g.n):
+        for y in range(g.n):
+            if x == y:
+                continue
+            yield (x, y, "controller-isr"), Imp(And(g.r(x, "alive"), g.member(y)), Agree(x, y, g.r(x, "hw")))
+            yield (x, y, "controller-isr-any"), Imp(g.member(y), Agree(x, y, g.r(x, "hw")))
+            yield (x, y, "elr"), Imp(And(g.r(x, "alive"), V(f"c.elr{y}"), Or(g.r(y, "alive"), Not(g.r(y, "plost")))),
+                                     Agree(x, y, g.r(x, "hw")))
+            if x < y:
+                yield (x, y, "both-hw"), Agree(x, y, Min(g.r(x, "hw"), g.r(y, "hw")))
+
+
+@family
+def replicated_prefix(g: _G) -> Iterator:
+    """What a leader knows of a follower: a follower in its ISR (or proposed for it) holds the
+    leader's batches below its HW and below the fetch offset it last sent (Partition.remoteReplicas'
+    LEO); the HW is at most that offset once known."""
+    for i in range(g.n):
+        for y in range(g.n):
+            if i == y:
+                continue
+            in_isr = And(g.presumes(i), g.r(i, f"isr{y}"))
+            pending = And(g.presumes(i), g.r(i, "pend"), g.r(i, f"pisr{y}"))
+            follows = And(g.presumes(i), g.r(y, "alive"), Eq(g.r(y, "leader"), I(i)),
+                          Eq(g.r(y, "lepoch"), g.r(i, "lepoch")))
+            rleo = g.r(i, f"rleo{y}")
+            yield (i, y, "isr-hw"), Imp(in_isr, Agree(i, y, g.r(i, "hw")))
+            yield (i, y, "pending-hw"), Imp(pending, Agree(i, y, g.r(i, "hw")))
+            yield (i, y, "isr-fetched"), Imp(in_isr, Agree(i, y, rleo))
+            yield (i, y, "pending-fetched"), Imp(pending, Agree(i, y, rleo))
+            yield (i, y, "follower-fetched"), Imp(follows, Agree(i, y, rleo))
+            yield (i, y, "follower-hw"), Imp(follows, Agree(i, y, g.r(y, "hw")))
+            yield (i, y, "hw-le-fetched"), Imp(And(in_isr, Le(I(0), rleo)), Le(g.r(i, "hw"), rleo))
+            yield (i, y, "fetched-le-leo"), Imp(g.presumes(i), Le(rleo, g.r(i, "len")))
+            yield (i, y, "fetched-le-follower"), Imp(And(follows, Le(I(0), rleo)), Le(rleo, g.r(y, "len")))
+            yield (i, y, "hw-le-epoch-start"), Imp(g.presumes(i), Or(Le(g.r(y, "hw"), g.r(i, "hw")),
+                                                                     Le(g.r(y, "hw"), g.r(i, "eso"))))
+            yield (i, y, "follower-hw-le-leader"), Imp(follows, Le(g.r(y, "hw"), g.r(i, "hw")))
+
+
+@family
+def log_matching(g: _G) -> Iterator:
+    """Log Matching per offset: batches of one leader epoch at one offset are the same batch with
+    the same history (the premise of KIP-101/279 truncation by epoch); a leader's current-epoch
+    batches are where the leader wrote them."""
+    for x, y in g.pairs:
+        for k in range(g.log):
+            both = And(Lt(I(k), g.r(x, "len")), Lt(I(k), g.r(y, "len")))
+            if x < y:
+                yield (x, y, k), Imp(And(both, Eq(g.r(x, f"e{k}"), g.r(y, f"e{k}"))), Agree(x, y, I(k + 1)))
+            yield (x, y, k, "leader-epoch"), Imp(And(g.presumes(y), Lt(I(k), g.r(x, "len")),
+                                                     Eq(g.r(x, f"e{k}"), g.r(y, "lepoch"))), Agree(x, y, I(k + 1)))
+
+
+@family
+def records(g: _G) -> Iterator:
+    """Record ids: each produced record is written once, at one offset, in one batch (the
+    producer's batch appended once by the leader and copied by fetches)."""
+    for r in range(g.n):
+        for k in range(g.log):
+            inside = Lt(I(k), g.r(r, "len"))
+            yield (r, k, "produced"), Imp(inside, And(Le(I(1), g.r(r, f"rec{k}")), Le(g.r(r, f"rec{k}"), V("produced"))))
+            yield (r, k, "base"), Imp(inside, Eq(g.r(r, f"base{k}"), I(k)))
+    for x in range(g.n):
+        for y in range(g.n):
+            for k in range(g.log):
+                for m in range(g.log):
+                    if (x, k) >= (y, m):
+                        continue
+                    same = And(Lt(I(k), g.r(x, "len")), Lt(I(m), g.r(y, "len")),
+                               Eq(g.r(x, f"rec{k}"), g.r(y, f"rec{m}")))
+                    if k != m:
+                        yield (x, k, y, m), Not(same)
+                    else:
+                        yield (x, k, y, m), Imp(same, Eq(g.r(x, f"e{k}"), g.r(y, f"e{m}")))
+
+
+@family
+def acknowledged(g: _G) -> Iterator:
+    """acks=all: a write is acknowledged only once the HW passed it, so every member of the
+    controller's ISR (and the controller's leader) holds it at its offset; a DelayedProduce
+    waits at the leader that appended it; reads happen only when the scope has consumers."""
+    for k in range(1, g.b.records + 1):
+        acked, off = V(f"acked{k}"), V(f"ackoff{k}")
+        yield (k, "produced"), Imp(acked, Le(I(k), V("produced")))
+        for j in range(g.n):
+            yield (k, j, "isr"), Imp(And(acked, g.member(j)), Holds(j, off, I(k)))
+            yield (k, j, "leader"), Imp(And(acked, Eq(V("c.leader"), I(j)), g.r(j, "alive")), Holds(j, off, I(k)))
+            yield (k, j, "below-hw"), Imp(And(acked, g.presumes(j)), Lt(off, g.r(j, "hw")))
+            pp = g.r(j, f"pp{k}")
+            yield (k, j, "pending-at-leader"), Imp(pp, g.presumes(j))
+            yield (k, j, "pending-held"), Imp(pp, Holds(j, g.r(j, f"ppoff{k}"), I(k)))
+            yield (k, j, "pending-not-acked"), Imp(pp, Not(acked))
+        if not g.scope.consumes:
+            for o in range(g.log):
+                yield (k, o, "not-read"), Not(V(f"cons{o}_{k}"))
+
+
+@family
+def controller(g: _G) -> Iterator:
+    """The controller's partition state: fenced brokers leave leadership and (but the last) the
+    ISR; the ELR (KIP-966) is disjoint from the ISR."""
+    for j in range(g.n):
+        yield (j, "fenced-not-leader"), Imp(V(f"c.fenced{j}"), Ne(V("c.leader"), I(j)))
+        yield (j, "fenced-not-in-isr"), Imp(V(f"c.fenced{j}"), Not(V(f"c.isr{j}")))
+        yield (j, "elr-not-isr"), Imp(V(f"c.elr{j}"), Not(V(f"c.isr{j}")))
+        yield (j, "no-elr"), Not(V(f"c.elr{j}"))
+    yield ("isr-nonempty",), Or(*(V(f"c.isr{j}") for j in range(g.n)))
+
+
+@family
+def fetch_rounds(g: _G) -> Iterator:
+    """With a follower's fetch round taken as one transition (the explorer's default), no Fetch
+    or fetch response is in flight between transitions."""
+    if not g.scope.fetch_rounds:
+        return
+    for r in range(g.n):
+        yield (r, "requests"), Eq(V(f"fetch_requests{r}.n"), I(0))
+        yield (r, "responses"), Eq(V(f"fetch_responses{r}.n"), I(0))
+
+
+@family
+def leader_and_isr(g: _G) -> Iterator:
+    """A LeaderAndIsr in flight says what the controller decided when it sent it: never an epoch
+    past the controller's; in the current leader epoch its leader; with the current partition
+    epoch its ISR; sent only to live brokers, oldest first; naming the receiver leader only
+    while it still is."""
+    q = "leader_and_isr"
+    for r in range(g.n):
+        for s in range(g.b.capacity(q)):
+            here = g.present(q, r, s)
+            le, pe, ld = (g.msg(q, r, s, f) for f in ("lepoch", "pepoch", "leader"))
+            yield (r, s, "to-live"), Imp(here, g.r(r, "alive"))
+            yield (r, s, "epoch"), Imp(here, And(Le(le, V("c.lepoch")), Le(pe, V("c.pepoch"))))
+            yield (r, s, "leader"), Imp(And(here, Eq(le, V("c.lepoch"))), Eq(ld, V("c.leader")))
+            yield (r, s, "self-current"), Imp(And(here, Eq(ld, I(r))), Eq(le, V("c.lepoch")))
+            yield (r, s, "leader-range"), Imp(here, Le(ld, I(g.n - 1)))
+            yield (r, s, "leader-in-isr"), And(*(Imp(And(here, Eq(ld, I(j))), g.msg(q, r, s, f"isr{j}"))
+                                                 for j in range(g.n)))
+            yield (r, s, "isr"), Imp(And(here, Eq(le, V("c.lepoch")), Eq(pe, V("c.pepoch"))),
+                                     And(*(Eq(g.msg(q, r, s, f"isr{j}"), V(f"c.isr{j}")) for j in range(g.n))))
+            yield (r, s, "not-older-than-applied"), Imp(here, Or(Lt(g.r(r, "lepoch"), le),
+                                                                And(Eq(g.r(r, "lepoch"), le), Le(g.r(r, "pepoch"), pe))))
+            if s + 1 < g.b.capacity(q):
+                nxt = g.msg(q, r, s + 1, "lepoch"), g.msg(q, r, s + 1, "pepoch")
+                yield (r, s, "ordered"), Imp(g.present(q, r, s + 1), And(Le(le, nxt[0]), Le(pe, nxt[1])))
+
+
+@family
+def alter_partition(g: _G) -> Iterator:
+    """An AlterPartition in flight is the leader's pending ISR change (KIP-497), proposed in the
+    leader's epoch and fenced by the partition epoch: while it can still commit (the controller's
+    leader and epochs), the members it proposes hold the committed log."""
+    q = "alter_partition"
+    for r in range(g.n):
+        for s in range(g.b.capacity(q)):
+            here = g.present(q, r, s)
+            le, pe = g.msg(q, r, s, "lepoch"), g.msg(q, r, s, "pepoch")
+            current = And(here, Eq(V("c.leader"), I(r)), Eq(le, V("c.lepoch")), Eq(pe, V("c.pepoch")))
+            yield (r, s, "epoch"), Imp(here, And(Le(le, g.r(r, "lepoch")), Le(pe, V("c.pepoch"))))
+            yield (r, s, "pending"), Imp(And(here, Eq(le, g.r(r, "lepoch"))), And(
+                g.r(r, "pend"), *(Eq(g.msg(q, r, s, f"isr{j}"), g.r(r, f"pisr{j}")) for j in range(g.n))))
+            yield (r, s, "alone"), Imp(here, Eq(V(f"{q}{r}.n"), I(1))) if s == 0 else Not(here)
+            yield (r, s, "current-leader"), Imp(current, g.presumes(r))
+            yield (r, s, "self"), Imp(current, g.msg(q, r, s, f"isr{r}"))
+            for j in range(g.n):
+                for x in range(g.n):
+                    if x != j:
+                        yield (r, s, j, x, "holds"), Imp(And(current, g.msg(q, r, s, f"isr{j}"), g.r(x, "alive")),
+                                                         Agree(x, j, g.r(x, "hw")))
+
+
+@family
+def alter_partition_response(g: _G) -> Iterator:
+    """An AlterPartitionResponse in flight answers the leader's pending change in the epoch it
+    was sent; the ISR it carries is the controller's as of its partition epoch."""
+    q = "alter_partition_responses"
+    for r in range(g.n):
+        for s in range(g.b.capacity(q)):
+            here = g.present(q, r, s)
+            le, pe, rle = (g.msg(q, r, s, f) for f in ("lepoch", "pepoch", "rlepoch"))
+            yield (r, s, "epoch"), Imp(here, And(Le(rle, g.r(r, "lepoch")), Le(le, V("c.lepoch")),
+                                                Le(pe, V("c.pepoch"))))
+            yield (r, s, "to-live"), Imp(here, g.r(r, "alive"))
+            yield (r, s, "pending"), Imp(And(here, Eq(rle, g.r(r, "lepoch"))), g.r(r, "pend"))
+            yield (r, s, "alone"), Not(here) if s > 0 else Imp(here, Eq(V(f"alter_partition{r}.n"), I(0)))
+            yield (r, s, "isr"), Imp(And(here, Eq(le, V("c.lepoch")), Eq(pe, V("c.pepoch"))),
+                                     And(*(Eq(g.msg(q, r, s, f"isr{j}"), V(f"c.isr{j}")) for j in range(g.n))))
+            yield (r, s, "committed"), Imp(And(here, Eq(rle, g.r(r, "lepoch")), Eq(g.msg(q, r, s, "err"), I(ERROR["NONE"]))),
+                                           And(*(Eq(g.msg(q, r, s, f"isr{j}"), g.r(r, f"pisr{j}")) for j in range(g.n))))
+            yield (r, s, "partition-epoch"), Imp(And(here, Eq(rle, g.r(r, "lepoch"))), Le(g.r(r, "pepoch"), pe))
+            for j in range(g.n):
+                yield (r, s, j, "quorum"), Imp(And(here, Eq(le, g.r(r, "lepoch")), g.msg(q, r, s, f"isr{j}")),
+                                               Or(g.r(r, f"isr{j}"), g.r(r, f"pisr{j}")))
+
+
+TARGETS = ("StrongIsr", "LogMatching", "LeaderCompleteness", "NoLostAckedWrite")
+
+
+@family
+def target(g: _G) -> Iterator:
+    """The safety properties themselves (``specs/properties.py``), as conjuncts."""
+    for prop in sorted(FORMULAS):
+        yield (prop,), Prop(prop)
+
+
+def _name(fam: str, params: tuple) -> str:
+    return f"{fam}({','.join(map(str, params))})"
+
+
+def grammar(config: ModelConfig, scope: Scope, b: Bounds) -> list[Candidate]:
+    """Every candidate of every family for ``b``, sorted by name (deterministic)."""
+    g = _G(config, scope, b)
+    out = {}
+    for fam, fn in FAMILIES.items():
+        for params, term in fn(g):
+            name = _name(fam, params)
+            out[name] = Candidate(name, fam, term)
+    return [out[k] for k in sorted(out)]
