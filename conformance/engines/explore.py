@@ -53,19 +53,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "expecting that violation (replay it with isrcheck check --expected)")
 
 
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+def add_model_arguments(parser: argparse.ArgumentParser, protocol_required: bool = True) -> None:
     """The protocol, cluster config, scope bounds and ``--property``: what every engine over the
     model (explore, prove) takes; ``_build`` reads them."""
-    add_scope_arguments(parser, _DEFAULT)
+    add_scope_arguments(parser, _DEFAULT, protocol_required)
     parser.add_argument("--property", action="append", default=None, metavar="ID",
                         help="check only this property (repeatable; default: all)")
 
 
-def add_scope_arguments(parser: argparse.ArgumentParser, default: Scope) -> None:
+def add_scope_arguments(parser: argparse.ArgumentParser, default: Scope, protocol_required: bool = True) -> None:
     """The protocol, cluster config and scope bounds (``default``'s values as defaults); shared
     with ``isrcheck cover``, which explores a smaller scope by default."""
     _DEFAULT = default
-    parser.add_argument("--protocol", required=True, help=f"protocol variant: {', '.join(PROTOCOLS)}")
+    parser.add_argument("--protocol", required=protocol_required, help=f"protocol variant: {', '.join(PROTOCOLS)}")
     parser.add_argument("--replicas", type=_COUNT, default=3, help="replication factor, 1..5 (default 3)")
     parser.add_argument("--min-isr", type=_COUNT, default=2, help="min.insync.replicas (default 2)")
     parser.add_argument("--unclean-election", action="store_true", help="unclean.leader.election.enable=true")

@@ -1,11 +1,14 @@
-"""``isrcheck prove``: bounded model checking and k-induction with z3 over the model's SMT
-encoding (``model/smt``), in an exploration scope.
+"""``isrcheck prove``: bounded model checking, k-induction and inductive invariants (Houdini) with
+z3 over the model's SMT encoding (``model/smt``), in an exploration scope.
 
-Exit 0: no violation up to the depth (or, with ``--induction``, every property proved); 1: a
+Exit 0: no violation up to the depth (or, with ``--induction``, every property proved; with
+``--invariant`` or ``--check-invariant``, every target implied by an inductive invariant); 1: a
 property is violated, or with ``--induction`` not proved or unknown within the time budget, or its
 search stopped at a failure outside the property's fault budget (the encoding holds no budget;
-each counterexample is replayed through the fault ledger to tell which it is);
-2: bad input, including a variant, step or scope the encoding does not cover.
+each counterexample is replayed through the fault ledger to tell which it is), or a target is not
+implied (with its counterexample to induction), or a saved invariant is not inductive;
+2: bad input, including a variant, step or scope the encoding does not cover and a malformed
+invariant file.
 """
 from __future__ import annotations
 
@@ -21,13 +24,22 @@ _TIMEOUT = Number(float, 0.001, 86_400.0, "seconds")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_model_arguments(parser)
+    add_model_arguments(parser, protocol_required=False)
     parser.add_argument("--depth", type=_DEPTH, default=20,
                         help="transitions to unroll (a fetch round is one, as in explore; default 20)")
-    parser.add_argument("--induction", action="store_true",
-                        help="k-induction up to --depth: proved, not proved (with the counterexample to "
-                             "induction and whether explore reaches it) or unknown")
-    parser.add_argument("--timeout", type=_TIMEOUT, default=600.0, help="seconds per solver call (default 600)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--induction", action="store_true",
+                      help="k-induction up to --depth: proved, not proved (with the counterexample to "
+                           "induction and whether explore reaches it) or unknown")
+    mode.add_argument("--invariant", action="store_true",
+                      help="Houdini: the inductive conjunction of the candidate grammar (filtered by the states "
+                           "explore reaches at the scope; epochs and fault counts unbounded) and which targets "
+                           "(--property; default StrongIsr, LogMatching, LeaderCompleteness, NoLostAckedWrite) it "
+                           "implies; --save FILE writes it")
+    mode.add_argument("--check-invariant", metavar="FILE", default=None,
+                      help="re-check a saved invariant: inductive, and implying its targets (or --property)")
+    parser.add_argument("--timeout", type=_TIMEOUT, default=None,
+                        help="seconds per solver call (default 600; 10 with --invariant and --check-invariant)")
     parser.add_argument("--budget", type=_TIMEOUT, default=None,
                         help="CPU seconds for the whole run: properties still open then are unknown (default: none)")
     parser.add_argument("--preprocess", action="store_true",
@@ -37,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--save", metavar="DIR", default=None,
                         help="write each counterexample as a schedule DIR/<protocol>-<property>.json "
-                             "expecting that violation (replay it with isrcheck check --expected)")
+                             "expecting that violation (replay it with isrcheck check --expected); with "
+                             "--invariant, the invariant to FILE")
 
 
 def run(args) -> int:
@@ -45,14 +58,20 @@ def run(args) -> int:
     from isrcheck.model.smt.bmc import bmc, induction, reachable
     from isrcheck.model.smt.protocols import UnsupportedVariant, rules_for
 
+    if args.check_invariant is not None:
+        return _check_invariant(args)
+    if args.protocol is None:
+        raise UsageError("the following arguments are required: --protocol")
     config, scope, props = _build(args)
     if args.save is not None:
-        output_path(args.save, "--save", directory=True)
+        output_path(args.save, "--save", directory=not args.invariant)
     try:
         rules_for(config.protocol)
     except UnsupportedVariant as exc:
         raise UsageError(str(exc)) from None
-    timeout_ms = int(args.timeout * 1000)
+    if args.invariant:
+        return _invariant(args, config, scope)
+    timeout_ms = int((args.timeout or 600.0) * 1000)
     ids = [p.id for p in props]
 
     def progress(p) -> None:
@@ -121,3 +140,97 @@ def _report_induction(args, config, results) -> int:
                 line += f"; counterexample to induction ({reach} according to explore): {r.cti}"
             print(line)
     return 0 if all(r.verdict == "proved" for r in results) else 1
+
+
+# -- inductive invariants (--invariant, --check-invariant) --------------------------------------------------
+
+def _targets(args, default) -> list[str]:
+    from isrcheck.model.smt.properties import FORMULAS
+
+    if not args.property:
+        return list(default)
+    missing = [p for p in args.property if p not in FORMULAS]
+    if missing:
+        raise UsageError(f"property {', '.join(missing)} has no SMT formula to prove")
+    return sorted(set(args.property))
+
+
+def _invariant(args, config, scope) -> int:
+    from isrcheck.model.smt.actions import Unsupported
+    from isrcheck.model.smt.houdini import houdini, save
+    from isrcheck.model.smt.invariants import TARGETS
+
+    targets = _targets(args, TARGETS)
+    timeout_ms = int((args.timeout or 10.0) * 1000)
+    try:
+        result = houdini(config, scope, targets, timeout_ms,
+                         progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    except Unsupported as exc:
+        raise UsageError(str(exc)) from None
+    if args.save is not None:
+        save(result, args.save)
+    _report_invariant(args, result, f"{config.protocol}: {result.generated} candidates, {result.after_filter} "
+                      f"true in the {result.filter_states:,} states explore reaches at the scope, "
+                      f"{result.rounds} Houdini rounds")
+    return 0 if result.proved else 1
+
+
+def _check_invariant(args) -> int:
+    from isrcheck.model.smt.actions import Unsupported
+    from isrcheck.model.smt.houdini import InvariantFileError, check_invariant, load
+    from isrcheck.model.smt.protocols import UnsupportedVariant, rules_for
+
+    if args.save is not None:
+        raise UsageError("--save does not go with --check-invariant (the file is what is checked)")
+    try:
+        config, scope, conjuncts, recorded = load(args.check_invariant)
+        rules_for(config.protocol)
+    except (InvariantFileError, UnsupportedVariant) as exc:
+        raise UsageError(str(exc)) from None
+    if args.protocol is not None and args.protocol != config.protocol:
+        raise UsageError(f"--protocol {args.protocol}: {args.check_invariant} is an invariant of {config.protocol}")
+    targets = _targets(args, [t for t, verdict in recorded.items() if verdict == "implied"])
+    try:
+        result = check_invariant(config, scope, conjuncts, targets, int((args.timeout or 10.0) * 1000))
+    except Unsupported as exc:
+        raise UsageError(str(exc)) from None
+    _report_invariant(args, result, f"{args.check_invariant} ({config.protocol}): {len(conjuncts)} conjuncts")
+    return 0 if result.proved else 1
+
+
+def _report_invariant(args, result, head: str) -> None:
+    if args.json:
+        print(json.dumps(result.to_json()))
+        return
+    from isrcheck.model.smt.houdini import bounds_json
+
+    verdict = "inductive" if result.inductive and not result.unknown else \
+        ("unknown (a query ran out of time)" if result.unknown else "NOT inductive")
+    print(f"{head}; {len(result.conjuncts)} conjuncts, {verdict} ({result.queries} one-transition queries, "
+          f"the longest {result.max_query_s:.2f} s; {result.seconds:.1f} s in all)")
+    b = bounds_json(result.bounds)
+    print(f"bounds kept: {b['replicas']} replicas, logs of at most {b['log_entries']} entries, FIFO capacities per "
+          f"broker: " + ", ".join(f"{k[:-len('_per_broker')]} {v}" for k, v in b.items() if k.endswith("_per_broker"))
+          + "; unbounded: leader, partition and broker epochs, and the number of crashes, elections and other "
+          "faults of the scope's fault classes")
+    for c in result.broken:
+        where = "the initial state" if not c.steps else "step " + " ".join(json.dumps(st) for st in c.steps)
+        print(f"  {c.conjunct} does not hold after {where} from: {c.state}")
+    for line in result.unknown:
+        print(f"  unknown (timeout) for the transition {line}")
+    for t, ok in sorted(result.targets.items()):
+        if ok:
+            print(f"{t}: implied by the inductive invariant")
+            continue
+        cti = result.ctis.get(t)
+        if cti is not None and cti.explorer_trace is not None:
+            kind = f"broken outside its fault budget ({cti.beyond_budget})" if cti.beyond_budget else "violated"
+            print(f"{t}: not implied; {kind}: explore reaches it after {len(cti.explorer_trace)} steps:")
+            for st in cti.explorer_trace:
+                print("  " + " ".join(f"{k}={v}" for k, v in st.items()))
+        elif cti is not None and cti.state is not None:
+            reach = {True: "reached", False: "not reached", None: "not looked for"}[cti.reached]
+            print(f"{t}: not implied; counterexample to induction ({reach} by explore at the scope): the "
+                  f"transition {' '.join(json.dumps(st) for st in cti.steps)} from {cti.state}")
+        else:
+            print(f"{t}: not implied by the conjunction")

@@ -302,9 +302,10 @@ def save(result: InvariantResult, path: str) -> None:
         f.write("\n")
 
 
-def load(path: str) -> tuple[ModelConfig, Scope, list[Candidate], list[str]]:
+def load(path: str) -> tuple[ModelConfig, Scope, list[Candidate], dict[str, str]]:
     """A saved invariant: its config, scope, conjuncts (rebuilt from the grammar by name, each
-    formula checked against the grammar's) and targets. InvariantFileError says what is wrong."""
+    formula checked against the grammar's) and targets with their recorded verdict.
+    InvariantFileError says what is wrong."""
     from ..config import ConfigError
 
     try:
@@ -343,10 +344,13 @@ def load(path: str) -> tuple[ModelConfig, Scope, list[Candidate], list[str]]:
             raise InvariantFileError(f"{path}: conjuncts[{i}] {c.name}: the formula differs from the grammar's "
                                      f"({c.formula!r})")
         out.append(c)
-    targets = sorted(doc["targets"])
+    targets = {t: doc["targets"][t] for t in sorted(doc["targets"])}
     unknown = [t for t in targets if f"target({t})" not in by_name]
     if unknown:
         raise InvariantFileError(f"{path}: unknown target {', '.join(unknown)}")
+    odd = [t for t, verdict in targets.items() if verdict not in ("implied", "not implied")]
+    if odd:
+        raise InvariantFileError(f"{path}: targets: {', '.join(odd)} must be \"implied\" or \"not implied\"")
     return config, scope, out, targets
 
 

@@ -227,7 +227,7 @@ _INFIX = {"and": " ∧ ", "or": " ∨ ", "eq": " = ", "ne": " ≠ ", "le": " ≤
           "implies": " ⇒ "}
 
 
-def show(t: Term, top: bool = True) -> str:
+def show(t: Term, nested: bool = False) -> str:
     """``t`` as a readable formula."""
     op, args = t.op, t.args
     if op == "var":
@@ -244,8 +244,16 @@ def show(t: Term, top: bool = True) -> str:
         return f"record({args[0]})[{show(args[1])}] = {show(args[2])}"
     if op == "prop":
         return args[0]
-    text = _INFIX[op].join(show(a, False) for a in args)
-    return text if top else f"({text})"
+    parts = []
+    for a in args:
+        text = show(a, False)
+        if a.op in _LOGICAL and not (a.op == op and op in ("and", "or")):
+            text = f"({text})"
+        parts.append(text)
+    return _INFIX[op].join(parts)
+
+
+_LOGICAL = ("and", "or", "implies")
 
 
 # -- the grammar -----------------------------------------------------------------------------------------
@@ -358,6 +366,7 @@ def epoch_bound(g: _G) -> Iterator:
     for r in range(g.n):
         yield (r, "leader"), Le(g.r(r, "lepoch"), V("c.lepoch"))
         yield (r, "partition"), Le(g.r(r, "pepoch"), V("c.pepoch"))
+        yield (r, "move-together"), Imp(Lt(g.r(r, "lepoch"), V("c.lepoch")), Lt(g.r(r, "pepoch"), V("c.pepoch")))
 
 
 @family
@@ -434,6 +443,7 @@ def replicated_prefix(g: _G) -> Iterator:
             rleo = g.r(i, f"rleo{y}")
             yield (i, y, "isr-hw"), Imp(in_isr, Agree(i, y, g.r(i, "hw")))
             yield (i, y, "pending-hw"), Imp(pending, Agree(i, y, g.r(i, "hw")))
+            yield (i, y, "fetched"), Imp(g.presumes(i), Agree(i, y, rleo))
             yield (i, y, "isr-fetched"), Imp(in_isr, Agree(i, y, rleo))
             yield (i, y, "pending-fetched"), Imp(pending, Agree(i, y, rleo))
             yield (i, y, "follower-fetched"), Imp(follows, Agree(i, y, rleo))
@@ -513,7 +523,28 @@ def controller(g: _G) -> Iterator:
         yield (j, "fenced-not-in-isr"), Imp(V(f"c.fenced{j}"), Not(V(f"c.isr{j}")))
         yield (j, "elr-not-isr"), Imp(V(f"c.elr{j}"), Not(V(f"c.isr{j}")))
         yield (j, "no-elr"), Not(V(f"c.elr{j}"))
+        yield (j, "fenced-only-if-last"), Imp(And(V(f"c.fenced{j}"), V(f"c.isr{j}")),
+                                               And(*(Not(V(f"c.isr{k}")) for k in range(g.n) if k != j)))
     yield ("isr-nonempty",), Or(*(V(f"c.isr{j}") for j in range(g.n)))
+    yield ("epochs-nonnegative",), And(Le(I(0), V("c.lepoch")), Le(I(0), V("c.pepoch")))
+
+
+@family
+def follower_state(g: _G) -> Iterator:
+    """Partition.makeFollower and a restart drop the leader-only state (the remote replicas' LEOs,
+    the epoch start offset, a pending ISR change); a broker that has applied no LeaderAndIsr since
+    it restarted knows no leader, epoch or ISR."""
+    for r in range(g.n):
+        leads = Eq(g.r(r, "leader"), I(r))
+        yield (r, "no-pending"), Imp(Not(leads), Not(g.r(r, "pend")))
+        yield (r, "no-epoch-start"), Imp(Not(leads), Eq(g.r(r, "eso"), I(-1)))
+        for j in range(g.n):
+            yield (r, j, "no-remote-leo"), Imp(Not(leads), Eq(g.r(r, f"rleo{j}"), I(-1)))
+            yield (r, j, "no-isr-after-restart"), Imp(Eq(g.r(r, "lepoch"), I(-1)), Not(g.r(r, f"isr{j}")))
+        yield (r, "restarted"), Imp(Eq(g.r(r, "lepoch"), I(-1)),
+                                    And(Eq(g.r(r, "leader"), I(-1)), Eq(g.r(r, "pepoch"), I(-1))))
+        yield (r, "leaderless-only-restarted"), Imp(Eq(g.r(r, "leader"), I(-1)), Eq(g.r(r, "lepoch"), I(-1)))
+        yield (r, "epochs-known"), Imp(Le(I(0), g.r(r, "lepoch")), Le(I(0), g.r(r, "pepoch")))
 
 
 @family
@@ -547,6 +578,32 @@ def leader_and_isr(g: _G) -> Iterator:
                                                  for j in range(g.n)))
             yield (r, s, "isr"), Imp(And(here, Eq(le, V("c.lepoch")), Eq(pe, V("c.pepoch"))),
                                      And(*(Eq(g.msg(q, r, s, f"isr{j}"), V(f"c.isr{j}")) for j in range(g.n))))
+            yield (r, s, "nonnegative"), Imp(here, And(Le(I(0), le), Le(I(0), pe)))
+            for x in range(g.n):
+                xl, xp = g.r(x, "lepoch"), g.r(x, "pepoch")
+                yield (r, s, x, "epochs-move-together"), Imp(here, And(Imp(Lt(xl, le), Lt(xp, pe)),
+                                                                       Imp(Lt(le, xl), Lt(pe, xp))))
+                yield (r, s, x, "one-leader-per-epoch"), Imp(And(here, g.r(x, "alive"), Eq(le, xl)),
+                                                             Eq(ld, g.r(x, "leader")))
+            yield (r, s, "current-state"), Imp(And(here, Eq(pe, V("c.pepoch"))), And(
+                Eq(le, V("c.lepoch")), Eq(ld, V("c.leader")),
+                *(Eq(g.msg(q, r, s, f"isr{j}"), V(f"c.isr{j}")) for j in range(g.n))))
+            newer = Or(Lt(g.r(r, "lepoch"), le), And(Eq(g.r(r, "lepoch"), le), Lt(g.r(r, "pepoch"), pe)))
+            for j in range(g.n):
+                yield (r, s, j, "new-leader-covers-isr"), Imp(And(here, Eq(ld, I(r)), newer, V(f"c.isr{j}")),
+                                                              g.msg(q, r, s, f"isr{j}"))
+            for r2 in range(g.n):
+                for s2 in range(g.b.capacity(q)):
+                    if (r2, s2) <= (r, s):
+                        continue
+                    pe2 = g.msg(q, r2, s2, "pepoch")
+                    le2 = g.msg(q, r2, s2, "lepoch")
+                    yield (r, s, r2, s2, "epochs-move-together"), Imp(
+                        And(here, g.present(q, r2, s2)), And(Imp(Lt(le, le2), Lt(pe, pe2)), Imp(Lt(le2, le), Lt(pe2, pe))))
+                    yield (r, s, r2, s2, "same-partition-epoch"), Imp(
+                        And(here, g.present(q, r2, s2), Eq(pe, pe2)),
+                        And(Eq(le, g.msg(q, r2, s2, "lepoch")), Eq(ld, g.msg(q, r2, s2, "leader")),
+                            *(Eq(g.msg(q, r, s, f"isr{j}"), g.msg(q, r2, s2, f"isr{j}")) for j in range(g.n))))
             yield (r, s, "not-older-than-applied"), Imp(here, Or(Lt(g.r(r, "lepoch"), le),
                                                                 And(Eq(g.r(r, "lepoch"), le), Le(g.r(r, "pepoch"), pe))))
             if s + 1 < g.b.capacity(q):
@@ -566,6 +623,9 @@ def alter_partition(g: _G) -> Iterator:
             le, pe = g.msg(q, r, s, "lepoch"), g.msg(q, r, s, "pepoch")
             current = And(here, Eq(V("c.leader"), I(r)), Eq(le, V("c.lepoch")), Eq(pe, V("c.pepoch")))
             yield (r, s, "epoch"), Imp(here, And(Le(le, g.r(r, "lepoch")), Le(pe, V("c.pepoch"))))
+            yield (r, s, "applied-partition-epoch"), Imp(here, Le(pe, g.r(r, "pepoch")))
+            yield (r, s, "move-together"), Imp(And(here, Lt(le, V("c.lepoch"))), Lt(pe, V("c.pepoch")))
+            yield (r, s, "from-live"), Imp(here, And(g.r(r, "alive"), Le(I(0), le), Le(I(0), pe)))
             yield (r, s, "pending"), Imp(And(here, Eq(le, g.r(r, "lepoch"))), And(
                 g.r(r, "pend"), *(Eq(g.msg(q, r, s, f"isr{j}"), g.r(r, f"pisr{j}")) for j in range(g.n))))
             yield (r, s, "alone"), Imp(here, Eq(V(f"{q}{r}.n"), I(1))) if s == 0 else Not(here)
