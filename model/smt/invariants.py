@@ -366,7 +366,27 @@ def epoch_bound(g: _G) -> Iterator:
     for r in range(g.n):
         yield (r, "leader"), Le(g.r(r, "lepoch"), V("c.lepoch"))
         yield (r, "partition"), Le(g.r(r, "pepoch"), V("c.pepoch"))
-        yield (r, "move-together"), Imp(Lt(g.r(r, "lepoch"), V("c.lepoch")), Lt(g.r(r, "pepoch"), V("c.pepoch")))
+
+
+@family
+def epoch_stamps(g: _G) -> Iterator:
+    """Every (leader epoch, partition epoch) pair anywhere is one the controller held at some
+    time, and the controller only moves both forward (QuorumController bumps the partition epoch
+    on every change, the leader epoch on every leader change): a broker's applied pair, and those
+    a LeaderAndIsr, an AlterPartition or its response carry, are ordered alike by both epochs."""
+    stamps = [("controller", None, V("c.lepoch"), V("c.pepoch"))]
+    stamps += [(f"broker{r}", None, g.r(r, "lepoch"), g.r(r, "pepoch")) for r in range(g.n)]
+    for q, short in (("leader_and_isr", "lai"), ("alter_partition", "ap"), ("alter_partition_responses", "apr")):
+        for r in range(g.n):
+            for s in range(g.b.capacity(q)):
+                stamps.append((f"{short}{r}.{s}", g.present(q, r, s), g.msg(q, r, s, "lepoch"), g.msg(q, r, s, "pepoch")))
+    for a in range(len(stamps)):
+        for c in range(a + 1, len(stamps)):
+            na, ga, la, pa = stamps[a]
+            nc, gc, lc, pc = stamps[c]
+            ordered = And(Imp(Lt(la, lc), Lt(pa, pc)), Imp(Lt(lc, la), Lt(pc, pa)))
+            guards = [x for x in (ga, gc) if x is not None]
+            yield (na, nc), Imp(And(*guards), ordered) if guards else ordered
 
 
 @family
@@ -425,6 +445,11 @@ def committed_prefix(g: _G) -> Iterator:
                                      Agree(x, y, g.r(x, "hw")))
             if x < y:
                 yield (x, y, "both-hw"), Agree(x, y, Min(g.r(x, "hw"), g.r(y, "hw")))
+            for i in range(g.n):
+                view = And(g.presumes(i), g.r(x, "alive"))
+                yield (x, y, i, "leader-isr"), Imp(And(view, g.r(i, f"isr{y}")), Agree(x, y, g.r(x, "hw")))
+                yield (x, y, i, "pending-isr"), Imp(And(view, g.r(i, "pend"), g.r(i, f"pisr{y}")),
+                                                    Agree(x, y, g.r(x, "hw")))
 
 
 @family
@@ -580,16 +605,26 @@ def leader_and_isr(g: _G) -> Iterator:
                                      And(*(Eq(g.msg(q, r, s, f"isr{j}"), V(f"c.isr{j}")) for j in range(g.n))))
             yield (r, s, "nonnegative"), Imp(here, And(Le(I(0), le), Le(I(0), pe)))
             for x in range(g.n):
-                xl, xp = g.r(x, "lepoch"), g.r(x, "pepoch")
-                yield (r, s, x, "epochs-move-together"), Imp(here, And(Imp(Lt(xl, le), Lt(xp, pe)),
-                                                                       Imp(Lt(le, xl), Lt(pe, xp))))
-                yield (r, s, x, "one-leader-per-epoch"), Imp(And(here, g.r(x, "alive"), Eq(le, xl)),
+                yield (r, s, x, "one-leader-per-epoch"), Imp(And(here, g.r(x, "alive"), Eq(le, g.r(x, "lepoch"))),
                                                              Eq(ld, g.r(x, "leader")))
             yield (r, s, "current-state"), Imp(And(here, Eq(pe, V("c.pepoch"))), And(
                 Eq(le, V("c.lepoch")), Eq(ld, V("c.leader")),
                 *(Eq(g.msg(q, r, s, f"isr{j}"), V(f"c.isr{j}")) for j in range(g.n))))
             newer = Or(Lt(g.r(r, "lepoch"), le), And(Eq(g.r(r, "lepoch"), le), Lt(g.r(r, "pepoch"), pe)))
+            for x in range(g.n):
+                for k in range(g.log):
+                    yield (r, s, x, k, "epoch-not-written-yet"), Imp(
+                        And(here, Eq(ld, I(r)), Lt(g.r(r, "lepoch"), le), Lt(I(k), g.r(x, "len"))),
+                        Lt(g.r(x, f"e{k}"), le))
+            for y in range(g.n):
+                for x in range(g.n):
+                    if x != y:
+                        yield (r, s, y, x, "holds"), Imp(And(here, newer, g.msg(q, r, s, f"isr{y}"), g.r(x, "alive")),
+                                                         Agree(x, y, g.r(x, "hw")))
+            same_epoch_newer = And(here, g.presumes(r), Eq(le, g.r(r, "lepoch")), Lt(g.r(r, "pepoch"), pe))
             for j in range(g.n):
+                yield (r, s, j, "shrinks-only"), Imp(And(same_epoch_newer, g.msg(q, r, s, f"isr{j}")),
+                                                     Or(g.r(r, f"isr{j}"), And(g.r(r, "pend"), g.r(r, f"pisr{j}"))))
                 yield (r, s, j, "new-leader-covers-isr"), Imp(And(here, Eq(ld, I(r)), newer, V(f"c.isr{j}")),
                                                               g.msg(q, r, s, f"isr{j}"))
             for r2 in range(g.n):
@@ -598,8 +633,8 @@ def leader_and_isr(g: _G) -> Iterator:
                         continue
                     pe2 = g.msg(q, r2, s2, "pepoch")
                     le2 = g.msg(q, r2, s2, "lepoch")
-                    yield (r, s, r2, s2, "epochs-move-together"), Imp(
-                        And(here, g.present(q, r2, s2)), And(Imp(Lt(le, le2), Lt(pe, pe2)), Imp(Lt(le2, le), Lt(pe2, pe))))
+                    yield (r, s, r2, s2, "one-leader-per-epoch"), Imp(
+                        And(here, g.present(q, r2, s2), Eq(le, le2)), Eq(ld, g.msg(q, r2, s2, "leader")))
                     yield (r, s, r2, s2, "same-partition-epoch"), Imp(
                         And(here, g.present(q, r2, s2), Eq(pe, pe2)),
                         And(Eq(le, g.msg(q, r2, s2, "lepoch")), Eq(ld, g.msg(q, r2, s2, "leader")),
@@ -624,7 +659,6 @@ def alter_partition(g: _G) -> Iterator:
             current = And(here, Eq(V("c.leader"), I(r)), Eq(le, V("c.lepoch")), Eq(pe, V("c.pepoch")))
             yield (r, s, "epoch"), Imp(here, And(Le(le, g.r(r, "lepoch")), Le(pe, V("c.pepoch"))))
             yield (r, s, "applied-partition-epoch"), Imp(here, Le(pe, g.r(r, "pepoch")))
-            yield (r, s, "move-together"), Imp(And(here, Lt(le, V("c.lepoch"))), Lt(pe, V("c.pepoch")))
             yield (r, s, "from-live"), Imp(here, And(g.r(r, "alive"), Le(I(0), le), Le(I(0), pe)))
             yield (r, s, "pending"), Imp(And(here, Eq(le, g.r(r, "lepoch"))), And(
                 g.r(r, "pend"), *(Eq(g.msg(q, r, s, f"isr{j}"), g.r(r, f"pisr{j}")) for j in range(g.n))))
@@ -657,9 +691,39 @@ def alter_partition_response(g: _G) -> Iterator:
             yield (r, s, "committed"), Imp(And(here, Eq(rle, g.r(r, "lepoch")), Eq(g.msg(q, r, s, "err"), I(ERROR["NONE"]))),
                                            And(*(Eq(g.msg(q, r, s, f"isr{j}"), g.r(r, f"pisr{j}")) for j in range(g.n))))
             yield (r, s, "partition-epoch"), Imp(And(here, Eq(rle, g.r(r, "lepoch"))), Le(g.r(r, "pepoch"), pe))
+            adoptable = And(here, Eq(rle, g.r(r, "lepoch")), Eq(le, g.r(r, "lepoch")), Le(g.r(r, "pepoch"), pe))
             for j in range(g.n):
-                yield (r, s, j, "quorum"), Imp(And(here, Eq(le, g.r(r, "lepoch")), g.msg(q, r, s, f"isr{j}")),
-                                               Or(g.r(r, f"isr{j}"), g.r(r, f"pisr{j}")))
+                yield (r, s, j, "covers-isr"), Imp(And(adoptable, V(f"c.isr{j}")), g.msg(q, r, s, f"isr{j}"))
+                for x in range(g.n):
+                    if x != j:
+                        yield (r, s, j, x, "holds"), Imp(And(adoptable, g.msg(q, r, s, f"isr{j}"), g.r(x, "alive")),
+                                                         Agree(x, j, g.r(x, "hw")))
+
+
+@family
+def one_change_in_flight(g: _G) -> Iterator:
+    """A leader has one ISR change in flight per leader epoch (Partition's pendingState): in its
+    current epoch, one AlterPartition or one response to it, never two; a response carries one of
+    the errors the controller answers AlterPartition with."""
+    ap, apr = "alter_partition", "alter_partition_responses"
+    errors = [ERROR[e] for e in ("NONE", "FENCED_LEADER_EPOCH", "INVALID_UPDATE_VERSION", "INELIGIBLE_REPLICA")]
+    for r in range(g.n):
+        now = g.r(r, "lepoch")
+        asks = [And(g.present(ap, r, s), Eq(g.msg(ap, r, s, "lepoch"), now)) for s in range(g.b.capacity(ap))]
+        answers = [And(g.present(apr, r, s), Eq(g.msg(apr, r, s, "rlepoch"), now)) for s in range(g.b.capacity(apr))]
+        for s, a in enumerate(asks):
+            for s2, b in enumerate(asks[s + 1:], s + 1):
+                yield (r, f"ap{s}", f"ap{s2}"), Not(And(a, b))
+            for s2, b in enumerate(answers):
+                yield (r, f"ap{s}", f"apr{s2}"), Not(And(a, b))
+        for s, a in enumerate(answers):
+            for s2, b in enumerate(answers[s + 1:], s + 1):
+                yield (r, f"apr{s}", f"apr{s2}"), Not(And(a, b))
+            err = g.msg(apr, r, s, "err")
+            yield (r, f"apr{s}", "error"), Imp(g.present(apr, r, s), Or(*(Eq(err, I(e)) for e in errors)))
+            yield (r, f"apr{s}", "pending"), Imp(a, g.r(r, "pend"))
+        for s, a in enumerate(asks):
+            yield (r, f"ap{s}", "pending"), Imp(a, g.r(r, "pend"))
 
 
 TARGETS = ("StrongIsr", "LogMatching", "LeaderCompleteness", "NoLostAckedWrite")
