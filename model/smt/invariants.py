@@ -343,6 +343,11 @@ def entry_epoch_bound(g: _G) -> Iterator:
             yield (r, k, "controller"), Imp(inside, Le(g.r(r, f"e{k}"), V("c.lepoch")))
             yield (r, k, "leader"), Imp(And(g.presumes(r), inside), Le(g.r(r, f"e{k}"), g.r(r, "lepoch")))
             yield (r, k, "nonnegative"), Imp(inside, Le(I(0), g.r(r, f"e{k}")))
+            current = And(inside, Eq(g.r(r, f"e{k}"), V("c.lepoch")))
+            yield (r, k, "current-has-leader"), Imp(current, Ne(V("c.leader"), I(-1)))
+            for ld in range(g.n):
+                yield (r, k, ld, "current-applied"), Imp(And(current, Eq(V("c.leader"), I(ld))),
+                                                         Eq(g.r(ld, "lepoch"), V("c.lepoch")))
 
 
 @family
@@ -530,6 +535,19 @@ def acknowledged(g: _G) -> Iterator:
             yield (k, j, "isr"), Imp(And(acked, g.member(j)), Holds(j, off, I(k)))
             yield (k, j, "leader"), Imp(And(acked, Eq(V("c.leader"), I(j)), g.r(j, "alive")), Holds(j, off, I(k)))
             yield (k, j, "below-hw"), Imp(And(acked, g.presumes(j)), Lt(off, g.r(j, "hw")))
+            yield (k, j, "below-hw-or-epoch-start"), Imp(And(acked, g.presumes(j)),
+                                                        Or(Lt(off, g.r(j, "hw")), Lt(off, g.r(j, "eso"))))
+            for i in range(g.n):
+                yield (k, j, i, "leader-isr"), Imp(And(acked, g.presumes(i), g.r(i, f"isr{j}")), Holds(j, off, I(k)))
+                yield (k, j, i, "pending-isr"), Imp(And(acked, g.presumes(i), g.r(i, "pend"), g.r(i, f"pisr{j}")),
+                                                    Holds(j, off, I(k)))
+            for r in range(g.n):
+                for s in range(g.b.capacity("alter_partition")):
+                    m = f"alter_partition{r}.{s}."
+                    yield (k, j, r, s, "proposed"), Imp(
+                        And(acked, g.present("alter_partition", r, s), Eq(V("c.leader"), I(r)),
+                            Eq(V(m + "lepoch"), V("c.lepoch")), Eq(V(m + "pepoch"), V("c.pepoch")), V(m + f"isr{j}")),
+                        Holds(j, off, I(k)))
             pp = g.r(j, f"pp{k}")
             yield (k, j, "pending-at-leader"), Imp(pp, g.presumes(j))
             yield (k, j, "pending-held"), Imp(pp, Holds(j, g.r(j, f"ppoff{k}"), I(k)))
