@@ -36,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "explore reaches at the scope; epochs and fault counts unbounded) and which targets "
                            "(--property; default StrongIsr, LogMatching, LeaderCompleteness, NoLostAckedWrite) it "
                            "implies; --save FILE writes it")
+    parser.add_argument("--filter-states", type=Number(int, 1, 10**9), default=10_000,
+                        help="with --invariant: filter the candidates by the first N states explore reaches at "
+                             "the scope, breadth first (default 10000)")
     mode.add_argument("--check-invariant", metavar="FILE", default=None,
                       help="re-check a saved invariant: inductive, and implying its targets (or --property)")
     parser.add_argument("--timeout", type=_TIMEOUT, default=None,
@@ -163,14 +166,14 @@ def _invariant(args, config, scope) -> int:
     targets = _targets(args, TARGETS)
     timeout_ms = int((args.timeout or 10.0) * 1000)
     try:
-        result = houdini(config, scope, targets, timeout_ms,
+        result = houdini(config, scope, targets, timeout_ms, max_states=args.filter_states,
                          progress=lambda msg: print(msg, file=sys.stderr, flush=True))
     except Unsupported as exc:
         raise UsageError(str(exc)) from None
     if args.save is not None:
         save(result, args.save)
     _report_invariant(args, result, f"{config.protocol}: {result.generated} candidates, {result.after_filter} "
-                      f"true in the {result.filter_states:,} states explore reaches at the scope, "
+                      f"true in the first {result.filter_states:,} states explore reaches at the scope, "
                       f"{result.rounds} Houdini rounds")
     return 0 if result.proved else 1
 

@@ -186,18 +186,15 @@ class OneStep:
 _TACTIC = z3.Then("simplify", "propagate-values", "solve-eqs", "elim-uncnstr", "simplify", "smt")
 
 
-def filter_by_states(cands: list[Candidate], b: Bounds, states: Iterable[State], scope: Scope,
-                     keys: set | None = None) -> tuple[list[Candidate], int, dict[str, State]]:
+def filter_by_states(cands: list[Candidate], b: Bounds,
+                     states: Iterable[State]) -> tuple[list[Candidate], int, dict[str, State]]:
     """The candidates true in every state of ``states`` (the first is the initial state), how many
-    states were seen, and for each dropped candidate the first state falsifying it. ``keys``
-    collects the states seen (``state_key`` without fault counters)."""
+    states were seen, and for each dropped candidate the first state falsifying it."""
     checks = [(c, to_python(c.term, b)) for c in cands]
     failed: dict[str, State] = {}
     count = 0
     for s in states:
         count += 1
-        if keys is not None:
-            keys.add(_unkeyed(scope, s))
         v = embed(b, s)
         kept = []
         for c, check in checks:
@@ -213,16 +210,16 @@ def houdini(config: ModelConfig, scope: Scope, targets: Iterable[str] = TARGETS,
             explore_filter: bool = True, max_states: int | None = None,
             progress: Callable[[str], None] | None = None) -> InvariantResult:
     """The largest inductive conjunction of the grammar's candidates that survives the explorer's
-    filter at ``scope`` (with unbounded epochs and fault counts in the induction queries), and
-    which ``targets`` it implies; for each target it does not, a CTI or the explorer's trace."""
+    filter (the first ``max_states`` states it reaches at ``scope``, breadth first), with unbounded
+    epochs and fault counts in the induction queries, and which ``targets`` it implies; for each
+    target it does not, the explorer's trace to a violation at ``scope`` or a CTI."""
     say = progress or (lambda _msg: None)
     start = time.perf_counter()
     b = bounds_for(config, scope)
     cands = grammar(config, scope, b)
     targets = sorted(set(targets))
-    keys: set = set()
     states = reachable_states(config, scope, max_states) if explore_filter else iter([initial_state(config)])
-    alive, seen, failed = filter_by_states(cands, b, states, scope, keys)
+    alive, seen, failed = filter_by_states(cands, b, states)
     filter_s = time.perf_counter() - start
     say(f"{len(cands)} candidates, {len(alive)} true in the {seen} states explored ({filter_s:.1f} s)")
     step = OneStep(config, scope, b, timeout_ms)
@@ -256,16 +253,16 @@ def houdini(config: ModelConfig, scope: Scope, targets: Iterable[str] = TARGETS,
     result = InvariantResult(config, scope, b, alive, {}, generated=len(cands), after_filter=0, rounds=rounds,
                              filter_s=filter_s, filter_states=seen, unknown=sorted(set(unknown)))
     result.after_filter = len(cands) - len(failed)
-    _judge_targets(result, step, targets, failed, ctis, keys, explore_filter)
+    _judge_targets(result, step, targets, ctis, explore_filter)
     result.queries, result.max_query_s = step.queries, step.max_query_s
     result.seconds = time.perf_counter() - start
     return result
 
 
-def _judge_targets(result: InvariantResult, step: OneStep, targets: list[str], failed: dict, ctis: dict,
-                   keys: set, explored: bool) -> None:
-    """Which targets the conjunction implies; for the others the explorer's trace (a reachable
-    state violates it) or the CTI that dropped it, with whether the explorer reaches its state."""
+def _judge_targets(result: InvariantResult, step: OneStep, targets: list[str], ctis: dict, explored: bool) -> None:
+    """Which targets the conjunction implies; for each other one, the explorer's shortest trace to
+    it at the scope if it reaches a violation, else the CTI that dropped it, with whether the
+    explorer reaches the CTI's state at the scope (fault counts aside)."""
     by_name = {c.name: c for c in grammar(result.config, result.scope, result.bounds)}
     for t in targets:
         name = f"target({t})"
@@ -273,20 +270,22 @@ def _judge_targets(result: InvariantResult, step: OneStep, targets: list[str], f
         result.targets[t] = bool(ok)
         if ok:
             continue
-        if name in failed and explored:
+        cti = ctis.get(name) or Cti(name)
+        if explored:
             found = explore(result.config, result.scope, [BY_ID[t]], stop_at_first=True)
-            cti = Cti(name)
             if found.violations:
-                cti.explorer_trace = found.violations[0].trace
+                cti = Cti(name, explorer_trace=found.violations[0].trace)
             elif found.beyond_budget:
-                cti.explorer_trace, cti.beyond_budget = found.beyond_budget[0].trace, found.beyond_budget[0].reason
-            result.ctis[t] = cti
-        elif name in ctis:
-            cti = ctis[name]
-            cti.reached = _unkeyed(result.scope, cti.state) in keys if explored else None
-            result.ctis[t] = cti
-        else:
-            result.ctis[t] = Cti(name)
+                cti = Cti(name, explorer_trace=found.beyond_budget[0].trace, beyond_budget=found.beyond_budget[0].reason)
+            elif cti.state is not None:
+                cti.reached = _reached(result.config, result.scope, cti.state)
+        result.ctis[t] = cti
+
+
+def _reached(config: ModelConfig, scope: Scope, state: State) -> bool:
+    """Whether the explorer reaches ``state`` within ``scope``, fault counts aside."""
+    want = _unkeyed(scope, state)
+    return any(_unkeyed(scope, s) == want for s in reachable_states(config, scope))
 
 
 # -- saved invariants ------------------------------------------------------------------------------------

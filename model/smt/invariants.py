@@ -702,6 +702,9 @@ def alter_partition_response(g: _G) -> Iterator:
             yield (r, s, "epoch"), Imp(here, And(Le(rle, g.r(r, "lepoch")), Le(le, V("c.lepoch")),
                                                 Le(pe, V("c.pepoch"))))
             yield (r, s, "to-live"), Imp(here, g.r(r, "alive"))
+            yield (r, s, "answered-later"), Imp(here, Le(rle, le))
+            yield (r, s, "fenced-by-newer-epoch"), Imp(And(here, Eq(g.msg(q, r, s, "err"), I(ERROR["FENCED_LEADER_EPOCH"]))),
+                                                      Lt(rle, le))
             yield (r, s, "pending"), Imp(And(here, Eq(rle, g.r(r, "lepoch"))), g.r(r, "pend"))
             yield (r, s, "alone"), Not(here) if s > 0 else Imp(here, Eq(V(f"alter_partition{r}.n"), I(0)))
             yield (r, s, "isr"), Imp(And(here, Eq(le, V("c.lepoch")), Eq(pe, V("c.pepoch"))),
