@@ -172,9 +172,10 @@ def _invariant(args, config, scope) -> int:
         raise UsageError(str(exc)) from None
     if args.save is not None:
         save(result, args.save)
-    _report_invariant(args, result, f"{config.protocol}: {result.generated} candidates, {result.after_filter} "
-                      f"true in the first {result.filter_states:,} states explore reaches at the scope, "
-                      f"{result.rounds} Houdini rounds")
+    fig = result.figures
+    _report_invariant(args, result, f"{config.protocol}: {fig['candidates']} candidates, {fig['after_filter']} "
+                      f"true in the first {fig['filter_states']:,} states explore reaches at the scope, "
+                      f"{fig['rounds']} Houdini rounds")
     return 0 if result.proved else 1
 
 
@@ -209,8 +210,9 @@ def _report_invariant(args, result, head: str) -> None:
 
     verdict = "inductive" if result.inductive and not result.unknown else \
         ("unknown (a query ran out of time)" if result.unknown else "NOT inductive")
-    print(f"{head}; {len(result.conjuncts)} conjuncts, {verdict} ({result.queries} one-transition queries, "
-          f"the longest {result.max_query_s:.2f} s; {result.seconds:.1f} s in all)")
+    fig = result.figures
+    print(f"{head}; {len(result.conjuncts)} conjuncts, {verdict} ({fig['queries']} one-transition queries, "
+          f"the longest {fig['max_query_seconds']:.2f} s; {fig['seconds']:.1f} s in all)")
     b = bounds_json(result.bounds)
     print(f"bounds kept: {b['replicas']} replicas, logs of at most {b['log_entries']} entries, FIFO capacities per "
           f"broker: " + ", ".join(f"{k[:-len('_per_broker')]} {v}" for k, v in b.items() if k.endswith("_per_broker"))

@@ -81,14 +81,8 @@ class InvariantResult:
     inductive: bool = True
     broken: list[Cti] = field(default_factory=list)  # --check-invariant: what breaks the saved conjunction
     unknown: list[str] = field(default_factory=list)  # transitions whose query ran out of time
-    generated: int = 0
-    after_filter: int = 0
-    filter_states: int = 0
-    rounds: int = 0
-    queries: int = 0
-    max_query_s: float = 0.0
-    filter_s: float = 0.0
-    seconds: float = 0.0
+    # candidates, after_filter, filter_states, rounds, queries, max_query_seconds, filter_seconds, seconds
+    figures: dict = field(default_factory=dict)
 
     @property
     def proved(self) -> bool:
@@ -100,10 +94,7 @@ class InvariantResult:
                 "ctis": {t: c.to_json() for t, c in sorted(self.ctis.items())},
                 "broken": [c.to_json() for c in self.broken], "unknown": self.unknown,
                 "bounds": bounds_json(self.bounds), "unbounded": UNBOUNDED,
-                "figures": {"candidates": self.generated, "after_filter": self.after_filter,
-                            "filter_states": self.filter_states, "rounds": self.rounds, "queries": self.queries,
-                            "conjuncts": len(self.conjuncts), "max_query_seconds": round(self.max_query_s, 3),
-                            "filter_seconds": round(self.filter_s, 3), "seconds": round(self.seconds, 3)},
+                "figures": {**self.figures, "conjuncts": len(self.conjuncts)},
                 "conjuncts": [{"name": c.name, "formula": c.formula} for c in self.conjuncts]}
 
 
@@ -169,6 +160,9 @@ class OneStep:
             return solver.model()
         return "unknown" if verdict == z3.unknown else None
 
+    def figures(self) -> dict:
+        return {"queries": self.queries, "max_query_seconds": round(self.max_query_s, 3)}
+
     def falsified(self, model, alive: list[Candidate], j: int) -> list[Candidate]:
         return [c for c in alive if not z3.is_true(model.eval(self._post(c, j), model_completion=True))]
 
@@ -190,7 +184,7 @@ def filter_by_states(cands: list[Candidate], b: Bounds,
                      states: Iterable[State]) -> tuple[list[Candidate], int, dict[str, State]]:
     """The candidates true in every state of ``states`` (the first is the initial state), how many
     states were seen, and for each dropped candidate the first state falsifying it."""
-    checks = [(c, to_python(c.term, b)) for c in cands]
+    checks = [(c, to_python(c.term)) for c in cands]
     failed: dict[str, State] = {}
     count = 0
     for s in states:
@@ -250,12 +244,11 @@ def houdini(config: ModelConfig, scope: Scope, targets: Iterable[str] = TARGETS,
         say(f"round {rounds}: {len(alive)} conjuncts left ({time.perf_counter() - start:.1f} s)")
         if unknown:
             break
-    result = InvariantResult(config, scope, b, alive, {}, generated=len(cands), after_filter=0, rounds=rounds,
-                             filter_s=filter_s, filter_states=seen, unknown=sorted(set(unknown)))
-    result.after_filter = len(cands) - len(failed)
+    result = InvariantResult(config, scope, b, alive, {}, unknown=sorted(set(unknown)))
     _judge_targets(result, step, targets, ctis, explore_filter)
-    result.queries, result.max_query_s = step.queries, step.max_query_s
-    result.seconds = time.perf_counter() - start
+    result.figures = {"candidates": len(cands), "after_filter": len(cands) - len(failed), "filter_states": seen,
+                      "rounds": rounds, **step.figures(), "filter_seconds": round(filter_s, 3),
+                      "seconds": round(time.perf_counter() - start, 3)}
     return result
 
 
@@ -359,12 +352,11 @@ def check_invariant(config: ModelConfig, scope: Scope, conjuncts: list[Candidate
     scope (epochs and fault counts unbounded), and which ``targets`` it implies."""
     start = time.perf_counter()
     b = bounds_for(config, scope)
-    result = InvariantResult(config, scope, b, list(conjuncts), {}, generated=len(conjuncts),
-                             after_filter=len(conjuncts), rounds=1)
+    result = InvariantResult(config, scope, b, list(conjuncts), {})
     init = initial_state(config)
     v = embed(b, init)
     for c in conjuncts:
-        if not to_python(c.term, b)(v, init):
+        if not to_python(c.term)(v, init):
             result.inductive = False
             result.broken.append(Cti(c.name, init, [], True))
     step = OneStep(config, scope, b, timeout_ms)
@@ -383,6 +375,6 @@ def check_invariant(config: ModelConfig, scope: Scope, conjuncts: list[Candidate
         result.targets[t] = bool(ok)
         if not ok:
             result.ctis[t] = Cti(f"target({t})")
-    result.queries, result.max_query_s = step.queries, step.max_query_s
-    result.seconds = time.perf_counter() - start
+    result.figures = {"candidates": len(conjuncts), "rounds": 1, **step.figures(),
+                      "seconds": round(time.perf_counter() - start, 3)}
     return result

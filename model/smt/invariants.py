@@ -116,34 +116,10 @@ def to_z3(t: Term, s: dict, b: Bounds):
     return _Z3_OPS[op](*(to_z3(a, s, b) for a in args))
 
 
-_PY_OPS = {"and": " and ", "or": " or ", "eq": " == ", "ne": " != ", "le": " <= ", "lt": " < ", "add": " + "}
-
-
-def _py(t: Term, b: Bounds) -> str:
-    op, args = t.op, t.args
-    if op == "var":
-        return f"v[{args[0]!r}]"
-    if op == "int":
-        return repr(args[0])
-    if op == "not":
-        return f"(not {_py(args[0], b)})"
-    if op == "implies":
-        return f"((not {_py(args[0], b)}) or {_py(args[1], b)})"
-    if op == "min":
-        return f"min({_py(args[0], b)}, {_py(args[1], b)})"
-    if op == "agree":
-        return f"_agree(v, {args[0]}, {args[1]}, {_py(args[2], b)}, {b.log})"
-    if op == "holds":
-        return f"_holds(v, {args[0]}, {_py(args[1], b)}, {_py(args[2], b)})"
-    if op == "prop":
-        return f"_prop({args[0]!r}, state)"
-    return "(" + _PY_OPS[op].join(_py(a, b) for a in args) + ")"
-
-
-def _agree(v: dict, x: int, y: int, upto: int, slots: int) -> bool:
+def _agree(v: dict, x: int, y: int, upto: int) -> bool:
     if v[f"r{x}.len"] < upto or v[f"r{y}.len"] < upto:
-        return False
-    return all(v[f"r{x}.{f}{k}"] == v[f"r{y}.{f}{k}"] for k in range(min(upto, slots)) for f in ("e", "rec", "base"))
+        return False  # else upto <= LEO <= the log's slots
+    return all(v[f"r{x}.{f}{k}"] == v[f"r{y}.{f}{k}"] for k in range(upto) for f in ("e", "rec", "base"))
 
 
 def _holds(v: dict, r: int, offset: int, record: int) -> bool:
@@ -154,9 +130,9 @@ def _prop(prop: str, state) -> bool:
     return BY_ID[prop].check(state)
 
 
-def to_python(t: Term, b: Bounds) -> Callable[[dict, object], bool]:
+def to_python(t: Term) -> Callable[[dict, object], bool]:
     """``t`` as a Python predicate of (``embed``'s values, the ``State``)."""
-    return eval(f"lambda v, state: {_py(t, b)}",  # noqa: S307 - source built from our own terms
+    return eval(f"lambda v, state: {_render(t, _PYTHON)}",  # noqa: S307 - source built from our own terms
                 {"_agree": _agree, "_holds": _holds, "_prop": _prop})
 
 
@@ -223,37 +199,42 @@ def show_key(key: str) -> str:
     return {"produced": "recordsProduced", "now": "now"}.get(key, key)
 
 
-_INFIX = {"and": " ∧ ", "or": " ∨ ", "eq": " = ", "ne": " ≠ ", "le": " ≤ ", "lt": " < ", "add": " + ",
-          "implies": " ⇒ "}
+def _render(t: Term, style: dict) -> str:
+    """``t`` as text in ``style``: per op, a function of the node and its rendered arguments."""
+    return style[t.op](t, [_render(a, style) if isinstance(a, Term) else a for a in t.args])
 
 
-def show(t: Term, nested: bool = False) -> str:
-    """``t`` as a readable formula."""
-    op, args = t.op, t.args
-    if op == "var":
-        return show_key(args[0])
-    if op == "int":
-        return str(args[0])
-    if op == "not":
-        return "¬" + show(args[0], False)
-    if op == "min":
-        return f"min({show(args[0])}, {show(args[1])})"
-    if op == "agree":
-        return f"log({args[0]})[..{show(args[2])}) = log({args[1]})[..{show(args[2])})"
-    if op == "holds":
-        return f"record({args[0]})[{show(args[1])}] = {show(args[2])}"
-    if op == "prop":
-        return args[0]
-    parts = []
-    for a in args:
-        text = show(a, False)
-        if a.op in _LOGICAL and not (a.op == op and op in ("and", "or")):
-            text = f"({text})"
-        parts.append(text)
-    return _INFIX[op].join(parts)
+def _joined(sep: str, wrap: Callable[[Term, Term, str], str]) -> Callable:
+    return lambda t, kids: sep.join(wrap(t, a, k) for a, k in zip(t.args, kids))
 
 
 _LOGICAL = ("and", "or", "implies")
+_PYTHON = {
+    "var": lambda t, k: f"v[{k[0]!r}]", "int": lambda t, k: repr(k[0]), "not": lambda t, k: f"(not {k[0]})",
+    "implies": lambda t, k: f"((not {k[0]}) or {k[1]})", "min": lambda t, k: f"min({k[0]}, {k[1]})",
+    "agree": lambda t, k: f"_agree(v, {k[0]}, {k[1]}, {k[2]})", "holds": lambda t, k: f"_holds(v, {k[0]}, {k[1]}, {k[2]})",
+    "prop": lambda t, k: f"_prop({k[0]!r}, state)",
+    **{op: (lambda sep: lambda t, k: "(" + sep.join(k) + ")")(sep) for op, sep in (
+        ("and", " and "), ("or", " or "), ("eq", " == "), ("ne", " != "), ("le", " <= "), ("lt", " < "), ("add", " + "))},
+}
+# readable: comparisons bind tighter than the connectives, a connective nested in another is
+# parenthesized unless it is the same associative one
+_SHOWN = {
+    "var": lambda t, k: show_key(k[0]), "int": lambda t, k: str(k[0]), "prop": lambda t, k: k[0],
+    "not": lambda t, k: "¬" + (f"({k[0]})" if t.args[0].op in _LOGICAL else k[0]),
+    "min": lambda t, k: f"min({k[0]}, {k[1]})",
+    "agree": lambda t, k: f"log({k[0]})[..{k[2]}) = log({k[1]})[..{k[2]})",
+    "holds": lambda t, k: f"record({k[0]})[{k[1]}] = {k[2]}",
+    **{op: _joined(sep, lambda t, a, k: f"({k})" if a.op in _LOGICAL and not (a.op == t.op and t.op != "implies")
+                   else k)
+       for op, sep in (("and", " ∧ "), ("or", " ∨ "), ("implies", " ⇒ "), ("eq", " = "), ("ne", " ≠ "),
+                       ("le", " ≤ "), ("lt", " < "), ("add", " + "))},
+}
+
+
+def show(t: Term) -> str:
+    """``t`` as a readable formula."""
+    return _render(t, _SHOWN)
 
 
 # -- the grammar -----------------------------------------------------------------------------------------
@@ -637,8 +618,8 @@ def leader_and_isr(g: _G) -> Iterator:
             for y in range(g.n):
                 for x in range(g.n):
                     if x != y:
-                        yield (r, s, y, x, "holds"), Imp(And(here, newer, g.msg(q, r, s, f"isr{y}"), g.r(x, "alive")),
-                                                         Agree(x, y, g.r(x, "hw")))
+                        yield (r, s, y, x, "holds"), Imp(And(here, Eq(ld, I(r)), newer, g.msg(q, r, s, f"isr{y}"),
+                                                             g.r(x, "alive")), Agree(x, y, g.r(x, "hw")))
             same_epoch_newer = And(here, g.presumes(r), Eq(le, g.r(r, "lepoch")), Lt(g.r(r, "pepoch"), pe))
             for j in range(g.n):
                 yield (r, s, j, "shrinks-only"), Imp(And(same_epoch_newer, g.msg(q, r, s, f"isr{j}")),
@@ -659,6 +640,11 @@ def leader_and_isr(g: _G) -> Iterator:
                             *(Eq(g.msg(q, r, s, f"isr{j}"), g.msg(q, r2, s2, f"isr{j}")) for j in range(g.n))))
             yield (r, s, "not-older-than-applied"), Imp(here, Or(Lt(g.r(r, "lepoch"), le),
                                                                 And(Eq(g.r(r, "lepoch"), le), Le(g.r(r, "pepoch"), pe))))
+            for s2 in range(s + 1, g.b.capacity(q)):
+                later = And(g.present(q, r, s2), Eq(ld, I(r)), newer, Eq(g.msg(q, r, s2, "lepoch"), le))
+                for j in range(g.n):
+                    yield (r, s, s2, j, "later-shrinks"), Imp(And(later, g.msg(q, r, s2, f"isr{j}")),
+                                                              g.msg(q, r, s, f"isr{j}"))
             if s + 1 < g.b.capacity(q):
                 nxt = g.msg(q, r, s + 1, "lepoch"), g.msg(q, r, s + 1, "pepoch")
                 yield (r, s, "ordered"), Imp(g.present(q, r, s + 1), And(Le(le, nxt[0]), Le(pe, nxt[1])))
@@ -714,11 +700,13 @@ def alter_partition_response(g: _G) -> Iterator:
             yield (r, s, "partition-epoch"), Imp(And(here, Eq(rle, g.r(r, "lepoch"))), Le(g.r(r, "pepoch"), pe))
             adoptable = And(here, Eq(rle, g.r(r, "lepoch")), Eq(le, g.r(r, "lepoch")), Le(g.r(r, "pepoch"), pe))
             for j in range(g.n):
+                yield (r, s, j, "within-quorum"), Imp(And(adoptable, g.msg(q, r, s, f"isr{j}")),
+                                                      Or(g.r(r, f"isr{j}"), And(g.r(r, "pend"), g.r(r, f"pisr{j}"))))
                 yield (r, s, j, "covers-isr"), Imp(And(adoptable, V(f"c.isr{j}")), g.msg(q, r, s, f"isr{j}"))
                 for x in range(g.n):
                     if x != j:
-                        yield (r, s, j, x, "holds"), Imp(And(adoptable, g.msg(q, r, s, f"isr{j}"), g.r(x, "alive")),
-                                                         Agree(x, j, g.r(x, "hw")))
+                        yield (r, s, j, x, "holds"), Imp(And(adoptable, g.presumes(r), g.msg(q, r, s, f"isr{j}"),
+                                                             g.r(x, "alive")), Agree(x, j, g.r(x, "hw")))
 
 
 @family
