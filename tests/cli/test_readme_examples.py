@@ -87,6 +87,7 @@ COVERED = {
         "isrcheck report campaigns/kip-320 --html campaigns/kip-320/report",
         "isrcheck prove", "isrcheck sim", "isrcheck gate", "isrcheck soak",
         "isrcheck fuzz --protocol kip-966 --faults all --schedules 200 --out campaigns/kip-966-all",
+        "isrcheck prove --invariant",
         "isrcheck serve --replicas 3 --dir kafka-data --topic orders:3 &",
         "kcat -L -b 127.0.0.1:9092",
         "printf 'a\\nb\\nc\\n' | kcat -P -b 127.0.0.1:9092 -t orders -p 0",
@@ -143,6 +144,12 @@ COVERED = {
         "isrcheck soak --protocol kip-966 --duration 120 --faults all --dir runs/kip-966", "isrcheck serve",
         'isrcheck check specs/scenarios/torn-power-loss.json --sut "python -m isrcheck.impl.sut --processes"',
         "isrcheck soak",
+    },
+    "docs/invariants.md": {
+        "isrcheck prove --invariant --protocol kip-320 --replicas 2 --min-isr 1 --max-records 1 --max-epoch 3 "
+        "--max-crashes 1 --save kip-320-two.json",
+        "isrcheck prove --check-invariant kip-320-two.json",
+        "isrcheck prove --invariant",
     },
     "docs/prove.md": {
         'isrcheck prove --protocol hw-truncation --replicas 1 --min-isr 1 --max-records 1 --max-epoch 1 --max-crashes 1 '
@@ -454,6 +461,18 @@ def test_serve_answers_kcat_and_kafka_python_and_recovers_on_the_same_dir(tmp_pa
 
 
 # -- slow: the default scope, Spark, a standalone cluster, a fresh install --------------------------
+
+@pytest.mark.slow
+def test_invariant_examples(tmp_path):
+    # the default run has the same at one broker (tests/prove/test_invariant.py)
+    proc = run(example("isrcheck prove --invariant --protocol kip-320 --replicas 2 --min-isr 1 --max-records 1 "
+                       "--max-epoch 3 --max-crashes 1 --save kip-320-two.json"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for target in ("StrongIsr", "LogMatching", "LeaderCompleteness", "NoLostAckedWrite"):
+        assert f"{target}: implied by the inductive invariant" in proc.stdout
+    proc = run(example("isrcheck prove --check-invariant kip-320-two.json"), cwd=tmp_path)
+    assert proc.returncode == 0 and ", inductive (" in proc.stdout, proc.stdout + proc.stderr
+
 
 
 @pytest.mark.slow
