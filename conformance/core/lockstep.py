@@ -180,7 +180,7 @@ class Lockstep:
             prop = self._preferred(failed, before)
             return self._fail(VIOLATION, prop.id, max(i - 1, 0),
                               f"{prop.id} fails after step {i - 1}, the last within its fault budget: "
-                              f"{prop.statement}\n{render_state(before)}")
+                              f"{prop.statement}\n{render_state(before)}", _others(failed, prop))
         self.ledger = ledger
         return None
 
@@ -198,7 +198,7 @@ class Lockstep:
         if not within:
             return None
         prop = self._preferred(within, state)
-        return self._fail(VIOLATION, prop.id, i, _violation_text(prop, i, st, state))
+        return self._fail(VIOLATION, prop.id, i, _violation_text(prop, i, st, state), _others(within, prop))
 
     def _preferred(self, within: list, state):
         """The preferred property if it fails in ``state`` within its budget too (a history
@@ -219,12 +219,13 @@ class Lockstep:
         for out in outputs:
             cov.add(f"{out['type']}:{out['error']}")
         cov.add(_shape(self.state))
+        cov.update(divergence_rungs(self.state))
         self._previous = name
 
-    def _fail(self, kind: str, prop: str | None, i: int, text: str) -> Verdict:
+    def _fail(self, kind: str, prop: str | None, i: int, text: str, also: tuple[str, ...] = ()) -> Verdict:
         self._hash.update(f"{i}:{kind}:{prop}\n".encode())
         self.outcome = Verdict(kind, prop, i, text, self._hash.hexdigest(), tuple(sorted(self._coverage)), i + 1,
-                               tuple(self.beyond.values()), self.outside_budget())
+                               tuple(self.beyond.values()), self.outside_budget(), also)
         return self.outcome
 
     def outside_budget(self) -> tuple[str, ...]:
@@ -342,6 +343,47 @@ def _shape(state) -> str:
         state.fetch_requests, state.fetch_responses, state.leader_and_isr, state.alter_partition,
         state.alter_partition_responses))
     return f"s:{'.'.join(parts)}|{int(c.leader >= 0)}|{flight}"
+
+
+def _others(failed: list, prop) -> tuple[str, ...]:
+    """The ids of the ``failed`` properties besides ``prop``, in specs' order."""
+    return tuple(p.id for p in failed if p is not prop)
+
+
+DIVERGENCE_RUNGS = ("d:stale", "d:diverged", "d:returns", "d:committed")
+
+
+def divergence_rungs(state) -> list[str]:
+    """Coverage of how close a state is to the log divergence KIP-320's fetch fencing closed
+    (before it, a leader serves a Fetch of any leader epoch: KIP-279's remaining gap). Rung by
+    rung, for a live follower in the controller's ISR that fetches (not truncating) with a stale
+    leader epoch (it missed a LeaderAndIsr): ``d:stale``; ``d:diverged``, the controller's leader
+    holds another epoch than the follower at some offset both have; ``d:returns``, the broker the
+    follower still fetches from leads again, with a log that differs from the follower's, so its
+    next Fetch is served; ``d:committed``, that leader's HW covers the offset (StrongIsr broken).
+    Each rung is what guided fuzzing gives its parents energy for."""
+    c = state.controller
+    replicas = state.replicas
+    top = 0
+    leader = replicas[c.leader] if c.leader >= 0 else None
+    for i, r in enumerate(replicas):
+        lead = r.leader
+        if not r.alive or lead < 0 or lead == i or r.truncating_epoch != -1 or i not in c.isr \
+                or r.leader_epoch >= c.leader_epoch:
+            continue
+        rung = 1
+        if leader is not None and _differs(r.log, leader.log) is not None:
+            rung = 2
+            if lead == c.leader:
+                at = _differs(r.log, leader.log)
+                rung = 3 + (leader.hw > at)
+        top = max(top, rung)
+    return list(DIVERGENCE_RUNGS[:top])
+
+
+def _differs(log, other) -> int | None:
+    """The first offset both logs hold with different epochs, or None."""
+    return next((a.offset for a, b in zip(log, other) if a.epoch != b.epoch), None)
 
 
 def _show_step(st: Step) -> str:

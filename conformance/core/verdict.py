@@ -26,6 +26,9 @@ class Verdict:
     beyond_budget: tuple[tuple[str, int, str], ...] = ()
     # every property whose fault budget the run had left by its end (checked only up to there)
     outside_budget: tuple[str, ...] = ()
+    # the other properties that failed at the same step within their budget (``property`` is the
+    # one the verdict names: the schedule's expected one, else the first in specs' order)
+    also: tuple[str, ...] = ()
 
     @builtins.property  # the field ``property`` shadows the builtin in the class body
     def failed(self) -> bool:
@@ -46,6 +49,7 @@ class Verdict:
             "steps_run": self.steps_run,
             "beyond_budget": [{"property": p, "step": i, "reason": why} for p, i, why in self.beyond_budget],
             "outside_budget": list(self.outside_budget),
+            "also": list(self.also),
         }
 
     def summary(self) -> str:

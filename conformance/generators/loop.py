@@ -10,7 +10,7 @@ Hypothesis's ``draw`` (``DrawnChoices``), so Hypothesis shrinks what they drew.
 from __future__ import annotations
 
 import random
-from typing import Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from hypothesis import strategies as st
 
@@ -20,6 +20,9 @@ from isrcheck.model.alphabet import Step
 from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.conformance.generators.profiles import FaultProfile
 from isrcheck.conformance.generators.refusals import RefusalQuota, by_kind, refused_steps
+
+if TYPE_CHECKING:
+    from isrcheck.conformance.generators.swarm import Swarm
 
 
 class Choices(Protocol):
@@ -35,7 +38,7 @@ class Choices(Protocol):
 class SeededChoices:
     """Choices of a seeded random walk: the same seed, the same steps, on any machine."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int | str) -> None:
         self.rng = random.Random(seed)
 
     def refusal_due(self, quota: RefusalQuota) -> bool:
@@ -77,17 +80,31 @@ class StepGenerator:
     """One generated run: proposes each next step (``propose``) and takes it in lockstep
     (``take``), keeping the refusal quota and the fault budget's accounting."""
 
-    def __init__(self, run: Lockstep, profile: FaultProfile, choices: Choices, refusals: float) -> None:
-        self.run, self.profile, self.choices = run, profile, choices
+    def __init__(self, run: Lockstep, profile: FaultProfile, choices: Choices, refusals: float,
+                 swarm: Swarm | None = None) -> None:
+        self.run, self.profile, self.choices, self.swarm = run, profile, choices, swarm
         self.quota = RefusalQuota(refusals)
         self.budget = FaultBudget(run.cfg, run.protocol, profile.spare_known_gaps) if profile.within_budget else None
         self.taken: list[dict] = []
 
     def options(self, kind: str | None = None) -> dict[str, list[Step]]:
         """The enabled steps the profile may take now (within its budget, weighed above 0), by
-        kind in the model's order; only those of ``kind`` when given."""
+        kind in the model's order; only those of ``kind`` when given. Under a swarm, those the
+        swarm keeps, or the profile's when the swarm keeps none."""
+        by_name = self._options(kind, self.profile.weights, self.profile.crash_kinds)
+        swarm = self.swarm
+        if swarm is None:
+            return by_name
+        narrowed: dict[str, list[Step]] = {}
+        for name, steps in by_name.items():
+            if swarm.weights.get(name, 0.0) > 0:
+                kept = [st for st in steps if swarm.weight(st) > 0]
+                if kept:
+                    narrowed[name] = kept
+        return narrowed or by_name
+
+    def _options(self, kind, weights, kinds) -> dict[str, list[Step]]:
         state, budget = self.run.state, self.budget
-        weights, kinds = self.profile.weights, self.profile.crash_kinds
         by_name: dict[str, list[Step]] = {}
         for step in self.run.enabled_steps():
             if kind is not None and step.name != kind:
@@ -113,6 +130,14 @@ class StepGenerator:
         if not by_name:
             return None
         names = list(by_name)
+        swarm = self.swarm
+        if swarm is not None and all(swarm.weights.get(n, 0.0) > 0 for n in names):
+            # a kind weighs as much as its steps on average: a slow broker's only pending
+            # delivery is as rare as it is among others'
+            weights = {n: [swarm.weight(o) for o in by_name[n]] for n in names}
+            name = choices.weighted(names, [swarm.weights[n] * sum(weights[n]) / len(weights[n]) for n in names],
+                                    "step kind")
+            return choices.weighted(by_name[name], weights[name], "step"), False
         name = choices.weighted(names, [self.profile.weights[n] for n in names], "step kind")
         options = by_name[name]
         if name == "crash":

@@ -18,7 +18,7 @@ least ``floor(refusals * steps)``): the implementation must refuse them too.
 from __future__ import annotations
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from isrcheck.model.alphabet import FIELDS, MAX_REPLICAS, STEPS, is_step
 
@@ -27,6 +27,7 @@ from isrcheck.conformance.core.schedule import PROTOCOLS, Schedule, ScheduleConf
 from isrcheck.conformance.generators.loop import DrawnChoices, StepGenerator
 from isrcheck.conformance.generators.profiles import profile_of
 from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS, RefusalQuota
+from isrcheck.conformance.generators.swarm import draw_swarm
 
 
 def _field_values(name: str, replicas: int) -> st.SearchStrategy:
@@ -107,7 +108,11 @@ class LockstepMachine(RuleBasedStateMachine):
     rules per kind ignore the profile's weights. Measured on hw-truncation's loss under the
     default profile (300 examples of 150 steps, seeds 1 to 3): a rule per kind, offered as many
     times as its weight, found it in none of the three; the weighted draw in all three, after 17,
-    62 and 123 examples."""
+    62 and 123 examples.
+
+    With ``swarm`` (the default), each example first draws its swarm (``generators.swarm``): the
+    share of the profile's step and fault kinds it keeps, and their weights. Hypothesis shrinks
+    the swarm too, towards keeping every kind at its profile weight."""
 
     protocol = "kip-320"
     config = ScheduleConfig()
@@ -115,6 +120,7 @@ class LockstepMachine(RuleBasedStateMachine):
     impl = True
     refusals = DEFAULT_REFUSALS
     sut = None  # the system under test (see Lockstep: None is the in-process simulation)
+    swarm = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -128,6 +134,13 @@ class LockstepMachine(RuleBasedStateMachine):
         if self._runnable is None:
             self._runnable = self.generator.options() if self.run.outcome is None else {}
         return self._runnable
+
+    @initialize(data=st.data())
+    def choose_swarm(self, data) -> None:
+        """The example's swarm, drawn before its first step (none when ``swarm`` is off)."""
+        if self.swarm:
+            self.generator.swarm = draw_swarm(DrawnChoices(data.draw), self.profile, self.config.replicas)
+            self._runnable = None
 
     @precondition(lambda self: bool(self.runnable()))
     @rule(data=st.data())
@@ -168,9 +181,9 @@ class LockstepMachine(RuleBasedStateMachine):
 
 def lockstep_machine(protocol: str = "kip-320", config: dict | ScheduleConfig | None = None,
                      faults="default", impl: bool = True,
-                     refusals: float = DEFAULT_REFUSALS, sut=None) -> type[LockstepMachine]:
+                     refusals: float = DEFAULT_REFUSALS, sut=None, swarm: bool = True) -> type[LockstepMachine]:
     """A LockstepMachine subclass for one protocol, config, fault profile and share of refused steps,
-    run on ``sut`` (see ``Lockstep``)."""
+    run on ``sut`` (see ``Lockstep``), with swarm testing unless ``swarm`` is False."""
     RefusalQuota(refusals)  # checks the share
     profile = profile_of(faults)
     if not isinstance(config, ScheduleConfig):
@@ -178,4 +191,4 @@ def lockstep_machine(protocol: str = "kip-320", config: dict | ScheduleConfig | 
     Schedule(protocol, config).with_protocol(protocol)  # validates the protocol name
     name = f"Lockstep_{protocol.replace('-', '_')}_{profile.name}"
     return type(name, (LockstepMachine,), {"protocol": protocol, "config": config, "faults": profile,
-                                           "impl": impl, "refusals": refusals, "sut": sut})
+                                           "impl": impl, "refusals": refusals, "sut": sut, "swarm": swarm})

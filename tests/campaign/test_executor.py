@@ -7,6 +7,8 @@ from isrcheck.conformance import random_walk, shrink
 from isrcheck.conformance.engines.campaign.executor import TaskSpec, run_range, run_seed
 from isrcheck.conformance.engines.campaign.harness import Harness, load_harness
 from isrcheck.conformance.engines.campaign.store import CampaignStore
+from isrcheck.conformance.generators.profiles import FAULT_PROFILES
+from isrcheck.conformance.generators.swarm import seeded_swarm
 
 
 def _spec(tmp_path, protocol="kip-320", harness=None):
@@ -22,8 +24,10 @@ def test_a_range_becomes_one_parquet_file_then_a_marker(tmp_path):
     assert report["rows"] == 6 and report["failures"] == 0
     rows = pq.read_table(store.part_path(10, 16)).to_pylist()
     assert [r["seed"] for r in rows] == list(range(10, 16))
-    for row in rows:
-        schedule, verdict = random_walk(row["seed"], "kip-320", 20, faults="none")
+    for row in rows:  # each the seed's swarm walk, its swarm in the row
+        schedule, verdict = random_walk(row["seed"], "kip-320", 20, faults="none", swarm=True)
+        assert json.loads(row["swarm"]) == seeded_swarm(row["seed"], FAULT_PROFILES["none"], 3).to_json()
+        assert row["swarm_features"] and "produce" in row["swarm_features"]
         assert (row["verdict"], row["trace_hash"]) == (verdict.kind, verdict.trace_hash)
         assert row["steps"] == len(schedule.steps) and row["coverage"] == sorted(verdict.coverage)
     assert [(c.lo, c.hi, c.rows) for c in store.completed()] == [(10, 16, 6)]

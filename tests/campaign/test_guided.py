@@ -2,14 +2,18 @@
 reproducible, resumable, and within the fault budget (kip-320 passes)."""
 import json
 import random
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from isrcheck.conformance import random_walk
+from isrcheck.conformance import load_schedule, random_walk
+from isrcheck.conformance.core.lockstep import DIVERGENCE_RUNGS, Lockstep, divergence_rungs
 from isrcheck.conformance.engines.campaign import CampaignParams
-from isrcheck.conformance.engines.campaign.guided import FAULTS, Mutants, mutate, run_guided
+from isrcheck.conformance.engines.campaign.guided import FAULTS, Corpus, Mutants, mutate, run_guided
 from isrcheck.conformance.cli.main import main
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "specs" / "scenarios"
 
 
 def _rows(out):
@@ -57,3 +61,49 @@ def test_guided_bad_rounds_exit_2(tmp_path, capsys):
     assert main(["fuzz", "--protocol", "kip-320", "--schedules", "5", "--guided", "--rounds", "0",
                  "--out", str(tmp_path / "g")]) == 2
     assert "--rounds" in capsys.readouterr().err
+
+
+def test_divergence_rungs_climb_along_kip_279s_divergence_and_the_verdict_names_every_property():
+    # KIP-320's scenario on kip-279: a follower that missed three LeaderAndIsr keeps fetching from
+    # the broker it knows, which leads again with another record at the follower's offset
+    schedule = load_schedule(SCENARIOS / "kip320-stale-fetch.json").with_protocol("kip-279")
+    run = Lockstep("kip-279", schedule.config, impl=False)
+    climbed = []
+    for step in schedule.steps:
+        verdict = run.step(step)
+        rungs = divergence_rungs(run.state)
+        if rungs and (not climbed or rungs[-1] != climbed[-1]):
+            climbed.append(rungs[-1])
+        if verdict is not None:
+            break
+    assert climbed[-1] == "d:committed" and climbed[0] == "d:stale"
+    assert set(climbed) == set(DIVERGENCE_RUNGS)
+    # WeakIsr and StrongIsr fail at the same step: the verdict names one and lists the other
+    assert (verdict.property, verdict.also) == ("WeakIsr", ("StrongIsr",))
+    assert "StrongIsr" in verdict.to_json()["also"]
+    # on kip-320 the stale fetch is fenced: no rung past d:returns, no violation
+    clean = Lockstep("kip-320", schedule.config, impl=False)
+    assert all(clean.step(step) is None for step in schedule.steps)
+
+
+def test_parents_weigh_by_their_rarest_item_and_their_divergence_rungs():
+    corpus = Corpus()
+    corpus.add(0, ["s:a", "x"], {"steps": []})
+    corpus.add(1, ["s:a", "y"], {"steps": []})
+    corpus.add(2, ["s:a", "y", "z", "d:stale", "d:diverged"], {"steps": []})
+    corpus.add(3, ["s:a", "x"], {"steps": []})  # nothing new: not a parent
+    assert [seed for seed, _ in corpus.parents] == [0, 1, 2]
+    # x reached twice, y twice, z once; two rungs weigh 4 * 4
+    assert corpus.weights() == (0.5, 0.5, 16.0)
+    assert corpus.mutants().weights == corpus.weights()
+
+
+def test_a_delay_mutation_moves_a_delivery_later():
+    steps = [{"step": "deliver_leader_and_isr", "replica": 1, "index": 0}, {"step": "tick"}, {"step": "tick"}]
+    parents = [(0, {"steps": steps})]
+    moved = set()
+    for seed in range(60):
+        child, _ = mutate(random.Random(seed), parents, 3, 10)
+        if sorted(map(json.dumps, child)) == sorted(map(json.dumps, steps)) and child != steps:
+            moved.add(child.index(steps[0]))
+    assert moved and min(moved) > 0

@@ -9,14 +9,14 @@ from isrcheck.conformance import Schedule, random_walk, run_schedule
 PROGRAM = """
 import json, sys
 from isrcheck.conformance import random_walk
-schedule, verdict = random_walk(7, "kip-320", 120, "default")
+schedule, verdict = random_walk(7, "kip-320", 120, "default", swarm=sys.argv[1] == "swarm")
 print(json.dumps({"schedule": schedule.to_json(), "verdict": verdict.to_json()}, sort_keys=True))
 """
 
 
-def _walk_in_subprocess(hash_seed: str) -> dict:
+def _walk_in_subprocess(hash_seed: str, swarm: str = "uniform") -> dict:
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-    proc = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", PROGRAM, swarm], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -27,6 +27,15 @@ def test_walks_are_identical_across_processes_and_hash_seeds():
     here_schedule, here_verdict = random_walk(7, "kip-320", 120, "default")
     assert first["verdict"]["trace_hash"] == here_verdict.trace_hash
     assert first["verdict"]["coverage"] == list(here_verdict.coverage)
+
+
+def test_swarm_walks_are_identical_across_processes_and_hash_seeds():
+    first, second = _walk_in_subprocess("1", "swarm"), _walk_in_subprocess("4242", "swarm")
+    assert first == second
+    assert first["schedule"]["steps"] != _walk_in_subprocess("1")["schedule"]["steps"]
+    schedule, verdict = random_walk(7, "kip-320", 120, "default", swarm=True)
+    assert first["verdict"]["trace_hash"] == verdict.trace_hash
+    assert "swarm" in first["schedule"]["description"]
 
 
 def test_a_walk_replays_to_the_same_verdict_without_its_seed():

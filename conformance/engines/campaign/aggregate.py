@@ -9,10 +9,11 @@ import json
 from dataclasses import dataclass, field
 
 
-# The harness's coverage items: "s:<shape>" abstract states, "<step>><step>" action pairs, and
-# "<output>:<error>" outcomes.
+# The harness's coverage items: "s:<shape>" abstract states, "<step>><step>" action pairs,
+# "d:<rung>" divergence rungs (core.lockstep.divergence_rungs) and "<output>:<error>" outcomes.
 STATE_PREFIX = "s:"
-COVERAGE_KINDS = ("abstract_states", "action_pairs", "outputs")
+RUNG_PREFIX = "d:"
+COVERAGE_KINDS = ("abstract_states", "action_pairs", "divergence_rungs", "outputs")
 
 
 @dataclass
@@ -31,6 +32,10 @@ class Aggregates:
     # per property: schedules that left its fault budget, and those that broke it outside the budget
     outside_budget: dict[str, int] = field(default_factory=dict)
     beyond_budget: dict[str, int] = field(default_factory=dict)
+    # property -> schedules that violated it (as the verdict's property or at the same step)
+    violated: dict[str, int] = field(default_factory=dict)
+    # swarm feature -> (schedules whose swarm kept it, failing ones among them)
+    swarm_features: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def spark_ddl(schema) -> str:
@@ -71,6 +76,9 @@ def aggregate(spark, partition_dir: str, lo: int, hi: int,
             agg.by_property[f"{r['verdict']}:{r['property']}"] = int(r["count"])
     agg.by_verdict = dict(sorted(agg.by_verdict.items()))
     agg.by_property = dict(sorted(agg.by_property.items()))
+    violations = df.where(F.col("verdict") == "violation").select(
+        F.explode(F.concat(F.array("property"), "also")).alias("p")).groupBy("p").count().collect()
+    agg.violated = {r["p"]: int(r["count"]) for r in sorted(violations, key=lambda r: r["p"])}
     for column in ("outside_budget", "beyond_budget"):
         counts = df.select(F.explode(column).alias("p")).groupBy("p").count().collect()
         setattr(agg, column, {r["p"]: int(r["count"]) for r in sorted(counts, key=lambda r: r["p"])})
@@ -81,7 +89,8 @@ def aggregate(spark, partition_dir: str, lo: int, hi: int,
     first_seen = (df.select("seed", F.explode("coverage").alias("item"))
                   .groupBy("item").agg(F.min("seed").alias("first"))
                   .withColumn("kind", F.when(item.startswith(STATE_PREFIX), "abstract_states")
-                              .when(item.contains(">"), "action_pairs").otherwise("outputs")))
+                              .when(item.contains(">"), "action_pairs")
+                              .when(item.startswith(RUNG_PREFIX), "divergence_rungs").otherwise("outputs")))
     new_items: dict[tuple[int, str], int] = {
         (int(r["bucket"]), r["kind"]): int(r["count"]) for r in
         first_seen.groupBy(F.floor((F.col("first") - lo) / width).alias("bucket"), "kind")
@@ -100,6 +109,11 @@ def aggregate(spark, partition_dir: str, lo: int, hi: int,
              .select("seed", F.split(item, ">").getItem(1).alias("step")).distinct())
     agg.schedules_with_step = {r["step"]: int(r["count"]) for r in
                                taken.groupBy("step").count().orderBy("step").collect()}
+
+    features = (df.select(F.explode("swarm_features").alias("feature"), (F.col("verdict") != "pass").alias("bad"))
+                .groupBy("feature").agg(F.count("*").alias("n"), F.sum(F.col("bad").cast("int")).alias("failing"))
+                .orderBy("feature").collect())
+    agg.swarm_features = {r["feature"]: (int(r["n"]), int(r["failing"] or 0)) for r in features}
 
     # One representative per distinct failure: the shortest shrunk schedule (then the smallest
     # seed), with how many seeds hit that failure.
@@ -124,3 +138,10 @@ def budget_counts(schedules: int, outside: dict, beyond: dict) -> dict:
     within its budget to the end, and in how many it broke outside it (no violation)."""
     return {p: {"checked_within": schedules - outside.get(p, 0), "outside": outside.get(p, 0),
                 "broken_outside": beyond.get(p, 0)} for p in sorted(set(outside) | set(beyond))}
+
+
+def swarm_summary(enabled: bool, features: dict) -> dict:
+    """Whether the campaign's walks were swarm walks, and per swarm feature how many schedules
+    kept it and how many of those failed (a feature kept by few failing schedules suppresses
+    the failure, in Groce et al.'s terms; one kept by all of them triggers it)."""
+    return {"enabled": enabled, "features": {f: {"schedules": n, "failing": bad} for f, (n, bad) in features.items()}}

@@ -47,6 +47,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--refusals", type=REFUSALS, default=DEFAULT_REFUSALS, metavar="SHARE",
                         help="share of each walk's steps drawn among those the model refuses, which the "
                              f"implementation must refuse too (default {DEFAULT_REFUSALS}; {REFUSALS.describe()})")
+    parser.add_argument("--no-swarm", dest="swarm", action="store_false",
+                        help="uniform random walks: every step and fault kind of the profile at its weight "
+                             "(default: swarm testing, each seed keeps its own subset of them with weights "
+                             "of its own, recorded in its row)")
     parser.add_argument("--guided", action="store_true",
                         help="coverage-guided: run in --rounds rounds, schedules that reached new coverage "
                              "become the parents of the next round's mutants")
@@ -65,7 +69,7 @@ def run(args) -> int:
         sut.close()  # the executors' workers run the schedules, each with its own
     params = CampaignParams(protocol=args.protocol, schedules=args.schedules, seed=args.seed,
                             steps=args.steps, faults=args.faults, shrink_budget_s=args.shrink_budget,
-                            sut=sut, refusals=args.refusals)
+                            sut=sut, refusals=args.refusals, swarm=args.swarm)
     out = _out(args)
     output_path(out, "--out", directory=True)
     console = Console(stderr=True)
@@ -103,6 +107,7 @@ def _run_guided(params, out: str, args, console: Console) -> int:
         for g in summary["coverage_growth"]:
             print(f"  round {g['round']}: {g['schedules']} schedules so far, {g['distinct_coverage']} coverage items "
                   f"({g['abstract_states']} abstract states), {g['new_parents']} new parents, {g['failing']} failing")
+        print_violated(summary, print)
         print_budgets(summary, print)
         for f in summary["failures"]:
             print(f"  {f['verdict']} {f['property'] or ''}: {out}/{f['file']} ({f['shrunk_steps']} steps)")
@@ -116,6 +121,14 @@ def _out(args) -> str:
 def kept_when_interrupted(args) -> str:
     """Ctrl-C keeps every seed range already written: the same command resumes after them."""
     return f"the completed seed ranges stay in {_out(args)}"
+
+
+def print_violated(summary: dict, say) -> None:
+    """Every property violated, with the schedules that broke it: a verdict names one property,
+    and the others that failed at the same step count too (WeakIsr and StrongIsr often do)."""
+    if summary.get("violated"):
+        say("  properties violated (named by the verdict or failing at the same step): " + ", ".join(
+            f"{p} in {n:,}" for p, n in summary["violated"].items()))
 
 
 def print_budgets(summary: dict, say) -> None:
@@ -135,7 +148,8 @@ def print_summary(summary: dict, out: str, console: Console) -> None:
     console.print(f"[bold]isrcheck fuzz[/] {summary['protocol']}: {summary['schedules']} schedules "
                   f"(seeds {summary['seed']}..{summary['seed'] + summary['schedules'] - 1}, "
                   f"{summary['steps']} steps, faults {summary['faults']}, "
-                  f"refused steps {summary.get('refusals', 0):.0%})")
+                  f"refused steps {summary.get('refusals', 0):.0%}, "
+                  f"{'swarm' if summary['swarm']['enabled'] else 'uniform'} walks)")
     console.print(f"  ran {run['executed']} now, {run['skipped_completed']} already done; "
                   f"{run['tasks']} tasks on {run['master']} (parallelism {run['parallelism']}); "
                   f"{run['schedules_per_s'] or '-'} schedules/s; wall {run['wall_time_s']:.1f} s")
@@ -143,7 +157,8 @@ def print_summary(summary: dict, out: str, console: Console) -> None:
     kinds = summary["coverage_by_kind"]
     console.print(f"  verdicts: {verdicts}; coverage: {kinds.get('abstract_states', 0)} abstract "
                   f"states, {kinds.get('action_pairs', 0)} action pairs, "
-                  f"{kinds.get('outputs', 0)} outcomes")
+                  f"{kinds.get('outputs', 0)} outcomes, {kinds.get('divergence_rungs', 0)} divergence rungs")
+    print_violated(summary, console.print)
     print_budgets(summary, console.print)
     if not summary["failures"]:
         console.print("  [green]no failure[/]")

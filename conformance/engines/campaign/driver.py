@@ -15,7 +15,7 @@ from isrcheck.conformance.vocabulary import SECONDS, SEED
 from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS, REFUSALS
 from isrcheck.conformance.core.schedule import PROTOCOLS
 from isrcheck.conformance.engines.campaign import plan
-from isrcheck.conformance.engines.campaign.aggregate import aggregate, budget_counts
+from isrcheck.conformance.engines.campaign.aggregate import aggregate, budget_counts, swarm_summary
 from isrcheck.conformance.engines.campaign.executor import TaskSpec, check_part, run_chunks
 from isrcheck.conformance.engines.campaign.failures import write_failures
 from isrcheck.conformance.engines.campaign.harness import Harness, load_harness
@@ -43,12 +43,13 @@ class CampaignParams:
     shrink_budget_s: float = 10.0
     sut: SutSpec | None = None     # --sut: the external system under test (None: in process)
     refusals: float = DEFAULT_REFUSALS  # share of each walk's steps that the model refuses
+    swarm: bool = True  # swarm testing (generators.swarm); False: --no-swarm, the uniform walk
 
     def identity(self) -> dict:
         """What the campaign directory holds: its rows, failures and summary are of these seeds
         under these settings, so a rerun must agree on all of them (and then resumes)."""
         ident = {"protocol": self.protocol, "seed": self.seed, "schedules": self.schedules,
-                 "steps": self.steps, "faults": self.faults, "refusals": self.refusals}
+                 "steps": self.steps, "faults": self.faults, "refusals": self.refusals, "swarm": self.swarm}
         return ident if self.sut is None else {**ident, "sut": self.sut.command}
 
     def validate(self) -> None:
@@ -118,7 +119,7 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
         chunks = plan.plan_tasks(requested, tasks, done)
         spec = TaskSpec(out=str(Path(out).resolve()), protocol=params.protocol, steps=params.steps,
                         faults=params.faults, shrink_budget_s=params.shrink_budget_s,
-                        harness=harness, sut=params.sut, refusals=params.refusals)
+                        harness=harness, sut=params.sut, refusals=params.refusals, swarm=params.swarm)
         job_start = time.perf_counter()
         ranges = _run_job(sc, spec, chunks, store, gaps, progress, console) if chunks else []
         job_seconds = time.perf_counter() - job_start
@@ -136,9 +137,9 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
     summary = {
         "protocol": params.protocol, "seed": params.seed, "schedules": params.schedules,
         "steps": params.steps, "faults": params.faults, "shrink_budget_s": params.shrink_budget_s,
-        "refusals": params.refusals,
+        "refusals": params.refusals, "swarm": swarm_summary(params.swarm, agg.swarm_features),
         "config_hashes": agg.config_hashes,
-        "by_verdict": agg.by_verdict, "by_property": agg.by_property,
+        "by_verdict": agg.by_verdict, "by_property": agg.by_property, "violated": agg.violated,
         "budgets": budget_counts(params.schedules, agg.outside_budget, agg.beyond_budget),
         "failing_schedules": failing, "distinct_failures": len(failures),
         "failures": [{k: f[k] for k in ("id", "verdict", "property", "seed", "seeds",

@@ -35,6 +35,7 @@ VERDICT_FIELDS = [
     ("trace_hash", pa.string()),
     ("beyond_budget", pa.list_(pa.string())),   # properties broken only outside their fault budget
     ("outside_budget", pa.list_(pa.string())),  # properties whose budget the run left (checked up to there)
+    ("also", pa.list_(pa.string())),  # the other properties violated at the same step
 ]
 FAILURE_FIELDS = [
     ("failure_id", pa.string()),
@@ -48,6 +49,8 @@ ROW_SCHEMA = pa.schema([
     ("steps", pa.int32()),
     *VERDICT_FIELDS,
     ("coverage", pa.list_(pa.string())),
+    ("swarm", pa.string()),                  # JSON: the seed's swarm (null: a uniform walk, --no-swarm)
+    ("swarm_features", pa.list_(pa.string())),  # what the swarm kept (generators.swarm.Swarm.features)
     *FAILURE_FIELDS,
 ])
 
@@ -64,6 +67,7 @@ class TaskSpec:
     harness: Harness | None = None  # None: the shipped isrcheck.conformance
     sut: SutSpec | None = None      # --sut (None: in process): one process per worker, kept for its schedules
     refusals: float = DEFAULT_REFUSALS  # share of each walk's steps that the model refuses
+    swarm: bool = True  # each walk keeps to its seed's swarm (generators.swarm); False: --no-swarm
 
 
 def short_hash(text: str) -> str:
@@ -92,7 +96,8 @@ def run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
     try:
         return _run_seed(spec, harness, seed)
     except Exception as exc:  # noqa: BLE001 - recorded in the row, replayable by seed
-        return {"seed": seed, "config_hash": "", "steps": 0, "coverage": [], **error_columns({"seed": seed}, exc)}
+        return {"seed": seed, "config_hash": "", "steps": 0, "coverage": [], **swarm_columns(spec, seed),
+                **error_columns({"seed": seed}, exc)}
 
 
 def error_columns(where: dict, exc: Exception) -> dict:
@@ -100,7 +105,7 @@ def error_columns(where: dict, exc: Exception) -> dict:
     detail = canonical({**where, "error": f"{type(exc).__name__}: {exc}",
                         "traceback": traceback.format_exc(limit=20)})
     return {"verdict": "error", "property": type(exc).__name__, "first_bad_step": None, "duration_ms": 0.0,
-            "trace_hash": "", "beyond_budget": [], "outside_budget": [],
+            "trace_hash": "", "beyond_budget": [], "outside_budget": [], "also": [],
             "failure_id": f"error-{type(exc).__name__}", "shrunk_steps": None, "shrink_ms": None, "failure": detail}
 
 
@@ -109,7 +114,8 @@ def verdict_columns(verdict, duration_ms: float) -> dict:
     return {"verdict": verdict.kind, "property": verdict.property, "first_bad_step": verdict.step,
             "duration_ms": duration_ms, "trace_hash": verdict.trace_hash,
             "beyond_budget": [p for p, _step, _why in getattr(verdict, "beyond_budget", ())],
-            "outside_budget": list(getattr(verdict, "outside_budget", ()))}
+            "outside_budget": list(getattr(verdict, "outside_budget", ())),
+            "also": list(getattr(verdict, "also", ()))}
 
 
 def failure_columns(shrink, schedule, verdict, budget_s: float, sut: SutSpec | None) -> dict:
@@ -138,11 +144,26 @@ def write_part(out: str, protocol: str, lo: int, hi: int, rows: list[dict], sche
     return failures
 
 
+def swarm_columns(spec: TaskSpec, seed: int) -> dict:
+    """The row's swarm columns: the seed's swarm and what it kept, or nulls without one."""
+    if not spec.swarm:
+        return {"swarm": None, "swarm_features": []}
+    from isrcheck.conformance.core.schedule import load_config
+    from isrcheck.conformance.generators.profiles import profile_of
+    from isrcheck.conformance.generators.swarm import seeded_swarm
+
+    profile = profile_of(spec.faults)
+    swarm = seeded_swarm(seed, profile, load_config(dict(profile.config)).replicas)
+    return {"swarm": canonical(swarm.to_json()), "swarm_features": swarm.features()}
+
+
 def _run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
-    """The harness's random walk for ``seed``; a failure is shrunk on the spot."""
+    """The harness's random walk for ``seed`` (its swarm walk unless the spec says no swarm); a
+    failure is shrunk on the spot."""
     started = time.perf_counter()
+    swarm = {"swarm": True} if spec.swarm else {}  # a harness of its own need not know swarms
     schedule, verdict = harness.random_walk(seed, spec.protocol, spec.steps, faults=spec.faults,
-                                            config=None, refusals=spec.refusals, sut=spec.sut)
+                                            config=None, refusals=spec.refusals, sut=spec.sut, **swarm)
     duration_ms = (time.perf_counter() - started) * 1000.0
     sched = as_json_obj(schedule)
     row = {
@@ -151,6 +172,7 @@ def _run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
         "steps": len(sched.get("steps", ())),
         **verdict_columns(verdict, duration_ms),
         "coverage": sorted(verdict.coverage or ()),
+        **swarm_columns(spec, seed),
         "failure_id": None, "shrunk_steps": None, "shrink_ms": None, "failure": None,
     }
     if verdict.kind != "pass":

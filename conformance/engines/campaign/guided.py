@@ -3,16 +3,22 @@ schedules of a round that reached coverage no earlier schedule had (an abstract-
 step pair, an outcome: the ``coverage`` column) become the parents of the next round's
 schedules, each a mutation of one or two parents.
 
-Round 0 is the unguided campaign's random walks on its first seeds. The parents are a corpus kept
-for good, as AFL's queue: every schedule that reached something new stays a parent in the rounds
-after it. A later round's seed is, one time in ``1 / FRESH`` (drawn from the seed), a random walk
-as in round 0, so the campaign keeps exploring where no parent leads; otherwise it picks, with its
-own ``random.Random(seed)``, one or two mutations among: splice two parents (a prefix of
-one and a suffix of the other), insert a fault step (crash, fence, rejoin, restart, lost disk,
-dropped message, clock tick, election) at a random place, remove a fault step, change a step's
-replica. A mutant that leaves the fault profile's budget (``walk.within_budget``) is drawn again
-(a few times, then the parent is run as it is), so every finding is one the profile allows. Steps
-a mutation makes impossible are refused by both sides: refusal conformance for free.
+Round 0 is the unguided campaign's random walks on its first seeds (swarm walks unless
+``--no-swarm``). The parents are a corpus kept for good, as AFL's queue: every schedule that
+reached something new stays a parent in the rounds after it. Parents are drawn with weights, as
+AFLFast and FairFuzz give energy to rare paths: a parent weighs 1 / (the number of schedules that
+reached its rarest coverage item), so the schedules that alone reached a deep state (the
+divergence rungs of ``core.lockstep.divergence_rungs``, say) are mutated most. A later round's
+seed is, one time in ``1 / FRESH`` (drawn from the seed), a random walk as in round 0, so the
+campaign keeps exploring where no parent leads; otherwise it picks, with its own
+``random.Random(seed)``, one or two mutations among: splice two parents (a prefix of one and a
+suffix of the other), insert a fault step (crash, fence, rejoin, restart, lost disk, dropped
+message, clock tick, election) at a random place, remove a fault step, change a step's replica,
+delay a delivery (move a LeaderAndIsr, Fetch or AlterPartition delivery later: the message
+delays of a congested network, which keep a broker on a stale leader epoch). A mutant that
+leaves the fault profile's budget (``walk.within_budget``) is drawn again (a few times, then the
+parent is run as it is), so every finding is one the profile allows. Steps a mutation makes
+impossible are refused by both sides: refusal conformance for free.
 
 Each round is a campaign directory of its own (``round-<r>/`` under ``--out``, the store and
 ledger of unguided campaigns, rows with the schedule they ran), so a killed run resumes within
@@ -37,7 +43,7 @@ from isrcheck.model.alphabet import step_kinds
 from isrcheck.conformance.core.lockstep import run_schedule
 from isrcheck.conformance.core.schedule import Schedule
 from isrcheck.conformance.engines.campaign import plan as ranges
-from isrcheck.conformance.engines.campaign.aggregate import budget_counts
+from isrcheck.conformance.engines.campaign.aggregate import budget_counts, swarm_summary
 from isrcheck.conformance.engines.campaign.executor import ROW_SCHEMA, TaskSpec, run_seed, write_part
 from isrcheck.conformance.engines.campaign.failures import write_failures
 from isrcheck.conformance.engines.campaign.harness import Harness, canonical, load_harness
@@ -46,24 +52,36 @@ from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_wr
 
 GUIDED_SCHEMA = pa.schema(list(ROW_SCHEMA) + [
     ("round", pa.int32()), ("parents", pa.list_(pa.int64())), ("schedule", pa.string())])
+RUNG_ENERGY = 4.0  # a parent's weight grows fourfold per divergence rung it reached
 FRESH = 0.25  # share of a guided round's seeds that run a fresh random walk instead of a mutant
 FAULTS = ("crash", "fence", "rejoin", "restart", "lose_disk", "drop", "tick", "elect")
-MUTATIONS = ("splice", "insert_fault", "remove_fault", "change_replica")
+MUTATIONS = ("splice", "insert_fault", "remove_fault", "change_replica", "delay")
+DELIVERIES = ("deliver_leader_and_isr", "handle_fetch", "handle_fetch_response", "handle_alter_partition",
+              "handle_alter_partition_response")
 
 
-def mutate(rng: random.Random, parents: list[tuple[int, dict]], replicas: int, max_steps: int) -> tuple[list[dict], list[int]]:
-    """A child of ``parents`` ((seed, schedule JSON) pairs): its steps and its parents' seeds."""
-    a_seed, a = parents[rng.randrange(len(parents))]
+def mutate(rng: random.Random, parents: list[tuple[int, dict]], replicas: int, max_steps: int,
+           weights: list[float] | None = None) -> tuple[list[dict], list[int]]:
+    """A child of ``parents`` ((seed, schedule JSON) pairs, drawn by ``weights``, uniformly when
+    None): its steps and its parents' seeds."""
+    def pick():
+        return parents[rng.choices(range(len(parents)), weights)[0] if weights else rng.randrange(len(parents))]
+
+    a_seed, a = pick()
     steps, used = list(a["steps"]), [a_seed]
     for _ in range(rng.randint(1, 2)):
         how = MUTATIONS[rng.randrange(len(MUTATIONS))]
         faults = [i for i, st in enumerate(steps) if st["step"] in FAULTS]
         with_replica = [i for i, st in enumerate(steps) if "replica" in st and replicas > 1]
-        if how == "splice" and len(parents) > 1:
-            b_seed, b = parents[rng.randrange(len(parents))]
+        deliveries = [i for i, st in enumerate(steps) if st["step"] in DELIVERIES]
+        if how == "delay" and deliveries:
+            i = deliveries[rng.randrange(len(deliveries))]
+            steps.insert(rng.randint(i + 1, len(steps)), steps.pop(i))
+        elif how == "splice" and len(parents) > 1:
+            b_seed, b = pick()
             steps = steps[:rng.randint(0, len(steps))] + list(b["steps"])[rng.randint(0, len(b["steps"])):]
             used.append(b_seed)
-        elif how == "insert_fault" or (how == "remove_fault" and not faults) or not with_replica:
+        elif how in ("insert_fault", "delay") or (how == "remove_fault" and not faults) or not with_replica:
             options = [st.to_json() for kind, kind_steps in step_kinds(replicas) if kind.name in FAULTS
                        for st in (kind_steps or ())]
             options += [{"step": "drop", "message": m, "replica": r, "index": 0}
@@ -81,22 +99,33 @@ def mutate(rng: random.Random, parents: list[tuple[int, dict]], replicas: int, m
 @dataclass
 class Corpus:
     """The parents of the next round: each schedule that reached coverage (an item of its row's
-    ``coverage``) no schedule before it had, kept for good."""
+    ``coverage``) no schedule before it had, kept for good; and how many schedules reached each
+    item, which weighs the parents."""
 
     seen: set = field(default_factory=set)
     parents: list = field(default_factory=list)  # [(seed, schedule JSON)], in the order found
+    hits: Counter = field(default_factory=Counter)  # coverage item -> schedules that reached it
+    covered: list = field(default_factory=list)  # each parent's coverage, in the order of ``parents``
 
     def add(self, seed: int, coverage, schedule: dict | None) -> bool:
         """Keep ``schedule`` as a parent if ``coverage`` holds something new; say whether it did."""
+        self.hits.update(coverage)
         fresh = [c for c in coverage if c not in self.seen]
         self.seen.update(fresh)
         if fresh and schedule is not None:
             self.parents.append((seed, schedule))
+            self.covered.append(tuple(coverage))
             return True
         return False
 
+    def weights(self) -> tuple[float, ...]:
+        """Each parent's weight: 1 / the number of schedules that reached its rarest item, times
+        ``RUNG_ENERGY`` per divergence rung it reached (``core.lockstep.divergence_rungs``)."""
+        return tuple(RUNG_ENERGY ** sum(c.startswith("d:") for c in cov) / min((self.hits[c] for c in cov), default=1)
+                     for cov in self.covered)
+
     def mutants(self) -> "Mutants | None":
-        return Mutants(tuple(self.parents)) if self.parents else None
+        return Mutants(tuple(self.parents), self.weights()) if self.parents else None
 
 
 @dataclass(frozen=True)
@@ -104,6 +133,7 @@ class Mutants:
     """The schedules of a round after the first: for each seed, a mutant of the round's parents."""
 
     parents: tuple  # ((seed, schedule JSON), ...)
+    weights: tuple | None = None  # per parent (None: uniform)
     tries: int = 8
 
     @staticmethod
@@ -118,7 +148,8 @@ class Mutants:
         rng = random.Random(seed)
         first = Schedule.from_json(self.parents[0][1])
         for _ in range(self.tries):
-            child, used = mutate(rng, list(self.parents), first.config.replicas, steps)
+            child, used = mutate(rng, list(self.parents), first.config.replicas, steps,
+                                 list(self.weights) if self.weights else None)
             schedule = Schedule(protocol, first.config, tuple(child), name=f"guided-{protocol}-{seed}",
                                 description=f"isrcheck fuzz --guided, seed {seed}, parents {used}")
             if within_budget(schedule, faults):
@@ -139,10 +170,11 @@ def run_guided_range(spec: TaskSpec, round_: int, mutants: Mutants | None, lo: i
     for seed in range(lo, hi):
         kept: dict = {}
 
-        def walk(seed, protocol, steps, faults="default", config=None, refusals=spec.refusals, sut=None):
+        def walk(seed, protocol, steps, faults="default", config=None, refusals=spec.refusals, sut=None,
+                 swarm=False):
             if mutants is None or mutants.explores(seed):
                 schedule, verdict = base.random_walk(seed, protocol, steps, faults=faults, config=config,
-                                                     refusals=refusals, sut=sut)
+                                                     refusals=refusals, sut=sut, swarm=swarm)
                 used = []
             else:
                 schedule, used = mutants.child(seed, protocol, steps, faults)
@@ -151,6 +183,8 @@ def run_guided_range(spec: TaskSpec, round_: int, mutants: Mutants | None, lo: i
             return schedule, verdict
 
         row = run_seed(spec, Harness(walk, base.shrink, base.fault_profiles), seed)
+        if kept.get("parents"):  # a mutant: no swarm of its own
+            row.update(swarm=None, swarm_features=[])
         row.update({"round": round_, "parents": kept.get("parents", []),
                     "schedule": canonical(kept["schedule"]) if kept else None})
         rows.append(row)
@@ -198,7 +232,7 @@ def run_guided(params, out: str | Path, rounds: int, *, master: str | None = Non
             mutants = corpus.mutants()
             spec = TaskSpec(out=str(store.root.resolve()), protocol=params.protocol, steps=params.steps,
                             faults=params.faults, shrink_budget_s=params.shrink_budget_s, sut=params.sut,
-                            refusals=params.refusals)
+                            refusals=params.refusals, swarm=params.swarm)
             done = [(c.lo, c.hi) for c in store.completed()]
             chunks = ranges.plan_tasks((lo, hi), ranges.default_tasks(hi - lo, sc.defaultParallelism, 50), done)
             if chunks:
@@ -223,8 +257,16 @@ def run_guided(params, out: str | Path, rounds: int, *, master: str | None = Non
                                                               "trace_hash")},
                                          "seeds": counts[row["failure_id"]], "failure": json.loads(row["failure"])}
     failures = write_failures(top, list(firsts.values()))
+    features: dict = {}
+    for row in all_rows:
+        for f in row["swarm_features"]:
+            n, bad = features.get(f, (0, 0))
+            features[f] = (n + 1, bad + (row["verdict"] != "pass"))
     summary = {**params.identity(), "guided": True, "rounds": rounds, "shrink_budget_s": params.shrink_budget_s,
+               "swarm": swarm_summary(params.swarm, dict(sorted(features.items()))),
                "by_verdict": dict(sorted(Counter(row["verdict"] for row in all_rows).items())),
+               "violated": dict(sorted(Counter(p for row in all_rows if row["verdict"] == "violation"
+                                               for p in [row["property"], *row["also"]]).items())),
                "budgets": budget_counts(len(all_rows), Counter(p for row in all_rows for p in row["outside_budget"]),
                                         Counter(p for row in all_rows for p in row["beyond_budget"])),
                "failing_schedules": sum(row["verdict"] != "pass" for row in all_rows),

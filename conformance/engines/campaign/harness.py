@@ -12,7 +12,7 @@ class HarnessUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class Harness:
-    """``random_walk(seed, protocol, steps, faults=..., config=None, refusals=..., sut=...) -> (Schedule, Verdict)``
+    """``random_walk(seed, protocol, steps, faults=..., config=None, refusals=..., sut=...[, swarm=True]) -> (Schedule, Verdict)``
     and ``shrink(schedule, verdict, time_budget_s=..., sut=...) -> (Schedule, Verdict)``; ``sut`` is the
     campaign's system under test (a ``core.sut_spec.SutSpec``, or None for the in-process simulation)."""
 

@@ -1,0 +1,73 @@
+"""Swarm testing: each seed's own share of the fault profile, reproducible, recorded, and kept to."""
+import json
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from isrcheck.conformance import random_walk
+from isrcheck.conformance.core.lockstep import Lockstep
+from isrcheck.model.alphabet import Step
+from isrcheck.model.budget import FaultBudget
+from isrcheck.conformance.generators.profiles import FAULT_PROFILES
+from isrcheck.conformance.generators.strategies import lockstep_machine
+from isrcheck.conformance.generators.swarm import CORE, seeded_swarm
+
+DEFAULT = FAULT_PROFILES["default"]
+
+
+def test_a_seed_draws_the_same_swarm_every_time_and_seeds_differ():
+    swarms = [seeded_swarm(seed, DEFAULT, 3) for seed in range(40)]
+    assert [s.to_json() for s in swarms] == [seeded_swarm(seed, DEFAULT, 3).to_json() for seed in range(40)]
+    assert len({json.dumps(s.to_json(), sort_keys=True) for s in swarms}) == 40
+    # every core kind always in; every other kind of the profile left out by some seeds, kept by others
+    kept = Counter(k for s in swarms for k, w in s.weights.items() if w > 0)
+    assert all(kept[k] == 40 for k in CORE)
+    optional = [k for k, w in DEFAULT.weights.items() if w > 0 and k not in CORE]
+    assert optional and all(0 < kept[k] < 40 for k in optional)
+    assert any(not s.weights["crash"] for s in swarms) and any(s.slow for s in swarms)
+    assert any(s.partial_fetches for s in swarms) and any(not s.partial_fetches for s in swarms)
+
+
+def test_a_swarm_walk_takes_only_what_its_swarm_kept():
+    left_out = 0
+    for seed in range(12):
+        swarm = seeded_swarm(seed, DEFAULT, 3)
+        schedule, _ = random_walk(seed, "kip-320", 60, swarm=True, impl=False, refusals=0.0)
+        run = Lockstep("kip-320", schedule.config, impl=False)
+        budget = FaultBudget(run.cfg, run.protocol, DEFAULT.spare_known_gaps)
+        for raw in schedule.steps:
+            step = Step.from_json(raw)
+            if swarm.weights[step.name] == 0 or swarm.weight(step) == 0:
+                # left out by the swarm: taken only where it keeps nothing the profile may take
+                left_out += 1
+                kept = [s for s in run.enabled_steps() if budget.allows(run.state, s)
+                        and swarm.weights.get(s.name, 0) > 0 and swarm.weight(s) > 0]
+                assert kept == [], (seed, raw, kept)
+            before = run.state
+            assert run.step(step) is None
+            budget.took(before, step)
+    assert left_out  # the fallback was exercised
+
+
+def test_without_swarm_the_walk_is_the_uniform_one():
+    uniform = random_walk(5, "kip-320", 60, impl=False)
+    assert random_walk(5, "kip-320", 60, swarm=False, impl=False) == uniform
+    swarmed = random_walk(5, "kip-320", 60, swarm=True, impl=False)
+    assert swarmed[0].steps != uniform[0].steps and "swarm" in swarmed[0].description
+
+
+def test_a_swarm_never_ends_a_run_the_profile_would_go_on_with():
+    # steps the swarm leaves no room for are taken under the profile: every walk runs its length
+    for seed in range(20):
+        schedule, verdict = random_walk(seed, "kip-279", 80, swarm=True, impl=False)
+        assert len(schedule.steps) == 80 or verdict.kind != "pass"
+
+
+@pytest.mark.parametrize("swarm", [True, False])
+def test_the_hypothesis_machine_runs_with_and_without_swarm(swarm):
+    machine = lockstep_machine("kip-320", faults="default", swarm=swarm)
+    run_state_machine_as_test(machine, settings=settings(
+        max_examples=5, stateful_step_count=30, deadline=None, database=None,
+        suppress_health_check=list(HealthCheck)))
