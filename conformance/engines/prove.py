@@ -223,6 +223,9 @@ def _report_invariant(args, result, head: str) -> None:
         print(f"  {c.conjunct} does not hold after {where} from: {c.state}")
     for line in result.unknown:
         print(f"  unknown (timeout) for the transition {line}")
+    if result.timed_out:
+        print(f"{len(result.timed_out)} candidates dropped because the solver did not decide them within --timeout "
+              f"(sound: only what is proved is kept), e.g. {result.timed_out[0]}")
     for t, ok in sorted(result.targets.items()):
         if ok:
             print(f"{t}: implied by the inductive invariant")

@@ -80,7 +80,8 @@ class InvariantResult:
     ctis: dict[str, Cti] = field(default_factory=dict)
     inductive: bool = True
     broken: list[Cti] = field(default_factory=list)  # --check-invariant: what breaks the saved conjunction
-    unknown: list[str] = field(default_factory=list)  # transitions whose query ran out of time
+    unknown: list[str] = field(default_factory=list)  # --check-invariant: transitions whose query ran out of time
+    timed_out: list[str] = field(default_factory=list)  # Houdini: candidates dropped as undecided in time
     # candidates, after_filter, filter_states, rounds, queries, max_query_seconds, filter_seconds, seconds
     figures: dict = field(default_factory=dict)
 
@@ -92,7 +93,7 @@ class InvariantResult:
         return {"protocol": self.config.protocol, "inductive": self.inductive and not self.unknown,
                 "targets": {t: ("implied" if ok else "not implied") for t, ok in self.targets.items()},
                 "ctis": {t: c.to_json() for t, c in sorted(self.ctis.items())},
-                "broken": [c.to_json() for c in self.broken], "unknown": self.unknown,
+                "broken": [c.to_json() for c in self.broken], "unknown": self.unknown, "timed_out": self.timed_out,
                 "bounds": bounds_json(self.bounds), "unbounded": UNBOUNDED,
                 "figures": {**self.figures, "conjuncts": len(self.conjuncts)},
                 "conjuncts": [{"name": c.name, "formula": c.formula} for c in self.conjuncts]}
@@ -144,13 +145,13 @@ class OneStep:
         solver.set("timeout", self.timeout_ms)
         return solver
 
-    def query(self, alive: list[Candidate], j: int):
+    def query(self, alive: list[Candidate], j: int, goal: list[Candidate] | None = None):
         """A model stepping by transition ``j`` from a state satisfying ``alive`` to one violating
-        some of it; None if there is none; "unknown" on timeout."""
+        some of ``goal`` (default: ``alive``); None if there is none; "unknown" on timeout."""
         t = self.moves[j]
         solver = self._solver()
         solver.add(self.wellformed, t.enabled, t.fits, t.room, *(self._pre(c) for c in alive))
-        solver.add(z3.Or([z3.Not(self._post(c, j)) for c in alive]))
+        solver.add(z3.Or([z3.Not(self._post(c, j)) for c in (alive if goal is None else goal)]))
         start = time.process_time()
         verdict = solver.check()
         took = time.process_time() - start
@@ -226,11 +227,13 @@ def houdini(config: ModelConfig, scope: Scope, targets: Iterable[str] = TARGETS,
         rounds += 1
         for j in range(len(step.moves)):
             while True:
-                model = step.query(alive, j)
+                model, slow = _refute(step, alive, j)
+                if slow:  # not shown preserved within the time limit: dropped, which keeps the result sound
+                    names = {c.name for c in slow}
+                    unknown += [f"{c.name} under {' '.join(json.dumps(st) for st in step.steps(j))}" for c in slow]
+                    alive = [c for c in alive if c.name not in names]
+                    changed = True
                 if model is None:
-                    break
-                if model == "unknown":
-                    unknown.append(" ".join(json.dumps(st) for st in step.steps(j)))
                     break
                 gone = step.falsified(model, alive, j)
                 pre = None
@@ -242,14 +245,32 @@ def houdini(config: ModelConfig, scope: Scope, targets: Iterable[str] = TARGETS,
                 alive = [c for c in alive if c.name not in names]
                 changed = True
         say(f"round {rounds}: {len(alive)} conjuncts left ({time.perf_counter() - start:.1f} s)")
-        if unknown:
-            break
-    result = InvariantResult(config, scope, b, alive, {}, unknown=sorted(set(unknown)))
+    result = InvariantResult(config, scope, b, alive, {}, timed_out=unknown)
     _judge_targets(result, step, targets, ctis, explore_filter)
     result.figures = {"candidates": len(cands), "after_filter": len(cands) - len(failed), "filter_states": seen,
                       "rounds": rounds, **step.figures(), "filter_seconds": round(filter_s, 3),
                       "seconds": round(time.perf_counter() - start, 3)}
     return result
+
+
+def _refute(step: OneStep, alive: list[Candidate], j: int) -> tuple[object, list[Candidate]]:
+    """A CTI for transition ``j`` (a model), or None; and the candidates whose preservation the
+    solver could not decide in time: a query that times out is split in halves of the candidates
+    asked about (the premise stays the whole conjunction) down to single candidates."""
+    stack, slow = [alive], []
+    while stack:
+        goal = stack.pop()
+        model = step.query(alive, j, goal)
+        if model is None:
+            continue
+        if model == "unknown":
+            if len(goal) == 1:
+                slow.append(goal[0])
+            else:
+                stack += [goal[len(goal) // 2:], goal[:len(goal) // 2]]
+            continue
+        return model, slow
+    return None, slow
 
 
 def _judge_targets(result: InvariantResult, step: OneStep, targets: list[str], ctis: dict, explored: bool) -> None:

@@ -300,10 +300,15 @@ def hw_bound(g: _G) -> Iterator:
 
 @family
 def hw_checkpoint_bound(g: _G) -> Iterator:
-    """replication-offset-checkpoint holds an HW this broker reached (checkpoint ≤ HW ≤ LEO)."""
+    """replication-offset-checkpoint holds an HW this broker reached (checkpoint ≤ HW ≤ LEO; never
+    written where no clean shutdown, flush or checkpoint step is in scope), below which the ISR agrees."""
     for r in range(g.n):
         yield (r, "hw"), Le(g.r(r, "hwc"), g.r(r, "hw"))
         yield (r, "leo"), Le(g.r(r, "hwc"), g.r(r, "len"))
+        yield (r, "never-written"), Eq(g.r(r, "hwc"), I(0))
+        for y in range(g.n):
+            if y != r:
+                yield (r, y, "committed"), Imp(g.member(y), Agree(r, y, Min(g.r(r, "hwc"), g.r(r, "len"))))
 
 
 @family
@@ -514,6 +519,8 @@ def acknowledged(g: _G) -> Iterator:
         yield (k, "produced"), Imp(acked, Le(I(k), V("produced")))
         for j in range(g.n):
             yield (k, j, "isr"), Imp(And(acked, g.member(j)), Holds(j, off, I(k)))
+            yield (k, j, "elr"), Imp(And(acked, V(f"c.elr{j}"), Or(g.r(j, "alive"), Not(g.r(j, "plost")))),
+                                     Holds(j, off, I(k)))
             yield (k, j, "leader"), Imp(And(acked, Eq(V("c.leader"), I(j)), g.r(j, "alive")), Holds(j, off, I(k)))
             yield (k, j, "below-hw"), Imp(And(acked, g.presumes(j)), Lt(off, g.r(j, "hw")))
             yield (k, j, "below-hw-or-epoch-start"), Imp(And(acked, g.presumes(j)),
@@ -550,6 +557,7 @@ def controller(g: _G) -> Iterator:
         yield (j, "fenced-only-if-last"), Imp(And(V(f"c.fenced{j}"), V(f"c.isr{j}")),
                                                And(*(Not(V(f"c.isr{k}")) for k in range(g.n) if k != j)))
     yield ("isr-nonempty",), Or(*(V(f"c.isr{j}") for j in range(g.n)))
+    yield ("isr-or-elr-nonempty",), Or(*(V(f"c.isr{j}") for j in range(g.n)), *(V(f"c.elr{j}") for j in range(g.n)))
     yield ("epochs-nonnegative",), And(Le(I(0), V("c.lepoch")), Le(I(0), V("c.pepoch")))
 
 
@@ -689,6 +697,7 @@ def alter_partition_response(g: _G) -> Iterator:
                                                 Le(pe, V("c.pepoch"))))
             yield (r, s, "to-live"), Imp(here, g.r(r, "alive"))
             yield (r, s, "answered-later"), Imp(here, Le(rle, le))
+            yield (r, s, "nonnegative"), Imp(here, And(Le(I(0), le), Le(I(0), pe)))
             yield (r, s, "fenced-by-newer-epoch"), Imp(And(here, Eq(g.msg(q, r, s, "err"), I(ERROR["FENCED_LEADER_EPOCH"]))),
                                                       Lt(rle, le))
             yield (r, s, "pending"), Imp(And(here, Eq(rle, g.r(r, "lepoch"))), g.r(r, "pend"))
@@ -707,6 +716,29 @@ def alter_partition_response(g: _G) -> Iterator:
                     if x != j:
                         yield (r, s, j, x, "holds"), Imp(And(adoptable, g.presumes(r), g.msg(q, r, s, f"isr{j}"),
                                                              g.r(x, "alive")), Agree(x, j, g.r(x, "hw")))
+
+
+@family
+def isr_updates(g: _G) -> Iterator:
+    """The ISR updates in flight to a leader in its epoch (a LeaderAndIsr after a fence, the answer
+    to its AlterPartition) newer than what it applied: a later one never adds a member an earlier
+    one lacks (the controller expands the ISR only on the leader's own AlterPartition, which it
+    refuses while the leader is behind its partition epoch, KIP-497)."""
+    msgs = [(q, s) for q in ("leader_and_isr", "alter_partition_responses") for s in range(g.b.capacity(q))]
+    for r in range(g.n):
+        def newer(q: str, s: int) -> Term:
+            tag = "rlepoch" if q == "alter_partition_responses" else "leader"
+            own = Eq(g.msg(q, r, s, tag), g.r(r, "lepoch") if tag == "rlepoch" else I(r))
+            return And(g.present(q, r, s), g.presumes(r), own, Eq(g.msg(q, r, s, "lepoch"), g.r(r, "lepoch")),
+                       Lt(g.r(r, "pepoch"), g.msg(q, r, s, "pepoch")))
+        for a, (qa, sa) in enumerate(msgs):
+            for qb, sb in msgs[a + 1:]:
+                both = And(newer(qa, sa), newer(qb, sb))
+                pa, pb = g.msg(qa, r, sa, "pepoch"), g.msg(qb, r, sb, "pepoch")
+                for j in range(g.n):
+                    ja, jb = g.msg(qa, r, sa, f"isr{j}"), g.msg(qb, r, sb, f"isr{j}")
+                    name = (r, f"{qa[:3]}{sa}", f"{qb[:3]}{sb}", j)
+                    yield name, Imp(both, And(Imp(And(Lt(pa, pb), jb), ja), Imp(And(Lt(pb, pa), ja), jb)))
 
 
 @family
