@@ -10,7 +10,8 @@ from isrcheck.conformance.core.schedule import load_schedule
 from isrcheck.conformance.reports.page import document, h, slug, table
 from isrcheck.conformance.reports.timeline import write_timeline
 
-_COLORS = {"distinct": "#1d2330", "abstract_states": "#1565c0", "action_pairs": "#ef6c00", "outputs": "#2e7d32"}
+_COLORS = {"distinct": "#1d2330", "abstract_states": "#1565c0", "action_pairs": "#ef6c00",
+           "divergence_rungs": "#c62828", "outputs": "#2e7d32"}
 
 
 def coverage_chart(growth: list[dict], width: int = 640, height: int = 260) -> str:
@@ -35,7 +36,8 @@ def coverage_chart(growth: list[dict], width: int = 640, height: int = 260) -> s
         x = left + pw * frac
         parts.append(f"<text x=\"{x:.1f}\" y=\"{top + ph + 16}\" font-size=\"11\" text-anchor=\"middle\">{round(xmax * frac)}</text>")
     parts.append(f"<text x=\"{left + pw / 2:.1f}\" y=\"{height - 3}\" font-size=\"11\" text-anchor=\"middle\">schedules</text>")
-    for i, key in enumerate(("distinct",) + COVERAGE_KINDS):
+    # a campaign summarised before a kind existed has no line for it
+    for i, key in enumerate(k for k in ("distinct",) + COVERAGE_KINDS if k in growth[-1]):
         points = " ".join(["%d,%d" % (left, top + ph)] + [xy(p, key) for p in growth])
         parts.append(f"<polyline class=\"series\" data-kind=\"{key}\" fill=\"none\" stroke=\"{_COLORS[key]}\" "
                      f"stroke-width=\"2\" points=\"{points}\"/>")

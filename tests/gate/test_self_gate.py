@@ -52,7 +52,7 @@ def test_the_repository_gate_passes_and_reports(tmp_path, scenario_files, open_p
     page, errors = open_page(page_dir / "index.html")
     page.screenshot(path=str(artifacts / "campaign-kip-320.png"), full_page=True)
     assert errors == []
-    assert page.locator("#coverage-chart polyline.series").count() == 4
+    assert page.locator("#coverage-chart polyline.series").count() == 5  # distinct and each coverage kind
     assert "no failure" in page.inner_text("body")
     gate_page, errors = open_page(html / "index.html")
     assert errors == [] and "isrcheck gate: PASS" in gate_page.inner_text("h1")
