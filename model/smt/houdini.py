@@ -274,32 +274,33 @@ def _refute(step: OneStep, alive: list[Candidate], j: int) -> tuple[object, list
 
 
 def _judge_targets(result: InvariantResult, step: OneStep, targets: list[str], ctis: dict, explored: bool) -> None:
-    """Which targets the conjunction implies; for each other one, the explorer's shortest trace to
-    it at the scope if it reaches a violation, else the CTI that dropped it, with whether the
-    explorer reaches the CTI's state at the scope (fault counts aside)."""
+    """Which targets the conjunction implies; for the others, the explorer's shortest trace to a
+    violation at the scope where it reaches one (one exploration for all of them), else the CTI
+    that dropped the target, with whether the explorer reaches the CTI's state (fault counts aside)."""
     by_name = {c.name: c for c in grammar(result.config, result.scope, result.bounds)}
+    missed = []
     for t in targets:
-        name = f"target({t})"
-        ok = step.implies(result.conjuncts, by_name[name])
-        result.targets[t] = bool(ok)
-        if ok:
-            continue
-        cti = ctis.get(name) or Cti(name)
-        if explored:
-            found = explore(result.config, result.scope, [BY_ID[t]], stop_at_first=True)
-            if found.violations:
-                cti = Cti(name, explorer_trace=found.violations[0].trace)
-            elif found.beyond_budget:
-                cti = Cti(name, explorer_trace=found.beyond_budget[0].trace, beyond_budget=found.beyond_budget[0].reason)
-            elif cti.state is not None:
-                cti.reached = _reached(result.config, result.scope, cti.state)
-        result.ctis[t] = cti
-
-
-def _reached(config: ModelConfig, scope: Scope, state: State) -> bool:
-    """Whether the explorer reaches ``state`` within ``scope``, fault counts aside."""
-    want = _unkeyed(scope, state)
-    return any(_unkeyed(scope, s) == want for s in reachable_states(config, scope))
+        result.targets[t] = bool(step.implies(result.conjuncts, by_name[f"target({t})"]))
+        if not result.targets[t]:
+            missed.append(t)
+            result.ctis[t] = ctis.get(f"target({t})") or Cti(f"target({t})")
+    if not missed or not explored:
+        return
+    found = explore(result.config, result.scope, [BY_ID[t] for t in missed])
+    for v in found.violations:
+        result.ctis[v.property] = Cti(f"target({v.property})", explorer_trace=v.trace)
+    for v in found.beyond_budget:
+        if result.ctis[v.property].explorer_trace is None:
+            result.ctis[v.property] = Cti(f"target({v.property})", explorer_trace=v.trace, beyond_budget=v.reason)
+    open_ctis = {t: c for t, c in result.ctis.items() if c.explorer_trace is None and c.state is not None}
+    if open_ctis:
+        wanted = {t: _unkeyed(result.scope, c.state) for t, c in open_ctis.items()}
+        reached = set()
+        for s in reachable_states(result.config, result.scope):
+            key = _unkeyed(result.scope, s)
+            reached.update(t for t, k in wanted.items() if k == key)
+        for t, c in open_ctis.items():
+            c.reached = t in reached
 
 
 # -- saved invariants ------------------------------------------------------------------------------------

@@ -742,6 +742,18 @@ def isr_updates(g: _G) -> Iterator:
 
 
 @family
+def news_in_flight(g: _G) -> Iterator:
+    """A leader behind the controller's partition epoch has the news in flight: every partition
+    change sends the leader a LeaderAndIsr (an election, a fence) or answers its AlterPartition,
+    carrying the new partition epoch."""
+    for r in range(g.n):
+        behind = And(g.presumes(r), Lt(g.r(r, "pepoch"), V("c.pepoch")))
+        carried = [And(g.present(q, r, s), Eq(g.msg(q, r, s, "pepoch"), V("c.pepoch")))
+                   for q in ("leader_and_isr", "alter_partition_responses") for s in range(g.b.capacity(q))]
+        yield (r,), Imp(behind, Or(*carried))
+
+
+@family
 def one_change_in_flight(g: _G) -> Iterator:
     """A leader has one ISR change in flight per leader epoch (Partition's pendingState): in its
     current epoch, one AlterPartition or one response to it, never two; a response carries one of
