@@ -350,7 +350,7 @@ def _others(failed: list, prop) -> tuple[str, ...]:
     return tuple(p.id for p in failed if p is not prop)
 
 
-DIVERGENCE_RUNGS = ("d:stale", "d:diverged", "d:returns", "d:committed")
+DIVERGENCE_RUNGS = ("d:stale", "d:diverged", "d:truncated", "d:returns", "d:committed")
 
 
 def divergence_rungs(state) -> list[str]:
@@ -358,10 +358,11 @@ def divergence_rungs(state) -> list[str]:
     (before it, a leader serves a Fetch of any leader epoch: KIP-279's remaining gap). Rung by
     rung, for a live follower in the controller's ISR that fetches (not truncating) with a stale
     leader epoch (it missed a LeaderAndIsr): ``d:stale``; ``d:diverged``, the controller's leader
-    holds another epoch than the follower at some offset both have; ``d:returns``, the broker the
-    follower still fetches from leads again, with a log that differs from the follower's, so its
-    next Fetch is served; ``d:committed``, that leader's HW covers the offset (StrongIsr broken).
-    Each rung is what guided fuzzing gives its parents energy for."""
+    holds another epoch than the follower at some offset both have; ``d:truncated``, so does the
+    broker the follower still fetches from (it truncated and took the new leader's records);
+    ``d:returns``, that broker leads again, so the follower's next Fetch is served;
+    ``d:committed``, that leader's HW covers the offset (StrongIsr broken). Each rung is what
+    guided fuzzing gives its parents energy for."""
     c = state.controller
     replicas = state.replicas
     top = 0
@@ -374,9 +375,9 @@ def divergence_rungs(state) -> list[str]:
         rung = 1
         if leader is not None and _differs(r.log, leader.log) is not None:
             rung = 2
-            if lead == c.leader:
-                at = _differs(r.log, leader.log)
-                rung = 3 + (leader.hw > at)
+            at = _differs(r.log, replicas[lead].log)
+            if at is not None:
+                rung = 3 if lead != c.leader else 4 + (leader.hw > at)
         top = max(top, rung)
     return list(DIVERGENCE_RUNGS[:top])
 

@@ -93,8 +93,10 @@ def test_parents_weigh_by_their_rarest_item_and_their_divergence_rungs():
     corpus.add(2, ["s:a", "y", "z", "d:stale", "d:diverged"], {"steps": []})
     corpus.add(3, ["s:a", "x"], {"steps": []})  # nothing new: not a parent
     assert [seed for seed, _ in corpus.parents] == [0, 1, 2]
-    # x reached twice, y twice, z once; two rungs weigh 4 * 4
-    assert corpus.weights() == (0.5, 0.5, 16.0)
+    # half the energy by rarity (x reached twice, y twice, z once), half to the deepest rung
+    assert corpus.weights() == (0.25, 0.25, 1.5)
+    corpus.add(4, ["w", "d:stale", "d:diverged"], {"steps": []})  # as deep: the half is shared
+    assert corpus.weights()[2:] == (1 / 3 + 1 / 2, 1 / 3 + 1 / 2)
     assert corpus.mutants().weights == corpus.weights()
 
 

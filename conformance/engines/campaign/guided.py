@@ -5,10 +5,10 @@ schedules, each a mutation of one or two parents.
 
 Round 0 is the unguided campaign's random walks on its first seeds (swarm walks unless
 ``--no-swarm``). The parents are a corpus kept for good, as AFL's queue: every schedule that
-reached something new stays a parent in the rounds after it. Parents are drawn with weights, as
-AFLFast and FairFuzz give energy to rare paths: a parent weighs 1 / (the number of schedules that
-reached its rarest coverage item), so the schedules that alone reached a deep state (the
-divergence rungs of ``core.lockstep.divergence_rungs``, say) are mutated most. A later round's
+reached something new stays a parent in the rounds after it. Parents are drawn with weights
+(``Corpus.weights``): half of the energy by rarity, as FairFuzz gives it to rare paths, half to the
+parents that reached the deepest divergence rung so far (``core.lockstep.divergence_rungs``), as
+a directed fuzzer gives it to the parents closest to its target. A later round's
 seed is, one time in ``1 / FRESH`` (drawn from the seed), a random walk as in round 0, so the
 campaign keeps exploring where no parent leads; otherwise it picks, with its own
 ``random.Random(seed)``, one or two mutations among: splice two parents (a prefix of one and a
@@ -43,7 +43,7 @@ from isrcheck.model.alphabet import step_kinds
 from isrcheck.conformance.core.lockstep import run_schedule
 from isrcheck.conformance.core.schedule import Schedule
 from isrcheck.conformance.engines.campaign import plan as ranges
-from isrcheck.conformance.engines.campaign.aggregate import budget_counts, swarm_summary
+from isrcheck.conformance.engines.campaign.aggregate import RUNG_PREFIX, budget_counts, swarm_summary
 from isrcheck.conformance.engines.campaign.executor import ROW_SCHEMA, TaskSpec, run_seed, write_part
 from isrcheck.conformance.engines.campaign.failures import write_failures
 from isrcheck.conformance.engines.campaign.harness import Harness, canonical, load_harness
@@ -52,7 +52,6 @@ from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_wr
 
 GUIDED_SCHEMA = pa.schema(list(ROW_SCHEMA) + [
     ("round", pa.int32()), ("parents", pa.list_(pa.int64())), ("schedule", pa.string())])
-RUNG_ENERGY = 4.0  # a parent's weight grows fourfold per divergence rung it reached
 FRESH = 0.25  # share of a guided round's seeds that run a fresh random walk instead of a mutant
 FAULTS = ("crash", "fence", "rejoin", "restart", "lose_disk", "drop", "tick", "elect")
 MUTATIONS = ("splice", "insert_fault", "remove_fault", "change_replica", "delay")
@@ -119,10 +118,18 @@ class Corpus:
         return False
 
     def weights(self) -> tuple[float, ...]:
-        """Each parent's weight: 1 / the number of schedules that reached its rarest item, times
-        ``RUNG_ENERGY`` per divergence rung it reached (``core.lockstep.divergence_rungs``)."""
-        return tuple(RUNG_ENERGY ** sum(c.startswith("d:") for c in cov) / min((self.hits[c] for c in cov), default=1)
-                     for cov in self.covered)
+        """Each parent's weight: half of the energy goes by rarity (1 / the schedules that reached
+        the parent's rarest item, as FairFuzz), half to the parents that reached the deepest
+        divergence rung so far (``core.lockstep.divergence_rungs``), alike: a directed fuzzer's
+        energy for the parents closest to its target (AFLGo)."""
+        rarity = [1.0 / min((self.hits[c] for c in cov), default=1) for cov in self.covered]
+        rungs = [sum(c.startswith(RUNG_PREFIX) for c in cov) for cov in self.covered]
+        deepest = max(rungs, default=0)
+        if deepest == 0:
+            return tuple(rarity)
+        closest = rungs.count(deepest)
+        total = sum(rarity)
+        return tuple(r / total + (rung == deepest) / closest for r, rung in zip(rarity, rungs))
 
     def mutants(self) -> "Mutants | None":
         return Mutants(tuple(self.parents), self.weights()) if self.parents else None
