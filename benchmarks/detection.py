@@ -3,14 +3,15 @@
 
     python benchmarks/detection.py [--protocols kip-101,kip-279,kip-320] [--budget 300]
                                    [--baseline-budget 600] [--engines ...] [--properties StrongIsr,LogMatching]
+                                   [--steps 100]
 
 - ``cover``: ``isrcheck cover``'s default scope, its state graph and path cover (their time
   included), its schedules run in order with refused steps (``isrcheck cover``'s executor code);
   ``cover-found``: the same at the scope with one record, one power loss and no lost message
   (``--max-records 1 --max-power-losses 1 --max-drops 0``), where cover finds its first violation;
-- ``fuzz`` / ``fuzz-swarm``: random walks of 100 steps, fault profile ``default``, seeds 0, 1, 2,
+- ``fuzz`` / ``fuzz-swarm``: random walks of ``--steps`` (100), fault profile ``default``, seeds 0, 1, 2,
   ..., uniform (``--no-swarm``) or swarm walks (``isrcheck fuzz``'s default);
-- ``guided`` / ``guided-swarm``: rounds of 50 schedules as ``isrcheck fuzz --guided`` runs them
+- ``guided`` / ``guided-swarm``: rounds of 250 schedules as ``isrcheck fuzz --guided`` runs them
   (round 0 random walks, then mutants of the corpus weighed by rarity and divergence rungs, and a
   share of fresh walks), without and with swarm walks;
 - ``hypothesis``: the baseline a user would write: a plain ``RuleBasedStateMachine`` with one rule
@@ -66,24 +67,27 @@ def _cover(scope):
     return engine
 
 
+STEPS = [100]  # steps per walk (--steps)
+
+
 def _fuzz(swarm: bool):
     def engine(protocol: str):
         for seed in itertools.count():
-            _, verdict = random_walk(seed, protocol, 100, "default", swarm=swarm)
+            _, verdict = random_walk(seed, protocol, STEPS[0], "default", swarm=swarm)
             yield violated(verdict)
     return engine
 
 
-def _guided(swarm: bool, per_round: int = 50):
+def _guided(swarm: bool, per_round: int = 250):
     def engine(protocol: str):
         corpus, seed = Corpus(), 0
         while True:
             mutants, found = corpus.mutants(), []
             for _ in range(per_round):
                 if mutants is None or mutants.explores(seed):
-                    schedule, verdict = random_walk(seed, protocol, 100, "default", swarm=swarm)
+                    schedule, verdict = random_walk(seed, protocol, STEPS[0], "default", swarm=swarm)
                 else:
-                    schedule, _ = mutants.child(seed, protocol, 100, "default")
+                    schedule, _ = mutants.child(seed, protocol, STEPS[0], "default")
                     verdict = run_schedule(schedule)
                 found.append((seed, verdict.coverage, schedule.to_json()))
                 seed += 1
@@ -157,7 +161,9 @@ def main() -> int:
     parser.add_argument("--properties", default="StrongIsr,LogMatching")
     parser.add_argument("--budget", type=float, default=300.0)
     parser.add_argument("--baseline-budget", type=float, default=600.0)
+    parser.add_argument("--steps", type=int, default=100, help="steps per fuzz walk and guided schedule")
     args = parser.parse_args()
+    STEPS[0] = args.steps
     targets = set(args.properties.split(","))
     for protocol in args.protocols.split(","):
         for engine in args.engines.split(","):

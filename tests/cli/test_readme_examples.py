@@ -85,8 +85,11 @@ COVERED = {
         "isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation",
         "isrcheck report specs/scenarios/kip101-scenario2.json --protocol hw-truncation --html kip101-scenario2.html",
         "isrcheck report campaigns/kip-320 --html campaigns/kip-320/report",
-        "isrcheck prove", "isrcheck sim", "isrcheck gate", "isrcheck soak",
+        "isrcheck prove", "isrcheck sim", "isrcheck gate", "isrcheck soak", "isrcheck fuzz",
         "isrcheck fuzz --protocol kip-966 --faults all --schedules 200 --out campaigns/kip-966-all",
+        "isrcheck fuzz --protocol kip-101 --schedules 2000 --master \"local[2]\" --out campaigns/kip-101",
+        "isrcheck fuzz --guided --protocol kip-279 --schedules 8250 --rounds 33 --steps 60 --master \"local[2]\" "
+        "--out campaigns/kip-279",
         "isrcheck prove --invariant",
         "isrcheck serve --replicas 3 --dir kafka-data --topic orders:3 &",
         "kcat -L -b 127.0.0.1:9092",
@@ -123,7 +126,7 @@ COVERED = {
         "isrcheck check", "isrcheck fuzz",
     },
     "docs/figures.md": {
-        "isrcheck check", "isrcheck soak",
+        "isrcheck check", "isrcheck soak", "isrcheck fuzz",
         "isrcheck fuzz --protocol kip-320 --schedules 2000",
     },
     "docs/kafka.md": {
@@ -337,6 +340,24 @@ def test_every_fault_class_on_the_correct_protocol(tmp_path):
     within = summary["budgets"]["NoLostAckedWrite"]["checked_within"]
     assert 100 < within < 200  # most schedules stay within it; some lose data on two brokers
     assert all(b["checked_within"] + b["outside"] == 200 for b in summary["budgets"].values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command, violated", [
+    ("isrcheck fuzz --protocol kip-101 --schedules 2000 --master \"local[2]\" --out campaigns/kip-101",
+     {"LogMatching", "StrongIsr"}),
+    ("isrcheck fuzz --guided --protocol kip-279 --schedules 8250 --rounds 33 --steps 60 --master \"local[2]\" "
+     "--out campaigns/kip-279", {"LogMatching"}),
+])
+def test_the_spark_engines_find_the_divergence_of_kip_101_and_kip_279(command, violated, tmp_path):
+    """README, swarm testing: each campaign finds its variant's log divergence, shrunk and saved."""
+    proc = run(example(command), cwd=tmp_path, timeout=1800)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = tmp_path / "campaigns" / command.split("--out campaigns/")[1]
+    summary = json.loads((out / "summary.json").read_text())
+    assert violated <= set(summary["violated"]) and summary["swarm"]["enabled"]
+    assert any(f["property"] in ("LogMatching", "WeakIsr") for f in summary["failures"])
+    assert "properties violated" in proc.stdout and "LogMatching" in proc.stdout
 
 
 def test_bare_commands_quoted_inline_are_sub_commands_and_those_that_need_arguments_say_so():
