@@ -198,7 +198,7 @@ def _check_invariant(args) -> int:
         result = check_invariant(config, scope, conjuncts, targets, int((args.timeout or 10.0) * 1000))
     except Unsupported as exc:
         raise UsageError(str(exc)) from None
-    _report_invariant(args, result, f"{args.check_invariant} ({config.protocol}): {len(conjuncts)} conjuncts")
+    _report_invariant(args, result, f"{args.check_invariant} ({config.protocol})")
     return 0 if result.proved else 1
 
 
