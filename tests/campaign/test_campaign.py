@@ -201,7 +201,7 @@ def _resume(spark, out) -> tuple[list[dict], object]:
     rows = pq.read_table(out / "runs", columns=["seed", "verdict", "trace_hash"]).to_pylist()
     assert sorted(r["seed"] for r in rows) == list(range(_SEEDS))
     for row in rows[::40]:  # another process, hash seed and JVM than this one
-        _, verdict = random_walk(row["seed"], "kip-320", _STEPS, faults="none")
+        _, verdict = random_walk(row["seed"], "kip-320", _STEPS, faults="none", swarm=True)
         assert (verdict.kind, verdict.trace_hash) == (row["verdict"], row["trace_hash"])
     assert not list(out.rglob(".*.tmp"))
     return done, resumed

@@ -35,10 +35,11 @@ def test_a_range_becomes_one_parquet_file_then_a_marker(tmp_path):
 
 
 def test_a_harness_that_raises_gives_an_error_row_not_a_lost_task(tmp_path):
-    def walk(seed, protocol, steps, faults="default", config=None, refusals=0.1, sut=None):
+    def walk(seed, protocol, steps, faults="default", config=None, refusals=0.1, sut=None, swarm=False):
         if seed == 3:
             raise RuntimeError("adapter lost track of broker 2")
-        return random_walk(seed, protocol, steps, faults=faults, config=config, refusals=refusals, sut=sut)
+        return random_walk(seed, protocol, steps, faults=faults, config=config, refusals=refusals, sut=sut,
+                           swarm=swarm)
 
     _, spec = _spec(tmp_path)
     harness = Harness(walk, shrink, ("none",))

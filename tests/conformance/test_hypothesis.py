@@ -51,7 +51,7 @@ def test_the_machine_finds_a_protocol_bug():
     """hw-truncation loses data with no fault at all (its truncation to the HW on leader changes),
     within every budget: the machine must find it (generation only here; shrinking a stateful run
     in lockstep is left to users' settings). The draws are derandomized, so the run is the same
-    every time."""
+    every time. With its swarm (the default) it takes about 2 s; without, about 50 s."""
     machine = lockstep_machine("hw-truncation", faults="none").TestCase
     machine.settings = settings(max_examples=300, stateful_step_count=150, deadline=None, database=None,
                                 suppress_health_check=list(HealthCheck), derandomize=True,
