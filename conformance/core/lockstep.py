@@ -373,11 +373,13 @@ def divergence_rungs(state) -> list[str]:
                 or r.leader_epoch >= c.leader_epoch:
             continue
         rung = 1
-        if leader is not None and _differs(r.log, leader.log) is not None:
+        at = _differs(r.log, leader.log) if leader is not None else None
+        if at is not None:
             rung = 2
-            at = _differs(r.log, replicas[lead].log)
-            if at is not None:
-                rung = 3 if lead != c.leader else 4 + (leader.hw > at)
+            if lead == c.leader:  # the broker it fetches from is the controller's leader
+                rung = 4 + (leader.hw > at)
+            elif _differs(r.log, replicas[lead].log) is not None:
+                rung = 3
         top = max(top, rung)
     return list(DIVERGENCE_RUNGS[:top])
 
