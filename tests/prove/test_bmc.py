@@ -120,6 +120,7 @@ def test_leaving_out_the_known_losses_leaves_out_what_the_explorer_does(protocol
     assert result.violations == [] and result.depth == 8 and not result.unknown
 
 
+@pytest.mark.slow  # about 45 s; the BMC of exclude_known_losses above stays in the default run
 def test_leaving_out_the_stale_isr_expansion_leaves_out_its_strong_isr_violation():
     """KAFKA-14139 on two brokers: StrongIsr breaks after 9 transitions when the controller
     accepts a member on a LEO from before its power loss, and not within 9 once that is left out."""
