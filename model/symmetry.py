@@ -33,12 +33,14 @@ def no_election_ahead(max_epoch: int, s: State) -> bool:
 
 
 def signature(s: State, ledger, b: int) -> tuple:
-    """What broker ``b`` is in ``s``, in terms no renaming changes (its own log and offsets, its
-    role in its own view and in the controller's), to order brokers before trying renamings."""
+    """What broker ``b`` is in ``s``, in terms no renaming changes, to order brokers before trying
+    renamings: its log, and while it lives its HW, epochs and role in its own view; its place in
+    the controller's view and the ledger. Only what ``explorer.state_key`` keeps (a down broker's
+    memory, the fsynced length and ignored LeaderAndIsr requests may be blanked there), so states
+    the explorer stores as one have one signature."""
     r, c = s.replicas[b], s.controller
-    return (r.alive, r.log, r.hw, r.durable, r.leader_epoch, r.partition_epoch, r.leader == b, r.leader < 0,
-            b == c.leader, b in c.isr, b in c.fenced, c.broker_epochs[b], b in ledger.losers,
-            len(s.fetch_requests[b]), len(s.leader_and_isr[b]), len(s.alter_partition[b]))
+    own = (r.hw, r.leader_epoch, r.partition_epoch, r.leader == b, r.leader < 0) if r.alive else (r.power_lost,)
+    return (r.alive, r.log, b == c.leader, b in c.isr, b in c.fenced, c.broker_epochs[b], b in ledger.losers) + own
 
 
 @lru_cache(maxsize=8)
