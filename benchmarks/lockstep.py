@@ -20,9 +20,10 @@ from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.model import Step
 
 
-def _replay(schedules, impl: bool) -> tuple[float, float, float, int]:
+def _replay(schedules, impl: bool) -> tuple[float, float, float, int, float]:
     model_s = impl_s = 0.0
     steps = 0
+    cpu = time.process_time()
     start = time.perf_counter()
     for schedule in schedules:
         run = Lockstep(schedule.protocol, schedule.config, impl=impl)
@@ -33,7 +34,7 @@ def _replay(schedules, impl: bool) -> tuple[float, float, float, int]:
         run.verdict()
         model_s += run.model_seconds
         impl_s += run.impl_seconds
-    return time.perf_counter() - start, model_s, impl_s, steps
+    return time.perf_counter() - start, model_s, impl_s, steps, time.process_time() - cpu
 
 
 def main() -> None:
@@ -50,12 +51,13 @@ def main() -> None:
 
     schedules = [random_walk(seed, args.protocol, args.steps, args.faults, impl=False)[0]
                  for seed in range(args.schedules)]
-    total, model_s, impl_s, steps = _replay(schedules, impl=True)
-    alone, alone_model_s, _, alone_steps = _replay(schedules, impl=False)
+    total, model_s, impl_s, steps, cpu = _replay(schedules, impl=True)
+    alone, alone_model_s, _, alone_steps, _ = _replay(schedules, impl=False)
     runner_s = total - model_s - impl_s
 
     print(f"{len(schedules)} schedules, {steps} steps, protocol {args.protocol}, faults {args.faults!r}")
-    print(f"lockstep:   {steps / total:10.0f} steps/s   {len(schedules) / total:8.1f} schedules/s")
+    print(f"lockstep:   {steps / total:10.0f} steps/s   {len(schedules) / total:8.1f} schedules/s   "
+          f"({steps / cpu:.0f} steps per CPU second: less sensitive to other jobs on the machine)")
     print(f"model only: {alone_steps / alone:10.0f} steps/s   {len(schedules) / alone:8.1f} schedules/s")
     print(f"time share in lockstep: model {model_s / total:5.1%}, implementation (adapter + abstraction) "
           f"{impl_s / total:5.1%}, runner (compare, invariants, trace hash) {runner_s / total:5.1%}")

@@ -81,6 +81,10 @@ class FaultLedger(NamedTuple):
         new = set(entered) - set(ledger.known)
         return ledger._replace(known=tuple(sorted(ledger.known + tuple(new)))) if new else ledger
 
+    def permuted(self, perm: tuple) -> "FaultLedger":
+        """The ledger with every broker ``b`` renamed ``perm[b]`` (as ``state.permuted``)."""
+        return self._replace(losers=tuple(sorted(perm[b] for b in self.losers))) if self.losers else self
+
 
 EMPTY_LEDGER = FaultLedger()
 

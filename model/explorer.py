@@ -1,9 +1,16 @@
 """Exhaustive breadth-first exploration of a scope (TLC-style) and trace replay.
 
-Every distinct state is kept once, as a key of ``index`` (exact equality, no lossy fingerprints,
-so results never depend on hash seeds); per state only its parent's index and the id of the
-step that reached it are stored, in flat arrays. Breadth-first order makes the first state found
-violating a property the end of a shortest counterexample.
+The visited set holds a 64-bit fingerprint per distinct state (``fingerprint``, as TLC's), the
+frontier the states of the next level; per state only its parent's index, the id of the step that
+reached it and the renaming that made it canonical are stored, in flat arrays. Two distinct states
+with one fingerprint would merge (the second unexplored): ``collision_probability`` bounds the
+chance of that for a run's size, and the result reports it. Fingerprints are the same in every
+process and hash seed. Breadth-first order makes the first state found violating a property the
+end of a shortest counterexample.
+
+With ``symmetry`` (the default), states that differ by a renaming of brokers Kafka treats alike
+are one state (``symmetry.py``): what was explored and the states those stand for are both
+reported, and a counterexample is still a concrete schedule from the initial state.
 
 A state is stored with the fault ledger of the path that reached it (``budget.FaultLedger``): a
 property that fails where the ledger is past the property's fault budget is recorded as broken
@@ -27,6 +34,7 @@ from .losses import LAST_REPLICA_STANDING, STALE_ISR_EXPANSION, last_replica_sta
 from .next_state import NextState
 from .semantics import StepRefused, apply, take
 from .state import State, initial_state
+from .symmetry import all_permutations, canonical, compose, inverse, no_election_ahead, renamed_step
 
 
 @dataclass
@@ -55,6 +63,11 @@ class BeyondBudget(Violation):
 
 @dataclass
 class ExploreResult:
+    """``states`` explored (distinct fingerprints); ``represented``: the states they stand for
+    (each symmetry representative counts the distinct states its renamings give; without symmetry,
+    ``states``); ``collision_probability``: an upper bound on the chance that two distinct states
+    shared a fingerprint in this run (``collision_probability``)."""
+
     config: ModelConfig
     scope: Scope
     states: int
@@ -64,10 +77,15 @@ class ExploreResult:
     seconds: float
     violations: list[Violation] = field(default_factory=list)
     beyond_budget: list[BeyondBudget] = field(default_factory=list)
+    symmetry: bool = False
+    represented: int = 0
+    collision_probability: float = 0.0
 
     def to_json(self) -> dict:
         return {"protocol": self.config.protocol, "config": self.config.to_schedule(),
                 "scope": self.scope.to_json(), "states": self.states, "transitions": self.transitions,
+                "symmetry": self.symmetry, "represented": self.represented,
+                "collision_probability": self.collision_probability,
                 "depth": self.depth, "complete": self.complete, "seconds": round(self.seconds, 3),
                 "violations": [v.to_json() for v in self.violations],
                 "beyond_budget": [b.to_json() for b in self.beyond_budget]}
@@ -249,6 +267,42 @@ def state_key(scope: Scope, s: State) -> tuple:
     return (tuple(reps), s.controller, s.fetch_requests, s.fetch_responses, lai) + s[5:]
 
 
+# Values whose hash() differs between processes (None hashes by address, str by a random seed)
+# are replaced by ints before hashing; the rest of a state is ints, bools and tuples, whose hash()
+# is the same in every process. (-2 never occurs in a state: hash(-1) == hash(-2).)
+_WORDS: dict[str, int] = {}
+_NO_PROPOSAL = (-3,)  # pending_isr None; a proposed ISR holds broker ids >= 0
+
+
+def _word(w: str) -> int:
+    code = _WORDS.get(w)
+    if code is None:
+        code = _WORDS[w] = int.from_bytes(w.encode(), "big")
+    return code
+
+
+def fingerprint(scope: Scope, s: State, ledger) -> int:
+    """A 64-bit fingerprint of ``(state_key(scope, s), ledger)``, the same in every process."""
+    key = state_key(scope, s)
+    reps = key[0]
+    if any(len(r) > 12 and r[12] is None for r in reps):  # a live replica without a pending ISR change
+        reps = tuple(r[:12] + (_NO_PROPOSAL,) + r[13:] if len(r) > 12 and r[12] is None else r for r in reps)
+    responses, answers = key[3], key[6]
+    if any(responses):  # FetchResponse: error and kind are strings
+        responses = tuple(tuple(m[:2] + (_word(m[2]), _word(m[3])) + m[4:] for m in q) for q in responses)
+    if any(answers):  # AlterPartitionResponse: error is a string
+        answers = tuple(tuple((_word(m[0]),) + m[1:] for m in q) for q in answers)
+    known = ledger.known
+    return hash((reps, key[1], key[2], responses, key[4], key[5], answers) + key[7:] +
+                (ledger.losers, ledger.stale_reads, tuple(_word(k) for k in known) if known else ()))
+
+
+def collision_probability(states: int) -> float:
+    """An upper bound on the chance that some two of ``states`` distinct states share a 64-bit
+    fingerprint, for fingerprints spread evenly (the birthday bound n(n-1)/2 / 2^64)."""
+    return states * (states - 1) / 2 / 2.0 ** 64
+
+
 def reachable_states(config: ModelConfig, scope: Scope, max_states: int | None = None):
     """Every distinct state (up to ``state_key``) the explorer reaches within ``scope``, breadth
     first, the initial state first; only states between transitions (not the inside of a fetch
@@ -278,19 +332,26 @@ def reachable_states(config: ModelConfig, scope: Scope, max_states: int | None =
 def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Property] = PROPERTIES,
             stop_at_first: bool = False, max_states: int | None = None,
             progress: Callable[[int, int, float], None] | None = None,
-            progress_every: float = 2.0, budgets: bool = True) -> ExploreResult:
+            progress_every: float = 2.0, budgets: bool = True, symmetry: bool = True) -> ExploreResult:
     """Breadth-first search of every state reachable within ``scope``, checking every property
     in every state. ``progress(states, depth, seconds)`` is called about every ``progress_every`` s.
     ``budgets=False`` takes every failure for a violation, the properties' fault budgets aside
-    (what breaks at all, as bounded model checking reports it)."""
+    (what breaks at all, as bounded model checking reports it). ``symmetry=False``: no symmetry
+    reduction (needed for a property that names a broker: reduction takes properties to be blind
+    to broker renaming, as every property of ``isrcheck.specs`` is)."""
     start = time.perf_counter()
     exclude_lrs = scope.exclude_known_losses and LAST_REPLICA_STANDING.name in config.rules.known_losses
     pending = list(properties)
     init = initial_state(config)
     known = config.rules.known_losses
-    index: dict[tuple, int] = {(state_key(scope, init), EMPTY_LEDGER): 0}
+    seen = {fingerprint(scope, init, EMPTY_LEDGER)}
     parent = array("q", [-1])
     via = array("l", [-1])
+    renamed = array("B", [0])  # per state the renaming (an index of all_permutations) that made it canonical
+    perms = all_permutations(config.replicas)
+    perm_ids = {p: i for i, p in enumerate(perms)}
+    max_epoch = scope.max_epoch
+    represented = 1
     step_ids: dict[tuple, int] = {}
     step_list: list[tuple] = []
     violations: list[Violation] = []
@@ -306,12 +367,15 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                 why = p.budget.exceeded(ledger, config, known) if budgets else None
                 if why is not None and p.id in beyond:
                     continue
-                trace = _trace(i, parent, via, step_list) + [st.to_json() for st in extra]
+                trace = _trace(i, parent, via, renamed, step_list, perms, extra)
                 if why is None:
                     pending.remove(p)
                     violations.append(Violation(p.id, len(trace), trace))
                 else:
                     beyond[p.id] = BeyondBudget(p.id, len(trace), trace, why)
+
+    def fp_of(t: State, led) -> int:
+        return fingerprint(scope, t, led)
 
     check(init, 0, EMPTY_LEDGER)
     frontier = [(0, init, EMPTY_LEDGER)]
@@ -335,12 +399,17 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                     if violations and stop_at_first:
                         stopped = True
                         break
-                key = (state_key(scope, t), led)
-                if key in index:
+                if symmetry and no_election_ahead(max_epoch, t):
+                    t, led, key, perm, orbit = canonical(t, led, fp_of)
+                else:
+                    key, perm, orbit = fingerprint(scope, t, led), perms[0], 1
+                if key in seen:
                     continue
+                seen.add(key)
+                represented += orbit
                 ti = len(parent)
-                index[key] = ti
                 parent.append(si)
+                renamed.append(perm_ids[perm])
                 sid = step_ids.get(st)
                 if sid is None:
                     sid = step_ids[st] = len(step_list)
@@ -364,15 +433,26 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
         frontier = next_frontier
     return ExploreResult(config, scope, len(parent), transitions, max_depth, not stopped,
                          time.perf_counter() - start, sorted(violations, key=lambda v: (v.depth, v.property)),
-                         sorted(beyond.values(), key=lambda v: (v.depth, v.property)))
+                         sorted(beyond.values(), key=lambda v: (v.depth, v.property)), symmetry,
+                         represented, collision_probability(len(parent)))
 
 
-def _trace(i: int, parent: array, via: array, step_list: list[tuple]) -> list[dict]:
-    transitions = []
+def _trace(i: int, parent: array, via: array, renamed: array, step_list: list[tuple], perms: tuple,
+           extra: tuple = ()) -> list[dict]:
+    """The schedule steps from the initial state to state ``i``, then ``extra`` steps taken from
+    it. Stored states are canonical representatives: a transition's steps were taken from its
+    parent's representative, so each is renamed back into the concrete run, whose renaming to the
+    representatives is the composition of those made along the way."""
+    path = []
     while i > 0:
-        transitions.append(step_list[via[i]])
+        path.append((step_list[via[i]], perms[renamed[i]]))
         i = parent[i]
-    return [st.to_json() for steps in reversed(transitions) for st in steps]
+    to_concrete = perms[0]  # renaming from the current representative back to the concrete state
+    concrete: list[dict] = []
+    for steps, perm in reversed(path):
+        concrete += [renamed_step(st, to_concrete).to_json() for st in steps]
+        to_concrete = compose(to_concrete, inverse(perm))
+    return concrete + [renamed_step(st, to_concrete).to_json() for st in extra]
 
 
 @dataclass

@@ -228,3 +228,59 @@ def truncate_to(rep: Replica, offset: int) -> Replica:
 def batch_ends(log: tuple, start: int) -> list[int]:
     """The end offsets of the batches of ``log`` from offset ``start`` (a batch base) on."""
     return [e.offset + 1 for e in log[start:] if e.offset + 1 == len(log) or log[e.offset + 1].base != e.base]
+
+
+# -- renaming brokers (the explorer's symmetry reduction) -------------------------------------------
+
+def permuted(s: State, perm: tuple) -> State:
+    """``s`` with every broker ``b`` renamed ``perm[b]``: the one place that knows which fields
+    hold a broker id (leaders, ISRs, fenced brokers, the ELR), which are indexed by one (the
+    replicas, per-follower leader state, broker epochs, the message FIFOs) and which pair one with
+    a value (a proposal's broker epochs). A field added to the state that names or is indexed by a
+    broker is renamed here (tests/model/test_symmetry.py fails until it is)."""
+    n = len(perm)
+    inv = [0] * n
+    for b, p in enumerate(perm):
+        inv[p] = b
+
+    def one(b: int) -> int:
+        return perm[b] if b >= 0 else b
+
+    def ids(members: tuple) -> tuple:
+        return tuple(sorted(perm[b] for b in members))
+
+    def per(values: tuple) -> tuple:  # indexed by broker id
+        return tuple(values[inv[k]] for k in range(n))
+
+    def paired(members: tuple, values: tuple) -> tuple[tuple, tuple]:  # values aligned with members
+        pairs = sorted(zip((perm[b] for b in members), values))
+        return tuple(b for b, _ in pairs), tuple(v for _, v in pairs)
+
+    replicas = []
+    for k in range(n):
+        r = s.replicas[inv[k]]
+        pending, epochs = r.pending_isr, r.pending_epochs
+        if pending is not None:
+            pending, epochs = paired(pending, epochs) if len(epochs) == len(pending) else (ids(pending), epochs)
+        replicas.append(updated(r, leader=one(r.leader), isr=ids(r.isr), remote_leo=per(r.remote_leo),
+                                last_caught_up=per(r.last_caught_up), pending_isr=pending,
+                                remote_broker_epoch=per(r.remote_broker_epoch), pending_epochs=epochs))
+    c = s.controller
+    controller = c._replace(leader=one(c.leader), isr=ids(c.isr), fenced=ids(c.fenced),
+                            broker_epochs=per(c.broker_epochs), elr=ids(c.elr),
+                            last_known_leader=one(c.last_known_leader))
+
+    def queues(field: tuple, rename) -> tuple:
+        return per(tuple(tuple(rename(m) for m in q) if q else q for q in field))
+
+    def alter(m: AlterPartition) -> AlterPartition:
+        isr, epochs = paired(m.isr, m.broker_epochs)
+        return m._replace(isr=isr, broker_epochs=epochs)
+
+    return s._replace(
+        replicas=tuple(replicas), controller=controller,
+        fetch_requests=queues(s.fetch_requests, lambda m: m._replace(leader=one(m.leader))),
+        fetch_responses=queues(s.fetch_responses, lambda m: m._replace(leader=one(m.leader))),
+        leader_and_isr=queues(s.leader_and_isr, lambda m: m._replace(leader=one(m.leader), isr=ids(m.isr))),
+        alter_partition=queues(s.alter_partition, alter),
+        alter_partition_responses=queues(s.alter_partition_responses, lambda m: m._replace(isr=ids(m.isr))))

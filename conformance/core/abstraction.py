@@ -43,31 +43,52 @@ def message(kind: str, fields: dict):
     return MESSAGE_TYPES[kind](**fields)
 
 
+class ModelEpochs:
+    """The implementation's broker epochs numbered as the model numbers them, for one
+    ``registrations`` (per broker every epoch the controller gave it), and the fields the variant
+    does not keep at their neutral values."""
+
+    def __init__(self, registrations: tuple, protocol: str) -> None:
+        rules = PROTOCOLS[protocol]
+        self.registrations = registrations
+        self.counted = rules.next_broker_epoch(0) == 1     # kip-903 on: the model counts registrations
+        self.unclean = rules.unclean_shutdown("power")     # kip-966: the unclean shutdown flag
+        self._index = [{e: k for k, e in enumerate(given)} for given in registrations]
+
+    def rank(self, broker: int, epoch: int) -> int:
+        """-1 unknown; -2 an epoch the controller never gave ``broker``."""
+        return -1 if epoch < 0 else self._index[broker].get(epoch, -2)
+
+    def replica(self, b: int, r: Replica) -> Replica:
+        rank = self.rank
+        return r._replace(
+            broker_epoch=rank(b, r.broker_epoch) if self.counted else 0,
+            remote_broker_epoch=tuple(rank(f, e) for f, e in enumerate(r.remote_broker_epoch)),
+            pending_epochs=tuple(rank(m, e) for m, e in zip(r.pending_isr or (), r.pending_epochs)),
+            unclean_shutdown=self.unclean and not r.alive and r.unclean_shutdown)
+
+    def system(self, system: tuple, model_replicas: tuple | None = None) -> tuple:
+        """``system`` (replicas, controller, the five message queues, now) in the model's
+        numbering; ``model_replicas``, if given, are its replicas already numbered."""
+        replicas, controller, requests, responses, lai, alters, alter_responses, now = system
+        rank, counted = self.rank, self.counted
+        if model_replicas is None:
+            model_replicas = tuple(self.replica(b, r) for b, r in enumerate(replicas))
+        controller = controller._replace(broker_epochs=tuple(len(g) - 1 if counted else 0
+                                                             for g in self.registrations))
+        if counted:
+            requests = tuple(tuple(m._replace(broker_epoch=rank(f, m.broker_epoch)) for m in q)
+                             for f, q in enumerate(requests))
+            alters = tuple(tuple(m._replace(broker_epochs=tuple(rank(f, e) for f, e in zip(m.isr, m.broker_epochs)))
+                                 for m in q) for q in alters)
+        return model_replicas, controller, requests, responses, lai, alters, alter_responses, now
+
+
 def with_model_epochs(system: tuple, registrations: tuple, protocol: str) -> tuple:
     """``system`` (replicas, controller, the five message queues, now) with the implementation's
     broker epochs numbered as the model numbers them, and the fields the variant does not keep at
     their neutral values."""
-    rules = PROTOCOLS[protocol]
-    counted = rules.next_broker_epoch(0) == 1     # kip-903 on: the model counts registrations
-    unclean = rules.unclean_shutdown("power")     # kip-966: the unclean shutdown flag
-    index = [{e: k for k, e in enumerate(given)} for given in registrations]
-
-    def rank(broker: int, epoch: int) -> int:  # -2: an epoch the controller never gave it
-        return -1 if epoch < 0 else index[broker].get(epoch, -2)
-
-    replicas, controller, requests, responses, lai, alters, alter_responses, now = system
-    replicas = tuple(r._replace(
-        broker_epoch=rank(b, r.broker_epoch) if counted else 0,
-        remote_broker_epoch=tuple(rank(f, e) for f, e in enumerate(r.remote_broker_epoch)),
-        pending_epochs=tuple(rank(m, e) for m, e in zip(r.pending_isr or (), r.pending_epochs)),
-        unclean_shutdown=unclean and not r.alive and r.unclean_shutdown) for b, r in enumerate(replicas))
-    controller = controller._replace(broker_epochs=tuple(len(g) - 1 if counted else 0 for g in registrations))
-    if counted:
-        requests = tuple(tuple(m._replace(broker_epoch=rank(f, m.broker_epoch)) for m in q)
-                         for f, q in enumerate(requests))
-        alters = tuple(tuple(m._replace(broker_epochs=tuple(rank(f, e) for f, e in zip(m.isr, m.broker_epochs)))
-                             for m in q) for q in alters)
-    return replicas, controller, requests, responses, lai, alters, alter_responses, now
+    return ModelEpochs(registrations, protocol).system(system)
 
 
 class Abstraction:
@@ -77,15 +98,30 @@ class Abstraction:
         self.report = report
         self.cluster = report.cluster
         self._logs: list[tuple[tuple, tuple]] = [((), ())] * report.n  # per broker: (reported log, its entries)
+        self._epochs: ModelEpochs | None = None
+        # per broker: (its last snapshot, that snapshot as a model Replica); most steps change one
+        # broker or none, and an equal snapshot under the same registrations is the same Replica
+        self._replicas: list[tuple] = [(None, None)] * report.n
 
     def system_state(self) -> tuple:
         """``(replicas, controller, fetch_requests, ..., alter_partition_responses, now)``."""
         snap = self.cluster.snapshot()
-        replicas = tuple(Replica(log=self._log(b.broker_id, b.log), **replica_fields(b)) for b in snap.brokers)
         controller = controller_fields(snap.controller)
         registrations = controller.pop("registrations")
-        return with_model_epochs((replicas, Controller(**controller), *self.report.in_flight(message),
-                                  snap.now_ms // MS_PER_TICK), registrations, self.cluster.config.protocol)
+        epochs = self._epochs
+        if epochs is None or epochs.registrations != registrations:
+            epochs = self._epochs = ModelEpochs(registrations, self.cluster.config.protocol)
+            self._replicas = [(None, None)] * self.report.n
+        kept = self._replicas
+        replicas = []
+        for b in snap.brokers:
+            i = b.broker_id
+            if kept[i][0] != b:
+                raw = Replica(log=self._log(i, b.log), **replica_fields(b))
+                kept[i] = (b, epochs.replica(i, raw))
+            replicas.append(kept[i][1])
+        return epochs.system((replicas, Controller(**controller), *self.report.in_flight(message),
+                              snap.now_ms // MS_PER_TICK), tuple(replicas))
 
     def _log(self, broker: int, log: tuple) -> tuple:
         """The model entries of a broker's log, converting only the entries after the part it shares

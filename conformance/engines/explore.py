@@ -41,6 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
     parser.add_argument("--max-states", type=Number(int, 1, INT64_MAX), default=None, help="stop after this many states")
     parser.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
+    parser.add_argument("--no-symmetry", action="store_true",
+                        help="no symmetry reduction: every state apart from its broker renamings (docs/model.md)")
     parser.add_argument("--no-budget", action="store_true",
                         help="report every failure as a violation, the properties' fault budgets aside "
                              "(what breaks at all, as prove reports it)")
@@ -144,7 +146,8 @@ def run(args) -> int:
 
     try:
         result = explore(config, scope, props, stop_at_first=args.stop_at_first,
-                         max_states=args.max_states, progress=progress, budgets=not args.no_budget)
+                         max_states=args.max_states, progress=progress, budgets=not args.no_budget,
+                         symmetry=not args.no_symmetry)
     finally:  # end the progress line, also before an interruption's message
         if shown[0]:
             print(file=sys.stderr)
@@ -222,6 +225,7 @@ def _print_report(config: ModelConfig, result, replays=None) -> None:
                   f"{'on' if config.unclean_leader_election_enable else 'off'}; scope {scope}")
     console.print(f"{result.states:,} distinct states, {result.transitions:,} transitions, depth {result.depth}, "
                   f"{result.seconds:.1f} s, {verdict}")
+    console.print(_reduction_text(result))
     for b in result.beyond_budget:
         console.print(f"[yellow]{b.property} broken only outside its fault budget[/yellow] (shortest after "
                       f"{b.depth} steps: {b.reason}); Kafka does not promise it there, so this is no violation")
@@ -234,6 +238,14 @@ def _print_report(config: ModelConfig, result, replays=None) -> None:
         console.print(_trace_table(config, v.trace))
         if replays is not None:
             console.print(f"on the implementation (lockstep): {replays[i].summary()}")
+
+
+def _reduction_text(result) -> str:
+    """What the symmetry reduction merged and what the fingerprints risk, in one line."""
+    sym = (f"symmetry: {result.states:,} representatives of up to {result.represented:,} states "
+           f"(their broker renamings, reachable or not)" if result.symmetry else "no symmetry reduction")
+    return (f"{sym}; 64-bit fingerprints: probability of a collision at most "
+            f"{result.collision_probability:.1e}")
 
 
 def _trace_table(config: ModelConfig, trace: list[dict]):

@@ -66,6 +66,7 @@ class SimNetwork:
         self._seq = 0
         self.delivered = 0
         self.lost = 0
+        self.changes = 0  # bumped when a frame joins or leaves a queue: readers see nothing moved
 
     # -- Transport --------------------------------------------------------------------------
     def register(self, node_id: int, endpoint: Endpoint) -> None:
@@ -93,8 +94,10 @@ class SimNetwork:
                 self.instant.append(env)
             else:
                 self.queues.setdefault(env.tag, []).append(env)
+                self.changes += 1
             return
         self.queues.setdefault(env.tag, []).append(env)
+        self.changes += 1
         f, rng = self.faults, self.rng
         if f.drop_rate and rng.random() < f.drop_rate:
             self.clock.schedule(rng.randint(f.min_delay_ms, f.max_delay_ms), lambda: self._drop_if_queued(env))
@@ -104,6 +107,7 @@ class SimNetwork:
             self._seq += 1
             copy = Envelope(self._seq, src, dst, frame, env.tag)
             self.queues[env.tag].append(copy)
+            self.changes += 1
             self._schedule(copy)
 
     # -- explicit control -------------------------------------------------------------------
@@ -168,6 +172,7 @@ class SimNetwork:
     def _remove(self, env: Envelope) -> None:
         queue = self.queues[env.tag]
         queue.remove(env)
+        self.changes += 1
         if not queue:
             del self.queues[env.tag]
 

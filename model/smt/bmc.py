@@ -557,7 +557,7 @@ def reachable(config: ModelConfig, scope: Scope, state: State, max_states: int |
     key = state_key(scope, state)
     target = Property("Unreached", "the state is not reached", "isrcheck prove", "invariant",
                       lambda s: state_key(scope, s) != key)
-    result = explore(config, scope, [target], stop_at_first=True, max_states=max_states)
+    result = explore(config, scope, [target], stop_at_first=True, max_states=max_states, symmetry=False)
     if result.violations:
         return True
     return False if result.complete else None
