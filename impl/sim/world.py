@@ -35,11 +35,16 @@ _TRACE_HEAD = struct.Struct(">qii")
 class SimWorld:
     """Clock, network, controller, brokers on their file systems and clients of one simulation."""
 
-    def __init__(self, config: ClusterConfig, auto: bool, seed: int, faults: NetworkFaults | None = None) -> None:
+    def __init__(self, config: ClusterConfig, auto: bool, seed: int, faults: NetworkFaults | None = None,
+                 events=None) -> None:
+        """``events``: an EventLog (isrcheck.impl.eventlog) every node writes its protocol events to."""
         self.config = config
+        self.events = events
         self.auto = auto
         self.rng = random.Random(seed)
         self.clock = SimClock()
+        if events is not None:
+            events.now_ms = self.clock.now_ms
         self._hash = hashlib.blake2b(digest_size=16)
         self.network = SimNetwork(self.clock, self.classify, random.Random(self.rng.getrandbits(64)),
                                   (faults or NetworkFaults()) if auto else None, self.trace_delivery)
@@ -58,7 +63,8 @@ class SimWorld:
 
     # -- the nodes --------------------------------------------------------------------------------
     def start_controller(self) -> Controller:
-        return Controller.for_cluster(self.config, self.clock, self.network, self.auto, self.trace_event)
+        return Controller.for_cluster(self.config, self.clock, self.network, self.auto, self.trace_event,
+                                      events=self.events)
 
     def make_filesystem(self, broker_id: int):
         """The disk of ``broker_id``'s machine; it outlives the broker's incarnations."""
@@ -66,7 +72,7 @@ class SimWorld:
 
     def start_broker(self, broker_id: int, incarnation: int) -> Broker:
         return Broker(broker_id, self.config, self.filesystems[broker_id], self.clock, self.network,
-                      auto=self.auto, incarnation=incarnation, on_event=self.trace_event)
+                      auto=self.auto, incarnation=incarnation, on_event=self.trace_event, events=self.events)
 
     # -- faults and restarts ----------------------------------------------------------------------
     def crash_broker(self, broker: int, kind: str, survive: int = 0, torn: bool = False) -> None:
@@ -95,6 +101,8 @@ class SimWorld:
                 fs.power_loss(random.Random(self.rng.getrandbits(64)))
         self._frozen[broker] = dataclasses.replace(self._frozen[broker],
                                                    unclean_shutdown=self.brokers[broker].data_maybe_lost)
+        if self.events is not None:
+            self.events.emit(broker, "crash", {"alive": False}, {"replica": broker, "kind": kind})
 
     def restart_broker(self, broker: int) -> Broker:
         """The next incarnation of down ``broker``, started on its disk (log recovery), not yet
