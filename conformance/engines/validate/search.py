@@ -16,7 +16,7 @@ from typing import Iterator
 from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, StepRefused, apply
 from isrcheck.model.actions import ACTIONS
 from isrcheck.model.semantics import take
-from isrcheck.model.state import LeaderAndIsr, State, batch_ends, initial_state, latest_epoch
+from isrcheck.model.state import LeaderAndIsr, State, updated, batch_ends, initial_state, latest_epoch
 
 from .events import Event, Trace
 
@@ -184,8 +184,8 @@ class Search:
             yield from _lost_alter_partition(s, r, ev.fields["leader_epoch"])
         elif step == "resend_leader_and_isr":  # no step of its own: the controller's LeaderAndIsr again
             yield [_resend_leader_and_isr(r)]
-        elif step == "unfence":  # no step of its own: explained as a re-registration (docs/steps.md)
-            yield [Step("rejoin", r)]
+        elif step == "unfence":  # no step of its own (docs/steps.md): a rejoin that keeps the broker epoch
+            yield [_unfence(self.cfg, r)]
         elif step == "register":
             if not s.replicas[r].alive:
                 yield [Step("restart", r), _check_recovered(self.restarting.get(r), r)]
@@ -226,6 +226,9 @@ class Search:
             if kind == "fetch_response" and sender is not None and m.leader != sender:
                 continue
             yield [Step("drop", r, kind, index=0)] * k + [Step(ev.step, r)]
+        if kind == "fetch_request" and not any(m.leader == ev.node for m in queue) \
+                and s.replicas[ev.node].leader != ev.node:
+            yield []  # sent while the model had this broker down: answered NOT_LEADER_OR_FOLLOWER, a no-op
         if kind == "fetch_response" and not any(m.leader == sender for m in queue):
             yield _drop_outstanding(s, r)  # an answer that changed nothing: to the model, a lost one
         if not queue:
@@ -235,15 +238,15 @@ class Search:
         m = ev.fields["message"]
         want = (m.get("leader"), m.get("leader_epoch"), tuple(m.get("isr", ())), m.get("partition_epoch"))
         queue = s.leader_and_isr[r]
-        for i, msg in enumerate(queue):
-            if (msg.leader, msg.leader_epoch, msg.isr, msg.partition_epoch) == want:
-                yield [Step("deliver_leader_and_isr", r, index=i)]
-                return
         key = (ev.node, ev.step) + (ev.msg or ())
         if key in self.delivered:  # the network's duplicate of one delivered before
             yield [_requeue("leader_and_isr", r, self.delivered[key], at_end=True),
                    Step("deliver_leader_and_isr", r, index=len(queue))]
             return
+        for i, msg in enumerate(queue):
+            if (msg.leader, msg.leader_epoch, msg.isr, msg.partition_epoch) == want:
+                yield [Step("deliver_leader_and_isr", r, index=i)]
+                return
         yield [_Refuse(f"no LeaderAndIsr {m} to broker {r} in flight "
                        f"(in flight: {[tuple(x) for x in queue] or 'none'})")]
 
@@ -379,13 +382,39 @@ def _resend_leader_and_isr(r: int):
 
 
 def _crash_while_down(cfg: ModelConfig, st: Step):
-    """The model's crash of a broker it has down (its restart never registered): the crash's
-    effect, without the guard that wants it alive."""
+    """A crash of a broker whose restart never registered (down to the model), on what the model
+    keeps of it: its log recovery had cut the log after a power loss and read the HW checkpoint; a
+    clean shutdown then flushed the recovered log, a power loss took the page cache the earlier
+    process crash had left (the crash's ``survive``), a process crash changed nothing."""
     def take_crash(s: State, steps: list) -> State:
-        s2, _ = take(cfg, s, st, ACTIONS["crash"])
+        rep = s.replicas[st.replica]
+        if st.arg == "clean":
+            log = rep.log[:rep.durable] if rep.power_lost else rep.log
+            rep = updated(rep, log=log, durable=len(log), hw=min(rep.hw, len(log)),
+                          hw_checkpoint=min(rep.hw_checkpoint, len(log)), power_lost=False,
+                          unclean_shutdown=cfg.rules.unclean_shutdown("clean"))
+        elif st.arg == "power" and not rep.power_lost:
+            s, _ = take(cfg, s, st, ACTIONS["crash"])
+            rep = s.replicas[st.replica]
+        elif st.survive:
+            raise _Mismatch("a power loss after a power loss: its page cache held nothing")
         steps.append({**st.to_json(), "while_down": True})
-        return s2
+        return s._replace(replicas=s.replicas[:st.replica] + (rep,) + s.replicas[st.replica + 1:])
     return take_crash
+
+
+def _unfence(cfg: ModelConfig, r: int):
+    """A live fenced broker heartbeats again with its broker epoch and the controller unfences it
+    (BrokerHeartbeatManager, ReplicationControlManager.handleBrokerUnfenced): the model's ``rejoin``
+    (unfenced, told the current state) without the new broker epoch a registration would give."""
+    def take_unfence(s: State, steps: list) -> State:
+        kept = s.controller.broker_epochs
+        s2, _ = apply(cfg, s, Step("rejoin", r))
+        rep = updated(s2.replicas[r], broker_epoch=s.replicas[r].broker_epoch)
+        steps.append({"step": "rejoin", "replica": r, "same_broker_epoch": True})
+        return s2._replace(replicas=s2.replicas[:r] + (rep,) + s2.replicas[r + 1:],
+                           controller=s2.controller._replace(broker_epochs=kept))
+    return take_unfence
 
 
 def _check_restarting(restart: Event):
