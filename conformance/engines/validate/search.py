@@ -188,7 +188,8 @@ class Search:
             yield [_unfence(self.cfg, r)]
         elif step == "register":
             if not s.replicas[r].alive:
-                yield [Step("restart", r), _check_recovered(self.restarting.get(r), r)]
+                yield [_written_back(self.restarting.get(r), r), Step("restart", r),
+                       _check_recovered(self.restarting.get(r), r)]
             else:
                 yield [Step("rejoin", r)]
         elif step == "restart":
@@ -197,12 +198,10 @@ class Search:
             kind = ev.fields["kind"]
             # up again but never registered, to the model it stayed down: its machine's crash acts on
             # the replica as a crash does (a power loss takes the page cache, a clean one flushes it)
-            down = r in self.restarting
-            rep = s.replicas[r]
-            for survive in range(len(batch_ends(rep.log, rep.durable)) + 1 if kind == "power" else 1):
-                # how many unflushed batches the page cache wrote back shows at restart
-                st = Step("crash", r, kind, survive=survive)
-                yield [_crash_while_down(self.cfg, st) if down else st]
+            # how many unflushed batches a power loss let the page cache write back shows only at
+            # restart: the crash keeps none, and the restart's recovery says how many it kept
+            st = Step("crash", r, kind)
+            yield [_crash_while_down(self.cfg, st) if r in self.restarting else st]
 
     def _delivery(self, s: State, ev: Event, r: int, kind: str) -> Iterator[list]:
         """The oldest message of the queue after the lost ones before it; a second delivery of the
@@ -282,30 +281,49 @@ class Search:
 
     # -- the search -------------------------------------------------------------------------------
     def run(self) -> Verdict:
-        frontier: dict[State, _Path | None] = {initial_state(self.cfg): None}
+        frontier: list[tuple[State, _Path | None]] = [(initial_state(self.cfg), None)]
         widest = 1
         for n, ev in enumerate(self.trace.events):
-            nxt: dict[State, _Path] = {}
+            nxt: list[tuple[State, _Path]] = []
             refusals = []
-            first = next(iter(frontier))
-            for i, (s, path) in enumerate(frontier.items()):
+            for i, (s, path) in enumerate(frontier):
                 reasons: list = []
                 for s2, steps in self.successors(s, ev, reasons):
-                    if s2 not in nxt:
-                        nxt[s2] = _Path(tuple(steps), path)
-                refusals.append(Refusal(i, self._node_view(s, ev), reasons))
+                    nxt.append((s2, _Path(tuple(steps), path)))
+                refusals.append((i, s, reasons))
             if not nxt:
-                return Verdict(False, n, [], ev, refusals, widest)
-            self.note(first, ev)
+                return Verdict(False, n, [], ev, [Refusal(i, self._node_view(s, ev), why) for i, s, why in refusals],
+                               widest)
+            self.note(frontier[0][0], ev)
+            if len(nxt) > 1:
+                nxt = _distinct(nxt)
             frontier = nxt
             widest = max(widest, len(frontier))
-        path = next(iter(frontier.values()))
+        path = frontier[0][1]
         return Verdict(True, len(self.trace.events), path.unwind() if path else [], max_candidates=widest)
 
     def _node_view(self, s: State, ev: Event) -> dict:
         if ev.step in CONTROLLER_STEPS:
             return {"now": s.now, "controller": controller_view(s)}
         return {"now": s.now, f"broker {ev.node}": broker_view(s, ev.node)}
+
+
+def _distinct(candidates: list) -> list:
+    """The candidates without repeats, first ones kept. Hashing a state costs its whole log, so they
+    are grouped by a cheap key and compared (siblings share their logs: equality sees it at once)."""
+    groups: dict = {}
+    out = []
+    for s, path in candidates:
+        key = (s.now, s.controller, tuple((len(r.log), r.hw, r.durable, r.alive) for r in s.replicas),
+               tuple(len(q) for field in _QUEUES for q in getattr(s, field)))
+        same = groups.setdefault(key, [])
+        if not any(s == t for t in same):
+            same.append(s)
+            out.append((s, path))
+    return out
+
+
+_QUEUES = tuple(MESSAGE_KINDS.values())
 
 
 class _Mismatch(Exception):
@@ -421,6 +439,23 @@ def _check_restarting(restart: Event):
     """A broker up again but not registered knows no leader: a produce or consume changes nothing."""
     def take(s: State, steps: list) -> State:
         return s
+    return take
+
+
+def _written_back(restart: Event | None, r: int):
+    """How many unflushed batches reached the disk before the power loss, read off the log its
+    recovery logged: the crash's ``survive``, decided here because nothing reads it before."""
+    def take(s: State, steps: list) -> State:
+        rep = s.replicas[r]
+        leo = restart.state.get("leo") if restart is not None else None
+        if not rep.power_lost or leo is None or leo <= rep.durable:
+            return s
+        ends = batch_ends(rep.log, rep.durable)
+        if leo not in ends:
+            raise _Mismatch(f"log recovery at {restart.where}: LEO {leo} is not the end of a batch the "
+                            f"page cache held (unflushed batches end at {ends})")
+        steps.append({"step": "written_back", "replica": r, "survive": ends.index(leo) + 1})
+        return s._replace(replicas=s.replicas[:r] + (updated(rep, durable=leo),) + s.replicas[r + 1:])
     return take
 
 
