@@ -8,7 +8,7 @@ global event counter; on one machine's real processes the system-wide monotonic 
 the step), the node's clock ``t`` in ms, ``msg`` = [sender, correlation id] on an event that
 handles a received message (what ties a receive to its send), ``corr`` on an event that sent a
 request, and ``state``: what the step left on that node (a broker's LEO, HW, leader, leader epoch,
-ISR view, partition epoch, last epoch in its log; the controller's leader, epochs, ISR, ELR and
+ISR view, partition epoch, last epoch in its log, the ISR change it has in flight; the controller's leader, epochs, ISR, ELR and
 fenced brokers), so a validator checks state as well as order, as etcd-raft's and CCF's traces do.
 
 Every file starts with a header line naming the protocol variant and the cluster config; the
@@ -38,7 +38,8 @@ def broker_state(p) -> dict:
     """What a broker's event leaves on it: its view of the partition (a ``Partition``)."""
     log = p.log
     return {"leo": log.log_end_offset, "hw": p.high_watermark, "leader": p.leader, "epoch": p.leader_epoch,
-            "isr": list(p.isr), "pe": p.partition_epoch, "last_epoch": log.latest_epoch}
+            "isr": list(p.isr), "pe": p.partition_epoch, "last_epoch": log.latest_epoch,
+            "pending": None if p.pending_isr is None else list(p.pending_isr)}
 
 
 def controller_state(c) -> dict:

@@ -84,7 +84,7 @@ def broker_view(s: State, r: int) -> dict:
     rep = s.replicas[r]
     return {"alive": rep.alive, "leo": len(rep.log), "hw": rep.hw, "leader": rep.leader,
             "epoch": rep.leader_epoch, "isr": list(rep.isr), "pe": rep.partition_epoch,
-            "last_epoch": latest_epoch(rep.log)}
+            "last_epoch": latest_epoch(rep.log), "pending": None if rep.pending_isr is None else list(rep.pending_isr)}
 
 
 def controller_view(s: State) -> dict:
