@@ -57,7 +57,8 @@ class EventLog:
     nodes. ``header`` (protocol, config) starts every file."""
 
     def __init__(self, directory: str, header: dict, controller_id: int,
-                 now_ms: Callable[[], int] | None = None, lamport: Callable[[], int] | None = None) -> None:
+                 now_ms: Callable[[], int] | None = None, lamport: Callable[[], int] | None = None,
+                 fresh: bool = True) -> None:
         os.makedirs(directory, exist_ok=True)
         self.directory = directory
         self.header = {"format": FORMAT, "version": VERSION, **header}
@@ -68,12 +69,15 @@ class EventLog:
         self._files: dict[int, TextIO] = {}
         self._seq: dict[int, int] = {}
         self.events = 0
+        self.fresh = fresh  # a new run starts its nodes' files anew; a restarted process goes on with its own
 
     def _file(self, node: int) -> TextIO:
         f = self._files.get(node)
         if f is None:
             path = os.path.join(self.directory, node_file(node, self.controller_id))
             seq = 0
+            if self.fresh and os.path.exists(path):
+                os.remove(path)
             if os.path.exists(path):  # a restarted process goes on with its node's file
                 with open(path, encoding="utf-8") as old:
                     seq = max(0, sum(1 for _ in old) - 1)
