@@ -2,7 +2,6 @@
 ones are refused at the event that was edited, and bad input is named by file and line."""
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.impl.replication.replica_manager import ReplicaManager
 from isrcheck.impl.sim.workload import run_simulation
 from isrcheck.model import PROTOCOLS
+from timer_bug import eager_isr_check
 
 
 def _run(tmp_path: Path, protocol: str, seed: int, steps: int = 150) -> Path:
@@ -109,25 +109,11 @@ def test_a_receive_ordered_before_its_send_is_refused_at_the_receive(tmp_path):
                for r in verdict.refusals for why in r.reasons)
 
 
-def _eager_isr_check(original):
-    def check(self) -> None:
-        """The isr-expiration task at half of replica.lag.time.max.ms: followers leave the ISR too soon."""
-        saved = {pid: p.config for pid, p in self.partitions.items()}
-        for p in self.partitions.values():
-            p.config = dataclasses.replace(p.config, replica_lag_time_max_ms=p.config.replica_lag_time_max_ms // 2)
-        try:
-            original(self)
-        finally:
-            for pid, p in self.partitions.items():
-                p.config = saved[pid]
-    return check
-
-
 def test_a_bug_only_timers_reach_is_caught_by_validate_and_missed_by_lockstep(tmp_path, monkeypatch):
     """A planted bug in the timer that shrinks the ISR (Kafka's isr-expiration task): lockstep
     drives shrink_isr itself and never runs the timer, so its walks pass; the self-driven
     simulation runs it, and validate refuses the first shrink the model would not make."""
-    monkeypatch.setattr(ReplicaManager, "_isr_check", _eager_isr_check(ReplicaManager._isr_check))
+    monkeypatch.setattr(ReplicaManager, "_isr_check", eager_isr_check(ReplicaManager._isr_check))
     for seed in range(3):
         assert random_walk(seed, "kip-320", 80, "default")[1].kind == "pass"
     caught = []
