@@ -325,12 +325,16 @@ def _distinct(candidates: list) -> list:
 
 
 _QUEUES = tuple(MESSAGE_KINDS.values())
+_SYSTEM = State._fields.index("now") + 1  # the fields before the ghost variables
 
 
 def _same(a: State, b: State) -> bool:
-    """``a == b``, the small fields first: most candidates that differ do so in a message or a
-    ghost variable, and comparing two equal logs that are not one object walks them whole."""
-    if a[1:] != b[1:]:
+    """The same system state (replicas, controller, messages in flight, clock), the small fields
+    first: comparing two equal logs that are not one object walks them whole. The ghost variables
+    (what clients were told, faults counted) are left out: no event is checked against them, and
+    two behaviours that differ only there (one message lost before or after another) explain the
+    rest of the log alike."""
+    if a[1:_SYSTEM] != b[1:_SYSTEM]:
         return False
     for x, y in zip(a.replicas, b.replicas):
         if x is not y and (x[0] != y[0] or x[2:] != y[2:] or x.log != y.log):
@@ -359,7 +363,8 @@ def _short(step: dict) -> str:
 
 def _drop_outstanding(s: State, r: int) -> list:
     """A new Fetch shows the follower's last one was answered or lost: drop what the model still has
-    in flight of it under its current (leader, leader epoch) (the ones the guard would count)."""
+    in flight of it under its current (leader, leader epoch) (the ones the guard would count), and
+    every response to it (one of an earlier leader epoch would only be discarded)."""
     rep = s.replicas[r]
     tag = (rep.leader, rep.leader_epoch)
     drops = []
@@ -367,7 +372,8 @@ def _drop_outstanding(s: State, r: int) -> list:
         queue = getattr(s, MESSAGE_KINDS[kind])[r]
         left = 0
         for m in queue:
-            if (m.leader, m.leader_epoch) == tag:
+            # a response of another (leader, leader epoch) can only be discarded: it goes too
+            if (m.leader, m.leader_epoch) == tag or kind == "fetch_response":
                 drops.append(Step("drop", r, kind, index=left))
             else:
                 left += 1
