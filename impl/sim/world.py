@@ -19,6 +19,7 @@ from typing import Any
 
 from ..clients import ConsumeResult, Consumer, Producer, ProduceResult
 from ..controller import Controller
+from ..eventlog import DOWN
 from ..protocol import REQUEST, ApiKey, LeaderAndIsrRequest
 from ..replication import Broker, ClusterConfig
 from ..storage import SimulatedFileSystem
@@ -102,7 +103,7 @@ class SimWorld:
         self._frozen[broker] = dataclasses.replace(self._frozen[broker],
                                                    unclean_shutdown=self.brokers[broker].data_maybe_lost)
         if self.events is not None:
-            self.events.emit(broker, "crash", {"alive": False}, {"replica": broker, "kind": kind})
+            self.events.emit(broker, "crash", DOWN, {"replica": broker, "kind": kind})
 
     def restart_broker(self, broker: int) -> Broker:
         """The next incarnation of down ``broker``, started on its disk (log recovery), not yet
