@@ -58,3 +58,13 @@ def test_a_run_the_model_cannot_explain_is_a_divergence_with_its_trace(monkeypat
     detail = json.loads(row["failure"])
     assert detail["validation"]["event"]["step"] == "shrink_isr"
     assert sorted(detail["trace"]) == ["broker-0.jsonl", "broker-1.jsonl", "broker-2.jsonl", "controller.jsonl"]
+
+
+def test_the_gate_turns_a_self_driven_failure_into_a_finding_naming_its_log(tmp_path):
+    from isrcheck.conformance.engines.gate.fuzz_engine import finding
+
+    (tmp_path / "failures" / "divergence-at-shrink_isr.events").mkdir(parents=True)
+    (tmp_path / "failures" / "divergence-at-shrink_isr.json").write_text('{"validation": {"verdict": "not explained"}}')
+    found = finding(tmp_path, {"verdict": "divergence", "property": None, "first_bad_step": 7, "seed": 3, "seeds": 1,
+                               "file": "failures/divergence-at-shrink_isr.events", "original_file": None}, None)
+    assert found.schedule is None and "isrcheck validate" in found.error and "not explained" in found.error

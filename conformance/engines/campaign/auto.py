@@ -7,13 +7,13 @@ offset read two ways, logs that disagree below the HW). A failure keeps its whol
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import time
 from dataclasses import asdict
 
 from isrcheck.conformance.engines.campaign.harness import canonical
-from isrcheck.conformance.engines.campaign.executor import short_hash
 from isrcheck.conformance.engines.validate.command import validate_path
 from isrcheck.impl.sim.workload import run_simulation, sim_config
 
@@ -64,4 +64,4 @@ def run_auto_seed(protocol: str, steps: int, seed: int) -> dict:
 
 def _config_hash(protocol: str) -> str:
     """The cluster config of every seed's run (the simulation's Kafka-like timings)."""
-    return short_hash(canonical(asdict(sim_config(protocol, REPLICAS))))
+    return hashlib.sha256(canonical(asdict(sim_config(protocol, REPLICAS))).encode()).hexdigest()[:16]
