@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, StepRefused, apply
-from isrcheck.model.actions import ACTIONS
-from isrcheck.model.semantics import take
-from isrcheck.model.state import LeaderAndIsr, State, updated, batch_ends, initial_state, latest_epoch
+from isrcheck.model.state import State, initial_state
 
+from . import unlogged
 from .events import Event, Trace
+from .views import broker_view, controller_view, mismatch
 
 CONTROLLER = "controller"
 # the model's deliveries: event step -> (message kind of the queue it takes from, model step)
@@ -79,27 +79,6 @@ class Verdict:
         return out
 
 
-def broker_view(s: State, r: int) -> dict:
-    """A broker's state as an event logs it (isrcheck.impl.eventlog.broker_state)."""
-    rep = s.replicas[r]
-    return {"alive": rep.alive, "leo": len(rep.log), "hw": rep.hw, "leader": rep.leader,
-            "epoch": rep.leader_epoch, "isr": list(rep.isr), "pe": rep.partition_epoch,
-            "last_epoch": latest_epoch(rep.log), "pending": None if rep.pending_isr is None else list(rep.pending_isr)}
-
-
-def controller_view(s: State) -> dict:
-    c = s.controller
-    return {"leader": c.leader, "epoch": c.leader_epoch, "isr": list(c.isr), "pe": c.partition_epoch,
-            "elr": list(c.elr), "fenced": list(c.fenced)}
-
-
-def _mismatch(view: dict, logged: dict) -> str | None:
-    for key, value in logged.items():
-        if key in view and view[key] != value:
-            return f"{key} is {view[key]} in the model, {value} in the log"
-    return None
-
-
 class Search:
     """Breadth-first over the candidate model states of one trace."""
 
@@ -150,46 +129,46 @@ class Search:
             except StepRefused as exc:
                 reasons.append(f"{exc.step.name} refused: {exc.reason}")
                 continue
-            except _Mismatch as exc:
+            except unlogged.Mismatch as exc:
                 reasons.append(str(exc))
                 continue
-            bad = self._state_mismatch(s2, ev)
+            bad = self._statemismatch(s2, ev)
             if bad is not None:
                 reasons.append(f"after {', '.join(_short(x) for x in steps[len(pre):]) or 'nothing'}: {bad}")
                 continue
             yield s2, steps
 
-    def _state_mismatch(self, s: State, ev: Event) -> str | None:
+    def _statemismatch(self, s: State, ev: Event) -> str | None:
         if ev.step in CONTROLLER_STEPS:
-            return _mismatch(controller_view(s), ev.state)
+            return mismatch(controller_view(s), ev.state)
         if ev.step == "restart" or (ev.step in ("produce", "consume", "flush", "crash", "handle_fetch") and ev.node in self.restarting):
             return None  # checked when the controller registers it (the model's restart)
-        return _mismatch(broker_view(s, ev.node), ev.state)
+        return mismatch(broker_view(s, ev.node), ev.state)
 
     def _alternatives(self, s: State, ev: Event, r: int) -> Iterator[list]:
         step = ev.step
         if step in SAME_NAME:
             if step in ("produce", "consume", "flush") and r in self.restarting:
-                yield [_check_restarting(self.restarting[r])]  # up, not yet registered: it only refuses
+                yield [unlogged.check_restarting(self.restarting[r])]  # up, not yet registered: it only refuses
                 return
             kw = {"arg": ev.fields["acks"], "records": ev.fields["records"]} if step == "produce" else {}
             yield [Step(step, r, **kw)]
         elif step == "send_fetch":
-            yield _drop_outstanding(s, r) + [Step("send_fetch", r, max_batches=ev.fields["max_batches"])]
+            yield unlogged.drop_outstanding(s, r) + [Step("send_fetch", r, max_batches=ev.fields["max_batches"])]
         elif step in DELIVERIES:
             yield from self._delivery(s, ev, r, DELIVERIES[step])
         elif step == "deliver_leader_and_isr":
             yield from self._leader_and_isr(s, ev, r)
         elif step == "lost_alter_partition":
-            yield from _lost_alter_partition(s, r, ev.fields["leader_epoch"])
+            yield from unlogged.lost_alter_partition(s, r, ev.fields["leader_epoch"])
         elif step == "resend_leader_and_isr":  # no step of its own: the controller's LeaderAndIsr again
-            yield [_resend_leader_and_isr(r)]
+            yield [unlogged.resend_leader_and_isr(r)]
         elif step == "unfence":  # no step of its own (docs/steps.md): a rejoin that keeps the broker epoch
-            yield [_unfence(self.cfg, r)]
+            yield [unlogged.unfence(self.cfg, r)]
         elif step == "register":
             if not s.replicas[r].alive:
-                yield [_written_back(self.restarting.get(r), r), Step("restart", r),
-                       _check_recovered(self.restarting.get(r), r)]
+                yield [unlogged.written_back(self.restarting.get(r), r), Step("restart", r),
+                       unlogged.check_recovered(self.restarting.get(r), r)]
             else:
                 yield [Step("rejoin", r)]
         elif step == "restart":
@@ -201,7 +180,7 @@ class Search:
             # how many unflushed batches a power loss let the page cache write back shows only at
             # restart: the crash keeps none, and the restart's recovery says how many it kept
             st = Step("crash", r, kind)
-            yield [_written_back(self.restarting[r], r), _crash_while_down(self.cfg, st)] \
+            yield [unlogged.written_back(self.restarting[r], r), unlogged.crash_while_down(self.cfg, st)] \
                 if r in self.restarting else [st]
 
     def _delivery(self, s: State, ev: Event, r: int, kind: str) -> Iterator[list]:
@@ -217,7 +196,7 @@ class Search:
             return
         key = (ev.node, ev.step) + (ev.msg or ())
         if ev.msg is not None and key in self.delivered:
-            yield [_requeue(field, r, self.delivered[key]), Step(ev.step, r)]
+            yield [unlogged.requeue(field, r, self.delivered[key]), Step(ev.step, r)]
             return
         sender = ev.msg[0] if ev.msg else None
         for k, m in enumerate(queue):
@@ -230,7 +209,7 @@ class Search:
                 and s.replicas[ev.node].leader != ev.node:
             yield []  # sent while the model had this broker down: answered NOT_LEADER_OR_FOLLOWER, a no-op
         if kind == "fetch_response" and not any(m.leader == sender for m in queue):
-            yield _drop_outstanding(s, r)  # an answer that changed nothing: to the model, a lost one
+            yield unlogged.drop_outstanding(s, r)  # an answer that changed nothing: to the model, a lost one
         if not queue:
             yield [Step(ev.step, r)]  # refused, with the model's reason
 
@@ -240,14 +219,14 @@ class Search:
         queue = s.leader_and_isr[r]
         key = (ev.node, ev.step) + (ev.msg or ())
         if key in self.delivered:  # the network's duplicate of one delivered before
-            yield [_requeue("leader_and_isr", r, self.delivered[key], at_end=True),
+            yield [unlogged.requeue("leader_and_isr", r, self.delivered[key], at_end=True),
                    Step("deliver_leader_and_isr", r, index=len(queue))]
             return
         for i, msg in enumerate(queue):
             if (msg.leader, msg.leader_epoch, msg.isr, msg.partition_epoch) == want:
                 yield [Step("deliver_leader_and_isr", r, index=i)]
                 return
-        yield [_Refuse(f"no LeaderAndIsr {m} to broker {r} in flight "
+        yield [unlogged.Refuse(f"no LeaderAndIsr {m} to broker {r} in flight "
                        f"(in flight: {[tuple(x) for x in queue] or 'none'})")]
 
     # -- bookkeeping between events ---------------------------------------------------------------
@@ -342,151 +321,9 @@ def _same(a: State, b: State) -> bool:
     return True
 
 
-class _Mismatch(Exception):
-    """A validator-side check of an unlogged step failed; the message says how."""
-
-
-class _Refuse:
-    """An alternative that explains nothing, with the reason."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-    def __call__(self, s: State, steps: list) -> State:
-        raise _Mismatch(self.reason)
-
-
 def _short(step: dict) -> str:
     args = ",".join(str(v) for k, v in step.items() if k != "step")
     return f"{step['step']}({args})"
-
-
-def _drop_outstanding(s: State, r: int) -> list:
-    """A new Fetch shows the follower's last one was answered or lost: drop what the model still has
-    in flight of it under its current (leader, leader epoch) (the ones the guard would count), and
-    every response to it (one of an earlier leader epoch would only be discarded)."""
-    rep = s.replicas[r]
-    tag = (rep.leader, rep.leader_epoch)
-    drops = []
-    for kind in ("fetch_request", "fetch_response"):
-        queue = getattr(s, MESSAGE_KINDS[kind])[r]
-        left = 0
-        for m in queue:
-            # a response of another (leader, leader epoch) can only be discarded: it goes too
-            if (m.leader, m.leader_epoch) == tag or kind == "fetch_response":
-                drops.append(Step("drop", r, kind, index=left))
-            else:
-                left += 1
-    return drops
-
-
-def _lost_alter_partition(s: State, r: int, leader_epoch: int) -> Iterator[list]:
-    """The leader learned its AlterPartition or the answer was lost: either one, sent in that epoch."""
-    found = False
-    for i, m in enumerate(s.alter_partition[r]):
-        if m.leader_epoch == leader_epoch:
-            found = True
-            yield [Step("drop", r, "alter_partition", index=i)]
-    for i, m in enumerate(s.alter_partition_responses[r]):
-        if m.request_leader_epoch == leader_epoch:
-            found = True
-            yield [Step("drop", r, "alter_partition_response", index=i)]
-    if not found:
-        yield []  # the model lost it already (a crash of either end discards it)
-
-
-def _requeue(field: str, r: int, message, at_end: bool = False):
-    """The network's duplicate of a delivered message, back in flight (first, or last)."""
-    def take(s: State, steps: list) -> State:
-        queues = list(getattr(s, field))
-        queues[r] = queues[r] + (message,) if at_end else (message,) + queues[r]
-        steps.append({"step": "duplicate", "message": field, "replica": r})
-        return s._replace(**{field: tuple(queues)})
-    return take
-
-
-def _resend_leader_and_isr(r: int):
-    """The controller sends broker ``r`` its current partition state again, as it does on a change."""
-    def take(s: State, steps: list) -> State:
-        c = s.controller
-        queues = list(s.leader_and_isr)
-        if s.replicas[r].alive:
-            queues[r] = queues[r] + (LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch),)
-        steps.append({"step": "resend_leader_and_isr", "replica": r})
-        return s._replace(leader_and_isr=tuple(queues))
-    return take
-
-
-def _crash_while_down(cfg: ModelConfig, st: Step):
-    """A crash of a broker whose restart never registered (down to the model), on what the model
-    keeps of it: its log recovery had cut the log after a power loss and read the HW checkpoint; a
-    clean shutdown then flushed the recovered log, a power loss took the page cache the earlier
-    process crash had left (the crash's ``survive``), a process crash changed nothing."""
-    def take_crash(s: State, steps: list) -> State:
-        rep = s.replicas[st.replica]
-        if st.arg == "clean":
-            log = rep.log[:rep.durable] if rep.power_lost else rep.log
-            rep = updated(rep, log=log, durable=len(log), hw=min(rep.hw, len(log)),
-                          hw_checkpoint=min(rep.hw_checkpoint, len(log)), power_lost=False,
-                          unclean_shutdown=cfg.rules.unclean_shutdown("clean"))
-        elif st.arg == "power" and not rep.power_lost:
-            s, _ = take(cfg, s, st, ACTIONS["crash"])
-            rep = s.replicas[st.replica]
-        elif st.survive:
-            raise _Mismatch("a power loss after a power loss: its page cache held nothing")
-        steps.append({**st.to_json(), "while_down": True})
-        return s._replace(replicas=s.replicas[:st.replica] + (rep,) + s.replicas[st.replica + 1:])
-    return take_crash
-
-
-def _unfence(cfg: ModelConfig, r: int):
-    """A live fenced broker heartbeats again with its broker epoch and the controller unfences it
-    (BrokerHeartbeatManager, ReplicationControlManager.handleBrokerUnfenced): the model's ``rejoin``
-    (unfenced, told the current state) without the new broker epoch a registration would give."""
-    def take_unfence(s: State, steps: list) -> State:
-        kept = s.controller.broker_epochs
-        s2, _ = apply(cfg, s, Step("rejoin", r))
-        rep = updated(s2.replicas[r], broker_epoch=s.replicas[r].broker_epoch)
-        steps.append({"step": "rejoin", "replica": r, "same_broker_epoch": True})
-        return s2._replace(replicas=s2.replicas[:r] + (rep,) + s2.replicas[r + 1:],
-                           controller=s2.controller._replace(broker_epochs=kept))
-    return take_unfence
-
-
-def _check_restarting(restart: Event):
-    """A broker up again but not registered knows no leader: a produce or consume changes nothing."""
-    def take(s: State, steps: list) -> State:
-        return s
-    return take
-
-
-def _written_back(restart: Event | None, r: int):
-    """How many unflushed batches reached the disk before the power loss, read off the log its
-    recovery logged: the crash's ``survive``, decided here because nothing reads it before."""
-    def take(s: State, steps: list) -> State:
-        rep = s.replicas[r]
-        leo = restart.state.get("leo") if restart is not None else None
-        if not rep.power_lost or leo is None or leo <= rep.durable:
-            return s
-        ends = batch_ends(rep.log, rep.durable)
-        if leo not in ends:
-            raise _Mismatch(f"log recovery at {restart.where}: LEO {leo} is not the end of a batch the "
-                            f"page cache held (unflushed batches end at {ends})")
-        steps.append({"step": "written_back", "replica": r, "survive": ends.index(leo) + 1})
-        return s._replace(replicas=s.replicas[:r] + (updated(rep, durable=leo),) + s.replicas[r + 1:])
-    return take
-
-
-def _check_recovered(restart: Event | None, r: int):
-    """The model's restart left the log its recovery logged."""
-    def take(s: State, steps: list) -> State:
-        if restart is not None:
-            view = broker_view(s, r)
-            bad = _mismatch({k: view[k] for k in ("leo", "hw", "last_epoch")}, restart.state)
-            if bad is not None:
-                raise _Mismatch(f"log recovery at {restart.where}: {bad}")
-        return s
-    return take
 
 
 def validate(trace: Trace) -> Verdict:
