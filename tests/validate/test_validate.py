@@ -167,3 +167,14 @@ def test_the_command_exits_0_explained_and_1_refused(tmp_path, isrcheck_cli):
     assert done.returncode == 1
     assert done.stdout.startswith("not explained: event") and "candidate 1:" in done.stdout
     assert isrcheck_cli("validate", str(tmp_path / "nothing")).returncode == 2
+
+
+def test_a_log_validated_as_another_variant_is_refused_where_they_differ(tmp_path):
+    """kip-320's brokers apply a LeaderAndIsr that names no leader; before 0.11 they ignored it."""
+    log = _run(tmp_path, "kip-320", 3)
+    assert validate_path(str(log))[0].explained
+    verdict, _, _ = validate_path(str(log), protocol="hw-truncation")
+    assert not verdict.explained and verdict.event.step == "deliver_leader_and_isr"
+    assert verdict.event.fields["message"]["leader"] == -1
+    with pytest.raises(UsageError, match="--protocol: unknown variant 'nope'"):
+        validate_path(str(log), protocol="nope")
