@@ -34,8 +34,14 @@ def node_file(node: int, controller_id: int) -> str:
     return CONTROLLER_FILE if node == controller_id else f"broker-{node}.jsonl"
 
 
-def _ids(ids) -> str:
-    return "[" + ",".join(map(str, ids)) + "]"
+_IDS: dict[tuple, str] = {}  # ISR views are few: each one's text is made once
+
+
+def _ids(ids: tuple) -> str:
+    text = _IDS.get(ids)
+    if text is None:
+        text = _IDS[ids] = "[" + ",".join(map(str, ids)) + "]"
+    return text
 
 
 def broker_state(p) -> str:
@@ -51,7 +57,7 @@ def controller_state(c) -> str:
     """What a controller's event leaves on it: the partition's registration and the fenced brokers."""
     p = c.partitions[0]
     return (f'{{"leader":{p.leader},"epoch":{p.leader_epoch},"isr":{_ids(p.isr)},"pe":{p.partition_epoch},'
-            f'"elr":{_ids(p.elr)},"fenced":{_ids(sorted(c.fenced))}}}')
+            f'"elr":{_ids(p.elr)},"fenced":{_ids(tuple(sorted(c.fenced)))}}}')
 
 
 DOWN = '{"alive":false}'  # the state a crash leaves
@@ -106,8 +112,10 @@ class EventLog:
             lc = self._counter
         else:
             lc = self._lamport()
-        extra = "".join(f',"{key}":{value if type(value) is int else json.dumps(value, separators=(",", ":"))}'
-                        for key, value in fields.items()) if fields else ""
+        extra = ""
+        if fields:
+            for key, value in fields.items():
+                extra += f',"{key}":{value if type(value) is int else json.dumps(value, separators=(",", ":"))}'
         if msg is not None:
             extra += f',"msg":[{msg[0]},{msg[1]}]'
         if corr is not None:
