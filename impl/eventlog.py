@@ -1,15 +1,15 @@
 """EventLog: the protocol events of a run that drives itself, one JSON line each, one file per node.
 
-A run in the simulation's auto mode or of real processes is driven by its own timers, so no harness
-knows which steps it took. Each node writes what it did as the docs/steps.md step it corresponds to
-("Runs nobody drove: event logs" there), with the step's fields, the node, a per-node sequence
-number ``seq``, a clock ``lc`` that orders events consistently with causality (the simulation's
-global event counter; on one machine's real processes the system-wide monotonic clock, read after
-the step), the node's clock ``t`` in ms, ``msg`` = [sender, correlation id] on an event that
-handles a received message (what ties a receive to its send), ``corr`` on an event that sent a
-request, and ``state``: what the step left on that node (a broker's LEO, HW, leader, leader epoch,
-ISR view, partition epoch, last epoch in its log, the ISR change it has in flight; the controller's leader, epochs, ISR, ELR and
-fenced brokers), so a validator checks state as well as order, as etcd-raft's and CCF's traces do.
+A run in the simulation's auto mode is driven by its own timers, so no harness knows which steps
+it took. Each node writes what it did as the docs/steps.md step it corresponds to ("Runs nobody
+drove: event logs" there), with the step's fields, the node, a per-node sequence number ``seq``, a
+clock ``lc`` that orders events consistently with causality (the simulation's global event
+counter, or a clock the caller gives), the node's clock ``t`` in ms, ``msg`` = [sender,
+correlation id] on an event that handles a received message (what ties a receive to its send),
+``corr`` on an event that sent a request, and ``state``: what the step left on that node (a
+broker's LEO, HW, leader, leader epoch, ISR view, partition epoch, last epoch in its log, the ISR
+change it has in flight; the controller's leader, epochs, ISR, ELR and fenced brokers), so a
+validator checks state as well as order.
 
 Every file starts with a header line naming the protocol variant and the cluster config; the
 nodes' files together are one run. ``isrcheck validate`` reads them. Logging is off unless a node is
@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import time
 from typing import Any, Callable, TextIO
 
 FORMAT = "isrcheck-events"
@@ -66,9 +65,10 @@ DOWN = '{"alive":false}'  # the state a crash leaves
 class EventLog:
     """Writes the events of the nodes it is given to ``directory`` (one ``.jsonl`` per node).
 
-    ``now_ms`` is the nodes' clock (the runtime that builds the nodes may set it later); ``lamport`` (default: a counter shared by every node written
-    here, which in one process is a total order consistent with causality) orders the events across
-    nodes. ``header`` (protocol, config) starts every file."""
+    ``now_ms`` is the nodes' clock (the runtime that builds the nodes may set it later);
+    ``lamport`` (default: a counter shared by every node written here, which in one process is a
+    total order consistent with causality) orders the events across nodes. ``header`` (protocol,
+    config) starts every file."""
 
     def __init__(self, directory: str, header: dict, controller_id: int,
                  now_ms: Callable[[], int] | None = None, lamport: Callable[[], int] | None = None,
@@ -147,9 +147,4 @@ def run_header(config) -> dict:
     return {"protocol": config.protocol, "config": dataclasses.asdict(config)}
 
 
-def monotonic_lamport() -> int:
-    """The system-wide monotonic clock in ns: on one machine, a send is read before its receive."""
-    return time.monotonic_ns()
-
-
-__all__ = ["EventLog", "FORMAT", "VERSION", "node_file", "run_header", "DOWN", "broker_state", "controller_state", "monotonic_lamport"]
+__all__ = ["EventLog", "FORMAT", "VERSION", "node_file", "run_header", "DOWN", "broker_state", "controller_state"]

@@ -3,8 +3,8 @@
 A log is a directory of ``*.jsonl`` files, one per node, or one ``.jsonl`` file. Each file starts
 with a header line (format, version, protocol, cluster config); every other line is one event.
 Anything malformed is a ``UsageError`` naming the file and line (exit code 2). The events of all
-nodes are merged by their clock ``lc``, which orders a send before its receive (a shared counter in
-the simulation, the system-wide monotonic clock for real processes), ties by node and sequence.
+nodes are merged by their clock ``lc``, which orders a send before its receive (a counter shared by the
+simulation's nodes), ties by node and sequence.
 """
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ STEP_FIELDS = {
     "deliver_leader_and_isr": ("replica", "message"), "shrink_isr": ("replica",), "expand_isr": ("replica",),
     "handle_alter_partition": ("replica", "error"), "handle_alter_partition_response": ("replica",),
     "lost_alter_partition": ("replica", "leader_epoch"), "elect": ("replica",), "fence": ("replica",),
-    "unfence": ("replica",), "resend_leader_and_isr": ("replica",), "register": ("replica",), "restart": ("replica",), "crash": ("replica", "kind"),
+    "unfence": ("replica",), "resend_leader_and_isr": ("replica",), "register": ("replica",),
+    "restart": ("replica",), "crash": ("replica", "kind"),
     "flush": ("replica",), "checkpoint_hw": ("replica",),
 }
 _COMMON = ("node", "seq", "lc", "t", "step", "state")

@@ -20,12 +20,13 @@ from . import unlogged
 from .events import Event, Trace
 from .views import broker_view, controller_view, mismatch
 
-CONTROLLER = "controller"
-# the model's deliveries: event step -> (message kind of the queue it takes from, model step)
+# the model's deliveries: event step (the model step of the same name) -> the message kind it takes
 DELIVERIES = {"handle_fetch": "fetch_request", "handle_fetch_response": "fetch_response",
               "handle_alter_partition": "alter_partition",
               "handle_alter_partition_response": "alter_partition_response"}
 CONTROLLER_STEPS = ("elect", "fence", "unfence", "register", "handle_alter_partition", "resend_leader_and_isr")
+# what a broker up again but not yet registered does, which changes nothing the model keeps
+UNREGISTERED = ("produce", "consume", "flush", "crash", "handle_fetch")
 SAME_NAME = ("produce", "consume", "shrink_isr", "expand_isr", "elect", "fence", "flush", "checkpoint_hw")
 
 
@@ -132,24 +133,24 @@ class Search:
             except unlogged.Mismatch as exc:
                 reasons.append(str(exc))
                 continue
-            bad = self._statemismatch(s2, ev)
+            bad = self._state_mismatch(s2, ev)
             if bad is not None:
                 reasons.append(f"after {', '.join(_short(x) for x in steps[len(pre):]) or 'nothing'}: {bad}")
                 continue
             yield s2, steps
 
-    def _statemismatch(self, s: State, ev: Event) -> str | None:
+    def _state_mismatch(self, s: State, ev: Event) -> str | None:
         if ev.step in CONTROLLER_STEPS:
             return mismatch(controller_view(s), ev.state)
-        if ev.step == "restart" or (ev.step in ("produce", "consume", "flush", "crash", "handle_fetch") and ev.node in self.restarting):
+        if ev.step == "restart" or (ev.node in self.restarting and ev.step in UNREGISTERED):
             return None  # checked when the controller registers it (the model's restart)
         return mismatch(broker_view(s, ev.node), ev.state)
 
     def _alternatives(self, s: State, ev: Event, r: int) -> Iterator[list]:
         step = ev.step
         if step in SAME_NAME:
-            if step in ("produce", "consume", "flush") and r in self.restarting:
-                yield [unlogged.check_restarting(self.restarting[r])]  # up, not yet registered: it only refuses
+            if step in UNREGISTERED and r in self.restarting:
+                yield [unlogged.unregistered]  # up, not yet registered: it only refuses
                 return
             kw = {"arg": ev.fields["acks"], "records": ev.fields["records"]} if step == "produce" else {}
             yield [Step(step, r, **kw)]

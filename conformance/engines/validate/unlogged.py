@@ -121,11 +121,10 @@ def unfence(cfg: ModelConfig, r: int):
     return take_unfence
 
 
-def check_restarting(restart: Event):
-    """A broker up again but not registered knows no leader: a produce or consume changes nothing."""
-    def take(s: State, steps: list) -> State:
-        return s
-    return take
+def unregistered(s: State, steps: list) -> State:
+    """A broker up again but not registered knows no leader: a produce, consume or flush it takes
+    changes nothing the model keeps."""
+    return s
 
 
 def written_back(restart: Event | None, r: int):
