@@ -4,8 +4,8 @@ A run in the simulation's auto mode is driven by its own timers, so no harness k
 it took. Each node writes what it did as the docs/steps.md step it corresponds to ("Runs nobody
 drove: event logs" there), with the step's fields, the node, a per-node sequence number ``seq``, a
 clock ``lc`` that orders events consistently with causality (the simulation's global event
-counter, or a clock the caller gives), the node's clock ``t`` in ms, ``msg`` = [sender,
-correlation id] on an event that handles a received message (what ties a receive to its send),
+counter), the node's clock ``t`` in ms, ``msg`` = [sender, correlation id] on an event that
+handles a received message (what ties a receive to its send),
 ``corr`` on an event that sent a request, and ``state``: what the step left on that node (a
 broker's LEO, HW, leader, leader epoch, ISR view, partition epoch, last epoch in its log, the ISR
 change it has in flight; the controller's leader, epochs, ISR, ELR and fenced brokers), so a
@@ -65,40 +65,30 @@ DOWN = '{"alive":false}'  # the state a crash leaves
 class EventLog:
     """Writes the events of the nodes it is given to ``directory`` (one ``.jsonl`` per node).
 
-    ``now_ms`` is the nodes' clock (the runtime that builds the nodes may set it later);
-    ``lamport`` (default: a counter shared by every node written here, which in one process is a
-    total order consistent with causality) orders the events across nodes. ``header`` (protocol,
-    config) starts every file."""
+    ``now_ms`` is the nodes' clock (the runtime that builds the nodes may set it later). Every
+    event's ``lc`` comes from one counter shared by the nodes written here: in one process, a total
+    order consistent with causality. ``header`` (protocol, config) starts every file, which a run
+    writes anew."""
 
     def __init__(self, directory: str, header: dict, controller_id: int,
-                 now_ms: Callable[[], int] | None = None, lamport: Callable[[], int] | None = None,
-                 fresh: bool = True) -> None:
+                 now_ms: Callable[[], int] | None = None) -> None:
         os.makedirs(directory, exist_ok=True)
         self.directory = directory
         self.header = {"format": FORMAT, "version": VERSION, **header}
         self.now_ms = now_ms
         self.controller_id = controller_id
-        self._lamport = lamport
         self._counter = 0
         self._files: dict[int, TextIO] = {}
         self._seq: dict[int, int] = {}
         self.events = 0
-        self.fresh = fresh  # a new run starts its nodes' files anew; a restarted process goes on with its own
 
     def _file(self, node: int) -> TextIO:
         f = self._files.get(node)
         if f is None:
             path = os.path.join(self.directory, node_file(node, self.controller_id))
-            seq = 0
-            if self.fresh and os.path.exists(path):
-                os.remove(path)
-            if os.path.exists(path):  # a restarted process goes on with its node's file
-                with open(path, encoding="utf-8") as old:
-                    seq = max(0, sum(1 for _ in old) - 1)
-            f = self._files[node] = open(path, "a", encoding="utf-8", buffering=1 << 16)
-            if f.tell() == 0:
-                f.write(json.dumps({**self.header, "node": node}, sort_keys=True) + "\n")
-            self._seq[node] = seq
+            f = self._files[node] = open(path, "w", encoding="utf-8", buffering=1 << 16)  # a run starts anew
+            f.write(json.dumps({**self.header, "node": node}, sort_keys=True) + "\n")
+            self._seq[node] = 0
         return f
 
     def emit(self, node: int, step: str, state: str, fields: dict | None = None,
@@ -107,11 +97,8 @@ class EventLog:
         (JSON text, see ``broker_state``)."""
         f = self._files.get(node) or self._file(node)
         seq = self._seq[node] = self._seq[node] + 1
-        if self._lamport is None:
-            self._counter += 1
-            lc = self._counter
-        else:
-            lc = self._lamport()
+        self._counter += 1
+        lc = self._counter
         extra = ""
         if fields:
             for key, value in fields.items():

@@ -12,7 +12,7 @@ import argparse
 import sys
 import tempfile
 
-from isrcheck.conformance.vocabulary import output_path
+from isrcheck.conformance.vocabulary import UsageError, output_path
 from isrcheck.conformance.engines.validate.command import summary_lines, validate_path
 from isrcheck.impl.sim import cli as impl_cli
 
@@ -25,6 +25,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not log events nor validate them against the model")
 
 
+def _events_dir(path: str) -> str:
+    """``--events DIR``: a directory that can be written and holds no event log yet (one run's
+    files, never mixed with another's)."""
+    where = output_path(path, "--events", directory=True)
+    if where.is_dir() and any(where.glob("*.jsonl")):
+        raise UsageError(f"--events {path}: holds an event log already; give an empty or new directory")
+    return str(where)
+
+
 def run(args: argparse.Namespace) -> int:
     problem = impl_cli.check_arguments(args)
     if problem:
@@ -33,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     if args.no_validate:
         return impl_cli.run(args)
     with tempfile.TemporaryDirectory(prefix="isrcheck-events-") as scratch:
-        events = str(output_path(args.events, "--events", directory=True)) if args.events else scratch
+        events = _events_dir(args.events) if args.events else scratch
         summary = impl_cli.simulate(args, events)
         verdict, n, seconds = validate_path(events)
     lines = summary_lines(verdict, n, seconds)

@@ -178,3 +178,17 @@ def test_a_log_validated_as_another_variant_is_refused_where_they_differ(tmp_pat
     assert verdict.event.fields["message"]["leader"] == -1
     with pytest.raises(UsageError, match="--protocol: unknown variant 'nope'"):
         validate_path(str(log), protocol="nope")
+
+
+def test_sim_validates_its_own_log_at_the_end_unless_told_not_to(tmp_path, isrcheck_cli):
+    done = isrcheck_cli("sim", "--protocol", "kip-903", "--seed", "2", "--steps", "80", "--events", str(tmp_path / "ev"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1].lstrip().startswith("explained: ")
+    assert validate_path(str(tmp_path / "ev"))[0].explained
+    again = isrcheck_cli("sim", "--seed", "2", "--steps", "80", "--events", str(tmp_path / "ev"))
+    assert again.returncode == 2 and "holds an event log already" in again.stderr
+    off = isrcheck_cli("sim", "--protocol", "kip-903", "--seed", "2", "--steps", "80", "--no-validate", "--json")
+    on = isrcheck_cli("sim", "--protocol", "kip-903", "--seed", "2", "--steps", "80", "--json")
+    assert "validation" not in json.loads(off.stdout)
+    assert json.loads(on.stdout)["validation"]["verdict"] == "explained"
+    assert json.loads(on.stdout)["trace_hash"] == json.loads(off.stdout)["trace_hash"]
