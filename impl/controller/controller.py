@@ -346,8 +346,11 @@ class Controller:
             return BrokerRegistrationResponse(Errors.INVALID_REQUEST, -1)
         if broker not in self.fenced and req.incarnation <= self.incarnations[broker]:
             return BrokerRegistrationResponse(Errors.DUPLICATE_BROKER_REGISTRATION, -1)
-        if self.elr_enabled and req.previous_broker_epoch != self.broker_epochs[broker]:
-            # an unclean shutdown: the broker may have lost what it vouched for
+        retry = req.incarnation == self.incarnations[broker]  # the answer to this process's last one was lost
+        if self.elr_enabled and not retry and req.previous_broker_epoch != self.broker_epochs[broker]:
+            # an unclean shutdown: the broker may have lost what it vouched for (a retried registration
+            # carries the previous epoch of its first try, not a sign of one: ClusterControlManager
+            # handles a shutdown only for a new incarnation)
             changed = [p for p in self.partitions
                        if self._remove_broker(p, broker, tuple(r for r in p.isr if r != broker), (broker,))]
             if changed:

@@ -79,9 +79,16 @@ class SimWorld:
     def crash_broker(self, broker: int, kind: str, survive: int = 0, torn: bool = False) -> None:
         """Stop live ``broker`` as ``kind`` of ``CRASH_KINDS`` says and keep its last view. A power
         loss keeps the first ``survive`` unflushed batches and with ``torn`` half of the next one;
-        in auto mode without either, a seeded torn last write. TooFewUnflushedBatches, before
-        anything changed, if the page cache holds fewer unflushed batches than that."""
+        in auto mode without either, a seeded number of them, maybe with a torn next one (as a step
+        says it, docs/steps.md's ``crash``: the page cache writes the log back in order, and nothing
+        else that was never fsynced). TooFewUnflushedBatches, before anything changed, if the page
+        cache holds fewer unflushed batches than that."""
         b = self.brokers[broker]
+        if kind == "power" and self.auto and not (survive or torn):
+            rng = random.Random(self.rng.getrandbits(64))
+            unflushed = len(b.log.unflushed_batches())
+            survive = rng.randint(0, unflushed)
+            torn = survive < unflushed and rng.random() < 0.5
         write_back = page_cache_write_back(b.log, survive, torn) if kind == "power" else None
         if kind == "clean":
             b.flush()
@@ -96,10 +103,8 @@ class SimWorld:
             fs = self.filesystems[broker]
             if kind == "process":
                 fs.process_crash()
-            elif survive or torn or not self.auto:  # steps keep exactly what was written back
+            else:  # exactly what was written back
                 fs.power_loss(written_back=write_back.lengths)
-            else:  # auto mode: a seeded torn last write
-                fs.power_loss(random.Random(self.rng.getrandbits(64)))
         self._frozen[broker] = dataclasses.replace(self._frozen[broker],
                                                    unclean_shutdown=self.brokers[broker].data_maybe_lost)
         if self.events is not None:

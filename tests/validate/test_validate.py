@@ -192,3 +192,14 @@ def test_sim_validates_its_own_log_at_the_end_unless_told_not_to(tmp_path, isrch
     assert "validation" not in json.loads(off.stdout)
     assert json.loads(on.stdout)["validation"]["verdict"] == "explained"
     assert json.loads(on.stdout)["trace_hash"] == json.loads(off.stdout)["trace_hash"]
+
+
+@pytest.mark.parametrize("seed", [48, 58, 159])
+def test_kip966_runs_where_validation_found_the_implementation_wrong_are_explained(tmp_path, seed):
+    """Seed 48: a registration retried after its answer was lost was taken for an unclean shutdown
+    (the controller compared the first try's previous broker epoch with the one it had just given).
+    Seed 58: the simulation's power loss wrote back the never-fsynced broker epoch file, so the
+    broker came back as if it had shut down cleanly. Seed 159: a clean shutdown of a broker that
+    never registered after a power loss is still unclean to the controller."""
+    verdict, _, _ = validate_path(str(_run(tmp_path, "kip-966", seed, steps=200)))
+    assert verdict.explained, verdict.to_json()

@@ -94,9 +94,9 @@ def crash_while_down(cfg: ModelConfig, st: Step):
         rep = s.replicas[st.replica]
         if st.arg == "clean":
             log = rep.log[:rep.durable] if rep.power_lost else rep.log
+            # still unclean if it was (KIP-966): the controller never heard of the earlier shutdown
             rep = updated(rep, log=log, durable=len(log), hw=min(rep.hw, len(log)),
-                          hw_checkpoint=min(rep.hw_checkpoint, len(log)), power_lost=False,
-                          unclean_shutdown=cfg.rules.unclean_shutdown("clean"))
+                          hw_checkpoint=min(rep.hw_checkpoint, len(log)), power_lost=False)
         elif st.arg == "power" and not rep.power_lost:
             s, _ = take(cfg, s, st, ACTIONS["crash"])
             rep = s.replicas[st.replica]
