@@ -30,11 +30,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fuzz": ("isrcheck.conformance.engines.campaign.command", "fuzz random crash schedules on Spark, resumable"),
     "cover": ("isrcheck.conformance.engines.cover.command", "run every edge and refusal of the model's state graph on the implementation, on Spark"),
     "dump-log": ("isrcheck.impl.storage.dump_log", "print the batches of a .log, or the entries of an index or checkpoint file"),
-    "sim": ("isrcheck.impl.sim.cli", "run the implementation alone under a seeded random workload with faults"),
+    "sim": ("isrcheck.conformance.cli.sim", "run the implementation alone under a seeded random workload with faults, then validate its event log"),
     "gate": ("isrcheck.conformance.cli.gate", "replay the regression corpus, then run the engines within a budget (CI)"),
     "report": ("isrcheck.conformance.cli.report", "write self-contained HTML for a schedule or a campaign folder"),
     "serve": ("isrcheck.impl.real.serve", "run a local Kafka cluster of real processes that Kafka clients can use"),
     "soak": ("isrcheck.conformance.cli.soak", "real Kafka clients against a Kafka cluster under faults, checked as Jepsen does"),
+    "validate": ("isrcheck.conformance.engines.validate.command", "find a behaviour of the model that explains a run's event log"),
 }
 
 

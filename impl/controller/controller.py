@@ -117,8 +117,9 @@ class Controller:
                  on_event: Callable[..., None] | None = None, min_insync_replicas: int = 1,
                  eligible_leader_replicas: bool = False, kafka_metadata: bool = False,
                  topics: tuple[tuple[str, int], ...] = ((DEFAULT_TOPIC, 1),),
-                 metadata_store: MetadataStore | None = None) -> None:
+                 metadata_store: MetadataStore | None = None, events=None) -> None:
         self.replicas = tuple(range(replicas))
+        self.events = events  # an EventLog (isrcheck.impl.eventlog) when the run logs its events
         self.min_insync_replicas = min_insync_replicas
         self.elr_enabled = eligible_leader_replicas
         self.unclean = unclean_leader_election_enable
@@ -271,6 +272,8 @@ class Controller:
         p.last_known_leader = -1
         self.elections += 1
         self._event(event, leader, p.leader_epoch, *self._which(p))
+        if self.events is not None and p.partition_id == 0:
+            self.events.controller(self, "elect", {"replica": -1 if event == "elect" else leader})
         self._changed(p)
 
     def fence(self, broker: int) -> None:
@@ -285,6 +288,8 @@ class Controller:
             if self._remove_broker(p, broker, p.isr if keep_last else tuple(r for r in p.isr if r != broker)):
                 changed.add(p.partition_id)
         self._event("fence", broker)
+        if self.events is not None:
+            self.events.controller(self, "fence", {"replica": broker})
         for p in self.partitions:
             if p.partition_id in changed:
                 self._changed(p)
@@ -341,8 +346,11 @@ class Controller:
             return BrokerRegistrationResponse(Errors.INVALID_REQUEST, -1)
         if broker not in self.fenced and req.incarnation <= self.incarnations[broker]:
             return BrokerRegistrationResponse(Errors.DUPLICATE_BROKER_REGISTRATION, -1)
-        if self.elr_enabled and req.previous_broker_epoch != self.broker_epochs[broker]:
-            # an unclean shutdown: the broker may have lost what it vouched for
+        retry = req.incarnation == self.incarnations[broker]  # the answer to this process's last one was lost
+        if self.elr_enabled and not retry and req.previous_broker_epoch != self.broker_epochs[broker]:
+            # an unclean shutdown: the broker may have lost what it vouched for (a retried registration
+            # carries the previous epoch of its first try, not a sign of one: ClusterControlManager
+            # handles a shutdown only for a new incarnation)
             changed = [p for p in self.partitions
                        if self._remove_broker(p, broker, tuple(r for r in p.isr if r != broker), (broker,))]
             if changed:
@@ -350,6 +358,8 @@ class Controller:
             for p in changed:
                 self._changed(p, tuple(r for r in self._unfenced() if r != broker))
         epoch = self._register(broker, req.incarnation)
+        if self.events is not None:
+            self.events.controller(self, "register", {"replica": broker}, (src, header.correlation_id))
         self.endpoint.respond(src, header, BrokerRegistrationResponse(Errors.NONE, epoch))
         for p in self.partitions:
             self._send_leader_and_isr(p, self._unfenced() if self.kafka_metadata else (broker,))
@@ -368,6 +378,8 @@ class Controller:
         if broker in self.fenced:  # alive again after a partition: unfence and resend its state
             self.fenced.discard(broker)
             self._event("unfence", broker)
+            if self.events is not None:
+                self.events.controller(self, "unfence", {"replica": broker}, (src, header.correlation_id))
             for p in self.partitions:
                 self._send_leader_and_isr(p, self._unfenced() if self.kafka_metadata else (broker,))
             for p in self.partitions:
@@ -380,6 +392,8 @@ class Controller:
                     self._send_leader_and_isr(p, (broker,))
         elif (req.leader_epoch, req.partition_epoch) < (self.leader_epoch, self.partition_epoch):
             self._send_leader_and_isr(self.partitions[0], (broker,))  # it missed an update (a lost LeaderAndIsr)
+            if self.events is not None:
+                self.events.controller(self, "resend_leader_and_isr", {"replica": broker}, (src, header.correlation_id))
         return BrokerHeartbeatResponse(Errors.NONE, False, self._unfenced() if header.api_version >= 1 else ())
 
     def _handle_alter_partition(self, src: int, header: Header, req: AlterPartitionRequest) -> Any:
@@ -406,6 +420,9 @@ class Controller:
             self._event("isr", p.isr, p.partition_epoch, *self._which(p))
             if self.kafka_metadata:
                 self._changed(p, tuple(r for r in self._unfenced() if r != src))
+        if self.events is not None and req.partition == 0:
+            self.events.controller(self, "handle_alter_partition", {"replica": src, "error": Errors(error).name},
+                                   (src, header.correlation_id))
         return AlterPartitionResponse(error, p.partition_id, p.leader, p.leader_epoch, p.partition_epoch, p.isr)
 
     def _handle_create_topics(self, src: int, header: Header, req: CreateTopicsRequest) -> Any:

@@ -66,8 +66,9 @@ class Broker:
     def __init__(self, broker_id: int, config: ClusterConfig, fs: FileSystem, scheduler: Scheduler,
                  transport: Transport, auto: bool = False, incarnation: int = 0,
                  on_event: Callable[..., None] | None = None, data_dir: str = DATA_DIR,
-                 kafka: bool = False) -> None:
+                 kafka: bool = False, events=None) -> None:
         self.broker_id = broker_id
+        self.events = events  # an EventLog (isrcheck.impl.eventlog) when the run logs its events
         self.config = config
         self.fs = fs
         self.scheduler = ProcessScheduler(scheduler)
@@ -90,11 +91,13 @@ class Broker:
         self.log_config = LogConfig(flush_messages=config.flush_messages, retention_ms=None, segment_ms=None)
         self.endpoint = NodeEndpoint(broker_id, transport)
         self.replica_manager = ReplicaManager(broker_id, config, self._open_log, self.scheduler, self.endpoint,
-                                              auto, on_event, kafka)
+                                              auto, on_event, kafka, events)
         if not kafka:
             self.replica_manager.get_or_create_partition(PARTITION_ID, DEFAULT_TOPIC, 0)
         self.alive = True
         transport.register(broker_id, self.endpoint)
+        if events is not None and incarnation > 0 and not kafka:  # log recovery done, not yet registered
+            events.broker(self.partition, "restart", {"replica": broker_id})
 
     def _open_log(self, partition_id: int, topic: str, index: int) -> tuple[Log, int]:
         """LogManager.getOrCreateLog: the partition's log in ``<topic>-<index>``, recovered if it
@@ -187,7 +190,11 @@ class Broker:
     def _schedule_hw_checkpoint(self) -> None:
         """replica.high.watermark.checkpoint.interval.ms: the HW reaches the disk on a schedule."""
         def run() -> None:
-            self.checkpoint_high_watermarks()
+            if self.events is not None and not self.kafka and self.hw_checkpoint != self.partition.high_watermark:
+                self.checkpoint_high_watermarks()
+                self.events.broker(self.partition, "checkpoint_hw", {"replica": self.broker_id})
+            else:
+                self.checkpoint_high_watermarks()
             self._schedule_hw_checkpoint()
         self.scheduler.schedule(self.config.replica_high_watermark_checkpoint_interval_ms, run)
 
@@ -220,9 +227,14 @@ class Broker:
 
     def flush(self) -> None:
         """fsync every log and checkpoint the HWs."""
+        events = self.events if not self.kafka else None
+        changed = events is not None and (self.durable_offset != self.log.log_end_offset
+                                          or self.hw_checkpoint != self.partition.high_watermark)
         for p in self.replica_manager.partitions.values():
             p.log.flush()
         self.checkpoint_high_watermarks()
+        if changed:
+            events.broker(self.partition, "flush", {"replica": self.broker_id})
 
     @property
     def durable_offset(self) -> int:

@@ -36,6 +36,7 @@ class ReplicaFetcher:
         self.outstanding: int | None = None  # correlation id of the request in flight
         self.sent_under: tuple[int, int] = (-1, -1)  # (leader, leader epoch) it was sent under
         self._poll: Timer | None = None
+        self.events = None  # an EventLog when the run logs its events
 
     @property
     def can_send(self) -> bool:
@@ -75,17 +76,32 @@ class ReplicaFetcher:
         v = p.variant
         # recorded first: a request to a dead leader fails (and clears it) inside send_request
         self.outstanding = correlation_id = self.endpoint.next_correlation_id()
+        events = self.events
+        if events is not None:  # the event precedes the send: a send to a dead leader fails inside it
+            events.broker(p, "send_fetch", {"replica": p.broker_id, "max_batches": max_batches}, corr=correlation_id)
         if self.truncating_epoch != FETCHING and p.log.log_end_offset > 0:
             req = OffsetForLeaderEpochRequest(p.broker_id, p.partition_id, self.truncating_epoch, p.leader_epoch)
             self.endpoint.send_request(p.leader, ApiKey.OFFSET_FOR_LEADER_EPOCH,
-                                       v.offsets_for_leader_epoch_version, req, self._on_epoch_end,
-                                       correlation_id)
+                                       v.offsets_for_leader_epoch_version, req,
+                                       self._on_epoch_end if events is None else
+                                       self._logged(self._on_epoch_end, p.leader, correlation_id), correlation_id)
         else:
             req = FetchRequest(p.broker_id, p.partition_id, p.log.log_end_offset, p.leader_epoch,
                                p.log.latest_epoch, max_batches, p.local_broker_epoch() if v.broker_epochs else -1)
-            self.endpoint.send_request(p.leader, ApiKey.FETCH, v.fetch_version, req, self._on_fetch,
-                                       correlation_id)
+            self.endpoint.send_request(p.leader, ApiKey.FETCH, v.fetch_version, req,
+                                       self._on_fetch if events is None else
+                                       self._logged(self._on_fetch, p.leader, correlation_id), correlation_id)
         return True
+
+    def _logged(self, handler, leader: int, correlation_id: int):
+        """``handler`` of a response, followed by its event (a lost request has none: the log
+        shows the next request instead)."""
+        def handle(resp) -> None:
+            handler(resp)
+            if resp is not None and self.events is not None:
+                self.events.broker(self.partition, "handle_fetch_response", {"replica": self.partition.broker_id},
+                                   (leader, correlation_id))
+        return handle
 
     # -- responses ----------------------------------------------------------------------------
     def _current(self) -> bool:

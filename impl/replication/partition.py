@@ -66,6 +66,7 @@ class Partition:
         self.followers: dict[int, FollowerState] = {}
         self.pending_isr: tuple[int, ...] | None = None
         self.pending_isr_epochs: tuple[int, ...] = ()  # the broker epochs it was proposed with
+        self.last_isr_request = -1  # correlation id of the last AlterPartition sent (for the event log)
 
     @property
     def is_leader(self) -> bool:

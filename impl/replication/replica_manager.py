@@ -44,8 +44,9 @@ class ReplicaManager:
 
     def __init__(self, broker_id: int, config: ClusterConfig, open_log: OpenLog,
                  scheduler: Scheduler, endpoint: NodeEndpoint, auto: bool = False,
-                 on_event: Callable[..., None] | None = None, kafka: bool = False) -> None:
+                 on_event: Callable[..., None] | None = None, kafka: bool = False, events=None) -> None:
         self.broker_id = broker_id
+        self.events = events  # an EventLog (isrcheck.impl.eventlog) when the run logs its events
         self.kafka = kafka  # hosting many topics' partitions for Kafka clients (events name the partition)
         self.config = config
         self.open_log = open_log
@@ -86,6 +87,7 @@ class ReplicaManager:
                       propose_isr, lambda: self.broker_epoch, self.on_event, partition_id,
                       f"{topic}-{index}" if self.kafka else None)
         fetcher = ReplicaFetcher(p, self.endpoint, self.scheduler, self.auto, self.config.replica_fetch_backoff_ms)
+        fetcher.events = self.events
         self.partitions[partition_id], self.fetchers[partition_id] = p, fetcher
         self.names[(topic, index)] = partition_id
         if partition_id == 0:
@@ -118,6 +120,10 @@ class ReplicaManager:
         result = self.append_records(
             req.partition, req.acks, req.timeout_ms, req.records[0].value, respond,
             lambda p: p.append_records_to_leader([(r.key, r.value) for r in req.records]))
+        if self.events is not None and req.partition in self.partitions:
+            self.events.broker(self.partitions[req.partition], "produce",
+                               {"replica": self.broker_id, "acks": req.acks, "records": len(req.records)},
+                               (src, header.correlation_id))
         if result is None or (req.acks == 0 and result[0] == Errors.NONE):
             return None  # acks=0 written: no response; acks=all: answered from the purgatory
         return ProduceResponse(result[0], req.partition, result[1])
@@ -161,7 +167,7 @@ class ReplicaManager:
     def handle_fetch(self, src: int, header: Header, req: FetchRequest) -> FetchResponse | None:
         """A Fetch; with ``replica.fetch.wait.max.ms`` set, a follower's that finds nothing new
         waits in the DelayedFetch purgatory for the leader's next append."""
-        resp = self.fetch(req)
+        resp = self.fetch(req, (src, header.correlation_id) if self.events is not None else None)
         wait_ms = self.config.replica_fetch_wait_max_ms
         if not wait_ms or req.replica_id < 0 or resp.records or resp.error or resp.diverging_end_offset >= 0:
             return resp
@@ -176,23 +182,32 @@ class ReplicaManager:
         self.fetch_purgatory.park(wait_ms, try_complete)
         return None
 
-    def fetch(self, req: FetchRequest) -> FetchResponse:
+    def fetch(self, req: FetchRequest, msg: tuple[int, int] | None = None) -> FetchResponse:
         """readFromLocalLog for one partition: a follower's fetch (its state updated, the HW moved,
-        the ISR maybe expanded) or a consumer's (records below the HW)."""
+        the ISR maybe expanded) or a consumer's (records below the HW). ``msg``: the request's
+        (sender, correlation id), for the event log."""
+        events = self.events if msg is not None else None
         if req.replica_id < 0:
-            return self.read_committed(req.partition, req.fetch_offset, req.current_leader_epoch)
+            resp = self.read_committed(req.partition, req.fetch_offset, req.current_leader_epoch)
+            if events is not None and req.partition in self.partitions:
+                events.broker(self.partitions[req.partition], "consume", {"replica": self.broker_id}, msg)
+            return resp
         p = self.partitions.get(req.partition)
         if p is None:
             return FetchResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION, req.partition)
-        if not p.is_leader:
-            return FetchResponse(Errors.NOT_LEADER_OR_FOLLOWER, req.partition)
-        error = p.check_leader_epoch(req.current_leader_epoch)
+        error = Errors.NONE if p.is_leader else Errors.NOT_LEADER_OR_FOLLOWER
+        if error == Errors.NONE:
+            error = p.check_leader_epoch(req.current_leader_epoch)
         if error != Errors.NONE:
+            if events is not None:
+                events.broker(p, "handle_fetch", {"replica": req.replica_id}, msg)
             return FetchResponse(error, req.partition)
         hw = p.high_watermark
         resp = p.fetch_from_follower(req)
-        if self.auto:
-            p.maybe_expand_isr()
+        if events is not None:
+            events.broker(p, "handle_fetch", {"replica": req.replica_id}, msg)
+        if self.auto and p.maybe_expand_isr() and events is not None:
+            events.broker(p, "expand_isr", {"replica": self.broker_id}, corr=p.last_isr_request)
         if p.high_watermark != hw:
             self.fetch_purgatory.check()  # consumers waiting for the HW
         return resp
@@ -217,6 +232,14 @@ class ReplicaManager:
         p = self.partitions.get(req.partition)
         if p is None:
             return OffsetForLeaderEpochResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION, req.partition)
+        resp = self._offsets_for_leader_epoch(p, header, req)
+        if self.events is not None:
+            self.events.broker(p, "handle_fetch", {"replica": req.replica_id}, (src, header.correlation_id))
+        return resp
+
+    @staticmethod
+    def _offsets_for_leader_epoch(p: Partition, header: Header,
+                                  req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
         if not p.is_leader:
             return OffsetForLeaderEpochResponse(Errors.NOT_LEADER_OR_FOLLOWER)
         if header.api_version >= 2:
@@ -246,6 +269,11 @@ class ReplicaManager:
         elif req.partition not in self.partitions:
             return None  # v0 names only partitions this broker was created with
         self.apply_leader_and_isr(req)
+        if self.events is not None and req.partition in self.partitions:
+            self.events.broker(self.partitions[req.partition], "deliver_leader_and_isr",
+                               {"replica": self.broker_id, "message": {
+                                   "leader": req.leader, "leader_epoch": req.leader_epoch, "isr": list(req.isr),
+                                   "partition_epoch": req.partition_epoch}}, (src, header.correlation_id))
         return None
 
     def apply_leader_and_isr(self, req: LeaderAndIsrRequest) -> None:
@@ -267,24 +295,34 @@ class ReplicaManager:
         version = self.config.variant.alter_partition_version
         req = AlterPartitionRequest(self.broker_id, self.broker_epoch, partition_id, leader_epoch, partition_epoch,
                                     isr, epochs if version else ())
+        corr = self.endpoint.next_correlation_id()
+        self.partitions[partition_id].last_isr_request = corr
         self.endpoint.send_request(CONTROLLER_ID, ApiKey.ALTER_PARTITION, version, req,
-                                   lambda resp: self._on_alter_partition(partition_id, resp, leader_epoch))
+                                   lambda resp: self._on_alter_partition(partition_id, resp, leader_epoch, corr), corr)
 
     def _on_alter_partition(self, partition_id: int, resp: AlterPartitionResponse | None,
-                            request_leader_epoch: int) -> None:
+                            request_leader_epoch: int, corr: int = -1) -> None:
         """AlterPartitionManager's callback, bound to the request (and the leader epoch) it answers."""
         p = self.partitions[partition_id]
         if resp is None:  # lost: AlterPartitionManager resends until it gets an answer
             p.resend_pending_isr(request_leader_epoch)
+            if self.events is not None:
+                self.events.broker(p, "lost_alter_partition", {"replica": self.broker_id,
+                                                               "leader_epoch": request_leader_epoch},
+                                   corr=p.last_isr_request)
         else:
             hw = p.high_watermark
             p.handle_alter_partition_response(resp.error, resp.leader_epoch, resp.isr, resp.partition_epoch,
                                               request_leader_epoch)
+            if self.events is not None:
+                self.events.broker(p, "handle_alter_partition_response", {"replica": self.broker_id},
+                                   (CONTROLLER_ID, corr))
             if p.high_watermark != hw:
                 self.fetch_purgatory.check()
 
     def _isr_check(self) -> None:
         """Kafka's isr-expiration task; expansion happens only on a follower's fetch."""
         for p in self.partitions.values():
-            p.maybe_shrink_isr()
+            if p.maybe_shrink_isr() and self.events is not None:
+                self.events.broker(p, "shrink_isr", {"replica": self.broker_id}, corr=p.last_isr_request)
         self._isr_timer = self.scheduler.schedule(self.config.lag_check_interval_ms, self._isr_check)

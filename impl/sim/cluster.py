@@ -81,15 +81,16 @@ class Cluster:
     consumer = property(attrgetter("world.consumer"))
 
     def __init__(self, config: ClusterConfig, mode: str = "steps", seed: int = 0,
-                 faults: NetworkFaults | None = None, *, world: SimWorld | None = None) -> None:
-        """``world``: one built for ``config`` and ``mode`` elsewhere (default: a ``SimWorld``)."""
+                 faults: NetworkFaults | None = None, *, world: SimWorld | None = None, events=None) -> None:
+        """``world``: one built for ``config`` and ``mode`` elsewhere (default: a ``SimWorld``);
+        ``events``: an EventLog (isrcheck.impl.eventlog) the nodes write their protocol events to."""
         if mode not in MODES:
             raise ValueError(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
         if world is not None and (world.config != config or world.auto != (mode == "auto")):
             raise ValueError(f"world: built for another config or mode than {mode!r}")
         self.mode = mode
         self.seed = seed
-        self.world = world if world is not None else SimWorld(config, mode == "auto", seed, faults)
+        self.world = world if world is not None else SimWorld(config, mode == "auto", seed, faults, events)
         self.stats = {"crashes": 0, "power_losses": 0, "restarts": 0}
 
     # -- client requests ----------------------------------------------------------------------

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from ..clients import ConsumeResult, ProduceResult
 from ..controller import CONTROLLER_ID
 from ..replication import CRASH_KINDS, ClusterConfig
+from ..eventlog import EventLog, run_header
 from .cluster import Cluster
 from .network import NetworkFaults
 from .world import MESSAGE_KINDS
@@ -66,13 +67,15 @@ class Workload:
     """The seeded workload driving an auto-mode Cluster."""
 
     def __init__(self, config: ClusterConfig, seed: int, faults: bool = True,
-                 crash_kinds: tuple[str, ...] = CRASH_KINDS) -> None:
+                 crash_kinds: tuple[str, ...] = CRASH_KINDS, events_dir: str | None = None) -> None:
+        """``events_dir``: where every node writes its protocol events (isrcheck.impl.eventlog)."""
         self.rng = random.Random(seed)
         self.seed = seed
         self.faults = faults
         self.crash_kinds = crash_kinds
+        self.events = None if events_dir is None else EventLog(events_dir, run_header(config), CONTROLLER_ID)
         self.cluster = Cluster(config, mode="auto", seed=self.rng.getrandbits(64),
-                               faults=DEFAULT_FAULTS if faults else NetworkFaults())
+                               faults=DEFAULT_FAULTS if faults else NetworkFaults(), events=self.events)
         self.n = config.replicas
         self.produced = 0
         self.partitions = 0
@@ -193,8 +196,12 @@ class Workload:
 
 
 def run_simulation(protocol: str, replicas: int, seed: int, steps: int, faults: bool = True,
-                   crash_kinds: tuple[str, ...] = CRASH_KINDS) -> SimSummary:
-    work = Workload(sim_config(protocol, replicas), seed, faults, crash_kinds)
+                   crash_kinds: tuple[str, ...] = CRASH_KINDS, events_dir: str | None = None) -> SimSummary:
+    """One seeded run; with ``events_dir`` every node's protocol events are written there."""
+    work = Workload(sim_config(protocol, replicas), seed, faults, crash_kinds, events_dir)
     for _ in range(steps):
         work.step()
-    return work.summary(steps, work.finish())
+    summary = work.summary(steps, work.finish())
+    if work.events is not None:
+        work.events.close()
+    return summary

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..clients import ConsumeResult, Consumer, Producer, ProduceResult
 from ..controller import Controller
+from ..eventlog import DOWN
 from ..protocol import REQUEST, ApiKey, LeaderAndIsrRequest
 from ..replication import Broker, ClusterConfig
 from ..storage import SimulatedFileSystem
@@ -35,11 +36,16 @@ _TRACE_HEAD = struct.Struct(">qii")
 class SimWorld:
     """Clock, network, controller, brokers on their file systems and clients of one simulation."""
 
-    def __init__(self, config: ClusterConfig, auto: bool, seed: int, faults: NetworkFaults | None = None) -> None:
+    def __init__(self, config: ClusterConfig, auto: bool, seed: int, faults: NetworkFaults | None = None,
+                 events=None) -> None:
+        """``events``: an EventLog (isrcheck.impl.eventlog) every node writes its protocol events to."""
         self.config = config
+        self.events = events
         self.auto = auto
         self.rng = random.Random(seed)
         self.clock = SimClock()
+        if events is not None:
+            events.now_ms = self.clock.now_ms
         self._hash = hashlib.blake2b(digest_size=16)
         self.network = SimNetwork(self.clock, self.classify, random.Random(self.rng.getrandbits(64)),
                                   (faults or NetworkFaults()) if auto else None, self.trace_delivery)
@@ -58,7 +64,8 @@ class SimWorld:
 
     # -- the nodes --------------------------------------------------------------------------------
     def start_controller(self) -> Controller:
-        return Controller.for_cluster(self.config, self.clock, self.network, self.auto, self.trace_event)
+        return Controller.for_cluster(self.config, self.clock, self.network, self.auto, self.trace_event,
+                                      events=self.events)
 
     def make_filesystem(self, broker_id: int):
         """The disk of ``broker_id``'s machine; it outlives the broker's incarnations."""
@@ -66,15 +73,22 @@ class SimWorld:
 
     def start_broker(self, broker_id: int, incarnation: int) -> Broker:
         return Broker(broker_id, self.config, self.filesystems[broker_id], self.clock, self.network,
-                      auto=self.auto, incarnation=incarnation, on_event=self.trace_event)
+                      auto=self.auto, incarnation=incarnation, on_event=self.trace_event, events=self.events)
 
     # -- faults and restarts ----------------------------------------------------------------------
     def crash_broker(self, broker: int, kind: str, survive: int = 0, torn: bool = False) -> None:
         """Stop live ``broker`` as ``kind`` of ``CRASH_KINDS`` says and keep its last view. A power
         loss keeps the first ``survive`` unflushed batches and with ``torn`` half of the next one;
-        in auto mode without either, a seeded torn last write. TooFewUnflushedBatches, before
-        anything changed, if the page cache holds fewer unflushed batches than that."""
+        in auto mode without either, a seeded number of them, maybe with a torn next one (as a step
+        says it, docs/steps.md's ``crash``: the page cache writes the log back in order, and nothing
+        else that was never fsynced). TooFewUnflushedBatches, before anything changed, if the page
+        cache holds fewer unflushed batches than that."""
         b = self.brokers[broker]
+        if kind == "power" and self.auto and not (survive or torn):
+            rng = random.Random(self.rng.getrandbits(64))
+            unflushed = len(b.log.unflushed_batches())
+            survive = rng.randint(0, unflushed)
+            torn = survive < unflushed and rng.random() < 0.5
         write_back = page_cache_write_back(b.log, survive, torn) if kind == "power" else None
         if kind == "clean":
             b.flush()
@@ -89,12 +103,12 @@ class SimWorld:
             fs = self.filesystems[broker]
             if kind == "process":
                 fs.process_crash()
-            elif survive or torn or not self.auto:  # steps keep exactly what was written back
+            else:  # exactly what was written back
                 fs.power_loss(written_back=write_back.lengths)
-            else:  # auto mode: a seeded torn last write
-                fs.power_loss(random.Random(self.rng.getrandbits(64)))
         self._frozen[broker] = dataclasses.replace(self._frozen[broker],
                                                    unclean_shutdown=self.brokers[broker].data_maybe_lost)
+        if self.events is not None:
+            self.events.emit(broker, "crash", DOWN, {"replica": broker, "kind": kind})
 
     def restart_broker(self, broker: int) -> Broker:
         """The next incarnation of down ``broker``, started on its disk (log recovery), not yet

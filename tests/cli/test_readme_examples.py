@@ -85,7 +85,7 @@ COVERED = {
         "isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation",
         "isrcheck report specs/scenarios/kip101-scenario2.json --protocol hw-truncation --html kip101-scenario2.html",
         "isrcheck report campaigns/kip-320 --html campaigns/kip-320/report",
-        "isrcheck prove", "isrcheck sim", "isrcheck gate", "isrcheck soak", "isrcheck fuzz",
+        "isrcheck prove", "isrcheck sim", "isrcheck gate", "isrcheck soak", "isrcheck fuzz", "isrcheck validate",
         "isrcheck fuzz --protocol kip-966 --faults all --schedules 200 --out campaigns/kip-966-all",
         "isrcheck fuzz --protocol kip-101 --schedules 2000 --master \"local[2]\" --out campaigns/kip-101",
         "isrcheck fuzz --guided --protocol kip-279 --schedules 8250 --rounds 33 --steps 60 --master \"local[2]\" "
@@ -107,7 +107,7 @@ COVERED = {
         "spark-submit --master spark://127.0.0.1:7077 --conf spark.executor.cores=2 "
         "\"$(python -c 'import isrcheck.conformance.engines.campaign as c, os; print(os.path.join(os.path.dirname(c.__file__), \"__main__.py\"))')\" "
         "--protocol kip-320 --schedules 200000 --out /shared/campaigns/kip-320",
-        "isrcheck fuzz", "isrcheck cover", "isrcheck check", "isrcheck explore",
+        "isrcheck fuzz", "isrcheck cover", "isrcheck check", "isrcheck explore", "isrcheck sim",
     },
     "docs/ci.md": {
         "isrcheck gate --junit-xml gate.xml --html gate-report",
@@ -165,8 +165,9 @@ COVERED = {
         "isrcheck sim --protocol kip-320 --replicas 3 --seed 1 --steps 400 [--crash-kinds clean,process] [--json]",
         "isrcheck sim",
     },
-    "docs/steps.md": {"isrcheck serve"},
+    "docs/steps.md": {"isrcheck serve", "isrcheck sim", "isrcheck validate"},
     "docs/storage.md": {"isrcheck dump-log"},
+    "docs/validate.md": {"isrcheck serve", "isrcheck soak", "isrcheck sim", "isrcheck validate"},
     "docs/sut-protocol.md": {
         'isrcheck check SCHEDULE.json --sut "java -jar my-broker-sut.jar"',
         'isrcheck fuzz --protocol kip-320 --schedules 2000 --sut "./my-sut"',
@@ -177,7 +178,8 @@ COVERED = {
     },
 }
 BARE = {"isrcheck check", "isrcheck cover", "isrcheck dump-log", "isrcheck explore", "isrcheck fuzz",
-        "isrcheck gate", "isrcheck prove", "isrcheck report", "isrcheck serve", "isrcheck sim", "isrcheck soak"}
+        "isrcheck gate", "isrcheck prove", "isrcheck report", "isrcheck serve", "isrcheck sim", "isrcheck soak",
+        "isrcheck validate"}
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -29,3 +29,12 @@ def test_seconds_end_first(tmp_path):
     root = _gate(tmp_path, "schedules = 1000\nseconds = 0.5\nblock = 5")
     assert sorted(p.name for p in (tmp_path / "out" / "fuzz" / "kip-320").iterdir()) == ["seeds-0-4"]
     assert root.find(".//testcase[@classname='engine.fuzz']/system-out").text.startswith("5 schedules")
+
+
+def test_the_fuzz_engine_takes_a_mode_and_names_a_bad_one():
+    from isrcheck.conformance.engines.gate import fuzz_engine
+    from isrcheck.conformance.engines.gate.config import ConfigError
+
+    fuzz_engine.check({"schedules": 5, "mode": "auto"})
+    with pytest.raises(ConfigError, match=r"\[tool.isrcheck.gate.fuzz\].mode: expected one of steps, auto"):
+        fuzz_engine.check({"schedules": 5, "mode": "timers"})

@@ -56,6 +56,10 @@ def add_arguments(parser) -> None:
                              "become the parents of the next round's mutants")
     parser.add_argument("--rounds", type=ROUNDS, default=5, metavar="R",
                         help=f"rounds of a --guided campaign (default 5; {ROUNDS.describe()})")
+    parser.add_argument("--mode", choices=("steps", "auto"), default="steps",
+                        help="steps (default): random walks run in lockstep with the model; auto: each seed a "
+                             "self-driven simulation (timers, network faults, crashes) of --steps workload steps, "
+                             "its event log validated against the model (isrcheck validate)")
     parser.add_argument("--json", action="store_true", help="print summary.json instead of text")
     sut_spec.add_arguments(parser)  # each Spark worker process starts its own
 
@@ -69,11 +73,14 @@ def run(args) -> int:
         sut.close()  # the executors' workers run the schedules, each with its own
     params = CampaignParams(protocol=args.protocol, schedules=args.schedules, seed=args.seed,
                             steps=args.steps, faults=args.faults, shrink_budget_s=args.shrink_budget,
-                            sut=sut, refusals=args.refusals, swarm=args.swarm)
+                            sut=sut, refusals=args.refusals, swarm=args.swarm and args.mode == "steps",
+                            mode=args.mode)
     out = _out(args)
     output_path(out, "--out", directory=True)
     console = Console(stderr=True)
     if args.guided:
+        if args.mode != "steps":
+            raise UsageError("--guided steers random walks: it takes no --mode auto")
         return _run_guided(params, out, args, console)
     try:
         result = run_campaign(params, out, master=args.master, partitions=args.partitions,
@@ -149,7 +156,8 @@ def print_summary(summary: dict, out: str, console: Console) -> None:
                   f"(seeds {summary['seed']}..{summary['seed'] + summary['schedules'] - 1}, "
                   f"{summary['steps']} steps, faults {summary['faults']}, "
                   f"refused steps {summary.get('refusals', 0):.0%}, "
-                  f"{'swarm' if summary['swarm']['enabled'] else 'uniform'} walks)")
+                  + (f"self-driven simulations, each event log validated)" if summary.get("mode") == "auto" else
+                     f"{'swarm' if summary['swarm']['enabled'] else 'uniform'} walks)"))
     console.print(f"  ran {run['executed']} now, {run['skipped_completed']} already done; "
                   f"{run['tasks']} tasks on {run['master']} (parallelism {run['parallelism']}); "
                   f"{run['schedules_per_s'] or '-'} schedules/s; wall {run['wall_time_s']:.1f} s")

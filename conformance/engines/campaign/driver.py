@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from isrcheck.conformance.core.sut_spec import SutSpec
 
 
+MODES = ("steps", "auto")  # random walks in lockstep; self-driven simulations validated after the fact
+
+
 class CampaignError(RuntimeError):
     """A campaign that cannot run as asked (bad parameters, foreign directory, Spark job failure)."""
 
@@ -44,16 +47,23 @@ class CampaignParams:
     sut: SutSpec | None = None     # --sut: the external system under test (None: in process)
     refusals: float = DEFAULT_REFUSALS  # share of each walk's steps that the model refuses
     swarm: bool = True  # swarm testing (generators.swarm); False: --no-swarm, the uniform walk
+    mode: str = "steps"  # "auto": self-driven simulations, each event log validated (campaign.auto)
 
     def identity(self) -> dict:
         """What the campaign directory holds: its rows, failures and summary are of these seeds
         under these settings, so a rerun must agree on all of them (and then resumes)."""
         ident = {"protocol": self.protocol, "seed": self.seed, "schedules": self.schedules,
                  "steps": self.steps, "faults": self.faults, "refusals": self.refusals, "swarm": self.swarm}
+        if self.mode != "steps":
+            ident = {**ident, "mode": self.mode}
         return ident if self.sut is None else {**ident, "sut": self.sut.command}
 
     def validate(self) -> None:
         """Raise CampaignError naming the first bad parameter."""
+        if self.mode not in MODES:
+            raise CampaignError(f"unknown --mode {self.mode!r}; choose one of {', '.join(MODES)}")
+        if self.mode == "auto" and self.sut is not None:
+            raise CampaignError("--mode auto runs the in-process simulation: it takes no --sut")
         if self.protocol not in PROTOCOLS:
             raise CampaignError(f"unknown --protocol {self.protocol!r}; "
                                 f"choose one of {', '.join(PROTOCOLS)}")
@@ -119,7 +129,8 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
         chunks = plan.plan_tasks(requested, tasks, done)
         spec = TaskSpec(out=str(Path(out).resolve()), protocol=params.protocol, steps=params.steps,
                         faults=params.faults, shrink_budget_s=params.shrink_budget_s,
-                        harness=harness, sut=params.sut, refusals=params.refusals, swarm=params.swarm)
+                        harness=harness, sut=params.sut, refusals=params.refusals, swarm=params.swarm,
+                        mode=params.mode)
         job_start = time.perf_counter()
         ranges = _run_job(sc, spec, chunks, store, gaps, progress, console) if chunks else []
         job_seconds = time.perf_counter() - job_start
@@ -137,7 +148,7 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
     summary = {
         "protocol": params.protocol, "seed": params.seed, "schedules": params.schedules,
         "steps": params.steps, "faults": params.faults, "shrink_budget_s": params.shrink_budget_s,
-        "refusals": params.refusals, "swarm": swarm_summary(params.swarm, agg.swarm_features),
+        "refusals": params.refusals, "swarm": swarm_summary(params.swarm, agg.swarm_features), "mode": params.mode,
         "config_hashes": agg.config_hashes,
         "by_verdict": agg.by_verdict, "by_property": agg.by_property, "violated": agg.violated,
         "budgets": budget_counts(params.schedules, agg.outside_budget, agg.beyond_budget),

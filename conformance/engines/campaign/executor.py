@@ -68,6 +68,7 @@ class TaskSpec:
     sut: SutSpec | None = None      # --sut (None: in process): one process per worker, kept for its schedules
     refusals: float = DEFAULT_REFUSALS  # share of each walk's steps that the model refuses
     swarm: bool = True  # each walk keeps to its seed's swarm (generators.swarm); False: --no-swarm
+    mode: str = "steps"  # "auto": each seed a self-driven simulation, its event log validated (campaign.auto)
 
 
 def short_hash(text: str) -> str:
@@ -160,6 +161,9 @@ def swarm_columns(spec: TaskSpec, seed: int) -> dict:
 def _run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
     """The harness's random walk for ``seed`` (its swarm walk unless the spec says no swarm); a
     failure is shrunk on the spot."""
+    if spec.mode == "auto":
+        from isrcheck.conformance.engines.campaign.auto import run_auto_seed
+        return run_auto_seed(spec.protocol, spec.steps, seed)
     started = time.perf_counter()
     swarm = {"swarm": True} if spec.swarm else {}  # a harness of its own need not know swarms
     schedule, verdict = harness.random_walk(seed, spec.protocol, spec.steps, faults=spec.faults,

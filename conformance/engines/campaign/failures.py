@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_write_json
+from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_write_bytes, atomic_write_json
 
 
 def failure_name(entry: dict) -> str:
@@ -51,6 +51,13 @@ def write_failures(store: CampaignStore, distinct: list[dict]) -> list[dict]:
             for key, label in (("shrunk", "file"), ("original", "original_file")):
                 atomic_write_json(store.root / record[label],
                                   _replayable(detail[key], detail[f"{key}_verdict"], entry, key))
+        elif "trace" in detail:  # a self-driven run (--mode auto): its event log, which validate replays
+            record["file"] = f"failures/{name}.events"
+            record["original_file"] = None
+            record["validation"] = detail["validation"]
+            for node_file, text in sorted((detail["trace"] or {}).items()):
+                atomic_write_bytes(store.root / record["file"] / node_file, text.encode())
+            atomic_write_json(store.root / f"failures/{name}.json", {k: v for k, v in detail.items() if k != "trace"})
         else:  # the harness raised: no schedule to replay, only the error and its seed
             record["file"] = f"failures/{name}.error.json"
             record["original_file"] = None

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from isrcheck.conformance.engines.campaign.driver import CampaignError, CampaignParams, run_campaign
+from isrcheck.conformance.engines.campaign.driver import MODES, CampaignError, CampaignParams, run_campaign
 from isrcheck.conformance.engines.campaign.plan import SCHEDULES, STEPS
 from isrcheck.conformance.vocabulary import SECONDS, SEED
 from isrcheck.conformance.core.schedule import ScheduleError, load_schedule
@@ -23,7 +23,7 @@ from isrcheck.conformance.engines.gate.job import EngineJob, EngineRun, Finding
 if TYPE_CHECKING:
     from isrcheck.conformance.core.sut_spec import SutSpec
 
-_KEYS = ("schedules", "seconds", "steps", "faults", "seed", "block")
+_KEYS = ("schedules", "seconds", "steps", "faults", "seed", "block", "mode")
 BLOCK = 50  # schedules per campaign when the budget is in seconds
 
 
@@ -44,9 +44,12 @@ def _options(options: dict) -> dict:
     from isrcheck.conformance.generators.walk import FAULT_PROFILES
     if faults not in FAULT_PROFILES:
         raise ConfigError(f"{where}.faults: unknown fault profile {faults!r} (known: {', '.join(FAULT_PROFILES)})")
+    mode = options.get("mode", "steps")
+    if mode not in MODES:
+        raise ConfigError(f"{where}.mode: expected one of {', '.join(MODES)}, got {mode!r}")
     return {"schedules": options.get("schedules"), "seconds": options.get("seconds"),
             "steps": options.get("steps", 100), "faults": faults, "seed": options.get("seed", 0),
-            "block": options.get("block", BLOCK)}
+            "block": options.get("block", BLOCK), "mode": mode}
 
 
 def check(options: dict) -> None:
@@ -65,7 +68,8 @@ def run(job: EngineJob) -> EngineRun:
     while left > 0 and (ran == 0 or time.perf_counter() < deadline):  # at least one block
         n = int(min(block, left))
         params = CampaignParams(job.protocol, n, seed=seed, steps=o["steps"], faults=o["faults"],
-                                shrink_budget_s=job.shrink_seconds, sut=job.sut)
+                                shrink_budget_s=job.shrink_seconds, sut=job.sut if o["mode"] == "steps" else None,
+                                mode=o["mode"], swarm=o["mode"] == "steps")
         folder = Path(job.workdir) / f"seeds-{seed}-{seed + n - 1}"
         try:
             result = run_campaign(params, folder, spark=spark, progress=True, console=job.console)
@@ -78,7 +82,8 @@ def run(job: EngineJob) -> EngineRun:
         ran, seed, left = ran + n, seed + n, left - n
     out.seconds = time.perf_counter() - start
     counts = ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items()))
-    out.summary = f"{ran} schedules of {o['steps']} steps (seeds {o['seed']}..{seed - 1}, faults {o['faults']}): {counts}"
+    what = "self-driven runs validated" if o["mode"] == "auto" else "schedules"
+    out.summary = f"{ran} {what} of {o['steps']} steps (seeds {o['seed']}..{seed - 1}, faults {o['faults']}): {counts}"
     return out
 
 
@@ -87,6 +92,9 @@ def finding(folder: Path, failure: dict, sut: SutSpec | None) -> Finding:
     and its verdict there, replayed on ``sut``."""
     verdict = Verdict(failure["verdict"], failure["property"], failure["first_bad_step"])
     label = f"seed {failure['seed']} ({failure['seeds']} seeds)"
+    if failure["file"].endswith(".events"):  # a self-driven run (mode auto): its log and its validation
+        detail = (folder / failure["file"]).with_suffix(".json").read_text(encoding="utf-8")
+        return Finding(verdict, None, label, error=f"isrcheck validate {folder / failure['file']}\n{detail}")
     if failure.get("original_file") is None:  # the harness raised: only the error file
         return Finding(verdict, None, label, error=(folder / failure["file"]).read_text(encoding="utf-8"))
     try:

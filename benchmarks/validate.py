@@ -1,0 +1,108 @@
+"""Trace validation's figures: how fast ``isrcheck validate`` explains a self-driven run's event
+log, whether that stays linear in the log's length, what logging costs the simulation, and how a
+``fuzz --mode auto`` campaign scales from one Spark core to two.
+
+    python benchmarks/validate.py [--protocol kip-966] [--seed 3] [--lengths 1000,2000,4000,8000]
+                                  [--overhead-runs 5] [--spark-schedules 40] [--skip-spark]
+
+Each figure is printed with what gives it; the load (``uptime``) is printed first and last, since
+the machine may be shared.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+from isrcheck.conformance.engines.validate.command import validate_path
+from isrcheck.impl.sim.workload import Workload, run_simulation, sim_config
+
+
+def load() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def throughput(protocol: str, seed: int, lengths: list[int], scratch: str) -> None:
+    """Events validated per second against the log's length (one process, one core)."""
+    print(f"validate: {protocol}, seed {seed}, isrcheck sim workloads of growing length")
+    print(f"  {'steps':>6} {'events':>7} {'sim ms':>8} {'validate s':>10} {'events/s':>9} {'s per 1k events':>15}")
+    for steps in lengths:
+        events = os.path.join(scratch, f"len-{steps}")
+        summary = run_simulation(protocol, 3, seed, steps, events_dir=events)
+        best = None
+        for _ in range(3):  # the fastest of three: the least disturbed by other processes
+            verdict, n, seconds = validate_path(events)
+            best = seconds if best is None else min(best, seconds)
+        assert verdict.explained, verdict.to_json()
+        print(f"  {steps:6d} {n:7d} {summary.sim_ms:8d} {best:10.2f} {n / best:9.0f} {1000 * best / n:15.3f}")
+
+
+def overhead(protocol: str, seed: int, steps: int, runs: int, scratch: str) -> None:
+    """The auto-mode simulation with and without its event log, in alternating runs: deliveries
+    per second of wall time and of this process's CPU time (the less disturbed by other processes),
+    the median of each."""
+    wall: dict[bool, list[float]] = {False: [], True: []}
+    cpu: dict[bool, list[float]] = {False: [], True: []}
+    for i in range(runs * 2):
+        logged = i % 2 == 1
+        events = os.path.join(scratch, "overhead") if logged else None
+        if events:
+            shutil.rmtree(events, ignore_errors=True)
+        work = Workload(sim_config(protocol, 3), seed, events_dir=events)
+        start, start_cpu = time.perf_counter(), time.process_time()
+        for _ in range(steps):
+            work.step()
+        work.finish()
+        if work.events is not None:
+            work.events.close()
+        delivered = work.cluster.network.delivered
+        wall[logged].append(delivered / (time.perf_counter() - start))
+        cpu[logged].append(delivered / (time.process_time() - start_cpu))
+    print(f"logging cost: {protocol}, seed {seed}, {steps} steps, {runs} runs each, alternating")
+    for name, rates in (("wall", wall), ("cpu", cpu)):
+        med = {k: sorted(v)[len(v) // 2] for k, v in rates.items()}
+        print(f"  {name:4s}: without the event log {med[False]:9.0f} deliveries/s (median); with it "
+              f"{med[True]:9.0f}; cost {100 * (1 - med[True] / med[False]):.1f} % of the throughput")
+
+
+def spark_scaling(protocol: str, schedules: int, steps: int, scratch: str) -> None:
+    """``isrcheck fuzz --mode auto`` on local[1] and local[2]: job seconds (Spark start-up left out)."""
+    from isrcheck.conformance.engines.campaign import CampaignParams, run_campaign
+    seconds = {}
+    for master in ("local[1]", "local[2]"):
+        out = os.path.join(scratch, f"fuzz-{master[6]}")
+        params = CampaignParams(protocol, schedules=schedules, steps=steps, mode="auto")
+        result = run_campaign(params, out, master=master, partitions=8)
+        seconds[master] = result.summary["run"]["job_seconds"]
+        print(f"  isrcheck fuzz --mode auto --protocol {protocol} --schedules {schedules} --steps {steps} "
+              f"--master {master} --partitions 8: job {seconds[master]:.1f} s, "
+              f"{result.summary['run']['schedules_per_s']} schedules/s, verdicts {result.summary['by_verdict']}")
+    print(f"  local[2] / local[1] speed-up: {seconds['local[1]'] / seconds['local[2]']:.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--protocol", default="kip-966")
+    parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--lengths", default="1000,2000,4000,8000")
+    parser.add_argument("--overhead-steps", type=int, default=2000)
+    parser.add_argument("--overhead-runs", type=int, default=5)
+    parser.add_argument("--spark-schedules", type=int, default=40)
+    parser.add_argument("--spark-steps", type=int, default=200)
+    parser.add_argument("--skip-spark", action="store_true")
+    args = parser.parse_args()
+    print("load:", load())
+    with tempfile.TemporaryDirectory(prefix="isrcheck-bench-validate-") as scratch:
+        throughput(args.protocol, args.seed, [int(x) for x in args.lengths.split(",")], scratch)
+        overhead(args.protocol, args.seed, args.overhead_steps, args.overhead_runs, scratch)
+        if not args.skip_spark:
+            print("fuzz --mode auto on Spark:")
+            spark_scaling(args.protocol, args.spark_schedules, args.spark_steps, scratch)
+    print("load:", load())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""Reading an event log (isrcheck.impl.eventlog): the nodes' files, checked and merged in causal order.
+
+A log is a directory of ``*.jsonl`` files, one per node, or one ``.jsonl`` file. Each file starts
+with a header line (format, version, protocol, cluster config); every other line is one event.
+Anything malformed is a ``UsageError`` naming the file and line (exit code 2). The events of all
+nodes are merged by their clock ``lc``, which orders a send before its receive (a counter shared by the
+simulation's nodes), ties by node and sequence.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from isrcheck.conformance.vocabulary import UsageError
+from isrcheck.model import ModelConfig, ConfigError
+
+FORMAT = "isrcheck-events"  # the writer's (isrcheck.impl.eventlog.FORMAT), read, not imported: a log is data
+VERSION = 1
+# step -> the fields it needs besides the common ones
+STEP_FIELDS = {
+    "produce": ("replica", "acks", "records"), "consume": ("replica",), "send_fetch": ("replica", "max_batches"),
+    "handle_fetch": ("replica",), "handle_fetch_response": ("replica",),
+    "deliver_leader_and_isr": ("replica", "message"), "shrink_isr": ("replica",), "expand_isr": ("replica",),
+    "handle_alter_partition": ("replica", "error"), "handle_alter_partition_response": ("replica",),
+    "lost_alter_partition": ("replica", "leader_epoch"), "elect": ("replica",), "fence": ("replica",),
+    "unfence": ("replica",), "resend_leader_and_isr": ("replica",), "register": ("replica",),
+    "restart": ("replica",), "crash": ("replica", "kind"),
+    "flush": ("replica",), "checkpoint_hw": ("replica",),
+}
+_COMMON = ("node", "seq", "lc", "t", "step", "state")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One logged event and where it was read."""
+
+    where: str        # "FILE:LINE"
+    node: int
+    seq: int
+    lc: int
+    t: int
+    step: str
+    fields: dict = field(hash=False)
+    state: dict = field(hash=False)
+    msg: tuple | None = None
+    corr: int | None = None
+
+    def describe(self) -> str:
+        shown = {k: v for k, v in self.fields.items()}
+        args = ", ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in shown.items())
+        who = "controller" if self.node >= 1000 else f"broker {self.node}"
+        return f"{who} #{self.seq} at {self.t} ms: {self.step}({args}) [{self.where}]"
+
+
+@dataclass
+class Trace:
+    """A run's merged events and the model config its header names."""
+
+    config: ModelConfig
+    protocol: str
+    events: list[Event]
+    files: list[str]
+
+
+def _files(path: str) -> list[str]:
+    if os.path.isdir(path):
+        names = sorted(n for n in os.listdir(path) if n.endswith(".jsonl"))
+        if not names:
+            raise UsageError(f"{path}: no event log (*.jsonl) in this directory")
+        return [os.path.join(path, n) for n in names]
+    if not os.path.exists(path):
+        raise UsageError(f"{path}: no such file or directory")
+    return [path]
+
+
+def model_config(header: dict, where: str) -> ModelConfig:
+    """The model's config of a run: a tick is a millisecond of the run's clock."""
+    c = header.get("config")
+    if not isinstance(c, dict):
+        raise UsageError(f"{where}: header: 'config' must be an object")
+    try:
+        return ModelConfig(protocol=header.get("protocol"), replicas=c["replicas"],
+                           min_insync_replicas=c["min_insync_replicas"],
+                           unclean_leader_election_enable=c["unclean_leader_election_enable"],
+                           replica_lag_time_max_ticks=c["replica_lag_time_max_ms"],
+                           request_timeout_ticks=c["request_timeout_ms"], flush_messages=c["flush_messages"])
+    except KeyError as exc:
+        raise UsageError(f"{where}: header: config lacks {exc.args[0]!r}") from None
+    except (ConfigError, TypeError) as exc:
+        raise UsageError(f"{where}: header: {exc}") from None
+
+
+def _int(line: dict, key: str, where: str) -> int:
+    value = line.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{where}: {key!r} must be an integer, got {json.dumps(value)}")
+    return value
+
+
+def _event(line: object, where: str, replicas: int) -> Event:
+    if not isinstance(line, dict):
+        raise UsageError(f"{where}: an event must be a JSON object")
+    missing = [k for k in _COMMON if k not in line]
+    if missing:
+        raise UsageError(f"{where}: event lacks {', '.join(repr(k) for k in missing)}")
+    step = line["step"]
+    if step not in STEP_FIELDS:
+        raise UsageError(f"{where}: unknown step {json.dumps(step)} (known: {', '.join(STEP_FIELDS)})")
+    lacks = [k for k in STEP_FIELDS[step] if k not in line]
+    if lacks:
+        raise UsageError(f"{where}: {step} lacks {', '.join(repr(k) for k in lacks)}")
+    if not isinstance(line["state"], dict):
+        raise UsageError(f"{where}: 'state' must be an object")
+    replica = _int(line, "replica", where)
+    if not (0 <= replica < replicas or (step == "elect" and replica == -1)):
+        raise UsageError(f"{where}: replica {replica} is not a broker of this {replicas}-broker run")
+    msg = line.get("msg")
+    if msg is not None and not (isinstance(msg, list) and len(msg) == 2 and all(isinstance(x, int) for x in msg)):
+        raise UsageError(f"{where}: 'msg' must be [sender, correlation id]")
+    fields = {k: line[k] for k in STEP_FIELDS[step]}
+    return Event(where, _int(line, "node", where), _int(line, "seq", where), _int(line, "lc", where),
+                 _int(line, "t", where), step, fields, line["state"], tuple(msg) if msg else None, line.get("corr"))
+
+
+def read_trace(path: str) -> Trace:
+    """The events of the log at ``path``, merged; UsageError on anything malformed."""
+    files = _files(path)
+    header0, events = None, []
+    for name in files:
+        with open(name, encoding="utf-8") as f:
+            header = None
+            for number, text in enumerate(f, 1):
+                where = f"{name}:{number}"
+                if not text.strip():
+                    continue
+                try:
+                    line = json.loads(text)
+                except ValueError as exc:
+                    raise UsageError(f"{where}: not a JSON line ({exc.msg})") from None
+                if header is None:
+                    if not isinstance(line, dict) or line.get("format") != FORMAT:
+                        raise UsageError(f"{where}: not an isrcheck event log (the first line must be its header "
+                                         f"with \"format\": \"{FORMAT}\")")
+                    if line.get("version") != VERSION:
+                        raise UsageError(f"{where}: event log version {line.get('version')!r}, expected {VERSION}")
+                    header = line
+                    if header0 is None:
+                        header0 = (header, where, model_config(header, where))
+                    elif (header.get("protocol"), header.get("config")) != (header0[0].get("protocol"),
+                                                                            header0[0].get("config")):
+                        raise UsageError(f"{where}: header names another run than {header0[1]}")
+                    continue
+                events.append(_event(line, where, header0[2].replicas))
+        if header is None:
+            raise UsageError(f"{name}: empty event log (no header line)")
+    events.sort(key=lambda e: (e.lc, e.node, e.seq))
+    return Trace(header0[2], header0[0]["protocol"], events, files)
+
+
+__all__ = ["Event", "Trace", "read_trace", "model_config", "STEP_FIELDS", "FORMAT"]

@@ -1,0 +1,334 @@
+"""Trace validation: a behaviour of the model that explains a run's events, found breadth-first.
+
+The candidates are the model states (model/) that explain every event so far. For the next event
+each candidate takes the unlogged steps the event needs first (docs/steps.md, "Runs nobody drove":
+clock ticks up to the event's time, the loss of messages the log shows were never delivered, the
+network's duplicate of a delivered request), then the docs/steps.md step the event is; a successor
+survives if the model enables every step and leaves the node in the state the event logged. The
+first event no candidate survives is reported with every candidate and why the model refuses it
+there (``why_disabled`` or the state it would leave).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, StepRefused, apply
+from isrcheck.model.state import State, initial_state
+
+from . import unlogged
+from .events import Event, Trace
+from .views import broker_view, controller_view, mismatch
+
+# the model's deliveries: event step (the model step of the same name) -> the message kind it takes
+DELIVERIES = {"handle_fetch": "fetch_request", "handle_fetch_response": "fetch_response",
+              "handle_alter_partition": "alter_partition",
+              "handle_alter_partition_response": "alter_partition_response"}
+CONTROLLER_STEPS = ("elect", "fence", "unfence", "register", "handle_alter_partition", "resend_leader_and_isr")
+# what a broker up again but not yet registered does, which changes nothing the model keeps
+UNREGISTERED = ("produce", "consume", "flush", "crash", "handle_fetch")
+SAME_NAME = ("produce", "consume", "shrink_isr", "expand_isr", "elect", "fence", "flush", "checkpoint_hw")
+
+
+class _Path:
+    """The model steps that lead to a candidate, shared with its ancestors' (a linked list)."""
+
+    __slots__ = ("steps", "parent")
+
+    def __init__(self, steps: tuple, parent: "_Path | None") -> None:
+        self.steps, self.parent = steps, parent
+
+    def unwind(self) -> list:
+        out, node = [], self
+        while node is not None:
+            out.append(node.steps)
+            node = node.parent
+        return [st for steps in reversed(out) for st in steps]
+
+
+@dataclass
+class Refusal:
+    """Why one candidate cannot explain the event."""
+
+    candidate: int
+    state: dict      # the node's state in that candidate (its view of the partition)
+    reasons: list
+
+
+@dataclass
+class Verdict:
+    """``explained`` with the model's steps, or the first event none explains."""
+
+    explained: bool
+    events: int                     # events explained
+    steps: list                     # the model steps of one explaining behaviour (explained)
+    event: Event | None = None      # the first unexplained event
+    refusals: list | None = None
+    max_candidates: int = 0
+
+    def to_json(self) -> dict:
+        out = {"verdict": "explained" if self.explained else "not explained", "events": self.events,
+               "max_candidates": self.max_candidates}
+        if self.explained:
+            out["model_steps"] = len(self.steps)
+            out["steps"] = self.steps
+        else:
+            e = self.event
+            out["event"] = {"where": e.where, "node": e.node, "seq": e.seq, "t": e.t, "step": e.step,
+                            **e.fields, "state": e.state}
+            out["candidates"] = [{"state": r.state, "why": r.reasons} for r in self.refusals]
+        return out
+
+
+class Search:
+    """Breadth-first over the candidate model states of one trace."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.cfg: ModelConfig = trace.config
+        self.trace = trace
+        self.controller_id: int | None = None
+        self.restarting: dict[int, Event] = {}     # broker -> its logged restart, until it registers
+        self.delivered: dict[tuple, object] = {}   # (node, step, sender, corr) -> the message delivered
+
+    # -- the unlogged steps ---------------------------------------------------------------------
+    def _tick_to(self, s: State, t: int, steps: list) -> State:
+        """``tick`` until the model's clock reads ``t``: a tick that expires no DelayedProduce
+        changes only ``now``, so such runs of ticks are taken at once."""
+        while s.now < t:
+            deadlines = [p[2] for rep in s.replicas for p in rep.pending_produces if p[2] >= s.now]
+            due = min(deadlines, default=None)
+            if due is None or due + 1 > t:
+                steps.append({"step": "tick", "times": t - s.now})
+                return s._replace(now=t)
+            if due > s.now:
+                steps.append({"step": "tick", "times": due - s.now})
+                s = s._replace(now=due)
+            s, _ = apply(self.cfg, s, Step("tick"))
+            steps.append({"step": "tick"})
+        return s
+
+    def _take(self, s: State, st: Step, steps: list) -> State:
+        s2, _ = apply(self.cfg, s, st)
+        steps.append(st.to_json())
+        return s2
+
+    # -- one event --------------------------------------------------------------------------------
+    def successors(self, s: State, ev: Event, reasons: list) -> Iterator[tuple[State, list]]:
+        """Every way ``s`` explains ``ev``: (the state after it, the model steps taken)."""
+        pre: list = []
+        if ev.t < s.now:
+            reasons.append(f"the event is at {ev.t} ms, before the model's clock ({s.now})")
+            return
+        s = self._tick_to(s, ev.t, pre)
+        r = ev.fields["replica"]
+        for alt in self._alternatives(s, ev, r):
+            steps = list(pre)
+            try:
+                s2 = s
+                for st in alt:
+                    s2 = self._take(s2, st, steps) if isinstance(st, Step) else st(s2, steps)
+            except StepRefused as exc:
+                reasons.append(f"{exc.step.name} refused: {exc.reason}")
+                continue
+            except unlogged.Mismatch as exc:
+                reasons.append(str(exc))
+                continue
+            bad = self._state_mismatch(s2, ev)
+            if bad is not None:
+                reasons.append(f"after {', '.join(_short(x) for x in steps[len(pre):]) or 'nothing'}: {bad}")
+                continue
+            yield s2, steps
+
+    def _state_mismatch(self, s: State, ev: Event) -> str | None:
+        if ev.step in CONTROLLER_STEPS:
+            return mismatch(controller_view(s), ev.state)
+        if ev.step == "restart" or (ev.node in self.restarting and ev.step in UNREGISTERED):
+            return None  # checked when the controller registers it (the model's restart)
+        return mismatch(broker_view(s, ev.node), ev.state)
+
+    def _alternatives(self, s: State, ev: Event, r: int) -> Iterator[list]:
+        step = ev.step
+        if step in SAME_NAME:
+            if step in UNREGISTERED and r in self.restarting:
+                yield [unlogged.unregistered]  # up, not yet registered: it only refuses
+                return
+            kw = {"arg": ev.fields["acks"], "records": ev.fields["records"]} if step == "produce" else {}
+            yield [Step(step, r, **kw)]
+        elif step == "send_fetch":
+            yield unlogged.drop_outstanding(s, r) + [Step("send_fetch", r, max_batches=ev.fields["max_batches"])]
+        elif step in DELIVERIES:
+            yield from self._delivery(s, ev, r, DELIVERIES[step])
+        elif step == "deliver_leader_and_isr":
+            yield from self._leader_and_isr(s, ev, r)
+        elif step == "lost_alter_partition":
+            yield from unlogged.lost_alter_partition(s, r, ev.fields["leader_epoch"])
+        elif step == "resend_leader_and_isr":  # no step of its own: the controller's LeaderAndIsr again
+            yield [unlogged.resend_leader_and_isr(r)]
+        elif step == "unfence":  # no step of its own (docs/steps.md): a rejoin that keeps the broker epoch
+            yield [unlogged.unfence(self.cfg, r)]
+        elif step == "register":
+            if not s.replicas[r].alive:
+                yield [unlogged.written_back(self.restarting.get(r), r), Step("restart", r),
+                       unlogged.check_recovered(self.restarting.get(r), r)]
+            else:
+                yield [Step("rejoin", r)]
+        elif step == "restart":
+            yield []
+        elif step == "crash":
+            kind = ev.fields["kind"]
+            # up again but never registered, to the model it stayed down: its machine's crash acts on
+            # the replica as a crash does (a power loss takes the page cache, a clean one flushes it)
+            # how many unflushed batches a power loss let the page cache write back shows only at
+            # restart: the crash keeps none, and the restart's recovery says how many it kept
+            st = Step("crash", r, kind)
+            yield [unlogged.written_back(self.restarting[r], r), unlogged.crash_while_down(self.cfg, st)] \
+                if r in self.restarting else [st]
+
+    def _delivery(self, s: State, ev: Event, r: int, kind: str) -> Iterator[list]:
+        """The oldest message of the queue after the lost ones before it; a second delivery of the
+        same request is the network's duplicate of it."""
+        field = MESSAGE_KINDS[kind]
+        queue = getattr(s, field)[r]
+        if kind == "fetch_request" and ev.node in self.restarting:
+            # up again but not registered (down to the model): it answers NOT_LEADER_OR_FOLLOWER, which
+            # changes nothing on either side, as a lost request does
+            k = next((k for k, m in enumerate(queue) if m.leader == ev.node), None)
+            yield [] if k is None else [Step("drop", r, kind, index=k)]
+            return
+        key = (ev.node, ev.step) + (ev.msg or ())
+        if ev.msg is not None and key in self.delivered:
+            yield [unlogged.requeue(field, r, self.delivered[key]), Step(ev.step, r)]
+            return
+        sender = ev.msg[0] if ev.msg else None
+        for k, m in enumerate(queue):
+            if kind == "fetch_request" and m.leader != ev.node:
+                continue
+            if kind == "fetch_response" and sender is not None and m.leader != sender:
+                continue
+            yield [Step("drop", r, kind, index=0)] * k + [Step(ev.step, r)]
+        if kind == "fetch_request" and not any(m.leader == ev.node for m in queue) \
+                and s.replicas[ev.node].leader != ev.node:
+            yield []  # sent while the model had this broker down: answered NOT_LEADER_OR_FOLLOWER, a no-op
+        if kind == "fetch_response" and not any(m.leader == sender for m in queue):
+            yield unlogged.drop_outstanding(s, r)  # an answer that changed nothing: to the model, a lost one
+        if not queue:
+            yield [Step(ev.step, r)]  # refused, with the model's reason
+
+    def _leader_and_isr(self, s: State, ev: Event, r: int) -> Iterator[list]:
+        m = ev.fields["message"]
+        want = (m.get("leader"), m.get("leader_epoch"), tuple(m.get("isr", ())), m.get("partition_epoch"))
+        queue = s.leader_and_isr[r]
+        key = (ev.node, ev.step) + (ev.msg or ())
+        if key in self.delivered:  # the network's duplicate of one delivered before
+            yield [unlogged.requeue("leader_and_isr", r, self.delivered[key], at_end=True),
+                   Step("deliver_leader_and_isr", r, index=len(queue))]
+            return
+        for i, msg in enumerate(queue):
+            if (msg.leader, msg.leader_epoch, msg.isr, msg.partition_epoch) == want:
+                yield [Step("deliver_leader_and_isr", r, index=i)]
+                return
+        yield [unlogged.Refuse(f"no LeaderAndIsr {m} to broker {r} in flight "
+                       f"(in flight: {[tuple(x) for x in queue] or 'none'})")]
+
+    # -- bookkeeping between events ---------------------------------------------------------------
+    def note(self, before: State, ev: Event) -> None:
+        """Remember what later events need: messages delivered (for duplicates), restarts."""
+        r = ev.fields["replica"]
+        if ev.step == "restart":
+            self.restarting[r] = ev
+        elif ev.step == "register" or (ev.step == "crash" and r in self.restarting):
+            self.restarting.pop(r, None)
+        elif ev.step == "crash":
+            self.delivered = {k: v for k, v in self.delivered.items() if k[0] != r and k[2:3] != (r,)}
+        if ev.msg is not None and (ev.step in DELIVERIES or ev.step == "deliver_leader_and_isr"):
+            key = (ev.node, ev.step) + ev.msg
+            if key not in self.delivered:
+                kind = DELIVERIES.get(ev.step, "leader_and_isr")
+                queue = getattr(before, MESSAGE_KINDS[kind])[r]
+                m = self._delivered_message(ev, kind, queue)
+                if m is not None:
+                    self.delivered[key] = m
+
+    @staticmethod
+    def _delivered_message(ev: Event, kind: str, queue: tuple):
+        if kind == "leader_and_isr":
+            m = ev.fields["message"]
+            want = (m.get("leader"), m.get("leader_epoch"), tuple(m.get("isr", ())), m.get("partition_epoch"))
+            return next((x for x in queue if (x.leader, x.leader_epoch, x.isr, x.partition_epoch) == want), None)
+        for m in queue:
+            if kind != "fetch_request" or m.leader == ev.node:
+                return m
+        return None
+
+    # -- the search -------------------------------------------------------------------------------
+    def run(self) -> Verdict:
+        frontier: list[tuple[State, _Path | None]] = [(initial_state(self.cfg), None)]
+        widest = 1
+        for n, ev in enumerate(self.trace.events):
+            nxt: list[tuple[State, _Path]] = []
+            refusals = []
+            for i, (s, path) in enumerate(frontier):
+                reasons: list = []
+                for s2, steps in self.successors(s, ev, reasons):
+                    nxt.append((s2, _Path(tuple(steps), path)))
+                refusals.append((i, s, reasons))
+            if not nxt:
+                return Verdict(False, n, [], ev, [Refusal(i, self._node_view(s, ev), why) for i, s, why in refusals],
+                               widest)
+            self.note(frontier[0][0], ev)
+            if len(nxt) > 1:
+                nxt = _distinct(nxt)
+            frontier = nxt
+            widest = max(widest, len(frontier))
+        path = frontier[0][1]
+        return Verdict(True, len(self.trace.events), path.unwind() if path else [], max_candidates=widest)
+
+    def _node_view(self, s: State, ev: Event) -> dict:
+        if ev.step in CONTROLLER_STEPS:
+            return {"now": s.now, "controller": controller_view(s)}
+        return {"now": s.now, f"broker {ev.node}": broker_view(s, ev.node)}
+
+
+def _distinct(candidates: list) -> list:
+    """The candidates without repeats, first ones kept. Hashing a state costs its whole log, so they
+    are grouped by a cheap key and compared (siblings share their logs: equality sees it at once)."""
+    groups: dict = {}
+    out = []
+    for s, path in candidates:
+        key = (s.now, s.controller, tuple((len(r.log), r.hw, r.durable, r.alive) for r in s.replicas),
+               tuple(len(q) for field in _QUEUES for q in getattr(s, field)))
+        same = groups.setdefault(key, [])
+        if not any(_same(s, t) for t in same):
+            same.append(s)
+            out.append((s, path))
+    return out
+
+
+_QUEUES = tuple(MESSAGE_KINDS.values())
+_SYSTEM = State._fields.index("now") + 1  # the fields before the ghost variables
+
+
+def _same(a: State, b: State) -> bool:
+    """The same system state (replicas, controller, messages in flight, clock), the small fields
+    first: comparing two equal logs that are not one object walks them whole. The ghost variables
+    (what clients were told, faults counted) are left out: no event is checked against them, and
+    two behaviours that differ only there (one message lost before or after another) explain the
+    rest of the log alike."""
+    if a[1:_SYSTEM] != b[1:_SYSTEM]:
+        return False
+    for x, y in zip(a.replicas, b.replicas):
+        if x is not y and (x[0] != y[0] or x[2:] != y[2:] or x.log != y.log):
+            return False
+    return True
+
+
+def _short(step: dict) -> str:
+    args = ",".join(str(v) for k, v in step.items() if k != "step")
+    return f"{step['step']}({args})"
+
+
+def validate(trace: Trace) -> Verdict:
+    return Search(trace).run()
+
+
+__all__ = ["Search", "Verdict", "Refusal", "validate", "broker_view", "controller_view"]

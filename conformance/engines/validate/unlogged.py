@@ -1,0 +1,156 @@
+"""The steps a self-driven run does not log, and what a self-driven implementation does that has
+no step of its own (docs/steps.md, "Runs nobody drove"): each a function ``take(state, steps)``
+that the search applies before or instead of a model step, recording what it took in ``steps``;
+``Mismatch`` when it cannot explain the event."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, apply
+from isrcheck.model.actions import ACTIONS
+from isrcheck.model.semantics import take
+from isrcheck.model.state import LeaderAndIsr, State, batch_ends, updated
+
+from .events import Event
+from .views import broker_view, mismatch
+
+
+class Mismatch(Exception):
+    """A validator-side check of an unlogged step failed; the message says how."""
+
+
+class Refuse:
+    """An alternative that explains nothing, with the reason."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __call__(self, s: State, steps: list) -> State:
+        raise Mismatch(self.reason)
+
+
+def drop_outstanding(s: State, r: int) -> list:
+    """A new Fetch shows the follower's last one was answered or lost: drop what the model still has
+    in flight of it under its current (leader, leader epoch) (the ones the guard would count), and
+    every response to it (one of an earlier leader epoch would only be discarded)."""
+    rep = s.replicas[r]
+    tag = (rep.leader, rep.leader_epoch)
+    drops = []
+    for kind in ("fetch_request", "fetch_response"):
+        queue = getattr(s, MESSAGE_KINDS[kind])[r]
+        left = 0
+        for m in queue:
+            # a response of another (leader, leader epoch) can only be discarded: it goes too
+            if (m.leader, m.leader_epoch) == tag or kind == "fetch_response":
+                drops.append(Step("drop", r, kind, index=left))
+            else:
+                left += 1
+    return drops
+
+
+def lost_alter_partition(s: State, r: int, leader_epoch: int) -> Iterator[list]:
+    """The leader learned its AlterPartition or the answer was lost: either one, sent in that epoch."""
+    found = False
+    for i, m in enumerate(s.alter_partition[r]):
+        if m.leader_epoch == leader_epoch:
+            found = True
+            yield [Step("drop", r, "alter_partition", index=i)]
+    for i, m in enumerate(s.alter_partition_responses[r]):
+        if m.request_leader_epoch == leader_epoch:
+            found = True
+            yield [Step("drop", r, "alter_partition_response", index=i)]
+    if not found:
+        yield []  # the model lost it already (a crash of either end discards it)
+
+
+def requeue(field: str, r: int, message, at_end: bool = False):
+    """The network's duplicate of a delivered message, back in flight (first, or last)."""
+    def take(s: State, steps: list) -> State:
+        queues = list(getattr(s, field))
+        queues[r] = queues[r] + (message,) if at_end else (message,) + queues[r]
+        steps.append({"step": "duplicate", "message": field, "replica": r})
+        return s._replace(**{field: tuple(queues)})
+    return take
+
+
+def resend_leader_and_isr(r: int):
+    """The controller sends broker ``r`` its current partition state again, as it does on a change."""
+    def take(s: State, steps: list) -> State:
+        c = s.controller
+        queues = list(s.leader_and_isr)
+        if s.replicas[r].alive:
+            queues[r] = queues[r] + (LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch),)
+        steps.append({"step": "resend_leader_and_isr", "replica": r})
+        return s._replace(leader_and_isr=tuple(queues))
+    return take
+
+
+def crash_while_down(cfg: ModelConfig, st: Step):
+    """A crash of a broker whose restart never registered (down to the model), on what the model
+    keeps of it: its log recovery had cut the log after a power loss and read the HW checkpoint; a
+    clean shutdown then flushed the recovered log, a power loss took the page cache the earlier
+    process crash had left (the crash's ``survive``), a process crash changed nothing."""
+    def take_crash(s: State, steps: list) -> State:
+        rep = s.replicas[st.replica]
+        if st.arg == "clean":
+            log = rep.log[:rep.durable] if rep.power_lost else rep.log
+            # still unclean if it was (KIP-966): the controller never heard of the earlier shutdown
+            rep = updated(rep, log=log, durable=len(log), hw=min(rep.hw, len(log)),
+                          hw_checkpoint=min(rep.hw_checkpoint, len(log)), power_lost=False)
+        elif st.arg == "power" and not rep.power_lost:
+            s, _ = take(cfg, s, st, ACTIONS["crash"])
+            rep = s.replicas[st.replica]
+        elif st.survive:
+            raise Mismatch("a power loss after a power loss: its page cache held nothing")
+        steps.append({**st.to_json(), "while_down": True})
+        return s._replace(replicas=s.replicas[:st.replica] + (rep,) + s.replicas[st.replica + 1:])
+    return take_crash
+
+
+def unfence(cfg: ModelConfig, r: int):
+    """A live fenced broker heartbeats again with its broker epoch and the controller unfences it
+    (BrokerHeartbeatManager, ReplicationControlManager.handleBrokerUnfenced): the model's ``rejoin``
+    (unfenced, told the current state) without the new broker epoch a registration would give."""
+    def take_unfence(s: State, steps: list) -> State:
+        kept = s.controller.broker_epochs
+        s2, _ = apply(cfg, s, Step("rejoin", r))
+        rep = updated(s2.replicas[r], broker_epoch=s.replicas[r].broker_epoch)
+        steps.append({"step": "rejoin", "replica": r, "same_broker_epoch": True})
+        return s2._replace(replicas=s2.replicas[:r] + (rep,) + s2.replicas[r + 1:],
+                           controller=s2.controller._replace(broker_epochs=kept))
+    return take_unfence
+
+
+def unregistered(s: State, steps: list) -> State:
+    """A broker up again but not registered knows no leader: a produce, consume or flush it takes
+    changes nothing the model keeps."""
+    return s
+
+
+def written_back(restart: Event | None, r: int):
+    """How many unflushed batches reached the disk before the power loss, read off the log its
+    recovery logged: the crash's ``survive``, decided here because nothing reads it before."""
+    def take(s: State, steps: list) -> State:
+        rep = s.replicas[r]
+        leo = restart.state.get("leo") if restart is not None else None
+        if not rep.power_lost or leo is None or leo <= rep.durable:
+            return s
+        ends = batch_ends(rep.log, rep.durable)
+        if leo not in ends:
+            raise Mismatch(f"log recovery at {restart.where}: LEO {leo} is not the end of a batch the "
+                            f"page cache held (unflushed batches end at {ends})")
+        steps.append({"step": "written_back", "replica": r, "survive": ends.index(leo) + 1})
+        return s._replace(replicas=s.replicas[:r] + (updated(rep, durable=leo),) + s.replicas[r + 1:])
+    return take
+
+
+def check_recovered(restart: Event | None, r: int):
+    """The model's restart left the log its recovery logged."""
+    def take(s: State, steps: list) -> State:
+        if restart is not None:
+            view = broker_view(s, r)
+            bad = mismatch({k: view[k] for k in ("leo", "hw", "last_epoch")}, restart.state)
+            if bad is not None:
+                raise Mismatch(f"log recovery at {restart.where}: {bad}")
+        return s
+    return take

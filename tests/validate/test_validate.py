@@ -1,0 +1,205 @@
+"""isrcheck validate: the self-driven simulation's event logs are explained by the model, edited
+ones are refused at the event that was edited, and bad input is named by file and line."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from isrcheck.conformance import random_walk
+from isrcheck.conformance.engines.validate.command import validate_path
+from isrcheck.conformance.vocabulary import UsageError
+from isrcheck.impl.replication.replica_manager import ReplicaManager
+from isrcheck.impl.sim.workload import run_simulation
+from isrcheck.model import PROTOCOLS
+from timer_bug import eager_isr_check
+
+
+def _run(tmp_path: Path, protocol: str, seed: int, steps: int = 150) -> Path:
+    out = tmp_path / f"{protocol}-{seed}"
+    run_simulation(protocol, 3, seed, steps, events_dir=str(out))
+    return out
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _write(path: Path, lines: list[dict]) -> None:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_self_driven_runs_of_every_variant_are_explained(tmp_path, protocol):
+    """Timers, seeded network faults and crashes of every kind: the model explains every event."""
+    for seed in (1, 5):
+        verdict, events, _ = validate_path(str(_run(tmp_path, protocol, seed)))
+        assert verdict.explained, verdict.to_json()
+        assert events > 100 and len(verdict.steps) >= events // 2
+        names = {st["step"] for st in verdict.steps}
+        assert {"tick", "send_fetch", "handle_fetch", "handle_fetch_response", "produce"} <= names
+
+
+def test_logging_leaves_the_run_as_it_was(tmp_path):
+    """The event log is a side channel: the same seed gives the same trace hash with and without it."""
+    with_log = run_simulation("kip-966", 3, 7, 120, events_dir=str(tmp_path / "log"))
+    without = run_simulation("kip-966", 3, 7, 120)
+    assert with_log == without
+
+
+def test_every_event_names_its_node_sequence_and_state(tmp_path):
+    log = _run(tmp_path, "kip-320", 1)
+    files = sorted(p.name for p in log.iterdir())
+    assert files == ["broker-0.jsonl", "broker-1.jsonl", "broker-2.jsonl", "controller.jsonl"]
+    for name in files:
+        header, *events = _lines(log / name)
+        assert header["format"] == "isrcheck-events" and header["protocol"] == "kip-320"
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+        assert all(e["lc"] < f["lc"] for e, f in zip(events, events[1:]))
+    receives = [e for e in _lines(log / "broker-0.jsonl")[1:] if e["step"] == "handle_fetch"]
+    assert receives and all(len(e["msg"]) == 2 for e in receives)
+    assert set(receives[0]["state"]) >= {"leo", "hw", "leader", "epoch", "isr", "pe", "pending"}
+
+
+def _first(log: Path, node_file: str, step: str, after: int = 0) -> int:
+    """The line index (header = 0) of the first ``step`` event after line ``after``."""
+    lines = _lines(log / node_file)
+    return next(i for i, e in enumerate(lines) if i > after and e.get("step") == step)
+
+
+def test_a_removed_append_is_refused_at_the_leaders_next_event(tmp_path):
+    log = _run(tmp_path, "kip-320", 1)
+    lines = _lines(log / "broker-0.jsonl")
+    i = _first(log, "broker-0.jsonl", "produce")
+    removed = lines.pop(i)
+    _write(log / "broker-0.jsonl", lines)
+    verdict, _, _ = validate_path(str(log))
+    assert not verdict.explained
+    assert verdict.event.node == 0 and verdict.event.seq == removed["seq"] + 1
+    assert any("leo is" in why for r in verdict.refusals for why in r.reasons)
+
+
+def test_a_changed_high_watermark_is_refused_at_that_event(tmp_path):
+    log = _run(tmp_path, "kip-320", 1)
+    lines = _lines(log / "broker-1.jsonl")
+    i = next(i for i, e in enumerate(lines) if e.get("step") == "handle_fetch_response" and e["state"]["hw"] > 0)
+    lines[i]["state"]["hw"] += 1
+    _write(log / "broker-1.jsonl", lines)
+    verdict, _, _ = validate_path(str(log))
+    assert not verdict.explained and (verdict.event.node, verdict.event.seq) == (1, lines[i]["seq"])
+    assert any(why.endswith(f"hw is {lines[i]['state']['hw'] - 1} in the model, {lines[i]['state']['hw']} "
+                            "in the log") for r in verdict.refusals for why in r.reasons)
+
+
+def test_a_receive_ordered_before_its_send_is_refused_at_the_receive(tmp_path):
+    """Swap the clocks of a follower's Fetch and the leader's handling of it: the merged order has
+    the leader handle a request nobody sent yet."""
+    log = _run(tmp_path, "kip-320", 1)
+    files = {b: _lines(log / f"broker-{b}.jsonl") for b in range(3)}
+    handled = next(e for b in range(3) for e in files[b][1:] if e["step"] == "handle_fetch")
+    leader, f = handled["node"], handled["replica"]
+    sent = next(e for e in files[f][1:] if e["step"] == "send_fetch" and e["corr"] == handled["msg"][1])
+    sent["lc"], handled["lc"] = handled["lc"], sent["lc"]
+    for b in (leader, f):
+        _write(log / f"broker-{b}.jsonl", files[b])
+    verdict, _, _ = validate_path(str(log))
+    assert not verdict.explained and (verdict.event.node, verdict.event.seq) == (leader, handled["seq"])
+    assert any(f"handle_fetch refused: no fetch request of replica {f} in flight" in why
+               for r in verdict.refusals for why in r.reasons)
+
+
+def test_a_bug_only_timers_reach_is_caught_by_validate_and_missed_by_lockstep(tmp_path, monkeypatch):
+    """A planted bug in the timer that shrinks the ISR (Kafka's isr-expiration task): lockstep
+    drives shrink_isr itself and never runs the timer, so its walks pass; the self-driven
+    simulation runs it, and validate refuses the first shrink the model would not make."""
+    monkeypatch.setattr(ReplicaManager, "_isr_check", eager_isr_check(ReplicaManager._isr_check))
+    for seed in range(3):
+        assert random_walk(seed, "kip-320", 80, "default")[1].kind == "pass"
+    caught = []
+    for seed in range(1, 6):
+        verdict, _, _ = validate_path(str(_run(tmp_path, "kip-320", seed)))
+        if not verdict.explained:
+            caught.append(verdict)
+    assert caught
+    assert all(v.event.step == "shrink_isr" for v in caught)
+    assert any("shrink_isr refused: no ISR follower" in why or "pending is" in why
+               for v in caught for r in v.refusals for why in r.reasons)
+
+
+def test_bad_lines_are_named_by_file_and_line(tmp_path, isrcheck_cli):
+    log = _run(tmp_path, "kip-320", 1, steps=30)
+    path = log / "broker-2.jsonl"
+    text = path.read_text().splitlines()
+    text[3] = text[3][:-5]
+    path.write_text("\n".join(text) + "\n")
+    with pytest.raises(UsageError, match=r"broker-2\.jsonl:4: not a JSON line"):
+        validate_path(str(log))
+    done = isrcheck_cli("validate", str(log))
+    assert done.returncode == 2 and "broker-2.jsonl:4: not a JSON line" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda e: e.pop("state"), "event lacks 'state'"),
+    (lambda e: e.update(step="teleport"), 'unknown step "teleport"'),
+    (lambda e: e.update(replica=9), "replica 9 is not a broker of this 3-broker run"),
+])
+def test_malformed_events_are_named(tmp_path, edit, message):
+    log = _run(tmp_path, "kip-320", 1, steps=30)
+    lines = _lines(log / "broker-1.jsonl")
+    edit(lines[2])
+    _write(log / "broker-1.jsonl", lines)
+    with pytest.raises(UsageError, match=f"broker-1.jsonl:3: .*{message}"):
+        validate_path(str(log))
+
+
+def test_the_command_exits_0_explained_and_1_refused(tmp_path, isrcheck_cli):
+    log = _run(tmp_path, "kip-903", 2, steps=60)
+    done = isrcheck_cli("validate", str(log), "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = json.loads(done.stdout)
+    assert out["verdict"] == "explained" and out["model_steps"] == len(out["steps"])
+    lines = _lines(log / "controller.jsonl")
+    lines[1]["state"]["leader"] = 2
+    _write(log / "controller.jsonl", lines)
+    done = isrcheck_cli("validate", str(log))
+    assert done.returncode == 1
+    assert done.stdout.startswith("not explained: event") and "candidate 1:" in done.stdout
+    assert isrcheck_cli("validate", str(tmp_path / "nothing")).returncode == 2
+
+
+def test_a_log_validated_as_another_variant_is_refused_where_they_differ(tmp_path):
+    """kip-320's brokers apply a LeaderAndIsr that names no leader; before 0.11 they ignored it."""
+    log = _run(tmp_path, "kip-320", 3)
+    assert validate_path(str(log))[0].explained
+    verdict, _, _ = validate_path(str(log), protocol="hw-truncation")
+    assert not verdict.explained and verdict.event.step == "deliver_leader_and_isr"
+    assert verdict.event.fields["message"]["leader"] == -1
+    with pytest.raises(UsageError, match="--protocol: unknown variant 'nope'"):
+        validate_path(str(log), protocol="nope")
+
+
+def test_sim_validates_its_own_log_at_the_end_unless_told_not_to(tmp_path, isrcheck_cli):
+    done = isrcheck_cli("sim", "--protocol", "kip-903", "--seed", "2", "--steps", "80", "--events", str(tmp_path / "ev"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1].lstrip().startswith("explained: ")
+    assert validate_path(str(tmp_path / "ev"))[0].explained
+    again = isrcheck_cli("sim", "--seed", "2", "--steps", "80", "--events", str(tmp_path / "ev"))
+    assert again.returncode == 2 and "holds an event log already" in again.stderr
+    off = isrcheck_cli("sim", "--protocol", "kip-903", "--seed", "2", "--steps", "80", "--no-validate", "--json")
+    on = isrcheck_cli("sim", "--protocol", "kip-903", "--seed", "2", "--steps", "80", "--json")
+    assert "validation" not in json.loads(off.stdout)
+    assert json.loads(on.stdout)["validation"]["verdict"] == "explained"
+    assert json.loads(on.stdout)["trace_hash"] == json.loads(off.stdout)["trace_hash"]
+
+
+@pytest.mark.parametrize("seed", [48, 58, 159])
+def test_kip966_runs_where_validation_found_the_implementation_wrong_are_explained(tmp_path, seed):
+    """Seed 48: a registration retried after its answer was lost was taken for an unclean shutdown
+    (the controller compared the first try's previous broker epoch with the one it had just given).
+    Seed 58: the simulation's power loss wrote back the never-fsynced broker epoch file, so the
+    broker came back as if it had shut down cleanly. Seed 159: a clean shutdown of a broker that
+    never registered after a power loss is still unclean to the controller."""
+    verdict, _, _ = validate_path(str(_run(tmp_path, "kip-966", seed, steps=200)))
+    assert verdict.explained, verdict.to_json()
