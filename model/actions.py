@@ -588,7 +588,7 @@ class Corrupt(Action):
 
     def effect(nx, st):
         rep = nx.replicas[st.replica]
-        nx.replicas[st.replica] = updated(rep, durable=rep.log[rep.durable - 1].base_offset)
+        nx.replicas[st.replica] = updated(rep, durable=rep.log[rep.durable - 1].base)
 
 
 class FailDisk(Action):
