@@ -141,6 +141,8 @@ class Scope:
             raise ConfigError("acks", f"expected a non-empty subset of {', '.join(map(str, ACKS))}, got {self.acks!r}")
         if not set(self.crash_kinds) <= set(CRASH_KINDS) - {"power"}:
             raise ConfigError("crash_kinds", f"expected a subset of clean, process, got {self.crash_kinds!r}")
+        if self.max_fsync_failures > self.max_disk_failures:
+            raise ConfigError("max_fsync_failures", "cannot exceed max_disk_failures (a failed fsync is a disk failure)")
         if self.max_power_losses > self.max_crashes:
             raise ConfigError("max_power_losses", "cannot exceed max_crashes (a power loss is a crash)")
 

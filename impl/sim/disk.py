@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass, field
 
 from ..storage import Log
+from ..storage.records import HEADER_SIZE
 
 
 class TooFewUnflushedBatches(ValueError):
@@ -51,6 +52,9 @@ def page_cache_write_back(log: Log, survive: int, torn: bool, tail: str = "cut",
         cut = half.position + max(1, half.size // 2)
         lengths[half.path] = cut
         if tail != "cut":
+            # the header's sector was written, the records' were not: the header still declares the
+            # batch's length and CRC, so only the CRC check can tell (Kafka's batch.ensureValid)
+            cut = half.position + HEADER_SIZE + (half.size - HEADER_SIZE) // 2
             lengths[half.path] = half.position + half.size
             garbage[half.path] = (cut, _garbage(log, half, half.position + half.size - cut, tail, seed))
     return WriteBack(lengths, batches[survive - 1].next_offset if survive else log.recovery_point, garbage)
