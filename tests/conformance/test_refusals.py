@@ -10,7 +10,7 @@ from isrcheck.conformance.generators.refusals import RefusalQuota, refused_steps
 from isrcheck.conformance.generators.strategies import enabled_schedules, lockstep_machine
 from isrcheck.impl.sim import Cluster
 from isrcheck.model import ModelConfig, StepRefused, apply, enabled, initial_state
-from isrcheck.model.alphabet import every_step
+from isrcheck.model.alphabet import every_step, is_disk_fault
 
 
 def _lenient_fence(self, broker):
@@ -23,14 +23,16 @@ def test_refused_steps_are_the_alphabet_minus_the_enabled_ones_and_all_refused()
     cfg = ModelConfig(protocol="kip-320")
     state = initial_state(cfg)
     on = enabled(cfg, state)
-    off = refused_steps(cfg.replicas, state, on)
+    off = refused_steps(cfg.replicas, state, on, disk_faults=True)
     assert set(on).isdisjoint(off) and set(on) | set(off) == set(every_step(cfg.replicas, state))
+    # a generator without disk faults proposes none of them, refused or not
+    assert set(refused_steps(cfg.replicas, state, on)) == {st for st in off if not is_disk_fault(st)}
     for st in off:
         with pytest.raises(StepRefused):
             apply(cfg, state, st)
     names = {st.name for st in off}
     # every kind of the alphabet, a message index past its FIFO's end included
-    assert {"elect", "restart", "lose_disk", "handle_fetch", "drop", "deliver_leader_and_isr"} <= names
+    assert {"elect", "restart", "lose_disk", "handle_fetch", "drop", "deliver_leader_and_isr", "corrupt"} <= names
     assert all(st.replica in range(cfg.replicas) for st in off if st.name != "elect")
 
 
