@@ -30,7 +30,7 @@ from isrcheck.specs import PROPERTIES
 from isrcheck.conformance.core.diff import common_prefix, diff
 from isrcheck.conformance.core.render import render_state, step_text
 from isrcheck.conformance.core.schedule import Schedule, ScheduleConfig
-from isrcheck.conformance.core.sut import SutFailure, SystemUnderTest
+from isrcheck.conformance.core.sut import ImplFailure, SutFailure, SystemUnderTest
 from isrcheck.conformance.core.verdict import DIVERGENCE, INVALID, PASS, SUT_FAILURE, VIOLATION, Verdict
 from isrcheck.conformance.core.wire import wire_view
 
@@ -150,6 +150,9 @@ class Lockstep:
             except SutFailure as exc:
                 return self._fail(SUT_FAILURE, None, i, f"step {i} {_show_step(st)}: {self.impl.name} "
                                   f"failed: {exc}")
+            except ImplFailure as exc:
+                return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: the implementation's "
+                                  f"state could not be read: {exc}")
             self.impl_seconds += time.perf_counter() - t2
             expected = wire_view(new_state, self.protocol)
             impl_state = self._agreed.share(expected, impl_state)

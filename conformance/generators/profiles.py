@@ -65,9 +65,9 @@ FAULT_PROFILES: dict[str, FaultProfile] = {
     # durable to corrupt and something unflushed to lose
     "disk": FaultProfile(
         "disk", _frozen({**_BASE_WEIGHTS, "crash": 0.4, "drop": 0.6, "lose_disk": 0.2, "flush": 1.0,
-                         "corrupt": 1.0, "fail_disk": 0.4}),
-        _frozen({"clean": 0.5, "process": 0.5, "power": 1.5}),
-        config=_frozen({"request_timeout_ticks": 6}), disk_faults=True),
+                         "corrupt": 2.0, "fail_disk": 1.0}),
+        _frozen({"clean": 0.5, "process": 0.5, "power": 1.0}), within_budget=False,
+        config=_frozen({"request_timeout_ticks": 6}), spare_known_gaps=False, disk_faults=True),
     # beyond the budget: frequent power loss, unclean election enabled
     "heavy": FaultProfile(
         "heavy", _frozen({**_BASE_WEIGHTS, "crash": 1.0, "drop": 1.5, "flush": 0.2, "lose_disk": 0.6}),
