@@ -146,6 +146,11 @@ class Scope:
         if self.max_power_losses > self.max_crashes:
             raise ConfigError("max_power_losses", "cannot exceed max_crashes (a power loss is a crash)")
 
+    @property
+    def disk_faults(self) -> bool:
+        """Whether the scope takes any disk fault (docs/steps.md, "Disk faults")."""
+        return self.garbage_tails or self.max_corruptions > 0 or self.max_disk_failures > 0
+
     def to_json(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in
                 ((k, getattr(self, k)) for k in self.__dataclass_fields__)}

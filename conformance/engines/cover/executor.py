@@ -43,6 +43,7 @@ class CoverSpec:
     vocabulary: tuple       # step dicts; plans name steps by their position here
     shrink_budget_s: float
     sut: SutSpec | None = None  # the system under test (None: in process); one process per worker
+    disk_faults: bool = False   # refused disk faults are tried too (the scope takes disk faults)
 
 
 def run_schedule_of_plan(spec: CoverSpec, index: int, plan: CoverSchedule) -> dict:
@@ -56,7 +57,7 @@ def run_schedule_of_plan(spec: CoverSpec, index: int, plan: CoverSchedule) -> di
     failed = False
     for pos in range(len(plan.steps) + 1):
         if pos in points:
-            for st in refused_steps(config.replicas, run.state, run.enabled_steps()):
+            for st in refused_steps(config.replicas, run.state, run.enabled_steps(), spec.disk_faults):
                 taken.append(st.to_json())
                 if run.step(st) is not None:
                     failed = True
