@@ -273,6 +273,10 @@ class Step(NamedTuple):
     torn: bool = False
     tail: str = "cut"
 
+    def __repr__(self) -> str:
+        # a tail at its default is left out, so traces hashed before torn tails existed hash the same
+        return "Step(" + ", ".join(f"{n}={v!r}" for n, v in zip(self._fields, self) if n != "tail" or v != "cut") + ")"
+
     @property
     def kind(self) -> StepKind:
         return STEPS[self.name]

@@ -88,6 +88,7 @@ class Lockstep:
         self._hash = hashlib.blake2b(repr(self.state).encode(), digest_size=16)
         self._text = _StateText()
         self._coverage: set[str] = set()
+        self._bad_batches: set[int] = set()  # down brokers whose recovery must reject a batch by its CRC
         self._previous = "init"
 
     # -- generators' view ------------------------------------------------------------------------
@@ -223,6 +224,8 @@ class Lockstep:
             cov.add(f"{out['type']}:{out['error']}")
         cov.add(_shape(self.state))
         cov.update(divergence_rungs(self.state))
+        if name in _DISK_STEPS:
+            cov.update(disk_paths(st, before, self._bad_batches))
         self._previous = name
 
     def _fail(self, kind: str, prop: str | None, i: int, text: str, also: tuple[str, ...] = ()) -> Verdict:
@@ -251,6 +254,33 @@ class Lockstep:
                 return verdict
         return Verdict(PASS, None, None, None, self._hash.hexdigest(), tuple(sorted(self._coverage)), self.index,
                        tuple(self.beyond.values()), self.outside_budget())
+
+
+_DISK_STEPS = frozenset(("crash", "corrupt", "fail_disk", "restart"))
+
+
+def disk_paths(st: Step, before, bad: set[int]) -> list[str]:
+    """Coverage of the disk faults (docs/steps.md, "Disk faults") and the recovery paths they
+    force: ``disk:<fault>`` for the fault, ``disk:crc`` for a restart whose log recovery must
+    reject a batch by its CRC (a torn tail of garbage or a corruption at rest), ``disk:offline``
+    for a log directory taken offline, ``disk:offline-leader`` when it was the leader's. ``bad``
+    holds the down brokers with such a batch, kept across steps."""
+    r = st.replica
+    if st.name == "crash":
+        if st.tail == "cut":
+            return []
+        bad.add(r)
+        return [f"disk:tail:{st.tail}"]
+    if st.name == "corrupt":
+        bad.add(r)
+        return ["disk:corrupt"]
+    if st.name == "restart":
+        if r not in bad:
+            return []
+        bad.discard(r)
+        return ["disk:crc"]
+    out = [f"disk:{st.arg}", "disk:offline"]
+    return out + ["disk:offline-leader"] * (before.controller.leader == r)
 
 
 class _StateText:
