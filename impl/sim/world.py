@@ -142,7 +142,7 @@ class SimWorld:
         fs, b = self.filesystems[broker], self.brokers[broker]
         fs.fail_next(operation, getattr(errno, code))
         if b.disk_io(operation):
-            fs.failing = None
+            fs.failures.disarm()
             return False
         self.crash_broker(broker, "power" if operation == "fsync" else "process")
         if broker not in self.controller.fenced:

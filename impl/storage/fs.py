@@ -21,7 +21,32 @@ import random
 from .errors import LogClosedError, StorageError
 
 
-IO_OPERATIONS = ("write", "fsync", "read")  # what ``SimulatedFileSystem.fail_next`` can fail
+IO_OPERATIONS = ("write", "fsync", "read")  # what ``InjectedFailures.fail_next`` can fail
+
+
+class InjectedFailures:
+    """A disk that fails on command: the next ``operation`` (``write``: a file append; ``fsync``;
+    ``read``) on any file of the file system raises OSError(``code``) and does nothing, once: a
+    failing disk (EIO) or a full one (ENOSPC). File handles call ``io`` only while ``failing`` is
+    set, so a healthy disk pays one attribute test per operation."""
+
+    def __init__(self) -> None:
+        self.failing: tuple[str, int] | None = None  # (operation, errno) the disk fails next
+
+    def fail_next(self, operation: str, code: int = errno.EIO) -> None:
+        if operation not in IO_OPERATIONS:
+            raise ValueError(f"operation must be one of {', '.join(IO_OPERATIONS)}, got {operation!r}")
+        self.failing = (operation, code)
+
+    def disarm(self) -> None:
+        self.failing = None
+
+    def io(self, operation: str) -> None:
+        """Raise the armed failure if it is of ``operation`` (it fires once)."""
+        failing = self.failing
+        if failing is not None and failing[0] == operation:
+            self.failing = None
+            raise OSError(failing[1], f"{os.strerror(failing[1])} (injected {operation} failure)")
 
 
 class FileHandle:
@@ -178,16 +203,18 @@ class _SimFile(FileHandle):
 
     def append(self, data: bytes) -> int:
         buf = self._check().data
-        if self._fs.failing is not None:
-            self._fs.io("write")
+        failures = self._fs.failures
+        if failures.failing is not None:
+            failures.io("write")
         position = len(buf)
         buf += data
         return position
 
     def read(self, position: int, size: int) -> bytes:
         data = self._check().data
-        if self._fs.failing is not None:
-            self._fs.io("read")
+        failures = self._fs.failures
+        if failures.failing is not None:
+            failures.io("read")
         return bytes(data[position:position + size])
 
     def truncate(self, size: int) -> None:
@@ -198,8 +225,9 @@ class _SimFile(FileHandle):
 
     def fsync(self) -> None:
         inode = self._check()
-        if self._fs.failing is not None:
-            self._fs.io("fsync")
+        failures = self._fs.failures
+        if failures.failing is not None:
+            failures.io("fsync")
         inode.durable = len(inode.data)
         self._fs.fsync_count += 1
 
@@ -219,7 +247,7 @@ class SimulatedFileSystem(FileSystem):
         self._durable: dict[str, dict[str, _Inode]] = {"/": {}}  # the same after the last fsync_dir
         self.generation = 0         # bumped by a crash: handles of the crashed process stop working
         self.fsync_count = 0
-        self.failing: tuple[str, int] | None = None  # (operation, errno) the disk fails next
+        self.failures = InjectedFailures()  # what a failing disk fails next (docs/steps.md, "Disk faults")
 
     @staticmethod
     @functools.lru_cache(maxsize=4096)      # a log touches a few dozen paths, millions of times
@@ -296,19 +324,9 @@ class SimulatedFileSystem(FileSystem):
     # ----------------------------------------------------------------------------------- faults
 
     def fail_next(self, operation: str, code: int = errno.EIO) -> None:
-        """The next ``operation`` (``write``: a file append; ``fsync``; ``read``) on any file raises
-        OSError(``code``) and does nothing: a failing disk (EIO) or a full one (ENOSPC). What a failed
-        fsync leaves is the caller's to play (the kernel drops the dirty pages: ``power_loss()``)."""
-        if operation not in IO_OPERATIONS:
-            raise ValueError(f"operation must be one of {', '.join(IO_OPERATIONS)}, got {operation!r}")
-        self.failing = (operation, code)
-
-    def io(self, operation: str) -> None:
-        """Raise the armed failure if it is of ``operation`` (it fires once)."""
-        failing = self.failing
-        if failing is not None and failing[0] == operation:
-            self.failing = None
-            raise OSError(failing[1], f"{os.strerror(failing[1])} (simulated {operation} failure)")
+        """``InjectedFailures.fail_next``. What a failed fsync leaves is the caller's to play (the
+        kernel drops the dirty pages: ``power_loss()``)."""
+        self.failures.fail_next(operation, code)
 
     def process_crash(self) -> None:
         """The process dies, the machine does not: every byte written survives; open handles die."""
