@@ -130,3 +130,16 @@ def test_walks_without_disk_faults_take_none():
     for faults in ("default", "heavy"):
         schedule_, _ = random_walk(1, "kip-101", 80, faults)
         assert not any(s["step"] in ("corrupt", "fail_disk") or "tail" in s for s in schedule_.steps)
+
+
+def test_the_hypothesis_machine_of_the_disk_profile_catches_a_broker_that_ignores_io_errors(monkeypatch):
+    from hypothesis import HealthCheck, Phase, settings
+
+    from isrcheck.conformance.generators.strategies import lockstep_machine
+    ignores_io_errors(monkeypatch)
+    machine = lockstep_machine("kip-320", faults="disk").TestCase
+    machine.settings = settings(max_examples=30, stateful_step_count=30, deadline=None, database=None,
+                                suppress_health_check=list(HealthCheck), derandomize=True,
+                                phases=[Phase.explicit, Phase.generate])
+    with pytest.raises(AssertionError, match="taken by the model"):
+        machine().runTest()
