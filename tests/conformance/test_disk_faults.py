@@ -9,6 +9,8 @@ from isrcheck.impl.replication.log_dir_failure import LogDirFailureChannel
 from isrcheck.impl.storage import Log
 from isrcheck.impl.storage.records import RecordBatch
 
+from machines import run_machine
+
 
 def schedule(steps, protocol="kip-320"):
     return Schedule.from_json({"version": 1, "protocol": protocol,
@@ -133,13 +135,6 @@ def test_walks_without_disk_faults_take_none():
 
 
 def test_the_hypothesis_machine_of_the_disk_profile_catches_a_broker_that_ignores_io_errors(monkeypatch):
-    from hypothesis import HealthCheck, Phase, settings
-
-    from isrcheck.conformance.generators.strategies import lockstep_machine
     ignores_io_errors(monkeypatch)
-    machine = lockstep_machine("kip-320", faults="disk").TestCase
-    machine.settings = settings(max_examples=30, stateful_step_count=30, deadline=None, database=None,
-                                suppress_health_check=list(HealthCheck), derandomize=True,
-                                phases=[Phase.explicit, Phase.generate])
     with pytest.raises(AssertionError, match="taken by the model"):
-        machine().runTest()
+        run_machine("kip-320", "disk", 30, 30)

@@ -2,11 +2,13 @@
 import json
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, given, settings
 
 from isrcheck.conformance import Schedule, run_schedule
 from isrcheck.impl.sim import Cluster
 from isrcheck.conformance.generators.strategies import enabled_schedules, lockstep_machine, schedules
+
+from machines import run_machine
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -52,12 +54,8 @@ def test_the_machine_finds_a_protocol_bug():
     within every budget: the machine must find it (generation only here; shrinking a stateful run
     in lockstep is left to users' settings). The draws are derandomized, so the run is the same
     every time. With its swarm (the default) it takes about 2 s; without, about 50 s."""
-    machine = lockstep_machine("hw-truncation", faults="none").TestCase
-    machine.settings = settings(max_examples=300, stateful_step_count=150, deadline=None, database=None,
-                                suppress_health_check=list(HealthCheck), derandomize=True,
-                                phases=[Phase.explicit, Phase.generate])
     with pytest.raises(AssertionError, match="violation"):
-        machine().runTest()
+        run_machine("hw-truncation", "none", 300, 150)
 
 
 def test_the_machine_fails_loudly_when_no_step_can_be_taken():

@@ -3,14 +3,16 @@ refuse them on its own, and one it takes instead is a divergence at that step, s
 import math
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, given, settings
 
 from isrcheck.conformance import random_walk, run_schedule, shrink
 from isrcheck.conformance.generators.refusals import RefusalQuota, refused_steps
-from isrcheck.conformance.generators.strategies import enabled_schedules, lockstep_machine
+from isrcheck.conformance.generators.strategies import enabled_schedules
 from isrcheck.impl.sim import Cluster
 from isrcheck.model import ModelConfig, StepRefused, apply, enabled, initial_state
 from isrcheck.model.alphabet import every_step, is_disk_fault
+
+from machines import run_machine
 
 
 def _lenient_fence(self, broker):
@@ -96,9 +98,5 @@ def test_enabled_schedules_carry_refused_steps_and_pass(schedule):
 
 def test_the_machine_finds_a_wrong_enabling_condition(monkeypatch):
     monkeypatch.setattr(Cluster, "fence", _lenient_fence)
-    machine = lockstep_machine("kip-320", faults="default", refusals=0.3).TestCase
-    machine.settings = settings(max_examples=30, stateful_step_count=30, deadline=None, database=None,
-                                suppress_health_check=list(HealthCheck), derandomize=True,
-                                phases=[Phase.explicit, Phase.generate])
     with pytest.raises(AssertionError, match="taken by the implementation"):
-        machine().runTest()
+        run_machine("kip-320", "default", 30, 30, refusals=0.3)
