@@ -570,6 +570,53 @@ class LoseDisk(Action):
                                           power_lost=True, unclean_shutdown=nx.cfg.rules.unclean_shutdown("lost disk"))
 
 
+class Corrupt(Action):
+    """A flushed batch damaged at rest (bit rot, a misdirected write): LogSegment.recover finds its
+    bad CRC after the unclean shutdown and truncates there, so it is no longer durable."""
+
+    name = "corrupt"
+
+    def guard(cfg, s, st):
+        rep = s.replicas[st.replica]
+        if rep.alive:
+            return f"broker {st.replica} is alive"
+        if not rep.power_lost:
+            return f"broker {st.replica} did not lose power (its restart would not re-validate the log)"
+        if rep.durable == 0:
+            return f"broker {st.replica} has no flushed batch"
+        return None
+
+    def effect(nx, st):
+        rep = nx.replicas[st.replica]
+        nx.replicas[st.replica] = updated(rep, durable=rep.log[rep.durable - 1].base)
+
+
+class FailDisk(Action):
+    """An I/O error of the log directory (EIO, ENOSPC): LogDirFailureChannel takes it offline
+    (KIP-112); with no log directory left the broker halts (LogManager.handleLogDirFailure) and the
+    controller takes it out of the ISR and leadership, as for a fence. A failed fsync drops the
+    dirty pages: what was not durable is gone, as in a power loss that wrote nothing back."""
+
+    name = "fail_disk"
+
+    def guard(cfg, s, st):
+        rep = s.replicas[st.replica]
+        if not rep.alive:
+            return f"broker {st.replica} is down"
+        op = st.arg.split(":")[0]
+        if op == "fsync" and rep.durable == len(rep.log):
+            return f"broker {st.replica} has nothing unflushed to fsync"
+        if op == "read" and not rep.log:
+            return f"broker {st.replica} has nothing to read"
+        return None
+
+    def effect(nx, st):
+        r = st.replica
+        Crash.effect(nx, Step("crash", r, "power" if st.arg.startswith("fsync") else "process"))
+        if r not in nx.controller.fenced:
+            Fence.effect(nx, Step("fence", r))
+
+
 class Flush(Action):
     """Log.flush plus the replication-offset-checkpoint write (fsync)."""
 

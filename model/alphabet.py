@@ -19,6 +19,10 @@ ACKS = (0, 1, -1)                          # producer acks; -1 is acks=all
 CRASH_KINDS = ("clean", "process", "power")  # the order is also "less destructive first"
 
 # message kind -> the State field holding its per-replica FIFOs (docs/steps.md, "Messages in flight")
+# the I/O operation of a log directory that fails, and its errno (docs/steps.md, "Disk faults")
+DISK_IO = ("write:EIO", "write:ENOSPC", "fsync:EIO", "fsync:ENOSPC", "read:EIO")
+TORN_TAILS = ("cut", "stale", "random")  # what a torn batch holds past its written prefix
+
 MESSAGE_KINDS: Mapping[str, str] = {
     "fetch_request": "fetch_requests",
     "fetch_response": "fetch_responses",
@@ -63,8 +67,11 @@ FIELDS: Mapping[str, Field] = {f.name: f for f in (
     Field("survive", "unflushed batches that reached the disk in a power loss", "survive", default=0,
           high=MAX_SURVIVING, sample=(0, 1, 2)),
     Field("torn", "the next unflushed batch was partly written", "torn", (False, True), default=False),
+    Field("tail", "what a torn batch holds past its written prefix: nothing, stale or random bytes",
+          "tail", TORN_TAILS, default="cut"),
+    Field("io", "the failing I/O operation of the log directory and its errno", "arg", DISK_IO),
 )}
-CHOICES = ("acks", "kind", "message")  # the choice fields, carried as ``Step.arg``
+CHOICES = ("acks", "kind", "message", "io")  # the choice fields, carried as ``Step.arg``
 
 
 class Fault(NamedTuple):
@@ -75,7 +82,7 @@ class Fault(NamedTuple):
 
     ``when``: ``always``; ``power`` (a crash of kind power); ``unfenced`` (the controller had not
     fenced the step's broker: a fast bounce); ``alive`` (the broker was alive: a zombie);
-    ``targeted`` (an election with a target: a leader move)."""
+    ``targeted`` (an election with a target: a leader move); ``fsync`` (a failed fsync)."""
 
     name: str
     counter: str
@@ -90,7 +97,7 @@ class Fault(NamedTuple):
     @property
     def static(self) -> bool:
         """Whether the step alone tells (``counts`` needs no state)."""
-        return self.when in ("always", "power", "targeted")
+        return self.when in ("always", "power", "targeted", "fsync")
 
     def counts(self, st, before) -> bool:
         """Whether step ``st``, taken in state ``before``, is this fault."""
@@ -99,6 +106,8 @@ class Fault(NamedTuple):
             return True
         if when == "power":
             return st.arg == "power"
+        if when == "fsync":
+            return st.arg.startswith("fsync")
         if when == "unfenced":
             return st.replica not in before.controller.fenced
         if when == "alive":
@@ -106,7 +115,7 @@ class Fault(NamedTuple):
         return st.replica != -1  # targeted
 
 
-FAULT_WHEN = ("always", "power", "unfenced", "alive", "targeted")
+FAULT_WHEN = ("always", "power", "unfenced", "alive", "targeted", "fsync")
 
 
 class StepKind(NamedTuple):
@@ -123,6 +132,7 @@ class StepKind(NamedTuple):
     weight: float = 1.0       # how often generators propose it when enabled, relative to the others (fault profiles start here)
     lifecycle: bool = False   # part of a broker's failure and recovery (the shrinker removes these together)
     switch: str | None = None  # the explorer's Scope flag that lets steps of this kind in
+    disk_fault: bool = False   # a disk fault (docs/steps.md, "Disk faults"): generators take it only when asked
 
     @property
     def choice(self) -> str | None:
@@ -171,7 +181,7 @@ STEPS: Mapping[str, StepKind] = {k.name: k for k in (
              weight=1.5, lifecycle=True),
     StepKind("rejoin", ("replica",), "a live fenced broker re-registers with a new broker epoch",
              weight=1.5),
-    StepKind("crash", ("replica", "kind", "survive", "torn"),
+    StepKind("crash", ("replica", "kind", "survive", "torn", "tail"),
              "broker failure: clean shutdown, process crash, power loss (partial write-back, torn batch)",
              faults=(Fault("crash", "crashes", "always", "a broker failure of any kind"),
                      Fault("power_loss", "power_losses", "power",
@@ -194,6 +204,19 @@ STEPS: Mapping[str, StepKind] = {k.name: k for k in (
     StepKind("drop", ("message", "replica", "index"), "network loss of one in-flight message",
              faults=(Fault("drop", "drops", "always", "a message lost by the network"),),
              weight=0.0),
+    # the disk faults come last: the order of every other step's enumeration stays as it was
+    StepKind("corrupt", ("replica",), "a flushed batch corrupted at rest, found by log recovery's CRC check "
+             "(LogSegment.recover)",
+             faults=(Fault("corruption", "corruptions", "always", "a flushed batch corrupted at rest (bit rot)",
+                           loses_data=True),),
+             weight=0.0, disk_fault=True),
+    StepKind("fail_disk", ("replica", "io"), "an I/O error of the log directory: LogDirFailureChannel takes it "
+             "offline (KIP-112), the broker halts, the controller elects elsewhere",
+             faults=(Fault("disk_failure", "disk_failures", "always", "a write, fsync or read of the log directory "
+                           "failed (EIO, ENOSPC)"),
+                     Fault("fsync_failure", "fsync_failures", "fsync", "a failed fsync: the dirty pages are "
+                           "dropped, what was not durable is gone", loses_data=True)),
+             weight=0.0, disk_fault=True),
 )}
 
 # Every fault class, in the alphabet's order of their step kinds.
@@ -237,7 +260,7 @@ def _is_int(value: object) -> bool:
 
 
 class Step(NamedTuple):
-    """One schedule step. ``arg`` is the value of the step's choice field (acks, kind or message);
+    """One schedule step. ``arg`` is the value of the step's choice field (acks, kind, message or io);
     the other attributes are the fields of the same name (-1: an optional ``replica`` left out)."""
 
     name: str
@@ -248,6 +271,11 @@ class Step(NamedTuple):
     max_batches: int = 0
     survive: int = 0
     torn: bool = False
+    tail: str = "cut"
+
+    def __repr__(self) -> str:
+        # a tail at its default is left out, so traces hashed before torn tails existed hash the same
+        return "Step(" + ", ".join(f"{n}={v!r}" for n, v in zip(self._fields, self) if n != "tail" or v != "cut") + ")"
 
     @property
     def kind(self) -> StepKind:
@@ -298,6 +326,8 @@ class Step(NamedTuple):
             values[spec.attr] = _checked(name, spec, step[f], replicas)
         misplaced = _misplaced(name, values)
         if misplaced:
+            if misplaced == "tail" and values["arg"] == "power":
+                raise InvalidStep(name, misplaced, "tail belongs to a torn power loss only (torn is false)")
             raise InvalidStep(name, misplaced, f"{misplaced} belongs to a power loss only (kind {values['arg']!r})")
         return cls(name, **values)
 
@@ -312,10 +342,20 @@ def is_step(step: object) -> bool:
 
 
 def _misplaced(name: str, values: Mapping[str, object]) -> str | None:
-    """The field that does not fit the others: ``survive``/``torn`` of a crash that is no power loss."""
+    """The field that does not fit the others: ``survive``/``torn``/``tail`` of a crash that is no
+    power loss, or a ``tail`` of one that tore nothing."""
     if name == "crash" and values["arg"] != "power":
-        return next((f for f in ("survive", "torn") if values[f] != FIELDS[f].default), None)
+        return next((f for f in ("survive", "torn", "tail") if values[f] != FIELDS[f].default), None)
+    if name == "crash" and not values["torn"] and values["tail"] != FIELDS["tail"].default:
+        return "tail"
     return None
+
+
+def is_disk_fault(st: Step) -> bool:
+    """Whether ``st`` is a disk fault (docs/steps.md, "Disk faults"): a step of such a kind, or a
+    torn power loss whose tail holds garbage. Generators leave these out unless asked, so that
+    schedules drawn without them stay what they were."""
+    return STEPS[st.name].disk_fault or st.tail != "cut"
 
 
 def _checked(name: str, spec: Field, value: object, replicas: int | None) -> object:

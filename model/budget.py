@@ -95,7 +95,7 @@ _HW_STEPS = frozenset(("produce", "handle_fetch", "shrink_isr", "expand_isr", "h
 # ISR or bring a broker back, and those that move an HW (where a known loss begins); the rest
 # leave it as it is.
 _LEDGER_STEPS = frozenset(("consume", "crash", "lose_disk", "restart", "rejoin", "fence", "elect",
-                           "handle_alter_partition")) | _HW_STEPS
+                           "handle_alter_partition", "corrupt", "fail_disk")) | _HW_STEPS
 
 
 def outside_budget(config, prop, trace) -> str | None:
@@ -158,7 +158,7 @@ class FaultBudget:
             rep = state.replicas[st.replica]
             return not any((st.replica, f) in self.stale for f in range(len(state.replicas))
                            if f not in rep.isr and rep.remote_leo[f] >= rep.hw)
-        if name == "fence" and self.lrs:
+        if name in ("fence", "fail_disk") and self.lrs:  # a failed disk fences its broker too
             # Fencing another broker must not leave a down, data-losing replica as the sole ISR member.
             rest = tuple(i for i in state.controller.isr if i != st.replica)
             if len(rest) == 1:

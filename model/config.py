@@ -121,22 +121,35 @@ class Scope:
     partial_fetches: bool = False  # fetches limited to one batch
     torn_writes: bool = False   # power losses that keep a batch or tear the next one
     hw_checkpoints: bool = False  # checkpoint_hw steps
+    # disk faults (docs/steps.md, "Disk faults"), each off by default
+    garbage_tails: bool = False  # torn power losses whose tail holds stale or random bytes
+    max_corruptions: int = 0     # corrupt steps (a flushed batch damaged at rest)
+    max_disk_failures: int = 0   # fail_disk steps of any I/O operation
+    max_fsync_failures: int = 0  # fail_disk steps of an fsync (they lose the unflushed data)
 
     def __post_init__(self) -> None:
         for name in ("max_records", "max_epoch", "max_crashes", "max_power_losses", "max_clock", "max_drops",
-                     "max_bounces", "max_zombies", "max_leader_moves", "max_disk_losses"):
+                     "max_bounces", "max_zombies", "max_leader_moves", "max_disk_losses", "max_corruptions",
+                     "max_disk_failures", "max_fsync_failures"):
             _check_int(name, getattr(self, name), 0, None)
         _check_int("max_batch_records", self.max_batch_records, 1, MAX_BATCH_RECORDS)
         for name in ("consumes", "flushes", "fetch_rounds", "exclude_known_losses", "partial_fetches",
-                     "torn_writes", "hw_checkpoints"):
+                     "torn_writes", "hw_checkpoints", "garbage_tails"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, f"expected true or false, got {getattr(self, name)!r}")
         if not self.acks or not set(self.acks) <= set(ACKS):
             raise ConfigError("acks", f"expected a non-empty subset of {', '.join(map(str, ACKS))}, got {self.acks!r}")
         if not set(self.crash_kinds) <= set(CRASH_KINDS) - {"power"}:
             raise ConfigError("crash_kinds", f"expected a subset of clean, process, got {self.crash_kinds!r}")
+        if self.max_fsync_failures > self.max_disk_failures:
+            raise ConfigError("max_fsync_failures", "cannot exceed max_disk_failures (a failed fsync is a disk failure)")
         if self.max_power_losses > self.max_crashes:
             raise ConfigError("max_power_losses", "cannot exceed max_crashes (a power loss is a crash)")
+
+    @property
+    def disk_faults(self) -> bool:
+        """Whether the scope takes any disk fault (docs/steps.md, "Disk faults")."""
+        return self.garbage_tails or self.max_corruptions > 0 or self.max_disk_failures > 0
 
     def to_json(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in

@@ -137,7 +137,7 @@ def _step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> boo
     if name == "crash":
         if st.arg != "power":
             return st.arg in scope.crash_kinds
-        return scope.torn_writes or not (st.survive or st.torn)
+        return (scope.torn_writes or not (st.survive or st.torn)) and (scope.garbage_tails or st.tail == "cut")
     if name == "send_fetch":
         return st.max_batches == 0 or (scope.partial_fetches and st.max_batches == 1)
     if name == "handle_alter_partition" and scope.exclude_known_losses and \
@@ -202,7 +202,7 @@ def _scoped_kinds(config: ModelConfig, scope: Scope) -> tuple:
         if st.name == "crash":
             if st.arg != "power":
                 return st.arg in scope.crash_kinds
-            return scope.torn_writes or not (st.survive or st.torn)
+            return (scope.torn_writes or not (st.survive or st.torn)) and (scope.garbage_tails or st.tail == "cut")
         return True
     return tuple((kind, None if steps is None else tuple(st for st in steps if static(st)))
                  for kind, steps in step_kinds(config.replicas))

@@ -34,6 +34,9 @@ class History(NamedTuple):
     zombies: int
     leader_moves: int
     disk_losses: int
+    corruptions: int
+    disk_failures: int
+    fsync_failures: int
 
     # the steps whose counting reads the state before them (was the broker fenced, alive)
     READS_BEFORE = frozenset(name for name, faults in _FAULTS_OF.items()
@@ -78,4 +81,4 @@ def _merged(kept: tuple, new: tuple) -> tuple:
     return tuple(sorted(kept + new))
 
 
-EMPTY_HISTORY = History(0, (), (), -1, False, 0, 0, 0, 0, 0, 0, 0)
+EMPTY_HISTORY = History(0, (), (), -1, False, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)

@@ -137,6 +137,9 @@ class State(NamedTuple):
     zombies: int
     leader_moves: int
     disk_losses: int
+    corruptions: int
+    disk_failures: int
+    fsync_failures: int
 
     @property
     def history(self) -> History:

@@ -25,14 +25,15 @@ PARTITIONS = Number(int, 1, 64)
 
 
 def add_arguments(parser) -> None:
-    from isrcheck.conformance.engines.soak.faults import FAULT_KINDS
+    from isrcheck.conformance.engines.soak.faults import EXTRA_KINDS, FAULT_KINDS
 
     parser.add_argument("--protocol", default="kip-320", choices=PROTOCOLS,
                         help="the replication protocol of isrcheck's own cluster (default kip-320)")
     parser.add_argument("--duration", type=SECONDS, required=True, metavar="SECONDS",
                         help=f"how long the workload and the faults run ({SECONDS.describe()})")
     parser.add_argument("--faults", default="none", metavar="KIND[,KIND...]",
-                        help=f"fault kinds to rotate: {', '.join(FAULT_KINDS)}; all; none (default)")
+                        help=f"fault kinds to rotate: {', '.join(FAULT_KINDS)}; all (those); "
+                             f"{', '.join(EXTRA_KINDS)} (by name only); none (default)")
     parser.add_argument("--seed", type=SEED, default=0, help="seed of the fault plan and the workload")
     parser.add_argument("--dir", default="soak", metavar="DIR", help="the run folder (default ./soak)")
     parser.add_argument("--bootstrap", default=None, metavar="HOST:PORT[,...]",

@@ -53,4 +53,7 @@ class ImplSide(SystemUnderTest):
             raise ImplFailure(f"{type(exc).__name__}: {exc}\n{_where(exc)}") from exc
 
     def system_state(self) -> tuple:
-        return self.abstraction.system_state()
+        try:
+            return self.abstraction.system_state()
+        except Exception as exc:  # e.g. a log that holds a batch it cannot decode: a finding too
+            raise ImplFailure(f"{type(exc).__name__}: {exc}\n{_where(exc)}") from exc

@@ -30,7 +30,7 @@ from isrcheck.specs import PROPERTIES
 from isrcheck.conformance.core.diff import common_prefix, diff
 from isrcheck.conformance.core.render import render_state, step_text
 from isrcheck.conformance.core.schedule import Schedule, ScheduleConfig
-from isrcheck.conformance.core.sut import SutFailure, SystemUnderTest
+from isrcheck.conformance.core.sut import ImplFailure, SutFailure, SystemUnderTest
 from isrcheck.conformance.core.verdict import DIVERGENCE, INVALID, PASS, SUT_FAILURE, VIOLATION, Verdict
 from isrcheck.conformance.core.wire import wire_view
 
@@ -85,9 +85,10 @@ class Lockstep:
         self.refused: list[tuple[int, Step, str]] = []  # (index, step, the model's reason), refused by both
         self.model_seconds = 0.0
         self.impl_seconds = 0.0
-        self._hash = hashlib.blake2b(repr(self.state).encode(), digest_size=16)
+        self._hash = hashlib.blake2b(_seed_text(self.state).encode(), digest_size=16)
         self._text = _StateText()
         self._coverage: set[str] = set()
+        self._bad_batches: set[int] = set()  # down brokers whose recovery must reject a batch by its CRC
         self._previous = "init"
 
     # -- generators' view ------------------------------------------------------------------------
@@ -150,6 +151,9 @@ class Lockstep:
             except SutFailure as exc:
                 return self._fail(SUT_FAILURE, None, i, f"step {i} {_show_step(st)}: {self.impl.name} "
                                   f"failed: {exc}")
+            except ImplFailure as exc:
+                return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: the implementation's "
+                                  f"state could not be read: {exc}")
             self.impl_seconds += time.perf_counter() - t2
             expected = wire_view(new_state, self.protocol)
             impl_state = self._agreed.share(expected, impl_state)
@@ -220,6 +224,8 @@ class Lockstep:
             cov.add(f"{out['type']}:{out['error']}")
         cov.add(_shape(self.state))
         cov.update(divergence_rungs(self.state))
+        if name in _DISK_STEPS:
+            cov.update(disk_paths(st, before, self._bad_batches))
         self._previous = name
 
     def _fail(self, kind: str, prop: str | None, i: int, text: str, also: tuple[str, ...] = ()) -> Verdict:
@@ -248,6 +254,39 @@ class Lockstep:
                 return verdict
         return Verdict(PASS, None, None, None, self._hash.hexdigest(), tuple(sorted(self._coverage)), self.index,
                        tuple(self.beyond.values()), self.outside_budget())
+
+
+def _seed_text(state: State) -> str:
+    """The initial state as the trace hash starts from: its ``repr`` without the disk faults'
+    counters (zero there), so every run hashes as it did before those faults existed."""
+    return repr(state).replace(", corruptions=0, disk_failures=0, fsync_failures=0", "")
+
+
+_DISK_STEPS = frozenset(("crash", "corrupt", "fail_disk", "restart"))
+
+
+def disk_paths(st: Step, before, bad: set[int]) -> list[str]:
+    """Coverage of the disk faults (docs/steps.md, "Disk faults") and the recovery paths they
+    force: ``disk:<fault>`` for the fault, ``disk:crc`` for a restart whose log recovery must
+    reject a batch by its CRC (a torn tail of garbage or a corruption at rest), ``disk:offline``
+    for a log directory taken offline, ``disk:offline-leader`` when it was the leader's. ``bad``
+    holds the down brokers with such a batch, kept across steps."""
+    r = st.replica
+    if st.name == "crash":
+        if st.tail == "cut":
+            return []
+        bad.add(r)
+        return [f"disk:tail:{st.tail}"]
+    if st.name == "corrupt":
+        bad.add(r)
+        return ["disk:corrupt"]
+    if st.name == "restart":
+        if r not in bad:
+            return []
+        bad.discard(r)
+        return ["disk:crc"]
+    out = [f"disk:{st.arg}", "disk:offline"]
+    return out + ["disk:offline-leader"] * (before.controller.leader == r)
 
 
 class _StateText:

@@ -28,11 +28,15 @@ _FAULT_CLASSES = (
     ("leader-moves", "max_leader_moves", "elections with a target (preferred election, controlled shutdown)"),
     ("disk-losses", "max_disk_losses", "lost disks of down brokers"),
     ("batches", "max_batch_records", "records in one produce batch"),
+    ("corruptions", "max_corruptions", "flushed batches corrupted at rest on down brokers (docs/steps.md, Disk faults)"),
+    ("disk-failures", "max_disk_failures", "failed writes, fsyncs and reads of a log directory (fail_disk)"),
+    ("fsync-failures", "max_fsync_failures", "failed fsyncs among them (they lose the unflushed data)"),
 )
 _FAULT_SWITCHES = (
     ("partial-fetches", "partial_fetches", "fetches limited to one batch (replica.fetch.max.bytes)"),
     ("torn-writes", "torn_writes", "power losses that keep unflushed batches or tear the next one"),
     ("hw-checkpoints", "hw_checkpoints", "checkpoint_hw steps (HW checkpoint without a log flush)"),
+    ("garbage-tails", "garbage_tails", "torn power losses whose tail holds stale or random bytes"),
 )
 _OPTION.update({name: f"--{flag}" for flag, name, _help in _FAULT_CLASSES + _FAULT_SWITCHES})
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 from hypothesis import strategies as st
 
 from isrcheck.model.budget import FaultBudget
-from isrcheck.model.alphabet import Step
+from isrcheck.model.alphabet import Step, is_disk_fault
 
 from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.conformance.generators.profiles import FaultProfile
@@ -111,6 +111,8 @@ class StepGenerator:
                 continue
             if budget is not None and not budget.allows(state, step):
                 continue
+            if not self.profile.disk_faults and is_disk_fault(step):
+                continue
             if weights.get(step.name, 0.0) > 0 and (step.name != "crash" or kinds.get(step.arg, 0.0) > 0):
                 by_name.setdefault(step.name, []).append(step)
         return by_name
@@ -120,7 +122,8 @@ class StepGenerator:
         step (of ``kind``, when given)."""
         quota, choices = self.quota, self.choices
         if quota.rate and choices.refusal_due(quota):
-            refused = by_kind(refused_steps(self.run.cfg.replicas, self.run.state, self.run.enabled_steps()))
+            refused = by_kind(refused_steps(self.run.cfg.replicas, self.run.state, self.run.enabled_steps(),
+                                            self.profile.disk_faults))
             if refused:
                 quota.count(True)
                 name = choices.one_of(list(refused), "refused kind")

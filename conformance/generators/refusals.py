@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from isrcheck.model.alphabet import Step, every_step
+from isrcheck.model.alphabet import Step, every_step, is_disk_fault
 
 from isrcheck.conformance.vocabulary import Number
 
@@ -22,11 +22,12 @@ DEFAULT_REFUSALS = 0.1  # share of proposed steps that the model refuses
 REFUSALS = Number(float, 0.0, 1.0, "shares")
 
 
-def refused_steps(replicas: int, state, enabled: list[Step]) -> list[Step]:
+def refused_steps(replicas: int, state, enabled: list[Step], disk_faults: bool = False) -> list[Step]:
     """The steps of the alphabet (valid fields, ``every_step``) that are not in ``enabled``, the
-    model's enabled steps of ``state``; in the alphabet's order."""
+    model's enabled steps of ``state``; in the alphabet's order. Disk faults only with
+    ``disk_faults`` (``alphabet.is_disk_fault``: a generator that takes none proposes none)."""
     taken = set(enabled)
-    return [st for st in every_step(replicas, state) if st not in taken]
+    return [st for st in every_step(replicas, state) if st not in taken and (disk_faults or not is_disk_fault(st))]
 
 
 def by_kind(steps: list[Step]) -> dict[str, list[Step]]:

@@ -30,12 +30,17 @@ Write it atomically (a temporary file renamed over it), as ``write_net_file`` do
 between nodes are cut: Kafka clients reach every broker whatever the file says.
 
 Signals: SIGTERM and SIGINT are a clean shutdown (HW checkpoint, flush, close; exit 0); SIGKILL
-is a process crash. ``ready`` is printed on stdout once the node listens.
+is a process crash. SIGUSR1 makes a broker's disk fail: the failure named in
+``DIR/.disk-failure`` (``write:EIO``, ``fsync:ENOSPC``, ``read:EIO``, ...; docs/steps.md, "Disk
+faults") hits the broker's next such operation, which it then runs (``Broker.disk_io``); its log
+directory goes offline and, being its only one, the broker halts with exit code 1 as Kafka's
+``LogManager.handleLogDirFailure`` does (the controller fences it when its session expires). ``ready`` is printed on stdout once the node listens.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import logging
 import os
@@ -49,6 +54,7 @@ from ..replication import ClusterConfig
 from ..replication.broker import Broker
 from ..storage import OsFileSystem
 from .durable import JournaledFileSystem
+from .failing import DISK_FAILURE_FILE, FailingFileSystem
 from .runtime import AsyncioScheduler, TcpTransport
 
 KAFKA_HOST = "127.0.0.1"
@@ -176,7 +182,7 @@ async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data
         broker_id = int(node)
         os.makedirs(data_dir, exist_ok=True)
         journaled = kafka is None or bool(kafka.get("journal", False))
-        fs = JournaledFileSystem(journal_path(data_dir)) if journaled else OsFileSystem()
+        fs = FailingFileSystem(JournaledFileSystem(journal_path(data_dir)) if journaled else OsFileSystem())
         broker = Broker(broker_id, config, fs, scheduler, transport, auto=True, incarnation=incarnation,
                         data_dir=data_dir, on_event=_event, kafka=kafka is not None)
         marker = os.path.join(data_dir, _STARTED)
@@ -191,6 +197,7 @@ async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data
                              LeaderAndIsrRequest(epoch, 0, 0, 0, 0, everyone, everyone))
             fs.write_file_atomically(marker, b"started\n")
         server = await _kafka_listener(broker, kafka) if kafka is not None else None
+        loop.add_signal_handler(signal.SIGUSR1, lambda: fail_disk(broker, fs, data_dir))
 
         def shutdown() -> None:
             if server is not None:
@@ -206,6 +213,26 @@ async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data
     await stopped
     if watching is not None:
         watching.cancel()
+
+
+def fail_disk(broker: Broker, fs: FailingFileSystem, data_dir: str) -> None:
+    """The disk fails as ``DIR/.disk-failure`` says; if the broker's operation failed, its log
+    directory is offline: halt (exit 1) at once, nothing flushed, as Kafka's Exit.halt."""
+    try:
+        with open(os.path.join(data_dir, DISK_FAILURE_FILE), encoding="utf-8") as f:
+            operation, code = f.read().strip().split(":")
+        fs.failures.fail_next(operation, getattr(errno, code))
+    except (OSError, ValueError, AttributeError) as exc:
+        _log.error("cannot read the disk failure to inject: %s", exc)
+        return
+    if broker.disk_io(operation):
+        fs.failures.disarm()
+        _log.warning("the injected %s failure hit nothing", operation)
+        return
+    error = broker.log_dir_failure_channel.offline[data_dir]
+    _event("log_dir_offline", broker.broker_id, operation, code)
+    _log.error("log directory %s offline (%s); no log directory left: halting", data_dir, error)
+    os._exit(1)
 
 
 async def _kafka_listener(broker: Broker, kafka: dict):

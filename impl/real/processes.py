@@ -7,7 +7,10 @@ then every file of the broker's directory cut back to what was made durable (``d
 cluster needs the setting ``"journal": true`` for it); ``restart(b)`` starts the broker again (log
 recovery, registration). ``pause(n)`` / ``resume(n)`` are SIGSTOP / SIGCONT (a node that stops
 answering and later wakes up, e.g. a zombie leader); ``lose_disk(b)`` is SIGKILL and the broker's
-data directory and journal gone (a replaced disk: ``restart(b)`` brings it back empty).
+data directory and journal gone (a replaced disk: ``restart(b)`` brings it back empty);
+``fail_disk(b, io)`` makes the broker's disk fail one operation (``fsync:EIO``, ...; docs/steps.md,
+"Disk faults"): its log directory goes offline and the broker halts; after a failed fsync the
+dirty pages are gone too (played from the journal, as a power loss).
 
 Network partitions: ``partition(groups)`` cuts every link between nodes of different groups
 (broker ids and the controller, CONTROLLER_ID); ``heal()`` restores them all. They write the net
@@ -30,9 +33,12 @@ from ..clients import CONSUMER_ID, PRODUCER_ID
 from ..controller import CONTROLLER_ID
 from ..replication import CRASH_KINDS, ClusterConfig
 from .durable import power_loss
+from .failing import DISK_FAILURE_FILE
 from .node import journal_path, write_net_file
 
 NET_FILE = "net.json"
+DISK_IO = ("write:EIO", "write:ENOSPC", "fsync:EIO", "fsync:ENOSPC", "read:EIO")  # what fail_disk can fail
+HALTED = 1  # the exit code of a broker that halted on an offline log directory
 
 
 def free_ports(n: int) -> list[int]:
@@ -139,6 +145,31 @@ class ProcessCluster:
         if kind == "power":
             lost = power_loss(self.data_dir(broker), journal_path(self.data_dir(broker)))
             self.lost_bytes += sum(lost.values())
+
+    def fail_disk(self, broker: int, io: str, timeout_s: float = 30.0) -> bool:
+        """The broker's disk fails the operation ``io`` names (one of DISK_IO): True if the broker
+        halted on its offline log directory (exit code 1; a failed fsync's dirty pages then played
+        gone), False if the operation hit nothing (it still runs; e.g. nothing to fsync)."""
+        if io not in DISK_IO:
+            raise ValueError(f"io: expected one of {', '.join(DISK_IO)}, got {io!r}")
+        if io.startswith("fsync") and not self.journaled:
+            raise ValueError("a failed fsync needs the brokers' journal: Kafka setting \"journal\": true")
+        proc = self.processes[broker]
+        with open(os.path.join(self.data_dir(broker), DISK_FAILURE_FILE), "w", encoding="utf-8") as f:
+            f.write(io)
+        proc.send_signal(signal.SIGUSR1)
+        try:
+            code = proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return False
+        proc.stdout.close()
+        self.processes[broker] = None
+        os.remove(os.path.join(self.data_dir(broker), DISK_FAILURE_FILE))
+        if code != HALTED:
+            raise RuntimeError(f"broker {broker} exited with {code}, not {HALTED}, on a failed {io}")
+        if io.startswith("fsync"):
+            self.lost_bytes += sum(power_loss(self.data_dir(broker), journal_path(self.data_dir(broker))).values())
+        return True
 
     def restart(self, broker: int) -> None:
         self.incarnations[broker] += 1

@@ -31,6 +31,7 @@ from ..runtime import ProcessScheduler, Scheduler, Transport
 from ..storage import FileSystem, Log, LogConfig
 from ..storage.checkpoints import CheckpointFile
 from .config import ClusterConfig
+from .log_dir_failure import LogDirFailureChannel
 from .replica_manager import ReplicaManager
 
 DATA_DIR = "/var/lib/kafka/data"  # the default log.dirs; each broker has its own file system
@@ -79,6 +80,7 @@ class Broker:
         self.data_dir = data_dir
         self._heartbeating = False
         self.kafka = kafka
+        self.log_dir_failure_channel = LogDirFailureChannel()
         fs.makedirs(data_dir)
         self.hw_checkpoint_file = CheckpointFile(fs, fs.join(data_dir, HW_CHECKPOINT_NAME), 2)
         self.hw_checkpoints: dict[int, int] = dict(self.hw_checkpoint_file.read() or [])  # partition id -> HW
@@ -216,14 +218,16 @@ class Broker:
             self.replica_manager.live_brokers = resp.live_brokers
 
     # -- durability ---------------------------------------------------------------------------
-    def checkpoint_high_watermarks(self) -> None:
+    def checkpoint_high_watermarks(self, always: bool = False) -> None:
         """ReplicaManager.checkpointHighWatermarks: every hosted partition's HW to
-        replication-offset-checkpoint (fsynced), when one changed."""
+        replication-offset-checkpoint (fsynced), when one changed (``always``: as Kafka's timer does,
+        whether or not). The broker's view of the checkpoint changes only once the write returned."""
         changed = {pid: p.high_watermark for pid, p in self.replica_manager.partitions.items()
                    if p.high_watermark != self.hw_checkpoints.get(pid, 0)}
-        if changed:
-            self.hw_checkpoints = {**self.hw_checkpoints, **changed}
-            self.hw_checkpoint_file.write(sorted(self.hw_checkpoints.items()))
+        if changed or always:
+            checkpoints = {**self.hw_checkpoints, **changed}
+            self.hw_checkpoint_file.write(sorted(checkpoints.items()))
+            self.hw_checkpoints = checkpoints
 
     def flush(self) -> None:
         """fsync every log and checkpoint the HWs."""
@@ -235,6 +239,20 @@ class Broker:
         self.checkpoint_high_watermarks()
         if changed:
             events.broker(self.partition, "flush", {"replica": self.broker_id})
+
+    def read_log_end(self) -> None:
+        """Read the last batch of the first partition's log, as serving a fetch of it does."""
+        log = self.log
+        if log.log_end_offset > log.log_start_offset:
+            log.read(log.log_end_offset - 1)
+
+    def disk_io(self, operation: str) -> bool:
+        """One I/O operation of the log directory, through the LogDirFailureChannel: ``write`` the
+        HW checkpoint, ``fsync`` the logs (a flush), ``read`` the log. False: it failed and the
+        directory is offline, so the runtime halts the broker (its only log directory)."""
+        run = {"write": lambda: self.checkpoint_high_watermarks(always=True), "fsync": self.flush,
+               "read": self.read_log_end}[operation]
+        return self.log_dir_failure_channel.run(self.data_dir, run)
 
     @property
     def durable_offset(self) -> int:

@@ -19,8 +19,9 @@ call; an impossible step raises ``ClusterError`` (with ``reason``) and changes n
     handle_alter_partition_response(leader) = deliver("alter_partition_response", leader)
     drop(kind, replica, index=0)
     shrink_isr(leader)  expand_isr(leader)  elect(target=-1)  fence(broker)  rejoin(broker)
-    crash(broker, kind, survive=0, torn=False)  # "clean" | "process" | "power"
+    crash(broker, kind, survive=0, torn=False, tail="cut")  # "clean" | "process" | "power"
     restart(broker)  lose_disk(broker)  flush(broker)  checkpoint_hw(broker)  advance(ms)
+    corrupt(broker)  fail_disk(broker, io)       # io: "write:EIO", "fsync:ENOSPC", "read:EIO", ...
 
 Client traffic (produce, consume, broker registration) is delivered at once. The only timer is
 DelayedProduce expiration, fired by ``advance``. ``take_client_responses()`` returns the produce
@@ -49,12 +50,13 @@ from ..clients import CONSUMER_ID, PRODUCER_ID, ConsumeResult, ProduceResult
 from ..controller import CONTROLLER_ID
 from ..protocol import CODEC
 from ..replication import CRASH_KINDS, Broker, ClusterConfig
-from .disk import TooFewUnflushedBatches
+from .disk import TAILS, TooFewUnflushedBatches
 from .network import NetworkFaults
 from .snapshot import ClusterSnapshot
 from .world import MESSAGE_KINDS, SimWorld
 
 MODES = ("steps", "auto")
+DISK_IO = ("write:EIO", "write:ENOSPC", "fsync:EIO", "fsync:ENOSPC", "read:EIO")  # fail_disk's operations
 
 
 class ClusterError(Exception):
@@ -212,23 +214,28 @@ class Cluster:
         b.register()
         self._settle()
 
-    def crash(self, broker: int, kind: str, survive: int = 0, torn: bool = False) -> None:
+    def crash(self, broker: int, kind: str, survive: int = 0, torn: bool = False, tail: str = "cut") -> None:
         """Stop ``broker``: ``clean`` shutdown, ``process`` crash or ``power`` loss, which keeps the
-        first ``survive`` unflushed batches and with ``torn`` half of the next one."""
+        first ``survive`` unflushed batches and with ``torn`` half of the next one, the rest of it
+        garbage with a ``tail`` of ``stale`` or ``random``."""
         if kind not in CRASH_KINDS:
             raise ClusterError(f"crash kind must be one of {', '.join(CRASH_KINDS)}, got {kind!r}")
         if isinstance(survive, bool) or not isinstance(survive, int) or survive < 0 or not isinstance(torn, bool):
             raise ClusterError(f"survive must be an integer >= 0 and torn a bool, got {survive!r}, {torn!r}")
         if kind != "power" and (survive or torn):
             raise ClusterError(f"survive and torn belong to a power loss, not a {kind} crash")
+        if tail not in TAILS or (tail != "cut" and not torn):
+            raise ClusterError(f"tail must be one of {', '.join(TAILS)}, and not cut only for a torn power loss, "
+                               f"got {tail!r}")
         self._need_alive(broker)
         try:
-            self.world.crash_broker(broker, kind, survive, torn)
+            self.world.crash_broker(broker, kind, survive, torn, tail)
         except TooFewUnflushedBatches as exc:
             raise ClusterError(f"broker {broker} has {exc}") from None
         self.stats["crashes"] += 1
         self.stats["power_losses"] += kind == "power"
-        self.world.trace_event("crash", broker, kind, *((survive, torn) if survive or torn else ()))
+        self.world.trace_event("crash", broker, kind, *((survive, torn) if survive or torn else ()),
+                               *((tail,) if tail != "cut" else ()))
         self._settle()
 
     def restart(self, broker: int) -> None:
@@ -247,6 +254,35 @@ class Cluster:
         self._need_down(broker)
         self.world.lose_disk(broker)
         self.world.trace_event("lose_disk", broker)
+
+    def corrupt(self, broker: int) -> None:
+        """A flushed batch of a down broker that lost power is damaged at rest (bit rot): its restart's
+        log recovery finds the bad CRC and truncates there (docs/steps.md, "Disk faults")."""
+        self._need_down(broker)
+        view = self.world.snapshot().brokers[broker]
+        if not view.power_lost:
+            raise ClusterError(f"broker {broker} did not lose power (its restart would not re-validate the log)")
+        if view.durable == 0:
+            raise ClusterError(f"broker {broker} has no flushed batch")
+        self.world.corrupt_at_rest(broker)
+        self.world.trace_event("corrupt", broker)
+
+    def fail_disk(self, broker: int, io: str) -> None:
+        """An I/O operation of live ``broker``'s log directory fails (``io``, e.g. ``fsync:EIO``): the
+        directory goes offline (LogDirFailureChannel), the broker halts, the controller fences it."""
+        if io not in DISK_IO:
+            raise ClusterError(f"io must be one of {', '.join(DISK_IO)}, got {io!r}")
+        b = self._need_alive(broker)
+        operation = io.split(":")[0]
+        if operation == "fsync" and b.durable_offset == b.log.log_end_offset:
+            raise ClusterError(f"broker {broker} has nothing unflushed to fsync")
+        if operation == "read" and b.log.log_end_offset == b.log.log_start_offset:
+            raise ClusterError(f"broker {broker} has nothing to read")
+        if not self.world.fail_disk(broker, operation, io.split(":")[1]):
+            raise ClusterError(f"broker {broker}'s {operation} did not reach its disk")
+        self.stats["crashes"] += 1
+        self.world.trace_event("fail_disk", broker, io)
+        self._settle()
 
     def checkpoint_hw(self, broker: int) -> None:
         """ReplicaManager.checkpointHighWatermarks: the HW to replication-offset-checkpoint, no log flush."""

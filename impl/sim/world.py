@@ -12,6 +12,7 @@ world of another make plugs in its nodes (``isrcheck.impl.sut.processes``: one p
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import random
 import struct
@@ -22,7 +23,7 @@ from ..controller import Controller
 from ..eventlog import DOWN
 from ..protocol import REQUEST, ApiKey, LeaderAndIsrRequest
 from ..replication import Broker, ClusterConfig
-from ..storage import SimulatedFileSystem
+from ..storage import SimulatedFileSystem, iter_batches
 from .clock import SimClock
 from .disk import page_cache_write_back
 from .network import INSTANT, NetworkFaults, SimNetwork
@@ -76,7 +77,7 @@ class SimWorld:
                       auto=self.auto, incarnation=incarnation, on_event=self.trace_event, events=self.events)
 
     # -- faults and restarts ----------------------------------------------------------------------
-    def crash_broker(self, broker: int, kind: str, survive: int = 0, torn: bool = False) -> None:
+    def crash_broker(self, broker: int, kind: str, survive: int = 0, torn: bool = False, tail: str = "cut") -> None:
         """Stop live ``broker`` as ``kind`` of ``CRASH_KINDS`` says and keep its last view. A power
         loss keeps the first ``survive`` unflushed batches and with ``torn`` half of the next one;
         in auto mode without either, a seeded number of them, maybe with a torn next one (as a step
@@ -89,7 +90,7 @@ class SimWorld:
             unflushed = len(b.log.unflushed_batches())
             survive = rng.randint(0, unflushed)
             torn = survive < unflushed and rng.random() < 0.5
-        write_back = page_cache_write_back(b.log, survive, torn) if kind == "power" else None
+        write_back = page_cache_write_back(b.log, survive, torn, tail, broker) if kind == "power" else None
         if kind == "clean":
             b.flush()
         view = self.broker_snapshot(b)
@@ -105,6 +106,8 @@ class SimWorld:
                 fs.process_crash()
             else:  # exactly what was written back
                 fs.power_loss(written_back=write_back.lengths)
+                for path, (position, garbage) in write_back.garbage.items():
+                    fs.corrupt(path, position, garbage)
         self._frozen[broker] = dataclasses.replace(self._frozen[broker],
                                                    unclean_shutdown=self.brokers[broker].data_maybe_lost)
         if self.events is not None:
@@ -124,6 +127,41 @@ class SimWorld:
         self._frozen[broker] = dataclasses.replace(self._frozen[broker], log=(), durable=0, hw=0, hw_checkpoint=0,
                                                    power_lost=True,
                                                    unclean_shutdown=self.brokers[broker].data_maybe_lost)
+
+    def corrupt_at_rest(self, broker: int) -> int:
+        """Damage the last durable batch of down ``broker``'s log on its disk (one byte its CRC
+        covers, as bit rot does); returns that batch's base offset. LookupError if there is none."""
+        fs, view = self.filesystems[broker], self._frozen[broker]
+        directory = self.brokers[broker].log.dir
+        for name in reversed(fs.listdir(directory)):
+            if not name.endswith(".log"):
+                continue
+            path = fs.join(directory, name)
+            data, position = fs.read_file(path), 0
+            for batch in iter_batches(data):
+                if batch.next_offset == view.durable:
+                    last = position + batch.size - 1
+                    fs.corrupt(path, last, bytes([data[last] ^ 0xFF]))
+                    self._frozen[broker] = dataclasses.replace(view, durable=batch.base_offset)
+                    return batch.base_offset
+                position += batch.size
+        raise LookupError(f"broker {broker} has no durable batch ending at offset {view.durable}")
+
+    def fail_disk(self, broker: int, operation: str, code: str) -> bool:
+        """Make the next ``operation`` of live ``broker``'s disk fail with errno ``code`` and run that
+        operation on the broker (``Broker.disk_io``). If it failed, its log directory is offline:
+        the broker halts (its only log directory; after a failed fsync the kernel dropped the dirty
+        pages, so what was not durable is gone, as in a power loss) and the controller handles the
+        offline replica as a fence. False if the operation did not fail (nothing changed)."""
+        fs, b = self.filesystems[broker], self.brokers[broker]
+        fs.fail_next(operation, getattr(errno, code))
+        if b.disk_io(operation):
+            fs.failures.disarm()
+            return False
+        self.crash_broker(broker, "power" if operation == "fsync" else "process")
+        if broker not in self.controller.fenced:
+            self.controller.fence(broker)
+        return True
 
     # -- views ------------------------------------------------------------------------------------
     def broker_snapshot(self, b: Broker) -> BrokerSnapshot:

@@ -5,18 +5,48 @@
 written bytes are readable at once but durable only after ``fsync``; directory entries (create,
 rename, remove) are durable only after ``fsync_dir``; ``power_loss`` keeps just the durable state and
 may tear the last unsynced write, or keeps exactly the written-back prefix it is told of;
-``lose_directory`` is a replaced disk. Both promise the same contract, so the log cannot tell them
+``lose_directory`` is a replaced disk; ``fail_next`` makes the next write, fsync or read fail with an
+errno (EIO, ENOSPC) as a failing disk does. Both promise the same contract, so the log cannot tell them
 apart: appends only (no overwrite in place), ``truncate`` is durable when it returns, ``rename`` is
 atomic.
 """
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import posixpath
 import random
 
 from .errors import LogClosedError, StorageError
+
+
+IO_OPERATIONS = ("write", "fsync", "read")  # what ``InjectedFailures.fail_next`` can fail
+
+
+class InjectedFailures:
+    """A disk that fails on command: the next ``operation`` (``write``: a file append; ``fsync``;
+    ``read``) on any file of the file system raises OSError(``code``) and does nothing, once: a
+    failing disk (EIO) or a full one (ENOSPC). File handles call ``io`` only while ``failing`` is
+    set, so a healthy disk pays one attribute test per operation."""
+
+    def __init__(self) -> None:
+        self.failing: tuple[str, int] | None = None  # (operation, errno) the disk fails next
+
+    def fail_next(self, operation: str, code: int = errno.EIO) -> None:
+        if operation not in IO_OPERATIONS:
+            raise ValueError(f"operation must be one of {', '.join(IO_OPERATIONS)}, got {operation!r}")
+        self.failing = (operation, code)
+
+    def disarm(self) -> None:
+        self.failing = None
+
+    def io(self, operation: str) -> None:
+        """Raise the armed failure if it is of ``operation`` (it fires once)."""
+        failing = self.failing
+        if failing is not None and failing[0] == operation:
+            self.failing = None
+            raise OSError(failing[1], f"{os.strerror(failing[1])} (injected {operation} failure)")
 
 
 class FileHandle:
@@ -173,12 +203,19 @@ class _SimFile(FileHandle):
 
     def append(self, data: bytes) -> int:
         buf = self._check().data
+        failures = self._fs.failures
+        if failures.failing is not None:
+            failures.io("write")
         position = len(buf)
         buf += data
         return position
 
     def read(self, position: int, size: int) -> bytes:
-        return bytes(self._check().data[position:position + size])
+        data = self._check().data
+        failures = self._fs.failures
+        if failures.failing is not None:
+            failures.io("read")
+        return bytes(data[position:position + size])
 
     def truncate(self, size: int) -> None:
         inode = self._check()
@@ -188,6 +225,9 @@ class _SimFile(FileHandle):
 
     def fsync(self) -> None:
         inode = self._check()
+        failures = self._fs.failures
+        if failures.failing is not None:
+            failures.io("fsync")
         inode.durable = len(inode.data)
         self._fs.fsync_count += 1
 
@@ -207,6 +247,7 @@ class SimulatedFileSystem(FileSystem):
         self._durable: dict[str, dict[str, _Inode]] = {"/": {}}  # the same after the last fsync_dir
         self.generation = 0         # bumped by a crash: handles of the crashed process stop working
         self.fsync_count = 0
+        self.failures = InjectedFailures()  # what a failing disk fails next (docs/steps.md, "Disk faults")
 
     @staticmethod
     @functools.lru_cache(maxsize=4096)      # a log touches a few dozen paths, millions of times
@@ -281,6 +322,11 @@ class SimulatedFileSystem(FileSystem):
         self.fsync_count += 1
 
     # ----------------------------------------------------------------------------------- faults
+
+    def fail_next(self, operation: str, code: int = errno.EIO) -> None:
+        """``InjectedFailures.fail_next``. What a failed fsync leaves is the caller's to play (the
+        kernel drops the dirty pages: ``power_loss()``)."""
+        self.failures.fail_next(operation, code)
 
     def process_crash(self) -> None:
         """The process dies, the machine does not: every byte written survives; open handles die."""

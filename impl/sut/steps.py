@@ -12,7 +12,7 @@ _REQUIRED = object()
 FIELDS: dict[str, tuple[type, object]] = {
     "replica": (int, _REQUIRED), "acks": (int, _REQUIRED), "records": (int, 1),
     "max_batches": (int, 0), "index": (int, 0), "kind": (str, _REQUIRED), "message": (str, _REQUIRED),
-    "survive": (int, 0), "torn": (bool, False),
+    "survive": (int, 0), "torn": (bool, False), "tail": (str, "cut"), "io": (str, _REQUIRED),
 }
 
 # step -> its fields, in the order the Cluster method of the same name takes them
@@ -22,9 +22,9 @@ STEPS: dict[str, tuple[str, ...]] = {
     "handle_fetch_response": ("replica",), "deliver_leader_and_isr": ("replica", "index"),
     "shrink_isr": ("replica",), "expand_isr": ("replica",), "handle_alter_partition": ("replica",),
     "handle_alter_partition_response": ("replica",), "elect": ("replica",), "fence": ("replica",),
-    "rejoin": ("replica",), "crash": ("replica", "kind", "survive", "torn"), "restart": ("replica",),
+    "rejoin": ("replica",), "crash": ("replica", "kind", "survive", "torn", "tail"), "restart": ("replica",),
     "lose_disk": ("replica",), "flush": ("replica",), "checkpoint_hw": ("replica",), "tick": (),
-    "drop": ("message", "replica", "index"),
+    "drop": ("message", "replica", "index"), "corrupt": ("replica",), "fail_disk": ("replica", "io"),
 }
 _OPTIONAL = {("elect", "replica"): -1}  # an election without a target
 

@@ -560,6 +560,35 @@ def effect_lose_disk(nx: Next, st: Step) -> None:
                unclean=z3.BoolVal(_rules(nx).unclean_shutdown("lost disk")))
 
 
+def guard_corrupt(nx: Next, st: Step):
+    r = st.replica
+    return z3.And(_not(nx.rep(r, "alive")), nx.rep(r, "plost"), nx.rep(r, "durable") > 0)
+
+
+def effect_corrupt(nx: Next, st: Step) -> None:
+    """The last durable batch is damaged at rest: durable goes back to its base offset."""
+    p = f"r{st.replica}."
+    nx.set_rep(st.replica, durable=nx.log_field(p, "base", nx.rep(st.replica, "durable") - 1))
+
+
+def guard_fail_disk(nx: Next, st: Step):
+    r = st.replica
+    operation = st.arg.split(":")[0]
+    if operation == "fsync":
+        return z3.And(nx.rep(r, "alive"), nx.rep(r, "durable") != nx.rep(r, "len"))
+    if operation == "read":
+        return z3.And(nx.rep(r, "alive"), nx.rep(r, "len") > 0)
+    return nx.rep(r, "alive")
+
+
+def effect_fail_disk(nx: Next, st: Step) -> None:
+    """The broker halts (a failed fsync as a power loss that wrote nothing back, else as a process
+    crash), then the controller fences it unless it was already."""
+    r = st.replica
+    effect_crash(nx, Step("crash", r, "power" if st.arg.startswith("fsync") else "process"))
+    nx.branch(_not(nx[f"c.fenced{r}"]), lambda x: effect_fence(x, Step("fence", r)))
+
+
 def guard_flush(nx: Next, st: Step):
     r = st.replica
     return z3.And(nx.rep(r, "alive"), z3.Or(nx.rep(r, "durable") != nx.rep(r, "len"), nx.rep(r, "hwc") != nx.rep(r, "hw")))

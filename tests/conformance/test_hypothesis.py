@@ -1,8 +1,5 @@
 """The shipped Hypothesis strategies and state machine, run with small explicit settings."""
 import json
-import subprocess
-import sys
-import textwrap
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
@@ -10,6 +7,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from isrcheck.conformance import Schedule, run_schedule
 from isrcheck.impl.sim import Cluster
 from isrcheck.conformance.generators.strategies import enabled_schedules, lockstep_machine, schedules
+
+from machines import run_machine
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -54,27 +53,11 @@ def test_the_machine_reports_a_divergence_with_a_replayable_schedule(monkeypatch
 def test_the_machine_finds_a_protocol_bug():
     """hw-truncation loses data with no fault at all (its truncation to the HW on leader changes),
     within every budget: the machine must find it (generation only here; shrinking a stateful run
-    in lockstep is left to users' settings). With its swarm (the default) it takes about 2 s;
-    without, about 50 s.
-
-    It runs in a fresh interpreter: Hypothesis also draws constants found in the local modules
-    loaded so far, so a derandomized run is the same every time only in a process whose imports are
-    the same every time (in a test worker they depend on which tests ran before)."""
-    program = textwrap.dedent("""
-        from hypothesis import HealthCheck, Phase, settings
-        from isrcheck.conformance.generators.strategies import lockstep_machine
-        machine = lockstep_machine("hw-truncation", faults="none").TestCase
-        machine.settings = settings(max_examples=300, stateful_step_count=150, deadline=None, database=None,
-                                    suppress_health_check=list(HealthCheck), derandomize=True,
-                                    phases=[Phase.explicit, Phase.generate])
-        try:
-            machine().runTest()
-        except AssertionError as failure:
-            print(str(failure).splitlines()[0])
-        """)
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    assert "violation" in done.stdout, done.stdout
+    in lockstep is left to users' settings). The draws are derandomized (tests/machines.py runs
+    them in a fresh interpreter, so the run is the same every time). With its swarm (the default)
+    it takes a few seconds; without, about 50 s."""
+    failure = run_machine("hw-truncation", "none", 300, 150)
+    assert failure is not None and "violation" in failure
 
 
 def test_the_machine_fails_loudly_when_no_step_can_be_taken():

@@ -3,14 +3,16 @@ refuse them on its own, and one it takes instead is a divergence at that step, s
 import math
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, given, settings
 
 from isrcheck.conformance import random_walk, run_schedule, shrink
 from isrcheck.conformance.generators.refusals import RefusalQuota, refused_steps
-from isrcheck.conformance.generators.strategies import enabled_schedules, lockstep_machine
+from isrcheck.conformance.generators.strategies import enabled_schedules
 from isrcheck.impl.sim import Cluster
 from isrcheck.model import ModelConfig, StepRefused, apply, enabled, initial_state
-from isrcheck.model.alphabet import every_step
+from isrcheck.model.alphabet import every_step, is_disk_fault
+
+from machines import run_machine
 
 
 def _lenient_fence(self, broker):
@@ -23,14 +25,16 @@ def test_refused_steps_are_the_alphabet_minus_the_enabled_ones_and_all_refused()
     cfg = ModelConfig(protocol="kip-320")
     state = initial_state(cfg)
     on = enabled(cfg, state)
-    off = refused_steps(cfg.replicas, state, on)
+    off = refused_steps(cfg.replicas, state, on, disk_faults=True)
     assert set(on).isdisjoint(off) and set(on) | set(off) == set(every_step(cfg.replicas, state))
+    # a generator without disk faults proposes none of them, refused or not
+    assert set(refused_steps(cfg.replicas, state, on)) == {st for st in off if not is_disk_fault(st)}
     for st in off:
         with pytest.raises(StepRefused):
             apply(cfg, state, st)
     names = {st.name for st in off}
     # every kind of the alphabet, a message index past its FIFO's end included
-    assert {"elect", "restart", "lose_disk", "handle_fetch", "drop", "deliver_leader_and_isr"} <= names
+    assert {"elect", "restart", "lose_disk", "handle_fetch", "drop", "deliver_leader_and_isr", "corrupt"} <= names
     assert all(st.replica in range(cfg.replicas) for st in off if st.name != "elect")
 
 
@@ -92,11 +96,10 @@ def test_enabled_schedules_carry_refused_steps_and_pass(schedule):
     assert len(refused) >= math.floor(0.2 * len(schedule.steps))
 
 
-def test_the_machine_finds_a_wrong_enabling_condition(monkeypatch):
+def plant_lenient_fence(monkeypatch):
     monkeypatch.setattr(Cluster, "fence", _lenient_fence)
-    machine = lockstep_machine("kip-320", faults="default", refusals=0.3).TestCase
-    machine.settings = settings(max_examples=30, stateful_step_count=30, deadline=None, database=None,
-                                suppress_health_check=list(HealthCheck), derandomize=True,
-                                phases=[Phase.explicit, Phase.generate])
-    with pytest.raises(AssertionError, match="taken by the implementation"):
-        machine().runTest()
+
+
+def test_the_machine_finds_a_wrong_enabling_condition():
+    failure = run_machine("kip-320", "default", 30, 30, plant="test_refusals:plant_lenient_fence", refusals=0.3)
+    assert failure is not None and "taken by the implementation" in failure

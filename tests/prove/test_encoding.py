@@ -200,6 +200,23 @@ def test_partial_fetches_and_partial_write_back(protocol):
     assert (s.replicas[1].durable, len(s.replicas[1].log)) == (1, 1)
 
 
+# The disk faults (docs/steps.md, "Disk faults"): a torn tail of garbage, a corruption at rest of the
+# last flushed batch, and each failing I/O of a leader and of a follower (refused where nothing is
+# unflushed, nothing to read, or the broker is down).
+DISK = [Step("produce", 0, 1), *_round(1), Step("flush", 1), Step("produce", 0, 1), *_round(1),
+        Step("crash", 1, "power", torn=True, tail="stale"), Step("corrupt", 1),
+    Step("corrupt", 2), Step("restart", 1), Step("fail_disk", 2, "read:EIO"), Step("fail_disk", 0, "fsync:ENOSPC"),
+    Step("elect"), Step("fail_disk", 1, "write:EIO"), Step("fail_disk", 1, "fsync:EIO"), Step("restart", 0)]
+
+
+@pytest.mark.parametrize("protocol", ["kip-101", "kip-320", "kip-966"])
+def test_disk_faults(protocol):
+    seen = along(protocol, DISK, 3, 1, 1)
+    assert seen["corrupt", "agree"] >= 1 and seen["fail_disk", "agree"] >= 2 and seen["fail_disk", "refused"] >= 1
+    s = replay(_config(protocol, 2), DISK[:11]).states[-1]
+    assert s.replicas[1].durable == 0 and s.corruptions == 1  # the one flushed batch was the damaged one
+
+
 @pytest.mark.parametrize("protocol", sorted(RULES))
 def test_solver_admits_exactly_the_models_successor(protocol):
     seen = drive(protocol, seed=len(protocol), states=14, taken=4, refused=2, start=TO_EXPAND)

@@ -46,6 +46,7 @@ def test_parse_fault_kinds():
     assert parse_fault_kinds(" pause , kill,pause ") == ("kill", "pause")  # FAULT_KINDS order, once each
     assert parse_fault_kinds("all") == FAULT_KINDS
     assert parse_fault_kinds("none") == parse_fault_kinds("") == ()
+    assert parse_fault_kinds("ioerror,kill") == ("kill", "ioerror") and "ioerror" not in parse_fault_kinds("all")
     with pytest.raises(ValueError, match=r"unknown fault kind 'crash'.*kill, stop, pause, power, disk, partition"):
         parse_fault_kinds("kill,crash")
     with pytest.raises(UnknownFaultKind, match="'all'"):
@@ -422,6 +423,20 @@ def test_a_lost_disk_comes_back_empty_and_catches_up(cluster):
 
 
 @pytest.mark.slow  # a cluster of its own
+@journaled
+def test_a_leader_whose_fsync_fails_halts_and_the_controller_elects_elsewhere(cluster):
+    cluster.produce(30, "before")
+    cluster.wait_for(lambda: cluster.log_bytes(1) == cluster.log_bytes(0), "broker 1 holds the leader's log")
+    assert cluster.processes.fail_disk(0, "fsync:EIO")    # the leader's log directory goes offline
+    assert not cluster.processes.alive(0) and "log_dir_offline 0 fsync EIO" in cluster.node_log(0)
+    leader = cluster.wait_for(lambda: cluster.state()[0] in (1, 2) and cluster.state()[0], "a new leader is elected")
+    cluster.produce(20, "after", brokers=[1, 2])
+    cluster.processes.restart(0)
+    assert cluster.wait_for_full_isr() == leader
+    cluster.wait_for(lambda: cluster.log_bytes(0) == cluster.log_bytes(leader), "broker 0 holds the leader's log")
+
+
+@pytest.mark.slow  # a cluster of its own
 def test_a_power_loss_needs_the_journal(cluster):
     with pytest.raises(ValueError, match="journal"):
         cluster.processes.crash(1, "power")
@@ -435,7 +450,7 @@ def test_a_power_loss_needs_the_journal(cluster):
 @pytest.mark.slow
 def test_a_plan_of_every_kind_on_a_process_cluster(cluster):
     executor = ProcessClusterFaults(cluster.processes)
-    assert executor.kinds == FAULT_KINDS
+    assert executor.kinds == FAULT_KINDS + ("ioerror",)
     p = FaultPlan.for_executor(executor, FAULT_KINDS, 8.0, seed=15, max_down=2, fault_s=(1.5, 2.5),
                                quiet_s=(0.5, 1.0))
     assert {f.kind for f in p.faults} == set(FAULT_KINDS)

@@ -80,7 +80,7 @@ def run_cover(config: ModelConfig, scope: Scope, out: str | Path, *, master: str
         chunks = [[(lo, hi, plan.schedules[lo:hi]) for lo, hi in chunk]
                   for chunk in ranges.plan_tasks((0, n), tasks, done)]
         spec = CoverSpec(str(Path(out).resolve()), config.protocol, config.to_schedule(),
-                         tuple(st.to_json() for st in plan.vocabulary), shrink_budget_s, sut)
+                         tuple(st.to_json() for st in plan.vocabulary), shrink_budget_s, sut, scope.disk_faults)
         t1 = time.perf_counter()
         reports = _run_job(sc, spec, chunks) if chunks else []
         job_seconds = time.perf_counter() - t1

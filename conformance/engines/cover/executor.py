@@ -30,6 +30,7 @@ ROW_SCHEMA = pa.schema([
     ("refusals", pa.int32()),       # refused steps planned
     ("refusals_run", pa.int32()),   # of those, refused by both sides before any failure
     ("states_run", pa.int32()),     # nodes this schedule is the first to reach, refusals tried there
+    ("disk_paths", pa.list_(pa.string())),  # the disk faults and recovery paths run (lockstep's disk:* coverage)
     *VERDICT_FIELDS,
     *FAILURE_FIELDS,
 ])
@@ -43,6 +44,7 @@ class CoverSpec:
     vocabulary: tuple       # step dicts; plans name steps by their position here
     shrink_budget_s: float
     sut: SutSpec | None = None  # the system under test (None: in process); one process per worker
+    disk_faults: bool = False   # refused disk faults are tried too (the scope takes disk faults)
 
 
 def run_schedule_of_plan(spec: CoverSpec, index: int, plan: CoverSchedule) -> dict:
@@ -56,7 +58,7 @@ def run_schedule_of_plan(spec: CoverSpec, index: int, plan: CoverSchedule) -> di
     failed = False
     for pos in range(len(plan.steps) + 1):
         if pos in points:
-            for st in refused_steps(config.replicas, run.state, run.enabled_steps()):
+            for st in refused_steps(config.replicas, run.state, run.enabled_steps(), spec.disk_faults):
                 taken.append(st.to_json())
                 if run.step(st) is not None:
                     failed = True
@@ -72,6 +74,7 @@ def run_schedule_of_plan(spec: CoverSpec, index: int, plan: CoverSchedule) -> di
     verdict = run.verdict()
     row = {"schedule": index, "steps": len(taken), "edges": len(plan.edge_ends), "edges_run": edges_run,
            "refusals": plan.refusals, "refusals_run": refusals_run, "states_run": states_run,
+           "disk_paths": [c for c in verdict.coverage or () if c.startswith("disk:")],
            **verdict_columns(verdict, (time.perf_counter() - started) * 1000.0),
            "failure_id": None, "shrunk_steps": None, "shrink_ms": None, "failure": None}
     if verdict.kind != "pass":
@@ -87,7 +90,7 @@ def _guarded(spec: CoverSpec, index: int, plan: CoverSchedule) -> dict:
         return run_schedule_of_plan(spec, index, plan)
     except Exception as exc:  # noqa: BLE001 - recorded in the row
         return {"schedule": index, "steps": 0, "edges": len(plan.edge_ends), "edges_run": 0,
-                "refusals": plan.refusals, "refusals_run": 0, "states_run": 0,
+                "refusals": plan.refusals, "refusals_run": 0, "states_run": 0, "disk_paths": [],
                 **error_columns({"schedule": index}, exc)}
 
 

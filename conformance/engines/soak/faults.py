@@ -8,6 +8,9 @@ Fault kinds (``FAULT_KINDS``), each a begin and an end action:
     power      power loss (SIGKILL, then what was not fsynced is gone), then restart
     disk       the disk lost (SIGKILL, data directory removed), then restart on an empty one
     partition  a random split of the nodes (brokers and controllers) in two, then heal
+    ioerror    the broker's disk fails one write, fsync or read (EIO, ENOSPC): its log directory
+               goes offline and it halts (docs/steps.md, "Disk faults"), then restart; asked for
+               by name only, ``all`` leaves it out
 
 ``parse_fault_kinds("kill,pause" | "all" | "none")`` reads a command line's choice.
 
@@ -86,11 +89,15 @@ from typing import Iterable, Protocol, Sequence
 
 from isrcheck.conformance.vocabulary import UsageError
 
-FAULT_KINDS = ("kill", "stop", "pause", "power", "disk", "partition")
-DOWN_KINDS = ("kill", "stop", "pause", "power", "disk")  # each takes its brokers down
+FAULT_KINDS = ("kill", "stop", "pause", "power", "disk", "partition")  # what ``all`` rotates
+EXTRA_KINDS = ("ioerror",)  # kinds a run names itself
+KINDS = FAULT_KINDS + EXTRA_KINDS
+DOWN_KINDS = ("kill", "stop", "pause", "power", "disk", "ioerror")  # each takes its brokers down
 END_ACTION = {"kill": "restart", "stop": "restart", "power": "restart", "disk": "restart",
-              "pause": "resume", "partition": "heal"}
-HOOK_ACTIONS = ("kill", "stop", "pause", "resume", "power", "disk", "restart", "partition", "heal")
+              "pause": "resume", "partition": "heal", "ioerror": "restart"}
+HOOK_ACTIONS = ("kill", "stop", "pause", "resume", "power", "disk", "restart", "partition", "heal", "ioerror")
+# the disk failures ``ioerror`` plays on isrcheck's brokers (impl.real.processes.DISK_IO), by the fault's start
+IO_ERRORS = ("write:EIO", "write:ENOSPC", "fsync:EIO", "fsync:ENOSPC", "read:EIO")
 DEFAULT_FAULT_S = (2.0, 6.0)
 DEFAULT_QUIET_S = (2.0, 6.0)
 DEFAULT_HOOK_TIMEOUT_S = 60.0
@@ -101,18 +108,19 @@ class UnknownFaultKind(argparse.ArgumentTypeError, ValueError):
 
 
 def parse_fault_kinds(text: str) -> tuple[str, ...]:
-    """``"kill,pause"`` -> ("kill", "pause") in FAULT_KINDS order, duplicates dropped; ``"all"``
-    every kind; ``"none"`` or ``""`` none. UnknownFaultKind names a kind that does not exist."""
+    """``"kill,pause"`` -> ("kill", "pause") in KINDS order, duplicates dropped; ``"all"``
+    every kind of FAULT_KINDS; ``"none"`` or ``""`` none. UnknownFaultKind names a kind that does
+    not exist."""
     names = [n.strip().lower() for n in text.split(",") if n.strip()]
     if names in ([], ["none"]):
         return ()
     if names == ["all"]:
         return FAULT_KINDS
-    unknown = [n for n in names if n not in FAULT_KINDS]
+    unknown = [n for n in names if n not in KINDS]
     if unknown:
         raise UnknownFaultKind(f"unknown fault kind{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))}: "
-                               f"expected a comma-separated list of {', '.join(FAULT_KINDS)}, or all, or none")
-    return tuple(k for k in FAULT_KINDS if k in names)
+                               f"expected a comma-separated list of {', '.join(KINDS)}, or all, or none")
+    return tuple(k for k in KINDS if k in names)
 
 
 @dataclass(frozen=True)
@@ -147,9 +155,9 @@ class FaultPlan:
                  fault_s: tuple[float, float] = DEFAULT_FAULT_S,
                  quiet_s: tuple[float, float] = DEFAULT_QUIET_S) -> None:
         self.kinds = tuple(kinds)
-        unknown = [k for k in self.kinds if k not in FAULT_KINDS]
+        unknown = [k for k in self.kinds if k not in KINDS]
         if unknown:
-            raise ValueError(f"unknown fault kinds {unknown}; known: {', '.join(FAULT_KINDS)}")
+            raise ValueError(f"unknown fault kinds {unknown}; known: {', '.join(KINDS)}")
         for name, (low, high) in (("fault_s", fault_s), ("quiet_s", quiet_s)):
             if not 0 < low <= high:
                 raise ValueError(f"{name}: expected 0 < low <= high, got ({low}, {high})")
@@ -174,7 +182,7 @@ class FaultPlan:
     def scripted(cls, executor: FaultExecutor, faults: Sequence[Fault], duration_s: float) -> "FaultPlan":
         """A plan of the given faults instead of drawn ones: a scenario played on purpose (the
         executor must be able to play their kinds: UsageError)."""
-        kinds = tuple(k for k in FAULT_KINDS if any(f.kind == k for f in faults))
+        kinds = tuple(k for k in KINDS if any(f.kind == k for f in faults))
         executor.require(kinds)
         plan = cls((), duration_s, 0, executor.brokers, executor.controllers)
         plan.kinds, plan.faults = kinds, sorted(faults, key=lambda f: f.start_s)
@@ -273,7 +281,7 @@ class ProcessClusterFaults:
         self.cluster = cluster
         self.brokers = list(range(cluster.config.replicas))
         self.controllers = [CONTROLLER_ID]
-        self.kinds = tuple(k for k in FAULT_KINDS if k != "power" or cluster.journaled)
+        self.kinds = tuple(k for k in KINDS if k != "power" or cluster.journaled)
 
     def require(self, kinds: Iterable[str]) -> None:
         if "power" in kinds and "power" not in self.kinds:
@@ -288,6 +296,10 @@ class ProcessClusterFaults:
         for b in fault.nodes:
             if fault.kind == "disk":
                 c.lose_disk(b)
+            elif not c.alive(b):
+                continue
+            elif fault.kind == "ioerror":
+                c.fail_disk(b, io_error(fault, c.journaled))
             elif not c.alive(b):
                 continue  # died by itself: nothing to do to it (``end`` restarts it)
             elif fault.kind == "pause":
@@ -306,6 +318,13 @@ class ProcessClusterFaults:
                     c.resume(b)
             elif not c.alive(b):
                 c.restart(b)
+
+
+def io_error(fault: Fault, journaled: bool) -> str:
+    """The disk failure an ``ioerror`` fault plays, drawn by its planned start (a failed fsync
+    only where the journal can play the dirty pages it loses)."""
+    choices = IO_ERRORS if journaled else tuple(io for io in IO_ERRORS if not io.startswith("fsync"))
+    return choices[int(fault.start_s * 1000) % len(choices)]
 
 
 # -- any cluster, through the user's commands ------------------------------------------------------
@@ -343,7 +362,7 @@ class HooksExecutor:
             raise UsageError(f"{source}: timeout_s must be > 0, got {timeout_s}")
         self.hooks, self.source, self.timeout_s = dict(hooks), source, timeout_s
         self.brokers, self.controllers = list(nodes), list(controllers)
-        self.kinds = tuple(k for k in FAULT_KINDS if k in hooks and END_ACTION[k] in hooks)
+        self.kinds = tuple(k for k in KINDS if k in hooks and END_ACTION[k] in hooks)
 
     @classmethod
     def load(cls, path: str, nodes: Sequence = ()) -> "HooksExecutor":
@@ -432,5 +451,5 @@ class HooksExecutor:
             self.run(END_ACTION[fault.kind], node=node)
 
 
-__all__ = ["FAULT_KINDS", "DOWN_KINDS", "Fault", "FaultPlan", "FaultExecutor", "ProcessClusterFaults",
+__all__ = ["FAULT_KINDS", "EXTRA_KINDS", "KINDS", "DOWN_KINDS", "Fault", "FaultPlan", "FaultExecutor", "ProcessClusterFaults",
            "HooksExecutor", "HookError", "UnknownFaultKind", "parse_fault_kinds"]

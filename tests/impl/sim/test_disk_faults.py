@@ -88,3 +88,70 @@ def test_a_power_loss_keeps_exactly_the_durable_prefix_and_the_surviving_batches
     c.restart(0)
     snap = c.snapshot().brokers[0]
     assert (len(snap.log), snap.durable) == (leo, leo)
+
+
+# -- disks that fail as disks do (docs/steps.md, "Disk faults") ------------------------------------
+
+def replicated(c, records=(b"1",)):
+    c.produce(0, list(records), 1)
+    c.send_fetch(1), c.handle_fetch(1), c.handle_fetch_response(1)
+
+
+@pytest.mark.parametrize("io", ["write:EIO", "write:ENOSPC", "fsync:EIO", "fsync:ENOSPC", "read:EIO"])
+def test_a_failed_io_takes_the_log_directory_offline_the_broker_halts_and_the_controller_fences_it(io):
+    c = cluster(replicas=2)
+    replicated(c)
+    c.flush(0)
+    c.produce(0, [b"2"], 1)                     # unflushed on the leader
+    checkpoint = c.brokers[0].hw_checkpoint
+    c.fail_disk(0, io)
+    down = c.snapshot().brokers[0]
+    assert not down.alive and 0 in c.controller.fenced and c.controller.leader == -1
+    assert c.brokers[0].log_dir_failure_channel.offline  # the directory the error came from
+    assert down.hw_checkpoint == checkpoint    # a failed write is no checkpoint
+    c.restart(0)
+    kept = [e.value for e in c.snapshot().brokers[0].log]
+    # a failed fsync never counts as durable and its dirty pages are gone; the others keep the page cache
+    assert kept == ([b"1"] if io.startswith("fsync") else [b"1", b"2"])
+
+
+def test_a_disk_failure_that_has_nothing_to_hit_is_refused():
+    c = cluster(replicas=2)
+    for io, reason in (("fsync:EIO", "nothing unflushed"), ("read:EIO", "nothing to read"), ("rot:EIO", "io must be")):
+        with pytest.raises(ClusterError, match=reason):
+            c.fail_disk(0, io)
+    assert c.snapshot().brokers[0].alive and not c.filesystems[0].failures.failing
+
+
+def test_the_simulated_disk_fails_the_armed_operation_once_and_writes_nothing():
+    import errno
+    from isrcheck.impl.storage import SimulatedFileSystem
+    fs = SimulatedFileSystem()
+    fs.makedirs("/d")
+    handle = fs.open("/d/f")
+    fs.fail_next("write", errno.ENOSPC)
+    with pytest.raises(OSError) as err:
+        handle.append(b"abc")
+    assert err.value.errno == errno.ENOSPC and handle.size() == 0
+    handle.append(b"abc")                       # once only
+    fs.fail_next("fsync")
+    with pytest.raises(OSError):
+        handle.fsync()
+    fs.fsync_dir("/d")                          # the entry is durable, its bytes are not
+    fs.power_loss()                             # the failed fsync made nothing durable
+    assert fs.read_file("/d/f") == b""
+
+
+@pytest.mark.parametrize("tail", ["stale", "random"])
+def test_a_torn_tail_of_garbage_is_as_long_as_its_header_says_and_fails_only_the_crc(tail):
+    c = cluster()
+    c.produce(0, [b"1"], 1)
+    c.flush(0)
+    c.produce(0, [b"22", b"33"], 1)
+    before = c.filesystems[0].read_file(PARTITION_DIR + "/00000000000000000000.log")
+    c.crash(0, "power", 0, True, tail)
+    after = c.filesystems[0].read_file(PARTITION_DIR + "/00000000000000000000.log")
+    assert len(after) == len(before) and after != before      # the length check passes
+    c.restart(0)
+    report = c.brokers[0].log.recovery_report
+    assert "CRC mismatch" in report.events[0] and report.log_end_offset == 1
