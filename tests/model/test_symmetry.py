@@ -18,7 +18,8 @@ from isrcheck.specs import BY_ID, PROPERTIES
 ALL_FAULTS = Scope(max_records=2, max_epoch=2, max_crashes=2, max_power_losses=1, max_drops=1, max_clock=2,
                    consumes=True, flushes=True, acks=(1, -1), crash_kinds=("clean", "process"), max_bounces=1,
                    max_zombies=1, max_leader_moves=1, max_disk_losses=1, max_batch_records=2,
-                   partial_fetches=True, torn_writes=True, hw_checkpoints=True, fetch_rounds=False)
+                   partial_fetches=True, torn_writes=True, hw_checkpoints=True, fetch_rounds=False,
+                   garbage_tails=True, max_corruptions=1, max_disk_failures=1, max_fsync_failures=1)
 
 
 def _untargeted_election(steps) -> bool:
@@ -65,6 +66,9 @@ COMPARED = [
     ("kip-903", dict(replicas=2), Scope(max_records=1, max_epoch=2, max_crashes=1, max_zombies=1, max_bounces=1)),
     ("kip-966", dict(replicas=2), Scope(max_records=2, max_epoch=2, max_crashes=1, max_power_losses=1,
                                         max_disk_losses=1, torn_writes=True, max_batch_records=2)),
+    ("kip-966", dict(replicas=2), Scope(max_records=1, max_epoch=1, max_crashes=1, max_power_losses=1,
+                                                   torn_writes=True, garbage_tails=True, max_corruptions=1,
+                                                   max_disk_failures=1, max_fsync_failures=1, flushes=True)),
     ("kip-966", dict(replicas=2), Scope(max_records=1, max_epoch=1, max_crashes=0, max_leader_moves=1,
                                         max_zombies=1, partial_fetches=True, hw_checkpoints=True, max_clock=1)),
 ]
