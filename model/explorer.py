@@ -282,19 +282,48 @@ def _word(w: str) -> int:
 
 
 def fingerprint(scope: Scope, s: State, ledger) -> int:
-    """A 64-bit fingerprint of ``(state_key(scope, s), ledger)``, the same in every process."""
-    key = state_key(scope, s)
-    reps = key[0]
-    if any(len(r) > 12 and r[12] is None for r in reps):  # a live replica without a pending ISR change
-        reps = tuple(r[:12] + (_NO_PROPOSAL,) + r[13:] if len(r) > 12 and r[12] is None else r for r in reps)
-    responses, answers = key[3], key[6]
+    """A 64-bit fingerprint of ``(state_key(scope, s), ledger)``, the same in every process: the
+    hash of the key ``key_for_fingerprint`` gives, built in one pass (the explorer's fast path)."""
+    power_done = s.power_losses >= scope.max_power_losses
+    crash_done = s.crashes >= scope.max_crashes
+    reps = []
+    lai = s.leader_and_isr
+    stale = False
+    # positional fields as in state_key; 12 pending_isr (None hashes by address: _NO_PROPOSAL)
+    for b, r in enumerate(s.replicas):
+        durable = r[2] if (r[15] or not power_done) else -1
+        if not r[0]:
+            reps.append((False, r[1], durable, r[4], r[15], r[19]))
+            continue
+        head = r[:2] + (durable, r[3], -1 if crash_done else r[4])
+        reps.append(head + r[5:12] + (_NO_PROPOSAL,) + r[13:] if r[12] is None else head + r[5:])
+        if lai[b]:
+            le, pe = r[6], r[8]
+            for m in lai[b]:
+                if m[1] < le or (m[1] == le and m[3] <= pe):
+                    stale = True
+    if stale:
+        lai = tuple(tuple(m for m in q if (m[1], m[3]) > (s.replicas[b][6], s.replicas[b][8]))
+                    for b, q in enumerate(lai))
+    responses, answers = s[3], s[6]
     if any(responses):  # FetchResponse: error and kind are strings
         responses = tuple(tuple(m[:2] + (_word(m[2]), _word(m[3])) + m[4:] for m in q) for q in responses)
     if any(answers):  # AlterPartitionResponse: error is a string
         answers = tuple(tuple((_word(m[0]),) + m[1:] for m in q) for q in answers)
     known = ledger.known
-    return hash((reps, key[1], key[2], responses, key[4], key[5], answers) + key[7:] +
+    return hash((tuple(reps), s[1], s[2], responses, lai, s[5], answers) + s[7:] +
                 (ledger.losers, ledger.stale_reads, tuple(_word(k) for k in known) if known else ()))
+
+
+def key_for_fingerprint(scope: Scope, s: State, ledger) -> tuple:
+    """What ``fingerprint`` hashes, built from ``state_key`` (the readable path it is tested equal
+    to): the key with its strings and Nones replaced by ints that hash alike in every process."""
+    key = state_key(scope, s)
+    reps = tuple(r[:12] + (_NO_PROPOSAL,) + r[13:] if len(r) > 12 and r[12] is None else r for r in key[0])
+    responses = tuple(tuple(m[:2] + (_word(m[2]), _word(m[3])) + m[4:] for m in q) for q in key[3])
+    answers = tuple(tuple((_word(m[0]),) + m[1:] for m in q) for q in key[6])
+    return ((reps, key[1], key[2], responses, key[4], key[5], answers) + key[7:] +
+            (ledger.losers, ledger.stale_reads, tuple(_word(k) for k in ledger.known)))
 
 
 def collision_probability(states: int) -> float:
