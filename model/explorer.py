@@ -66,7 +66,9 @@ class ExploreResult:
     """``states`` explored (distinct fingerprints); ``represented``: the states they stand for
     (each symmetry representative counts the distinct states its renamings give; without symmetry,
     ``states``); ``collision_probability``: an upper bound on the chance that two distinct states
-    shared a fingerprint in this run (``collision_probability``)."""
+    shared a fingerprint in this run (``collision_probability``); ``symmetric``: the states
+    explored where symmetry applies (no election without a target ahead), the others are stored
+    as they are."""
 
     config: ModelConfig
     scope: Scope
@@ -80,12 +82,13 @@ class ExploreResult:
     symmetry: bool = False
     represented: int = 0
     collision_probability: float = 0.0
+    symmetric: int = 0
 
     def to_json(self) -> dict:
         return {"protocol": self.config.protocol, "config": self.config.to_schedule(),
                 "scope": self.scope.to_json(), "states": self.states, "transitions": self.transitions,
                 "symmetry": self.symmetry, "represented": self.represented,
-                "collision_probability": self.collision_probability,
+                "collision_probability": self.collision_probability, "symmetric": self.symmetric,
                 "depth": self.depth, "complete": self.complete, "seconds": round(self.seconds, 3),
                 "violations": [v.to_json() for v in self.violations],
                 "beyond_budget": [b.to_json() for b in self.beyond_budget]}
@@ -381,6 +384,7 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
     perm_ids = {p: i for i, p in enumerate(perms)}
     max_epoch = scope.max_epoch
     represented = 1
+    symmetric = 0
     step_ids: dict[tuple, int] = {}
     step_list: list[tuple] = []
     violations: list[Violation] = []
@@ -428,7 +432,8 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                     if violations and stop_at_first:
                         stopped = True
                         break
-                if symmetry and no_election_ahead(max_epoch, t):
+                sym = symmetry and no_election_ahead(max_epoch, t)
+                if sym:
                     t, led, key, perm, orbit = canonical(t, led, fp_of)
                 else:
                     key, perm, orbit = fingerprint(scope, t, led), perms[0], 1
@@ -436,6 +441,7 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                     continue
                 seen.add(key)
                 represented += orbit
+                symmetric += sym
                 ti = len(parent)
                 parent.append(si)
                 renamed.append(perm_ids[perm])
@@ -463,7 +469,7 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
     return ExploreResult(config, scope, len(parent), transitions, max_depth, not stopped,
                          time.perf_counter() - start, sorted(violations, key=lambda v: (v.depth, v.property)),
                          sorted(beyond.values(), key=lambda v: (v.depth, v.property)), symmetry,
-                         represented, collision_probability(len(parent)))
+                         represented, collision_probability(len(parent)), symmetric)
 
 
 def _trace(i: int, parent: array, via: array, renamed: array, step_list: list[tuple], perms: tuple,

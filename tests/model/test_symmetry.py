@@ -86,6 +86,7 @@ def test_the_reduced_search_finds_what_the_unreduced_one_finds(protocol, setting
     assert reduced.depth == full.depth
     assert reduced.states <= full.states <= reduced.represented
     assert full.represented == full.states and not full.symmetry and reduced.symmetry
+    assert full.symmetric == 0 and reduced.symmetric <= reduced.states
     for v in reduced.violations + reduced.beyond_budget:  # concrete schedules from the initial state
         assert len(v.trace) == v.depth
         _replays_to(config, v.trace, v.property)
@@ -97,6 +98,7 @@ def test_symmetry_merges_states_once_no_election_is_ahead():
     config, scope = ModelConfig(protocol="kip-101"), Scope(max_records=1, max_epoch=1, max_crashes=1, max_bounces=1)
     full, reduced = explore(config, scope, symmetry=False), explore(config, scope)
     assert reduced.states < 0.6 * full.states
+    assert reduced.symmetric == reduced.states - 1  # all but the initial state (stored before the search)
 
 
 def test_renamings_compose_and_invert():
