@@ -392,11 +392,24 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
     depth_of_level = max_depth = 0
     transitions = 0
 
-    def check(s: State, i: int, ledger, extra: tuple = ()) -> None:
+    index = {p.id: k for k, p in enumerate(pending)}
+    reads = [_reads_mask(p) for p in pending]
+
+    def check(s: State, i: int, ledger, extra: tuple = (), changed: int = _EVERYTHING, held: int = 0) -> int:
         """Check ``s``, reached with ``ledger``: state ``i``, or ``extra`` steps after it (inside a
-        fetch round)."""
+        fetch round). ``changed``: what differs from its parent (``_changed``); ``held``: the
+        properties (bits by index) the parent is known to pass, skipped where what they read is
+        unchanged. Returns the properties ``s`` is known to pass."""
+        passed = 0
         for p in list(pending):
-            if not p.check(s):
+            k = index[p.id]
+            bit = 1 << k
+            if held & bit and not reads[k] & changed:
+                passed |= bit
+                continue
+            if p.check(s):
+                passed |= bit
+            else:
                 why = p.budget.exceeded(ledger, config, known) if budgets else None
                 if why is not None and p.id in beyond:
                     continue
@@ -406,18 +419,18 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                     violations.append(Violation(p.id, len(trace), trace))
                 else:
                     beyond[p.id] = BeyondBudget(p.id, len(trace), trace, why)
+        return passed
 
     def fp_of(t: State, led) -> int:
         return fingerprint(scope, t, led)
 
-    check(init, 0, EMPTY_LEDGER)
-    frontier = [(0, init, EMPTY_LEDGER)]
+    frontier = [(0, init, EMPTY_LEDGER, check(init, 0, EMPTY_LEDGER))]
     stopped = bool(violations) and stop_at_first
     next_report = start + progress_every
     while frontier and not stopped:
         depth_of_level += 1
-        next_frontier: list[tuple[int, State, tuple]] = []
-        for si, s, ledger in frontier:
+        next_frontier: list[tuple[int, State, tuple, int]] = []
+        for si, s, ledger, held in frontier:
             for st, t, inside in successors(config, scope, s):  # st: the steps of one transition
                 transitions += 1
                 if exclude_lrs and last_replica_standing(t):
@@ -428,10 +441,11 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                 else:
                     led = ledger.after(s, st[0], t, known)
                 if inside and pending:  # a round's states are reachable too, though not stored
-                    check(inside[0], si, mid, st[:2])  # after handle_fetch (send_fetch changes no property)
+                    check(inside[0], si, mid, st[:2], _changed(s, inside[0]), held)  # after handle_fetch
                     if violations and stop_at_first:
                         stopped = True
                         break
+                concrete = t  # before renaming: it shares with s what the step left alone
                 sym = symmetry and no_election_ahead(max_epoch, t)
                 if sym:
                     t, led, key, perm, orbit = canonical(t, led, fp_of)
@@ -450,13 +464,12 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                     sid = step_ids[st] = len(step_list)
                     step_list.append(st)
                 via.append(sid)
-                next_frontier.append((ti, t, led))
                 max_depth = depth_of_level
-                if pending:
-                    check(t, ti, led)
-                    if violations and stop_at_first:
-                        stopped = True
-                        break
+                passed = check(t, ti, led, (), _changed(s, concrete), held) if pending else 0
+                next_frontier.append((ti, t, led, passed))
+                if violations and stop_at_first:
+                    stopped = True
+                    break
                 if max_states is not None and len(parent) >= max_states:
                     stopped = True
                     break
@@ -470,6 +483,36 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                          time.perf_counter() - start, sorted(violations, key=lambda v: (v.depth, v.property)),
                          sorted(beyond.values(), key=lambda v: (v.depth, v.property)), symmetry,
                          represented, collision_probability(len(parent)), symmetric)
+
+
+# what a property reads, as bits (``Property.reads``); an unknown reader reads everything
+_READS = {"logs": 1, "replicas": 2, "controller": 4, "acked": 8, "consumed": 16, "consumer_hw_regressed": 32}
+_EVERYTHING = 127  # 64: what no bit names (set in every ``_changed``)
+
+
+def _reads_mask(p: Property) -> int:
+    return _EVERYTHING if p.reads is None else sum(_READS[f] for f in p.reads)
+
+
+def _changed(s: State, t: State) -> int:
+    """What differs between state ``s`` and its successor ``t``, as ``_READS`` bits, by identity:
+    a step shares with its successor every object it leaves alone (``NextState``), so an object
+    that is the same is unchanged; one rebuilt with equal contents counts as changed."""
+    changed = 64
+    a, b = s[0], t[0]
+    if a is not b and any(x is not y for x, y in zip(a, b)):
+        changed |= 2
+        if any(x[1] is not y[1] for x, y in zip(a, b)):
+            changed |= 1
+    if s[1] is not t[1]:
+        changed |= 4
+    if s.acked is not t.acked:
+        changed |= 8
+    if s.consumed is not t.consumed:
+        changed |= 16
+    if s.consumer_hw_regressed != t.consumer_hw_regressed:
+        changed |= 32
+    return changed
 
 
 def _trace(i: int, parent: array, via: array, renamed: array, step_list: list[tuple], perms: tuple,
