@@ -245,20 +245,29 @@ def state_key(scope: Scope, s: State) -> tuple:
     - the HW checkpoint of a live broker, once no crash is left in scope;
     - LeaderAndIsr requests a broker will ignore (not newer than what it applied; a broker's
       applied epochs only grow while it lives, and a crash discards its queue)."""
+    reps, lai = _blanked(scope, s, None)
+    return (reps, s.controller, s.fetch_requests, s.fetch_responses, lai) + s[5:]
+
+
+def _blanked(scope: Scope, s: State, no_proposal) -> tuple[tuple, tuple]:
+    """The replicas and LeaderAndIsr queues of ``state_key``, with ``no_proposal`` for a live
+    replica's pending ISR change when there is none (None in the key itself)."""
     power_done = s.power_losses >= scope.max_power_losses
     crash_done = s.crashes >= scope.max_crashes
     reps = []
     lai = s.leader_and_isr
     stale = False
     # positional access: Replica fields 0 alive, 1 log, 2 durable, 3 hw, 4 hw_checkpoint,
-    # 6 leader_epoch, 8 partition_epoch, 15 power_lost, 19 unclean_shutdown; LeaderAndIsr 1 leader_epoch,
-    # 3 partition_epoch
+    # 6 leader_epoch, 8 partition_epoch, 12 pending_isr, 15 power_lost, 19 unclean_shutdown;
+    # LeaderAndIsr 1 leader_epoch, 3 partition_epoch
     for b, r in enumerate(s.replicas):
         durable = r[2] if (r[15] or not power_done) else -1
         if not r[0]:
             reps.append((False, r[1], durable, r[4], r[15], r[19]))
             continue
-        reps.append(r[:2] + (durable, r[3], -1 if crash_done else r[4]) + r[5:])
+        head = r[:2] + (durable, r[3], -1 if crash_done else r[4])
+        reps.append(head + r[5:12] + (no_proposal,) + r[13:] if r[12] is None and no_proposal is not None
+                    else head + r[5:])
         if lai[b]:
             le, pe = r[6], r[8]
             for m in lai[b]:
@@ -267,7 +276,7 @@ def state_key(scope: Scope, s: State) -> tuple:
     if stale:
         lai = tuple(tuple(m for m in q if (m[1], m[3]) > (s.replicas[b][6], s.replicas[b][8]))
                     for b, q in enumerate(lai))
-    return (tuple(reps), s.controller, s.fetch_requests, s.fetch_responses, lai) + s[5:]
+    return tuple(reps), lai
 
 
 # Values whose hash() differs between processes (None hashes by address, str by a random seed)
@@ -287,34 +296,14 @@ def _word(w: str) -> int:
 def fingerprint(scope: Scope, s: State, ledger) -> int:
     """A 64-bit fingerprint of ``(state_key(scope, s), ledger)``, the same in every process: the
     hash of the key ``key_for_fingerprint`` gives, built in one pass (the explorer's fast path)."""
-    power_done = s.power_losses >= scope.max_power_losses
-    crash_done = s.crashes >= scope.max_crashes
-    reps = []
-    lai = s.leader_and_isr
-    stale = False
-    # positional fields as in state_key; 12 pending_isr (None hashes by address: _NO_PROPOSAL)
-    for b, r in enumerate(s.replicas):
-        durable = r[2] if (r[15] or not power_done) else -1
-        if not r[0]:
-            reps.append((False, r[1], durable, r[4], r[15], r[19]))
-            continue
-        head = r[:2] + (durable, r[3], -1 if crash_done else r[4])
-        reps.append(head + r[5:12] + (_NO_PROPOSAL,) + r[13:] if r[12] is None else head + r[5:])
-        if lai[b]:
-            le, pe = r[6], r[8]
-            for m in lai[b]:
-                if m[1] < le or (m[1] == le and m[3] <= pe):
-                    stale = True
-    if stale:
-        lai = tuple(tuple(m for m in q if (m[1], m[3]) > (s.replicas[b][6], s.replicas[b][8]))
-                    for b, q in enumerate(lai))
+    reps, lai = _blanked(scope, s, _NO_PROPOSAL)
     responses, answers = s[3], s[6]
     if any(responses):  # FetchResponse: error and kind are strings
         responses = tuple(tuple(m[:2] + (_word(m[2]), _word(m[3])) + m[4:] for m in q) for q in responses)
     if any(answers):  # AlterPartitionResponse: error is a string
         answers = tuple(tuple((_word(m[0]),) + m[1:] for m in q) for q in answers)
     known = ledger.known
-    return hash((tuple(reps), s[1], s[2], responses, lai, s[5], answers) + s[7:] +
+    return hash((reps, s[1], s[2], responses, lai, s[5], answers) + s[7:] +
                 (ledger.losers, ledger.stale_reads, tuple(_word(k) for k in known) if known else ()))
 
 

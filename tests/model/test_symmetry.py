@@ -120,7 +120,7 @@ def test_fingerprints_separate_the_states_the_exact_keys_separate():
 
 @pytest.mark.parametrize("protocol", ["kip-320", "kip-966"])
 def test_the_one_pass_fingerprint_hashes_the_readable_key(protocol):
-    # fingerprint builds state_key's blanking and the hash-stable replacements in one pass; a
+    # fingerprint puts the hash-stable replacements into state_key's blanking pass; a
     # field it blanks differently would merge or split states the readable key does not
     config = ModelConfig(protocol=protocol, min_insync_replicas=2)
     ledgers = (EMPTY_LEDGER, FaultLedger(losers=(2,), stale_reads=True, known=("last-replica-standing",)))
