@@ -15,6 +15,7 @@ fuzzing's mutants); the explorer and its SMT encoding leave the known losses out
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 from .alphabet import Step
@@ -176,6 +177,7 @@ class FaultBudget:
             self.stale.discard((before.fetch_requests[st.replica][0].leader, st.replica))
 
 
+@lru_cache(maxsize=4096)  # a function of the step alone, asked for every transition the explorer takes
 def loses_data(st) -> bool:
     """Whether step ``st`` is a fault class that loses a broker's data (``Fault.loses_data``)."""
     return any(f.loses_data and f.counts(st, None) for f in st.kind.faults)

@@ -66,7 +66,9 @@ class ExploreResult:
     """``states`` explored (distinct fingerprints); ``represented``: the states they stand for
     (each symmetry representative counts the distinct states its renamings give; without symmetry,
     ``states``); ``collision_probability``: an upper bound on the chance that two distinct states
-    shared a fingerprint in this run (``collision_probability``)."""
+    shared a fingerprint in this run (``collision_probability``); ``symmetric``: the states
+    explored where symmetry applies (no election without a target ahead), the others are stored
+    as they are."""
 
     config: ModelConfig
     scope: Scope
@@ -80,12 +82,13 @@ class ExploreResult:
     symmetry: bool = False
     represented: int = 0
     collision_probability: float = 0.0
+    symmetric: int = 0
 
     def to_json(self) -> dict:
         return {"protocol": self.config.protocol, "config": self.config.to_schedule(),
                 "scope": self.scope.to_json(), "states": self.states, "transitions": self.transitions,
                 "symmetry": self.symmetry, "represented": self.represented,
-                "collision_probability": self.collision_probability,
+                "collision_probability": self.collision_probability, "symmetric": self.symmetric,
                 "depth": self.depth, "complete": self.complete, "seconds": round(self.seconds, 3),
                 "violations": [v.to_json() for v in self.violations],
                 "beyond_budget": [b.to_json() for b in self.beyond_budget]}
@@ -242,20 +245,29 @@ def state_key(scope: Scope, s: State) -> tuple:
     - the HW checkpoint of a live broker, once no crash is left in scope;
     - LeaderAndIsr requests a broker will ignore (not newer than what it applied; a broker's
       applied epochs only grow while it lives, and a crash discards its queue)."""
+    reps, lai = _blanked(scope, s, None)
+    return (reps, s.controller, s.fetch_requests, s.fetch_responses, lai) + s[5:]
+
+
+def _blanked(scope: Scope, s: State, no_proposal) -> tuple[tuple, tuple]:
+    """The replicas and LeaderAndIsr queues of ``state_key``, with ``no_proposal`` for a live
+    replica's pending ISR change when there is none (None in the key itself)."""
     power_done = s.power_losses >= scope.max_power_losses
     crash_done = s.crashes >= scope.max_crashes
     reps = []
     lai = s.leader_and_isr
     stale = False
     # positional access: Replica fields 0 alive, 1 log, 2 durable, 3 hw, 4 hw_checkpoint,
-    # 6 leader_epoch, 8 partition_epoch, 15 power_lost, 19 unclean_shutdown; LeaderAndIsr 1 leader_epoch,
-    # 3 partition_epoch
+    # 6 leader_epoch, 8 partition_epoch, 12 pending_isr, 15 power_lost, 19 unclean_shutdown;
+    # LeaderAndIsr 1 leader_epoch, 3 partition_epoch
     for b, r in enumerate(s.replicas):
         durable = r[2] if (r[15] or not power_done) else -1
         if not r[0]:
             reps.append((False, r[1], durable, r[4], r[15], r[19]))
             continue
-        reps.append(r[:2] + (durable, r[3], -1 if crash_done else r[4]) + r[5:])
+        head = r[:2] + (durable, r[3], -1 if crash_done else r[4])
+        reps.append(head + r[5:12] + (no_proposal,) + r[13:] if r[12] is None and no_proposal is not None
+                    else head + r[5:])
         if lai[b]:
             le, pe = r[6], r[8]
             for m in lai[b]:
@@ -264,7 +276,7 @@ def state_key(scope: Scope, s: State) -> tuple:
     if stale:
         lai = tuple(tuple(m for m in q if (m[1], m[3]) > (s.replicas[b][6], s.replicas[b][8]))
                     for b, q in enumerate(lai))
-    return (tuple(reps), s.controller, s.fetch_requests, s.fetch_responses, lai) + s[5:]
+    return tuple(reps), lai
 
 
 # Values whose hash() differs between processes (None hashes by address, str by a random seed)
@@ -282,19 +294,28 @@ def _word(w: str) -> int:
 
 
 def fingerprint(scope: Scope, s: State, ledger) -> int:
-    """A 64-bit fingerprint of ``(state_key(scope, s), ledger)``, the same in every process."""
-    key = state_key(scope, s)
-    reps = key[0]
-    if any(len(r) > 12 and r[12] is None for r in reps):  # a live replica without a pending ISR change
-        reps = tuple(r[:12] + (_NO_PROPOSAL,) + r[13:] if len(r) > 12 and r[12] is None else r for r in reps)
-    responses, answers = key[3], key[6]
+    """A 64-bit fingerprint of ``(state_key(scope, s), ledger)``, the same in every process: the
+    hash of the key ``key_for_fingerprint`` gives, built in one pass (the explorer's fast path)."""
+    reps, lai = _blanked(scope, s, _NO_PROPOSAL)
+    responses, answers = s[3], s[6]
     if any(responses):  # FetchResponse: error and kind are strings
         responses = tuple(tuple(m[:2] + (_word(m[2]), _word(m[3])) + m[4:] for m in q) for q in responses)
     if any(answers):  # AlterPartitionResponse: error is a string
         answers = tuple(tuple((_word(m[0]),) + m[1:] for m in q) for q in answers)
     known = ledger.known
-    return hash((reps, key[1], key[2], responses, key[4], key[5], answers) + key[7:] +
+    return hash((reps, s[1], s[2], responses, lai, s[5], answers) + s[7:] +
                 (ledger.losers, ledger.stale_reads, tuple(_word(k) for k in known) if known else ()))
+
+
+def key_for_fingerprint(scope: Scope, s: State, ledger) -> tuple:
+    """What ``fingerprint`` hashes, built from ``state_key`` (the readable path it is tested equal
+    to): the key with its strings and Nones replaced by ints that hash alike in every process."""
+    key = state_key(scope, s)
+    reps = tuple(r[:12] + (_NO_PROPOSAL,) + r[13:] if len(r) > 12 and r[12] is None else r for r in key[0])
+    responses = tuple(tuple(m[:2] + (_word(m[2]), _word(m[3])) + m[4:] for m in q) for q in key[3])
+    answers = tuple(tuple((_word(m[0]),) + m[1:] for m in q) for q in key[6])
+    return ((reps, key[1], key[2], responses, key[4], key[5], answers) + key[7:] +
+            (ledger.losers, ledger.stale_reads, tuple(_word(k) for k in ledger.known)))
 
 
 def collision_probability(states: int) -> float:
@@ -352,6 +373,7 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
     perm_ids = {p: i for i, p in enumerate(perms)}
     max_epoch = scope.max_epoch
     represented = 1
+    symmetric = 0
     step_ids: dict[tuple, int] = {}
     step_list: list[tuple] = []
     violations: list[Violation] = []
@@ -359,11 +381,24 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
     depth_of_level = max_depth = 0
     transitions = 0
 
-    def check(s: State, i: int, ledger, extra: tuple = ()) -> None:
+    index = {p.id: k for k, p in enumerate(pending)}
+    reads = [_reads_mask(p) for p in pending]
+
+    def check(s: State, i: int, ledger, extra: tuple = (), changed: int = _EVERYTHING, held: int = 0) -> int:
         """Check ``s``, reached with ``ledger``: state ``i``, or ``extra`` steps after it (inside a
-        fetch round)."""
+        fetch round). ``changed``: what differs from its parent (``_changed``); ``held``: the
+        properties (bits by index) the parent is known to pass, skipped where what they read is
+        unchanged. Returns the properties ``s`` is known to pass."""
+        passed = 0
         for p in list(pending):
-            if not p.check(s):
+            k = index[p.id]
+            bit = 1 << k
+            if held & bit and not reads[k] & changed:
+                passed |= bit
+                continue
+            if p.check(s):
+                passed |= bit
+            else:
                 why = p.budget.exceeded(ledger, config, known) if budgets else None
                 if why is not None and p.id in beyond:
                     continue
@@ -373,18 +408,18 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                     violations.append(Violation(p.id, len(trace), trace))
                 else:
                     beyond[p.id] = BeyondBudget(p.id, len(trace), trace, why)
+        return passed
 
     def fp_of(t: State, led) -> int:
         return fingerprint(scope, t, led)
 
-    check(init, 0, EMPTY_LEDGER)
-    frontier = [(0, init, EMPTY_LEDGER)]
+    frontier = [(0, init, EMPTY_LEDGER, check(init, 0, EMPTY_LEDGER))]
     stopped = bool(violations) and stop_at_first
     next_report = start + progress_every
     while frontier and not stopped:
         depth_of_level += 1
-        next_frontier: list[tuple[int, State, tuple]] = []
-        for si, s, ledger in frontier:
+        next_frontier: list[tuple[int, State, tuple, int]] = []
+        for si, s, ledger, held in frontier:
             for st, t, inside in successors(config, scope, s):  # st: the steps of one transition
                 transitions += 1
                 if exclude_lrs and last_replica_standing(t):
@@ -395,11 +430,13 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                 else:
                     led = ledger.after(s, st[0], t, known)
                 if inside and pending:  # a round's states are reachable too, though not stored
-                    check(inside[0], si, mid, st[:2])  # after handle_fetch (send_fetch changes no property)
+                    check(inside[0], si, mid, st[:2], _changed(s, inside[0]), held)  # after handle_fetch
                     if violations and stop_at_first:
                         stopped = True
                         break
-                if symmetry and no_election_ahead(max_epoch, t):
+                concrete = t  # before renaming: it shares with s what the step left alone
+                sym = symmetry and no_election_ahead(max_epoch, t)
+                if sym:
                     t, led, key, perm, orbit = canonical(t, led, fp_of)
                 else:
                     key, perm, orbit = fingerprint(scope, t, led), perms[0], 1
@@ -407,6 +444,7 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                     continue
                 seen.add(key)
                 represented += orbit
+                symmetric += sym
                 ti = len(parent)
                 parent.append(si)
                 renamed.append(perm_ids[perm])
@@ -415,13 +453,12 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                     sid = step_ids[st] = len(step_list)
                     step_list.append(st)
                 via.append(sid)
-                next_frontier.append((ti, t, led))
                 max_depth = depth_of_level
-                if pending:
-                    check(t, ti, led)
-                    if violations and stop_at_first:
-                        stopped = True
-                        break
+                passed = check(t, ti, led, (), _changed(s, concrete), held) if pending else 0
+                next_frontier.append((ti, t, led, passed))
+                if violations and stop_at_first:
+                    stopped = True
+                    break
                 if max_states is not None and len(parent) >= max_states:
                     stopped = True
                     break
@@ -434,7 +471,37 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
     return ExploreResult(config, scope, len(parent), transitions, max_depth, not stopped,
                          time.perf_counter() - start, sorted(violations, key=lambda v: (v.depth, v.property)),
                          sorted(beyond.values(), key=lambda v: (v.depth, v.property)), symmetry,
-                         represented, collision_probability(len(parent)))
+                         represented, collision_probability(len(parent)), symmetric)
+
+
+# what a property reads, as bits (``Property.reads``); an unknown reader reads everything
+_READS = {"logs": 1, "replicas": 2, "controller": 4, "acked": 8, "consumed": 16, "consumer_hw_regressed": 32}
+_EVERYTHING = 127  # 64: what no bit names (set in every ``_changed``)
+
+
+def _reads_mask(p: Property) -> int:
+    return _EVERYTHING if p.reads is None else sum(_READS[f] for f in p.reads)
+
+
+def _changed(s: State, t: State) -> int:
+    """What differs between state ``s`` and its successor ``t``, as ``_READS`` bits, by identity:
+    a step shares with its successor every object it leaves alone (``NextState``), so an object
+    that is the same is unchanged; one rebuilt with equal contents counts as changed."""
+    changed = 64
+    a, b = s[0], t[0]
+    if a is not b and any(x is not y for x, y in zip(a, b)):
+        changed |= 2
+        if any(x[1] is not y[1] for x, y in zip(a, b)):
+            changed |= 1
+    if s[1] is not t[1]:
+        changed |= 4
+    if s.acked is not t.acked:
+        changed |= 8
+    if s.consumed is not t.consumed:
+        changed |= 16
+    if s.consumer_hw_regressed != t.consumer_hw_regressed:
+        changed |= 32
+    return changed
 
 
 def _trace(i: int, parent: array, via: array, renamed: array, step_list: list[tuple], perms: tuple,

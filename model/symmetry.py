@@ -74,22 +74,36 @@ def candidates(s: State, ledger) -> list[tuple]:
 def canonical(s: State, ledger, fingerprint) -> tuple[State, object, int, tuple, int]:
     """``(state, ledger, fingerprint, renaming, orbit)``: the representative of ``s`` with the
     smallest ``fingerprint(state, ledger)`` among the ``candidates``, the renaming that gives it,
-    and how many distinct states renaming ``s`` gives (n! over the renamings that leave it as is)."""
+    and how many distinct states renaming ``s`` gives (n! over the renamings that leave it as is).
+    A state whose brokers' signatures are distinct and already in order is its own
+    representative, found without renaming it (the common case)."""
+    perms = candidates(s, ledger)
+    if len(perms) == 1 and perms[0] == _identity(len(perms[0])):
+        return s, ledger, fingerprint(s, ledger), perms[0], _factorial(len(perms[0]))
     best = None
     same = 0
-    for perm in candidates(s, ledger):
-        identity = all(b == p for b, p in enumerate(perm))
+    for perm in perms:
+        identity = perm == _identity(len(perm))
         t, led = (s, ledger) if identity else (permuted(s, perm), ledger.permuted(perm))
         fp = fingerprint(t, led)
         if best is None or fp < best[2]:
             best, same = (t, led, fp, perm), 1
         elif fp == best[2]:
             same += 1
-    n = len(s.replicas)
+    return (*best, _factorial(len(s.replicas)) // same)
+
+
+@lru_cache(maxsize=8)
+def _identity(n: int) -> tuple:
+    return tuple(range(n))
+
+
+@lru_cache(maxsize=8)
+def _factorial(n: int) -> int:
     size = 1
     for k in range(2, n + 1):
         size *= k
-    return (*best, size // same)
+    return size
 
 
 def compose(outer: tuple, inner: tuple) -> tuple:

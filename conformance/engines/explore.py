@@ -246,8 +246,12 @@ def _print_report(config: ModelConfig, result, replays=None) -> None:
 
 def _reduction_text(result) -> str:
     """What the symmetry reduction merged and what the fingerprints risk, in one line."""
+    share = result.symmetric / max(result.states, 1)
     sym = (f"symmetry: {result.states:,} representatives of up to {result.represented:,} states "
-           f"(their broker renamings, reachable or not)" if result.symmetry else "no symmetry reduction")
+           f"(their broker renamings, reachable or not); it applies past the last election without a "
+           f"target, {share:.0%} of the states here"
+           + (" (too few to pay for itself: --no-symmetry is faster)" if share < 0.5 else "")
+           if result.symmetry else "no symmetry reduction")
     return (f"{sym}; 64-bit fingerprints: probability of a collision at most "
             f"{result.collision_probability:.1e}")
 

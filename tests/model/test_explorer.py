@@ -1,4 +1,5 @@
 """The exhaustive explorer: the TLA+ variant table, fault budgets, traces, determinism."""
+import dataclasses
 import json
 import os
 import subprocess
@@ -7,7 +8,7 @@ import sys
 import pytest
 
 from isrcheck.model import ModelConfig, Scope, explore, initial_state, replay
-from isrcheck.model.explorer import state_key, successors
+from isrcheck.model.explorer import reachable_states, state_key, successors
 from isrcheck.specs import BY_ID, PROPERTIES
 
 DEFAULT = Scope()
@@ -311,3 +312,47 @@ def test_broker_epochs_and_elr_close_the_two_losses_kafka_had():
             check_trace(ModelConfig(protocol=protocol, **two), result.violations[0])
             assert "last-replica-standing" in outside_budget(ModelConfig(protocol=protocol, **two),
                                                              result.violations[0])
+
+
+class _Recorder:
+    """A state (or replica) that notes the fields a property reads ("logs" for a replica's log)."""
+
+    def __init__(self, obj, seen: set, replica: bool = False):
+        self._obj, self._seen, self._replica = obj, seen, replica
+
+    def __getattr__(self, name):
+        value = getattr(self._obj, name)
+        if self._replica:
+            self._seen.add("logs" if name == "log" else "replicas")
+        elif name == "replicas":
+            return tuple(_Recorder(r, self._seen, replica=True) for r in value)
+        else:
+            self._seen.add(name)
+        return value
+
+
+@pytest.mark.parametrize("protocol", ["kip-320", "kip-966"])
+def test_properties_read_only_what_they_declare(protocol):
+    # the explorer skips a property where what it declares it reads is unchanged from a parent
+    # that passed it: a property reading more than it declares would go unchecked there
+    config = ModelConfig(protocol=protocol)
+    for s in reachable_states(config, WITH_READS, max_states=2000):
+        for p in PROPERTIES:
+            seen: set = set()
+            p.check(_Recorder(s, seen))
+            declared = set(p.reads) | ({"logs"} if "replicas" in p.reads else set())  # a log is in its replica
+            assert seen <= declared, (p.id, seen - declared)
+
+
+@pytest.mark.parametrize("protocol,scope", [
+    ("hw-truncation", Scope(max_records=1, max_epoch=3, max_crashes=1)),
+    ("hw-truncation", WITH_READS),
+    ("kip-966", Scope(max_records=2, max_epoch=2, max_crashes=1, max_power_losses=1, max_disk_losses=1))])
+def test_skipping_unchanged_property_checks_finds_what_checking_every_state_finds(protocol, scope):
+    config = ModelConfig(protocol=protocol, replicas=2, min_insync_replicas=1)
+    every = [dataclasses.replace(p, reads=None) for p in PROPERTIES]  # unknown reads: always checked
+    fast, full = explore(config, scope, symmetry=False), explore(config, scope, every, symmetry=False)
+    assert (fast.states, fast.transitions) == (full.states, full.transitions)
+    assert [v.to_json() for v in fast.violations] == [v.to_json() for v in full.violations]
+    assert [b.to_json() for b in fast.beyond_budget] == [b.to_json() for b in full.beyond_budget]
+    assert fast.violations or fast.beyond_budget  # something to find

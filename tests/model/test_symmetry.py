@@ -9,7 +9,7 @@ import pytest
 
 from isrcheck.model import ModelConfig, Scope, Step, explore, replay
 from isrcheck.model.budget import EMPTY_LEDGER, FaultLedger
-from isrcheck.model.explorer import fingerprint, reachable_states, state_key, successors
+from isrcheck.model.explorer import fingerprint, key_for_fingerprint, reachable_states, state_key, successors
 from isrcheck.model.state import permuted
 from isrcheck.model.symmetry import all_permutations, compose, inverse, renamed_step
 from isrcheck.specs import BY_ID, PROPERTIES
@@ -90,6 +90,7 @@ def test_the_reduced_search_finds_what_the_unreduced_one_finds(protocol, setting
     assert reduced.depth == full.depth
     assert reduced.states <= full.states <= reduced.represented
     assert full.represented == full.states and not full.symmetry and reduced.symmetry
+    assert full.symmetric == 0 and reduced.symmetric <= reduced.states
     for v in reduced.violations + reduced.beyond_budget:  # concrete schedules from the initial state
         assert len(v.trace) == v.depth
         _replays_to(config, v.trace, v.property)
@@ -101,6 +102,7 @@ def test_symmetry_merges_states_once_no_election_is_ahead():
     config, scope = ModelConfig(protocol="kip-101"), Scope(max_records=1, max_epoch=1, max_crashes=1, max_bounces=1)
     full, reduced = explore(config, scope, symmetry=False), explore(config, scope)
     assert reduced.states < 0.6 * full.states
+    assert reduced.symmetric == reduced.states - 1  # all but the initial state (stored before the search)
 
 
 def test_renamings_compose_and_invert():
@@ -118,6 +120,18 @@ def test_fingerprints_separate_the_states_the_exact_keys_separate():
             keys.add((state_key(ALL_FAULTS, s), led))
             fps.add(fingerprint(ALL_FAULTS, s, led))
     assert len(keys) == len(fps) > 10_000
+
+
+@pytest.mark.parametrize("protocol", ["kip-320", "kip-966"])
+def test_the_one_pass_fingerprint_hashes_the_readable_key(protocol):
+    # fingerprint puts the hash-stable replacements into state_key's blanking pass; a
+    # field it blanks differently would merge or split states the readable key does not
+    config = ModelConfig(protocol=protocol, min_insync_replicas=2)
+    ledgers = (EMPTY_LEDGER, FaultLedger(losers=(2,), stale_reads=True, known=("last-replica-standing",)))
+    for scope in (ALL_FAULTS, Scope(max_crashes=1, max_power_losses=0)):
+        for s in reachable_states(config, scope, max_states=2500):
+            for led in ledgers:
+                assert fingerprint(scope, s, led) == hash(key_for_fingerprint(scope, s, led))
 
 
 def test_fingerprints_are_the_same_in_every_process():
