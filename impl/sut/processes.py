@@ -139,8 +139,8 @@ class StepProcessCluster(Cluster):
     def __init__(self, config: ClusterConfig, directory: str | None = None) -> None:
         super().__init__(config, mode="steps", seed=0, world=ProcessWorld(config, directory))
 
-    def crash(self, broker: int, kind: str, survive: int = 0, torn: bool = False) -> None:
-        super().crash(broker, kind, survive, torn)
+    def crash(self, broker: int, kind: str, survive: int = 0, torn: bool = False, tail: str = "cut") -> None:
+        super().crash(broker, kind, survive, torn, tail)
         if kind == "clean":  # the broker shut down cleanly; its process ends
             self.world.stop_process(broker, signal.SIGTERM)
 

@@ -219,7 +219,7 @@ def test_the_state_schema_names_every_field_of_the_model_state():
     for kind, fields in SCHEMA.items():  # the controller also names every broker epoch it gave
         assert tuple(f for f in fields if f != "registrations") == TYPES[kind]._fields, kind
     assert wire_step(Step.from_json({"step": "crash", "replica": 1, "kind": "clean"})) == {
-        "step": "crash", "replica": 1, "kind": "clean", "survive": 0, "torn": False}
+        "step": "crash", "replica": 1, "kind": "clean", "survive": 0, "torn": False, "tail": "cut"}
 
 
 def _corpus_through_processes(scenario_files, protocols):

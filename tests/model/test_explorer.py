@@ -47,7 +47,9 @@ def kip320_default():
     return explore(ModelConfig(protocol="kip-320"), DEFAULT)
 
 
-@pytest.mark.parametrize("protocol", ["hw-truncation", "kip-101", "kip-279"])
+@pytest.mark.parametrize("protocol", ["hw-truncation",  # the two below search about a minute each: slow
+                                      pytest.param("kip-101", marks=pytest.mark.slow),
+                                      pytest.param("kip-279", marks=pytest.mark.slow)])
 def test_pre_kip320_variants_violate_strong_isr_or_log_matching(protocol):
     # The TLA+ specs find StrongIsr for all three. Here a leader changes only after a crash and
     # fence, so a deposed leader never keeps presuming leadership (no zombies); the violations
