@@ -15,6 +15,7 @@ from .state import (
 )
 
 NOT_LEADER = "NOT_LEADER_OR_FOLLOWER"
+CORRUPT_MESSAGE = "CORRUPT_MESSAGE"  # Errors.CORRUPT_MESSAGE: a consumer's CRC check failed (CorruptRecordException)
 
 
 class Action:
@@ -156,7 +157,8 @@ class Produce(Action):
 
 
 class Consume(Action):
-    """Consumer FetchRequest from offset 0: records below the leader's HW (read_committed view)."""
+    """Consumer FetchRequest from offset 0: records below the leader's HW (read_committed view). A
+    damaged batch among them fails the consumer's CRC check (check.crcs, CorruptRecordException)."""
 
     name = "consume"
 
@@ -167,6 +169,8 @@ class Consume(Action):
         r = st.replica
         rep = nx.replicas[r]
         error = NOT_LEADER if rep.leader != r else nx.cfg.rules.consume_error(rep)
+        if error is None and 0 <= rep.bad_batch < rep.hw:
+            error = CORRUPT_MESSAGE
         if error is not None:
             nx.out.append({"type": "consume", "replica": r, "error": error, "hw": -1, "records": []})
             return
@@ -218,10 +222,10 @@ class HandleFetch(Delivery):
         lead = nx.replicas[d]
         rules = nx.cfg.rules
 
-        def respond(error: str, kind: str, records=(), hw=-1, epoch=-1, end=-1) -> None:
+        def respond(error: str, kind: str, records=(), hw=-1, epoch=-1, end=-1, bad=-1) -> None:
             if nx.replicas[r].alive:
                 nx.queues("fetch_responses")[r] += (
-                    FetchResponse(d, req.leader_epoch, error, kind, records, hw, epoch, end),)
+                    FetchResponse(d, req.leader_epoch, error, kind, records, hw, epoch, end, bad),)
 
         if lead.leader != d:
             return respond(NOT_LEADER, "error")
@@ -249,7 +253,8 @@ class HandleFetch(Delivery):
         if req.max_batches:
             ends = batch_ends(log, start)
             end = ends[min(req.max_batches, len(ends)) - 1] if ends else leo
-        respond(NONE, "records", log[start:end], lead.hw)
+        # the leader sends the file's bytes unchecked (FileRecords.slice): a damaged batch goes too
+        respond(NONE, "records", log[start:end], lead.hw, bad=lead.bad_batch if start <= lead.bad_batch < end else -1)
 
 
 class HandleFetchResponse(Delivery):
@@ -266,6 +271,8 @@ class HandleFetchResponse(Delivery):
             return  # answers a request of an earlier leadership: discarded
         kind = resp.kind
         if kind == "records":
+            if resp.bad_batch >= 0:
+                return  # appendAsFollower's CRC check refuses the whole response; the same offset is fetched again
             if resp.records and resp.records[0].offset < len(rep.log):
                 return  # diverged batch boundaries: Log.append refuses out-of-order offsets
             log = rep.log + resp.records
@@ -524,7 +531,11 @@ class Crash(Action):
             rep = updated(rep, durable=len(rep.log), hw_checkpoint=rep.hw)
         elif st.survive:  # write-back is sequential: the first unflushed batches reached the disk
             rep = updated(rep, durable=batch_ends(rep.log, rep.durable)[st.survive - 1])
-        nx.replicas[r] = updated(rep, alive=False, pending_produces=(), power_lost=kind == "power",
+        lost = kind == "power"
+        if kind != "clean" and rep.bad_batch >= 0:
+            # no clean shutdown file: the restart's log recovery re-validates the segment and cuts at the damage
+            rep, lost = updated(rep, durable=min(rep.durable, rep.bad_batch)), True
+        nx.replicas[r] = updated(rep, alive=False, pending_produces=(), power_lost=lost,
                                  unclean_shutdown=nx.cfg.rules.unclean_shutdown(kind))
         for field in MESSAGE_KINDS.values():
             if getattr(nx.src, field)[r]:
@@ -553,7 +564,8 @@ class Restart(Action):
         log = rep.log[:rep.durable] if rep.power_lost else rep.log
         nx.replicas[r] = Replica(True, log, min(rep.durable, len(log)), min(rep.hw_checkpoint, len(log)),
                                  rep.hw_checkpoint, -1, -1, (), -1, -1, (-1,) * n, (0,) * n, None, (), -1, False,
-                                 rep.broker_epoch, (-1,) * n, (), False)
+                                 rep.broker_epoch, (-1,) * n, (), False,
+                                 rep.bad_batch if rep.bad_batch < len(log) else -1)  # a clean restart skips recovery
         _register(nx, r, unclean=rep.unclean_shutdown)
 
 
@@ -567,7 +579,7 @@ class LoseDisk(Action):
 
     def effect(nx, st):
         nx.replicas[st.replica] = updated(nx.replicas[st.replica], log=(), durable=0, hw=0, hw_checkpoint=0,
-                                          power_lost=True, unclean_shutdown=nx.cfg.rules.unclean_shutdown("lost disk"))
+                                          bad_batch=-1, power_lost=True, unclean_shutdown=nx.cfg.rules.unclean_shutdown("lost disk"))
 
 
 class Corrupt(Action):
@@ -615,6 +627,29 @@ class FailDisk(Action):
         Crash.effect(nx, Step("crash", r, "power" if st.arg.startswith("fsync") else "process"))
         if r not in nx.controller.fenced:
             Fence.effect(nx, Step("fence", r))
+
+
+class CorruptLive(Action):
+    """A flushed batch damaged at rest under a live broker, found by the next read of it: Kafka serves
+    the file's bytes unchecked, the follower's appendAsFollower refuses them by CRC and fetches the
+    same offset again (AbstractFetcherThread), a consumer's fetch fails (CorruptRecordException).
+    A CRC mismatch is no IOException: the log directory stays online."""
+
+    name = "corrupt_live"
+
+    def guard(cfg, s, st):
+        rep = s.replicas[st.replica]
+        if not rep.alive:
+            return f"broker {st.replica} is down"
+        if rep.durable == 0:
+            return f"broker {st.replica} has no flushed batch"
+        if rep.bad_batch >= 0:
+            return f"broker {st.replica} already has a damaged batch"
+        return None
+
+    def effect(nx, st):
+        rep = nx.replicas[st.replica]
+        nx.replicas[st.replica] = updated(rep, bad_batch=rep.log[rep.durable - 1].base)
 
 
 class Flush(Action):

@@ -217,6 +217,11 @@ STEPS: Mapping[str, StepKind] = {k.name: k for k in (
                      Fault("fsync_failure", "fsync_failures", "fsync", "a failed fsync: the dirty pages are "
                            "dropped, what was not durable is gone", loses_data=True)),
              weight=0.0, disk_fault=True),
+    StepKind("corrupt_live", ("replica",), "a flushed batch corrupted at rest under a live broker, found by a read: "
+             "the follower's CRC check refuses it (appendAsFollower), a consumer's fetch fails",
+             faults=(Fault("live_corruption", "live_corruptions", "always", "a flushed batch of a live broker "
+                           "corrupted at rest (bit rot)", loses_data=True),),
+             weight=0.0, disk_fault=True),
 )}
 
 # Every fault class, in the alphabet's order of their step kinds.

@@ -126,11 +126,12 @@ class Scope:
     max_corruptions: int = 0     # corrupt steps (a flushed batch damaged at rest)
     max_disk_failures: int = 0   # fail_disk steps of any I/O operation
     max_fsync_failures: int = 0  # fail_disk steps of an fsync (they lose the unflushed data)
+    max_live_corruptions: int = 0  # corrupt_live steps (a flushed batch damaged under a live broker)
 
     def __post_init__(self) -> None:
         for name in ("max_records", "max_epoch", "max_crashes", "max_power_losses", "max_clock", "max_drops",
                      "max_bounces", "max_zombies", "max_leader_moves", "max_disk_losses", "max_corruptions",
-                     "max_disk_failures", "max_fsync_failures"):
+                     "max_disk_failures", "max_fsync_failures", "max_live_corruptions"):
             _check_int(name, getattr(self, name), 0, None)
         _check_int("max_batch_records", self.max_batch_records, 1, MAX_BATCH_RECORDS)
         for name in ("consumes", "flushes", "fetch_rounds", "exclude_known_losses", "partial_fetches",
@@ -149,7 +150,8 @@ class Scope:
     @property
     def disk_faults(self) -> bool:
         """Whether the scope takes any disk fault (docs/steps.md, "Disk faults")."""
-        return self.garbage_tails or self.max_corruptions > 0 or self.max_disk_failures > 0
+        return (self.garbage_tails or self.max_corruptions > 0 or self.max_disk_failures > 0
+                or self.max_live_corruptions > 0)
 
     def to_json(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in

@@ -37,6 +37,7 @@ class History(NamedTuple):
     corruptions: int
     disk_failures: int
     fsync_failures: int
+    live_corruptions: int
 
     # the steps whose counting reads the state before them (was the broker fenced, alive)
     READS_BEFORE = frozenset(name for name, faults in _FAULTS_OF.items()
@@ -81,4 +82,4 @@ def _merged(kept: tuple, new: tuple) -> tuple:
     return tuple(sorted(kept + new))
 
 
-EMPTY_HISTORY = History(0, (), (), -1, False, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+EMPTY_HISTORY = History(0, (), (), -1, False, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)

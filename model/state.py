@@ -12,6 +12,13 @@ from typing import NamedTuple
 from .history import EMPTY_HISTORY, History
 
 
+def _repr_without(t: tuple, field: str, default: object) -> str:
+    """``repr(t)`` leaving ``field`` out at its ``default``: states and traces hashed before the
+    field existed keep their text (the trace hash and the explorer's fingerprints read it)."""
+    return type(t).__name__ + "(" + ", ".join(f"{n}={v!r}" for n, v in zip(t._fields, t)
+                                              if n != field or v != default) + ")"
+
+
 class Entry(NamedTuple):
     """One record: its offset, the leader epoch that wrote its batch, its id, and the base offset
     of its batch (a batch is the unit of append, replication, truncation and power-loss survival)."""
@@ -45,6 +52,10 @@ class Replica(NamedTuple):
     remote_broker_epoch: tuple  # leader: per replica id the broker epoch of its last reading Fetch, -1 unknown
     pending_epochs: tuple  # leader: the broker epochs ``pending_isr`` was proposed with; () when none
     unclean_shutdown: bool  # down without a clean shutdown (kip-966; else False)
+    bad_batch: int = -1     # base offset of a batch damaged on disk under it (corrupt_live), -1 none
+
+    def __repr__(self) -> str:
+        return _repr_without(self, "bad_batch", -1)
 
 
 class Controller(NamedTuple):
@@ -83,6 +94,10 @@ class FetchResponse(NamedTuple):
     leader_hw: int         # "records"
     epoch: int             # "diverging"/"epoch_end": the epoch answered (-1 undefined)
     end_offset: int        # "diverging"/"epoch_end"; OFFSET_OUT_OF_RANGE: the leader's LEO
+    bad_batch: int = -1    # "records": base offset of a damaged batch among them (corrupt_live), -1 none
+
+    def __repr__(self) -> str:
+        return _repr_without(self, "bad_batch", -1)
 
 
 class LeaderAndIsr(NamedTuple):
@@ -140,6 +155,7 @@ class State(NamedTuple):
     corruptions: int
     disk_failures: int
     fsync_failures: int
+    live_corruptions: int
 
     @property
     def history(self) -> History:
@@ -225,7 +241,8 @@ def truncate_to(rep: Replica, offset: int) -> Replica:
     if offset >= len(rep.log):
         return rep
     offset = rep.log[offset].base if offset > 0 else 0
-    return updated(rep, log=rep.log[:offset], hw=min(rep.hw, offset), durable=min(rep.durable, offset))
+    return updated(rep, log=rep.log[:offset], hw=min(rep.hw, offset), durable=min(rep.durable, offset),
+                   bad_batch=rep.bad_batch if rep.bad_batch < offset else -1)
 
 
 def batch_ends(log: tuple, start: int) -> list[int]:

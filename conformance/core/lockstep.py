@@ -225,7 +225,7 @@ class Lockstep:
         cov.add(_shape(self.state))
         cov.update(divergence_rungs(self.state))
         if name in _DISK_STEPS:
-            cov.update(disk_paths(st, before, self._bad_batches))
+            cov.update(disk_paths(st, before, self._bad_batches, outputs))
         self._previous = name
 
     def _fail(self, kind: str, prop: str | None, i: int, text: str, also: tuple[str, ...] = ()) -> Verdict:
@@ -259,25 +259,40 @@ class Lockstep:
 def _seed_text(state: State) -> str:
     """The initial state as the trace hash starts from: its ``repr`` without the disk faults'
     counters (zero there), so every run hashes as it did before those faults existed."""
-    return repr(state).replace(", corruptions=0, disk_failures=0, fsync_failures=0", "")
+    return repr(state).replace(", corruptions=0, disk_failures=0, fsync_failures=0, live_corruptions=0", "")
 
 
-_DISK_STEPS = frozenset(("crash", "corrupt", "fail_disk", "restart"))
+_DISK_STEPS = frozenset(("crash", "corrupt", "fail_disk", "restart", "corrupt_live", "consume",
+                         "handle_fetch_response"))
 
 
-def disk_paths(st: Step, before, bad: set[int]) -> list[str]:
+def disk_paths(st: Step, before, bad: set[int], outputs: list = ()) -> list[str]:
     """Coverage of the disk faults (docs/steps.md, "Disk faults") and the recovery paths they
     force: ``disk:<fault>`` for the fault, ``disk:crc`` for a restart whose log recovery must
-    reject a batch by its CRC (a torn tail of garbage or a corruption at rest), ``disk:offline``
+    reject a batch by its CRC (a torn tail of garbage, a corruption at rest, or under a live broker
+    that did not shut down cleanly), ``disk:crc-read`` for a read that meets a damaged batch (a
+    follower's CRC check refuses a fetch response, a consumer's fetch fails), ``disk:offline``
     for a log directory taken offline, ``disk:offline-leader`` when it was the leader's. ``bad``
     holds the down brokers with such a batch, kept across steps."""
     r = st.replica
-    if st.name == "crash":
+    name = st.name
+    if name == "consume":
+        return ["disk:crc-read"] if any(o["error"] == "CORRUPT_MESSAGE" for o in outputs) else []
+    if name == "handle_fetch_response":
+        rep, resp = before.replicas[r], before.fetch_responses[r][0]
+        current = resp.leader == rep.leader and resp.leader_epoch == rep.leader_epoch
+        return ["disk:crc-read"] if current and resp.bad_batch >= 0 else []
+    if name == "corrupt_live":
+        return ["disk:corrupt-live"]
+    if name in ("crash", "fail_disk") and (name == "fail_disk" or st.arg != "clean") \
+            and before.replicas[r].bad_batch >= 0:
+        bad.add(r)  # no clean shutdown: recovery will meet the damaged batch
+    if name == "crash":
         if st.tail == "cut":
             return []
         bad.add(r)
         return [f"disk:tail:{st.tail}"]
-    if st.name == "corrupt":
+    if name == "corrupt":
         bad.add(r)
         return ["disk:corrupt"]
     if st.name == "restart":
@@ -319,7 +334,7 @@ class _StateText:
         if type(value) is Replica:  # repr of the named tuple, its log through the kept text
             return "Replica(" + ", ".join(
                 f"log={self._tuple(place, v)}" if f == "log" else f"{f}={v!r}"
-                for f, v in zip(Replica._fields, value)) + ")"
+                for f, v in zip(Replica._fields, value) if f != "bad_batch" or v != -1) + ")"
         return repr(value)
 
     def _tuple(self, place: str, items: tuple) -> str:
