@@ -111,6 +111,8 @@ class Consumer:
         else:
             new, records, next_offset = data, (), offset
         batches = list(iter_batches(new))
+        for batch in batches:  # check.crcs (CompletedFetch.maybeEnsureValid): a damaged batch fails the fetch
+            batch.ensure_valid()
         records += tuple((r.offset, r.value) for batch in batches
                          if not batch.is_control_batch      # markers are not records
                          for r in batch.records() if r.offset >= offset)

@@ -78,6 +78,10 @@ SCHEMA = {
     "alter_partition_response": {"error": _str, "leader_epoch": _int, "isr": _ints, "partition_epoch": _int,
                                  "request_leader_epoch": _int},
 }
+# fields an object may leave out, with the value that means (a damaged batch is rare: -1 none)
+OPTIONAL = {"replica": {"bad_batch": -1}, "fetch_response": {"bad_batch": -1}}
+for _kind, _fields in OPTIONAL.items():
+    SCHEMA[_kind].update({name: _int for name in _fields})
 # the model type each object of the report becomes (a test holds SCHEMA to their fields)
 TYPES = {"replica": Replica, "controller": Controller, **MESSAGE_TYPES}
 
@@ -90,8 +94,12 @@ def _object(kind: str, v, where, schema: dict | None = None) -> dict:
         if name not in schema:
             raise SutFailure("malformed", f"{where}.{shown(name)}: not a field of {kind}")
     out = {}
+    optional = OPTIONAL.get(kind, {})
     for name, check in schema.items():
         if name not in v:
+            if name in optional:
+                out[name] = optional[name]
+                continue
             raise SutFailure("malformed", f"{where}.{name}: missing")
         out[name] = check(v[name], f"{where}.{name}")
     return out

@@ -22,6 +22,7 @@ call; an impossible step raises ``ClusterError`` (with ``reason``) and changes n
     crash(broker, kind, survive=0, torn=False, tail="cut")  # "clean" | "process" | "power"
     restart(broker)  lose_disk(broker)  flush(broker)  checkpoint_hw(broker)  advance(ms)
     corrupt(broker)  fail_disk(broker, io)       # io: "write:EIO", "fsync:ENOSPC", "read:EIO", ...
+    corrupt_live(broker)                         # a flushed batch of a live broker damaged on disk
 
 Client traffic (produce, consume, broker registration) is delivered at once. The only timer is
 DelayedProduce expiration, fired by ``advance``. ``take_client_responses()`` returns the produce
@@ -266,6 +267,18 @@ class Cluster:
             raise ClusterError(f"broker {broker} has no flushed batch")
         self.world.corrupt_at_rest(broker)
         self.world.trace_event("corrupt", broker)
+
+    def corrupt_live(self, broker: int) -> None:
+        """A flushed batch of live ``broker`` is damaged on its disk, unknown to the broker: the next
+        read of it meets the bad CRC (docs/steps.md, "Disk faults")."""
+        self._need_alive(broker)
+        view = self.world.snapshot().brokers[broker]
+        if view.durable == 0:
+            raise ClusterError(f"broker {broker} has no flushed batch")
+        if view.bad_batch >= 0:
+            raise ClusterError(f"broker {broker} already has a damaged batch")
+        self.world.corrupt_live(broker)
+        self.world.trace_event("corrupt_live", broker)
 
     def fail_disk(self, broker: int, io: str) -> None:
         """An I/O operation of live ``broker``'s log directory fails (``io``, e.g. ``fsync:EIO``): the

@@ -27,7 +27,11 @@ from ..storage import SimulatedFileSystem, iter_batches
 from .clock import SimClock
 from .disk import page_cache_write_back
 from .network import INSTANT, NetworkFaults, SimNetwork
-from .snapshot import BrokerSnapshot, ClusterSnapshot, LogView, broker_snapshot
+from .snapshot import BrokerSnapshot, ClusterSnapshot, LogView, broker_snapshot, first_bad_batch
+
+# a v2 batch header's maxTimestamp is bytes 35..42: covered by the CRC, carried by no record's
+# offset, epoch or value, so a flipped bit there is found only by the CRC check
+_MAX_TIMESTAMP_LAST_BYTE = 42
 
 MESSAGE_KINDS = ("fetch_request", "fetch_response", "leader_and_isr", "alter_partition",
                  "alter_partition_response")
@@ -55,6 +59,7 @@ class SimWorld:
         self.brokers = [self.start_broker(b, 0) for b in range(config.replicas)]
         self._frozen: dict[int, BrokerSnapshot] = {}   # last view of each dead broker
         self._log_views: dict[int, LogView] = {}
+        self._damaged = False  # a live broker's log was damaged (corrupt_live): snapshots check CRCs
         self.client_responses: list[ProduceResult | ConsumeResult] = []  # in the order received
         self.producer = Producer(self.network, self.client_responses.append)
         self.consumer = Consumer(self.network, self.client_responses.append, config.variant.fetch_version)
@@ -94,9 +99,11 @@ class SimWorld:
         if kind == "clean":
             b.flush()
         view = self.broker_snapshot(b)
+        durable, lost = view.durable if write_back is None else write_back.durable, kind == "power"
+        if kind != "clean" and view.bad_batch >= 0:  # no clean shutdown file: recovery will cut at the damage
+            durable, lost = min(durable, view.bad_batch), True
         self._frozen[broker] = dataclasses.replace(
-            view, alive=False, pending_produces=(), fetch_outstanding=False, power_lost=kind == "power",
-            durable=view.durable if write_back is None else write_back.durable)
+            view, alive=False, pending_produces=(), fetch_outstanding=False, power_lost=lost, durable=durable)
         if kind == "clean":
             b.shutdown()
         else:
@@ -125,7 +132,7 @@ class SimWorld:
         """Down ``broker``'s log directory is replaced by an empty one."""
         self.filesystems[broker].lose_directory(self.brokers[broker].data_dir)
         self._frozen[broker] = dataclasses.replace(self._frozen[broker], log=(), durable=0, hw=0, hw_checkpoint=0,
-                                                   power_lost=True,
+                                                   power_lost=True, bad_batch=-1,
                                                    unclean_shutdown=self.brokers[broker].data_maybe_lost)
 
     def corrupt_at_rest(self, broker: int) -> int:
@@ -146,6 +153,26 @@ class SimWorld:
                     return batch.base_offset
                 position += batch.size
         raise LookupError(f"broker {broker} has no durable batch ending at offset {view.durable}")
+
+    def corrupt_live(self, broker: int) -> int:
+        """Damage the last durable batch of live ``broker``'s log on its disk (a bit of its max
+        timestamp); returns that batch's base offset. The broker is not told: its next read of
+        the batch meets the bad CRC. LookupError if it has no durable batch."""
+        fs, b = self.filesystems[broker], self.brokers[broker]
+        durable, directory = b.durable_offset, b.log.dir
+        for name in reversed(fs.listdir(directory)):
+            if not name.endswith(".log"):
+                continue
+            path = fs.join(directory, name)
+            data, position = fs.read_file(path), 0
+            for batch in iter_batches(data):
+                if batch.next_offset == durable:
+                    at = position + _MAX_TIMESTAMP_LAST_BYTE
+                    fs.corrupt(path, at, bytes([data[at] ^ 0x01]))
+                    self._damaged = True
+                    return batch.base_offset
+                position += batch.size
+        raise LookupError(f"broker {broker} has no durable batch ending at offset {durable}")
 
     def fail_disk(self, broker: int, operation: str, code: str) -> bool:
         """Make the next ``operation`` of live ``broker``'s disk fail with errno ``code`` and run that
@@ -168,7 +195,12 @@ class SimWorld:
         view = self._log_views.get(b.broker_id)
         if view is None:  # not setdefault: a snapshot per step should not build a LogView per broker
             view = self._log_views[b.broker_id] = LogView()
-        return broker_snapshot(b, self.config.replicas, view)
+        snap = broker_snapshot(b, self.config.replicas, view)
+        if self._damaged:
+            bad = first_bad_batch(b.log)
+            if bad >= 0:
+                snap = dataclasses.replace(snap, bad_batch=bad)
+        return snap
 
     def snapshot(self) -> ClusterSnapshot:
         brokers = tuple(self._frozen[b.broker_id] if not b.alive else self.broker_snapshot(b)

@@ -38,7 +38,8 @@ def replica_fields(b) -> dict:
                                   for p in b.pending_produces),
         "truncating_epoch": b.truncating_epoch, "power_lost": b.power_lost,
         "broker_epoch": b.broker_epoch, "remote_broker_epoch": tuple(b.remote_broker_epoch),
-        "pending_epochs": tuple(b.pending_isr_epochs), "unclean_shutdown": b.unclean_shutdown}
+        "pending_epochs": tuple(b.pending_isr_epochs), "unclean_shutdown": b.unclean_shutdown,
+        **({"bad_batch": b.bad_batch} if b.bad_batch >= 0 else {})}  # optional: -1 when left out
 
 
 def controller_fields(c) -> dict:
@@ -186,9 +187,12 @@ def decode(kind: str, env, tag: tuple[int, int] | int | None) -> dict:
         if body.diverging_end_offset >= 0:
             return _response(leader, epoch, NONE, "diverging", answered=body.diverging_epoch,
                              end_offset=body.diverging_end_offset)
+        batches = list(iter_batches(body.records))
         records = tuple((rec.offset, batch.partition_leader_epoch, int(rec.value), batch.base_offset)
-                        for batch in iter_batches(body.records) for rec in batch.records())
-        return _response(leader, epoch, NONE, "records", records, body.high_watermark)
+                        for batch in batches for rec in batch.records())
+        out = _response(leader, epoch, NONE, "records", records, body.high_watermark)
+        bad = next((batch.base_offset for batch in batches if not batch.is_valid()), -1)
+        return {**out, "bad_batch": bad} if bad >= 0 else out  # optional: -1 when left out
     if kind == "leader_and_isr":
         return {"leader": body.leader, "leader_epoch": body.leader_epoch, "isr": tuple(body.isr),
                 "partition_epoch": body.partition_epoch}

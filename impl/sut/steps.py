@@ -25,6 +25,7 @@ STEPS: dict[str, tuple[str, ...]] = {
     "rejoin": ("replica",), "crash": ("replica", "kind", "survive", "torn", "tail"), "restart": ("replica",),
     "lose_disk": ("replica",), "flush": ("replica",), "checkpoint_hw": ("replica",), "tick": (),
     "drop": ("message", "replica", "index"), "corrupt": ("replica",), "fail_disk": ("replica", "io"),
+    "corrupt_live": ("replica",),
 }
 _OPTIONAL = {("elect", "replica"): -1}  # an election without a target
 
