@@ -252,18 +252,23 @@ def state_key(scope: Scope, s: State) -> tuple:
 def _blanked(scope: Scope, s: State, no_proposal) -> tuple[tuple, tuple]:
     """The replicas and LeaderAndIsr queues of ``state_key``, with ``no_proposal`` for a live
     replica's pending ISR change when there is none (None in the key itself)."""
-    power_done = s.power_losses >= scope.max_power_losses
-    crash_done = s.crashes >= scope.max_crashes
+    # the fsynced length matters to a power loss, and to the disk faults that read it: a failed
+    # fsync (a power loss that wrote nothing back) and a corruption under a live broker
+    power_done = (s.power_losses >= scope.max_power_losses and s.fsync_failures >= scope.max_fsync_failures
+                  and s.live_corruptions >= scope.max_live_corruptions)
+    # the HW checkpoint matters to a restart, after a crash or a failed disk (which halts its broker)
+    crash_done = s.crashes >= scope.max_crashes and s.disk_failures >= scope.max_disk_failures
     reps = []
     lai = s.leader_and_isr
     stale = False
     # positional access: Replica fields 0 alive, 1 log, 2 durable, 3 hw, 4 hw_checkpoint,
-    # 6 leader_epoch, 8 partition_epoch, 12 pending_isr, 15 power_lost, 19 unclean_shutdown;
+    # 6 leader_epoch, 8 partition_epoch, 12 pending_isr, 15 power_lost, 19 unclean_shutdown, 20 bad_batch;
     # LeaderAndIsr 1 leader_epoch, 3 partition_epoch
     for b, r in enumerate(s.replicas):
         durable = r[2] if (r[15] or not power_done) else -1
         if not r[0]:
-            reps.append((False, r[1], durable, r[4], r[15], r[19]))
+            # a damaged batch stays on a disk that shut down cleanly (its restart skips recovery)
+            reps.append((False, r[1], durable, r[4], r[15], r[19]) + ((r[20],) if r[20] >= 0 else ()))
             continue
         head = r[:2] + (durable, r[3], -1 if crash_done else r[4])
         reps.append(head + r[5:12] + (no_proposal,) + r[13:] if r[12] is None and no_proposal is not None

@@ -186,9 +186,15 @@ def test_last_replica_standing_loses_an_acknowledged_write_with_one_power_loss()
     assert fixed.complete and fixed.violations == []
 
 
-def test_state_keys_merge_only_states_with_the_same_future():
+@pytest.mark.parametrize("scope", [
+    Scope(max_records=1, max_epoch=2, max_crashes=1, consumes=False, flushes=False),
+    # the disk faults that read the fsynced length and the HW checkpoint after the crashes and
+    # power losses are spent: a failed fsync or write, a corruption under a live broker
+    Scope(max_records=1, max_epoch=1, max_crashes=0, max_power_losses=0, consumes=True, flushes=True,
+          max_disk_failures=1, max_fsync_failures=1, max_live_corruptions=1),
+], ids=["default", "disk"])
+def test_state_keys_merge_only_states_with_the_same_future(scope):
     config = ModelConfig(protocol="kip-320")
-    scope = Scope(max_records=1, max_epoch=2, max_crashes=1, consumes=False, flushes=False)
     s = initial_state(config)
     seen = {}
     frontier = [s]
