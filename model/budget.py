@@ -96,7 +96,7 @@ _HW_STEPS = frozenset(("produce", "handle_fetch", "shrink_isr", "expand_isr", "h
 # ISR or bring a broker back, and those that move an HW (where a known loss begins); the rest
 # leave it as it is.
 _LEDGER_STEPS = frozenset(("consume", "crash", "lose_disk", "restart", "rejoin", "fence", "elect",
-                           "handle_alter_partition", "corrupt", "fail_disk")) | _HW_STEPS
+                           "handle_alter_partition", "corrupt", "fail_disk", "corrupt_live")) | _HW_STEPS
 
 
 def outside_budget(config, prop, trace) -> str | None:

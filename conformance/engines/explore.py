@@ -31,6 +31,8 @@ _FAULT_CLASSES = (
     ("corruptions", "max_corruptions", "flushed batches corrupted at rest on down brokers (docs/steps.md, Disk faults)"),
     ("disk-failures", "max_disk_failures", "failed writes, fsyncs and reads of a log directory (fail_disk)"),
     ("fsync-failures", "max_fsync_failures", "failed fsyncs among them (they lose the unflushed data)"),
+    ("live-corruptions", "max_live_corruptions", "flushed batches corrupted under live brokers, found by a read "
+     "(corrupt_live)"),
 )
 _FAULT_SWITCHES = (
     ("partial-fetches", "partial_fetches", "fetches limited to one batch (replica.fetch.max.bytes)"),

@@ -50,22 +50,22 @@ FAULT_PROFILES: dict[str, FaultProfile] = {
         config=_frozen({"request_timeout_ticks": 6})),
     # every fault class of the alphabet with no guard: power losses and lost disks of ISR members,
     # fast bounces after them, zombies, leader moves, partial fetches, lost messages, HW
-    # checkpoints, torn tails with garbage, corruptions at rest and failing disks; only each property's own fault budget applies (``Property.budget``): a property
+    # checkpoints, torn tails with garbage, corruptions at rest (also under live brokers) and failing disks; only each property's own fault budget applies (``Property.budget``): a property
     # that breaks outside it is reported as such, not as a violation. Unclean election stays off
     # (a config, not a fault). Power and disk losses are rarer than in ``default`` so that most
     # schedules stay within the budget of acknowledged writes (at most min ISR - 1 brokers lose data)
     "all": FaultProfile(
         "all", _frozen({**_BASE_WEIGHTS, "crash": 0.4, "drop": 0.6, "lose_disk": 0.2, "corrupt": 0.3,
-                        "fail_disk": 0.15}),
+                        "fail_disk": 0.15, "corrupt_live": 0.15}),
         _frozen({"clean": 1.0, "process": 1.0, "power": 0.5}), within_budget=False,
         config=_frozen({"request_timeout_ticks": 6}), spare_known_gaps=False, disk_faults=True),
     # disks that fail as disks do, within the fault budget: the default profile's faults plus
-    # power losses with torn tails of garbage, batches corrupted at rest and failing writes,
-    # fsyncs and reads (the log directory goes offline); flushes often, so there is something
-    # durable to corrupt and something unflushed to lose
+    # power losses with torn tails of garbage, batches corrupted at rest (on a down broker, or
+    # under a live one, found by a read), failing writes, fsyncs and reads (the log directory goes
+    # offline); flushes often, so there is something durable to corrupt and something unflushed to lose
     "disk": FaultProfile(
         "disk", _frozen({**_BASE_WEIGHTS, "crash": 0.4, "drop": 0.6, "lose_disk": 0.2, "flush": 1.0,
-                         "corrupt": 2.0, "fail_disk": 1.0}),
+                         "corrupt": 2.0, "fail_disk": 1.0, "corrupt_live": 1.0}),
         _frozen({"clean": 0.5, "process": 0.5, "power": 1.0}), within_budget=False,
         config=_frozen({"request_timeout_ticks": 6}), spare_known_gaps=False, disk_faults=True),
     # beyond the budget: frequent power loss, unclean election enabled

@@ -53,6 +53,7 @@ def candidates(config: ModelConfig, scope: Scope, b: Bounds) -> list[tuple[Step,
     static_off = {"consume": not scope.consumes, "flush": not scope.flushes, "checkpoint_hw": not scope.hw_checkpoints,
                   "rejoin": scope.max_zombies == 0, "tick": scope.max_clock == 0, "drop": scope.max_drops == 0,
                   "lose_disk": scope.max_disk_losses == 0, "corrupt": scope.max_corruptions == 0,
+                  "corrupt_live": scope.max_live_corruptions == 0,
                   "fail_disk": scope.max_disk_failures == 0}
     for kind, steps in _scoped_kinds(config, scope):
         name = kind.name

@@ -104,12 +104,13 @@ def test_every_fault_class_has_its_counter_and_its_bound():
     """The fault registry is the one place counters and bounds are named: each fault's counter is
     a History field, its bound a Scope field, and every fault counter of History is some fault's."""
     counters = [f.counter for f in FAULTS]
-    assert len(set(counters)) == len(counters) == 10
+    assert len(set(counters)) == len(counters) == 11
     assert set(counters) == set(History._fields[5:])
     assert all(hasattr(Scope(), f.bound) for f in FAULTS)
     assert all(f.when in FAULT_WHEN for f in FAULTS)
     # the budget tells a data-losing step from the step alone
-    assert [f.name for f in FAULTS if f.loses_data] == ["power_loss", "disk_loss", "corruption", "fsync_failure"]
+    assert [f.name for f in FAULTS if f.loses_data] == ["power_loss", "disk_loss", "corruption", "fsync_failure",
+                                                          "live_corruption"]
     assert all(f.static for f in FAULTS if f.loses_data)
 
 
