@@ -1,15 +1,20 @@
 """How often fuzz and cover reach each disk fault (docs/steps.md, "Disk faults") and each recovery
-path it forces: a torn tail of stale or random bytes, a batch corrupted at rest, a write, fsync or
-read failing with EIO or ENOSPC; log recovery rejecting a batch by its CRC (``disk:crc``), a log
-directory taken offline (``disk:offline``), the leader's (``disk:offline-leader``, which the
-controller answers by electing elsewhere).
+path it forces: a torn tail of stale or random bytes, a batch corrupted at rest (on a down broker,
+or under a live one), a write, fsync or read failing with EIO or ENOSPC; log recovery rejecting a
+batch by its CRC (``disk:crc``), a read meeting a damaged batch (``disk:crc-read``: a follower's
+CRC check refuses a fetch response, a consumer's fetch fails), a log directory taken offline
+(``disk:offline``), the leader's (``disk:offline-leader``, which the controller answers by
+electing elsewhere).
 
     python benchmarks/disk_faults.py [--protocol kip-320] [--schedules 2000] [--master local[2]]
                                      [--parts fuzz,cover]
 
 - ``fuzz``: ``isrcheck fuzz --faults disk --schedules N`` (swarm walks of the ``disk`` profile);
-- ``cover``: ``isrcheck cover`` at a two-broker scope with every disk fault once (a power loss that
-  may tear a tail of garbage, a corruption, a disk failure that may be an fsync) and flushes.
+- ``cover``: ``isrcheck cover`` at three two-broker scopes (one record, leader epochs up to 2,
+  flushes, no bounce, drop, partial fetch or HW checkpoint), one per group of disk faults: a power
+  loss that may tear a tail of garbage; a corruption at rest and one under a live broker, with
+  consumes; a disk failure that may be an fsync. One scope with all of them has too many edges to
+  run on two loaded cores in minutes (76,434 schedules at one leader epoch).
 
 Each part prints its command, its time and verdicts, then per fault and path the number of
 schedules that reached it (lockstep's ``disk:*`` coverage, kept per schedule in the Parquet rows).
@@ -26,11 +31,18 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-COVER_SCOPE = ["--replicas", "2", "--min-isr", "2", "--max-records", "1", "--max-epoch", "2", "--max-crashes", "1",
-               "--crash-kinds", "clean,process", "--max-power-losses", "1", "--torn-writes", "--garbage-tails",
-               "--corruptions", "1", "--disk-failures", "1", "--fsync-failures", "1", "--flushes"]
-PATHS = ("disk:tail:stale", "disk:tail:random", "disk:corrupt", "disk:write:EIO", "disk:write:ENOSPC",
-         "disk:fsync:EIO", "disk:fsync:ENOSPC", "disk:read:EIO", "disk:crc", "disk:offline", "disk:offline-leader")
+COVER_BASE = ["--replicas", "2", "--min-isr", "2", "--max-records", "1", "--max-epoch", "2", "--bounces", "0",
+              "--max-drops", "0", "--no-partial-fetches", "--no-hw-checkpoints", "--flushes"]
+COVER_SCOPES = {
+    "tails": ["--max-crashes", "1", "--crash-kinds", "process", "--max-power-losses", "1", "--torn-writes",
+              "--garbage-tails"],
+    "corruptions": ["--max-crashes", "1", "--crash-kinds", "process", "--max-power-losses", "1", "--corruptions", "1",
+                    "--live-corruptions", "1", "--consumes"],
+    "failures": ["--max-crashes", "0", "--disk-failures", "1", "--fsync-failures", "1"],
+}
+PATHS = ("disk:tail:stale", "disk:tail:random", "disk:corrupt", "disk:corrupt-live", "disk:write:EIO",
+         "disk:write:ENOSPC", "disk:fsync:EIO", "disk:fsync:ENOSPC", "disk:read:EIO", "disk:crc", "disk:crc-read",
+         "disk:offline", "disk:offline-leader")
 
 
 def run(command: list[str]) -> float:
@@ -67,10 +79,11 @@ def main() -> int:
                            str(args.schedules), "--master", args.master, "--out", str(out)])
             report("fuzz --faults disk", seconds, out, "coverage")
         if "cover" in parts:
-            out = Path(tmp) / "cover"
-            seconds = run(["isrcheck", "cover", "--protocol", args.protocol, *COVER_SCOPE, "--master", args.master,
-                           "--out", str(out)])
-            report("cover", seconds, out, "disk_paths")
+            for name, scope in COVER_SCOPES.items():
+                out = Path(tmp) / f"cover-{name}"
+                seconds = run(["isrcheck", "cover", "--protocol", args.protocol, *COVER_BASE, *scope,
+                               "--master", args.master, "--out", str(out)])
+                report(f"cover ({name})", seconds, out, "disk_paths")
     return 0
 
 

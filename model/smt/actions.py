@@ -181,6 +181,8 @@ def effect_consume(nx: Next, st: Step) -> None:
     refused = _rules(nx).consume_error(nx, r)
     if refused is not None:
         served = z3.And(served, _not(refused))
+    bad = nx.rep(r, "bad")  # a damaged batch below the HW fails the consumer's CRC check
+    served = z3.And(served, _not(z3.And(bad >= 0, bad < nx.rep(r, "hw"))))
 
     def read(x: Next) -> None:
         b, hw = x.b, x.rep(r, "hw")
@@ -239,9 +241,11 @@ def effect_handle_fetch(nx: Next, st: Step) -> None:
             fields = {"leader": z3.IntVal(d), "lepoch": req["lepoch"],
                       "err": ERROR[error] if isinstance(error, str) else error, "kind": z3.IntVal(KIND[kind]),
                       "hw": hw, "ep": epoch, "end": end}
-            if start is not None:  # the records log[start:stop]
+            if start is not None:  # the records log[start:stop], a damaged batch among them sent unchecked
                 rn = stop - start
-                fields.update(rn=rn, rstart=z3.If(rn > 0, start, 0))
+                bad = y.rep(d, "bad")
+                fields.update(rn=rn, rstart=z3.If(rn > 0, start, 0),
+                              bad1=z3.If(z3.And(start <= bad, bad < stop), bad + 1, 0))
                 for k in range(y.b.log):
                     for f in ("e", "rec", "base"):
                         fields[f"{f}{k}"] = z3.If(k < rn, y.log_field(f"r{d}.", f, start + k), 0)
@@ -298,8 +302,10 @@ def effect_handle_fetch_response(nx: Next, st: Step) -> None:
     rules = _rules(nx)
 
     def records(x: Next) -> None:
-        # a first batch below the LEO (diverged batch boundaries): the append fails, nothing changes
-        x.branch(z3.And(resp["rn"] > 0, resp["rstart"] < x.rep(r, "len")), lambda y: None, accept)
+        # a damaged batch (the CRC check refuses the whole response), or a first batch below the
+        # LEO (diverged batch boundaries): the append fails, nothing changes
+        x.branch(z3.Or(resp["bad1"] > 0, z3.And(resp["rn"] > 0, resp["rstart"] < x.rep(r, "len"))),
+                 lambda y: None, accept)
 
     def accept(x: Next) -> None:
         def append(y: Next) -> None:
@@ -512,13 +518,18 @@ def effect_crash(nx: Next, st: Step) -> None:
     """Clean shutdown flushes; a power loss keeps the first ``survive`` unflushed batches (write-back
     is sequential); a ``torn`` next batch is cut by log recovery, as if never written."""
     r = st.replica
+    lost = z3.BoolVal(st.arg == "power")
     if st.arg == "clean":
         nx.set_rep(r, durable=nx.rep(r, "len"), hwc=nx.rep(r, "hw"))
     elif st.survive:
         nx.set_rep(r, durable=nx.nth_batch_end(f"r{r}.", nx.rep(r, "durable"), st.survive, nx.rep(r, "durable")))
+    if st.arg != "clean":  # a damaged batch: the restart's recovery (no clean shutdown file) cuts there
+        bad, durable = nx.rep(r, "bad"), nx.rep(r, "durable")
+        lost = z3.Or(lost, bad >= 0)
+        nx.set_rep(r, durable=z3.If(bad >= 0, zmin(durable, bad), durable))
     for k in range(1, nx.b.records + 1):
         _clear_pending(nx, r, k)
-    nx.set_rep(r, alive=z3.BoolVal(False), plost=z3.BoolVal(st.arg == "power"),
+    nx.set_rep(r, alive=z3.BoolVal(False), plost=lost,
                unclean=z3.BoolVal(_rules(nx).unclean_shutdown(st.arg)))
     for q in MESSAGE_KINDS.values():
         nx.clear(q, r)
@@ -537,7 +548,8 @@ def effect_restart(nx: Next, st: Step) -> None:
     unclean = nx.rep(r, "unclean")
     nx.branch(nx.rep(r, "plost"), lambda x: x.cut_log(p, zmin(x.rep(r, "durable"), x.rep(r, "len"))))
     length = nx.rep(r, "len")
-    nx.set_rep(r, alive=z3.BoolVal(True), durable=zmin(nx.rep(r, "durable"), length),
+    bad = nx.rep(r, "bad")  # kept by a clean shutdown (no recovery), else cut with the log
+    nx.set_rep(r, alive=z3.BoolVal(True), durable=zmin(nx.rep(r, "durable"), length), bad=z3.If(bad < length, bad, -1),
                hw=zmin(nx.rep(r, "hwc"), length), leader=z3.IntVal(-1), lepoch=z3.IntVal(-1),
                pepoch=z3.IntVal(-1), eso=z3.IntVal(-1), trunc=z3.IntVal(-1), pend=z3.BoolVal(False),
                plost=z3.BoolVal(False), unclean=z3.BoolVal(False),
@@ -556,7 +568,7 @@ def guard_lose_disk(nx: Next, st: Step):
 def effect_lose_disk(nx: Next, st: Step) -> None:
     r = st.replica
     nx.cut_log(f"r{r}.", z3.IntVal(0))
-    nx.set_rep(r, durable=z3.IntVal(0), hw=z3.IntVal(0), hwc=z3.IntVal(0), plost=z3.BoolVal(True),
+    nx.set_rep(r, durable=z3.IntVal(0), hw=z3.IntVal(0), hwc=z3.IntVal(0), plost=z3.BoolVal(True), bad=z3.IntVal(-1),
                unclean=z3.BoolVal(_rules(nx).unclean_shutdown("lost disk")))
 
 
@@ -587,6 +599,17 @@ def effect_fail_disk(nx: Next, st: Step) -> None:
     r = st.replica
     effect_crash(nx, Step("crash", r, "power" if st.arg.startswith("fsync") else "process"))
     nx.branch(_not(nx[f"c.fenced{r}"]), lambda x: effect_fence(x, Step("fence", r)))
+
+
+def guard_corrupt_live(nx: Next, st: Step):
+    r = st.replica
+    return z3.And(nx.rep(r, "alive"), nx.rep(r, "durable") > 0, nx.rep(r, "bad") < 0)
+
+
+def effect_corrupt_live(nx: Next, st: Step) -> None:
+    """The last durable batch of a live broker is damaged: it is its bad batch until cut."""
+    p = f"r{st.replica}."
+    nx.set_rep(st.replica, bad=nx.log_field(p, "base", nx.rep(st.replica, "durable") - 1))
 
 
 def guard_flush(nx: Next, st: Step):

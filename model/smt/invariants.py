@@ -143,7 +143,7 @@ _QUEUE_NAMES = {"fetch_requests": "Fetch", "fetch_responses": "FetchResponse", "
 _REPLICA_FIELDS = {"len": "LEO", "hw": "HW", "hwc": "HWCheckpoint", "durable": "flushedLEO", "leader": "leader",
                    "lepoch": "leaderEpoch", "pepoch": "partitionEpoch", "eso": "epochStartOffset",
                    "trunc": "truncatingEpoch", "bepoch": "brokerEpoch", "alive": "alive", "pend": "pendingIsrChange",
-                   "plost": "powerLost", "unclean": "uncleanShutdown"}
+                   "plost": "powerLost", "unclean": "uncleanShutdown", "bad": "damagedBatch"}
 _PER_PEER = {"isr": "{j} ∈ isr({r})", "pisr": "{j} ∈ pendingIsr({r})", "rleo": "remoteLEO({r},{j})",
              "lcu": "lastCaughtUp({r},{j})", "rbe": "remoteBrokerEpoch({r},{j})", "pep": "pendingBrokerEpoch({r},{j})"}
 _LOG_FIELDS = {"e": "epoch", "rec": "record", "base": "baseOffset"}

@@ -58,14 +58,14 @@ class Bounds:
 # responses, its records. The order is the message NamedTuple's where it has the same field.
 SCALARS = {
     "fetch_requests": ("leader", "lepoch", "off", "lfe", "qe", "mb", "be"),
-    "fetch_responses": ("leader", "lepoch", "err", "kind", "hw", "ep", "end", "rstart", "rn"),
+    "fetch_responses": ("leader", "lepoch", "err", "kind", "hw", "ep", "end", "rstart", "rn", "bad1"),
     "leader_and_isr": ("leader", "lepoch", "pepoch"),
     "alter_partition": ("lepoch", "pepoch"),
     "alter_partition_responses": ("err", "lepoch", "pepoch", "rlepoch"),
 }
 HAS_ISR = ("leader_and_isr", "alter_partition", "alter_partition_responses")
 QUEUES = tuple(MESSAGE_KINDS.values())
-_REPLICA_INTS = ("len", "durable", "hw", "hwc", "leader", "lepoch", "pepoch", "eso", "trunc", "bepoch")
+_REPLICA_INTS = ("len", "durable", "hw", "hwc", "leader", "lepoch", "pepoch", "eso", "trunc", "bepoch", "bad")
 _REPLICA_BOOLS = ("alive", "pend", "plost", "unclean")
 HISTORY_COUNTERS = History._fields[5:]  # the fault counters (alphabet.FAULTS), in History's order
 
@@ -149,7 +149,7 @@ def embed(b: Bounds, s: State) -> dict:
                     p + "leader": rep.leader, p + "lepoch": rep.leader_epoch, p + "pepoch": rep.partition_epoch,
                     p + "eso": rep.epoch_start_offset, p + "trunc": rep.truncating_epoch, p + "alive": rep.alive,
                     p + "pend": rep.pending_isr is not None, p + "plost": rep.power_lost,
-                    p + "bepoch": rep.broker_epoch, p + "unclean": rep.unclean_shutdown})
+                    p + "bepoch": rep.broker_epoch, p + "unclean": rep.unclean_shutdown, p + "bad": rep.bad_batch})
         _set(out, p + "isr", rep.isr, n)
         _set(out, p + "pisr", rep.pending_isr or (), n)
         _member_epochs(out, p + "pep", rep.pending_isr or (), rep.pending_epochs, n)
@@ -235,7 +235,8 @@ def _message(out: dict, p: str, q: str, m, b: Bounds) -> None:
             raise OutOfBounds(f"error code {m.error} unknown to the encoding")
         out.update({p + "leader": m.leader, p + "lepoch": m.leader_epoch, p + "err": ERROR[m.error],
                     p + "kind": KIND[m.kind], p + "hw": m.leader_hw, p + "ep": m.epoch, p + "end": m.end_offset,
-                    p + "rstart": m.records[0].offset if m.records else 0})
+                    p + "rstart": m.records[0].offset if m.records else 0,
+                    p + "bad1": m.bad_batch + 1})  # 0 none: an empty slot's zero
         shifted = tuple(Entry(k, e.epoch, e.record, e.base) for k, e in enumerate(m.records))
         _log(out, p, shifted, b)
         out[p + "rn"] = out.pop(p + "len")
@@ -287,6 +288,7 @@ def decode(b: Bounds, v: dict) -> State:
             pending_isr=_members(v, p + "pisr", n) if v[p + "pend"] else None, pending_produces=pending,
             truncating_epoch=v[p + "trunc"], power_lost=v[p + "plost"], broker_epoch=v[p + "bepoch"],
             remote_broker_epoch=tuple(v[f"{p}rbe{j}"] for j in range(n)), unclean_shutdown=v[p + "unclean"],
+            bad_batch=v[p + "bad"],
             pending_epochs=tuple(v[f"{p}pep{j}"] for j in _members(v, p + "pisr", n)) if v[p + "pend"] else ()))
     controller = Controller(v["c.leader"], v["c.lepoch"], _members(v, "c.isr", n), v["c.pepoch"],
                             _members(v, "c.fenced", n), tuple(v[f"c.bep{j}"] for j in range(n)),
@@ -315,7 +317,8 @@ def _decode_message(v: dict, p: str, q: str, n: int):
         return FetchRequest(*(v[p + f] for f in SCALARS[q]))
     if q == "fetch_responses":
         return FetchResponse(v[p + "leader"], v[p + "lepoch"], ERRORS[v[p + "err"]], KINDS[v[p + "kind"]],
-                             _entries(v, p, v[p + "rn"], v[p + "rstart"]), v[p + "hw"], v[p + "ep"], v[p + "end"])
+                             _entries(v, p, v[p + "rn"], v[p + "rstart"]), v[p + "hw"], v[p + "ep"], v[p + "end"],
+                             v[p + "bad1"] - 1)
     if q == "leader_and_isr":
         return LeaderAndIsr(v[p + "leader"], v[p + "lepoch"], _members(v, p + "isr", n), v[p + "pepoch"])
     if q == "alter_partition":

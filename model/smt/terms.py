@@ -167,7 +167,9 @@ class Next:
         def cut(nx: Next) -> None:
             to = z3.If(offset > 0, nx.log_field(p, "base", offset), 0)
             nx.cut_log(p, to)
-            nx.set_rep(r, hw=zmin(nx.rep(r, "hw"), to), durable=zmin(nx.rep(r, "durable"), to))
+            bad = nx.rep(r, "bad")
+            nx.set_rep(r, hw=zmin(nx.rep(r, "hw"), to), durable=zmin(nx.rep(r, "durable"), to),
+                       bad=z3.If(bad < to, bad, -1))
         self.branch(offset < n, cut)
 
     def flush_policy(self, log_len, durable):

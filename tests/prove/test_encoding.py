@@ -217,6 +217,29 @@ def test_disk_faults(protocol):
     assert s.replicas[1].durable == 0 and s.corruptions == 1  # the one flushed batch was the damaged one
 
 
+# A corruption under a live broker: the leader's flushed batch damaged, the follower's fetch
+# refused by CRC, the consumer's fetch failing, a clean shutdown keeping the damage, a process
+# crash letting recovery cut it; then a follower's damaged batch truncated away by a new leader.
+LIVE = [Step("produce", 0, 1), *_round(1), *_round(2), *_round(1), *_round(2), Step("flush", 0),
+        Step("corrupt_live", 0), Step("corrupt_live", 0), Step("consume", 0), Step("crash", 2, "power"),
+        Step("lose_disk", 2), Step("restart", 2), Step("deliver_leader_and_isr", 2, index=0), *_round(2),
+        Step("crash", 0, "clean"), Step("restart", 0), Step("deliver_leader_and_isr", 0, index=0), Step("consume", 0),
+        Step("crash", 0, "process"), Step("restart", 0)]
+
+
+@pytest.mark.parametrize("protocol", ["kip-101", "kip-320", "kip-966"])
+def test_corruption_under_a_live_broker(protocol):
+    seen = along(protocol, LIVE, 3, 1, 1)
+    assert seen["corrupt_live", "agree"] >= 1 and seen["corrupt_live", "refused"] >= 1
+    assert seen["handle_fetch_response", "agree"] >= 1 and seen["consume", "agree"] >= 2
+    taken = LIVE[:15] + LIVE[16:]  # the second corrupt_live is refused
+    run = replay(_config(protocol, 2), [st.to_json() for st in taken])
+    consumed = [out[0]["error"] for st, out in zip(taken, run.outputs) if st.name == "consume"]
+    assert consumed == ["CORRUPT_MESSAGE", "CORRUPT_MESSAGE"]  # a clean shutdown kept the damage
+    assert run.states[-1].replicas[2].log == ()  # the replaced disk's follower refused the damaged batch
+    assert run.states[-1].replicas[0].log == () and run.states[-1].replicas[0].bad_batch == -1  # recovery cut it
+
+
 @pytest.mark.parametrize("protocol", sorted(RULES))
 def test_solver_admits_exactly_the_models_successor(protocol):
     seen = drive(protocol, seed=len(protocol), states=14, taken=4, refused=2, start=TO_EXPAND)
