@@ -56,7 +56,7 @@ def test_the_machine_finds_a_protocol_bug():
     in lockstep is left to users' settings). The draws are derandomized (tests/machines.py runs
     them in a fresh interpreter, so the run is the same every time). With its swarm (the default)
     it takes a few seconds; without, about 50 s."""
-    failure = run_machine("hw-truncation", "none", 300, 150)
+    failure = run_machine("hw-truncation", "none", 300, 100)
     assert failure is not None and "violation" in failure
 
 
