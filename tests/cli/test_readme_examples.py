@@ -192,7 +192,7 @@ def test_the_disk_fault_scope_is_explored_completely_without_violation():
     failed fsync in scope is explored completely; what breaks, breaks only outside its budget."""
     proc = run(example(DISK_SCOPE))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "20,983 distinct states" in proc.stdout and ", complete" in proc.stdout
+    assert "30,499 distinct states" in proc.stdout and ", complete" in proc.stdout
     assert "no property violated within its fault budget" in proc.stdout
 
 
