@@ -138,7 +138,23 @@ class SimWorld:
     def corrupt_at_rest(self, broker: int) -> int:
         """Damage the last durable batch of down ``broker``'s log on its disk (one byte its CRC
         covers, as bit rot does); returns that batch's base offset. LookupError if there is none."""
-        fs, view = self.filesystems[broker], self._frozen[broker]
+        view = self._frozen[broker]
+        base = self._damage(broker, view.durable, lambda size: size - 1, 0xFF)
+        self._frozen[broker] = dataclasses.replace(view, durable=base)
+        return base
+
+    def corrupt_live(self, broker: int) -> int:
+        """Damage the last durable batch of live ``broker``'s log on its disk (a bit of its max
+        timestamp); returns that batch's base offset. The broker is not told: its next read of
+        the batch meets the bad CRC. LookupError if it has no durable batch."""
+        base = self._damage(broker, self.brokers[broker].durable_offset, lambda size: _MAX_TIMESTAMP_LAST_BYTE, 0x01)
+        self._damaged = True
+        return base
+
+    def _damage(self, broker: int, end: int, at, flip: int) -> int:
+        """XOR ``flip`` into the byte at ``at(batch size)`` of the batch of ``broker``'s log ending at
+        offset ``end``, on its disk; that batch's base offset. LookupError if no batch ends there."""
+        fs = self.filesystems[broker]
         directory = self.brokers[broker].log.dir
         for name in reversed(fs.listdir(directory)):
             if not name.endswith(".log"):
@@ -146,33 +162,12 @@ class SimWorld:
             path = fs.join(directory, name)
             data, position = fs.read_file(path), 0
             for batch in iter_batches(data):
-                if batch.next_offset == view.durable:
-                    last = position + batch.size - 1
-                    fs.corrupt(path, last, bytes([data[last] ^ 0xFF]))
-                    self._frozen[broker] = dataclasses.replace(view, durable=batch.base_offset)
+                if batch.next_offset == end:
+                    byte = position + at(batch.size)
+                    fs.corrupt(path, byte, bytes([data[byte] ^ flip]))
                     return batch.base_offset
                 position += batch.size
-        raise LookupError(f"broker {broker} has no durable batch ending at offset {view.durable}")
-
-    def corrupt_live(self, broker: int) -> int:
-        """Damage the last durable batch of live ``broker``'s log on its disk (a bit of its max
-        timestamp); returns that batch's base offset. The broker is not told: its next read of
-        the batch meets the bad CRC. LookupError if it has no durable batch."""
-        fs, b = self.filesystems[broker], self.brokers[broker]
-        durable, directory = b.durable_offset, b.log.dir
-        for name in reversed(fs.listdir(directory)):
-            if not name.endswith(".log"):
-                continue
-            path = fs.join(directory, name)
-            data, position = fs.read_file(path), 0
-            for batch in iter_batches(data):
-                if batch.next_offset == durable:
-                    at = position + _MAX_TIMESTAMP_LAST_BYTE
-                    fs.corrupt(path, at, bytes([data[at] ^ 0x01]))
-                    self._damaged = True
-                    return batch.base_offset
-                position += batch.size
-        raise LookupError(f"broker {broker} has no durable batch ending at offset {durable}")
+        raise LookupError(f"broker {broker} has no durable batch ending at offset {end}")
 
     def fail_disk(self, broker: int, operation: str, code: str) -> bool:
         """Make the next ``operation`` of live ``broker``'s disk fail with errno ``code`` and run that
