@@ -433,7 +433,10 @@ def wellformed(config: ModelConfig, scope: Scope, b: Bounds, s: dict, unbounded:
         rng(s[p + "hw"], 0, b.log)
         rng(s[p + "hwc"], 0, b.log)
         rng(s[p + "leader"], -1, n - 1)
-        out.append(z3.Or(s[p + "bad"] == -1, z3.And(s[p + "bad"] >= 0, s[p + "bad"] < s[p + "len"])))
+        if scope.max_live_corruptions:  # else no batch is ever damaged under a live broker
+            out.append(z3.Or(s[p + "bad"] == -1, z3.And(s[p + "bad"] >= 0, s[p + "bad"] < s[p + "len"])))
+        else:
+            out.append(s[p + "bad"] == -1)
         out += [s[p + "lepoch"] >= -1, s[p + "pepoch"] >= -1, s[p + "eso"] >= -1, s[p + "trunc"] >= -1,
                 s[p + "bepoch"] >= 0]
         for j in range(n):
@@ -460,7 +463,8 @@ def wellformed(config: ModelConfig, scope: Scope, b: Bounds, s: dict, unbounded:
                 if q == "fetch_responses":
                     rn = s[p + "rn"]
                     log(p, rn, False)
-                    out.append(z3.Or(s[p + "bad1"] == 0, z3.And(s[p + "bad1"] > s[p + "rstart"],
+                    out.append(z3.Or(s[p + "bad1"] == 0, z3.And(scope.max_live_corruptions > 0,
+                                                                s[p + "bad1"] > s[p + "rstart"],
                                                                 s[p + "bad1"] <= s[p + "rstart"] + rn)))
                     out.append(z3.And(z3.Implies(rn == 0, s[p + "rstart"] == 0), s[p + "rstart"] >= 0,
                                       s[p + "kind"] >= 0, s[p + "kind"] < len(KINDS)))
