@@ -28,6 +28,8 @@ class NodeEndpoint:
         self._pending: dict[int, Callback] = {}
         self._next_correlation = 0
         self.malformed = 0  # frames that could not be decoded
+        # where an OSError of a handler or callback goes (a broker's log directory failure); None: raised
+        self.on_io_error: Callable[[OSError], None] | None = None
 
     def next_correlation_id(self) -> int:
         """Reserve a correlation id, so a caller can record it before the send (which may fail at once)."""
@@ -53,6 +55,15 @@ class NodeEndpoint:
 
     # -- Endpoint ---------------------------------------------------------------------------
     def receive(self, src: int, frame: bytes) -> None:
+        if self.on_io_error is None:
+            self._receive(src, frame)
+            return
+        try:
+            self._receive(src, frame)
+        except OSError as exc:  # nothing is answered: the node halts on it
+            self.on_io_error(exc)
+
+    def _receive(self, src: int, frame: bytes) -> None:
         try:
             header = CODEC.decode_header(frame)
         except DecodeError:

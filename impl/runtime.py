@@ -50,12 +50,20 @@ class ProcessScheduler:
     def __init__(self, scheduler: Scheduler) -> None:
         self._scheduler = scheduler
         self.alive = True
+        self.on_io_error: Callable[[OSError], None] | None = None  # as NodeEndpoint.on_io_error
 
     def now_ms(self) -> int:
         return self._scheduler.now_ms()
 
     def schedule(self, delay_ms: int, callback: Callable[[], None]) -> Timer:
         def fire() -> None:
-            if self.alive:
+            if not self.alive:
+                return
+            if self.on_io_error is None:
                 callback()
+                return
+            try:
+                callback()
+            except OSError as exc:
+                self.on_io_error(exc)
         return self._scheduler.schedule(delay_ms, fire)

@@ -185,6 +185,7 @@ async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data
         fs = FailingFileSystem(JournaledFileSystem(journal_path(data_dir)) if journaled else OsFileSystem())
         broker = Broker(broker_id, config, fs, scheduler, transport, auto=True, incarnation=incarnation,
                         data_dir=data_dir, on_event=_event, kafka=kafka is not None)
+        broker.on_log_dir_offline = lambda error: _halt_offline(broker, data_dir, error)
         marker = os.path.join(data_dir, _STARTED)
         if os.path.exists(marker) or incarnation > 0:  # a restart, maybe on a new empty disk
             broker.register()
@@ -216,20 +217,35 @@ async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data
 
 
 def fail_disk(broker: Broker, fs: FailingFileSystem, data_dir: str) -> None:
-    """The disk fails as ``DIR/.disk-failure`` says; if the broker's operation failed, its log
-    directory is offline: halt (exit 1) at once, nothing flushed, as Kafka's Exit.halt."""
+    """The disk fails as ``DIR/.disk-failure`` says (``OPERATION:ERRNO``): the broker runs that
+    operation at once, and if it failed its log directory is offline and it halts. With a third
+    part, ``OPERATION:ERRNO:next``, the failure is only armed: whatever the broker does next of
+    that operation fails (the append of a produce, say) and ``Broker.handle_log_dir_failure``
+    halts it the same way."""
     try:
         with open(os.path.join(data_dir, DISK_FAILURE_FILE), encoding="utf-8") as f:
-            operation, code = f.read().strip().split(":")
+            operation, code, *mode = f.read().strip().split(":")
+        if mode not in ([], ["next"]):
+            raise ValueError(f"expected OPERATION:ERRNO or OPERATION:ERRNO:next, got a mode {':'.join(mode)!r}")
         fs.failures.fail_next(operation, getattr(errno, code))
     except (OSError, ValueError, AttributeError) as exc:
         _log.error("cannot read the disk failure to inject: %s", exc)
+        return
+    if mode:
+        _log.warning("the disk's next %s fails with %s", operation, code)
         return
     if broker.disk_io(operation):
         fs.failures.disarm()
         _log.warning("the injected %s failure hit nothing", operation)
         return
-    error = broker.log_dir_failure_channel.offline[data_dir]
+    _halt_offline(broker, data_dir, broker.log_dir_failure_channel.offline[data_dir], operation)
+
+
+def _halt_offline(broker: Broker, data_dir: str, error: OSError, operation: str = "io") -> None:
+    """The broker's only log directory is offline: halt (exit 1) at once, nothing flushed, as
+    Kafka's LogManager.handleLogDirFailure does with Exit.halt. ``operation``: what failed, where
+    the broker knows it (``io``: an error inside a request or a timer)."""
+    code = errno.errorcode.get(error.errno, str(error.errno))
     _event("log_dir_offline", broker.broker_id, operation, code)
     _log.error("log directory %s offline (%s); no log directory left: halting", data_dir, error)
     os._exit(1)

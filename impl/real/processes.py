@@ -171,6 +171,16 @@ class ProcessCluster:
             self.lost_bytes += sum(power_loss(self.data_dir(broker), journal_path(self.data_dir(broker))).values())
         return True
 
+    def arm_disk_failure(self, broker: int, io: str) -> None:
+        """The broker's disk fails the next operation of the kind ``io`` names (one of DISK_IO) that
+        the broker makes by itself, e.g. the append of the next produce for ``write:*``; the broker
+        then halts with exit code 1 (see ``exit_code``)."""
+        if io not in DISK_IO:
+            raise ValueError(f"io: expected one of {', '.join(DISK_IO)}, got {io!r}")
+        with open(os.path.join(self.data_dir(broker), DISK_FAILURE_FILE), "w", encoding="utf-8") as f:
+            f.write(io + ":next")
+        self.processes[broker].send_signal(signal.SIGUSR1)
+
     def restart(self, broker: int) -> None:
         self.incarnations[broker] += 1
         self.processes[broker] = self._spawn(broker)

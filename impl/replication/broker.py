@@ -97,6 +97,10 @@ class Broker:
         if not kafka:
             self.replica_manager.get_or_create_partition(PARTITION_ID, DEFAULT_TOPIC, 0)
         self.alive = True
+        # an I/O error in a request handler or a timer takes the log directory offline (Kafka's
+        # LocalLog.maybeHandleIOException); the runtime ends the process (None: only ``halt``)
+        self.on_log_dir_offline: Callable[[OSError], None] | None = None
+        self.endpoint.on_io_error = self.scheduler.on_io_error = self.handle_log_dir_failure
         transport.register(broker_id, self.endpoint)
         if events is not None and incarnation > 0 and not kafka:  # log recovery done, not yet registered
             events.broker(self.partition, "restart", {"replica": broker_id})
@@ -253,6 +257,16 @@ class Broker:
         run = {"write": lambda: self.checkpoint_high_watermarks(always=True), "fsync": self.flush,
                "read": self.read_log_end}[operation]
         return self.log_dir_failure_channel.run(self.data_dir, run)
+
+    def handle_log_dir_failure(self, error: OSError) -> None:
+        """An I/O error where the broker did not expect one (a produce's or a fetched batch's append,
+        a timer's checkpoint): LogDirFailureChannel.maybeAddOfflineLogDir, then, its only log
+        directory being offline, the halt of LogManager.handleLogDirFailure. The request that hit
+        it is never answered, so nothing its failed write held is acknowledged."""
+        self.log_dir_failure_channel.maybe_add_offline_log_dir(self.data_dir, error)
+        self.halt()
+        if self.on_log_dir_offline is not None:
+            self.on_log_dir_offline(error)
 
     @property
     def durable_offset(self) -> int:

@@ -78,8 +78,10 @@ class SimWorld:
         return SimulatedFileSystem()
 
     def start_broker(self, broker_id: int, incarnation: int) -> Broker:
-        return Broker(broker_id, self.config, self.filesystems[broker_id], self.clock, self.network,
-                      auto=self.auto, incarnation=incarnation, on_event=self.trace_event, events=self.events)
+        b = Broker(broker_id, self.config, self.filesystems[broker_id], self.clock, self.network,
+                   auto=self.auto, incarnation=incarnation, on_event=self.trace_event, events=self.events)
+        b.on_log_dir_offline = lambda error: self.log_dir_offline(broker_id)
+        return b
 
     # -- faults and restarts ----------------------------------------------------------------------
     def crash_broker(self, broker: int, kind: str, survive: int = 0, torn: bool = False, tail: str = "cut") -> None:
@@ -168,6 +170,14 @@ class SimWorld:
                     return batch.base_offset
                 position += batch.size
         raise LookupError(f"broker {broker} has no durable batch ending at offset {end}")
+
+    def log_dir_offline(self, broker: int) -> None:
+        """``broker``'s only log directory went offline while it served a request or ran a timer
+        (``Broker.handle_log_dir_failure``): the process is gone as in ``fail_disk``, the page
+        cache kept (a failed write is not a failed fsync), and the controller fences it."""
+        self.crash_broker(broker, "process")
+        if broker not in self.controller.fenced:
+            self.controller.fence(broker)
 
     def fail_disk(self, broker: int, operation: str, code: str) -> bool:
         """Make the next ``operation`` of live ``broker``'s disk fail with errno ``code`` and run that

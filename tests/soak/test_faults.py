@@ -17,7 +17,7 @@ import time
 import uuid
 
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer
 
 from isrcheck.conformance.engines.soak.faults import (
     DOWN_KINDS, FAULT_KINDS, Fault, FaultPlan, HookError, HooksExecutor, ProcessClusterFaults, UnknownFaultKind,
@@ -434,6 +434,27 @@ def test_a_leader_whose_fsync_fails_halts_and_the_controller_elects_elsewhere(cl
     cluster.processes.restart(0)
     assert cluster.wait_for_full_isr() == leader
     cluster.wait_for(lambda: cluster.log_bytes(0) == cluster.log_bytes(leader), "broker 0 holds the leader's log")
+
+
+@pytest.mark.slow  # a cluster of its own
+def test_a_leader_whose_disk_fills_up_under_a_produce_halts_and_acknowledges_nothing_it_did_not_write(cluster):
+    cluster.produce(10, "before")
+    cluster.processes.arm_disk_failure(0, "write:ENOSPC")  # the leader's next append fails
+    cluster.produce(20, "during", brokers=[1, 2])           # the first attempt dies with broker 0; retried
+    cluster.wait_for(lambda: not cluster.processes.alive(0), "broker 0 halts")
+    assert cluster.processes.processes[0].returncode == 1
+    assert "log_dir_offline 0 io ENOSPC" in cluster.node_log(0)
+    leader = cluster.wait_for(lambda: cluster.state()[0] in (1, 2) and cluster.state()[0], "a new leader")
+    consumer = KafkaConsumer(TOPIC, bootstrap_servers=cluster.bootstrap([leader]), auto_offset_reset="earliest",
+                             consumer_timeout_ms=3000, enable_auto_commit=False)
+    try:
+        values = {m.value for m in consumer}
+    finally:
+        consumer.close()
+    for tag, n in (("before", 10), ("during", 20)):         # every acknowledged record is there
+        assert {f"{tag}-{i}".encode() * 10 for i in range(n)} <= values
+    cluster.processes.restart(0)
+    assert cluster.wait_for_full_isr() == leader
 
 
 @pytest.mark.slow  # a cluster of its own

@@ -1,6 +1,8 @@
 """What a broker's disk holds after the faults of the step alphabet, read back from the simulated
 file system: a lost disk, an HW checkpoint without a flush, and a power loss that kept some
 unflushed batches and tore the next one."""
+import errno
+
 import pytest
 
 from isrcheck.impl.replication.broker import DATA_DIR, HW_CHECKPOINT_NAME
@@ -155,3 +157,35 @@ def test_a_torn_tail_of_garbage_is_as_long_as_its_header_says_and_fails_only_the
     c.restart(0)
     report = c.brokers[0].log.recovery_report
     assert "CRC mismatch" in report.events[0] and report.log_end_offset == 1
+
+
+def test_a_produce_whose_append_fails_is_never_acknowledged_and_the_leader_halts():
+    """ENOSPC on the leader's append of a produce (not through ``fail_disk``, which runs an operation of
+    its own): the log directory goes offline, the broker halts without answering, the controller
+    fences it and elects elsewhere, and the log holds nothing of the failed batch."""
+    c = cluster(replicas=3, min_isr=2)
+    c.produce(0, b"1", 1)
+    assert [r.error for r in c.take_client_responses()] == ["NONE"]
+    c.filesystems[0].fail_next("write", errno.ENOSPC)
+    c.produce(0, b"2", 1)
+    assert c.take_client_responses() == []          # acks=1 and no answer: nothing acknowledged
+    leader = c.world.brokers[0]
+    assert not leader.alive and leader.log_dir_failure_channel.offline[DATA_DIR].errno == errno.ENOSPC
+    assert [e.value for e in c.snapshot().brokers[0].log] == [b"1"]
+    controller = c.snapshot().controller
+    assert (controller.fenced, controller.leader, controller.isr) == ((0,), -1, (1, 2))
+    c.elect()
+    assert c.snapshot().controller.leader == 1
+
+
+def test_a_follower_whose_append_fails_halts_and_the_leader_serves_on():
+    c = cluster(replicas=2)
+    c.produce(0, b"1", 1)
+    c.send_fetch(1)
+    c.filesystems[1].fail_next("write", errno.EIO)
+    c.handle_fetch(1)
+    c.handle_fetch_response(1)                      # the fetched batch's append fails
+    assert not c.world.brokers[1].alive and c.snapshot().brokers[1].log == ()
+    assert 1 in c.snapshot().controller.fenced
+    c.produce(0, b"2", 1)
+    assert [r.error for r in c.take_client_responses()] == ["NONE", "NONE"]
