@@ -116,7 +116,7 @@ class Abstraction:
         replicas = []
         for b in snap.brokers:
             i = b.broker_id
-            if kept[i][0] != b:
+            if kept[i][0] is not b and kept[i][0] != b:  # an unchanged broker is the same snapshot
                 raw = Replica(log=self._log(i, b.log), **replica_fields(b))
                 kept[i] = (b, epochs.replica(i, raw))
             replicas.append(kept[i][1])
