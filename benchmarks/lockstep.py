@@ -51,6 +51,7 @@ def main() -> None:
 
     schedules = [random_walk(seed, args.protocol, args.steps, args.faults, impl=False)[0]
                  for seed in range(args.schedules)]
+    _replay(schedules[:1], impl=True)  # start-up (loading the implementation) off the timed part
     total, model_s, impl_s, steps, cpu = _replay(schedules, impl=True)
     alone, alone_model_s, _, alone_steps, _ = _replay(schedules, impl=False)
     runner_s = total - model_s - impl_s

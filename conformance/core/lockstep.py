@@ -94,6 +94,7 @@ class Lockstep:
         self._hash = hashlib.blake2b(_seed_text(self.state).encode(), digest_size=16)
         self._text = _StateText()
         self._coverage: set[str] = set()
+        self._shapes: dict[int, tuple] = {}  # broker -> (replica, ISR member, its part of the shape)
         self._bad_batches: set[int] = set()  # down brokers whose recovery must reject a batch by its CRC
         self._previous = "init"
 
@@ -233,7 +234,7 @@ class Lockstep:
         cov.add(f"{self._previous}>{name}")
         for out in outputs:
             cov.add(f"{out['type']}:{out['error']}")
-        cov.add(_shape(self.state))
+        cov.add(_shape(self.state, self._shapes))
         cov.update(divergence_rungs(self.state))
         if name in _DISK_STEPS:
             cov.update(disk_paths(st, before, self._bad_batches))
@@ -402,17 +403,26 @@ class _Agreed:
         return True
 
 
-def _shape(state) -> str:
+def _shape(state, kept: dict | None = None) -> str:
     """A coarse abstract-state fingerprint for coverage, e.g. ``s:L0i.F1i.D0-|1|10000``: per broker
     its role (Leader, Follower, No leader known, Down), how far its HW lags its LEO (capped at 3),
     controller-ISR membership, truncating fetcher (t), pending ISR change (p); whether the
-    controller has a leader; messages in flight per kind (capped at 2)."""
+    controller has a leader; messages in flight per kind (capped at 2). ``kept``, if given, keeps
+    each broker's part for its replica object (a step leaves most brokers alone)."""
     c = state.controller
     parts = []
     for i, r in enumerate(state.replicas):
+        member = i in c.isr
+        last = kept.get(i) if kept is not None else None
+        if last is not None and last[0] is r and last[1] == member:
+            parts.append(last[2])
+            continue
         role = "D" if not r.alive else ("L" if r.leader == i else ("F" if r.leader >= 0 else "N"))
-        parts.append(f"{role}{min(len(r.log) - r.hw, 3)}{'i' if i in c.isr else '-'}"
-                     f"{'t' if r.truncating_epoch >= 0 else ''}{'p' if r.pending_isr is not None else ''}")
+        part = (f"{role}{min(len(r.log) - r.hw, 3)}{'i' if member else '-'}"
+                f"{'t' if r.truncating_epoch >= 0 else ''}{'p' if r.pending_isr is not None else ''}")
+        if kept is not None:
+            kept[i] = (r, member, part)
+        parts.append(part)
     flight = "".join(str(min(sum(map(len, q)), 2)) for q in (
         state.fetch_requests, state.fetch_responses, state.leader_and_isr, state.alter_partition,
         state.alter_partition_responses))
