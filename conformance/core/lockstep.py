@@ -94,7 +94,7 @@ class Lockstep:
         self._hash = hashlib.blake2b(_seed_text(self.state).encode(), digest_size=16)
         self._text = _StateText()
         self._coverage: set[str] = set()
-        self._shapes: dict[int, tuple] = {}  # broker -> (replica, ISR member, its part of the shape)
+        self._shapes: dict = {}  # broker -> (replica, ISR member, its part of the shape); "flight" -> (queues, part)
         self._bad_batches: set[int] = set()  # down brokers whose recovery must reject a batch by its CRC
         self._previous = "init"
 
@@ -307,6 +307,10 @@ def disk_paths(st: Step, before, bad: set[int]) -> list[str]:
     return out + ["disk:offline-leader"] * (before.controller.leader == r)
 
 
+# a Replica as its repr writes it, the log (its second field) given as text
+_REPLICA_TEXT = "Replica(" + ", ".join(f"{f}=%s" if f == "log" else f"{f}=%r" for f in Replica._fields) + ")"
+
+
 class _StateText:
     """What changed from one state to the next, as stable text for the trace hash: the initial
     state and every delta determine the whole sequence of states. Parts that are the same object
@@ -335,9 +339,7 @@ class _StateText:
         if type(value) is tuple:
             return self._tuple(place, value)
         if type(value) is Replica:  # repr of the named tuple, its log through the kept text
-            return "Replica(" + ", ".join(
-                f"log={self._tuple(place, v)}" if f == "log" else f"{f}={v!r}"
-                for f, v in zip(Replica._fields, value)) + ")"
+            return _REPLICA_TEXT % (value[0], self._tuple(place, value[1]), *value[2:])
         return repr(value)
 
     def _tuple(self, place: str, items: tuple) -> str:
@@ -403,6 +405,10 @@ class _Agreed:
         return True
 
 
+# the State fields of the five message kinds, in flight per replica
+_QUEUES = slice(State._fields.index("fetch_requests"), State._fields.index("now"))
+
+
 def _shape(state, kept: dict | None = None) -> str:
     """A coarse abstract-state fingerprint for coverage, e.g. ``s:L0i.F1i.D0-|1|10000``: per broker
     its role (Leader, Follower, No leader known, Down), how far its HW lags its LEO (capped at 3),
@@ -423,9 +429,14 @@ def _shape(state, kept: dict | None = None) -> str:
         if kept is not None:
             kept[i] = (r, member, part)
         parts.append(part)
-    flight = "".join(str(min(sum(map(len, q)), 2)) for q in (
-        state.fetch_requests, state.fetch_responses, state.leader_and_isr, state.alter_partition,
-        state.alter_partition_responses))
+    queues = state[_QUEUES]
+    last = kept.get("flight") if kept is not None else None
+    if last is not None and all(map(operator.is_, last[0], queues)):
+        flight = last[1]
+    else:
+        flight = "".join(str(min(sum(map(len, q)), 2)) for q in queues)
+        if kept is not None:
+            kept["flight"] = (queues, flight)
     return f"s:{'.'.join(parts)}|{int(c.leader >= 0)}|{flight}"
 
 
