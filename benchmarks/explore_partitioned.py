@@ -18,6 +18,7 @@ import argparse
 import multiprocessing as mp
 import os
 import pickle
+import sys
 import time
 from array import array
 
@@ -146,6 +147,7 @@ def main() -> None:
     args = parser.parse_args()
     config = ModelConfig(protocol=args.protocol)
     scope = Scope(max_records=args.max_records, max_epoch=args.max_epoch)
+    print("command: python benchmarks/explore_partitioned.py " + " ".join(sys.argv[1:]))
     print(f"{args.protocol}, scope max_records={scope.max_records} max_epoch={scope.max_epoch} "
           f"(otherwise the default), {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
     cpu = _cpu()
