@@ -363,7 +363,7 @@ class _Agreed:
     hands out the same object for a broker a step left alone), so most steps compare replicas by
     identity."""
 
-    _HISTORY = ("acked", "consumed")
+    _HISTORY = tuple((name, State._fields.index(name)) for name in ("acked", "consumed"))
 
     def __init__(self) -> None:
         self._pairs: dict[object, tuple[tuple, tuple]] = {}  # place -> (model's, implementation's)
@@ -373,9 +373,12 @@ class _Agreed:
         replicas = tuple(self._replica(k, m, a) for k, (m, a) in enumerate(zip(expected.replicas, actual.replicas)))
         if all(map(operator.is_, replicas, expected.replicas)):
             replicas = expected.replicas
-        return actual._replace(replicas=replicas, **{
-            name: getattr(expected, name) for name in self._HISTORY
-            if self._equal(name, getattr(expected, name), getattr(actual, name))})
+        fields = list(actual)
+        fields[0] = replicas
+        for name, at in self._HISTORY:
+            if self._equal(name, expected[at], actual[at]):
+                fields[at] = expected[at]
+        return type(actual)(*fields)
 
     def _replica(self, k: int, m, a):
         """Broker ``k``'s replica as the implementation has it (``a``), the model's ``m`` if equal."""
@@ -384,9 +387,8 @@ class _Agreed:
             return m
         if not self._equal(k, m.log, a.log):
             return a
-        shared = a._replace(log=m.log)
-        if shared != m:
-            return shared
+        if a[0] != m[0] or a[2:] != m[2:]:  # equal logs (``log`` is a Replica's second field), other fields not
+            return a._replace(log=m.log)
         self._replicas[k] = (m, a)
         return m
 
