@@ -280,7 +280,9 @@ class Step(NamedTuple):
 
     def __repr__(self) -> str:
         # a tail at its default is left out, so traces hashed before torn tails existed hash the same
-        return "Step(" + ", ".join(f"{n}={v!r}" for n, v in zip(self._fields, self) if n != "tail" or v != "cut") + ")"
+        if self[8] == "cut":
+            return _STEP_REPR % self[:8]
+        return _STEP_REPR_TAIL % self
 
     @property
     def kind(self) -> StepKind:
@@ -335,6 +337,11 @@ class Step(NamedTuple):
                 raise InvalidStep(name, misplaced, "tail belongs to a torn power loss only (torn is false)")
             raise InvalidStep(name, misplaced, f"{misplaced} belongs to a power loss only (kind {values['arg']!r})")
         return cls(name, **values)
+
+
+# ``Step``'s repr (a hot path: every step of a run is hashed by it), as a NamedTuple writes it
+_STEP_REPR_TAIL = "Step(" + ", ".join(f"{name}=%r" for name in Step._fields) + ")"
+_STEP_REPR = _STEP_REPR_TAIL.replace(", tail=%r", "")
 
 
 def is_step(step: object) -> bool:

@@ -32,6 +32,7 @@ from .budget import EMPTY_LEDGER
 from .config import ModelConfig, Scope
 from .losses import LAST_REPLICA_STANDING, STALE_ISR_EXPANSION, last_replica_standing
 from .next_state import NextState
+from .reads import EVERYTHING, changed_parts, reads_mask
 from .semantics import StepRefused, apply, take
 from .state import State, initial_state
 from .symmetry import all_permutations, canonical, compose, inverse, no_election_ahead, renamed_step
@@ -387,11 +388,11 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
     transitions = 0
 
     index = {p.id: k for k, p in enumerate(pending)}
-    reads = [_reads_mask(p) for p in pending]
+    reads = [reads_mask(p) for p in pending]
 
-    def check(s: State, i: int, ledger, extra: tuple = (), changed: int = _EVERYTHING, held: int = 0) -> int:
+    def check(s: State, i: int, ledger, extra: tuple = (), changed: int = EVERYTHING, held: int = 0) -> int:
         """Check ``s``, reached with ``ledger``: state ``i``, or ``extra`` steps after it (inside a
-        fetch round). ``changed``: what differs from its parent (``_changed``); ``held``: the
+        fetch round). ``changed``: what differs from its parent (``changed_parts``); ``held``: the
         properties (bits by index) the parent is known to pass, skipped where what they read is
         unchanged. Returns the properties ``s`` is known to pass."""
         passed = 0
@@ -435,7 +436,7 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                 else:
                     led = ledger.after(s, st[0], t, known)
                 if inside and pending:  # a round's states are reachable too, though not stored
-                    check(inside[0], si, mid, st[:2], _changed(s, inside[0]), held)  # after handle_fetch
+                    check(inside[0], si, mid, st[:2], changed_parts(s, inside[0]), held)  # after handle_fetch
                     if violations and stop_at_first:
                         stopped = True
                         break
@@ -459,7 +460,7 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                     step_list.append(st)
                 via.append(sid)
                 max_depth = depth_of_level
-                passed = check(t, ti, led, (), _changed(s, concrete), held) if pending else 0
+                passed = check(t, ti, led, (), changed_parts(s, concrete), held) if pending else 0
                 next_frontier.append((ti, t, led, passed))
                 if violations and stop_at_first:
                     stopped = True
@@ -477,36 +478,6 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                          time.perf_counter() - start, sorted(violations, key=lambda v: (v.depth, v.property)),
                          sorted(beyond.values(), key=lambda v: (v.depth, v.property)), symmetry,
                          represented, collision_probability(len(parent)), symmetric)
-
-
-# what a property reads, as bits (``Property.reads``); an unknown reader reads everything
-_READS = {"logs": 1, "replicas": 2, "controller": 4, "acked": 8, "consumed": 16, "consumer_hw_regressed": 32}
-_EVERYTHING = 127  # 64: what no bit names (set in every ``_changed``)
-
-
-def _reads_mask(p: Property) -> int:
-    return _EVERYTHING if p.reads is None else sum(_READS[f] for f in p.reads)
-
-
-def _changed(s: State, t: State) -> int:
-    """What differs between state ``s`` and its successor ``t``, as ``_READS`` bits, by identity:
-    a step shares with its successor every object it leaves alone (``NextState``), so an object
-    that is the same is unchanged; one rebuilt with equal contents counts as changed."""
-    changed = 64
-    a, b = s[0], t[0]
-    if a is not b and any(x is not y for x, y in zip(a, b)):
-        changed |= 2
-        if any(x[1] is not y[1] for x, y in zip(a, b)):
-            changed |= 1
-    if s[1] is not t[1]:
-        changed |= 4
-    if s.acked is not t.acked:
-        changed |= 8
-    if s.consumed is not t.consumed:
-        changed |= 16
-    if s.consumer_hw_regressed != t.consumer_hw_regressed:
-        changed |= 32
-    return changed
 
 
 def _trace(i: int, parent: array, via: array, renamed: array, step_list: list[tuple], perms: tuple,

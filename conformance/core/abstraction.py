@@ -67,15 +67,19 @@ class ModelEpochs:
             pending_epochs=tuple(rank(m, e) for m, e in zip(r.pending_isr or (), r.pending_epochs)),
             unclean_shutdown=self.unclean and not r.alive and r.unclean_shutdown)
 
-    def system(self, system: tuple, model_replicas: tuple | None = None) -> tuple:
+    def controller(self, controller: Controller) -> Controller:
+        return controller._replace(broker_epochs=tuple(len(g) - 1 if self.counted else 0
+                                                       for g in self.registrations))
+
+    def system(self, system: tuple, model_replicas: tuple | None = None,
+               model_controller: Controller | None = None) -> tuple:
         """``system`` (replicas, controller, the five message queues, now) in the model's
-        numbering; ``model_replicas``, if given, are its replicas already numbered."""
+        numbering; ``model_replicas`` and ``model_controller``, if given, are already numbered."""
         replicas, controller, requests, responses, lai, alters, alter_responses, now = system
         rank, counted = self.rank, self.counted
         if model_replicas is None:
             model_replicas = tuple(self.replica(b, r) for b, r in enumerate(replicas))
-        controller = controller._replace(broker_epochs=tuple(len(g) - 1 if counted else 0
-                                                             for g in self.registrations))
+        controller = self.controller(controller) if model_controller is None else model_controller
         if counted:
             requests = tuple(tuple(m._replace(broker_epoch=rank(f, m.broker_epoch)) for m in q)
                              for f, q in enumerate(requests))
@@ -102,26 +106,30 @@ class Abstraction:
         # per broker: (its last snapshot, that snapshot as a model Replica); most steps change one
         # broker or none, and an equal snapshot under the same registrations is the same Replica
         self._replicas: list[tuple] = [(None, None)] * report.n
+        self._controller: tuple = (None, None)  # the last controller state, as the model's Controller
 
     def system_state(self) -> tuple:
         """``(replicas, controller, fetch_requests, ..., alter_partition_responses, now)``."""
         snap = self.cluster.snapshot()
-        controller = controller_fields(snap.controller)
-        registrations = controller.pop("registrations")
         epochs = self._epochs
-        if epochs is None or epochs.registrations != registrations:
-            epochs = self._epochs = ModelEpochs(registrations, self.cluster.config.protocol)
-            self._replicas = [(None, None)] * self.report.n
+        if snap.controller is not self._controller[0]:  # the controller hands out one object while unchanged
+            controller = controller_fields(snap.controller)
+            registrations = controller.pop("registrations")
+            if epochs is None or epochs.registrations != registrations:
+                epochs = self._epochs = ModelEpochs(registrations, self.cluster.config.protocol)
+                self._replicas = [(None, None)] * self.report.n
+            self._controller = (snap.controller, epochs.controller(Controller(**controller)))
         kept = self._replicas
         replicas = []
         for b in snap.brokers:
             i = b.broker_id
-            if kept[i][0] != b:
+            if kept[i][0] is not b and kept[i][0] != b:  # an unchanged broker is the same snapshot
                 raw = Replica(log=self._log(i, b.log), **replica_fields(b))
                 kept[i] = (b, epochs.replica(i, raw))
             replicas.append(kept[i][1])
-        return epochs.system((replicas, Controller(**controller), *self.report.in_flight(message),
-                              snap.now_ms // MS_PER_TICK), tuple(replicas))
+        model_controller = self._controller[1]
+        return epochs.system((replicas, model_controller, *self.report.in_flight(message),
+                              snap.now_ms // MS_PER_TICK), tuple(replicas), model_controller)
 
     def _log(self, broker: int, log: tuple) -> tuple:
         """The model entries of a broker's log, converting only the entries after the part it shares

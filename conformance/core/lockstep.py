@@ -16,6 +16,7 @@ checked at once (a difference in any field the properties read is already a dive
 from __future__ import annotations
 
 import hashlib
+import operator
 import time
 from typing import TYPE_CHECKING, Iterable
 
@@ -25,6 +26,7 @@ from isrcheck.model import (
 from isrcheck.model.budget import EMPTY_LEDGER
 from isrcheck.model.config import ConfigError
 from isrcheck.model.history import EMPTY_HISTORY
+from isrcheck.model.reads import changed_parts, reads_mask
 from isrcheck.specs import PROPERTIES
 
 from isrcheck.conformance.core.diff import common_prefix, diff
@@ -64,6 +66,10 @@ class Lockstep:
                 raise ValueError(f"unknown property {', '.join(unknown)}")
             self.invariants = tuple(p for p in INVARIANTS if p.id in wanted)
             self.history = tuple(p for p in HISTORY if p.id in wanted)
+        # an invariant whose reads a step left alone is not checked again: it passed there (else
+        # the run ended), or failed outside its budget, noted once (the ledger only grows)
+        self._reads = tuple((p, reads_mask(p)) for p in self.invariants)
+        self._checked = False  # the initial state is not checked; the first state after it is, whole
         self.cfg = ModelConfig.of(protocol, config)
         self.state = initial_state(self.cfg)
         self.config = config
@@ -88,6 +94,7 @@ class Lockstep:
         self._hash = hashlib.blake2b(_seed_text(self.state).encode(), digest_size=16)
         self._text = _StateText()
         self._coverage: set[str] = set()
+        self._shapes: dict = {}  # broker -> (replica, ISR member, its part of the shape); "flight" -> (queues, part)
         self._bad_batches: set[int] = set()  # down brokers whose recovery must reject a batch by its CRC
         self._previous = "init"
 
@@ -167,7 +174,12 @@ class Lockstep:
             verdict = self._last_within(ledger, i, before)
             if verdict is not None:
                 return verdict
-        failed = [p for p in self.invariants if not p.check(new_state)]
+        if self._checked:  # what a property reads the step left alone: its answer is the last one
+            changed = changed_parts(before, new_state)
+            failed = [p for p, reads in self._reads if reads & changed and not p.check(new_state)]
+        else:
+            failed = [p for p in self.invariants if not p.check(new_state)]
+            self._checked = True
         if failed:
             return self._judge(failed, i, st, new_state)
         return None
@@ -222,7 +234,7 @@ class Lockstep:
         cov.add(f"{self._previous}>{name}")
         for out in outputs:
             cov.add(f"{out['type']}:{out['error']}")
-        cov.add(_shape(self.state))
+        cov.add(_shape(self.state, self._shapes))
         cov.update(divergence_rungs(self.state))
         if name in _DISK_STEPS:
             cov.update(disk_paths(st, before, self._bad_batches, outputs))
@@ -256,10 +268,16 @@ class Lockstep:
                        tuple(self.beyond.values()), self.outside_budget())
 
 
+# the ghost counters of the disk faults, left out of the trace hash's first state (zero there)
+_UNHASHED = frozenset(("corruptions", "disk_failures", "fsync_failures", "live_corruptions"))
+
+
 def _seed_text(state: State) -> str:
-    """The initial state as the trace hash starts from: its ``repr`` without the disk faults'
-    counters (zero there), so every run hashes as it did before those faults existed."""
-    return repr(state).replace(", corruptions=0, disk_failures=0, fsync_failures=0, live_corruptions=0", "")
+    """The initial state as the trace hash starts from: written as its ``repr`` writes it, field
+    by field, but without the disk faults' counters, so every run hashes as it did before those
+    faults existed."""
+    return "State(" + ", ".join(f"{name}={value!r}" for name, value in zip(State._fields, state)
+                                if name not in _UNHASHED) + ")"
 
 
 _DISK_STEPS = frozenset(("crash", "corrupt", "fail_disk", "restart", "corrupt_live", "consume",
@@ -304,6 +322,13 @@ def disk_paths(st: Step, before, bad: set[int], outputs: list = ()) -> list[str]
     return out + ["disk:offline-leader"] * (before.controller.leader == r)
 
 
+# a Replica as its repr writes it, the log (its second field) given as text: its last field,
+# bad_batch, only when a batch is damaged, as its repr shows it
+_DAMAGED_REPLICA_TEXT = "Replica(" + ", ".join(f"{f}=%s" if f == "log" else f"{f}=%r" for f in Replica._fields) + ")"
+_REPLICA_TEXT = _DAMAGED_REPLICA_TEXT.replace(", bad_batch=%r", "")
+assert Replica._fields[-1] == "bad_batch"
+
+
 class _StateText:
     """What changed from one state to the next, as stable text for the trace hash: the initial
     state and every delta determine the whole sequence of states. Parts that are the same object
@@ -332,9 +357,9 @@ class _StateText:
         if type(value) is tuple:
             return self._tuple(place, value)
         if type(value) is Replica:  # repr of the named tuple, its log through the kept text
-            return "Replica(" + ", ".join(
-                f"log={self._tuple(place, v)}" if f == "log" else f"{f}={v!r}"
-                for f, v in zip(Replica._fields, value) if f != "bad_batch" or v != -1) + ")"
+            if value[-1] == -1:
+                return _REPLICA_TEXT % (value[0], self._tuple(place, value[1]), *value[2:-1])
+            return _DAMAGED_REPLICA_TEXT % (value[0], self._tuple(place, value[1]), *value[2:])
         return repr(value)
 
     def _tuple(self, place: str, items: tuple) -> str:
@@ -353,19 +378,39 @@ class _Agreed:
     tuples found equal is kept; when both sides extended that pair, only the new items are
     compared (each prefix is compared with the kept tuple it shares its objects with), and the
     implementation's equal tuple is replaced by the model's, so the state comparison meets the
-    same object. Tuples that differ are left for that comparison to report."""
+    same object. Tuples that differ are left for that comparison to report. A replica found equal
+    is replaced by the model's, and kept as such while neither side rebuilt it (the abstraction
+    hands out the same object for a broker a step left alone), so most steps compare replicas by
+    identity."""
 
-    _HISTORY = ("acked", "consumed")
+    _HISTORY = tuple((name, State._fields.index(name)) for name in ("acked", "consumed"))
 
     def __init__(self) -> None:
         self._pairs: dict[object, tuple[tuple, tuple]] = {}  # place -> (model's, implementation's)
+        self._replicas: dict[int, tuple] = {}  # broker -> (model's replica, implementation's) found equal
 
     def share(self, expected, actual):
-        replicas = tuple(a._replace(log=m.log) if self._equal(k, m.log, a.log) else a
-                         for k, (m, a) in enumerate(zip(expected.replicas, actual.replicas)))
-        return actual._replace(replicas=replicas, **{
-            name: getattr(expected, name) for name in self._HISTORY
-            if self._equal(name, getattr(expected, name), getattr(actual, name))})
+        replicas = tuple(self._replica(k, m, a) for k, (m, a) in enumerate(zip(expected.replicas, actual.replicas)))
+        if all(map(operator.is_, replicas, expected.replicas)):
+            replicas = expected.replicas
+        fields = list(actual)
+        fields[0] = replicas
+        for name, at in self._HISTORY:
+            if self._equal(name, expected[at], actual[at]):
+                fields[at] = expected[at]
+        return type(actual)(*fields)
+
+    def _replica(self, k: int, m, a):
+        """Broker ``k``'s replica as the implementation has it (``a``), the model's ``m`` if equal."""
+        kept = self._replicas.get(k)
+        if kept is not None and kept[0] is m and kept[1] is a:
+            return m
+        if not self._equal(k, m.log, a.log):
+            return a
+        if a[0] != m[0] or a[2:] != m[2:]:  # equal logs (``log`` is a Replica's second field), other fields not
+            return a._replace(log=m.log)
+        self._replicas[k] = (m, a)
+        return m
 
     def _equal(self, place, m: tuple, a: tuple) -> bool:
         pm, pa = self._pairs.get(place, ((), ()))
@@ -382,20 +427,38 @@ class _Agreed:
         return True
 
 
-def _shape(state) -> str:
+# the State fields of the five message kinds, in flight per replica
+_QUEUES = slice(State._fields.index("fetch_requests"), State._fields.index("now"))
+
+
+def _shape(state, kept: dict | None = None) -> str:
     """A coarse abstract-state fingerprint for coverage, e.g. ``s:L0i.F1i.D0-|1|10000``: per broker
     its role (Leader, Follower, No leader known, Down), how far its HW lags its LEO (capped at 3),
     controller-ISR membership, truncating fetcher (t), pending ISR change (p); whether the
-    controller has a leader; messages in flight per kind (capped at 2)."""
+    controller has a leader; messages in flight per kind (capped at 2). ``kept``, if given, keeps
+    each broker's part for its replica object (a step leaves most brokers alone)."""
     c = state.controller
     parts = []
     for i, r in enumerate(state.replicas):
+        member = i in c.isr
+        last = kept.get(i) if kept is not None else None
+        if last is not None and last[0] is r and last[1] == member:
+            parts.append(last[2])
+            continue
         role = "D" if not r.alive else ("L" if r.leader == i else ("F" if r.leader >= 0 else "N"))
-        parts.append(f"{role}{min(len(r.log) - r.hw, 3)}{'i' if i in c.isr else '-'}"
-                     f"{'t' if r.truncating_epoch >= 0 else ''}{'p' if r.pending_isr is not None else ''}")
-    flight = "".join(str(min(sum(map(len, q)), 2)) for q in (
-        state.fetch_requests, state.fetch_responses, state.leader_and_isr, state.alter_partition,
-        state.alter_partition_responses))
+        part = (f"{role}{min(len(r.log) - r.hw, 3)}{'i' if member else '-'}"
+                f"{'t' if r.truncating_epoch >= 0 else ''}{'p' if r.pending_isr is not None else ''}")
+        if kept is not None:
+            kept[i] = (r, member, part)
+        parts.append(part)
+    queues = state[_QUEUES]
+    last = kept.get("flight") if kept is not None else None
+    if last is not None and all(map(operator.is_, last[0], queues)):
+        flight = last[1]
+    else:
+        flight = "".join(str(min(sum(map(len, q)), 2)) for q in queues)
+        if kept is not None:
+            kept["flight"] = (queues, flight)
     return f"s:{'.'.join(parts)}|{int(c.leader >= 0)}|{flight}"
 
 

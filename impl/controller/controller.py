@@ -135,6 +135,7 @@ class Controller:
         self.fenced: set[int] = set()
         self.broker_epochs = [-1] * replicas
         self.registrations: list[list[int]] = [[] for _ in range(replicas)]
+        self._last_state: tuple[tuple, ControllerState | None] = ((), None)  # state()'s fields and answer
         self.incarnations = [-1] * replicas  # of the registered process of each broker
         self.session_deadline = [0] * replicas
         self._next_broker_epoch = 1
@@ -205,9 +206,11 @@ class Controller:
     def state(self) -> ControllerState:
         """The first partition's state, fenced brokers and broker epochs."""
         p = self.partitions[0]
-        return ControllerState(p.leader, p.leader_epoch, p.isr, p.partition_epoch,
-                               tuple(sorted(self.fenced)), tuple(self.broker_epochs), p.elr,
-                               p.last_known_leader, tuple(tuple(r) for r in self.registrations))
+        fields = (p.leader, p.leader_epoch, p.isr, p.partition_epoch, tuple(sorted(self.fenced)),
+                  tuple(self.broker_epochs), p.elr, p.last_known_leader, tuple(map(tuple, self.registrations)))
+        if fields != self._last_state[0]:  # unchanged: the same object (readers compare by identity first)
+            self._last_state = (fields, ControllerState(*fields))
+        return self._last_state[1]
 
     def eligible_leader(self, partition: int = 0) -> int:
         """The replica ``elect`` would pick, or -1 (see ``_election``)."""

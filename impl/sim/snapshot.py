@@ -97,6 +97,9 @@ class LogView:
         self._byte_ends: list[int] = []        # where each batch ends in those bytes
         self._ends: list[int] = []             # len(entries) after each batch
         self.entries: tuple[LogEntry, ...] = ()
+        # the fields of the last broker snapshot built over this view, and that snapshot: a broker
+        # a step left alone gives the same snapshot object (cheaper than building and comparing one)
+        self.last: tuple[tuple, BrokerSnapshot | None] = ((), None)
 
     def update(self, log: Log, key: object) -> tuple[LogEntry, ...]:
         """The records of ``log`` as (offset, leader epoch of its batch, value, base offset of its
@@ -155,13 +158,18 @@ def broker_snapshot(b: Broker, replicas: int, view: LogView) -> BrokerSnapshot:
     else:
         remote, caught, fetched, epochs = (-1,) * replicas, (0,) * replicas, (-1,) * replicas, (-1,) * replicas
     fetcher = b.replica_manager.fetcher
-    return BrokerSnapshot(
-        b.broker_id, True, entries, b.durable_offset, p.high_watermark, b.hw_checkpoint,
-        p.leader, p.leader_epoch, p.isr, p.partition_epoch, p.epoch_start_offset, remote, caught,
-        p.pending_isr, tuple(PendingProduce(op.value, op.offset, op.deadline_ms, op.count)
-                             for op in b.replica_manager.purgatory.pending),
-        fetcher.truncating_epoch, fetcher.outstanding is not None, False, b.broker_epoch, fetched,
-        epochs, p.pending_isr_epochs)
+    fields = (b.broker_id, True, entries, b.durable_offset, p.high_watermark, b.hw_checkpoint,
+              p.leader, p.leader_epoch, p.isr, p.partition_epoch, p.epoch_start_offset, remote, caught,
+              p.pending_isr, tuple((op.value, op.offset, op.deadline_ms, op.count)
+                                   for op in b.replica_manager.purgatory.pending),
+              fetcher.truncating_epoch, fetcher.outstanding is not None, False, b.broker_epoch, fetched,
+              epochs, p.pending_isr_epochs)
+    last_fields, last = view.last
+    if fields == last_fields:
+        return last
+    snap = BrokerSnapshot(*fields[:14], tuple(PendingProduce(*op) for op in fields[14]), *fields[15:])
+    view.last = (fields, snap)
+    return snap
 
 
 def first_bad_batch(log: Log) -> int:

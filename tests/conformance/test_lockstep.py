@@ -176,3 +176,21 @@ def test_a_violation_names_the_expected_property_among_those_failing_at_its_step
                         {} if expected is None else {"hw-truncation": Expected("violation", expected)})
     for verdict in (run_schedule(schedule), run_schedule(schedule, impl=False), trace_run(schedule).verdict):
         assert (verdict.kind, verdict.property, verdict.step) == ("violation", reported, len(found.steps) - 1)
+
+
+def test_skipping_invariants_whose_reads_a_step_left_alone_finds_what_checking_every_step_finds(monkeypatch,
+                                                                                               scenario_files):
+    """The runner checks an invariant only after a step that changed what it reads; checking
+    every invariant after every step (every part taken as changed) gives the same verdicts, the
+    same failures outside their budgets and the same trace hashes, violations included."""
+    from isrcheck.conformance.core import lockstep
+    from isrcheck.model.reads import EVERYTHING
+
+    schedules = [random_walk(seed, protocol, 120, faults, impl=False)[0]
+                 for protocol, faults in (("kip-101", "heavy"), ("kip-320", "all")) for seed in range(25)]
+    schedules += [load_schedule(f).with_protocol(p) for f in scenario_files for p in PROTOCOLS]
+    skipping = [run_schedule(s, impl=False) for s in schedules]
+    monkeypatch.setattr(lockstep, "changed_parts", lambda before, after: EVERYTHING)
+    every = [run_schedule(s, impl=False) for s in schedules]
+    assert skipping == every
+    assert sum(v.kind == "violation" for v in every) >= 5 and sum(bool(v.beyond_budget) for v in every) >= 5

@@ -32,6 +32,23 @@ def test_a_cluster_takes_its_steps_on_the_world_it_is_given_and_refuses_one_buil
             Cluster(**other, world=world)
 
 
+def test_a_snapshot_shares_what_no_step_changed_and_shows_what_one_did():
+    """Readers (the conformance abstraction) take a broker or controller view that is the same
+    object as before as unchanged: it must be exactly that, and a change must give a new view."""
+    c = cluster()
+    first = c.snapshot()
+    again = c.snapshot()
+    assert all(a is b for a, b in zip(first.brokers, again.brokers)) and first.controller is again.controller
+    c.produce(0, [b"1"], -1)
+    after = c.snapshot()
+    assert after.brokers[0] is not first.brokers[0] and after.brokers[0].log_end_offset == 1
+    assert after.brokers[1] is first.brokers[1] and after.controller is first.controller
+    c.fence(2)
+    fenced = c.snapshot()
+    assert fenced.controller is not after.controller and fenced.controller.isr == (0, 1)
+    assert fenced.controller == c.snapshot().controller and fenced.brokers[1] == after.brokers[1]
+
+
 @pytest.mark.parametrize("step,reason", [
     (lambda c: c.send_fetch(0), "is the leader"),
     (lambda c: c.handle_fetch(1), "no fetch_request #0"),
