@@ -15,6 +15,14 @@ Every file starts with a header line naming the protocol variant and the cluster
 nodes' files together are one run. ``isrcheck validate`` reads them. Logging is off unless a node is
 given an ``EventLog`` (its ``events`` attribute is None otherwise), so step-by-step runs pay one
 ``is None`` test per hook.
+
+Real processes (``isrcheck.impl.real``) each keep an ``EventLog`` of their own node: ``lc`` is
+then a Lamport clock, which the transport carries on every frame (``stamp`` when it writes one,
+``receive`` before the receiver handles it), and ``t`` the run's common clock (ms since the run
+started, CLOCK_MONOTONIC, which every process of the host reads alike). Each line reaches the OS
+as it is written, so a killed process loses no event it logged; a new incarnation of the node
+(``resume``) goes on with the same file, its ``seq`` and its clock, after cutting off a line the
+killed process left half written.
 """
 from __future__ import annotations
 
@@ -67,28 +75,50 @@ class EventLog:
 
     ``now_ms`` is the nodes' clock (the runtime that builds the nodes may set it later). Every
     event's ``lc`` comes from one counter shared by the nodes written here: in one process, a total
-    order consistent with causality. ``header`` (protocol, config) starts every file, which a run
-    writes anew."""
+    order consistent with causality; across processes, a Lamport clock (``stamp``, ``receive``).
+    ``header`` (protocol, config) starts every file, which a run writes anew; with ``resume`` a
+    node's existing file is continued (a restarted process), and with ``line_buffered`` each line
+    is written through to the OS at once (a process that may be killed)."""
 
     def __init__(self, directory: str, header: dict, controller_id: int,
-                 now_ms: Callable[[], int] | None = None) -> None:
+                 now_ms: Callable[[], int] | None = None, *, resume: bool = False,
+                 line_buffered: bool = False) -> None:
         os.makedirs(directory, exist_ok=True)
         self.directory = directory
         self.header = {"format": FORMAT, "version": VERSION, **header}
         self.now_ms = now_ms
         self.controller_id = controller_id
+        self.resume = resume
+        self._buffering = 1 if line_buffered else 1 << 16
         self._counter = 0
         self._files: dict[int, TextIO] = {}
         self._seq: dict[int, int] = {}
         self.events = 0
 
+    # -- the Lamport clock of a node in its own process ---------------------------------------
+    def stamp(self) -> int:
+        """The clock a frame sent now carries: every event logged so far is at or below it."""
+        return self._counter
+
+    def receive(self, stamp: int) -> None:
+        """A frame carrying ``stamp`` arrived: what it causes is logged after what caused it."""
+        if stamp > self._counter:
+            self._counter = stamp
+
     def _file(self, node: int) -> TextIO:
         f = self._files.get(node)
         if f is None:
             path = os.path.join(self.directory, node_file(node, self.controller_id))
-            f = self._files[node] = open(path, "w", encoding="utf-8", buffering=1 << 16)  # a run starts anew
-            f.write(json.dumps({**self.header, "node": node}, sort_keys=True) + "\n")
-            self._seq[node] = 0
+            last = continue_file(path) if self.resume else None
+            if last is None:  # a run starts anew
+                f = open(path, "w", encoding="utf-8", buffering=self._buffering)
+                f.write(json.dumps({**self.header, "node": node}, sort_keys=True) + "\n")
+                self._seq[node] = 0
+            else:
+                f = open(path, "a", encoding="utf-8", buffering=self._buffering)
+                self._seq[node] = last[0]
+                self._counter = max(self._counter, last[1])
+            self._files[node] = f
         return f
 
     def emit(self, node: int, step: str, state: str, fields: dict | None = None,
@@ -129,9 +159,35 @@ class EventLog:
         self._files.clear()
 
 
+def continue_file(path: str) -> tuple[int, int] | None:
+    """(seq, lc) of the last event of the log at ``path`` ((0, 0) after its header alone), after
+    cutting off a last line its killed writer left unfinished; None if there is no log there."""
+    try:
+        size = os.path.getsize(path)
+    except FileNotFoundError:
+        return None
+    with open(path, "rb+") as f:
+        chunk = 1 << 16
+        while True:  # the last two newlines: the end of the last whole line, and its start
+            start = max(0, size - chunk)
+            f.seek(start)
+            tail = f.read(size - start)
+            end = tail.rfind(b"\n")
+            begin = tail.rfind(b"\n", 0, end) if end >= 0 else -1
+            if begin >= 0 or start == 0:
+                break
+            chunk *= 4
+        if end < 0:  # not even a whole header line
+            f.truncate(0)
+            return None
+        f.truncate(start + end + 1)
+    line = json.loads(tail[begin + 1:end])
+    return (line["seq"], line["lc"]) if "seq" in line else (0, 0)
+
+
 def run_header(config) -> dict:
     """The header of a run's files: the protocol variant and its ``ClusterConfig``, in ms."""
     return {"protocol": config.protocol, "config": dataclasses.asdict(config)}
 
 
-__all__ = ["EventLog", "FORMAT", "VERSION", "node_file", "run_header", "DOWN", "broker_state", "controller_state"]
+__all__ = ["EventLog", "FORMAT", "VERSION", "node_file", "continue_file", "run_header", "DOWN", "broker_state", "controller_state"]

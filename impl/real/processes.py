@@ -17,6 +17,11 @@ Network partitions: ``partition(groups)`` cuts every link between nodes of diffe
 file ``DIR/net.json`` that every node watches (``node`` describes it; ``start`` removes a stale
 one: no file, no cut): a change takes effect in each node within its poll interval (about 100 ms),
 and in nodes started later from their start.
+
+Event log (``events``, a directory): every node process writes its protocol events there
+(``node``'s ``--events``; docs/validate.md), all on one clock whose origin is the cluster's start.
+What the processes cannot log themselves, the cluster logs into the broker's file as the machine
+that did it: a ``crash`` (after the process is gone, with its kind) and a ``lose_disk``.
 """
 from __future__ import annotations
 
@@ -28,9 +33,11 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 from ..clients import CONSUMER_ID, PRODUCER_ID
 from ..controller import CONTROLLER_ID
+from ..eventlog import DOWN, EventLog, run_header
 from ..replication import CRASH_KINDS, ClusterConfig
 from .durable import power_loss
 from .failing import DISK_FAILURE_FILE
@@ -56,10 +63,13 @@ class ProcessCluster:
     """``start()`` the controller and the brokers; ``crash``, ``restart``; ``stop()`` them all."""
 
     def __init__(self, config: ClusterConfig, directory: str, ready_timeout_s: float = 30.0,
-                 kafka: dict | None = None) -> None:
-        """``kafka``: the nodes' ``--kafka`` settings, for a cluster Kafka clients use (serve)."""
+                 kafka: dict | None = None, events: str | None = None) -> None:
+        """``kafka``: the nodes' ``--kafka`` settings, for a cluster Kafka clients use (serve);
+        ``events``: the directory of the run's event log (None: no log)."""
         self.config, self.directory, self.ready_timeout_s = config, directory, ready_timeout_s
         self.kafka = kafka
+        self.events = events
+        self.clock_origin = time.monotonic()  # reset by start: event times are ms since it
         # every node's port, clients' too: a response travels on a connection its sender opens
         nodes = [*range(config.replicas), CONTROLLER_ID, PRODUCER_ID, CONSUMER_ID]
         self.ports = dict(zip(nodes, free_ports(len(nodes))))
@@ -97,6 +107,8 @@ class ProcessCluster:
         if self.kafka is not None:
             argv += ["--kafka", json.dumps(self.kafka)]
         argv += ["--net-file", self.net_file]
+        if self.events is not None:
+            argv += ["--events", self.events, "--clock-origin", repr(self.clock_origin)]
         log = open(os.path.join(self.directory, f"{node}.log"), "ab")
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
         log.close()
@@ -115,6 +127,7 @@ class ProcessCluster:
         if os.path.exists(self.net_file):  # every link up, whatever a previous run left
             os.remove(self.net_file)
         self.groups = []
+        self.clock_origin = time.monotonic()
         # brokers first (their imports overlap), heartbeating into the void until the controller
         # listens: its sessions start when it does, and must not expire before they are up
         launched = [(b, self._launch(b)) for b in range(self.config.replicas)]
@@ -145,6 +158,16 @@ class ProcessCluster:
         if kind == "power":
             lost = power_loss(self.data_dir(broker), journal_path(self.data_dir(broker)))
             self.lost_bytes += sum(lost.values())
+        self._log(broker, "crash", kind=kind)
+
+    def _log(self, broker: int, step: str, **fields) -> None:
+        """An event of ``broker``'s machine in its file, after those its last process logged."""
+        if self.events is None:
+            return
+        log = EventLog(self.events, run_header(self.config), CONTROLLER_ID,
+                       lambda: int((time.monotonic() - self.clock_origin) * 1000), resume=True)
+        log.emit(broker, step, DOWN, {"replica": broker, **fields})
+        log.close()
 
     def fail_disk(self, broker: int, io: str, timeout_s: float = 30.0) -> bool:
         """The broker's disk fails the operation ``io`` names (one of DISK_IO): True if the broker
@@ -194,11 +217,13 @@ class ProcessCluster:
             proc.wait()
             proc.stdout.close()
             self.processes[broker] = None
+            self._log(broker, "crash", kind="process")
         self.paused.discard(broker)
         shutil.rmtree(self.data_dir(broker), ignore_errors=True)
         journal = journal_path(self.data_dir(broker))
         if os.path.exists(journal):
             os.remove(journal)
+        self._log(broker, "lose_disk")
 
     def partition(self, groups) -> list[list[int]]:
         """Cut every link between nodes of different ``groups`` (iterables of node ids: broker ids

@@ -2,9 +2,12 @@
 
 A log is a directory of ``*.jsonl`` files, one per node, or one ``.jsonl`` file. Each file starts
 with a header line (format, version, protocol, cluster config); every other line is one event.
-Anything malformed is a ``UsageError`` naming the file and line (exit code 2). The events of all
-nodes are merged by their clock ``lc``, which orders a send before its receive (a counter shared by the
-simulation's nodes), ties by node and sequence.
+Anything malformed is a ``UsageError`` naming the file and line (exit code 2), except a last line
+left unfinished (no newline, not JSON): the process writing it was killed there, and its log ends
+before it, as a crash ends it. The events of all nodes are merged by their time ``t`` (one clock
+for every node of a run), ties by their clock ``lc`` (the simulation's global event counter, or
+each process's Lamport clock), then by node and sequence: each order puts a send before its
+receive, and the time order is also the one the nodes' timers saw.
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ STEP_FIELDS = {
     "handle_alter_partition": ("replica", "error"), "handle_alter_partition_response": ("replica",),
     "lost_alter_partition": ("replica", "leader_epoch"), "elect": ("replica",), "fence": ("replica",),
     "unfence": ("replica",), "resend_leader_and_isr": ("replica",), "register": ("replica",),
-    "restart": ("replica",), "crash": ("replica", "kind"),
+    "restart": ("replica",), "crash": ("replica", "kind"), "lose_disk": ("replica",),
     "flush": ("replica",), "checkpoint_hw": ("replica",),
 }
 _COMMON = ("node", "seq", "lc", "t", "step", "state")
@@ -137,6 +140,8 @@ def read_trace(path: str) -> Trace:
                 try:
                     line = json.loads(text)
                 except ValueError as exc:
+                    if not text.endswith("\n") and header is not None:
+                        break  # a killed writer's unfinished last line: the log ends before it
                     raise UsageError(f"{where}: not a JSON line ({exc.msg})") from None
                 if header is None:
                     if not isinstance(line, dict) or line.get("format") != FORMAT:
@@ -154,7 +159,7 @@ def read_trace(path: str) -> Trace:
                 events.append(_event(line, where, header0[2].replicas))
         if header is None:
             raise UsageError(f"{name}: empty event log (no header line)")
-    events.sort(key=lambda e: (e.lc, e.node, e.seq))
+    events.sort(key=lambda e: (e.t, e.lc, e.node, e.seq))
     return Trace(header0[2], header0[0]["protocol"], events, files)
 
 

@@ -27,7 +27,8 @@ DELIVERIES = {"handle_fetch": "fetch_request", "handle_fetch_response": "fetch_r
 CONTROLLER_STEPS = ("elect", "fence", "unfence", "register", "handle_alter_partition", "resend_leader_and_isr")
 # what a broker up again but not yet registered does, which changes nothing the model keeps
 UNREGISTERED = ("produce", "consume", "flush", "crash", "handle_fetch")
-SAME_NAME = ("produce", "consume", "shrink_isr", "expand_isr", "elect", "fence", "flush", "checkpoint_hw")
+SAME_NAME = ("produce", "consume", "shrink_isr", "expand_isr", "elect", "fence", "flush", "checkpoint_hw",
+             "lose_disk")
 
 
 class _Path:
