@@ -55,9 +55,10 @@ def broker_state(p) -> str:
     """What a broker's event leaves on it, its view of the partition (a ``Partition``), as JSON
     text: built by hand, as every event writes one (json.dumps costs a tenth of a run)."""
     log = p.log
-    pending = "null" if p.pending_isr is None else _ids(p.pending_isr)
+    pending = p.pending_isr
     return (f'{{"leo":{log.log_end_offset},"hw":{p.high_watermark},"leader":{p.leader},"epoch":{p.leader_epoch},'
-            f'"isr":{_ids(p.isr)},"pe":{p.partition_epoch},"last_epoch":{log.latest_epoch},"pending":{pending}}}')
+            f'"isr":{_IDS.get(p.isr) or _ids(p.isr)},"pe":{p.partition_epoch},"last_epoch":{log.latest_epoch},'
+            f'"pending":{"null" if pending is None else _IDS.get(pending) or _ids(pending)}}}')
 
 
 def controller_state(c) -> str:
@@ -124,20 +125,21 @@ class EventLog:
     def emit(self, node: int, step: str, state: str, fields: dict | None = None,
              msg: tuple[int, int] | None = None, corr: int | None = None) -> None:
         """One event of ``node``: docs/steps.md's ``step`` with ``fields``, the ``state`` it left
-        (JSON text, see ``broker_state``)."""
+        (JSON text, see ``broker_state``). Built by hand: every event of a run comes through here."""
         f = self._files.get(node) or self._file(node)
-        seq = self._seq[node] = self._seq[node] + 1
-        self._counter += 1
-        lc = self._counter
-        extra = ""
+        seq = self._seq[node] + 1
+        self._seq[node] = seq
+        lc = self._counter = self._counter + 1
+        text = f'{{"node":{node},"seq":{seq},"lc":{lc},"t":{self.now_ms()},"step":"{step}"'
         if fields:
             for key, value in fields.items():
-                extra += f',"{key}":{value if type(value) is int else json.dumps(value, separators=(",", ":"))}'
+                text += f',"{key}":{value}' if type(value) is int else \
+                    f',"{key}":{json.dumps(value, separators=(",", ":"))}'
         if msg is not None:
-            extra += f',"msg":[{msg[0]},{msg[1]}]'
+            text += f',"msg":[{msg[0]},{msg[1]}]'
         if corr is not None:
-            extra += f',"corr":{corr}'
-        f.write(f'{{"node":{node},"seq":{seq},"lc":{lc},"t":{self.now_ms()},"step":"{step}"{extra},"state":{state}}}\n')
+            text += f',"corr":{corr}'
+        f.write(f'{text},"state":{state}}}\n')
         self.events += 1
 
     def broker(self, p, step: str, fields: dict | None = None, msg: tuple[int, int] | None = None,
