@@ -61,9 +61,8 @@ def broker_state(p) -> str:
             f'"pending":{"null" if pending is None else _IDS.get(pending) or _ids(pending)}}}')
 
 
-def controller_state(c) -> str:
-    """What a controller's event leaves on it: the partition's registration and the fenced brokers."""
-    p = c.partitions[0]
+def controller_state(c, p) -> str:
+    """What a controller's event leaves on it: partition ``p``'s registration and the fenced brokers."""
     return (f'{{"leader":{p.leader},"epoch":{p.leader_epoch},"isr":{_ids(p.isr)},"pe":{p.partition_epoch},'
             f'"elr":{_ids(p.elr)},"fenced":{_ids(tuple(sorted(c.fenced)))}}}')
 
@@ -144,12 +143,30 @@ class EventLog:
 
     def broker(self, p, step: str, fields: dict | None = None, msg: tuple[int, int] | None = None,
                corr: int | None = None) -> None:
-        """An event of the broker hosting partition ``p`` (only its first partition is logged)."""
-        if p.partition_id == 0:
+        """An event of the broker hosting partition ``p``: of its first partition in a single-partition
+        run; of every partition, named by ``tp``, where the broker hosts many (a Kafka cluster)."""
+        if p.name is not None:
+            self.emit(p.broker_id, step, broker_state(p), {"tp": p.name, **(fields or {})}, msg, corr)
+        elif p.partition_id == 0:
             self.emit(p.broker_id, step, broker_state(p), fields, msg, corr)
 
-    def controller(self, c, step: str, fields: dict | None = None, msg: tuple[int, int] | None = None) -> None:
-        self.emit(self.controller_id, step, controller_state(c), fields, msg)
+    def controller(self, c, step: str, fields: dict | None = None, msg: tuple[int, int] | None = None,
+                   partition=None) -> None:
+        """An event of the controller on ``partition`` (a PartitionRegistration), or on every
+        partition (a broker's fencing, registration, unfencing belongs to each one's history)."""
+        if not c.kafka_metadata:
+            if partition is None or partition.partition_id == 0:
+                self.emit(self.controller_id, step, controller_state(c, c.partitions[0]), fields, msg)
+            return
+        for p in (c.partitions if partition is None else (partition,)):
+            self.emit(self.controller_id, step, controller_state(c, p), {"tp": f"{p.topic}-{p.index}", **(fields or {})},
+                      msg)
+
+    def describe_partitions(self, replicas: dict[str, tuple[int, ...]]) -> None:
+        """Name each partition's replicas, in order, in the header of files written from now on (the
+        controller's, before its first event): a validator reads each partition with them."""
+        self.header = {**self.header, "partitions": {tp: list(r) for tp, r in replicas.items()}}
+        self._file(self.controller_id)  # its header now, whether or not it logs an event
 
     def flush(self) -> None:
         for f in self._files.values():

@@ -32,6 +32,7 @@ from ..storage import FileSystem, Log, LogConfig
 from ..storage.checkpoints import CheckpointFile
 from .config import ClusterConfig
 from .log_dir_failure import LogDirFailureChannel
+from .partition import Partition
 from .replica_manager import ReplicaManager
 
 DATA_DIR = "/var/lib/kafka/data"  # the default log.dirs; each broker has its own file system
@@ -98,8 +99,11 @@ class Broker:
             self.replica_manager.get_or_create_partition(PARTITION_ID, DEFAULT_TOPIC, 0)
         self.alive = True
         transport.register(broker_id, self.endpoint)
-        if events is not None and incarnation > 0 and not kafka:  # log recovery done, not yet registered
-            events.broker(self.partition, "restart", {"replica": broker_id})
+        if events is not None and incarnation > 0:  # log recovery done, not yet registered
+            if kafka:  # its partitions' logs are opened as LeaderAndIsr names them: a restart of each
+                events.emit(broker_id, "restart", "{}", {"replica": broker_id})
+            else:
+                events.broker(self.partition, "restart", {"replica": broker_id})
 
     def _open_log(self, partition_id: int, topic: str, index: int) -> tuple[Log, int]:
         """LogManager.getOrCreateLog: the partition's log in ``<topic>-<index>``, recovered if it
@@ -192,11 +196,10 @@ class Broker:
     def _schedule_hw_checkpoint(self) -> None:
         """replica.high.watermark.checkpoint.interval.ms: the HW reaches the disk on a schedule."""
         def run() -> None:
-            if self.events is not None and not self.kafka and self.hw_checkpoint != self.partition.high_watermark:
-                self.checkpoint_high_watermarks()
-                self.events.broker(self.partition, "checkpoint_hw", {"replica": self.broker_id})
-            else:
-                self.checkpoint_high_watermarks()
+            changed = self._partitions_changed(lambda p: p.high_watermark != self.hw_checkpoints.get(p.partition_id, 0))
+            self.checkpoint_high_watermarks()
+            for p in changed:
+                self.events.broker(p, "checkpoint_hw", {"replica": self.broker_id})
             self._schedule_hw_checkpoint()
         self.scheduler.schedule(self.config.replica_high_watermark_checkpoint_interval_ms, run)
 
@@ -231,14 +234,19 @@ class Broker:
 
     def flush(self) -> None:
         """fsync every log and checkpoint the HWs."""
-        events = self.events if not self.kafka else None
-        changed = events is not None and (self.durable_offset != self.log.log_end_offset
-                                          or self.hw_checkpoint != self.partition.high_watermark)
+        changed = self._partitions_changed(lambda p: p.log.recovery_point != p.log.log_end_offset or
+                                           p.high_watermark != self.hw_checkpoints.get(p.partition_id, 0))
         for p in self.replica_manager.partitions.values():
             p.log.flush()
         self.checkpoint_high_watermarks()
-        if changed:
-            events.broker(self.partition, "flush", {"replica": self.broker_id})
+        for p in changed:
+            self.events.broker(p, "flush", {"replica": self.broker_id})
+
+    def _partitions_changed(self, changed: Callable[[Partition], bool]) -> list[Partition]:
+        """The hosted partitions a flush or HW checkpoint changes, for the event log (none without one)."""
+        if self.events is None:
+            return []
+        return [p for p in self.replica_manager.partitions.values() if changed(p)]
 
     def read_log_end(self) -> None:
         """Read the last batch of the first partition's log, as serving a fetch of it does."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, StepRefused, apply
-from isrcheck.model.state import State, initial_state
+from isrcheck.model.state import LeaderAndIsr, State, initial_state
 
 from . import unlogged
 from .events import Event, Trace
@@ -66,10 +66,18 @@ class Verdict:
     event: Event | None = None      # the first unexplained event
     refusals: list | None = None
     max_candidates: int = 0
+    partition: str | None = None       # the partition of the unexplained event, in a log of many
+    renamed: dict | None = None        # that partition's broker -> model broker
+    partitions: dict | None = None     # tp -> {"events", "model_steps"}, in a log of many
 
     def to_json(self) -> dict:
         out = {"verdict": "explained" if self.explained else "not explained", "events": self.events,
                "max_candidates": self.max_candidates}
+        if self.partitions is not None:
+            out["partitions"] = self.partitions
+        if self.partition is not None:
+            out["partition"] = self.partition
+            out["renamed"] = {str(b): m for b, m in self.renamed.items()}
         if self.explained:
             out["model_steps"] = len(self.steps)
             out["steps"] = self.steps
@@ -90,6 +98,8 @@ class Search:
         self.controller_id: int | None = None
         self.restarting: dict[int, Event] = {}     # broker -> its logged restart, until it registers
         self.delivered: dict[tuple, object] = {}   # (node, step, sender, corr) -> the message delivered
+        c = initial_state(self.cfg).controller     # the partition states the controller had
+        self.controller_states = {(c.leader, c.leader_epoch, c.isr, c.partition_epoch)}
 
     # -- the unlogged steps ---------------------------------------------------------------------
     def _tick_to(self, s: State, t: int, steps: list) -> State:
@@ -228,6 +238,12 @@ class Search:
             if (msg.leader, msg.leader_epoch, msg.isr, msg.partition_epoch) == want:
                 yield [Step("deliver_leader_and_isr", r, index=i)]
                 return
+        if self.trace.renamed is not None and want in self.controller_states:
+            # a Kafka cluster's controller sends a partition's state to every live broker, again on
+            # heartbeats and fencing: a state the controller had, sent again then
+            yield [unlogged.requeue("leader_and_isr", r, LeaderAndIsr(*want), at_end=True),
+                   Step("deliver_leader_and_isr", r, index=len(queue))]
+            return
         yield [unlogged.Refuse(f"no LeaderAndIsr {m} to broker {r} in flight "
                        f"(in flight: {[tuple(x) for x in queue] or 'none'})")]
 
@@ -235,6 +251,9 @@ class Search:
     def note(self, before: State, ev: Event) -> None:
         """Remember what later events need: messages delivered (for duplicates), restarts."""
         r = ev.fields["replica"]
+        if ev.step in CONTROLLER_STEPS:
+            st = ev.state
+            self.controller_states.add((st.get("leader"), st.get("epoch"), tuple(st.get("isr", ())), st.get("pe")))
         if ev.step == "restart":
             self.restarting[r] = ev
         elif ev.step == "register" or (ev.step == "crash" and r in self.restarting):
@@ -329,7 +348,26 @@ def _short(step: dict) -> str:
 
 
 def validate(trace: Trace) -> Verdict:
+    """The verdict on one partition's trace."""
     return Search(trace).run()
 
 
-__all__ = ["Search", "Verdict", "Refusal", "validate", "broker_view", "controller_view"]
+def validate_partitions(traces: list[tuple[str | None, Trace]], events: int) -> Verdict:
+    """Each partition's trace validated on its own (the model is one partition); explained if every
+    one is, else the first partition's first unexplained event. ``events``: the log's events."""
+    if len(traces) == 1 and traces[0][0] is None:
+        return validate(traces[0][1])
+    by_partition, steps, widest = {}, [], 0
+    for tp, trace in traces:
+        verdict = validate(trace)
+        widest = max(widest, verdict.max_candidates)
+        if not verdict.explained:
+            verdict.partition, verdict.renamed = tp, trace.renamed
+            verdict.max_candidates = widest
+            return verdict
+        by_partition[tp] = {"events": verdict.events, "model_steps": len(verdict.steps)}
+        steps.extend({**st, "tp": tp} for st in verdict.steps)
+    return Verdict(True, events, steps, max_candidates=widest, partitions=by_partition)
+
+
+__all__ = ["Search", "Verdict", "Refusal", "validate", "validate_partitions", "broker_view", "controller_view"]
