@@ -98,6 +98,7 @@ class Search:
         self.controller_id: int | None = None
         self.restarting: dict[int, Event] = {}     # broker -> its logged restart, until it registers
         self.delivered: dict[tuple, object] = {}   # (node, step, sender, corr) -> the message delivered
+        self.orphaned: dict[tuple, object] = {}    # the same, of fetches whose sender crashed since
         c = initial_state(self.cfg).controller     # the partition states the controller had
         self.controller_states = {(c.leader, c.leader_epoch, c.isr, c.partition_epoch)}
 
@@ -210,6 +211,9 @@ class Search:
         if ev.msg is not None and key in self.delivered:
             yield [unlogged.requeue(field, r, self.delivered[key]), Step(ev.step, r)]
             return
+        if key in self.orphaned:  # a DelayedFetch completed for a broker that crashed since
+            yield [unlogged.requeue(field, r, self.orphaned[key]), Step(ev.step, r)]
+            return
         sender = ev.msg[0] if ev.msg else None
         for k, m in enumerate(queue):
             if kind == "fetch_request" and m.leader != ev.node:
@@ -256,9 +260,13 @@ class Search:
             self.controller_states.add((st.get("leader"), st.get("epoch"), tuple(st.get("isr", ())), st.get("pe")))
         if ev.step == "restart":
             self.restarting[r] = ev
+            self.orphaned = {k: m for k, m in self.orphaned.items() if k[2] != r}  # a new process numbers anew
         elif ev.step == "register" or (ev.step == "crash" and r in self.restarting):
             self.restarting.pop(r, None)
         elif ev.step == "crash":
+            # a fetch the crashed broker sent may still complete as a DelayedFetch: the request
+            # handled again on the leader, the answer lost with the broker
+            self.orphaned.update((k, m) for k, m in self.delivered.items() if k[1] == "handle_fetch" and k[2:3] == (r,))
             self.delivered = {k: v for k, v in self.delivered.items() if k[0] != r and k[2:3] != (r,)}
         if ev.msg is not None and (ev.step in DELIVERIES or ev.step == "deliver_leader_and_isr"):
             key = (ev.node, ev.step) + ev.msg
