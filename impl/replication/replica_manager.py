@@ -286,20 +286,22 @@ class ReplicaManager:
             self.live_brokers = req.live_brokers
         elif req.partition not in self.partitions:
             return None  # v0 names only partitions this broker was created with
-        self.apply_leader_and_isr(req)
+        self.apply_leader_and_isr(req, check_fetches=False)
         if self.events is not None and req.partition in self.partitions:
             self.events.broker(self.partitions[req.partition], "deliver_leader_and_isr",
                                {"replica": self.broker_id, "message": {
                                    "leader": req.leader, "leader_epoch": req.leader_epoch, "isr": list(req.isr),
                                    "partition_epoch": req.partition_epoch}}, (src, header.correlation_id))
+        self.fetch_purgatory.check()  # after the event: the fetches it answers come after it
         return None
 
-    def apply_leader_and_isr(self, req: LeaderAndIsrRequest) -> None:
+    def apply_leader_and_isr(self, req: LeaderAndIsrRequest, check_fetches: bool = True) -> None:
         p = self.get_or_create_partition(req.partition, req.topic, req.index)
         fetcher = self.fetchers[req.partition]
         if p.apply_leader_and_isr(req, fetcher.stop) == "follower":
             fetcher.reset()
-        self.fetch_purgatory.check()  # parked fetches of a partition no longer led answer at once
+        if check_fetches:
+            self.fetch_purgatory.check()  # parked fetches of a partition no longer led answer at once
 
     @property
     def applied_partition_epochs(self) -> tuple[int, ...]:
