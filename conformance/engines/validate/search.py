@@ -99,6 +99,7 @@ class Search:
         self.restarting: dict[int, Event] = {}     # broker -> its logged restart, until it registers
         self.delivered: dict[tuple, object] = {}   # (node, step, sender, corr) -> the message delivered
         self.orphaned: dict[tuple, object] = {}    # the same, of fetches whose sender crashed since
+        self.sent: dict[tuple, object] = {}        # (follower, corr) -> its fetch not yet handled
         c = initial_state(self.cfg).controller     # the partition states the controller had
         self.controller_states = {(c.leader, c.leader_epoch, c.isr, c.partition_epoch)}
 
@@ -214,6 +215,12 @@ class Search:
         if key in self.orphaned:  # a DelayedFetch completed for a broker that crashed since
             yield [unlogged.requeue(field, r, self.orphaned[key]), Step(ev.step, r)]
             return
+        given_up = self.sent.get(ev.msg) if kind == "fetch_request" and ev.msg is not None else None
+        if given_up is not None and not any(m.leader == ev.node for m in queue):
+            # its sender gave it up (the connection broke) and fetched again, but the bytes had
+            # reached the leader: the request handled, its answer lost
+            yield [unlogged.requeue(field, r, given_up), Step(ev.step, r)]
+            return
         sender = ev.msg[0] if ev.msg else None
         for k, m in enumerate(queue):
             if kind == "fetch_request" and m.leader != ev.node:
@@ -252,15 +259,23 @@ class Search:
                        f"(in flight: {[tuple(x) for x in queue] or 'none'})")]
 
     # -- bookkeeping between events ---------------------------------------------------------------
-    def note(self, before: State, ev: Event) -> None:
-        """Remember what later events need: messages delivered (for duplicates), restarts."""
+    def note(self, before: State, after: State, ev: Event) -> None:
+        """Remember what later events need: messages sent and delivered (for duplicates and late
+        deliveries), restarts."""
         r = ev.fields["replica"]
+        if ev.step == "send_fetch" and ev.corr is not None and after.fetch_requests[r]:
+            self.sent[(r, ev.corr)] = after.fetch_requests[r][-1]
+        elif ev.step == "handle_fetch" and ev.msg is not None:
+            m = self.sent.pop(ev.msg, None)  # the request this event handled, whichever way it came
+            if m is not None:
+                self.delivered.setdefault((ev.node, ev.step) + ev.msg, m)
         if ev.step in CONTROLLER_STEPS:
             st = ev.state
             self.controller_states.add((st.get("leader"), st.get("epoch"), tuple(st.get("isr", ())), st.get("pe")))
         if ev.step == "restart":
             self.restarting[r] = ev
             self.orphaned = {k: m for k, m in self.orphaned.items() if k[2] != r}  # a new process numbers anew
+            self.sent = {k: m for k, m in self.sent.items() if k[0] != r}
         elif ev.step == "register" or (ev.step == "crash" and r in self.restarting):
             self.restarting.pop(r, None)
         elif ev.step == "crash":
@@ -303,7 +318,7 @@ class Search:
             if not nxt:
                 return Verdict(False, n, [], ev, [Refusal(i, self._node_view(s, ev), why) for i, s, why in refusals],
                                widest)
-            self.note(frontier[0][0], ev)
+            self.note(frontier[0][0], nxt[0][0], ev)
             if len(nxt) > 1:
                 nxt = _distinct(nxt)
             frontier = nxt
