@@ -161,6 +161,15 @@ def test_a_real_cluster_killed_and_restarted_is_explained(tmp_path):
     verdict, n, _ = validate_path(str(events))
     assert verdict.explained, verdict.to_json()
     assert n > 200 and {"crash", "fence", "restart", "produce"} <= {st["step"] for st in verdict.steps}
+    # edited: a follower's HW after the restart raised by one is refused at that very event
+    path = events / "broker-1.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    after = lines.index(next(x for x in lines if x.get("step") == "restart"))
+    i = next(i for i, x in enumerate(lines) if i > after and x.get("step") == "handle_fetch_response")
+    lines[i]["state"]["hw"] += 1
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    verdict, _, _ = validate_path(str(events))
+    assert not verdict.explained and (verdict.event.node, verdict.event.seq) == (1, lines[i]["seq"])
 
 
 @pytest.mark.slow
