@@ -1,9 +1,11 @@
 """Trace validation's figures: how fast ``isrcheck validate`` explains a self-driven run's event
-log, whether that stays linear in the log's length, what logging costs the simulation, and how a
-``fuzz --mode auto`` campaign scales from one Spark core to two.
+log, whether that stays linear in the log's length, what logging costs the simulation, how a
+``fuzz --mode auto`` campaign scales from one Spark core to two, and whether a soak's event log
+(real processes, real Kafka clients, every fault kind) validates in less time than the soak ran.
 
     python benchmarks/validate.py [--protocol kip-966] [--seed 3] [--lengths 1000,2000,4000,8000]
                                   [--overhead-runs 5] [--spark-schedules 40] [--skip-spark]
+                                  [--soak SECONDS] [--only soak|throughput|overhead|spark]
 
 Each figure is printed with what gives it; the load (``uptime``) is printed first and last, since
 the machine may be shared.
@@ -83,6 +85,24 @@ def spark_scaling(protocol: str, schedules: int, steps: int, scratch: str) -> No
     print(f"  local[2] / local[1] speed-up: {seconds['local[1]'] / seconds['local[2]']:.2f}x")
 
 
+def soak(duration: float, seed: int, scratch: str) -> None:
+    """``isrcheck soak`` of kip-966 under every fault kind: its run time against the time
+    validating its processes' event log takes (the soak does it at the end)."""
+    from isrcheck.conformance.engines.soak.driver import SoakOptions, run_soak
+    from isrcheck.conformance.engines.soak.faults import FAULT_KINDS
+
+    folder = os.path.join(scratch, "soak")
+    result = run_soak(SoakOptions(protocol="kip-966", duration_s=duration, faults=FAULT_KINDS, seed=seed,
+                                  directory=folder))
+    v = result.validation
+    print(f"soak: isrcheck soak --protocol kip-966 --duration {duration:g} --faults all --seed {seed}: ran "
+          f"{result.seconds:.0f} s, {len(result.faults)} faults played, {result.counts.get('send', {}).get('ok', 0)} "
+          f"acknowledged sends, anomalies: {', '.join(result.anomalies) or 'none'}")
+    print(f"  its event log: {v['events']} events, {v['verdict']} in {v['seconds']:.1f} s "
+          f"({v['events'] / v['seconds']:,.0f} events/s, at most {v['max_candidates']} candidate states): "
+          f"validation took {v['seconds'] / result.seconds:.2f} of the time the soak ran")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--protocol", default="kip-966")
@@ -93,14 +113,27 @@ def main() -> None:
     parser.add_argument("--spark-schedules", type=int, default=40)
     parser.add_argument("--spark-steps", type=int, default=200)
     parser.add_argument("--skip-spark", action="store_true")
+    parser.add_argument("--soak", type=float, default=600, metavar="SECONDS",
+                        help="the soak's duration (default 600; 0 skips it)")
+    parser.add_argument("--only", choices=("throughput", "overhead", "spark", "soak"), default=None,
+                        help="run only this part")
     args = parser.parse_args()
+    parts = {args.only} if args.only else {"throughput", "overhead", "spark", "soak"}
+    if args.skip_spark:
+        parts.discard("spark")
+    if not args.soak:
+        parts.discard("soak")
     print("load:", load())
     with tempfile.TemporaryDirectory(prefix="isrcheck-bench-validate-") as scratch:
-        throughput(args.protocol, args.seed, [int(x) for x in args.lengths.split(",")], scratch)
-        overhead(args.protocol, args.seed, args.overhead_steps, args.overhead_runs, scratch)
-        if not args.skip_spark:
+        if "throughput" in parts:
+            throughput(args.protocol, args.seed, [int(x) for x in args.lengths.split(",")], scratch)
+        if "overhead" in parts:
+            overhead(args.protocol, args.seed, args.overhead_steps, args.overhead_runs, scratch)
+        if "spark" in parts:
             print("fuzz --mode auto on Spark:")
             spark_scaling(args.protocol, args.spark_schedules, args.spark_steps, scratch)
+        if "soak" in parts:
+            soak(args.soak, args.seed, scratch)
     print("load:", load())
 
 

@@ -200,7 +200,8 @@ def partition_traces(trace: Trace) -> list[tuple[str | None, Trace]]:
             where = next(e.where for e in trace.events if e.tp == tp)
             raise UsageError(f"{where}: partition {tp}: no header names its {n} replicas (\"partitions\")")
         rename = {b: i for i, b in enumerate(replicas)}
-        events = [_renamed(e, rename) for e in trace.events if e.tp is None or e.tp == tp]
+        same = all(b == i for b, i in rename.items())
+        events = [e if same else _renamed(e, rename) for e in trace.events if e.tp is None or e.tp == tp]
         out.append((tp, replace(trace, events=events, renamed=rename)))
     return out
 
