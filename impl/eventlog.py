@@ -93,6 +93,7 @@ class EventLog:
         self._counter = 0
         self._files: dict[int, TextIO] = {}
         self._seq: dict[int, int] = {}
+        self._states: dict[tuple[int, int], tuple] = {}  # (broker, partition) -> its last state and text
         self.events = 0
 
     # -- the Lamport clock of a node in its own process ---------------------------------------
@@ -146,9 +147,23 @@ class EventLog:
         """An event of the broker hosting partition ``p``: of its first partition in a single-partition
         run; of every partition, named by ``tp``, where the broker hosts many (a Kafka cluster)."""
         if p.name is not None:
-            self.emit(p.broker_id, step, broker_state(p), {"tp": p.name, **(fields or {})}, msg, corr)
+            self.emit(p.broker_id, step, self._state(p), {"tp": p.name, **(fields or {})}, msg, corr)
         elif p.partition_id == 0:
-            self.emit(p.broker_id, step, broker_state(p), fields, msg, corr)
+            self.emit(p.broker_id, step, self._state(p), fields, msg, corr)
+
+    def _state(self, p) -> str:
+        """``broker_state(p)``, its text made again only when it changed since the partition's last
+        event (most events of a busy partition leave what the one before left)."""
+        log = p.log
+        key = (log.log_end_offset, p.high_watermark, p.leader, p.leader_epoch, p.isr, p.partition_epoch,
+               log.latest_epoch, p.pending_isr)
+        where = (p.broker_id, p.partition_id)
+        last = self._states.get(where)
+        if last is not None and last[0] == key:
+            return last[1]
+        text = broker_state(p)
+        self._states[where] = (key, text)
+        return text
 
     def controller(self, c, step: str, fields: dict | None = None, msg: tuple[int, int] | None = None,
                    partition=None) -> None:
