@@ -5,7 +5,7 @@ log, whether that stays linear in the log's length, what logging costs the simul
 
     python benchmarks/validate.py [--protocol kip-966] [--seed 3] [--lengths 1000,2000,4000,8000]
                                   [--overhead-runs 5] [--spark-schedules 40] [--skip-spark]
-                                  [--soak SECONDS] [--only soak|throughput|overhead|spark]
+                                  [--soak SECONDS] [--soak-dir DIR] [--only soak|throughput|overhead|spark]
 
 Each figure is printed with what gives it; the load (``uptime``) is printed first and last, since
 the machine may be shared.
@@ -85,13 +85,12 @@ def spark_scaling(protocol: str, schedules: int, steps: int, scratch: str) -> No
     print(f"  local[2] / local[1] speed-up: {seconds['local[1]'] / seconds['local[2]']:.2f}x")
 
 
-def soak(duration: float, seed: int, scratch: str) -> None:
-    """``isrcheck soak`` of kip-966 under every fault kind: its run time against the time
-    validating its processes' event log takes (the soak does it at the end)."""
+def soak(duration: float, seed: int, folder: str) -> None:
+    """``isrcheck soak`` of kip-966 under every fault kind in ``folder``: its run time against the
+    time validating its processes' event log takes (the soak does it at the end)."""
     from isrcheck.conformance.engines.soak.driver import SoakOptions, run_soak
     from isrcheck.conformance.engines.soak.faults import FAULT_KINDS
 
-    folder = os.path.join(scratch, "soak")
     result = run_soak(SoakOptions(protocol="kip-966", duration_s=duration, faults=FAULT_KINDS, seed=seed,
                                   directory=folder))
     v = result.validation
@@ -101,6 +100,9 @@ def soak(duration: float, seed: int, scratch: str) -> None:
     print(f"  its event log: {v['events']} events, {v['verdict']} in {v['seconds']:.1f} s "
           f"({v['events'] / v['seconds']:,.0f} events/s, at most {v['max_candidates']} candidate states): "
           f"validation took {v['seconds'] / result.seconds:.2f} of the time the soak ran")
+    for line in v["lines"][1:]:
+        print("  " + line)
+    print(f"  the run's folder: {folder}")
 
 
 def main() -> None:
@@ -115,6 +117,8 @@ def main() -> None:
     parser.add_argument("--skip-spark", action="store_true")
     parser.add_argument("--soak", type=float, default=600, metavar="SECONDS",
                         help="the soak's duration (default 600; 0 skips it)")
+    parser.add_argument("--soak-dir", default=None, metavar="DIR",
+                        help="the soak's run folder, kept (default: a temporary one, removed)")
     parser.add_argument("--only", choices=("throughput", "overhead", "spark", "soak"), default=None,
                         help="run only this part")
     args = parser.parse_args()
@@ -133,7 +137,7 @@ def main() -> None:
             print("fuzz --mode auto on Spark:")
             spark_scaling(args.protocol, args.spark_schedules, args.spark_steps, scratch)
         if "soak" in parts:
-            soak(args.soak, args.seed, scratch)
+            soak(args.soak, args.seed, args.soak_dir or os.path.join(scratch, "soak"))
     print("load:", load())
 
 
