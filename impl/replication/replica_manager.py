@@ -223,7 +223,9 @@ class ReplicaManager:
         hw = p.high_watermark
         resp = p.fetch_from_follower(req)
         if events is not None:
-            events.broker(p, "handle_fetch", {"replica": req.replica_id}, msg)
+            cut = p.cut_batches  # the whole batches of a response cut by bytes
+            events.broker(p, "handle_fetch", {"replica": req.replica_id, "batches": cut} if cut else
+                          {"replica": req.replica_id}, msg)
         if self.auto and p.maybe_expand_isr() and events is not None:
             events.broker(p, "expand_isr", {"replica": self.broker_id}, corr=p.last_isr_request)
         if p.high_watermark != hw:

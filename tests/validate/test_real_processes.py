@@ -128,7 +128,8 @@ async def _produce(cluster: ProcessCluster, kind: str) -> list:
     await send([b"a%d" % i for i in range(6)], -1)
     await asyncio.sleep(0.3)
     cluster.crash(1, kind)                   # a follower dies: its session expires, the ISR shrinks
-    await send([b"b%d" % i for i in range(6)], 1)
+    # 1.8 MB it has to catch up with: the leader's answers are cut by bytes (replica.fetch.max.bytes)
+    await send([b"b%d" % i + bytes(300_000) for i in range(6)], 1)
     await asyncio.sleep(1.0)
     cluster.restart(1)                       # a new incarnation: log recovery, registration, catching up
     await asyncio.sleep(1.2)
@@ -160,7 +161,7 @@ def test_a_real_cluster_killed_and_restarted_is_explained(tmp_path):
     assert steps.index("crash") < steps.index("restart")  # one file for both incarnations
     verdict, n, _ = validate_path(str(events))
     assert verdict.explained, verdict.to_json()
-    assert n > 200 and {"crash", "fence", "restart", "produce"} <= {st["step"] for st in verdict.steps}
+    assert n > 200 and {"crash", "fence", "restart", "produce", "byte_limit"} <= {st["step"] for st in verdict.steps}
     # edited: a follower's HW after the restart raised by one is refused at that very event
     path = events / "broker-1.jsonl"
     lines = [json.loads(x) for x in path.read_text().splitlines()]

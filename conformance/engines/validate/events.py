@@ -135,6 +135,8 @@ def _event(line: object, where: str, replicas: int) -> Event:
     if tp is not None and not isinstance(tp, str):
         raise UsageError(f"{where}: 'tp' must be a partition's name (topic-index)")
     fields = {k: line[k] for k in STEP_FIELDS[step]}
+    if step == "handle_fetch" and "batches" in line:  # a response cut by bytes
+        fields["batches"] = _int(line, "batches", where)
     return Event(where, _int(line, "node", where), _int(line, "seq", where), _int(line, "lc", where),
                  _int(line, "t", where), step, fields, line["state"], tuple(msg) if msg else None, line.get("corr"),
                  tp)

@@ -170,7 +170,11 @@ class Search:
         elif step == "send_fetch":
             yield unlogged.drop_outstanding(s, r) + [Step("send_fetch", r, max_batches=ev.fields["max_batches"])]
         elif step in DELIVERIES:
-            yield from self._delivery(s, ev, r, DELIVERIES[step])
+            cut = ev.fields.get("batches")
+            for alt in self._delivery(s, ev, r, DELIVERIES[step]):
+                # a response the leader cut by bytes: to the model, a request of that many batches
+                yield alt[:-1] + [unlogged.byte_limit(r, cut), alt[-1]] if cut and alt and isinstance(alt[-1], Step) \
+                    else alt
         elif step == "deliver_leader_and_isr":
             yield from self._leader_and_isr(s, ev, r)
         elif step == "lost_alter_partition":

@@ -73,6 +73,20 @@ def requeue(field: str, r: int, message, at_end: bool = False):
     return take
 
 
+def byte_limit(r: int, batches: int):
+    """The leader answered with the first ``batches`` whole batches, cut by bytes
+    (replica.fetch.max.bytes, KIP-74): the request it handles asks for that many (``max_batches``)."""
+    def take(s: State, steps: list) -> State:
+        queue = s.fetch_requests[r]
+        if not queue:
+            return s  # the delivery refuses, with the model's reason
+        queues = list(s.fetch_requests)
+        queues[r] = (queue[0]._replace(max_batches=batches),) + queue[1:]
+        steps.append({"step": "byte_limit", "replica": r, "max_batches": batches})
+        return s._replace(fetch_requests=tuple(queues))
+    return take
+
+
 def resend_leader_and_isr(r: int):
     """The controller sends broker ``r`` its current partition state again, as it does on a change."""
     def take(s: State, steps: list) -> State:
