@@ -162,7 +162,9 @@ class Search:
     def _alternatives(self, s: State, ev: Event, r: int) -> Iterator[list]:
         step = ev.step
         if step in SAME_NAME:
-            if step in UNREGISTERED and r in self.restarting:
+            if step == "flush" and r in self.restarting:  # its recovered log made durable
+                yield [unlogged.written_back(self.restarting[r], r), unlogged.flush_while_down(r)]
+            elif step in UNREGISTERED and r in self.restarting:
                 yield [unlogged.unregistered]  # up, not yet registered: it only refuses
                 return
             kw = {"arg": ev.fields["acks"], "records": ev.fields["records"]} if step == "produce" else {}
