@@ -91,6 +91,8 @@ class Broker:
         running_epoch = self._take_epoch_file(self.running_file)
         if self.previous_broker_epoch < 0:
             self.previous_broker_epoch = running_epoch
+        if self.previous_broker_epoch >= 0:  # kept for the next start until a registration gives a new
+            self._write_running_file(self.previous_broker_epoch)  # one: a crash before it loses nothing
         self.log_config = LogConfig(flush_messages=config.flush_messages, retention_ms=None, segment_ms=None)
         self.endpoint = NodeEndpoint(broker_id, transport)
         self.replica_manager = ReplicaManager(broker_id, config, self._open_log, self.scheduler, self.endpoint,
@@ -163,13 +165,14 @@ class Broker:
         self.fs.fsync_dir(self.data_dir)  # else a power loss brings back a clean shutdown file
         return epoch
 
-    def _write_running_file(self) -> None:
-        """The broker epoch to the page cache only (no fsync: see RUNNING_NAME)."""
+    def _write_running_file(self, epoch: int | None = None) -> None:
+        """The broker epoch (or ``epoch``) to the page cache only (no fsync: see RUNNING_NAME)."""
         if self.fs.exists(self.running_file):
             self.fs.remove(self.running_file)
         handle = self.fs.open(self.running_file)
         try:
-            handle.append(json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}).encode())
+            handle.append(json.dumps({"version": 0, "brokerEpoch": self.broker_epoch if epoch is None
+                                      else epoch}).encode())
         finally:
             handle.close()
 
@@ -272,8 +275,10 @@ class Broker:
         self.checkpoint_high_watermarks()
         for p in self.replica_manager.partitions.values():
             p.log.close()
+        # not registered yet: the epoch the previous shutdown left (-1: unclean, and it stays so)
+        epoch = self.broker_epoch if self.broker_epoch >= 0 else self.previous_broker_epoch
         self.fs.write_file_atomically(self.clean_shutdown_file,
-                                      json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}).encode())
+                                      json.dumps({"version": 0, "brokerEpoch": epoch}).encode())
         self.halt()
 
     def halt(self) -> None:
