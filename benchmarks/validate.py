@@ -6,6 +6,11 @@ log, whether that stays linear in the log's length, what logging costs the simul
     python benchmarks/validate.py [--protocol kip-966] [--seed 3] [--lengths 1000,2000,4000,8000]
                                   [--overhead-runs 5] [--spark-schedules 40] [--skip-spark]
                                   [--soak SECONDS] [--soak-dir DIR] [--only soak|throughput|overhead|spark]
+    farm-bench -n 9 -- python benchmarks/validate.py --sim-only 6000 --logged \
+        --vs 'python benchmarks/validate.py --sim-only 6000'
+
+The second form is logging's cost measured from outside, A and B in turn: one simulation with and
+one without its event log (``--sim-only STEPS``, nothing else).
 
 Each figure is printed with what gives it; the load (``uptime``) is printed first and last, since
 the machine may be shared.
@@ -70,6 +75,35 @@ def overhead(protocol: str, seed: int, steps: int, runs: int, scratch: str) -> N
               f"{med[True]:9.0f}; cost {100 * (1 - med[True] / med[False]):.1f} % of the throughput")
 
 
+def profile_share(protocol: str, seed: int, steps: int, scratch: str) -> None:
+    """The event log's share of a logged run under cProfile: the inclusive time of its hooks
+    (``EventLog.broker``, ``controller``, and ``emit`` called directly) over the whole run's. It
+    does not depend on what else the machine runs, as the timings above do; the profiler slows
+    small functions most, so the share is if anything too high."""
+    import cProfile
+    import pstats
+
+    events = os.path.join(scratch, "profiled")
+    work = Workload(sim_config(protocol, 3), seed, events_dir=events)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(steps):
+        work.step()
+    work.finish()
+    profiler.disable()
+    work.events.close()
+    stats = pstats.Stats(profiler)
+    share = 0.0
+    for (path, _line, name), (_cc, _nc, _tt, cumulative, callers) in stats.stats.items():
+        if path.endswith(os.path.join("impl", "eventlog.py")):
+            if name in ("broker", "controller"):
+                share += cumulative
+            elif name == "emit":
+                share += sum(c[3] for where, c in callers.items() if not where[0].endswith("eventlog.py"))
+    print(f"  profiled: the event log's hooks take {100 * share / stats.total_tt:.1f} % of a logged run's time "
+          f"({protocol}, seed {seed}, {steps} steps, cProfile)")
+
+
 def spark_scaling(protocol: str, schedules: int, steps: int, scratch: str) -> None:
     """``isrcheck fuzz --mode auto`` on local[1] and local[2]: job seconds (Spark start-up left out)."""
     from isrcheck.conformance.engines.campaign import CampaignParams, run_campaign
@@ -121,7 +155,15 @@ def main() -> None:
                         help="the soak's run folder, kept (default: a temporary one, removed)")
     parser.add_argument("--only", choices=("throughput", "overhead", "spark", "soak"), default=None,
                         help="run only this part")
+    parser.add_argument("--sim-only", type=int, default=0, metavar="STEPS",
+                        help="run one auto-mode simulation of STEPS steps and nothing else (for farm-bench)")
+    parser.add_argument("--logged", action="store_true", help="with --sim-only: with its event log")
     args = parser.parse_args()
+    if args.sim_only:
+        with tempfile.TemporaryDirectory(prefix="isrcheck-bench-validate-") as scratch:
+            run_simulation(args.protocol, 3, args.seed, args.sim_only,
+                           events_dir=os.path.join(scratch, "events") if args.logged else None)
+        return
     parts = {args.only} if args.only else {"throughput", "overhead", "spark", "soak"}
     if args.skip_spark:
         parts.discard("spark")
@@ -133,6 +175,7 @@ def main() -> None:
             throughput(args.protocol, args.seed, [int(x) for x in args.lengths.split(",")], scratch)
         if "overhead" in parts:
             overhead(args.protocol, args.seed, args.overhead_steps, args.overhead_runs, scratch)
+            profile_share(args.protocol, args.seed, args.overhead_steps, scratch)
         if "spark" in parts:
             print("fuzz --mode auto on Spark:")
             spark_scaling(args.protocol, args.spark_schedules, args.spark_steps, scratch)
