@@ -204,3 +204,13 @@ def test_kip966_runs_where_validation_found_the_implementation_wrong_are_explain
     never registered after a power loss is still unclean to the controller."""
     verdict, _, _ = validate_path(str(_run(tmp_path, "kip-966", seed, steps=200)))
     assert verdict.explained, verdict.to_json()
+
+
+def test_a_broker_crashed_twice_before_it_registered_is_explained(tmp_path):
+    """kip-966, 4,000 steps: broker 0 is killed, restarts, is killed again before it registers,
+    and registers; the epoch its clean state left stays in the page cache until then, so the
+    controller does not take two process crashes for an unclean shutdown (it dropped the broker from
+    the ELR); on the way, a flush of the unregistered broker checkpoints the HW its recovery read."""
+    verdict, _, _ = validate_path(str(_run(tmp_path, "kip-966", 3, steps=4000)))
+    assert verdict.explained, verdict.to_json()
+    assert any(st.get("while_down") and st["step"] == "flush" for st in verdict.steps)
