@@ -100,6 +100,7 @@ class Search:
         self.delivered: dict[tuple, object] = {}   # (node, step, sender, corr) -> the message delivered
         self.orphaned: dict[tuple, object] = {}    # the same, of fetches whose sender crashed since
         self.sent: dict[tuple, object] = {}        # (follower, corr) -> its fetch not yet handled
+        self.answers: dict[tuple, object] = {}     # (follower, leader, corr) -> the answer not yet handled
         c = initial_state(self.cfg).controller     # the partition states the controller had
         self.controller_states = {(c.leader, c.leader_epoch, c.isr, c.partition_epoch)}
 
@@ -228,6 +229,11 @@ class Search:
             yield [unlogged.requeue(field, r, given_up), Step(ev.step, r)]
             return
         sender = ev.msg[0] if ev.msg else None
+        answer = self.answers.get((r, sender, ev.msg[1])) if kind == "fetch_response" and ev.msg else None
+        if answer is not None and not any(m.leader == sender for m in queue):
+            # the model lost it with its sender's crash, but TCP had it on the way: delivered still
+            yield [unlogged.requeue(field, r, answer), Step(ev.step, r)]
+            return
         for k, m in enumerate(queue):
             if kind == "fetch_request" and m.leader != ev.node:
                 continue
@@ -275,6 +281,10 @@ class Search:
             m = self.sent.pop(ev.msg, None)  # the request this event handled, whichever way it came
             if m is not None:
                 self.delivered.setdefault((ev.node, ev.step) + ev.msg, m)
+            if after.fetch_responses[r]:  # its answer, by the request's correlation id
+                self.answers[(r, ev.node, ev.msg[1])] = after.fetch_responses[r][-1]
+        elif ev.step == "handle_fetch_response" and ev.msg is not None:
+            self.answers.pop((r,) + ev.msg, None)
         if ev.step in CONTROLLER_STEPS:
             st = ev.state
             self.controller_states.add((st.get("leader"), st.get("epoch"), tuple(st.get("isr", ())), st.get("pe")))
@@ -282,6 +292,7 @@ class Search:
             self.restarting[r] = ev
             self.orphaned = {k: m for k, m in self.orphaned.items() if k[2] != r}  # a new process numbers anew
             self.sent = {k: m for k, m in self.sent.items() if k[0] != r}
+            self.answers = {k: m for k, m in self.answers.items() if k[0] != r}
         elif ev.step == "register" or (ev.step == "crash" and r in self.restarting):
             self.restarting.pop(r, None)
         elif ev.step == "crash":
