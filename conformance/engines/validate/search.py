@@ -232,8 +232,8 @@ class Search:
         answer = self.answers.get((r, sender, ev.msg[1])) if kind == "fetch_response" and ev.msg else None
         if answer is not None and not any(m.leader == sender for m in queue):
             # the model lost it with its sender's crash, but TCP had it on the way: delivered still
+            # (or, below, an answer that changed nothing)
             yield [unlogged.requeue(field, r, answer), Step(ev.step, r)]
-            return
         for k, m in enumerate(queue):
             if kind == "fetch_request" and m.leader != ev.node:
                 continue
