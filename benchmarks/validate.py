@@ -1,9 +1,16 @@
 """Trace validation's figures: how fast ``isrcheck validate`` explains a self-driven run's event
-log, whether that stays linear in the log's length, what logging costs the simulation, and how a
-``fuzz --mode auto`` campaign scales from one Spark core to two.
+log, whether that stays linear in the log's length, what logging costs the simulation, how a
+``fuzz --mode auto`` campaign scales from one Spark core to two, and whether a soak's event log
+(real processes, real Kafka clients, every fault kind) validates in less time than the soak ran.
 
     python benchmarks/validate.py [--protocol kip-966] [--seed 3] [--lengths 1000,2000,4000,8000]
                                   [--overhead-runs 5] [--spark-schedules 40] [--skip-spark]
+                                  [--soak SECONDS] [--soak-dir DIR] [--only soak|throughput|overhead|spark]
+    farm-bench -n 9 -- python benchmarks/validate.py --sim-only 6000 --logged \
+        --vs 'python benchmarks/validate.py --sim-only 6000'
+
+The second form is logging's cost measured from outside, A and B in turn: one simulation with and
+one without its event log (``--sim-only STEPS``, nothing else).
 
 Each figure is printed with what gives it; the load (``uptime``) is printed first and last, since
 the machine may be shared.
@@ -68,6 +75,35 @@ def overhead(protocol: str, seed: int, steps: int, runs: int, scratch: str) -> N
               f"{med[True]:9.0f}; cost {100 * (1 - med[True] / med[False]):.1f} % of the throughput")
 
 
+def profile_share(protocol: str, seed: int, steps: int, scratch: str) -> None:
+    """The event log's share of a logged run under cProfile: the inclusive time of its hooks
+    (``EventLog.broker``, ``controller``, and ``emit`` called directly) over the whole run's. It
+    does not depend on what else the machine runs, as the timings above do; the profiler slows
+    small functions most, so the share is if anything too high."""
+    import cProfile
+    import pstats
+
+    events = os.path.join(scratch, "profiled")
+    work = Workload(sim_config(protocol, 3), seed, events_dir=events)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(steps):
+        work.step()
+    work.finish()
+    profiler.disable()
+    work.events.close()
+    stats = pstats.Stats(profiler)
+    share = 0.0
+    for (path, _line, name), (_cc, _nc, _tt, cumulative, callers) in stats.stats.items():
+        if path.endswith(os.path.join("impl", "eventlog.py")):
+            if name in ("broker", "controller"):
+                share += cumulative
+            elif name == "emit":
+                share += sum(c[3] for where, c in callers.items() if not where[0].endswith("eventlog.py"))
+    print(f"  profiled: the event log's hooks take {100 * share / stats.total_tt:.1f} % of a logged run's time "
+          f"({protocol}, seed {seed}, {steps} steps, cProfile)")
+
+
 def spark_scaling(protocol: str, schedules: int, steps: int, scratch: str) -> None:
     """``isrcheck fuzz --mode auto`` on local[1] and local[2]: job seconds (Spark start-up left out)."""
     from isrcheck.conformance.engines.campaign import CampaignParams, run_campaign
@@ -83,6 +119,26 @@ def spark_scaling(protocol: str, schedules: int, steps: int, scratch: str) -> No
     print(f"  local[2] / local[1] speed-up: {seconds['local[1]'] / seconds['local[2]']:.2f}x")
 
 
+def soak(duration: float, seed: int, folder: str) -> None:
+    """``isrcheck soak`` of kip-966 under every fault kind in ``folder``: its run time against the
+    time validating its processes' event log takes (the soak does it at the end)."""
+    from isrcheck.conformance.engines.soak.driver import SoakOptions, run_soak
+    from isrcheck.conformance.engines.soak.faults import FAULT_KINDS
+
+    result = run_soak(SoakOptions(protocol="kip-966", duration_s=duration, faults=FAULT_KINDS, seed=seed,
+                                  directory=folder))
+    v = result.validation
+    print(f"soak: isrcheck soak --protocol kip-966 --duration {duration:g} --faults all --seed {seed}: ran "
+          f"{result.seconds:.0f} s, {len(result.faults)} faults played, {result.counts.get('send', {}).get('ok', 0)} "
+          f"acknowledged sends, anomalies: {', '.join(result.anomalies) or 'none'}")
+    print(f"  its event log: {v['events']} events, {v['verdict']} in {v['seconds']:.1f} s "
+          f"({v['events'] / v['seconds']:,.0f} events/s, at most {v['max_candidates']} candidate states): "
+          f"validation took {v['seconds'] / result.seconds:.2f} of the time the soak ran")
+    for line in v["lines"][1:]:
+        print("  " + line)
+    print(f"  the run's folder: {folder}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--protocol", default="kip-966")
@@ -93,14 +149,38 @@ def main() -> None:
     parser.add_argument("--spark-schedules", type=int, default=40)
     parser.add_argument("--spark-steps", type=int, default=200)
     parser.add_argument("--skip-spark", action="store_true")
+    parser.add_argument("--soak", type=float, default=600, metavar="SECONDS",
+                        help="the soak's duration (default 600; 0 skips it)")
+    parser.add_argument("--soak-dir", default=None, metavar="DIR",
+                        help="the soak's run folder, kept (default: a temporary one, removed)")
+    parser.add_argument("--only", choices=("throughput", "overhead", "spark", "soak"), default=None,
+                        help="run only this part")
+    parser.add_argument("--sim-only", type=int, default=0, metavar="STEPS",
+                        help="run one auto-mode simulation of STEPS steps and nothing else (for farm-bench)")
+    parser.add_argument("--logged", action="store_true", help="with --sim-only: with its event log")
     args = parser.parse_args()
+    if args.sim_only:
+        with tempfile.TemporaryDirectory(prefix="isrcheck-bench-validate-") as scratch:
+            run_simulation(args.protocol, 3, args.seed, args.sim_only,
+                           events_dir=os.path.join(scratch, "events") if args.logged else None)
+        return
+    parts = {args.only} if args.only else {"throughput", "overhead", "spark", "soak"}
+    if args.skip_spark:
+        parts.discard("spark")
+    if not args.soak:
+        parts.discard("soak")
     print("load:", load())
     with tempfile.TemporaryDirectory(prefix="isrcheck-bench-validate-") as scratch:
-        throughput(args.protocol, args.seed, [int(x) for x in args.lengths.split(",")], scratch)
-        overhead(args.protocol, args.seed, args.overhead_steps, args.overhead_runs, scratch)
-        if not args.skip_spark:
+        if "throughput" in parts:
+            throughput(args.protocol, args.seed, [int(x) for x in args.lengths.split(",")], scratch)
+        if "overhead" in parts:
+            overhead(args.protocol, args.seed, args.overhead_steps, args.overhead_runs, scratch)
+            profile_share(args.protocol, args.seed, args.overhead_steps, scratch)
+        if "spark" in parts:
             print("fuzz --mode auto on Spark:")
             spark_scaling(args.protocol, args.spark_schedules, args.spark_steps, scratch)
+        if "soak" in parts:
+            soak(args.soak, args.seed, args.soak_dir or os.path.join(scratch, "soak"))
     print("load:", load())
 
 

@@ -7,6 +7,7 @@ hold their neutral values (-1, -1s, 0s, None) otherwise, so equal situations are
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import NamedTuple
 
 from .history import EMPTY_HISTORY, History
@@ -209,15 +210,17 @@ def latest_epoch(log: tuple) -> int:
 
 
 def end_offset_for(log: tuple, epoch: int) -> tuple[int, int]:
-    """LeaderEpochFileCache.endOffsetFor (KIP-279): (largest epoch <= ``epoch``, its end offset)."""
-    found = -1
-    for entry in log:
-        e = entry[1]
-        if e <= epoch:
-            found = e
-        else:  # epochs grow along the log: the first larger epoch ends ``found``
-            return (found, entry[0]) if found >= 0 else (-1, 0)
-    return (found, len(log)) if found >= 0 else (-1, 0)
+    """LeaderEpochFileCache.endOffsetFor (KIP-279): (largest epoch <= ``epoch``, its end offset).
+    Epochs grow along the log, so the first entry of a larger epoch ends it (found by bisection:
+    a long run's log is long)."""
+    if log and log[-1][1] <= epoch:
+        return log[-1][1], len(log)
+    i = bisect_right(log, epoch, key=_epoch)  # the first entry of a larger epoch
+    return (log[i - 1][1], log[i][0]) if i > 0 else (-1, 0)
+
+
+def _epoch(entry) -> int:
+    return entry[1]
 
 
 def end_offset_for_kip101(log: tuple, epoch: int) -> int:

@@ -5,8 +5,10 @@
 
 Without ``--bootstrap`` the cluster is isrcheck's own (``isrcheck serve``'s brokers, as processes on
 this machine); with it, any Kafka-compatible cluster, its faults played through ``--hooks``. The run
-folder gets ``history.jsonl``, ``results.json`` and ``index.html`` (the plots). Exit 0 no anomaly,
-1 an anomaly (or a final read that did not finish), 2 bad input (arguments, a hooks file or a hook
+folder gets ``history.jsonl``, ``results.json`` and ``index.html`` (the plots); on isrcheck's own
+cluster also ``events/``, its processes' event log, validated against the model at the end
+(``--no-validate``: neither). Exit 0 no anomaly and the log explained, 1 an anomaly (or a final
+read that did not finish, or an event log the model does not explain), 2 bad input (arguments, a hooks file or a hook
 that fails, a cluster that does not start).
 """
 from __future__ import annotations
@@ -52,6 +54,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-idempotence", action="store_true",
                         help="producers without idempotence (a duplicate is then reported, not an anomaly)")
     parser.add_argument("--max-down", type=REPLICAS, default=1, help="brokers down at once at most (default 1)")
+    parser.add_argument("--no-validate", action="store_true",
+                        help="isrcheck's own cluster: do not log its protocol events nor validate them "
+                             "against the model at the end (docs/validate.md)")
     parser.add_argument("--json", action="store_true", help="print results.json instead of text")
 
 
@@ -73,7 +78,7 @@ def run(args) -> int:
         min_insync_replicas=args.min_insync_replicas, unclean_election=args.unclean_election,
         partitions=args.partitions, producers=args.producers, consumers=args.consumers,
         idempotence=not args.no_idempotence, max_down=args.max_down, bootstrap=args.bootstrap, hooks=args.hooks,
-        topic=args.topic, directory=args.dir, command=shlex.join(["isrcheck", "soak", *sys.argv[2:]]))
+        topic=args.topic, directory=args.dir, validate=not args.no_validate, command=shlex.join(["isrcheck", "soak", *sys.argv[2:]]))
     try:
         result = run_soak(options, progress=lambda line: print(line, file=sys.stderr, flush=True))
     except RuntimeError as exc:  # a cluster that does not start
@@ -109,6 +114,14 @@ def _summary(result, folder: str) -> None:
           f"{'complete' if result.final_read else 'INCOMPLETE'}")
     counts = result.check.get("counts", {})
     print("  anomalies: " + (", ".join(f"{a} ({counts.get(a, 1)})" for a in result.anomalies) or "none"))
+    if o.bootstrap is not None:
+        print("  event log: none (another cluster logs no protocol events: nothing to validate)")
+    elif result.validation is None:
+        print("  event log: not validated (--no-validate)")
+    else:
+        print(f"  event log ({folder}/events): " + result.validation["lines"][0])
+        for line in result.validation["lines"][1:]:
+            print("  " + line)
     for error in result.client_errors:
         print(f"  {error}")
     print(f"  results: {folder}/results.json, {folder}/index.html, {folder}/history.jsonl")

@@ -161,6 +161,8 @@ class Controller:
         for name, count in topics:
             if name not in self.topics:
                 self.create_topic(name, count)
+        if events is not None and kafka_metadata:
+            events.describe_partitions({f"{p.topic}-{p.index}": p.replicas for p in self.partitions})
         self._save()
         if auto:
             scheduler.schedule(check_interval_ms, self._check_sessions)
@@ -275,8 +277,8 @@ class Controller:
         p.last_known_leader = -1
         self.elections += 1
         self._event(event, leader, p.leader_epoch, *self._which(p))
-        if self.events is not None and p.partition_id == 0:
-            self.events.controller(self, "elect", {"replica": -1 if event == "elect" else leader})
+        if self.events is not None:
+            self.events.controller(self, "elect", {"replica": -1 if event == "elect" else leader}, partition=p)
         self._changed(p)
 
     def fence(self, broker: int) -> None:
@@ -423,9 +425,9 @@ class Controller:
             self._event("isr", p.isr, p.partition_epoch, *self._which(p))
             if self.kafka_metadata:
                 self._changed(p, tuple(r for r in self._unfenced() if r != src))
-        if self.events is not None and req.partition == 0:
+        if self.events is not None:
             self.events.controller(self, "handle_alter_partition", {"replica": src, "error": Errors(error).name},
-                                   (src, header.correlation_id))
+                                   (src, header.correlation_id), partition=p)
         return AlterPartitionResponse(error, p.partition_id, p.leader, p.leader_epoch, p.partition_epoch, p.isr)
 
     def _handle_create_topics(self, src: int, header: Header, req: CreateTopicsRequest) -> Any:

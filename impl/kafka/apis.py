@@ -225,7 +225,7 @@ class KafkaApis:
         if batch.is_transactional:
             return Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1
         return self.rm.append_records(partition_id, acks, timeout_ms, b"", respond,
-                                      lambda p: p.append_batch_to_leader(batch))
+                                      lambda p: p.append_batch_to_leader(batch), records=batch.record_count)
 
     def _log_start(self, name: str, index: int) -> int:
         partition_id = self.rm.names.get((name, index))

@@ -1,7 +1,7 @@
 """What a power loss keeps of a real log directory: ``JournaledFileSystem`` is the OS file system
 that also records, in a journal beside the directory, every point at which something became
-durable: a file's bytes (an fsync, a truncation, which is durable on return; a rename carries
-them to the new name) and a directory's entries (an fsync of the directory: its listing then).
+durable: a file's bytes (an fsync; a truncation, whose cut is durable on return, the bytes before
+it no more than they were; a rename carries them to the new name) and a directory's entries (an fsync of the directory: its listing then).
 The process can die by SIGKILL at any moment: what it wrote stays in the page cache, as after a
 process crash. ``power_loss`` then does what losing power would have done, as the simulated file
 system does (``storage.fs.SimulatedFileSystem.power_loss``): a file whose entry was not durable
@@ -35,8 +35,11 @@ class _JournaledFile(FileHandle):
         return self._file.read(position, size)
 
     def truncate(self, size: int) -> None:
+        # the cut is durable on return (FileHandle's contract); the bytes before it are no more
+        # durable than they were: the OS's fsync makes them so, but Kafka's truncateTo does not
+        # fsync, and neither the model nor the simulated disk counts them (docs/storage.md)
         self._file.truncate(size)
-        self._journal.record("durable", self._path, size)
+        self._journal.record("durable", self._path, min(size, self._journal.durable.get(self._path, 0)))
 
     def fsync(self) -> None:
         self._file.fsync()

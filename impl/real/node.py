@@ -2,7 +2,8 @@
 
     python -m isrcheck.impl.real.node --node 1 --config '{"protocol": "kip-320", ...}' \\
         --ports '{"0": 9001, "1": 9002, "2": 9003, "1000": 9000}' --data-dir DIR [--incarnation N] \\
-        [--kafka '{"listeners": {"0": 9092, ...}, "topics": [["orders", 3]], ...}'] [--net-file DIR/net.json]
+        [--kafka '{"listeners": {"0": 9092, ...}, "topics": [["orders", 3]], ...}'] [--net-file DIR/net.json] \\
+        [--events DIR --clock-origin SECONDS]
 
 A broker (``--node`` a broker id) or the controller (``--node controller``), on its own asyncio
 loop with wall-clock timers and TCP on localhost; every node's port is given, so processes find
@@ -29,6 +30,11 @@ ways; ``groups`` is for people and is not read. A missing file, or ``{"cut": []}
 Write it atomically (a temporary file renamed over it), as ``write_net_file`` does. Only the links
 between nodes are cut: Kafka clients reach every broker whatever the file says.
 
+Event log (``--events``): the node writes its protocol events to ``DIR/broker-N.jsonl`` or
+``DIR/controller.jsonl`` (``isrcheck.impl.eventlog``; docs/validate.md), a restarted broker
+(``--incarnation`` above 0) going on with its file; ``t`` is in ms since ``--clock-origin``, a
+``time.monotonic()`` reading that every node of the run is given, so all read one clock.
+
 Signals: SIGTERM and SIGINT are a clean shutdown (HW checkpoint, flush, close; exit 0); SIGKILL
 is a process crash. SIGUSR1 makes a broker's disk fail: the failure named in
 ``DIR/.disk-failure`` (``write:EIO``, ``fsync:ENOSPC``, ``read:EIO``, ...; docs/steps.md, "Disk
@@ -49,6 +55,7 @@ import sys
 import time
 
 from ..controller import CONTROLLER_ID, Controller, FileMetadataStore
+from ..eventlog import EventLog, run_header
 from ..protocol import LeaderAndIsrRequest
 from ..replication import ClusterConfig
 from ..replication.broker import Broker
@@ -158,10 +165,22 @@ class NetWatcher:
             self.poll()
 
 
+def node_events(directory: str, config: ClusterConfig, scheduler: AsyncioScheduler, transport: TcpTransport,
+                incarnation: int) -> EventLog:
+    """This process's event log, its Lamport clock carried by ``transport``'s frames; each line
+    reaches the OS as it is written (a SIGKILL loses none), a restart goes on with the file."""
+    events = EventLog(directory, run_header(config), CONTROLLER_ID, scheduler.now_ms,
+                      resume=incarnation > 0, line_buffered=True)
+    transport.clock = events
+    return events
+
+
 async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data_dir: str, incarnation: int,
-                   kafka: dict | None = None, net_file: str | None = None) -> None:
+                   kafka: dict | None = None, net_file: str | None = None, events_dir: str | None = None,
+                   clock_origin: float | None = None) -> None:
     loop = asyncio.get_running_loop()
-    scheduler, transport = AsyncioScheduler(loop), TcpTransport(loop, ports=ports)
+    scheduler, transport = AsyncioScheduler(loop, clock_origin), TcpTransport(loop, ports=ports)
+    events = node_events(events_dir, config, scheduler, transport, incarnation) if events_dir else None
     stopped = loop.create_future()
     watcher = None
     if net_file:  # cut before the first frame: a node restarted inside a partition stays in it
@@ -173,7 +192,7 @@ async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data
             os.makedirs(data_dir, exist_ok=True)
             extra = dict(kafka_metadata=True, topics=tuple((name, int(n)) for name, n in kafka.get("topics", ())),
                          metadata_store=FileMetadataStore(OsFileSystem(), os.path.join(data_dir, METADATA_FILE)))
-        Controller.for_cluster(config, scheduler, transport, True, _event, **extra)
+        Controller.for_cluster(config, scheduler, transport, True, _event, events=events, **extra)
 
         def shutdown() -> None:
             if not stopped.done():
@@ -184,7 +203,7 @@ async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data
         journaled = kafka is None or bool(kafka.get("journal", False))
         fs = FailingFileSystem(JournaledFileSystem(journal_path(data_dir)) if journaled else OsFileSystem())
         broker = Broker(broker_id, config, fs, scheduler, transport, auto=True, incarnation=incarnation,
-                        data_dir=data_dir, on_event=_event, kafka=kafka is not None)
+                        data_dir=data_dir, on_event=_event, kafka=kafka is not None, events=events)
         broker.on_log_dir_offline = lambda error: _halt_offline(broker, data_dir, error)
         marker = os.path.join(data_dir, _STARTED)
         if os.path.exists(marker) or incarnation > 0:  # a restart, maybe on a new empty disk
@@ -273,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--incarnation", type=int, default=0)
     parser.add_argument("--kafka", default=None, help="Kafka listener and topic settings, as JSON (serve)")
     parser.add_argument("--net-file", default=None, help="the network partition file to watch (net.json)")
+    parser.add_argument("--events", default=None, help="the run's event log directory (docs/validate.md)")
+    parser.add_argument("--clock-origin", type=float, default=None,
+                        help="the run's time origin, a time.monotonic() reading (event times are ms since it)")
     args = parser.parse_args(argv)
     try:
         config = ClusterConfig(**json.loads(args.config))
@@ -287,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format=f"%(asctime)s node {args.node} %(name)s %(levelname)s %(message)s")
     try:
-        asyncio.run(run_node(args.node, config, ports, args.data_dir, args.incarnation, kafka, args.net_file))
+        asyncio.run(run_node(args.node, config, ports, args.data_dir, args.incarnation, kafka, args.net_file,
+                             args.events, args.clock_origin))
     except (OSError, ValueError) as exc:  # a port in use, unreadable metadata
         print(f"node {args.node}: {exc}", file=sys.stderr)
         return 2

@@ -17,6 +17,12 @@ Network partitions: ``partition(groups)`` cuts every link between nodes of diffe
 file ``DIR/net.json`` that every node watches (``node`` describes it; ``start`` removes a stale
 one: no file, no cut): a change takes effect in each node within its poll interval (about 100 ms),
 and in nodes started later from their start.
+
+Event log (``events``, a directory): every node process writes its protocol events there
+(``node``'s ``--events``; docs/validate.md), all on one clock whose origin is the cluster's start.
+What the processes cannot log themselves, the cluster logs into the broker's file as the machine
+that did it: a ``crash`` (after the process is gone, with its kind; a disk failure's halt as the
+crash it amounts to) and a ``lose_disk``.
 """
 from __future__ import annotations
 
@@ -28,9 +34,11 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 from ..clients import CONSUMER_ID, PRODUCER_ID
 from ..controller import CONTROLLER_ID
+from ..eventlog import DOWN, EventLog, run_header
 from ..replication import CRASH_KINDS, ClusterConfig
 from .durable import power_loss
 from .failing import DISK_FAILURE_FILE
@@ -56,16 +64,20 @@ class ProcessCluster:
     """``start()`` the controller and the brokers; ``crash``, ``restart``; ``stop()`` them all."""
 
     def __init__(self, config: ClusterConfig, directory: str, ready_timeout_s: float = 30.0,
-                 kafka: dict | None = None) -> None:
-        """``kafka``: the nodes' ``--kafka`` settings, for a cluster Kafka clients use (serve)."""
+                 kafka: dict | None = None, events: str | None = None) -> None:
+        """``kafka``: the nodes' ``--kafka`` settings, for a cluster Kafka clients use (serve);
+        ``events``: the directory of the run's event log (None: no log)."""
         self.config, self.directory, self.ready_timeout_s = config, directory, ready_timeout_s
         self.kafka = kafka
+        self.events = events
+        self.clock_origin = time.monotonic()  # reset by start: event times are ms since it
         # every node's port, clients' too: a response travels on a connection its sender opens
         nodes = [*range(config.replicas), CONTROLLER_ID, PRODUCER_ID, CONSUMER_ID]
         self.ports = dict(zip(nodes, free_ports(len(nodes))))
         self.processes: dict[int, subprocess.Popen | None] = {}
         self.incarnations = [0] * config.replicas
         self.lost_bytes = 0  # what power losses discarded
+        self.armed: dict[int, str] = {}  # broker -> the disk failure armed on it (arm_disk_failure)
         self.paused: set[int] = set()
         self.groups: list[list[int]] = []  # the current network partition, [] when healed
         self.net_file = os.path.join(directory, NET_FILE)
@@ -97,6 +109,8 @@ class ProcessCluster:
         if self.kafka is not None:
             argv += ["--kafka", json.dumps(self.kafka)]
         argv += ["--net-file", self.net_file]
+        if self.events is not None:
+            argv += ["--events", self.events, "--clock-origin", repr(self.clock_origin)]
         log = open(os.path.join(self.directory, f"{node}.log"), "ab")
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
         log.close()
@@ -115,6 +129,7 @@ class ProcessCluster:
         if os.path.exists(self.net_file):  # every link up, whatever a previous run left
             os.remove(self.net_file)
         self.groups = []
+        self.clock_origin = time.monotonic()
         # brokers first (their imports overlap), heartbeating into the void until the controller
         # listens: its sessions start when it does, and must not expire before they are up
         launched = [(b, self._launch(b)) for b in range(self.config.replicas)]
@@ -145,43 +160,68 @@ class ProcessCluster:
         if kind == "power":
             lost = power_loss(self.data_dir(broker), journal_path(self.data_dir(broker)))
             self.lost_bytes += sum(lost.values())
+        self._log(broker, "crash", kind=kind)
+
+    def _log(self, broker: int, step: str, **fields) -> None:
+        """An event of ``broker``'s machine in its file, after those its last process logged."""
+        if self.events is None:
+            return
+        log = EventLog(self.events, run_header(self.config), CONTROLLER_ID,
+                       lambda: int((time.monotonic() - self.clock_origin) * 1000), resume=True)
+        log.emit(broker, step, DOWN, {"replica": broker, **fields})
+        log.close()
 
     def fail_disk(self, broker: int, io: str, timeout_s: float = 30.0) -> bool:
         """The broker's disk fails the operation ``io`` names (one of DISK_IO): True if the broker
         halted on its offline log directory (exit code 1; a failed fsync's dirty pages then played
         gone), False if the operation hit nothing (it still runs; e.g. nothing to fsync)."""
-        if io not in DISK_IO:
-            raise ValueError(f"io: expected one of {', '.join(DISK_IO)}, got {io!r}")
-        if io.startswith("fsync") and not self.journaled:
-            raise ValueError("a failed fsync needs the brokers' journal: Kafka setting \"journal\": true")
         proc = self.processes[broker]
-        with open(os.path.join(self.data_dir(broker), DISK_FAILURE_FILE), "w", encoding="utf-8") as f:
-            f.write(io)
+        self._write_disk_failure(broker, io)
         proc.send_signal(signal.SIGUSR1)
         try:
-            code = proc.wait(timeout_s)
+            proc.wait(timeout_s)
         except subprocess.TimeoutExpired:
             return False
-        proc.stdout.close()
-        self.processes[broker] = None
-        os.remove(os.path.join(self.data_dir(broker), DISK_FAILURE_FILE))
-        if code != HALTED:
-            raise RuntimeError(f"broker {broker} exited with {code}, not {HALTED}, on a failed {io}")
-        if io.startswith("fsync"):
-            self.lost_bytes += sum(power_loss(self.data_dir(broker), journal_path(self.data_dir(broker))).values())
+        self._halted(broker, io)
         return True
 
     def arm_disk_failure(self, broker: int, io: str) -> None:
         """The broker's disk fails the next operation of the kind ``io`` names (one of DISK_IO) that
         the broker makes by itself, e.g. the append of the next produce for ``write:*``; the broker
-        then halts with exit code 1 (see ``exit_code``)."""
-        if io not in DISK_IO:
-            raise ValueError(f"io: expected one of {', '.join(DISK_IO)}, got {io!r}")
-        with open(os.path.join(self.data_dir(broker), DISK_FAILURE_FILE), "w", encoding="utf-8") as f:
-            f.write(io + ":next")
+        then halts with exit code 1, and ``restart`` plays what the halt left (as ``fail_disk``)."""
+        self._write_disk_failure(broker, io + ":next")
+        self.armed[broker] = io
         self.processes[broker].send_signal(signal.SIGUSR1)
 
+    def _write_disk_failure(self, broker: int, failure: str) -> None:
+        io = failure.removesuffix(":next")
+        if io not in DISK_IO:
+            raise ValueError(f"io: expected one of {', '.join(DISK_IO)}, got {io!r}")
+        if io.startswith("fsync") and not self.journaled:
+            raise ValueError("a failed fsync needs the brokers' journal: Kafka setting \"journal\": true")
+        with open(os.path.join(self.data_dir(broker), DISK_FAILURE_FILE), "w", encoding="utf-8") as f:
+            f.write(failure)
+
+    def _halted(self, broker: int, io: str) -> None:
+        """After ``broker`` exited on a failed ``io``: check it halted as Kafka does, drop a failed
+        fsync's dirty pages, and log the crash it amounts to."""
+        proc = self.processes[broker]
+        code = proc.wait()
+        proc.stdout.close()
+        self.processes[broker] = None
+        self.armed.pop(broker, None)
+        os.remove(os.path.join(self.data_dir(broker), DISK_FAILURE_FILE))
+        if code != HALTED:
+            raise RuntimeError(f"broker {broker} exited with {code}, not {HALTED}, on a failed {io}")
+        if io.startswith("fsync"):
+            self.lost_bytes += sum(power_loss(self.data_dir(broker), journal_path(self.data_dir(broker))).values())
+        # to the event log, the crash it amounts to (docs/steps.md, "Disk faults"): a halt, after a
+        # failed fsync with the dirty pages gone as after a power loss
+        self._log(broker, "crash", kind="power" if io.startswith("fsync") else "process")
+
     def restart(self, broker: int) -> None:
+        if broker in self.armed and not self.alive(broker):  # an armed disk failure halted it
+            self._halted(broker, self.armed[broker])
         self.incarnations[broker] += 1
         self.processes[broker] = self._spawn(broker)
 
@@ -204,11 +244,13 @@ class ProcessCluster:
             proc.wait()
             proc.stdout.close()
             self.processes[broker] = None
+            self._log(broker, "crash", kind="process")
         self.paused.discard(broker)
         shutil.rmtree(self.data_dir(broker), ignore_errors=True)
         journal = journal_path(self.data_dir(broker))
         if os.path.exists(journal):
             os.remove(journal)
+        self._log(broker, "lose_disk")
 
     def partition(self, groups) -> list[list[int]]:
         """Cut every link between nodes of different ``groups`` (iterables of node ids: broker ids
@@ -240,6 +282,9 @@ class ProcessCluster:
         self.groups = []
 
     def stop(self) -> None:
+        for broker, io in sorted(self.armed.items()):
+            if not self.alive(broker):
+                self._halted(broker, io)
         for node in [*range(self.config.replicas), CONTROLLER_ID]:
             proc = self.processes.get(node)
             if proc is not None and proc.poll() is None:

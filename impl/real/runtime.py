@@ -1,7 +1,10 @@
 """AsyncioScheduler and TcpTransport: ``Scheduler`` and ``Transport`` for real time and real sockets.
 
 Each registered node listens on its own localhost port; frames travel over one TCP connection per
-(sender, receiver), each prefixed by its length and the sender's node id. When a connection fails
+(sender, receiver), each prefixed by its length, the sender's node id and the sender's Lamport
+clock (``>iiq``, 16 bytes; docs/processes.md, "The real runtime"). The clock is the event log's
+(``clock``: ``stamp()`` when a frame is written, ``receive(stamp)`` before the receiver handles
+it), so that the events of every process are ordered consistently with causality; 0 without one. When a connection fails
 (the peer is gone, refused or reset), every request the two nodes still await from each other is
 reported lost (``Endpoint.connection_lost``), as Kafka's NetworkClient fails its in-flight requests
 on a disconnect. Everything runs on one event loop thread, like a broker's network threads handing
@@ -33,7 +36,7 @@ from typing import Callable
 from ..protocol import CODEC, RESPONSE, DecodeError
 from ..runtime import Endpoint
 
-_PREFIX = struct.Struct(">ii")  # frame length, sender node id
+_PREFIX = struct.Struct(">iiq")  # frame length, sender node id, sender's Lamport clock
 _FRAME_HEADER = struct.Struct(">BhhI")
 
 MAX_FRAME_BYTES = 104_857_600            # Kafka's socket.request.max.bytes default (100 MiB)
@@ -54,11 +57,13 @@ class _CutConnection(Exception):
 
 
 class AsyncioScheduler:
-    """Wall-clock milliseconds since creation; timers are the loop's ``call_later`` handles."""
+    """Wall-clock milliseconds since creation, or since ``origin`` (a ``time.monotonic()`` reading,
+    which every process of the host shares: one clock for a run's processes); timers are the loop's
+    ``call_later`` handles."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, origin: float | None = None) -> None:
         self.loop = loop
-        self._start = loop.time()
+        self._start = loop.time() if origin is None else origin
 
     def now_ms(self) -> int:
         return int((self.loop.time() - self._start) * 1000)
@@ -102,6 +107,7 @@ class TcpTransport:
         self._cut: set[int] = set()  # peers whose links to this transport's nodes are cut
         # each server-side connection's task -> the sender id once known (a one-element list)
         self._incoming: dict[asyncio.Task, list[int]] = {}
+        self.clock = None  # the nodes' event log (isrcheck.impl.eventlog), when they keep one
 
     # -- network partitions -------------------------------------------------------------------
     @property
@@ -217,7 +223,7 @@ class TcpTransport:
             prefix = await self._read_exactly(reader, _PREFIX.size, idle_s, "frame prefix")
             if prefix is None:
                 return
-            length, sender = _PREFIX.unpack(prefix)
+            length, sender, stamp = _PREFIX.unpack(prefix)
             if not _FRAME_HEADER.size <= length <= self.max_frame_bytes:
                 raise _BadConnection(f"frame length {length} outside {_FRAME_HEADER.size}.."
                                      f"{self.max_frame_bytes} (socket.request.max.bytes)")
@@ -241,6 +247,8 @@ class TcpTransport:
                 peer.append(sender)
             if header.frame_type == RESPONSE:  # no longer awaited
                 self._awaiting.get((node_id, sender), set()).discard(header.correlation_id)
+            if self.clock is not None:
+                self.clock.receive(stamp)
             endpoint.receive(sender, frame)
 
     @staticmethod
@@ -276,7 +284,9 @@ class TcpTransport:
                             del self._links[(src, dst)]
                         return
                     continue
-                writer.write(_PREFIX.pack(len(frame), src) + frame)
+                # stamped as it leaves: after every event its sender logged before, this one's too
+                stamp = self.clock.stamp() if self.clock is not None else 0
+                writer.write(_PREFIX.pack(len(frame), src, stamp) + frame)
                 await writer.drain()
         except (OSError, ConnectionError):
             self._drop_link(src, dst, link)

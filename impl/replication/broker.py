@@ -32,6 +32,7 @@ from ..storage import FileSystem, Log, LogConfig
 from ..storage.checkpoints import CheckpointFile
 from .config import ClusterConfig
 from .log_dir_failure import LogDirFailureChannel
+from .partition import Partition
 from .replica_manager import ReplicaManager
 
 DATA_DIR = "/var/lib/kafka/data"  # the default log.dirs; each broker has its own file system
@@ -90,6 +91,8 @@ class Broker:
         running_epoch = self._take_epoch_file(self.running_file)
         if self.previous_broker_epoch < 0:
             self.previous_broker_epoch = running_epoch
+        if self.previous_broker_epoch >= 0:  # kept for the next start until a registration gives a new
+            self._write_running_file(self.previous_broker_epoch)  # one: a crash before it loses nothing
         self.log_config = LogConfig(flush_messages=config.flush_messages, retention_ms=None, segment_ms=None)
         self.endpoint = NodeEndpoint(broker_id, transport)
         self.replica_manager = ReplicaManager(broker_id, config, self._open_log, self.scheduler, self.endpoint,
@@ -102,8 +105,11 @@ class Broker:
         self.on_log_dir_offline: Callable[[OSError], None] | None = None
         self.endpoint.on_io_error = self.scheduler.on_io_error = self.handle_log_dir_failure
         transport.register(broker_id, self.endpoint)
-        if events is not None and incarnation > 0 and not kafka:  # log recovery done, not yet registered
-            events.broker(self.partition, "restart", {"replica": broker_id})
+        if events is not None and incarnation > 0:  # log recovery done, not yet registered
+            if kafka:  # its partitions' logs are opened as LeaderAndIsr names them: a restart of each
+                events.emit(broker_id, "restart", "{}", {"replica": broker_id})
+            else:
+                events.broker(self.partition, "restart", {"replica": broker_id})
 
     def _open_log(self, partition_id: int, topic: str, index: int) -> tuple[Log, int]:
         """LogManager.getOrCreateLog: the partition's log in ``<topic>-<index>``, recovered if it
@@ -163,13 +169,14 @@ class Broker:
         self.fs.fsync_dir(self.data_dir)  # else a power loss brings back a clean shutdown file
         return epoch
 
-    def _write_running_file(self) -> None:
-        """The broker epoch to the page cache only (no fsync: see RUNNING_NAME)."""
+    def _write_running_file(self, epoch: int | None = None) -> None:
+        """The broker epoch (or ``epoch``) to the page cache only (no fsync: see RUNNING_NAME)."""
         if self.fs.exists(self.running_file):
             self.fs.remove(self.running_file)
         handle = self.fs.open(self.running_file)
         try:
-            handle.append(json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}).encode())
+            handle.append(json.dumps({"version": 0, "brokerEpoch": self.broker_epoch if epoch is None
+                                      else epoch}).encode())
         finally:
             handle.close()
 
@@ -196,11 +203,10 @@ class Broker:
     def _schedule_hw_checkpoint(self) -> None:
         """replica.high.watermark.checkpoint.interval.ms: the HW reaches the disk on a schedule."""
         def run() -> None:
-            if self.events is not None and not self.kafka and self.hw_checkpoint != self.partition.high_watermark:
-                self.checkpoint_high_watermarks()
-                self.events.broker(self.partition, "checkpoint_hw", {"replica": self.broker_id})
-            else:
-                self.checkpoint_high_watermarks()
+            changed = self._partitions_changed(lambda p: p.high_watermark != self.hw_checkpoints.get(p.partition_id, 0))
+            self.checkpoint_high_watermarks()
+            for p in changed:
+                self.events.broker(p, "checkpoint_hw", {"replica": self.broker_id})
             self._schedule_hw_checkpoint()
         self.scheduler.schedule(self.config.replica_high_watermark_checkpoint_interval_ms, run)
 
@@ -235,14 +241,19 @@ class Broker:
 
     def flush(self) -> None:
         """fsync every log and checkpoint the HWs."""
-        events = self.events if not self.kafka else None
-        changed = events is not None and (self.durable_offset != self.log.log_end_offset
-                                          or self.hw_checkpoint != self.partition.high_watermark)
+        changed = self._partitions_changed(lambda p: p.log.recovery_point != p.log.log_end_offset or
+                                           p.high_watermark != self.hw_checkpoints.get(p.partition_id, 0))
         for p in self.replica_manager.partitions.values():
             p.log.flush()
         self.checkpoint_high_watermarks()
-        if changed:
-            events.broker(self.partition, "flush", {"replica": self.broker_id})
+        for p in changed:
+            self.events.broker(p, "flush", {"replica": self.broker_id})
+
+    def _partitions_changed(self, changed: Callable[[Partition], bool]) -> list[Partition]:
+        """The hosted partitions a flush or HW checkpoint changes, for the event log (none without one)."""
+        if self.events is None:
+            return []
+        return [p for p in self.replica_manager.partitions.values() if changed(p)]
 
     def read_log_end(self) -> None:
         """Read the last batch of the first partition's log, as serving a fetch of it does."""
@@ -278,8 +289,10 @@ class Broker:
         self.checkpoint_high_watermarks()
         for p in self.replica_manager.partitions.values():
             p.log.close()
+        # not registered yet: the epoch the previous shutdown left (-1: unclean, and it stays so)
+        epoch = self.broker_epoch if self.broker_epoch >= 0 else self.previous_broker_epoch
         self.fs.write_file_atomically(self.clean_shutdown_file,
-                                      json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}).encode())
+                                      json.dumps({"version": 0, "brokerEpoch": epoch}).encode())
         self.halt()
 
     def halt(self) -> None:

@@ -45,6 +45,7 @@ class Partition:
         self.broker_id = broker_id
         self.partition_id = partition_id
         self.name = name  # "topic-index", added to events where a broker hosts many partitions
+        self.cut_batches = 0  # the whole batches of the last follower fetch response cut by bytes
         self.config = config
         self.variant = config.variant
         self.replicas = tuple(range(config.replicas))  # in assignment order once LeaderAndIsr names them
@@ -180,6 +181,7 @@ class Partition:
         """The leader's side of a replica Fetch: divergence check, follower state, HW, records."""
         log = self.log
         leo = log.log_end_offset
+        self.cut_batches = 0
         if self.variant.fetch_epochs and req.last_fetched_epoch >= 0:
             epoch, end = self.end_offset_for(req.last_fetched_epoch)
             if epoch != req.last_fetched_epoch or end < req.fetch_offset:
@@ -201,8 +203,10 @@ class Partition:
             follower.last_fetch_ms = now
             follower.last_fetch_leader_leo = leo
         self.maybe_increment_leader_hw()
-        return FetchResponse(Errors.NONE, self.partition_id, self.high_watermark, 0, leo, -1, -1,
-                             log.read(req.fetch_offset, max_batches=req.max_batches).data)
+        info = log.read(req.fetch_offset, max_batches=req.max_batches)
+        # cut by bytes (replica.fetch.max.bytes): how many whole batches it holds, for the event log
+        self.cut_batches = len(info.batches) if info.cut else 0
+        return FetchResponse(Errors.NONE, self.partition_id, self.high_watermark, 0, leo, -1, -1, info.data)
 
     def read_committed(self, fetch_offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES) -> tuple[int, bytes]:
         """A consumer fetch: (error, record batches below the HW, up to ``max_bytes`` but at least

@@ -119,37 +119,44 @@ class ReplicaManager:
             endpoint.respond(src, header, ProduceResponse(error, req.partition, offset))
         result = self.append_records(
             req.partition, req.acks, req.timeout_ms, req.records[0].value, respond,
-            lambda p: p.append_records_to_leader([(r.key, r.value) for r in req.records]))
-        if self.events is not None and req.partition in self.partitions:
-            self.events.broker(self.partitions[req.partition], "produce",
-                               {"replica": self.broker_id, "acks": req.acks, "records": len(req.records)},
-                               (src, header.correlation_id))
+            lambda p: p.append_records_to_leader([(r.key, r.value) for r in req.records]),
+            (src, header.correlation_id), len(req.records))
         if result is None or (req.acks == 0 and result[0] == Errors.NONE):
             return None  # acks=0 written: no response; acks=all: answered from the purgatory
         return ProduceResponse(result[0], req.partition, result[1])
 
     def append_records(self, partition_id: int, acks: int, timeout_ms: int, first_value: bytes,
-                       respond: Callable[[int, int], None],
-                       append: Callable[[Partition], LogAppendInfo]) -> tuple[int, int] | None:
+                       respond: Callable[[int, int], None], append: Callable[[Partition], LogAppendInfo],
+                       msg: tuple[int, int] | None = None, records: int = 1) -> tuple[int, int] | None:
         """ReplicaManager.appendRecords for one partition: leader check, min.insync.replicas for
         acks=all, ``append`` to the leader's log, then acks. Returns (error, base offset), or None
         when acks=all parks the batch in the DelayedProduce purgatory until the HW passes it (or it
         expires), which then calls ``respond(error, base offset)``. A retried batch of an idempotent
-        producer is acknowledged with the offset it was first written at."""
+        producer is acknowledged with the offset it was first written at. The event log has the
+        ``produce`` of ``records`` records (``msg``: the request) when the batch was written or
+        refused as docs/steps.md's produce refuses it; a duplicate or a batch the log refuses
+        changes nothing there."""
         p = self.partitions.get(partition_id)
         if p is None:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION, -1
         if acks not in (0, 1, -1):
             return Errors.INVALID_REQUIRED_ACKS, -1
+        events = self.events
+        fields = {"replica": self.broker_id, "acks": acks, "records": records} if events is not None else None
         if not p.is_leader:
+            if events is not None:
+                events.broker(p, "produce", fields, msg)
             return Errors.NOT_LEADER_OR_FOLLOWER, -1
         if acks == -1 and len(p.isr) < self.config.min_insync_replicas:
+            if events is not None:
+                events.broker(p, "produce", fields, msg)
             return Errors.NOT_ENOUGH_REPLICAS, -1
+        written = True
         try:
             info = append(p)
             offset, count = info.first_offset, info.record_count
         except DuplicateBatch as dup:  # acks=all waits for the HW to pass the original batch
-            offset, count = dup.base_offset, dup.record_count
+            offset, count, written = dup.base_offset, dup.record_count, False
         except SequenceError as exc:
             return Errors[exc.error], -1
         except RecordTooLargeError:
@@ -161,6 +168,8 @@ class ReplicaManager:
         if acks == -1:
             p.purgatory.park(offset, count, first_value, timeout_ms, respond)
         p.maybe_increment_leader_hw()  # after every leader append, as Kafka does, whatever the acks
+        if written and events is not None:  # before the fetches this append completes
+            events.broker(p, "produce", fields, msg)
         self.fetch_purgatory.check()
         return None if acks == -1 else (Errors.NONE, offset)
 
@@ -174,13 +183,22 @@ class ReplicaManager:
         endpoint = self.endpoint
 
         def try_complete(expired: bool) -> bool:
-            again = self.fetch(req)
-            if not (expired or again.records or again.error or again.diverging_end_offset >= 0):
+            # DelayedFetch.tryComplete looks at offsets and leadership without reading; only the
+            # completion reads (and moves the follower's state), as the request handled again
+            if not (expired or self._fetch_ready(req)):
                 return False
-            endpoint.respond(src, header, again)
+            endpoint.respond(src, header, self.fetch(req, (src, header.correlation_id)
+                                                     if self.events is not None else None))
             return True
         self.fetch_purgatory.park(wait_ms, try_complete)
         return None
+
+    def _fetch_ready(self, req: FetchRequest) -> bool:
+        """A parked follower fetch has something to answer: the partition gone or led elsewhere, its
+        leader epoch fenced (KIP-320), or records past the fetch offset."""
+        p = self.partitions.get(req.partition)
+        return (p is None or not p.is_leader or p.check_leader_epoch(req.current_leader_epoch) != Errors.NONE
+                or p.log.log_end_offset > req.fetch_offset)
 
     def fetch(self, req: FetchRequest, msg: tuple[int, int] | None = None) -> FetchResponse:
         """readFromLocalLog for one partition: a follower's fetch (its state updated, the HW moved,
@@ -205,7 +223,9 @@ class ReplicaManager:
         hw = p.high_watermark
         resp = p.fetch_from_follower(req)
         if events is not None:
-            events.broker(p, "handle_fetch", {"replica": req.replica_id}, msg)
+            cut = p.cut_batches  # the whole batches of a response cut by bytes
+            events.broker(p, "handle_fetch", {"replica": req.replica_id, "batches": cut} if cut else
+                          {"replica": req.replica_id}, msg)
         if self.auto and p.maybe_expand_isr() and events is not None:
             events.broker(p, "expand_isr", {"replica": self.broker_id}, corr=p.last_isr_request)
         if p.high_watermark != hw:
@@ -268,20 +288,22 @@ class ReplicaManager:
             self.live_brokers = req.live_brokers
         elif req.partition not in self.partitions:
             return None  # v0 names only partitions this broker was created with
-        self.apply_leader_and_isr(req)
+        self.apply_leader_and_isr(req, check_fetches=False)
         if self.events is not None and req.partition in self.partitions:
             self.events.broker(self.partitions[req.partition], "deliver_leader_and_isr",
                                {"replica": self.broker_id, "message": {
                                    "leader": req.leader, "leader_epoch": req.leader_epoch, "isr": list(req.isr),
                                    "partition_epoch": req.partition_epoch}}, (src, header.correlation_id))
+        self.fetch_purgatory.check()  # after the event: the fetches it answers come after it
         return None
 
-    def apply_leader_and_isr(self, req: LeaderAndIsrRequest) -> None:
+    def apply_leader_and_isr(self, req: LeaderAndIsrRequest, check_fetches: bool = True) -> None:
         p = self.get_or_create_partition(req.partition, req.topic, req.index)
         fetcher = self.fetchers[req.partition]
         if p.apply_leader_and_isr(req, fetcher.stop) == "follower":
             fetcher.reset()
-        self.fetch_purgatory.check()  # parked fetches of a partition no longer led answer at once
+        if check_fetches:
+            self.fetch_purgatory.check()  # parked fetches of a partition no longer led answer at once
 
     @property
     def applied_partition_epochs(self) -> tuple[int, ...]:

@@ -52,13 +52,14 @@ class FetchDataInfo:
     """Whole batches read from ``fetch_offset``: raw ``data`` to ship to a follower, ``batches``, and
     ``records`` (offsets >= fetch_offset: a batch may start before it)."""
 
-    __slots__ = ("fetch_offset", "data", "_batches", "_end")
+    __slots__ = ("fetch_offset", "data", "_batches", "_end", "cut")
 
-    def __init__(self, fetch_offset: int, data: bytes, log_end_offset: int | None = None) -> None:
+    def __init__(self, fetch_offset: int, data: bytes, log_end_offset: int | None = None, cut: bool = False) -> None:
         self.fetch_offset = fetch_offset
         self.data = data
         self._batches: list[RecordBatch] | None = None
         self._end = log_end_offset
+        self.cut = cut  # the read stopped at ``max_bytes`` before the end of the log
 
     @property
     def batches(self) -> list[RecordBatch]:
@@ -342,7 +343,8 @@ class Log:
                 remaining -= len(data)
             if not at_end or remaining <= 0:
                 break
-        return FetchDataInfo(offset, parts[0] if len(parts) == 1 else b"".join(parts), self._leo)
+        cut = max_offset is None and not (at_end and i == len(segments) - 1)
+        return FetchDataInfo(offset, parts[0] if len(parts) == 1 else b"".join(parts), self._leo, cut)
 
     def unflushed_batches(self) -> list[BatchExtent]:
         """The batches at or past the recovery point, in log order, with where they lie on disk: what a

@@ -170,7 +170,7 @@ COVERED = {
         "isrcheck sim --protocol kip-320 --replicas 3 --seed 1 --steps 400 [--crash-kinds clean,process] [--json]",
         "isrcheck sim",
     },
-    "docs/steps.md": {"isrcheck serve", "isrcheck sim", "isrcheck validate"},
+    "docs/steps.md": {"isrcheck serve", "isrcheck sim", "isrcheck soak", "isrcheck validate"},
     "docs/storage.md": {"isrcheck dump-log"},
     "docs/validate.md": {"isrcheck serve", "isrcheck soak", "isrcheck sim", "isrcheck validate"},
     "docs/sut-protocol.md": {

@@ -21,6 +21,12 @@ def test_a_soak_under_kills_and_pauses_finds_no_anomaly_and_writes_its_folder(is
     assert any(e.get("final") for e in events)  # the final read is in the history
     page = (run / "index.html").read_text()
     assert "latency-plot" in page and "anomaly-free" in page
+    # the cluster's event log, every partition validated against the model
+    validation = result["validation"]
+    assert validation["verdict"] == "explained", validation["lines"]
+    assert set(validation["partitions"]) == {"soak-0", "soak-1", "soak-2"} and validation["events"] > 1000
+    assert sorted(p.name for p in (run / "events").iterdir()) == [
+        "broker-0.jsonl", "broker-1.jsonl", "broker-2.jsonl", "controller.jsonl"]
 
 
 def test_bad_input_is_named_and_nothing_runs(isrcheck_cli, tmp_path):
@@ -76,3 +82,24 @@ def test_unclean_election_of_an_out_of_sync_broker_loses_acknowledged_writes(tmp
         assert all(i["ops"] for i in result.check["anomalies"]["lost-write"])
     else:
         assert result.anomalies == [], result.anomalies
+
+
+@pytest.mark.slow
+def test_a_soak_under_every_fault_kind_is_explained_by_the_model(isrcheck_cli, tmp_path):
+    """kill, stop, pause, power, disk and partition on kip-966: the event log of every process,
+    each partition on its own, is a behaviour of the model."""
+    proc = isrcheck_cli("soak", "--protocol", "kip-966", "--duration", "45", "--faults", "all", "--seed", "3",
+                        "--dir", tmp_path / "run", "--json", timeout=600)
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 0 and result["validation"]["verdict"] == "explained", result["validation"]["lines"]
+    assert len(result["faults"]) >= 4
+
+
+def test_another_clusters_soak_says_there_is_nothing_to_validate(capsys):
+    from isrcheck.conformance.cli.soak import _summary
+    from isrcheck.conformance.engines.soak.driver import SoakOptions, SoakResult
+
+    _summary(SoakResult(SoakOptions(bootstrap="kafka1:9092"), seconds=1.0, final_read=True), "run")
+    assert "event log: none (another cluster logs no protocol events: nothing to validate)" in capsys.readouterr().out
+    _summary(SoakResult(SoakOptions(validate=False), seconds=1.0, final_read=True), "run")
+    assert "event log: not validated (--no-validate)" in capsys.readouterr().out

@@ -93,14 +93,15 @@ def test_a_changed_high_watermark_is_refused_at_that_event(tmp_path):
 
 
 def test_a_receive_ordered_before_its_send_is_refused_at_the_receive(tmp_path):
-    """Swap the clocks of a follower's Fetch and the leader's handling of it: the merged order has
-    the leader handle a request nobody sent yet."""
+    """Swap the times and clocks of a follower's Fetch and the leader's handling of it: the merged
+    order has the leader handle a request nobody sent yet."""
     log = _run(tmp_path, "kip-320", 1)
     files = {b: _lines(log / f"broker-{b}.jsonl") for b in range(3)}
     handled = next(e for b in range(3) for e in files[b][1:] if e["step"] == "handle_fetch")
     leader, f = handled["node"], handled["replica"]
     sent = next(e for e in files[f][1:] if e["step"] == "send_fetch" and e["corr"] == handled["msg"][1])
-    sent["lc"], handled["lc"] = handled["lc"], sent["lc"]
+    for key in ("t", "lc"):
+        sent[key], handled[key] = handled[key], sent[key]
     for b in (leader, f):
         _write(log / f"broker-{b}.jsonl", files[b])
     verdict, _, _ = validate_path(str(log))
@@ -203,3 +204,13 @@ def test_kip966_runs_where_validation_found_the_implementation_wrong_are_explain
     never registered after a power loss is still unclean to the controller."""
     verdict, _, _ = validate_path(str(_run(tmp_path, "kip-966", seed, steps=200)))
     assert verdict.explained, verdict.to_json()
+
+
+def test_a_broker_crashed_twice_before_it_registered_is_explained(tmp_path):
+    """kip-966, 4,000 steps: broker 0 is killed, restarts, is killed again before it registers,
+    and registers; the epoch its clean state left stays in the page cache until then, so the
+    controller does not take two process crashes for an unclean shutdown (it dropped the broker from
+    the ELR); on the way, a flush of the unregistered broker checkpoints the HW its recovery read."""
+    verdict, _, _ = validate_path(str(_run(tmp_path, "kip-966", 3, steps=4000)))
+    assert verdict.explained, verdict.to_json()
+    assert any(st.get("while_down") and st["step"] == "flush" for st in verdict.steps)

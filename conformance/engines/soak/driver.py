@@ -6,14 +6,17 @@ played), a topic of ``partitions`` replicated on every broker, and the faults of
 other Kafka-compatible cluster (``bootstrap``): the same workload, the faults through the user's
 hooks file (none without one). The run, in order: the workload (``workload``) and the seeded fault
 plan (``faults``) for ``duration_s``; every fault ended; the workload stopped; the final read;
-the history checked (``checker``); ``history.jsonl`` and ``results.json`` written to the run folder
-(the command adds the page, ``index.html``).
+the history checked (``checker``); on isrcheck's own cluster, its processes' event log
+(``events/``) validated against the model (``validate``; docs/validate.md), unless ``validate`` is
+off; ``history.jsonl`` and ``results.json`` written to the run folder (the command adds the page,
+``index.html``). Another cluster logs no events: there is nothing to validate.
 """
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -46,6 +49,7 @@ class SoakOptions:
     directory: str = "soak"
     command: str = ""
     script: tuple = ()               # faults.Fault: a scenario played instead of a drawn plan
+    validate: bool = True            # isrcheck's own cluster: log its events, validate them at the end
 
 
 @dataclass
@@ -58,6 +62,7 @@ class SoakResult:
     client_errors: list = field(default_factory=list)
     check: dict = field(default_factory=dict)     # CheckResult.to_json()
     events: list = field(default_factory=list, repr=False)  # the history, for the page
+    validation: dict | None = None                # the event log's verdict (None: not validated)
 
     @property
     def anomalies(self) -> list[str]:
@@ -71,6 +76,8 @@ class SoakResult:
             found.append("incomplete-final-read")
         if self.client_errors:
             found.append("client-error")
+        if self.validation is not None and self.validation["verdict"] != "explained":
+            found.append("event-log-not-explained")
         return found
 
     def throughput(self) -> dict:
@@ -86,7 +93,8 @@ class SoakResult:
                 "min_insync_replicas": o.min_insync_replicas, "unclean_election": o.unclean_election,
                 "counts": self.counts, "throughput": self.throughput(), "faults": self.faults,
                 "final_read": self.final_read, "client_errors": self.client_errors,
-                "anomalies": self.anomalies, "check": self.check, "command": o.command}
+                "anomalies": self.anomalies, "check": self.check, "validation": self.validation,
+                "command": o.command}
 
 
 def run_soak(options: SoakOptions, progress=None) -> SoakResult:
@@ -131,11 +139,25 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
         result.check = check(history.events).to_json()
         result.counts = _counts(history.events)
         result.events = history.events
+        if cluster is not None and options.validate:
+            cluster.stop()
+            result.validation = _validate(folder / "events", say)
         _write(folder, result)
         return result
     finally:
         if cluster is not None:
             cluster.stop()
+
+
+def _validate(events: Path, say) -> dict:
+    """The verdict on the cluster's event log (docs/validate.md), with its events and time."""
+    from isrcheck.conformance.engines.validate.command import summary_lines, validate_path
+
+    say(f"validating the event log {events}")
+    verdict, n, seconds = validate_path(str(events))
+    out = verdict.to_json()
+    out.pop("steps", None)
+    return {**out, "events": n, "seconds": round(seconds, 3), "lines": summary_lines(verdict, n, seconds)}
 
 
 async def _play(plan: FaultPlan | None, executor, history: History, duration_s: float) -> None:
@@ -163,7 +185,10 @@ def _own_cluster(options: SoakOptions, folder: Path, say):
     kafka = dict(listeners={str(b): p for b, p in enumerate(ports)}, topics=[[options.topic, options.partitions]],
                  cluster_id="isrcheck-soak", auto_create_topics=False, num_partitions=options.partitions,
                  journal=True)
-    cluster = ProcessCluster(config, str(folder / "cluster"), kafka=kafka)
+    events = str(folder / "events") if options.validate else None
+    if events is not None:
+        shutil.rmtree(events, ignore_errors=True)  # a run's log starts anew
+    cluster = ProcessCluster(config, str(folder / "cluster"), kafka=kafka, events=events)
     say(f"starting {options.replicas} brokers ({options.protocol}) in {folder / 'cluster'}")
     cluster.start()
     if not wait_until_serving(ports, [(options.topic, options.partitions)]):

@@ -13,8 +13,8 @@ import time
 from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.model import PROTOCOLS
 
-from .events import read_trace
-from .search import Verdict, validate
+from .events import partition_traces, read_trace
+from .search import Verdict, validate_partitions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +34,7 @@ def validate_path(path: str, protocol: str | None = None) -> tuple[Verdict, int,
         from dataclasses import replace
         trace.config = replace(trace.config, protocol=protocol)
         trace.protocol = protocol
-    verdict = validate(trace)
+    verdict = validate_partitions(partition_traces(trace), len(trace.events))
     return verdict, len(trace.events), time.perf_counter() - start
 
 
@@ -42,9 +42,14 @@ def summary_lines(verdict: Verdict, events: int, seconds: float) -> list[str]:
     """What the text output says: the verdict, then for a refusal the event and each candidate."""
     rate = f"{events / seconds:,.0f} events/s" if seconds > 0 else ""
     if verdict.explained:
-        return [f"explained: {events} events by {len(verdict.steps)} model steps "
+        each = f", {len(verdict.partitions)} partitions each on its own" if verdict.partitions else ""
+        return [f"explained: {events} events by {len(verdict.steps)} model steps{each} "
                 f"(at most {verdict.max_candidates} candidate states; {seconds:.2f} s, {rate})"]
-    lines = [f"not explained: event {verdict.events + 1} of {events}, {verdict.event.describe()}",
+    where = f"event {verdict.events + 1} of {events}"
+    if verdict.partition is not None:
+        names = ", ".join(f"{b} as {m}" for b, m in sorted(verdict.renamed.items()))
+        where = f"event {verdict.events + 1} of partition {verdict.partition}'s trace (brokers renamed: {names})"
+    lines = [f"not explained: {where}, {verdict.event.describe()}",
              f"  logged state: {json.dumps(verdict.event.state, separators=(',', ':'))}",
              f"  no behaviour of the model explains it; {len(verdict.refusals)} candidate state(s):"]
     for r in verdict.refusals:

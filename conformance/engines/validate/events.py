@@ -2,15 +2,24 @@
 
 A log is a directory of ``*.jsonl`` files, one per node, or one ``.jsonl`` file. Each file starts
 with a header line (format, version, protocol, cluster config); every other line is one event.
-Anything malformed is a ``UsageError`` naming the file and line (exit code 2). The events of all
-nodes are merged by their clock ``lc``, which orders a send before its receive (a counter shared by the
-simulation's nodes), ties by node and sequence.
+Anything malformed is a ``UsageError`` naming the file and line (exit code 2), except a last line
+left unfinished (no newline, not JSON): the process writing it was killed there, and its log ends
+before it, as a crash ends it. The events of all nodes are merged by their time ``t`` (one clock
+for every node of a run), ties by their clock ``lc`` (the simulation's global event counter, or
+each process's Lamport clock), then by node and sequence: each order puts a send before its
+receive, and the time order is also the one the nodes' timers saw.
+
+A log of many partitions (a Kafka cluster: events name their partition ``tp``, the controller's
+header names each one's replicas) is read as one trace per partition (``partition_traces``), as
+the model is one partition: its events and the events of no partition (a broker's crash), with
+the brokers renamed so that the partition's first replica is the model's broker 0, its second
+broker 1, and so on (the order in which Kafka's election prefers them).
 """
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.model import ModelConfig, ConfigError
@@ -25,7 +34,7 @@ STEP_FIELDS = {
     "handle_alter_partition": ("replica", "error"), "handle_alter_partition_response": ("replica",),
     "lost_alter_partition": ("replica", "leader_epoch"), "elect": ("replica",), "fence": ("replica",),
     "unfence": ("replica",), "resend_leader_and_isr": ("replica",), "register": ("replica",),
-    "restart": ("replica",), "crash": ("replica", "kind"),
+    "restart": ("replica",), "crash": ("replica", "kind"), "lose_disk": ("replica",),
     "flush": ("replica",), "checkpoint_hw": ("replica",),
 }
 _COMMON = ("node", "seq", "lc", "t", "step", "state")
@@ -45,12 +54,14 @@ class Event:
     state: dict = field(hash=False)
     msg: tuple | None = None
     corr: int | None = None
+    tp: str | None = None  # the partition, in a log of many
 
     def describe(self) -> str:
         shown = {k: v for k, v in self.fields.items()}
         args = ", ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in shown.items())
         who = "controller" if self.node >= 1000 else f"broker {self.node}"
-        return f"{who} #{self.seq} at {self.t} ms: {self.step}({args}) [{self.where}]"
+        on = f" of {self.tp}" if self.tp is not None else ""
+        return f"{who} #{self.seq} at {self.t} ms: {self.step}{on}({args}) [{self.where}]"
 
 
 @dataclass
@@ -61,6 +72,8 @@ class Trace:
     protocol: str
     events: list[Event]
     files: list[str]
+    partitions: dict = field(default_factory=dict)  # tp -> its replicas in order (a log of many partitions)
+    renamed: dict | None = None                      # broker id -> model broker, in one partition's trace
 
 
 def _files(path: str) -> list[str]:
@@ -118,15 +131,21 @@ def _event(line: object, where: str, replicas: int) -> Event:
     msg = line.get("msg")
     if msg is not None and not (isinstance(msg, list) and len(msg) == 2 and all(isinstance(x, int) for x in msg)):
         raise UsageError(f"{where}: 'msg' must be [sender, correlation id]")
+    tp = line.get("tp")
+    if tp is not None and not isinstance(tp, str):
+        raise UsageError(f"{where}: 'tp' must be a partition's name (topic-index)")
     fields = {k: line[k] for k in STEP_FIELDS[step]}
+    if step == "handle_fetch" and "batches" in line:  # a response cut by bytes
+        fields["batches"] = _int(line, "batches", where)
     return Event(where, _int(line, "node", where), _int(line, "seq", where), _int(line, "lc", where),
-                 _int(line, "t", where), step, fields, line["state"], tuple(msg) if msg else None, line.get("corr"))
+                 _int(line, "t", where), step, fields, line["state"], tuple(msg) if msg else None, line.get("corr"),
+                 tp)
 
 
 def read_trace(path: str) -> Trace:
     """The events of the log at ``path``, merged; UsageError on anything malformed."""
     files = _files(path)
-    header0, events = None, []
+    header0, events, partitions = None, [], {}
     for name in files:
         with open(name, encoding="utf-8") as f:
             header = None
@@ -137,6 +156,8 @@ def read_trace(path: str) -> Trace:
                 try:
                     line = json.loads(text)
                 except ValueError as exc:
+                    if not text.endswith("\n") and header is not None:
+                        break  # a killed writer's unfinished last line: the log ends before it
                     raise UsageError(f"{where}: not a JSON line ({exc.msg})") from None
                 if header is None:
                     if not isinstance(line, dict) or line.get("format") != FORMAT:
@@ -145,6 +166,7 @@ def read_trace(path: str) -> Trace:
                     if line.get("version") != VERSION:
                         raise UsageError(f"{where}: event log version {line.get('version')!r}, expected {VERSION}")
                     header = line
+                    partitions.update(_partitions(line, where))
                     if header0 is None:
                         header0 = (header, where, model_config(header, where))
                     elif (header.get("protocol"), header.get("config")) != (header0[0].get("protocol"),
@@ -154,8 +176,53 @@ def read_trace(path: str) -> Trace:
                 events.append(_event(line, where, header0[2].replicas))
         if header is None:
             raise UsageError(f"{name}: empty event log (no header line)")
-    events.sort(key=lambda e: (e.lc, e.node, e.seq))
-    return Trace(header0[2], header0[0]["protocol"], events, files)
+    events.sort(key=lambda e: (e.t, e.lc, e.node, e.seq))
+    return Trace(header0[2], header0[0]["protocol"], events, files, partitions)
 
 
-__all__ = ["Event", "Trace", "read_trace", "model_config", "STEP_FIELDS", "FORMAT"]
+def _partitions(header: dict, where: str) -> dict:
+    named = header.get("partitions", {})
+    if not isinstance(named, dict) or not all(
+            isinstance(r, list) and all(isinstance(b, int) for b in r) for r in named.values()):
+        raise UsageError(f"{where}: header: 'partitions' must map each partition to its replicas")
+    return {tp: tuple(r) for tp, r in named.items()}
+
+
+def partition_traces(trace: Trace) -> list[tuple[str | None, Trace]]:
+    """One trace per partition of a log of many (see the module docstring); the trace itself, as
+    (None, trace), for a log of one."""
+    named = sorted({e.tp for e in trace.events if e.tp is not None})
+    if not named:
+        return [(None, trace)]
+    n = trace.config.replicas
+    out = []
+    for tp in named:
+        replicas = trace.partitions.get(tp)
+        if replicas is None or sorted(replicas) != list(range(n)):
+            where = next(e.where for e in trace.events if e.tp == tp)
+            raise UsageError(f"{where}: partition {tp}: no header names its {n} replicas (\"partitions\")")
+        rename = {b: i for i, b in enumerate(replicas)}
+        same = all(b == i for b, i in rename.items())
+        events = [e if same else _renamed(e, rename) for e in trace.events if e.tp is None or e.tp == tp]
+        out.append((tp, replace(trace, events=events, renamed=rename)))
+    return out
+
+
+def _renamed(e: Event, rename: dict) -> Event:
+    """``e`` with its brokers renamed (the controller and clients keep their ids)."""
+    def one(b):
+        return rename.get(b, b) if isinstance(b, int) and b >= 0 else b
+
+    def many(bs):
+        return sorted(one(b) for b in bs) if isinstance(bs, list) else bs
+    fields = {k: one(v) if k == "replica" else v for k, v in e.fields.items()}
+    if isinstance(fields.get("message"), dict):
+        m = fields["message"]
+        fields["message"] = {**m, "leader": one(m.get("leader")), "isr": many(m.get("isr", []))}
+    state = {k: one(v) if k == "leader" else many(v) if k in ("isr", "pending", "elr", "fenced") else v
+             for k, v in e.state.items()}
+    msg = (one(e.msg[0]), e.msg[1]) if e.msg else None
+    return replace(e, node=one(e.node), fields=fields, state=state, msg=msg)
+
+
+__all__ = ["Event", "Trace", "read_trace", "partition_traces", "model_config", "STEP_FIELDS", "FORMAT"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, StepRefused, apply
-from isrcheck.model.state import State, initial_state
+from isrcheck.model.state import LeaderAndIsr, State, initial_state
 
 from . import unlogged
 from .events import Event, Trace
@@ -27,7 +27,8 @@ DELIVERIES = {"handle_fetch": "fetch_request", "handle_fetch_response": "fetch_r
 CONTROLLER_STEPS = ("elect", "fence", "unfence", "register", "handle_alter_partition", "resend_leader_and_isr")
 # what a broker up again but not yet registered does, which changes nothing the model keeps
 UNREGISTERED = ("produce", "consume", "flush", "crash", "handle_fetch")
-SAME_NAME = ("produce", "consume", "shrink_isr", "expand_isr", "elect", "fence", "flush", "checkpoint_hw")
+SAME_NAME = ("produce", "consume", "shrink_isr", "expand_isr", "elect", "fence", "flush", "checkpoint_hw",
+             "lose_disk")
 
 
 class _Path:
@@ -65,10 +66,18 @@ class Verdict:
     event: Event | None = None      # the first unexplained event
     refusals: list | None = None
     max_candidates: int = 0
+    partition: str | None = None       # the partition of the unexplained event, in a log of many
+    renamed: dict | None = None        # that partition's broker -> model broker
+    partitions: dict | None = None     # tp -> {"events", "model_steps"}, in a log of many
 
     def to_json(self) -> dict:
         out = {"verdict": "explained" if self.explained else "not explained", "events": self.events,
                "max_candidates": self.max_candidates}
+        if self.partitions is not None:
+            out["partitions"] = self.partitions
+        if self.partition is not None:
+            out["partition"] = self.partition
+            out["renamed"] = {str(b): m for b, m in self.renamed.items()}
         if self.explained:
             out["model_steps"] = len(self.steps)
             out["steps"] = self.steps
@@ -89,6 +98,11 @@ class Search:
         self.controller_id: int | None = None
         self.restarting: dict[int, Event] = {}     # broker -> its logged restart, until it registers
         self.delivered: dict[tuple, object] = {}   # (node, step, sender, corr) -> the message delivered
+        self.orphaned: dict[tuple, object] = {}    # the same, of fetches whose sender crashed since
+        self.sent: dict[tuple, object] = {}        # (follower, corr) -> its fetch not yet handled
+        self.answers: dict[tuple, object] = {}     # (follower, leader, corr) -> the answer not yet handled
+        c = initial_state(self.cfg).controller     # the partition states the controller had
+        self.controller_states = {(c.leader, c.leader_epoch, c.isr, c.partition_epoch)}
 
     # -- the unlogged steps ---------------------------------------------------------------------
     def _tick_to(self, s: State, t: int, steps: list) -> State:
@@ -149,7 +163,9 @@ class Search:
     def _alternatives(self, s: State, ev: Event, r: int) -> Iterator[list]:
         step = ev.step
         if step in SAME_NAME:
-            if step in UNREGISTERED and r in self.restarting:
+            if step == "flush" and r in self.restarting:  # its recovered log made durable
+                yield [unlogged.written_back(self.restarting[r], r), unlogged.flush_while_down(r)]
+            elif step in UNREGISTERED and r in self.restarting:
                 yield [unlogged.unregistered]  # up, not yet registered: it only refuses
                 return
             kw = {"arg": ev.fields["acks"], "records": ev.fields["records"]} if step == "produce" else {}
@@ -157,7 +173,11 @@ class Search:
         elif step == "send_fetch":
             yield unlogged.drop_outstanding(s, r) + [Step("send_fetch", r, max_batches=ev.fields["max_batches"])]
         elif step in DELIVERIES:
-            yield from self._delivery(s, ev, r, DELIVERIES[step])
+            cut = ev.fields.get("batches")
+            for alt in self._delivery(s, ev, r, DELIVERIES[step]):
+                # a response the leader cut by bytes: to the model, a request of that many batches
+                yield alt[:-1] + [unlogged.byte_limit(r, cut), alt[-1]] if cut and alt and isinstance(alt[-1], Step) \
+                    else alt
         elif step == "deliver_leader_and_isr":
             yield from self._leader_and_isr(s, ev, r)
         elif step == "lost_alter_partition":
@@ -199,7 +219,21 @@ class Search:
         if ev.msg is not None and key in self.delivered:
             yield [unlogged.requeue(field, r, self.delivered[key]), Step(ev.step, r)]
             return
+        if key in self.orphaned:  # a DelayedFetch completed for a broker that crashed since
+            yield [unlogged.requeue(field, r, self.orphaned[key]), Step(ev.step, r)]
+            return
+        given_up = self.sent.get(ev.msg) if kind == "fetch_request" and ev.msg is not None else None
+        if given_up is not None and not any(m.leader == ev.node for m in queue):
+            # its sender gave it up (the connection broke) and fetched again, but the bytes had
+            # reached the leader: the request handled, its answer lost
+            yield [unlogged.requeue(field, r, given_up), Step(ev.step, r)]
+            return
         sender = ev.msg[0] if ev.msg else None
+        answer = self.answers.get((r, sender, ev.msg[1])) if kind == "fetch_response" and ev.msg else None
+        if answer is not None and not any(m.leader == sender for m in queue):
+            # the model lost it with its sender's crash, but TCP had it on the way: delivered still
+            # (or, below, an answer that changed nothing)
+            yield [unlogged.requeue(field, r, answer), Step(ev.step, r)]
         for k, m in enumerate(queue):
             if kind == "fetch_request" and m.leader != ev.node:
                 continue
@@ -227,18 +261,44 @@ class Search:
             if (msg.leader, msg.leader_epoch, msg.isr, msg.partition_epoch) == want:
                 yield [Step("deliver_leader_and_isr", r, index=i)]
                 return
+        if self.trace.renamed is not None and want in self.controller_states:
+            # a Kafka cluster's controller sends a partition's state to every live broker, again on
+            # heartbeats and fencing: a state the controller had, sent again then
+            yield [unlogged.requeue("leader_and_isr", r, LeaderAndIsr(*want), at_end=True),
+                   Step("deliver_leader_and_isr", r, index=len(queue))]
+            return
         yield [unlogged.Refuse(f"no LeaderAndIsr {m} to broker {r} in flight "
                        f"(in flight: {[tuple(x) for x in queue] or 'none'})")]
 
     # -- bookkeeping between events ---------------------------------------------------------------
-    def note(self, before: State, ev: Event) -> None:
-        """Remember what later events need: messages delivered (for duplicates), restarts."""
+    def note(self, before: State, after: State, ev: Event) -> None:
+        """Remember what later events need: messages sent and delivered (for duplicates and late
+        deliveries), restarts."""
         r = ev.fields["replica"]
+        if ev.step == "send_fetch" and ev.corr is not None and after.fetch_requests[r]:
+            self.sent[(r, ev.corr)] = after.fetch_requests[r][-1]
+        elif ev.step == "handle_fetch" and ev.msg is not None:
+            m = self.sent.pop(ev.msg, None)  # the request this event handled, whichever way it came
+            if m is not None:
+                self.delivered.setdefault((ev.node, ev.step) + ev.msg, m)
+            if after.fetch_responses[r]:  # its answer, by the request's correlation id
+                self.answers[(r, ev.node, ev.msg[1])] = after.fetch_responses[r][-1]
+        elif ev.step == "handle_fetch_response" and ev.msg is not None:
+            self.answers.pop((r,) + ev.msg, None)
+        if ev.step in CONTROLLER_STEPS:
+            st = ev.state
+            self.controller_states.add((st.get("leader"), st.get("epoch"), tuple(st.get("isr", ())), st.get("pe")))
         if ev.step == "restart":
             self.restarting[r] = ev
+            self.orphaned = {k: m for k, m in self.orphaned.items() if k[2] != r}  # a new process numbers anew
+            self.sent = {k: m for k, m in self.sent.items() if k[0] != r}
+            self.answers = {k: m for k, m in self.answers.items() if k[0] != r}
         elif ev.step == "register" or (ev.step == "crash" and r in self.restarting):
             self.restarting.pop(r, None)
         elif ev.step == "crash":
+            # a fetch the crashed broker sent may still complete as a DelayedFetch: the request
+            # handled again on the leader, the answer lost with the broker
+            self.orphaned.update((k, m) for k, m in self.delivered.items() if k[1] == "handle_fetch" and k[2:3] == (r,))
             self.delivered = {k: v for k, v in self.delivered.items() if k[0] != r and k[2:3] != (r,)}
         if ev.msg is not None and (ev.step in DELIVERIES or ev.step == "deliver_leader_and_isr"):
             key = (ev.node, ev.step) + ev.msg
@@ -275,7 +335,7 @@ class Search:
             if not nxt:
                 return Verdict(False, n, [], ev, [Refusal(i, self._node_view(s, ev), why) for i, s, why in refusals],
                                widest)
-            self.note(frontier[0][0], ev)
+            self.note(frontier[0][0], nxt[0][0], ev)
             if len(nxt) > 1:
                 nxt = _distinct(nxt)
             frontier = nxt
@@ -328,7 +388,26 @@ def _short(step: dict) -> str:
 
 
 def validate(trace: Trace) -> Verdict:
+    """The verdict on one partition's trace."""
     return Search(trace).run()
 
 
-__all__ = ["Search", "Verdict", "Refusal", "validate", "broker_view", "controller_view"]
+def validate_partitions(traces: list[tuple[str | None, Trace]], events: int) -> Verdict:
+    """Each partition's trace validated on its own (the model is one partition); explained if every
+    one is, else the first partition's first unexplained event. ``events``: the log's events."""
+    if len(traces) == 1 and traces[0][0] is None:
+        return validate(traces[0][1])
+    by_partition, steps, widest = {}, [], 0
+    for tp, trace in traces:
+        verdict = validate(trace)
+        widest = max(widest, verdict.max_candidates)
+        if not verdict.explained:
+            verdict.partition, verdict.renamed = tp, trace.renamed
+            verdict.max_candidates = widest
+            return verdict
+        by_partition[tp] = {"events": verdict.events, "model_steps": len(verdict.steps)}
+        steps.extend({**st, "tp": tp} for st in verdict.steps)
+    return Verdict(True, events, steps, max_candidates=widest, partitions=by_partition)
+
+
+__all__ = ["Search", "Verdict", "Refusal", "validate", "validate_partitions", "broker_view", "controller_view"]

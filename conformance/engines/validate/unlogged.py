@@ -73,6 +73,20 @@ def requeue(field: str, r: int, message, at_end: bool = False):
     return take
 
 
+def byte_limit(r: int, batches: int):
+    """The leader answered with the first ``batches`` whole batches, cut by bytes
+    (replica.fetch.max.bytes, KIP-74): the request it handles asks for that many (``max_batches``)."""
+    def take(s: State, steps: list) -> State:
+        queue = s.fetch_requests[r]
+        if not queue:
+            return s  # the delivery refuses, with the model's reason
+        queues = list(s.fetch_requests)
+        queues[r] = (queue[0]._replace(max_batches=batches),) + queue[1:]
+        steps.append({"step": "byte_limit", "replica": r, "max_batches": batches})
+        return s._replace(fetch_requests=tuple(queues))
+    return take
+
+
 def resend_leader_and_isr(r: int):
     """The controller sends broker ``r`` its current partition state again, as it does on a change."""
     def take(s: State, steps: list) -> State:
@@ -122,9 +136,22 @@ def unfence(cfg: ModelConfig, r: int):
 
 
 def unregistered(s: State, steps: list) -> State:
-    """A broker up again but not registered knows no leader: a produce, consume or flush it takes
-    changes nothing the model keeps."""
+    """A broker up again but not registered knows no leader: a produce or consume it takes changes
+    nothing the model keeps."""
     return s
+
+
+def flush_while_down(r: int):
+    """A flush of a broker up again but not registered (down to the model): its log recovery had
+    cut the log (to what was durable, after a power loss) and read the HW checkpoint; the flush
+    makes that log durable and checkpoints the HW recovery read, min(checkpoint, LEO)."""
+    def take(s: State, steps: list) -> State:
+        rep = s.replicas[r]
+        leo = rep.durable if rep.power_lost else len(rep.log)
+        rep = updated(rep, durable=leo, hw_checkpoint=min(rep.hw_checkpoint, leo))
+        steps.append({"step": "flush", "replica": r, "while_down": True})
+        return s._replace(replicas=s.replicas[:r] + (rep,) + s.replicas[r + 1:])
+    return take
 
 
 def written_back(restart: Event | None, r: int):

@@ -76,7 +76,7 @@ async def _send(address, data, keep_open=False):
 
 
 def _prefix(length, sender):
-    return struct.pack(">ii", length, sender)
+    return struct.pack(">iiq", length, sender, 0)  # length, sender, Lamport clock
 
 
 def _frame(sender, api_key=ApiKey.BROKER_HEARTBEAT, version=0, body=None):
@@ -94,7 +94,7 @@ def _closes(records, local):
     (_prefix(2**31 - 1, 0), "frame length 2147483647 outside"),
     (_prefix(20, 0) + b"\x07" * 20, "unknown frame type 7"),
     (_frame(0)[:-3], "closed inside a 29-byte frame (26 of 29 bytes)"),
-    (_frame(0)[:5], "closed inside a frame prefix (5 of 8 bytes)"),
+    (_frame(0)[:5], "closed inside a frame prefix (5 of 16 bytes)"),
     (_frame(0) + _frame(2), "sender id 2 on a connection from node 0"),
 ])
 def test_bad_frames_close_only_their_connection_with_one_line(data, words):

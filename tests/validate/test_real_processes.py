@@ -1,0 +1,182 @@
+"""Event logs of real processes: each node process writes its own file, a Lamport clock on every
+frame orders a receive after its send across processes, a restarted process goes on with its
+file, a killed writer's unfinished last line ends its log; a real cluster's log is explained."""
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from isrcheck.conformance.engines.validate.command import validate_path
+from isrcheck.conformance.engines.validate.events import read_trace
+from isrcheck.conformance.vocabulary import UsageError
+from isrcheck.impl.clients import Producer
+from isrcheck.impl.controller import CONTROLLER_ID
+from isrcheck.impl.eventlog import DOWN, EventLog, run_header
+from isrcheck.impl.network import NodeEndpoint
+from isrcheck.impl.protocol import ApiKey, BrokerHeartbeatRequest, BrokerHeartbeatResponse, Errors
+from isrcheck.impl.real import TcpTransport
+from isrcheck.impl.real.processes import ProcessCluster
+from isrcheck.impl.replication import ClusterConfig
+from isrcheck.model import PROTOCOLS
+
+CONFIG = dict(replicas=3, min_insync_replicas=2, replica_lag_time_max_ms=1000, request_timeout_ms=5000,
+              broker_heartbeat_interval_ms=50, broker_session_timeout_ms=600, replica_fetch_backoff_ms=20)
+
+
+def _log(tmp_path: Path, clock: list, resume: bool = False) -> EventLog:
+    return EventLog(str(tmp_path), run_header(ClusterConfig(**CONFIG)), CONTROLLER_ID, lambda: clock[0],
+                    resume=resume, line_buffered=True)
+
+
+# -- the Lamport clock, across two "processes" -------------------------------------------------------
+async def _heartbeat_between_processes(tmp_path: Path) -> tuple[EventLog, EventLog, list]:
+    loop = asyncio.get_running_loop()
+    now = [0]
+    logs = {1: _log(tmp_path, now), 2: _log(tmp_path, now)}
+    transports = {1: TcpTransport(loop), 2: TcpTransport(loop)}
+    answered = loop.create_future()
+    for node, transport in transports.items():
+        transport.clock = logs[node]
+        endpoint = NodeEndpoint(node, transport)
+        endpoint.handlers[ApiKey.BROKER_HEARTBEAT] = lambda src, header, req: BrokerHeartbeatResponse(Errors.NONE,
+                                                                                                        False)
+        transport.register(node, endpoint)
+        if node == 1:
+            sender = endpoint
+    transports[1].addresses[2] = transports[2].addresses[2]
+    transports[2].addresses[1] = transports[1].addresses[1]
+    for _ in range(5):  # node 1 has logged five events before it sends
+        logs[1].emit(1, "flush", DOWN, {"replica": 1})
+    sender.send_request(2, ApiKey.BROKER_HEARTBEAT, 0, BrokerHeartbeatRequest(1, 0), answered.set_result)
+    await asyncio.wait_for(answered, 5)
+    received = logs[2].stamp()
+    for node, transport in transports.items():
+        transport.unregister(node)
+    return logs[1], logs[2], [received]
+
+
+def test_a_frame_carries_its_senders_clock_and_the_receiver_logs_after_it(tmp_path):
+    sender, receiver, [received] = asyncio.run(_heartbeat_between_processes(tmp_path))
+    assert sender.stamp() == 5 and received >= 5  # the request carried the sender's clock
+    receiver.emit(2, "flush", DOWN, {"replica": 2})  # what the receive causes is logged after the send
+    sender.close()
+    receiver.close()
+    lines = [json.loads(x) for x in (tmp_path / "broker-2.jsonl").read_text().splitlines()]
+    assert lines[-1]["lc"] > 5
+
+
+def test_a_restarted_process_goes_on_with_its_file_after_cutting_a_torn_line(tmp_path):
+    now = [10]
+    first = _log(tmp_path, now)
+    for _ in range(3):
+        first.emit(1, "flush", DOWN, {"replica": 1})
+    first.receive(40)
+    first.emit(1, "flush", DOWN, {"replica": 1})
+    first.close()
+    path = tmp_path / "broker-1.jsonl"
+    with open(path, "a", encoding="utf-8") as f:
+        f.write('{"node":1,"seq":5,"lc":4')  # killed in the middle of a line
+    # the validator reads the torn line as the end of the log, not as bad input
+    assert [e.seq for e in read_trace(str(tmp_path)).events] == [1, 2, 3, 4]
+    now[0] = 20
+    second = _log(tmp_path, now, resume=True)
+    second.emit(1, "restart", DOWN, {"replica": 1})
+    second.close()
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert lines[0]["format"] == "isrcheck-events" and sum("format" in x for x in lines) == 1
+    assert [(x["seq"], x["lc"]) for x in lines[1:]] == [(1, 1), (2, 2), (3, 3), (4, 41), (5, 42)]
+
+
+def test_a_torn_line_before_the_end_is_bad_input(tmp_path):
+    log = _log(tmp_path, [0])
+    log.emit(1, "flush", DOWN, {"replica": 1})
+    log.close()
+    path = tmp_path / "broker-1.jsonl"
+    path.write_text(path.read_text() + '{"node":1,"seq":2\n' + path.read_text().splitlines()[1] + "\n")
+    with pytest.raises(UsageError, match=r"broker-1.jsonl:3: not a JSON line"):
+        read_trace(str(tmp_path))
+
+
+def test_events_merge_by_time_then_clock(tmp_path):
+    """A node that logged little (a low clock) but later in time comes after; equal times go by clock."""
+    now = [0]
+    a, b = _log(tmp_path, now), _log(tmp_path, now)
+    now[0] = 5
+    b.receive(100)
+    b.emit(2, "flush", DOWN, {"replica": 2})          # t 5, lc 101
+    now[0] = 7
+    a.emit(1, "flush", DOWN, {"replica": 1})          # t 7, lc 1: later in time
+    b.emit(2, "checkpoint_hw", DOWN, {"replica": 2})  # t 7, lc 102
+    a.close()
+    b.close()
+    assert [(e.node, e.t, e.lc) for e in read_trace(str(tmp_path)).events] == [(2, 5, 101), (1, 7, 1), (2, 7, 102)]
+
+
+# -- a real cluster ------------------------------------------------------------------------------
+async def _produce(cluster: ProcessCluster, kind: str) -> list:
+    transport = TcpTransport(asyncio.get_running_loop(), ports=cluster.ports)
+    results: list = []
+    producer = Producer(transport, results.append)
+
+    async def send(values, acks):
+        for v in values:
+            producer.send(0, v, acks, 5000)
+            await asyncio.sleep(0.04)
+    await send([b"a%d" % i for i in range(6)], -1)
+    await asyncio.sleep(0.3)
+    cluster.crash(1, kind)                   # a follower dies: its session expires, the ISR shrinks
+    # 1.8 MB it has to catch up with: the leader's answers are cut by bytes (replica.fetch.max.bytes)
+    await send([b"b%d" % i + bytes(300_000) for i in range(6)], 1)
+    await asyncio.sleep(1.0)
+    cluster.restart(1)                       # a new incarnation: log recovery, registration, catching up
+    await asyncio.sleep(1.2)
+    await send([b"c%d" % i for i in range(4)], -1)
+    await asyncio.sleep(0.3)
+    transport.unregister(producer.endpoint.node_id)
+    return results
+
+
+def _real_run(tmp_path: Path, protocol: str, kind: str) -> tuple[Path, list]:
+    events = tmp_path / "events"
+    cluster = ProcessCluster(ClusterConfig(protocol=protocol, **CONFIG), str(tmp_path / "cluster"),
+                             events=str(events))
+    cluster.start()
+    try:
+        results = asyncio.run(asyncio.wait_for(_produce(cluster, kind), 60))
+    finally:
+        cluster.stop()
+    return events, results
+
+
+def test_a_real_cluster_killed_and_restarted_is_explained(tmp_path):
+    """The controller and three brokers as OS processes; a follower SIGKILLed and restarted."""
+    events, results = _real_run(tmp_path, "kip-320", "process")
+    assert sum(r.error == "NONE" for r in results) >= 12
+    assert sorted(p.name for p in events.iterdir()) == [
+        "broker-0.jsonl", "broker-1.jsonl", "broker-2.jsonl", "controller.jsonl"]
+    steps = [json.loads(x)["step"] for x in (events / "broker-1.jsonl").read_text().splitlines()[1:]]
+    assert steps.index("crash") < steps.index("restart")  # one file for both incarnations
+    verdict, n, _ = validate_path(str(events))
+    assert verdict.explained, verdict.to_json()
+    assert n > 200 and {"crash", "fence", "restart", "produce", "byte_limit"} <= {st["step"] for st in verdict.steps}
+    # edited: a follower's HW after the restart raised by one is refused at that very event
+    path = events / "broker-1.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    after = lines.index(next(x for x in lines if x.get("step") == "restart"))
+    i = next(i for i, x in enumerate(lines) if i > after and x.get("step") == "handle_fetch_response")
+    lines[i]["state"]["hw"] += 1
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    verdict, _, _ = validate_path(str(events))
+    assert not verdict.explained and (verdict.event.node, verdict.event.seq) == (1, lines[i]["seq"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["clean", "power"])
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_real_clusters_of_every_variant_and_crash_kind_are_explained(tmp_path, protocol, kind):
+    events, _ = _real_run(tmp_path, protocol, kind)
+    verdict, _, _ = validate_path(str(events))
+    assert verdict.explained, verdict.to_json()
