@@ -180,3 +180,36 @@ def test_real_clusters_of_every_variant_and_crash_kind_are_explained(tmp_path, p
     events, _ = _real_run(tmp_path, protocol, kind)
     verdict, _, _ = validate_path(str(events))
     assert verdict.explained, verdict.to_json()
+
+
+async def _produce_into_a_full_disk(cluster: ProcessCluster) -> list:
+    transport = TcpTransport(asyncio.get_running_loop(), ports=cluster.ports)
+    results: list = []
+    producer = Producer(transport, results.append)
+    for i in range(4):
+        producer.send(0, b"a%d" % i, -1, 5000)
+        await asyncio.sleep(0.04)
+    await asyncio.sleep(0.3)
+    cluster.arm_disk_failure(0, "write:ENOSPC")  # the leader's next write fails: the append of b0
+    await asyncio.sleep(0.2)
+    producer.send(0, b"b0", 1, 2000)
+    await asyncio.sleep(2.0)                     # broker 0 halted; fenced on session expiry, elected elsewhere
+    cluster.restart(0)
+    await asyncio.sleep(1.5)
+    transport.unregister(producer.endpoint.node_id)
+    return results, producer.unanswered
+
+
+@pytest.mark.slow
+def test_a_leader_halted_by_a_full_disk_under_a_produce_is_explained(tmp_path):
+    events = tmp_path / "events"
+    cluster = ProcessCluster(ClusterConfig(protocol="kip-320", **CONFIG), str(tmp_path / "cluster"), events=str(events))
+    cluster.start()
+    try:
+        results, unanswered = asyncio.run(asyncio.wait_for(_produce_into_a_full_disk(cluster), 60))
+    finally:
+        cluster.stop()
+    assert [r.error for r in results] == ["NONE"] * 4 and unanswered == 1  # b0 never acknowledged
+    verdict, _, _ = validate_path(str(events))
+    assert verdict.explained, verdict.to_json()
+    assert {"crash", "fence", "restart"} <= {st["step"] for st in verdict.steps}
