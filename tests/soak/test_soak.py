@@ -103,3 +103,16 @@ def test_another_clusters_soak_says_there_is_nothing_to_validate(capsys):
     assert "event log: none (another cluster logs no protocol events: nothing to validate)" in capsys.readouterr().out
     _summary(SoakResult(SoakOptions(validate=False), seconds=1.0, final_read=True), "run")
     assert "event log: not validated (--no-validate)" in capsys.readouterr().out
+
+
+def test_a_send_failed_by_the_client_for_an_unlisted_partition_may_still_be_in_the_log():
+    """librdkafka fails a retried message with _UNKNOWN_PARTITION when a metadata answer stops
+    listing its partition, though an earlier attempt may have been appended: indeterminate, so a
+    poll that returns it is no aborted read (G1a)."""
+    from confluent_kafka import KafkaError
+
+    from isrcheck.conformance.engines.soak.workload import send_completion
+    assert send_completion(KafkaError(KafkaError._UNKNOWN_PARTITION)) == "info"
+    assert send_completion(KafkaError(KafkaError._MSG_TIMED_OUT)) == "info"
+    assert send_completion(KafkaError(KafkaError.NOT_ENOUGH_REPLICAS)) == "fail"
+    assert send_completion(None) == "ok"

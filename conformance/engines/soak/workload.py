@@ -10,8 +10,9 @@ stops at a partition's high watermark where the log no longer reaches the highes
 loss): what was above it is then the checker's to report.
 
 Classifying a failed send: only an error the broker returns before it appends anything is a fail
-(``DEFINITE_FAILURES``); a timeout, a disconnect, NOT_ENOUGH_REPLICAS_AFTER_APPEND and anything
-unknown are info, since the write may be in the log.
+(``DEFINITE_FAILURES``); a timeout, a disconnect, NOT_ENOUGH_REPLICAS_AFTER_APPEND, the client's own
+_UNKNOWN_PARTITION (given to retries too) and anything unknown are info, since the write may be in
+the log.
 """
 from __future__ import annotations
 
@@ -24,12 +25,21 @@ from typing import IO
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-# errors a broker returns before it appends: the write is definitely not in the log
+# errors a broker returns before it appends: the write is definitely not in the log. Not the local
+# _UNKNOWN_PARTITION: librdkafka fails with it every message queued for a partition that a metadata
+# answer stopped listing, a retry of one whose earlier attempt the leader appended included
 DEFINITE_FAILURES = frozenset({
     KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.MSG_SIZE_TOO_LARGE,
     KafkaError.INVALID_REQUIRED_ACKS, KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.INVALID_MSG,
-    KafkaError.INVALID_RECORD, KafkaError._UNKNOWN_PARTITION,
+    KafkaError.INVALID_RECORD,
 })
+
+
+def send_completion(error: KafkaError | None) -> str:
+    """The completion type of a send whose delivery report carried ``error``: ok, fail or info."""
+    if error is None:
+        return "ok"
+    return "fail" if error.code() in DEFINITE_FAILURES else "info"
 
 
 class History:
@@ -128,8 +138,8 @@ class Workload:
         if err is None:
             self.history.record(process, "ok", "send", partition=key, value=value, offset=msg.offset())
         else:
-            kind = "fail" if err.code() in DEFINITE_FAILURES else "info"
-            self.history.record(process, kind, "send", partition=key, value=value, error=err.name())
+            self.history.record(process, send_completion(err), "send", partition=key, value=value,
+                                error=err.name())
 
     # -- consumers ---------------------------------------------------------------------------------
     def new_consumer(self, process: int | str) -> Consumer:
