@@ -63,6 +63,7 @@ def test_pre_kip320_variants_violate_strong_isr_or_log_matching(protocol):
     check_trace(config, violation)
 
 
+@pytest.mark.slow  # 205,013 states: a minute and a half of one core (smaller complete scopes run below)
 def test_kip320_explores_the_default_scope_completely_without_violation(kip320_default):
     assert kip320_default.complete
     assert kip320_default.violations == []
