@@ -4,7 +4,7 @@ log, whether that stays linear in the log's length, what logging costs the simul
 (real processes, real Kafka clients, every fault kind) validates in less time than the soak ran.
 
     python benchmarks/validate.py [--protocol kip-966] [--seed 3] [--lengths 1000,2000,4000,8000]
-                                  [--overhead-runs 5] [--spark-schedules 40] [--skip-spark]
+                                  [--overhead-runs 5] [--spark-schedules 400] [--skip-spark]
                                   [--soak SECONDS] [--soak-dir DIR] [--only soak|throughput|overhead|spark]
     farm-bench -n 9 -- python benchmarks/validate.py --sim-only 6000 --logged \
         --vs 'python benchmarks/validate.py --sim-only 6000'
@@ -156,7 +156,7 @@ def main() -> None:
     parser.add_argument("--lengths", default="1000,2000,4000,8000")
     parser.add_argument("--overhead-steps", type=int, default=2000)
     parser.add_argument("--overhead-runs", type=int, default=5)
-    parser.add_argument("--spark-schedules", type=int, default=40)
+    parser.add_argument("--spark-schedules", type=int, default=400)
     parser.add_argument("--spark-steps", type=int, default=200)
     parser.add_argument("--skip-spark", action="store_true")
     parser.add_argument("--soak", type=float, default=600, metavar="SECONDS",
