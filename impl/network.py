@@ -55,12 +55,11 @@ class NodeEndpoint:
 
     # -- Endpoint ---------------------------------------------------------------------------
     def receive(self, src: int, frame: bytes) -> None:
-        if self.on_io_error is None:
-            self._receive(src, frame)
-            return
         try:
             self._receive(src, frame)
         except OSError as exc:  # nothing is answered: the node halts on it
+            if self.on_io_error is None:
+                raise
             self.on_io_error(exc)
 
     def _receive(self, src: int, frame: bytes) -> None:

@@ -59,11 +59,10 @@ class ProcessScheduler:
         def fire() -> None:
             if not self.alive:
                 return
-            if self.on_io_error is None:
-                callback()
-                return
             try:
                 callback()
             except OSError as exc:
+                if self.on_io_error is None:
+                    raise
                 self.on_io_error(exc)
         return self._scheduler.schedule(delay_ms, fire)

@@ -582,6 +582,11 @@ class LoseDisk(Action):
                                           bad_batch=-1, power_lost=True, unclean_shutdown=nx.cfg.rules.unclean_shutdown("lost disk"))
 
 
+def _last_flushed_batch(rep: Replica) -> int:
+    """The base offset of the last durable batch, where the corruption steps damage the disk."""
+    return rep.log[rep.durable - 1].base
+
+
 class Corrupt(Action):
     """A flushed batch damaged at rest (bit rot, a misdirected write): LogSegment.recover finds its
     bad CRC after the unclean shutdown and truncates there, so it is no longer durable."""
@@ -600,7 +605,7 @@ class Corrupt(Action):
 
     def effect(nx, st):
         rep = nx.replicas[st.replica]
-        nx.replicas[st.replica] = updated(rep, durable=rep.log[rep.durable - 1].base)
+        nx.replicas[st.replica] = updated(rep, durable=_last_flushed_batch(rep))
 
 
 class FailDisk(Action):
@@ -649,7 +654,7 @@ class CorruptLive(Action):
 
     def effect(nx, st):
         rep = nx.replicas[st.replica]
-        nx.replicas[st.replica] = updated(rep, bad_batch=rep.log[rep.durable - 1].base)
+        nx.replicas[st.replica] = updated(rep, bad_batch=_last_flushed_batch(rep))
 
 
 class Flush(Action):

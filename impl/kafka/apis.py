@@ -98,13 +98,12 @@ class KafkaApis:
         }
 
     def handle(self, api_key: int, version: int, request: Any, respond: Respond) -> Any:
-        on_io_error = self.rm.endpoint.on_io_error
-        if on_io_error is None:
-            return self.handlers[api_key](request, version, respond)
         try:
             return self.handlers[api_key](request, version, respond)
         except OSError as exc:  # the broker's log directory went offline: no answer, it halts
-            on_io_error(exc)
+            if self.rm.endpoint.on_io_error is None:
+                raise
+            self.rm.endpoint.on_io_error(exc)
             return NO_RESPONSE
 
     # -- ApiVersions, Metadata, FindCoordinator ----------------------------------------------------

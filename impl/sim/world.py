@@ -171,11 +171,12 @@ class SimWorld:
                 position += batch.size
         raise LookupError(f"broker {broker} has no durable batch ending at offset {end}")
 
-    def log_dir_offline(self, broker: int) -> None:
-        """``broker``'s only log directory went offline while it served a request or ran a timer
-        (``Broker.handle_log_dir_failure``): the process is gone as in ``fail_disk``, the page
-        cache kept (a failed write is not a failed fsync), and the controller fences it."""
-        self.crash_broker(broker, "process")
+    def log_dir_offline(self, broker: int, kind: str = "process") -> None:
+        """``broker``'s only log directory went offline: the broker halts (a ``crash`` of ``kind``:
+        ``power`` after a failed fsync, whose dirty pages the kernel dropped) and the controller
+        handles the offline replica as a fence. Also where ``Broker.handle_log_dir_failure`` ends,
+        when an I/O error hits a request or a timer (a failed write keeps the page cache)."""
+        self.crash_broker(broker, kind)
         if broker not in self.controller.fenced:
             self.controller.fence(broker)
 
@@ -190,9 +191,7 @@ class SimWorld:
         if b.disk_io(operation):
             fs.failures.disarm()
             return False
-        self.crash_broker(broker, "power" if operation == "fsync" else "process")
-        if broker not in self.controller.fenced:
-            self.controller.fence(broker)
+        self.log_dir_offline(broker, "power" if operation == "fsync" else "process")
         return True
 
     # -- views ------------------------------------------------------------------------------------
