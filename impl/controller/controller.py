@@ -135,6 +135,9 @@ class Controller:
         self.fenced: set[int] = set()
         self.broker_epochs = [-1] * replicas
         self.registrations: list[list[int]] = [[] for _ in range(replicas)]
+        # per broker, every partition's epoch when it last registered: what it must have applied to be
+        # caught up (KRaft's registerBrokerRecordOffset, the metadata offset of its registration)
+        self.registration_epochs: list[tuple[int, ...]] = [() for _ in range(replicas)]
         self._last_state: tuple[tuple, ControllerState | None] = ((), None)  # state()'s fields and answer
         self.incarnations = [-1] * replicas  # of the registered process of each broker
         self.session_deadline = [0] * replicas
@@ -399,7 +402,10 @@ class Controller:
             self._send_leader_and_isr(self.partitions[0], (broker,))  # it missed an update (a lost LeaderAndIsr)
             if self.events is not None:
                 self.events.controller(self, "resend_leader_and_isr", {"replica": broker}, (src, header.correlation_id))
-        return BrokerHeartbeatResponse(Errors.NONE, False, self._unfenced() if header.api_version >= 1 else ())
+        if header.api_version < 1:
+            return BrokerHeartbeatResponse(Errors.NONE, False)
+        return BrokerHeartbeatResponse(Errors.NONE, False, self._unfenced(),
+                                       self._caught_up(broker, req.partition_epochs))
 
     def _handle_alter_partition(self, src: int, header: Header, req: AlterPartitionRequest) -> Any:
         """AlterPartition (KIP-497): a leader's ISR change, fenced by leader and partition epochs."""
@@ -451,12 +457,19 @@ class Controller:
         self._next_broker_epoch += 1
         self.broker_epochs[broker] = epoch
         self.registrations[broker].append(epoch)
+        self.registration_epochs[broker] = tuple(p.partition_epoch for p in self.partitions)
         self.incarnations[broker] = incarnation
         self.fenced.discard(broker)
         self.session_deadline[broker] = self.scheduler.now_ms() + self.session_timeout_ms
         self._event("register", broker, epoch)
         self._save()
         return epoch
+
+    def _caught_up(self, broker: int, applied: tuple[int, ...]) -> bool:
+        """The broker applied every partition state the controller had when it registered
+        (ReplicationControlManager.processBrokerHeartbeat: ``isCaughtUp`` once the broker's metadata
+        offset reached its registration record's)."""
+        return all(i < len(applied) and applied[i] >= epoch for i, epoch in enumerate(self.registration_epochs[broker]))
 
     def _unfenced(self) -> tuple[int, ...]:
         return tuple(r for r in self.replicas if r not in self.fenced)

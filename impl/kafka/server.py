@@ -6,6 +6,12 @@ Kafka's Processor mutes a connection while its request is handled, a connection'
 handled one at a time, so responses go back in request order; a produce waiting for acks=all or a
 fetch waiting for data holds only its own connection.
 
+Request processing starts once ``enable_request_processing`` is called (Kafka's
+``SocketServer.enableRequestProcessing``, which ``BrokerServer.startup`` calls only after the broker
+caught up with the controller's metadata): until then a connection is accepted and its requests wait,
+so a restarted broker never answers from a partial view of its partitions. ``start(processing=True)``
+enables it at once.
+
 Bad input closes that connection with one log line and touches nothing else: a size outside
 1..``socket.request.max.bytes``, a connection closed inside a request, an unknown api key, an
 unsupported version of any api but ApiVersions (answered with v0 and UNSUPPORTED_VERSION, the list
@@ -39,9 +45,17 @@ class KafkaServer:
         self.apis, self.host, self.port, self.max_request_bytes = apis, host, port, max_request_bytes
         self.server: asyncio.AbstractServer | None = None
         self.connections: set[asyncio.StreamWriter] = set()
+        self._processing: asyncio.Event | None = None
 
-    async def start(self) -> None:
+    async def start(self, processing: bool = True) -> None:
+        self._processing = asyncio.Event()
+        if processing:
+            self._processing.set()
         self.server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True)
+
+    def enable_request_processing(self) -> None:
+        """Requests of every connection, waiting and future, are read and handled from now on."""
+        self._processing.set()
 
     def close(self) -> None:
         if self.server is not None:
@@ -54,6 +68,7 @@ class KafkaServer:
         peer = writer.get_extra_info("peername")
         where = f"{peer[0]}:{peer[1]}" if peer else "an unknown address"
         try:
+            await self._processing.wait()
             while True:
                 request = await self._read_request(reader)
                 if request is None:

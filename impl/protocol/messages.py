@@ -215,6 +215,7 @@ class BrokerHeartbeatResponse:
     error: int = 0
     is_fenced: bool = False
     live_brokers: tuple[int, ...] = ()  # v1: the brokers not fenced (what clients' Metadata lists)
+    is_caught_up: bool = False          # v1: the broker applied every partition state of its registration
 
 
 CODEC = Codec()
@@ -272,4 +273,4 @@ CODEC.register(
     ApiKey.BROKER_HEARTBEAT, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
     {0: _HEARTBEAT_V0, 1: _HEARTBEAT_V0 + (("partition_epochs", "[i32]"),)},
     {0: (("error", "i16"), ("is_fenced", "bool")),
-     1: (("error", "i16"), ("is_fenced", "bool"), ("live_brokers", "[i32]"))})
+     1: (("error", "i16"), ("is_fenced", "bool"), ("live_brokers", "[i32]"), ("is_caught_up", "bool"))})

@@ -216,7 +216,12 @@ async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data
             broker.bootstrap(epoch, None if kafka is not None else
                              LeaderAndIsrRequest(epoch, 0, 0, 0, 0, everyone, everyone))
             fs.write_file_atomically(marker, b"started\n")
-        server = await _kafka_listener(broker, kafka) if kafka is not None else None
+        server = None
+        if kafka is not None:  # clients are served once the broker caught up (BrokerServer.startup)
+            server = await _kafka_listener(broker, kafka)
+            broker.on_caught_up = server.enable_request_processing
+            if broker.caught_up:
+                server.enable_request_processing()
         loop.add_signal_handler(signal.SIGUSR1, lambda: fail_disk(broker, fs, data_dir))
 
         def shutdown() -> None:
@@ -279,7 +284,7 @@ async def _kafka_listener(broker: Broker, kafka: dict):
                              int(kafka.get("num_partitions", 1)))
     server = KafkaServer(KafkaApis(broker.broker_id, broker.replica_manager, settings),
                          *listeners[broker.broker_id], kafka.get("max_request_bytes", 104_857_600))
-    await server.start()
+    await server.start(processing=False)
     return server
 
 

@@ -81,6 +81,11 @@ class Broker:
         self.data_dir = data_dir
         self._heartbeating = False
         self.kafka = kafka
+        # BrokerLifecycleManager.initialCatchUpFuture: a heartbeat answer said this process applied
+        # every partition state of its registration; ``on_caught_up`` runs once then (a Kafka broker
+        # enables request processing on its client listener there)
+        self.caught_up = False
+        self.on_caught_up: Callable[[], None] | None = None
         self.log_dir_failure_channel = LogDirFailureChannel()
         fs.makedirs(data_dir)
         self.hw_checkpoint_file = CheckpointFile(fs, fs.join(data_dir, HW_CHECKPOINT_NAME), 2)
@@ -226,6 +231,10 @@ class Broker:
         which brokers are live, for clients' Metadata even before any partition exists."""
         if resp is not None and resp.error == Errors.NONE and self.kafka:
             self.replica_manager.live_brokers = resp.live_brokers
+            if resp.is_caught_up and not self.caught_up:
+                self.caught_up = True
+                if self.on_caught_up is not None:
+                    self.on_caught_up()
 
     # -- durability ---------------------------------------------------------------------------
     def checkpoint_high_watermarks(self, always: bool = False) -> None:

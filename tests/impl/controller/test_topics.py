@@ -111,3 +111,38 @@ def test_a_restarted_controller_keeps_topics_epochs_and_producer_ids():
     assert again.controller.topics == {"orders": (0, 1), "new": (2,)}
     assert again.controller.broker_epochs == first.controller.broker_epochs
     assert ids == [0] and again.controller.next_producer_id == PRODUCER_ID_BLOCK_SIZE  # never handed out twice
+
+
+def test_a_restarted_broker_is_caught_up_only_once_it_hosts_every_partition_of_its_registration():
+    """BrokerLifecycleManager's initial catch-up: the controller's heartbeat answer says caught up
+    once the broker applied every partition state the controller had when it registered, and not
+    before (here the LeaderAndIsr of one partition is lost until a heartbeat shows it missing), so
+    a Kafka listener enabled then never answers from a partial view."""
+    sim = KafkaSim((("orders", 3),))
+    sim.run(200)
+    assert all(b.caught_up for b in sim.brokers)
+    fs = sim.brokers[1].fs
+    sim.brokers[1].halt()
+    sim.run(CONFIG.broker_session_timeout_ms + 100)  # fenced: its leadership moved, partition epochs went up
+    restarted = Broker(1, CONFIG, fs, sim.clock, sim.network, auto=True, incarnation=1, kafka=True)
+    handle, lost, losing = restarted.endpoint.handlers[ApiKey.LEADER_AND_ISR], [], [True]
+
+    def lossy(src, header, req):  # orders-2's LeaderAndIsrs lost until its first heartbeat was answered
+        if req.partition == 2 and losing[0]:
+            lost.append(req)
+            return None
+        return handle(src, header, req)
+    restarted.endpoint.handlers[ApiKey.LEADER_AND_ISR] = lossy
+    hosted = []
+    restarted.on_caught_up = lambda: hosted.append(
+        {pid: p.partition_epoch for pid, p in restarted.replica_manager.partitions.items()})
+    restarted.register()
+    sim.run(CONFIG.broker_heartbeat_interval_ms * 3 // 2)  # registered, one heartbeat answered
+    assert restarted.broker_epoch > 0 and lost and not restarted.caught_up
+    assert sorted(restarted.replica_manager.partitions) == [0, 1]
+    losing[0] = False
+    sim.run(CONFIG.broker_heartbeat_interval_ms * 3)  # the heartbeat showed orders-2 missing: sent again
+    assert restarted.caught_up and len(hosted) == 1
+    registered = sim.controller.registration_epochs[1]
+    assert len(registered) == 3 and all(hosted[0].get(pid, -1) >= e for pid, e in enumerate(registered)), \
+        (hosted, registered)
