@@ -21,8 +21,8 @@ and in nodes started later from their start.
 Event log (``events``, a directory): every node process writes its protocol events there
 (``node``'s ``--events``; docs/validate.md), all on one clock whose origin is the cluster's start.
 What the processes cannot log themselves, the cluster logs into the broker's file as the machine
-that did it: a ``crash`` (after the process is gone, with its kind; a disk failure's halt as the
-crash it amounts to) and a ``lose_disk``.
+that did it: a ``crash`` (after the process is gone, with its kind), a ``lose_disk``, and a
+``fail_disk`` (with its ``io``, once the broker halted on it).
 """
 from __future__ import annotations
 
@@ -215,9 +215,9 @@ class ProcessCluster:
             raise RuntimeError(f"broker {broker} exited with {code}, not {HALTED}, on a failed {io}")
         if io.startswith("fsync"):
             self.lost_bytes += sum(power_loss(self.data_dir(broker), journal_path(self.data_dir(broker))).values())
-        # to the event log, the crash it amounts to (docs/steps.md, "Disk faults"): a halt, after a
-        # failed fsync with the dirty pages gone as after a power loss
-        self._log(broker, "crash", kind="power" if io.startswith("fsync") else "process")
+        # to the event log in the contract's terms: the disk failure (docs/steps.md, "Runs nobody
+        # drove": its halt; the controller's fence follows when the broker's session expires)
+        self._log(broker, "fail_disk", io=io)
 
     def restart(self, broker: int) -> None:
         if broker in self.armed and not self.alive(broker):  # an armed disk failure halted it

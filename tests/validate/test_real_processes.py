@@ -18,7 +18,7 @@ from isrcheck.impl.eventlog import DOWN, EventLog, run_header
 from isrcheck.impl.network import NodeEndpoint
 from isrcheck.impl.protocol import ApiKey, BrokerHeartbeatRequest, BrokerHeartbeatResponse, Errors
 from isrcheck.impl.real import TcpTransport
-from isrcheck.impl.real.processes import ProcessCluster
+from isrcheck.impl.real.processes import DISK_IO, ProcessCluster
 from isrcheck.impl.replication import ClusterConfig
 from isrcheck.model import PROTOCOLS
 
@@ -127,7 +127,10 @@ async def _produce(cluster: ProcessCluster, kind: str) -> list:
             await asyncio.sleep(0.04)
     await send([b"a%d" % i for i in range(6)], -1)
     await asyncio.sleep(0.3)
-    cluster.crash(1, kind)                   # a follower dies: its session expires, the ISR shrinks
+    if kind in DISK_IO:                      # a follower's disk fails: it halts
+        assert cluster.fail_disk(1, kind)
+    else:                                    # a follower dies: its session expires, the ISR shrinks
+        cluster.crash(1, kind)
     # 1.8 MB it has to catch up with: the leader's answers are cut by bytes (replica.fetch.max.bytes)
     await send([b"b%d" % i + bytes(300_000) for i in range(6)], 1)
     await asyncio.sleep(1.0)
@@ -210,6 +213,27 @@ def test_a_leader_halted_by_a_full_disk_under_a_produce_is_explained(tmp_path):
     finally:
         cluster.stop()
     assert [r.error for r in results] == ["NONE"] * 4 and unanswered == 1  # b0 never acknowledged
+    assert _halts(events / "broker-0.jsonl") == [("fail_disk", "write:ENOSPC")]
     verdict, _, _ = validate_path(str(events))
     assert verdict.explained, verdict.to_json()
     assert {"crash", "fence", "restart"} <= {st["step"] for st in verdict.steps}
+
+
+def _halts(path: Path) -> list[tuple]:
+    """How a broker's file says its processes stopped: (step, kind or io)."""
+    lines = [json.loads(x) for x in path.read_text().splitlines()[1:]]
+    return [(x["step"], x.get("kind", x.get("io"))) for x in lines if x["step"] in ("crash", "fail_disk")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ["kip-320", "kip-966"])
+def test_a_follower_whose_fsync_fails_is_logged_as_its_disk_failure_and_explained(tmp_path, protocol):
+    """The disk of a follower fails an fsync (ProcessCluster.fail_disk, as the soak's ioerror): the
+    broker halts, its dirty pages are dropped, and its machine logs ``fail_disk`` with the io, which
+    the model explains as a power loss's halt (kip-966: an unclean shutdown at its registration)."""
+    events, results = _real_run(tmp_path, protocol, "fsync:EIO")
+    assert sum(r.error == "NONE" for r in results) >= 12
+    assert _halts(events / "broker-1.jsonl") == [("fail_disk", "fsync:EIO")]
+    verdict, _, _ = validate_path(str(events))
+    assert verdict.explained, verdict.to_json()
+    assert {("crash", "power"), ("fence", None)} <= {(st["step"], st.get("kind")) for st in verdict.steps}

@@ -155,6 +155,34 @@ def test_malformed_events_are_named(tmp_path, edit, message):
         validate_path(str(log))
 
 
+def test_a_disk_failure_is_explained_as_the_crash_it_amounts_to(tmp_path):
+    """A machine that made a broker's disk fail logs ``fail_disk`` with its io (docs/steps.md, "Runs
+    nobody drove"): a failed write or read is the halt of a process crash, a failed fsync the halt
+    of a power loss. kip-966, seed 1: broker 0 loses power, later its process crashes; logged as
+    the disk failures they amount to, the log is explained by the same steps; the power loss logged
+    as a failed write (the page cache kept) is refused where the controller handled the unclean
+    shutdown the model does not see; an io the contract lacks is bad input."""
+    log = _run(tmp_path, "kip-966", 1)
+    before, _, _ = validate_path(str(log))
+    path = log / "broker-0.jsonl"
+    lines = _lines(path)
+    halts = [i for i, e in enumerate(lines) if e.get("step") == "crash"]
+    assert [lines[i]["kind"] for i in halts] == ["power", "process"]
+    for i, io in zip(halts, ("fsync:EIO", "write:EIO")):
+        lines[i] = {**{k: v for k, v in lines[i].items() if k != "kind"}, "step": "fail_disk", "io": io}
+    _write(path, lines)
+    after, _, _ = validate_path(str(log))
+    assert before.explained and after.explained and after.steps == before.steps
+    lines[halts[0]]["io"] = "write:EIO"
+    _write(path, lines)
+    refused, _, _ = validate_path(str(log))
+    assert not refused.explained and (refused.event.step, refused.event.fields["replica"]) == ("register", 0)
+    lines[halts[0]]["io"] = "write:EBADF"
+    _write(path, lines)
+    with pytest.raises(UsageError, match=rf"broker-0\.jsonl:{halts[0] + 1}: fail_disk: io \"write:EBADF\""):
+        validate_path(str(log))
+
+
 def test_the_command_exits_0_explained_and_1_refused(tmp_path, isrcheck_cli):
     log = _run(tmp_path, "kip-903", 2, steps=60)
     done = isrcheck_cli("validate", str(log), "--json")

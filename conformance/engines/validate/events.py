@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.model import ModelConfig, ConfigError
+from isrcheck.model.alphabet import DISK_IO
 
 FORMAT = "isrcheck-events"  # the writer's (isrcheck.impl.eventlog.FORMAT), read, not imported: a log is data
 VERSION = 1
@@ -34,10 +35,11 @@ STEP_FIELDS = {
     "handle_alter_partition": ("replica", "error"), "handle_alter_partition_response": ("replica",),
     "lost_alter_partition": ("replica", "leader_epoch"), "elect": ("replica",), "fence": ("replica",),
     "unfence": ("replica",), "resend_leader_and_isr": ("replica",), "register": ("replica",),
-    "restart": ("replica",), "crash": ("replica", "kind"), "lose_disk": ("replica",),
+    "restart": ("replica",), "crash": ("replica", "kind"), "lose_disk": ("replica",), "fail_disk": ("replica", "io"),
     "flush": ("replica",), "checkpoint_hw": ("replica",),
 }
 _COMMON = ("node", "seq", "lc", "t", "step", "state")
+HALTS = ("crash", "fail_disk")  # the events that stop a broker process
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,15 @@ class Event:
     msg: tuple | None = None
     corr: int | None = None
     tp: str | None = None  # the partition, in a log of many
+
+    @property
+    def crash_kind(self) -> str:
+        """The kind of crash a halt amounts to: a ``crash``'s own; a disk failure is ``fail_disk``'s
+        halt without its fence (docs/steps.md, "Runs nobody drove"), a process crash, or a power
+        loss after a failed fsync, whose dirty pages the kernel dropped."""
+        if self.step == "fail_disk":
+            return "power" if self.fields["io"].startswith("fsync") else "process"
+        return self.fields["kind"]
 
     def describe(self) -> str:
         shown = {k: v for k, v in self.fields.items()}
@@ -135,6 +146,8 @@ def _event(line: object, where: str, replicas: int) -> Event:
     if tp is not None and not isinstance(tp, str):
         raise UsageError(f"{where}: 'tp' must be a partition's name (topic-index)")
     fields = {k: line[k] for k in STEP_FIELDS[step]}
+    if step == "fail_disk" and fields["io"] not in DISK_IO:
+        raise UsageError(f"{where}: fail_disk: io {json.dumps(fields['io'])} is none of {', '.join(DISK_IO)}")
     if step == "handle_fetch" and "batches" in line:  # a response cut by bytes
         fields["batches"] = _int(line, "batches", where)
     return Event(where, _int(line, "node", where), _int(line, "seq", where), _int(line, "lc", where),
@@ -225,4 +238,4 @@ def _renamed(e: Event, rename: dict) -> Event:
     return replace(e, node=one(e.node), fields=fields, state=state, msg=msg)
 
 
-__all__ = ["Event", "Trace", "read_trace", "partition_traces", "model_config", "STEP_FIELDS", "FORMAT"]
+__all__ = ["HALTS", "Event", "Trace", "read_trace", "partition_traces", "model_config", "STEP_FIELDS", "FORMAT"]

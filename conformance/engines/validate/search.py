@@ -17,7 +17,7 @@ from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, StepRefused, apply
 from isrcheck.model.state import LeaderAndIsr, State, initial_state
 
 from . import unlogged
-from .events import Event, Trace
+from .events import HALTS, Event, Trace
 from .views import broker_view, controller_view, mismatch
 
 # the model's deliveries: event step (the model step of the same name) -> the message kind it takes
@@ -26,7 +26,7 @@ DELIVERIES = {"handle_fetch": "fetch_request", "handle_fetch_response": "fetch_r
               "handle_alter_partition_response": "alter_partition_response"}
 CONTROLLER_STEPS = ("elect", "fence", "unfence", "register", "handle_alter_partition", "resend_leader_and_isr")
 # what a broker up again but not yet registered does, which changes nothing the model keeps
-UNREGISTERED = ("produce", "consume", "flush", "crash", "handle_fetch")
+UNREGISTERED = ("produce", "consume", "flush", *HALTS, "handle_fetch")
 SAME_NAME = ("produce", "consume", "shrink_isr", "expand_isr", "elect", "fence", "flush", "checkpoint_hw",
              "lose_disk")
 
@@ -194,8 +194,8 @@ class Search:
                 yield [Step("rejoin", r)]
         elif step == "restart":
             yield []
-        elif step == "crash":
-            kind = ev.fields["kind"]
+        elif step in HALTS:
+            kind = ev.crash_kind
             # up again but never registered, to the model it stayed down: its machine's crash acts on
             # the replica as a crash does (a power loss takes the page cache, a clean one flushes it)
             # how many unflushed batches a power loss let the page cache write back shows only at
@@ -293,9 +293,9 @@ class Search:
             self.orphaned = {k: m for k, m in self.orphaned.items() if k[2] != r}  # a new process numbers anew
             self.sent = {k: m for k, m in self.sent.items() if k[0] != r}
             self.answers = {k: m for k, m in self.answers.items() if k[0] != r}
-        elif ev.step == "register" or (ev.step == "crash" and r in self.restarting):
+        elif ev.step == "register" or (ev.step in HALTS and r in self.restarting):
             self.restarting.pop(r, None)
-        elif ev.step == "crash":
+        elif ev.step in HALTS:
             # a fetch the crashed broker sent may still complete as a DelayedFetch: the request
             # handled again on the leader, the answer lost with the broker
             self.orphaned.update((k, m) for k, m in self.delivered.items() if k[1] == "handle_fetch" and k[2:3] == (r,))
