@@ -4,7 +4,9 @@ The controller and N brokers start as OS processes on localhost (``processes.Pro
 broker b listening for Kafka clients on ``--port`` + b. Topics given by ``--topic`` are created at
 start, others when a client asks Metadata for them (Kafka's ``auto.create.topics.enable``), each
 partition replicated on every broker. Ctrl-C (or SIGTERM) shuts every broker down cleanly; running
-again with the same ``--dir`` recovers every log and the controller's metadata.
+again with the same ``--dir`` recovers every log and the controller's metadata. With ``--events DIR``
+every node process writes its protocol events to ``DIR`` (docs/validate.md), which takes a new
+cluster: a log that a validator can read starts with the cluster's creation.
 
 Exit codes: 0 stopped cleanly, 1 a node did not stop cleanly, 2 bad arguments or a cluster that
 cannot start (a port in use, a directory of another cluster).
@@ -67,6 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fsync every N messages (flush.messages; default: never, as Kafka)")
     parser.add_argument("--socket-request-max-bytes", type=int, default=104_857_600,
                         help="the largest request a Kafka connection may send (default 104857600)")
+    parser.add_argument("--events", default=None, metavar="DIR",
+                        help="write every node's protocol events to DIR, a new or empty directory, for a "
+                             "new cluster (docs/validate.md)")
 
 
 def parse_topic(spec: str, default_partitions: int) -> tuple[str, int]:
@@ -156,6 +161,16 @@ def _check_ports(ports: list[int]) -> None:
                 raise ServeError(f"port {port} is in use ({exc.strerror}); choose another --port") from None
 
 
+def _check_events(events: str, directory: str | None) -> None:
+    """An event log starts with its cluster: a new one, logged into a directory of its own."""
+    if os.path.exists(events) and (not os.path.isdir(events) or os.listdir(events)):
+        raise ServeError(f"--events {events}: {'not a directory' if not os.path.isdir(events) else 'not empty'}; "
+                         f"an event log starts with its cluster: give a new or empty directory")
+    if directory is not None and os.path.exists(os.path.join(directory, "meta.properties")):
+        raise ServeError(f"--events: {directory} holds a cluster that ran before, whose history no log "
+                         f"has; an event log starts with its cluster: give a new --dir")
+
+
 def prepare(args: argparse.Namespace) -> tuple[ClusterConfig, str, dict]:
     """The cluster's config, directory and the nodes' Kafka settings; ServeError if anything is wrong."""
     if args.protocol not in VARIANTS:
@@ -173,6 +188,8 @@ def prepare(args: argparse.Namespace) -> tuple[ClusterConfig, str, dict]:
         raise ServeError(str(exc)) from None
     ports = [args.port + b for b in range(args.replicas)]
     _check_ports(ports)
+    if args.events is not None:
+        _check_events(args.events, args.dir)
     directory = args.dir or tempfile.mkdtemp(prefix="isrcheck-serve-")
     os.makedirs(directory, exist_ok=True)
     kafka = dict(listeners={str(b): port for b, port in enumerate(ports)}, topics=topics,
@@ -187,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
     except ServeError as exc:
         print(f"isrcheck serve: error: {exc}", file=sys.stderr)
         return 2
-    cluster = ProcessCluster(config, directory, kafka=kafka)
+    cluster = ProcessCluster(config, directory, kafka=kafka, events=args.events)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         cluster.start()
@@ -195,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
         if not wait_until_serving(ports, served_topics(directory)):
             print("isrcheck serve: warning: not every partition has a leader after 30 s; see the node logs",
                   file=sys.stderr)
-        _banner(config, directory, kafka, ports)
+        _banner(config, directory, kafka, ports, args.events)
         _watch(cluster, directory)
     except RuntimeError as exc:  # a node that did not start: its log says why
         _stop(cluster)
@@ -218,13 +235,15 @@ def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt  # SIGTERM stops the cluster as Ctrl-C does
 
 
-def _banner(config: ClusterConfig, directory: str, kafka: dict, ports: list[int]) -> None:
+def _banner(config: ClusterConfig, directory: str, kafka: dict, ports: list[int], events: str | None) -> None:
     topics = ", ".join(f"{name} ({n} partition{'s' * (n > 1)})" for name, n in served_topics(directory))
     print(f"isrcheck serve: {config.replicas} brokers, {config.protocol}, "
           f"min.insync.replicas={config.min_insync_replicas}, cluster id {kafka['cluster_id']}")
     print(f"  bootstrap servers: {','.join(f'{KAFKA_HOST}:{port}' for port in ports)}")
     print(f"  data directory:    {directory} (serve again with --dir {directory} to recover it)")
     print(f"  node logs:         {os.path.join(directory, '<node>.log')}")
+    if events is not None:
+        print(f"  event log:         {events} (every node's protocol events)")
     print(f"  topics:            {topics or 'none yet'}; unknown ones are "
           f"{'created on first use' if kafka['auto_create_topics'] else 'refused'}")
     print("Stop with Ctrl-C: every broker shuts down cleanly.", flush=True)

@@ -172,7 +172,7 @@ COVERED = {
     },
     "docs/steps.md": {"isrcheck serve", "isrcheck sim", "isrcheck soak", "isrcheck validate"},
     "docs/storage.md": {"isrcheck dump-log"},
-    "docs/validate.md": {"isrcheck serve", "isrcheck soak", "isrcheck sim", "isrcheck validate"},
+    "docs/validate.md": {"isrcheck soak", "isrcheck sim", "isrcheck validate"},
     "docs/sut-protocol.md": {
         'isrcheck check SCHEDULE.json --sut "java -jar my-broker-sut.jar"',
         'isrcheck fuzz --protocol kip-320 --schedules 2000 --sut "./my-sut"',

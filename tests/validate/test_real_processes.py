@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from kafka import KafkaProducer
 
 from isrcheck.conformance.engines.validate.command import validate_path
 from isrcheck.conformance.engines.validate.events import read_trace
@@ -18,7 +23,7 @@ from isrcheck.impl.eventlog import DOWN, EventLog, run_header
 from isrcheck.impl.network import NodeEndpoint
 from isrcheck.impl.protocol import ApiKey, BrokerHeartbeatRequest, BrokerHeartbeatResponse, Errors
 from isrcheck.impl.real import TcpTransport
-from isrcheck.impl.real.processes import DISK_IO, ProcessCluster
+from isrcheck.impl.real.processes import DISK_IO, ProcessCluster, free_ports
 from isrcheck.impl.replication import ClusterConfig
 from isrcheck.model import PROTOCOLS
 
@@ -237,3 +242,62 @@ def test_a_follower_whose_fsync_fails_is_logged_as_its_disk_failure_and_explaine
     verdict, _, _ = validate_path(str(events))
     assert verdict.explained, verdict.to_json()
     assert {("crash", "power"), ("fence", None)} <= {(st["step"], st.get("kind")) for st in verdict.steps}
+
+
+# -- isrcheck serve --events ----------------------------------------------------------------------
+def _free_base(n: int) -> int:
+    """A port p such that p .. p + n - 1 are free (serve's brokers listen on --port + b)."""
+    for _ in range(50):
+        base = free_ports(1)[0]
+        if base + n <= 65535 and all(_bindable(base + i) for i in range(n)):
+            return base
+    raise AssertionError(f"no {n} consecutive free ports")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("stop, validate", [
+    (signal.SIGTERM, True), pytest.param(signal.SIGINT, False, marks=pytest.mark.slow)])
+def test_serve_writes_its_event_log_and_validates_it_when_stopped(tmp_path, isrcheck_cli, stop, validate):
+    """``isrcheck serve --events DIR``: every node's protocol events in DIR while Kafka clients use
+    the cluster; stopped by SIGTERM (or Ctrl-C), the log is validated against the model, unless
+    ``--no-validate``; bad input before anything starts."""
+    base, events = _free_base(3), tmp_path / "events"
+    argv = [sys.executable, "-m", "isrcheck.conformance.cli.main", "serve", "--replicas", "3", "--dir", str(tmp_path / "cluster"), "--topic", "orders:2",
+            "--port", str(base), "--events", str(events), *([] if validate else ["--no-validate"])]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    banner = []
+    for line in proc.stdout:
+        banner.append(line)
+        if line.startswith("Stop with Ctrl-C"):
+            break
+    try:
+        assert f"event log:         {events}" in "".join(banner), "".join(banner)
+        producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{base}", acks="all")
+        for i in range(20):
+            producer.send("orders", b"v%d" % i, partition=i % 2)
+        producer.flush(30)
+        producer.close()
+    finally:
+        proc.send_signal(stop)
+        out = proc.stdout.read()
+    assert proc.wait(timeout=120) == 0, out
+    assert sorted(p.name for p in events.iterdir()) == [
+        "broker-0.jsonl", "broker-1.jsonl", "broker-2.jsonl", "controller.jsonl"]
+    produced = sum('"step":"produce"' in line for p in events.iterdir() for line in p.read_text().splitlines())
+    assert produced >= 2  # at least a batch per partition, each logged by its leader
+    if validate:
+        assert "event log (" in out and "explained:" in out and "2 partitions each on its own" in out, out
+    else:
+        assert "validating" not in out, out
+    again = isrcheck_cli("serve", "--dir", str(tmp_path / "cluster"), "--port", str(base), "--events",
+                         str(tmp_path / "new-events"))
+    assert again.returncode == 2 and "holds a cluster that ran before" in again.stderr, again.stderr
+    assert "Traceback" not in again.stderr and not (tmp_path / "new-events").exists()

@@ -141,23 +141,14 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
         result.events = history.events
         if cluster is not None and options.validate:
             cluster.stop()
-            result.validation = _validate(folder / "events", say)
+            from isrcheck.conformance.engines.validate.command import validate_run
+
+            result.validation = validate_run(folder / "events", say)
         _write(folder, result)
         return result
     finally:
         if cluster is not None:
             cluster.stop()
-
-
-def _validate(events: Path, say) -> dict:
-    """The verdict on the cluster's event log (docs/validate.md), with its events and time."""
-    from isrcheck.conformance.engines.validate.command import summary_lines, validate_path
-
-    say(f"validating the event log {events}")
-    verdict, n, seconds = validate_path(str(events))
-    out = verdict.to_json()
-    out.pop("steps", None)
-    return {**out, "events": n, "seconds": round(seconds, 3), "lines": summary_lines(verdict, n, seconds)}
 
 
 async def _play(plan: FaultPlan | None, executor, history: History, duration_s: float) -> None:

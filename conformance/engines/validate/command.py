@@ -38,6 +38,16 @@ def validate_path(path: str, protocol: str | None = None) -> tuple[Verdict, int,
     return verdict, len(trace.events), time.perf_counter() - start
 
 
+def validate_run(path, say) -> dict:
+    """The verdict on the event log a run wrote to ``path`` (a soak's, a served cluster's), as
+    JSON with its events, time and the lines to print; ``say(line)`` hears that it starts."""
+    say(f"validating the event log {path}")
+    verdict, n, seconds = validate_path(str(path))
+    out = verdict.to_json()
+    out.pop("steps", None)
+    return {**out, "events": n, "seconds": round(seconds, 3), "lines": summary_lines(verdict, n, seconds)}
+
+
 def summary_lines(verdict: Verdict, events: int, seconds: float) -> list[str]:
     """What the text output says: the verdict, then for a refusal the event and each candidate."""
     rate = f"{events / seconds:,.0f} events/s" if seconds > 0 else ""
