@@ -95,6 +95,22 @@ def test_a_soak_under_every_fault_kind_is_explained_by_the_model(isrcheck_cli, t
     assert len(result["faults"]) >= 4
 
 
+@pytest.mark.slow
+def test_a_soak_under_disk_failures_logs_them_as_such_and_is_explained(isrcheck_cli, tmp_path):
+    """ioerror on kip-966 (seed 7: a failed fsync, a failed write, two failed reads): each broker
+    that halted on its offline log directory is logged as ``fail_disk`` with the io that failed, and
+    the model explains the log (a failed fsync as a power loss's halt: an unclean shutdown)."""
+    run = tmp_path / "run"
+    proc = isrcheck_cli("soak", "--protocol", "kip-966", "--duration", "25", "--faults", "ioerror", "--seed", "7",
+                        "--dir", run, "--json", timeout=600)
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 0 and result["validation"]["verdict"] == "explained", result["validation"]["lines"]
+    halts = [json.loads(line) for p in sorted((run / "events").glob("broker-*.jsonl"))
+             for line in p.read_text().splitlines()[1:] if '"fail_disk"' in line or '"crash"' in line]
+    assert [h["step"] for h in halts] == ["fail_disk"] * len(halts) and len(halts) >= 3, halts
+    assert any(h["io"].startswith("fsync") for h in halts) and any(h["io"].startswith("write") for h in halts)
+
+
 def test_another_clusters_soak_says_there_is_nothing_to_validate(capsys):
     from isrcheck.conformance.cli.soak import _summary
     from isrcheck.conformance.engines.soak.driver import SoakOptions, SoakResult
