@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 
 from isrcheck.conformance.engines.validate.command import validate_run
 from isrcheck.impl.real import serve as impl_serve

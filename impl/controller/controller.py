@@ -469,7 +469,8 @@ class Controller:
         """The broker applied every partition state the controller had when it registered
         (ReplicationControlManager.processBrokerHeartbeat: ``isCaughtUp`` once the broker's metadata
         offset reached its registration record's)."""
-        return all(i < len(applied) and applied[i] >= epoch for i, epoch in enumerate(self.registration_epochs[broker]))
+        registered = self.registration_epochs[broker]
+        return all(i < len(applied) and applied[i] >= epoch for i, epoch in enumerate(registered))
 
     def _unfenced(self) -> tuple[int, ...]:
         return tuple(r for r in self.replicas if r not in self.fenced)

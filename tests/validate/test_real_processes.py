@@ -270,8 +270,9 @@ def test_serve_writes_its_event_log_and_validates_it_when_stopped(tmp_path, isrc
     the cluster; stopped by SIGTERM (or Ctrl-C), the log is validated against the model, unless
     ``--no-validate``; bad input before anything starts."""
     base, events = _free_base(3), tmp_path / "events"
-    argv = [sys.executable, "-m", "isrcheck.conformance.cli.main", "serve", "--replicas", "3", "--dir", str(tmp_path / "cluster"), "--topic", "orders:2",
-            "--port", str(base), "--events", str(events), *([] if validate else ["--no-validate"])]
+    argv = [sys.executable, "-m", "isrcheck.conformance.cli.main", "serve", "--replicas", "3",
+            "--dir", str(tmp_path / "cluster"), "--topic", "orders:2", "--port", str(base), "--events", str(events),
+            *([] if validate else ["--no-validate"])]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     banner = []
     for line in proc.stdout:
