@@ -169,6 +169,10 @@ def _check_events(events: str, directory: str | None) -> None:
     if directory is not None and os.path.exists(os.path.join(directory, "meta.properties")):
         raise ServeError(f"--events: {directory} holds a cluster that ran before, whose history no log "
                          f"has; an event log starts with its cluster: give a new --dir")
+    try:
+        os.makedirs(events, exist_ok=True)
+    except OSError as exc:
+        raise ServeError(f"--events {events}: cannot create it ({exc.strerror})") from None
 
 
 def prepare(args: argparse.Namespace) -> tuple[ClusterConfig, str, dict]:

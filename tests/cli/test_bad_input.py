@@ -71,6 +71,27 @@ def test_output_paths_are_refused_before_the_work_starts(tmp_path, capsys, scena
     assert a_file.read_text() == "mine"
 
 
+def test_a_served_clusters_event_log_must_start_with_it(tmp_path, capsys):
+    """``isrcheck serve --events DIR``: a file, a directory with files in it, or the --dir of a
+    cluster that ran before are refused before any process starts, and nothing is touched."""
+    from isrcheck.impl.real.processes import free_ports
+
+    port = str(free_ports(1)[0])
+    a_file, full, ran = tmp_path / "a-file", tmp_path / "full", tmp_path / "ran"
+    a_file.write_text("mine")
+    full.mkdir()
+    (full / "broker-0.jsonl").write_text("mine")
+    ran.mkdir()
+    (ran / "meta.properties").write_text("version=1\ncluster.id=x\n")
+    for events, dir_, said in ((a_file, [], "not a directory"), (full, [], "not empty"),
+                               (tmp_path / "new", ["--dir", str(ran)], "holds a cluster that ran before")):
+        assert main(["serve", "--replicas", "1", "--port", port, "--events", str(events), *dir_]) == 2
+        err = capsys.readouterr().err
+        assert "--events" in err and said in err and "Traceback" not in err, err
+    assert a_file.read_text() == "mine" and (full / "broker-0.jsonl").read_text() == "mine"
+    assert sorted(p.name for p in ran.iterdir()) == ["meta.properties"] and not (tmp_path / "new").exists()
+
+
 def test_output_piped_into_head_ends_quietly(tmp_path):
     schedule, _ = random_walk(3, "kip-320", 400, faults="none", impl=False)
     path = tmp_path / "long.json"
