@@ -208,6 +208,9 @@ def partition_traces(trace: Trace) -> list[tuple[str | None, Trace]]:
     return out
 
 
+_BROKER_SETS = ("isr", "pending", "elr", "fenced")  # the state's keys that hold brokers (and "leader")
+
+
 def _renamed(e: Event, rename: dict) -> Event:
     """``e`` with its brokers renamed (the controller and clients keep their ids)."""
     def one(b):
@@ -215,14 +218,19 @@ def _renamed(e: Event, rename: dict) -> Event:
 
     def many(bs):
         return sorted(one(b) for b in bs) if isinstance(bs, list) else bs
-    fields = {k: one(v) if k == "replica" else v for k, v in e.fields.items()}
+    fields = dict(e.fields)
+    fields["replica"] = one(fields["replica"])
     if isinstance(fields.get("message"), dict):
         m = fields["message"]
         fields["message"] = {**m, "leader": one(m.get("leader")), "isr": many(m.get("isr", []))}
-    state = {k: one(v) if k == "leader" else many(v) if k in ("isr", "pending", "elr", "fenced") else v
-             for k, v in e.state.items()}
+    state = dict(e.state)
+    if "leader" in state:
+        state["leader"] = one(state["leader"])
+    for k in _BROKER_SETS:
+        if k in state:
+            state[k] = many(state[k])
     msg = (one(e.msg[0]), e.msg[1]) if e.msg else None
-    return replace(e, node=one(e.node), fields=fields, state=state, msg=msg)
+    return Event(e.where, one(e.node), e.seq, e.lc, e.t, e.step, fields, state, msg, e.corr, e.tp)
 
 
 __all__ = ["Event", "Trace", "read_trace", "partition_traces", "model_config", "STEP_FIELDS", "FORMAT"]
