@@ -169,6 +169,9 @@ class Search:
             elif step in UNREGISTERED and r in self.restarting:
                 yield [unlogged.unregistered]  # up, not yet registered: it only refuses
                 return
+            if step == "consume":
+                yield [unlogged.consume(self.cfg, r)]
+                return
             kw = {"arg": ev.fields["acks"], "records": ev.fields["records"]} if step == "produce" else {}
             yield [Step(step, r, **kw)]
         elif step == "send_fetch":
