@@ -358,11 +358,12 @@ _GHOSTS_READ_BY_NO_STEP = {"acked": (), "consumed": ()}
 
 def kept(s: State) -> State:
     """What the validator keeps of a candidate state: every log a ``SharedLog`` (the model's log,
-    appended at the cost of what is appended; sharedlog.py), and none of the acks and reads clients
-    were told (the ghost ``acked`` and ``consumed``, which grow with the run): no step reads them
-    (docs/steps.md: each step's guard and effect read the replicas, the controller, the messages in
-    flight, the clock and, to name a produce's records, ``records_produced``, kept) and no event is
-    checked against them, so no later step nor check can tell they are gone."""
+    appended at the cost of what is appended; sharedlog.py), and not what clients were told (the
+    ghost ``acked`` and ``consumed``, which grow with the run; a consume, taken by its guard alone,
+    leaves the consumers' HW ghosts as they were): no step reads them (docs/steps.md: each step's
+    guard and effect read the replicas, the controller, the messages in flight, the clock and, to
+    name a produce's records, ``records_produced``, kept) and no event is checked against them, so
+    no later step nor check can tell they are gone."""
     reps = s.replicas
     if not all(type(r.log) is SharedLog for r in reps):
         s = s._replace(replicas=tuple(r if type(r.log) is SharedLog else r._replace(log=shared(r.log)) for r in reps))
