@@ -31,7 +31,7 @@ def validate_path(path: str, protocol: str | None = None) -> tuple[Verdict, int,
     if protocol is not None and protocol not in PROTOCOLS:
         raise UsageError(f"--protocol: unknown variant {protocol!r} (known: {', '.join(PROTOCOLS)})")
     start = time.perf_counter()
-    with _no_cycle_collection():
+    with no_cycle_collection():
         trace = read_trace(path)
         if protocol is not None and protocol != trace.protocol:
             from dataclasses import replace
@@ -42,7 +42,7 @@ def validate_path(path: str, protocol: str | None = None) -> tuple[Verdict, int,
 
 
 @contextmanager
-def _no_cycle_collection():
+def no_cycle_collection():
     """Python's cycle collector off while a log is validated: the events and the candidate states
     are trees (no cycles to collect; reference counting frees them), and each full collection walks
     every event read, so a long log's collections grew with its length (a quarter of the time)."""
