@@ -112,6 +112,25 @@ def _int(line: dict, key: str, where: str) -> int:
 
 
 def _event(line: object, where: str, replicas: int) -> Event:
+    """The event of one line. A well-formed line of the common kinds is checked at once; any other
+    goes through ``_checked``, which names what is wrong (or reads what is rare)."""
+    try:
+        step, state = line["step"], line["state"]
+        fields = {k: line[k] for k in STEP_FIELDS[step]}
+        ints = (line["node"], line["seq"], line["lc"], line["t"], fields["replica"])
+    except (KeyError, TypeError):
+        return _checked(line, where, replicas)
+    msg, tp = line.get("msg"), line.get("tp")
+    if type(state) is not dict or not all(type(x) is int for x in ints) or not 0 <= ints[4] < replicas \
+            or (msg is not None and not (type(msg) is list and len(msg) == 2 and type(msg[0]) is int
+                                         and type(msg[1]) is int)) \
+            or (tp is not None and type(tp) is not str) or (step == "handle_fetch" and "batches" in line):
+        return _checked(line, where, replicas)
+    return Event(where, ints[0], ints[1], ints[2], ints[3], step, fields, state, tuple(msg) if msg else None,
+                 line.get("corr"), tp)
+
+
+def _checked(line: object, where: str, replicas: int) -> Event:
     if not isinstance(line, dict):
         raise UsageError(f"{where}: an event must be a JSON object")
     missing = [k for k in _COMMON if k not in line]
