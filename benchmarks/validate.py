@@ -1,19 +1,22 @@
 """Trace validation's figures: how fast ``isrcheck validate`` explains a self-driven run's event
-log, whether that stays linear in the log's length, what logging costs the simulation, how a
-``fuzz --mode auto`` campaign scales from one Spark core to two, and whether a soak's event log
-(real processes, real Kafka clients, every fault kind) validates in less time than the soak ran.
+log, whether the cost of an event stays flat as the log grows, what logging costs the simulation,
+how a ``fuzz --mode auto`` campaign scales from one Spark core to two, and whether a soak's event
+log (real processes, real Kafka clients, every fault kind) validates in less time than the soak ran.
 
-    python benchmarks/validate.py [--protocol kip-966] [--seed 3] [--lengths 1000,2000,4000,8000]
+    python benchmarks/validate.py [--protocol kip-966] [--seed 3] [--lengths 2000,4000,8000,16000,32000]
                                   [--overhead-runs 5] [--spark-schedules 400] [--skip-spark]
-                                  [--soak SECONDS] [--soak-dir DIR] [--only soak|throughput|overhead|spark]
+                                  [--soak SECONDS] [--soak-dir DIR] [--log DIR] [--prefixes 4]
+                                  [--only soak|throughput|log|overhead|spark]
     farm-bench -n 9 -- python benchmarks/validate.py --sim-only 6000 --logged \
         --vs 'python benchmarks/validate.py --sim-only 6000'
 
-The second form is logging's cost measured from outside, A and B in turn: one simulation with and
-one without its event log (``--sim-only STEPS``, nothing else).
+``--only log --log DIR`` validates an existing event log (a soak's ``DIR/events``) whole and in
+growing prefixes. The second form is logging's cost measured from outside, A and B in turn: one
+simulation with and one without its event log (``--sim-only STEPS``, nothing else).
 
 Each figure is printed with what gives it; the load (``uptime``) is printed first and last, since
-the machine may be shared.
+the machine may be shared. Rates are per second of this process's CPU time (``time.process_time``:
+one core, the least disturbed by other processes), wall time beside them.
 """
 from __future__ import annotations
 
@@ -23,8 +26,11 @@ import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import replace
 
-from isrcheck.conformance.engines.validate.command import validate_path
+from isrcheck.conformance.engines.validate.command import no_cycle_collection, validate_path
+from isrcheck.conformance.engines.validate.events import partition_traces, read_trace
+from isrcheck.conformance.engines.validate.search import validate_partitions
 from isrcheck.impl.sim.workload import Workload, run_simulation, sim_config
 
 
@@ -32,19 +38,67 @@ def load() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
+TARGET = 5000  # events validated per second of one core
+
+
+def timed(fn, *args):
+    """(fn's result, CPU seconds, wall seconds)."""
+    start, start_cpu = time.perf_counter(), time.process_time()
+    out = fn(*args)
+    return out, time.process_time() - start_cpu, time.perf_counter() - start
+
+
+def flat(rates: list[tuple[int, float]], what: str) -> None:
+    """The target and whether the cost of an event stays flat from the shortest log to the longest
+    (within 1.5x: linear in the log's length)."""
+    (n0, r0), (n1, r1) = rates[0], rates[-1]
+    slowest = min(r for _, r in rates)
+    growth = r0 / r1
+    print(f"  cost per event, {what} of {n1:,} events against {n0:,}: {growth:.2f}x "
+          f"({'flat' if growth <= 1.5 else 'NOT flat'}: linear in the log's length); slowest "
+          f"{slowest:,.0f} events/s, target {TARGET:,} on one core: {'met' if slowest >= TARGET else 'NOT met'}")
+
+
 def throughput(protocol: str, seed: int, lengths: list[int], scratch: str) -> None:
     """Events validated per second against the log's length (one process, one core)."""
-    print(f"validate: {protocol}, seed {seed}, isrcheck sim workloads of growing length")
-    print(f"  {'steps':>6} {'events':>7} {'sim ms':>8} {'validate s':>10} {'events/s':>9} {'s per 1k events':>15}")
+    print(f"validate: {protocol}, seed {seed}, isrcheck sim workloads of growing length "
+          f"(the fastest of three, by CPU time)")
+    print(f"  {'steps':>6} {'events':>7} {'sim ms':>8} {'cpu s':>7} {'wall s':>7} {'events/s':>9} {'us per event':>12}")
+    rates = []
     for steps in lengths:
         events = os.path.join(scratch, f"len-{steps}")
         summary = run_simulation(protocol, 3, seed, steps, events_dir=events)
-        best = None
-        for _ in range(3):  # the fastest of three: the least disturbed by other processes
-            verdict, n, seconds = validate_path(events)
-            best = seconds if best is None else min(best, seconds)
+        runs = [timed(validate_path, events) for _ in range(3)]  # the least disturbed of three
+        (verdict, n, _), cpu, wall = min(runs, key=lambda r: r[1])
         assert verdict.explained, verdict.to_json()
-        print(f"  {steps:6d} {n:7d} {summary.sim_ms:8d} {best:10.2f} {n / best:9.0f} {1000 * best / n:15.3f}")
+        rates.append((n, n / cpu))
+        print(f"  {steps:6d} {n:7d} {summary.sim_ms:8d} {cpu:7.2f} {wall:7.2f} {n / cpu:9,.0f} {1e6 * cpu / n:12.1f}")
+    flat(rates, "the longest log")
+
+
+def log_prefixes(path: str, parts: int) -> None:
+    """An existing event log validated whole (``isrcheck validate PATH``), then its prefixes of
+    1/parts, 2/parts, ... of the events in merged order (what the run had logged by then: a
+    prefix holds every send before its receive), read once."""
+    (verdict, n, _), cpu, wall = timed(validate_path, path)
+    print(f"validate: isrcheck validate {path}: {verdict.to_json()['verdict']}, {n:,} events in {cpu:.1f} s CPU "
+          f"({wall:.1f} s wall): {n / cpu:,.0f} events/s, at most {verdict.max_candidates} candidate states; "
+          f"target {TARGET:,} on one core: {'met' if n / cpu >= TARGET else 'NOT met'}")
+    with no_cycle_collection():
+        trace, read_cpu, _ = timed(read_trace, path)
+        per_read = read_cpu / len(trace.events)
+        print(f"  prefixes (reading the files: {1e6 * per_read:.1f} us per event, counted in below)")
+        print(f"  {'events':>9} {'cpu s':>7} {'events/s':>9} {'us per event':>12}")
+        rates = []
+        for k in range(1, parts + 1):
+            prefix = replace(trace, events=trace.events[:len(trace.events) * k // parts])
+            m = len(prefix.events)
+            verdict, cpu, _ = timed(lambda: validate_partitions(partition_traces(prefix), m))
+            assert verdict.explained, verdict.to_json()
+            cpu += per_read * m
+            rates.append((m, m / cpu))
+            print(f"  {m:9,d} {cpu:7.1f} {m / cpu:9,.0f} {1e6 * cpu / m:12.1f}")
+    flat(rates, "the whole log")
 
 
 def overhead(protocol: str, seed: int, steps: int, runs: int, scratch: str) -> None:
@@ -141,8 +195,10 @@ def soak(duration: float, seed: int, folder: str) -> None:
     print(f"soak: isrcheck soak --protocol kip-966 --duration {duration:g} --faults all --seed {seed}: ran "
           f"{result.seconds:.0f} s, {len(result.faults)} faults played, {result.counts.get('send', {}).get('ok', 0)} "
           f"acknowledged sends, anomalies: {', '.join(result.anomalies) or 'none'}")
+    rate = v['events'] / v['seconds']
     print(f"  its event log: {v['events']} events, {v['verdict']} in {v['seconds']:.1f} s "
-          f"({v['events'] / v['seconds']:,.0f} events/s, at most {v['max_candidates']} candidate states): "
+          f"({rate:,.0f} events/s of wall time, target {TARGET:,}: {'met' if rate >= TARGET else 'NOT met'}; "
+          f"at most {v['max_candidates']} candidate states): "
           f"validation took {v['seconds'] / result.seconds:.2f} of the time the soak ran")
     for line in v["lines"][1:]:
         print("  " + line)
@@ -153,7 +209,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--protocol", default="kip-966")
     parser.add_argument("--seed", type=int, default=3)
-    parser.add_argument("--lengths", default="1000,2000,4000,8000")
+    parser.add_argument("--lengths", default="2000,4000,8000,16000,32000")
     parser.add_argument("--overhead-steps", type=int, default=2000)
     parser.add_argument("--overhead-runs", type=int, default=5)
     parser.add_argument("--spark-schedules", type=int, default=400)
@@ -163,7 +219,10 @@ def main() -> None:
                         help="the soak's duration (default 600; 0 skips it)")
     parser.add_argument("--soak-dir", default=None, metavar="DIR",
                         help="the soak's run folder, kept (default: a temporary one, removed)")
-    parser.add_argument("--only", choices=("throughput", "overhead", "spark", "soak"), default=None,
+    parser.add_argument("--log", default=None, metavar="DIR",
+                        help="an existing event log to validate whole and in prefixes (default: none)")
+    parser.add_argument("--prefixes", type=int, default=4, help="with --log: how many growing prefixes")
+    parser.add_argument("--only", choices=("throughput", "log", "overhead", "spark", "soak"), default=None,
                         help="run only this part")
     parser.add_argument("--sim-only", type=int, default=0, metavar="STEPS",
                         help="run one auto-mode simulation of STEPS steps and nothing else (for farm-bench)")
@@ -174,15 +233,23 @@ def main() -> None:
             run_simulation(args.protocol, 3, args.seed, args.sim_only,
                            events_dir=os.path.join(scratch, "events") if args.logged else None)
         return
-    parts = {args.only} if args.only else {"throughput", "overhead", "spark", "soak"}
+    parts = {args.only} if args.only else {"throughput", "log", "overhead", "spark", "soak"}
     if args.skip_spark:
         parts.discard("spark")
     if not args.soak:
         parts.discard("soak")
+    if args.log is None:
+        if args.only == "log":
+            parser.error("--only log needs --log DIR")
+        parts.discard("log")
+    elif not os.path.exists(args.log):
+        parser.error(f"--log {args.log}: no such file or directory")
     print("load:", load())
     with tempfile.TemporaryDirectory(prefix="isrcheck-bench-validate-") as scratch:
         if "throughput" in parts:
             throughput(args.protocol, args.seed, [int(x) for x in args.lengths.split(",")], scratch)
+        if "log" in parts:
+            log_prefixes(args.log, args.prefixes)
         if "overhead" in parts:
             overhead(args.protocol, args.seed, args.overhead_steps, args.overhead_runs, scratch)
             profile_share(args.protocol, args.seed, args.overhead_steps, scratch)

@@ -242,3 +242,16 @@ def test_a_broker_crashed_twice_before_it_registered_is_explained(tmp_path):
     verdict, _, _ = validate_path(str(_run(tmp_path, "kip-966", 3, steps=4000)))
     assert verdict.explained, verdict.to_json()
     assert any(st.get("while_down") and st["step"] == "flush" for st in verdict.steps)
+
+
+def test_the_quick_check_of_a_line_reads_it_as_the_full_checks_do(tmp_path):
+    """Every line of a run is the same event either way, and a line the quick check lets through
+    to the full checks is named as before (a boolean where an integer goes, a malformed msg)."""
+    from isrcheck.conformance.engines.validate.events import _checked, _event
+    log = _run(tmp_path, "kip-966", 4, steps=200)
+    lines = [line for f in sorted(log.glob("*.jsonl")) for line in _lines(f)[1:]]
+    assert all(_event(line, "f:1", 3) == _checked(line, "f:1", 3) for line in lines)
+    for edit, message in ((dict(seq=True), "'seq' must be an integer"), (dict(msg=[1]), "'msg' must be"),
+                          (dict(tp=3), "'tp' must be"), (dict(state=[]), "'state' must be an object")):
+        with pytest.raises(UsageError, match=message):
+            _event({**lines[5], **edit}, "f:1", 3)

@@ -123,6 +123,26 @@ def _int(line: dict, key: str, where: str) -> int:
 
 
 def _event(line: object, where: str, replicas: int) -> Event:
+    """The event of one line. A well-formed line of the common kinds is checked at once; any other
+    goes through ``_checked``, which names what is wrong (or reads what is rare)."""
+    try:
+        step, state = line["step"], line["state"]
+        fields = {k: line[k] for k in STEP_FIELDS[step]}
+        ints = (line["node"], line["seq"], line["lc"], line["t"], fields["replica"])
+    except (KeyError, TypeError):
+        return _checked(line, where, replicas)
+    msg, tp = line.get("msg"), line.get("tp")
+    if type(state) is not dict or not all(type(x) is int for x in ints) or not 0 <= ints[4] < replicas \
+            or (msg is not None and not (type(msg) is list and len(msg) == 2 and type(msg[0]) is int
+                                         and type(msg[1]) is int)) \
+            or (tp is not None and type(tp) is not str) or (step == "handle_fetch" and "batches" in line) \
+            or step == "fail_disk":  # rare, and its io is checked against the contract's list
+        return _checked(line, where, replicas)
+    return Event(where, ints[0], ints[1], ints[2], ints[3], step, fields, state, tuple(msg) if msg else None,
+                 line.get("corr"), tp)
+
+
+def _checked(line: object, where: str, replicas: int) -> Event:
     if not isinstance(line, dict):
         raise UsageError(f"{where}: an event must be a JSON object")
     missing = [k for k in _COMMON if k not in line]
@@ -221,6 +241,9 @@ def partition_traces(trace: Trace) -> list[tuple[str | None, Trace]]:
     return out
 
 
+_BROKER_SETS = ("isr", "pending", "elr", "fenced")  # the state's keys that hold brokers (and "leader")
+
+
 def _renamed(e: Event, rename: dict) -> Event:
     """``e`` with its brokers renamed (the controller and clients keep their ids)."""
     def one(b):
@@ -228,14 +251,19 @@ def _renamed(e: Event, rename: dict) -> Event:
 
     def many(bs):
         return sorted(one(b) for b in bs) if isinstance(bs, list) else bs
-    fields = {k: one(v) if k == "replica" else v for k, v in e.fields.items()}
+    fields = dict(e.fields)
+    fields["replica"] = one(fields["replica"])
     if isinstance(fields.get("message"), dict):
         m = fields["message"]
         fields["message"] = {**m, "leader": one(m.get("leader")), "isr": many(m.get("isr", []))}
-    state = {k: one(v) if k == "leader" else many(v) if k in ("isr", "pending", "elr", "fenced") else v
-             for k, v in e.state.items()}
+    state = dict(e.state)
+    if "leader" in state:
+        state["leader"] = one(state["leader"])
+    for k in _BROKER_SETS:
+        if k in state:
+            state[k] = many(state[k])
     msg = (one(e.msg[0]), e.msg[1]) if e.msg else None
-    return replace(e, node=one(e.node), fields=fields, state=state, msg=msg)
+    return Event(e.where, one(e.node), e.seq, e.lc, e.t, e.step, fields, state, msg, e.corr, e.tp)
 
 
 __all__ = ["HALTS", "Event", "Trace", "read_trace", "partition_traces", "model_config", "STEP_FIELDS", "FORMAT"]

@@ -18,6 +18,7 @@ from isrcheck.model.state import LeaderAndIsr, State, initial_state
 
 from . import unlogged
 from .events import HALTS, Event, Trace
+from .sharedlog import SharedLog, shared
 from .views import broker_view, controller_view, mismatch
 
 # the model's deliveries: event step (the model step of the same name) -> the message kind it takes
@@ -151,7 +152,7 @@ class Search:
             if bad is not None:
                 reasons.append(f"after {', '.join(_short(x) for x in steps[len(pre):]) or 'nothing'}: {bad}")
                 continue
-            yield s2, steps
+            yield kept(s2), steps
 
     def _state_mismatch(self, s: State, ev: Event) -> str | None:
         if ev.step in CONTROLLER_STEPS:
@@ -167,6 +168,9 @@ class Search:
                 yield [unlogged.written_back(self.restarting[r], r), unlogged.flush_while_down(r)]
             elif step in UNREGISTERED and r in self.restarting:
                 yield [unlogged.unregistered]  # up, not yet registered: it only refuses
+                return
+            if step == "consume":
+                yield [unlogged.consume(self.cfg, r)]
                 return
             kw = {"arg": ev.fields["acks"], "records": ev.fields["records"]} if step == "produce" else {}
             yield [Step(step, r, **kw)]
@@ -322,7 +326,7 @@ class Search:
 
     # -- the search -------------------------------------------------------------------------------
     def run(self) -> Verdict:
-        frontier: list[tuple[State, _Path | None]] = [(initial_state(self.cfg), None)]
+        frontier: list[tuple[State, _Path | None]] = [(kept(initial_state(self.cfg)), None)]
         widest = 1
         for n, ev in enumerate(self.trace.events):
             nxt: list[tuple[State, _Path]] = []
@@ -347,6 +351,25 @@ class Search:
         if ev.step in CONTROLLER_STEPS:
             return {"now": s.now, "controller": controller_view(s)}
         return {"now": s.now, f"broker {ev.node}": broker_view(s, ev.node)}
+
+
+_GHOSTS_READ_BY_NO_STEP = {"acked": (), "consumed": ()}
+
+
+def kept(s: State) -> State:
+    """What the validator keeps of a candidate state: every log a ``SharedLog`` (the model's log,
+    appended at the cost of what is appended; sharedlog.py), and not what clients were told (the
+    ghost ``acked`` and ``consumed``, which grow with the run; a consume, taken by its guard alone,
+    leaves the consumers' HW ghosts as they were): no step reads them (docs/steps.md: each step's
+    guard and effect read the replicas, the controller, the messages in flight, the clock and, to
+    name a produce's records, ``records_produced``, kept) and no event is checked against them, so
+    no later step nor check can tell they are gone."""
+    reps = s.replicas
+    if not all(type(r.log) is SharedLog for r in reps):
+        s = s._replace(replicas=tuple(r if type(r.log) is SharedLog else r._replace(log=shared(r.log)) for r in reps))
+    if s.acked or s.consumed:
+        s = s._replace(**_GHOSTS_READ_BY_NO_STEP)
+    return s
 
 
 def _distinct(candidates: list) -> list:

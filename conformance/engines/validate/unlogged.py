@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, apply
+from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, StepRefused, apply, why_disabled
 from isrcheck.model.actions import ACTIONS
 from isrcheck.model.semantics import take
 from isrcheck.model.state import LeaderAndIsr, State, batch_ends, updated
@@ -133,6 +133,21 @@ def unfence(cfg: ModelConfig, r: int):
         return s2._replace(replicas=s2.replicas[:r] + (rep,) + s2.replicas[r + 1:],
                            controller=s2.controller._replace(broker_epochs=kept))
     return take_unfence
+
+
+def consume(cfg: ModelConfig, r: int):
+    """A consume by the model's guard alone: it changes no state, only what the consumer is told
+    (docs/steps.md, ``consume``: its output, the records below the HW), which no event logs and no
+    step reads, so the validator does not read the HW's records (a cost in the log's length)."""
+    st = Step("consume", r)
+
+    def take_consume(s: State, steps: list) -> State:
+        reason = why_disabled(cfg, s, st)
+        if reason is not None:
+            raise StepRefused(st, reason)
+        steps.append(st.to_json())
+        return s
+    return take_consume
 
 
 def unregistered(s: State, steps: list) -> State:
