@@ -28,7 +28,8 @@ import tempfile
 import time
 from dataclasses import replace
 
-from isrcheck.conformance.engines.validate.command import no_cycle_collection, validate_path
+from isrcheck.conformance.engines.validate.command import validate_path
+from isrcheck.model.collector import no_cycle_collection
 from isrcheck.conformance.engines.validate.events import partition_traces, read_trace
 from isrcheck.conformance.engines.validate.search import validate_partitions
 from isrcheck.impl.sim.workload import Workload, run_simulation, sim_config

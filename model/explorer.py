@@ -29,6 +29,7 @@ from ..specs import PROPERTIES, Property
 from .actions import ACTIONS, HandleFetch, HandleFetchResponse, SendFetch
 from .alphabet import STEPS, Step, step_kinds, steps_of
 from .budget import EMPTY_LEDGER
+from .collector import no_cycle_collection
 from .config import ModelConfig, Scope
 from .losses import LAST_REPLICA_STANDING, STALE_ISR_EXPANSION, last_replica_standing
 from .next_state import NextState
@@ -356,6 +357,7 @@ def reachable_states(config: ModelConfig, scope: Scope, max_states: int | None =
         frontier = next_frontier
 
 
+@no_cycle_collection()  # the frontier holds states by the hundred thousand: 10% of the time
 def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Property] = PROPERTIES,
             stop_at_first: bool = False, max_states: int | None = None,
             progress: Callable[[int, int, float], None] | None = None,

@@ -7,13 +7,12 @@ named by file and line).
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import time
-from contextlib import contextmanager
 
 from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.model import PROTOCOLS
+from isrcheck.model.collector import no_cycle_collection
 
 from .events import partition_traces, read_trace
 from .search import Verdict, validate_partitions
@@ -49,20 +48,6 @@ def validate_run(path, say) -> dict:
     out = verdict.to_json()
     out.pop("steps", None)
     return {**out, "events": n, "seconds": round(seconds, 3), "lines": summary_lines(verdict, n, seconds)}
-
-
-@contextmanager
-def no_cycle_collection():
-    """Python's cycle collector off while a log is validated: the events and the candidate states
-    are trees (no cycles to collect; reference counting frees them), and each full collection walks
-    every event read, so a long log's collections grew with its length (a quarter of the time)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def summary_lines(verdict: Verdict, events: int, seconds: float) -> list[str]:
