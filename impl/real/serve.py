@@ -163,9 +163,10 @@ def _check_ports(ports: list[int]) -> None:
 
 def _check_events(events: str, directory: str | None) -> None:
     """An event log starts with its cluster: a new one, logged into a directory of its own."""
-    if os.path.exists(events) and (not os.path.isdir(events) or os.listdir(events)):
-        raise ServeError(f"--events {events}: {'not a directory' if not os.path.isdir(events) else 'not empty'}; "
-                         f"an event log starts with its cluster: give a new or empty directory")
+    wrong = "not a directory" if os.path.exists(events) and not os.path.isdir(events) else \
+        "not empty" if os.path.isdir(events) and os.listdir(events) else None
+    if wrong is not None:
+        raise ServeError(f"--events {events}: {wrong}; an event log starts with its cluster: give a new or empty directory")
     if directory is not None and os.path.exists(os.path.join(directory, "meta.properties")):
         raise ServeError(f"--events: {directory} holds a cluster that ran before, whose history no log "
                          f"has; an event log starts with its cluster: give a new --dir")
