@@ -166,7 +166,8 @@ def _check_events(events: str, directory: str | None) -> None:
     wrong = "not a directory" if os.path.exists(events) and not os.path.isdir(events) else \
         "not empty" if os.path.isdir(events) and os.listdir(events) else None
     if wrong is not None:
-        raise ServeError(f"--events {events}: {wrong}; an event log starts with its cluster: give a new or empty directory")
+        raise ServeError(f"--events {events}: {wrong}; an event log starts with its cluster: "
+                         f"give a new or empty directory")
     if directory is not None and os.path.exists(os.path.join(directory, "meta.properties")):
         raise ServeError(f"--events: {directory} holds a cluster that ran before, whose history no log "
                          f"has; an event log starts with its cluster: give a new --dir")
