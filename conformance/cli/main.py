@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gate": ("isrcheck.conformance.cli.gate", "replay the regression corpus, then run the engines within a budget (CI)"),
     "report": ("isrcheck.conformance.cli.report", "write self-contained HTML for a schedule or a campaign folder"),
     "serve": ("isrcheck.conformance.cli.serve", "run a local Kafka cluster of real processes that Kafka clients can use"),
+    "kafka": ("isrcheck.conformance.cli.kafka", "start a real Apache Kafka 4.x cluster (KRaft, JVM processes) on this machine"),
     "soak": ("isrcheck.conformance.cli.soak", "real Kafka clients against a Kafka cluster under faults, checked as Jepsen does"),
     "validate": ("isrcheck.conformance.engines.validate.command", "find a behaviour of the model that explains a run's event log"),
 }

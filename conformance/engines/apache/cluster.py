@@ -176,8 +176,9 @@ class KafkaCluster:
             for node in self.brokers.values():
                 self._start_node(node)
             self._write_pids()
-            self.wait_until_ready(timeout_s)
+            self.wait_until_ready(timeout_s, topics=())
             self._create_topics()
+            self.wait_until_ready(timeout_s)
         except BaseException:
             self.stop()
             raise
@@ -322,6 +323,7 @@ class KafkaCluster:
             if self.network is not None:
                 continue  # a namespace of its own: nothing else binds there
             with socket.socket() as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Kafka's listeners bind
                 try:
                     s.bind((node.host, node.port))
                 except OSError as exc:
@@ -348,11 +350,13 @@ class KafkaCluster:
         (self.directory / "pids.json").write_text(json.dumps({"owner": os.getpid(), "pids": pids}) + "\n")
 
     # -- readiness --------------------------------------------------------------------------------
-    def wait_until_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
+    def wait_until_ready(self, timeout_s: float = START_TIMEOUT_S, topics=None) -> None:
         """Until every live broker is registered and unfenced (Metadata lists it) and every partition
-        of ``settings.topics`` has a leader. KafkaClusterError if a JVM exits or time runs out."""
+        of ``topics`` (default ``settings.topics``) has a leader. KafkaClusterError if a JVM exits
+        or time runs out."""
         from isrcheck.conformance.engines.apache.admin import cluster_view
 
+        topics = self.settings.topics if topics is None else topics
         deadline = time.monotonic() + timeout_s
         want = {b for b, n in self.brokers.items() if n.alive()}
         while True:
@@ -362,13 +366,13 @@ class KafkaCluster:
                         raise KafkaClusterError(f"{node.name} of Apache Kafka exited with code "
                                                 f"{node.process.returncode} while starting:\n{node.tail()}")
             view = cluster_view(self.live_addresses())
-            if view is not None and want <= set(view.brokers) and view.has_leaders(self.settings.topics):
+            if view is not None and want <= set(view.brokers) and view.has_leaders(topics):
                 return
             if time.monotonic() > deadline:
                 lacking = sorted(want - set(view.brokers)) if view else sorted(want)
                 raise KafkaClusterError(
                     f"Apache Kafka did not serve within {timeout_s:.0f} s (brokers not registered: "
-                    f"{lacking or 'none'}; topics {self.settings.topics}); see the logs under {self.directory}")
+                    f"{lacking or 'none'}; topics {topics}); see the logs under {self.directory}")
             time.sleep(0.2)
 
     def live_addresses(self) -> list[str]:
@@ -379,7 +383,6 @@ class KafkaCluster:
 
         if self.settings.topics:
             create_topics(self.bootstrap, self.settings.topics, self.settings.brokers)
-            self.wait_until_ready()
 
     # -- faults -----------------------------------------------------------------------------------
     def alive(self, node_id: int) -> bool:
@@ -497,6 +500,14 @@ class KafkaCluster:
         return clean
 
 
+def recorded_version(directory: str | os.PathLike) -> str | None:
+    """The Kafka release that formatted the cluster in ``directory`` (None: no cluster there yet)."""
+    try:
+        return json.loads((Path(directory) / "cluster.json").read_text())["version"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def _log4j_config() -> str:
     return str(resources.files("isrcheck.jvm") / "log4j2.properties")
 
@@ -553,4 +564,4 @@ def random_uuid() -> str:
             return text
 
 
-__all__ = ["CONTROLLER_ID", "KafkaCluster", "KafkaClusterError", "KafkaSettings", "Node"]
+__all__ = ["CONTROLLER_ID", "KafkaCluster", "KafkaClusterError", "KafkaSettings", "Node", "recorded_version"]

@@ -154,11 +154,14 @@ def _fetch(version: str, libs: Path, say) -> Distribution:
 
 def _maven_failure(version: str, output: str) -> str:
     """One line saying why Maven failed, from its output."""
+    output = re.sub(r"\x1b\[[0-9;]*m", "", output)  # Maven's colours
     lines = [line.strip() for line in output.splitlines() if "[ERROR]" in line and line.strip() != "[ERROR]"]
     detail = lines[0].replace("[ERROR] ", "") if lines else (output.strip().splitlines() or ["no output"])[-1]
     if len(detail) > 300:
         detail = detail[:297] + "..."
-    if re.search(r"kafka_2\.13:(jar|pom):" + re.escape(version) + r".*(was not found|Could not find)", output):
+    if re.search(r"org\.apache\.kafka:kafka_2\.13:(jar|pom):" + re.escape(version) + r" was not found", output) \
+            or re.search(r"(Could not find artifact|Failure to find) org\.apache\.kafka:kafka_2\.13:(jar|pom):"
+                         + re.escape(version), output):
         return (f"Apache Kafka {version} is not served by Maven Central (org.apache.kafka:kafka_2.13:{version} "
                 f"not found): choose a released 4.x version, e.g. {DEFAULT_VERSION}")
     if re.search(r"Could not transfer|Unknown host|Connection refused|timed out|Network is unreachable", output):
