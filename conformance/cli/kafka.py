@@ -31,7 +31,19 @@ PARTITIONS = Number(int, 1, 10_000)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kafka-version", default=None, metavar="V",
+                        help="the Apache Kafka 4.x release, fetched from Maven Central once (default: the one "
+                             "that formatted --dir, else " + _default_version() + ")")
     add_kafka_arguments(parser)
+    parser.add_argument("--min-insync-replicas", type=BROKERS, default=None, metavar="N",
+                        help="min.insync.replicas (default 2, or 1 with one broker)")
+    parser.add_argument("--unclean-election", action="store_true", help="unclean.leader.election.enable=true")
+    parser.add_argument("--network", choices=("loopback", "netns"), default="loopback",
+                        help="loopback (default), or a network namespace per node so that links can be cut "
+                             "(root; docs/apache-kafka.md)")
+    parser.add_argument("--lazyfs", action="store_true",
+                        help="each broker's log directory on the lazy file system, which loses unsynced "
+                             "writes on a power loss (FUSE; docs/apache-kafka.md)")
     parser.add_argument("--replicas", type=BROKERS, default=3, help="brokers, each a replica of every partition "
                                                                     "(default 3)")
     parser.add_argument("--dir", default=None, metavar="DIR",
@@ -46,22 +58,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only fetch the release's jars into the cache, then exit")
 
 
-def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options every command that starts Apache Kafka shares (``kafka``, ``soak --cluster kafka``)."""
+def _default_version() -> str:
     from isrcheck.conformance.engines.apache.distribution import DEFAULT_VERSION, TESTED_VERSIONS
 
-    parser.add_argument("--kafka-version", default=None, metavar="V",
-                        help=f"the Apache Kafka 4.x release, fetched from Maven Central once (default "
-                             f"{DEFAULT_VERSION}; tested: {', '.join(TESTED_VERSIONS)})")
+    return f"{DEFAULT_VERSION}; tested: {', '.join(TESTED_VERSIONS)}"
+
+
+def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every command that starts Apache Kafka shares (``kafka``, ``soak --cluster kafka``)."""
     parser.add_argument("--kafka-home", default=None, metavar="DIR",
                         help="a Kafka distribution already on this machine (its libs/); no Maven needed "
                              "(also $ISRCHECK_KAFKA_HOME)")
     parser.add_argument("--elr", choices=("on", "off"), default=None,
                         help="KIP-966's Eligible Leader Replicas, eligible.leader.replicas.version=1/0 at "
                              "format time (default: the release's, off in 4.0, on from 4.1)")
-    parser.add_argument("--min-insync-replicas", type=BROKERS, default=None, metavar="N",
-                        help="min.insync.replicas (default 2, or 1 with one broker)")
-    parser.add_argument("--unclean-election", action="store_true", help="unclean.leader.election.enable=true")
     parser.add_argument("--replica-lag-time-max-ms", type=MS, default=30_000, metavar="MS",
                         help="replica.lag.time.max.ms (default 30000, Kafka's)")
     parser.add_argument("--broker-session-timeout-ms", type=MS, default=9_000, metavar="MS",
@@ -71,12 +81,6 @@ def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--flush-messages", type=MESSAGES, default=None, metavar="N",
                         help="log.flush.interval.messages: fsync every N messages (default: Kafka's, "
                              "never; the OS writes back)")
-    parser.add_argument("--network", choices=("loopback", "netns"), default="loopback",
-                        help="loopback (default), or a network namespace per node so that links can be cut "
-                             "(root; docs/apache-kafka.md)")
-    parser.add_argument("--lazyfs", action="store_true",
-                        help="each broker's log directory on the lazy file system, which loses unsynced "
-                             "writes on a power loss (FUSE; docs/apache-kafka.md)")
     parser.add_argument("--debug-replication", action="store_true",
                         help="DEBUG logs of kafka.cluster.Partition, the controller's ReplicationControlManager "
                              "and the AlterPartition manager")
@@ -84,14 +88,8 @@ def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
                         help="any further Kafka setting, for every node (repeatable)")
 
 
-def settings_from(args: argparse.Namespace, brokers: int, port: int, topics: list):
-    """The cluster's KafkaSettings from the shared options (UsageError naming a wrong one)."""
-    from isrcheck.conformance.engines.apache.cluster import KafkaSettings
-
-    min_isr = args.min_insync_replicas
-    if min_isr is not None and min_isr > brokers:
-        raise UsageError(f"--min-insync-replicas {min_isr} > the {brokers} brokers: no acks=all write could "
-                         f"ever succeed")
+def kafka_options(args: argparse.Namespace) -> dict:
+    """The KafkaSettings fields of ``add_kafka_arguments``'s options (UsageError naming a wrong one)."""
     if args.broker_session_timeout_ms < 2 * args.broker_heartbeat_interval_ms:
         raise UsageError(f"--broker-session-timeout-ms {args.broker_session_timeout_ms} is shorter than two "
                          f"heartbeat intervals ({args.broker_heartbeat_interval_ms} ms each): brokers would be "
@@ -102,13 +100,24 @@ def settings_from(args: argparse.Namespace, brokers: int, port: int, topics: lis
         if not sep or not key.strip() or "\n" in item:
             raise UsageError(f"--set {item!r}: expected KEY=VALUE, e.g. --set log.segment.bytes=1048576")
         extra[key.strip()] = value.strip()
-    return KafkaSettings(
-        brokers=brokers, port=port, elr=None if args.elr is None else args.elr == "on",
-        min_insync_replicas=min_isr, unclean_election=args.unclean_election,
-        replica_lag_time_max_ms=args.replica_lag_time_max_ms, flush_messages=args.flush_messages,
-        broker_session_timeout_ms=args.broker_session_timeout_ms,
-        broker_heartbeat_interval_ms=args.broker_heartbeat_interval_ms, topics=topics,
-        debug_replication=args.debug_replication, network=args.network, lazyfs=args.lazyfs, extra=extra)
+    return dict(elr=None if args.elr is None else args.elr == "on",
+                replica_lag_time_max_ms=args.replica_lag_time_max_ms, flush_messages=args.flush_messages,
+                broker_session_timeout_ms=args.broker_session_timeout_ms,
+                broker_heartbeat_interval_ms=args.broker_heartbeat_interval_ms,
+                debug_replication=args.debug_replication, extra=extra)
+
+
+def settings_from(args: argparse.Namespace, topics: list):
+    """``isrcheck kafka``'s KafkaSettings (UsageError naming a wrong option)."""
+    from isrcheck.conformance.engines.apache.cluster import KafkaSettings
+
+    min_isr = args.min_insync_replicas
+    if min_isr is not None and min_isr > args.replicas:
+        raise UsageError(f"--min-insync-replicas {min_isr} > the {args.replicas} brokers: no acks=all write could "
+                         f"ever succeed")
+    return KafkaSettings(brokers=args.replicas, port=args.port, min_insync_replicas=min_isr,
+                         unclean_election=args.unclean_election, topics=topics, network=args.network,
+                         lazyfs=args.lazyfs, **kafka_options(args))
 
 
 def parse_topics(specs: list[str]) -> list[tuple[str, int]]:
@@ -148,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     topics = parse_topics(args.topic)
     if args.port + args.replicas > 65_535:
         raise UsageError(f"--port {args.port}: the controller's port {args.port + args.replicas} exceeds 65535")
-    settings = settings_from(args, args.replicas, args.port, topics)
+    settings = settings_from(args, topics)
     dist = distribution_from(args, say, args.dir)
     if args.fetch:
         print(f"isrcheck kafka: Apache Kafka {dist.version}'s jars are in {dist.libs}")
@@ -207,4 +216,5 @@ def _watch(cluster, say) -> None:
                 say(f"{node.name} exited with code {node.process.returncode} (see {node.logs}/server.log)")
 
 
-__all__ = ["add_arguments", "add_kafka_arguments", "run", "settings_from", "parse_topics", "distribution_from"]
+__all__ = ["add_arguments", "add_kafka_arguments", "kafka_options", "run", "settings_from", "parse_topics",
+           "distribution_from"]

@@ -1,10 +1,13 @@
 """``isrcheck soak``: real Kafka clients against a Kafka cluster under faults, checked as Jepsen does.
 
     isrcheck soak --protocol kip-966 --duration 600 --faults all --dir runs/kip-966
+    isrcheck soak --cluster kafka:4.4.0 --faults all --duration 600 --dir runs/kafka
     isrcheck soak --bootstrap kafka1:9092,kafka2:9092 --hooks hooks.json --faults kill,partition --duration 300
 
 Without ``--bootstrap`` the cluster is isrcheck's own (``isrcheck serve``'s brokers, as processes on
-this machine); with it, any Kafka-compatible cluster, its faults played through ``--hooks``. The run
+this machine), or with ``--cluster kafka[:VERSION]`` Apache Kafka started on this machine, every
+fault played on its JVM processes; with ``--bootstrap``, any Kafka-compatible cluster, its faults
+played through ``--hooks``. The run
 folder gets ``history.jsonl``, ``results.json`` and ``index.html`` (the plots); on isrcheck's own
 cluster also ``events/``, its processes' event log, validated against the model at the end
 (``--no-validate``: neither). Exit 0 no anomaly and the log explained, 1 an anomaly (or a final
@@ -29,6 +32,11 @@ PARTITIONS = Number(int, 1, 64)
 def add_arguments(parser) -> None:
     from isrcheck.conformance.engines.soak.faults import EXTRA_KINDS, FAULT_KINDS
 
+    from isrcheck.conformance.cli.kafka import add_kafka_arguments
+
+    parser.add_argument("--cluster", default="isrcheck", metavar="isrcheck|kafka[:VERSION]",
+                        help="the cluster the soak starts: isrcheck's own (default) or Apache Kafka, of the "
+                             "release VERSION (default: isrcheck kafka's); its options below")
     parser.add_argument("--protocol", default="kip-320", choices=PROTOCOLS,
                         help="the replication protocol of isrcheck's own cluster (default kip-320)")
     parser.add_argument("--duration", type=SECONDS, required=True, metavar="SECONDS",
@@ -58,6 +66,7 @@ def add_arguments(parser) -> None:
                         help="isrcheck's own cluster: do not log its protocol events nor validate them "
                              "against the model at the end (docs/validate.md)")
     parser.add_argument("--json", action="store_true", help="print results.json instead of text")
+    add_kafka_arguments(parser.add_argument_group("with --cluster kafka"))
 
 
 def run(args) -> int:
@@ -73,12 +82,14 @@ def run(args) -> int:
     except ValueError as exc:
         raise UsageError(f"--faults: {exc}") from None
     output_path(args.dir, "--dir", directory=True)
+    cluster, version, kafka = _cluster(args)
     options = SoakOptions(
         protocol=args.protocol, duration_s=args.duration, faults=kinds, seed=args.seed, replicas=args.replicas,
         min_insync_replicas=args.min_insync_replicas, unclean_election=args.unclean_election,
         partitions=args.partitions, producers=args.producers, consumers=args.consumers,
         idempotence=not args.no_idempotence, max_down=args.max_down, bootstrap=args.bootstrap, hooks=args.hooks,
-        topic=args.topic, directory=args.dir, validate=not args.no_validate, command=shlex.join(["isrcheck", "soak", *sys.argv[2:]]))
+        topic=args.topic, directory=args.dir, validate=not args.no_validate,
+        cluster=cluster, kafka_version=version, kafka_home=args.kafka_home, kafka=kafka, command=shlex.join(["isrcheck", "soak", *sys.argv[2:]]))
     try:
         result = run_soak(options, progress=lambda line: print(line, file=sys.stderr, flush=True))
     except RuntimeError as exc:  # a cluster that does not start
@@ -91,12 +102,32 @@ def run(args) -> int:
     return 1 if result.anomalies else 0
 
 
+def _cluster(args) -> tuple[str, str | None, dict]:
+    """``--cluster``: (isrcheck or kafka, the Kafka release or None, the Kafka settings)."""
+    from isrcheck.conformance.cli.kafka import kafka_options
+    from isrcheck.conformance.engines.apache.distribution import check_version
+
+    name, _, version = args.cluster.partition(":")
+    if name not in ("isrcheck", "kafka") or (name == "isrcheck" and version):
+        raise UsageError(f"--cluster {args.cluster!r}: expected isrcheck, kafka or kafka:VERSION (e.g. kafka:4.0.2)")
+    if name == "isrcheck":
+        return name, None, {}
+    if args.bootstrap or args.hooks:
+        raise UsageError("--cluster kafka starts Apache Kafka itself: --bootstrap and --hooks are for a cluster "
+                         "already running")
+    if args.max_down > args.replicas:
+        raise UsageError(f"--max-down {args.max_down} > the {args.replicas} brokers")
+    return name, check_version(version) if version else None, kafka_options(args)
+
+
 def write_page(result, folder: str) -> None:
     """The run's page, ``index.html``: Jepsen's plots and the anomalies with their operations."""
     from isrcheck.conformance.reports.soak_page import render_soak_page
 
     o = result.options
-    meta = {"protocol": o.protocol, "seconds": result.seconds, "bootstrap": o.bootstrap or "isrcheck's cluster",
+    cluster = (f"Apache Kafka {result.kafka['version']}" if result.kafka else
+               o.bootstrap or "isrcheck's cluster")
+    meta = {"protocol": o.protocol, "seconds": result.seconds, "bootstrap": cluster,
             "seed": o.seed, "fault_kinds": list(o.faults), "command": o.command}
     page = render_soak_page(result.events, {**result.to_json(), **result.check}, result.faults, meta)
     with open(os.path.join(folder, "index.html"), "w", encoding="utf-8") as f:
@@ -106,7 +137,9 @@ def write_page(result, folder: str) -> None:
 def _summary(result, folder: str) -> None:
     o, t = result.options, result.throughput()
     sends = result.counts.get("send", {})
-    target = o.bootstrap or f"isrcheck's cluster ({o.protocol}, {o.replicas} brokers)"
+    target = o.bootstrap or (f"Apache Kafka {result.kafka['version']} (ELR {'on' if result.kafka['elr'] else 'off'}, "
+                             f"{o.replicas} brokers)" if result.kafka else f"isrcheck's cluster ({o.protocol}, "
+                                                                          f"{o.replicas} brokers)")
     print(f"soak of {target}: {result.seconds:.1f} s, faults {', '.join(o.faults) or 'none'} "
           f"({len(result.faults)} played)")
     print(f"  sends ok {sends.get('ok', 0)} ({t['sends_ok_per_s']}/s), fail {sends.get('fail', 0)}, "
@@ -114,7 +147,15 @@ def _summary(result, folder: str) -> None:
           f"{'complete' if result.final_read else 'INCOMPLETE'}")
     counts = result.check.get("counts", {})
     print("  anomalies: " + (", ".join(f"{a} ({counts.get(a, 1)})" for a in result.anomalies) or "none"))
-    if o.bootstrap is not None:
+    if result.beyond_budget:
+        print("  broken outside the fault budget (Kafka's own behaviour, not a finding): "
+              + ", ".join(f"{a} ({counts.get(a, 1)})" for a in result.beyond_budget))
+        print(f"    why outside: {result.budget}")
+    elif result.budget:
+        print(f"  outside the durability budget, nothing broken: {result.budget}")
+    if o.cluster == "kafka":
+        print("  event log: none (Apache Kafka's replication events are not recorded by this run)")
+    elif o.bootstrap is not None:
         print("  event log: none (another cluster logs no protocol events: nothing to validate)")
     elif result.validation is None:
         print("  event log: not validated (--no-validate)")

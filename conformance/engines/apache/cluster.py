@@ -500,6 +500,29 @@ class KafkaCluster:
         return clean
 
 
+def free_port_base(count: int, start: int = 20_000, stop: int = 60_000) -> int:
+    """A port from which ``count`` consecutive ports of 127.0.0.1 are free now, drawn at random so
+    that runs at once (test workers) rarely try the same ones."""
+    import random
+
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(start, stop - count)
+        socks = []
+        try:
+            for port in range(base, base + count):
+                s = socket.socket()
+                socks.append(s)
+                s.bind((HOST, port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise KafkaClusterError(f"no {count} consecutive free ports found on {HOST}")
+
+
 def recorded_version(directory: str | os.PathLike) -> str | None:
     """The Kafka release that formatted the cluster in ``directory`` (None: no cluster there yet)."""
     try:
@@ -564,4 +587,4 @@ def random_uuid() -> str:
             return text
 
 
-__all__ = ["CONTROLLER_ID", "KafkaCluster", "KafkaClusterError", "KafkaSettings", "Node", "recorded_version"]
+__all__ = ["CONTROLLER_ID", "KafkaCluster", "KafkaClusterError", "KafkaSettings", "Node", "free_port_base", "recorded_version"]

@@ -1,12 +1,16 @@
 """A Jepsen-style soak: real Kafka clients against a Kafka cluster under faults, then the checker.
 
-On isrcheck's own cluster (no ``bootstrap``): the controller and the brokers as OS processes
-(``ProcessCluster`` in Kafka mode, each broker's file system journaled so that power losses can be
-played), a topic of ``partitions`` replicated on every broker, and the faults of ``faults``. On any
-other Kafka-compatible cluster (``bootstrap``): the same workload, the faults through the user's
-hooks file (none without one). The run, in order: the workload (``workload``) and the seeded fault
+On isrcheck's own cluster (``cluster="isrcheck"``, no ``bootstrap``): the controller and the
+brokers as OS processes (``ProcessCluster`` in Kafka mode, each broker's file system journaled so
+that power losses can be played), a topic of ``partitions`` replicated on every broker, and the
+faults of ``faults``. On Apache Kafka (``cluster="kafka"``): a KRaft cluster of JVMs the soak starts
+itself (``engines/apache``), with the lazy file system under the brokers' logs when power or I/O
+errors are played and a network namespace per node when partitions are, every fault played on
+its processes (``engines/apache/faults``). On any other Kafka-compatible cluster (``bootstrap``):
+the same workload, the faults through the user's hooks file (none without one). The run, in order: the workload (``workload``) and the seeded fault
 plan (``faults``) for ``duration_s``; every fault ended; the workload stopped; the final read;
-the history checked (``checker``); on isrcheck's own cluster, its processes' event log
+the history checked (``checker``) and its anomalies judged by the fault budget (``budget``); on
+isrcheck's own cluster, its processes' event log
 (``events/``) validated against the model (``validate``; docs/validate.md), unless ``validate`` is
 off; ``history.jsonl`` and ``results.json`` written to the run folder (the command adds the page,
 ``index.html``). Another cluster logs no events: there is nothing to validate.
@@ -22,8 +26,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from isrcheck.conformance.engines.soak.budget import durability_budget, judge
 from isrcheck.conformance.engines.soak.checker import INFORMATIONAL, check
-from isrcheck.conformance.engines.soak.faults import FaultPlan, HooksExecutor, ProcessClusterFaults
+from isrcheck.conformance.engines.soak.faults import FaultPlan, HooksExecutor, ProcessClusterFaults, io_error
 from isrcheck.conformance.engines.soak.workload import History, Workload
 
 TOPIC = "soak"
@@ -50,6 +55,10 @@ class SoakOptions:
     command: str = ""
     script: tuple = ()               # faults.Fault: a scenario played instead of a drawn plan
     validate: bool = True            # isrcheck's own cluster: log its events, validate them at the end
+    cluster: str = "isrcheck"        # or "kafka": an Apache Kafka cluster the soak starts
+    kafka_version: str | None = None
+    kafka_home: str | None = None
+    kafka: dict = field(default_factory=dict)  # further KafkaSettings of an Apache Kafka cluster
 
 
 @dataclass
@@ -63,12 +72,22 @@ class SoakResult:
     check: dict = field(default_factory=dict)     # CheckResult.to_json()
     events: list = field(default_factory=list, repr=False)  # the history, for the page
     validation: dict | None = None                # the event log's verdict (None: not validated)
+    budget: str | None = None                     # why the run was outside the durability budget (None: within)
+    kafka: dict | None = None                     # Apache Kafka's version and ELR, on such a cluster
 
     @property
     def anomalies(self) -> list[str]:
-        """What fails the run: the checker's anomalies, duplicates excepted without idempotence (a
-        producer that retries without it may write twice: Kafka's documented behaviour), a final
-        read that did not finish, a client that failed."""
+        """What fails the run: the checker's anomalies within their fault budget, duplicates
+        excepted without idempotence (a producer that retries without it may write twice: Kafka's
+        documented behaviour), a final read that did not finish, a client that failed."""
+        return judge(self._found(), self.budget)[0]
+
+    @property
+    def beyond_budget(self) -> list[str]:
+        """The anomalies of a run outside their fault budget: Kafka's own behaviour (``budget`` says why)."""
+        return judge(self._found(), self.budget)[1]
+
+    def _found(self) -> list[str]:
         found = [name for name, instances in self.check.get("anomalies", {}).items()
                  if instances and name not in INFORMATIONAL
                  and not (name == "duplicate" and not self.options.idempotence)]
@@ -88,12 +107,13 @@ class SoakResult:
 
     def to_json(self) -> dict:
         o = self.options
-        return {"protocol": o.protocol, "bootstrap": o.bootstrap, "seconds": round(self.seconds, 3),
+        return {"protocol": o.protocol, "cluster": o.cluster, "kafka": self.kafka, "bootstrap": o.bootstrap, "seconds": round(self.seconds, 3),
                 "seed": o.seed, "fault_kinds": list(o.faults), "idempotence": o.idempotence,
                 "min_insync_replicas": o.min_insync_replicas, "unclean_election": o.unclean_election,
                 "counts": self.counts, "throughput": self.throughput(), "faults": self.faults,
                 "final_read": self.final_read, "client_errors": self.client_errors,
-                "anomalies": self.anomalies, "check": self.check, "validation": self.validation,
+                "anomalies": self.anomalies, "beyond_budget": self.beyond_budget, "budget": self.budget,
+                "check": self.check, "validation": self.validation,
                 "command": o.command}
 
 
@@ -103,7 +123,12 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
     folder = Path(options.directory)
     folder.mkdir(parents=True, exist_ok=True)
     cluster = None
-    if options.bootstrap is None:
+    if options.cluster == "kafka":
+        from isrcheck.conformance.engines.apache.faults import ApacheKafkaFaults
+
+        cluster = _apache_cluster(options, folder, say)
+        bootstrap, executor = cluster.bootstrap, ApacheKafkaFaults(cluster, say)
+    elif options.bootstrap is None:
         cluster, bootstrap = _own_cluster(options, folder, say)
         executor = ProcessClusterFaults(cluster)
     else:
@@ -136,10 +161,18 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
             result.final_read = workload.final_read()
             result.client_errors = workload.errors
         say(f"checking {len(history.events)} events")
+        journaled = options.cluster == "kafka" or getattr(cluster, "journaled", False)
+        for fault, record in zip(plan.faults if plan else (), result.faults):  # records are in start order
+            if fault.kind == "ioerror":
+                record["io"] = io_error(fault, journaled)
+        result.kafka = {"version": cluster.dist.version, "elr": cluster.elr} if options.cluster == "kafka" else None
+        kip966 = cluster.elr if options.cluster == "kafka" else options.protocol == "kip-966"
+        result.budget = durability_budget(result.faults, options.min_insync_replicas, options.unclean_election,
+                                          kip966, history.now())
         result.check = check(history.events).to_json()
         result.counts = _counts(history.events)
         result.events = history.events
-        if cluster is not None and options.validate:
+        if cluster is not None and options.validate and options.cluster != "kafka":
             cluster.stop()
             from isrcheck.conformance.engines.validate.command import validate_run
 
@@ -159,6 +192,26 @@ async def _play(plan: FaultPlan | None, executor, history: History, duration_s: 
         await sleep
     else:
         await asyncio.gather(plan.run(executor, started_ns), sleep)
+
+
+def _apache_cluster(options: SoakOptions, folder: Path, say):
+    """Apache Kafka with the soak's topic, serving: the lazy file system under the brokers' logs if
+    power losses or I/O errors are played, a network namespace per node if partitions are."""
+    from isrcheck.conformance.engines.apache.cluster import KafkaCluster, KafkaSettings, free_port_base
+    from isrcheck.conformance.engines.apache.distribution import distribution
+
+    dist = distribution(options.kafka_version, options.kafka_home, say=say)
+    kinds = set(options.faults) | {f.kind for f in options.script}
+    settings = KafkaSettings(brokers=options.replicas, port=free_port_base(options.replicas + 1),
+                             min_insync_replicas=options.min_insync_replicas,
+                             unclean_election=options.unclean_election, topics=[(options.topic, options.partitions)],
+                             network="netns" if "partition" in kinds else "loopback",
+                             lazyfs=bool({"power", "ioerror"} & kinds),
+                             **options.kafka)
+    cluster = KafkaCluster(settings, folder / "cluster", dist, say=say)
+    say(f"starting Apache Kafka {dist.version}: {options.replicas} brokers and a controller in {folder / 'cluster'}")
+    cluster.start()
+    return cluster
 
 
 def _own_cluster(options: SoakOptions, folder: Path, say):

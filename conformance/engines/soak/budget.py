@@ -1,0 +1,86 @@
+"""The soak's fault budget: whether the faults a run played stayed within what Kafka promises.
+
+Kafka promises that an acknowledged acks=all write survives, and that consumers read a log that
+only grows, while unclean election is off and at most ``min.insync.replicas - 1`` brokers lose data
+(docs/model.md, "Fault budgets": the durability budget; KIP-966's "MinISR-1 tolerance"). The soak
+judges the history's anomalies the way every engine judges a property: an anomaly of those
+promises in a run outside that budget is Kafka's own behaviour, reported as *broken outside its
+fault budget* with the reason, never as a finding and never in silence.
+
+``durability_budget(records, min_isr, unclean, kip966) -> str | None`` reads the played faults (the
+fault plan's records): None within the budget, else why not:
+
+* unclean election on: an out-of-sync replica may be elected (Kafka's documentation of
+  ``unclean.leader.election.enable``);
+* more than ``min_isr - 1`` brokers losing data at once: a fault that loses data (``power``,
+  ``disk``, an ``ioerror`` of an fsync: Kafka does not fsync each write by default, so what the
+  OS had not written back is gone) counts from its start to its end, which on Apache Kafka is the
+  broker back in every ISR (``engines/apache/faults``);
+* on a cluster without KIP-966 (Eligible Leader Replicas and unclean shutdown detection) any fault
+  that loses data: a broker that lost its tail can rejoin the ISR by a fast restart the controller
+  never fenced, or be the last replica standing, and be elected with less than was acknowledged:
+  the model's known losses of every variant before KIP-966 (``model/losses.py``).
+
+What the budget covers (``DURABILITY_ANOMALIES``): the lost write, and what reading a log that lost
+its tail shows: an offset that held another record (inconsistent offsets), consumers that skip or
+go back. A duplicate, an aborted read, an unexpected record or a producer's send order are promised
+under every fault and stay findings.
+"""
+from __future__ import annotations
+
+DURABILITY_ANOMALIES = frozenset({"lost-write", "inconsistent-offsets", "poll-skip", "nonmonotonic-poll",
+                                  "int-poll-skip", "int-nonmonotonic-poll"})
+
+
+def loses_data(record: dict) -> bool:
+    """Whether a played fault loses data its brokers had written."""
+    return record["kind"] in ("power", "disk") or (record["kind"] == "ioerror"
+                                                   and str(record.get("io", "")).startswith("fsync"))
+
+
+def durability_budget(records: list[dict], min_isr: int, unclean: bool, kip966: bool,
+                      run_end_ns: int | None = None) -> str | None:
+    """None if the run stayed within the durability budget, else the reason (module docstring)."""
+    if unclean:
+        return ("unclean.leader.election.enable=true: an out-of-sync replica may be elected, losing what it "
+                "lacked (Kafka's documentation)")
+    losing = [r for r in records if loses_data(r)]
+    if not losing:
+        return None
+    if not kip966:
+        shown = ", ".join(f"{r['kind']} of broker{'s' * (len(r['nodes']) > 1)} "
+                          f"{', '.join(map(str, r['nodes']))} at {r['start'] / 1e9:.1f} s" for r in losing[:3])
+        return (f"{len(losing)} fault{'s' * (len(losing) > 1)} lost unsynced data ({shown}"
+                f"{', ...' if len(losing) > 3 else ''}) on a cluster without KIP-966: a broker that lost its tail "
+                f"can come back into the ISR or be the last replica standing and be elected (the known losses "
+                f"KIP-966 closed)")
+    worst, when = _most_at_once(losing, run_end_ns)
+    if len(worst) > min_isr - 1:
+        return (f"brokers {', '.join(map(str, sorted(worst)))} had lost unsynced data at once (at {when / 1e9:.1f} s): "
+                f"more than min.insync.replicas - 1 = {min_isr - 1}; Kafka does not fsync each write by default "
+                f"(log.flush.interval.messages), so an acknowledged write may be on no surviving copy")
+    return None
+
+
+def _most_at_once(records: list[dict], run_end_ns: int | None) -> tuple[set, int]:
+    """The largest set of brokers whose data-losing faults overlap, and a moment when they do."""
+    end_of = {id(r): r["end"] if r["end"] is not None else (run_end_ns or max(x["start"] for x in records) + 1)
+              for r in records}
+    best: tuple[set, int] = (set(), 0)
+    for r in records:  # the overlap is largest at some fault's start
+        t = r["start"]
+        down = {b for x in records if x["start"] <= t <= end_of[id(x)] for b in x["nodes"]}
+        if len(down) > len(best[0]):
+            best = (down, t)
+    return best
+
+
+def judge(anomalies: list[str], reason: str | None) -> tuple[list[str], list[str]]:
+    """(findings, broken outside the budget): ``anomalies`` split by the budget's ``reason``."""
+    if reason is None:
+        return list(anomalies), []
+    return ([a for a in anomalies if a not in DURABILITY_ANOMALIES],
+            [a for a in anomalies if a in DURABILITY_ANOMALIES])
+
+
+__all__ = ["DURABILITY_ANOMALIES", "durability_budget", "judge", "loses_data"]
