@@ -165,13 +165,14 @@ class KafkaCluster:
         On any failure every node started is stopped again."""
         self._claim_directory()
         self._stop_leftovers()
+        if self.settings.network != "netns":
+            self._check_ports()  # before anything is written
         try:
             self._attach_network()
             self._attach_file_systems()
             self._write_configs()
             if self.cluster_id is None:
                 self._format()
-            self._check_ports()
             self._start_node(self.controller)
             for node in self.brokers.values():
                 self._start_node(node)
@@ -319,9 +320,8 @@ class KafkaCluster:
         _run_java(self.dist, "kafka.tools.StorageTool", *args, log_dir=node.logs)
 
     def _check_ports(self) -> None:
+        """Every node's port free on loopback (in namespaces of their own nothing else binds there)."""
         for node in self.nodes:
-            if self.network is not None:
-                continue  # a namespace of its own: nothing else binds there
             with socket.socket() as s:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Kafka's listeners bind
                 try:

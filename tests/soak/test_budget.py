@@ -1,0 +1,47 @@
+"""The soak's durability budget: which played faults put a run outside what Kafka promises."""
+from __future__ import annotations
+
+from isrcheck.conformance.engines.soak.budget import DURABILITY_ANOMALIES, durability_budget, judge, loses_data
+
+S = 1_000_000_000
+
+
+def fault(kind, nodes, start, end, **extra):
+    return {"kind": kind, "nodes": list(nodes), "start": int(start * S), "end": None if end is None else int(end * S),
+            **extra}
+
+
+def test_faults_that_lose_no_data_stay_within_the_budget():
+    records = [fault("kill", [0], 1, 2), fault("stop", [1], 3, 4), fault("pause", [2], 5, 6),
+               fault("partition", [0], 7, 8), fault("ioerror", [1], 9, 10, io="write:EIO")]
+    assert durability_budget(records, min_isr=2, unclean=False, kip966=False) is None
+    assert not any(loses_data(r) for r in records)
+
+
+def test_unclean_election_is_outside_whatever_was_played():
+    reason = durability_budget([], min_isr=2, unclean=True, kip966=True)
+    assert "unclean.leader.election.enable" in reason
+
+
+def test_one_power_loss_at_a_time_is_within_on_kip_966_only():
+    records = [fault("power", [0], 1, 4), fault("disk", [1], 5, 9), fault("ioerror", [2], 10, 12, io="fsync:EIO")]
+    assert durability_budget(records, min_isr=2, unclean=False, kip966=True) is None
+    reason = durability_budget(records, min_isr=2, unclean=False, kip966=False)
+    assert "3 faults lost unsynced data" in reason and "without KIP-966" in reason
+
+
+def test_more_than_min_isr_minus_one_brokers_losing_data_at_once_is_outside():
+    records = [fault("power", [0], 1, 6), fault("power", [1, 2], 3, None)]  # the second never ended
+    reason = durability_budget(records, min_isr=2, unclean=False, kip966=True, run_end_ns=20 * S)
+    assert "brokers 0, 1, 2 had lost unsynced data at once (at 3.0 s)" in reason
+    assert durability_budget(records, min_isr=3, unclean=False, kip966=True, run_end_ns=20 * S) is not None
+    apart = [fault("power", [0], 1, 2), fault("power", [1], 3, 4)]
+    assert durability_budget(apart, min_isr=2, unclean=False, kip966=True) is None
+
+
+def test_outside_the_budget_only_durability_anomalies_are_excused():
+    found = ["lost-write", "duplicate", "inconsistent-offsets", "G1a", "incomplete-final-read"]
+    assert judge(found, None) == (found, [])
+    findings, excused = judge(found, "a reason")
+    assert findings == ["duplicate", "G1a", "incomplete-final-read"]
+    assert excused == ["lost-write", "inconsistent-offsets"] and set(excused) <= DURABILITY_ANOMALIES
