@@ -1,0 +1,231 @@
+"""Apache Kafka under test: start time and memory, produce throughput beside isrcheck's brokers, soaks.
+
+    python benchmarks/apache_kafka.py [--only start,throughput,soak] [--kafka-version V]
+                                      [--seconds S] [--soak-duration S] [--seed N]
+
+``start``: a 3-broker cluster with one controller of its own (what ``isrcheck kafka`` starts) and
+three combined broker+controller nodes (a three-voter quorum), each formatted and started twice in
+a new folder: seconds until every broker is registered and a 3-partition topic has leaders, and
+the resident memory of every JVM then.
+
+``throughput``: librdkafka (confluent-kafka, its default batching) floods one topic of 3
+partitions, replication factor 3, min.insync.replicas 2, with 1 KiB records for ``--seconds`` at
+acks=all and acks=1, against ``isrcheck serve``'s brokers (kip-320) and against Apache Kafka, one
+after the other in this run on this machine: MB/s, the ratio, and the CPU seconds each cluster's
+processes used per MB (``benchmarks/kafka_clients.py`` measures the same way).
+
+``soak``: ``isrcheck soak --cluster kafka`` on Kafka's defaults (acks=all, min.insync.replicas 2,
+replication factor 3), each run ``--soak-duration`` seconds: kill, stop, pause and partition;
+power losses of one broker at a time; power losses of every broker at once (lost writes
+expected: Kafka does not fsync each write, so they are outside the durability budget, and said
+so); unclean election with a lagging replica (the scenario of benchmarks/soak.py: outside the
+budget too). Anomalies, budget, throughput and the faults played, per run; folders kept.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from kafka_clients import TOPIC, CpuMeter, produce_librdkafka, start_cluster, wait_ready  # noqa: E402
+
+from isrcheck.conformance.engines.apache.admin import cluster_view, create_topics  # noqa: E402
+from isrcheck.conformance.engines.apache.cluster import (  # noqa: E402
+    JVM_OPTIONS, KafkaCluster, KafkaSettings, _log4j_config, free_port_base, random_uuid)
+from isrcheck.conformance.engines.apache.distribution import DEFAULT_VERSION, distribution  # noqa: E402
+from isrcheck.conformance.engines.soak.driver import SoakOptions, run_soak  # noqa: E402
+from isrcheck.conformance.engines.soak.faults import Fault  # noqa: E402
+
+KIB = b"x" * 1024
+MB = 1e6
+
+
+def rss_mb(pids) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                total += next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+        except (OSError, StopIteration):
+            pass
+    return total / 1024
+
+
+# -- start ------------------------------------------------------------------------------------------
+def start_separate(dist, root: str) -> tuple[float, float]:
+    folder = tempfile.mkdtemp(dir=root, prefix="separate-")
+    started = time.monotonic()
+    cluster = KafkaCluster(KafkaSettings(brokers=3, port=free_port_base(4), topics=[("t", 3)]), folder, dist)
+    cluster.start()
+    seconds = time.monotonic() - started
+    memory = rss_mb(n.process.pid for n in cluster.nodes)
+    cluster.stop()
+    return seconds, memory
+
+
+def start_combined(dist, root: str) -> tuple[float, float]:
+    """Three nodes each broker and controller, a three-voter quorum: the alternative not taken."""
+    folder = tempfile.mkdtemp(dir=root, prefix="combined-")
+    base = free_port_base(6)
+    voters = ",".join(f"{i}@127.0.0.1:{base + 3 + i}" for i in range(3))
+    started = time.monotonic()
+    cid, procs = random_uuid(), []
+    for i in range(3):
+        node = os.path.join(folder, f"node-{i}")
+        os.makedirs(node)
+        with open(os.path.join(node, "server.properties"), "w") as f:
+            f.write(f"process.roles=broker,controller\nnode.id={i}\ncontroller.quorum.voters={voters}\n"
+                    f"listeners=PLAINTEXT://127.0.0.1:{base + i},CONTROLLER://127.0.0.1:{base + 3 + i}\n"
+                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{base + i}\ncontroller.listener.names=CONTROLLER\n"
+                    f"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n"
+                    f"inter.broker.listener.name=PLAINTEXT\nlog.dirs={node}/data\nmin.insync.replicas=2\n"
+                    f"offsets.topic.replication.factor=3\n")
+    jvm = (f"-Dlog4j2.configurationFile={_log4j_config()}", f"-Dkafka.logs.dir={folder}")
+    formats = [subprocess.Popen(dist.java("kafka.tools.StorageTool", "format", "-t", cid, "-c",
+                                          f"{folder}/node-{i}/server.properties", jvm=jvm),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(3)]
+    assert all(p.wait() == 0 for p in formats)
+    for i in range(3):
+        procs.append(subprocess.Popen(dist.java("kafka.Kafka", f"{folder}/node-{i}/server.properties",
+                                                jvm=("-Xmx768m", "-Xms128m", *JVM_OPTIONS, *jvm)),
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    addresses = [f"127.0.0.1:{base + i}" for i in range(3)]
+    try:
+        while True:
+            view = cluster_view(addresses)
+            if view is not None and len(view.brokers) == 3:
+                break
+            time.sleep(0.2)
+        create_topics(",".join(addresses), [("t", 3)], 3)
+        while not (cluster_view(addresses) or view).has_leaders([("t", 3)]):
+            time.sleep(0.2)
+        return time.monotonic() - started, rss_mb(p.pid for p in procs)
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(60)
+
+
+def bench_start(dist, root: str) -> None:
+    print(f"\n## start: 3 brokers, format included (Apache Kafka {dist.version}; load {os.getloadavg()[0]:.1f})")
+    for name, start in (("separate controller (isrcheck kafka)", start_separate),
+                        ("combined broker+controller nodes", start_combined)):
+        runs = [start(dist, root) for _ in range(2)]
+        print(f"{name:40} start {min(s for s, _ in runs):5.1f}-{max(s for s, _ in runs):5.1f} s   "
+              f"memory {min(m for _, m in runs):6.0f}-{max(m for _, m in runs):6.0f} MB "
+              f"({4 if 'separate' in name else 3} JVMs)", flush=True)
+
+
+# -- throughput -------------------------------------------------------------------------------------
+def flood(bootstrap: str, pids: dict, seconds: float) -> dict:
+    out = {}
+    for acks in ("all", "1"):
+        meter = CpuMeter(pids)
+        before = meter.sample()
+        d = produce_librdkafka(bootstrap, acks, seconds, KIB, None)
+        after = meter.sample()
+        elapsed = max(1e-9, d.last_done - d.first_send)
+        cluster_cpu = sum(after[k] - before[k] for k in pids)
+        mb = d.ok * len(KIB) / MB
+        out[acks] = {"mb_s": mb / elapsed, "cpu_s": cluster_cpu, "cpu_s_per_mb": cluster_cpu / mb if mb else 0,
+                     "errors": dict(d.errors)}
+    return out
+
+
+def bench_throughput(dist, root: str, seconds: float) -> None:
+    print(f"\n## throughput: librdkafka, 1 KiB records, 3 partitions, RF 3, min.insync.replicas 2, {seconds:g} s "
+          f"each (load {os.getloadavg()[0]:.1f})")
+    results = {}
+    cluster, bootstrap = start_cluster(tempfile.mkdtemp(dir=root, prefix="isrcheck-"), 3)
+    try:
+        wait_ready(bootstrap, 3)
+        pids = {f"n{n}": p.pid for n, p in cluster.processes.items() if p is not None}
+        results["isrcheck serve"] = flood(bootstrap, pids, seconds)
+    finally:
+        cluster.stop()
+    kafka = KafkaCluster(KafkaSettings(brokers=3, port=free_port_base(4), topics=[(TOPIC, 3)]),
+                         tempfile.mkdtemp(dir=root, prefix="kafka-"), dist)
+    kafka.start()
+    try:
+        wait_ready(kafka.bootstrap, 3)
+        results[f"Apache Kafka {dist.version}"] = flood(kafka.bootstrap, {n.name: n.process.pid for n in kafka.nodes},
+                                                        seconds)
+    finally:
+        kafka.stop()
+    for acks in ("all", "1"):
+        for name, r in results.items():
+            x = r[acks]
+            print(f"acks={acks:3} {name:22} {x['mb_s']:7.2f} MB/s   cluster CPU {x['cpu_s']:6.1f} s "
+                  f"({x['cpu_s_per_mb']:.3f} s/MB)" + (f"   errors {x['errors']}" if x["errors"] else ""))
+        own, theirs = (r[acks] for r in results.values())
+        print(f"acks={acks:3} isrcheck / Kafka: {own['mb_s'] / theirs['mb_s']:.2f}x the throughput, "
+              f"{own['cpu_s_per_mb'] / max(1e-9, theirs['cpu_s_per_mb']):.1f}x the CPU per MB", flush=True)
+
+
+# -- soak -------------------------------------------------------------------------------------------
+# an out-of-sync replica elected: broker 2 cut off from the others leaves every ISR, writes go on
+# on 0 and 1, both die, the link heals; with unclean election 2 is elected without what they had
+UNCLEAN = (Fault("partition", (2,), 5.0, 25.0, ((2,), (0, 1, 100))), Fault("kill", (0, 1), 20.0, 35.0))
+POWER_ALL = tuple(Fault("power", (0, 1, 2), t, t + 6.0) for t in (10.0, 40.0))
+
+
+def soak_runs(duration: float):
+    """(name, fault kinds, scenario, max down, unclean election, what Kafka promises)."""
+    return [
+        ("kill, stop, pause, partition", ("kill", "stop", "pause", "partition"), (), 1, False, "no anomaly"),
+        ("power losses, one broker at a time", ("power",), (), 1, False, "no anomaly"),
+        ("power losses of every broker at once", (), POWER_ALL, 3, False, "lost writes, outside the budget"),
+        ("unclean election, a lagging replica", (), UNCLEAN, 2, True, "lost writes, outside the budget"),
+    ]
+
+
+def bench_soak(version: str, root: str, duration: float, seed: int) -> None:
+    print(f"\n## soak: Apache Kafka {version}, 3 brokers, acks=all, min.insync.replicas 2, RF 3, "
+          f"{duration:g} s each (load {os.getloadavg()[0]:.1f})")
+    for i, (name, kinds, script, max_down, unclean, expected) in enumerate(soak_runs(duration)):
+        folder = os.path.join(root, f"soak-{i}")
+        result = run_soak(SoakOptions(cluster="kafka", kafka_version=version, duration_s=duration, faults=kinds,
+                                      script=script, max_down=max_down, unclean_election=unclean, seed=seed + i,
+                                      directory=folder))
+        counts = result.check.get("counts", {})
+        faults: dict = {}
+        for r in result.faults:
+            faults[r["kind"]] = faults.get(r["kind"], 0) + 1
+        print(f"{name:40} {result.throughput()['sends_ok_per_s']:6.1f} sends/s  faults {faults}  anomalies "
+              f"{[f'{a} ({counts.get(a, 1)})' for a in result.anomalies] or 'none'}  outside the budget "
+              f"{[f'{a} ({counts.get(a, 1)})' for a in result.beyond_budget] or 'none'}  (expected: {expected}); "
+              f"{folder}", flush=True)
+        if result.budget:
+            print(f"{'':40} why outside: {result.budget}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="start,throughput,soak")
+    parser.add_argument("--kafka-version", default=DEFAULT_VERSION)
+    parser.add_argument("--seconds", type=float, default=20.0, help="each throughput run (default 20)")
+    parser.add_argument("--soak-duration", type=float, default=600.0, help="each soak run (default 600)")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    parts = set(args.only.split(","))
+    dist = distribution(args.kafka_version)
+    root = tempfile.mkdtemp(prefix="isrcheck-apache-bench-")
+    print(f"$ python benchmarks/apache_kafka.py {' '.join(sys.argv[1:])}\nfolders in {root}; "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    if "start" in parts:
+        bench_start(dist, root)
+    if "throughput" in parts:
+        bench_throughput(dist, root, args.seconds)
+    if "soak" in parts:
+        bench_soak(dist.version, root, args.soak_duration, args.seed)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
