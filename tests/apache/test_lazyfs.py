@@ -148,6 +148,21 @@ def test_a_truncate_is_metadata_and_drops_the_cached_bytes_beyond(fs):
     assert index.stat().st_size == 4096 and seg.stat().st_size == 0
 
 
+def test_other_metadata_goes_to_the_disk_at_once(fs):
+    data = fs.mount / "data"
+    write(data, b"abc", fsync=False)
+    with open(data, "rb+") as f:
+        os.posix_fallocate(f.fileno(), 0, 10_000)
+    os.symlink("data", fs.mount / "alias")
+    os.chmod(data, 0o600)
+    os.utime(data, ns=(1_000_000_000, 2_000_000_000))
+    assert os.statvfs(fs.mount).f_bsize > 0
+    fs.drop()
+    st = data.stat()
+    assert (st.st_size, st.st_mode & 0o777, st.st_mtime_ns) == (10_000, 0o600, 2_000_000_000)
+    assert os.readlink(fs.mount / "alias") == "data" and (fs.mount / "alias").read_bytes() == bytes(10_000)
+
+
 @pytest.mark.parametrize("msync", [True, False])
 def test_a_shared_mmap_survives_only_with_msync(fs, msync):
     index = fs.mount / "00000.index"
@@ -262,20 +277,22 @@ def test_bad_control_commands_are_refused(fs):
         fs.status()
 
 
-def test_posix_locks_exclude_another_process(fs):
+def test_posix_and_bsd_locks_exclude_another_process(fs):
     lock = fs.mount / ".lock"
     with open(lock, "w") as f:
         fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         other = subprocess.run([sys.executable, "-c", f"""
 import fcntl
 with open({str(lock)!r}, "w") as f:
-    try:
-        fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        print("locked")
-    except OSError:
-        print("busy")
+    for take in (fcntl.lockf, fcntl.flock):
+        try:
+            take(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            print("locked")
+        except OSError:
+            print("busy")
 """], capture_output=True, text=True, timeout=30)
-        assert other.stdout.strip() == "busy", other.stderr
+        assert other.stdout.split() == ["busy", "busy"], other.stderr
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="no java on PATH (Debian: openjdk-17-jdk-headless)")
