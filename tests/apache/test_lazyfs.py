@@ -263,6 +263,9 @@ def test_injected_write_fsync_and_read_errors(fs):
     assert failed.value.errno == errno.EIO
     assert fs.status()["failures"] == {}
     assert path.read_bytes() == b"abc"
+    fs.fail("fsync", "EIO")
+    fs.disarm()  # one no operation met is taken back
+    assert fs.status()["failures"] == {}
 
 
 def test_bad_control_commands_are_refused(fs):

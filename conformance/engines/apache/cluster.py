@@ -430,7 +430,7 @@ class KafkaCluster:
         node = self.node(node_id)
         if node.alive():
             return
-        if node.fs is not None and not node.fs.running():
+        if node.fs is not None and not node.fs.running:
             node.fs.start()
         self._start_node(node)
         self._write_pids()

@@ -384,6 +384,10 @@ class LazyOperations:
                 return "ok " + json.dumps(self._settle(persist=True))
             if words == ["status"]:
                 return "ok " + json.dumps(self.status())
+            if words == ["disarm"]:
+                with self.mutex:
+                    self.armed.clear()
+                return "ok no failure armed"
             if words[:1] == ["fail"] and len(words) in (3, 4):
                 op, name, count = words[1], words[2], words[3] if len(words) == 4 else "1"
                 if op not in FAILABLE or name not in ERRNOS or not count.isdigit() or not 0 < int(count) <= 10**9:
@@ -394,7 +398,8 @@ class LazyOperations:
                 return f"ok the next {count} {op} fail with {name}"
         except OSError as e:
             return f"error {words[0]}: {e}"
-        return f"error unknown command {line.strip()[:80]!r}: expected drop, sync, status or fail OP ERRNO [COUNT]"
+        return f"error unknown command {line.strip()[:80]!r}: expected drop, sync, status, fail OP ERRNO [COUNT] " \
+               f"or disarm"
 
 
 def _serve_control(server: socket.socket, ops: LazyOperations) -> None:
@@ -617,6 +622,10 @@ class LazyFS:
     def fail(self, op: str, errno_name: str, count: int = 1) -> None:
         """The next ``count`` ``op`` (write, fsync, read) fail with ``errno_name`` (EIO, ENOSPC)."""
         self._command(f"fail {op} {errno_name} {count}")
+
+    def disarm(self) -> None:
+        """No armed failure left (one no operation met)."""
+        self._command("disarm")
 
     def status(self) -> dict:
         """``unsynced_bytes``, ``unsynced_files``, ``files`` (path at its last write -> bytes), ``failures``."""
