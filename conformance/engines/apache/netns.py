@@ -13,15 +13,17 @@ A run's layout, with ``N`` its own /24 of 10.213.0.0/16::
 * A cut is an nftables DROP on input in the namespaces of both ends (a table ``inet isrcheck`` of
   our own, with a set of cut-off source addresses): silent, as in Jepsen's iptables nemesis, so TCP
   sees timeouts, not resets, and established connections stop delivering. Input only: a DROP on
-  output fails the sender's own system calls with EPERM. The rules live and die with the
-  namespaces, so the host's firewall is never touched and a killed run leaves no rule behind.
+  output is seen by the sender's own kernel (a UDP send fails with EPERM), not lost on the way.
+  The rules live and die with the namespaces: the host's firewall is never touched, and a killed
+  run leaves no rule behind.
 * The bridge has a namespace of its own: where br_netfilter is active (built in on some kernels,
   loaded by Docker, which also sets the FORWARD policy to DROP) bridged frames go through the
   bridge's namespace's iptables, which in the root namespace may drop them; in ours they are empty.
 * Each run registers itself (owner pid and start time, names, subnet) under ``REGISTRY`` holding a
-  lock, before it creates anything, and takes the first /24 no registered run holds and no route
-  overlaps: concurrent runs (pytest-xdist workers) never share one, and ``cleanup_stale`` deletes
-  exactly what runs whose owner died left behind.
+  lock, before it creates anything, and takes the next /24 (in turn, so that a name or address is
+  not reused soon after) that no registered run holds and no route overlaps: concurrent runs
+  (pytest-xdist workers) never share one, and ``cleanup_stale`` deletes exactly what runs whose
+  owner died left behind.
 
 Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN) and the Debian packages iproute2 and nftables. IPv4 only.
 """
@@ -80,8 +82,11 @@ def _run_all(commands: list[tuple[list[str], str | None]]) -> None:
     started = [(argv, stdin, subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                               stderr=subprocess.PIPE, text=True))
                for argv, stdin in commands]
-    errors = [_failed(argv, err) for argv, stdin, p in started
-              if (err := p.communicate(stdin, timeout=60)[1]) is not None and p.returncode]
+    errors = []
+    for argv, stdin, process in started:
+        stderr = process.communicate(stdin, timeout=60)[1]
+        if process.returncode:
+            errors.append(_failed(argv, stderr))
     if errors:
         raise errors[0]
 
@@ -95,11 +100,19 @@ def _missing() -> str | None:
     for tool, package in _PACKAGES.items():
         if shutil.which(tool) is None:
             return f"`{tool}` not found: install the Debian package {package}"
-    status = Path("/proc/self/status").read_text() if Path("/proc/self/status").exists() else ""
-    caps = next((int(line.split()[1], 16) for line in status.splitlines() if line.startswith("CapEff:")), 0)
+    caps = _capabilities()
     if not (caps >> _CAP_SYS_ADMIN & 1 and caps >> _CAP_NET_ADMIN & 1):
         return NEED_ROOT
     return None
+
+
+def _capabilities() -> int:
+    """This process's effective capabilities, a bit mask."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return 0
+    return next((int(line.split()[1], 16) for line in status.splitlines() if line.startswith("CapEff:")), 0)
 
 
 @contextmanager
@@ -261,8 +274,14 @@ class NodeNetwork:
         routes = [ipaddress.ip_network(route["dst"], strict=False)
                   for route in json.loads(_run("ip", "-j", "-4", "route", "show", "table", "all") or "[]")
                   if route.get("dst", "default") != "default"]
-        for subnet in SUBNETS.subnets(new_prefix=24):
-            if subnet.network_address.packed[2] not in taken and not any(subnet.overlaps(r) for r in routes):
+        cursor = REGISTRY / ".next"  # taken in turn, so a name or address is not reused soon after
+        subnets = list(SUBNETS.subnets(new_prefix=24))
+        text = cursor.read_text().strip() if cursor.exists() else ""
+        start = int(text) % len(subnets) if text.isdigit() else 0
+        for subnet in subnets[start:] + subnets[:start]:
+            octet = subnet.network_address.packed[2]
+            if octet not in taken and not any(subnet.overlaps(r) for r in routes):
+                cursor.write_text(f"{(octet + 1) % len(subnets)}\n")
                 return subnet
         raise NetnsError(f"no free /24 left in {SUBNETS}: run cleanup_stale(), or delete the isrk- namespaces")
 
@@ -343,9 +362,12 @@ class NodeNetwork:
 
     def heal(self, a=None, b=None) -> None:
         """Restores the link ``a``-``b``; with only ``a``, every link of ``a``; with neither, all."""
-        if a is None and b is None:
-            links = set(self._cut)
-        elif b is None:
+        if a is None and b is None:  # every set emptied, whatever a failed change left in them
+            _run_all([(_in(space, "nft", "flush", "set", "inet", "isrcheck", "cut"), None)
+                      for space in map(self.namespace, self.nodes)] if self.subnet else [])
+            self._cut = set()
+            return
+        if b is None:
             end = self._end(a)
             links = {link for link in self._cut if end in link}
         else:
