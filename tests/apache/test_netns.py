@@ -260,7 +260,7 @@ def test_errors_are_usage_errors_that_say_what_to_do(monkeypatch):
     with pytest.raises(NetnsError, match="clients"):
         NodeNetwork("r", ["a", CLIENTS], "x")
     monkeypatch.setattr(netns.shutil, "which", lambda tool: None if tool == "nft" else "/bin/" + tool)
-    assert netns.available() == "`nft` not found: install the Debian package nftables"
+    assert netns.available().startswith("`nft` not found on PATH: install the Debian package nftables")
     with pytest.raises(NetnsError, match="nftables"):
         NodeNetwork("r", ["a"], "x").setup()
     monkeypatch.undo()

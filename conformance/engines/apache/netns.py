@@ -71,7 +71,7 @@ def _run(*argv: str, stdin: str | None = None) -> str:
     try:
         done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=60)
     except FileNotFoundError:
-        raise NetnsError(f"`{argv[0]}` not found: install the Debian package {_PACKAGES[argv[0]]}") from None
+        raise NetnsError(_not_found(argv[0])) from None
     if done.returncode:
         raise _failed(argv, done.stderr)
     return done.stdout
@@ -91,15 +91,19 @@ def _run_all(commands: list[tuple[list[str], str | None]]) -> None:
         raise errors[0]
 
 
+def _not_found(tool: str) -> str:
+    return f"`{tool}` not found on PATH: install the Debian package {_PACKAGES[tool]} (or put /usr/sbin on PATH)"
+
+
 def _in(namespace: str, *argv: str) -> list[str]:
     return ["ip", "netns", "exec", namespace, *argv]
 
 
 def _missing() -> str | None:
     """Why namespaces cannot be made here, from the tools and privileges alone; None if they can."""
-    for tool, package in _PACKAGES.items():
+    for tool in _PACKAGES:
         if shutil.which(tool) is None:
-            return f"`{tool}` not found: install the Debian package {package}"
+            return _not_found(tool)
     caps = _capabilities()
     if not (caps >> _CAP_SYS_ADMIN & 1 and caps >> _CAP_NET_ADMIN & 1):
         return NEED_ROOT
