@@ -169,26 +169,41 @@ def bench_throughput(dist, root: str, seconds: float) -> None:
 
 
 # -- soak -------------------------------------------------------------------------------------------
-# an out-of-sync replica elected: broker 2 cut off from the others leaves every ISR, writes go on
-# on 0 and 1, both die, the link heals; with unclean election 2 is elected without what they had
-UNCLEAN = (Fault("partition", (2,), 5.0, 25.0, ((2,), (0, 1, 100))), Fault("kill", (0, 1), 20.0, 35.0))
-POWER_ALL = tuple(Fault("power", (0, 1, 2), t, t + 6.0) for t in (10.0, 40.0))
+PERIOD_S = 60.0
+
+
+def every_period(duration: float, *faults: tuple) -> tuple:
+    """The scenario ``faults`` ((kind, nodes, start, end, groups)) played again every PERIOD_S seconds."""
+    out = []
+    t = 0.0
+    while t + PERIOD_S <= duration:
+        out += [Fault(kind, nodes, t + start, t + end, groups) for kind, nodes, start, end, groups in faults]
+        t += PERIOD_S
+    return tuple(out)
 
 
 def soak_runs(duration: float):
     """(name, fault kinds, scenario, max down, unclean election, what Kafka promises)."""
+    # an out-of-sync replica elected: broker 2 cut off from the others (and the controller) leaves
+    # every ISR, writes go on on 0 and 1, both die, the link heals; with unclean election 2, the
+    # only live broker, is elected without what 0 and 1 had
+    unclean = every_period(duration, ("partition", (2,), 5.0, 25.0, ((2,), (0, 1, 100))),
+                           ("kill", (0, 1), 20.0, 35.0, ()))
+    power_all = every_period(duration, ("power", (0, 1, 2), 10.0, 16.0, ()))
     return [
         ("kill, stop, pause, partition", ("kill", "stop", "pause", "partition"), (), 1, False, "no anomaly"),
         ("power losses, one broker at a time", ("power",), (), 1, False, "no anomaly"),
-        ("power losses of every broker at once", (), POWER_ALL, 3, False, "lost writes, outside the budget"),
-        ("unclean election, a lagging replica", (), UNCLEAN, 2, True, "lost writes, outside the budget"),
+        ("power losses of every broker at once", (), power_all, 3, False, "lost writes, outside the budget"),
+        ("unclean election, a lagging replica", (), unclean, 2, True, "lost writes, outside the budget"),
     ]
 
 
-def bench_soak(version: str, root: str, duration: float, seed: int) -> None:
+def bench_soak(version: str, root: str, duration: float, seed: int, only: set | None = None) -> None:
     print(f"\n## soak: Apache Kafka {version}, 3 brokers, acks=all, min.insync.replicas 2, RF 3, "
           f"{duration:g} s each (load {os.getloadavg()[0]:.1f})")
     for i, (name, kinds, script, max_down, unclean, expected) in enumerate(soak_runs(duration)):
+        if only is not None and i not in only:
+            continue
         folder = os.path.join(root, f"soak-{i}")
         result = run_soak(SoakOptions(cluster="kafka", kafka_version=version, duration_s=duration, faults=kinds,
                                       script=script, max_down=max_down, unclean_election=unclean, seed=seed + i,
@@ -212,6 +227,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="each throughput run (default 20)")
     parser.add_argument("--soak-duration", type=float, default=600.0, help="each soak run (default 600)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--soaks", default=None, help="comma-separated indexes of the soak runs to do (default all)")
     args = parser.parse_args()
     parts = set(args.only.split(","))
     dist = distribution(args.kafka_version)
@@ -223,7 +239,8 @@ def main() -> int:
     if "throughput" in parts:
         bench_throughput(dist, root, args.seconds)
     if "soak" in parts:
-        bench_soak(dist.version, root, args.soak_duration, args.seed)
+        bench_soak(dist.version, root, args.soak_duration, args.seed,
+                   None if args.soaks is None else {int(i) for i in args.soaks.split(",")})
     return 0
 
 

@@ -409,7 +409,6 @@ class KafkaCluster:
             node.process.wait(timeout_s)
             return True
         except subprocess.TimeoutExpired:
-            self.say(f"{node.name} did not stop within {timeout_s:.0f} s of SIGTERM: killed")
             self.kill(node_id)
             return False
 
@@ -485,8 +484,11 @@ class KafkaCluster:
         if self.network is not None:
             self.network.heal()
         with ThreadPoolExecutor(max(1, len(self.brokers))) as pool:
-            clean = all(pool.map(self.terminate, list(self.brokers)))
-        clean = self.terminate(CONTROLLER_ID) and clean
+            unclean = [b for b, ok in zip(self.brokers, pool.map(self.terminate, list(self.brokers))) if not ok]
+        if not self.terminate(CONTROLLER_ID):
+            unclean.append(CONTROLLER_ID)
+        for node_id in unclean:
+            self.say(f"{self.node(node_id).name} did not stop within {STOP_TIMEOUT_S:.0f} s of SIGTERM: killed")
         for node in self.brokers.values():
             if node.fs is not None:
                 node.fs.stop()
@@ -497,7 +499,7 @@ class KafkaCluster:
             (self.directory / "pids.json").unlink()
         except FileNotFoundError:
             pass
-        return clean
+        return not unclean
 
 
 def free_port_base(count: int, start: int = 20_000, stop: int = 60_000) -> int:

@@ -24,6 +24,9 @@ from isrcheck.conformance.engines.soak.faults import KINDS, Fault, io_error
 from isrcheck.conformance.vocabulary import UsageError
 
 HALT_TIMEOUT_S = 30.0     # an armed I/O error halts the broker at its next such operation
+# a broker cut off from the controller waits for a controlled shutdown that cannot come: the stop
+# fault gives it this long, then kills it (the record says so)
+STOP_TIMEOUT_S = 20.0
 REJOIN_TIMEOUT_S = 90.0
 LOSES_DATA = ("power", "disk")
 
@@ -61,7 +64,9 @@ class ApacheKafkaFaults:
             elif fault.kind == "kill":
                 c.kill(b)
             elif fault.kind == "stop":
-                c.terminate(b)
+                if not c.terminate(b, STOP_TIMEOUT_S):
+                    self.say(f"broker {b}: no clean shutdown within {STOP_TIMEOUT_S:.0f} s (cut off from the "
+                             f"controller?): killed")
             elif fault.kind == "pause":
                 c.pause(b)
             elif fault.kind == "power":
