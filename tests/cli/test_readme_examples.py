@@ -74,6 +74,9 @@ def run(command: str, cwd: Path = ROOT, timeout: float = 600, fill: dict | None 
                           timeout=timeout)
 
 
+# README and docs/apache-kafka.md: Apache Kafka started, and soaked
+KAFKA_EXAMPLE = "isrcheck kafka --replicas 3 --dir kafka-cluster --port 19092 --topic orders:3 &"
+KAFKA_SOAK = "isrcheck soak --cluster kafka --faults all --duration 120 --dir soak-kafka"
 # docs/figures.md: the explorer at the disk faults' two-broker scope
 DISK_SCOPE = ("isrcheck explore --protocol kip-320 --replicas 2 --min-isr 2 --max-records 1 --max-epoch 2 --max-crashes 1 "
               "--max-power-losses 1 --torn-writes --garbage-tails --corruptions 1 --disk-failures 1 --fsync-failures 1 "
@@ -100,8 +103,10 @@ COVERED = {
         "printf 'a\\nb\\nc\\n' | kcat -P -b 127.0.0.1:9092 -t orders -p 0",
         "kcat -C -b 127.0.0.1:9092 -t orders -p 0 -o beginning -e",
         "isrcheck serve",
+        KAFKA_EXAMPLE, KAFKA_SOAK, "isrcheck kafka",
     },
-    "docs/apache-kafka.md": set(),
+    "docs/apache-kafka.md": {KAFKA_EXAMPLE, "isrcheck kafka", "isrcheck kafka --help",
+                             "isrcheck kafka --fetch --kafka-version 4.0.2"},
     "docs/campaigns.md": {
         "isrcheck fuzz --protocol kip-320 --schedules 2000 --out campaigns/kip-320",
         "isrcheck fuzz --protocol hw-truncation --schedules 500 --seed 1000 --steps 150 --master local[2]",
@@ -183,7 +188,7 @@ COVERED = {
         "--out campaigns/hw-truncation-sut",
     },
 }
-BARE = {"isrcheck check", "isrcheck cover", "isrcheck dump-log", "isrcheck explore", "isrcheck fuzz",
+BARE = {"isrcheck check", "isrcheck cover", "isrcheck dump-log", "isrcheck explore", "isrcheck fuzz", "isrcheck kafka",
         "isrcheck gate", "isrcheck prove", "isrcheck report", "isrcheck serve", "isrcheck sim", "isrcheck soak",
         "isrcheck validate"}
 
@@ -498,7 +503,49 @@ def test_serve_answers_kcat_and_kafka_python_and_recovers_on_the_same_dir(tmp_pa
         _stop(proc)
 
 
+def test_apache_kafka_starts_serves_kcat_stops_cleanly_and_starts_again_from_its_dir(tmp_path):
+    """README's `isrcheck kafka`: a real Apache Kafka cluster that kcat lists, writes and reads; SIGTERM
+    stops every node cleanly; the same --dir starts the same cluster, with what was written."""
+    command = example(KAFKA_EXAMPLE)
+    proc, banner = _serve(command, tmp_path)
+    try:
+        assert "bootstrap servers: 127.0.0.1:19092,127.0.0.1:19093,127.0.0.1:19094" in banner, banner
+        assert "Apache Kafka 4.4.0, 3 brokers and a controller, ELR on" in banner and "orders (3 partitions)" in banner
+        listing = run("kcat -L -b 127.0.0.1:19092 -t orders", timeout=60)
+        assert "3 brokers:" in listing.stdout and 'topic "orders" with 3 partitions:' in listing.stdout, listing.stdout
+        wrote = run("printf 'a\\nb\\nc\\n' | kcat -P -b 127.0.0.1:19092 -t orders -p 0 -X acks=all", timeout=60)
+        assert wrote.returncode == 0, wrote.stderr
+    finally:
+        stopped = _stop(proc)
+    assert "stopped cleanly" in stopped, stopped
+    proc, banner = _serve(command, tmp_path)
+    try:
+        assert "formatting" not in banner  # the same cluster, not a new one
+        again = run("kcat -C -b 127.0.0.1:19092 -t orders -p 0 -o beginning -e", timeout=60)
+        assert again.stdout.split() == ["a", "b", "c"], again.stdout + again.stderr
+    finally:
+        assert "stopped cleanly" in _stop(proc)
+
+
+def test_apache_kafka_fetch_and_help():
+    fetched = run(example("isrcheck kafka --fetch --kafka-version 4.0.2"), timeout=600)
+    assert fetched.returncode == 0 and "Apache Kafka 4.0.2's jars are in" in fetched.stdout, fetched.stderr
+    shown = run(example("isrcheck kafka --help"))
+    assert shown.returncode == 0 and "min.insync.replicas" in shown.stdout and "--min-insync-replicas" in shown.stdout
+
+
 # -- slow: the default scope, Spark, a standalone cluster, a fresh install --------------------------
+
+@pytest.mark.slow
+def test_the_apache_kafka_soak_example(tmp_path):
+    """README's soak of Apache Kafka under every fault kind: Kafka 4.4.0 (ELR on) shows no anomaly
+    within its fault budget."""
+    proc = run(example(KAFKA_SOAK), cwd=tmp_path, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "soak of Apache Kafka 4.4.0 (ELR on, 3 brokers)" in proc.stdout and "anomalies: none" in proc.stdout
+    result = json.loads((tmp_path / "soak-kafka" / "results.json").read_text())
+    assert {f["kind"] for f in result["faults"]} >= {"kill", "stop", "pause", "power", "disk", "partition"}
+
 
 @pytest.mark.slow
 def test_invariant_examples(tmp_path):

@@ -21,15 +21,15 @@ fault plan's records): None within the budget, else why not:
   never fenced, or be the last replica standing, and be elected with less than was acknowledged:
   the model's known losses of every variant before KIP-966 (``model/losses.py``).
 
-What the budget covers (``DURABILITY_ANOMALIES``): the lost write, and what reading a log that lost
-its tail shows: an offset that held another record (inconsistent offsets), consumers that skip or
-go back. A duplicate, an aborted read, an unexpected record or a producer's send order are promised
-under every fault and stay findings.
+What the budget covers (``DURABILITY_ANOMALIES``): the lost write, and what a log that lost its tail
+shows: an offset that held another record (inconsistent offsets), consumers that skip or go back,
+a producer's later send acknowledged below an earlier one (the log's end moved back). A duplicate,
+an aborted read or an unexpected record are promised under every fault and stay findings.
 """
 from __future__ import annotations
 
 DURABILITY_ANOMALIES = frozenset({"lost-write", "inconsistent-offsets", "poll-skip", "nonmonotonic-poll",
-                                  "int-poll-skip", "int-nonmonotonic-poll"})
+                                  "int-poll-skip", "int-nonmonotonic-poll", "nonmonotonic-send"})
 
 
 def loses_data(record: dict) -> bool:
