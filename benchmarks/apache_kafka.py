@@ -216,8 +216,8 @@ def bench_soak(version: str, root: str, duration: float, seed: int, only: set | 
               f"{[f'{a} ({counts.get(a, 1)})' for a in result.anomalies] or 'none'}  outside the budget "
               f"{[f'{a} ({counts.get(a, 1)})' for a in result.beyond_budget] or 'none'}  (expected: {expected}); "
               f"{folder}", flush=True)
-        if result.budget:
-            print(f"{'':40} why outside: {result.budget}")
+        for reason in dict.fromkeys(result.budget.values()):
+            print(f"{'':40} outside a budget: {reason}")
 
 
 def main() -> int:

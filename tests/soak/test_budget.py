@@ -1,7 +1,8 @@
 """The soak's durability budget: which played faults put a run outside what Kafka promises."""
 from __future__ import annotations
 
-from isrcheck.conformance.engines.soak.budget import DURABILITY_ANOMALIES, durability_budget, judge, loses_data
+from isrcheck.conformance.engines.soak.budget import (
+    DURABILITY_ANOMALIES, budgets, duplicate_budget, durability_budget, judge, loses_data)
 
 S = 1_000_000_000
 
@@ -39,9 +40,27 @@ def test_more_than_min_isr_minus_one_brokers_losing_data_at_once_is_outside():
     assert durability_budget(apart, min_isr=2, unclean=False, kip966=True) is None
 
 
-def test_outside_the_budget_only_durability_anomalies_are_excused():
+def test_outside_the_durability_budget_only_its_anomalies_are_excused():
     found = ["lost-write", "duplicate", "inconsistent-offsets", "G1a", "incomplete-final-read"]
-    assert judge(found, None) == (found, [])
-    findings, excused = judge(found, "a reason")
+    assert judge(found, {}) == (found, [])
+    reasons = budgets([], 2, True, True, None, {}, [])
+    findings, excused = judge(found, reasons)
     assert findings == ["duplicate", "G1a", "incomplete-final-read"]
     assert excused == ["lost-write", "inconsistent-offsets"] and set(excused) <= DURABILITY_ANOMALIES
+
+
+def send(value, type_, error=None):
+    return {"f": "send", "type": type_, "value": value, **({"error": error} if error else {})}
+
+
+def test_a_duplicate_is_outside_the_idempotent_producers_budget_only_if_its_send_timed_out():
+    """librdkafka bumps the epoch when a message times out and cannot deduplicate its retries then
+    (confluentinc/librdkafka issue 4953); a duplicate of a value acknowledged, or failed otherwise, is a finding."""
+    events = [send(7, "invoke"), send(7, "info", "_MSG_TIMED_OUT"), send(8, "invoke"), send(8, "ok"),
+              send(9, "invoke"), send(9, "info", "_TRANSPORT")]
+    assert "librdkafka issue 4953" in duplicate_budget([{"value": 7}], events)
+    assert duplicate_budget([{"value": 7}, {"value": 8}], events) is None
+    assert duplicate_budget([{"value": 9}], events) is None
+    assert duplicate_budget([], events) is None
+    reasons = budgets([], 2, False, True, None, {"duplicate": [{"value": 7}]}, events)
+    assert judge(["duplicate", "lost-write"], reasons) == (["lost-write"], ["duplicate"])

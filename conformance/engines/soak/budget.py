@@ -1,4 +1,4 @@
-"""The soak's fault budget: whether the faults a run played stayed within what Kafka promises.
+"""The soak's fault budgets: whether the faults a run played stayed within what Kafka promises.
 
 Kafka promises that an acknowledged acks=all write survives, and that consumers read a log that
 only grows, while unclean election is off and at most ``min.insync.replicas - 1`` brokers lose data
@@ -21,7 +21,19 @@ fault plan's records): None within the budget, else why not:
   never fenced, or be the last replica standing, and be elected with less than was acknowledged:
   the model's known losses of every variant before KIP-966 (``model/losses.py``).
 
-What the budget covers (``DURABILITY_ANOMALIES``): the lost write, and what a log that lost its tail
+``duplicate_budget(instances, events)`` is the idempotent producer's: librdkafka's exactly-once
+per partition holds while no message times out. When one does (``message.timeout.ms``, a send
+completed ``info`` with ``_MSG_TIMED_OUT``), librdkafka bumps the producer's epoch and can no
+longer deduplicate a retry of what may have been written (its maintainers, confluentinc/librdkafka
+issue 4953: "it can have duplications in case messages time out because the epoch needs to be
+bumped"). A value at two offsets whose own send timed out is outside that budget; any other
+duplicate of an idempotent producer is a finding. (The workload keeps one send in flight per
+producer, so the timed-out send is the only one an epoch bump can catch in flight.)
+
+``budgets(...)`` maps each anomaly outside its budget to the reason; ``judge`` splits a run's
+anomalies by it.
+
+What the durability budget covers (``DURABILITY_ANOMALIES``): the lost write, and what a log that lost its tail
 shows: an offset that held another record (inconsistent offsets), consumers that skip or go back,
 a producer's later send acknowledged below an earlier one (the log's end moved back). A duplicate,
 an aborted read or an unexpected record are promised under every fault and stay findings.
@@ -75,12 +87,36 @@ def _most_at_once(records: list[dict], run_end_ns: int | None) -> tuple[set, int
     return best
 
 
-def judge(anomalies: list[str], reason: str | None) -> tuple[list[str], list[str]]:
-    """(findings, broken outside the budget): ``anomalies`` split by the budget's ``reason``."""
-    if reason is None:
-        return list(anomalies), []
-    return ([a for a in anomalies if a not in DURABILITY_ANOMALIES],
-            [a for a in anomalies if a in DURABILITY_ANOMALIES])
+def duplicate_budget(instances: list[dict], events: list[dict]) -> str | None:
+    """None if some duplicate is a finding (or there is none), else why all are outside the
+    idempotent producer's budget: each value's own send timed out (module docstring)."""
+    if not instances:
+        return None
+    timed_out = {e["value"] for e in events if e.get("f") == "send" and e.get("type") == "info"
+                 and "TIMED_OUT" in str(e.get("error", ""))}
+    if not all(i.get("value") in timed_out for i in instances):
+        return None
+    return (f"each duplicated value's send timed out (_MSG_TIMED_OUT): librdkafka then bumps the idempotent "
+            f"producer's epoch and no longer deduplicates the retries of what may have been written "
+            f"(confluentinc/librdkafka issue 4953)")
 
 
-__all__ = ["DURABILITY_ANOMALIES", "durability_budget", "judge", "loses_data"]
+def budgets(records: list[dict], min_isr: int, unclean: bool, kip966: bool, run_end_ns: int | None,
+            anomalies: dict, events: list[dict]) -> dict[str, str]:
+    """Each anomaly name outside its budget -> why (``anomalies``: the checker's instances by name)."""
+    out = {}
+    durability = durability_budget(records, min_isr, unclean, kip966, run_end_ns)
+    if durability is not None:
+        out.update({name: durability for name in DURABILITY_ANOMALIES})
+    duplicates = duplicate_budget(anomalies.get("duplicate", []), events)
+    if duplicates is not None:
+        out["duplicate"] = duplicates
+    return out
+
+
+def judge(anomalies: list[str], reasons: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(findings, broken outside their budget): ``anomalies`` split by ``reasons``."""
+    return [a for a in anomalies if a not in reasons], [a for a in anomalies if a in reasons]
+
+
+__all__ = ["DURABILITY_ANOMALIES", "budgets", "duplicate_budget", "durability_budget", "judge", "loses_data"]

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from isrcheck.conformance.engines.soak.budget import durability_budget, judge
+from isrcheck.conformance.engines.soak.budget import budgets, judge
 from isrcheck.conformance.engines.soak.checker import INFORMATIONAL, check
 from isrcheck.conformance.engines.soak.faults import FaultPlan, HooksExecutor, ProcessClusterFaults, io_error
 from isrcheck.conformance.engines.soak.workload import History, Workload
@@ -72,7 +72,7 @@ class SoakResult:
     check: dict = field(default_factory=dict)     # CheckResult.to_json()
     events: list = field(default_factory=list, repr=False)  # the history, for the page
     validation: dict | None = None                # the event log's verdict (None: not validated)
-    budget: str | None = None                     # why the run was outside the durability budget (None: within)
+    budget: dict = field(default_factory=dict)    # anomaly name -> why the run was outside its budget
     kafka: dict | None = None                     # Apache Kafka's version and ELR, on such a cluster
 
     @property
@@ -84,7 +84,8 @@ class SoakResult:
 
     @property
     def beyond_budget(self) -> list[str]:
-        """The anomalies of a run outside their fault budget: Kafka's own behaviour (``budget`` says why)."""
+        """The anomalies of a run outside their budget: Kafka's (or its client's) own documented
+        behaviour (``budget`` says why)."""
         return judge(self._found(), self.budget)[1]
 
     def _found(self) -> list[str]:
@@ -167,9 +168,9 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
                 record["io"] = io_error(fault, journaled)
         result.kafka = {"version": cluster.dist.version, "elr": cluster.elr} if options.cluster == "kafka" else None
         kip966 = cluster.elr if options.cluster == "kafka" else options.protocol == "kip-966"
-        result.budget = durability_budget(result.faults, options.min_insync_replicas, options.unclean_election,
-                                          kip966, history.now())
         result.check = check(history.events).to_json()
+        result.budget = budgets(result.faults, options.min_insync_replicas, options.unclean_election, kip966,
+                                history.now(), result.check.get("anomalies", {}), history.events)
         result.counts = _counts(history.events)
         result.events = history.events
         if cluster is not None and options.validate and options.cluster != "kafka":
