@@ -706,7 +706,10 @@ def render_soak_page(history: list[dict], result: dict, faults: list[dict], meta
         else end_s
     colors = _fault_colors(faults)
 
-    errors = [(name, counts.get(name, len(v))) for name, v in anomalies.items() if v and name not in INFORMATIONAL]
+    budget = result.get("budget") if isinstance(result.get("budget"), dict) else {}
+    errors = [(name, counts.get(name, len(v))) for name, v in anomalies.items()
+              if v and name not in INFORMATIONAL and name not in budget]
+    excused = [(name, counts.get(name, len(v))) for name, v in anomalies.items() if v and name in budget]
     informational = [(name, counts.get(name, len(v))) for name, v in anomalies.items() if v and name in INFORMATIONAL]
     protocol = meta.get("protocol", "")
     if errors:
@@ -716,6 +719,10 @@ def render_soak_page(history: list[dict], result: dict, faults: list[dict], meta
     else:
         verdict = "anomaly-free"
         line = "<b>anomaly-free</b>: none of Jepsen's Kafka anomalies (lost-write, duplicate, G1a, ...) was found"
+    if excused:
+        line += ("; broken outside their budget (Kafka's or its client's documented behaviour, not a finding): "
+                 + ", ".join(f"<a href=\"#{_anchor(n)}\">{h(n)}</a> &times;{c:,}" for n, c in excused)
+                 + "".join(f"<br>why: {h(reason)}" for reason in dict.fromkeys(budget[n] for n, _ in excused)))
     for n, c in informational:
         line += (f"; <a href=\"#{_anchor(n)}\">{h(n)}</a>: {c:,} acknowledged value{'s' if c != 1 else ''} "
                  "no poll returned (informational)")

@@ -355,3 +355,17 @@ def test_a_long_history_renders_in_seconds_into_a_page_of_a_few_mb():
     more = result["counts"]["unseen"] - INSTANCES_SHOWN
     assert f"and {more:,} more, in the result JSON" in section(page, "anomaly-unseen")
     assert page == render_soak_page(history, result, faults, meta)
+
+
+def test_anomalies_outside_their_budget_are_said_so_with_the_reason_not_counted_as_findings():
+    from isrcheck.conformance.reports.soak_page import render_soak_page
+
+    history = [{"index": 0, "time": 0, "process": 0, "type": "invoke", "f": "send", "partition": 0, "value": 1},
+               {"index": 1, "time": 5, "process": 0, "type": "ok", "f": "send", "partition": 0, "value": 1,
+                "offset": 0}]
+    lost = [{"partition": "0", "value": 1, "ops": [1], "explanation": "value 1 acknowledged at offset 0 is lost"}]
+    result = {"check": {"anomalies": {"lost-write": lost}, "counts": {"lost-write": 1}},
+              "budget": {"lost-write": "brokers 0, 1, 2 had lost unsynced data at once"}}
+    page = render_soak_page(history, result, [], {"protocol": "kip-320"})
+    assert "anomaly-free" in page and "broken outside their budget" in page
+    assert "brokers 0, 1, 2 had lost unsynced data at once" in page
