@@ -23,7 +23,8 @@ from isrcheck.conformance.engines.apache.cluster import CONTROLLER_ID, KafkaClus
 from isrcheck.conformance.engines.soak.faults import KINDS, Fault, io_error
 from isrcheck.conformance.vocabulary import UsageError
 
-HALT_TIMEOUT_S = 30.0     # an armed I/O error halts the broker at its next such operation
+HALT_TIMEOUT_S = 10.0     # an armed I/O error halts the broker at its next such operation (a read the page
+# cache serves never reaches the file system: then the broker is killed instead, and the run says so)
 # a broker cut off from the controller waits for a controlled shutdown that cannot come: the stop
 # fault gives it this long, then kills it (the record says so)
 STOP_TIMEOUT_S = 20.0
