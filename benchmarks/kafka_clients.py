@@ -80,22 +80,9 @@ _TICK = os.sysconf("SC_CLK_TCK")
 # -- the cluster ------------------------------------------------------------------------------------
 def _free_base(count: int) -> int:
     """A port BASE with BASE..BASE+count-1 all free on 127.0.0.1."""
-    rng = random.Random()
-    for _ in range(200):
-        base = rng.randrange(20_000, 60_000)
-        socks = []
-        try:
-            for port in range(base, base + count):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no free run of ports")
+    from isrcheck.conformance.engines.apache.cluster import free_port_base
+
+    return free_port_base(count)
 
 
 def start_cluster(directory: str, partitions: int) -> tuple[ProcessCluster, str]:

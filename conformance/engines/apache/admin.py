@@ -58,10 +58,10 @@ def metadata(address: str, topics: list[str] | None = None, timeout_s: float = 3
         allow_auto_topic_creation=False, include_topic_authorized_operations=False)
     request.with_header(correlation_id=1, client_id="isrcheck")
     host, _, port = address.rpartition(":")
-    with socket.create_connection((host, int(port)), timeout=timeout_s) as s:
+    with socket.create_connection((host, int(port)), timeout=timeout_s) as s, s.makefile("rb") as answer:
         s.sendall(bytes(request.encode(header=True, framed=True)))
-        (size,) = struct.unpack(">i", _recv(s, 4))
-        response = MetadataResponse.decode(_recv(s, size), version=METADATA_VERSION, header=True)
+        (size,) = struct.unpack(">i", answer.read(4))  # struct.error if the broker closed early
+        response = MetadataResponse.decode(answer.read(size), version=METADATA_VERSION, header=True)
     view = ClusterView(address, {b.node_id: f"{b.host}:{b.port}" for b in response.brokers},
                        response.controller_id)
     for t in response.topics:
@@ -80,16 +80,6 @@ def cluster_view(addresses: list[str], topics: list[str] | None = None) -> Clust
         except (OSError, struct.error, ValueError):
             continue
     return None
-
-
-def _recv(s: socket.socket, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = s.recv(size - len(data))
-        if not chunk:
-            raise OSError("the broker closed the connection")
-        data += chunk
-    return data
 
 
 def _admin(bootstrap: str):

@@ -385,6 +385,11 @@ class KafkaCluster:
             create_topics(self.bootstrap, self.settings.topics, self.settings.brokers)
 
     # -- faults -----------------------------------------------------------------------------------
+    @property
+    def paused(self) -> set[int]:
+        """The nodes SIGSTOPped now."""
+        return {n.id for n in self.nodes if n.paused}
+
     def alive(self, node_id: int) -> bool:
         return self.node(node_id).alive()
 

@@ -20,7 +20,7 @@ from typing import Iterable
 
 from isrcheck.conformance.engines.apache.admin import cluster_view
 from isrcheck.conformance.engines.apache.cluster import CONTROLLER_ID, KafkaCluster
-from isrcheck.conformance.engines.soak.faults import KINDS, Fault, io_error
+from isrcheck.conformance.engines.soak.faults import KINDS, Fault, end_on_processes, io_error
 from isrcheck.conformance.vocabulary import UsageError
 
 HALT_TIMEOUT_S = 10.0     # an armed I/O error halts the broker at its next such operation (a read the page
@@ -92,15 +92,7 @@ class ApacheKafkaFaults:
         self.notes[broker] = f"{operation}:{errno_name}"
 
     def end(self, fault: Fault) -> None:
-        c = self.cluster
-        if fault.kind == "partition":
-            c.heal()
-            return
-        for b in fault.nodes:
-            if fault.kind == "pause":
-                c.resume(b)
-            elif not c.alive(b):
-                c.restart(b)
+        end_on_processes(self.cluster, fault)
         if fault.kind in LOSES_DATA or (fault.kind == "ioerror" and any(
                 self.notes.get(b, "").startswith("fsync") for b in fault.nodes)):
             self._wait_until_in_sync(fault.nodes)

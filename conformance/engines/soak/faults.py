@@ -308,16 +308,21 @@ class ProcessClusterFaults:
                 c.crash(b, {"kill": "process", "stop": "clean", "power": "power"}[fault.kind])
 
     def end(self, fault: Fault) -> None:
-        c = self.cluster
-        if fault.kind == "partition":
-            c.heal()
-            return
-        for b in fault.nodes:
-            if fault.kind == "pause":
-                if b in c.paused:
-                    c.resume(b)
-            elif not c.alive(b):
-                c.restart(b)
+        end_on_processes(self.cluster, fault)
+
+
+def end_on_processes(cluster, fault: Fault) -> None:
+    """End ``fault`` on a cluster of processes (``heal``, ``paused``/``resume``, ``alive``/``restart``):
+    the network healed, a paused node resumed, a node that is down restarted."""
+    if fault.kind == "partition":
+        cluster.heal()
+        return
+    for b in fault.nodes:
+        if fault.kind == "pause":
+            if b in cluster.paused:
+                cluster.resume(b)
+        elif not cluster.alive(b):
+            cluster.restart(b)
 
 
 def io_error(fault: Fault, journaled: bool) -> str:
@@ -452,4 +457,5 @@ class HooksExecutor:
 
 
 __all__ = ["FAULT_KINDS", "EXTRA_KINDS", "KINDS", "DOWN_KINDS", "Fault", "FaultPlan", "FaultExecutor", "ProcessClusterFaults",
+           "end_on_processes",
            "HooksExecutor", "HookError", "UnknownFaultKind", "parse_fault_kinds"]
