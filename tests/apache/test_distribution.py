@@ -106,3 +106,4 @@ def test_a_jvm_that_cannot_start_is_named_with_its_log(isrcheck_cli, tmp_path):
                         timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "num.io.threads" in proc.stderr, proc.stderr
+    assert "removed the unformatted cluster's files" in proc.stderr and not any((tmp_path / "d").iterdir())

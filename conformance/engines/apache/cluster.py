@@ -167,6 +167,7 @@ class KafkaCluster:
         self._stop_leftovers()
         if self.settings.network != "netns":
             self._check_ports()  # before anything is written
+        new = self.cluster_id is None
         try:
             self._attach_network()
             self._attach_file_systems()
@@ -182,6 +183,10 @@ class KafkaCluster:
             self.wait_until_ready(timeout_s)
         except BaseException:
             self.stop()
+            if new and self.cluster_id is None:  # the folder was empty: what this run made is removed
+                for child in self.directory.iterdir():
+                    _remove(child)
+                self.say(f"removed the unformatted cluster's files from {self.directory} (it was empty before)")
             raise
 
     def _claim_directory(self) -> None:
@@ -305,16 +310,17 @@ class KafkaCluster:
 
     def _format(self) -> None:
         """``kafka-storage format`` of every node, in parallel, with one new cluster id."""
-        self.cluster_id = random_uuid()
+        cluster_id = random_uuid()
         feature = f"eligible.leader.replicas.version={1 if self.elr else 0}"
-        self.say(f"formatting a new cluster {self.cluster_id} (Apache Kafka {self.dist.version}, "
+        self.say(f"formatting a new cluster {cluster_id} (Apache Kafka {self.dist.version}, "
                  f"ELR {'on' if self.elr else 'off'}) in {self.directory}")
         with ThreadPoolExecutor(len(self.nodes)) as pool:
-            list(pool.map(lambda node: self._format_node(node, feature), self.nodes))
+            list(pool.map(lambda node: self._format_node(node, feature, cluster_id), self.nodes))
+        self.cluster_id = cluster_id  # formatted: the folder holds this cluster now
         self._record()
 
-    def _format_node(self, node: Node, feature: str = "") -> None:
-        args = ["format", "-t", self.cluster_id, "-c", str(node.folder / "server.properties")]
+    def _format_node(self, node: Node, feature: str = "", cluster_id: str | None = None) -> None:
+        args = ["format", "-t", cluster_id or self.cluster_id, "-c", str(node.folder / "server.properties")]
         if feature:
             args += ["--feature", feature]
         _run_java(self.dist, "kafka.tools.StorageTool", *args, log_dir=node.logs)
