@@ -97,21 +97,24 @@ class ApacheKafkaFaults:
                 self.notes.get(b, "").startswith("fsync") for b in fault.nodes)):
             self._wait_until_in_sync(fault.nodes)
 
-    def loses_data(self, fault_record: dict) -> bool:
-        """Whether the recorded fault lost data of its brokers (the soak's budget counts these)."""
-        return fault_record["kind"] in LOSES_DATA or (
-            fault_record["kind"] == "ioerror" and any(self.notes.get(b, "").startswith("fsync")
-                                                       for b in fault_record["nodes"]))
-
     def _wait_until_in_sync(self, brokers) -> None:
-        """Until every partition that ``brokers`` replicate has them in its ISR again."""
+        """Until every partition that ``brokers`` replicate has them in its ISR again, as each
+        restarted broker itself tells: it answers clients only once it has caught up with the
+        metadata log since its restart (``BrokerServer``'s initial catch-up), which holds its removal
+        from the ISR if the controller took it out, so a view from before the fault (a survivor's,
+        before the controller noticed) can never pass for its return."""
         deadline = time.monotonic() + REJOIN_TIMEOUT_S
-        while time.monotonic() < deadline:
-            view = cluster_view(self.cluster.live_addresses())
+        pending = list(brokers)
+        while pending and time.monotonic() < deadline:
+            b = pending[0]
+            view = cluster_view([self.cluster.node(b).address])
             if view is not None and view.partitions and all(
-                    b in p.isr for p in view.partitions.values() for b in brokers if b in p.replicas):
-                return
+                    b in p.isr and p.leader >= 0 for p in view.partitions.values() if b in p.replicas):
+                pending.pop(0)
+                continue
             time.sleep(0.2)
+        if not pending:
+            return
         self.say(f"brokers {list(brokers)} not back in every ISR within {REJOIN_TIMEOUT_S:.0f} s of their restart")
 
 
