@@ -49,18 +49,27 @@ def test_outside_the_durability_budget_only_its_anomalies_are_excused():
     assert excused == ["lost-write", "inconsistent-offsets"] and set(excused) <= DURABILITY_ANOMALIES
 
 
-def send(value, type_, error=None):
-    return {"f": "send", "type": type_, "value": value, **({"error": error} if error else {})}
+def send(value, type_, time, process=0, error=None):
+    return {"f": "send", "type": type_, "value": value, "time": time, "process": process,
+            **({"error": error} if error else {})}
 
 
-def test_a_duplicate_is_outside_the_idempotent_producers_budget_only_if_its_send_timed_out():
-    """librdkafka bumps the epoch when a message times out and cannot deduplicate its retries then
-    (confluentinc/librdkafka issue 4953); a duplicate of a value acknowledged, or failed otherwise, is a finding."""
-    events = [send(7, "invoke"), send(7, "info", "_MSG_TIMED_OUT"), send(8, "invoke"), send(8, "ok"),
-              send(9, "invoke"), send(9, "info", "_TRANSPORT")]
+def test_a_duplicate_is_outside_the_idempotent_producers_budget_once_a_send_of_its_producer_timed_out():
+    """librdkafka bumps the epoch when a message times out and cannot deduplicate the retries of what
+    was in flight then (confluentinc/librdkafka issue 4953); a duplicate of a producer none of whose
+    sends had timed out is a finding."""
+    events = [send(1, "invoke", 0, process=1), send(1, "ok", 1, process=1),            # producer 1: all fine
+              send(2, "invoke", 2, process=1), send(2, "info", 3, process=1, error="_TRANSPORT"),
+              send(7, "invoke", 4), send(7, "info", 5, error="_MSG_TIMED_OUT"),        # producer 0 times out
+              send(8, "invoke", 6), send(8, "ok", 7),                                 # ... and goes on
+              send(9, "invoke", 8, process=2), send(9, "info", 9, process=2, error="no delivery report"),
+              send(10, "invoke", 10, process=2),                                      # never answered
+              send(11, "invoke", 8 + 61 * 10**9, process=2)]                          # a minute later
     assert "librdkafka issue 4953" in duplicate_budget([{"value": 7}], events)
-    assert duplicate_budget([{"value": 7}, {"value": 8}], events) is None
-    assert duplicate_budget([{"value": 9}], events) is None
+    assert "librdkafka issue 4953" in duplicate_budget([{"value": 8}, {"value": 10}], events)
+    assert duplicate_budget([{"value": 11}], events) is None               # long after the timeout
+    assert duplicate_budget([{"value": 8}, {"value": 1}], events) is None  # producer 1 never timed out
+    assert duplicate_budget([{"value": 2}], events) is None                # a transport error is no timeout
     assert duplicate_budget([], events) is None
     reasons = budgets([], 2, False, True, None, {"duplicate": [{"value": 7}]}, events)
     assert judge(["duplicate", "lost-write"], reasons) == (["lost-write"], ["duplicate"])

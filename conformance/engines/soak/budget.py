@@ -22,13 +22,15 @@ fault plan's records): None within the budget, else why not:
   the model's known losses of every variant before KIP-966 (``model/losses.py``).
 
 ``duplicate_budget(instances, events)`` is the idempotent producer's: librdkafka's exactly-once
-per partition holds while no message times out. When one does (``message.timeout.ms``, a send
-completed ``info`` with ``_MSG_TIMED_OUT``), librdkafka bumps the producer's epoch and can no
-longer deduplicate a retry of what may have been written (its maintainers, confluentinc/librdkafka
-issue 4953: "it can have duplications in case messages time out because the epoch needs to be
-bumped"). A value at two offsets whose own send timed out is outside that budget; any other
-duplicate of an idempotent producer is a finding. (The workload keeps one send in flight per
-producer, so the timed-out send is the only one an epoch bump can catch in flight.)
+per partition holds while no message times out. When one does (``message.timeout.ms``), librdkafka
+bumps the producer's epoch and can no longer deduplicate the retries of what was in flight and may
+have been written, on any partition (its maintainers, confluentinc/librdkafka issue 4953: "it can
+have duplications in case messages time out because the epoch needs to be bumped"). A value at two
+offsets is outside that budget if its send was in flight when the epoch may have been bumped: a
+send of the same producer ended with its delivery unknown by a timeout (``_MSG_TIMED_OUT``, or no
+delivery report within the workload's wait: librdkafka still holds that message, and times it out
+when its request does) between the first's invoke and ``BUMP_WINDOW_NS`` after its end, while the
+duplicated value's send was under way. Any other duplicate of an idempotent producer is a finding.
 
 ``budgets(...)`` maps each anomaly outside its budget to the reason; ``judge`` splits a run's
 anomalies by it.
@@ -87,18 +89,39 @@ def _most_at_once(records: list[dict], run_end_ns: int | None) -> tuple[set, int
     return best
 
 
+TIMEOUTS = ("TIMED_OUT", "no delivery report")
+# librdkafka times out a message held in a request when that request times out (socket.timeout.ms,
+# 60 s by default): the epoch bump may come that long after the workload stopped waiting for it
+BUMP_WINDOW_NS = 60_000_000_000
+
+
 def duplicate_budget(instances: list[dict], events: list[dict]) -> str | None:
     """None if some duplicate is a finding (or there is none), else why all are outside the
-    idempotent producer's budget: each value's own send timed out (module docstring)."""
+    idempotent producer's budget: each was in flight around a timeout of its producer (module docstring)."""
     if not instances:
         return None
-    timed_out = {e["value"] for e in events if e.get("f") == "send" and e.get("type") == "info"
-                 and "TIMED_OUT" in str(e.get("error", ""))}
-    if not all(i.get("value") in timed_out for i in instances):
+    sends: dict = {}     # value -> [producer, invoked, ended (None: never)]
+    timeouts: dict = {}  # producer -> [(invoked, ended)] of its sends that timed out
+    for e in events:
+        if e.get("f") != "send":
+            continue
+        if e.get("type") == "invoke":
+            sends[e["value"]] = [e["process"], e["time"], None]
+            continue
+        send = sends.setdefault(e["value"], [e["process"], e["time"], None])
+        send[2] = e["time"]
+        if e.get("type") == "info" and any(t in str(e.get("error", "")) for t in TIMEOUTS):
+            timeouts.setdefault(e["process"], []).append((send[1], e["time"]))
+
+    def excused(value) -> bool:
+        producer, invoked, ended = sends.get(value, (None, 0, None))
+        return any((ended is None or t_invoked <= ended) and invoked <= t_ended + BUMP_WINDOW_NS
+                   for t_invoked, t_ended in timeouts.get(producer, ()))
+    if not all(excused(i.get("value")) for i in instances):
         return None
-    return (f"each duplicated value's send timed out (_MSG_TIMED_OUT): librdkafka then bumps the idempotent "
-            f"producer's epoch and no longer deduplicates the retries of what may have been written "
-            f"(confluentinc/librdkafka issue 4953)")
+    return ("each duplicated value was in flight around a timed-out send of its producer: librdkafka bumps the "
+            "idempotent producer's epoch and no longer deduplicates the retries of what was in flight "
+            "(confluentinc/librdkafka issue 4953)")
 
 
 def budgets(records: list[dict], min_isr: int, unclean: bool, kip966: bool, run_end_ns: int | None,
