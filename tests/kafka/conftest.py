@@ -660,9 +660,11 @@ def start_apache(directory: Path):
     from isrcheck.conformance.engines.apache.distribution import KafkaDistributionError, distribution
 
     try:
-        dist = distribution(APACHE_VERSION)
+        dist, missing = distribution(APACHE_VERSION), None
     except KafkaDistributionError as exc:
-        pytest.fail(f"Apache Kafka {APACHE_VERSION} cannot be had: {exc}", pytrace=False)
+        dist, missing = None, str(exc)
+    if missing is not None:
+        pytest.fail(f"Apache Kafka {APACHE_VERSION} cannot be had: {missing}", pytrace=False)
     for attempt in range(3):  # a port taken between the check and the JVM's bind: other ports
         settings = KafkaSettings(brokers=BROKERS, port=free_port_range(BROKERS + 1), min_insync_replicas=2,
                                  broker_session_timeout_ms=FAST_TIMINGS["broker_session_timeout_ms"],
