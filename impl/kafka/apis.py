@@ -109,8 +109,12 @@ class KafkaApis:
     # -- ApiVersions, Metadata, FindCoordinator ----------------------------------------------------
     @staticmethod
     def api_versions_response(version: int, error: int = Errors.NONE) -> ApiVersionsResponse:
+        """Every API served with its versions; with UNSUPPORTED_VERSION (an ApiVersions request too
+        new for this broker, KIP-511) only ApiVersions' own, as Kafka's
+        ``ApiVersionsRequest.getErrorResponse`` answers: the client retries with a version from it."""
         keys = [ApiVersionsResponse.ApiVersion(api_key=k, min_version=api.advertised_lowest, max_version=api.highest)
-                for k, api in sorted(SUPPORTED_VERSIONS.items())]
+                for k, api in sorted(SUPPORTED_VERSIONS.items())
+                if error != Errors.UNSUPPORTED_VERSION or k == API_VERSIONS]
         return ApiVersionsResponse(version=version, error_code=error, api_keys=keys, throttle_time_ms=0)
 
     def handle_api_versions(self, req: ApiVersionsRequest, version: int, respond: Respond) -> Any:
@@ -343,22 +347,11 @@ class KafkaApis:
 
     # -- InitProducerId ---------------------------------------------------------------------------
     def handle_init_producer_id(self, req: InitProducerIdRequest, version: int, respond: Respond) -> Any:
-        """A new producer id, epoch 0, for an idempotent producer; no transactions here."""
+        """A new producer id, epoch 0, for an idempotent producer (COORDINATOR_LOAD_IN_PROGRESS while
+        the broker waits for a block of ids: ProducerIdManager); no transactions here."""
         def answer(error: int, producer_id: int) -> InitProducerIdResponse:
             return InitProducerIdResponse(version=version, throttle_time_ms=0, error_code=error,
                                           producer_id=producer_id, producer_epoch=0 if producer_id >= 0 else -1)
         if req.transactional_id is not None:
             return answer(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1)
-        result: list[InitProducerIdResponse] = []
-
-        def generated(error: int, producer_id: int) -> None:
-            if waiting:
-                respond(answer(error, producer_id))
-            else:
-                result.append(answer(error, producer_id))
-        waiting = False
-        self.producer_ids.generate(generated)
-        if result:
-            return result[0]
-        waiting = True
-        return None
+        return answer(*self.producer_ids.generate())

@@ -111,7 +111,7 @@ class KafkaServer:
             raise _Refused(f"unknown or unsupported api key {api_key} (correlation id {correlation_id})")
         request_class, lowest, highest = api.request, api.lowest, api.highest
         if not lowest <= version <= highest:
-            if api_key == API_VERSIONS:  # KIP-511: answer v0 with the versions, the client retries
+            if api_key == API_VERSIONS:  # KIP-511: answer v0 with ApiVersions' versions, the client retries
                 response = KafkaApis.api_versions_response(0, Errors.UNSUPPORTED_VERSION)
                 return _frame(response, correlation_id)
             raise _Refused(f"{request_class.__name__} v{version} is not supported (v{lowest}-v{highest})")

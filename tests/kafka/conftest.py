@@ -1,10 +1,20 @@
-"""Real Kafka clients against a real ``isrcheck serve``-style cluster: nothing is mocked.
+"""Real Kafka clients against real clusters of both implementations: nothing is mocked.
 
-A cluster here is ``ProcessCluster`` in Kafka mode: the controller and 3 broker OS processes on
-127.0.0.1, each broker listening for Kafka clients on a free port, with short timings so that a
-killed broker is fenced (and its partitions' leadership moves) in about 1.5 s. ``shared_cluster``
-(one per test module and xdist worker) serves the tests that leave every broker up, each on a topic
-of its own; ``cluster`` is a cluster of the test's own, for tests that kill brokers.
+Every cluster fixture runs each test twice, once per implementation (the ``IMPLEMENTATIONS``
+parameter, in the test id: ``-k isrcheck``, ``-k apache``):
+
+* "isrcheck": ``ProcessCluster`` in Kafka mode, what ``isrcheck serve`` runs: the controller and 3
+  broker OS processes on 127.0.0.1, each broker listening for Kafka clients on a free port;
+* "apache": Apache Kafka 4.4.0 (``engines.apache.cluster``: one KRaft controller and 3 brokers,
+  JVMs), on a base port with 4 free consecutive ports; its jars come from the cache, fetched once
+  with Maven. If they cannot be had, the test FAILS with the reason (it is never skipped).
+
+Both have broker ids 0..2, min.insync.replicas 2, num.partitions 3, topics auto-created, and short
+timings, so that a killed broker is fenced (and its partitions' leadership moves) in about 1.5 s.
+``shared_cluster`` (one per test module, implementation and xdist worker) serves the tests that
+leave every broker up, each on a topic of its own; ``cluster`` is a cluster of the test's own, for
+tests that kill brokers. Against Apache Kafka the default run keeps one test (the leader SIGKILLed
+under an idempotent acks=all producer); the others are ``slow`` (``pytest_collection_modifyitems``).
 
 Helpers reach the test modules as fixtures (tests/ is not a package: a test module cannot import
 this file): ``client`` runs a test once per Kafka client (kafka-python, confluent-kafka), both
@@ -32,6 +42,7 @@ from confluent_kafka import Consumer as ConfluentConsumer, KafkaError, Producer 
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
@@ -50,6 +61,7 @@ FAST_TIMINGS = dict(broker_session_timeout_ms=1500, broker_heartbeat_interval_ms
 
 # Kafka error codes the tests expect (the protocol's numbers, as both clients report them)
 NONE, NOT_ENOUGH_REPLICAS, UNSUPPORTED_VERSION, OUT_OF_ORDER_SEQUENCE_NUMBER = 0, 19, 35, 45
+COORDINATOR_LOAD_IN_PROGRESS = 14
 
 
 # -- records --------------------------------------------------------------------------------------
@@ -385,11 +397,23 @@ class KafkaConnection:
         assert part.error_code == NONE, part
         return part.records or b""
 
-    def init_producer_id(self) -> tuple[int, int, int]:
-        """(error code, producer id, epoch): what an idempotent producer asks for first."""
-        response = self.call(InitProducerIdRequest(version=4, transactional_id=None, transaction_timeout_ms=-1,
-                                                   producer_id=-1, producer_epoch=-1), InitProducerIdResponse)
-        return response.error_code, response.producer_id, response.producer_epoch
+    def init_producer_id(self, timeout: float = 10) -> tuple[int, int, int]:
+        """(error code, producer id, epoch): what an idempotent producer asks for first, asked again
+        while the broker answers COORDINATOR_LOAD_IN_PROGRESS (it waits for a block of ids from the
+        controller), as clients do."""
+        deadline = time.monotonic() + timeout
+        while True:
+            response = self.call(InitProducerIdRequest(version=4, transactional_id=None, transaction_timeout_ms=-1,
+                                                       producer_id=-1, producer_epoch=-1), InitProducerIdResponse)
+            if response.error_code != COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
+                return response.error_code, response.producer_id, response.producer_epoch
+            time.sleep(0.05)
+
+    def api_versions(self) -> dict[int, tuple[int, int]]:
+        """The versions the broker advertises, by api key (ApiVersions v0)."""
+        response = self.call(ApiVersionsRequest(version=0), ApiVersionsResponse)
+        assert response.error_code == NONE, response
+        return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
 
     def close_write(self) -> None:
         """Half-close: the broker sees the end of the stream, we can still see whether it closes."""
@@ -413,10 +437,14 @@ class PartitionState:
 
 
 class KafkaCluster:
-    """A running cluster: where its brokers listen, what their Metadata says, their logs, faults."""
+    """A running cluster, whichever implementation: where its brokers listen (broker ids 0..N-1),
+    what their Metadata says, their logs, faults. ``IsrcheckCluster`` and ``ApacheCluster`` add
+    ``live``, ``kill``, ``restart`` and ``log_path``."""
 
-    def __init__(self, processes: ProcessCluster, directory: Path, ports: dict[int, int]) -> None:
-        self.processes, self.directory, self.ports = processes, directory, ports
+    implementation = ""
+
+    def __init__(self, directory: Path, ports: dict[int, int]) -> None:
+        self.directory, self.ports = directory, ports
 
     @property
     def bootstrap(self) -> str:
@@ -426,7 +454,7 @@ class KafkaCluster:
         return f"{HOST}:{self.ports[broker]}"
 
     def live(self) -> list[int]:
-        return [b for b in self.ports if self.processes.alive(b)]
+        raise NotImplementedError
 
     def connect(self, broker: int, timeout: float = 5) -> KafkaConnection:
         return KafkaConnection(self.ports[broker], timeout)
@@ -490,14 +518,15 @@ class KafkaCluster:
     # faults
     def kill(self, broker: int) -> None:
         """SIGKILL the broker's process."""
-        self.processes.crash(broker, "process")
+        raise NotImplementedError
 
     def restart(self, broker: int) -> None:
-        self.processes.restart(broker)
+        """Start the broker again; back once its process listens on its Kafka port."""
+        raise NotImplementedError
 
     # logs
     def log_path(self, broker: int) -> Path:
-        return self.directory / f"{broker}.log"
+        raise NotImplementedError
 
     def log_size(self, broker: int) -> int:
         return self.log_path(broker).stat().st_size
@@ -506,6 +535,60 @@ class KafkaCluster:
         with open(self.log_path(broker), "rb") as f:
             f.seek(mark)
             return f.read().decode("utf-8", "replace").splitlines()
+
+
+class IsrcheckCluster(KafkaCluster):
+    """``isrcheck serve``'s cluster: isrcheck's controller and brokers, Python processes
+    (``ProcessCluster`` in Kafka mode); a broker's log is ``DIR/<broker>.log``."""
+
+    implementation = "isrcheck"
+
+    def __init__(self, processes: ProcessCluster, directory: Path, ports: dict[int, int]) -> None:
+        super().__init__(directory, ports)
+        self.processes = processes
+
+    def live(self) -> list[int]:
+        return [b for b in self.ports if self.processes.alive(b)]
+
+    def kill(self, broker: int) -> None:
+        self.processes.crash(broker, "process")
+
+    def restart(self, broker: int) -> None:
+        self.processes.restart(broker)  # returns once the process listens
+
+    def log_path(self, broker: int) -> Path:
+        return self.directory / f"{broker}.log"
+
+
+class ApacheCluster(KafkaCluster):
+    """Apache Kafka's cluster (``engines.apache.cluster.KafkaCluster``: one KRaft controller and
+    the brokers, JVMs); a broker's log is ``DIR/broker-B/logs/server.log``."""
+
+    implementation = "apache"
+
+    def __init__(self, kafka, directory: Path) -> None:
+        super().__init__(directory, {b: node.port for b, node in kafka.brokers.items()})
+        self.kafka = kafka
+
+    def live(self) -> list[int]:
+        return [b for b in self.ports if self.kafka.alive(b)]
+
+    def kill(self, broker: int) -> None:
+        self.kafka.kill(broker)
+
+    def restart(self, broker: int) -> None:
+        self.kafka.restart(broker)
+        node = self.kafka.brokers[broker]
+
+        def listens() -> bool:
+            if not node.alive():
+                raise AssertionError(f"broker {broker} of Apache Kafka exited while restarting:\n{node.tail()}")
+            with socket.create_connection((HOST, self.ports[broker]), timeout=1):
+                return True
+        self.wait_until(listens, f"broker {broker} listens again", timeout=60)
+
+    def log_path(self, broker: int) -> Path:
+        return self.kafka.brokers[broker].logs / "server.log"
 
 
 def free_ports(n: int) -> list[int]:
@@ -520,16 +603,47 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
-def start_cluster(directory: Path):
-    """A generator: yields a running, Metadata-serving KafkaCluster in ``directory``, and stops
-    every process afterwards, whatever happened."""
+def free_port_range(n: int, low: int = 20_000, high: int = 32_000) -> int:
+    """A base port with ``n`` consecutive free ports from it (each bound, then released), below
+    the ephemeral range so that no client connection takes one meanwhile; random, so that xdist's
+    workers do not all try the same."""
+    rnd = random.Random()
+    for _ in range(200):
+        base = rnd.randrange(low, high - n)
+        socks = []
+        try:
+            for port in range(base, base + n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind((HOST, port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError(f"no {n} consecutive free ports between {low} and {high}")
+
+
+IMPLEMENTATIONS = ("isrcheck", "apache")
+APACHE_VERSION = "4.4.0"   # the newest 4.x (Eligible Leader Replicas on)
+APACHE_SETTINGS = {        # Kafka's names of what start_isrcheck gives isrcheck's brokers
+    "num.partitions": PARTITIONS,
+    "auto.create.topics.enable": "true",
+    "socket.request.max.bytes": MAX_REQUEST_BYTES,
+    "replica.fetch.wait.max.ms": FAST_TIMINGS["replica_fetch_wait_max_ms"],
+    "offsets.topic.num.partitions": 1,   # confluent-kafka's consumers look their group up: one partition is enough
+}
+
+
+def start_isrcheck(directory: Path):
     config = ClusterConfig(protocol="kip-320", replicas=BROKERS, min_insync_replicas=2,
                            **{**SERVE_DEFAULTS, **FAST_TIMINGS})
     ports = dict(enumerate(free_ports(BROKERS)))
     kafka = dict(listeners={str(b): port for b, port in ports.items()}, topics=[], cluster_id=uuid.uuid4().hex,
                  auto_create_topics=True, num_partitions=PARTITIONS, max_request_bytes=MAX_REQUEST_BYTES)
     processes = ProcessCluster(config, str(directory), kafka=kafka)
-    cluster = KafkaCluster(processes, directory, ports)
+    cluster = IsrcheckCluster(processes, directory, ports)
     try:
         processes.start()
         cluster.wait_until(lambda: all(cluster.metadata(b) for b in ports), "every broker answers Metadata")
@@ -538,16 +652,63 @@ def start_cluster(directory: Path):
         processes.stop()
 
 
-@pytest.fixture(scope="module")
-def shared_cluster(tmp_path_factory):
-    """One cluster for a module's tests that keep every broker up (each uses its own topic)."""
-    yield from start_cluster(tmp_path_factory.mktemp("kafka-cluster"))
+def start_apache(directory: Path):
+    """Apache Kafka 4.4.0: its jars from the cache (fetched once with Maven); a test FAILS with the
+    distribution's message when they cannot be had, it is never skipped."""
+    from isrcheck.conformance.engines.apache.cluster import KafkaCluster as ApacheKafka, KafkaClusterError
+    from isrcheck.conformance.engines.apache.cluster import KafkaSettings
+    from isrcheck.conformance.engines.apache.distribution import KafkaDistributionError, distribution
+
+    try:
+        dist, missing = distribution(APACHE_VERSION), None
+    except KafkaDistributionError as exc:
+        dist, missing = None, str(exc)
+    if missing is not None:
+        pytest.fail(f"Apache Kafka {APACHE_VERSION} cannot be had: {missing}", pytrace=False)
+    for attempt in range(3):  # a port taken between the check and the JVM's bind: other ports
+        settings = KafkaSettings(brokers=BROKERS, port=free_port_range(BROKERS + 1), min_insync_replicas=2,
+                                 broker_session_timeout_ms=FAST_TIMINGS["broker_session_timeout_ms"],
+                                 broker_heartbeat_interval_ms=FAST_TIMINGS["broker_heartbeat_interval_ms"],
+                                 replica_lag_time_max_ms=FAST_TIMINGS["replica_lag_time_max_ms"],
+                                 heap="512m", extra=dict(APACHE_SETTINGS))
+        kafka = ApacheKafka(settings, directory / f"try-{attempt}", dist)
+        try:
+            kafka.start()
+        except KafkaClusterError as exc:
+            if "in use" in str(exc) and attempt < 2:
+                continue
+            raise
+        break
+    cluster = ApacheCluster(kafka, kafka.directory)
+    try:
+        yield cluster
+    finally:
+        for b in kafka.brokers:  # what a test leaves is thrown away: no controlled shutdown to wait for
+            kafka.kill(b)
+        kafka.stop()
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    """A cluster of this test's own, for tests that kill brokers."""
-    yield from start_cluster(tmp_path)
+def start_cluster(directory: Path, implementation: str = "isrcheck"):
+    """A generator: yields a running, Metadata-serving KafkaCluster of ``implementation``
+    ("isrcheck": ``isrcheck serve``'s brokers; "apache": Apache Kafka) in ``directory``, and stops
+    every process afterwards, whatever happened."""
+    if implementation == "apache":
+        yield from start_apache(directory)
+    else:
+        yield from start_isrcheck(directory)
+
+
+@pytest.fixture(scope="module", params=IMPLEMENTATIONS)
+def shared_cluster(request, tmp_path_factory):
+    """One cluster per implementation for a module's tests that keep every broker up (each uses its
+    own topic)."""
+    yield from start_cluster(tmp_path_factory.mktemp(f"kafka-{request.param}"), request.param)
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def cluster(request, tmp_path):
+    """A cluster of this test's own, of each implementation, for tests that kill brokers."""
+    yield from start_cluster(tmp_path, request.param)
 
 
 @pytest.fixture
@@ -574,9 +735,15 @@ def reader(request):
     return CLIENTS[request.param]
 
 
+APACHE_DEFAULT_TEST = "test_failover.py::test_leader_sigkill_mid_stream_loses_and_duplicates_nothing"
+
+
 def pytest_collection_modifyitems(items):
     """The default run keeps one client per failover test (confluent-kafka) and one codec per
-    client; the other combinations are ``slow`` (``python -m pytest -m slow tests/kafka``)."""
+    client; the other combinations are ``slow`` (``python -m pytest -m slow tests/kafka``). Against
+    Apache Kafka (a cluster of JVMs) the default run keeps one test: a 3-broker cluster, an
+    idempotent acks=all producer, the leader SIGKILLed mid-stream, every acknowledged record read
+    back once (confluent-kafka); every other test against it is ``slow``."""
     for item in items:  # every item of the session comes here: only this folder's are looked at
         if "tests/kafka/" not in item.nodeid:
             continue
@@ -585,7 +752,9 @@ def pytest_collection_modifyitems(items):
         failover = "test_failover.py" in item.nodeid and params.get("client") == "kafka-python"
         codec = params.get("compression")
         spare_codec = codec is not None and codec != {"kafka-python": "gzip"}.get(params.get("client"), "zstd")
-        if failover or spare_codec:
+        apache = "apache" in (params.get("cluster"), params.get("shared_cluster"))
+        apache_spare = apache and not (APACHE_DEFAULT_TEST in item.nodeid and params.get("client") == "confluent-kafka")
+        if failover or spare_codec or apache_spare:
             item.add_marker(pytest.mark.slow)
 
 

@@ -102,15 +102,36 @@ def test_a_restarted_controller_keeps_topics_epochs_and_producer_ids():
     first.brokers[0].halt()
     first.run(CONFIG.broker_session_timeout_ms + 100)
     before = [p.to_json() for p in first.controller.partitions]
-    ids = []
     broker = first.brokers[2]
-    ProducerIdManager(2, broker.endpoint, lambda: broker.broker_epoch).generate(lambda error, pid: ids.append(pid))
+    manager = ProducerIdManager(2, broker.endpoint, lambda: broker.broker_epoch)
+    # no block yet: COORDINATOR_LOAD_IN_PROGRESS (the client asks again), and a block asked for
+    assert manager.generate() == (Errors.COORDINATOR_LOAD_IN_PROGRESS, -1)
     first.run(10)
+    ids = [manager.generate()[1]]
     again = KafkaSim((("orders", 5), ("new", 1)), store)
     assert [p.to_json() for p in again.controller.partitions][:2] == before
     assert again.controller.topics == {"orders": (0, 1), "new": (2,)}
     assert again.controller.broker_epochs == first.controller.broker_epochs
     assert ids == [0] and again.controller.next_producer_id == PRODUCER_ID_BLOCK_SIZE  # never handed out twice
+
+
+def test_producer_ids_come_without_a_pause_once_the_first_block_is_there():
+    """RPCProducerIdManager: the next block is asked for when 90% of the current one is handed
+    out, so a broker goes from one block to the next without answering COORDINATOR_LOAD_IN_PROGRESS;
+    no id is handed out twice."""
+    sim = KafkaSim((("orders", 1),))
+    sim.run(200)
+    broker = sim.brokers[0]
+    manager = ProducerIdManager(0, broker.endpoint, lambda: broker.broker_epoch)
+    assert manager.generate() == (Errors.COORDINATOR_LOAD_IN_PROGRESS, -1)
+    sim.run(10)
+    ids = []
+    for _ in range(2 * PRODUCER_ID_BLOCK_SIZE):
+        error, pid = manager.generate()
+        assert error == Errors.NONE, len(ids)
+        ids.append(pid)
+        sim.run(1)
+    assert len(set(ids)) == len(ids) == 2 * PRODUCER_ID_BLOCK_SIZE
 
 
 def test_a_restarted_broker_is_caught_up_only_once_it_hosts_every_partition_of_its_registration():
