@@ -94,7 +94,7 @@ def distribution(version: str | None = None, home: str | None = None, fetch: boo
         return Distribution(version, libs)
     if not fetch:
         raise KafkaDistributionError(f"Apache Kafka {version} is not in the cache ({libs}): "
-                                     f"fetch it with `isrcheck kafka fetch --kafka-version {version}`")
+                                     f"fetch it with `isrcheck kafka --fetch --kafka-version {version}`")
     return _fetch(version, libs, say)
 
 
