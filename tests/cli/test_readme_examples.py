@@ -136,7 +136,7 @@ COVERED = {
         "isrcheck check", "isrcheck fuzz",
     },
     "docs/figures.md": {
-        "isrcheck check", "isrcheck soak", "isrcheck fuzz", "isrcheck cover",
+        "isrcheck check", "isrcheck soak", "isrcheck kafka", "isrcheck fuzz", "isrcheck cover",
         "isrcheck fuzz --protocol kip-320 --schedules 2000",
         DISK_SCOPE,
     },
