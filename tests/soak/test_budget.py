@@ -73,3 +73,10 @@ def test_a_duplicate_is_outside_the_idempotent_producers_budget_once_a_send_of_i
     assert duplicate_budget([], events) is None
     reasons = budgets([], 2, False, True, None, {"duplicate": [{"value": 7}]}, events)
     assert judge(["duplicate", "lost-write"], reasons) == (["lost-write"], ["duplicate"])
+
+
+def test_a_producer_desynchronized_by_a_loss_is_outside_the_budget_only_with_the_loss():
+    fatal = ['client 1: KafkaException: KafkaError{FATAL,code=OUT_OF_ORDER_SEQUENCE_NUMBER,val=45,...}']
+    assert budgets([], 2, True, True, None, {}, [], fatal)["client-error"].startswith("unclean")
+    assert "client-error" not in budgets([], 2, False, True, None, {}, [], fatal)
+    assert "client-error" not in budgets([], 2, True, True, None, {}, [], fatal + ["client 2: BufferError"])

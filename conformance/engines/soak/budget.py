@@ -32,6 +32,10 @@ delivery report within the workload's wait: librdkafka still holds that message,
 when its request does) between the first's invoke and ``BUMP_WINDOW_NS`` after its end, while the
 duplicated value's send was under way. Any other duplicate of an idempotent producer is a finding.
 
+A producer that fails for good with OUT_OF_ORDER_SEQUENCE_NUMBER (librdkafka's fatal sequence
+desynchronization: the partition's new leader lacks the producer's earlier writes) in a run outside
+the durability budget is that loss seen by the client (``client-error``), outside the budget too.
+
 ``budgets(...)`` maps each anomaly outside its budget to the reason; ``judge`` splits a run's
 anomalies by it.
 
@@ -125,12 +129,15 @@ def duplicate_budget(instances: list[dict], events: list[dict]) -> str | None:
 
 
 def budgets(records: list[dict], min_isr: int, unclean: bool, kip966: bool, run_end_ns: int | None,
-            anomalies: dict, events: list[dict]) -> dict[str, str]:
-    """Each anomaly name outside its budget -> why (``anomalies``: the checker's instances by name)."""
+            anomalies: dict, events: list[dict], client_errors: list[str] = ()) -> dict[str, str]:
+    """Each anomaly name outside its budget -> why (``anomalies``: the checker's instances by name;
+    ``client_errors``: the clients' fatal errors)."""
     out = {}
     durability = durability_budget(records, min_isr, unclean, kip966, run_end_ns)
     if durability is not None:
         out.update({name: durability for name in DURABILITY_ANOMALIES})
+        if client_errors and all("OUT_OF_ORDER_SEQUENCE_NUMBER" in e for e in client_errors):
+            out["client-error"] = durability
     duplicates = duplicate_budget(anomalies.get("duplicate", []), events)
     if duplicates is not None:
         out["duplicate"] = duplicates

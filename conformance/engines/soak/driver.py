@@ -170,7 +170,8 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
         kip966 = cluster.elr if options.cluster == "kafka" else options.protocol == "kip-966"
         result.check = check(history.events).to_json()
         result.budget = budgets(result.faults, options.min_insync_replicas, options.unclean_election, kip966,
-                                history.now(), result.check.get("anomalies", {}), history.events)
+                                history.now(), result.check.get("anomalies", {}), history.events,
+                                result.client_errors)
         result.counts = _counts(history.events)
         result.events = history.events
         if cluster is not None and options.validate and options.cluster != "kafka":
