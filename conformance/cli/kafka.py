@@ -54,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default 9092)")
     parser.add_argument("--topic", action="append", default=[], metavar="NAME[:PARTITIONS]",
                         help="a topic to create at start, replicated on every broker (repeatable)")
+    parser.add_argument("--events", default=None, metavar="DIR",
+                        help="record every node's replication events into DIR (a new or empty folder) with "
+                             "isrcheck's Java agent, built once with Maven (docs/validate.md)")
     parser.add_argument("--fetch", action="store_true",
                         help="only fetch the release's jars into the cache, then exit")
 
@@ -163,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"isrcheck kafka: Apache Kafka {dist.version}'s jars are in {dist.libs}")
         return 0
     directory = args.dir or tempfile.mkdtemp(prefix="isrcheck-kafka-")
-    cluster = KafkaCluster(settings, directory, dist, say=say)
+    cluster = KafkaCluster(settings, directory, dist, say=say, events=args.events)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         try:
@@ -201,6 +204,8 @@ def _banner(cluster) -> None:
     print(f"  data directories:  {cluster.directory}/broker-<b>/data, {cluster.controller.data}")
     print(f"  logs:              {cluster.directory}/<node>/logs/ (server.log, controller.log, state-change.log)")
     print(f"  topics:            {topics}")
+    if cluster.events is not None:
+        print(f"  events:            {cluster.events} (recorded by isrcheck's Java agent in every JVM)")
     print(f"Stop with Ctrl-C (or SIGTERM): every node shuts down cleanly; --dir {cluster.directory} starts "
           f"this cluster again.", flush=True)
 
