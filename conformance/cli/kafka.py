@@ -57,6 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--events", default=None, metavar="DIR",
                         help="record every node's replication events into DIR (a new or empty folder) with "
                              "isrcheck's Java agent, built once with Maven (docs/validate.md)")
+    parser.add_argument("--build-agent", action="store_true",
+                        help="only build the event recorder (a Java agent, with Maven) into the cache, then exit")
     parser.add_argument("--fetch", action="store_true",
                         help="only fetch the release's jars into the cache, then exit")
 
@@ -157,6 +159,11 @@ def run(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(f"isrcheck kafka: {line}", file=sys.stderr, flush=True)
 
+    if args.build_agent:
+        from isrcheck.conformance.engines.apache.agent import agent_jar
+
+        print(f"isrcheck kafka: the event recorder is {agent_jar(say)}")
+        return 0
     topics = parse_topics(args.topic)
     if args.port + args.replicas > 65_535:
         raise UsageError(f"--port {args.port}: the controller's port {args.port + args.replicas} exceeds 65535")
@@ -182,6 +189,10 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signum, signal.SIG_IGN)
     say("stopping: every broker shuts down cleanly, then the controller")
     clean = cluster.stop()
+    if cluster.events is not None:
+        from isrcheck.conformance.engines.apache.recording import summary
+
+        print(f"isrcheck kafka: {summary(cluster.events)}", flush=True)
     if not clean:
         say("stopped; not every node cleanly (see the logs)")
         return 1

@@ -45,7 +45,7 @@ EVENTS = frozenset({
     "DelayedProduce.onComplete", "DelayedProduce.onExpiration",
     *(f"DefaultAlterPartitionManager.{m}" for m in ("submit", "sendRequest", "handleAlterPartitionResponse")),
     *(f"ReplicationControlManager.{m}" for m in ("replay", "alterPartition", "handleBrokerFenced",
-                                                 "handleBrokerUnfenced", "handleBrokerUncleanShutdown", "electLeader")),
+                                                 "handleBrokerUnfenced", "electLeader")),
     "ClusterControlManager.replay",
     "agent.hooked", "agent.error",
     "harness.crash", "harness.lose_disk",
@@ -197,10 +197,24 @@ def _node_of(name: Path, run: dict) -> int:
     raise UsageError(f"{name}: not a node's event file (broker-B.jsonl, controller.jsonl)")
 
 
+def summary(path: str | os.PathLike) -> str:
+    """One line on a recording: its events per node, checked well-formed (UsageError if not)."""
+    run, events = read_recording(path)
+    nodes: dict[int, int] = {}
+    for r in events:
+        if not r.ev.startswith("agent."):
+            nodes[r.node] = nodes.get(r.node, 0) + 1
+    per = ", ".join(f"{'controller' if n == run['controller'] else f'broker {n}'} {c}" for n, c in sorted(nodes.items()))
+    errors = agent_errors(events)
+    span = (events[-1].us - events[0].us) / 1e6 if events else 0.0
+    return (f"recorded {sum(nodes.values())} events of Apache Kafka {run['kafka']} in {path} over {span:.1f} s "
+            f"({per}), well-formed" + (f"; the agent could not hook: {'; '.join(errors)}" if errors else ""))
+
+
 def agent_errors(events: list[Recorded]) -> list[str]:
     """The agent's own failures to hook a class (a release it does not know): each with where it was read."""
     return [f"{r.where}: {r.line.get('class')}: {r.line.get('error')}" for r in events if r.ev == "agent.error"]
 
 
-__all__ = ["AGENT", "EVENTS", "RUN_FILE", "Recorded", "Recording", "agent_errors", "cut_unfinished_line",
+__all__ = ["AGENT", "EVENTS", "RUN_FILE", "Recorded", "Recording", "agent_errors", "summary", "cut_unfinished_line",
            "is_recording", "node_file", "read_recording", "read_run"]

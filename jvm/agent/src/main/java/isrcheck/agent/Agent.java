@@ -49,11 +49,13 @@ public final class Agent {
         String[] delayed = {"onComplete", "onExpiration"};
         HOOKS.put("kafka.server.DelayedProduce", delayed);                       // 4.0
         HOOKS.put("org.apache.kafka.server.purgatory.DelayedProduce", delayed);  // 4.4
-        String[] alter = {"submit", "sendRequest", "handleAlterPartitionResponse"};
-        HOOKS.put("kafka.server.DefaultAlterPartitionManager", alter);                          // 4.0
-        HOOKS.put("org.apache.kafka.server.partition.DefaultAlterPartitionManager", alter);     // 4.4
+        // 4.0's Scala class names its private callback by its mangled name ("...$$name"; Recorder drops the prefix)
+        HOOKS.put("kafka.server.DefaultAlterPartitionManager", new String[] {"submit", "sendRequest",
+            "kafka$server$DefaultAlterPartitionManager$$handleAlterPartitionResponse"});
+        HOOKS.put("org.apache.kafka.server.partition.DefaultAlterPartitionManager", new String[] {"submit",
+            "sendRequest", "handleAlterPartitionResponse"});
         HOOKS.put("org.apache.kafka.controller.ReplicationControlManager", new String[] {"replay", "alterPartition",
-            "handleBrokerFenced", "handleBrokerUnfenced", "handleBrokerUncleanShutdown", "electLeader"});
+            "handleBrokerFenced", "handleBrokerUnfenced", "electLeader"});
         HOOKS.put("org.apache.kafka.controller.ClusterControlManager", new String[] {"replay"});
     }
 

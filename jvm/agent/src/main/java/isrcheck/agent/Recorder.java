@@ -3,7 +3,6 @@ package isrcheck.agent;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.RandomAccessFile;
-import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.Set;
@@ -32,7 +31,7 @@ public final class Recorder {
     static final Set<String> ON_ENTER = Set.of(
         "AbstractFetcherThread.processFetchRequest", "ReplicaManager.fetchMessages", "ReplicaManager.applyDelta",
         "ReplicaManager.handleLogDirFailure", "ReplicationControlManager.handleBrokerFenced",
-        "ReplicationControlManager.handleBrokerUnfenced", "ReplicationControlManager.handleBrokerUncleanShutdown",
+        "ReplicationControlManager.handleBrokerUnfenced",
         "DefaultAlterPartitionManager.submit", "DefaultAlterPartitionManager.sendRequest");
 
     private static FileOutputStream out;
@@ -141,7 +140,9 @@ public final class Recorder {
     private static String shortName(String where) {
         int dot = where.lastIndexOf('.');
         int prev = dot > 0 ? where.lastIndexOf('.', dot - 1) : -1;
-        return where.substring(prev + 1);
+        String name = where.substring(prev + 1);
+        int mangled = name.lastIndexOf("$$");
+        return mangled < 0 ? name : name.substring(0, name.indexOf('.') + 1) + name.substring(mangled + 2);
     }
 
     public static long enter(String where, Object self, Object[] args) {
@@ -165,6 +166,10 @@ public final class Recorder {
             if (Json.unwrap(returned) == null) {
                 return;
             }
+        }
+        if (ev.startsWith("UnifiedLog.") && String.valueOf(Reflect.call(self, "topicPartition"))
+            .startsWith("__cluster_metadata")) {
+            return; // KRaft's own metadata log: no partition of the model's
         }
         record(ev, "exit", self, args, returned, thrown, true);
     }
@@ -218,9 +223,5 @@ public final class Recorder {
             String text = b.toString();
             buffer.append("{\"seq\":").append(SEQ.incrementAndGet()).append(text, 8, text.length());
         }
-    }
-
-    static String managementName() {
-        return ManagementFactory.getRuntimeMXBean().getName();
     }
 }
