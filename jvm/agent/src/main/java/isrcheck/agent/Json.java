@@ -21,10 +21,10 @@ import java.util.Set;
  */
 final class Json {
     static final int MAX_ITEMS = 64;
-    static final int MAX_DEPTH = 4;
+    static final int MAX_DEPTH = 6;
     /** Plain Kafka classes written by their fields (simple names). */
     static final Set<String> BY_FIELDS = Set.of(
-        "FetchParams", "PartitionData", "PartitionRegistration", "LeaderAndIsr", "OffsetTruncationState",
+        "FetchParams", "PartitionData", "PartitionState", "PartitionRegistration", "LeaderAndIsr", "OffsetTruncationState",
         "EpochEndOffset", "FetchPartitionData", "LogAppendInfo", "PartitionResponse", "ProducePartitionStatus",
         "ProduceMetadata", "ControllerResult", "ApiMessageAndVersion", "PendingExpandIsr", "PendingShrinkIsr",
         "CommittedPartitionState", "BrokerRegistrationRequestData", "LogOffsetSnapshot", "FetchDataInfo",
