@@ -54,6 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default 9092)")
     parser.add_argument("--topic", action="append", default=[], metavar="NAME[:PARTITIONS]",
                         help="a topic to create at start, replicated on every broker (repeatable)")
+    parser.add_argument("--events", default=None, metavar="DIR",
+                        help="record every node's replication events into DIR (a new or empty folder) with "
+                             "isrcheck's Java agent, built once with Maven (docs/validate.md)")
+    parser.add_argument("--build-agent", action="store_true",
+                        help="only build the event recorder (a Java agent, with Maven) into the cache, then exit")
     parser.add_argument("--fetch", action="store_true",
                         help="only fetch the release's jars into the cache, then exit")
 
@@ -154,6 +159,11 @@ def run(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(f"isrcheck kafka: {line}", file=sys.stderr, flush=True)
 
+    if args.build_agent:
+        from isrcheck.conformance.engines.apache.agent import agent_jar
+
+        print(f"isrcheck kafka: the event recorder is {agent_jar(say)}")
+        return 0
     topics = parse_topics(args.topic)
     if args.port + args.replicas > 65_535:
         raise UsageError(f"--port {args.port}: the controller's port {args.port + args.replicas} exceeds 65535")
@@ -163,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"isrcheck kafka: Apache Kafka {dist.version}'s jars are in {dist.libs}")
         return 0
     directory = args.dir or tempfile.mkdtemp(prefix="isrcheck-kafka-")
-    cluster = KafkaCluster(settings, directory, dist, say=say)
+    cluster = KafkaCluster(settings, directory, dist, say=say, events=args.events)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         try:
@@ -179,6 +189,10 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signum, signal.SIG_IGN)
     say("stopping: every broker shuts down cleanly, then the controller")
     clean = cluster.stop()
+    if cluster.events is not None:
+        from isrcheck.conformance.engines.apache.recording import summary
+
+        print(f"isrcheck kafka: {summary(cluster.events)}", flush=True)
     if not clean:
         say("stopped; not every node cleanly (see the logs)")
         return 1
@@ -201,6 +215,8 @@ def _banner(cluster) -> None:
     print(f"  data directories:  {cluster.directory}/broker-<b>/data, {cluster.controller.data}")
     print(f"  logs:              {cluster.directory}/<node>/logs/ (server.log, controller.log, state-change.log)")
     print(f"  topics:            {topics}")
+    if cluster.events is not None:
+        print(f"  events:            {cluster.events} (recorded by isrcheck's Java agent in every JVM)")
     print(f"Stop with Ctrl-C (or SIGTERM): every node shuts down cleanly; --dir {cluster.directory} starts "
           f"this cluster again.", flush=True)
 

@@ -139,8 +139,11 @@ class KafkaCluster:
     docstring for the layout and the faults."""
 
     def __init__(self, settings: KafkaSettings, directory: str | os.PathLike, dist: Distribution,
-                 say=lambda line: None) -> None:
+                 say=lambda line: None, events: str | os.PathLike | None = None) -> None:
         self.settings, self.dist, self.say = settings, dist, say
+        # the folder of the nodes' replication events (a Java agent in every JVM; engines/apache/recording)
+        self.events = None if events is None else Path(events).resolve()
+        self.recording = None
         self.directory = Path(directory).resolve()
         n = settings.brokers
         self.controller = Node(CONTROLLER_ID, "controller", self.directory / "controller", settings.port + n)
@@ -171,6 +174,7 @@ class KafkaCluster:
         try:
             self._attach_network()
             self._attach_file_systems()
+            self._attach_recording()
             self._write_configs()
             if self.cluster_id is None:
                 self._format()
@@ -266,6 +270,12 @@ class KafkaCluster:
                              node.folder / "lazyfs.log")
             node.fs.start()
 
+    def _attach_recording(self) -> None:
+        if self.events is not None and self.recording is None:
+            from isrcheck.conformance.engines.apache.recording import Recording
+
+            self.recording = Recording(self, self.events)
+
     def _write_configs(self) -> None:
         s = self.settings
         voters = f"{CONTROLLER_ID}@{self.controller.address}"
@@ -342,6 +352,8 @@ class KafkaCluster:
                f"-Dlog4j2.configurationFile={_log4j_config()}", f"-Dkafka.logs.dir={node.logs}",
                f"-Disrcheck.replication.level={'DEBUG' if self.settings.debug_replication else 'INFO'}",
                f"-Disrcheck.cluster.dir={self.directory}"]
+        if self.recording is not None:
+            jvm += self.recording.jvm_options(node)
         argv = self.dist.java("kafka.Kafka", str(node.folder / "server.properties"), jvm=tuple(jvm))
         if self.network is not None:
             argv = [*self.network.exec_prefix(node.id), *argv]
@@ -399,12 +411,14 @@ class KafkaCluster:
     def alive(self, node_id: int) -> bool:
         return self.node(node_id).alive()
 
-    def kill(self, node_id: int) -> None:
-        """SIGKILL: the process dies, the page cache (and lazyfs's unsynced data) survives."""
+    def kill(self, node_id: int, kind: str = "process") -> None:
+        """SIGKILL: the process dies, the page cache (and lazyfs's unsynced data) survives; ``kind`` is
+        the crash it is part of, for the event log (a power loss kills first)."""
         node = self.node(node_id)
         if node.alive():
             node.process.kill()
             node.process.wait()
+            self._log_fault(node, "crash", kind=kind)
         node.paused = False
 
     def terminate(self, node_id: int, timeout_s: float = STOP_TIMEOUT_S) -> bool:
@@ -418,6 +432,7 @@ class KafkaCluster:
         node.process.send_signal(signal.SIGTERM)
         try:
             node.process.wait(timeout_s)
+            self._log_fault(node, "crash", kind="clean")  # Kafka's shutdown hook ran to its end
             return True
         except subprocess.TimeoutExpired:
             self.kill(node_id)
@@ -450,7 +465,7 @@ class KafkaCluster:
         node = self.node(node_id)
         if node.fs is None:
             raise KafkaClusterError("a power loss needs the lazy file system under the brokers' logs (--lazyfs)")
-        self.kill(node_id)
+        self.kill(node_id, kind="power")
         node.fs.drop()
 
     def lose_disk(self, node_id: int) -> None:
@@ -464,6 +479,12 @@ class KafkaCluster:
         if node.fs is not None:
             node.fs.drop()  # what it held unsynced was on the old disk
         self._format_node(node)
+        self._log_fault(node, "lose_disk")
+
+    def _log_fault(self, node: Node, fault: str, **fields) -> None:
+        """What a dead JVM cannot record, in its event file (a SIGKILL's crash, a power loss, a lost disk)."""
+        if self.recording is not None:
+            self.recording.fault(node, fault, **fields)
 
     def fail_io(self, node_id: int, operation: str, errno_name: str = "EIO") -> None:
         """The broker's next ``operation`` (write, fsync, read) on its log directory fails."""

@@ -59,6 +59,7 @@ class SoakOptions:
     kafka_version: str | None = None
     kafka_home: str | None = None
     kafka: dict = field(default_factory=dict)  # further KafkaSettings of an Apache Kafka cluster
+    kafka_events: bool = False       # Apache Kafka: its replication events recorded into events/ (a Java agent)
 
 
 @dataclass
@@ -179,6 +180,11 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
             from isrcheck.conformance.engines.validate.command import validate_run
 
             result.validation = validate_run(folder / "events", say)
+        if cluster is not None and options.cluster == "kafka" and options.kafka_events:
+            cluster.stop()
+            from isrcheck.conformance.engines.apache.recording import summary
+
+            result.validation = {"recording": str(folder / "events"), "lines": [summary(folder / "events")]}
         _write(folder, result)
         return result
     finally:
@@ -210,7 +216,10 @@ def _apache_cluster(options: SoakOptions, folder: Path, say):
                              network="netns" if "partition" in kinds else "loopback",
                              lazyfs=bool({"power", "ioerror"} & kinds),
                              **options.kafka)
-    cluster = KafkaCluster(settings, folder / "cluster", dist, say=say)
+    events = folder / "events" if options.kafka_events else None
+    if events is not None:
+        shutil.rmtree(events, ignore_errors=True)  # a run's recording starts anew
+    cluster = KafkaCluster(settings, folder / "cluster", dist, say=say, events=events)
     say(f"starting Apache Kafka {dist.version}: {options.replicas} brokers and a controller in {folder / 'cluster'}")
     cluster.start()
     return cluster
