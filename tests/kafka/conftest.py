@@ -603,28 +603,6 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
-def free_port_range(n: int, low: int = 20_000, high: int = 32_000) -> int:
-    """A base port with ``n`` consecutive free ports from it (each bound, then released), below
-    the ephemeral range so that no client connection takes one meanwhile; random, so that xdist's
-    workers do not all try the same."""
-    rnd = random.Random()
-    for _ in range(200):
-        base = rnd.randrange(low, high - n)
-        socks = []
-        try:
-            for port in range(base, base + n):
-                s = socket.socket()
-                socks.append(s)
-                s.bind((HOST, port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError(f"no {n} consecutive free ports between {low} and {high}")
-
-
 IMPLEMENTATIONS = ("isrcheck", "apache")
 APACHE_VERSION = "4.4.0"   # the newest 4.x (Eligible Leader Replicas on)
 APACHE_SETTINGS = {        # Kafka's names of what start_isrcheck gives isrcheck's brokers
@@ -656,7 +634,7 @@ def start_apache(directory: Path):
     """Apache Kafka 4.4.0: its jars from the cache (fetched once with Maven); a test FAILS with the
     distribution's message when they cannot be had, it is never skipped."""
     from isrcheck.conformance.engines.apache.cluster import KafkaCluster as ApacheKafka, KafkaClusterError
-    from isrcheck.conformance.engines.apache.cluster import KafkaSettings
+    from isrcheck.conformance.engines.apache.cluster import KafkaSettings, free_port_base
     from isrcheck.conformance.engines.apache.distribution import KafkaDistributionError, distribution
 
     try:
@@ -666,7 +644,7 @@ def start_apache(directory: Path):
     if missing is not None:
         pytest.fail(f"Apache Kafka {APACHE_VERSION} cannot be had: {missing}", pytrace=False)
     for attempt in range(3):  # a port taken between the check and the JVM's bind: other ports
-        settings = KafkaSettings(brokers=BROKERS, port=free_port_range(BROKERS + 1), min_insync_replicas=2,
+        settings = KafkaSettings(brokers=BROKERS, port=free_port_base(BROKERS + 1), min_insync_replicas=2,
                                  broker_session_timeout_ms=FAST_TIMINGS["broker_session_timeout_ms"],
                                  broker_heartbeat_interval_ms=FAST_TIMINGS["broker_heartbeat_interval_ms"],
                                  replica_lag_time_max_ms=FAST_TIMINGS["replica_lag_time_max_ms"],

@@ -534,9 +534,10 @@ class KafkaCluster:
         return not unclean
 
 
-def free_port_base(count: int, start: int = 20_000, stop: int = 60_000) -> int:
-    """A port from which ``count`` consecutive ports of 127.0.0.1 are free now, drawn at random so
-    that runs at once (test workers) rarely try the same ones."""
+def free_port_base(count: int, start: int = 20_000, stop: int = 32_000) -> int:
+    """A port from which ``count`` consecutive ports of 127.0.0.1 are free now: below Linux's
+    ephemeral range (32768 up), so that no client connection takes one meanwhile, and drawn at
+    random, so that runs at once (test workers) rarely try the same ones."""
     import random
 
     rng = random.Random()
@@ -554,7 +555,7 @@ def free_port_base(count: int, start: int = 20_000, stop: int = 60_000) -> int:
         finally:
             for s in socks:
                 s.close()
-    raise KafkaClusterError(f"no {count} consecutive free ports found on {HOST}")
+    raise KafkaClusterError(f"no {count} consecutive free ports found on {HOST} between {start} and {stop}")
 
 
 def recorded_version(directory: str | os.PathLike) -> str | None:
