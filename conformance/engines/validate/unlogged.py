@@ -196,3 +196,32 @@ def check_recovered(restart: Event | None, r: int):
                 raise Mismatch(f"log recovery at {restart.where}: {bad}")
         return s
     return take
+
+
+def controlled_shutdown(cfg: ModelConfig, r: int):
+    """Kafka's controlled shutdown of broker ``r`` (``ReplicationControlManager.handleBrokerInControlledShutdown``):
+    one partition change that takes ``r`` out of the ISR (the ELR by the ELR rule) and, if it led, elects
+    the first unfenced member of what is left, one leader epoch for both; the broker stays unfenced until its
+    session ends (its ``fence`` follows). To the model: ``elect`` of that member with ``r``'s ISR removal in
+    the same partition change, or, with nobody left to lead (or ``r`` not leading), ``fence`` without the
+    fencing (leader -1, a new leader epoch, the last known leader)."""
+    def take_shutdown(s: State, steps: list) -> State:
+        c = s.controller
+        isr = tuple(i for i in c.isr if i != r)
+        target = next((i for i in isr if i not in c.fenced), None) if c.leader == r else None
+        if target is not None:
+            s2, _ = apply(cfg, s, Step("elect", target))
+            c2 = s2.controller
+            c2 = c2._replace(isr=isr, elr=cfg.rules.elr_after(c2, isr, cfg.min_insync_replicas))
+            sent = LeaderAndIsr(c2.leader, c2.leader_epoch, c2.isr, c2.partition_epoch)
+            queues = tuple(q[:-1] + (sent,) if q and q[-1].partition_epoch == c2.partition_epoch else q
+                           for q in s2.leader_and_isr)
+            steps.append({"step": "elect", "replica": target, "controlled_shutdown": r})
+            return s2._replace(controller=c2, leader_and_isr=queues)
+        if r not in c.isr and c.leader != r:
+            steps.append({"step": "controlled_shutdown", "replica": r, "changed": False})
+            return s
+        s2, _ = apply(cfg, s, Step("fence", r))
+        steps.append({"step": "fence", "replica": r, "controlled_shutdown": True})
+        return s2._replace(controller=s2.controller._replace(fenced=c.fenced))
+    return take_shutdown
