@@ -57,6 +57,7 @@ class Translation:
         self.corr: dict[int, int] = {}
         self.down: set[int] = set()               # brokers crashed and not started again
         self.registered: set[int] = set()
+        self.registering: set[int] = set()        # brokers registered again, not yet unfenced
         self.handled: dict[tuple, tuple] = {}     # (follower, leader, corr) -> (tp, the leader's LEO it read)
         self.leader_at: dict[tuple, list] = {}    # (leader, tp) -> [(us, leo, hw)], after each of its events
 
@@ -77,14 +78,16 @@ class Translation:
         elif r.ev == "ReplicationControlManager.handleBrokerUnfenced":
             self.cause = ("unfence", a[0])
         elif r.ev == "ReplicationControlManager.alterPartition":
-            self.cause = ("handle_alter_partition", None)
+            self.cause = ("handle_alter_partition", a[1].get("brokerId", -1) if len(a) > 1 else -1)
         elif r.ev == "ReplicationControlManager.electLeader":
             self.cause = ("elect", None)
         elif r.ev == "ClusterControlManager.replay" and "brokerId" in rec:
             b = rec["brokerId"]
             if "incarnationId" in rec:  # RegisterBrokerRecord
-                if b in self.registered:
+                if b in self.registered:  # registered again: the model's restart (Kafka's broker fetches from now)
                     self.cause = ("register", b)
+                    for tp in self.partitions:
+                        self.emit(CONTROLLER, r.us, "register", r.where, {}, tp, replica=b)
                 self.registered.add(b)
             elif rec.get("inControlledShutdown") == 1:
                 self.cause = ("controlled_shutdown", b)
@@ -92,10 +95,6 @@ class Translation:
                 # fenced with no partition change of its own: the model's fence all the same
                 for tp in self.partitions:
                     self.emit(CONTROLLER, r.us, "fence", r.where, self.view(tp), tp, replica=b)
-                self.cause = None
-            elif rec.get("fenced") == 0 and self.cause and self.cause[0] == "register" and self.cause[1] == b:
-                for tp in self.partitions:
-                    self.emit(CONTROLLER, r.us, "register", r.where, self.view(tp), tp, replica=b)
                 self.cause = None
         elif r.ev == "ReplicationControlManager.replay":
             if "name" in rec and "topicId" in rec and "partitionId" not in rec:
@@ -118,6 +117,8 @@ class Translation:
                 st["pe"] += 1
                 self.pstate[tp] = st
                 step, b = self.cause or ("elect", -1)
+                if step == "register":
+                    return  # the unclean shutdown's change: checked with the registration (the model's restart)
                 if step == "unfence":
                     step = "elect"
                 if step == "fence":
@@ -135,7 +136,7 @@ class Translation:
         thread = r.line.get("thread")
         if n in self.down and not r.ev.startswith("harness."):
             self.down.discard(n)
-            self.emit(n, r.us, "restart", r.where, {})
+            self.emit(n, r.us, "restart", r.where, {}, replica=n)
         if r.ev in ("Partition.makeLeader", "Partition.makeFollower"):
             reg = a[0]
             msg = {"leader": reg["leader"], "leader_epoch": reg["leaderEpoch"], "isr": sorted(reg["isr"]),
@@ -199,6 +200,14 @@ class Translation:
                 self.delayed(n, tp, sent, p["leo"], a[3].get("highWatermark", -1), r)
             self.emit(n, r.us, "handle_fetch_response", r.where, state, tp, replica=n,
                       **({"msg": list(sent)} if sent and sent[0] is not None else {}))
+        elif r.ev == "Partition.submitAlterPartition":
+            sent = a[0].get("sentLeaderAndIsr") or {}
+            isr = sorted(m["brokerId"] for m in sent.get("isrWithBrokerEpoch", []))
+            step = "expand_isr" if "newInSyncReplicaId" in a[0] else "shrink_isr"
+            self.emit(n, r.us, step, r.where, {"pending": isr}, p["tp"], replica=n)
+        elif r.ev == "DefaultAlterPartitionManager.handleAlterPartitionResponse":
+            for tp in self.partitions:
+                self.emit(n, r.us, "handle_alter_partition_response", r.where, {}, tp, replica=n)
         elif r.ev == "harness.crash":
             if n == self.run["controller"]:
                 return

@@ -173,6 +173,10 @@ class Search:
             if step == "consume":
                 yield [unlogged.consume(self.cfg, r)]
                 return
+            if step == "fence" and self.trace.renamed is not None and s.controller.leader == r \
+                    and ev.state.get("leader", -1) >= 0:  # KRaft: the fence and the election in one change
+                yield [unlogged.fence_and_elect(self.cfg, r)]
+                return
             kw = {"arg": ev.fields["acks"], "records": ev.fields["records"]} if step == "produce" else {}
             yield [Step(step, r, **kw)]
         elif step == "send_fetch":

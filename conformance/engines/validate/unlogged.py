@@ -225,3 +225,19 @@ def controlled_shutdown(cfg: ModelConfig, r: int):
         steps.append({"step": "fence", "replica": r, "controlled_shutdown": True})
         return s2._replace(controller=s2.controller._replace(fenced=c.fenced))
     return take_shutdown
+
+
+def fence_and_elect(cfg: ModelConfig, r: int):
+    """KRaft's fencing of a leader (``ReplicationControlManager.handleBrokerFenced``): one partition change
+    that takes ``r`` out of the ISR and elects its successor, one leader epoch and one partition epoch for
+    both; the model's ``fence`` (leader -1, a new epoch) then ``elect`` (another) folded into one change."""
+    def take_fence_elect(s: State, steps: list) -> State:
+        s1, _ = apply(cfg, s, Step("fence", r))
+        s2, _ = apply(cfg, s1, Step("elect"))
+        c = s2.controller
+        c = c._replace(leader_epoch=c.leader_epoch - 1, partition_epoch=c.partition_epoch - 1)
+        sent = LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
+        queues = tuple(q0 + ((sent,) if len(q2) > len(q0) else ()) for q0, q2 in zip(s.leader_and_isr, s2.leader_and_isr))
+        steps.append({"step": "fence", "replica": r, "and_elect": True})
+        return s2._replace(controller=c, leader_and_isr=queues)
+    return take_fence_elect
