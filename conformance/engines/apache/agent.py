@@ -16,7 +16,6 @@ host's monotonic clock, ``time.monotonic_ns()``; Java's ``System.nanoTime`` read
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import shutil
 import subprocess
@@ -24,7 +23,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from isrcheck.conformance.engines.apache.distribution import _maven_failure, cache_root
+from isrcheck.conformance.engines.apache.distribution import _maven_failure, cache_root, locked_folder
 from isrcheck.conformance.vocabulary import UsageError
 
 JAR = "isrcheck-kafka-agent.jar"
@@ -72,13 +71,7 @@ def agent_jar(say=lambda line: None) -> Path:
     if maven is None:
         raise AgentBuildError("Maven (mvn) is not installed, and the event recorder for Apache Kafka is built with "
                               "it: install it (Debian: apt-get install maven)")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise AgentBuildError(f"the agent's cache {folder} cannot be created ({exc.strerror}): set "
-                              f"ISRCHECK_KAFKA_CACHE to a writable folder") from None
-    with open(folder / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another run may be building it
+    with locked_folder(folder, AgentBuildError, "the agent's cache"):  # another run may be building it
         if jar.is_file():
             return jar
         say(f"building the event recorder for Apache Kafka (a Java agent) into {folder} (once)")

@@ -18,6 +18,7 @@ unreachable, no Java 17, a ``--kafka-home`` without Kafka's jars.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
@@ -114,19 +115,27 @@ def _complete(libs: Path) -> bool:
     return (libs / ".complete").is_file()
 
 
+@contextlib.contextmanager
+def locked_folder(folder: Path, error: type, what: str):
+    """``folder`` of the cache, created, held under its file lock (another run may be filling it); ``error``
+    (naming ``what``) if it cannot be created."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise error(f"{what} {folder} cannot be created ({exc.strerror}): set ISRCHECK_KAFKA_CACHE to a writable "
+                    f"folder") from None
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield folder
+
+
 def _fetch(version: str, libs: Path, say) -> Distribution:
     maven = shutil.which("mvn")
     if maven is None:
         raise KafkaDistributionError("Maven (mvn) is not installed: install it (Debian: apt-get install maven), "
                                      "or give --kafka-home DIR of an Apache Kafka distribution")
     folder = libs.parent
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise KafkaDistributionError(f"the Kafka cache {folder} cannot be created ({exc.strerror}): "
-                                     f"set ISRCHECK_KAFKA_CACHE to a writable folder") from None
-    with open(folder / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another run may be fetching the same version
+    with locked_folder(folder, KafkaDistributionError, "the Kafka cache"):  # another run may fetch it too
         if _complete(libs):
             return Distribution(version, libs)
         say(f"fetching Apache Kafka {version}'s jars from Maven Central into {libs} (once)")

@@ -29,11 +29,15 @@ def validate_path(path: str, protocol: str | None = None) -> tuple[Verdict, int,
     """(verdict, events read, seconds) of the log at ``path``; UsageError on bad input."""
     if protocol is not None and protocol not in PROTOCOLS:
         raise UsageError(f"--protocol: unknown variant {protocol!r} (known: {', '.join(PROTOCOLS)})")
-    from isrcheck.conformance.engines.apache.recording import is_recording, summary
+    from isrcheck.conformance.engines.apache.recording import is_recording
 
-    if is_recording(path):  # Apache Kafka's own events (engines/apache/recording): checked, not yet explained
-        raise UsageError(f"{path}: {summary(path)}; explaining Apache Kafka's events with the model is not done "
-                         f"yet (docs/validate.md, \"Apache Kafka's own events\")")
+    if is_recording(path):  # Apache Kafka's own events (engines/apache/recording), translated first
+        import tempfile
+
+        from isrcheck.conformance.engines.apache.translate import write
+
+        with tempfile.TemporaryDirectory(prefix="isrcheck-translated.") as out:
+            return validate_path(str(write(path, out)), protocol)
     start = time.perf_counter()
     with no_cycle_collection():
         trace = read_trace(path)

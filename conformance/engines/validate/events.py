@@ -36,7 +36,7 @@ STEP_FIELDS = {
     "lost_alter_partition": ("replica", "leader_epoch"), "elect": ("replica",), "fence": ("replica",),
     "unfence": ("replica",), "resend_leader_and_isr": ("replica",), "register": ("replica",),
     "restart": ("replica",), "crash": ("replica", "kind"), "lose_disk": ("replica",), "fail_disk": ("replica", "io"),
-    "flush": ("replica",), "checkpoint_hw": ("replica",),
+    "flush": ("replica",), "checkpoint_hw": ("replica",), "controlled_shutdown": ("replica",),
 }
 _COMMON = ("node", "seq", "lc", "t", "step", "state")
 HALTS = ("crash", "fail_disk")  # the events that stop a broker process

@@ -25,7 +25,8 @@ from .views import broker_view, controller_view, mismatch
 DELIVERIES = {"handle_fetch": "fetch_request", "handle_fetch_response": "fetch_response",
               "handle_alter_partition": "alter_partition",
               "handle_alter_partition_response": "alter_partition_response"}
-CONTROLLER_STEPS = ("elect", "fence", "unfence", "register", "handle_alter_partition", "resend_leader_and_isr")
+CONTROLLER_STEPS = ("elect", "fence", "unfence", "register", "handle_alter_partition", "resend_leader_and_isr",
+                    "controlled_shutdown")
 # what a broker up again but not yet registered does, which changes nothing the model keeps
 UNREGISTERED = ("produce", "consume", "flush", *HALTS, "handle_fetch")
 SAME_NAME = ("produce", "consume", "shrink_isr", "expand_isr", "elect", "fence", "flush", "checkpoint_hw",
@@ -172,6 +173,10 @@ class Search:
             if step == "consume":
                 yield [unlogged.consume(self.cfg, r)]
                 return
+            if step == "fence" and self.trace.renamed is not None and s.controller.leader == r \
+                    and ev.state.get("leader", -1) >= 0:  # KRaft: the fence and the election in one change
+                yield [unlogged.fence_and_elect(self.cfg, r)]
+                return
             kw = {"arg": ev.fields["acks"], "records": ev.fields["records"]} if step == "produce" else {}
             yield [Step(step, r, **kw)]
         elif step == "send_fetch":
@@ -188,6 +193,8 @@ class Search:
             yield from unlogged.lost_alter_partition(s, r, ev.fields["leader_epoch"])
         elif step == "resend_leader_and_isr":  # no step of its own: the controller's LeaderAndIsr again
             yield [unlogged.resend_leader_and_isr(r)]
+        elif step == "controlled_shutdown":  # Kafka's one partition change for what the model takes in two
+            yield [unlogged.controlled_shutdown(self.cfg, r)]
         elif step == "unfence":  # no step of its own (docs/steps.md): a rejoin that keeps the broker epoch
             yield [unlogged.unfence(self.cfg, r)]
         elif step == "register":

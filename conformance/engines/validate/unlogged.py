@@ -196,3 +196,48 @@ def check_recovered(restart: Event | None, r: int):
                 raise Mismatch(f"log recovery at {restart.where}: {bad}")
         return s
     return take
+
+
+def controlled_shutdown(cfg: ModelConfig, r: int):
+    """Kafka's controlled shutdown of broker ``r`` (``ReplicationControlManager.handleBrokerInControlledShutdown``):
+    one partition change that takes ``r`` out of the ISR (the ELR by the ELR rule) and, if it led, elects
+    the first unfenced member of what is left, one leader epoch for both; the broker stays unfenced until its
+    session ends (its ``fence`` follows). To the model: ``elect`` of that member with ``r``'s ISR removal in
+    the same partition change, or, with nobody left to lead (or ``r`` not leading), ``fence`` without the
+    fencing (leader -1, a new leader epoch, the last known leader)."""
+    def take_shutdown(s: State, steps: list) -> State:
+        c = s.controller
+        isr = tuple(i for i in c.isr if i != r)
+        target = next((i for i in isr if i not in c.fenced), None) if c.leader == r else None
+        if target is not None:
+            s2, _ = apply(cfg, s, Step("elect", target))
+            c2 = s2.controller
+            c2 = c2._replace(isr=isr, elr=cfg.rules.elr_after(c2, isr, cfg.min_insync_replicas))
+            sent = LeaderAndIsr(c2.leader, c2.leader_epoch, c2.isr, c2.partition_epoch)
+            queues = tuple(q[:-1] + (sent,) if q and q[-1].partition_epoch == c2.partition_epoch else q
+                           for q in s2.leader_and_isr)
+            steps.append({"step": "elect", "replica": target, "controlled_shutdown": r})
+            return s2._replace(controller=c2, leader_and_isr=queues)
+        if r not in c.isr and c.leader != r:
+            steps.append({"step": "controlled_shutdown", "replica": r, "changed": False})
+            return s
+        s2, _ = apply(cfg, s, Step("fence", r))
+        steps.append({"step": "fence", "replica": r, "controlled_shutdown": True})
+        return s2._replace(controller=s2.controller._replace(fenced=c.fenced))
+    return take_shutdown
+
+
+def fence_and_elect(cfg: ModelConfig, r: int):
+    """KRaft's fencing of a leader (``ReplicationControlManager.handleBrokerFenced``): one partition change
+    that takes ``r`` out of the ISR and elects its successor, one leader epoch and one partition epoch for
+    both; the model's ``fence`` (leader -1, a new epoch) then ``elect`` (another) folded into one change."""
+    def take_fence_elect(s: State, steps: list) -> State:
+        s1, _ = apply(cfg, s, Step("fence", r))
+        s2, _ = apply(cfg, s1, Step("elect"))
+        c = s2.controller
+        c = c._replace(leader_epoch=c.leader_epoch - 1, partition_epoch=c.partition_epoch - 1)
+        sent = LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
+        queues = tuple(q0 + ((sent,) if len(q2) > len(q0) else ()) for q0, q2 in zip(s.leader_and_isr, s2.leader_and_isr))
+        steps.append({"step": "fence", "replica": r, "and_elect": True})
+        return s2._replace(controller=c, leader_and_isr=queues)
+    return take_fence_elect

@@ -1,0 +1,294 @@
+"""A recording of Apache Kafka's own events (``recording.py``) translated into the event log that
+``isrcheck validate`` reads (``impl/eventlog.py``'s format, docs/validate.md), one model step per
+Kafka event, per partition. What each Kafka event is to the model, and which model steps the
+validator takes unlogged because Kafka takes them at once or has no point for them, is in
+docs/validate.md ("Apache Kafka's own events: the translation").
+
+``translate(DIR) -> (header, {node: [event, ...]})`` and ``write(DIR, OUT)`` (OUT/broker-B.jsonl,
+OUT/controller.jsonl). The controller is node ``CONTROLLER`` of the translated log (isrcheck's
+controllers are numbered from 1000), brokers keep their ids; the header names each partition's
+replicas in the order the controller's ``PartitionRecord`` gives, so the validator renames them.
+
+Ordering: the agent reads a leader's state after the event, on a request-handler thread that may
+race another (docs/validate.md): the translation logs of a leader's events only what the event's own
+arguments and return value say (the produce's offsets, the fetch offset), and the HW that the
+``maybeIncrementLeaderHW`` of the same thread just set, never the ``p`` read after.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from isrcheck.conformance.engines.apache.recording import read_recording
+
+CONTROLLER = 1000
+FORMAT, VERSION = "isrcheck-events", 1
+REQUEST_TIMEOUT_MS = 30_000  # a producer's request.timeout.ms (librdkafka's and Java's default)
+
+
+def protocol(run: dict) -> str:
+    """The variant a 4.x cluster implements: kip-966 with Eligible Leader Replicas on, kip-903 without."""
+    return "kip-966" if run.get("elr") else "kip-903"
+
+
+def header(run: dict, partitions: dict) -> dict:
+    return {"format": FORMAT, "version": VERSION, "protocol": protocol(run), "source": "apache-kafka " + run["kafka"],
+            "config": {"replicas": run["brokers"], "min_insync_replicas": run["min_insync_replicas"],
+                       "unclean_leader_election_enable": run["unclean_election"],
+                       "replica_lag_time_max_ms": run["replica_lag_time_max_ms"],
+                       "request_timeout_ms": REQUEST_TIMEOUT_MS, "flush_messages": run["flush_messages"]},
+            "partitions": partitions}
+
+
+class Translation:
+    def __init__(self, run: dict) -> None:
+        self.run = run
+        self.out: dict[int, list] = {}
+        self.seq: dict[int, int] = {}
+        self.topics: dict[str, str] = {}          # topic id -> name
+        self.partitions: dict[str, list] = {}     # tp -> replicas in order
+        self.pstate: dict[str, dict] = {}         # tp -> the controller's registration
+        self.cause: tuple | None = None           # what the controller's next PartitionChangeRecord answers
+        self.fetching: dict[tuple, dict] = {}     # (leader, thread) -> the fetch it is reading
+        self.raised_hw: dict[tuple, int] = {}     # (node, thread, tp) -> the HW maybeIncrementLeaderHW just set
+        self.sends: dict[tuple, list] = {}        # (follower, tp) -> [(corr, fetch offset, leader)] not yet handled
+        self.last_send: dict[tuple, tuple] = {}   # (follower, tp) -> (leader, corr) of its last fetch
+        self.corr: dict[int, int] = {}
+        self.down: set[int] = set()               # brokers crashed and not started again
+        self.registered: set[int] = set()
+        self.registering: set[int] = set()        # brokers registered again, not yet unfenced
+        self.handled: dict[tuple, tuple] = {}     # (follower, leader, corr) -> (tp, the leader's LEO it read)
+        self.leader_at: dict[tuple, list] = {}    # (leader, tp) -> [(us, leo, hw)], after each of its events
+
+    def emit(self, node: int, us: int, step: str, where: str, state: dict, tp: str | None = None, **fields) -> None:
+        seq = self.seq[node] = self.seq.get(node, 0) + 1
+        line = {"node": node, "seq": seq, "lc": 0, "t": us // 1000, "us": us, "step": step, **fields, "state": state,
+                "from": where}
+        if tp is not None:
+            line["tp"] = tp
+        self.out.setdefault(node, []).append(line)
+
+    # -- the controller -------------------------------------------------------------------------
+    def controller(self, r) -> None:
+        a = r.line.get("args") or []
+        rec = a[0] if a and isinstance(a[0], dict) else {}
+        if r.ev == "ReplicationControlManager.handleBrokerFenced":
+            self.cause = ("fence", a[0])
+        elif r.ev == "ReplicationControlManager.handleBrokerUnfenced":
+            self.cause = ("unfence", a[0])
+        elif r.ev == "ReplicationControlManager.alterPartition":
+            self.cause = ("handle_alter_partition", a[1].get("brokerId", -1) if len(a) > 1 else -1)
+        elif r.ev == "ReplicationControlManager.electLeader":
+            self.cause = ("elect", None)
+        elif r.ev == "ClusterControlManager.replay" and "brokerId" in rec:
+            b = rec["brokerId"]
+            if "incarnationId" in rec:  # RegisterBrokerRecord
+                if b in self.registered:  # registered again: the model's restart (Kafka's broker fetches from now)
+                    self.cause = ("register", b)
+                    for tp in self.partitions:
+                        self.emit(CONTROLLER, r.us, "register", r.where, {}, tp, replica=b)
+                self.registered.add(b)
+            elif rec.get("inControlledShutdown") == 1:
+                self.cause = ("controlled_shutdown", b)
+            elif rec.get("fenced") == 1 and self.cause != ("fenced", b):
+                # fenced with no partition change of its own: the model's fence all the same
+                for tp in self.partitions:
+                    self.emit(CONTROLLER, r.us, "fence", r.where, self.view(tp), tp, replica=b)
+                self.cause = None
+        elif r.ev == "ReplicationControlManager.replay":
+            if "name" in rec and "topicId" in rec and "partitionId" not in rec:
+                self.topics[rec["topicId"]] = rec["name"]
+            elif "partitionId" in rec and rec.get("replicas"):  # PartitionRecord: the model's initial state
+                tp = f"{self.topics.get(rec['topicId'], rec['topicId'])}-{rec['partitionId']}"
+                self.partitions[tp] = list(rec["replicas"])
+                self.pstate[tp] = {"leader": rec["leader"], "epoch": rec["leaderEpoch"], "isr": sorted(rec["isr"]),
+                                   "pe": rec["partitionEpoch"], "elr": sorted(rec.get("eligibleLeaderReplicas") or [])}
+            elif "partitionId" in rec:  # PartitionChangeRecord
+                tp = f"{self.topics.get(rec['topicId'], rec['topicId'])}-{rec['partitionId']}"
+                st = dict(self.pstate[tp])
+                if rec.get("isr") is not None:
+                    st["isr"] = sorted(rec["isr"])
+                if rec.get("leader", -2) != -2:  # -2: no change
+                    st["leader"] = rec["leader"]
+                    st["epoch"] += 1
+                if rec.get("eligibleLeaderReplicas") is not None:
+                    st["elr"] = sorted(rec["eligibleLeaderReplicas"])
+                st["pe"] += 1
+                self.pstate[tp] = st
+                step, b = self.cause or ("elect", -1)
+                if step == "register":
+                    return  # the unclean shutdown's change: checked with the registration (the model's restart)
+                if step == "unfence":
+                    step = "elect"
+                if step == "fence":
+                    self.cause = ("fenced", b)
+                self.emit(CONTROLLER, r.us, step, r.where, self.view(tp), tp, replica=b if b is not None else -1,
+                          **({"error": "NONE"} if step == "handle_alter_partition" else {}))
+
+    def view(self, tp: str) -> dict:
+        st = self.pstate[tp]
+        return {"leader": st["leader"], "epoch": st["epoch"], "isr": st["isr"], "pe": st["pe"], "elr": st["elr"]}
+
+    # -- the brokers ----------------------------------------------------------------------------
+    def broker(self, r) -> None:
+        n, a, p = r.node, r.line.get("args") or [], r.p or {}
+        thread = r.line.get("thread")
+        if n in self.down and not r.ev.startswith("harness."):
+            self.down.discard(n)
+            self.emit(n, r.us, "restart", r.where, {}, replica=n)
+        if r.ev in ("Partition.makeLeader", "Partition.makeFollower"):
+            reg = a[0]
+            msg = {"leader": reg["leader"], "leader_epoch": reg["leaderEpoch"], "isr": sorted(reg["isr"]),
+                   "partition_epoch": reg["partitionEpoch"]}
+            state = {"leader": p["leader"], "epoch": p["epoch"], "pe": p["pe"]}
+            if r.ev == "Partition.makeLeader":
+                state["isr"] = p["isr"]
+            else:
+                self.last_send.pop((n, p["tp"]), None)
+            self.emit(n, r.us, "deliver_leader_and_isr", r.where, state, p["tp"], replica=n, message=msg)
+        elif r.ev == "AbstractFetcherThread.processFetchRequest":
+            leader = _fetcher_leader(thread)
+            for tp, req in a[0]:
+                c = self.corr[n] = self.corr.get(n, 0) + 1
+                self.sends.setdefault((n, tp), []).append((c, req["fetchOffset"], leader))
+                self.last_send[(n, tp)] = (leader, c)
+                self.emit(n, r.us, "send_fetch", r.where, {"leo": req["fetchOffset"]}, tp, replica=n, max_batches=0,
+                          corr=c)
+        elif r.ev == "ReplicaManager.fetchMessages":
+            params = a[0]
+            if params.get("replicaId", -1) >= 0:
+                self.fetching[(n, thread)] = params
+        elif r.ev == "Partition.maybeIncrementLeaderHW":
+            self.raised_hw[(n, thread, p["tp"])] = p["hw"]
+        elif r.ev == "Partition.updateFollowerFetchState":
+            follower, offset = a[0], a[1]
+            tp = p["tp"]
+            corr = None
+            queue = self.sends.get((follower, tp), [])
+            for i, (c, off, leader) in enumerate(queue):
+                if off == offset and leader in (n, None):
+                    corr = c
+                    del queue[:i + 1]
+                    break
+            state = {}
+            hw = self.raised_hw.pop((n, thread, tp), None)
+            if hw is not None:
+                state["hw"] = hw
+            self.moved(n, tp, r.us, a[4], hw)
+            if corr is not None:
+                self.handled[(follower, n, corr)] = (r.us, a[4])
+            self.emit(n, r.us, "handle_fetch", r.where, state, tp, replica=follower,
+                      **({"msg": [follower, corr]} if corr is not None else {}))
+        elif r.ev == "Partition.appendRecordsToLeader":
+            ret = r.line.get("ret") or {}
+            if ret.get("firstOffset", -1) < 0:
+                return
+            tp = p["tp"]
+            state = {"leo": ret["lastOffset"] + 1}
+            hw = self.raised_hw.pop((n, thread, tp), None)
+            if hw is not None:
+                state["hw"] = hw
+            self.moved(n, tp, r.us, ret["lastOffset"] + 1, hw)
+            self.emit(n, r.us, "produce", r.where, state, tp, replica=n, acks=a[2],
+                      records=ret["lastOffset"] - ret["firstOffset"] + 1)
+        elif r.ev == "ReplicaFetcherThread.processPartitionData":
+            tp = p["tp"]
+            sent = self.last_send.pop((n, tp), None)
+            state = {"leo": p["leo"], "hw": p["hw"], "last_epoch": p["last_epoch"]}
+            if sent and sent[0] is not None:
+                self.delayed(n, tp, sent, p["leo"], a[3].get("highWatermark", -1), r)
+            self.emit(n, r.us, "handle_fetch_response", r.where, state, tp, replica=n,
+                      **({"msg": list(sent)} if sent and sent[0] is not None else {}))
+        elif r.ev == "Partition.submitAlterPartition":
+            sent = a[0].get("sentLeaderAndIsr") or {}
+            isr = sorted(m["brokerId"] for m in sent.get("isrWithBrokerEpoch", []))
+            step = "expand_isr" if "newInSyncReplicaId" in a[0] else "shrink_isr"
+            self.emit(n, r.us, step, r.where, {"pending": isr}, p["tp"], replica=n)
+        elif r.ev == "DefaultAlterPartitionManager.handleAlterPartitionResponse":
+            for tp in self.partitions:
+                self.emit(n, r.us, "handle_alter_partition_response", r.where, {}, tp, replica=n)
+        elif r.ev == "harness.crash":
+            if n == self.run["controller"]:
+                return
+            self.down.add(n)
+            self.emit(n, r.us, "crash", r.where, {}, None, replica=n, kind=r.line["kind"])
+
+
+def _moved(self, n: int, tp: str, us: int, leo: int, hw: int | None) -> None:
+    """The leader's LEO and HW after one of its events, as far as the event's arguments say."""
+    marks = self.leader_at.setdefault((n, tp), [])
+    last = marks[-1] if marks else (0, 0, 0)
+    marks.append((us, max(leo, last[1]), max(hw if hw is not None else -1, last[2])))
+
+
+def _delayed(self, n: int, tp: str, sent: tuple, end: int, hw: int, r) -> None:
+    """A fetch answered with more than its handling read (records appended, or an HW raised, after it): Kafka
+    parked it as a DelayedFetch (minBytes), and the purgatory read it again when that append or HW move
+    completed it; the agent records no event there (DelayedFetch reads without updating the follower's
+    state). It is the leader's ``handle_fetch`` of the same request again (docs/validate.md), right after
+    the leader's first event that had LEO and HW where the answer shows them."""
+    leader, corr = sent
+    handled = self.handled.get((n, leader, corr))
+    if handled is None:
+        return
+    marks = self.leader_at.get((leader, tp), [])
+    read_us, read_leo = handled
+    at_read = next((m for m in reversed(marks) if m[0] <= read_us), None)
+    if end <= read_leo and (at_read is None or hw <= at_read[2]):
+        return
+    when = next((m[0] for m in marks if m[1] >= end and m[2] >= hw), None)
+    if when is None or when >= r.us:
+        when = r.us - 1
+    self.emit(leader, when + 1, "handle_fetch", r.where + " (a DelayedFetch completed)", {}, tp, replica=n,
+              msg=[n, corr])
+
+
+Translation.moved = _moved
+Translation.delayed = _delayed
+
+
+def _fetcher_leader(thread: str | None) -> int | None:
+    """ReplicaFetcherThread-<fetcher id>-<leader id>: the broker it fetches from."""
+    try:
+        return int(str(thread).rsplit("-", 1)[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def translate(path: str | os.PathLike) -> tuple[dict, dict]:
+    """The recording at ``path`` as an event log: (header, {node: [event, ...]})."""
+    run, events = read_recording(path)
+    t = Translation(run)
+    for r in events:
+        if r.ev.startswith("agent."):
+            continue
+        if r.node == run["controller"]:
+            t.controller(r)
+        else:
+            t.broker(r)
+    for node, lines in t.out.items():
+        lines.sort(key=lambda line: line["us"])
+        for i, line in enumerate(lines, 1):
+            line["seq"] = i
+    every = sorted((line for lines in t.out.values() for line in lines), key=lambda line: line["us"])
+    for i, line in enumerate(every, 1):  # one order for all nodes: the shared clock's (lc breaks a tie in t)
+        line["lc"] = i
+    return header(run, t.partitions), t.out
+
+
+def write(path: str | os.PathLike, out: str | os.PathLike) -> Path:
+    """Translate the recording at ``path`` into the event log folder ``out``."""
+    head, nodes = translate(path)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for node, lines in nodes.items():
+        name = "controller.jsonl" if node == CONTROLLER else f"broker-{node}.jsonl"
+        with open(out / name, "w", encoding="utf-8") as f:
+            f.write(json.dumps(head) + "\n")
+            for line in lines:
+                f.write(json.dumps(line, separators=(",", ":")) + "\n")
+    return out
+
+
+__all__ = ["CONTROLLER", "protocol", "translate", "write"]

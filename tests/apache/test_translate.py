@@ -1,0 +1,56 @@
+"""Apache Kafka's own events explained by the model: recordings translated (engines/apache/translate.py)
+and validated. The recordings under tests/apache/recordings/ are real: made by isrcheck's Java agent in
+Apache Kafka 4.4.0's JVMs with tests/apache/recordings/make.py (``clean``: 3 brokers, topic t of one
+partition, five acks=all produces, a clean stop; ``follower``: a follower killed, three produces, the
+follower restarted, two produces). Edited copies of them must be refused at the edited event."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from isrcheck.conformance.engines.validate.command import validate_path
+
+DATA = Path(__file__).parent / "recordings"
+
+
+@pytest.mark.parametrize("run", ["clean-4.4.0", "follower-4.4.0"])
+def test_a_recorded_kafka_run_is_explained(run):
+    verdict, events, _ = validate_path(str(DATA / run))
+    assert verdict.explained, verdict.event and verdict.event.describe()
+    assert verdict.partitions == {"t-0": {"events": verdict.partitions["t-0"]["events"],
+                                          "model_steps": len(verdict.steps)}}
+
+
+def _edited(tmp_path: Path, name: str, line: int, edit) -> Path:
+    copy = tmp_path / "rec"
+    shutil.copytree(DATA / "clean-4.4.0", copy)
+    path = copy / name
+    lines = path.read_text().splitlines(keepends=True)
+    event = json.loads(lines[line - 1])
+    edit(event)
+    lines[line - 1] = json.dumps(event) + "\n"
+    path.write_text("".join(lines))
+    return copy
+
+
+def test_an_hw_past_what_the_isr_holds_is_refused(tmp_path):
+    """The leader's first HW move (to 1, once every follower fetched offset 1) edited to 2: no member
+    but the leader holds offset 1 yet."""
+    def edit(e):
+        e["p"]["hw"] = 2
+    verdict, _, _ = validate_path(str(_edited(tmp_path, "broker-2.jsonl", 24, edit)))
+    assert not verdict.explained and verdict.event.step == "handle_fetch"
+    assert any("hw is 1 in the model, 2 in the log" in why for r in verdict.refusals for why in r.reasons)
+
+
+def test_an_election_outside_isr_and_elr_is_refused(tmp_path):
+    """The controlled shutdown of leader 2: its record names leader 0 and the new ISR [0, 1]; edited to
+    leader 2, the broker leaving, which is in neither the new ISR nor the ELR."""
+    def edit(e):
+        e["args"][0]["leader"] = 2
+    verdict, _, _ = validate_path(str(_edited(tmp_path, "controller.jsonl", 21, edit)))
+    assert not verdict.explained and verdict.event.step == "controlled_shutdown"
+    assert any("leader is" in why for r in verdict.refusals for why in r.reasons)
