@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from isrcheck.conformance.engines.experiment.drivers import TOPIC, ClusterChoice
-from isrcheck.conformance.engines.experiment.outcome import operations, outcomes
+from isrcheck.conformance.engines.experiment.outcome import judged, operations, outcomes
 from isrcheck.conformance.engines.experiment.plan import PlanRunner
 from isrcheck.conformance.engines.experiment.prediction import Prediction, predict
 from isrcheck.conformance.engines.experiment.spec import Experiment
@@ -119,7 +119,7 @@ def run_repetition(experiment: Experiment, choice: ClusterChoice, index: int, fo
             finally:
                 runner.settle()
             rep.final_read = workload.final_read(FINAL_READ_S)
-        found = check(history.events).to_json()["anomalies"]
+        found = judged(check(history.events).to_json()["anomalies"], rep.final_read)
         rep.reached, rep.missed = runner.reached, runner.missed
         rep.steps, rep.produced = runner.log, runner.produced
         rep.outcomes = outcomes(found, runner.produced) + (() if rep.final_read else ("incomplete-final-read",))

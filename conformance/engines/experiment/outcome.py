@@ -1,7 +1,10 @@
 """What clients saw in one repetition, as the experiment's outcomes (``spec.OUTCOMES``), from the
 soak checker's anomalies and the plan's produce steps.
 
-* ``lost-write``: the checker's lost-write (an acknowledged record the final read passed without).
+* ``lost-write``: the checker's lost-write (an acknowledged record the final read passed without),
+  and, once the final read is complete (it read the partition to its end), every acknowledged
+  record it did not return (the checker's ``unseen``): a log that lost its whole tail leaves the
+  final read nothing to pass.
 * ``divergent-read``: inconsistent offsets (two reads of one offset gave different records); without
   a lost write, any other sign of a log that went back under its clients (a poll that skipped or
   went back, a send acknowledged below an earlier one). With a lost write those are its echoes.
@@ -20,9 +23,17 @@ from isrcheck.conformance.engines.soak.checker import INFORMATIONAL
 NOT_ENOUGH_REPLICAS = "NOT_ENOUGH_REPLICAS"
 
 
+def judged(anomalies: dict, final_read: bool) -> dict:
+    """The checker's anomalies with, after a complete final read, its unseen acknowledged records
+    counted as lost writes."""
+    if not final_read or not anomalies.get("unseen"):
+        return anomalies
+    return {**anomalies, "lost-write": [*anomalies.get("lost-write", []), *anomalies["unseen"]], "unseen": []}
+
+
 def outcomes(anomalies: dict, produced: list[dict]) -> tuple[str, ...]:
     """The outcomes, in ``spec.OUTCOMES`` order then the other anomalies; ``anomalies`` the checker's
-    instances by name, ``produced`` the plan's produce steps."""
+    instances by name (``judged``), ``produced`` the plan's produce steps."""
     found = {name for name, instances in anomalies.items() if instances and name not in INFORMATIONAL}
     out = []
     if "lost-write" in found:
@@ -46,4 +57,4 @@ def operations(anomalies: dict, limit: int = 3) -> dict[str, list[dict]]:
             for name, instances in anomalies.items() if instances and name not in INFORMATIONAL}
 
 
-__all__ = ["outcomes", "operations"]
+__all__ = ["judged", "outcomes", "operations"]
