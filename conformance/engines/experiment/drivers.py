@@ -182,8 +182,16 @@ class ApacheDriver(ClusterDriver):
         self.bootstrap = self.cluster.bootstrap
 
     def start(self) -> None:
+        """Start the cluster; with the lazy file system, what formatting and starting wrote is then
+        synced: Linux writes dirty pages back within 30 s, so a plan's power loss loses the plan's
+        writes, not a ``bootstrap.checkpoint`` written before it (without which a broker refuses to
+        start)."""
         self.cluster.start()
         self.bootstrap = self.cluster.bootstrap
+        for b in self.brokers:
+            fs = self.cluster.node(b).fs
+            if fs is not None:
+                fs.sync()
 
     def addresses(self) -> list[str]:
         return self.cluster.live_addresses()
