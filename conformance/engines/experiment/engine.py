@@ -107,7 +107,12 @@ def run_repetition(experiment: Experiment, choice: ClusterChoice, index: int, fo
     rep = Repetition(index, folder=str(folder))
     driver = choice.driver(experiment.cluster, folder, kinds_of(experiment), say)
     try:
-        driver.start()
+        try:
+            driver.start()
+        except Exception as exc:  # noqa: BLE001 - a cluster that did not come up: this repetition reached nothing
+            rep.missed = f"the cluster did not start: {type(exc).__name__}: {exc}"
+            say(f"  not reached: {rep.missed}")
+            return rep
         rep.cluster = driver.describe()
         with open(folder / "history.jsonl", "w", encoding="utf-8") as out:
             history = History(out)
