@@ -96,6 +96,22 @@ class ClusterDriver:
         """What the run should keep of the cluster (ELR, version)."""
         return {}
 
+    # what both clusters do alike (``self.cluster``: a ProcessCluster or a KafkaCluster)
+    def alive(self, b: int) -> bool:
+        return self.cluster.alive(b)
+
+    def pause(self, n: int) -> None:
+        self.cluster.pause(n)
+
+    def lose_disk(self, b: int) -> None:
+        self.cluster.lose_disk(b)
+
+    def partition(self, groups) -> None:
+        self.cluster.partition(groups)
+
+    def heal(self) -> None:
+        self.cluster.heal()
+
 
 class OwnDriver(ClusterDriver):
     def __init__(self, protocol: str, spec, folder: Path, say) -> None:
@@ -117,9 +133,6 @@ class OwnDriver(ClusterDriver):
         c = self.cluster
         return [a for b, a in enumerate(self.bootstrap.split(",")) if c.alive(b) and b not in c.paused]
 
-    def alive(self, b: int) -> bool:
-        return self.cluster.alive(b)
-
     def kill(self, b: int) -> None:
         if self.cluster.alive(b):
             self.cluster.crash(b, "process")
@@ -132,27 +145,15 @@ class OwnDriver(ClusterDriver):
         if self.cluster.alive(b):
             self.cluster.crash(b, "power")
 
-    def pause(self, n: int) -> None:
-        self.cluster.pause(n)
-
     def resume(self, n: int) -> None:
         if n in self.cluster.paused:
             self.cluster.resume(n)
-
-    def lose_disk(self, b: int) -> None:
-        self.cluster.lose_disk(b)
 
     def restart(self, b: int) -> None:
         if b in self.cluster.paused:
             self.cluster.resume(b)
         elif not self.cluster.alive(b):
             self.cluster.restart(b)
-
-    def partition(self, groups) -> None:
-        self.cluster.partition(groups)
-
-    def heal(self) -> None:
-        self.cluster.heal()
 
     def close(self) -> None:
         if self.cluster is not None:
@@ -196,9 +197,6 @@ class ApacheDriver(ClusterDriver):
     def addresses(self) -> list[str]:
         return self.cluster.live_addresses()
 
-    def alive(self, b: int) -> bool:
-        return self.cluster.alive(b)
-
     def kill(self, b: int) -> None:
         self.cluster.kill(b)
 
@@ -208,26 +206,14 @@ class ApacheDriver(ClusterDriver):
     def power(self, b: int) -> None:
         self.cluster.power_loss(b)
 
-    def pause(self, n: int) -> None:
-        self.cluster.pause(n)
-
     def resume(self, n: int) -> None:
         self.cluster.resume(n)
-
-    def lose_disk(self, b: int) -> None:
-        self.cluster.lose_disk(b)
 
     def restart(self, b: int) -> None:
         if b in self.cluster.paused:
             self.cluster.resume(b)
         else:
             self.cluster.restart(b)
-
-    def partition(self, groups) -> None:
-        self.cluster.partition(groups)
-
-    def heal(self) -> None:
-        self.cluster.heal()
 
     def close(self) -> None:
         self.cluster.stop()

@@ -20,6 +20,8 @@ from isrcheck.conformance.engines.experiment.drivers import TOPIC
 POLL_S = 0.2
 DEFAULT_SEND_TIMEOUT_S = 10.0
 SETTLE_TIMEOUT_S = 90.0
+# steps done to each broker they name, by the driver's method of the same name
+PROCESS_FAULTS = ("kill", "stop", "pause", "resume", "power", "lose-disk", "restart")
 
 
 class Missed(Exception):
@@ -68,7 +70,10 @@ class PlanRunner:
             entry = {"index": i, "step": step.describe(), "at_s": round(began - self._started, 2)}
             self.log.append(entry)
             try:
-                entry.update(getattr(self, "_" + step.do.replace("-", "_"))(step) or {})
+                if step.do in PROCESS_FAULTS:
+                    entry.update(self._fault(step, getattr(self.driver, step.do.replace("-", "_"))))
+                else:
+                    entry.update(getattr(self, "_" + step.do)(step) or {})
             except Missed as exc:
                 entry["missed"] = str(exc)
                 self.reached, self.missed = False, f"step {i} ({step.describe()}): {exc}"
@@ -121,27 +126,6 @@ class PlanRunner:
         if step.get("as"):
             self.names[step.get("as")] = nodes
         return {"nodes": nodes}
-
-    def _kill(self, step):
-        return self._fault(step, self.driver.kill)
-
-    def _stop(self, step):
-        return self._fault(step, self.driver.stop)
-
-    def _pause(self, step):
-        return self._fault(step, self.driver.pause)
-
-    def _resume(self, step):
-        return self._fault(step, self.driver.resume)
-
-    def _power(self, step):
-        return self._fault(step, self.driver.power)
-
-    def _lose_disk(self, step):
-        return self._fault(step, self.driver.lose_disk)
-
-    def _restart(self, step):
-        return self._fault(step, self.driver.restart)
 
     def _partition(self, step):
         nodes = self.nodes(step.get("node"))
