@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("isrcheck.conformance.cli.report", "write self-contained HTML for a schedule or a campaign folder"),
     "serve": ("isrcheck.conformance.cli.serve", "run a local Kafka cluster of real processes that Kafka clients can use"),
     "kafka": ("isrcheck.conformance.cli.kafka", "start a real Apache Kafka 4.x cluster (KRaft, JVM processes) on this machine"),
+    "experiment": ("isrcheck.conformance.cli.experiment", "the model's predictions checked on a real cluster: isrcheck's own or Apache Kafka"),
     "soak": ("isrcheck.conformance.cli.soak", "real Kafka clients against a Kafka cluster under faults, checked as Jepsen does"),
     "validate": ("isrcheck.conformance.engines.validate.command", "find a behaviour of the model that explains a run's event log"),
 }

@@ -77,6 +77,10 @@ def run(command: str, cwd: Path = ROOT, timeout: float = 600, fill: dict | None 
 # README and docs/apache-kafka.md: Apache Kafka started, and soaked
 KAFKA_EXAMPLE = "isrcheck kafka --replicas 3 --dir kafka-cluster --port 19092 --topic orders:3 &"
 KAFKA_SOAK = "isrcheck soak --cluster kafka --faults all --duration 120 --dir soak-kafka"
+# docs/apache-kafka.md: experiments on isrcheck's cluster and on Apache Kafka
+EXPERIMENT = "isrcheck experiment not-enough-replicas --cluster isrcheck --repeat 1 --dir experiments-isrcheck"
+EXPERIMENT_KAFKA = ("isrcheck experiment last-replica-standing --cluster kafka:4.0.2 --elr off --repeat 5 "
+                    "--dir experiments-kafka")
 # docs/figures.md: the explorer at the disk faults' two-broker scope
 DISK_SCOPE = ("isrcheck explore --protocol kip-320 --replicas 2 --min-isr 2 --max-records 1 --max-epoch 2 --max-crashes 1 "
               "--max-power-losses 1 --torn-writes --garbage-tails --corruptions 1 --disk-failures 1 --fsync-failures 1 "
@@ -103,10 +107,11 @@ COVERED = {
         "printf 'a\\nb\\nc\\n' | kcat -P -b 127.0.0.1:9092 -t orders -p 0",
         "kcat -C -b 127.0.0.1:9092 -t orders -p 0 -o beginning -e",
         "isrcheck serve",
-        KAFKA_EXAMPLE, KAFKA_SOAK, "isrcheck kafka",
+        KAFKA_EXAMPLE, KAFKA_SOAK, "isrcheck kafka", "isrcheck experiment",
     },
     "docs/apache-kafka.md": {KAFKA_EXAMPLE, "isrcheck kafka", "isrcheck kafka --help",
-                             "isrcheck kafka --fetch --kafka-version 4.0.2"},
+                             "isrcheck kafka --fetch --kafka-version 4.0.2", "isrcheck experiment",
+                             EXPERIMENT, EXPERIMENT_KAFKA},
     "docs/campaigns.md": {
         "isrcheck fuzz --protocol kip-320 --schedules 2000 --out campaigns/kip-320",
         "isrcheck fuzz --protocol hw-truncation --schedules 500 --seed 1000 --steps 150 --master local[2]",
@@ -188,7 +193,8 @@ COVERED = {
         "--out campaigns/hw-truncation-sut",
     },
 }
-BARE = {"isrcheck check", "isrcheck cover", "isrcheck dump-log", "isrcheck explore", "isrcheck fuzz", "isrcheck kafka",
+BARE = {"isrcheck check", "isrcheck cover", "isrcheck dump-log", "isrcheck experiment", "isrcheck explore",
+        "isrcheck fuzz", "isrcheck kafka",
         "isrcheck gate", "isrcheck prove", "isrcheck report", "isrcheck serve", "isrcheck sim", "isrcheck soak",
         "isrcheck validate"}
 
@@ -534,7 +540,26 @@ def test_apache_kafka_fetch_and_help():
     assert shown.returncode == 0 and "min.insync.replicas" in shown.stdout and "--min-insync-replicas" in shown.stdout
 
 
+def test_an_experiment_on_isrchecks_cluster(tmp_path):
+    """docs/apache-kafka.md: NOT_ENOUGH_REPLICAS predicted and seen on isrcheck's cluster, agree."""
+    proc = run(example(EXPERIMENT), cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("not-enough-replicas"))
+    assert row.split()[-4:] == ["not-enough-replicas", "1/1", "1/1", "agree"], row
+    assert (tmp_path / "experiments-isrcheck" / "results.json").is_file()
+
+
 # -- slow: the default scope, Spark, a standalone cluster, a fresh install --------------------------
+
+@pytest.mark.slow
+def test_the_last_replica_standing_experiment_on_apache_kafka_4_0(tmp_path):
+    """docs/apache-kafka.md: KIP-966's motivating case loses the acknowledged records on Kafka 4.0.2
+    without ELR, as kip-903 predicts, in every repetition that reached the state."""
+    proc = run(example(EXPERIMENT_KAFKA), cwd=tmp_path, timeout=3600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads((tmp_path / "experiments-kafka" / "results.json").read_text())
+    (result,) = doc["experiments"]
+    assert result["verdict"] == "agree" and result["reached"] >= 1, result
 
 @pytest.mark.slow
 def test_the_apache_kafka_soak_example(tmp_path):

@@ -148,7 +148,7 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
             history = History(out)
             workload = Workload(bootstrap, options.topic, options.partitions, history, options.seed,
                                 options.producers, options.consumers, options.idempotence,
-                                client_log=_client_log(folder))
+                                client_log=client_log(folder))
             result = SoakResult(options)
             workload.start()
             ticker = _Ticker(history, plan, options.duration_s, say)
@@ -227,28 +227,36 @@ def _apache_cluster(options: SoakOptions, folder: Path, say):
 
 def _own_cluster(options: SoakOptions, folder: Path, say):
     """isrcheck's cluster in Kafka mode with the soak's topic, serving."""
+    events = str(folder / "events") if options.validate else None
+    if events is not None:
+        shutil.rmtree(events, ignore_errors=True)  # a run's log starts anew
+    return own_cluster(options.protocol, options.replicas, options.min_insync_replicas, options.unclean_election,
+                       [(options.topic, options.partitions)], folder / "cluster", events, say)
+
+
+def own_cluster(protocol: str, replicas: int, min_isr: int, unclean: bool, topics: list, directory: Path,
+                events: str | None = None, say=lambda line: None, **config):
+    """isrcheck's cluster in Kafka mode (journaled brokers: power losses can be played) with
+    ``topics`` ([(name, partitions)]), fast timings (a broker down is fenced in about 1.5 s), serving:
+    (``ProcessCluster``, bootstrap). ``config``: further ``ClusterConfig`` fields (``flush_messages``)."""
     from isrcheck.impl.real.processes import ProcessCluster, free_ports
     from isrcheck.impl.real.serve import SERVE_DEFAULTS, wait_until_serving
     from isrcheck.impl.replication import ClusterConfig
 
     timings = {**SERVE_DEFAULTS, "broker_session_timeout_ms": 1500, "broker_heartbeat_interval_ms": 250,
                "replica_lag_time_max_ms": 3000, "replica_fetch_wait_max_ms": 200, "request_timeout_ms": 5000}
-    config = ClusterConfig(protocol=options.protocol, replicas=options.replicas,
-                           min_insync_replicas=options.min_insync_replicas,
-                           unclean_leader_election_enable=options.unclean_election, **timings)
-    ports = free_ports(options.replicas)
-    kafka = dict(listeners={str(b): p for b, p in enumerate(ports)}, topics=[[options.topic, options.partitions]],
-                 cluster_id="isrcheck-soak", auto_create_topics=False, num_partitions=options.partitions,
-                 journal=True)
-    events = str(folder / "events") if options.validate else None
-    if events is not None:
-        shutil.rmtree(events, ignore_errors=True)  # a run's log starts anew
-    cluster = ProcessCluster(config, str(folder / "cluster"), kafka=kafka, events=events)
-    say(f"starting {options.replicas} brokers ({options.protocol}) in {folder / 'cluster'}")
+    cluster_config = ClusterConfig(protocol=protocol, replicas=replicas, min_insync_replicas=min_isr,
+                                   unclean_leader_election_enable=unclean, **{**timings, **config})
+    ports = free_ports(replicas)
+    partitions = max((n for _, n in topics), default=1)
+    kafka = dict(listeners={str(b): p for b, p in enumerate(ports)}, topics=[[t, n] for t, n in topics],
+                 cluster_id="isrcheck-soak", auto_create_topics=False, num_partitions=partitions, journal=True)
+    cluster = ProcessCluster(cluster_config, str(directory), kafka=kafka, events=events)
+    say(f"starting {replicas} brokers ({protocol}) in {directory}")
     cluster.start()
-    if not wait_until_serving(ports, [(options.topic, options.partitions)]):
+    if not wait_until_serving(ports, topics):
         cluster.stop()
-        raise RuntimeError(f"the cluster did not serve {options.topic} within 30 s (see {folder / 'cluster'})")
+        raise RuntimeError(f"the cluster did not serve {topics} within 30 s (see {directory})")
     return cluster, ",".join(f"127.0.0.1:{p}" for p in ports)
 
 
@@ -275,7 +283,7 @@ class _Ticker:
         self._stop.set()
 
 
-def _client_log(folder: Path) -> logging.Logger:
+def client_log(folder: Path) -> logging.Logger:
     """The clients' own log lines go to ``clients.log`` in the run folder, not the terminal."""
     log = logging.getLogger(f"isrcheck.soak.clients.{folder.resolve()}")
     log.propagate = False

@@ -1,0 +1,225 @@
+"""The clusters an experiment's plan runs on, behind one small interface (``ClusterDriver``):
+``start``, the faults a plan names (``kill``, ``stop``, ``pause``, ``resume``, ``power``,
+``lose_disk``, ``restart``, ``partition``, ``heal``), ``view`` (Metadata of the experiment's topic, as a
+client reads it) and ``close``.
+
+* ``OwnDriver``: isrcheck's own cluster in Kafka mode (``ProcessCluster``, the soak's
+  ``own_cluster``: journaled brokers, fast timings) under one protocol variant.
+* ``ApacheDriver``: Apache Kafka (``KafkaCluster``) of a release, ELR on or off, the lazy file system
+  under the brokers' logs when the plan plays power losses, a network namespace per node when it
+  plays partitions.
+
+``parse_cluster("isrcheck[:PROTOCOL]" | "kafka:VERSION", elr)`` reads the command line's choice as a
+``ClusterChoice``, which names the variant the cluster implements (Kafka 4.x with ELR: kip-966;
+without: kip-903) and makes a driver per repetition.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from isrcheck.conformance.engines.apache.admin import ClusterView, cluster_view
+from isrcheck.conformance.vocabulary import UsageError
+
+TOPIC = "experiment"
+DEFAULT_PROTOCOL = "kip-966"
+
+
+@dataclass(frozen=True)
+class ClusterChoice:
+    kind: str                 # "isrcheck" or "kafka"
+    protocol: str | None = None
+    version: str | None = None
+    elr: bool | None = None   # Kafka: None the release's default
+    kafka_home: str | None = None
+
+    def variant(self, elr: bool | None = None) -> str:
+        """The protocol variant this cluster implements (``elr``: the experiment forces ELR)."""
+        if self.kind == "isrcheck":
+            return self.protocol or DEFAULT_PROTOCOL
+        return "kip-966" if self.effective_elr(elr) else "kip-903"
+
+    def effective_elr(self, elr: bool | None = None) -> bool:
+        if elr is not None:
+            return elr
+        if self.elr is not None:
+            return self.elr
+        from isrcheck.conformance.engines.apache.distribution import Distribution
+
+        return Distribution(self.version, Path()).default_elr()
+
+    def label(self, elr: bool | None = None) -> str:
+        if self.kind == "isrcheck":
+            return f"isrcheck ({self.variant()})"
+        return f"Kafka {self.version} (ELR {'on' if self.effective_elr(elr) else 'off'})"
+
+    def driver(self, spec, folder: Path, kinds: set[str], say) -> "ClusterDriver":
+        if self.kind == "isrcheck":
+            return OwnDriver(self.variant(), spec, folder, say)
+        return ApacheDriver(self, spec, folder, kinds, say)
+
+
+def parse_cluster(text: str, elr: str | None = None, kafka_home: str | None = None) -> ClusterChoice:
+    """``--cluster`` and ``--elr`` (on, off or None); UsageError on anything else."""
+    from isrcheck.conformance.core.schedule import PROTOCOLS
+
+    name, _, rest = text.partition(":")
+    if name == "isrcheck":
+        if rest and rest not in PROTOCOLS:
+            raise UsageError(f"--cluster {text!r}: unknown protocol {rest!r} (protocols: {', '.join(PROTOCOLS)})")
+        if elr is not None:
+            raise UsageError("--elr is Apache Kafka's; isrcheck's cluster has ELR under --cluster isrcheck:kip-966")
+        return ClusterChoice("isrcheck", protocol=rest or None)
+    if name == "kafka":
+        from isrcheck.conformance.engines.apache.distribution import DEFAULT_VERSION, check_version
+
+        return ClusterChoice("kafka", version=check_version(rest) if rest else DEFAULT_VERSION,
+                             elr=None if elr is None else elr == "on", kafka_home=kafka_home)
+    raise UsageError(f"--cluster {text!r}: expected isrcheck, isrcheck:PROTOCOL or kafka:VERSION (e.g. kafka:4.0.2)")
+
+
+class ClusterDriver:
+    """What a plan needs of a cluster (see the module docstring); brokers by id."""
+
+    brokers: list[int]
+    controller: int
+    bootstrap: str
+
+    def addresses(self) -> list[str]:
+        raise NotImplementedError
+
+    def view(self) -> ClusterView | None:
+        """Metadata of the experiment's topic from the first live broker that answers."""
+        return cluster_view(self.addresses(), [TOPIC])
+
+    def describe(self) -> dict:
+        """What the run should keep of the cluster (ELR, version)."""
+        return {}
+
+    # what both clusters do alike (``self.cluster``: a ProcessCluster or a KafkaCluster)
+    def alive(self, b: int) -> bool:
+        return self.cluster.alive(b)
+
+    def pause(self, n: int) -> None:
+        self.cluster.pause(n)
+
+    def lose_disk(self, b: int) -> None:
+        self.cluster.lose_disk(b)
+
+    def partition(self, groups) -> None:
+        self.cluster.partition(groups)
+
+    def heal(self) -> None:
+        self.cluster.heal()
+
+
+class OwnDriver(ClusterDriver):
+    def __init__(self, protocol: str, spec, folder: Path, say) -> None:
+        self.protocol, self.spec, self.folder, self.say = protocol, spec, folder, say
+        self.cluster = None
+        self.brokers = list(range(spec.brokers))
+
+    def start(self) -> None:
+        from isrcheck.conformance.engines.soak.driver import own_cluster
+        from isrcheck.impl.controller import CONTROLLER_ID
+
+        config = {} if self.spec.flush_messages is None else {"flush_messages": self.spec.flush_messages}
+        self.cluster, self.bootstrap = own_cluster(
+            self.protocol, self.spec.brokers, self.spec.min_insync_replicas, self.spec.unclean_election,
+            [(TOPIC, 1)], self.folder / "cluster", None, self.say, **config)
+        self.controller = CONTROLLER_ID
+
+    def addresses(self) -> list[str]:
+        c = self.cluster
+        return [a for b, a in enumerate(self.bootstrap.split(",")) if c.alive(b) and b not in c.paused]
+
+    def kill(self, b: int) -> None:
+        if self.cluster.alive(b):
+            self.cluster.crash(b, "process")
+
+    def stop(self, b: int) -> None:
+        if self.cluster.alive(b):
+            self.cluster.crash(b, "clean")
+
+    def power(self, b: int) -> None:
+        if self.cluster.alive(b):
+            self.cluster.crash(b, "power")
+
+    def resume(self, n: int) -> None:
+        if n in self.cluster.paused:
+            self.cluster.resume(n)
+
+    def restart(self, b: int) -> None:
+        if b in self.cluster.paused:
+            self.cluster.resume(b)
+        elif not self.cluster.alive(b):
+            self.cluster.restart(b)
+
+    def close(self) -> None:
+        if self.cluster is not None:
+            self.cluster.stop()
+
+    def describe(self) -> dict:
+        return {"cluster": "isrcheck", "protocol": self.protocol}
+
+
+class ApacheDriver(ClusterDriver):
+    def __init__(self, choice: ClusterChoice, spec, folder: Path, kinds: set[str], say) -> None:
+        from isrcheck.conformance.engines.apache.cluster import CONTROLLER_ID, KafkaCluster, KafkaSettings, \
+            free_port_base
+        from isrcheck.conformance.engines.apache.distribution import distribution
+
+        dist = distribution(choice.version, choice.kafka_home, say=say)
+        settings = KafkaSettings(
+            brokers=spec.brokers, port=free_port_base(spec.brokers + 1), elr=choice.effective_elr(spec.elr),
+            min_insync_replicas=spec.min_insync_replicas, unclean_election=spec.unclean_election,
+            flush_messages=spec.flush_messages, topics=[(TOPIC, 1)],
+            # fast enough for a plan: a broker down is fenced in 3 s, a follower stuck leaves the ISR in 5 s
+            replica_lag_time_max_ms=5_000, broker_session_timeout_ms=3_000, broker_heartbeat_interval_ms=500,
+            network="netns" if "partition" in kinds else "loopback", lazyfs=bool({"power"} & kinds),
+            heap="384m", extra={"leader.imbalance.check.interval.seconds": 3600})
+        self.cluster = KafkaCluster(settings, folder / "cluster", dist, say=say)
+        self.brokers, self.controller = list(self.cluster.brokers), CONTROLLER_ID
+        self.bootstrap = self.cluster.bootstrap
+
+    def start(self) -> None:
+        """Start the cluster; with the lazy file system, what formatting and starting wrote is then
+        synced: Linux writes dirty pages back within 30 s, so a plan's power loss loses the plan's
+        writes, not a ``bootstrap.checkpoint`` written before it (without which a broker refuses to
+        start)."""
+        self.cluster.start()
+        self.bootstrap = self.cluster.bootstrap
+        for b in self.brokers:
+            fs = self.cluster.node(b).fs
+            if fs is not None:
+                fs.sync()
+
+    def addresses(self) -> list[str]:
+        return self.cluster.live_addresses()
+
+    def kill(self, b: int) -> None:
+        self.cluster.kill(b)
+
+    def stop(self, b: int) -> None:
+        self.cluster.terminate(b, 30.0)
+
+    def power(self, b: int) -> None:
+        self.cluster.power_loss(b)
+
+    def resume(self, n: int) -> None:
+        self.cluster.resume(n)
+
+    def restart(self, b: int) -> None:
+        if b in self.cluster.paused:
+            self.cluster.resume(b)
+        else:
+            self.cluster.restart(b)
+
+    def close(self) -> None:
+        self.cluster.stop()
+
+    def describe(self) -> dict:
+        return {"cluster": "kafka", "version": self.cluster.dist.version, "elr": self.cluster.elr}
+
+
+__all__ = ["ApacheDriver", "ClusterChoice", "ClusterDriver", "OwnDriver", "TOPIC", "parse_cluster"]

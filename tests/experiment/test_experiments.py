@@ -1,0 +1,123 @@
+"""Experiments: every one of the catalogue on isrcheck's own cluster (default run, one repetition
+each), the Last Replica Standing pair on Apache Kafka (4.0.2 without ELR: the write is lost; 4.4.0
+with ELR: nothing lost), every other experiment on Apache Kafka as a slow test; bad experiment files
+exit 2 naming the file and the field."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from isrcheck.conformance.cli.experiment import catalogue_folder
+from isrcheck.conformance.cli.main import main
+from isrcheck.conformance.engines.experiment.drivers import parse_cluster
+from isrcheck.conformance.engines.experiment.engine import AGREE, run_experiment
+from isrcheck.conformance.engines.experiment.outcome import judged, outcomes
+from isrcheck.conformance.engines.experiment.prediction import predict
+from isrcheck.conformance.engines.experiment.spec import catalogue, load_experiment
+
+CATALOGUE = {p.stem: p for p in catalogue(catalogue_folder())}
+REQUIRED = ("last-replica-standing", "unclean-election-on", "unclean-election-off", "power-loss-all",
+            "power-loss-all-flushed", "not-enough-replicas", "fast-leader-change")
+
+needs_kafka = pytest.mark.skipif(
+    shutil.which("java") is None or not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
+    reason="Apache Kafka experiments need java and FUSE (/dev/fuse, fusermount3)")
+
+
+def test_the_catalogue_holds_the_issues_experiments_and_each_loads():
+    assert set(REQUIRED) <= set(CATALOGUE)
+    for path in CATALOGUE.values():
+        assert load_experiment(path).name == path.stem
+
+
+@pytest.mark.parametrize("name, variant, outcome", [
+    ("last-replica-standing", "kip-903", ("lost-write",)), ("last-replica-standing", "kip-966", ()),
+    ("unclean-election-on", "kip-966", ("lost-write",)), ("unclean-election-off", "kip-903", ("unavailable",)),
+    ("power-loss-all", "kip-966", ("lost-write",)), ("power-loss-all-flushed", "kip-903", ()),
+    ("not-enough-replicas", "kip-320", ("not-enough-replicas",)), ("fast-leader-change", "kip-320", ())])
+def test_the_models_prediction_per_variant(name, variant, outcome):
+    assert predict(load_experiment(CATALOGUE[name]), variant).outcomes == outcome
+
+
+def test_an_empty_final_read_makes_every_unseen_acknowledged_record_lost():
+    unseen = {"unseen": [{"ops": [1], "explanation": "never returned"}], "lost-write": []}
+    assert outcomes(judged(unseen, final_read=True), []) == ("lost-write",)
+    assert outcomes(judged(unseen, final_read=False), []) == ()
+    refused = [{"step": 4, "ok": 0, "fail": 3, "info": 0, "errors": ["NOT_ENOUGH_REPLICAS"]}]
+    assert outcomes({}, refused) == ("not-enough-replicas",)
+    assert outcomes({}, [{"step": 9, "ok": 0, "fail": 0, "info": 1, "errors": ["_MSG_TIMED_OUT"]}]) == ("unavailable",)
+
+
+@pytest.mark.parametrize("name", sorted(CATALOGUE))
+def test_each_experiment_agrees_on_isrchecks_cluster(name, tmp_path):
+    result = run_experiment(load_experiment(CATALOGUE[name]), parse_cluster("isrcheck"), 1, tmp_path)
+    rep = result.repetitions[0]
+    assert rep.reached, rep.missed
+    assert result.verdict == AGREE, (rep.outcomes, result.prediction, rep.anomalies)
+
+
+def test_last_replica_standing_loses_the_write_before_kip_966_on_isrchecks_cluster(tmp_path):
+    result = run_experiment(load_experiment(CATALOGUE["last-replica-standing"]), parse_cluster("isrcheck:kip-903"),
+                            1, tmp_path)
+    assert result.verdict == AGREE and result.repetitions[0].outcomes == ("lost-write",)
+
+
+def _on_kafka(name: str, cluster: str, elr: str, tmp_path) -> None:
+    result = run_experiment(load_experiment(CATALOGUE[name]), parse_cluster(cluster, elr), 1, tmp_path)
+    rep = result.repetitions[0]
+    assert rep.reached, rep.missed
+    assert result.verdict == AGREE, (rep.outcomes, result.prediction, rep.anomalies)
+
+
+@needs_kafka
+@pytest.mark.parametrize("cluster, elr, lost", [("kafka:4.0.2", "off", True), ("kafka:4.4.0", "on", False)])
+def test_last_replica_standing_on_apache_kafka(cluster, elr, lost, tmp_path):
+    """KIP-966's motivating case: lost without ELR, not with it (in CI's default run)."""
+    _on_kafka("last-replica-standing", cluster, elr, tmp_path)
+
+
+@pytest.mark.slow
+@needs_kafka
+@pytest.mark.parametrize("cluster, elr", [("kafka:4.0.2", "off"), ("kafka:4.4.0", "on")])
+@pytest.mark.parametrize("name", sorted(set(CATALOGUE) - {"last-replica-standing"}))
+def test_each_experiment_on_apache_kafka(name, cluster, elr, tmp_path):
+    _on_kafka(name, cluster, elr, tmp_path)
+
+
+# -- bad experiment files ------------------------------------------------------------------------
+GOOD = json.loads(CATALOGUE["not-enough-replicas"].read_text())
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"format": "other"}, "format"),
+    ({"cluster": {"brokers": 9}}, "cluster.brokers"),
+    ({"cluster": {"brokers": 2, "min_insync_replicas": 3}}, "cluster.min_insync_replicas"),
+    ({"cluster": {"replicas": 2}}, "cluster.replicas"),
+    ({"schedule": "specs/scenarios/none.json"}, "schedule"),
+    ({"plan": [{"do": "jump"}]}, "plan[0].do"),
+    ({"plan": [{"do": "wait", "until": "isr-full"}]}, "plan[0].timeout_s"),
+    ({"plan": [{"do": "wait", "until": "sunny", "timeout_s": 3}]}, "plan[0].until"),
+    ({"plan": [{"do": "produce", "records": 1}, {"do": "kill", "node": "X"}]}, "plan[1].node"),
+    ({"plan": [{"do": "produce", "records": 0}]}, "plan[0].records"),
+    ({"expected": {"*": ["on-fire"]}}, "expected.*"),
+    ({"extra": 1}, "extra"),
+])
+def test_a_bad_experiment_file_exits_2_naming_the_file_and_the_field(change, field, tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**GOOD, "schedule": str(Path(__file__).parents[2] / GOOD["schedule"]), **change}))
+    assert main(["experiment", str(bad), "--dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and f"{field}:" in err, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_no_name_nor_all_and_an_unknown_name_or_cluster_exit_2(tmp_path, capsys):
+    assert main(["experiment", "--dir", str(tmp_path)]) == 2
+    assert main(["experiment", "no-such-experiment", "--dir", str(tmp_path)]) == 2
+    assert "no experiment 'no-such-experiment'" in capsys.readouterr().err
+    assert main(["experiment", "not-enough-replicas", "--cluster", "kafka-ish", "--dir", str(tmp_path)]) == 2
+    assert main(["experiment", "not-enough-replicas", "--elr", "on", "--dir", str(tmp_path)]) == 2
