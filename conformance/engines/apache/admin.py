@@ -88,17 +88,32 @@ def _admin(bootstrap: str):
     return KafkaAdminClient(bootstrap_servers=bootstrap.split(","), client_id="isrcheck", request_timeout_ms=15_000)
 
 
-def create_topics(bootstrap: str, topics, replication: int, configs: dict | None = None) -> None:
+def create_topics(bootstrap: str, topics, replication: int, configs: dict | None = None,
+                  timeout_s: float = 60.0) -> None:
     """CreateTopics for each (name, partitions) with ``replication`` replicas; an existing topic is
-    left as it is. UsageError naming the topic if the cluster refuses one."""
-    from kafka.admin import NewTopic
+    left as it is. A cluster still coming up (the admin client's own errors: a broker it does not
+    know yet, one not ready) is asked again until ``timeout_s``. UsageError naming the topic if the
+    cluster refuses one."""
+    import time
 
-    admin = _admin(bootstrap)
-    try:
-        result = admin.create_topics([NewTopic(name, partitions, replication, topic_configs=configs or {})
-                                      for name, partitions in topics], raise_errors=False)
-    finally:
-        admin.close()
+    from kafka.admin import NewTopic
+    from kafka.errors import KafkaError
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            admin = _admin(bootstrap)
+            try:
+                result = admin.create_topics([NewTopic(name, partitions, replication, topic_configs=configs or {})
+                                              for name, partitions in topics], raise_errors=False)
+            finally:
+                admin.close()
+            break
+        except (KafkaError, OSError) as exc:
+            if time.monotonic() > deadline:
+                raise UsageError(f"the cluster at {bootstrap} did not create topics {[t for t, _ in topics]} within "
+                                 f"{timeout_s:.0f} s: {exc!r}") from None
+            time.sleep(0.5)
     for topic in _topic_errors(result):
         name, code, message = topic
         if code not in (0, TOPIC_ALREADY_EXISTS):
