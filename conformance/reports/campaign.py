@@ -9,6 +9,7 @@ from isrcheck.conformance.engines.campaign.aggregate import COVERAGE_KINDS
 from isrcheck.conformance.core.schedule import load_schedule
 from isrcheck.conformance.reports.page import document, h, slug, table
 from isrcheck.conformance.reports.timeline import write_timeline
+from isrcheck.conformance.vocabulary import read_text
 
 _COLORS = {"distinct": "#1d2330", "abstract_states": "#1565c0", "action_pairs": "#ef6c00",
            "divergence_rungs": "#c62828", "outputs": "#2e7d32"}
@@ -49,13 +50,51 @@ def coverage_chart(growth: list[dict], width: int = 640, height: int = 260) -> s
     return "".join(parts)
 
 
+# What the page reads of summary.json, and of each of its failures, with their types.
+_SUMMARY = {"protocol": str, "seed": int, "schedules": int, "steps": int, "faults": str, "by_verdict": dict,
+            "failing_schedules": int, "distinct_failures": int, "failures": list}
+_FAILURE = {"id": str, "verdict": str, "seed": int, "seeds": int, "steps": int, "file": str}
+
+
+def _lacks(doc, fields: dict) -> str | None:
+    if not isinstance(doc, dict):
+        return "not a JSON object"
+    for key, kind in fields.items():
+        if not isinstance(doc.get(key), kind) or isinstance(doc.get(key), bool):
+            return f"\"{key}\" {'missing' if key not in doc else 'is not ' + _KIND_NAMES[kind]}"
+    return None
+
+
+_KIND_NAMES = {str: "a string", int: "an integer", dict: "an object", list: "an array"}
+
+
+def load_summary(campaign: Path) -> dict:
+    """The campaign's summary.json, with every field the page reads; ValueError naming the folder
+    and what is wrong."""
+    def wrong(why: str) -> ValueError:
+        return ValueError(f"{campaign}: not a finished campaign folder (summary.json: {why})")
+
+    path = campaign / "summary.json"
+    if not path.exists():
+        raise wrong("missing")
+    try:
+        summary = json.loads(read_text(path, "a campaign summary", error=ValueError))
+    except ValueError as exc:
+        raise wrong(str(exc).removeprefix(f"{path}: ")) from None
+    except RecursionError:
+        raise wrong("nested too deep") from None
+    problem = _lacks(summary, _SUMMARY)
+    if problem is None:
+        problem = next((f"failures[{i}]: {p}" for i, failure in enumerate(summary["failures"])
+                        if (p := _lacks(failure, _FAILURE))), None)
+    if problem:
+        raise wrong(problem)
+    return summary
+
+
 def write_campaign_html(campaign: Path, out: Path) -> Path:
     """``out``/index.html for the campaign folder ``campaign``, and ``out``/failures/*.html."""
-    try:
-        summary = json.loads((campaign / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{campaign}: not a finished campaign folder (summary.json: "
-                         f"{getattr(exc, 'strerror', None) or exc})") from None
+    summary = load_summary(campaign)
     out.mkdir(parents=True, exist_ok=True)
     (out / "failures").mkdir(exist_ok=True)
     rows = []

@@ -91,15 +91,34 @@ def cluster_id(directory: str) -> str:
     """meta.properties' cluster.id, written on the first start as Kafka's storage format does."""
     path = os.path.join(directory, "meta.properties")
     if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("cluster.id="):
-                    return line.strip().split("=", 1)[1]
+        for line in _properties(path).splitlines():
+            if line.startswith("cluster.id="):
+                return line.strip().split("=", 1)[1]
         raise ServeError(f"{path}: no cluster.id line")
     cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     with open(path, "w", encoding="utf-8") as f:
         f.write(f"version=1\ncluster.id={cid}\n")
     return cid
+
+
+META_PROPERTIES_MAX_BYTES = 64 << 10  # Kafka's holds a few short lines
+
+
+def _properties(path: str) -> str:
+    """A properties file of the data directory as text; ServeError naming it if it cannot be
+    read, is larger than such a file may be, or is not text."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(META_PROPERTIES_MAX_BYTES + 1)
+    except OSError as exc:
+        raise ServeError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) > META_PROPERTIES_MAX_BYTES:
+        raise ServeError(f"{path}: larger than a meta.properties file may be "
+                         f"({META_PROPERTIES_MAX_BYTES >> 10} KiB)")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ServeError(f"{path}: not a text (UTF-8) file: byte {exc.start} (0x{raw[exc.start]:02x})") from None
 
 
 def served_topics(directory: str) -> list[tuple[str, int]]:
