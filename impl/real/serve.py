@@ -39,6 +39,18 @@ SERVE_DEFAULTS = dict(replica_lag_time_max_ms=10_000, request_timeout_ms=30_000,
                       broker_session_timeout_ms=3_000, replica_high_watermark_checkpoint_interval_ms=5_000)
 
 
+INT32_MAX = 2**31 - 1  # Kafka's int settings
+MAX_PARTITIONS = 10_000
+# Each integer setting's valid range: what the cluster still works with (a request bound below
+# 64 KiB refuses clients' ordinary requests; a zero timeout or interval spins or fences at once).
+SETTING_BOUNDS = dict(replica_lag_time_max_ms=(1, INT32_MAX), request_timeout_ms=(1, INT32_MAX),
+                      replica_fetch_backoff_ms=(0, INT32_MAX), replica_fetch_wait_max_ms=(0, INT32_MAX),
+                      broker_heartbeat_interval_ms=(1, INT32_MAX), broker_session_timeout_ms=(1, INT32_MAX),
+                      replica_high_watermark_checkpoint_interval_ms=(0, INT32_MAX),
+                      flush_messages=(1, INT32_MAX), socket_request_max_bytes=(64 << 10, INT32_MAX),
+                      partitions=(1, MAX_PARTITIONS))
+
+
 class ServeError(Exception):
     """Why the cluster cannot be served; exit 2."""
 
@@ -82,9 +94,37 @@ def parse_topic(spec: str, default_partitions: int) -> tuple[str, int]:
         partitions = int(count) if count else default_partitions
     except ValueError:
         raise ServeError(f"--topic {spec!r}: partitions must be a whole number") from None
-    if partitions < 1:
-        raise ServeError(f"--topic {spec!r}: partitions must be at least 1")
+    if not 1 <= partitions <= MAX_PARTITIONS:
+        raise ServeError(f"--topic {spec!r}: partitions must be 1..{MAX_PARTITIONS}")
     return name, partitions
+
+
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def check_settings(args: argparse.Namespace) -> list[tuple[str, int]]:
+    """Every setting within its range and none in conflict with another; the topics to create.
+    ServeError naming the setting and its range, or the two that conflict."""
+    for name, (low, high) in SETTING_BOUNDS.items():
+        value = getattr(args, name)
+        if value is not None and not low <= value <= high:
+            raise ServeError(f"{_option(name)}: expected {low:,}..{high:,}, got {value}")
+    if args.broker_session_timeout_ms < 2 * args.broker_heartbeat_interval_ms:
+        raise ServeError(f"--broker-session-timeout-ms {args.broker_session_timeout_ms}: shorter than two heartbeat "
+                         f"intervals (--broker-heartbeat-interval-ms {args.broker_heartbeat_interval_ms}); a live "
+                         f"broker would be fenced between its heartbeats")
+    if args.replica_fetch_wait_max_ms >= args.replica_lag_time_max_ms:
+        raise ServeError(f"--replica-fetch-wait-max-ms {args.replica_fetch_wait_max_ms}: not shorter than "
+                         f"--replica-lag-time-max-ms {args.replica_lag_time_max_ms}; a follower waiting on an "
+                         f"idle partition would leave the ISR")
+    topics: dict[str, int] = {}
+    for spec in args.topic:
+        name, partitions = parse_topic(spec, args.partitions)
+        if name in topics:
+            raise ServeError(f"--topic {spec!r}: topic {name} is given twice")
+        topics[name] = partitions
+    return list(topics.items())
 
 
 def cluster_id(directory: str) -> str:
@@ -200,9 +240,7 @@ def prepare(args: argparse.Namespace) -> tuple[ClusterConfig, str, dict]:
     """The cluster's config, directory and the nodes' Kafka settings; ServeError if anything is wrong."""
     if args.protocol not in VARIANTS:
         raise ServeError(f"--protocol: unknown variant {args.protocol!r} (known: {', '.join(VARIANTS)})")
-    if not 1 <= args.partitions <= 10_000:
-        raise ServeError(f"--partitions: expected 1..10000, got {args.partitions}")
-    topics = [parse_topic(spec, args.partitions) for spec in args.topic]
+    topics = check_settings(args)
     min_isr = args.min_insync_replicas if args.min_insync_replicas is not None else min(2, args.replicas)
     try:
         config = ClusterConfig(protocol=args.protocol, replicas=args.replicas, min_insync_replicas=min_isr,
