@@ -236,6 +236,20 @@ def _check_events(events: str, directory: str | None) -> None:
         raise ServeError(f"--events {events}: cannot create it ({exc.strerror})") from None
 
 
+def _check_data(directory: str) -> None:
+    """Brokers' logs without the controller's metadata would be served as a new cluster's, whose
+    partitions start again at epoch 0 and whose leaders truncate what the followers hold: refused."""
+    if not os.path.isdir(directory):
+        return
+    metadata = os.path.join(directory, "controller", METADATA_FILE)
+    brokers = sorted(name for name in os.listdir(directory) if name.startswith("broker-")
+                     and os.path.isdir(os.path.join(directory, name)) and os.listdir(os.path.join(directory, name)))
+    if brokers and not os.path.exists(metadata):
+        raise ServeError(f"--dir {directory}: holds broker data ({os.path.join(directory, brokers[0])}) but no "
+                         f"cluster metadata ({metadata}); serving it would start a new cluster that truncates "
+                         f"those logs: give a new --dir, or restore the metadata")
+
+
 def prepare(args: argparse.Namespace) -> tuple[ClusterConfig, str, dict]:
     """The cluster's config, directory and the nodes' Kafka settings; ServeError if anything is wrong."""
     if args.protocol not in VARIANTS:
@@ -253,6 +267,8 @@ def prepare(args: argparse.Namespace) -> tuple[ClusterConfig, str, dict]:
     _check_ports(ports)
     if args.events is not None:
         _check_events(args.events, args.dir)
+    if args.dir is not None:
+        _check_data(args.dir)
     directory = args.dir or tempfile.mkdtemp(prefix="isrcheck-serve-")
     os.makedirs(directory, exist_ok=True)
     kafka = dict(listeners={str(b): port for b, port in enumerate(ports)}, topics=topics,

@@ -35,3 +35,24 @@ def test_settings_that_break_the_cluster_are_refused(tmp_path, capsys, monkeypat
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and said in err and "Traceback" not in err, err
     assert not (tmp_path / "d").exists()
+
+
+def test_a_directory_with_broker_data_but_no_cluster_metadata_is_refused_untouched(tmp_path, capsys, monkeypatch):
+    """A broker's logs without the controller's metadata would be served as a new cluster's,
+    whose leaders truncate them: refused before anything starts, every byte kept."""
+    import isrcheck.impl.real.serve as serve
+
+    monkeypatch.setattr(serve, "ProcessCluster", None)
+    partition = tmp_path / "d" / "broker-0" / "orders-0"
+    partition.mkdir(parents=True)
+    (partition / "00000000000000000000.log").write_bytes(b"\x01" * 5000)
+    (partition / "00000000000000000000.index").write_bytes(b"\x02" * 80)
+    port = str(free_ports(1)[0])
+    assert main(["serve", "--replicas", "1", "--port", port, "--dir", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert (f"--dir {tmp_path / 'd'}: holds broker data ({tmp_path / 'd' / 'broker-0'}) but no cluster metadata "
+            f"({tmp_path / 'd' / 'controller' / 'metadata.json'})") in err
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["broker-0"]
+    assert (partition / "00000000000000000000.log").stat().st_size == 5000
+    assert (partition / "00000000000000000000.index").stat().st_size == 80
