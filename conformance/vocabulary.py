@@ -6,6 +6,7 @@ import argparse
 import codecs
 import math
 import os
+import tempfile
 from pathlib import Path
 from typing import Iterator
 
@@ -65,28 +66,57 @@ def output_path(path: str | Path, option: str, *, directory: bool) -> Path:
     """Refuse, before any long work, an output that could not be written at the end.
 
     A directory may be missing (it is created with its parents) but not be, or sit below, a
-    file; a file's parent directory must exist. Both must be writable.
+    file; a file's parent directory must exist. Permission bits say nothing to root, nor about
+    /proc and read-only mounts, so the output is tried: a missing directory is made (and removed
+    again with the parents made for it), and a file is created in the directory that receives
+    the output, then removed. Nothing is left behind.
     """
     p = Path(path)
     if p.exists():
         if directory != p.is_dir():
             raise UsageError(f"{option} {path}: is {'a file' if directory else 'a directory'}, "
                              f"not {'a directory' if directory else 'a file'}")
-        where = p
-    elif directory:
+        if directory:
+            _try_writing(p, path, option)
+        else:
+            _try_writing(p.parent, path, option)
+        return p
+    if directory:
         where = p.parent
         while not where.exists() and where != where.parent:
             where = where.parent
         if not where.is_dir():
             raise UsageError(f"{option} {path}: {where} is a file, not a directory")
-    else:
-        where = p.parent
-        if not where.is_dir():
-            raise UsageError(f"{option} {path}: {where} "
-                             f"{'is a file, not a directory' if where.exists() else 'does not exist'}")
-    if not os.access(where, os.W_OK | (os.X_OK if where.is_dir() else 0)):
-        raise UsageError(f"{option} {path}: {where} is not writable")
+        made = [d for d in [p, *p.parents] if not d.exists()]
+        try:
+            os.makedirs(p)
+        except OSError as exc:
+            raise UsageError(f"{option} {path}: cannot create it ({exc.strerror or exc})") from None
+        try:
+            _try_writing(p, path, option)
+        finally:
+            for d in made:
+                try:
+                    d.rmdir()
+                except OSError:
+                    pass
+        return p
+    where = p.parent
+    if not where.is_dir():
+        raise UsageError(f"{option} {path}: {where} "
+                         f"{'is a file, not a directory' if where.exists() else 'does not exist'}")
+    _try_writing(where, path, option)
     return p
+
+
+def _try_writing(folder: Path, path, option: str) -> None:
+    """Create and remove a file in ``folder``; UsageError naming ``option`` if it cannot be."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".isrcheck-probe-", dir=folder)
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot write in {folder} ({exc.strerror or exc})") from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 # What any one file the tool is given may hold (a schedule, a config, a hooks file, an invariant,
