@@ -37,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "kafka": ("isrcheck.conformance.cli.kafka", "start a real Apache Kafka 4.x cluster (KRaft, JVM processes) on this machine"),
     "soak": ("isrcheck.conformance.cli.soak", "real Kafka clients against a Kafka cluster under faults, checked as Jepsen does"),
     "validate": ("isrcheck.conformance.engines.validate.command", "find a behaviour of the model that explains a run's event log"),
+    "check-history": ("isrcheck.conformance.cli.check_history",
+                      "check a client history (isrcheck's history.jsonl, Jepsen's history.edn) for Jepsen's Kafka anomalies"),
 }
 
 

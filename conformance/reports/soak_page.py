@@ -678,7 +678,8 @@ def _wanted(anomalies: dict) -> set:
     return wanted
 
 
-def render_soak_page(history: list[dict], result: dict, faults: list[dict], meta: dict) -> str:
+def render_soak_page(history: list[dict], result: dict, faults: list[dict], meta: dict,
+                     tool: str = "isrcheck soak") -> str:
     """The page of one soak run: ``history`` its events (the checker's format), ``result``
     ``CheckResult.to_json()`` and any run figures beside it, ``faults`` its fault intervals
     (``{"start": ns, "end": ns or None, "kind": str, "nodes": [int, ...]}``) and ``meta`` the
@@ -730,7 +731,7 @@ def render_soak_page(history: list[dict], result: dict, faults: list[dict], meta
     throughput = (f"<span id=\"throughput\">{sends_ok / duration:,.1f} ok sends/s, {polls_ok / duration:,.1f} ok "
                   f"polls/s</span> over {duration:,.1f} s ({sends_ok:,} ok sends, {polls_ok:,} ok polls)")
     command = _command(meta)
-    title = f"isrcheck soak {protocol}: {verdict}" if protocol else f"isrcheck soak: {verdict}"
+    title = f"{tool} {protocol}: {verdict}" if protocol else f"{tool}: {verdict}"
     body = [f"<style>{_CSS}</style>", f"<h1>{h(title)}</h1>",
             f"<div class=\"verdict{' failed' if errors else ''}\" id=\"headline\"><p>{line}</p>"
             f"<p>throughput: {throughput}</p>"
