@@ -19,7 +19,11 @@ def coverage_chart(growth: list[dict], width: int = 640, height: int = 260) -> s
     """Lines of distinct coverage items (total and per kind) against schedules run."""
     if not growth:
         return "<p class=\"muted\">no coverage recorded</p>"
-    left, bottom, top, right = 56, 34, 12, 150
+    kinds = [k for k in ("distinct",) + COVERAGE_KINDS if k in growth[-1]]  # a kind added later has no line
+    labels = {k: f"{k.replace('_', ' ')} ({growth[-1][k]})" for k in kinds}
+    # the legend beside the plot: its longest label at about 6.5 px a character of 11 px text, with room
+    right = 40 + max(110, round(6.5 * max(map(len, labels.values()))))
+    left, bottom, top = 56, 34, 12
     xmax = max(p["schedules"] for p in growth) or 1
     ymax = max(p["distinct"] for p in growth) or 1
     pw, ph = width - left - right, height - top - bottom
@@ -37,15 +41,14 @@ def coverage_chart(growth: list[dict], width: int = 640, height: int = 260) -> s
         x = left + pw * frac
         parts.append(f"<text x=\"{x:.1f}\" y=\"{top + ph + 16}\" font-size=\"11\" text-anchor=\"middle\">{round(xmax * frac)}</text>")
     parts.append(f"<text x=\"{left + pw / 2:.1f}\" y=\"{height - 3}\" font-size=\"11\" text-anchor=\"middle\">schedules</text>")
-    # a campaign summarised before a kind existed has no line for it
-    for i, key in enumerate(k for k in ("distinct",) + COVERAGE_KINDS if k in growth[-1]):
+    for i, key in enumerate(kinds):
         points = " ".join(["%d,%d" % (left, top + ph)] + [xy(p, key) for p in growth])
         parts.append(f"<polyline class=\"series\" data-kind=\"{key}\" fill=\"none\" stroke=\"{_COLORS[key]}\" "
                      f"stroke-width=\"2\" points=\"{points}\"/>")
         ly = top + 14 + 18 * i
         parts.append(f"<line x1=\"{left + pw + 12}\" y1=\"{ly - 4}\" x2=\"{left + pw + 30}\" y2=\"{ly - 4}\" "
                      f"stroke=\"{_COLORS[key]}\" stroke-width=\"2\"/><text x=\"{left + pw + 34}\" y=\"{ly}\" "
-                     f"font-size=\"11\">{key.replace('_', ' ')} ({growth[-1][key]})</text>")
+                     f"font-size=\"11\">{labels[key]}</text>")
     parts.append("</svg>")
     return "".join(parts)
 
@@ -92,6 +95,24 @@ def load_summary(campaign: Path) -> dict:
     return summary
 
 
+def _budgets(summary: dict) -> str:
+    """Per property, what the terminal prints: in how many schedules it was checked within its
+    fault budget to the end, in how many it broke outside it, and in how many it was violated."""
+    budgets = summary.get("budgets") if isinstance(summary.get("budgets"), dict) else {}
+    violated = summary.get("violated") if isinstance(summary.get("violated"), dict) else {}
+    if not budgets and not violated:
+        return "<p class=\"muted\" id=\"budgets\">every property checked within its budget to the end of every schedule</p>"
+    rows = []
+    for prop in sorted(set(budgets) | set(violated)):
+        b = budgets.get(prop) if isinstance(budgets.get(prop), dict) else {}
+        within = b.get("checked_within", summary["schedules"])
+        rows.append((h(prop), h(f"{within:,} of {summary['schedules']:,}" if isinstance(within, int) else within),
+                     h(f"{b.get('broken_outside', 0):,}" if isinstance(b.get("broken_outside", 0), int) else "-"),
+                     h(f"{violated.get(prop, 0):,}" if isinstance(violated.get(prop, 0), int) else "-")))
+    return ("<div id=\"budgets\">" + table(("property", "checked within its budget to the end",
+                                            "broken outside its budget", "violated"), rows) + "</div>")
+
+
 def write_campaign_html(campaign: Path, out: Path) -> Path:
     """``out``/index.html for the campaign folder ``campaign``, and ``out``/failures/*.html."""
     summary = load_summary(campaign)
@@ -121,6 +142,7 @@ def write_campaign_html(campaign: Path, out: Path) -> Path:
             f"failure(s) in {summary['failing_schedules']} failing schedule(s)</div>",
             "<h2>counts</h2>", counts,
             "<h2>coverage over time</h2>", coverage_chart(summary.get("coverage_growth", [])),
+            "<h2>fault budgets</h2>", _budgets(summary),
             "<h2>failures</h2>",
             table(("failure", "verdict", "property", "seed", "seeds", "steps", "shrunk"), rows)
             if rows else "<p class=\"ok\">no failure</p>"]
