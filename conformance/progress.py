@@ -39,11 +39,11 @@ class Progress:
         self.interval_s, self.clock = interval_s, clock
         self.bar = self.console.is_terminal if bar is None else bar
         self.done, self.note = 0, ""
-        self._start = self._last_line = 0.0
+        self._start = self._last_line = self._changed = 0.0
         self._rich = self._task = None
 
     def __enter__(self) -> "Progress":
-        self._start = self._last_line = self.clock()
+        self._start = self._last_line = self._changed = self.clock()
         if self.bar:
             self._rich = _Bar(TextColumn(f"[bold]{self.label}[/] {{task.description}}"), BarColumn(),
                               MofNCompleteColumn(), TextColumn(self.unit), TimeElapsedColumn(),
@@ -53,6 +53,8 @@ class Progress:
         return self
 
     def update(self, done: int, note: str = "") -> None:
+        if done != self.done:
+            self._changed = self.clock()
         self.done, self.note = done, note
         if self._rich is not None:
             self._rich.update(self._task, completed=done, description=note)
@@ -67,13 +69,16 @@ class Progress:
 
     def line(self, now: float) -> str:
         """``fuzz kip-320: 120/400 schedules (30%), 12.0/s, ETA 23 s; 2 tasks running``."""
-        elapsed = max(now - self._start, 1e-9)
-        rate = self.done / elapsed
         note = f"; {self.note}" if self.note else ""
         if self.total is None:
+            rate = self.done / max(now - self._start, 1e-9)
             return f"{self.label}: {self.done:,} {self.unit}, {rate:.1f}/s{note}"
+        # the rate up to the last change of the count, and the ETA it gave then, counted down since:
+        # a count that moves in large jumps (a Spark task at a time) stands still between them
+        rate = self.done / max(self._changed - self._start, 1e-9)
         share = f" ({100 * self.done // self.total}%)" if self.total else ""
-        eta = _duration((self.total - self.done) / rate) if rate > 0 and self.total >= self.done else "-"
+        eta = _duration(max(0.0, (self.total - self.done) / rate - (now - self._changed))) \
+            if rate > 0 and self.total >= self.done else "-"
         return f"{self.label}: {self.done}/{self.total} {self.unit}{share}, {rate:.1f}/s, ETA {eta}{note}"
 
     def __exit__(self, *exc) -> None:

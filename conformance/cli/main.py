@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "experiment": ("isrcheck.conformance.cli.experiment", "the model's predictions checked on a real cluster: isrcheck's own or Apache Kafka"),
     "soak": ("isrcheck.conformance.cli.soak", "real Kafka clients against a Kafka cluster under faults, checked as Jepsen does"),
     "validate": ("isrcheck.conformance.engines.validate.command", "find a behaviour of the model that explains a run's event log"),
+    "check-history": ("isrcheck.conformance.cli.check_history",
+                      "check a client history (isrcheck's history.jsonl, Jepsen's history.edn) for Jepsen's Kafka anomalies"),
 }
 
 
@@ -54,6 +56,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     """All sub-commands are listed; only ``chosen`` gets its module imported and its arguments."""
     parser = _Parser(prog="isrcheck", description="Verify Kafka-style replication.")
+    parser.add_argument("-V", "--version", action="version", version=f"isrcheck {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, (module_name, help_text) in COMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)
@@ -67,6 +70,22 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("isrcheck")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
+
+
+def command_list() -> str:
+    """What ``isrcheck`` alone prints: every command with its one line."""
+    width = max(map(len, COMMANDS))
+    return ("usage: isrcheck COMMAND [options]; isrcheck COMMAND --help for a command's options, "
+            "isrcheck --version for the version\n\ncommands:\n"
+            + "".join(f"  {name:<{width}}  {help_text}\n" for name, (_, help_text) in COMMANDS.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one sub-command; what can end it early ends it here, the same way for all of them.
 
@@ -74,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     on disk); Ctrl-C then says so and how to resume: the same command again.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:
+        print(command_list(), end="", flush=True)
+        return 2
     chosen = next((a for a in argv if not a.startswith("-")), None)
     name = f"isrcheck {chosen}" if chosen in COMMANDS else "isrcheck"
     args = None

@@ -74,22 +74,33 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from isrcheck.conformance.engines.soak.driver import SoakOptions, run_soak
-    from isrcheck.conformance.engines.soak.faults import parse_fault_kinds
+    from isrcheck.conformance.engines.soak.driver import (SoakOptions, bootstrap_addresses, check_reachable,
+                                                           run_soak)
+    from isrcheck.conformance.engines.soak.faults import HooksExecutor, parse_fault_kinds
 
     if args.min_insync_replicas > args.replicas:
         raise UsageError(f"--min-insync-replicas {args.min_insync_replicas} > --replicas {args.replicas}")
+    if args.bootstrap is None and args.max_down > args.replicas:
+        raise UsageError(f"--max-down {args.max_down}: more brokers than the cluster's {args.replicas} (--replicas)")
     if args.hooks and not args.bootstrap:
         raise UsageError("--hooks plays faults on another cluster: give its --bootstrap too")
     try:
         kinds = parse_fault_kinds(args.faults)
     except ValueError as exc:
         raise UsageError(f"--faults: {exc}") from None
+    addresses = bootstrap_addresses(args.bootstrap) if args.bootstrap is not None else None
+    if args.hooks:
+        hooks = HooksExecutor.load(args.hooks)
+        if args.max_down > len(hooks.brokers):
+            raise UsageError(f"--max-down {args.max_down}: more brokers than the {len(hooks.brokers)} "
+                             f"nodes of {args.hooks}")
     output_path(args.dir, "--dir", directory=True)
     cluster, version, kafka = _cluster(args)
     if args.events and cluster != "kafka":
         raise UsageError("--events records Apache Kafka's own events: give --cluster kafka (isrcheck's own cluster "
                          "logs its events unless --no-validate)")
+    if addresses is not None:
+        check_reachable(addresses)
     options = SoakOptions(
         protocol=args.protocol, duration_s=args.duration, faults=kinds, seed=args.seed, replicas=args.replicas,
         min_insync_replicas=args.min_insync_replicas, unclean_election=args.unclean_election,

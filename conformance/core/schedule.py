@@ -7,9 +7,7 @@ the offending one (``steps[3].acks: ...``), so a hand-written schedule fails bef
 """
 from __future__ import annotations
 
-import codecs
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,9 +18,11 @@ from isrcheck.model.alphabet import InvalidStep, Step, shown, shown_key
 from isrcheck.model.config import ConfigError, ScheduleConfig
 from isrcheck.specs import BY_ID
 
+from isrcheck.conformance.vocabulary import MAX_FILE_BYTES, read_text
+
 FORMAT = "isrcheck-schedule"
 VERSION = 1
-MAX_BYTES = 64 << 20   # a schedule file larger than this is refused unread (10**6 steps take ~60 MB)
+MAX_BYTES = MAX_FILE_BYTES  # a schedule file larger than this is refused unread (10**6 steps take ~60 MB)
 MAX_STEPS = 1_000_000  # as the longest random walk; parsing a step costs ~250 bytes of memory
 PROTOCOLS = tuple(_MODEL_PROTOCOLS)  # what model and implementation run
 
@@ -243,23 +243,6 @@ def _too_deep(text: str) -> str:
     return ""
 
 
-def _read_bounded(path: Path) -> bytes:
-    """The file's bytes, refusing one past MAX_BYTES before reading it (a regular file's size) or
-    as soon as the read passes it (a pipe, a device, ``/dev/stdin``: they have no size)."""
-    try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > MAX_BYTES:
-                raise ScheduleError(f"{path}: {size:,} bytes, larger than a schedule file may be "
-                                    f"({MAX_BYTES >> 20} MiB)")
-            raw = f.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise ScheduleError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_BYTES:
-        raise ScheduleError(f"{path}: larger than a schedule file may be ({MAX_BYTES >> 20} MiB)")
-    return raw
-
-
 def _too_many_objects(text: str) -> bool:
     """Whether ``text`` holds more JSON objects than a schedule can (its steps, the top level,
     ``config``, ``expected`` and one per protocol there), counted outside strings before parsing:
@@ -282,13 +265,7 @@ def load_schedule(path: str | Path) -> Schedule:
     the place in it: a byte that is not UTF-8, a line and column of bad JSON, a field. A file past
     MAX_BYTES, or holding more objects than MAX_STEPS steps need, is refused before it is parsed."""
     path = Path(path)
-    raw = _read_bounded(path)
-    bom = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0  # as editors on Windows save
-    try:
-        text = raw[bom:].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        at = bom + exc.start
-        raise ScheduleError(f"{path}: not a text (UTF-8) file: byte {at} (0x{raw[at]:02x})") from None
+    text = read_text(path, "a schedule file", limit=MAX_BYTES, error=ScheduleError)
     if _too_many_objects(text):
         raise ScheduleError(f"{path}: not a schedule: more JSON objects than {MAX_STEPS:,} steps need "
                             f"(a schedule holds at most {MAX_STEPS:,} steps)")

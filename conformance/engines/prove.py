@@ -16,7 +16,7 @@ import argparse
 import json
 import sys
 
-from isrcheck.conformance.vocabulary import Number, UsageError, output_path
+from isrcheck.conformance.vocabulary import Number, UsageError, output_path, read_text
 from isrcheck.conformance.engines.explore import _build, _save, add_model_arguments
 
 _DEPTH = Number(int, 0, 1_000)
@@ -187,7 +187,8 @@ def _check_invariant(args) -> int:
     if args.save is not None:
         raise UsageError("--save does not go with --check-invariant (the file is what is checked)")
     try:
-        config, scope, conjuncts, recorded = load(args.check_invariant)
+        config, scope, conjuncts, recorded = load(args.check_invariant,
+                                                  read_text(args.check_invariant, "an invariant file"))
         rules_for(config.protocol)
     except (InvariantFileError, UnsupportedVariant) as exc:
         raise UsageError(str(exc)) from None

@@ -9,6 +9,7 @@ from isrcheck.conformance.engines.campaign.aggregate import COVERAGE_KINDS
 from isrcheck.conformance.core.schedule import load_schedule
 from isrcheck.conformance.reports.page import document, h, slug, table
 from isrcheck.conformance.reports.timeline import write_timeline
+from isrcheck.conformance.vocabulary import read_text
 
 _COLORS = {"distinct": "#1d2330", "abstract_states": "#1565c0", "action_pairs": "#ef6c00",
            "divergence_rungs": "#c62828", "outputs": "#2e7d32"}
@@ -18,7 +19,11 @@ def coverage_chart(growth: list[dict], width: int = 640, height: int = 260) -> s
     """Lines of distinct coverage items (total and per kind) against schedules run."""
     if not growth:
         return "<p class=\"muted\">no coverage recorded</p>"
-    left, bottom, top, right = 56, 34, 12, 150
+    kinds = [k for k in ("distinct",) + COVERAGE_KINDS if k in growth[-1]]  # a kind added later has no line
+    labels = {k: f"{k.replace('_', ' ')} ({growth[-1][k]})" for k in kinds}
+    # the legend beside the plot: its longest label at about 6.5 px a character of 11 px text, with room
+    right = 40 + max(110, round(6.5 * max(map(len, labels.values()))))
+    left, bottom, top = 56, 34, 12
     xmax = max(p["schedules"] for p in growth) or 1
     ymax = max(p["distinct"] for p in growth) or 1
     pw, ph = width - left - right, height - top - bottom
@@ -36,26 +41,81 @@ def coverage_chart(growth: list[dict], width: int = 640, height: int = 260) -> s
         x = left + pw * frac
         parts.append(f"<text x=\"{x:.1f}\" y=\"{top + ph + 16}\" font-size=\"11\" text-anchor=\"middle\">{round(xmax * frac)}</text>")
     parts.append(f"<text x=\"{left + pw / 2:.1f}\" y=\"{height - 3}\" font-size=\"11\" text-anchor=\"middle\">schedules</text>")
-    # a campaign summarised before a kind existed has no line for it
-    for i, key in enumerate(k for k in ("distinct",) + COVERAGE_KINDS if k in growth[-1]):
+    for i, key in enumerate(kinds):
         points = " ".join(["%d,%d" % (left, top + ph)] + [xy(p, key) for p in growth])
         parts.append(f"<polyline class=\"series\" data-kind=\"{key}\" fill=\"none\" stroke=\"{_COLORS[key]}\" "
                      f"stroke-width=\"2\" points=\"{points}\"/>")
         ly = top + 14 + 18 * i
         parts.append(f"<line x1=\"{left + pw + 12}\" y1=\"{ly - 4}\" x2=\"{left + pw + 30}\" y2=\"{ly - 4}\" "
                      f"stroke=\"{_COLORS[key]}\" stroke-width=\"2\"/><text x=\"{left + pw + 34}\" y=\"{ly}\" "
-                     f"font-size=\"11\">{key.replace('_', ' ')} ({growth[-1][key]})</text>")
+                     f"font-size=\"11\">{labels[key]}</text>")
     parts.append("</svg>")
     return "".join(parts)
 
 
+# What the page reads of summary.json, and of each of its failures, with their types.
+_SUMMARY = {"protocol": str, "seed": int, "schedules": int, "steps": int, "faults": str, "by_verdict": dict,
+            "failing_schedules": int, "distinct_failures": int, "failures": list}
+_FAILURE = {"id": str, "verdict": str, "seed": int, "seeds": int, "steps": int, "file": str}
+
+
+def _lacks(doc, fields: dict) -> str | None:
+    if not isinstance(doc, dict):
+        return "not a JSON object"
+    for key, kind in fields.items():
+        if not isinstance(doc.get(key), kind) or isinstance(doc.get(key), bool):
+            return f"\"{key}\" {'missing' if key not in doc else 'is not ' + _KIND_NAMES[kind]}"
+    return None
+
+
+_KIND_NAMES = {str: "a string", int: "an integer", dict: "an object", list: "an array"}
+
+
+def load_summary(campaign: Path) -> dict:
+    """The campaign's summary.json, with every field the page reads; ValueError naming the folder
+    and what is wrong."""
+    def wrong(why: str) -> ValueError:
+        return ValueError(f"{campaign}: not a finished campaign folder (summary.json: {why})")
+
+    path = campaign / "summary.json"
+    if not path.exists():
+        raise wrong("missing")
+    try:
+        summary = json.loads(read_text(path, "a campaign summary", error=ValueError))
+    except ValueError as exc:
+        raise wrong(str(exc).removeprefix(f"{path}: ")) from None
+    except RecursionError:
+        raise wrong("nested too deep") from None
+    problem = _lacks(summary, _SUMMARY)
+    if problem is None:
+        problem = next((f"failures[{i}]: {p}" for i, failure in enumerate(summary["failures"])
+                        if (p := _lacks(failure, _FAILURE))), None)
+    if problem:
+        raise wrong(problem)
+    return summary
+
+
+def _budgets(summary: dict) -> str:
+    """Per property, what the terminal prints: in how many schedules it was checked within its
+    fault budget to the end, in how many it broke outside it, and in how many it was violated."""
+    budgets = summary.get("budgets") if isinstance(summary.get("budgets"), dict) else {}
+    violated = summary.get("violated") if isinstance(summary.get("violated"), dict) else {}
+    if not budgets and not violated:
+        return "<p class=\"muted\" id=\"budgets\">every property checked within its budget to the end of every schedule</p>"
+    rows = []
+    for prop in sorted(set(budgets) | set(violated)):
+        b = budgets.get(prop) if isinstance(budgets.get(prop), dict) else {}
+        within = b.get("checked_within", summary["schedules"])
+        rows.append((h(prop), h(f"{within:,} of {summary['schedules']:,}" if isinstance(within, int) else within),
+                     h(f"{b.get('broken_outside', 0):,}" if isinstance(b.get("broken_outside", 0), int) else "-"),
+                     h(f"{violated.get(prop, 0):,}" if isinstance(violated.get(prop, 0), int) else "-")))
+    return ("<div id=\"budgets\">" + table(("property", "checked within its budget to the end",
+                                            "broken outside its budget", "violated"), rows) + "</div>")
+
+
 def write_campaign_html(campaign: Path, out: Path) -> Path:
     """``out``/index.html for the campaign folder ``campaign``, and ``out``/failures/*.html."""
-    try:
-        summary = json.loads((campaign / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{campaign}: not a finished campaign folder (summary.json: "
-                         f"{getattr(exc, 'strerror', None) or exc})") from None
+    summary = load_summary(campaign)
     out.mkdir(parents=True, exist_ok=True)
     (out / "failures").mkdir(exist_ok=True)
     rows = []
@@ -82,6 +142,7 @@ def write_campaign_html(campaign: Path, out: Path) -> Path:
             f"failure(s) in {summary['failing_schedules']} failing schedule(s)</div>",
             "<h2>counts</h2>", counts,
             "<h2>coverage over time</h2>", coverage_chart(summary.get("coverage_growth", [])),
+            "<h2>fault budgets</h2>", _budgets(summary),
             "<h2>failures</h2>",
             table(("failure", "verdict", "property", "seed", "seeds", "steps", "shrunk"), rows)
             if rows else "<p class=\"ok\">no failure</p>"]

@@ -69,6 +69,7 @@ section.anomaly:target { background: #fffbe6; }
 .instance { margin: .6rem 0 1rem; }
 table.ops td { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace; font-size: 12px; }
 table.ops tr.completion td { border-bottom-width: 2px; }
+.run td { white-space: nowrap; } .run td + td { white-space: normal; overflow-wrap: anywhere; }
 mark { background: #ffe082; } .absent { color: var(--bad); }
 """
 
@@ -649,13 +650,23 @@ def _anomaly_sections(anomalies: dict, scan: _Scan) -> str:
 # The page
 
 
-def _value(value) -> str:
-    """A setting or run figure in a table cell (a long list or object cut at 300 characters)."""
+# Run figures another part of the page shows: not repeated raw in the run table.
+_SHOWN_ELSEWHERE = frozenset({"faults", "counts", "throughput", "check", "command", "anomalies"})
+
+
+def _value(value, depth: int = 0) -> str:
+    """A setting or run figure in a table cell: a list as its items, an object as its fields
+    (``key: value``, one a line), a number of seconds rounded to the millisecond."""
+    if isinstance(value, float):
+        return h(f"{value:,.3f}".rstrip("0").rstrip("."))
     if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float)) for v in value):
-        return h(_short(", ".join(str(v) for v in value), 300))
+        return h(", ".join(str(v) for v in value)) or "-"
+    if isinstance(value, dict) and depth < 2:
+        return "<br>".join(f"{h(k)}: {_value(v, depth + 1)}" for k, v in value.items()) or "-"
     if isinstance(value, (list, tuple, dict)):
-        return h(_short(json.dumps(value, sort_keys=True, default=str), 300))
-    return h(value)
+        return "<br>".join(_value(v, depth + 1) for v in value) if isinstance(value, (list, tuple)) else \
+            h(json.dumps(value, sort_keys=True, default=str))
+    return "-" if value is None else h(value)
 
 
 def _command(meta: dict) -> str:
@@ -678,7 +689,8 @@ def _wanted(anomalies: dict) -> set:
     return wanted
 
 
-def render_soak_page(history: list[dict], result: dict, faults: list[dict], meta: dict) -> str:
+def render_soak_page(history: list[dict], result: dict, faults: list[dict], meta: dict,
+                     tool: str = "isrcheck soak") -> str:
     """The page of one soak run: ``history`` its events (the checker's format), ``result``
     ``CheckResult.to_json()`` and any run figures beside it, ``faults`` its fault intervals
     (``{"start": ns, "end": ns or None, "kind": str, "nodes": [int, ...]}``) and ``meta`` the
@@ -730,7 +742,7 @@ def render_soak_page(history: list[dict], result: dict, faults: list[dict], meta
     throughput = (f"<span id=\"throughput\">{sends_ok / duration:,.1f} ok sends/s, {polls_ok / duration:,.1f} ok "
                   f"polls/s</span> over {duration:,.1f} s ({sends_ok:,} ok sends, {polls_ok:,} ok polls)")
     command = _command(meta)
-    title = f"isrcheck soak {protocol}: {verdict}" if protocol else f"isrcheck soak: {verdict}"
+    title = f"{tool} {protocol}: {verdict}" if protocol else f"{tool}: {verdict}"
     body = [f"<style>{_CSS}</style>", f"<h1>{h(title)}</h1>",
             f"<div class=\"verdict{' failed' if errors else ''}\" id=\"headline\"><p>{line}</p>"
             f"<p>throughput: {throughput}</p>"
@@ -743,9 +755,10 @@ def render_soak_page(history: list[dict], result: dict, faults: list[dict], meta
     keys = [k for k in _META_FIRST if k in meta and k != "command"]
     keys += sorted((k for k in meta if k not in _META_FIRST), key=str)
     run_rows += [(h(k), _value(meta[k])) for k in keys]
-    run_rows += [(h(k), _value(result[k])) for k in sorted(figures, key=str)]
+    run_rows += [(h(k), _value(result[k])) for k in sorted(figures, key=str)
+                 if k not in meta and k not in _SHOWN_ELSEWHERE]
     run_rows += [(f"checker: {h(k)}", _value(v)) for k, v in (checker.get("stats") or {}).items()]
-    body.append("<h2>run</h2>" + table(("setting", "value"), run_rows))
+    body.append("<h2>run</h2><div class=\"run\">" + table(("setting", "value"), run_rows) + "</div>")
 
     op_rows = []
     for f in ("send", "poll", "assign"):

@@ -230,8 +230,10 @@ class Partition:
         self._propose(tuple(r for r in self.isr if r not in out))
         return True
 
-    def maybe_expand_isr(self) -> bool:
-        """Partition.maybeExpandIsr: propose adding followers caught up to the HW (KIP-320: in this epoch)."""
+    def maybe_expand_isr(self, fetched_by: int | None = None) -> bool:
+        """Partition.maybeExpandIsr: propose adding followers caught up to the HW (KIP-320: in this
+        epoch). ``fetched_by``: the follower whose Fetch calls it (a run that drives itself); then
+        only if that follower is out of the ISR and among them (docs/steps.md, ``expand_isr``)."""
         if not self.is_leader or self.pending_isr is not None:
             return False
         hw = self.high_watermark
@@ -240,7 +242,7 @@ class Partition:
         start = self.epoch_start_offset if self.variant.follower_reached_epoch_to_expand else 0
         new = [r for r in self.replicas if r not in self.isr and r != self.broker_id
                and self.followers[r].log_end_offset >= max(hw, start)]
-        if not new:
+        if not new or (fetched_by is not None and fetched_by not in new):
             return False
         self._propose(tuple(sorted(self.isr + tuple(new))))
         self.maybe_increment_leader_hw()

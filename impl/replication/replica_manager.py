@@ -226,7 +226,7 @@ class ReplicaManager:
             cut = p.cut_batches  # the whole batches of a response cut by bytes
             events.broker(p, "handle_fetch", {"replica": req.replica_id, "batches": cut} if cut else
                           {"replica": req.replica_id}, msg)
-        if self.auto and p.maybe_expand_isr() and events is not None:
+        if self.auto and p.maybe_expand_isr(fetched_by=req.replica_id) and events is not None:
             events.broker(p, "expand_isr", {"replica": self.broker_id}, corr=p.last_isr_request)
         if p.high_watermark != hw:
             self.fetch_purgatory.check()  # consumers waiting for the HW

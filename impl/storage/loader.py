@@ -6,6 +6,7 @@ from (Kafka's ``LoadedLogOffsets``): a log is never seen half-loaded.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from .checkpoints import OffsetCheckpoint
@@ -22,6 +23,12 @@ REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 TEMP_SUFFIX = ".tmp"            # an unfinished atomic checkpoint write
+
+# Every truncation recovery makes is a warning here, in Kafka's words ("Found invalid messages in
+# log segment ..."); a node process sends them to its log. Without a handler they go nowhere (the
+# simulation recovers thousands of logs).
+log = logging.getLogger("isrcheck.impl.storage")
+log.addHandler(logging.NullHandler())
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +122,13 @@ class LogLoader:
         if clean and checkpointed_rp is not None and leo != checkpointed_rp:
             # close() checkpoints the LEO as the recovery point: anything past it is damage
             if leo > checkpointed_rp:
-                truncated_bytes += self._cut_to(segments, checkpointed_rp)
+                cut = self._cut_to(segments, checkpointed_rp)
+                truncated_bytes += cut
                 events.append(f"log ended at offset {leo} after a clean shutdown that checkpointed "
                               f"{checkpointed_rp}: truncated to {segments[-1].next_offset}")
+                log.warning("[Log dir=%s] Log ends at offset %d past the recovery point %d of its clean shutdown; "
+                            "truncating %d bytes, to offset %d", d, leo, checkpointed_rp, cut,
+                            segments[-1].next_offset)
                 leo = segments[-1].next_offset
             else:
                 events.append(f"log ends at offset {leo}, below the recovery point {checkpointed_rp} "
@@ -240,6 +251,9 @@ class LogLoader:
                     segment.time_index.flush()
                 if removed:
                     truncated_bytes += removed
+                    log.warning("[Log dir=%s] Found invalid messages in log segment %s at byte offset %d: %s; "
+                                "truncating %d bytes, to offset %d", d, segment.log_path, segment.size, reason,
+                                removed, segment.next_offset)
                     events.append(f"segment {base}: truncated {removed} bytes at offset {segment.next_offset}: "
                                   f"{reason}")
             segments.append(segment)
@@ -252,6 +266,7 @@ class LogLoader:
                     deleted.append(later)
                 fs.fsync_dir(d)
                 events.append(f"deleted segments {deleted} after the corrupt one")
+                log.warning("[Log dir=%s] Deleting segments %s after the corrupt segment %d", d, deleted, base)
                 break
         return segments, truncated_bytes, deleted, rebuilt
 

@@ -316,18 +316,16 @@ def save(result: InvariantResult, path: str) -> None:
         f.write("\n")
 
 
-def load(path: str) -> tuple[ModelConfig, Scope, list[Candidate], dict[str, str]]:
-    """A saved invariant: its config, scope, conjuncts (rebuilt from the grammar by name, each
+def load(path: str, text: str) -> tuple[ModelConfig, Scope, list[Candidate], dict[str, str]]:
+    """A saved invariant, ``text`` the contents of the file at ``path`` (read by the caller, which
+    bounds what it reads): its config, scope, conjuncts (rebuilt from the grammar by name, each
     formula checked against the grammar's) and targets with their recorded verdict.
     InvariantFileError says what is wrong."""
     from ..config import ConfigError
 
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except OSError as exc:
-        raise InvariantFileError(f"cannot read {path}: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise InvariantFileError(f"{path} is not JSON: {exc}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise InvariantFileError(f"{path}: not an isrcheck invariant (\"format\": \"{FORMAT}\" expected)")

@@ -110,3 +110,21 @@ def test_issue_campaigns_kip_320_clean_and_hw_truncation_failing(tmp_path):
             assert check.returncode == 1 and replay["as_expected"] is True, (entry, replay)
             assert (replay["verdict"], replay["property"]) == \
                 (entry[seen]["verdict"], entry[seen]["property"])
+
+
+def test_the_summary_says_which_wall_time_the_progress_showed():
+    """The progress ends with the schedules' time; the summary's wall time includes Spark's start
+    and the aggregation: it says so, rather than print a second figure that seems to disagree."""
+    import io
+
+    from rich.console import Console
+
+    from isrcheck.conformance.engines.campaign.command import print_summary
+
+    summary = {"protocol": "kip-320", "schedules": 400, "seed": 0, "steps": 60, "faults": "default",
+               "swarm": {"enabled": True}, "by_verdict": {"pass": 400}, "coverage_by_kind": {}, "failures": [],
+               "run": {"executed": 400, "skipped_completed": 0, "tasks": 4, "master": "local[2]", "parallelism": 2,
+                       "schedules_per_s": 1.8, "wall_time_s": 274.2, "job_seconds": 223.0}}
+    out = io.StringIO()
+    print_summary(summary, "campaigns/kip-320", Console(file=out, width=300))
+    assert "wall 274.2 s, of which the schedules 223.0 s (the progress' time)" in out.getvalue()

@@ -134,3 +134,27 @@ def test_a_binary_or_directory_schedule_is_bad_input(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "Traceback" not in err
     assert main(["check", str(binary)]) == 2 and "not a text (UTF-8) file" in capsys.readouterr().err
+
+
+def test_an_output_path_that_cannot_be_made_is_refused_before_the_work(tmp_path, capsys, scenario):
+    """Permission bits say nothing to root, nor about /proc: each output is tried (a directory made
+    and removed again, a file's directory written to), so what cannot be written stops the run
+    before it starts, and nothing is left behind."""
+    started = time.monotonic()
+    assert main(["explore", "--protocol", "kip-279", "--save", "/proc/nonexistent/dir"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--save /proc/nonexistent/dir: cannot create" in err, err
+    assert main(["shrink", scenario("kip101-scenario1"), "--protocol", "hw-truncation", "-o", "/proc/small.json"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "-o /proc/small.json: cannot write in /proc" in err, err
+    assert main(["fuzz", "--protocol", "kip-320", "--schedules", "1", "--out", "/proc/self/campaign"]) == 2
+    assert "--out /proc/self/campaign: cannot create" in capsys.readouterr().err
+    assert time.monotonic() - started < 20
+
+
+def test_checking_an_output_directory_leaves_nothing_behind(tmp_path):
+    from isrcheck.conformance.vocabulary import output_path
+
+    assert output_path(tmp_path / "a" / "b" / "c", "--out", directory=True) == tmp_path / "a" / "b" / "c"
+    assert output_path(tmp_path / "f.json", "-o", directory=False) == tmp_path / "f.json"
+    assert list(tmp_path.iterdir()) == []

@@ -61,3 +61,20 @@ def test_an_unknown_total_shows_count_and_rate():
         p.update(52_000, note="depth 12")
     assert out.getvalue().splitlines() == ["explore kip-320: 52,000 states, 5200.0/s; depth 12",
                                            "explore kip-320: 52,000 states done in 10 s"]
+
+
+def test_the_eta_counts_down_while_it_waits_between_large_jumps():
+    """Spark reports schedules a task at a time: between two jumps the count stands still, and the
+    ETA goes on down from what the last jump said instead of climbing as the rate seems to fall."""
+    out, clock = io.StringIO(), Clock()
+    with Progress("fuzz kip-320", 400, "schedules", console=Console(file=out, width=200), clock=clock) as p:
+        clock.ms += 20_000
+        p.update(100)          # a task of 100 in 20 s: 60 s to go
+        for _ in range(3):     # nothing for 30 s more
+            clock.ms += 10_000
+            p.update(100)
+    lines = out.getvalue().splitlines()
+    assert lines[:4] == ["fuzz kip-320: 100/400 schedules (25%), 5.0/s, ETA 1 min 00 s",
+                         "fuzz kip-320: 100/400 schedules (25%), 5.0/s, ETA 50 s",
+                         "fuzz kip-320: 100/400 schedules (25%), 5.0/s, ETA 40 s",
+                         "fuzz kip-320: 100/400 schedules (25%), 5.0/s, ETA 30 s"], lines

@@ -54,3 +54,36 @@ def test_bad_report_input_exits_2(tmp_path, capsys):
     assert main(["report", str(bad), "--html", str(tmp_path / "x.html")]) == 2
     assert "steps[0]" in capsys.readouterr().err
     assert main(["report", str(bad), "--html", str(tmp_path / "no" / "x.html")]) == 2
+
+
+def test_the_chart_legend_and_the_fault_budgets_fit_at_1400_and_800_pixels(tmp_path, scenario, open_page, artifacts):
+    """The legend's longest label (large counts included) lies inside the chart, the page has no
+    sideways scroll, and it shows per property what the terminal prints of the fault budgets."""
+    folder = _campaign(tmp_path, scenario)
+    summary = json.loads((folder / "summary.json").read_text())
+    summary["coverage_growth"] = [{"schedules": 1000 * k, "abstract_states": 1500 * k, "action_pairs": 900 * k,
+                                   "outputs": 30 * k, "divergence_rungs": 12 * k, "distinct": 2442 * k}
+                                  for k in range(1, 4)]
+    summary["schedules"] = 3000
+    summary["budgets"] = {"NoLostAckedWrite": {"checked_within": 2800, "broken_outside": 7},
+                          "StrongIsr": {"checked_within": 3000, "broken_outside": 0}}
+    summary["violated"] = {"NoLostAckedWrite": 2}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    out = tmp_path / "report"
+    assert main(["report", str(folder), "--html", str(out)]) == 0
+    page, errors = open_page(out / "index.html")
+    for width in (1400, 800):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.screenshot(path=str(artifacts / f"campaign-legend-{width}.png"), full_page=True)
+        clipped = page.evaluate("""() => {
+            const svg = document.querySelector('#coverage-chart');
+            const w = svg.viewBox.baseVal.width;
+            return [...svg.querySelectorAll('text')].filter(t => {
+                const b = t.getBBox(); return b.x < 0 || b.x + b.width > w; }).map(t => t.textContent); }""")
+        assert clipped == [], (width, clipped)
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), width
+    assert "abstract states (4500)" in page.locator("#coverage-chart").text_content()
+    budgets = page.locator("#budgets").inner_text()
+    assert "NoLostAckedWrite" in budgets and "2,800 of 3,000" in budgets and "7" in budgets, budgets
+    assert "StrongIsr" in budgets and "3,000 of 3,000" in budgets
+    assert errors == []

@@ -40,12 +40,15 @@ def test_bad_input_is_named_and_nothing_runs(isrcheck_cli, tmp_path):
 @pytest.mark.slow  # the workload waits out its sends' timeouts before the run ends (faults.py's tests are fast)
 def test_a_failing_hook_is_named_with_exit_2(isrcheck_cli, tmp_path):
     """Another cluster's faults through hooks: a hook that fails stops the run with its name."""
-    from isrcheck.impl.real.processes import free_ports
+    import socket
+
     hooks = tmp_path / "hooks.json"
     hooks.write_text(json.dumps({"nodes": ["1"], "kill": "exit 3", "restart": "true"}))
-    port = free_ports(1)[0]  # nothing listens: the workload only retries
-    proc = isrcheck_cli("soak", "--bootstrap", f"127.0.0.1:{port}", "--hooks", hooks, "--faults", "kill",
-                        "--duration", "12", "--dir", tmp_path / "run", timeout=120)
+    with socket.socket() as listening:  # connections are accepted, never answered: the workload only retries
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        proc = isrcheck_cli("soak", "--bootstrap", f"127.0.0.1:{listening.getsockname()[1]}", "--hooks", hooks,
+                            "--faults", "kill", "--duration", "12", "--dir", tmp_path / "run", timeout=120)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "kill" in proc.stderr and "exit 3" in proc.stderr
 

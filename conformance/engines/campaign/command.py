@@ -160,7 +160,9 @@ def print_summary(summary: dict, out: str, console: Console) -> None:
                      f"{'swarm' if summary['swarm']['enabled'] else 'uniform'} walks)"))
     console.print(f"  ran {run['executed']} now, {run['skipped_completed']} already done; "
                   f"{run['tasks']} tasks on {run['master']} (parallelism {run['parallelism']}); "
-                  f"{run['schedules_per_s'] or '-'} schedules/s; wall {run['wall_time_s']:.1f} s")
+                  f"{run['schedules_per_s'] or '-'} schedules/s; wall {run['wall_time_s']:.1f} s"
+                  + (f", of which the schedules {run['job_seconds']:.1f} s (the progress' time) and Spark's "
+                     f"start and the summary the rest" if run.get("job_seconds") is not None else ""))
     verdicts = ", ".join(f"{k} {v}" for k, v in summary["by_verdict"].items())
     kinds = summary["coverage_by_kind"]
     console.print(f"  verdicts: {verdicts}; coverage: {kinds.get('abstract_states', 0)} abstract "

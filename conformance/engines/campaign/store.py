@@ -25,6 +25,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from isrcheck.conformance.vocabulary import read_text
+
 FORMAT = 1
 
 
@@ -95,7 +97,7 @@ class CampaignStore:
         wanted = {"format": FORMAT, **identity}
         if self.identity_path.exists():
             try:
-                have = json.loads(self.identity_path.read_text())
+                have = json.loads(read_text(self.identity_path, "a campaign's identity", error=ValueError))
                 if not isinstance(have, dict):
                     raise ValueError("not a JSON object")
             except (OSError, ValueError) as exc:
@@ -122,7 +124,7 @@ class CampaignStore:
         """The seed range of summary.json, for a campaign.json that did not record it (older
         isrcheck): a finished campaign's range is the one its summary describes."""
         try:
-            summary = json.loads(self.summary_path.read_text())
+            summary = json.loads(read_text(self.summary_path, "a campaign summary", error=ValueError))
             return {k: summary[k] for k in ("seed", "schedules")}
         except (OSError, ValueError, KeyError, TypeError):
             return {}
@@ -147,7 +149,7 @@ class CampaignStore:
             return done
         for marker in sorted(self.ranges.glob("[0-9]*.json")):
             try:
-                m = json.loads(marker.read_text())
+                m = json.loads(read_text(marker, "a range marker", error=ValueError))
                 entry = Completed(int(m["lo"]), int(m["hi"]), int(m["rows"]), int(m["failures"]))
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # markers are written atomically; an unreadable one was not ours

@@ -27,6 +27,7 @@ from pathlib import Path
 from isrcheck.specs import __file__ as _specs_file
 
 from isrcheck.conformance.core.schedule import PROTOCOLS
+from isrcheck.conformance.vocabulary import read_text
 
 TABLE = "tool.isrcheck.gate"
 SHIPPED_SCENARIOS = Path(_specs_file).parent / "scenarios"
@@ -75,12 +76,9 @@ def _protocols(value, where: str) -> tuple[str, ...]:
 def load_gate_config(path: str | Path, engines: tuple[str, ...]) -> GateConfig:
     """Read ``path``'s ``[tool.isrcheck.gate]``; ``engines`` are the engine tables it may hold."""
     path = Path(path)
+    text = read_text(path, "a gate config file", error=ConfigError)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not a text (UTF-8) file: byte {exc.start}") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     table = data

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from isrcheck.conformance.engines.gate.config import ConfigError
+from isrcheck.conformance.vocabulary import read_text
 
 MANIFEST = ".isrcheck-gate.json"
 _TMP = MANIFEST + ".tmp"
@@ -32,8 +33,8 @@ def _listed(folder: Path) -> set[str]:
     if not path.is_file():
         return set()
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = json.loads(read_text(path, "a manifest", error=ValueError))
+    except (ValueError, RecursionError):
         return set()
     if not (isinstance(doc, dict) and doc.get("written_by") == _TAG and isinstance(doc.get("entries"), list)):
         return set()

@@ -86,6 +86,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from isrcheck.conformance.vocabulary import read_lines
+
 # Every anomaly this checker reports, in the order of its reports.
 ANOMALIES = ("lost-write", "inconsistent-offsets", "duplicate", "G1a", "unexpected", "poll-skip",
              "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll", "nonmonotonic-send",
@@ -231,24 +233,19 @@ def load_history(path) -> list[dict]:
     path = Path(path)
     validator = _Validator()
     ops = []
-    try:
-        f = path.open("rb")  # bytes, so that a line that is not UTF-8 is named like any other
-    except OSError as exc:
-        raise HistoryError(f"{path}: cannot read the history: {exc.strerror or exc}") from None
-    with f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                op = json.loads(line)
-                validator.feed(op)
-            except json.JSONDecodeError as exc:
-                raise HistoryError(f"{path} line {number}: not JSON: {exc.msg} (column {exc.colno})") from None
-            except UnicodeDecodeError:
-                raise HistoryError(f"{path} line {number}: not UTF-8") from None
-            except _Malformed as exc:
-                raise HistoryError(f"{path} line {number}: {exc}") from None
-            ops.append(op)
+    for number, line, _ in read_lines(path, "a history", error=HistoryError):
+        if not line.strip():
+            continue
+        try:
+            op = json.loads(line)
+            validator.feed(op)
+        except json.JSONDecodeError as exc:
+            raise HistoryError(f"{path} line {number}: not JSON: {exc.msg} (column {exc.colno})") from None
+        except RecursionError:
+            raise HistoryError(f"{path} line {number}: not an operation (nested too deep)") from None
+        except _Malformed as exc:
+            raise HistoryError(f"{path} line {number}: {exc}") from None
+        ops.append(op)
     return ops
 
 

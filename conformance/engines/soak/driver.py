@@ -20,7 +20,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import shutil
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -30,6 +32,7 @@ from isrcheck.conformance.engines.soak.budget import budgets, judge
 from isrcheck.conformance.engines.soak.checker import INFORMATIONAL, check
 from isrcheck.conformance.engines.soak.faults import FaultPlan, HooksExecutor, ProcessClusterFaults, io_error
 from isrcheck.conformance.engines.soak.workload import History, Workload
+from isrcheck.conformance.vocabulary import UsageError
 
 TOPIC = "soak"
 
@@ -117,6 +120,39 @@ class SoakResult:
                 "anomalies": self.anomalies, "beyond_budget": self.beyond_budget, "budget": self.budget,
                 "check": self.check, "validation": self.validation,
                 "command": o.command}
+
+
+_ADDRESS = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[^\s:\[\],]+)):(?P<port>[0-9]{1,10})")
+
+
+def bootstrap_addresses(text: str) -> list[tuple[str, int]]:
+    """``HOST:PORT[,HOST:PORT...]`` (an IPv6 host in brackets) as (host, port) pairs; UsageError
+    naming the first that is not one."""
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        m = _ADDRESS.fullmatch(item)
+        if m is None:
+            raise UsageError(f"--bootstrap: {item!r} is not HOST:PORT (a list is comma-separated)")
+        port = int(m["port"])
+        if not 1 <= port <= 65535:
+            raise UsageError(f"--bootstrap: {item}: port {port} is not in 1..65535")
+        out.append((m["v6"] or m["host"], port))
+    return out
+
+
+def check_reachable(addresses: list[tuple[str, int]], timeout_s: float = 5.0) -> None:
+    """Return once one of ``addresses`` accepts a TCP connection; UsageError naming each address
+    and its connection error if none does (a run that could not connect is no history to check)."""
+    errors = []
+    for host, port in addresses:
+        try:
+            socket.create_connection((host, port), timeout=timeout_s).close()
+            return
+        except OSError as exc:
+            shown = f"[{host}]" if ":" in host else host
+            errors.append(f"{shown}:{port} ({exc.strerror or exc or type(exc).__name__})")
+    raise UsageError(f"--bootstrap: cannot connect to {', '.join(errors)}; nothing ran")
 
 
 def run_soak(options: SoakOptions, progress=None) -> SoakResult:

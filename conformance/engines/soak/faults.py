@@ -87,7 +87,9 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Protocol, Sequence
 
-from isrcheck.conformance.vocabulary import UsageError
+from isrcheck.conformance.vocabulary import UsageError, read_text
+
+MAX_HOOKS_BYTES = 1 << 20  # a hooks file: a few shell commands
 
 FAULT_KINDS = ("kill", "stop", "pause", "power", "disk", "partition")  # what ``all`` rotates
 EXTRA_KINDS = ("ioerror",)  # kinds a run names itself
@@ -373,12 +375,10 @@ class HooksExecutor:
     def load(cls, path: str, nodes: Sequence = ()) -> "HooksExecutor":
         """The hooks file at ``path``; ``nodes`` the brokers' names if the file names none.
         UsageError naming the file if it is not a hooks file."""
+        text = read_text(path, "a hooks file", limit=MAX_HOOKS_BYTES)
         try:
-            with open(path, encoding="utf-8") as f:
-                spec = json.load(f)
-        except OSError as exc:
-            raise UsageError(f"hooks file {path}: {exc.strerror or exc}") from None
-        except ValueError as exc:
+            spec = json.loads(text)
+        except (ValueError, RecursionError) as exc:
             raise UsageError(f"hooks file {path}: not JSON ({exc})") from None
         if not isinstance(spec, dict):
             raise UsageError(f"hooks file {path}: expected a JSON object of action -> command")

@@ -21,7 +21,7 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 
-from isrcheck.conformance.vocabulary import UsageError
+from isrcheck.conformance.vocabulary import UsageError, read_lines
 from isrcheck.model import ModelConfig, ConfigError
 from isrcheck.model.alphabet import DISK_IO
 
@@ -180,33 +180,34 @@ def read_trace(path: str) -> Trace:
     files = _files(path)
     header0, events, partitions = None, [], {}
     for name in files:
-        with open(name, encoding="utf-8") as f:
-            header = None
-            for number, text in enumerate(f, 1):
-                where = f"{name}:{number}"
-                if not text.strip():
-                    continue
-                try:
-                    line = json.loads(text)
-                except ValueError as exc:
-                    if not text.endswith("\n") and header is not None:
-                        break  # a killed writer's unfinished last line: the log ends before it
-                    raise UsageError(f"{where}: not a JSON line ({exc.msg})") from None
-                if header is None:
-                    if not isinstance(line, dict) or line.get("format") != FORMAT:
-                        raise UsageError(f"{where}: not an isrcheck event log (the first line must be its header "
-                                         f"with \"format\": \"{FORMAT}\")")
-                    if line.get("version") != VERSION:
-                        raise UsageError(f"{where}: event log version {line.get('version')!r}, expected {VERSION}")
-                    header = line
-                    partitions.update(_partitions(line, where))
-                    if header0 is None:
-                        header0 = (header, where, model_config(header, where))
-                    elif (header.get("protocol"), header.get("config")) != (header0[0].get("protocol"),
-                                                                            header0[0].get("config")):
-                        raise UsageError(f"{where}: header names another run than {header0[1]}")
-                    continue
-                events.append(_event(line, where, header0[2].replicas))
+        header = None
+        for number, text, ended in read_lines(name, "an event log"):
+            where = f"{name}:{number}"
+            if not text.strip():
+                continue
+            try:
+                line = json.loads(text)
+            except ValueError as exc:
+                if not ended and header is not None:
+                    break  # a killed writer's unfinished last line: the log ends before it
+                raise UsageError(f"{where}: not a JSON line ({exc.msg})") from None
+            except RecursionError:
+                raise UsageError(f"{where}: not an event (arrays and objects nested too deep)") from None
+            if header is None:
+                if not isinstance(line, dict) or line.get("format") != FORMAT:
+                    raise UsageError(f"{where}: not an isrcheck event log (the first line must be its header "
+                                     f"with \"format\": \"{FORMAT}\")")
+                if line.get("version") != VERSION:
+                    raise UsageError(f"{where}: event log version {line.get('version')!r}, expected {VERSION}")
+                header = line
+                partitions.update(_partitions(line, where))
+                if header0 is None:
+                    header0 = (header, where, model_config(header, where))
+                elif (header.get("protocol"), header.get("config")) != (header0[0].get("protocol"),
+                                                                        header0[0].get("config")):
+                    raise UsageError(f"{where}: header names another run than {header0[1]}")
+                continue
+            events.append(_event(line, where, header0[2].replicas))
         if header is None:
             raise UsageError(f"{name}: empty event log (no header line)")
     events.sort(key=lambda e: (e.t, e.lc, e.node, e.seq))

@@ -89,3 +89,25 @@ def test_a_partitioned_follower_catches_up_once_its_link_heals():
     assert c.run_until_quiescent(max_ms=2000)
     assert c.snapshot().controller.isr == (0, 1, 2)
     assert [e.value for e in c.snapshot().brokers[2].log] == [b"1", b"2", b"3"]
+
+
+def test_a_leader_proposes_an_expansion_only_when_the_fetching_follower_caught_up():
+    """Kafka calls maybeExpandIsr from the fetching follower's updateFollowerFetchState: a broker
+    that is down (fenced, out of the ISR, its last fetch once caught up) is not proposed back at
+    every fetch of the others, only once it fetches again itself."""
+    c = Cluster(sim_config("kip-320", 3), mode="auto", seed=2)
+    c.produce(0, b"1", -1)
+    c.run_for(50)
+    c.crash(2, "process")
+    c.run_for(1000)                                  # fenced, then out of the ISR by lag time
+    ctrl = c.snapshot().controller
+    assert 2 in ctrl.fenced and 2 not in ctrl.isr
+    partition = c.brokers[ctrl.leader].partition
+    proposed = []
+    propose = partition.propose_isr
+    partition.propose_isr = lambda *a: (proposed.append(a[2]), propose(*a))
+    c.run_for(2000)                                  # the other follower fetches all the while
+    assert proposed == []
+    c.restart(2)
+    assert c.run_until_quiescent(max_ms=5000)
+    assert c.snapshot().controller.isr == (0, 1, 2) and any(2 in isr for isr in proposed)

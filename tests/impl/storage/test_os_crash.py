@@ -112,3 +112,25 @@ def test_bit_rot_in_a_flushed_segment_is_detected_on_read(tmp_path):
     with pytest.raises(CorruptRecordError, match="CRC"):
         log.read(9).records
     assert [r.value for r in log.read(0, max_offset=9).records] == [b"value-%d" % i for i in range(9)]
+
+
+def test_every_truncation_recovery_makes_is_logged_as_kafka_does(tmp_path, caplog):
+    """Kafka warns "Found invalid messages in log segment ..." for each truncation: nothing of a
+    log is cut away in silence."""
+    import logging
+
+    log = Log.open(str(tmp_path), CONFIG)
+    for i in range(5):
+        log.append_as_leader([Record(b"k", b"v%d" % i)], leader_epoch=0)
+    del log
+    segment = _active_log_file(tmp_path)
+    valid = segment.stat().st_size
+    with open(segment, "ab") as f:
+        f.write(os.urandom(3) + b"\x00" * 90)
+    with caplog.at_level(logging.INFO, logger="isrcheck.impl.storage"):
+        Log.open(str(tmp_path), CONFIG)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, caplog.records
+    assert warnings[0].startswith(f"[Log dir={tmp_path}] Found invalid messages in log segment {segment} "
+                                  f"at byte offset {valid}: ")
+    assert warnings[0].endswith("; truncating 93 bytes, to offset 5"), warnings[0]
