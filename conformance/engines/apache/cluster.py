@@ -266,7 +266,7 @@ class KafkaCluster:
         for node in self.brokers.values():
             (node.folder / "backing").mkdir(parents=True, exist_ok=True)
             node.data.mkdir(parents=True, exist_ok=True)
-            node.fs = LazyFS(node.folder / "backing", node.data, node.folder / "lazyfs.sock",
+            node.fs = LazyFS(node.folder / "backing", node.data, _control_socket(node.folder),
                              node.folder / "lazyfs.log")
             node.fs.start()
 
@@ -532,6 +532,19 @@ class KafkaCluster:
         except FileNotFoundError:
             pass
         return not unclean
+
+
+def _control_socket(folder: Path) -> Path:
+    """The lazy file system's control socket: in the node's folder, or, where that path is longer
+    than a Unix socket's address may be (107 bytes: deep test folders), in the temporary folder
+    under a name drawn from the node's folder."""
+    path = folder / "lazyfs.sock"
+    if len(os.fsencode(path)) <= 100:
+        return path
+    import hashlib
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"isrcheck-lazyfs-{hashlib.sha1(os.fsencode(folder)).hexdigest()[:16]}.sock"
 
 
 def free_port_base(count: int, start: int = 20_000, stop: int = 32_000) -> int:
