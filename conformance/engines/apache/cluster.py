@@ -37,6 +37,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -619,9 +620,7 @@ def _kill_and_wait(pid: int, timeout_s: float = 10.0) -> None:
 
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
-        for child in path.iterdir():
-            _remove(child)
-        path.rmdir()
+        shutil.rmtree(path)
     else:
         path.unlink()
 

@@ -43,7 +43,6 @@ class ApacheKafkaFaults:
         s = cluster.settings
         self.kinds = tuple(k for k in KINDS if (k not in ("power", "ioerror") or s.lazyfs)
                            and (k != "partition" or s.network == "netns"))
-        self.notes: dict[int, str] = {}  # what each ioerror fault failed
 
     def require(self, kinds: Iterable[str]) -> None:
         missing = [k for k in kinds if k not in self.kinds]
@@ -89,12 +88,12 @@ class ApacheKafkaFaults:
             c.node(broker).fs.disarm()
         if operation == "fsync":
             c.node(broker).fs.drop()  # the dirty pages an fsync could not write back are gone
-        self.notes[broker] = f"{operation}:{errno_name}"
 
     def end(self, fault: Fault) -> None:
         end_on_processes(self.cluster, fault)
-        if fault.kind in LOSES_DATA or (fault.kind == "ioerror" and any(
-                self.notes.get(b, "").startswith("fsync") for b in fault.nodes)):
+        lost = fault.kind in LOSES_DATA or (fault.kind == "ioerror"
+                                            and io_error(fault, journaled=True).startswith("fsync"))
+        if lost:
             self._wait_until_in_sync(fault.nodes)
 
     def _wait_until_in_sync(self, brokers) -> None:
