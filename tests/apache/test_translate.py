@@ -16,7 +16,7 @@ from isrcheck.conformance.engines.validate.command import validate_path
 DATA = Path(__file__).parent / "recordings"
 
 
-@pytest.mark.parametrize("run", ["clean-4.4.0", "follower-4.4.0"])
+@pytest.mark.parametrize("run", ["clean-4.4.0", "follower-4.4.0", "leader-4.4.0"])
 def test_a_recorded_kafka_run_is_explained(run):
     verdict, events, _ = validate_path(str(DATA / run))
     assert verdict.explained, verdict.event and verdict.event.describe()

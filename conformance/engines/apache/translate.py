@@ -60,6 +60,8 @@ class Translation:
         self.registering: set[int] = set()        # brokers registered again, not yet unfenced
         self.handled: dict[tuple, tuple] = {}     # (follower, leader, corr) -> (tp, the leader's LEO it read)
         self.leader_at: dict[tuple, list] = {}    # (leader, tp) -> [(us, leo, hw)], after each of its events
+        self.following: dict[tuple, int | None] = {}  # (follower, tp) -> the leader epoch it follows in
+        self.expanding: dict[tuple, tuple] = {}   # (leader, thread, tp) -> the expand_isr (us, step, where, state) its fetch handling proposed
 
     def emit(self, node: int, us: int, step: str, where: str, state: dict, tp: str | None = None, **fields) -> None:
         seq = self.seq[node] = self.seq.get(node, 0) + 1
@@ -144,8 +146,11 @@ class Translation:
             state = {"leader": p["leader"], "epoch": p["epoch"], "pe": p["pe"]}
             if r.ev == "Partition.makeLeader":
                 state["isr"] = p["isr"]
-            else:
+            elif self.following.get((n, p["tp"])) != reg["leaderEpoch"]:
+                # a new leader epoch restarts the partition's fetcher (applyLocalFollowersDelta): the fetch
+                # in flight is dropped; an ISR change alone keeps it
                 self.last_send.pop((n, p["tp"]), None)
+            self.following[(n, p["tp"])] = reg["leaderEpoch"] if r.ev == "Partition.makeFollower" else None
             self.emit(n, r.us, "deliver_leader_and_isr", r.where, state, p["tp"], replica=n, message=msg)
         elif r.ev == "AbstractFetcherThread.processFetchRequest":
             leader = _fetcher_leader(thread)
@@ -178,8 +183,14 @@ class Translation:
             self.moved(n, tp, r.us, a[4], hw)
             if corr is not None:
                 self.handled[(follower, n, corr)] = (r.us, a[4])
-            self.emit(n, r.us, "handle_fetch", r.where, state, tp, replica=follower,
-                      **({"msg": [follower, corr]} if corr is not None else {}))
+            # maybeExpandIsr, called from this updateFollowerFetchState after the follower's state was
+            # updated, returned first: the fetch is handled just before the proposal it caused, whose time
+            # (not this exit's, which may come after the controller answered it) keeps the order
+            expand = self.expanding.pop((n, thread, tp), None)
+            self.emit(n, r.us if expand is None else expand[0] - 1, "handle_fetch", r.where, state, tp,
+                      replica=follower, **({"msg": [follower, corr]} if corr is not None else {}))
+            if expand is not None:
+                self.emit(n, *expand, tp, replica=n)
         elif r.ev == "Partition.appendRecordsToLeader":
             ret = r.line.get("ret") or {}
             if ret.get("firstOffset", -1) < 0:
@@ -203,8 +214,12 @@ class Translation:
         elif r.ev == "Partition.submitAlterPartition":
             sent = a[0].get("sentLeaderAndIsr") or {}
             isr = sorted(m["brokerId"] for m in sent.get("isrWithBrokerEpoch", []))
-            step = "expand_isr" if "newInSyncReplicaId" in a[0] else "shrink_isr"
-            self.emit(n, r.us, step, r.where, {"pending": isr}, p["tp"], replica=n)
+            if "newInSyncReplicaId" not in a[0]:
+                self.emit(n, r.us, "shrink_isr", r.where, {"pending": isr}, p["tp"], replica=n)
+            elif (n, thread) in self.fetching:  # inside the follower's fetch: taken after its handle_fetch
+                self.expanding[(n, thread, p["tp"])] = (r.us, "expand_isr", r.where, {"pending": isr})
+            else:
+                self.emit(n, r.us, "expand_isr", r.where, {"pending": isr}, p["tp"], replica=n)
         elif r.ev == "DefaultAlterPartitionManager.handleAlterPartitionResponse":
             for tp in self.partitions:
                 self.emit(n, r.us, "handle_alter_partition_response", r.where, {}, tp, replica=n)
@@ -214,38 +229,32 @@ class Translation:
             self.down.add(n)
             self.emit(n, r.us, "crash", r.where, {}, None, replica=n, kind=r.line["kind"])
 
+    def moved(self, n: int, tp: str, us: int, leo: int, hw: int | None) -> None:
+        """The leader's LEO and HW after one of its events, as far as the event's arguments say."""
+        marks = self.leader_at.setdefault((n, tp), [])
+        last = marks[-1] if marks else (0, 0, 0)
+        marks.append((us, max(leo, last[1]), max(hw if hw is not None else -1, last[2])))
 
-def _moved(self, n: int, tp: str, us: int, leo: int, hw: int | None) -> None:
-    """The leader's LEO and HW after one of its events, as far as the event's arguments say."""
-    marks = self.leader_at.setdefault((n, tp), [])
-    last = marks[-1] if marks else (0, 0, 0)
-    marks.append((us, max(leo, last[1]), max(hw if hw is not None else -1, last[2])))
-
-
-def _delayed(self, n: int, tp: str, sent: tuple, end: int, hw: int, r) -> None:
-    """A fetch answered with more than its handling read (records appended, or an HW raised, after it): Kafka
-    parked it as a DelayedFetch (minBytes), and the purgatory read it again when that append or HW move
-    completed it; the agent records no event there (DelayedFetch reads without updating the follower's
-    state). It is the leader's ``handle_fetch`` of the same request again (docs/validate.md), right after
-    the leader's first event that had LEO and HW where the answer shows them."""
-    leader, corr = sent
-    handled = self.handled.get((n, leader, corr))
-    if handled is None:
-        return
-    marks = self.leader_at.get((leader, tp), [])
-    read_us, read_leo = handled
-    at_read = next((m for m in reversed(marks) if m[0] <= read_us), None)
-    if end <= read_leo and (at_read is None or hw <= at_read[2]):
-        return
-    when = next((m[0] for m in marks if m[1] >= end and m[2] >= hw), None)
-    if when is None or when >= r.us:
-        when = r.us - 1
-    self.emit(leader, when + 1, "handle_fetch", r.where + " (a DelayedFetch completed)", {}, tp, replica=n,
-              msg=[n, corr])
-
-
-Translation.moved = _moved
-Translation.delayed = _delayed
+    def delayed(self, n: int, tp: str, sent: tuple, end: int, hw: int, r) -> None:
+        """A fetch answered with more than its handling read (records appended, or an HW raised, after it): Kafka
+        parked it as a DelayedFetch (minBytes), and the purgatory read it again when that append or HW move
+        completed it; the agent records no event there (DelayedFetch reads without updating the follower's
+        state). It is the leader's ``handle_fetch`` of the same request again (docs/validate.md), right after
+        the leader's first event that had LEO and HW where the answer shows them."""
+        leader, corr = sent
+        handled = self.handled.get((n, leader, corr))
+        if handled is None:
+            return
+        marks = self.leader_at.get((leader, tp), [])
+        read_us, read_leo = handled
+        at_read = next((m for m in reversed(marks) if m[0] <= read_us), None)
+        if end <= read_leo and (at_read is None or hw <= at_read[2]):
+            return
+        when = next((m[0] for m in marks if m[1] >= end and m[2] >= hw), None)
+        if when is None or when >= r.us:
+            when = r.us - 1
+        self.emit(leader, when + 1, "handle_fetch", r.where + " (a DelayedFetch completed)", {}, tp, replica=n,
+                  msg=[n, corr])
 
 
 def _fetcher_leader(thread: str | None) -> int | None:
