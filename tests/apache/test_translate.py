@@ -1,8 +1,10 @@
 """Apache Kafka's own events explained by the model: recordings translated (engines/apache/translate.py)
 and validated. The recordings under tests/apache/recordings/ are real: made by isrcheck's Java agent in
-Apache Kafka 4.4.0's JVMs with tests/apache/recordings/make.py (``clean``: 3 brokers, topic t of one
-partition, five acks=all produces, a clean stop; ``follower``: a follower killed, three produces, the
-follower restarted, two produces). Edited copies of them must be refused at the edited event."""
+Apache Kafka's JVMs (4.4.0, ELR on: kip-966; 4.0.2, ELR off: kip-903) with
+tests/apache/recordings/make.py (``clean``: 3 brokers, topic t of one partition, five acks=all
+produces, a clean stop; ``follower``: a follower killed, three produces, the follower restarted, two
+produces; ``leader``: the same with the leader). Edited copies of them must be refused at the edited
+event."""
 from __future__ import annotations
 
 import json
@@ -16,7 +18,7 @@ from isrcheck.conformance.engines.validate.command import validate_path
 DATA = Path(__file__).parent / "recordings"
 
 
-@pytest.mark.parametrize("run", ["clean-4.4.0", "follower-4.4.0", "leader-4.4.0"])
+@pytest.mark.parametrize("run", ["clean-4.4.0", "follower-4.4.0", "leader-4.4.0", "follower-4.0.2", "leader-4.0.2"])
 def test_a_recorded_kafka_run_is_explained(run):
     verdict, events, _ = validate_path(str(DATA / run))
     assert verdict.explained, verdict.event and verdict.event.describe()

@@ -171,7 +171,10 @@ class Translation:
             tp = p["tp"]
             corr = None
             queue = self.sends.get((follower, tp), [])
-            for i, (c, off, leader) in enumerate(queue):
+            # a fetcher has one fetch in flight per leader: the latest send with this offset is the one
+            # handled; earlier ones were answered with an error (a leader not yet leader), unhandled
+            for i in range(len(queue) - 1, -1, -1):
+                c, off, leader = queue[i]
                 if off == offset and leader in (n, None):
                     corr = c
                     del queue[:i + 1]
