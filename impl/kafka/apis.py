@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 NO_RESPONSE = object()
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
+CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2  # ListOffsetsRequest's replica ids
+
 
 class ApiSupport(NamedTuple):
     """One API: its classes, the versions served, and the lowest version advertised."""
@@ -294,14 +296,18 @@ class KafkaApis:
             parts = []
             for q in t.partitions:
                 error, timestamp, offset, epoch = self._list_offset(
-                    t.name, q.partition_index, q.timestamp, q.current_leader_epoch if version >= 4 else -1)
+                    t.name, q.partition_index, q.timestamp, q.current_leader_epoch if version >= 4 else -1,
+                    req.replica_id)
                 parts.append(Topic.ListOffsetsPartitionResponse(partition_index=q.partition_index, error_code=error,
                                                                 timestamp=timestamp, offset=offset, leader_epoch=epoch))
             topics.append(Topic(name=t.name, partitions=parts))
         return ListOffsetsResponse(version=version, throttle_time_ms=0, topics=topics)
 
-    def _list_offset(self, name: str, index: int, timestamp: int, current_epoch: int) -> tuple[int, int, int, int]:
-        p, error = self._leader(name, index, current_epoch)
+    def _list_offset(self, name: str, index: int, timestamp: int, current_epoch: int,
+                     replica_id: int = CONSUMER_REPLICA_ID) -> tuple[int, int, int, int]:
+        # KafkaApis.handleListOffsetRequest: a debugging tool (replica -2) may ask any replica, not only the
+        # leader; only a consumer (replica -1) is bounded by the HW, any other reads to the log end
+        p, error = self._leader(name, index, current_epoch, only_leader=replica_id != DEBUGGING_REPLICA_ID)
         if p is None:
             return error, -1, -1, -1
         log = p.log
@@ -309,7 +315,8 @@ class KafkaApis:
             start = log.log_start_offset
             return Errors.NONE, -1, start, log.leader_epoch_cache.epoch_for_offset(start)
         if timestamp == LATEST_TIMESTAMP:
-            return Errors.NONE, -1, p.high_watermark, p.leader_epoch
+            end = p.high_watermark if replica_id == CONSUMER_REPLICA_ID else log.log_end_offset
+            return Errors.NONE, -1, end, p.leader_epoch
         if timestamp < 0:
             return Errors.INVALID_REQUEST, -1, -1, -1
         offset = log.offset_for_timestamp(timestamp)
@@ -334,13 +341,14 @@ class KafkaApis:
             topics.append(Result(topic=t.topic, partitions=parts))
         return OffsetForLeaderEpochResponse(version=version, throttle_time_ms=0, topics=topics)
 
-    def _leader(self, name: str, index: int, current_epoch: int):
-        """(the partition, NONE) if this broker leads it in ``current_epoch`` (-1: any), else (None, error)."""
+    def _leader(self, name: str, index: int, current_epoch: int, only_leader: bool = True):
+        """(the partition, NONE) if this broker leads it (or, not ``only_leader``, holds it) in
+        ``current_epoch`` (-1: any), else (None, error)."""
         partition_id = self.rm.names.get((name, index))
         if partition_id is None:
             return None, Errors.UNKNOWN_TOPIC_OR_PARTITION
         p = self.rm.partitions[partition_id]
-        if not p.is_leader:
+        if only_leader and not p.is_leader:
             return None, Errors.NOT_LEADER_OR_FOLLOWER
         error = p.check_leader_epoch(current_epoch)
         return (p, Errors.NONE) if error == Errors.NONE else (None, error)

@@ -134,3 +134,22 @@ def test_large_record_is_delivered_past_the_fetch_size_limits(shared_cluster, ki
               {"max.partition.fetch.bytes": 65536, "fetch.max.bytes": 100_000, "message.max.bytes": 100_000})
     kit.assert_same_records(delivery.by_partition(),
                             kit.read_all(client, shared_cluster.bootstrap, topic, {0: 3}, **limits))
+
+
+def test_a_debugging_tool_reads_any_replicas_log_end(shared_cluster, kit, topic_name):
+    """ListOffsets "latest" with replica id -2 (a debugging tool's, as KafkaApis allows) is answered by
+    every replica from its own log, a follower's too, unbounded by the HW: what the experiments wait on
+    to know a follower caught up. A partition the broker does not know: -1."""
+    from isrcheck.conformance.engines.apache.admin import replica_end_offset
+
+    topic = shared_cluster.create_topic(topic_name)
+    delivery = kit.clients["confluent-kafka"].produce(
+        shared_cluster.bootstrap, topic, [(0, rec) for rec in kit.sample_records(5)])
+    assert not delivery.failed
+    ends = {}
+
+    def caught_up() -> bool:
+        ends.update({b: replica_end_offset(shared_cluster.address(b), topic, 0) for b in range(3)})
+        return set(ends.values()) == {5}
+    shared_cluster.wait_until(caught_up, f"every replica's log end at 5 (now {ends})")
+    assert replica_end_offset(shared_cluster.address(0), topic + "-none", 0) == -1

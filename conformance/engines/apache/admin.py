@@ -6,7 +6,8 @@ registered and unfenced, and every partition's leader, leader epoch, replicas an
 ``ClusterView``, or None if none answers. ``describe_partitions(bootstrap, topics)`` adds what
 Metadata does not carry: KIP-966's Eligible Leader Replicas and last known ELR
 (DescribeTopicPartitions). ``create_topics(bootstrap, [(name, partitions)], replication)`` is
-CreateTopics, topics that exist already being fine.
+CreateTopics, topics that exist already being fine. ``replica_end_offset(address, topic, p)`` is one
+replica's log end offset, a follower's too.
 """
 from __future__ import annotations
 
@@ -14,11 +15,14 @@ import socket
 import struct
 from dataclasses import dataclass, field
 
+from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from isrcheck.conformance.vocabulary import UsageError
 
 METADATA_VERSION = 12
+LIST_OFFSETS_VERSION = 4  # the first with the current leader epoch (KIP-320)
+DEBUGGING_REPLICA_ID = -2
 TOPIC_ALREADY_EXISTS = 36
 
 
@@ -56,12 +60,7 @@ def metadata(address: str, topics: list[str] | None = None, timeout_s: float = 3
     request = MetadataRequest(version=METADATA_VERSION, topics=None if topics is None else [
         MetadataRequest.MetadataRequestTopic(topic_id=None, name=t) for t in topics],
         allow_auto_topic_creation=False, include_topic_authorized_operations=False)
-    request.with_header(correlation_id=1, client_id="isrcheck")
-    host, _, port = address.rpartition(":")
-    with socket.create_connection((host, int(port)), timeout=timeout_s) as s, s.makefile("rb") as answer:
-        s.sendall(bytes(request.encode(header=True, framed=True)))
-        (size,) = struct.unpack(">i", answer.read(4))  # struct.error if the broker closed early
-        response = MetadataResponse.decode(answer.read(size), version=METADATA_VERSION, header=True)
+    response = _exchange(address, request, MetadataResponse, METADATA_VERSION, timeout_s)
     view = ClusterView(address, {b.node_id: f"{b.host}:{b.port}" for b in response.brokers},
                        response.controller_id)
     for t in response.topics:
@@ -70,6 +69,31 @@ def metadata(address: str, topics: list[str] | None = None, timeout_s: float = 3
                 p.leader_id, p.leader_epoch, tuple(p.replica_nodes), tuple(sorted(p.isr_nodes)),
                 error_code=p.error_code)
     return view
+
+
+def _exchange(address: str, request, response_class, version: int, timeout_s: float):
+    """One request to the broker at ``address`` and its decoded answer; OSError or struct.error if
+    none comes."""
+    request.with_header(correlation_id=1, client_id="isrcheck")
+    host, _, port = address.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=timeout_s) as s, s.makefile("rb") as answer:
+        s.sendall(bytes(request.encode(header=True, framed=True)))
+        (size,) = struct.unpack(">i", answer.read(4))  # struct.error if the broker closed early
+        return response_class.decode(answer.read(size), version=version, header=True)
+
+
+def replica_end_offset(address: str, topic: str, partition: int, timeout_s: float = 3.0) -> int:
+    """The log end offset of the replica of ``topic``-``partition`` on the broker at ``address``,
+    leader or follower: ListOffsets "latest" as a debugging tool asks it (replica id -2), which any
+    replica answers from its own log, unbounded by the HW (KafkaApis.handleListOffsetRequest). -1
+    if the broker answers with an error (it holds no replica); OSError if it does not answer."""
+    T = ListOffsetsRequest.ListOffsetsTopic
+    request = ListOffsetsRequest(version=LIST_OFFSETS_VERSION, replica_id=DEBUGGING_REPLICA_ID, isolation_level=0,
+                                 topics=[T(name=topic, partitions=[T.ListOffsetsPartition(
+                                     partition_index=partition, current_leader_epoch=-1, timestamp=-1)])])
+    response = _exchange(address, request, ListOffsetsResponse, LIST_OFFSETS_VERSION, timeout_s)
+    answer = response.topics[0].partitions[0]
+    return answer.offset if answer.error_code == 0 else -1
 
 
 def cluster_view(addresses: list[str], topics: list[str] | None = None) -> ClusterView | None:
