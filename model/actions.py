@@ -536,7 +536,7 @@ class Crash(Action):
             # no clean shutdown file: the restart's log recovery re-validates the segment and cuts at the damage
             rep, lost = updated(rep, durable=min(rep.durable, rep.bad_batch)), True
         nx.replicas[r] = updated(rep, alive=False, pending_produces=(), power_lost=lost,
-                                 unclean_shutdown=nx.cfg.rules.unclean_shutdown(kind))
+                                 unclean_shutdown=nx.cfg.rules.unclean_shutdown(kind, nx.cfg.unclean_shutdown_detection))
         for field in MESSAGE_KINDS.values():
             if getattr(nx.src, field)[r]:
                 nx.queues(field)[r] = ()
@@ -579,7 +579,7 @@ class LoseDisk(Action):
 
     def effect(nx, st):
         nx.replicas[st.replica] = updated(nx.replicas[st.replica], log=(), durable=0, hw=0, hw_checkpoint=0,
-                                          bad_batch=-1, power_lost=True, unclean_shutdown=nx.cfg.rules.unclean_shutdown("lost disk"))
+                                          bad_batch=-1, power_lost=True, unclean_shutdown=nx.cfg.rules.unclean_shutdown("lost disk", nx.cfg.unclean_shutdown_detection))
 
 
 def _last_flushed_batch(rep: Replica) -> int:

@@ -23,6 +23,8 @@ class ConfigError(ValueError):
 MAX_TICKS = 2**31 - 1
 # flush.messages: int32 too; ``null`` is "never", and a schedule cannot produce more records.
 MAX_FLUSH_MESSAGES = 2**31 - 1
+# how a restarted broker tells the controller it may have lost data (kip-966; docs/steps.md, "Config")
+UNCLEAN_SHUTDOWN_DETECTIONS = ("page-cache", "clean-shutdown-file")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,7 @@ class ScheduleConfig:
     replica_lag_time_max_ticks: int = 2     # replica.lag.time.max.ms, 0..MAX_TICKS
     request_timeout_ticks: int = 1000       # request.timeout.ms of a produce, 0..MAX_TICKS
     flush_messages: int | None = None       # flush.messages, 1..MAX_FLUSH_MESSAGES; None: only flush steps and clean shutdown
+    unclean_shutdown_detection: str = "page-cache"  # isrcheck's; "clean-shutdown-file": Apache Kafka 4.x's
 
     def __post_init__(self) -> None:
         _check_int("replicas", self.replicas, 1, MAX_REPLICAS)
@@ -44,6 +47,9 @@ class ScheduleConfig:
         _check_int("request_timeout_ticks", self.request_timeout_ticks, 0, MAX_TICKS)
         if self.flush_messages is not None:
             _check_int("flush_messages", self.flush_messages, 1, MAX_FLUSH_MESSAGES)
+        if self.unclean_shutdown_detection not in UNCLEAN_SHUTDOWN_DETECTIONS:
+            raise ConfigError("unclean_shutdown_detection", f"expected one of {', '.join(UNCLEAN_SHUTDOWN_DETECTIONS)}, "
+                                                            f"got {shown(self.unclean_shutdown_detection)}")
         if not isinstance(self.unclean_leader_election_enable, bool):
             raise ConfigError("unclean_leader_election_enable",
                               f"expected true or false, got {shown(self.unclean_leader_election_enable)}")
@@ -62,8 +68,12 @@ class ScheduleConfig:
         return cls(**data)
 
     def to_json(self) -> dict:
-        """The schedule ``config`` object of this configuration."""
-        return {name: getattr(self, name) for name in ScheduleConfig.__dataclass_fields__}
+        """The schedule ``config`` object of this configuration (the unclean shutdown detection only
+        where it is not the default, so schedules written before it read and hash the same)."""
+        out = {name: getattr(self, name) for name in ScheduleConfig.__dataclass_fields__}
+        if out["unclean_shutdown_detection"] == "page-cache":
+            del out["unclean_shutdown_detection"]
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -175,7 +175,10 @@ class Broker:
         return epoch
 
     def _write_running_file(self, epoch: int | None = None) -> None:
-        """The broker epoch (or ``epoch``) to the page cache only (no fsync: see RUNNING_NAME)."""
+        """The broker epoch (or ``epoch``) to the page cache only (no fsync: see RUNNING_NAME); none
+        where the unclean shutdown is detected as Apache Kafka does, by the clean shutdown file alone."""
+        if self.config.unclean_shutdown_detection != "page-cache":
+            return
         if self.fs.exists(self.running_file):
             self.fs.remove(self.running_file)
         handle = self.fs.open(self.running_file)

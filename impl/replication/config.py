@@ -12,6 +12,9 @@ class InvalidConfigError(ValueError):
     """A config value is out of range; the message names the field."""
 
 
+UNCLEAN_SHUTDOWN_DETECTIONS = ("page-cache", "clean-shutdown-file")
+
+
 @dataclass(frozen=True)
 class ClusterConfig:
     """Replication settings shared by every broker and the controller.
@@ -26,6 +29,9 @@ class ClusterConfig:
     replica_lag_time_max_ms: int = 2
     request_timeout_ms: int = 1000
     flush_messages: int | None = None
+    # kip-966: "page-cache" (a process crash leaves the broker epoch in the page cache: not unclean)
+    # or "clean-shutdown-file" (Apache Kafka's CleanShutdownFileHandler alone: every crash is unclean)
+    unclean_shutdown_detection: str = "page-cache"
 
     replica_fetch_backoff_ms: int = 5          # a follower's pause after an empty or failed fetch
     replica_fetch_wait_max_ms: int = 0         # 0: a fetch with nothing new is answered at once (no long poll)
@@ -40,7 +46,7 @@ class ClusterConfig:
                 f"protocol: unknown variant {self.protocol!r} (known: {', '.join(VARIANTS)})")
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("protocol", "unclean_leader_election_enable") or (
+            if f.name in ("protocol", "unclean_leader_election_enable", "unclean_shutdown_detection") or (
                     f.name == "flush_messages" and value is None):
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -53,6 +59,9 @@ class ClusterConfig:
         if not 1 <= self.min_insync_replicas <= self.replicas:
             raise InvalidConfigError(
                 f"min_insync_replicas: expected 1..{self.replicas}, got {self.min_insync_replicas}")
+        if self.unclean_shutdown_detection not in UNCLEAN_SHUTDOWN_DETECTIONS:
+            raise InvalidConfigError(f"unclean_shutdown_detection: expected one of "
+                                     f"{', '.join(UNCLEAN_SHUTDOWN_DETECTIONS)}, got {self.unclean_shutdown_detection!r}")
         if self.flush_messages is not None and self.flush_messages < 1:
             raise InvalidConfigError(f"flush_messages: expected None or >= 1, got {self.flush_messages}")
 

@@ -16,7 +16,8 @@ from .report import MS_PER_TICK, Report
 
 # the schedule's config fields (docs/steps.md, "Config"); times in ticks
 CONFIG_FIELDS = ("replicas", "min_insync_replicas", "unclean_leader_election_enable",
-                 "replica_lag_time_max_ticks", "request_timeout_ticks", "flush_messages")
+                 "replica_lag_time_max_ticks", "request_timeout_ticks", "flush_messages",
+                 "unclean_shutdown_detection")
 
 
 def cluster_config(protocol: str, config: dict) -> ClusterConfig:
@@ -37,7 +38,8 @@ def cluster_config(protocol: str, config: dict) -> ClusterConfig:
         unclean_leader_election_enable=config.get("unclean_leader_election_enable",
                                                   defaults.unclean_leader_election_enable),
         replica_lag_time_max_ms=lag * MS_PER_TICK, request_timeout_ms=timeout * MS_PER_TICK,
-        flush_messages=config.get("flush_messages", defaults.flush_messages))
+        flush_messages=config.get("flush_messages", defaults.flush_messages),
+        unclean_shutdown_detection=config.get("unclean_shutdown_detection", defaults.unclean_shutdown_detection))
 
 
 class SimDriver:

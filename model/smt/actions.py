@@ -530,7 +530,7 @@ def effect_crash(nx: Next, st: Step) -> None:
     for k in range(1, nx.b.records + 1):
         _clear_pending(nx, r, k)
     nx.set_rep(r, alive=z3.BoolVal(False), plost=lost,
-               unclean=z3.BoolVal(_rules(nx).unclean_shutdown(st.arg)))
+               unclean=z3.BoolVal(_rules(nx).unclean_shutdown(st.arg, nx.cfg.unclean_shutdown_detection)))
     for q in MESSAGE_KINDS.values():
         nx.clear(q, r)
     for q in ("fetch_requests", "fetch_responses"):
@@ -569,7 +569,7 @@ def effect_lose_disk(nx: Next, st: Step) -> None:
     r = st.replica
     nx.cut_log(f"r{r}.", z3.IntVal(0))
     nx.set_rep(r, durable=z3.IntVal(0), hw=z3.IntVal(0), hwc=z3.IntVal(0), plost=z3.BoolVal(True), bad=z3.IntVal(-1),
-               unclean=z3.BoolVal(_rules(nx).unclean_shutdown("lost disk")))
+               unclean=z3.BoolVal(_rules(nx).unclean_shutdown("lost disk", nx.cfg.unclean_shutdown_detection)))
 
 
 def guard_corrupt(nx: Next, st: Step):

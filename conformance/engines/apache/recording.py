@@ -47,6 +47,7 @@ EVENTS = frozenset({
     *(f"ReplicationControlManager.{m}" for m in ("replay", "alterPartition", "handleBrokerFenced",
                                                  "handleBrokerUnfenced", "electLeader")),
     "ClusterControlManager.replay",
+    "ClusterControlManager.registerBroker",
     "agent.hooked", "agent.error",
     "harness.crash", "harness.lose_disk",
 })

@@ -24,7 +24,8 @@ from isrcheck.conformance.engines.apache.recording import read_recording
 
 CONTROLLER = 1000
 FORMAT, VERSION = "isrcheck-events", 1
-REQUEST_TIMEOUT_MS = 30_000  # a producer's request.timeout.ms (librdkafka's and Java's default)
+REQUEST_TIMEOUT_MS = 30_000
+BURST_US = 100_000  # the records of one controller write are replayed within this of each other  # a producer's request.timeout.ms (librdkafka's and Java's default)
 
 
 def protocol(run: dict) -> str:
@@ -37,7 +38,9 @@ def header(run: dict, partitions: dict) -> dict:
             "config": {"replicas": run["brokers"], "min_insync_replicas": run["min_insync_replicas"],
                        "unclean_leader_election_enable": run["unclean_election"],
                        "replica_lag_time_max_ms": run["replica_lag_time_max_ms"],
-                       "request_timeout_ms": REQUEST_TIMEOUT_MS, "flush_messages": run["flush_messages"]},
+                       "request_timeout_ms": REQUEST_TIMEOUT_MS, "flush_messages": run["flush_messages"],
+                       # no clean shutdown file after a crash of any kind: the registration is unclean
+                       "unclean_shutdown_detection": "clean-shutdown-file"},
             "partitions": partitions}
 
 
@@ -50,6 +53,8 @@ class Translation:
         self.partitions: dict[str, list] = {}     # tp -> replicas in order
         self.pstate: dict[str, dict] = {}         # tp -> the controller's registration
         self.cause: tuple | None = None           # what the controller's next PartitionChangeRecord answers
+        self.fence_changed: set[str] = set()      # the partitions the fencing in progress changed
+        self.held: list = []                      # PartitionChangeRecords whose cause the next event says
         self.fetching: dict[tuple, dict] = {}     # (leader, thread) -> the fetch it is reading
         self.raised_hw: dict[tuple, int] = {}     # (node, thread, tp) -> the HW maybeIncrementLeaderHW just set
         self.sends: dict[tuple, list] = {}        # (follower, tp) -> [(corr, fetch offset, leader)] not yet handled
@@ -73,8 +78,38 @@ class Translation:
 
     # -- the controller -------------------------------------------------------------------------
     def controller(self, r) -> None:
+        """One controller event. A PartitionChangeRecord is held until the controller's next event says
+        what caused it: a registration's own changes (``handleBrokerUncleanShutdown``'s) are written
+        before its RegisterBrokerRecord."""
+        rec = _record(r)
+        if r.ev == "ReplicationControlManager.replay" and "partitionId" in rec and not rec.get("replicas"):
+            self.held.append(r)
+            return
+        held, self.held = self.held, []
+        again = rec.get("brokerId") if r.ev == "ClusterControlManager.replay" and "incarnationId" in rec \
+            and rec.get("brokerId") in self.registered else None
+        for change in held:
+            # without the registerBroker hook (older recordings): the changes replayed in one burst with the
+            # RegisterBrokerRecord that take the broker out of ISR or ELR are its registration's
+            own = again is not None and r.us - change.us < BURST_US and self.removes(_record(change), again)
+            self.change(change, _record(change), registration=own)
+        self.decision(r, rec)
+
+    def removes(self, rec: dict, b: int) -> bool:
+        st = self.pstate.get(self.tp_of(rec), {})
+        return (b in st.get("isr", ()) and b not in (rec.get("isr") or [b])) or \
+            (b in st.get("elr", ()) and b not in (rec.get("eligibleLeaderReplicas") or [b]))
+
+    def tp_of(self, rec: dict) -> str:
+        return f"{self.topics.get(rec['topicId'], rec['topicId'])}-{rec['partitionId']}"
+
+    def flush(self) -> None:
+        for change in self.held:
+            self.change(change, _record(change), registration=False)
+        self.held = []
+
+    def decision(self, r, rec: dict) -> None:
         a = r.line.get("args") or []
-        rec = a[0] if a and isinstance(a[0], dict) else {}
         if r.ev == "ReplicationControlManager.handleBrokerFenced":
             self.cause = ("fence", a[0])
         elif r.ev == "ReplicationControlManager.handleBrokerUnfenced":
@@ -83,21 +118,26 @@ class Translation:
             self.cause = ("handle_alter_partition", a[1].get("brokerId", -1) if len(a) > 1 else -1)
         elif r.ev == "ReplicationControlManager.electLeader":
             self.cause = ("elect", None)
+        elif r.ev == "ClusterControlManager.registerBroker":  # its records (unclean shutdown's changes) follow
+            self.cause = ("register", (a[0] or {}).get("brokerId", -1) if a and isinstance(a[0], dict) else -1)
         elif r.ev == "ClusterControlManager.replay" and "brokerId" in rec:
             b = rec["brokerId"]
             if "incarnationId" in rec:  # RegisterBrokerRecord
                 if b in self.registered:  # registered again: the model's restart (Kafka's broker fetches from now)
-                    self.cause = ("register", b)
                     for tp in self.partitions:
                         self.emit(CONTROLLER, r.us, "register", r.where, {}, tp, replica=b)
                 self.registered.add(b)
+                self.cause = None
             elif rec.get("inControlledShutdown") == 1:
                 self.cause = ("controlled_shutdown", b)
-            elif rec.get("fenced") == 1 and self.cause != ("fenced", b):
-                # fenced with no partition change of its own: the model's fence all the same
+            elif rec.get("fenced") == 1:
+                # the fencing's partition changes come first; a partition it did not change (the broker
+                # neither led it nor was in its ISR) takes the model's fence all the same
+                changed = self.fence_changed if self.cause == ("fence", b) else set()
                 for tp in self.partitions:
-                    self.emit(CONTROLLER, r.us, "fence", r.where, self.view(tp), tp, replica=b)
-                self.cause = None
+                    if tp not in changed:
+                        self.emit(CONTROLLER, r.us, "fence", r.where, self.view(tp), tp, replica=b)
+                self.cause, self.fence_changed = None, set()
         elif r.ev == "ReplicationControlManager.replay":
             if "name" in rec and "topicId" in rec and "partitionId" not in rec:
                 self.topics[rec["topicId"]] = rec["name"]
@@ -106,27 +146,29 @@ class Translation:
                 self.partitions[tp] = list(rec["replicas"])
                 self.pstate[tp] = {"leader": rec["leader"], "epoch": rec["leaderEpoch"], "isr": sorted(rec["isr"]),
                                    "pe": rec["partitionEpoch"], "elr": sorted(rec.get("eligibleLeaderReplicas") or [])}
-            elif "partitionId" in rec:  # PartitionChangeRecord
-                tp = f"{self.topics.get(rec['topicId'], rec['topicId'])}-{rec['partitionId']}"
-                st = dict(self.pstate[tp])
-                if rec.get("isr") is not None:
-                    st["isr"] = sorted(rec["isr"])
-                if rec.get("leader", -2) != -2:  # -2: no change
-                    st["leader"] = rec["leader"]
-                    st["epoch"] += 1
-                if rec.get("eligibleLeaderReplicas") is not None:
-                    st["elr"] = sorted(rec["eligibleLeaderReplicas"])
-                st["pe"] += 1
-                self.pstate[tp] = st
-                step, b = self.cause or ("elect", -1)
-                if step == "register":
-                    return  # the unclean shutdown's change: checked with the registration (the model's restart)
-                if step == "unfence":
-                    step = "elect"
-                if step == "fence":
-                    self.cause = ("fenced", b)
-                self.emit(CONTROLLER, r.us, step, r.where, self.view(tp), tp, replica=b if b is not None else -1,
-                          **({"error": "NONE"} if step == "handle_alter_partition" else {}))
+
+    def change(self, r, rec: dict, registration: bool) -> None:
+        """A PartitionChangeRecord: the model step its cause is, or none for a registration's."""
+        tp = self.tp_of(rec)
+        st = dict(self.pstate[tp])
+        if rec.get("isr") is not None:
+            st["isr"] = sorted(rec["isr"])
+        if rec.get("leader", -2) != -2:  # -2: no change
+            st["leader"] = rec["leader"]
+            st["epoch"] += 1
+        if rec.get("eligibleLeaderReplicas") is not None:
+            st["elr"] = sorted(rec["eligibleLeaderReplicas"])
+        st["pe"] += 1
+        self.pstate[tp] = st
+        step, b = self.cause or ("elect", -1)
+        if step == "register" or registration:
+            return  # the unclean shutdown's change: checked with the registration (the model's restart)
+        if step == "unfence":
+            step = "elect"
+        if step == "fence":
+            self.fence_changed.add(tp)
+        self.emit(CONTROLLER, r.us, step, r.where, self.view(tp), tp, replica=b if b is not None else -1,
+                  **({"error": "NONE"} if step == "handle_alter_partition" else {}))
 
     def view(self, tp: str) -> dict:
         st = self.pstate[tp]
@@ -223,9 +265,10 @@ class Translation:
                 self.expanding[(n, thread, p["tp"])] = (r.us, "expand_isr", r.where, {"pending": isr})
             else:
                 self.emit(n, r.us, "expand_isr", r.where, {"pending": isr}, p["tp"], replica=n)
-        elif r.ev == "DefaultAlterPartitionManager.handleAlterPartitionResponse":
-            for tp in self.partitions:
-                self.emit(n, r.us, "handle_alter_partition_response", r.where, {}, tp, replica=n)
+        elif r.ev in ("Partition.handleAlterPartitionUpdate", "Partition.handleAlterPartitionError"):
+            # the answer for this partition (an AlterPartition carries many; a whole request refused,
+            # NOT_CONTROLLER, is sent again by the manager and answers none)
+            self.emit(n, r.us, "handle_alter_partition_response", r.where, {}, p["tp"], replica=n)
         elif r.ev == "harness.crash":
             if n == self.run["controller"]:
                 return
@@ -260,6 +303,12 @@ class Translation:
                   msg=[n, corr])
 
 
+def _record(r) -> dict:
+    """The metadata record (or request) an event's first argument is, else {}."""
+    a = r.line.get("args") or []
+    return a[0] if a and isinstance(a[0], dict) else {}
+
+
 def _fetcher_leader(thread: str | None) -> int | None:
     """ReplicaFetcherThread-<fetcher id>-<leader id>: the broker it fetches from."""
     try:
@@ -279,6 +328,7 @@ def translate(path: str | os.PathLike) -> tuple[dict, dict]:
             t.controller(r)
         else:
             t.broker(r)
+    t.flush()
     for node, lines in t.out.items():
         lines.sort(key=lambda line: line["us"])
         for i, line in enumerate(lines, 1):

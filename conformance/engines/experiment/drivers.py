@@ -39,6 +39,12 @@ class ClusterChoice:
             return self.protocol or DEFAULT_PROTOCOL
         return "kip-966" if self.effective_elr(elr) else "kip-903"
 
+    @property
+    def unclean_shutdown_detection(self) -> str:
+        """How the cluster's controller learns that a broker may have lost data (docs/steps.md,
+        "Config"): Apache Kafka by its clean shutdown file, isrcheck's brokers by the page cache."""
+        return "clean-shutdown-file" if self.kind == "kafka" else "page-cache"
+
     def effective_elr(self, elr: bool | None = None) -> bool:
         if elr is not None:
             return elr

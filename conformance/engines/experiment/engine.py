@@ -89,7 +89,7 @@ def kinds_of(experiment: Experiment) -> set[str]:
 
 def run_experiment(experiment: Experiment, choice: ClusterChoice, repeat: int, directory: Path,
                    say=lambda line: None) -> ExperimentResult:
-    prediction = predict(experiment, choice.variant(experiment.cluster.elr))
+    prediction = predict(experiment, choice.variant(experiment.cluster.elr), choice.unclean_shutdown_detection)
     result = ExperimentResult(experiment, choice.label(experiment.cluster.elr), prediction)
     for k in range(repeat):
         folder = Path(directory) / experiment.name / f"rep-{k}"

@@ -9,7 +9,7 @@ predicts nothing visible, unless the experiment file says what the model's step 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from isrcheck.conformance.core.lockstep import run_schedule
 from isrcheck.conformance.core.schedule import ScheduleError, load_schedule
@@ -33,9 +33,12 @@ class Prediction:
                 "source": self.source, "within_budget": self.within_budget}
 
 
-def predict(experiment, variant: str) -> Prediction:
+def predict(experiment, variant: str, unclean_shutdown_detection: str = "page-cache") -> Prediction:
+    """The verdict of the experiment's schedule on ``variant``, its cluster config taking the way the
+    cluster detects an unclean shutdown (Apache Kafka's differs from isrcheck's: docs/steps.md)."""
     try:
         schedule = load_schedule(experiment.schedule).with_protocol(variant)
+        schedule = replace(schedule, config=replace(schedule.config, unclean_shutdown_detection=unclean_shutdown_detection))
     except ScheduleError as exc:
         raise UsageError(f"experiment {experiment.path}: schedule: {exc}") from None
     verdict = run_schedule(schedule)

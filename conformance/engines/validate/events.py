@@ -108,7 +108,8 @@ def model_config(header: dict, where: str) -> ModelConfig:
                            min_insync_replicas=c["min_insync_replicas"],
                            unclean_leader_election_enable=c["unclean_leader_election_enable"],
                            replica_lag_time_max_ticks=c["replica_lag_time_max_ms"],
-                           request_timeout_ticks=c["request_timeout_ms"], flush_messages=c["flush_messages"])
+                           request_timeout_ticks=c["request_timeout_ms"], flush_messages=c["flush_messages"],
+                           unclean_shutdown_detection=c.get("unclean_shutdown_detection", "page-cache"))
     except KeyError as exc:
         raise UsageError(f"{where}: header: config lacks {exc.args[0]!r}") from None
     except (ConfigError, TypeError) as exc:

@@ -201,10 +201,17 @@ class Search:
             if not s.replicas[r].alive:
                 yield [unlogged.written_back(self.restarting.get(r), r), Step("restart", r),
                        unlogged.check_recovered(self.restarting.get(r), r)]
-            else:
+            elif r in s.controller.fenced:
                 yield [Step("rejoin", r)]
+            else:  # restarted already, at its first fetch (a fast bounce, below): registered then
+                yield []
         elif step == "restart":
-            yield []
+            yield []  # up, registered when the controller says so (``register``)
+            if not s.replicas[r].alive and r not in s.controller.fenced:
+                # a fast bounce: the controller never noticed, and a KRaft broker replays the metadata
+                # log and fetches as a follower before its registration is accepted (BrokerServer
+                # installs its metadata publishers first): to the model, restarted now
+                yield [unlogged.written_back(ev, r), Step("restart", r), unlogged.check_recovered(ev, r)]
         elif step in HALTS:
             kind = ev.crash_kind
             # up again but never registered, to the model it stayed down: its machine's crash acts on

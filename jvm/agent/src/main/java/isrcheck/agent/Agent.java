@@ -56,7 +56,8 @@ public final class Agent {
             "sendRequest", "handleAlterPartitionResponse"});
         HOOKS.put("org.apache.kafka.controller.ReplicationControlManager", new String[] {"replay", "alterPartition",
             "handleBrokerFenced", "handleBrokerUnfenced", "electLeader"});
-        HOOKS.put("org.apache.kafka.controller.ClusterControlManager", new String[] {"replay"});
+        // registerBroker returns the records a registration writes: an unclean shutdown's partition changes come first
+        HOOKS.put("org.apache.kafka.controller.ClusterControlManager", new String[] {"replay", "registerBroker"});
     }
 
     private Agent() {}
