@@ -43,6 +43,18 @@ def test_the_models_prediction_per_variant(name, variant, outcome):
     assert predict(load_experiment(CATALOGUE[name]), variant).outcomes == outcome
 
 
+@pytest.mark.parametrize("detection, variant, outcome", [
+    ("page-cache", "kip-966", ()), ("clean-shutdown-file", "kip-966", ("lost-write",)),
+    ("page-cache", "kip-903", ("lost-write",)), ("clean-shutdown-file", "kip-903", ("lost-write",))])
+def test_a_killed_follower_leaves_the_elr_only_where_a_crash_is_unclean(detection, variant, outcome):
+    """Apache Kafka calls a killed process's shutdown unclean (no clean shutdown file): with its
+    detection the model predicts the Last Replica Standing loss on kip-966 too; with isrcheck's, not."""
+    experiment = load_experiment(CATALOGUE["last-replica-standing-killed"])
+    assert predict(experiment, variant, detection).outcomes == outcome
+    assert parse_cluster("kafka:4.4.0").unclean_shutdown_detection == "clean-shutdown-file"
+    assert parse_cluster("isrcheck").unclean_shutdown_detection == "page-cache"
+
+
 def test_an_empty_final_read_makes_every_unseen_acknowledged_record_lost():
     unseen = {"unseen": [{"ops": [1], "explanation": "never returned"}], "lost-write": []}
     assert outcomes(judged(unseen, final_read=True), []) == ("lost-write",)
@@ -66,18 +78,20 @@ def test_last_replica_standing_loses_the_write_before_kip_966_on_isrchecks_clust
     assert result.verdict == AGREE and result.repetitions[0].outcomes == ("lost-write",)
 
 
-def _on_kafka(name: str, cluster: str, elr: str, tmp_path) -> None:
+def _on_kafka(name: str, cluster: str, elr: str, tmp_path):
     result = run_experiment(load_experiment(CATALOGUE[name]), parse_cluster(cluster, elr), 1, tmp_path)
     rep = result.repetitions[0]
     assert rep.reached, rep.missed
     assert result.verdict == AGREE, (rep.outcomes, result.prediction, rep.anomalies)
+    return result
 
 
 @needs_kafka
 @pytest.mark.parametrize("cluster, elr, lost", [("kafka:4.0.2", "off", True), ("kafka:4.4.0", "on", False)])
 def test_last_replica_standing_on_apache_kafka(cluster, elr, lost, tmp_path):
     """KIP-966's motivating case: lost without ELR, not with it (in CI's default run)."""
-    _on_kafka("last-replica-standing", cluster, elr, tmp_path)
+    result = _on_kafka("last-replica-standing", cluster, elr, tmp_path)
+    assert (result.repetitions[0].outcomes == ("lost-write",)) == lost
 
 
 @pytest.mark.slow
