@@ -97,8 +97,9 @@ class Translation:
 
     def removes(self, rec: dict, b: int) -> bool:
         st = self.pstate.get(self.tp_of(rec), {})
-        return (b in st.get("isr", ()) and b not in (rec.get("isr") or [b])) or \
-            (b in st.get("elr", ()) and b not in (rec.get("eligibleLeaderReplicas") or [b]))
+        isr, elr = rec.get("isr"), rec.get("eligibleLeaderReplicas")  # None: unchanged
+        return (isr is not None and b in st.get("isr", ()) and b not in isr) or \
+            (elr is not None and b in st.get("elr", ()) and b not in elr)
 
     def tp_of(self, rec: dict) -> str:
         return f"{self.topics.get(rec['topicId'], rec['topicId'])}-{rec['partitionId']}"

@@ -199,12 +199,15 @@ class Search:
             yield [unlogged.unfence(self.cfg, r)]
         elif step == "register":
             if not s.replicas[r].alive:
-                yield [unlogged.written_back(self.restarting.get(r), r), Step("restart", r),
-                       unlogged.check_recovered(self.restarting.get(r), r)]
+                restart = [unlogged.written_back(self.restarting.get(r), r), Step("restart", r)]
+                yield restart + [unlogged.check_recovered(self.restarting.get(r), r)]
+                yield restart + [unlogged.elect_with_registration(self.cfg),
+                                 unlogged.check_recovered(self.restarting.get(r), r)]
             elif r in s.controller.fenced:
                 yield [Step("rejoin", r)]
             else:  # restarted already, at its first fetch (a fast bounce, below): registered then
                 yield []
+                yield [unlogged.elect_with_registration(self.cfg)]
         elif step == "restart":
             yield []  # up, registered when the controller says so (``register``)
             if not s.replicas[r].alive and r not in s.controller.fenced:

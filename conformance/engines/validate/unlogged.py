@@ -227,6 +227,26 @@ def controlled_shutdown(cfg: ModelConfig, r: int):
     return take_shutdown
 
 
+def elect_with_registration(cfg: ModelConfig):
+    """KRaft's registration after an unclean shutdown of a leader (``handleBrokerUncleanShutdown``):
+    one partition change takes it out of ISR and ELR and elects its successor, one leader epoch for
+    both; the model's registration (leader -1, a new epoch) then ``elect`` (another) folded into one.
+    The registration's LeaderAndIsr naming no leader, still in flight, becomes the election's."""
+    def take_elect(s: State, steps: list) -> State:
+        before = s.controller
+        if before.leader != -1:
+            raise Mismatch("the registration left a leader: no election folded into it")
+        s2, _ = apply(cfg, s, Step("elect"))
+        c = s2.controller
+        c = c._replace(leader_epoch=c.leader_epoch - 1, partition_epoch=c.partition_epoch - 1)
+        sent = LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
+        unled = LeaderAndIsr(-1, before.leader_epoch, before.isr, before.partition_epoch)
+        queues = tuple(tuple(sent if m == unled else m for m in q) for q in s.leader_and_isr)
+        steps.append({"step": "elect", "with_registration": True})
+        return s2._replace(controller=c, leader_and_isr=queues)
+    return take_elect
+
+
 def fence_and_elect(cfg: ModelConfig, r: int):
     """KRaft's fencing of a leader (``ReplicationControlManager.handleBrokerFenced``): one partition change
     that takes ``r`` out of the ISR and elects its successor, one leader epoch and one partition epoch for
