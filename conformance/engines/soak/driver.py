@@ -122,6 +122,10 @@ class SoakResult:
                 "command": o.command}
 
 
+# the soak's consumers name a group only to read: one partition of __consumer_offsets, not Kafka's 50,
+# each replicated (and, with --events, recorded and validated) for nothing
+OFFSETS_TOPIC = {"offsets.topic.num.partitions": 1}
+
 _ADDRESS = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[^\s:\[\],]+)):(?P<port>[0-9]{1,10})")
 
 
@@ -215,7 +219,11 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
             cluster.stop()  # every node's log complete before it is read
             from isrcheck.conformance.engines.validate.command import validate_run
 
-            result.validation = validate_run(folder / "events", say)  # Kafka's recording: translated first
+            try:
+                result.validation = validate_run(folder / "events", say)  # Kafka's recording: translated first
+            except UsageError:  # an event log it cannot read: the run's history and verdict are kept first
+                _write(folder, result)
+                raise
         _write(folder, result)
         return result
     finally:
@@ -246,7 +254,7 @@ def _apache_cluster(options: SoakOptions, folder: Path, say):
                              unclean_election=options.unclean_election, topics=[(options.topic, options.partitions)],
                              network="netns" if "partition" in kinds else "loopback",
                              lazyfs=bool({"power", "ioerror"} & kinds),
-                             **options.kafka)
+                             **{**options.kafka, "extra": {**OFFSETS_TOPIC, **options.kafka.get("extra", {})}})
     events = folder / "events" if options.kafka_events else None
     if events is not None:
         shutil.rmtree(events, ignore_errors=True)  # a run's recording starts anew
