@@ -18,11 +18,13 @@ a killed JVM's log ends (as for isrcheck's own processes, docs/validate.md).
 """
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from isrcheck.conformance.vocabulary import UsageError
 
@@ -52,6 +54,7 @@ EVENTS = frozenset({
     "harness.crash", "harness.lose_disk",
 })
 CRASH_KINDS = ("clean", "process", "power")
+REORDER_US = 2_000_000  # how far out of time order one file's lines may be (see _in_time_order)
 
 
 def node_file(node) -> str:
@@ -137,56 +140,77 @@ def read_run(path: str | os.PathLike) -> dict:
 
 def read_recording(path: str | os.PathLike) -> tuple[dict, list[Recorded]]:
     """The run's description and every node's events, merged by time; UsageError on bad input."""
+    run, events = iter_recording(path)
+    return run, list(events)
+
+
+def iter_recording(path: str | os.PathLike) -> tuple[dict, Iterator[Recorded]]:
+    """The run's description and an iterator of every node's events merged by time, read as they are
+    needed (a long soak's recording is gigabytes); the files are checked when the description is
+    read, each event when it is reached (UsageError)."""
     run = read_run(path)
     files = sorted(Path(path).glob("*.jsonl"))
     if not files:
         raise UsageError(f"{path}: the recording holds no node's events (*.jsonl)")
-    out: list[Recorded] = []
-    for name in files:
-        node = None
-        with open(name, encoding="utf-8", errors="replace") as f:
-            for number, text in enumerate(f, 1):
-                where = f"{name}:{number}"
-                try:
-                    line = json.loads(text)
-                except ValueError as exc:
-                    if not text.endswith("\n"):
-                        break  # a killed JVM's unfinished last line: its log ends before it
-                    raise UsageError(f"{where}: not a JSON line ({exc.msg})") from None
-                if not isinstance(line, dict):
-                    raise UsageError(f"{where}: an event must be a JSON object")
-                if "agent" in line:
-                    if line.get("agent") != AGENT or line.get("version") != VERSION:
-                        raise UsageError(f"{where}: a header of another recorder ({line.get('agent')!r} version "
-                                         f"{line.get('version')!r}; this isrcheck reads {AGENT} version {VERSION})")
-                    if not isinstance(line.get("node"), int):
-                        raise UsageError(f"{where}: header: 'node' must be the node's id")
-                    node = line["node"]
-                    continue
-                if node is None:
-                    if isinstance(line.get("ev"), str) and line["ev"].startswith("harness."):
-                        node = _node_of(name, run)  # a node killed before its agent wrote anything
-                    else:
-                        raise UsageError(f"{where}: an event before the agent's header line")
-                ev = line.get("ev")
-                if ev not in EVENTS:
-                    raise UsageError(f"{where}: unknown event {json.dumps(ev)} (the agent records: "
-                                     f"{', '.join(sorted(EVENTS))})")
-                us = line.get("us")
-                if isinstance(us, bool) or not isinstance(us, int):
-                    raise UsageError(f"{where}: 'us' must be an integer, got {json.dumps(us)}")
-                at = line.get("at")
-                if at not in ("enter", "exit", "load", "harness"):
-                    raise UsageError(f"{where}: 'at' must be enter, exit, load or harness, got {json.dumps(at)}")
-                p = line.get("p")
-                if p is not None and not (isinstance(p, dict) and isinstance(p.get("tp"), str)):
-                    raise UsageError(f"{where}: 'p' must be a partition's state naming it (\"tp\")")
-                if ev == "harness.crash" and line.get("kind") not in CRASH_KINDS:
-                    raise UsageError(f"{where}: harness.crash: kind {json.dumps(line.get('kind'))} is none of "
-                                     f"{', '.join(CRASH_KINDS)}")
-                out.append(Recorded(where, node, us, ev, at, p, line))
-    out.sort(key=lambda r: r.us)
-    return run, out
+    return run, heapq.merge(*(_in_time_order(_read_file(name, run)) for name in files), key=lambda r: r.us)
+
+
+def _in_time_order(events: Iterator[Recorded]) -> Iterator[Recorded]:
+    """One file's events by time: the agent takes an event's time before it takes the file's lock, so
+    lines of concurrent threads may be out of order by the little that lies between (REORDER_US bounds
+    it), ties kept in file order."""
+    held: list[tuple[int, int, Recorded]] = []
+    for n, r in enumerate(events):
+        heapq.heappush(held, (r.us, n, r))
+        while held[0][0] < r.us - REORDER_US:
+            yield heapq.heappop(held)[2]
+    while held:
+        yield heapq.heappop(held)[2]
+
+
+def _read_file(name: Path, run: dict) -> Iterator[Recorded]:
+    node = None
+    with open(name, encoding="utf-8", errors="replace") as f:
+        for number, text in enumerate(f, 1):
+            where = f"{name}:{number}"
+            try:
+                line = json.loads(text)
+            except ValueError as exc:
+                if not text.endswith("\n"):
+                    break  # a killed JVM's unfinished last line: its log ends before it
+                raise UsageError(f"{where}: not a JSON line ({exc.msg})") from None
+            if not isinstance(line, dict):
+                raise UsageError(f"{where}: an event must be a JSON object")
+            if "agent" in line:
+                if line.get("agent") != AGENT or line.get("version") != VERSION:
+                    raise UsageError(f"{where}: a header of another recorder ({line.get('agent')!r} version "
+                                     f"{line.get('version')!r}; this isrcheck reads {AGENT} version {VERSION})")
+                if not isinstance(line.get("node"), int):
+                    raise UsageError(f"{where}: header: 'node' must be the node's id")
+                node = line["node"]
+                continue
+            if node is None:
+                if isinstance(line.get("ev"), str) and line["ev"].startswith("harness."):
+                    node = _node_of(name, run)  # a node killed before its agent wrote anything
+                else:
+                    raise UsageError(f"{where}: an event before the agent's header line")
+            ev = line.get("ev")
+            if ev not in EVENTS:
+                raise UsageError(f"{where}: unknown event {json.dumps(ev)} (the agent records: "
+                                 f"{', '.join(sorted(EVENTS))})")
+            us = line.get("us")
+            if isinstance(us, bool) or not isinstance(us, int):
+                raise UsageError(f"{where}: 'us' must be an integer, got {json.dumps(us)}")
+            at = line.get("at")
+            if at not in ("enter", "exit", "load", "harness"):
+                raise UsageError(f"{where}: 'at' must be enter, exit, load or harness, got {json.dumps(at)}")
+            p = line.get("p")
+            if p is not None and not (isinstance(p, dict) and isinstance(p.get("tp"), str)):
+                raise UsageError(f"{where}: 'p' must be a partition's state naming it (\"tp\")")
+            if ev == "harness.crash" and line.get("kind") not in CRASH_KINDS:
+                raise UsageError(f"{where}: harness.crash: kind {json.dumps(line.get('kind'))} is none of "
+                                 f"{', '.join(CRASH_KINDS)}")
+            yield Recorded(where, node, us, ev, at, p, line)
 
 
 def _node_of(name: Path, run: dict) -> int:
@@ -200,14 +224,19 @@ def _node_of(name: Path, run: dict) -> int:
 
 def summary(path: str | os.PathLike) -> str:
     """One line on a recording: its events per node, checked well-formed (UsageError if not)."""
-    run, events = read_recording(path)
+    run, events = iter_recording(path)
     nodes: dict[int, int] = {}
-    for r in events:
-        if not r.ev.startswith("agent."):
+    errors: list[str] = []
+    first = last = None
+    for r in events:  # read once, kept nowhere: a soak's recording is gigabytes
+        first = r.us if first is None else first
+        last = r.us
+        if r.ev == "agent.error":
+            errors.extend(agent_errors([r]))
+        elif not r.ev.startswith("agent."):
             nodes[r.node] = nodes.get(r.node, 0) + 1
     per = ", ".join(f"{'controller' if n == run['controller'] else f'broker {n}'} {c}" for n, c in sorted(nodes.items()))
-    errors = agent_errors(events)
-    span = (events[-1].us - events[0].us) / 1e6 if events else 0.0
+    span = (last - first) / 1e6 if first is not None else 0.0
     return (f"recorded {sum(nodes.values())} events of Apache Kafka {run['kafka']} in {path} over {span:.1f} s "
             f"({per}), well-formed" + (f"; the agent could not hook: {'; '.join(errors)}" if errors else ""))
 
@@ -218,4 +247,4 @@ def agent_errors(events: list[Recorded]) -> list[str]:
 
 
 __all__ = ["AGENT", "EVENTS", "RUN_FILE", "Recorded", "Recording", "agent_errors", "summary", "cut_unfinished_line",
-           "is_recording", "node_file", "read_recording", "read_run"]
+           "is_recording", "iter_recording", "node_file", "read_recording", "read_run"]

@@ -20,7 +20,7 @@ import json
 import os
 from pathlib import Path
 
-from isrcheck.conformance.engines.apache.recording import read_recording
+from isrcheck.conformance.engines.apache.recording import iter_recording
 
 CONTROLLER = 1000
 FORMAT, VERSION = "isrcheck-events", 1
@@ -320,7 +320,7 @@ def _fetcher_leader(thread: str | None) -> int | None:
 
 def translate(path: str | os.PathLike) -> tuple[dict, dict]:
     """The recording at ``path`` as an event log: (header, {node: [event, ...]})."""
-    run, events = read_recording(path)
+    run, events = iter_recording(path)
     t = Translation(run)
     for r in events:
         if r.ev.startswith("agent."):
