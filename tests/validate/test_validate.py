@@ -255,3 +255,42 @@ def test_the_quick_check_of_a_line_reads_it_as_the_full_checks_do(tmp_path):
                           (dict(tp=3), "'tp' must be"), (dict(state=[]), "'state' must be an object")):
         with pytest.raises(UsageError, match=message):
             _event({**lines[5], **edit}, "f:1", 3)
+
+
+def test_a_follower_killed_between_an_append_and_its_line_is_explained(tmp_path):
+    """A process writes an event after the step it records: killed in between (a soak's SIGKILL), its
+    log holds a fetch response's records that no line records. Made here: the first fetch response a
+    simulated follower appends records from is not logged, nor anything the follower does after it, and
+    the follower is crashed at the end of that workload step; the validator takes the delivery unlogged
+    before the crash (without that, the recovered log is one batch longer than the model's)."""
+    from isrcheck.impl.eventlog import EventLog
+    from isrcheck.impl.sim.workload import Workload, sim_config
+
+    leos: dict[int, int] = {}
+    cut: list[int] = []
+    emit = EventLog.emit
+
+    def watch(self, node, step, state, fields=None, msg=None, corr=None):
+        if cut and node == cut[0]:
+            return  # the follower is being killed: nothing more reaches its file
+        leo = json.loads(state).get("leo")
+        grew = step == "handle_fetch_response" and leo is not None and leo > leos.get(node, leo)
+        if leo is not None:
+            leos[node] = leo
+        if grew and not cut and node != work.cluster.controller.leader and len(leos) == 3:
+            cut.append(node)
+            EventLog.emit = emit
+            work.cluster.crash(node, "process")  # killed as it was about to log the append
+            return
+        emit(self, node, step, state, fields, msg, corr)
+    EventLog.emit = watch
+    try:
+        work = Workload(sim_config("kip-966", 3), 11, events_dir=str(tmp_path / "log"))
+        for _ in range(300):
+            work.step()
+        work.events.close()
+    finally:
+        EventLog.emit = emit
+    assert cut
+    verdict, _, _ = validate_path(str(tmp_path / "log"))
+    assert verdict.explained, verdict.event and verdict.event.describe()

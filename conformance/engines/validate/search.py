@@ -224,6 +224,12 @@ class Search:
             st = Step("crash", r, kind)
             yield [unlogged.written_back(self.restarting[r], r), unlogged.crash_while_down(self.cfg, st)] \
                 if r in self.restarting else [st]
+            if kind != "clean" and r not in self.restarting:
+                # killed between appending a fetch response and logging it (the event is written after
+                # the step it records; a clean shutdown finishes the step): the append without its line,
+                # after the answers before it in the queue (a DelayedFetch's earlier, empty one)
+                for k in range(1, len(s.fetch_responses[r]) + 1):
+                    yield [Step("handle_fetch_response", r)] * k + [st]
 
     def _delivery(self, s: State, ev: Event, r: int, kind: str) -> Iterator[list]:
         """The oldest message of the queue after the lost ones before it; a second delivery of the
