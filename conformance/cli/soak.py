@@ -52,7 +52,8 @@ def add_arguments(parser) -> None:
                         help="with --bootstrap: a JSON file mapping fault actions to shell commands "
                              "(docs/processes.md); without it only the workload runs")
     parser.add_argument("--topic", default="soak", help="the topic (created by isrcheck's own cluster; "
-                                                        "with --bootstrap it must exist with --partitions)")
+                                                        "with --bootstrap made with CreateTopics, or an existing "
+                                                        "one of --partitions partitions)")
     parser.add_argument("--partitions", type=PARTITIONS, default=3)
     parser.add_argument("--replicas", type=REPLICAS, default=3)
     parser.add_argument("--min-insync-replicas", type=REPLICAS, default=2)
@@ -75,7 +76,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from isrcheck.conformance.engines.soak.driver import (SoakOptions, bootstrap_addresses, check_reachable,
-                                                           run_soak)
+                                                           prepare_topic, run_soak)
     from isrcheck.conformance.engines.soak.faults import HooksExecutor, parse_fault_kinds
 
     if args.min_insync_replicas > args.replicas:
@@ -101,6 +102,8 @@ def run(args) -> int:
                          "logs its events unless --no-validate)")
     if addresses is not None:
         check_reachable(addresses)
+        prepare_topic(args.bootstrap, addresses, args.topic, args.partitions, args.min_insync_replicas,
+                      lambda line: print(f"isrcheck soak: {line}", file=sys.stderr))
     options = SoakOptions(
         protocol=args.protocol, duration_s=args.duration, faults=kinds, seed=args.seed, replicas=args.replicas,
         min_insync_replicas=args.min_insync_replicas, unclean_election=args.unclean_election,

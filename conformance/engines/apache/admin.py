@@ -134,7 +134,7 @@ def create_topics(bootstrap: str, topics, replication: int, configs: dict | None
                 admin.close()
             break
         except (KafkaError, OSError) as exc:
-            if time.monotonic() > deadline:
+            if type(exc).__name__ == "IncompatibleBrokerVersion" or time.monotonic() > deadline:  # or never
                 raise UsageError(f"the cluster at {bootstrap} did not create topics {[t for t, _ in topics]} within "
                                  f"{timeout_s:.0f} s: {exc!r}") from None
             time.sleep(0.5)

@@ -159,6 +159,35 @@ def check_reachable(addresses: list[tuple[str, int]], timeout_s: float = 5.0) ->
     raise UsageError(f"--bootstrap: cannot connect to {', '.join(errors)}; nothing ran")
 
 
+def prepare_topic(bootstrap: str, addresses: list[tuple[str, int]], topic: str, partitions: int,
+                  min_insync_replicas: int, say=lambda line: None, timeout_s: float = 15.0) -> None:
+    """Another cluster's topic as the soak needs it: made with CreateTopics (``partitions``, as many
+    replicas as brokers up to 3, ``min.insync.replicas``) if it does not exist; UsageError before any
+    work if it exists with another partition count or the cluster makes none (a setup problem is
+    never an anomaly of the cluster)."""
+    from isrcheck.conformance.engines.apache.admin import cluster_view, create_topics
+
+    hosts = [f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in addresses]
+    view = cluster_view(hosts, [topic])
+    if view is None:
+        raise UsageError(f"--bootstrap {bootstrap}: no broker answered Metadata; nothing ran")
+    have = view.topic(topic)
+    if have and all(p.error_code == 0 for p in have.values()):
+        if len(have) != partitions:
+            raise UsageError(f"--topic {topic}: the cluster's topic has {len(have)} partitions, the soak needs "
+                             f"{partitions} (give --partitions {len(have)}, or another --topic); nothing ran")
+        return
+    replicas = max(1, min(3, len(view.brokers)))
+    say(f"creating topic {topic} on {bootstrap}: {partitions} partitions, {replicas} replicas, "
+        f"min.insync.replicas {min(min_insync_replicas, replicas)}")
+    try:
+        create_topics(bootstrap, [(topic, partitions)], replicas,
+                      {"min.insync.replicas": str(min(min_insync_replicas, replicas))}, timeout_s=timeout_s)
+    except UsageError as exc:
+        raise UsageError(f"--topic {topic}: the cluster has no such topic and did not create it ({exc}); create "
+                         f"it with {partitions} partitions first; nothing ran") from None
+
+
 def run_soak(options: SoakOptions, progress=None) -> SoakResult:
     """The whole run (see the module docstring); ``progress(line)`` hears how it goes."""
     say = progress or (lambda line: None)
