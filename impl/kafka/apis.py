@@ -6,7 +6,7 @@ client wrote them, acks 0/1/all with ``min.insync.replicas``, the idempotent pro
 checks), Fetch (below the HW, KIP-320's current leader epoch, long poll by ``max_wait_ms`` /
 ``min_bytes``, no fetch sessions: KIP-227 lets a broker decline one), ListOffsets, OffsetForLeaderEpoch
 (a consumer's truncation check, KIP-320), InitProducerId (idempotence; transactional ids are
-refused) and FindCoordinator (no consumer groups or transactions: an authorization error, which
+refused), CreateTopics (``AdminApis``) and FindCoordinator (no consumer groups or transactions: an authorization error, which
 clients report at once).
 
 A handler returns its response, or ``None`` when it answers later through ``respond`` (a produce
@@ -23,6 +23,7 @@ from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import (
     ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
 )
+from kafka.protocol.admin.topics import CreateTopicsRequest as KafkaCreateTopicsRequest, CreateTopicsResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
@@ -33,6 +34,7 @@ from ..controller import CONTROLLER_ID, valid_topic_name
 from ..protocol import ApiKey as InternalApiKey, CreateTopicsRequest, Errors
 from ..replication.replica_manager import ReplicaManager
 from ..storage import CorruptRecordError, iter_batches
+from .admin import AdminApis
 from .producer_ids import ProducerIdManager
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,7 @@ SUPPORTED_VERSIONS: dict[int, ApiSupport] = {
     3: ApiSupport(MetadataRequest, MetadataResponse, 1, 12, 1),
     10: ApiSupport(FindCoordinatorRequest, FindCoordinatorResponse, 0, 4, 0),
     18: ApiSupport(ApiVersionsRequest, ApiVersionsResponse, 0, 3, 0),
+    19: ApiSupport(KafkaCreateTopicsRequest, CreateTopicsResponse, 2, 7, 2),
     22: ApiSupport(InitProducerIdRequest, InitProducerIdResponse, 0, 4, 0),
     23: ApiSupport(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 2, 4, 2),
 }
@@ -102,9 +105,10 @@ class KafkaApis:
         self.settings = settings
         self._refused_kinds: set[int] = set()  # coordinator kinds already logged as unsupported
         self.producer_ids = ProducerIdManager(broker_id, replica_manager.endpoint, lambda: replica_manager.broker_epoch)
+        self.admin = AdminApis(replica_manager, settings.num_partitions, topic_id)
         self.handlers: dict[int, Callable[[Any, int, Respond], Any]] = {
             0: self.handle_produce, 1: self.handle_fetch, 2: self.handle_list_offsets, 3: self.handle_metadata,
-            10: self.handle_find_coordinator, 18: self.handle_api_versions, 22: self.handle_init_producer_id,
+            10: self.handle_find_coordinator, 18: self.handle_api_versions, 19: self.admin.handle_create_topics, 22: self.handle_init_producer_id,
             23: self.handle_offset_for_leader_epoch,
         }
 

@@ -1,0 +1,95 @@
+"""AdminApis: the admin requests tools and client test suites make topics with (CreateTopics).
+
+A topic is created by the controller's one topic-creation path (``Controller.create_topic``, which
+``--topic`` and auto-creation use too): the broker checks what only it can (the replication factor
+and configs against this cluster's), then asks the controller for each topic and answers once
+every topic has its answer. Every topic here is replicated on every broker and
+``min.insync.replicas`` is the cluster's, so a request for another replication factor or another
+``min.insync.replicas`` is refused naming the cluster's value, as is any other topic config.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
+
+from ..controller import CONTROLLER_ID
+from ..protocol import ApiKey as InternalApiKey, CreateTopicsRequest as InternalCreateTopics, Errors
+from ..replication.replica_manager import ReplicaManager
+
+log = logging.getLogger(__name__)
+
+Respond = Callable[[Any], None]
+DEFAULT = -1  # CreateTopics' "the broker's default" for partitions and replication factor
+
+
+class AdminApis:
+    """The admin part of Kafka's KafkaApis / ControllerApis for one broker."""
+
+    def __init__(self, replica_manager: ReplicaManager, num_partitions: int, topic_id: Callable[[str], Any]) -> None:
+        self.rm = replica_manager
+        self.num_partitions = num_partitions
+        self.topic_id = topic_id
+
+    def handle_create_topics(self, req: CreateTopicsRequest, version: int, respond: Respond) -> Any:
+        """Each topic checked here, then created (or, ``validate_only``, checked) by the controller."""
+        results: dict[str, tuple[int, str | None, int]] = {}
+        names = [t.name for t in req.topics]
+        asked: list[tuple[str, int]] = []
+        for t in req.topics:
+            if names.count(t.name) > 1:  # Kafka: every copy of a name given twice is refused
+                results[t.name] = (Errors.INVALID_REQUEST, "the topic is named more than once in the request", -1)
+                continue
+            partitions = self.num_partitions if t.num_partitions == DEFAULT else t.num_partitions
+            refusal = self._refusal(t)
+            if refusal is not None:
+                results[t.name] = (*refusal, partitions)
+            else:
+                asked.append((t.name, partitions))
+
+        def response() -> CreateTopicsResponse:
+            replicas = self.rm.config.replicas
+            Result = CreateTopicsResponse.CreatableTopicResult
+            return CreateTopicsResponse(version=version, throttle_time_ms=0, topics=[Result(
+                name=name, topic_id=self.topic_id(name), error_code=error, error_message=message,
+                topic_config_error_code=Errors.NONE, num_partitions=n if error == Errors.NONE else -1,
+                replication_factor=replicas if error == Errors.NONE else -1, configs=None)
+                for name, (error, message, n) in results.items()])
+
+        if not asked:
+            return response()
+
+        def answered(name: str, partitions: int, resp: Any) -> None:
+            error = Errors(resp.error)
+            results[name] = (error, None if error == Errors.NONE else error.name, partitions)
+            if error == Errors.NONE and not req.validate_only:
+                log.info("broker %d: created topic %s (%d partitions) for a client's CreateTopics",
+                         self.rm.broker_id, name, partitions)
+            if len(results) == len(req.topics):
+                respond(response())
+
+        for name, partitions in asked:
+            self.rm.endpoint.send_request(
+                CONTROLLER_ID, InternalApiKey.CREATE_TOPICS, 1,
+                InternalCreateTopics(name, partitions, bool(req.validate_only)),
+                lambda resp, name=name, partitions=partitions: answered(name, partitions, resp))
+        return None
+
+    def _refusal(self, t: CreateTopicsRequest.CreatableTopic) -> tuple[int, str] | None:
+        """What this cluster cannot make of the topic ``t``, as (error, message), or None."""
+        replicas, min_isr = self.rm.config.replicas, self.rm.config.min_insync_replicas
+        if t.assignments:
+            return Errors.INVALID_REQUEST, "replica assignments are not supported: every broker holds every topic"
+        if t.num_partitions != DEFAULT and t.num_partitions < 1:
+            return Errors.INVALID_PARTITIONS, f"partitions must be at least 1, got {t.num_partitions}"
+        if t.replication_factor not in (DEFAULT, replicas):
+            return (Errors.INVALID_REPLICATION_FACTOR,
+                    f"every topic here is replicated on all {replicas} brokers, got {t.replication_factor}")
+        for c in t.configs:
+            if c.name != "min.insync.replicas":
+                return Errors.INVALID_CONFIG, f"{c.name} is not configurable here"
+            if c.value != str(min_isr):
+                return (Errors.INVALID_CONFIG,
+                        f"min.insync.replicas is the cluster's ({min_isr}, serve --min-insync-replicas), got {c.value}")
+        return None
