@@ -3,7 +3,7 @@
 A topic is created by the controller's one topic-creation path (``Controller.create_topic``, which
 ``--topic`` and auto-creation use too): the broker checks what only it can (the replication factor
 and configs against this cluster's), then asks the controller for each topic and answers once
-every topic has its answer. Every topic here is replicated on every broker and
+every topic has its answer, or with REQUEST_TIMED_OUT after the request's ``timeout_ms``. Every topic here is replicated on every broker and
 ``min.insync.replicas`` is the cluster's, so a request for another replication factor or another
 ``min.insync.replicas`` is refused naming the cluster's value, as is any other topic config.
 """
@@ -60,20 +60,36 @@ class AdminApis:
         if not asked:
             return response()
 
+        correlations: list[int] = []
+
         def answered(name: str, partitions: int, resp: Any) -> None:
+            if name in results:  # timed out before
+                return
             error = Errors(resp.error)
             results[name] = (error, None if error == Errors.NONE else error.name, partitions)
             if error == Errors.NONE and not req.validate_only:
                 log.info("broker %d: created topic %s (%d partitions) for a client's CreateTopics",
                          self.rm.broker_id, name, partitions)
             if len(results) == len(req.topics):
+                timer.cancel()
                 respond(response())
 
+        def expire() -> None:
+            """The request's timeout_ms passed without the controller's answer: REQUEST_TIMED_OUT, as Kafka."""
+            for c in correlations:
+                self.rm.endpoint.forget(c)
+            for name, partitions in asked:
+                results.setdefault(name, (Errors.REQUEST_TIMED_OUT, "the controller did not answer in time", -1))
+            respond(response())
+
+        # librdkafka sends its operation_timeout, 0 unless set: then the broker's request.timeout.ms
+        timer = self.rm.scheduler.schedule(req.timeout_ms if req.timeout_ms > 0 else self.rm.config.request_timeout_ms,
+                                           expire)
         for name, partitions in asked:
-            self.rm.endpoint.send_request(
+            correlations.append(self.rm.endpoint.send_request(
                 CONTROLLER_ID, InternalApiKey.CREATE_TOPICS, 1,
                 InternalCreateTopics(name, partitions, bool(req.validate_only)),
-                lambda resp, name=name, partitions=partitions: answered(name, partitions, resp))
+                lambda resp, name=name, partitions=partitions: answered(name, partitions, resp)))
         return None
 
     def _refusal(self, t: CreateTopicsRequest.CreatableTopic) -> tuple[int, str] | None:

@@ -9,8 +9,11 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
 
-TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG = 36, 37, 38, 40
+from isrcheck.impl.controller import CONTROLLER_ID
+
+REQUEST_TIMED_OUT, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG = 7, 36, 37, 38, 40
 TIMEOUT_S = 30  # bounds every wait: a request never answered fails the test, never hangs it
 
 
@@ -68,3 +71,19 @@ def test_what_the_cluster_cannot_make_is_refused(isrcheck_cluster, kit, topic_na
     }
     assert create(isrcheck_cluster, *(t for t, _ in wanted.values())) == {n: e for n, (_, e) in wanted.items()}
     assert not any(t.partitions for t in isrcheck_cluster.metadata(0, list(wanted)).topics)
+
+
+def test_no_answer_from_the_controller_times_out(kit, tmp_path, topic_name):
+    """With the controller down, CreateTopics is answered REQUEST_TIMED_OUT after its timeout_ms,
+    not left waiting."""
+    cluster = next(gen := kit.start_cluster(tmp_path, "isrcheck"))
+    try:
+        cluster.processes.crash(CONTROLLER_ID, "process")
+        request = CreateTopicsRequest(version=4, timeout_ms=1000, validate_only=False, topics=[
+            CreateTopicsRequest.CreatableTopic(name=topic_name, num_partitions=1, replication_factor=-1,
+                                               assignments=[], configs=[])])
+        with cluster.connect(0, timeout=TIMEOUT_S) as conn:
+            response = conn.call(request, CreateTopicsResponse)
+        assert [(t.name, t.error_code) for t in response.topics] == [(topic_name, REQUEST_TIMED_OUT)]
+    finally:
+        gen.close()
