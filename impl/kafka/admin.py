@@ -1,4 +1,6 @@
-"""AdminApis: the admin requests tools and client test suites make topics with (CreateTopics).
+"""AdminApis: the admin requests tools and client test suites make topics with (CreateTopics) and
+read their settings with (DescribeConfigs, for topics and brokers: every value read-only, as
+nothing here alters them).
 
 A topic is created by the controller's one topic-creation path (``Controller.create_topic``, which
 ``--topic`` and auto-creation use too): the broker checks what only it can (the replication factor
@@ -12,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
+from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
 
 from ..controller import CONTROLLER_ID
@@ -22,15 +25,33 @@ log = logging.getLogger(__name__)
 
 Respond = Callable[[Any], None]
 DEFAULT = -1  # CreateTopics' "the broker's default" for partitions and replication factor
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4                     # DescribeConfigs' resource types
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5                # its config sources
+BOOLEAN, STRING, INT = 1, 2, 3                             # its config types (v3+)
 
 
 class AdminApis:
     """The admin part of Kafka's KafkaApis / ControllerApis for one broker."""
 
-    def __init__(self, replica_manager: ReplicaManager, num_partitions: int, topic_id: Callable[[str], Any]) -> None:
+    def __init__(self, replica_manager: ReplicaManager, num_partitions: int, auto_create_topics: bool,
+                 topic_id: Callable[[str], Any]) -> None:
         self.rm = replica_manager
         self.num_partitions = num_partitions
         self.topic_id = topic_id
+        c = replica_manager.config
+        # Kafka's names of what this cluster is configured with: (value, source, type)
+        self.topic_configs = {
+            "min.insync.replicas": (str(c.min_insync_replicas), STATIC_BROKER_CONFIG, INT),
+            "unclean.leader.election.enable": (str(c.unclean_leader_election_enable).lower(), STATIC_BROKER_CONFIG,
+                                               BOOLEAN),
+            "cleanup.policy": ("delete", DEFAULT_CONFIG, STRING),
+        }
+        self.broker_configs = {
+            **self.topic_configs,
+            "num.partitions": (str(num_partitions), STATIC_BROKER_CONFIG, INT),
+            "default.replication.factor": (str(c.replicas), STATIC_BROKER_CONFIG, INT),
+            "auto.create.topics.enable": (str(auto_create_topics).lower(), STATIC_BROKER_CONFIG, BOOLEAN),
+        }
 
     def handle_create_topics(self, req: CreateTopicsRequest, version: int, respond: Respond) -> Any:
         """Each topic checked here, then created (or, ``validate_only``, checked) by the controller."""
@@ -109,3 +130,31 @@ class AdminApis:
                 return (Errors.INVALID_CONFIG,
                         f"min.insync.replicas is the cluster's ({min_isr}, serve --min-insync-replicas), got {c.value}")
         return None
+
+    def handle_describe_configs(self, req: DescribeConfigsRequest, version: int, respond: Respond) -> Any:
+        """A topic's or this broker's configs (those named, or all), each read-only."""
+        Result = DescribeConfigsResponse.DescribeConfigsResult
+        Config = Result.DescribeConfigsResourceResult
+        results = []
+        for r in req.resources:
+            error, message, configs = self._configs(r.resource_type, r.resource_name)
+            wanted = configs if r.configuration_keys is None else {
+                k: configs[k] for k in r.configuration_keys if k in configs}
+            results.append(Result(
+                error_code=error, error_message=message, resource_type=r.resource_type,
+                resource_name=r.resource_name, configs=[Config(
+                    name=name, value=value, read_only=True, config_source=source, is_default=source == DEFAULT_CONFIG,
+                    is_sensitive=False, synonyms=[], config_type=kind, documentation=None)
+                    for name, (value, source, kind) in sorted(wanted.items())]))
+        return DescribeConfigsResponse(version=version, throttle_time_ms=0, results=results)
+
+    def _configs(self, resource_type: int, name: str) -> tuple[int, str | None, dict]:
+        if resource_type == TOPIC_RESOURCE:
+            if not any(t == name for t, _ in self.rm.names):
+                return Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name}", {}
+            return Errors.NONE, None, self.topic_configs
+        if resource_type == BROKER_RESOURCE:
+            if name not in ("", str(self.rm.broker_id)):
+                return Errors.INVALID_REQUEST, f"this is broker {self.rm.broker_id}: ask broker {name} for its configs", {}
+            return Errors.NONE, None, self.broker_configs
+        return Errors.INVALID_REQUEST, f"only topic and broker configs are described here, not type {resource_type}", {}

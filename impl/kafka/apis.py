@@ -6,7 +6,7 @@ client wrote them, acks 0/1/all with ``min.insync.replicas``, the idempotent pro
 checks), Fetch (below the HW, KIP-320's current leader epoch, long poll by ``max_wait_ms`` /
 ``min_bytes``, no fetch sessions: KIP-227 lets a broker decline one), ListOffsets, OffsetForLeaderEpoch
 (a consumer's truncation check, KIP-320), InitProducerId (idempotence; transactional ids are
-refused), CreateTopics (``AdminApis``) and FindCoordinator (no consumer groups or transactions: an authorization error, which
+refused), CreateTopics and DescribeConfigs (``AdminApis``) and FindCoordinator (no consumer groups or transactions: an authorization error, which
 clients report at once).
 
 A handler returns its response, or ``None`` when it answers later through ``respond`` (a produce
@@ -23,6 +23,7 @@ from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import (
     ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
 )
+from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kafka.protocol.admin.topics import CreateTopicsRequest as KafkaCreateTopicsRequest, CreateTopicsResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
@@ -66,6 +67,7 @@ SUPPORTED_VERSIONS: dict[int, ApiSupport] = {
     19: ApiSupport(KafkaCreateTopicsRequest, CreateTopicsResponse, 2, 7, 2),
     22: ApiSupport(InitProducerIdRequest, InitProducerIdResponse, 0, 4, 0),
     23: ApiSupport(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 2, 4, 2),
+    32: ApiSupport(DescribeConfigsRequest, DescribeConfigsResponse, 1, 4, 1),
 }
 API_VERSIONS = 18
 
@@ -105,11 +107,11 @@ class KafkaApis:
         self.settings = settings
         self._refused_kinds: set[int] = set()  # coordinator kinds already logged as unsupported
         self.producer_ids = ProducerIdManager(broker_id, replica_manager.endpoint, lambda: replica_manager.broker_epoch)
-        self.admin = AdminApis(replica_manager, settings.num_partitions, topic_id)
+        self.admin = AdminApis(replica_manager, settings.num_partitions, settings.auto_create_topics, topic_id)
         self.handlers: dict[int, Callable[[Any, int, Respond], Any]] = {
             0: self.handle_produce, 1: self.handle_fetch, 2: self.handle_list_offsets, 3: self.handle_metadata,
             10: self.handle_find_coordinator, 18: self.handle_api_versions, 19: self.admin.handle_create_topics, 22: self.handle_init_producer_id,
-            23: self.handle_offset_for_leader_epoch,
+            23: self.handle_offset_for_leader_epoch, 32: self.admin.handle_describe_configs,
         }
 
     def handle(self, api_key: int, version: int, request: Any, respond: Respond) -> Any:

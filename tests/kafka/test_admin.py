@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
 
 from isrcheck.impl.controller import CONTROLLER_ID
 
-REQUEST_TIMED_OUT, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG = 7, 36, 37, 38, 40
+UNKNOWN_TOPIC_OR_PARTITION, REQUEST_TIMED_OUT, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG = 3, 7, 36, 37, 38, 40
 TIMEOUT_S = 30  # bounds every wait: a request never answered fails the test, never hangs it
 
 
@@ -71,6 +71,23 @@ def test_what_the_cluster_cannot_make_is_refused(isrcheck_cluster, kit, topic_na
     }
     assert create(isrcheck_cluster, *(t for t, _ in wanted.values())) == {n: e for n, (_, e) in wanted.items()}
     assert not any(t.partitions for t in isrcheck_cluster.metadata(0, list(wanted)).topics)
+
+
+def test_describe_configs_of_a_topic_and_a_broker(isrcheck_cluster, kit, topic_name):
+    """A topic's and a broker's configs are the cluster's (min.insync.replicas 2, num.partitions
+    3), each read-only; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION."""
+    topic = isrcheck_cluster.create_topic(topic_name)
+    admin = AdminClient({"bootstrap.servers": isrcheck_cluster.bootstrap})
+    resources = [ConfigResource("topic", topic), ConfigResource("broker", "1"), ConfigResource("topic", "no-such")]
+    futures = admin.describe_configs(resources, request_timeout=TIMEOUT_S)
+    topic_configs = futures[resources[0]].result(timeout=TIMEOUT_S)
+    broker_configs = futures[resources[1]].result(timeout=TIMEOUT_S)
+    assert topic_configs["min.insync.replicas"].value == "2" and topic_configs["min.insync.replicas"].is_read_only
+    assert broker_configs["num.partitions"].value == str(kit.PARTITIONS)
+    assert broker_configs["default.replication.factor"].value == str(kit.BROKERS)
+    with pytest.raises(KafkaException) as raised:
+        futures[resources[2]].result(timeout=TIMEOUT_S)
+    assert raised.value.args[0].code() == UNKNOWN_TOPIC_OR_PARTITION
 
 
 def test_no_answer_from_the_controller_times_out(kit, tmp_path, topic_name):
