@@ -9,6 +9,8 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from kafka import KafkaConsumer
+from kafka.errors import GroupAuthorizationFailedError
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 
 GROUP_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 30, 53
@@ -50,9 +52,6 @@ def test_a_consumer_group_fails_fast(isrcheck_cluster, topic_name, how):
 
 def test_a_kafka_python_group_consumer_fails_fast(isrcheck_cluster, topic_name):
     """kafka-python's group consumer raises GroupAuthorizationFailedError on its first poll."""
-    from kafka import KafkaConsumer
-    from kafka.errors import GroupAuthorizationFailedError
-
     topic = isrcheck_cluster.create_topic(topic_name)
     consumer = KafkaConsumer(bootstrap_servers=isrcheck_cluster.bootstrap.split(","), group_id=f"g-{topic}",
                              request_timeout_ms=10000, enable_auto_commit=False)
