@@ -324,16 +324,18 @@ class Controller:
         p.partition_epoch += 1
         return True
 
-    def create_topic(self, name: str, partitions: int) -> int:
+    def create_topic(self, name: str, partitions: int, validate_only: bool = False) -> int:
         """CreateTopics: ``partitions`` new partitions of ``name``, partition i's replicas starting
         at broker i mod N (Kafka's replica assignment), each led by its first replica with every
-        replica in the ISR. Returns the error."""
+        replica in the ISR (``validate_only``: none, the checks only). Returns the error."""
         if name in self.topics:
             return Errors.TOPIC_ALREADY_EXISTS
         if not valid_topic_name(name):
             return Errors.INVALID_TOPIC_EXCEPTION
         if not 1 <= partitions <= MAX_PARTITIONS - len(self.partitions):
             return Errors.INVALID_PARTITIONS
+        if validate_only:
+            return Errors.NONE
         n, ids = len(self.replicas), []
         for index in range(partitions):
             replicas = tuple(self.replicas[(index + k) % n] for k in range(n))
@@ -437,7 +439,7 @@ class Controller:
         return AlterPartitionResponse(error, p.partition_id, p.leader, p.leader_epoch, p.partition_epoch, p.isr)
 
     def _handle_create_topics(self, src: int, header: Header, req: CreateTopicsRequest) -> Any:
-        return CreateTopicsResponse(self.create_topic(req.topic, req.partitions))
+        return CreateTopicsResponse(self.create_topic(req.topic, req.partitions, req.validate_only))
 
     def _handle_allocate_producer_ids(self, src: int, header: Header, req: AllocateProducerIdsRequest) -> Any:
         """ProducerIdControlManager: the next block, kept before it is handed out, so that no id is

@@ -6,7 +6,8 @@ client wrote them, acks 0/1/all with ``min.insync.replicas``, the idempotent pro
 checks), Fetch (below the HW, KIP-320's current leader epoch, long poll by ``max_wait_ms`` /
 ``min_bytes``, no fetch sessions: KIP-227 lets a broker decline one), ListOffsets, OffsetForLeaderEpoch
 (a consumer's truncation check, KIP-320), InitProducerId (idempotence; transactional ids are
-refused) and FindCoordinator (COORDINATOR_NOT_AVAILABLE: no consumer groups).
+refused), CreateTopics and DescribeConfigs (``AdminApis``) and FindCoordinator (no consumer groups or transactions: an authorization error, which
+clients report at once).
 
 A handler returns its response, or ``None`` when it answers later through ``respond`` (a produce
 waiting for acks=all, a fetch waiting for data), or ``NO_RESPONSE`` (a produce with acks=0).
@@ -22,6 +23,8 @@ from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import (
     ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
 )
+from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
+from kafka.protocol.admin.topics import CreateTopicsRequest as KafkaCreateTopicsRequest, CreateTopicsResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
@@ -32,6 +35,7 @@ from ..controller import CONTROLLER_ID, valid_topic_name
 from ..protocol import ApiKey as InternalApiKey, CreateTopicsRequest, Errors
 from ..replication.replica_manager import ReplicaManager
 from ..storage import CorruptRecordError, iter_batches
+from .admin import AdminApis
 from .producer_ids import ProducerIdManager
 
 log = logging.getLogger(__name__)
@@ -60,12 +64,21 @@ SUPPORTED_VERSIONS: dict[int, ApiSupport] = {
     3: ApiSupport(MetadataRequest, MetadataResponse, 1, 12, 1),
     10: ApiSupport(FindCoordinatorRequest, FindCoordinatorResponse, 0, 4, 0),
     18: ApiSupport(ApiVersionsRequest, ApiVersionsResponse, 0, 3, 0),
+    19: ApiSupport(KafkaCreateTopicsRequest, CreateTopicsResponse, 2, 7, 2),
     22: ApiSupport(InitProducerIdRequest, InitProducerIdResponse, 0, 4, 0),
     23: ApiSupport(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 2, 4, 2),
+    32: ApiSupport(DescribeConfigsRequest, DescribeConfigsResponse, 1, 4, 1),
 }
 API_VERSIONS = 18
 
 Respond = Callable[[Any], None]
+
+# FindCoordinator's key types, and what the refusal says instead of a coordinator
+COORDINATOR_GROUP, COORDINATOR_TRANSACTION = 0, 1
+UNSUPPORTED_COORDINATORS = {
+    COORDINATOR_GROUP: ("consumer groups", "assign partitions with an explicit offset instead"),
+    COORDINATOR_TRANSACTION: ("transactions", "use an idempotent producer without a transactional.id instead"),
+}
 
 
 @dataclass(frozen=True)
@@ -92,11 +105,13 @@ class KafkaApis:
         self.broker_id = broker_id
         self.rm = replica_manager
         self.settings = settings
+        self._refused_kinds: set[int] = set()  # coordinator kinds already logged as unsupported
         self.producer_ids = ProducerIdManager(broker_id, replica_manager.endpoint, lambda: replica_manager.broker_epoch)
+        self.admin = AdminApis(replica_manager, settings.num_partitions, settings.auto_create_topics, topic_id)
         self.handlers: dict[int, Callable[[Any, int, Respond], Any]] = {
             0: self.handle_produce, 1: self.handle_fetch, 2: self.handle_list_offsets, 3: self.handle_metadata,
-            10: self.handle_find_coordinator, 18: self.handle_api_versions, 22: self.handle_init_producer_id,
-            23: self.handle_offset_for_leader_epoch,
+            10: self.handle_find_coordinator, 18: self.handle_api_versions, 19: self.admin.handle_create_topics, 22: self.handle_init_producer_id,
+            23: self.handle_offset_for_leader_epoch, 32: self.admin.handle_describe_configs,
         }
 
     def handle(self, api_key: int, version: int, request: Any, respond: Respond) -> Any:
@@ -167,15 +182,29 @@ class KafkaApis:
             isr_nodes=list(p.isr), offline_replicas=[r for r in p.replicas if r not in live])
 
     def handle_find_coordinator(self, req: FindCoordinatorRequest, version: int, respond: Respond) -> Any:
-        """No group or transaction coordinator here: COORDINATOR_NOT_AVAILABLE for every key."""
+        """No group or transaction coordinator here. An authorization error, which clients report
+        to the user and do not retry in silence (COORDINATOR_NOT_AVAILABLE would be retried for
+        ever): GROUP_AUTHORIZATION_FAILED for a group, TRANSACTIONAL_ID_AUTHORIZATION_FAILED for a
+        transactional id (what librdkafka's transactional producer treats as fatal)."""
+        error, message = self._refuse_coordinator(req.key_type if version >= 1 else COORDINATOR_GROUP)
         if version < 4:
-            return FindCoordinatorResponse(version=version, throttle_time_ms=0,
-                                           error_code=Errors.COORDINATOR_NOT_AVAILABLE,
-                                           error_message="no group coordinator", node_id=-1, host="", port=-1)
-        coordinators = [FindCoordinatorResponse.Coordinator(
-            key=key, node_id=-1, host="", port=-1, error_code=Errors.COORDINATOR_NOT_AVAILABLE,
-            error_message="no group coordinator") for key in req.coordinator_keys]
+            return FindCoordinatorResponse(version=version, throttle_time_ms=0, error_code=error,
+                                           error_message=message, node_id=-1, host="", port=-1)
+        coordinators = [FindCoordinatorResponse.Coordinator(key=key, node_id=-1, host="", port=-1, error_code=error,
+                                                            error_message=message) for key in req.coordinator_keys]
         return FindCoordinatorResponse(version=version, throttle_time_ms=0, coordinators=coordinators)
+
+    def _refuse_coordinator(self, key_type: int) -> tuple[int, str]:
+        """The error and message for a coordinator of ``key_type``; one log line per kind, naming
+        what to use instead."""
+        what, instead = UNSUPPORTED_COORDINATORS.get(key_type, UNSUPPORTED_COORDINATORS[COORDINATOR_GROUP])
+        message = f"{what} not supported by isrcheck: {instead}"
+        if key_type not in self._refused_kinds:
+            self._refused_kinds.add(key_type)
+            log.warning("broker %d: a client asked for %s", self.broker_id, message)
+        error = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED if key_type == COORDINATOR_TRANSACTION \
+            else Errors.GROUP_AUTHORIZATION_FAILED
+        return error, message
 
     # -- Produce ----------------------------------------------------------------------------------
     def handle_produce(self, req: ProduceRequest, version: int, respond: Respond) -> Any:

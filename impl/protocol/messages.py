@@ -125,10 +125,12 @@ class LeaderAndIsrRequest:
 
 @dataclass(slots=True)
 class CreateTopicsRequest:
-    """Broker to controller: create ``topic`` with ``partitions`` partitions unless it exists."""
+    """Broker to controller: create ``topic`` with ``partitions`` partitions unless it exists
+    (v1, ``validate_only``: only say whether it could be)."""
 
     topic: str = ""
     partitions: int = 1
+    validate_only: bool = False
 
 
 @dataclass(slots=True)
@@ -250,7 +252,8 @@ CODEC.register(
      1: _LEADER_AND_ISR_V0 + (("topic", "str"), ("index", "i32"), ("live_brokers", "[i32]"))}, {})
 CODEC.register(
     ApiKey.CREATE_TOPICS, CreateTopicsRequest, CreateTopicsResponse,
-    {0: (("topic", "str"), ("partitions", "i32"))}, {0: (("error", "i16"),)})
+    {0: (("topic", "str"), ("partitions", "i32")), 1: (("topic", "str"), ("partitions", "i32"), ("validate_only", "bool"))},
+    {0: (("error", "i16"),), 1: (("error", "i16"),)})
 _ALTER_V0 = (("broker_id", "i32"), ("broker_epoch", "i64"), ("partition", "i32"), ("leader_epoch", "i32"),
              ("partition_epoch", "i32"), ("new_isr", "[i32]"))
 _ALTER_RESP_V0 = (("error", "i16"), ("partition", "i32"), ("leader", "i32"), ("leader_epoch", "i32"),
