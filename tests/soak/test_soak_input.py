@@ -76,3 +76,21 @@ def test_another_clusters_topic_of_other_partitions_is_refused_before_the_run(tm
     err = capsys.readouterr().err
     assert code == 2 and "--topic orders: the cluster's topic has 1 partitions, the soak needs 3" in err, err
     assert not (tmp_path / "run" / "history.jsonl").exists()
+
+
+def test_another_clusters_missing_topic_is_made_with_the_partitions_the_soak_needs(tmp_path, capsys):
+    """Against a cluster without the topic (isrcheck serve makes none unless asked), the soak makes it
+    with CreateTopics, three partitions, and every send finds its partition."""
+    from isrcheck.conformance.engines.apache.admin import cluster_view
+    from isrcheck.conformance.engines.soak.driver import own_cluster
+
+    cluster, bootstrap = own_cluster("kip-320", 3, 2, False, [], tmp_path / "cluster")
+    try:
+        code = main(["soak", "--duration", "5", "--bootstrap", bootstrap, "--dir", str(tmp_path / "run")])
+        partitions = cluster_view(bootstrap.split(","), ["soak"]).topic("soak")
+    finally:
+        cluster.stop()
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert "creating topic soak" in err and len(partitions) == 3
+    assert "_UNKNOWN_PARTITION" not in out
