@@ -201,16 +201,19 @@ class Search:
             if not s.replicas[r].alive:
                 restart = [unlogged.written_back(self.restarting.get(r), r), Step("restart", r)]
                 yield restart + [unlogged.check_recovered(self.restarting.get(r), r)]
-                yield restart + [unlogged.elect_with_registration(self.cfg),
-                                 unlogged.check_recovered(self.restarting.get(r), r)]
+                if self.trace.apache_kafka:
+                    yield restart + [unlogged.elect_with_registration(self.cfg),
+                                     unlogged.check_recovered(self.restarting.get(r), r)]
             elif r in s.controller.fenced:
                 yield [Step("rejoin", r)]
-            else:  # restarted already, at its first fetch (a fast bounce, below): registered then
+            elif self.trace.apache_kafka:  # restarted already, at its first fetch (a fast bounce, below)
                 yield []
                 yield [unlogged.elect_with_registration(self.cfg)]
+            else:
+                yield [Step("rejoin", r)]  # refused: an unfenced broker does not register again
         elif step == "restart":
             yield []  # up, registered when the controller says so (``register``)
-            if not s.replicas[r].alive and r not in s.controller.fenced:
+            if self.trace.apache_kafka and not s.replicas[r].alive and r not in s.controller.fenced:
                 # a fast bounce: the controller never noticed, and a KRaft broker replays the metadata
                 # log and fetches as a follower before its registration is accepted (BrokerServer
                 # installs its metadata publishers first): to the model, restarted now
