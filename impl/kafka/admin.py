@@ -87,8 +87,9 @@ class AdminApis:
 
     @staticmethod
     def _gather(names: list, respond: Callable[[Any], None], response: Callable[[dict], Any]):
-        """(results, done): ``done(name, result)`` records one topic's result; once every name has one,
-        ``response(results)`` goes to ``respond``, unless the handler returns it itself (``finish``)."""
+        """(done, finish): ``done(name, result)`` records one topic's result; once every name has one,
+        ``response(results)`` goes to ``respond``, or is what ``finish()`` returns to the handler if
+        every result came before it (else None: answered later), as a produce waits for its acks."""
         results: dict = {}
         waiting = []
 
@@ -102,7 +103,7 @@ class AdminApis:
                 return response(results)
             waiting.append(True)
             return None
-        return results, done, finish
+        return done, finish
 
     # -- CreateTopics -----------------------------------------------------------------------------
     def handle_create_topics(self, req: CreateTopicsRequest, version: int, respond) -> Any:
@@ -112,7 +113,7 @@ class AdminApis:
         for t in req.topics:
             first_of.setdefault(t.name, t)
         names = list(first_of)
-        validate_only = bool(req.validate_only) if version >= 1 else False
+        validate_only = bool(req.validate_only)  # v1+: every version served has it
 
         def response(results: dict) -> CreateTopicsResponse:
             Result = CreateTopicsResponse.CreatableTopicResult
@@ -129,7 +130,7 @@ class AdminApis:
                              for c in self.topic_configs(min_isr)] if ok else None))
             return CreateTopicsResponse(version=version, throttle_time_ms=0, topics=topics)
 
-        results, done, finish = self._gather(names, respond, response)
+        done, finish = self._gather(names, respond, response)
         for name, t in first_of.items():
             if sum(other.name == name for other in req.topics) > 1:
                 done(name, (Errors.INVALID_REQUEST, "Duplicate topic name in the request.", -1, -1, -1))
@@ -187,7 +188,7 @@ class AdminApis:
                 Result(name=name, topic_id=given or ZERO_UUID, error_code=error, error_message=message)
                 for (_, given), (name, error, message) in ((k, results[k]) for k in keys)])
 
-        results, done, finish = self._gather(keys, respond, response)
+        done, finish = self._gather(keys, respond, response)
         for key in keys:
             name, given = key
             if wanted.count(key) > 1:

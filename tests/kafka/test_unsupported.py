@@ -33,24 +33,31 @@ def refusal_logged(cluster, feature: str, key: str) -> list[str]:
             if f"{feature} are not supported" in line and repr(key) in line]
 
 
-def test_a_consumer_that_subscribes_with_a_group_fails_at_once(shared_cluster, topic_name, client):
-    topic = shared_cluster.create_topic(topic_name)
-    group = f"{topic}-group"
+def assert_group_refused(client, bootstrap: str, group: str, use) -> None:
+    """A consumer of ``group`` that ``use(consumer, TopicPartition)`` set to read is told
+    GROUP_AUTHORIZATION_FAILED within WAIT_S: kafka-python raises it from ``poll``, confluent-kafka
+    delivers it as a consumer error."""
     if client.name == "kafka-python":
-        consumer = KafkaConsumer(bootstrap_servers=shared_cluster.bootstrap.split(","), group_id=group)
-        consumer.subscribe([topic])
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=group)
+        use(consumer, TopicPartition)
         try:
             with pytest.raises(GroupAuthorizationFailedError):
                 consumer.poll(timeout_ms=WAIT_S * 1000)
         finally:
             consumer.close(autocommit=False)
-    else:
-        consumer = Consumer({"bootstrap.servers": shared_cluster.bootstrap, "group.id": group})
-        consumer.subscribe([topic])
-        try:
-            assert [e.code() for e in confluent_errors(consumer)][:1] == [KafkaError.GROUP_AUTHORIZATION_FAILED]
-        finally:
-            consumer.close()
+        return
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    use(consumer, ConfluentPartition)
+    try:
+        assert [e.code() for e in confluent_errors(consumer)][:1] == [KafkaError.GROUP_AUTHORIZATION_FAILED]
+    finally:
+        consumer.close()
+
+
+def test_a_consumer_that_subscribes_with_a_group_fails_at_once(shared_cluster, topic_name, client):
+    topic = shared_cluster.create_topic(topic_name)
+    group = f"{topic}-group"
+    assert_group_refused(client, shared_cluster.bootstrap, group, lambda consumer, _: consumer.subscribe([topic]))
     [line] = refusal_logged(shared_cluster, "consumer groups", group)[:1]
     assert "WARNING" in line and "instead, assign partitions with an explicit offset" in line, line
 
@@ -60,21 +67,8 @@ def test_an_assignment_without_an_offset_fails_at_once(shared_cluster, topic_nam
     (OffsetFetch): refused, reported at once."""
     topic = shared_cluster.create_topic(topic_name)
     group = f"{topic}-group"
-    if client.name == "kafka-python":
-        consumer = KafkaConsumer(bootstrap_servers=shared_cluster.bootstrap.split(","), group_id=group)
-        consumer.assign([TopicPartition(topic, 0)])
-        try:
-            with pytest.raises(GroupAuthorizationFailedError):
-                consumer.poll(timeout_ms=WAIT_S * 1000)
-        finally:
-            consumer.close(autocommit=False)
-    else:
-        consumer = Consumer({"bootstrap.servers": shared_cluster.bootstrap, "group.id": group})
-        consumer.assign([ConfluentPartition(topic, 0)])
-        try:
-            assert [e.code() for e in confluent_errors(consumer)][:1] == [KafkaError.GROUP_AUTHORIZATION_FAILED]
-        finally:
-            consumer.close()
+    assert_group_refused(client, shared_cluster.bootstrap, group,
+                         lambda consumer, partition: consumer.assign([partition(topic, 0)]))
     assert refusal_logged(shared_cluster, "consumer groups", group)
 
 
