@@ -11,10 +11,13 @@ from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient, ConfigResource as ConfluentResource, NewTopic as ConfluentTopic
 from confluent_kafka.admin import ResourceType
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
+
+from isrcheck.impl.controller import CONTROLLER_ID
 
 # Kafka's error codes the answers carry
 TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG = 36, 37, 38, 40
-UNKNOWN_TOPIC_OR_PARTITION = 3
+UNKNOWN_TOPIC_OR_PARTITION, REQUEST_TIMED_OUT, INVALID_REPLICA_ASSIGNMENT = 3, 7, 39
 
 
 @pytest.fixture
@@ -79,9 +82,10 @@ def test_confluent_admin_and_kcat_see_the_topic_it_creates(shared_cluster, topic
     assert listing.returncode == 0 and f'topic "{topic_name}" with 3 partitions' in listing.stdout, listing
     replicas = re.findall(r"replicas: ([\d,]+?),? isrs", listing.stdout)
     assert [sorted(r.split(",")) for r in replicas] == [["0", "1", "2"]] * 3, listing.stdout
-    [configs] = admin.describe_configs([ConfluentResource(ResourceType.TOPIC, topic_name)],
-                                       request_timeout=15).values()
-    assert configs.result(timeout=30)["min.insync.replicas"].value == "2"
+    resources = [ConfluentResource(ResourceType.TOPIC, topic_name), ConfluentResource(ResourceType.TOPIC, "no-such")]
+    described = admin.describe_configs(resources, request_timeout=15)
+    assert described[resources[0]].result(timeout=30)["min.insync.replicas"].value == "2"
+    assert described[resources[1]].exception(timeout=30).args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
     assert admin.delete_topics([topic_name], request_timeout=15)[topic_name].result(timeout=30) is None
     shared_cluster.wait_until(lambda: not shared_cluster.partitions(topic_name), f"{topic_name} is gone")
 
@@ -109,3 +113,35 @@ def test_a_topic_deleted_and_made_again_is_new_and_empty(shared_cluster, admin, 
 def topic_id(cluster, topic: str):
     [listed] = [t for t in cluster.metadata(0, [topic]).topics if t.name == topic]
     return listed.topic_id if listed.error_code == 0 else None
+
+
+@pytest.mark.parametrize("shared_cluster", ["isrcheck"], indirect=True)
+def test_what_isrcheck_cannot_honour_is_refused(shared_cluster, admin, topic_name):
+    """isrcheck's cluster only (Apache Kafka makes each of these): fewer replicas than brokers,
+    another topic config, a min.insync.replicas above the replicas, an assignment of one's own;
+    each refused saying why, nothing created."""
+    answers = created(admin, NewTopic(f"{topic_name}-r", 1, 2),
+                      NewTopic(f"{topic_name}-c", 1, 3, topic_configs={"cleanup.policy": "compact"}),
+                      NewTopic(f"{topic_name}-m", 1, 3, topic_configs={"min.insync.replicas": "4"}),
+                      NewTopic(f"{topic_name}-a", -1, -1, replica_assignments={0: [0, 1, 2]}))
+    assert {name: code for name, (code, _) in answers.items()} == {
+        f"{topic_name}-r": INVALID_REPLICATION_FACTOR, f"{topic_name}-c": INVALID_CONFIG,
+        f"{topic_name}-m": INVALID_CONFIG, f"{topic_name}-a": INVALID_REPLICA_ASSIGNMENT}, answers
+    assert "replication factor must be 3" in answers[f"{topic_name}-r"][1], answers
+    assert [t for t in answers if shared_cluster.partitions(t)] == []
+
+
+def test_no_answer_from_the_controller_times_out(kit, tmp_path, topic_name):
+    """With the controller down, CreateTopics is answered REQUEST_TIMED_OUT after its timeout_ms,
+    not left waiting."""
+    cluster = next(gen := kit.start_cluster(tmp_path, "isrcheck"))
+    try:
+        cluster.processes.crash(CONTROLLER_ID, "process")
+        request = CreateTopicsRequest(version=4, timeout_ms=1000, validate_only=False, topics=[
+            CreateTopicsRequest.CreatableTopic(name=topic_name, num_partitions=1, replication_factor=-1,
+                                               assignments=[], configs=[])])
+        with cluster.connect(0, timeout=30) as conn:
+            response = conn.call(request, CreateTopicsResponse)
+        assert [(t.name, t.error_code) for t in response.topics] == [(topic_name, REQUEST_TIMED_OUT)]
+    finally:
+        gen.close()

@@ -13,6 +13,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition as ConfluentPartition
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import GroupAuthorizationFailedError, TransactionalIdAuthorizationFailedError
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 
 pytestmark = pytest.mark.parametrize("shared_cluster", ["isrcheck"], indirect=True)
 
@@ -108,3 +109,29 @@ def test_a_consumer_assigned_explicit_offsets_reads_with_no_error(shared_cluster
     finally:
         consumer.close()
     assert errors == [] and sorted(got, key=repr) == sorted((r.value for _, r in records), key=repr)
+
+
+@pytest.mark.parametrize("version", [0, 3, 4])
+def test_find_coordinator_names_the_broker_for_a_group_and_refuses_a_transactional_id(shared_cluster, version):
+    """Every version of FindCoordinator: a group's coordinator is the broker asked (its group
+    requests are refused there), a transactional id TRANSACTIONAL_ID_AUTHORIZATION_FAILED with a
+    message naming what to use instead, logged once however often it is asked."""
+    broker, host, port = 2, *shared_cluster.address(2).rsplit(":", 1)
+    transactional_id = f"raw-v{version}"
+    for key_type in (0, 1) if version >= 1 else (0,):  # v0 knows only groups
+        key = "a-group" if key_type == 0 else transactional_id
+        fields = dict(coordinator_keys=[key, key]) if version >= 4 else dict(key=key)
+        if version >= 1:
+            fields["key_type"] = key_type
+        with shared_cluster.connect(broker) as conn:
+            for _ in range(2):
+                resp = conn.call(FindCoordinatorRequest(version=version, **fields), FindCoordinatorResponse)
+        answers = resp.coordinators if version >= 4 else [resp]
+        if key_type == 0:
+            assert [(a.error_code, a.node_id, a.host, a.port) for a in answers] == [(0, broker, host, int(port))] * len(
+                answers), answers
+        else:
+            assert [a.error_code for a in answers] == [53] * len(answers)
+            assert all("instead, use an idempotent producer" in a.error_message for a in answers), answers
+    if version >= 1:
+        assert len(refusal_logged(shared_cluster, "transactions", transactional_id)) == 1

@@ -183,6 +183,9 @@ def print_summary(summary: dict, out: str, console: Console) -> None:
         table.add_row(f["verdict"], str(f["property"]), str(f["seed"]), str(f["seeds"]),
                       str(f["steps"]), str(f["shrunk_steps"]), f"{out}/{f['file']}")
     console.print(table)
-    console.print(f"  replay one with: isrcheck check {out}/{summary['failures'][0]['file']}")
+    first = summary["failures"][0]
+    replay = first.get("replay") or f"isrcheck check {out}/{first['file']}"  # a self-driven run's: isrcheck sim
+    console.print(f"  replay one with: {replay}",
+                  markup=False, highlight=False)
     console.print(f"  results: {out}/summary.json (isrcheck report {out} --html OUT draws its page)",
                   markup=False, highlight=False)

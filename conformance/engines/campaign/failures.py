@@ -1,5 +1,6 @@
 """failures/: for each distinct failure, its shrunk schedule and the original one, each a plain
-schedule file that ``isrcheck check`` replays, plus index.json tying them to seeds and verdicts."""
+schedule file that ``isrcheck check`` replays (a self-driven run's: its event log, and the ``isrcheck
+sim`` command that runs it again), plus index.json tying them to seeds and verdicts."""
 from __future__ import annotations
 
 import re
@@ -24,6 +25,13 @@ def _replayable(schedule: dict, verdict: dict, entry: dict, which: str) -> dict:
         expected["property"] = verdict["property"]
     doc["expected"] = {**doc.get("expected", {}), doc.get("protocol"): expected}
     return doc
+
+
+def replay_command(auto: dict) -> str:
+    """The command that runs a failure's seed again (``failure["auto"]``): ``isrcheck sim`` takes
+    the same run, whose summary names the broken check and whose log it validates."""
+    return (f"isrcheck sim --protocol {auto['protocol']} --replicas {auto['replicas']} --seed {auto['seed']} "
+            f"--steps {auto['steps']}")
 
 
 def write_failures(store: CampaignStore, distinct: list[dict]) -> list[dict]:
@@ -55,6 +63,7 @@ def write_failures(store: CampaignStore, distinct: list[dict]) -> list[dict]:
             record["file"] = f"failures/{name}.events"
             record["original_file"] = None
             record["validation"] = detail["validation"]
+            record["replay"] = replay_command(detail["auto"])
             for node_file, text in sorted((detail["trace"] or {}).items()):
                 atomic_write_bytes(store.root / record["file"] / node_file, text.encode())
             atomic_write_json(store.root / f"failures/{name}.json", {k: v for k, v in detail.items() if k != "trace"})
