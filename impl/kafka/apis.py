@@ -7,8 +7,8 @@ checks), Fetch (below the HW, KIP-320's current leader epoch, long poll by ``max
 ``min_bytes``, no fetch sessions: KIP-227 lets a broker decline one), ListOffsets, OffsetForLeaderEpoch
 (a consumer's truncation check, KIP-320), InitProducerId (idempotence; transactional ids are
 refused), FindCoordinator and the group coordinator's requests (consumer groups and transactions
-refused so that clients fail at once: ``unsupported``) and the admin requests CreateTopics, DeleteTopics and DescribeConfigs
-(``admin``).
+refused so that clients fail at once: ``unsupported``) and the admin requests CreateTopics,
+DeleteTopics and DescribeConfigs (``admin``).
 
 A handler returns its response, or ``None`` when it answers later through ``respond`` (a produce
 waiting for acks=all, a fetch waiting for data), or ``NO_RESPONSE`` (a produce with acks=0).
@@ -24,15 +24,15 @@ from kafka.protocol.admin.topics import (
     CreateTopicsRequest as KafkaCreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
 )
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
-from kafka.protocol.consumer.offsets import (
-    ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
-)
-from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.consumer.group import (
     HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
     OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
     SyncGroupResponse,
 )
+from kafka.protocol.consumer.offsets import (
+    ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+)
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
