@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 
 import pytest
 
@@ -17,20 +15,14 @@ from isrcheck.conformance.engines.apache.cluster import free_port_base
 
 
 @pytest.fixture(scope="module")
-def serve(tmp_path_factory):
+def serve(tmp_path_factory, isrcheck_serve):
     """``isrcheck serve`` with 3 brokers (min.insync.replicas 2) and a topic ``orders`` of one
     partition, as a user starts it; its bootstrap servers."""
     directory, base = tmp_path_factory.mktemp("serve"), free_port_base(3)  # broker b listens on --port + b
-    argv = [sys.executable, "-m", "isrcheck.conformance.cli.main", "serve", "--replicas", "3",
-            "--dir", str(directory / "cluster"), "--port", str(base), "--topic", "orders:1"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    banner = []
-    for line in proc.stdout:
-        banner.append(line)
-        if line.startswith("Stop with Ctrl-C"):
-            break
+    proc, banner = isrcheck_serve("--replicas", "3", "--dir", directory / "cluster", "--port", base,
+                                  "--topic", "orders:1")
     try:
-        assert proc.poll() is None, "".join(banner)
+        assert proc.poll() is None, banner
         yield ",".join(f"127.0.0.1:{base + b}" for b in range(3))
     finally:
         proc.send_signal(signal.SIGTERM)
