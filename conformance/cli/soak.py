@@ -53,7 +53,7 @@ def add_arguments(parser) -> None:
                              "(docs/processes.md); without it only the workload runs")
     parser.add_argument("--topic", default="soak", help="the topic (created by isrcheck's own cluster; "
                                                         "with --bootstrap made with CreateTopics, or an existing "
-                                                        "one of --partitions partitions)")
+                                                        "one of --partitions, --replicas and --min-insync-replicas)")
     parser.add_argument("--partitions", type=PARTITIONS, default=3)
     parser.add_argument("--replicas", type=REPLICAS, default=3)
     parser.add_argument("--min-insync-replicas", type=REPLICAS, default=2)
@@ -102,7 +102,7 @@ def run(args) -> int:
                          "logs its events unless --no-validate)")
     if addresses is not None:
         check_reachable(addresses)
-        prepare_topic(args.bootstrap, addresses, args.topic, args.partitions, args.min_insync_replicas,
+        prepare_topic(args.bootstrap, addresses, args.topic, args.partitions, args.replicas, args.min_insync_replicas,
                       lambda line: print(f"isrcheck soak: {line}", file=sys.stderr))
     options = SoakOptions(
         protocol=args.protocol, duration_s=args.duration, faults=kinds, seed=args.seed, replicas=args.replicas,

@@ -6,8 +6,9 @@ client wrote them, acks 0/1/all with ``min.insync.replicas``, the idempotent pro
 checks), Fetch (below the HW, KIP-320's current leader epoch, long poll by ``max_wait_ms`` /
 ``min_bytes``, no fetch sessions: KIP-227 lets a broker decline one), ListOffsets, OffsetForLeaderEpoch
 (a consumer's truncation check, KIP-320), InitProducerId (idempotence; transactional ids are
-refused), CreateTopics and DescribeConfigs (``AdminApis``) and FindCoordinator (no consumer groups or transactions: an authorization error, which
-clients report at once).
+refused), FindCoordinator and the group coordinator's requests (consumer groups and transactions
+refused so that clients fail at once: ``unsupported``) and the admin requests CreateTopics,
+DeleteTopics and DescribeConfigs (``admin``).
 
 A handler returns its response, or ``None`` when it answers later through ``respond`` (a produce
 waiting for acks=all, a fetch waiting for data), or ``NO_RESPONSE`` (a produce with acks=0).
@@ -15,16 +16,22 @@ waiting for acks=all, a fetch waiting for data), or ``NO_RESPONSE`` (a produce w
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
+from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
+from kafka.protocol.admin.topics import (
+    CreateTopicsRequest as KafkaCreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+)
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.group import (
+    HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
+    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
+    SyncGroupResponse,
+)
 from kafka.protocol.consumer.offsets import (
     ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
 )
-from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
-from kafka.protocol.admin.topics import CreateTopicsRequest as KafkaCreateTopicsRequest, CreateTopicsResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
@@ -35,8 +42,9 @@ from ..controller import CONTROLLER_ID, valid_topic_name
 from ..protocol import ApiKey as InternalApiKey, CreateTopicsRequest, Errors
 from ..replication.replica_manager import ReplicaManager
 from ..storage import CorruptRecordError, iter_batches
-from .admin import AdminApis
+from .admin import ZERO_UUID, AdminApis
 from .producer_ids import ProducerIdManager
+from .unsupported import TRANSACTION, CoordinatorApis
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +70,18 @@ SUPPORTED_VERSIONS: dict[int, ApiSupport] = {
     1: ApiSupport(FetchRequest, FetchResponse, 4, 12, 4),
     2: ApiSupport(ListOffsetsRequest, ListOffsetsResponse, 1, 6, 1),
     3: ApiSupport(MetadataRequest, MetadataResponse, 1, 12, 1),
+    # the group coordinator's requests, refused (``unsupported``): OffsetCommit v10 and OffsetFetch v8+
+    # name topics by id or many groups; JoinGroup v9 would make kafka-python infer a newer broker
+    8: ApiSupport(OffsetCommitRequest, OffsetCommitResponse, 2, 9, 2),
+    9: ApiSupport(OffsetFetchRequest, OffsetFetchResponse, 1, 7, 1),
     10: ApiSupport(FindCoordinatorRequest, FindCoordinatorResponse, 0, 4, 0),
+    11: ApiSupport(JoinGroupRequest, JoinGroupResponse, 0, 8, 0),
+    12: ApiSupport(HeartbeatRequest, HeartbeatResponse, 0, 4, 0),
+    13: ApiSupport(LeaveGroupRequest, LeaveGroupResponse, 0, 5, 0),
+    14: ApiSupport(SyncGroupRequest, SyncGroupResponse, 0, 5, 0),
     18: ApiSupport(ApiVersionsRequest, ApiVersionsResponse, 0, 3, 0),
     19: ApiSupport(KafkaCreateTopicsRequest, CreateTopicsResponse, 2, 7, 2),
+    20: ApiSupport(DeleteTopicsRequest, DeleteTopicsResponse, 1, 6, 1),
     22: ApiSupport(InitProducerIdRequest, InitProducerIdResponse, 0, 4, 0),
     23: ApiSupport(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 2, 4, 2),
     32: ApiSupport(DescribeConfigsRequest, DescribeConfigsResponse, 1, 4, 1),
@@ -72,13 +89,6 @@ SUPPORTED_VERSIONS: dict[int, ApiSupport] = {
 API_VERSIONS = 18
 
 Respond = Callable[[Any], None]
-
-# FindCoordinator's key types, and what the refusal says instead of a coordinator
-COORDINATOR_GROUP, COORDINATOR_TRANSACTION = 0, 1
-UNSUPPORTED_COORDINATORS = {
-    COORDINATOR_GROUP: ("consumer groups", "assign partitions with an explicit offset instead"),
-    COORDINATOR_TRANSACTION: ("transactions", "use an idempotent producer without a transactional.id instead"),
-}
 
 
 @dataclass(frozen=True)
@@ -93,11 +103,6 @@ class KafkaSettings:
     num_partitions: int = 1
 
 
-def topic_id(name: str) -> uuid.UUID:
-    """A stable topic id (Metadata v10+) derived from the name: topics here are never re-created."""
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"isrcheck-topic:{name}")
-
-
 class KafkaApis:
     """Kafka's KafkaApis for one broker."""
 
@@ -105,13 +110,13 @@ class KafkaApis:
         self.broker_id = broker_id
         self.rm = replica_manager
         self.settings = settings
-        self._refused_kinds: set[int] = set()  # coordinator kinds already logged as unsupported
         self.producer_ids = ProducerIdManager(broker_id, replica_manager.endpoint, lambda: replica_manager.broker_epoch)
-        self.admin = AdminApis(replica_manager, settings.num_partitions, settings.auto_create_topics, topic_id)
+        self.coordinator = CoordinatorApis(broker_id, settings.listeners.get(broker_id, ("", -1)))
+        self.admin = AdminApis(broker_id, replica_manager, settings)
         self.handlers: dict[int, Callable[[Any, int, Respond], Any]] = {
             0: self.handle_produce, 1: self.handle_fetch, 2: self.handle_list_offsets, 3: self.handle_metadata,
-            10: self.handle_find_coordinator, 18: self.handle_api_versions, 19: self.admin.handle_create_topics, 22: self.handle_init_producer_id,
-            23: self.handle_offset_for_leader_epoch, 32: self.admin.handle_describe_configs,
+            18: self.handle_api_versions, 22: self.handle_init_producer_id, 23: self.handle_offset_for_leader_epoch,
+            **self.coordinator.handlers, **self.admin.handlers,
         }
 
     def handle(self, api_key: int, version: int, request: Any, respond: Respond) -> Any:
@@ -123,7 +128,7 @@ class KafkaApis:
             self.rm.endpoint.on_io_error(exc)
             return NO_RESPONSE
 
-    # -- ApiVersions, Metadata, FindCoordinator ----------------------------------------------------
+    # -- ApiVersions, Metadata ------------------------------------------------------------------
     @staticmethod
     def api_versions_response(version: int, error: int = Errors.NONE) -> ApiVersionsResponse:
         """Every API served with its versions; with UNSUPPORTED_VERSION (an ApiVersions request too
@@ -148,10 +153,10 @@ class KafkaApis:
             indexes = sorted(i for t, i in names if t == name)
             if name is None or not indexes:
                 out.append(Topic(error_code=self._unknown_topic(name, allow_create), name=name,
-                                 topic_id=topic_id(name or ""), is_internal=False, partitions=[]))
+                                 topic_id=ZERO_UUID, is_internal=False, partitions=[]))
                 continue
             partitions = [self._partition_metadata(names[(name, i)], i, live) for i in indexes]
-            out.append(Topic(error_code=Errors.NONE, name=name, topic_id=topic_id(name), is_internal=False,
+            out.append(Topic(error_code=Errors.NONE, name=name, topic_id=self.admin.topic_id_of(name), is_internal=False,
                              partitions=partitions))
         brokers = [MetadataResponse.MetadataResponseBroker(node_id=b, host=self.settings.listeners[b][0],
                                                            port=self.settings.listeners[b][1], rack=None)
@@ -180,31 +185,6 @@ class KafkaApis:
             error_code=Errors.NONE if p.leader >= 0 else Errors.LEADER_NOT_AVAILABLE, partition_index=index,
             leader_id=p.leader, leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
             isr_nodes=list(p.isr), offline_replicas=[r for r in p.replicas if r not in live])
-
-    def handle_find_coordinator(self, req: FindCoordinatorRequest, version: int, respond: Respond) -> Any:
-        """No group or transaction coordinator here. An authorization error, which clients report
-        to the user and do not retry in silence (COORDINATOR_NOT_AVAILABLE would be retried for
-        ever): GROUP_AUTHORIZATION_FAILED for a group, TRANSACTIONAL_ID_AUTHORIZATION_FAILED for a
-        transactional id (what librdkafka's transactional producer treats as fatal)."""
-        error, message = self._refuse_coordinator(req.key_type if version >= 1 else COORDINATOR_GROUP)
-        if version < 4:
-            return FindCoordinatorResponse(version=version, throttle_time_ms=0, error_code=error,
-                                           error_message=message, node_id=-1, host="", port=-1)
-        coordinators = [FindCoordinatorResponse.Coordinator(key=key, node_id=-1, host="", port=-1, error_code=error,
-                                                            error_message=message) for key in req.coordinator_keys]
-        return FindCoordinatorResponse(version=version, throttle_time_ms=0, coordinators=coordinators)
-
-    def _refuse_coordinator(self, key_type: int) -> tuple[int, str]:
-        """The error and message for a coordinator of ``key_type``; one log line per kind, naming
-        what to use instead."""
-        what, instead = UNSUPPORTED_COORDINATORS.get(key_type, UNSUPPORTED_COORDINATORS[COORDINATOR_GROUP])
-        message = f"{what} not supported by isrcheck: {instead}"
-        if key_type not in self._refused_kinds:
-            self._refused_kinds.add(key_type)
-            log.warning("broker %d: a client asked for %s", self.broker_id, message)
-        error = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED if key_type == COORDINATOR_TRANSACTION \
-            else Errors.GROUP_AUTHORIZATION_FAILED
-        return error, message
 
     # -- Produce ----------------------------------------------------------------------------------
     def handle_produce(self, req: ProduceRequest, version: int, respond: Respond) -> Any:
@@ -390,5 +370,5 @@ class KafkaApis:
             return InitProducerIdResponse(version=version, throttle_time_ms=0, error_code=error,
                                           producer_id=producer_id, producer_epoch=0 if producer_id >= 0 else -1)
         if req.transactional_id is not None:
-            return answer(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1)
+            return answer(self.coordinator.refuse(TRANSACTION, req.transactional_id, req)[0], -1)
         return answer(*self.producer_ids.generate())

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from isrcheck.conformance.engines.apache.admin import cluster_view, create_topics, topic_configs
 from isrcheck.conformance.engines.soak.budget import budgets, judge
 from isrcheck.conformance.engines.soak.checker import INFORMATIONAL, check
 from isrcheck.conformance.engines.soak.faults import FaultPlan, HooksExecutor, ProcessClusterFaults, io_error
@@ -159,33 +160,41 @@ def check_reachable(addresses: list[tuple[str, int]], timeout_s: float = 5.0) ->
     raise UsageError(f"--bootstrap: cannot connect to {', '.join(errors)}; nothing ran")
 
 
-def prepare_topic(bootstrap: str, addresses: list[tuple[str, int]], topic: str, partitions: int,
+def prepare_topic(bootstrap: str, addresses: list[tuple[str, int]], topic: str, partitions: int, replicas: int,
                   min_insync_replicas: int, say=lambda line: None, timeout_s: float = 15.0) -> None:
-    """Another cluster's topic as the soak needs it: made with CreateTopics (``partitions``, as many
-    replicas as brokers up to 3, ``min.insync.replicas``) if it does not exist; UsageError before any
-    work if it exists with another partition count or the cluster makes none (a setup problem is
-    never an anomaly of the cluster)."""
-    from isrcheck.conformance.engines.apache.admin import cluster_view, create_topics
-
+    """Another cluster's topic as the soak needs it (``partitions`` partitions of ``replicas``
+    replicas, ``min.insync.replicas``, what the fault budgets are judged by): made with CreateTopics
+    if it does not exist; UsageError before any work if it exists with other settings, if the
+    cluster has fewer brokers than ``replicas`` or makes none (a setup problem is never an anomaly of
+    the cluster)."""
     hosts = [f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in addresses]
     view = cluster_view(hosts, [topic])
     if view is None:
         raise UsageError(f"--bootstrap {bootstrap}: no broker answered Metadata; nothing ran")
     have = view.topic(topic)
+    wanted = f"--partitions {partitions} --replicas {replicas} --min-insync-replicas {min_insync_replicas}"
     if have and all(p.error_code == 0 for p in have.values()):
-        if len(have) != partitions:
-            raise UsageError(f"--topic {topic}: the cluster's topic has {len(have)} partitions, the soak needs "
-                             f"{partitions} (give --partitions {len(have)}, or another --topic); nothing ran")
+        factors = sorted({len(p.replicas) for p in have.values()})
+        min_isr = topic_configs(bootstrap, topic).get("min.insync.replicas")
+        differ = [f"{what} {got}, the soak needs {need}" for what, got, need in (
+            ("partitions", len(have), partitions), ("replication factor", "/".join(map(str, factors)), replicas),
+            ("min.insync.replicas", min_isr, min_insync_replicas)) if str(got) != str(need)]
+        if differ:
+            raise UsageError(f"--topic {topic}: the cluster's topic has {'; '.join(differ)} (the soak's "
+                             f"{wanted}; give the topic's, or another --topic); nothing ran")
         return
-    replicas = max(1, min(3, len(view.brokers)))
+    if len(view.brokers) < replicas:
+        raise UsageError(f"--replicas {replicas}: the cluster at {bootstrap} lists {len(view.brokers)} broker(s), "
+                         f"too few for topic {topic} (give --replicas and --min-insync-replicas at most that); "
+                         f"nothing ran")
     say(f"creating topic {topic} on {bootstrap}: {partitions} partitions, {replicas} replicas, "
-        f"min.insync.replicas {min(min_insync_replicas, replicas)}")
+        f"min.insync.replicas {min_insync_replicas}")
     try:
-        create_topics(bootstrap, [(topic, partitions)], replicas,
-                      {"min.insync.replicas": str(min(min_insync_replicas, replicas))}, timeout_s=timeout_s)
+        create_topics(bootstrap, [(topic, partitions)], replicas, {"min.insync.replicas": str(min_insync_replicas)},
+                      timeout_s=timeout_s)
     except UsageError as exc:
         raise UsageError(f"--topic {topic}: the cluster has no such topic and did not create it ({exc}); create "
-                         f"it with {partitions} partitions first; nothing ran") from None
+                         f"it first ({wanted}); nothing ran") from None
 
 
 def run_soak(options: SoakOptions, progress=None) -> SoakResult:
