@@ -2,9 +2,27 @@
 schedule file that ``isrcheck check`` replays, plus index.json tying them to seeds and verdicts."""
 from __future__ import annotations
 
+import json
 import re
+import shlex
+from pathlib import Path
 
 from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_write_bytes, atomic_write_json
+
+
+def replay_command(out: str, failure: dict) -> str | None:
+    """The command that replays a failure (a record of ``index.json``) of the campaign in ``out``:
+    ``isrcheck check`` on its schedule file; for a self-driven run (``--mode auto``), ``isrcheck
+    sim`` with the run's protocol, replicas, seed and steps (saved beside its event log), which runs
+    it again and validates its log; None for a harness error, which has no schedule to replay."""
+    file = failure["file"]
+    if file.endswith(".events"):
+        run = json.loads((Path(out) / file).with_suffix(".json").read_text(encoding="utf-8"))["auto"]
+        return shlex.join(["isrcheck", "sim", "--protocol", run["protocol"], "--replicas", str(run["replicas"]),
+                           "--seed", str(run["seed"]), "--steps", str(run["steps"])])
+    if failure.get("original_file") is None:
+        return None
+    return shlex.join(["isrcheck", "check", f"{out}/{file}"])
 
 
 def failure_name(entry: dict) -> str:
