@@ -27,6 +27,10 @@ def test_a_soak_under_kills_and_pauses_finds_no_anomaly_and_writes_its_folder(is
     assert set(validation["partitions"]) == {"soak-0", "soak-1", "soak-2"} and validation["events"] > 1000
     assert sorted(p.name for p in (run / "events").iterdir()) == [
         "broker-0.jsonl", "broker-1.jsonl", "broker-2.jsonl", "controller.jsonl"]
+    for given in (run, run / "cluster"):  # the run's folder, its cluster's directory: both lead to that log
+        again = isrcheck_cli("validate", given, timeout=240)
+        assert again.returncode == 0 and again.stdout.startswith("explained:"), again.stdout + again.stderr
+        assert f"the event log of {given} is {run / 'events'}" in again.stderr
 
 
 def test_bad_input_is_named_and_nothing_runs(isrcheck_cli, tmp_path):

@@ -298,6 +298,10 @@ def test_serve_writes_its_event_log_and_validates_it_when_stopped(tmp_path, isrc
         assert "event log (" in out and "explained:" in out and "2 partitions each on its own" in out, out
     else:
         assert "validating" not in out, out
+    for given in (events, tmp_path / "cluster"):  # the --events DIR, and the --dir that names it
+        check = isrcheck_cli("validate", given)
+        assert check.returncode == 0 and check.stdout.startswith("explained:"), check.stdout + check.stderr
+    assert f"the event log of {tmp_path / 'cluster'} is {events}" in check.stderr
     again = isrcheck_cli("serve", "--dir", str(tmp_path / "cluster"), "--port", str(base), "--events",
                          str(tmp_path / "new-events"))
     assert again.returncode == 2 and "holds a cluster that ran before" in again.stderr, again.stderr

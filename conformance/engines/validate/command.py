@@ -2,24 +2,29 @@
 
 Exit codes: 0 explained, 1 an event no behaviour of the model explains (printed with every
 candidate state and why the model refuses the event there), 2 bad input (a malformed line is
-named by file and line).
+named by file and line; a run's directory with no event log, or several, saying where they are:
+``locate.py``).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
+from isrcheck.conformance.engines.apache.recording import is_recording
 from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.model import PROTOCOLS
 from isrcheck.model.collector import no_cycle_collection
 
 from .events import partition_traces, read_trace
+from .locate import event_log
 from .search import Verdict, validate_partitions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", help="a directory of per-node event logs (*.jsonl), or one .jsonl file")
+    parser.add_argument("path", help="a directory of per-node event logs (*.jsonl), one .jsonl file, or the run's "
+                                     "directory that holds its log (a soak's, a cluster's, a campaign's)")
     parser.add_argument("--protocol", default=None,
                         help="validate against this variant instead of the one the log's header names")
     parser.add_argument("--json", action="store_true", help="print one JSON object (with the model steps)")
@@ -30,8 +35,7 @@ def validate_path(path: str, protocol: str | None = None, judge: bool = False) -
     the explaining behaviour's fault budgets too (``budgets.py``; a log of one partition)."""
     if protocol is not None and protocol not in PROTOCOLS:
         raise UsageError(f"--protocol: unknown variant {protocol!r} (known: {', '.join(PROTOCOLS)})")
-    from isrcheck.conformance.engines.apache.recording import is_recording
-
+    path = event_log(path)
     if is_recording(path):  # Apache Kafka's own events (engines/apache/recording), translated first
         import tempfile
 
@@ -82,7 +86,10 @@ def summary_lines(verdict: Verdict, events: int, seconds: float) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    verdict, events, seconds = validate_path(args.path, args.protocol)
+    log = event_log(args.path)
+    if log != args.path:  # the run's directory: said, so the verdict names what it read
+        print(f"isrcheck validate: the event log of {args.path} is {log}", file=sys.stderr, flush=True)
+    verdict, events, seconds = validate_path(log, args.protocol)
     if args.json:
         print(json.dumps({**verdict.to_json(), "seconds": round(seconds, 3)}, sort_keys=True))
     else:
