@@ -12,6 +12,8 @@ def test_a_soak_under_kills_and_pauses_finds_no_anomaly_and_writes_its_folder(is
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(proc.stdout)
     assert result["anomalies"] == [] and result["final_read"]
+    assert result["dir"] == str(run) and result["exit"]["code"] == 0 and "the event log explained" in result["exit"]["reason"]
+    assert f"isrcheck soak: run folder {run}" in proc.stderr and f"isrcheck soak: {run}: exit 0: no anomaly" in proc.stderr
     assert result["counts"]["send"]["ok"] > 100 and result["counts"]["poll"]["ok"] > 10
     assert result["faults"] and {f["kind"] for f in result["faults"]} <= {"kill", "pause"}
     assert all(f["end"] is not None for f in result["faults"])  # every fault ended before the final read
