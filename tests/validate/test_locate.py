@@ -79,6 +79,9 @@ def test_a_campaign_of_schedules_and_a_schedule_say_what_replays_them(isrcheck_c
 
 
 def test_a_directory_with_no_log_says_where_runs_keep_theirs(isrcheck_cli, tmp_path):
-    (tmp_path / "notes.jsonl").write_text('{"format": "something else"}\n')
+    (tmp_path / "notes.txt").write_text("not a run\n")
     code, _, err = _validate(isrcheck_cli, tmp_path)
     assert code == 2 and "no event log here" in err and "DIR/events" in err and "failures/<id>.events" in err
+    (tmp_path / "notes.jsonl").write_text('{"format": "something else"}\n')  # meant as one: the line is named
+    code, _, err = _validate(isrcheck_cli, tmp_path)
+    assert code == 2 and f"{tmp_path / 'notes.jsonl'}:1: not an isrcheck event log" in err

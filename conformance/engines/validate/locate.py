@@ -29,7 +29,7 @@ def event_log(path: str) -> str:
     p = Path(path)
     if not p.exists():
         raise UsageError(f"{path}: no such file or directory")
-    if p.is_file():
+    if not p.is_dir():  # a file (or a pipe, a device): read as given
         return _from_file(p)
     if holds_log(p):
         return path
@@ -50,6 +50,8 @@ def event_log(path: str) -> str:
     if (p / "history.jsonl").is_file():
         raise UsageError(f"{path}: a soak's folder without an event log ({p / 'events'}): the soak ran with "
                          f"--no-validate, or on a cluster that logs none")
+    if any(p.glob("*.jsonl")):  # meant as a log: reading it names the file and line that is not one
+        return path
     raise UsageError(f"{path}: no event log here (*.jsonl files whose first line is an {FORMAT} header); a run "
                      f"keeps it in its --events DIR, a soak in DIR/events, a campaign in failures/<id>.events")
 
