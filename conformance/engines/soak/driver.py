@@ -73,6 +73,7 @@ class SoakResult:
     counts: dict = field(default_factory=dict)    # outcome counts per operation
     faults: list = field(default_factory=list)    # the fault plan's records
     final_read: bool = False                      # it reached the highest offset anyone saw
+    final_read_note: str = ""                     # how far it read, or why it stopped short
     client_errors: list = field(default_factory=list)
     check: dict = field(default_factory=dict)     # CheckResult.to_json()
     events: list = field(default_factory=list, repr=False)  # the history, for the page
@@ -105,6 +106,30 @@ class SoakResult:
             found.append("event-log-not-explained")
         return found
 
+    @property
+    def exit_code(self) -> int:
+        """1 if something fails the run (``anomalies``), else 0."""
+        return 1 if self.anomalies else 0
+
+    def exit_reason(self) -> str:
+        """Why the run exits as it does, in one line: each anomaly that fails it, with its count or
+        what it was; else what it passed."""
+        counts = self.check.get("counts", {})
+        why = {"incomplete-final-read": f"the final read did not finish ({self.final_read_note})",
+               "client-error": "a client failed: " + "; ".join(self.client_errors),
+               "event-log-not-explained": "the event log is not explained: "
+                                          + (self.validation or {}).get("lines", [""])[0]}
+        found = self.anomalies
+        if found:
+            return "anomalies within their budget: " + "; ".join(
+                why.get(a, f"{a} ({counts.get(a, 1)})") for a in found)
+        passed = ["no anomaly within its budget", "the final read complete"]
+        if self.beyond_budget:
+            passed[0] += f" ({', '.join(self.beyond_budget)} broken outside it: not a finding)"
+        if self.validation is not None:
+            passed.append("the event log explained")
+        return ", ".join(passed)
+
     def throughput(self) -> dict:
         ok_sends = self.counts.get("send", {}).get("ok", 0)
         return {"sends_ok_per_s": round(ok_sends / self.seconds, 1) if self.seconds else 0.0,
@@ -117,10 +142,11 @@ class SoakResult:
                 "seed": o.seed, "fault_kinds": list(o.faults), "idempotence": o.idempotence,
                 "min_insync_replicas": o.min_insync_replicas, "unclean_election": o.unclean_election,
                 "counts": self.counts, "throughput": self.throughput(), "faults": self.faults,
-                "final_read": self.final_read, "client_errors": self.client_errors,
+                "final_read": self.final_read, "final_read_note": self.final_read_note,
+                "client_errors": self.client_errors,
                 "anomalies": self.anomalies, "beyond_budget": self.beyond_budget, "budget": self.budget,
                 "check": self.check, "validation": self.validation,
-                "command": o.command}
+                "command": o.command, "dir": o.directory, "exit": {"code": self.exit_code, "reason": self.exit_reason()}}
 
 
 # the soak's consumers name a group only to read: one partition of __consumer_offsets, not Kafka's 50,
@@ -238,7 +264,7 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
                 result.faults = plan.records if plan is not None else []
                 workload.join()
             say("faults over; every node back; the final read")
-            result.final_read = workload.final_read()
+            result.final_read, result.final_read_note = workload.final_read()
             result.client_errors = workload.errors
         say(f"checking {len(history.events)} events")
         journaled = options.cluster == "kafka" or getattr(cluster, "journaled", False)

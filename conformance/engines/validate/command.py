@@ -29,8 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object (with the model steps)")
 
 
-def validate_path(path: str, protocol: str | None = None) -> tuple[Verdict, int, float]:
-    """(verdict, events read, seconds) of the log at ``path``; UsageError on bad input."""
+def validate_path(path: str, protocol: str | None = None, judge: bool = False) -> tuple[Verdict, int, float]:
+    """(verdict, events read, seconds) of the log at ``path``; UsageError on bad input. ``judge``:
+    the explaining behaviour's fault budgets too (``budgets.py``; a log of one partition)."""
     if protocol is not None and protocol not in PROTOCOLS:
         raise UsageError(f"--protocol: unknown variant {protocol!r} (known: {', '.join(PROTOCOLS)})")
     from isrcheck.conformance.engines.apache.recording import is_recording
@@ -49,7 +50,7 @@ def validate_path(path: str, protocol: str | None = None) -> tuple[Verdict, int,
             from dataclasses import replace
             trace.config = replace(trace.config, protocol=protocol)
             trace.protocol = protocol
-        verdict = validate_partitions(partition_traces(trace), len(trace.events))
+        verdict = validate_partitions(partition_traces(trace), len(trace.events), judge)
     return verdict, len(trace.events), time.perf_counter() - start
 
 
