@@ -27,6 +27,7 @@ from kafka.protocol.admin.topics import (
 
 from ..controller import CONTROLLER_ID
 from ..protocol import ApiKey, CreateTopicsRequest as CreateTopic, DeleteTopicsRequest as DeleteTopic, Errors
+from .registry import serves
 
 if TYPE_CHECKING:
     from .apis import KafkaSettings
@@ -57,12 +58,10 @@ def _bool(value: bool) -> str:
 
 
 class AdminApis:
-    """The admin requests of one broker's KafkaApis: ``handlers`` by api key."""
+    """The admin requests of one broker's KafkaApis (``registry``)."""
 
     def __init__(self, broker_id: int, replica_manager: "ReplicaManager", settings: "KafkaSettings") -> None:
         self.broker_id, self.rm, self.settings = broker_id, replica_manager, settings
-        self.handlers = {19: self.handle_create_topics, 20: self.handle_delete_topics,
-                         32: self.handle_describe_configs}
 
     # -- the controller ---------------------------------------------------------------------------
     def _ask_controller(self, api_key: int, version: int, request: Any, timeout_ms: int,
@@ -106,6 +105,7 @@ class AdminApis:
         return done, finish
 
     # -- CreateTopics -----------------------------------------------------------------------------
+    @serves(19, CreateTopicsRequest, CreateTopicsResponse, (2, 7))
     def handle_create_topics(self, req: CreateTopicsRequest, version: int, respond) -> Any:
         """Each topic checked here (its configs, its assignment) and then by the controller, which
         creates it unless ``validate_only``."""
@@ -177,6 +177,7 @@ class AdminApis:
         return Errors.NONE, "", min_isr
 
     # -- DeleteTopics -----------------------------------------------------------------------------
+    @serves(20, DeleteTopicsRequest, DeleteTopicsResponse, (1, 6))
     def handle_delete_topics(self, req: DeleteTopicsRequest, version: int, respond) -> Any:
         """Each topic, named or (v6) given by its id, deleted by the controller."""
         wanted = [(t.name, t.topic_id) for t in req.topics] if version >= 6 else [(n, None) for n in req.topic_names]
@@ -215,6 +216,7 @@ class AdminApis:
         return next((name for name, index in self.rm.names if index == 0 and self.topic_id_of(name) == given), None)
 
     # -- DescribeConfigs --------------------------------------------------------------------------
+    @serves(32, DescribeConfigsRequest, DescribeConfigsResponse, (1, 4))
     def handle_describe_configs(self, req: DescribeConfigsRequest, version: int, respond) -> Any:
         Result = DescribeConfigsResponse.DescribeConfigsResult
         Entry = Result.DescribeConfigsResourceResult

@@ -1,6 +1,6 @@
 """KafkaApis: the Kafka requests a broker answers, each from its ReplicaManager.
 
-Supported (``SUPPORTED_VERSIONS``): ApiVersions, Metadata (leader epochs from v7, offline replicas,
+Supported (each handler registered with its versions: ``registry``): ApiVersions, Metadata (leader epochs from v7, offline replicas,
 topics auto-created as ``auto.create.topics.enable`` does), Produce (record batches v2 stored as the
 client wrote them, acks 0/1/all with ``min.insync.replicas``, the idempotent producer's sequence
 checks), Fetch (below the HW, KIP-320's current leader epoch, long poll by ``max_wait_ms`` /
@@ -17,23 +17,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
-from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
-from kafka.protocol.admin.topics import (
-    CreateTopicsRequest as KafkaCreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
-)
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
-from kafka.protocol.consumer.group import (
-    HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
-    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
-    SyncGroupResponse,
-)
 from kafka.protocol.consumer.offsets import (
     ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
 )
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
@@ -44,6 +34,7 @@ from ..replication.replica_manager import ReplicaManager
 from ..storage import CorruptRecordError, iter_batches
 from .admin import ZERO_UUID, AdminApis
 from .producer_ids import ProducerIdManager
+from .registry import APIS, bind, serves
 from .unsupported import TRANSACTION, CoordinatorApis
 
 log = logging.getLogger(__name__)
@@ -53,39 +44,6 @@ EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
 CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2  # ListOffsetsRequest's replica ids
 
 
-class ApiSupport(NamedTuple):
-    """One API: its classes, the versions served, and the lowest version advertised."""
-
-    request: type
-    response: type
-    lowest: int
-    highest: int
-    advertised_lowest: int
-
-
-# Produce is advertised from v0 as Kafka 4 does (KAFKA-18659): older librdkafka turns compression
-# off when a broker's Produce range does not reach v2, and v0-v2 requests are refused all the same
-SUPPORTED_VERSIONS: dict[int, ApiSupport] = {
-    0: ApiSupport(ProduceRequest, ProduceResponse, 3, 9, 0),
-    1: ApiSupport(FetchRequest, FetchResponse, 4, 12, 4),
-    2: ApiSupport(ListOffsetsRequest, ListOffsetsResponse, 1, 6, 1),
-    3: ApiSupport(MetadataRequest, MetadataResponse, 1, 12, 1),
-    # the group coordinator's requests, refused (``unsupported``): OffsetCommit v10 and OffsetFetch v8+
-    # name topics by id or many groups; JoinGroup v9 would make kafka-python infer a newer broker
-    8: ApiSupport(OffsetCommitRequest, OffsetCommitResponse, 2, 9, 2),
-    9: ApiSupport(OffsetFetchRequest, OffsetFetchResponse, 1, 7, 1),
-    10: ApiSupport(FindCoordinatorRequest, FindCoordinatorResponse, 0, 4, 0),
-    11: ApiSupport(JoinGroupRequest, JoinGroupResponse, 0, 8, 0),
-    12: ApiSupport(HeartbeatRequest, HeartbeatResponse, 0, 4, 0),
-    13: ApiSupport(LeaveGroupRequest, LeaveGroupResponse, 0, 5, 0),
-    14: ApiSupport(SyncGroupRequest, SyncGroupResponse, 0, 5, 0),
-    18: ApiSupport(ApiVersionsRequest, ApiVersionsResponse, 0, 3, 0),
-    19: ApiSupport(KafkaCreateTopicsRequest, CreateTopicsResponse, 2, 7, 2),
-    20: ApiSupport(DeleteTopicsRequest, DeleteTopicsResponse, 1, 6, 1),
-    22: ApiSupport(InitProducerIdRequest, InitProducerIdResponse, 0, 4, 0),
-    23: ApiSupport(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 2, 4, 2),
-    32: ApiSupport(DescribeConfigsRequest, DescribeConfigsResponse, 1, 4, 1),
-}
 API_VERSIONS = 18
 
 Respond = Callable[[Any], None]
@@ -113,11 +71,7 @@ class KafkaApis:
         self.producer_ids = ProducerIdManager(broker_id, replica_manager.endpoint, lambda: replica_manager.broker_epoch)
         self.coordinator = CoordinatorApis(broker_id, settings.listeners.get(broker_id, ("", -1)))
         self.admin = AdminApis(broker_id, replica_manager, settings)
-        self.handlers: dict[int, Callable[[Any, int, Respond], Any]] = {
-            0: self.handle_produce, 1: self.handle_fetch, 2: self.handle_list_offsets, 3: self.handle_metadata,
-            18: self.handle_api_versions, 22: self.handle_init_producer_id, 23: self.handle_offset_for_leader_epoch,
-            **self.coordinator.handlers, **self.admin.handlers,
-        }
+        self.handlers = bind(self, self.coordinator, self.admin)
 
     def handle(self, api_key: int, version: int, request: Any, respond: Respond) -> Any:
         try:
@@ -135,13 +89,15 @@ class KafkaApis:
         new for this broker, KIP-511) only ApiVersions' own, as Kafka's
         ``ApiVersionsRequest.getErrorResponse`` answers: the client retries with a version from it."""
         keys = [ApiVersionsResponse.ApiVersion(api_key=k, min_version=api.advertised_lowest, max_version=api.highest)
-                for k, api in sorted(SUPPORTED_VERSIONS.items())
+                for k, api in sorted(APIS.items())
                 if error != Errors.UNSUPPORTED_VERSION or k == API_VERSIONS]
         return ApiVersionsResponse(version=version, error_code=error, api_keys=keys, throttle_time_ms=0)
 
+    @serves(18, ApiVersionsRequest, ApiVersionsResponse, (0, 3))
     def handle_api_versions(self, req: ApiVersionsRequest, version: int, respond: Respond) -> Any:
         return self.api_versions_response(version)
 
+    @serves(3, MetadataRequest, MetadataResponse, (1, 12))
     def handle_metadata(self, req: MetadataRequest, version: int, respond: Respond) -> MetadataResponse:
         names = self.rm.names
         topics = sorted({t for t, _ in names}) if req.topics is None else [t.name for t in req.topics]
@@ -187,6 +143,9 @@ class KafkaApis:
             isr_nodes=list(p.isr), offline_replicas=[r for r in p.replicas if r not in live])
 
     # -- Produce ----------------------------------------------------------------------------------
+    # advertised from v0 as Kafka 4 does (KAFKA-18659): older librdkafka turns compression off when a
+    # broker's Produce range does not reach v2, and v0-v2 requests are refused all the same
+    @serves(0, ProduceRequest, ProduceResponse, (3, 9), advertised_lowest=0)
     def handle_produce(self, req: ProduceRequest, version: int, respond: Respond) -> Any:
         """Each partition's one batch to its leader's log (ReplicaManager.append_records); the
         response waits for every partition's acks, as one DelayedProduce covers them all."""
@@ -246,6 +205,7 @@ class KafkaApis:
         return -1 if partition_id is None else self.rm.partitions[partition_id].log.log_start_offset
 
     # -- Fetch ------------------------------------------------------------------------------------
+    @serves(1, FetchRequest, FetchResponse, (4, 12))
     def handle_fetch(self, req: FetchRequest, version: int, respond: Respond) -> Any:
         """Records below the HW of each partition; with nothing to return yet, the fetch waits in
         the DelayedFetch purgatory up to ``max_wait_ms`` for ``min_bytes``."""
@@ -296,6 +256,7 @@ class KafkaApis:
                     log_start_offset=r.log_start_offset, records=r.records)
 
     # -- ListOffsets, OffsetForLeaderEpoch --------------------------------------------------------
+    @serves(2, ListOffsetsRequest, ListOffsetsResponse, (1, 6))
     def handle_list_offsets(self, req: ListOffsetsRequest, version: int, respond: Respond) -> Any:
         """Earliest (the log start offset), latest (the HW, with the current leader epoch, as a
         consumer may read no further) or the first offset at or after a timestamp, below the HW."""
@@ -335,6 +296,7 @@ class KafkaApis:
         found = next(r for r in batch.records() if r.offset >= offset)
         return Errors.NONE, found.timestamp_ms, found.offset, batch.partition_leader_epoch
 
+    @serves(23, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, (2, 4))
     def handle_offset_for_leader_epoch(self, req: OffsetForLeaderEpochRequest, version: int, respond: Respond) -> Any:
         """Where an epoch ends on the leader (KIP-279's answer), so a consumer finds out whether the
         log it read from was truncated (KIP-320)."""
@@ -363,6 +325,7 @@ class KafkaApis:
         return (p, Errors.NONE) if error == Errors.NONE else (None, error)
 
     # -- InitProducerId ---------------------------------------------------------------------------
+    @serves(22, InitProducerIdRequest, InitProducerIdResponse, (0, 4))
     def handle_init_producer_id(self, req: InitProducerIdRequest, version: int, respond: Respond) -> Any:
         """A new producer id, epoch 0, for an idempotent producer (COORDINATOR_LOAD_IN_PROGRESS while
         the broker waits for a block of ids: ProducerIdManager); no transactions here."""

@@ -26,6 +26,7 @@ from kafka.protocol.consumer.group import (
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 
 from ..protocol import Errors
+from .registry import serves
 
 log = logging.getLogger(__name__)
 
@@ -50,14 +51,11 @@ FEATURES = {
 
 
 class CoordinatorApis:
-    """FindCoordinator and the group coordinator's requests of one broker: ``handlers`` by api key."""
+    """FindCoordinator and the group coordinator's requests of one broker (``registry``)."""
 
     def __init__(self, broker_id: int, listener: tuple[str, int]) -> None:
         self.broker_id, self.listener = broker_id, listener
         self.warned: set[tuple[int, str]] = set()
-        self.handlers = {8: self.handle_offset_commit, 9: self.handle_offset_fetch, 10: self.handle_find_coordinator,
-                         11: self.handle_join_group, 12: self.handle_heartbeat, 13: self.handle_leave_group,
-                         14: self.handle_sync_group}
 
     def refuse(self, key_type: int, key: str, request: Any) -> tuple[int, str]:
         """(error, message) for ``key`` (a group id or transactional id) of ``key_type``, with the
@@ -72,6 +70,7 @@ class CoordinatorApis:
         return what.error, f"{what.feature} are not supported by isrcheck; instead, {what.instead}"
 
     # -- FindCoordinator --------------------------------------------------------------------------
+    @serves(10, FindCoordinatorRequest, FindCoordinatorResponse, (0, 4))
     def handle_find_coordinator(self, req: FindCoordinatorRequest, version: int, respond) -> Any:
         """A group's coordinator is this broker (its requests are refused there); a transactional
         id (or a share group) is refused here."""
@@ -98,22 +97,29 @@ class CoordinatorApis:
     def _group(self, group_id: str, request: Any) -> int:
         return self.refuse(GROUP, group_id, request)[0]
 
+    # JoinGroup v9 would make kafka-python infer a newer broker
+    @serves(11, JoinGroupRequest, JoinGroupResponse, (0, 8))
     def handle_join_group(self, req: JoinGroupRequest, version: int, respond) -> Any:
         return JoinGroupResponse(version=version, throttle_time_ms=0, error_code=self._group(req.group_id, req),
                                  generation_id=-1, protocol_type=None, protocol_name=None if version >= 7 else "",
                                  leader="", skip_assignment=False, member_id=req.member_id, members=[])
 
+    @serves(14, SyncGroupRequest, SyncGroupResponse, (0, 5))
     def handle_sync_group(self, req: SyncGroupRequest, version: int, respond) -> Any:
         return SyncGroupResponse(version=version, throttle_time_ms=0, error_code=self._group(req.group_id, req),
                                  protocol_type=None, protocol_name=None, assignment=b"")
 
+    @serves(12, HeartbeatRequest, HeartbeatResponse, (0, 4))
     def handle_heartbeat(self, req: HeartbeatRequest, version: int, respond) -> Any:
         return HeartbeatResponse(version=version, throttle_time_ms=0, error_code=self._group(req.group_id, req))
 
+    @serves(13, LeaveGroupRequest, LeaveGroupResponse, (0, 5))
     def handle_leave_group(self, req: LeaveGroupRequest, version: int, respond) -> Any:
         return LeaveGroupResponse(version=version, throttle_time_ms=0, error_code=self._group(req.group_id, req),
                                   members=[])
 
+    # OffsetCommit v10 and OffsetFetch v8+ name topics by id or many groups
+    @serves(8, OffsetCommitRequest, OffsetCommitResponse, (2, 9))
     def handle_offset_commit(self, req: OffsetCommitRequest, version: int, respond) -> Any:
         """Every partition refused (OffsetCommit has no error but the partitions')."""
         error = self._group(req.group_id, req)
@@ -123,6 +129,7 @@ class CoordinatorApis:
                                                                                error_code=error)
                                            for p in t.partitions]) for t in req.topics])
 
+    @serves(9, OffsetFetchRequest, OffsetFetchResponse, (1, 7))
     def handle_offset_fetch(self, req: OffsetFetchRequest, version: int, respond) -> Any:
         """The group's error (v2+) and each partition asked for refused with no committed offset,
         as Kafka's ``OffsetFetchRequest.getErrorResponse``."""
