@@ -28,6 +28,9 @@ from isrcheck.conformance.core.sut import ImplFailure, SutFailure, SystemUnderTe
 
 VERSIONS = [1]
 _MAX_LINE = 64 * 1024 * 1024  # an answer longer than this is not the protocol's
+# the first answer also waits for the process to start (an interpreter importing its code): a busy
+# machine may take seconds, which is no hang of the implementation
+STARTUP_TIMEOUT_S = 60.0
 
 
 def wire_step(st) -> dict:
@@ -37,7 +40,8 @@ def wire_step(st) -> dict:
 
 class DriverSut(SystemUnderTest):
     """``spec`` is a command line (run with its arguments, no shell) or ``tcp://HOST:PORT``;
-    ``timeout_s`` bounds the wait for each answer. Started (and the version agreed) at once."""
+    ``timeout_s`` bounds the wait for each answer (the first, hello, waits for the process to start
+    too: at least ``STARTUP_TIMEOUT_S``). Started (and the version agreed) at once."""
 
     def __init__(self, spec: str, timeout_s: float = 10.0) -> None:
         super().__init__()
@@ -78,7 +82,7 @@ class DriverSut(SystemUnderTest):
             except OSError as exc:
                 raise SutFailure("crash", f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
             self._fd_in, self._fd_out = self._proc.stdout.fileno(), self._proc.stdin.fileno()
-        hello = self._call({"op": "hello", "versions": VERSIONS})
+        hello = self._call({"op": "hello", "versions": VERSIONS}, max(self.timeout_s, STARTUP_TIMEOUT_S))
         if hello.get("version") not in VERSIONS:
             self.close()
             raise SutFailure("malformed", f"hello: version {shown(hello.get('version'))} was not offered")
@@ -127,7 +131,7 @@ class DriverSut(SystemUnderTest):
         text = self._stderr.read().decode(errors="replace").strip()
         return "\n".join(text.splitlines()[-lines:])
 
-    def _call(self, request: dict) -> dict:
+    def _call(self, request: dict, timeout_s: float | None = None) -> dict:
         """Send one request and read its answer; an ``ok: false`` answer raises (``internal``:
         ImplFailure, the implementation failed taking a step; any other: SutFailure)."""
         line = json.dumps(request, separators=(",", ":")).encode() + b"\n"
@@ -137,7 +141,7 @@ class DriverSut(SystemUnderTest):
                 view = view[os.write(self._fd_out, view):]
         except OSError as exc:
             raise self._failure("crash", f"cannot send {request['op']}: {exc.strerror or exc}") from None
-        answer = self._read_line(request["op"])
+        answer = self._read_line(request["op"], self.timeout_s if timeout_s is None else timeout_s)
         try:
             doc = json.loads(answer)
         except ValueError as exc:
@@ -153,8 +157,8 @@ class DriverSut(SystemUnderTest):
             raise self._failure("error", f"{request['op']} answered {shown(code)}: {shown(message, 300)}")
         return doc
 
-    def _read_line(self, op: str) -> bytes:
-        deadline = time.monotonic() + self.timeout_s
+    def _read_line(self, op: str, timeout_s: float) -> bytes:
+        deadline = time.monotonic() + timeout_s
         while True:
             end = self._buffer.find(b"\n")
             if end >= 0:
@@ -164,7 +168,7 @@ class DriverSut(SystemUnderTest):
                 raise self._failure("malformed", f"{op}: an answer longer than {_MAX_LINE} bytes")
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self._fd_in], [], [], left)[0]:
-                raise self._failure("hang", f"{op}: no answer within {self.timeout_s:g} s")
+                raise self._failure("hang", f"{op}: no answer within {timeout_s:g} s")
             try:
                 chunk = os.read(self._fd_in, 1 << 20)
             except OSError as exc:

@@ -1,7 +1,7 @@
 """The protocol variants of the replication lineage, as the switches the broker code consults."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 
 @dataclass(frozen=True)
@@ -9,6 +9,7 @@ class ProtocolVariant:
     """What one Kafka generation does on leader change, fetch and ISR expansion."""
 
     name: str
+    _: KW_ONLY  # every switch by its name
     truncate_to_hw: bool          # pre-0.11: a new follower truncates to its own HW
     offsets_for_leader_epoch: bool  # KIP-101/KIP-279: a new follower asks the leader first
     walk_back_epochs: bool        # KIP-279: repeat OffsetsForLeaderEpoch until the epochs agree
@@ -47,12 +48,18 @@ class ProtocolVariant:
         return 2 if self.fetch_epochs else 1 if self.walk_back_epochs else 0
 
 
-VARIANTS: dict[str, ProtocolVariant] = {
-    "hw-truncation": ProtocolVariant("hw-truncation", True, False, False, False, False, False),
-    "kip-101": ProtocolVariant("kip-101", False, True, False, False, False),
-    "kip-279": ProtocolVariant("kip-279", False, True, True, False, False),
-    "kip-320": ProtocolVariant("kip-320", False, False, True, True, True),
-    "kip-903": ProtocolVariant("kip-903", False, False, True, True, True, broker_epochs=True),
-    "kip-966": ProtocolVariant("kip-966", False, False, True, True, False, broker_epochs=True,
-                               eligible_leader_replicas=True),
-}
+VARIANTS: dict[str, ProtocolVariant] = {v.name: v for v in (
+    ProtocolVariant("hw-truncation", truncate_to_hw=True, offsets_for_leader_epoch=False, walk_back_epochs=False,
+                    fetch_epochs=False, hw_reached_epoch_to_expand=False, leaderless_makes_follower=False),
+    ProtocolVariant("kip-101", truncate_to_hw=False, offsets_for_leader_epoch=True, walk_back_epochs=False,
+                    fetch_epochs=False, hw_reached_epoch_to_expand=False),
+    ProtocolVariant("kip-279", truncate_to_hw=False, offsets_for_leader_epoch=True, walk_back_epochs=True,
+                    fetch_epochs=False, hw_reached_epoch_to_expand=False),
+    ProtocolVariant("kip-320", truncate_to_hw=False, offsets_for_leader_epoch=False, walk_back_epochs=True,
+                    fetch_epochs=True, hw_reached_epoch_to_expand=True),
+    ProtocolVariant("kip-903", truncate_to_hw=False, offsets_for_leader_epoch=False, walk_back_epochs=True,
+                    fetch_epochs=True, hw_reached_epoch_to_expand=True, broker_epochs=True),
+    ProtocolVariant("kip-966", truncate_to_hw=False, offsets_for_leader_epoch=False, walk_back_epochs=True,
+                    fetch_epochs=True, hw_reached_epoch_to_expand=False, broker_epochs=True,
+                    eligible_leader_replicas=True),
+)}
