@@ -16,13 +16,12 @@ the unclean shutdown flag (``with_model_epochs``).
 """
 from __future__ import annotations
 
-from isrcheck.impl.sut.report import Report, controller_fields, converted, replica_fields
+from isrcheck.impl.sut.report import MS_PER_TICK, Report, controller_fields, converted, replica_fields
 from isrcheck.model import (
     PROTOCOLS, AlterPartition, AlterPartitionResponse, Controller, Entry, FetchRequest, FetchResponse,
     LeaderAndIsr, Replica,
 )
 
-MS_PER_TICK = 1  # one model tick is one millisecond of the simulated clock
 
 # message kind (docs/sut-protocol.md) -> the model's message type
 MESSAGE_TYPES = {"fetch_request": FetchRequest, "fetch_response": FetchResponse,

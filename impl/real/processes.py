@@ -40,14 +40,13 @@ import time
 from ..clients import CONSUMER_ID, PRODUCER_ID
 from ..controller import CONTROLLER_ID
 from ..eventlog import DOWN, EventLog, run_header
-from ..replication import CRASH_KINDS, ClusterConfig
+from ..replication import CRASH_KINDS, DISK_IO, ClusterConfig
 from .durable import power_loss
 from .failing import DISK_FAILURE_FILE
 from .node import journal_path, write_net_file
 
 NET_FILE = "net.json"
 EVENT_LOG_FILE = "event-log"  # in the cluster's directory: where its event log is (``isrcheck validate DIR``)
-DISK_IO = ("write:EIO", "write:ENOSPC", "fsync:EIO", "fsync:ENOSPC", "read:EIO")  # what fail_disk can fail
 HALTED = 1  # the exit code of a broker that halted on an offline log directory
 
 

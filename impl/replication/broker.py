@@ -46,6 +46,8 @@ PARTITION_ID = 0
 # the ways a broker stops, least destructive first: ``shutdown`` (clean), ``halt`` with the page
 # cache kept (a process crash), ``halt`` with what was not fsynced gone (a power loss)
 CRASH_KINDS = ("clean", "process", "power")
+# the operations a failing log directory fails, with their errno (fail_disk; Kafka's LogDirFailureChannel)
+DISK_IO = ("write:EIO", "write:ENOSPC", "fsync:EIO", "fsync:ENOSPC", "read:EIO")
 
 
 def data_maybe_lost(fs: FileSystem, data_dir: str) -> bool:

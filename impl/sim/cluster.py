@@ -50,14 +50,13 @@ from typing import Any, Sequence
 from ..clients import CONSUMER_ID, PRODUCER_ID, ConsumeResult, ProduceResult
 from ..controller import CONTROLLER_ID
 from ..protocol import CODEC
-from ..replication import CRASH_KINDS, Broker, ClusterConfig
+from ..replication import CRASH_KINDS, DISK_IO, Broker, ClusterConfig
 from .disk import TAILS, TooFewUnflushedBatches
 from .network import NetworkFaults
 from .snapshot import ClusterSnapshot
 from .world import MESSAGE_KINDS, SimWorld
 
 MODES = ("steps", "auto")
-DISK_IO = ("write:EIO", "write:ENOSPC", "fsync:EIO", "fsync:ENOSPC", "read:EIO")  # fail_disk's operations
 
 
 class ClusterError(Exception):

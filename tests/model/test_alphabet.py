@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from isrcheck.conformance import FAULT_PROFILES
 from isrcheck.conformance.core.adapter import ImplSide
 from isrcheck.impl import replication as impl_replication, sim as impl_sim
+from isrcheck.impl.sim import disk as impl_sim_disk
 from isrcheck.impl.sut.steps import STEPS as IMPL_STEPS
 from isrcheck.conformance.generators.strategies import step_dicts
 from isrcheck.model import (
@@ -17,7 +18,7 @@ from isrcheck.model import (
     Step, apply, initial_state,
 )
 from isrcheck.model.actions import ACTIONS
-from isrcheck.model.alphabet import FAULT_WHEN, FAULTS, FIELDS, step_kinds, steps_of
+from isrcheck.model.alphabet import DISK_IO, FAULT_WHEN, FAULTS, FIELDS, TORN_TAILS, step_kinds, steps_of
 from isrcheck.model.history import History
 
 STEPS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "steps.md"
@@ -53,12 +54,14 @@ def test_every_step_kind_has_one_action_a_walk_weight_a_strategy_and_an_implemen
     assert all(callable(getattr(cluster, name, None)) for name in STEPS if name not in ("produce", "tick"))
 
 
-def test_the_implementation_keeps_the_same_crash_kinds_message_kinds_and_replica_bound():
+def test_the_implementation_keeps_the_same_crash_kinds_message_kinds_replica_bound_and_disk_faults():
     # impl keeps its own copy (it runs without the model): the same words in the same order, since
     # the order of crash kinds is also the shrinker's "less destructive first"
     assert impl_replication.CRASH_KINDS == impl_sim.CRASH_KINDS == CRASH_KINDS
     assert impl_sim.MESSAGE_KINDS == tuple(MESSAGE_KINDS)
     assert impl_replication.MAX_REPLICAS == MAX_REPLICAS
+    assert impl_replication.DISK_IO == DISK_IO
+    assert impl_sim_disk.TAILS == TORN_TAILS
 
 
 @settings(max_examples=200, deadline=None)
