@@ -34,6 +34,7 @@ import argparse
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -337,21 +338,28 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=2, help="agent: rounds of (without, with) the agent (default 2)")
     parser.add_argument("--soaks", default=None, help="comma-separated indexes of the soak runs to do (default all)")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the runs' folders (brokers' logs, soak results); they can take tens of GB")
     args = parser.parse_args()
     parts = set(args.only.split(","))
     dist = distribution(args.kafka_version)
     root = tempfile.mkdtemp(prefix="isrcheck-apache-bench-")
     print(f"$ python benchmarks/apache_kafka.py {' '.join(sys.argv[1:])}\nfolders in {root}; "
           f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-    if "start" in parts:
-        bench_start(dist, root)
-    if "throughput" in parts:
-        bench_throughput(dist, root, args.seconds)
-    if "agent" in parts:
-        bench_agent(dist, root, args.seconds, args.rounds)
-    if "soak" in parts:
-        bench_soak(dist.version, root, args.soak_duration, args.seed,
-                   None if args.soaks is None else {int(i) for i in args.soaks.split(",")})
+    try:
+        if "start" in parts:
+            bench_start(dist, root)
+        if "throughput" in parts:
+            bench_throughput(dist, root, args.seconds)
+        if "agent" in parts:
+            bench_agent(dist, root, args.seconds, args.rounds)
+        if "soak" in parts:
+            bench_soak(dist.version, root, args.soak_duration, args.seed,
+                       None if args.soaks is None else {int(i) for i in args.soaks.split(",")})
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+            print(f"removed {root} (--keep keeps it)")
     return 0
 
 

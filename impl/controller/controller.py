@@ -43,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
+from ..invariants import check
 from ..network import NodeEndpoint
 from ..protocol import (
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, AlterPartitionRequest, AlterPartitionResponse, ApiKey, BrokerHeartbeatRequest,
@@ -269,6 +270,9 @@ class Controller:
         choice = self._election(p)
         if p.leader != -1 or choice is None:
             return -1
+        check(self.unclean or choice[0] in p.isr + p.elr or choice[0] == p.last_known_leader,
+              "controller: elected %d for partition %d outside ISR %s and ELR %s with unclean election off",
+              choice[0], p.partition_id, p.isr, p.elr)
         leader, p.isr, p.elr = choice
         self._new_leader(p, "elect", leader)
         return leader

@@ -23,6 +23,7 @@ import asyncio
 import logging
 import struct
 
+from ..invariants import InvariantBroken, halt
 from ..protocol import Errors
 from .apis import API_VERSIONS, NO_RESPONSE, KafkaApis
 from .registry import APIS
@@ -82,6 +83,8 @@ class KafkaServer:
             log.warning("closing the Kafka connection from %s: %s", where, exc)
         except (ConnectionError, asyncio.CancelledError):
             pass
+        except InvariantBroken as exc:  # the broker must not go on: it halts
+            halt(exc)
         except Exception:  # a bug in a handler: that connection only, with its traceback
             log.exception("closing the Kafka connection from %s", where)
         finally:

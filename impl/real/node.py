@@ -56,6 +56,7 @@ import time
 
 from ..controller import CONTROLLER_ID, Controller, FileMetadataStore
 from ..eventlog import EventLog, run_header
+from ..invariants import halt_on_broken_invariant
 from ..protocol import LeaderAndIsrRequest
 from ..replication import ClusterConfig
 from ..replication.broker import Broker
@@ -179,6 +180,7 @@ async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data
                    kafka: dict | None = None, net_file: str | None = None, events_dir: str | None = None,
                    clock_origin: float | None = None) -> None:
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(halt_on_broken_invariant)
     scheduler, transport = AsyncioScheduler(loop, clock_origin), TcpTransport(loop, ports=ports)
     events = node_events(events_dir, config, scheduler, transport, incarnation) if events_dir else None
     stopped = loop.create_future()

@@ -33,6 +33,7 @@ import socket
 import struct
 from typing import Callable
 
+from ..invariants import InvariantBroken, halt
 from ..protocol import CODEC, RESPONSE, DecodeError
 from ..runtime import Endpoint
 
@@ -205,6 +206,8 @@ class TcpTransport:
                 pass                        # reset by the peer: as a close
             except asyncio.CancelledError:  # the loop is shutting down; asyncio 3.11 would log a
                 pass                        # cancelled connection task as an error
+            except InvariantBroken as exc:  # the node must not go on: it halts
+                halt(exc)
             except Exception:               # a bug in a handler: that connection only, with its traceback
                 log.exception("node %d: closing the connection from %s", node_id, _address(writer))
             finally:

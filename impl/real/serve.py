@@ -337,7 +337,8 @@ def _watch(cluster: ProcessCluster, directory: str) -> None:
             if proc is not None and proc.poll() is not None and node not in reported:
                 reported.add(node)
                 name = "controller" if node == CONTROLLER_ID else str(node)
-                print(f"isrcheck serve: node {name} exited with code {proc.returncode} "
+                why = " (halted on a broken invariant)" if proc.returncode == BROKEN_INVARIANT_EXIT else ""
+                print(f"isrcheck serve: node {name} exited with code {proc.returncode}{why} "
                       f"(see {os.path.join(directory, name + '.log')})", file=sys.stderr, flush=True)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from ..invariants import check
 from ..protocol import Errors, FetchRequest, FetchResponse, LeaderAndIsrRequest
 from ..runtime import Scheduler
 from ..storage import Log, LogAppendInfo, Record, RecordBatch, StorageError, iter_batches
@@ -83,8 +84,8 @@ class Partition:
     # -- LeaderAndIsr -------------------------------------------------------------------------
     def apply_leader_and_isr(self, req: LeaderAndIsrRequest, stop_fetcher: Callable[[], None]) -> str | None:
         """Apply newer partition state; returns "leader"/"follower" on a leader epoch change."""
-        if (req.leader_epoch, req.partition_epoch) <= (self.leader_epoch, self.partition_epoch):
-            return None  # stale or a duplicate
+        if self.is_stale(req):
+            return None
         if req.leader < 0 and not self.variant.leaderless_makes_follower:
             return None  # pre-0.11: nothing changes until a live leader is named
         new_epoch = req.leader_epoch != self.leader_epoch
@@ -95,6 +96,8 @@ class Partition:
         if not new_epoch:
             self._event("isr", self.isr, self.partition_epoch)
             return None
+        check(req.leader_epoch > self.leader_epoch, "broker %d partition %s: leader epoch %d after %d",
+              self.broker_id, self.name, req.leader_epoch, self.leader_epoch)
         self.leader = req.leader
         self.leader_epoch = req.leader_epoch
         if self.is_leader:
@@ -102,6 +105,10 @@ class Partition:
             return "leader"
         self.make_follower()
         return "follower"
+
+    def is_stale(self, req: LeaderAndIsrRequest) -> bool:
+        """An older leader epoch, or the same with no newer partition epoch: stale or a duplicate."""
+        return (req.leader_epoch, req.partition_epoch) <= (self.leader_epoch, self.partition_epoch)
 
     def make_leader(self, stop_fetcher: Callable[[], None]) -> None:
         """Partition.makeLeader: fresh follower states, the epoch starts at the current LEO. A new
@@ -163,6 +170,10 @@ class Partition:
                     new_hw = leo
         incremented = new_hw > self.high_watermark
         if incremented:
+            counted = set(self.isr) | set(self.pending_isr or ())  # derived again, not maximal_isr's answer
+            check(all(self.followers[r].log_end_offset >= new_hw for r in counted if r != self.broker_id),
+                  "leader %d partition %s: HW %d above the LEO of a member of the maximal ISR %s",
+                  self.broker_id, self.name, new_hw, sorted(counted))
             self._set_hw(new_hw)
         self.purgatory.try_complete(self.high_watermark, len(self.isr), self.config.min_insync_replicas)
         return incremented
@@ -254,6 +265,8 @@ class Partition:
         if epochs is None:
             own = self.local_broker_epoch() if self.variant.broker_epochs else -1
             epochs = tuple(own if r == self.broker_id else self.followers[r].broker_epoch for r in isr)
+        check(self.broker_id in isr, "leader %d partition %s: proposes the ISR %s without itself",
+              self.broker_id, self.name, isr)
         self.pending_isr, self.pending_isr_epochs = isr, epochs
         self._event("propose_isr", isr)
         self.propose_isr(self.leader_epoch, self.partition_epoch, isr, epochs)
@@ -283,6 +296,8 @@ class Partition:
     def truncate_to(self, offset: int) -> None:
         """Truncate the log (never below 0 or above LEO); the HW follows it down."""
         offset = max(0, offset)
+        check(offset >= self.log.log_start_offset, "broker %d partition %s: truncation to %d below the log start "
+              "offset %d", self.broker_id, self.name, offset, self.log.log_start_offset)
         if offset < self.log.log_end_offset:
             self.log.truncate_to(offset)
             self.truncations += 1
@@ -309,6 +324,8 @@ class Partition:
             self._set_hw(hw)
 
     def _set_hw(self, hw: int) -> None:
+        check(hw <= self.log.log_end_offset, "broker %d partition %s: HW %d above its own LEO %d",
+              self.broker_id, self.name, hw, self.log.log_end_offset)
         self.high_watermark = hw
         self.log.high_watermark = hw
         self._event("hw", hw)
