@@ -4,76 +4,23 @@ Each step is a refused one when the refusal quota is due (any step of the alphab
 refuses: the implementation must refuse it too), else one of the model's enabled steps within the
 fault budget, its kind weighed by the fault profile (uniform kinds would crash and fence far more
 often than they replicate), then which step of that kind. Random walks choose with a seeded
-``random.Random`` (``SeededChoices``); the Hypothesis strategies and state machine with
-Hypothesis's ``draw`` (``DrawnChoices``), so Hypothesis shrinks what they drew.
+``random.Random`` (``choices.SeededChoices``); the Hypothesis strategies and state machine with
+Hypothesis's ``draw`` (``choices.DrawnChoices``), so Hypothesis shrinks what they drew.
 """
 from __future__ import annotations
 
-import random
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence
-
-from hypothesis import strategies as st
+from typing import TYPE_CHECKING
 
 from isrcheck.model.budget import FaultBudget
 from isrcheck.model.alphabet import Step, is_disk_fault
 
 from isrcheck.conformance.core.lockstep import Lockstep
+from isrcheck.conformance.generators.choices import Choices
 from isrcheck.conformance.generators.profiles import FaultProfile
 from isrcheck.conformance.generators.refusals import RefusalQuota, by_kind, refused_steps
 
 if TYPE_CHECKING:
     from isrcheck.conformance.generators.swarm import Swarm
-
-
-class Choices(Protocol):
-    """How a generator chooses: whether a refused step is due, one of some options, a weighted one."""
-
-    def refusal_due(self, quota: RefusalQuota) -> bool: ...
-
-    def one_of(self, options: Sequence, label: str): ...
-
-    def weighted(self, options: Sequence, weights: Sequence[float], label: str): ...
-
-
-class SeededChoices:
-    """Choices of a seeded random walk: the same seed, the same steps, on any machine."""
-
-    def __init__(self, seed: int | str) -> None:
-        self.rng = random.Random(seed)
-
-    def refusal_due(self, quota: RefusalQuota) -> bool:
-        return quota.behind() or self.rng.random() < quota.rate
-
-    def one_of(self, options: Sequence, label: str):
-        return options[self.rng.randrange(len(options))]
-
-    def weighted(self, options: Sequence, weights: Sequence[float], label: str):
-        return self.rng.choices(options, weights)[0]
-
-
-class DrawnChoices:
-    """Choices drawn by Hypothesis (``data.draw`` or a composite strategy's ``draw``), each labelled;
-    draws shrink towards enabled steps, the first options and the first kinds."""
-
-    def __init__(self, draw: Callable) -> None:
-        self.draw = draw
-
-    def refusal_due(self, quota: RefusalQuota) -> bool:
-        return quota.behind() or self.draw(st.integers(0, 999), label="refused?") >= 1000 * (1 - quota.rate)
-
-    def one_of(self, options: Sequence, label: str):
-        return self.draw(st.sampled_from(options), label=label)
-
-    def weighted(self, options: Sequence, weights: Sequence[float], label: str):
-        tickets = [round(10 * w) for w in weights]
-        if not any(tickets):
-            return options[0]
-        ticket = self.draw(st.integers(0, sum(tickets) - 1), label=label)
-        for option, w in zip(options, tickets):
-            if ticket < w:
-                return option
-            ticket -= w
-        raise AssertionError("unreachable: the ticket is below the sum")
 
 
 class StepGenerator:

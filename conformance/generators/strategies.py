@@ -24,7 +24,8 @@ from isrcheck.model.alphabet import FIELDS, MAX_REPLICAS, STEPS, is_step
 
 from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.conformance.core.schedule import PROTOCOLS, Schedule, ScheduleConfig, load_config
-from isrcheck.conformance.generators.loop import DrawnChoices, StepGenerator
+from isrcheck.conformance.generators.choices import DrawnChoices
+from isrcheck.conformance.generators.loop import StepGenerator
 from isrcheck.conformance.generators.profiles import profile_of
 from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS, RefusalQuota
 from isrcheck.conformance.generators.swarm import draw_swarm

@@ -27,7 +27,7 @@ from typing import Mapping
 
 from isrcheck.model.alphabet import CRASH_KINDS, STEPS, Step
 
-from isrcheck.conformance.generators.loop import SeededChoices
+from isrcheck.conformance.generators.choices import SeededChoices
 from isrcheck.conformance.generators.profiles import FaultProfile
 
 CORE = ("produce", "send_fetch", "handle_fetch", "handle_fetch_response", "deliver_leader_and_isr",
@@ -73,7 +73,7 @@ class Swarm:
 
 def draw_swarm(choices, profile: FaultProfile, replicas: int) -> Swarm:
     """A swarm of ``profile`` for a cluster of ``replicas``, drawn with ``choices`` (a
-    ``loop.Choices``: seeded for random walks, Hypothesis's draws for its strategies)."""
+    ``choices.Choices``: seeded for random walks, Hypothesis's draws for its strategies)."""
     weights = {}
     for name in STEPS:  # the alphabet's order: the draws do not depend on the profile's
         base = profile.weights.get(name, 0.0)

@@ -15,7 +15,8 @@ from isrcheck.model.budget import FaultBudget
 from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.conformance.core.schedule import Schedule, ScheduleError, load_config
 from isrcheck.conformance.core.verdict import Verdict
-from isrcheck.conformance.generators.loop import SeededChoices, StepGenerator
+from isrcheck.conformance.generators.choices import SeededChoices
+from isrcheck.conformance.generators.loop import StepGenerator
 from isrcheck.conformance.generators.profiles import FAULT_PROFILES, FaultProfile, profile_of
 from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS
 from isrcheck.conformance.generators.swarm import seeded_swarm
