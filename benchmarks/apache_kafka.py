@@ -317,7 +317,7 @@ def bench_soak(version: str, root: str, duration: float, seed: int, only: set | 
         result = run_soak(SoakOptions(cluster="kafka", kafka_version=version, duration_s=duration, faults=kinds,
                                       script=script, max_down=max_down, unclean_election=unclean, seed=seed + i,
                                       directory=folder))
-        counts = result.check.get("counts", {})
+        counts = result.anomaly_counts
         faults: dict = {}
         for r in result.faults:
             faults[r["kind"]] = faults.get(r["kind"], 0) + 1

@@ -4,7 +4,7 @@
     python benchmarks/lockstep.py --walks 10000 --steps 110    # a campaign: verdict counts
 
 Schedules come from seeded random walks (generated once, on the model alone, outside the timed
-part), then are replayed with ``run_schedule``: in lockstep, and on the model alone. The model's
+part), then are replayed with ``Lockstep.run``: in lockstep, and on the model alone. The model's
 and the implementation's shares are measured inside the runner (time in ``apply`` versus time in
 the adapter and the abstraction function); the rest is the runner itself (comparison, invariants,
 trace hash).
@@ -18,7 +18,6 @@ import time
 
 from isrcheck.conformance import random_walk
 from isrcheck.conformance.core.lockstep import Lockstep
-from isrcheck.model import Step
 
 
 def _replay(schedules, impl: bool) -> tuple[float, float, float, int, float]:
@@ -27,12 +26,8 @@ def _replay(schedules, impl: bool) -> tuple[float, float, float, int, float]:
     cpu = time.process_time()
     start = time.perf_counter()
     for schedule in schedules:
-        run = Lockstep(schedule.protocol, schedule.config, impl=impl)
-        for raw in schedule.steps:
-            steps += 1
-            if run.step(Step.from_json(raw)) is not None:
-                break
-        run.verdict()
+        run = Lockstep.run(schedule, impl=impl)
+        steps += run.verdict.steps_run
         model_s += run.model_seconds
         impl_s += run.impl_seconds
     return time.perf_counter() - start, model_s, impl_s, steps, time.process_time() - cpu

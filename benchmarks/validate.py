@@ -192,7 +192,7 @@ def soak(duration: float, seed: int, folder: str) -> None:
 
     result = run_soak(SoakOptions(protocol="kip-966", duration_s=duration, faults=FAULT_KINDS, seed=seed,
                                   directory=folder))
-    v = result.validation
+    v = result.validation.to_json()
     print(f"soak: isrcheck soak --protocol kip-966 --duration {duration:g} --faults all --seed {seed}: ran "
           f"{result.seconds:.0f} s, {len(result.faults)} faults played, {result.counts.get('send', {}).get('ok', 0)} "
           f"acknowledged sends, anomalies: {', '.join(result.anomalies) or 'none'}")

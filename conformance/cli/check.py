@@ -13,8 +13,12 @@ from __future__ import annotations
 import json
 
 from isrcheck.conformance.core import sut_spec
-from isrcheck.conformance.vocabulary import UsageError
+from isrcheck.conformance.core.lockstep import Lockstep, invalid
+from isrcheck.conformance.core.render import render_state
+from isrcheck.conformance.core.run import Run
 from isrcheck.conformance.core.schedule import PROTOCOLS, ScheduleError, load_schedule
+from isrcheck.conformance.reports.explain import explain
+from isrcheck.conformance.vocabulary import UsageError
 
 
 def add_arguments(parser) -> None:
@@ -49,12 +53,15 @@ def run(args) -> int:
     if args.sut is not None and args.model_only:
         raise UsageError("--sut and --model-only: a model-only run has no implementation")
     sut = sut_spec.from_arguments(args)
-    verdict, refused, trace = _run(schedule, not args.model_only, args.trace, sut)
+    # recorded, so a failure is explained from this run: frames are references to its states
+    result = Lockstep.run(schedule, impl=not args.model_only, sut=sut, record=True)
+    verdict, refused = result.verdict, result.refused
+    if args.trace:
+        _print_trace(result)
     if args.strict and refused:
-        from isrcheck.conformance.core.lockstep import invalid
         i, step, reason = refused[0]
         verdict = invalid(f"steps[{i}] {step.to_json()}: refused: {reason} (--strict)")
-    sentence = _explained(schedule, verdict, trace, not args.model_only, sut)
+    sentence = _explained(result) if verdict is result.verdict else None
     expected = schedule.expected.get(schedule.protocol)
     as_expected = None if expected is None else expected.matches(verdict)
     if args.json:
@@ -87,17 +94,10 @@ def run(args) -> int:
     return 1 if verdict.failed else 0
 
 
-def _run(schedule, impl: bool, trace: bool, sut):
-    """Run the schedule on ``sut`` (printing every step, its outputs or refusal and the model's
-    state after it with ``trace``); the verdict, the steps both sides refused and the trace (with
-    ``trace``)."""
-    from isrcheck.conformance.core.lockstep import run_schedule
-    from isrcheck.conformance.core.render import render_state
-    from isrcheck.conformance.core.trace import trace_run
-
-    if not trace:
-        return run_schedule(schedule, impl=impl, refused=(refused := []), sut=sut), refused, None
-    run = trace_run(schedule, impl=impl, sut=sut)
+def _print_trace(run: Run) -> None:
+    """Every step of a recorded run: its outputs or refusal and the model's state after it."""
+    if run.initial is None:  # an invalid schedule: no step was run
+        return
     print(f"initial state:\n{render_state(run.initial)}")
     for frame in run.frames:
         step = frame.step
@@ -106,23 +106,10 @@ def _run(schedule, impl: bool, trace: bool, sut):
             continue
         print(f"step {frame.index}: {step}" + "".join(f"\n  -> {out}" for out in frame.outputs))
         print(render_state(frame.state))
-    return run.verdict, run.refused, run
 
 
-def _explained(schedule, verdict, trace, impl: bool, sut) -> str | None:
+def _explained(run: Run) -> str | None:
     """The sentence for a violation or divergence, or for a property broken only outside its fault
-    budget. A run without its trace is replayed with one
-    (a pass costs nothing more); a replay that ends otherwise (a system under test that does not
-    repeat itself) explains nothing."""
-    from isrcheck.conformance.core.trace import trace_run
-    from isrcheck.conformance.core.verdict import DIVERGENCE, VIOLATION
-    from isrcheck.conformance.reports.explain import explain
-
-    if verdict.kind not in (VIOLATION, DIVERGENCE) and not verdict.beyond_budget:
-        return None
-    if trace is None:
-        trace = trace_run(schedule, impl=impl, sut=sut)
-    if trace.verdict.trace_hash != verdict.trace_hash:
-        return None
-    why = explain(trace)
+    budget, from the run's frames."""
+    why = explain(run)
     return why.sentence if why is not None else None

@@ -48,12 +48,13 @@ def run(args) -> int:
     else:
         _print(args.history, "Jepsen" if jepsen else "isrcheck", events, result, found, INFORMATIONAL)
     if html is not None:
+        from isrcheck.conformance.engines.soak.history_index import HistoryIndex
         from isrcheck.conformance.reports.soak_page import render_soak_page
 
         meta = {"history": args.history, "format": "Jepsen history.edn" if jepsen else "isrcheck history.jsonl",
                 "command": shlex.join(["isrcheck", "check-history", *sys.argv[2:]])}
-        html.write_text(render_soak_page(events, result.to_json(), [], meta, tool="isrcheck check-history"),
-                        encoding="utf-8")
+        page = render_soak_page(HistoryIndex.of(events, result), result, [], meta, tool="isrcheck check-history")
+        html.write_text(page, encoding="utf-8")
         print(f"page: {html}")
     return 0 if result.ok else 1
 

@@ -26,8 +26,8 @@ def run(args: argparse.Namespace) -> int:
         return code
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C ends the validation too
     validation = validate_run(args.events, lambda line: print(f"isrcheck serve: {line}", flush=True))
-    print(f"isrcheck serve: event log ({args.events}): " + "\n  ".join(validation["lines"]), flush=True)
-    if validation["verdict"] != "explained":
+    print(f"isrcheck serve: event log ({args.events}): " + "\n  ".join(validation.lines), flush=True)
+    if not validation.explained:
         return 1
     return code
 

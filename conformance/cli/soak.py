@@ -154,7 +154,8 @@ def write_page(result, folder: str) -> None:
                o.bootstrap or "isrcheck's cluster")
     meta = {"protocol": o.protocol, "seconds": result.seconds, "bootstrap": cluster,
             "seed": o.seed, "fault_kinds": list(o.faults), "command": o.command}
-    page = render_soak_page(result.events, {**result.to_json(), **result.check}, result.faults, meta)
+    page = render_soak_page(result.index, result.check, result.faults, meta, figures=result.to_json(),
+                            budget=result.budget)
     with open(os.path.join(folder, "index.html"), "w", encoding="utf-8") as f:
         f.write(page)
 
@@ -170,7 +171,7 @@ def _summary(result, folder: str) -> None:
     print(f"  sends ok {sends.get('ok', 0)} ({t['sends_ok_per_s']}/s), fail {sends.get('fail', 0)}, "
           f"info {sends.get('info', 0)}; polls {t['polls_per_s']}/s; final read "
           f"{'complete' if result.final_read else 'INCOMPLETE'} ({result.final_read_note})")
-    counts = result.check.get("counts", {})
+    counts = result.anomaly_counts
     print("  anomalies: " + (", ".join(f"{a} ({counts.get(a, 1)})" for a in result.anomalies) or "none"))
     if result.beyond_budget:
         print("  broken outside their budget (Kafka's or its client's documented behaviour, not a finding): "
@@ -186,8 +187,9 @@ def _summary(result, folder: str) -> None:
     elif result.validation is None:
         print("  event log: not validated (--no-validate)")
     else:
-        print(f"  event log ({folder}/events): " + result.validation["lines"][0])
-        for line in result.validation["lines"][1:]:
+        first, *rest = result.validation.lines
+        print(f"  event log ({folder}/events): " + first)
+        for line in rest:
             print("  " + line)
     for error in result.client_errors:
         print(f"  {error}")

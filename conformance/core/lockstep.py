@@ -31,6 +31,7 @@ from isrcheck.specs import PROPERTIES
 
 from isrcheck.conformance.core.diff import common_prefix, diff
 from isrcheck.conformance.core.render import render_state, step_text
+from isrcheck.conformance.core.run import Frame, Run
 from isrcheck.conformance.core.schedule import Schedule, ScheduleConfig
 from isrcheck.conformance.core.sut import ImplFailure, SutFailure, SystemUnderTest
 from isrcheck.conformance.core.verdict import DIVERGENCE, INVALID, PASS, SUT_FAILURE, VIOLATION, Verdict
@@ -84,7 +85,7 @@ class Lockstep:
             self._impl_ready = False
         self.index = 0  # steps taken (including those refused by both)
         self.outcome: Verdict | None = None
-        self.last_outputs: list[dict] = []
+        self.last_outputs: list[dict] = []  # what clients were told at the last step the model took (else empty)
         # at a divergence, the implementation's side of it (its outputs, or its abstract state)
         self.impl_outputs: list[dict] | None = None
         self.impl_state: State | None = None
@@ -98,6 +99,33 @@ class Lockstep:
         self._bad_batches: set[int] = set()  # down brokers whose recovery must reject a batch by its CRC
         self._previous = "init"
 
+    @classmethod
+    def run(cls, schedule: Schedule, impl: bool = True, properties: Iterable[str] | None = None,
+            sut: SutSpec | SystemUnderTest | None = None, record: bool = False) -> Run:
+        """Replay ``schedule`` in lockstep on ``sut`` (or on the model alone with ``impl=False``),
+        checking every property or only those named in ``properties``, up to its verdict; with
+        ``record``, keep a frame per step. A schedule whose config or steps the model rejects is an
+        invalid one (a verdict, not an exception). A violation names the property the schedule
+        expects on its protocol when that one fails at the same step as others."""
+        try:
+            run = cls(schedule.protocol, schedule.config, impl=impl, properties=properties, sut=sut,
+                      prefer=expected_property(schedule))
+            steps = [Step.from_json(s) for s in schedule.steps]
+        except (ConfigError, InvalidStep) as exc:
+            return Run(schedule, invalid(str(exc)), frames=() if record else None)
+        initial = run.state
+        frames = [] if record else None
+        for i, st in enumerate(steps):
+            failed = run.step(st)
+            if frames is not None:
+                refused = run.refused[-1][2] if run.refused and run.refused[-1][0] == i else None
+                frames.append(Frame(i, dict(schedule.steps[i]), refused, tuple(run.last_outputs), run.state))
+            if failed is not None:
+                break
+        return Run(schedule, run.verdict(), tuple(run.refused), run.impl_outputs, run.impl_state,
+                   initial if record else None, None if frames is None else tuple(frames),
+                   run.model_seconds, run.impl_seconds)
+
     # -- generators' view ------------------------------------------------------------------------
     def enabled_steps(self) -> list[Step]:
         """The model's enabled steps, in its deterministic order."""
@@ -110,6 +138,7 @@ class Lockstep:
             raise RuntimeError("the run already ended with " + self.outcome.summary())
         i = self.index
         self.index += 1
+        self.last_outputs = []
         st = step if type(step) is Step else Step.from_json(step)
         t0 = time.perf_counter()
         try:
@@ -521,21 +550,6 @@ def invalid(message: str) -> Verdict:
 
 
 def run_schedule(schedule: Schedule, impl: bool = True, properties: Iterable[str] | None = None,
-                 refused: list | None = None, sut: SutSpec | SystemUnderTest | None = None) -> Verdict:
-    """Replay ``schedule`` in lockstep on ``sut`` (see ``Lockstep``; or on the model alone with
-    ``impl=False``), checking every property or only those named in ``properties``; ``refused``,
-    if given, receives the ``(index, step, reason)`` of every step both sides refused. A violation
-    names the property the schedule expects on its protocol when that one fails at the same step
-    as others."""
-    try:
-        run = Lockstep(schedule.protocol, schedule.config, impl=impl, properties=properties, sut=sut,
-                       prefer=expected_property(schedule))
-        steps = [Step.from_json(s) for s in schedule.steps]
-    except (ConfigError, InvalidStep) as exc:
-        return invalid(str(exc))
-    for st in steps:
-        if run.step(st) is not None:
-            break
-    if refused is not None:
-        refused.extend(run.refused)
-    return run.verdict()
+                 sut: SutSpec | SystemUnderTest | None = None) -> Verdict:
+    """The verdict of ``Lockstep.run(schedule, ...)``, for callers that need nothing else."""
+    return Lockstep.run(schedule, impl, properties, sut).verdict

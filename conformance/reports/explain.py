@@ -20,7 +20,7 @@ from isrcheck.specs import BY_ID
 
 from isrcheck.conformance.core.diff import common_prefix, differences
 from isrcheck.conformance.core.render import step_text
-from isrcheck.conformance.core.trace import Trace
+from isrcheck.conformance.core.run import Run
 from isrcheck.conformance.core.verdict import DIVERGENCE, PASS, VIOLATION
 from isrcheck.conformance.core.wire import wire_view
 
@@ -52,11 +52,12 @@ def first_bad(verdict) -> tuple[str | None, int | None, str | None]:
     return None, None, None
 
 
-def explain(trace: Trace) -> Explanation | None:
+def explain(trace: Run) -> Explanation | None:
     """The explanation of a failed run, or of a run that broke a property only outside its fault
-    budget (None for a clean pass or an invalid schedule)."""
+    budget (None for a clean pass or an invalid schedule). ``trace`` is a recorded run
+    (``Lockstep.run(..., record=True)``)."""
     v = trace.verdict
-    if v is None or not (v.failed or v.beyond_budget):
+    if v is None or not (v.failed or v.beyond_budget) or trace.initial is None:
         return None
     prop, step, why = first_bad(v)
     run = _Run(trace, step)
@@ -81,7 +82,7 @@ def explain(trace: Trace) -> Explanation | None:
 class _Run:
     """The frames up to the first bad step: the state before and after each step, its outputs."""
 
-    def __init__(self, trace: Trace, bad: int | None) -> None:
+    def __init__(self, trace: Run, bad: int | None) -> None:
         self.trace = trace
         self.frames = trace.frames
         self.bad = bad if bad is not None else len(trace.frames) - 1

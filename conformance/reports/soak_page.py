@@ -32,23 +32,21 @@ import bisect
 import json
 import math
 import shlex
-from array import array
 
-from isrcheck.conformance.engines.soak.checker import DETECTORS, INFORMATIONAL
+from isrcheck.conformance.engines.soak.checker import DETECTORS, INFORMATIONAL, CheckResult
+from isrcheck.conformance.engines.soak.history_index import (
+    FUNCTIONS, INSTANCES_SHOWN, OUTCOMES, HistoryIndex, hashable_in,
+)
 from isrcheck.conformance.reports.page import document, h, table
 
 OK_POINTS = 20_000        # ok completions drawn per function (send, poll), at most
 OTHER_POINTS = 10_000     # fail or info completions drawn per function, at most, each
 BUCKETS = 300             # throughput buckets, at most
-INSTANCES_SHOWN = 20      # instances shown per anomaly; the rest are counted
 RECORDS_SHOWN = 16        # records shown per partition of a poll
 
-FUNCTIONS = ("send", "poll")
-OUTCOMES = ("ok", "info", "fail")  # drawing order: the rarer outcomes on top
 COLORS = {"ok": "#1565c0", "info": "#ef6c00", "fail": "#c62828"}
 SHAPES = {"send": "round", "poll": "square"}  # the stroke caps of a zero-length path: dot, square
 FAULT_COLORS = ("#f9a825", "#8e24aa", "#00897b", "#d81b60", "#6d4c41", "#3949ab", "#7cb342", "#546e7a")
-_CHECKER_KEYS = ("ok", "counts", "anomalies", "stats", "notes", "series", "unseen_by_partition")
 _EVENT_KEYS = {"index", "time", "process", "type", "f", "partition", "partitions", "value", "offset", "records"}
 _META_FIRST = ("protocol", "seconds", "bootstrap", "seed", "faults", "fault_kinds", "command")
 
@@ -72,64 +70,6 @@ table.ops tr.completion td { border-bottom-width: 2px; }
 .run td { white-space: nowrap; } .run td + td { white-space: normal; overflow-wrap: anywhere; }
 mark { background: #ffe082; } .absent { color: var(--bad); }
 """
-
-
-# ---------------------------------------------------------------------------------------------
-# One pass over the history
-
-
-class _Scan:
-    """What the page needs of the history, read in one pass: per (function, outcome) the
-    completion times and latencies (ns), the other completions counted, the operations still open
-    at the end, and the events the anomalies name (with the invokes of the named completions)."""
-
-    def __init__(self, history: list[dict], wanted: set) -> None:
-        self.times = {(f, t): array("q") for f in FUNCTIONS for t in OUTCOMES}
-        self.latencies = {(f, t): array("q") for f in FUNCTIONS for t in OUTCOMES}
-        self.counts: dict = {}           # (f, type) -> completions, every f
-        self.unfinished: dict = {}       # f -> invokes never completed
-        self.events: dict = {}           # index -> event, for the indexes in ``wanted``
-        self.invoke_of: dict = {}        # index of a wanted completion -> its invoke
-        self.end = 0                     # the last event's time (ns)
-        self.lat_min = self.lat_max = None
-        open_: dict = {}
-        for op in history:
-            type_, f, time_ = op.get("type"), op.get("f"), op.get("time", 0)
-            if type(time_) is not int:
-                time_ = 0
-            if time_ > self.end:
-                self.end = time_
-            index = op.get("index")
-            if _hashable_in(index, wanted):
-                self.events[index] = op
-            try:
-                process = op.get("process")
-                hash(process)
-            except TypeError:
-                continue
-            if type_ == "invoke":
-                open_[process] = op
-                continue
-            invoke = open_.pop(process, None)
-            key = (f, type_)
-            self.counts[key] = self.counts.get(key, 0) + 1
-            if invoke is not None and _hashable_in(index, wanted):
-                self.invoke_of[index] = invoke
-            if invoke is None or key not in self.times:
-                continue
-            start = invoke.get("time", 0)
-            latency = time_ - start if type(start) is int and time_ >= start else 0
-            self.times[key].append(time_)
-            self.latencies[key].append(latency)
-            if self.lat_min is None or latency < self.lat_min:
-                self.lat_min = latency
-            if self.lat_max is None or latency > self.lat_max:
-                self.lat_max = latency
-        for op in open_.values():
-            self.unfinished[op.get("f")] = self.unfinished.get(op.get("f"), 0) + 1
-
-    def count(self, f: str, type_: str) -> int:
-        return self.counts.get((f, type_), 0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -276,7 +216,7 @@ def _stride(n: int, cap: int) -> int:
     return max(1, -(-n // cap))
 
 
-def _latency_plot(scan: _Scan, end_s: float, faults: list[dict], colors: dict) -> str:
+def _latency_plot(scan: HistoryIndex, end_s: float, faults: list[dict], colors: dict) -> str:
     frame = _Frame(end_s, 12, 330)
     parts = [_faults_layer(frame, faults, colors)]
     lo_ms = max((scan.lat_min or 0) / 1e6, 1e-3)  # under a microsecond counts as one
@@ -345,7 +285,7 @@ def _bucket(end_s: float) -> float:
     return max(width, 1.0) if end_s >= 10 else width
 
 
-def _throughput_plot(scan: _Scan, end_s: float, faults: list[dict], colors: dict) -> str:
+def _throughput_plot(scan: HistoryIndex, end_s: float, faults: list[dict], colors: dict) -> str:
     width = _bucket(end_s)
     n = max(1, math.ceil(end_s / width - 1e-9))
     rates = {}
@@ -517,7 +457,7 @@ def _focus(instance: dict) -> tuple[set, list, set]:
 class _Rows:
     """The table rows of the events of an anomaly's operations."""
 
-    def __init__(self, scan: _Scan) -> None:
+    def __init__(self, scan: HistoryIndex) -> None:
         self.scan = scan
         self.indexes: dict = {}  # (event index, partition) -> _Records
 
@@ -550,7 +490,7 @@ class _Rows:
                 pair = pairs[pos]
                 text = h(_short(pair, 80))
                 hit = (isinstance(pair, (list, tuple)) and len(pair) == 2
-                       and (_hashable_in(pair[0], offsets) or _hashable_in(pair[1], values)))
+                       and (hashable_in(pair[0], offsets) or hashable_in(pair[1], values)))
                 cells.append(f"<mark>{text}</mark>" if hit else text)
                 previous = pos
             if previous != len(pairs) - 1:
@@ -610,14 +550,7 @@ class _Rows:
         return f"<table class=\"data ops\"><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def _hashable_in(value, values: set) -> bool:
-    try:
-        return value in values
-    except TypeError:
-        return False
-
-
-def _anomaly_sections(anomalies: dict, scan: _Scan) -> str:
+def _anomaly_sections(anomalies: dict, scan: HistoryIndex) -> str:
     rows = _Rows(scan)
     out = []
     for name, instances in anomalies.items():
@@ -676,41 +609,24 @@ def _command(meta: dict) -> str:
     return "" if command is None else str(command)
 
 
-def _wanted(anomalies: dict) -> set:
-    wanted = set()
-    for instances in anomalies.values():
-        for instance in instances[:INSTANCES_SHOWN]:
-            if isinstance(instance, dict):
-                for index in instance.get("ops") or []:
-                    try:
-                        wanted.add(index)
-                    except TypeError:
-                        pass
-    return wanted
-
-
-def render_soak_page(history: list[dict], result: dict, faults: list[dict], meta: dict,
-                     tool: str = "isrcheck soak") -> str:
-    """The page of one soak run: ``history`` its events (the checker's format), ``result``
-    ``CheckResult.to_json()`` and any run figures beside it, ``faults`` its fault intervals
-    (``{"start": ns, "end": ns or None, "kind": str, "nodes": [int, ...]}``) and ``meta`` the
-    run's settings (protocol, seconds, bootstrap, seed, fault kinds, command, ...)."""
-    checker = result
-    if not isinstance(result.get("anomalies"), dict) and isinstance(result.get("check"), dict):
-        checker = result["check"]  # run figures that shadow the checker's keys, its result beside them
-    figures = [k for k in result if k not in _CHECKER_KEYS] if checker is result else \
-        [k for k in result if k != "check"]
-    anomalies = checker.get("anomalies") if isinstance(checker.get("anomalies"), dict) else {}
-    counts = checker.get("counts") if isinstance(checker.get("counts"), dict) else {}
+def render_soak_page(index: HistoryIndex, check: CheckResult, faults: list[dict], meta: dict,
+                     figures: dict | None = None, budget: dict | None = None, tool: str = "isrcheck soak") -> str:
+    """The page of one soak run: ``index`` its history's index (``HistoryIndex.of(history, check)``),
+    ``check`` the checker's result, ``faults`` its fault intervals (``{"start": ns, "end": ns or
+    None, "kind": str, "nodes": [int, ...]}``), ``meta`` the run's settings (protocol, seconds,
+    bootstrap, seed, fault kinds, command, ...), ``figures`` the run's other figures for the run
+    table (as ``results.json`` has them) and ``budget`` anomaly name -> why the run was outside its
+    fault budget."""
+    figures, budget = figures or {}, budget or {}
+    anomalies, counts = check.anomalies, check.counts
     faults = [f for f in faults or [] if isinstance(f, dict)]
-    scan = _Scan(history, _wanted(anomalies))
-    unseen_series = (checker.get("series") or {}).get("unseen") or []
-    end_ns = scan.end
+    unseen_series = check.series.get("unseen") or []
+    end_ns = index.end
     for fault in faults:
         for key in ("start", "end"):
             if isinstance(fault.get(key), int):
                 end_ns = max(end_ns, fault[key])
-    if unseen_series and isinstance(unseen_series[-1], (list, tuple)) and isinstance(unseen_series[-1][0], int):
+    if unseen_series:
         end_ns = max(end_ns, unseen_series[-1][0])
     end_s = end_ns / 1e9 if end_ns > 0 else 1.0
     seconds = meta.get("seconds")
@@ -718,7 +634,6 @@ def render_soak_page(history: list[dict], result: dict, faults: list[dict], meta
         else end_s
     colors = _fault_colors(faults)
 
-    budget = result.get("budget") if isinstance(result.get("budget"), dict) else {}
     errors = [(name, counts.get(name, len(v))) for name, v in anomalies.items()
               if v and name not in INFORMATIONAL and name not in budget]
     excused = [(name, counts.get(name, len(v))) for name, v in anomalies.items() if v and name in budget]
@@ -738,7 +653,7 @@ def render_soak_page(history: list[dict], result: dict, faults: list[dict], meta
     for n, c in informational:
         line += (f"; <a href=\"#{_anchor(n)}\">{h(n)}</a>: {c:,} acknowledged value{'s' if c != 1 else ''} "
                  "no poll returned (informational)")
-    sends_ok, polls_ok = scan.count("send", "ok"), scan.count("poll", "ok")
+    sends_ok, polls_ok = index.count("send", "ok"), index.count("poll", "ok")
     throughput = (f"<span id=\"throughput\">{sends_ok / duration:,.1f} ok sends/s, {polls_ok / duration:,.1f} ok "
                   f"polls/s</span> over {duration:,.1f} s ({sends_ok:,} ok sends, {polls_ok:,} ok polls)")
     command = _command(meta)
@@ -747,7 +662,7 @@ def render_soak_page(history: list[dict], result: dict, faults: list[dict], meta
             f"<div class=\"verdict{' failed' if errors else ''}\" id=\"headline\"><p>{line}</p>"
             f"<p>throughput: {throughput}</p>"
             f"<p>command: <code id=\"command\">{h(command) or '-'}</code></p></div>"]
-    notes = checker.get("notes") or []
+    notes = check.notes
     if notes:
         body.append("<ul class=\"notes\">" + "".join(f"<li>{h(n)}</li>" for n in notes) + "</ul>")
 
@@ -755,19 +670,19 @@ def render_soak_page(history: list[dict], result: dict, faults: list[dict], meta
     keys = [k for k in _META_FIRST if k in meta and k != "command"]
     keys += sorted((k for k in meta if k not in _META_FIRST), key=str)
     run_rows += [(h(k), _value(meta[k])) for k in keys]
-    run_rows += [(h(k), _value(result[k])) for k in sorted(figures, key=str)
+    run_rows += [(h(k), _value(figures[k])) for k in sorted(figures, key=str)
                  if k not in meta and k not in _SHOWN_ELSEWHERE]
-    run_rows += [(f"checker: {h(k)}", _value(v)) for k, v in (checker.get("stats") or {}).items()]
+    run_rows += [(f"checker: {h(k)}", _value(v)) for k, v in check.stats.items()]
     body.append("<h2>run</h2><div class=\"run\">" + table(("setting", "value"), run_rows) + "</div>")
 
     op_rows = []
     for f in ("send", "poll", "assign"):
-        cells = [h(f)] + [f"{scan.count(f, t):,}" for t in ("ok", "fail", "info")]
-        op_rows.append(cells + [f"{scan.unfinished.get(f, 0):,}"])
+        cells = [h(f)] + [f"{index.count(f, t):,}" for t in ("ok", "fail", "info")]
+        op_rows.append(cells + [f"{index.unfinished.get(f, 0):,}"])
     body.append("<h2>operations</h2>" + table(("f", "ok", "fail", "info", "never completed"), op_rows))
 
-    body.append("<h2 id=\"latency\">latency</h2>" + _latency_plot(scan, end_s, faults, colors))
-    body.append("<h2 id=\"rate\">throughput</h2>" + _throughput_plot(scan, end_s, faults, colors))
+    body.append("<h2 id=\"latency\">latency</h2>" + _latency_plot(index, end_s, faults, colors))
+    body.append("<h2 id=\"rate\">throughput</h2>" + _throughput_plot(index, end_s, faults, colors))
     body.append("<h2 id=\"unseen\">unseen</h2>" + _unseen_plot(unseen_series, end_s, faults, colors))
 
     if faults:
@@ -786,5 +701,5 @@ def render_soak_page(history: list[dict], result: dict, faults: list[dict], meta
         ((f"<a href=\"#{_anchor(n)}\">{h(n)}</a>" if v else h(n)), (f"{counts.get(n, len(v)):,}",
                                                                    "bad" if v and n not in INFORMATIONAL else ""))
         for n, v in anomalies.items()]))
-    body.append(_anomaly_sections(anomalies, scan) or "<p class=\"ok\">none</p>")
+    body.append(_anomaly_sections(anomalies, index) or "<p class=\"ok\">none</p>")
     return document(title, "\n".join(body))

@@ -10,7 +10,8 @@ from __future__ import annotations
 from isrcheck.specs import BY_ID
 
 from isrcheck.conformance.core.render import step_text
-from isrcheck.conformance.core.trace import Trace, trace_run
+from isrcheck.conformance.core.lockstep import Lockstep
+from isrcheck.conformance.core.run import Run
 from isrcheck.conformance.reports.explain import Explanation, explain, first_bad
 from isrcheck.conformance.reports.page import document, h
 
@@ -77,7 +78,7 @@ def _clients_cell(frame) -> str:
                    for out in frame.outputs) or "<span class=\"muted\">-</span>"
 
 
-def _verdict_box(trace: Trace, replay: str) -> str:
+def _verdict_box(trace: Run, replay: str) -> str:
     v = trace.verdict
     failed, _step, why = first_bad(v)
     prop = BY_ID.get(failed) if failed else None
@@ -121,7 +122,7 @@ def _tags(frame, bad: int | None, why: Explanation | None) -> str:
     return tags
 
 
-def timeline_html(trace: Trace, source: str = "") -> str:
+def timeline_html(trace: Run, source: str = "") -> str:
     """The whole page for one run; ``source`` is the schedule's file, for the replay command."""
     s = trace.schedule
     v = trace.verdict
@@ -187,13 +188,15 @@ def timeline_html(trace: Trace, source: str = "") -> str:
     body.append(_diff_block(v))
     if refused:
         body.append("<h2>steps refused by both sides</h2><ul>" + "".join(
-            f"<li>step {i} <code>{h(step_text(step))}</code>: {h(reason)}</li>" for i, step, reason in refused)
+            f"<li>step {i} <code>{h(step_text(step.to_json()))}</code>: {h(reason)}</li>" for i, step, reason in refused)
             + "</ul>")
     return document(title, "\n".join(body), _OPEN_AT_FIRST_BAD if bad is not None else "")
 
 
 def write_timeline(schedule, path, source: str = "") -> object:
-    """Replay ``schedule`` and write its timeline page to ``path``; the run's verdict."""
-    trace = trace_run(schedule)
-    path.write_text(timeline_html(trace, source), encoding="utf-8")
+    """Replay ``schedule`` and write its timeline page to ``path``; the run's verdict (an invalid
+    schedule has no page: nothing was run)."""
+    trace = Lockstep.run(schedule, record=True)
+    if trace.initial is not None:
+        path.write_text(timeline_html(trace, source), encoding="utf-8")
     return trace.verdict

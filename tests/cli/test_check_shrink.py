@@ -100,3 +100,31 @@ def test_check_says_what_went_wrong_in_its_summary_line(capsys, scenario):
     assert "explanation" not in json.loads(capsys.readouterr().out)
     assert main(["check", scenario("healthy-acks-all")]) == 0
     assert capsys.readouterr().out.splitlines()[0] == "healthy-acks-all [kip-320]: pass (35 steps)"
+
+
+def test_check_runs_a_failing_schedule_once_and_explains_it_from_that_run(capsys, scenario, monkeypatch):
+    """The sentence comes from the run's own frames: no second run (which a system under test
+    that does not repeat itself could not explain)."""
+    from isrcheck.conformance.core.lockstep import Lockstep
+
+    runs = []
+    real = Lockstep.__init__
+
+    def counted(self, *args, **kwargs):
+        runs.append(args[0])
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Lockstep, "__init__", counted)
+    assert main(["check", scenario("kip101-scenario1"), "--protocol", "hw-truncation", "--json"]) == 1
+    assert "truncated its log" in json.loads(capsys.readouterr().out)["explanation"]
+    assert runs == ["hw-truncation"]
+
+
+def test_check_trace_strict_names_a_refused_step_without_traceback(tmp_path, capsys, scenario):
+    doc = json.loads(Path(scenario("healthy-acks-all")).read_text())
+    doc["steps"] = [{"step": "produce", "replica": 0, "acks": -1}, {"step": "restart", "replica": 0}]
+    doc.pop("expected", None)
+    path = write(tmp_path, doc)
+    for extra in ([], ["--trace"], ["--trace", "--json"]):
+        assert main(["check", path, "--strict", *extra]) == 2, extra
+        assert "steps[1] {'step': 'restart', 'replica': 0}: refused: " in capsys.readouterr().out

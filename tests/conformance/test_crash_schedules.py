@@ -3,7 +3,7 @@ move, lost disk, HW checkpoint, multi-record batch, partial fetch, partial and t
 is taken by model and implementation alike, with the same outputs and abstract states."""
 import pytest
 
-from isrcheck.conformance import Schedule, run_schedule
+from isrcheck.conformance import Lockstep, Schedule
 from isrcheck.conformance.core.schedule import load_config
 
 
@@ -53,7 +53,7 @@ CASES = {
 @pytest.mark.parametrize("protocol", ["hw-truncation", "kip-320"])
 def test_model_and_implementation_take_every_step_alike(name, protocol):
     schedule = Schedule.from_json(Schedule(protocol, load_config({"replicas": 3}), tuple(CASES[name])).to_json())
-    refused = []
-    verdict = run_schedule(schedule, refused=refused)
+    run = Lockstep.run(schedule)
+    verdict, refused = run.verdict, list(run.refused)
     assert verdict.kind == "pass", (verdict.summary(), verdict.diff)
     assert refused == [], refused  # every step was taken, so each was compared on both sides

@@ -26,8 +26,8 @@ def test_scenario_gives_its_expected_verdict_on_every_protocol(scenario_file):
     schedule = load_schedule(scenario_file)
     assert set(schedule.expected) == set(PROTOCOLS)
     for protocol, expected in sorted(schedule.expected.items()):
-        refused = []
-        verdict = run_schedule(schedule.with_protocol(protocol), refused=refused)
+        run = Lockstep.run(schedule.with_protocol(protocol))
+        verdict, refused = run.verdict, list(run.refused)
         assert (verdict.kind, verdict.property) == (expected.verdict, expected.property), (
             protocol, verdict.summary(), verdict.diff)
         fixed = PREVENTED_FROM.get(scenario_file.stem)
@@ -82,8 +82,8 @@ def test_the_expansion_to_a_never_fetched_follower_no_longer_loses_an_acknowledg
     schedule = load_schedule(Path(__file__).resolve().parents[1] / "corpus" / "never-fetched-follower-expansion.json")
     assert len(schedule.steps) == 27
     for protocol in PROTOCOLS:
-        refused = []
-        verdict = run_schedule(schedule.with_protocol(protocol), refused=refused)
+        run = Lockstep.run(schedule.with_protocol(protocol))
+        verdict, refused = run.verdict, run.refused
         assert verdict.kind == "pass", (protocol, verdict.summary(), verdict.diff)
         assert [(i, st.name) for i, st, _reason in refused] == [(10, "expand_isr"), (22, "handle_alter_partition")]
 
@@ -169,12 +169,11 @@ def _both_isr_properties_fail_at_the_last_step():
 ])
 def test_a_violation_names_the_expected_property_among_those_failing_at_its_step(expected, reported):
     from isrcheck.conformance.core.schedule import Expected
-    from isrcheck.conformance.core.trace import trace_run
 
     found = _both_isr_properties_fail_at_the_last_step()
     schedule = Schedule(found.protocol, found.config, found.steps,
                         {} if expected is None else {"hw-truncation": Expected("violation", expected)})
-    for verdict in (run_schedule(schedule), run_schedule(schedule, impl=False), trace_run(schedule).verdict):
+    for verdict in (run_schedule(schedule), run_schedule(schedule, impl=False), Lockstep.run(schedule, record=True).verdict):
         assert (verdict.kind, verdict.property, verdict.step) == ("violation", reported, len(found.steps) - 1)
 
 
@@ -194,3 +193,18 @@ def test_skipping_invariants_whose_reads_a_step_left_alone_finds_what_checking_e
     every = [run_schedule(s, impl=False) for s in schedules]
     assert skipping == every
     assert sum(v.kind == "violation" for v in every) >= 5 and sum(bool(v.beyond_budget) for v in every) >= 5
+
+
+def test_one_run_records_frames_refusals_and_rejects_bad_steps_as_a_verdict(scenario):
+    """``Lockstep.run`` is the one loop: recorded or not it reaches the same verdict, its frames
+    are the states the run held, and a step the model rejects makes an invalid schedule, recorded
+    or not (a recorded run used to raise)."""
+    schedule = load_schedule(scenario("kip101-scenario1")).with_protocol("hw-truncation")
+    plain, recorded = Lockstep.run(schedule), Lockstep.run(schedule, record=True)
+    assert plain.verdict == recorded.verdict and plain.frames is None and plain.initial is None
+    assert [f.index for f in recorded.frames] == list(range(recorded.verdict.step + 1))
+    assert [f.step for f in recorded.frames] == list(schedule.steps[:len(recorded.frames)])
+    bad = Schedule(schedule.protocol, schedule.config, ({"step": "no_such_step"},))
+    for record in (False, True):
+        run = Lockstep.run(bad, record=record)
+        assert run.verdict.kind == "invalid-schedule" and "no_such_step" in run.verdict.diff

@@ -5,7 +5,7 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from isrcheck.conformance import random_walk, run_schedule, shrink
+from isrcheck.conformance import Lockstep, random_walk, run_schedule, shrink
 from isrcheck.conformance.generators.refusals import RefusalQuota, refused_steps
 from isrcheck.conformance.generators.strategies import enabled_schedules
 from isrcheck.impl.sim import Cluster
@@ -42,16 +42,15 @@ def test_refused_steps_are_the_alphabet_minus_the_enabled_ones_and_all_refused()
 def test_walks_propose_at_least_the_share_of_refused_steps_and_pass_on_kip320(rate):
     for seed in range(4):
         schedule, verdict = random_walk(seed, "kip-320", 80, "default", refusals=rate)
-        refused = []
-        assert run_schedule(schedule, refused=refused).kind == verdict.kind == "pass", verdict.diff
+        run = Lockstep.run(schedule)
+        refused = run.refused
+        assert run.verdict.kind == verdict.kind == "pass", verdict.diff
         assert len(refused) >= math.floor(rate * len(schedule.steps))
 
 
 def test_no_refused_step_with_a_share_of_zero():
     schedule, _ = random_walk(3, "kip-320", 60, "default", refusals=0.0)
-    refused = []
-    run_schedule(schedule, refused=refused)
-    assert refused == []
+    assert Lockstep.run(schedule).refused == ()
 
 
 def test_a_bad_share_is_named():
@@ -91,8 +90,9 @@ def test_a_step_taken_where_the_model_refuses_it_is_a_shrunk_divergence(monkeypa
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(enabled_schedules("kip-320", max_steps=40, refusals=0.2))
 def test_enabled_schedules_carry_refused_steps_and_pass(schedule):
-    refused = []
-    assert run_schedule(schedule, refused=refused).kind == "pass"
+    run = Lockstep.run(schedule)
+    refused = run.refused
+    assert run.verdict.kind == "pass"
     assert len(refused) >= math.floor(0.2 * len(schedule.steps))
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from isrcheck.conformance.core.schedule import Schedule, load_schedule
-from isrcheck.conformance.core.trace import trace_run
+from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.conformance.reports.explain import explain, first_bad
 from isrcheck.specs import BY_ID
 
@@ -29,7 +29,7 @@ def explained(path: str, protocol: str | None = None, steps=None):
         schedule = schedule.with_protocol(protocol)
     if steps is not None:
         schedule = schedule.with_steps(steps)
-    trace = trace_run(schedule)
+    trace = Lockstep.run(schedule, record=True)
     return trace, explain(trace)
 
 
@@ -147,7 +147,7 @@ def test_a_consumer_shown_a_lower_hw(tmp_path):
            + [{"step": "consume", "replica": 0}, {"step": "crash", "replica": 0, "kind": "process"},
               {"step": "restart", "replica": 0}, {"step": "deliver_leader_and_isr", "replica": 0, "index": 0},
               {"step": "consume", "replica": 0}]}
-    trace = trace_run(Schedule.from_json(doc))
+    trace = Lockstep.run(Schedule.from_json(doc), record=True)
     assert trace.verdict.property == "MonotonicHighWatermark"
     assert explain(trace).sentence == "A consumer was shown HW 1 by broker 0 at step 7, then HW 0 by broker 0 at step 11."
 
@@ -160,7 +160,7 @@ def test_every_violation_of_the_scenarios_has_a_witness(scenario_files):
         for protocol, expected in schedule.expected.items():
             if expected.verdict != "violation":
                 continue
-            trace = trace_run(schedule.with_protocol(protocol))
+            trace = Lockstep.run(schedule.with_protocol(protocol), record=True)
             why = explain(trace)
             assert why.replica is not None and BY_ID[expected.property].statement not in why.sentence, \
                 (path.name, protocol, why.sentence)
@@ -233,9 +233,9 @@ def test_a_divergence_of_refusals_or_a_failing_implementation(scenario, monkeypa
 # -- what the finders cannot read ------------------------------------------------------------------
 
 def test_a_state_the_finders_do_not_understand_gives_the_statement(scenario):
-    trace = trace_run(load_schedule(scenario("kip101-scenario1")).with_protocol("hw-truncation"))
-    trace.frames = [dataclasses.replace(f, state=object()) for f in trace.frames]
-    trace.initial = object()
+    trace = Lockstep.run(load_schedule(scenario("kip101-scenario1")).with_protocol("hw-truncation"), record=True)
+    trace = dataclasses.replace(trace, frames=tuple(dataclasses.replace(f, state=object()) for f in trace.frames),
+                                initial=object())
     why = explain(trace)
     assert why.sentence == ("After step 13 deliver_leader_and_isr(replica=1, index=0), NoLostAckedWrite fails: "
                             + BY_ID["NoLostAckedWrite"].statement)
@@ -246,12 +246,12 @@ def test_a_divergence_without_the_implementations_side_gives_the_diff(scenario, 
     from isrcheck.impl.replication.partition import Partition
 
     monkeypatch.setattr(Partition, "append_as_follower", lambda self, batches, leader_hw: None)
-    trace = trace_run(load_schedule(scenario("healthy-acks-all")))
-    trace.impl_state = None
+    trace = Lockstep.run(load_schedule(scenario("healthy-acks-all")), record=True)
+    trace = dataclasses.replace(trace, impl_state=None)
     assert explain(trace).sentence == (f"divergence at step {trace.verdict.step}: step {trace.verdict.step} "
                                        "handle_fetch_response(replica=1): abstract states differ")
 
 
 @pytest.mark.parametrize("name", ["healthy-acks-all", "torn-power-loss"])
 def test_a_pass_has_no_explanation(scenario, name):
-    assert explain(trace_run(load_schedule(scenario(name)))) is None
+    assert explain(Lockstep.run(load_schedule(scenario(name)), record=True)) is None

@@ -8,7 +8,7 @@ import json
 
 from isrcheck.conformance.cli.main import main
 from isrcheck.conformance.core.schedule import load_schedule
-from isrcheck.conformance.core.trace import trace_run
+from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.conformance.reports.explain import explain
 from isrcheck.specs import BY_ID
 
@@ -107,7 +107,7 @@ def test_the_page_opens_at_the_first_bad_step_with_the_sentence_on_top(tmp_path,
     source = scenario("last-replica-standing")
     out = tmp_path / "last-replica-standing.html"
     assert main(["report", source, "--html", str(out)]) == 0  # its expected verdict
-    why = explain(trace_run(load_schedule(source)))
+    why = explain(Lockstep.run(load_schedule(source), record=True))
     page, errors = open_page(out)
     assert errors == []
     assert opens_at_the_first_bad_step(page)

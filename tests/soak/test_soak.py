@@ -91,7 +91,7 @@ def test_unclean_election_of_an_out_of_sync_broker_loses_acknowledged_writes(tmp
                                   directory=str(tmp_path / "run")))
     if unclean:  # Kafka's documented loss: outside the durability budget, said so, not a finding
         assert "lost-write" in result.beyond_budget and "unclean.leader.election.enable" in result.budget["lost-write"]
-        assert all(i["ops"] for i in result.check["anomalies"]["lost-write"])
+        assert all(i["ops"] for i in result.check.anomalies["lost-write"])
     else:
         assert result.anomalies == [], result.anomalies
 

@@ -3,7 +3,8 @@ fault intervals shaded, each anomaly with the events that prove it, escaping, de
 real headless Chromium (no console errors, plots of non-zero size, the headline's anomaly link
 jumps to its section); and a 200,000-event history rendered in seconds into a page of a few MB.
 
-Results come from the real checker: ``check(history).to_json()``.
+Results come from the real checker: ``check(history)``, the page reading its history through the
+index the soak builds once (``HistoryIndex``).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from isrcheck.conformance.engines.soak.checker import check
+from isrcheck.conformance.engines.soak.history_index import HistoryIndex
 from isrcheck.conformance.reports.soak_page import INSTANCES_SHOWN, OK_POINTS, render_soak_page
 
 MS = 1_000_000
@@ -76,11 +78,17 @@ META = {"protocol": "kip-966", "seconds": 0.06, "bootstrap": "127.0.0.1:9092", "
         "command": ["isrcheck", "soak", "--bootstrap", "127.0.0.1:9092", "--note", HOSTILE]}
 
 
+def page_of(history, faults, meta, checked=None, **options) -> str:
+    """The page of ``history`` as the soak renders it: the checker's result, the history's index."""
+    checked = checked if checked is not None else check(history)
+    return render_soak_page(HistoryIndex.of(history, checked), checked, faults, meta, **options)
+
+
 def small_page() -> tuple[str, dict]:
     history = small_history()
-    result = check(history).to_json()
-    result["sends_per_s"] = 50.0  # a run figure beside the checker's
-    return render_soak_page(history, result, FAULTS, META), result
+    checked = check(history)
+    page = page_of(history, FAULTS, META, checked, figures={"sends_per_s": 50.0})  # a run figure beside the checker's
+    return page, checked.to_json()
 
 
 def svg(page: str, id_: str) -> ET.Element:
@@ -173,7 +181,7 @@ def test_hostile_strings_are_escaped():
     # a hostile fault kind and nodes are escaped in the plots too, which stay well-formed XML
     faults = FAULTS + [{"start": 1 * MS, "end": 2 * MS, "kind": HOSTILE, "nodes": [HOSTILE]}]
     history = small_history()
-    hostile = render_soak_page(history, check(history).to_json(), faults, {**META, "protocol": HOSTILE})
+    hostile = page_of(history, faults, {**META, "protocol": HOSTILE})
     assert "<script" not in hostile.lower()
     for id_ in ("latency-plot", "throughput-plot", "unseen-plot"):
         kinds = {r.get("data-kind") for r in svg(hostile, id_).iter(f"{NS}rect")}
@@ -181,19 +189,18 @@ def test_hostile_strings_are_escaped():
 
 
 def test_the_same_inputs_give_the_same_bytes():
-    page, result = small_page()
-    history = small_history()
-    again = render_soak_page(copy.deepcopy(history), copy.deepcopy(result), copy.deepcopy(FAULTS),
-                             copy.deepcopy(META))
+    page, _ = small_page()
+    again = page_of(small_history(), copy.deepcopy(FAULTS), copy.deepcopy(META), figures={"sends_per_s": 50.0})
     assert page.encode() == again.encode()
 
 
-def test_run_figures_that_shadow_the_checker_keys_leave_its_result_under_check():
+def test_run_figures_named_as_the_checkers_fields_leave_its_result_alone():
+    """The soak's figures (``results.json``: ``anomalies`` a list of names, ``counts`` per operation)
+    and the checker's result are separate values: no merge, no key of one shadowing the other's."""
     history = small_history()
-    checked = check(history).to_json()
-    result = {**checked, "anomalies": ["lost-write"], "counts": {"send": {"ok": 3}}, "check": checked,
-              "throughput": {"sends_ok_per_s": 50.0}}
-    page = render_soak_page(history, result, FAULTS, META)
+    figures = {"anomalies": ["lost-write"], "counts": {"send": {"ok": 3}}, "check": check(history).to_json(),
+               "throughput": {"sends_ok_per_s": 50.0}}
+    page = page_of(history, FAULTS, META, figures=figures)
     assert '<a href="#anomaly-lost-write">lost-write</a> &times;1' in page and section(page, "anomaly-lost-write")
     assert "<td>throughput</td>" not in page  # the headline has it: not repeated raw in the run table
 
@@ -208,7 +215,7 @@ def test_an_anomaly_free_run_says_so():
     h.event(7, 5, "ok", "poll", records={"0": [[0, 1]]})
     h.event(8, 0, "invoke", "send", partition=0, value=2)  # never completes
     history = h.events()
-    page = render_soak_page(history, check(history).to_json(), [], {"protocol": "kip-966", "command": "isrcheck soak"})
+    page = page_of(history, [], {"protocol": "kip-966", "command": "isrcheck soak"})
     assert '<div class="verdict" id="headline"><p><b>anomaly-free</b>' in page
     assert "<section" not in page and "no faults" in page
     assert re.search(r"<td>send</td><td>1</td><td>0</td><td>0</td><td>1</td>", page)  # one never completed
@@ -330,12 +337,13 @@ def long_history(events: int = 200_000, seconds: int = 300) -> tuple[list[dict],
 def test_a_long_history_renders_in_seconds_into_a_page_of_a_few_mb():
     history, faults = long_history()
     assert len(history) >= 199_000
-    result = check(history).to_json()
+    checked = check(history)
+    result = checked.to_json()
     assert result["counts"]["lost-write"] == 1 and result["counts"]["unseen"] > 2000
     meta = {"protocol": "kip-966", "seconds": 300, "bootstrap": "127.0.0.1:9092", "seed": 7,
             "fault_kinds": ["partition", "kill"], "command": "isrcheck soak --duration 300"}
     started = time.perf_counter()
-    page = render_soak_page(history, result, faults, meta)
+    page = page_of(history, faults, meta, checked)
     took = time.perf_counter() - started
     size = len(page.encode())
     print(f"\n200k-event page: {took:.2f} s, {size / 1e6:.2f} MB")
@@ -354,19 +362,19 @@ def test_a_long_history_renders_in_seconds_into_a_page_of_a_few_mb():
     assert len(part) < 20_000 and "<mark>" in part
     more = result["counts"]["unseen"] - INSTANCES_SHOWN
     assert f"and {more:,} more, in the result JSON" in section(page, "anomaly-unseen")
-    assert page == render_soak_page(history, result, faults, meta)
+    assert page == page_of(history, faults, meta, checked)
 
 
 def test_anomalies_outside_their_budget_are_said_so_with_the_reason_not_counted_as_findings():
-    from isrcheck.conformance.reports.soak_page import render_soak_page
+    from isrcheck.conformance.engines.soak.checker import CheckResult
 
     history = [{"index": 0, "time": 0, "process": 0, "type": "invoke", "f": "send", "partition": 0, "value": 1},
                {"index": 1, "time": 5, "process": 0, "type": "ok", "f": "send", "partition": 0, "value": 1,
                 "offset": 0}]
     lost = [{"partition": "0", "value": 1, "ops": [1], "explanation": "value 1 acknowledged at offset 0 is lost"}]
-    result = {"check": {"anomalies": {"lost-write": lost}, "counts": {"lost-write": 1}},
-              "budget": {"lost-write": "brokers 0, 1, 2 had lost unsynced data at once"}}
-    page = render_soak_page(history, result, [], {"protocol": "kip-320"})
+    checked = CheckResult({"lost-write": lost}, {"lost-write": 1}, {}, {}, {}, ok=False)
+    page = page_of(history, [], {"protocol": "kip-320"}, checked,
+                   budget={"lost-write": "brokers 0, 1, 2 had lost unsynced data at once"})
     assert "anomaly-free" in page and "broken outside their budget" in page
     assert "brokers 0, 1, 2 had lost unsynced data at once" in page
 
@@ -380,7 +388,7 @@ def test_the_run_table_says_each_setting_once_in_words_not_json_nor_nanoseconds(
                "faults": FAULTS, "counts": {"send": {"ok": 3}}, "throughput": {"sends_ok_per_s": 50.0},
                "final_read": True, "idempotence": True,
                "validation": {"verdict": "explained", "events": 1234, "lines": ["explained: " + "x" * 400]}}
-    page = render_soak_page(history, {**figures, "check": check(history).to_json()}, FAULTS, META)
+    page = page_of(history, FAULTS, META, figures={**figures, "check": check(history).to_json()})
     run = re.search(r"<h2>run</h2>(.*?)</table>", page, re.S).group(1)
     keys = re.findall(r"<tr><td>([^<]*)</td>", run)
     assert len(keys) == len(set(keys)), keys

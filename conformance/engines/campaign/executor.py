@@ -17,10 +17,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS
-from isrcheck.conformance.engines.campaign.harness import Harness, as_json_obj, canonical, load_harness
+from isrcheck.conformance.engines.campaign.harness import Harness, canonical, load_harness
 from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_write_bytes
 
 if TYPE_CHECKING:
+    from isrcheck.conformance.core.verdict import Verdict
     from isrcheck.conformance.core.sut_spec import SutSpec
 
 # One row per schedule. `protocol` is not a column of the files: it is the Hive partition
@@ -110,13 +111,12 @@ def error_columns(where: dict, exc: Exception) -> dict:
             "failure_id": f"error-{type(exc).__name__}", "shrunk_steps": None, "shrink_ms": None, "failure": detail}
 
 
-def verdict_columns(verdict, duration_ms: float) -> dict:
+def verdict_columns(verdict: Verdict, duration_ms: float) -> dict:
     """The columns of ``VERDICT_FIELDS`` for a run's verdict."""
     return {"verdict": verdict.kind, "property": verdict.property, "first_bad_step": verdict.step,
             "duration_ms": duration_ms, "trace_hash": verdict.trace_hash,
-            "beyond_budget": [p for p, _step, _why in getattr(verdict, "beyond_budget", ())],
-            "outside_budget": list(getattr(verdict, "outside_budget", ())),
-            "also": list(getattr(verdict, "also", ()))}
+            "beyond_budget": [p for p, _step, _why in verdict.beyond_budget],
+            "outside_budget": list(verdict.outside_budget), "also": list(verdict.also)}
 
 
 def failure_columns(shrink, schedule, verdict, budget_s: float, sut: SutSpec | None) -> dict:
@@ -125,11 +125,11 @@ def failure_columns(shrink, schedule, verdict, budget_s: float, sut: SutSpec | N
     started = time.perf_counter()
     small, small_verdict = shrink(schedule, verdict, time_budget_s=budget_s, sut=sut)
     shrink_ms = (time.perf_counter() - started) * 1000.0
-    shrunk = as_json_obj(small)
+    shrunk = small.to_json()
     return {"failure_id": failure_signature(small_verdict, shrunk), "shrunk_steps": len(shrunk.get("steps", ())),
             "shrink_ms": shrink_ms,
-            "failure": canonical({"original": as_json_obj(schedule), "original_verdict": as_json_obj(verdict),
-                                  "shrunk": shrunk, "shrunk_verdict": as_json_obj(small_verdict)})}
+            "failure": canonical({"original": schedule.to_json(), "original_verdict": verdict.to_json(),
+                                  "shrunk": shrunk, "shrunk_verdict": small_verdict.to_json()})}
 
 
 def write_part(out: str, protocol: str, lo: int, hi: int, rows: list[dict], schema: pa.Schema) -> int:
@@ -169,11 +169,10 @@ def _run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
     schedule, verdict = harness.random_walk(seed, spec.protocol, spec.steps, faults=spec.faults,
                                             config=None, refusals=spec.refusals, sut=spec.sut, **swarm)
     duration_ms = (time.perf_counter() - started) * 1000.0
-    sched = as_json_obj(schedule)
     row = {
         "seed": seed,
-        "config_hash": short_hash(canonical(sched.get("config"))),
-        "steps": len(sched.get("steps", ())),
+        "config_hash": short_hash(canonical(schedule.to_json()["config"])),
+        "steps": len(schedule.steps),
         **verdict_columns(verdict, duration_ms),
         "coverage": sorted(verdict.coverage or ()),
         **swarm_columns(spec, seed),

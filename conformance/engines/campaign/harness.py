@@ -39,12 +39,6 @@ def load_harness() -> Harness:
     return Harness(found["random_walk"], found["shrink"], tuple(sorted(profiles)))
 
 
-def as_json_obj(value: Any) -> Any:
-    """``to_json()`` of a Schedule or Verdict as a plain object, whether it returns str or dict."""
-    data = value.to_json() if hasattr(value, "to_json") else value
-    return json.loads(data) if isinstance(data, (str, bytes)) else data
-
-
 def canonical(obj: Any) -> str:
     """One spelling per value, so hashes do not depend on dict order."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))

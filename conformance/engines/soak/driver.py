@@ -27,13 +27,18 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from isrcheck.conformance.engines.apache.admin import cluster_view, create_topics, topic_configs
 from isrcheck.conformance.engines.soak.budget import budgets, judge
-from isrcheck.conformance.engines.soak.checker import INFORMATIONAL, check
+from isrcheck.conformance.engines.soak.checker import INFORMATIONAL, CheckResult, check
 from isrcheck.conformance.engines.soak.faults import FaultPlan, HooksExecutor, ProcessClusterFaults, io_error
+from isrcheck.conformance.engines.soak.history_index import HistoryIndex
 from isrcheck.conformance.engines.soak.workload import History, Workload
 from isrcheck.conformance.vocabulary import UsageError
+
+if TYPE_CHECKING:
+    from isrcheck.conformance.engines.validate.command import LogValidation
 
 TOPIC = "soak"
 
@@ -68,18 +73,29 @@ class SoakOptions:
 
 @dataclass
 class SoakResult:
+    """A soak run's values, typed (JSON only in ``to_json``, for ``results.json`` and ``--json``)."""
+
     options: SoakOptions
     seconds: float = 0.0
-    counts: dict = field(default_factory=dict)    # outcome counts per operation
     faults: list = field(default_factory=list)    # the fault plan's records
     final_read: bool = False                      # it reached the highest offset anyone saw
     final_read_note: str = ""                     # how far it read, or why it stopped short
     client_errors: list = field(default_factory=list)
-    check: dict = field(default_factory=dict)     # CheckResult.to_json()
-    events: list = field(default_factory=list, repr=False)  # the history, for the page
-    validation: dict | None = None                # the event log's verdict (None: not validated)
+    check: CheckResult | None = None              # the checker's result (None: not checked yet)
+    index: HistoryIndex | None = field(default=None, repr=False)  # the history's index: counts, the page
+    validation: LogValidation | None = None       # the event log's verdict (None: not validated)
     budget: dict = field(default_factory=dict)    # anomaly name -> why the run was outside its budget
     kafka: dict | None = None                     # Apache Kafka's version and ELR, on such a cluster
+
+    @property
+    def counts(self) -> dict:
+        """Completions per operation and outcome (``{"send": {"ok": n, ...}, ...}``)."""
+        return self.index.by_function() if self.index is not None else {}
+
+    @property
+    def anomaly_counts(self) -> dict[str, int]:
+        """The checker's instances per anomaly."""
+        return self.check.counts if self.check is not None else {}
 
     @property
     def anomalies(self) -> list[str]:
@@ -95,14 +111,14 @@ class SoakResult:
         return judge(self._found(), self.budget)[1]
 
     def _found(self) -> list[str]:
-        found = [name for name, instances in self.check.get("anomalies", {}).items()
+        found = [name for name, instances in (self.check.anomalies if self.check is not None else {}).items()
                  if instances and name not in INFORMATIONAL
                  and not (name == "duplicate" and not self.options.idempotence)]
         if not self.final_read:
             found.append("incomplete-final-read")
         if self.client_errors:
             found.append("client-error")
-        if self.validation is not None and self.validation["verdict"] != "explained":
+        if self.validation is not None and not self.validation.explained:
             found.append("event-log-not-explained")
         return found
 
@@ -114,11 +130,11 @@ class SoakResult:
     def exit_reason(self) -> str:
         """Why the run exits as it does, in one line: each anomaly that fails it, with its count or
         what it was; else what it passed."""
-        counts = self.check.get("counts", {})
+        counts = self.anomaly_counts
         why = {"incomplete-final-read": f"the final read did not finish ({self.final_read_note})",
                "client-error": "a client failed: " + "; ".join(self.client_errors),
                "event-log-not-explained": "the event log is not explained: "
-                                          + (self.validation or {}).get("lines", [""])[0]}
+                                          + (self.validation.lines[0] if self.validation else "")}
         found = self.anomalies
         if found:
             return "anomalies within their budget: " + "; ".join(
@@ -145,7 +161,8 @@ class SoakResult:
                 "final_read": self.final_read, "final_read_note": self.final_read_note,
                 "client_errors": self.client_errors,
                 "anomalies": self.anomalies, "beyond_budget": self.beyond_budget, "budget": self.budget,
-                "check": self.check, "validation": self.validation,
+                "check": self.check.to_json() if self.check is not None else {},
+                "validation": self.validation.to_json() if self.validation is not None else None,
                 "command": o.command, "dir": o.directory, "exit": {"code": self.exit_code, "reason": self.exit_reason()}}
 
 
@@ -273,15 +290,13 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
                 record["io"] = io_error(fault, journaled)
         result.kafka = {"version": cluster.dist.version, "elr": cluster.elr} if options.cluster == "kafka" else None
         kip966 = cluster.elr if options.cluster == "kafka" else options.protocol == "kip-966"
-        result.check = check(history.events).to_json()
+        result.check = check(history.events)
+        result.index = HistoryIndex.of(history.events, result.check)  # one more pass, shared by counts and page
         result.budget = budgets(result.faults, options.min_insync_replicas, options.unclean_election, kip966,
-                                history.now(), result.check.get("anomalies", {}), history.events,
-                                result.client_errors)
-        result.counts = _counts(history.events)
-        result.events = history.events
+                                history.now(), result.check.anomalies, history.events, result.client_errors)
         if cluster is not None and (options.kafka_events if options.cluster == "kafka" else options.validate):
             cluster.stop()  # every node's log complete before it is read
-            from isrcheck.conformance.engines.validate.command import validate_run
+            from isrcheck.conformance.engines.validate.command import validate_run  # loads the model: only when validating
 
             try:
                 result.validation = validate_run(folder / "events", say)  # Kafka's recording: translated first

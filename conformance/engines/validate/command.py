@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass
 
 from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.model import PROTOCOLS
@@ -54,14 +55,37 @@ def validate_path(path: str, protocol: str | None = None, judge: bool = False) -
     return verdict, len(trace.events), time.perf_counter() - start
 
 
-def validate_run(path, say) -> dict:
-    """The verdict on the event log a run wrote to ``path`` (a soak's, a served cluster's), as
-    JSON with its events, time and the lines to print; ``say(line)`` hears that it starts."""
+@dataclass(frozen=True)
+class LogValidation:
+    """The validator's verdict on a run's event log, with the events read and the seconds it took."""
+
+    verdict: Verdict
+    events: int
+    seconds: float
+
+    @property
+    def explained(self) -> bool:
+        return self.verdict.explained
+
+    @property
+    def lines(self) -> list[str]:
+        """What the text output says (``summary_lines``)."""
+        return summary_lines(self.verdict, self.events, self.seconds)
+
+    def to_json(self) -> dict:
+        """As a run's ``results.json`` keeps it: the verdict without its model steps, ``events`` the
+        events read (``events_explained`` how many the model explained), ``seconds``, ``lines``."""
+        out = self.verdict.to_json()
+        out.pop("steps", None)
+        return {**out, "events_explained": self.verdict.events, "events": self.events,
+                "seconds": round(self.seconds, 3), "lines": self.lines}
+
+
+def validate_run(path, say) -> LogValidation:
+    """The verdict on the event log a run wrote to ``path`` (a soak's, a served cluster's);
+    ``say(line)`` hears that it starts."""
     say(f"validating the event log {path}")
-    verdict, n, seconds = validate_path(str(path))
-    out = verdict.to_json()
-    out.pop("steps", None)
-    return {**out, "events": n, "seconds": round(seconds, 3), "lines": summary_lines(verdict, n, seconds)}
+    return LogValidation(*validate_path(str(path)))
 
 
 def summary_lines(verdict: Verdict, events: int, seconds: float) -> list[str]:
