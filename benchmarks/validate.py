@@ -7,8 +7,7 @@ log (real processes, real Kafka clients, every fault kind) validates in less tim
                                   [--overhead-runs 5] [--spark-schedules 400] [--skip-spark]
                                   [--soak SECONDS] [--soak-dir DIR] [--log DIR] [--prefixes 4]
                                   [--only soak|throughput|log|overhead|spark]
-    farm-bench -n 9 -- python benchmarks/validate.py --sim-only 6000 --logged \
-        --vs 'python benchmarks/validate.py --sim-only 6000'
+    python benchmarks/validate.py --sim-only 6000 --logged   # and without --logged, timed in turn
 
 ``--only log --log DIR`` validates an existing event log (a soak's ``DIR/events``) whole and in
 growing prefixes. The second form is logging's cost measured from outside, A and B in turn: one
@@ -226,7 +225,7 @@ def main() -> None:
     parser.add_argument("--only", choices=("throughput", "log", "overhead", "spark", "soak"), default=None,
                         help="run only this part")
     parser.add_argument("--sim-only", type=int, default=0, metavar="STEPS",
-                        help="run one auto-mode simulation of STEPS steps and nothing else (for farm-bench)")
+                        help="run one auto-mode simulation of STEPS steps and nothing else (to time whole processes side by side)")
     parser.add_argument("--logged", action="store_true", help="with --sim-only: with its event log")
     args = parser.parse_args()
     if args.sim_only:
