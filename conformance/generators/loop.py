@@ -19,10 +19,12 @@ from isrcheck.model.alphabet import Step, is_disk_fault
 
 from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.conformance.generators.profiles import FaultProfile
-from isrcheck.conformance.generators.refusals import RefusalQuota, by_kind, refused_steps
+from isrcheck.conformance.generators.refusals import RefusalQuota, by_kind, lineage_refused, refused_steps
 
 if TYPE_CHECKING:
     from isrcheck.conformance.generators.swarm import Swarm
+
+LINEAGE = "lineage"  # a swarm's refusal focus on the steps only the variant's own rules refuse
 
 
 class Choices(Protocol):
@@ -98,7 +100,7 @@ class StepGenerator:
         narrowed: dict[str, list[Step]] = {}
         for name, steps in by_name.items():
             if swarm.weights.get(name, 0.0) > 0:
-                kept = [st for st in steps if swarm.weight(st) > 0]
+                kept = [st for st in steps if swarm.weight(st, self.run.state) > 0]
                 if kept:
                     narrowed[name] = kept
         return narrowed or by_name
@@ -126,6 +128,12 @@ class StepGenerator:
                                             self.profile.disk_faults))
             if refused:
                 quota.count(True)
+                if self.swarm is not None:
+                    lineage = (lineage_refused(self.run.cfg, self.run.state, self.run.enabled_steps())
+                               if self.swarm.refusal_focus == LINEAGE else ())
+                    if lineage:
+                        return choices.one_of(lineage, "refused by the variant's own rules"), True
+                    return self.swarm.refused(choices, refused, self.run.state), True
                 name = choices.one_of(list(refused), "refused kind")
                 return choices.one_of(refused[name], "refused step"), True
         quota.count(False)
@@ -137,7 +145,7 @@ class StepGenerator:
         if swarm is not None and all(swarm.weights.get(n, 0.0) > 0 for n in names):
             # a kind weighs as much as its steps on average: a slow broker's only pending
             # delivery is as rare as it is among others'
-            weights = {n: [swarm.weight(o) for o in by_name[n]] for n in names}
+            weights = {n: [swarm.weight(o, self.run.state) for o in by_name[n]] for n in names}
             name = choices.weighted(names, [swarm.weights[n] * sum(weights[n]) / len(weights[n]) for n in names],
                                     "step kind")
             return choices.weighted(by_name[name], weights[name], "step"), False
