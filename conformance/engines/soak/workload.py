@@ -4,11 +4,11 @@ Producers send unique integer values to the topic's partitions with acks=all, on
 each, idempotence on or off; consumers are assigned every partition from the start and poll all
 the time; the offsets reader (``offsets``) reads as a KIP-320 consumer does, asking the end offset
 (ListOffsets) and, after a leader change, where its last record's epoch ends (OffsetForLeaderEpoch),
-so that what those APIs answer is in the history; once faults stop, a final read by a fresh consumer reads every partition from the
-beginning until it reaches the highest offset any client saw, or the partition's end, for as long
-as the cluster makes progress serving it. Every operation is
-recorded as an invoke and a completion event in the history format of ``checker`` (ok, fail: it
-definitely did not happen, info: it may have), written as JSON lines as it happens. The final read
+so that what those APIs answer is in the history; once faults stop, a final read by a fresh
+consumer reads every partition from the beginning until it reaches the highest offset any client
+saw, or the partition's end, for as long as the cluster makes progress serving it. Every
+operation is recorded as an invoke and a completion event in the history format of ``checker``
+(ok, fail: it definitely did not happen, info: it may have), written as JSON lines as it happens. The final read
 stops at a partition's high watermark where the log no longer reaches the highest offset seen (a
 loss): what was above it is then the checker's to report.
 
