@@ -123,16 +123,20 @@ class StepGenerator:
         """(the next step, whether the model refuses it), or None when the profile can take no
         step (of ``kind``, when given)."""
         quota, choices = self.quota, self.choices
+        if self.swarm is not None and self.swarm.refusal_focus == LINEAGE:
+            # a step only the variant's own rules refuse, proposed as soon as there is one: such
+            # states are rare and brief (a new leader's HW below its epoch's start), and a missing
+            # guard shows at once there
+            lineage = lineage_refused(self.run.cfg, self.run.state, self.run.enabled_steps())
+            if lineage:
+                quota.count(True)
+                return choices.one_of(lineage, "refused by the variant's own rules"), True
         if quota.rate and choices.refusal_due(quota):
             refused = by_kind(refused_steps(self.run.cfg.replicas, self.run.state, self.run.enabled_steps(),
                                             self.profile.disk_faults))
             if refused:
                 quota.count(True)
                 if self.swarm is not None:
-                    lineage = (lineage_refused(self.run.cfg, self.run.state, self.run.enabled_steps())
-                               if self.swarm.refusal_focus == LINEAGE else ())
-                    if lineage:
-                        return choices.one_of(lineage, "refused by the variant's own rules"), True
                     return self.swarm.refused(choices, refused, self.run.state), True
                 name = choices.one_of(list(refused), "refused kind")
                 return choices.one_of(refused[name], "refused step"), True

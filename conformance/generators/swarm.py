@@ -20,10 +20,13 @@ A swarm draws, in this order (``draw_swarm``):
   their unflushed tails and fetch again from the leader that saw them further on (the leader's
   record of a follower's LEO must move back); ``target``, they take the leader ``FOCUS`` times as
   often as another broker, so leaders change with tails not yet committed (a new leader's HW below
-  its epoch's start) and come back as followers; ``refusal_focus`` (one time in two): one guarded kind of
-  ``GUARDED`` whose refused steps the walk proposes ``FOCUS`` times as often as another kind's, so
-  that a step refused only by a protocol guard (an ISR expansion before the HW reached the
-  leader's epoch, KIP-320) is tried while the guard is what refuses it.
+  its epoch's start) and come back as followers; ``refusal_focus``: ``lineage`` (three times in
+  eight), whenever the variant before this one in the lineage enables a step this one refuses
+  (``refusals.lineage_refused``: an ISR expansion before the HW reached the leader's epoch, under
+  KIP-320), the walk proposes it at once; or (one time in sixteen each) one guarded kind of
+  ``GUARDED`` whose refused steps the walk proposes ``FOCUS`` times as often as another kind's, a
+  leader's own ``FOCUS`` times as often as another broker's (past the leader guard, a protocol
+  rule refuses them).
 
 The replication steps of ``CORE`` always stay: without them no record moves. Where the swarm
 leaves no step the profile would take (every broker down and restarts left out, say), the
