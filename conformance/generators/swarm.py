@@ -13,7 +13,8 @@ A swarm draws, in this order (``draw_swarm``):
 - for each broker, whether it is slow to apply LeaderAndIsr (one time in four): its deliveries are
   ``SLOW`` times as likely as another broker's, so it keeps a stale leader epoch for a while, as
   a broker behind a congested controller channel does;
-- the steered features (``STEERED``), each aimed at a corner uniform walks reach about once in a
+- for a random walk's swarm (``seeded_swarm``; not Hypothesis's), the steered features
+  (``STEERED``), each aimed at a corner uniform walks reach about once in a
   thousand schedules, drawn last so that the features above are drawn as before:
   ``leader_faults`` (one time in four each): ``spare``, the faults that take a broker away (crash,
   lost disk, failing disk, fence) spare the broker the controller names leader, so followers lose
@@ -119,9 +120,10 @@ class Swarm:
                 **({"refusal_focus": self.refusal_focus} if self.refusal_focus else {})}
 
 
-def draw_swarm(choices, profile: FaultProfile, replicas: int) -> Swarm:
+def draw_swarm(choices, profile: FaultProfile, replicas: int, steered: bool = False) -> Swarm:
     """A swarm of ``profile`` for a cluster of ``replicas``, drawn with ``choices`` (a
-    ``loop.Choices``: seeded for random walks, Hypothesis's draws for its strategies)."""
+    ``loop.Choices``: seeded for random walks, Hypothesis's draws for its strategies); the steered
+    features only with ``steered`` (random walks: Hypothesis draws and shrinks its own way)."""
     weights = {}
     for name in STEPS:  # the alphabet's order: the draws do not depend on the profile's
         base = profile.weights.get(name, 0.0)
@@ -135,16 +137,16 @@ def draw_swarm(choices, profile: FaultProfile, replicas: int) -> Swarm:
         crash = dict(profile.crash_kinds)
     partial = choices.one_of((True, False), "swarm: partial fetches?")
     slow = tuple(b for b in range(replicas) if choices.weighted((False, True), (3.0, 1.0), f"swarm: broker {b} slow?"))
-    steered = {}
-    if "leader_faults" in STEERED and any(profile.weights.get(k, 0.0) > 0 for k in TAKE_AWAY):
-        steered["leader_faults"] = choices.weighted((None, "spare", "target"), (2.0, 1.0, 1.0), "swarm: leader faults")
-    if "refusal_focus" in STEERED:
-        steered["refusal_focus"] = choices.weighted((None, LINEAGE) + GUARDED, (3.0, 3.0) + (0.5,) * len(GUARDED),
+    features = {}
+    if steered and "leader_faults" in STEERED and any(profile.weights.get(k, 0.0) > 0 for k in TAKE_AWAY):
+        features["leader_faults"] = choices.weighted((None, "spare", "target"), (2.0, 1.0, 1.0), "swarm: leader faults")
+    if steered and "refusal_focus" in STEERED:
+        features["refusal_focus"] = choices.weighted((None, LINEAGE) + GUARDED, (3.0, 3.0) + (0.5,) * len(GUARDED),
                                                     "swarm: refusal focus")
-    return Swarm(MappingProxyType(weights), MappingProxyType(crash), partial, slow, **steered)
+    return Swarm(MappingProxyType(weights), MappingProxyType(crash), partial, slow, **features)
 
 
 def seeded_swarm(seed: int, profile: FaultProfile, replicas: int) -> Swarm:
     """The swarm of a random walk's ``seed``: drawn from a generator of its own, so the walk's
     own choices (``random.Random(seed)``) are those of a walk without a swarm."""
-    return draw_swarm(SeededChoices(f"swarm-{seed}"), profile, replicas)
+    return draw_swarm(SeededChoices(f"swarm-{seed}"), profile, replicas, steered=True)
