@@ -22,9 +22,9 @@ A swarm draws, in this order (``draw_swarm``):
   record of a follower's LEO must move back); ``target``, they take the leader ``FOCUS`` times as
   often as another broker, so leaders change with tails not yet committed (a new leader's HW below
   its epoch's start) and come back as followers; ``refusal_focus``: ``lineage`` (three times in
-  eight), whenever the variant before this one in the lineage enables a step this one refuses
+  four), whenever the variant before this one in the lineage enables a step this one refuses
   (``refusals.lineage_refused``: an ISR expansion before the HW reached the leader's epoch, under
-  KIP-320), the walk proposes it at once; or (one time in sixteen each) one guarded kind of
+  KIP-320), the walk proposes it at once; or (one time in thirty-two each) one guarded kind of
   ``GUARDED`` whose refused steps the walk proposes ``FOCUS`` times as often as another kind's, a
   leader's own ``FOCUS`` times as often as another broker's (past the leader guard, a protocol
   rule refuses them).
@@ -141,7 +141,7 @@ def draw_swarm(choices, profile: FaultProfile, replicas: int, steered: bool = Fa
     if steered and "leader_faults" in STEERED and any(profile.weights.get(k, 0.0) > 0 for k in TAKE_AWAY):
         features["leader_faults"] = choices.weighted((None, "spare", "target"), (2.0, 1.0, 1.0), "swarm: leader faults")
     if steered and "refusal_focus" in STEERED:
-        features["refusal_focus"] = choices.weighted((None, LINEAGE) + GUARDED, (3.0, 3.0) + (0.5,) * len(GUARDED),
+        features["refusal_focus"] = choices.weighted((None, LINEAGE) + GUARDED, (1.0, 6.0) + (0.25,) * len(GUARDED),
                                                     "swarm: refusal focus")
     return Swarm(MappingProxyType(weights), MappingProxyType(crash), partial, slow, **features)
 

@@ -75,13 +75,13 @@ def test_the_hypothesis_machine_runs_with_and_without_swarm(swarm):
 
 def test_the_steered_features_are_drawn_after_the_others(monkeypatch):
     """The steered features (``STEERED``) come last: without them a seed draws the swarm it drew
-    before they existed; with them, each value turns up among a hundred seeds."""
+    before they existed; with them, each value turns up among 400 seeds."""
     from isrcheck.conformance.generators import swarm as swarm_module
 
     profile = FAULT_PROFILES["all"]
-    steered = [seeded_swarm(seed, profile, 3) for seed in range(100)]
+    steered = [seeded_swarm(seed, profile, 3) for seed in range(400)]
     monkeypatch.setattr(swarm_module, "STEERED", ())
-    legacy = [seeded_swarm(seed, profile, 3) for seed in range(100)]
+    legacy = [seeded_swarm(seed, profile, 3) for seed in range(400)]
     for new, old in zip(steered, legacy):
         assert (new.weights, new.crash_kinds, new.partial_fetches, new.slow) == \
             (old.weights, old.crash_kinds, old.partial_fetches, old.slow)
