@@ -9,18 +9,14 @@ Hypothesis's ``draw`` (``choices.DrawnChoices``), so Hypothesis shrinks what the
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from isrcheck.model.budget import FaultBudget
 from isrcheck.model.alphabet import Step, is_disk_fault
 
 from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.conformance.generators.choices import Choices
 from isrcheck.conformance.generators.profiles import FaultProfile
-from isrcheck.conformance.generators.refusals import RefusalQuota, by_kind, refused_steps
-
-if TYPE_CHECKING:
-    from isrcheck.conformance.generators.swarm import Swarm
+from isrcheck.conformance.generators.refusals import RefusalQuota, by_kind, lineage_refused, refused_steps
+from isrcheck.conformance.generators.swarm import LINEAGE, Swarm
 
 
 class StepGenerator:
@@ -45,7 +41,7 @@ class StepGenerator:
         narrowed: dict[str, list[Step]] = {}
         for name, steps in by_name.items():
             if swarm.weights.get(name, 0.0) > 0:
-                kept = [st for st in steps if swarm.weight(st) > 0]
+                kept = [st for st in steps if swarm.weight(st, self.run.state) > 0]
                 if kept:
                     narrowed[name] = kept
         return narrowed or by_name
@@ -68,11 +64,21 @@ class StepGenerator:
         """(the next step, whether the model refuses it), or None when the profile can take no
         step (of ``kind``, when given)."""
         quota, choices = self.quota, self.choices
+        if self.swarm is not None and self.swarm.refusal_focus == LINEAGE:
+            # a step only the variant's own rules refuse, proposed as soon as there is one: such
+            # states are rare and brief (a new leader's HW below its epoch's start), and a missing
+            # guard shows at once there
+            lineage = lineage_refused(self.run.cfg, self.run.state, self.run.enabled_steps())
+            if lineage:
+                quota.count(True)
+                return choices.one_of(lineage, "refused by the variant's own rules"), True
         if quota.rate and choices.refusal_due(quota):
             refused = by_kind(refused_steps(self.run.cfg.replicas, self.run.state, self.run.enabled_steps(),
                                             self.profile.disk_faults))
             if refused:
                 quota.count(True)
+                if self.swarm is not None:
+                    return self.swarm.refused(choices, refused, self.run.state), True
                 name = choices.one_of(list(refused), "refused kind")
                 return choices.one_of(refused[name], "refused step"), True
         quota.count(False)
@@ -84,7 +90,7 @@ class StepGenerator:
         if swarm is not None and all(swarm.weights.get(n, 0.0) > 0 for n in names):
             # a kind weighs as much as its steps on average: a slow broker's only pending
             # delivery is as rare as it is among others'
-            weights = {n: [swarm.weight(o) for o in by_name[n]] for n in names}
+            weights = {n: [swarm.weight(o, self.run.state) for o in by_name[n]] for n in names}
             name = choices.weighted(names, [swarm.weights[n] * sum(weights[n]) / len(weights[n]) for n in names],
                                     "step kind")
             return choices.weighted(by_name[name], weights[name], "step"), False

@@ -12,9 +12,12 @@ of a generator's steps are refused ones whatever the random draws.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
+from isrcheck.model import enabled
 from isrcheck.model.alphabet import Step, every_step, is_disk_fault
+from isrcheck.model.protocols import PROTOCOLS
 
 from isrcheck.conformance.vocabulary import Number
 
@@ -28,6 +31,18 @@ def refused_steps(replicas: int, state, enabled: list[Step], disk_faults: bool =
     ``disk_faults`` (``alphabet.is_disk_fault``: a generator that takes none proposes none)."""
     taken = set(enabled)
     return [st for st in every_step(replicas, state) if st not in taken and (disk_faults or not is_disk_fault(st))]
+
+
+def lineage_refused(cfg, state, enabled_now: list[Step]) -> list[Step]:
+    """The steps the protocol variant before ``cfg``'s in the lineage (``PROTOCOLS``' order: KIP-320's
+    is KIP-279) enables in ``state`` and ``cfg``'s refuses: those refused only by the rules the
+    variant added, where a missing guard shows at once. None for the first variant."""
+    names = list(PROTOCOLS)
+    at = names.index(cfg.protocol)
+    if at == 0:
+        return []
+    taken = set(enabled_now)
+    return [st for st in enabled(dataclasses.replace(cfg, protocol=names[at - 1]), state) if st not in taken]
 
 
 def by_kind(steps: list[Step]) -> dict[str, list[Step]]:

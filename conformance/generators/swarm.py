@@ -12,7 +12,22 @@ A swarm draws, in this order (``draw_swarm``):
 - whether fetches may be partial (``max_batches`` > 0: replica.fetch.max.bytes);
 - for each broker, whether it is slow to apply LeaderAndIsr (one time in four): its deliveries are
   ``SLOW`` times as likely as another broker's, so it keeps a stale leader epoch for a while, as
-  a broker behind a congested controller channel does.
+  a broker behind a congested controller channel does;
+- for a random walk's swarm (``seeded_swarm``; not Hypothesis's), the steered features
+  (``STEERED``), each aimed at a corner uniform walks reach about once in a
+  thousand schedules, drawn last so that the features above are drawn as before:
+  ``leader_faults`` (one time in four each): ``spare``, the faults that take a broker away (crash,
+  lost disk, failing disk, fence) spare the broker the controller names leader, so followers lose
+  their unflushed tails and fetch again from the leader that saw them further on (the leader's
+  record of a follower's LEO must move back); ``target``, they take the leader ``FOCUS`` times as
+  often as another broker, so leaders change with tails not yet committed (a new leader's HW below
+  its epoch's start) and come back as followers; ``refusal_focus``: ``lineage`` (three times in
+  four), whenever the variant before this one in the lineage enables a step this one refuses
+  (``refusals.lineage_refused``: an ISR expansion before the HW reached the leader's epoch, under
+  KIP-320), the walk proposes it at once; or (one time in thirty-two each) one guarded kind of
+  ``GUARDED`` whose refused steps the walk proposes ``FOCUS`` times as often as another kind's, a
+  leader's own ``FOCUS`` times as often as another broker's (past the leader guard, a protocol
+  rule refuses them).
 
 The replication steps of ``CORE`` always stay: without them no record moves. Where the swarm
 leaves no step the profile would take (every broker down and restarts left out, say), the
@@ -34,6 +49,11 @@ CORE = ("produce", "send_fetch", "handle_fetch", "handle_fetch_response", "deliv
         "handle_alter_partition", "handle_alter_partition_response")
 FACTORS = (1.0, 0.25, 0.5, 2.0, 4.0)  # a kind's weight times one of these (the first: as is)
 SLOW = 1 / 16                         # a slow broker's LeaderAndIsr deliveries against another's
+STEERED = ("leader_faults", "refusal_focus")  # the features drawn after the others (module docstring)
+GUARDED = ("expand_isr", "shrink_isr", "elect", "handle_alter_partition")
+LINEAGE = "lineage"  # a refusal focus on the steps only the variant's own rules refuse
+FOCUS = 16.0                          # the focused kind's refused steps against another kind's
+TAKE_AWAY = ("crash", "lose_disk", "fail_disk", "fence")  # the faults leader_faults steers
 
 
 @dataclass(frozen=True)
@@ -45,9 +65,20 @@ class Swarm:
     crash_kinds: Mapping[str, float]
     partial_fetches: bool
     slow: tuple[int, ...]
+    leader_faults: str | None = None  # "spare" or "target" (module docstring)
+    refusal_focus: str | None = None
 
-    def weight(self, step: Step) -> float:
-        """The weight of ``step`` among the steps of its kind (0: left out)."""
+    def weight(self, step: Step, state=None) -> float:
+        """The weight of ``step`` among the steps of its kind (0: left out) in the model's ``state``."""
+        name = step.name
+        factor = 1.0
+        if self.leader_faults and name in TAKE_AWAY and state is not None and step.replica == state.controller.leader:
+            if self.leader_faults == "spare":
+                return 0.0
+            factor = FOCUS
+        return factor * self._weight(step)
+
+    def _weight(self, step: Step) -> float:
         name = step.name
         if name == "crash":
             return self.crash_kinds.get(step.arg, 0.0)
@@ -63,17 +94,37 @@ class Swarm:
         out = [k for k, w in self.weights.items() if w > 0]
         out += [f"crash:{k}" for k, w in self.crash_kinds.items() if w > 0 and self.weights.get("crash", 0) > 0]
         out += ["partial_fetches"] * self.partial_fetches + [f"slow:{b}" for b in self.slow]
+        out += [f"leader_faults:{self.leader_faults}"] * bool(self.leader_faults)
+        out += [f"refusal_focus:{self.refusal_focus}"] * bool(self.refusal_focus)
         return out
+
+    def refused(self, choices, refused: dict[str, list[Step]], state) -> Step:
+        """The next refused step, among ``refused`` (by kind). Under a focus, its kind ``FOCUS`` times
+        as likely as another, and among its steps those of a broker that leads in its own view (past
+        the leader guard: refused by a protocol rule) ``FOCUS`` times as likely as the others."""
+        kinds = list(refused)
+        if self.refusal_focus not in kinds:
+            return choices.one_of(refused[choices.one_of(kinds, "refused kind")], "refused step")
+        name = choices.weighted(kinds, [FOCUS if k == self.refusal_focus else 1.0 for k in kinds], "refused kind")
+        steps = refused[name]
+        if name != self.refusal_focus:
+            return choices.one_of(steps, "refused step")
+        leads = [FOCUS if 0 <= st.replica < len(state.replicas) and state.replicas[st.replica].leader == st.replica
+                 else 1.0 for st in steps]
+        return choices.weighted(steps, leads, "refused step")
 
     def to_json(self) -> dict:
         return {"weights": {k: w for k, w in self.weights.items() if w > 0},
                 "crash_kinds": [k for k, w in self.crash_kinds.items() if w > 0],
-                "partial_fetches": self.partial_fetches, "slow": list(self.slow)}
+                "partial_fetches": self.partial_fetches, "slow": list(self.slow),
+                **({"leader_faults": self.leader_faults} if self.leader_faults else {}),
+                **({"refusal_focus": self.refusal_focus} if self.refusal_focus else {})}
 
 
-def draw_swarm(choices, profile: FaultProfile, replicas: int) -> Swarm:
+def draw_swarm(choices, profile: FaultProfile, replicas: int, steered: bool = False) -> Swarm:
     """A swarm of ``profile`` for a cluster of ``replicas``, drawn with ``choices`` (a
-    ``choices.Choices``: seeded for random walks, Hypothesis's draws for its strategies)."""
+    ``choices.Choices``: seeded for random walks, Hypothesis's draws for its strategies); the steered
+    features only with ``steered`` (random walks: Hypothesis draws and shrinks its own way)."""
     weights = {}
     for name in STEPS:  # the alphabet's order: the draws do not depend on the profile's
         base = profile.weights.get(name, 0.0)
@@ -87,10 +138,16 @@ def draw_swarm(choices, profile: FaultProfile, replicas: int) -> Swarm:
         crash = dict(profile.crash_kinds)
     partial = choices.one_of((True, False), "swarm: partial fetches?")
     slow = tuple(b for b in range(replicas) if choices.weighted((False, True), (3.0, 1.0), f"swarm: broker {b} slow?"))
-    return Swarm(MappingProxyType(weights), MappingProxyType(crash), partial, slow)
+    features = {}
+    if steered and "leader_faults" in STEERED and any(profile.weights.get(k, 0.0) > 0 for k in TAKE_AWAY):
+        features["leader_faults"] = choices.weighted((None, "spare", "target"), (2.0, 1.0, 1.0), "swarm: leader faults")
+    if steered and "refusal_focus" in STEERED:
+        features["refusal_focus"] = choices.weighted((None, LINEAGE) + GUARDED, (1.0, 6.0) + (0.25,) * len(GUARDED),
+                                                    "swarm: refusal focus")
+    return Swarm(MappingProxyType(weights), MappingProxyType(crash), partial, slow, **features)
 
 
 def seeded_swarm(seed: int, profile: FaultProfile, replicas: int) -> Swarm:
     """The swarm of a random walk's ``seed``: drawn from a generator of its own, so the walk's
     own choices (``random.Random(seed)``) are those of a walk without a swarm."""
-    return draw_swarm(SeededChoices(f"swarm-{seed}"), profile, replicas)
+    return draw_swarm(SeededChoices(f"swarm-{seed}"), profile, replicas, steered=True)

@@ -71,3 +71,57 @@ def test_the_hypothesis_machine_runs_with_and_without_swarm(swarm):
     run_state_machine_as_test(machine, settings=settings(
         max_examples=5, stateful_step_count=30, deadline=None, database=None,
         suppress_health_check=list(HealthCheck)))
+
+
+def test_the_steered_features_are_drawn_after_the_others(monkeypatch):
+    """The steered features (``STEERED``) come last: without them a seed draws the swarm it drew
+    before they existed; with them, each value turns up among 400 seeds."""
+    from isrcheck.conformance.generators import swarm as swarm_module
+
+    profile = FAULT_PROFILES["all"]
+    steered = [seeded_swarm(seed, profile, 3) for seed in range(400)]
+    monkeypatch.setattr(swarm_module, "STEERED", ())
+    legacy = [seeded_swarm(seed, profile, 3) for seed in range(400)]
+    for new, old in zip(steered, legacy):
+        assert (new.weights, new.crash_kinds, new.partial_fetches, new.slow) == \
+            (old.weights, old.crash_kinds, old.partial_fetches, old.slow)
+        assert (old.leader_faults, old.refusal_focus) == (None, None)
+    assert {s.leader_faults for s in steered} == {None, "spare", "target"}
+    assert {s.refusal_focus for s in steered} == {None, "lineage", *swarm_module.GUARDED}
+    assert "leader_faults:spare" in next(s for s in steered if s.leader_faults == "spare").features()
+
+
+def test_leader_faults_spare_or_target_the_broker_the_controller_names_leader():
+    from isrcheck.conformance.generators.swarm import FOCUS, Swarm
+    from isrcheck.model import ModelConfig
+    from isrcheck.model.state import initial_state
+
+    state = initial_state(ModelConfig(protocol="kip-320"))
+    leader = state.controller.leader
+    other = next(b for b in range(3) if b != leader)
+    kept = seeded_swarm(0, FAULT_PROFILES["all"], 3)
+    crash = {b: Step("crash", replica=b, arg="process") for b in (leader, other)}
+
+    def weights(mode):
+        swarm = Swarm(kept.weights, {"clean": 1.0, "process": 1.0, "power": 1.0}, True, (), leader_faults=mode)
+        return swarm.weight(crash[leader], state), swarm.weight(crash[other], state)
+    assert weights(None) == (1.0, 1.0)
+    assert weights("spare") == (0.0, 1.0)
+    assert weights("target") == (FOCUS, 1.0)
+
+
+def test_lineage_refused_are_the_steps_only_the_variants_own_rules_refuse():
+    """A kip-320 leader whose HW (3) is below its epoch's start (5), a follower outside the ISR
+    that fetched to 4: KIP-279 would expand the ISR, KIP-320 refuses, and that expansion is the
+    lineage's refused step; the first variant of the lineage has none."""
+    from isrcheck.conformance.generators.refusals import lineage_refused
+    from isrcheck.model import ModelConfig, enabled
+    from isrcheck.model.state import initial_state
+
+    cfg = ModelConfig(protocol="kip-320")
+    state = initial_state(cfg)
+    leader = state.replicas[0]._replace(isr=(0, 1), hw=3, epoch_start_offset=5, remote_leo=(-1, 5, 4))
+    state = state._replace(replicas=(leader, *state.replicas[1:]))
+    assert lineage_refused(cfg, state, enabled(cfg, state)) == [Step("expand_isr", replica=0)]
+    first = ModelConfig(protocol="hw-truncation")
+    assert lineage_refused(first, state, enabled(first, state)) == []

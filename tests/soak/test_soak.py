@@ -15,6 +15,7 @@ def test_a_soak_under_kills_and_pauses_finds_no_anomaly_and_writes_its_folder(is
     assert result["dir"] == str(run) and result["exit"]["code"] == 0 and "the event log explained" in result["exit"]["reason"]
     assert f"isrcheck soak: run folder {run}" in proc.stderr and f"isrcheck soak: {run}: exit 0: no anomaly" in proc.stderr
     assert result["counts"]["send"]["ok"] > 100 and result["counts"]["poll"]["ok"] > 10
+    assert result["counts"]["end"]["ok"] > 10  # the offsets reader's answers, judged (test_api_answers.py)
     assert result["faults"] and {f["kind"] for f in result["faults"]} <= {"kill", "pause"}
     assert all(f["end"] is not None for f in result["faults"])  # every fault ended before the final read
     events = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]

@@ -41,13 +41,16 @@ anomalies by it.
 
 What the durability budget covers (``DURABILITY_ANOMALIES``): the lost write, and what a log that lost its tail
 shows: an offset that held another record (inconsistent offsets), consumers that skip or go back,
-a producer's later send acknowledged below an earlier one (the log's end moved back). A duplicate,
+a producer's later send acknowledged below an earlier one (the log's end moved back), a committed
+record where OffsetForLeaderEpoch's answer says it cannot be (``answers``). A duplicate,
 an aborted read or an unexpected record are promised under every fault and stay findings.
 """
 from __future__ import annotations
 
+from isrcheck.conformance.engines.soak import answers
+
 DURABILITY_ANOMALIES = frozenset({"lost-write", "inconsistent-offsets", "poll-skip", "nonmonotonic-poll",
-                                  "int-poll-skip", "int-nonmonotonic-poll", "nonmonotonic-send"})
+                                  "int-poll-skip", "int-nonmonotonic-poll", "nonmonotonic-send"}) | answers.DURABILITY
 
 
 def loses_data(record: dict) -> bool:

@@ -21,7 +21,8 @@ order the events happened. Blank lines are skipped. Every event has:
              happened), ``"fail"`` (it definitely did not happen) or ``"info"`` (indeterminate:
              a timeout, a disconnect; it may or may not have happened). An invoke with no
              completion by the end of the history is indeterminate too.
-``f``        ``"send"``, ``"poll"`` or ``"assign"``.
+``f``        ``"send"``, ``"poll"`` or ``"assign"``; ``"end"`` and ``"epoch"`` (ListOffsets and
+             OffsetForLeaderEpoch, with a poll's extra fields: ``answers``).
 
 A partition ``P`` is an int or a ``"topic-partition"`` string, an opaque key. Because JSON object
 keys are strings, partitions are compared by their string form: ``0`` and ``"0"`` are one partition.
@@ -54,7 +55,8 @@ Anomalies
 
 ``check`` reports the instances of each name in ANOMALIES: lost-write, inconsistent-offsets,
 duplicate, G1a (an aborted read), unexpected, poll-skip, nonmonotonic-poll, int-poll-skip,
-int-nonmonotonic-poll, nonmonotonic-send and the informational unseen; each function of that name
+int-nonmonotonic-poll, nonmonotonic-send, the informational unseen, and what ``answers`` judges
+of the ListOffsets and OffsetForLeaderEpoch answers; each function of that name
 below says what it is in Kafka terms and which Jepsen definition it follows. An instance names the
 events that prove it by their ``index`` (the completions that carry the evidence: a send's
 ``ok``/``fail``, a poll's ``ok``) in ``ops``, and says what happened in ``explanation``.
@@ -86,17 +88,18 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from isrcheck.conformance.engines.soak import answers
 from isrcheck.conformance.vocabulary import read_lines
 
 # Every anomaly this checker reports, in the order of its reports.
 ANOMALIES = ("lost-write", "inconsistent-offsets", "duplicate", "G1a", "unexpected", "poll-skip",
              "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll", "nonmonotonic-send",
-             "unseen")
+             "unseen") + answers.ANSWER_ANOMALIES
 # Reported, but not a failure by itself (Jepsen's "unseen" may just be a consumer that lags).
 INFORMATIONAL = frozenset({"unseen"})
 
 _TYPES = frozenset(("invoke", "ok", "fail", "info"))
-_FS = frozenset(("send", "poll", "assign"))
+_FS = frozenset(("send", "poll", "assign", "end", "epoch"))
 _REQUIRED = ("index", "time", "process", "type", "f")
 
 
@@ -167,7 +170,7 @@ class _Validator:
         if type_ not in _TYPES:
             raise _Malformed(f'"type" must be one of invoke, ok, fail, info, got {type_!r}')
         if f not in _FS:
-            raise _Malformed(f'"f" must be one of send, poll, assign, got {f!r}')
+            raise _Malformed(f'"f" must be one of send, poll, assign, end, epoch, got {f!r}')
         problem = self._problem(op, type_, f)
         if problem:
             raise _Malformed(f"{f} {type_} (index {index}): {problem}")
@@ -187,7 +190,12 @@ class _Validator:
                     return 'missing field "offset" (an ok send has its acknowledged offset)'
                 if type(op["offset"]) is not int or op["offset"] < 0:
                     return f'"offset" must be an int >= 0, got {op["offset"]!r}'
+        elif f in ("end", "epoch"):
+            return answers.problem(op, type_, f)
         elif f == "poll":
+            extra = answers.problem(op, type_, f)
+            if extra:
+                return extra
             if type(op.get("final", False)) is not bool:
                 return f'"final" must be true or false, got {op["final"]!r}'
             if type_ == "invoke":
@@ -336,6 +344,7 @@ class _Facts:
         self.send_inversions: list = []               # ((offset, value, event) x2, producer, partition)
         self.unseen = 0
         self.series: list = []                        # (time, total unseen) at each change
+        self.answers = answers.Answers()
         self.stats = {"events": 0, "sends": 0, "sends-ok": 0, "sends-fail": 0, "sends-info": 0,
                       "polls-ok": 0, "records-polled": 0, "final-polls": 0}
 
@@ -348,6 +357,9 @@ class _Facts:
     def event(self, op: dict, invoke: dict | None) -> None:
         self.stats["events"] += 1
         f, type_ = op["f"], op["type"]
+        self.answers.event(op, invoke)
+        if f in ("end", "epoch"):
+            return
         if f == "send":
             self._send(op, type_)
         elif f == "poll":
@@ -665,7 +677,8 @@ DETECTORS = {"lost-write": lost_write, "inconsistent-offsets": inconsistent_offs
              "duplicate": duplicate, "G1a": g1a, "unexpected": unexpected, "poll-skip": poll_skip,
              "nonmonotonic-poll": nonmonotonic_poll, "int-poll-skip": int_poll_skip,
              "int-nonmonotonic-poll": int_nonmonotonic_poll, "nonmonotonic-send": nonmonotonic_send,
-             "unseen": unseen}
+             "unseen": unseen,
+             **{name: (lambda facts, detect=detect: detect(facts.answers)) for name, detect in answers.DETECTORS.items()}}
 assert tuple(DETECTORS) == ANOMALIES
 
 

@@ -2,11 +2,13 @@
 
 Producers send unique integer values to the topic's partitions with acks=all, one send at a time
 each, idempotence on or off; consumers are assigned every partition from the start and poll all
-the time; once faults stop, a final read by a fresh consumer reads every partition from the
-beginning until it reaches the highest offset any client saw, or the partition's end, for as long
-as the cluster makes progress serving it. Every operation is
-recorded as an invoke and a completion event in the history format of ``checker`` (ok, fail: it
-definitely did not happen, info: it may have), written as JSON lines as it happens. The final read
+the time; the offsets reader (``offsets``) reads as a KIP-320 consumer does, asking the end offset
+(ListOffsets) and, after a leader change, where its last record's epoch ends (OffsetForLeaderEpoch),
+so that what those APIs answer is in the history; once faults stop, a final read by a fresh
+consumer reads every partition from the beginning until it reaches the highest offset any client
+saw, or the partition's end, for as long as the cluster makes progress serving it. Every
+operation is recorded as an invoke and a completion event in the history format of ``checker``
+(ok, fail: it definitely did not happen, info: it may have), written as JSON lines as it happens. The final read
 stops at a partition's high watermark where the log no longer reaches the highest offset seen (a
 loss): what was above it is then the checker's to report.
 
@@ -25,6 +27,8 @@ import time
 from typing import IO
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from isrcheck.conformance.engines.soak.offsets import OffsetsReader, value_of
 
 # errors a broker returns before it appends: the write is definitely not in the log. Not the local
 # _UNKNOWN_PARTITION: librdkafka fails with it every message queued for a partition that a metadata
@@ -77,11 +81,13 @@ class Workload:
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, history: History, seed: int,
                  producers: int = 4, consumers: int = 2, idempotence: bool = True,
-                 send_timeout_ms: int = 5000, client_log: logging.Logger | None = None) -> None:
+                 send_timeout_ms: int = 5000, client_log: logging.Logger | None = None,
+                 offsets_reader: bool = True) -> None:
         self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
         self.history, self.seed = history, seed
         self.producers, self.consumers = producers, consumers
         self.idempotence, self.send_timeout_ms = idempotence, send_timeout_ms
+        self.offsets_reader = offsets_reader
         self.stop = threading.Event()
         self.threads: list[threading.Thread] = []
         self.errors: list[str] = []  # a client thread that failed: the run cannot be judged
@@ -99,6 +105,10 @@ class Workload:
                         for p in range(self.producers)]
         self.threads += [threading.Thread(target=self._guard, args=(self._consume, self.producers + c), daemon=True,
                                           name=f"client {self.producers + c}") for c in range(self.consumers)]
+        if self.offsets_reader:
+            reader = OffsetsReader(self.bootstrap, self.topic, self.partitions, self.history, self.key)
+            self.threads.append(threading.Thread(target=self._guard, args=(lambda _: reader.run(self.stop), reader.process),
+                                                 daemon=True, name=f"client {reader.process}"))
         for t in self.threads:
             t.start()
 
@@ -198,7 +208,7 @@ class Workload:
             if m.error() is not None:
                 reset = reset or m.error().code() == KafkaError._AUTO_OFFSET_RESET
                 continue
-            records.setdefault(self.key(m.partition()), []).append([m.offset(), _value(m.value())])
+            records.setdefault(self.key(m.partition()), []).append([m.offset(), value_of(m.value())])
         self.history.record(process, "ok", "poll", partitions=keys, records=records, **extra)
         if reset:
             self.assign(consumer, process)
@@ -267,11 +277,3 @@ def _final_reach(key, partitions: int, reached: dict, wanted: dict, highs: dict)
     return ", ".join(f"{key(p)} read to {reached.get(key(p), -1)} of {wanted.get(key(p), -1)} seen "
                      f"(HW {highs.get(key(p), '?')})" for p in range(partitions))
 
-
-def _value(raw: bytes | None) -> int | str:
-    """A record's value as the integer a producer sent; as text if it is not one (the checker
-    reports it as unexpected)."""
-    try:
-        return int(raw)
-    except (TypeError, ValueError):
-        return repr(raw)
