@@ -18,6 +18,6 @@ def test_a_wrong_answer_of_the_kafka_api_layer_is_an_anomaly(tmp_path, monkeypat
     result = run_soak(SoakOptions(duration_s=12, script=(Fault("kill", (0,), 3.0, 6.0),), seed=1,
                                   directory=str(tmp_path / "run"), validate=False))
     assert result.anomalies == [anomaly], result.exit_reason()
-    instance = result.check["anomalies"][anomaly][0]
-    ops = {e["index"]: e for e in result.events}
+    instance = result.check.anomalies[anomaly][0]
+    ops = result.index.events  # the events the anomalies name, by index
     assert {ops[i]["process"] for i in instance["ops"]} == {"offsets"}
