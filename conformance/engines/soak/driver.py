@@ -104,6 +104,8 @@ class SoakResult:
             found.append("client-error")
         if self.validation is not None and self.validation["verdict"] != "explained":
             found.append("event-log-not-explained")
+        elif self.validation is not None and self.validation.get("late"):
+            found.append("event-log-late")
         return found
 
     @property
@@ -118,7 +120,9 @@ class SoakResult:
         why = {"incomplete-final-read": f"the final read did not finish ({self.final_read_note})",
                "client-error": "a client failed: " + "; ".join(self.client_errors),
                "event-log-not-explained": "the event log is not explained: "
-                                          + (self.validation or {}).get("lines", [""])[0]}
+                                          + (self.validation or {}).get("lines", [""])[0],
+               "event-log-late": "a deadline missed: " + next(
+                   (f"{x['property']} at {x['where']}: {x['why']}" for x in (self.validation or {}).get("late", [])), "")}
         found = self.anomalies
         if found:
             return "anomalies within their budget: " + "; ".join(
@@ -284,7 +288,8 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
             from isrcheck.conformance.engines.validate.command import validate_run
 
             try:
-                result.validation = validate_run(folder / "events", say)  # Kafka's recording: translated first
+                result.validation = validate_run(folder / "events", say,  # Kafka's recording: translated first
+                                                 timely=options.cluster != "kafka")
             except UsageError:  # an event log it cannot read: the run's history and verdict are kept first
                 _write(folder, result)
                 raise

@@ -17,6 +17,7 @@ from isrcheck.model import PROTOCOLS
 from isrcheck.model.collector import no_cycle_collection
 
 from .events import partition_traces, read_trace
+from . import timeliness
 from .locate import event_log_in
 from .search import Verdict, validate_partitions
 
@@ -54,14 +55,19 @@ def validate_path(path: str, protocol: str | None = None, judge: bool = False) -
     return verdict, len(trace.events), time.perf_counter() - start
 
 
-def validate_run(path, say) -> dict:
+def validate_run(path, say, timely: bool = False) -> dict:
     """The verdict on the event log a run wrote to ``path`` (a soak's, a served cluster's), as
-    JSON with its events, time and the lines to print; ``say(line)`` hears that it starts."""
+    JSON with its events, time and the lines to print; ``say(line)`` hears that it starts. With
+    ``timely`` (isrcheck's own processes) also the deadlines it missed (``timeliness.py``, with the
+    allowance real processes need), as ``late``."""
     say(f"validating the event log {path}")
     verdict, n, seconds = validate_path(str(path))
     out = verdict.to_json()
     out.pop("steps", None)
-    return {**out, "events": n, "seconds": round(seconds, 3), "lines": summary_lines(verdict, n, seconds)}
+    late = timeliness.check_path(str(path), timeliness.REAL_SLACK_MS, timeliness.REAL_STALL_MS) \
+        if timely and verdict.explained else []
+    return {**out, "events": n, "seconds": round(seconds, 3), "late": [x.to_json() for x in late],
+            "lines": summary_lines(verdict, n, seconds) + timeliness.lines(late)}
 
 
 def summary_lines(verdict: Verdict, events: int, seconds: float) -> list[str]:
