@@ -119,8 +119,8 @@ def _check(trace: Trace, slack_ms: int, stall_ms: int | None) -> list[Late]:
     said: set = set()
 
     def missed(prop: str, key: tuple, e: Event, why: str) -> None:
-        if key not in said:
-            said.add(key)
+        if (prop, key) not in said:  # the first finding per leader, epoch and follower (or fetch)
+            said.add((prop, key))
             late.append(Late(prop, e, why))
 
     for e in trace.events:
