@@ -184,8 +184,11 @@ def _fetched(lead: _Leadership, e: Event, send: Event | None, wait: int, parks: 
 
 
 def _expire_parked(parked: dict, e: Event, wait: int, slack_ms: int, clock: _Clock, missed) -> None:
-    """Parked fetches whose wait ran out before ``e`` without a completion."""
+    """Parked fetches of ``e``'s node whose wait ran out before ``e`` without a completion: judged
+    at the leader's own events, as a paused leader owes nothing until it runs again."""
     for key, (first, stalled) in list(parked.items()):
+        if key[0] != e.node:
+            continue
         deadline = first.t + wait + slack_ms + clock.of(key[0]) - stalled
         if e.t > deadline:
             del parked[key]
