@@ -6,7 +6,8 @@ Exit codes: 0 the model explains its events and no check failed within its fault
 event no behaviour of the model explains, or a check that failed within its budget (the logs
 disagree, an acknowledged write was lost, an offset read two ways: the run's own checks, and the
 model's history properties along the behaviour that explains it, judged by the fault budgets as
-lockstep judges them: ``engines/validate/budgets.py``); 2 bad arguments. A check that failed only
+lockstep judges them: ``engines/validate/budgets.py``), or a deadline Kafka keeps that the run
+missed (``engines/validate/timeliness.py``); 2 bad arguments. A check that failed only
 once the run had left its budget is printed as broken outside it, with why.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ import tempfile
 from isrcheck.conformance.vocabulary import UsageError, output_path
 from isrcheck.conformance.engines.validate.budgets import failed_checks, judge, judgement_lines
 from isrcheck.conformance.engines.validate.command import summary_lines, validate_path
+from isrcheck.conformance.engines.validate import timeliness
 from isrcheck.impl.sim import cli as impl_cli
 
 
@@ -49,12 +51,15 @@ def run(args: argparse.Namespace) -> int:
         events = _events_dir(args.events) if args.events else scratch
         summary = impl_cli.simulate(args, events)
         verdict, n, seconds = validate_path(events, judge=True)
+        late = timeliness.check_path(events) if verdict.explained else []
     judgement = judge(failed_checks(summary), verdict.judged) if verdict.explained else None
-    lines = summary_lines(verdict, n, seconds) + (judgement_lines(judgement) if judgement else [])
+    lines = summary_lines(verdict, n, seconds) + (judgement_lines(judgement) if judgement else []) \
+        + timeliness.lines(late)
     budget = {"violation": judgement.violation, "outside_budget": list(judgement.outside_budget),
               "beyond_budget": [{"property": p, "left": where, "reason": why}
                                 for p, where, why in judgement.beyond_budget]} \
         if judgement else None
     impl_cli.print_summary(args, summary, {"validation": verdict.to_json() | {"steps": len(verdict.steps)},
-                                           "budget": budget}, tuple("  " + line for line in lines))
-    return 0 if judgement is not None and judgement.violation is None else 1
+                                           "budget": budget, "late": [x.to_json() for x in late]},
+                             tuple("  " + line for line in lines))
+    return 0 if judgement is not None and judgement.violation is None and not late else 1

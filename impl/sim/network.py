@@ -67,6 +67,7 @@ class SimNetwork:
         self.delivered = 0
         self.lost = 0
         self.changes = 0  # bumped when a frame joins or leaves a queue: readers see nothing moved
+        self._dead: set[tuple[int, int]] = set()  # (requester, correlation id) of requests whose connection is gone
 
     # -- Transport --------------------------------------------------------------------------
     def register(self, node_id: int, endpoint: Endpoint) -> None:
@@ -84,6 +85,11 @@ class SimNetwork:
             self._lost(env)
 
     def send(self, src: int, dst: int, frame: bytes) -> None:
+        if self._dead and len(frame) >= 9 and frame[0] != _REQUEST_FLAG_BYTE \
+                and (dst, int.from_bytes(frame[_CORRELATION], "big")) in self._dead:
+            self._dead.discard((dst, int.from_bytes(frame[_CORRELATION], "big")))
+            self.lost += 1  # the answer to a request of a connection that is gone: nobody hears it
+            return
         self._seq += 1
         env = Envelope(self._seq, src, dst, frame, self.classify(src, dst, frame))
         if dst not in self.endpoints or self._is_blocked(src, dst):
@@ -123,6 +129,21 @@ class SimNetwork:
         """Lose one queued envelope."""
         self._remove(env)
         self._lost(env)
+
+    def take(self, src: int, dst: int, api_key: int) -> list[Envelope]:
+        """The requests of ``api_key`` from ``src`` to ``dst`` in flight, taken off the network (to
+        be delivered late: ``deliver_stale``)."""
+        taken = [e for e in self.in_flight() if e.src == src and e.dst == dst and len(e.frame) >= 9
+                 and e.frame[0] == _REQUEST_FLAG_BYTE and (e.frame[1] << 8) | e.frame[2] == api_key]
+        for env in taken:
+            self._remove(env)
+        return taken
+
+    def deliver_stale(self, env: Envelope) -> None:
+        """Hand over a request taken off the network whose sender's connection is gone (the process
+        that sent it died): its answer, if any, is lost without a word to anyone."""
+        self._dead.add((env.src, int.from_bytes(env.frame[_CORRELATION], "big")))
+        self._hand_over(env)
 
     def deliver_instant(self) -> bool:
         """Deliver the oldest instant frame (manual mode); False if there is none."""

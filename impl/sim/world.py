@@ -19,13 +19,14 @@ import struct
 from typing import Any
 
 from ..clients import ConsumeResult, Consumer, Producer, ProduceResult
-from ..controller import Controller
+from ..controller import CONTROLLER_ID, Controller
 from ..eventlog import DOWN
 from ..protocol import REQUEST, ApiKey, LeaderAndIsrRequest
 from ..replication import Broker, ClusterConfig
 from ..storage import SimulatedFileSystem, iter_batches
 from .clock import SimClock
 from .disk import page_cache_write_back
+from .late_heartbeat import LateHeartbeats
 from .network import INSTANT, NetworkFaults, SimNetwork
 from .snapshot import BrokerSnapshot, ClusterSnapshot, LogView, broker_snapshot, first_bad_batch
 
@@ -54,6 +55,7 @@ class SimWorld:
         self._hash = hashlib.blake2b(digest_size=16)
         self.network = SimNetwork(self.clock, self.classify, random.Random(self.rng.getrandbits(64)),
                                   (faults or NetworkFaults()) if auto else None, self.trace_delivery)
+        self.late_heartbeats = LateHeartbeats(self.network, self.clock, CONTROLLER_ID) if auto else None
         self.controller = self.start_controller()
         self.filesystems = [self.make_filesystem(b) for b in range(config.replicas)]
         self.brokers = [self.start_broker(b, 0) for b in range(config.replicas)]
@@ -70,8 +72,13 @@ class SimWorld:
 
     # -- the nodes --------------------------------------------------------------------------------
     def start_controller(self) -> Controller:
-        return Controller.for_cluster(self.config, self.clock, self.network, self.auto, self.trace_event,
+        return Controller.for_cluster(self.config, self.clock, self.network, self.auto, self._controller_event,
                                       events=self.events)
+
+    def _controller_event(self, *fields: Any) -> None:
+        self.trace_event(*fields)
+        if fields[1] == "fence" and self.late_heartbeats is not None:  # a heartbeat held back may arrive now
+            self.late_heartbeats.fenced(fields[2], self.controller.broker_epochs[fields[2]])
 
     def make_filesystem(self, broker_id: int):
         """The disk of ``broker_id``'s machine; it outlives the broker's incarnations."""
@@ -92,6 +99,8 @@ class SimWorld:
         else that was never fsynced). TooFewUnflushedBatches, before anything changed, if the page
         cache holds fewer unflushed batches than that."""
         b = self.brokers[broker]
+        if self.late_heartbeats is not None:  # a heartbeat on the wire outlives its sender
+            self.late_heartbeats.hold(broker, self.controller.broker_epochs[broker])
         if kind == "power" and self.auto and not (survive or torn):
             rng = random.Random(self.rng.getrandbits(64))
             unflushed = len(b.log.unflushed_batches())

@@ -66,12 +66,12 @@ def test_check_trace_prints_every_step_and_the_verdict(capsys, scenario):
 
 def test_shrink_keep_budget_refuses_a_schedule_beyond_it(tmp_path, capsys, scenario):
     out = str(tmp_path / "small.json")
-    assert main(["shrink", scenario("last-replica-standing"), "-o", out, "--keep-budget", "default"]) == 2
-    assert "leaves the budget of 'default'" in capsys.readouterr().err
+    assert main(["shrink", scenario("last-replica-standing"), "-o", out, "--keep-budget", "classic"]) == 2
+    assert "leaves the budget of 'classic'" in capsys.readouterr().err
     assert main(["shrink", scenario("kip101-scenario1"), "--protocol", "hw-truncation", "-o", out,
-                 "--keep-budget", "default", "--time-budget", "3"]) == 1
+                 "--keep-budget", "classic", "--time-budget", "3"]) == 1
     from isrcheck.conformance import within_budget
-    assert within_budget(load_schedule(out), "default")
+    assert within_budget(load_schedule(out), "classic")
 
 
 def test_check_expected_exits_0_for_a_known_violation_and_1_when_it_changes(tmp_path, scenario):

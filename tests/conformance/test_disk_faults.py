@@ -163,7 +163,7 @@ def test_random_walks_of_the_disk_profile_catch_each_broken_mechanism(monkeypatc
 
 
 def test_walks_without_disk_faults_take_none():
-    for faults in ("default", "heavy"):
+    for faults in ("classic", "heavy"):
         schedule_, _ = random_walk(1, "kip-101", 80, faults)
         assert not any(s["step"] in ("corrupt", "fail_disk", "corrupt_live") or "tail" in s for s in schedule_.steps)
 

@@ -36,8 +36,10 @@ PINNED_SCENARIOS = [
 
 PINNED_WALKS = [
     # (seed, protocol, fault profile, trace hash) of walks of 120 steps
-    (3, "kip-320", "default", "239d40ce7806efc52d7ac1c222dc1f4c"),
-    (5, "kip-101", "default", "ff3afa2849f0d113704e549da5c94596"),
+    (3, "kip-320", "default", "bc00a320c0816a5fd8a0600925ba90ef"),  # the default: every fault class
+    (5, "kip-101", "default", "a66bdf81596a23e9e16bde4b58d47af2"),
+    (3, "kip-320", "classic", "239d40ce7806efc52d7ac1c222dc1f4c"),  # the former default, kept by name
+    (5, "kip-101", "classic", "ff3afa2849f0d113704e549da5c94596"),
     (11, "kip-966", "all", "0eb65dec28e5f2fd1d7b7fffede9d434"),
     (2, "hw-truncation", "all", "048546559e08a7a39b64e88580d23395"),
     (8, "kip-903", "disk", "ca2f29f9b6be231139c05270b677f745"),

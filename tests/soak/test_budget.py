@@ -102,3 +102,22 @@ def test_the_exit_code_comes_with_its_reason_and_the_run_folder():
     assert passed.exit_code == 0 and passed.to_json()["dir"] == "runs/b"
     assert passed.to_json()["exit"] == {"code": 0, "reason": "no anomaly within its budget, the final read complete, "
                                                               "the event log explained"}
+
+
+def test_a_missed_deadline_in_the_event_log_fails_the_soak_with_its_reason():
+    """An explained log whose run missed a deadline Kafka keeps (validate/timeliness.py) is the
+    anomaly event-log-late, exit 1, the finding in the reason."""
+    from isrcheck.conformance.engines.soak.checker import CheckResult
+    from isrcheck.conformance.engines.soak.driver import SoakOptions, SoakResult
+    from isrcheck.conformance.engines.validate.command import LogValidation
+    from isrcheck.conformance.engines.validate.events import Event
+    from isrcheck.conformance.engines.validate.search import Verdict
+    from isrcheck.conformance.engines.validate.timeliness import Late
+
+    event = Event("events/broker-0.jsonl:9", 0, 9, 9, 9000, "handle_fetch", {}, {})
+    late = Late("IsrExpiry", event, "broker 2 still in the ISR of leader 0 (epoch 1) at 9000 ms")
+    result = SoakResult(SoakOptions(directory="runs/c"), final_read=True, check=CheckResult({}, {}, {}, {}, {}),
+                        validation=LogValidation(Verdict(True, 9, []), 9, 0.1, (late,)))
+    assert result.anomalies == ["event-log-late"] and result.exit_code == 1
+    assert result.exit_reason() == ("anomalies within their budget: a deadline missed: IsrExpiry at "
+                                    "events/broker-0.jsonl:9: broker 2 still in the ISR of leader 0 (epoch 1) at 9000 ms")

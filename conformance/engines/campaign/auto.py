@@ -5,7 +5,9 @@ validated against the model (``engines/validate``). A row per seed, as a schedul
 ``violation`` when a history property fails within its fault budget: the run's own checks (an
 acknowledged acks=all write lost, an offset read two ways, logs that disagree below the HW) or the
 model's history properties along the behaviour that explains it, judged by the budgets lockstep
-judges by (``validate/budgets.py``). A check that fails only once the run left its property's
+judges by (``validate/budgets.py``); or a deadline Kafka keeps that the run missed
+(``validate/timeliness.py``: a follower kept in the ISR past its lag, a parked fetch past its
+wait), ``property`` then that timeliness property. A check that fails only once the run left its property's
 budget (a Last Replica Standing, which every variant before KIP-966 suffers) is in
 ``beyond_budget``, as a lockstep row's, and the row passes; ``isrcheck sim`` with the row's seed
 replays the run and says why. A failure keeps its whole event log.
@@ -21,6 +23,7 @@ from dataclasses import asdict
 from isrcheck.conformance.engines.campaign.harness import canonical
 from isrcheck.conformance.engines.validate.budgets import failed_checks, judge
 from isrcheck.conformance.engines.validate.command import validate_path
+from isrcheck.conformance.engines.validate.timeliness import check_path
 from isrcheck.impl.sim.workload import run_simulation, sim_config
 
 REPLICAS = 3
@@ -34,6 +37,8 @@ def run_auto_seed(protocol: str, steps: int, seed: int) -> dict:
         verdict, n, _seconds = validate_path(events, judge=True)
         judgement = judge(failed_checks(summary), verdict.judged) if verdict.explained else None
         violated = judgement.violation if judgement is not None else None
+        late = check_path(events) if verdict.explained else []  # timers: bounds the model does not state
+        violated = violated or (late[0].property if late else None)
         trace = {name: open(os.path.join(events, name), encoding="utf-8").read()
                  for name in sorted(os.listdir(events))} if not verdict.explained or violated else None
     duration_ms = (time.perf_counter() - started) * 1000.0
@@ -56,7 +61,8 @@ def run_auto_seed(protocol: str, steps: int, seed: int) -> dict:
         validation = verdict.to_json()
         validation.pop("steps", None)
         row["failure"] = canonical({"auto": {"protocol": protocol, "replicas": REPLICAS, "seed": seed, "steps": steps},
-                                    "summary": summary.to_json(), "validation": validation, "trace": trace})
+                                    "summary": summary.to_json(), "validation": validation,
+                                    "late": [x.to_json() for x in late], "trace": trace})
     return row
 
 

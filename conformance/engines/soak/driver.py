@@ -120,6 +120,8 @@ class SoakResult:
             found.append("client-error")
         if self.validation is not None and not self.validation.explained:
             found.append("event-log-not-explained")
+        elif self.validation is not None and self.validation.late:
+            found.append("event-log-late")
         return found
 
     @property
@@ -134,7 +136,10 @@ class SoakResult:
         why = {"incomplete-final-read": f"the final read did not finish ({self.final_read_note})",
                "client-error": "a client failed: " + "; ".join(self.client_errors),
                "event-log-not-explained": "the event log is not explained: "
-                                          + (self.validation.lines[0] if self.validation else "")}
+                                          + (self.validation.lines[0] if self.validation else ""),
+               "event-log-late": "a deadline missed: " + next(
+                   (f"{x.property} at {x.event.where}: {x.why}" for x in (self.validation.late if self.validation else ())),
+                   "")}
         found = self.anomalies
         if found:
             return "anomalies within their budget: " + "; ".join(
@@ -299,7 +304,8 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
             from isrcheck.conformance.engines.validate.command import validate_run  # loads the model: only when validating
 
             try:
-                result.validation = validate_run(folder / "events", say)  # Kafka's recording: translated first
+                result.validation = validate_run(folder / "events", say,  # Kafka's recording: translated first
+                                                 timely=options.cluster != "kafka")
             except UsageError:  # an event log it cannot read: the run's history and verdict are kept first
                 _write(folder, result)
                 raise

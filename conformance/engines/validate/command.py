@@ -18,6 +18,7 @@ from isrcheck.model import PROTOCOLS
 from isrcheck.model.collector import no_cycle_collection
 
 from .events import partition_traces, read_trace
+from . import timeliness
 from .locate import event_log_in
 from .search import Verdict, validate_partitions
 
@@ -57,11 +58,13 @@ def validate_path(path: str, protocol: str | None = None, judge: bool = False) -
 
 @dataclass(frozen=True)
 class LogValidation:
-    """The validator's verdict on a run's event log, with the events read and the seconds it took."""
+    """The validator's verdict on a run's event log, with the events read, the seconds it took and
+    the deadlines the run missed (``timeliness.py``; checked for isrcheck's own processes only)."""
 
     verdict: Verdict
     events: int
     seconds: float
+    late: tuple = ()
 
     @property
     def explained(self) -> bool:
@@ -69,23 +72,28 @@ class LogValidation:
 
     @property
     def lines(self) -> list[str]:
-        """What the text output says (``summary_lines``)."""
-        return summary_lines(self.verdict, self.events, self.seconds)
+        """What the text output says (``summary_lines``, then each deadline missed)."""
+        return summary_lines(self.verdict, self.events, self.seconds) + timeliness.lines(list(self.late))
 
     def to_json(self) -> dict:
         """As a run's ``results.json`` keeps it: the verdict without its model steps, ``events`` the
-        events read (``events_explained`` how many the model explained), ``seconds``, ``lines``."""
+        events read (``events_explained`` how many the model explained), ``seconds``, ``late``,
+        ``lines``."""
         out = self.verdict.to_json()
         out.pop("steps", None)
         return {**out, "events_explained": self.verdict.events, "events": self.events,
-                "seconds": round(self.seconds, 3), "lines": self.lines}
+                "seconds": round(self.seconds, 3), "late": [x.to_json() for x in self.late], "lines": self.lines}
 
 
-def validate_run(path, say) -> LogValidation:
+def validate_run(path, say, timely: bool = False) -> LogValidation:
     """The verdict on the event log a run wrote to ``path`` (a soak's, a served cluster's);
-    ``say(line)`` hears that it starts."""
+    ``say(line)`` hears that it starts. With ``timely`` (isrcheck's own processes) also the
+    deadlines it missed, with the allowance real processes need."""
     say(f"validating the event log {path}")
-    return LogValidation(*validate_path(str(path)))
+    verdict, n, seconds = validate_path(str(path))
+    late = timeliness.check_path(str(path), timeliness.REAL_SLACK_MS, timeliness.REAL_STALL_MS) \
+        if timely and verdict.explained else []
+    return LogValidation(verdict, n, seconds, tuple(late))
 
 
 def summary_lines(verdict: Verdict, events: int, seconds: float) -> list[str]:

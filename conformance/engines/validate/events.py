@@ -86,6 +86,7 @@ class Trace:
     partitions: dict = field(default_factory=dict)  # tp -> its replicas in order (a log of many partitions)
     renamed: dict | None = None                      # broker id -> model broker, in one partition's trace
     apache_kafka: bool = False  # Apache Kafka's translated events: KRaft's composites (unlogged.py) apply
+    settings: dict = field(default_factory=dict)     # the header's cluster config as logged (ms), for timeliness.py
 
 
 def _files(path: str) -> list[str]:
@@ -214,7 +215,8 @@ def read_trace(path: str) -> Trace:
             raise UsageError(f"{name}: empty event log (no header line)")
     events.sort(key=lambda e: (e.t, e.lc, e.node, e.seq))
     return Trace(header0[2], header0[0]["protocol"], events, files, partitions,
-                 apache_kafka=str(header0[0].get("source", "")).startswith("apache-kafka"))
+                 apache_kafka=str(header0[0].get("source", "")).startswith("apache-kafka"),
+                 settings=header0[0]["config"])
 
 
 def _partitions(header: dict, where: str) -> dict:
