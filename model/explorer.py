@@ -34,6 +34,7 @@ from .constraints import FINE, group_in_scope, scoped_kinds, step_in_scope
 from .losses import LAST_REPLICA_STANDING, last_replica_standing
 from .next_state import NextState
 from .reads import EVERYTHING, changed_parts, reads_mask
+from .reduction import Reduction
 from .semantics import StepRefused, apply, take
 from .state import State, initial_state
 from .symmetry import all_permutations, canonical, compose, inverse, no_election_ahead, renamed_step
@@ -70,7 +71,8 @@ class ExploreResult:
     ``states``); ``collision_probability``: an upper bound on the chance that two distinct states
     shared a fingerprint in this run (``collision_probability``); ``symmetric``: the states
     explored where symmetry applies (no election without a target ahead), the others are stored
-    as they are."""
+    as they are; ``reduction``: partial-order reduction on; ``reduced``: the states expanded with a
+    persistent set smaller than every enabled transition."""
 
     config: ModelConfig
     scope: Scope
@@ -85,12 +87,15 @@ class ExploreResult:
     represented: int = 0
     collision_probability: float = 0.0
     symmetric: int = 0
+    reduction: bool = False
+    reduced: int = 0
 
     def to_json(self) -> dict:
         return {"protocol": self.config.protocol, "config": self.config.to_schedule(),
                 "scope": self.scope.to_json(), "states": self.states, "transitions": self.transitions,
                 "symmetry": self.symmetry, "represented": self.represented,
                 "collision_probability": self.collision_probability, "symmetric": self.symmetric,
+                "reduction": self.reduction, "reduced": self.reduced,
                 "depth": self.depth, "complete": self.complete, "seconds": round(self.seconds, 3),
                 "violations": [v.to_json() for v in self.violations],
                 "beyond_budget": [b.to_json() for b in self.beyond_budget]}
@@ -275,13 +280,16 @@ def reachable_states(config: ModelConfig, scope: Scope, max_states: int | None =
 def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Property] = PROPERTIES,
             stop_at_first: bool = False, max_states: int | None = None,
             progress: Callable[[int, int, float], None] | None = None,
-            progress_every: float = 2.0, budgets: bool = True, symmetry: bool = True) -> ExploreResult:
+            progress_every: float = 2.0, budgets: bool = True, symmetry: bool = True,
+            reduction: bool = True) -> ExploreResult:
     """Breadth-first search of every state reachable within ``scope``, checking every property
     in every state. ``progress(states, depth, seconds)`` is called about every ``progress_every`` s.
     ``budgets=False`` takes every failure for a violation, the properties' fault budgets aside
     (what breaks at all, as bounded model checking reports it). ``symmetry=False``: no symmetry
     reduction (needed for a property that names a broker: reduction takes properties to be blind
-    to broker renaming, as every property of ``isrcheck.specs`` is)."""
+    to broker renaming, as every property of ``isrcheck.specs`` is). ``reduction=False``: no
+    partial-order reduction (``reduction.py``), which keeps every verdict but may lengthen a
+    counterexample: without it each one is a shortest."""
     start = time.perf_counter()
     exclude_lrs = scope.exclude_known_losses and LAST_REPLICA_STANDING.name in config.rules.known_losses
     pending = list(properties)
@@ -328,6 +336,8 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                 if why is None:
                     pending.remove(p)
                     violations.append(Violation(p.id, len(trace), trace))
+                    if reducer is not None:
+                        reducer.set_properties(pending)  # what it no longer checks is no longer visible
                 else:
                     beyond[p.id] = BeyondBudget(p.id, len(trace), trace, why)
         return passed
@@ -335,6 +345,58 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
     def fp_of(t: State, led) -> int:
         return fingerprint(scope, t, led)
 
+    def moves_of(s: State, ledger):
+        """(steps, successor, inside, ledger after handle_fetch, ledger after, pruned) per enabled
+        transition of ``s``; a pruned one (Last Replica Standing left out) has no ledgers."""
+        for st, t, inside in successors(config, scope, s):  # st: the steps of one transition
+            if exclude_lrs and last_replica_standing(t):
+                yield st, t, inside, None, None, True
+            elif inside:  # a fetch round: send_fetch changes nothing the ledger reads, handle_fetch may
+                mid = ledger.after(s, st[1], inside[0], known)  # (a deposed leader's HW)
+                yield st, t, inside, mid, mid.after(inside[0], st[2], t, known), False
+            else:
+                yield st, t, inside, None, ledger.after(s, st[0], t, known), False
+
+    def visit(si: int, s: State, held: int, move: tuple) -> bool:
+        """Take one transition of state ``si``; True if it reached a state not seen before."""
+        nonlocal transitions, represented, symmetric, max_depth, stopped
+        st, t, inside, mid, led, pruned = move
+        transitions += 1
+        if pruned:
+            return False
+        if inside and pending:  # a round's states are reachable too, though not stored
+            check(inside[0], si, mid, st[:2], changed_parts(s, inside[0]), held)  # after handle_fetch
+            if violations and stop_at_first:
+                stopped = True
+                return False
+        concrete = t  # before renaming: it shares with s what the step left alone
+        sym = symmetry and no_election_ahead(max_epoch, t)
+        if sym:
+            t, led, key, perm, orbit = canonical(t, led, fp_of)
+        else:
+            key, perm, orbit = fingerprint(scope, t, led), perms[0], 1
+        if key in seen:
+            return False
+        seen.add(key)
+        represented += orbit
+        symmetric += sym
+        ti = len(parent)
+        parent.append(si)
+        renamed.append(perm_ids[perm])
+        sid = step_ids.get(st)
+        if sid is None:
+            sid = step_ids[st] = len(step_list)
+            step_list.append(st)
+        via.append(sid)
+        max_depth = depth_of_level
+        passed = check(t, ti, led, (), changed_parts(s, concrete), held) if pending else 0
+        next_frontier.append((ti, t, led, passed))
+        if (violations and stop_at_first) or (max_states is not None and len(parent) >= max_states):
+            stopped = True
+        return True
+
+    reducer = Reduction(config, scope, pending, budgets) if reduction else None
+    reduced = 0
     frontier = [(0, init, EMPTY_LEDGER, check(init, 0, EMPTY_LEDGER))]
     stopped = bool(violations) and stop_at_first
     next_report = start + progress_every
@@ -342,48 +404,26 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
         depth_of_level += 1
         next_frontier: list[tuple[int, State, tuple, int]] = []
         for si, s, ledger, held in frontier:
-            for st, t, inside in successors(config, scope, s):  # st: the steps of one transition
-                transitions += 1
-                if exclude_lrs and last_replica_standing(t):
-                    continue
-                if inside:  # a fetch round: send_fetch changes nothing the ledger reads, handle_fetch may
-                    mid = ledger.after(s, st[1], inside[0], known)  # (a deposed leader's HW)
-                    led = mid.after(inside[0], st[2], t, known)
-                else:
-                    led = ledger.after(s, st[0], t, known)
-                if inside and pending:  # a round's states are reachable too, though not stored
-                    check(inside[0], si, mid, st[:2], changed_parts(s, inside[0]), held)  # after handle_fetch
-                    if violations and stop_at_first:
-                        stopped = True
-                        break
-                concrete = t  # before renaming: it shares with s what the step left alone
-                sym = symmetry and no_election_ahead(max_epoch, t)
-                if sym:
-                    t, led, key, perm, orbit = canonical(t, led, fp_of)
-                else:
-                    key, perm, orbit = fingerprint(scope, t, led), perms[0], 1
-                if key in seen:
-                    continue
-                seen.add(key)
-                represented += orbit
-                symmetric += sym
-                ti = len(parent)
-                parent.append(si)
-                renamed.append(perm_ids[perm])
-                sid = step_ids.get(st)
-                if sid is None:
-                    sid = step_ids[st] = len(step_list)
-                    step_list.append(st)
-                via.append(sid)
-                max_depth = depth_of_level
-                passed = check(t, ti, led, (), changed_parts(s, concrete), held) if pending else 0
-                next_frontier.append((ti, t, led, passed))
-                if violations and stop_at_first:
-                    stopped = True
+            moves = moves_of(s, ledger)
+            if reducer is not None:
+                moves = list(moves)
+                chosen = reducer.persistent(s, ledger, moves)
+                if chosen is not None:
+                    fresh = False
+                    for k in chosen:
+                        fresh |= visit(si, s, held, moves[k])
+                        if stopped:
+                            break
+                    if fresh:
+                        reduced += 1
+                        moves = []
+                    else:  # the cycle condition: nothing new from the reduced set, so take every step
+                        taken = set(chosen)
+                        moves = [m for k, m in enumerate(moves) if k not in taken]
+            for move in moves:
+                if stopped:
                     break
-                if max_states is not None and len(parent) >= max_states:
-                    stopped = True
-                    break
+                visit(si, s, held, move)
             if stopped:
                 break
             if progress is not None and time.perf_counter() >= next_report:
@@ -393,7 +433,7 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
     return ExploreResult(config, scope, len(parent), transitions, max_depth, not stopped,
                          time.perf_counter() - start, sorted(violations, key=lambda v: (v.depth, v.property)),
                          sorted(beyond.values(), key=lambda v: (v.depth, v.property)), symmetry,
-                         represented, collision_probability(len(parent)), symmetric)
+                         represented, collision_probability(len(parent)), symmetric, reduction, reduced)
 
 
 def _trace(i: int, parent: array, via: array, renamed: array, step_list: list[tuple], perms: tuple,
