@@ -132,6 +132,20 @@ def successors(config: ModelConfig, scope: Scope, s: State):
                 yield (st,), take(config, s, st, action)[0], ()
 
 
+def moves(config: ModelConfig, scope: Scope, s: State, ledger, exclude_lrs: bool, known: frozenset):
+    """(steps, successor, inside, ledger after handle_fetch, ledger after, pruned) per enabled
+    transition of ``s`` reached with ``ledger``, in ``successors``' order; ``pruned``: it enters
+    Last Replica Standing where the scope leaves that out (no ledgers then)."""
+    for st, t, inside in successors(config, scope, s):  # st: the steps of one transition
+        if exclude_lrs and last_replica_standing(t):
+            yield st, t, inside, None, None, True
+        elif inside:  # a fetch round: send_fetch changes nothing the ledger reads, handle_fetch may
+            mid = ledger.after(s, st[1], inside[0], known)  # (a deposed leader's HW)
+            yield st, t, inside, mid, mid.after(inside[0], st[2], t, known), False
+        else:
+            yield st, t, inside, None, ledger.after(s, st[0], t, known), False
+
+
 def _ignored(s: State, st: Step) -> bool:
     """The LeaderAndIsr this step delivers is not newer than what the broker applied."""
     m = s.leader_and_isr[st.replica][st.index]
@@ -345,18 +359,6 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
     def fp_of(t: State, led) -> int:
         return fingerprint(scope, t, led)
 
-    def moves_of(s: State, ledger):
-        """(steps, successor, inside, ledger after handle_fetch, ledger after, pruned) per enabled
-        transition of ``s``; a pruned one (Last Replica Standing left out) has no ledgers."""
-        for st, t, inside in successors(config, scope, s):  # st: the steps of one transition
-            if exclude_lrs and last_replica_standing(t):
-                yield st, t, inside, None, None, True
-            elif inside:  # a fetch round: send_fetch changes nothing the ledger reads, handle_fetch may
-                mid = ledger.after(s, st[1], inside[0], known)  # (a deposed leader's HW)
-                yield st, t, inside, mid, mid.after(inside[0], st[2], t, known), False
-            else:
-                yield st, t, inside, None, ledger.after(s, st[0], t, known), False
-
     def visit(si: int, s: State, held: int, move: tuple) -> bool:
         """Take one transition of state ``si``; True if it reached a state not seen before."""
         nonlocal transitions, represented, symmetric, max_depth, stopped
@@ -404,23 +406,23 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
         depth_of_level += 1
         next_frontier: list[tuple[int, State, tuple, int]] = []
         for si, s, ledger, held in frontier:
-            moves = moves_of(s, ledger)
+            taken = moves(config, scope, s, ledger, exclude_lrs, known)
             if reducer is not None:
-                moves = list(moves)
-                chosen = reducer.persistent(s, ledger, moves)
+                taken = list(taken)
+                chosen = reducer.persistent(s, ledger, taken)
                 if chosen is not None:
                     fresh = False
                     for k in chosen:
-                        fresh |= visit(si, s, held, moves[k])
+                        fresh |= visit(si, s, held, taken[k])
                         if stopped:
                             break
                     if fresh:
                         reduced += 1
-                        moves = []
+                        taken = []
                     else:  # the cycle condition: nothing new from the reduced set, so take every step
-                        taken = set(chosen)
-                        moves = [m for k, m in enumerate(moves) if k not in taken]
-            for move in moves:
+                        done = set(chosen)
+                        taken = [m for k, m in enumerate(taken) if k not in done]
+            for move in taken:
                 if stopped:
                     break
                 visit(si, s, held, move)
