@@ -1,7 +1,7 @@
 """Apache Kafka under test: start time and memory, produce throughput beside isrcheck's brokers, soaks.
 
-    python benchmarks/apache_kafka.py [--only start,throughput,soak] [--kafka-version V]
-                                      [--seconds S] [--soak-duration S] [--seed N]
+    python benchmarks/apache_kafka.py [--only start,throughput,agent,soak] [--kafka-version V]
+                                      [--seconds S] [--rounds N] [--soak-duration S] [--seed N]
 
 ``start``: a 3-broker cluster with one controller of its own (what ``isrcheck kafka`` starts) and
 three combined broker+controller nodes (a three-voter quorum), each formatted and started twice in
@@ -14,6 +14,13 @@ acks=all and acks=1, against ``isrcheck serve``'s brokers (kip-320) and against 
 after the other in this run on this machine: MB/s, the ratio, and the CPU seconds each cluster's
 processes used per MB (``benchmarks/kafka_clients.py`` measures the same way).
 
+``agent``: the cost of isrcheck's event recorder (the Java agent of ``isrcheck kafka --events``): the
+acks=all flood above against Apache Kafka started without the agent and with it, ``--rounds`` rounds
+in the order without, with, with, without... (a linear drift of the machine's load cancels): MB/s and
+CPU per MB each, the ratio with/without against a target (at most 20% of the throughput), the events
+and bytes recorded per second of flood and by which hooks, then ``isrcheck validate`` on each
+recording: its verdict line, events/s and the candidate-state bound.
+
 ``soak``: ``isrcheck soak --cluster kafka`` on Kafka's defaults (acks=all, min.insync.replicas 2,
 replication factor 3), each run ``--soak-duration`` seconds: kill, stop, pause and partition;
 power losses of one broker at a time; power losses of every broker at once (lost writes
@@ -24,11 +31,14 @@ budget too). Anomalies, budget, throughput and the faults played, per run; folde
 from __future__ import annotations
 
 import argparse
+import glob
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -40,6 +50,7 @@ from isrcheck.conformance.engines.apache.cluster import (  # noqa: E402
 from isrcheck.conformance.engines.apache.distribution import DEFAULT_VERSION, distribution  # noqa: E402
 from isrcheck.conformance.engines.soak.driver import SoakOptions, run_soak  # noqa: E402
 from isrcheck.conformance.engines.soak.faults import Fault  # noqa: E402
+from isrcheck.conformance.engines.validate.command import summary_lines, validate_path  # noqa: E402
 
 KIB = b"x" * 1024
 MB = 1e6
@@ -123,19 +134,21 @@ def bench_start(dist, root: str) -> None:
 
 
 # -- throughput -------------------------------------------------------------------------------------
+def produce_run(bootstrap: str, pids: dict, seconds: float, acks: str) -> dict:
+    """One librdkafka flood of 1 KiB records: MB/s, the cluster's CPU seconds (per MB), errors, its seconds."""
+    meter = CpuMeter(pids)
+    before = meter.sample()
+    d = produce_librdkafka(bootstrap, acks, seconds, KIB, None)
+    after = meter.sample()
+    elapsed = max(1e-9, d.last_done - d.first_send)
+    cluster_cpu = sum(after[k] - before[k] for k in pids)
+    mb = d.ok * len(KIB) / MB
+    return {"mb_s": mb / elapsed, "cpu_s": cluster_cpu, "cpu_s_per_mb": cluster_cpu / mb if mb else 0,
+            "errors": dict(d.errors), "seconds": elapsed}
+
+
 def flood(bootstrap: str, pids: dict, seconds: float) -> dict:
-    out = {}
-    for acks in ("all", "1"):
-        meter = CpuMeter(pids)
-        before = meter.sample()
-        d = produce_librdkafka(bootstrap, acks, seconds, KIB, None)
-        after = meter.sample()
-        elapsed = max(1e-9, d.last_done - d.first_send)
-        cluster_cpu = sum(after[k] - before[k] for k in pids)
-        mb = d.ok * len(KIB) / MB
-        out[acks] = {"mb_s": mb / elapsed, "cpu_s": cluster_cpu, "cpu_s_per_mb": cluster_cpu / mb if mb else 0,
-                     "errors": dict(d.errors)}
-    return out
+    return {acks: produce_run(bootstrap, pids, seconds, acks) for acks in ("all", "1")}
 
 
 def bench_throughput(dist, root: str, seconds: float) -> None:
@@ -166,6 +179,101 @@ def bench_throughput(dist, root: str, seconds: float) -> None:
         own, theirs = (r[acks] for r in results.values())
         print(f"acks={acks:3} isrcheck / Kafka: {own['mb_s'] / theirs['mb_s']:.2f}x the throughput, "
               f"{own['cpu_s_per_mb'] / max(1e-9, theirs['cpu_s_per_mb']):.1f}x the CPU per MB", flush=True)
+
+
+# -- agent ------------------------------------------------------------------------------------------
+AGENT_TARGET = 0.80  # the target: the agent costs at most 20% of acks=all throughput
+EV = re.compile(rb'"ev":"([^"]+)"')
+
+
+def event_sizes(folder: str) -> dict[str, int]:
+    """The size of each node's event file now."""
+    return {path: os.path.getsize(path) for path in glob.glob(os.path.join(folder, "*.jsonl"))}
+
+
+def recorded_between(before: dict[str, int], after: dict[str, int]) -> tuple[Counter, Counter]:
+    """Lines and bytes per event (``ev``; ``header`` for an agent's header line) appended between two sizes."""
+    lines: Counter = Counter()
+    size: Counter = Counter()
+    for path, end in after.items():
+        start = before.get(path, 0)
+        with open(path, "rb") as f:
+            f.seek(start)
+            chunk = f.read(end - start)
+        for line in chunk.splitlines():
+            m = EV.search(line)
+            ev = m.group(1).decode() if m else "header"
+            lines[ev] += 1
+            size[ev] += len(line) + 1
+    return lines, size
+
+
+def agent_round(dist, root: str, seconds: float, record: bool) -> dict:
+    """Apache Kafka started (with the agent if ``record``), one acks=all flood, stopped; what the agent wrote
+    during the flood."""
+    folder = tempfile.mkdtemp(dir=root, prefix="agent-" if record else "plain-")
+    events = os.path.join(folder, "events") if record else None
+    kafka = KafkaCluster(KafkaSettings(brokers=3, port=free_port_base(4), topics=[(TOPIC, 3)]), folder, dist,
+                         events=events)
+    kafka.start()
+    try:
+        wait_ready(kafka.bootstrap, 3)
+        before, started = (event_sizes(events) if record else {}), time.monotonic()
+        out = produce_run(kafka.bootstrap, {n.name: n.process.pid for n in kafka.nodes}, seconds, "all")
+        if record:
+            out["window"] = time.monotonic() - started
+            out["lines"], out["bytes"] = recorded_between(before, event_sizes(events))
+    finally:
+        kafka.stop()
+    out["events"] = events
+    return out
+
+
+def validate_recording(path: str) -> str:
+    """``isrcheck validate`` on a recording: its verdict line, the candidate-state bound, the rates."""
+    started = time.perf_counter()
+    verdict, n, seconds = validate_path(path)
+    total = time.perf_counter() - started
+    recorded = sum(recorded_between({}, event_sizes(path))[0].values())
+    verdict_line = summary_lines(verdict, n, seconds)[0]
+    return (f"{verdict_line}\n{'':4}{n} translated events validated at {n / max(seconds, 1e-9):,.0f} events/s, "
+            f"max_candidates {verdict.max_candidates}; translation and validation of its {recorded} recorded lines "
+            f"{total:.1f} s ({recorded / max(total, 1e-9):,.0f} recorded lines/s)")
+
+
+def bench_agent(dist, root: str, seconds: float, rounds: int) -> None:
+    print(f"\n## agent: librdkafka acks=all, 1 KiB records, 3 partitions, RF 3, min.insync.replicas 2, Apache Kafka "
+          f"{dist.version} without and with the event recorder, {seconds:g} s each, {rounds} rounds ABBA "
+          f"(load {os.getloadavg()[0]:.1f})")
+    runs: dict[bool, list] = {False: [], True: []}
+    for i in range(rounds):
+        for record in ((False, True) if i % 2 == 0 else (True, False)):  # ABBA: a linear drift cancels
+            r = agent_round(dist, root, seconds, record)
+            runs[record].append(r)
+            line = (f"round {i + 1} {'with' if record else 'without':7} the agent {r['mb_s']:7.2f} MB/s   cluster CPU "
+                    f"{r['cpu_s_per_mb']:.3f} s/MB (load {os.getloadavg()[0]:.1f})")
+            if record:
+                line += (f"   recorded {sum(r['lines'].values()) / r['window']:,.0f} events/s, "
+                         f"{sum(r['bytes'].values()) / r['window'] / 1e3:,.0f} KB/s")
+            print(line + (f"   errors {r['errors']}" if r["errors"] else ""), flush=True)
+    plain, rec = (sum(r["mb_s"] for r in runs[k]) / rounds for k in (False, True))
+    cpu = [sum(r["cpu_s_per_mb"] for r in runs[k]) / rounds for k in (False, True)]
+    ratio = rec / max(plain, 1e-9)
+    window = sum(r["window"] for r in runs[True])
+    lines = sum((r["lines"] for r in runs[True]), Counter())
+    size = sum((r["bytes"] for r in runs[True]), Counter())
+    pairs = ", ".join(f"{w['mb_s'] / max(o['mb_s'], 1e-9):.2f}" for o, w in zip(runs[False], runs[True]))
+    recorded, written = sum(lines.values()), sum(size.values())
+    print(f"mean: without {plain:.2f} MB/s, with {rec:.2f} MB/s: {ratio:.2f}x the throughput (per round {pairs}), "
+          f"{cpu[1] / max(cpu[0], 1e-9):.2f}x the cluster CPU per MB; recorded {recorded / window:,.0f} events/s, "
+          f"{written / window / 1e3:,.0f} KB/s ({written / max(1, recorded):.0f} bytes an event)")
+    print("events recorded during the floods, most frequent first (per second, share of the bytes):")
+    for ev, count in lines.most_common(8):
+        print(f"{'':4}{ev:48} {count / window:8,.0f}/s {size[ev] / written:6.1%}")
+    print(f"target: the agent costs at most {1 - AGENT_TARGET:.0%} of acks=all throughput "
+          f"(ratio >= {AGENT_TARGET:.2f}): {'met' if ratio >= AGENT_TARGET else 'NOT met'}", flush=True)
+    for r in runs[True]:
+        print(f"isrcheck validate {r['events']}:\n{'':4}{validate_recording(r['events'])}", flush=True)
 
 
 # -- soak -------------------------------------------------------------------------------------------
@@ -222,11 +330,12 @@ def bench_soak(version: str, root: str, duration: float, seed: int, only: set | 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="start,throughput,soak")
+    parser.add_argument("--only", default="start,throughput,agent,soak")
     parser.add_argument("--kafka-version", default=DEFAULT_VERSION)
     parser.add_argument("--seconds", type=float, default=20.0, help="each throughput run (default 20)")
     parser.add_argument("--soak-duration", type=float, default=600.0, help="each soak run (default 600)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=2, help="agent: rounds of (without, with) the agent (default 2)")
     parser.add_argument("--soaks", default=None, help="comma-separated indexes of the soak runs to do (default all)")
     args = parser.parse_args()
     parts = set(args.only.split(","))
@@ -238,6 +347,8 @@ def main() -> int:
         bench_start(dist, root)
     if "throughput" in parts:
         bench_throughput(dist, root, args.seconds)
+    if "agent" in parts:
+        bench_agent(dist, root, args.seconds, args.rounds)
     if "soak" in parts:
         bench_soak(dist.version, root, args.soak_duration, args.seed,
                    None if args.soaks is None else {int(i) for i in args.soaks.split(",")})

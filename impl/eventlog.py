@@ -173,7 +173,7 @@ class EventLog:
             if partition is None or partition.partition_id == 0:
                 self.emit(self.controller_id, step, controller_state(c, c.partitions[0]), fields, msg)
             return
-        for p in (c.partitions if partition is None else (partition,)):
+        for p in ([p for p in c.partitions if not p.deleted] if partition is None else (partition,)):
             self.emit(self.controller_id, step, controller_state(c, p), {"tp": f"{p.topic}-{p.index}", **(fields or {})},
                       msg)
 

@@ -99,6 +99,20 @@ _LEDGER_STEPS = frozenset(("consume", "crash", "lose_disk", "restart", "rejoin",
                            "handle_alter_partition", "corrupt", "fail_disk", "corrupt_live")) | _HW_STEPS
 
 
+def exceeded(prop, ledger: FaultLedger, cfg) -> str | None:
+    """Why a run with ``ledger`` is outside the fault budget of property ``prop`` (``Property.budget``)
+    under ``cfg`` (a ``ModelConfig``: its unclean election, min.insync.replicas and the variant's
+    known losses), or None: the one judgement of every engine (lockstep, trace validation, BMC)."""
+    return prop.budget.exceeded(ledger, cfg, cfg.rules.known_losses)
+
+
+def leaving(props, cfg, old: FaultLedger, new: FaultLedger) -> list:
+    """The properties of ``props`` whose budget a run leaves as its ledger goes from ``old`` to
+    ``new`` (the ledger only grows): each is checked once more in the state before, the last
+    within its budget, so a run that leaves a budget still had it checked up to there."""
+    return [p for p in props if exceeded(p, new, cfg) is not None and exceeded(p, old, cfg) is None]
+
+
 def outside_budget(config, prop, trace) -> str | None:
     """Why the run of ``trace`` (schedule steps, all taken) from the initial state is outside the
     fault budget of property ``prop`` at its end, or None: how an engine that knows no budget
@@ -111,7 +125,7 @@ def outside_budget(config, prop, trace) -> str | None:
         st = Step.from_json(raw)
         after, _ = apply(config, state, st)
         ledger, state = ledger.after(state, st, after, config.rules.known_losses), after
-    return prop.budget.exceeded(ledger, config, config.rules.known_losses)
+    return exceeded(prop, ledger, config)
 
 
 class FaultBudget:

@@ -59,6 +59,22 @@ def isrcheck_cli():
     return run
 
 
+@pytest.fixture(scope="session")
+def isrcheck_serve():
+    """Start ``isrcheck serve ARGS...`` as its own process, as a user does: (the process, its
+    banner) once the banner's last line says it serves; its stdout stays open for the caller."""
+    def start(*args) -> tuple[subprocess.Popen, str]:
+        proc = subprocess.Popen([sys.executable, "-m", "isrcheck.conformance.cli.main", "serve", *map(str, args)],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        banner = []
+        for line in proc.stdout:
+            banner.append(line)
+            if line.startswith("Stop with Ctrl-C"):
+                break
+        return proc, "".join(banner)
+    return start
+
+
 ARTIFACTS = Path(os.environ.get("ISRCHECK_TEST_ARTIFACTS", Path(__file__).resolve().parent.parent / "test-artifacts"))
 
 

@@ -2,9 +2,12 @@
 (``isrcheck.impl.sim.cli``), its nodes' event log then validated against the model
 (``engines/validate``): a run that drives itself, checked step by step after the fact.
 
-Exit codes: 0 the run's checks hold and the model explains its events; 1 one of them failed
-(the logs disagree, an acknowledged write was lost, an offset read two ways, or an event no
-behaviour of the model explains); 2 bad arguments.
+Exit codes: 0 the model explains its events and no check failed within its fault budget; 1 an
+event no behaviour of the model explains, or a check that failed within its budget (the logs
+disagree, an acknowledged write was lost, an offset read two ways: the run's own checks, and the
+model's history properties along the behaviour that explains it, judged by the fault budgets as
+lockstep judges them: ``engines/validate/budgets.py``); 2 bad arguments. A check that failed only
+once the run had left its budget is printed as broken outside it, with why.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import sys
 import tempfile
 
 from isrcheck.conformance.vocabulary import UsageError, output_path
+from isrcheck.conformance.engines.validate.budgets import failed_checks, judge, judgement_lines
 from isrcheck.conformance.engines.validate.command import summary_lines, validate_path
 from isrcheck.impl.sim import cli as impl_cli
 
@@ -44,8 +48,13 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="isrcheck-events-") as scratch:
         events = _events_dir(args.events) if args.events else scratch
         summary = impl_cli.simulate(args, events)
-        verdict, n, seconds = validate_path(events)
-    lines = summary_lines(verdict, n, seconds)
-    impl_cli.print_summary(args, summary, {"validation": verdict.to_json() | {"steps": len(verdict.steps)}},
-                           tuple("  " + line for line in lines))
-    return 0 if impl_cli.summary_ok(summary) and verdict.explained else 1
+        verdict, n, seconds = validate_path(events, judge=True)
+    judgement = judge(failed_checks(summary), verdict.judged) if verdict.explained else None
+    lines = summary_lines(verdict, n, seconds) + (judgement_lines(judgement) if judgement else [])
+    budget = {"violation": judgement.violation, "outside_budget": list(judgement.outside_budget),
+              "beyond_budget": [{"property": p, "left": where, "reason": why}
+                                for p, where, why in judgement.beyond_budget]} \
+        if judgement else None
+    impl_cli.print_summary(args, summary, {"validation": verdict.to_json() | {"steps": len(verdict.steps)},
+                                           "budget": budget}, tuple("  " + line for line in lines))
+    return 0 if judgement is not None and judgement.violation is None else 1

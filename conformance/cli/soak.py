@@ -53,7 +53,7 @@ def add_arguments(parser) -> None:
                              "(docs/processes.md); without it only the workload runs")
     parser.add_argument("--topic", default="soak", help="the topic (created by isrcheck's own cluster; "
                                                         "with --bootstrap made with CreateTopics, or an existing "
-                                                        "one of --partitions partitions)")
+                                                        "one of --partitions, --replicas and --min-insync-replicas)")
     parser.add_argument("--partitions", type=PARTITIONS, default=3)
     parser.add_argument("--replicas", type=REPLICAS, default=3)
     parser.add_argument("--min-insync-replicas", type=REPLICAS, default=2)
@@ -102,7 +102,7 @@ def run(args) -> int:
                          "logs its events unless --no-validate)")
     if addresses is not None:
         check_reachable(addresses)
-        prepare_topic(args.bootstrap, addresses, args.topic, args.partitions, args.min_insync_replicas,
+        prepare_topic(args.bootstrap, addresses, args.topic, args.partitions, args.replicas, args.min_insync_replicas,
                       lambda line: print(f"isrcheck soak: {line}", file=sys.stderr))
     options = SoakOptions(
         protocol=args.protocol, duration_s=args.duration, faults=kinds, seed=args.seed, replicas=args.replicas,
@@ -113,15 +113,18 @@ def run(args) -> int:
         cluster=cluster, kafka_version=version, kafka_home=args.kafka_home, kafka=kafka,
         kafka_events=args.events, command=shlex.join(["isrcheck", "soak", *sys.argv[2:]]))
     try:
+        print(f"isrcheck soak: run folder {args.dir}", file=sys.stderr, flush=True)
         result = run_soak(options, progress=lambda line: print(line, file=sys.stderr, flush=True))
     except RuntimeError as exc:  # a cluster that does not start
-        raise UsageError(str(exc)) from None
+        raise UsageError(f"{exc} (run folder {args.dir})") from None
     write_page(result, args.dir)
-    if args.json:
+    if args.json:  # the JSON has the folder and the exit's reason; so has the terminal
         print(json.dumps(result.to_json(), indent=2, default=str))
+        print(f"isrcheck soak: {args.dir}: exit {result.exit_code}: {result.exit_reason()}", file=sys.stderr,
+              flush=True)
     else:
         _summary(result, args.dir)
-    return 1 if result.anomalies else 0
+    return result.exit_code
 
 
 def _cluster(args) -> tuple[str, str | None, dict]:
@@ -166,7 +169,7 @@ def _summary(result, folder: str) -> None:
           f"({len(result.faults)} played)")
     print(f"  sends ok {sends.get('ok', 0)} ({t['sends_ok_per_s']}/s), fail {sends.get('fail', 0)}, "
           f"info {sends.get('info', 0)}; polls {t['polls_per_s']}/s; final read "
-          f"{'complete' if result.final_read else 'INCOMPLETE'}")
+          f"{'complete' if result.final_read else 'INCOMPLETE'} ({result.final_read_note})")
     counts = result.check.get("counts", {})
     print("  anomalies: " + (", ".join(f"{a} ({counts.get(a, 1)})" for a in result.anomalies) or "none"))
     if result.beyond_budget:
@@ -189,3 +192,4 @@ def _summary(result, folder: str) -> None:
     for error in result.client_errors:
         print(f"  {error}")
     print(f"  results: {folder}/results.json, {folder}/index.html, {folder}/history.jsonl")
+    print(f"  exit {result.exit_code}: {result.exit_reason()}")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Iterable
 from isrcheck.model import (
     InvalidStep, ModelConfig, Replica, State, Step, StepRefused, apply, enabled, initial_state,
 )
-from isrcheck.model.budget import EMPTY_LEDGER
+from isrcheck.model.budget import EMPTY_LEDGER, exceeded, leaving
 from isrcheck.model.config import ConfigError
 from isrcheck.model.history import EMPTY_HISTORY
 from isrcheck.model.reads import changed_parts, reads_mask
@@ -188,10 +188,7 @@ class Lockstep:
         """Take the new ``ledger``; but first, the history properties (otherwise checked at the
         end) whose budget step ``i`` ends are checked in ``before``, the last state within it, so a
         run that leaves a budget still had it checked up to there."""
-        known = self.cfg.rules.known_losses
-        ending = [p for p in self.history if p.budget.exceeded(ledger, self.config, known) is not None
-                  and p.budget.exceeded(self.ledger, self.config, known) is None]
-        failed = [p for p in ending if not p.check(before)]
+        failed = [p for p in leaving(self.history, self.cfg, self.ledger, ledger) if not p.check(before)]
         if failed:
             prop = self._preferred(failed, before)
             return self._fail(VIOLATION, prop.id, max(i - 1, 0),
@@ -205,7 +202,7 @@ class Lockstep:
         fail within their budget; the others are noted as failing outside it."""
         within = []
         for prop in failed:
-            why = prop.budget.exceeded(self.ledger, self.config, self.cfg.rules.known_losses)
+            why = exceeded(prop, self.ledger, self.cfg)
             if why is None:
                 within.append(prop)
             elif prop.id not in self.beyond:
@@ -223,7 +220,7 @@ class Lockstep:
             return within[0]
         return next((p for p in within + [q for q in self.history if q not in within]
                      if p.id == self.prefer and not p.check(state)
-                     and p.budget.exceeded(self.ledger, self.config, self.cfg.rules.known_losses) is None),
+                     and exceeded(p, self.ledger, self.cfg) is None),
                     within[0])
 
     def _record(self, i: int, st: Step, name: str, outputs: list[dict], before) -> None:
@@ -249,9 +246,7 @@ class Lockstep:
     def outside_budget(self) -> tuple[str, ...]:
         """The checked properties whose fault budget the run has left (the ledger only grows, so
         each was within its budget up to some step and outside it from there on)."""
-        known = self.cfg.rules.known_losses
-        return tuple(p.id for p in self.invariants + self.history
-                     if p.budget.exceeded(self.ledger, self.config, known) is not None)
+        return tuple(p.id for p in self.invariants + self.history if exceeded(p, self.ledger, self.cfg) is not None)
 
     # -- the end -----------------------------------------------------------------------------------
     def verdict(self) -> Verdict:

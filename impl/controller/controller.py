@@ -26,9 +26,13 @@ Every partition is one ``PartitionRegistration`` (KRaft's), handled alike; a sin
 the like the controller also shows as its own. With ``kafka_metadata`` on (a cluster that Kafka
 clients use, ``isrcheck serve``) topics are created on request (CreateTopics) with Kafka's replica
 assignment (partition p's preferred leader is broker p mod N), every partition change goes to every
-live broker, as KRaft brokers replay the metadata log, and LeaderAndIsr v1 names the topic and the
-live brokers, which brokers answer Kafka Metadata from; ``metadata_store`` keeps topics, partition
-state and broker epochs across controller restarts (the metadata log's snapshot).
+live broker, as KRaft brokers replay the metadata log, and LeaderAndIsr v2 names the topic, the live
+brokers, the topic's ``min.insync.replicas`` and whether it was deleted, which brokers answer Kafka
+Metadata from; ``metadata_store`` keeps topics, partition state and broker epochs across controller
+restarts (the metadata log's snapshot). Every partition is replicated on every broker (the
+replication factor is the broker count). A deleted topic's partitions stay as tombstones (no
+leader, replicas or ISR; a partition id is never reused), so that a broker that missed the deletion
+learns it as it learns any partition change, and drops the partition and its log.
 
 With ``auto`` off nothing happens by itself: sessions never expire and elections happen only when
 ``elect`` is called. With it on, a session check runs every heartbeat interval and a leaderless
@@ -43,7 +47,7 @@ from ..network import NodeEndpoint
 from ..protocol import (
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, AlterPartitionRequest, AlterPartitionResponse, ApiKey, BrokerHeartbeatRequest,
     BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse, CreateTopicsRequest,
-    CreateTopicsResponse, Errors, Header, LeaderAndIsrRequest,
+    CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, Errors, Header, LeaderAndIsrRequest,
 )
 from ..runtime import Scheduler, Transport
 
@@ -71,15 +75,18 @@ class PartitionRegistration:
     """The controller's record of one partition (KRaft's PartitionRegistration)."""
 
     __slots__ = ("partition_id", "topic", "index", "replicas", "leader", "leader_epoch", "isr",
-                 "partition_epoch", "elr", "last_known_leader")
+                 "partition_epoch", "elr", "last_known_leader", "min_insync_replicas", "deleted")
 
     def __init__(self, partition_id: int, topic: str, index: int, replicas: tuple[int, ...],
                  leader: int, leader_epoch: int = 0, isr: tuple[int, ...] | None = None,
-                 partition_epoch: int = 0, elr: tuple[int, ...] = (), last_known_leader: int = -1) -> None:
+                 partition_epoch: int = 0, elr: tuple[int, ...] = (), last_known_leader: int = -1,
+                 min_insync_replicas: int = -1, deleted: bool = False) -> None:
         self.partition_id, self.topic, self.index, self.replicas = partition_id, topic, index, replicas
         self.leader, self.leader_epoch, self.partition_epoch = leader, leader_epoch, partition_epoch
         self.isr = tuple(sorted(replicas)) if isr is None else isr
         self.elr, self.last_known_leader = elr, last_known_leader
+        self.min_insync_replicas = min_insync_replicas  # the topic's config; -1: the cluster's
+        self.deleted = deleted  # a tombstone of a deleted topic
 
     def to_json(self) -> dict:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -153,6 +160,7 @@ class Controller:
         self.next_producer_id = 0
         if kafka_metadata:
             self.endpoint.handlers[ApiKey.CREATE_TOPICS] = self._handle_create_topics
+            self.endpoint.handlers[ApiKey.DELETE_TOPICS] = self._handle_delete_topics
             self.endpoint.handlers[ApiKey.ALLOCATE_PRODUCER_IDS] = self._handle_allocate_producer_ids
         transport.register(CONTROLLER_ID, self.endpoint)
         stored = metadata_store.load() if metadata_store is not None else None
@@ -165,7 +173,7 @@ class Controller:
             if name not in self.topics:
                 self.create_topic(name, count)
         if events is not None and kafka_metadata:
-            events.describe_partitions({f"{p.topic}-{p.index}": p.replicas for p in self.partitions})
+            events.describe_partitions({f"{p.topic}-{p.index}": p.replicas for p in self.partitions if not p.deleted})
         self._save()
         if auto:
             scheduler.schedule(check_interval_ms, self._check_sessions)
@@ -249,7 +257,8 @@ class Controller:
                    unclean: tuple[int, ...] = ()) -> tuple[int, ...]:
         """maybePopulateTargetElr (KIP-966): empty once ``isr`` reaches min ISR; else the members the
         ISR loses join the ELR, minus brokers back from an unclean shutdown."""
-        if not self.elr_enabled or len(isr) >= self.min_insync_replicas:
+        min_isr = p.min_insync_replicas if p.min_insync_replicas > 0 else self.min_insync_replicas
+        if not self.elr_enabled or len(isr) >= min_isr:
             return ()
         return tuple(sorted((set(p.elr) | set(p.isr)) - set(isr) - set(unclean)))
 
@@ -301,7 +310,7 @@ class Controller:
         for p in self.partitions:
             if p.partition_id in changed:
                 self._changed(p)
-            elif self.kafka_metadata:
+            elif self.kafka_metadata and not p.deleted:
                 self._send_leader_and_isr(p, self._unfenced())  # the live brokers changed
             if self.auto and p.leader == -1:
                 self.elect(p.partition_id)
@@ -324,20 +333,52 @@ class Controller:
         p.partition_epoch += 1
         return True
 
-    def create_topic(self, name: str, partitions: int) -> int:
+    def check_new_topic(self, name: str, partitions: int, replication_factor: int = -1,
+                        min_insync_replicas: int = -1) -> tuple[int, str]:
+        """(error, why) of CreateTopics for ``name`` with these settings (-1: the default), in
+        Kafka's words (ReplicationControlManager.createTopic); (NONE, "") if it may be created."""
+        n = len(self.replicas)
+        if name in self.topics:
+            return Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+        if not valid_topic_name(name):
+            return Errors.INVALID_TOPIC_EXCEPTION, (f"Topic name '{name}' is illegal: 1 to 249 characters of "
+                                                    f"[a-zA-Z0-9._-], not '.' or '..'.")
+        if partitions < 1:
+            return Errors.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
+        live = sum(len(ids) for ids in self.topics.values())
+        if partitions > MAX_PARTITIONS - live:
+            return Errors.INVALID_PARTITIONS, (f"{partitions} partitions would exceed the cluster's limit of "
+                                               f"{MAX_PARTITIONS} ({live} exist).")
+        if replication_factor < 1 and replication_factor != -1:
+            return Errors.INVALID_REPLICATION_FACTOR, ("Replication factor must be larger than 0, or -1 to use the "
+                                                       "default value.")
+        if replication_factor > n:
+            return Errors.INVALID_REPLICATION_FACTOR, (
+                f"Unable to replicate the partition {replication_factor} time(s): The target replication factor "
+                f"of {replication_factor} cannot be reached because only {n} broker(s) are registered.")
+        if replication_factor not in (-1, n):
+            return Errors.INVALID_REPLICATION_FACTOR, (
+                f"isrcheck replicates every partition on each of the cluster's {n} brokers: the replication "
+                f"factor must be {n} (or -1 for the default).")
+        if min_insync_replicas != -1 and not 1 <= min_insync_replicas <= n:
+            return Errors.INVALID_CONFIG, (f"Invalid value {min_insync_replicas} for configuration "
+                                           f"min.insync.replicas: isrcheck needs 1..{n} (the replication factor).")
+        return Errors.NONE, ""
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int = -1,
+                     min_insync_replicas: int = -1) -> int:
         """CreateTopics: ``partitions`` new partitions of ``name``, partition i's replicas starting
         at broker i mod N (Kafka's replica assignment), each led by its first replica with every
-        replica in the ISR. Returns the error."""
-        if name in self.topics:
-            return Errors.TOPIC_ALREADY_EXISTS
-        if not valid_topic_name(name):
-            return Errors.INVALID_TOPIC_EXCEPTION
-        if not 1 <= partitions <= MAX_PARTITIONS - len(self.partitions):
-            return Errors.INVALID_PARTITIONS
+        replica in the ISR; ``min_insync_replicas`` the topic's (-1: the cluster's). Returns the
+        error (``check_new_topic`` says why)."""
+        error, _ = self.check_new_topic(name, partitions, replication_factor, min_insync_replicas)
+        if error != Errors.NONE:
+            return error
         n, ids = len(self.replicas), []
         for index in range(partitions):
             replicas = tuple(self.replicas[(index + k) % n] for k in range(n))
-            p = PartitionRegistration(len(self.partitions), name, index, replicas, replicas[0])
+            p = PartitionRegistration(len(self.partitions), name, index, replicas, replicas[0],
+                                      min_insync_replicas=min_insync_replicas)
             self.partitions.append(p)
             ids.append(p.partition_id)
         self.topics[name] = tuple(ids)
@@ -345,6 +386,22 @@ class Controller:
             self._event("create_topic", name, partitions)
             for pid in ids:
                 self._changed(self.partitions[pid])
+        return Errors.NONE
+
+    def delete_topic(self, name: str) -> int:
+        """DeleteTopics: each partition of ``name`` becomes a tombstone (no leader, replicas, ISR or
+        ELR; new leader and partition epochs), kept and sent to every live broker, which drops the
+        partition and deletes its log. Returns the error."""
+        ids = self.topics.pop(name, None)
+        if ids is None:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION
+        self._event("delete_topic", name)
+        for pid in ids:
+            p = self.partitions[pid]
+            p.deleted, p.leader, p.replicas, p.isr, p.elr, p.last_known_leader = True, -1, (), (), (), -1
+            p.leader_epoch += 1
+            p.partition_epoch += 1
+            self._changed(p)
         return Errors.NONE
 
     # -- request handlers ---------------------------------------------------------------------
@@ -409,7 +466,7 @@ class Controller:
 
     def _handle_alter_partition(self, src: int, header: Header, req: AlterPartitionRequest) -> Any:
         """AlterPartition (KIP-497): a leader's ISR change, fenced by leader and partition epochs."""
-        if not 0 <= req.partition < len(self.partitions):
+        if not 0 <= req.partition < len(self.partitions) or self.partitions[req.partition].deleted:
             return AlterPartitionResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION, req.partition)
         p = self.partitions[req.partition]
         if req.broker_id != src or not set(req.new_isr) <= set(p.replicas) or src not in req.new_isr or \
@@ -437,7 +494,16 @@ class Controller:
         return AlterPartitionResponse(error, p.partition_id, p.leader, p.leader_epoch, p.partition_epoch, p.isr)
 
     def _handle_create_topics(self, src: int, header: Header, req: CreateTopicsRequest) -> Any:
-        return CreateTopicsResponse(self.create_topic(req.topic, req.partitions))
+        if header.api_version < 1:  # a broker's auto-creation
+            return CreateTopicsResponse(self.create_topic(req.topic, req.partitions))
+        error, why = self.check_new_topic(req.topic, req.partitions, req.replication_factor, req.min_insync_replicas)
+        if error != Errors.NONE or req.validate_only:
+            return CreateTopicsResponse(error, why)
+        error = self.create_topic(req.topic, req.partitions, req.replication_factor, req.min_insync_replicas)
+        return CreateTopicsResponse(error, why, self.topics[req.topic][0])
+
+    def _handle_delete_topics(self, src: int, header: Header, req: DeleteTopicsRequest) -> Any:
+        return DeleteTopicsResponse(self.delete_topic(req.topic))
 
     def _handle_allocate_producer_ids(self, src: int, header: Header, req: AllocateProducerIdsRequest) -> Any:
         """ProducerIdControlManager: the next block, kept before it is handed out, so that no id is
@@ -481,12 +547,12 @@ class Controller:
         self._send_leader_and_isr(p, self._unfenced() if brokers is None else brokers)
 
     def _send_leader_and_isr(self, p: PartitionRegistration, brokers: tuple[int, ...]) -> None:
-        version = 1 if self.kafka_metadata else 0
+        version = 2 if self.kafka_metadata else 0
         live = self._unfenced() if version else ()
         for broker in brokers:
             self.endpoint.send_request(broker, ApiKey.LEADER_AND_ISR, version, LeaderAndIsrRequest(
                 self.broker_epochs[broker], p.partition_id, p.leader, p.leader_epoch, p.partition_epoch,
-                p.isr, p.replicas, p.topic, p.index, live))
+                p.isr, p.replicas, p.topic, p.index, live, p.min_insync_replicas, p.deleted))
 
     def _check_sessions(self) -> None:
         now = self.scheduler.now_ms()
@@ -530,6 +596,7 @@ class Controller:
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"cluster metadata: {exc}") from None
         for p in self.partitions:
-            self.topics[p.topic] = self.topics.get(p.topic, ()) + (p.partition_id,)
+            if not p.deleted:
+                self.topics[p.topic] = self.topics.get(p.topic, ()) + (p.partition_id,)
         now = self.scheduler.now_ms()
         self.session_deadline = [now + self.session_timeout_ms] * len(self.replicas)

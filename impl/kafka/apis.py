@@ -1,12 +1,14 @@
 """KafkaApis: the Kafka requests a broker answers, each from its ReplicaManager.
 
-Supported (``SUPPORTED_VERSIONS``): ApiVersions, Metadata (leader epochs from v7, offline replicas,
+Supported (each handler registered with its versions: ``registry``): ApiVersions, Metadata (leader epochs from v7, offline replicas,
 topics auto-created as ``auto.create.topics.enable`` does), Produce (record batches v2 stored as the
 client wrote them, acks 0/1/all with ``min.insync.replicas``, the idempotent producer's sequence
 checks), Fetch (below the HW, KIP-320's current leader epoch, long poll by ``max_wait_ms`` /
 ``min_bytes``, no fetch sessions: KIP-227 lets a broker decline one), ListOffsets, OffsetForLeaderEpoch
 (a consumer's truncation check, KIP-320), InitProducerId (idempotence; transactional ids are
-refused) and FindCoordinator (COORDINATOR_NOT_AVAILABLE: no consumer groups).
+refused), FindCoordinator and the group coordinator's requests (consumer groups and transactions
+refused so that clients fail at once: ``unsupported``) and the admin requests CreateTopics,
+DeleteTopics and DescribeConfigs (``admin``).
 
 A handler returns its response, or ``None`` when it answers later through ``respond`` (a produce
 waiting for acks=all, a fetch waiting for data), or ``NO_RESPONSE`` (a produce with acks=0).
@@ -14,16 +16,14 @@ waiting for acks=all, a fetch waiting for data), or ``NO_RESPONSE`` (a produce w
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import (
     ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
 )
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
@@ -32,7 +32,10 @@ from ..controller import CONTROLLER_ID, valid_topic_name
 from ..protocol import ApiKey as InternalApiKey, CreateTopicsRequest, Errors
 from ..replication.replica_manager import ReplicaManager
 from ..storage import CorruptRecordError, iter_batches
+from .admin import ZERO_UUID, AdminApis
 from .producer_ids import ProducerIdManager
+from .registry import APIS, bind, serves
+from .unsupported import TRANSACTION, CoordinatorApis
 
 log = logging.getLogger(__name__)
 
@@ -41,28 +44,6 @@ EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
 CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2  # ListOffsetsRequest's replica ids
 
 
-class ApiSupport(NamedTuple):
-    """One API: its classes, the versions served, and the lowest version advertised."""
-
-    request: type
-    response: type
-    lowest: int
-    highest: int
-    advertised_lowest: int
-
-
-# Produce is advertised from v0 as Kafka 4 does (KAFKA-18659): older librdkafka turns compression
-# off when a broker's Produce range does not reach v2, and v0-v2 requests are refused all the same
-SUPPORTED_VERSIONS: dict[int, ApiSupport] = {
-    0: ApiSupport(ProduceRequest, ProduceResponse, 3, 9, 0),
-    1: ApiSupport(FetchRequest, FetchResponse, 4, 12, 4),
-    2: ApiSupport(ListOffsetsRequest, ListOffsetsResponse, 1, 6, 1),
-    3: ApiSupport(MetadataRequest, MetadataResponse, 1, 12, 1),
-    10: ApiSupport(FindCoordinatorRequest, FindCoordinatorResponse, 0, 4, 0),
-    18: ApiSupport(ApiVersionsRequest, ApiVersionsResponse, 0, 3, 0),
-    22: ApiSupport(InitProducerIdRequest, InitProducerIdResponse, 0, 4, 0),
-    23: ApiSupport(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 2, 4, 2),
-}
 API_VERSIONS = 18
 
 Respond = Callable[[Any], None]
@@ -80,11 +61,6 @@ class KafkaSettings:
     num_partitions: int = 1
 
 
-def topic_id(name: str) -> uuid.UUID:
-    """A stable topic id (Metadata v10+) derived from the name: topics here are never re-created."""
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"isrcheck-topic:{name}")
-
-
 class KafkaApis:
     """Kafka's KafkaApis for one broker."""
 
@@ -93,11 +69,9 @@ class KafkaApis:
         self.rm = replica_manager
         self.settings = settings
         self.producer_ids = ProducerIdManager(broker_id, replica_manager.endpoint, lambda: replica_manager.broker_epoch)
-        self.handlers: dict[int, Callable[[Any, int, Respond], Any]] = {
-            0: self.handle_produce, 1: self.handle_fetch, 2: self.handle_list_offsets, 3: self.handle_metadata,
-            10: self.handle_find_coordinator, 18: self.handle_api_versions, 22: self.handle_init_producer_id,
-            23: self.handle_offset_for_leader_epoch,
-        }
+        self.coordinator = CoordinatorApis(broker_id, settings.listeners.get(broker_id, ("", -1)))
+        self.admin = AdminApis(broker_id, replica_manager, settings)
+        self.handlers = bind(self, self.coordinator, self.admin)
 
     def handle(self, api_key: int, version: int, request: Any, respond: Respond) -> Any:
         try:
@@ -108,20 +82,22 @@ class KafkaApis:
             self.rm.endpoint.on_io_error(exc)
             return NO_RESPONSE
 
-    # -- ApiVersions, Metadata, FindCoordinator ----------------------------------------------------
+    # -- ApiVersions, Metadata ------------------------------------------------------------------
     @staticmethod
     def api_versions_response(version: int, error: int = Errors.NONE) -> ApiVersionsResponse:
         """Every API served with its versions; with UNSUPPORTED_VERSION (an ApiVersions request too
         new for this broker, KIP-511) only ApiVersions' own, as Kafka's
         ``ApiVersionsRequest.getErrorResponse`` answers: the client retries with a version from it."""
         keys = [ApiVersionsResponse.ApiVersion(api_key=k, min_version=api.advertised_lowest, max_version=api.highest)
-                for k, api in sorted(SUPPORTED_VERSIONS.items())
+                for k, api in sorted(APIS.items())
                 if error != Errors.UNSUPPORTED_VERSION or k == API_VERSIONS]
         return ApiVersionsResponse(version=version, error_code=error, api_keys=keys, throttle_time_ms=0)
 
+    @serves(18, ApiVersionsRequest, ApiVersionsResponse, (0, 3))
     def handle_api_versions(self, req: ApiVersionsRequest, version: int, respond: Respond) -> Any:
         return self.api_versions_response(version)
 
+    @serves(3, MetadataRequest, MetadataResponse, (1, 12))
     def handle_metadata(self, req: MetadataRequest, version: int, respond: Respond) -> MetadataResponse:
         names = self.rm.names
         topics = sorted({t for t, _ in names}) if req.topics is None else [t.name for t in req.topics]
@@ -133,10 +109,10 @@ class KafkaApis:
             indexes = sorted(i for t, i in names if t == name)
             if name is None or not indexes:
                 out.append(Topic(error_code=self._unknown_topic(name, allow_create), name=name,
-                                 topic_id=topic_id(name or ""), is_internal=False, partitions=[]))
+                                 topic_id=ZERO_UUID, is_internal=False, partitions=[]))
                 continue
             partitions = [self._partition_metadata(names[(name, i)], i, live) for i in indexes]
-            out.append(Topic(error_code=Errors.NONE, name=name, topic_id=topic_id(name), is_internal=False,
+            out.append(Topic(error_code=Errors.NONE, name=name, topic_id=self.admin.topic_id_of(name), is_internal=False,
                              partitions=partitions))
         brokers = [MetadataResponse.MetadataResponseBroker(node_id=b, host=self.settings.listeners[b][0],
                                                            port=self.settings.listeners[b][1], rack=None)
@@ -166,18 +142,10 @@ class KafkaApis:
             leader_id=p.leader, leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
             isr_nodes=list(p.isr), offline_replicas=[r for r in p.replicas if r not in live])
 
-    def handle_find_coordinator(self, req: FindCoordinatorRequest, version: int, respond: Respond) -> Any:
-        """No group or transaction coordinator here: COORDINATOR_NOT_AVAILABLE for every key."""
-        if version < 4:
-            return FindCoordinatorResponse(version=version, throttle_time_ms=0,
-                                           error_code=Errors.COORDINATOR_NOT_AVAILABLE,
-                                           error_message="no group coordinator", node_id=-1, host="", port=-1)
-        coordinators = [FindCoordinatorResponse.Coordinator(
-            key=key, node_id=-1, host="", port=-1, error_code=Errors.COORDINATOR_NOT_AVAILABLE,
-            error_message="no group coordinator") for key in req.coordinator_keys]
-        return FindCoordinatorResponse(version=version, throttle_time_ms=0, coordinators=coordinators)
-
     # -- Produce ----------------------------------------------------------------------------------
+    # advertised from v0 as Kafka 4 does (KAFKA-18659): older librdkafka turns compression off when a
+    # broker's Produce range does not reach v2, and v0-v2 requests are refused all the same
+    @serves(0, ProduceRequest, ProduceResponse, (3, 9), advertised_lowest=0)
     def handle_produce(self, req: ProduceRequest, version: int, respond: Respond) -> Any:
         """Each partition's one batch to its leader's log (ReplicaManager.append_records); the
         response waits for every partition's acks, as one DelayedProduce covers them all."""
@@ -237,6 +205,7 @@ class KafkaApis:
         return -1 if partition_id is None else self.rm.partitions[partition_id].log.log_start_offset
 
     # -- Fetch ------------------------------------------------------------------------------------
+    @serves(1, FetchRequest, FetchResponse, (4, 12))
     def handle_fetch(self, req: FetchRequest, version: int, respond: Respond) -> Any:
         """Records below the HW of each partition; with nothing to return yet, the fetch waits in
         the DelayedFetch purgatory up to ``max_wait_ms`` for ``min_bytes``."""
@@ -287,6 +256,7 @@ class KafkaApis:
                     log_start_offset=r.log_start_offset, records=r.records)
 
     # -- ListOffsets, OffsetForLeaderEpoch --------------------------------------------------------
+    @serves(2, ListOffsetsRequest, ListOffsetsResponse, (1, 6))
     def handle_list_offsets(self, req: ListOffsetsRequest, version: int, respond: Respond) -> Any:
         """Earliest (the log start offset), latest (the HW, with the current leader epoch, as a
         consumer may read no further) or the first offset at or after a timestamp, below the HW."""
@@ -326,6 +296,7 @@ class KafkaApis:
         found = next(r for r in batch.records() if r.offset >= offset)
         return Errors.NONE, found.timestamp_ms, found.offset, batch.partition_leader_epoch
 
+    @serves(23, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, (2, 4))
     def handle_offset_for_leader_epoch(self, req: OffsetForLeaderEpochRequest, version: int, respond: Respond) -> Any:
         """Where an epoch ends on the leader (KIP-279's answer), so a consumer finds out whether the
         log it read from was truncated (KIP-320)."""
@@ -354,6 +325,7 @@ class KafkaApis:
         return (p, Errors.NONE) if error == Errors.NONE else (None, error)
 
     # -- InitProducerId ---------------------------------------------------------------------------
+    @serves(22, InitProducerIdRequest, InitProducerIdResponse, (0, 4))
     def handle_init_producer_id(self, req: InitProducerIdRequest, version: int, respond: Respond) -> Any:
         """A new producer id, epoch 0, for an idempotent producer (COORDINATOR_LOAD_IN_PROGRESS while
         the broker waits for a block of ids: ProducerIdManager); no transactions here."""
@@ -361,5 +333,5 @@ class KafkaApis:
             return InitProducerIdResponse(version=version, throttle_time_ms=0, error_code=error,
                                           producer_id=producer_id, producer_epoch=0 if producer_id >= 0 else -1)
         if req.transactional_id is not None:
-            return answer(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1)
+            return answer(self.coordinator.refuse(TRANSACTION, req.transactional_id, req)[0], -1)
         return answer(*self.producer_ids.generate())

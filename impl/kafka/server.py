@@ -24,7 +24,8 @@ import logging
 import struct
 
 from ..protocol import Errors
-from .apis import API_VERSIONS, NO_RESPONSE, SUPPORTED_VERSIONS, KafkaApis
+from .apis import API_VERSIONS, NO_RESPONSE, KafkaApis
+from .registry import APIS
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ class KafkaServer:
     async def _handle(self, data: bytes) -> bytes | None:
         """The framed response to one request, or None (acks=0)."""
         api_key, version, correlation_id = _HEAD.unpack_from(data)
-        api = SUPPORTED_VERSIONS.get(api_key)
+        api = APIS.get(api_key)
         if api is None:
             raise _Refused(f"unknown or unsupported api key {api_key} (correlation id {correlation_id})")
         request_class, lowest, highest = api.request, api.lowest, api.highest

@@ -4,7 +4,7 @@ from .errors import Errors
 from .messages import (
     CODEC, CONSUMER_REPLICA_ID, AllocateProducerIdsRequest, AllocateProducerIdsResponse, AlterPartitionRequest, AlterPartitionResponse, ApiKey,
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
-    BrokerRegistrationResponse, CreateTopicsRequest, CreateTopicsResponse, FetchRequest, FetchResponse, LeaderAndIsrRequest,
+    BrokerRegistrationResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, FetchRequest, FetchResponse, LeaderAndIsrRequest,
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProduceRequest, ProduceResponse,
 )
 
@@ -12,6 +12,6 @@ __all__ = [
     "REQUEST", "RESPONSE", "DecodeError", "Header", "WireRecord", "Errors", "CODEC",
     "CONSUMER_REPLICA_ID", "AllocateProducerIdsRequest", "AllocateProducerIdsResponse", "AlterPartitionRequest", "AlterPartitionResponse", "ApiKey",
     "BrokerHeartbeatRequest", "BrokerHeartbeatResponse", "BrokerRegistrationRequest",
-    "BrokerRegistrationResponse", "CreateTopicsRequest", "CreateTopicsResponse", "FetchRequest", "FetchResponse", "LeaderAndIsrRequest",
+    "BrokerRegistrationResponse", "CreateTopicsRequest", "CreateTopicsResponse", "DeleteTopicsRequest", "DeleteTopicsResponse", "FetchRequest", "FetchResponse", "LeaderAndIsrRequest",
     "OffsetForLeaderEpochRequest", "OffsetForLeaderEpochResponse", "ProduceRequest", "ProduceResponse",
 ]

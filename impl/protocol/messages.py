@@ -12,9 +12,12 @@ without acknowledging it. Its v1, for clusters of many topics (``isrcheck serve`
 partition's topic and index, its replicas in assignment order and the live brokers (what Kafka's
 UpdateMetadata told every broker); BrokerHeartbeat v1 carries the partition epoch the broker applied
 for every partition, so that the controller resends what a broker missed, and its answer the live
-brokers; CreateTopics asks the
-controller for a topic (a broker auto-creating one a client asked Metadata for); AllocateProducerIds
-gets a broker a block of producer ids for idempotent producers.
+brokers; its v2 adds the topic's ``min.insync.replicas`` (-1: the cluster's) and whether the topic
+was deleted (KRaft brokers learn both from the metadata log: a topic's config record, its removal).
+CreateTopics asks the controller for a topic (v0: a broker auto-creating one a client asked Metadata
+for; v1: a client's CreateTopics, with replication factor, ``min.insync.replicas`` and validate-only,
+answered with an error message), DeleteTopics removes one; AllocateProducerIds gets a broker a block
+of producer ids for idempotent producers.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ class ApiKey(IntEnum):
     FETCH = 1
     LEADER_AND_ISR = 4
     CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
     OFFSET_FOR_LEADER_EPOCH = 23
     ALTER_PARTITION = 56
     BROKER_REGISTRATION = 62
@@ -121,6 +125,8 @@ class LeaderAndIsrRequest:
     topic: str = "isr"                   # v1: the topic and the partition's index in it
     index: int = 0
     live_brokers: tuple[int, ...] = ()   # v1: the brokers the controller has not fenced
+    min_insync_replicas: int = -1        # v2: the topic's min.insync.replicas (-1: the cluster's)
+    deleted: bool = False                # v2: the topic was deleted: the broker drops the partition and its log
 
 
 @dataclass(slots=True)
@@ -129,11 +135,32 @@ class CreateTopicsRequest:
 
     topic: str = ""
     partitions: int = 1
+    replication_factor: int = -1    # v1: -1 the default (every broker)
+    min_insync_replicas: int = -1   # v1: the topic's config, -1 the cluster's
+    validate_only: bool = False     # v1: check, create nothing
 
 
 @dataclass(slots=True)
 class CreateTopicsResponse:
-    """The controller's answer: NONE, TOPIC_ALREADY_EXISTS or INVALID_PARTITIONS / INVALID_TOPIC_EXCEPTION."""
+    """The controller's answer: NONE, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_TOPIC_EXCEPTION,
+    INVALID_REPLICATION_FACTOR or INVALID_CONFIG; from v1 with a message saying why and the id of the
+    topic's first partition (what its topic id is made from)."""
+
+    error: int = 0
+    message: str = ""
+    partition_id: int = -1
+
+
+@dataclass(slots=True)
+class DeleteTopicsRequest:
+    """Broker to controller: delete ``topic``."""
+
+    topic: str = ""
+
+
+@dataclass(slots=True)
+class DeleteTopicsResponse:
+    """The controller's answer: NONE or UNKNOWN_TOPIC_OR_PARTITION."""
 
     error: int = 0
 
@@ -244,13 +271,20 @@ CODEC.register(
      2: (("error", "i16"), ("partition", "i32"), ("leader_epoch", "i32"), ("end_offset", "i64"))})
 _LEADER_AND_ISR_V0 = (("broker_epoch", "i64"), ("partition", "i32"), ("leader", "i32"), ("leader_epoch", "i32"),
                       ("partition_epoch", "i32"), ("isr", "[i32]"), ("replicas", "[i32]"))
+_LEADER_AND_ISR_V1 = _LEADER_AND_ISR_V0 + (("topic", "str"), ("index", "i32"), ("live_brokers", "[i32]"))
 CODEC.register(
     ApiKey.LEADER_AND_ISR, LeaderAndIsrRequest, None,
     {0: _LEADER_AND_ISR_V0,
-     1: _LEADER_AND_ISR_V0 + (("topic", "str"), ("index", "i32"), ("live_brokers", "[i32]"))}, {})
+     1: _LEADER_AND_ISR_V1,
+     2: _LEADER_AND_ISR_V1 + (("min_insync_replicas", "i32"), ("deleted", "bool"))}, {})
 CODEC.register(
     ApiKey.CREATE_TOPICS, CreateTopicsRequest, CreateTopicsResponse,
-    {0: (("topic", "str"), ("partitions", "i32"))}, {0: (("error", "i16"),)})
+    {0: (("topic", "str"), ("partitions", "i32")),
+     1: (("topic", "str"), ("partitions", "i32"), ("replication_factor", "i32"), ("min_insync_replicas", "i32"),
+         ("validate_only", "bool"))},
+    {0: (("error", "i16"),), 1: (("error", "i16"), ("message", "str"), ("partition_id", "i32"))})
+CODEC.register(
+    ApiKey.DELETE_TOPICS, DeleteTopicsRequest, DeleteTopicsResponse, {0: (("topic", "str"),)}, {0: (("error", "i16"),)})
 _ALTER_V0 = (("broker_id", "i32"), ("broker_epoch", "i64"), ("partition", "i32"), ("leader_epoch", "i32"),
              ("partition_epoch", "i32"), ("new_isr", "[i32]"))
 _ALTER_RESP_V0 = (("error", "i16"), ("partition", "i32"), ("leader", "i32"), ("leader_epoch", "i32"),

@@ -73,6 +73,9 @@ class FailingFileSystem(FileSystem):
     def remove(self, path: str) -> None:
         self.inner.remove(path)
 
+    def rmdir(self, directory: str) -> None:
+        self.inner.rmdir(directory)
+
     def rename(self, source: str, target: str) -> None:
         self.inner.rename(source, target)
 

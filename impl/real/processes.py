@@ -19,7 +19,8 @@ one: no file, no cut): a change takes effect in each node within its poll interv
 and in nodes started later from their start.
 
 Event log (``events``, a directory): every node process writes its protocol events there
-(``node``'s ``--events``; docs/validate.md), all on one clock whose origin is the cluster's start.
+(``node``'s ``--events``; docs/validate.md), all on one clock whose origin is the cluster's start;
+``DIR/event-log`` names that directory, so the cluster's directory leads to its log.
 What the processes cannot log themselves, the cluster logs into the broker's file as the machine
 that did it: a ``crash`` (after the process is gone, with its kind), a ``lose_disk``, and a
 ``fail_disk`` (with its ``io``, once the broker halted on it).
@@ -45,6 +46,7 @@ from .failing import DISK_FAILURE_FILE
 from .node import journal_path, write_net_file
 
 NET_FILE = "net.json"
+EVENT_LOG_FILE = "event-log"  # in the cluster's directory: where its event log is (``isrcheck validate DIR``)
 DISK_IO = ("write:EIO", "write:ENOSPC", "fsync:EIO", "fsync:ENOSPC", "read:EIO")  # what fail_disk can fail
 HALTED = 1  # the exit code of a broker that halted on an offline log directory
 
@@ -126,6 +128,9 @@ class ProcessCluster:
 
     def start(self) -> None:
         os.makedirs(self.directory, exist_ok=True)
+        if self.events is not None:  # the cluster's directory names its log, for whoever is given only it
+            with open(os.path.join(self.directory, EVENT_LOG_FILE), "w", encoding="utf-8") as f:
+                f.write(os.path.abspath(self.events) + "\n")
         if os.path.exists(self.net_file):  # every link up, whatever a previous run left
             os.remove(self.net_file)
         self.groups = []

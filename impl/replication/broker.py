@@ -13,8 +13,8 @@ process dying. What the machine's file system keeps after a halt is the runtime'
 A broker of a single-partition run hosts topic ``isr`` partition 0 from the start (its log in
 ``isr-0``). A ``kafka`` broker (``isrcheck serve``) starts with none and hosts what the controller's
 LeaderAndIsr names, each partition's log in ``<topic>-<index>`` as Kafka lays out a log directory,
-every partition's HW in the one checkpoint file; its heartbeats say which partition epochs it
-applied (BrokerHeartbeat v1).
+every partition's HW in the one checkpoint file, and deletes the log of a partition whose topic was
+deleted; its heartbeats say which partition epochs it applied (BrokerHeartbeat v1).
 """
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ class Broker:
         self.log_config = LogConfig(flush_messages=config.flush_messages, retention_ms=None, segment_ms=None)
         self.endpoint = NodeEndpoint(broker_id, transport)
         self.replica_manager = ReplicaManager(broker_id, config, self._open_log, self.scheduler, self.endpoint,
-                                              auto, on_event, kafka, events)
+                                              auto, on_event, kafka, events, self._delete_log)
         if not kafka:
             self.replica_manager.get_or_create_partition(PARTITION_ID, DEFAULT_TOPIC, 0)
         self.alive = True
@@ -123,6 +123,23 @@ class Broker:
         self.fs.makedirs(directory)
         log = Log.open(directory, self.log_config, self.fs, clock=self.scheduler.now_ms)
         return log, self.hw_checkpoints.get(partition_id, 0)
+
+    def _delete_log(self, partition_id: int, topic: str, index: int, log: Log | None) -> None:
+        """UnifiedLog.delete for a deleted topic's partition: the log (if open) closed, its directory
+        removed with every file in it, its HW out of the checkpoint file."""
+        if log is not None:
+            log.close()
+        directory = self.fs.join(self.data_dir, f"{topic}-{index}")
+        if self.fs.exists(directory):
+            for name in self.fs.listdir(directory):
+                self.fs.remove(self.fs.join(directory, name))
+            self.fs.rmdir(directory)
+            self.fs.fsync_dir(self.data_dir)
+        if partition_id in self.hw_checkpoints:
+            self.hw_checkpoints = {pid: hw for pid, hw in self.hw_checkpoints.items() if pid != partition_id}
+            self.hw_checkpoint_file.write(sorted(self.hw_checkpoints.items()))
+        if self.on_event is not None:
+            self.on_event(self.broker_id, f"{topic}-{index}", "deleted", directory)
 
     # -- the first partition: what single-partition runs read ---------------------------------
     @property

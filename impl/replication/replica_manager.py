@@ -12,10 +12,14 @@ In auto mode the ISR is also managed on a timer: ``maybe_shrink_isr`` every half
 A broker hosts any number of partitions, each its own Partition, log, DelayedProduce purgatory and
 ReplicaFetcher, replicated independently; requests name the partition by its id. A partition is
 created when LeaderAndIsr first names it (ReplicaManager.getOrCreatePartition), its log opened by
-``open_log``. Single-partition runs drive the first one, ``partition`` and ``fetcher``.
+``open_log``, with its topic's ``min.insync.replicas`` (LeaderAndIsr v2); one whose topic was
+deleted is stopped and its log deleted by ``delete_log`` (ReplicaManager.stopPartitions with
+deleteLocalLog, as a KRaft broker applies a topic's removal). Single-partition runs drive the first
+one, ``partition`` and ``fetcher``.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable
 
 from ..controller import CONTROLLER_ID
@@ -37,6 +41,8 @@ from ..storage.producer_state import DuplicateBatch, SequenceError
 
 # (partition id, topic, index) -> the partition's log and its checkpointed HW
 OpenLog = Callable[[int, str, int], tuple[Log, int]]
+# (partition id, topic, index, its open log or None): the partition's log and checkpointed HW deleted
+DeleteLog = Callable[[int, str, int, Log | None], None]
 
 
 class ReplicaManager:
@@ -44,12 +50,14 @@ class ReplicaManager:
 
     def __init__(self, broker_id: int, config: ClusterConfig, open_log: OpenLog,
                  scheduler: Scheduler, endpoint: NodeEndpoint, auto: bool = False,
-                 on_event: Callable[..., None] | None = None, kafka: bool = False, events=None) -> None:
+                 on_event: Callable[..., None] | None = None, kafka: bool = False, events=None,
+                 delete_log: DeleteLog | None = None) -> None:
         self.broker_id = broker_id
         self.events = events  # an EventLog (isrcheck.impl.eventlog) when the run logs its events
         self.kafka = kafka  # hosting many topics' partitions for Kafka clients (events name the partition)
         self.config = config
         self.open_log = open_log
+        self.delete_log = delete_log
         self.scheduler = scheduler
         self.endpoint = endpoint
         self.auto = auto
@@ -59,6 +67,8 @@ class ReplicaManager:
         self.partitions: dict[int, Partition] = {}
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.names: dict[tuple[str, int], int] = {}  # (topic, index) -> partition id
+        self.deleted: dict[int, int] = {}  # partition id of a deleted topic -> the partition epoch of its removal
+        self.topic_min_insync_replicas: dict[str, int] = {}  # a hosted topic's own min.insync.replicas, if set
         self.live_brokers: tuple[int, ...] = ()      # as of the last LeaderAndIsr v1 or heartbeat answer
         self.fetch_purgatory = DelayedFetchPurgatory(scheduler)
         # the first partition's (partition id 0), which single-partition runs drive
@@ -73,17 +83,23 @@ class ReplicaManager:
         })
         self._isr_timer = scheduler.schedule(config.lag_check_interval_ms, self._isr_check) if auto else None
 
-    def get_or_create_partition(self, partition_id: int, topic: str, index: int) -> Partition:
-        """The hosted partition ``partition_id``, its log opened (and recovered) on first use."""
+    def get_or_create_partition(self, partition_id: int, topic: str, index: int,
+                                min_insync_replicas: int = -1) -> Partition:
+        """The hosted partition ``partition_id``, its log opened (and recovered) on first use;
+        ``min_insync_replicas`` its topic's (-1: the cluster's)."""
         p = self.partitions.get(partition_id)
         if p is not None:
             return p
         log, high_watermark = self.open_log(partition_id, topic, index)
         purgatory = DelayedProducePurgatory(self.scheduler)
+        config = self.config
+        if min_insync_replicas > 0:
+            config = replace(self.config, min_insync_replicas=min_insync_replicas)
+            self.topic_min_insync_replicas[topic] = min_insync_replicas
 
         def propose_isr(leader_epoch: int, partition_epoch: int, isr: tuple, epochs: tuple) -> None:
             self._send_alter_partition(partition_id, leader_epoch, partition_epoch, isr, epochs)
-        p = Partition(self.broker_id, self.config, log, high_watermark, self.scheduler, purgatory,
+        p = Partition(self.broker_id, config, log, high_watermark, self.scheduler, purgatory,
                       propose_isr, lambda: self.broker_epoch, self.on_event, partition_id,
                       f"{topic}-{index}" if self.kafka else None)
         fetcher = ReplicaFetcher(p, self.endpoint, self.scheduler, self.auto, self.config.replica_fetch_backoff_ms)
@@ -147,7 +163,7 @@ class ReplicaManager:
             if events is not None:
                 events.broker(p, "produce", fields, msg)
             return Errors.NOT_LEADER_OR_FOLLOWER, -1
-        if acks == -1 and len(p.isr) < self.config.min_insync_replicas:
+        if acks == -1 and len(p.isr) < p.config.min_insync_replicas:
             if events is not None:
                 events.broker(p, "produce", fields, msg)
             return Errors.NOT_ENOUGH_REPLICAS, -1
@@ -288,6 +304,9 @@ class ReplicaManager:
             self.live_brokers = req.live_brokers
         elif req.partition not in self.partitions:
             return None  # v0 names only partitions this broker was created with
+        if req.deleted:
+            self.stop_partition(req)
+            return None
         self.apply_leader_and_isr(req, check_fetches=False)
         if self.events is not None and req.partition in self.partitions:
             self.events.broker(self.partitions[req.partition], "deliver_leader_and_isr",
@@ -298,18 +317,40 @@ class ReplicaManager:
         return None
 
     def apply_leader_and_isr(self, req: LeaderAndIsrRequest, check_fetches: bool = True) -> None:
-        p = self.get_or_create_partition(req.partition, req.topic, req.index)
+        if req.partition in self.deleted:
+            return  # a late state of a partition whose topic is gone
+        p = self.get_or_create_partition(req.partition, req.topic, req.index, req.min_insync_replicas)
         fetcher = self.fetchers[req.partition]
         if p.apply_leader_and_isr(req, fetcher.stop) == "follower":
             fetcher.reset()
         if check_fetches:
             self.fetch_purgatory.check()  # parked fetches of a partition no longer led answer at once
 
+    def stop_partition(self, req: LeaderAndIsrRequest) -> None:
+        """The partition's topic was deleted: its fetcher stops, parked produces and fetches are
+        answered (NOT_LEADER_OR_FOLLOWER), it is no longer hosted, and its log is deleted, or the
+        log a restarted broker still has of it (unless a partition of the same name, a topic made
+        again, is hosted there now)."""
+        self.deleted[req.partition] = req.partition_epoch
+        p = self.partitions.pop(req.partition, None)
+        if p is None:
+            if (req.topic, req.index) not in self.names and self.delete_log is not None:
+                self.delete_log(req.partition, req.topic, req.index, None)
+            return
+        self.fetchers.pop(req.partition).stop()
+        p.purgatory.fail_all(Errors.NOT_LEADER_OR_FOLLOWER)
+        del self.names[(req.topic, req.index)]
+        self.topic_min_insync_replicas.pop(req.topic, None)
+        self.fetch_purgatory.check()  # parked fetches of it answer at once (UNKNOWN_TOPIC_OR_PARTITION)
+        if self.delete_log is not None:
+            self.delete_log(req.partition, req.topic, req.index, p.log)
+
     @property
     def applied_partition_epochs(self) -> tuple[int, ...]:
         """Per partition id, the partition epoch this broker applied (-1 for a partition it lacks)."""
-        size = max(self.partitions, default=-1) + 1
-        return tuple(self.partitions[i].partition_epoch if i in self.partitions else -1 for i in range(size))
+        size = max(max(self.partitions, default=-1), max(self.deleted, default=-1)) + 1
+        return tuple(self.partitions[i].partition_epoch if i in self.partitions else self.deleted.get(i, -1)
+                     for i in range(size))
 
     # -- ISR changes --------------------------------------------------------------------------
     def _send_alter_partition(self, partition_id: int, leader_epoch: int, partition_epoch: int, isr: tuple,
@@ -325,7 +366,9 @@ class ReplicaManager:
     def _on_alter_partition(self, partition_id: int, resp: AlterPartitionResponse | None,
                             request_leader_epoch: int, corr: int = -1) -> None:
         """AlterPartitionManager's callback, bound to the request (and the leader epoch) it answers."""
-        p = self.partitions[partition_id]
+        p = self.partitions.get(partition_id)
+        if p is None:
+            return  # its topic was deleted meanwhile
         if resp is None:  # lost: AlterPartitionManager resends until it gets an answer
             p.resend_pending_isr(request_leader_epoch)
             if self.events is not None:

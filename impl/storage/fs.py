@@ -75,6 +75,7 @@ class FileSystem:
     def listdir(self, directory: str) -> list[str]: raise NotImplementedError
     def makedirs(self, directory: str) -> None: raise NotImplementedError
     def remove(self, path: str) -> None: raise NotImplementedError
+    def rmdir(self, directory: str) -> None: raise NotImplementedError              # an empty one
     def rename(self, source: str, target: str) -> None: raise NotImplementedError   # atomic, replaces
     def fsync_dir(self, directory: str) -> None: raise NotImplementedError
 
@@ -163,6 +164,9 @@ class OsFileSystem(FileSystem):
 
     def remove(self, path: str) -> None:
         os.remove(path)
+
+    def rmdir(self, directory: str) -> None:
+        os.rmdir(directory)
 
     def rename(self, source: str, target: str) -> None:
         os.replace(source, target)
@@ -307,6 +311,14 @@ class SimulatedFileSystem(FileSystem):
         directory, name = self._split(path)
         if self._dir(directory).pop(name, None) is None:
             raise FileNotFoundError(f"no such file: {path}")
+
+    def rmdir(self, directory: str) -> None:
+        """Gone durably at once, as directories are made."""
+        directory = self._normdir(directory)
+        if self.listdir(directory):
+            raise OSError(errno.ENOTEMPTY, f"directory not empty: {directory}")
+        del self._tree[directory]
+        self._durable.pop(directory, None)
 
     def rename(self, source: str, target: str) -> None:
         sdir, sname = self._split(source)

@@ -745,11 +745,11 @@ class _Kit(types.SimpleNamespace):
 def kit():
     """This file's helpers for the test modules, which cannot import conftest.py: ``kit.Rec``,
     ``kit.sample_records``, ``kit.record_batch``, ``kit.batch_codecs``, ``kit.spread``, ``kit.read_all``, ``kit.assert_same_records``,
-    ``kit.clients`` and the error codes."""
+    ``kit.clients``, ``kit.start_cluster`` (a cluster of one implementation) and the error codes."""
     return _Kit(
         Rec=Rec, sample_records=sample_records, record_batch=record_batch, batch_codecs=batch_codecs,
         spread=spread, by_partition=by_partition,
-        assert_same_records=assert_same_records, read_all=read_all, clients=CLIENTS,
+        assert_same_records=assert_same_records, read_all=read_all, clients=CLIENTS, start_cluster=start_cluster,
         NONE=NONE, NOT_ENOUGH_REPLICAS=NOT_ENOUGH_REPLICAS, UNSUPPORTED_VERSION=UNSUPPORTED_VERSION,
         OUT_OF_ORDER_SEQUENCE_NUMBER=OUT_OF_ORDER_SEQUENCE_NUMBER,
         PARTITIONS=PARTITIONS, BROKERS=BROKERS, MAX_REQUEST_BYTES=MAX_REQUEST_BYTES)

@@ -80,3 +80,21 @@ def test_a_producer_desynchronized_by_a_loss_is_outside_the_budget_only_with_the
     assert budgets([], 2, True, True, None, {}, [], fatal)["client-error"].startswith("unclean")
     assert "client-error" not in budgets([], 2, False, True, None, {}, [], fatal)
     assert "client-error" not in budgets([], 2, True, True, None, {}, [], fatal + ["client 2: BufferError"])
+
+
+def test_the_exit_code_comes_with_its_reason_and_the_run_folder():
+    """Every soak says why it exits as it does: each anomaly that fails it (a final read that stopped,
+    with how far it got), or what it passed; results.json has the folder and that reason."""
+    from isrcheck.conformance.engines.soak.driver import SoakOptions, SoakResult
+
+    stopped = SoakResult(SoakOptions(directory="runs/a"), final_read=False,
+                         final_read_note="the cluster served nothing new for 60 s: soak-0 read to 3 of 9 seen (HW 4)",
+                         check={"anomalies": {"lost-write": [{}, {}], "unseen": [{}]}, "counts": {"lost-write": 2}})
+    assert stopped.exit_code == 1
+    assert stopped.exit_reason() == ("anomalies within their budget: lost-write (2); the final read did not finish "
+                                     "(the cluster served nothing new for 60 s: soak-0 read to 3 of 9 seen (HW 4))")
+    passed = SoakResult(SoakOptions(directory="runs/b"), final_read=True, validation={"verdict": "explained"},
+                        check={"anomalies": {"unseen": [{}]}})
+    assert passed.exit_code == 0 and passed.to_json()["dir"] == "runs/b"
+    assert passed.to_json()["exit"] == {"code": 0, "reason": "no anomaly within its budget, the final read complete, "
+                                                              "the event log explained"}

@@ -12,6 +12,8 @@ def test_a_soak_under_kills_and_pauses_finds_no_anomaly_and_writes_its_folder(is
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(proc.stdout)
     assert result["anomalies"] == [] and result["final_read"]
+    assert result["dir"] == str(run) and result["exit"]["code"] == 0 and "the event log explained" in result["exit"]["reason"]
+    assert f"isrcheck soak: run folder {run}" in proc.stderr and f"isrcheck soak: {run}: exit 0: no anomaly" in proc.stderr
     assert result["counts"]["send"]["ok"] > 100 and result["counts"]["poll"]["ok"] > 10
     assert result["faults"] and {f["kind"] for f in result["faults"]} <= {"kill", "pause"}
     assert all(f["end"] is not None for f in result["faults"])  # every fault ended before the final read
@@ -27,6 +29,10 @@ def test_a_soak_under_kills_and_pauses_finds_no_anomaly_and_writes_its_folder(is
     assert set(validation["partitions"]) == {"soak-0", "soak-1", "soak-2"} and validation["events"] > 1000
     assert sorted(p.name for p in (run / "events").iterdir()) == [
         "broker-0.jsonl", "broker-1.jsonl", "broker-2.jsonl", "controller.jsonl"]
+    for given in (run,):  # the run's folder leads to that log
+        again = isrcheck_cli("validate", given, timeout=240)
+        assert again.returncode == 0 and again.stdout.startswith("explained:"), again.stdout + again.stderr
+        assert f"the event log in {given} is {run / 'events'}" in again.stderr
 
 
 def test_bad_input_is_named_and_nothing_runs(isrcheck_cli, tmp_path):

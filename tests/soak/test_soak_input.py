@@ -61,18 +61,3 @@ def test_more_brokers_down_at_once_than_the_cluster_has_is_refused(tmp_path, cap
     assert err.count("\n") == 1 and "--max-down 5: more brokers than the cluster's 3 (--replicas)" in err, err
     assert not (tmp_path / "run").exists()
 
-
-def test_another_clusters_topic_of_other_partitions_is_refused_before_the_run(tmp_path, capsys):
-    """A setup problem is no anomaly of the cluster: a topic that exists with another partition count
-    is named with both counts, exit 2, before any work (nothing in --dir but what was there)."""
-    from isrcheck.conformance.engines.soak.driver import own_cluster
-
-    cluster, bootstrap = own_cluster("kip-320", 3, 2, False, [("orders", 1)], tmp_path / "cluster")
-    try:
-        code = main(["soak", "--duration", "30", "--bootstrap", bootstrap, "--topic", "orders",
-                     "--dir", str(tmp_path / "run")])
-    finally:
-        cluster.stop()
-    err = capsys.readouterr().err
-    assert code == 2 and "--topic orders: the cluster's topic has 1 partitions, the soak needs 3" in err, err
-    assert not (tmp_path / "run" / "history.jsonl").exists()

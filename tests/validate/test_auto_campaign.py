@@ -68,3 +68,22 @@ def test_the_gate_turns_a_self_driven_failure_into_a_finding_naming_its_log(tmp_
     found = finding(tmp_path, {"verdict": "divergence", "property": None, "first_bad_step": 7, "seed": 3, "seeds": 1,
                                "file": "failures/divergence-at-shrink_isr.events", "original_file": None}, None)
     assert found.schedule is None and "isrcheck validate" in found.error and "not explained" in found.error
+
+
+def test_a_self_driven_failures_replay_hint_runs_it_again(tmp_path, isrcheck_cli):
+    """The failure's index entry names a command that takes the same run again (same trace hash)
+    and finds the same broken check; ``isrcheck check`` refuses an event log's directory."""
+    from isrcheck.conformance.engines.campaign.failures import write_failures
+    from isrcheck.conformance.engines.campaign.store import CampaignStore
+
+    row = run_auto_seed("hw-truncation", 100, 17)  # pre-0.11 truncation loses an acknowledged write
+    assert row["verdict"] == "violation" and row["property"] == "NoLostAckedWrite"
+    store = CampaignStore(tmp_path / "c", "hw-truncation")
+    store.bind({"protocol": "hw-truncation", "steps": 100, "faults": "default", "mode": "auto"})
+    entry = {**row, "seeds": 1, "failure": json.loads(row["failure"])}
+    (record,) = write_failures(store, [entry])
+    assert record["replay"] == "isrcheck sim --protocol hw-truncation --replicas 3 --seed 17 --steps 100"
+    done = isrcheck_cli(*record["replay"].split()[1:], "--json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    replayed = json.loads(done.stdout)
+    assert replayed["trace_hash"] == row["trace_hash"] and replayed["lost_acked"]

@@ -7,8 +7,6 @@ import asyncio
 import json
 import signal
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -265,22 +263,16 @@ def _bindable(port: int) -> bool:
 
 @pytest.mark.parametrize("stop, validate", [
     (signal.SIGTERM, True), pytest.param(signal.SIGINT, False, marks=pytest.mark.slow)])
-def test_serve_writes_its_event_log_and_validates_it_when_stopped(tmp_path, isrcheck_cli, stop, validate):
+def test_serve_writes_its_event_log_and_validates_it_when_stopped(tmp_path, isrcheck_cli, isrcheck_serve, stop,
+                                                                  validate):
     """``isrcheck serve --events DIR``: every node's protocol events in DIR while Kafka clients use
     the cluster; stopped by SIGTERM (or Ctrl-C), the log is validated against the model, unless
     ``--no-validate``; bad input before anything starts."""
     base, events = _free_base(3), tmp_path / "events"
-    argv = [sys.executable, "-m", "isrcheck.conformance.cli.main", "serve", "--replicas", "3",
-            "--dir", str(tmp_path / "cluster"), "--topic", "orders:2", "--port", str(base), "--events", str(events),
-            *([] if validate else ["--no-validate"])]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    banner = []
-    for line in proc.stdout:
-        banner.append(line)
-        if line.startswith("Stop with Ctrl-C"):
-            break
+    proc, banner = isrcheck_serve("--replicas", "3", "--dir", tmp_path / "cluster", "--topic", "orders:2",
+                                  "--port", base, "--events", events, *([] if validate else ["--no-validate"]))
     try:
-        assert f"event log:         {events}" in "".join(banner), "".join(banner)
+        assert f"event log:         {events}" in banner, banner
         producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{base}", acks="all")
         for i in range(20):
             producer.send("orders", b"v%d" % i, partition=i % 2)

@@ -102,10 +102,10 @@ def _behaviour(trace) -> tuple[list, dict]:
     taken: list = []
     successors = search.Search.successors
 
-    def recorded(self, s, ev, reasons):
-        for s2, steps in successors(self, s, ev, reasons):
+    def recorded(self, s, ev, reasons, judged=None):
+        for s2, steps, judged2 in successors(self, s, ev, reasons, judged):
             taken.append((s2[:9] + s2[13:], list(steps)))
-            yield s2, steps
+            yield s2, steps, judged2
     search.Search.successors = recorded
     try:
         verdict = search.validate(trace)
@@ -126,7 +126,7 @@ def test_validation_takes_the_models_steps_candidate_by_candidate(tmp_path, monk
     edited = replace(trace, events=events)
     fast = [_behaviour(trace), _behaviour(edited)]
     with monkeypatch.context() as plain:  # the model's own steps on tuples, every ghost kept
-        plain.setattr(search, "kept", lambda s: s)
+        plain.setattr(search, "kept", lambda s, acked=False: s)
         plain.setattr(unlogged, "consume", lambda cfg, r: Step("consume", r))
         reference = [_behaviour(trace), _behaviour(edited)]
     assert fast[0][1]["verdict"] == "explained" and fast[1][1]["verdict"] == "not explained"

@@ -6,8 +6,9 @@ registered and unfenced, and every partition's leader, leader epoch, replicas an
 ``ClusterView``, or None if none answers. ``describe_partitions(bootstrap, topics)`` adds what
 Metadata does not carry: KIP-966's Eligible Leader Replicas and last known ELR
 (DescribeTopicPartitions). ``create_topics(bootstrap, [(name, partitions)], replication)`` is
-CreateTopics, topics that exist already being fine. ``replica_end_offset(address, topic, p)`` is one
-replica's log end offset, a follower's too.
+CreateTopics, topics that exist already being fine; ``topic_configs(bootstrap, topic)`` a topic's
+configs (DescribeConfigs). ``replica_end_offset(address, topic, p)`` is one replica's log end
+offset, a follower's too.
 """
 from __future__ import annotations
 
@@ -157,6 +158,23 @@ def _topic_errors(result) -> list[tuple[str, int, str | None]]:
     return out
 
 
+def topic_configs(bootstrap: str, topic: str) -> dict[str, str | None]:
+    """Every config of ``topic`` by name (DescribeConfigs); UsageError naming the topic if the
+    cluster does not answer them."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+    from kafka.errors import KafkaError
+
+    try:
+        admin = _admin(bootstrap)
+        try:
+            answer = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)], config_filter="all")
+        finally:
+            admin.close()
+    except (KafkaError, OSError) as exc:
+        raise UsageError(f"the cluster at {bootstrap} did not describe the configs of topic {topic!r}: {exc!r}") from None
+    return {name: entry["value"] for name, entry in answer.get("topic", {}).get(topic, {}).items()}
+
+
 def describe_partitions(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], PartitionView]:
     """Every partition of ``topics`` with its ELR and last known ELR (KIP-966's DescribeTopicPartitions)."""
     admin = _admin(bootstrap)
@@ -174,4 +192,5 @@ def describe_partitions(bootstrap: str, topics: list[str]) -> dict[tuple[str, in
     return out
 
 
-__all__ = ["ClusterView", "PartitionView", "cluster_view", "create_topics", "describe_partitions", "metadata"]
+__all__ = ["ClusterView", "PartitionView", "cluster_view", "create_topics", "describe_partitions", "metadata",
+           "topic_configs"]

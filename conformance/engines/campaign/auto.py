@@ -2,8 +2,13 @@
 network faults, crashes of every kind: ``isrcheck.impl.sim.workload``), its nodes' event log
 validated against the model (``engines/validate``). A row per seed, as a schedule's: ``pass``;
 ``divergence`` when an event no behaviour of the model explains (``first_bad_step`` its index);
-``violation`` when the run's own history checks fail (an acknowledged acks=all write lost, an
-offset read two ways, logs that disagree below the HW). A failure keeps its whole event log.
+``violation`` when a history property fails within its fault budget: the run's own checks (an
+acknowledged acks=all write lost, an offset read two ways, logs that disagree below the HW) or the
+model's history properties along the behaviour that explains it, judged by the budgets lockstep
+judges by (``validate/budgets.py``). A check that fails only once the run left its property's
+budget (a Last Replica Standing, which every variant before KIP-966 suffers) is in
+``beyond_budget``, as a lockstep row's, and the row passes; ``isrcheck sim`` with the row's seed
+replays the run and says why. A failure keeps its whole event log.
 """
 from __future__ import annotations
 
@@ -14,20 +19,11 @@ import time
 from dataclasses import asdict
 
 from isrcheck.conformance.engines.campaign.harness import canonical
+from isrcheck.conformance.engines.validate.budgets import failed_checks, judge
 from isrcheck.conformance.engines.validate.command import validate_path
 from isrcheck.impl.sim.workload import run_simulation, sim_config
 
 REPLICAS = 3
-
-
-def _violated(summary) -> str | None:
-    if summary.lost_acked:
-        return "NoLostAckedWrite"
-    if summary.divergent_reads:
-        return "NoDivergentRead"
-    if not summary.logs_agree:
-        return "LogMatching"
-    return None
 
 
 def run_auto_seed(protocol: str, steps: int, seed: int) -> dict:
@@ -35,11 +31,12 @@ def run_auto_seed(protocol: str, steps: int, seed: int) -> dict:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="isrcheck-auto-") as events:
         summary = run_simulation(protocol, REPLICAS, seed, steps, events_dir=events)
-        verdict, n, _seconds = validate_path(events)
+        verdict, n, _seconds = validate_path(events, judge=True)
+        judgement = judge(failed_checks(summary), verdict.judged) if verdict.explained else None
+        violated = judgement.violation if judgement is not None else None
         trace = {name: open(os.path.join(events, name), encoding="utf-8").read()
-                 for name in sorted(os.listdir(events))} if not verdict.explained or _violated(summary) else None
+                 for name in sorted(os.listdir(events))} if not verdict.explained or violated else None
     duration_ms = (time.perf_counter() - started) * 1000.0
-    violated = _violated(summary)
     kind = "divergence" if not verdict.explained else "violation" if violated else "pass"
     bad = verdict.events if not verdict.explained else None
     coverage = sorted({f"event:{st['step']}" for st in verdict.steps} | {f"events:{n // 100 * 100}"}) \
@@ -48,7 +45,8 @@ def run_auto_seed(protocol: str, steps: int, seed: int) -> dict:
         "seed": seed, "config_hash": _config_hash(protocol),
         "steps": n, "verdict": kind, "property": violated if kind == "violation" else None,
         "first_bad_step": bad, "duration_ms": duration_ms, "trace_hash": summary.trace_hash,
-        "beyond_budget": [], "outside_budget": [], "also": [], "coverage": coverage,
+        "beyond_budget": [p for p, _at, _why in judgement.beyond_budget] if judgement else [],
+        "outside_budget": list(judgement.outside_budget) if judgement else [], "also": [], "coverage": coverage,
         "swarm": None, "swarm_features": [],
         "failure_id": None, "shrunk_steps": None, "shrink_ms": None, "failure": None,
     }

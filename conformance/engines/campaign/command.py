@@ -6,6 +6,7 @@ harness errors), 2 bad arguments, a foreign --out directory, or Spark unavailabl
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 
 from rich.console import Console
@@ -149,6 +150,21 @@ def print_budgets(summary: dict, say) -> None:
             for p, b in budgets.items()))
 
 
+def print_replay(summary: dict, out: str, say) -> None:
+    """The command that replays the first failure that has one (a harness error has none), and a
+    self-driven run's saved event log."""
+    from isrcheck.conformance.engines.campaign.failures import replay_command  # its store loads pyarrow
+
+    for f in summary["failures"]:
+        command = replay_command(out, f)
+        if command is not None:
+            say(f"  replay one with: {command}", markup=False, highlight=False)
+            if f["file"].endswith(".events"):
+                say(f"  its saved event log: isrcheck validate {shlex.quote(f'{out}/' + f['file'])}",
+                    markup=False, highlight=False)
+            return
+
+
 def print_summary(summary: dict, out: str, console: Console) -> None:
     """A few lines a person reads in a CI log: counts, coverage, speed, where failures are."""
     run = summary["run"]
@@ -183,6 +199,6 @@ def print_summary(summary: dict, out: str, console: Console) -> None:
         table.add_row(f["verdict"], str(f["property"]), str(f["seed"]), str(f["seeds"]),
                       str(f["steps"]), str(f["shrunk_steps"]), f"{out}/{f['file']}")
     console.print(table)
-    console.print(f"  replay one with: isrcheck check {out}/{summary['failures'][0]['file']}")
+    print_replay(summary, out, console.print)
     console.print(f"  results: {out}/summary.json (isrcheck report {out} --html OUT draws its page)",
                   markup=False, highlight=False)

@@ -155,7 +155,8 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
         "failing_schedules": failing, "distinct_failures": len(failures),
         "failures": [{k: f[k] for k in ("id", "verdict", "property", "seed", "seeds",
                                          "first_bad_step", "steps", "shrunk_steps", "file",
-                                         "original_file")} for f in failures],
+                                         "original_file")} | ({"replay": f["replay"]} if "replay" in f else {})
+                     for f in failures],
         "distinct_coverage": agg.distinct_coverage,
         "distinct_abstract_states": agg.coverage_by_kind.get("abstract_states", 0),
         "coverage_by_kind": agg.coverage_by_kind, "coverage_growth": agg.coverage_growth,

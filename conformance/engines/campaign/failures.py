@@ -1,10 +1,28 @@
 """failures/: for each distinct failure, its shrunk schedule and the original one, each a plain
-schedule file that ``isrcheck check`` replays, plus index.json tying them to seeds and verdicts."""
+schedule file that ``isrcheck check`` replays (a self-driven run's: its event log, and the ``isrcheck
+sim`` command that runs it again), plus index.json tying them to seeds and verdicts."""
 from __future__ import annotations
 
+import json
 import re
+import shlex
+from pathlib import Path
 
 from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_write_bytes, atomic_write_json
+
+
+def replay_command(out: str, failure: dict) -> str | None:
+    """The command that replays a failure (a record of ``index.json``) of the campaign in ``out``:
+    ``isrcheck check`` on its schedule file; for a self-driven run (``--mode auto``), ``isrcheck
+    sim`` with the run's protocol, replicas, seed and steps (saved beside its event log), which runs
+    it again and validates its log; None for a harness error, which has no schedule to replay."""
+    file = failure["file"]
+    if file.endswith(".events"):
+        return failure.get("replay") or sim_command(
+            json.loads((Path(out) / file).with_suffix(".json").read_text(encoding="utf-8"))["auto"])
+    if failure.get("original_file") is None:
+        return None
+    return shlex.join(["isrcheck", "check", f"{out}/{file}"])
 
 
 def failure_name(entry: dict) -> str:
@@ -24,6 +42,13 @@ def _replayable(schedule: dict, verdict: dict, entry: dict, which: str) -> dict:
         expected["property"] = verdict["property"]
     doc["expected"] = {**doc.get("expected", {}), doc.get("protocol"): expected}
     return doc
+
+
+def sim_command(auto: dict) -> str:
+    """The command that runs a self-driven failure's seed again (``failure["auto"]``): ``isrcheck
+    sim`` takes the same run, whose summary names the broken check and whose log it validates."""
+    return shlex.join(["isrcheck", "sim", "--protocol", auto["protocol"], "--replicas", str(auto["replicas"]),
+                       "--seed", str(auto["seed"]), "--steps", str(auto["steps"])])
 
 
 def write_failures(store: CampaignStore, distinct: list[dict]) -> list[dict]:
@@ -55,6 +80,7 @@ def write_failures(store: CampaignStore, distinct: list[dict]) -> list[dict]:
             record["file"] = f"failures/{name}.events"
             record["original_file"] = None
             record["validation"] = detail["validation"]
+            record["replay"] = sim_command(detail["auto"])
             for node_file, text in sorted((detail["trace"] or {}).items()):
                 atomic_write_bytes(store.root / record["file"] / node_file, text.encode())
             atomic_write_json(store.root / f"failures/{name}.json", {k: v for k, v in detail.items() if k != "trace"})

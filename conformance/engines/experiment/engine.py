@@ -27,7 +27,7 @@ from isrcheck.conformance.engines.soak.driver import client_log
 from isrcheck.conformance.engines.soak.workload import History, Workload
 
 AGREE, DISAGREE, NOT_REACHED = "agree", "disagree", "not reached"
-FINAL_READ_S = 30.0
+FINAL_READ_S = 30.0  # the final read gives up once the cluster served nothing new for this long
 
 
 @dataclass
@@ -123,7 +123,7 @@ def run_repetition(experiment: Experiment, choice: ClusterChoice, index: int, fo
                 runner.run(experiment.plan)
             finally:
                 runner.settle()
-            rep.final_read = workload.final_read(FINAL_READ_S)
+            rep.final_read, _ = workload.final_read(FINAL_READ_S)
         found = judged(check(history.events).to_json()["anomalies"], rep.final_read)
         rep.reached, rep.missed = runner.reached, runner.missed
         rep.steps, rep.produced = runner.log, runner.produced

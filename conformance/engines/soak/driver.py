@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from isrcheck.conformance.engines.apache.admin import cluster_view, create_topics, topic_configs
 from isrcheck.conformance.engines.soak.budget import budgets, judge
 from isrcheck.conformance.engines.soak.checker import INFORMATIONAL, check
 from isrcheck.conformance.engines.soak.faults import FaultPlan, HooksExecutor, ProcessClusterFaults, io_error
@@ -72,6 +73,7 @@ class SoakResult:
     counts: dict = field(default_factory=dict)    # outcome counts per operation
     faults: list = field(default_factory=list)    # the fault plan's records
     final_read: bool = False                      # it reached the highest offset anyone saw
+    final_read_note: str = ""                     # how far it read, or why it stopped short
     client_errors: list = field(default_factory=list)
     check: dict = field(default_factory=dict)     # CheckResult.to_json()
     events: list = field(default_factory=list, repr=False)  # the history, for the page
@@ -104,6 +106,30 @@ class SoakResult:
             found.append("event-log-not-explained")
         return found
 
+    @property
+    def exit_code(self) -> int:
+        """1 if something fails the run (``anomalies``), else 0."""
+        return 1 if self.anomalies else 0
+
+    def exit_reason(self) -> str:
+        """Why the run exits as it does, in one line: each anomaly that fails it, with its count or
+        what it was; else what it passed."""
+        counts = self.check.get("counts", {})
+        why = {"incomplete-final-read": f"the final read did not finish ({self.final_read_note})",
+               "client-error": "a client failed: " + "; ".join(self.client_errors),
+               "event-log-not-explained": "the event log is not explained: "
+                                          + (self.validation or {}).get("lines", [""])[0]}
+        found = self.anomalies
+        if found:
+            return "anomalies within their budget: " + "; ".join(
+                why.get(a, f"{a} ({counts.get(a, 1)})") for a in found)
+        passed = ["no anomaly within its budget", "the final read complete"]
+        if self.beyond_budget:
+            passed[0] += f" ({', '.join(self.beyond_budget)} broken outside it: not a finding)"
+        if self.validation is not None:
+            passed.append("the event log explained")
+        return ", ".join(passed)
+
     def throughput(self) -> dict:
         ok_sends = self.counts.get("send", {}).get("ok", 0)
         return {"sends_ok_per_s": round(ok_sends / self.seconds, 1) if self.seconds else 0.0,
@@ -116,10 +142,11 @@ class SoakResult:
                 "seed": o.seed, "fault_kinds": list(o.faults), "idempotence": o.idempotence,
                 "min_insync_replicas": o.min_insync_replicas, "unclean_election": o.unclean_election,
                 "counts": self.counts, "throughput": self.throughput(), "faults": self.faults,
-                "final_read": self.final_read, "client_errors": self.client_errors,
+                "final_read": self.final_read, "final_read_note": self.final_read_note,
+                "client_errors": self.client_errors,
                 "anomalies": self.anomalies, "beyond_budget": self.beyond_budget, "budget": self.budget,
                 "check": self.check, "validation": self.validation,
-                "command": o.command}
+                "command": o.command, "dir": o.directory, "exit": {"code": self.exit_code, "reason": self.exit_reason()}}
 
 
 # the soak's consumers name a group only to read: one partition of __consumer_offsets, not Kafka's 50,
@@ -159,33 +186,41 @@ def check_reachable(addresses: list[tuple[str, int]], timeout_s: float = 5.0) ->
     raise UsageError(f"--bootstrap: cannot connect to {', '.join(errors)}; nothing ran")
 
 
-def prepare_topic(bootstrap: str, addresses: list[tuple[str, int]], topic: str, partitions: int,
+def prepare_topic(bootstrap: str, addresses: list[tuple[str, int]], topic: str, partitions: int, replicas: int,
                   min_insync_replicas: int, say=lambda line: None, timeout_s: float = 15.0) -> None:
-    """Another cluster's topic as the soak needs it: made with CreateTopics (``partitions``, as many
-    replicas as brokers up to 3, ``min.insync.replicas``) if it does not exist; UsageError before any
-    work if it exists with another partition count or the cluster makes none (a setup problem is
-    never an anomaly of the cluster)."""
-    from isrcheck.conformance.engines.apache.admin import cluster_view, create_topics
-
+    """Another cluster's topic as the soak needs it (``partitions`` partitions of ``replicas``
+    replicas, ``min.insync.replicas``, what the fault budgets are judged by): made with CreateTopics
+    if it does not exist; UsageError before any work if it exists with other settings, if the
+    cluster has fewer brokers than ``replicas`` or makes none (a setup problem is never an anomaly of
+    the cluster)."""
     hosts = [f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in addresses]
     view = cluster_view(hosts, [topic])
     if view is None:
         raise UsageError(f"--bootstrap {bootstrap}: no broker answered Metadata; nothing ran")
     have = view.topic(topic)
+    wanted = f"--partitions {partitions} --replicas {replicas} --min-insync-replicas {min_insync_replicas}"
     if have and all(p.error_code == 0 for p in have.values()):
-        if len(have) != partitions:
-            raise UsageError(f"--topic {topic}: the cluster's topic has {len(have)} partitions, the soak needs "
-                             f"{partitions} (give --partitions {len(have)}, or another --topic); nothing ran")
+        factors = sorted({len(p.replicas) for p in have.values()})
+        min_isr = topic_configs(bootstrap, topic).get("min.insync.replicas")
+        differ = [f"{what} {got}, the soak needs {need}" for what, got, need in (
+            ("partitions", len(have), partitions), ("replication factor", "/".join(map(str, factors)), replicas),
+            ("min.insync.replicas", min_isr, min_insync_replicas)) if str(got) != str(need)]
+        if differ:
+            raise UsageError(f"--topic {topic}: the cluster's topic has {'; '.join(differ)} (the soak's "
+                             f"{wanted}; give the topic's, or another --topic); nothing ran")
         return
-    replicas = max(1, min(3, len(view.brokers)))
+    if len(view.brokers) < replicas:
+        raise UsageError(f"--replicas {replicas}: the cluster at {bootstrap} lists {len(view.brokers)} broker(s), "
+                         f"too few for topic {topic} (give --replicas and --min-insync-replicas at most that); "
+                         f"nothing ran")
     say(f"creating topic {topic} on {bootstrap}: {partitions} partitions, {replicas} replicas, "
-        f"min.insync.replicas {min(min_insync_replicas, replicas)}")
+        f"min.insync.replicas {min_insync_replicas}")
     try:
-        create_topics(bootstrap, [(topic, partitions)], replicas,
-                      {"min.insync.replicas": str(min(min_insync_replicas, replicas))}, timeout_s=timeout_s)
+        create_topics(bootstrap, [(topic, partitions)], replicas, {"min.insync.replicas": str(min_insync_replicas)},
+                      timeout_s=timeout_s)
     except UsageError as exc:
         raise UsageError(f"--topic {topic}: the cluster has no such topic and did not create it ({exc}); create "
-                         f"it with {partitions} partitions first; nothing ran") from None
+                         f"it first ({wanted}); nothing ran") from None
 
 
 def run_soak(options: SoakOptions, progress=None) -> SoakResult:
@@ -229,7 +264,7 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
                 result.faults = plan.records if plan is not None else []
                 workload.join()
             say("faults over; every node back; the final read")
-            result.final_read = workload.final_read()
+            result.final_read, result.final_read_note = workload.final_read()
             result.client_errors = workload.errors
         say(f"checking {len(history.events)} events")
         journaled = options.cluster == "kafka" or getattr(cluster, "journaled", False)

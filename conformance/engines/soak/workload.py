@@ -3,7 +3,8 @@
 Producers send unique integer values to the topic's partitions with acks=all, one send at a time
 each, idempotence on or off; consumers are assigned every partition from the start and poll all
 the time; once faults stop, a final read by a fresh consumer reads every partition from the
-beginning until it reaches the highest offset any client saw, or the partition's end. Every operation is
+beginning until it reaches the highest offset any client saw, or the partition's end, for as long
+as the cluster makes progress serving it. Every operation is
 recorded as an invoke and a completion event in the history format of ``checker`` (ok, fail: it
 definitely did not happen, info: it may have), written as JSON lines as it happens. The final read
 stops at a partition's high watermark where the log no longer reaches the highest offset seen (a
@@ -50,14 +51,22 @@ class History:
         self.out, self.events = out, []
         self.started = time.monotonic_ns()
         self._lock = threading.Lock()
+        self._only: threading.Thread | None = None  # once sealed, the one thread that still records
 
     def now(self) -> int:
         return time.monotonic_ns() - self.started
+
+    def seal(self) -> None:
+        """From now on only this thread records: a client given up on (``Workload.join``) no longer
+        changes the history the final read and the checker are reading."""
+        self._only = threading.current_thread()
 
     def record(self, process: int | str, type_: str, f: str, **fields) -> dict:
         with self._lock:
             event = {"index": len(self.events), "time": self.now(), "process": process, "type": type_, "f": f,
                      **fields}
+            if self._only is not None and threading.current_thread() is not self._only:
+                return event  # its operation stays indeterminate: an invoke without completion
             self.events.append(event)
             self.out.write(json.dumps(event, separators=(",", ":")) + "\n")
         return event
@@ -86,17 +95,25 @@ class Workload:
         return f"{self.topic}-{partition}"
 
     def start(self) -> None:
-        self.threads = [threading.Thread(target=self._guard, args=(self._produce, p), daemon=True)
+        self.threads = [threading.Thread(target=self._guard, args=(self._produce, p), daemon=True, name=f"client {p}")
                         for p in range(self.producers)]
-        self.threads += [threading.Thread(target=self._guard, args=(self._consume, self.producers + c), daemon=True)
-                         for c in range(self.consumers)]
+        self.threads += [threading.Thread(target=self._guard, args=(self._consume, self.producers + c), daemon=True,
+                                          name=f"client {self.producers + c}") for c in range(self.consumers)]
         for t in self.threads:
             t.start()
 
-    def join(self) -> None:
+    def join(self, timeout_s: float = 300.0) -> None:
+        """Stop the clients and wait for each to finish its operation (a send waits for its delivery
+        report, a slow machine may take long); one still running after ``timeout_s`` is a client
+        error, said, and the history is sealed against it (``History.seal``)."""
         self.stop.set()
+        deadline = time.monotonic() + timeout_s
         for t in self.threads:
-            t.join(timeout=30)
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+        stuck = [t.name for t in self.threads if t.is_alive()]
+        if stuck:
+            self.history.seal()
+            self.errors.extend(f"{name}: still running {timeout_s:g} s after the workload stopped" for name in stuck)
 
     def _guard(self, body, process: int) -> None:
         try:
@@ -188,34 +205,47 @@ class Workload:
         return records
 
     # -- the final read ------------------------------------------------------------------------------
-    def final_read(self, timeout_s: float = 60.0) -> bool:
+    def final_read(self, stall_s: float = 60.0) -> tuple[bool, str]:
         """A fresh consumer reads every partition to its end: past the highest offset any client saw
-        there, or, where the log no longer reaches it (a loss), to its high watermark. False if the
-        deadline came first (the cluster did not serve the read)."""
+        there, or, where the log no longer reaches it (a loss), to its high watermark. (True, how
+        far) once it has; (False, why) if the cluster served nothing new for ``stall_s``: no
+        partition read further and no high watermark higher. Progress, not a deadline, bounds it: a
+        slow cluster (a loaded machine) may take long, and only one that stops serving fails it."""
         wanted = self._highest_offsets()
         process = "final"
         consumer = self.new_consumer(process)
         reached: dict[str, int] = {}
+        highs: dict[str, int] = {}
+        errors: list[str] = []
 
         def done() -> bool:
             for p in range(self.partitions):
                 key = self.key(p)
                 try:
                     _low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=5)
-                except KafkaException:
+                except KafkaException as exc:
+                    errors[:] = [f"{key}'s high watermark: {exc}"]
                     return False
+                if high > highs.get(key, -1):
+                    highs[key] = high
+                    progress[0] = time.monotonic()
                 if reached.get(key, -1) < min(wanted.get(key, -1), high - 1):
                     return False
             return True
-        deadline = time.monotonic() + timeout_s
+        progress = [time.monotonic()]
         try:
-            while time.monotonic() < deadline:
+            while time.monotonic() - progress[0] < stall_s:
                 records = self.poll(consumer, process, final=True)
                 for key, recs in records.items():
-                    reached[key] = max(reached.get(key, -1), max(o for o, _ in recs))
+                    top = max(o for o, _ in recs)
+                    if top > reached.get(key, -1):
+                        reached[key] = top
+                        progress[0] = time.monotonic()
                 if not records and done():
-                    return True
-            return False
+                    return True, _final_reach(self.key, self.partitions, reached, wanted, highs)
+            return False, (f"the cluster served nothing new for {stall_s:.0f} s: "
+                           f"{_final_reach(self.key, self.partitions, reached, wanted, highs)}"
+                           + (f"; last error: {errors[0]}" if errors else ""))
         finally:
             consumer.close()
 
@@ -230,6 +260,12 @@ class Workload:
                 for key, recs in e["records"].items():
                     highest[key] = max(highest.get(key, -1), max(o for o, _ in recs))
         return highest
+
+
+def _final_reach(key, partitions: int, reached: dict, wanted: dict, highs: dict) -> str:
+    """Per partition: the offset the final read reached, the highest any client saw, the HW."""
+    return ", ".join(f"{key(p)} read to {reached.get(key(p), -1)} of {wanted.get(key(p), -1)} seen "
+                     f"(HW {highs.get(key(p), '?')})" for p in range(partitions))
 
 
 def _value(raw: bytes | None) -> int | str:

@@ -1,4 +1,5 @@
 """``isrcheck validate PATH``: is there a behaviour of the model that explains a run's event log?
+PATH is the log, or a run's directory that holds it (``locate``).
 
 Exit codes: 0 explained, 1 an event no behaviour of the model explains (printed with every
 candidate state and why the model refuses the event there), 2 bad input (a malformed line is
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 from isrcheck.conformance.vocabulary import UsageError
@@ -15,18 +17,21 @@ from isrcheck.model import PROTOCOLS
 from isrcheck.model.collector import no_cycle_collection
 
 from .events import partition_traces, read_trace
+from .locate import event_log_in
 from .search import Verdict, validate_partitions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", help="a directory of per-node event logs (*.jsonl), or one .jsonl file")
+    parser.add_argument("path", help="a directory of per-node event logs (*.jsonl), one .jsonl file, or the "
+                                     "directory of a run that holds one (a soak's --dir, a campaign's --out)")
     parser.add_argument("--protocol", default=None,
                         help="validate against this variant instead of the one the log's header names")
     parser.add_argument("--json", action="store_true", help="print one JSON object (with the model steps)")
 
 
-def validate_path(path: str, protocol: str | None = None) -> tuple[Verdict, int, float]:
-    """(verdict, events read, seconds) of the log at ``path``; UsageError on bad input."""
+def validate_path(path: str, protocol: str | None = None, judge: bool = False) -> tuple[Verdict, int, float]:
+    """(verdict, events read, seconds) of the log at ``path``; UsageError on bad input. ``judge``:
+    the explaining behaviour's fault budgets too (``budgets.py``; a log of one partition)."""
     if protocol is not None and protocol not in PROTOCOLS:
         raise UsageError(f"--protocol: unknown variant {protocol!r} (known: {', '.join(PROTOCOLS)})")
     from isrcheck.conformance.engines.apache.recording import is_recording
@@ -45,7 +50,7 @@ def validate_path(path: str, protocol: str | None = None) -> tuple[Verdict, int,
             from dataclasses import replace
             trace.config = replace(trace.config, protocol=protocol)
             trace.protocol = protocol
-        verdict = validate_partitions(partition_traces(trace), len(trace.events))
+        verdict = validate_partitions(partition_traces(trace), len(trace.events), judge)
     return verdict, len(trace.events), time.perf_counter() - start
 
 
@@ -81,7 +86,10 @@ def summary_lines(verdict: Verdict, events: int, seconds: float) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    verdict, events, seconds = validate_path(args.path, args.protocol)
+    path = event_log_in(args.path)
+    if path != args.path:  # said on stderr: --json's stdout is one object
+        print(f"isrcheck validate: the event log in {args.path} is {path}", file=sys.stderr)
+    verdict, events, seconds = validate_path(path, args.protocol)
     if args.json:
         print(json.dumps({**verdict.to_json(), "seconds": round(seconds, 3)}, sort_keys=True))
     else:

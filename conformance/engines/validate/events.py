@@ -85,6 +85,7 @@ class Trace:
     files: list[str]
     partitions: dict = field(default_factory=dict)  # tp -> its replicas in order (a log of many partitions)
     renamed: dict | None = None                      # broker id -> model broker, in one partition's trace
+    apache_kafka: bool = False  # Apache Kafka's translated events: KRaft's composites (unlogged.py) apply
 
 
 def _files(path: str) -> list[str]:
@@ -212,7 +213,8 @@ def read_trace(path: str) -> Trace:
         if header is None:
             raise UsageError(f"{name}: empty event log (no header line)")
     events.sort(key=lambda e: (e.t, e.lc, e.node, e.seq))
-    return Trace(header0[2], header0[0]["protocol"], events, files, partitions)
+    return Trace(header0[2], header0[0]["protocol"], events, files, partitions,
+                 apache_kafka=str(header0[0].get("source", "")).startswith("apache-kafka"))
 
 
 def _partitions(header: dict, where: str) -> dict:

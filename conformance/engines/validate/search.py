@@ -17,6 +17,7 @@ from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, StepRefused, apply
 from isrcheck.model.state import LeaderAndIsr, State, initial_state
 
 from . import unlogged
+from .budgets import Judged
 from .events import HALTS, Event, Trace
 from .sharedlog import SharedLog, shared
 from .views import broker_view, controller_view, mismatch
@@ -36,10 +37,10 @@ SAME_NAME = ("produce", "consume", "shrink_isr", "expand_isr", "elect", "fence",
 class _Path:
     """The model steps that lead to a candidate, shared with its ancestors' (a linked list)."""
 
-    __slots__ = ("steps", "parent")
+    __slots__ = ("steps", "parent", "judged")
 
-    def __init__(self, steps: tuple, parent: "_Path | None") -> None:
-        self.steps, self.parent = steps, parent
+    def __init__(self, steps: tuple, parent: "_Path | None", judged: Judged | None = None) -> None:
+        self.steps, self.parent, self.judged = steps, parent, judged
 
     def unwind(self) -> list:
         out, node = [], self
@@ -71,6 +72,7 @@ class Verdict:
     partition: str | None = None       # the partition of the unexplained event, in a log of many
     renamed: dict | None = None        # that partition's broker -> model broker
     partitions: dict | None = None     # tp -> {"events", "model_steps"}, in a log of many
+    judged: Judged | None = None       # the explaining behaviour's fault budgets (a search that judges)
 
     def to_json(self) -> dict:
         out = {"verdict": "explained" if self.explained else "not explained", "events": self.events,
@@ -92,11 +94,13 @@ class Verdict:
 
 
 class Search:
-    """Breadth-first over the candidate model states of one trace."""
+    """Breadth-first over the candidate model states of one trace; with ``judge``, each candidate
+    carries its fault ledger and history properties along (``budgets.Judged``)."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, judge: bool = False) -> None:
         self.cfg: ModelConfig = trace.config
         self.trace = trace
+        self.judging = judge
         self.controller_id: int | None = None
         self.restarting: dict[int, Event] = {}     # broker -> its logged restart, until it registers
         self.delivered: dict[tuple, object] = {}   # (node, step, sender, corr) -> the message delivered
@@ -129,20 +133,30 @@ class Search:
         return s2
 
     # -- one event --------------------------------------------------------------------------------
-    def successors(self, s: State, ev: Event, reasons: list) -> Iterator[tuple[State, list]]:
-        """Every way ``s`` explains ``ev``: (the state after it, the model steps taken)."""
+    def successors(self, s: State, ev: Event, reasons: list,
+                   judged: Judged | None = None) -> Iterator[tuple[State, list, Judged | None]]:
+        """Every way ``s`` explains ``ev``: (the state after it, the model steps taken, ``judged``
+        after them when the search judges)."""
         pre: list = []
         if ev.t < s.now:
             reasons.append(f"the event is at {ev.t} ms, before the model's clock ({s.now})")
             return
-        s = self._tick_to(s, ev.t, pre)
+        ticked = self._tick_to(s, ev.t, pre)
+        if self.judging and ticked is not s:
+            judged = judged.after(self.cfg, s, Step("tick"), ticked, ev)
+        s = ticked
         r = ev.fields["replica"]
         for alt in self._alternatives(s, ev, r):
             steps = list(pre)
+            j = judged
             try:
                 s2 = s
                 for st in alt:
+                    before, k = s2, len(steps)
                     s2 = self._take(s2, st, steps) if isinstance(st, Step) else st(s2, steps)
+                    if self.judging:
+                        for taken in ([st] if isinstance(st, Step) else steps[k:]):
+                            j = j.after(self.cfg, before, taken, s2, ev)
             except StepRefused as exc:
                 reasons.append(f"{exc.step.name} refused: {exc.reason}")
                 continue
@@ -153,7 +167,7 @@ class Search:
             if bad is not None:
                 reasons.append(f"after {', '.join(_short(x) for x in steps[len(pre):]) or 'nothing'}: {bad}")
                 continue
-            yield kept(s2), steps
+            yield kept(s2, self.judging), steps, j
 
     def _state_mismatch(self, s: State, ev: Event) -> str | None:
         if ev.step in CONTROLLER_STEPS:
@@ -201,16 +215,19 @@ class Search:
             if not s.replicas[r].alive:
                 restart = [unlogged.written_back(self.restarting.get(r), r), Step("restart", r)]
                 yield restart + [unlogged.check_recovered(self.restarting.get(r), r)]
-                yield restart + [unlogged.elect_with_registration(self.cfg),
-                                 unlogged.check_recovered(self.restarting.get(r), r)]
+                if self.trace.apache_kafka:
+                    yield restart + [unlogged.elect_with_registration(self.cfg),
+                                     unlogged.check_recovered(self.restarting.get(r), r)]
             elif r in s.controller.fenced:
                 yield [Step("rejoin", r)]
-            else:  # restarted already, at its first fetch (a fast bounce, below): registered then
+            elif self.trace.apache_kafka:  # restarted already, at its first fetch (a fast bounce, below)
                 yield []
                 yield [unlogged.elect_with_registration(self.cfg)]
+            else:
+                yield [Step("rejoin", r)]  # refused: an unfenced broker does not register again
         elif step == "restart":
             yield []  # up, registered when the controller says so (``register``)
-            if not s.replicas[r].alive and r not in s.controller.fenced:
+            if self.trace.apache_kafka and not s.replicas[r].alive and r not in s.controller.fenced:
                 # a fast bounce: the controller never noticed, and a KRaft broker replays the metadata
                 # log and fetches as a follower before its registration is accepted (BrokerServer
                 # installs its metadata publishers first): to the model, restarted now
@@ -349,15 +366,16 @@ class Search:
 
     # -- the search -------------------------------------------------------------------------------
     def run(self) -> Verdict:
-        frontier: list[tuple[State, _Path | None]] = [(kept(initial_state(self.cfg)), None)]
+        start = _Path((), None, Judged() if self.judging else None)
+        frontier: list[tuple[State, _Path]] = [(kept(initial_state(self.cfg), self.judging), start)]
         widest = 1
         for n, ev in enumerate(self.trace.events):
             nxt: list[tuple[State, _Path]] = []
             refusals = []
             for i, (s, path) in enumerate(frontier):
                 reasons: list = []
-                for s2, steps in self.successors(s, ev, reasons):
-                    nxt.append((s2, _Path(tuple(steps), path)))
+                for s2, steps, judged in self.successors(s, ev, reasons, path.judged):
+                    nxt.append((s2, _Path(tuple(steps), path, judged)))
                 refusals.append((i, s, reasons))
             if not nxt:
                 return Verdict(False, n, [], ev, [Refusal(i, self._node_view(s, ev), why) for i, s, why in refusals],
@@ -367,8 +385,9 @@ class Search:
                 nxt = _distinct(nxt)
             frontier = nxt
             widest = max(widest, len(frontier))
-        path = frontier[0][1]
-        return Verdict(True, len(self.trace.events), path.unwind() if path else [], max_candidates=widest)
+        last, path = frontier[0]
+        judged = path.judged.at_end(self.cfg, last) if self.judging else None
+        return Verdict(True, len(self.trace.events), path.unwind(), max_candidates=widest, judged=judged)
 
     def _node_view(self, s: State, ev: Event) -> dict:
         if ev.step in CONTROLLER_STEPS:
@@ -379,17 +398,20 @@ class Search:
 _GHOSTS_READ_BY_NO_STEP = {"acked": (), "consumed": ()}
 
 
-def kept(s: State) -> State:
+def kept(s: State, acked: bool = False) -> State:
     """What the validator keeps of a candidate state: every log a ``SharedLog`` (the model's log,
     appended at the cost of what is appended; sharedlog.py), and not what clients were told (the
     ghost ``acked`` and ``consumed``, which grow with the run; a consume, taken by its guard alone,
     leaves the consumers' HW ghosts as they were): no step reads them (docs/steps.md: each step's
     guard and effect read the replicas, the controller, the messages in flight, the clock and, to
     name a produce's records, ``records_produced``, kept) and no event is checked against them, so
-    no later step nor check can tell they are gone."""
+    no later step nor check can tell they are gone. A search that judges the history properties
+    keeps ``acked`` (``acked``), which they read."""
     reps = s.replicas
     if not all(type(r.log) is SharedLog for r in reps):
         s = s._replace(replicas=tuple(r if type(r.log) is SharedLog else r._replace(log=shared(r.log)) for r in reps))
+    if acked:
+        return s._replace(consumed=()) if s.consumed else s
     if s.acked or s.consumed:
         s = s._replace(**_GHOSTS_READ_BY_NO_STEP)
     return s
@@ -433,16 +455,19 @@ def _short(step: dict) -> str:
     return f"{step['step']}({args})"
 
 
-def validate(trace: Trace) -> Verdict:
-    """The verdict on one partition's trace."""
-    return Search(trace).run()
+def validate(trace: Trace, judge: bool = False) -> Verdict:
+    """The verdict on one partition's trace; with ``judge``, its fault budgets (``budgets.py``)."""
+    return Search(trace, judge).run()
 
 
-def validate_partitions(traces: list[tuple[str | None, Trace]], events: int) -> Verdict:
+def validate_partitions(traces: list[tuple[str | None, Trace]], events: int, judge: bool = False) -> Verdict:
     """Each partition's trace validated on its own (the model is one partition); explained if every
-    one is, else the first partition's first unexplained event. ``events``: the log's events."""
+    one is, else the first partition's first unexplained event. ``events``: the log's events.
+    ``judge``: judge the fault budgets of a log of one partition (the runs that ask are)."""
     if len(traces) == 1 and traces[0][0] is None:
-        return validate(traces[0][1])
+        return validate(traces[0][1], judge)
+    if judge:
+        raise ValueError("judging fault budgets needs a log of one partition")
     by_partition, steps, widest = {}, [], 0
     for tp, trace in traces:
         verdict = validate(trace)

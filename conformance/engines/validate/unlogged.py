@@ -237,14 +237,19 @@ def elect_with_registration(cfg: ModelConfig):
         if before.leader != -1:
             raise Mismatch("the registration left a leader: no election folded into it")
         s2, _ = apply(cfg, s, Step("elect"))
-        c = s2.controller
-        c = c._replace(leader_epoch=c.leader_epoch - 1, partition_epoch=c.partition_epoch - 1)
-        sent = LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
+        c, sent = _one_change(s2.controller)
         unled = LeaderAndIsr(-1, before.leader_epoch, before.isr, before.partition_epoch)
         queues = tuple(tuple(sent if m == unled else m for m in q) for q in s.leader_and_isr)
         steps.append({"step": "elect", "with_registration": True})
         return s2._replace(controller=c, leader_and_isr=queues)
     return take_elect
+
+
+def _one_change(c):
+    """The controller after two model changes that KRaft makes as one: one leader epoch and one
+    partition epoch fewer, and the LeaderAndIsr that one change sends."""
+    c = c._replace(leader_epoch=c.leader_epoch - 1, partition_epoch=c.partition_epoch - 1)
+    return c, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
 
 
 def fence_and_elect(cfg: ModelConfig, r: int):
@@ -254,9 +259,7 @@ def fence_and_elect(cfg: ModelConfig, r: int):
     def take_fence_elect(s: State, steps: list) -> State:
         s1, _ = apply(cfg, s, Step("fence", r))
         s2, _ = apply(cfg, s1, Step("elect"))
-        c = s2.controller
-        c = c._replace(leader_epoch=c.leader_epoch - 1, partition_epoch=c.partition_epoch - 1)
-        sent = LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
+        c, sent = _one_change(s2.controller)
         queues = tuple(q0 + ((sent,) if len(q2) > len(q0) else ()) for q0, q2 in zip(s.leader_and_isr, s2.leader_and_isr))
         steps.append({"step": "fence", "replica": r, "and_elect": True})
         return s2._replace(controller=c, leader_and_isr=queues)

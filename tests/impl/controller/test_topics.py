@@ -167,3 +167,72 @@ def test_a_restarted_broker_is_caught_up_only_once_it_hosts_every_partition_of_i
     registered = sim.controller.registration_epochs[1]
     assert len(registered) == 3 and all(hosted[0].get(pid, -1) >= e for pid, e in enumerate(registered)), \
         (hosted, registered)
+
+
+def test_a_topic_of_its_own_min_insync_replicas_refuses_acks_all_below_it():
+    """CreateTopics with min.insync.replicas 3: each broker's partitions of that topic hold it (the
+    controller's LeaderAndIsr carries it), so with a broker down its acks=all writes are refused
+    NOT_ENOUGH_REPLICAS while the cluster's other topic (min.insync.replicas 2) takes them."""
+    sim = KafkaSim((("orders", 1),))
+    assert sim.controller.create_topic("strict", 1, 3, 3) == Errors.NONE
+    sim.run(200)
+    assert [b.replica_manager.partitions[1].config.min_insync_replicas for b in sim.brokers] == [3, 3, 3]
+    assert sim.brokers[0].replica_manager.partitions[0].config.min_insync_replicas == 2
+    sim.brokers[2].halt()
+    sim.run(CONFIG.broker_session_timeout_ms + 100)
+    assert [p.isr for p in sim.controller.partitions] == [(0, 1), (0, 1)]
+    sim.produce(0, 1, b"to strict")
+    sim.produce(0, 0, b"to orders")
+    sim.run(100)
+    assert sorted((r.partition, r.error) for r in sim.responses) == [(0, Errors.NONE), (1, Errors.NOT_ENOUGH_REPLICAS)]
+
+
+def test_create_topic_refuses_what_kafka_refuses_and_what_isrcheck_cannot_honour():
+    c = KafkaSim((("orders", 1),)).controller
+    assert c.check_new_topic("more", 1, 4)[0] == Errors.INVALID_REPLICATION_FACTOR  # Kafka: more than the brokers
+    assert c.check_new_topic("zero", 1, 0)[0] == Errors.INVALID_REPLICATION_FACTOR
+    assert c.check_new_topic("fewer", 1, 2) == (  # isrcheck: every partition on every broker
+        Errors.INVALID_REPLICATION_FACTOR, "isrcheck replicates every partition on each of the cluster's 3 brokers: "
+                                           "the replication factor must be 3 (or -1 for the default).")
+    assert c.check_new_topic("strict", 1, -1, 4)[0] == Errors.INVALID_CONFIG
+    assert c.check_new_topic("ok", 2, 3, 3) == (Errors.NONE, "")
+    assert c.topics == {"orders": (0,)}  # a check creates nothing
+
+
+def test_a_deleted_topic_is_gone_from_every_broker_with_its_logs_and_comes_back_empty():
+    """DeleteTopics: every broker stops the topic's partitions and deletes their logs and HW
+    checkpoints; a broker down meanwhile deletes its logs when it is back (the controller sends it
+    the tombstones with every other partition); a topic made again under the same name is new
+    (new partition ids, empty logs); a restarted controller keeps the tombstones."""
+    fs = SimulatedFileSystem()
+    fs.makedirs("/controller")
+    store = FileMetadataStore(fs, "/controller/metadata.json")
+    sim = KafkaSim((("orders", 2),), store)
+    sim.run(200)
+    sim.produce(0, 0, b"before the deletion")
+    sim.run(200)
+    assert all(b.replica_manager.partitions[0].log.log_end_offset == 1 for b in sim.brokers)
+    for b in sim.brokers:
+        b.checkpoint_high_watermarks()
+    down_fs = sim.brokers[1].fs
+    sim.brokers[1].halt()
+    assert sim.controller.delete_topic("orders") == Errors.NONE
+    assert sim.controller.delete_topic("orders") == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    sim.run(200)
+    for b in (sim.brokers[0], sim.brokers[2]):
+        rm = b.replica_manager
+        assert rm.names == {} and rm.partitions == {}
+        assert rm.applied_partition_epochs == tuple(p.partition_epoch for p in sim.controller.partitions)
+        assert not b.fs.exists("/var/lib/kafka/data/orders-0") and not b.fs.exists("/var/lib/kafka/data/orders-1")
+        assert b.hw_checkpoints == {} and b.hw_checkpoint_file.read() == []
+    assert down_fs.exists("/var/lib/kafka/data/orders-0")
+    assert sim.controller.create_topic("orders", 1) == Errors.NONE
+    restarted = Broker(1, CONFIG, down_fs, sim.clock, sim.network, auto=True, incarnation=1, kafka=True)
+    restarted.register()
+    sim.run(CONFIG.broker_session_timeout_ms)
+    assert restarted.caught_up and restarted.replica_manager.names == {("orders", 0): 2}
+    assert restarted.replica_manager.partitions[2].log.log_end_offset == 0  # not the old orders-0's record
+    assert not down_fs.exists("/var/lib/kafka/data/orders-1")
+    again = KafkaSim((), store)
+    assert again.controller.topics == {"orders": (2,)}
+    assert [p.deleted for p in again.controller.partitions] == [True, True, False]
