@@ -295,15 +295,16 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
             stop_at_first: bool = False, max_states: int | None = None,
             progress: Callable[[int, int, float], None] | None = None,
             progress_every: float = 2.0, budgets: bool = True, symmetry: bool = True,
-            reduction: bool = True) -> ExploreResult:
+            reduction: bool = False) -> ExploreResult:
     """Breadth-first search of every state reachable within ``scope``, checking every property
     in every state. ``progress(states, depth, seconds)`` is called about every ``progress_every`` s.
     ``budgets=False`` takes every failure for a violation, the properties' fault budgets aside
     (what breaks at all, as bounded model checking reports it). ``symmetry=False``: no symmetry
     reduction (needed for a property that names a broker: reduction takes properties to be blind
-    to broker renaming, as every property of ``isrcheck.specs`` is). ``reduction=False``: no
+    to broker renaming, as every property of ``isrcheck.specs`` is). ``reduction=True``:
     partial-order reduction (``reduction.py``), which keeps every verdict but may lengthen a
-    counterexample: without it each one is a shortest."""
+    counterexample; off by default (it merges almost nothing on the shipped scopes and costs CPU,
+    docs/figures.md), so each counterexample is a shortest."""
     start = time.perf_counter()
     exclude_lrs = scope.exclude_known_losses and LAST_REPLICA_STANDING.name in config.rules.known_losses
     pending = list(properties)

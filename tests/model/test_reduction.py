@@ -38,6 +38,13 @@ WALKED = [
 WALKED_IDS = [f"{p}-{i}" for i, (p, _, _) in enumerate(WALKED)]
 
 
+def _fast_last(cases, ids):
+    """The cases as pytest params, all but the last (the smallest) marked slow: the default run
+    keeps one small case of each check, ``-m slow`` takes the rest."""
+    return [pytest.param(*c, id=i, marks=() if k == len(cases) - 1 else pytest.mark.slow)
+            for k, (c, i) in enumerate(zip(cases, ids))]
+
+
 def _setup(protocol, settings, scope):
     config = ModelConfig(protocol=protocol, **settings)
     exclude_lrs = scope.exclude_known_losses and LAST_REPLICA_STANDING.name in config.rules.known_losses
@@ -49,7 +56,7 @@ def _fetch_queues(ctx):
     return ctx.L.queues("fetch_requests") | ctx.L.queues("fetch_responses") if ctx.rounds else 0
 
 
-@pytest.mark.parametrize("protocol,settings,scope", WALKED, ids=WALKED_IDS)
+@pytest.mark.parametrize("protocol,settings,scope", _fast_last(WALKED, WALKED_IDS))
 def test_footprints_cover_what_each_step_reads_and_changes(protocol, settings, scope):
     # what a step changes is among what its kind may write, and among what it reads or assigns
     # (so nothing left out of a persistent set can change how it acts); what it reads in a state
@@ -81,7 +88,7 @@ def test_footprints_cover_what_each_step_reads_and_changes(protocol, settings, s
     assert checked > 2000
 
 
-@pytest.mark.parametrize("protocol,settings,scope", WALKED[:5] + WALKED[6:], ids=WALKED_IDS[:5] + WALKED_IDS[6:])
+@pytest.mark.parametrize("protocol,settings,scope", _fast_last(WALKED[:5] + WALKED[6:], WALKED_IDS[:5] + WALKED_IDS[6:]))
 def test_steps_found_independent_commute(protocol, settings, scope):
     # two enabled steps neither of whose groups the other's footprint pulls in: each stays enabled
     # after the other, and both orders end in the same state with the same fault ledger (the scope
@@ -112,7 +119,7 @@ def test_steps_found_independent_commute(protocol, settings, scope):
     assert pairs > 500
 
 
-@pytest.mark.parametrize("protocol,settings,scope", WALKED, ids=WALKED_IDS)
+@pytest.mark.parametrize("protocol,settings,scope", _fast_last(WALKED, WALKED_IDS))
 def test_a_disabled_group_waits_for_one_of_its_enablers(protocol, settings, scope):
     # a group with no enabled step stays so after any step outside the groups its enabling
     # condition names (none at all past a scope bound that only grows)
@@ -137,6 +144,7 @@ def test_a_disabled_group_waits_for_one_of_its_enablers(protocol, settings, scop
     assert checked > 1000
 
 
+@pytest.mark.slow
 def test_no_fetch_message_is_in_flight_between_fetch_rounds():
     # the footprints of fetch rounds leave the fetch FIFOs out: a round's messages never outlive it
     config = ModelConfig(protocol="kip-320")
@@ -144,8 +152,8 @@ def test_no_fetch_message_is_in_flight_between_fetch_rounds():
         assert not any(s.fetch_requests) and not any(s.fetch_responses)
 
 
-@pytest.mark.parametrize("protocol,scope", [("kip-966", ALL_FAULTS), ("hw-truncation", ALL_FAULTS),
-                                            ("kip-320", WITH_READS)])
+@pytest.mark.parametrize("protocol,scope", _fast_last([("kip-966", ALL_FAULTS), ("hw-truncation", ALL_FAULTS),
+                                                       ("kip-320", WITH_READS)], ["kip-966", "hw-truncation", "kip-320"]))
 def test_each_property_is_a_function_of_the_views_it_names(protocol, scope):
     # two states alike in every view a property names give it one value; and growing a history
     # view (one more acknowledged or read record, the regression flag set) never makes a failing
@@ -179,8 +187,8 @@ PERSISTENCE = [
 ]
 
 
-@pytest.mark.parametrize("protocol,settings,scope", PERSISTENCE, ids=[f"{p}-{i}" for i, (p, _, _) in
-                                                                     enumerate(PERSISTENCE)])
+@pytest.mark.parametrize("protocol,settings,scope", _fast_last(PERSISTENCE[1:] + PERSISTENCE[:1], [
+    f"{p}-{i}" for i, (p, _, _) in enumerate(PERSISTENCE[1:] + PERSISTENCE[:1])]))
 @pytest.mark.parametrize("checked", [(), ("LeaderInIsr",), ("LogMatching", "NoLostAckedWrite")], ids=len)
 def test_reduced_sets_are_persistent_and_hide_what_checked_properties_read(protocol, settings, scope, checked):
     # From a state the search expands with a reduced set T, along every path of up to two steps
@@ -264,7 +272,8 @@ def _agree(config, scope):
     return full, reduced
 
 
-@pytest.mark.parametrize("protocol,settings,scope", COMPARED + EXPLORED)
+@pytest.mark.parametrize("protocol,settings,scope", _fast_last(
+    COMPARED[1:] + EXPLORED + COMPARED[:1], [f"{p}-{i}" for i, (p, _, _) in enumerate(COMPARED[1:] + EXPLORED + COMPARED[:1])]))
 def test_reduced_and_unreduced_searches_agree_property_by_property(protocol, settings, scope):
     _agree(ModelConfig(protocol=protocol, **settings), scope)
 
