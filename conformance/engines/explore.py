@@ -51,8 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="no symmetry reduction: every state apart from its broker renamings (docs/model.md)")
     parser.add_argument("--reduction", action=argparse.BooleanOptionalAction, default=False,
                         help="partial-order reduction: expand a state with a persistent set of its steps where "
-                             "that keeps every verdict; counterexamples may get longer (default off: it rarely "
-                             "pays with every property checked, docs/model.md)")
+                             "that keeps every verdict; a counterexample may be longer than the shortest. Default "
+                             "--no-reduction (shortest counterexamples): on the shipped scopes it merges almost "
+                             "nothing (docs/model.md)")
     parser.add_argument("--no-budget", action="store_true",
                         help="report every failure as a violation, the properties' fault budgets aside "
                              "(what breaks at all, as prove reports it)")

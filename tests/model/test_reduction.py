@@ -325,3 +325,31 @@ def test_a_property_the_reduction_does_not_know_turns_it_off():
     reduced = explore(config, SMALL, [odd], reduction=True)
     assert reduced.reduced == 0 and (reduced.states, reduced.transitions) == (full.states, full.transitions)
     assert [v.depth for v in reduced.violations] == [v.depth for v in full.violations]
+
+
+def test_explore_reduction_flag_says_what_it_did_and_may_not_give_the_shortest(tmp_path):
+    # --reduction turns it on and says counterexamples may be longer; the saved schedule says so
+    # too; the default (--no-reduction) keeps every counterexample a shortest
+    import json
+    import subprocess
+    import sys
+
+    from isrcheck.conformance.core.schedule import load_schedule
+
+    base = [sys.executable, "-m", "isrcheck.conformance.cli.main", "explore", "--protocol", "hw-truncation",
+            "--replicas", "2", "--min-isr", "1", "--max-records", "1", "--max-epoch", "3", "--max-crashes", "1"]
+    runs = {}
+    for flag in ("--reduction", "--no-reduction"):
+        done = subprocess.run(base + [flag, "--json", "--save", str(tmp_path / flag)], capture_output=True,
+                              text=True)
+        assert done.returncode == 1, done.stderr
+        runs[flag] = json.loads(done.stdout)
+    assert runs["--reduction"]["reduction"] is True and runs["--no-reduction"]["reduction"] is False
+    assert ({v["property"] for v in runs["--reduction"]["violations"]}
+            == {v["property"] for v in runs["--no-reduction"]["violations"]} != set())
+    saved = load_schedule(tmp_path / "--reduction" / "hw-truncation-StrongIsr.json")
+    assert "partial-order reduction: maybe not the shortest" in saved.description
+    shortest = load_schedule(tmp_path / "--no-reduction" / "hw-truncation-StrongIsr.json")
+    assert shortest.description.startswith("shortest counterexample to StrongIsr")
+    text = subprocess.run(base + ["--reduction"], capture_output=True, text=True).stdout
+    assert "--no-reduction gives the shortest" in text
