@@ -52,6 +52,14 @@ def _setup(protocol, settings, scope):
                                                              config.rules.known_losses))
 
 
+def _every_third(protocol, settings, scope, max_states):
+    """``moves_of``, a reducer checking no property, and every third state of the first
+    ``max_states`` the scope reaches."""
+    config, moves_of = _setup(protocol, settings, scope)
+    states = [s for k, s in enumerate(reachable_states(config, scope, max_states=max_states)) if k % 3 == 0]
+    return moves_of, Reduction(config, scope, []), states
+
+
 def _fetch_queues(ctx):
     return ctx.L.queues("fetch_requests") | ctx.L.queues("fetch_responses") if ctx.rounds else 0
 
@@ -94,12 +102,9 @@ def test_steps_found_independent_commute(protocol, settings, scope):
     # after the other, and both orders end in the same state with the same fault ledger (the scope
     # leaving Last Replica Standing out is not walked: there every ledger step reads what a data
     # loss changes, so no two steps are independent)
-    config, moves_of = _setup(protocol, settings, scope)
-    reducer = Reduction(config, scope, [])
+    moves_of, reducer, states = _every_third(protocol, settings, scope, 900)
     pairs = 0
-    for k, s in enumerate(reachable_states(config, scope, max_states=900)):
-        if k % 3:
-            continue
+    for s in states:
         here = [m for m in moves_of(s) if not m[5]]
         gids = [reducer.gid[group(m[0][0])] for m in here]
         conflicts = {g: reducer._conflicts(s, EMPTY_LEDGER, here, g, [i for i, h in enumerate(gids) if h == g], 1)
@@ -123,12 +128,9 @@ def test_steps_found_independent_commute(protocol, settings, scope):
 def test_a_disabled_group_waits_for_one_of_its_enablers(protocol, settings, scope):
     # a group with no enabled step stays so after any step outside the groups its enabling
     # condition names (none at all past a scope bound that only grows)
-    config, moves_of = _setup(protocol, settings, scope)
-    reducer = Reduction(config, scope, [])
+    moves_of, reducer, states = _every_third(protocol, settings, scope, 1200)
     checked = 0
-    for k, s in enumerate(reachable_states(config, scope, max_states=1200)):
-        if k % 3:
-            continue
+    for s in states:
         here = moves_of(s)
         present = {reducer.gid[group(m[0][0])] for m in here}
         for g in range(len(reducer.groups)):
