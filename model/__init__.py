@@ -23,7 +23,8 @@ Public API (stable):
 from .alphabet import CRASH_KINDS, MAX_REPLICAS, MESSAGE_KINDS, NONE, STEPS, InvalidStep, Step, StepKind
 from .config import ConfigError, ModelConfig, Scope, ScheduleConfig
 from .history import History
-from .explorer import ExploreResult, Replay, ReplayRefused, Violation, explore, in_scope, replay
+from .constraints import in_scope
+from .explorer import ExploreResult, Replay, ReplayRefused, Violation, explore, replay
 from .protocols import PROTOCOLS, Protocol
 from .semantics import StepRefused, apply, enabled, why_disabled
 from .state import (

@@ -22,18 +22,19 @@ from __future__ import annotations
 import time
 from array import array
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Callable, Iterable
 
 from ..specs import PROPERTIES, Property
 from .actions import ACTIONS, HandleFetch, HandleFetchResponse, SendFetch
-from .alphabet import STEPS, Step, step_kinds, steps_of
+from .alphabet import Step, steps_of
 from .budget import EMPTY_LEDGER
 from .collector import no_cycle_collection
 from .config import ModelConfig, Scope
-from .losses import LAST_REPLICA_STANDING, STALE_ISR_EXPANSION, last_replica_standing
+from .constraints import FINE, group_in_scope, scoped_kinds, step_in_scope
+from .losses import LAST_REPLICA_STANDING, last_replica_standing
 from .next_state import NextState
 from .reads import EVERYTHING, changed_parts, reads_mask
+from .reduction import Reduction
 from .semantics import StepRefused, apply, take
 from .state import State, initial_state
 from .symmetry import all_permutations, canonical, compose, inverse, no_election_ahead, renamed_step
@@ -70,7 +71,8 @@ class ExploreResult:
     ``states``); ``collision_probability``: an upper bound on the chance that two distinct states
     shared a fingerprint in this run (``collision_probability``); ``symmetric``: the states
     explored where symmetry applies (no election without a target ahead), the others are stored
-    as they are."""
+    as they are; ``reduction``: partial-order reduction on; ``reduced``: the states expanded with a
+    persistent set smaller than every enabled transition."""
 
     config: ModelConfig
     scope: Scope
@@ -85,84 +87,21 @@ class ExploreResult:
     represented: int = 0
     collision_probability: float = 0.0
     symmetric: int = 0
+    reduction: bool = False
+    reduced: int = 0
 
     def to_json(self) -> dict:
         return {"protocol": self.config.protocol, "config": self.config.to_schedule(),
                 "scope": self.scope.to_json(), "states": self.states, "transitions": self.transitions,
                 "symmetry": self.symmetry, "represented": self.represented,
                 "collision_probability": self.collision_probability, "symmetric": self.symmetric,
+                "reduction": self.reduction, "reduced": self.reduced,
                 "depth": self.depth, "complete": self.complete, "seconds": round(self.seconds, 3),
                 "violations": [v.to_json() for v in self.violations],
                 "beyond_budget": [b.to_json() for b in self.beyond_budget]}
 
 
-# per step kind, its fault classes that every step of it is (checked once per kind) and those
-# only some steps are (checked per step)
-_ALWAYS = {n: tuple(f for f in k.faults if f.when == "always") for n, k in STEPS.items()}
-_SOMETIMES = {n: tuple(f for f in k.faults if f.when != "always") for n, k in STEPS.items()}
-
-
-def in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> bool:
-    """Whether taking ``st`` keeps the exploration inside ``scope`` (a state constraint)."""
-    return _group_in_scope(scope, s, st.name) and _step_in_scope(config, scope, s, st)
-
-
-def _group_in_scope(scope: Scope, s: State, name: str) -> bool:
-    """Whether some step of kind ``name`` may be taken in ``s``: the bounds that hold for every
-    step of the kind (a fault every step of it is, record and epoch budgets, kinds left out)."""
-    for fault in _ALWAYS.get(name, ()):
-        if getattr(s, fault.counter) >= getattr(scope, fault.bound):
-            return False
-    if name == "produce":
-        return s.records_produced < scope.max_records
-    if name == "elect":
-        return s.controller.leader_epoch < scope.max_epoch
-    if name == "tick":
-        return s.now < scope.max_clock
-    switch = STEPS[name].switch
-    if switch is not None:
-        return getattr(scope, switch)
-    if name == "rejoin":
-        return scope.max_zombies > 0
-    return True
-
-
-def _step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> bool:
-    name = st.name
-    for fault in _SOMETIMES[name]:
-        if getattr(s, fault.counter) >= getattr(scope, fault.bound) and fault.counts(st, s):
-            return False
-    if name == "produce":
-        # A rejected produce changes nothing but the next record id, and every property is blind
-        # to renaming record ids: leaving rejected produces out loses no reachable situation.
-        rep = s.replicas[st.replica]
-        return rep.leader == st.replica and st.arg in scope.acks and (
-            st.arg != -1 or len(rep.isr) >= config.min_insync_replicas) and (
-            st.records <= scope.max_batch_records and s.records_produced + st.records <= scope.max_records)
-    if name == "crash":
-        if st.arg != "power":
-            return st.arg in scope.crash_kinds
-        return (scope.torn_writes or not (st.survive or st.torn)) and (scope.garbage_tails or st.tail == "cut")
-    if name == "send_fetch":
-        return st.max_batches == 0 or (scope.partial_fetches and st.max_batches == 1)
-    if name == "handle_alter_partition" and scope.exclude_known_losses and \
-            STALE_ISR_EXPANSION.name in config.rules.known_losses:
-        # KIP-903: the controller would reject a member whose LEO the leader learnt from an
-        # earlier incarnation; here: a new member holding less than the leader counts for it
-        if not s.alter_partition[st.replica]:
-            return True  # not enabled anyway
-        m = s.alter_partition[st.replica][0]
-        lead = s.replicas[st.replica]
-        return all(f in s.controller.isr or lead.remote_leo[f] <= len(s.replicas[f].log) for f in m.isr)
-    if name == "fence":
-        return st.replica != s.controller.leader or s.controller.leader_epoch < scope.max_epoch
-    return True
-
-
 _FETCH_STEPS = frozenset(action.name for action in (SendFetch, HandleFetch, HandleFetchResponse))
-# with a per-step scope condition
-_FINE = frozenset(("produce", "crash", "fence", "handle_alter_partition", "send_fetch",
-                   *(name for name, faults in _SOMETIMES.items() if faults)))
 
 
 def successors(config: ModelConfig, scope: Scope, s: State):
@@ -171,46 +110,40 @@ def successors(config: ModelConfig, scope: Scope, s: State):
     fetch round, whose state after handle_fetch is checked too (but not stored)."""
     rounds = scope.fetch_rounds
     n = config.replicas
-    for kind, steps in _scoped_kinds(config, scope):
+    for kind, steps in scoped_kinds(config, scope):
         name = kind.name
         action = ACTIONS[name]
         guard = action.guard
         if rounds and name in _FETCH_STEPS:
             if name == "send_fetch":
                 for st in steps:
-                    if _step_in_scope(config, scope, s, st) and guard(config, s, st) is None:
+                    if step_in_scope(config, scope, s, st) and guard(config, s, st) is None:
                         t = _fetch_round(config, s, st)
                         if t is not None:
                             yield t
             continue
-        if not _group_in_scope(scope, s, name):
+        if not group_in_scope(scope, s, name):
             continue
-        fine = name in _FINE
+        fine = name in FINE
         for st in (steps if steps is not None else steps_of(kind, n, s)):
             if name == "deliver_leader_and_isr" and _ignored(s, st):
                 continue  # leads back to the same state key (state_key drops ignored requests)
-            if (not fine or _step_in_scope(config, scope, s, st)) and guard(config, s, st) is None:
+            if (not fine or step_in_scope(config, scope, s, st)) and guard(config, s, st) is None:
                 yield (st,), take(config, s, st, action)[0], ()
 
 
-@lru_cache(maxsize=64)
-def _scoped_kinds(config: ModelConfig, scope: Scope) -> tuple:
-    """``step_kinds`` without the steps no state of ``scope`` takes (acks, batch sizes, fetch limits
-    and crash variants it leaves out), so the per-state checks see only what may be taken."""
-    def static(st: Step) -> bool:
-        if any(f.static and getattr(scope, f.bound) == 0 and f.counts(st, None) for f in _SOMETIMES[st.name]):
-            return False  # a fault class the scope leaves out
-        if st.name == "produce":
-            return st.arg in scope.acks and st.records <= scope.max_batch_records
-        if st.name == "send_fetch":
-            return st.max_batches == 0 or (scope.partial_fetches and st.max_batches == 1)
-        if st.name == "crash":
-            if st.arg != "power":
-                return st.arg in scope.crash_kinds
-            return (scope.torn_writes or not (st.survive or st.torn)) and (scope.garbage_tails or st.tail == "cut")
-        return True
-    return tuple((kind, None if steps is None else tuple(st for st in steps if static(st)))
-                 for kind, steps in step_kinds(config.replicas))
+def moves(config: ModelConfig, scope: Scope, s: State, ledger, exclude_lrs: bool, known: frozenset):
+    """(steps, successor, inside, ledger after handle_fetch, ledger after, pruned) per enabled
+    transition of ``s`` reached with ``ledger``, in ``successors``' order; ``pruned``: it enters
+    Last Replica Standing where the scope leaves that out (no ledgers then)."""
+    for st, t, inside in successors(config, scope, s):  # st: the steps of one transition
+        if exclude_lrs and last_replica_standing(t):
+            yield st, t, inside, None, None, True
+        elif inside:  # a fetch round: send_fetch changes nothing the ledger reads, handle_fetch may
+            mid = ledger.after(s, st[1], inside[0], known)  # (a deposed leader's HW)
+            yield st, t, inside, mid, mid.after(inside[0], st[2], t, known), False
+        else:
+            yield st, t, inside, None, ledger.after(s, st[0], t, known), False
 
 
 def _ignored(s: State, st: Step) -> bool:
@@ -361,13 +294,17 @@ def reachable_states(config: ModelConfig, scope: Scope, max_states: int | None =
 def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Property] = PROPERTIES,
             stop_at_first: bool = False, max_states: int | None = None,
             progress: Callable[[int, int, float], None] | None = None,
-            progress_every: float = 2.0, budgets: bool = True, symmetry: bool = True) -> ExploreResult:
+            progress_every: float = 2.0, budgets: bool = True, symmetry: bool = True,
+            reduction: bool = False) -> ExploreResult:
     """Breadth-first search of every state reachable within ``scope``, checking every property
     in every state. ``progress(states, depth, seconds)`` is called about every ``progress_every`` s.
     ``budgets=False`` takes every failure for a violation, the properties' fault budgets aside
     (what breaks at all, as bounded model checking reports it). ``symmetry=False``: no symmetry
     reduction (needed for a property that names a broker: reduction takes properties to be blind
-    to broker renaming, as every property of ``isrcheck.specs`` is)."""
+    to broker renaming, as every property of ``isrcheck.specs`` is). ``reduction=True``:
+    partial-order reduction (``reduction.py``), which keeps every verdict but may lengthen a
+    counterexample; off by default (it merges almost nothing on the shipped scopes and costs CPU,
+    docs/figures.md), so each counterexample is a shortest."""
     start = time.perf_counter()
     exclude_lrs = scope.exclude_known_losses and LAST_REPLICA_STANDING.name in config.rules.known_losses
     pending = list(properties)
@@ -414,6 +351,8 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                 if why is None:
                     pending.remove(p)
                     violations.append(Violation(p.id, len(trace), trace))
+                    if reducer is not None:
+                        reducer.set_properties(pending)  # what it no longer checks is no longer visible
                 else:
                     beyond[p.id] = BeyondBudget(p.id, len(trace), trace, why)
         return passed
@@ -421,6 +360,46 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
     def fp_of(t: State, led) -> int:
         return fingerprint(scope, t, led)
 
+    def visit(si: int, s: State, held: int, move: tuple) -> bool:
+        """Take one transition of state ``si``; True if it reached a state not seen before."""
+        nonlocal transitions, represented, symmetric, max_depth, stopped
+        st, t, inside, mid, led, pruned = move
+        transitions += 1
+        if pruned:
+            return False
+        if inside and pending:  # a round's states are reachable too, though not stored
+            check(inside[0], si, mid, st[:2], changed_parts(s, inside[0]), held)  # after handle_fetch
+            if violations and stop_at_first:
+                stopped = True
+                return False
+        concrete = t  # before renaming: it shares with s what the step left alone
+        sym = symmetry and no_election_ahead(max_epoch, t)
+        if sym:
+            t, led, key, perm, orbit = canonical(t, led, fp_of)
+        else:
+            key, perm, orbit = fingerprint(scope, t, led), perms[0], 1
+        if key in seen:
+            return False
+        seen.add(key)
+        represented += orbit
+        symmetric += sym
+        ti = len(parent)
+        parent.append(si)
+        renamed.append(perm_ids[perm])
+        sid = step_ids.get(st)
+        if sid is None:
+            sid = step_ids[st] = len(step_list)
+            step_list.append(st)
+        via.append(sid)
+        max_depth = depth_of_level
+        passed = check(t, ti, led, (), changed_parts(s, concrete), held) if pending else 0
+        next_frontier.append((ti, t, led, passed))
+        if (violations and stop_at_first) or (max_states is not None and len(parent) >= max_states):
+            stopped = True
+        return True
+
+    reducer = Reduction(config, scope, pending, budgets) if reduction else None
+    reduced = 0
     frontier = [(0, init, EMPTY_LEDGER, check(init, 0, EMPTY_LEDGER))]
     stopped = bool(violations) and stop_at_first
     next_report = start + progress_every
@@ -428,48 +407,26 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
         depth_of_level += 1
         next_frontier: list[tuple[int, State, tuple, int]] = []
         for si, s, ledger, held in frontier:
-            for st, t, inside in successors(config, scope, s):  # st: the steps of one transition
-                transitions += 1
-                if exclude_lrs and last_replica_standing(t):
-                    continue
-                if inside:  # a fetch round: send_fetch changes nothing the ledger reads, handle_fetch may
-                    mid = ledger.after(s, st[1], inside[0], known)  # (a deposed leader's HW)
-                    led = mid.after(inside[0], st[2], t, known)
-                else:
-                    led = ledger.after(s, st[0], t, known)
-                if inside and pending:  # a round's states are reachable too, though not stored
-                    check(inside[0], si, mid, st[:2], changed_parts(s, inside[0]), held)  # after handle_fetch
-                    if violations and stop_at_first:
-                        stopped = True
-                        break
-                concrete = t  # before renaming: it shares with s what the step left alone
-                sym = symmetry and no_election_ahead(max_epoch, t)
-                if sym:
-                    t, led, key, perm, orbit = canonical(t, led, fp_of)
-                else:
-                    key, perm, orbit = fingerprint(scope, t, led), perms[0], 1
-                if key in seen:
-                    continue
-                seen.add(key)
-                represented += orbit
-                symmetric += sym
-                ti = len(parent)
-                parent.append(si)
-                renamed.append(perm_ids[perm])
-                sid = step_ids.get(st)
-                if sid is None:
-                    sid = step_ids[st] = len(step_list)
-                    step_list.append(st)
-                via.append(sid)
-                max_depth = depth_of_level
-                passed = check(t, ti, led, (), changed_parts(s, concrete), held) if pending else 0
-                next_frontier.append((ti, t, led, passed))
-                if violations and stop_at_first:
-                    stopped = True
+            taken = moves(config, scope, s, ledger, exclude_lrs, known)
+            if reducer is not None:
+                taken = list(taken)
+                chosen = reducer.persistent(s, ledger, taken)
+                if chosen is not None:
+                    fresh = False
+                    for k in chosen:
+                        fresh |= visit(si, s, held, taken[k])
+                        if stopped:
+                            break
+                    if fresh:
+                        reduced += 1
+                        taken = []
+                    else:  # the cycle condition: nothing new from the reduced set, so take every step
+                        done = set(chosen)
+                        taken = [m for k, m in enumerate(taken) if k not in done]
+            for move in taken:
+                if stopped:
                     break
-                if max_states is not None and len(parent) >= max_states:
-                    stopped = True
-                    break
+                visit(si, s, held, move)
             if stopped:
                 break
             if progress is not None and time.perf_counter() >= next_report:
@@ -479,7 +436,7 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
     return ExploreResult(config, scope, len(parent), transitions, max_depth, not stopped,
                          time.perf_counter() - start, sorted(violations, key=lambda v: (v.depth, v.property)),
                          sorted(beyond.values(), key=lambda v: (v.depth, v.property)), symmetry,
-                         represented, collision_probability(len(parent)), symmetric)
+                         represented, collision_probability(len(parent)), symmetric, reduction, reduced)
 
 
 def _trace(i: int, parent: array, via: array, renamed: array, step_list: list[tuple], perms: tuple,

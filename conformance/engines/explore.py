@@ -49,6 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stop-at-first", action="store_true", help="stop at the first violation")
     parser.add_argument("--no-symmetry", action="store_true",
                         help="no symmetry reduction: every state apart from its broker renamings (docs/model.md)")
+    parser.add_argument("--reduction", action=argparse.BooleanOptionalAction, default=False,
+                        help="partial-order reduction: expand a state with a persistent set of its steps where "
+                             "that keeps every verdict; a counterexample may be longer than the shortest. Default "
+                             "--no-reduction (shortest counterexamples): on the shipped scopes it merges almost "
+                             "nothing (docs/model.md)")
     parser.add_argument("--no-budget", action="store_true",
                         help="report every failure as a violation, the properties' fault budgets aside "
                              "(what breaks at all, as prove reports it)")
@@ -153,7 +158,7 @@ def run(args) -> int:
     try:
         result = explore(config, scope, props, stop_at_first=args.stop_at_first,
                          max_states=args.max_states, progress=progress, budgets=not args.no_budget,
-                         symmetry=not args.no_symmetry)
+                         symmetry=not args.no_symmetry, reduction=args.reduction)
     finally:  # end the progress line, also before an interruption's message
         if shown[0]:
             print(file=sys.stderr)
@@ -171,14 +176,14 @@ def run(args) -> int:
     return 0 if result.complete and not result.violations else 1
 
 
-def _schedule(config: ModelConfig, violation, engine: str = "explore"):
+def _schedule(config: ModelConfig, violation, engine: str = "explore", shortest: bool = True):
     """A counterexample as a schedule, the format every other part of isrcheck reads."""
     from isrcheck.conformance.core.schedule import Schedule
 
+    what = "shortest counterexample" if shortest else "counterexample (partial-order reduction: maybe not the shortest)"
     return Schedule.from_json({"version": 1, "protocol": config.protocol, "config": config.to_schedule(),
                                "steps": violation.trace, "name": f"{config.protocol}-{violation.property}",
-                               "description": f"shortest counterexample to {violation.property} "
-                                              f"found by isrcheck {engine}"})
+                               "description": f"{what} to {violation.property} found by isrcheck {engine}"})
 
 
 def _replay_on_impl(config: ModelConfig, result) -> list:
@@ -202,7 +207,7 @@ def _save(directory: str, config: ModelConfig, result, engine: str = "explore") 
     try:
         out.mkdir(parents=True, exist_ok=True)
         for v in result.violations:
-            found = _schedule(config, v, engine)
+            found = _schedule(config, v, engine, shortest=not getattr(result, "reduction", False))
             want, note = Expected("violation", v.property), ""
             doc = Schedule(found.protocol, found.config, found.steps, {found.protocol: want}, found.name,
                            found.description)
@@ -247,14 +252,17 @@ def _print_report(config: ModelConfig, result, replays=None) -> None:
 
 
 def _reduction_text(result) -> str:
-    """What the symmetry reduction merged and what the fingerprints risk, in one line."""
+    """What the symmetry and partial-order reductions did and what the fingerprints risk, in one line."""
     share = result.symmetric / max(result.states, 1)
     sym = (f"symmetry: {result.states:,} representatives of up to {result.represented:,} states "
            f"(their broker renamings, reachable or not); it applies past the last election without a "
            f"target, {share:.0%} of the states here"
            + (" (too few to pay for itself: --no-symmetry is faster)" if share < 0.5 else "")
            if result.symmetry else "no symmetry reduction")
-    return (f"{sym}; 64-bit fingerprints: probability of a collision at most "
+    por = (f"partial-order reduction: {result.reduced:,} of {result.states:,} states expanded with a reduced "
+           f"set of steps; a counterexample may be longer than the shortest (--no-reduction gives the shortest)"
+           if result.reduction else "no partial-order reduction: every counterexample is a shortest")
+    return (f"{sym}; {por}; 64-bit fingerprints: probability of a collision at most "
             f"{result.collision_probability:.1e}")
 
 

@@ -20,7 +20,8 @@ from ...specs import BY_ID
 from ..alphabet import FAULTS, MESSAGE_KINDS, STEPS, Step, _combos
 from ..budget import outside_budget
 from ..config import ModelConfig, Scope
-from ..explorer import ReplayRefused, _scoped_kinds, replay, state_key
+from ..constraints import scoped_kinds
+from ..explorer import ReplayRefused, replay, state_key
 from ..losses import LAST_REPLICA_STANDING, STALE_ISR_EXPANSION
 from ..state import State, initial_state
 from .actions import Unsupported, fault_counted, successor, unsupported
@@ -55,7 +56,7 @@ def candidates(config: ModelConfig, scope: Scope, b: Bounds) -> list[tuple[Step,
                   "lose_disk": scope.max_disk_losses == 0, "corrupt": scope.max_corruptions == 0,
                   "corrupt_live": scope.max_live_corruptions == 0,
                   "fail_disk": scope.max_disk_failures == 0}
-    for kind, steps in _scoped_kinds(config, scope):
+    for kind, steps in scoped_kinds(config, scope):
         name = kind.name
         if static_off.get(name):
             continue
@@ -82,7 +83,7 @@ def _index_free(kind, n: int) -> list[Step]:
 
 
 def in_scope(config: ModelConfig, scope: Scope, s: dict, st: Step, unbounded: bool = False):
-    """The explorer's scope condition (``explorer.in_scope``) as a formula. ``unbounded`` keeps
+    """The explorer's scope condition (``constraints.in_scope``) as a formula. ``unbounded`` keeps
     only what a scope switches off (a fault class whose bound is 0) and the record bound (the
     logs' length): no bound on leader epochs, elections and the number of faults of a class."""
     name, r = st.name, st.replica

@@ -11,11 +11,7 @@ from isrcheck.model import ModelConfig, Scope, explore, initial_state, replay
 from isrcheck.model.explorer import reachable_states, state_key, successors
 from isrcheck.specs import BY_ID, PROPERTIES
 
-DEFAULT = Scope()
-# history properties need consume steps, which the default scope leaves out; this small scope
-# keeps them (and flushes) in
-WITH_READS = Scope(max_records=1, max_epoch=2, max_crashes=1, consumes=True, flushes=True,
-                   acks=(1, -1), crash_kinds=("clean", "process"))
+from explorer_scopes import DEFAULT, KAFKA_14139, KIP101_SCENARIO1, LAST_REPLICA_STANDING, SMALL, UNCLEAN_SCOPE, WITH_READS
 
 
 def check_trace(config, violation):
@@ -74,7 +70,7 @@ def test_kip320_explores_the_default_scope_completely_without_violation(kip320_d
 def test_kip101_scenario1_a_fast_bounce_loses_an_acknowledged_write_before_kip101_only():
     # KIP-101 scenario 1: a follower restarts before the controller noticed, truncates to its
     # lagging HW when it follows the leader again, then is elected once the leader fails
-    scope = Scope(max_records=1, max_epoch=2, max_crashes=2, max_bounces=1)
+    scope = KIP101_SCENARIO1
     props = [BY_ID["StrongIsr"], BY_ID["NoLostAckedWrite"]]
     config = ModelConfig(protocol="hw-truncation")
     result = explore(config, scope, props)
@@ -97,7 +93,6 @@ def test_history_properties_are_checked_on_consumer_reads():
     assert clean.complete and clean.violations == []
 
 
-UNCLEAN_SCOPE = Scope(max_records=1, max_epoch=4, max_crashes=3)  # the ISR can shrink to one fenced member
 
 
 def test_unclean_election_loses_an_acknowledged_write():
@@ -156,7 +151,7 @@ def test_kip903_isr_expansion_on_a_pre_restart_leo():
     # KAFKA-14139: the leader proposes a follower for the ISR on the LEO it fetched before it lost
     # power; the controller accepts once the follower restarted, with a shorter log
     config = ModelConfig(protocol="kip-320")
-    scope = Scope(max_records=1, max_crashes=1, max_power_losses=1)
+    scope = KAFKA_14139
     result = explore(config, scope, [BY_ID["StrongIsr"]], stop_at_first=True, budgets=False)
     assert [v.property for v in result.violations] == ["StrongIsr"]
     check_trace(config, result.violations[0])
@@ -172,7 +167,7 @@ def test_kip903_isr_expansion_on_a_pre_restart_leo():
 def test_last_replica_standing_loses_an_acknowledged_write_with_one_power_loss():
     # KIP-966's motivating case: the ISR shrinks to one member that lost its unflushed data
     config = ModelConfig(protocol="kip-320", replicas=2, min_insync_replicas=2)
-    scope = Scope(max_records=1, max_crashes=2, max_power_losses=1)
+    scope = LAST_REPLICA_STANDING
     result = explore(config, scope, [BY_ID["NoLostAckedWrite"]], stop_at_first=True, budgets=False)
     assert [v.property for v in result.violations] == ["NoLostAckedWrite"]
     check_trace(config, result.violations[0])
@@ -306,8 +301,8 @@ def test_a_counterexample_that_fails_earlier_on_another_property_expects_what_re
 def test_broker_epochs_and_elr_close_the_two_losses_kafka_had():
     # KAFKA-14139's scope: StrongIsr breaks on kip-320 only; Last Replica Standing's scope: the
     # acknowledged write is lost on kip-320 and kip-903, not on kip-966 (KIP-903, KIP-966)
-    stale = Scope(max_records=1, max_crashes=1, max_power_losses=1)
-    lrs = Scope(max_records=1, max_crashes=2, max_power_losses=1)
+    stale = KAFKA_14139
+    lrs = LAST_REPLICA_STANDING
     two = {"replicas": 2, "min_insync_replicas": 2}
     for protocol, stale_breaks, lrs_breaks in (("kip-320", True, True), ("kip-903", False, True),
                                                ("kip-966", False, False)):
@@ -372,7 +367,7 @@ def test_exploring_leaves_no_cycles_behind_for_the_collector_it_turns_off():
     by reference counting alone, with a violation found or not, so a gate or a test session
     exploring scope after scope holds no garbage; and the collector is back on afterwards."""
     import gc
-    scope = Scope(max_records=1, max_epoch=2, max_crashes=1)
+    scope = SMALL
     gc.collect()
     found = [explore(ModelConfig(protocol=p), scope).violations != [] for p in ("hw-truncation", "kip-320")]
     assert found == [True, False] and gc.isenabled()

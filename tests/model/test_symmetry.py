@@ -14,13 +14,7 @@ from isrcheck.model.state import permuted
 from isrcheck.model.symmetry import all_permutations, compose, inverse, renamed_step
 from isrcheck.specs import BY_ID, PROPERTIES
 
-# every fault class of the scope in, each once, on small logs
-ALL_FAULTS = Scope(max_records=2, max_epoch=2, max_crashes=2, max_power_losses=1, max_drops=1, max_clock=2,
-                   consumes=True, flushes=True, acks=(1, -1), crash_kinds=("clean", "process"), max_bounces=1,
-                   max_zombies=1, max_leader_moves=1, max_disk_losses=1, max_batch_records=2,
-                   partial_fetches=True, torn_writes=True, hw_checkpoints=True, fetch_rounds=False,
-                   garbage_tails=True, max_corruptions=1, max_disk_failures=1, max_fsync_failures=1)
-
+from explorer_scopes import ALL_FAULTS, COMPARED
 
 def _untargeted_election(steps) -> bool:
     return steps[0].name == "elect" and steps[0].replica < 0
@@ -49,29 +43,6 @@ def test_renaming_brokers_commutes_with_every_step_but_the_election_by_assignmen
         assert mine == theirs, f"state {k} renamed by {perm}"
         checked += len(mine)
     assert checked > 1000
-
-
-# (protocol, config, scope): variants, fault classes and cluster sizes the comparison covers
-COMPARED = [
-    ("hw-truncation", dict(replicas=2, min_insync_replicas=1), Scope(max_records=1, max_epoch=3, max_crashes=1)),
-    ("hw-truncation", dict(), Scope(max_records=1, max_epoch=1, max_crashes=1, max_power_losses=1,
-                                    max_disk_losses=1)),
-    ("kip-101", dict(), Scope(max_records=1, max_epoch=2, max_crashes=1)),
-    ("kip-101", dict(), Scope(max_records=1, max_epoch=1, max_crashes=1, max_bounces=1)),
-    ("kip-279", dict(replicas=2, min_insync_replicas=1),
-     Scope(max_records=1, max_epoch=3, max_crashes=1, max_power_losses=1, flushes=True)),
-    ("kip-320", dict(replicas=2, min_insync_replicas=1),
-     Scope(max_records=1, max_epoch=2, max_crashes=1, consumes=True, acks=(1, -1), max_drops=1)),
-    ("kip-320", dict(unclean_leader_election_enable=True), Scope(max_records=1, max_epoch=2, max_crashes=1)),
-    ("kip-903", dict(replicas=2), Scope(max_records=1, max_epoch=2, max_crashes=1, max_zombies=1, max_bounces=1)),
-    ("kip-966", dict(replicas=2), Scope(max_records=2, max_epoch=2, max_crashes=1, max_power_losses=1,
-                                        max_disk_losses=1, torn_writes=True, max_batch_records=2)),
-    ("kip-966", dict(replicas=2), Scope(max_records=1, max_epoch=1, max_crashes=1, max_power_losses=1,
-                                                   torn_writes=True, garbage_tails=True, max_corruptions=1,
-                                                   max_disk_failures=1, max_fsync_failures=1, flushes=True)),
-    ("kip-966", dict(replicas=2), Scope(max_records=1, max_epoch=1, max_crashes=0, max_leader_moves=1,
-                                        max_zombies=1, partial_fetches=True, hw_checkpoints=True, max_clock=1)),
-]
 
 
 def _replays_to(config, trace, prop):
@@ -137,7 +108,7 @@ def test_the_one_pass_fingerprint_hashes_the_readable_key(protocol):
 def test_fingerprints_are_the_same_in_every_process():
     code = ("import hashlib; from isrcheck.model import *; from isrcheck.model.budget import FaultLedger; "
             "from isrcheck.model.explorer import fingerprint, reachable_states; "
-            "from tests.model.test_symmetry import ALL_FAULTS; "
+            "import sys; sys.path.insert(0, 'tests'); from explorer_scopes import ALL_FAULTS; "
             "led = FaultLedger(losers=(1,), stale_reads=True, known=('last-replica-standing',)); "
             "print(hashlib.sha256(repr([fingerprint(ALL_FAULTS, s, led) for s in "
             "reachable_states(ModelConfig(protocol='kip-966'), ALL_FAULTS, max_states=3000)]).encode()).hexdigest())")

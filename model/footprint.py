@@ -1,0 +1,499 @@
+"""What each step reads and writes, as bits of a location map: the independence relation of the
+explorer's partial-order reduction (``reduction.py``).
+
+A location is one field of one broker's replica, one field of the controller (a broker's epoch
+there per broker), one message FIFO per kind and broker, the clock, one ghost field of the history,
+or one part of the fault ledger (a loser per broker, the stale-read flag, one known loss per name).
+Two steps are independent when neither writes what the other reads or writes: then each leaves
+the other enabled (or disabled) and they give the same state, history and ledger in either order.
+
+Some locations only ever grow by a union or a counter increment (``ADD`` below: the acknowledged
+and consumed records, the regression flag, the fault counters and the ledger's sets): two steps
+that only add to one commute, and only a step that reads it depends on one that adds to it.
+
+``reads`` is what a step of a group may read in a given state, and also every location it may
+assign (an assignment of a location's current value is no change, but it makes the step's effect
+depend on it): its guard, the explorer's scope constraints, its effect, the history's and the
+ledger's bookkeeping, and the pruning of Last Replica Standing. Where what it reads depends on the
+state (the leader a follower fetches from, a LeaderAndIsr's contents) those determinants are read
+too, so as long as nothing writes what a step reads, it reads, does and writes the same.
+``reads(..., None)`` and ``writes`` are the same for any state: what the persistent sets ask of
+the steps they leave out. ``changed`` is what a step actually changed, from the states around it.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple
+
+from .alphabet import MESSAGE_KINDS, Step
+from .budget import loses_data
+from .history import History
+from .losses import DEPOSED_LEADER_HW, FAST_BOUNCE_AFTER_LOSS, LAST_REPLICA_STANDING, STALE_ISR_EXPANSION
+from .losses import last_replica_standing
+from .state import Controller, Replica, State
+
+_REP = Replica._fields
+_CTRL = tuple(f for f in Controller._fields if f != "broker_epochs")
+_QUEUES = tuple(MESSAGE_KINDS.values())  # State fields 2..6, in State's order
+_HISTORY = History._fields               # State fields 8.., in State's order
+_ADDED = ("acked", "consumed", "consumer_hw_regressed") + _HISTORY[5:]  # unions, a flag set once, counters
+_KNOWN = (LAST_REPLICA_STANDING.name, FAST_BOUNCE_AFTER_LOSS.name, STALE_ISR_EXPANSION.name, DEPOSED_LEADER_HW.name)
+# FaultLedger.after's lists: the steps that may change a ledger, and those that may advance an HW
+_HW_STEPS = frozenset(("produce", "handle_fetch", "shrink_isr", "expand_isr", "handle_alter_partition_response",
+                       "tick", "deliver_leader_and_isr"))
+_LEDGER_STEPS = frozenset(("consume", "crash", "lose_disk", "restart", "rejoin", "fence", "elect",
+                           "handle_alter_partition", "corrupt", "fail_disk", "corrupt_live")) | _HW_STEPS
+# the steps that may replace the controller's state (the ledger's Last Replica Standing check)
+_CONTROLLER_STEPS = frozenset(("elect", "fence", "handle_alter_partition", "rejoin", "restart", "fail_disk"))
+_DATA_LOSSES = frozenset(("crash", "lose_disk", "corrupt", "fail_disk", "corrupt_live"))  # where loses_data may hold
+
+
+class Layout:
+    """The bit of every location of a cluster of ``n`` brokers (masks are Python ints)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        bit = iter(range(10_000))
+
+        def one() -> int:
+            return 1 << next(bit)
+
+        self.rep = [{f: one() for f in _REP} for _ in range(n)]
+        self.ctrl = {f: one() for f in _CTRL}
+        self.bepoch = [one() for _ in range(n)]
+        self.queue = {q: [one() for _ in range(n)] for q in _QUEUES}
+        self.now = one()
+        self.hist = {h: one() for h in _HISTORY}
+        self.losers = [one() for _ in range(n)]
+        self.stale_reads = one()
+        self.known = {k: one() for k in _KNOWN}
+        self.size = next(bit)
+        self.rep_all = [sum(r.values()) for r in self.rep]
+        self.ctrl_all = sum(self.ctrl.values())
+        self.queues_of = [sum(self.queue[q][x] for q in _QUEUES) for x in range(n)]
+        self.everything = (1 << self.size) - 1
+        self.added = sum(self.hist[h] for h in _ADDED) | sum(self.losers) | self.stale_reads | sum(self.known.values())
+
+    def field(self, name: str, brokers=None) -> int:
+        """A replica field of ``brokers`` (default: all)."""
+        return sum(self.rep[x][name] for x in (range(self.n) if brokers is None else brokers))
+
+    def fields(self, x: int, *names: str) -> int:
+        return sum(self.rep[x][f] for f in names)
+
+    def queues(self, q: str) -> int:
+        return sum(self.queue[q])
+
+
+@lru_cache(maxsize=8)
+def layout(n: int) -> Layout:
+    return Layout(n)
+
+
+class Context(NamedTuple):
+    """What the footprints depend on besides the state: the cluster, the scope and the variant's
+    known losses the fault ledger watches."""
+
+    L: Layout
+    rounds: bool            # fetch rounds as one transition
+    watch: frozenset        # the known losses the ledger records (the variant's)
+    losses: bool            # a step of the scope may lose data (power loss, lost disk, corruption)
+    exclude_lrs: bool       # the explorer prunes Last Replica Standing
+    stale_scope: bool       # the scope check of handle_alter_partition (exclude_known_losses, KIP-903)
+
+
+def context(config, scope) -> Context:
+    known = config.rules.known_losses
+    losses = (scope.max_power_losses > 0 or scope.max_disk_losses > 0 or scope.max_live_corruptions > 0
+              or scope.max_fsync_failures > 0)
+    return Context(layout(config.replicas), scope.fetch_rounds, frozenset(known), losses,
+                   scope.exclude_known_losses and LAST_REPLICA_STANDING.name in known,
+                   scope.exclude_known_losses and STALE_ISR_EXPANSION.name in known)
+
+
+def group(st: Step) -> tuple:
+    """The group a step belongs to: the steps of one kind and broker (and message kind, or target),
+    whatever their other fields; a persistent set holds a group whole."""
+    return (st.name, st.replica, st.arg if st.name == "drop" else None)
+
+
+# -- reads ------------------------------------------------------------------------------------------
+
+def reads(ctx: Context, g: tuple, s: State | None) -> int:
+    """What a step of group ``g`` may read or assign in ``s`` (None: in any state), its ledger
+    bookkeeping and pruning aside (``ledger_reads``)."""
+    L = ctx.L
+    name, b, arg = g
+    q = L.queue
+    h = L.hist
+    if name == "produce":
+        return L.rep_all[b] | L.now | h["records_produced"]
+    if name == "consume":
+        return L.rep_all[b] | h["max_consumer_hw"] | L.ctrl["leader_epoch"]
+    if name == "send_fetch":
+        lead = _leaders(L, s, b)
+        if not ctx.rounds:
+            return L.rep_all[b] | q["fetch_requests"][b] | q["fetch_responses"][b] | L.field("alive", lead)
+        return L.rep_all[b] | sum(L.rep_all[d] for d in lead) | L.now  # no fetch message outlives a round
+    if name == "handle_fetch":
+        if s is None:
+            lead = range(L.n)
+        else:
+            lead = [s.fetch_requests[b][0].leader] if s.fetch_requests[b] else []
+        return (q["fetch_requests"][b] | q["fetch_responses"][b] | L.rep[b]["alive"] | L.now
+                | sum(L.rep_all[d] for d in lead))
+    if name == "handle_fetch_response":
+        return L.rep_all[b] | q["fetch_responses"][b]
+    if name == "deliver_leader_and_isr":
+        return q["leader_and_isr"][b] | L.rep_all[b] | L.now
+    if name in ("shrink_isr", "expand_isr"):
+        return L.rep_all[b] | L.now | q["alter_partition"][b]
+    if name == "handle_alter_partition":
+        m = q["alter_partition"][b] | q["alter_partition_responses"][b] | L.ctrl_all | sum(L.bepoch) | L.rep[b]["alive"]
+        if ctx.stale_scope:
+            m |= L.rep[b]["remote_leo"] | L.field("log")
+        return m
+    if name == "handle_alter_partition_response":
+        return L.rep_all[b] | q["alter_partition_responses"][b]
+    if name in ("elect", "fence"):
+        return L.ctrl_all | L.field("alive") | L.queues("leader_and_isr") | h["leader_moves"] | h["zombies"]
+    if name == "rejoin":
+        return L.rep_all[b] | L.ctrl_all | L.bepoch[b] | q["leader_and_isr"][b]
+    if name == "crash":
+        return L.rep_all[b] | _own_queues(ctx, b) | _fetch_queues(ctx) | h["crashes"] | h["power_losses"]
+    if name == "restart":
+        m = L.rep_all[b] | L.ctrl_all | L.bepoch[b] | q["leader_and_isr"][b] | h["bounces"]
+        if s is None or s.replicas[b].unclean_shutdown:  # the controller takes it out first, telling everyone
+            m |= L.queues("leader_and_isr") | L.field("alive")
+        return m
+    if name == "tick":
+        return L.now | L.field("pending_produces")
+    if name == "drop":
+        m = q[MESSAGE_KINDS[arg]][b] | h["drops"]
+        if arg in ("alter_partition", "alter_partition_response"):  # a lost proposal is proposed again
+            m |= L.rep_all[b] | q["alter_partition"][b]
+        return m
+    if name == "fail_disk":  # a crash, then a fence
+        return (reads(ctx, ("crash", b, None), s) | reads(ctx, ("fence", b, None), s)
+                | h["disk_failures"] | h["fsync_failures"])
+    counter = _OWN_COUNTER.get(name)  # lose_disk, flush, checkpoint_hw, corrupt, corrupt_live
+    return L.rep_all[b] | (h[counter] if counter else 0)
+
+
+_OWN_COUNTER = {"lose_disk": "disk_losses", "corrupt": "corruptions", "corrupt_live": "live_corruptions"}
+
+
+def _fetch_queues(ctx: Context) -> int:
+    """Every fetch request and response FIFO; none in fetch rounds, where no fetch message is in
+    flight between transitions (a crash that drops those to it drops nothing)."""
+    return 0 if ctx.rounds else ctx.L.queues("fetch_requests") | ctx.L.queues("fetch_responses")
+
+
+def _own_queues(ctx: Context, b: int) -> int:
+    """The FIFOs a crash of ``b`` empties (its fetch ones only outside fetch rounds)."""
+    L = ctx.L
+    return L.queues_of[b] & ~(0 if not ctx.rounds else L.queue["fetch_requests"][b] | L.queue["fetch_responses"][b])
+
+
+def _leaders(L: Layout, s: State | None, f: int) -> list[int]:
+    """The brokers follower ``f`` may fetch from in ``s`` (None: any other)."""
+    if s is None:
+        return [d for d in range(L.n) if d != f]
+    d = s.replicas[f].leader
+    return [d] if d >= 0 and d != f else []
+
+
+def ledger_reads(ctx: Context, name: str, b: int, s: State | None, ledger=None, st: Step | None = None,
+                 after: State | None = None) -> int:
+    """What ``FaultLedger.after`` reads for step ``st`` of kind ``name`` on broker ``b``, taken in
+    ``s`` with ``ledger`` to ``after`` (``s`` None: for any such step, anywhere). A fetch round's
+    ledger step is its handle_fetch."""
+    L = ctx.L
+    if name not in _LEDGER_STEPS:
+        return 0
+    if name == "consume":
+        return L.rep_all[b] | L.ctrl["leader_epoch"]
+    watch = ctx.watch
+    if not watch:
+        return 0
+    m = 0
+    # Last Replica Standing is checked when the controller changed or a broker lost data; it needs
+    # a broker that lost power or its disk, so without data losses in the scope it reads nothing
+    gate = ctx.losses and (s is None or s.controller is not after.controller or loses_data(st))
+    if gate:
+        m |= L.ctrl["isr"] | L.field("power_lost")
+    if DEPOSED_LEADER_HW.name in watch:
+        m |= L.known[LAST_REPLICA_STANDING.name]
+        if (s is None and ctx.losses) or (s is not None and DEPOSED_LEADER_HW.name not in ledger.known and (
+                LAST_REPLICA_STANDING.name in ledger.known or (gate and last_replica_standing(after)))):
+            # a deposed leader living on after Last Replica Standing
+            m |= L.field("alive") | L.field("leader") | L.field("leader_epoch") | L.field("hw") | L.ctrl["leader_epoch"]
+        if name in _HW_STEPS:  # a deposed leader advancing its HW: only a broker whose HW rose counts
+            rose = range(L.n) if s is None else [x for x in range(L.n) if after.replicas[x].hw > s.replicas[x].hw]
+            if rose:
+                m |= L.ctrl["leader_epoch"] | sum(L.rep_all[x] for x in rose)
+    if name == "handle_alter_partition" and STALE_ISR_EXPANSION.name in watch:
+        m |= sum(L.losers)
+        if (s is None and ctx.losses) or (s is not None and ledger.losers):
+            m |= L.ctrl["isr"] | L.rep[b]["hw"] | L.field("log")
+    return m
+
+
+def ledger_step(ctx: Context, g: tuple) -> str:
+    """The step kind whose ledger bookkeeping a transition of group ``g`` does (a fetch round's is
+    its handle_fetch: send_fetch and handle_fetch_response change nothing the ledger reads)."""
+    return "handle_fetch" if g[0] == "send_fetch" and ctx.rounds else g[0]
+
+
+def prune_reads(ctx: Context, s: State, after: State) -> int:
+    """What the explorer's pruning of Last Replica Standing reads for a step from ``s`` to ``after``."""
+    if ctx.exclude_lrs and _touches_lrs(s, after):
+        return ctx.L.ctrl["isr"] | ctx.L.field("power_lost")
+    return 0
+
+
+def static_reads(ctx: Context, g: tuple) -> int:
+    """Everything a step of group ``g`` may read in any state, its bookkeeping and pruning included."""
+    L = ctx.L
+    m = reads(ctx, g, None) | ledger_reads(ctx, ledger_step(ctx, g), g[1], None)
+    if ctx.exclude_lrs and writes(ctx, g) & (L.ctrl["isr"] | L.field("power_lost")):
+        m |= L.ctrl["isr"] | L.field("power_lost")
+    return m
+
+
+def _touches_lrs(s: State, after: State) -> bool:
+    """Whether a step from ``s`` to ``after`` may change what ``last_replica_standing`` reads."""
+    if s.controller.isr != after.controller.isr:
+        return True
+    return any(p.power_lost != q.power_lost for p, q in zip(s.replicas, after.replicas))
+
+
+# -- what may enable a disabled step ----------------------------------------------------------------
+
+def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
+    """For group ``g``, none of whose steps is enabled in ``s`` (its scope bounds aside, checked by
+    the caller): ``(locations, queues)`` such that none of its steps becomes enabled before a step
+    changes one of ``locations`` or adds a message to one of ``queues``. Per step one condition it
+    fails is enough; where several may fail, what they all read."""
+    L = ctx.L
+    name, b, arg = g
+    q = L.queue
+    rep = s.replicas[b] if b >= 0 else None
+    alive = L.rep[b]["alive"] if b >= 0 else 0
+    if name in ("produce", "consume", "send_fetch", "shrink_isr", "expand_isr", "rejoin", "crash",
+                "lose_disk", "flush", "checkpoint_hw", "corrupt", "fail_disk", "corrupt_live", "handle_fetch_response"):
+        if name not in ("lose_disk", "corrupt") and not rep.alive:
+            return alive, 0  # every one of these needs its broker up (lose_disk and corrupt: down)
+    if name == "produce":
+        if rep.leader != b:
+            return L.rep[b]["leader"], 0
+        return L.fields(b, "isr") | L.hist["records_produced"], 0  # acks=all below min ISR, or records
+    if name == "send_fetch":
+        if rep.leader < 0 or rep.leader == b:
+            return L.rep[b]["leader"], 0
+        own = L.fields(b, "leader", "leader_epoch")
+        if not ctx.rounds:  # a fetch outstanding under its current leadership
+            return own | q["fetch_requests"][b] | q["fetch_responses"][b], 0
+        return own | L.rep[rep.leader]["alive"], 0  # a round is lost to a dead leader
+    if name == "handle_fetch":
+        return 0, q["fetch_requests"][b]
+    if name == "handle_fetch_response":
+        return 0, q["fetch_responses"][b]
+    if name == "deliver_leader_and_isr":
+        if not s.leader_and_isr[b]:
+            return 0, q["leader_and_isr"][b]
+        return q["leader_and_isr"][b] | L.fields(b, "leader_epoch", "partition_epoch"), 0  # each one ignored
+    if name in ("shrink_isr", "expand_isr"):
+        if rep.leader != b or rep.pending_isr is not None:
+            return L.fields(b, "leader", "pending_isr"), 0
+        return L.rep_all[b] | L.now, 0
+    if name == "handle_alter_partition":
+        if not s.alter_partition[b]:
+            return 0, q["alter_partition"][b]
+        return reads(ctx, g, s), 0  # refused by the scope (a known loss left out)
+    if name == "handle_alter_partition_response":
+        if not rep.alive:
+            return alive, 0
+        return 0, q["alter_partition_responses"][b]
+    if name == "rejoin":
+        return L.ctrl["fenced"], 0
+    if name == "crash":
+        return L.fields(b, "log", "durable"), 0  # a power loss keeping or tearing more batches than unflushed
+    if name in ("restart", "lose_disk", "corrupt"):
+        if rep.alive:
+            return alive, 0
+        if name == "restart":
+            return L.ctrl["fenced"], 0  # a fast bounce past its bound
+        return L.fields(b, "power_lost", "durable"), 0
+    if name == "drop":
+        return 0, q[MESSAGE_KINDS[arg]][b]
+    if name == "fence":
+        return L.ctrl["fenced"] | L.ctrl["leader"] | L.ctrl["leader_epoch"] | alive, 0
+    if name == "elect":
+        return L.ctrl_all, 0
+    return reads(ctx, g, s), 0  # flush, checkpoint_hw, fail_disk, corrupt_live, consume: what they read
+
+
+def pushes(ctx: Context, g: tuple) -> int:
+    """The FIFOs a step of group ``g`` may add a message to, in any state."""
+    L = ctx.L
+    name, b, arg = g
+    q = L.queue
+    if name == "send_fetch":
+        return 0 if ctx.rounds else q["fetch_requests"][b]
+    if name == "handle_fetch":
+        return q["fetch_responses"][b]
+    if name in ("shrink_isr", "expand_isr"):
+        return q["alter_partition"][b]
+    if name == "handle_alter_partition":
+        return q["alter_partition_responses"][b]
+    if name in ("elect", "fence", "fail_disk", "restart"):
+        return L.queues("leader_and_isr")
+    if name == "rejoin":
+        return q["leader_and_isr"][b]
+    if name == "drop" and arg in ("alter_partition", "alter_partition_response"):
+        return q["alter_partition"][b]
+    return 0
+
+
+# -- writes -------------------------------------------------------------------------------------------
+
+_FOLLOWER_WRITES = ("log", "durable", "hw", "truncating_epoch", "bad_batch")  # append, truncate, epoch answers
+_SERVED_WRITES = ("remote_leo", "remote_broker_epoch", "last_caught_up", "hw", "pending_produces")  # a leader serving a fetch
+_CRASH_WRITES = ("alive", "durable", "hw_checkpoint", "pending_produces", "power_lost", "unclean_shutdown")
+_PARTITION_CHANGE = ("leader", "leader_epoch", "isr", "elr", "partition_epoch", "last_known_leader")
+
+
+def writes(ctx: Context, g: tuple) -> int:
+    """Every location a step of group ``g`` may change, in any state (adds included)."""
+    L = ctx.L
+    name, b, arg = g
+    q = L.queue
+    h = L.hist
+    ctrl = L.ctrl
+    others = [x for x in range(L.n) if x != b]
+    served = sum(L.fields(x, *_SERVED_WRITES) for x in others) | h["acked"]
+    m = _ledger_writes(ctx, g)
+    if name == "produce":
+        return m | L.fields(b, "log", "durable", "pending_produces", "hw") | h["records_produced"] | h["acked"]
+    if name == "consume":
+        return m | h["max_consumer_hw"] | h["consumed"] | h["consumer_hw_regressed"]
+    if name == "send_fetch":
+        if ctx.rounds:  # the whole round; its messages never outlive it
+            return m | L.fields(b, *_FOLLOWER_WRITES) | served
+        return m | q["fetch_requests"][b]
+    if name == "handle_fetch":
+        return m | q["fetch_requests"][b] | q["fetch_responses"][b] | served
+    if name == "handle_fetch_response":
+        return m | q["fetch_responses"][b] | L.fields(b, *_FOLLOWER_WRITES)
+    if name == "deliver_leader_and_isr":
+        return m | q["leader_and_isr"][b] | (L.rep_all[b] & ~L.fields(b, "alive", "hw_checkpoint", "power_lost", "broker_epoch",
+                                                                         "unclean_shutdown")) | h["acked"]
+    if name == "shrink_isr":
+        return m | L.fields(b, "pending_isr", "pending_epochs") | q["alter_partition"][b]
+    if name == "expand_isr":
+        return m | L.fields(b, "pending_isr", "pending_epochs", "hw", "pending_produces") | q["alter_partition"][b] | h["acked"]
+    if name == "handle_alter_partition":
+        return (m | q["alter_partition"][b] | q["alter_partition_responses"][b]
+                | ctrl["isr"] | ctrl["elr"] | ctrl["partition_epoch"])
+    if name == "handle_alter_partition_response":
+        return (m | q["alter_partition_responses"][b] | h["acked"]
+                | L.fields(b, "pending_isr", "pending_epochs", "isr", "partition_epoch", "hw", "pending_produces"))
+    if name == "elect":
+        return m | sum(ctrl[f] for f in _PARTITION_CHANGE) | L.queues("leader_and_isr") | h["leader_moves"]
+    if name == "fence":
+        return m | sum(ctrl[f] for f in _PARTITION_CHANGE) | ctrl["fenced"] | L.queues("leader_and_isr") | h["zombies"]
+    if name == "rejoin":
+        return m | ctrl["fenced"] | L.bepoch[b] | L.rep[b]["broker_epoch"] | q["leader_and_isr"][b]
+    if name == "crash":
+        return m | L.fields(b, *_CRASH_WRITES) | _own_queues(ctx, b) | _fetch_queues(ctx) | h["crashes"] | h["power_losses"]
+    if name == "restart":
+        return m | L.rep_all[b] | L.ctrl_all | L.bepoch[b] | L.queues("leader_and_isr") | h["bounces"]
+    if name == "lose_disk":
+        return m | L.fields(b, "log", "durable", "hw", "hw_checkpoint", "bad_batch", "power_lost",
+                            "unclean_shutdown") | h["disk_losses"]
+    if name == "flush":
+        return m | L.fields(b, "durable", "hw_checkpoint")
+    if name == "checkpoint_hw":
+        return m | L.rep[b]["hw_checkpoint"]
+    if name == "tick":
+        return m | L.now | L.field("pending_produces")
+    if name == "drop":
+        m |= q[MESSAGE_KINDS[arg]][b] | h["drops"]
+        if arg in ("alter_partition", "alter_partition_response"):
+            m |= q["alter_partition"][b] | L.fields(b, "pending_isr", "pending_epochs")
+        return m
+    if name == "corrupt":
+        return m | L.rep[b]["durable"] | h["corruptions"]
+    if name == "fail_disk":
+        return (m | writes(ctx, ("crash", b, None)) | writes(ctx, ("fence", b, None)) | h["disk_failures"]
+                | h["fsync_failures"])
+    if name == "corrupt_live":
+        return m | L.rep[b]["bad_batch"] | h["live_corruptions"]
+    raise ValueError(f"no footprint for step {name}")
+
+
+def _ledger_writes(ctx: Context, g: tuple) -> int:
+    """The ledger parts a step of group ``g`` may add to. Only Last Replica Standing and the
+    losers are read by steps (``ledger_reads``), so only theirs are narrowed to what may happen in
+    the scope; the others are never read by a step, only by fault budgets."""
+    L = ctx.L
+    name, b = ledger_step(ctx, g), g[1]
+    if name == "consume":
+        return L.stale_reads
+    if name not in _LEDGER_STEPS:
+        return 0
+    m = L.losers[b] if name in _DATA_LOSSES and ctx.losses else 0
+    if not ctx.watch:
+        return m
+    m |= L.known[DEPOSED_LEADER_HW.name] | L.known[FAST_BOUNCE_AFTER_LOSS.name] | L.known[STALE_ISR_EXPANSION.name]
+    if ctx.losses and (name in _CONTROLLER_STEPS or name in _DATA_LOSSES):
+        m |= L.known[LAST_REPLICA_STANDING.name]  # only a broker that lost power or its disk makes one
+    return m
+
+
+# -- what a step changed ---------------------------------------------------------------------------------
+
+def changed(L: Layout, s: State, t: State) -> int:
+    """The locations whose value differs between ``s`` and its successor ``t`` (ledger aside)."""
+    m = 0
+    if s[0] is not t[0]:
+        for x, (p, r) in enumerate(zip(s[0], t[0])):
+            if p is not r:
+                bits = L.rep[x]
+                for f, u, v in zip(_REP, p, r):
+                    if u is not v and u != v:
+                        m |= bits[f]
+    c, d = s[1], t[1]
+    if c is not d:
+        for f in _CTRL:
+            if getattr(c, f) != getattr(d, f):
+                m |= L.ctrl[f]
+        for x, (u, v) in enumerate(zip(c.broker_epochs, d.broker_epochs)):
+            if u != v:
+                m |= L.bepoch[x]
+    for k, qname in enumerate(_QUEUES, start=2):
+        a, z = s[k], t[k]
+        if a is not z:
+            bits = L.queue[qname]
+            for x, (u, v) in enumerate(zip(a, z)):
+                if u != v:
+                    m |= bits[x]
+    if s[7] != t[7]:
+        m |= L.now
+    for hname, u, v in zip(_HISTORY, s[8:], t[8:]):
+        if u is not v and u != v:
+            m |= L.hist[hname]
+    return m
+
+
+def ledger_changed(L: Layout, before, after) -> int:
+    """The ledger parts that differ between two fault ledgers."""
+    if before is after:
+        return 0
+    m = L.stale_reads if before.stale_reads != after.stale_reads else 0
+    for x in set(before.losers) ^ set(after.losers):
+        m |= L.losers[x]
+    for k in set(before.known) ^ set(after.known):
+        m |= L.known[k]
+    return m
