@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from isrcheck.conformance.engines.apache.admin import ClusterView, cluster_view
+from isrcheck.conformance.engines.experiment.spec import REQUESTS
 from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.impl.protocol import ApiKey
 
@@ -132,6 +133,16 @@ class ClusterDriver:
 
     def cut(self, a: int, b: int) -> None:
         self.cluster.cut(a, b)
+
+    def hold_report(self) -> dict:
+        """The plan's holds: ``{"holds": [[broker, request, held, delivered], ...]}`` (none: {})."""
+        names = {key: name for name, key in REQUESTS.items()}
+        report = [[b, names.get(key, key), *self._counts(b, key)] for b, key in sorted(self.holds)]
+        return {"holds": report} if report else {}
+
+    def controller_evidence(self) -> dict:
+        """What the controller's own log says about the experiment (Apache Kafka's; {} without one)."""
+        return {}
 
     def requests_state(self, state: str, nodes: list[int]) -> bool:
         """``held``: each node's holds kept a request back; ``delivered``: a request each node's
@@ -289,6 +300,18 @@ class ApacheDriver(ClusterDriver):
     def heal(self) -> None:
         self.cluster.heal()
         self.holds = {}
+
+    def controller_evidence(self) -> dict:
+        """The controller's reasons for rejecting an AlterPartition of the experiment's partition
+        (``ReplicationControlManager``'s INFO lines: ``ineligible replicas [1 (broker epoch
+        mismatch: ...)]``), each once."""
+        reasons = []
+        for log in sorted(self.cluster.controller.logs.glob("*.log")):
+            with open(log, encoding="utf-8", errors="replace") as f:
+                reasons += [line.split(" because ", 1)[1].split(". (org.apache")[0].strip() for line in f
+                            if "Rejecting AlterPartition" in line and f" for {TOPIC}-0 because " in line]
+        found = list(dict.fromkeys(reasons))
+        return {"alter_partition_rejected": found} if found else {}
 
     def close(self) -> None:
         self.cluster.stop()
