@@ -17,6 +17,7 @@ without: kip-903) and makes a driver per repetition.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,9 @@ NETWORK_STEPS = {"partition", "cut", "hold-requests"}  # Apache Kafka: a network
 
 
 HOLDING, RELEASED, DELIVERED = "holding", "released", "delivered"  # a hold's course
+# the reason in a controller's "Rejecting AlterPartition ... because REASON" line (4.0: "... in the new
+# ISR [...]. (logger)", 4.4: "... in the new ISR. Proposed ISR was ...")
+_REASON = re.compile(r" because (.*?)(?: in the new ISR|\. Proposed ISR|\. \(org\.apache|$)")
 
 
 def _own_request(api_key: int) -> str | None:
@@ -308,7 +312,7 @@ class ApacheDriver(ClusterDriver):
         reasons = []
         for log in sorted(self.cluster.controller.logs.glob("*.log")):
             with open(log, encoding="utf-8", errors="replace") as f:
-                reasons += [line.split(" because ", 1)[1].split(". (org.apache")[0].strip() for line in f
+                reasons += [_REASON.search(line)[1] for line in f
                             if "Rejecting AlterPartition" in line and f" for {TOPIC}-0 because " in line]
         found = list(dict.fromkeys(reasons))
         return {"alter_partition_rejected": found} if found else {}
