@@ -87,7 +87,8 @@ def test_kafka_14139_loses_the_writes_before_kip_903_on_isrchecks_cluster(tmp_pa
                             parse_cluster("isrcheck:kip-320"), 1, tmp_path)
     rep = result.repetitions[0]
     assert rep.reached and result.verdict == AGREE and rep.outcomes == ("lost-write",), (rep.missed, rep.outcomes)
-    assert rep.cluster["holds"] == [[0, "AlterPartition", 1, 1]]  # one request held, then delivered
+    [[_leader, request, held, delivered]] = rep.cluster["holds"]
+    assert request == "AlterPartition" and held >= 1 and delivered == 1  # later ones (a shrink) stay held
 
 
 def _on_kafka(name: str, cluster: str, elr: str, tmp_path):
