@@ -18,6 +18,7 @@ without: kip-903) and makes a driver per repetition.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,7 @@ NETWORK_STEPS = {"partition", "cut", "hold-requests"}  # Apache Kafka: a network
 
 
 HOLDING, RELEASED, DELIVERED = "holding", "released", "delivered"  # a hold's course
+DELIVERY_SETTLE_S = 3.0  # Apache Kafka: a release is delivered once nothing more passed for this long
 # the reason in a controller's "Rejecting AlterPartition ... because REASON" line (4.0: "... in the new
 # ISR [...]. (logger)", 4.4: "... in the new ISR. Proposed ISR was ...")
 _REASON = re.compile(r" because (.*?)(?: in the new ISR|\. Proposed ISR|\. \(org\.apache|$)")
@@ -248,6 +250,7 @@ class ApacheDriver(ClusterDriver):
         self.brokers, self.controller = list(self.cluster.brokers), CONTROLLER_ID
         self.bootstrap = self.cluster.bootstrap
         self.holds: dict[tuple[int, int], str] = {}  # (broker, api key) -> HOLDING, RELEASED or DELIVERED
+        self._passed: dict[tuple[int, int], tuple[int, float]] = {}  # released hold -> (segments passed, since)
 
     def start(self) -> None:
         """Start the cluster; with the lazy file system, what formatting and starting wrote is then
@@ -291,14 +294,26 @@ class ApacheDriver(ClusterDriver):
         self.holds[(b, api_key)] = RELEASED
 
     def _counts(self, b: int, api_key: int) -> tuple[int, int]:
-        """(held, delivered since the release), in TCP segments; once a released request is seen
-        delivered, later ones are held again (as on isrcheck's cluster)."""
-        if self.holds.get((b, api_key)) == DELIVERED:
-            return self.cluster.hold_counts(b, api_key)[0], 1
+        """(held, delivered since the release), in TCP segments. Delivered counts once segments
+        passed and then none for DELIVERY_SETTLE_S: Kafka's AlterPartitionManager keeps one request
+        in flight and sends what queued behind it (other partitions' changes) as soon as it is
+        answered, and those belong to the release too. Then later requests are held again (as on
+        isrcheck's cluster)."""
+        key = (b, api_key)
         held, delivered = self.cluster.hold_counts(b, api_key)
-        if delivered and self.holds.get((b, api_key)) == RELEASED:
-            self.cluster.rearm(b, api_key)
-            self.holds[(b, api_key)] = DELIVERED
+        if self.holds.get(key) == DELIVERED:
+            return held, 1
+        if not delivered or self.holds.get(key) != RELEASED:
+            return held, 0
+        now = time.monotonic()
+        seen = self._passed.get(key)
+        if seen is None or seen[0] != delivered:
+            self._passed[key] = (delivered, now)
+            return held, 0
+        if now - seen[1] < DELIVERY_SETTLE_S:
+            return held, 0
+        self.cluster.rearm(b, api_key)
+        self.holds[key] = DELIVERED
         return held, delivered
 
     def heal(self) -> None:
