@@ -43,7 +43,8 @@ request names) from reaching the controller while everything else flows (its hea
 requests); ``{"do": "release-requests", ...}`` lets those held so far arrive, in order, and holds
 later ones still; ``heal`` (and the end of the plan) ends every cut and hold. The states ``held``
 (the node's hold kept a request back) and ``delivered`` (a request it held reached the controller
-after the release) tell where a hold is. A request isrcheck's brokers never send
+after the release; on Apache Kafka once nothing more passed for a few seconds, so that what the
+broker queued behind the held request passed too) tell where a hold is. A request isrcheck's brokers never send
 (AssignReplicasToDirs) holds nothing there.
 
 A bad file is a UsageError naming the file and the field (``plan[3].until``): exit 2.
