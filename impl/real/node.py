@@ -19,16 +19,12 @@ keeps its logs on the plain OS file system (no journal: no power loss can be pla
 setting ``"journal": true`` on the journaled one (a soak that plays power losses); the controller
 creates ``topics``, auto-creates on request and keeps its metadata in ``DIR/metadata.json``.
 
-Network partitions (``--net-file``): every node polls the file every 100 ms (one ``stat``; it
-reads the file only when that changed) and cuts its links (``TcpTransport.cut``) to the peers the
-file names, healing the others. The file is one JSON object::
-
-    {"cut": [[0, 1], [0, 2], [0, 3000]], "groups": [[0], [1, 2, 3000]]}
-
-``cut`` lists the pairs of node ids (brokers, and the controller as 3000) whose link is cut, both
-ways; ``groups`` is for people and is not read. A missing file, or ``{"cut": []}``, cuts nothing.
-Write it atomically (a temporary file renamed over it), as ``write_net_file`` does. Only the links
-between nodes are cut: Kafka clients reach every broker whatever the file says.
+Network partitions and held requests (``--net-file``): every node polls the file every 100 ms (one
+``stat``; it reads the file only when that changed), cuts its links (``TcpTransport.cut``) to the
+peers the file names, healing the others, and holds the requests it names
+(``TcpTransport.set_holds``): ``netfile`` describes the file and the status file a node that holds
+requests writes beside it. Only the links between nodes are cut: Kafka clients reach every broker
+whatever the file says.
 
 Event log (``--events``): the node writes its protocol events to ``DIR/broker-N.jsonl`` or
 ``DIR/controller.jsonl`` (``isrcheck.impl.eventlog``; docs/validate.md), a restarted broker
@@ -52,7 +48,6 @@ import logging
 import os
 import signal
 import sys
-import time
 
 from ..controller import CONTROLLER_ID, Controller, FileMetadataStore
 from ..eventlog import EventLog, run_header
@@ -63,13 +58,13 @@ from ..replication.broker import Broker
 from ..storage import OsFileSystem
 from .durable import JournaledFileSystem
 from .failing import DISK_FAILURE_FILE, FailingFileSystem
+from .netfile import NetWatcher
 from .runtime import AsyncioScheduler, TcpTransport
 
 KAFKA_HOST = "127.0.0.1"
 METADATA_FILE = "metadata.json"  # the controller's, in its data directory
 
 _STARTED = ".started"  # written once the broker joined the created partition
-NET_POLL_S = 0.1  # how often a node looks at its --net-file
 
 
 _log = logging.getLogger("isrcheck.node")
@@ -87,83 +82,6 @@ def _event(*fields) -> None:
 
 def journal_path(data_dir: str) -> str:
     return data_dir.rstrip("/") + ".journal"
-
-
-# -- network partitions ---------------------------------------------------------------------------
-def cut_pairs(groups) -> list[list[int]]:
-    """Every pair of nodes of different ``groups`` (each an iterable of node ids), smaller id first."""
-    groups = [sorted({int(n) for n in g}) for g in groups]
-    return sorted([min(a, b), max(a, b)] for i, g in enumerate(groups) for h in groups[i + 1:] for a in g for b in h)
-
-
-def write_net_file(path: str, groups=(), *, cut=None) -> None:
-    """Write the net file atomically: the links between nodes of different ``groups`` cut (or the
-    pairs ``cut``); no groups, no cut: every link healed. Each write gets a modification time
-    after the previous one's, so that a node's ``stat`` sees every change."""
-    groups = [sorted({int(n) for n in g}) for g in groups]
-    pairs = cut_pairs(groups) if cut is None else sorted([min(a, b), max(a, b)] for a, b in cut)
-    temp = path + ".tmp"
-    with open(temp, "w", encoding="utf-8") as f:
-        json.dump({"cut": pairs, "groups": groups}, f)
-        f.write("\n")
-    try:
-        previous = os.stat(path).st_mtime_ns
-    except FileNotFoundError:
-        previous = 0
-    now = max(time.time_ns(), previous + 1_000_000)
-    os.utime(temp, ns=(now, now))
-    os.replace(temp, path)
-
-
-def read_cut_peers(path: str, node: int) -> set[int]:
-    """The peers ``node``'s links are cut from, as the net file at ``path`` says (none if it is
-    missing); ValueError if it is not a net file."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            spec = json.load(f)
-    except FileNotFoundError:
-        return set()
-    pairs = spec.get("cut") if isinstance(spec, dict) else None
-    if not isinstance(pairs, list) or not all(
-            isinstance(p, list) and len(p) == 2 and all(isinstance(n, int) and not isinstance(n, bool) for n in p)
-            for p in pairs):
-        raise ValueError(f"{path}: expected {{\"cut\": [[node, node], ...]}}")
-    return {b if a == node else a for a, b in pairs if node in (a, b) and a != b}
-
-
-class NetWatcher:
-    """Applies the net file to ``transport`` for ``node``: ``poll`` once (a ``stat``, a read only
-    when the file changed), ``run`` forever every NET_POLL_S."""
-
-    def __init__(self, path: str, node: int, transport: TcpTransport) -> None:
-        self.path, self.node, self.transport = path, node, transport
-        self._signature: tuple | None = ()  # () never looked; None no file
-
-    def poll(self) -> None:
-        try:
-            st = os.stat(self.path)
-            signature = (st.st_ino, st.st_mtime_ns, st.st_size)
-        except FileNotFoundError:
-            signature = None
-        if signature == self._signature:
-            return
-        self._signature = signature
-        try:
-            peers = read_cut_peers(self.path, self.node) if signature is not None else set()
-        except (OSError, ValueError) as exc:  # kept as it is until the file changes again
-            _log.warning("net file: %s", exc)
-            return
-        current = set(self.transport.cut_peers)
-        if peers == current:
-            return
-        self.transport.heal(current - peers)
-        self.transport.cut(peers - current)
-        _event("net", "cut" if peers else "healed", *sorted(peers))
-
-    async def run(self) -> None:
-        while True:
-            await asyncio.sleep(NET_POLL_S)
-            self.poll()
 
 
 def node_events(directory: str, config: ClusterConfig, scheduler: AsyncioScheduler, transport: TcpTransport,

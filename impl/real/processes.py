@@ -13,7 +13,9 @@ data directory and journal gone (a replaced disk: ``restart(b)`` brings it back 
 dirty pages are gone too (played from the journal, as a power loss).
 
 Network partitions: ``partition(groups)`` cuts every link between nodes of different groups
-(broker ids and the controller, CONTROLLER_ID); ``heal()`` restores them all. They write the net
+(broker ids and the controller, CONTROLLER_ID), ``cut(a, b)`` one link; ``hold(src, dst, request)``
+keeps ``src``'s requests of one kind to ``dst`` from going out, ``release`` lets those held so far
+go, ``held`` counts them; ``heal()`` restores every link and ends every hold. They write the net
 file ``DIR/net.json`` that every node watches (``node`` describes it; ``start`` removes a stale
 one: no file, no cut): a change takes effect in each node within its poll interval (about 100 ms),
 and in nodes started later from their start.
@@ -44,7 +46,8 @@ from ..invariants import BROKEN_INVARIANT_EXIT
 from ..replication import CRASH_KINDS, DISK_IO, ClusterConfig
 from .durable import power_loss
 from .failing import DISK_FAILURE_FILE
-from .node import journal_path, write_net_file
+from .netfile import api_key_of, held_status_path, read_held_status, write_net_file
+from .node import journal_path
 
 NET_FILE = "net.json"
 EVENT_LOG_FILE = "event-log"  # in the cluster's directory: where its event log is (``isrcheck validate DIR``)
@@ -83,6 +86,8 @@ class ProcessCluster:
         self.paused: set[int] = set()
         self.broken: list[tuple[int, int]] = []  # (node, incarnation) halted on a broken invariant
         self.groups: list[list[int]] = []  # the current network partition, [] when healed
+        self.links: set[tuple[int, int]] = set()  # links cut one by one (``cut``)
+        self.holds: dict[tuple[int, int, str], int] = {}  # (from, to, request) -> released
         self.net_file = os.path.join(directory, NET_FILE)
 
     @property
@@ -132,9 +137,11 @@ class ProcessCluster:
         if self.events is not None:  # the cluster's directory names its log, for whoever is given only it
             with open(os.path.join(self.directory, EVENT_LOG_FILE), "w", encoding="utf-8") as f:
                 f.write(os.path.abspath(self.events) + "\n")
-        if os.path.exists(self.net_file):  # every link up, whatever a previous run left
-            os.remove(self.net_file)
-        self.groups = []
+        for node in self.nodes:  # every link up and nothing held, whatever a previous run left
+            for path in (self.net_file, held_status_path(self.net_file, node)):
+                if os.path.exists(path):
+                    os.remove(path)
+        self.groups, self.links, self.holds = [], set(), {}
         self.clock_origin = time.monotonic()
         # brokers first (their imports overlap), heartbeating into the void until the controller
         # listens: its sessions start when it does, and must not expire before they are up
@@ -294,14 +301,49 @@ class ProcessCluster:
         rest = [n for n in known if n not in seen]
         if rest:
             named.append(rest)
-        write_net_file(self.net_file, named)
         self.groups = named if len(named) > 1 else []
+        self._write_net()
         return named
 
+    def cut(self, a: int, b: int) -> None:
+        """Cut the link between nodes ``a`` and ``b``, both ways, besides any partition."""
+        self._known(a, b)
+        if a == b:
+            raise ValueError(f"cut: a link joins two different nodes, got {a} and {b}")
+        self.links.add((min(a, b), max(a, b)))
+        self._write_net()
+
+    def hold(self, src: int, dst: int, request: str) -> None:
+        """Node ``src`` holds the requests ``request`` (``alter_partition``, ...) it sends to ``dst``
+        (netfile); the counts are ``held``'s."""
+        self._known(src, dst)
+        api_key_of(request)  # ValueError for a request the nodes do not know
+        self.holds.setdefault((src, dst, request), 0)
+        self._write_net()
+
+    def release(self, src: int, dst: int, request: str) -> None:
+        """The requests held so far go on; later ones stay held."""
+        held, _ = self.held(src, dst, request)
+        self.holds[(src, dst, request)] = max(held, self.holds.get((src, dst, request), 0))
+        self._write_net()
+
+    def held(self, src: int, dst: int, request: str) -> tuple[int, int]:
+        """(held, delivered) of that hold, as ``src`` reports it ((0, 0) before it reported)."""
+        return read_held_status(self.net_file, src).get((src, dst, request), (0, 0))
+
+    def _known(self, *nodes: int) -> None:
+        unknown = [n for n in nodes if n not in self.nodes]
+        if unknown:
+            raise ValueError(f"unknown nodes {unknown} (nodes: {self.nodes})")
+
+    def _write_net(self) -> None:
+        write_net_file(self.net_file, self.groups, cut=self.links,
+                       hold=[[*key, released] for key, released in sorted(self.holds.items())])
+
     def heal(self) -> None:
-        """Every link restored (within each node's poll interval)."""
-        write_net_file(self.net_file)
-        self.groups = []
+        """Every link restored and every held request sent on (within each node's poll interval)."""
+        self.groups, self.links, self.holds = [], set(), {}
+        self._write_net()
 
     def stop(self) -> None:
         for broker, io in sorted(self.armed.items()):

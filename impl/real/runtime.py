@@ -24,6 +24,12 @@ a cut peer is reported lost right after the send (as a refused connection), a re
 dropped, and a frame that still arrives from one is dropped with its connection closed (so the
 peer's side reports its requests lost too, even before it cuts the link itself). Only the
 transport's own nodes are cut: Kafka clients' connections (impl/kafka) are not its business.
+
+Held requests: ``set_holds({(src, dst, api_key): released})`` keeps the requests of that API key
+that ``src`` sends to ``dst`` in a queue of their own, in order, instead of sending them (a request
+stuck on its way, while every other frame flows: a leader's AlterPartition delayed while its
+heartbeats pass); the first ``released`` of them go out, and a hold that is no longer named sends
+all it kept. ``hold_counts`` says how many each hold took and sent on.
 """
 from __future__ import annotations
 
@@ -31,6 +37,8 @@ import asyncio
 import logging
 import socket
 import struct
+from collections import deque
+from dataclasses import dataclass, field
 from typing import Callable
 
 from ..invariants import InvariantBroken, halt
@@ -81,6 +89,16 @@ class _Link:
         self.task: asyncio.Task | None = None
 
 
+@dataclass
+class _Hold:
+    """The requests one hold keeps back, and its counts."""
+
+    released: int = 0
+    held: int = 0        # requests it took, in all
+    delivered: int = 0   # of them, sent on
+    queue: deque = field(default_factory=deque)
+
+
 class TcpTransport:
     """Kafka's Selector on localhost TCP; ``max_frame_bytes`` and ``connections_max_idle_ms`` bound
     what one connection can cost the server (memory, and time spent waiting for a frame)."""
@@ -106,6 +124,7 @@ class TcpTransport:
         self._awaiting: dict[tuple[int, int], set[int]] = {}  # (requester, peer) -> correlation ids
         self._writers: dict[int, set[asyncio.StreamWriter]] = {}
         self._cut: set[int] = set()  # peers whose links to this transport's nodes are cut
+        self._holds: dict[tuple[int, int, int], _Hold] = {}  # (src, dst, api key) -> its held requests
         # each server-side connection's task -> the sender id once known (a one-element list)
         self._incoming: dict[asyncio.Task, list[int]] = {}
         self.clock = None  # the nodes' event log (isrcheck.impl.eventlog), when they keep one
@@ -142,6 +161,28 @@ class TcpTransport:
         else:
             self._cut -= {int(p) for p in peers}
 
+    # -- held requests ------------------------------------------------------------------------
+    def set_holds(self, holds: dict[tuple[int, int, int], int]) -> None:
+        """Hold the requests ``(src, dst, api_key)`` names, letting the first ``released`` of each
+        through; every hold not named ends, sending what it kept."""
+        for key in [k for k in self._holds if k not in holds]:
+            hold = self._holds.pop(key)
+            while hold.queue:
+                self._send(key[0], key[1], hold.queue.popleft())
+        for key, released in holds.items():
+            hold = self._holds.setdefault(key, _Hold())
+            hold.released = max(hold.released, released)
+            self._deliver(key, hold)
+
+    def hold_counts(self) -> dict[tuple[int, int, int], tuple[int, int]]:
+        """``(src, dst, api_key) -> (held, delivered)`` of every hold in place."""
+        return {key: (hold.held, hold.delivered) for key, hold in self._holds.items()}
+
+    def _deliver(self, key: tuple[int, int, int], hold: _Hold) -> None:
+        while hold.queue and hold.delivered < hold.released:
+            hold.delivered += 1
+            self._send(key[0], key[1], hold.queue.popleft())
+
     # -- Transport ----------------------------------------------------------------------------
     def register(self, node_id: int, endpoint: Endpoint) -> None:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -170,6 +211,17 @@ class TcpTransport:
                 self._fail(src, dst)
 
     def send(self, src: int, dst: int, frame: bytes) -> None:
+        if self._holds and len(frame) >= _FRAME_HEADER.size:
+            frame_type, api_key, _, _ = _FRAME_HEADER.unpack_from(frame)
+            hold = self._holds.get((src, dst, api_key)) if frame_type == 0 else None
+            if hold is not None:
+                hold.held += 1
+                hold.queue.append(frame)
+                self._deliver((src, dst, api_key), hold)
+                return
+        self._send(src, dst, frame)
+
+    def _send(self, src: int, dst: int, frame: bytes) -> None:
         request = None
         if len(frame) >= _FRAME_HEADER.size:
             frame_type, _, _, correlation_id = _FRAME_HEADER.unpack_from(frame)

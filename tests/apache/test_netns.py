@@ -157,6 +157,48 @@ def test_a_cut_silently_drops_new_and_established_connections_until_healed(heale
         assert probe(net, "a", "b") == "ok"
 
 
+def kafka_request(api_key: int, body: bytes = b"xy") -> bytes:
+    """A frame that starts as a Kafka request does: its size, then its API key."""
+    return (len(body) + 2).to_bytes(4, "big") + api_key.to_bytes(2, "big") + body
+
+
+def test_the_hold_rule_matches_a_requests_api_key_after_its_size():
+    assert (netns.hold_rule("10.213.5.2", 19094, 56, "held_0")
+            == "ip saddr 10.213.5.2 tcp dport 19094 @ih,32,16 0x38 counter name held_0 drop")
+    assert netns.hold_rule("10.213.5.2", 19094, 73, "delivered_0", "").endswith("0x49 counter name delivered_0")
+
+
+def test_a_hold_keeps_one_request_kind_on_one_link_until_released_then_holds_later_ones(healed):
+    net = healed
+    with socket_in(net.namespace("a")) as conn, socket_in(net.namespace("c")) as other:
+        for s in (conn, other):
+            s.settimeout(5)
+            s.connect((net.addresses["b"], PORT))
+        net.hold("a", "b", PORT, 56)
+        conn.sendall(kafka_request(18))                # another request passes
+        assert conn.recv(64) == kafka_request(18)
+        other.sendall(kafka_request(56))               # so does the same request from another node
+        assert other.recv(64) == kafka_request(56)
+        conn.sendall(kafka_request(56, b"held"))
+        conn.settimeout(1)
+        with pytest.raises(TimeoutError):
+            conn.recv(64)
+        held, _ = net.hold_counts("a", "b", PORT, 56)
+        assert held >= 1 and net.delivered_since_release("a", "b", PORT, 56) == 0
+        net.release("a", "b", PORT, 56)
+        conn.settimeout(10)
+        assert conn.recv(64) == kafka_request(56, b"held")  # TCP's retransmission gets through
+        assert net.delivered_since_release("a", "b", PORT, 56) >= 1
+        net.rearm("a", "b", PORT, 56)                  # later ones are held again
+        conn.sendall(kafka_request(56, b"next"))
+        conn.settimeout(1)
+        with pytest.raises(TimeoutError):
+            conn.recv(64)
+        net.release_all()
+        conn.settimeout(10)
+        assert conn.recv(64) == kafka_request(56, b"next")
+
+
 def test_a_partition_cuts_between_groups_not_within_nor_from_clients(healed):
     net = healed
     net.partition([["a"], ["b", "c"]])

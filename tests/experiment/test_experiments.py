@@ -1,7 +1,8 @@
 """Experiments: every one of the catalogue on isrcheck's own cluster (default run, one repetition
-each), the Last Replica Standing pair on Apache Kafka (4.0.2 without ELR: the write is lost; 4.4.0
-with ELR: nothing lost), every other experiment on Apache Kafka as a slow test; bad experiment files
-exit 2 naming the file and the field."""
+each; KAFKA-14139 also before KIP-903, where it loses the writes), the Last Replica Standing pair on
+Apache Kafka (4.0.2 without ELR: the write is lost; 4.4.0 with ELR: nothing lost), every other
+experiment on Apache Kafka as a slow test; bad experiment files exit 2 naming the file and the
+field."""
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ from isrcheck.conformance.engines.experiment.spec import catalogue, load_experim
 
 CATALOGUE = {p.stem: p for p in catalogue(catalogue_folder())}
 REQUIRED = ("last-replica-standing", "unclean-election-on", "unclean-election-off", "power-loss-all",
-            "power-loss-all-flushed", "not-enough-replicas", "fast-leader-change")
+            "power-loss-all-flushed", "not-enough-replicas", "fast-leader-change", "kafka-14139-replaced-disk")
 
 needs_kafka = pytest.mark.skipif(
     shutil.which("java") is None or not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
@@ -38,7 +39,9 @@ def test_the_catalogue_holds_the_issues_experiments_and_each_loads():
     ("last-replica-standing", "kip-903", ("lost-write",)), ("last-replica-standing", "kip-966", ()),
     ("unclean-election-on", "kip-966", ("lost-write",)), ("unclean-election-off", "kip-903", ("unavailable",)),
     ("power-loss-all", "kip-966", ("lost-write",)), ("power-loss-all-flushed", "kip-903", ()),
-    ("not-enough-replicas", "kip-320", ("not-enough-replicas",)), ("fast-leader-change", "kip-320", ())])
+    ("not-enough-replicas", "kip-320", ("not-enough-replicas",)), ("fast-leader-change", "kip-320", ()),
+    ("kafka-14139-replaced-disk", "kip-320", ("lost-write",)), ("kafka-14139-replaced-disk", "kip-903", ()),
+    ("kafka-14139-replaced-disk", "kip-966", ())])
 def test_the_models_prediction_per_variant(name, variant, outcome):
     assert predict(load_experiment(CATALOGUE[name]), variant).outcomes == outcome
 
@@ -78,6 +81,16 @@ def test_last_replica_standing_loses_the_write_before_kip_966_on_isrchecks_clust
     assert result.verdict == AGREE and result.repetitions[0].outcomes == ("lost-write",)
 
 
+def test_kafka_14139_loses_the_writes_before_kip_903_on_isrchecks_cluster(tmp_path):
+    """The held AlterPartition is accepted without broker epochs: the empty replica is elected."""
+    result = run_experiment(load_experiment(CATALOGUE["kafka-14139-replaced-disk"]),
+                            parse_cluster("isrcheck:kip-320"), 1, tmp_path)
+    rep = result.repetitions[0]
+    assert rep.reached and result.verdict == AGREE and rep.outcomes == ("lost-write",), (rep.missed, rep.outcomes)
+    [[_leader, request, held, delivered]] = rep.cluster["holds"]
+    assert request == "AlterPartition" and held >= 1 and delivered == 1  # later ones (a shrink) stay held
+
+
 def _on_kafka(name: str, cluster: str, elr: str, tmp_path):
     result = run_experiment(load_experiment(CATALOGUE[name]), parse_cluster(cluster, elr), 1, tmp_path)
     rep = result.repetitions[0]
@@ -99,7 +112,10 @@ def test_last_replica_standing_on_apache_kafka(cluster, elr, lost, tmp_path):
 @pytest.mark.parametrize("cluster, elr", [("kafka:4.0.2", "off"), ("kafka:4.4.0", "on")])
 @pytest.mark.parametrize("name", sorted(set(CATALOGUE) - {"last-replica-standing"}))
 def test_each_experiment_on_apache_kafka(name, cluster, elr, tmp_path):
-    _on_kafka(name, cluster, elr, tmp_path)
+    result = _on_kafka(name, cluster, elr, tmp_path)
+    if name == "kafka-14139-replaced-disk":  # refused by KIP-903's check, not another one
+        rejected = result.repetitions[0].cluster.get("alter_partition_rejected", [])
+        assert any("broker epoch mismatch" in reason for reason in rejected), rejected
 
 
 # -- bad experiment files ------------------------------------------------------------------------
@@ -118,6 +134,11 @@ GOOD = json.loads(CATALOGUE["not-enough-replicas"].read_text())
     ({"plan": [{"do": "produce", "records": 1}, {"do": "kill", "node": "X"}]}, "plan[1].node"),
     ({"plan": [{"do": "produce", "records": 0}]}, "plan[0].records"),
     ({"expected": {"*": ["on-fire"]}}, "expected.*"),
+    ({"plan": [{"do": "hold-requests", "node": "leader", "request": "Fetch"}]}, "plan[0].request"),
+    ({"plan": [{"do": "hold-requests", "node": "leader"}]}, "plan[0].request"),
+    ({"plan": [{"do": "cut", "node": "leader"}]}, "plan[0].from"),
+    ({"plan": [{"do": "cut", "node": "leader", "from": "Z"}]}, "plan[0].from"),
+    ({"plan": [{"do": "wait", "until": "held", "timeout_s": 3}]}, "plan[0].node"),
     ({"extra": 1}, "extra"),
 ])
 def test_a_bad_experiment_file_exits_2_naming_the_file_and_the_field(change, field, tmp_path, capsys):

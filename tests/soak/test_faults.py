@@ -28,7 +28,8 @@ from isrcheck.impl.controller import CONTROLLER_ID
 from isrcheck.impl.network import NodeEndpoint
 from isrcheck.impl.protocol import ApiKey, BrokerHeartbeatRequest, BrokerHeartbeatResponse, Errors
 from isrcheck.impl.real import TcpTransport
-from isrcheck.impl.real.node import journal_path, read_cut_peers
+from isrcheck.impl.real.netfile import read_cut_peers
+from isrcheck.impl.real.node import journal_path
 from isrcheck.impl.real.processes import ProcessCluster, free_ports
 from isrcheck.impl.real.serve import SERVE_DEFAULTS, wait_until_serving
 from isrcheck.impl.replication import ClusterConfig

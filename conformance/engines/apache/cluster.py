@@ -30,7 +30,9 @@ for Kafka's controlled shutdown; ``pause(b)`` / ``resume(b)`` SIGSTOP / SIGCONT;
 operations docs tell an operator replacing a disk (``kafka-storage format`` with the cluster's id:
 a broker refuses a log directory without ``meta.properties``); ``fail_io(b, op)`` the broker's next
 ``write``/``fsync``/``read`` fails with EIO (lazyfs), which takes Kafka's only log directory
-offline: the broker halts; ``partition(groups)`` / ``heal()`` cut and restore links (netns).
+offline: the broker halts; ``partition(groups)`` / ``heal()`` cut and restore links (netns);
+``hold(b, api_key)`` keeps broker b's requests of one API key from reaching the controller while
+everything else flows, ``release`` lets those held pass, ``rearm`` holds later ones (netns).
 """
 from __future__ import annotations
 
@@ -503,9 +505,38 @@ class KafkaCluster:
         rest = [n.id for n in self.nodes if n.id not in named]
         self.network.partition([list(g) for g in groups] + ([rest] if rest else []))
 
+    def cut(self, a: int, b: int) -> None:
+        """Cut the link between nodes ``a`` and ``b`` (both ways), besides any partition."""
+        if self.network is None:
+            raise KafkaClusterError("cutting a link needs a network namespace per node (--network netns)")
+        self.network.cut(a, b)
+
     def heal(self) -> None:
+        """Every link restored and every hold released."""
         if self.network is not None:
             self.network.heal()
+            self.network.release_all()
+
+    def _hold_target(self, node_id: int, api_key: int) -> tuple:
+        if self.network is None:
+            raise KafkaClusterError("holding requests needs a network namespace per node (--network netns)")
+        return node_id, CONTROLLER_ID, self.controller.port, api_key
+
+    def hold(self, node_id: int, api_key: int) -> None:
+        """The requests of ``api_key`` that ``node_id`` sends the controller are held (netns)."""
+        self.network.hold(*self._hold_target(node_id, api_key))
+
+    def release(self, node_id: int, api_key: int) -> None:
+        """The requests held so far may pass (``rearm`` holds later ones again)."""
+        self.network.release(*self._hold_target(node_id, api_key))
+
+    def rearm(self, node_id: int, api_key: int) -> None:
+        self.network.rearm(*self._hold_target(node_id, api_key))
+
+    def hold_counts(self, node_id: int, api_key: int) -> tuple[int, int]:
+        """(held, delivered since the last release) of the hold, in TCP segments."""
+        target = self._hold_target(node_id, api_key)
+        return self.network.hold_counts(*target)[0], self.network.delivered_since_release(*target)
 
     # -- stop -------------------------------------------------------------------------------------
     def stop(self) -> bool:

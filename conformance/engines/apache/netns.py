@@ -16,6 +16,13 @@ A run's layout, with ``N`` its own /24 of 10.213.0.0/16::
   output is seen by the sender's own kernel (a UDP send fails with EPERM), not lost on the way.
   The rules live and die with the namespaces: the host's firewall is never touched, and a killed
   run leaves no rule behind.
+* A hold (``hold(src, dst, port, api_key)``) keeps one kind of Kafka request from one node to
+  another's port from arriving while every other segment flows: a rule in the receiver's
+  namespace drops the TCP segments from the sender's address to that port whose payload starts
+  with a request of that API key (``@ih,32,16``: the two bytes after the request's 4-byte size),
+  counting them (``held``); the sender's TCP retransmits them until ``release`` deletes the rule,
+  and a rule behind it counts those that pass (``delivered``). ``rearm`` puts the drop back once
+  the held request passed, so that later ones are held again.
 * The bridge has a namespace of its own: where br_netfilter is active (built in on some kernels,
   loaded by Docker, which also sets the FORWARD policy to DROP) bridged frames go through the
   bridge's namespace's iptables, which in the root namespace may drop them; in ours they are empty.
@@ -202,6 +209,13 @@ def cleanup_stale() -> list[str]:
         return removed
 
 
+def hold_rule(address: str, port: int, api_key: int, counter: str, verdict: str = "drop") -> str:
+    """The nftables rule matching the TCP segments from ``address`` to ``port`` whose payload starts
+    a Kafka request of ``api_key`` (a request is its 4-byte size, then its 2-byte API key), counted
+    in the named ``counter``; ``verdict`` ``drop``, or ``""`` to count and go on."""
+    return f"ip saddr {address} tcp dport {port} @ih,32,16 {api_key:#x} counter name {counter} {verdict}".strip()
+
+
 class NodeNetwork:
     """The namespaces, links and cuts of one run's nodes (names: strings or ints); a context manager
     (``with NodeNetwork(...) as net``: set up, then torn down)."""
@@ -217,6 +231,9 @@ class NodeNetwork:
         self.subnet: ipaddress.IPv4Network | None = None
         self.addresses: dict = {}
         self._cut: set[frozenset] = set()
+        # (src, dst, port, api key) -> [counter index, handle of the drop rule (None: released), delivered at release]
+        self._holds: dict[tuple, list] = {}
+        self._hold_count = 0
 
     # names, addresses
 
@@ -316,6 +333,68 @@ class NodeNetwork:
                   for node, space in zip(self.nodes, spaces)])
         _run_all([(_in(space, "nft", "-f", "-"), _RULES) for space in spaces])
 
+    def hold(self, src, dst, port: int, api_key: int) -> None:
+        """Hold the requests of ``api_key`` that ``src`` sends to ``dst``'s ``port`` (see the module
+        docstring); holding one already held changes nothing."""
+        key = (self._node(src), self._node(dst), port, api_key)
+        if key in self._holds:
+            return
+        index, self._hold_count = self._hold_count, self._hold_count + 1  # counter names never reused
+        space = self.namespace(dst)
+        for name in (f"held_{index}", f"delivered_{index}"):
+            _run(*_in(space, "nft", "add", "counter", "inet", "isrcheck", name))
+        _run(*_in(space, "nft", "add", "rule", "inet", "isrcheck", "input",
+                  *hold_rule(self.addresses[key[0]], port, api_key, f"delivered_{index}", "").split()))
+        self._holds[key] = [index, None, 0]
+        self._drop(key)
+
+    def release(self, src, dst, port: int, api_key: int) -> None:
+        """The held requests may pass (the sender's next retransmission delivers them)."""
+        key = (self._node(src), self._node(dst), port, api_key)
+        entry = self._holds[key]
+        if entry[1] is not None:
+            _run(*_in(self.namespace(dst), "nft", "delete", "rule", "inet", "isrcheck", "input", "handle",
+                      str(entry[1])))
+            entry[1], entry[2] = None, self.hold_counts(src, dst, port, api_key)[1]
+
+    def rearm(self, src, dst, port: int, api_key: int) -> None:
+        """Hold again the requests sent from now on (after a release)."""
+        key = (self._node(src), self._node(dst), port, api_key)
+        if self._holds[key][1] is None:
+            self._drop(key)
+
+    def hold_counts(self, src, dst, port: int, api_key: int) -> tuple[int, int]:
+        """(segments dropped, segments passed) of the hold, both since it began."""
+        key = (self._node(src), self._node(dst), port, api_key)
+        index = self._holds[key][0]
+        found = json.loads(_run(*_in(self.namespace(dst), "nft", "-j", "list", "counters", "table", "inet",
+                                     "isrcheck")))
+        packets = {item["counter"]["name"]: item["counter"]["packets"]
+                   for item in found.get("nftables", []) if "counter" in item}
+        return packets.get(f"held_{index}", 0), packets.get(f"delivered_{index}", 0)
+
+    def delivered_since_release(self, src, dst, port: int, api_key: int) -> int:
+        """Segments of the hold that passed since its last release (0 while it holds)."""
+        key = (self._node(src), self._node(dst), port, api_key)
+        entry = self._holds[key]
+        return 0 if entry[1] is not None else self.hold_counts(src, dst, port, api_key)[1] - entry[2]
+
+    def _drop(self, key) -> None:
+        src, dst, port, api_key = key
+        index = self._holds[key][0]
+        echoed = _run(*_in(self.namespace(dst), "nft", "--echo", "--handle", "insert", "rule", "inet", "isrcheck",
+                           "input", *hold_rule(self.addresses[src], port, api_key, f"held_{index}").split()))
+        found = re.search(r"# handle (\d+)", echoed)
+        if found is None:
+            raise NetnsError(f"nft gave no handle for the hold rule: {echoed.strip()!r}")
+        self._holds[key][1] = int(found[1])
+
+    def release_all(self) -> None:
+        """Every hold ends (its rule deleted); the counters stay."""
+        for src, dst, port, api_key in list(self._holds):
+            self.release(src, dst, port, api_key)
+        self._holds = {}
+
     def teardown(self) -> None:
         """Deletes the namespaces (killing what still runs in them), links, rules and registry
         entry; idempotent. The record in ``state_dir`` stays, for whoever reads the run."""
@@ -326,7 +405,7 @@ class NodeNetwork:
             _run("ip", "link", "del", uplink)  # now: a namespace's own links go when the kernel frees it
         _delete_namespaces([switch, *map(self.namespace, self.nodes)])
         (REGISTRY / f"{switch}.json").unlink(missing_ok=True)
-        self.subnet, self._cut = None, set()
+        self.subnet, self._cut, self._holds = None, set(), {}
 
     def __enter__(self) -> NodeNetwork:
         self.setup()

@@ -1,13 +1,15 @@
 """The clusters an experiment's plan runs on, behind one small interface (``ClusterDriver``):
 ``start``, the faults a plan names (``kill``, ``stop``, ``pause``, ``resume``, ``power``,
-``lose_disk``, ``restart``, ``partition``, ``heal``), ``view`` (Metadata of the experiment's topic, as a
-client reads it) and ``close``.
+``lose_disk``, ``restart``, ``partition``, ``cut``, ``hold_requests``, ``release_requests``,
+``heal``), ``view`` (Metadata of the experiment's topic, as a client reads it), ``requests_state``
+(where a hold of requests is) and ``close``.
 
 * ``OwnDriver``: isrcheck's own cluster in Kafka mode (``ProcessCluster``, the soak's
   ``own_cluster``: journaled brokers, fast timings) under one protocol variant.
 * ``ApacheDriver``: Apache Kafka (``KafkaCluster``) of a release, ELR on or off, the lazy file system
   under the brokers' logs when the plan plays power losses, a network namespace per node when it
-  plays partitions.
+  plays partitions, cuts or holds (a held request is an nftables drop of its TCP segments, which
+  the sender retransmits: ``netns``).
 
 ``parse_cluster("isrcheck[:PROTOCOL]" | "kafka:VERSION", elr)`` reads the command line's choice as a
 ``ClusterChoice``, which names the variant the cluster implements (Kafka 4.x with ELR: kip-966;
@@ -15,14 +17,31 @@ without: kip-903) and makes a driver per repetition.
 """
 from __future__ import annotations
 
+import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from isrcheck.conformance.engines.apache.admin import ClusterView, cluster_view
+from isrcheck.conformance.engines.experiment.spec import REQUESTS
 from isrcheck.conformance.vocabulary import UsageError
+from isrcheck.impl.protocol import ApiKey
 
 TOPIC = "experiment"
 DEFAULT_PROTOCOL = "kip-966"
+NETWORK_STEPS = {"partition", "cut", "hold-requests"}  # Apache Kafka: a network namespace per node
+
+
+HOLDING, RELEASED, DELIVERED = "holding", "released", "delivered"  # a hold's course
+DELIVERY_SETTLE_S = 3.0  # Apache Kafka: a release is delivered once nothing more passed for this long
+# the reason in a controller's "Rejecting AlterPartition ... because REASON" line (4.0: "... in the new
+# ISR [...]. (logger)", 4.4: "... in the new ISR. Proposed ISR was ...")
+_REASON = re.compile(r" because (.*?)(?: in the new ISR|\. Proposed ISR|\. \(org\.apache|$)")
+
+
+def _own_request(api_key: int) -> str | None:
+    """The net file's name of an API key isrcheck's brokers send (None: one they never send)."""
+    return ApiKey(api_key).name.lower() if api_key in set(ApiKey) else None
 
 
 @dataclass(frozen=True)
@@ -118,12 +137,35 @@ class ClusterDriver:
     def heal(self) -> None:
         self.cluster.heal()
 
+    def cut(self, a: int, b: int) -> None:
+        self.cluster.cut(a, b)
+
+    def hold_report(self) -> dict:
+        """The plan's holds: ``{"holds": [[broker, request, held, delivered], ...]}`` (none: {})."""
+        names = {key: name for name, key in REQUESTS.items()}
+        report = [[b, names.get(key, key), *self._counts(b, key)] for b, key in sorted(self.holds)]
+        return {"holds": report} if report else {}
+
+    def controller_evidence(self) -> dict:
+        """What the controller's own log says about the experiment (Apache Kafka's; {} without one)."""
+        return {}
+
+    def requests_state(self, state: str, nodes: list[int]) -> bool:
+        """``held``: each node's holds kept a request back; ``delivered``: a request each node's
+        released holds kept reached the controller since the release (spec's module docstring)."""
+        def one(node: int) -> bool:
+            holds = [key for key, status in self.holds.items() if key[0] == node and (status == HOLDING) == (state == "held")]
+            return any(self._counts(*key)[0 if state == "held" else 1] > 0 for key in holds)
+
+        return bool(nodes) and all(one(n) for n in nodes)
+
 
 class OwnDriver(ClusterDriver):
     def __init__(self, protocol: str, spec, folder: Path, say) -> None:
         self.protocol, self.spec, self.folder, self.say = protocol, spec, folder, say
         self.cluster = None
         self.brokers = list(range(spec.brokers))
+        self.holds: dict[tuple[int, int], str] = {}  # (broker, api key) -> HOLDING, RELEASED or DELIVERED
 
     def start(self) -> None:
         from isrcheck.conformance.engines.soak.driver import own_cluster
@@ -161,6 +203,26 @@ class OwnDriver(ClusterDriver):
         elif not self.cluster.alive(b):
             self.cluster.restart(b)
 
+    def hold_requests(self, b: int, api_key: int) -> None:
+        name = _own_request(api_key)
+        if name is None:
+            self.say(f"  isrcheck's brokers send no request of API key {api_key}: nothing to hold")
+            return
+        self.cluster.hold(b, self.controller, name)
+        self.holds[(b, api_key)] = HOLDING
+
+    def release_requests(self, b: int, api_key: int) -> None:
+        if (b, api_key) in self.holds:
+            self.cluster.release(b, self.controller, _own_request(api_key))
+            self.holds[(b, api_key)] = RELEASED
+
+    def _counts(self, b: int, api_key: int) -> tuple[int, int]:
+        return self.cluster.held(b, self.controller, _own_request(api_key))
+
+    def heal(self) -> None:
+        self.cluster.heal()
+        self.holds = {}
+
     def close(self) -> None:
         if self.cluster is not None:
             self.cluster.stop()
@@ -182,11 +244,13 @@ class ApacheDriver(ClusterDriver):
             flush_messages=spec.flush_messages, topics=[(TOPIC, 1)],
             # fast enough for a plan: a broker down is fenced in 3 s, a follower stuck leaves the ISR in 5 s
             replica_lag_time_max_ms=5_000, broker_session_timeout_ms=3_000, broker_heartbeat_interval_ms=500,
-            network="netns" if "partition" in kinds else "loopback", lazyfs=bool({"power"} & kinds),
+            network="netns" if NETWORK_STEPS & kinds else "loopback", lazyfs=bool({"power"} & kinds),
             heap="384m", extra={"leader.imbalance.check.interval.seconds": 3600})
         self.cluster = KafkaCluster(settings, folder / "cluster", dist, say=say)
         self.brokers, self.controller = list(self.cluster.brokers), CONTROLLER_ID
         self.bootstrap = self.cluster.bootstrap
+        self.holds: dict[tuple[int, int], str] = {}  # (broker, api key) -> HOLDING, RELEASED or DELIVERED
+        self._passed: dict[tuple[int, int], tuple[int, float]] = {}  # released hold -> (segments passed, since)
 
     def start(self) -> None:
         """Start the cluster; with the lazy file system, what formatting and starting wrote is then
@@ -220,6 +284,53 @@ class ApacheDriver(ClusterDriver):
             self.cluster.resume(b)
         else:
             self.cluster.restart(b)
+
+    def hold_requests(self, b: int, api_key: int) -> None:
+        self.cluster.hold(b, api_key)
+        self.holds[(b, api_key)] = HOLDING
+
+    def release_requests(self, b: int, api_key: int) -> None:
+        self.cluster.release(b, api_key)
+        self.holds[(b, api_key)] = RELEASED
+
+    def _counts(self, b: int, api_key: int) -> tuple[int, int]:
+        """(held, delivered since the release), in TCP segments. Delivered counts once segments
+        passed and then none for DELIVERY_SETTLE_S: Kafka's AlterPartitionManager keeps one request
+        in flight and sends what queued behind it (other partitions' changes) as soon as it is
+        answered, and those belong to the release too. Then later requests are held again (as on
+        isrcheck's cluster)."""
+        key = (b, api_key)
+        held, delivered = self.cluster.hold_counts(b, api_key)
+        if self.holds.get(key) == DELIVERED:
+            return held, 1
+        if not delivered or self.holds.get(key) != RELEASED:
+            return held, 0
+        now = time.monotonic()
+        seen = self._passed.get(key)
+        if seen is None or seen[0] != delivered:
+            self._passed[key] = (delivered, now)
+            return held, 0
+        if now - seen[1] < DELIVERY_SETTLE_S:
+            return held, 0
+        self.cluster.rearm(b, api_key)
+        self.holds[key] = DELIVERED
+        return held, delivered
+
+    def heal(self) -> None:
+        self.cluster.heal()
+        self.holds = {}
+
+    def controller_evidence(self) -> dict:
+        """The controller's reasons for rejecting an AlterPartition of the experiment's partition
+        (``ReplicationControlManager``'s INFO lines: ``ineligible replicas [1 (broker epoch
+        mismatch: ...)]``), each once."""
+        reasons = []
+        for log in sorted(self.cluster.controller.logs.glob("*.log")):
+            with open(log, encoding="utf-8", errors="replace") as f:
+                reasons += [_REASON.search(line)[1] for line in f
+                            if "Rejecting AlterPartition" in line and f" for {TOPIC}-0 because " in line]
+        found = list(dict.fromkeys(reasons))
+        return {"alter_partition_rejected": found} if found else {}
 
     def close(self) -> None:
         self.cluster.stop()

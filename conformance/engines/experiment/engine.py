@@ -4,6 +4,9 @@ with the model's prediction for the variant the cluster implements.
 
 Folder of a run: ``DIR/NAME/rep-K/`` holds ``history.jsonl`` (the soak's history format),
 ``clients.log`` and ``cluster/`` (the cluster's files and logs); ``DIR/results.json`` the whole run.
+A repetition's ``cluster`` record keeps, besides what the cluster is, the counts of the requests
+its plan held (``holds``) and, on Apache Kafka, the controller's log lines rejecting an
+AlterPartition for the experiment's partition (``alter_partition_rejected``: why, in Kafka's words).
 
 A repetition *reached* the experiment's state when every step of its plan did what it says (every
 wait's state came within its timeout, every hold held); it *agrees* when its outcomes are the
@@ -122,8 +125,10 @@ def run_repetition(experiment: Experiment, choice: ClusterChoice, index: int, fo
             try:
                 runner.run(experiment.plan)
             finally:
+                rep.cluster.update(driver.hold_report())
                 runner.settle()
             rep.final_read, _ = workload.final_read(FINAL_READ_S)
+            rep.cluster.update(driver.controller_evidence())
         found = judged(check(history.events).to_json()["anomalies"], rep.final_read)
         rep.reached, rep.missed = runner.reached, runner.missed
         rep.steps, rep.produced = runner.log, runner.produced

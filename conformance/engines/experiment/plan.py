@@ -16,6 +16,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from isrcheck.conformance.engines.apache.admin import PartitionView
 from isrcheck.conformance.engines.experiment.drivers import TOPIC
+from isrcheck.conformance.engines.experiment.spec import REQUESTS
 
 POLL_S = 0.2
 DEFAULT_SEND_TIMEOUT_S = 10.0
@@ -28,9 +29,12 @@ class Missed(Exception):
     """The steering did not reach a state the plan needs: the message says which."""
 
 
-def state_holds(state: str, nodes: list[int], view, hw_passed=lambda: False) -> bool:
+def state_holds(state: str, nodes: list[int], view, hw_passed=lambda: False, requests=lambda state, nodes: False) -> bool:
     """Whether the cluster, as ``view`` (a ClusterView, or None when no broker answers) shows it,
-    is in ``state`` (spec.STATES) for the partition ``p`` (the experiment topic's only one)."""
+    is in ``state`` (spec.STATES) for the partition ``p`` (the experiment topic's only one);
+    ``requests(state, nodes)`` answers the held-request states, which the driver knows."""
+    if state in ("held", "delivered"):
+        return requests(state, nodes)
     if view is None:
         return state == "no-leader"
     p: PartitionView | None = view.partitions.get((TOPIC, 0))
@@ -73,7 +77,7 @@ class PlanRunner:
                 if step.do in PROCESS_FAULTS:
                     entry.update(self._fault(step, getattr(self.driver, step.do.replace("-", "_"))))
                 else:
-                    entry.update(getattr(self, "_" + step.do)(step) or {})
+                    entry.update(getattr(self, "_" + step.do.replace("-", "_"))(step) or {})
             except Missed as exc:
                 entry["missed"] = str(exc)
                 self.reached, self.missed = False, f"step {i} ({step.describe()}): {exc}"
@@ -137,11 +141,27 @@ class PlanRunner:
     def _heal(self, step):
         self.driver.heal()
 
+    def _cut(self, step):
+        nodes, others = self.nodes(step.get("node")), self.nodes(step.get("from"))
+        for a in nodes:
+            for b in others:
+                self.driver.cut(a, b)
+        if step.get("as"):
+            self.names[step.get("as")] = nodes
+        return {"nodes": nodes, "from": others}
+
+    def _hold_requests(self, step):
+        return self._fault(step, lambda n: self.driver.hold_requests(n, REQUESTS[step.get("request")]))
+
+    def _release_requests(self, step):
+        return self._fault(step, lambda n: self.driver.release_requests(n, REQUESTS[step.get("request")]))
+
     def _wait(self, step):
         nodes = self.nodes(step.get("node")) if step.get("node") is not None else []
         deadline = time.monotonic() + step.get("timeout_s")
         while True:
-            if state_holds(step.get("until"), nodes, self.driver.view(), self._hw_passed):
+            if state_holds(step.get("until"), nodes, self._view(step.get("until")), self._hw_passed,
+                           self.driver.requests_state):
                 return {"nodes": nodes} if nodes else {}
             if time.monotonic() > deadline:
                 raise Missed(f"not {step.get('until')} within {step.get('timeout_s')} s")
@@ -151,9 +171,14 @@ class PlanRunner:
         nodes = self.nodes(step.get("node")) if step.get("node") is not None else []
         began = time.monotonic()
         while time.monotonic() - began < step.get("for_s"):
-            if not state_holds(step.get("state"), nodes, self.driver.view(), self._hw_passed):
+            if not state_holds(step.get("state"), nodes, self._view(step.get("state")), self._hw_passed,
+                               self.driver.requests_state):
                 raise Missed(f"{step.get('state')} broke after {time.monotonic() - began:.1f} s")
             time.sleep(POLL_S)
+
+    def _view(self, state: str):
+        """Metadata, unless the state is the driver's alone (a held request)."""
+        return None if state in ("held", "delivered") else self.driver.view()
 
     def _produce(self, step):
         retries = step.get("retries", 5)

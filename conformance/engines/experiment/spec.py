@@ -32,9 +32,20 @@ Outcomes (``OUTCOMES``): ``lost-write`` (an acknowledged record missing from the
 consumer), ``not-enough-replicas`` (a produce step's sends were refused with NOT_ENOUGH_REPLICAS,
 none acknowledged), ``unavailable`` (a produce step had none acknowledged, for another reason).
 
-Nodes (``"node"``): ``"leader"`` (of ``p`` now), ``"follower"`` (a replica of ``p`` that is not its
-leader, in its ISR if one is), ``"followers"``, ``"all"`` (every broker), ``"controller"``, a broker
-id, or a name an earlier step bound with ``"as"``.
+Nodes (``"node"``, ``"from"``): ``"leader"`` (of ``p`` now), ``"follower"`` (a replica of ``p`` that
+is not its leader, in its ISR if one is), ``"followers"``, ``"all"`` (every broker), ``"controller"``,
+a broker id, or a name an earlier step bound with ``"as"``.
+
+The network's finer faults: ``{"do": "cut", "node": "F", "from": "L"}`` cuts the link between two
+nodes, both ways (``partition`` cuts a node from every other); ``{"do": "hold-requests", "node":
+"L", "request": "AlterPartition"}`` keeps that broker's requests of one kind (``REQUESTS``: Kafka's
+request names) from reaching the controller while everything else flows (its heartbeats, its other
+requests); ``{"do": "release-requests", ...}`` lets those held so far arrive, in order, and holds
+later ones still; ``heal`` (and the end of the plan) ends every cut and hold. The states ``held``
+(the node's hold kept a request back) and ``delivered`` (a request it held reached the controller
+after the release; on Apache Kafka once nothing more passed for a few seconds, so that what the
+broker queued behind the held request passed too) tell where a hold is. A request isrcheck's brokers never send
+(AssignReplicasToDirs) holds nothing there.
 
 A bad file is a UsageError naming the file and the field (``plan[3].until``): exit 2.
 """
@@ -49,10 +60,12 @@ from isrcheck.conformance.vocabulary import UsageError
 FORMAT, VERSION = "isrcheck-experiment", 1
 OUTCOMES = ("lost-write", "divergent-read", "not-enough-replicas", "unavailable")
 FAULTS = ("kill", "stop", "pause", "resume", "power", "lose-disk", "restart", "partition", "heal")
+# the requests a broker's link to the controller can hold (Kafka's names and API keys)
+REQUESTS = {"AlterPartition": 56, "AssignReplicasToDirs": 73}
 # the states a wait or a hold can name; "node" is required by those in NODE_STATES
 STATES = ("isr-full", "isr-is-leader", "leader", "no-leader", "leader-is", "leader-not", "fenced",
-          "registered", "in-isr", "not-in-isr", "hw-passed")
-NODE_STATES = ("leader-is", "leader-not", "fenced", "registered", "in-isr", "not-in-isr")
+          "registered", "in-isr", "not-in-isr", "hw-passed", "held", "delivered")
+NODE_STATES = ("leader-is", "leader-not", "fenced", "registered", "in-isr", "not-in-isr", "held", "delivered")
 ROLES = ("leader", "follower", "followers", "all", "controller")
 # each step kind: its required and optional fields
 STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -62,6 +75,9 @@ STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "hold": (("state", "for_s"), ("node",)),
     **{kind: (("node",), ("as",)) for kind in FAULTS if kind != "heal"},
     "heal": ((), ()),
+    "cut": (("node", "from"), ("as",)),
+    "hold-requests": (("node", "request"), ("as",)),
+    "release-requests": (("node", "request"), ()),
 }
 CLUSTER_FIELDS = {"brokers": (int, 1, 5), "min_insync_replicas": (int, 1, 5), "unclean_election": (bool,),
                   "flush_messages": (int, 1, 1_000_000), "elr": (bool,)}
@@ -231,14 +247,20 @@ def _step_fields(r: _Reader, where: str, do: str, f: dict, names: set, cluster: 
                 r.fail(f"{where}.node", f"missing (the state {f[key]} names a broker)")
     if "as" in f and (not isinstance(f["as"], str) or not f["as"] or f["as"] in ROLES):
         r.fail(f"{where}.as", f"expected a name other than {', '.join(ROLES)}, got {f['as']!r}")
-    if "node" in f:
-        node = f["node"]
-        if isinstance(node, bool) or not (isinstance(node, (int, str))):
-            r.fail(f"{where}.node", f"expected a role, a broker id or a bound name, got {node!r}")
-        if isinstance(node, int) and not 0 <= node < cluster.brokers:
-            r.fail(f"{where}.node", f"broker {node} does not exist (brokers 0..{cluster.brokers - 1})")
-        if isinstance(node, str) and node not in ROLES and node not in names:
-            r.fail(f"{where}.node", f"{node!r} is no role ({', '.join(ROLES)}) and no earlier step bound it with \"as\"")
+    for key in ("node", "from"):
+        if key in f:
+            _node_ref(r, f"{where}.{key}", f[key], names, cluster)
+    if "request" in f and f["request"] not in REQUESTS:
+        r.fail(f"{where}.request", f"expected one of {', '.join(REQUESTS)}, got {f['request']!r}")
+
+
+def _node_ref(r: _Reader, where: str, node, names: set, cluster: ClusterSpec) -> None:
+    if isinstance(node, bool) or not (isinstance(node, (int, str))):
+        r.fail(where, f"expected a role, a broker id or a bound name, got {node!r}")
+    if isinstance(node, int) and not 0 <= node < cluster.brokers:
+        r.fail(where, f"broker {node} does not exist (brokers 0..{cluster.brokers - 1})")
+    if isinstance(node, str) and node not in ROLES and node not in names:
+        r.fail(where, f"{node!r} is no role ({', '.join(ROLES)}) and no earlier step bound it with \"as\"")
 
 
 def _expected(r: _Reader, value) -> dict:
@@ -261,4 +283,4 @@ def catalogue(folder: str | Path) -> list[Path]:
     return sorted(Path(folder).glob("*.json"))
 
 
-__all__ = ["ClusterSpec", "Experiment", "OUTCOMES", "STATES", "STEPS", "Step", "catalogue", "load_experiment"]
+__all__ = ["ClusterSpec", "Experiment", "OUTCOMES", "REQUESTS", "STATES", "STEPS", "Step", "catalogue", "load_experiment"]
