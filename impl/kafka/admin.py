@@ -28,9 +28,9 @@ from kafka.protocol.admin.topics import (
 from ..controller import CONTROLLER_ID
 from ..protocol import ApiKey, CreateTopicsRequest as CreateTopic, DeleteTopicsRequest as DeleteTopic, Errors
 from .registry import serves
+from .settings import KafkaSettings
 
 if TYPE_CHECKING:
-    from .apis import KafkaSettings
     from ..replication.replica_manager import ReplicaManager
 
 ZERO_UUID = uuid.UUID(int=0)  # Kafka's Uuid.ZERO_UUID: no topic id

@@ -16,7 +16,6 @@ waiting for acks=all, a fetch waiting for data), or ``NO_RESPONSE`` (a produce w
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
@@ -35,6 +34,7 @@ from ..storage import CorruptRecordError, iter_batches
 from .admin import ZERO_UUID, AdminApis
 from .producer_ids import ProducerIdManager
 from .registry import APIS, bind, serves
+from .settings import KafkaSettings
 from .unsupported import TRANSACTION, CoordinatorApis
 
 log = logging.getLogger(__name__)
@@ -47,18 +47,6 @@ CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2  # ListOffsetsRequest's repli
 API_VERSIONS = 18
 
 Respond = Callable[[Any], None]
-
-
-@dataclass(frozen=True)
-class KafkaSettings:
-    """What a broker's Kafka listener needs beyond replication: where every broker listens for
-    clients, the cluster id, and topic auto-creation (Kafka's ``auto.create.topics.enable`` and
-    ``num.partitions``)."""
-
-    listeners: dict[int, tuple[str, int]]
-    cluster_id: str = "isrcheck"
-    auto_create_topics: bool = True
-    num_partitions: int = 1
 
 
 class KafkaApis:
