@@ -145,3 +145,14 @@ def test_a_send_failed_by_the_client_for_an_unlisted_partition_may_still_be_in_t
     assert send_completion(KafkaError(KafkaError._MSG_TIMED_OUT)) == "info"
     assert send_completion(KafkaError(KafkaError.NOT_ENOUGH_REPLICAS)) == "fail"
     assert send_completion(None) == "ok"
+
+
+def test_a_soak_run_again_in_its_folder_starts_its_brokers_empty_and_says_so(isrcheck_cli, tmp_path):
+    """The second run's history knows nothing of the first's records: brokers that kept them would
+    make the checker report records no one sent."""
+    run = tmp_path / "run"
+    for attempt in (1, 2):
+        proc = isrcheck_cli("soak", "--duration", "4", "--faults", "none", "--dir", run, "--json", timeout=240)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert json.loads(proc.stdout)["anomalies"] == []
+        assert (f"removing the previous run's cluster {run / 'cluster'}" in proc.stderr) == (attempt == 2), proc.stderr

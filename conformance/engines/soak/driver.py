@@ -250,6 +250,12 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
     say = progress or (lambda line: None)
     folder = Path(options.directory)
     folder.mkdir(parents=True, exist_ok=True)
+    previous = folder / "cluster"
+    # isrcheck's own cluster (Apache Kafka's clears a killed run's mounts and JVMs when it starts): its
+    # logs would hold records no history of this run has
+    if options.cluster != "kafka" and options.bootstrap is None and previous.exists():
+        say(f"removing the previous run's cluster {previous}: a soak's brokers start empty")
+        shutil.rmtree(previous)
     cluster = None
     if options.cluster == "kafka":
         from isrcheck.conformance.engines.apache.faults import ApacheKafkaFaults
