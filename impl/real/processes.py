@@ -42,7 +42,6 @@ import time
 from ..clients import CONSUMER_ID, PRODUCER_ID
 from ..controller import CONTROLLER_ID
 from ..eventlog import DOWN, EventLog, run_header
-from ..invariants import BROKEN_INVARIANT_EXIT
 from ..replication import CRASH_KINDS, DISK_IO, ClusterConfig
 from .durable import power_loss
 from .failing import DISK_FAILURE_FILE
@@ -84,7 +83,6 @@ class ProcessCluster:
         self.lost_bytes = 0  # what power losses discarded
         self.armed: dict[int, str] = {}  # broker -> the disk failure armed on it (arm_disk_failure)
         self.paused: set[int] = set()
-        self.broken: list[tuple[int, int]] = []  # (node, incarnation) halted on a broken invariant
         self.groups: list[list[int]] = []  # the current network partition, [] when healed
         self.links: set[tuple[int, int]] = set()  # links cut one by one (``cut``)
         self.holds: dict[tuple[int, int, str], int] = {}  # (from, to, request) -> released
@@ -149,21 +147,6 @@ class ProcessCluster:
         for b, proc in launched:
             self.processes[b] = self._ready(b, proc)
         self.processes[CONTROLLER_ID] = self._spawn("controller")
-
-    def _note_broken_invariant(self, node: int) -> None:
-        proc = self.processes.get(node)
-        if proc is not None and proc.poll() == BROKEN_INVARIANT_EXIT:
-            self.broken.append((node, self._incarnation(node)))
-
-    def _incarnation(self, node: int) -> int:
-        return self.incarnations[node] if 0 <= node < len(self.incarnations) else 0  # the controller: 0
-
-    def broken_invariants(self) -> list[tuple[int, int]]:
-        """(node, incarnation) of every process that halted on a broken invariant (exit code
-        BROKEN_INVARIANT_EXIT; its log names the invariant), restarted since or not."""
-        now = [(node, self._incarnation(node)) for node, proc in self.processes.items()
-               if proc is not None and proc.poll() == BROKEN_INVARIANT_EXIT]
-        return sorted(set(self.broken) | set(now))
 
     def alive(self, broker: int) -> bool:
         proc = self.processes.get(broker)
@@ -250,7 +233,6 @@ class ProcessCluster:
     def restart(self, broker: int) -> None:
         if broker in self.armed and not self.alive(broker):  # an armed disk failure halted it
             self._halted(broker, self.armed[broker])
-        self._note_broken_invariant(broker)
         self.incarnations[broker] += 1
         self.processes[broker] = self._spawn(broker)
 
