@@ -7,12 +7,14 @@ on Spark local[1] against local[2].
 1. Branching: a schedule of the path cover starts by replaying the shortest path to where its
    new edges begin. The alternative is to branch from a saved copy of the lockstep run (model
    state and the whole simulated implementation: brokers, page caches, disks, network), restored
-   by copying it (the implementation side; the model state is immutable). For ``--sample`` schedules the script times both for the same prefix: replaying
+   by copying it (the implementation side; the model state is immutable). For ``--sample`` schedules the script times
+   both for the same prefix: replaying
    it in lockstep from a fresh run, and ``copy.deepcopy`` of the run standing at its end (what a
    restore costs, since the simulation has no cheaper restore); it prints the mean of each.
 2. The whole cover run at the scope, once per Spark master, each in a fresh directory and its own
    SparkContext: wall time, the job's time, edges/s and the local[2] / local[1] ratio of job times.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,14 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from isrcheck.conformance.engines.explore import config_and_scope
+from isrcheck.conformance.core.lockstep import Lockstep
+from isrcheck.conformance.core.schedule import load_config
 from isrcheck.conformance.engines.cover.command import add_arguments
 from isrcheck.conformance.engines.cover.driver import run_cover
 from isrcheck.conformance.engines.cover.graph import build_graph
 from isrcheck.conformance.engines.cover.paths import plan_cover
-from isrcheck.conformance.core.lockstep import Lockstep
-from isrcheck.conformance.core.schedule import load_config
-
+from isrcheck.conformance.engines.explore import config_and_scope
 
 # running hashes (the trace hash, the simulation's) are copied with their own copy()
 copy._deepcopy_dispatch[type(hashlib.blake2b())] = lambda h, memo: h.copy()  # type: ignore[attr-defined]
@@ -44,7 +45,7 @@ def branching(config, scope, sample: int) -> None:
     replay_s = copy_s = 0.0
     prefix_steps = n = 0
     for sched in plan.schedules[::step][:sample]:
-        prefix = [plan.vocabulary[i] for i in sched.steps[:sched.prefix]]
+        prefix = [plan.vocabulary[i] for i in sched.steps[: sched.prefix]]
         t0 = time.perf_counter()
         run = Lockstep(config.protocol, cfg)
         for st in prefix:
@@ -57,10 +58,12 @@ def branching(config, scope, sample: int) -> None:
         prefix_steps += len(prefix)
         n += 1
     total = plan.steps + plan.refusals
-    print(f"branching ({n} schedules of {len(plan.schedules):,}; mean prefix {prefix_steps / n:.1f} steps): "
-          f"replay {1000 * replay_s / n:.2f} ms, restore by copy {1000 * copy_s / n:.2f} ms "
-          f"(replay / copy = {replay_s / copy_s:.2f}); prefixes are {plan.prefix_steps:,} of the "
-          f"{total:,} lockstep steps, refused ones included ({plan.prefix_steps / total:.0%})")
+    print(
+        f"branching ({n} schedules of {len(plan.schedules):,}; mean prefix {prefix_steps / n:.1f} steps): "
+        f"replay {1000 * replay_s / n:.2f} ms, restore by copy {1000 * copy_s / n:.2f} ms "
+        f"(replay / copy = {replay_s / copy_s:.2f}); prefixes are {plan.prefix_steps:,} of the "
+        f"{total:,} lockstep steps, refused ones included ({plan.prefix_steps / total:.0%})"
+    )
 
 
 def main() -> int:
@@ -87,11 +90,13 @@ def main() -> int:
             wall = time.perf_counter() - t0
         s, run = result.summary, result.summary["run"]
         jobs[master] = run["job_seconds"]
-        print(f"{master}: {s['states']:,} states, {s['edges_covered']:,}/{s['edges']:,} edges, "
-              f"{s['refusals_covered']:,}/{s['refusals']:,} refusals, {s['schedules']:,} schedules, "
-              f"{s['steps_run']:,} steps, verdicts {s['by_verdict']}; explore {run['explore_seconds']:.1f} s, "
-              f"plan {run['plan_seconds']:.1f} s, job {run['job_seconds']:.1f} s, wall {wall:.1f} s; "
-              f"{run['edges_per_s']} edges/s, {run['steps_per_s']} steps/s")
+        print(
+            f"{master}: {s['states']:,} states, {s['edges_covered']:,}/{s['edges']:,} edges, "
+            f"{s['refusals_covered']:,}/{s['refusals']:,} refusals, {s['schedules']:,} schedules, "
+            f"{s['steps_run']:,} steps, verdicts {s['by_verdict']}; explore {run['explore_seconds']:.1f} s, "
+            f"plan {run['plan_seconds']:.1f} s, job {run['job_seconds']:.1f} s, wall {wall:.1f} s; "
+            f"{run['edges_per_s']} edges/s, {run['steps_per_s']} steps/s"
+        )
     if len(jobs) == 2:
         (m1, t1), (m2, t2) = jobs.items()
         print(f"job time {m1} / {m2}: {t1 / t2:.2f}")

@@ -22,6 +22,7 @@ and implementation alike; every other property found on the way is printed too) 
 ``--budget`` seconds (the Hypothesis baseline: ``--baseline-budget``); the script prints, per
 property, the seconds and schedules to its first violation.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,17 +36,16 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
 from isrcheck.conformance import random_walk, run_schedule
+from isrcheck.conformance.core.lockstep import Lockstep
+from isrcheck.conformance.core.schedule import load_config
 from isrcheck.conformance.engines.campaign.guided import Corpus
 from isrcheck.conformance.engines.cover.command import COVER_SCOPE
 from isrcheck.conformance.engines.cover.executor import CoverSpec, run_schedule_of_plan
 from isrcheck.conformance.engines.cover.graph import build_graph
 from isrcheck.conformance.engines.cover.paths import plan_cover
-from isrcheck.conformance.core.lockstep import Lockstep
-from isrcheck.conformance.core.schedule import load_config
 from isrcheck.conformance.generators.walk import FAULT_PROFILES
 from isrcheck.model import ModelConfig
 from isrcheck.model.alphabet import FIELDS, STEPS, is_step
-
 
 DETECTION_SCOPE = replace(COVER_SCOPE, max_records=1, max_power_losses=1, max_drops=0)
 
@@ -64,17 +64,19 @@ def _cover(scope):
         for i, sched in enumerate(plan.schedules):
             row = run_schedule_of_plan(spec, i, sched)
             yield row["verdict"], (row["property"], *row["also"])
+
     return engine
 
 
-STEPS = [100]  # steps per walk (--steps)
+WALK_STEPS = [100]  # steps per walk (--steps)
 
 
 def _fuzz(swarm: bool):
     def engine(protocol: str):
         for seed in itertools.count():
-            _, verdict = random_walk(seed, protocol, STEPS[0], "default", swarm=swarm)
+            _, verdict = random_walk(seed, protocol, WALK_STEPS[0], "default", swarm=swarm)
             yield violated(verdict)
+
     return engine
 
 
@@ -85,15 +87,16 @@ def _guided(swarm: bool, per_round: int = 250):
             mutants, found = corpus.mutants(), []
             for _ in range(per_round):
                 if mutants is None or mutants.explores(seed):
-                    schedule, verdict = random_walk(seed, protocol, STEPS[0], "default", swarm=swarm)
+                    schedule, verdict = random_walk(seed, protocol, WALK_STEPS[0], "default", swarm=swarm)
                 else:
-                    schedule, _ = mutants.child(seed, protocol, STEPS[0], "default")
+                    schedule, _ = mutants.child(seed, protocol, WALK_STEPS[0], "default")
                     verdict = run_schedule(schedule)
                 found.append((seed, verdict.coverage, schedule.to_json()))
                 seed += 1
                 yield violated(verdict)
             for row in found:  # parents take effect from the next round on, as on Spark
                 corpus.add(*row)
+
     return engine
 
 
@@ -124,19 +127,37 @@ def hypothesis(protocol: str):
         def take(self, step, name=name):
             if self.run.outcome is None:
                 self.run.step({"step": name, **step})
-        setattr(Plain, f"step_{name}", rule(step=st.fixed_dictionaries(fields).filter(
-            lambda d, name=name: is_step({"step": name, **d})))(take))
+
+        setattr(
+            Plain,
+            f"step_{name}",
+            rule(step=st.fixed_dictionaries(fields).filter(lambda d, name=name: is_step({"step": name, **d})))(take),
+        )
     while True:  # batches of fresh random examples, each example's verdict at its end
-        run_state_machine_as_test(Plain, settings=settings(
-            max_examples=20, stateful_step_count=100, deadline=None, database=None,
-            phases=[Phase.generate], suppress_health_check=list(HealthCheck)))
+        run_state_machine_as_test(
+            Plain,
+            settings=settings(
+                max_examples=20,
+                stateful_step_count=100,
+                deadline=None,
+                database=None,
+                phases=[Phase.generate],
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
         yield from found
         found.clear()
 
 
-ENGINES = {"cover": _cover(COVER_SCOPE), "cover-found": _cover(DETECTION_SCOPE), "fuzz": _fuzz(False),
-           "fuzz-swarm": _fuzz(True), "guided": _guided(False), "guided-swarm": _guided(True),
-           "hypothesis": hypothesis}
+ENGINES = {
+    "cover": _cover(COVER_SCOPE),
+    "cover-found": _cover(DETECTION_SCOPE),
+    "fuzz": _fuzz(False),
+    "fuzz-swarm": _fuzz(True),
+    "guided": _guided(False),
+    "guided-swarm": _guided(True),
+    "hypothesis": hypothesis,
+}
 
 
 def detect(engine, protocol: str, targets: set, budget: float) -> tuple[dict, int, float]:
@@ -163,7 +184,7 @@ def main() -> int:
     parser.add_argument("--baseline-budget", type=float, default=600.0)
     parser.add_argument("--steps", type=int, default=100, help="steps per fuzz walk and guided schedule")
     args = parser.parse_args()
-    STEPS[0] = args.steps
+    WALK_STEPS[0] = args.steps
     targets = set(args.properties.split(","))
     for protocol in args.protocols.split(","):
         for engine in args.engines.split(","):
@@ -171,8 +192,11 @@ def main() -> int:
             firsts, n, seconds = detect(ENGINES[engine], protocol, targets, budget)
             found = "; ".join(f"{p} {t:.1f} s/{k:,}" for p, (t, k) in sorted(firsts.items(), key=lambda x: x[1]))
             missed = ", ".join(sorted(targets - set(firsts)))
-            print(f"{protocol:9} {engine:13} {n:7,} schedules {seconds:6.1f} s | first violations: {found or '-'}"
-                  + (f" | not found: {missed}" if missed else ""), flush=True)
+            print(
+                f"{protocol:9} {engine:13} {n:7,} schedules {seconds:6.1f} s | first violations: {found or '-'}"
+                + (f" | not found: {missed}" if missed else ""),
+                flush=True,
+            )
     return 0
 
 

@@ -19,6 +19,7 @@ electing elsewhere).
 Each part prints its command, its time and verdicts, then per fault and path the number of
 schedules that reached it (lockstep's ``disk:*`` coverage, kept per schedule in the Parquet rows).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,18 +32,64 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-COVER_BASE = ["--replicas", "2", "--min-isr", "2", "--max-records", "1", "--max-epoch", "2", "--bounces", "0",
-              "--max-drops", "0", "--no-partial-fetches", "--no-hw-checkpoints", "--flushes"]
+COVER_BASE = [
+    "--replicas",
+    "2",
+    "--min-isr",
+    "2",
+    "--max-records",
+    "1",
+    "--max-epoch",
+    "2",
+    "--bounces",
+    "0",
+    "--max-drops",
+    "0",
+    "--no-partial-fetches",
+    "--no-hw-checkpoints",
+    "--flushes",
+]
 COVER_SCOPES = {
-    "tails": ["--max-crashes", "1", "--crash-kinds", "process", "--max-power-losses", "1", "--torn-writes",
-              "--garbage-tails"],
-    "corruptions": ["--max-crashes", "1", "--crash-kinds", "process", "--max-power-losses", "1", "--corruptions", "1",
-                    "--live-corruptions", "1", "--consumes"],
+    "tails": [
+        "--max-crashes",
+        "1",
+        "--crash-kinds",
+        "process",
+        "--max-power-losses",
+        "1",
+        "--torn-writes",
+        "--garbage-tails",
+    ],
+    "corruptions": [
+        "--max-crashes",
+        "1",
+        "--crash-kinds",
+        "process",
+        "--max-power-losses",
+        "1",
+        "--corruptions",
+        "1",
+        "--live-corruptions",
+        "1",
+        "--consumes",
+    ],
     "failures": ["--max-crashes", "0", "--disk-failures", "1", "--fsync-failures", "1"],
 }
-PATHS = ("disk:tail:stale", "disk:tail:random", "disk:corrupt", "disk:corrupt-live", "disk:write:EIO",
-         "disk:write:ENOSPC", "disk:fsync:EIO", "disk:fsync:ENOSPC", "disk:read:EIO", "disk:crc", "disk:crc-read",
-         "disk:offline", "disk:offline-leader")
+PATHS = (
+    "disk:tail:stale",
+    "disk:tail:random",
+    "disk:corrupt",
+    "disk:corrupt-live",
+    "disk:write:EIO",
+    "disk:write:ENOSPC",
+    "disk:fsync:EIO",
+    "disk:fsync:ENOSPC",
+    "disk:read:EIO",
+    "disk:crc",
+    "disk:crc-read",
+    "disk:offline",
+    "disk:offline-leader",
+)
 
 
 def run(command: list[str]) -> float:
@@ -75,14 +122,40 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         if "fuzz" in parts:
             out = Path(tmp) / "fuzz"
-            seconds = run(["isrcheck", "fuzz", "--protocol", args.protocol, "--faults", "disk", "--schedules",
-                           str(args.schedules), "--master", args.master, "--out", str(out)])
+            seconds = run(
+                [
+                    "isrcheck",
+                    "fuzz",
+                    "--protocol",
+                    args.protocol,
+                    "--faults",
+                    "disk",
+                    "--schedules",
+                    str(args.schedules),
+                    "--master",
+                    args.master,
+                    "--out",
+                    str(out),
+                ]
+            )
             report("fuzz --faults disk", seconds, out, "coverage")
         if "cover" in parts:
             for name, scope in COVER_SCOPES.items():
                 out = Path(tmp) / f"cover-{name}"
-                seconds = run(["isrcheck", "cover", "--protocol", args.protocol, *COVER_BASE, *scope,
-                               "--master", args.master, "--out", str(out)])
+                seconds = run(
+                    [
+                        "isrcheck",
+                        "cover",
+                        "--protocol",
+                        args.protocol,
+                        *COVER_BASE,
+                        *scope,
+                        "--master",
+                        args.master,
+                        "--out",
+                        str(out),
+                    ]
+                )
                 report(f"cover ({name})", seconds, out, "disk_paths")
     return 0
 

@@ -7,6 +7,7 @@ simulation appends, so that per-record work dominates), then runs ``isrcheck dum
 
 Usage: python benchmarks/dump_log.py [--mb 200] [--keep DIR]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,7 @@ from isrcheck.impl.storage import Log, LogConfig, Record
 
 
 def build_segment(directory: str, megabytes: int) -> str:
-    log = Log.open(directory, LogConfig(segment_bytes=(megabytes + 16) << 20, segment_ms=None,
-                                        retention_ms=None))
+    log = Log.open(directory, LogConfig(segment_bytes=(megabytes + 16) << 20, segment_ms=None, retention_ms=None))
     value = bytes(range(100))
     offset = 0
     while log.size_in_bytes < megabytes << 20:
@@ -37,7 +37,7 @@ def run_dump(args: list[str]) -> tuple[float, float, int]:
     start = time.perf_counter()
     with open(os.devnull, "wb") as sink:
         child = subprocess.Popen(command, stdout=sink)
-        _, status, usage = os.wait4(child.pid, 0)      # this child's own rusage (KB on Linux)
+        _, status, usage = os.wait4(child.pid, 0)  # this child's own rusage (KB on Linux)
         child.returncode = os.waitstatus_to_exitcode(status)
     return time.perf_counter() - start, usage.ru_maxrss / 1024, child.returncode
 
@@ -54,8 +54,7 @@ def main() -> None:
             build_segment(directory, args.mb)
         size = os.path.getsize(path) / 1e6
         print(f"dump-log of a {size:.0f} MB segment (100-byte values, batches of 10):")
-        for label, dump_args in (("text", [path]), ("--json", [path, "--json"]),
-                                 (".index", [path[:-4] + ".index"])):
+        for label, dump_args in (("text", [path]), ("--json", [path, "--json"]), (".index", [path[:-4] + ".index"])):
             seconds, peak_mb, code = run_dump(dump_args)
             print(f"  {label:8} {seconds:7.1f} s  peak {peak_mb:7.0f} MB  ({size / seconds:5.1f} MB/s, exit {code})")
 

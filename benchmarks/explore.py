@@ -10,6 +10,7 @@ unreduced search (``--no-symmetry``) and the reduced one in turn in this one pro
 their ratio. ``--memory`` measures what the visited set keeps per state: a fingerprint, against an
 exact state key as it was kept before fingerprints.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,19 +38,30 @@ def main() -> None:
     parser.add_argument("--compare", action="store_true", help="unreduced and reduced search side by side")
     parser.add_argument("--memory", action="store_true", help="bytes per visited state (fingerprint vs exact key)")
     args = parser.parse_args()
-    scope = Scope(**{**default.to_json(), **{k: getattr(args, k) for k in _BOUNDS},
-                     "acks": default.acks, "crash_kinds": default.crash_kinds})
+    scope = Scope(
+        **{
+            **default.to_json(),
+            **{k: getattr(args, k) for k in _BOUNDS},
+            "acks": default.acks,
+            "crash_kinds": default.crash_kinds,
+        }
+    )
     print("command: python benchmarks/explore.py " + " ".join(sys.argv[1:]))
     print(f"replicas {args.replicas}; scope: {scope.to_json()}")
     if args.memory:
         return _memory(ModelConfig(protocol=(args.protocol or ["kip-320"])[0], replicas=args.replicas), scope)
-    print(f"{'protocol':<14}{'symmetry':>9}{'states':>10}{'stand for':>11}{'transitions':>13}{'depth':>7}"
-          f"{'complete':>10}{'wall s':>9}{'cpu s':>8}{'states/s':>10}{'stand for/s':>12}{'P(collision)':>14}"
-          "  violations (property@steps)")
+    print(
+        f"{'protocol':<14}{'symmetry':>9}{'states':>10}{'stand for':>11}{'transitions':>13}{'depth':>7}"
+        f"{'complete':>10}{'wall s':>9}{'cpu s':>8}{'states/s':>10}{'stand for/s':>12}{'P(collision)':>14}"
+        "  violations (property@steps)"
+    )
     for name in args.protocol or list(PROTOCOLS):
-        config = ModelConfig(protocol=name, replicas=args.replicas,
-                             min_insync_replicas=min(2, args.replicas),
-                             unclean_leader_election_enable=args.unclean_election)
+        config = ModelConfig(
+            protocol=name,
+            replicas=args.replicas,
+            min_insync_replicas=min(2, args.replicas),
+            unclean_leader_election_enable=args.unclean_election,
+        )
         runs = [False, True] if args.compare else [not args.no_symmetry]
         cpus = []
         for symmetry in runs:
@@ -58,21 +70,32 @@ def main() -> None:
             cpu = time.process_time() - cpu
             cpus.append((cpu, result.seconds))
             found = ", ".join(f"{v.property}@{v.depth}" for v in result.violations) or "-"
-            print(f"{name:<14}{'on' if symmetry else 'off':>9}{result.states:>10,}{result.represented:>11,}"
-                  f"{result.transitions:>13,}{result.depth:>7}{str(result.complete):>10}{result.seconds:>9.1f}"
-                  f"{cpu:>8.1f}{result.states / max(cpu, 1e-9):>10,.0f}{result.represented / max(cpu, 1e-9):>12,.0f}"
-                  f"{result.collision_probability:>14.1e}  {found}", flush=True)
+            print(
+                f"{name:<14}{'on' if symmetry else 'off':>9}{result.states:>10,}{result.represented:>11,}"
+                f"{result.transitions:>13,}{result.depth:>7}{str(result.complete):>10}{result.seconds:>9.1f}"
+                f"{cpu:>8.1f}{result.states / max(cpu, 1e-9):>10,.0f}{result.represented / max(cpu, 1e-9):>12,.0f}"
+                f"{result.collision_probability:>14.1e}  {found}",
+                flush=True,
+            )
         if args.compare:
             (cpu_off, wall_off), (cpu_on, wall_on) = cpus
             print(f"{name:<14}unreduced / reduced: wall {wall_off / wall_on:.2f}x, cpu {cpu_off / cpu_on:.2f}x")
-            _target("the reduced search at least 4x faster (wall) than the unreduced", wall_off / wall_on >= 4,
-                    f"{wall_off / wall_on:.2f}x")
-        _target("at least 50,000 states/s, counting the states the reduced ones stand for",
-                result.represented / max(result.seconds, 1e-9) >= 50_000,
-                f"{result.represented / max(result.seconds, 1e-9):,.0f}/s")
+            _target(
+                "the reduced search at least 4x faster (wall) than the unreduced",
+                wall_off / wall_on >= 4,
+                f"{wall_off / wall_on:.2f}x",
+            )
+        _target(
+            "at least 50,000 states/s, counting the states the reduced ones stand for",
+            result.represented / max(result.seconds, 1e-9) >= 50_000,
+            f"{result.represented / max(result.seconds, 1e-9):,.0f}/s",
+        )
         if args.replicas == 4:
-            _target("four brokers complete within 10 minutes", result.complete and result.seconds <= 600,
-                    f"{'complete' if result.complete else 'incomplete'} in {result.seconds:.0f} s")
+            _target(
+                "four brokers complete within 10 minutes",
+                result.complete and result.seconds <= 600,
+                f"{'complete' if result.complete else 'incomplete'} in {result.seconds:.0f} s",
+            )
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak memory: {peak_mb:,.0f} MiB")
 
@@ -87,9 +110,10 @@ def _memory(config: ModelConfig, scope: Scope, states: int = 50_000) -> None:
     (with its ledger) in a dict, as the explorer kept it before. The states themselves are held
     outside what is measured; only what each visited set allocates counts."""
     sample = list(reachable_states(config, scope, max_states=states))
-    for name, build in (("fingerprint set", lambda: {fingerprint(scope, s, EMPTY_LEDGER) for s in sample}),
-                        ("exact-key dict", lambda: {(state_key(scope, s), EMPTY_LEDGER): i
-                                                    for i, s in enumerate(sample)})):
+    for name, build in (
+        ("fingerprint set", lambda: {fingerprint(scope, s, EMPTY_LEDGER) for s in sample}),
+        ("exact-key dict", lambda: {(state_key(scope, s), EMPTY_LEDGER): i for i, s in enumerate(sample)}),
+    ):
         tracemalloc.start()
         visited = build()
         size, _peak = tracemalloc.get_traced_memory()

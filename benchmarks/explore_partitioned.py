@@ -12,6 +12,7 @@ parent only routes each level's successors, as a Spark shuffle by fingerprint wo
 the exchange between processes costs included; the states counted must equal the explorer's
 ``--no-symmetry`` count. The in-process explorer on the same scope is timed beside it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,8 +78,7 @@ def _worker(conn, config: ModelConfig, scope: Scope, workers: int, exchange: str
         transitions += n
         conn.send_bytes(pickle.dumps([array("q", (c[0] for c in bucket)) for bucket in out]))
         claims = pickle.loads(conn.recv_bytes())  # per sender, the fingerprints it claims here
-        conn.send_bytes(pickle.dumps([array("B", (f not in seen and not seen.add(f) for f in fps))
-                                      for fps in claims]))
+        conn.send_bytes(pickle.dumps([array("B", (f not in seen and not seen.add(f) for f in fps)) for fps in claims]))
         verdicts = pickle.loads(conn.recv_bytes())  # per owner, which of my claims were new
         frontier = [c for bucket, new in zip(out, verdicts) for c, keep in zip(bucket, new) if keep]
 
@@ -140,35 +140,47 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--protocol", default="kip-320")
     parser.add_argument("--workers", default="1,2", help="comma-separated worker counts to time in turn")
-    parser.add_argument("--exchange", default="fingerprints,states",
-                        help="what crosses processes: fingerprints (states stay where generated) and/or states")
+    parser.add_argument(
+        "--exchange",
+        default="fingerprints,states",
+        help="what crosses processes: fingerprints (states stay where generated) and/or states",
+    )
     parser.add_argument("--max-records", type=int, default=Scope().max_records)
     parser.add_argument("--max-epoch", type=int, default=Scope().max_epoch)
     args = parser.parse_args()
     config = ModelConfig(protocol=args.protocol)
     scope = Scope(max_records=args.max_records, max_epoch=args.max_epoch)
     print("command: python benchmarks/explore_partitioned.py " + " ".join(sys.argv[1:]))
-    print(f"{args.protocol}, scope max_records={scope.max_records} max_epoch={scope.max_epoch} "
-          f"(otherwise the default), {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
+    print(
+        f"{args.protocol}, scope max_records={scope.max_records} max_epoch={scope.max_epoch} "
+        f"(otherwise the default), {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}"
+    )
     cpu = _cpu()
     result = explore(config, scope, properties=(), symmetry=False)
     alone = _cpu() - cpu
-    print(f"in-process explorer, no symmetry, no properties: {result.states:,} states in "
-          f"{result.seconds:.1f} s ({result.states / result.seconds:,.0f} states/s, {alone:.1f} CPU s)")
+    print(
+        f"in-process explorer, no symmetry, no properties: {result.states:,} states in "
+        f"{result.seconds:.1f} s ({result.states / result.seconds:,.0f} states/s, {alone:.1f} CPU s)"
+    )
     for exchange in args.exchange.split(","):
         times = {}
         for workers in (int(w) for w in args.workers.split(",")):
             states, transitions, levels, seconds, cpu = partitioned(config, scope, workers, exchange)
             times[workers] = seconds
             same = "equal to the explorer's" if states == result.states else f"NOT the explorer's {result.states:,}"
-            print(f"partitioned frontier exchanging {exchange}, {workers} worker(s): {states:,} states ({same}), "
-                  f"{transitions:,} transitions, {levels} levels, {seconds:.1f} s ({states / seconds:,.0f} states/s), "
-                  f"{cpu:.1f} CPU s: {cpu / alone:.2f}x the explorer's; so on {workers} idle core(s) at best "
-                  f"{alone / (cpu / workers):.2f}x its speed")
+            print(
+                f"partitioned frontier exchanging {exchange}, {workers} worker(s): {states:,} states ({same}), "
+                f"{transitions:,} transitions, {levels} levels, {seconds:.1f} s ({states / seconds:,.0f} states/s), "
+                f"{cpu:.1f} CPU s: {cpu / alone:.2f}x the explorer's; so on {workers} idle core(s) at best "
+                f"{alone / (cpu / workers):.2f}x its speed"
+            )
         for workers, seconds in sorted(times.items()):
             if workers > 1 and 1 in times:
-                print(f"  measured: {workers} workers {times[1] / seconds:.2f}x as fast as 1; "
-                      f"{result.seconds / seconds:.2f}x the in-process explorer (load now {os.getloadavg()[0]:.2f})")
+                print(
+                    f"  measured: {workers} workers {times[1] / seconds:.2f}x as fast as 1; "
+                    f"{result.seconds / seconds:.2f}x the in-process explorer (load now {os.getloadavg()[0]:.2f})"
+                )
+
 
 if __name__ == "__main__":
     main()

@@ -3,6 +3,7 @@ this repository's gate scope, and (with --spark) the whole gate as configured in
 
     python benchmarks/gate.py [--spark]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,10 @@ def main() -> None:
         replay(case)
     seconds = time.perf_counter() - start
     steps = sum(len(c.schedule.steps) for c in cases)
-    print(f"corpus replay: {len(cases)} schedule runs, {steps} steps in {seconds:.2f} s "
-          f"({len(cases) / seconds:.0f} runs/s, {steps / seconds:.0f} steps/s)")
+    print(
+        f"corpus replay: {len(cases)} schedule runs, {steps} steps in {seconds:.2f} s "
+        f"({len(cases) / seconds:.0f} runs/s, {steps / seconds:.0f} steps/s)"
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         start, size = time.perf_counter(), 0
@@ -44,11 +47,14 @@ def main() -> None:
             write_timeline(case.schedule, path)
             size += path.stat().st_size
         seconds = time.perf_counter() - start
-        print(f"timelines: {len(cases)} pages in {seconds:.2f} s ({seconds / len(cases) * 1000:.0f} ms each, "
-              f"mean {size / len(cases) / 1024:.0f} KiB, self-contained)")
+        print(
+            f"timelines: {len(cases)} pages in {seconds:.2f} s ({seconds / len(cases) * 1000:.0f} ms each, "
+            f"mean {size / len(cases) / 1024:.0f} KiB, self-contained)"
+        )
 
-        from isrcheck.conformance.engines.gate.job import EngineJob
         from isrcheck.conformance.engines.gate.explore_engine import run as explore
+        from isrcheck.conformance.engines.gate.job import EngineJob
+
         for protocol in config.engine_protocols("explore"):
             job = EngineJob(protocol, config.engine_options("explore"), None, 1.0, Path(tmp), lambda: None, None)
             run = explore(job)
@@ -56,10 +62,24 @@ def main() -> None:
 
         if args.spark:
             start = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", "gate", "--out",
-                                   str(Path(tmp) / "out"), "--no-save"], cwd=ROOT, capture_output=True, text=True)
-            print(f"isrcheck gate (pyproject.toml's budget, Spark included): exit {proc.returncode}, "
-                  f"{time.perf_counter() - start:.1f} s wall")
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "isrcheck.conformance.cli.main",
+                    "gate",
+                    "--out",
+                    str(Path(tmp) / "out"),
+                    "--no-save",
+                ],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+            )
+            print(
+                f"isrcheck gate (pyproject.toml's budget, Spark included): exit {proc.returncode}, "
+                f"{time.perf_counter() - start:.1f} s wall"
+            )
             for line in proc.stdout.splitlines():
                 print("  " + line)
 

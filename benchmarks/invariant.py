@@ -9,6 +9,7 @@ a time (one core), at the default scope unless options say otherwise (the shippe
 found at it); Houdini's queries do not depend on the scope's epoch and crash bounds (they are
 unbounded there), only the explorer's filter and the search for a counterexample do.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,9 +24,22 @@ VARIANTS = ("kip-320", "kip-966", "hw-truncation", "kip-101", "kip-279")
 
 def run(protocol: str, extra: list[str]) -> tuple[dict | None, float, int]:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", "prove", "--invariant",
-                           "--protocol", protocol, *extra, "--json"], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONHASHSEED": "0"})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "isrcheck.conformance.cli.main",
+            "prove",
+            "--invariant",
+            "--protocol",
+            protocol,
+            *extra,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
     seconds = time.perf_counter() - start
     try:
         return json.loads(proc.stdout), seconds, proc.returncode
@@ -39,8 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--protocol", action="append", default=None, choices=VARIANTS)
     args, extra = parser.parse_known_args(argv)
     print(f"isrcheck prove --invariant {' '.join(extra)} (default targets), one child process per variant")
-    print("| protocol | candidates | after explorer filter | Houdini rounds | conjuncts | max query s | total s "
-          "| targets implied | exit |")
+    print(
+        "| protocol | candidates | after explorer filter | Houdini rounds | conjuncts | max query s | total s "
+        "| targets implied | exit |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---|---:|")
     for protocol in args.protocol or VARIANTS:
         doc, seconds, code = run(protocol, extra)
@@ -49,9 +65,11 @@ def main(argv: list[str] | None = None) -> int:
             continue
         fig = doc["figures"]
         implied = [t for t, v in sorted(doc["targets"].items()) if v == "implied"]
-        print(f"| `{protocol}` | {fig['candidates']:,} | {fig['after_filter']:,} | {fig['rounds']} | {fig['conjuncts']} "
-              f"| {fig['max_query_seconds']:.2f} | {seconds:.0f} | {', '.join(implied) or 'none'} | {code} |",
-              flush=True)
+        print(
+            f"| `{protocol}` | {fig['candidates']:,} | {fig['after_filter']:,} | {fig['rounds']} | {fig['conjuncts']} "
+            f"| {fig['max_query_seconds']:.2f} | {seconds:.0f} | {', '.join(implied) or 'none'} | {code} |",
+            flush=True,
+        )
     return 0
 
 

@@ -42,6 +42,7 @@ Usage: python benchmarks/kafka_clients.py [--seconds S] [--record-size B] [--par
            [--clients librdkafka,kafka-python] [--acks 1,all] [--paced-fraction F]
            [--profile DIR [--profiler py-spy|cprofile] [--top N]] [--keep]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,7 +52,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -65,15 +65,15 @@ from importlib import metadata
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
-from isrcheck.impl.controller import CONTROLLER_ID
-from isrcheck.impl.real import serve
-from isrcheck.impl.real.processes import ProcessCluster
+from isrcheck.impl.controller import CONTROLLER_ID  # noqa: E402 (after the sys.path edit above)
+from isrcheck.impl.real import serve  # noqa: E402 (after the sys.path edit above)
+from isrcheck.impl.real.processes import ProcessCluster  # noqa: E402 (after the sys.path edit above)
 
 TOPIC = "bench"
 CLIENTS = ("librdkafka", "kafka-python")
 ACKS = {"1": 1, "all": -1}
-TARGET_MB_S = 10.0        # acks=all with librdkafka's default batching, 1 KiB records
-TARGET_RATIO = 1 / 3      # acks=all against acks=1, same client settings
+TARGET_MB_S = 10.0  # acks=all with librdkafka's default batching, 1 KiB records
+TARGET_RATIO = 1 / 3  # acks=all against acks=1, same client settings
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -88,8 +88,22 @@ def _free_base(count: int) -> int:
 def start_cluster(directory: str, partitions: int) -> tuple[ProcessCluster, str]:
     parser = argparse.ArgumentParser()
     serve.add_arguments(parser)
-    args = parser.parse_args(["--replicas", "3", "--protocol", "kip-320", "--min-insync-replicas", "2",
-                              "--dir", directory, "--port", str(_free_base(3)), "--topic", f"{TOPIC}:{partitions}"])
+    args = parser.parse_args(
+        [
+            "--replicas",
+            "3",
+            "--protocol",
+            "kip-320",
+            "--min-insync-replicas",
+            "2",
+            "--dir",
+            directory,
+            "--port",
+            str(_free_base(3)),
+            "--topic",
+            f"{TOPIC}:{partitions}",
+        ]
+    )
     config, directory, kafka = serve.prepare(args)
     cluster = ProcessCluster(config, directory, kafka=kafka)
     cluster.start()
@@ -100,6 +114,7 @@ def start_cluster(directory: str, partitions: int) -> tuple[ProcessCluster, str]
 def wait_ready(bootstrap: str, partitions: int, timeout_s: float = 60.0) -> dict[int, int]:
     """Partition -> leader, once every partition has a leader and all three replicas in its ISR."""
     from confluent_kafka.admin import AdminClient
+
     admin = AdminClient({"bootstrap.servers": bootstrap})
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -107,8 +122,12 @@ def wait_ready(bootstrap: str, partitions: int, timeout_s: float = 60.0) -> dict
             topic = admin.list_topics(TOPIC, timeout=5).topics.get(TOPIC)
         except Exception:  # the brokers are still coming up
             topic = None
-        if topic is not None and topic.error is None and len(topic.partitions) == partitions and all(
-                p.leader >= 0 and len(p.isrs) == 3 for p in topic.partitions.values()):
+        if (
+            topic is not None
+            and topic.error is None
+            and len(topic.partitions) == partitions
+            and all(p.leader >= 0 and len(p.isrs) == 3 for p in topic.partitions.values())
+        ):
             return {i: p.leader for i, p in topic.partitions.items()}
         time.sleep(0.2)
     raise RuntimeError(f"topic {TOPIC} not ready (leaders and a full ISR) within {timeout_s:.0f} s")
@@ -125,7 +144,7 @@ class CpuMeter:
         try:
             with open("/proc/stat") as f:
                 ticks = [int(x) for x in f.readline().split()[1:]]
-            out["machine"] = (sum(ticks[:8]) - ticks[3] - ticks[4]) / _TICK   # all but idle and iowait
+            out["machine"] = (sum(ticks[:8]) - ticks[3] - ticks[4]) / _TICK  # all but idle and iowait
         except (OSError, ValueError, IndexError):
             pass
         for name, pid in self.pids.items():
@@ -151,11 +170,11 @@ class CpuMeter:
 @dataclass
 class Run:
     client: str
-    mode: str            # flood, paced, consume
-    acks: str            # "1", "all", or "" for consume
+    mode: str  # flood, paced, consume
+    acks: str  # "1", "all", or "" for consume
     records: int = 0
     seconds: float = 0.0
-    latencies: list[float] = field(default_factory=list)   # seconds
+    latencies: list[float] = field(default_factory=list)  # seconds
     errors: Counter = field(default_factory=Counter)
     cpu: dict[str, float] = field(default_factory=dict)
     note: str = ""
@@ -199,7 +218,7 @@ def _pace(rate: float | None, start: float, sent: int) -> int:
     """How many records may go now: unlimited in a flood, the schedule's due count when paced."""
     if rate is None:
         return 1 << 30
-    ahead = sent - (time.perf_counter() - start) * rate   # records sent before their time
+    ahead = sent - (time.perf_counter() - start) * rate  # records sent before their time
     if ahead >= 1:
         time.sleep(min(0.001, ahead / rate))
         return 0
@@ -208,6 +227,7 @@ def _pace(rate: float | None, start: float, sent: int) -> int:
 
 def produce_librdkafka(bootstrap: str, acks: str, seconds: float, value: bytes, rate: float | None) -> _Deliveries:
     from confluent_kafka import KafkaError, Producer
+
     d = _Deliveries()
     latencies, errors, clock, purged = d.latencies, d.errors, time.perf_counter, KafkaError._PURGE_QUEUE
 
@@ -219,6 +239,7 @@ def produce_librdkafka(bootstrap: str, acks: str, seconds: float, value: bytes, 
             d.last_done = clock()
         elif err.code() != purged:  # purged: left unsent at the deadline, not counted
             errors[err.str()] += 1
+
     producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "on_delivery": delivered})
     producer.list_topics(TOPIC, timeout=10)  # metadata before the clock starts
     produce, poll = producer.produce, producer.poll
@@ -241,7 +262,9 @@ def produce_librdkafka(bootstrap: str, acks: str, seconds: float, value: bytes, 
 
 def produce_kafka_python(bootstrap: str, acks: str, seconds: float, value: bytes, rate: float | None) -> _Deliveries:
     import logging
+
     from kafka import KafkaProducer
+
     logging.getLogger("kafka").setLevel(logging.ERROR)  # the idempotence-off-at-acks=1 warning
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks=ACKS[acks])
     d = _Deliveries()
@@ -267,8 +290,8 @@ PRODUCERS = {"librdkafka": produce_librdkafka, "kafka-python": produce_kafka_pyt
 
 def end_offsets(bootstrap: str, partitions: int) -> dict[int, int]:
     from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "isrcheck-bench-offsets",
-                  "enable.auto.commit": False})
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "isrcheck-bench-offsets", "enable.auto.commit": False})
     try:
         return {p: c.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1] for p in range(partitions)}
     finally:
@@ -277,9 +300,16 @@ def end_offsets(bootstrap: str, partitions: int) -> dict[int, int]:
 
 def consume_librdkafka(bootstrap: str, ends: dict[int, int], seconds: float) -> tuple[int, float]:
     from confluent_kafka import Consumer, TopicPartition
+
     # a group.id is required by the client, but unused: assign() and no commits reach no coordinator
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "isrcheck-bench", "enable.auto.commit": False,
-                  "enable.auto.offset.store": False})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "isrcheck-bench",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+        }
+    )
     c.assign([TopicPartition(TOPIC, p, 0) for p, end in ends.items() if end > 0])
     want, got = sum(ends.values()), 0
     start = time.perf_counter()
@@ -295,8 +325,10 @@ def consume_librdkafka(bootstrap: str, ends: dict[int, int], seconds: float) -> 
 
 def consume_kafka_python(bootstrap: str, ends: dict[int, int], seconds: float) -> tuple[int, float]:
     from kafka import KafkaConsumer, TopicPartition
-    c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
-                      auto_offset_reset="earliest")
+
+    c = KafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, auto_offset_reset="earliest"
+    )
     parts = [TopicPartition(TOPIC, p) for p, end in ends.items() if end > 0]
     c.assign(parts)
     c.seek_to_beginning(*parts)
@@ -356,13 +388,14 @@ class Profiler:
                     with open(script, "w") as f:
                         f.write(_PROFILED_NODE)
                     wrapper = os.path.join(profiler.directory, "python")
-                    with open(wrapper, "w") as f:   # called as: python -m isrcheck.impl.real.node ARGS
-                        f.write(f"#!/bin/sh\nshift 2\nexec {shlex.quote(self.saved)} {shlex.quote(script)} \"$@\"\n")
+                    with open(wrapper, "w") as f:  # called as: python -m isrcheck.impl.real.node ARGS
+                        f.write(f'#!/bin/sh\nshift 2\nexec {shlex.quote(self.saved)} {shlex.quote(script)} "$@"\n')
                     os.chmod(wrapper, 0o755)
                     sys.executable = wrapper
 
             def __exit__(self, *exc):
                 sys.executable = self.saved
+
         return _Launching()
 
     def start(self, pids: dict[str, int], seconds: float) -> None:
@@ -372,9 +405,25 @@ class Profiler:
                 os.kill(pid, signal.SIGUSR1)
                 continue
             path = os.path.join(self.directory, f"{name.replace(' ', '-')}.collapsed")
-            proc = subprocess.Popen([shutil.which("py-spy"), "record", "--native", "--pid", str(pid), "--rate", "200",
-                                     "--format", "raw", "--duration", str(max(1, int(seconds))), "--output", path],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                [
+                    shutil.which("py-spy"),
+                    "record",
+                    "--native",
+                    "--pid",
+                    str(pid),
+                    "--rate",
+                    "200",
+                    "--format",
+                    "raw",
+                    "--duration",
+                    str(max(1, int(seconds))),
+                    "--output",
+                    path,
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             self._spies.append((name, path, proc))
 
     def finish(self, seconds: float) -> None:
@@ -400,15 +449,24 @@ class Profiler:
 
     def _report_cprofile(self, name: str, path: str, cpu: float) -> None:
         import pstats
+
         stats = pstats.Stats(path)
         total = stats.total_tt
-        print(f"cProfile of {name} ({path}): {total:.2f} s of CPU time in its thread ({cpu:.0%} of a core over "
-              f"the run, by /proc); shares are of that CPU time, ncalls in brackets")
-        loop = {"_run_once", "_run", "run_forever", "run_until_complete", "<method 'run' of '_contextvars.Context' objects>"}
+        print(
+            f"cProfile of {name} ({path}): {total:.2f} s of CPU time in its thread ({cpu:.0%} of a core over "
+            f"the run, by /proc); shares are of that CPU time, ncalls in brackets"
+        )
+        loop = {
+            "_run_once",
+            "_run",
+            "run_forever",
+            "run_until_complete",
+            "<method 'run' of '_contextvars.Context' objects>",
+        }
         for title, index in (("self (tottime)", 2), ("cumulative (cumtime; the event loop's own frames left out)", 3)):
             print(f"  {title}:")
             rows = [(fn, row) for fn, row in stats.stats.items() if index == 2 or fn[2] not in loop]
-            for fn, row in sorted(rows, key=lambda e: e[1][index], reverse=True)[:self.top]:
+            for fn, row in sorted(rows, key=lambda e: e[1][index], reverse=True)[: self.top]:
                 print(f"    {row[index] / total:6.1%} {row[index]:7.2f} s  [{row[1]:>7}]  {_pstats_name(fn)}")
 
     def _report_spy(self, name: str, path: str, cpu: float) -> None:
@@ -427,7 +485,7 @@ class Profiler:
                     continue
                 n, leaf = int(count), frames[-1]
                 if "epoll_wait" in leaf or python[-1].startswith("EpollSelector.select"):
-                    idle += n   # waiting for the next event: py-spy does not always see it as idle
+                    idle += n  # waiting for the next event: py-spy does not always see it as idle
                     continue
                 samples += n
                 own[python[-1]] += n
@@ -438,28 +496,63 @@ class Profiler:
                 for fr in set(python):
                     cumulative[fr] += n
         total = max(samples, 1)
-        print(f"py-spy of {name} ({path}): {samples} busy samples at 200/s (+{idle} waiting in epoll, left out), "
-              f"{cpu:.0%} of a core by /proc; shares are of the busy samples: wall time off epoll, on a CPU or "
-              f"waiting for one. Of all busy samples {parts['', 'syscall'] / total:.0%} were in a system call "
-              f"(socket send/recv, file write/pread: the kernel's copies and TCP) and "
-              f"{parts['', 'copy'] / total:.0%} in unnamed libc code (libc*: perf shows it is mostly memmove, "
-              f"i.e. copies of the records)")
+        print(
+            f"py-spy of {name} ({path}): {samples} busy samples at 200/s (+{idle} waiting in epoll, left out), "
+            f"{cpu:.0%} of a core by /proc; shares are of the busy samples: wall time off epoll, on a CPU or "
+            f"waiting for one. Of all busy samples {parts['', 'syscall'] / total:.0%} were in a system call "
+            f"(socket send/recv, file write/pread: the kernel's copies and TCP) and "
+            f"{parts['', 'copy'] / total:.0%} in unnamed libc code (libc*: perf shows it is mostly memmove, "
+            f"i.e. copies of the records)"
+        )
         print("  self (innermost Python function; the part of it in a system call, and in libc*):")
         print(f"    {'share':>6s} {'syscall':>7s} {'libc*':>7s}  function")
         for k, v in own.most_common(self.top):
             print(f"    {v / total:6.1%} {parts[k, 'syscall'] / total:7.1%} {parts[k, 'copy'] / total:7.1%}  {k}")
         print("  cumulative (the event loop's own frames left out):")
-        for k, v in [(k, v) for k, v in cumulative.most_common() if k.split(" (")[0] not in _LOOP_FRAMES][:self.top]:
+        for k, v in [(k, v) for k, v in cumulative.most_common() if k.split(" (")[0] not in _LOOP_FRAMES][: self.top]:
             print(f"    {v / total:6.1%}  {k}")
 
 
-_LOOP_FRAMES = {"_run_module_as_main", "_run_code", "<module>", "main", "run", "Runner.run",
-                "BaseEventLoop.run_until_complete", "BaseEventLoop.run_forever", "BaseEventLoop._run_once",
-                "Handle._run"}
+_LOOP_FRAMES = {
+    "_run_module_as_main",
+    "_run_code",
+    "<module>",
+    "main",
+    "run",
+    "Runner.run",
+    "BaseEventLoop.run_until_complete",
+    "BaseEventLoop.run_forever",
+    "BaseEventLoop._run_once",
+    "Handle._run",
+}
 _PY_FRAME = re.compile(r"\.py:\d+\)$|\(<(frozen [\w.]+|string|codegen_\w+)>(:\d+)?\)$")
-_SYSCALLS = {"send", "recv", "write", "read", "pread64", "pwrite64", "writev", "readv", "sendmsg", "recvmsg",
-             "sendto", "recvfrom", "fsync", "fdatasync", "openat", "open", "close", "brk", "mmap", "munmap",
-             "madvise", "epoll_ctl", "fstat", "rename", "ftruncate"}
+_SYSCALLS = {
+    "send",
+    "recv",
+    "write",
+    "read",
+    "pread64",
+    "pwrite64",
+    "writev",
+    "readv",
+    "sendmsg",
+    "recvmsg",
+    "sendto",
+    "recvfrom",
+    "fsync",
+    "fdatasync",
+    "openat",
+    "open",
+    "close",
+    "brk",
+    "mmap",
+    "munmap",
+    "madvise",
+    "epoll_ctl",
+    "fstat",
+    "rename",
+    "ftruncate",
+}
 
 
 def _native_kind(frame: str) -> str | None:
@@ -493,8 +586,10 @@ def _frame_name(frame: str) -> str:
 # -- report -----------------------------------------------------------------------------------------
 def _cpu(run: Run) -> str:
     """client, brokers 0-2, controller, and the rest of the machine, in % of one core."""
-    return " ".join(f"{run.cpu.get(name, 0) * 100:3.0f}" for name in
-                    ["client", "broker 0", "broker 1", "broker 2", "controller", "other"])
+    return " ".join(
+        f"{run.cpu.get(name, 0) * 100:3.0f}"
+        for name in ["client", "broker 0", "broker 1", "broker 2", "controller", "other"]
+    )
 
 
 def main() -> int:
@@ -504,13 +599,25 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=1, help="partitions of the topic (default 1)")
     parser.add_argument("--clients", default=",".join(CLIENTS), help=f"comma-separated, of {', '.join(CLIENTS)}")
     parser.add_argument("--acks", default="1,all", help="comma-separated, of 1, all (default 1,all)")
-    parser.add_argument("--paced-fraction", type=float, default=0.5,
-                        help="paced runs send at this share of the flood throughput; 0 skips them (default 0.5)")
-    parser.add_argument("--profile", metavar="DIR", default=None,
-                        help="profile every broker during the librdkafka acks=all flood run, files in DIR")
-    parser.add_argument("--profiler", choices=("py-spy", "cprofile"), default="py-spy",
-                        help="py-spy: sampled wall time off epoll (needs py-spy); cprofile: each node under "
-                             "cProfile on its thread's CPU time, on only for the run (default py-spy)")
+    parser.add_argument(
+        "--paced-fraction",
+        type=float,
+        default=0.5,
+        help="paced runs send at this share of the flood throughput; 0 skips them (default 0.5)",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        default=None,
+        help="profile every broker during the librdkafka acks=all flood run, files in DIR",
+    )
+    parser.add_argument(
+        "--profiler",
+        choices=("py-spy", "cprofile"),
+        default="py-spy",
+        help="py-spy: sampled wall time off epoll (needs py-spy); cprofile: each node under "
+        "cProfile on its thread's CPU time, on only for the run (default py-spy)",
+    )
     parser.add_argument("--top", type=int, default=15, help="functions listed per profile (default 15)")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's directory")
     args = parser.parse_args()
@@ -524,8 +631,11 @@ def main() -> int:
 
     print("$ " + shlex.join(["python", "benchmarks/kafka_clients.py", *sys.argv[1:]]))
     import confluent_kafka
-    print(f"confluent-kafka {confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]}), "
-          f"kafka-python {metadata.version('kafka-python')}, Python {sys.version.split()[0]}, {os.cpu_count()} cores")
+
+    print(
+        f"confluent-kafka {confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]}), "
+        f"kafka-python {metadata.version('kafka-python')}, Python {sys.version.split()[0]}, {os.cpu_count()} cores"
+    )
     directory = tempfile.mkdtemp(prefix="isrcheck-bench-kafka-")
     profiler = Profiler(args.profiler, args.profile, args.top) if args.profile else None
     if profiler is not None:
@@ -539,13 +649,15 @@ def main() -> int:
         leaders = wait_ready(bootstrap, args.partitions)
         pids = {f"broker {b}": cluster.processes[b].pid for b in range(3)}
         pids["controller"] = cluster.processes[CONTROLLER_ID].pid
-        brokers = [f"broker {b}" for b in range(3)]
+
         meter = CpuMeter(pids)
         by_leader = Counter(leaders.values())
-        print(f"3 brokers (kip-320, min.insync.replicas=2, SERVE_DEFAULTS), topic {TOPIC} with "
-              f"{args.partitions} partition(s), leaders: "
-              + ", ".join(f"broker {b} x{n}" for b, n in sorted(by_leader.items()))
-              + f"; records of {args.record_size} B values, {args.seconds:g} s per run")
+        print(
+            f"3 brokers (kip-320, min.insync.replicas=2, SERVE_DEFAULTS), topic {TOPIC} with "
+            f"{args.partitions} partition(s), leaders: "
+            + ", ".join(f"broker {b} x{n}" for b, n in sorted(by_leader.items()))
+            + f"; records of {args.record_size} B values, {args.seconds:g} s per run"
+        )
         for client in clients:
             for acks in acks_list:
                 modes = [("flood", None)] + ([("paced", args.paced_fraction)] if args.paced_fraction > 0 else [])
@@ -558,8 +670,16 @@ def main() -> int:
                     before, t0 = meter.sample(), time.perf_counter()
                     d = PRODUCERS[client](bootstrap, acks, args.seconds, value, rate)
                     wall = time.perf_counter() - t0
-                    run = Run(client, mode, acks, d.ok, max(d.last_done - d.first_send, 1e-9), d.latencies, d.errors,
-                              CpuMeter.shares(before, meter.sample(), wall))
+                    run = Run(
+                        client,
+                        mode,
+                        acks,
+                        d.ok,
+                        max(d.last_done - d.first_send, 1e-9),
+                        d.latencies,
+                        d.errors,
+                        CpuMeter.shares(before, meter.sample(), wall),
+                    )
                     if rate is not None:
                         run.note = f"target {rate:.0f}/s"
                         if run.rate() < 0.95 * rate:  # the client fell behind its schedule
@@ -590,38 +710,50 @@ def main() -> int:
     size = args.record_size
     print()
     print(f"{'':44s}{'':>16s}  CPU, % of one core")
-    print(f"{'client':12s} {'acks':4s} {'mode':7s} {'records/s':>10s} {'MB/s':>7s} {'p50 ms':>8s} {'p99 ms':>8s}  "
-          f"{'cl  b0  b1  b2  ctl oth':24s} notes")
+    print(
+        f"{'client':12s} {'acks':4s} {'mode':7s} {'records/s':>10s} {'MB/s':>7s} {'p50 ms':>8s} {'p99 ms':>8s}  "
+        f"{'cl  b0  b1  b2  ctl oth':24s} notes"
+    )
     for r in runs:
         lat = f"{r.pct(0.50):8.1f} {r.pct(0.99):8.1f}" if r.latencies else f"{'-':>8s} {'-':>8s}"
         errors = "; ".join(f"{n} x {e}" for e, n in r.errors.most_common(3))
         notes = "; ".join(x for x in (r.note, f"errors: {errors}" if errors else "") if x)
-        print(f"{r.client:12s} {r.acks or '-':4s} {r.mode:7s} {r.rate():10.0f} {r.mb_s(size):7.2f} {lat}  "
-              f"{_cpu(r):24s} {notes}")
+        print(
+            f"{r.client:12s} {r.acks or '-':4s} {r.mode:7s} {r.rate():10.0f} {r.mb_s(size):7.2f} {lat}  "
+            f"{_cpu(r):24s} {notes}"
+        )
 
     contended = [r for r in runs if r.cpu.get("other", 0) > 0.25]
     if contended:
-        print(f"  note: {len(contended)} of {len(runs)} runs shared the machine with other programs (oth > 25% "
-              f"of a core): their figures are lower than this cluster alone would give")
+        print(
+            f"  note: {len(contended)} of {len(runs)} runs shared the machine with other programs (oth > 25% "
+            f"of a core): their figures are lower than this cluster alone would give"
+        )
     print()
     print("targets:")
     flood = {(r.client, r.acks): r for r in runs if r.mode == "flood"}
     if ("librdkafka", "all") in flood:
         mb = flood["librdkafka", "all"].mb_s(size)
         ok = mb >= TARGET_MB_S and size == 1024
-        print(f"  librdkafka acks=all >= {TARGET_MB_S:g} MB/s of 1 KiB records: {mb:.2f} MB/s -> "
-              f"{'met' if ok else 'NOT met'}{'' if size == 1024 else ' (record size is not 1 KiB)'}")
+        print(
+            f"  librdkafka acks=all >= {TARGET_MB_S:g} MB/s of 1 KiB records: {mb:.2f} MB/s -> "
+            f"{'met' if ok else 'NOT met'}{'' if size == 1024 else ' (record size is not 1 KiB)'}"
+        )
     for client in clients:
         if (client, "all") in flood and (client, "1") in flood:
             a, b = flood[client, "all"].rate(), flood[client, "1"].rate()
             ratio = a / b if b else 0.0
-            print(f"  {client} acks=all >= 1/3 of acks=1: {a:.0f} / {b:.0f} records/s = {ratio:.2f} -> "
-                  f"{'met' if ratio >= TARGET_RATIO else 'NOT met'}")
+            print(
+                f"  {client} acks=all >= 1/3 of acks=1: {a:.0f} / {b:.0f} records/s = {ratio:.2f} -> "
+                f"{'met' if ratio >= TARGET_RATIO else 'NOT met'}"
+            )
 
     if profiler is not None and profiled is not None:
         print()
-        print(f"profiles of the brokers during the librdkafka acks=all flood run ({args.profiler}; "
-              f"leaders: {', '.join(f'partition {p} on broker {b}' for p, b in sorted(leaders.items()))})")
+        print(
+            f"profiles of the brokers during the librdkafka acks=all flood run ({args.profiler}; "
+            f"leaders: {', '.join(f'partition {p} on broker {b}' for p, b in sorted(leaders.items()))})"
+        )
         profiler.report(profiled.cpu)
     return 0
 

@@ -10,6 +10,7 @@ checked in a fresh process, as ``isrcheck check FILE`` would; generating it is n
 linear work the steps/s stay about the same from one length to the next and the peak memory grows
 with the logs only.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,11 +36,16 @@ def cycle(steps: int, protocol: str):
     from isrcheck.conformance import Schedule
 
     one = [{"step": "produce", "replica": 0, "acks": -1}]
-    one += [{"step": name, "replica": f} for _ in range(2) for f in (1, 2)
-            for name in ("send_fetch", "handle_fetch", "handle_fetch_response")]
+    one += [
+        {"step": name, "replica": f}
+        for _ in range(2)
+        for f in (1, 2)
+        for name in ("send_fetch", "handle_fetch", "handle_fetch_response")
+    ]
     one += [{"step": "consume", "replica": 0}, {"step": "tick"}]
-    return Schedule.from_json({"version": 1, "protocol": protocol, "name": f"cycle-{steps}",
-                               "steps": (one * (steps // len(one) + 1))[:steps]})
+    return Schedule.from_json(
+        {"version": 1, "protocol": protocol, "name": f"cycle-{steps}", "steps": (one * (steps // len(one) + 1))[:steps]}
+    )
 
 
 def walk(steps: int, protocol: str):
@@ -63,8 +69,11 @@ def main() -> None:
             if proc.returncode:
                 sys.exit(proc.stderr)
             r = json.loads(proc.stdout)
-            print(f"{args.kind} {r['steps']:>7,} steps ({args.protocol}): {r['verdict']}, {r['seconds']:6.1f} s, "
-                  f"{r['steps'] / r['seconds']:6,.0f} steps/s, peak {r['peak_mb']:5.0f} MB", flush=True)
+            print(
+                f"{args.kind} {r['steps']:>7,} steps ({args.protocol}): {r['verdict']}, {r['seconds']:6.1f} s, "
+                f"{r['steps'] / r['seconds']:6,.0f} steps/s, peak {r['peak_mb']:5.0f} MB",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

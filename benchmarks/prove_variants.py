@@ -6,6 +6,7 @@ symbolic engine's shortest violations (in the explorer's transitions) and CPU se
 
 In-process and one at a time (one core); CPU seconds, as the machine may be shared.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,13 +21,37 @@ ALL = tuple(BY_ID)
 LOSS = ("NoLostAckedWrite", "LeaderCompleteness")
 # name: (replicas, min ISR, scope, properties, depth or None for the explored graph's)
 SCOPES = {
-    "last-known-leader": (1, 1, Scope(max_records=1, max_epoch=2, max_crashes=1, max_power_losses=1, crash_kinds=(),
-                                      max_bounces=1), ALL, None),
+    "last-known-leader": (
+        1,
+        1,
+        Scope(max_records=1, max_epoch=2, max_crashes=1, max_power_losses=1, crash_kinds=(), max_bounces=1),
+        ALL,
+        None,
+    ),
     "last-replica-standing": (2, 2, Scope(max_records=1, max_crashes=2, max_power_losses=1), LOSS, 10),
-    "partial-fetches": (2, 1, Scope(max_records=2, max_epoch=1, max_crashes=0, partial_fetches=True, acks=(1,)),
-                        ("HighWatermarkBound", "WeakIsr", "StrongIsr", "LogMatching"), None),
-    "torn-writes": (1, 1, Scope(max_records=2, max_epoch=1, max_crashes=1, max_power_losses=1, crash_kinds=(),
-                                torn_writes=True, max_batch_records=2, max_bounces=1), ALL, None),
+    "partial-fetches": (
+        2,
+        1,
+        Scope(max_records=2, max_epoch=1, max_crashes=0, partial_fetches=True, acks=(1,)),
+        ("HighWatermarkBound", "WeakIsr", "StrongIsr", "LogMatching"),
+        None,
+    ),
+    "torn-writes": (
+        1,
+        1,
+        Scope(
+            max_records=2,
+            max_epoch=1,
+            max_crashes=1,
+            max_power_losses=1,
+            crash_kinds=(),
+            torn_writes=True,
+            max_batch_records=2,
+            max_bounces=1,
+        ),
+        ALL,
+        None,
+    ),
 }
 
 
@@ -45,7 +70,9 @@ def main() -> None:
     ap.add_argument("--protocol", action="append")
     args = ap.parse_args()
     protocols = args.protocol or ["kip-320", "kip-903", "kip-966"]
-    print("| scope | protocol | explore: states, depth, s | explore: violations | prove: depth, CPU s | prove: violations |")
+    print(
+        "| scope | protocol | explore: states, depth, s | explore: violations | prove: depth, CPU s | prove: violations |"
+    )
     print("|---|---|---|---|---|---|")
     for name in args.scope or list(SCOPES):
         replicas, min_isr, scope, props, depth = SCOPES[name]
@@ -55,15 +82,21 @@ def main() -> None:
             ex = explore(config, scope)
             ex_s = time.process_time() - t
             expected = {v.property: transitions(v.trace) for v in ex.violations}
-            result = bmc(config, scope, ex.depth if depth is None else depth, props, preprocess=True,
-                         timeout_ms=600_000)
+            result = bmc(
+                config, scope, ex.depth if depth is None else depth, props, preprocess=True, timeout_ms=600_000
+            )
             first = bounds_for(config, scope)
-            widened = [f"{q} {result.bounds.capacity(q)}" for q in QUEUES if result.bounds.capacity(q) > first.capacity(q)]
+            widened = [
+                f"{q} {result.bounds.capacity(q)}" for q in QUEUES if result.bounds.capacity(q) > first.capacity(q)
+            ]
             note = f" (queues widened: {', '.join(widened)})" if widened else ""
             note += f" (unknown: {', '.join(result.unknown)})" if result.unknown else ""
             got = {v.property: v.transitions for v in result.violations}
-            print(f"| {name} | {protocol} | {ex.states:,}, {ex.depth}, {ex_s:.2f} | {found(expected, props)} | "
-                  f"{result.depth}{note}, {result.cpu_seconds:.1f} | {found(got, props)} |", flush=True)
+            print(
+                f"| {name} | {protocol} | {ex.states:,}, {ex.depth}, {ex_s:.2f} | {found(expected, props)} | "
+                f"{result.depth}{note}, {result.cpu_seconds:.1f} | {found(got, props)} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ drew before the steered features), ``new`` with today's. Each line: the bug, the
 schedules to the first find (or none), how many of the schedules found it (not with ``--first``,
 which stops at the first), the seconds, and ``met`` (the first find within ``--target``) or ``NOT met``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,10 @@ def planted(bug: str):
                 return original(self, fetched_by)
             finally:
                 self.variant = variant
+
         partition_module.Partition.maybe_expand_isr = maybe_expand_isr
     elif bug == "remote-leo-only-grows":
+
         class OnlyGrows(saved_state):
             @property
             def log_end_offset(self):
@@ -58,6 +61,7 @@ def planted(bug: str):
             @log_end_offset.setter
             def log_end_offset(self, value):
                 self._leo = max(value, getattr(self, "_leo", value))
+
         partition_module.FollowerState = OnlyGrows
     else:
         raise ValueError(f"unknown bug {bug!r} (known: {', '.join(BUGS)})")

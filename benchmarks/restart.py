@@ -8,6 +8,7 @@ partitions; ``N`` times broker 1 is SIGKILLed and restarted at once, and timed f
 listening again to its first Metadata answer naming a leader for every partition (a client's
 first request to it). Prints each time, the median and the heartbeat interval they compare with.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,12 +31,24 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--heartbeat-ms", type=int, default=250, help="broker.heartbeat.interval.ms (soak's 250)")
     args = parser.parse_args()
-    config = ClusterConfig(protocol="kip-320", replicas=3, min_insync_replicas=2,
-                           **{**SERVE_DEFAULTS, "broker_heartbeat_interval_ms": args.heartbeat_ms,
-                              "broker_session_timeout_ms": 6 * args.heartbeat_ms})
+    config = ClusterConfig(
+        protocol="kip-320",
+        replicas=3,
+        min_insync_replicas=2,
+        **{
+            **SERVE_DEFAULTS,
+            "broker_heartbeat_interval_ms": args.heartbeat_ms,
+            "broker_session_timeout_ms": 6 * args.heartbeat_ms,
+        },
+    )
     ports = free_ports(3)
-    kafka = dict(listeners={str(b): p for b, p in enumerate(ports)}, topics=[[TOPIC, args.partitions]],
-                 cluster_id="restart-benchmark", auto_create_topics=False, num_partitions=args.partitions)
+    kafka = dict(
+        listeners={str(b): p for b, p in enumerate(ports)},
+        topics=[[TOPIC, args.partitions]],
+        cluster_id="restart-benchmark",
+        auto_create_topics=False,
+        num_partitions=args.partitions,
+    )
     directory = tempfile.mkdtemp(prefix="isrcheck-restart-")
     cluster = ProcessCluster(config, directory, kafka=kafka)
     times = []
@@ -55,12 +68,17 @@ def main() -> int:
             time.sleep(2 * args.heartbeat_ms / 1000)
     finally:
         cluster.stop()
-    print(f"$ python benchmarks/restart.py --restarts {args.restarts} --partitions {args.partitions} "
-          f"--heartbeat-ms {args.heartbeat_ms}   (load {os.getloadavg()[0]:.1f})")
-    print("a restarted broker's first complete Metadata answer, ms after its process listened: "
-          + ", ".join(f"{t:.0f}" for t in times))
-    print(f"median {statistics.median(times):.0f} ms, max {max(times):.0f} ms; heartbeat interval "
-          f"{args.heartbeat_ms} ms")
+    print(
+        f"$ python benchmarks/restart.py --restarts {args.restarts} --partitions {args.partitions} "
+        f"--heartbeat-ms {args.heartbeat_ms}   (load {os.getloadavg()[0]:.1f})"
+    )
+    print(
+        "a restarted broker's first complete Metadata answer, ms after its process listened: "
+        + ", ".join(f"{t:.0f}" for t in times)
+    )
+    print(
+        f"median {statistics.median(times):.0f} ms, max {max(times):.0f} ms; heartbeat interval {args.heartbeat_ms} ms"
+    )
     return 0
 
 

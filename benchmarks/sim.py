@@ -6,6 +6,7 @@ drive): facade steps per second, with and without a snapshot after each step.
 
     python benchmarks/sim.py [--steps 2000] [--seeds 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,10 @@ def auto_mode(protocol: str, steps: int, seeds: int) -> None:
         wall += time.perf_counter() - start
         delivered += work.cluster.network.delivered
         sim_ms += work.cluster.clock.now_ms()
-    print(f"auto  {protocol:14s} {delivered:8d} deliveries in {wall:6.2f} s: {delivered / wall:9.0f} deliveries/s; "
-          f"simulated/real time {sim_ms / 1000 / wall:6.2f}x")
+    print(
+        f"auto  {protocol:14s} {delivered:8d} deliveries in {wall:6.2f} s: {delivered / wall:9.0f} deliveries/s; "
+        f"simulated/real time {sim_ms / 1000 / wall:6.2f}x"
+    )
 
 
 def step_mode(protocol: str, steps: int, with_snapshot: bool) -> None:
@@ -74,8 +77,10 @@ def step_mode(protocol: str, steps: int, with_snapshot: bool) -> None:
         done += 1
     wall = time.perf_counter() - start
     label = "with snapshot" if with_snapshot else "no snapshot"
-    print(f"steps {protocol:14s} {steps:8d} steps in {wall:6.2f} s: {steps / wall:9.0f} steps/s ({label}, "
-          f"{refused} refused)")
+    print(
+        f"steps {protocol:14s} {steps:8d} steps in {wall:6.2f} s: {steps / wall:9.0f} steps/s ({label}, "
+        f"{refused} refused)"
+    )
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ kills and partitions rarely leave the only live broker out of the ISR). ``--long
 target run of kip-966 under every fault kind (0 to skip). Each run's folder is kept under a
 temporary directory printed at the start.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,7 @@ from isrcheck.impl.controller import CONTROLLER_ID
 # unclean election's loss as Kafka documents it: broker 2 cut off falls out of every ISR, writes are
 # acknowledged by brokers 0 and 1 alone, both die, the partition heals and broker 2, the only one
 # left, is elected though out of sync; 0 and 1 come back and truncate to its log
-UNCLEAN = (Fault("partition", (2,), 3.0, 12.0, ((2,), (0, 1, CONTROLLER_ID))),
-           Fault("kill", (0, 1), 8.0, 16.0))
+UNCLEAN = (Fault("partition", (2,), 3.0, 12.0, ((2,), (0, 1, CONTROLLER_ID))), Fault("kill", (0, 1), 8.0, 16.0))
 
 RUNS = [  # (name, protocol, fault kinds or a scenario, max down, unclean election, what Kafka promises)
     ("kip-966, no faults", "kip-966", (), 1, False, "no anomaly"),
@@ -46,8 +46,10 @@ def main() -> int:
     args = parser.parse_args()
     root = tempfile.mkdtemp(prefix="isrcheck-soak-bench-")
     print(f"$ python benchmarks/soak.py --duration {args.duration:g} --long {args.long:g} --seed {args.seed}")
-    print(f"3 brokers, min.insync.replicas 2, 4 producers, 2 consumers, 3 partitions; folders in {root}; "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"3 brokers, min.insync.replicas 2, 4 producers, 2 consumers, 3 partitions; folders in {root}; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     runs = list(RUNS)
     if args.long:
         runs.append(("kip-966, every fault kind (long)", "kip-966", FAULT_KINDS, 1, False, "no anomaly"))
@@ -55,16 +57,25 @@ def main() -> int:
     for i, (name, protocol, kinds, max_down, unclean, expected) in enumerate(runs):
         duration = args.long if name.endswith("(long)") else args.duration
         scripted = bool(kinds) and isinstance(kinds[0], Fault)
-        options = SoakOptions(protocol=protocol, duration_s=min(duration, 30) if scripted else duration,
-                              faults=() if scripted else kinds, script=kinds if scripted else (),
-                              seed=args.seed + i, max_down=max_down, unclean_election=unclean,
-                              directory=os.path.join(root, f"run-{i}"))
+        options = SoakOptions(
+            protocol=protocol,
+            duration_s=min(duration, 30) if scripted else duration,
+            faults=() if scripted else kinds,
+            script=kinds if scripted else (),
+            seed=args.seed + i,
+            max_down=max_down,
+            unclean_election=unclean,
+            directory=os.path.join(root, f"run-{i}"),
+        )
         started = time.monotonic()
         result = run_soak(options)
         sends = result.counts.get("send", {})
-        print(f"{name:40} {result.seconds:6.0f} {len(result.faults):6} {result.throughput()['sends_ok_per_s']:10} "
-              f"{sends.get('fail', 0):5} {sends.get('info', 0):5}  {', '.join(result.anomalies) or 'none'} "
-              f"({expected}; {time.monotonic() - started:.0f} s wall)", flush=True)
+        print(
+            f"{name:40} {result.seconds:6.0f} {len(result.faults):6} {result.throughput()['sends_ok_per_s']:10} "
+            f"{sends.get('fail', 0):5} {sends.get('info', 0):5}  {', '.join(result.anomalies) or 'none'} "
+            f"({expected}; {time.monotonic() - started:.0f} s wall)",
+            flush=True,
+        )
     return 0
 
 

@@ -11,6 +11,7 @@ doing one operation at a time with the clients' operations interleaved; at the e
 reads every partition from the beginning (the final read). The checker must find no anomaly: the
 script exits 1 if it does. The process is pinned to one CPU where the OS allows it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,7 +27,7 @@ from pathlib import Path
 from isrcheck.conformance.engines.soak.checker import check, load_history
 
 TARGET_S = 60.0
-FINAL_CHUNK = 2000     # records per partition in one poll of the final read
+FINAL_CHUNK = 2000  # records per partition in one poll of the final read
 FINAL_PROCESS = 10_000
 
 
@@ -41,7 +42,7 @@ class Run:
         self.events: list[dict] = []
         self.time = 0
         self.next_value = 0
-        self.pending: dict[int, dict] = {}                    # process -> its open invoke
+        self.pending: dict[int, dict] = {}  # process -> its open invoke
         self.assignment = {c: self._random_assignment() for c in self.consumers}
         self.position = {c: {p: 0 for p in self.assignment[c]} for c in self.consumers}
 
@@ -74,8 +75,7 @@ class Run:
                 return self.emit(process, "invoke", "assign", partitions=self._random_assignment())
             return self.emit(process, "invoke", "poll", partitions=self.assignment[process])
         self.next_value += 1
-        return self.emit(process, "invoke", "send", partition=self.rng.randrange(len(self.logs)),
-                         value=self.next_value)
+        return self.emit(process, "invoke", "send", partition=self.rng.randrange(len(self.logs)), value=self.next_value)
 
     def _complete_send(self, invoke: dict) -> None:
         p, value, roll = invoke["partition"], invoke["value"], self.rng.random()
@@ -93,7 +93,7 @@ class Run:
     def _read(self, process: int, limit: int) -> dict[str, list[list[int]]]:
         records = {}
         for p, at in self.position[process].items():
-            taken = self.logs[p][at:at + self.rng.randint(0, limit)]
+            taken = self.logs[p][at : at + self.rng.randint(0, limit)]
             if taken:
                 records[str(p)] = [[at + i, v] for i, v in enumerate(taken)]
                 self.position[process][p] = at + len(taken)
@@ -139,7 +139,7 @@ class Run:
     def _read_all(self, process: int) -> dict:
         records = {}
         for p, at in self.position[process].items():
-            taken = self.logs[p][at:at + FINAL_CHUNK]
+            taken = self.logs[p][at : at + FINAL_CHUNK]
             if taken:
                 records[str(p)] = [[at + i, v] for i, v in enumerate(taken)]
                 self.position[process][p] = at + len(taken)
@@ -194,18 +194,24 @@ def main() -> int:
         t3 = time.perf_counter()
     n, load_s, check_s = len(ops), t2 - t1, t3 - t2
     s = result.stats
-    print(f"history: {n:,} events, {size / 1e6:.0f} MB (seed {args.seed}; {args.partitions} partitions, "
-          f"{args.producers} producers, {args.consumers} consumers; {s['sends']:,} sends: {s['sends-ok']:,} ok, "
-          f"{s['sends-fail']:,} fail, {s['sends-info']:,} info; {s['polls-ok']:,} ok polls returning "
-          f"{s['records-polled']:,} records, {s['final-polls']:,} of them final); generated in {generated:.1f} s")
+    print(
+        f"history: {n:,} events, {size / 1e6:.0f} MB (seed {args.seed}; {args.partitions} partitions, "
+        f"{args.producers} producers, {args.consumers} consumers; {s['sends']:,} sends: {s['sends-ok']:,} ok, "
+        f"{s['sends-fail']:,} fail, {s['sends-info']:,} info; {s['polls-ok']:,} ok polls returning "
+        f"{s['records-polled']:,} records, {s['final-polls']:,} of them final); generated in {generated:.1f} s"
+    )
     print(f"  load_history: {load_s:6.2f} s  {n / load_s:>11,.0f} events/s")
     print(f"  check:        {check_s:6.2f} s  {n / check_s:>11,.0f} events/s")
     total = load_s + check_s
-    print(f"  together:     {total:6.2f} s  {n / total:>11,.0f} events/s   (target: under {TARGET_S:.0f} s on one "
-          f"core: {'met' if total < TARGET_S else 'MISSED'})")
+    print(
+        f"  together:     {total:6.2f} s  {n / total:>11,.0f} events/s   (target: under {TARGET_S:.0f} s on one "
+        f"core: {'met' if total < TARGET_S else 'MISSED'})"
+    )
     found = {name: c for name, c in result.counts.items() if c}
-    print(f"  anomalies: {found or 'none'} ({'ok' if result.ok else 'NOT ok'})"
-          + (f"; notes: {'; '.join(result.notes)}" if result.notes else ""))
+    print(
+        f"  anomalies: {found or 'none'} ({'ok' if result.ok else 'NOT ok'})"
+        + (f"; notes: {'; '.join(result.notes)}" if result.notes else "")
+    )
     return 0 if result.ok and not found and total < TARGET_S else 1
 
 

@@ -8,6 +8,7 @@ replayed in lockstep against each system under test, and every verdict must be t
 script exits 1 otherwise). Figures: steps/s (all steps, refused ones included), and the
 implementation's share of the time (the step, the answer, the state report and its conversion).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,10 +43,13 @@ def main() -> int:
     parser.add_argument("--protocol", default="kip-320")
     parser.add_argument("--faults", default="default")
     args = parser.parse_args()
-    schedules = [random_walk(seed, args.protocol, args.steps, faults=args.faults, impl=False)[0]
-                 for seed in range(args.schedules)]
-    server = subprocess.Popen([sys.executable, "-m", "isrcheck.impl.sut", "--listen", "127.0.0.1:0"],
-                              stdout=subprocess.PIPE, text=True)
+    schedules = [
+        random_walk(seed, args.protocol, args.steps, faults=args.faults, impl=False)[0]
+        for seed in range(args.schedules)
+    ]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "isrcheck.impl.sut", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True
+    )
     stdio = DriverSut(f"{sys.executable} -m isrcheck.impl.sut")
     tcp = DriverSut(f"tcp://{server.stdout.readline().split()[1]}")
     print(f"{args.schedules} schedules of up to {args.steps} steps, {args.protocol}, faults {args.faults}")
@@ -54,8 +58,10 @@ def main() -> int:
         for name, make in (("in-process", ImplSide), ("stdio", lambda: stdio), ("tcp", lambda: tcp)):
             seconds, impl_s, steps, verdicts = _replay(schedules, make)
             baseline = baseline or (steps / seconds, verdicts)
-            print(f"  {name:10s} {steps / seconds:8.0f} steps/s  ({seconds:6.2f} s for {steps} steps; "
-                  f"implementation {impl_s / seconds:5.1%} of it; {steps / seconds / baseline[0]:.2f}x in-process)")
+            print(
+                f"  {name:10s} {steps / seconds:8.0f} steps/s  ({seconds:6.2f} s for {steps} steps; "
+                f"implementation {impl_s / seconds:5.1%} of it; {steps / seconds / baseline[0]:.2f}x in-process)"
+            )
             if verdicts != baseline[1]:
                 print(f"  {name}: verdicts differ from in-process", file=sys.stderr)
                 return 1

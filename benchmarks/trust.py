@@ -17,6 +17,7 @@ per property how it fared against its fault budget (broken only outside it, with
 kip-320 and kip-903 these must be their documented losses). Exit 1 if kip-966 shows a violation or
 divergence, or if a variant before it shows a violation within a budget.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,9 +30,32 @@ from pathlib import Path
 
 # Every fault class at least once, two brokers with min ISR 2 (so one broker may lose data within
 # the budget of acknowledged writes).
-FAULTS = ["--replicas", "2", "--min-isr", "2", "--max-records", "1", "--max-epoch", "2", "--max-crashes", "1",
-          "--max-power-losses", "1", "--crash-kinds", "clean,process", "--bounces", "1", "--zombies", "1",
-          "--leader-moves", "1", "--disk-losses", "1", "--max-drops", "1"]
+FAULTS = [
+    "--replicas",
+    "2",
+    "--min-isr",
+    "2",
+    "--max-records",
+    "1",
+    "--max-epoch",
+    "2",
+    "--max-crashes",
+    "1",
+    "--max-power-losses",
+    "1",
+    "--crash-kinds",
+    "clean,process",
+    "--bounces",
+    "1",
+    "--zombies",
+    "1",
+    "--leader-moves",
+    "1",
+    "--disk-losses",
+    "1",
+    "--max-drops",
+    "1",
+]
 EXPLORE_SCOPE = FAULTS + ["--partial-fetches", "--torn-writes", "--hw-checkpoints"]
 # cover runs every edge and refusal on the implementation: the same faults but lost messages
 # (which multiply the graph by four), so that it runs in minutes on two cores
@@ -41,8 +65,9 @@ COVER_SCOPE = FAULTS[:-1] + ["0"]
 def isrcheck(*args: str) -> tuple[int, dict, float]:
     """Run ``isrcheck ARGS --json``: exit code, the JSON it printed, wall seconds."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", *args, "--json"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "isrcheck.conformance.cli.main", *args, "--json"], capture_output=True, text=True
+    )
     seconds = time.perf_counter() - t0
     try:
         doc = json.loads(proc.stdout)
@@ -53,9 +78,11 @@ def isrcheck(*args: str) -> tuple[int, dict, float]:
 
 def explore(protocol: str) -> bool:
     code, doc, seconds = isrcheck("explore", "--protocol", protocol, *EXPLORE_SCOPE)
-    print(f"explore {protocol}: {doc['states']:,} states, {doc['transitions']:,} transitions, depth {doc['depth']}, "
-          f"{'complete' if doc['complete'] else 'NOT complete'}, {seconds:.0f} s; violations: "
-          + (", ".join(f"{v['property']} at depth {v['depth']}" for v in doc["violations"]) or "none"))
+    print(
+        f"explore {protocol}: {doc['states']:,} states, {doc['transitions']:,} transitions, depth {doc['depth']}, "
+        f"{'complete' if doc['complete'] else 'NOT complete'}, {seconds:.0f} s; violations: "
+        + (", ".join(f"{v['property']} at depth {v['depth']}" for v in doc["violations"]) or "none")
+    )
     for b in doc["beyond_budget"]:
         print(f"  {b['property']} broken only outside its budget (after {b['depth']} steps): {b['reason']}")
     return doc["complete"] and not doc["violations"]
@@ -63,28 +90,46 @@ def explore(protocol: str) -> bool:
 
 def _budgets(summary: dict) -> None:
     for prop, b in (summary.get("budgets") or {}).items():
-        print(f"  {prop}: within its budget to the end in {b['checked_within']:,} schedules, "
-              f"broken outside it in {b['broken_outside']:,}")
+        print(
+            f"  {prop}: within its budget to the end in {b['checked_within']:,} schedules, "
+            f"broken outside it in {b['broken_outside']:,}"
+        )
 
 
 def cover(protocol: str, master: str, work: Path) -> bool:
-    code, doc, seconds = isrcheck("cover", "--protocol", protocol, *COVER_SCOPE, "--master", master,
-                                  "--out", str(work / f"cover-{protocol}"))
+    code, doc, seconds = isrcheck(
+        "cover", "--protocol", protocol, *COVER_SCOPE, "--master", master, "--out", str(work / f"cover-{protocol}")
+    )
     verdicts = ", ".join(f"{k} {v}" for k, v in doc["by_verdict"].items())
-    print(f"cover {protocol}: {doc['states']:,} states, {doc['edges']:,} edges ({doc['edges_covered']:,} covered), "
-          f"{doc['refusals']:,} refusals, in {doc['schedules']:,} schedules ({doc['steps_run']:,} steps), "
-          f"{seconds:.0f} s; verdicts {verdicts}")
+    print(
+        f"cover {protocol}: {doc['states']:,} states, {doc['edges']:,} edges ({doc['edges_covered']:,} covered), "
+        f"{doc['refusals']:,} refusals, in {doc['schedules']:,} schedules ({doc['steps_run']:,} steps), "
+        f"{seconds:.0f} s; verdicts {verdicts}"
+    )
     _budgets(doc)
     return code == 0
 
 
 def fuzz(protocol: str, schedules: int, master: str, work: Path) -> bool:
     out = work / f"fuzz-{protocol}"
-    code, doc, seconds = isrcheck("fuzz", "--protocol", protocol, "--faults", "all", "--schedules", str(schedules),
-                                  "--master", master, "--out", str(out))
+    code, doc, seconds = isrcheck(
+        "fuzz",
+        "--protocol",
+        protocol,
+        "--faults",
+        "all",
+        "--schedules",
+        str(schedules),
+        "--master",
+        master,
+        "--out",
+        str(out),
+    )
     verdicts = ", ".join(f"{k} {v}" for k, v in doc["by_verdict"].items())
-    print(f"fuzz --faults all {protocol}: {schedules:,} schedules of {doc['steps']} steps, {seconds:.0f} s "
-          f"({doc['run']['schedules_per_s']} schedules/s); verdicts {verdicts}")
+    print(
+        f"fuzz --faults all {protocol}: {schedules:,} schedules of {doc['steps']} steps, {seconds:.0f} s "
+        f"({doc['run']['schedules_per_s']} schedules/s); verdicts {verdicts}"
+    )
     _budgets(doc)
     return code == 0
 

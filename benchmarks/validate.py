@@ -17,6 +17,7 @@ Each figure is printed with what gives it; the load (``uptime``) is printed firs
 the machine may be shared. Rates are per second of this process's CPU time (``time.process_time``:
 one core, the least disturbed by other processes), wall time beside them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,10 +29,10 @@ import time
 from dataclasses import replace
 
 from isrcheck.conformance.engines.validate.command import validate_path
-from isrcheck.model.collector import no_cycle_collection
 from isrcheck.conformance.engines.validate.events import partition_traces, read_trace
 from isrcheck.conformance.engines.validate.search import validate_partitions
 from isrcheck.impl.sim.workload import Workload, run_simulation, sim_config
+from isrcheck.model.collector import no_cycle_collection
 
 
 def load() -> str:
@@ -54,15 +55,19 @@ def flat(rates: list[tuple[int, float]], what: str) -> None:
     (n0, r0), (n1, r1) = rates[0], rates[-1]
     slowest = min(r for _, r in rates)
     growth = r0 / r1
-    print(f"  cost per event, {what} of {n1:,} events against {n0:,}: {growth:.2f}x "
-          f"({'flat' if growth <= 1.5 else 'NOT flat'}: linear in the log's length); slowest "
-          f"{slowest:,.0f} events/s, target {TARGET:,} on one core: {'met' if slowest >= TARGET else 'NOT met'}")
+    print(
+        f"  cost per event, {what} of {n1:,} events against {n0:,}: {growth:.2f}x "
+        f"({'flat' if growth <= 1.5 else 'NOT flat'}: linear in the log's length); slowest "
+        f"{slowest:,.0f} events/s, target {TARGET:,} on one core: {'met' if slowest >= TARGET else 'NOT met'}"
+    )
 
 
 def throughput(protocol: str, seed: int, lengths: list[int], scratch: str) -> None:
     """Events validated per second against the log's length (one process, one core)."""
-    print(f"validate: {protocol}, seed {seed}, isrcheck sim workloads of growing length "
-          f"(the fastest of three, by CPU time)")
+    print(
+        f"validate: {protocol}, seed {seed}, isrcheck sim workloads of growing length "
+        f"(the fastest of three, by CPU time)"
+    )
     print(f"  {'steps':>6} {'events':>7} {'sim ms':>8} {'cpu s':>7} {'wall s':>7} {'events/s':>9} {'us per event':>12}")
     rates = []
     for steps in lengths:
@@ -81,9 +86,11 @@ def log_prefixes(path: str, parts: int) -> None:
     1/parts, 2/parts, ... of the events in merged order (what the run had logged by then: a
     prefix holds every send before its receive), read once."""
     (verdict, n, _), cpu, wall = timed(validate_path, path)
-    print(f"validate: isrcheck validate {path}: {verdict.to_json()['verdict']}, {n:,} events in {cpu:.1f} s CPU "
-          f"({wall:.1f} s wall): {n / cpu:,.0f} events/s, at most {verdict.max_candidates} candidate states; "
-          f"target {TARGET:,} on one core: {'met' if n / cpu >= TARGET else 'NOT met'}")
+    print(
+        f"validate: isrcheck validate {path}: {verdict.to_json()['verdict']}, {n:,} events in {cpu:.1f} s CPU "
+        f"({wall:.1f} s wall): {n / cpu:,.0f} events/s, at most {verdict.max_candidates} candidate states; "
+        f"target {TARGET:,} on one core: {'met' if n / cpu >= TARGET else 'NOT met'}"
+    )
     with no_cycle_collection():
         trace, read_cpu, _ = timed(read_trace, path)
         per_read = read_cpu / len(trace.events)
@@ -91,7 +98,7 @@ def log_prefixes(path: str, parts: int) -> None:
         print(f"  {'events':>9} {'cpu s':>7} {'events/s':>9} {'us per event':>12}")
         rates = []
         for k in range(1, parts + 1):
-            prefix = replace(trace, events=trace.events[:len(trace.events) * k // parts])
+            prefix = replace(trace, events=trace.events[: len(trace.events) * k // parts])
             m = len(prefix.events)
             verdict, cpu, _ = timed(lambda: validate_partitions(partition_traces(prefix), m))
             assert verdict.explained, verdict.to_json()
@@ -125,8 +132,10 @@ def overhead(protocol: str, seed: int, steps: int, runs: int, scratch: str) -> N
     print(f"logging cost: {protocol}, seed {seed}, {steps} steps, {runs} runs each, alternating")
     for name, rates in (("wall", wall), ("cpu", cpu)):
         med = {k: sorted(v)[len(v) // 2] for k, v in rates.items()}
-        print(f"  {name:4s}: without the event log {med[False]:9.0f} deliveries/s (median); with it "
-              f"{med[True]:9.0f}; cost {100 * (1 - med[True] / med[False]):.1f} % of the throughput")
+        print(
+            f"  {name:4s}: without the event log {med[False]:9.0f} deliveries/s (median); with it "
+            f"{med[True]:9.0f}; cost {100 * (1 - med[True] / med[False]):.1f} % of the throughput"
+        )
 
 
 def profile_share(protocol: str, seed: int, steps: int, scratch: str) -> None:
@@ -154,8 +163,10 @@ def profile_share(protocol: str, seed: int, steps: int, scratch: str) -> None:
                 share += cumulative
             elif name == "emit":
                 share += sum(c[3] for where, c in callers.items() if not where[0].endswith("eventlog.py"))
-    print(f"  profiled: the event log's hooks take {100 * share / stats.total_tt:.1f} % of a logged run's time "
-          f"({protocol}, seed {seed}, {steps} steps, cProfile)")
+    print(
+        f"  profiled: the event log's hooks take {100 * share / stats.total_tt:.1f} % of a logged run's time "
+        f"({protocol}, seed {seed}, {steps} steps, cProfile)"
+    )
 
 
 SPARK_TASKS = 16  # tasks of 25 seeds at 400 schedules: one slow seed holds back one core briefly
@@ -171,16 +182,21 @@ def spark_scaling(protocol: str, schedules: int, steps: int, scratch: str) -> No
         params = CampaignParams(protocol, schedules=n, steps=steps, mode="auto")
         result = run_campaign(params, os.path.join(scratch, f"fuzz-{run}"), master=master, partitions=SPARK_TASKS)
         return result.summary["run"]["job_seconds"], result.summary["by_verdict"]
+
     job("local[2]", 16, "warm-up")
     seconds: dict[str, list[float]] = {"local[1]": [], "local[2]": []}
     for i, master in enumerate(("local[1]", "local[2]", "local[2]", "local[1]")):
         took, verdicts = job(master, schedules, f"{master[6]}-{i}")
         seconds[master].append(took)
-        print(f"  isrcheck fuzz --mode auto --protocol {protocol} --schedules {schedules} --steps {steps} "
-              f"--master {master} --partitions {SPARK_TASKS}: job {took:.1f} s, verdicts {verdicts}")
+        print(
+            f"  isrcheck fuzz --mode auto --protocol {protocol} --schedules {schedules} --steps {steps} "
+            f"--master {master} --partitions {SPARK_TASKS}: job {took:.1f} s, verdicts {verdicts}"
+        )
     one, two = (sum(seconds[m]) / 2 for m in ("local[1]", "local[2]"))
-    print(f"  local[2] / local[1] speed-up: {one / two:.2f}x (mean job of each: {one:.1f} s and {two:.1f} s; "
-          f"target 1.8x: {'met' if one / two >= 1.8 else 'NOT met'})")
+    print(
+        f"  local[2] / local[1] speed-up: {one / two:.2f}x (mean job of each: {one:.1f} s and {two:.1f} s; "
+        f"target 1.8x: {'met' if one / two >= 1.8 else 'NOT met'})"
+    )
 
 
 def soak(duration: float, seed: int, folder: str) -> None:
@@ -189,17 +205,22 @@ def soak(duration: float, seed: int, folder: str) -> None:
     from isrcheck.conformance.engines.soak.driver import SoakOptions, run_soak
     from isrcheck.conformance.engines.soak.faults import FAULT_KINDS
 
-    result = run_soak(SoakOptions(protocol="kip-966", duration_s=duration, faults=FAULT_KINDS, seed=seed,
-                                  directory=folder))
+    result = run_soak(
+        SoakOptions(protocol="kip-966", duration_s=duration, faults=FAULT_KINDS, seed=seed, directory=folder)
+    )
     v = result.validation.to_json()
-    print(f"soak: isrcheck soak --protocol kip-966 --duration {duration:g} --faults all --seed {seed}: ran "
-          f"{result.seconds:.0f} s, {len(result.faults)} faults played, {result.counts.get('send', {}).get('ok', 0)} "
-          f"acknowledged sends, anomalies: {', '.join(result.anomalies) or 'none'}")
-    rate = v['events'] / v['seconds']
-    print(f"  its event log: {v['events']} events, {v['verdict']} in {v['seconds']:.1f} s "
-          f"({rate:,.0f} events/s of wall time, target {TARGET:,}: {'met' if rate >= TARGET else 'NOT met'}; "
-          f"at most {v['max_candidates']} candidate states): "
-          f"validation took {v['seconds'] / result.seconds:.2f} of the time the soak ran")
+    print(
+        f"soak: isrcheck soak --protocol kip-966 --duration {duration:g} --faults all --seed {seed}: ran "
+        f"{result.seconds:.0f} s, {len(result.faults)} faults played, {result.counts.get('send', {}).get('ok', 0)} "
+        f"acknowledged sends, anomalies: {', '.join(result.anomalies) or 'none'}"
+    )
+    rate = v["events"] / v["seconds"]
+    print(
+        f"  its event log: {v['events']} events, {v['verdict']} in {v['seconds']:.1f} s "
+        f"({rate:,.0f} events/s of wall time, target {TARGET:,}: {'met' if rate >= TARGET else 'NOT met'}; "
+        f"at most {v['max_candidates']} candidate states): "
+        f"validation took {v['seconds'] / result.seconds:.2f} of the time the soak ran"
+    )
     for line in v["lines"][1:]:
         print("  " + line)
     print(f"  the run's folder: {folder}")
@@ -215,23 +236,43 @@ def main() -> None:
     parser.add_argument("--spark-schedules", type=int, default=400)
     parser.add_argument("--spark-steps", type=int, default=200)
     parser.add_argument("--skip-spark", action="store_true")
-    parser.add_argument("--soak", type=float, default=600, metavar="SECONDS",
-                        help="the soak's duration (default 600; 0 skips it)")
-    parser.add_argument("--soak-dir", default=None, metavar="DIR",
-                        help="the soak's run folder, kept (default: a temporary one, removed)")
-    parser.add_argument("--log", default=None, metavar="DIR",
-                        help="an existing event log to validate whole and in prefixes (default: none)")
+    parser.add_argument(
+        "--soak", type=float, default=600, metavar="SECONDS", help="the soak's duration (default 600; 0 skips it)"
+    )
+    parser.add_argument(
+        "--soak-dir",
+        default=None,
+        metavar="DIR",
+        help="the soak's run folder, kept (default: a temporary one, removed)",
+    )
+    parser.add_argument(
+        "--log",
+        default=None,
+        metavar="DIR",
+        help="an existing event log to validate whole and in prefixes (default: none)",
+    )
     parser.add_argument("--prefixes", type=int, default=4, help="with --log: how many growing prefixes")
-    parser.add_argument("--only", choices=("throughput", "log", "overhead", "spark", "soak"), default=None,
-                        help="run only this part")
-    parser.add_argument("--sim-only", type=int, default=0, metavar="STEPS",
-                        help="run one auto-mode simulation of STEPS steps and nothing else (to time whole processes side by side)")
+    parser.add_argument(
+        "--only", choices=("throughput", "log", "overhead", "spark", "soak"), default=None, help="run only this part"
+    )
+    parser.add_argument(
+        "--sim-only",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="run one auto-mode simulation of STEPS steps and nothing else (to time whole processes side by side)",
+    )
     parser.add_argument("--logged", action="store_true", help="with --sim-only: with its event log")
     args = parser.parse_args()
     if args.sim_only:
         with tempfile.TemporaryDirectory(prefix="isrcheck-bench-validate-") as scratch:
-            run_simulation(args.protocol, 3, args.seed, args.sim_only,
-                           events_dir=os.path.join(scratch, "events") if args.logged else None)
+            run_simulation(
+                args.protocol,
+                3,
+                args.seed,
+                args.sim_only,
+                events_dir=os.path.join(scratch, "events") if args.logged else None,
+            )
         return
     parts = {args.only} if args.only else {"throughput", "log", "overhead", "spark", "soak"}
     if args.skip_spark:

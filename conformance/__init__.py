@@ -22,6 +22,7 @@ Hypothesis strategies and a RuleBasedStateMachine live in ``isrcheck.conformance
 
 Names are resolved lazily, so ``isrcheck.conformance.cli.main`` (which lives here) stays cheap to import.
 """
+
 from __future__ import annotations
 
 from isrcheck.conformance.lazy import lazy_exports

@@ -1,6 +1,7 @@
 """Lazy package exports: a package names its public objects and the sub-module of each, and a
 name's module is imported on first use (so the CLI never pays for Spark or the implementation
 it does not run)."""
+
 from __future__ import annotations
 
 import importlib
@@ -10,6 +11,7 @@ from typing import Callable, Mapping
 
 def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable, Callable]:
     """``(__getattr__, __dir__)`` for ``package``: ``exports`` maps a name to its sub-module."""
+
     def __getattr__(name: str):
         module = exports.get(name)
         if module is None:

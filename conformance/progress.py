@@ -4,14 +4,23 @@ On a terminal: a rich bar, redrawn several times a second. Without one (CI logs,
 plain line at most every ``interval_s`` seconds (10 by default) with done/total, the rate and the
 ETA, and one closing line, so a log shows the run is alive without thousands of redraws.
 """
+
 from __future__ import annotations
 
 import time
 from typing import Callable
 
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress as _Bar, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.progress import (
+    Progress as _Bar,
+)
 
 LINE_INTERVAL_S = 10.0
 
@@ -31,9 +40,16 @@ class Progress:
     """``with Progress("fuzz kip-320", total, "schedules") as p: p.update(done, note=...)``;
     ``total`` None when unknown (explored states): then no share and no ETA."""
 
-    def __init__(self, label: str, total: int | None, unit: str = "items", console: Console | None = None,
-                 interval_s: float = LINE_INTERVAL_S, bar: bool | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        label: str,
+        total: int | None,
+        unit: str = "items",
+        console: Console | None = None,
+        interval_s: float = LINE_INTERVAL_S,
+        bar: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.label, self.total, self.unit = label, total, unit
         self.console = console or Console(stderr=True)
         self.interval_s, self.clock = interval_s, clock
@@ -45,9 +61,16 @@ class Progress:
     def __enter__(self) -> "Progress":
         self._start = self._last_line = self._changed = self.clock()
         if self.bar:
-            self._rich = _Bar(TextColumn(f"[bold]{self.label}[/] {{task.description}}"), BarColumn(),
-                              MofNCompleteColumn(), TextColumn(self.unit), TimeElapsedColumn(),
-                              TimeRemainingColumn(), console=self.console, refresh_per_second=4)
+            self._rich = _Bar(
+                TextColumn(f"[bold]{self.label}[/] {{task.description}}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn(self.unit),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=self.console,
+                refresh_per_second=4,
+            )
             self._rich.__enter__()
             self._task = self._rich.add_task("", total=self.total)
         return self
@@ -77,8 +100,11 @@ class Progress:
         # a count that moves in large jumps (a Spark task at a time) stands still between them
         rate = self.done / max(self._changed - self._start, 1e-9)
         share = f" ({100 * self.done // self.total}%)" if self.total else ""
-        eta = _duration(max(0.0, (self.total - self.done) / rate - (now - self._changed))) \
-            if rate > 0 and self.total >= self.done else "-"
+        eta = (
+            _duration(max(0.0, (self.total - self.done) / rate - (now - self._changed)))
+            if rate > 0 and self.total >= self.done
+            else "-"
+        )
         return f"{self.label}: {self.done}/{self.total} {self.unit}{share}, {rate:.1f}/s, ETA {eta}{note}"
 
     def __exit__(self, *exc) -> None:

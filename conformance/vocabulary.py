@@ -1,5 +1,7 @@
 """The shared vocabulary of every room of the harness: the bad-input error (exit code 2), bounded
-numeric options, the output-path check and the bounded reads of every file the tool is given. It imports nothing of isrcheck, so any module may use it."""
+numeric options, the output-path check and the bounded reads of every file the tool is given. It imports nothing of
+isrcheck, so any module may use it."""
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +33,11 @@ class Number:
 
     def problem(self, value) -> str | None:
         """Why ``value`` is out of bounds, or None."""
-        fits = (isinstance(value, int) and not isinstance(value, bool)) if self.kind is int \
+        fits = (
+            (isinstance(value, int) and not isinstance(value, bool))
+            if self.kind is int
             else isinstance(value, (int, float)) and math.isfinite(value)
+        )
         if fits and self.low <= value <= self.high:
             return None
         shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
@@ -74,8 +79,10 @@ def output_path(path: str | Path, option: str, *, directory: bool) -> Path:
     p = Path(path)
     if p.exists():
         if directory != p.is_dir():
-            raise UsageError(f"{option} {path}: is {'a file' if directory else 'a directory'}, "
-                             f"not {'a directory' if directory else 'a file'}")
+            raise UsageError(
+                f"{option} {path}: is {'a file' if directory else 'a directory'}, "
+                f"not {'a directory' if directory else 'a file'}"
+            )
         if directory:
             _try_writing(p, path, option)
         else:
@@ -103,8 +110,9 @@ def output_path(path: str | Path, option: str, *, directory: bool) -> Path:
         return p
     where = p.parent
     if not where.is_dir():
-        raise UsageError(f"{option} {path}: {where} "
-                         f"{'is a file, not a directory' if where.exists() else 'does not exist'}")
+        raise UsageError(
+            f"{option} {path}: {where} {'is a file, not a directory' if where.exists() else 'does not exist'}"
+        )
     _try_writing(where, path, option)
     return p
 
@@ -129,8 +137,9 @@ def _mib(limit: int) -> str:
     return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
 
 
-def read_bounded(path: str | Path, what: str, *, limit: int = MAX_FILE_BYTES,
-                 error: type[Exception] = UsageError) -> bytes:
+def read_bounded(
+    path: str | Path, what: str, *, limit: int = MAX_FILE_BYTES, error: type[Exception] = UsageError
+) -> bytes:
     """The bytes of the file the tool was given as ``what`` ("a schedule file"), refused past
     ``limit``: before reading a regular file (its size), or as soon as the read passes the bound
     (a pipe, a device, ``/dev/stdin``: they have no size). Every problem is one ``error`` naming
@@ -159,14 +168,14 @@ def utf8(raw: bytes, where: str | Path, error: type[Exception] = UsageError) -> 
         raise error(f"{where}: not a text (UTF-8) file: byte {at} (0x{raw[at]:02x})") from None
 
 
-def read_text(path: str | Path, what: str, *, limit: int = MAX_FILE_BYTES,
-              error: type[Exception] = UsageError) -> str:
+def read_text(path: str | Path, what: str, *, limit: int = MAX_FILE_BYTES, error: type[Exception] = UsageError) -> str:
     """``read_bounded``, as UTF-8 text."""
     return utf8(read_bounded(path, what, limit=limit, error=error), path, error)
 
 
-def read_lines(path: str | Path, what: str, *, limit: int = MAX_LINE_BYTES,
-               error: type[Exception] = UsageError) -> Iterator[tuple[int, str, bool]]:
+def read_lines(
+    path: str | Path, what: str, *, limit: int = MAX_LINE_BYTES, error: type[Exception] = UsageError
+) -> Iterator[tuple[int, str, bool]]:
     """The lines of the file the tool was given as ``what`` ("an event log"), one at a time:
     (1-based number, text, whether it ended with a newline). A line past ``limit`` bytes, or one
     that is not UTF-8, is one ``error`` naming the file and the line; memory stays within a line
@@ -190,6 +199,7 @@ def read_lines(path: str | Path, what: str, *, limit: int = MAX_LINE_BYTES,
             try:
                 text = line.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise error(f"{path}:{number}: not a text (UTF-8) line: byte {exc.start} "
-                            f"(0x{line[exc.start]:02x})") from None
+                raise error(
+                    f"{path}:{number}: not a text (UTF-8) line: byte {exc.start} (0x{line[exc.start]:02x})"
+                ) from None
             yield number, text, text.endswith("\n")

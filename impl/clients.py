@@ -3,6 +3,7 @@
 Results are collected in the order responses arrive. A request whose connection is lost (the
 broker crashed) gives no result, as a real client would see only a timeout or disconnect.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,8 +48,9 @@ class ConsumeResult:
 class Producer:
     """A producer client: one ProduceRequest per batch, results to ``sink``."""
 
-    def __init__(self, transport: Transport, sink: Callable[[object], None], node_id: int = PRODUCER_ID,
-                 key: bytes = b"") -> None:
+    def __init__(
+        self, transport: Transport, sink: Callable[[object], None], node_id: int = PRODUCER_ID, key: bytes = b""
+    ) -> None:
         self.endpoint = NodeEndpoint(node_id, transport)
         self.sink = sink
         self.key = key
@@ -66,16 +68,26 @@ class Producer:
             if resp is None:
                 self.unanswered += 1
                 return
-            self.sink(ProduceResult(broker, values[0], acks, Errors(resp.error).name,
-                                    resp.base_offset if resp.error == Errors.NONE else -1, len(values)))
+            self.sink(
+                ProduceResult(
+                    broker,
+                    values[0],
+                    acks,
+                    Errors(resp.error).name,
+                    resp.base_offset if resp.error == Errors.NONE else -1,
+                    len(values),
+                )
+            )
+
         self.endpoint.send_request(broker, ApiKey.PRODUCE, 0, req, on_response)
 
 
 class Consumer:
     """A consumer client: Fetch with replica id -1, committed records to ``sink``."""
 
-    def __init__(self, transport: Transport, sink: Callable[[object], None], fetch_version: int,
-                 node_id: int = CONSUMER_ID) -> None:
+    def __init__(
+        self, transport: Transport, sink: Callable[[object], None], fetch_version: int, node_id: int = CONSUMER_ID
+    ) -> None:
         self.endpoint = NodeEndpoint(node_id, transport)
         self.sink = sink
         self.fetch_version = fetch_version
@@ -97,8 +109,8 @@ class Consumer:
                 except StorageError:
                     error, hw = Errors.CORRUPT_MESSAGE.name, -1
             self.sink(ConsumeResult(broker, error, hw, records, next_offset))
-        self.endpoint.send_request(broker, ApiKey.FETCH, self.fetch_version, FetchRequest(-1, 0, offset),
-                                   on_response)
+
+        self.endpoint.send_request(broker, ApiKey.FETCH, self.fetch_version, FetchRequest(-1, 0, offset), on_response)
 
     def _records(self, broker: int, offset: int, data: bytes) -> tuple[tuple[tuple[int, bytes], ...], int]:
         """The (offset, value) of the records in fetched batches, from ``offset`` on, and the offset
@@ -107,15 +119,19 @@ class Consumer:
         CRC-checked), so rereading a growing log does not decode all of it every time."""
         last_offset, last, records, next_offset = self._decoded.get(broker, (-1, b"", (), offset))
         if last_offset == offset and last and data.startswith(last):
-            new = data[len(last):]
+            new = data[len(last) :]
         else:
             new, records, next_offset = data, (), offset
         batches = list(iter_batches(new))
         for batch in batches:  # check.crcs (CompletedFetch.maybeEnsureValid): a damaged batch fails the fetch
             batch.ensure_valid()
-        records += tuple((r.offset, r.value) for batch in batches
-                         if not batch.is_control_batch      # markers are not records
-                         for r in batch.records() if r.offset >= offset)
+        records += tuple(
+            (r.offset, r.value)
+            for batch in batches
+            if not batch.is_control_batch  # markers are not records
+            for r in batch.records()
+            if r.offset >= offset
+        )
         if batches:
             next_offset = batches[-1].next_offset
         self._decoded[broker] = (offset, data, records, next_offset)

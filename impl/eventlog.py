@@ -24,12 +24,13 @@ as it is written, so a killed process loses no event it logged; a new incarnatio
 (``resume``) goes on with the same file, its ``seq`` and its clock, after cutting off a line the
 killed process left half written.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
-from typing import Any, Callable, TextIO
+from typing import Callable, TextIO
 
 FORMAT = "isrcheck-events"
 VERSION = 1
@@ -56,15 +57,19 @@ def broker_state(p) -> str:
     text: built by hand, as every event writes one (json.dumps costs a tenth of a run)."""
     log = p.log
     pending = p.pending_isr
-    return (f'{{"leo":{log.log_end_offset},"hw":{p.high_watermark},"leader":{p.leader},"epoch":{p.leader_epoch},'
-            f'"isr":{_IDS.get(p.isr) or _ids(p.isr)},"pe":{p.partition_epoch},"last_epoch":{log.latest_epoch},'
-            f'"pending":{"null" if pending is None else _IDS.get(pending) or _ids(pending)}}}')
+    return (
+        f'{{"leo":{log.log_end_offset},"hw":{p.high_watermark},"leader":{p.leader},"epoch":{p.leader_epoch},'
+        f'"isr":{_IDS.get(p.isr) or _ids(p.isr)},"pe":{p.partition_epoch},"last_epoch":{log.latest_epoch},'
+        f'"pending":{"null" if pending is None else _IDS.get(pending) or _ids(pending)}}}'
+    )
 
 
 def controller_state(c, p) -> str:
     """What a controller's event leaves on it: partition ``p``'s registration and the fenced brokers."""
-    return (f'{{"leader":{p.leader},"epoch":{p.leader_epoch},"isr":{_ids(p.isr)},"pe":{p.partition_epoch},'
-            f'"elr":{_ids(p.elr)},"fenced":{_ids(tuple(sorted(c.fenced)))}}}')
+    return (
+        f'{{"leader":{p.leader},"epoch":{p.leader_epoch},"isr":{_ids(p.isr)},"pe":{p.partition_epoch},'
+        f'"elr":{_ids(p.elr)},"fenced":{_ids(tuple(sorted(c.fenced)))}}}'
+    )
 
 
 DOWN = '{"alive":false}'  # the state a crash leaves
@@ -80,9 +85,16 @@ class EventLog:
     node's existing file is continued (a restarted process), and with ``line_buffered`` each line
     is written through to the OS at once (a process that may be killed)."""
 
-    def __init__(self, directory: str, header: dict, controller_id: int,
-                 now_ms: Callable[[], int] | None = None, *, resume: bool = False,
-                 line_buffered: bool = False) -> None:
+    def __init__(
+        self,
+        directory: str,
+        header: dict,
+        controller_id: int,
+        now_ms: Callable[[], int] | None = None,
+        *,
+        resume: bool = False,
+        line_buffered: bool = False,
+    ) -> None:
         os.makedirs(directory, exist_ok=True)
         self.directory = directory
         self.header = {"format": FORMAT, "version": VERSION, **header}
@@ -122,8 +134,15 @@ class EventLog:
             self._files[node] = f
         return f
 
-    def emit(self, node: int, step: str, state: str, fields: dict | None = None,
-             msg: tuple[int, int] | None = None, corr: int | None = None) -> None:
+    def emit(
+        self,
+        node: int,
+        step: str,
+        state: str,
+        fields: dict | None = None,
+        msg: tuple[int, int] | None = None,
+        corr: int | None = None,
+    ) -> None:
         """One event of ``node``: docs/steps.md's ``step`` with ``fields``, the ``state`` it left
         (JSON text, see ``broker_state``). Built by hand: every event of a run comes through here."""
         f = self._files.get(node) or self._file(node)
@@ -133,8 +152,11 @@ class EventLog:
         text = f'{{"node":{node},"seq":{seq},"lc":{lc},"t":{self.now_ms()},"step":"{step}"'
         if fields:
             for key, value in fields.items():
-                text += f',"{key}":{value}' if type(value) is int else \
-                    f',"{key}":{json.dumps(value, separators=(",", ":"))}'
+                text += (
+                    f',"{key}":{value}'
+                    if type(value) is int
+                    else f',"{key}":{json.dumps(value, separators=(",", ":"))}'
+                )
         if msg is not None:
             text += f',"msg":[{msg[0]},{msg[1]}]'
         if corr is not None:
@@ -142,8 +164,9 @@ class EventLog:
         f.write(f'{text},"state":{state}}}\n')
         self.events += 1
 
-    def broker(self, p, step: str, fields: dict | None = None, msg: tuple[int, int] | None = None,
-               corr: int | None = None) -> None:
+    def broker(
+        self, p, step: str, fields: dict | None = None, msg: tuple[int, int] | None = None, corr: int | None = None
+    ) -> None:
         """An event of the broker hosting partition ``p``: of its first partition in a single-partition
         run; of every partition, named by ``tp``, where the broker hosts many (a Kafka cluster)."""
         if p.name is not None:
@@ -155,8 +178,16 @@ class EventLog:
         """``broker_state(p)``, its text made again only when it changed since the partition's last
         event (most events of a busy partition leave what the one before left)."""
         log = p.log
-        key = (log.log_end_offset, p.high_watermark, p.leader, p.leader_epoch, p.isr, p.partition_epoch,
-               log.latest_epoch, p.pending_isr)
+        key = (
+            log.log_end_offset,
+            p.high_watermark,
+            p.leader,
+            p.leader_epoch,
+            p.isr,
+            p.partition_epoch,
+            log.latest_epoch,
+            p.pending_isr,
+        )
         where = (p.broker_id, p.partition_id)
         last = self._states.get(where)
         if last is not None and last[0] == key:
@@ -165,17 +196,19 @@ class EventLog:
         self._states[where] = (key, text)
         return text
 
-    def controller(self, c, step: str, fields: dict | None = None, msg: tuple[int, int] | None = None,
-                   partition=None) -> None:
+    def controller(
+        self, c, step: str, fields: dict | None = None, msg: tuple[int, int] | None = None, partition=None
+    ) -> None:
         """An event of the controller on ``partition`` (a PartitionRegistration), or on every
         partition (a broker's fencing, registration, unfencing belongs to each one's history)."""
         if not c.kafka_metadata:
             if partition is None or partition.partition_id == 0:
                 self.emit(self.controller_id, step, controller_state(c, c.partitions[0]), fields, msg)
             return
-        for p in ([p for p in c.partitions if not p.deleted] if partition is None else (partition,)):
-            self.emit(self.controller_id, step, controller_state(c, p), {"tp": f"{p.topic}-{p.index}", **(fields or {})},
-                      msg)
+        for p in [p for p in c.partitions if not p.deleted] if partition is None else (partition,):
+            self.emit(
+                self.controller_id, step, controller_state(c, p), {"tp": f"{p.topic}-{p.index}", **(fields or {})}, msg
+            )
 
     def describe_partitions(self, replicas: dict[str, tuple[int, ...]]) -> None:
         """Name each partition's replicas, in order, in the header of files written from now on (the
@@ -215,7 +248,7 @@ def continue_file(path: str) -> tuple[int, int] | None:
             f.truncate(0)
             return None
         f.truncate(start + end + 1)
-    line = json.loads(tail[begin + 1:end])
+    line = json.loads(tail[begin + 1 : end])
     return (line["seq"], line["lc"]) if "seq" in line else (0, 0)
 
 
@@ -224,4 +257,14 @@ def run_header(config) -> dict:
     return {"protocol": config.protocol, "config": dataclasses.asdict(config)}
 
 
-__all__ = ["EventLog", "FORMAT", "VERSION", "node_file", "continue_file", "run_header", "DOWN", "broker_state", "controller_state"]
+__all__ = [
+    "EventLog",
+    "FORMAT",
+    "VERSION",
+    "node_file",
+    "continue_file",
+    "run_header",
+    "DOWN",
+    "broker_state",
+    "controller_state",
+]

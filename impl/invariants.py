@@ -19,6 +19,7 @@ leader in every ISR it proposes (``Partition._propose``); a truncation never bel
 offset (``Partition.truncate_to``); the controller electing within the ISR or ELR (or KIP-966's last
 known leader) unless unclean election is on (``QuorumController.elect``).
 """
+
 from __future__ import annotations
 
 import logging

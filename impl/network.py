@@ -7,6 +7,7 @@ dispatched by api key to a handler, which returns the response or ``None`` to an
 ``INVALID_REQUEST`` response, an unknown api or version ``UNSUPPORTED_VERSION`` where a response
 type exists, and a frame without a readable header is dropped (the connection is closed).
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -36,8 +37,15 @@ class NodeEndpoint:
         self._next_correlation += 1
         return self._next_correlation
 
-    def send_request(self, dst: int, api_key: int, version: int, request: Any,
-                     callback: Callback | None = None, correlation_id: int | None = None) -> int:
+    def send_request(
+        self,
+        dst: int,
+        api_key: int,
+        version: int,
+        request: Any,
+        callback: Callback | None = None,
+        correlation_id: int | None = None,
+    ) -> int:
         if correlation_id is None:
             correlation_id = self.next_correlation_id()
         if callback is not None:
@@ -46,8 +54,11 @@ class NodeEndpoint:
         return correlation_id
 
     def respond(self, dst: int, header: Header, response: Any) -> None:
-        self.transport.send(self.node_id, dst, CODEC.encode(
-            RESPONSE, header.api_key, header.api_version, header.correlation_id, response))
+        self.transport.send(
+            self.node_id,
+            dst,
+            CODEC.encode(RESPONSE, header.api_key, header.api_version, header.correlation_id, response),
+        )
 
     def forget(self, correlation_id: int) -> None:
         """Stop waiting for a response: it will be ignored when it arrives."""
@@ -104,5 +115,6 @@ class NodeEndpoint:
         if response is None or not versions:
             return  # one-way or unknown api: close the connection
         version = header.api_version if header.api_version in versions else versions[0]
-        self.transport.send(self.node_id, src, CODEC.encode(
-            RESPONSE, header.api_key, version, header.correlation_id, response))
+        self.transport.send(
+            self.node_id, src, CODEC.encode(RESPONSE, header.api_key, version, header.correlation_id, response)
+        )

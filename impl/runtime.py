@@ -5,6 +5,7 @@ moves frames between node ids (Kafka's ``Selector`` underneath ``NetworkClient``
 reachable registers an ``Endpoint``. The deterministic simulation implements them in
 ``isrcheck.impl.sim``; a real runtime implements the same three.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Protocol
@@ -65,4 +66,5 @@ class ProcessScheduler:
                 if self.on_io_error is None:
                     raise
                 self.on_io_error(exc)
+
         return self._scheduler.schedule(delay_ms, fire)

@@ -20,23 +20,64 @@ Public API (stable):
   depth, complete, violations with shortest traces as schedule step dicts);
   ``replay(config, steps) -> Replay`` (states and outputs of each step; ``ReplayRefused``).
 """
+
 from .alphabet import CRASH_KINDS, MAX_REPLICAS, MESSAGE_KINDS, NONE, STEPS, InvalidStep, Step, StepKind
-from .config import ConfigError, ModelConfig, Scope, ScheduleConfig
-from .history import History
+from .config import ConfigError, ModelConfig, ScheduleConfig, Scope
 from .constraints import in_scope
 from .explorer import ExploreResult, Replay, ReplayRefused, Violation, explore, replay
+from .history import History
 from .protocols import PROTOCOLS, Protocol
 from .semantics import StepRefused, apply, enabled, why_disabled
 from .state import (
-    AlterPartition, AlterPartitionResponse, Controller, Entry, FetchRequest, FetchResponse,
-    LeaderAndIsr, Replica, State, end_offset_for, initial_state,
+    AlterPartition,
+    AlterPartitionResponse,
+    Controller,
+    Entry,
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsr,
+    Replica,
+    State,
+    end_offset_for,
+    initial_state,
 )
 
 __all__ = [
-    "CRASH_KINDS", "History", "MAX_REPLICAS", "MESSAGE_KINDS", "NONE", "STEPS", "ScheduleConfig", "StepKind",
-    "AlterPartition", "AlterPartitionResponse", "ConfigError", "ExploreResult", "Replay", "ReplayRefused",
-    "Violation", "explore", "in_scope", "replay", "Controller", "Entry", "FetchRequest",
-    "FetchResponse", "InvalidStep", "LeaderAndIsr", "ModelConfig", "PROTOCOLS", "Protocol", "Replica",
-    "Scope", "State", "Step", "StepRefused", "apply", "end_offset_for", "enabled", "initial_state",
+    "CRASH_KINDS",
+    "History",
+    "MAX_REPLICAS",
+    "MESSAGE_KINDS",
+    "NONE",
+    "STEPS",
+    "ScheduleConfig",
+    "StepKind",
+    "AlterPartition",
+    "AlterPartitionResponse",
+    "ConfigError",
+    "ExploreResult",
+    "Replay",
+    "ReplayRefused",
+    "Violation",
+    "explore",
+    "in_scope",
+    "replay",
+    "Controller",
+    "Entry",
+    "FetchRequest",
+    "FetchResponse",
+    "InvalidStep",
+    "LeaderAndIsr",
+    "ModelConfig",
+    "PROTOCOLS",
+    "Protocol",
+    "Replica",
+    "Scope",
+    "State",
+    "Step",
+    "StepRefused",
+    "apply",
+    "end_offset_for",
+    "enabled",
+    "initial_state",
     "why_disabled",
 ]

@@ -5,13 +5,26 @@ action holds both, each with the Kafka mechanism it follows.
 ``effect(nx, step)`` changes the ``NextState`` under construction. Protocol differences are the
 ``cfg.rules`` calls (``model/protocols.py``), not branches here.
 """
+
 from __future__ import annotations
 
 from .alphabet import MESSAGE_KINDS, NONE, STEPS, Step
 from .next_state import NextState, flush_policy, maybe_increment_leader_hw
 from .state import (
-    AlterPartition, AlterPartitionResponse, Controller, Entry, FetchRequest, FetchResponse, LeaderAndIsr,
-    Replica, State, batch_ends, end_offset_for, latest_epoch, truncate_to, updated,
+    AlterPartition,
+    AlterPartitionResponse,
+    Controller,
+    Entry,
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsr,
+    Replica,
+    State,
+    batch_ends,
+    end_offset_for,
+    latest_epoch,
+    truncate_to,
+    updated,
 )
 
 NOT_LEADER = "NOT_LEADER_OR_FOLLOWER"
@@ -41,6 +54,7 @@ class Action:
 
 # -- what several guards ask -----------------------------------------------------------------------
 
+
 def _down(s: State, r: int) -> str | None:
     return None if s.replicas[r].alive else f"broker {r} is down"
 
@@ -48,8 +62,9 @@ def _down(s: State, r: int) -> str | None:
 def _outstanding(s: State, r: int, rep: Replica) -> bool:
     """A fetch of follower r sent under its current (leader, leader epoch) is still in flight."""
     tag = (rep.leader, rep.leader_epoch)
-    return any((m.leader, m.leader_epoch) == tag for m in s.fetch_requests[r]) or \
-        any((m.leader, m.leader_epoch) == tag for m in s.fetch_responses[r])
+    return any((m.leader, m.leader_epoch) == tag for m in s.fetch_requests[r]) or any(
+        (m.leader, m.leader_epoch) == tag for m in s.fetch_responses[r]
+    )
 
 
 def _lagging(cfg, now: int, r: int, rep: Replica) -> list[int]:
@@ -100,8 +115,8 @@ class Delivery(Action):
     handler ``receive(nx, r, message)``; enabled iff there is one (and, with ``to_replica``, the
     replica it goes to is alive)."""
 
-    message = ""     # a key of alphabet.MESSAGE_KINDS
-    what = ""        # the message's name in refusal reasons
+    message = ""  # a key of alphabet.MESSAGE_KINDS
+    what = ""  # the message's name in refusal reasons
     to_replica = False
 
     @classmethod
@@ -123,6 +138,7 @@ class Delivery(Action):
 
 
 # -- client requests ---------------------------------------------------------------------------------
+
 
 class Produce(Action):
     """ProduceRequest handling: Partition.appendRecordsToLeader with acks and min.insync.replicas."""
@@ -146,8 +162,10 @@ class Produce(Action):
         log = rep.log + tuple(Entry(offset + i, rep.leader_epoch, record + i, offset) for i in range(n))
         rep = updated(rep, log=log, durable=flush_policy(nx.cfg, len(log), rep.durable))
         if acks == -1:
-            rep = updated(rep, pending_produces=rep.pending_produces +
-                          ((record, offset, nx.now + nx.cfg.request_timeout_ticks, n),))
+            rep = updated(
+                rep,
+                pending_produces=rep.pending_produces + ((record, offset, nx.now + nx.cfg.request_timeout_ticks, n),),
+            )
         # Kafka raises the HW after every leader append, whatever the acks: with a maximal ISR of
         # one, an acks=1 record is committed at once.
         rep = maybe_increment_leader_hw(nx, r, rep)
@@ -174,11 +192,19 @@ class Consume(Action):
         if error is not None:
             nx.out.append({"type": "consume", "replica": r, "error": error, "hw": -1, "records": []})
             return
-        nx.out.append({"type": "consume", "replica": r, "error": NONE, "hw": rep.hw,
-                       "records": [[e.offset, e.record] for e in rep.log[:rep.hw]]})
+        nx.out.append(
+            {
+                "type": "consume",
+                "replica": r,
+                "error": NONE,
+                "hw": rep.hw,
+                "records": [[e.offset, e.record] for e in rep.log[: rep.hw]],
+            }
+        )
 
 
 # -- replication: the follower's fetch round ----------------------------------------------------------
+
 
 class SendFetch(Action):
     """ReplicaFetcherThread: a Fetch, or OffsetsForLeaderEpoch while truncating (KIP-101/KIP-279)."""
@@ -204,8 +230,15 @@ class SendFetch(Action):
         if nx.cfg.rules.uses_epoch_queries and rep.truncating_epoch >= 0 and rep.log:
             req = FetchRequest(rep.leader, rep.leader_epoch, -1, -1, rep.truncating_epoch, 0)
         else:
-            req = FetchRequest(rep.leader, rep.leader_epoch, len(rep.log), latest_epoch(rep.log), -1,
-                               st.max_batches, nx.cfg.rules.fetch_broker_epoch(rep))
+            req = FetchRequest(
+                rep.leader,
+                rep.leader_epoch,
+                len(rep.log),
+                latest_epoch(rep.log),
+                -1,
+                st.max_batches,
+                nx.cfg.rules.fetch_broker_epoch(rep),
+            )
         if nx.replicas[rep.leader].alive:  # else discarded at once
             nx.queues("fetch_requests")[r] += (req,)
 
@@ -225,7 +258,8 @@ class HandleFetch(Delivery):
         def respond(error: str, kind: str, records=(), hw=-1, epoch=-1, end=-1, bad=-1) -> None:
             if nx.replicas[r].alive:
                 nx.queues("fetch_responses")[r] += (
-                    FetchResponse(d, req.leader_epoch, error, kind, records, hw, epoch, end, bad),)
+                    FetchResponse(d, req.leader_epoch, error, kind, records, hw, epoch, end, bad),
+                )
 
         if lead.leader != d:
             return respond(NOT_LEADER, "error")
@@ -240,11 +274,14 @@ class HandleFetch(Delivery):
         if req.fetch_offset > leo:
             return respond("OFFSET_OUT_OF_RANGE", "error", end=leo)
         remote, epochs = lead.remote_leo, lead.remote_broker_epoch
-        lead = updated(lead, remote_leo=remote[:r] + (req.fetch_offset,) + remote[r + 1:],
-                       remote_broker_epoch=epochs[:r] + (req.broker_epoch,) + epochs[r + 1:])
+        lead = updated(
+            lead,
+            remote_leo=remote[:r] + (req.fetch_offset,) + remote[r + 1 :],
+            remote_broker_epoch=epochs[:r] + (req.broker_epoch,) + epochs[r + 1 :],
+        )
         if req.fetch_offset >= leo:
             lcu = lead.last_caught_up
-            lead = updated(lead, last_caught_up=lcu[:r] + (nx.now,) + lcu[r + 1:])
+            lead = updated(lead, last_caught_up=lcu[:r] + (nx.now,) + lcu[r + 1 :])
         lead = maybe_increment_leader_hw(nx, d, lead)
         nx.replicas[d] = lead
         log = lead.log
@@ -276,8 +313,9 @@ class HandleFetchResponse(Delivery):
             if resp.records and resp.records[0].offset < len(rep.log):
                 return  # diverged batch boundaries: Log.append refuses out-of-order offsets
             log = rep.log + resp.records
-            rep = updated(rep, log=log, durable=flush_policy(nx.cfg, len(log), rep.durable),
-                          hw=min(resp.leader_hw, len(log)))
+            rep = updated(
+                rep, log=log, durable=flush_policy(nx.cfg, len(log), rep.durable), hw=min(resp.leader_hw, len(log))
+            )
         elif kind == "epoch_end":
             rep = nx.cfg.rules.handle_epoch_answer(rep, resp.epoch, resp.end_offset)
         elif kind == "diverging":
@@ -289,6 +327,7 @@ class HandleFetchResponse(Delivery):
 
 
 # -- partition state: LeaderAndIsr and the ISR -----------------------------------------------------------
+
 
 class DeliverLeaderAndIsr(Action):
     """LeaderAndIsr (ReplicaManager.becomeLeaderOrFollower): makeLeader / makeFollower / ISR update."""
@@ -312,18 +351,38 @@ class DeliverLeaderAndIsr(Action):
         if m.leader_epoch == rep.leader_epoch:
             rep = updated(rep, isr=m.isr, partition_epoch=m.partition_epoch)
         elif m.leader == r:  # Partition.makeLeader
-            rep = updated(rep, leader=r, leader_epoch=m.leader_epoch, isr=m.isr, partition_epoch=m.partition_epoch,
-                          epoch_start_offset=len(rep.log), remote_leo=(-1,) * n, remote_broker_epoch=(-1,) * n,
-                          last_caught_up=tuple(nx.now if i in m.isr else 0 for i in range(n)),
-                          pending_isr=None, pending_epochs=(), truncating_epoch=-1)
+            rep = updated(
+                rep,
+                leader=r,
+                leader_epoch=m.leader_epoch,
+                isr=m.isr,
+                partition_epoch=m.partition_epoch,
+                epoch_start_offset=len(rep.log),
+                remote_leo=(-1,) * n,
+                remote_broker_epoch=(-1,) * n,
+                last_caught_up=tuple(nx.now if i in m.isr else 0 for i in range(n)),
+                pending_isr=None,
+                pending_epochs=(),
+                truncating_epoch=-1,
+            )
             rep = maybe_increment_leader_hw(nx, r, rep)
         else:  # Partition.makeFollower
             for record, _offset, _deadline, records in rep.pending_produces:
                 nx.produce_out(r, record, records, -1, NOT_LEADER)
-            rep = updated(rep, leader=m.leader, leader_epoch=m.leader_epoch, isr=m.isr,
-                          partition_epoch=m.partition_epoch, epoch_start_offset=-1, remote_leo=(-1,) * n,
-                          remote_broker_epoch=(-1,) * n, last_caught_up=(0,) * n, pending_isr=None,
-                          pending_epochs=(), pending_produces=())
+            rep = updated(
+                rep,
+                leader=m.leader,
+                leader_epoch=m.leader_epoch,
+                isr=m.isr,
+                partition_epoch=m.partition_epoch,
+                epoch_start_offset=-1,
+                remote_leo=(-1,) * n,
+                remote_broker_epoch=(-1,) * n,
+                last_caught_up=(0,) * n,
+                pending_isr=None,
+                pending_epochs=(),
+                pending_produces=(),
+            )
             rep = nx.cfg.rules.make_follower(rep)
         nx.replicas[r] = rep
 
@@ -382,10 +441,16 @@ class HandleAlterPartition(Delivery):
             error = "INELIGIBLE_REPLICA"
         else:
             error = NONE
-            c = nx.controller = c._replace(isr=m.isr, elr=nx.cfg.rules.elr_after(c, m.isr, nx.cfg.min_insync_replicas),
-                                           partition_epoch=c.partition_epoch + 1)
-        nx.send("alter_partition_responses", r,
-                AlterPartitionResponse(error, c.leader_epoch, c.isr, c.partition_epoch, m.leader_epoch))
+            c = nx.controller = c._replace(
+                isr=m.isr,
+                elr=nx.cfg.rules.elr_after(c, m.isr, nx.cfg.min_insync_replicas),
+                partition_epoch=c.partition_epoch + 1,
+            )
+        nx.send(
+            "alter_partition_responses",
+            r,
+            AlterPartitionResponse(error, c.leader_epoch, c.isr, c.partition_epoch, m.leader_epoch),
+        )
 
 
 class HandleAlterPartitionResponse(Delivery):
@@ -408,6 +473,7 @@ class HandleAlterPartitionResponse(Delivery):
 
 # -- the controller ----------------------------------------------------------------------------------------
 
+
 class Elect(Action):
     """Controller leader election: clean from the ISR (KIP-966: then the ELR, then the last known
     leader), else unclean if enabled."""
@@ -427,15 +493,22 @@ class Elect(Action):
         if c.leader != -1:
             return f"the controller has a leader ({c.leader})"
         if _elect_choice(cfg, c) is None:
-            return "no eligible replica (every ISR member is fenced" + \
-                (")" if cfg.unclean_leader_election_enable else " and unclean election is disabled)")
+            return "no eligible replica (every ISR member is fenced" + (
+                ")" if cfg.unclean_leader_election_enable else " and unclean election is disabled)"
+            )
         return None
 
     def effect(nx, st):
         c = nx.controller
         leader, isr, elr = (st.replica, c.isr, c.elr) if st.replica != -1 else _elect_choice(nx.cfg, c)
-        nx.controller = c._replace(leader=leader, leader_epoch=c.leader_epoch + 1, isr=isr, elr=elr,
-                                   partition_epoch=c.partition_epoch + 1, last_known_leader=-1)
+        nx.controller = c._replace(
+            leader=leader,
+            leader_epoch=c.leader_epoch + 1,
+            isr=isr,
+            elr=elr,
+            partition_epoch=c.partition_epoch + 1,
+            last_known_leader=-1,
+        )
         nx.send_leader_and_isr()
 
 
@@ -468,9 +541,13 @@ def _remove_broker(nx: NextState, r: int, isr: tuple, unclean: tuple) -> bool:
     if not leads and isr == c.isr and elr == c.elr:
         return False
     nx.controller = c._replace(
-        leader=-1 if leads else c.leader, leader_epoch=c.leader_epoch + int(leads), isr=isr, elr=elr,
+        leader=-1 if leads else c.leader,
+        leader_epoch=c.leader_epoch + int(leads),
+        isr=isr,
+        elr=elr,
         partition_epoch=c.partition_epoch + 1,
-        last_known_leader=rules.last_known_leader(r) if leads else c.last_known_leader)
+        last_known_leader=rules.last_known_leader(r) if leads else c.last_known_leader,
+    )
     return True
 
 
@@ -498,7 +575,7 @@ def _register(nx: NextState, r: int, unclean: bool) -> None:
     sends it its current partition state."""
     c = nx.controller
     epoch = nx.cfg.rules.next_broker_epoch(c.broker_epochs[r])
-    nx.controller = c._replace(broker_epochs=c.broker_epochs[:r] + (epoch,) + c.broker_epochs[r + 1:])
+    nx.controller = c._replace(broker_epochs=c.broker_epochs[:r] + (epoch,) + c.broker_epochs[r + 1 :])
     nx.replicas[r] = updated(nx.replicas[r], broker_epoch=epoch)
     if unclean and _remove_broker(nx, r, tuple(i for i in c.isr if i != r), (r,)):
         nx.send_leader_and_isr(skip=r)
@@ -507,6 +584,7 @@ def _register(nx: NextState, r: int, unclean: bool) -> None:
 
 
 # -- brokers: failures, restarts, disks, fsync ---------------------------------------------------------------------
+
 
 class Crash(Action):
     """Broker failure: clean shutdown (flush), process crash (page cache kept) or power loss, which
@@ -535,8 +613,13 @@ class Crash(Action):
         if kind != "clean" and rep.bad_batch >= 0:
             # no clean shutdown file: the restart's log recovery re-validates the segment and cuts at the damage
             rep, lost = updated(rep, durable=min(rep.durable, rep.bad_batch)), True
-        nx.replicas[r] = updated(rep, alive=False, pending_produces=(), power_lost=lost,
-                                 unclean_shutdown=nx.cfg.rules.unclean_shutdown(kind, nx.cfg.unclean_shutdown_detection))
+        nx.replicas[r] = updated(
+            rep,
+            alive=False,
+            pending_produces=(),
+            power_lost=lost,
+            unclean_shutdown=nx.cfg.rules.unclean_shutdown(kind, nx.cfg.unclean_shutdown_detection),
+        )
         for field in MESSAGE_KINDS.values():
             if getattr(nx.src, field)[r]:
                 nx.queues(field)[r] = ()
@@ -561,11 +644,30 @@ class Restart(Action):
         r = st.replica
         rep = nx.replicas[r]
         n = nx.cfg.replicas
-        log = rep.log[:rep.durable] if rep.power_lost else rep.log
-        nx.replicas[r] = Replica(True, log, min(rep.durable, len(log)), min(rep.hw_checkpoint, len(log)),
-                                 rep.hw_checkpoint, -1, -1, (), -1, -1, (-1,) * n, (0,) * n, None, (), -1, False,
-                                 rep.broker_epoch, (-1,) * n, (), False,
-                                 rep.bad_batch if rep.bad_batch < len(log) else -1)  # a clean restart skips recovery
+        log = rep.log[: rep.durable] if rep.power_lost else rep.log
+        nx.replicas[r] = Replica(
+            True,
+            log,
+            min(rep.durable, len(log)),
+            min(rep.hw_checkpoint, len(log)),
+            rep.hw_checkpoint,
+            -1,
+            -1,
+            (),
+            -1,
+            -1,
+            (-1,) * n,
+            (0,) * n,
+            None,
+            (),
+            -1,
+            False,
+            rep.broker_epoch,
+            (-1,) * n,
+            (),
+            False,
+            rep.bad_batch if rep.bad_batch < len(log) else -1,
+        )  # a clean restart skips recovery
         _register(nx, r, unclean=rep.unclean_shutdown)
 
 
@@ -578,8 +680,16 @@ class LoseDisk(Action):
         return f"broker {st.replica} is alive" if s.replicas[st.replica].alive else None
 
     def effect(nx, st):
-        nx.replicas[st.replica] = updated(nx.replicas[st.replica], log=(), durable=0, hw=0, hw_checkpoint=0,
-                                          bad_batch=-1, power_lost=True, unclean_shutdown=nx.cfg.rules.unclean_shutdown("lost disk", nx.cfg.unclean_shutdown_detection))
+        nx.replicas[st.replica] = updated(
+            nx.replicas[st.replica],
+            log=(),
+            durable=0,
+            hw=0,
+            hw_checkpoint=0,
+            bad_batch=-1,
+            power_lost=True,
+            unclean_shutdown=nx.cfg.rules.unclean_shutdown("lost disk", nx.cfg.unclean_shutdown_detection),
+        )
 
 
 def _last_flushed_batch(rep: Replica) -> int:
@@ -705,10 +815,12 @@ class Tick(Action):
         expired = []
         for r, rep in enumerate(nx.replicas):
             if any(p[2] < nx.now for p in rep.pending_produces):
-                expired += [(deadline, record, r, n) for record, _offset, deadline, n in rep.pending_produces
-                            if deadline < nx.now]
-                nx.replicas[r] = updated(rep, pending_produces=tuple(p for p in rep.pending_produces
-                                                                     if p[2] >= nx.now))
+                expired += [
+                    (deadline, record, r, n)
+                    for record, _offset, deadline, n in rep.pending_produces
+                    if deadline < nx.now
+                ]
+                nx.replicas[r] = updated(rep, pending_produces=tuple(p for p in rep.pending_produces if p[2] >= nx.now))
         for _deadline, record, r, n in sorted(expired):
             nx.produce_out(r, record, n, -1, "REQUEST_TIMED_OUT")
 
@@ -738,6 +850,7 @@ def _by_name() -> dict[str, type[Action]]:
     def concrete(cls):
         for sub in cls.__subclasses__():
             yield from ([sub] if sub.name else []) + list(concrete(sub))
+
     actions = {a.name: a for a in concrete(Action)}
     missing, unknown = sorted(set(STEPS) - set(actions)), sorted(set(actions) - set(STEPS))
     if missing or unknown:  # the registry and the semantics must name the same steps

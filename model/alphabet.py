@@ -6,16 +6,17 @@ Everything that reads or writes steps derives from this registry: the model's pa
 the random walks, the Hypothesis strategies and the conformance adapter's dispatch. A test holds
 it against docs/steps.md, so a step added in one place only fails the suite.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
 from itertools import product
 from typing import Mapping, NamedTuple
 
-NONE = "NONE"      # Kafka's Errors.NONE: the error code of a successful answer
-MAX_REPLICAS = 5   # brokers of a schedule's cluster, ids 0 .. replicas - 1
+NONE = "NONE"  # Kafka's Errors.NONE: the error code of a successful answer
+MAX_REPLICAS = 5  # brokers of a schedule's cluster, ids 0 .. replicas - 1
 
-ACKS = (0, 1, -1)                          # producer acks; -1 is acks=all
+ACKS = (0, 1, -1)  # producer acks; -1 is acks=all
 CRASH_KINDS = ("clean", "process", "power")  # the order is also "less destructive first"
 
 # message kind -> the State field holding its per-replica FIFOs (docs/steps.md, "Messages in flight")
@@ -49,28 +50,55 @@ class Field(NamedTuple):
     sample: tuple = ()
 
 
-MAX_BATCH_RECORDS = 4   # records in one produce batch
-MAX_FETCH_BATCHES = 8   # a fetch's batch limit
-MAX_SURVIVING = 4       # unflushed batches a power loss keeps
-MAX_INDEX = 2**31 - 1   # a FIFO position: Kafka's int32 range (a FIFO never holds more messages than steps ran)
+MAX_BATCH_RECORDS = 4  # records in one produce batch
+MAX_FETCH_BATCHES = 8  # a fetch's batch limit
+MAX_SURVIVING = 4  # unflushed batches a power loss keeps
+MAX_INDEX = 2**31 - 1  # a FIFO position: Kafka's int32 range (a FIFO never holds more messages than steps ran)
 
-FIELDS: Mapping[str, Field] = {f.name: f for f in (
-    Field("replica", "a broker id, 0 .. replicas - 1", "replica"),
-    Field("acks", "producer acks: 0, 1 or -1 (all)", "arg", ACKS),
-    Field("kind", "crash kind: clean shutdown, process crash, power loss", "arg", CRASH_KINDS),
-    Field("message", "message kind in flight", "arg", tuple(MESSAGE_KINDS)),
-    Field("index", "position in the (kind, replica) FIFO, 0 = oldest", "index", default=0, high=MAX_INDEX),
-    Field("records", "records in the produce batch", "records", default=1, low=1, high=MAX_BATCH_RECORDS,
-          sample=(1, 2, 3)),
-    Field("max_batches", "whole batches a fetch response may carry, 0 = no limit", "max_batches", default=0,
-          high=MAX_FETCH_BATCHES, sample=(0, 1, 2)),
-    Field("survive", "unflushed batches that reached the disk in a power loss", "survive", default=0,
-          high=MAX_SURVIVING, sample=(0, 1, 2)),
-    Field("torn", "the next unflushed batch was partly written", "torn", (False, True), default=False),
-    Field("tail", "what a torn batch holds past its written prefix: nothing, stale or random bytes",
-          "tail", TORN_TAILS, default="cut"),
-    Field("io", "the failing I/O operation of the log directory and its errno", "arg", DISK_IO),
-)}
+FIELDS: Mapping[str, Field] = {
+    f.name: f
+    for f in (
+        Field("replica", "a broker id, 0 .. replicas - 1", "replica"),
+        Field("acks", "producer acks: 0, 1 or -1 (all)", "arg", ACKS),
+        Field("kind", "crash kind: clean shutdown, process crash, power loss", "arg", CRASH_KINDS),
+        Field("message", "message kind in flight", "arg", tuple(MESSAGE_KINDS)),
+        Field("index", "position in the (kind, replica) FIFO, 0 = oldest", "index", default=0, high=MAX_INDEX),
+        Field(
+            "records",
+            "records in the produce batch",
+            "records",
+            default=1,
+            low=1,
+            high=MAX_BATCH_RECORDS,
+            sample=(1, 2, 3),
+        ),
+        Field(
+            "max_batches",
+            "whole batches a fetch response may carry, 0 = no limit",
+            "max_batches",
+            default=0,
+            high=MAX_FETCH_BATCHES,
+            sample=(0, 1, 2),
+        ),
+        Field(
+            "survive",
+            "unflushed batches that reached the disk in a power loss",
+            "survive",
+            default=0,
+            high=MAX_SURVIVING,
+            sample=(0, 1, 2),
+        ),
+        Field("torn", "the next unflushed batch was partly written", "torn", (False, True), default=False),
+        Field(
+            "tail",
+            "what a torn batch holds past its written prefix: nothing, stale or random bytes",
+            "tail",
+            TORN_TAILS,
+            default="cut",
+        ),
+        Field("io", "the failing I/O operation of the log directory and its errno", "arg", DISK_IO),
+    )
+}
 CHOICES = ("acks", "kind", "message", "io")  # the choice fields, carried as ``Step.arg``
 
 
@@ -129,10 +157,12 @@ class StepKind(NamedTuple):
     queue: str | None = None
     optional: tuple[str, ...] = ()  # fields besides those with a default that may be left out (-1 then)
     faults: tuple[Fault, ...] = ()
-    weight: float = 1.0       # how often generators propose it when enabled, relative to the others (fault profiles start here)
-    lifecycle: bool = False   # part of a broker's failure and recovery (the shrinker removes these together)
+    weight: float = (
+        1.0  # how often generators propose it when enabled, relative to the others (fault profiles start here)
+    )
+    lifecycle: bool = False  # part of a broker's failure and recovery (the shrinker removes these together)
     switch: str | None = None  # the explorer's Scope flag that lets steps of this kind in
-    disk_fault: bool = False   # a disk fault (docs/steps.md, "Disk faults"): generators take it only when asked
+    disk_fault: bool = False  # a disk fault (docs/steps.md, "Disk faults"): generators take it only when asked
 
     @property
     def choice(self) -> str | None:
@@ -141,88 +171,209 @@ class StepKind(NamedTuple):
 
 
 # In the alphabet's order: the order of ``enabled`` and of every enumeration of steps.
-STEPS: Mapping[str, StepKind] = {k.name: k for k in (
-    StepKind("produce", ("replica", "acks", "records"),
-             "ProduceRequest; Partition.appendRecordsToLeader with acks and min.insync.replicas",
-             weight=3.0),
-    StepKind("consume", ("replica",), "consumer Fetch from offset 0 (reads below the HW)",
-             switch="consumes"),
-    StepKind("send_fetch", ("replica", "max_batches"),
-             "ReplicaFetcherThread sends a Fetch (replica.fetch.max.bytes), or OffsetsForLeaderEpoch "
-             "while truncating (KIP-101)",
-             weight=4.0),
-    StepKind("handle_fetch", ("replica",),
-             "ReplicaManager.fetchMessages on the leader; KIP-320 epoch validation",
-             weight=4.0),
-    StepKind("handle_fetch_response", ("replica",),
-             "ReplicaFetcherThread.processPartitionData and truncation (KIP-101, KIP-279, KIP-320)",
-             weight=4.0),
-    StepKind("deliver_leader_and_isr", ("replica", "index"),
-             "LeaderAndIsr; ReplicaManager.becomeLeaderOrFollower (makeLeader / makeFollower)",
-             queue="leader_and_isr",
-             weight=3.0, lifecycle=True),
-    StepKind("shrink_isr", ("replica",), "Partition.maybeShrinkIsr (replica.lag.time.max.ms)"),
-    StepKind("expand_isr", ("replica",), "Partition.maybeExpandIsr (KIP-320: HW reached the epoch start)",
-             weight=2.0),
-    StepKind("handle_alter_partition", ("replica",),
-             "controller AlterPartition handling, leader and partition epoch fencing (KIP-497)",
-             weight=2.0),
-    StepKind("handle_alter_partition_response", ("replica",),
-             "AlterPartitionManager callback; Partition.handleAlterPartitionUpdate",
-             weight=2.0),
-    StepKind("elect", ("replica",), "controller leader election (clean, unclean.leader.election.enable); "
-             "with a target, preferred replica election or controlled shutdown", optional=("replica",),
-             faults=(Fault("leader_move", "leader_moves", "targeted",
-                           "an election with a target: preferred replica election, controlled shutdown"),),
-             weight=3.0),
-    StepKind("fence", ("replica",), "broker session expiry: the controller fences the broker, "
-             "which may be alive (a zombie, KAFKA-6880)",
-             faults=(Fault("zombie", "zombies", "alive", "a live broker fenced: its session expired (KAFKA-6880)"),),
-             weight=1.5, lifecycle=True),
-    StepKind("rejoin", ("replica",), "a live fenced broker re-registers with a new broker epoch",
-             weight=1.5),
-    StepKind("crash", ("replica", "kind", "survive", "torn", "tail"),
-             "broker failure: clean shutdown, process crash, power loss (partial write-back, torn batch)",
-             faults=(Fault("crash", "crashes", "always", "a broker failure of any kind"),
-                     Fault("power_loss", "power_losses", "power",
-                           "a power loss: what the page cache held and no fsync reached is gone", loses_data=True)),
-             weight=0.0, lifecycle=True),
-    StepKind("restart", ("replica",), "broker restart: log recovery (LogLoader), registration; "
-             "a fast bounce when the controller never fenced it",
-             faults=(Fault("bounce", "bounces", "unfenced",
-                           "a fast bounce: a restart the controller never noticed (KIP-966 unclean shutdown)"),),
-             weight=1.5, lifecycle=True),
-    StepKind("lose_disk", ("replica",), "a down broker's log directory replaced by an empty one (KAFKA-14139)",
-             faults=(Fault("disk_loss", "disk_losses", "always", "a broker's log directory lost (KAFKA-14139)",
-                           loses_data=True),),
-             weight=0.0),
-    StepKind("flush", ("replica",), "Log.flush and the replication-offset-checkpoint write",
-             weight=0.5, lifecycle=True, switch="flushes"),
-    StepKind("checkpoint_hw", ("replica",), "ReplicaManager.checkpointHighWatermarks without a log flush",
-             weight=0.5, switch="hw_checkpoints"),
-    StepKind("tick", (), "clock advance: DelayedProduce expiry (request.timeout.ms), replica lag"),
-    StepKind("drop", ("message", "replica", "index"), "network loss of one in-flight message",
-             faults=(Fault("drop", "drops", "always", "a message lost by the network"),),
-             weight=0.0),
-    # the disk faults come last: the order of every other step's enumeration stays as it was
-    StepKind("corrupt", ("replica",), "a flushed batch corrupted at rest, found by log recovery's CRC check "
-             "(LogSegment.recover)",
-             faults=(Fault("corruption", "corruptions", "always", "a flushed batch corrupted at rest (bit rot)",
-                           loses_data=True),),
-             weight=0.0, disk_fault=True),
-    StepKind("fail_disk", ("replica", "io"), "an I/O error of the log directory: LogDirFailureChannel takes it "
-             "offline (KIP-112), the broker halts, the controller elects elsewhere",
-             faults=(Fault("disk_failure", "disk_failures", "always", "a write, fsync or read of the log directory "
-                           "failed (EIO, ENOSPC)"),
-                     Fault("fsync_failure", "fsync_failures", "fsync", "a failed fsync: the dirty pages are "
-                           "dropped, what was not durable is gone", loses_data=True)),
-             weight=0.0, disk_fault=True),
-    StepKind("corrupt_live", ("replica",), "a flushed batch corrupted at rest under a live broker, found by a read: "
-             "the follower's CRC check refuses it (appendAsFollower), a consumer's fetch fails",
-             faults=(Fault("live_corruption", "live_corruptions", "always", "a flushed batch of a live broker "
-                           "corrupted at rest (bit rot)", loses_data=True),),
-             weight=0.0, disk_fault=True),
-)}
+STEPS: Mapping[str, StepKind] = {
+    k.name: k
+    for k in (
+        StepKind(
+            "produce",
+            ("replica", "acks", "records"),
+            "ProduceRequest; Partition.appendRecordsToLeader with acks and min.insync.replicas",
+            weight=3.0,
+        ),
+        StepKind("consume", ("replica",), "consumer Fetch from offset 0 (reads below the HW)", switch="consumes"),
+        StepKind(
+            "send_fetch",
+            ("replica", "max_batches"),
+            "ReplicaFetcherThread sends a Fetch (replica.fetch.max.bytes), or OffsetsForLeaderEpoch "
+            "while truncating (KIP-101)",
+            weight=4.0,
+        ),
+        StepKind(
+            "handle_fetch",
+            ("replica",),
+            "ReplicaManager.fetchMessages on the leader; KIP-320 epoch validation",
+            weight=4.0,
+        ),
+        StepKind(
+            "handle_fetch_response",
+            ("replica",),
+            "ReplicaFetcherThread.processPartitionData and truncation (KIP-101, KIP-279, KIP-320)",
+            weight=4.0,
+        ),
+        StepKind(
+            "deliver_leader_and_isr",
+            ("replica", "index"),
+            "LeaderAndIsr; ReplicaManager.becomeLeaderOrFollower (makeLeader / makeFollower)",
+            queue="leader_and_isr",
+            weight=3.0,
+            lifecycle=True,
+        ),
+        StepKind("shrink_isr", ("replica",), "Partition.maybeShrinkIsr (replica.lag.time.max.ms)"),
+        StepKind(
+            "expand_isr", ("replica",), "Partition.maybeExpandIsr (KIP-320: HW reached the epoch start)", weight=2.0
+        ),
+        StepKind(
+            "handle_alter_partition",
+            ("replica",),
+            "controller AlterPartition handling, leader and partition epoch fencing (KIP-497)",
+            weight=2.0,
+        ),
+        StepKind(
+            "handle_alter_partition_response",
+            ("replica",),
+            "AlterPartitionManager callback; Partition.handleAlterPartitionUpdate",
+            weight=2.0,
+        ),
+        StepKind(
+            "elect",
+            ("replica",),
+            "controller leader election (clean, unclean.leader.election.enable); "
+            "with a target, preferred replica election or controlled shutdown",
+            optional=("replica",),
+            faults=(
+                Fault(
+                    "leader_move",
+                    "leader_moves",
+                    "targeted",
+                    "an election with a target: preferred replica election, controlled shutdown",
+                ),
+            ),
+            weight=3.0,
+        ),
+        StepKind(
+            "fence",
+            ("replica",),
+            "broker session expiry: the controller fences the broker, which may be alive (a zombie, KAFKA-6880)",
+            faults=(Fault("zombie", "zombies", "alive", "a live broker fenced: its session expired (KAFKA-6880)"),),
+            weight=1.5,
+            lifecycle=True,
+        ),
+        StepKind("rejoin", ("replica",), "a live fenced broker re-registers with a new broker epoch", weight=1.5),
+        StepKind(
+            "crash",
+            ("replica", "kind", "survive", "torn", "tail"),
+            "broker failure: clean shutdown, process crash, power loss (partial write-back, torn batch)",
+            faults=(
+                Fault("crash", "crashes", "always", "a broker failure of any kind"),
+                Fault(
+                    "power_loss",
+                    "power_losses",
+                    "power",
+                    "a power loss: what the page cache held and no fsync reached is gone",
+                    loses_data=True,
+                ),
+            ),
+            weight=0.0,
+            lifecycle=True,
+        ),
+        StepKind(
+            "restart",
+            ("replica",),
+            "broker restart: log recovery (LogLoader), registration; a fast bounce when the controller never fenced it",
+            faults=(
+                Fault(
+                    "bounce",
+                    "bounces",
+                    "unfenced",
+                    "a fast bounce: a restart the controller never noticed (KIP-966 unclean shutdown)",
+                ),
+            ),
+            weight=1.5,
+            lifecycle=True,
+        ),
+        StepKind(
+            "lose_disk",
+            ("replica",),
+            "a down broker's log directory replaced by an empty one (KAFKA-14139)",
+            faults=(
+                Fault(
+                    "disk_loss", "disk_losses", "always", "a broker's log directory lost (KAFKA-14139)", loses_data=True
+                ),
+            ),
+            weight=0.0,
+        ),
+        StepKind(
+            "flush",
+            ("replica",),
+            "Log.flush and the replication-offset-checkpoint write",
+            weight=0.5,
+            lifecycle=True,
+            switch="flushes",
+        ),
+        StepKind(
+            "checkpoint_hw",
+            ("replica",),
+            "ReplicaManager.checkpointHighWatermarks without a log flush",
+            weight=0.5,
+            switch="hw_checkpoints",
+        ),
+        StepKind("tick", (), "clock advance: DelayedProduce expiry (request.timeout.ms), replica lag"),
+        StepKind(
+            "drop",
+            ("message", "replica", "index"),
+            "network loss of one in-flight message",
+            faults=(Fault("drop", "drops", "always", "a message lost by the network"),),
+            weight=0.0,
+        ),
+        # the disk faults come last: the order of every other step's enumeration stays as it was
+        StepKind(
+            "corrupt",
+            ("replica",),
+            "a flushed batch corrupted at rest, found by log recovery's CRC check (LogSegment.recover)",
+            faults=(
+                Fault(
+                    "corruption",
+                    "corruptions",
+                    "always",
+                    "a flushed batch corrupted at rest (bit rot)",
+                    loses_data=True,
+                ),
+            ),
+            weight=0.0,
+            disk_fault=True,
+        ),
+        StepKind(
+            "fail_disk",
+            ("replica", "io"),
+            "an I/O error of the log directory: LogDirFailureChannel takes it "
+            "offline (KIP-112), the broker halts, the controller elects elsewhere",
+            faults=(
+                Fault(
+                    "disk_failure",
+                    "disk_failures",
+                    "always",
+                    "a write, fsync or read of the log directory failed (EIO, ENOSPC)",
+                ),
+                Fault(
+                    "fsync_failure",
+                    "fsync_failures",
+                    "fsync",
+                    "a failed fsync: the dirty pages are dropped, what was not durable is gone",
+                    loses_data=True,
+                ),
+            ),
+            weight=0.0,
+            disk_fault=True,
+        ),
+        StepKind(
+            "corrupt_live",
+            ("replica",),
+            "a flushed batch corrupted at rest under a live broker, found by a read: "
+            "the follower's CRC check refuses it (appendAsFollower), a consumer's fetch fails",
+            faults=(
+                Fault(
+                    "live_corruption",
+                    "live_corruptions",
+                    "always",
+                    "a flushed batch of a live broker corrupted at rest (bit rot)",
+                    loses_data=True,
+                ),
+            ),
+            weight=0.0,
+            disk_fault=True,
+        ),
+    )
+}
 
 # Every fault class, in the alphabet's order of their step kinds.
 FAULTS: tuple[Fault, ...] = tuple(f for kind in STEPS.values() for f in kind.faults)
@@ -245,7 +396,7 @@ def shown(value: object, limit: int = 40) -> str:
         text = repr(value)
     except (ValueError, RecursionError):
         return f"<{type(value).__name__} too large to show>"
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def shown_key(key: object) -> str:
@@ -257,7 +408,9 @@ def shown_key(key: object) -> str:
 def check_replica(name: str, replica: object, replicas: int) -> None:
     """Raise InvalidStep unless ``replica`` is a broker id of a cluster of ``replicas``."""
     if not 0 <= replica < replicas:  # type: ignore[operator]
-        raise InvalidStep(name, "replica", f"expected a replica id 0..{replicas - 1}, got {shown(replica)} (out of range)")
+        raise InvalidStep(
+            name, "replica", f"expected a replica id 0..{replicas - 1}, got {shown(replica)} (out of range)"
+        )
 
 
 def _is_int(value: object) -> bool:
@@ -309,15 +462,18 @@ class Step(NamedTuple):
         if isinstance(step, Step):
             return step
         if not isinstance(step, Mapping):
-            raise InvalidStep("step", None, f"expected an object like {{\"step\": \"tick\"}}, got {shown(step)}")
+            raise InvalidStep("step", None, f'expected an object like {{"step": "tick"}}, got {shown(step)}')
         name = step.get("step")
         if not isinstance(name, str) or name not in STEPS:
             raise InvalidStep(name, "step", f"unknown step {shown(name)} (known: {', '.join(STEPS)})")
         kind = STEPS[name]
         extra = sorted((k for k in step if k not in kind.fields and k != "step"), key=str)
         if extra:
-            raise InvalidStep(name, shown_key(extra[0]), f"not a field of step {name!r} (unexpected field; it takes "
-                                              f"{', '.join(kind.fields) or 'no fields'})")
+            raise InvalidStep(
+                name,
+                shown_key(extra[0]),
+                f"not a field of step {name!r} (unexpected field; it takes {', '.join(kind.fields) or 'no fields'})",
+            )
         values = {}
         for f in kind.fields:
             spec = FIELDS[f]
@@ -327,8 +483,7 @@ class Step(NamedTuple):
                 elif spec.default is not None:
                     values[spec.attr] = spec.default
                 else:
-                    raise InvalidStep(name, f, f"missing field {f!r} (step {name!r} needs "
-                                               f"{', '.join(kind.fields)})")
+                    raise InvalidStep(name, f, f"missing field {f!r} (step {name!r} needs {', '.join(kind.fields)})")
                 continue
             values[spec.attr] = _checked(name, spec, step[f], replicas)
         misplaced = _misplaced(name, values)
@@ -450,5 +605,4 @@ def _combos(kind: StepKind, replicas: int) -> tuple[dict, ...]:
 def step_kinds(replicas: int) -> tuple[tuple[StepKind, tuple[Step, ...] | None], ...]:
     """Per step kind in the alphabet's order, its steps for a cluster of ``replicas`` when they
     do not depend on the state, else None (steps with an ``index``: ``steps_of`` with the state)."""
-    return tuple((kind, None if "index" in kind.fields else tuple(steps_of(kind, replicas)))
-                 for kind in STEPS.values())
+    return tuple((kind, None if "index" in kind.fields else tuple(steps_of(kind, replicas))) for kind in STEPS.values())

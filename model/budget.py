@@ -13,6 +13,7 @@ never as a violation.
 fuzzing's mutants); the explorer and its SMT encoding leave the known losses out with
 ``Scope.exclude_known_losses``.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -21,8 +22,16 @@ from typing import NamedTuple
 from .alphabet import Step
 from .config import ScheduleConfig
 from .losses import (
-    DEPOSED_LEADER_HW, FAST_BOUNCE_AFTER_LOSS, KNOWN_LOSSES, LAST_REPLICA_STANDING, STALE_ISR_EXPANSION,
-    deposed_leader_hw, deposed_leader_lives, fast_bounce_after_loss, last_replica_standing, stale_isr_expansion,
+    DEPOSED_LEADER_HW,
+    FAST_BOUNCE_AFTER_LOSS,
+    KNOWN_LOSSES,
+    LAST_REPLICA_STANDING,
+    STALE_ISR_EXPANSION,
+    deposed_leader_hw,
+    deposed_leader_lives,
+    fast_bounce_after_loss,
+    last_replica_standing,
+    stale_isr_expansion,
 )
 from .protocols import PROTOCOLS
 
@@ -53,8 +62,7 @@ class FaultLedger(NamedTuple):
         ledger = self
         if name == "consume":
             rep = before.replicas[st.replica]
-            if not self.stale_reads and rep.leader == st.replica and \
-                    rep.leader_epoch != before.controller.leader_epoch:
+            if not self.stale_reads and rep.leader == st.replica and rep.leader_epoch != before.controller.leader_epoch:
                 ledger = ledger._replace(stale_reads=True)
             return ledger
         if loses_data(st) and st.replica not in self.losers:
@@ -69,13 +77,21 @@ class FaultLedger(NamedTuple):
             if LAST_REPLICA_STANDING.name in watch:
                 entered.append(LAST_REPLICA_STANDING.name)
         # a deposed leader living on after Last Replica Standing holds what the ISR lost
-        if lrs and DEPOSED_LEADER_HW.name in watch and DEPOSED_LEADER_HW.name not in ledger.known \
-                and deposed_leader_lives(after):
+        if (
+            lrs
+            and DEPOSED_LEADER_HW.name in watch
+            and DEPOSED_LEADER_HW.name not in ledger.known
+            and deposed_leader_lives(after)
+        ):
             entered.append(DEPOSED_LEADER_HW.name)
         if name == "restart" and FAST_BOUNCE_AFTER_LOSS.name in watch and fast_bounce_after_loss(before, st):
             entered.append(FAST_BOUNCE_AFTER_LOSS.name)
-        if name == "handle_alter_partition" and ledger.losers and STALE_ISR_EXPANSION.name in watch \
-                and stale_isr_expansion(before, st, after, ledger.losers):
+        if (
+            name == "handle_alter_partition"
+            and ledger.losers
+            and STALE_ISR_EXPANSION.name in watch
+            and stale_isr_expansion(before, st, after, ledger.losers)
+        ):
             entered.append(STALE_ISR_EXPANSION.name)
         if name in _HW_STEPS and DEPOSED_LEADER_HW.name in watch and deposed_leader_hw(before, after):
             entered.append(DEPOSED_LEADER_HW.name)
@@ -90,13 +106,38 @@ class FaultLedger(NamedTuple):
 EMPTY_LEDGER = FaultLedger()
 
 # The steps that may advance a leader's HW (Partition.maybeIncrementLeaderHW's callers).
-_HW_STEPS = frozenset(("produce", "handle_fetch", "shrink_isr", "expand_isr", "handle_alter_partition_response",
-                       "tick", "deliver_leader_and_isr"))
+_HW_STEPS = frozenset(
+    (
+        "produce",
+        "handle_fetch",
+        "shrink_isr",
+        "expand_isr",
+        "handle_alter_partition_response",
+        "tick",
+        "deliver_leader_and_isr",
+    )
+)
 # The steps that may change a ledger: a read, a data loss, the steps that change the controller's
 # ISR or bring a broker back, and those that move an HW (where a known loss begins); the rest
 # leave it as it is.
-_LEDGER_STEPS = frozenset(("consume", "crash", "lose_disk", "restart", "rejoin", "fence", "elect",
-                           "handle_alter_partition", "corrupt", "fail_disk", "corrupt_live")) | _HW_STEPS
+_LEDGER_STEPS = (
+    frozenset(
+        (
+            "consume",
+            "crash",
+            "lose_disk",
+            "restart",
+            "rejoin",
+            "fence",
+            "elect",
+            "handle_alter_partition",
+            "corrupt",
+            "fail_disk",
+            "corrupt_live",
+        )
+    )
+    | _HW_STEPS
+)
 
 
 def exceeded(prop, ledger: FaultLedger, cfg) -> str | None:
@@ -171,8 +212,11 @@ class FaultBudget:
             return rep.leader != st.replica or rep.leader_epoch == state.controller.leader_epoch
         if name == "expand_isr" and self.stale:
             rep = state.replicas[st.replica]
-            return not any((st.replica, f) in self.stale for f in range(len(state.replicas))
-                           if f not in rep.isr and rep.remote_leo[f] >= rep.hw)
+            return not any(
+                (st.replica, f) in self.stale
+                for f in range(len(state.replicas))
+                if f not in rep.isr and rep.remote_leo[f] >= rep.hw
+            )
         if name in ("fence", "fail_disk") and self.lrs:  # a failed disk fences its broker too
             # Fencing another broker must not leave a down, data-losing replica as the sole ISR member.
             rest = tuple(i for i in state.controller.isr if i != st.replica)

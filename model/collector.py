@@ -1,6 +1,7 @@
 """Python's cycle collector off while a search holds many values: the explorer's frontier and the
 validator's candidates are tuples and trees, with no cycles to collect (reference counting frees
 them), and each full collection walks every object alive, so their cost grew with the search."""
+
 from __future__ import annotations
 
 import gc

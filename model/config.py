@@ -1,4 +1,5 @@
 """Cluster configuration of the model and the bounds of an exploration scope."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -32,12 +33,14 @@ class ScheduleConfig:
     """A schedule's cluster ``config`` (docs/steps.md, "Config"), in Kafka's terms, with every
     bound checked here and nowhere else. Times are in ticks of the model's clock."""
 
-    replicas: int = 3                       # replication factor, 1..MAX_REPLICAS
-    min_insync_replicas: int = 2            # min.insync.replicas
+    replicas: int = 3  # replication factor, 1..MAX_REPLICAS
+    min_insync_replicas: int = 2  # min.insync.replicas
     unclean_leader_election_enable: bool = False  # unclean.leader.election.enable
-    replica_lag_time_max_ticks: int = 2     # replica.lag.time.max.ms, 0..MAX_TICKS
-    request_timeout_ticks: int = 1000       # request.timeout.ms of a produce, 0..MAX_TICKS
-    flush_messages: int | None = None       # flush.messages, 1..MAX_FLUSH_MESSAGES; None: only flush steps and clean shutdown
+    replica_lag_time_max_ticks: int = 2  # replica.lag.time.max.ms, 0..MAX_TICKS
+    request_timeout_ticks: int = 1000  # request.timeout.ms of a produce, 0..MAX_TICKS
+    flush_messages: int | None = (
+        None  # flush.messages, 1..MAX_FLUSH_MESSAGES; None: only flush steps and clean shutdown
+    )
     unclean_shutdown_detection: str = "page-cache"  # isrcheck's; "clean-shutdown-file": Apache Kafka 4.x's
 
     def __post_init__(self) -> None:
@@ -48,11 +51,16 @@ class ScheduleConfig:
         if self.flush_messages is not None:
             _check_int("flush_messages", self.flush_messages, 1, MAX_FLUSH_MESSAGES)
         if self.unclean_shutdown_detection not in UNCLEAN_SHUTDOWN_DETECTIONS:
-            raise ConfigError("unclean_shutdown_detection", f"expected one of {', '.join(UNCLEAN_SHUTDOWN_DETECTIONS)}, "
-                                                            f"got {shown(self.unclean_shutdown_detection)}")
+            raise ConfigError(
+                "unclean_shutdown_detection",
+                f"expected one of {', '.join(UNCLEAN_SHUTDOWN_DETECTIONS)}, "
+                f"got {shown(self.unclean_shutdown_detection)}",
+            )
         if not isinstance(self.unclean_leader_election_enable, bool):
-            raise ConfigError("unclean_leader_election_enable",
-                              f"expected true or false, got {shown(self.unclean_leader_election_enable)}")
+            raise ConfigError(
+                "unclean_leader_election_enable",
+                f"expected true or false, got {shown(self.unclean_leader_election_enable)}",
+            )
 
     @classmethod
     def from_json(cls, data: Any) -> "ScheduleConfig":
@@ -107,45 +115,66 @@ class Scope:
     explore kip-320 completely in well under a minute, large enough for the pre-KIP-320 variants
     to violate StrongIsr (two crashes, so a leader can fail, come back and be re-elected)."""
 
-    max_records: int = 2      # records produced (each takes a record id)
-    max_epoch: int = 4        # highest controller leader epoch (a failover costs two: fence, elect)
-    max_crashes: int = 2      # crash steps of any kind
+    max_records: int = 2  # records produced (each takes a record id)
+    max_epoch: int = 4  # highest controller leader epoch (a failover costs two: fence, elect)
+    max_crashes: int = 2  # crash steps of any kind
     max_power_losses: int = 0  # crash steps of kind power
-    max_clock: int = 0        # ticks; 0 keeps lag-based ISR shrinks and produce timeouts out
-    max_drops: int = 0        # lost messages
-    consumes: bool = False    # consume steps (reads for NoDivergentRead & co.)
-    flushes: bool = False     # flush steps (clean shutdown and flush.messages still fsync)
+    max_clock: int = 0  # ticks; 0 keeps lag-based ISR shrinks and produce timeouts out
+    max_drops: int = 0  # lost messages
+    consumes: bool = False  # consume steps (reads for NoDivergentRead & co.)
+    flushes: bool = False  # flush steps (clean shutdown and flush.messages still fsync)
     fetch_rounds: bool = True  # a follower's send/handle/response taken as one transition
-    acks: tuple = (-1,)       # acks of produce steps
+    acks: tuple = (-1,)  # acks of produce steps
     crash_kinds: tuple = ("process",)  # crash kinds besides power (bounded by max_power_losses)
     # leave out the two losses Kafka itself suffers within the NoLostAckedWrite fault budget:
     # an ISR left with only members that lost power (KIP-966 Last Replica Standing), and an ISR
     # expansion counting a follower LEO from before it lost power and restarted (KIP-903)
     exclude_known_losses: bool = False
     # fault classes of real clusters, each off (0) by default
-    max_bounces: int = 0        # restarts before the controller fenced the broker (fast bounce)
-    max_zombies: int = 0        # fences of a live broker
-    max_leader_moves: int = 0   # elections with a target (preferred election, controlled shutdown)
-    max_disk_losses: int = 0    # lose_disk steps
+    max_bounces: int = 0  # restarts before the controller fenced the broker (fast bounce)
+    max_zombies: int = 0  # fences of a live broker
+    max_leader_moves: int = 0  # elections with a target (preferred election, controlled shutdown)
+    max_disk_losses: int = 0  # lose_disk steps
     max_batch_records: int = 1  # records in one produce batch
     partial_fetches: bool = False  # fetches limited to one batch
-    torn_writes: bool = False   # power losses that keep a batch or tear the next one
+    torn_writes: bool = False  # power losses that keep a batch or tear the next one
     hw_checkpoints: bool = False  # checkpoint_hw steps
     # disk faults (docs/steps.md, "Disk faults"), each off by default
     garbage_tails: bool = False  # torn power losses whose tail holds stale or random bytes
-    max_corruptions: int = 0     # corrupt steps (a flushed batch damaged at rest)
-    max_disk_failures: int = 0   # fail_disk steps of any I/O operation
+    max_corruptions: int = 0  # corrupt steps (a flushed batch damaged at rest)
+    max_disk_failures: int = 0  # fail_disk steps of any I/O operation
     max_fsync_failures: int = 0  # fail_disk steps of an fsync (they lose the unflushed data)
     max_live_corruptions: int = 0  # corrupt_live steps (a flushed batch damaged under a live broker)
 
     def __post_init__(self) -> None:
-        for name in ("max_records", "max_epoch", "max_crashes", "max_power_losses", "max_clock", "max_drops",
-                     "max_bounces", "max_zombies", "max_leader_moves", "max_disk_losses", "max_corruptions",
-                     "max_disk_failures", "max_fsync_failures", "max_live_corruptions"):
+        for name in (
+            "max_records",
+            "max_epoch",
+            "max_crashes",
+            "max_power_losses",
+            "max_clock",
+            "max_drops",
+            "max_bounces",
+            "max_zombies",
+            "max_leader_moves",
+            "max_disk_losses",
+            "max_corruptions",
+            "max_disk_failures",
+            "max_fsync_failures",
+            "max_live_corruptions",
+        ):
             _check_int(name, getattr(self, name), 0, None)
         _check_int("max_batch_records", self.max_batch_records, 1, MAX_BATCH_RECORDS)
-        for name in ("consumes", "flushes", "fetch_rounds", "exclude_known_losses", "partial_fetches",
-                     "torn_writes", "hw_checkpoints", "garbage_tails"):
+        for name in (
+            "consumes",
+            "flushes",
+            "fetch_rounds",
+            "exclude_known_losses",
+            "partial_fetches",
+            "torn_writes",
+            "hw_checkpoints",
+            "garbage_tails",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, f"expected true or false, got {getattr(self, name)!r}")
         if not self.acks or not set(self.acks) <= set(ACKS):
@@ -153,19 +182,27 @@ class Scope:
         if not set(self.crash_kinds) <= set(CRASH_KINDS) - {"power"}:
             raise ConfigError("crash_kinds", f"expected a subset of clean, process, got {self.crash_kinds!r}")
         if self.max_fsync_failures > self.max_disk_failures:
-            raise ConfigError("max_fsync_failures", "cannot exceed max_disk_failures (a failed fsync is a disk failure)")
+            raise ConfigError(
+                "max_fsync_failures", "cannot exceed max_disk_failures (a failed fsync is a disk failure)"
+            )
         if self.max_power_losses > self.max_crashes:
             raise ConfigError("max_power_losses", "cannot exceed max_crashes (a power loss is a crash)")
 
     @property
     def disk_faults(self) -> bool:
         """Whether the scope takes any disk fault (docs/steps.md, "Disk faults")."""
-        return (self.garbage_tails or self.max_corruptions > 0 or self.max_disk_failures > 0
-                or self.max_live_corruptions > 0)
+        return (
+            self.garbage_tails
+            or self.max_corruptions > 0
+            or self.max_disk_failures > 0
+            or self.max_live_corruptions > 0
+        )
 
     def to_json(self) -> dict:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in
-                ((k, getattr(self, k)) for k in self.__dataclass_fields__)}
+        return {
+            k: list(v) if isinstance(v, tuple) else v
+            for k, v in ((k, getattr(self, k)) for k in self.__dataclass_fields__)
+        }
 
 
 def _check_int(name: str, value: object, low: int, high: int | None) -> None:

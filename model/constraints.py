@@ -2,6 +2,7 @@
 may take inside a ``Scope``, checked once per step kind where every step of it is alike, per step
 where not. Fault counters, records produced, the controller's leader epoch and the clock only
 grow, so a kind past its bound in one state is past it in every later one."""
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -51,17 +52,23 @@ def step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> bool
         # A rejected produce changes nothing but the next record id, and every property is blind
         # to renaming record ids: leaving rejected produces out loses no reachable situation.
         rep = s.replicas[st.replica]
-        return rep.leader == st.replica and st.arg in scope.acks and (
-            st.arg != -1 or len(rep.isr) >= config.min_insync_replicas) and (
-            st.records <= scope.max_batch_records and s.records_produced + st.records <= scope.max_records)
+        return (
+            rep.leader == st.replica
+            and st.arg in scope.acks
+            and (st.arg != -1 or len(rep.isr) >= config.min_insync_replicas)
+            and (st.records <= scope.max_batch_records and s.records_produced + st.records <= scope.max_records)
+        )
     if name == "crash":
         if st.arg != "power":
             return st.arg in scope.crash_kinds
         return (scope.torn_writes or not (st.survive or st.torn)) and (scope.garbage_tails or st.tail == "cut")
     if name == "send_fetch":
         return st.max_batches == 0 or (scope.partial_fetches and st.max_batches == 1)
-    if name == "handle_alter_partition" and scope.exclude_known_losses and \
-            STALE_ISR_EXPANSION.name in config.rules.known_losses:
+    if (
+        name == "handle_alter_partition"
+        and scope.exclude_known_losses
+        and STALE_ISR_EXPANSION.name in config.rules.known_losses
+    ):
         # KIP-903: the controller would reject a member whose LEO the leader learnt from an
         # earlier incarnation; here: a new member holding less than the leader counts for it
         if not s.alter_partition[st.replica]:
@@ -75,14 +82,23 @@ def step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> bool
 
 
 # with a per-step scope condition
-FINE = frozenset(("produce", "crash", "fence", "handle_alter_partition", "send_fetch",
-                  *(name for name, faults in _SOMETIMES.items() if faults)))
+FINE = frozenset(
+    (
+        "produce",
+        "crash",
+        "fence",
+        "handle_alter_partition",
+        "send_fetch",
+        *(name for name, faults in _SOMETIMES.items() if faults),
+    )
+)
 
 
 @lru_cache(maxsize=64)
 def scoped_kinds(config: ModelConfig, scope: Scope) -> tuple:
     """``step_kinds`` without the steps no state of ``scope`` takes (acks, batch sizes, fetch limits
     and crash variants it leaves out), so the per-state checks see only what may be taken."""
+
     def static(st: Step) -> bool:
         if any(f.static and getattr(scope, f.bound) == 0 and f.counts(st, None) for f in _SOMETIMES[st.name]):
             return False  # a fault class the scope leaves out
@@ -95,5 +111,8 @@ def scoped_kinds(config: ModelConfig, scope: Scope) -> tuple:
                 return st.arg in scope.crash_kinds
             return (scope.torn_writes or not (st.survive or st.torn)) and (scope.garbage_tails or st.tail == "cut")
         return True
-    return tuple((kind, None if steps is None else tuple(st for st in steps if static(st)))
-                 for kind, steps in step_kinds(config.replicas))
+
+    return tuple(
+        (kind, None if steps is None else tuple(st for st in steps if static(st)))
+        for kind, steps in step_kinds(config.replicas)
+    )

@@ -17,6 +17,7 @@ property that fails where the ledger is past the property's fault budget is reco
 outside its budget (``ExploreResult.beyond_budget``, with its shortest trace), not as a violation,
 and stays checked, since another path may reach a failure within the budget.
 """
+
 from __future__ import annotations
 
 import time
@@ -91,14 +92,24 @@ class ExploreResult:
     reduced: int = 0
 
     def to_json(self) -> dict:
-        return {"protocol": self.config.protocol, "config": self.config.to_schedule(),
-                "scope": self.scope.to_json(), "states": self.states, "transitions": self.transitions,
-                "symmetry": self.symmetry, "represented": self.represented,
-                "collision_probability": self.collision_probability, "symmetric": self.symmetric,
-                "reduction": self.reduction, "reduced": self.reduced,
-                "depth": self.depth, "complete": self.complete, "seconds": round(self.seconds, 3),
-                "violations": [v.to_json() for v in self.violations],
-                "beyond_budget": [b.to_json() for b in self.beyond_budget]}
+        return {
+            "protocol": self.config.protocol,
+            "config": self.config.to_schedule(),
+            "scope": self.scope.to_json(),
+            "states": self.states,
+            "transitions": self.transitions,
+            "symmetry": self.symmetry,
+            "represented": self.represented,
+            "collision_probability": self.collision_probability,
+            "symmetric": self.symmetric,
+            "reduction": self.reduction,
+            "reduced": self.reduced,
+            "depth": self.depth,
+            "complete": self.complete,
+            "seconds": round(self.seconds, 3),
+            "violations": [v.to_json() for v in self.violations],
+            "beyond_budget": [b.to_json() for b in self.beyond_budget],
+        }
 
 
 _FETCH_STEPS = frozenset(action.name for action in (SendFetch, HandleFetch, HandleFetchResponse))
@@ -125,7 +136,7 @@ def successors(config: ModelConfig, scope: Scope, s: State):
         if not group_in_scope(scope, s, name):
             continue
         fine = name in FINE
-        for st in (steps if steps is not None else steps_of(kind, n, s)):
+        for st in steps if steps is not None else steps_of(kind, n, s):
             if name == "deliver_leader_and_isr" and _ignored(s, st):
                 continue  # leads back to the same state key (state_key drops ignored requests)
             if (not fine or step_in_scope(config, scope, s, st)) and guard(config, s, st) is None:
@@ -189,8 +200,11 @@ def _blanked(scope: Scope, s: State, no_proposal) -> tuple[tuple, tuple]:
     replica's pending ISR change when there is none (None in the key itself)."""
     # the fsynced length matters to a power loss, and to the disk faults that read it: a failed
     # fsync (a power loss that wrote nothing back) and a corruption under a live broker
-    power_done = (s.power_losses >= scope.max_power_losses and s.fsync_failures >= scope.max_fsync_failures
-                  and s.live_corruptions >= scope.max_live_corruptions)
+    power_done = (
+        s.power_losses >= scope.max_power_losses
+        and s.fsync_failures >= scope.max_fsync_failures
+        and s.live_corruptions >= scope.max_live_corruptions
+    )
     # the HW checkpoint matters to a restart, after a crash or a failed disk (which halts its broker)
     crash_done = s.crashes >= scope.max_crashes and s.disk_failures >= scope.max_disk_failures
     reps = []
@@ -206,16 +220,18 @@ def _blanked(scope: Scope, s: State, no_proposal) -> tuple[tuple, tuple]:
             reps.append((False, r[1], durable, r[4], r[15], r[19]) + ((r[20],) if r[20] >= 0 else ()))
             continue
         head = r[:2] + (durable, r[3], -1 if crash_done else r[4])
-        reps.append(head + r[5:12] + (no_proposal,) + r[13:] if r[12] is None and no_proposal is not None
-                    else head + r[5:])
+        reps.append(
+            head + r[5:12] + (no_proposal,) + r[13:] if r[12] is None and no_proposal is not None else head + r[5:]
+        )
         if lai[b]:
             le, pe = r[6], r[8]
             for m in lai[b]:
                 if m[1] < le or (m[1] == le and m[3] <= pe):
                     stale = True
     if stale:
-        lai = tuple(tuple(m for m in q if (m[1], m[3]) > (s.replicas[b][6], s.replicas[b][8]))
-                    for b, q in enumerate(lai))
+        lai = tuple(
+            tuple(m for m in q if (m[1], m[3]) > (s.replicas[b][6], s.replicas[b][8])) for b, q in enumerate(lai)
+        )
     return tuple(reps), lai
 
 
@@ -243,8 +259,11 @@ def fingerprint(scope: Scope, s: State, ledger) -> int:
     if any(answers):  # AlterPartitionResponse: error is a string
         answers = tuple(tuple((_word(m[0]),) + m[1:] for m in q) for q in answers)
     known = ledger.known
-    return hash((reps, s[1], s[2], responses, lai, s[5], answers) + s[7:] +
-                (ledger.losers, ledger.stale_reads, tuple(_word(k) for k in known) if known else ()))
+    return hash(
+        (reps, s[1], s[2], responses, lai, s[5], answers)
+        + s[7:]
+        + (ledger.losers, ledger.stale_reads, tuple(_word(k) for k in known) if known else ())
+    )
 
 
 def key_for_fingerprint(scope: Scope, s: State, ledger) -> tuple:
@@ -254,14 +273,17 @@ def key_for_fingerprint(scope: Scope, s: State, ledger) -> tuple:
     reps = tuple(r[:12] + (_NO_PROPOSAL,) + r[13:] if len(r) > 12 and r[12] is None else r for r in key[0])
     responses = tuple(tuple(m[:2] + (_word(m[2]), _word(m[3])) + m[4:] for m in q) for q in key[3])
     answers = tuple(tuple((_word(m[0]),) + m[1:] for m in q) for q in key[6])
-    return ((reps, key[1], key[2], responses, key[4], key[5], answers) + key[7:] +
-            (ledger.losers, ledger.stale_reads, tuple(_word(k) for k in ledger.known)))
+    return (
+        (reps, key[1], key[2], responses, key[4], key[5], answers)
+        + key[7:]
+        + (ledger.losers, ledger.stale_reads, tuple(_word(k) for k in ledger.known))
+    )
 
 
 def collision_probability(states: int) -> float:
     """An upper bound on the chance that some two of ``states`` distinct states share a 64-bit
     fingerprint, for fingerprints spread evenly (the birthday bound n(n-1)/2 / 2^64)."""
-    return states * (states - 1) / 2 / 2.0 ** 64
+    return states * (states - 1) / 2 / 2.0**64
 
 
 def reachable_states(config: ModelConfig, scope: Scope, max_states: int | None = None):
@@ -291,11 +313,18 @@ def reachable_states(config: ModelConfig, scope: Scope, max_states: int | None =
 
 
 @no_cycle_collection()  # the frontier holds states by the hundred thousand: 10% of the time
-def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Property] = PROPERTIES,
-            stop_at_first: bool = False, max_states: int | None = None,
-            progress: Callable[[int, int, float], None] | None = None,
-            progress_every: float = 2.0, budgets: bool = True, symmetry: bool = True,
-            reduction: bool = False) -> ExploreResult:
+def explore(
+    config: ModelConfig,
+    scope: Scope = Scope(),
+    properties: Iterable[Property] = PROPERTIES,
+    stop_at_first: bool = False,
+    max_states: int | None = None,
+    progress: Callable[[int, int, float], None] | None = None,
+    progress_every: float = 2.0,
+    budgets: bool = True,
+    symmetry: bool = True,
+    reduction: bool = False,
+) -> ExploreResult:
     """Breadth-first search of every state reachable within ``scope``, checking every property
     in every state. ``progress(states, depth, seconds)`` is called about every ``progress_every`` s.
     ``budgets=False`` takes every failure for a violation, the properties' fault budgets aside
@@ -433,14 +462,28 @@ def explore(config: ModelConfig, scope: Scope = Scope(), properties: Iterable[Pr
                 progress(len(parent), depth_of_level, time.perf_counter() - start)
                 next_report = time.perf_counter() + progress_every
         frontier = next_frontier
-    return ExploreResult(config, scope, len(parent), transitions, max_depth, not stopped,
-                         time.perf_counter() - start, sorted(violations, key=lambda v: (v.depth, v.property)),
-                         sorted(beyond.values(), key=lambda v: (v.depth, v.property)), symmetry,
-                         represented, collision_probability(len(parent)), symmetric, reduction, reduced)
+    return ExploreResult(
+        config,
+        scope,
+        len(parent),
+        transitions,
+        max_depth,
+        not stopped,
+        time.perf_counter() - start,
+        sorted(violations, key=lambda v: (v.depth, v.property)),
+        sorted(beyond.values(), key=lambda v: (v.depth, v.property)),
+        symmetry,
+        represented,
+        collision_probability(len(parent)),
+        symmetric,
+        reduction,
+        reduced,
+    )
 
 
-def _trace(i: int, parent: array, via: array, renamed: array, step_list: list[tuple], perms: tuple,
-           extra: tuple = ()) -> list[dict]:
+def _trace(
+    i: int, parent: array, via: array, renamed: array, step_list: list[tuple], perms: tuple, extra: tuple = ()
+) -> list[dict]:
     """The schedule steps from the initial state to state ``i``, then ``extra`` steps taken from
     it. Stored states are canonical representatives: a transition's steps were taken from its
     parent's representative, so each is renamed back into the concrete run, whose renaming to the

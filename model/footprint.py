@@ -20,6 +20,7 @@ too, so as long as nothing writes what a step reads, it reads, does and writes t
 ``reads(..., None)`` and ``writes`` are the same for any state: what the persistent sets ask of
 the steps they leave out. ``changed`` is what a step actually changed, from the states around it.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -28,21 +29,51 @@ from typing import NamedTuple
 from .alphabet import MESSAGE_KINDS, Step
 from .budget import loses_data
 from .history import History
-from .losses import DEPOSED_LEADER_HW, FAST_BOUNCE_AFTER_LOSS, LAST_REPLICA_STANDING, STALE_ISR_EXPANSION
-from .losses import last_replica_standing
+from .losses import (
+    DEPOSED_LEADER_HW,
+    FAST_BOUNCE_AFTER_LOSS,
+    LAST_REPLICA_STANDING,
+    STALE_ISR_EXPANSION,
+    last_replica_standing,
+)
 from .state import Controller, Replica, State
 
 _REP = Replica._fields
 _CTRL = tuple(f for f in Controller._fields if f != "broker_epochs")
 _QUEUES = tuple(MESSAGE_KINDS.values())  # State fields 2..6, in State's order
-_HISTORY = History._fields               # State fields 8.., in State's order
+_HISTORY = History._fields  # State fields 8.., in State's order
 _ADDED = ("acked", "consumed", "consumer_hw_regressed") + _HISTORY[5:]  # unions, a flag set once, counters
 _KNOWN = (LAST_REPLICA_STANDING.name, FAST_BOUNCE_AFTER_LOSS.name, STALE_ISR_EXPANSION.name, DEPOSED_LEADER_HW.name)
 # FaultLedger.after's lists: the steps that may change a ledger, and those that may advance an HW
-_HW_STEPS = frozenset(("produce", "handle_fetch", "shrink_isr", "expand_isr", "handle_alter_partition_response",
-                       "tick", "deliver_leader_and_isr"))
-_LEDGER_STEPS = frozenset(("consume", "crash", "lose_disk", "restart", "rejoin", "fence", "elect",
-                           "handle_alter_partition", "corrupt", "fail_disk", "corrupt_live")) | _HW_STEPS
+_HW_STEPS = frozenset(
+    (
+        "produce",
+        "handle_fetch",
+        "shrink_isr",
+        "expand_isr",
+        "handle_alter_partition_response",
+        "tick",
+        "deliver_leader_and_isr",
+    )
+)
+_LEDGER_STEPS = (
+    frozenset(
+        (
+            "consume",
+            "crash",
+            "lose_disk",
+            "restart",
+            "rejoin",
+            "fence",
+            "elect",
+            "handle_alter_partition",
+            "corrupt",
+            "fail_disk",
+            "corrupt_live",
+        )
+    )
+    | _HW_STEPS
+)
 # the steps that may replace the controller's state (the ledger's Last Replica Standing check)
 _CONTROLLER_STEPS = frozenset(("elect", "fence", "handle_alter_partition", "rejoin", "restart", "fail_disk"))
 _DATA_LOSSES = frozenset(("crash", "lose_disk", "corrupt", "fail_disk", "corrupt_live"))  # where loses_data may hold
@@ -95,20 +126,29 @@ class Context(NamedTuple):
     known losses the fault ledger watches."""
 
     L: Layout
-    rounds: bool            # fetch rounds as one transition
-    watch: frozenset        # the known losses the ledger records (the variant's)
-    losses: bool            # a step of the scope may lose data (power loss, lost disk, corruption)
-    exclude_lrs: bool       # the explorer prunes Last Replica Standing
-    stale_scope: bool       # the scope check of handle_alter_partition (exclude_known_losses, KIP-903)
+    rounds: bool  # fetch rounds as one transition
+    watch: frozenset  # the known losses the ledger records (the variant's)
+    losses: bool  # a step of the scope may lose data (power loss, lost disk, corruption)
+    exclude_lrs: bool  # the explorer prunes Last Replica Standing
+    stale_scope: bool  # the scope check of handle_alter_partition (exclude_known_losses, KIP-903)
 
 
 def context(config, scope) -> Context:
     known = config.rules.known_losses
-    losses = (scope.max_power_losses > 0 or scope.max_disk_losses > 0 or scope.max_live_corruptions > 0
-              or scope.max_fsync_failures > 0)
-    return Context(layout(config.replicas), scope.fetch_rounds, frozenset(known), losses,
-                   scope.exclude_known_losses and LAST_REPLICA_STANDING.name in known,
-                   scope.exclude_known_losses and STALE_ISR_EXPANSION.name in known)
+    losses = (
+        scope.max_power_losses > 0
+        or scope.max_disk_losses > 0
+        or scope.max_live_corruptions > 0
+        or scope.max_fsync_failures > 0
+    )
+    return Context(
+        layout(config.replicas),
+        scope.fetch_rounds,
+        frozenset(known),
+        losses,
+        scope.exclude_known_losses and LAST_REPLICA_STANDING.name in known,
+        scope.exclude_known_losses and STALE_ISR_EXPANSION.name in known,
+    )
 
 
 def group(st: Step) -> tuple:
@@ -118,6 +158,7 @@ def group(st: Step) -> tuple:
 
 
 # -- reads ------------------------------------------------------------------------------------------
+
 
 def reads(ctx: Context, g: tuple, s: State | None) -> int:
     """What a step of group ``g`` may read or assign in ``s`` (None: in any state), its ledger
@@ -140,8 +181,13 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
             lead = range(L.n)
         else:
             lead = [s.fetch_requests[b][0].leader] if s.fetch_requests[b] else []
-        return (q["fetch_requests"][b] | q["fetch_responses"][b] | L.rep[b]["alive"] | L.now
-                | sum(L.rep_all[d] for d in lead))
+        return (
+            q["fetch_requests"][b]
+            | q["fetch_responses"][b]
+            | L.rep[b]["alive"]
+            | L.now
+            | sum(L.rep_all[d] for d in lead)
+        )
     if name == "handle_fetch_response":
         return L.rep_all[b] | q["fetch_responses"][b]
     if name == "deliver_leader_and_isr":
@@ -174,8 +220,12 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
             m |= L.rep_all[b] | q["alter_partition"][b]
         return m
     if name == "fail_disk":  # a crash, then a fence
-        return (reads(ctx, ("crash", b, None), s) | reads(ctx, ("fence", b, None), s)
-                | h["disk_failures"] | h["fsync_failures"])
+        return (
+            reads(ctx, ("crash", b, None), s)
+            | reads(ctx, ("fence", b, None), s)
+            | h["disk_failures"]
+            | h["fsync_failures"]
+        )
     counter = _OWN_COUNTER.get(name)  # lose_disk, flush, checkpoint_hw, corrupt, corrupt_live
     return L.rep_all[b] | (h[counter] if counter else 0)
 
@@ -203,8 +253,9 @@ def _leaders(L: Layout, s: State | None, f: int) -> list[int]:
     return [d] if d >= 0 and d != f else []
 
 
-def ledger_reads(ctx: Context, name: str, b: int, s: State | None, ledger=None, st: Step | None = None,
-                 after: State | None = None) -> int:
+def ledger_reads(
+    ctx: Context, name: str, b: int, s: State | None, ledger=None, st: Step | None = None, after: State | None = None
+) -> int:
     """What ``FaultLedger.after`` reads for step ``st`` of kind ``name`` on broker ``b``, taken in
     ``s`` with ``ledger`` to ``after`` (``s`` None: for any such step, anywhere). A fetch round's
     ledger step is its handle_fetch."""
@@ -224,8 +275,11 @@ def ledger_reads(ctx: Context, name: str, b: int, s: State | None, ledger=None, 
         m |= L.ctrl["isr"] | L.field("power_lost")
     if DEPOSED_LEADER_HW.name in watch:
         m |= L.known[LAST_REPLICA_STANDING.name]
-        if (s is None and ctx.losses) or (s is not None and DEPOSED_LEADER_HW.name not in ledger.known and (
-                LAST_REPLICA_STANDING.name in ledger.known or (gate and last_replica_standing(after)))):
+        if (s is None and ctx.losses) or (
+            s is not None
+            and DEPOSED_LEADER_HW.name not in ledger.known
+            and (LAST_REPLICA_STANDING.name in ledger.known or (gate and last_replica_standing(after)))
+        ):
             # a deposed leader living on after Last Replica Standing
             m |= L.field("alive") | L.field("leader") | L.field("leader_epoch") | L.field("hw") | L.ctrl["leader_epoch"]
         if name in _HW_STEPS:  # a deposed leader advancing its HW: only a broker whose HW rose counts
@@ -270,6 +324,7 @@ def _touches_lrs(s: State, after: State) -> bool:
 
 # -- what may enable a disabled step ----------------------------------------------------------------
 
+
 def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
     """For group ``g``, none of whose steps is enabled in ``s`` (its scope bounds aside, checked by
     the caller): ``(locations, queues)`` such that none of its steps becomes enabled before a step
@@ -280,8 +335,22 @@ def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
     q = L.queue
     rep = s.replicas[b] if b >= 0 else None
     alive = L.rep[b]["alive"] if b >= 0 else 0
-    if name in ("produce", "consume", "send_fetch", "shrink_isr", "expand_isr", "rejoin", "crash",
-                "lose_disk", "flush", "checkpoint_hw", "corrupt", "fail_disk", "corrupt_live", "handle_fetch_response"):
+    if name in (
+        "produce",
+        "consume",
+        "send_fetch",
+        "shrink_isr",
+        "expand_isr",
+        "rejoin",
+        "crash",
+        "lose_disk",
+        "flush",
+        "checkpoint_hw",
+        "corrupt",
+        "fail_disk",
+        "corrupt_live",
+        "handle_fetch_response",
+    ):
         if name not in ("lose_disk", "corrupt") and not rep.alive:
             return alive, 0  # every one of these needs its broker up (lose_disk and corrupt: down)
     if name == "produce":
@@ -359,7 +428,13 @@ def pushes(ctx: Context, g: tuple) -> int:
 # -- writes -------------------------------------------------------------------------------------------
 
 _FOLLOWER_WRITES = ("log", "durable", "hw", "truncating_epoch", "bad_batch")  # append, truncate, epoch answers
-_SERVED_WRITES = ("remote_leo", "remote_broker_epoch", "last_caught_up", "hw", "pending_produces")  # a leader serving a fetch
+_SERVED_WRITES = (
+    "remote_leo",
+    "remote_broker_epoch",
+    "last_caught_up",
+    "hw",
+    "pending_produces",
+)  # a leader serving a fetch
 _CRASH_WRITES = ("alive", "durable", "hw_checkpoint", "pending_produces", "power_lost", "unclean_shutdown")
 _PARTITION_CHANGE = ("leader", "leader_epoch", "isr", "elr", "partition_epoch", "last_known_leader")
 
@@ -387,18 +462,37 @@ def writes(ctx: Context, g: tuple) -> int:
     if name == "handle_fetch_response":
         return m | q["fetch_responses"][b] | L.fields(b, *_FOLLOWER_WRITES)
     if name == "deliver_leader_and_isr":
-        return m | q["leader_and_isr"][b] | (L.rep_all[b] & ~L.fields(b, "alive", "hw_checkpoint", "power_lost", "broker_epoch",
-                                                                         "unclean_shutdown")) | h["acked"]
+        return (
+            m
+            | q["leader_and_isr"][b]
+            | (L.rep_all[b] & ~L.fields(b, "alive", "hw_checkpoint", "power_lost", "broker_epoch", "unclean_shutdown"))
+            | h["acked"]
+        )
     if name == "shrink_isr":
         return m | L.fields(b, "pending_isr", "pending_epochs") | q["alter_partition"][b]
     if name == "expand_isr":
-        return m | L.fields(b, "pending_isr", "pending_epochs", "hw", "pending_produces") | q["alter_partition"][b] | h["acked"]
+        return (
+            m
+            | L.fields(b, "pending_isr", "pending_epochs", "hw", "pending_produces")
+            | q["alter_partition"][b]
+            | h["acked"]
+        )
     if name == "handle_alter_partition":
-        return (m | q["alter_partition"][b] | q["alter_partition_responses"][b]
-                | ctrl["isr"] | ctrl["elr"] | ctrl["partition_epoch"])
+        return (
+            m
+            | q["alter_partition"][b]
+            | q["alter_partition_responses"][b]
+            | ctrl["isr"]
+            | ctrl["elr"]
+            | ctrl["partition_epoch"]
+        )
     if name == "handle_alter_partition_response":
-        return (m | q["alter_partition_responses"][b] | h["acked"]
-                | L.fields(b, "pending_isr", "pending_epochs", "isr", "partition_epoch", "hw", "pending_produces"))
+        return (
+            m
+            | q["alter_partition_responses"][b]
+            | h["acked"]
+            | L.fields(b, "pending_isr", "pending_epochs", "isr", "partition_epoch", "hw", "pending_produces")
+        )
     if name == "elect":
         return m | sum(ctrl[f] for f in _PARTITION_CHANGE) | L.queues("leader_and_isr") | h["leader_moves"]
     if name == "fence":
@@ -406,12 +500,22 @@ def writes(ctx: Context, g: tuple) -> int:
     if name == "rejoin":
         return m | ctrl["fenced"] | L.bepoch[b] | L.rep[b]["broker_epoch"] | q["leader_and_isr"][b]
     if name == "crash":
-        return m | L.fields(b, *_CRASH_WRITES) | _own_queues(ctx, b) | _fetch_queues(ctx) | h["crashes"] | h["power_losses"]
+        return (
+            m
+            | L.fields(b, *_CRASH_WRITES)
+            | _own_queues(ctx, b)
+            | _fetch_queues(ctx)
+            | h["crashes"]
+            | h["power_losses"]
+        )
     if name == "restart":
         return m | L.rep_all[b] | L.ctrl_all | L.bepoch[b] | L.queues("leader_and_isr") | h["bounces"]
     if name == "lose_disk":
-        return m | L.fields(b, "log", "durable", "hw", "hw_checkpoint", "bad_batch", "power_lost",
-                            "unclean_shutdown") | h["disk_losses"]
+        return (
+            m
+            | L.fields(b, "log", "durable", "hw", "hw_checkpoint", "bad_batch", "power_lost", "unclean_shutdown")
+            | h["disk_losses"]
+        )
     if name == "flush":
         return m | L.fields(b, "durable", "hw_checkpoint")
     if name == "checkpoint_hw":
@@ -426,8 +530,13 @@ def writes(ctx: Context, g: tuple) -> int:
     if name == "corrupt":
         return m | L.rep[b]["durable"] | h["corruptions"]
     if name == "fail_disk":
-        return (m | writes(ctx, ("crash", b, None)) | writes(ctx, ("fence", b, None)) | h["disk_failures"]
-                | h["fsync_failures"])
+        return (
+            m
+            | writes(ctx, ("crash", b, None))
+            | writes(ctx, ("fence", b, None))
+            | h["disk_failures"]
+            | h["fsync_failures"]
+        )
     if name == "corrupt_live":
         return m | L.rep[b]["bad_batch"] | h["live_corruptions"]
     raise ValueError(f"no footprint for step {name}")
@@ -453,6 +562,7 @@ def _ledger_writes(ctx: Context, g: tuple) -> int:
 
 
 # -- what a step changed ---------------------------------------------------------------------------------
+
 
 def changed(L: Layout, s: State, t: State) -> int:
     """The locations whose value differs between ``s`` and its successor ``t`` (ledger aside)."""

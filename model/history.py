@@ -6,6 +6,7 @@ implementation's own client responses) derive it with this one function: the his
 (``NoLostAckedWrite``, ``NoDivergentRead``, ``MonotonicHighWatermark``, ``NoUncommittedRead``)
 judge both sides by the same bookkeeping. The fault counters bound the explorer's scope.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -21,10 +22,10 @@ class History(NamedTuple):
     """The ghost variables, in the order they close ``State``. ``after`` reads the state before
     the step only for the steps in ``READS_BEFORE`` (was the broker fenced, alive)."""
 
-    records_produced: int      # records produced so far (the next produce's first record is this + 1)
-    acked: tuple               # (offset, record) of acks=all writes answered NONE, sorted
-    consumed: tuple            # (offset, record) returned to consumers, sorted, distinct
-    max_consumer_hw: int       # highest HW a consume returned (-1 none yet)
+    records_produced: int  # records produced so far (the next produce's first record is this + 1)
+    acked: tuple  # (offset, record) of acks=all writes answered NONE, sorted
+    consumed: tuple  # (offset, record) returned to consumers, sorted, distinct
+    max_consumer_hw: int  # highest HW a consume returned (-1 none yet)
     consumer_hw_regressed: bool  # a consume returned an HW below an earlier one
     # one counter per fault class (alphabet.FAULTS names each one's counter and what it counts)
     crashes: int
@@ -40,8 +41,9 @@ class History(NamedTuple):
     live_corruptions: int
 
     # the steps whose counting reads the state before them (was the broker fenced, alive)
-    READS_BEFORE = frozenset(name for name, faults in _FAULTS_OF.items()
-                             if any(f.when in ("unfenced", "alive") for f in faults))
+    READS_BEFORE = frozenset(
+        name for name, faults in _FAULTS_OF.items() if any(f.when in ("unfenced", "alive") for f in faults)
+    )
 
     def after(self, st, outputs: list[dict], before) -> "History":
         """The history once step ``st`` (a ``Step``), taken in state ``before``, gave ``outputs``."""

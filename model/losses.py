@@ -4,6 +4,7 @@ Each protocol variant lists the ones it has (``Protocol.known_losses``); the fau
 (``budget.FaultBudget``), the explorer's ``exclude_known_losses`` and its SMT encoding leave
 them out by these names.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -23,16 +24,22 @@ LAST_REPLICA_STANDING = KnownLoss(
     "last-replica-standing",
     "the ISR is left with only members that lost unflushed data in a power loss; the one elected "
     "from it lacks acknowledged writes",
-    "KIP-966 (Last Replica Standing)", "kip-966")
+    "KIP-966 (Last Replica Standing)",
+    "kip-966",
+)
 FAST_BOUNCE_AFTER_LOSS = KnownLoss(
     "fast-bounce-after-loss",
     "a replica that lost unflushed data restarts before the controller noticed it went away and "
     "stays in the ISR without that data",
-    "KIP-966 (unclean shutdown detection)", "kip-966")
+    "KIP-966 (unclean shutdown detection)",
+    "kip-966",
+)
 STALE_ISR_EXPANSION = KnownLoss(
     "stale-isr-expansion",
     "an ISR expansion counts a follower's log end offset from before it lost data and restarted",
-    "KIP-903, KAFKA-14139 (broker epochs in Fetch and AlterPartition)", "kip-903")
+    "KIP-903, KAFKA-14139 (broker epochs in Fetch and AlterPartition)",
+    "kip-903",
+)
 
 DEPOSED_LEADER_HW = KnownLoss(
     "deposed-leader-hw",
@@ -41,15 +48,19 @@ DEPOSED_LEADER_HW = KnownLoss(
     "lost, its resend fenced), or the ISR lost what it held (Last Replica Standing while the deposed "
     "leader lives on as a zombie); Kafka's consumer and followers are fenced from it by KIP-320",
     "KIP-966 (the HW advances only while the ISR has min.insync.replicas members); isrcheck scenario "
-    "deposed-leader-lost-isr-answer", "kip-966")
+    "deposed-leader-lost-isr-answer",
+    "kip-966",
+)
 
-KNOWN_LOSSES: dict[str, KnownLoss] = {loss.name: loss for loss in (
-    LAST_REPLICA_STANDING, FAST_BOUNCE_AFTER_LOSS, STALE_ISR_EXPANSION, DEPOSED_LEADER_HW)}
+KNOWN_LOSSES: dict[str, KnownLoss] = {
+    loss.name: loss for loss in (LAST_REPLICA_STANDING, FAST_BOUNCE_AFTER_LOSS, STALE_ISR_EXPANSION, DEPOSED_LEADER_HW)
+}
 
 
 # -- where each loss happens, as predicates over a step and the states around it -------------------
 # The fault ledger (``budget.FaultLedger``) records a run that enters one of these situations; the
 # explorer's ``exclude_known_losses`` prunes Last Replica Standing with its predicate.
+
 
 def last_replica_standing(s) -> bool:
     """Every member of the controller's (non-empty) ISR lost its unflushed data in a power loss or
@@ -62,8 +73,9 @@ def last_replica_standing(s) -> bool:
 def fast_bounce_after_loss(before, st) -> bool:
     """``st`` restarts a broker that lost data before the controller fenced it: it keeps its ISR
     membership (and leadership) without that data unless KIP-966 detects the unclean shutdown."""
-    return st.name == "restart" and before.replicas[st.replica].power_lost and \
-        st.replica not in before.controller.fenced
+    return (
+        st.name == "restart" and before.replicas[st.replica].power_lost and st.replica not in before.controller.fenced
+    )
 
 
 def stale_isr_expansion(before, st, after, lost: tuple) -> bool:
@@ -76,15 +88,18 @@ def stale_isr_expansion(before, st, after, lost: tuple) -> bool:
     if st.name != "handle_alter_partition" or after.controller.isr == before.controller.isr:
         return False
     hw = before.replicas[st.replica].hw
-    return any(f in lost and f not in before.controller.isr and len(before.replicas[f].log) < hw
-               for f in after.controller.isr)
+    return any(
+        f in lost and f not in before.controller.isr and len(before.replicas[f].log) < hw for f in after.controller.isr
+    )
 
 
 def deposed_leader_hw(before, after) -> bool:
     """A broker presuming leadership in a leader epoch the controller has left advanced its HW."""
     epoch = after.controller.leader_epoch
-    return any(r.alive and r.leader == i and r.leader_epoch != epoch and r.hw > before.replicas[i].hw
-               for i, r in enumerate(after.replicas))
+    return any(
+        r.alive and r.leader == i and r.leader_epoch != epoch and r.hw > before.replicas[i].hw
+        for i, r in enumerate(after.replicas)
+    )
 
 
 def deposed_leader_lives(s) -> bool:

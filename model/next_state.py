@@ -3,6 +3,7 @@
 ``NextState`` copies a state's top-level tuples, lets one step's effect change what it must and
 freezes once: unchanged replicas and message queues are shared with the predecessor, not copied.
 """
+
 from __future__ import annotations
 
 from .alphabet import MESSAGE_KINDS, NONE
@@ -55,13 +56,22 @@ class NextState:
     def pop(self, field: str, r: int, index: int = 0):
         queues = self.queues(field)
         queue = queues[r]
-        queues[r] = queue[:index] + queue[index + 1:]
+        queues[r] = queue[:index] + queue[index + 1 :]
         return queue[index]
 
     def produce_out(self, r: int, record: int, records: int, acks: int, error: str, offset: int = -1) -> None:
         """A produce response: ``record`` the batch's first record id, ``records`` their number."""
-        self.out.append({"type": "produce", "replica": r, "record": record, "records": records, "acks": acks,
-                         "error": error, "offset": offset if error == NONE else -1})
+        self.out.append(
+            {
+                "type": "produce",
+                "replica": r,
+                "record": record,
+                "records": records,
+                "acks": acks,
+                "error": error,
+                "offset": offset if error == NONE else -1,
+            }
+        )
 
     def send_leader_and_isr(self, skip: int = -1) -> None:
         """The controller propagates its partition state to every unfenced broker but ``skip``, in

@@ -9,6 +9,7 @@ holds them to that). Three views only ever grow (the acknowledged and consumed r
 regression flag), and every property reading them holds for all of their members: growing them
 never makes a failing property hold again (``GROWING``).
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -20,7 +21,7 @@ from .state import State
 
 class View(NamedTuple):
     name: str
-    base: int                        # the locations it is computed from
+    base: int  # the locations it is computed from
     value: Callable[[State], object]
 
 
@@ -28,6 +29,7 @@ def _leader_view(x: int):
     def value(s: State):
         r = s.replicas[x]
         return (r.leader_epoch, r.isr, r.pending_isr, r.log, r.hw) if r.alive and r.leader == x else None
+
     return value
 
 
@@ -35,6 +37,7 @@ def _member_view(x: int):
     def value(s: State):
         r = s.replicas[x]
         return r.log, r.alive or not r.power_lost
+
     return value
 
 
@@ -42,18 +45,21 @@ def _field_view(x: int, *names: str):
     def value(s: State):
         r = s.replicas[x]
         return tuple(getattr(r, f) for f in names)
+
     return value
 
 
 def _controller_view(name: str):
     def value(s: State):
         return getattr(s.controller, name)
+
     return value
 
 
 def _history_view(name: str):
     def value(s: State):
         return getattr(s, name)
+
     return value
 
 
@@ -82,8 +88,10 @@ def views(n: int) -> dict[str, tuple[View, ...]]:
     """Per view name of ``VIEWS_OF``, its views (one per broker for the per-broker ones)."""
     L: Layout = layout(n)
     per_broker = {
-        "leader": lambda x: (L.fields(x, "alive", "leader", "leader_epoch", "isr", "pending_isr", "log", "hw"),
-                             _leader_view(x)),
+        "leader": lambda x: (
+            L.fields(x, "alive", "leader", "leader_epoch", "isr", "pending_isr", "log", "hw"),
+            _leader_view(x),
+        ),
         "member": lambda x: (L.fields(x, "log", "alive", "power_lost"), _member_view(x)),
         "log": lambda x: (L.rep[x]["log"], _field_view(x, "log")),
         "hw": lambda x: (L.fields(x, "hw", "log"), _field_view(x, "hw", "log")),

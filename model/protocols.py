@@ -3,11 +3,16 @@
 The base class is pre-0.11 Kafka (truncate to the high watermark on becoming follower); each
 subclass replaces the methods its KIP changed, so a new variant (e.g. KIP-966) is a new subclass.
 """
+
 from __future__ import annotations
 
 from .alphabet import NONE
 from .losses import (
-    DEPOSED_LEADER_HW, FAST_BOUNCE_AFTER_LOSS, KNOWN_LOSSES, LAST_REPLICA_STANDING, STALE_ISR_EXPANSION,
+    DEPOSED_LEADER_HW,
+    FAST_BOUNCE_AFTER_LOSS,
+    KNOWN_LOSSES,
+    LAST_REPLICA_STANDING,
+    STALE_ISR_EXPANSION,
 )
 from .state import Replica, end_offset_for, end_offset_for_kip101, latest_epoch, truncate_to, updated
 
@@ -196,8 +201,11 @@ class Kip966(Kip903):
     shutdown detection close the Last Replica Standing loss."""
 
     name = "kip-966"
-    known_losses = Kip903.known_losses - {LAST_REPLICA_STANDING.name, FAST_BOUNCE_AFTER_LOSS.name,
-                                          DEPOSED_LEADER_HW.name}
+    known_losses = Kip903.known_losses - {
+        LAST_REPLICA_STANDING.name,
+        FAST_BOUNCE_AFTER_LOSS.name,
+        DEPOSED_LEADER_HW.name,
+    }
 
     def hw_blocked(self, leader: Replica, min_isr: int) -> bool:
         """Strict min ISR: Partition.maybeIncrementLeaderHW does nothing while isUnderMinIsr."""

@@ -5,6 +5,7 @@ A step shares with its successor every object it leaves alone (``NextState``), s
 decided by identity: an object rebuilt with equal contents counts as changed (checked again,
 never skipped wrongly).
 """
+
 from __future__ import annotations
 
 from ..specs import Property

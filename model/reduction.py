@@ -29,6 +29,7 @@ path changed it), so taking one of them first still ends in a failure, and the c
 means this happens only finitely often. A counterexample may get longer than the shortest one:
 ``explore(..., reduction=False)`` gives the shortest.
 """
+
 from __future__ import annotations
 
 from ..specs import BY_ID
@@ -36,8 +37,18 @@ from ..specs.budgets import ANY
 from .alphabet import MESSAGE_KINDS
 from .constraints import group_in_scope, scoped_kinds
 from .footprint import (
-    changed, context, enabling, group, ledger_changed, ledger_reads, ledger_step, prune_reads, pushes, reads,
-    static_reads, writes,
+    changed,
+    context,
+    enabling,
+    group,
+    ledger_changed,
+    ledger_reads,
+    ledger_step,
+    prune_reads,
+    pushes,
+    reads,
+    static_reads,
+    writes,
 )
 from .observed import GROWING, VIEWS_OF, views
 from .state import initial_state
@@ -87,8 +98,9 @@ class Reduction:
             writers = self.spread(sum(v.base for v in seen), self.changers)
             for v in seen:
                 pull[v.name] = pull.get(v.name, 0) | writers
-        self.views = [(v, pull[v.name]) for vs in by_name.values() for v in vs
-                      if v.name in pull and v.name not in GROWING]
+        self.views = [
+            (v, pull[v.name]) for vs in by_name.values() for v in vs if v.name in pull and v.name not in GROWING
+        ]
         self.ledger_seen = 0  # ledger parts a checked property's budget reads
         if self.budgets:
             watch = self.ctx.watch
@@ -183,8 +195,11 @@ class Reduction:
             w &= ~(L.queues("fetch_requests") | L.queues("fetch_responses"))
         if led & self.ledger_seen or w & ~L.added & ~r:  # a budget's input, or a change the reads miss
             return self.all
-        out = (self.spread(r, self.changers) | self.spread(w & ~L.added, self.on_change)
-               | self.spread((w & L.added) | led, self.readers))
+        out = (
+            self.spread(r, self.changers)
+            | self.spread(w & ~L.added, self.on_change)
+            | self.spread((w & L.added) | led, self.readers)
+        )
         for v, pull in self.views:
             if v.base & w and (v.base & ~r or any(v.value(t) != v.value(s) for t in after)):
                 out |= pull

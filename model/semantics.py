@@ -1,5 +1,6 @@
 """Taking steps (docs/steps.md): ``why_disabled``, ``enabled`` and ``apply`` over the actions of
 ``model/actions.py``, in the alphabet's order."""
+
 from __future__ import annotations
 
 from .actions import ACTIONS, Action
@@ -20,8 +21,11 @@ class StepRefused(Exception):
 def _parse(cfg, step) -> Step:
     st = step if type(step) is Step else Step.from_json(step)
     kind = STEPS[st.name]
-    if "replica" in kind.fields and not 0 <= st.replica < cfg.replicas and \
-            not (st.replica == -1 and "replica" in kind.optional):
+    if (
+        "replica" in kind.fields
+        and not 0 <= st.replica < cfg.replicas
+        and not (st.replica == -1 and "replica" in kind.optional)
+    ):
         check_replica(st.name, st.replica, cfg.replicas)
     return st
 
@@ -56,6 +60,7 @@ def enabled(cfg, s: State) -> list[Step]:
     out = []
     for kind, steps in step_kinds(cfg.replicas):
         guard = ACTIONS[kind.name].guard
-        out += [st for st in (steps if steps is not None else steps_of(kind, cfg.replicas, s))
-                if guard(cfg, s, st) is None]
+        out += [
+            st for st in (steps if steps is not None else steps_of(kind, cfg.replicas, s)) if guard(cfg, s, st) is None
+        ]
     return out

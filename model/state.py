@@ -5,6 +5,7 @@ harness can construct the same ``State`` from an implementation. Fields that onl
 while a replica leads (``epoch_start_offset``, ``remote_leo``, ``last_caught_up``, ``pending_isr``)
 hold their neutral values (-1, -1s, 0s, None) otherwise, so equal situations are equal states.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_right
@@ -16,8 +17,12 @@ from .history import EMPTY_HISTORY, History
 def _repr_without(t: tuple, field: str, default: object) -> str:
     """``repr(t)`` leaving ``field`` out at its ``default``: states and traces hashed before the
     field existed keep their text (the trace hash and the explorer's fingerprints read it)."""
-    return type(t).__name__ + "(" + ", ".join(f"{n}={v!r}" for n, v in zip(t._fields, t)
-                                              if n != field or v != default) + ")"
+    return (
+        type(t).__name__
+        + "("
+        + ", ".join(f"{n}={v!r}" for n, v in zip(t._fields, t) if n != field or v != default)
+        + ")"
+    )
 
 
 class Entry(NamedTuple):
@@ -34,26 +39,26 @@ class Replica(NamedTuple):
     """One broker's view of the partition (docs/steps.md, "Per-replica state")."""
 
     alive: bool
-    log: tuple            # Entry, ... (offset i at index i)
-    durable: int          # length of the fsynced prefix
+    log: tuple  # Entry, ... (offset i at index i)
+    durable: int  # length of the fsynced prefix
     hw: int
-    hw_checkpoint: int    # replication-offset-checkpoint
-    leader: int           # -1 none
-    leader_epoch: int     # -1 unknown
-    isr: tuple            # sorted replica ids
+    hw_checkpoint: int  # replication-offset-checkpoint
+    leader: int  # -1 none
+    leader_epoch: int  # -1 unknown
+    isr: tuple  # sorted replica ids
     partition_epoch: int  # -1 unknown
-    epoch_start_offset: int   # leader: LEO when it became leader; else -1
-    remote_leo: tuple     # leader: per replica id the follower's fetch offset, -1 unknown
+    epoch_start_offset: int  # leader: LEO when it became leader; else -1
+    remote_leo: tuple  # leader: per replica id the follower's fetch offset, -1 unknown
     last_caught_up: tuple  # leader: per replica id, the tick the follower last reached LEO
     pending_isr: tuple | None  # leader: ISR proposed by an AlterPartition in flight
-    pending_produces: tuple    # leader: DelayedProduce (record, offset, deadline), ...
+    pending_produces: tuple  # leader: DelayedProduce (record, offset, deadline), ...
     truncating_epoch: int  # follower (kip-101/kip-279): epoch to ask about next; -1 fetching
-    power_lost: bool       # crashed by power loss; the unflushed suffix goes at restart
-    broker_epoch: int      # epoch of the broker's current registration (kip-903+; else 0)
+    power_lost: bool  # crashed by power loss; the unflushed suffix goes at restart
+    broker_epoch: int  # epoch of the broker's current registration (kip-903+; else 0)
     remote_broker_epoch: tuple  # leader: per replica id the broker epoch of its last reading Fetch, -1 unknown
     pending_epochs: tuple  # leader: the broker epochs ``pending_isr`` was proposed with; () when none
     unclean_shutdown: bool  # down without a clean shutdown (kip-966; else False)
-    bad_batch: int = -1     # base offset of a batch damaged on disk under it (corrupt_live), -1 none
+    bad_batch: int = -1  # base offset of a batch damaged on disk under it (corrupt_live), -1 none
 
     def __repr__(self) -> str:
         return _repr_without(self, "bad_batch", -1)
@@ -67,20 +72,20 @@ class Controller(NamedTuple):
     isr: tuple
     partition_epoch: int
     fenced: tuple  # sorted broker ids
-    broker_epochs: tuple   # per broker the epoch of its current registration (kip-903+; else 0s)
-    elr: tuple             # Eligible Leader Replicas, sorted (kip-966; else empty)
+    broker_epochs: tuple  # per broker the epoch of its current registration (kip-903+; else 0s)
+    elr: tuple  # Eligible Leader Replicas, sorted (kip-966; else empty)
     last_known_leader: int  # the leader the partition last lost (kip-966; else -1)
 
 
 class FetchRequest(NamedTuple):
     """A ReplicaFetcher request: Fetch, or OffsetsForLeaderEpoch when ``query_epoch`` >= 0."""
 
-    leader: int            # destination: the leader the follower knew when sending
-    leader_epoch: int      # the follower's current leader epoch when sending
+    leader: int  # destination: the leader the follower knew when sending
+    leader_epoch: int  # the follower's current leader epoch when sending
     fetch_offset: int
     last_fetched_epoch: int
-    query_epoch: int       # -1: a Fetch; else the epoch asked about by OffsetsForLeaderEpoch
-    max_batches: int       # a Fetch's limit in whole batches (replica.fetch.max.bytes), 0 = none
+    query_epoch: int  # -1: a Fetch; else the epoch asked about by OffsetsForLeaderEpoch
+    max_batches: int  # a Fetch's limit in whole batches (replica.fetch.max.bytes), 0 = none
     broker_epoch: int = -1  # the follower's broker epoch (Fetch v15 ReplicaState; -1 before kip-903)
 
 
@@ -90,12 +95,12 @@ class FetchResponse(NamedTuple):
     leader: int
     leader_epoch: int
     error: str
-    kind: str              # "records", "diverging", "epoch_end" or "error"
-    records: tuple         # Entry, ... ("records")
-    leader_hw: int         # "records"
-    epoch: int             # "diverging"/"epoch_end": the epoch answered (-1 undefined)
-    end_offset: int        # "diverging"/"epoch_end"; OFFSET_OUT_OF_RANGE: the leader's LEO
-    bad_batch: int = -1    # "records": base offset of a damaged batch among them (corrupt_live), -1 none
+    kind: str  # "records", "diverging", "epoch_end" or "error"
+    records: tuple  # Entry, ... ("records")
+    leader_hw: int  # "records"
+    epoch: int  # "diverging"/"epoch_end": the epoch answered (-1 undefined)
+    end_offset: int  # "diverging"/"epoch_end"; OFFSET_OUT_OF_RANGE: the leader's LEO
+    bad_batch: int = -1  # "records": base offset of a damaged batch among them (corrupt_live), -1 none
 
     def __repr__(self) -> str:
         return _repr_without(self, "bad_batch", -1)
@@ -132,12 +137,12 @@ class AlterPartitionResponse(NamedTuple):
 class State(NamedTuple):
     """Whole-system state. Message fields are per replica id FIFO tuples (oldest first)."""
 
-    replicas: tuple            # Replica per broker id
+    replicas: tuple  # Replica per broker id
     controller: Controller
-    fetch_requests: tuple      # per follower id
-    fetch_responses: tuple     # per follower id
-    leader_and_isr: tuple      # per destination broker id
-    alter_partition: tuple     # per sending leader id
+    fetch_requests: tuple  # per follower id
+    fetch_responses: tuple  # per follower id
+    leader_and_isr: tuple  # per destination broker id
+    alter_partition: tuple  # per sending leader id
     alter_partition_responses: tuple  # per destination leader id
     now: int
     # the ghost variables, fields of ``History`` (model/history.py) in its order
@@ -185,24 +190,55 @@ def initial_state(config) -> State:
     replicas = []
     for r in range(n):
         leads = r == 0
-        replicas.append(Replica(
-            alive=True, log=(), durable=0, hw=0, hw_checkpoint=0,
-            leader=0, leader_epoch=0, isr=isr, partition_epoch=0,
-            epoch_start_offset=0 if leads else -1,
-            remote_leo=none_yet,  # no follower fetched yet: ReplicaState.Empty, as after any makeLeader
-            last_caught_up=zeros, pending_isr=None, pending_produces=(),
-            truncating_epoch=-1, power_lost=False, broker_epoch=0, remote_broker_epoch=none_yet,
-            pending_epochs=(), unclean_shutdown=False))
+        replicas.append(
+            Replica(
+                alive=True,
+                log=(),
+                durable=0,
+                hw=0,
+                hw_checkpoint=0,
+                leader=0,
+                leader_epoch=0,
+                isr=isr,
+                partition_epoch=0,
+                epoch_start_offset=0 if leads else -1,
+                remote_leo=none_yet,  # no follower fetched yet: ReplicaState.Empty, as after any makeLeader
+                last_caught_up=zeros,
+                pending_isr=None,
+                pending_produces=(),
+                truncating_epoch=-1,
+                power_lost=False,
+                broker_epoch=0,
+                remote_broker_epoch=none_yet,
+                pending_epochs=(),
+                unclean_shutdown=False,
+            )
+        )
     empty = ((),) * n
     return State(
         replicas=tuple(replicas),
-        controller=Controller(leader=0, leader_epoch=0, isr=isr, partition_epoch=0, fenced=(),
-                              broker_epochs=zeros, elr=(), last_known_leader=-1),
-        fetch_requests=empty, fetch_responses=empty, leader_and_isr=empty,
-        alter_partition=empty, alter_partition_responses=empty, now=0, **EMPTY_HISTORY._asdict())
+        controller=Controller(
+            leader=0,
+            leader_epoch=0,
+            isr=isr,
+            partition_epoch=0,
+            fenced=(),
+            broker_epochs=zeros,
+            elr=(),
+            last_known_leader=-1,
+        ),
+        fetch_requests=empty,
+        fetch_responses=empty,
+        leader_and_isr=empty,
+        alter_partition=empty,
+        alter_partition_responses=empty,
+        now=0,
+        **EMPTY_HISTORY._asdict(),
+    )
 
 
 # -- leader epoch cache (LeaderEpochFileCache), derived from the log ------------------------------
+
 
 def latest_epoch(log: tuple) -> int:
     """Epoch of the last entry, -1 for an empty log (a Fetch's lastFetchedEpoch)."""
@@ -244,8 +280,13 @@ def truncate_to(rep: Replica, offset: int) -> Replica:
     if offset >= len(rep.log):
         return rep
     offset = rep.log[offset].base if offset > 0 else 0
-    return updated(rep, log=rep.log[:offset], hw=min(rep.hw, offset), durable=min(rep.durable, offset),
-                   bad_batch=rep.bad_batch if rep.bad_batch < offset else -1)
+    return updated(
+        rep,
+        log=rep.log[:offset],
+        hw=min(rep.hw, offset),
+        durable=min(rep.durable, offset),
+        bad_batch=rep.bad_batch if rep.bad_batch < offset else -1,
+    )
 
 
 def batch_ends(log: tuple, start: int) -> list[int]:
@@ -254,6 +295,7 @@ def batch_ends(log: tuple, start: int) -> list[int]:
 
 
 # -- renaming brokers (the explorer's symmetry reduction) -------------------------------------------
+
 
 def permuted(s: State, perm: tuple) -> State:
     """``s`` with every broker ``b`` renamed ``perm[b]``: the one place that knows which fields
@@ -285,13 +327,27 @@ def permuted(s: State, perm: tuple) -> State:
         pending, epochs = r.pending_isr, r.pending_epochs
         if pending is not None:
             pending, epochs = paired(pending, epochs) if len(epochs) == len(pending) else (ids(pending), epochs)
-        replicas.append(updated(r, leader=one(r.leader), isr=ids(r.isr), remote_leo=per(r.remote_leo),
-                                last_caught_up=per(r.last_caught_up), pending_isr=pending,
-                                remote_broker_epoch=per(r.remote_broker_epoch), pending_epochs=epochs))
+        replicas.append(
+            updated(
+                r,
+                leader=one(r.leader),
+                isr=ids(r.isr),
+                remote_leo=per(r.remote_leo),
+                last_caught_up=per(r.last_caught_up),
+                pending_isr=pending,
+                remote_broker_epoch=per(r.remote_broker_epoch),
+                pending_epochs=epochs,
+            )
+        )
     c = s.controller
-    controller = c._replace(leader=one(c.leader), isr=ids(c.isr), fenced=ids(c.fenced),
-                            broker_epochs=per(c.broker_epochs), elr=ids(c.elr),
-                            last_known_leader=one(c.last_known_leader))
+    controller = c._replace(
+        leader=one(c.leader),
+        isr=ids(c.isr),
+        fenced=ids(c.fenced),
+        broker_epochs=per(c.broker_epochs),
+        elr=ids(c.elr),
+        last_known_leader=one(c.last_known_leader),
+    )
 
     def queues(field: tuple, rename) -> tuple:
         return per(tuple(tuple(rename(m) for m in q) if q else q for q in field))
@@ -301,9 +357,11 @@ def permuted(s: State, perm: tuple) -> State:
         return m._replace(isr=isr, broker_epochs=epochs)
 
     return s._replace(
-        replicas=tuple(replicas), controller=controller,
+        replicas=tuple(replicas),
+        controller=controller,
         fetch_requests=queues(s.fetch_requests, lambda m: m._replace(leader=one(m.leader))),
         fetch_responses=queues(s.fetch_responses, lambda m: m._replace(leader=one(m.leader))),
         leader_and_isr=queues(s.leader_and_isr, lambda m: m._replace(leader=one(m.leader), isr=ids(m.isr))),
         alter_partition=queues(s.alter_partition, alter),
-        alter_partition_responses=queues(s.alter_partition_responses, lambda m: m._replace(isr=ids(m.isr))))
+        alter_partition_responses=queues(s.alter_partition_responses, lambda m: m._replace(isr=ids(m.isr))),
+    )

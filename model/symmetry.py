@@ -14,6 +14,7 @@ those that sort the brokers by a signature that renaming cannot change (``signat
 with equal signatures are tried in every order, the others need one. Renaming itself is
 ``state.permuted`` (every broker-indexed field, in one place) and ``FaultLedger.permuted``.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache

@@ -5,6 +5,7 @@ Public API: ``PROPERTIES`` (list of ``Property`` with ``id``, ``statement``, ``s
 faults within which Kafka promises a property, ``specs.budgets``), ``FAULT_BUDGET`` (the budget of
 acknowledged writes, in words). See ``specs.properties`` for the state attributes the predicates read.
 """
+
 from .budgets import Budget
 from .properties import BY_ID, FAULT_BUDGET, PROPERTIES, Property
 

@@ -6,12 +6,13 @@ losses. ``Budget.exceeded`` names what took the run outside it, or returns None.
 fails outside its budget is reported as such: Kafka does not promise it there, so it is no bug of
 the protocol, and it is never passed over in silence either.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-ANY = "any"          # the property holds under every fault of the alphabet
-NONE_LOST = "none"   # no broker may lose data
+ANY = "any"  # the property holds under every fault of the alphabet
+NONE_LOST = "none"  # no broker may lose data
 MIN_ISR = "min-isr"  # at most min.insync.replicas - 1 brokers may lose data
 
 
@@ -39,8 +40,10 @@ class Budget:
         if self.losers == NONE_LOST and lost:
             return f"{_brokers(lost)} lost data (power loss or lost disk); the budget allows none"
         if self.losers == MIN_ISR and len(lost) > config.min_insync_replicas - 1:
-            return (f"{_brokers(lost)} lost data (power loss or lost disk); the budget allows at most "
-                    f"min.insync.replicas - 1 = {config.min_insync_replicas - 1}")
+            return (
+                f"{_brokers(lost)} lost data (power loss or lost disk); the budget allows at most "
+                f"min.insync.replicas - 1 = {config.min_insync_replicas - 1}"
+            )
         if self.clean_elections and config.unclean_leader_election_enable:
             return "unclean leader election is enabled"
         if self.fenced_reads and ledger.stale_reads:
@@ -55,8 +58,10 @@ def _brokers(ids: tuple) -> str:
     return ("broker " if len(ids) == 1 else "brokers ") + ", ".join(map(str, ids))
 
 
-EVERY_FAULT = Budget("none: it holds under every fault of the alphabet, unclean election included",
-                     "Kafka's controller and ReplicaManager keep it whatever fails")
+EVERY_FAULT = Budget(
+    "none: it holds under every fault of the alphabet, unclean election included",
+    "Kafka's controller and ReplicaManager keep it whatever fails",
+)
 
 DURABILITY = Budget(
     "unclean leader election disabled; at most min.insync.replicas - 1 brokers lose data they had "
@@ -68,8 +73,10 @@ DURABILITY = Budget(
     "Kafka documentation (Replication: a committed message is not lost while one in-sync replica "
     "survives; min.insync.replicas); KIP-966 (MinISR-1 tolerance to data loss unclean shutdown "
     "events; Last Replica Standing); KIP-903 (KAFKA-14139)",
-    losers=MIN_ISR, clean_elections=True,
-    known_losses=("last-replica-standing", "fast-bounce-after-loss", "stale-isr-expansion"))
+    losers=MIN_ISR,
+    clean_elections=True,
+    known_losses=("last-replica-standing", "fast-bounce-after-loss", "stale-isr-expansion"),
+)
 
 CONVERGENCE = Budget(
     "unclean leader election disabled; no broker that lost data back in the ISR by a fast restart "
@@ -82,14 +89,20 @@ CONVERGENCE = Budget(
     "KIP-101 (scenario 2: replica divergence after both brokers lose power; it fixes divergence, "
     "not the loss of multiple simultaneous failures); KIP-279 (fast leader changes); KIP-966 and "
     "KIP-903 (KAFKA-14139)",
-    clean_elections=True, known_losses=("fast-bounce-after-loss", "stale-isr-expansion", "deposed-leader-hw"))
+    clean_elections=True,
+    known_losses=("fast-bounce-after-loss", "stale-isr-expansion", "deposed-leader-hw"),
+)
 
 READS = Budget(
     DURABILITY.statement + "; consumers read only the leader of the controller's current leader "
     "epoch (a deposed leader serves its stale HW and log; Kafka's consumer sends its leader epoch "
     "and is fenced there, KIP-320)",
     DURABILITY.source + "; KIP-320 (consumer-side leader epoch validation)",
-    losers=MIN_ISR, clean_elections=True, fenced_reads=True, known_losses=DURABILITY.known_losses)
+    losers=MIN_ISR,
+    clean_elections=True,
+    fenced_reads=True,
+    known_losses=DURABILITY.known_losses,
+)
 
 DURABLE_LOGS = Budget(
     "no broker loses data it had written (no power loss before write-back, no lost disk): the "
@@ -99,4 +112,6 @@ DURABLE_LOGS = Budget(
     "does not hold (the known loss deposed-leader-hw: re-elected, it keeps that HW over the new ISR)",
     "hachikuji/kafka-specification (its brokers keep their logs across restarts); KIP-966 "
     "(ReplicationControlManager.handleBrokerUncleanShutdown)",
-    losers=NONE_LOST, known_losses=("deposed-leader-hw",))
+    losers=NONE_LOST,
+    known_losses=("deposed-leader-hw",),
+)

@@ -16,6 +16,7 @@ A replica "presumes leadership" when it is alive and ``leader`` is its own id; t
 leader" is the controller's leader once it is alive and presumes leadership in the controller's
 leader epoch.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -140,8 +141,9 @@ def _holds(rep, pairs) -> bool:
 def elr_completeness(state) -> bool:
     """KIP-966: every live ELR member holds every record clients were told is committed."""
     reps = state.replicas
-    return all(_holds(reps[m], state.acked) and _holds(reps[m], state.consumed)
-               for m in state.controller.elr if reps[m].alive)
+    return all(
+        _holds(reps[m], state.acked) and _holds(reps[m], state.consumed) for m in state.controller.elr if reps[m].alive
+    )
 
 
 def leader_completeness(state) -> bool:
@@ -192,52 +194,129 @@ def no_duplicate_offsets(state) -> bool:
 
 
 PROPERTIES: list[Property] = [
-    Property("LeaderInIsr", "The controller's leader, when there is one, is a member of the controller's ISR.",
-             "hachikuji/kafka-specification (Kip320 invariants)", "invariant", leader_in_isr, reads=("controller",)),
-    Property("WeakIsr", "Every replica presuming leadership has, below its HW, the same entries as every "
-             "member of its own view of the ISR (a member down with a data loss its restart applies is judged "
-             "once it restarts).", "hachikuji/kafka-specification (KafkaReplication.WeakIsr)",
-             "invariant", weak_isr, DURABLE_LOGS, reads=("replicas",)),
-    Property("StrongIsr", "Every replica presuming leadership has, below its HW, the same entries as every "
-             "member of the controller's ISR (leader completeness; a member down with a data loss its restart "
-             "applies is judged once it restarts).",
-             "hachikuji/kafka-specification (KafkaReplication.StrongIsr); KIP-101", "invariant", strong_isr,
-             CONVERGENCE, reads=("replicas", "controller")),
-    Property("LogMatching", "If two logs hold an entry of the same leader epoch at the same offset, they are "
-             "identical up to and including that offset.", "KIP-101 / KIP-279 log divergence; Raft Log Matching",
-             "invariant", log_matching, CONVERGENCE, reads=("logs",)),
-    Property("HighWatermarkBound", "Every replica's HW is at most its LEO.", "Kafka replication (HW <= LEO)",
-             "invariant", high_watermark_bound, reads=("replicas",)),
-    Property("ReplicationQuorumSuperset", "The established leader's maximal ISR (ISR plus a pending "
-             "expansion) contains every member of the controller's ISR.",
-             "Vanlightly/kafka-tlaplus (v3.5 replication quorum); KIP-497 AlterPartition",
-             "invariant", replication_quorum_superset, reads=("replicas", "controller")),
-    Property("ElrCompleteness", "Every live member of the controller's Eligible Leader Replicas holds, at "
-             "its offset, every acks=all write answered NONE and every record a consumer read.",
-             "KIP-966 (ELR members hold the committed log); Vanlightly/kafka-tlaplus kip-966 "
-             "(LeaderCandidateCompletenessProperty)", "invariant", elr_completeness, READS,
-             reads=("replicas", "controller", "acked", "consumed")),
-    Property("NoLostAckedWrite", "Every acks=all write answered NONE is, at its offset, in the log of the "
-             "established leader.",
-             "Kafka durability guarantee (min.insync.replicas); KIP-966", "history", no_lost_acked_write,
-             DURABILITY, reads=("replicas", "controller", "acked")),
-    Property("LeaderCompleteness", "The controller's leader, once alive, holds at its offset every acks=all "
-             "write answered NONE and every record a consumer read.",
-             "KIP-966 (election from ISR and ELR); Vanlightly/kafka-tlaplus kip-966 (LeaderCompletenessProperty)",
-             "history", leader_completeness, READS,
-             reads=("replicas", "controller", "acked", "consumed")),
-    Property("NoDivergentRead", "No two consumer reads of one offset returned different records.",
-             "Jepsen queue anomalies (divergent read)", "history", no_divergent_read, READS, reads=("consumed",)),
-    Property("MonotonicHighWatermark", "No consumer was shown an HW lower than one shown before.",
-             "KIP-207 / KIP-320 (OFFSET_NOT_AVAILABLE)", "history", monotonic_high_watermark, READS,
-             reads=("consumer_hw_regressed",)),
-    Property("NoUncommittedRead", "Every record a consumer read is, at its offset, in the log of the "
-             "established leader (what was read as committed stays committed).",
-             "Kafka HW visibility; Jepsen queue anomalies", "history", no_uncommitted_read, READS,
-             reads=("replicas", "controller", "consumed")),
-    Property("NoDuplicateOffsets", "No record is in one log twice, nor was read at two offsets.",
-             "Jepsen queue anomalies (duplicate)", "history", no_duplicate_offsets,
-             reads=("logs", "consumed")),
+    Property(
+        "LeaderInIsr",
+        "The controller's leader, when there is one, is a member of the controller's ISR.",
+        "hachikuji/kafka-specification (Kip320 invariants)",
+        "invariant",
+        leader_in_isr,
+        reads=("controller",),
+    ),
+    Property(
+        "WeakIsr",
+        "Every replica presuming leadership has, below its HW, the same entries as every "
+        "member of its own view of the ISR (a member down with a data loss its restart applies is judged "
+        "once it restarts).",
+        "hachikuji/kafka-specification (KafkaReplication.WeakIsr)",
+        "invariant",
+        weak_isr,
+        DURABLE_LOGS,
+        reads=("replicas",),
+    ),
+    Property(
+        "StrongIsr",
+        "Every replica presuming leadership has, below its HW, the same entries as every "
+        "member of the controller's ISR (leader completeness; a member down with a data loss its restart "
+        "applies is judged once it restarts).",
+        "hachikuji/kafka-specification (KafkaReplication.StrongIsr); KIP-101",
+        "invariant",
+        strong_isr,
+        CONVERGENCE,
+        reads=("replicas", "controller"),
+    ),
+    Property(
+        "LogMatching",
+        "If two logs hold an entry of the same leader epoch at the same offset, they are "
+        "identical up to and including that offset.",
+        "KIP-101 / KIP-279 log divergence; Raft Log Matching",
+        "invariant",
+        log_matching,
+        CONVERGENCE,
+        reads=("logs",),
+    ),
+    Property(
+        "HighWatermarkBound",
+        "Every replica's HW is at most its LEO.",
+        "Kafka replication (HW <= LEO)",
+        "invariant",
+        high_watermark_bound,
+        reads=("replicas",),
+    ),
+    Property(
+        "ReplicationQuorumSuperset",
+        "The established leader's maximal ISR (ISR plus a pending "
+        "expansion) contains every member of the controller's ISR.",
+        "Vanlightly/kafka-tlaplus (v3.5 replication quorum); KIP-497 AlterPartition",
+        "invariant",
+        replication_quorum_superset,
+        reads=("replicas", "controller"),
+    ),
+    Property(
+        "ElrCompleteness",
+        "Every live member of the controller's Eligible Leader Replicas holds, at "
+        "its offset, every acks=all write answered NONE and every record a consumer read.",
+        "KIP-966 (ELR members hold the committed log); Vanlightly/kafka-tlaplus kip-966 "
+        "(LeaderCandidateCompletenessProperty)",
+        "invariant",
+        elr_completeness,
+        READS,
+        reads=("replicas", "controller", "acked", "consumed"),
+    ),
+    Property(
+        "NoLostAckedWrite",
+        "Every acks=all write answered NONE is, at its offset, in the log of the established leader.",
+        "Kafka durability guarantee (min.insync.replicas); KIP-966",
+        "history",
+        no_lost_acked_write,
+        DURABILITY,
+        reads=("replicas", "controller", "acked"),
+    ),
+    Property(
+        "LeaderCompleteness",
+        "The controller's leader, once alive, holds at its offset every acks=all "
+        "write answered NONE and every record a consumer read.",
+        "KIP-966 (election from ISR and ELR); Vanlightly/kafka-tlaplus kip-966 (LeaderCompletenessProperty)",
+        "history",
+        leader_completeness,
+        READS,
+        reads=("replicas", "controller", "acked", "consumed"),
+    ),
+    Property(
+        "NoDivergentRead",
+        "No two consumer reads of one offset returned different records.",
+        "Jepsen queue anomalies (divergent read)",
+        "history",
+        no_divergent_read,
+        READS,
+        reads=("consumed",),
+    ),
+    Property(
+        "MonotonicHighWatermark",
+        "No consumer was shown an HW lower than one shown before.",
+        "KIP-207 / KIP-320 (OFFSET_NOT_AVAILABLE)",
+        "history",
+        monotonic_high_watermark,
+        READS,
+        reads=("consumer_hw_regressed",),
+    ),
+    Property(
+        "NoUncommittedRead",
+        "Every record a consumer read is, at its offset, in the log of the "
+        "established leader (what was read as committed stays committed).",
+        "Kafka HW visibility; Jepsen queue anomalies",
+        "history",
+        no_uncommitted_read,
+        READS,
+        reads=("replicas", "controller", "consumed"),
+    ),
+    Property(
+        "NoDuplicateOffsets",
+        "No record is in one log twice, nor was read at two offsets.",
+        "Jepsen queue anomalies (duplicate)",
+        "history",
+        no_duplicate_offsets,
+        reads=("logs", "consumed"),
+    ),
 ]
 
 BY_ID: dict[str, Property] = {p.id: p for p in PROPERTIES}

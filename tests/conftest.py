@@ -4,6 +4,7 @@ Tests are laid out like the packages (tests/model, tests/impl/..., tests/conform
 tests/campaign, tests/cli); a test that takes a ``scenario_file`` argument runs once per schedule
 of ``specs/scenarios``.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,10 +34,12 @@ def scenario_files() -> list[Path]:
 @pytest.fixture(scope="session")
 def scenario():
     """``scenario("kip101-scenario1")`` -> the path of that shipped schedule, as a string."""
+
     def path(name: str) -> str:
         found = SCENARIO_DIR / f"{name}.json"
         assert found.exists(), f"no scenario {name!r} in {SCENARIO_DIR}"
         return str(found)
+
     return path
 
 
@@ -50,12 +53,19 @@ def faulty_sut() -> str:
 @pytest.fixture(scope="session")
 def isrcheck_cli():
     """Run ``isrcheck ARGS...`` as its own process: ``isrcheck_cli("check", path, hash_seed="7")``."""
+
     def run(*args, hash_seed: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
         env = dict(os.environ)
         if hash_seed is not None:
             env["PYTHONHASHSEED"] = hash_seed
-        return subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", *map(str, args)],
-                              capture_output=True, text=True, env=env, timeout=timeout)
+        return subprocess.run(
+            [sys.executable, "-m", "isrcheck.conformance.cli.main", *map(str, args)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+        )
+
     return run
 
 
@@ -63,15 +73,21 @@ def isrcheck_cli():
 def isrcheck_serve():
     """Start ``isrcheck serve ARGS...`` as its own process, as a user does: (the process, its
     banner) once the banner's last line says it serves; its stdout stays open for the caller."""
+
     def start(*args) -> tuple[subprocess.Popen, str]:
-        proc = subprocess.Popen([sys.executable, "-m", "isrcheck.conformance.cli.main", "serve", *map(str, args)],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "isrcheck.conformance.cli.main", "serve", *map(str, args)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         banner = []
         for line in proc.stdout:
             banner.append(line)
             if line.startswith("Stop with Ctrl-C"):
                 break
         return proc, "".join(banner)
+
     return start
 
 
@@ -88,6 +104,7 @@ def artifacts() -> Path:
 
 def _chromium() -> str | None:
     import shutil
+
     return next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser")) if p), None)
 
 
@@ -123,11 +140,18 @@ def open_page(browser):
         errors: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on("request", lambda r: None if r.url.startswith(("file:", "data:")) else
-                errors.append(f"not self-contained: requested {r.url}"))
+        page.on(
+            "request",
+            lambda r: (
+                None
+                if r.url.startswith(("file:", "data:"))
+                else errors.append(f"not self-contained: requested {r.url}")
+            ),
+        )
         page.goto(Path(path).resolve().as_uri(), wait_until="load")
         pages.append(page)
         return page, errors
+
     yield load
     for page in pages:
         page.close()

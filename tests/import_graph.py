@@ -4,6 +4,7 @@ tests that hold impl's independence and conformance's rooms.
 Imports inside functions count (they run too, only later); imports under ``if TYPE_CHECKING:`` do
 not (they never run).
 """
+
 from __future__ import annotations
 
 import ast
@@ -45,7 +46,7 @@ def imported_names(module: str, path: Path) -> list[tuple[str, list[str], bool]]
             if node.level > len(package):
                 base = "." * node.level + (node.module or "")
             elif node.level:
-                base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+                base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
             else:
                 base = node.module
             found.append((base, [alias.name for alias in node.names], node not in static))

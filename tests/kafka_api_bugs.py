@@ -10,6 +10,7 @@ no environment). The bugs:
 - ``current-epoch-answer``: OffsetForLeaderEpoch answers for the leader's current epoch instead of
   the epoch asked for (KIP-320's truncation detection then sees nothing).
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -31,6 +32,7 @@ def leo_as_latest() -> None:
             p, _ = self._leader(name, index, current_epoch)
             return answer[0], answer[1], p.log.log_end_offset, answer[3]
         return answer
+
     apis.KafkaApis._list_offset = list_offset
 
 
@@ -44,6 +46,7 @@ def current_epoch_answer() -> None:
             return original(self, req, version, respond)
         finally:
             Partition.end_offset_for = end_offset_for
+
     apis.KafkaApis.handle_offset_for_leader_epoch = handle
 
 
@@ -59,6 +62,7 @@ def planted(monkeypatch, bug: str) -> None:
         if argv[1:3] == ["-m", NODE_MODULE]:
             argv = [argv[0], str(Path(__file__)), bug, *argv[3:]]
         return popen(argv, *args, **kwargs)
+
     monkeypatch.setattr(subprocess, "Popen", start)
 
 

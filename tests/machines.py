@@ -6,6 +6,7 @@ Why a fresh interpreter: besides its seed, Hypothesis draws constants found in t
 loaded so far (``hypothesis.internal.conjecture.providers``), so a derandomized run is the same
 every time only in a process whose imports are the same every time; in a test worker they depend
 on which tests ran before it."""
+
 import json
 import os
 import subprocess
@@ -36,15 +37,23 @@ with pytest.MonkeyPatch.context() as monkeypatch:
 """
 
 
-def run_machine(protocol: str, faults: str, examples: int, steps: int, plant: str | None = None,
-                **options) -> str | None:
+def run_machine(
+    protocol: str, faults: str, examples: int, steps: int, plant: str | None = None, **options
+) -> str | None:
     """One derandomized run of ``lockstep_machine(protocol, faults, **options)``, with ``plant``
     (``"module:function"``, a function of a ``MonkeyPatch`` importable from the tests) applied
     first; the message of its failure (it names the verdict), or None when it passed."""
     tests = Path(__file__).resolve().parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests / "conformance"),
-                                                        os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps([protocol, faults, examples, steps, plant, options])],
-                          capture_output=True, text=True, timeout=900, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tests), str(tests / "conformance"), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, json.dumps([protocol, faults, examples, steps, plant, options])],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])

@@ -1,6 +1,7 @@
 """README is a front page and docs/ a page per topic: every page says what it is for and links back,
 every link lands, and every module and file the pages name exists (a move that leaves a page
 behind fails here)."""
+
 from __future__ import annotations
 
 import importlib
@@ -46,7 +47,7 @@ def test_the_readme_is_a_front_page_linking_every_docs_page():
 def test_a_docs_page_opens_with_its_purpose_and_a_link_back(page):
     lines = page.read_text(encoding="utf-8").splitlines()
     assert lines[0].startswith("# ") and lines[1] == "", f"{page.name}: a title, then its purpose"
-    paragraph = " ".join(lines[2:lines.index("", 2)])
+    paragraph = " ".join(lines[2 : lines.index("", 2)])
     assert paragraph and not paragraph.startswith(("#", "|", "```", "- ")), f"{page.name}: no purpose paragraph"
     assert "](../README.md" in paragraph, f"{page.name}: its first paragraph does not link back to README"
 

@@ -11,6 +11,7 @@ inside it silently breaks the writer. The rule, checked on the syntax tree of ev
 
 Dunder names (``__x__``) are not private. Reading private attributes is not checked here.
 """
+
 from __future__ import annotations
 
 import ast
@@ -53,16 +54,24 @@ def _call_violation(call: ast.Call) -> str | None:
     func = call.func
     if isinstance(func, ast.Name) and func.id in ("setattr", "delattr"):
         pass
-    elif (isinstance(func, ast.Attribute) and func.attr in ("__setattr__", "__delattr__")
-          and isinstance(func.value, ast.Name) and func.value.id == "object"):
+    elif (
+        isinstance(func, ast.Attribute)
+        and func.attr in ("__setattr__", "__delattr__")
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "object"
+    ):
         pass
     else:
         return None
     if len(call.args) < 2:
         return None
     obj, name = call.args[0], call.args[1]
-    if isinstance(name, ast.Constant) and isinstance(name.value, str) and _is_private(name.value) \
-            and not _is_owner(obj):
+    if (
+        isinstance(name, ast.Constant)
+        and isinstance(name.value, str)
+        and _is_private(name.value)
+        and not _is_owner(obj)
+    ):
         return ast.unparse(call)
     return None
 
@@ -102,34 +111,40 @@ def test_no_module_writes_another_objects_private_attributes():
     assert not found, "writes to another object's private attributes:\n" + "\n".join(found)
 
 
-@pytest.mark.parametrize("line", [
-    "log._segments = []",
-    "log._segments[0] = s",
-    "log._leo += 1",
-    "log._hw: int = 0",
-    "del log._bases[0]",
-    "a, log._leo = 1, 2",
-    "for log._x in y: pass",
-    "[0 for log._x in y]",
-    "with f() as log._x: pass",
-    "self.log._leo = 1",
-    "setattr(log, '_leo', 1)",
-    "delattr(log, '_leo')",
-    "object.__setattr__(other, '_leo', 1)",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "log._segments = []",
+        "log._segments[0] = s",
+        "log._leo += 1",
+        "log._hw: int = 0",
+        "del log._bases[0]",
+        "a, log._leo = 1, 2",
+        "for log._x in y: pass",
+        "[0 for log._x in y]",
+        "with f() as log._x: pass",
+        "self.log._leo = 1",
+        "setattr(log, '_leo', 1)",
+        "delattr(log, '_leo')",
+        "object.__setattr__(other, '_leo', 1)",
+    ],
+)
 def test_the_rule_catches_a_back_door(line):
     found = violations(line, "planted.py")
     assert len(found) == 1 and found[0].startswith("planted.py:1: "), found
 
 
-@pytest.mark.parametrize("line", [
-    "self._segments = []",
-    "cls._registry[k] = v",
-    "log.segments = []",
-    "log.__dict__ = {}",
-    "object.__setattr__(self, '_leo', 1)",
-    "setattr(log, 'leo', 1)",
-    "x = log._leo",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "self._segments = []",
+        "cls._registry[k] = v",
+        "log.segments = []",
+        "log.__dict__ = {}",
+        "object.__setattr__(self, '_leo', 1)",
+        "setattr(log, 'leo', 1)",
+        "x = log._leo",
+    ],
+)
 def test_the_rule_leaves_own_and_public_attributes_alone(line):
     assert violations(line, "fine.py") == []

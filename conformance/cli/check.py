@@ -8,6 +8,7 @@ with ``--expected`` the exit code says whether the verdict is the expected one. 
 both sides are listed (``--json``: ``refused``; ``--trace``: ``refused: <reason>``); with
 ``--strict`` any refused step makes the schedule invalid.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,16 +25,24 @@ from isrcheck.conformance.vocabulary import UsageError
 def add_arguments(parser) -> None:
     parser.add_argument("schedule", help="schedule file (JSON, see README: Schedules and conformance)")
     parser.add_argument("--protocol", choices=PROTOCOLS, help="run under this protocol instead of the file's")
-    parser.add_argument("--model-only", action="store_true",
-                        help="run the reference model alone (no implementation, no divergences)")
-    parser.add_argument("--expected", action="store_true",
-                        help="exit 0 when the verdict is the file's expected one for the protocol, else 1 "
-                             "(for CI: a known violation that still shows passes)")
-    parser.add_argument("--trace", action="store_true",
-                        help="print every step with its outputs and the abstract state after it")
+    parser.add_argument(
+        "--model-only", action="store_true", help="run the reference model alone (no implementation, no divergences)"
+    )
+    parser.add_argument(
+        "--expected",
+        action="store_true",
+        help="exit 0 when the verdict is the file's expected one for the protocol, else 1 "
+        "(for CI: a known violation that still shows passes)",
+    )
+    parser.add_argument(
+        "--trace", action="store_true", help="print every step with its outputs and the abstract state after it"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    parser.add_argument("--strict", action="store_true",
-                        help="a step refused by model and implementation makes the schedule invalid (exit 2)")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="a step refused by model and implementation makes the schedule invalid (exit 2)",
+    )
     sut_spec.add_arguments(parser)
 
 
@@ -65,9 +74,12 @@ def run(args) -> int:
     expected = schedule.expected.get(schedule.protocol)
     as_expected = None if expected is None else expected.matches(verdict)
     if args.json:
-        doc = {"schedule": schedule.name or str(args.schedule), "protocol": schedule.protocol,
-               **verdict.to_json(),
-               "refused": [{"index": i, "step": step.to_json(), "reason": reason} for i, step, reason in refused]}
+        doc = {
+            "schedule": schedule.name or str(args.schedule),
+            "protocol": schedule.protocol,
+            **verdict.to_json(),
+            "refused": [{"index": i, "step": step.to_json(), "reason": reason} for i, step, reason in refused],
+        }
         if sentence is not None:
             doc["explanation"] = sentence
         if expected is not None:
@@ -75,18 +87,21 @@ def run(args) -> int:
             doc["as_expected"] = as_expected
         print(json.dumps(doc, indent=2))
     else:
-        print(f"{schedule.name or args.schedule} [{schedule.protocol}]: {verdict.summary()}"
-              + (f": {sentence}" if sentence is not None else ""))
+        print(
+            f"{schedule.name or args.schedule} [{schedule.protocol}]: {verdict.summary()}"
+            + (f": {sentence}" if sentence is not None else "")
+        )
         if refused and not args.trace:
             print(f"{len(refused)} step(s) refused by both sides: " + ", ".join(str(i) for i, _s, _r in refused))
         if verdict.diff:
             print(verdict.diff)
         for prop, step, why in verdict.beyond_budget:
-            print(f"{prop} fails at step {step} outside its fault budget ({why}): Kafka does not promise it "
-                  "there, so this is no violation")
+            print(
+                f"{prop} fails at step {step} outside its fault budget ({why}): Kafka does not promise it "
+                "there, so this is no violation"
+            )
         if expected is not None:
-            print(f"expected: {expected.summary()}"
-                  f" -> {'as expected' if as_expected else 'NOT as expected'}")
+            print(f"expected: {expected.summary()} -> {'as expected' if as_expected else 'NOT as expected'}")
     if verdict.kind == "invalid-schedule":
         return 2
     if args.expected:

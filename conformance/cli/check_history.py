@@ -10,6 +10,7 @@ anomaly of Jepsen's Kafka workload (without transactions) is printed with the op
 prove it; ``--html`` writes the soak's page for it. Exit 0 no anomaly, 1 an anomaly, 2 bad input
 (a file that is not a history, a transaction, a history with no operation).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,12 @@ FORMATS = ("auto", "isrcheck", "jepsen")
 
 def add_arguments(parser) -> None:
     parser.add_argument("history", metavar="FILE", help="history.jsonl (isrcheck's) or history.edn (Jepsen's)")
-    parser.add_argument("--format", choices=FORMATS, default="auto",
-                        help="the history's format (default: jepsen for *.edn or EDN maps, else isrcheck)")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="auto",
+        help="the history's format (default: jepsen for *.edn or EDN maps, else isrcheck)",
+    )
     parser.add_argument("--html", metavar="OUT", default=None, help="write the history's page here")
     parser.add_argument("--json", action="store_true", help="print the checker's result as JSON")
 
@@ -51,8 +56,11 @@ def run(args) -> int:
         from isrcheck.conformance.engines.soak.history_index import HistoryIndex
         from isrcheck.conformance.reports.soak_page import render_soak_page
 
-        meta = {"history": args.history, "format": "Jepsen history.edn" if jepsen else "isrcheck history.jsonl",
-                "command": shlex.join(["isrcheck", "check-history", *sys.argv[2:]])}
+        meta = {
+            "history": args.history,
+            "format": "Jepsen history.edn" if jepsen else "isrcheck history.jsonl",
+            "command": shlex.join(["isrcheck", "check-history", *sys.argv[2:]]),
+        }
         page = render_soak_page(HistoryIndex.of(events, result), result, [], meta, tool="isrcheck check-history")
         html.write_text(page, encoding="utf-8")
         print(f"page: {html}")
@@ -68,8 +76,10 @@ def _print(path, kind: str, events: list[dict], result, found: dict, information
         return f"{index} (Jepsen :index {jepsen})" if jepsen is not None else str(index)
 
     errors = [n for n in found if n not in informational]
-    print(f"{path} ({kind}): {len(events):,} events; "
-          + (f"anomalies: {', '.join(f'{n} ({len(found[n])})' for n in errors)}" if errors else "no anomaly"))
+    print(
+        f"{path} ({kind}): {len(events):,} events; "
+        + (f"anomalies: {', '.join(f'{n} ({len(found[n])})' for n in errors)}" if errors else "no anomaly")
+    )
     for note in result.notes:
         print(f"  note: {note}")
     for name, instances in found.items():

@@ -11,6 +11,7 @@ the cluster did in each repetition, how many reached the aimed state and gave th
 outcome, agree or disagree. Exit 0 every experiment agrees (or was not reached), 1 a disagreement,
 2 bad input (a bad experiment file names the file and the field).
 """
+
 from __future__ import annotations
 
 import json
@@ -32,15 +33,28 @@ def catalogue_folder() -> Path:
 def add_arguments(parser) -> None:
     parser.add_argument("name", nargs="?", help="an experiment of the catalogue, or an experiment file's path")
     parser.add_argument("--all", action="store_true", help="every experiment of the catalogue")
-    parser.add_argument("--cluster", default="isrcheck", metavar="isrcheck[:PROTOCOL]|kafka:VERSION",
-                        help="the cluster: isrcheck's own (default, protocol kip-966) or Apache Kafka")
-    parser.add_argument("--elr", choices=("on", "off"), default=None,
-                        help="Apache Kafka: Eligible Leader Replicas on or off (default: the release's)")
+    parser.add_argument(
+        "--cluster",
+        default="isrcheck",
+        metavar="isrcheck[:PROTOCOL]|kafka:VERSION",
+        help="the cluster: isrcheck's own (default, protocol kip-966) or Apache Kafka",
+    )
+    parser.add_argument(
+        "--elr",
+        choices=("on", "off"),
+        default=None,
+        help="Apache Kafka: Eligible Leader Replicas on or off (default: the release's)",
+    )
     parser.add_argument("--repeat", type=REPEAT, default=5, help="repetitions of each experiment (default 5)")
-    parser.add_argument("--dir", default="experiments", metavar="DIR",
-                        help="the run folder: each repetition's history and cluster (default ./experiments)")
-    parser.add_argument("--experiments", default=None, metavar="DIR",
-                        help="the catalogue (default: isrcheck's specs/experiments)")
+    parser.add_argument(
+        "--dir",
+        default="experiments",
+        metavar="DIR",
+        help="the run folder: each repetition's history and cluster (default ./experiments)",
+    )
+    parser.add_argument(
+        "--experiments", default=None, metavar="DIR", help="the catalogue (default: isrcheck's specs/experiments)"
+    )
     parser.add_argument("--kafka-home", default=None, metavar="DIR", help="a Kafka distribution already here")
     parser.add_argument("--json", action="store_true", help="print results.json instead of the table")
     parser.add_argument("--html", default=None, metavar="DIR", help="write the page DIR/index.html")
@@ -77,7 +91,10 @@ def run(args) -> int:
     if args.html:
         output_path(args.html, "--html", directory=True)
     Path(args.dir).mkdir(parents=True, exist_ok=True)
-    say = (lambda line: print(line, file=sys.stderr, flush=True))
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
     results = [run_experiment(e, choice, args.repeat, Path(args.dir), say) for e in experiments]
     command = shlex.join(["isrcheck", "experiment", *sys.argv[2:]])
     path = write_results(results, Path(args.dir), command)
@@ -95,13 +112,23 @@ def run(args) -> int:
 
 
 def print_table(results) -> None:
-    rows = [("experiment", "cluster", "model predicts", "cluster did (per repetition)", "reached", "predicted",
-             "verdict")]
+    rows = [
+        ("experiment", "cluster", "model predicts", "cluster did (per repetition)", "reached", "predicted", "verdict")
+    ]
     for r in results:
         p = r.prediction
         did = " | ".join(", ".join(x.outcomes) or "nothing" for x in r.repetitions)
-        rows.append((r.experiment.name, r.cluster, f"{p.variant}: {', '.join(p.outcomes) or 'nothing'}", did,
-                     f"{r.reached}/{len(r.repetitions)}", f"{r.predicted}/{len(r.repetitions)}", r.verdict))
+        rows.append(
+            (
+                r.experiment.name,
+                r.cluster,
+                f"{p.variant}: {', '.join(p.outcomes) or 'nothing'}",
+                did,
+                f"{r.reached}/{len(r.repetitions)}",
+                f"{r.predicted}/{len(r.repetitions)}",
+                r.verdict,
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
@@ -111,5 +138,7 @@ def print_table(results) -> None:
                 print(f"{r.experiment.name} repetition {rep.index + 1}: not reached at {rep.missed}")
             for name, instances in rep.anomalies.items():
                 for i in instances:
-                    print(f"{r.experiment.name} repetition {rep.index + 1}: {name} (operations "
-                          f"{' '.join(map(str, i['ops']))}): {i['explanation']}")
+                    print(
+                        f"{r.experiment.name} repetition {rep.index + 1}: {name} (operations "
+                        f"{' '.join(map(str, i['ops']))}): {i['explanation']}"
+                    )

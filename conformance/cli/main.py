@@ -10,6 +10,7 @@ What every sub-command gets from here rather than doing itself: one-line errors 
 tracebacks, quiet ends on a closed pipe and on Ctrl-C, bounded numeric options (``Number``), and
 output paths checked before the work starts (``output_path``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,18 +29,47 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("isrcheck.conformance.cli.check", "replay a schedule on the model and the implementation in lockstep"),
     "shrink": ("isrcheck.conformance.cli.shrink", "shrink a failing schedule to a minimal one that fails the same way"),
     "fuzz": ("isrcheck.conformance.engines.campaign.command", "fuzz random crash schedules on Spark, resumable"),
-    "cover": ("isrcheck.conformance.engines.cover.command", "run every edge and refusal of the model's state graph on the implementation, on Spark"),
-    "dump-log": ("isrcheck.impl.storage.dump_log", "print the batches of a .log, or the entries of an index or checkpoint file"),
-    "sim": ("isrcheck.conformance.cli.sim", "run the implementation alone under a seeded random workload with faults, then validate its event log"),
-    "gate": ("isrcheck.conformance.cli.gate", "replay the regression corpus, then run the engines within a budget (CI)"),
+    "cover": (
+        "isrcheck.conformance.engines.cover.command",
+        "run every edge and refusal of the model's state graph on the implementation, on Spark",
+    ),
+    "dump-log": (
+        "isrcheck.impl.storage.dump_log",
+        "print the batches of a .log, or the entries of an index or checkpoint file",
+    ),
+    "sim": (
+        "isrcheck.conformance.cli.sim",
+        "run the implementation alone under a seeded random workload with faults, then validate its event log",
+    ),
+    "gate": (
+        "isrcheck.conformance.cli.gate",
+        "replay the regression corpus, then run the engines within a budget (CI)",
+    ),
     "report": ("isrcheck.conformance.cli.report", "write self-contained HTML for a schedule or a campaign folder"),
-    "serve": ("isrcheck.conformance.cli.serve", "run a local Kafka cluster of real processes that Kafka clients can use"),
-    "kafka": ("isrcheck.conformance.cli.kafka", "start a real Apache Kafka 4.x cluster (KRaft, JVM processes) on this machine"),
-    "experiment": ("isrcheck.conformance.cli.experiment", "the model's predictions checked on a real cluster: isrcheck's own or Apache Kafka"),
-    "soak": ("isrcheck.conformance.cli.soak", "real Kafka clients against a Kafka cluster under faults, checked as Jepsen does"),
-    "validate": ("isrcheck.conformance.engines.validate.command", "find a behaviour of the model that explains a run's event log"),
-    "check-history": ("isrcheck.conformance.cli.check_history",
-                      "check a client history (isrcheck's history.jsonl, Jepsen's history.edn) for Jepsen's Kafka anomalies"),
+    "serve": (
+        "isrcheck.conformance.cli.serve",
+        "run a local Kafka cluster of real processes that Kafka clients can use",
+    ),
+    "kafka": (
+        "isrcheck.conformance.cli.kafka",
+        "start a real Apache Kafka 4.x cluster (KRaft, JVM processes) on this machine",
+    ),
+    "experiment": (
+        "isrcheck.conformance.cli.experiment",
+        "the model's predictions checked on a real cluster: isrcheck's own or Apache Kafka",
+    ),
+    "soak": (
+        "isrcheck.conformance.cli.soak",
+        "real Kafka clients against a Kafka cluster under faults, checked as Jepsen does",
+    ),
+    "validate": (
+        "isrcheck.conformance.engines.validate.command",
+        "find a behaviour of the model that explains a run's event log",
+    ),
+    "check-history": (
+        "isrcheck.conformance.cli.check_history",
+        "check a client history (isrcheck's history.jsonl, Jepsen's history.edn) for Jepsen's Kafka anomalies",
+    ),
 }
 
 
@@ -72,6 +102,7 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
 
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("isrcheck")
     except PackageNotFoundError:  # run from a checkout that was never installed
@@ -81,9 +112,11 @@ def _version() -> str:
 def command_list() -> str:
     """What ``isrcheck`` alone prints: every command with its one line."""
     width = max(map(len, COMMANDS))
-    return ("usage: isrcheck COMMAND [options]; isrcheck COMMAND --help for a command's options, "
-            "isrcheck --version for the version\n\ncommands:\n"
-            + "".join(f"  {name:<{width}}  {help_text}\n" for name, (_, help_text) in COMMANDS.items()))
+    return (
+        "usage: isrcheck COMMAND [options]; isrcheck COMMAND --help for a command's options, "
+        "isrcheck --version for the version\n\ncommands:\n"
+        + "".join(f"  {name:<{width}}  {help_text}\n" for name, (_, help_text) in COMMANDS.items())
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,8 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         kept = args._kept(args) if args is not None and args._kept else None
-        _say(f"{name}: interrupted" + (f"; {kept}; to resume, run the same command: "
-                                       f"{shlex.join(['isrcheck', *argv])}" if kept else ""))
+        _say(
+            f"{name}: interrupted"
+            + (f"; {kept}; to resume, run the same command: {shlex.join(['isrcheck', *argv])}" if kept else "")
+        )
         return 130
 
 
@@ -145,4 +180,5 @@ def _stdout_to_devnull() -> None:
 if __name__ == "__main__":
     # Run the package's copy, not this ``__main__`` one: sub-commands raise the package's UsageError.
     from isrcheck.conformance.cli.main import main as _main
+
     sys.exit(_main())

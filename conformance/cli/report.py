@@ -7,6 +7,7 @@ campaign folder gives OUT/index.html (counts, coverage chart, failure table) and
 failure in OUT/failures/. Exit 0 written (the schedule passed or gave its expected verdict),
 1 the schedule fails, 2 bad input.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,8 +17,7 @@ from isrcheck.conformance.vocabulary import UsageError, output_path
 
 def add_arguments(parser) -> None:
     parser.add_argument("source", help="a schedule file (JSON) or a campaign folder (with summary.json)")
-    parser.add_argument("--html", required=True, metavar="OUT",
-                        help="the page to write (a folder for a campaign)")
+    parser.add_argument("--html", required=True, metavar="OUT", help="the page to write (a folder for a campaign)")
     parser.add_argument("--protocol", default=None, help="run the schedule under this protocol instead of the file's")
 
 
@@ -25,8 +25,9 @@ def run(args) -> int:
     source = Path(args.source)
     if source.is_dir():
         out = output_path(args.html, "--html", directory=True)
-        from isrcheck.conformance.reports.campaign import write_campaign_html
         from isrcheck.conformance.core.schedule import ScheduleError
+        from isrcheck.conformance.reports.campaign import write_campaign_html
+
         try:
             index = write_campaign_html(source, out)
         except (ValueError, ScheduleError) as exc:

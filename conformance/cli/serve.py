@@ -5,6 +5,7 @@ the cluster has stopped (Ctrl-C, SIGTERM), as ``isrcheck soak`` validates its ow
 Exit codes: 0 stopped cleanly (and the event log explained); 1 a node did not stop cleanly, or an
 event of the log no behaviour of the model explains; 2 bad arguments or a cluster that cannot start.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,9 @@ from isrcheck.impl.real import serve as impl_serve
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     impl_serve.add_arguments(parser)
-    parser.add_argument("--no-validate", action="store_true",
-                        help="with --events: keep the event log without validating it at the end")
+    parser.add_argument(
+        "--no-validate", action="store_true", help="with --events: keep the event log without validating it at the end"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

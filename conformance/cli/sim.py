@@ -10,25 +10,31 @@ lockstep judges them: ``engines/validate/budgets.py``), or a deadline Kafka keep
 missed (``engines/validate/timeliness.py``); 2 bad arguments. A check that failed only
 once the run had left its budget is printed as broken outside it, with why.
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
 import tempfile
 
-from isrcheck.conformance.vocabulary import UsageError, output_path
+from isrcheck.conformance.engines.validate import timeliness
 from isrcheck.conformance.engines.validate.budgets import failed_checks, judge, judgement_lines
 from isrcheck.conformance.engines.validate.command import summary_lines, validate_path
-from isrcheck.conformance.engines.validate import timeliness
+from isrcheck.conformance.vocabulary import UsageError, output_path
 from isrcheck.impl.sim import cli as impl_cli
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     impl_cli.add_arguments(parser)
-    parser.add_argument("--events", metavar="DIR", default=None,
-                        help="keep the nodes' event logs in DIR (default: a temporary directory)")
-    parser.add_argument("--no-validate", action="store_true",
-                        help="do not log events nor validate them against the model")
+    parser.add_argument(
+        "--events",
+        metavar="DIR",
+        default=None,
+        help="keep the nodes' event logs in DIR (default: a temporary directory)",
+    )
+    parser.add_argument(
+        "--no-validate", action="store_true", help="do not log events nor validate them against the model"
+    )
 
 
 def _events_dir(path: str) -> str:
@@ -53,13 +59,28 @@ def run(args: argparse.Namespace) -> int:
         verdict, n, seconds = validate_path(events, judge=True)
         late = timeliness.check_path(events) if verdict.explained else []
     judgement = judge(failed_checks(summary), verdict.judged) if verdict.explained else None
-    lines = summary_lines(verdict, n, seconds) + (judgement_lines(judgement) if judgement else []) \
-        + timeliness.lines(late)
-    budget = {"violation": judgement.violation, "outside_budget": list(judgement.outside_budget),
-              "beyond_budget": [{"property": p, "left": where, "reason": why}
-                                for p, where, why in judgement.beyond_budget]} \
-        if judgement else None
-    impl_cli.print_summary(args, summary, {"validation": verdict.to_json() | {"steps": len(verdict.steps)},
-                                           "budget": budget, "late": [x.to_json() for x in late]},
-                             tuple("  " + line for line in lines))
+    lines = (
+        summary_lines(verdict, n, seconds) + (judgement_lines(judgement) if judgement else []) + timeliness.lines(late)
+    )
+    budget = (
+        {
+            "violation": judgement.violation,
+            "outside_budget": list(judgement.outside_budget),
+            "beyond_budget": [
+                {"property": p, "left": where, "reason": why} for p, where, why in judgement.beyond_budget
+            ],
+        }
+        if judgement
+        else None
+    )
+    impl_cli.print_summary(
+        args,
+        summary,
+        {
+            "validation": verdict.to_json() | {"steps": len(verdict.steps)},
+            "budget": budget,
+            "late": [x.to_json() for x in late],
+        },
+        tuple("  " + line for line in lines),
+    )
     return 0 if judgement is not None and judgement.violation is None and not late else 1

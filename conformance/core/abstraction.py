@@ -14,19 +14,30 @@ broker's registrations from 0. The report names every epoch the controller gave 
 there. Variants before kip-903 keep broker epochs at 0 / -1 in the model, and only kip-966 keeps
 the unclean shutdown flag (``with_model_epochs``).
 """
+
 from __future__ import annotations
 
 from isrcheck.impl.sut.report import MS_PER_TICK, Report, controller_fields, converted, replica_fields
 from isrcheck.model import (
-    PROTOCOLS, AlterPartition, AlterPartitionResponse, Controller, Entry, FetchRequest, FetchResponse,
-    LeaderAndIsr, Replica,
+    PROTOCOLS,
+    AlterPartition,
+    AlterPartitionResponse,
+    Controller,
+    Entry,
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsr,
+    Replica,
 )
 
-
 # message kind (docs/sut-protocol.md) -> the model's message type
-MESSAGE_TYPES = {"fetch_request": FetchRequest, "fetch_response": FetchResponse,
-                 "leader_and_isr": LeaderAndIsr, "alter_partition": AlterPartition,
-                 "alter_partition_response": AlterPartitionResponse}
+MESSAGE_TYPES = {
+    "fetch_request": FetchRequest,
+    "fetch_response": FetchResponse,
+    "leader_and_isr": LeaderAndIsr,
+    "alter_partition": AlterPartition,
+    "alter_partition_response": AlterPartitionResponse,
+}
 
 
 def entries(raw) -> tuple:
@@ -50,8 +61,8 @@ class ModelEpochs:
     def __init__(self, registrations: tuple, protocol: str) -> None:
         rules = PROTOCOLS[protocol]
         self.registrations = registrations
-        self.counted = rules.next_broker_epoch(0) == 1     # kip-903 on: the model counts registrations
-        self.unclean = rules.unclean_shutdown("power")     # kip-966: the unclean shutdown flag
+        self.counted = rules.next_broker_epoch(0) == 1  # kip-903 on: the model counts registrations
+        self.unclean = rules.unclean_shutdown("power")  # kip-966: the unclean shutdown flag
         self._index = [{e: k for k, e in enumerate(given)} for given in registrations]
 
     def rank(self, broker: int, epoch: int) -> int:
@@ -64,14 +75,15 @@ class ModelEpochs:
             broker_epoch=rank(b, r.broker_epoch) if self.counted else 0,
             remote_broker_epoch=tuple(rank(f, e) for f, e in enumerate(r.remote_broker_epoch)),
             pending_epochs=tuple(rank(m, e) for m, e in zip(r.pending_isr or (), r.pending_epochs)),
-            unclean_shutdown=self.unclean and not r.alive and r.unclean_shutdown)
+            unclean_shutdown=self.unclean and not r.alive and r.unclean_shutdown,
+        )
 
     def controller(self, controller: Controller) -> Controller:
-        return controller._replace(broker_epochs=tuple(len(g) - 1 if self.counted else 0
-                                                       for g in self.registrations))
+        return controller._replace(broker_epochs=tuple(len(g) - 1 if self.counted else 0 for g in self.registrations))
 
-    def system(self, system: tuple, model_replicas: tuple | None = None,
-               model_controller: Controller | None = None) -> tuple:
+    def system(
+        self, system: tuple, model_replicas: tuple | None = None, model_controller: Controller | None = None
+    ) -> tuple:
         """``system`` (replicas, controller, the five message queues, now) in the model's
         numbering; ``model_replicas`` and ``model_controller``, if given, are already numbered."""
         replicas, controller, requests, responses, lai, alters, alter_responses, now = system
@@ -80,10 +92,13 @@ class ModelEpochs:
             model_replicas = tuple(self.replica(b, r) for b, r in enumerate(replicas))
         controller = self.controller(controller) if model_controller is None else model_controller
         if counted:
-            requests = tuple(tuple(m._replace(broker_epoch=rank(f, m.broker_epoch)) for m in q)
-                             for f, q in enumerate(requests))
-            alters = tuple(tuple(m._replace(broker_epochs=tuple(rank(f, e) for f, e in zip(m.isr, m.broker_epochs)))
-                                 for m in q) for q in alters)
+            requests = tuple(
+                tuple(m._replace(broker_epoch=rank(f, m.broker_epoch)) for m in q) for f, q in enumerate(requests)
+            )
+            alters = tuple(
+                tuple(m._replace(broker_epochs=tuple(rank(f, e) for f, e in zip(m.isr, m.broker_epochs))) for m in q)
+                for q in alters
+            )
         return model_replicas, controller, requests, responses, lai, alters, alter_responses, now
 
 
@@ -127,8 +142,11 @@ class Abstraction:
                 kept[i] = (b, epochs.replica(i, raw))
             replicas.append(kept[i][1])
         model_controller = self._controller[1]
-        return epochs.system((replicas, model_controller, *self.report.in_flight(message),
-                              snap.now_ms // MS_PER_TICK), tuple(replicas), model_controller)
+        return epochs.system(
+            (replicas, model_controller, *self.report.in_flight(message), snap.now_ms // MS_PER_TICK),
+            tuple(replicas),
+            model_controller,
+        )
 
     def _log(self, broker: int, log: tuple) -> tuple:
         """The model entries of a broker's log, converting only the entries after the part it shares

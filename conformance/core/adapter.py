@@ -6,15 +6,16 @@ fetch" is ``send_fetch(2)``, and a step the cluster cannot take is refused with 
 same driver answers ``python -m isrcheck.impl.sut`` (docs/sut-protocol.md); here its report is read
 in process (``abstraction``) instead of as JSON, so both give the same verdicts.
 """
+
 from __future__ import annotations
 
 import traceback
 from pathlib import Path
 
-from isrcheck.impl.sut import SimDriver, cluster_config as _impl_config
-
 from isrcheck.conformance.core.abstraction import Abstraction
 from isrcheck.conformance.core.sut import ImplFailure, SystemUnderTest
+from isrcheck.impl.sut import SimDriver
+from isrcheck.impl.sut import cluster_config as _impl_config
 
 __all__ = ["ImplSide", "ImplFailure", "cluster_config"]
 

@@ -3,6 +3,7 @@
 Works on any mix of dataclasses, named tuples, tuples/lists, dicts, sets and scalars, so the
 diff names fields as the model names them (``replicas[1].hw: model 2, impl 1``).
 """
+
 from __future__ import annotations
 
 import dataclasses

@@ -13,21 +13,13 @@ Properties are evaluated on the model state; they are functions of the abstract 
 impl's abstract state equals the model's whenever the run gets that far, so both sides are
 checked at once (a difference in any field the properties read is already a divergence).
 """
+
 from __future__ import annotations
 
 import hashlib
 import operator
 import time
 from typing import TYPE_CHECKING, Iterable
-
-from isrcheck.model import (
-    InvalidStep, ModelConfig, Replica, State, Step, StepRefused, apply, enabled, initial_state,
-)
-from isrcheck.model.budget import EMPTY_LEDGER, exceeded, leaving
-from isrcheck.model.config import ConfigError
-from isrcheck.model.history import EMPTY_HISTORY
-from isrcheck.model.reads import changed_parts, reads_mask
-from isrcheck.specs import PROPERTIES
 
 from isrcheck.conformance.core.diff import common_prefix, diff
 from isrcheck.conformance.core.render import render_state, step_text
@@ -36,6 +28,22 @@ from isrcheck.conformance.core.schedule import Schedule, ScheduleConfig
 from isrcheck.conformance.core.sut import ImplFailure, SutFailure, SystemUnderTest
 from isrcheck.conformance.core.verdict import DIVERGENCE, INVALID, PASS, SUT_FAILURE, VIOLATION, Verdict
 from isrcheck.conformance.core.wire import wire_view
+from isrcheck.model import (
+    InvalidStep,
+    ModelConfig,
+    Replica,
+    State,
+    Step,
+    StepRefused,
+    apply,
+    enabled,
+    initial_state,
+)
+from isrcheck.model.budget import EMPTY_LEDGER, exceeded, leaving
+from isrcheck.model.config import ConfigError
+from isrcheck.model.history import EMPTY_HISTORY
+from isrcheck.model.reads import changed_parts, reads_mask
+from isrcheck.specs import PROPERTIES
 
 if TYPE_CHECKING:
     from isrcheck.conformance.core.sut_spec import SutSpec
@@ -54,9 +62,15 @@ class Lockstep:
     from its outputs, so any system under test is judged by the same bookkeeping as the model.
     ``prefer`` names the property a violation reports when it fails at the same step as others."""
 
-    def __init__(self, protocol: str, config: ScheduleConfig, impl: bool = True,
-                 properties: Iterable[str] | None = None, sut: SutSpec | SystemUnderTest | None = None,
-                 prefer: str | None = None) -> None:
+    def __init__(
+        self,
+        protocol: str,
+        config: ScheduleConfig,
+        impl: bool = True,
+        properties: Iterable[str] | None = None,
+        sut: SutSpec | SystemUnderTest | None = None,
+        prefer: str | None = None,
+    ) -> None:
         self.protocol = protocol
         self.prefer = prefer
         self.invariants, self.history = INVARIANTS, HISTORY
@@ -78,7 +92,10 @@ class Lockstep:
         self.beyond: dict[str, tuple[str, int, str]] = {}  # property id -> its failure outside its budget
         self.impl: SystemUnderTest | None = None
         if impl:
-            from isrcheck.conformance.core.sut_spec import open_sut  # the systems under test load impl: a model-only run never does
+            from isrcheck.conformance.core.sut_spec import (
+                open_sut,
+            )  # the systems under test load impl: a model-only run never does
+
             self.impl = open_sut(sut)
             self._agreed = _Agreed()
             self._impl_history = EMPTY_HISTORY
@@ -100,16 +117,28 @@ class Lockstep:
         self._previous = "init"
 
     @classmethod
-    def run(cls, schedule: Schedule, impl: bool = True, properties: Iterable[str] | None = None,
-            sut: SutSpec | SystemUnderTest | None = None, record: bool = False) -> Run:
+    def run(
+        cls,
+        schedule: Schedule,
+        impl: bool = True,
+        properties: Iterable[str] | None = None,
+        sut: SutSpec | SystemUnderTest | None = None,
+        record: bool = False,
+    ) -> Run:
         """Replay ``schedule`` in lockstep on ``sut`` (or on the model alone with ``impl=False``),
         checking every property or only those named in ``properties``, up to its verdict; with
         ``record``, keep a frame per step. A schedule whose config or steps the model rejects is an
         invalid one (a verdict, not an exception). A violation names the property the schedule
         expects on its protocol when that one fails at the same step as others."""
         try:
-            run = cls(schedule.protocol, schedule.config, impl=impl, properties=properties, sut=sut,
-                      prefer=expected_property(schedule))
+            run = cls(
+                schedule.protocol,
+                schedule.config,
+                impl=impl,
+                properties=properties,
+                sut=sut,
+                prefer=expected_property(schedule),
+            )
             steps = [Step.from_json(s) for s in schedule.steps]
         except (ConfigError, InvalidStep) as exc:
             return Run(schedule, invalid(str(exc)), frames=() if record else None)
@@ -122,9 +151,17 @@ class Lockstep:
                 frames.append(Frame(i, dict(schedule.steps[i]), refused, tuple(run.last_outputs), run.state))
             if failed is not None:
                 break
-        return Run(schedule, run.verdict(), tuple(run.refused), run.impl_outputs, run.impl_state,
-                   initial if record else None, None if frames is None else tuple(frames),
-                   run.model_seconds, run.impl_seconds)
+        return Run(
+            schedule,
+            run.verdict(),
+            tuple(run.refused),
+            run.impl_outputs,
+            run.impl_state,
+            initial if record else None,
+            None if frames is None else tuple(frames),
+            run.model_seconds,
+            run.impl_seconds,
+        )
 
     # -- generators' view ------------------------------------------------------------------------
     def enabled_steps(self) -> list[Step]:
@@ -156,19 +193,25 @@ class Lockstep:
                     self._impl_ready = True
                 impl_refusal, impl_outputs = self.impl.step(st)
             except SutFailure as exc:  # no answer to compare: the system under test failed
-                return self._fail(SUT_FAILURE, None, i, f"step {i} {_show_step(st)}: {self.impl.name} "
-                                  f"failed: {exc}")
+                return self._fail(SUT_FAILURE, None, i, f"step {i} {_show_step(st)}: {self.impl.name} failed: {exc}")
             except Exception as exc:  # ImplFailure: the implementation itself failed
-                return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: the implementation "
-                                  f"raised {exc}")
+                return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: the implementation raised {exc}")
             self.impl_seconds += time.perf_counter() - t1
         name = st.name
         if (model_refusal is None) != (impl_refusal is None):
-            return self._fail(DIVERGENCE, None, i, (
-                f"step {i} {_show_step(st)}: refused by the "
-                + (f"model ({model_refusal}) but taken by the implementation"
-                   if model_refusal is not None else
-                   f"implementation ({impl_refusal}) but taken by the model")))
+            return self._fail(
+                DIVERGENCE,
+                None,
+                i,
+                (
+                    f"step {i} {_show_step(st)}: refused by the "
+                    + (
+                        f"model ({model_refusal}) but taken by the implementation"
+                        if model_refusal is not None
+                        else f"implementation ({impl_refusal}) but taken by the model"
+                    )
+                ),
+            )
         if model_refusal is not None:
             self._hash.update(f"{i}:{st!r}:refused\n".encode())
             self.refused.append((i, st, model_refusal))
@@ -177,26 +220,34 @@ class Lockstep:
         self.last_outputs = outputs
         if impl_outputs != outputs:
             self.impl_outputs = impl_outputs
-            return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: outputs differ\n"
-                              + diff(outputs, impl_outputs))
+            return self._fail(
+                DIVERGENCE, None, i, f"step {i} {_show_step(st)}: outputs differ\n" + diff(outputs, impl_outputs)
+            )
         if self.impl is not None:
             t2 = time.perf_counter()
             self._impl_history = self._impl_history.after(st, impl_outputs, before)
             try:
                 impl_state = State(*self.impl.system_state(), *self._impl_history)
             except SutFailure as exc:
-                return self._fail(SUT_FAILURE, None, i, f"step {i} {_show_step(st)}: {self.impl.name} "
-                                  f"failed: {exc}")
+                return self._fail(SUT_FAILURE, None, i, f"step {i} {_show_step(st)}: {self.impl.name} failed: {exc}")
             except ImplFailure as exc:
-                return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: the implementation's "
-                                  f"state could not be read: {exc}")
+                return self._fail(
+                    DIVERGENCE,
+                    None,
+                    i,
+                    f"step {i} {_show_step(st)}: the implementation's state could not be read: {exc}",
+                )
             self.impl_seconds += time.perf_counter() - t2
             expected = wire_view(new_state, self.protocol)
             impl_state = self._agreed.share(expected, impl_state)
             if impl_state != expected:
                 self.impl_state = impl_state
-                return self._fail(DIVERGENCE, None, i, f"step {i} {_show_step(st)}: abstract states differ\n"
-                                  + diff(expected, impl_state))
+                return self._fail(
+                    DIVERGENCE,
+                    None,
+                    i,
+                    f"step {i} {_show_step(st)}: abstract states differ\n" + diff(expected, impl_state),
+                )
         self._record(i, st, name, outputs, before)
         ledger = self.ledger.after(before, st, new_state, self.cfg.rules.known_losses)
         if ledger is not self.ledger:
@@ -220,9 +271,14 @@ class Lockstep:
         failed = [p for p in leaving(self.history, self.cfg, self.ledger, ledger) if not p.check(before)]
         if failed:
             prop = self._preferred(failed, before)
-            return self._fail(VIOLATION, prop.id, max(i - 1, 0),
-                              f"{prop.id} fails after step {i - 1}, the last within its fault budget: "
-                              f"{prop.statement}\n{render_state(before)}", _others(failed, prop))
+            return self._fail(
+                VIOLATION,
+                prop.id,
+                max(i - 1, 0),
+                f"{prop.id} fails after step {i - 1}, the last within its fault budget: "
+                f"{prop.statement}\n{render_state(before)}",
+                _others(failed, prop),
+            )
         self.ledger = ledger
         return None
 
@@ -247,10 +303,14 @@ class Lockstep:
         property fails as soon as its state does), else the first of ``within``."""
         if self.prefer is None or within[0].id == self.prefer:
             return within[0]
-        return next((p for p in within + [q for q in self.history if q not in within]
-                     if p.id == self.prefer and not p.check(state)
-                     and exceeded(p, self.ledger, self.cfg) is None),
-                    within[0])
+        return next(
+            (
+                p
+                for p in within + [q for q in self.history if q not in within]
+                if p.id == self.prefer and not p.check(state) and exceeded(p, self.ledger, self.cfg) is None
+            ),
+            within[0],
+        )
 
     def _record(self, i: int, st: Step, name: str, outputs: list[dict], before) -> None:
         h = self._hash
@@ -268,8 +328,18 @@ class Lockstep:
 
     def _fail(self, kind: str, prop: str | None, i: int, text: str, also: tuple[str, ...] = ()) -> Verdict:
         self._hash.update(f"{i}:{kind}:{prop}\n".encode())
-        self.outcome = Verdict(kind, prop, i, text, self._hash.hexdigest(), tuple(sorted(self._coverage)), i + 1,
-                               tuple(self.beyond.values()), self.outside_budget(), also)
+        self.outcome = Verdict(
+            kind,
+            prop,
+            i,
+            text,
+            self._hash.hexdigest(),
+            tuple(sorted(self._coverage)),
+            i + 1,
+            tuple(self.beyond.values()),
+            self.outside_budget(),
+            also,
+        )
         return self.outcome
 
     def outside_budget(self) -> tuple[str, ...]:
@@ -288,8 +358,17 @@ class Lockstep:
             verdict = self._judge(failed, max(last, 0), None, self.state)
             if verdict is not None:
                 return verdict
-        return Verdict(PASS, None, None, None, self._hash.hexdigest(), tuple(sorted(self._coverage)), self.index,
-                       tuple(self.beyond.values()), self.outside_budget())
+        return Verdict(
+            PASS,
+            None,
+            None,
+            None,
+            self._hash.hexdigest(),
+            tuple(sorted(self._coverage)),
+            self.index,
+            tuple(self.beyond.values()),
+            self.outside_budget(),
+        )
 
 
 # the ghost counters of the disk faults, left out of the trace hash's first state (zero there)
@@ -300,12 +379,16 @@ def _seed_text(state: State) -> str:
     """The initial state as the trace hash starts from: written as its ``repr`` writes it, field
     by field, but without the disk faults' counters, so every run hashes as it did before those
     faults existed."""
-    return "State(" + ", ".join(f"{name}={value!r}" for name, value in zip(State._fields, state)
-                                if name not in _UNHASHED) + ")"
+    return (
+        "State("
+        + ", ".join(f"{name}={value!r}" for name, value in zip(State._fields, state) if name not in _UNHASHED)
+        + ")"
+    )
 
 
-_DISK_STEPS = frozenset(("crash", "corrupt", "fail_disk", "restart", "corrupt_live", "consume",
-                         "handle_fetch_response"))
+_DISK_STEPS = frozenset(
+    ("crash", "corrupt", "fail_disk", "restart", "corrupt_live", "consume", "handle_fetch_response")
+)
 
 
 def disk_paths(st: Step, before, bad: set[int], outputs: list = ()) -> list[str]:
@@ -326,8 +409,11 @@ def disk_paths(st: Step, before, bad: set[int], outputs: list = ()) -> list[str]
         return ["disk:crc-read"] if current and resp.bad_batch >= 0 else []
     if name == "corrupt_live":
         return ["disk:corrupt-live"]
-    if name in ("crash", "fail_disk") and (name == "fail_disk" or st.arg != "clean") \
-            and before.replicas[r].bad_batch >= 0:
+    if (
+        name in ("crash", "fail_disk")
+        and (name == "fail_disk" or st.arg != "clean")
+        and before.replicas[r].bad_batch >= 0
+    ):
         bad.add(r)  # no clean shutdown: recovery will meet the damaged batch
     if name == "crash":
         if st.tail == "cut":
@@ -371,8 +457,9 @@ class _StateText:
             if a is b:
                 continue
             if type(b) is tuple and type(a) is tuple and len(a) == len(b):
-                out.extend(f"{name}[{k}]={self._text(f'{name}[{k}]', y)};"
-                           for k, (x, y) in enumerate(zip(a, b)) if x is not y)
+                out.extend(
+                    f"{name}[{k}]={self._text(f'{name}[{k}]', y)};" for k, (x, y) in enumerate(zip(a, b)) if x is not y
+                )
             else:
                 out.append(f"{name}={self._text(name, b)};")
         return "".join(out).encode()
@@ -470,8 +557,10 @@ def _shape(state, kept: dict | None = None) -> str:
             parts.append(last[2])
             continue
         role = "D" if not r.alive else ("L" if r.leader == i else ("F" if r.leader >= 0 else "N"))
-        part = (f"{role}{min(len(r.log) - r.hw, 3)}{'i' if member else '-'}"
-                f"{'t' if r.truncating_epoch >= 0 else ''}{'p' if r.pending_isr is not None else ''}")
+        part = (
+            f"{role}{min(len(r.log) - r.hw, 3)}{'i' if member else '-'}"
+            f"{'t' if r.truncating_epoch >= 0 else ''}{'p' if r.pending_isr is not None else ''}"
+        )
         if kept is not None:
             kept[i] = (r, member, part)
         parts.append(part)
@@ -510,8 +599,14 @@ def divergence_rungs(state) -> list[str]:
     leader = replicas[c.leader] if c.leader >= 0 else None
     for i, r in enumerate(replicas):
         lead = r.leader
-        if not r.alive or lead < 0 or lead == i or r.truncating_epoch != -1 or i not in c.isr \
-                or r.leader_epoch >= c.leader_epoch:
+        if (
+            not r.alive
+            or lead < 0
+            or lead == i
+            or r.truncating_epoch != -1
+            or i not in c.isr
+            or r.leader_epoch >= c.leader_epoch
+        ):
             continue
         rung = 1
         at = _differs(r.log, leader.log) if leader is not None else None
@@ -549,7 +644,11 @@ def invalid(message: str) -> Verdict:
     return Verdict(INVALID, None, None, message, hashlib.blake2b(message.encode(), digest_size=16).hexdigest())
 
 
-def run_schedule(schedule: Schedule, impl: bool = True, properties: Iterable[str] | None = None,
-                 sut: SutSpec | SystemUnderTest | None = None) -> Verdict:
+def run_schedule(
+    schedule: Schedule,
+    impl: bool = True,
+    properties: Iterable[str] | None = None,
+    sut: SutSpec | SystemUnderTest | None = None,
+) -> Verdict:
     """The verdict of ``Lockstep.run(schedule, ...)``, for callers that need nothing else."""
     return Lockstep.run(schedule, impl, properties, sut).verdict

@@ -1,5 +1,6 @@
 """A compact text picture of an abstract state, for verdicts and the CLI (one line per broker),
 and of a step (``produce(replica=0, acks=-1)``)."""
+
 from __future__ import annotations
 
 
@@ -16,11 +17,15 @@ def _log(log) -> str:
 
 def render_state(state) -> str:
     c = state.controller
-    lines = [f"  controller: leader={c.leader} epoch={c.leader_epoch} isr={list(c.isr)} "
-             f"partition_epoch={c.partition_epoch} fenced={list(c.fenced)} now={state.now}"]
+    lines = [
+        f"  controller: leader={c.leader} epoch={c.leader_epoch} isr={list(c.isr)} "
+        f"partition_epoch={c.partition_epoch} fenced={list(c.fenced)} now={state.now}"
+    ]
     for i, r in enumerate(state.replicas):
         role = "leader" if r.alive and r.leader == i else ("down" if not r.alive else f"follows {r.leader}")
-        lines.append(f"  broker {i} ({role}): leo={len(r.log)} hw={r.hw} durable={r.durable} "
-                     f"epoch={r.leader_epoch} isr={list(r.isr)} log=[{_log(r.log)}]")
+        lines.append(
+            f"  broker {i} ({role}): leo={len(r.log)} hw={r.hw} durable={r.durable} "
+            f"epoch={r.leader_epoch} isr={list(r.isr)} log=[{_log(r.log)}]"
+        )
     lines.append(f"  clients: acked={[list(p) for p in state.acked]} consumed={[list(p) for p in state.consumed]}")
     return "\n".join(lines)

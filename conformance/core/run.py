@@ -2,14 +2,14 @@
 implementation's side at a divergence and, when recorded, a frame per step (what a trace
 printout, an explanation or an HTML timeline is drawn from). ``Lockstep.run`` makes one; the
 reports read it and never run the schedule again."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from isrcheck.model import State, Step
-
 from isrcheck.conformance.core.schedule import Schedule
 from isrcheck.conformance.core.verdict import Verdict
+from isrcheck.model import State, Step
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ A schedule is ``{"format": "isrcheck-schedule", "version": 1, "protocol", "confi
 like ``{"step": "produce", "replica": 0, "acks": -1}``. Loading validates every field and names
 the offending one (``steps[3].acks: ...``), so a hand-written schedule fails before it runs.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,12 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from isrcheck.conformance.vocabulary import MAX_FILE_BYTES, read_text
 from isrcheck.model import PROTOCOLS as _MODEL_PROTOCOLS
 from isrcheck.model.alphabet import InvalidStep, Step, shown, shown_key
 from isrcheck.model.config import ConfigError, ScheduleConfig
 from isrcheck.specs import BY_ID
-
-from isrcheck.conformance.vocabulary import MAX_FILE_BYTES, read_text
 
 FORMAT = "isrcheck-schedule"
 VERSION = 1
@@ -58,8 +58,11 @@ class Expected:
 
     def matches(self, verdict) -> bool:
         """Does a run's Verdict give what is expected (a violation of the property, if named)?"""
-        return self.verdict == verdict.kind and self.property in (None, verdict.property) and (
-            self.beyond_budget is None or any(p == self.beyond_budget for p, _, _ in verdict.beyond_budget))
+        return (
+            self.verdict == verdict.kind
+            and self.property in (None, verdict.property)
+            and (self.beyond_budget is None or any(p == self.beyond_budget for p, _, _ in verdict.beyond_budget))
+        )
 
     def to_json(self) -> dict:
         out = {"verdict": self.verdict}
@@ -98,11 +101,12 @@ def _validate_expected(data: Any) -> dict[str, Expected]:
         if isinstance(entry, str):
             entry = {"verdict": entry}
         if not isinstance(entry, Mapping):
-            raise ScheduleError(f"{where}: expected {{\"verdict\": ..., \"property\": ...}}, got {shown(entry)}")
+            raise ScheduleError(f'{where}: expected {{"verdict": ..., "property": ...}}, got {shown(entry)}')
         for key in sorted(entry, key=str):
             if key not in ("verdict", "property", "beyond_budget"):
-                raise ScheduleError(f"{where}.{shown_key(key)}: unknown field (known: verdict, property, "
-                                    "beyond_budget)")
+                raise ScheduleError(
+                    f"{where}.{shown_key(key)}: unknown field (known: verdict, property, beyond_budget)"
+                )
         verdict = entry.get("verdict")
         if verdict not in VERDICT_KINDS:
             raise ScheduleError(f"{where}.verdict: expected one of {', '.join(VERDICT_KINDS)}, got {shown(verdict)}")
@@ -160,10 +164,12 @@ class Schedule:
                 raise ScheduleError(f"{key}: expected a string, got {shown(text)}")
             bad = _lone_surrogate(text or "")
             if bad is not None:
-                raise ScheduleError(f"{key}: not Unicode text: a lone surrogate \\u{ord(text[bad]):04x} "
-                                    f"at character {bad}")
-        return cls(protocol, config, steps, _validate_expected(data.get("expected")),
-                   data.get("name"), data.get("description"))
+                raise ScheduleError(
+                    f"{key}: not Unicode text: a lone surrogate \\u{ord(text[bad]):04x} at character {bad}"
+                )
+        return cls(
+            protocol, config, steps, _validate_expected(data.get("expected")), data.get("name"), data.get("description")
+        )
 
     def to_json(self) -> dict:
         doc: dict = {"format": FORMAT, "version": VERSION}
@@ -206,7 +212,7 @@ class _LongInt(int):
     converting that many is slow)."""
 
     def __new__(cls, digits: str) -> "_LongInt":
-        value = super().__new__(cls, -10**20 if digits.startswith("-") else 10**20)
+        value = super().__new__(cls, -(10**20) if digits.startswith("-") else 10**20)
         value.digits = digits
         return value
 
@@ -267,15 +273,18 @@ def load_schedule(path: str | Path) -> Schedule:
     path = Path(path)
     text = read_text(path, "a schedule file", limit=MAX_BYTES, error=ScheduleError)
     if _too_many_objects(text):
-        raise ScheduleError(f"{path}: not a schedule: more JSON objects than {MAX_STEPS:,} steps need "
-                            f"(a schedule holds at most {MAX_STEPS:,} steps)")
+        raise ScheduleError(
+            f"{path}: not a schedule: more JSON objects than {MAX_STEPS:,} steps need "
+            f"(a schedule holds at most {MAX_STEPS:,} steps)"
+        )
     try:
         data = json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError as exc:
         raise ScheduleError(f"{path}: not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except RecursionError:
-        raise ScheduleError(f"{path}: not a schedule: arrays and objects nested more than {_MAX_DEPTH} "
-                            f"deep{_too_deep(text)}") from None
+        raise ScheduleError(
+            f"{path}: not a schedule: arrays and objects nested more than {_MAX_DEPTH} deep{_too_deep(text)}"
+        ) from None
     try:
         return Schedule.from_json(data)
     except ScheduleError as exc:

@@ -6,6 +6,7 @@ campaigns) drives the implementation through ``SystemUnderTest`` only. Two imple
 that speaks the driver protocol of docs/sut-protocol.md on its stdin/stdout or on TCP;
 ``sut_spec`` names the one a run is given.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -9,6 +9,7 @@ process is killed), ``malformed`` (an answer that is not one JSON object of the 
 or ``error`` (it refused a request it must take). After a failure the process is stopped, and the
 next ``reset`` starts a new one.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,10 +22,9 @@ import subprocess
 import tempfile
 import time
 
-from isrcheck.model.alphabet import STEPS, shown
-
 from isrcheck.conformance.core import sut_state
 from isrcheck.conformance.core.sut import ImplFailure, SutFailure, SystemUnderTest
+from isrcheck.model.alphabet import STEPS, shown
 
 VERSIONS = [1]
 _MAX_LINE = 64 * 1024 * 1024  # an answer longer than this is not the protocol's
@@ -61,7 +61,7 @@ class DriverSut(SystemUnderTest):
     def _start(self) -> None:
         self._buffer = b""
         if self.spec.startswith("tcp://"):
-            host, _, port = self.spec[len("tcp://"):].rpartition(":")
+            host, _, port = self.spec[len("tcp://") :].rpartition(":")
             try:
                 self._sock = socket.create_connection((host, int(port)), timeout=self.timeout_s)
             except (OSError, ValueError) as exc:
@@ -77,8 +77,9 @@ class DriverSut(SystemUnderTest):
                 raise SutFailure("crash", "empty command")
             self._stderr = tempfile.TemporaryFile()
             try:
-                self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                              stderr=self._stderr, bufsize=0)
+                self._proc = subprocess.Popen(
+                    argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0
+                )
             except OSError as exc:
                 raise SutFailure("crash", f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
             self._fd_in, self._fd_out = self._proc.stdout.fileno(), self._proc.stdin.fileno()
@@ -138,18 +139,19 @@ class DriverSut(SystemUnderTest):
         try:
             view = memoryview(line)
             while view:
-                view = view[os.write(self._fd_out, view):]
+                view = view[os.write(self._fd_out, view) :]
         except OSError as exc:
             raise self._failure("crash", f"cannot send {request['op']}: {exc.strerror or exc}") from None
         answer = self._read_line(request["op"], self.timeout_s if timeout_s is None else timeout_s)
         try:
             doc = json.loads(answer)
         except ValueError as exc:
-            raise self._failure("malformed", f"{request['op']}: the answer is not JSON ({exc}): "
-                                             f"{shown(answer.decode(errors='replace'))}") from None
+            raise self._failure(
+                "malformed",
+                f"{request['op']}: the answer is not JSON ({exc}): {shown(answer.decode(errors='replace'))}",
+            ) from None
         if type(doc) is not dict or type(doc.get("ok")) is not bool:
-            raise self._failure("malformed", f'{request["op"]}: the answer is not an object with "ok": '
-                                             f"{shown(doc)}")
+            raise self._failure("malformed", f'{request["op"]}: the answer is not an object with "ok": {shown(doc)}')
         if not doc["ok"]:
             code, message = doc.get("error"), doc.get("message")
             if code == "internal":
@@ -162,7 +164,7 @@ class DriverSut(SystemUnderTest):
         while True:
             end = self._buffer.find(b"\n")
             if end >= 0:
-                line, self._buffer = self._buffer[:end], self._buffer[end + 1:]
+                line, self._buffer = self._buffer[:end], self._buffer[end + 1 :]
                 return line
             if len(self._buffer) > _MAX_LINE:
                 raise self._failure("malformed", f"{op}: an answer longer than {_MAX_LINE} bytes")

@@ -8,14 +8,15 @@ Python process and kept in ``_STARTED``, a cache of started processes (not a cho
 ever gets the process of the spec it was given). A command run keeps one for all its schedules,
 and a Spark worker one for every task it runs; each run starts with a ``reset``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from isrcheck.conformance.core.adapter import ImplSide
-from isrcheck.conformance.vocabulary import SECONDS, UsageError
 from isrcheck.conformance.core.sut import SutFailure, SystemUnderTest
 from isrcheck.conformance.core.sut_driver import DriverSut
+from isrcheck.conformance.vocabulary import SECONDS, UsageError
 
 
 @dataclass(frozen=True)
@@ -57,12 +58,21 @@ def open_sut(sut: SutSpec | SystemUnderTest | None) -> SystemUnderTest:
 
 def add_arguments(parser) -> None:
     """``--sut`` and ``--sut-timeout``, for every command that runs schedules."""
-    parser.add_argument("--sut", metavar="COMMAND", default=None,
-                        help='run the implementation under test as this command (e.g. "python -m '
-                             'isrcheck.impl.sut"), or connect to tcp://HOST:PORT, speaking the driver '
-                             "protocol of docs/sut-protocol.md (default: the in-process simulation)")
-    parser.add_argument("--sut-timeout", type=SECONDS, default=10.0, metavar="SECONDS",
-                        help=f"how long to wait for each answer of --sut (default 10; {SECONDS.describe()})")
+    parser.add_argument(
+        "--sut",
+        metavar="COMMAND",
+        default=None,
+        help='run the implementation under test as this command (e.g. "python -m '
+        'isrcheck.impl.sut"), or connect to tcp://HOST:PORT, speaking the driver '
+        "protocol of docs/sut-protocol.md (default: the in-process simulation)",
+    )
+    parser.add_argument(
+        "--sut-timeout",
+        type=SECONDS,
+        default=10.0,
+        metavar="SECONDS",
+        help=f"how long to wait for each answer of --sut (default 10; {SECONDS.describe()})",
+    )
 
 
 def from_arguments(args) -> SutSpec | None:

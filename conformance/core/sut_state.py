@@ -3,13 +3,13 @@ model State, checked field by field: a report that is not of the protocol's form
 ``SutFailure("malformed", ...)`` naming the place (``state.replicas[1].hw: expected an integer``),
 never a divergence.
 """
-from __future__ import annotations
 
-from isrcheck.model import Controller, Replica
-from isrcheck.model.alphabet import MESSAGE_KINDS, shown
+from __future__ import annotations
 
 from isrcheck.conformance.core.abstraction import MESSAGE_TYPES, entries, message, with_model_epochs
 from isrcheck.conformance.core.sut import SutFailure
+from isrcheck.model import Controller, Replica
+from isrcheck.model.alphabet import MESSAGE_KINDS, shown
 
 
 def _int(v, where):
@@ -48,8 +48,11 @@ def _optional_ints(v, where):
 
 def _rows(width: int):
     def check(v, where):
-        return tuple(tuple(_int(x, f"{where}[{k}][{j}]") for j, x in enumerate(_list(row, f"{where}[{k}]", width)))
-                     for k, row in enumerate(_list(v, where)))
+        return tuple(
+            tuple(_int(x, f"{where}[{k}][{j}]") for j, x in enumerate(_list(row, f"{where}[{k}]", width)))
+            for k, row in enumerate(_list(v, where))
+        )
+
     return check
 
 
@@ -59,24 +62,70 @@ _ENTRIES = _rows(4)  # [offset, leader epoch, record, base offset]
 def _lists_of_ints(v, where):
     return tuple(_ints(row, f"{where}[{k}]") for k, row in enumerate(_list(v, where)))
 
+
 # every field of each object of the report, with its check (docs/sut-protocol.md)
 SCHEMA = {
     "replica": {
-        "alive": _bool, "log": _ENTRIES, "durable": _int, "hw": _int, "hw_checkpoint": _int, "leader": _int,
-        "leader_epoch": _int, "isr": _ints, "partition_epoch": _int, "epoch_start_offset": _int,
-        "remote_leo": _ints, "last_caught_up": _ints, "pending_isr": _optional_ints,
-        "pending_produces": _rows(4), "truncating_epoch": _int, "power_lost": _bool,
-        "broker_epoch": _int, "remote_broker_epoch": _ints, "pending_epochs": _ints, "unclean_shutdown": _bool},
-    "controller": {"leader": _int, "leader_epoch": _int, "isr": _ints, "partition_epoch": _int, "fenced": _ints,
-                   "broker_epochs": _ints, "elr": _ints, "last_known_leader": _int, "registrations": _lists_of_ints},
-    "fetch_request": {"leader": _int, "leader_epoch": _int, "fetch_offset": _int, "last_fetched_epoch": _int,
-                      "query_epoch": _int, "max_batches": _int, "broker_epoch": _int},
-    "fetch_response": {"leader": _int, "leader_epoch": _int, "error": _str, "kind": _str, "records": _ENTRIES,
-                       "leader_hw": _int, "epoch": _int, "end_offset": _int},
+        "alive": _bool,
+        "log": _ENTRIES,
+        "durable": _int,
+        "hw": _int,
+        "hw_checkpoint": _int,
+        "leader": _int,
+        "leader_epoch": _int,
+        "isr": _ints,
+        "partition_epoch": _int,
+        "epoch_start_offset": _int,
+        "remote_leo": _ints,
+        "last_caught_up": _ints,
+        "pending_isr": _optional_ints,
+        "pending_produces": _rows(4),
+        "truncating_epoch": _int,
+        "power_lost": _bool,
+        "broker_epoch": _int,
+        "remote_broker_epoch": _ints,
+        "pending_epochs": _ints,
+        "unclean_shutdown": _bool,
+    },
+    "controller": {
+        "leader": _int,
+        "leader_epoch": _int,
+        "isr": _ints,
+        "partition_epoch": _int,
+        "fenced": _ints,
+        "broker_epochs": _ints,
+        "elr": _ints,
+        "last_known_leader": _int,
+        "registrations": _lists_of_ints,
+    },
+    "fetch_request": {
+        "leader": _int,
+        "leader_epoch": _int,
+        "fetch_offset": _int,
+        "last_fetched_epoch": _int,
+        "query_epoch": _int,
+        "max_batches": _int,
+        "broker_epoch": _int,
+    },
+    "fetch_response": {
+        "leader": _int,
+        "leader_epoch": _int,
+        "error": _str,
+        "kind": _str,
+        "records": _ENTRIES,
+        "leader_hw": _int,
+        "epoch": _int,
+        "end_offset": _int,
+    },
     "leader_and_isr": {"leader": _int, "leader_epoch": _int, "isr": _ints, "partition_epoch": _int},
     "alter_partition": {"leader_epoch": _int, "partition_epoch": _int, "isr": _ints, "broker_epochs": _ints},
-    "alter_partition_response": {"error": _str, "leader_epoch": _int, "isr": _ints, "partition_epoch": _int,
-                                 "request_leader_epoch": _int},
+    "alter_partition_response": {
+        "error": _str,
+        "leader_epoch": _int,
+        "isr": _ints,
+        "partition_epoch": _int,
+        "request_leader_epoch": _int,
+    },
 }
 # fields an object may leave out, with the value that means (a damaged batch is rare: -1 none)
 OPTIONAL = {"replica": {"bad_batch": -1}, "fetch_response": {"bad_batch": -1}}
@@ -116,20 +165,28 @@ def system_state(doc, replicas: int, protocol: str) -> tuple:
     fields = _object("controller", state["controller"], "state.controller")
     registrations = fields.pop("registrations")
     controller = Controller(**fields)
-    if len(registrations) != replicas or any(e >= 0 and e not in given
-                                             for e, given in zip(controller.broker_epochs, registrations)):
-        raise SutFailure("malformed", "state.controller.registrations: expected one list per broker holding "
-                                      "its broker_epochs entry")
+    if len(registrations) != replicas or any(
+        e >= 0 and e not in given for e, given in zip(controller.broker_epochs, registrations)
+    ):
+        raise SutFailure(
+            "malformed", "state.controller.registrations: expected one list per broker holding its broker_epochs entry"
+        )
     messages = _object_of(state["messages"], "state.messages", tuple(MESSAGE_KINDS))
     queues = []
     for kind in MESSAGE_KINDS:
         where = f"state.messages.{kind}"
-        queues.append(tuple(
-            tuple(message(kind, _object(kind, m, f"{where}[{r}][{j}]"))
-                  for j, m in enumerate(_list(q, f"{where}[{r}]")))
-            for r, q in enumerate(_list(messages[kind], where, replicas))))
-    return with_model_epochs((tuple(out), controller, *queues, _int(state["now"], "state.now")),
-                             registrations, protocol)
+        queues.append(
+            tuple(
+                tuple(
+                    message(kind, _object(kind, m, f"{where}[{r}][{j}]"))
+                    for j, m in enumerate(_list(q, f"{where}[{r}]"))
+                )
+                for r, q in enumerate(_list(messages[kind], where, replicas))
+            )
+        )
+    return with_model_epochs(
+        (tuple(out), controller, *queues, _int(state["now"], "state.now")), registrations, protocol
+    )
 
 
 def _object_of(v, where: str, names: tuple) -> dict:
@@ -146,8 +203,15 @@ def _object_of(v, where: str, names: tuple) -> dict:
 
 # the client outputs of docs/steps.md, by type
 OUTPUTS = {
-    "produce": {"type": _str, "replica": _int, "record": _int, "records": _int, "acks": _int, "error": _str,
-                "offset": _int},
+    "produce": {
+        "type": _str,
+        "replica": _int,
+        "record": _int,
+        "records": _int,
+        "acks": _int,
+        "error": _str,
+        "offset": _int,
+    },
     "consume": {"type": _str, "replica": _int, "error": _str, "hw": _int, "records": _rows(2)},
 }
 

@@ -1,4 +1,5 @@
 """Verdicts: what one run of a schedule concluded, in a form both humans and Parquet rows take."""
+
 from __future__ import annotations
 
 import builtins

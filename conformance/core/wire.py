@@ -4,6 +4,7 @@ Fetch v0 (before KIP-320) has no lastFetchedEpoch; OffsetsForLeaderEpoch v0 (KIP
 end offset only. The implementation cannot show what its wire does not carry, so the runner
 compares the model's state in this view (identity under kip-320).
 """
+
 from __future__ import annotations
 
 from isrcheck.impl.replication.protocol import VARIANTS
@@ -24,8 +25,7 @@ def wire_view(state: State, protocol: str) -> State:
     responses = state.fetch_responses
     if variant.offsets_for_leader_epoch_version == 0 and any(m.kind == "epoch_end" for q in responses for m in q):
         # OffsetsForLeaderEpoch v0 answers an end offset only
-        responses = tuple(tuple(m._replace(epoch=-1) if m.kind == "epoch_end" else m for m in q)
-                          for q in responses)
+        responses = tuple(tuple(m._replace(epoch=-1) if m.kind == "epoch_end" else m for m in q) for q in responses)
     if requests is state.fetch_requests and responses is state.fetch_responses:
         return state
     return state._replace(fetch_requests=requests, fetch_responses=responses)

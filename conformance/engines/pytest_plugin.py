@@ -9,6 +9,7 @@ apart by it) gives one failing item, ``invalid``, naming why. None is skipped. A
 step, the violated property in words or the model/implementation diff, and the command that
 replays it. Items are plain functions of their file, so ``-n auto`` (pytest-xdist) works.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,10 +19,15 @@ import pytest
 
 def pytest_addoption(parser) -> None:
     group = parser.getgroup("isrcheck")
-    group.addoption("--isrcheck", action="store_true", default=False,
-                    help="collect isrcheck schedule files (*.json) as tests with their expected verdicts")
-    parser.addini("isrcheck_corpus", type="paths", default=[],
-                  help="folders whose isrcheck schedule files are collected as tests")
+    group.addoption(
+        "--isrcheck",
+        action="store_true",
+        default=False,
+        help="collect isrcheck schedule files (*.json) as tests with their expected verdicts",
+    )
+    parser.addini(
+        "isrcheck_corpus", type="paths", default=[], help="folders whose isrcheck schedule files are collected as tests"
+    )
 
 
 def _wanted(file_path: Path, config) -> bool:

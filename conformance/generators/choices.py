@@ -4,6 +4,7 @@ the same steps, on any machine); the Hypothesis strategies and state machine wit
 ``draw`` (``DrawnChoices``), so Hypothesis shrinks what they drew. Its own module, so that the loop
 and the swarm, which both choose, need not import each other.
 """
+
 from __future__ import annotations
 
 import random

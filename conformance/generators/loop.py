@@ -7,24 +7,25 @@ often than they replicate), then which step of that kind. Random walks choose wi
 ``random.Random`` (``choices.SeededChoices``); the Hypothesis strategies and state machine with
 Hypothesis's ``draw`` (``choices.DrawnChoices``), so Hypothesis shrinks what they drew.
 """
-from __future__ import annotations
 
-from isrcheck.model.budget import FaultBudget
-from isrcheck.model.alphabet import Step, is_disk_fault
+from __future__ import annotations
 
 from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.conformance.generators.choices import Choices
 from isrcheck.conformance.generators.profiles import FaultProfile
 from isrcheck.conformance.generators.refusals import RefusalQuota, by_kind, lineage_refused, refused_steps
 from isrcheck.conformance.generators.swarm import LINEAGE, Swarm
+from isrcheck.model.alphabet import Step, is_disk_fault
+from isrcheck.model.budget import FaultBudget
 
 
 class StepGenerator:
     """One generated run: proposes each next step (``propose``) and takes it in lockstep
     (``take``), keeping the refusal quota and the fault budget's accounting."""
 
-    def __init__(self, run: Lockstep, profile: FaultProfile, choices: Choices, refusals: float,
-                 swarm: Swarm | None = None) -> None:
+    def __init__(
+        self, run: Lockstep, profile: FaultProfile, choices: Choices, refusals: float, swarm: Swarm | None = None
+    ) -> None:
         self.run, self.profile, self.choices, self.swarm = run, profile, choices, swarm
         self.quota = RefusalQuota(refusals)
         self.budget = FaultBudget(run.cfg, run.protocol, profile.spare_known_gaps) if profile.within_budget else None
@@ -73,8 +74,9 @@ class StepGenerator:
                 quota.count(True)
                 return choices.one_of(lineage, "refused by the variant's own rules"), True
         if quota.rate and choices.refusal_due(quota):
-            refused = by_kind(refused_steps(self.run.cfg.replicas, self.run.state, self.run.enabled_steps(),
-                                            self.profile.disk_faults))
+            refused = by_kind(
+                refused_steps(self.run.cfg.replicas, self.run.state, self.run.enabled_steps(), self.profile.disk_faults)
+            )
             if refused:
                 quota.count(True)
                 if self.swarm is not None:
@@ -91,8 +93,9 @@ class StepGenerator:
             # a kind weighs as much as its steps on average: a slow broker's only pending
             # delivery is as rare as it is among others'
             weights = {n: [swarm.weight(o, self.run.state) for o in by_name[n]] for n in names}
-            name = choices.weighted(names, [swarm.weights[n] * sum(weights[n]) / len(weights[n]) for n in names],
-                                    "step kind")
+            name = choices.weighted(
+                names, [swarm.weights[n] * sum(weights[n]) / len(weights[n]) for n in names], "step kind"
+            )
             return choices.weighted(by_name[name], weights[name], "step"), False
         name = choices.weighted(names, [self.profile.weights[n] for n in names], "step kind")
         options = by_name[name]

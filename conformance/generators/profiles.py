@@ -1,14 +1,14 @@
 """Fault profiles: how a generator weighs the step kinds and crash kinds, the config it starts
 from, and whether it keeps to the fault budget (``isrcheck.model.budget.FaultBudget``)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping
 
-from isrcheck.model.alphabet import CRASH_KINDS, STEPS
-
 from isrcheck.conformance.core.schedule import ScheduleError
+from isrcheck.model.alphabet import CRASH_KINDS, STEPS
 
 # every kind at the alphabet's weight (StepKind.weight: the fault kinds at 0, profiles add them)
 _BASE_WEIGHTS = {name: kind.weight for name, kind in STEPS.items()}
@@ -36,8 +36,15 @@ class FaultProfile:
         unknown = sorted(set(weights) - set(STEPS))
         if unknown:
             raise ValueError(f"unknown step name(s) {', '.join(unknown)}")
-        return FaultProfile(self.name, _frozen({**self.weights, **weights}), self.crash_kinds,
-                            self.within_budget, self.config, self.spare_known_gaps, self.disk_faults)
+        return FaultProfile(
+            self.name,
+            _frozen({**self.weights, **weights}),
+            self.crash_kinds,
+            self.within_budget,
+            self.config,
+            self.spare_known_gaps,
+            self.disk_faults,
+        )
 
 
 FAULT_PROFILES: dict[str, FaultProfile] = {
@@ -45,35 +52,70 @@ FAULT_PROFILES: dict[str, FaultProfile] = {
     "none": FaultProfile("none", _frozen({**_BASE_WEIGHTS, "fence": 0.0, "rejoin": 0.0})),
     # every fault class of the alphabet with no guard: power losses and lost disks of ISR members,
     # fast bounces after them, zombies, leader moves, partial fetches, lost messages, HW
-    # checkpoints, torn tails with garbage, corruptions at rest (also under live brokers) and failing disks; only each property's own fault budget applies (``Property.budget``): a property
+    # checkpoints, torn tails with garbage, corruptions at rest (also under live brokers) and failing disks; only
+    # each property's own fault budget applies (``Property.budget``): a property
     # that breaks outside it is reported as such, not as a violation. Unclean election stays off
     # (a config, not a fault). Power and disk losses are rarer than in ``classic`` so that most
     # schedules stay within the budget of acknowledged writes (at most min ISR - 1 brokers lose data)
     "all": FaultProfile(
-        "all", _frozen({**_BASE_WEIGHTS, "crash": 0.4, "drop": 0.6, "lose_disk": 0.2, "corrupt": 0.3,
-                        "fail_disk": 0.15, "corrupt_live": 0.15}),
-        _frozen({"clean": 1.0, "process": 1.0, "power": 0.5}), within_budget=False,
-        config=_frozen({"request_timeout_ticks": 6}), spare_known_gaps=False, disk_faults=True),
+        "all",
+        _frozen(
+            {
+                **_BASE_WEIGHTS,
+                "crash": 0.4,
+                "drop": 0.6,
+                "lose_disk": 0.2,
+                "corrupt": 0.3,
+                "fail_disk": 0.15,
+                "corrupt_live": 0.15,
+            }
+        ),
+        _frozen({"clean": 1.0, "process": 1.0, "power": 0.5}),
+        within_budget=False,
+        config=_frozen({"request_timeout_ticks": 6}),
+        spare_known_gaps=False,
+        disk_faults=True,
+    ),
     # the default before every fault class was: crashes of each kind (partial and torn power losses
     # too), fast bounces, zombies, lost disks, message loss and leader changes, kept within the fault
     # budget (no corruption nor failing disk, no power loss of ISR members): it misses bugs ``all`` finds
     "classic": FaultProfile(
-        "classic", _frozen({**_BASE_WEIGHTS, "crash": 0.4, "drop": 0.6, "lose_disk": 0.6}),
-        config=_frozen({"request_timeout_ticks": 6})),
+        "classic",
+        _frozen({**_BASE_WEIGHTS, "crash": 0.4, "drop": 0.6, "lose_disk": 0.6}),
+        config=_frozen({"request_timeout_ticks": 6}),
+    ),
     # disks that fail as disks do, within the fault budget: the classic profile's faults plus
     # power losses with torn tails of garbage, batches corrupted at rest (on a down broker, or
     # under a live one, found by a read), failing writes, fsyncs and reads (the log directory goes
     # offline); flushes often, so there is something durable to corrupt and something unflushed to lose
     "disk": FaultProfile(
-        "disk", _frozen({**_BASE_WEIGHTS, "crash": 0.4, "drop": 0.6, "lose_disk": 0.2, "flush": 1.0,
-                         "corrupt": 2.0, "fail_disk": 1.0, "corrupt_live": 1.0}),
-        _frozen({"clean": 0.5, "process": 0.5, "power": 1.0}), within_budget=False,
-        config=_frozen({"request_timeout_ticks": 6}), spare_known_gaps=False, disk_faults=True),
+        "disk",
+        _frozen(
+            {
+                **_BASE_WEIGHTS,
+                "crash": 0.4,
+                "drop": 0.6,
+                "lose_disk": 0.2,
+                "flush": 1.0,
+                "corrupt": 2.0,
+                "fail_disk": 1.0,
+                "corrupt_live": 1.0,
+            }
+        ),
+        _frozen({"clean": 0.5, "process": 0.5, "power": 1.0}),
+        within_budget=False,
+        config=_frozen({"request_timeout_ticks": 6}),
+        spare_known_gaps=False,
+        disk_faults=True,
+    ),
     # beyond the budget: frequent power loss, unclean election enabled
     "heavy": FaultProfile(
-        "heavy", _frozen({**_BASE_WEIGHTS, "crash": 1.0, "drop": 1.5, "flush": 0.2, "lose_disk": 0.6}),
-        _frozen({"clean": 0.5, "process": 1.0, "power": 2.0}), within_budget=False,
-        config=_frozen({"request_timeout_ticks": 6, "unclean_leader_election_enable": True})),
+        "heavy",
+        _frozen({**_BASE_WEIGHTS, "crash": 1.0, "drop": 1.5, "flush": 0.2, "lose_disk": 0.6}),
+        _frozen({"clean": 0.5, "process": 1.0, "power": 2.0}),
+        within_budget=False,
+        config=_frozen({"request_timeout_ticks": 6, "unclean_leader_election_enable": True}),
+    ),
 }
 
 # what runs when no profile is named: every fault class, as ``all`` (the fault budgets judge what

@@ -10,16 +10,16 @@ divergence at that step, which the shrinker then minimises like any other.
 whenever the refused proposals so far fall below ``floor(rate * steps)``, so at least that share
 of a generator's steps are refused ones whatever the random draws.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
 
+from isrcheck.conformance.vocabulary import Number
 from isrcheck.model import enabled
 from isrcheck.model.alphabet import Step, every_step, is_disk_fault
 from isrcheck.model.protocols import PROTOCOLS
-
-from isrcheck.conformance.vocabulary import Number
 
 DEFAULT_REFUSALS = 0.1  # share of proposed steps that the model refuses
 REFUSALS = Number(float, 0.0, 1.0, "shares")

@@ -7,16 +7,16 @@ and restart; every step of one kind); removal of pairs of distant steps; one-par
 simplification. The runner is a parameter, so the shrinker works for the lockstep runner, the
 model alone, or a monkeypatched implementation in a test.
 """
+
 from __future__ import annotations
 
 import time
 from functools import partial
 from typing import Callable
 
-from isrcheck.model.alphabet import CRASH_KINDS, STEPS, is_step
-
 from isrcheck.conformance.core.schedule import Schedule
 from isrcheck.conformance.core.verdict import Verdict
+from isrcheck.model.alphabet import CRASH_KINDS, STEPS, is_step
 
 Runner = Callable[[Schedule], Verdict]
 
@@ -41,8 +41,14 @@ class _Budget:
 class _Search:
     """Runs candidates, remembering the best (shortest, then simplest) that keeps the failure."""
 
-    def __init__(self, schedule: Schedule, verdict: Verdict, run: Runner, budget: _Budget,
-                 accept: Callable[[Schedule], bool] | None) -> None:
+    def __init__(
+        self,
+        schedule: Schedule,
+        verdict: Verdict,
+        run: Runner,
+        budget: _Budget,
+        accept: Callable[[Schedule], bool] | None,
+    ) -> None:
         self.schedule, self.verdict, self.run, self.budget = schedule, verdict, run, budget
         self.accept = accept
         self.seen: dict[tuple, Verdict | None] = {}
@@ -72,7 +78,7 @@ class _Search:
             removed = False
             for start in range(len(steps) - chunk, -1, -chunk):
                 # Back to front: late steps usually depend on early ones, not the other way round.
-                candidate = steps[:start] + steps[start + chunk:]
+                candidate = steps[:start] + steps[start + chunk :]
                 if self.test(candidate) is not None:
                     steps, removed = candidate, True
                     n = max(n - 1, 2)
@@ -88,6 +94,7 @@ class _Search:
     def remove_groups(self, steps: list[dict]) -> list[dict]:
         """Remove related steps together: a broker's crash/fence/restart story, everything about
         one broker, every step of one kind (all ticks), every step of one kind for one broker."""
+
         def groups(steps):
             keys: dict[tuple, list[int]] = {}
             for i, st in enumerate(steps):
@@ -124,7 +131,7 @@ class _Search:
             for i in range(j - 1, -1, -1):
                 if not self.budget.left():
                     return steps
-                candidate = steps[:i] + steps[i + 1:j] + steps[j + 1:]
+                candidate = steps[:i] + steps[i + 1 : j] + steps[j + 1 :]
                 if self.test(candidate) is not None:
                     steps = candidate
                     j = min(j - 1, len(steps))  # j-1 is the old j's successor shifted by two
@@ -143,7 +150,7 @@ class _Search:
                     simpler = {**steps[i], key: value}
                     if not is_step(simpler):  # e.g. a milder crash that keeps a power loss's fields
                         continue
-                    candidate = steps[:i] + [simpler] + steps[i + 1:]
+                    candidate = steps[:i] + [simpler] + steps[i + 1 :]
                     if self.test(candidate) is not None:
                         steps = candidate
                         break
@@ -159,9 +166,14 @@ class _Search:
         return list(order[: order.index(value)])
 
 
-def shrink(schedule: Schedule, verdict: Verdict, time_budget_s: float = 10.0,
-           run: Runner | None = None, accept: Callable[[Schedule], bool] | None = None,
-           sut=None) -> tuple[Schedule, Verdict]:
+def shrink(
+    schedule: Schedule,
+    verdict: Verdict,
+    time_budget_s: float = 10.0,
+    run: Runner | None = None,
+    accept: Callable[[Schedule], bool] | None = None,
+    sut=None,
+) -> tuple[Schedule, Verdict]:
     """The smallest schedule found within the time budget that fails like ``verdict``; a passing
     or invalid verdict is returned unchanged (there is nothing to preserve). ``accept`` rejects
     candidates before they run (e.g. ``walk.within_budget``, to stay inside a fault budget).
@@ -172,6 +184,7 @@ def shrink(schedule: Schedule, verdict: Verdict, time_budget_s: float = 10.0,
     budget = _Budget(time_budget_s)
     if run is None:
         from isrcheck.conformance.core.lockstep import run_schedule
+
         run = partial(run_schedule, sut=sut)
         if verdict.kind == "violation":
             # A violation fails on both sides: shrink on the model alone (several times faster),
@@ -203,6 +216,7 @@ def _shrink(schedule, verdict, run, budget, accept, original=None):
     final = search.schedule
     note = f"shrunk from {len(original.steps)} to {len(final.steps)} steps"
     base = original.description.split("; shrunk from")[0] if original.description else None
-    described = Schedule(final.protocol, final.config, final.steps, final.expected, final.name,
-                         f"{base}; {note}" if base else note)
+    described = Schedule(
+        final.protocol, final.config, final.steps, final.expected, final.name, f"{base}; {note}" if base else note
+    )
     return described, search.verdict

@@ -15,12 +15,11 @@ machine take their steps from the generator loop (``loop.StepGenerator``) that r
 with Hypothesis's draws: a share ``refusals`` of the steps are among those the model refuses (at
 least ``floor(refusals * steps)``): the implementation must refuse them too.
 """
+
 from __future__ import annotations
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-
-from isrcheck.model.alphabet import FIELDS, MAX_REPLICAS, STEPS, is_step
 
 from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.conformance.core.schedule import PROTOCOLS, Schedule, ScheduleConfig, load_config
@@ -29,6 +28,7 @@ from isrcheck.conformance.generators.loop import StepGenerator
 from isrcheck.conformance.generators.profiles import profile_of
 from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS, RefusalQuota
 from isrcheck.conformance.generators.swarm import draw_swarm
+from isrcheck.model.alphabet import FIELDS, MAX_REPLICAS, STEPS, is_step
 
 
 def _field_values(name: str, replicas: int) -> st.SearchStrategy:
@@ -46,41 +46,54 @@ def _field_values(name: str, replicas: int) -> st.SearchStrategy:
 
 def step_dicts(replicas: int = 3) -> st.SearchStrategy[dict]:
     """Any step of the alphabet with valid fields for ``replicas`` brokers."""
+
     def one(name: str) -> st.SearchStrategy[dict]:
         fields = {f: _field_values(f, replicas) for f in STEPS[name].fields}
         return st.fixed_dictionaries({"step": st.just(name), **fields}).filter(is_step)
+
     return st.one_of([one(name) for name in STEPS])
 
 
 def configs(replicas: st.SearchStrategy[int] = st.integers(1, MAX_REPLICAS)) -> st.SearchStrategy[ScheduleConfig]:
     """Cluster configs over the whole valid range."""
+
     @st.composite
     def build(draw):
         n = draw(replicas)
         return ScheduleConfig(
-            replicas=n, min_insync_replicas=draw(st.integers(1, n)),
+            replicas=n,
+            min_insync_replicas=draw(st.integers(1, n)),
             unclean_leader_election_enable=draw(st.booleans()),
             replica_lag_time_max_ticks=draw(st.integers(0, 4)),
             request_timeout_ticks=draw(st.integers(0, 8)),
-            flush_messages=draw(st.none() | st.integers(1, 3)))
+            flush_messages=draw(st.none() | st.integers(1, 3)),
+        )
+
     return build()
 
 
-def schedules(protocol: str | None = None, config: ScheduleConfig | None = None,
-              max_steps: int = 60) -> st.SearchStrategy[Schedule]:
+def schedules(
+    protocol: str | None = None, config: ScheduleConfig | None = None, max_steps: int = 60
+) -> st.SearchStrategy[Schedule]:
     """Schedules of arbitrary (mostly refused) steps; good for refusal conformance."""
+
     @st.composite
     def build(draw):
         proto = protocol or draw(st.sampled_from(PROTOCOLS))
         cfg = config or draw(configs())
         steps = draw(st.lists(step_dicts(cfg.replicas), max_size=max_steps))
         return Schedule.from_json(Schedule(proto, cfg, tuple(steps)).to_json())
+
     return build()
 
 
-def enabled_schedules(protocol: str = "kip-320", config: ScheduleConfig | None = None,
-                      max_steps: int = 60, faults="default",
-                      refusals: float = DEFAULT_REFUSALS) -> st.SearchStrategy[Schedule]:
+def enabled_schedules(
+    protocol: str = "kip-320",
+    config: ScheduleConfig | None = None,
+    max_steps: int = 60,
+    faults="default",
+    refusals: float = DEFAULT_REFUSALS,
+) -> st.SearchStrategy[Schedule]:
     """Schedules whose every step is enabled in the model when taken (within the profile's
     fault budget), but for a share ``refusals`` of refused ones; drawn step by step on the model
     alone."""
@@ -93,6 +106,7 @@ def enabled_schedules(protocol: str = "kip-320", config: ScheduleConfig | None =
         generator = StepGenerator(Lockstep(protocol, cfg, impl=False), profile, DrawnChoices(draw), refusals)
         generator.walk(draw(st.integers(0, max_steps)))
         return Schedule(protocol, cfg, tuple(generator.taken))
+
     return build()
 
 
@@ -158,9 +172,11 @@ class LockstepMachine(RuleBasedStateMachine):
         """A run that can go on has a step to take: else the profile or its budget left none."""
         if self.run.outcome is None and not self.runnable():
             enabled = ", ".join(dict.fromkeys(s.name for s in self.run.enabled_steps())) or "none"
-            raise AssertionError(f"no step can be taken: the model enables {enabled}, and fault profile "
-                                 f"{self.profile.name!r} weighs every one of them 0 or keeps it out of its "
-                                 f"budget\nschedule:\n{self._schedule().dumps()}")
+            raise AssertionError(
+                f"no step can be taken: the model enables {enabled}, and fault profile "
+                f"{self.profile.name!r} weighs every one of them 0 or keeps it out of its "
+                f"budget\nschedule:\n{self._schedule().dumps()}"
+            )
 
     @invariant()
     def agrees_and_holds(self) -> None:
@@ -180,9 +196,15 @@ class LockstepMachine(RuleBasedStateMachine):
             raise AssertionError(f"{verdict.summary()}\n{verdict.diff}\nschedule:\n{self._schedule().dumps()}")
 
 
-def lockstep_machine(protocol: str = "kip-320", config: dict | ScheduleConfig | None = None,
-                     faults="default", impl: bool = True,
-                     refusals: float = DEFAULT_REFUSALS, sut=None, swarm: bool = True) -> type[LockstepMachine]:
+def lockstep_machine(
+    protocol: str = "kip-320",
+    config: dict | ScheduleConfig | None = None,
+    faults="default",
+    impl: bool = True,
+    refusals: float = DEFAULT_REFUSALS,
+    sut=None,
+    swarm: bool = True,
+) -> type[LockstepMachine]:
     """A LockstepMachine subclass for one protocol, config, fault profile and share of refused steps,
     run on ``sut`` (see ``Lockstep``), with swarm testing unless ``swarm`` is False."""
     RefusalQuota(refusals)  # checks the share
@@ -191,5 +213,16 @@ def lockstep_machine(protocol: str = "kip-320", config: dict | ScheduleConfig | 
         config = load_config({**profile.config, **(config or {})})
     Schedule(protocol, config).with_protocol(protocol)  # validates the protocol name
     name = f"Lockstep_{protocol.replace('-', '_')}_{profile.name}"
-    return type(name, (LockstepMachine,), {"protocol": protocol, "config": config, "faults": profile,
-                                           "impl": impl, "refusals": refusals, "sut": sut, "swarm": swarm})
+    return type(
+        name,
+        (LockstepMachine,),
+        {
+            "protocol": protocol,
+            "config": config,
+            "faults": profile,
+            "impl": impl,
+            "refusals": refusals,
+            "sut": sut,
+            "swarm": swarm,
+        },
+    )

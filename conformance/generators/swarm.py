@@ -34,25 +34,32 @@ leaves no step the profile would take (every broker down and restarts left out, 
 generator takes that step under the profile itself (``loop.StepGenerator``): a swarm narrows what
 a run does, never where it ends.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from isrcheck.model.alphabet import CRASH_KINDS, STEPS, Step
-
 from isrcheck.conformance.generators.choices import SeededChoices
 from isrcheck.conformance.generators.profiles import FaultProfile
+from isrcheck.model.alphabet import CRASH_KINDS, STEPS, Step
 
-CORE = ("produce", "send_fetch", "handle_fetch", "handle_fetch_response", "deliver_leader_and_isr",
-        "handle_alter_partition", "handle_alter_partition_response")
+CORE = (
+    "produce",
+    "send_fetch",
+    "handle_fetch",
+    "handle_fetch_response",
+    "deliver_leader_and_isr",
+    "handle_alter_partition",
+    "handle_alter_partition_response",
+)
 FACTORS = (1.0, 0.25, 0.5, 2.0, 4.0)  # a kind's weight times one of these (the first: as is)
-SLOW = 1 / 16                         # a slow broker's LeaderAndIsr deliveries against another's
+SLOW = 1 / 16  # a slow broker's LeaderAndIsr deliveries against another's
 STEERED = ("leader_faults", "refusal_focus")  # the features drawn after the others (module docstring)
 GUARDED = ("expand_isr", "shrink_isr", "elect", "handle_alter_partition")
 LINEAGE = "lineage"  # a refusal focus on the steps only the variant's own rules refuse
-FOCUS = 16.0                          # the focused kind's refused steps against another kind's
+FOCUS = 16.0  # the focused kind's refused steps against another kind's
 TAKE_AWAY = ("crash", "lose_disk", "fail_disk", "fence")  # the faults leader_faults steers
 
 
@@ -109,16 +116,21 @@ class Swarm:
         steps = refused[name]
         if name != self.refusal_focus:
             return choices.one_of(steps, "refused step")
-        leads = [FOCUS if 0 <= st.replica < len(state.replicas) and state.replicas[st.replica].leader == st.replica
-                 else 1.0 for st in steps]
+        leads = [
+            FOCUS if 0 <= st.replica < len(state.replicas) and state.replicas[st.replica].leader == st.replica else 1.0
+            for st in steps
+        ]
         return choices.weighted(steps, leads, "refused step")
 
     def to_json(self) -> dict:
-        return {"weights": {k: w for k, w in self.weights.items() if w > 0},
-                "crash_kinds": [k for k, w in self.crash_kinds.items() if w > 0],
-                "partial_fetches": self.partial_fetches, "slow": list(self.slow),
-                **({"leader_faults": self.leader_faults} if self.leader_faults else {}),
-                **({"refusal_focus": self.refusal_focus} if self.refusal_focus else {})}
+        return {
+            "weights": {k: w for k, w in self.weights.items() if w > 0},
+            "crash_kinds": [k for k, w in self.crash_kinds.items() if w > 0],
+            "partial_fetches": self.partial_fetches,
+            "slow": list(self.slow),
+            **({"leader_faults": self.leader_faults} if self.leader_faults else {}),
+            **({"refusal_focus": self.refusal_focus} if self.refusal_focus else {}),
+        }
 
 
 def draw_swarm(choices, profile: FaultProfile, replicas: int, steered: bool = False) -> Swarm:
@@ -132,8 +144,10 @@ def draw_swarm(choices, profile: FaultProfile, replicas: int, steered: bool = Fa
             continue
         kept = name in CORE or choices.one_of((True, False), f"swarm: {name}?")
         weights[name] = base * choices.one_of(FACTORS, f"swarm: {name} weight") if kept else 0.0
-    crash = {k: (1.0 if choices.one_of((True, False), f"swarm: crash {k}?") else 0.0) * profile.crash_kinds.get(k, 0.0)
-             for k in CRASH_KINDS}
+    crash = {
+        k: (1.0 if choices.one_of((True, False), f"swarm: crash {k}?") else 0.0) * profile.crash_kinds.get(k, 0.0)
+        for k in CRASH_KINDS
+    }
     if not any(crash.values()):
         crash = dict(profile.crash_kinds)
     partial = choices.one_of((True, False), "swarm: partial fetches?")
@@ -142,8 +156,9 @@ def draw_swarm(choices, profile: FaultProfile, replicas: int, steered: bool = Fa
     if steered and "leader_faults" in STEERED and any(profile.weights.get(k, 0.0) > 0 for k in TAKE_AWAY):
         features["leader_faults"] = choices.weighted((None, "spare", "target"), (2.0, 1.0, 1.0), "swarm: leader faults")
     if steered and "refusal_focus" in STEERED:
-        features["refusal_focus"] = choices.weighted((None, LINEAGE) + GUARDED, (1.0, 6.0) + (0.25,) * len(GUARDED),
-                                                    "swarm: refusal focus")
+        features["refusal_focus"] = choices.weighted(
+            (None, LINEAGE) + GUARDED, (1.0, 6.0) + (0.25,) * len(GUARDED), "swarm: refusal focus"
+        )
     return Swarm(MappingProxyType(weights), MappingProxyType(crash), partial, slow, **features)
 
 

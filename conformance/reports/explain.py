@@ -9,20 +9,20 @@ outputs (``diff.differences``). The finders read the model's State fields that
 ``specs.properties`` lists; a state they cannot read (or a property without a finder) gives the
 property's statement instead, so an explanation never fails a report.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from typing import Callable
 
-from isrcheck.model.alphabet import NONE
-from isrcheck.specs import BY_ID
-
 from isrcheck.conformance.core.diff import common_prefix, differences
 from isrcheck.conformance.core.render import step_text
 from isrcheck.conformance.core.run import Run
 from isrcheck.conformance.core.verdict import DIVERGENCE, PASS, VIOLATION
 from isrcheck.conformance.core.wire import wire_view
+from isrcheck.model.alphabet import NONE
+from isrcheck.specs import BY_ID
 
 
 @dataclass(frozen=True)
@@ -73,11 +73,18 @@ def explain(trace: Run) -> Explanation | None:
     found = found or Explanation(_fallback(run, prop), step)
     if why is None:
         return found
-    return Explanation(f"{found.sentence} This is outside {prop}'s fault budget ({why}): Kafka does not promise "
-                       "it there, so it is no violation.", found.step, found.replica, found.promised, found.cause)
+    return Explanation(
+        f"{found.sentence} This is outside {prop}'s fault budget ({why}): Kafka does not promise "
+        "it there, so it is no violation.",
+        found.step,
+        found.replica,
+        found.promised,
+        found.cause,
+    )
 
 
 # -- the trace as the finders read it -------------------------------------------------------------
+
 
 class _Run:
     """The frames up to the first bad step: the state before and after each step, its outputs."""
@@ -99,7 +106,7 @@ class _Run:
 
     def outputs(self):
         """``(step, output)`` of every answer a client got, in order."""
-        for f in self.frames[:self.bad + 1]:
+        for f in self.frames[: self.bad + 1]:
             for out in f.outputs:
                 yield f.index, out
 
@@ -118,6 +125,7 @@ def _no_witness(run, state):
 
 
 # -- words for logs, records and clients --------------------------------------------------------------
+
 
 def _holds(rep, offset: int, record: int) -> bool:
     return offset < len(rep.log) and rep.log[offset][2] == record
@@ -183,8 +191,14 @@ def _how(run: _Run, i: int, r: int, before, after, who: str) -> tuple[str, int]:
     name = run.frames[i].step.get("step")
     whose = "its" if who == "it" else f"{who}'s"
     if name == "restart" and before.power_lost:  # log recovery cut the log to its fsynced prefix
-        crash = next((k for k in range(i - 1, -1, -1) if run.frames[k].step.get("step") in ("crash", "lose_disk")
-                      and run.frames[k].step.get("replica") == r), None)
+        crash = next(
+            (
+                k
+                for k in range(i - 1, -1, -1)
+                if run.frames[k].step.get("step") in ("crash", "lose_disk") and run.frames[k].step.get("replica") == r
+            ),
+            None,
+        )
         if crash is not None and run.frames[crash].step.get("kind") == "power":
             return f"{who} lost power at step {crash} before it fsynced it", crash
         return f"{who} restarted at step {i} without its unflushed data", i
@@ -198,8 +212,11 @@ def _how(run: _Run, i: int, r: int, before, after, who: str) -> tuple[str, int]:
 
 
 def _held_by(state, offset: int, record: int, but: int) -> str:
-    others = [f"broker {b} ({_status(state, b)})" for b, rep in enumerate(state.replicas)
-              if b != but and _holds(rep, offset, record)]
+    others = [
+        f"broker {b} ({_status(state, b)})"
+        for b, rep in enumerate(state.replicas)
+        if b != but and _holds(rep, offset, record)
+    ]
     if not others:
         return "no broker holds it any more"
     return "it is only on " + " and ".join(others)
@@ -233,8 +250,10 @@ def _leader(run: _Run, state, r: int) -> str:
     if c.leader == r and rep.leader_epoch == c.leader_epoch:
         return f"Broker {r}, {_election(run, r, c.leader_epoch)}"
     now = f"broker {c.leader}" if c.leader >= 0 else "no broker"
-    return (f"Broker {r}, still acting as leader of epoch {rep.leader_epoch} (the controller's leader in "
-            f"epoch {c.leader_epoch} is {now})")
+    return (
+        f"Broker {r}, still acting as leader of epoch {rep.leader_epoch} (the controller's leader in "
+        f"epoch {c.leader_epoch} is {now})"
+    )
 
 
 def _sentence(*parts: str) -> str:
@@ -242,6 +261,7 @@ def _sentence(*parts: str) -> str:
 
 
 # -- witnesses, one per property ----------------------------------------------------------------------
+
 
 def _missing(run: _Run, state, r: int, subject: str, pairs) -> Explanation | None:
     """``subject`` (broker ``r``) lacks the first of ``pairs`` it should hold: what it lacks, what a
@@ -259,8 +279,9 @@ def _missing(run: _Run, state, r: int, subject: str, pairs) -> Explanation | Non
         how, removed = f"; it was lost when {lost[0]}", lost[1]
     else:
         how, removed = f"; broker {r} never held it, and {_held_by(state, o, rec, r)}", None
-    return Explanation(_sentence(subject, ", ", _lacks(rep, o, rec), ", " + told if told else "", how),
-                       run.bad, r, promised, removed)
+    return Explanation(
+        _sentence(subject, ", ", _lacks(rep, o, rec), ", " + told if told else "", how), run.bad, r, promised, removed
+    )
 
 
 def _lost_acked_write(run, state):
@@ -283,8 +304,13 @@ def _elr_completeness(run, state):
     c = state.controller
     for m in c.elr:
         if state.replicas[m].alive:
-            found = _missing(run, state, m, f"Broker {m}, in the controller's ELR {list(c.elr)}",
-                             tuple(state.acked) + tuple(state.consumed))
+            found = _missing(
+                run,
+                state,
+                m,
+                f"Broker {m}, in the controller's ELR {list(c.elr)}",
+                tuple(state.acked) + tuple(state.consumed),
+            )
             if found is not None:
                 return found
     return None
@@ -292,6 +318,7 @@ def _elr_completeness(run, state):
 
 def _isr_gap(own_view: bool):
     """Strong/WeakIsr: a leader's entry below its HW that an ISR member lacks or holds otherwise."""
+
     def find(run, state):
         for i, lead in enumerate(state.replicas):
             if not (lead.alive and lead.leader == i):
@@ -302,6 +329,7 @@ def _isr_gap(own_view: bool):
                 if k is not None:
                     return _isr_witness(run, state, i, m, k, own_view)
         return None
+
     return find
 
 
@@ -314,8 +342,14 @@ def _isr_witness(run, state, i: int, m: int, k: int, own_view: bool) -> Explanat
     entry = lead.log[k]
     isr = _isr(state, i, own_view)
     whose = f"broker {i}'s own ISR view" if own_view else "the controller's ISR"
-    joined = next((j for j in range(min(run.bad, len(run.frames) - 1), -1, -1)
-                   if m in _isr(run.after(j), i, own_view) and m not in _isr(run.before(j), i, own_view)), None)
+    joined = next(
+        (
+            j
+            for j in range(min(run.bad, len(run.frames) - 1), -1, -1)
+            if m in _isr(run.after(j), i, own_view) and m not in _isr(run.before(j), i, own_view)
+        ),
+        None,
+    )
     since = f" since {run.step(joined)}" if joined is not None else ""
     if k >= len(member.log):
         has = f"does not hold it (its LEO is {len(member.log)})"
@@ -333,10 +367,19 @@ def _isr_witness(run, state, i: int, m: int, k: int, own_view: bool) -> Explanat
         lost = _lost(run, i, k, other, "it")
         if lost is not None:
             how, removed = f"; broker {i} had held record {other} there too, until {lost[0]}", lost[1]
-    return Explanation(_sentence(
-        _leader(run, state, i), f", has offset {k} ({_entry(entry)}) below its HW {lead.hw}",
-        f", {told}" if told else "", f", but broker {m}, in {whose} {list(isr)}{since}, {has}", how),
-        run.bad, m, promised, removed)
+    return Explanation(
+        _sentence(
+            _leader(run, state, i),
+            f", has offset {k} ({_entry(entry)}) below its HW {lead.hw}",
+            f", {told}" if told else "",
+            f", but broker {m}, in {whose} {list(isr)}{since}, {has}",
+            how,
+        ),
+        run.bad,
+        m,
+        promised,
+        removed,
+    )
 
 
 def _log_matching(run, state):
@@ -352,12 +395,19 @@ def _log_matching(run, state):
             step, z = max((_written(run, r, k), r) for r in (x, y))
             tail = ""
             if step >= 0:
-                kept = "on top of its own" if run.before(step).replicas[z].log[d:d + 1] == (logs[z][d],) else "with"
+                kept = "on top of its own" if run.before(step).replicas[z].log[d : d + 1] == (logs[z][d],) else "with"
                 tail = f"; broker {z} got offset {k} at {run.step(step)}, {kept} offset {d}"
-            return Explanation(_sentence(
-                f"Brokers {x} and {y} both hold offset {k} in leader epoch {a[k][1]}, yet their logs differ below "
-                f"it: at offset {d} broker {x} has {_entry(a[d])}, broker {y} {_entry(b[d])}", tail),
-                run.bad, z, None, step if step >= 0 else None)
+            return Explanation(
+                _sentence(
+                    f"Brokers {x} and {y} both hold offset {k} in leader epoch {a[k][1]}, yet their logs differ below "
+                    f"it: at offset {d} broker {x} has {_entry(a[d])}, broker {y} {_entry(b[d])}",
+                    tail,
+                ),
+                run.bad,
+                z,
+                None,
+                step if step >= 0 else None,
+            )
     return None
 
 
@@ -365,8 +415,9 @@ def _written(run: _Run, r: int, offset: int) -> int:
     """The last step that put broker ``r``'s current entry at ``offset`` there (-1: none seen)."""
     entry = run.state.replicas[r].log[offset]
     for i in range(min(run.bad, len(run.frames) - 1), -1, -1):
-        if run.before(i).replicas[r].log[offset:offset + 1] != (entry,) and \
-                run.after(i).replicas[r].log[offset:offset + 1] == (entry,):
+        if run.before(i).replicas[r].log[offset : offset + 1] != (entry,) and run.after(i).replicas[r].log[
+            offset : offset + 1
+        ] == (entry,):
             return i
     return -1
 
@@ -374,15 +425,20 @@ def _written(run: _Run, r: int, offset: int) -> int:
 def _hw_bound(run, state):
     for r, rep in enumerate(state.replicas):
         if rep.hw > len(rep.log):
-            return Explanation(f"After {run.step(run.bad)}, broker {r}'s HW is {rep.hw}, beyond its LEO "
-                               f"{len(rep.log)}.", run.bad, r)
+            return Explanation(
+                f"After {run.step(run.bad)}, broker {r}'s HW is {rep.hw}, beyond its LEO {len(rep.log)}.", run.bad, r
+            )
     return None
 
 
 def _leader_in_isr(run, state):
     c = state.controller
-    return Explanation(f"After {run.step(run.bad)}, the controller's leader, broker {c.leader} of epoch "
-                       f"{c.leader_epoch}, is not in its ISR {list(c.isr)}.", run.bad, c.leader)
+    return Explanation(
+        f"After {run.step(run.bad)}, the controller's leader, broker {c.leader} of epoch "
+        f"{c.leader_epoch}, is not in its ISR {list(c.isr)}.",
+        run.bad,
+        c.leader,
+    )
 
 
 def _quorum_superset(run, state):
@@ -393,9 +449,15 @@ def _quorum_superset(run, state):
     maximal = set(lead.isr) | set(lead.pending_isr or ())
     m = min(set(c.isr) - maximal)
     pending = f" (pending {list(lead.pending_isr)})" if lead.pending_isr is not None else ""
-    return Explanation(_sentence(
-        _leader(run, state, c.leader), f", advances its HW over the ISR {list(lead.isr)}{pending}, which leaves "
-        f"out broker {m} of the controller's ISR {list(c.isr)}, after {run.step(run.bad)}"), run.bad, m)
+    return Explanation(
+        _sentence(
+            _leader(run, state, c.leader),
+            f", advances its HW over the ISR {list(lead.isr)}{pending}, which leaves "
+            f"out broker {m} of the controller's ISR {list(c.isr)}, after {run.step(run.bad)}",
+        ),
+        run.bad,
+        m,
+    )
 
 
 def _divergent_read(run, state):
@@ -403,8 +465,13 @@ def _divergent_read(run, state):
     for i, b, o, rec, _hw in _reads(run):
         first = seen.setdefault(o, (rec, i, b))
         if first[0] != rec:
-            return Explanation(f"Offset {o} was read as record {first[0]} from broker {first[2]} at step {first[1]} "
-                               f"and as record {rec} from broker {b} at step {i}.", run.bad, b, first[1])
+            return Explanation(
+                f"Offset {o} was read as record {first[0]} from broker {first[2]} at step {first[1]} "
+                f"and as record {rec} from broker {b} at step {i}.",
+                run.bad,
+                b,
+                first[1],
+            )
     return None
 
 
@@ -414,8 +481,13 @@ def _monotonic_hw(run, state):
         if out.get("type") != "consume" or out.get("error") != NONE:
             continue
         if top is not None and out["hw"] < top[0]:
-            return Explanation(f"A consumer was shown HW {top[0]} by broker {top[2]} at step {top[1]}, then HW "
-                               f"{out['hw']} by broker {out['replica']} at step {i}.", run.bad, out["replica"], top[1])
+            return Explanation(
+                f"A consumer was shown HW {top[0]} by broker {top[2]} at step {top[1]}, then HW "
+                f"{out['hw']} by broker {out['replica']} at step {i}.",
+                run.bad,
+                out["replica"],
+                top[1],
+            )
         if top is None or out["hw"] > top[0]:
             top = (out["hw"], i, out["replica"])
     return None
@@ -426,14 +498,22 @@ def _duplicate_offsets(run, state):
         where: dict[int, int] = {}
         for e in rep.log:
             if where.setdefault(e[2], e[0]) != e[0]:
-                return Explanation(f"Broker {r} holds record {e[2]} twice, at offsets {where[e[2]]} and {e[0]}, "
-                                   f"after {run.step(run.bad)}.", run.bad, r)
+                return Explanation(
+                    f"Broker {r} holds record {e[2]} twice, at offsets {where[e[2]]} and {e[0]}, "
+                    f"after {run.step(run.bad)}.",
+                    run.bad,
+                    r,
+                )
     read: dict[int, tuple[int, int]] = {}
     for i, _b, o, rec, _hw in _reads(run):
         first = read.setdefault(rec, (o, i))
         if first[0] != o:
-            return Explanation(f"Record {rec} was read at offset {first[0]} at step {first[1]} and at offset {o} "
-                               f"at step {i}.", run.bad, None, first[1])
+            return Explanation(
+                f"Record {rec} was read at offset {first[0]} at step {first[1]} and at offset {o} at step {i}.",
+                run.bad,
+                None,
+                first[1],
+            )
     return None
 
 
@@ -460,10 +540,23 @@ _REFUSED = re.compile(r": refused by the (model|implementation) \((.*)\) but tak
 _RAISED = re.compile(r": the implementation raised (.*)$")
 _REPLICA_FIELD = re.compile(r"^replicas\[(\d+)\]\.(\w+)")
 _FIELD = re.compile(r"^(\w+)(?:\.(\w+)|\[(\d+)\])?")
-_LABELS = {"hw": "HW", "log": "log", "isr": "ISR", "leader_epoch": "leader epoch", "hw_checkpoint": "HW checkpoint",
-           "durable": "fsynced prefix", "elr": "ELR", "pending_isr": "pending ISR"}
-_QUEUES = {"fetch_requests": "Fetch", "fetch_responses": "FetchResponse", "leader_and_isr": "LeaderAndIsr",
-           "alter_partition": "AlterPartition", "alter_partition_responses": "AlterPartitionResponse"}
+_LABELS = {
+    "hw": "HW",
+    "log": "log",
+    "isr": "ISR",
+    "leader_epoch": "leader epoch",
+    "hw_checkpoint": "HW checkpoint",
+    "durable": "fsynced prefix",
+    "elr": "ELR",
+    "pending_isr": "pending ISR",
+}
+_QUEUES = {
+    "fetch_requests": "Fetch",
+    "fetch_responses": "FetchResponse",
+    "leader_and_isr": "LeaderAndIsr",
+    "alter_partition": "AlterPartition",
+    "alter_partition_responses": "AlterPartitionResponse",
+}
 
 
 def _divergence(run: _Run) -> Explanation | None:
@@ -476,8 +569,11 @@ def _divergence(run: _Run) -> Explanation | None:
     if (m := _RAISED.search(first)) is not None:
         return Explanation(f"{head}the implementation raised {m.group(1)} where the model took the step.", i)
     if run.trace.impl_outputs is not None:
-        return Explanation(f"{head}the implementation answered {_answers(run.trace.impl_outputs)} while the model "
-                           f"answered {_answers(run.frames[i].outputs)}.", i)
+        return Explanation(
+            f"{head}the implementation answered {_answers(run.trace.impl_outputs)} while the model "
+            f"answered {_answers(run.frames[i].outputs)}.",
+            i,
+        )
     if run.trace.impl_state is not None:
         return _state_divergence(run, head)
     return None
@@ -499,8 +595,7 @@ def _answer(out: dict) -> str:
     if out.get("type") == "consume":
         if out["error"] != NONE:
             return f"a consume from broker {out['replica']} with {out['error']}"
-        return (f"a consume from broker {out['replica']} with HW {out['hw']} and {len(out['records'])} "
-                f"record(s)")
+        return f"a consume from broker {out['replica']} with HW {out['hw']} and {len(out['records'])} record(s)"
     return repr(out)
 
 
@@ -536,13 +631,16 @@ def _state_divergence(run: _Run, head: str) -> Explanation | None:
         mq, iq = getattr(model, name)[r], getattr(impl, name)[r]
         label = _QUEUES[name]
         if len(mq) != len(iq):
-            text = (f"the implementation has {len(iq)} {label} message(s) in flight to broker {r} while the model "
-                    f"has {len(mq)}")
+            text = (
+                f"the implementation has {len(iq)} {label} message(s) in flight to broker {r} while the model "
+                f"has {len(mq)}"
+            )
         else:
             text = f"the implementation's {label} messages in flight to broker {r} differ from the model's"
         return Explanation(f"{head}{text}{more}.", i, r)
-    return Explanation(f"{head}{path} is {found[0][2]!r} in the implementation and {found[0][1]!r} in the model"
-                       f"{more}.", i)
+    return Explanation(
+        f"{head}{path} is {found[0][2]!r} in the implementation and {found[0][1]!r} in the model{more}.", i
+    )
 
 
 def _log_change(old: tuple, new: tuple, whose: str) -> str:
@@ -550,9 +648,9 @@ def _log_change(old: tuple, new: tuple, whose: str) -> str:
     if new == old:
         size = "empty" if not new else f"at {len(new)} entr{'y' if len(new) == 1 else 'ies'}"
         return f"left {whose} {size}"
-    if new == old[:len(new)]:
+    if new == old[: len(new)]:
         return f"truncated {whose} to offset {len(new)}"
-    if new[:len(old)] == old:
+    if new[: len(old)] == old:
         span = f"offset {len(old)}" if len(new) == len(old) + 1 else f"offsets {len(old)}..{len(new) - 1}"
         return f"appended {span} to {whose}"
     return f"rewrote {whose} from offset {common_prefix(old, new)} on (LEO {len(new)})"
@@ -560,10 +658,12 @@ def _log_change(old: tuple, new: tuple, whose: str) -> str:
 
 def _value_change(what: str, old, model, impl) -> str:
     """``the implementation set broker 1's HW to 1 while the model left it at 2``."""
+
     def shown(value) -> str:
         return str(list(value)) if isinstance(value, tuple) else str(value)
 
     def did(value) -> str:
         return f"left it at {shown(value)}" if value == old else f"set it to {shown(value)}"
+
     first = f"left {what} at {shown(impl)}" if impl == old else f"set {what} to {shown(impl)}"
     return f"the implementation {first} while the model {did(model)}"

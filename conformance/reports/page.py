@@ -1,5 +1,6 @@
 """The shell every HTML report shares: one self-contained file (inline CSS and script, nothing
 from the network), escaped text, small tables."""
+
 from __future__ import annotations
 
 import re
@@ -63,9 +64,11 @@ def h(value) -> str:
 def document(title: str, body: str, script: str = "") -> str:
     """The page; ``script`` (inline, run once the body is parsed) may be empty."""
     tail = f"\n<script>{script}</script>" if script else ""
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{h(title)}</title><style>{CSS}</style></head>\n<body>\n{body}{tail}\n</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{h(title)}</title><style>{CSS}</style></head>\n<body>\n{body}{tail}\n</body></html>\n"
+    )
 
 
 def table(headers: Iterable[str], rows: Iterable[Iterable[str]], css: str = "data") -> str:
@@ -76,9 +79,9 @@ def table(headers: Iterable[str], rows: Iterable[Iterable[str]], css: str = "dat
         cells = []
         for cell in row:
             text, cls = cell if isinstance(cell, tuple) else (cell, "")
-            cells.append(f"<td class=\"{cls}\">{text}</td>" if cls else f"<td>{text}</td>")
+            cells.append(f'<td class="{cls}">{text}</td>' if cls else f"<td>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table class=\"{css}\"><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
 def slug(text: str) -> str:

@@ -26,6 +26,7 @@ many. Throughput is counted from every completion, in at most ``BUCKETS`` bucket
 line keeps, per pixel column, the first, lowest, highest and last values. A poll's records are
 shown around the offsets and values the anomaly names. The same inputs give the same bytes.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -35,14 +36,18 @@ import shlex
 
 from isrcheck.conformance.engines.soak.checker import DETECTORS, INFORMATIONAL, CheckResult
 from isrcheck.conformance.engines.soak.history_index import (
-    FUNCTIONS, INSTANCES_SHOWN, OUTCOMES, HistoryIndex, hashable_in,
+    FUNCTIONS,
+    INSTANCES_SHOWN,
+    OUTCOMES,
+    HistoryIndex,
+    hashable_in,
 )
 from isrcheck.conformance.reports.page import document, h, table
 
-OK_POINTS = 20_000        # ok completions drawn per function (send, poll), at most
-OTHER_POINTS = 10_000     # fail or info completions drawn per function, at most, each
-BUCKETS = 300             # throughput buckets, at most
-RECORDS_SHOWN = 16        # records shown per partition of a poll
+OK_POINTS = 20_000  # ok completions drawn per function (send, poll), at most
+OTHER_POINTS = 10_000  # fail or info completions drawn per function, at most, each
+BUCKETS = 300  # throughput buckets, at most
+RECORDS_SHOWN = 16  # records shown per partition of a poll
 
 COLORS = {"ok": "#1565c0", "info": "#ef6c00", "fail": "#c62828"}
 SHAPES = {"send": "round", "poll": "square"}  # the stroke caps of a zero-length path: dot, square
@@ -110,30 +115,35 @@ class _Frame:
     def time_axis(self, label: bool = True) -> str:
         step = _nice(self.end_s, 10)
         digits = _decimals(step)
-        parts = [f"<line class=\"axis\" x1=\"{LEFT}\" y1=\"{self.bottom}\" x2=\"{LEFT + self.width}\" "
-                 f"y2=\"{self.bottom}\"/>"]
+        parts = [f'<line class="axis" x1="{LEFT}" y1="{self.bottom}" x2="{LEFT + self.width}" y2="{self.bottom}"/>']
         k = 0
         while k * step <= self.end_s * 1.0001:
             x = self.x(k * step)
-            parts.append(f"<line class=\"grid\" x1=\"{x:.1f}\" y1=\"{self.top}\" x2=\"{x:.1f}\" y2=\"{self.bottom}\"/>"
-                         f"<text x=\"{x:.1f}\" y=\"{self.bottom + 14}\" text-anchor=\"middle\">"
-                         f"{k * step:.{digits}f}</text>")
+            parts.append(
+                f'<line class="grid" x1="{x:.1f}" y1="{self.top}" x2="{x:.1f}" y2="{self.bottom}"/>'
+                f'<text x="{x:.1f}" y="{self.bottom + 14}" text-anchor="middle">'
+                f"{k * step:.{digits}f}</text>"
+            )
             k += 1
         if label:
-            parts.append(f"<text x=\"{LEFT + self.width / 2:.0f}\" y=\"{self.bottom + 30}\" text-anchor=\"middle\">"
-                         "time since the run started (s)</text>")
+            parts.append(
+                f'<text x="{LEFT + self.width / 2:.0f}" y="{self.bottom + 30}" text-anchor="middle">'
+                "time since the run started (s)</text>"
+            )
         return "".join(parts)
 
     def value_axis(self, top_value: float, label: str) -> str:
         """A linear y axis from 0 to ``top_value`` (ticks and grid), titled ``label``."""
         step = _nice(top_value, 4)
-        parts = [f"<line class=\"axis\" x1=\"{LEFT}\" y1=\"{self.top}\" x2=\"{LEFT}\" y2=\"{self.bottom}\"/>"]
+        parts = [f'<line class="axis" x1="{LEFT}" y1="{self.top}" x2="{LEFT}" y2="{self.bottom}"/>']
         k = 0
         while k * step <= top_value * 1.0001:
             y = self.y_linear(k * step, top_value)
-            parts.append(f"<line class=\"grid\" x1=\"{LEFT}\" y1=\"{y:.1f}\" x2=\"{LEFT + self.width}\" "
-                         f"y2=\"{y:.1f}\"/><text x=\"{LEFT - 6}\" y=\"{y + 4:.1f}\" text-anchor=\"end\">"
-                         f"{_num(k * step)}</text>")
+            parts.append(
+                f'<line class="grid" x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + self.width}" '
+                f'y2="{y:.1f}"/><text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
+                f"{_num(k * step)}</text>"
+            )
             k += 1
         parts.append(_y_title(self, label))
         return "".join(parts)
@@ -144,8 +154,7 @@ class _Frame:
 
 def _y_title(frame: _Frame, label: str) -> str:
     y = frame.top + frame.height / 2
-    return (f"<text x=\"14\" y=\"{y:.0f}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {y:.0f})\">"
-            f"{h(label)}</text>")
+    return f'<text x="14" y="{y:.0f}" text-anchor="middle" transform="rotate(-90 14 {y:.0f})">{h(label)}</text>'
 
 
 def _fault_colors(faults: list[dict]) -> dict:
@@ -185,27 +194,33 @@ def _faults_layer(frame: _Frame, faults: list[dict], colors: dict) -> str:
         extra = _fault_extra(fault)
         if extra:
             when += f"; {extra}"
-        parts.append(f"<rect class=\"fault\" data-kind=\"{h(kind)}\" x=\"{x0:.1f}\" y=\"{frame.top}\" "
-                     f"width=\"{width:.1f}\" height=\"{frame.height}\" fill=\"{colors[kind]}\" fill-opacity=\"0.18\">"
-                     f"<title>{h(text)}: {h(when)}</title></rect>")
+        parts.append(
+            f'<rect class="fault" data-kind="{h(kind)}" x="{x0:.1f}" y="{frame.top}" '
+            f'width="{width:.1f}" height="{frame.height}" fill="{colors[kind]}" fill-opacity="0.18">'
+            f"<title>{h(text)}: {h(when)}</title></rect>"
+        )
         if not crowded or width >= 6 * len(text):
             y = frame.top + 11 + 11 * (i % 3)
-            parts.append(f"<text class=\"fault-label\" x=\"{x0 + 2:.1f}\" y=\"{y}\">{h(text)}"
-                         f"{' &#8594;' if active else ''}</text>")
+            parts.append(
+                f'<text class="fault-label" x="{x0 + 2:.1f}" y="{y}">{h(text)}{" &#8594;" if active else ""}</text>'
+            )
     return "".join(parts)
 
 
 def _svg(id_: str, height: int, label: str, inner: str) -> str:
-    return (f"<svg class=\"chart soak-plot\" id=\"{id_}\" width=\"{WIDTH}\" height=\"{height}\" "
-            f"viewBox=\"0 0 {WIDTH} {height}\" role=\"img\" aria-label=\"{h(label)}\" "
-            f"xmlns=\"http://www.w3.org/2000/svg\">{inner}</svg>")
+    return (
+        f'<svg class="chart soak-plot" id="{id_}" width="{WIDTH}" height="{height}" '
+        f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{h(label)}" '
+        f'xmlns="http://www.w3.org/2000/svg">{inner}</svg>'
+    )
 
 
 def _fault_legend(colors: dict) -> str:
     if not colors:
         return "no faults"
-    return "faults: " + "".join(f"<span><i class=\"swatch\" style=\"background:{c};opacity:.45\"></i>{h(k)}</span>"
-                                for k, c in colors.items())
+    return "faults: " + "".join(
+        f'<span><i class="swatch" style="background:{c};opacity:.45"></i>{h(k)}</span>' for k, c in colors.items()
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,11 +240,13 @@ def _latency_plot(scan: HistoryIndex, end_s: float, faults: list[dict], colors: 
     if hi_exp <= lo_exp:
         hi_exp = lo_exp + 1
     span = hi_exp - lo_exp
-    parts.append(f"<line class=\"axis\" x1=\"{LEFT}\" y1=\"{frame.top}\" x2=\"{LEFT}\" y2=\"{frame.bottom}\"/>")
+    parts.append(f'<line class="axis" x1="{LEFT}" y1="{frame.top}" x2="{LEFT}" y2="{frame.bottom}"/>')
     for e in range(lo_exp, hi_exp + 1):
         y = frame.bottom - frame.height * (e - lo_exp) / span
-        parts.append(f"<line class=\"grid\" x1=\"{LEFT}\" y1=\"{y:.1f}\" x2=\"{LEFT + frame.width}\" y2=\"{y:.1f}\"/>"
-                     f"<text x=\"{LEFT - 6}\" y=\"{y + 4:.1f}\" text-anchor=\"end\">{_num(10.0 ** e)}</text>")
+        parts.append(
+            f'<line class="grid" x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + frame.width}" y2="{y:.1f}"/>'
+            f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_num(10.0**e)}</text>'
+        )
     parts.append(_y_title(frame, "latency (ms, log scale)"))
     parts.append(frame.time_axis())
     captions = []
@@ -251,24 +268,39 @@ def _latency_plot(scan: HistoryIndex, end_s: float, faults: list[dict], colors: 
             sampled = -(-n // stride)
             how = "all" if stride == 1 else f"every {stride}th: {sampled:,}"
             captions.append(f"{f} {outcome}: {how} of {n:,}, {len(path):,} distinct points")
-            parts.append(f"<path class=\"points {f} {outcome}\" data-f=\"{f}\" data-type=\"{outcome}\" "
-                         f"data-shown=\"{sampled}\" data-total=\"{n}\" fill=\"none\" stroke=\"{COLORS[outcome]}\" "
-                         f"stroke-width=\"{5 if f == 'send' else 4.5}\" stroke-linecap=\"{SHAPES[f]}\" "
-                         f"stroke-opacity=\"{0.55 if outcome == 'ok' else 0.9}\" d=\"{''.join(path)}\"/>")
+            parts.append(
+                f'<path class="points {f} {outcome}" data-f="{f}" data-type="{outcome}" '
+                f'data-shown="{sampled}" data-total="{n}" fill="none" stroke="{COLORS[outcome]}" '
+                f'stroke-width="{5 if f == "send" else 4.5}" stroke-linecap="{SHAPES[f]}" '
+                f'stroke-opacity="{0.55 if outcome == "ok" else 0.9}" d="{"".join(path)}"/>'
+            )
     if not captions:
-        parts.append(f"<text x=\"{LEFT + frame.width / 2:.0f}\" y=\"{frame.top + frame.height / 2:.0f}\" "
-                     "text-anchor=\"middle\">no completed send or poll</text>")
+        parts.append(
+            f'<text x="{LEFT + frame.width / 2:.0f}" y="{frame.top + frame.height / 2:.0f}" '
+            'text-anchor="middle">no completed send or poll</text>'
+        )
     svg = _svg("latency-plot", frame.bottom + 40, "latency of every operation over time", "".join(parts))
     total = sum(len(a) for a in scan.times.values())
-    shown = sum(-(-len(a) // _stride(len(a), OK_POINTS if k[1] == "ok" else OTHER_POINTS))
-                for k, a in scan.times.items() if len(a))
-    legend = ("<p class=\"legend\">" + "".join(
-        f"<span><i class=\"swatch{' dot' if f == 'send' else ''}\" style=\"background:{COLORS[o]}\"></i>{f} {o}</span>"
-        for f in FUNCTIONS for o in ("ok", "fail", "info")) + f" &nbsp; {_fault_legend(colors)}</p>")
-    caption = (f"<p class=\"caption\" id=\"latency-sampling\">Showing {shown:,} of {total:,} completed operations "
-               f"(each from its invoke to its completion; a dot is a send, a square a poll; latencies under "
-               f"1 &micro;s drawn at 1 &micro;s). Sampled deterministically: {h('; '.join(captions) or 'none')}. "
-               "Points on the same pixel are drawn once.</p>")
+    shown = sum(
+        -(-len(a) // _stride(len(a), OK_POINTS if k[1] == "ok" else OTHER_POINTS))
+        for k, a in scan.times.items()
+        if len(a)
+    )
+    legend = (
+        '<p class="legend">'
+        + "".join(
+            f'<span><i class="swatch{" dot" if f == "send" else ""}" style="background:{COLORS[o]}"></i>{f} {o}</span>'
+            for f in FUNCTIONS
+            for o in ("ok", "fail", "info")
+        )
+        + f" &nbsp; {_fault_legend(colors)}</p>"
+    )
+    caption = (
+        f'<p class="caption" id="latency-sampling">Showing {shown:,} of {total:,} completed operations '
+        f"(each from its invoke to its completion; a dot is a send, a square a poll; latencies under "
+        f"1 &micro;s drawn at 1 &micro;s). Sampled deterministically: {h('; '.join(captions) or 'none')}. "
+        "Points on the same pixel are drawn once.</p>"
+    )
     return legend + svg + caption
 
 
@@ -300,7 +332,7 @@ def _throughput_plot(scan: HistoryIndex, end_s: float, faults: list[dict], color
         frame = _Frame(end_s, 12 + p * (panel_h + gap), panel_h)
         top_value = max([max(rates[(f, o)]) for o in OUTCOMES] + [0.0]) or 1.0
         top_value = math.ceil(top_value / _nice(top_value, 4)) * _nice(top_value, 4)
-        parts.append(f"<g class=\"panel\" data-f=\"{f}\">")
+        parts.append(f'<g class="panel" data-f="{f}">')
         parts.append(_faults_layer(frame, faults, colors))
         parts.append(frame.value_axis(top_value, f"{f}s per second"))
         parts.append(frame.time_axis(label=p == len(FUNCTIONS) - 1))
@@ -308,17 +340,27 @@ def _throughput_plot(scan: HistoryIndex, end_s: float, faults: list[dict], color
             series = rates[(f, outcome)]
             if not any(series):
                 continue
-            points = " ".join(f"{frame.x(min((i + 0.5) * width, end_s)):.1f},{frame.y_linear(r, top_value):.1f}"
-                              for i, r in enumerate(series))
-            parts.append(f"<polyline class=\"rate {f} {outcome}\" data-f=\"{f}\" data-type=\"{outcome}\" fill=\"none\" "
-                         f"stroke=\"{COLORS[outcome]}\" stroke-width=\"1.6\" points=\"{points}\"/>")
-        parts.append(f"<text x=\"{LEFT + 6}\" y=\"{frame.top + frame.height - 6}\">{f}s</text></g>")
+            points = " ".join(
+                f"{frame.x(min((i + 0.5) * width, end_s)):.1f},{frame.y_linear(r, top_value):.1f}"
+                for i, r in enumerate(series)
+            )
+            parts.append(
+                f'<polyline class="rate {f} {outcome}" data-f="{f}" data-type="{outcome}" fill="none" '
+                f'stroke="{COLORS[outcome]}" stroke-width="1.6" points="{points}"/>'
+            )
+        parts.append(f'<text x="{LEFT + 6}" y="{frame.top + frame.height - 6}">{f}s</text></g>')
     height = 12 + len(FUNCTIONS) * (panel_h + gap) + 20
-    legend = ("<p class=\"legend\">" + "".join(
-        f"<span><i class=\"swatch\" style=\"background:{COLORS[o]}\"></i>{o}</span>" for o in ("ok", "fail", "info"))
-        + f" &nbsp; {_fault_legend(colors)}</p>")
-    caption = (f"<p class=\"caption\">Completions per second by outcome, counted from every completion in buckets "
-               f"of {_num(width)} s ({n} bucket{'s' if n != 1 else ''}), a panel for sends and one for polls.</p>")
+    legend = (
+        '<p class="legend">'
+        + "".join(
+            f'<span><i class="swatch" style="background:{COLORS[o]}"></i>{o}</span>' for o in ("ok", "fail", "info")
+        )
+        + f" &nbsp; {_fault_legend(colors)}</p>"
+    )
+    caption = (
+        f'<p class="caption">Completions per second by outcome, counted from every completion in buckets '
+        f"of {_num(width)} s ({n} bucket{'s' if n != 1 else ''}), a panel for sends and one for polls.</p>"
+    )
     return legend + _svg("throughput-plot", height, "throughput over time", "".join(parts)) + caption
 
 
@@ -340,7 +382,7 @@ def _unseen_plot(series: list, end_s: float, faults: list[dict], colors: dict) -
     top_value = math.ceil(top_value / _nice(top_value, 4)) * _nice(top_value, 4)
     parts = [_faults_layer(frame, faults, colors), frame.value_axis(top_value, "unseen messages"), frame.time_axis()]
     # Per pixel column the first, lowest, highest and last values, drawn as steps.
-    columns: list = []   # [x, first, low, high, last]
+    columns: list = []  # [x, first, low, high, last]
     for t, v in points:
         x = round(frame.x(t / 1e9))
         if columns and columns[-1][0] == x:
@@ -351,16 +393,19 @@ def _unseen_plot(series: list, end_s: float, faults: list[dict], colors: dict) -
     coords, level = [f"{LEFT},{frame.bottom}"], 0
     for x, first, low, high, last in columns:
         coords.append(f"{x},{frame.y_linear(level, top_value):.1f}")
-        for v in ((first, high, low, last) if last <= first else (first, low, high, last)):
+        for v in (first, high, low, last) if last <= first else (first, low, high, last):
             coords.append(f"{x},{frame.y_linear(v, top_value):.1f}")
         level = last
     coords.append(f"{LEFT + frame.width},{frame.y_linear(level, top_value):.1f}")
-    parts.append(f"<polyline class=\"unseen\" fill=\"none\" stroke=\"#1d2330\" stroke-width=\"1.6\" "
-                 f"points=\"{' '.join(coords)}\"/>")
+    parts.append(
+        f'<polyline class="unseen" fill="none" stroke="#1d2330" stroke-width="1.6" points="{" ".join(coords)}"/>'
+    )
     final = points[-1][1] if points else 0
-    caption = (f"<p class=\"caption\">Acknowledged values no poll had returned yet, at each change ({len(points):,} "
-               f"changes, drawn as the first, lowest, highest and last value of each pixel column); "
-               f"{final:,} at the end. {_fault_legend(colors)}</p>")
+    caption = (
+        f'<p class="caption">Acknowledged values no poll had returned yet, at each change ({len(points):,} '
+        f"changes, drawn as the first, lowest, highest and last value of each pixel column); "
+        f"{final:,} at the end. {_fault_legend(colors)}</p>"
+    )
     return _svg("unseen-plot", frame.bottom + 40, "unseen messages over time", "".join(parts)) + caption
 
 
@@ -423,8 +468,8 @@ class _Records:
                 i += 1
         for low, high in ranges:
             i, j = bisect.bisect_left(self.offsets, low), bisect.bisect_right(self.offsets, high)
-            chosen.update(self.positions[i:min(j, i + 3)])
-            chosen.update(self.positions[max(i, j - 3):j])
+            chosen.update(self.positions[i : min(j, i + 3)])
+            chosen.update(self.positions[max(i, j - 3) : j])
         for v in values:
             try:
                 chosen.update(self.by_value.get(v, ()))
@@ -489,8 +534,11 @@ class _Rows:
                     cells.append("&#8230;")
                 pair = pairs[pos]
                 text = h(_short(pair, 80))
-                hit = (isinstance(pair, (list, tuple)) and len(pair) == 2
-                       and (hashable_in(pair[0], offsets) or hashable_in(pair[1], values)))
+                hit = (
+                    isinstance(pair, (list, tuple))
+                    and len(pair) == 2
+                    and (hashable_in(pair[0], offsets) or hashable_in(pair[1], values))
+                )
                 cells.append(f"<mark>{text}</mark>" if hit else text)
                 previous = pos
             if previous != len(pairs) - 1:
@@ -499,12 +547,15 @@ class _Rows:
             if index.offsets:
                 span = f", offsets {index.offsets[0]}..{index.offsets[-1]}"
             named = sorted(o for o in offsets if o != instance.get("final_max"))
-            absent = [o for o in named if index.offsets and index.offsets[0] < o < index.offsets[-1]
-                      and not index.has(o)]
+            absent = [
+                o for o in named if index.offsets and index.offsets[0] < o < index.offsets[-1] and not index.has(o)
+            ]
             if absent:
-                cells.append(f"<span class=\"absent\">(no record at offset {', '.join(map(str, absent))})</span>")
-            out.append(f"<div><b>{h(key)}</b>: {len(pairs):,} record{'s' if len(pairs) != 1 else ''}{span}: "
-                       f"{' '.join(cells)}</div>")
+                cells.append(f'<span class="absent">(no record at offset {", ".join(map(str, absent))})</span>')
+            out.append(
+                f"<div><b>{h(key)}</b>: {len(pairs):,} record{'s' if len(pairs) != 1 else ''}{span}: "
+                f"{' '.join(cells)}</div>"
+            )
         return "".join(out) or "no records"
 
     def row(self, op: dict, instance: dict, css: str) -> str:
@@ -522,13 +573,23 @@ class _Rows:
             what = self.records(op, instance)
         extra = [f"{h(k)}={h(_short(v))}" for k, v in op.items() if k not in _EVENT_KEYS]
         if extra:
-            what = (what + "<br>" if what else "") + f"<span class=\"muted\">{' '.join(extra)}</span>"
+            what = (what + "<br>" if what else "") + f'<span class="muted">{" ".join(extra)}</span>'
         time_ = op.get("time")
         when = f"{_seconds(time_):.6f} s" if isinstance(time_, int) else h(_short(time_))
-        cells = (h(_short(op.get("index"))), when, h(_short(op.get("process"))), h(_short(op.get("type"))),
-                 h(_short(f)), partition, what)
-        return (f"<tr class=\"op-row {css}\" data-index=\"{h(_short(op.get('index')))}\">"
-                + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        cells = (
+            h(_short(op.get("index"))),
+            when,
+            h(_short(op.get("process"))),
+            h(_short(op.get("type"))),
+            h(_short(f)),
+            partition,
+            what,
+        )
+        return (
+            f'<tr class="op-row {css}" data-index="{h(_short(op.get("index")))}">'
+            + "".join(f"<td>{c}</td>" for c in cells)
+            + "</tr>"
+        )
 
     def table(self, instance: dict) -> str:
         rows = []
@@ -538,16 +599,19 @@ class _Rows:
             except TypeError:
                 op = None
             if op is None:
-                rows.append(f"<tr class=\"op-row missing\"><td>{h(_short(index))}</td>"
-                            "<td colspan=\"6\" class=\"muted\">not in the history</td></tr>")
+                rows.append(
+                    f'<tr class="op-row missing"><td>{h(_short(index))}</td>'
+                    '<td colspan="6" class="muted">not in the history</td></tr>'
+                )
                 continue
             invoke = self.scan.invoke_of.get(index)
             if invoke is not None:
                 rows.append(self.row(invoke, instance, "invoke"))
             rows.append(self.row(op, instance, "completion" if op.get("type") != "invoke" else "invoke"))
-        head = "".join(f"<th>{c}</th>" for c in ("index", "time", "process", "type", "f", "partition",
-                                                 "value / offset / records"))
-        return f"<table class=\"data ops\"><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        head = "".join(
+            f"<th>{c}</th>" for c in ("index", "time", "process", "type", "f", "partition", "value / offset / records")
+        )
+        return f'<table class="data ops"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 def _anomaly_sections(anomalies: dict, scan: HistoryIndex) -> str:
@@ -558,22 +622,27 @@ def _anomaly_sections(anomalies: dict, scan: HistoryIndex) -> str:
             continue
         n = len(instances)
         informational = " (informational: not an error by itself)" if name in INFORMATIONAL else ""
-        parts = [f"<section class=\"anomaly\" id=\"{_anchor(name)}\" data-anomaly=\"{h(name)}\">",
-                 f"<h3>{h(name)}: {n:,} instance{'s' if n != 1 else ''}{informational}</h3>"]
+        parts = [
+            f'<section class="anomaly" id="{_anchor(name)}" data-anomaly="{h(name)}">',
+            f"<h3>{h(name)}: {n:,} instance{'s' if n != 1 else ''}{informational}</h3>",
+        ]
         definition = _definition(name)
         if definition:
-            parts.append(f"<p class=\"muted definition\">{h(definition)}</p>")
+            parts.append(f'<p class="muted definition">{h(definition)}</p>')
         for k, instance in enumerate(instances[:INSTANCES_SHOWN]):
             if not isinstance(instance, dict):
-                parts.append(f"<div class=\"instance\"><p>{h(_short(instance))}</p></div>")
+                parts.append(f'<div class="instance"><p>{h(_short(instance))}</p></div>')
                 continue
-            details = ", ".join(f"{h(key)} {h(_short(v))}" for key, v in instance.items()
-                                if key not in ("ops", "explanation"))
-            parts.append(f"<div class=\"instance\" id=\"{_anchor(name)}-{k}\"><p><b>{k + 1}.</b> "
-                         f"{h(instance.get('explanation', ''))} <span class=\"muted\">({details})</span></p>"
-                         f"{rows.table(instance)}</div>")
+            details = ", ".join(
+                f"{h(key)} {h(_short(v))}" for key, v in instance.items() if key not in ("ops", "explanation")
+            )
+            parts.append(
+                f'<div class="instance" id="{_anchor(name)}-{k}"><p><b>{k + 1}.</b> '
+                f'{h(instance.get("explanation", ""))} <span class="muted">({details})</span></p>'
+                f"{rows.table(instance)}</div>"
+            )
         if n > INSTANCES_SHOWN:
-            parts.append(f"<p class=\"muted\">and {n - INSTANCES_SHOWN:,} more, in the result JSON</p>")
+            parts.append(f'<p class="muted">and {n - INSTANCES_SHOWN:,} more, in the result JSON</p>')
         parts.append("</section>")
         out.append("".join(parts))
     return "".join(out)
@@ -597,8 +666,11 @@ def _value(value, depth: int = 0) -> str:
     if isinstance(value, dict) and depth < 2:
         return "<br>".join(f"{h(k)}: {_value(v, depth + 1)}" for k, v in value.items()) or "-"
     if isinstance(value, (list, tuple, dict)):
-        return "<br>".join(_value(v, depth + 1) for v in value) if isinstance(value, (list, tuple)) else \
-            h(json.dumps(value, sort_keys=True, default=str))
+        return (
+            "<br>".join(_value(v, depth + 1) for v in value)
+            if isinstance(value, (list, tuple))
+            else h(json.dumps(value, sort_keys=True, default=str))
+        )
     return "-" if value is None else h(value)
 
 
@@ -609,8 +681,15 @@ def _command(meta: dict) -> str:
     return "" if command is None else str(command)
 
 
-def render_soak_page(index: HistoryIndex, check: CheckResult, faults: list[dict], meta: dict,
-                     figures: dict | None = None, budget: dict | None = None, tool: str = "isrcheck soak") -> str:
+def render_soak_page(
+    index: HistoryIndex,
+    check: CheckResult,
+    faults: list[dict],
+    meta: dict,
+    figures: dict | None = None,
+    budget: dict | None = None,
+    tool: str = "isrcheck soak",
+) -> str:
     """The page of one soak run: ``index`` its history's index (``HistoryIndex.of(history, check)``),
     ``check`` the checker's result, ``faults`` its fault intervals (``{"start": ns, "end": ns or
     None, "kind": str, "nodes": [int, ...]}``), ``meta`` the run's settings (protocol, seconds,
@@ -630,50 +709,62 @@ def render_soak_page(index: HistoryIndex, check: CheckResult, faults: list[dict]
         end_ns = max(end_ns, unseen_series[-1][0])
     end_s = end_ns / 1e9 if end_ns > 0 else 1.0
     seconds = meta.get("seconds")
-    duration = seconds if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds > 0 \
-        else end_s
+    duration = seconds if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds > 0 else end_s
     colors = _fault_colors(faults)
 
-    errors = [(name, counts.get(name, len(v))) for name, v in anomalies.items()
-              if v and name not in INFORMATIONAL and name not in budget]
+    errors = [
+        (name, counts.get(name, len(v)))
+        for name, v in anomalies.items()
+        if v and name not in INFORMATIONAL and name not in budget
+    ]
     excused = [(name, counts.get(name, len(v))) for name, v in anomalies.items() if v and name in budget]
     informational = [(name, counts.get(name, len(v))) for name, v in anomalies.items() if v and name in INFORMATIONAL]
     protocol = meta.get("protocol", "")
     if errors:
         verdict = f"{len(errors)} anomal{'ies' if len(errors) != 1 else 'y'}"
-        found = ", ".join(f"<a href=\"#{_anchor(n)}\">{h(n)}</a> &times;{c:,}" for n, c in errors)
+        found = ", ".join(f'<a href="#{_anchor(n)}">{h(n)}</a> &times;{c:,}' for n, c in errors)
         line = f"<b>{verdict}:</b> {found}"
     else:
         verdict = "anomaly-free"
         line = "<b>anomaly-free</b>: none of Jepsen's Kafka anomalies (lost-write, duplicate, G1a, ...) was found"
     if excused:
-        line += ("; broken outside their budget (Kafka's or its client's documented behaviour, not a finding): "
-                 + ", ".join(f"<a href=\"#{_anchor(n)}\">{h(n)}</a> &times;{c:,}" for n, c in excused)
-                 + "".join(f"<br>why: {h(reason)}" for reason in dict.fromkeys(budget[n] for n, _ in excused)))
+        line += (
+            "; broken outside their budget (Kafka's or its client's documented behaviour, not a finding): "
+            + ", ".join(f'<a href="#{_anchor(n)}">{h(n)}</a> &times;{c:,}' for n, c in excused)
+            + "".join(f"<br>why: {h(reason)}" for reason in dict.fromkeys(budget[n] for n, _ in excused))
+        )
     for n, c in informational:
-        line += (f"; <a href=\"#{_anchor(n)}\">{h(n)}</a>: {c:,} acknowledged value{'s' if c != 1 else ''} "
-                 "no poll returned (informational)")
+        line += (
+            f'; <a href="#{_anchor(n)}">{h(n)}</a>: {c:,} acknowledged value{"s" if c != 1 else ""} '
+            "no poll returned (informational)"
+        )
     sends_ok, polls_ok = index.count("send", "ok"), index.count("poll", "ok")
-    throughput = (f"<span id=\"throughput\">{sends_ok / duration:,.1f} ok sends/s, {polls_ok / duration:,.1f} ok "
-                  f"polls/s</span> over {duration:,.1f} s ({sends_ok:,} ok sends, {polls_ok:,} ok polls)")
+    throughput = (
+        f'<span id="throughput">{sends_ok / duration:,.1f} ok sends/s, {polls_ok / duration:,.1f} ok '
+        f"polls/s</span> over {duration:,.1f} s ({sends_ok:,} ok sends, {polls_ok:,} ok polls)"
+    )
     command = _command(meta)
     title = f"{tool} {protocol}: {verdict}" if protocol else f"{tool}: {verdict}"
-    body = [f"<style>{_CSS}</style>", f"<h1>{h(title)}</h1>",
-            f"<div class=\"verdict{' failed' if errors else ''}\" id=\"headline\"><p>{line}</p>"
-            f"<p>throughput: {throughput}</p>"
-            f"<p>command: <code id=\"command\">{h(command) or '-'}</code></p></div>"]
+    body = [
+        f"<style>{_CSS}</style>",
+        f"<h1>{h(title)}</h1>",
+        f'<div class="verdict{" failed" if errors else ""}" id="headline"><p>{line}</p>'
+        f"<p>throughput: {throughput}</p>"
+        f'<p>command: <code id="command">{h(command) or "-"}</code></p></div>',
+    ]
     notes = check.notes
     if notes:
-        body.append("<ul class=\"notes\">" + "".join(f"<li>{h(n)}</li>" for n in notes) + "</ul>")
+        body.append('<ul class="notes">' + "".join(f"<li>{h(n)}</li>" for n in notes) + "</ul>")
 
     run_rows = []
     keys = [k for k in _META_FIRST if k in meta and k != "command"]
     keys += sorted((k for k in meta if k not in _META_FIRST), key=str)
     run_rows += [(h(k), _value(meta[k])) for k in keys]
-    run_rows += [(h(k), _value(figures[k])) for k in sorted(figures, key=str)
-                 if k not in meta and k not in _SHOWN_ELSEWHERE]
+    run_rows += [
+        (h(k), _value(figures[k])) for k in sorted(figures, key=str) if k not in meta and k not in _SHOWN_ELSEWHERE
+    ]
     run_rows += [(f"checker: {h(k)}", _value(v)) for k, v in check.stats.items()]
-    body.append("<h2>run</h2><div class=\"run\">" + table(("setting", "value"), run_rows) + "</div>")
+    body.append('<h2>run</h2><div class="run">' + table(("setting", "value"), run_rows) + "</div>")
 
     op_rows = []
     for f in ("send", "poll", "assign"):
@@ -681,25 +772,39 @@ def render_soak_page(index: HistoryIndex, check: CheckResult, faults: list[dict]
         op_rows.append(cells + [f"{index.unfinished.get(f, 0):,}"])
     body.append("<h2>operations</h2>" + table(("f", "ok", "fail", "info", "never completed"), op_rows))
 
-    body.append("<h2 id=\"latency\">latency</h2>" + _latency_plot(index, end_s, faults, colors))
-    body.append("<h2 id=\"rate\">throughput</h2>" + _throughput_plot(index, end_s, faults, colors))
-    body.append("<h2 id=\"unseen\">unseen</h2>" + _unseen_plot(unseen_series, end_s, faults, colors))
+    body.append('<h2 id="latency">latency</h2>' + _latency_plot(index, end_s, faults, colors))
+    body.append('<h2 id="rate">throughput</h2>' + _throughput_plot(index, end_s, faults, colors))
+    body.append('<h2 id="unseen">unseen</h2>' + _unseen_plot(unseen_series, end_s, faults, colors))
 
     if faults:
         fault_rows = []
         for fault in faults:
             end = fault.get("end")
-            fault_rows.append((h(fault.get("kind")), h(_short(fault.get("nodes"))),
-                               f"{_seconds(fault.get('start')):.3f}",
-                               "not ended (active at the end)" if end is None else f"{_seconds(end):.3f}",
-                               h(_fault_extra(fault))))
-        body.append("<h2 id=\"faults\">faults</h2>"
-                    + table(("kind", "nodes", "start (s)", "end (s)", "details"), fault_rows))
+            fault_rows.append(
+                (
+                    h(fault.get("kind")),
+                    h(_short(fault.get("nodes"))),
+                    f"{_seconds(fault.get('start')):.3f}",
+                    "not ended (active at the end)" if end is None else f"{_seconds(end):.3f}",
+                    h(_fault_extra(fault)),
+                )
+            )
+        body.append(
+            '<h2 id="faults">faults</h2>' + table(("kind", "nodes", "start (s)", "end (s)", "details"), fault_rows)
+        )
 
-    body.append("<h2 id=\"anomalies\">anomalies</h2>")
-    body.append(table(("anomaly", "instances"), [
-        ((f"<a href=\"#{_anchor(n)}\">{h(n)}</a>" if v else h(n)), (f"{counts.get(n, len(v)):,}",
-                                                                   "bad" if v and n not in INFORMATIONAL else ""))
-        for n, v in anomalies.items()]))
-    body.append(_anomaly_sections(anomalies, index) or "<p class=\"ok\">none</p>")
+    body.append('<h2 id="anomalies">anomalies</h2>')
+    body.append(
+        table(
+            ("anomaly", "instances"),
+            [
+                (
+                    (f'<a href="#{_anchor(n)}">{h(n)}</a>' if v else h(n)),
+                    (f"{counts.get(n, len(v)):,}", "bad" if v and n not in INFORMATIONAL else ""),
+                )
+                for n, v in anomalies.items()
+            ],
+        )
+    )
+    body.append(_anomaly_sections(anomalies, index) or '<p class="ok">none</p>')
     return document(title, "\n".join(body))

@@ -5,20 +5,24 @@ refused are shaded; the first bad step is outlined, with the model/implementatio
 violated property in words below. What went wrong, in one sentence (``explain``), heads the page
 and stays in view; the page opens scrolled to the first bad step, and the steps the sentence
 names (where a client was told, what removed the record) are tagged in their column heads."""
+
 from __future__ import annotations
 
-from isrcheck.specs import BY_ID
-
-from isrcheck.conformance.core.render import step_text
 from isrcheck.conformance.core.lockstep import Lockstep
+from isrcheck.conformance.core.render import step_text
 from isrcheck.conformance.core.run import Run
 from isrcheck.conformance.reports.explain import Explanation, explain, first_bad
 from isrcheck.conformance.reports.page import document, h
+from isrcheck.specs import BY_ID
 
 # Message queues of the state, as (field, label) in the order Kafka sends them.
-_QUEUES = (("fetch_requests", "Fetch"), ("fetch_responses", "FetchResponse"),
-           ("leader_and_isr", "LeaderAndIsr"), ("alter_partition", "AlterPartition"),
-           ("alter_partition_responses", "AlterPartitionResponse"))
+_QUEUES = (
+    ("fetch_requests", "Fetch"),
+    ("fetch_responses", "FetchResponse"),
+    ("leader_and_isr", "LeaderAndIsr"),
+    ("alter_partition", "AlterPartition"),
+    ("alter_partition_responses", "AlterPartitionResponse"),
+)
 
 
 # On load (a reload too): the timeline scrolled sideways to the first bad step's column (the last
@@ -38,25 +42,30 @@ _OPEN_AT_FIRST_BAD = """(function () {
 
 def _replica_cell(i: int, r) -> str:
     if not r.alive:
-        role = "<span class=\"role down\">down</span>"
+        role = '<span class="role down">down</span>'
     elif r.leader == i:
-        role = "<span class=\"role leader\">leader</span>"
+        role = '<span class="role leader">leader</span>'
     else:
-        role = f"<span class=\"role\">{'follows ' + str(r.leader) if r.leader >= 0 else 'no leader'}</span>"
+        role = f'<span class="role">{"follows " + str(r.leader) if r.leader >= 0 else "no leader"}</span>'
     entries = "".join(
-        f"<span class=\"entry e{e[1] % 6}{' committed' if e[0] < r.hw else ''}\" "
-        f"title=\"offset {e[0]}, leader epoch {e[1]}, record {e[2]}\">{e[0]}:e{e[1]}/r{e[2]}</span>"
-        for e in r.log)
-    return (f"{role} <span class=\"kv\"><b>LEO</b> {len(r.log)} <b>HW</b> {r.hw} "
-            f"<b>epoch</b> {r.leader_epoch} <b>ISR</b> {list(r.isr)}</span>"
-            f"<div class=\"log\">{entries or '<span class=muted>empty log</span>'}</div>")
+        f'<span class="entry e{e[1] % 6}{" committed" if e[0] < r.hw else ""}" '
+        f'title="offset {e[0]}, leader epoch {e[1]}, record {e[2]}">{e[0]}:e{e[1]}/r{e[2]}</span>'
+        for e in r.log
+    )
+    return (
+        f'{role} <span class="kv"><b>LEO</b> {len(r.log)} <b>HW</b> {r.hw} '
+        f"<b>epoch</b> {r.leader_epoch} <b>ISR</b> {list(r.isr)}</span>"
+        f'<div class="log">{entries or "<span class=muted>empty log</span>"}</div>'
+    )
 
 
 def _controller_cell(state) -> str:
     c = state.controller
-    return (f"<span class=\"kv\"><b>leader</b> {c.leader} <b>epoch</b> {c.leader_epoch} "
-            f"<b>ISR</b> {list(c.isr)} <b>partition epoch</b> {c.partition_epoch} "
-            f"<b>fenced</b> {list(c.fenced)} <b>now</b> {state.now}</span>")
+    return (
+        f'<span class="kv"><b>leader</b> {c.leader} <b>epoch</b> {c.leader_epoch} '
+        f"<b>ISR</b> {list(c.isr)} <b>partition epoch</b> {c.partition_epoch} "
+        f"<b>fenced</b> {list(c.fenced)} <b>now</b> {state.now}</span>"
+    )
 
 
 def _flight_cell(state) -> str:
@@ -65,40 +74,48 @@ def _flight_cell(state) -> str:
         for replica, queue in enumerate(getattr(state, name)):
             for msg in queue:
                 fields = ", ".join(f"{k}={v}" for k, v in zip(msg._fields, msg) if k != "records")
-                parts.append(f"<div class=\"msg\" title=\"{h(fields)}\">{label} &rarr; {replica}</div>")
-    return "".join(parts) or "<span class=\"muted\">none</span>"
+                parts.append(f'<div class="msg" title="{h(fields)}">{label} &rarr; {replica}</div>')
+    return "".join(parts) or '<span class="muted">none</span>'
 
 
 def _clients_cell(frame) -> str:
     if frame is None:
         return ""
     if frame.refused is not None:
-        return f"<span class=\"muted\">refused: {h(frame.refused)}</span>"
-    return "".join(f"<div class=\"msg\">{h(', '.join(f'{k}={v}' for k, v in out.items()))}</div>"
-                   for out in frame.outputs) or "<span class=\"muted\">-</span>"
+        return f'<span class="muted">refused: {h(frame.refused)}</span>'
+    return (
+        "".join(f'<div class="msg">{h(", ".join(f"{k}={v}" for k, v in out.items()))}</div>' for out in frame.outputs)
+        or '<span class="muted">-</span>'
+    )
 
 
 def _verdict_box(trace: Run, replay: str) -> str:
     v = trace.verdict
     failed, _step, why = first_bad(v)
     prop = BY_ID.get(failed) if failed else None
-    lines = [f"<div class=\"verdict{' failed' if v.failed else ''}\" id=\"verdict\">",
-             f"<b>{h(v.summary())}</b> on {h(trace.schedule.protocol)}"]
+    lines = [
+        f'<div class="verdict{" failed" if v.failed else ""}" id="verdict">',
+        f"<b>{h(v.summary())}</b> on {h(trace.schedule.protocol)}",
+    ]
     if prop is not None:
-        lines.append(f"<p><b>{h(prop.id)}</b>: {h(prop.statement)} <span class=\"muted\">"
-                     f"({h(prop.source)})</span></p>")
-        lines.append(f"<p>fault budget: {h(prop.budget.statement)} <span class=\"muted\">"
-                     f"({h(prop.budget.source)})</span>" + (f"; this run was outside it: {h(why)}" if why else "")
-                     + "</p>")
+        lines.append(f'<p><b>{h(prop.id)}</b>: {h(prop.statement)} <span class="muted">({h(prop.source)})</span></p>')
+        lines.append(
+            f'<p>fault budget: {h(prop.budget.statement)} <span class="muted">'
+            f"({h(prop.budget.source)})</span>" + (f"; this run was outside it: {h(why)}" if why else "") + "</p>"
+        )
     expected = trace.schedule.expected.get(trace.schedule.protocol)
     if expected is not None:
         ok = expected.matches(v)
-        lines.append(f"<p>expected: {h(expected.summary())}"
-                     f" &rarr; <span class=\"{'ok' if ok else 'bad'}\">{'as expected' if ok else 'NOT as expected'}"
-                     "</span></p>")
+        lines.append(
+            f"<p>expected: {h(expected.summary())}"
+            f' &rarr; <span class="{"ok" if ok else "bad"}">{"as expected" if ok else "NOT as expected"}'
+            "</span></p>"
+        )
     if v.kind == "divergence":
-        lines.append(f"<p>The lanes show the model's state, which the implementation's matched until step "
-                     f"{v.step}; there the implementation differs as the diff below the timeline says.</p>")
+        lines.append(
+            f"<p>The lanes show the model's state, which the implementation's matched until step "
+            f"{v.step}; there the implementation differs as the diff below the timeline says.</p>"
+        )
     lines.append(f"<p>replay: <code>{h(replay)}</code></p></div>")
     return "".join(lines)
 
@@ -107,7 +124,7 @@ def _diff_block(v) -> str:
     if not v.diff:
         return ""
     title = "model / implementation diff" if v.kind == "divergence" else "state at the failure"
-    return f"<h2>{title}</h2><pre id=\"diff\">{h(v.diff)}</pre>"
+    return f'<h2>{title}</h2><pre id="diff">{h(v.diff)}</pre>'
 
 
 def _tags(frame, bad: int | None, why: Explanation | None) -> str:
@@ -116,9 +133,9 @@ def _tags(frame, bad: int | None, why: Explanation | None) -> str:
         return " (refused)"
     tags = " &#9888; first bad step" if frame.index == bad else ""
     if why is not None and frame.index == why.promised:
-        tags += " <span class=\"tag promised\">client told</span>"
+        tags += ' <span class="tag promised">client told</span>'
     if why is not None and frame.index == why.cause:
-        tags += " <span class=\"tag cause\">cause</span>"
+        tags += ' <span class="tag cause">cause</span>'
     return tags
 
 
@@ -142,15 +159,17 @@ def timeline_html(trace: Run, source: str = "") -> str:
             out.append("changed")
         return " ".join(out)
 
-    head = ["<div class=\"lane steps\"><div class=\"cell label step-head\">step</div>"]
+    head = ['<div class="lane steps"><div class="cell label step-head">step</div>']
     for frame, _state in columns:
         if frame is None:
-            head.append("<div class=\"cell step-head\" data-step=\"initial\"><span class=\"n\">initial</span></div>")
+            head.append('<div class="cell step-head" data-step="initial"><span class="n">initial</span></div>')
             continue
-        anchor = " id=\"first-bad\"" if frame.index == bad else ""
-        head.append(f"<div class=\"{cls(frame, False)} step-head\"{anchor} data-step=\"{frame.index}\">"
-                    f"<span class=\"n\">{frame.index}</span>{_tags(frame, bad, why)}<br>"
-                    f"<code>{h(step_text(frame.step))}</code></div>")
+        anchor = ' id="first-bad"' if frame.index == bad else ""
+        head.append(
+            f'<div class="{cls(frame, False)} step-head"{anchor} data-step="{frame.index}">'
+            f'<span class="n">{frame.index}</span>{_tags(frame, bad, why)}<br>'
+            f"<code>{h(step_text(frame.step))}</code></div>"
+        )
     head.append("</div>")
 
     lanes = ["".join(head)]
@@ -159,13 +178,13 @@ def timeline_html(trace: Run, source: str = "") -> str:
         cells, previous = [], None
         for frame, state in columns:
             text = render(frame, state)
-            cells.append(f"<div class=\"{cls(frame, previous is not None and text != previous)}\">{text}</div>")
+            cells.append(f'<div class="{cls(frame, previous is not None and text != previous)}">{text}</div>')
             previous = text
-        lanes.append(f"<div class=\"lane {css}\"{attrs}><div class=\"cell label\">{label}</div>{''.join(cells)}</div>")
+        lanes.append(f'<div class="lane {css}"{attrs}><div class="cell label">{label}</div>{"".join(cells)}</div>')
 
     lane("controller", "controller", lambda f, st: _controller_cell(st))
     for i in range(n):
-        lane("replica", f"replica {i}", lambda f, st, i=i: _replica_cell(i, st.replicas[i]), f" data-replica=\"{i}\"")
+        lane("replica", f"replica {i}", lambda f, st, i=i: _replica_cell(i, st.replicas[i]), f' data-replica="{i}"')
     lane("inflight", "in flight", lambda f, st: _flight_cell(st))
     lane("clients", "clients", lambda f, st: _clients_cell(f))
 
@@ -174,22 +193,28 @@ def timeline_html(trace: Run, source: str = "") -> str:
     title = f"{s.name or source or 'schedule'} [{s.protocol}]: {v.summary()}"
     body = [f"<h1>{h(title)}</h1>"]
     if why is not None:
-        go = f" <a href=\"#first-bad\">&rarr; step {bad}</a>" if bad is not None and bad < len(trace.frames) else ""
-        body.append(f"<p class=\"explanation\" id=\"explanation\">{h(why.sentence)}{go}</p>")
+        go = f' <a href="#first-bad">&rarr; step {bad}</a>' if bad is not None and bad < len(trace.frames) else ""
+        body.append(f'<p class="explanation" id="explanation">{h(why.sentence)}{go}</p>')
     if s.description:
-        body.append(f"<p class=\"muted\">{h(s.description)}</p>")
+        body.append(f'<p class="muted">{h(s.description)}</p>')
     cfg = ", ".join(f"{k}={v}" for k, v in s.config.to_json().items())
-    body.append(f"<p class=\"muted\">config: {h(cfg)}; {len(s.steps)} steps in the schedule, "
-                f"{len(trace.frames)} run</p>")
+    body.append(f'<p class="muted">config: {h(cfg)}; {len(s.steps)} steps in the schedule, {len(trace.frames)} run</p>')
     body.append(_verdict_box(trace, replay))
-    body.append(f"<h2>timeline</h2><div class=\"timeline\" style=\"{grid}\">{''.join(lanes)}</div>")
-    body.append("<p class=\"muted\">Log entries read offset:e&lt;leader epoch&gt;/r&lt;record&gt;; "
-                "underlined entries are below the replica's HW; shaded cells changed at that step.</p>")
+    body.append(f'<h2>timeline</h2><div class="timeline" style="{grid}">{"".join(lanes)}</div>')
+    body.append(
+        '<p class="muted">Log entries read offset:e&lt;leader epoch&gt;/r&lt;record&gt;; '
+        "underlined entries are below the replica's HW; shaded cells changed at that step.</p>"
+    )
     body.append(_diff_block(v))
     if refused:
-        body.append("<h2>steps refused by both sides</h2><ul>" + "".join(
-            f"<li>step {i} <code>{h(step_text(step.to_json()))}</code>: {h(reason)}</li>" for i, step, reason in refused)
-            + "</ul>")
+        body.append(
+            "<h2>steps refused by both sides</h2><ul>"
+            + "".join(
+                f"<li>step {i} <code>{h(step_text(step.to_json()))}</code>: {h(reason)}</li>"
+                for i, step, reason in refused
+            )
+            + "</ul>"
+        )
     return document(title, "\n".join(body), _OPEN_AT_FIRST_BAD if bad is not None else "")
 
 

@@ -38,6 +38,7 @@ With ``auto`` off nothing happens by itself: sessions never expire and elections
 ``elect`` is called. With it on, a session check runs every heartbeat interval and a leaderless
 partition is elected as soon as an eligible replica exists.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,9 +47,22 @@ from typing import Any, Callable, Protocol
 from ..invariants import check
 from ..network import NodeEndpoint
 from ..protocol import (
-    AllocateProducerIdsRequest, AllocateProducerIdsResponse, AlterPartitionRequest, AlterPartitionResponse, ApiKey, BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse, CreateTopicsRequest,
-    CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, Errors, Header, LeaderAndIsrRequest,
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    ApiKey,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    Errors,
+    Header,
+    LeaderAndIsrRequest,
 )
 from ..runtime import Scheduler, Transport
 
@@ -60,8 +74,11 @@ PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdManager's block
 
 def valid_topic_name(name: str) -> bool:
     """Kafka's Topic.validate: 1..249 characters of [a-zA-Z0-9._-], not "." or ".."."""
-    return (0 < len(name) <= 249 and name not in (".", "..")
-            and all(c.isascii() and (c.isalnum() or c in "._-") for c in name))
+    return (
+        0 < len(name) <= 249
+        and name not in (".", "..")
+        and all(c.isascii() and (c.isalnum() or c in "._-") for c in name)
+    )
 
 
 class MetadataStore(Protocol):
@@ -75,13 +92,36 @@ class MetadataStore(Protocol):
 class PartitionRegistration:
     """The controller's record of one partition (KRaft's PartitionRegistration)."""
 
-    __slots__ = ("partition_id", "topic", "index", "replicas", "leader", "leader_epoch", "isr",
-                 "partition_epoch", "elr", "last_known_leader", "min_insync_replicas", "deleted")
+    __slots__ = (
+        "partition_id",
+        "topic",
+        "index",
+        "replicas",
+        "leader",
+        "leader_epoch",
+        "isr",
+        "partition_epoch",
+        "elr",
+        "last_known_leader",
+        "min_insync_replicas",
+        "deleted",
+    )
 
-    def __init__(self, partition_id: int, topic: str, index: int, replicas: tuple[int, ...],
-                 leader: int, leader_epoch: int = 0, isr: tuple[int, ...] | None = None,
-                 partition_epoch: int = 0, elr: tuple[int, ...] = (), last_known_leader: int = -1,
-                 min_insync_replicas: int = -1, deleted: bool = False) -> None:
+    def __init__(
+        self,
+        partition_id: int,
+        topic: str,
+        index: int,
+        replicas: tuple[int, ...],
+        leader: int,
+        leader_epoch: int = 0,
+        isr: tuple[int, ...] | None = None,
+        partition_epoch: int = 0,
+        elr: tuple[int, ...] = (),
+        last_known_leader: int = -1,
+        min_insync_replicas: int = -1,
+        deleted: bool = False,
+    ) -> None:
         self.partition_id, self.topic, self.index, self.replicas = partition_id, topic, index, replicas
         self.leader, self.leader_epoch, self.partition_epoch = leader, leader_epoch, partition_epoch
         self.isr = tuple(sorted(replicas)) if isr is None else isr
@@ -110,8 +150,8 @@ class ControllerState:
     partition_epoch: int
     fenced: tuple[int, ...]
     broker_epochs: tuple[int, ...]  # per broker id, -1 never registered
-    elr: tuple[int, ...] = ()       # Eligible Leader Replicas (KIP-966)
-    last_known_leader: int = -1     # the leader the partition last lost (KIP-966)
+    elr: tuple[int, ...] = ()  # Eligible Leader Replicas (KIP-966)
+    last_known_leader: int = -1  # the leader the partition last lost (KIP-966)
     # per broker every broker epoch it was given, oldest first (the metadata log's registrations)
     registrations: tuple[tuple[int, ...], ...] = ()
 
@@ -119,13 +159,23 @@ class ControllerState:
 class Controller:
     """The cluster's controller (see the module docstring)."""
 
-    def __init__(self, replicas: int, unclean_leader_election_enable: bool, scheduler: Scheduler,
-                 transport: Transport, auto: bool = False, session_timeout_ms: int = 60,
-                 check_interval_ms: int = 10,
-                 on_event: Callable[..., None] | None = None, min_insync_replicas: int = 1,
-                 eligible_leader_replicas: bool = False, kafka_metadata: bool = False,
-                 topics: tuple[tuple[str, int], ...] = ((DEFAULT_TOPIC, 1),),
-                 metadata_store: MetadataStore | None = None, events=None) -> None:
+    def __init__(
+        self,
+        replicas: int,
+        unclean_leader_election_enable: bool,
+        scheduler: Scheduler,
+        transport: Transport,
+        auto: bool = False,
+        session_timeout_ms: int = 60,
+        check_interval_ms: int = 10,
+        on_event: Callable[..., None] | None = None,
+        min_insync_replicas: int = 1,
+        eligible_leader_replicas: bool = False,
+        kafka_metadata: bool = False,
+        topics: tuple[tuple[str, int], ...] = ((DEFAULT_TOPIC, 1),),
+        metadata_store: MetadataStore | None = None,
+        events=None,
+    ) -> None:
         self.replicas = tuple(range(replicas))
         self.events = events  # an EventLog (isrcheck.impl.eventlog) when the run logs its events
         self.min_insync_replicas = min_insync_replicas
@@ -150,7 +200,7 @@ class Controller:
         self.incarnations = [-1] * replicas  # of the registered process of each broker
         self.session_deadline = [0] * replicas
         self._next_broker_epoch = 1
-        self.elections = 0    # leader elections (each a leader change)
+        self.elections = 0  # leader elections (each a leader change)
         self.isr_changes = 0  # committed ISR changes (AlterPartition, fencing)
         self.endpoint = NodeEndpoint(CONTROLLER_ID, transport)
         self.endpoint.handlers = {
@@ -205,23 +255,47 @@ class Controller:
         return self.partitions[0].last_known_leader
 
     @classmethod
-    def for_cluster(cls, config, scheduler: Scheduler, transport: Transport, auto: bool,
-                    on_event: Callable[..., None] | None = None, **kafka: Any) -> "Controller":
+    def for_cluster(
+        cls,
+        config,
+        scheduler: Scheduler,
+        transport: Transport,
+        auto: bool,
+        on_event: Callable[..., None] | None = None,
+        **kafka: Any,
+    ) -> "Controller":
         """The controller of a cluster with ``config`` (a ClusterConfig: replication settings, the
         session timeout, the heartbeat interval as session check interval, the protocol variant);
         ``kafka`` holds ``kafka_metadata``, ``topics`` and ``metadata_store`` for a Kafka cluster."""
-        return cls(config.replicas, config.unclean_leader_election_enable, scheduler, transport, auto=auto,
-                   session_timeout_ms=config.broker_session_timeout_ms,
-                   check_interval_ms=config.broker_heartbeat_interval_ms, on_event=on_event,
-                   min_insync_replicas=config.min_insync_replicas,
-                   eligible_leader_replicas=config.variant.eligible_leader_replicas, **kafka)
+        return cls(
+            config.replicas,
+            config.unclean_leader_election_enable,
+            scheduler,
+            transport,
+            auto=auto,
+            session_timeout_ms=config.broker_session_timeout_ms,
+            check_interval_ms=config.broker_heartbeat_interval_ms,
+            on_event=on_event,
+            min_insync_replicas=config.min_insync_replicas,
+            eligible_leader_replicas=config.variant.eligible_leader_replicas,
+            **kafka,
+        )
 
     # -- queries ------------------------------------------------------------------------------
     def state(self) -> ControllerState:
         """The first partition's state, fenced brokers and broker epochs."""
         p = self.partitions[0]
-        fields = (p.leader, p.leader_epoch, p.isr, p.partition_epoch, tuple(sorted(self.fenced)),
-                  tuple(self.broker_epochs), p.elr, p.last_known_leader, tuple(map(tuple, self.registrations)))
+        fields = (
+            p.leader,
+            p.leader_epoch,
+            p.isr,
+            p.partition_epoch,
+            tuple(sorted(self.fenced)),
+            tuple(self.broker_epochs),
+            p.elr,
+            p.last_known_leader,
+            tuple(map(tuple, self.registrations)),
+        )
         if fields != self._last_state[0]:  # unchanged: the same object (readers compare by identity first)
             self._last_state = (fields, ControllerState(*fields))
         return self._last_state[1]
@@ -254,8 +328,9 @@ class Controller:
                     return r, (r,), ()
         return None
 
-    def _elr_after(self, p: PartitionRegistration, isr: tuple[int, ...],
-                   unclean: tuple[int, ...] = ()) -> tuple[int, ...]:
+    def _elr_after(
+        self, p: PartitionRegistration, isr: tuple[int, ...], unclean: tuple[int, ...] = ()
+    ) -> tuple[int, ...]:
         """maybePopulateTargetElr (KIP-966): empty once ``isr`` reaches min ISR; else the members the
         ISR loses join the ELR, minus brokers back from an unclean shutdown."""
         min_isr = p.min_insync_replicas if p.min_insync_replicas > 0 else self.min_insync_replicas
@@ -270,9 +345,14 @@ class Controller:
         choice = self._election(p)
         if p.leader != -1 or choice is None:
             return -1
-        check(self.unclean or choice[0] in p.isr + p.elr or choice[0] == p.last_known_leader,
-              "controller: elected %d for partition %d outside ISR %s and ELR %s with unclean election off",
-              choice[0], p.partition_id, p.isr, p.elr)
+        check(
+            self.unclean or choice[0] in p.isr + p.elr or choice[0] == p.last_known_leader,
+            "controller: elected %d for partition %d outside ISR %s and ELR %s with unclean election off",
+            choice[0],
+            p.partition_id,
+            p.isr,
+            p.elr,
+        )
         leader, p.isr, p.elr = choice
         self._new_leader(p, "elect", leader)
         return leader
@@ -319,8 +399,9 @@ class Controller:
             if self.auto and p.leader == -1:
                 self.elect(p.partition_id)
 
-    def _remove_broker(self, p: PartitionRegistration, broker: int, isr: tuple[int, ...],
-                       unclean: tuple[int, ...] = ()) -> bool:
+    def _remove_broker(
+        self, p: PartitionRegistration, broker: int, isr: tuple[int, ...], unclean: tuple[int, ...] = ()
+    ) -> bool:
         """A partition change taking ``broker`` out of leadership and the ISR (now ``isr``), the ELR
         following; a new partition epoch (and leader epoch if it led). True if anything changed."""
         elr = self._elr_after(p, isr, unclean)
@@ -337,40 +418,49 @@ class Controller:
         p.partition_epoch += 1
         return True
 
-    def check_new_topic(self, name: str, partitions: int, replication_factor: int = -1,
-                        min_insync_replicas: int = -1) -> tuple[int, str]:
+    def check_new_topic(
+        self, name: str, partitions: int, replication_factor: int = -1, min_insync_replicas: int = -1
+    ) -> tuple[int, str]:
         """(error, why) of CreateTopics for ``name`` with these settings (-1: the default), in
         Kafka's words (ReplicationControlManager.createTopic); (NONE, "") if it may be created."""
         n = len(self.replicas)
         if name in self.topics:
             return Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
         if not valid_topic_name(name):
-            return Errors.INVALID_TOPIC_EXCEPTION, (f"Topic name '{name}' is illegal: 1 to 249 characters of "
-                                                    f"[a-zA-Z0-9._-], not '.' or '..'.")
+            return Errors.INVALID_TOPIC_EXCEPTION, (
+                f"Topic name '{name}' is illegal: 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'."
+            )
         if partitions < 1:
             return Errors.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
         live = sum(len(ids) for ids in self.topics.values())
         if partitions > MAX_PARTITIONS - live:
-            return Errors.INVALID_PARTITIONS, (f"{partitions} partitions would exceed the cluster's limit of "
-                                               f"{MAX_PARTITIONS} ({live} exist).")
+            return Errors.INVALID_PARTITIONS, (
+                f"{partitions} partitions would exceed the cluster's limit of {MAX_PARTITIONS} ({live} exist)."
+            )
         if replication_factor < 1 and replication_factor != -1:
-            return Errors.INVALID_REPLICATION_FACTOR, ("Replication factor must be larger than 0, or -1 to use the "
-                                                       "default value.")
+            return Errors.INVALID_REPLICATION_FACTOR, (
+                "Replication factor must be larger than 0, or -1 to use the default value."
+            )
         if replication_factor > n:
             return Errors.INVALID_REPLICATION_FACTOR, (
                 f"Unable to replicate the partition {replication_factor} time(s): The target replication factor "
-                f"of {replication_factor} cannot be reached because only {n} broker(s) are registered.")
+                f"of {replication_factor} cannot be reached because only {n} broker(s) are registered."
+            )
         if replication_factor not in (-1, n):
             return Errors.INVALID_REPLICATION_FACTOR, (
                 f"isrcheck replicates every partition on each of the cluster's {n} brokers: the replication "
-                f"factor must be {n} (or -1 for the default).")
+                f"factor must be {n} (or -1 for the default)."
+            )
         if min_insync_replicas != -1 and not 1 <= min_insync_replicas <= n:
-            return Errors.INVALID_CONFIG, (f"Invalid value {min_insync_replicas} for configuration "
-                                           f"min.insync.replicas: isrcheck needs 1..{n} (the replication factor).")
+            return Errors.INVALID_CONFIG, (
+                f"Invalid value {min_insync_replicas} for configuration "
+                f"min.insync.replicas: isrcheck needs 1..{n} (the replication factor)."
+            )
         return Errors.NONE, ""
 
-    def create_topic(self, name: str, partitions: int, replication_factor: int = -1,
-                     min_insync_replicas: int = -1) -> int:
+    def create_topic(
+        self, name: str, partitions: int, replication_factor: int = -1, min_insync_replicas: int = -1
+    ) -> int:
         """CreateTopics: ``partitions`` new partitions of ``name``, partition i's replicas starting
         at broker i mod N (Kafka's replica assignment), each led by its first replica with every
         replica in the ISR; ``min_insync_replicas`` the topic's (-1: the cluster's). Returns the
@@ -381,8 +471,9 @@ class Controller:
         n, ids = len(self.replicas), []
         for index in range(partitions):
             replicas = tuple(self.replicas[(index + k) % n] for k in range(n))
-            p = PartitionRegistration(len(self.partitions), name, index, replicas, replicas[0],
-                                      min_insync_replicas=min_insync_replicas)
+            p = PartitionRegistration(
+                len(self.partitions), name, index, replicas, replicas[0], min_insync_replicas=min_insync_replicas
+            )
             self.partitions.append(p)
             ids.append(p.partition_id)
         self.topics[name] = tuple(ids)
@@ -420,8 +511,11 @@ class Controller:
             # an unclean shutdown: the broker may have lost what it vouched for (a retried registration
             # carries the previous epoch of its first try, not a sign of one: ClusterControlManager
             # handles a shutdown only for a new incarnation)
-            changed = [p for p in self.partitions
-                       if self._remove_broker(p, broker, tuple(r for r in p.isr if r != broker), (broker,))]
+            changed = [
+                p
+                for p in self.partitions
+                if self._remove_broker(p, broker, tuple(r for r in p.isr if r != broker), (broker,))
+            ]
             if changed:
                 self._event("unclean_shutdown", broker)
             for p in changed:
@@ -465,23 +559,30 @@ class Controller:
                 self.events.controller(self, "resend_leader_and_isr", {"replica": broker}, (src, header.correlation_id))
         if header.api_version < 1:
             return BrokerHeartbeatResponse(Errors.NONE, False)
-        return BrokerHeartbeatResponse(Errors.NONE, False, self._unfenced(),
-                                       self._caught_up(broker, req.partition_epochs))
+        return BrokerHeartbeatResponse(
+            Errors.NONE, False, self._unfenced(), self._caught_up(broker, req.partition_epochs)
+        )
 
     def _handle_alter_partition(self, src: int, header: Header, req: AlterPartitionRequest) -> Any:
         """AlterPartition (KIP-497): a leader's ISR change, fenced by leader and partition epochs."""
         if not 0 <= req.partition < len(self.partitions) or self.partitions[req.partition].deleted:
             return AlterPartitionResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION, req.partition)
         p = self.partitions[req.partition]
-        if req.broker_id != src or not set(req.new_isr) <= set(p.replicas) or src not in req.new_isr or \
-                len(req.new_isr_epochs) not in (0, len(req.new_isr)):
+        if (
+            req.broker_id != src
+            or not set(req.new_isr) <= set(p.replicas)
+            or src not in req.new_isr
+            or len(req.new_isr_epochs) not in (0, len(req.new_isr))
+        ):
             error = Errors.INVALID_REQUEST  # not from the broker it names, or not an ISR it could have
         elif req.broker_id != p.leader or req.leader_epoch != p.leader_epoch:
             error = Errors.FENCED_LEADER_EPOCH
         elif req.partition_epoch != p.partition_epoch:
             error = Errors.INVALID_UPDATE_VERSION
-        elif any(r in self.fenced or e not in (-1, self.broker_epochs[r])
-                 for r, e in zip(req.new_isr, req.new_isr_epochs or (-1,) * len(req.new_isr))):
+        elif any(
+            r in self.fenced or e not in (-1, self.broker_epochs[r])
+            for r, e in zip(req.new_isr, req.new_isr_epochs or (-1,) * len(req.new_isr))
+        ):
             error = Errors.INELIGIBLE_REPLICA  # fenced, or (KIP-903) proposed from another incarnation
         else:
             error = Errors.NONE
@@ -493,8 +594,13 @@ class Controller:
             if self.kafka_metadata:
                 self._changed(p, tuple(r for r in self._unfenced() if r != src))
         if self.events is not None:
-            self.events.controller(self, "handle_alter_partition", {"replica": src, "error": Errors(error).name},
-                                   (src, header.correlation_id), partition=p)
+            self.events.controller(
+                self,
+                "handle_alter_partition",
+                {"replica": src, "error": Errors(error).name},
+                (src, header.correlation_id),
+                partition=p,
+            )
         return AlterPartitionResponse(error, p.partition_id, p.leader, p.leader_epoch, p.partition_epoch, p.isr)
 
     def _handle_create_topics(self, src: int, header: Header, req: CreateTopicsRequest) -> Any:
@@ -554,9 +660,25 @@ class Controller:
         version = 2 if self.kafka_metadata else 0
         live = self._unfenced() if version else ()
         for broker in brokers:
-            self.endpoint.send_request(broker, ApiKey.LEADER_AND_ISR, version, LeaderAndIsrRequest(
-                self.broker_epochs[broker], p.partition_id, p.leader, p.leader_epoch, p.partition_epoch,
-                p.isr, p.replicas, p.topic, p.index, live, p.min_insync_replicas, p.deleted))
+            self.endpoint.send_request(
+                broker,
+                ApiKey.LEADER_AND_ISR,
+                version,
+                LeaderAndIsrRequest(
+                    self.broker_epochs[broker],
+                    p.partition_id,
+                    p.leader,
+                    p.leader_epoch,
+                    p.partition_epoch,
+                    p.isr,
+                    p.replicas,
+                    p.topic,
+                    p.index,
+                    live,
+                    p.min_insync_replicas,
+                    p.deleted,
+                ),
+            )
 
     def _check_sessions(self) -> None:
         now = self.scheduler.now_ms()
@@ -579,19 +701,26 @@ class Controller:
     # -- the metadata log's snapshot ----------------------------------------------------------
     def _save(self) -> None:
         if self.metadata_store is not None and self.partitions:
-            self.metadata_store.save({
-                "version": 0, "next_broker_epoch": self._next_broker_epoch,
-                "next_producer_id": self.next_producer_id,
-                "broker_epochs": list(self.broker_epochs), "registrations": self.registrations,
-                "partitions": [p.to_json() for p in self.partitions]})
+            self.metadata_store.save(
+                {
+                    "version": 0,
+                    "next_broker_epoch": self._next_broker_epoch,
+                    "next_producer_id": self.next_producer_id,
+                    "broker_epochs": list(self.broker_epochs),
+                    "registrations": self.registrations,
+                    "partitions": [p.to_json() for p in self.partitions],
+                }
+            )
 
     def _restore(self, stored: dict) -> None:
         """Start from a snapshot: every broker gets a fresh session (one that does not register or
         heartbeat within the session timeout is fenced as usual); new incarnations may register."""
         try:
             if stored.get("version") != 0 or len(stored["broker_epochs"]) != len(self.replicas):
-                raise ValueError(f"version {stored.get('version')!r} with {len(stored['broker_epochs'])} "
-                                 f"brokers, expected version 0 with {len(self.replicas)}")
+                raise ValueError(
+                    f"version {stored.get('version')!r} with {len(stored['broker_epochs'])} "
+                    f"brokers, expected version 0 with {len(self.replicas)}"
+                )
             self._next_broker_epoch = int(stored["next_broker_epoch"])
             self.next_producer_id = int(stored["next_producer_id"])
             self.broker_epochs = [int(e) for e in stored["broker_epochs"]]

@@ -2,6 +2,7 @@
 every change (temporary file, fsync, rename, directory fsync), so that a restarted controller
 knows the topics, each partition's leader epoch, ISR and ELR, the broker epochs and the next
 producer ids: what KRaft's metadata log and its snapshots keep."""
+
 from __future__ import annotations
 
 import json

@@ -6,9 +6,10 @@ headers v1 and v2, one request of a connection at a time so that responses keep 
 purgatories and logs that replication runs on. Requests and responses are encoded and decoded by
 kafka-python's protocol classes, which are generated from Kafka's own message schemas.
 """
+
 from .apis import KafkaApis
 from .registry import APIS
-from .settings import KafkaSettings
 from .server import KafkaServer
+from .settings import KafkaSettings
 
 __all__ = ["APIS", "KafkaApis", "KafkaServer", "KafkaSettings"]

@@ -15,6 +15,7 @@ A topic id (Metadata v10+, CreateTopics v7, DeleteTopics v6) is made from the na
 topic's first partition, which the controller never hands out twice: a topic deleted and created
 again has a new id, as in Kafka, so clients forget what they knew of the old one.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -22,11 +23,16 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kafka.protocol.admin.topics import (
-    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
 )
 
 from ..controller import CONTROLLER_ID
-from ..protocol import ApiKey, CreateTopicsRequest as CreateTopic, DeleteTopicsRequest as DeleteTopic, Errors
+from ..protocol import ApiKey, Errors
+from ..protocol import CreateTopicsRequest as CreateTopic
+from ..protocol import DeleteTopicsRequest as DeleteTopic
 from .registry import serves
 from .settings import KafkaSettings
 
@@ -64,8 +70,9 @@ class AdminApis:
         self.broker_id, self.rm, self.settings = broker_id, replica_manager, settings
 
     # -- the controller ---------------------------------------------------------------------------
-    def _ask_controller(self, api_key: int, version: int, request: Any, timeout_ms: int,
-                        answer: Callable[[Any], None]) -> None:
+    def _ask_controller(
+        self, api_key: int, version: int, request: Any, timeout_ms: int, answer: Callable[[Any], None]
+    ) -> None:
         """One request to the controller; ``answer`` gets its response once, or None if it was lost
         or did not come within ``timeout_ms`` (the cluster's request.timeout.ms if not positive)."""
         endpoint, done = self.rm.endpoint, []
@@ -79,8 +86,8 @@ class AdminApis:
         def expire() -> None:
             endpoint.forget(correlation_id)
             once(None)
-        timer = self.rm.scheduler.schedule(timeout_ms if timeout_ms > 0 else self.rm.config.request_timeout_ms,
-                                           expire)
+
+        timer = self.rm.scheduler.schedule(timeout_ms if timeout_ms > 0 else self.rm.config.request_timeout_ms, expire)
         correlation_id = endpoint.next_correlation_id()
         endpoint.send_request(CONTROLLER_ID, api_key, version, request, once, correlation_id)
 
@@ -102,6 +109,7 @@ class AdminApis:
                 return response(results)
             waiting.append(True)
             return None
+
         return done, finish
 
     # -- CreateTopics -----------------------------------------------------------------------------
@@ -121,13 +129,25 @@ class AdminApis:
             for name in names:
                 error, message, partitions, min_isr, first = results[name]
                 ok = error == Errors.NONE
-                topics.append(Result(
-                    name=name, topic_id=topic_id(name, first) if first >= 0 else ZERO_UUID, error_code=error,
-                    error_message=message or None, topic_config_error_code=Errors.NONE,
-                    num_partitions=partitions if ok else -1, replication_factor=self.rm.config.replicas if ok else -1,
-                    configs=[Result.CreatableTopicConfigs(name=c.name, value=c.value, read_only=True,
-                                                          config_source=c.source, is_sensitive=False)
-                             for c in self.topic_configs(min_isr)] if ok else None))
+                topics.append(
+                    Result(
+                        name=name,
+                        topic_id=topic_id(name, first) if first >= 0 else ZERO_UUID,
+                        error_code=error,
+                        error_message=message or None,
+                        topic_config_error_code=Errors.NONE,
+                        num_partitions=partitions if ok else -1,
+                        replication_factor=self.rm.config.replicas if ok else -1,
+                        configs=[
+                            Result.CreatableTopicConfigs(
+                                name=c.name, value=c.value, read_only=True, config_source=c.source, is_sensitive=False
+                            )
+                            for c in self.topic_configs(min_isr)
+                        ]
+                        if ok
+                        else None,
+                    )
+                )
             return CreateTopicsResponse(version=version, throttle_time_ms=0, topics=topics)
 
         done, finish = self._gather(names, respond, response)
@@ -146,8 +166,14 @@ class AdminApis:
                     done(name, (Errors.REQUEST_TIMED_OUT, "The controller did not answer in time.", -1, -1, -1))
                 else:
                     done(name, (resp.error, resp.message, partitions, min_isr, resp.partition_id))
-            self._ask_controller(ApiKey.CREATE_TOPICS, 1, CreateTopic(name, partitions, t.replication_factor,
-                                                                      min_isr, validate_only), req.timeout_ms, answered)
+
+            self._ask_controller(
+                ApiKey.CREATE_TOPICS,
+                1,
+                CreateTopic(name, partitions, t.replication_factor, min_isr, validate_only),
+                req.timeout_ms,
+                answered,
+            )
         return finish()
 
     @staticmethod
@@ -155,25 +181,43 @@ class AdminApis:
         """(error, message, min.insync.replicas or -1) of one CreatableTopic's assignment and configs."""
         if t.assignments:
             if t.num_partitions != -1 or t.replication_factor != -1:
-                return (Errors.INVALID_REQUEST, "Both numPartitions or replicationFactor and replicasAssignments "
-                                                "were set. Both cannot be used at the same time.", -1)
-            return (Errors.INVALID_REPLICA_ASSIGNMENT, "isrcheck assigns the replicas itself (every partition on "
-                                                       "every broker): give a partition count, no assignment.", -1)
+                return (
+                    Errors.INVALID_REQUEST,
+                    "Both numPartitions or replicationFactor and replicasAssignments "
+                    "were set. Both cannot be used at the same time.",
+                    -1,
+                )
+            return (
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+                "isrcheck assigns the replicas itself (every partition on "
+                "every broker): give a partition count, no assignment.",
+                -1,
+            )
         min_isr = -1
         for c in t.configs or ():
             if c.name != MIN_INSYNC_REPLICAS:
-                return (Errors.INVALID_CONFIG, f"isrcheck does not support the topic config {c.name}: "
-                                               f"{MIN_INSYNC_REPLICAS} is the one a topic may set.", -1)
+                return (
+                    Errors.INVALID_CONFIG,
+                    f"isrcheck does not support the topic config {c.name}: "
+                    f"{MIN_INSYNC_REPLICAS} is the one a topic may set.",
+                    -1,
+                )
             if c.value is None:
                 continue
             try:
                 min_isr = int(c.value)
             except ValueError:
-                return (Errors.INVALID_CONFIG, f"Invalid value {c.value} for configuration {MIN_INSYNC_REPLICAS}: "
-                                               f"Not a number of type INT", -1)
+                return (
+                    Errors.INVALID_CONFIG,
+                    f"Invalid value {c.value} for configuration {MIN_INSYNC_REPLICAS}: Not a number of type INT",
+                    -1,
+                )
             if min_isr < 1:
-                return (Errors.INVALID_CONFIG, f"Invalid value {c.value} for configuration {MIN_INSYNC_REPLICAS}: "
-                                               f"Value must be at least 1", -1)
+                return (
+                    Errors.INVALID_CONFIG,
+                    f"Invalid value {c.value} for configuration {MIN_INSYNC_REPLICAS}: Value must be at least 1",
+                    -1,
+                )
         return Errors.NONE, "", min_isr
 
     # -- DeleteTopics -----------------------------------------------------------------------------
@@ -185,9 +229,14 @@ class AdminApis:
 
         def response(results: dict) -> DeleteTopicsResponse:
             Result = DeleteTopicsResponse.DeletableTopicResult
-            return DeleteTopicsResponse(version=version, throttle_time_ms=0, responses=[
-                Result(name=name, topic_id=given or ZERO_UUID, error_code=error, error_message=message)
-                for (_, given), (name, error, message) in ((k, results[k]) for k in keys)])
+            return DeleteTopicsResponse(
+                version=version,
+                throttle_time_ms=0,
+                responses=[
+                    Result(name=name, topic_id=given or ZERO_UUID, error_code=error, error_message=message)
+                    for (_, given), (name, error, message) in ((k, results[k]) for k in keys)
+                ],
+            )
 
         done, finish = self._gather(keys, respond, response)
         for key in keys:
@@ -204,6 +253,7 @@ class AdminApis:
             def answered(resp, key=key, name=name) -> None:
                 error = Errors.REQUEST_TIMED_OUT if resp is None else resp.error
                 done(key, (name, error, None))
+
             self._ask_controller(ApiKey.DELETE_TOPICS, 0, DeleteTopic(name), req.timeout_ms, answered)
         return finish()
 
@@ -225,11 +275,28 @@ class AdminApis:
             error, message, entries = self._configs(r.resource_type, r.resource_name)
             if r.configuration_keys is not None:
                 entries = [e for e in entries if e.name in r.configuration_keys]
-            results.append(Result(
-                error_code=error, error_message=message, resource_type=r.resource_type, resource_name=r.resource_name,
-                configs=[Entry(name=e.name, value=e.value, read_only=True, config_source=e.source,
-                               is_default=e.source == DEFAULT_CONFIG, is_sensitive=False, synonyms=[],
-                               config_type=e.type, documentation=None) for e in entries]))
+            results.append(
+                Result(
+                    error_code=error,
+                    error_message=message,
+                    resource_type=r.resource_type,
+                    resource_name=r.resource_name,
+                    configs=[
+                        Entry(
+                            name=e.name,
+                            value=e.value,
+                            read_only=True,
+                            config_source=e.source,
+                            is_default=e.source == DEFAULT_CONFIG,
+                            is_sensitive=False,
+                            synonyms=[],
+                            config_type=e.type,
+                            documentation=None,
+                        )
+                        for e in entries
+                    ],
+                )
+            )
         return DescribeConfigsResponse(version=version, throttle_time_ms=0, results=results)
 
     def _configs(self, resource_type: int, name: str) -> tuple[int, str | None, list[ConfigEntry]]:
@@ -240,8 +307,11 @@ class AdminApis:
             return Errors.NONE, None, self.topic_configs(self.rm.topic_min_insync_replicas.get(name, -1))
         if resource_type == BROKER:
             if name not in ("", str(self.broker_id)):
-                return (Errors.INVALID_REQUEST, f"Unexpected broker id, expected {self.broker_id} or empty string, "
-                                                f"but received {name}", [])
+                return (
+                    Errors.INVALID_REQUEST,
+                    f"Unexpected broker id, expected {self.broker_id} or empty string, but received {name}",
+                    [],
+                )
             return Errors.NONE, None, self.broker_configs()
         return Errors.INVALID_REQUEST, f"isrcheck has no configs of resource type {resource_type}", []
 
@@ -250,12 +320,21 @@ class AdminApis:
         c = self.rm.config
         own = min_insync_replicas > 0
         return [
-            ConfigEntry(MIN_INSYNC_REPLICAS, str(min_insync_replicas if own else c.min_insync_replicas),
-                        TOPIC_CONFIG if own else STATIC_BROKER_CONFIG, INT),
-            ConfigEntry("unclean.leader.election.enable", _bool(c.unclean_leader_election_enable),
-                        STATIC_BROKER_CONFIG, BOOLEAN),
-            ConfigEntry("flush.messages", str(c.flush_messages) if c.flush_messages else str(2**63 - 1),
-                        STATIC_BROKER_CONFIG if c.flush_messages else DEFAULT_CONFIG, LONG),
+            ConfigEntry(
+                MIN_INSYNC_REPLICAS,
+                str(min_insync_replicas if own else c.min_insync_replicas),
+                TOPIC_CONFIG if own else STATIC_BROKER_CONFIG,
+                INT,
+            ),
+            ConfigEntry(
+                "unclean.leader.election.enable", _bool(c.unclean_leader_election_enable), STATIC_BROKER_CONFIG, BOOLEAN
+            ),
+            ConfigEntry(
+                "flush.messages",
+                str(c.flush_messages) if c.flush_messages else str(2**63 - 1),
+                STATIC_BROKER_CONFIG if c.flush_messages else DEFAULT_CONFIG,
+                LONG,
+            ),
             ConfigEntry("cleanup.policy", "delete", DEFAULT_CONFIG, LIST),
             ConfigEntry("retention.ms", NEVER, STATIC_BROKER_CONFIG, LONG),
             ConfigEntry("retention.bytes", NEVER, DEFAULT_CONFIG, LONG),
@@ -264,21 +343,31 @@ class AdminApis:
     def broker_configs(self) -> list[ConfigEntry]:
         """The settings this broker runs with, by their Kafka names."""
         c, s = self.rm.config, self.settings
-        ints = {"broker.id": self.broker_id, "num.partitions": s.num_partitions,
-                "default.replication.factor": c.replicas, "min.insync.replicas": c.min_insync_replicas,
-                "replica.lag.time.max.ms": c.replica_lag_time_max_ms,
-                "replica.fetch.wait.max.ms": c.replica_fetch_wait_max_ms,
-                "replica.fetch.backoff.ms": c.replica_fetch_backoff_ms,
-                "broker.session.timeout.ms": c.broker_session_timeout_ms,
-                "broker.heartbeat.interval.ms": c.broker_heartbeat_interval_ms,
-                "replica.high.watermark.checkpoint.interval.ms": c.replica_high_watermark_checkpoint_interval_ms}
-        return ([ConfigEntry(name, str(value), STATIC_BROKER_CONFIG, INT) for name, value in ints.items()] + [
+        ints = {
+            "broker.id": self.broker_id,
+            "num.partitions": s.num_partitions,
+            "default.replication.factor": c.replicas,
+            "min.insync.replicas": c.min_insync_replicas,
+            "replica.lag.time.max.ms": c.replica_lag_time_max_ms,
+            "replica.fetch.wait.max.ms": c.replica_fetch_wait_max_ms,
+            "replica.fetch.backoff.ms": c.replica_fetch_backoff_ms,
+            "broker.session.timeout.ms": c.broker_session_timeout_ms,
+            "broker.heartbeat.interval.ms": c.broker_heartbeat_interval_ms,
+            "replica.high.watermark.checkpoint.interval.ms": c.replica_high_watermark_checkpoint_interval_ms,
+        }
+        return [ConfigEntry(name, str(value), STATIC_BROKER_CONFIG, INT) for name, value in ints.items()] + [
             ConfigEntry("auto.create.topics.enable", _bool(s.auto_create_topics), STATIC_BROKER_CONFIG, BOOLEAN),
-            ConfigEntry("unclean.leader.election.enable", _bool(c.unclean_leader_election_enable),
-                        STATIC_BROKER_CONFIG, BOOLEAN),
-            ConfigEntry("log.flush.interval.messages", str(c.flush_messages or 2**63 - 1),
-                        STATIC_BROKER_CONFIG if c.flush_messages else DEFAULT_CONFIG, LONG),
-            ConfigEntry("log.retention.ms", NEVER, STATIC_BROKER_CONFIG, LONG)])
+            ConfigEntry(
+                "unclean.leader.election.enable", _bool(c.unclean_leader_election_enable), STATIC_BROKER_CONFIG, BOOLEAN
+            ),
+            ConfigEntry(
+                "log.flush.interval.messages",
+                str(c.flush_messages or 2**63 - 1),
+                STATIC_BROKER_CONFIG if c.flush_messages else DEFAULT_CONFIG,
+                LONG,
+            ),
+            ConfigEntry("log.retention.ms", NEVER, STATIC_BROKER_CONFIG, LONG),
+        ]
 
 
 __all__ = ["AdminApis", "ConfigEntry", "ZERO_UUID", "topic_id"]

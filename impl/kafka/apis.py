@@ -1,6 +1,7 @@
 """KafkaApis: the Kafka requests a broker answers, each from its ReplicaManager.
 
-Supported (each handler registered with its versions: ``registry``): ApiVersions, Metadata (leader epochs from v7, offline replicas,
+Supported (each handler registered with its versions: ``registry``): ApiVersions, Metadata (leader epochs from v7,
+offline replicas,
 topics auto-created as ``auto.create.topics.enable`` does), Produce (record batches v2 stored as the
 client wrote them, acks 0/1/all with ``min.insync.replicas``, the idempotent producer's sequence
 checks), Fetch (below the HW, KIP-320's current leader epoch, long poll by ``max_wait_ms`` /
@@ -13,6 +14,7 @@ DeleteTopics and DescribeConfigs (``admin``).
 A handler returns its response, or ``None`` when it answers later through ``respond`` (a produce
 waiting for acks=all, a fetch waiting for data), or ``NO_RESPONSE`` (a produce with acks=0).
 """
+
 from __future__ import annotations
 
 import logging
@@ -20,7 +22,10 @@ from typing import Any, Callable
 
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import (
-    ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
 )
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
@@ -28,7 +33,8 @@ from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 
 from ..controller import CONTROLLER_ID, valid_topic_name
-from ..protocol import ApiKey as InternalApiKey, CreateTopicsRequest, Errors
+from ..protocol import ApiKey as InternalApiKey
+from ..protocol import CreateTopicsRequest, Errors
 from ..replication.replica_manager import ReplicaManager
 from ..storage import CorruptRecordError, iter_batches
 from .admin import ZERO_UUID, AdminApis
@@ -76,9 +82,11 @@ class KafkaApis:
         """Every API served with its versions; with UNSUPPORTED_VERSION (an ApiVersions request too
         new for this broker, KIP-511) only ApiVersions' own, as Kafka's
         ``ApiVersionsRequest.getErrorResponse`` answers: the client retries with a version from it."""
-        keys = [ApiVersionsResponse.ApiVersion(api_key=k, min_version=api.advertised_lowest, max_version=api.highest)
-                for k, api in sorted(APIS.items())
-                if error != Errors.UNSUPPORTED_VERSION or k == API_VERSIONS]
+        keys = [
+            ApiVersionsResponse.ApiVersion(api_key=k, min_version=api.advertised_lowest, max_version=api.highest)
+            for k, api in sorted(APIS.items())
+            if error != Errors.UNSUPPORTED_VERSION or k == API_VERSIONS
+        ]
         return ApiVersionsResponse(version=version, error_code=error, api_keys=keys, throttle_time_ms=0)
 
     @serves(18, ApiVersionsRequest, ApiVersionsResponse, (0, 3))
@@ -96,19 +104,43 @@ class KafkaApis:
         for name in topics:
             indexes = sorted(i for t, i in names if t == name)
             if name is None or not indexes:
-                out.append(Topic(error_code=self._unknown_topic(name, allow_create), name=name,
-                                 topic_id=ZERO_UUID, is_internal=False, partitions=[]))
+                out.append(
+                    Topic(
+                        error_code=self._unknown_topic(name, allow_create),
+                        name=name,
+                        topic_id=ZERO_UUID,
+                        is_internal=False,
+                        partitions=[],
+                    )
+                )
                 continue
             partitions = [self._partition_metadata(names[(name, i)], i, live) for i in indexes]
-            out.append(Topic(error_code=Errors.NONE, name=name, topic_id=self.admin.topic_id_of(name), is_internal=False,
-                             partitions=partitions))
-        brokers = [MetadataResponse.MetadataResponseBroker(node_id=b, host=self.settings.listeners[b][0],
-                                                           port=self.settings.listeners[b][1], rack=None)
-                   for b in sorted(live) if b in self.settings.listeners]
+            out.append(
+                Topic(
+                    error_code=Errors.NONE,
+                    name=name,
+                    topic_id=self.admin.topic_id_of(name),
+                    is_internal=False,
+                    partitions=partitions,
+                )
+            )
+        brokers = [
+            MetadataResponse.MetadataResponseBroker(
+                node_id=b, host=self.settings.listeners[b][0], port=self.settings.listeners[b][1], rack=None
+            )
+            for b in sorted(live)
+            if b in self.settings.listeners
+        ]
         # KRaft clusters name a live broker as the controller: clients send it admin requests
-        return MetadataResponse(version=version, throttle_time_ms=0, brokers=brokers,
-                                cluster_id=self.settings.cluster_id, controller_id=min(live), topics=out,
-                                error_code=Errors.NONE)
+        return MetadataResponse(
+            version=version,
+            throttle_time_ms=0,
+            brokers=brokers,
+            cluster_id=self.settings.cluster_id,
+            controller_id=min(live),
+            topics=out,
+            error_code=Errors.NONE,
+        )
 
     def _unknown_topic(self, name: str | None, allow_create: bool) -> int:
         """auto.create.topics.enable: ask the controller for it and answer LEADER_NOT_AVAILABLE (the
@@ -119,16 +151,26 @@ class KafkaApis:
             return Errors.INVALID_TOPIC_EXCEPTION
         if not (allow_create and self.settings.auto_create_topics):
             return Errors.UNKNOWN_TOPIC_OR_PARTITION
-        self.rm.endpoint.send_request(CONTROLLER_ID, InternalApiKey.CREATE_TOPICS, 0,
-                                      CreateTopicsRequest(name, self.settings.num_partitions), lambda resp: None)
+        self.rm.endpoint.send_request(
+            CONTROLLER_ID,
+            InternalApiKey.CREATE_TOPICS,
+            0,
+            CreateTopicsRequest(name, self.settings.num_partitions),
+            lambda resp: None,
+        )
         return Errors.LEADER_NOT_AVAILABLE
 
     def _partition_metadata(self, partition_id: int, index: int, live: tuple[int, ...]):
         p = self.rm.partitions[partition_id]
         return MetadataResponse.MetadataResponseTopic.MetadataResponsePartition(
-            error_code=Errors.NONE if p.leader >= 0 else Errors.LEADER_NOT_AVAILABLE, partition_index=index,
-            leader_id=p.leader, leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
-            isr_nodes=list(p.isr), offline_replicas=[r for r in p.replicas if r not in live])
+            error_code=Errors.NONE if p.leader >= 0 else Errors.LEADER_NOT_AVAILABLE,
+            partition_index=index,
+            leader_id=p.leader,
+            leader_epoch=p.leader_epoch,
+            replica_nodes=list(p.replicas),
+            isr_nodes=list(p.isr),
+            offline_replicas=[r for r in p.replicas if r not in live],
+        )
 
     # -- Produce ----------------------------------------------------------------------------------
     # advertised from v0 as Kafka 4 does (KAFKA-18659): older librdkafka turns compression off when a
@@ -145,16 +187,28 @@ class KafkaApis:
             Topic = ProduceResponse.TopicProduceResponse
             by_topic: dict[str, list] = {}
             for (name, index), (error, offset) in results.items():
-                by_topic.setdefault(name, []).append(Topic.PartitionProduceResponse(
-                    index=index, error_code=error, base_offset=offset, log_append_time_ms=-1,
-                    log_start_offset=self._log_start(name, index), record_errors=[], error_message=None))
-            return ProduceResponse(version=version, throttle_time_ms=0, responses=[
-                Topic(name=name, partition_responses=ps) for name, ps in by_topic.items()])
+                by_topic.setdefault(name, []).append(
+                    Topic.PartitionProduceResponse(
+                        index=index,
+                        error_code=error,
+                        base_offset=offset,
+                        log_append_time_ms=-1,
+                        log_start_offset=self._log_start(name, index),
+                        record_errors=[],
+                        error_message=None,
+                    )
+                )
+            return ProduceResponse(
+                version=version,
+                throttle_time_ms=0,
+                responses=[Topic(name=name, partition_responses=ps) for name, ps in by_topic.items()],
+            )
 
         def done(key: tuple[str, int], error: int, offset: int) -> None:
             results[key] = (error, offset)
             if len(results) == len(parts) and acks != 0 and waiting:
                 respond(response())
+
         waiting = False
         for name, index, records in parts:
             key = (name, index)
@@ -171,8 +225,14 @@ class KafkaApis:
         waiting = True
         return None
 
-    def _append(self, key: tuple[str, int], acks: int, timeout_ms: int, records: bytes | None,
-                respond: Callable[[int, int], None]) -> tuple[int, int] | None:
+    def _append(
+        self,
+        key: tuple[str, int],
+        acks: int,
+        timeout_ms: int,
+        records: bytes | None,
+        respond: Callable[[int, int], None],
+    ) -> tuple[int, int] | None:
         partition_id = self.rm.names.get(key)
         if partition_id is None:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION, -1
@@ -185,8 +245,15 @@ class KafkaApis:
         batch = batches[0]
         if batch.is_transactional:
             return Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1
-        return self.rm.append_records(partition_id, acks, timeout_ms, b"", respond,
-                                      lambda p: p.append_batch_to_leader(batch), records=batch.record_count)
+        return self.rm.append_records(
+            partition_id,
+            acks,
+            timeout_ms,
+            b"",
+            respond,
+            lambda p: p.append_batch_to_leader(batch),
+            records=batch.record_count,
+        )
 
     def _log_start(self, name: str, index: int) -> int:
         partition_id = self.rm.names.get((name, index))
@@ -198,10 +265,24 @@ class KafkaApis:
         """Records below the HW of each partition; with nothing to return yet, the fetch waits in
         the DelayedFetch purgatory up to ``max_wait_ms`` for ``min_bytes``."""
         if version >= 7 and req.session_id != 0:  # never handed out (KIP-227: sessions are optional)
-            return FetchResponse(version=version, throttle_time_ms=0, error_code=Errors.FETCH_SESSION_ID_NOT_FOUND,
-                                 session_id=0, responses=[])
-        wanted = [(t.topic, p.partition, p.fetch_offset, p.current_leader_epoch if version >= 9 else -1,
-                   p.partition_max_bytes) for t in req.topics for p in t.partitions]
+            return FetchResponse(
+                version=version,
+                throttle_time_ms=0,
+                error_code=Errors.FETCH_SESSION_ID_NOT_FOUND,
+                session_id=0,
+                responses=[],
+            )
+        wanted = [
+            (
+                t.topic,
+                p.partition,
+                p.fetch_offset,
+                p.current_leader_epoch if version >= 9 else -1,
+                p.partition_max_bytes,
+            )
+            for t in req.topics
+            for p in t.partitions
+        ]
 
         def read() -> tuple[FetchResponse, int, bool]:
             budget, size, failed = max(req.max_bytes, 1), 0, False
@@ -212,12 +293,23 @@ class KafkaApis:
                 size += len(records)
                 budget = max(0, budget - len(records))
                 failed = failed or data["error_code"] != Errors.NONE
-                by_topic.setdefault(name, []).append(FetchResponse.FetchableTopicResponse.PartitionData(
-                    partition_index=index, aborted_transactions=None, preferred_read_replica=-1,
-                    **{**data, "records": records}))
-            resp = FetchResponse(version=version, throttle_time_ms=0, error_code=Errors.NONE, session_id=0,
-                                 responses=[FetchResponse.FetchableTopicResponse(topic=name, partitions=ps)
-                                            for name, ps in by_topic.items()])
+                by_topic.setdefault(name, []).append(
+                    FetchResponse.FetchableTopicResponse.PartitionData(
+                        partition_index=index,
+                        aborted_transactions=None,
+                        preferred_read_replica=-1,
+                        **{**data, "records": records},
+                    )
+                )
+            resp = FetchResponse(
+                version=version,
+                throttle_time_ms=0,
+                error_code=Errors.NONE,
+                session_id=0,
+                responses=[
+                    FetchResponse.FetchableTopicResponse(topic=name, partitions=ps) for name, ps in by_topic.items()
+                ],
+            )
             return resp, size, failed
 
         resp, size, failed = read()
@@ -230,18 +322,29 @@ class KafkaApis:
                 return False
             respond(again)
             return True
+
         self.rm.fetch_purgatory.park(req.max_wait_ms, try_complete)
         return None
 
     def _read(self, name: str, index: int, offset: int, epoch: int, max_bytes: int) -> dict:
         partition_id = self.rm.names.get((name, index))
         if partition_id is None:
-            return dict(error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION, high_watermark=-1, last_stable_offset=-1,
-                        log_start_offset=-1, records=b"")
+            return dict(
+                error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                high_watermark=-1,
+                last_stable_offset=-1,
+                log_start_offset=-1,
+                records=b"",
+            )
         r = self.rm.read_committed(partition_id, offset, epoch, max_bytes)
         # no transactions: the last stable offset is the HW
-        return dict(error_code=r.error, high_watermark=r.high_watermark, last_stable_offset=r.high_watermark,
-                    log_start_offset=r.log_start_offset, records=r.records)
+        return dict(
+            error_code=r.error,
+            high_watermark=r.high_watermark,
+            last_stable_offset=r.high_watermark,
+            log_start_offset=r.log_start_offset,
+            records=r.records,
+        )
 
     # -- ListOffsets, OffsetForLeaderEpoch --------------------------------------------------------
     @serves(2, ListOffsetsRequest, ListOffsetsResponse, (1, 6))
@@ -254,15 +357,27 @@ class KafkaApis:
             parts = []
             for q in t.partitions:
                 error, timestamp, offset, epoch = self._list_offset(
-                    t.name, q.partition_index, q.timestamp, q.current_leader_epoch if version >= 4 else -1,
-                    req.replica_id)
-                parts.append(Topic.ListOffsetsPartitionResponse(partition_index=q.partition_index, error_code=error,
-                                                                timestamp=timestamp, offset=offset, leader_epoch=epoch))
+                    t.name,
+                    q.partition_index,
+                    q.timestamp,
+                    q.current_leader_epoch if version >= 4 else -1,
+                    req.replica_id,
+                )
+                parts.append(
+                    Topic.ListOffsetsPartitionResponse(
+                        partition_index=q.partition_index,
+                        error_code=error,
+                        timestamp=timestamp,
+                        offset=offset,
+                        leader_epoch=epoch,
+                    )
+                )
             topics.append(Topic(name=t.name, partitions=parts))
         return ListOffsetsResponse(version=version, throttle_time_ms=0, topics=topics)
 
-    def _list_offset(self, name: str, index: int, timestamp: int, current_epoch: int,
-                     replica_id: int = CONSUMER_REPLICA_ID) -> tuple[int, int, int, int]:
+    def _list_offset(
+        self, name: str, index: int, timestamp: int, current_epoch: int, replica_id: int = CONSUMER_REPLICA_ID
+    ) -> tuple[int, int, int, int]:
         # KafkaApis.handleListOffsetRequest: a debugging tool (replica -2) may ask any replica, not only the
         # leader; only a consumer (replica -1) is bounded by the HW, any other reads to the log end
         p, error = self._leader(name, index, current_epoch, only_leader=replica_id != DEBUGGING_REPLICA_ID)
@@ -295,8 +410,9 @@ class KafkaApis:
             for q in t.partitions:
                 p, error = self._leader(t.topic, q.partition, q.current_leader_epoch)
                 epoch, end = p.end_offset_for(q.leader_epoch) if p is not None else (-1, -1)
-                parts.append(Result.EpochEndOffset(error_code=error, partition=q.partition, leader_epoch=epoch,
-                                                   end_offset=end))
+                parts.append(
+                    Result.EpochEndOffset(error_code=error, partition=q.partition, leader_epoch=epoch, end_offset=end)
+                )
             topics.append(Result(topic=t.topic, partitions=parts))
         return OffsetForLeaderEpochResponse(version=version, throttle_time_ms=0, topics=topics)
 
@@ -317,9 +433,16 @@ class KafkaApis:
     def handle_init_producer_id(self, req: InitProducerIdRequest, version: int, respond: Respond) -> Any:
         """A new producer id, epoch 0, for an idempotent producer (COORDINATOR_LOAD_IN_PROGRESS while
         the broker waits for a block of ids: ProducerIdManager); no transactions here."""
+
         def answer(error: int, producer_id: int) -> InitProducerIdResponse:
-            return InitProducerIdResponse(version=version, throttle_time_ms=0, error_code=error,
-                                          producer_id=producer_id, producer_epoch=0 if producer_id >= 0 else -1)
+            return InitProducerIdResponse(
+                version=version,
+                throttle_time_ms=0,
+                error_code=error,
+                producer_id=producer_id,
+                producer_epoch=0 if producer_id >= 0 else -1,
+            )
+
         if req.transactional_id is not None:
             return answer(self.coordinator.refuse(TRANSACTION, req.transactional_id, req)[0], -1)
         return answer(*self.producer_ids.generate())

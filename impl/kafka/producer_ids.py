@@ -1,4 +1,5 @@
 """ProducerIdManager: producer ids for InitProducerId, from blocks the controller hands out."""
+
 from __future__ import annotations
 
 from typing import Callable
@@ -40,9 +41,13 @@ class ProducerIdManager:
     def _request_block(self) -> None:
         if self.next_block is None and not self.in_flight:
             self.in_flight = True
-            self.endpoint.send_request(CONTROLLER_ID, ApiKey.ALLOCATE_PRODUCER_IDS, 0,
-                                       AllocateProducerIdsRequest(self.broker_id, self.broker_epoch()),
-                                       self._on_block)
+            self.endpoint.send_request(
+                CONTROLLER_ID,
+                ApiKey.ALLOCATE_PRODUCER_IDS,
+                0,
+                AllocateProducerIdsRequest(self.broker_id, self.broker_epoch()),
+                self._on_block,
+            )
 
     def _on_block(self, resp: AllocateProducerIdsResponse | None) -> None:
         self.in_flight = False

@@ -6,6 +6,7 @@ it. One entry per API, so that ApiVersions, the server's decoding and the dispat
 Handlers take ``(request, version, respond)`` and return the response, None when they answer
 later through ``respond``, or ``apis.NO_RESPONSE`` (a produce with acks=0).
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
@@ -29,20 +30,32 @@ class Api(NamedTuple):
 APIS: dict[int, Api] = {}
 
 
-def serves(key: int, request: type, response: type, versions: tuple[int, int],
-           advertised_lowest: int | None = None) -> Callable:
+def serves(
+    key: int, request: type, response: type, versions: tuple[int, int], advertised_lowest: int | None = None
+) -> Callable:
     """Registers the decorated method as the handler of API ``key`` for ``versions`` (inclusive);
     ApiVersions advertises from ``advertised_lowest`` (default: the lowest served)."""
     lowest, highest = versions
 
     def register(method: Callable) -> Callable:
         if key in APIS:
-            raise ValueError(f"api key {key} registered twice: {APIS[key].owner}.{APIS[key].handler} "
-                             f"and {method.__qualname__}")
+            raise ValueError(
+                f"api key {key} registered twice: {APIS[key].owner}.{APIS[key].handler} and {method.__qualname__}"
+            )
         owner, _, name = method.__qualname__.rpartition(".")
-        APIS[key] = Api(key, request.__name__.removesuffix("Request"), request, response, lowest, highest,
-                        lowest if advertised_lowest is None else advertised_lowest, owner, name)
+        APIS[key] = Api(
+            key,
+            request.__name__.removesuffix("Request"),
+            request,
+            response,
+            lowest,
+            highest,
+            lowest if advertised_lowest is None else advertised_lowest,
+            owner,
+            name,
+        )
         return method
+
     return register
 
 

@@ -17,6 +17,7 @@ Bad input closes that connection with one log line and touches nothing else: a s
 unsupported version of any api but ApiVersions (answered with v0 and UNSUPPORTED_VERSION, the list
 of versions included, so that a client falls back), or a request that does not decode.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -30,9 +31,9 @@ from .registry import APIS
 
 log = logging.getLogger(__name__)
 
-SOCKET_REQUEST_MAX_BYTES = 104_857_600   # socket.request.max.bytes
+SOCKET_REQUEST_MAX_BYTES = 104_857_600  # socket.request.max.bytes
 _SIZE = struct.Struct(">i")
-_HEAD = struct.Struct(">hhi")            # api key, api version, correlation id
+_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 
 
 class _Refused(Exception):
@@ -42,8 +43,9 @@ class _Refused(Exception):
 class KafkaServer:
     """Serve ``apis`` on ``host:port`` from the running event loop."""
 
-    def __init__(self, apis: KafkaApis, host: str, port: int,
-                 max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES) -> None:
+    def __init__(
+        self, apis: KafkaApis, host: str, port: int, max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES
+    ) -> None:
         self.apis, self.host, self.port, self.max_request_bytes = apis, host, port, max_request_bytes
         self.server: asyncio.AbstractServer | None = None
         self.connections: set[asyncio.StreamWriter] = set()
@@ -100,8 +102,9 @@ class KafkaServer:
             raise _Refused(f"closed inside a request size ({len(exc.partial)} of 4 bytes)") from None
         (size,) = _SIZE.unpack(head)
         if not _HEAD.size <= size <= self.max_request_bytes:
-            raise _Refused(f"request size {size} outside {_HEAD.size}..{self.max_request_bytes} "
-                           f"(socket.request.max.bytes)")
+            raise _Refused(
+                f"request size {size} outside {_HEAD.size}..{self.max_request_bytes} (socket.request.max.bytes)"
+            )
         try:
             return await reader.readexactly(size)
         except asyncio.IncompleteReadError as exc:
@@ -128,6 +131,7 @@ class KafkaServer:
         def respond(resp) -> None:
             if not done.done():
                 done.set_result(resp)
+
         response = self.apis.handle(api_key, version, request, respond)
         if response is NO_RESPONSE:
             return None

@@ -1,5 +1,6 @@
 """What a broker's Kafka listener needs beyond replication (``KafkaSettings``), in a module of its
 own: the API handlers of ``apis`` and ``admin`` both read it."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

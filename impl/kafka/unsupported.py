@@ -13,14 +13,24 @@ InitProducerId with a transactional id) is answered TRANSACTIONAL_ID_AUTHORIZATI
 both clients take as fatal. The broker logs one WARNING line per group or transactional id naming
 the feature and what to use instead.
 """
+
 from __future__ import annotations
 
 import logging
 from typing import Any, NamedTuple
 
 from kafka.protocol.consumer.group import (
-    HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
-    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    SyncGroupRequest,
     SyncGroupResponse,
 )
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
@@ -41,12 +51,19 @@ class Unsupported(NamedTuple):
 
 
 FEATURES = {
-    GROUP: Unsupported(Errors.GROUP_AUTHORIZATION_FAILED, "consumer groups",
-                       "assign partitions with an explicit offset (docs/kafka.md)"),
-    TRANSACTION: Unsupported(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions",
-                             "use an idempotent producer without a transactional id"),
-    SHARE_GROUP: Unsupported(Errors.GROUP_AUTHORIZATION_FAILED, "share groups",
-                             "assign partitions with an explicit offset (docs/kafka.md)"),
+    GROUP: Unsupported(
+        Errors.GROUP_AUTHORIZATION_FAILED,
+        "consumer groups",
+        "assign partitions with an explicit offset (docs/kafka.md)",
+    ),
+    TRANSACTION: Unsupported(
+        Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        "transactions",
+        "use an idempotent producer without a transactional id",
+    ),
+    SHARE_GROUP: Unsupported(
+        Errors.GROUP_AUTHORIZATION_FAILED, "share groups", "assign partitions with an explicit offset (docs/kafka.md)"
+    ),
 }
 
 
@@ -65,8 +82,16 @@ class CoordinatorApis:
             self.warned.add((key_type, key))
             client = request.header.client_id if request.header is not None else None
             name = "transactional id" if key_type == TRANSACTION else "group"
-            log.warning("%s are not supported: %s of client %r for %s %r answered %s; instead, %s",
-                        what.feature, type(request).__name__, client, name, key, Errors(what.error).name, what.instead)
+            log.warning(
+                "%s are not supported: %s of client %r for %s %r answered %s; instead, %s",
+                what.feature,
+                type(request).__name__,
+                client,
+                name,
+                key,
+                Errors(what.error).name,
+                what.instead,
+            )
         return what.error, f"{what.feature} are not supported by isrcheck; instead, {what.instead}"
 
     # -- FindCoordinator --------------------------------------------------------------------------
@@ -82,15 +107,26 @@ class CoordinatorApis:
                 return Errors.NONE, None, self.broker_id, host, port
             error, message = self.refuse(key_type, key, req)
             return error, message, -1, "", -1
+
         if version < 4:
             error, message, node, host, port = answer(req.key)
-            return FindCoordinatorResponse(version=version, throttle_time_ms=0, error_code=error, error_message=message,
-                                           node_id=node, host=host, port=port)
+            return FindCoordinatorResponse(
+                version=version,
+                throttle_time_ms=0,
+                error_code=error,
+                error_message=message,
+                node_id=node,
+                host=host,
+                port=port,
+            )
         coordinators = []
         for key in req.coordinator_keys:
             error, message, node, host, port = answer(key)
-            coordinators.append(FindCoordinatorResponse.Coordinator(key=key, node_id=node, host=host, port=port,
-                                                                    error_code=error, error_message=message))
+            coordinators.append(
+                FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=node, host=host, port=port, error_code=error, error_message=message
+                )
+            )
         return FindCoordinatorResponse(version=version, throttle_time_ms=0, coordinators=coordinators)
 
     # -- the group coordinator's requests ---------------------------------------------------------
@@ -100,14 +136,29 @@ class CoordinatorApis:
     # JoinGroup v9 would make kafka-python infer a newer broker
     @serves(11, JoinGroupRequest, JoinGroupResponse, (0, 8))
     def handle_join_group(self, req: JoinGroupRequest, version: int, respond) -> Any:
-        return JoinGroupResponse(version=version, throttle_time_ms=0, error_code=self._group(req.group_id, req),
-                                 generation_id=-1, protocol_type=None, protocol_name=None if version >= 7 else "",
-                                 leader="", skip_assignment=False, member_id=req.member_id, members=[])
+        return JoinGroupResponse(
+            version=version,
+            throttle_time_ms=0,
+            error_code=self._group(req.group_id, req),
+            generation_id=-1,
+            protocol_type=None,
+            protocol_name=None if version >= 7 else "",
+            leader="",
+            skip_assignment=False,
+            member_id=req.member_id,
+            members=[],
+        )
 
     @serves(14, SyncGroupRequest, SyncGroupResponse, (0, 5))
     def handle_sync_group(self, req: SyncGroupRequest, version: int, respond) -> Any:
-        return SyncGroupResponse(version=version, throttle_time_ms=0, error_code=self._group(req.group_id, req),
-                                 protocol_type=None, protocol_name=None, assignment=b"")
+        return SyncGroupResponse(
+            version=version,
+            throttle_time_ms=0,
+            error_code=self._group(req.group_id, req),
+            protocol_type=None,
+            protocol_name=None,
+            assignment=b"",
+        )
 
     @serves(12, HeartbeatRequest, HeartbeatResponse, (0, 4))
     def handle_heartbeat(self, req: HeartbeatRequest, version: int, respond) -> Any:
@@ -115,8 +166,9 @@ class CoordinatorApis:
 
     @serves(13, LeaveGroupRequest, LeaveGroupResponse, (0, 5))
     def handle_leave_group(self, req: LeaveGroupRequest, version: int, respond) -> Any:
-        return LeaveGroupResponse(version=version, throttle_time_ms=0, error_code=self._group(req.group_id, req),
-                                  members=[])
+        return LeaveGroupResponse(
+            version=version, throttle_time_ms=0, error_code=self._group(req.group_id, req), members=[]
+        )
 
     # OffsetCommit v10 and OffsetFetch v8+ name topics by id or many groups
     @serves(8, OffsetCommitRequest, OffsetCommitResponse, (2, 9))
@@ -124,10 +176,20 @@ class CoordinatorApis:
         """Every partition refused (OffsetCommit has no error but the partitions')."""
         error = self._group(req.group_id, req)
         Topic = OffsetCommitResponse.OffsetCommitResponseTopic
-        return OffsetCommitResponse(version=version, throttle_time_ms=0, topics=[
-            Topic(name=t.name, partitions=[Topic.OffsetCommitResponsePartition(partition_index=p.partition_index,
-                                                                               error_code=error)
-                                           for p in t.partitions]) for t in req.topics])
+        return OffsetCommitResponse(
+            version=version,
+            throttle_time_ms=0,
+            topics=[
+                Topic(
+                    name=t.name,
+                    partitions=[
+                        Topic.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
+                        for p in t.partitions
+                    ],
+                )
+                for t in req.topics
+            ],
+        )
 
     @serves(9, OffsetFetchRequest, OffsetFetchResponse, (1, 7))
     def handle_offset_fetch(self, req: OffsetFetchRequest, version: int, respond) -> Any:
@@ -135,10 +197,27 @@ class CoordinatorApis:
         as Kafka's ``OffsetFetchRequest.getErrorResponse``."""
         error = self._group(req.group_id, req)
         Topic = OffsetFetchResponse.OffsetFetchResponseTopic
-        return OffsetFetchResponse(version=version, throttle_time_ms=0, error_code=error, topics=[
-            Topic(name=t.name, partitions=[Topic.OffsetFetchResponsePartition(
-                partition_index=i, committed_offset=-1, committed_leader_epoch=-1, metadata=None, error_code=error)
-                for i in t.partition_indexes]) for t in req.topics or ()])
+        return OffsetFetchResponse(
+            version=version,
+            throttle_time_ms=0,
+            error_code=error,
+            topics=[
+                Topic(
+                    name=t.name,
+                    partitions=[
+                        Topic.OffsetFetchResponsePartition(
+                            partition_index=i,
+                            committed_offset=-1,
+                            committed_leader_epoch=-1,
+                            metadata=None,
+                            error_code=error,
+                        )
+                        for i in t.partition_indexes
+                    ],
+                )
+                for t in req.topics or ()
+            ],
+        )
 
 
 __all__ = ["FEATURES", "GROUP", "SHARE_GROUP", "TRANSACTION", "CoordinatorApis", "Unsupported"]

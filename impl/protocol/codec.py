@@ -4,10 +4,12 @@ A frame is a 9-byte header ``>BhhI`` (frame type 0 request / 1 response, api key
 correlation id) followed by the body. A body is laid out by the message's schema for that version:
 fixed-size scalars are packed together with one precompiled ``struct.Struct``; int32 arrays carry
 a count; strings a length and their UTF-8; record sets (what a producer sends) carry a count and a
-CRC-32C over their bytes, so a corrupted record is detected rather than appended; fetched data travels as the log's own record batch bytes, each
+CRC-32C over their bytes, so a corrupted record is detected rather than appended; fetched data travels as the log's
+own record batch bytes, each
 batch checked by its CRC when the follower appends it. Decoding never trusts a length: any truncated,
 oversized or inconsistent frame raises ``DecodeError``.
 """
+
 from __future__ import annotations
 
 import struct
@@ -63,8 +65,9 @@ class _Layout:
                 run.append((name, kind))
                 continue
             if run:
-                ops.append(("fixed", struct.Struct(">" + "".join(_SCALARS[k] for _, k in run)),
-                            tuple(n for n, _ in run)))
+                ops.append(
+                    ("fixed", struct.Struct(">" + "".join(_SCALARS[k] for _, k in run)), tuple(n for n, _ in run))
+                )
                 run = []
             if kind in ("[i32]", "[i64]"):
                 ops.append(("array", _SCALARS[kind[1:-1]], (name,)))
@@ -111,12 +114,12 @@ class _Layout:
                 pos += 4 + size * n
             elif op == "bytes":
                 n = _read_count(data, pos, 1, self.cls.__name__)
-                values[names[0]] = bytes(data[pos + 4:pos + 4 + n])
+                values[names[0]] = bytes(data[pos + 4 : pos + 4 + n])
                 pos += 4 + n
             elif op == "str":
                 n = _read_count(data, pos, 1, self.cls.__name__)
                 try:
-                    values[names[0]] = bytes(data[pos + 4:pos + 4 + n]).decode("utf-8")
+                    values[names[0]] = bytes(data[pos + 4 : pos + 4 + n]).decode("utf-8")
                 except UnicodeDecodeError:
                     raise DecodeError(f"{self.cls.__name__}: a string at byte {pos} is not UTF-8") from None
                 pos += 4 + n
@@ -165,9 +168,9 @@ def _decode_records(data: bytes, pos: int, what: str) -> tuple[tuple[WireRecord,
         pos += _RECORD_HEAD.size
         if klen < -1 or vlen < 0 or pos + max(klen, 0) + vlen > end:
             raise DecodeError(f"{what}: bad record lengths ({klen}, {vlen}) at byte {pos}")
-        key = None if klen < 0 else bytes(data[pos:pos + klen])
+        key = None if klen < 0 else bytes(data[pos : pos + klen])
         pos += max(klen, 0)
-        out.append(WireRecord(offset, epoch, key, bytes(data[pos:pos + vlen])))
+        out.append(WireRecord(offset, epoch, key, bytes(data[pos : pos + vlen])))
         pos += vlen
     if crc32c.crc32c(bytes(data[start:pos])) != crc:
         raise DecodeError(f"{what}: record set CRC mismatch")
@@ -182,8 +185,14 @@ class Codec:
         self._responses: dict[tuple[int, int], _Layout] = {}
         self._response_class: dict[int, type] = {}
 
-    def register(self, api_key: int, request: type, response: type | None,
-                 request_schemas: dict[int, tuple], response_schemas: dict[int, tuple]) -> None:
+    def register(
+        self,
+        api_key: int,
+        request: type,
+        response: type | None,
+        request_schemas: dict[int, tuple],
+        response_schemas: dict[int, tuple],
+    ) -> None:
         for version, schema in request_schemas.items():
             self._requests[(api_key, version)] = _Layout(request, schema)
         if response is not None:

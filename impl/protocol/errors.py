@@ -1,4 +1,5 @@
 """Kafka error codes (the numeric values are Kafka's own, from its ``Errors`` enum)."""
+
 from __future__ import annotations
 
 from enum import IntEnum

@@ -19,6 +19,7 @@ for; v1: a client's CreateTopics, with replication factor, ``min.insync.replicas
 answered with an error message), DeleteTopics removes one; AllocateProducerIds gets a broker a block
 of producer ids for idempotent producers.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -122,11 +123,11 @@ class LeaderAndIsrRequest:
     partition_epoch: int = -1
     isr: tuple[int, ...] = ()
     replicas: tuple[int, ...] = ()
-    topic: str = "isr"                   # v1: the topic and the partition's index in it
+    topic: str = "isr"  # v1: the topic and the partition's index in it
     index: int = 0
-    live_brokers: tuple[int, ...] = ()   # v1: the brokers the controller has not fenced
-    min_insync_replicas: int = -1        # v2: the topic's min.insync.replicas (-1: the cluster's)
-    deleted: bool = False                # v2: the topic was deleted: the broker drops the partition and its log
+    live_brokers: tuple[int, ...] = ()  # v1: the brokers the controller has not fenced
+    min_insync_replicas: int = -1  # v2: the topic's min.insync.replicas (-1: the cluster's)
+    deleted: bool = False  # v2: the topic was deleted: the broker drops the partition and its log
 
 
 @dataclass(slots=True)
@@ -135,9 +136,9 @@ class CreateTopicsRequest:
 
     topic: str = ""
     partitions: int = 1
-    replication_factor: int = -1    # v1: -1 the default (every broker)
-    min_insync_replicas: int = -1   # v1: the topic's config, -1 the cluster's
-    validate_only: bool = False     # v1: check, create nothing
+    replication_factor: int = -1  # v1: -1 the default (every broker)
+    min_insync_replicas: int = -1  # v1: the topic's config, -1 the cluster's
+    validate_only: bool = False  # v1: check, create nothing
 
 
 @dataclass(slots=True)
@@ -230,7 +231,7 @@ class BrokerHeartbeatRequest:
 
     broker_id: int = -1
     broker_epoch: int = -1
-    leader_epoch: int = -1     # the partition state the broker has applied (KRaft's metadata offset)
+    leader_epoch: int = -1  # the partition state the broker has applied (KRaft's metadata offset)
     partition_epoch: int = -1
     partition_epochs: tuple[int, ...] = ()  # v1: per partition id, the partition epoch applied (-1 none)
 
@@ -242,69 +243,146 @@ class BrokerHeartbeatResponse:
     error: int = 0
     is_fenced: bool = False
     live_brokers: tuple[int, ...] = ()  # v1: the brokers not fenced (what clients' Metadata lists)
-    is_caught_up: bool = False          # v1: the broker applied every partition state of its registration
+    is_caught_up: bool = False  # v1: the broker applied every partition state of its registration
 
 
 CODEC = Codec()
 CODEC.register(
-    ApiKey.PRODUCE, ProduceRequest, ProduceResponse,
+    ApiKey.PRODUCE,
+    ProduceRequest,
+    ProduceResponse,
     {0: (("acks", "i16"), ("timeout_ms", "i32"), ("partition", "i32"), ("records", "records"))},
-    {0: (("error", "i16"), ("partition", "i32"), ("base_offset", "i64"))})
+    {0: (("error", "i16"), ("partition", "i32"), ("base_offset", "i64"))},
+)
 _FETCH_V0 = (("replica_id", "i32"), ("partition", "i32"), ("fetch_offset", "i64"))
 _FETCH_V1 = _FETCH_V0 + (("current_leader_epoch", "i32"), ("last_fetched_epoch", "i32"))
-_FETCH_RESP_V0 = (("error", "i16"), ("partition", "i32"), ("high_watermark", "i64"),
-                  ("log_start_offset", "i64"), ("log_end_offset", "i64"), ("records", "bytes"))
-_FETCH_RESP_V1 = _FETCH_RESP_V0[:-1] + (("diverging_epoch", "i32"), ("diverging_end_offset", "i64"),
-                                        ("records", "bytes"))
+_FETCH_RESP_V0 = (
+    ("error", "i16"),
+    ("partition", "i32"),
+    ("high_watermark", "i64"),
+    ("log_start_offset", "i64"),
+    ("log_end_offset", "i64"),
+    ("records", "bytes"),
+)
+_FETCH_RESP_V1 = _FETCH_RESP_V0[:-1] + (
+    ("diverging_epoch", "i32"),
+    ("diverging_end_offset", "i64"),
+    ("records", "bytes"),
+)
 _MAX_BATCHES = (("max_batches", "i32"),)
 CODEC.register(
-    ApiKey.FETCH, FetchRequest, FetchResponse,
-    {0: _FETCH_V0, 1: _FETCH_V1, 2: _FETCH_V0 + _MAX_BATCHES, 3: _FETCH_V1 + _MAX_BATCHES,
-     4: _FETCH_V1 + _MAX_BATCHES + (("replica_epoch", "i64"),)},
-    {0: _FETCH_RESP_V0, 1: _FETCH_RESP_V1, 2: _FETCH_RESP_V0, 3: _FETCH_RESP_V1, 4: _FETCH_RESP_V1})
+    ApiKey.FETCH,
+    FetchRequest,
+    FetchResponse,
+    {
+        0: _FETCH_V0,
+        1: _FETCH_V1,
+        2: _FETCH_V0 + _MAX_BATCHES,
+        3: _FETCH_V1 + _MAX_BATCHES,
+        4: _FETCH_V1 + _MAX_BATCHES + (("replica_epoch", "i64"),),
+    },
+    {0: _FETCH_RESP_V0, 1: _FETCH_RESP_V1, 2: _FETCH_RESP_V0, 3: _FETCH_RESP_V1, 4: _FETCH_RESP_V1},
+)
 _OLE_V0 = (("replica_id", "i32"), ("partition", "i32"), ("leader_epoch", "i32"))
 CODEC.register(
-    ApiKey.OFFSET_FOR_LEADER_EPOCH, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
     {0: _OLE_V0, 1: _OLE_V0, 2: _OLE_V0 + (("current_leader_epoch", "i32"),)},
-    {0: (("error", "i16"), ("partition", "i32"), ("end_offset", "i64")),
-     1: (("error", "i16"), ("partition", "i32"), ("leader_epoch", "i32"), ("end_offset", "i64")),
-     2: (("error", "i16"), ("partition", "i32"), ("leader_epoch", "i32"), ("end_offset", "i64"))})
-_LEADER_AND_ISR_V0 = (("broker_epoch", "i64"), ("partition", "i32"), ("leader", "i32"), ("leader_epoch", "i32"),
-                      ("partition_epoch", "i32"), ("isr", "[i32]"), ("replicas", "[i32]"))
+    {
+        0: (("error", "i16"), ("partition", "i32"), ("end_offset", "i64")),
+        1: (("error", "i16"), ("partition", "i32"), ("leader_epoch", "i32"), ("end_offset", "i64")),
+        2: (("error", "i16"), ("partition", "i32"), ("leader_epoch", "i32"), ("end_offset", "i64")),
+    },
+)
+_LEADER_AND_ISR_V0 = (
+    ("broker_epoch", "i64"),
+    ("partition", "i32"),
+    ("leader", "i32"),
+    ("leader_epoch", "i32"),
+    ("partition_epoch", "i32"),
+    ("isr", "[i32]"),
+    ("replicas", "[i32]"),
+)
 _LEADER_AND_ISR_V1 = _LEADER_AND_ISR_V0 + (("topic", "str"), ("index", "i32"), ("live_brokers", "[i32]"))
 CODEC.register(
-    ApiKey.LEADER_AND_ISR, LeaderAndIsrRequest, None,
-    {0: _LEADER_AND_ISR_V0,
-     1: _LEADER_AND_ISR_V1,
-     2: _LEADER_AND_ISR_V1 + (("min_insync_replicas", "i32"), ("deleted", "bool"))}, {})
+    ApiKey.LEADER_AND_ISR,
+    LeaderAndIsrRequest,
+    None,
+    {
+        0: _LEADER_AND_ISR_V0,
+        1: _LEADER_AND_ISR_V1,
+        2: _LEADER_AND_ISR_V1 + (("min_insync_replicas", "i32"), ("deleted", "bool")),
+    },
+    {},
+)
 CODEC.register(
-    ApiKey.CREATE_TOPICS, CreateTopicsRequest, CreateTopicsResponse,
-    {0: (("topic", "str"), ("partitions", "i32")),
-     1: (("topic", "str"), ("partitions", "i32"), ("replication_factor", "i32"), ("min_insync_replicas", "i32"),
-         ("validate_only", "bool"))},
-    {0: (("error", "i16"),), 1: (("error", "i16"), ("message", "str"), ("partition_id", "i32"))})
+    ApiKey.CREATE_TOPICS,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    {
+        0: (("topic", "str"), ("partitions", "i32")),
+        1: (
+            ("topic", "str"),
+            ("partitions", "i32"),
+            ("replication_factor", "i32"),
+            ("min_insync_replicas", "i32"),
+            ("validate_only", "bool"),
+        ),
+    },
+    {0: (("error", "i16"),), 1: (("error", "i16"), ("message", "str"), ("partition_id", "i32"))},
+)
 CODEC.register(
-    ApiKey.DELETE_TOPICS, DeleteTopicsRequest, DeleteTopicsResponse, {0: (("topic", "str"),)}, {0: (("error", "i16"),)})
-_ALTER_V0 = (("broker_id", "i32"), ("broker_epoch", "i64"), ("partition", "i32"), ("leader_epoch", "i32"),
-             ("partition_epoch", "i32"), ("new_isr", "[i32]"))
-_ALTER_RESP_V0 = (("error", "i16"), ("partition", "i32"), ("leader", "i32"), ("leader_epoch", "i32"),
-                  ("partition_epoch", "i32"), ("isr", "[i32]"))
+    ApiKey.DELETE_TOPICS, DeleteTopicsRequest, DeleteTopicsResponse, {0: (("topic", "str"),)}, {0: (("error", "i16"),)}
+)
+_ALTER_V0 = (
+    ("broker_id", "i32"),
+    ("broker_epoch", "i64"),
+    ("partition", "i32"),
+    ("leader_epoch", "i32"),
+    ("partition_epoch", "i32"),
+    ("new_isr", "[i32]"),
+)
+_ALTER_RESP_V0 = (
+    ("error", "i16"),
+    ("partition", "i32"),
+    ("leader", "i32"),
+    ("leader_epoch", "i32"),
+    ("partition_epoch", "i32"),
+    ("isr", "[i32]"),
+)
 CODEC.register(
-    ApiKey.ALTER_PARTITION, AlterPartitionRequest, AlterPartitionResponse,
+    ApiKey.ALTER_PARTITION,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
     {0: _ALTER_V0, 1: _ALTER_V0 + (("new_isr_epochs", "[i64]"),)},
-    {0: _ALTER_RESP_V0, 1: _ALTER_RESP_V0})
+    {0: _ALTER_RESP_V0, 1: _ALTER_RESP_V0},
+)
 CODEC.register(
-    ApiKey.BROKER_REGISTRATION, BrokerRegistrationRequest, BrokerRegistrationResponse,
-    {0: (("broker_id", "i32"), ("incarnation", "i64")),
-     1: (("broker_id", "i32"), ("incarnation", "i64"), ("previous_broker_epoch", "i64"))},
-    {0: (("error", "i16"), ("broker_epoch", "i64")), 1: (("error", "i16"), ("broker_epoch", "i64"))})
+    ApiKey.BROKER_REGISTRATION,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    {
+        0: (("broker_id", "i32"), ("incarnation", "i64")),
+        1: (("broker_id", "i32"), ("incarnation", "i64"), ("previous_broker_epoch", "i64")),
+    },
+    {0: (("error", "i16"), ("broker_epoch", "i64")), 1: (("error", "i16"), ("broker_epoch", "i64"))},
+)
 CODEC.register(
-    ApiKey.ALLOCATE_PRODUCER_IDS, AllocateProducerIdsRequest, AllocateProducerIdsResponse,
+    ApiKey.ALLOCATE_PRODUCER_IDS,
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
     {0: (("broker_id", "i32"), ("broker_epoch", "i64"))},
-    {0: (("error", "i16"), ("producer_id_start", "i64"), ("producer_id_len", "i32"))})
+    {0: (("error", "i16"), ("producer_id_start", "i64"), ("producer_id_len", "i32"))},
+)
 _HEARTBEAT_V0 = (("broker_id", "i32"), ("broker_epoch", "i64"), ("leader_epoch", "i32"), ("partition_epoch", "i32"))
 CODEC.register(
-    ApiKey.BROKER_HEARTBEAT, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
+    ApiKey.BROKER_HEARTBEAT,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
     {0: _HEARTBEAT_V0, 1: _HEARTBEAT_V0 + (("partition_epochs", "[i32]"),)},
-    {0: (("error", "i16"), ("is_fenced", "bool")),
-     1: (("error", "i16"), ("is_fenced", "bool"), ("live_brokers", "[i32]"), ("is_caught_up", "bool"))})
+    {
+        0: (("error", "i16"), ("is_fenced", "bool")),
+        1: (("error", "i16"), ("is_fenced", "bool"), ("live_brokers", "[i32]"), ("is_caught_up", "bool")),
+    },
+)

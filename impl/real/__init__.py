@@ -3,6 +3,7 @@ storage engine's ``OsFileSystem`` the same brokers, controller and clients run a
 ``node`` runs one broker or the controller as its own OS process, ``processes`` a cluster of them
 (with SIGKILL, SIGTERM, power-loss, SIGSTOP, lost-disk and network-partition faults), ``durable``
 what a power loss keeps of a directory."""
+
 from .runtime import AsyncioScheduler, TcpTransport
 
 __all__ = ["AsyncioScheduler", "TcpTransport"]

@@ -1,7 +1,8 @@
 """What a power loss keeps of a real log directory: ``JournaledFileSystem`` is the OS file system
 that also records, in a journal beside the directory, every point at which something became
 durable: a file's bytes (an fsync; a truncation, whose cut is durable on return, the bytes before
-it no more than they were; a rename carries them to the new name) and a directory's entries (an fsync of the directory: its listing then).
+it no more than they were; a rename carries them to the new name) and a directory's entries (an fsync of the
+directory: its listing then).
 The process can die by SIGKILL at any moment: what it wrote stays in the page cache, as after a
 process crash. ``power_loss`` then does what losing power would have done, as the simulated file
 system does (``storage.fs.SimulatedFileSystem.power_loss``): a file whose entry was not durable
@@ -12,6 +13,7 @@ fsynced) by the broker process, so it survives a SIGKILL, and only a played powe
 Two things a real file system cannot give back are not played: an entry removed or replaced after
 the directory's last fsync does not come back.
 """
+
 from __future__ import annotations
 
 import os

@@ -4,6 +4,7 @@ the next write, fsync or read once ``failures.fail_next`` armed it, as the simul
 (``storage.fs.InjectedFailures``). The broker process arms it when told to (``node.py``: SIGUSR1
 with the failure in ``DISK_FAILURE_FILE``), so a soak can take a broker's log directory offline.
 """
+
 from __future__ import annotations
 
 from ..storage.fs import FileHandle, FileSystem, InjectedFailures

@@ -19,6 +19,7 @@ Each node that holds requests says how many (``held``) and how many of them it s
 (``held_status_path``): ``{"hold": [[from, to, request, held, delivered], ...]}``, rewritten
 atomically whenever a count changes.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -47,7 +48,7 @@ class NetSpec:
 def cut_pairs(groups) -> list[list[int]]:
     """Every pair of nodes of different ``groups`` (each an iterable of node ids), smaller id first."""
     groups = [sorted({int(n) for n in g}) for g in groups]
-    return sorted([min(a, b), max(a, b)] for i, g in enumerate(groups) for h in groups[i + 1:] for a in g for b in h)
+    return sorted([min(a, b), max(a, b)] for i, g in enumerate(groups) for h in groups[i + 1 :] for a in g for b in h)
 
 
 def write_net_file(path: str, groups=(), *, cut=None, hold=()) -> None:
@@ -94,15 +95,23 @@ def read_net_file(path: str, node: int) -> NetSpec:
         raise ValueError(f"{path}: not JSON ({exc})") from None
     pairs = spec.get("cut") if isinstance(spec, dict) else None
     if not isinstance(pairs, list) or not all(
-            isinstance(p, list) and len(p) == 2 and all(map(_is_id, p)) for p in pairs):
-        raise ValueError(f"{path}: expected {{\"cut\": [[node, node], ...]}}")
+        isinstance(p, list) and len(p) == 2 and all(map(_is_id, p)) for p in pairs
+    ):
+        raise ValueError(f'{path}: expected {{"cut": [[node, node], ...]}}')
     holds = spec.get("hold", [])
     if not isinstance(holds, list):
         raise ValueError(f"{path}: hold: expected a list of [from, to, request, released]")
     out = NetSpec(cut={b if a == node else a for a, b in pairs if node in (a, b) and a != b})
     for i, entry in enumerate(holds):
-        if not (isinstance(entry, list) and len(entry) == 4 and _is_id(entry[0]) and _is_id(entry[1])
-                and isinstance(entry[2], str) and _is_id(entry[3]) and entry[3] >= 0):
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 4
+            and _is_id(entry[0])
+            and _is_id(entry[1])
+            and isinstance(entry[2], str)
+            and _is_id(entry[3])
+            and entry[3] >= 0
+        ):
             raise ValueError(f"{path}: hold[{i}]: expected [from, to, request, released], got {entry!r}")
         try:
             key = api_key_of(entry[2])
@@ -171,8 +180,10 @@ class NetWatcher:
 
     def _report(self) -> None:
         counts = self.transport.hold_counts()
-        status = sorted([src, dst, ApiKey(key).name.lower(), held, delivered]
-                        for (src, dst, key), (held, delivered) in counts.items())
+        status = sorted(
+            [src, dst, ApiKey(key).name.lower(), held, delivered]
+            for (src, dst, key), (held, delivered) in counts.items()
+        )
         if status == self._status or (self._status is None and not status):
             return
         self._status = status
@@ -187,5 +198,15 @@ class NetWatcher:
             self.poll()
 
 
-__all__ = ["NET_POLL_S", "NetSpec", "NetWatcher", "api_key_of", "cut_pairs", "held_status_path", "read_cut_peers",
-           "read_held_status", "read_net_file", "write_net_file"]
+__all__ = [
+    "NET_POLL_S",
+    "NetSpec",
+    "NetWatcher",
+    "api_key_of",
+    "cut_pairs",
+    "held_status_path",
+    "read_cut_peers",
+    "read_held_status",
+    "read_net_file",
+    "write_net_file",
+]

@@ -36,8 +36,10 @@ is a process crash. SIGUSR1 makes a broker's disk fail: the failure named in
 ``DIR/.disk-failure`` (``write:EIO``, ``fsync:ENOSPC``, ``read:EIO``, ...; docs/steps.md, "Disk
 faults") hits the broker's next such operation, which it then runs (``Broker.disk_io``); its log
 directory goes offline and, being its only one, the broker halts with exit code 1 as Kafka's
-``LogManager.handleLogDirFailure`` does (the controller fences it when its session expires). ``ready`` is printed on stdout once the node listens.
+``LogManager.handleLogDirFailure`` does (the controller fences it when its session expires). ``ready`` is printed on
+stdout once the node listens.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -84,19 +86,29 @@ def journal_path(data_dir: str) -> str:
     return data_dir.rstrip("/") + ".journal"
 
 
-def node_events(directory: str, config: ClusterConfig, scheduler: AsyncioScheduler, transport: TcpTransport,
-                incarnation: int) -> EventLog:
+def node_events(
+    directory: str, config: ClusterConfig, scheduler: AsyncioScheduler, transport: TcpTransport, incarnation: int
+) -> EventLog:
     """This process's event log, its Lamport clock carried by ``transport``'s frames; each line
     reaches the OS as it is written (a SIGKILL loses none), a restart goes on with the file."""
-    events = EventLog(directory, run_header(config), CONTROLLER_ID, scheduler.now_ms,
-                      resume=incarnation > 0, line_buffered=True)
+    events = EventLog(
+        directory, run_header(config), CONTROLLER_ID, scheduler.now_ms, resume=incarnation > 0, line_buffered=True
+    )
     transport.clock = events
     return events
 
 
-async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data_dir: str, incarnation: int,
-                   kafka: dict | None = None, net_file: str | None = None, events_dir: str | None = None,
-                   clock_origin: float | None = None) -> None:
+async def run_node(
+    node: str,
+    config: ClusterConfig,
+    ports: dict[int, int],
+    data_dir: str,
+    incarnation: int,
+    kafka: dict | None = None,
+    net_file: str | None = None,
+    events_dir: str | None = None,
+    clock_origin: float | None = None,
+) -> None:
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(halt_on_broken_invariant)
     scheduler, transport = AsyncioScheduler(loop, clock_origin), TcpTransport(loop, ports=ports)
@@ -110,8 +122,11 @@ async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data
         extra = {}
         if kafka is not None:
             os.makedirs(data_dir, exist_ok=True)
-            extra = dict(kafka_metadata=True, topics=tuple((name, int(n)) for name, n in kafka.get("topics", ())),
-                         metadata_store=FileMetadataStore(OsFileSystem(), os.path.join(data_dir, METADATA_FILE)))
+            extra = dict(
+                kafka_metadata=True,
+                topics=tuple((name, int(n)) for name, n in kafka.get("topics", ())),
+                metadata_store=FileMetadataStore(OsFileSystem(), os.path.join(data_dir, METADATA_FILE)),
+            )
         Controller.for_cluster(config, scheduler, transport, True, _event, events=events, **extra)
 
         def shutdown() -> None:
@@ -122,8 +137,19 @@ async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data
         os.makedirs(data_dir, exist_ok=True)
         journaled = kafka is None or bool(kafka.get("journal", False))
         fs = FailingFileSystem(JournaledFileSystem(journal_path(data_dir)) if journaled else OsFileSystem())
-        broker = Broker(broker_id, config, fs, scheduler, transport, auto=True, incarnation=incarnation,
-                        data_dir=data_dir, on_event=_event, kafka=kafka is not None, events=events)
+        broker = Broker(
+            broker_id,
+            config,
+            fs,
+            scheduler,
+            transport,
+            auto=True,
+            incarnation=incarnation,
+            data_dir=data_dir,
+            on_event=_event,
+            kafka=kafka is not None,
+            events=events,
+        )
         broker.on_log_dir_offline = lambda error: _halt_offline(broker, data_dir, error)
         marker = os.path.join(data_dir, _STARTED)
         if os.path.exists(marker) or incarnation > 0:  # a restart, maybe on a new empty disk
@@ -133,8 +159,9 @@ async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data
         else:
             everyone = tuple(range(config.replicas))
             epoch = broker_id + 1  # the controller registers the created partition's brokers in id order from 1
-            broker.bootstrap(epoch, None if kafka is not None else
-                             LeaderAndIsrRequest(epoch, 0, 0, 0, 0, everyone, everyone))
+            broker.bootstrap(
+                epoch, None if kafka is not None else LeaderAndIsrRequest(epoch, 0, 0, 0, 0, everyone, everyone)
+            )
             fs.write_file_atomically(marker, b"started\n")
         server = None
         if kafka is not None:  # clients are served once the broker caught up (BrokerServer.startup)
@@ -151,6 +178,7 @@ async def run_node(node: str, config: ClusterConfig, ports: dict[int, int], data
                 broker.shutdown()
             if not stopped.done():
                 stopped.set_result(None)
+
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, shutdown)
     watching = loop.create_task(watcher.run()) if watcher is not None else None
@@ -200,10 +228,17 @@ async def _kafka_listener(broker: Broker, kafka: dict):
     from ..kafka import KafkaApis, KafkaServer, KafkaSettings
 
     listeners = {int(b): (KAFKA_HOST, int(port)) for b, port in kafka["listeners"].items()}
-    settings = KafkaSettings(listeners, kafka.get("cluster_id", "isrcheck"), kafka.get("auto_create_topics", True),
-                             int(kafka.get("num_partitions", 1)))
-    server = KafkaServer(KafkaApis(broker.broker_id, broker.replica_manager, settings),
-                         *listeners[broker.broker_id], kafka.get("max_request_bytes", 104_857_600))
+    settings = KafkaSettings(
+        listeners,
+        kafka.get("cluster_id", "isrcheck"),
+        kafka.get("auto_create_topics", True),
+        int(kafka.get("num_partitions", 1)),
+    )
+    server = KafkaServer(
+        KafkaApis(broker.broker_id, broker.replica_manager, settings),
+        *listeners[broker.broker_id],
+        kafka.get("max_request_bytes", 104_857_600),
+    )
     await server.start(processing=False)
     return server
 
@@ -218,8 +253,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kafka", default=None, help="Kafka listener and topic settings, as JSON (serve)")
     parser.add_argument("--net-file", default=None, help="the network partition file to watch (net.json)")
     parser.add_argument("--events", default=None, help="the run's event log directory (docs/validate.md)")
-    parser.add_argument("--clock-origin", type=float, default=None,
-                        help="the run's time origin, a time.monotonic() reading (event times are ms since it)")
+    parser.add_argument(
+        "--clock-origin",
+        type=float,
+        default=None,
+        help="the run's time origin, a time.monotonic() reading (event times are ms since it)",
+    )
     args = parser.parse_args(argv)
     try:
         config = ClusterConfig(**json.loads(args.config))
@@ -231,11 +270,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.node != "controller" and not args.data_dir:
         print("node: a broker needs --data-dir", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format=f"%(asctime)s node {args.node} %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format=f"%(asctime)s node {args.node} %(name)s %(levelname)s %(message)s"
+    )
     try:
-        asyncio.run(run_node(args.node, config, ports, args.data_dir, args.incarnation, kafka, args.net_file,
-                             args.events, args.clock_origin))
+        asyncio.run(
+            run_node(
+                args.node,
+                config,
+                ports,
+                args.data_dir,
+                args.incarnation,
+                kafka,
+                args.net_file,
+                args.events,
+                args.clock_origin,
+            )
+        )
     except (OSError, ValueError) as exc:  # a port in use, unreadable metadata
         print(f"node {args.node}: {exc}", file=sys.stderr)
         return 2

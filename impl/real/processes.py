@@ -27,6 +27,7 @@ What the processes cannot log themselves, the cluster logs into the broker's fil
 that did it: a ``crash`` (after the process is gone, with its kind), a ``lose_disk``, and a
 ``fail_disk`` (with its ``io``, once the broker halted on it).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -67,8 +68,14 @@ def free_ports(n: int) -> list[int]:
 class ProcessCluster:
     """``start()`` the controller and the brokers; ``crash``, ``restart``; ``stop()`` them all."""
 
-    def __init__(self, config: ClusterConfig, directory: str, ready_timeout_s: float = 30.0,
-                 kafka: dict | None = None, events: str | None = None) -> None:
+    def __init__(
+        self,
+        config: ClusterConfig,
+        directory: str,
+        ready_timeout_s: float = 30.0,
+        kafka: dict | None = None,
+        events: str | None = None,
+    ) -> None:
         """``kafka``: the nodes' ``--kafka`` settings, for a cluster Kafka clients use (serve);
         ``events``: the directory of the run's event log (None: no log)."""
         self.config, self.directory, self.ready_timeout_s = config, directory, ready_timeout_s
@@ -106,8 +113,17 @@ class ProcessCluster:
 
     def _launch(self, node) -> subprocess.Popen:
         fields = dataclasses.asdict(self.config)
-        argv = [sys.executable, "-m", "isrcheck.impl.real.node", "--node", str(node),
-                "--config", json.dumps(fields), "--ports", json.dumps(self.ports)]
+        argv = [
+            sys.executable,
+            "-m",
+            "isrcheck.impl.real.node",
+            "--node",
+            str(node),
+            "--config",
+            json.dumps(fields),
+            "--ports",
+            json.dumps(self.ports),
+        ]
         if node != "controller":
             argv += ["--data-dir", self.data_dir(node), "--incarnation", str(self.incarnations[node])]
         elif self.kafka is not None:
@@ -156,7 +172,7 @@ class ProcessCluster:
         if kind not in CRASH_KINDS:
             raise ValueError(f"crash kind: expected one of {', '.join(CRASH_KINDS)}, got {kind!r}")
         if kind == "power" and not self.journaled:
-            raise ValueError("a power loss needs the brokers' journal: Kafka setting \"journal\": true")
+            raise ValueError('a power loss needs the brokers\' journal: Kafka setting "journal": true')
         proc = self.processes[broker]
         if kind == "clean":
             proc.send_signal(signal.SIGTERM)
@@ -177,8 +193,13 @@ class ProcessCluster:
         """An event of ``broker``'s machine in its file, after those its last process logged."""
         if self.events is None:
             return
-        log = EventLog(self.events, run_header(self.config), CONTROLLER_ID,
-                       lambda: int((time.monotonic() - self.clock_origin) * 1000), resume=True)
+        log = EventLog(
+            self.events,
+            run_header(self.config),
+            CONTROLLER_ID,
+            lambda: int((time.monotonic() - self.clock_origin) * 1000),
+            resume=True,
+        )
         log.emit(broker, step, DOWN, {"replica": broker, **fields})
         log.close()
 
@@ -209,7 +230,7 @@ class ProcessCluster:
         if io not in DISK_IO:
             raise ValueError(f"io: expected one of {', '.join(DISK_IO)}, got {io!r}")
         if io.startswith("fsync") and not self.journaled:
-            raise ValueError("a failed fsync needs the brokers' journal: Kafka setting \"journal\": true")
+            raise ValueError('a failed fsync needs the brokers\' journal: Kafka setting "journal": true')
         with open(os.path.join(self.data_dir(broker), DISK_FAILURE_FILE), "w", encoding="utf-8") as f:
             f.write(failure)
 
@@ -319,8 +340,12 @@ class ProcessCluster:
             raise ValueError(f"unknown nodes {unknown} (nodes: {self.nodes})")
 
     def _write_net(self) -> None:
-        write_net_file(self.net_file, self.groups, cut=self.links,
-                       hold=[[*key, released] for key, released in sorted(self.holds.items())])
+        write_net_file(
+            self.net_file,
+            self.groups,
+            cut=self.links,
+            hold=[[*key, released] for key, released in sorted(self.holds.items())],
+        )
 
     def heal(self) -> None:
         """Every link restored and every held request sent on (within each node's poll interval)."""

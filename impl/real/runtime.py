@@ -31,6 +31,7 @@ stuck on its way, while every other frame flows: a leader's AlterPartition delay
 heartbeats pass); the first ``released`` of them go out, and a hold that is no longer named sends
 all it kept. ``hold_counts`` says how many each hold took and sent on.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -48,8 +49,8 @@ from ..runtime import Endpoint
 _PREFIX = struct.Struct(">iiq")  # frame length, sender node id, sender's Lamport clock
 _FRAME_HEADER = struct.Struct(">BhhI")
 
-MAX_FRAME_BYTES = 104_857_600            # Kafka's socket.request.max.bytes default (100 MiB)
-CONNECTIONS_MAX_IDLE_MS = 600_000        # Kafka's connections.max.idle.ms default (10 minutes)
+MAX_FRAME_BYTES = 104_857_600  # Kafka's socket.request.max.bytes default (100 MiB)
+CONNECTIONS_MAX_IDLE_MS = 600_000  # Kafka's connections.max.idle.ms default (10 minutes)
 # A sender closes its idle connection first (as Kafka's clients, 9 minutes against the broker's 10),
 # so that the server never closes one a frame is being written to.
 SENDER_IDLE_RATIO = 0.9
@@ -94,8 +95,8 @@ class _Hold:
     """The requests one hold keeps back, and its counts."""
 
     released: int = 0
-    held: int = 0        # requests it took, in all
-    delivered: int = 0   # of them, sent on
+    held: int = 0  # requests it took, in all
+    delivered: int = 0  # of them, sent on
     queue: deque = field(default_factory=deque)
 
 
@@ -103,13 +104,19 @@ class TcpTransport:
     """Kafka's Selector on localhost TCP; ``max_frame_bytes`` and ``connections_max_idle_ms`` bound
     what one connection can cost the server (memory, and time spent waiting for a frame)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, host: str = "127.0.0.1",
-                 max_frame_bytes: int = MAX_FRAME_BYTES,
-                 connections_max_idle_ms: int = CONNECTIONS_MAX_IDLE_MS,
-                 ports: dict[int, int] | None = None) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        host: str = "127.0.0.1",
+        max_frame_bytes: int = MAX_FRAME_BYTES,
+        connections_max_idle_ms: int = CONNECTIONS_MAX_IDLE_MS,
+        ports: dict[int, int] | None = None,
+    ) -> None:
         if max_frame_bytes < _FRAME_HEADER.size or connections_max_idle_ms <= 0:
-            raise ValueError(f"max_frame_bytes must be >= {_FRAME_HEADER.size} and connections_max_idle_ms "
-                             f"> 0, got {max_frame_bytes} and {connections_max_idle_ms}")
+            raise ValueError(
+                f"max_frame_bytes must be >= {_FRAME_HEADER.size} and connections_max_idle_ms "
+                f"> 0, got {max_frame_bytes} and {connections_max_idle_ms}"
+            )
         self.loop = loop
         self.host = host
         self.max_frame_bytes = max_frame_bytes
@@ -243,7 +250,7 @@ class TcpTransport:
     async def _serve(self, node_id: int, sock: socket.socket) -> None:
         async def on_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             self._writers.setdefault(node_id, set()).add(writer)
-            peer: list[int] = []            # the sender id, once a well-formed frame came from it
+            peer: list[int] = []  # the sender id, once a well-formed frame came from it
             task = asyncio.current_task()
             self._incoming[task] = peer
             try:
@@ -252,15 +259,14 @@ class TcpTransport:
                 pass
             except _BadConnection as exc:
                 if node_id in self._endpoints:
-                    log.warning("node %d: closing the connection from %s: %s", node_id,
-                                _address(writer), exc)
+                    log.warning("node %d: closing the connection from %s: %s", node_id, _address(writer), exc)
             except ConnectionError:
-                pass                        # reset by the peer: as a close
+                pass  # reset by the peer: as a close
             except asyncio.CancelledError:  # the loop is shutting down; asyncio 3.11 would log a
-                pass                        # cancelled connection task as an error
+                pass  # cancelled connection task as an error
             except InvariantBroken as exc:  # the node must not go on: it halts
                 halt(exc)
-            except Exception:               # a bug in a handler: that connection only, with its traceback
+            except Exception:  # a bug in a handler: that connection only, with its traceback
                 log.exception("node %d: closing the connection from %s", node_id, _address(writer))
             finally:
                 self._incoming.pop(task, None)
@@ -268,6 +274,7 @@ class TcpTransport:
                 self._writers.get(node_id, set()).discard(writer)
                 if peer:
                     self._fail(node_id, peer[0])
+
         self._servers[node_id] = await asyncio.start_server(on_connection, sock=sock)
 
     async def _read_frames(self, node_id: int, reader: asyncio.StreamReader, peer: list[int]) -> None:
@@ -280,8 +287,10 @@ class TcpTransport:
                 return
             length, sender, stamp = _PREFIX.unpack(prefix)
             if not _FRAME_HEADER.size <= length <= self.max_frame_bytes:
-                raise _BadConnection(f"frame length {length} outside {_FRAME_HEADER.size}.."
-                                     f"{self.max_frame_bytes} (socket.request.max.bytes)")
+                raise _BadConnection(
+                    f"frame length {length} outside {_FRAME_HEADER.size}.."
+                    f"{self.max_frame_bytes} (socket.request.max.bytes)"
+                )
             if peer and sender != peer[0]:
                 raise _BadConnection(f"sender id {sender} on a connection from node {peer[0]}")
             if sender in self._cut:
@@ -317,8 +326,9 @@ class TcpTransport:
                 return None
             raise _BadConnection(f"closed inside a {what} ({len(exc.partial)} of {size} bytes)") from None
         except TimeoutError:
-            raise _BadConnection(f"no complete {what} within {idle_s * 1000:.0f} ms "
-                                 f"(connections.max.idle.ms)") from None
+            raise _BadConnection(
+                f"no complete {what} within {idle_s * 1000:.0f} ms (connections.max.idle.ms)"
+            ) from None
 
     async def _write_loop(self, src: int, dst: int, link: _Link) -> None:
         writer = watcher = None

@@ -11,6 +11,7 @@ cluster: a log that a validator can read starts with the cluster's creation.
 Exit codes: 0 stopped cleanly, 1 a node did not stop cleanly, 2 bad arguments or a cluster that
 cannot start (a port in use, a directory of another cluster).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,28 +28,41 @@ import uuid
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from ..controller import CONTROLLER_ID, FileMetadataStore, valid_topic_name
-from ..storage import OsFileSystem
+from ..invariants import BROKEN_INVARIANT_EXIT
 from ..replication import MAX_REPLICAS, VARIANTS, ClusterConfig, InvalidConfigError
+from ..storage import OsFileSystem
 from .node import KAFKA_HOST, METADATA_FILE
 from .processes import ProcessCluster
 
 # Kafka's defaults where a local cluster is served well by them, shorter where a developer would
 # otherwise wait (a dead broker is fenced after 3 s, not 9 s)
-SERVE_DEFAULTS = dict(replica_lag_time_max_ms=10_000, request_timeout_ms=30_000, replica_fetch_backoff_ms=100,
-                      replica_fetch_wait_max_ms=500, broker_heartbeat_interval_ms=500,
-                      broker_session_timeout_ms=3_000, replica_high_watermark_checkpoint_interval_ms=5_000)
+SERVE_DEFAULTS = dict(
+    replica_lag_time_max_ms=10_000,
+    request_timeout_ms=30_000,
+    replica_fetch_backoff_ms=100,
+    replica_fetch_wait_max_ms=500,
+    broker_heartbeat_interval_ms=500,
+    broker_session_timeout_ms=3_000,
+    replica_high_watermark_checkpoint_interval_ms=5_000,
+)
 
 
 INT32_MAX = 2**31 - 1  # Kafka's int settings
 MAX_PARTITIONS = 10_000
 # Each integer setting's valid range: what the cluster still works with (a request bound below
 # 64 KiB refuses clients' ordinary requests; a zero timeout or interval spins or fences at once).
-SETTING_BOUNDS = dict(replica_lag_time_max_ms=(1, INT32_MAX), request_timeout_ms=(1, INT32_MAX),
-                      replica_fetch_backoff_ms=(0, INT32_MAX), replica_fetch_wait_max_ms=(0, INT32_MAX),
-                      broker_heartbeat_interval_ms=(1, INT32_MAX), broker_session_timeout_ms=(1, INT32_MAX),
-                      replica_high_watermark_checkpoint_interval_ms=(0, INT32_MAX),
-                      flush_messages=(1, INT32_MAX), socket_request_max_bytes=(64 << 10, INT32_MAX),
-                      partitions=(1, MAX_PARTITIONS))
+SETTING_BOUNDS = dict(
+    replica_lag_time_max_ms=(1, INT32_MAX),
+    request_timeout_ms=(1, INT32_MAX),
+    replica_fetch_backoff_ms=(0, INT32_MAX),
+    replica_fetch_wait_max_ms=(0, INT32_MAX),
+    broker_heartbeat_interval_ms=(1, INT32_MAX),
+    broker_session_timeout_ms=(1, INT32_MAX),
+    replica_high_watermark_checkpoint_interval_ms=(0, INT32_MAX),
+    flush_messages=(1, INT32_MAX),
+    socket_request_max_bytes=(64 << 10, INT32_MAX),
+    partitions=(1, MAX_PARTITIONS),
+)
 
 
 class ServeError(Exception):
@@ -58,32 +72,68 @@ class ServeError(Exception):
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replicas", type=int, default=3, help=f"brokers, 1..{MAX_REPLICAS} (default 3)")
     parser.add_argument("--protocol", default="kip-320", help=f"one of {', '.join(VARIANTS)} (default kip-320)")
-    parser.add_argument("--dir", default=None, metavar="DIR",
-                        help="the cluster's data directory; an existing one is recovered (default: a new "
-                             "temporary directory, kept)")
-    parser.add_argument("--port", type=int, default=9092, metavar="BASE",
-                        help="broker b listens for Kafka clients on BASE + b (default 9092)")
-    parser.add_argument("--topic", action="append", default=[], metavar="NAME[:PARTITIONS]",
-                        help="a topic to create at start (repeatable; partitions default to --partitions)")
-    parser.add_argument("--partitions", type=int, default=1,
-                        help="partitions of a topic created without a count (num.partitions, default 1)")
-    parser.add_argument("--no-auto-create-topics", action="store_true",
-                        help="Metadata for an unknown topic answers UNKNOWN_TOPIC_OR_PARTITION "
-                             "(auto.create.topics.enable=false)")
-    parser.add_argument("--min-insync-replicas", type=int, default=None,
-                        help="min.insync.replicas (default: 2, or 1 with one broker)")
-    parser.add_argument("--unclean-leader-election", action="store_true",
-                        help="unclean.leader.election.enable=true")
+    parser.add_argument(
+        "--dir",
+        default=None,
+        metavar="DIR",
+        help="the cluster's data directory; an existing one is recovered (default: a new temporary directory, kept)",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=9092,
+        metavar="BASE",
+        help="broker b listens for Kafka clients on BASE + b (default 9092)",
+    )
+    parser.add_argument(
+        "--topic",
+        action="append",
+        default=[],
+        metavar="NAME[:PARTITIONS]",
+        help="a topic to create at start (repeatable; partitions default to --partitions)",
+    )
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=1,
+        help="partitions of a topic created without a count (num.partitions, default 1)",
+    )
+    parser.add_argument(
+        "--no-auto-create-topics",
+        action="store_true",
+        help="Metadata for an unknown topic answers UNKNOWN_TOPIC_OR_PARTITION (auto.create.topics.enable=false)",
+    )
+    parser.add_argument(
+        "--min-insync-replicas", type=int, default=None, help="min.insync.replicas (default: 2, or 1 with one broker)"
+    )
+    parser.add_argument("--unclean-leader-election", action="store_true", help="unclean.leader.election.enable=true")
     for name, default in SERVE_DEFAULTS.items():
-        parser.add_argument("--" + name.replace("_", "-"), type=int, default=default, metavar="MS",
-                            help=f"{name.replace('_', '.').removesuffix('.ms')}.ms (default {default})")
-    parser.add_argument("--flush-messages", type=int, default=None,
-                        help="fsync every N messages (flush.messages; default: never, as Kafka)")
-    parser.add_argument("--socket-request-max-bytes", type=int, default=104_857_600,
-                        help="the largest request a Kafka connection may send (default 104857600)")
-    parser.add_argument("--events", default=None, metavar="DIR",
-                        help="write every node's protocol events to DIR, a new or empty directory, for a "
-                             "new cluster (docs/validate.md)")
+        parser.add_argument(
+            "--" + name.replace("_", "-"),
+            type=int,
+            default=default,
+            metavar="MS",
+            help=f"{name.replace('_', '.').removesuffix('.ms')}.ms (default {default})",
+        )
+    parser.add_argument(
+        "--flush-messages",
+        type=int,
+        default=None,
+        help="fsync every N messages (flush.messages; default: never, as Kafka)",
+    )
+    parser.add_argument(
+        "--socket-request-max-bytes",
+        type=int,
+        default=104_857_600,
+        help="the largest request a Kafka connection may send (default 104857600)",
+    )
+    parser.add_argument(
+        "--events",
+        default=None,
+        metavar="DIR",
+        help="write every node's protocol events to DIR, a new or empty directory, for a "
+        "new cluster (docs/validate.md)",
+    )
 
 
 def parse_topic(spec: str, default_partitions: int) -> tuple[str, int]:
@@ -111,13 +161,17 @@ def check_settings(args: argparse.Namespace) -> list[tuple[str, int]]:
         if value is not None and not low <= value <= high:
             raise ServeError(f"{_option(name)}: expected {low:,}..{high:,}, got {value}")
     if args.broker_session_timeout_ms < 2 * args.broker_heartbeat_interval_ms:
-        raise ServeError(f"--broker-session-timeout-ms {args.broker_session_timeout_ms}: shorter than two heartbeat "
-                         f"intervals (--broker-heartbeat-interval-ms {args.broker_heartbeat_interval_ms}); a live "
-                         f"broker would be fenced between its heartbeats")
+        raise ServeError(
+            f"--broker-session-timeout-ms {args.broker_session_timeout_ms}: shorter than two heartbeat "
+            f"intervals (--broker-heartbeat-interval-ms {args.broker_heartbeat_interval_ms}); a live "
+            f"broker would be fenced between its heartbeats"
+        )
     if args.replica_fetch_wait_max_ms >= args.replica_lag_time_max_ms:
-        raise ServeError(f"--replica-fetch-wait-max-ms {args.replica_fetch_wait_max_ms}: not shorter than "
-                         f"--replica-lag-time-max-ms {args.replica_lag_time_max_ms}; a follower waiting on an "
-                         f"idle partition would leave the ISR")
+        raise ServeError(
+            f"--replica-fetch-wait-max-ms {args.replica_fetch_wait_max_ms}: not shorter than "
+            f"--replica-lag-time-max-ms {args.replica_lag_time_max_ms}; a follower waiting on an "
+            f"idle partition would leave the ISR"
+        )
     topics: dict[str, int] = {}
     for spec in args.topic:
         name, partitions = parse_topic(spec, args.partitions)
@@ -153,8 +207,7 @@ def _properties(path: str) -> str:
     except OSError as exc:
         raise ServeError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(raw) > META_PROPERTIES_MAX_BYTES:
-        raise ServeError(f"{path}: larger than a meta.properties file may be "
-                         f"({META_PROPERTIES_MAX_BYTES >> 10} KiB)")
+        raise ServeError(f"{path}: larger than a meta.properties file may be ({META_PROPERTIES_MAX_BYTES >> 10} KiB)")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -176,8 +229,11 @@ def served_topics(directory: str) -> list[tuple[str, int]]:
 def wait_until_serving(ports: list[int], topics: list[tuple[str, int]], timeout_s: float = 30.0) -> bool:
     """Until every broker answers Metadata naming a leader for every partition of ``topics`` (a
     restarted cluster learns them only once its brokers registered again)."""
-    request = MetadataRequest(version=9, topics=[MetadataRequest.MetadataRequestTopic(name=name)
-                                                 for name, _ in topics], allow_auto_topic_creation=False)
+    request = MetadataRequest(
+        version=9,
+        topics=[MetadataRequest.MetadataRequestTopic(name=name) for name, _ in topics],
+        allow_auto_topic_creation=False,
+    )
     request.with_header(correlation_id=1, client_id="isrcheck-serve")
     frame = bytes(request.encode(header=True, framed=True))
     deadline = time.monotonic() + timeout_s
@@ -222,14 +278,22 @@ def _check_ports(ports: list[int]) -> None:
 
 def _check_events(events: str, directory: str | None) -> None:
     """An event log starts with its cluster: a new one, logged into a directory of its own."""
-    wrong = "not a directory" if os.path.exists(events) and not os.path.isdir(events) else \
-        "not empty" if os.path.isdir(events) and os.listdir(events) else None
+    wrong = (
+        "not a directory"
+        if os.path.exists(events) and not os.path.isdir(events)
+        else "not empty"
+        if os.path.isdir(events) and os.listdir(events)
+        else None
+    )
     if wrong is not None:
-        raise ServeError(f"--events {events}: {wrong}; an event log starts with its cluster: "
-                         f"give a new or empty directory")
+        raise ServeError(
+            f"--events {events}: {wrong}; an event log starts with its cluster: give a new or empty directory"
+        )
     if directory is not None and os.path.exists(os.path.join(directory, "meta.properties")):
-        raise ServeError(f"--events: {directory} holds a cluster that ran before, whose history no log "
-                         f"has; an event log starts with its cluster: give a new --dir")
+        raise ServeError(
+            f"--events: {directory} holds a cluster that ran before, whose history no log "
+            f"has; an event log starts with its cluster: give a new --dir"
+        )
     try:
         os.makedirs(events, exist_ok=True)
     except OSError as exc:
@@ -242,12 +306,19 @@ def _check_data(directory: str) -> None:
     if not os.path.isdir(directory):
         return
     metadata = os.path.join(directory, "controller", METADATA_FILE)
-    brokers = sorted(name for name in os.listdir(directory) if name.startswith("broker-")
-                     and os.path.isdir(os.path.join(directory, name)) and os.listdir(os.path.join(directory, name)))
+    brokers = sorted(
+        name
+        for name in os.listdir(directory)
+        if name.startswith("broker-")
+        and os.path.isdir(os.path.join(directory, name))
+        and os.listdir(os.path.join(directory, name))
+    )
     if brokers and not os.path.exists(metadata):
-        raise ServeError(f"--dir {directory}: holds broker data ({os.path.join(directory, brokers[0])}) but no "
-                         f"cluster metadata ({metadata}); serving it would start a new cluster that truncates "
-                         f"those logs: give a new --dir, or restore the metadata")
+        raise ServeError(
+            f"--dir {directory}: holds broker data ({os.path.join(directory, brokers[0])}) but no "
+            f"cluster metadata ({metadata}); serving it would start a new cluster that truncates "
+            f"those logs: give a new --dir, or restore the metadata"
+        )
 
 
 def prepare(args: argparse.Namespace) -> tuple[ClusterConfig, str, dict]:
@@ -257,10 +328,14 @@ def prepare(args: argparse.Namespace) -> tuple[ClusterConfig, str, dict]:
     topics = check_settings(args)
     min_isr = args.min_insync_replicas if args.min_insync_replicas is not None else min(2, args.replicas)
     try:
-        config = ClusterConfig(protocol=args.protocol, replicas=args.replicas, min_insync_replicas=min_isr,
-                               unclean_leader_election_enable=args.unclean_leader_election,
-                               flush_messages=args.flush_messages,
-                               **{name: getattr(args, name) for name in SERVE_DEFAULTS})
+        config = ClusterConfig(
+            protocol=args.protocol,
+            replicas=args.replicas,
+            min_insync_replicas=min_isr,
+            unclean_leader_election_enable=args.unclean_leader_election,
+            flush_messages=args.flush_messages,
+            **{name: getattr(args, name) for name in SERVE_DEFAULTS},
+        )
     except InvalidConfigError as exc:
         raise ServeError(str(exc)) from None
     ports = [args.port + b for b in range(args.replicas)]
@@ -271,9 +346,14 @@ def prepare(args: argparse.Namespace) -> tuple[ClusterConfig, str, dict]:
         _check_data(args.dir)
     directory = args.dir or tempfile.mkdtemp(prefix="isrcheck-serve-")
     os.makedirs(directory, exist_ok=True)
-    kafka = dict(listeners={str(b): port for b, port in enumerate(ports)}, topics=topics,
-                 cluster_id=cluster_id(directory), auto_create_topics=not args.no_auto_create_topics,
-                 num_partitions=args.partitions, max_request_bytes=args.socket_request_max_bytes)
+    kafka = dict(
+        listeners={str(b): port for b, port in enumerate(ports)},
+        topics=topics,
+        cluster_id=cluster_id(directory),
+        auto_create_topics=not args.no_auto_create_topics,
+        num_partitions=args.partitions,
+        max_request_bytes=args.socket_request_max_bytes,
+    )
     return config, directory, kafka
 
 
@@ -289,8 +369,10 @@ def run(args: argparse.Namespace) -> int:
         cluster.start()
         ports = list(kafka["listeners"].values())
         if not wait_until_serving(ports, served_topics(directory)):
-            print("isrcheck serve: warning: not every partition has a leader after 30 s; see the node logs",
-                  file=sys.stderr)
+            print(
+                "isrcheck serve: warning: not every partition has a leader after 30 s; see the node logs",
+                file=sys.stderr,
+            )
         _banner(config, directory, kafka, ports, args.events)
         _watch(cluster, directory)
     except RuntimeError as exc:  # a node that did not start: its log says why
@@ -316,15 +398,19 @@ def _interrupt(signum, frame) -> None:
 
 def _banner(config: ClusterConfig, directory: str, kafka: dict, ports: list[int], events: str | None) -> None:
     topics = ", ".join(f"{name} ({n} partition{'s' * (n > 1)})" for name, n in served_topics(directory))
-    print(f"isrcheck serve: {config.replicas} brokers, {config.protocol}, "
-          f"min.insync.replicas={config.min_insync_replicas}, cluster id {kafka['cluster_id']}")
+    print(
+        f"isrcheck serve: {config.replicas} brokers, {config.protocol}, "
+        f"min.insync.replicas={config.min_insync_replicas}, cluster id {kafka['cluster_id']}"
+    )
     print(f"  bootstrap servers: {','.join(f'{KAFKA_HOST}:{port}' for port in ports)}")
     print(f"  data directory:    {directory} (serve again with --dir {directory} to recover it)")
     print(f"  node logs:         {os.path.join(directory, '<node>.log')}")
     if events is not None:
         print(f"  event log:         {events} (every node's protocol events)")
-    print(f"  topics:            {topics or 'none yet'}; unknown ones are "
-          f"{'created on first use' if kafka['auto_create_topics'] else 'refused'}")
+    print(
+        f"  topics:            {topics or 'none yet'}; unknown ones are "
+        f"{'created on first use' if kafka['auto_create_topics'] else 'refused'}"
+    )
     print("Stop with Ctrl-C: every broker shuts down cleanly.", flush=True)
 
 
@@ -338,8 +424,12 @@ def _watch(cluster: ProcessCluster, directory: str) -> None:
                 reported.add(node)
                 name = "controller" if node == CONTROLLER_ID else str(node)
                 why = " (halted on a broken invariant)" if proc.returncode == BROKEN_INVARIANT_EXIT else ""
-                print(f"isrcheck serve: node {name} exited with code {proc.returncode}{why} "
-                      f"(see {os.path.join(directory, name + '.log')})", file=sys.stderr, flush=True)
+                print(
+                    f"isrcheck serve: node {name} exited with code {proc.returncode}{why} "
+                    f"(see {os.path.join(directory, name + '.log')})",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
 
 def _stop(cluster: ProcessCluster) -> dict[int, int]:

@@ -16,6 +16,7 @@ LeaderAndIsr names, each partition's log in ``<topic>-<index>`` as Kafka lays ou
 every partition's HW in the one checkpoint file, and deletes the log of a partition whose topic was
 deleted; its heartbeats say which partition epochs it applied (BrokerHeartbeat v1).
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,13 @@ from typing import Callable
 from ..controller import CONTROLLER_ID, DEFAULT_TOPIC
 from ..network import NodeEndpoint
 from ..protocol import (
-    ApiKey, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
-    BrokerRegistrationResponse, Errors, LeaderAndIsrRequest,
+    ApiKey,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    Errors,
+    LeaderAndIsrRequest,
 )
 from ..runtime import ProcessScheduler, Scheduler, Transport
 from ..storage import FileSystem, Log, LogConfig
@@ -67,10 +73,20 @@ def data_maybe_lost(fs: FileSystem, data_dir: str) -> bool:
 class Broker:
     """One broker process: endpoint, log, ReplicaManager, lifecycle."""
 
-    def __init__(self, broker_id: int, config: ClusterConfig, fs: FileSystem, scheduler: Scheduler,
-                 transport: Transport, auto: bool = False, incarnation: int = 0,
-                 on_event: Callable[..., None] | None = None, data_dir: str = DATA_DIR,
-                 kafka: bool = False, events=None) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        config: ClusterConfig,
+        fs: FileSystem,
+        scheduler: Scheduler,
+        transport: Transport,
+        auto: bool = False,
+        incarnation: int = 0,
+        on_event: Callable[..., None] | None = None,
+        data_dir: str = DATA_DIR,
+        kafka: bool = False,
+        events=None,
+    ) -> None:
         self.broker_id = broker_id
         self.events = events  # an EventLog (isrcheck.impl.eventlog) when the run logs its events
         self.config = config
@@ -102,8 +118,18 @@ class Broker:
             self._write_running_file(self.previous_broker_epoch)  # one: a crash before it loses nothing
         self.log_config = LogConfig(flush_messages=config.flush_messages, retention_ms=None, segment_ms=None)
         self.endpoint = NodeEndpoint(broker_id, transport)
-        self.replica_manager = ReplicaManager(broker_id, config, self._open_log, self.scheduler, self.endpoint,
-                                              auto, on_event, kafka, events, self._delete_log)
+        self.replica_manager = ReplicaManager(
+            broker_id,
+            config,
+            self._open_log,
+            self.scheduler,
+            self.endpoint,
+            auto,
+            on_event,
+            kafka,
+            events,
+            self._delete_log,
+        )
         if not kafka:
             self.replica_manager.get_or_create_partition(PARTITION_ID, DEFAULT_TOPIC, 0)
         self.alive = True
@@ -175,9 +201,13 @@ class Broker:
         follows a shutdown that may have lost data (a power loss, a lost disk): then -1 (KIP-966's
         unclean shutdown detection)."""
         previous = self.broker_epoch if self.broker_epoch >= 0 else self.previous_broker_epoch
-        self.endpoint.send_request(CONTROLLER_ID, ApiKey.BROKER_REGISTRATION, self.config.variant.registration_version,
-                                   BrokerRegistrationRequest(self.broker_id, self.incarnation, previous),
-                                   self._on_registered)
+        self.endpoint.send_request(
+            CONTROLLER_ID,
+            ApiKey.BROKER_REGISTRATION,
+            self.config.variant.registration_version,
+            BrokerRegistrationRequest(self.broker_id, self.incarnation, previous),
+            self._on_registered,
+        )
 
     def _take_epoch_file(self, path: str) -> int:
         """The broker epoch in ``path``, or -1 if it is missing or unreadable (a power loss leaves
@@ -202,8 +232,9 @@ class Broker:
             self.fs.remove(self.running_file)
         handle = self.fs.open(self.running_file)
         try:
-            handle.append(json.dumps({"version": 0, "brokerEpoch": self.broker_epoch if epoch is None
-                                      else epoch}).encode())
+            handle.append(
+                json.dumps({"version": 0, "brokerEpoch": self.broker_epoch if epoch is None else epoch}).encode()
+            )
         finally:
             handle.close()
 
@@ -229,12 +260,14 @@ class Broker:
 
     def _schedule_hw_checkpoint(self) -> None:
         """replica.high.watermark.checkpoint.interval.ms: the HW reaches the disk on a schedule."""
+
         def run() -> None:
             changed = self._partitions_changed(lambda p: p.high_watermark != self.hw_checkpoints.get(p.partition_id, 0))
             self.checkpoint_high_watermarks()
             for p in changed:
                 self.events.broker(p, "checkpoint_hw", {"replica": self.broker_id})
             self._schedule_hw_checkpoint()
+
         self.scheduler.schedule(self.config.replica_high_watermark_checkpoint_interval_ms, run)
 
     def _heartbeat(self) -> None:
@@ -242,10 +275,12 @@ class Broker:
         if self.kafka:
             req = BrokerHeartbeatRequest(self.broker_id, self.broker_epoch, -1, -1, rm.applied_partition_epochs)
         else:
-            req = BrokerHeartbeatRequest(self.broker_id, self.broker_epoch, rm.partition.leader_epoch,
-                                         rm.partition.partition_epoch)
-        self.endpoint.send_request(CONTROLLER_ID, ApiKey.BROKER_HEARTBEAT, 1 if self.kafka else 0, req,
-                                   self._on_heartbeat)
+            req = BrokerHeartbeatRequest(
+                self.broker_id, self.broker_epoch, rm.partition.leader_epoch, rm.partition.partition_epoch
+            )
+        self.endpoint.send_request(
+            CONTROLLER_ID, ApiKey.BROKER_HEARTBEAT, 1 if self.kafka else 0, req, self._on_heartbeat
+        )
         self.scheduler.schedule(self.config.broker_heartbeat_interval_ms, self._heartbeat)
 
     def _on_heartbeat(self, resp: BrokerHeartbeatResponse | None) -> None:
@@ -263,8 +298,11 @@ class Broker:
         """ReplicaManager.checkpointHighWatermarks: every hosted partition's HW to
         replication-offset-checkpoint (fsynced), when one changed (``always``: as Kafka's timer does,
         whether or not). The broker's view of the checkpoint changes only once the write returned."""
-        changed = {pid: p.high_watermark for pid, p in self.replica_manager.partitions.items()
-                   if p.high_watermark != self.hw_checkpoints.get(pid, 0)}
+        changed = {
+            pid: p.high_watermark
+            for pid, p in self.replica_manager.partitions.items()
+            if p.high_watermark != self.hw_checkpoints.get(pid, 0)
+        }
         if changed or always:
             checkpoints = {**self.hw_checkpoints, **changed}
             self.hw_checkpoint_file.write(sorted(checkpoints.items()))
@@ -272,8 +310,12 @@ class Broker:
 
     def flush(self) -> None:
         """fsync every log and checkpoint the HWs."""
-        changed = self._partitions_changed(lambda p: p.log.recovery_point != p.log.log_end_offset or
-                                           p.high_watermark != self.hw_checkpoints.get(p.partition_id, 0))
+        changed = self._partitions_changed(
+            lambda p: (
+                p.log.recovery_point != p.log.log_end_offset
+                or p.high_watermark != self.hw_checkpoints.get(p.partition_id, 0)
+            )
+        )
         for p in self.replica_manager.partitions.values():
             p.log.flush()
         self.checkpoint_high_watermarks()
@@ -296,8 +338,11 @@ class Broker:
         """One I/O operation of the log directory, through the LogDirFailureChannel: ``write`` the
         HW checkpoint, ``fsync`` the logs (a flush), ``read`` the log. False: it failed and the
         directory is offline, so the runtime halts the broker (its only log directory)."""
-        run = {"write": lambda: self.checkpoint_high_watermarks(always=True), "fsync": self.flush,
-               "read": self.read_log_end}[operation]
+        run = {
+            "write": lambda: self.checkpoint_high_watermarks(always=True),
+            "fsync": self.flush,
+            "read": self.read_log_end,
+        }[operation]
         return self.log_dir_failure_channel.run(self.data_dir, run)
 
     def handle_log_dir_failure(self, error: OSError) -> None:
@@ -322,8 +367,9 @@ class Broker:
             p.log.close()
         # not registered yet: the epoch the previous shutdown left (-1: unclean, and it stays so)
         epoch = self.broker_epoch if self.broker_epoch >= 0 else self.previous_broker_epoch
-        self.fs.write_file_atomically(self.clean_shutdown_file,
-                                      json.dumps({"version": 0, "brokerEpoch": epoch}).encode())
+        self.fs.write_file_atomically(
+            self.clean_shutdown_file, json.dumps({"version": 0, "brokerEpoch": epoch}).encode()
+        )
         self.halt()
 
     def halt(self) -> None:

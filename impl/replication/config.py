@@ -1,4 +1,5 @@
 """ClusterConfig: the cluster's settings in Kafka's terms (milliseconds), validated on construction."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -33,35 +34,39 @@ class ClusterConfig:
     # or "clean-shutdown-file" (Apache Kafka's CleanShutdownFileHandler alone: every crash is unclean)
     unclean_shutdown_detection: str = "page-cache"
 
-    replica_fetch_backoff_ms: int = 5          # a follower's pause after an empty or failed fetch
-    replica_fetch_wait_max_ms: int = 0         # 0: a fetch with nothing new is answered at once (no long poll)
-    replica_lag_check_interval_ms: int = 0     # 0: half of replica.lag.time.max.ms (Kafka's schedule)
+    replica_fetch_backoff_ms: int = 5  # a follower's pause after an empty or failed fetch
+    replica_fetch_wait_max_ms: int = 0  # 0: a fetch with nothing new is answered at once (no long poll)
+    replica_lag_check_interval_ms: int = 0  # 0: half of replica.lag.time.max.ms (Kafka's schedule)
     broker_heartbeat_interval_ms: int = 10
     broker_session_timeout_ms: int = 60
     replica_high_watermark_checkpoint_interval_ms: int = 0  # 0: only on flush and clean shutdown
 
     def __post_init__(self) -> None:
         if self.protocol not in VARIANTS:
-            raise InvalidConfigError(
-                f"protocol: unknown variant {self.protocol!r} (known: {', '.join(VARIANTS)})")
+            raise InvalidConfigError(f"protocol: unknown variant {self.protocol!r} (known: {', '.join(VARIANTS)})")
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in ("protocol", "unclean_leader_election_enable", "unclean_shutdown_detection") or (
-                    f.name == "flush_messages" and value is None):
+                f.name == "flush_messages" and value is None
+            ):
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InvalidConfigError(f"{f.name}: expected an integer >= 0, got {value!r}")
         if not isinstance(self.unclean_leader_election_enable, bool):
-            raise InvalidConfigError(f"unclean_leader_election_enable: expected a bool, "
-                                     f"got {self.unclean_leader_election_enable!r}")
+            raise InvalidConfigError(
+                f"unclean_leader_election_enable: expected a bool, got {self.unclean_leader_election_enable!r}"
+            )
         if not 1 <= self.replicas <= MAX_REPLICAS:
             raise InvalidConfigError(f"replicas: expected 1..{MAX_REPLICAS}, got {self.replicas}")
         if not 1 <= self.min_insync_replicas <= self.replicas:
             raise InvalidConfigError(
-                f"min_insync_replicas: expected 1..{self.replicas}, got {self.min_insync_replicas}")
+                f"min_insync_replicas: expected 1..{self.replicas}, got {self.min_insync_replicas}"
+            )
         if self.unclean_shutdown_detection not in UNCLEAN_SHUTDOWN_DETECTIONS:
-            raise InvalidConfigError(f"unclean_shutdown_detection: expected one of "
-                                     f"{', '.join(UNCLEAN_SHUTDOWN_DETECTIONS)}, got {self.unclean_shutdown_detection!r}")
+            raise InvalidConfigError(
+                f"unclean_shutdown_detection: expected one of "
+                f"{', '.join(UNCLEAN_SHUTDOWN_DETECTIONS)}, got {self.unclean_shutdown_detection!r}"
+            )
         if self.flush_messages is not None and self.flush_messages < 1:
             raise InvalidConfigError(f"flush_messages: expected None or >= 1, got {self.flush_messages}")
 

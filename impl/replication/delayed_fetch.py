@@ -5,6 +5,7 @@ would return no records is parked; it completes as soon as a check finds data fo
 append, a HW move) or when its wait expires, with whatever there is then. Without it a follower
 would poll an idle leader every backoff, and a consumer spin on an empty partition.
 """
+
 from __future__ import annotations
 
 from typing import Callable

@@ -1,4 +1,5 @@
 """DelayedProduce purgatory: acks=all produces parked until the high watermark passes their batch."""
+
 from __future__ import annotations
 
 from typing import Callable

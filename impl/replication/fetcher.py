@@ -9,11 +9,17 @@ outstanding; a response is used only if it answers the request of the current (l
 ``send`` is the only way a request goes out: the simulation calls it per step in step mode, and the
 fetcher's own poll timer calls it in auto mode.
 """
+
 from __future__ import annotations
 
 from ..network import NodeEndpoint
 from ..protocol import (
-    ApiKey, Errors, FetchRequest, FetchResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+    ApiKey,
+    Errors,
+    FetchRequest,
+    FetchResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
 )
 from ..runtime import Scheduler, Timer
 from ..storage import StorageError
@@ -25,8 +31,14 @@ FETCHING = -1
 class ReplicaFetcher:
     """The follower's fetch loop for the partition."""
 
-    def __init__(self, partition: Partition, endpoint: NodeEndpoint, scheduler: Scheduler,
-                 auto: bool = False, backoff_ms: int = 5) -> None:
+    def __init__(
+        self,
+        partition: Partition,
+        endpoint: NodeEndpoint,
+        scheduler: Scheduler,
+        auto: bool = False,
+        backoff_ms: int = 5,
+    ) -> None:
         self.partition = partition
         self.endpoint = endpoint
         self.scheduler = scheduler
@@ -81,26 +93,48 @@ class ReplicaFetcher:
             events.broker(p, "send_fetch", {"replica": p.broker_id, "max_batches": max_batches}, corr=correlation_id)
         if self.truncating_epoch != FETCHING and p.log.log_end_offset > 0:
             req = OffsetForLeaderEpochRequest(p.broker_id, p.partition_id, self.truncating_epoch, p.leader_epoch)
-            self.endpoint.send_request(p.leader, ApiKey.OFFSET_FOR_LEADER_EPOCH,
-                                       v.offsets_for_leader_epoch_version, req,
-                                       self._on_epoch_end if events is None else
-                                       self._logged(self._on_epoch_end, p.leader, correlation_id), correlation_id)
+            self.endpoint.send_request(
+                p.leader,
+                ApiKey.OFFSET_FOR_LEADER_EPOCH,
+                v.offsets_for_leader_epoch_version,
+                req,
+                self._on_epoch_end if events is None else self._logged(self._on_epoch_end, p.leader, correlation_id),
+                correlation_id,
+            )
         else:
-            req = FetchRequest(p.broker_id, p.partition_id, p.log.log_end_offset, p.leader_epoch,
-                               p.log.latest_epoch, max_batches, p.local_broker_epoch() if v.broker_epochs else -1)
-            self.endpoint.send_request(p.leader, ApiKey.FETCH, v.fetch_version, req,
-                                       self._on_fetch if events is None else
-                                       self._logged(self._on_fetch, p.leader, correlation_id), correlation_id)
+            req = FetchRequest(
+                p.broker_id,
+                p.partition_id,
+                p.log.log_end_offset,
+                p.leader_epoch,
+                p.log.latest_epoch,
+                max_batches,
+                p.local_broker_epoch() if v.broker_epochs else -1,
+            )
+            self.endpoint.send_request(
+                p.leader,
+                ApiKey.FETCH,
+                v.fetch_version,
+                req,
+                self._on_fetch if events is None else self._logged(self._on_fetch, p.leader, correlation_id),
+                correlation_id,
+            )
         return True
 
     def _logged(self, handler, leader: int, correlation_id: int):
         """``handler`` of a response, followed by its event (a lost request has none: the log
         shows the next request instead)."""
+
         def handle(resp) -> None:
             handler(resp)
             if resp is not None and self.events is not None:
-                self.events.broker(self.partition, "handle_fetch_response", {"replica": self.partition.broker_id},
-                                   (leader, correlation_id))
+                self.events.broker(
+                    self.partition,
+                    "handle_fetch_response",
+                    {"replica": self.partition.broker_id},
+                    (leader, correlation_id),
+                )
+
         return handle
 
     # -- responses ----------------------------------------------------------------------------

@@ -6,6 +6,7 @@ serving the directory's partitions and tells the controller, and ``LogManager.ha
 halts the broker once no log directory is left online. A broker here has one log directory, so
 its owner (the runtime) halts it as soon as the channel holds one.
 """
+
 from __future__ import annotations
 
 from typing import Callable

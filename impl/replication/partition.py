@@ -6,6 +6,7 @@ ISR, and proposes ISR changes (maybe_shrink_isr / maybe_expand_isr) that the con
 through AlterPartition. A follower's log is written by its ReplicaFetcher. LeaderAndIsr decides
 which role this replica plays (make_leader / make_follower).
 """
+
 from __future__ import annotations
 
 from typing import Callable, Sequence
@@ -38,11 +39,20 @@ class FollowerState:
 class Partition:
     """The partition as this broker sees it, with the leader's and the follower's duties."""
 
-    def __init__(self, broker_id: int, config: ClusterConfig, log: Log, high_watermark: int,
-                 scheduler: Scheduler, purgatory: DelayedProducePurgatory, propose_isr: ProposeIsr,
-                 local_broker_epoch: Callable[[], int] = lambda: -1,
-                 on_event: Callable[..., None] | None = None, partition_id: int = 0,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        config: ClusterConfig,
+        log: Log,
+        high_watermark: int,
+        scheduler: Scheduler,
+        purgatory: DelayedProducePurgatory,
+        propose_isr: ProposeIsr,
+        local_broker_epoch: Callable[[], int] = lambda: -1,
+        on_event: Callable[..., None] | None = None,
+        partition_id: int = 0,
+        name: str | None = None,
+    ) -> None:
         self.broker_id = broker_id
         self.partition_id = partition_id
         self.name = name  # "topic-index", added to events where a broker hosts many partitions
@@ -96,8 +106,14 @@ class Partition:
         if not new_epoch:
             self._event("isr", self.isr, self.partition_epoch)
             return None
-        check(req.leader_epoch > self.leader_epoch, "broker %d partition %s: leader epoch %d after %d",
-              self.broker_id, self.name, req.leader_epoch, self.leader_epoch)
+        check(
+            req.leader_epoch > self.leader_epoch,
+            "broker %d partition %s: leader epoch %d after %d",
+            self.broker_id,
+            self.name,
+            req.leader_epoch,
+            self.leader_epoch,
+        )
         self.leader = req.leader
         self.leader_epoch = req.leader_epoch
         if self.is_leader:
@@ -116,8 +132,7 @@ class Partition:
         now = self.scheduler.now_ms()
         self.epoch_start_offset = self.log.log_end_offset
         self.leader_since_ms = now
-        self.followers = {r: FollowerState(now if r in self.isr else 0)
-                          for r in self.replicas if r != self.broker_id}
+        self.followers = {r: FollowerState(now if r in self.isr else 0) for r in self.replicas if r != self.broker_id}
         self.pending_isr, self.pending_isr_epochs = None, ()
         stop_fetcher()
         self._event("leader", self.leader_epoch, self.epoch_start_offset)
@@ -171,9 +186,14 @@ class Partition:
         incremented = new_hw > self.high_watermark
         if incremented:
             counted = set(self.isr) | set(self.pending_isr or ())  # derived again, not maximal_isr's answer
-            check(all(self.followers[r].log_end_offset >= new_hw for r in counted if r != self.broker_id),
-                  "leader %d partition %s: HW %d above the LEO of a member of the maximal ISR %s",
-                  self.broker_id, self.name, new_hw, sorted(counted))
+            check(
+                all(self.followers[r].log_end_offset >= new_hw for r in counted if r != self.broker_id),
+                "leader %d partition %s: HW %d above the LEO of a member of the maximal ISR %s",
+                self.broker_id,
+                self.name,
+                new_hw,
+                sorted(counted),
+            )
             self._set_hw(new_hw)
         self.purgatory.try_complete(self.high_watermark, len(self.isr), self.config.min_insync_replicas)
         return incremented
@@ -234,8 +254,7 @@ class Partition:
             return False
         now = self.scheduler.now_ms()
         lag = self.config.replica_lag_time_max_ms
-        out = [r for r in self.isr if r != self.broker_id
-               and now - self.followers[r].last_caught_up_ms > lag]
+        out = [r for r in self.isr if r != self.broker_id and now - self.followers[r].last_caught_up_ms > lag]
         if not out:
             return False
         self._propose(tuple(r for r in self.isr if r not in out))
@@ -251,8 +270,11 @@ class Partition:
         if self.variant.hw_reached_epoch_to_expand and hw < self.epoch_start_offset:
             return False
         start = self.epoch_start_offset if self.variant.follower_reached_epoch_to_expand else 0
-        new = [r for r in self.replicas if r not in self.isr and r != self.broker_id
-               and self.followers[r].log_end_offset >= max(hw, start)]
+        new = [
+            r
+            for r in self.replicas
+            if r not in self.isr and r != self.broker_id and self.followers[r].log_end_offset >= max(hw, start)
+        ]
         if not new or (fetched_by is not None and fetched_by not in new):
             return False
         self._propose(tuple(sorted(self.isr + tuple(new))))
@@ -265,8 +287,13 @@ class Partition:
         if epochs is None:
             own = self.local_broker_epoch() if self.variant.broker_epochs else -1
             epochs = tuple(own if r == self.broker_id else self.followers[r].broker_epoch for r in isr)
-        check(self.broker_id in isr, "leader %d partition %s: proposes the ISR %s without itself",
-              self.broker_id, self.name, isr)
+        check(
+            self.broker_id in isr,
+            "leader %d partition %s: proposes the ISR %s without itself",
+            self.broker_id,
+            self.name,
+            isr,
+        )
         self.pending_isr, self.pending_isr_epochs = isr, epochs
         self._event("propose_isr", isr)
         self.propose_isr(self.leader_epoch, self.partition_epoch, isr, epochs)
@@ -278,8 +305,9 @@ class Partition:
         if self.pending_isr is not None and request_leader_epoch == self.leader_epoch:
             self._propose(self.pending_isr, self.pending_isr_epochs)
 
-    def handle_alter_partition_response(self, error: int, leader_epoch: int, isr: tuple[int, ...],
-                                        partition_epoch: int, request_leader_epoch: int) -> None:
+    def handle_alter_partition_response(
+        self, error: int, leader_epoch: int, isr: tuple[int, ...], partition_epoch: int, request_leader_epoch: int
+    ) -> None:
         """The controller answered: the change is no longer pending, unless the answer is to a
         proposal of an earlier leadership (Kafka acts only on the answer to the pending proposal)."""
         if request_leader_epoch != self.leader_epoch:
@@ -296,8 +324,14 @@ class Partition:
     def truncate_to(self, offset: int) -> None:
         """Truncate the log (never below 0 or above LEO); the HW follows it down."""
         offset = max(0, offset)
-        check(offset >= self.log.log_start_offset, "broker %d partition %s: truncation to %d below the log start "
-              "offset %d", self.broker_id, self.name, offset, self.log.log_start_offset)
+        check(
+            offset >= self.log.log_start_offset,
+            "broker %d partition %s: truncation to %d below the log start offset %d",
+            self.broker_id,
+            self.name,
+            offset,
+            self.log.log_start_offset,
+        )
         if offset < self.log.log_end_offset:
             self.log.truncate_to(offset)
             self.truncations += 1
@@ -314,8 +348,10 @@ class Partition:
         if parsed:
             if parsed[0].base_offset < self.log.log_end_offset:
                 # the logs diverged at other batch boundaries (no epoch-based truncation)
-                raise StorageError(f"out of order offsets: batch at {parsed[0].base_offset} below the log end "
-                                   f"offset {self.log.log_end_offset}")
+                raise StorageError(
+                    f"out of order offsets: batch at {parsed[0].base_offset} below the log end "
+                    f"offset {self.log.log_end_offset}"
+                )
             before = self.log.log_end_offset
             self.log.append_as_follower(parsed)
             self._event("replicate", before, self.log.log_end_offset)
@@ -324,8 +360,14 @@ class Partition:
             self._set_hw(hw)
 
     def _set_hw(self, hw: int) -> None:
-        check(hw <= self.log.log_end_offset, "broker %d partition %s: HW %d above its own LEO %d",
-              self.broker_id, self.name, hw, self.log.log_end_offset)
+        check(
+            hw <= self.log.log_end_offset,
+            "broker %d partition %s: HW %d above its own LEO %d",
+            self.broker_id,
+            self.name,
+            hw,
+            self.log.log_end_offset,
+        )
         self.high_watermark = hw
         self.log.high_watermark = hw
         self._event("hw", hw)

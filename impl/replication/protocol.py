@@ -1,4 +1,5 @@
 """The protocol variants of the replication lineage, as the switches the broker code consults."""
+
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass
@@ -10,15 +11,15 @@ class ProtocolVariant:
 
     name: str
     _: KW_ONLY  # every switch by its name
-    truncate_to_hw: bool          # pre-0.11: a new follower truncates to its own HW
+    truncate_to_hw: bool  # pre-0.11: a new follower truncates to its own HW
     offsets_for_leader_epoch: bool  # KIP-101/KIP-279: a new follower asks the leader first
-    walk_back_epochs: bool        # KIP-279: repeat OffsetsForLeaderEpoch until the epochs agree
-    fetch_epochs: bool            # KIP-320: fetches carry current and last fetched epoch
+    walk_back_epochs: bool  # KIP-279: repeat OffsetsForLeaderEpoch until the epochs agree
+    fetch_epochs: bool  # KIP-320: fetches carry current and last fetched epoch
     hw_reached_epoch_to_expand: bool  # KIP-320: expand the ISR only once HW reached the epoch start
     # 0.11+: a LeaderAndIsr naming no leader still makes a follower; 0.8-0.10's makeFollowers acted
     # only "when the leader is available" and left the partition as it was
     leaderless_makes_follower: bool = True
-    broker_epochs: bool = False   # KIP-903: Fetch and AlterPartition carry broker epochs
+    broker_epochs: bool = False  # KIP-903: Fetch and AlterPartition carry broker epochs
     eligible_leader_replicas: bool = False  # KIP-966: strict min ISR, ELR, unclean shutdown detection
 
     @property
@@ -48,18 +49,60 @@ class ProtocolVariant:
         return 2 if self.fetch_epochs else 1 if self.walk_back_epochs else 0
 
 
-VARIANTS: dict[str, ProtocolVariant] = {v.name: v for v in (
-    ProtocolVariant("hw-truncation", truncate_to_hw=True, offsets_for_leader_epoch=False, walk_back_epochs=False,
-                    fetch_epochs=False, hw_reached_epoch_to_expand=False, leaderless_makes_follower=False),
-    ProtocolVariant("kip-101", truncate_to_hw=False, offsets_for_leader_epoch=True, walk_back_epochs=False,
-                    fetch_epochs=False, hw_reached_epoch_to_expand=False),
-    ProtocolVariant("kip-279", truncate_to_hw=False, offsets_for_leader_epoch=True, walk_back_epochs=True,
-                    fetch_epochs=False, hw_reached_epoch_to_expand=False),
-    ProtocolVariant("kip-320", truncate_to_hw=False, offsets_for_leader_epoch=False, walk_back_epochs=True,
-                    fetch_epochs=True, hw_reached_epoch_to_expand=True),
-    ProtocolVariant("kip-903", truncate_to_hw=False, offsets_for_leader_epoch=False, walk_back_epochs=True,
-                    fetch_epochs=True, hw_reached_epoch_to_expand=True, broker_epochs=True),
-    ProtocolVariant("kip-966", truncate_to_hw=False, offsets_for_leader_epoch=False, walk_back_epochs=True,
-                    fetch_epochs=True, hw_reached_epoch_to_expand=False, broker_epochs=True,
-                    eligible_leader_replicas=True),
-)}
+VARIANTS: dict[str, ProtocolVariant] = {
+    v.name: v
+    for v in (
+        ProtocolVariant(
+            "hw-truncation",
+            truncate_to_hw=True,
+            offsets_for_leader_epoch=False,
+            walk_back_epochs=False,
+            fetch_epochs=False,
+            hw_reached_epoch_to_expand=False,
+            leaderless_makes_follower=False,
+        ),
+        ProtocolVariant(
+            "kip-101",
+            truncate_to_hw=False,
+            offsets_for_leader_epoch=True,
+            walk_back_epochs=False,
+            fetch_epochs=False,
+            hw_reached_epoch_to_expand=False,
+        ),
+        ProtocolVariant(
+            "kip-279",
+            truncate_to_hw=False,
+            offsets_for_leader_epoch=True,
+            walk_back_epochs=True,
+            fetch_epochs=False,
+            hw_reached_epoch_to_expand=False,
+        ),
+        ProtocolVariant(
+            "kip-320",
+            truncate_to_hw=False,
+            offsets_for_leader_epoch=False,
+            walk_back_epochs=True,
+            fetch_epochs=True,
+            hw_reached_epoch_to_expand=True,
+        ),
+        ProtocolVariant(
+            "kip-903",
+            truncate_to_hw=False,
+            offsets_for_leader_epoch=False,
+            walk_back_epochs=True,
+            fetch_epochs=True,
+            hw_reached_epoch_to_expand=True,
+            broker_epochs=True,
+        ),
+        ProtocolVariant(
+            "kip-966",
+            truncate_to_hw=False,
+            offsets_for_leader_epoch=False,
+            walk_back_epochs=True,
+            fetch_epochs=True,
+            hw_reached_epoch_to_expand=False,
+            broker_epochs=True,
+            eligible_leader_replicas=True,
+        ),
+    )
+}

@@ -17,6 +17,7 @@ deleted is stopped and its log deleted by ``delete_log`` (ReplicaManager.stopPar
 deleteLocalLog, as a KRaft broker applies a topic's removal). Single-partition runs drive the first
 one, ``partition`` and ``fetcher``.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -25,19 +26,28 @@ from typing import Any, Callable
 from ..controller import CONTROLLER_ID
 from ..network import NodeEndpoint
 from ..protocol import (
-    AlterPartitionRequest, AlterPartitionResponse, ApiKey, Errors, FetchRequest, FetchResponse, Header,
-    LeaderAndIsrRequest, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProduceRequest,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    ApiKey,
+    Errors,
+    FetchRequest,
+    FetchResponse,
+    Header,
+    LeaderAndIsrRequest,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    ProduceRequest,
     ProduceResponse,
 )
 from ..runtime import Scheduler
+from ..storage import CorruptRecordError, Log, LogAppendInfo, RecordTooLargeError, StorageError
+from ..storage.log import DEFAULT_FETCH_MAX_BYTES
+from ..storage.producer_state import DuplicateBatch, SequenceError
 from .config import ClusterConfig
 from .delayed_fetch import DelayedFetchPurgatory
 from .delayed_produce import DelayedProducePurgatory
 from .fetcher import ReplicaFetcher
 from .partition import Partition
-from ..storage import CorruptRecordError, Log, LogAppendInfo, RecordTooLargeError, StorageError
-from ..storage.log import DEFAULT_FETCH_MAX_BYTES
-from ..storage.producer_state import DuplicateBatch, SequenceError
 
 # (partition id, topic, index) -> the partition's log and its checkpointed HW
 OpenLog = Callable[[int, str, int], tuple[Log, int]]
@@ -48,10 +58,19 @@ DeleteLog = Callable[[int, str, int, Log | None], None]
 class ReplicaManager:
     """Request handling for the partitions of one broker."""
 
-    def __init__(self, broker_id: int, config: ClusterConfig, open_log: OpenLog,
-                 scheduler: Scheduler, endpoint: NodeEndpoint, auto: bool = False,
-                 on_event: Callable[..., None] | None = None, kafka: bool = False, events=None,
-                 delete_log: DeleteLog | None = None) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        config: ClusterConfig,
+        open_log: OpenLog,
+        scheduler: Scheduler,
+        endpoint: NodeEndpoint,
+        auto: bool = False,
+        on_event: Callable[..., None] | None = None,
+        kafka: bool = False,
+        events=None,
+        delete_log: DeleteLog | None = None,
+    ) -> None:
         self.broker_id = broker_id
         self.events = events  # an EventLog (isrcheck.impl.eventlog) when the run logs its events
         self.kafka = kafka  # hosting many topics' partitions for Kafka clients (events name the partition)
@@ -69,22 +88,25 @@ class ReplicaManager:
         self.names: dict[tuple[str, int], int] = {}  # (topic, index) -> partition id
         self.deleted: dict[int, int] = {}  # partition id of a deleted topic -> the partition epoch of its removal
         self.topic_min_insync_replicas: dict[str, int] = {}  # a hosted topic's own min.insync.replicas, if set
-        self.live_brokers: tuple[int, ...] = ()      # as of the last LeaderAndIsr v1 or heartbeat answer
+        self.live_brokers: tuple[int, ...] = ()  # as of the last LeaderAndIsr v1 or heartbeat answer
         self.fetch_purgatory = DelayedFetchPurgatory(scheduler)
         # the first partition's (partition id 0), which single-partition runs drive
         self.partition: Partition | None = None
         self.fetcher: ReplicaFetcher | None = None
         self.purgatory: DelayedProducePurgatory | None = None
-        endpoint.handlers.update({
-            ApiKey.PRODUCE: self.handle_produce,
-            ApiKey.FETCH: self.handle_fetch,
-            ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offsets_for_leader_epoch,
-            ApiKey.LEADER_AND_ISR: self.handle_leader_and_isr,
-        })
+        endpoint.handlers.update(
+            {
+                ApiKey.PRODUCE: self.handle_produce,
+                ApiKey.FETCH: self.handle_fetch,
+                ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offsets_for_leader_epoch,
+                ApiKey.LEADER_AND_ISR: self.handle_leader_and_isr,
+            }
+        )
         self._isr_timer = scheduler.schedule(config.lag_check_interval_ms, self._isr_check) if auto else None
 
-    def get_or_create_partition(self, partition_id: int, topic: str, index: int,
-                                min_insync_replicas: int = -1) -> Partition:
+    def get_or_create_partition(
+        self, partition_id: int, topic: str, index: int, min_insync_replicas: int = -1
+    ) -> Partition:
         """The hosted partition ``partition_id``, its log opened (and recovered) on first use;
         ``min_insync_replicas`` its topic's (-1: the cluster's)."""
         p = self.partitions.get(partition_id)
@@ -99,9 +121,20 @@ class ReplicaManager:
 
         def propose_isr(leader_epoch: int, partition_epoch: int, isr: tuple, epochs: tuple) -> None:
             self._send_alter_partition(partition_id, leader_epoch, partition_epoch, isr, epochs)
-        p = Partition(self.broker_id, config, log, high_watermark, self.scheduler, purgatory,
-                      propose_isr, lambda: self.broker_epoch, self.on_event, partition_id,
-                      f"{topic}-{index}" if self.kafka else None)
+
+        p = Partition(
+            self.broker_id,
+            config,
+            log,
+            high_watermark,
+            self.scheduler,
+            purgatory,
+            propose_isr,
+            lambda: self.broker_epoch,
+            self.on_event,
+            partition_id,
+            f"{topic}-{index}" if self.kafka else None,
+        )
         fetcher = ReplicaFetcher(p, self.endpoint, self.scheduler, self.auto, self.config.replica_fetch_backoff_ms)
         fetcher.events = self.events
         self.partitions[partition_id], self.fetchers[partition_id] = p, fetcher
@@ -133,17 +166,32 @@ class ReplicaManager:
 
         def respond(error: int, offset: int) -> None:
             endpoint.respond(src, header, ProduceResponse(error, req.partition, offset))
+
         result = self.append_records(
-            req.partition, req.acks, req.timeout_ms, req.records[0].value, respond,
+            req.partition,
+            req.acks,
+            req.timeout_ms,
+            req.records[0].value,
+            respond,
             lambda p: p.append_records_to_leader([(r.key, r.value) for r in req.records]),
-            (src, header.correlation_id), len(req.records))
+            (src, header.correlation_id),
+            len(req.records),
+        )
         if result is None or (req.acks == 0 and result[0] == Errors.NONE):
             return None  # acks=0 written: no response; acks=all: answered from the purgatory
         return ProduceResponse(result[0], req.partition, result[1])
 
-    def append_records(self, partition_id: int, acks: int, timeout_ms: int, first_value: bytes,
-                       respond: Callable[[int, int], None], append: Callable[[Partition], LogAppendInfo],
-                       msg: tuple[int, int] | None = None, records: int = 1) -> tuple[int, int] | None:
+    def append_records(
+        self,
+        partition_id: int,
+        acks: int,
+        timeout_ms: int,
+        first_value: bytes,
+        respond: Callable[[int, int], None],
+        append: Callable[[Partition], LogAppendInfo],
+        msg: tuple[int, int] | None = None,
+        records: int = 1,
+    ) -> tuple[int, int] | None:
         """ReplicaManager.appendRecords for one partition: leader check, min.insync.replicas for
         acks=all, ``append`` to the leader's log, then acks. Returns (error, base offset), or None
         when acks=all parks the batch in the DelayedProduce purgatory until the HW passes it (or it
@@ -203,9 +251,11 @@ class ReplicaManager:
             # completion reads (and moves the follower's state), as the request handled again
             if not (expired or self._fetch_ready(req)):
                 return False
-            endpoint.respond(src, header, self.fetch(req, (src, header.correlation_id)
-                                                     if self.events is not None else None))
+            endpoint.respond(
+                src, header, self.fetch(req, (src, header.correlation_id) if self.events is not None else None)
+            )
             return True
+
         self.fetch_purgatory.park(wait_ms, try_complete)
         return None
 
@@ -213,8 +263,12 @@ class ReplicaManager:
         """A parked follower fetch has something to answer: the partition gone or led elsewhere, its
         leader epoch fenced (KIP-320), or records past the fetch offset."""
         p = self.partitions.get(req.partition)
-        return (p is None or not p.is_leader or p.check_leader_epoch(req.current_leader_epoch) != Errors.NONE
-                or p.log.log_end_offset > req.fetch_offset)
+        return (
+            p is None
+            or not p.is_leader
+            or p.check_leader_epoch(req.current_leader_epoch) != Errors.NONE
+            or p.log.log_end_offset > req.fetch_offset
+        )
 
     def fetch(self, req: FetchRequest, msg: tuple[int, int] | None = None) -> FetchResponse:
         """readFromLocalLog for one partition: a follower's fetch (its state updated, the HW moved,
@@ -240,16 +294,25 @@ class ReplicaManager:
         resp = p.fetch_from_follower(req)
         if events is not None:
             cut = p.cut_batches  # the whole batches of a response cut by bytes
-            events.broker(p, "handle_fetch", {"replica": req.replica_id, "batches": cut} if cut else
-                          {"replica": req.replica_id}, msg)
+            events.broker(
+                p,
+                "handle_fetch",
+                {"replica": req.replica_id, "batches": cut} if cut else {"replica": req.replica_id},
+                msg,
+            )
         if self.auto and p.maybe_expand_isr(fetched_by=req.replica_id) and events is not None:
             events.broker(p, "expand_isr", {"replica": self.broker_id}, corr=p.last_isr_request)
         if p.high_watermark != hw:
             self.fetch_purgatory.check()  # consumers waiting for the HW
         return resp
 
-    def read_committed(self, partition_id: int, fetch_offset: int, current_leader_epoch: int = -1,
-                       max_bytes: int = DEFAULT_FETCH_MAX_BYTES) -> FetchResponse:
+    def read_committed(
+        self,
+        partition_id: int,
+        fetch_offset: int,
+        current_leader_epoch: int = -1,
+        max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+    ) -> FetchResponse:
         """A consumer's read of one partition: leader and KIP-320 epoch checks, records below the HW."""
         p = self.partitions.get(partition_id)
         if p is None:
@@ -263,8 +326,9 @@ class ReplicaManager:
         hw = p.high_watermark if error == Errors.NONE else -1
         return FetchResponse(error, partition_id, hw, p.log.log_start_offset, p.log.log_end_offset, -1, -1, records)
 
-    def handle_offsets_for_leader_epoch(self, src: int, header: Header,
-                                        req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
+    def handle_offsets_for_leader_epoch(
+        self, src: int, header: Header, req: OffsetForLeaderEpochRequest
+    ) -> OffsetForLeaderEpochResponse:
         p = self.partitions.get(req.partition)
         if p is None:
             return OffsetForLeaderEpochResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION, req.partition)
@@ -274,8 +338,9 @@ class ReplicaManager:
         return resp
 
     @staticmethod
-    def _offsets_for_leader_epoch(p: Partition, header: Header,
-                                  req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
+    def _offsets_for_leader_epoch(
+        p: Partition, header: Header, req: OffsetForLeaderEpochRequest
+    ) -> OffsetForLeaderEpochResponse:
         if not p.is_leader:
             return OffsetForLeaderEpochResponse(Errors.NOT_LEADER_OR_FOLLOWER)
         if header.api_version >= 2:
@@ -309,10 +374,20 @@ class ReplicaManager:
             return None
         self.apply_leader_and_isr(req, check_fetches=False)
         if self.events is not None and req.partition in self.partitions:
-            self.events.broker(self.partitions[req.partition], "deliver_leader_and_isr",
-                               {"replica": self.broker_id, "message": {
-                                   "leader": req.leader, "leader_epoch": req.leader_epoch, "isr": list(req.isr),
-                                   "partition_epoch": req.partition_epoch}}, (src, header.correlation_id))
+            self.events.broker(
+                self.partitions[req.partition],
+                "deliver_leader_and_isr",
+                {
+                    "replica": self.broker_id,
+                    "message": {
+                        "leader": req.leader,
+                        "leader_epoch": req.leader_epoch,
+                        "isr": list(req.isr),
+                        "partition_epoch": req.partition_epoch,
+                    },
+                },
+                (src, header.correlation_id),
+            )
         self.fetch_purgatory.check()  # after the event: the fetches it answers come after it
         return None
 
@@ -349,22 +424,38 @@ class ReplicaManager:
     def applied_partition_epochs(self) -> tuple[int, ...]:
         """Per partition id, the partition epoch this broker applied (-1 for a partition it lacks)."""
         size = max(max(self.partitions, default=-1), max(self.deleted, default=-1)) + 1
-        return tuple(self.partitions[i].partition_epoch if i in self.partitions else self.deleted.get(i, -1)
-                     for i in range(size))
+        return tuple(
+            self.partitions[i].partition_epoch if i in self.partitions else self.deleted.get(i, -1) for i in range(size)
+        )
 
     # -- ISR changes --------------------------------------------------------------------------
-    def _send_alter_partition(self, partition_id: int, leader_epoch: int, partition_epoch: int, isr: tuple,
-                              epochs: tuple) -> None:
+    def _send_alter_partition(
+        self, partition_id: int, leader_epoch: int, partition_epoch: int, isr: tuple, epochs: tuple
+    ) -> None:
         version = self.config.variant.alter_partition_version
-        req = AlterPartitionRequest(self.broker_id, self.broker_epoch, partition_id, leader_epoch, partition_epoch,
-                                    isr, epochs if version else ())
+        req = AlterPartitionRequest(
+            self.broker_id,
+            self.broker_epoch,
+            partition_id,
+            leader_epoch,
+            partition_epoch,
+            isr,
+            epochs if version else (),
+        )
         corr = self.endpoint.next_correlation_id()
         self.partitions[partition_id].last_isr_request = corr
-        self.endpoint.send_request(CONTROLLER_ID, ApiKey.ALTER_PARTITION, version, req,
-                                   lambda resp: self._on_alter_partition(partition_id, resp, leader_epoch, corr), corr)
+        self.endpoint.send_request(
+            CONTROLLER_ID,
+            ApiKey.ALTER_PARTITION,
+            version,
+            req,
+            lambda resp: self._on_alter_partition(partition_id, resp, leader_epoch, corr),
+            corr,
+        )
 
-    def _on_alter_partition(self, partition_id: int, resp: AlterPartitionResponse | None,
-                            request_leader_epoch: int, corr: int = -1) -> None:
+    def _on_alter_partition(
+        self, partition_id: int, resp: AlterPartitionResponse | None, request_leader_epoch: int, corr: int = -1
+    ) -> None:
         """AlterPartitionManager's callback, bound to the request (and the leader epoch) it answers."""
         p = self.partitions.get(partition_id)
         if p is None:
@@ -372,16 +463,21 @@ class ReplicaManager:
         if resp is None:  # lost: AlterPartitionManager resends until it gets an answer
             p.resend_pending_isr(request_leader_epoch)
             if self.events is not None:
-                self.events.broker(p, "lost_alter_partition", {"replica": self.broker_id,
-                                                               "leader_epoch": request_leader_epoch},
-                                   corr=p.last_isr_request)
+                self.events.broker(
+                    p,
+                    "lost_alter_partition",
+                    {"replica": self.broker_id, "leader_epoch": request_leader_epoch},
+                    corr=p.last_isr_request,
+                )
         else:
             hw = p.high_watermark
-            p.handle_alter_partition_response(resp.error, resp.leader_epoch, resp.isr, resp.partition_epoch,
-                                              request_leader_epoch)
+            p.handle_alter_partition_response(
+                resp.error, resp.leader_epoch, resp.isr, resp.partition_epoch, request_leader_epoch
+            )
             if self.events is not None:
-                self.events.broker(p, "handle_alter_partition_response", {"replica": self.broker_id},
-                                   (CONTROLLER_ID, corr))
+                self.events.broker(
+                    p, "handle_alter_partition_response", {"replica": self.broker_id}, (CONTROLLER_ID, corr)
+                )
             if p.high_watermark != hw:
                 self.fetch_purgatory.check()
 

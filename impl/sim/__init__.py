@@ -5,6 +5,7 @@ lives in ``cli``.
 
 Besides its own names it exports what a Cluster's user needs alongside: the config it is built from
 and the results clients receive."""
+
 from ..clients import ConsumeResult, ProduceResult
 from ..replication import CRASH_KINDS, ClusterConfig, InvalidConfigError
 from .clock import SimClock
@@ -14,7 +15,20 @@ from .snapshot import BrokerSnapshot, ClusterSnapshot, LogEntry, PendingProduce
 from .world import MESSAGE_KINDS, SimWorld
 
 __all__ = [
-    "Cluster", "ClusterError", "CRASH_KINDS", "MESSAGE_KINDS", "ClusterSnapshot", "BrokerSnapshot", "LogEntry",
-    "PendingProduce", "NetworkFaults", "SimClock", "SimNetwork", "SimWorld", "ClusterConfig", "InvalidConfigError",
-    "ProduceResult", "ConsumeResult",
+    "Cluster",
+    "ClusterError",
+    "CRASH_KINDS",
+    "MESSAGE_KINDS",
+    "ClusterSnapshot",
+    "BrokerSnapshot",
+    "LogEntry",
+    "PendingProduce",
+    "NetworkFaults",
+    "SimClock",
+    "SimNetwork",
+    "SimWorld",
+    "ClusterConfig",
+    "InvalidConfigError",
+    "ProduceResult",
+    "ConsumeResult",
 ]

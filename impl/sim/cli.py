@@ -4,6 +4,7 @@ Exit codes: 0 the logs agree, no acknowledged acks=all write was lost and no off
 two different records; 1 one of those failed (expected for the older protocol variants under some
 seeds, and for any variant when several replicas lose their page cache); 2 bad arguments.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
     parser.add_argument("--steps", type=int, default=200, help="workload steps before healing (default 200)")
     every_kind = ",".join(CRASH_KINDS)
-    parser.add_argument("--crash-kinds", default=every_kind,
-                        help=f"comma-separated crash kinds the workload may use (default {every_kind}; '' for none)")
+    parser.add_argument(
+        "--crash-kinds",
+        default=every_kind,
+        help=f"comma-separated crash kinds the workload may use (default {every_kind}; '' for none)",
+    )
     parser.add_argument("--no-faults", action="store_true", help="no crashes, partitions or message loss")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -49,25 +53,38 @@ def _crash_kinds(args: argparse.Namespace) -> tuple[str, ...]:
 
 def simulate(args: argparse.Namespace, events_dir: str | None = None) -> SimSummary:
     """The run the arguments ask for; with ``events_dir`` every node's protocol events go there."""
-    return run_simulation(args.protocol, args.replicas, args.seed, args.steps, faults=not args.no_faults,
-                          crash_kinds=_crash_kinds(args), events_dir=events_dir)
+    return run_simulation(
+        args.protocol,
+        args.replicas,
+        args.seed,
+        args.steps,
+        faults=not args.no_faults,
+        crash_kinds=_crash_kinds(args),
+        events_dir=events_dir,
+    )
 
 
-def print_summary(args: argparse.Namespace, summary: SimSummary, extra: dict | None = None,
-                  extra_lines: tuple[str, ...] = ()) -> None:
+def print_summary(
+    args: argparse.Namespace, summary: SimSummary, extra: dict | None = None, extra_lines: tuple[str, ...] = ()
+) -> None:
     """The summary as text (then ``extra_lines``) or, with ``--json``, one object (with ``extra``)."""
     if args.json:
         print(json.dumps({**summary.to_json(), **(extra or {})}, sort_keys=True))
         return
     s = summary
-    print(f"isrcheck sim: {s.protocol}, {s.replicas} replicas, seed {s.seed}, {s.steps} steps, "
-          f"{s.sim_ms} ms simulated")
-    print(f"  produced {s.produced}, acked {s.acked} (acks=all {s.acked_all}), committed {s.committed}, "
-          f"lost acked acks=all writes {s.lost_acked}, divergent reads {s.divergent_reads}")
-    print(f"  leader changes {s.leader_changes}, ISR changes {s.isr_changes}, crashes {s.crashes} "
-          f"({s.power_losses} power losses), restarts {s.restarts}, partitions {s.partitions}")
-    print(f"  messages delivered {s.messages_delivered}, lost {s.messages_lost}; "
-          f"quiescent {'yes' if s.quiescent else 'NO'}; logs agree {'yes' if s.logs_agree else 'NO'}")
+    print(f"isrcheck sim: {s.protocol}, {s.replicas} replicas, seed {s.seed}, {s.steps} steps, {s.sim_ms} ms simulated")
+    print(
+        f"  produced {s.produced}, acked {s.acked} (acks=all {s.acked_all}), committed {s.committed}, "
+        f"lost acked acks=all writes {s.lost_acked}, divergent reads {s.divergent_reads}"
+    )
+    print(
+        f"  leader changes {s.leader_changes}, ISR changes {s.isr_changes}, crashes {s.crashes} "
+        f"({s.power_losses} power losses), restarts {s.restarts}, partitions {s.partitions}"
+    )
+    print(
+        f"  messages delivered {s.messages_delivered}, lost {s.messages_lost}; "
+        f"quiescent {'yes' if s.quiescent else 'NO'}; logs agree {'yes' if s.logs_agree else 'NO'}"
+    )
     print(f"  trace hash {s.trace_hash}")
     for line in extra_lines:
         print(line)

@@ -1,4 +1,5 @@
 """SimClock: simulated milliseconds and a timer queue, fired only when the clock is advanced."""
+
 from __future__ import annotations
 
 import heapq

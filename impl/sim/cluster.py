@@ -42,6 +42,7 @@ the clock, network, controller, brokers, their file systems and the clients, rea
 restarts on them, and keeps the snapshots and the trace. Its pieces read as the cluster's own
 attributes (``brokers``, ``controller``, ``network``, ``clock``, ``filesystems``, ...).
 """
+
 from __future__ import annotations
 
 from operator import attrgetter
@@ -82,8 +83,16 @@ class Cluster:
     producer = property(attrgetter("world.producer"))
     consumer = property(attrgetter("world.consumer"))
 
-    def __init__(self, config: ClusterConfig, mode: str = "steps", seed: int = 0,
-                 faults: NetworkFaults | None = None, *, world: SimWorld | None = None, events=None) -> None:
+    def __init__(
+        self,
+        config: ClusterConfig,
+        mode: str = "steps",
+        seed: int = 0,
+        faults: NetworkFaults | None = None,
+        *,
+        world: SimWorld | None = None,
+        events=None,
+    ) -> None:
         """``world``: one built for ``config`` and ``mode`` elsewhere (default: a ``SimWorld``);
         ``events``: an EventLog (isrcheck.impl.eventlog) the nodes write their protocol events to."""
         if mode not in MODES:
@@ -170,8 +179,10 @@ class Cluster:
     def expand_isr(self, leader: int) -> None:
         p = self._need_leader(leader)
         if not p.maybe_expand_isr():
-            raise ClusterError("no follower outside the ISR has caught up to the high watermark"
-                               + (" in this leader epoch" if p.variant.hw_reached_epoch_to_expand else ""))
+            raise ClusterError(
+                "no follower outside the ISR has caught up to the high watermark"
+                + (" in this leader epoch" if p.variant.hw_reached_epoch_to_expand else "")
+            )
         self._settle()
 
     def elect(self, target: int = -1) -> None:
@@ -191,8 +202,10 @@ class Cluster:
         if c.leader != -1:
             raise ClusterError(f"the controller has a leader ({c.leader})")
         if c.eligible_leader() == -1:
-            raise ClusterError("no eligible replica (every ISR member is fenced"
-                               + (")" if c.unclean else " and unclean election is disabled)"))
+            raise ClusterError(
+                "no eligible replica (every ISR member is fenced"
+                + (")" if c.unclean else " and unclean election is disabled)")
+            )
         c.elect()
         self._settle()
 
@@ -225,8 +238,9 @@ class Cluster:
         if kind != "power" and (survive or torn):
             raise ClusterError(f"survive and torn belong to a power loss, not a {kind} crash")
         if tail not in TAILS or (tail != "cut" and not torn):
-            raise ClusterError(f"tail must be one of {', '.join(TAILS)}, and not cut only for a torn power loss, "
-                               f"got {tail!r}")
+            raise ClusterError(
+                f"tail must be one of {', '.join(TAILS)}, and not cut only for a torn power loss, got {tail!r}"
+            )
         self._need_alive(broker)
         try:
             self.world.crash_broker(broker, kind, survive, torn, tail)
@@ -234,8 +248,9 @@ class Cluster:
             raise ClusterError(f"broker {broker} has {exc}") from None
         self.stats["crashes"] += 1
         self.stats["power_losses"] += kind == "power"
-        self.world.trace_event("crash", broker, kind, *((survive, torn) if survive or torn else ()),
-                               *((tail,) if tail != "cut" else ()))
+        self.world.trace_event(
+            "crash", broker, kind, *((survive, torn) if survive or torn else ()), *((tail,) if tail != "cut" else ())
+        )
         self._settle()
 
     def restart(self, broker: int) -> None:
@@ -300,8 +315,9 @@ class Cluster:
         """ReplicaManager.checkpointHighWatermarks: the HW to replication-offset-checkpoint, no log flush."""
         b = self._need_alive(broker)
         if b.hw_checkpoint == b.partition.high_watermark:
-            raise ClusterError(f"broker {broker}'s replication-offset-checkpoint already holds its HW "
-                               f"{b.hw_checkpoint}")
+            raise ClusterError(
+                f"broker {broker}'s replication-offset-checkpoint already holds its HW {b.hw_checkpoint}"
+            )
         b.checkpoint_high_watermarks()
         self.world.trace_event("checkpoint_hw", broker)
 
@@ -346,8 +362,12 @@ class Cluster:
         if hw != leo or lead.purgatory.pending:
             return False
         for b in self.world.brokers:
-            if b.alive and (b.partition.log.log_end_offset != leo or b.partition.high_watermark != hw
-                            or b.partition.leader_epoch != c.leader_epoch or b.broker_id not in c.isr):
+            if b.alive and (
+                b.partition.log.log_end_offset != leo
+                or b.partition.high_watermark != hw
+                or b.partition.leader_epoch != c.leader_epoch
+                or b.broker_id not in c.isr
+            ):
                 return False
         return True
 

@@ -7,6 +7,7 @@ file was on the disk. A torn batch's sectors past its written prefix may hold ga
 length its header declares (``tail``: stale bytes of an earlier write, or random ones), which only
 the CRC check of log recovery catches.
 """
+
 from __future__ import annotations
 
 import random
@@ -65,5 +66,5 @@ def _garbage(log: Log, batch, size: int, tail: str, seed: int) -> bytes:
         return random.Random(seed * 2**32 + batch.position).randbytes(size)
     if batch.position == 0:
         return bytes(size)
-    earlier = log.fs.read_file(batch.path)[:batch.position]  # what an earlier write left in the sectors
+    earlier = log.fs.read_file(batch.path)[: batch.position]  # what an earlier write left in the sectors
     return (earlier * (size // len(earlier) + 1))[-size:]

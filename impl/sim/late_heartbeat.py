@@ -9,6 +9,7 @@ the registration's), which changes nothing and logs nothing. Its connection died
 process, so its answer goes nowhere (``SimNetwork.deliver_stale``). No random draw is made here:
 the run is the one it would be without the late heartbeat, but for the controller's refusal.
 """
+
 from __future__ import annotations
 
 from ..protocol import ApiKey

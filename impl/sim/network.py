@@ -11,6 +11,7 @@ A lost frame is reported to the node that issued the request (``Endpoint.connect
 way a broken connection fails a ``NetworkClient``'s in-flight requests; in auto mode only after
 ``disconnect_detect_ms``, in manual mode at once.
 """
+
 from __future__ import annotations
 
 import random
@@ -49,9 +50,14 @@ class Envelope:
 class SimNetwork:
     """Implements ``Transport`` for the simulation."""
 
-    def __init__(self, clock: SimClock, classify: Callable[[int, int, bytes], Hashable],
-                 rng: random.Random | None = None, faults: NetworkFaults | None = None,
-                 on_deliver: Callable[[Envelope], None] | None = None) -> None:
+    def __init__(
+        self,
+        clock: SimClock,
+        classify: Callable[[int, int, bytes], Hashable],
+        rng: random.Random | None = None,
+        faults: NetworkFaults | None = None,
+        on_deliver: Callable[[Envelope], None] | None = None,
+    ) -> None:
         self.clock = clock
         self.classify = classify
         self.auto = faults is not None
@@ -85,8 +91,12 @@ class SimNetwork:
             self._lost(env)
 
     def send(self, src: int, dst: int, frame: bytes) -> None:
-        if self._dead and len(frame) >= 9 and frame[0] != _REQUEST_FLAG_BYTE \
-                and (dst, int.from_bytes(frame[_CORRELATION], "big")) in self._dead:
+        if (
+            self._dead
+            and len(frame) >= 9
+            and frame[0] != _REQUEST_FLAG_BYTE
+            and (dst, int.from_bytes(frame[_CORRELATION], "big")) in self._dead
+        ):
             self._dead.discard((dst, int.from_bytes(frame[_CORRELATION], "big")))
             self.lost += 1  # the answer to a request of a connection that is gone: nobody hears it
             return
@@ -133,8 +143,15 @@ class SimNetwork:
     def take(self, src: int, dst: int, api_key: int) -> list[Envelope]:
         """The requests of ``api_key`` from ``src`` to ``dst`` in flight, taken off the network (to
         be delivered late: ``deliver_stale``)."""
-        taken = [e for e in self.in_flight() if e.src == src and e.dst == dst and len(e.frame) >= 9
-                 and e.frame[0] == _REQUEST_FLAG_BYTE and (e.frame[1] << 8) | e.frame[2] == api_key]
+        taken = [
+            e
+            for e in self.in_flight()
+            if e.src == src
+            and e.dst == dst
+            and len(e.frame) >= 9
+            and e.frame[0] == _REQUEST_FLAG_BYTE
+            and (e.frame[1] << 8) | e.frame[2] == api_key
+        ]
         for env in taken:
             self._remove(env)
         return taken
@@ -219,8 +236,7 @@ class SimNetwork:
         if requester not in self.endpoints:
             return
         if self.auto:
-            self.clock.schedule(self.faults.disconnect_detect_ms,
-                                lambda: self._notify(requester, peer, correlation_id))
+            self.clock.schedule(self.faults.disconnect_detect_ms, lambda: self._notify(requester, peer, correlation_id))
         else:
             self._notify(requester, peer, correlation_id)
 

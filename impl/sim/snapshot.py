@@ -1,4 +1,5 @@
 """Plain frozen views of the cluster's state, read by tests and by the conformance adapter."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -44,9 +45,9 @@ class BrokerSnapshot:
     broker_id: int
     alive: bool
     log: tuple[LogEntry, ...]
-    durable: int                  # length of the fsynced prefix (the recovery point)
+    durable: int  # length of the fsynced prefix (the recovery point)
     hw: int
-    hw_checkpoint: int            # replication-offset-checkpoint
+    hw_checkpoint: int  # replication-offset-checkpoint
     leader: int
     leader_epoch: int
     isr: tuple[int, ...]
@@ -56,13 +57,13 @@ class BrokerSnapshot:
     last_caught_up_ms: tuple[int, ...]
     pending_isr: tuple[int, ...] | None
     pending_produces: tuple[PendingProduce, ...]
-    truncating_epoch: int         # KIP-101/KIP-279: epoch to ask about next; -1 fetching
+    truncating_epoch: int  # KIP-101/KIP-279: epoch to ask about next; -1 fetching
     fetch_outstanding: bool
-    power_lost: bool              # down after a power loss or a lost disk: unflushed data goes at restart
+    power_lost: bool  # down after a power loss or a lost disk: unflushed data goes at restart
     broker_epoch: int
     last_fetch_ms: tuple[int, ...] = ()  # leader: when each follower last fetched (-1 never)
     remote_broker_epoch: tuple[int, ...] = ()  # leader: each follower's broker epoch (KIP-903), -1 unknown
-    pending_isr_epochs: tuple[int, ...] = ()   # leader: the broker epochs of the pending proposal
+    pending_isr_epochs: tuple[int, ...] = ()  # leader: the broker epochs of the pending proposal
     unclean_shutdown: bool = False  # down without the clean shutdown file (read from its disk)
     # base offset of the first batch of its log failing its CRC check on disk, -1 none (left out of
     # the repr, which the simulation's trace hash reads, so runs without damage hash as before)
@@ -90,12 +91,12 @@ class LogView:
     decoded: log recovery and truncation cut a log, they rarely rewrite its start."""
 
     def __init__(self) -> None:
-        self._log: Log | None = None           # held, so its identity means the same log
+        self._log: Log | None = None  # held, so its identity means the same log
         self._key: object = None
-        self._start = -1                       # the log start offset the entries were read from
-        self._chunks: list[bytes] = []         # the log's bytes from the start, in pieces as read
-        self._byte_ends: list[int] = []        # where each batch ends in those bytes
-        self._ends: list[int] = []             # len(entries) after each batch
+        self._start = -1  # the log start offset the entries were read from
+        self._chunks: list[bytes] = []  # the log's bytes from the start, in pieces as read
+        self._byte_ends: list[int] = []  # where each batch ends in those bytes
+        self._ends: list[int] = []  # len(entries) after each batch
         self.entries: tuple[LogEntry, ...] = ()
         # the fields of the last broker snapshot built over this view, and that snapshot: a broker
         # a step left alone gives the same snapshot object (cheaper than building and comparing one)
@@ -115,14 +116,17 @@ class LogView:
             data = _read(log, start)
             keep = self._same_batches(data) if start == self._start else 0
             self._chunks = [data]
-            data = data[self._byte_ends[keep - 1]:] if keep else data
-        kept = self.entries[:self._ends[keep - 1]] if keep else ()
+            data = data[self._byte_ends[keep - 1] :] if keep else data
+        kept = self.entries[: self._ends[keep - 1]] if keep else ()
         del self._byte_ends[keep:], self._ends[keep:]
         position = self._byte_ends[-1] if keep else 0
         new: list[LogEntry] = []
         for batch in iter_batches(data):
-            new.extend(LogEntry(r.offset, batch.partition_leader_epoch, r.value, batch.base_offset)
-                       for r in batch.records() if r.offset >= start)
+            new.extend(
+                LogEntry(r.offset, batch.partition_leader_epoch, r.value, batch.base_offset)
+                for r in batch.records()
+                if r.offset >= start
+            )
             position += batch.size
             self._byte_ends.append(position)
             self._ends.append(len(kept) + len(new))
@@ -158,12 +162,30 @@ def broker_snapshot(b: Broker, replicas: int, view: LogView) -> BrokerSnapshot:
     else:
         remote, caught, fetched, epochs = (-1,) * replicas, (0,) * replicas, (-1,) * replicas, (-1,) * replicas
     fetcher = b.replica_manager.fetcher
-    fields = (b.broker_id, True, entries, b.durable_offset, p.high_watermark, b.hw_checkpoint,
-              p.leader, p.leader_epoch, p.isr, p.partition_epoch, p.epoch_start_offset, remote, caught,
-              p.pending_isr, tuple((op.value, op.offset, op.deadline_ms, op.count)
-                                   for op in b.replica_manager.purgatory.pending),
-              fetcher.truncating_epoch, fetcher.outstanding is not None, False, b.broker_epoch, fetched,
-              epochs, p.pending_isr_epochs)
+    fields = (
+        b.broker_id,
+        True,
+        entries,
+        b.durable_offset,
+        p.high_watermark,
+        b.hw_checkpoint,
+        p.leader,
+        p.leader_epoch,
+        p.isr,
+        p.partition_epoch,
+        p.epoch_start_offset,
+        remote,
+        caught,
+        p.pending_isr,
+        tuple((op.value, op.offset, op.deadline_ms, op.count) for op in b.replica_manager.purgatory.pending),
+        fetcher.truncating_epoch,
+        fetcher.outstanding is not None,
+        False,
+        b.broker_epoch,
+        fetched,
+        epochs,
+        p.pending_isr_epochs,
+    )
     last_fields, last = view.last
     if fields == last_fields:
         return last

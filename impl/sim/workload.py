@@ -7,6 +7,7 @@ loss of an in-flight message, and log flushes — on top of the network's own se
 duplicates and reorders. After the workload every link is healed, every broker restarted, and the
 cluster runs until quiescent; the summary says what clients saw and whether the logs agree.
 """
+
 from __future__ import annotations
 
 import random
@@ -14,14 +15,15 @@ from dataclasses import asdict, dataclass
 
 from ..clients import ConsumeResult, ProduceResult
 from ..controller import CONTROLLER_ID
-from ..replication import CRASH_KINDS, ClusterConfig
 from ..eventlog import EventLog, run_header
+from ..replication import CRASH_KINDS, ClusterConfig
 from .cluster import Cluster
 from .network import NetworkFaults
 from .world import MESSAGE_KINDS
 
-DEFAULT_FAULTS = NetworkFaults(min_delay_ms=1, max_delay_ms=5, drop_rate=0.02, duplicate_rate=0.01,
-                               reorder_rate=0.05, disconnect_detect_ms=50)
+DEFAULT_FAULTS = NetworkFaults(
+    min_delay_ms=1, max_delay_ms=5, drop_rate=0.02, duplicate_rate=0.01, reorder_rate=0.05, disconnect_detect_ms=50
+)
 
 
 @dataclass(frozen=True)
@@ -33,22 +35,22 @@ class SimSummary:
     seed: int
     steps: int
     produced: int
-    acked: int            # produce responses with error NONE (any acks)
-    acked_all: int        # ... of which acks=all
-    committed: int        # the leader's high watermark at the end
-    lost_acked: int       # acknowledged acks=all records missing below the final HW
+    acked: int  # produce responses with error NONE (any acks)
+    acked_all: int  # ... of which acks=all
+    committed: int  # the leader's high watermark at the end
+    lost_acked: int  # acknowledged acks=all records missing below the final HW
     divergent_reads: int  # consumes that returned another record at an offset read before
     leader_changes: int
     isr_changes: int
     crashes: int
-    power_losses: int     # ... of which lost the page cache
+    power_losses: int  # ... of which lost the page cache
     restarts: int
     partitions: int
     messages_delivered: int
     messages_lost: int
     sim_ms: int
     quiescent: bool
-    logs_agree: bool      # live replicas' logs identical below their HW at the end
+    logs_agree: bool  # live replicas' logs identical below their HW at the end
     trace_hash: str
 
     def to_json(self) -> dict:
@@ -57,25 +59,43 @@ class SimSummary:
 
 def sim_config(protocol: str, replicas: int) -> ClusterConfig:
     """Kafka-like timings scaled to milliseconds of simulated time."""
-    return ClusterConfig(protocol=protocol, replicas=replicas, min_insync_replicas=min(2, replicas),
-                         replica_lag_time_max_ms=100, request_timeout_ms=1000,
-                         replica_fetch_backoff_ms=5, broker_heartbeat_interval_ms=10,
-                         broker_session_timeout_ms=60, replica_high_watermark_checkpoint_interval_ms=50)
+    return ClusterConfig(
+        protocol=protocol,
+        replicas=replicas,
+        min_insync_replicas=min(2, replicas),
+        replica_lag_time_max_ms=100,
+        request_timeout_ms=1000,
+        replica_fetch_backoff_ms=5,
+        broker_heartbeat_interval_ms=10,
+        broker_session_timeout_ms=60,
+        replica_high_watermark_checkpoint_interval_ms=50,
+    )
 
 
 class Workload:
     """The seeded workload driving an auto-mode Cluster."""
 
-    def __init__(self, config: ClusterConfig, seed: int, faults: bool = True,
-                 crash_kinds: tuple[str, ...] = CRASH_KINDS, events_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        config: ClusterConfig,
+        seed: int,
+        faults: bool = True,
+        crash_kinds: tuple[str, ...] = CRASH_KINDS,
+        events_dir: str | None = None,
+    ) -> None:
         """``events_dir``: where every node writes its protocol events (isrcheck.impl.eventlog)."""
         self.rng = random.Random(seed)
         self.seed = seed
         self.faults = faults
         self.crash_kinds = crash_kinds
         self.events = None if events_dir is None else EventLog(events_dir, run_header(config), CONTROLLER_ID)
-        self.cluster = Cluster(config, mode="auto", seed=self.rng.getrandbits(64),
-                               faults=DEFAULT_FAULTS if faults else NetworkFaults(), events=self.events)
+        self.cluster = Cluster(
+            config,
+            mode="auto",
+            seed=self.rng.getrandbits(64),
+            faults=DEFAULT_FAULTS if faults else NetworkFaults(),
+            events=self.events,
+        )
         self.n = config.replicas
         self.produced = 0
         self.partitions = 0
@@ -185,18 +205,43 @@ class Workload:
         committed = lead.hw if lead is not None else 0
         committed_values = {e.value for e in lead.log[:committed]} if lead is not None else set()
         live = [b for b in snap.brokers if b.alive]
-        agree = lead is not None and all(b.log[:b.hw] == lead.log[:b.hw] for b in live)
+        agree = lead is not None and all(b.log[: b.hw] == lead.log[: b.hw] for b in live)
         net = c.network
         return SimSummary(
-            c.config.protocol, self.n, self.seed, steps, self.produced, len(acked), len(acked_all),
-            committed, sum(1 for r in acked_all if r.value not in committed_values), self.divergent_reads,
-            c.controller.elections, c.controller.isr_changes, c.stats["crashes"], c.stats["power_losses"],
+            c.config.protocol,
+            self.n,
+            self.seed,
+            steps,
+            self.produced,
+            len(acked),
+            len(acked_all),
+            committed,
+            sum(1 for r in acked_all if r.value not in committed_values),
+            self.divergent_reads,
+            c.controller.elections,
+            c.controller.isr_changes,
+            c.stats["crashes"],
+            c.stats["power_losses"],
             c.stats["restarts"],
-            self.partitions, net.delivered, net.lost, c.clock.now_ms(), quiescent, agree, c.trace_hash())
+            self.partitions,
+            net.delivered,
+            net.lost,
+            c.clock.now_ms(),
+            quiescent,
+            agree,
+            c.trace_hash(),
+        )
 
 
-def run_simulation(protocol: str, replicas: int, seed: int, steps: int, faults: bool = True,
-                   crash_kinds: tuple[str, ...] = CRASH_KINDS, events_dir: str | None = None) -> SimSummary:
+def run_simulation(
+    protocol: str,
+    replicas: int,
+    seed: int,
+    steps: int,
+    faults: bool = True,
+    crash_kinds: tuple[str, ...] = CRASH_KINDS,
+    events_dir: str | None = None,
+) -> SimSummary:
     """One seeded run; with ``events_dir`` every node's protocol events are written there."""
     work = Workload(sim_config(protocol, replicas), seed, faults, crash_kinds, events_dir)
     for _ in range(steps):

@@ -9,6 +9,7 @@ every state change, in order. It decides nothing about which step is possible: `
 ``start_controller``, ``start_broker``, ``make_filesystem`` and ``broker_snapshot`` are where a
 world of another make plugs in its nodes (``isrcheck.impl.sut.processes``: one process each).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,7 +19,7 @@ import random
 import struct
 from typing import Any
 
-from ..clients import ConsumeResult, Consumer, Producer, ProduceResult
+from ..clients import Consumer, ConsumeResult, Producer, ProduceResult
 from ..controller import CONTROLLER_ID, Controller
 from ..eventlog import DOWN
 from ..protocol import REQUEST, ApiKey, LeaderAndIsrRequest
@@ -34,16 +35,16 @@ from .snapshot import BrokerSnapshot, ClusterSnapshot, LogView, broker_snapshot,
 # offset, epoch or value, so a flipped bit there is found only by the CRC check
 _MAX_TIMESTAMP_LAST_BYTE = 42
 
-MESSAGE_KINDS = ("fetch_request", "fetch_response", "leader_and_isr", "alter_partition",
-                 "alter_partition_response")
+MESSAGE_KINDS = ("fetch_request", "fetch_response", "leader_and_isr", "alter_partition", "alter_partition_response")
 _TRACE_HEAD = struct.Struct(">qii")
 
 
 class SimWorld:
     """Clock, network, controller, brokers on their file systems and clients of one simulation."""
 
-    def __init__(self, config: ClusterConfig, auto: bool, seed: int, faults: NetworkFaults | None = None,
-                 events=None) -> None:
+    def __init__(
+        self, config: ClusterConfig, auto: bool, seed: int, faults: NetworkFaults | None = None, events=None
+    ) -> None:
         """``events``: an EventLog (isrcheck.impl.eventlog) every node writes its protocol events to."""
         self.config = config
         self.events = events
@@ -53,13 +54,18 @@ class SimWorld:
         if events is not None:
             events.now_ms = self.clock.now_ms
         self._hash = hashlib.blake2b(digest_size=16)
-        self.network = SimNetwork(self.clock, self.classify, random.Random(self.rng.getrandbits(64)),
-                                  (faults or NetworkFaults()) if auto else None, self.trace_delivery)
+        self.network = SimNetwork(
+            self.clock,
+            self.classify,
+            random.Random(self.rng.getrandbits(64)),
+            (faults or NetworkFaults()) if auto else None,
+            self.trace_delivery,
+        )
         self.late_heartbeats = LateHeartbeats(self.network, self.clock, CONTROLLER_ID) if auto else None
         self.controller = self.start_controller()
         self.filesystems = [self.make_filesystem(b) for b in range(config.replicas)]
         self.brokers = [self.start_broker(b, 0) for b in range(config.replicas)]
-        self._frozen: dict[int, BrokerSnapshot] = {}   # last view of each dead broker
+        self._frozen: dict[int, BrokerSnapshot] = {}  # last view of each dead broker
         self._log_views: dict[int, LogView] = {}
         self._damaged = False  # a live broker's log was damaged (corrupt_live): snapshots check CRCs
         self.client_responses: list[ProduceResult | ConsumeResult] = []  # in the order received
@@ -72,8 +78,9 @@ class SimWorld:
 
     # -- the nodes --------------------------------------------------------------------------------
     def start_controller(self) -> Controller:
-        return Controller.for_cluster(self.config, self.clock, self.network, self.auto, self._controller_event,
-                                      events=self.events)
+        return Controller.for_cluster(
+            self.config, self.clock, self.network, self.auto, self._controller_event, events=self.events
+        )
 
     def _controller_event(self, *fields: Any) -> None:
         self.trace_event(*fields)
@@ -85,8 +92,17 @@ class SimWorld:
         return SimulatedFileSystem()
 
     def start_broker(self, broker_id: int, incarnation: int) -> Broker:
-        b = Broker(broker_id, self.config, self.filesystems[broker_id], self.clock, self.network,
-                   auto=self.auto, incarnation=incarnation, on_event=self.trace_event, events=self.events)
+        b = Broker(
+            broker_id,
+            self.config,
+            self.filesystems[broker_id],
+            self.clock,
+            self.network,
+            auto=self.auto,
+            incarnation=incarnation,
+            on_event=self.trace_event,
+            events=self.events,
+        )
         b.on_log_dir_offline = lambda error: self.log_dir_offline(broker_id)
         return b
 
@@ -114,7 +130,8 @@ class SimWorld:
         if kind != "clean" and view.bad_batch >= 0:  # no clean shutdown file: recovery will cut at the damage
             durable, lost = min(durable, view.bad_batch), True
         self._frozen[broker] = dataclasses.replace(
-            view, alive=False, pending_produces=(), fetch_outstanding=False, power_lost=lost, durable=durable)
+            view, alive=False, pending_produces=(), fetch_outstanding=False, power_lost=lost, durable=durable
+        )
         if kind == "clean":
             b.shutdown()
         else:
@@ -126,8 +143,9 @@ class SimWorld:
                 fs.power_loss(written_back=write_back.lengths)
                 for path, (position, garbage) in write_back.garbage.items():
                     fs.corrupt(path, position, garbage)
-        self._frozen[broker] = dataclasses.replace(self._frozen[broker],
-                                                   unclean_shutdown=self.brokers[broker].data_maybe_lost)
+        self._frozen[broker] = dataclasses.replace(
+            self._frozen[broker], unclean_shutdown=self.brokers[broker].data_maybe_lost
+        )
         if self.events is not None:
             self.events.emit(broker, "crash", DOWN, {"replica": broker, "kind": kind})
 
@@ -142,9 +160,16 @@ class SimWorld:
     def lose_disk(self, broker: int) -> None:
         """Down ``broker``'s log directory is replaced by an empty one."""
         self.filesystems[broker].lose_directory(self.brokers[broker].data_dir)
-        self._frozen[broker] = dataclasses.replace(self._frozen[broker], log=(), durable=0, hw=0, hw_checkpoint=0,
-                                                   power_lost=True, bad_batch=-1,
-                                                   unclean_shutdown=self.brokers[broker].data_maybe_lost)
+        self._frozen[broker] = dataclasses.replace(
+            self._frozen[broker],
+            log=(),
+            durable=0,
+            hw=0,
+            hw_checkpoint=0,
+            power_lost=True,
+            bad_batch=-1,
+            unclean_shutdown=self.brokers[broker].data_maybe_lost,
+        )
 
     def corrupt_at_rest(self, broker: int) -> int:
         """Damage the last durable batch of down ``broker``'s log on its disk (one byte its CRC
@@ -216,8 +241,7 @@ class SimWorld:
         return snap
 
     def snapshot(self) -> ClusterSnapshot:
-        brokers = tuple(self._frozen[b.broker_id] if not b.alive else self.broker_snapshot(b)
-                        for b in self.brokers)
+        brokers = tuple(self._frozen[b.broker_id] if not b.alive else self.broker_snapshot(b) for b in self.brokers)
         return ClusterSnapshot(self.clock.now_ms(), brokers, self.controller.state())
 
     # -- the network's sorting of frames --------------------------------------------------------

@@ -1,5 +1,6 @@
 """Kafka's checkpoint files: a version line, a count line, then one entry per line; always
 replaced atomically (temp file, fsync, rename, fsync of the directory)."""
+
 from __future__ import annotations
 
 from .errors import CorruptLogError

@@ -3,6 +3,7 @@
 Only closed segments entirely below the HW are cleaned. The cleaner only decides what to keep;
 ``Log.replace_segments`` swaps the rewritten content in, crash-safely (see ``swap``).
 """
+
 from __future__ import annotations
 
 from typing import Callable, Protocol, Sequence
@@ -23,8 +24,9 @@ class CleanableLog(Protocol):
     @property
     def high_watermark(self) -> int: ...
 
-    def replace_segments(self, new_segments: Sequence[Sequence[RecordBatch]],
-                         old_segments: Sequence[LogSegment]) -> list[LogSegment]: ...
+    def replace_segments(
+        self, new_segments: Sequence[Sequence[RecordBatch]], old_segments: Sequence[LogSegment]
+    ) -> list[LogSegment]: ...
 
 
 def _offset_map(segments: list[LogSegment]) -> dict[bytes, int]:
@@ -32,7 +34,7 @@ def _offset_map(segments: list[LogSegment]) -> dict[bytes, int]:
     latest: dict[bytes, int] = {}
     for segment in segments:
         for _, batch in segment.iter_batches():
-            if batch.is_control_batch:          # a marker's key is its type, not a record key
+            if batch.is_control_batch:  # a marker's key is its type, not a record key
                 continue
             for record in batch.records():
                 if record.key is not None:
@@ -41,7 +43,7 @@ def _offset_map(segments: list[LogSegment]) -> dict[bytes, int]:
 
 
 def _retain(record: LogRecord, latest: dict[bytes, int], tombstone_horizon: int) -> bool:
-    if record.key is None:                      # nothing to compact it against
+    if record.key is None:  # nothing to compact it against
         return True
     if latest[record.key] != record.offset:
         return False

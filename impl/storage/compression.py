@@ -8,6 +8,7 @@ Decompression is bounded: a body that would inflate past ``limit`` bytes is refu
 at most about that much, so a compression bomb costs ``limit`` bytes of memory, never its full size.
 Every failure is a ``CorruptRecordError`` whose message the caller prefixes with the batch.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -24,13 +25,13 @@ NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
 CODECS = {"none": NONE, "gzip": GZIP, "snappy": SNAPPY, "lz4": LZ4, "zstd": ZSTD}
 NAMES = {code: name for name, code in CODECS.items()}
 
-GZIP_LEVEL = 6                          # java.util.zip's default, as Kafka's GzipCompression
-ZSTD_LEVEL = 3                          # Kafka's ZstdCompression default
+GZIP_LEVEL = 6  # java.util.zip's default, as Kafka's GzipCompression
+ZSTD_LEVEL = 3  # Kafka's ZstdCompression default
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
-XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)          # version 1, compatible with 1
-XERIAL_BLOCK = 32 * 1024                # xerial's default block size
+XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)  # version 1, compatible with 1
+XERIAL_BLOCK = 32 * 1024  # xerial's default block size
 _BLOCK_LENGTH = struct.Struct(">i")
-_CHUNK = 1 << 20                        # output per step of a streaming decompression
+_CHUNK = 1 << 20  # output per step of a streaming decompression
 # a zstd block never yields more than 128 KB and takes at least 4 bytes (an RLE block): feeding
 # ``4 * budget // 128 KB`` input bytes at a time bounds what one step can produce
 _ZSTD_BLOCK_MAX = 128 * 1024
@@ -39,18 +40,19 @@ _ZSTD_BLOCK_MAX = 128 * 1024
 def compress(code: int, data: bytes) -> bytes:
     """Compress a batch body with codec ``code``; same bytes for the same input on every run."""
     if code == GZIP:
-        return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)     # mtime=0: deterministic
+        return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)  # mtime=0: deterministic
     if code == SNAPPY:
         view = memoryview(data)
         parts = [XERIAL_HEADER]
         for start in range(0, len(data), XERIAL_BLOCK):
-            block = cramjam.snappy.compress_raw(view[start:start + XERIAL_BLOCK])
+            block = cramjam.snappy.compress_raw(view[start : start + XERIAL_BLOCK])
             parts += (_BLOCK_LENGTH.pack(len(block)), block)
         return b"".join(parts)
     if code == LZ4:
         # the frame KafkaLZ4BlockOutputStream writes: 64 KB independent blocks, no content size
-        return lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False,
-                                  content_checksum=False, store_size=False)
+        return lz4.frame.compress(
+            data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False, content_checksum=False, store_size=False
+        )
     if code == ZSTD:
         return zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(data)
     raise ValueError(f"unknown compression code {code}")
@@ -92,7 +94,7 @@ def _frames(name: str, data: bytes, limit: int, open_frame) -> bytes:
             if total > limit:
                 raise _too_large(name, limit)
             out.append(chunk)
-            pending = getattr(frame, "unconsumed_tail", b"")    # lz4 keeps its own
+            pending = getattr(frame, "unconsumed_tail", b"")  # lz4 keeps its own
             if frame.eof or not pending and not chunk:
                 break
         if not frame.eof:
@@ -103,11 +105,11 @@ def _frames(name: str, data: bytes, limit: int, open_frame) -> bytes:
 
 
 def _gunzip(data: bytes, limit: int) -> bytes:
-    return _frames("gzip", data, limit, lambda: zlib.decompressobj(31))     # 31: gzip header, trailer
+    return _frames("gzip", data, limit, lambda: zlib.decompressobj(31))  # 31: gzip header, trailer
 
 
 def _unsnappy(data: bytes, limit: int) -> bytes:
-    if len(data) < len(XERIAL_HEADER) or data[:len(XERIAL_MAGIC)] != XERIAL_MAGIC:
+    if len(data) < len(XERIAL_HEADER) or data[: len(XERIAL_MAGIC)] != XERIAL_MAGIC:
         return _snappy_block(data, 0, limit)
     out: list[bytes] = []
     view, pos, total = memoryview(data), len(XERIAL_HEADER), 0
@@ -118,7 +120,7 @@ def _unsnappy(data: bytes, limit: int) -> bytes:
         pos += 4
         if size < 0 or pos + size > len(data):
             raise CorruptRecordError(f"bad snappy data: xerial block of {size} bytes, {len(data) - pos} remain")
-        block = _snappy_block(view[pos:pos + size], total, limit)
+        block = _snappy_block(view[pos : pos + size], total, limit)
         total += len(block)
         out.append(block)
         pos += size
@@ -146,7 +148,7 @@ def _unzstd(data: bytes, limit: int) -> bytes:
         try:
             return zstandard.ZstdDecompressor().decompress(data, allow_extra_data=False)
         except zstandard.ZstdError:
-            pass                                    # more frames, or damage: the stream below tells
+            pass  # more frames, or damage: the stream below tells
     out: list[bytes] = []
     view, pos, total = memoryview(data), 0, 0
     decompressor = zstandard.ZstdDecompressor()
@@ -155,7 +157,7 @@ def _unzstd(data: bytes, limit: int) -> bytes:
         while not frame.eof:
             if pos >= len(data):
                 raise CorruptRecordError("bad zstd data: truncated frame")
-            fed = view[pos:pos + max(4, (limit - total) // _ZSTD_BLOCK_MAX * 4)]
+            fed = view[pos : pos + max(4, (limit - total) // _ZSTD_BLOCK_MAX * 4)]
             pos += len(fed)
             chunk = frame.decompress(fed)
             total += len(chunk)

@@ -1,4 +1,5 @@
 """LogConfig: Kafka's topic-level log configs in snake_case, validated on construction."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -34,15 +35,15 @@ class LogConfig:
             if f.name in _CHOICES:
                 if value not in _CHOICES[f.name]:
                     raise InvalidConfigError(
-                        f"LogConfig.{f.name} must be one of {', '.join(_CHOICES[f.name])}, got {value!r}")
+                        f"LogConfig.{f.name} must be one of {', '.join(_CHOICES[f.name])}, got {value!r}"
+                    )
                 continue
             if value is None and f.name in _OPTIONAL:
                 continue
             if isinstance(value, bool) or not isinstance(value, int):
                 raise InvalidConfigError(f"LogConfig.{f.name} must be an integer, got {value!r}")
             if value < _MINIMUM[f.name]:
-                raise InvalidConfigError(
-                    f"LogConfig.{f.name} must be >= {_MINIMUM[f.name]}, got {value}")
+                raise InvalidConfigError(f"LogConfig.{f.name} must be >= {_MINIMUM[f.name]}, got {value}")
         if self.segment_bytes > 2**31 - 1:
             raise InvalidConfigError(f"LogConfig.segment_bytes must fit in 32 bits, got {self.segment_bytes}")
 
@@ -55,12 +56,21 @@ class LogConfig:
         return "delete" in self.cleanup_policy
 
 
-_CHOICES = {"cleanup_policy": CLEANUP_POLICIES, "compression_type": COMPRESSION_TYPES,
-            "message_timestamp_type": TIMESTAMP_TYPES}
+_CHOICES = {
+    "cleanup_policy": CLEANUP_POLICIES,
+    "compression_type": COMPRESSION_TYPES,
+    "message_timestamp_type": TIMESTAMP_TYPES,
+}
 _OPTIONAL = {"segment_ms", "retention_ms", "retention_bytes", "flush_messages", "flush_ms"}
 # segment.bytes has Kafka's floor of 14 bytes (LegacyRecord.RECORD_OVERHEAD_V0); one batch header is 61
 _MINIMUM = {
-    "segment_bytes": 14, "segment_ms": 1, "index_interval_bytes": 0, "max_message_bytes": 0,
-    "retention_ms": 0, "retention_bytes": 0, "delete_retention_ms": 0, "flush_messages": 1,
+    "segment_bytes": 14,
+    "segment_ms": 1,
+    "index_interval_bytes": 0,
+    "max_message_bytes": 0,
+    "retention_ms": 0,
+    "retention_bytes": 0,
+    "delete_retention_ms": 0,
+    "flush_messages": 1,
     "flush_ms": 0,
 }

@@ -12,6 +12,7 @@ a CRC mismatch, undecodable records; index entries out of order, a partial entry
 the end of the log or not at the batch the entry names, a time-index offset no batch ends at;
 checkpoint lines that are garbled, negative, out of order or miscounted.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,23 +25,34 @@ from typing import IO, Any, Iterator
 from crc32c import crc32c
 
 from .errors import CorruptRecordError
-from .records import COMPRESSION_MASK, COMPRESSION_NAMES, CRC_START, HEADER, HEADER_SIZE, LOG_OVERHEAD, MAGIC, RecordBatch
+from .records import (
+    COMPRESSION_MASK,
+    COMPRESSION_NAMES,
+    CRC_START,
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    RecordBatch,
+)
 from .segment import INT32_MAX, SEGMENT_FILE
 
-MAX_MESSAGE_SIZE = 5 * 1024 * 1024   # DumpLogSegments' --max-message-size default
-MAX_KEPT_PROBLEMS = 100              # kept for the summary; every problem is printed and counted
-MAX_CHECKPOINT_LINE = 128            # an entry is at most two int64 and a space
+MAX_MESSAGE_SIZE = 5 * 1024 * 1024  # DumpLogSegments' --max-message-size default
+MAX_KEPT_PROBLEMS = 100  # kept for the summary; every problem is printed and counted
+MAX_CHECKPOINT_LINE = 128  # an entry is at most two int64 and a space
 _CHUNK = 1 << 16
 
 _LENGTH = struct.Struct(">qi")
-_SCAN = struct.Struct(">qi11xi")     # baseOffset, batchLength, lastOffsetDelta
+_SCAN = struct.Struct(">qi11xi")  # baseOffset, batchLength, lastOffsetDelta
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _INTEGER = re.compile(rb"-?[0-9]{1,19}")
 
-CHECKPOINT_FIELDS = {"leader-epoch-checkpoint": ("epoch", "start_offset"),
-                     "replication-offset-checkpoint": ("high_watermark",),
-                     "recovery-point-offset-checkpoint": ("recovery_point",)}
+CHECKPOINT_FIELDS = {
+    "leader-epoch-checkpoint": ("epoch", "start_offset"),
+    "replication-offset-checkpoint": ("high_watermark",),
+    "recovery-point-offset-checkpoint": ("recovery_point",),
+}
 
 
 def file_kind(name: str) -> tuple[str, int]:
@@ -50,8 +62,10 @@ def file_kind(name: str) -> tuple[str, int]:
         return "checkpoint", 0
     match = SEGMENT_FILE.match(name)
     if match is None:
-        raise ValueError(f"{name!r} is not a segment file: expected <20-digit base offset>.log, .index "
-                         f"or .timeindex, or one of {', '.join(sorted(CHECKPOINT_FIELDS))}")
+        raise ValueError(
+            f"{name!r} is not a segment file: expected <20-digit base offset>.log, .index "
+            f"or .timeindex, or one of {', '.join(sorted(CHECKPOINT_FIELDS))}"
+        )
     return match.group(2), int(match.group(1))
 
 
@@ -93,8 +107,10 @@ class Dump:
         """One line naming the file, how many problems, and the first with its byte position."""
         first = self.first_problems[0]
         plural = "s" if self.problem_count > 1 else ""
-        return (f"{self.path}: {self.problem_count} problem{plural}, the first at byte {first['position']}: "
-                f"{first['message']}")
+        return (
+            f"{self.path}: {self.problem_count} problem{plural}, the first at byte {first['position']}: "
+            f"{first['message']}"
+        )
 
     def open(self, path: str) -> IO[bytes]:
         handle = open(path, "rb")
@@ -140,11 +156,12 @@ def open_dump(path: str, max_message_size: int = MAX_MESSAGE_SIZE) -> Dump:
 
 # ------------------------------------------------------------------------------------------ .log
 
+
 def _log_batches(dump: Dump, handle: IO[bytes], base_offset: int, max_message_size: int) -> Iterator[dict[str, Any]]:
     """Every batch, in file order, checked as recovery would; stops where batches can no longer be
     told apart (the rest is reported as a torn tail)."""
     end = dump.fields["size"]
-    position, previous = 0, None        # previous: (position, last offset) of the batch before
+    position, previous = 0, None  # previous: (position, last offset) of the batch before
     dump.trailer["torn_tail"] = None
     while position < end:
         remain = end - position
@@ -152,9 +169,13 @@ def _log_batches(dump: Dump, handle: IO[bytes], base_offset: int, max_message_si
         size = _LENGTH.unpack_from(head)[1] + LOG_OVERHEAD if len(head) >= LOG_OVERHEAD else 0
         data, computed = _read_batch(handle, head, size, remain, max_message_size)
         if computed is None:
-            reason = ("partial batch header" if len(head) < LOG_OVERHEAD else
-                      f"batch declares {size} bytes, less than its {HEADER_SIZE}-byte header" if size < HEADER_SIZE
-                      else f"batch declares {size} bytes, {remain} remain")
+            reason = (
+                "partial batch header"
+                if len(head) < LOG_OVERHEAD
+                else f"batch declares {size} bytes, less than its {HEADER_SIZE}-byte header"
+                if size < HEADER_SIZE
+                else f"batch declares {size} bytes, {remain} remain"
+            )
             dump.trailer["torn_tail"] = {"position": position, "bytes": remain, "reason": reason}
             dump.problem(None, position, f"torn tail: {reason}; the {remain} bytes from here are not batches")
             return
@@ -169,8 +190,9 @@ def _log_batches(dump: Dump, handle: IO[bytes], base_offset: int, max_message_si
         position += size
 
 
-def _read_batch(handle: IO[bytes], head: bytes, size: int, remain: int,
-                max_message_size: int) -> tuple[bytes | None, int | None]:
+def _read_batch(
+    handle: IO[bytes], head: bytes, size: int, remain: int, max_message_size: int
+) -> tuple[bytes | None, int | None]:
     """(the batch's bytes or None if larger than ``max_message_size``, computed CRC); (None, None)
     if the batch cannot be framed. A large batch is CRC-checked in chunks, never held whole."""
     if size < HEADER_SIZE or size > remain or len(head) < HEADER_SIZE:
@@ -182,34 +204,57 @@ def _read_batch(handle: IO[bytes], head: bytes, size: int, remain: int,
     while left:
         chunk = handle.read(min(_CHUNK, left))
         if not chunk:
-            return None, None       # the file shrank while being read
+            return None, None  # the file shrank while being read
         computed, left = crc32c(chunk, computed), left - len(chunk)
     return None, computed
 
 
-def _batch_item(dump: Dump, head: bytes, position: int, size: int, computed: int, base_offset: int,
-                previous: tuple[int, int] | None) -> dict[str, Any]:
+def _batch_item(
+    dump: Dump, head: bytes, position: int, size: int, computed: int, base_offset: int, previous: tuple[int, int] | None
+) -> dict[str, Any]:
     """The batch header's fields and what is wrong with them (RecordBatch.ensureValid, and the
     offset order LogSegment.recover requires)."""
-    (base, _, epoch, magic, crc, attributes, last_delta, first_ts, max_ts, producer_id, _, _,
-     count) = HEADER.unpack_from(head)
+    (base, _, epoch, magic, crc, attributes, last_delta, first_ts, max_ts, producer_id, _, _, count) = (
+        HEADER.unpack_from(head)
+    )
     last = base + last_delta
     compression = COMPRESSION_NAMES.get(attributes & COMPRESSION_MASK, "unknown")
-    item = {"base_offset": base, "last_offset": last, "position": position, "size": size,
-            "partition_leader_epoch": epoch, "magic": magic, "crc": crc, "crc_valid": computed == crc,
-            "compression": compression, "record_count": count, "first_timestamp": first_ts,
-            "max_timestamp": max_ts, "producer_id": producer_id, "records": [], "problems": []}
+    item = {
+        "base_offset": base,
+        "last_offset": last,
+        "position": position,
+        "size": size,
+        "partition_leader_epoch": epoch,
+        "magic": magic,
+        "crc": crc,
+        "crc_valid": computed == crc,
+        "compression": compression,
+        "record_count": count,
+        "first_timestamp": first_ts,
+        "max_timestamp": max_ts,
+        "producer_id": producer_id,
+        "records": [],
+        "problems": [],
+    }
     if magic != MAGIC:
         dump.problem(item, position, f"magic {magic}, expected {MAGIC}")
     if base < 0 or last_delta < 0:
-        dump.problem(item, position, f"negative {'base offset' if base < 0 else 'last offset delta'} "
-                                     f"{base if base < 0 else last_delta}")
+        dump.problem(
+            item,
+            position,
+            f"negative {'base offset' if base < 0 else 'last offset delta'} {base if base < 0 else last_delta}",
+        )
     elif previous is not None and base <= previous[1]:
-        dump.problem(item, position, f"offsets not ascending: base offset {base} is not above {previous[1]}, "
-                                     f"the last offset of the batch at byte {previous[0]}")
+        dump.problem(
+            item,
+            position,
+            f"offsets not ascending: base offset {base} is not above {previous[1]}, "
+            f"the last offset of the batch at byte {previous[0]}",
+        )
     elif base < base_offset or last - base_offset > INT32_MAX:
-        dump.problem(item, position, f"offsets {base}..{last} outside the segment "
-                                     f"({base_offset}..{base_offset + INT32_MAX})")
+        dump.problem(
+            item, position, f"offsets {base}..{last} outside the segment ({base_offset}..{base_offset + INT32_MAX})"
+        )
     if not 0 <= count <= max(last_delta, 0) + 1:
         dump.problem(item, position, f"record count {count} does not fit last offset delta {last_delta}")
     if compression == "unknown":
@@ -239,8 +284,11 @@ def _records(dump: Dump, item: dict[str, Any], data: bytes, limit: int) -> list[
     previous = base - 1
     for record in records:
         if not previous < record.offset <= last:
-            dump.problem(item, position, f"record offset {record.offset} is not after {previous} and "
-                                         f"within the batch's {base}..{last}")
+            dump.problem(
+                item,
+                position,
+                f"record offset {record.offset} is not after {previous} and within the batch's {base}..{last}",
+            )
             break
         previous = record.offset
     return records
@@ -263,13 +311,14 @@ def _inflated_size(data: bytes, limit: int) -> int:
 
 # -------------------------------------------------------------------------- .index and .timeindex
 
+
 class _LogHeaders:
     """The batch headers of the segment's ``.log``, read on demand, to check where index entries point."""
 
     def __init__(self, log: IO[bytes]) -> None:
         self._log = log
         self.size = os.fstat(log.fileno()).st_size
-        self.position = 0               # of the next batch for ``next``
+        self.position = 0  # of the next batch for ``next``
         self.stopped: str | None = None
 
     def at(self, position: int) -> tuple[int, int, int] | str:
@@ -317,8 +366,9 @@ def _entries(dump: Dump, handle: IO[bytes], entry: struct.Struct) -> Iterator[tu
         dump.problem(None, position, f"{trailing} trailing bytes: not a whole {entry.size}-byte entry")
 
 
-def _checked_entries(dump: Dump, handle: IO[bytes], entry: struct.Struct, names: tuple[str, str],
-                     base_offset: int) -> Iterator[dict[str, Any]]:
+def _checked_entries(
+    dump: Dump, handle: IO[bytes], entry: struct.Struct, names: tuple[str, str], base_offset: int
+) -> Iterator[dict[str, Any]]:
     """The entries of an index as items named ``names``, checked as the loader checks them: no
     negative relative offset or position, keys strictly ascending, values never going down."""
     previous = None
@@ -328,17 +378,25 @@ def _checked_entries(dump: Dump, handle: IO[bytes], entry: struct.Struct, names:
         item["offset"] += base_offset
         key, value = item[names[0]], item[names[1]]
         if negative is not None:
-            dump.problem(item, at, f"negative {'relative offset' if negative == 'offset' else negative} "
-                                   f"{raw[names.index(negative)]}")
+            dump.problem(
+                item,
+                at,
+                f"negative {'relative offset' if negative == 'offset' else negative} {raw[names.index(negative)]}",
+            )
         elif previous is not None and (key <= previous[0] or value < previous[1]):
-            dump.problem(item, at, f"out of order: {names[0]} {key} at {names[1]} {value} after "
-                                   f"{names[0]} {previous[0]} at {names[1]} {previous[1]}")
+            dump.problem(
+                item,
+                at,
+                f"out of order: {names[0]} {key} at {names[1]} {value} after "
+                f"{names[0]} {previous[0]} at {names[1]} {previous[1]}",
+            )
         previous = (key, value)
         yield at, item
 
 
-def _index_entries(dump: Dump, handle: IO[bytes], base_offset: int,
-                   log: _LogHeaders | None) -> Iterator[dict[str, Any]]:
+def _index_entries(
+    dump: Dump, handle: IO[bytes], base_offset: int, log: _LogHeaders | None
+) -> Iterator[dict[str, Any]]:
     """OffsetIndex entries (the last offset of a batch, its position), each naming the batch that
     really is at that position of the log (DumpLogSegments' index mismatches)."""
     for at, item in _checked_entries(dump, handle, _OFFSET_ENTRY, ("offset", "position"), base_offset):
@@ -348,13 +406,17 @@ def _index_entries(dump: Dump, handle: IO[bytes], base_offset: int,
             if isinstance(found, str):
                 dump.problem(item, at, f"offset {offset} points at position {position}, but {found}")
             elif found[1] != offset:
-                dump.problem(item, at, f"offset {offset} points at position {position}, but the batch there "
-                                       f"ends at offset {found[1]}")
+                dump.problem(
+                    item,
+                    at,
+                    f"offset {offset} points at position {position}, but the batch there ends at offset {found[1]}",
+                )
         yield item
 
 
-def _time_index_entries(dump: Dump, handle: IO[bytes], base_offset: int,
-                        log: _LogHeaders | None) -> Iterator[dict[str, Any]]:
+def _time_index_entries(
+    dump: Dump, handle: IO[bytes], base_offset: int, log: _LogHeaders | None
+) -> Iterator[dict[str, Any]]:
     """TimeIndex entries (a max timestamp so far, the last offset of the batch that has it), each
     naming a batch of the log that ends at that offset with that max timestamp (DumpLogSegments'
     time index checks). The log is walked once, alongside."""
@@ -370,15 +432,23 @@ def _time_index_entries(dump: Dump, handle: IO[bytes], base_offset: int,
                 why = f" ({log.stopped})" if log.stopped else ""
                 dump.problem(item, at, f"offset {offset} is past the last batch of the log{why}")
             elif batch[1] != offset:
-                dump.problem(item, at, f"no batch of the log ends at offset {offset} (the one at position "
-                                       f"{batch[0]} ends at {batch[1]})")
+                dump.problem(
+                    item,
+                    at,
+                    f"no batch of the log ends at offset {offset} (the one at position {batch[0]} ends at {batch[1]})",
+                )
             elif batch[2] != timestamp:
-                dump.problem(item, at, f"timestamp {timestamp}, but the batch ending at offset {offset} "
-                                       f"(position {batch[0]}) has max timestamp {batch[2]}")
+                dump.problem(
+                    item,
+                    at,
+                    f"timestamp {timestamp}, but the batch ending at offset {offset} "
+                    f"(position {batch[0]}) has max timestamp {batch[2]}",
+                )
         yield item
 
 
 # ----------------------------------------------------------------------------------- checkpoints
+
 
 def _checkpoint_entries(dump: Dump, handle: IO[bytes], fields: tuple[str, ...]) -> Iterator[dict[str, Any]]:
     """Entries of a checkpoint file (version line 0, a count line, that many entries), checked as
@@ -409,8 +479,12 @@ def _checkpoint_entries(dump: Dump, handle: IO[bytes], fields: tuple[str, ...]) 
         item: dict[str, Any] = {"line": number, "problems": []}
         if len(values) != len(fields) or None in values:
             item["text"] = _show(line)
-            dump.problem(item, start, f"line {number} {_show(line)}: expected {' '.join(fields)} as "
-                                      f"{len(fields)} integer{'s' if len(fields) > 1 else ''}")
+            dump.problem(
+                item,
+                start,
+                f"line {number} {_show(line)}: expected {' '.join(fields)} as "
+                f"{len(fields)} integer{'s' if len(fields) > 1 else ''}",
+            )
             yield item
             continue
         item.update(zip(fields, values))
@@ -418,9 +492,13 @@ def _checkpoint_entries(dump: Dump, handle: IO[bytes], fields: tuple[str, ...]) 
             negative = next(f for f, v in zip(fields, values) if v < 0)
             dump.problem(item, start, f"line {number}: negative {negative}")
         elif previous is not None and len(fields) == 2 and not (previous[0] < values[0] and previous[1] <= values[1]):
-            dump.problem(item, start, f"line {number}: epoch {values[0]} from offset {values[1]} after epoch "
-                                      f"{previous[0]} from offset {previous[1]}: epochs must ascend, start "
-                                      f"offsets must not go down")
+            dump.problem(
+                item,
+                start,
+                f"line {number}: epoch {values[0]} from offset {values[1]} after epoch "
+                f"{previous[0]} from offset {previous[1]}: epochs must ascend, start "
+                f"offsets must not go down",
+            )
         previous = values
         yield item
     if number < 2:
@@ -436,14 +514,15 @@ def _integer(text: bytes) -> int | None:
     if not _INTEGER.fullmatch(text):
         return None
     value = int(text)
-    return value if -2**63 <= value < 2**63 else None
+    return value if -(2**63) <= value < 2**63 else None
 
 
 def _show(line: bytes) -> str:
-    return repr(line)[1:]           # b'...' without the b: non-ASCII bytes escaped
+    return repr(line)[1:]  # b'...' without the b: non-ASCII bytes escaped
 
 
 # -------------------------------------------------------------------------------------- output
+
 
 def _key_text(key: bytes | None) -> str:
     if key is None:
@@ -456,13 +535,17 @@ def _key_text(key: bytes | None) -> str:
 
 
 def _batch_text(b: dict[str, Any]) -> list[str]:
-    lines = [f"baseOffset: {b['base_offset']} lastOffset: {b['last_offset']} count: {b['record_count']} "
-             f"position: {b['position']} size: {b['size']} partitionLeaderEpoch: {b['partition_leader_epoch']} "
-             f"magic: {b['magic']} compresscodec: {b['compression']} maxTimestamp: {b['max_timestamp']} "
-             f"crc: {b['crc']} isvalid: {'true' if b['crc_valid'] else 'false'}"]
-    lines += [f"| offset: {offset} CreateTime: {timestamp} keySize: {-1 if key is None else len(key)} "
-              f"valueSize: {-1 if value is None else len(value)} headers: {len(headers)} key: {_key_text(key)}"
-              for offset, timestamp, key, value, headers in b["records"]]
+    lines = [
+        f"baseOffset: {b['base_offset']} lastOffset: {b['last_offset']} count: {b['record_count']} "
+        f"position: {b['position']} size: {b['size']} partitionLeaderEpoch: {b['partition_leader_epoch']} "
+        f"magic: {b['magic']} compresscodec: {b['compression']} maxTimestamp: {b['max_timestamp']} "
+        f"crc: {b['crc']} isvalid: {'true' if b['crc_valid'] else 'false'}"
+    ]
+    lines += [
+        f"| offset: {offset} CreateTime: {timestamp} keySize: {-1 if key is None else len(key)} "
+        f"valueSize: {-1 if value is None else len(value)} headers: {len(headers)} key: {_key_text(key)}"
+        for offset, timestamp, key, value, headers in b["records"]
+    ]
     if "records_skipped" in b:
         lines.append(f"| records not decoded: {b['records_skipped']}")
     return lines
@@ -500,9 +583,15 @@ def _record_json(record: Any) -> dict[str, Any]:
             text = key.decode("utf-8")
         except UnicodeDecodeError:
             pass
-    return {"offset": offset, "timestamp": timestamp, "key": text,
-            "key_hex": None if key is None else key.hex(), "key_size": -1 if key is None else len(key),
-            "value_size": -1 if value is None else len(value), "headers": len(headers)}
+    return {
+        "offset": offset,
+        "timestamp": timestamp,
+        "key": text,
+        "key_hex": None if key is None else key.hex(),
+        "key_size": -1 if key is None else len(key),
+        "value_size": -1 if value is None else len(value),
+        "headers": len(headers),
+    }
 
 
 def write_json(dump: Dump, out: IO[str]) -> None:

@@ -1,4 +1,5 @@
 """LeaderEpochFileCache: leader epoch -> start offset, persisted in ``leader-epoch-checkpoint`` (KIP-101)."""
+
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
@@ -120,7 +121,7 @@ class LeaderEpochFileCache:
         below = [e for e in self._entries if e.start_offset <= start_offset]
         if not below or (len(below) == 1 and below[0].start_offset == start_offset):
             return
-        rest = self._entries[len(below):]
+        rest = self._entries[len(below) :]
         self._set([EpochEntry(below[-1].epoch, start_offset)] + rest)
 
     def clear(self) -> None:

@@ -1,4 +1,5 @@
 """Storage errors, named after their Kafka counterparts; all derive from ``StorageError``."""
+
 from __future__ import annotations
 
 

@@ -10,6 +10,7 @@ errno (EIO, ENOSPC) as a failing disk does. Both promise the same contract, so t
 apart: appends only (no overwrite in place), ``truncate`` is durable when it returns, ``rename`` is
 atomic.
 """
+
 from __future__ import annotations
 
 import errno
@@ -19,7 +20,6 @@ import posixpath
 import random
 
 from .errors import LogClosedError, StorageError
-
 
 IO_OPERATIONS = ("write", "fsync", "read")  # what ``InjectedFailures.fail_next`` can fail
 
@@ -52,12 +52,23 @@ class InjectedFailures:
 class FileHandle:
     """An open file: append at the end, read anywhere, truncate, fsync."""
 
-    def size(self) -> int: raise NotImplementedError
-    def append(self, data: bytes) -> int: raise NotImplementedError      # returns the write position
-    def read(self, position: int, size: int) -> bytes: raise NotImplementedError
-    def truncate(self, size: int) -> None: raise NotImplementedError     # durable on return
-    def fsync(self) -> None: raise NotImplementedError
-    def close(self) -> None: raise NotImplementedError
+    def size(self) -> int:
+        raise NotImplementedError
+
+    def append(self, data: bytes) -> int:
+        raise NotImplementedError  # returns the write position
+
+    def read(self, position: int, size: int) -> bytes:
+        raise NotImplementedError
+
+    def truncate(self, size: int) -> None:
+        raise NotImplementedError  # durable on return
+
+    def fsync(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
 
     def synced(self) -> bool:
         """Every byte is known to be on stable storage. Only a file system that sees its page cache
@@ -68,16 +79,35 @@ class FileHandle:
 class FileSystem:
     """Path operations; ``listdir`` is sorted so nothing depends on directory order."""
 
-    def join(self, directory: str, name: str) -> str: raise NotImplementedError
-    def dirname(self, path: str) -> str: raise NotImplementedError
-    def open(self, path: str, create: bool = True) -> FileHandle: raise NotImplementedError
-    def exists(self, path: str) -> bool: raise NotImplementedError
-    def listdir(self, directory: str) -> list[str]: raise NotImplementedError
-    def makedirs(self, directory: str) -> None: raise NotImplementedError
-    def remove(self, path: str) -> None: raise NotImplementedError
-    def rmdir(self, directory: str) -> None: raise NotImplementedError              # an empty one
-    def rename(self, source: str, target: str) -> None: raise NotImplementedError   # atomic, replaces
-    def fsync_dir(self, directory: str) -> None: raise NotImplementedError
+    def join(self, directory: str, name: str) -> str:
+        raise NotImplementedError
+
+    def dirname(self, path: str) -> str:
+        raise NotImplementedError
+
+    def open(self, path: str, create: bool = True) -> FileHandle:
+        raise NotImplementedError
+
+    def exists(self, path: str) -> bool:
+        raise NotImplementedError
+
+    def listdir(self, directory: str) -> list[str]:
+        raise NotImplementedError
+
+    def makedirs(self, directory: str) -> None:
+        raise NotImplementedError
+
+    def remove(self, path: str) -> None:
+        raise NotImplementedError
+
+    def rmdir(self, directory: str) -> None:
+        raise NotImplementedError  # an empty one
+
+    def rename(self, source: str, target: str) -> None:
+        raise NotImplementedError  # atomic, replaces
+
+    def fsync_dir(self, directory: str) -> None:
+        raise NotImplementedError
 
     def read_file(self, path: str) -> bytes:
         handle = self.open(path, create=False)
@@ -89,7 +119,7 @@ class FileSystem:
     def write_file_atomically(self, path: str, data: bytes) -> None:
         """Temp file, fsync, rename over ``path``, fsync the directory: old or new content, never a mix."""
         temp = path + ".tmp"
-        if self.exists(temp):                   # left by a crash mid-write
+        if self.exists(temp):  # left by a crash mid-write
             self.remove(temp)
         handle = self.open(temp)
         try:
@@ -102,6 +132,7 @@ class FileSystem:
 
 
 # --------------------------------------------------------------------------------------------- OS
+
 
 class _OsFile(FileHandle):
     __slots__ = ("_fd", "_size", "_path")
@@ -181,12 +212,13 @@ class OsFileSystem(FileSystem):
 
 # ------------------------------------------------------------------------------------- simulated
 
+
 class _Inode:
     __slots__ = ("data", "durable")
 
     def __init__(self) -> None:
         self.data = bytearray()
-        self.durable = 0        # length of the fsynced prefix; appends only, so the prefix never changes
+        self.durable = 0  # length of the fsynced prefix; appends only, so the prefix never changes
 
 
 class _SimFile(FileHandle):
@@ -219,7 +251,7 @@ class _SimFile(FileHandle):
         failures = self._fs.failures
         if failures.failing is not None:
             failures.io("read")
-        return bytes(data[position:position + size])
+        return bytes(data[position : position + size])
 
     def truncate(self, size: int) -> None:
         inode = self._check()
@@ -247,14 +279,14 @@ class SimulatedFileSystem(FileSystem):
     """In-memory files with a page cache: see the module docstring for what survives which crash."""
 
     def __init__(self) -> None:
-        self._tree: dict[str, dict[str, _Inode]] = {"/": {}}     # directory -> name -> inode (page cache)
+        self._tree: dict[str, dict[str, _Inode]] = {"/": {}}  # directory -> name -> inode (page cache)
         self._durable: dict[str, dict[str, _Inode]] = {"/": {}}  # the same after the last fsync_dir
-        self.generation = 0         # bumped by a crash: handles of the crashed process stop working
+        self.generation = 0  # bumped by a crash: handles of the crashed process stop working
         self.fsync_count = 0
         self.failures = InjectedFailures()  # what a failing disk fails next (docs/steps.md, "Disk faults")
 
     @staticmethod
-    @functools.lru_cache(maxsize=4096)      # a log touches a few dozen paths, millions of times
+    @functools.lru_cache(maxsize=4096)  # a log touches a few dozen paths, millions of times
     def _split(path: str) -> tuple[str, str]:
         path = posixpath.normpath(posixpath.join("/", path))
         return posixpath.split(path)
@@ -295,8 +327,11 @@ class SimulatedFileSystem(FileSystem):
         directory = self._normdir(directory)
         names = list(self._dir(directory))
         prefix = directory.rstrip("/") + "/"
-        names += [d[len(prefix):] for d in self._tree
-                  if d.startswith(prefix) and "/" not in d[len(prefix):] and d != directory]
+        names += [
+            d[len(prefix) :]
+            for d in self._tree
+            if d.startswith(prefix) and "/" not in d[len(prefix) :] and d != directory
+        ]
         return sorted(names)
 
     def makedirs(self, directory: str) -> None:
@@ -367,12 +402,12 @@ class SimulatedFileSystem(FileSystem):
                 if id(inode) in seen:
                     continue
                 seen.add(id(inode))
-                tail = bytes(inode.data[inode.durable:])
-                del inode.data[inode.durable:]
+                tail = bytes(inode.data[inode.durable :])
+                del inode.data[inode.durable :]
                 if id(inode) in kept:
-                    inode.data += tail[:max(0, kept[id(inode)] - inode.durable)]
+                    inode.data += tail[: max(0, kept[id(inode)] - inode.durable)]
                 elif rng is not None and tail:
-                    inode.data += tail[:rng.randrange(len(tail) + 1)]
+                    inode.data += tail[: rng.randrange(len(tail) + 1)]
                     if rng.random() < 0.5:
                         inode.data += rng.randbytes(rng.randrange(1, 64))
                 inode.durable = len(inode.data)
@@ -398,4 +433,4 @@ class SimulatedFileSystem(FileSystem):
             raise FileNotFoundError(f"no such file: {path}")
         if position + len(data) > len(inode.data):
             raise StorageError(f"corrupt: {path} has only {len(inode.data)} bytes")
-        inode.data[position:position + len(data)] = data
+        inode.data[position : position + len(data)] = data

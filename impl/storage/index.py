@@ -1,5 +1,6 @@
 """Sparse segment indexes: OffsetIndex (relative offset -> file position) and TimeIndex (timestamp ->
 relative offset), kept in memory for binary search and appended to their file as entries are added."""
+
 from __future__ import annotations
 
 import struct
@@ -111,8 +112,9 @@ class OffsetIndex(_SparseIndex):
     def check(self, log_size: int) -> None:
         """Kafka's sanityCheck: entries must point inside the log file."""
         if self._values and self._values[-1] >= log_size:
-            raise CorruptIndexError(f"{self.path}: last entry points at position {self._values[-1]} "
-                                    f"beyond the {log_size}-byte log")
+            raise CorruptIndexError(
+                f"{self.path}: last entry points at position {self._values[-1]} beyond the {log_size}-byte log"
+            )
 
 
 class TimeIndex(_SparseIndex):

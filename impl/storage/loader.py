@@ -4,6 +4,7 @@ segments, re-validate everything after the recovery point, rebuild broken indexe
 The loader only touches the directory and returns a ``LoadedLog``, the value a ``Log`` is built
 from (Kafka's ``LoadedLogOffsets``): a log is never seen half-loaded.
 """
+
 from __future__ import annotations
 
 import logging
@@ -22,7 +23,7 @@ LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
-TEMP_SUFFIX = ".tmp"            # an unfinished atomic checkpoint write
+TEMP_SUFFIX = ".tmp"  # an unfinished atomic checkpoint write
 
 # Every truncation recovery makes is a warning here, in Kafka's words ("Found invalid messages in
 # log segment ..."); a node process sends them to its log. Without a handler they go nowhere (the
@@ -36,11 +37,11 @@ class RecoveryReport:
     """What ``Log.open`` found and repaired (Kafka logs these lines as it loads a log)."""
 
     clean_shutdown: bool
-    recovery_point: int                         # from the checkpoint, where validation started
-    log_end_offset: int                         # after recovery
-    truncated_bytes: int = 0                    # torn or corrupt tail cut away
-    deleted_segments: tuple[int, ...] = ()      # segments after a corrupt one, dropped
-    rebuilt_indexes: tuple[int, ...] = ()       # segments whose indexes were missing or broken
+    recovery_point: int  # from the checkpoint, where validation started
+    log_end_offset: int  # after recovery
+    truncated_bytes: int = 0  # torn or corrupt tail cut away
+    deleted_segments: tuple[int, ...] = ()  # segments after a corrupt one, dropped
+    rebuilt_indexes: tuple[int, ...] = ()  # segments whose indexes were missing or broken
     epoch_cache_rebuilt: bool = False
     events: tuple[str, ...] = field(default=())  # one human-readable line per repair
 
@@ -55,16 +56,16 @@ class LoadedLog:
     (the segments, the leader epoch cache) and the checkpoint files, which remember the values they
     hold so that unchanged values are not rewritten. The Log built from it owns these objects."""
 
-    segments: tuple[LogSegment, ...]            # at least one; the last is the active segment
+    segments: tuple[LogSegment, ...]  # at least one; the last is the active segment
     log_start_offset: int
-    recovery_point: int                         # offsets below it are fsynced
+    recovery_point: int  # offsets below it are fsynced
     log_end_offset: int
-    high_watermark: int                         # from its checkpoint, clamped to the log
+    high_watermark: int  # from its checkpoint, clamped to the log
     leader_epoch_cache: LeaderEpochFileCache
     recovery_point_checkpoint: OffsetCheckpoint
     high_watermark_checkpoint: OffsetCheckpoint
     recovery_report: RecoveryReport
-    dir_needs_fsync: bool                       # a segment file was created and not yet fsynced
+    dir_needs_fsync: bool  # a segment file was created and not yet fsynced
 
 
 class LogLoader:
@@ -113,7 +114,8 @@ class LogLoader:
         cache = cache or LeaderEpochFileCache(fs, cache_path)
 
         segments, truncated_bytes, deleted, rebuilt = self._load_segments(
-            bases, clean, recovery_point, None if rebuild_cache else cache, events)
+            bases, clean, recovery_point, None if rebuild_cache else cache, events
+        )
         dir_needs_fsync = not segments
         if not segments:
             segments.append(LogSegment(fs, d, 0, self.config.index_interval_bytes))
@@ -124,15 +126,25 @@ class LogLoader:
             if leo > checkpointed_rp:
                 cut = self._cut_to(segments, checkpointed_rp)
                 truncated_bytes += cut
-                events.append(f"log ended at offset {leo} after a clean shutdown that checkpointed "
-                              f"{checkpointed_rp}: truncated to {segments[-1].next_offset}")
-                log.warning("[Log dir=%s] Log ends at offset %d past the recovery point %d of its clean shutdown; "
-                            "truncating %d bytes, to offset %d", d, leo, checkpointed_rp, cut,
-                            segments[-1].next_offset)
+                events.append(
+                    f"log ended at offset {leo} after a clean shutdown that checkpointed "
+                    f"{checkpointed_rp}: truncated to {segments[-1].next_offset}"
+                )
+                log.warning(
+                    "[Log dir=%s] Log ends at offset %d past the recovery point %d of its clean shutdown; "
+                    "truncating %d bytes, to offset %d",
+                    d,
+                    leo,
+                    checkpointed_rp,
+                    cut,
+                    segments[-1].next_offset,
+                )
                 leo = segments[-1].next_offset
             else:
-                events.append(f"log ends at offset {leo}, below the recovery point {checkpointed_rp} "
-                              f"checkpointed at the clean shutdown: data was lost")
+                events.append(
+                    f"log ends at offset {leo}, below the recovery point {checkpointed_rp} "
+                    f"checkpointed at the clean shutdown: data was lost"
+                )
 
         if rebuild_cache:
             cache = LeaderEpochFileCache(fs, cache_path, _epochs_of(segments))
@@ -155,16 +167,29 @@ class LogLoader:
                 # as after a power loss, when all that is left is on the disk
                 loaded_rp = leo
             if (checkpointed_rp is None or checkpointed_rp != loaded_rp) and rp_checkpoint.write(loaded_rp):
-                dir_needs_fsync = False     # its rename fsynced the directory: a segment created above too
+                dir_needs_fsync = False  # its rename fsynced the directory: a segment created above too
         report = RecoveryReport(
-            clean_shutdown=clean, recovery_point=recovery_point, log_end_offset=leo,
-            truncated_bytes=truncated_bytes, deleted_segments=tuple(deleted), rebuilt_indexes=tuple(rebuilt),
-            epoch_cache_rebuilt=rebuild_cache, events=tuple(events))
+            clean_shutdown=clean,
+            recovery_point=recovery_point,
+            log_end_offset=leo,
+            truncated_bytes=truncated_bytes,
+            deleted_segments=tuple(deleted),
+            rebuilt_indexes=tuple(rebuilt),
+            epoch_cache_rebuilt=rebuild_cache,
+            events=tuple(events),
+        )
         return LoadedLog(
-            segments=tuple(segments), log_start_offset=log_start_offset, recovery_point=loaded_rp,
-            log_end_offset=leo, high_watermark=min(max(hw or 0, log_start_offset), leo),
-            leader_epoch_cache=cache, recovery_point_checkpoint=rp_checkpoint,
-            high_watermark_checkpoint=hw_checkpoint, recovery_report=report, dir_needs_fsync=dir_needs_fsync)
+            segments=tuple(segments),
+            log_start_offset=log_start_offset,
+            recovery_point=loaded_rp,
+            log_end_offset=leo,
+            high_watermark=min(max(hw or 0, log_start_offset), leo),
+            leader_epoch_cache=cache,
+            recovery_point_checkpoint=rp_checkpoint,
+            high_watermark_checkpoint=hw_checkpoint,
+            recovery_report=report,
+            dir_needs_fsync=dir_needs_fsync,
+        )
 
     # ------------------------------------------------------------------------------ the files
 
@@ -190,15 +215,16 @@ class LogLoader:
             match = SEGMENT_FILE.match(name)
             if match is None:
                 if name.endswith(".log"):
-                    raise CorruptLogError(f"{fs.join(d, name)}: not a segment file name "
-                                          f"(expected a 20-digit base offset)")
+                    raise CorruptLogError(
+                        f"{fs.join(d, name)}: not a segment file name (expected a 20-digit base offset)"
+                    )
                 continue
             if match.group(2) == "log":
                 bases.add(int(match.group(1)))
             else:
                 indexes.append((int(match.group(1)), name))
         orphans = [name for base, name in indexes if base not in bases]
-        for name in orphans:                   # a segment deleted half-way: its log went first
+        for name in orphans:  # a segment deleted half-way: its log went first
             fs.remove(fs.join(d, name))
         if orphans:
             fs.fsync_dir(d)
@@ -206,9 +232,9 @@ class LogLoader:
 
     # --------------------------------------------------------------------------- the segments
 
-    def _load_segments(self, bases: list[int], clean: bool, recovery_point: int,
-                       cache: LeaderEpochFileCache | None,
-                       events: list[str]) -> tuple[list[LogSegment], int, list[int], list[int]]:
+    def _load_segments(
+        self, bases: list[int], clean: bool, recovery_point: int, cache: LeaderEpochFileCache | None, events: list[str]
+    ) -> tuple[list[LogSegment], int, list[int], list[int]]:
         """Open each segment, re-validating those that may hold unflushed data; the first corrupt
         batch ends the log. Epochs found past the recovery point go to ``cache`` (None when the
         whole cache is rebuilt afterwards). Returns (segments, bytes truncated, deleted, rebuilt)."""
@@ -225,8 +251,10 @@ class LogLoader:
         for i, base in enumerate(bases):
             segment = LogSegment(fs, d, base, self.config.index_interval_bytes)
             if segments and segments[-1].last_offset is not None and base <= segments[-1].last_offset:
-                raise CorruptLogError(f"{segment.log_path}: base offset {base} overlaps the previous segment, "
-                                      f"which ends at offset {segments[-1].last_offset}")
+                raise CorruptLogError(
+                    f"{segment.log_path}: base offset {base} overlaps the previous segment, "
+                    f"which ends at offset {segments[-1].last_offset}"
+                )
             limit = bases[i + 1] if i + 1 < len(bases) else None
             # unflushed: may hold offsets at or past the recovery point, so every batch is re-validated
             needs_recovery = unflushed = not clean and (limit is None or limit > recovery_point)
@@ -246,19 +274,27 @@ class LogLoader:
             removed = 0
             if needs_recovery:
                 removed, reason = segment.recover(on_batch, limit)
-                if not unflushed:                   # durable data: its rebuilt indexes may be durable too
+                if not unflushed:  # durable data: its rebuilt indexes may be durable too
                     segment.offset_index.flush()
                     segment.time_index.flush()
                 if removed:
                     truncated_bytes += removed
-                    log.warning("[Log dir=%s] Found invalid messages in log segment %s at byte offset %d: %s; "
-                                "truncating %d bytes, to offset %d", d, segment.log_path, segment.size, reason,
-                                removed, segment.next_offset)
-                    events.append(f"segment {base}: truncated {removed} bytes at offset {segment.next_offset}: "
-                                  f"{reason}")
+                    log.warning(
+                        "[Log dir=%s] Found invalid messages in log segment %s at byte offset %d: %s; "
+                        "truncating %d bytes, to offset %d",
+                        d,
+                        segment.log_path,
+                        segment.size,
+                        reason,
+                        removed,
+                        segment.next_offset,
+                    )
+                    events.append(
+                        f"segment {base}: truncated {removed} bytes at offset {segment.next_offset}: {reason}"
+                    )
             segments.append(segment)
             if removed and i < len(bases) - 1:
-                for later in bases[i + 1:]:         # nothing after a corrupt batch can be trusted
+                for later in bases[i + 1 :]:  # nothing after a corrupt batch can be trusted
                     for suffix in (".log", ".index", ".timeindex"):
                         path = fs.join(d, file_name(later, suffix))
                         if fs.exists(path):

@@ -1,4 +1,5 @@
 """Log: the segments of one partition replica, its leader epoch cache and its checkpoints (UnifiedLog)."""
+
 from __future__ import annotations
 
 import time
@@ -9,13 +10,29 @@ from typing import Callable, Iterable, Sequence
 from .cleaner import clean_log
 from .config import LogConfig
 from .epoch_cache import LeaderEpochFileCache
-from .errors import (CorruptRecordError, InvalidConfigError, InvalidRecordError, LogClosedError,
-                     OffsetOutOfRangeError, RecordTooLargeError, UnexpectedAppendOffsetError)
+from .errors import (
+    CorruptRecordError,
+    InvalidConfigError,
+    InvalidRecordError,
+    LogClosedError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+    UnexpectedAppendOffsetError,
+)
 from .fs import FileSystem, OsFileSystem
 from .loader import CLEAN_SHUTDOWN_FILE, LoadedLog, LogLoader, RecoveryReport
 from .producer_state import ProducerStateManager
-from .records import (LOG_APPEND_TIME, MAGIC, LogRecord, Record, RecordBatch, build_batch, iter_batches, restamp,
-                      validate_producer_batch)
+from .records import (
+    LOG_APPEND_TIME,
+    MAGIC,
+    LogRecord,
+    Record,
+    RecordBatch,
+    build_batch,
+    iter_batches,
+    restamp,
+    validate_producer_batch,
+)
 from .segment import LogSegment
 from .swap import swap_segment
 
@@ -78,8 +95,10 @@ class FetchDataInfo:
         for batch in self.batches:
             batch.ensure_valid()
             if batch.base_offset <= previous or (self._end is not None and batch.last_offset >= self._end):
-                raise CorruptRecordError(f"batch at offset {batch.base_offset} (last {batch.last_offset}) is out "
-                                         f"of order after offset {previous} or past the log end {self._end}")
+                raise CorruptRecordError(
+                    f"batch at offset {batch.base_offset} (last {batch.last_offset}) is out "
+                    f"of order after offset {previous} or past the log end {self._end}"
+                )
             previous = batch.last_offset
             if not batch.is_control_batch:
                 out.extend(r for r in batch.records() if r.offset >= start)
@@ -99,8 +118,9 @@ class FetchDataInfo:
 class Log:
     """One replica's log. Open with ``Log.open``; the replication layer sets ``high_watermark``."""
 
-    def __init__(self, directory: str, config: LogConfig, fs: FileSystem, clock: Callable[[], int],
-                 loaded: LoadedLog) -> None:
+    def __init__(
+        self, directory: str, config: LogConfig, fs: FileSystem, clock: Callable[[], int], loaded: LoadedLog
+    ) -> None:
         """A log over what ``LogLoader(fs, directory, config).load()`` returned for ``directory``."""
         self.dir = directory
         self.config = config
@@ -123,8 +143,13 @@ class Log:
     # ===================================================================================== open
 
     @classmethod
-    def open(cls, directory: str, config: LogConfig | None = None, fs: FileSystem | None = None,
-             clock: Callable[[], int] | None = None) -> "Log":
+    def open(
+        cls,
+        directory: str,
+        config: LogConfig | None = None,
+        fs: FileSystem | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> "Log":
         """Open (or create) the log in ``directory``, recovering it after an unclean shutdown."""
         config = LogConfig() if config is None else config
         if not isinstance(config, LogConfig):
@@ -202,11 +227,18 @@ class Log:
             raise InvalidRecordError(f"leader_epoch must be an int in [0, 2**31), got {leader_epoch!r}")
         records = list(records)
         now = self._clock()
-        batch = build_batch(self._leo, records, leader_epoch, now, self.config.compression_type,
-                            timestamp_type=self.config.message_timestamp_type)
+        batch = build_batch(
+            self._leo,
+            records,
+            leader_epoch,
+            now,
+            self.config.compression_type,
+            timestamp_type=self.config.message_timestamp_type,
+        )
         if batch.size > self.config.max_message_bytes:
-            raise RecordTooLargeError(f"batch of {batch.size} bytes exceeds max.message.bytes="
-                                      f"{self.config.max_message_bytes}")
+            raise RecordTooLargeError(
+                f"batch of {batch.size} bytes exceeds max.message.bytes={self.config.max_message_bytes}"
+            )
         if self.config.compact and any(r.key is None for r in records):
             raise InvalidRecordError("a compacted log cannot accept a record without a key")
         self._append_batch(batch)
@@ -219,7 +251,8 @@ class Log:
         log the first time it is asked for, then kept by every append; a truncation drops it."""
         if self._producer_state is None:
             self._producer_state = ProducerStateManager(
-                batch for segment in self._segments for _, batch in segment.iter_batches())
+                batch for segment in self._segments for _, batch in segment.iter_batches()
+            )
         return self._producer_state
 
     def append_batch_as_leader(self, batch: RecordBatch, leader_epoch: int) -> LogAppendInfo:
@@ -229,8 +262,9 @@ class Log:
         the client wrote them; under LogAppendTime its timestamp is stamped and the CRC computed anew."""
         self._check_open()
         if batch.size > self.config.max_message_bytes:  # before decoding a batch that is refused anyway
-            raise RecordTooLargeError(f"batch of {batch.size} bytes exceeds max.message.bytes="
-                                      f"{self.config.max_message_bytes}")
+            raise RecordTooLargeError(
+                f"batch of {batch.size} bytes exceeds max.message.bytes={self.config.max_message_bytes}"
+            )
         if batch.magic != MAGIC:
             raise InvalidRecordError(f"record batch magic {batch.magic}: only v{MAGIC} batches are accepted")
         batch.ensure_valid()
@@ -242,11 +276,11 @@ class Log:
         batch = restamp(batch, self._leo, leader_epoch, append_time)
         self._append_batch(batch)
         self._maybe_flush(now)
-        return LogAppendInfo(batch.base_offset, batch.last_offset, batch.max_timestamp, batch.record_count,
-                             batch.size)
+        return LogAppendInfo(batch.base_offset, batch.last_offset, batch.max_timestamp, batch.record_count, batch.size)
 
-    def append_as_follower(self, batches: bytes | bytearray | FetchDataInfo | RecordBatch
-                           | Iterable[RecordBatch | bytes]) -> LogAppendInfo | None:
+    def append_as_follower(
+        self, batches: bytes | bytearray | FetchDataInfo | RecordBatch | Iterable[RecordBatch | bytes]
+    ) -> LogAppendInfo | None:
         """Append fetched batches with the offsets they carry (UnifiedLog.appendAsFollower): each
         must pass its CRC check and start after the previous one, the first at or after the LEO.
         Nothing is appended unless every batch is valid. Returns None for an empty fetch."""
@@ -260,16 +294,22 @@ class Log:
             if batch.base_offset < expected:
                 if batch is parsed[0]:
                     raise UnexpectedAppendOffsetError(
-                        f"first batch starts at offset {batch.base_offset}, below the log end offset {self._leo}")
-                raise CorruptRecordError(f"batch at offset {batch.base_offset} does not follow the previous "
-                                         f"batch (next offset {expected})")
+                        f"first batch starts at offset {batch.base_offset}, below the log end offset {self._leo}"
+                    )
+                raise CorruptRecordError(
+                    f"batch at offset {batch.base_offset} does not follow the previous batch (next offset {expected})"
+                )
             expected = batch.last_offset + 1
         for batch in parsed:
             self._append_batch(batch)
         self._maybe_flush(self._clock())
-        return LogAppendInfo(parsed[0].base_offset, parsed[-1].last_offset,
-                             max(b.max_timestamp for b in parsed),
-                             sum(b.record_count for b in parsed), sum(b.size for b in parsed))
+        return LogAppendInfo(
+            parsed[0].base_offset,
+            parsed[-1].last_offset,
+            max(b.max_timestamp for b in parsed),
+            sum(b.record_count for b in parsed),
+            sum(b.size for b in parsed),
+        )
 
     def _append_batch(self, batch: RecordBatch) -> None:
         if self._producer_state is not None:
@@ -299,7 +339,7 @@ class Log:
         self._bases.append(base_offset)
         self._recovery_point = max(self._recovery_point, min(base_offset, self._leo))
         if self._rp_checkpoint.value != self._recovery_point:
-            self._rp_checkpoint.write(self._recovery_point)   # its rename fsyncs the directory too
+            self._rp_checkpoint.write(self._recovery_point)  # its rename fsyncs the directory too
         else:
             self.fs.fsync_dir(self.dir)
         self._dir_dirty = False
@@ -313,8 +353,9 @@ class Log:
 
     # ==================================================================================== reads
 
-    def read(self, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES, max_offset: int | None = None,
-             max_batches: int = 0) -> FetchDataInfo:
+    def read(
+        self, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES, max_offset: int | None = None, max_batches: int = 0
+    ) -> FetchDataInfo:
         """Whole batches from the one holding ``offset``, up to ``max_bytes`` and, if > 0,
         ``max_batches`` (but at least one batch, KIP-74), across segments, only batches entirely
         below ``max_offset`` (e.g. the HW for a consumer). Offsets removed by compaction are skipped.
@@ -351,11 +392,13 @@ class Log:
         power loss may keep a prefix of (page-cache write-back is sequential)."""
         self._check_open()
         out: list[BatchExtent] = []
-        for segment in self._segments[max(bisect_right(self._bases, self._recovery_point) - 1, 0):]:
+        for segment in self._segments[max(bisect_right(self._bases, self._recovery_point) - 1, 0) :]:
             start = segment.find(self._recovery_point)
             if start is not None:
-                out.extend(BatchExtent(segment.log_path, position, batch.size, batch.base_offset,
-                                       batch.next_offset) for position, batch in segment.iter_batches(start))
+                out.extend(
+                    BatchExtent(segment.log_path, position, batch.size, batch.base_offset, batch.next_offset)
+                    for position, batch in segment.iter_batches(start)
+                )
         return out
 
     def offset_for_timestamp(self, timestamp: int) -> int | None:
@@ -386,7 +429,7 @@ class Log:
         if offset < self.log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return True
-        while self._bases[-1] > offset:         # newest first: a crash leaves a prefix of the log
+        while self._bases[-1] > offset:  # newest first: a crash leaves a prefix of the log
             self._segments.pop().delete()
             self._bases.pop()
             self._dir_dirty = True
@@ -476,8 +519,9 @@ class Log:
 
     def _maybe_flush(self, now: int) -> None:
         cfg = self.config
-        if ((cfg.flush_messages is not None and self._leo - self._recovery_point >= cfg.flush_messages)
-                or (cfg.flush_ms is not None and now - self._last_flush_ms >= cfg.flush_ms)):
+        if (cfg.flush_messages is not None and self._leo - self._recovery_point >= cfg.flush_messages) or (
+            cfg.flush_ms is not None and now - self._last_flush_ms >= cfg.flush_ms
+        ):
             self.flush()
 
     def flush(self) -> None:
@@ -501,7 +545,7 @@ class Log:
         """Clean shutdown: flush, checkpoint, leave the clean-shutdown marker, close the files."""
         if self._closed:
             return
-        for segment in self._segments:          # also indexes rebuilt below the recovery point
+        for segment in self._segments:  # also indexes rebuilt below the recovery point
             segment.flush()
         self.flush()
         self._hw_checkpoint.write(self._hw, create=True)
@@ -527,8 +571,9 @@ class Log:
         self._check_open()
         return clean_log(self, self._clock)
 
-    def replace_segments(self, new_segments: Sequence[Sequence[RecordBatch]],
-                         old_segments: Sequence[LogSegment]) -> list[LogSegment]:
+    def replace_segments(
+        self, new_segments: Sequence[Sequence[RecordBatch]], old_segments: Sequence[LogSegment]
+    ) -> list[LogSegment]:
         """Kafka's replaceSegments: ``new_segments[i]``, batches within the offsets of the closed
         segment ``old_segments[i]``, becomes its content. Each swap is crash-safe (see ``swap``):
         after a crash, ``Log.open`` finds the old content or the new, never a mix. Offsets, the
@@ -542,15 +587,19 @@ class Log:
             if i < 0 or i == len(self._segments) - 1 or self._segments[i] is not old:
                 raise ValueError(f"{old!r} is not a closed segment of {self.dir}")
             if batches and (batches[0].base_offset < old.base_offset or batches[-1].last_offset >= self._bases[i + 1]):
-                raise ValueError(f"batches {batches[0].base_offset}..{batches[-1].last_offset} do not fit "
-                                 f"segment {old.base_offset} (next segment at {self._bases[i + 1]})")
+                raise ValueError(
+                    f"batches {batches[0].base_offset}..{batches[-1].last_offset} do not fit "
+                    f"segment {old.base_offset} (next segment at {self._bases[i + 1]})"
+                )
             self._segments[i] = swap_segment(self.fs, self.dir, old, batches, self.config.index_interval_bytes)
             replaced.append(self._segments[i])
         return replaced
 
     def __repr__(self) -> str:
-        return (f"Log({self.dir!r}, log_start_offset={self.log_start_offset}, log_end_offset={self._leo}, "
-                f"high_watermark={self._hw}, segments={len(self._segments)})")
+        return (
+            f"Log({self.dir!r}, log_start_offset={self.log_start_offset}, log_end_offset={self._leo}, "
+            f"high_watermark={self._hw}, segments={len(self._segments)})"
+        )
 
 
 def _as_batches(batches) -> list[RecordBatch]:

@@ -7,6 +7,7 @@ every producer the old one acknowledged; a truncation drops it and it is rebuilt
 batch headers, as is the state of a log opened after a restart (Kafka reloads from its snapshots
 and the log after the last one; this one has no snapshots and reads the headers).
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -14,7 +15,7 @@ from typing import Iterable
 
 from .records import RecordBatch
 
-MAX_CACHED_BATCHES = 5   # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+MAX_CACHED_BATCHES = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 MAX_SEQUENCE = 2**31 - 1
 
 
@@ -85,12 +86,16 @@ class ProducerStateManager:
             return  # an unknown producer (or one whose batches left the log): any sequence
         first, last = batch.base_sequence, _last_sequence(batch)
         if batch.producer_epoch < entry.epoch:
-            raise SequenceError("INVALID_PRODUCER_EPOCH", f"producer {pid}: epoch {batch.producer_epoch} is older "
-                                                          f"than its current epoch {entry.epoch}")
+            raise SequenceError(
+                "INVALID_PRODUCER_EPOCH",
+                f"producer {pid}: epoch {batch.producer_epoch} is older than its current epoch {entry.epoch}",
+            )
         if batch.producer_epoch > entry.epoch:
             if first != 0:
-                raise SequenceError("OUT_OF_ORDER_SEQUENCE_NUMBER", f"producer {pid}: a new epoch "
-                                    f"{batch.producer_epoch} must start at sequence 0, not {first}")
+                raise SequenceError(
+                    "OUT_OF_ORDER_SEQUENCE_NUMBER",
+                    f"producer {pid}: a new epoch {batch.producer_epoch} must start at sequence 0, not {first}",
+                )
             return
         for cached_first, cached_last, offset in entry.batches:
             if (cached_first, cached_last) == (first, last):
@@ -98,7 +103,10 @@ class ProducerStateManager:
         if _in_sequence(entry.last_sequence, first):
             return
         if entry.batches and entry.batches[0][0] > last >= 0 and first <= entry.last_sequence:
-            raise SequenceError("DUPLICATE_SEQUENCE_NUMBER", f"producer {pid}: sequences {first}..{last} were "
-                                "written before the batches still remembered")
-        raise SequenceError("OUT_OF_ORDER_SEQUENCE_NUMBER", f"producer {pid}: sequence {first} does not follow "
-                                                            f"{entry.last_sequence}")
+            raise SequenceError(
+                "DUPLICATE_SEQUENCE_NUMBER",
+                f"producer {pid}: sequences {first}..{last} were written before the batches still remembered",
+            )
+        raise SequenceError(
+            "OUT_OF_ORDER_SEQUENCE_NUMBER", f"producer {pid}: sequence {first} does not follow {entry.last_sequence}"
+        )

@@ -9,6 +9,7 @@ attributes int8, timestampDelta varlong, offsetDelta varint, key (varint length,
 (same), header count varint, headers (key string, value bytes). A compressed batch holds the records
 section compressed (see ``compression``).
 """
+
 from __future__ import annotations
 
 import struct
@@ -22,9 +23,9 @@ from .compression import CODECS, NAMES, compress, decompress
 from .errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError
 
 MAGIC = 2
-LOG_OVERHEAD = 12                       # baseOffset + batchLength: bytes not counted by batchLength
+LOG_OVERHEAD = 12  # baseOffset + batchLength: bytes not counted by batchLength
 HEADER_SIZE = 61
-CRC_START = 21                          # the CRC covers attributes .. end of batch
+CRC_START = 21  # the CRC covers attributes .. end of batch
 NO_PRODUCER_ID = -1
 COMPRESSION_CODES = CODECS
 COMPRESSION_NAMES = NAMES
@@ -44,10 +45,10 @@ CONTROL_ABORT, CONTROL_COMMIT = 0, 1
 _CONTROL_KEY = struct.Struct(">hh")
 _END_TXN_VALUE = struct.Struct(">hi")
 
-_HEAD = struct.Struct(">qiibI")         # baseOffset, batchLength, partitionLeaderEpoch, magic, crc
-_TAIL = struct.Struct(">hiqqqhii")      # attributes .. recordCount
+_HEAD = struct.Struct(">qiibI")  # baseOffset, batchLength, partitionLeaderEpoch, magic, crc
+_TAIL = struct.Struct(">hiqqqhii")  # attributes .. recordCount
 HEADER = struct.Struct(">qiibIhiqqqhii")
-_LENGTH = struct.Struct(">qi")          # what a scan needs first: baseOffset, batchLength
+_LENGTH = struct.Struct(">qi")  # what a scan needs first: baseOffset, batchLength
 _crc = _crc32c.crc32c
 
 
@@ -80,7 +81,7 @@ def _put_varint(out: bytearray, value: int) -> None:
     out.append(v)
 
 
-_ZIGZAG = [(b >> 1) ^ -(b & 1) for b in range(0x80)]     # one-byte varints, the common case
+_ZIGZAG = [(b >> 1) ^ -(b & 1) for b in range(0x80)]  # one-byte varints, the common case
 
 
 def _get_varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -111,7 +112,7 @@ def _varint_slow(value: int) -> bytes:
     return bytes(out)
 
 
-_SMALL_VARINTS = [_varint_slow(v) for v in range(1 << 14)]     # lengths and deltas: almost always small
+_SMALL_VARINTS = [_varint_slow(v) for v in range(1 << 14)]  # lengths and deltas: almost always small
 _NULL = _varint_slow(-1)
 
 
@@ -140,22 +141,25 @@ def _encode_record(out: list[bytes], record: Record, offset_delta: int, timestam
         pieces = [varint(len(record.headers))]
         for name, hvalue in record.headers:
             encoded = name.encode("utf-8")
-            pieces += (varint(len(encoded)), encoded, _NULL if hvalue is None else varint(len(hvalue)),
-                       hvalue or b"")
+            pieces += (varint(len(encoded)), encoded, _NULL if hvalue is None else varint(len(hvalue)), hvalue or b"")
         headers = b"".join(pieces)
     else:
         headers = b"\x00"
     ts, od = varint(timestamp_delta), varint(offset_delta)
     key, value = key or b"", value or b""
-    size = (1 + len(ts) + len(od) + len(key_length) + len(key) + len(value_length) + len(value)
-            + len(headers))
+    size = 1 + len(ts) + len(od) + len(key_length) + len(key) + len(value_length) + len(value) + len(headers)
     out += (varint(size), b"\x00", ts, od, key_length, key, value_length, value, headers)  # attributes 0
 
 
 def _check_record(record: Record) -> None:
-    if (type(record) is Record and type(record.key) is bytes and type(record.value) is bytes
-            and record.timestamp_ms is None and not record.headers):
-        return                                                  # the common shape, checked cheaply
+    if (
+        type(record) is Record
+        and type(record.key) is bytes
+        and type(record.value) is bytes
+        and record.timestamp_ms is None
+        and not record.headers
+    ):
+        return  # the common shape, checked cheaply
     if not isinstance(record, Record):
         raise InvalidRecordError(f"expected a Record, got {type(record).__name__}")
     for name in ("key", "value"):
@@ -165,8 +169,11 @@ def _check_record(record: Record) -> None:
     if record.timestamp_ms is not None and (not isinstance(record.timestamp_ms, int) or record.timestamp_ms < 0):
         raise InvalidRecordError(f"Record.timestamp_ms must be a non-negative int or None, got {record.timestamp_ms!r}")
     for header in record.headers:
-        if (len(header) != 2 or not isinstance(header[0], str)
-                or not (header[1] is None or isinstance(header[1], (bytes, bytearray)))):
+        if (
+            len(header) != 2
+            or not isinstance(header[0], str)
+            or not (header[1] is None or isinstance(header[1], (bytes, bytearray)))
+        ):
             raise InvalidRecordError(f"a record header must be (str, bytes | None), got {header!r}")
 
 
@@ -177,7 +184,7 @@ _VARINT = _SMALL_VARINTS.__getitem__
 _KEY_PART_SIZE = [len(v) + n + 3 for n, v in enumerate(_SMALL_VARINTS)]
 _VALUE_PART_SIZE = [len(v) + n for n, v in enumerate(_SMALL_VARINTS)]
 _VARINT_SIZE = [len(v) for v in _SMALL_VARINTS]
-_COLUMNS_FROM = 4                       # fewer records encode faster one by one
+_COLUMNS_FROM = 4  # fewer records encode faster one by one
 
 
 def _encode_columns(records: Sequence[Record]) -> list[bytes] | None:
@@ -188,32 +195,57 @@ def _encode_columns(records: Sequence[Record]) -> list[bytes] | None:
     if n > len(_SMALL_VARINTS) or set(map(type, records)) != {Record}:
         return None
     keys, values = list(map(_KEY, records)), list(map(_VALUE, records))
-    if (set(map(type, keys)) != {bytes} or set(map(type, values)) != {bytes}
-            or any(map(_HEADERS, records)) or list(map(_TIMESTAMP, records)).count(None) != n):
+    if (
+        set(map(type, keys)) != {bytes}
+        or set(map(type, values)) != {bytes}
+        or any(map(_HEADERS, records))
+        or list(map(_TIMESTAMP, records)).count(None) != n
+    ):
         return None
     try:
         key_lengths, value_lengths = list(map(len, keys)), list(map(len, values))
-        sizes = list(map(_VARINT, map(add, map(add, map(_KEY_PART_SIZE.__getitem__, key_lengths),
-                                                    map(_VALUE_PART_SIZE.__getitem__, value_lengths)),
-                                          _VARINT_SIZE[:n])))
+        sizes = list(
+            map(
+                _VARINT,
+                map(
+                    add,
+                    map(
+                        add,
+                        map(_KEY_PART_SIZE.__getitem__, key_lengths),
+                        map(_VALUE_PART_SIZE.__getitem__, value_lengths),
+                    ),
+                    _VARINT_SIZE[:n],
+                ),
+            )
+        )
         key_lengths, value_lengths = list(map(_VARINT, key_lengths)), list(map(_VARINT, value_lengths))
-    except IndexError:                  # a length past the varint table: record by record
+    except IndexError:  # a length past the varint table: record by record
         return None
     parts: list[bytes] = [b""] * (8 * n)
     parts[0::8] = sizes
-    parts[1::8] = [b"\x00\x00"] * n    # attributes, timestamp delta 0
-    parts[2::8] = _SMALL_VARINTS[:n]     # offset deltas
+    parts[1::8] = [b"\x00\x00"] * n  # attributes, timestamp delta 0
+    parts[2::8] = _SMALL_VARINTS[:n]  # offset deltas
     parts[3::8] = key_lengths
     parts[4::8] = keys
     parts[5::8] = value_lengths
     parts[6::8] = values
-    parts[7::8] = [b"\x00"] * n         # no headers
+    parts[7::8] = [b"\x00"] * n  # no headers
     return parts
 
 
-def _assemble(parts: list[bytes], base_offset: int, partition_leader_epoch: int, attributes: int,
-              last_offset_delta: int, first_timestamp: int, max_timestamp: int, producer_id: int,
-              producer_epoch: int, base_sequence: int, record_count: int) -> "RecordBatch":
+def _assemble(
+    parts: list[bytes],
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    last_offset_delta: int,
+    first_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    record_count: int,
+) -> "RecordBatch":
     """One batch over the records section ``parts``. The section is joined once and the CRC chained
     from the header fields it covers through the section, so the batch costs two buffers of its size
     (the section, the batch) however many records it holds."""
@@ -221,13 +253,23 @@ def _assemble(parts: list[bytes], base_offset: int, partition_leader_epoch: int,
     code = attributes & COMPRESSION_MASK
     if code:
         if len(body) > MAX_DECOMPRESSED_BYTES:
-            raise RecordTooLargeError(f"records of {len(body)} bytes exceed the {MAX_DECOMPRESSED_BYTES}-byte "
-                                      f"limit of a compressed batch")
+            raise RecordTooLargeError(
+                f"records of {len(body)} bytes exceed the {MAX_DECOMPRESSED_BYTES}-byte limit of a compressed batch"
+            )
         body = compress(code, body)
-    tail = _TAIL.pack(attributes, last_offset_delta, first_timestamp, max_timestamp, producer_id, producer_epoch,
-                      base_sequence, record_count)
-    head = _HEAD.pack(base_offset, len(body) + HEADER_SIZE - LOG_OVERHEAD, partition_leader_epoch, MAGIC,
-                      _crc(body, _crc(tail)))
+    tail = _TAIL.pack(
+        attributes,
+        last_offset_delta,
+        first_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        record_count,
+    )
+    head = _HEAD.pack(
+        base_offset, len(body) + HEADER_SIZE - LOG_OVERHEAD, partition_leader_epoch, MAGIC, _crc(body, _crc(tail))
+    )
     return RecordBatch(b"".join((head, tail, body)))
 
 
@@ -235,14 +277,26 @@ def _flags(timestamp_type: str, is_transactional: bool, is_control_batch: bool) 
     """Attribute bits 3-5."""
     if timestamp_type not in TIMESTAMP_TYPES:
         raise InvalidRecordError(f"timestamp type must be one of {', '.join(TIMESTAMP_TYPES)}, got {timestamp_type!r}")
-    return ((TIMESTAMP_TYPE_MASK if timestamp_type == LOG_APPEND_TIME else 0)
-            | (TRANSACTIONAL_MASK if is_transactional else 0) | (CONTROL_MASK if is_control_batch else 0))
+    return (
+        (TIMESTAMP_TYPE_MASK if timestamp_type == LOG_APPEND_TIME else 0)
+        | (TRANSACTIONAL_MASK if is_transactional else 0)
+        | (CONTROL_MASK if is_control_batch else 0)
+    )
 
 
-def build_batch(base_offset: int, records: Sequence[Record], partition_leader_epoch: int, now_ms: int,
-                compression: str = "none", producer_id: int = NO_PRODUCER_ID,
-                producer_epoch: int = -1, base_sequence: int = -1, timestamp_type: str = CREATE_TIME,
-                is_transactional: bool = False, is_control_batch: bool = False) -> "RecordBatch":
+def build_batch(
+    base_offset: int,
+    records: Sequence[Record],
+    partition_leader_epoch: int,
+    now_ms: int,
+    compression: str = "none",
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    timestamp_type: str = CREATE_TIME,
+    is_transactional: bool = False,
+    is_control_batch: bool = False,
+) -> "RecordBatch":
     """Encode ``records`` as one v2 batch at ``base_offset`` (MemoryRecordsBuilder); missing timestamps
     = now. With LogAppendTime the max timestamp is ``now_ms``, the leader's append time, and readers
     give it to every record (LogValidator on the leader)."""
@@ -264,38 +318,90 @@ def build_batch(base_offset: int, records: Sequence[Record], partition_leader_ep
             _encode_record(parts, record, delta, ts - first_ts)
     if attributes & TIMESTAMP_TYPE_MASK:
         max_ts = now_ms
-    return _assemble(parts, base_offset, partition_leader_epoch, attributes, len(records) - 1, first_ts, max_ts,
-                     producer_id, producer_epoch, base_sequence, len(records))
+    return _assemble(
+        parts,
+        base_offset,
+        partition_leader_epoch,
+        attributes,
+        len(records) - 1,
+        first_ts,
+        max_ts,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(records),
+    )
 
 
-def end_transaction_marker(base_offset: int, partition_leader_epoch: int, now_ms: int, producer_id: int,
-                           producer_epoch: int, commit: bool, coordinator_epoch: int = 0) -> "RecordBatch":
+def end_transaction_marker(
+    base_offset: int,
+    partition_leader_epoch: int,
+    now_ms: int,
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    coordinator_epoch: int = 0,
+) -> "RecordBatch":
     """A transaction marker (MemoryRecords.withEndTransactionMarker): a transactional control batch of
     one control record that commits or aborts the producer's open transaction."""
-    record = Record(_CONTROL_KEY.pack(0, CONTROL_COMMIT if commit else CONTROL_ABORT),
-                    _END_TXN_VALUE.pack(0, coordinator_epoch))
-    return build_batch(base_offset, [record], partition_leader_epoch, now_ms, producer_id=producer_id,
-                       producer_epoch=producer_epoch, is_transactional=True, is_control_batch=True)
+    record = Record(
+        _CONTROL_KEY.pack(0, CONTROL_COMMIT if commit else CONTROL_ABORT), _END_TXN_VALUE.pack(0, coordinator_epoch)
+    )
+    return build_batch(
+        base_offset,
+        [record],
+        partition_leader_epoch,
+        now_ms,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        is_transactional=True,
+        is_control_batch=True,
+    )
 
 
 class RecordBatch:
     """A view over the bytes of one v2 batch; header fields parsed at once, records on demand."""
 
-    __slots__ = ("buffer", "base_offset", "partition_leader_epoch", "magic", "crc", "attributes",
-                 "last_offset_delta", "first_timestamp", "max_timestamp", "producer_id",
-                 "producer_epoch", "base_sequence", "record_count")
+    __slots__ = (
+        "buffer",
+        "base_offset",
+        "partition_leader_epoch",
+        "magic",
+        "crc",
+        "attributes",
+        "last_offset_delta",
+        "first_timestamp",
+        "max_timestamp",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "record_count",
+    )
 
     def __init__(self, buffer: bytes) -> None:
         if len(buffer) < HEADER_SIZE:
-            raise CorruptRecordError(f"record batch of {len(buffer)} bytes is shorter than its "
-                                     f"{HEADER_SIZE}-byte header")
-        (self.base_offset, length, self.partition_leader_epoch, self.magic, self.crc,
-         self.attributes, self.last_offset_delta, self.first_timestamp, self.max_timestamp,
-         self.producer_id, self.producer_epoch, self.base_sequence,
-         self.record_count) = HEADER.unpack_from(buffer)
+            raise CorruptRecordError(
+                f"record batch of {len(buffer)} bytes is shorter than its {HEADER_SIZE}-byte header"
+            )
+        (
+            self.base_offset,
+            length,
+            self.partition_leader_epoch,
+            self.magic,
+            self.crc,
+            self.attributes,
+            self.last_offset_delta,
+            self.first_timestamp,
+            self.max_timestamp,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            self.record_count,
+        ) = HEADER.unpack_from(buffer)
         if length + LOG_OVERHEAD != len(buffer):
-            raise CorruptRecordError(f"batch at offset {self.base_offset} declares {length + LOG_OVERHEAD} "
-                                     f"bytes but has {len(buffer)}")
+            raise CorruptRecordError(
+                f"batch at offset {self.base_offset} declares {length + LOG_OVERHEAD} bytes but has {len(buffer)}"
+            )
         self.buffer = bytes(buffer)
 
     @property
@@ -340,13 +446,16 @@ class RecordBatch:
         if self.base_offset < 0 or self.last_offset_delta < 0:
             raise CorruptRecordError(f"{where}: negative offset or last offset delta")
         if self.record_count < 0 or self.record_count > self.last_offset_delta + 1:
-            raise CorruptRecordError(f"{where}: record count {self.record_count} does not fit "
-                                     f"last offset delta {self.last_offset_delta}")
+            raise CorruptRecordError(
+                f"{where}: record count {self.record_count} does not fit last offset delta {self.last_offset_delta}"
+            )
         if (self.attributes & COMPRESSION_MASK) not in COMPRESSION_NAMES:
             raise CorruptRecordError(f"{where}: unknown compression code {self.attributes & COMPRESSION_MASK}")
         if not self.is_valid():
-            raise CorruptRecordError(f"{where}: CRC mismatch (stored {self.crc:#010x}, "
-                                     f"computed {_crc(memoryview(self.buffer)[CRC_START:]):#010x})")
+            raise CorruptRecordError(
+                f"{where}: CRC mismatch (stored {self.crc:#010x}, "
+                f"computed {_crc(memoryview(self.buffer)[CRC_START:]):#010x})"
+            )
 
     def _body(self, max_decompressed_bytes: int) -> tuple[bytes, int]:
         """The records section and where it starts (decompressed, within the limit, if compressed)."""
@@ -382,7 +491,7 @@ class RecordBatch:
             end = pos + length
             if length < 1 or end > size:
                 raise CorruptRecordError(f"record length {length} out of bounds")
-            b = data[pos + 1]                               # after the record attributes
+            b = data[pos + 1]  # after the record attributes
             ts_delta, pos = (zz[b], pos + 2) if b < 0x80 else varint(data, pos + 1)
             b = data[pos]
             offset_delta, pos = (zz[b], pos + 1) if b < 0x80 else varint(data, pos)
@@ -412,15 +521,31 @@ class RecordBatch:
         first_ts = records[0].timestamp_ms if records else self.first_timestamp
         parts: list[bytes] = []
         for r in records:
-            _encode_record(parts, Record(r.key, r.value, r.timestamp_ms, r.headers),
-                           r.offset - self.base_offset, r.timestamp_ms - first_ts)
-        return _assemble(parts, self.base_offset, self.partition_leader_epoch, self.attributes,
-                         self.last_offset_delta, first_ts, self.max_timestamp, self.producer_id,
-                         self.producer_epoch, self.base_sequence, len(records))
+            _encode_record(
+                parts,
+                Record(r.key, r.value, r.timestamp_ms, r.headers),
+                r.offset - self.base_offset,
+                r.timestamp_ms - first_ts,
+            )
+        return _assemble(
+            parts,
+            self.base_offset,
+            self.partition_leader_epoch,
+            self.attributes,
+            self.last_offset_delta,
+            first_ts,
+            self.max_timestamp,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            len(records),
+        )
 
     def __repr__(self) -> str:
-        return (f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
-                f"epoch={self.partition_leader_epoch}, size={self.size})")
+        return (
+            f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
+            f"epoch={self.partition_leader_epoch}, size={self.size})"
+        )
 
 
 def validate_producer_batch(batch: RecordBatch) -> None:
@@ -430,14 +555,17 @@ def validate_producer_batch(batch: RecordBatch) -> None:
     batch failing them would stop every consumer at it."""
     deltas = [r.offset - batch.base_offset for r in batch.records()]
     if batch.record_count != batch.last_offset_delta + 1 or deltas != list(range(batch.record_count)):
-        raise InvalidRecordError(f"batch of {batch.record_count} records with last offset delta "
-                                 f"{batch.last_offset_delta}: its records must be offsets 0..{batch.last_offset_delta}")
+        raise InvalidRecordError(
+            f"batch of {batch.record_count} records with last offset delta "
+            f"{batch.last_offset_delta}: its records must be offsets 0..{batch.last_offset_delta}"
+        )
     if batch.producer_id >= 0 and batch.base_sequence < 0:
         raise InvalidRecordError(f"producer {batch.producer_id}: an idempotent batch needs a base sequence")
 
 
-def restamp(batch: RecordBatch, base_offset: int, partition_leader_epoch: int,
-            log_append_time: int | None = None) -> RecordBatch:
+def restamp(
+    batch: RecordBatch, base_offset: int, partition_leader_epoch: int, log_append_time: int | None = None
+) -> RecordBatch:
     """The batch at ``base_offset`` in ``partition_leader_epoch``: both lie outside the CRC, so the
     rest of its bytes stay as they are, unless ``log_append_time`` sets the LogAppendTime flag and
     the max timestamp, which the CRC covers and is computed again for."""
@@ -462,5 +590,5 @@ def iter_batches(buffer: bytes) -> Iterator[RecordBatch]:
         size = length + LOG_OVERHEAD
         if size < HEADER_SIZE or pos + size > end:
             raise CorruptRecordError(f"batch at position {pos} declares {size} bytes, {end - pos} remain")
-        yield RecordBatch(buffer[pos:pos + size])
+        yield RecordBatch(buffer[pos : pos + size])
         pos += size

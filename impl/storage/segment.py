@@ -1,4 +1,5 @@
 """LogSegment: one ``<base offset>.log`` file of batches with its ``.index`` and ``.timeindex``."""
+
 from __future__ import annotations
 
 import re
@@ -14,7 +15,7 @@ INT32_MAX = 2**31 - 1
 # the three header fields a scan needs: baseOffset, batchLength, (skip 11 bytes), lastOffsetDelta
 _SCAN = struct.Struct(">qi11xi")
 _LENGTH = struct.Struct(">qi")
-_MIN_LENGTH = HEADER_SIZE - LOG_OVERHEAD       # the smallest batchLength a real batch can have
+_MIN_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # the smallest batchLength a real batch can have
 SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 
 
@@ -38,10 +39,10 @@ class LogSegment:
         self.offset_index = OffsetIndex(fs, self.index_path, base_offset)
         self.time_index = TimeIndex(fs, self.time_index_path, base_offset)
         self.size = self.log.size()
-        self.last_offset: int | None = None          # last offset of the last batch, None if empty
+        self.last_offset: int | None = None  # last offset of the last batch, None if empty
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
-        self.rolling_timestamp: int | None = None    # max timestamp of the first batch (segment.ms)
+        self.rolling_timestamp: int | None = None  # max timestamp of the first batch (segment.ms)
         self._bytes_since_index = 0
         self._dirty = False
         # a known batch boundary (base offset, position): followers fetch at the tail, where the
@@ -77,8 +78,11 @@ class LogSegment:
         overflow = batch.base_offset + batch.last_offset_delta - self.base_offset > INT32_MAX
         if self.size == 0:
             return overflow
-        return (overflow or self.size + len(batch.buffer) > segment_bytes
-                or (segment_ms is not None and batch.max_timestamp - self.rolling_timestamp > segment_ms))
+        return (
+            overflow
+            or self.size + len(batch.buffer) > segment_bytes
+            or (segment_ms is not None and batch.max_timestamp - self.rolling_timestamp > segment_ms)
+        )
 
     @property
     def next_offset(self) -> int:
@@ -91,7 +95,7 @@ class LogSegment:
         position = self.offset_index.lookup(offset)
         hint_base, hint_position = self._hint
         if hint_base <= offset and hint_position > position:
-            position = hint_position            # every batch before it ends below hint_base
+            position = hint_position  # every batch before it ends below hint_base
         size, read = self.size, self.log.read
         try:
             while position < size:
@@ -106,8 +110,10 @@ class LogSegment:
         return None
 
     def _bad_length(self, position: int, length: int) -> CorruptRecordError:
-        return CorruptRecordError(f"{self.log_path}: batch at position {position} declares "
-                                  f"{length + LOG_OVERHEAD} bytes, less than a batch header")
+        return CorruptRecordError(
+            f"{self.log_path}: batch at position {position} declares "
+            f"{length + LOG_OVERHEAD} bytes, less than a batch header"
+        )
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None, min_one: bool = True) -> tuple[bytes, bool]:
         """Whole batches from the one holding ``offset``: at most ``max_bytes``, except that with
@@ -180,12 +186,16 @@ class LogSegment:
             if length < _MIN_LENGTH:
                 raise CorruptIndexError(str(self._bad_length(position, length)))
             if position == start and entry and base + last_delta != entry[0]:
-                raise CorruptIndexError(f"{self.index_path}: last entry names offset {entry[0]} but the "
-                                        f"batch at position {position} ends at {base + last_delta}")
+                raise CorruptIndexError(
+                    f"{self.index_path}: last entry names offset {entry[0]} but the "
+                    f"batch at position {position} ends at {base + last_delta}"
+                )
             self.last_offset = base + last_delta
             if limit is not None and self.last_offset >= limit:
-                raise CorruptIndexError(f"{self.log_path}: batch at position {position} ends at offset "
-                                        f"{self.last_offset}, inside the next segment (base {limit})")
+                raise CorruptIndexError(
+                    f"{self.log_path}: batch at position {position} ends at offset "
+                    f"{self.last_offset}, inside the next segment (base {limit})"
+                )
             if max_ts > self.max_timestamp:
                 self.max_timestamp, self.offset_of_max_timestamp = max_ts, self.last_offset
             position += length + LOG_OVERHEAD
@@ -210,8 +220,9 @@ class LogSegment:
         self.offset_index.check(self.size)
         self._load_tail(limit)
 
-    def recover(self, on_batch: Callable[[RecordBatch], None] | None = None,
-                limit: int | None = None) -> tuple[int, str | None]:
+    def recover(
+        self, on_batch: Callable[[RecordBatch], None] | None = None, limit: int | None = None
+    ) -> tuple[int, str | None]:
         """Kafka's LogSegment.recover: re-validate every batch (CRC, sizes, offsets ascending and below
         ``limit``, the next segment's base), rebuild both indexes, truncate at the first invalid
         batch. Returns (bytes truncated, why) — (0, None) if the segment was sound."""
@@ -239,10 +250,15 @@ class LogSegment:
             except CorruptRecordError as exc:
                 reason = f"corrupt batch at position {position}: {exc}"
                 break
-            if (batch.base_offset <= previous or batch.last_offset - self.base_offset > INT32_MAX
-                    or (limit is not None and batch.last_offset >= limit)):
-                reason = (f"batch at position {position} has offsets {batch.base_offset}..{batch.last_offset}, "
-                          f"not after {previous}" + (f" and below {limit}" if limit is not None else ""))
+            if (
+                batch.base_offset <= previous
+                or batch.last_offset - self.base_offset > INT32_MAX
+                or (limit is not None and batch.last_offset >= limit)
+            ):
+                reason = (
+                    f"batch at position {position} has offsets {batch.base_offset}..{batch.last_offset}, "
+                    f"not after {previous}" + (f" and below {limit}" if limit is not None else "")
+                )
                 break
             self._account(position, size, batch.last_offset, batch.max_timestamp)
             if on_batch is not None:
@@ -253,7 +269,7 @@ class LogSegment:
         if truncated:
             self.log.truncate(position)
         self.size = position
-        self._dirty = True          # the rebuilt indexes must reach the disk on the next flush
+        self._dirty = True  # the rebuilt indexes must reach the disk on the next flush
         return truncated, reason
 
     # ------------------------------------------------------------------------------- lifecycle

@@ -6,6 +6,7 @@ load, a leftover ``.cleaned`` is deleted (the old content stays) and a leftover 
 completed by ``complete_swap`` (the indexes are rebuilt from the new content). Both halves live
 here so the protocol can be read in one place.
 """
+
 from __future__ import annotations
 
 from typing import Iterable
@@ -14,13 +15,14 @@ from .fs import FileSystem
 from .records import RecordBatch
 from .segment import LogSegment
 
-SWAP_SUFFIX = ".swap"           # a finished rewrite waiting to replace its segment
-CLEANED_SUFFIX = ".cleaned"     # an unfinished rewrite
+SWAP_SUFFIX = ".swap"  # a finished rewrite waiting to replace its segment
+CLEANED_SUFFIX = ".cleaned"  # an unfinished rewrite
 _INDEX_SUFFIXES = (".index", ".timeindex")
 
 
-def swap_segment(fs: FileSystem, directory: str, old: LogSegment, batches: Iterable[RecordBatch],
-                 index_interval_bytes: int) -> LogSegment:
+def swap_segment(
+    fs: FileSystem, directory: str, old: LogSegment, batches: Iterable[RecordBatch], index_interval_bytes: int
+) -> LogSegment:
     """Write ``batches`` as the new content of ``old`` (which is closed) and return the segment
     reopened on it, both indexes rebuilt and fsynced."""
     cleaned = old.log_path + CLEANED_SUFFIX
@@ -32,7 +34,7 @@ def swap_segment(fs: FileSystem, directory: str, old: LogSegment, batches: Itera
     handle.fsync()
     handle.close()
     fs.rename(cleaned, swap)
-    fs.fsync_dir(directory)                     # from here on, loading completes the swap
+    fs.fsync_dir(directory)  # from here on, loading completes the swap
     old.close()
     for path in (old.index_path, old.time_index_path):
         if fs.exists(path):
@@ -40,7 +42,7 @@ def swap_segment(fs: FileSystem, directory: str, old: LogSegment, batches: Itera
     fs.rename(swap, old.log_path)
     fs.fsync_dir(directory)
     segment = LogSegment(fs, directory, old.base_offset, index_interval_bytes)
-    segment.recover()                           # rebuilds both indexes from the new content
+    segment.recover()  # rebuilds both indexes from the new content
     segment.flush()
     return segment
 
@@ -48,7 +50,7 @@ def swap_segment(fs: FileSystem, directory: str, old: LogSegment, batches: Itera
 def complete_swap(fs: FileSystem, directory: str, swap_name: str) -> str:
     """Finish a committed swap found on load; returns the segment file name it replaced. The old
     indexes describe the old content, so they are removed and rebuilt when the segment loads."""
-    target = swap_name[:-len(SWAP_SUFFIX)]
+    target = swap_name[: -len(SWAP_SUFFIX)]
     stem = target.rsplit(".", 1)[0]
     for suffix in _INDEX_SUFFIXES:
         if fs.exists(fs.join(directory, stem + suffix)):

@@ -2,6 +2,7 @@
 protocol (docs/sut-protocol.md) on stdin/stdout, or with ``--listen HOST:PORT`` on TCP (one
 session per connection; the bound address is printed on stdout once listening). With
 ``--processes`` every broker runs as its own OS process with its log in a real directory."""
+
 from __future__ import annotations
 
 import argparse
@@ -30,18 +31,27 @@ def _address(text: str) -> tuple[str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m isrcheck.impl.sut", description=__doc__)
-    parser.add_argument("--listen", type=_address, metavar="HOST:PORT",
-                        help="serve TCP connections instead of stdin/stdout (port 0: any free port)")
-    parser.add_argument("--processes", action="store_true",
-                        help="run each broker as its own process, its log in a real directory")
-    parser.add_argument("--dir", default=None, help="with --processes: where the log directories go "
-                                                     "(default: the system's temporary directory)")
+    parser.add_argument(
+        "--listen",
+        type=_address,
+        metavar="HOST:PORT",
+        help="serve TCP connections instead of stdin/stdout (port 0: any free port)",
+    )
+    parser.add_argument(
+        "--processes", action="store_true", help="run each broker as its own process, its log in a real directory"
+    )
+    parser.add_argument(
+        "--dir",
+        default=None,
+        help="with --processes: where the log directories go (default: the system's temporary directory)",
+    )
     args = parser.parse_args(argv)
     factory = None
     if args.processes:
         from functools import partial
 
         from .processes import StepProcessCluster
+
         factory = partial(StepProcessCluster, directory=args.dir)
     if args.listen is None:
         serve(sys.stdin.buffer, sys.stdout.buffer, factory)

@@ -7,6 +7,7 @@ driver answers it as a refusal with its reason. Produced records take the next i
 written as decimal ASCII (docs/steps.md), and client responses come back in docs/steps.md's
 output form.
 """
+
 from __future__ import annotations
 
 from ..clients import ConsumeResult
@@ -15,9 +16,15 @@ from ..sim import Cluster, ClusterError
 from .report import MS_PER_TICK, Report
 
 # the schedule's config fields (docs/steps.md, "Config"); times in ticks
-CONFIG_FIELDS = ("replicas", "min_insync_replicas", "unclean_leader_election_enable",
-                 "replica_lag_time_max_ticks", "request_timeout_ticks", "flush_messages",
-                 "unclean_shutdown_detection")
+CONFIG_FIELDS = (
+    "replicas",
+    "min_insync_replicas",
+    "unclean_leader_election_enable",
+    "replica_lag_time_max_ticks",
+    "request_timeout_ticks",
+    "flush_messages",
+    "unclean_shutdown_detection",
+)
 
 
 def cluster_config(protocol: str, config: dict) -> ClusterConfig:
@@ -33,13 +40,17 @@ def cluster_config(protocol: str, config: dict) -> ClusterConfig:
         if type(value) is not int:
             raise ValueError(f"config.{name}: expected an integer, got {str(value)[:40]!r}")
     return ClusterConfig(
-        protocol=protocol, replicas=config.get("replicas", defaults.replicas),
+        protocol=protocol,
+        replicas=config.get("replicas", defaults.replicas),
         min_insync_replicas=config.get("min_insync_replicas", defaults.min_insync_replicas),
-        unclean_leader_election_enable=config.get("unclean_leader_election_enable",
-                                                  defaults.unclean_leader_election_enable),
-        replica_lag_time_max_ms=lag * MS_PER_TICK, request_timeout_ms=timeout * MS_PER_TICK,
+        unclean_leader_election_enable=config.get(
+            "unclean_leader_election_enable", defaults.unclean_leader_election_enable
+        ),
+        replica_lag_time_max_ms=lag * MS_PER_TICK,
+        request_timeout_ms=timeout * MS_PER_TICK,
         flush_messages=config.get("flush_messages", defaults.flush_messages),
-        unclean_shutdown_detection=config.get("unclean_shutdown_detection", defaults.unclean_shutdown_detection))
+        unclean_shutdown_detection=config.get("unclean_shutdown_detection", defaults.unclean_shutdown_detection),
+    )
 
 
 class SimDriver:
@@ -83,10 +94,22 @@ class SimDriver:
     def _output(self, result) -> dict:
         """A client response in docs/steps.md's output form (record ids back from the values)."""
         if isinstance(result, ConsumeResult):
-            return {"type": "consume", "replica": result.replica, "error": result.error, "hw": result.hw,
-                    "records": self._consumed(result.replica, result.records)}
-        return {"type": "produce", "replica": result.replica, "record": int(result.value), "records": result.count,
-                "acks": result.acks, "error": result.error, "offset": result.offset}
+            return {
+                "type": "consume",
+                "replica": result.replica,
+                "error": result.error,
+                "hw": result.hw,
+                "records": self._consumed(result.replica, result.records),
+            }
+        return {
+            "type": "produce",
+            "replica": result.replica,
+            "record": int(result.value),
+            "records": result.count,
+            "acks": result.acks,
+            "error": result.error,
+            "offset": result.offset,
+        }
 
     def _consumed(self, replica: int, records: tuple) -> list:
         """``[offset, record id]`` of each record a consume returned. A consume reads from offset 0,

@@ -1,16 +1,18 @@
 """One node in its own process, driven over a socket by ``processes.StepProcessCluster``:
-``python -m isrcheck.impl.sut.node_process PORT`` (it connects to the driver on localhost), then ``make_broker`` or ``make_controller``. A
+``python -m isrcheck.impl.sut.node_process PORT`` (it connects to the driver on localhost), then ``make_broker`` or
+``make_controller``. A
 broker's log lives in a real directory (journaled for power losses); the clock, the network and
 the event log are the driver's, reached through ``remote``."""
+
 from __future__ import annotations
 
 import signal
 import socket
 import sys
 
+from ..controller import Controller
 from ..real.durable import JournaledFileSystem
 from ..real.node import journal_path
-from ..controller import Controller
 from ..replication.broker import Broker
 from ..sim.snapshot import LogView, broker_snapshot
 from .remote import Channel
@@ -24,8 +26,17 @@ def main() -> int:
 
     def make_broker(broker_id, config, data_dir, clock, network, incarnation, on_event):
         fs = JournaledFileSystem(journal_path(data_dir))
-        broker = Broker(broker_id, config, fs, clock, network, auto=False, incarnation=incarnation,
-                        on_event=on_event, data_dir=data_dir)
+        broker = Broker(
+            broker_id,
+            config,
+            fs,
+            clock,
+            network,
+            auto=False,
+            incarnation=incarnation,
+            on_event=on_event,
+            data_dir=data_dir,
+        )
         kept.update(broker=broker, replicas=config.replicas, view=LogView())
         return broker
 

@@ -14,6 +14,7 @@ had written back (``real.durable``), a clean shutdown the broker's own shutdown 
 a lost disk the directory emptied. A restart starts a new process, which recovers the log from
 the directory.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,11 +26,11 @@ import sys
 import tempfile
 
 from ..real.durable import power_loss
-from ..replication.broker import data_maybe_lost
-from ..storage import OsFileSystem
 from ..real.node import journal_path
 from ..replication import ClusterConfig
+from ..replication.broker import data_maybe_lost
 from ..sim import Cluster, SimWorld
+from ..storage import OsFileSystem
 from .remote import Channel
 
 
@@ -85,8 +86,10 @@ class ProcessWorld(SimWorld):
         """Start a node process; it connects back over TCP on localhost, where the interposer is."""
         with socket.create_server(("127.0.0.1", 0)) as server:
             server.settimeout(60)
-            proc = subprocess.Popen([sys.executable, "-m", "isrcheck.impl.sut.node_process",
-                                     str(server.getsockname()[1])], stdin=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "isrcheck.impl.sut.node_process", str(server.getsockname()[1])],
+                stdin=subprocess.DEVNULL,
+            )
             try:
                 conn, _ = server.accept()
             except OSError:
@@ -100,16 +103,18 @@ class ProcessWorld(SimWorld):
         return channel
 
     def start_controller(self):
-        return self._spawn("controller").root("make_controller")(self.config, self.clock, self.network,
-                                                                 self.trace_event)
+        return self._spawn("controller").root("make_controller")(
+            self.config, self.clock, self.network, self.trace_event
+        )
 
     def make_filesystem(self, broker_id: int) -> _Disk:
         return _Disk(self, broker_id)
 
     def start_broker(self, broker_id: int, incarnation: int):
         os.makedirs(self.data_dir(broker_id), exist_ok=True)
-        return self._spawn(broker_id).root("make_broker")(broker_id, self.config, self.data_dir(broker_id),
-                                                          self.clock, self.network, incarnation, self.trace_event)
+        return self._spawn(broker_id).root("make_broker")(
+            broker_id, self.config, self.data_dir(broker_id), self.clock, self.network, incarnation, self.trace_event
+        )
 
     def broker_snapshot(self, b):
         return self._processes[b.broker_id][1].root("snapshot")()

@@ -7,6 +7,7 @@ callback, the clock): a reference arrives as a ``Proxy`` whose attribute reads, 
 so ``is`` keeps its meaning. Calls nest both ways: while a call waits for its answer, calls from
 the other side (a broker sending a message through the driver's network) are served.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -69,11 +70,11 @@ class Channel:
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self._objects: dict[int, object] = {}   # ref -> object of this side
-        self._refs: dict[int, int] = {}          # id(object) -> ref
-        self._proxies: dict[int, Proxy] = {}     # ref of the other side -> its proxy
+        self._objects: dict[int, object] = {}  # ref -> object of this side
+        self._refs: dict[int, int] = {}  # id(object) -> ref
+        self._proxies: dict[int, Proxy] = {}  # ref of the other side -> its proxy
         self._next = 0
-        self.roots: dict[str, object] = {}       # named objects the other side may ask for
+        self.roots: dict[str, object] = {}  # named objects the other side may ask for
 
     # -- marshalling ------------------------------------------------------------------------------
     def _ref_of(self, obj) -> int:
@@ -91,10 +92,15 @@ class Channel:
         def persistent_id(obj):
             if isinstance(obj, Proxy) and obj._channel is self:
                 return ("yours", obj._ref)
-            if isinstance(obj, _PLAIN) or isinstance(obj, enum.Enum) or isinstance(obj, type) or (
-                    dataclasses.is_dataclass(obj)):
+            if (
+                isinstance(obj, _PLAIN)
+                or isinstance(obj, enum.Enum)
+                or isinstance(obj, type)
+                or (dataclasses.is_dataclass(obj))
+            ):
                 return None
             return ("mine", self._ref_of(obj))
+
         pickler.persistent_id = persistent_id
         pickler.dump(value)
         return buf.getvalue()
@@ -110,6 +116,7 @@ class Channel:
             if proxy is None:
                 proxy = self._proxies[ref] = Proxy(self, ref)
             return proxy
+
         unpickler.persistent_load = persistent_load
         return unpickler.load()
 

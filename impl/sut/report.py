@@ -9,6 +9,7 @@ Two facts are not on the wire and are kept here from the steps: the (leader, lea
 was sent under (Kafka keeps it with the request, keyed here by correlation id), and the leader
 epoch of the AlterPartition a response answers. Both are forgotten once no message needs them.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -29,24 +30,43 @@ def _entries(log) -> tuple:
 def replica_fields(b) -> dict:
     """A broker snapshot's fields besides its log (docs/sut-protocol.md, "replicas")."""
     return {
-        "alive": b.alive, "durable": b.durable, "hw": b.hw, "hw_checkpoint": b.hw_checkpoint,
-        "leader": b.leader, "leader_epoch": b.leader_epoch, "isr": tuple(b.isr),
-        "partition_epoch": b.partition_epoch, "epoch_start_offset": b.epoch_start_offset,
-        "remote_leo": tuple(b.remote_leo), "last_caught_up": tuple(t // MS_PER_TICK for t in b.last_caught_up_ms),
+        "alive": b.alive,
+        "durable": b.durable,
+        "hw": b.hw,
+        "hw_checkpoint": b.hw_checkpoint,
+        "leader": b.leader,
+        "leader_epoch": b.leader_epoch,
+        "isr": tuple(b.isr),
+        "partition_epoch": b.partition_epoch,
+        "epoch_start_offset": b.epoch_start_offset,
+        "remote_leo": tuple(b.remote_leo),
+        "last_caught_up": tuple(t // MS_PER_TICK for t in b.last_caught_up_ms),
         "pending_isr": None if b.pending_isr is None else tuple(b.pending_isr),
-        "pending_produces": tuple((int(p.value), p.offset, p.deadline_ms // MS_PER_TICK, p.count)
-                                  for p in b.pending_produces),
-        "truncating_epoch": b.truncating_epoch, "power_lost": b.power_lost,
-        "broker_epoch": b.broker_epoch, "remote_broker_epoch": tuple(b.remote_broker_epoch),
-        "pending_epochs": tuple(b.pending_isr_epochs), "unclean_shutdown": b.unclean_shutdown,
-        **({"bad_batch": b.bad_batch} if b.bad_batch >= 0 else {})}  # optional: -1 when left out
+        "pending_produces": tuple(
+            (int(p.value), p.offset, p.deadline_ms // MS_PER_TICK, p.count) for p in b.pending_produces
+        ),
+        "truncating_epoch": b.truncating_epoch,
+        "power_lost": b.power_lost,
+        "broker_epoch": b.broker_epoch,
+        "remote_broker_epoch": tuple(b.remote_broker_epoch),
+        "pending_epochs": tuple(b.pending_isr_epochs),
+        "unclean_shutdown": b.unclean_shutdown,
+        **({"bad_batch": b.bad_batch} if b.bad_batch >= 0 else {}),
+    }  # optional: -1 when left out
 
 
 def controller_fields(c) -> dict:
-    return {"leader": c.leader, "leader_epoch": c.leader_epoch, "isr": tuple(c.isr),
-            "partition_epoch": c.partition_epoch, "fenced": tuple(sorted(c.fenced)),
-            "broker_epochs": tuple(c.broker_epochs), "elr": tuple(c.elr), "last_known_leader": c.last_known_leader,
-            "registrations": c.registrations}
+    return {
+        "leader": c.leader,
+        "leader_epoch": c.leader_epoch,
+        "isr": tuple(c.isr),
+        "partition_epoch": c.partition_epoch,
+        "fenced": tuple(sorted(c.fenced)),
+        "broker_epochs": tuple(c.broker_epochs),
+        "elr": tuple(c.elr),
+        "last_known_leader": c.last_known_leader,
+        "registrations": c.registrations,
+    }
 
 
 class Report:
@@ -91,7 +111,8 @@ class Report:
             "replicas": [{"log": self.log(b.broker_id, b.log), **replica_fields(b)} for b in snap.brokers],
             "controller": controller_fields(snap.controller),
             "messages": dict(zip(MESSAGE_KINDS, self.in_flight())),
-            "now": snap.now_ms // MS_PER_TICK}
+            "now": snap.now_ms // MS_PER_TICK,
+        }
 
     def in_flight(self, convert: Callable[[str, dict], object] | None = None) -> list[tuple]:
         """Per message kind (MESSAGE_KINDS order), per replica, the messages in flight, oldest first,
@@ -154,10 +175,19 @@ def _common_prefix(a: tuple, b: tuple) -> int:
     return n if a[:n] == b[:n] else next(k for k in range(n) if a[k] != b[k])
 
 
-def _response(leader: int, epoch: int, error: str, kind: str, records=(), leader_hw=-1, answered=-1,
-              end_offset=-1) -> dict:
-    return {"leader": leader, "leader_epoch": epoch, "error": error, "kind": kind, "records": records,
-            "leader_hw": leader_hw, "epoch": answered, "end_offset": end_offset}
+def _response(
+    leader: int, epoch: int, error: str, kind: str, records=(), leader_hw=-1, answered=-1, end_offset=-1
+) -> dict:
+    return {
+        "leader": leader,
+        "leader_epoch": epoch,
+        "error": error,
+        "kind": kind,
+        "records": records,
+        "leader_hw": leader_hw,
+        "epoch": answered,
+        "end_offset": end_offset,
+    }
 
 
 def decode(kind: str, env, tag: tuple[int, int] | int | None) -> dict:
@@ -167,38 +197,66 @@ def decode(kind: str, env, tag: tuple[int, int] | int | None) -> dict:
     if kind == "fetch_request":
         leader, epoch = tag or (env.dst, -1)
         if hasattr(body, "fetch_offset"):  # Fetch
-            return {"leader": leader, "leader_epoch": epoch, "fetch_offset": body.fetch_offset,
-                    "last_fetched_epoch": body.last_fetched_epoch, "query_epoch": -1,
-                    "max_batches": body.max_batches, "broker_epoch": body.replica_epoch}
-        return {"leader": leader, "leader_epoch": epoch, "fetch_offset": -1, "last_fetched_epoch": -1,
-                "query_epoch": body.leader_epoch, "max_batches": 0, "broker_epoch": -1}  # OffsetsForLeaderEpoch
+            return {
+                "leader": leader,
+                "leader_epoch": epoch,
+                "fetch_offset": body.fetch_offset,
+                "last_fetched_epoch": body.last_fetched_epoch,
+                "query_epoch": -1,
+                "max_batches": body.max_batches,
+                "broker_epoch": body.replica_epoch,
+            }
+        return {
+            "leader": leader,
+            "leader_epoch": epoch,
+            "fetch_offset": -1,
+            "last_fetched_epoch": -1,
+            "query_epoch": body.leader_epoch,
+            "max_batches": 0,
+            "broker_epoch": -1,
+        }  # OffsetsForLeaderEpoch
     if kind == "fetch_response":
         leader, epoch = tag or (env.src, -1)
         error = Errors(body.error).name
         if isinstance(body, OffsetForLeaderEpochResponse):
             if error != NONE:
                 return _response(leader, epoch, error, "error")
-            return _response(leader, epoch, NONE, "epoch_end", answered=body.leader_epoch,
-                             end_offset=body.end_offset)
+            return _response(leader, epoch, NONE, "epoch_end", answered=body.leader_epoch, end_offset=body.end_offset)
         if error == "OFFSET_OUT_OF_RANGE":
             return _response(leader, epoch, error, "error", end_offset=body.log_end_offset)
         if error != NONE:
             return _response(leader, epoch, error, "error")
         if body.diverging_end_offset >= 0:
-            return _response(leader, epoch, NONE, "diverging", answered=body.diverging_epoch,
-                             end_offset=body.diverging_end_offset)
+            return _response(
+                leader, epoch, NONE, "diverging", answered=body.diverging_epoch, end_offset=body.diverging_end_offset
+            )
         batches = list(iter_batches(body.records))
-        records = tuple((rec.offset, batch.partition_leader_epoch, int(rec.value), batch.base_offset)
-                        for batch in batches for rec in batch.records())
+        records = tuple(
+            (rec.offset, batch.partition_leader_epoch, int(rec.value), batch.base_offset)
+            for batch in batches
+            for rec in batch.records()
+        )
         out = _response(leader, epoch, NONE, "records", records, body.high_watermark)
         bad = next((batch.base_offset for batch in batches if not batch.is_valid()), -1)
         return {**out, "bad_batch": bad} if bad >= 0 else out  # optional: -1 when left out
     if kind == "leader_and_isr":
-        return {"leader": body.leader, "leader_epoch": body.leader_epoch, "isr": tuple(body.isr),
-                "partition_epoch": body.partition_epoch}
+        return {
+            "leader": body.leader,
+            "leader_epoch": body.leader_epoch,
+            "isr": tuple(body.isr),
+            "partition_epoch": body.partition_epoch,
+        }
     if kind == "alter_partition":
-        return {"leader_epoch": body.leader_epoch, "partition_epoch": body.partition_epoch,
-                "isr": tuple(body.new_isr),  # v0 names no broker epochs: -1 each
-                "broker_epochs": tuple(body.new_isr_epochs) or (-1,) * len(body.new_isr)}
-    return {"error": Errors(body.error).name, "leader_epoch": body.leader_epoch, "isr": tuple(body.isr),
-            "partition_epoch": body.partition_epoch, "request_leader_epoch": tag}
+        return {
+            "leader_epoch": body.leader_epoch,
+            "partition_epoch": body.partition_epoch,
+            "isr": tuple(body.new_isr),  # v0 names no broker epochs: -1 each
+            "broker_epochs": tuple(body.new_isr_epochs) or (-1,) * len(body.new_isr),
+        }
+    return {
+        "error": Errors(body.error).name,
+        "leader_epoch": body.leader_epoch,
+        "isr": tuple(body.isr),
+        "partition_epoch": body.partition_epoch,
+        "request_leader_epoch": tag,
+    }

@@ -4,6 +4,7 @@ One ``Session`` per stream (stdin/stdout, or one TCP connection): every request 
 one answer line, in order. A request the session cannot read is answered with an error and the
 session goes on; only ``bye`` or the end of the input ends it.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,17 +63,24 @@ class Session:
     def _op_hello(self, request: dict) -> dict:
         versions = request.get("versions")
         if not isinstance(versions, list) or VERSION not in versions:
-            raise _Error("unsupported_version", f"this implementation speaks version {VERSION} only, "
-                                                f"asked for {str(versions)[:40]}")
+            raise _Error(
+                "unsupported_version",
+                f"this implementation speaks version {VERSION} only, asked for {str(versions)[:40]}",
+            )
         self.version = VERSION
-        return {"version": VERSION, "implementation": IMPLEMENTATION, "protocols": list(VARIANTS),
-                "features": ["snapshot"]}
+        return {
+            "version": VERSION,
+            "implementation": IMPLEMENTATION,
+            "protocols": list(VARIANTS),
+            "features": ["snapshot"],
+        }
 
     def _op_reset(self, request: dict) -> dict:
         protocol, config = request.get("protocol"), request.get("config", {})
         if protocol not in VARIANTS:
-            raise _Error("unsupported_protocol", f"protocol: {str(protocol)[:40]!r} is not one of "
-                                                 f"{', '.join(VARIANTS)}")
+            raise _Error(
+                "unsupported_protocol", f"protocol: {str(protocol)[:40]!r} is not one of {', '.join(VARIANTS)}"
+            )
         if not isinstance(config, dict):
             raise _Error("bad_config", "config: expected an object")
         try:

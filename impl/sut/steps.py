@@ -4,27 +4,50 @@ docs/steps.md defines the steps; the implementation keeps its own copy of the fi
 never asks the model), and docs/sut-protocol.md says how a step travels: ``{"step": NAME, FIELD:
 VALUE, ...}``. A field left out takes its documented default.
 """
+
 from __future__ import annotations
 
 _REQUIRED = object()
 
 # field -> (type, default); bool is not an int here, as in JSON
 FIELDS: dict[str, tuple[type, object]] = {
-    "replica": (int, _REQUIRED), "acks": (int, _REQUIRED), "records": (int, 1),
-    "max_batches": (int, 0), "index": (int, 0), "kind": (str, _REQUIRED), "message": (str, _REQUIRED),
-    "survive": (int, 0), "torn": (bool, False), "tail": (str, "cut"), "io": (str, _REQUIRED),
+    "replica": (int, _REQUIRED),
+    "acks": (int, _REQUIRED),
+    "records": (int, 1),
+    "max_batches": (int, 0),
+    "index": (int, 0),
+    "kind": (str, _REQUIRED),
+    "message": (str, _REQUIRED),
+    "survive": (int, 0),
+    "torn": (bool, False),
+    "tail": (str, "cut"),
+    "io": (str, _REQUIRED),
 }
 
 # step -> its fields, in the order the Cluster method of the same name takes them
 STEPS: dict[str, tuple[str, ...]] = {
-    "produce": ("replica", "acks", "records"), "consume": ("replica",),
-    "send_fetch": ("replica", "max_batches"), "handle_fetch": ("replica",),
-    "handle_fetch_response": ("replica",), "deliver_leader_and_isr": ("replica", "index"),
-    "shrink_isr": ("replica",), "expand_isr": ("replica",), "handle_alter_partition": ("replica",),
-    "handle_alter_partition_response": ("replica",), "elect": ("replica",), "fence": ("replica",),
-    "rejoin": ("replica",), "crash": ("replica", "kind", "survive", "torn", "tail"), "restart": ("replica",),
-    "lose_disk": ("replica",), "flush": ("replica",), "checkpoint_hw": ("replica",), "tick": (),
-    "drop": ("message", "replica", "index"), "corrupt": ("replica",), "fail_disk": ("replica", "io"),
+    "produce": ("replica", "acks", "records"),
+    "consume": ("replica",),
+    "send_fetch": ("replica", "max_batches"),
+    "handle_fetch": ("replica",),
+    "handle_fetch_response": ("replica",),
+    "deliver_leader_and_isr": ("replica", "index"),
+    "shrink_isr": ("replica",),
+    "expand_isr": ("replica",),
+    "handle_alter_partition": ("replica",),
+    "handle_alter_partition_response": ("replica",),
+    "elect": ("replica",),
+    "fence": ("replica",),
+    "rejoin": ("replica",),
+    "crash": ("replica", "kind", "survive", "torn", "tail"),
+    "restart": ("replica",),
+    "lose_disk": ("replica",),
+    "flush": ("replica",),
+    "checkpoint_hw": ("replica",),
+    "tick": (),
+    "drop": ("message", "replica", "index"),
+    "corrupt": ("replica",),
+    "fail_disk": ("replica", "io"),
     "corrupt_live": ("replica",),
 }
 _OPTIONAL = {("elect", "replica"): -1}  # an election without a target

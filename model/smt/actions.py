@@ -3,6 +3,7 @@ the step) and its effect (the successor), each following the model's action of t
 Protocol differences are the ``rules`` calls (``model/smt/protocols.py``). A step the encoding
 does not cover raises ``Unsupported`` naming it; nothing is skipped silently.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -31,6 +32,7 @@ def maybe_increment_leader_hw(nx: Next, r: int) -> None:
     """Partition.maybeIncrementLeaderHW: HW = min LEO over the maximal ISR (only moves up), then
     DelayedProduce completion of the acks=all requests the HW passed (acknowledged with NONE
     while the ISR holds min.insync.replicas members); nothing while the HW is blocked (KIP-966)."""
+
     def lead(x: Next) -> None:
         n, b = x.b.replicas, x.b
         new_hw = x.rep(r, "len")
@@ -42,8 +44,10 @@ def maybe_increment_leader_hw(nx: Next, r: int) -> None:
         hw = z3.If(new_hw > x.rep(r, "hw"), new_hw, x.rep(r, "hw"))
         x.set_rep(r, hw=hw)
         enough = x.isr_count(r) >= x.cfg.min_insync_replicas
-        done = {k: z3.And(x.rep(r, f"pp{k}"), x.rep(r, f"ppoff{k}") + x.rep(r, f"ppn{k}") <= hw)
-                for k in range(1, b.records + 1)}
+        done = {
+            k: z3.And(x.rep(r, f"pp{k}"), x.rep(r, f"ppoff{k}") + x.rep(r, f"ppn{k}") <= hw)
+            for k in range(1, b.records + 1)
+        }
         for t in range(1, b.records + 1):
             for k in range(max(1, t - b.batch + 1), t + 1):
                 acks = z3.And(done[k], enough, x.rep(r, f"ppn{k}") > t - k)
@@ -51,6 +55,7 @@ def maybe_increment_leader_hw(nx: Next, r: int) -> None:
                 x[f"ackoff{t}"] = z3.If(acks, x.rep(r, f"ppoff{k}") + (t - k), x[f"ackoff{t}"])
         for k in range(1, b.records + 1):
             _clear_pending(x, r, k, done[k])
+
     nx.branch(z3.And(nx.rep(r, "leader") == r, _not(_rules(nx).hw_blocked(nx, r))), lead)
 
 
@@ -73,19 +78,35 @@ def _propose_isr(nx: Next, r: int, proposed: list, epochs: list | None = None) -
     (KIP-903), or the resend of the pending one with the ``epochs`` it was proposed with."""
     if epochs is None:
         known = _rules(nx).proposal_epoch
-        epochs = [z3.If(m, known(nx.rep(r, "bepoch") if j == r else nx.rep(r, f"rbe{j}")), -1)
-                  for j, m in enumerate(proposed)]
-    nx.push("alter_partition", r, {"lepoch": nx.rep(r, "lepoch"), "pepoch": nx.rep(r, "pepoch"),
-                                   **{f"isr{j}": m for j, m in enumerate(proposed)},
-                                   **{f"ep{j}": e for j, e in enumerate(epochs)}})
-    nx.set_rep(r, pend=z3.BoolVal(True), **{f"pisr{j}": m for j, m in enumerate(proposed)},
-               **{f"pep{j}": e for j, e in enumerate(epochs)})
+        epochs = [
+            z3.If(m, known(nx.rep(r, "bepoch") if j == r else nx.rep(r, f"rbe{j}")), -1) for j, m in enumerate(proposed)
+        ]
+    nx.push(
+        "alter_partition",
+        r,
+        {
+            "lepoch": nx.rep(r, "lepoch"),
+            "pepoch": nx.rep(r, "pepoch"),
+            **{f"isr{j}": m for j, m in enumerate(proposed)},
+            **{f"ep{j}": e for j, e in enumerate(epochs)},
+        },
+    )
+    nx.set_rep(
+        r,
+        pend=z3.BoolVal(True),
+        **{f"pisr{j}": m for j, m in enumerate(proposed)},
+        **{f"pep{j}": e for j, e in enumerate(epochs)},
+    )
 
 
 def _send_leader_and_isr(nx: Next, to) -> None:
     """The controller's partition state, to broker ``to`` if it is alive."""
-    nx.push("leader_and_isr", to, {"leader": nx["c.leader"], "lepoch": nx["c.lepoch"], "pepoch": nx["c.pepoch"],
-                                   **_isr_fields(nx, "c.isr")}, when=nx.rep(to, "alive"))
+    nx.push(
+        "leader_and_isr",
+        to,
+        {"leader": nx["c.leader"], "lepoch": nx["c.lepoch"], "pepoch": nx["c.pepoch"], **_isr_fields(nx, "c.isr")},
+        when=nx.rep(to, "alive"),
+    )
 
 
 def _broadcast(nx: Next, skip: int = -1) -> None:
@@ -101,8 +122,13 @@ def _remove_broker(nx: Next, r: int, isr: list, unclean: tuple):
     n, rules = nx.b.replicas, _rules(nx)
     leads = nx["c.leader"] == r
     elr = rules.elr_after(nx, isr, unclean)
-    changed = z3.simplify(z3.Or(leads, *(z3.Xor(isr[j], nx[f"c.isr{j}"]) for j in range(n)),
-                                *(z3.Xor(elr[j], nx[f"c.elr{j}"]) for j in range(n))))
+    changed = z3.simplify(
+        z3.Or(
+            leads,
+            *(z3.Xor(isr[j], nx[f"c.isr{j}"]) for j in range(n)),
+            *(z3.Xor(elr[j], nx[f"c.elr{j}"]) for j in range(n)),
+        )
+    )
     nx["c.lkl"] = z3.If(leads, rules.last_known_leader(r), nx["c.lkl"])
     nx["c.lepoch"] = z3.If(leads, nx["c.lepoch"] + 1, nx["c.lepoch"])
     nx["c.leader"] = z3.If(leads, -1, nx["c.leader"])
@@ -124,6 +150,7 @@ def _register(nx: Next, r: int, unclean=False) -> None:
     def uncleanly(x: Next) -> None:
         isr = [x[f"c.isr{j}"] if j != r else z3.BoolVal(False) for j in range(x.b.replicas)]
         x.branch(_remove_broker(x, r, isr, (r,)), lambda y: _broadcast(y, skip=r))
+
     nx.branch(unclean, uncleanly)
     nx[f"c.fenced{r}"] = z3.BoolVal(False)
     _send_leader_and_isr(nx, r)
@@ -134,6 +161,7 @@ def _has_message(nx: Next, q: str, r: int, index: int = 0):
 
 
 # -- client requests -----------------------------------------------------------------------------------
+
 
 def guard_produce(nx: Next, st: Step):
     return nx.rep(st.replica, "alive")
@@ -149,19 +177,29 @@ def effect_produce(nx: Next, st: Step) -> None:
         x.fits.append(offset + n <= b.log)
         for k in range(b.log):
             here = z3.And(k >= offset, k < offset + n)
-            x.set_rep(r, **{f"e{k}": z3.If(here, x.rep(r, "lepoch"), x.rep(r, f"e{k}")),
-                            f"rec{k}": z3.If(here, record + (k - offset), x.rep(r, f"rec{k}")),
-                            f"base{k}": z3.If(here, offset, x.rep(r, f"base{k}"))})
+            x.set_rep(
+                r,
+                **{
+                    f"e{k}": z3.If(here, x.rep(r, "lepoch"), x.rep(r, f"e{k}")),
+                    f"rec{k}": z3.If(here, record + (k - offset), x.rep(r, f"rec{k}")),
+                    f"base{k}": z3.If(here, offset, x.rep(r, f"base{k}")),
+                },
+            )
         length = offset + n
         x.set_rep(r, len=length, durable=x.flush_policy(length, x.rep(r, "durable")))
         if acks == -1:
             x.fits.append(record + n - 1 <= b.records)
             for k in range(1, b.records + 1):
                 here = record == k
-                x.set_rep(r, **{f"pp{k}": z3.Or(here, x.rep(r, f"pp{k}")),
-                                f"ppoff{k}": z3.If(here, offset, x.rep(r, f"ppoff{k}")),
-                                f"ppdl{k}": z3.If(here, x["now"] + x.cfg.request_timeout_ticks, x.rep(r, f"ppdl{k}")),
-                                f"ppn{k}": z3.If(here, n, x.rep(r, f"ppn{k}"))})
+                x.set_rep(
+                    r,
+                    **{
+                        f"pp{k}": z3.Or(here, x.rep(r, f"pp{k}")),
+                        f"ppoff{k}": z3.If(here, offset, x.rep(r, f"ppoff{k}")),
+                        f"ppdl{k}": z3.If(here, x["now"] + x.cfg.request_timeout_ticks, x.rep(r, f"ppdl{k}")),
+                        f"ppn{k}": z3.If(here, n, x.rep(r, f"ppn{k}")),
+                    },
+                )
         maybe_increment_leader_hw(x, r)
 
     accepted = nx.rep(r, "leader") == r
@@ -193,18 +231,25 @@ def effect_consume(nx: Next, st: Step) -> None:
                 x[f"cons{o}_{k}"] = z3.Or(x[f"cons{o}_{k}"], z3.And(o < hw, rec == k))
         x["regressed"] = z3.Or(x["regressed"], hw < x["maxhw"])
         x["maxhw"] = z3.If(hw > x["maxhw"], hw, x["maxhw"])
+
     nx.branch(served, read)
 
 
 # -- replication: the follower's fetch round -------------------------------------------------------------
+
 
 def _outstanding(nx: Next, r: int):
     leader, epoch = nx.rep(r, "leader"), nx.rep(r, "lepoch")
     found = []
     for q in ("fetch_requests", "fetch_responses"):
         for slot in range(nx.b.capacity(q)):
-            found.append(z3.And(slot < nx.queue_len(q, r), nx.msg(q, r, slot, "leader") == leader,
-                                nx.msg(q, r, slot, "lepoch") == epoch))
+            found.append(
+                z3.And(
+                    slot < nx.queue_len(q, r),
+                    nx.msg(q, r, slot, "leader") == leader,
+                    nx.msg(q, r, slot, "lepoch") == epoch,
+                )
+            )
     return z3.Or(found)
 
 
@@ -220,11 +265,20 @@ def effect_send_fetch(nx: Next, st: Step) -> None:
     query = z3.BoolVal(False)
     if _rules(nx).uses_epoch_queries:
         query = z3.And(nx.rep(r, "trunc") >= 0, n > 0)
-    nx.push("fetch_requests", r, {
-        "leader": leader, "lepoch": nx.rep(r, "lepoch"), "off": z3.If(query, -1, n),
-        "lfe": z3.If(query, -1, nx.latest_epoch(f"r{r}.")), "qe": z3.If(query, nx.rep(r, "trunc"), -1),
-        "mb": z3.If(query, 0, st.max_batches), "be": z3.If(query, -1, _rules(nx).fetch_broker_epoch(nx, r))},
-        when=nx.of_replica(leader, "alive"))
+    nx.push(
+        "fetch_requests",
+        r,
+        {
+            "leader": leader,
+            "lepoch": nx.rep(r, "lepoch"),
+            "off": z3.If(query, -1, n),
+            "lfe": z3.If(query, -1, nx.latest_epoch(f"r{r}.")),
+            "qe": z3.If(query, nx.rep(r, "trunc"), -1),
+            "mb": z3.If(query, 0, st.max_batches),
+            "be": z3.If(query, -1, _rules(nx).fetch_broker_epoch(nx, r)),
+        },
+        when=nx.of_replica(leader, "alive"),
+    )
 
 
 def guard_handle_fetch(nx: Next, st: Step):
@@ -238,24 +292,37 @@ def effect_handle_fetch(nx: Next, st: Step) -> None:
 
     def serve(x: Next, d: int) -> None:
         def respond(y: Next, error: str | object, kind: str, hw=-1, epoch=-1, end=-1, start=None, stop=None) -> None:
-            fields = {"leader": z3.IntVal(d), "lepoch": req["lepoch"],
-                      "err": ERROR[error] if isinstance(error, str) else error, "kind": z3.IntVal(KIND[kind]),
-                      "hw": hw, "ep": epoch, "end": end}
+            fields = {
+                "leader": z3.IntVal(d),
+                "lepoch": req["lepoch"],
+                "err": ERROR[error] if isinstance(error, str) else error,
+                "kind": z3.IntVal(KIND[kind]),
+                "hw": hw,
+                "ep": epoch,
+                "end": end,
+            }
             if start is not None:  # the records log[start:stop], a damaged batch among them sent unchecked
                 rn = stop - start
                 bad = y.rep(d, "bad")
-                fields.update(rn=rn, rstart=z3.If(rn > 0, start, 0),
-                              bad1=z3.If(z3.And(start <= bad, bad < stop), bad + 1, 0))
+                fields.update(
+                    rn=rn, rstart=z3.If(rn > 0, start, 0), bad1=z3.If(z3.And(start <= bad, bad < stop), bad + 1, 0)
+                )
                 for k in range(y.b.log):
                     for f in ("e", "rec", "base"):
                         fields[f"{f}{k}"] = z3.If(k < rn, y.log_field(f"r{d}.", f, start + k), 0)
-            y.push("fetch_responses", r, {k: z3.IntVal(v) if isinstance(v, int) else v for k, v in fields.items()},
-                   when=y.rep(r, "alive"))
+            y.push(
+                "fetch_responses",
+                r,
+                {k: z3.IntVal(v) if isinstance(v, int) else v for k, v in fields.items()},
+                when=y.rep(r, "alive"),
+            )
 
         def records(y: Next) -> None:
             leo, off = y.rep(d, "len"), req["off"]
-            y.set_rep(d, **{f"rleo{r}": off, f"rbe{r}": req["be"],
-                            f"lcu{r}": z3.If(off >= leo, y["now"], y.rep(d, f"lcu{r}"))})
+            y.set_rep(
+                d,
+                **{f"rleo{r}": off, f"rbe{r}": req["be"], f"lcu{r}": z3.If(off >= leo, y["now"], y.rep(d, f"lcu{r}"))},
+            )
             maybe_increment_leader_hw(y, d)
             start = z3.If(off < leo, y.log_field(f"r{d}.", "base", off), leo)  # the whole batch
             respond(y, "NONE", "records", hw=y.rep(d, "hw"), start=start, stop=_fetch_end(y, d, start, req["mb"]))
@@ -276,9 +343,15 @@ def effect_handle_fetch(nx: Next, st: Step) -> None:
             if check is None:
                 return valid(y)
             refused, error, epoch, end = check
-            y.branch(refused, lambda z: z.branch(
-                error != ERROR["NONE"], lambda w: respond(w, error, "error"),
-                lambda w: respond(w, "NONE", "diverging", epoch=epoch, end=end)), valid)
+            y.branch(
+                refused,
+                lambda z: z.branch(
+                    error != ERROR["NONE"],
+                    lambda w: respond(w, error, "error"),
+                    lambda w: respond(w, "NONE", "diverging", epoch=epoch, end=end),
+                ),
+                valid,
+            )
 
         x.branch(x.rep(d, "leader") != d, lambda y: respond(y, "NOT_LEADER_OR_FOLLOWER", "error"), led)
 
@@ -304,8 +377,9 @@ def effect_handle_fetch_response(nx: Next, st: Step) -> None:
     def records(x: Next) -> None:
         # a damaged batch (the CRC check refuses the whole response), or a first batch below the
         # LEO (diverged batch boundaries): the append fails, nothing changes
-        x.branch(z3.Or(resp["bad1"] > 0, z3.And(resp["rn"] > 0, resp["rstart"] < x.rep(r, "len"))),
-                 lambda y: None, accept)
+        x.branch(
+            z3.Or(resp["bad1"] > 0, z3.And(resp["rn"] > 0, resp["rstart"] < x.rep(r, "len"))), lambda y: None, accept
+        )
 
     def accept(x: Next) -> None:
         def append(y: Next) -> None:
@@ -318,6 +392,7 @@ def effect_handle_fetch_response(nx: Next, st: Step) -> None:
                         theirs = z3.If(k - cut == j, resp[f"{f}{j}"], theirs)
                     y[f"{p}{f}{k}"] = z3.If(k < cut, y[f"{p}{f}{k}"], z3.If(k < cut + rn, theirs, 0))
             y.set_rep(r, len=cut + rn, durable=zmin(y.rep(r, "durable"), cut))
+
         x.branch(resp["rn"] > 0, append)
         n = x.rep(r, "len")
         x.set_rep(r, durable=x.flush_policy(n, x.rep(r, "durable")), hw=zmin(resp["hw"], n))
@@ -328,15 +403,27 @@ def effect_handle_fetch_response(nx: Next, st: Step) -> None:
 
     def by_kind(x: Next) -> None:
         kind = resp["kind"]
-        x.branch(kind == KIND["records"], records, lambda y: y.branch(
-            kind == KIND["epoch_end"], lambda z: rules.handle_epoch_answer(z, r, resp["ep"], resp["end"]),
-            lambda z: z.branch(kind == KIND["diverging"], diverging, lambda w: w.branch(
-                resp["err"] == ERROR["OFFSET_OUT_OF_RANGE"], lambda v: v.truncate_to(r, resp["end"])))))
+        x.branch(
+            kind == KIND["records"],
+            records,
+            lambda y: y.branch(
+                kind == KIND["epoch_end"],
+                lambda z: rules.handle_epoch_answer(z, r, resp["ep"], resp["end"]),
+                lambda z: z.branch(
+                    kind == KIND["diverging"],
+                    diverging,
+                    lambda w: w.branch(
+                        resp["err"] == ERROR["OFFSET_OUT_OF_RANGE"], lambda v: v.truncate_to(r, resp["end"])
+                    ),
+                ),
+            ),
+        )
 
     nx.branch(z3.And(resp["leader"] == nx.rep(r, "leader"), resp["lepoch"] == nx.rep(r, "lepoch")), by_kind)
 
 
 # -- partition state: LeaderAndIsr and the ISR ------------------------------------------------------------
+
 
 def guard_deliver_leader_and_isr(nx: Next, st: Step):
     return _has_message(nx, "leader_and_isr", st.replica, st.index)
@@ -350,38 +437,65 @@ def effect_deliver_leader_and_isr(nx: Next, st: Step) -> None:
     if not _rules(nx).follows_leaderless:
         newer = z3.And(newer, m["leader"] != -1)
     isr = {f"isr{j}": m[f"isr{j}"] for j in range(n)}
-    neutral = {**{f"{f}{j}": z3.IntVal(-1) for j in range(n) for f in ("rleo", "rbe", "pep")},
-               **{f"pisr{j}": z3.BoolVal(False) for j in range(n)}, "pend": z3.BoolVal(False)}
+    neutral = {
+        **{f"{f}{j}": z3.IntVal(-1) for j in range(n) for f in ("rleo", "rbe", "pep")},
+        **{f"pisr{j}": z3.BoolVal(False) for j in range(n)},
+        "pend": z3.BoolVal(False),
+    }
 
     def make_leader(x: Next) -> None:
-        x.set_rep(r, leader=z3.IntVal(r), lepoch=m["lepoch"], pepoch=m["pepoch"], eso=x.rep(r, "len"),
-                  trunc=z3.IntVal(-1), **isr, **neutral,
-                  **{f"lcu{j}": z3.If(m[f"isr{j}"], x["now"], 0) for j in range(n)})
+        x.set_rep(
+            r,
+            leader=z3.IntVal(r),
+            lepoch=m["lepoch"],
+            pepoch=m["pepoch"],
+            eso=x.rep(r, "len"),
+            trunc=z3.IntVal(-1),
+            **isr,
+            **neutral,
+            **{f"lcu{j}": z3.If(m[f"isr{j}"], x["now"], 0) for j in range(n)},
+        )
         maybe_increment_leader_hw(x, r)
 
     def make_follower(x: Next) -> None:
         for k in range(1, x.b.records + 1):
             _clear_pending(x, r, k)
-        x.set_rep(r, leader=m["leader"], lepoch=m["lepoch"], pepoch=m["pepoch"], eso=z3.IntVal(-1), **isr, **neutral,
-                  **{f"lcu{j}": z3.IntVal(0) for j in range(n)})
+        x.set_rep(
+            r,
+            leader=m["leader"],
+            lepoch=m["lepoch"],
+            pepoch=m["pepoch"],
+            eso=z3.IntVal(-1),
+            **isr,
+            **neutral,
+            **{f"lcu{j}": z3.IntVal(0) for j in range(n)},
+        )
         _rules(x).make_follower(x, r)
 
     def apply(x: Next) -> None:
-        x.branch(m["lepoch"] == le, lambda y: y.set_rep(r, pepoch=m["pepoch"], **isr),
-                 lambda y: y.branch(m["leader"] == r, make_leader, make_follower))
+        x.branch(
+            m["lepoch"] == le,
+            lambda y: y.set_rep(r, pepoch=m["pepoch"], **isr),
+            lambda y: y.branch(m["leader"] == r, make_leader, make_follower),
+        )
+
     nx.branch(newer, apply)
 
 
 def _lagging(nx: Next, r: int) -> list:
     lag = nx.cfg.replica_lag_time_max_ticks
-    return [z3.And(nx.rep(r, f"isr{f}"), nx["now"] - nx.rep(r, f"lcu{f}") > lag) if f != r else z3.BoolVal(False)
-            for f in range(nx.b.replicas)]
+    return [
+        z3.And(nx.rep(r, f"isr{f}"), nx["now"] - nx.rep(r, f"lcu{f}") > lag) if f != r else z3.BoolVal(False)
+        for f in range(nx.b.replicas)
+    ]
 
 
 def _caught_up(nx: Next, r: int) -> list:
     in_sync = _rules(nx).in_sync
-    return [z3.And(_not(nx.rep(r, f"isr{f}")), in_sync(nx, r, nx.rep(r, f"rleo{f}"))) if f != r
-            else z3.BoolVal(False) for f in range(nx.b.replicas)]
+    return [
+        z3.And(_not(nx.rep(r, f"isr{f}")), in_sync(nx, r, nx.rep(r, f"rleo{f}"))) if f != r else z3.BoolVal(False)
+        for f in range(nx.b.replicas)
+    ]
 
 
 def guard_shrink_isr(nx: Next, st: Step):
@@ -410,11 +524,21 @@ def guard_handle_alter_partition(nx: Next, st: Step):
 def effect_handle_alter_partition(nx: Next, st: Step) -> None:
     r, n = st.replica, nx.b.replicas
     m = nx.pop("alter_partition", r)
-    ineligible = z3.Or([z3.And(m[f"isr{j}"], z3.Or(nx[f"c.fenced{j}"], z3.And(
-        m[f"ep{j}"] != -1, m[f"ep{j}"] != nx[f"c.bep{j}"]))) for j in range(n)])
-    error = z3.If(z3.Or(nx["c.leader"] != r, m["lepoch"] != nx["c.lepoch"]), ERROR["FENCED_LEADER_EPOCH"],
-                  z3.If(m["pepoch"] != nx["c.pepoch"], ERROR["INVALID_UPDATE_VERSION"],
-                        z3.If(ineligible, ERROR["INELIGIBLE_REPLICA"], ERROR["NONE"])))
+    ineligible = z3.Or(
+        [
+            z3.And(m[f"isr{j}"], z3.Or(nx[f"c.fenced{j}"], z3.And(m[f"ep{j}"] != -1, m[f"ep{j}"] != nx[f"c.bep{j}"])))
+            for j in range(n)
+        ]
+    )
+    error = z3.If(
+        z3.Or(nx["c.leader"] != r, m["lepoch"] != nx["c.lepoch"]),
+        ERROR["FENCED_LEADER_EPOCH"],
+        z3.If(
+            m["pepoch"] != nx["c.pepoch"],
+            ERROR["INVALID_UPDATE_VERSION"],
+            z3.If(ineligible, ERROR["INELIGIBLE_REPLICA"], ERROR["NONE"]),
+        ),
+    )
 
     def commit(x: Next) -> None:
         isr = [m[f"isr{j}"] for j in range(n)]
@@ -422,10 +546,20 @@ def effect_handle_alter_partition(nx: Next, st: Step) -> None:
         for j in range(n):
             x[f"c.isr{j}"], x[f"c.elr{j}"] = isr[j], elr[j]
         x["c.pepoch"] = x["c.pepoch"] + 1
+
     nx.branch(error == ERROR["NONE"], commit)
-    nx.push("alter_partition_responses", r, {"err": error, "lepoch": nx["c.lepoch"], "pepoch": nx["c.pepoch"],
-                                             "rlepoch": m["lepoch"], **_isr_fields(nx, "c.isr")},
-            when=nx.rep(r, "alive"))
+    nx.push(
+        "alter_partition_responses",
+        r,
+        {
+            "err": error,
+            "lepoch": nx["c.lepoch"],
+            "pepoch": nx["c.pepoch"],
+            "rlepoch": m["lepoch"],
+            **_isr_fields(nx, "c.isr"),
+        },
+        when=nx.rep(r, "alive"),
+    )
 
 
 def guard_handle_alter_partition_response(nx: Next, st: Step):
@@ -441,13 +575,19 @@ def effect_handle_alter_partition_response(nx: Next, st: Step) -> None:
         maybe_increment_leader_hw(x, r)
 
     def answer(x: Next) -> None:
-        x.set_rep(r, pend=z3.BoolVal(False), **{f"pisr{j}": z3.BoolVal(False) for j in range(n)},
-                  **{f"pep{j}": z3.IntVal(-1) for j in range(n)})
+        x.set_rep(
+            r,
+            pend=z3.BoolVal(False),
+            **{f"pisr{j}": z3.BoolVal(False) for j in range(n)},
+            **{f"pep{j}": z3.IntVal(-1) for j in range(n)},
+        )
         x.branch(z3.And(m["lepoch"] == x.rep(r, "lepoch"), m["pepoch"] >= x.rep(r, "pepoch")), adopt)
+
     nx.branch(m["rlepoch"] == nx.rep(r, "lepoch"), answer)
 
 
 # -- the controller -----------------------------------------------------------------------------------------
+
 
 def _elect_choice(nx: Next) -> tuple:
     """(clean choice or -1, its ISR, unclean choice or -1): the variant's clean election (ISR;
@@ -506,6 +646,7 @@ def effect_rejoin(nx: Next, st: Step) -> None:
 
 # -- brokers: failures, restarts, disks, fsync ---------------------------------------------------------------
 
+
 def guard_crash(nx: Next, st: Step):
     r = st.replica
     if not (st.survive or st.torn):
@@ -529,8 +670,12 @@ def effect_crash(nx: Next, st: Step) -> None:
         nx.set_rep(r, durable=z3.If(bad >= 0, zmin(durable, bad), durable))
     for k in range(1, nx.b.records + 1):
         _clear_pending(nx, r, k)
-    nx.set_rep(r, alive=z3.BoolVal(False), plost=lost,
-               unclean=z3.BoolVal(_rules(nx).unclean_shutdown(st.arg, nx.cfg.unclean_shutdown_detection)))
+    nx.set_rep(
+        r,
+        alive=z3.BoolVal(False),
+        plost=lost,
+        unclean=z3.BoolVal(_rules(nx).unclean_shutdown(st.arg, nx.cfg.unclean_shutdown_detection)),
+    )
     for q in MESSAGE_KINDS.values():
         nx.clear(q, r)
     for q in ("fetch_requests", "fetch_responses"):
@@ -549,13 +694,33 @@ def effect_restart(nx: Next, st: Step) -> None:
     nx.branch(nx.rep(r, "plost"), lambda x: x.cut_log(p, zmin(x.rep(r, "durable"), x.rep(r, "len"))))
     length = nx.rep(r, "len")
     bad = nx.rep(r, "bad")  # kept by a clean shutdown (no recovery), else cut with the log
-    nx.set_rep(r, alive=z3.BoolVal(True), durable=zmin(nx.rep(r, "durable"), length), bad=z3.If(bad < length, bad, -1),
-               hw=zmin(nx.rep(r, "hwc"), length), leader=z3.IntVal(-1), lepoch=z3.IntVal(-1),
-               pepoch=z3.IntVal(-1), eso=z3.IntVal(-1), trunc=z3.IntVal(-1), pend=z3.BoolVal(False),
-               plost=z3.BoolVal(False), unclean=z3.BoolVal(False),
-               **{f"{f}{j}": v for j in range(n) for f, v in (
-                   ("isr", z3.BoolVal(False)), ("pisr", z3.BoolVal(False)), ("rleo", z3.IntVal(-1)),
-                   ("lcu", z3.IntVal(0)), ("rbe", z3.IntVal(-1)), ("pep", z3.IntVal(-1)))})
+    nx.set_rep(
+        r,
+        alive=z3.BoolVal(True),
+        durable=zmin(nx.rep(r, "durable"), length),
+        bad=z3.If(bad < length, bad, -1),
+        hw=zmin(nx.rep(r, "hwc"), length),
+        leader=z3.IntVal(-1),
+        lepoch=z3.IntVal(-1),
+        pepoch=z3.IntVal(-1),
+        eso=z3.IntVal(-1),
+        trunc=z3.IntVal(-1),
+        pend=z3.BoolVal(False),
+        plost=z3.BoolVal(False),
+        unclean=z3.BoolVal(False),
+        **{
+            f"{f}{j}": v
+            for j in range(n)
+            for f, v in (
+                ("isr", z3.BoolVal(False)),
+                ("pisr", z3.BoolVal(False)),
+                ("rleo", z3.IntVal(-1)),
+                ("lcu", z3.IntVal(0)),
+                ("rbe", z3.IntVal(-1)),
+                ("pep", z3.IntVal(-1)),
+            )
+        },
+    )
     for k in range(1, nx.b.records + 1):
         _clear_pending(nx, r, k)
     _register(nx, r, unclean)
@@ -568,8 +733,15 @@ def guard_lose_disk(nx: Next, st: Step):
 def effect_lose_disk(nx: Next, st: Step) -> None:
     r = st.replica
     nx.cut_log(f"r{r}.", z3.IntVal(0))
-    nx.set_rep(r, durable=z3.IntVal(0), hw=z3.IntVal(0), hwc=z3.IntVal(0), plost=z3.BoolVal(True), bad=z3.IntVal(-1),
-               unclean=z3.BoolVal(_rules(nx).unclean_shutdown("lost disk", nx.cfg.unclean_shutdown_detection)))
+    nx.set_rep(
+        r,
+        durable=z3.IntVal(0),
+        hw=z3.IntVal(0),
+        hwc=z3.IntVal(0),
+        plost=z3.BoolVal(True),
+        bad=z3.IntVal(-1),
+        unclean=z3.BoolVal(_rules(nx).unclean_shutdown("lost disk", nx.cfg.unclean_shutdown_detection)),
+    )
 
 
 def guard_corrupt(nx: Next, st: Step):
@@ -614,7 +786,9 @@ def effect_corrupt_live(nx: Next, st: Step) -> None:
 
 def guard_flush(nx: Next, st: Step):
     r = st.replica
-    return z3.And(nx.rep(r, "alive"), z3.Or(nx.rep(r, "durable") != nx.rep(r, "len"), nx.rep(r, "hwc") != nx.rep(r, "hw")))
+    return z3.And(
+        nx.rep(r, "alive"), z3.Or(nx.rep(r, "durable") != nx.rep(r, "len"), nx.rep(r, "hwc") != nx.rep(r, "hw"))
+    )
 
 
 def effect_flush(nx: Next, st: Step) -> None:
@@ -650,17 +824,25 @@ def effect_drop(nx: Next, st: Step) -> None:
     its current leader epoch, is lost."""
     r = st.replica
     q = MESSAGE_KINDS[st.arg]
-    sent_in = nx.msg(q, r, st.index, "lepoch" if st.arg == "alter_partition" else "rlepoch") \
-        if st.arg in ("alter_partition", "alter_partition_response") else None
+    sent_in = (
+        nx.msg(q, r, st.index, "lepoch" if st.arg == "alter_partition" else "rlepoch")
+        if st.arg in ("alter_partition", "alter_partition_response")
+        else None
+    )
     nx.pop(q, r, st.index)
     if sent_in is not None:
         n = nx.b.replicas
-        nx.branch(z3.And(nx.rep(r, "pend"), sent_in == nx.rep(r, "lepoch")), lambda x: _propose_isr(
-            x, r, [x.rep(r, f"pisr{j}") for j in range(n)], [x.rep(r, f"pep{j}") for j in range(n)]))
+        nx.branch(
+            z3.And(nx.rep(r, "pend"), sent_in == nx.rep(r, "lepoch")),
+            lambda x: _propose_isr(
+                x, r, [x.rep(r, f"pisr{j}") for j in range(n)], [x.rep(r, f"pep{j}") for j in range(n)]
+            ),
+        )
 
 
 ENCODED: dict[str, tuple[Callable, Callable]] = {
-    name: (globals()[f"guard_{name}"], globals()[f"effect_{name}"]) for name in STEPS if f"guard_{name}" in globals()}
+    name: (globals()[f"guard_{name}"], globals()[f"effect_{name}"]) for name in STEPS if f"guard_{name}" in globals()
+}
 
 
 def unsupported(st: Step) -> str | None:

@@ -7,6 +7,7 @@ asked about the newest state inside ``push``/``pop``. Transitions are the explor
 or with ``scope.fetch_rounds`` a follower's whole fetch round, whose inner state (after
 handle_fetch) is checked too; so the shortest violation in transitions is the explorer's.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ from ..state import State, initial_state
 from .actions import Unsupported, fault_counted, successor, unsupported
 from .properties import FORMULAS
 from .protocols import rules_for
-from .state import ERRORS, KINDS, Bounds, QUEUES, SCALARS, constant, decode, embed, fresh, schema, values_of
+from .state import ERRORS, KINDS, QUEUES, SCALARS, Bounds, constant, decode, embed, fresh, schema, values_of
 from .terms import count, same
 
 _FETCH_ROUND = ("send_fetch", "handle_fetch", "handle_fetch_response")
@@ -42,33 +43,48 @@ def bounds_for(config: ModelConfig, scope: Scope, leader_and_isr: int = 4) -> Bo
     """Bounds that hold every state of ``scope``: a log holds each record at most once (at the
     offset its leader wrote it), record ids stop at ``max_records``."""
     fetch = 1 if scope.fetch_rounds and not scope.max_drops else 2
-    return Bounds(replicas=config.replicas, log=max(scope.max_records, 1), records=max(scope.max_records, 1),
-                  batch=scope.max_batch_records, fetch_requests=fetch, fetch_responses=fetch,
-                  leader_and_isr=leader_and_isr)
+    return Bounds(
+        replicas=config.replicas,
+        log=max(scope.max_records, 1),
+        records=max(scope.max_records, 1),
+        batch=scope.max_batch_records,
+        fetch_requests=fetch,
+        fetch_responses=fetch,
+        leader_and_isr=leader_and_isr,
+    )
 
 
 def candidates(config: ModelConfig, scope: Scope, b: Bounds) -> list[tuple[Step, ...]]:
     """The scope's transitions in the explorer's order: each a step, or a whole fetch round."""
     out: list[tuple[Step, ...]] = []
     n = config.replicas
-    static_off = {"consume": not scope.consumes, "flush": not scope.flushes, "checkpoint_hw": not scope.hw_checkpoints,
-                  "rejoin": scope.max_zombies == 0, "tick": scope.max_clock == 0, "drop": scope.max_drops == 0,
-                  "lose_disk": scope.max_disk_losses == 0, "corrupt": scope.max_corruptions == 0,
-                  "corrupt_live": scope.max_live_corruptions == 0,
-                  "fail_disk": scope.max_disk_failures == 0}
+    static_off = {
+        "consume": not scope.consumes,
+        "flush": not scope.flushes,
+        "checkpoint_hw": not scope.hw_checkpoints,
+        "rejoin": scope.max_zombies == 0,
+        "tick": scope.max_clock == 0,
+        "drop": scope.max_drops == 0,
+        "lose_disk": scope.max_disk_losses == 0,
+        "corrupt": scope.max_corruptions == 0,
+        "corrupt_live": scope.max_live_corruptions == 0,
+        "fail_disk": scope.max_disk_failures == 0,
+    }
     for kind, steps in scoped_kinds(config, scope):
         name = kind.name
         if static_off.get(name):
             continue
         if scope.fetch_rounds and name in _FETCH_ROUND:
             if name == "send_fetch":
-                out += [(st, Step("handle_fetch", st.replica), Step("handle_fetch_response", st.replica))
-                        for st in steps]
+                out += [
+                    (st, Step("handle_fetch", st.replica), Step("handle_fetch_response", st.replica)) for st in steps
+                ]
             continue
         if steps is None:  # steps with an index: every position the encoding holds
             combos = [st._replace(index=0) for st in _index_free(kind, n)]
-            steps = [st._replace(index=i) for st in combos
-                     for i in range(b.capacity(MESSAGE_KINDS[kind.queue or st.arg]))]
+            steps = [
+                st._replace(index=i) for st in combos for i in range(b.capacity(MESSAGE_KINDS[kind.queue or st.arg]))
+            ]
         out += [(st,) for st in steps]
     for steps in out:
         for st in steps:
@@ -90,8 +106,10 @@ def in_scope(config: ModelConfig, scope: Scope, s: dict, st: Step, unbounded: bo
     if unbounded:
         ok = [z3.Not(fault_counted(s, st, f)) for f in STEPS[name].faults if getattr(scope, f.bound) == 0]
     else:
-        ok = [z3.Implies(fault_counted(s, st, f), s[f"h.{f.counter}"] < getattr(scope, f.bound))
-              for f in STEPS[name].faults]
+        ok = [
+            z3.Implies(fault_counted(s, st, f), s[f"h.{f.counter}"] < getattr(scope, f.bound))
+            for f in STEPS[name].faults
+        ]
     if name == "produce":
         ok.append(z3.And(s["produced"] + st.records <= scope.max_records, s[f"r{r}.leader"] == r))
         if st.arg == -1:
@@ -100,13 +118,26 @@ def in_scope(config: ModelConfig, scope: Scope, s: dict, st: Step, unbounded: bo
         ok.append(s["c.lepoch"] < scope.max_epoch)
     elif name == "tick":
         ok.append(s["now"] < scope.max_clock)
-    elif name == "handle_alter_partition" and scope.exclude_known_losses and \
-            STALE_ISR_EXPANSION.name in config.rules.known_losses:
+    elif (
+        name == "handle_alter_partition"
+        and scope.exclude_known_losses
+        and STALE_ISR_EXPANSION.name in config.rules.known_losses
+    ):
         # KIP-903 left out: no new member whose LEO the leader learnt from an earlier incarnation
         p = f"alter_partition{r}.0."
-        ok.append(z3.Or(s[f"alter_partition{r}.n"] == 0,
-                        z3.And([z3.Implies(z3.And(s[f"{p}isr{f}"], z3.Not(s[f"c.isr{f}"])),
-                                           s[f"r{r}.rleo{f}"] <= s[f"r{f}.len"]) for f in range(config.replicas)])))
+        ok.append(
+            z3.Or(
+                s[f"alter_partition{r}.n"] == 0,
+                z3.And(
+                    [
+                        z3.Implies(
+                            z3.And(s[f"{p}isr{f}"], z3.Not(s[f"c.isr{f}"])), s[f"r{r}.rleo{f}"] <= s[f"r{f}.len"]
+                        )
+                        for f in range(config.replicas)
+                    ]
+                ),
+            )
+        )
     elif name == "fence" and not unbounded:
         ok.append(z3.Or(s["c.leader"] != r, s["c.lepoch"] < scope.max_epoch))
     return z3.And(ok) if ok else z3.BoolVal(True)
@@ -134,9 +165,18 @@ class Transition:
 class Unrolling:
     """States s_0 .. s_k linked by the scope's transitions in one solver."""
 
-    def __init__(self, config: ModelConfig, scope: Scope, bounds: Bounds | None = None,
-                 start: dict | None = None, timeout_ms: int = 60_000, name: str = "s", preprocess: bool = False,
-                 within_bounds: bool = False, unbounded: bool = False):
+    def __init__(
+        self,
+        config: ModelConfig,
+        scope: Scope,
+        bounds: Bounds | None = None,
+        start: dict | None = None,
+        timeout_ms: int = 60_000,
+        name: str = "s",
+        preprocess: bool = False,
+        within_bounds: bool = False,
+        unbounded: bool = False,
+    ):
         self.config, self.scope = config, scope
         self.unbounded = unbounded  # no scope bound on epochs and fault counts (``in_scope``)
         self.rules = rules_for(config.protocol)
@@ -167,7 +207,9 @@ class Unrolling:
                 if i == 0:
                     enabled = z3.And(guard, in_scope(self.config, self.scope, s, st, self.unbounded))
                     if len(steps) > 1:  # a round goes on only if its request was not lost to a dead leader
-                        enabled = z3.And(enabled, nxt[f"fetch_requests{st.replica}.n"] > post[f"fetch_requests{st.replica}.n"])
+                        enabled = z3.And(
+                            enabled, nxt[f"fetch_requests{st.replica}.n"] > post[f"fetch_requests{st.replica}.n"]
+                        )
                 fits.append(ok)
                 room.append(free)
                 post = nxt
@@ -191,10 +233,16 @@ class Unrolling:
         self.selectors.append(sel)
         self.solver.add(sel >= 0, sel < len(moves))
         for j, t in enumerate(moves):
-            self.solver.add(z3.Implies(sel == j, z3.And(t.enabled, t.fits, t.room) if self.within_bounds
-                                       else z3.And(t.enabled, t.fits)))
-        unfit = [z3.And(sel == j, z3.Not(t.room)) for j, t in enumerate(moves)
-                 if not self.within_bounds and not z3.is_true(z3.simplify(t.room))]
+            self.solver.add(
+                z3.Implies(
+                    sel == j, z3.And(t.enabled, t.fits, t.room) if self.within_bounds else z3.And(t.enabled, t.fits)
+                )
+            )
+        unfit = [
+            z3.And(sel == j, z3.Not(t.room))
+            for j, t in enumerate(moves)
+            if not self.within_bounds and not z3.is_true(z3.simplify(t.room))
+        ]
         overflowed = self.overflowed[-1]
         if unfit:
             overflowed = z3.Bool(f"{self.name}{k + 1}.overflowed")
@@ -273,8 +321,13 @@ class Found:
     seconds: float
 
     def to_json(self) -> dict:
-        return {"property": self.property, "transitions": self.transitions, "depth": len(self.trace),
-                "seconds": round(self.seconds, 3), "trace": self.trace}
+        return {
+            "property": self.property,
+            "transitions": self.transitions,
+            "depth": len(self.trace),
+            "seconds": round(self.seconds, 3),
+            "trace": self.trace,
+        }
 
 
 @dataclass
@@ -291,7 +344,7 @@ class BmcResult:
     depth: int
     seconds: float
     violations: list[Found] = field(default_factory=list)
-    unknown: list[str] = field(default_factory=list)   # properties whose query timed out
+    unknown: list[str] = field(default_factory=list)  # properties whose query timed out
     # shortest failures outside the property's fault budget (the encoding knows no budget: each
     # counterexample is replayed through the fault ledger), with why; not searched past them
     beyond_budget: list[tuple[Found, str]] = field(default_factory=list)
@@ -299,24 +352,40 @@ class BmcResult:
     bounds: Bounds | None = None  # what the encoding held in the end
 
     def to_json(self) -> dict:
-        return {"protocol": self.config.protocol, "depth": self.depth, "seconds": round(self.seconds, 3),
-                "cpu_seconds": round(self.cpu_seconds, 3),
-                "violations": [v.to_json() for v in self.violations], "unknown": self.unknown,
-                "beyond_budget": [{**f.to_json(), "reason": why} for f, why in self.beyond_budget],
-                "queue_capacities": {q: self.bounds.capacity(q) for q in QUEUES} if self.bounds else None}
+        return {
+            "protocol": self.config.protocol,
+            "depth": self.depth,
+            "seconds": round(self.seconds, 3),
+            "cpu_seconds": round(self.cpu_seconds, 3),
+            "violations": [v.to_json() for v in self.violations],
+            "unknown": self.unknown,
+            "beyond_budget": [{**f.to_json(), "reason": why} for f, why in self.beyond_budget],
+            "queue_capacities": {q: self.bounds.capacity(q) for q in QUEUES} if self.bounds else None,
+        }
 
 
 def _stats(solver: z3.Solver) -> dict:
     st = solver.statistics()
-    return {k: st.get_key_value(k) for k in st.keys() if k in ("conflicts", "decisions", "propagations",
-                                                                   "memory", "max memory")}
+    return {
+        k: st.get_key_value(k)
+        for k in st.keys()
+        if k in ("conflicts", "decisions", "propagations", "memory", "max memory")
+    }
 
 
-def bmc(config: ModelConfig, scope: Scope, depth: int, properties: Iterable[str],
-        stop_at_first: bool = False, timeout_ms: int = 60_000,
-        progress: Callable[[Progress], None] | None = None, preprocess: bool = False,
-        budget_s: float | None = None, bounds: Bounds | None = None,
-        grown: Callable[[Bounds], None] | None = None) -> BmcResult:
+def bmc(
+    config: ModelConfig,
+    scope: Scope,
+    depth: int,
+    properties: Iterable[str],
+    stop_at_first: bool = False,
+    timeout_ms: int = 60_000,
+    progress: Callable[[Progress], None] | None = None,
+    preprocess: bool = False,
+    budget_s: float | None = None,
+    bounds: Bounds | None = None,
+    grown: Callable[[Bounds], None] | None = None,
+) -> BmcResult:
     """The shortest violation (in transitions, up to ``depth``) of each property, each replayed
     on the model to check that it violates the property there too. With ``budget_s``, the
     properties still open when its CPU seconds run out are reported unknown.
@@ -330,8 +399,20 @@ def bmc(config: ModelConfig, scope: Scope, depth: int, properties: Iterable[str]
     start, cpu = time.perf_counter(), time.process_time()
     b = bounds or bounds_for(config, scope)
     while True:
-        result, wider = _bmc_within(config, scope, b, depth, list(properties), stop_at_first, timeout_ms, progress,
-                                    preprocess, budget_s, start, cpu)
+        result, wider = _bmc_within(
+            config,
+            scope,
+            b,
+            depth,
+            list(properties),
+            stop_at_first,
+            timeout_ms,
+            progress,
+            preprocess,
+            budget_s,
+            start,
+            cpu,
+        )
         if wider is None:
             break
         b = wider
@@ -343,8 +424,9 @@ def bmc(config: ModelConfig, scope: Scope, depth: int, properties: Iterable[str]
     return result
 
 
-def _bmc_within(config, scope, b, depth, pending, stop_at_first, timeout_ms, progress, preprocess, budget_s,
-                start, cpu) -> tuple[BmcResult, Bounds | None]:
+def _bmc_within(
+    config, scope, b, depth, pending, stop_at_first, timeout_ms, progress, preprocess, budget_s, start, cpu
+) -> tuple[BmcResult, Bounds | None]:
     """``bmc`` within bounds ``b``: the result, and wider bounds if a path it must cover leaves ``b``."""
     u = Unrolling(config, scope, bounds=b, timeout_ms=timeout_ms, preprocess=preprocess)
     result = BmcResult(config, scope, 0, 0.0)
@@ -375,8 +457,11 @@ def _bmc_within(config, scope, b, depth, pending, stop_at_first, timeout_ms, pro
             break
         result.depth = k
         if progress is not None:
-            progress(Progress(k, time.perf_counter() - start, {"cpu seconds": round(time.process_time() - cpu, 1),
-                                                               **u.last_stats}))
+            progress(
+                Progress(
+                    k, time.perf_counter() - start, {"cpu seconds": round(time.process_time() - cpu, 1), **u.last_stats}
+                )
+            )
         if not pending or k >= depth or (stop_at_first and result.violations):
             break
         u.extend()
@@ -392,13 +477,17 @@ def _wider(u: Unrolling, k: int) -> Bounds:
     try:
         run = replay(u.config, steps, state)
     except ReplayRefused as exc:
-        raise EncodingError(f"the solver takes {[st.to_json() for st in steps]} past the bounds after "
-                            f"{i} transitions, which the model refuses: {exc}") from None
+        raise EncodingError(
+            f"the solver takes {[st.to_json() for st in steps]} past the bounds after "
+            f"{i} transitions, which the model refuses: {exc}"
+        ) from None
     need = {q: max(u.b.capacity(q), *(len(queue) for t in run.states for queue in getattr(t, q))) for q in QUEUES}
     wider = replace(u.b, **need)
     if wider == u.b:
-        raise EncodingError(f"the solver takes {[st.to_json() for st in steps]} past the bounds after {i} "
-                            "transitions, but the model's successor fits them")
+        raise EncodingError(
+            f"the solver takes {[st.to_json() for st in steps]} past the bounds after {i} "
+            "transitions, but the model's successor fits them"
+        )
     return wider
 
 
@@ -409,6 +498,7 @@ def _confirm(config: ModelConfig, prop: str, steps: list[Step]) -> None:
 
 
 # -- k-induction -----------------------------------------------------------------------------------------
+
 
 def wellformed(config: ModelConfig, scope: Scope, b: Bounds, s: dict, unbounded: bool = False):
     """What every encoded state satisfies by construction (the start of an induction path):
@@ -424,8 +514,13 @@ def wellformed(config: ModelConfig, scope: Scope, b: Bounds, s: dict, unbounded:
         rng(length, 0, b.log)
         for k in range(b.log):
             e, rec, base = s[f"{p}e{k}"], s[f"{p}rec{k}"], s[f"{p}base{k}"]
-            out.append(z3.If(k < length, z3.And(e >= 0, rec >= 1, base >= 0, base <= k) if base_ok
-                             else z3.And(e >= 0, rec >= 1, base >= 0), z3.And(e == 0, rec == 0, base == 0)))
+            out.append(
+                z3.If(
+                    k < length,
+                    z3.And(e >= 0, rec >= 1, base >= 0, base <= k) if base_ok else z3.And(e >= 0, rec >= 1, base >= 0),
+                    z3.And(e == 0, rec == 0, base == 0),
+                )
+            )
 
     for r in range(n):
         p = f"r{r}."
@@ -438,16 +533,32 @@ def wellformed(config: ModelConfig, scope: Scope, b: Bounds, s: dict, unbounded:
             out.append(z3.Or(s[p + "bad"] == -1, z3.And(s[p + "bad"] >= 0, s[p + "bad"] < s[p + "len"])))
         else:
             out.append(s[p + "bad"] == -1)
-        out += [s[p + "lepoch"] >= -1, s[p + "pepoch"] >= -1, s[p + "eso"] >= -1, s[p + "trunc"] >= -1,
-                s[p + "bepoch"] >= 0]
+        out += [
+            s[p + "lepoch"] >= -1,
+            s[p + "pepoch"] >= -1,
+            s[p + "eso"] >= -1,
+            s[p + "trunc"] >= -1,
+            s[p + "bepoch"] >= 0,
+        ]
         for j in range(n):
-            out += [s[f"{p}rleo{j}"] >= -1, s[f"{p}lcu{j}"] >= 0,
-                    z3.Implies(z3.Not(s[p + "pend"]), z3.Not(s[f"{p}pisr{j}"])), s[f"{p}rbe{j}"] >= -1, z3.If(s[f"{p}pisr{j}"], s[f"{p}pep{j}"] >= -1, s[f"{p}pep{j}"] == -1)]
+            out += [
+                s[f"{p}rleo{j}"] >= -1,
+                s[f"{p}lcu{j}"] >= 0,
+                z3.Implies(z3.Not(s[p + "pend"]), z3.Not(s[f"{p}pisr{j}"])),
+                s[f"{p}rbe{j}"] >= -1,
+                z3.If(s[f"{p}pisr{j}"], s[f"{p}pep{j}"] >= -1, s[f"{p}pep{j}"] == -1),
+            ]
         for k in range(1, b.records + 1):
-            out.append(z3.Implies(z3.Not(s[f"{p}pp{k}"]), z3.And(s[f"{p}ppoff{k}"] == 0, s[f"{p}ppdl{k}"] == 0,
-                                                                 s[f"{p}ppn{k}"] == 0)))
-            out.append(z3.Implies(s[f"{p}pp{k}"], z3.And(s[f"{p}ppoff{k}"] >= 0, s[f"{p}ppn{k}"] >= 1,
-                                                         s[f"{p}ppn{k}"] <= b.batch)))
+            out.append(
+                z3.Implies(
+                    z3.Not(s[f"{p}pp{k}"]), z3.And(s[f"{p}ppoff{k}"] == 0, s[f"{p}ppdl{k}"] == 0, s[f"{p}ppn{k}"] == 0)
+                )
+            )
+            out.append(
+                z3.Implies(
+                    s[f"{p}pp{k}"], z3.And(s[f"{p}ppoff{k}"] >= 0, s[f"{p}ppn{k}"] >= 1, s[f"{p}ppn{k}"] <= b.batch)
+                )
+            )
     rng(s["c.leader"], -1, n - 1)
     rng(s["c.lkl"], -1, n - 1)
     out += [s["c.lepoch"] >= 0, s["c.pepoch"] >= 0, *(s[f"c.bep{j}"] >= 0 for j in range(n))]
@@ -458,17 +569,32 @@ def wellformed(config: ModelConfig, scope: Scope, b: Bounds, s: dict, unbounded:
             for slot in range(b.capacity(q)):
                 p = f"{q}{r}.{slot}."
                 keys = [k for k in s if k.startswith(p)]
-                out.append(z3.Implies(slot >= length, z3.And([s[k] == (False if z3.is_bool(s[k]) else 0) for k in keys])))
+                out.append(
+                    z3.Implies(slot >= length, z3.And([s[k] == (False if z3.is_bool(s[k]) else 0) for k in keys]))
+                )
                 if "leader" in SCALARS[q]:
                     out.append(z3.Implies(slot < length, z3.And(s[p + "leader"] >= -1, s[p + "leader"] < n)))
                 if q == "fetch_responses":
                     rn = s[p + "rn"]
                     log(p, rn, False)
-                    out.append(z3.Or(s[p + "bad1"] == 0, z3.And(scope.max_live_corruptions > 0,
-                                                                s[p + "bad1"] > s[p + "rstart"],
-                                                                s[p + "bad1"] <= s[p + "rstart"] + rn)))
-                    out.append(z3.And(z3.Implies(rn == 0, s[p + "rstart"] == 0), s[p + "rstart"] >= 0,
-                                      s[p + "kind"] >= 0, s[p + "kind"] < len(KINDS)))
+                    out.append(
+                        z3.Or(
+                            s[p + "bad1"] == 0,
+                            z3.And(
+                                scope.max_live_corruptions > 0,
+                                s[p + "bad1"] > s[p + "rstart"],
+                                s[p + "bad1"] <= s[p + "rstart"] + rn,
+                            ),
+                        )
+                    )
+                    out.append(
+                        z3.And(
+                            z3.Implies(rn == 0, s[p + "rstart"] == 0),
+                            s[p + "rstart"] >= 0,
+                            s[p + "kind"] >= 0,
+                            s[p + "kind"] < len(KINDS),
+                        )
+                    )
                 if "err" in SCALARS[q]:
                     rng(s[p + "err"], 0, len(ERRORS) - 1)
     rng(s["now"], 0, scope.max_clock)
@@ -517,8 +643,15 @@ def _jsonable(value):
     return value
 
 
-def induction(config: ModelConfig, scope: Scope, prop: str, max_k: int, timeout_ms: int = 60_000,
-              progress: Callable[[Progress], None] | None = None, preprocess: bool = False) -> InductionResult:
+def induction(
+    config: ModelConfig,
+    scope: Scope,
+    prop: str,
+    max_k: int,
+    timeout_ms: int = 60_000,
+    progress: Callable[[Progress], None] | None = None,
+    preprocess: bool = False,
+) -> InductionResult:
     """k-induction for ``prop`` at ``scope``, k = 1 .. ``max_k``: the base case is the bounded
     check from the initial state; the step case asks for k+1 states from any well-formed state,
     the property holding in the first k (and inside their fetch rounds) and failing in the last."""
@@ -527,8 +660,16 @@ def induction(config: ModelConfig, scope: Scope, prop: str, max_k: int, timeout_
     start = time.perf_counter()
     base = Unrolling(config, scope, timeout_ms=timeout_ms, preprocess=preprocess, within_bounds=True)
     b = base.b
-    step = Unrolling(config, scope, bounds=b, start=fresh(b, "t0."), timeout_ms=timeout_ms, name="t",
-                     preprocess=preprocess, within_bounds=True)
+    step = Unrolling(
+        config,
+        scope,
+        bounds=b,
+        start=fresh(b, "t0."),
+        timeout_ms=timeout_ms,
+        name="t",
+        preprocess=preprocess,
+        within_bounds=True,
+    )
     step.solver.add(wellformed(config, scope, b, step.states[0]))
     cti = None
     for k in range(max_k + 1):
@@ -565,8 +706,9 @@ def reachable(config: ModelConfig, scope: Scope, state: State, max_states: int |
     from ..explorer import explore
 
     key = state_key(scope, state)
-    target = Property("Unreached", "the state is not reached", "isrcheck prove", "invariant",
-                      lambda s: state_key(scope, s) != key)
+    target = Property(
+        "Unreached", "the state is not reached", "isrcheck prove", "invariant", lambda s: state_key(scope, s) != key
+    )
     result = explore(config, scope, [target], stop_at_first=True, max_states=max_states, symmetry=False)
     if result.violations:
         return True

@@ -1,5 +1,6 @@
 """The encoding held against the executable model, one (state, step) at a time: the solver must
 admit exactly the model's successor when the model takes the step, and nothing when it refuses it."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

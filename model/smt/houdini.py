@@ -12,6 +12,7 @@ stays bounded is what the encoding holds: the replicas, a log's length (and so t
 produced) and each message FIFO's capacity (transitions that would overflow one are left out).
 A target property is proved when the inductive conjunction implies it.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,7 +40,7 @@ class InvariantFileError(ValueError):
 
 def _unkeyed(scope: Scope, s: State) -> tuple:
     """``state_key`` without the fault counters (ghosts no step reads but the scope's bounds)."""
-    return state_key(scope, s)[:-len(HISTORY_COUNTERS)]
+    return state_key(scope, s)[: -len(HISTORY_COUNTERS)]
 
 
 @dataclass
@@ -90,22 +91,38 @@ class InvariantResult:
         return self.inductive and not self.unknown and all(self.targets.values())
 
     def to_json(self) -> dict:
-        return {"protocol": self.config.protocol, "inductive": self.inductive and not self.unknown,
-                "targets": {t: ("implied" if ok else "not implied") for t, ok in self.targets.items()},
-                "ctis": {t: c.to_json() for t, c in sorted(self.ctis.items())},
-                "broken": [c.to_json() for c in self.broken], "unknown": self.unknown, "timed_out": self.timed_out,
-                "bounds": bounds_json(self.bounds), "unbounded": UNBOUNDED,
-                "figures": {**self.figures, "conjuncts": len(self.conjuncts)},
-                "conjuncts": [{"name": c.name, "formula": c.formula} for c in self.conjuncts]}
+        return {
+            "protocol": self.config.protocol,
+            "inductive": self.inductive and not self.unknown,
+            "targets": {t: ("implied" if ok else "not implied") for t, ok in self.targets.items()},
+            "ctis": {t: c.to_json() for t, c in sorted(self.ctis.items())},
+            "broken": [c.to_json() for c in self.broken],
+            "unknown": self.unknown,
+            "timed_out": self.timed_out,
+            "bounds": bounds_json(self.bounds),
+            "unbounded": UNBOUNDED,
+            "figures": {**self.figures, "conjuncts": len(self.conjuncts)},
+            "conjuncts": [{"name": c.name, "formula": c.formula} for c in self.conjuncts],
+        }
 
 
-UNBOUNDED = ["leader epochs", "partition epochs", "broker epochs", "offsets within the log bound",
-             "crashes, elections, fences and every other fault count of the scope's fault classes"]
+UNBOUNDED = [
+    "leader epochs",
+    "partition epochs",
+    "broker epochs",
+    "offsets within the log bound",
+    "crashes, elections, fences and every other fault count of the scope's fault classes",
+]
 
 
 def bounds_json(b: Bounds) -> dict:
-    return {"replicas": b.replicas, "log_entries": b.log, "record_ids": b.records, "batch_records": b.batch,
-            **{f"{q}_per_broker": b.capacity(q) for q in QUEUES}}
+    return {
+        "replicas": b.replicas,
+        "log_entries": b.log,
+        "record_ids": b.records,
+        "batch_records": b.batch,
+        **{f"{q}_per_broker": b.capacity(q) for q in QUEUES},
+    }
 
 
 class OneStep:
@@ -114,8 +131,16 @@ class OneStep:
     from incremental solving and the preprocessing eliminates the successor's terms)."""
 
     def __init__(self, config: ModelConfig, scope: Scope, b: Bounds, timeout_ms: int):
-        self.u = Unrolling(config, scope, bounds=b, start=fresh(b, "pre."), timeout_ms=timeout_ms, name="h",
-                           within_bounds=True, unbounded=True)
+        self.u = Unrolling(
+            config,
+            scope,
+            bounds=b,
+            start=fresh(b, "pre."),
+            timeout_ms=timeout_ms,
+            name="h",
+            within_bounds=True,
+            unbounded=True,
+        )
         self.b, self.timeout_ms = b, timeout_ms
         self.pre = self.u.states[0]
         self.wellformed = wellformed(config, scope, b, self.pre, unbounded=True)
@@ -181,8 +206,9 @@ class OneStep:
 _TACTIC = z3.Then("simplify", "propagate-values", "solve-eqs", "elim-uncnstr", "simplify", "smt")
 
 
-def filter_by_states(cands: list[Candidate], b: Bounds,
-                     states: Iterable[State]) -> tuple[list[Candidate], int, dict[str, State]]:
+def filter_by_states(
+    cands: list[Candidate], b: Bounds, states: Iterable[State]
+) -> tuple[list[Candidate], int, dict[str, State]]:
     """The candidates true in every state of ``states`` (the first is the initial state), how many
     states were seen, and for each dropped candidate the first state falsifying it."""
     checks = [(c, to_python(c.term)) for c in cands]
@@ -201,9 +227,15 @@ def filter_by_states(cands: list[Candidate], b: Bounds,
     return [c for c, _ in checks], count, failed
 
 
-def houdini(config: ModelConfig, scope: Scope, targets: Iterable[str] = TARGETS, timeout_ms: int = 10_000,
-            explore_filter: bool = True, max_states: int | None = None,
-            progress: Callable[[str], None] | None = None) -> InvariantResult:
+def houdini(
+    config: ModelConfig,
+    scope: Scope,
+    targets: Iterable[str] = TARGETS,
+    timeout_ms: int = 10_000,
+    explore_filter: bool = True,
+    max_states: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> InvariantResult:
     """The largest inductive conjunction of the grammar's candidates that survives the explorer's
     filter (the first ``max_states`` states it reaches at ``scope``, breadth first), with unbounded
     epochs and fault counts in the induction queries, and which ``targets`` it implies; for each
@@ -247,9 +279,15 @@ def houdini(config: ModelConfig, scope: Scope, targets: Iterable[str] = TARGETS,
         say(f"round {rounds}: {len(alive)} conjuncts left ({time.perf_counter() - start:.1f} s)")
     result = InvariantResult(config, scope, b, alive, {}, timed_out=unknown)
     _judge_targets(result, step, targets, ctis, explore_filter)
-    result.figures = {"candidates": len(cands), "after_filter": len(cands) - len(failed), "filter_states": seen,
-                      "rounds": rounds, **step.figures(), "filter_seconds": round(filter_s, 3),
-                      "seconds": round(time.perf_counter() - start, 3)}
+    result.figures = {
+        "candidates": len(cands),
+        "after_filter": len(cands) - len(failed),
+        "filter_states": seen,
+        "rounds": rounds,
+        **step.figures(),
+        "filter_seconds": round(filter_s, 3),
+        "seconds": round(time.perf_counter() - start, 3),
+    }
     return result
 
 
@@ -267,7 +305,7 @@ def _refute(step: OneStep, alive: list[Candidate], j: int) -> tuple[object, list
             if len(goal) == 1:
                 slow.append(goal[0])
             else:
-                stack += [goal[len(goal) // 2:], goal[:len(goal) // 2]]
+                stack += [goal[len(goal) // 2 :], goal[: len(goal) // 2]]
             continue
         return model, slow
     return None, slow
@@ -305,12 +343,19 @@ def _judge_targets(result: InvariantResult, step: OneStep, targets: list[str], c
 
 # -- saved invariants ------------------------------------------------------------------------------------
 
+
 def save(result: InvariantResult, path: str) -> None:
-    doc = {"format": FORMAT, "version": VERSION, "protocol": result.config.protocol,
-           "config": result.config.to_schedule(), "scope": result.scope.to_json(), "bounds": bounds_json(result.bounds),
-           "unbounded": UNBOUNDED, "targets": {t: ("implied" if ok else "not implied")
-                                              for t, ok in sorted(result.targets.items())},
-           "conjuncts": [{"name": c.name, "formula": c.formula} for c in result.conjuncts]}
+    doc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "protocol": result.config.protocol,
+        "config": result.config.to_schedule(),
+        "scope": result.scope.to_json(),
+        "bounds": bounds_json(result.bounds),
+        "unbounded": UNBOUNDED,
+        "targets": {t: ("implied" if ok else "not implied") for t, ok in sorted(result.targets.items())},
+        "conjuncts": [{"name": c.name, "formula": c.formula} for c in result.conjuncts],
+    }
     with open(path, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1, ensure_ascii=False)
         f.write("\n")
@@ -328,12 +373,14 @@ def load(path: str, text: str) -> tuple[ModelConfig, Scope, list[Candidate], dic
     except (json.JSONDecodeError, RecursionError) as exc:
         raise InvariantFileError(f"{path} is not JSON: {exc}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise InvariantFileError(f"{path}: not an isrcheck invariant (\"format\": \"{FORMAT}\" expected)")
+        raise InvariantFileError(f'{path}: not an isrcheck invariant ("format": "{FORMAT}" expected)')
     if doc.get("version") != VERSION:
         raise InvariantFileError(f"{path}: version {doc.get('version')!r}, this isrcheck reads version {VERSION}")
     for key, kind in (("protocol", str), ("config", dict), ("scope", dict), ("conjuncts", list), ("targets", dict)):
         if not isinstance(doc.get(key), kind):
-            raise InvariantFileError(f"{path}: \"{key}\" missing or not a{'n object' if kind is dict else ' ' + kind.__name__}")
+            raise InvariantFileError(
+                f'{path}: "{key}" missing or not a{"n object" if kind is dict else " " + kind.__name__}'
+            )
     try:
         config = ModelConfig(protocol=doc["protocol"], **doc["config"])
         scope_doc = {k: tuple(v) if isinstance(v, list) else v for k, v in doc["scope"].items()}
@@ -347,14 +394,17 @@ def load(path: str, text: str) -> tuple[ModelConfig, Scope, list[Candidate], dic
     out = []
     for i, entry in enumerate(doc["conjuncts"]):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            raise InvariantFileError(f"{path}: conjuncts[{i}] is not an object with a \"name\"")
+            raise InvariantFileError(f'{path}: conjuncts[{i}] is not an object with a "name"')
         c = by_name.get(entry["name"])
         if c is None:
-            raise InvariantFileError(f"{path}: conjuncts[{i}]: unknown conjunct {entry['name']!r} "
-                                     "(not in the grammar for this protocol and bounds)")
+            raise InvariantFileError(
+                f"{path}: conjuncts[{i}]: unknown conjunct {entry['name']!r} "
+                "(not in the grammar for this protocol and bounds)"
+            )
         if "formula" in entry and entry["formula"] != c.formula:
-            raise InvariantFileError(f"{path}: conjuncts[{i}] {c.name}: the formula differs from the grammar's "
-                                     f"({c.formula!r})")
+            raise InvariantFileError(
+                f"{path}: conjuncts[{i}] {c.name}: the formula differs from the grammar's ({c.formula!r})"
+            )
         out.append(c)
     targets = {t: doc["targets"][t] for t in sorted(doc["targets"])}
     unknown = [t for t in targets if f"target({t})" not in by_name]
@@ -362,12 +412,13 @@ def load(path: str, text: str) -> tuple[ModelConfig, Scope, list[Candidate], dic
         raise InvariantFileError(f"{path}: unknown target {', '.join(unknown)}")
     odd = [t for t, verdict in targets.items() if verdict not in ("implied", "not implied")]
     if odd:
-        raise InvariantFileError(f"{path}: targets: {', '.join(odd)} must be \"implied\" or \"not implied\"")
+        raise InvariantFileError(f'{path}: targets: {", ".join(odd)} must be "implied" or "not implied"')
     return config, scope, out, targets
 
 
-def check_invariant(config: ModelConfig, scope: Scope, conjuncts: list[Candidate], targets: Iterable[str],
-                    timeout_ms: int = 10_000) -> InvariantResult:
+def check_invariant(
+    config: ModelConfig, scope: Scope, conjuncts: list[Candidate], targets: Iterable[str], timeout_ms: int = 10_000
+) -> InvariantResult:
     """Re-check a conjunction: true in the initial state, inductive under every transition of the
     scope (epochs and fault counts unbounded), and which ``targets`` it implies."""
     start = time.perf_counter()
@@ -395,6 +446,10 @@ def check_invariant(config: ModelConfig, scope: Scope, conjuncts: list[Candidate
         result.targets[t] = bool(ok)
         if not ok:
             result.ctis[t] = Cti(f"target({t})")
-    result.figures = {"candidates": len(conjuncts), "rounds": 1, **step.figures(),
-                      "seconds": round(time.perf_counter() - start, 3)}
+    result.figures = {
+        "candidates": len(conjuncts),
+        "rounds": 1,
+        **step.figures(),
+        "seconds": round(time.perf_counter() - start, 3),
+    }
     return result

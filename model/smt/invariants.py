@@ -8,6 +8,7 @@ for every replica, pair of replicas, log offset and message slot the bounds hold
 says which Kafka mechanism it expresses. Names are stable: a saved invariant names its conjuncts,
 and ``grammar`` rebuilds them.
 """
+
 from __future__ import annotations
 
 import re
@@ -95,9 +96,17 @@ def Prop(prop: str) -> Term:
 
 
 _Z3_OPS: dict[str, Callable] = {
-    "and": lambda *a: z3.And(*a), "or": lambda *a: z3.Or(*a), "not": z3.Not, "implies": z3.Implies,
-    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "le": lambda a, b: a <= b, "lt": lambda a, b: a < b,
-    "add": lambda a, b: a + b, "min": lambda a, b: z3.If(a <= b, a, b)}
+    "and": lambda *a: z3.And(*a),
+    "or": lambda *a: z3.Or(*a),
+    "not": z3.Not,
+    "implies": z3.Implies,
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "le": lambda a, b: a <= b,
+    "lt": lambda a, b: a < b,
+    "add": lambda a, b: a + b,
+    "min": lambda a, b: z3.If(a <= b, a, b),
+}
 
 
 def to_z3(t: Term, s: dict, b: Bounds):
@@ -132,24 +141,60 @@ def _prop(prop: str, state) -> bool:
 
 def to_python(t: Term) -> Callable[[dict, object], bool]:
     """``t`` as a Python predicate of (``embed``'s values, the ``State``)."""
-    return eval(f"lambda v, state: {_render(t, _PYTHON)}",  # noqa: S307 - source built from our own terms
-                {"_agree": _agree, "_holds": _holds, "_prop": _prop})
+    return eval(
+        f"lambda v, state: {_render(t, _PYTHON)}",  # noqa: S307 - source built from our own terms
+        {"_agree": _agree, "_holds": _holds, "_prop": _prop},
+    )
 
 
 # -- readable formulas -----------------------------------------------------------------------------------
 
-_QUEUE_NAMES = {"fetch_requests": "Fetch", "fetch_responses": "FetchResponse", "leader_and_isr": "LeaderAndIsr",
-                "alter_partition": "AlterPartition", "alter_partition_responses": "AlterPartitionResponse"}
-_REPLICA_FIELDS = {"len": "LEO", "hw": "HW", "hwc": "HWCheckpoint", "durable": "flushedLEO", "leader": "leader",
-                   "lepoch": "leaderEpoch", "pepoch": "partitionEpoch", "eso": "epochStartOffset",
-                   "trunc": "truncatingEpoch", "bepoch": "brokerEpoch", "alive": "alive", "pend": "pendingIsrChange",
-                   "plost": "powerLost", "unclean": "uncleanShutdown", "bad": "damagedBatch"}
-_PER_PEER = {"isr": "{j} ∈ isr({r})", "pisr": "{j} ∈ pendingIsr({r})", "rleo": "remoteLEO({r},{j})",
-             "lcu": "lastCaughtUp({r},{j})", "rbe": "remoteBrokerEpoch({r},{j})", "pep": "pendingBrokerEpoch({r},{j})"}
+_QUEUE_NAMES = {
+    "fetch_requests": "Fetch",
+    "fetch_responses": "FetchResponse",
+    "leader_and_isr": "LeaderAndIsr",
+    "alter_partition": "AlterPartition",
+    "alter_partition_responses": "AlterPartitionResponse",
+}
+_REPLICA_FIELDS = {
+    "len": "LEO",
+    "hw": "HW",
+    "hwc": "HWCheckpoint",
+    "durable": "flushedLEO",
+    "leader": "leader",
+    "lepoch": "leaderEpoch",
+    "pepoch": "partitionEpoch",
+    "eso": "epochStartOffset",
+    "trunc": "truncatingEpoch",
+    "bepoch": "brokerEpoch",
+    "alive": "alive",
+    "pend": "pendingIsrChange",
+    "plost": "powerLost",
+    "unclean": "uncleanShutdown",
+    "bad": "damagedBatch",
+}
+_PER_PEER = {
+    "isr": "{j} ∈ isr({r})",
+    "pisr": "{j} ∈ pendingIsr({r})",
+    "rleo": "remoteLEO({r},{j})",
+    "lcu": "lastCaughtUp({r},{j})",
+    "rbe": "remoteBrokerEpoch({r},{j})",
+    "pep": "pendingBrokerEpoch({r},{j})",
+}
 _LOG_FIELDS = {"e": "epoch", "rec": "record", "base": "baseOffset"}
-_MESSAGE_FIELDS = {"leader": "leader", "lepoch": "leaderEpoch", "pepoch": "partitionEpoch", "err": "error",
-                   "rlepoch": "requestLeaderEpoch", "off": "fetchOffset", "lfe": "lastFetchedEpoch",
-                   "hw": "highWatermark", "kind": "kind", "ep": "epoch", "end": "endOffset"}
+_MESSAGE_FIELDS = {
+    "leader": "leader",
+    "lepoch": "leaderEpoch",
+    "pepoch": "partitionEpoch",
+    "err": "error",
+    "rlepoch": "requestLeaderEpoch",
+    "off": "fetchOffset",
+    "lfe": "lastFetchedEpoch",
+    "hw": "highWatermark",
+    "kind": "kind",
+    "ep": "epoch",
+    "end": "endOffset",
+}
 
 
 def show_key(key: str) -> str:
@@ -164,24 +209,39 @@ def show_key(key: str) -> str:
         if field in _LOG_FIELDS:
             return f"{_LOG_FIELDS[field]}({r})[{idx}]"
         if field in ("pp", "ppoff", "ppn", "ppdl"):
-            return {"pp": "pendingProduce", "ppoff": "pendingProduceOffset", "ppn": "pendingProduceRecords",
-                    "ppdl": "pendingProduceDeadline"}[field] + f"({r},record {idx})"
+            return {
+                "pp": "pendingProduce",
+                "ppoff": "pendingProduceOffset",
+                "ppn": "pendingProduceRecords",
+                "ppdl": "pendingProduceDeadline",
+            }[field] + f"({r},record {idx})"
     m = re.fullmatch(r"c\.([a-z]+?)(\d*)", key)
     if m:
         field, j = m.groups()
-        named = {"leader": "controller.leader", "lepoch": "controller.leaderEpoch",
-                 "pepoch": "controller.partitionEpoch", "lkl": "controller.lastKnownLeader"}
+        named = {
+            "leader": "controller.leader",
+            "lepoch": "controller.leaderEpoch",
+            "pepoch": "controller.partitionEpoch",
+            "lkl": "controller.lastKnownLeader",
+        }
         if field in named and not j:
             return named[field]
-        sets = {"isr": "{j} ∈ controller.isr", "elr": "{j} ∈ controller.elr", "fenced": "fenced({j})",
-                "bep": "controller.brokerEpoch({j})"}
+        sets = {
+            "isr": "{j} ∈ controller.isr",
+            "elr": "{j} ∈ controller.elr",
+            "fenced": "fenced({j})",
+            "bep": "controller.brokerEpoch({j})",
+        }
         if field in sets:
             return sets[field].format(j=j)
     m = re.fullmatch(r"([a-z_]+?)(\d+)\.(n|(\d+)\.([a-z]+?)(\d*))", key)
     if m and m.group(1) in _QUEUE_NAMES:
         q, r, rest, slot, field, j = m.groups()
-        name = f"{_QUEUE_NAMES[q]}→{r}" if q in ("leader_and_isr", "fetch_responses", "alter_partition_responses") \
+        name = (
+            f"{_QUEUE_NAMES[q]}→{r}"
+            if q in ("leader_and_isr", "fetch_responses", "alter_partition_responses")
             else f"{_QUEUE_NAMES[q]}←{r}"
+        )
         if rest == "n":
             return f"|{name}|"
         if field == "isr":
@@ -210,25 +270,52 @@ def _joined(sep: str, wrap: Callable[[Term, Term, str], str]) -> Callable:
 
 _LOGICAL = ("and", "or", "implies")
 _PYTHON = {
-    "var": lambda t, k: f"v[{k[0]!r}]", "int": lambda t, k: repr(k[0]), "not": lambda t, k: f"(not {k[0]})",
-    "implies": lambda t, k: f"((not {k[0]}) or {k[1]})", "min": lambda t, k: f"min({k[0]}, {k[1]})",
-    "agree": lambda t, k: f"_agree(v, {k[0]}, {k[1]}, {k[2]})", "holds": lambda t, k: f"_holds(v, {k[0]}, {k[1]}, {k[2]})",
+    "var": lambda t, k: f"v[{k[0]!r}]",
+    "int": lambda t, k: repr(k[0]),
+    "not": lambda t, k: f"(not {k[0]})",
+    "implies": lambda t, k: f"((not {k[0]}) or {k[1]})",
+    "min": lambda t, k: f"min({k[0]}, {k[1]})",
+    "agree": lambda t, k: f"_agree(v, {k[0]}, {k[1]}, {k[2]})",
+    "holds": lambda t, k: f"_holds(v, {k[0]}, {k[1]}, {k[2]})",
     "prop": lambda t, k: f"_prop({k[0]!r}, state)",
-    **{op: (lambda sep: lambda t, k: "(" + sep.join(k) + ")")(sep) for op, sep in (
-        ("and", " and "), ("or", " or "), ("eq", " == "), ("ne", " != "), ("le", " <= "), ("lt", " < "), ("add", " + "))},
+    **{
+        op: (lambda sep: lambda t, k: "(" + sep.join(k) + ")")(sep)
+        for op, sep in (
+            ("and", " and "),
+            ("or", " or "),
+            ("eq", " == "),
+            ("ne", " != "),
+            ("le", " <= "),
+            ("lt", " < "),
+            ("add", " + "),
+        )
+    },
 }
 # readable: comparisons bind tighter than the connectives, a connective nested in another is
 # parenthesized unless it is the same associative one
 _SHOWN = {
-    "var": lambda t, k: show_key(k[0]), "int": lambda t, k: str(k[0]), "prop": lambda t, k: k[0],
+    "var": lambda t, k: show_key(k[0]),
+    "int": lambda t, k: str(k[0]),
+    "prop": lambda t, k: k[0],
     "not": lambda t, k: "¬" + (f"({k[0]})" if t.args[0].op in _LOGICAL else k[0]),
     "min": lambda t, k: f"min({k[0]}, {k[1]})",
     "agree": lambda t, k: f"log({k[0]})[..{k[2]}) = log({k[1]})[..{k[2]})",
     "holds": lambda t, k: f"record({k[0]})[{k[1]}] = {k[2]}",
-    **{op: _joined(sep, lambda t, a, k: f"({k})" if a.op in _LOGICAL and not (a.op == t.op and t.op != "implies")
-                   else k)
-       for op, sep in (("and", " ∧ "), ("or", " ∨ "), ("implies", " ⇒ "), ("eq", " = "), ("ne", " ≠ "),
-                       ("le", " ≤ "), ("lt", " < "), ("add", " + "))},
+    **{
+        op: _joined(
+            sep, lambda t, a, k: f"({k})" if a.op in _LOGICAL and not (a.op == t.op and t.op != "implies") else k
+        )
+        for op, sep in (
+            ("and", " ∧ "),
+            ("or", " ∨ "),
+            ("implies", " ⇒ "),
+            ("eq", " = "),
+            ("ne", " ≠ "),
+            ("le", " ≤ "),
+            ("lt", " < "),
+            ("add", " + "),
+        )
+    },
 }
 
 
@@ -291,6 +378,7 @@ class _G:
 
 # Each family yields (parameters, term); the candidate's name is family(parameters).
 
+
 @family
 def hw_bound(g: _G) -> Iterator:
     """Partition.highWatermark never passes the log end offset (HW ≤ LEO)."""
@@ -332,8 +420,10 @@ def entry_epoch_bound(g: _G) -> Iterator:
             current = And(inside, Eq(g.r(r, f"e{k}"), V("c.lepoch")))
             yield (r, k, "current-has-leader"), Imp(current, Ne(V("c.leader"), I(-1)))
             for ld in range(g.n):
-                yield (r, k, ld, "current-applied"), Imp(And(current, Eq(V("c.leader"), I(ld))),
-                                                         Eq(g.r(ld, "lepoch"), V("c.lepoch")))
+                yield (
+                    (r, k, ld, "current-applied"),
+                    Imp(And(current, Eq(V("c.leader"), I(ld))), Eq(g.r(ld, "lepoch"), V("c.lepoch"))),
+                )
 
 
 @family
@@ -344,10 +434,14 @@ def epoch_start(g: _G) -> Iterator:
         yield (r, "bound"), Imp(g.presumes(r), And(Le(I(0), g.r(r, "eso")), Le(g.r(r, "eso"), g.r(r, "len"))))
         for k in range(g.log):
             inside = Lt(I(k), g.r(r, "len"))
-            yield (r, k, "older"), Imp(And(g.presumes(r), Lt(I(k), g.r(r, "eso")), inside),
-                                       Lt(g.r(r, f"e{k}"), g.r(r, "lepoch")))
-            yield (r, k, "own"), Imp(And(g.presumes(r), Le(g.r(r, "eso"), I(k)), inside),
-                                     Eq(g.r(r, f"e{k}"), g.r(r, "lepoch")))
+            yield (
+                (r, k, "older"),
+                Imp(And(g.presumes(r), Lt(I(k), g.r(r, "eso")), inside), Lt(g.r(r, f"e{k}"), g.r(r, "lepoch"))),
+            )
+            yield (
+                (r, k, "own"),
+                Imp(And(g.presumes(r), Le(g.r(r, "eso"), I(k)), inside), Eq(g.r(r, f"e{k}"), g.r(r, "lepoch"))),
+            )
 
 
 @family
@@ -370,7 +464,9 @@ def epoch_stamps(g: _G) -> Iterator:
     for q, short in (("leader_and_isr", "lai"), ("alter_partition", "ap"), ("alter_partition_responses", "apr")):
         for r in range(g.n):
             for s in range(g.b.capacity(q)):
-                stamps.append((f"{short}{r}.{s}", g.present(q, r, s), g.msg(q, r, s, "lepoch"), g.msg(q, r, s, "pepoch")))
+                stamps.append(
+                    (f"{short}{r}.{s}", g.present(q, r, s), g.msg(q, r, s, "lepoch"), g.msg(q, r, s, "pepoch"))
+                )
     for a in range(len(stamps)):
         for c in range(a + 1, len(stamps)):
             na, ga, la, pa = stamps[a]
@@ -392,18 +488,34 @@ def leadership(g: _G) -> Iterator:
         yield (r, "in-isr"), Imp(Eq(V("c.leader"), I(r)), V(f"c.isr{r}"))
         yield (r, "unfenced"), Imp(Eq(V("c.leader"), I(r)), Not(V(f"c.fenced{r}")))
         yield (r, "alive-unfenced"), Imp(g.r(r, "alive"), Not(V(f"c.fenced{r}")))
-        yield (r, "applied"), Imp(And(Eq(V("c.leader"), I(r)), g.r(r, "alive"), Eq(g.r(r, "lepoch"), V("c.lepoch"))),
-                                  Eq(g.r(r, "leader"), I(r)))
-        yield (r, "follows-current"), Imp(And(g.r(r, "alive"), Eq(g.r(r, "lepoch"), V("c.lepoch"))),
-                                          Eq(g.r(r, "leader"), V("c.leader")))
+        yield (
+            (r, "applied"),
+            Imp(
+                And(Eq(V("c.leader"), I(r)), g.r(r, "alive"), Eq(g.r(r, "lepoch"), V("c.lepoch"))),
+                Eq(g.r(r, "leader"), I(r)),
+            ),
+        )
+        yield (
+            (r, "follows-current"),
+            Imp(And(g.r(r, "alive"), Eq(g.r(r, "lepoch"), V("c.lepoch"))), Eq(g.r(r, "leader"), V("c.leader"))),
+        )
         yield (r, "no-epoch-query"), Eq(g.r(r, "trunc"), I(-1))
         yield (r, "no-power-loss"), Not(g.r(r, "plost"))
     yield ("controller-leader-range",), Le(V("c.leader"), I(g.n - 1))
     for x, y in g.pairs:
         if x < y:
-            yield (x, y, "one-per-epoch"), Imp(And(g.r(x, "alive"), g.r(y, "alive"), Le(I(0), g.r(x, "lepoch")),
-                                                   Eq(g.r(x, "lepoch"), g.r(y, "lepoch"))),
-                                               Eq(g.r(x, "leader"), g.r(y, "leader")))
+            yield (
+                (x, y, "one-per-epoch"),
+                Imp(
+                    And(
+                        g.r(x, "alive"),
+                        g.r(y, "alive"),
+                        Le(I(0), g.r(x, "lepoch")),
+                        Eq(g.r(x, "lepoch"), g.r(y, "lepoch")),
+                    ),
+                    Eq(g.r(x, "leader"), g.r(y, "leader")),
+                ),
+            )
 
 
 @family
@@ -415,10 +527,14 @@ def isr_view(g: _G) -> Iterator:
         for j in range(g.n):
             maximal = Or(g.r(i, f"isr{j}"), And(g.r(i, "pend"), g.r(i, f"pisr{j}")))
             yield (i, j, "quorum"), Imp(And(g.presumes(i), V(f"c.isr{j}")), maximal)
-            yield (i, j, "same-epoch"), Imp(And(g.presumes(i), Eq(g.r(i, "pepoch"), V("c.pepoch"))),
-                                            Eq(g.r(i, f"isr{j}"), V(f"c.isr{j}")))
-            yield (i, j, "pending-grows"), Imp(And(g.presumes(i), g.r(i, "pend"), g.r(i, f"isr{j}")),
-                                               g.r(i, f"pisr{j}"))
+            yield (
+                (i, j, "same-epoch"),
+                Imp(And(g.presumes(i), Eq(g.r(i, "pepoch"), V("c.pepoch"))), Eq(g.r(i, f"isr{j}"), V(f"c.isr{j}"))),
+            )
+            yield (
+                (i, j, "pending-grows"),
+                Imp(And(g.presumes(i), g.r(i, "pend"), g.r(i, f"isr{j}")), g.r(i, f"pisr{j}")),
+            )
 
 
 @family
@@ -432,15 +548,22 @@ def committed_prefix(g: _G) -> Iterator:
                 continue
             yield (x, y, "controller-isr"), Imp(And(g.r(x, "alive"), g.member(y)), Agree(x, y, g.r(x, "hw")))
             yield (x, y, "controller-isr-any"), Imp(g.member(y), Agree(x, y, g.r(x, "hw")))
-            yield (x, y, "elr"), Imp(And(g.r(x, "alive"), V(f"c.elr{y}"), Or(g.r(y, "alive"), Not(g.r(y, "plost")))),
-                                     Agree(x, y, g.r(x, "hw")))
+            yield (
+                (x, y, "elr"),
+                Imp(
+                    And(g.r(x, "alive"), V(f"c.elr{y}"), Or(g.r(y, "alive"), Not(g.r(y, "plost")))),
+                    Agree(x, y, g.r(x, "hw")),
+                ),
+            )
             if x < y:
                 yield (x, y, "both-hw"), Agree(x, y, Min(g.r(x, "hw"), g.r(y, "hw")))
             for i in range(g.n):
                 view = And(g.presumes(i), g.r(x, "alive"))
                 yield (x, y, i, "leader-isr"), Imp(And(view, g.r(i, f"isr{y}")), Agree(x, y, g.r(x, "hw")))
-                yield (x, y, i, "pending-isr"), Imp(And(view, g.r(i, "pend"), g.r(i, f"pisr{y}")),
-                                                    Agree(x, y, g.r(x, "hw")))
+                yield (
+                    (x, y, i, "pending-isr"),
+                    Imp(And(view, g.r(i, "pend"), g.r(i, f"pisr{y}")), Agree(x, y, g.r(x, "hw"))),
+                )
 
 
 @family
@@ -454,8 +577,9 @@ def replicated_prefix(g: _G) -> Iterator:
                 continue
             in_isr = And(g.presumes(i), g.r(i, f"isr{y}"))
             pending = And(g.presumes(i), g.r(i, "pend"), g.r(i, f"pisr{y}"))
-            follows = And(g.presumes(i), g.r(y, "alive"), Eq(g.r(y, "leader"), I(i)),
-                          Eq(g.r(y, "lepoch"), g.r(i, "lepoch")))
+            follows = And(
+                g.presumes(i), g.r(y, "alive"), Eq(g.r(y, "leader"), I(i)), Eq(g.r(y, "lepoch"), g.r(i, "lepoch"))
+            )
             rleo = g.r(i, f"rleo{y}")
             yield (i, y, "isr-hw"), Imp(in_isr, Agree(i, y, g.r(i, "hw")))
             yield (i, y, "pending-hw"), Imp(pending, Agree(i, y, g.r(i, "hw")))
@@ -467,8 +591,10 @@ def replicated_prefix(g: _G) -> Iterator:
             yield (i, y, "hw-le-fetched"), Imp(And(in_isr, Le(I(0), rleo)), Le(g.r(i, "hw"), rleo))
             yield (i, y, "fetched-le-leo"), Imp(g.presumes(i), Le(rleo, g.r(i, "len")))
             yield (i, y, "fetched-le-follower"), Imp(And(follows, Le(I(0), rleo)), Le(rleo, g.r(y, "len")))
-            yield (i, y, "hw-le-epoch-start"), Imp(g.presumes(i), Or(Le(g.r(y, "hw"), g.r(i, "hw")),
-                                                                     Le(g.r(y, "hw"), g.r(i, "eso"))))
+            yield (
+                (i, y, "hw-le-epoch-start"),
+                Imp(g.presumes(i), Or(Le(g.r(y, "hw"), g.r(i, "hw")), Le(g.r(y, "hw"), g.r(i, "eso")))),
+            )
             yield (i, y, "follower-hw-le-leader"), Imp(follows, Le(g.r(y, "hw"), g.r(i, "hw")))
 
 
@@ -482,8 +608,13 @@ def log_matching(g: _G) -> Iterator:
             both = And(Lt(I(k), g.r(x, "len")), Lt(I(k), g.r(y, "len")))
             if x < y:
                 yield (x, y, k), Imp(And(both, Eq(g.r(x, f"e{k}"), g.r(y, f"e{k}"))), Agree(x, y, I(k + 1)))
-            yield (x, y, k, "leader-epoch"), Imp(And(g.presumes(y), Lt(I(k), g.r(x, "len")),
-                                                     Eq(g.r(x, f"e{k}"), g.r(y, "lepoch"))), Agree(x, y, I(k + 1)))
+            yield (
+                (x, y, k, "leader-epoch"),
+                Imp(
+                    And(g.presumes(y), Lt(I(k), g.r(x, "len")), Eq(g.r(x, f"e{k}"), g.r(y, "lepoch"))),
+                    Agree(x, y, I(k + 1)),
+                ),
+            )
 
 
 @family
@@ -493,7 +624,10 @@ def records(g: _G) -> Iterator:
     for r in range(g.n):
         for k in range(g.log):
             inside = Lt(I(k), g.r(r, "len"))
-            yield (r, k, "produced"), Imp(inside, And(Le(I(1), g.r(r, f"rec{k}")), Le(g.r(r, f"rec{k}"), V("produced"))))
+            yield (
+                (r, k, "produced"),
+                Imp(inside, And(Le(I(1), g.r(r, f"rec{k}")), Le(g.r(r, f"rec{k}"), V("produced")))),
+            )
             yield (r, k, "base"), Imp(inside, Eq(g.r(r, f"base{k}"), I(k)))
     for x in range(g.n):
         for y in range(g.n):
@@ -501,8 +635,9 @@ def records(g: _G) -> Iterator:
                 for m in range(g.log):
                     if (x, k) >= (y, m):
                         continue
-                    same = And(Lt(I(k), g.r(x, "len")), Lt(I(m), g.r(y, "len")),
-                               Eq(g.r(x, f"rec{k}"), g.r(y, f"rec{m}")))
+                    same = And(
+                        Lt(I(k), g.r(x, "len")), Lt(I(m), g.r(y, "len")), Eq(g.r(x, f"rec{k}"), g.r(y, f"rec{m}"))
+                    )
                     if k != m:
                         yield (x, k, y, m), Not(same)
                     else:
@@ -519,23 +654,39 @@ def acknowledged(g: _G) -> Iterator:
         yield (k, "produced"), Imp(acked, Le(I(k), V("produced")))
         for j in range(g.n):
             yield (k, j, "isr"), Imp(And(acked, g.member(j)), Holds(j, off, I(k)))
-            yield (k, j, "elr"), Imp(And(acked, V(f"c.elr{j}"), Or(g.r(j, "alive"), Not(g.r(j, "plost")))),
-                                     Holds(j, off, I(k)))
+            yield (
+                (k, j, "elr"),
+                Imp(And(acked, V(f"c.elr{j}"), Or(g.r(j, "alive"), Not(g.r(j, "plost")))), Holds(j, off, I(k))),
+            )
             yield (k, j, "leader"), Imp(And(acked, Eq(V("c.leader"), I(j)), g.r(j, "alive")), Holds(j, off, I(k)))
             yield (k, j, "below-hw"), Imp(And(acked, g.presumes(j)), Lt(off, g.r(j, "hw")))
-            yield (k, j, "below-hw-or-epoch-start"), Imp(And(acked, g.presumes(j)),
-                                                        Or(Lt(off, g.r(j, "hw")), Lt(off, g.r(j, "eso"))))
+            yield (
+                (k, j, "below-hw-or-epoch-start"),
+                Imp(And(acked, g.presumes(j)), Or(Lt(off, g.r(j, "hw")), Lt(off, g.r(j, "eso")))),
+            )
             for i in range(g.n):
                 yield (k, j, i, "leader-isr"), Imp(And(acked, g.presumes(i), g.r(i, f"isr{j}")), Holds(j, off, I(k)))
-                yield (k, j, i, "pending-isr"), Imp(And(acked, g.presumes(i), g.r(i, "pend"), g.r(i, f"pisr{j}")),
-                                                    Holds(j, off, I(k)))
+                yield (
+                    (k, j, i, "pending-isr"),
+                    Imp(And(acked, g.presumes(i), g.r(i, "pend"), g.r(i, f"pisr{j}")), Holds(j, off, I(k))),
+                )
             for r in range(g.n):
                 for s in range(g.b.capacity("alter_partition")):
                     m = f"alter_partition{r}.{s}."
-                    yield (k, j, r, s, "proposed"), Imp(
-                        And(acked, g.present("alter_partition", r, s), Eq(V("c.leader"), I(r)),
-                            Eq(V(m + "lepoch"), V("c.lepoch")), Eq(V(m + "pepoch"), V("c.pepoch")), V(m + f"isr{j}")),
-                        Holds(j, off, I(k)))
+                    yield (
+                        (k, j, r, s, "proposed"),
+                        Imp(
+                            And(
+                                acked,
+                                g.present("alter_partition", r, s),
+                                Eq(V("c.leader"), I(r)),
+                                Eq(V(m + "lepoch"), V("c.lepoch")),
+                                Eq(V(m + "pepoch"), V("c.pepoch")),
+                                V(m + f"isr{j}"),
+                            ),
+                            Holds(j, off, I(k)),
+                        ),
+                    )
             pp = g.r(j, f"pp{k}")
             yield (k, j, "pending-at-leader"), Imp(pp, g.presumes(j))
             yield (k, j, "pending-held"), Imp(pp, Holds(j, g.r(j, f"ppoff{k}"), I(k)))
@@ -554,8 +705,10 @@ def controller(g: _G) -> Iterator:
         yield (j, "fenced-not-in-isr"), Imp(V(f"c.fenced{j}"), Not(V(f"c.isr{j}")))
         yield (j, "elr-not-isr"), Imp(V(f"c.elr{j}"), Not(V(f"c.isr{j}")))
         yield (j, "no-elr"), Not(V(f"c.elr{j}"))
-        yield (j, "fenced-only-if-last"), Imp(And(V(f"c.fenced{j}"), V(f"c.isr{j}")),
-                                               And(*(Not(V(f"c.isr{k}")) for k in range(g.n) if k != j)))
+        yield (
+            (j, "fenced-only-if-last"),
+            Imp(And(V(f"c.fenced{j}"), V(f"c.isr{j}")), And(*(Not(V(f"c.isr{k}")) for k in range(g.n) if k != j))),
+        )
     yield ("isr-nonempty",), Or(*(V(f"c.isr{j}") for j in range(g.n)))
     yield ("isr-or-elr-nonempty",), Or(*(V(f"c.isr{j}") for j in range(g.n)), *(V(f"c.elr{j}") for j in range(g.n)))
     yield ("epochs-nonnegative",), And(Le(I(0), V("c.lepoch")), Le(I(0), V("c.pepoch")))
@@ -573,8 +726,10 @@ def follower_state(g: _G) -> Iterator:
         for j in range(g.n):
             yield (r, j, "no-remote-leo"), Imp(Not(leads), Eq(g.r(r, f"rleo{j}"), I(-1)))
             yield (r, j, "no-isr-after-restart"), Imp(Eq(g.r(r, "lepoch"), I(-1)), Not(g.r(r, f"isr{j}")))
-        yield (r, "restarted"), Imp(Eq(g.r(r, "lepoch"), I(-1)),
-                                    And(Eq(g.r(r, "leader"), I(-1)), Eq(g.r(r, "pepoch"), I(-1))))
+        yield (
+            (r, "restarted"),
+            Imp(Eq(g.r(r, "lepoch"), I(-1)), And(Eq(g.r(r, "leader"), I(-1)), Eq(g.r(r, "pepoch"), I(-1)))),
+        )
         yield (r, "leaderless-only-restarted"), Imp(Eq(g.r(r, "leader"), I(-1)), Eq(g.r(r, "lepoch"), I(-1)))
         yield (r, "epochs-known"), Imp(Le(I(0), g.r(r, "lepoch")), Le(I(0), g.r(r, "pepoch")))
 
@@ -606,53 +761,99 @@ def leader_and_isr(g: _G) -> Iterator:
             yield (r, s, "leader"), Imp(And(here, Eq(le, V("c.lepoch"))), Eq(ld, V("c.leader")))
             yield (r, s, "self-current"), Imp(And(here, Eq(ld, I(r))), Eq(le, V("c.lepoch")))
             yield (r, s, "leader-range"), Imp(here, Le(ld, I(g.n - 1)))
-            yield (r, s, "leader-in-isr"), And(*(Imp(And(here, Eq(ld, I(j))), g.msg(q, r, s, f"isr{j}"))
-                                                 for j in range(g.n)))
-            yield (r, s, "isr"), Imp(And(here, Eq(le, V("c.lepoch")), Eq(pe, V("c.pepoch"))),
-                                     And(*(Eq(g.msg(q, r, s, f"isr{j}"), V(f"c.isr{j}")) for j in range(g.n))))
+            yield (
+                (r, s, "leader-in-isr"),
+                And(*(Imp(And(here, Eq(ld, I(j))), g.msg(q, r, s, f"isr{j}")) for j in range(g.n))),
+            )
+            yield (
+                (r, s, "isr"),
+                Imp(
+                    And(here, Eq(le, V("c.lepoch")), Eq(pe, V("c.pepoch"))),
+                    And(*(Eq(g.msg(q, r, s, f"isr{j}"), V(f"c.isr{j}")) for j in range(g.n))),
+                ),
+            )
             yield (r, s, "nonnegative"), Imp(here, And(Le(I(0), le), Le(I(0), pe)))
             for x in range(g.n):
-                yield (r, s, x, "one-leader-per-epoch"), Imp(And(here, g.r(x, "alive"), Eq(le, g.r(x, "lepoch"))),
-                                                             Eq(ld, g.r(x, "leader")))
-            yield (r, s, "current-state"), Imp(And(here, Eq(pe, V("c.pepoch"))), And(
-                Eq(le, V("c.lepoch")), Eq(ld, V("c.leader")),
-                *(Eq(g.msg(q, r, s, f"isr{j}"), V(f"c.isr{j}")) for j in range(g.n))))
+                yield (
+                    (r, s, x, "one-leader-per-epoch"),
+                    Imp(And(here, g.r(x, "alive"), Eq(le, g.r(x, "lepoch"))), Eq(ld, g.r(x, "leader"))),
+                )
+            yield (
+                (r, s, "current-state"),
+                Imp(
+                    And(here, Eq(pe, V("c.pepoch"))),
+                    And(
+                        Eq(le, V("c.lepoch")),
+                        Eq(ld, V("c.leader")),
+                        *(Eq(g.msg(q, r, s, f"isr{j}"), V(f"c.isr{j}")) for j in range(g.n)),
+                    ),
+                ),
+            )
             newer = Or(Lt(g.r(r, "lepoch"), le), And(Eq(g.r(r, "lepoch"), le), Lt(g.r(r, "pepoch"), pe)))
             for x in range(g.n):
                 for k in range(g.log):
-                    yield (r, s, x, k, "epoch-not-written-yet"), Imp(
-                        And(here, Eq(ld, I(r)), Lt(g.r(r, "lepoch"), le), Lt(I(k), g.r(x, "len"))),
-                        Lt(g.r(x, f"e{k}"), le))
+                    yield (
+                        (r, s, x, k, "epoch-not-written-yet"),
+                        Imp(
+                            And(here, Eq(ld, I(r)), Lt(g.r(r, "lepoch"), le), Lt(I(k), g.r(x, "len"))),
+                            Lt(g.r(x, f"e{k}"), le),
+                        ),
+                    )
             for y in range(g.n):
                 for x in range(g.n):
                     if x != y:
-                        yield (r, s, y, x, "holds"), Imp(And(here, Eq(ld, I(r)), newer, g.msg(q, r, s, f"isr{y}"),
-                                                             g.r(x, "alive")), Agree(x, y, g.r(x, "hw")))
+                        yield (
+                            (r, s, y, x, "holds"),
+                            Imp(
+                                And(here, Eq(ld, I(r)), newer, g.msg(q, r, s, f"isr{y}"), g.r(x, "alive")),
+                                Agree(x, y, g.r(x, "hw")),
+                            ),
+                        )
             same_epoch_newer = And(here, g.presumes(r), Eq(le, g.r(r, "lepoch")), Lt(g.r(r, "pepoch"), pe))
             for j in range(g.n):
-                yield (r, s, j, "shrinks-only"), Imp(And(same_epoch_newer, g.msg(q, r, s, f"isr{j}")),
-                                                     Or(g.r(r, f"isr{j}"), And(g.r(r, "pend"), g.r(r, f"pisr{j}"))))
-                yield (r, s, j, "new-leader-covers-isr"), Imp(And(here, Eq(ld, I(r)), newer, V(f"c.isr{j}")),
-                                                              g.msg(q, r, s, f"isr{j}"))
+                yield (
+                    (r, s, j, "shrinks-only"),
+                    Imp(
+                        And(same_epoch_newer, g.msg(q, r, s, f"isr{j}")),
+                        Or(g.r(r, f"isr{j}"), And(g.r(r, "pend"), g.r(r, f"pisr{j}"))),
+                    ),
+                )
+                yield (
+                    (r, s, j, "new-leader-covers-isr"),
+                    Imp(And(here, Eq(ld, I(r)), newer, V(f"c.isr{j}")), g.msg(q, r, s, f"isr{j}")),
+                )
             for r2 in range(g.n):
                 for s2 in range(g.b.capacity(q)):
                     if (r2, s2) <= (r, s):
                         continue
                     pe2 = g.msg(q, r2, s2, "pepoch")
                     le2 = g.msg(q, r2, s2, "lepoch")
-                    yield (r, s, r2, s2, "one-leader-per-epoch"), Imp(
-                        And(here, g.present(q, r2, s2), Eq(le, le2)), Eq(ld, g.msg(q, r2, s2, "leader")))
-                    yield (r, s, r2, s2, "same-partition-epoch"), Imp(
-                        And(here, g.present(q, r2, s2), Eq(pe, pe2)),
-                        And(Eq(le, g.msg(q, r2, s2, "lepoch")), Eq(ld, g.msg(q, r2, s2, "leader")),
-                            *(Eq(g.msg(q, r, s, f"isr{j}"), g.msg(q, r2, s2, f"isr{j}")) for j in range(g.n))))
-            yield (r, s, "not-older-than-applied"), Imp(here, Or(Lt(g.r(r, "lepoch"), le),
-                                                                And(Eq(g.r(r, "lepoch"), le), Le(g.r(r, "pepoch"), pe))))
+                    yield (
+                        (r, s, r2, s2, "one-leader-per-epoch"),
+                        Imp(And(here, g.present(q, r2, s2), Eq(le, le2)), Eq(ld, g.msg(q, r2, s2, "leader"))),
+                    )
+                    yield (
+                        (r, s, r2, s2, "same-partition-epoch"),
+                        Imp(
+                            And(here, g.present(q, r2, s2), Eq(pe, pe2)),
+                            And(
+                                Eq(le, g.msg(q, r2, s2, "lepoch")),
+                                Eq(ld, g.msg(q, r2, s2, "leader")),
+                                *(Eq(g.msg(q, r, s, f"isr{j}"), g.msg(q, r2, s2, f"isr{j}")) for j in range(g.n)),
+                            ),
+                        ),
+                    )
+            yield (
+                (r, s, "not-older-than-applied"),
+                Imp(here, Or(Lt(g.r(r, "lepoch"), le), And(Eq(g.r(r, "lepoch"), le), Le(g.r(r, "pepoch"), pe)))),
+            )
             for s2 in range(s + 1, g.b.capacity(q)):
                 later = And(g.present(q, r, s2), Eq(ld, I(r)), newer, Eq(g.msg(q, r, s2, "lepoch"), le))
                 for j in range(g.n):
-                    yield (r, s, s2, j, "later-shrinks"), Imp(And(later, g.msg(q, r, s2, f"isr{j}")),
-                                                              g.msg(q, r, s, f"isr{j}"))
+                    yield (
+                        (r, s, s2, j, "later-shrinks"),
+                        Imp(And(later, g.msg(q, r, s2, f"isr{j}")), g.msg(q, r, s, f"isr{j}")),
+                    )
             if s + 1 < g.b.capacity(q):
                 nxt = g.msg(q, r, s + 1, "lepoch"), g.msg(q, r, s + 1, "pepoch")
                 yield (r, s, "ordered"), Imp(g.present(q, r, s + 1), And(Le(le, nxt[0]), Le(pe, nxt[1])))
@@ -672,16 +873,23 @@ def alter_partition(g: _G) -> Iterator:
             yield (r, s, "epoch"), Imp(here, And(Le(le, g.r(r, "lepoch")), Le(pe, V("c.pepoch"))))
             yield (r, s, "applied-partition-epoch"), Imp(here, Le(pe, g.r(r, "pepoch")))
             yield (r, s, "from-live"), Imp(here, And(g.r(r, "alive"), Le(I(0), le), Le(I(0), pe)))
-            yield (r, s, "pending"), Imp(And(here, Eq(le, g.r(r, "lepoch"))), And(
-                g.r(r, "pend"), *(Eq(g.msg(q, r, s, f"isr{j}"), g.r(r, f"pisr{j}")) for j in range(g.n))))
+            yield (
+                (r, s, "pending"),
+                Imp(
+                    And(here, Eq(le, g.r(r, "lepoch"))),
+                    And(g.r(r, "pend"), *(Eq(g.msg(q, r, s, f"isr{j}"), g.r(r, f"pisr{j}")) for j in range(g.n))),
+                ),
+            )
             yield (r, s, "alone"), Imp(here, Eq(V(f"{q}{r}.n"), I(1))) if s == 0 else Not(here)
             yield (r, s, "current-leader"), Imp(current, g.presumes(r))
             yield (r, s, "self"), Imp(current, g.msg(q, r, s, f"isr{r}"))
             for j in range(g.n):
                 for x in range(g.n):
                     if x != j:
-                        yield (r, s, j, x, "holds"), Imp(And(current, g.msg(q, r, s, f"isr{j}"), g.r(x, "alive")),
-                                                         Agree(x, j, g.r(x, "hw")))
+                        yield (
+                            (r, s, j, x, "holds"),
+                            Imp(And(current, g.msg(q, r, s, f"isr{j}"), g.r(x, "alive")), Agree(x, j, g.r(x, "hw"))),
+                        )
 
 
 @family
@@ -693,29 +901,53 @@ def alter_partition_response(g: _G) -> Iterator:
         for s in range(g.b.capacity(q)):
             here = g.present(q, r, s)
             le, pe, rle = (g.msg(q, r, s, f) for f in ("lepoch", "pepoch", "rlepoch"))
-            yield (r, s, "epoch"), Imp(here, And(Le(rle, g.r(r, "lepoch")), Le(le, V("c.lepoch")),
-                                                Le(pe, V("c.pepoch"))))
+            yield (
+                (r, s, "epoch"),
+                Imp(here, And(Le(rle, g.r(r, "lepoch")), Le(le, V("c.lepoch")), Le(pe, V("c.pepoch")))),
+            )
             yield (r, s, "to-live"), Imp(here, g.r(r, "alive"))
             yield (r, s, "answered-later"), Imp(here, Le(rle, le))
             yield (r, s, "nonnegative"), Imp(here, And(Le(I(0), le), Le(I(0), pe)))
-            yield (r, s, "fenced-by-newer-epoch"), Imp(And(here, Eq(g.msg(q, r, s, "err"), I(ERROR["FENCED_LEADER_EPOCH"]))),
-                                                      Lt(rle, le))
+            yield (
+                (r, s, "fenced-by-newer-epoch"),
+                Imp(And(here, Eq(g.msg(q, r, s, "err"), I(ERROR["FENCED_LEADER_EPOCH"]))), Lt(rle, le)),
+            )
             yield (r, s, "pending"), Imp(And(here, Eq(rle, g.r(r, "lepoch"))), g.r(r, "pend"))
             yield (r, s, "alone"), Not(here) if s > 0 else Imp(here, Eq(V(f"alter_partition{r}.n"), I(0)))
-            yield (r, s, "isr"), Imp(And(here, Eq(le, V("c.lepoch")), Eq(pe, V("c.pepoch"))),
-                                     And(*(Eq(g.msg(q, r, s, f"isr{j}"), V(f"c.isr{j}")) for j in range(g.n))))
-            yield (r, s, "committed"), Imp(And(here, Eq(rle, g.r(r, "lepoch")), Eq(g.msg(q, r, s, "err"), I(ERROR["NONE"]))),
-                                           And(*(Eq(g.msg(q, r, s, f"isr{j}"), g.r(r, f"pisr{j}")) for j in range(g.n))))
+            yield (
+                (r, s, "isr"),
+                Imp(
+                    And(here, Eq(le, V("c.lepoch")), Eq(pe, V("c.pepoch"))),
+                    And(*(Eq(g.msg(q, r, s, f"isr{j}"), V(f"c.isr{j}")) for j in range(g.n))),
+                ),
+            )
+            yield (
+                (r, s, "committed"),
+                Imp(
+                    And(here, Eq(rle, g.r(r, "lepoch")), Eq(g.msg(q, r, s, "err"), I(ERROR["NONE"]))),
+                    And(*(Eq(g.msg(q, r, s, f"isr{j}"), g.r(r, f"pisr{j}")) for j in range(g.n))),
+                ),
+            )
             yield (r, s, "partition-epoch"), Imp(And(here, Eq(rle, g.r(r, "lepoch"))), Le(g.r(r, "pepoch"), pe))
             adoptable = And(here, Eq(rle, g.r(r, "lepoch")), Eq(le, g.r(r, "lepoch")), Le(g.r(r, "pepoch"), pe))
             for j in range(g.n):
-                yield (r, s, j, "within-quorum"), Imp(And(adoptable, g.msg(q, r, s, f"isr{j}")),
-                                                      Or(g.r(r, f"isr{j}"), And(g.r(r, "pend"), g.r(r, f"pisr{j}"))))
+                yield (
+                    (r, s, j, "within-quorum"),
+                    Imp(
+                        And(adoptable, g.msg(q, r, s, f"isr{j}")),
+                        Or(g.r(r, f"isr{j}"), And(g.r(r, "pend"), g.r(r, f"pisr{j}"))),
+                    ),
+                )
                 yield (r, s, j, "covers-isr"), Imp(And(adoptable, V(f"c.isr{j}")), g.msg(q, r, s, f"isr{j}"))
                 for x in range(g.n):
                     if x != j:
-                        yield (r, s, j, x, "holds"), Imp(And(adoptable, g.presumes(r), g.msg(q, r, s, f"isr{j}"),
-                                                             g.r(x, "alive")), Agree(x, j, g.r(x, "hw")))
+                        yield (
+                            (r, s, j, x, "holds"),
+                            Imp(
+                                And(adoptable, g.presumes(r), g.msg(q, r, s, f"isr{j}"), g.r(x, "alive")),
+                                Agree(x, j, g.r(x, "hw")),
+                            ),
+                        )
 
 
 @family
@@ -726,13 +958,20 @@ def isr_updates(g: _G) -> Iterator:
     refuses while the leader is behind its partition epoch, KIP-497)."""
     msgs = [(q, s) for q in ("leader_and_isr", "alter_partition_responses") for s in range(g.b.capacity(q))]
     for r in range(g.n):
+
         def newer(q: str, s: int) -> Term:
             tag = "rlepoch" if q == "alter_partition_responses" else "leader"
             own = Eq(g.msg(q, r, s, tag), g.r(r, "lepoch") if tag == "rlepoch" else I(r))
-            return And(g.present(q, r, s), g.presumes(r), own, Eq(g.msg(q, r, s, "lepoch"), g.r(r, "lepoch")),
-                       Lt(g.r(r, "pepoch"), g.msg(q, r, s, "pepoch")))
+            return And(
+                g.present(q, r, s),
+                g.presumes(r),
+                own,
+                Eq(g.msg(q, r, s, "lepoch"), g.r(r, "lepoch")),
+                Lt(g.r(r, "pepoch"), g.msg(q, r, s, "pepoch")),
+            )
+
         for a, (qa, sa) in enumerate(msgs):
-            for qb, sb in msgs[a + 1:]:
+            for qb, sb in msgs[a + 1 :]:
                 both = And(newer(qa, sa), newer(qb, sb))
                 pa, pb = g.msg(qa, r, sa, "pepoch"), g.msg(qb, r, sb, "pepoch")
                 for j in range(g.n):
@@ -748,8 +987,11 @@ def news_in_flight(g: _G) -> Iterator:
     carrying the new partition epoch."""
     for r in range(g.n):
         behind = And(g.presumes(r), Lt(g.r(r, "pepoch"), V("c.pepoch")))
-        carried = [And(g.present(q, r, s), Eq(g.msg(q, r, s, "pepoch"), V("c.pepoch")))
-                   for q in ("leader_and_isr", "alter_partition_responses") for s in range(g.b.capacity(q))]
+        carried = [
+            And(g.present(q, r, s), Eq(g.msg(q, r, s, "pepoch"), V("c.pepoch")))
+            for q in ("leader_and_isr", "alter_partition_responses")
+            for s in range(g.b.capacity(q))
+        ]
         yield (r,), Imp(behind, Or(*carried))
 
 
@@ -765,12 +1007,12 @@ def one_change_in_flight(g: _G) -> Iterator:
         asks = [And(g.present(ap, r, s), Eq(g.msg(ap, r, s, "lepoch"), now)) for s in range(g.b.capacity(ap))]
         answers = [And(g.present(apr, r, s), Eq(g.msg(apr, r, s, "rlepoch"), now)) for s in range(g.b.capacity(apr))]
         for s, a in enumerate(asks):
-            for s2, b in enumerate(asks[s + 1:], s + 1):
+            for s2, b in enumerate(asks[s + 1 :], s + 1):
                 yield (r, f"ap{s}", f"ap{s2}"), Not(And(a, b))
             for s2, b in enumerate(answers):
                 yield (r, f"ap{s}", f"apr{s2}"), Not(And(a, b))
         for s, a in enumerate(answers):
-            for s2, b in enumerate(answers[s + 1:], s + 1):
+            for s2, b in enumerate(answers[s + 1 :], s + 1):
                 yield (r, f"apr{s}", f"apr{s2}"), Not(And(a, b))
             err = g.msg(apr, r, s, "err")
             yield (r, f"apr{s}", "error"), Imp(g.present(apr, r, s), Or(*(Eq(err, I(e)) for e in errors)))

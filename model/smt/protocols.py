@@ -1,6 +1,7 @@
 """The protocol variants of ``model/protocols.py`` over encoded states: one class per variant,
 overriding only what its KIP changed, method for method. A variant without a class here is
 refused by ``rules_for`` (a new variant of the model needs its override here too)."""
+
 from __future__ import annotations
 
 import z3
@@ -139,8 +140,11 @@ class Kip279(Kip101):
             x.truncate_to(r, x.rep(r, "hw"))
             x.set_rep(r, trunc=z3.IntVal(-1))
 
-        nx.branch(epoch < 0, undefined, lambda x: x.branch(
-            own_epoch == epoch, agree, lambda y: y.branch(own_epoch != -1, retreat, restart)))
+        nx.branch(
+            epoch < 0,
+            undefined,
+            lambda x: x.branch(own_epoch == epoch, agree, lambda y: y.branch(own_epoch != -1, retreat, restart)),
+        )
 
 
 class Kip320(Kip279):
@@ -160,8 +164,11 @@ class Kip320(Kip279):
         epoch, end = nx.end_offset_for(f"r{d}.", last)
         diverging = z3.And(last >= 0, z3.Or(epoch != last, end < req["off"]))
         refused = z3.Or(req["lepoch"] != le, diverging)
-        error = z3.If(req["lepoch"] < le, ERROR["FENCED_LEADER_EPOCH"],
-                      z3.If(req["lepoch"] > le, ERROR["UNKNOWN_LEADER_EPOCH"], ERROR["NONE"]))
+        error = z3.If(
+            req["lepoch"] < le,
+            ERROR["FENCED_LEADER_EPOCH"],
+            z3.If(req["lepoch"] > le, ERROR["UNKNOWN_LEADER_EPOCH"], ERROR["NONE"]),
+        )
         return refused, error, epoch, end
 
     def in_sync(self, nx: Next, r: int, leo):
@@ -221,8 +228,12 @@ class Kip966(Kip903):
         """Empty once ``isr`` reaches min ISR, else the members the ISR lost join the ELR, minus
         those back from an unclean shutdown."""
         below = count(isr) < nx.cfg.min_insync_replicas
-        return [z3.BoolVal(False) if j in unclean else
-                z3.And(below, z3.Or(nx[f"c.elr{j}"], nx[f"c.isr{j}"]), z3.Not(isr[j])) for j in range(len(isr))]
+        return [
+            z3.BoolVal(False)
+            if j in unclean
+            else z3.And(below, z3.Or(nx[f"c.elr{j}"], nx[f"c.isr{j}"]), z3.Not(isr[j]))
+            for j in range(len(isr))
+        ]
 
     def elect_clean(self, nx: Next) -> tuple:
         """ISR, then an unfenced ELR member (joining the ISR), then the last known leader if the
@@ -232,11 +243,16 @@ class Kip966(Kip903):
         elr = [nx[f"c.elr{j}"] for j in range(n)]
         from_isr, from_elr = _first(nx, isr), _first(nx, elr)
         lkl = nx["c.lkl"]
-        last = z3.And(z3.Not(z3.Or(isr + elr)), lkl >= 0,
-                      z3.Not(pick(lkl, [nx[f"c.fenced{j}"] for j in range(n)], z3.BoolVal(True))))
+        last = z3.And(
+            z3.Not(z3.Or(isr + elr)),
+            lkl >= 0,
+            z3.Not(pick(lkl, [nx[f"c.fenced{j}"] for j in range(n)], z3.BoolVal(True))),
+        )
         leader = z3.If(from_isr != -1, from_isr, z3.If(from_elr != -1, from_elr, z3.If(last, lkl, -1)))
-        return leader, [z3.If(from_isr != -1, isr[j], z3.If(from_elr != -1, z3.Or(isr[j], from_elr == j), lkl == j))
-                        for j in range(n)]
+        return leader, [
+            z3.If(from_isr != -1, isr[j], z3.If(from_elr != -1, z3.Or(isr[j], from_elr == j), lkl == j))
+            for j in range(n)
+        ]
 
 
 RULES: dict[str, Protocol] = {p.name: p for p in (Protocol(), Kip101(), Kip279(), Kip320(), Kip903(), Kip966())}

@@ -9,6 +9,7 @@ of a transition is a function of its predecessor. Broker epochs (KIP-903) are pe
 epochs a pending ISR change or an AlterPartition names for its members hold -1 (unknown, as in
 ``remote_broker_epoch``) for the brokers it does not name.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,13 +19,27 @@ import z3
 from ..alphabet import MESSAGE_KINDS, NONE
 from ..history import History
 from ..state import (
-    AlterPartition, AlterPartitionResponse, Controller, Entry, FetchRequest, FetchResponse, LeaderAndIsr,
-    Replica, State,
+    AlterPartition,
+    AlterPartitionResponse,
+    Controller,
+    Entry,
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsr,
+    Replica,
+    State,
 )
 
 # Error codes and fetch response kinds the model uses, as integers.
-ERRORS = (NONE, "NOT_LEADER_OR_FOLLOWER", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "OFFSET_OUT_OF_RANGE",
-          "INVALID_UPDATE_VERSION", "INELIGIBLE_REPLICA")
+ERRORS = (
+    NONE,
+    "NOT_LEADER_OR_FOLLOWER",
+    "FENCED_LEADER_EPOCH",
+    "UNKNOWN_LEADER_EPOCH",
+    "OFFSET_OUT_OF_RANGE",
+    "INVALID_UPDATE_VERSION",
+    "INELIGIBLE_REPLICA",
+)
 KINDS = ("records", "diverging", "epoch_end", "error")
 ERROR = {name: i for i, name in enumerate(ERRORS)}
 KIND = {name: i for i, name in enumerate(KINDS)}
@@ -80,8 +95,16 @@ def schema(b: Bounds) -> dict[str, bool]:
         for k in range(b.log):
             keys.update({f"{p}e{k}": False, f"{p}rec{k}": False, f"{p}base{k}": False})
         for j in range(n):
-            keys.update({f"{p}isr{j}": True, f"{p}pisr{j}": True, f"{p}rleo{j}": False, f"{p}lcu{j}": False,
-                         f"{p}rbe{j}": False, f"{p}pep{j}": False})
+            keys.update(
+                {
+                    f"{p}isr{j}": True,
+                    f"{p}pisr{j}": True,
+                    f"{p}rleo{j}": False,
+                    f"{p}lcu{j}": False,
+                    f"{p}rbe{j}": False,
+                    f"{p}pep{j}": False,
+                }
+            )
         for k in range(1, b.records + 1):
             keys.update({f"{p}pp{k}": True, f"{p}ppoff{k}": False, f"{p}ppdl{k}": False, f"{p}ppn{k}": False})
     keys.update({"c.leader": False, "c.lepoch": False, "c.pepoch": False, "c.lkl": False})
@@ -136,6 +159,7 @@ def _value(v):
 
 # -- State -> Python values by key ---------------------------------------------------------------------
 
+
 def embed(b: Bounds, s: State) -> dict:
     """The encoding of ``s`` as Python ints and bools by key; OutOfBounds if it does not fit."""
     n = b.replicas
@@ -145,11 +169,24 @@ def embed(b: Bounds, s: State) -> dict:
     for r, rep in enumerate(s.replicas):
         p = f"r{r}."
         _log(out, p, rep.log, b)
-        out.update({p + "durable": rep.durable, p + "hw": rep.hw, p + "hwc": rep.hw_checkpoint,
-                    p + "leader": rep.leader, p + "lepoch": rep.leader_epoch, p + "pepoch": rep.partition_epoch,
-                    p + "eso": rep.epoch_start_offset, p + "trunc": rep.truncating_epoch, p + "alive": rep.alive,
-                    p + "pend": rep.pending_isr is not None, p + "plost": rep.power_lost,
-                    p + "bepoch": rep.broker_epoch, p + "unclean": rep.unclean_shutdown, p + "bad": rep.bad_batch})
+        out.update(
+            {
+                p + "durable": rep.durable,
+                p + "hw": rep.hw,
+                p + "hwc": rep.hw_checkpoint,
+                p + "leader": rep.leader,
+                p + "lepoch": rep.leader_epoch,
+                p + "pepoch": rep.partition_epoch,
+                p + "eso": rep.epoch_start_offset,
+                p + "trunc": rep.truncating_epoch,
+                p + "alive": rep.alive,
+                p + "pend": rep.pending_isr is not None,
+                p + "plost": rep.power_lost,
+                p + "bepoch": rep.broker_epoch,
+                p + "unclean": rep.unclean_shutdown,
+                p + "bad": rep.bad_batch,
+            }
+        )
         _set(out, p + "isr", rep.isr, n)
         _set(out, p + "pisr", rep.pending_isr or (), n)
         _member_epochs(out, p + "pep", rep.pending_isr or (), rep.pending_epochs, n)
@@ -160,11 +197,18 @@ def embed(b: Bounds, s: State) -> dict:
             out.update({f"{p}pp{k}": False, f"{p}ppoff{k}": 0, f"{p}ppdl{k}": 0, f"{p}ppn{k}": 0})
         for record, offset, deadline, records in rep.pending_produces:
             _record_id(record + records - 1, b)
-            out.update({f"{p}pp{record}": True, f"{p}ppoff{record}": offset, f"{p}ppdl{record}": deadline,
-                        f"{p}ppn{record}": records})
+            out.update(
+                {
+                    f"{p}pp{record}": True,
+                    f"{p}ppoff{record}": offset,
+                    f"{p}ppdl{record}": deadline,
+                    f"{p}ppn{record}": records,
+                }
+            )
     c = s.controller
-    out.update({"c.leader": c.leader, "c.lepoch": c.leader_epoch, "c.pepoch": c.partition_epoch,
-                "c.lkl": c.last_known_leader})
+    out.update(
+        {"c.leader": c.leader, "c.lepoch": c.leader_epoch, "c.pepoch": c.partition_epoch, "c.lkl": c.last_known_leader}
+    )
     _set(out, "c.isr", c.isr, n)
     _set(out, "c.fenced", c.fenced, n)
     _set(out, "c.elr", c.elr, n)
@@ -179,8 +223,9 @@ def embed(b: Bounds, s: State) -> dict:
             for slot in range(cap):
                 _message(out, f"{q}{r}.{slot}.", q, queue[slot] if slot < len(queue) else None, b)
     h = s.history
-    out.update({"now": s.now, "produced": h.records_produced, "maxhw": h.max_consumer_hw,
-                "regressed": h.consumer_hw_regressed})
+    out.update(
+        {"now": s.now, "produced": h.records_produced, "maxhw": h.max_consumer_hw, "regressed": h.consumer_hw_regressed}
+    )
     for name, value in zip(HISTORY_COUNTERS, h[5:]):
         out["h." + name] = value
     for k in range(1, b.records + 1):
@@ -233,10 +278,19 @@ def _message(out: dict, p: str, q: str, m, b: Bounds) -> None:
         m = m or FetchResponse(0, 0, NONE, "records", (), 0, 0, 0)
         if m.error not in ERROR:
             raise OutOfBounds(f"error code {m.error} unknown to the encoding")
-        out.update({p + "leader": m.leader, p + "lepoch": m.leader_epoch, p + "err": ERROR[m.error],
-                    p + "kind": KIND[m.kind], p + "hw": m.leader_hw, p + "ep": m.epoch, p + "end": m.end_offset,
-                    p + "rstart": m.records[0].offset if m.records else 0,
-                    p + "bad1": m.bad_batch + 1})  # 0 none: an empty slot's zero
+        out.update(
+            {
+                p + "leader": m.leader,
+                p + "lepoch": m.leader_epoch,
+                p + "err": ERROR[m.error],
+                p + "kind": KIND[m.kind],
+                p + "hw": m.leader_hw,
+                p + "ep": m.epoch,
+                p + "end": m.end_offset,
+                p + "rstart": m.records[0].offset if m.records else 0,
+                p + "bad1": m.bad_batch + 1,
+            }
+        )  # 0 none: an empty slot's zero
         shifted = tuple(Entry(k, e.epoch, e.record, e.base) for k, e in enumerate(m.records))
         _log(out, p, shifted, b)
         out[p + "rn"] = out.pop(p + "len")
@@ -255,12 +309,19 @@ def _message(out: dict, p: str, q: str, m, b: Bounds) -> None:
         m = m or AlterPartitionResponse(NONE, 0, (), 0, 0)
         if m.error not in ERROR:
             raise OutOfBounds(f"error code {m.error} unknown to the encoding")
-        out.update({p + "err": ERROR[m.error], p + "lepoch": m.leader_epoch, p + "pepoch": m.partition_epoch,
-                    p + "rlepoch": m.request_leader_epoch})
+        out.update(
+            {
+                p + "err": ERROR[m.error],
+                p + "lepoch": m.leader_epoch,
+                p + "pepoch": m.partition_epoch,
+                p + "rlepoch": m.request_leader_epoch,
+            }
+        )
         _set(out, p + "isr", m.isr, n)
 
 
 # -- values by key -> State ------------------------------------------------------------------------------
+
 
 def values_of(model: z3.ModelRef, s: dict) -> dict:
     """The Python values a z3 model gives the terms of an encoded state."""
@@ -277,30 +338,56 @@ def decode(b: Bounds, v: dict) -> State:
     replicas = []
     for r in range(n):
         p = f"r{r}."
-        pending = tuple((k, v[f"{p}ppoff{k}"], v[f"{p}ppdl{k}"], v[f"{p}ppn{k}"])
-                        for k in range(1, b.records + 1) if v[f"{p}pp{k}"])
-        replicas.append(Replica(
-            alive=v[p + "alive"], log=_entries(v, p, v[p + "len"], 0), durable=v[p + "durable"], hw=v[p + "hw"],
-            hw_checkpoint=v[p + "hwc"], leader=v[p + "leader"], leader_epoch=v[p + "lepoch"],
-            isr=_members(v, p + "isr", n), partition_epoch=v[p + "pepoch"], epoch_start_offset=v[p + "eso"],
-            remote_leo=tuple(v[f"{p}rleo{j}"] for j in range(n)),
-            last_caught_up=tuple(v[f"{p}lcu{j}"] for j in range(n)),
-            pending_isr=_members(v, p + "pisr", n) if v[p + "pend"] else None, pending_produces=pending,
-            truncating_epoch=v[p + "trunc"], power_lost=v[p + "plost"], broker_epoch=v[p + "bepoch"],
-            remote_broker_epoch=tuple(v[f"{p}rbe{j}"] for j in range(n)), unclean_shutdown=v[p + "unclean"],
-            bad_batch=v[p + "bad"],
-            pending_epochs=tuple(v[f"{p}pep{j}"] for j in _members(v, p + "pisr", n)) if v[p + "pend"] else ()))
-    controller = Controller(v["c.leader"], v["c.lepoch"], _members(v, "c.isr", n), v["c.pepoch"],
-                            _members(v, "c.fenced", n), tuple(v[f"c.bep{j}"] for j in range(n)),
-                            _members(v, "c.elr", n), v["c.lkl"])
+        pending = tuple(
+            (k, v[f"{p}ppoff{k}"], v[f"{p}ppdl{k}"], v[f"{p}ppn{k}"]) for k in range(1, b.records + 1) if v[f"{p}pp{k}"]
+        )
+        replicas.append(
+            Replica(
+                alive=v[p + "alive"],
+                log=_entries(v, p, v[p + "len"], 0),
+                durable=v[p + "durable"],
+                hw=v[p + "hw"],
+                hw_checkpoint=v[p + "hwc"],
+                leader=v[p + "leader"],
+                leader_epoch=v[p + "lepoch"],
+                isr=_members(v, p + "isr", n),
+                partition_epoch=v[p + "pepoch"],
+                epoch_start_offset=v[p + "eso"],
+                remote_leo=tuple(v[f"{p}rleo{j}"] for j in range(n)),
+                last_caught_up=tuple(v[f"{p}lcu{j}"] for j in range(n)),
+                pending_isr=_members(v, p + "pisr", n) if v[p + "pend"] else None,
+                pending_produces=pending,
+                truncating_epoch=v[p + "trunc"],
+                power_lost=v[p + "plost"],
+                broker_epoch=v[p + "bepoch"],
+                remote_broker_epoch=tuple(v[f"{p}rbe{j}"] for j in range(n)),
+                unclean_shutdown=v[p + "unclean"],
+                bad_batch=v[p + "bad"],
+                pending_epochs=tuple(v[f"{p}pep{j}"] for j in _members(v, p + "pisr", n)) if v[p + "pend"] else (),
+            )
+        )
+    controller = Controller(
+        v["c.leader"],
+        v["c.lepoch"],
+        _members(v, "c.isr", n),
+        v["c.pepoch"],
+        _members(v, "c.fenced", n),
+        tuple(v[f"c.bep{j}"] for j in range(n)),
+        _members(v, "c.elr", n),
+        v["c.lkl"],
+    )
     queues = []
     for q in QUEUES:
-        queues.append(tuple(tuple(_decode_message(v, f"{q}{r}.{slot}.", q, n) for slot in range(v[f"{q}{r}.n"]))
-                            for r in range(n)))
+        queues.append(
+            tuple(
+                tuple(_decode_message(v, f"{q}{r}.{slot}.", q, n) for slot in range(v[f"{q}{r}.n"])) for r in range(n)
+            )
+        )
     acked = tuple(sorted((v[f"ackoff{k}"], k) for k in range(1, b.records + 1) if v[f"acked{k}"]))
     consumed = tuple(sorted((o, k) for o in range(b.log) for k in range(1, b.records + 1) if v[f"cons{o}_{k}"]))
-    history = History(v["produced"], acked, consumed, v["maxhw"], v["regressed"],
-                      *(v["h." + c] for c in HISTORY_COUNTERS))
+    history = History(
+        v["produced"], acked, consumed, v["maxhw"], v["regressed"], *(v["h." + c] for c in HISTORY_COUNTERS)
+    )
     return State(tuple(replicas), controller, *queues, v["now"], *history)
 
 
@@ -316,13 +403,22 @@ def _decode_message(v: dict, p: str, q: str, n: int):
     if q == "fetch_requests":
         return FetchRequest(*(v[p + f] for f in SCALARS[q]))
     if q == "fetch_responses":
-        return FetchResponse(v[p + "leader"], v[p + "lepoch"], ERRORS[v[p + "err"]], KINDS[v[p + "kind"]],
-                             _entries(v, p, v[p + "rn"], v[p + "rstart"]), v[p + "hw"], v[p + "ep"], v[p + "end"],
-                             v[p + "bad1"] - 1)
+        return FetchResponse(
+            v[p + "leader"],
+            v[p + "lepoch"],
+            ERRORS[v[p + "err"]],
+            KINDS[v[p + "kind"]],
+            _entries(v, p, v[p + "rn"], v[p + "rstart"]),
+            v[p + "hw"],
+            v[p + "ep"],
+            v[p + "end"],
+            v[p + "bad1"] - 1,
+        )
     if q == "leader_and_isr":
         return LeaderAndIsr(v[p + "leader"], v[p + "lepoch"], _members(v, p + "isr", n), v[p + "pepoch"])
     if q == "alter_partition":
         isr = _members(v, p + "isr", n)
         return AlterPartition(v[p + "lepoch"], v[p + "pepoch"], isr, tuple(v[f"{p}ep{j}"] for j in isr))
-    return AlterPartitionResponse(ERRORS[v[p + "err"]], v[p + "lepoch"], _members(v, p + "isr", n),
-                                  v[p + "pepoch"], v[p + "rlepoch"])
+    return AlterPartitionResponse(
+        ERRORS[v[p + "err"]], v[p + "lepoch"], _members(v, p + "isr", n), v[p + "pepoch"], v[p + "rlepoch"]
+    )

@@ -6,6 +6,7 @@ value, the encoding takes both branches on copies and merges them with ``If`` (`
 not longer than its slots) is collected in ``fits``, and a message FIFO's room for one more in
 ``room``, each under the branch it arose in.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -80,10 +81,12 @@ class Next:
 
     def cases(self, index, choices: range, each: Callable[["Next", int], None]) -> None:
         """``each(self, i)`` where ``index == i``, for every ``i`` of ``choices`` (else unchanged)."""
+
         def at(k: int) -> Callable[["Next"], None]:
             if k == len(choices):
                 return lambda nx: None
             return lambda nx: nx.branch(index == choices[k], lambda x: each(x, choices[k]), at(k + 1))
+
         at(0)(self)
 
     def fork(self) -> "Next":
@@ -134,21 +137,26 @@ class Next:
         first = z3.IntVal(-1)
         for k in range(self.b.log - 1, -1, -1):
             first = z3.If(z3.And(k < n, self.s[f"{p}e{k}"] > epoch), k, first)
-        return z3.If(n == 0, -1, z3.If(epoch == self.latest_epoch(p), n,
-                                       z3.If(epoch < self.s[p + "e0"], -1, first)))
+        return z3.If(n == 0, -1, z3.If(epoch == self.latest_epoch(p), n, z3.If(epoch < self.s[p + "e0"], -1, first)))
 
     def batch_ends(self, p: str, start) -> list:
         """Per offset k whether it ends a batch at or after offset ``start`` (``state.batch_ends``)."""
         n, last = self.s[p + "len"], self.b.log - 1
-        return [z3.And(k >= start, k < n, z3.Or(k + 1 == n, self.s[f"{p}base{k + 1}"] != self.s[f"{p}base{k}"])
-                       if k < last else k + 1 == n) for k in range(self.b.log)]
+        return [
+            z3.And(
+                k >= start,
+                k < n,
+                z3.Or(k + 1 == n, self.s[f"{p}base{k + 1}"] != self.s[f"{p}base{k}"]) if k < last else k + 1 == n,
+            )
+            for k in range(self.b.log)
+        ]
 
     def nth_batch_end(self, p: str, start, nth, default):
         """The end offset of the ``nth`` (from 1) batch from ``start``; ``default`` if there is none."""
         ends = self.batch_ends(p, start)
         out = default
         for k in range(self.b.log - 1, -1, -1):
-            out = z3.If(z3.And(ends[k], count(ends[:k + 1]) == nth), k + 1, out)
+            out = z3.If(z3.And(ends[k], count(ends[: k + 1]) == nth), k + 1, out)
         return out
 
     def cut_log(self, p: str, length) -> None:
@@ -168,8 +176,10 @@ class Next:
             to = z3.If(offset > 0, nx.log_field(p, "base", offset), 0)
             nx.cut_log(p, to)
             bad = nx.rep(r, "bad")
-            nx.set_rep(r, hw=zmin(nx.rep(r, "hw"), to), durable=zmin(nx.rep(r, "durable"), to),
-                       bad=z3.If(bad < to, bad, -1))
+            nx.set_rep(
+                r, hw=zmin(nx.rep(r, "hw"), to), durable=zmin(nx.rep(r, "durable"), to), bad=z3.If(bad < to, bad, -1)
+            )
+
         self.branch(offset < n, cut)
 
     def flush_policy(self, log_len, durable):
@@ -198,7 +208,7 @@ class Next:
             here = z3.And(when, n == slot)
             p = f"{q}{r}.{slot}."
             for key in self.slot_keys(q, r, slot):
-                value = fields.get(key[len(p):])
+                value = fields.get(key[len(p) :])
                 if value is None:
                     value = z3.BoolVal(False) if z3.is_bool(self.s[key]) else z3.IntVal(0)
                 self.s[key] = z3.If(here, value, self.s[key])
@@ -209,15 +219,20 @@ class Next:
         cap = self.b.capacity(q)
         if index >= cap:  # past what the encoding holds: the guard is false, the queue stays
             p = f"{q}{r}.0."
-            return {key[len(p):]: z3.BoolVal(False) if z3.is_bool(self.s[key]) else z3.IntVal(0)
-                    for key in self.slot_keys(q, r, 0)}
+            return {
+                key[len(p) :]: z3.BoolVal(False) if z3.is_bool(self.s[key]) else z3.IntVal(0)
+                for key in self.slot_keys(q, r, 0)
+            }
         p = f"{q}{r}.{index}."
-        taken = {key[len(p):]: self.s[key] for key in self.slot_keys(q, r, index)}
+        taken = {key[len(p) :]: self.s[key] for key in self.slot_keys(q, r, index)}
         for slot in range(index, cap):
             for key in self.slot_keys(q, r, slot):
-                suffix = key[len(f"{q}{r}.{slot}."):]
-                self.s[key] = self.s[f"{q}{r}.{slot + 1}.{suffix}"] if slot + 1 < cap else \
-                    (z3.BoolVal(False) if z3.is_bool(self.s[key]) else z3.IntVal(0))
+                suffix = key[len(f"{q}{r}.{slot}.") :]
+                self.s[key] = (
+                    self.s[f"{q}{r}.{slot + 1}.{suffix}"]
+                    if slot + 1 < cap
+                    else (z3.BoolVal(False) if z3.is_bool(self.s[key]) else z3.IntVal(0))
+                )
         self.s[f"{q}{r}.n"] = self.queue_len(q, r) - 1
         return taken
 
@@ -232,8 +247,10 @@ class Next:
         cap, n = self.b.capacity(q), self.queue_len(q, r)
         kept = [z3.And(slot < n, keep(slot)) for slot in range(cap)]
         before = [count(kept[:slot]) for slot in range(cap)]
-        old = {slot: {key[len(f"{q}{r}.{slot}."):]: self.s[key] for key in self.slot_keys(q, r, slot)}
-               for slot in range(cap)}
+        old = {
+            slot: {key[len(f"{q}{r}.{slot}.") :]: self.s[key] for key in self.slot_keys(q, r, slot)}
+            for slot in range(cap)
+        }
         for slot in range(cap):
             for suffix, zero in old[slot].items():
                 value = z3.BoolVal(False) if z3.is_bool(zero) else z3.IntVal(0)

@@ -1,5 +1,6 @@
 """The event recorder for Apache Kafka: the Java agent builds, hooks methods every tested release has,
 and its recordings are read back checked (bad output named by file and line, exit 2)."""
+
 from __future__ import annotations
 
 import json
@@ -14,10 +15,8 @@ import pytest
 
 from isrcheck.conformance.engines.apache.agent import agent_jar, agent_source, source_hash
 from isrcheck.conformance.engines.apache.distribution import TESTED_VERSIONS, cache_root
-from isrcheck.conformance.engines.apache.recording import (AGENT, EVENTS, FORMAT, RUN_FILE, read_recording,
-                                                          summary)
+from isrcheck.conformance.engines.apache.recording import AGENT, EVENTS, FORMAT, RUN_FILE, read_recording, summary
 from isrcheck.conformance.vocabulary import UsageError
-
 
 
 def test_agent_builds_once_into_the_cache():
@@ -36,8 +35,10 @@ def test_agent_builds_once_into_the_cache():
 def _hooks() -> dict[str, list[str]]:
     """Agent.HOOKS, read off the Java source: class name -> methods."""
     text = (agent_source() / "src/main/java/isrcheck/agent/Agent.java").read_text()
-    arrays = {m.group(1): re.findall(r'"([\w$]+)"', m.group(2))
-              for m in re.finditer(r"String\[\] (\w+) = \{(.*?)\};", text, re.S)}
+    arrays = {
+        m.group(1): re.findall(r'"([\w$]+)"', m.group(2))
+        for m in re.finditer(r"String\[\] (\w+) = \{(.*?)\};", text, re.S)
+    }
     hooks = {}
     for m in re.finditer(r'HOOKS\.put\("([\w.]+)", (?:new String\[\] \{(.*?)\}|(\w+))\);', text, re.S):
         hooks[m.group(1)] = re.findall(r'"([\w$]+)"', m.group(2)) if m.group(2) else arrays[m.group(3)]
@@ -73,17 +74,28 @@ def test_every_hooked_method_is_in_the_release(version):
     found = set()
     for cls, methods in _hooks().items():
         for method in methods:
-            if cls in classes and re.search(rb"\x01" + len(method).to_bytes(2, "big") + re.escape(method.encode()) + rb"(?![\w$])",
-                                            classes[cls]):
+            if cls in classes and re.search(
+                rb"\x01" + len(method).to_bytes(2, "big") + re.escape(method.encode()) + rb"(?![\w$])", classes[cls]
+            ):
                 found.add(_event_name(cls, method))
     wanted = {_event_name(c, m) for c, ms in _hooks().items() for m in ms}
     assert wanted - found == set()
 
 
 def _recording(tmp_path: Path, lines: dict[str, list[str]]) -> Path:
-    run = {"format": FORMAT, "version": 1, "kafka": "4.4.0", "elr": True, "origin_ns": 0, "controller": 100,
-           "brokers": 3, "min_insync_replicas": 2, "unclean_election": False, "replica_lag_time_max_ms": 30000,
-           "flush_messages": None}
+    run = {
+        "format": FORMAT,
+        "version": 1,
+        "kafka": "4.4.0",
+        "elr": True,
+        "origin_ns": 0,
+        "controller": 100,
+        "brokers": 3,
+        "min_insync_replicas": 2,
+        "unclean_election": False,
+        "replica_lag_time_max_ms": 30000,
+        "flush_messages": None,
+    }
     (tmp_path / RUN_FILE).write_text(json.dumps(run))
     for name, body in lines.items():
         (tmp_path / name).write_text("".join(body))
@@ -95,34 +107,51 @@ def _header(node: int) -> str:
 
 
 def _event(seq: int, ev: str = "Partition.makeLeader", us: int = 10, **extra) -> str:
-    line = {"seq": seq, "us": us, "ev": ev, "at": "exit", "thread": "t",
-            "p": {"tp": "t-0", "leader": 0, "epoch": 0, "pe": 0, "isr": [0, 1, 2], "leo": 0, "hw": 0}, **extra}
+    line = {
+        "seq": seq,
+        "us": us,
+        "ev": ev,
+        "at": "exit",
+        "thread": "t",
+        "p": {"tp": "t-0", "leader": 0, "epoch": 0, "pe": 0, "isr": [0, 1, 2], "leo": 0, "hw": 0},
+        **extra,
+    }
     return json.dumps(line) + "\n"
 
 
 def test_a_cut_last_line_ends_the_log(tmp_path):
-    path = _recording(tmp_path, {"broker-0.jsonl": [_header(0), _event(1), _event(2, us=20)[:40]],
-                                 "controller.jsonl": [_header(100)]})
+    path = _recording(
+        tmp_path, {"broker-0.jsonl": [_header(0), _event(1), _event(2, us=20)[:40]], "controller.jsonl": [_header(100)]}
+    )
     run, events = read_recording(path)
     assert [e.line["seq"] for e in events] == [1]
     assert "recorded 1 events" in summary(path)
 
 
-@pytest.mark.parametrize("body, said", [
-    ([_header(0), _event(1)[:30] + "\n", _event(2)], r"broker-0\.jsonl:2: not a JSON line"),
-    ([_header(0), _event(1, ev="Partition.makeSoup")], r"broker-0\.jsonl:2: unknown event \"Partition\.makeSoup\""),
-    ([_event(1)], r"broker-0\.jsonl:1: an event before the agent's header line"),
-    ([_header(0), _event(1, us="soon")], r"broker-0\.jsonl:2: 'us' must be an integer"),
-    ([_header(0), json.dumps({"seq": 0, "us": 5, "ev": "harness.crash", "at": "harness", "kind": "meteor"}) + "\n"],
-     r"broker-0\.jsonl:2: harness\.crash: kind \"meteor\""),
-])
+@pytest.mark.parametrize(
+    "body, said",
+    [
+        ([_header(0), _event(1)[:30] + "\n", _event(2)], r"broker-0\.jsonl:2: not a JSON line"),
+        ([_header(0), _event(1, ev="Partition.makeSoup")], r"broker-0\.jsonl:2: unknown event \"Partition\.makeSoup\""),
+        ([_event(1)], r"broker-0\.jsonl:1: an event before the agent's header line"),
+        ([_header(0), _event(1, us="soon")], r"broker-0\.jsonl:2: 'us' must be an integer"),
+        (
+            [
+                _header(0),
+                json.dumps({"seq": 0, "us": 5, "ev": "harness.crash", "at": "harness", "kind": "meteor"}) + "\n",
+            ],
+            r"broker-0\.jsonl:2: harness\.crash: kind \"meteor\"",
+        ),
+    ],
+)
 def test_bad_agent_output_is_named_by_file_and_line(tmp_path, body, said):
     path = _recording(tmp_path, {"broker-0.jsonl": body})
     with pytest.raises(UsageError, match=said):
         read_recording(path)
     # and `isrcheck validate` says so, exit 2
-    proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", "validate", str(path)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "isrcheck.conformance.cli.main", "validate", str(path)], capture_output=True, text=True
+    )
     assert proc.returncode == 2 and re.search(said, proc.stderr + proc.stdout)
 
 
@@ -153,10 +182,19 @@ def test_a_short_kafka_run_is_recorded_well_formed(tmp_path, version):
     run, events = read_recording(tmp_path / "events")
     kinds = {e.ev for e in events}
     assert not [e for e in events if e.ev == "agent.error"]
-    for ev in ("Partition.makeLeader", "Partition.makeFollower", "Partition.updateFollowerFetchState",
-               "Partition.appendRecordsToLeader", "Partition.maybeIncrementLeaderHW", "DelayedProduce.onComplete",
-               "ReplicaFetcherThread.processPartitionData", "AbstractFetcherThread.processFetchRequest",
-               "ReplicationControlManager.replay", "ClusterControlManager.replay", "harness.crash"):
+    for ev in (
+        "Partition.makeLeader",
+        "Partition.makeFollower",
+        "Partition.updateFollowerFetchState",
+        "Partition.appendRecordsToLeader",
+        "Partition.maybeIncrementLeaderHW",
+        "DelayedProduce.onComplete",
+        "ReplicaFetcherThread.processPartitionData",
+        "AbstractFetcherThread.processFetchRequest",
+        "ReplicationControlManager.replay",
+        "ClusterControlManager.replay",
+        "harness.crash",
+    ):
         assert ev in kinds, ev
     appended = [e for e in events if e.ev == "Partition.appendRecordsToLeader" and e.p["tp"] == "t-0"]
     assert [e.line["ret"]["firstOffset"] for e in appended] == [0, 1, 2, 3, 4]

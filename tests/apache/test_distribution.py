@@ -1,5 +1,6 @@
 """Getting Apache Kafka: releases from the cache (fetched once with Maven), a user's distribution
 without Maven, and every refusal named in one line before anything starts."""
+
 from __future__ import annotations
 
 import os
@@ -10,7 +11,13 @@ import pytest
 from isrcheck.conformance.engines.apache import distribution as dist_module
 from isrcheck.conformance.engines.apache.cluster import KafkaCluster, KafkaClusterError, KafkaSettings
 from isrcheck.conformance.engines.apache.distribution import (
-    DEFAULT_VERSION, Distribution, KafkaDistributionError, _maven_failure, check_version, distribution)
+    DEFAULT_VERSION,
+    Distribution,
+    KafkaDistributionError,
+    _maven_failure,
+    check_version,
+    distribution,
+)
 
 
 @pytest.fixture(scope="module")
@@ -48,11 +55,15 @@ def test_refusals_name_what_is_wrong(tmp_path):
 
 
 def test_maven_failures_read_as_one_line():
-    unserved = ("[ERROR] Failed to execute goal on project apache-kafka-node: Could not resolve dependencies: "
-                "Could not find artifact org.apache.kafka:kafka_2.13:jar:4.0.99 in central")
+    unserved = (
+        "[ERROR] Failed to execute goal on project apache-kafka-node: Could not resolve dependencies: "
+        "Could not find artifact org.apache.kafka:kafka_2.13:jar:4.0.99 in central"
+    )
     assert "4.0.99 is not served by Maven Central" in _maven_failure("4.0.99", unserved)
-    offline = ("[ERROR] Failed to execute goal: Could not transfer artifact org.apache.kafka:kafka_2.13:pom:4.4.0 "
-               "from/to central: Unknown host repo.maven.apache.org")
+    offline = (
+        "[ERROR] Failed to execute goal: Could not transfer artifact org.apache.kafka:kafka_2.13:pom:4.4.0 "
+        "from/to central: Unknown host repo.maven.apache.org"
+    )
     assert "could not reach its registry" in _maven_failure("4.4.0", offline)
 
 
@@ -65,8 +76,10 @@ def test_a_directory_of_another_cluster_or_of_other_files_is_refused_untouched(r
     assert [p.name for p in theirs.iterdir()] == ["notes.txt"] and (theirs / "notes.txt").read_text() == "mine"
     other = tmp_path / "other"
     other.mkdir()
-    (other / "cluster.json").write_text('{"cluster_id": "x", "version": "4.0.2", "elr": false, '
-                                        '"settings": {"brokers": 5, "network": "loopback", "lazyfs": false}}')
+    (other / "cluster.json").write_text(
+        '{"cluster_id": "x", "version": "4.0.2", "elr": false, '
+        '"settings": {"brokers": 5, "network": "loopback", "lazyfs": false}}'
+    )
     with pytest.raises(KafkaClusterError, match="holds another cluster"):
         KafkaCluster(KafkaSettings(brokers=3), other, release).start()
     assert [p.name for p in other.iterdir()] == ["cluster.json"]
@@ -102,8 +115,9 @@ def test_the_command_refuses_bad_settings_with_exit_2(isrcheck_cli, tmp_path):
 
 
 def test_a_jvm_that_cannot_start_is_named_with_its_log(isrcheck_cli, tmp_path):
-    proc = isrcheck_cli("kafka", "--dir", tmp_path / "d", "--port", "25092", "--set", "num.io.threads=many",
-                        timeout=120)
+    proc = isrcheck_cli(
+        "kafka", "--dir", tmp_path / "d", "--port", "25092", "--set", "num.io.threads=many", timeout=120
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "num.io.threads" in proc.stderr, proc.stderr
     assert "removed the unformatted cluster's files" in proc.stderr and not any((tmp_path / "d").iterdir())

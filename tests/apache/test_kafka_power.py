@@ -1,6 +1,7 @@
 """Power losses of Apache Kafka's brokers through the lazy file system, with Kafka's default flush
 policy (no fsync per write): one broker's loss costs nothing acknowledged, every broker's at once
 loses what no fsync had written, and the soak's budget calls that outside what Kafka promises."""
+
 from __future__ import annotations
 
 import time
@@ -20,11 +21,22 @@ FAST = dict(broker_session_timeout_ms=1500, broker_heartbeat_interval_ms=250, re
 def produce(bootstrap: str, tag: str, n: int) -> list[bytes]:
     """``n`` values sent with acks=all by an idempotent producer; those acknowledged."""
     acked: list[bytes] = []
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                         "linger.ms": 5, "message.timeout.ms": 30_000})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "message.timeout.ms": 30_000,
+        }
+    )
     for i in range(n):
-        producer.produce(TOPIC, f"{tag}-{i}".encode(), partition=0,
-                         on_delivery=lambda err, msg: acked.append(msg.value()) if err is None else None)
+        producer.produce(
+            TOPIC,
+            f"{tag}-{i}".encode(),
+            partition=0,
+            on_delivery=lambda err, msg: acked.append(msg.value()) if err is None else None,
+        )
     producer.flush(60)
     return acked
 
@@ -67,20 +79,30 @@ def power_cycle(cluster: KafkaCluster, brokers: list[int]) -> None:
     for broker in brokers:
         cluster.power_loss(broker)
     survivors = set(cluster.brokers) - set(brokers)
-    wait_until(cluster, f"without {brokers} in its ISR",
-               lambda p, registered: not set(brokers) & set(p.isr) and not set(brokers) & registered) \
-        if survivors else time.sleep(FAST["broker_session_timeout_ms"] / 1000 * 2)
+    wait_until(
+        cluster,
+        f"without {brokers} in its ISR",
+        lambda p, registered: not set(brokers) & set(p.isr) and not set(brokers) & registered,
+    ) if survivors else time.sleep(FAST["broker_session_timeout_ms"] / 1000 * 2)
     for broker in brokers:
         cluster.restart(broker)
-    wait_until(cluster, "back to a full ISR", lambda p, registered: p.leader >= 0 and registered == set(cluster.brokers)
-               and set(p.isr) == set(cluster.brokers))
+    wait_until(
+        cluster,
+        "back to a full ISR",
+        lambda p, registered: (
+            p.leader >= 0 and registered == set(cluster.brokers) and set(p.isr) == set(cluster.brokers)
+        ),
+    )
 
 
 @pytest.fixture
 def cluster(tmp_path):
     """Apache Kafka 4.4.0, three brokers on the lazy file system, one topic of one partition."""
-    cluster = KafkaCluster(KafkaSettings(brokers=3, port=free_port_base(4), topics=[(TOPIC, 1)], lazyfs=True, **FAST),
-                           tmp_path / "cluster", distribution(DEFAULT_VERSION))
+    cluster = KafkaCluster(
+        KafkaSettings(brokers=3, port=free_port_base(4), topics=[(TOPIC, 1)], lazyfs=True, **FAST),
+        tmp_path / "cluster",
+        distribution(DEFAULT_VERSION),
+    )
     cluster.start()
     yield cluster
     assert cluster.stop()

@@ -5,6 +5,7 @@ errors, start-up errors and the clean-up of mounts left by an earlier run.
 The rule under test: bytes written reach the disk (the backing directory) only by fsync or
 ``sync``; names, directories, truncates and sizes set by truncate are durable at once; so a file
 written but never synced survives a power loss with its last synced size."""
+
 from __future__ import annotations
 
 import errno
@@ -26,7 +27,8 @@ from isrcheck.conformance.engines.apache.lazyfs import LazyFS, LazyFSError, proc
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
-    reason="no FUSE here: needs /dev/fuse and fusermount3 (Debian's fuse3)")
+    reason="no FUSE here: needs /dev/fuse and fusermount3 (Debian's fuse3)",
+)
 
 WRITER = Path(__file__).parent / "Writer.java"
 
@@ -194,7 +196,7 @@ def test_random_writes_fsyncs_truncates_and_power_losses_match_a_model(fs):
                 offset, data = rng.randrange(20_000), rng.randbytes(rng.choice([1, 7, 100, 4096, 9000]))
                 os.pwrite(fd, data, offset)
                 current.extend(bytes(max(0, offset + len(data) - len(current))))
-                current[offset:offset + len(data)] = data
+                current[offset : offset + len(data)] = data
             elif op == "fsync":
                 os.fsync(fd)
                 durable = bytearray(current)
@@ -285,7 +287,11 @@ def test_posix_and_bsd_locks_exclude_another_process(fs):
     with open(lock, "w") as f:
         fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        other = subprocess.run([sys.executable, "-c", f"""
+        other = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"""
 import fcntl
 with open({str(lock)!r}, "w") as f:
     for take in (fcntl.lockf, fcntl.flock):
@@ -294,7 +300,12 @@ with open({str(lock)!r}, "w") as f:
             print("locked")
         except OSError:
             print("busy")
-"""], capture_output=True, text=True, timeout=30)
+""",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert other.stdout.split() == ["busy", "busy"], other.stderr
 
 
@@ -303,12 +314,22 @@ def test_java_force_and_trylock(fs):
     """Kafka's own calls: FileChannel.write and force(true), a setLength'd RandomAccessFile
     mapped and MappedByteBuffer.force(), FileChannel.tryLock on the log directory's .lock."""
     java = ["java", str(WRITER)]
-    holder = subprocess.Popen([*java, "write", str(fs.mount)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [*java, "write", str(fs.mount)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert [holder.stdout.readline().strip() for _ in range(2)] == ["written", "locked"]
-        contender = subprocess.run([*java, "lock", str(fs.mount / ".lock")], capture_output=True, text=True,
-                                   timeout=60, stdin=subprocess.DEVNULL)
+        contender = subprocess.run(
+            [*java, "lock", str(fs.mount / ".lock")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
         assert contender.stdout.strip() == "busy", contender.stderr
     finally:
         _, err = holder.communicate("\n", timeout=60)  # the JVM exits: its mmap's dirty page reaches lazyfs
@@ -354,15 +375,19 @@ def test_sequential_append_throughput(fs, capsys):
         os.fsync(f.fileno())
         synced = time.perf_counter() - start - appended
     with capsys.disabled():
-        print(f"\nlazyfs: {count} sequential 1 KiB appends at {count / 1024 / appended:.1f} MB/s "
-              f"({appended * 1e6 / count:.0f} us each), fsync of {count // 1024} MiB in {synced * 1000:.0f} ms")
+        print(
+            f"\nlazyfs: {count} sequential 1 KiB appends at {count / 1024 / appended:.1f} MB/s "
+            f"({appended * 1e6 / count:.0f} us each), fsync of {count // 1024} MiB in {synced * 1000:.0f} ms"
+        )
     assert (fs.backing / "bench.log").stat().st_size == count * 1024
 
 
 def test_a_daemon_that_cannot_start_says_why(place):
     (place / "file").write_text("")
-    for mount, why in ((place / "missing", "mount point .*missing does not exist"),
-                       (place / "file", "mount point .*file is not a directory")):
+    for mount, why in (
+        (place / "missing", "mount point .*missing does not exist"),
+        (place / "file", "mount point .*file is not a directory"),
+    ):
         lazy = LazyFS(place / "disk", mount, place / "ctl", place / "log")
         with pytest.raises(LazyFSError, match=f"exited with status 2: lazyfs: {why}"):
             lazy.start()
@@ -387,9 +412,21 @@ def test_unmount_stale_cleans_what_an_earlier_run_left(place):
         gone = subprocess.Popen(["true"])
         gone.wait()
         with open(place / "log3", "wb") as log:
-            orphan = subprocess.Popen([sys.executable, "-m", "isrcheck.conformance.engines.apache.lazyfs",
-                                       str(place / "disk"), str(orphan_mount), "--control", str(place / "ctl3"),
-                                       "--owner", f"{gone.pid}.0"], stdout=log, stderr=log)
+            orphan = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "isrcheck.conformance.engines.apache.lazyfs",
+                    str(place / "disk"),
+                    str(orphan_mount),
+                    "--control",
+                    str(place / "ctl3"),
+                    "--owner",
+                    f"{gone.pid}.0",
+                ],
+                stdout=log,
+                stderr=log,
+            )
         deadline = time.monotonic() + 10
         while not os.path.ismount(orphan_mount) and time.monotonic() < deadline:
             time.sleep(0.02)

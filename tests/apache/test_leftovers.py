@@ -1,6 +1,7 @@
 """What a killed run leaves behind (JVMs in sessions of their own, lazy file system mounts, network
 namespaces) is found and cleaned up by the next run of the same folder, which then starts the same
 cluster."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,11 @@ time.sleep(600)
 @pytest.mark.parametrize("network", ["loopback", "netns"])
 def test_a_killed_runs_jvms_mounts_and_namespaces_are_cleaned_up_by_the_next(tmp_path, network):
     directory, port = tmp_path / "cluster", free_port_base(3)
-    starter = subprocess.Popen([sys.executable, "-c", STARTER, str(directory), str(port), network, DEFAULT_VERSION],
-                               stdout=subprocess.PIPE, text=True)
+    starter = subprocess.Popen(
+        [sys.executable, "-c", STARTER, str(directory), str(port), network, DEFAULT_VERSION],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert starter.stdout.readline().strip() == "ready"
     finally:
@@ -40,8 +44,12 @@ def test_a_killed_runs_jvms_mounts_and_namespaces_are_cleaned_up_by_the_next(tmp
     left = json.loads((directory / "pids.json").read_text())["pids"]
     assert all(_is_our_jvm(pid, directory.resolve()) for pid in left)
     said: list[str] = []
-    cluster = KafkaCluster(KafkaSettings(brokers=2, port=port, lazyfs=True, network=network, topics=[("t", 1)]),
-                           directory, distribution(DEFAULT_VERSION), say=said.append)
+    cluster = KafkaCluster(
+        KafkaSettings(brokers=2, port=port, lazyfs=True, network=network, topics=[("t", 1)]),
+        directory,
+        distribution(DEFAULT_VERSION),
+        say=said.append,
+    )
     cluster.start()
     try:
         assert sum("a killed run left running" in line for line in said) == len(left), said

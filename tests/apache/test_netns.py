@@ -4,6 +4,7 @@ Three nodes each run a TCP echo server in their namespace (started with ``exec_p
 connect from the root namespace, or from a node's namespace (a socket made by a thread that
 entered it), and tell a connection that works from one that times out (a silent DROP) or is
 refused (a reset)."""
+
 from __future__ import annotations
 
 import ctypes
@@ -79,8 +80,10 @@ def probe(net: NodeNetwork, src, dst, timeout: float = 0.5) -> str:
 
 
 def start_echo_servers(net: NodeNetwork) -> list[subprocess.Popen]:
-    servers = [subprocess.Popen(net.exec_prefix(node) + [sys.executable, "-c", ECHO, address, str(PORT)])
-               for node, address in net.addresses.items()]
+    servers = [
+        subprocess.Popen(net.exec_prefix(node) + [sys.executable, "-c", ECHO, address, str(PORT)])
+        for node, address in net.addresses.items()
+    ]
     deadline = time.monotonic() + 10
     for node in net.addresses:
         while probe(net, CLIENTS, node, timeout=0.2) != "ok":
@@ -90,13 +93,21 @@ def start_echo_servers(net: NodeNetwork) -> list[subprocess.Popen]:
 
 
 def namespaces() -> set[str]:
-    return {line.split()[0] for line in subprocess.run(["ip", "netns", "list"], capture_output=True,
-                                                       text=True, check=True).stdout.splitlines()}
+    return {
+        line.split()[0]
+        for line in subprocess.run(
+            ["ip", "netns", "list"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+    }
 
 
 def links() -> set[str]:
-    return {link["ifname"] for link in json.loads(subprocess.run(["ip", "-j", "link", "show"], capture_output=True,
-                                                               text=True, check=True).stdout)}
+    return {
+        link["ifname"]
+        for link in json.loads(
+            subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True, check=True).stdout
+        )
+    }
 
 
 @pytest.fixture(scope="module")
@@ -163,8 +174,10 @@ def kafka_request(api_key: int, body: bytes = b"xy") -> bytes:
 
 
 def test_the_hold_rule_matches_a_requests_api_key_after_its_size():
-    assert (netns.hold_rule("10.213.5.2", 19094, 56, "held_0")
-            == "ip saddr 10.213.5.2 tcp dport 19094 @ih,32,16 0x38 counter name held_0 drop")
+    assert (
+        netns.hold_rule("10.213.5.2", 19094, 56, "held_0")
+        == "ip saddr 10.213.5.2 tcp dport 19094 @ih,32,16 0x38 counter name held_0 drop"
+    )
     assert netns.hold_rule("10.213.5.2", 19094, 73, "delivered_0", "").endswith("0x49 counter name delivered_0")
 
 
@@ -175,9 +188,9 @@ def test_a_hold_keeps_one_request_kind_on_one_link_until_released_then_holds_lat
             s.settimeout(5)
             s.connect((net.addresses["b"], PORT))
         net.hold("a", "b", PORT, 56)
-        conn.sendall(kafka_request(18))                # another request passes
+        conn.sendall(kafka_request(18))  # another request passes
         assert conn.recv(64) == kafka_request(18)
-        other.sendall(kafka_request(56))               # so does the same request from another node
+        other.sendall(kafka_request(56))  # so does the same request from another node
         assert other.recv(64) == kafka_request(56)
         conn.sendall(kafka_request(56, b"held"))
         conn.settimeout(1)
@@ -189,7 +202,7 @@ def test_a_hold_keeps_one_request_kind_on_one_link_until_released_then_holds_lat
         conn.settimeout(10)
         assert conn.recv(64) == kafka_request(56, b"held")  # TCP's retransmission gets through
         assert net.delivered_since_release("a", "b", PORT, 56) >= 1
-        net.rearm("a", "b", PORT, 56)                  # later ones are held again
+        net.rearm("a", "b", PORT, 56)  # later ones are held again
         conn.sendall(kafka_request(56, b"next"))
         conn.settimeout(1)
         with pytest.raises(TimeoutError):
@@ -222,8 +235,12 @@ def test_a_node_isolated_from_clients_still_reaches_the_other_nodes(healed):
 
 def test_links_and_groups_name_nodes_of_the_network(healed):
     net = healed
-    for bad in (lambda: net.cut("a", "z"), lambda: net.cut("a", "a"),
-                lambda: net.partition([["a"], ["a", "b"]]), lambda: net.exec_prefix("z")):
+    for bad in (
+        lambda: net.cut("a", "z"),
+        lambda: net.cut("a", "a"),
+        lambda: net.partition([["a"], ["a", "b"]]),
+        lambda: net.exec_prefix("z"),
+    ):
         with pytest.raises(NetnsError):
             bad()
     assert net.cuts() == set()
@@ -270,8 +287,9 @@ time.sleep(600)
 def test_cleanup_removes_what_a_killed_run_left_and_spares_live_ones(tmp_path):
     orphan = f"{netns.PREFIX}orphan-{os.getpid()}"  # a namespace no run registered: one half made
     with NodeNetwork("live", ["x"], tmp_path / "live") as live:
-        owner = subprocess.Popen([sys.executable, "-c", KILLED_OWNER, str(tmp_path / "killed")],
-                                 stdout=subprocess.PIPE, text=True)
+        owner = subprocess.Popen(
+            [sys.executable, "-c", KILLED_OWNER, str(tmp_path / "killed")], stdout=subprocess.PIPE, text=True
+        )
         a, b, inside = owner.stdout.readline().split()
         owner.kill()
         owner.wait()

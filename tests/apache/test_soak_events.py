@@ -1,6 +1,7 @@
 """A soak of Apache Kafka with its replication events recorded (``isrcheck soak --cluster kafka
 --events``): the recording is translated and validated when the soak ends, and its verdict is part of
 the run's (results.json's ``validation``; an unexplained log is the anomaly event-log-not-explained)."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,22 @@ def test_a_kafka_soak_under_pauses_is_explained_by_the_model(tmp_path, capsys):
     take from Kafka's events: docs/validate.md, the frontier): every partition's events explained."""
     if not os.path.exists("/dev/fuse"):
         pytest.skip("no FUSE")
-    code = main(["soak", "--cluster", "kafka:4.4.0", "--events", "--faults", "pause", "--duration", "40",
-                 "--seed", "3", "--dir", str(tmp_path / "soak")])
+    code = main(
+        [
+            "soak",
+            "--cluster",
+            "kafka:4.4.0",
+            "--events",
+            "--faults",
+            "pause",
+            "--duration",
+            "40",
+            "--seed",
+            "3",
+            "--dir",
+            str(tmp_path / "soak"),
+        ]
+    )
     out = capsys.readouterr().out
     results = json.loads((tmp_path / "soak" / "results.json").read_text())
     assert results["validation"]["verdict"] == "explained", out

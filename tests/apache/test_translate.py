@@ -5,6 +5,7 @@ tests/apache/recordings/make.py (``clean``: 3 brokers, topic t of one partition,
 produces, a clean stop; ``follower``: a follower killed, three produces, the follower restarted, two
 produces; ``leader``: the same with the leader). Edited copies of them must be refused at the edited
 event."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,9 @@ DATA = Path(__file__).parent / "recordings"
 def test_a_recorded_kafka_run_is_explained(run):
     verdict, events, _ = validate_path(str(DATA / run))
     assert verdict.explained, verdict.event and verdict.event.describe()
-    assert verdict.partitions == {"t-0": {"events": verdict.partitions["t-0"]["events"],
-                                          "model_steps": len(verdict.steps)}}
+    assert verdict.partitions == {
+        "t-0": {"events": verdict.partitions["t-0"]["events"], "model_steps": len(verdict.steps)}
+    }
 
 
 def _edited(tmp_path: Path, name: str, line: int, edit) -> Path:
@@ -41,8 +43,10 @@ def _edited(tmp_path: Path, name: str, line: int, edit) -> Path:
 def test_an_hw_past_what_the_isr_holds_is_refused(tmp_path):
     """The leader's first HW move (to 1, once every follower fetched offset 1) edited to 2: no member
     but the leader holds offset 1 yet."""
+
     def edit(e):
         e["p"]["hw"] = 2
+
     verdict, _, _ = validate_path(str(_edited(tmp_path, "broker-2.jsonl", 24, edit)))
     assert not verdict.explained and verdict.event.step == "handle_fetch"
     assert any("hw is 1 in the model, 2 in the log" in why for r in verdict.refusals for why in r.reasons)
@@ -51,8 +55,10 @@ def test_an_hw_past_what_the_isr_holds_is_refused(tmp_path):
 def test_an_election_outside_isr_and_elr_is_refused(tmp_path):
     """The controlled shutdown of leader 2: its record names leader 0 and the new ISR [0, 1]; edited to
     leader 2, the broker leaving, which is in neither the new ISR nor the ELR."""
+
     def edit(e):
         e["args"][0]["leader"] = 2
+
     verdict, _, _ = validate_path(str(_edited(tmp_path, "controller.jsonl", 21, edit)))
     assert not verdict.explained and verdict.event.step == "controlled_shutdown"
     assert any("leader is" in why for r in verdict.refusals for why in r.reasons)

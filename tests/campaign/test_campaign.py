@@ -2,6 +2,7 @@
 
 One local[2] SparkSession is shared by the whole module (JVM start-up costs seconds).
 """
+
 import json
 import os
 import shlex
@@ -12,17 +13,18 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 
 from isrcheck.conformance import SutSpec, load_schedule, random_walk
-from isrcheck.conformance.engines.campaign import ROW_SCHEMA, CampaignParams, run_campaign
 from isrcheck.conformance.cli.main import main
+from isrcheck.conformance.engines.campaign import ROW_SCHEMA, CampaignParams, run_campaign
 
 
-def _campaign(spark, out, protocol="kip-320", schedules=60, seed=0, partitions=None,
-              faults="default", steps=30, swarm=True):
-    params = CampaignParams(protocol, schedules=schedules, seed=seed, steps=steps, faults=faults,
-                            shrink_budget_s=1.0, swarm=swarm)
+def _campaign(
+    spark, out, protocol="kip-320", schedules=60, seed=0, partitions=None, faults="default", steps=30, swarm=True
+):
+    params = CampaignParams(
+        protocol, schedules=schedules, seed=seed, steps=steps, faults=faults, shrink_budget_s=1.0, swarm=swarm
+    )
     return run_campaign(params, out, spark=spark, partitions=partitions)
 
 
@@ -72,8 +74,7 @@ def test_failures_are_shrunk_deduplicated_and_replay_with_isrcheck_check(spark, 
     summary = result.summary
     assert any(k.startswith("violation:") for k in summary["by_property"])
     assert all(b["checked_within"] + b["outside"] == 40 for b in summary["budgets"].values())
-    assert summary["failing_schedules"] == sum(v for k, v in summary["by_verdict"].items()
-                                               if k != "pass") > 0
+    assert summary["failing_schedules"] == sum(v for k, v in summary["by_verdict"].items() if k != "pass") > 0
     index = json.loads((out / "failures" / "index.json").read_text())
     assert [e["id"] for e in index] == [f["id"] for f in summary["failures"]]
     assert len({e["id"] for e in index}) == len(index) == summary["distinct_failures"]
@@ -86,8 +87,7 @@ def test_failures_are_shrunk_deduplicated_and_replay_with_isrcheck_check(spark, 
             capsys.readouterr()
             assert main(["check", str(out / entry[key]), "--json"]) == 1
             replay = json.loads(capsys.readouterr().out)
-            assert (replay["verdict"], replay["property"]) == \
-                (entry[seen]["verdict"], entry[seen]["property"])
+            assert (replay["verdict"], replay["property"]) == (entry[seen]["verdict"], entry[seen]["property"])
             assert replay["as_expected"] is True
             if key == "original_file":  # the very run the campaign recorded
                 assert replay["trace_hash"] == row["trace_hash"]
@@ -107,10 +107,14 @@ def test_rerun_resumes_and_other_parameters_are_refused_keeping_every_file(spark
     assert again.summary["by_verdict"] == first.summary["by_verdict"]
     assert [k[0] for k in _keys(out)] == list(range(30))
     kept = _files(out)
-    made = {"--protocol": "kip-320", "--seed": "0", "--schedules": "30", "--steps": "30",
-            "--faults": "none"}
-    for option, value in (("--schedules", "45"), ("--seed", "5"), ("--steps", "50"),
-                          ("--faults", "default"), ("--protocol", "kip-101")):
+    made = {"--protocol": "kip-320", "--seed": "0", "--schedules": "30", "--steps": "30", "--faults": "none"}
+    for option, value in (
+        ("--schedules", "45"),
+        ("--seed", "5"),
+        ("--steps", "50"),
+        ("--faults", "default"),
+        ("--protocol", "kip-101"),
+    ):
         args = [x for kv in {**made, option: value}.items() for x in kv]
         assert main(["fuzz", *args, "--out", str(out)]) == 2
         err = capsys.readouterr().err
@@ -121,8 +125,20 @@ def test_rerun_resumes_and_other_parameters_are_refused_keeping_every_file(spark
 
 # 120 tiny schedules in 24 tasks: long enough to stop in the middle, short enough to resume.
 _SEEDS, _STEPS = 120, 20
-_STOPPED = ["--protocol", "kip-320", "--schedules", str(_SEEDS), "--steps", str(_STEPS),
-            "--faults", "none", "--partitions", "24", "--master", "local[2]"]
+_STOPPED = [
+    "--protocol",
+    "kip-320",
+    "--schedules",
+    str(_SEEDS),
+    "--steps",
+    str(_STEPS),
+    "--faults",
+    "none",
+    "--partitions",
+    "24",
+    "--master",
+    "local[2]",
+]
 
 
 def _descendants(pid: int) -> list[int]:
@@ -168,9 +184,13 @@ def _stop_after(out, ranges: int, sig: int, stderr) -> tuple[subprocess.Popen, l
     terminal's Ctrl-C does) once ``ranges`` seed ranges are complete; returns it and its args.
     SIGKILL goes to every process of the run, the Python workers too."""
     args = ["fuzz", *_STOPPED, "--out", str(out)]
-    proc = subprocess.Popen([sys.executable, "-m", "isrcheck.conformance.cli.main", *args],
-                            stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a foreground job
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "isrcheck.conformance.cli.main", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # as a foreground job
     try:
         deadline = time.monotonic() + 300
         while len(list((out / "ranges").glob("*.json"))) < ranges:
@@ -227,8 +247,10 @@ def test_ctrl_c_keeps_what_is_done_and_the_same_command_resumes(spark, tmp_path)
     err = (tmp_path / "stderr.txt").read_text()
     assert proc.returncode == 130, err
     said = [line for line in err.splitlines() if line.startswith("isrcheck fuzz:")]
-    assert said == [f"isrcheck fuzz: interrupted; the completed seed ranges stay in {out}; to resume, "
-                    f"run the same command: {shlex.join(['isrcheck', *args])}"]
+    assert said == [
+        f"isrcheck fuzz: interrupted; the completed seed ranges stay in {out}; to resume, "
+        f"run the same command: {shlex.join(['isrcheck', *args])}"
+    ]
     assert "Traceback" not in err and "ERROR" not in err and "at org.apache" not in err
     _resume(spark, out)
 
@@ -246,14 +268,16 @@ def test_a_damaged_part_is_set_aside_and_only_its_seeds_run_again(spark, tmp_pat
     coverage = pq.ParquetFile(damaged).metadata.row_group(0).column(ROW_SCHEMA.get_field_index("coverage"))
     end = (coverage.dictionary_page_offset or coverage.data_page_offset) + coverage.total_compressed_size
     data = bytearray(damaged.read_bytes())
-    data[end - 16:end] = bytes(b ^ 0x5A for b in data[end - 16:end])
+    data[end - 16 : end] = bytes(b ^ 0x5A for b in data[end - 16 : end])
     damaged.write_bytes(bytes(data))
     again = _campaign(spark, out, schedules=40, partitions=4, faults="none")
     assert again.summary["run"]["rerun_damaged"] == 2
     assert again.summary["run"]["executed"] == 20 and again.summary["run"]["skipped_completed"] == 20
     assert _keys(out) == before  # every seed once, with the rows it had
-    assert sorted(p.name for p in truncated.parent.glob(".*")) == \
-        [f".{truncated.name}.damaged", f".{damaged.name}.damaged"]
+    assert sorted(p.name for p in truncated.parent.glob(".*")) == [
+        f".{truncated.name}.damaged",
+        f".{damaged.name}.damaged",
+    ]
     assert (truncated.parent / f".{damaged.name}.damaged").read_bytes() == bytes(data)
 
 

@@ -1,4 +1,5 @@
 """What one executor task does, without Spark: rows, the Parquet file, the ledger, harness errors."""
+
 import json
 
 import pyarrow.parquet as pq
@@ -14,8 +15,9 @@ from isrcheck.conformance.generators.swarm import seeded_swarm
 def _spec(tmp_path, protocol="kip-320", harness=None):
     store = CampaignStore(tmp_path / "c", protocol)
     store.bind({"protocol": protocol, "steps": 20, "faults": "none"})
-    return store, TaskSpec(out=str(store.root), protocol=protocol, steps=20, faults="none",
-                           shrink_budget_s=1.0, harness=harness)
+    return store, TaskSpec(
+        out=str(store.root), protocol=protocol, steps=20, faults="none", shrink_budget_s=1.0, harness=harness
+    )
 
 
 def test_a_range_becomes_one_parquet_file_then_a_marker(tmp_path):
@@ -38,14 +40,12 @@ def test_a_harness_that_raises_gives_an_error_row_not_a_lost_task(tmp_path):
     def walk(seed, protocol, steps, faults="default", config=None, refusals=0.1, sut=None, swarm=False):
         if seed == 3:
             raise RuntimeError("adapter lost track of broker 2")
-        return random_walk(seed, protocol, steps, faults=faults, config=config, refusals=refusals, sut=sut,
-                           swarm=swarm)
+        return random_walk(seed, protocol, steps, faults=faults, config=config, refusals=refusals, sut=sut, swarm=swarm)
 
     _, spec = _spec(tmp_path)
     harness = Harness(walk, shrink, ("none",))
     row = run_seed(spec, harness, 3)
-    assert (row["verdict"], row["property"], row["failure_id"]) == \
-        ("error", "RuntimeError", "error-RuntimeError")
+    assert (row["verdict"], row["property"], row["failure_id"]) == ("error", "RuntimeError", "error-RuntimeError")
     detail = json.loads(row["failure"])
     assert detail["seed"] == 3 and "adapter lost track of broker 2" in detail["error"]
     assert "Traceback" in detail["traceback"]
@@ -59,15 +59,35 @@ def test_failure_files_are_replayable_schedules_with_their_verdict_expected(tmp_
     store, _ = _spec(tmp_path, protocol="hw-truncation")
     schedule, verdict = random_walk(1, "hw-truncation", 10, faults="none")
     as_verdict = {"verdict": "violation", "property": "StrongIsr", "step": 4}
-    entry = {"failure_id": "violation-StrongIsr", "verdict": "violation", "property": "StrongIsr",
-             "seed": 1, "seeds": 3, "first_bad_step": 4, "steps": 10, "shrunk_steps": 5,
-             "trace_hash": verdict.trace_hash,
-             "failure": {"original": schedule.to_json(), "original_verdict": as_verdict,
-                         "shrunk": schedule.with_steps(schedule.steps[:5]).to_json(),
-                         "shrunk_verdict": as_verdict}}
-    error = {"failure_id": "error-KeyError", "verdict": "error", "property": "KeyError", "seed": 9,
-             "seeds": 1, "first_bad_step": None, "steps": 0, "shrunk_steps": None,
-             "trace_hash": "", "failure": {"seed": 9, "error": "KeyError: 2", "traceback": "..."}}
+    entry = {
+        "failure_id": "violation-StrongIsr",
+        "verdict": "violation",
+        "property": "StrongIsr",
+        "seed": 1,
+        "seeds": 3,
+        "first_bad_step": 4,
+        "steps": 10,
+        "shrunk_steps": 5,
+        "trace_hash": verdict.trace_hash,
+        "failure": {
+            "original": schedule.to_json(),
+            "original_verdict": as_verdict,
+            "shrunk": schedule.with_steps(schedule.steps[:5]).to_json(),
+            "shrunk_verdict": as_verdict,
+        },
+    }
+    error = {
+        "failure_id": "error-KeyError",
+        "verdict": "error",
+        "property": "KeyError",
+        "seed": 9,
+        "seeds": 1,
+        "first_bad_step": None,
+        "steps": 0,
+        "shrunk_steps": None,
+        "trace_hash": "",
+        "failure": {"seed": 9, "error": "KeyError: 2", "traceback": "..."},
+    }
     (store.failures).mkdir(parents=True)
     (store.failures / "violation-Stale.json").write_text("{}")  # not ours to delete
     index = write_failures(store, [entry, error])
@@ -77,5 +97,9 @@ def test_failure_files_are_replayable_schedules_with_their_verdict_expected(tmp_
     assert len(load_schedule(store.root / index[1]["original_file"]).steps) == len(schedule.steps)
     assert json.loads((store.root / index[0]["file"]).read_text())["error"] == "KeyError: 2"
     assert sorted(p.name for p in store.failures.iterdir()) == [
-        "error-KeyError.error.json", "index.json", "violation-Stale.json", "violation-StrongIsr.json",
-        "violation-StrongIsr.original.json"]
+        "error-KeyError.error.json",
+        "index.json",
+        "violation-Stale.json",
+        "violation-StrongIsr.json",
+        "violation-StrongIsr.original.json",
+    ]

@@ -1,4 +1,5 @@
 """``isrcheck fuzz`` as CI runs it: exit codes and clear errors; the issue's acceptance campaigns (slow)."""
+
 import json
 import os
 import subprocess
@@ -11,28 +12,39 @@ from isrcheck.conformance.cli.main import main
 
 
 def _fuzz(*args, env=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "isrcheck.conformance.engines.campaign", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "isrcheck.conformance.engines.campaign", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--protocol", "kip-999", "--schedules", "10"], "unknown --protocol 'kip-999'"),
-    (["--protocol", "kip-320", "--schedules", "0"], "--schedules: expected an integer 1..1,000,000,000"),
-    (["--protocol", "kip-320", "--schedules", "5", "--partitions", "0"], "--partitions: expected"),
-    (["--protocol", "kip-320", "--schedules", "5", "--steps", "-3"], "--steps: expected"),
-    (["--protocol", "kip-320", "--schedules", "5", "--seed", str(2**63 - 3)],
-     "the last seed, 9,223,372,036,854,775,809, is past the largest"),
-    (["--protocol", "kip-320", "--schedules", "5", "--master", "nonsense://x"],
-     "'nonsense://x' is not a Spark master URL"),
-    (["--protocol", "kip-320", "--schedules", "5", "--master", "local[0]"],
-     "'local[0]' is not a Spark master URL"),
-    (["--protocol", "kip-320", "--schedules", "5", "--master", "foo://"],
-     "'foo://' is not a Spark master URL"),
-    (["--protocol", "kip-320", "--schedules", "5", "--master", "spark://host:70000"],
-     "is not a Spark master URL"),
-    (["--protocol", "kip-320", "--schedules", "5", "--refusals", "1.5"],
-     "--refusals: expected a number of shares 0.0..1.0"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--protocol", "kip-999", "--schedules", "10"], "unknown --protocol 'kip-999'"),
+        (["--protocol", "kip-320", "--schedules", "0"], "--schedules: expected an integer 1..1,000,000,000"),
+        (["--protocol", "kip-320", "--schedules", "5", "--partitions", "0"], "--partitions: expected"),
+        (["--protocol", "kip-320", "--schedules", "5", "--steps", "-3"], "--steps: expected"),
+        (
+            ["--protocol", "kip-320", "--schedules", "5", "--seed", str(2**63 - 3)],
+            "the last seed, 9,223,372,036,854,775,809, is past the largest",
+        ),
+        (
+            ["--protocol", "kip-320", "--schedules", "5", "--master", "nonsense://x"],
+            "'nonsense://x' is not a Spark master URL",
+        ),
+        (["--protocol", "kip-320", "--schedules", "5", "--master", "local[0]"], "'local[0]' is not a Spark master URL"),
+        (["--protocol", "kip-320", "--schedules", "5", "--master", "foo://"], "'foo://' is not a Spark master URL"),
+        (["--protocol", "kip-320", "--schedules", "5", "--master", "spark://host:70000"], "is not a Spark master URL"),
+        (
+            ["--protocol", "kip-320", "--schedules", "5", "--refusals", "1.5"],
+            "--refusals: expected a number of shares 0.0..1.0",
+        ),
+    ],
+)
 def test_bad_arguments_exit_2_with_a_message(args, message, capsys, tmp_path):
     assert main(["fuzz", *args, "--out", str(tmp_path / "c")]) == 2
     err = capsys.readouterr().err
@@ -41,17 +53,17 @@ def test_bad_arguments_exit_2_with_a_message(args, message, capsys, tmp_path):
 
 
 def test_unknown_fault_profile_and_foreign_directory_exit_2(capsys, tmp_path):
-    assert main(["fuzz", "--protocol", "kip-320", "--schedules", "5", "--faults", "no-such",
-                 "--out", str(tmp_path / "c")]) == 2
+    assert (
+        main(["fuzz", "--protocol", "kip-320", "--schedules", "5", "--faults", "no-such", "--out", str(tmp_path / "c")])
+        == 2
+    )
     assert "unknown --faults 'no-such'" in capsys.readouterr().err
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("not a campaign")
-    assert main(["fuzz", "--protocol", "kip-320", "--schedules", "5",
-                 "--out", str(tmp_path / "mine")]) == 2
+    assert main(["fuzz", "--protocol", "kip-320", "--schedules", "5", "--out", str(tmp_path / "mine")]) == 2
     assert "holds no campaign.json" in capsys.readouterr().err
     (tmp_path / "file").write_text("x")
-    assert main(["fuzz", "--protocol", "kip-320", "--schedules", "5",
-                 "--out", str(tmp_path / "file" / "c")]) == 2
+    assert main(["fuzz", "--protocol", "kip-320", "--schedules", "5", "--out", str(tmp_path / "file" / "c")]) == 2
     assert f"{tmp_path / 'file'} is a file, not a directory" in capsys.readouterr().err
 
 
@@ -69,9 +81,23 @@ def test_fuzz_drives_the_system_under_test_it_is_given(mode, tmp_path, faulty_su
     divergence in the campaign's verdicts, with or without --guided, and every Spark worker keeps
     the one process it started for the schedules it runs."""
     once, starts = tmp_path / "once", tmp_path / "starts"
-    args = ["--protocol", "kip-320", "--schedules", "12", "--steps", "20", "--shrink-budget", "1",
-            "--master", "local[2]", "--out", tmp_path / "c", "--json",
-            "--sut", f"{faulty_sut} internal 5 {once} {starts}"]
+    args = [
+        "--protocol",
+        "kip-320",
+        "--schedules",
+        "12",
+        "--steps",
+        "20",
+        "--shrink-budget",
+        "1",
+        "--master",
+        "local[2]",
+        "--out",
+        tmp_path / "c",
+        "--json",
+        "--sut",
+        f"{faulty_sut} internal 5 {once} {starts}",
+    ]
     proc = _fuzz(*args, *(["--guided", "--rounds", "2"] if mode == "guided" else []))
     assert proc.returncode == 1, proc.stderr
     summary = json.loads(proc.stdout)
@@ -92,24 +118,37 @@ def test_issue_campaigns_kip_320_clean_and_hw_truncation_failing(tmp_path):
     assert summary["by_verdict"] == {"pass": 2000}
     assert pq.read_table(out / "runs").num_rows == 2000
     from isrcheck.conformance.engines.campaign import start_spark
+
     spark = start_spark("local[1]")
     try:
         assert spark.read.parquet(str(out / "runs")).count() == 2000
     finally:
         spark.stop()
     out = tmp_path / "hw-truncation"
-    proc = _fuzz("--protocol", "hw-truncation", "--schedules", "2000", "--shrink-budget", "5",
-                 "--out", out, "--json", timeout=1800)
+    proc = _fuzz(
+        "--protocol",
+        "hw-truncation",
+        "--schedules",
+        "2000",
+        "--shrink-budget",
+        "5",
+        "--out",
+        out,
+        "--json",
+        timeout=1800,
+    )
     assert proc.returncode == 1, proc.stderr
     for entry in json.loads((out / "failures" / "index.json").read_text()):
         for key, seen in (("file", "shrunk_verdict"), ("original_file", "original_verdict")):
-            check = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", "check",
-                                    str(out / entry[key]), "--json"],
-                                   capture_output=True, text=True, timeout=300)
+            check = subprocess.run(
+                [sys.executable, "-m", "isrcheck.conformance.cli.main", "check", str(out / entry[key]), "--json"],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             replay = json.loads(check.stdout)
             assert check.returncode == 1 and replay["as_expected"] is True, (entry, replay)
-            assert (replay["verdict"], replay["property"]) == \
-                (entry[seen]["verdict"], entry[seen]["property"])
+            assert (replay["verdict"], replay["property"]) == (entry[seen]["verdict"], entry[seen]["property"])
 
 
 def test_the_summary_says_which_wall_time_the_progress_showed():
@@ -121,10 +160,27 @@ def test_the_summary_says_which_wall_time_the_progress_showed():
 
     from isrcheck.conformance.engines.campaign.command import print_summary
 
-    summary = {"protocol": "kip-320", "schedules": 400, "seed": 0, "steps": 60, "faults": "default",
-               "swarm": {"enabled": True}, "by_verdict": {"pass": 400}, "coverage_by_kind": {}, "failures": [],
-               "run": {"executed": 400, "skipped_completed": 0, "tasks": 4, "master": "local[2]", "parallelism": 2,
-                       "schedules_per_s": 1.8, "wall_time_s": 274.2, "job_seconds": 223.0}}
+    summary = {
+        "protocol": "kip-320",
+        "schedules": 400,
+        "seed": 0,
+        "steps": 60,
+        "faults": "default",
+        "swarm": {"enabled": True},
+        "by_verdict": {"pass": 400},
+        "coverage_by_kind": {},
+        "failures": [],
+        "run": {
+            "executed": 400,
+            "skipped_completed": 0,
+            "tasks": 4,
+            "master": "local[2]",
+            "parallelism": 2,
+            "schedules_per_s": 1.8,
+            "wall_time_s": 274.2,
+            "job_seconds": 223.0,
+        },
+    }
     out = io.StringIO()
     print_summary(summary, "campaigns/kip-320", Console(file=out, width=300))
     assert "wall 274.2 s, of which the schedules 223.0 s (the progress' time)" in out.getvalue()

@@ -1,17 +1,17 @@
 """``isrcheck fuzz --guided``: rounds whose new-coverage schedules join the corpus of parents;
 reproducible, resumable, and within the fault budget (kip-320 passes)."""
+
 import json
 import random
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 
 from isrcheck.conformance import load_schedule, random_walk
+from isrcheck.conformance.cli.main import main
 from isrcheck.conformance.core.lockstep import DIVERGENCE_RUNGS, Lockstep, divergence_rungs
 from isrcheck.conformance.engines.campaign import CampaignParams
 from isrcheck.conformance.engines.campaign.guided import FAULTS, Corpus, Mutants, mutate, run_guided
-from isrcheck.conformance.cli.main import main
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "specs" / "scenarios"
 
@@ -58,8 +58,23 @@ def test_guided_rounds_grow_coverage_reproducibly_and_resume(spark, tmp_path):
 
 
 def test_guided_bad_rounds_exit_2(tmp_path, capsys):
-    assert main(["fuzz", "--protocol", "kip-320", "--schedules", "5", "--guided", "--rounds", "0",
-                 "--out", str(tmp_path / "g")]) == 2
+    assert (
+        main(
+            [
+                "fuzz",
+                "--protocol",
+                "kip-320",
+                "--schedules",
+                "5",
+                "--guided",
+                "--rounds",
+                "0",
+                "--out",
+                str(tmp_path / "g"),
+            ]
+        )
+        == 2
+    )
     assert "--rounds" in capsys.readouterr().err
 
 

@@ -1,4 +1,5 @@
 """Campaign bookkeeping without Spark: seed planning, resume ledger, atomic files, orphan cleanup."""
+
 import json
 
 import pyarrow as pa
@@ -106,8 +107,7 @@ def test_bind_names_the_option_that_differs_and_writes_nothing(tmp_path):
     made = {"protocol": "kip-320", "seed": 0, "schedules": 30, "steps": 100, "faults": "default"}
     store.bind(made)
     before = store.identity_path.read_bytes()
-    for key, value in (("protocol", "kip-101"), ("seed", 5), ("schedules", 45), ("steps", 50),
-                       ("faults", "heavy")):
+    for key, value in (("protocol", "kip-101"), ("seed", 5), ("schedules", 45), ("steps", 50), ("faults", "heavy")):
         with pytest.raises(ValueError, match=f"--out .* was made with --{key} {made[key]}, not {value};"):
             store.bind({**made, key: value})
     assert store.identity_path.read_bytes() == before
@@ -128,12 +128,15 @@ def test_check_part_finds_truncated_damaged_and_foreign_files(tmp_path):
     from isrcheck.conformance.engines.campaign.executor import check_part
 
     store = CampaignStore(tmp_path / "c", "kip-320")
-    for lo, hi, seeds in ((0, 5, range(0, 5)), (5, 10, range(5, 10)), (10, 15, range(10, 15)),
-                          (15, 20, [15, 16, 16, 18, 19])):
+    for lo, hi, seeds in (
+        (0, 5, range(0, 5)),
+        (5, 10, range(5, 10)),
+        (10, 15, range(10, 15)),
+        (15, 20, [15, 16, 16, 18, 19]),
+    ):
         rows = [{"seed": s, "verdict": "pass", "coverage": ["x"] * 50} for s in seeds]
         store.part_path(lo, hi).parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(rows, schema=ROW_SCHEMA), store.part_path(lo, hi),
-                       write_page_checksum=True)
+        pq.write_table(pa.Table.from_pylist(rows, schema=ROW_SCHEMA), store.part_path(lo, hi), write_page_checksum=True)
     assert check_part(store.part_path(0, 5), 0, 5, 5) is None
     assert "marker records 4 rows for 5 seeds" in check_part(store.part_path(0, 5), 0, 5, 4)
     assert "seed statistics say 0..4, not 20..24" in check_part(store.part_path(0, 5), 20, 25, 5)

@@ -1,5 +1,6 @@
 """What every sub-command does with bad input and with a reader or user that goes away: one line,
 exit 2 (130 on Ctrl-C, 141 when the output pipe closes), never a traceback, nothing deleted."""
+
 import argparse
 import os
 import signal
@@ -10,8 +11,8 @@ import time
 import pytest
 
 from isrcheck.conformance import random_walk
-from isrcheck.conformance.vocabulary import Number
 from isrcheck.conformance.cli.main import COMMANDS, build_parser, main
+from isrcheck.conformance.vocabulary import Number
 
 BAD_NUMBERS = ["nan", "inf", "-1", "1e400", "9" * 40, "ten"]
 
@@ -22,17 +23,29 @@ def _options(command: str) -> list[argparse.Action]:
     return sub.choices[command]._actions
 
 
-NUMERIC = [(command, action.option_strings[-1]) for command in COMMANDS
-           for action in _options(command) if isinstance(action.type, Number)]
+NUMERIC = [
+    (command, action.option_strings[-1])
+    for command in COMMANDS
+    for action in _options(command)
+    if isinstance(action.type, Number)
+]
 
 
 def test_every_numeric_option_of_every_command_is_bounded():
     for command in COMMANDS:
         assert not [a.dest for a in _options(command) if a.type in (int, float)], command
-    for expected in [("explore", "--max-states"), ("explore", "--replicas"), ("shrink", "--time-budget"),
-                     ("fuzz", "--schedules"), ("fuzz", "--seed"), ("fuzz", "--steps"),
-                     ("fuzz", "--partitions"), ("fuzz", "--shrink-budget"), ("sim", "--seed"),
-                     ("sim", "--steps")]:
+    for expected in [
+        ("explore", "--max-states"),
+        ("explore", "--replicas"),
+        ("shrink", "--time-budget"),
+        ("fuzz", "--schedules"),
+        ("fuzz", "--seed"),
+        ("fuzz", "--steps"),
+        ("fuzz", "--partitions"),
+        ("fuzz", "--shrink-budget"),
+        ("sim", "--seed"),
+        ("sim", "--steps"),
+    ]:
         assert expected in NUMERIC
 
 
@@ -46,9 +59,12 @@ def test_nan_inf_negative_huge_and_words_exit_2_naming_the_option(command, optio
 
 
 def test_bad_numbers_as_a_program_give_one_line_and_no_traceback(tmp_path, isrcheck_cli):
-    for args in (["sim", "--steps", "nan"], ["fuzz", "--protocol", "kip-320", "--schedules", "1e400"],
-                 ["shrink", "x.json", "-o", str(tmp_path / "y.json"), "--time-budget", "-1"],
-                 ["fuzz", "--protocol", "kip-320", "--schedules", "5", "--seed", str(2**63)]):
+    for args in (
+        ["sim", "--steps", "nan"],
+        ["fuzz", "--protocol", "kip-320", "--schedules", "1e400"],
+        ["shrink", "x.json", "-o", str(tmp_path / "y.json"), "--time-budget", "-1"],
+        ["fuzz", "--protocol", "kip-320", "--schedules", "5", "--seed", str(2**63)],
+    ):
         proc = isrcheck_cli(*args)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
         assert "Traceback" not in proc.stderr
@@ -62,8 +78,19 @@ def test_output_paths_are_refused_before_the_work_starts(tmp_path, capsys, scena
     assert f"--save {a_file}: is a file, not a directory" in capsys.readouterr().err
     assert main(["explore", "--protocol", "kip-279", "--save", str(a_file / "cex")]) == 2
     assert f"{a_file} is a file, not a directory" in capsys.readouterr().err
-    assert main(["shrink", scenario("kip101-scenario1"), "--protocol", "hw-truncation",
-                 "-o", str(tmp_path / "missing" / "small.json")]) == 2
+    assert (
+        main(
+            [
+                "shrink",
+                scenario("kip101-scenario1"),
+                "--protocol",
+                "hw-truncation",
+                "-o",
+                str(tmp_path / "missing" / "small.json"),
+            ]
+        )
+        == 2
+    )
     assert f"{tmp_path / 'missing'} does not exist" in capsys.readouterr().err
     assert main(["shrink", scenario("kip101-scenario1"), "-o", str(tmp_path)]) == 2
     assert "is a directory, not a file" in capsys.readouterr().err
@@ -83,8 +110,11 @@ def test_a_served_clusters_event_log_must_start_with_it(tmp_path, capsys):
     (full / "broker-0.jsonl").write_text("mine")
     ran.mkdir()
     (ran / "meta.properties").write_text("version=1\ncluster.id=x\n")
-    for events, dir_, said in ((a_file, [], "not a directory"), (full, [], "not empty"),
-                               (tmp_path / "new", ["--dir", str(ran)], "holds a cluster that ran before")):
+    for events, dir_, said in (
+        (a_file, [], "not a directory"),
+        (full, [], "not empty"),
+        (tmp_path / "new", ["--dir", str(ran)], "holds a cluster that ran before"),
+    ):
         assert main(["serve", "--replicas", "1", "--port", port, "--events", str(events), *dir_]) == 2
         err = capsys.readouterr().err
         assert "--events" in err and said in err and "Traceback" not in err, err
@@ -96,8 +126,11 @@ def test_output_piped_into_head_ends_quietly(tmp_path):
     schedule, _ = random_walk(3, "kip-320", 400, faults="none", impl=False)
     path = tmp_path / "long.json"
     path.write_text(schedule.dumps())
-    proc = subprocess.Popen([sys.executable, "-m", "isrcheck.conformance.cli.main", "check", str(path),
-                             "--trace", "--model-only"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "isrcheck.conformance.cli.main", "check", str(path), "--trace", "--model-only"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout.readline().startswith(b"initial state")
     proc.stdout.close()  # what `| head -1` does once it has its line
     err = proc.stderr.read().decode()
@@ -108,10 +141,13 @@ def test_output_piped_into_head_ends_quietly(tmp_path):
 def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
     # SIGINT's default action, as in a terminal's foreground job: a test run started in the
     # background inherits it ignored, and Python then installs no KeyboardInterrupt handler
-    proc = subprocess.Popen([sys.executable, "-m", "isrcheck.conformance.cli.main", "explore",
-                             "--protocol", "kip-320", "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "isrcheck.conformance.cli.main", "explore", "--protocol", "kip-320", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     seen = b""
     while b"explored" not in seen:  # the progress line: the run is under way
         chunk = os.read(proc.stderr.fileno(), 256)
@@ -128,8 +164,11 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
 def test_a_binary_or_directory_schedule_is_bad_input(tmp_path, capsys):
     binary = tmp_path / "s.json"
     binary.write_bytes(bytes(range(256)) * 4)
-    for args in (["check", str(binary)], ["shrink", str(binary), "-o", str(tmp_path / "o.json")],
-                 ["check", str(tmp_path)]):
+    for args in (
+        ["check", str(binary)],
+        ["shrink", str(binary), "-o", str(tmp_path / "o.json")],
+        ["check", str(tmp_path)],
+    ):
         assert main(args) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "Traceback" not in err

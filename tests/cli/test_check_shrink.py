@@ -1,10 +1,12 @@
 """isrcheck check and shrink as users run them: exit codes 0/1/2, --json, --trace, --expected,
 --keep-budget, and no traceback on bad input."""
+
 import json
 from pathlib import Path
 
 from isrcheck.conformance import load_schedule
 from isrcheck.conformance.cli.main import main
+
 
 def with_step(scenario, i, step):
     """A shipped scenario with its i-th step replaced."""
@@ -35,14 +37,28 @@ def test_check_exit_codes_and_json(tmp_path, capsys, scenario):
     assert main(["check", scenario("unclean-election-loss"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["verdict"], out["as_expected"]) == ("pass", True)
-    assert out["beyond_budget"][0] == {"property": "NoLostAckedWrite", "step": 13,
-                                       "reason": "unclean leader election is enabled"}
+    assert out["beyond_budget"][0] == {
+        "property": "NoLostAckedWrite",
+        "step": 13,
+        "reason": "unclean leader election is enabled",
+    }
 
 
 def test_shrink_cli_writes_a_smaller_schedule_with_the_same_failure(tmp_path, capsys, scenario):
     out = tmp_path / "small.json"
-    code = main(["shrink", scenario("kip101-scenario2"), "--protocol", "hw-truncation", "-o", str(out),
-                 "--time-budget", "5", "--json"])
+    code = main(
+        [
+            "shrink",
+            scenario("kip101-scenario2"),
+            "--protocol",
+            "hw-truncation",
+            "-o",
+            str(out),
+            "--time-budget",
+            "5",
+            "--json",
+        ]
+    )
     assert code == 1
     report = json.loads(capsys.readouterr().out)
     small = load_schedule(out)
@@ -68,9 +84,25 @@ def test_shrink_keep_budget_refuses_a_schedule_beyond_it(tmp_path, capsys, scena
     out = str(tmp_path / "small.json")
     assert main(["shrink", scenario("last-replica-standing"), "-o", out, "--keep-budget", "classic"]) == 2
     assert "leaves the budget of 'classic'" in capsys.readouterr().err
-    assert main(["shrink", scenario("kip101-scenario1"), "--protocol", "hw-truncation", "-o", out,
-                 "--keep-budget", "classic", "--time-budget", "3"]) == 1
+    assert (
+        main(
+            [
+                "shrink",
+                scenario("kip101-scenario1"),
+                "--protocol",
+                "hw-truncation",
+                "-o",
+                out,
+                "--keep-budget",
+                "classic",
+                "--time-budget",
+                "3",
+            ]
+        )
+        == 1
+    )
     from isrcheck.conformance import within_budget
+
     assert within_budget(load_schedule(out), "classic")
 
 
@@ -85,12 +117,16 @@ def test_check_expected_exits_0_for_a_known_violation_and_1_when_it_changes(tmp_
 
 
 def test_check_says_what_went_wrong_in_its_summary_line(capsys, scenario):
-    sentence = ("Broker 1, elected leader in epoch 2 at step 11, does not hold offset 0 (record 1), which a producer "
-                "was told was written with acks=all at step 5; it was lost when broker 1 truncated its log to offset 0 "
-                "(its HW) at step 9 deliver_leader_and_isr(replica=1, index=0).")
+    sentence = (
+        "Broker 1, elected leader in epoch 2 at step 11, does not hold offset 0 (record 1), which a producer "
+        "was told was written with acks=all at step 5; it was lost when broker 1 truncated its log to offset 0 "
+        "(its HW) at step 9 deliver_leader_and_isr(replica=1, index=0)."
+    )
     assert main(["check", scenario("kip101-scenario1"), "--protocol", "hw-truncation"]) == 1
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == f"kip101-scenario1 [hw-truncation]: violation of NoLostAckedWrite at step 13: {sentence}"
+    assert (
+        out.splitlines()[0] == f"kip101-scenario1 [hw-truncation]: violation of NoLostAckedWrite at step 13: {sentence}"
+    )
     assert out.rstrip().endswith("expected: violation of NoLostAckedWrite -> as expected")
     assert main(["check", scenario("kip101-scenario1"), "--protocol", "hw-truncation", "--trace"]) == 1
     assert f"violation of NoLostAckedWrite at step 13: {sentence}" in capsys.readouterr().out

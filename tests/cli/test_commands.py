@@ -1,4 +1,5 @@
 """The command-line front door: unknown commands and bad arguments exit 2 with a message, no traceback."""
+
 import subprocess
 import sys
 
@@ -16,8 +17,12 @@ def test_unknown_command_exits_2(capsys):
 
 def test_every_command_module_loads_and_has_help():
     for name in COMMANDS:
-        proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", name, "--help"],
-                              capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "isrcheck.conformance.cli.main", name, "--help"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 0, (name, proc.stderr)
         assert name in proc.stdout
 
@@ -35,8 +40,13 @@ def _third_party_imports() -> dict[str, str]:
     for folder in folders.values():
         for source in (root / folder).rglob("*.py"):
             for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                    [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module]
+                    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                    else []
+                )
                 for name in names:
                     top = name.split(".")[0]
                     if top not in sys.stdlib_module_names and top != "isrcheck":
@@ -57,8 +67,11 @@ def test_every_module_the_commands_import_comes_with_the_plain_install():
     distributions = packages_distributions()
     imported = _third_party_imports()
     assert imported.pop("pytest") == "conformance/engines/pytest_plugin.py"  # loaded by pytest only
-    missing = {module: where for module, where in imported.items()
-               if not {d.lower().replace("_", "-") for d in distributions.get(module, [module])} & required}
+    missing = {
+        module: where
+        for module, where in imported.items()
+        if not {d.lower().replace("_", "-") for d in distributions.get(module, [module])} & required
+    }
     assert not missing, f"imported but only in an extra or nowhere: {missing}"
 
 

@@ -8,6 +8,7 @@ a shipped scenario. The long ones (explorations of the default scope, Spark camp
 standalone cluster, a fresh install) are marked ``slow``; where a smaller run shows the same, the
 default run has it.
 """
+
 from __future__ import annotations
 
 import json
@@ -59,19 +60,22 @@ def example(text: str) -> str:
     return text
 
 
-ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-       "PYSPARK_PYTHON": sys.executable}
+ENV = {
+    **os.environ,
+    "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    "PYSPARK_PYTHON": sys.executable,
+}
 
 
-def run(command: str, cwd: Path = ROOT, timeout: float = 600, fill: dict | None = None,
-        options: bool = True) -> subprocess.CompletedProcess:
+def run(
+    command: str, cwd: Path = ROOT, timeout: float = 600, fill: dict | None = None, options: bool = True
+) -> subprocess.CompletedProcess:
     """Run a page's command line with bash, this environment's ``isrcheck`` first on the PATH:
     placeholders replaced by ``fill``, optional ``[--option value]`` parts taken (or left out)."""
     for placeholder, value in (fill or {}).items():
         command = command.replace(placeholder, value)
     command = re.sub(r" ?\[(--[^]]*)\]", r" \1" if options else "", command)
-    return subprocess.run(["bash", "-c", command], cwd=cwd, env=ENV, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(["bash", "-c", command], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout)
 
 
 # README and docs/apache-kafka.md: Apache Kafka started, and soaked
@@ -79,12 +83,15 @@ KAFKA_EXAMPLE = "isrcheck kafka --replicas 3 --dir kafka-cluster --port 19092 --
 KAFKA_SOAK = "isrcheck soak --cluster kafka --faults all --duration 120 --dir soak-kafka"
 # docs/apache-kafka.md: experiments on isrcheck's cluster and on Apache Kafka
 EXPERIMENT = "isrcheck experiment not-enough-replicas --cluster isrcheck --repeat 1 --dir experiments-isrcheck"
-EXPERIMENT_KAFKA = ("isrcheck experiment last-replica-standing --cluster kafka:4.0.2 --elr off --repeat 5 "
-                    "--dir experiments-kafka")
+EXPERIMENT_KAFKA = (
+    "isrcheck experiment last-replica-standing --cluster kafka:4.0.2 --elr off --repeat 5 --dir experiments-kafka"
+)
 # docs/figures.md: the explorer at the disk faults' two-broker scope
-DISK_SCOPE = ("isrcheck explore --protocol kip-320 --replicas 2 --min-isr 2 --max-records 1 --max-epoch 2 --max-crashes 1 "
-              "--max-power-losses 1 --torn-writes --garbage-tails --corruptions 1 --disk-failures 1 --fsync-failures 1 "
-              "--flushes")
+DISK_SCOPE = (
+    "isrcheck explore --protocol kip-320 --replicas 2 --min-isr 2 --max-records 1 --max-epoch 2 --max-crashes 1 "
+    "--max-power-losses 1 --torn-writes --garbage-tails --corruptions 1 --disk-failures 1 --fsync-failures 1 "
+    "--flushes"
+)
 COVERED = {
     # each page's sh blocks in its order, then the complete commands it quotes inline
     "README.md": {
@@ -96,10 +103,15 @@ COVERED = {
         "isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation",
         "isrcheck report specs/scenarios/kip101-scenario2.json --protocol hw-truncation --html kip101-scenario2.html",
         "isrcheck report campaigns/kip-320 --html campaigns/kip-320/report",
-        "isrcheck prove", "isrcheck sim", "isrcheck gate", "isrcheck soak", "isrcheck fuzz", "isrcheck validate",
+        "isrcheck prove",
+        "isrcheck sim",
+        "isrcheck gate",
+        "isrcheck soak",
+        "isrcheck fuzz",
+        "isrcheck validate",
         "isrcheck fuzz --protocol kip-966 --faults all --schedules 200 --out campaigns/kip-966-all",
-        "isrcheck fuzz --protocol kip-101 --schedules 2000 --master \"local[2]\" --out campaigns/kip-101",
-        "isrcheck fuzz --guided --protocol kip-279 --schedules 8250 --rounds 33 --steps 60 --master \"local[2]\" "
+        'isrcheck fuzz --protocol kip-101 --schedules 2000 --master "local[2]" --out campaigns/kip-101',
+        'isrcheck fuzz --guided --protocol kip-279 --schedules 8250 --rounds 33 --steps 60 --master "local[2]" '
         "--out campaigns/kip-279",
         "isrcheck prove --invariant",
         "isrcheck serve --replicas 3 --dir kafka-data --topic orders:3 &",
@@ -107,11 +119,20 @@ COVERED = {
         "printf 'a\\nb\\nc\\n' | kcat -P -b 127.0.0.1:9092 -t orders -p 0",
         "kcat -C -b 127.0.0.1:9092 -t orders -p 0 -o beginning -e",
         "isrcheck serve",
-        KAFKA_EXAMPLE, KAFKA_SOAK, "isrcheck kafka", "isrcheck experiment",
+        KAFKA_EXAMPLE,
+        KAFKA_SOAK,
+        "isrcheck kafka",
+        "isrcheck experiment",
     },
-    "docs/apache-kafka.md": {KAFKA_EXAMPLE, "isrcheck kafka", "isrcheck kafka --help",
-                             "isrcheck kafka --fetch --kafka-version 4.0.2", "isrcheck experiment",
-                             EXPERIMENT, EXPERIMENT_KAFKA},
+    "docs/apache-kafka.md": {
+        KAFKA_EXAMPLE,
+        "isrcheck kafka",
+        "isrcheck kafka --help",
+        "isrcheck kafka --fetch --kafka-version 4.0.2",
+        "isrcheck experiment",
+        EXPERIMENT,
+        EXPERIMENT_KAFKA,
+    },
     "docs/campaigns.md": {
         "isrcheck fuzz --protocol kip-320 --schedules 2000 --out campaigns/kip-320",
         "isrcheck fuzz --protocol hw-truncation --schedules 500 --seed 1000 --steps 150 --master local[2]",
@@ -120,15 +141,21 @@ COVERED = {
         "spark-class org.apache.spark.deploy.worker.Worker spark://127.0.0.1:7077 --cores 2 --work-dir /tmp/spark-work &",
         "isrcheck fuzz --protocol kip-320 --schedules 200000 --master spark://127.0.0.1:7077 --out /shared/campaigns/kip-320",
         "spark-submit --master spark://127.0.0.1:7077 --conf spark.executor.cores=2 "
-        "\"$(python -c 'import isrcheck.conformance.engines.campaign as c, os; print(os.path.join(os.path.dirname(c.__file__), \"__main__.py\"))')\" "
+        '"$(python -c \'import isrcheck.conformance.engines.campaign as c, os; print(os.path.join(os.path.dirname(c.__file__), "__main__.py"))\')" '
         "--protocol kip-320 --schedules 200000 --out /shared/campaigns/kip-320",
-        "isrcheck fuzz", "isrcheck cover", "isrcheck check", "isrcheck explore", "isrcheck sim",
+        "isrcheck fuzz",
+        "isrcheck cover",
+        "isrcheck check",
+        "isrcheck explore",
+        "isrcheck sim",
     },
     "docs/ci.md": {
         "isrcheck gate --junit-xml gate.xml --html gate-report",
         "python -m pytest --isrcheck tests/corpus",
         "python -m pytest --isrcheck specs/scenarios",
-        "isrcheck gate", "isrcheck report", "isrcheck check",
+        "isrcheck gate",
+        "isrcheck report",
+        "isrcheck check",
     },
     "docs/conformance.md": {
         "isrcheck check FILE.json --json",
@@ -138,10 +165,15 @@ COVERED = {
         "isrcheck check FILE.json --strict",
         "isrcheck shrink FILE.json -o SMALL.json [--protocol P] [--time-budget 10] [--keep-budget default]",
         "isrcheck explore --protocol kip-101 --replay-on-impl --json",
-        "isrcheck check", "isrcheck fuzz",
+        "isrcheck check",
+        "isrcheck fuzz",
     },
     "docs/figures.md": {
-        "isrcheck check", "isrcheck soak", "isrcheck kafka", "isrcheck fuzz", "isrcheck cover",
+        "isrcheck check",
+        "isrcheck soak",
+        "isrcheck kafka",
+        "isrcheck fuzz",
+        "isrcheck cover",
         "isrcheck fuzz --protocol kip-320 --schedules 2000",
         DISK_SCOPE,
     },
@@ -160,7 +192,8 @@ COVERED = {
         "isrcheck explore",
     },
     "docs/processes.md": {
-        "isrcheck soak --protocol kip-966 --duration 120 --faults all --dir runs/kip-966", "isrcheck serve",
+        "isrcheck soak --protocol kip-966 --duration 120 --faults all --dir runs/kip-966",
+        "isrcheck serve",
         'isrcheck check specs/scenarios/torn-power-loss.json --sut "python -m isrcheck.impl.sut --processes"',
         "isrcheck soak",
     },
@@ -171,11 +204,12 @@ COVERED = {
         "isrcheck prove --invariant",
     },
     "docs/prove.md": {
-        'isrcheck prove --protocol hw-truncation --replicas 1 --min-isr 1 --max-records 1 --max-epoch 1 --max-crashes 1 '
+        "isrcheck prove --protocol hw-truncation --replicas 1 --min-isr 1 --max-records 1 --max-epoch 1 --max-crashes 1 "
         '--max-power-losses 1 --crash-kinds "" --bounces 1 --depth 5 --save cex/',
         "isrcheck prove --protocol kip-320 --replicas 1 --min-isr 1 --max-records 1 --max-epoch 1 --property "
         "HighWatermarkBound --induction",
-        "isrcheck prove", "isrcheck check",
+        "isrcheck prove",
+        "isrcheck check",
     },
     "docs/replication.md": {
         "isrcheck sim --protocol kip-320 --replicas 3 --seed 1 --steps 400 [--crash-kinds clean,process] [--json]",
@@ -193,10 +227,22 @@ COVERED = {
         "--out campaigns/hw-truncation-sut",
     },
 }
-BARE = {"isrcheck check", "isrcheck cover", "isrcheck dump-log", "isrcheck experiment", "isrcheck explore",
-        "isrcheck fuzz", "isrcheck kafka",
-        "isrcheck gate", "isrcheck prove", "isrcheck report", "isrcheck serve", "isrcheck sim", "isrcheck soak",
-        "isrcheck validate"}
+BARE = {
+    "isrcheck check",
+    "isrcheck cover",
+    "isrcheck dump-log",
+    "isrcheck experiment",
+    "isrcheck explore",
+    "isrcheck fuzz",
+    "isrcheck kafka",
+    "isrcheck gate",
+    "isrcheck prove",
+    "isrcheck report",
+    "isrcheck serve",
+    "isrcheck sim",
+    "isrcheck soak",
+    "isrcheck validate",
+}
 
 
 def test_the_disk_fault_scope_is_explored_completely_without_violation():
@@ -219,9 +265,12 @@ def test_every_page_listed_here_exists():
 
 # -- the default run -------------------------------------------------------------------------------
 
+
 def test_prove_examples(tmp_path):
-    bmc = example('isrcheck prove --protocol hw-truncation --replicas 1 --min-isr 1 --max-records 1 --max-epoch 1 '
-                  '--max-crashes 1 --max-power-losses 1 --crash-kinds "" --bounces 1 --depth 5 --save cex/')
+    bmc = example(
+        "isrcheck prove --protocol hw-truncation --replicas 1 --min-isr 1 --max-records 1 --max-epoch 1 "
+        '--max-crashes 1 --max-power-losses 1 --crash-kinds "" --bounces 1 --depth 5 --save cex/'
+    )
     proc = run(bmc, cwd=tmp_path)
     # the only replica's power loss with min ISR 1 is past the budget: no violation, but the search
     # stopped there, so prove exits 1
@@ -231,8 +280,12 @@ def test_prove_examples(tmp_path):
     replay = run(f"isrcheck check {tmp_path / 'cex' / 'hw-truncation-NoLostAckedWrite.json'}")
     assert replay.returncode == 0 and "NoLostAckedWrite fails at step 3 outside its fault budget" in replay.stdout
     assert replay.stdout.rstrip().endswith("-> as expected")
-    proc = run(example("isrcheck prove --protocol kip-320 --replicas 1 --min-isr 1 --max-records 1 --max-epoch 1 "
-                       "--property HighWatermarkBound --induction"))
+    proc = run(
+        example(
+            "isrcheck prove --protocol kip-320 --replicas 1 --min-isr 1 --max-records 1 --max-epoch 1 "
+            "--property HighWatermarkBound --induction"
+        )
+    )
     assert proc.returncode == 0 and proc.stdout.startswith("HighWatermarkBound: proved (k=1")
 
 
@@ -254,32 +307,48 @@ def test_check_a_scenario_on_the_variant_it_names():
 
 
 def test_the_tour_explores_one_small_scope_on_two_variants():
-    proc = run(example("isrcheck explore --protocol hw-truncation --replicas 2 --min-isr 1 --max-records 1 "
-                       "--max-epoch 3 --max-crashes 1"))
+    proc = run(
+        example(
+            "isrcheck explore --protocol hw-truncation --replicas 2 --min-isr 1 --max-records 1 "
+            "--max-epoch 3 --max-crashes 1"
+        )
+    )
     assert proc.returncode == 1, proc.stderr
     assert re.search(r"\b[2-9]\d\d distinct states, .*, complete", proc.stdout)  # a few hundred
     assert "WeakIsr violated after 11 steps" in proc.stdout and "StrongIsr violated after 14 steps" in proc.stdout
     assert "LEO/HW" in proc.stdout and "controller: leader, leader epoch, ISR" in proc.stdout  # the table's legend
-    strong = proc.stdout[proc.stdout.index("StrongIsr violated"):]  # crash, restart, truncate, back in the ISR
-    for step in ("crash replica=1", "restart replica=1", "deliver_leader_and_isr replica=1",
-                 "handle_alter_partition replica=0"):
+    strong = proc.stdout[proc.stdout.index("StrongIsr violated") :]  # crash, restart, truncate, back in the ISR
+    for step in (
+        "crash replica=1",
+        "restart replica=1",
+        "deliver_leader_and_isr replica=1",
+        "handle_alter_partition replica=0",
+    ):
         assert step in strong
-    proc = run(example("isrcheck explore --protocol kip-320 --replicas 2 --min-isr 1 --max-records 1 "
-                       "--max-epoch 3 --max-crashes 1"))
+    proc = run(
+        example(
+            "isrcheck explore --protocol kip-320 --replicas 2 --min-isr 1 --max-records 1 --max-epoch 3 --max-crashes 1"
+        )
+    )
     assert proc.returncode == 0, proc.stderr
     assert ", complete" in proc.stdout and "no property violated" in proc.stdout
 
 
 def test_check_through_the_driver_protocol_gives_the_in_process_verdict():
-    proc = run(example('isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation '
-                       '--sut "python -m isrcheck.impl.sut"'))
+    proc = run(
+        example(
+            "isrcheck check specs/scenarios/kip101-scenario1.json --protocol hw-truncation "
+            '--sut "python -m isrcheck.impl.sut"'
+        )
+    )
     assert proc.returncode == 1, proc.stderr
     assert "[hw-truncation]: violation of NoLostAckedWrite" in proc.stdout
 
 
 def test_check_with_brokers_as_processes():
-    proc = run(example('isrcheck check specs/scenarios/torn-power-loss.json --sut '
-                       '"python -m isrcheck.impl.sut --processes"'))
+    proc = run(
+        example('isrcheck check specs/scenarios/torn-power-loss.json --sut "python -m isrcheck.impl.sut --processes"')
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "torn-power-loss [kip-320]: pass (9 steps)" in proc.stdout
 
@@ -299,8 +368,15 @@ def test_check_options_on_a_schedule_file(tmp_path):
     gate = example("isrcheck check FILE.json --expected")
     assert run(gate, fill={"FILE.json": SCENARIO}).returncode == 0  # kip-320 passes, as the file expects
     other = tmp_path / "other.json"
-    other.write_text(json.dumps({**json.loads((ROOT / SCENARIO).read_text()), "protocol": "hw-truncation",
-                                 "expected": {"hw-truncation": {"verdict": "pass"}}}))
+    other.write_text(
+        json.dumps(
+            {
+                **json.loads((ROOT / SCENARIO).read_text()),
+                "protocol": "hw-truncation",
+                "expected": {"hw-truncation": {"verdict": "pass"}},
+            }
+        )
+    )
     proc = run(gate, fill={"FILE.json": str(other)})
     assert proc.returncode == 1 and "NOT as expected" in proc.stdout
 
@@ -314,9 +390,10 @@ def test_check_options_on_a_schedule_file(tmp_path):
 
 def test_shrink_writes_a_smaller_schedule_failing_the_same_way(tmp_path):
     small = tmp_path / "small.json"
-    proc = run(example("isrcheck shrink FILE.json -o SMALL.json [--protocol P] [--time-budget 10] "
-                       "[--keep-budget default]"), fill={"FILE.json": SCENARIO, "SMALL.json": str(small),
-                                                        "--protocol P": "--protocol hw-truncation"})
+    proc = run(
+        example("isrcheck shrink FILE.json -o SMALL.json [--protocol P] [--time-budget 10] [--keep-budget default]"),
+        fill={"FILE.json": SCENARIO, "SMALL.json": str(small), "--protocol P": "--protocol hw-truncation"},
+    )
     assert proc.returncode == 1, proc.stderr  # the failure is still there, smaller
     assert f"written to {small}" in proc.stdout
     replay = json.loads(run(f"isrcheck check {small} --json").stdout)
@@ -325,8 +402,9 @@ def test_shrink_writes_a_smaller_schedule_failing_the_same_way(tmp_path):
 
 
 def test_sim_prints_what_clients_saw_and_exits_0_when_logs_agree():
-    command = example("isrcheck sim --protocol kip-320 --replicas 3 --seed 1 --steps 400 "
-                      "[--crash-kinds clean,process] [--json]")
+    command = example(
+        "isrcheck sim --protocol kip-320 --replicas 3 --seed 1 --steps 400 [--crash-kinds clean,process] [--json]"
+    )
     proc = run(command, options=False)
     assert proc.returncode == 0, proc.stderr
     assert "lost acked acks=all writes 0" in proc.stdout and "logs agree yes" in proc.stdout
@@ -334,34 +412,53 @@ def test_sim_prints_what_clients_saw_and_exits_0_when_logs_agree():
     proc = run(command)
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0 and doc["logs_agree"] is True and doc["lost_acked"] == 0
-    assert {"produced", "acked", "committed", "divergent_reads", "leader_changes", "isr_changes", "crashes",
-            "trace_hash"} <= set(doc)
+    assert {
+        "produced",
+        "acked",
+        "committed",
+        "divergent_reads",
+        "leader_changes",
+        "isr_changes",
+        "crashes",
+        "trace_hash",
+    } <= set(doc)
     assert run(command).stdout == proc.stdout  # identical in any process
 
 
 def test_two_power_losses_of_two_replicas_lose_an_acknowledged_write():
     """docs/model.md, fault budgets: min.insync.replicas power losses lose an acknowledged write,
     outside its budget: reported as such (exit 0), and as a violation with the budget aside."""
-    proc = run(example('isrcheck explore --protocol kip-320 --replicas 2 --max-records 1 '
-                       '--max-power-losses 2 --crash-kinds ""'))
+    proc = run(
+        example(
+            'isrcheck explore --protocol kip-320 --replicas 2 --max-records 1 --max-power-losses 2 --crash-kinds ""'
+        )
+    )
     assert proc.returncode == 0, proc.stderr
     assert "1,912 distinct states" in proc.stdout and ", complete" in proc.stdout
-    assert ("NoLostAckedWrite broken only outside its fault budget (shortest after 14 steps: brokers 0, 1 lost "
-            "data") in proc.stdout
+    assert (
+        "NoLostAckedWrite broken only outside its fault budget (shortest after 14 steps: brokers 0, 1 lost data"
+    ) in proc.stdout
     assert " violated after" not in proc.stdout and "no property violated within its fault budget" in proc.stdout
-    proc = run(example('isrcheck explore --protocol kip-320 --replicas 2 --max-records 1 --max-power-losses 2 '
-                       '--crash-kinds "" --no-budget --stop-at-first'))
+    proc = run(
+        example(
+            "isrcheck explore --protocol kip-320 --replicas 2 --max-records 1 --max-power-losses 2 "
+            '--crash-kinds "" --no-budget --stop-at-first'
+        )
+    )
     assert proc.returncode == 1 and "violated after" in proc.stdout
-    proc = run(example("isrcheck explore --protocol kip-320 --replicas 2 --min-isr 1 --unclean-election "
-                       "--max-records 1"))
+    proc = run(
+        example("isrcheck explore --protocol kip-320 --replicas 2 --min-isr 1 --unclean-election --max-records 1")
+    )
     assert proc.returncode == 0 and "(shortest after 9 steps: unclean leader election is enabled)" in proc.stdout
 
 
 def test_every_fault_class_on_the_correct_protocol(tmp_path):
     """README, fault budgets: kip-966 under every fault class passes; the summary counts what each
     property's budget let it check."""
-    proc = run(example("isrcheck fuzz --protocol kip-966 --faults all --schedules 200 --out campaigns/kip-966-all"),
-               cwd=tmp_path)
+    proc = run(
+        example("isrcheck fuzz --protocol kip-966 --faults all --schedules 200 --out campaigns/kip-966-all"),
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "verdicts: pass 200;" in proc.stdout and "no failure" in proc.stdout
     summary = json.loads((tmp_path / "campaigns" / "kip-966-all" / "summary.json").read_text())
@@ -371,12 +468,20 @@ def test_every_fault_class_on_the_correct_protocol(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command, violated", [
-    ("isrcheck fuzz --protocol kip-101 --schedules 2000 --master \"local[2]\" --out campaigns/kip-101",
-     {"LogMatching", "StrongIsr"}),
-    ("isrcheck fuzz --guided --protocol kip-279 --schedules 8250 --rounds 33 --steps 60 --master \"local[2]\" "
-     "--out campaigns/kip-279", {"LogMatching"}),
-])
+@pytest.mark.parametrize(
+    "command, violated",
+    [
+        (
+            'isrcheck fuzz --protocol kip-101 --schedules 2000 --master "local[2]" --out campaigns/kip-101',
+            {"LogMatching", "StrongIsr"},
+        ),
+        (
+            'isrcheck fuzz --guided --protocol kip-279 --schedules 8250 --rounds 33 --steps 60 --master "local[2]" '
+            "--out campaigns/kip-279",
+            {"LogMatching"},
+        ),
+    ],
+)
 def test_the_spark_engines_find_the_divergence_of_kip_101_and_kip_279(command, violated, tmp_path):
     """README, swarm testing: each campaign finds its variant's log divergence, shrunk and saved."""
     proc = run(example(command), cwd=tmp_path, timeout=1800)
@@ -398,8 +503,13 @@ def test_bare_commands_quoted_inline_are_sub_commands_and_those_that_need_argume
 
 def test_report_a_scenario_as_a_timeline(tmp_path):
     out = tmp_path / "kip101-scenario2.html"
-    proc = run(example("isrcheck report specs/scenarios/kip101-scenario2.json --protocol hw-truncation "
-                       "--html kip101-scenario2.html"), fill={"kip101-scenario2.html": str(out)})
+    proc = run(
+        example(
+            "isrcheck report specs/scenarios/kip101-scenario2.json --protocol hw-truncation "
+            "--html kip101-scenario2.html"
+        ),
+        fill={"kip101-scenario2.html": str(out)},
+    )
     assert proc.returncode == 0, proc.stderr  # the verdict the file expects on hw-truncation
     assert f"violation of StrongIsr at step 32; timeline: {out}" in proc.stdout
     page = out.read_text()
@@ -410,8 +520,9 @@ def test_report_a_scenario_as_a_timeline(tmp_path):
 def test_the_scenarios_as_pytest_items():
     proc = run(example("python -m pytest --isrcheck specs/scenarios") + " -p no:cacheprovider -q")
     assert proc.returncode == 0, proc.stdout[-3000:]
-    expectations = sum(len(json.loads(p.read_text()).get("expected", {}))
-                       for p in (ROOT / "specs" / "scenarios").glob("*.json"))
+    expectations = sum(
+        len(json.loads(p.read_text()).get("expected", {})) for p in (ROOT / "specs" / "scenarios").glob("*.json")
+    )
     assert f"{expectations} passed" in proc.stdout
 
 
@@ -430,8 +541,10 @@ def test_a_corpus_folder_as_pytest_items(tmp_path):
 
 def test_the_driver_protocol_examples_with_this_projects_server(tmp_path):
     """docs/sut-protocol.md: a child process on stdin/stdout, and a server you started (here on any free port)."""
-    proc = run(example('isrcheck check SCHEDULE.json --sut "java -jar my-broker-sut.jar"'),
-               fill={"SCHEDULE.json": SCENARIO, "java -jar my-broker-sut.jar": "python -m isrcheck.impl.sut"})
+    proc = run(
+        example('isrcheck check SCHEDULE.json --sut "java -jar my-broker-sut.jar"'),
+        fill={"SCHEDULE.json": SCENARIO, "java -jar my-broker-sut.jar": "python -m isrcheck.impl.sut"},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[kip-320]: pass" in proc.stdout
     # KIP-101 scenario 1 (an acknowledged write truncated away by the follower that becomes leader,
@@ -439,20 +552,36 @@ def test_the_driver_protocol_examples_with_this_projects_server(tmp_path):
     scenario = json.loads(Path(SCENARIO).read_text())
     steps = scenario["steps"]
     failing = tmp_path / "failing.json"
-    failing.write_text(json.dumps({"version": 1, "protocol": "hw-truncation", "config": scenario["config"],
-                                   "steps": steps[:1] + [{"step": "tick"}] + steps[1:3] + [{"step": "tick"}]
-                                   + steps[3:]}))
-    server = subprocess.Popen([sys.executable, "-m", "isrcheck.impl.sut", "--listen", "127.0.0.1:0"], env=ENV,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    failing.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "protocol": "hw-truncation",
+                "config": scenario["config"],
+                "steps": steps[:1] + [{"step": "tick"}] + steps[1:3] + [{"step": "tick"}] + steps[3:],
+            }
+        )
+    )
+    server = subprocess.Popen(
+        [sys.executable, "-m", "isrcheck.impl.sut", "--listen", "127.0.0.1:0"],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         port = server.stdout.readline().split(":")[-1].strip()  # "listening 127.0.0.1:PORT"
-        proc = run(example("isrcheck shrink FAILING.json -o small.json --sut tcp://127.0.0.1:9400"), cwd=tmp_path,
-                   fill={"FAILING.json": str(failing), ":9400": f":{port}"})
+        proc = run(
+            example("isrcheck shrink FAILING.json -o small.json --sut tcp://127.0.0.1:9400"),
+            cwd=tmp_path,
+            fill={"FAILING.json": str(failing), ":9400": f":{port}"},
+        )
         assert proc.returncode == 1, proc.stdout + proc.stderr  # the failure is still there, smaller
         assert "violation of NoLostAckedWrite at step 15: 16 -> 14 steps, written to small.json" in proc.stdout
         # the two ticks are gone (and a crash may have become a gentler kind)
         assert [st["step"] for st in json.loads((tmp_path / "small.json").read_text())["steps"]] == [
-            st["step"] for st in steps]
+            st["step"] for st in steps
+        ]
     finally:
         server.terminate()
         server.wait(timeout=60)
@@ -460,8 +589,14 @@ def test_the_driver_protocol_examples_with_this_projects_server(tmp_path):
 
 def _serve(command: str, cwd: Path) -> tuple[subprocess.Popen, str]:
     """``isrcheck serve`` started as the page writes it (without its ``&``), once it says it serves."""
-    proc = subprocess.Popen(["bash", "-c", "exec " + command.removesuffix("&").strip()], cwd=cwd, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        ["bash", "-c", "exec " + command.removesuffix("&").strip()],
+        cwd=cwd,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines = []
     for line in proc.stdout:
         lines.append(line)
@@ -551,6 +686,7 @@ def test_an_experiment_on_isrchecks_cluster(tmp_path):
 
 # -- slow: the default scope, Spark, a standalone cluster, a fresh install --------------------------
 
+
 @pytest.mark.slow
 def test_the_last_replica_standing_experiment_on_apache_kafka_4_0(tmp_path):
     """docs/apache-kafka.md: KIP-966's motivating case loses the acknowledged records on Kafka 4.0.2
@@ -560,6 +696,7 @@ def test_the_last_replica_standing_experiment_on_apache_kafka_4_0(tmp_path):
     doc = json.loads((tmp_path / "experiments-kafka" / "results.json").read_text())
     (result,) = doc["experiments"]
     assert result["verdict"] == "agree" and result["reached"] >= 1, result
+
 
 @pytest.mark.slow
 def test_the_apache_kafka_soak_example(tmp_path):
@@ -575,14 +712,18 @@ def test_the_apache_kafka_soak_example(tmp_path):
 @pytest.mark.slow
 def test_invariant_examples(tmp_path):
     # the default run has the same at one broker (tests/prove/test_invariant.py)
-    proc = run(example("isrcheck prove --invariant --protocol kip-320 --replicas 2 --min-isr 1 --max-records 1 "
-                       "--max-epoch 3 --max-crashes 1 --save kip-320-two.json"), cwd=tmp_path)
+    proc = run(
+        example(
+            "isrcheck prove --invariant --protocol kip-320 --replicas 2 --min-isr 1 --max-records 1 "
+            "--max-epoch 3 --max-crashes 1 --save kip-320-two.json"
+        ),
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for target in ("StrongIsr", "LogMatching", "LeaderCompleteness", "NoLostAckedWrite"):
         assert f"{target}: implied by the inductive invariant" in proc.stdout
     proc = run(example("isrcheck prove --check-invariant kip-320-two.json"), cwd=tmp_path)
     assert proc.returncode == 0 and ", inductive (" in proc.stdout, proc.stdout + proc.stderr
-
 
 
 @pytest.mark.slow
@@ -594,12 +735,15 @@ def test_the_repository_gate_and_a_campaign_page(tmp_path):
     proc = run(example("isrcheck gate --junit-xml gate.xml --html gate-report"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert (tmp_path / "gate.xml").exists() and (tmp_path / "gate-report" / "index.html").exists()
-    fuzz = run("isrcheck fuzz --protocol kip-320 --schedules 20 --steps 30 --master local[1] --out campaigns/kip-320",
-               cwd=tmp_path)
+    fuzz = run(
+        "isrcheck fuzz --protocol kip-320 --schedules 20 --steps 30 --master local[1] --out campaigns/kip-320",
+        cwd=tmp_path,
+    )
     assert fuzz.returncode == 0, fuzz.stderr[-3000:]
     proc = run(example("isrcheck report campaigns/kip-320 --html campaigns/kip-320/report"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "coverage-chart" in (tmp_path / "campaigns" / "kip-320" / "report" / "index.html").read_text()
+
 
 @pytest.mark.slow
 def test_explore_saves_counterexamples_that_check_replays(tmp_path):
@@ -608,7 +752,9 @@ def test_explore_saves_counterexamples_that_check_replays(tmp_path):
     assert (tmp_path / "cex" / "kip-279-StrongIsr.json").exists()
     proc = run(example("isrcheck check cex/kip-279-StrongIsr.json"), cwd=tmp_path)
     assert proc.returncode == 1
-    assert "[kip-279]: violation of StrongIsr at step 24" in proc.stdout  # the file's expected one (WeakIsr fails there too)
+    assert (
+        "[kip-279]: violation of StrongIsr at step 24" in proc.stdout
+    )  # the file's expected one (WeakIsr fails there too)
     assert "expected: violation of StrongIsr -> as expected" in proc.stdout
 
 
@@ -629,12 +775,16 @@ def test_explore_replays_each_counterexample_on_the_implementation():
 
 @pytest.mark.slow
 def test_fuzz_campaigns_and_replaying_a_failure(tmp_path):
-    proc = run(example("isrcheck fuzz --protocol kip-320 --schedules 2000 --out campaigns/kip-320"),
-               cwd=tmp_path, timeout=1800)
+    proc = run(
+        example("isrcheck fuzz --protocol kip-320 --schedules 2000 --out campaigns/kip-320"), cwd=tmp_path, timeout=1800
+    )
     assert proc.returncode == 0, proc.stderr
     assert example("isrcheck fuzz --protocol kip-320 --schedules 2000")
-    proc = run(example("isrcheck fuzz --protocol hw-truncation --schedules 500 --seed 1000 --steps 150 "
-                       "--master local[2]"), cwd=tmp_path, timeout=1800)
+    proc = run(
+        example("isrcheck fuzz --protocol hw-truncation --schedules 500 --seed 1000 --steps 150 --master local[2]"),
+        cwd=tmp_path,
+        timeout=1800,
+    )
     assert proc.returncode == 1 and "violation-WeakIsr.json" in proc.stdout
     proc = run(example("isrcheck check campaigns/hw-truncation/failures/violation-WeakIsr.json"), cwd=tmp_path)
     assert proc.returncode == 1 and "violation of WeakIsr" in proc.stdout
@@ -643,8 +793,11 @@ def test_fuzz_campaigns_and_replaying_a_failure(tmp_path):
 
 @pytest.mark.slow
 def test_a_soak_of_kip966_under_every_fault_kind_finds_no_anomaly(tmp_path):
-    proc = run(example("isrcheck soak --protocol kip-966 --duration 120 --faults all --dir runs/kip-966"),
-               cwd=tmp_path, timeout=900)
+    proc = run(
+        example("isrcheck soak --protocol kip-966 --duration 120 --faults all --dir runs/kip-966"),
+        cwd=tmp_path,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert "anomalies: none" in proc.stdout and "final read complete" in proc.stdout
     assert (tmp_path / "runs/kip-966/index.html").exists()
@@ -652,14 +805,22 @@ def test_a_soak_of_kip966_under_every_fault_kind_finds_no_anomaly(tmp_path):
 
 @pytest.mark.slow
 def test_a_campaign_through_the_driver_protocol(tmp_path):
-    proc = run(example('isrcheck fuzz --protocol hw-truncation --schedules 40 --steps 60 '
-                       '--sut "python -m isrcheck.impl.sut" --out campaigns/hw-truncation-sut'), cwd=tmp_path)
+    proc = run(
+        example(
+            "isrcheck fuzz --protocol hw-truncation --schedules 40 --steps 60 "
+            '--sut "python -m isrcheck.impl.sut" --out campaigns/hw-truncation-sut'
+        ),
+        cwd=tmp_path,
+    )
     assert proc.returncode == 1, proc.stderr  # hw-truncation loses data: failures found and shrunk
     summary = json.loads((tmp_path / "campaigns" / "hw-truncation-sut" / "summary.json").read_text())
     assert summary["schedules"] == 40 and "sut-failure" not in summary["by_verdict"]
     assert summary["by_verdict"].get("violation", 0) > 0
-    proc = run(example('isrcheck fuzz --protocol kip-320 --schedules 2000 --sut "./my-sut"'), cwd=tmp_path,
-               fill={"--schedules 2000": "--schedules 20", "./my-sut": "python -m isrcheck.impl.sut"})
+    proc = run(
+        example('isrcheck fuzz --protocol kip-320 --schedules 2000 --sut "./my-sut"'),
+        cwd=tmp_path,
+        fill={"--schedules 2000": "--schedules 20", "./my-sut": "python -m isrcheck.impl.sut"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((tmp_path / "campaigns" / "kip-320" / "summary.json").read_text())
     assert summary["by_verdict"] == {"pass": 20}
@@ -672,18 +833,34 @@ def test_a_standalone_cluster_runs_the_campaign_both_ways(tmp_path):
     shared = str(tmp_path / "shared")
     started = []
     try:
-        for line in (example("spark-class org.apache.spark.deploy.master.Master --host 127.0.0.1 --port 7077 &"),
-                     example("spark-class org.apache.spark.deploy.worker.Worker spark://127.0.0.1:7077 "
-                             "--cores 2 --work-dir /tmp/spark-work &")):
+        for line in (
+            example("spark-class org.apache.spark.deploy.master.Master --host 127.0.0.1 --port 7077 &"),
+            example(
+                "spark-class org.apache.spark.deploy.worker.Worker spark://127.0.0.1:7077 "
+                "--cores 2 --work-dir /tmp/spark-work &"
+            ),
+        ):
             command = "exec " + line.rstrip("& ").replace("/tmp/spark-work", str(tmp_path / "work"))
-            started.append(subprocess.Popen(["bash", "-c", command], cwd=tmp_path, env=ENV, start_new_session=True,
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            started.append(
+                subprocess.Popen(
+                    ["bash", "-c", command],
+                    cwd=tmp_path,
+                    env=ENV,
+                    start_new_session=True,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
             time.sleep(15)
-        fuzz = example("isrcheck fuzz --protocol kip-320 --schedules 200000 --master spark://127.0.0.1:7077 "
-                       "--out /shared/campaigns/kip-320")
+        fuzz = example(
+            "isrcheck fuzz --protocol kip-320 --schedules 200000 --master spark://127.0.0.1:7077 "
+            "--out /shared/campaigns/kip-320"
+        )
         submit = next(c for c in _examples() if c.startswith("spark-submit"))
-        for command, out in ((fuzz, "kip-320"),
-                             (submit.replace("/campaigns/kip-320", "/campaigns/submitted"), "submitted")):
+        for command, out in (
+            (fuzz, "kip-320"),
+            (submit.replace("/campaigns/kip-320", "/campaigns/submitted"), "submitted"),
+        ):
             proc = run(command.replace("200000", "40").replace("/shared", shared), cwd=tmp_path, timeout=900)
             assert proc.returncode == 0, proc.stderr[-3000:]
             summary = json.loads((tmp_path / "shared" / "campaigns" / out / "summary.json").read_text())
@@ -699,10 +876,17 @@ def test_a_fresh_install_then_the_campaign_and_the_suite(tmp_path):
     """The set-up blocks in a copy of the tree: a new venv, ``pip install`` (from the package index),
     then the campaign with 100 schedules and the suite's collection (the suite itself is this run)."""
     tree = tmp_path / "isrcheck"
-    shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(".venv", ".git", "campaigns", "*.egg-info",
-                                                                "__pycache__", ".hypothesis", ".pytest_cache"))
-    install = example("python3 -m venv .venv && . .venv/bin/activate && pip install . && isrcheck fuzz "
-                      "--protocol kip-320 --schedules 2000 --out campaigns/kip-320")
+    shutil.copytree(
+        ROOT,
+        tree,
+        ignore=shutil.ignore_patterns(
+            ".venv", ".git", "campaigns", "*.egg-info", "__pycache__", ".hypothesis", ".pytest_cache"
+        ),
+    )
+    install = example(
+        "python3 -m venv .venv && . .venv/bin/activate && pip install . && isrcheck fuzz "
+        "--protocol kip-320 --schedules 2000 --out campaigns/kip-320"
+    )
     dev = example('python3 -m venv .venv && . .venv/bin/activate && pip install ".[dev]" && python -m pytest -n auto')
     for command, smaller in ((install, "--schedules 100"), (dev, "--collect-only -q")):
         command = command.replace("--schedules 2000", smaller) if "fuzz" in command else command + " " + smaller

@@ -1,5 +1,6 @@
 """``isrcheck serve`` refuses, before any process starts, settings that would break the cluster:
 each named with its valid range, or with the setting it conflicts with; exit 2, one line."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,27 +9,36 @@ from isrcheck.conformance.cli.main import main
 from isrcheck.impl.real.processes import free_ports
 
 
-@pytest.mark.parametrize("args, said", [
-    (["--socket-request-max-bytes", "0"], "--socket-request-max-bytes: expected 65,536..2,147,483,647, got 0"),
-    (["--broker-heartbeat-interval-ms", "0"], "--broker-heartbeat-interval-ms: expected 1..2,147,483,647, got 0"),
-    (["--broker-session-timeout-ms", "0"], "--broker-session-timeout-ms: expected 1..2,147,483,647, got 0"),
-    (["--broker-session-timeout-ms", "999"],
-     "--broker-session-timeout-ms 999: shorter than two heartbeat intervals (--broker-heartbeat-interval-ms 500)"),
-    (["--request-timeout-ms", "0"], "--request-timeout-ms: expected 1..2,147,483,647, got 0"),
-    (["--replica-lag-time-max-ms", "99999999999"], "--replica-lag-time-max-ms: expected 1..2,147,483,647"),
-    (["--replica-fetch-wait-max-ms", "10000"],
-     "--replica-fetch-wait-max-ms 10000: not shorter than --replica-lag-time-max-ms 10000"),
-    (["--topic", "a:100000000"], "--topic 'a:100000000': partitions must be 1..10000"),
-    (["--topic", "a:0"], "--topic 'a:0': partitions must be 1..10000"),
-    (["--topic", "a:1", "--topic", "a:2"], "--topic 'a:2': topic a is given twice"),
-    (["--topic", "a", "--topic", "a"], "--topic 'a': topic a is given twice"),
-    (["--flush-messages", "0"], "--flush-messages: expected 1..2,147,483,647, got 0"),
-])
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["--socket-request-max-bytes", "0"], "--socket-request-max-bytes: expected 65,536..2,147,483,647, got 0"),
+        (["--broker-heartbeat-interval-ms", "0"], "--broker-heartbeat-interval-ms: expected 1..2,147,483,647, got 0"),
+        (["--broker-session-timeout-ms", "0"], "--broker-session-timeout-ms: expected 1..2,147,483,647, got 0"),
+        (
+            ["--broker-session-timeout-ms", "999"],
+            "--broker-session-timeout-ms 999: shorter than two heartbeat intervals "
+            "(--broker-heartbeat-interval-ms 500)",
+        ),
+        (["--request-timeout-ms", "0"], "--request-timeout-ms: expected 1..2,147,483,647, got 0"),
+        (["--replica-lag-time-max-ms", "99999999999"], "--replica-lag-time-max-ms: expected 1..2,147,483,647"),
+        (
+            ["--replica-fetch-wait-max-ms", "10000"],
+            "--replica-fetch-wait-max-ms 10000: not shorter than --replica-lag-time-max-ms 10000",
+        ),
+        (["--topic", "a:100000000"], "--topic 'a:100000000': partitions must be 1..10000"),
+        (["--topic", "a:0"], "--topic 'a:0': partitions must be 1..10000"),
+        (["--topic", "a:1", "--topic", "a:2"], "--topic 'a:2': topic a is given twice"),
+        (["--topic", "a", "--topic", "a"], "--topic 'a': topic a is given twice"),
+        (["--flush-messages", "0"], "--flush-messages: expected 1..2,147,483,647, got 0"),
+    ],
+)
 def test_settings_that_break_the_cluster_are_refused(tmp_path, capsys, monkeypatch, args, said):
     import isrcheck.impl.real.serve as serve
 
     def started(*_, **__):
         raise AssertionError("a cluster started")
+
     monkeypatch.setattr(serve, "ProcessCluster", started)
     port = str(free_ports(1)[0])
     assert main(["serve", "--replicas", "1", "--port", port, "--dir", str(tmp_path / "d"), *args]) == 2
@@ -51,8 +61,10 @@ def test_a_directory_with_broker_data_but_no_cluster_metadata_is_refused_untouch
     assert main(["serve", "--replicas", "1", "--port", port, "--dir", str(tmp_path / "d")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert (f"--dir {tmp_path / 'd'}: holds broker data ({tmp_path / 'd' / 'broker-0'}) but no cluster metadata "
-            f"({tmp_path / 'd' / 'controller' / 'metadata.json'})") in err
+    assert (
+        f"--dir {tmp_path / 'd'}: holds broker data ({tmp_path / 'd' / 'broker-0'}) but no cluster metadata "
+        f"({tmp_path / 'd' / 'controller' / 'metadata.json'})"
+    ) in err
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["broker-0"]
     assert (partition / "00000000000000000000.log").stat().st_size == 5000
     assert (partition / "00000000000000000000.index").stat().st_size == 80

@@ -4,6 +4,7 @@ answering), garbage (answers a line that is not JSON), bad-state (a state with a
 internal (answers the implementation's internal error). With ONCE_FILE it misbehaves only while
 that file is missing (creating it), so a restarted process behaves. With STARTS_FILE each process
 appends a line there as it starts, so a test counts the processes started."""
+
 import json
 import os
 import sys

@@ -1,6 +1,7 @@
 """Every step of the crash schedules real clusters have (fast bounce, zombie and rejoin, leader
 move, lost disk, HW checkpoint, multi-record batch, partial fetch, partial and torn power loss)
 is taken by model and implementation alike, with the same outputs and abstract states."""
+
 import pytest
 
 from isrcheck.conformance import Lockstep, Schedule
@@ -21,31 +22,63 @@ def produce(r, acks, records=1):
 REPLICATED = [produce(0, -1, 2)] + fetch(1) + fetch(2) + fetch(1) + fetch(2)
 
 CASES = {
-    "leader move to a live follower": REPLICATED + [
-        {"step": "elect", "replica": 2}, {"step": "deliver_leader_and_isr", "replica": 0, "index": 0},
-        {"step": "deliver_leader_and_isr", "replica": 2, "index": 0}, produce(2, 1, 3)] + fetch(0, 1),
-    "fast bounce of the leader": REPLICATED + [
-        {"step": "crash", "replica": 0, "kind": "process"}, {"step": "restart", "replica": 0},
-        {"step": "deliver_leader_and_isr", "replica": 0, "index": 0}, produce(0, -1)] + fetch(1) + fetch(1),
-    "zombie follower rejoins": REPLICATED + [
-        {"step": "fence", "replica": 2}, {"step": "deliver_leader_and_isr", "replica": 0, "index": 0},
-        produce(0, -1)] + fetch(1) + fetch(2) + [{"step": "rejoin", "replica": 2},
-                                                 {"step": "deliver_leader_and_isr", "replica": 2, "index": 0}],
-    "lost disk, restart empty, refill": REPLICATED + [
-        {"step": "crash", "replica": 2, "kind": "clean"}, {"step": "fence", "replica": 2},
-        {"step": "deliver_leader_and_isr", "replica": 0, "index": 0}, {"step": "lose_disk", "replica": 2}, {"step": "restart", "replica": 2},
-        {"step": "deliver_leader_and_isr", "replica": 2, "index": 0}] + fetch(2, 1) + fetch(2),
-    "HW checkpoint without a flush, then a power loss": REPLICATED + [
-        {"step": "checkpoint_hw", "replica": 2}, {"step": "crash", "replica": 2, "kind": "power"},
-        {"step": "fence", "replica": 2}, {"step": "deliver_leader_and_isr", "replica": 0, "index": 0},
-        {"step": "restart", "replica": 2}],
-    "power loss keeps one unflushed batch": [produce(0, 1, 3), produce(0, 1), produce(0, 1, 2)] + fetch(1) + [
-        {"step": "crash", "replica": 1, "kind": "power", "survive": 2}, {"step": "fence", "replica": 1},
-        {"step": "restart", "replica": 1}],
-    "power loss tears a batch": [produce(0, 1, 2)] + fetch(1) + [
-        {"step": "flush", "replica": 1}, produce(0, 1, 3), produce(0, 1)] + fetch(1) + [
-        {"step": "crash", "replica": 1, "kind": "power", "torn": True}, {"step": "fence", "replica": 1},
-        {"step": "restart", "replica": 1}],
+    "leader move to a live follower": REPLICATED
+    + [
+        {"step": "elect", "replica": 2},
+        {"step": "deliver_leader_and_isr", "replica": 0, "index": 0},
+        {"step": "deliver_leader_and_isr", "replica": 2, "index": 0},
+        produce(2, 1, 3),
+    ]
+    + fetch(0, 1),
+    "fast bounce of the leader": REPLICATED
+    + [
+        {"step": "crash", "replica": 0, "kind": "process"},
+        {"step": "restart", "replica": 0},
+        {"step": "deliver_leader_and_isr", "replica": 0, "index": 0},
+        produce(0, -1),
+    ]
+    + fetch(1)
+    + fetch(1),
+    "zombie follower rejoins": REPLICATED
+    + [{"step": "fence", "replica": 2}, {"step": "deliver_leader_and_isr", "replica": 0, "index": 0}, produce(0, -1)]
+    + fetch(1)
+    + fetch(2)
+    + [{"step": "rejoin", "replica": 2}, {"step": "deliver_leader_and_isr", "replica": 2, "index": 0}],
+    "lost disk, restart empty, refill": REPLICATED
+    + [
+        {"step": "crash", "replica": 2, "kind": "clean"},
+        {"step": "fence", "replica": 2},
+        {"step": "deliver_leader_and_isr", "replica": 0, "index": 0},
+        {"step": "lose_disk", "replica": 2},
+        {"step": "restart", "replica": 2},
+        {"step": "deliver_leader_and_isr", "replica": 2, "index": 0},
+    ]
+    + fetch(2, 1)
+    + fetch(2),
+    "HW checkpoint without a flush, then a power loss": REPLICATED
+    + [
+        {"step": "checkpoint_hw", "replica": 2},
+        {"step": "crash", "replica": 2, "kind": "power"},
+        {"step": "fence", "replica": 2},
+        {"step": "deliver_leader_and_isr", "replica": 0, "index": 0},
+        {"step": "restart", "replica": 2},
+    ],
+    "power loss keeps one unflushed batch": [produce(0, 1, 3), produce(0, 1), produce(0, 1, 2)]
+    + fetch(1)
+    + [
+        {"step": "crash", "replica": 1, "kind": "power", "survive": 2},
+        {"step": "fence", "replica": 1},
+        {"step": "restart", "replica": 1},
+    ],
+    "power loss tears a batch": [produce(0, 1, 2)]
+    + fetch(1)
+    + [{"step": "flush", "replica": 1}, produce(0, 1, 3), produce(0, 1)]
+    + fetch(1)
+    + [
+        {"step": "crash", "replica": 1, "kind": "power", "torn": True},
+        {"step": "fence", "replica": 1},
+        {"step": "restart", "replica": 1},
+    ],
 }
 
 

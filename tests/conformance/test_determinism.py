@@ -1,4 +1,5 @@
 """Same inputs, same trace: random walks and replays are identical across processes and hash seeds."""
+
 import json
 import os
 import subprocess

@@ -2,7 +2,9 @@
 Kafka's mechanism is what saves the data, passing in lockstep, and the same schedule against an
 implementation with that mechanism broken, planted here, which lockstep and the fuzzer's random
 walks then catch."""
+
 import pytest
+from machines import run_machine
 
 from isrcheck.conformance import Schedule, random_walk, run_schedule
 from isrcheck.impl.clients import Consumer
@@ -10,12 +12,11 @@ from isrcheck.impl.replication.log_dir_failure import LogDirFailureChannel
 from isrcheck.impl.storage import Log
 from isrcheck.impl.storage.records import RecordBatch
 
-from machines import run_machine
-
 
 def schedule(steps, protocol="kip-320"):
-    return Schedule.from_json({"version": 1, "protocol": protocol,
-                               "config": {"replicas": 3, "min_insync_replicas": 2}, "steps": steps})
+    return Schedule.from_json(
+        {"version": 1, "protocol": protocol, "config": {"replicas": 3, "min_insync_replicas": 2}, "steps": steps}
+    )
 
 
 def produce(replica=0):
@@ -31,8 +32,19 @@ def consume(replica):
 
 
 # records 1 and 2 acknowledged by all three brokers; broker 1 fsynced record 1 only
-REPLICATED = [produce(), *fetch(1), *fetch(2), *fetch(1), *fetch(2), {"step": "flush", "replica": 1},
-              produce(), *fetch(1), *fetch(2), *fetch(1), *fetch(2)]
+REPLICATED = [
+    produce(),
+    *fetch(1),
+    *fetch(2),
+    *fetch(1),
+    *fetch(2),
+    {"step": "flush", "replica": 1},
+    produce(),
+    *fetch(1),
+    *fetch(2),
+    *fetch(1),
+    *fetch(2),
+]
 
 
 def crc_only_by_length(monkeypatch):
@@ -43,24 +55,29 @@ def crc_only_by_length(monkeypatch):
 def ignores_io_errors(monkeypatch):
     """A broken broker: an I/O error of its log directory is logged and forgotten, never taking the
     directory offline; it keeps serving as if the operation had worked."""
+
     def run(self, directory, operation):
         try:
             operation()
         except OSError:
             pass
         return True
+
     monkeypatch.setattr(LogDirFailureChannel, "run", run)
 
 
 def reads_never_check_crcs(monkeypatch):
     """A broken reader: a follower appends fetched batches and a consumer returns them without
     checking their CRC (no ensureValid there; log recovery still checks)."""
+
     def unchecked(read):
         def run(*args, **kwargs):
             with pytest.MonkeyPatch.context() as inside:
                 inside.setattr(RecordBatch, "ensure_valid", lambda self: None)
                 return read(*args, **kwargs)
+
         return run
+
     monkeypatch.setattr(Log, "append_as_follower", unchecked(Log.append_as_follower))
     monkeypatch.setattr(Consumer, "_records", unchecked(Consumer._records))
 
@@ -73,56 +90,101 @@ def recovery_point_before_fsync(monkeypatch):
     def early(self):
         self._recovery_point = self.log_end_offset
         flush(self)
+
     monkeypatch.setattr(Log, "flush", early)
 
 
 TORN_STALE = REPLICATED + [
     {"step": "crash", "replica": 1, "kind": "power", "torn": True, "tail": "stale"},
-    {"step": "restart", "replica": 1}, *fetch(1), *fetch(1), consume(0)]
+    {"step": "restart", "replica": 1},
+    *fetch(1),
+    *fetch(1),
+    consume(0),
+]
 TORN_RANDOM = [tail | {"tail": "random"} if tail.get("tail") else tail for tail in TORN_STALE]
 CORRUPT = REPLICATED + [
-    {"step": "crash", "replica": 1, "kind": "power"}, {"step": "corrupt", "replica": 1},
-    {"step": "restart", "replica": 1}, *fetch(1), *fetch(1), consume(0)]
+    {"step": "crash", "replica": 1, "kind": "power"},
+    {"step": "corrupt", "replica": 1},
+    {"step": "restart", "replica": 1},
+    *fetch(1),
+    *fetch(1),
+    consume(0),
+]
 # the leader's fsync fails: its unflushed records go with its log directory; the controller elects
 # broker 1, which holds both acknowledged records
 FAILED_FSYNC = REPLICATED + [
-    {"step": "fail_disk", "replica": 0, "io": "fsync:EIO"}, {"step": "elect"},
-    {"step": "deliver_leader_and_isr", "replica": 1, "index": 0}, consume(1),
-    {"step": "restart", "replica": 0}, *fetch(0), *fetch(0), consume(1)]
+    {"step": "fail_disk", "replica": 0, "io": "fsync:EIO"},
+    {"step": "elect"},
+    {"step": "deliver_leader_and_isr", "replica": 1, "index": 0},
+    consume(1),
+    {"step": "restart", "replica": 0},
+    *fetch(0),
+    *fetch(0),
+    consume(1),
+]
 # the leader's flushed batch of record 1 is damaged under it before any follower fetched it: the
 # followers' CRC checks refuse it (no progress, so the ISR shrinks to the leader), the consumer's
 # fetch fails, and the leader's restart after a process crash cuts it: record 1 was never acknowledged
-LIVE_FETCH = [produce(), {"step": "flush", "replica": 0}, {"step": "corrupt_live", "replica": 0}, *fetch(1),
-              *fetch(2), consume(0), *[{"step": "tick"}] * 3, {"step": "shrink_isr", "replica": 0},
-              {"step": "handle_alter_partition", "replica": 0}, {"step": "handle_alter_partition_response", "replica": 0},
-              consume(0), {"step": "crash", "replica": 0, "kind": "process"}, {"step": "restart", "replica": 0}]
+LIVE_FETCH = [
+    produce(),
+    {"step": "flush", "replica": 0},
+    {"step": "corrupt_live", "replica": 0},
+    *fetch(1),
+    *fetch(2),
+    consume(0),
+    *[{"step": "tick"}] * 3,
+    {"step": "shrink_isr", "replica": 0},
+    {"step": "handle_alter_partition", "replica": 0},
+    {"step": "handle_alter_partition_response", "replica": 0},
+    consume(0),
+    {"step": "crash", "replica": 0, "kind": "process"},
+    {"step": "restart", "replica": 0},
+]
 # records 1 and 2 on every broker; the leader's batch of record 2 is damaged: its consumer's fetch
 # fails, the controller elects broker 1 (which serves both), and the leader's restart cuts the
 # batch, which it fetches again
 LIVE_CONSUME = REPLICATED + [
-    {"step": "flush", "replica": 0}, {"step": "corrupt_live", "replica": 0}, consume(0),
-    {"step": "crash", "replica": 0, "kind": "process"}, {"step": "fence", "replica": 0}, {"step": "elect"},
+    {"step": "flush", "replica": 0},
+    {"step": "corrupt_live", "replica": 0},
+    consume(0),
+    {"step": "crash", "replica": 0, "kind": "process"},
+    {"step": "fence", "replica": 0},
+    {"step": "elect"},
     {"step": "deliver_leader_and_isr", "replica": 1, "index": 0},
-    {"step": "deliver_leader_and_isr", "replica": 2, "index": 0}, consume(1),
-    {"step": "restart", "replica": 0}, *fetch(0), *fetch(0), consume(1)]
+    {"step": "deliver_leader_and_isr", "replica": 2, "index": 0},
+    consume(1),
+    {"step": "restart", "replica": 0},
+    *fetch(0),
+    *fetch(0),
+    consume(1),
+]
 FAILED_WRITE = [s | {"io": "write:ENOSPC"} if s["step"] == "fail_disk" else s for s in FAILED_FSYNC]
 FAILED_READ = [s | {"io": "read:EIO"} if s["step"] == "fail_disk" else s for s in FAILED_FSYNC]
 
 
-@pytest.mark.parametrize("steps", [TORN_STALE, TORN_RANDOM, CORRUPT, FAILED_FSYNC, FAILED_WRITE, FAILED_READ,
-                                   LIVE_FETCH, LIVE_CONSUME],
-                         ids=["torn-stale", "torn-random", "corrupt", "fsync", "write", "read", "live-fetch",
-                              "live-consume"])
+@pytest.mark.parametrize(
+    "steps",
+    [TORN_STALE, TORN_RANDOM, CORRUPT, FAILED_FSYNC, FAILED_WRITE, FAILED_READ, LIVE_FETCH, LIVE_CONSUME],
+    ids=["torn-stale", "torn-random", "corrupt", "fsync", "write", "read", "live-fetch", "live-consume"],
+)
 def test_kafkas_mechanism_keeps_every_acknowledged_write(steps):
     assert run_schedule(schedule(steps)).kind == "pass"
 
 
-@pytest.mark.parametrize("steps, plant, at", [
-    (TORN_STALE, crc_only_by_length, "restart"), (TORN_RANDOM, crc_only_by_length, "restart"),
-    (CORRUPT, crc_only_by_length, "restart"), (FAILED_FSYNC, recovery_point_before_fsync, "fail_disk"),
-    (FAILED_WRITE, ignores_io_errors, "fail_disk"), (FAILED_READ, ignores_io_errors, "fail_disk"),
-    (LIVE_FETCH, reads_never_check_crcs, "handle_fetch_response"), (LIVE_CONSUME, reads_never_check_crcs, "consume"),
-], ids=["torn-stale", "torn-random", "corrupt", "fsync", "write", "read", "live-fetch", "live-consume"])
+@pytest.mark.parametrize(
+    "steps, plant, at",
+    [
+        (TORN_STALE, crc_only_by_length, "restart"),
+        (TORN_RANDOM, crc_only_by_length, "restart"),
+        (CORRUPT, crc_only_by_length, "restart"),
+        (FAILED_FSYNC, recovery_point_before_fsync, "fail_disk"),
+        (FAILED_WRITE, ignores_io_errors, "fail_disk"),
+        (FAILED_READ, ignores_io_errors, "fail_disk"),
+        (LIVE_FETCH, reads_never_check_crcs, "handle_fetch_response"),
+        (LIVE_CONSUME, reads_never_check_crcs, "consume"),
+    ],
+    ids=["torn-stale", "torn-random", "corrupt", "fsync", "write", "read", "live-fetch", "live-consume"],
+)
 def test_the_same_schedule_catches_the_broken_mechanism(monkeypatch, steps, plant, at):
     plant(monkeypatch)
     sched = schedule(steps)
@@ -133,8 +195,11 @@ def test_the_same_schedule_catches_the_broken_mechanism(monkeypatch, steps, plan
 
 def test_recovery_stops_at_the_crc_of_a_garbage_tail_and_of_a_batch_corrupted_at_rest():
     from isrcheck.impl.sim import Cluster, ClusterConfig
-    for last in ({"step": "crash", "replica": 1, "kind": "power", "torn": True, "tail": "stale"},
-                 {"step": "corrupt", "replica": 1}):
+
+    for last in (
+        {"step": "crash", "replica": 1, "kind": "power", "torn": True, "tail": "stale"},
+        {"step": "corrupt", "replica": 1},
+    ):
         c = Cluster(ClusterConfig(protocol="kip-320", replicas=2, min_insync_replicas=1))
         c.produce(0, [b"1"], 1)
         c.send_fetch(1), c.handle_fetch(1), c.handle_fetch_response(1)
@@ -144,7 +209,7 @@ def test_recovery_stops_at_the_crc_of_a_garbage_tail_and_of_a_batch_corrupted_at
         if last["step"] == "corrupt":
             c.crash(1, "power")
             c.corrupt(1)
-            kept = 0                            # the flushed batch was the damaged one
+            kept = 0  # the flushed batch was the damaged one
         else:
             c.crash(1, "power", 0, True, "stale")
             kept = 1
@@ -153,8 +218,9 @@ def test_recovery_stops_at_the_crc_of_a_garbage_tail_and_of_a_batch_corrupted_at
         assert "CRC mismatch" in report.events[0] and report.log_end_offset == kept, report.events
 
 
-@pytest.mark.parametrize("plant", [crc_only_by_length, ignores_io_errors, recovery_point_before_fsync,
-                                   reads_never_check_crcs])
+@pytest.mark.parametrize(
+    "plant", [crc_only_by_length, ignores_io_errors, recovery_point_before_fsync, reads_never_check_crcs]
+)
 def test_random_walks_of_the_disk_profile_catch_each_broken_mechanism(monkeypatch, plant):
     assert all(random_walk(seed, "kip-320", 60, "disk")[1].kind == "pass" for seed in range(3))
     plant(monkeypatch)

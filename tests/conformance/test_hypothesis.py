@@ -1,14 +1,14 @@
 """The shipped Hypothesis strategies and state machine, run with small explicit settings."""
+
 import json
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
+from machines import run_machine
 
 from isrcheck.conformance import Schedule, run_schedule
-from isrcheck.impl.sim import Cluster
 from isrcheck.conformance.generators.strategies import enabled_schedules, lockstep_machine, schedules
-
-from machines import run_machine
+from isrcheck.impl.sim import Cluster
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -29,8 +29,9 @@ def test_enabled_schedules_within_budget_pass_on_kip320(schedule):
 
 
 TestKip320Lockstep = lockstep_machine("kip-320", faults="default").TestCase
-TestKip320Lockstep.settings = settings(max_examples=15, stateful_step_count=50, deadline=None,
-                                       suppress_health_check=[HealthCheck.too_slow])
+TestKip320Lockstep.settings = settings(
+    max_examples=15, stateful_step_count=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def test_the_machine_reports_a_divergence_with_a_replayable_schedule(monkeypatch):
@@ -39,14 +40,20 @@ def test_the_machine_reports_a_divergence_with_a_replayable_schedule(monkeypatch
     produce = Cluster.produce
     monkeypatch.setattr(Cluster, "produce", lambda self, broker, value, acks: produce(self, broker, value + b"0", acks))
     machine = lockstep_machine("kip-320", faults="default").TestCase
-    machine.settings = settings(max_examples=50, stateful_step_count=30, deadline=None, database=None,
-                                suppress_health_check=list(HealthCheck), derandomize=True,
-                                phases=[Phase.explicit, Phase.generate])
+    machine.settings = settings(
+        max_examples=50,
+        stateful_step_count=30,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        derandomize=True,
+        phases=[Phase.explicit, Phase.generate],
+    )
     with pytest.raises(AssertionError) as failure:
         machine().runTest()
     message = str(failure.value)
     assert message.startswith("divergence")
-    schedule = Schedule.from_json(json.loads(message[message.index("schedule:\n") + len("schedule:\n"):]))
+    schedule = Schedule.from_json(json.loads(message[message.index("schedule:\n") + len("schedule:\n") :]))
     assert run_schedule(schedule).kind == "divergence"
 
 
@@ -64,12 +71,32 @@ def test_the_machine_fails_loudly_when_no_step_can_be_taken():
     """A profile that leaves every enabled step out cannot make progress: the test fails naming
     the profile, instead of passing having run nothing."""
     from isrcheck.conformance.generators.profiles import FAULT_PROFILES
-    idle = FAULT_PROFILES["none"].with_weights(**{k: 0.0 for k in ("produce", "consume", "elect", "tick",
-                                                                      "deliver_leader_and_isr", "send_fetch",
-                                                                      "shrink_isr", "flush", "checkpoint_hw",
-                                                                      "restart")})
+
+    idle = FAULT_PROFILES["none"].with_weights(
+        **{
+            k: 0.0
+            for k in (
+                "produce",
+                "consume",
+                "elect",
+                "tick",
+                "deliver_leader_and_isr",
+                "send_fetch",
+                "shrink_isr",
+                "flush",
+                "checkpoint_hw",
+                "restart",
+            )
+        }
+    )
     machine = lockstep_machine("kip-320", faults=idle, refusals=0.0).TestCase
-    machine.settings = settings(max_examples=5, stateful_step_count=10, deadline=None, database=None,
-                                suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])
+    machine.settings = settings(
+        max_examples=5,
+        stateful_step_count=10,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.explicit, Phase.generate],
+    )
     with pytest.raises(AssertionError, match="no step can be taken"):
         machine().runTest()

@@ -1,5 +1,6 @@
 """Model and implementation in lockstep: the scenarios' expected verdicts, the explorer's
 counterexamples replayed on the implementation, and random crash schedules without divergence."""
+
 from pathlib import Path
 
 import pytest
@@ -11,14 +12,25 @@ from isrcheck.specs import BY_ID
 
 PROTOCOLS = ("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-903", "kip-966")
 # histories a later fix makes impossible: on those variants some of their steps are refused
-PREVENTED_FROM = {"kafka-14139-replaced-disk": "kip-903", "last-replica-standing": "kip-966",
-                  "kip101-scenario1": "kip-966", "kip101-scenario2": "kip-966"}
+PREVENTED_FROM = {
+    "kafka-14139-replaced-disk": "kip-903",
+    "last-replica-standing": "kip-966",
+    "kip101-scenario1": "kip-966",
+    "kip101-scenario2": "kip-966",
+}
 
 
 def test_the_known_stories_are_all_there(scenario_files):
     names = {p.stem for p in scenario_files}
-    assert {"kip101-scenario1", "kip101-scenario2", "kip279-fast-leader-change", "kip320-stale-fetch",
-            "last-replica-standing", "unclean-election-loss", "acks1-loss-on-leader-change"} <= names
+    assert {
+        "kip101-scenario1",
+        "kip101-scenario2",
+        "kip279-fast-leader-change",
+        "kip320-stale-fetch",
+        "last-replica-standing",
+        "unclean-election-loss",
+        "acks1-loss-on-leader-change",
+    } <= names
     assert sum(n.startswith("healthy-") for n in names) >= 3
 
 
@@ -29,7 +41,10 @@ def test_scenario_gives_its_expected_verdict_on_every_protocol(scenario_file):
         run = Lockstep.run(schedule.with_protocol(protocol))
         verdict, refused = run.verdict, list(run.refused)
         assert (verdict.kind, verdict.property) == (expected.verdict, expected.property), (
-            protocol, verdict.summary(), verdict.diff)
+            protocol,
+            verdict.summary(),
+            verdict.diff,
+        )
         fixed = PREVENTED_FROM.get(scenario_file.stem)
         if fixed is None or PROTOCOLS.index(protocol) < PROTOCOLS.index(fixed):
             assert refused == [], (protocol, refused)  # the scenario passes check --strict
@@ -37,9 +52,14 @@ def test_scenario_gives_its_expected_verdict_on_every_protocol(scenario_file):
 
 def test_the_epoch_kips_fix_what_they_claim_to_fix(scenario):
     """Each KIP's scenario fails on the variants before it and passes from it on."""
-    first_fixed = {"kip101-scenario1": "kip-101", "kip101-scenario2": "kip-101",
-                   "kip279-fast-leader-change": "kip-279", "kip320-stale-fetch": "kip-320",
-                   "kafka-14139-replaced-disk": "kip-903", "last-replica-standing": "kip-966"}
+    first_fixed = {
+        "kip101-scenario1": "kip-101",
+        "kip101-scenario2": "kip-101",
+        "kip279-fast-leader-change": "kip-279",
+        "kip320-stale-fetch": "kip-320",
+        "kafka-14139-replaced-disk": "kip-903",
+        "last-replica-standing": "kip-966",
+    }
     for name, fixed_in in first_fixed.items():
         schedule = load_schedule(scenario(name))
         verdicts = {p: run_schedule(schedule.with_protocol(p)) for p in PROTOCOLS}
@@ -47,9 +67,11 @@ def test_the_epoch_kips_fix_what_they_claim_to_fix(scenario):
         # budget that names the loss; from the fix on, nothing fails at all
         before = verdicts[PROTOCOLS[PROTOCOLS.index(fixed_in) - 1]]
         assert before.kind == "violation" or any(
-            "a loss this variant suffers by design" in why for _p, _i, why in before.beyond_budget), name
-        assert all(verdicts[p].kind == "pass" and not verdicts[p].beyond_budget
-                   for p in PROTOCOLS[PROTOCOLS.index(fixed_in):]), name
+            "a loss this variant suffers by design" in why for _p, _i, why in before.beyond_budget
+        ), name
+        assert all(
+            verdicts[p].kind == "pass" and not verdicts[p].beyond_budget for p in PROTOCOLS[PROTOCOLS.index(fixed_in) :]
+        ), name
 
 
 def _fetch_round(r: int) -> list[dict]:
@@ -63,7 +85,10 @@ def test_both_sides_refuse_to_expand_the_isr_to_a_follower_that_never_fetched(pr
     until it fetches; then the expansion commits."""
     run = Lockstep(protocol, ScheduleConfig())
     expand = {"step": "expand_isr", "replica": 0}
-    commit = [{"step": "handle_alter_partition", "replica": 0}, {"step": "handle_alter_partition_response", "replica": 0}]
+    commit = [
+        {"step": "handle_alter_partition", "replica": 0},
+        {"step": "handle_alter_partition_response", "replica": 0},
+    ]
     steps = [{"step": "tick"}] * 3 + _fetch_round(1) + [{"step": "shrink_isr", "replica": 0}] + commit + [expand]
     for st in steps:
         assert run.step(st) is None, run.verdict().diff
@@ -93,8 +118,9 @@ def _replay_counterexamples(protocol: str, scope: Scope) -> None:
     result = explore(config, scope, stop_at_first=True)
     assert result.violations, f"{protocol}: the explorer found no violation in {scope}"
     for violation in result.violations:
-        schedule = Schedule.from_json(Schedule(protocol, ScheduleConfig.from_json(config.to_schedule()),
-                                               tuple(violation.trace)).to_json())
+        schedule = Schedule.from_json(
+            Schedule(protocol, ScheduleConfig.from_json(config.to_schedule()), tuple(violation.trace)).to_json()
+        )
         verdict = run_schedule(schedule, properties=[violation.property])
         assert (verdict.kind, verdict.property) == ("violation", violation.property), verdict.diff
         assert verdict.step == len(schedule.steps) - 1  # shortest: it fails at the last step, not before
@@ -145,48 +171,76 @@ def test_explore_replay_on_impl_adds_the_implementation_verdict(capsys):
     import json
 
     from isrcheck.conformance.cli.main import main
-    code = main(["explore", "--protocol", "hw-truncation", "--max-records", "1", "--max-crashes", "1",
-                 "--stop-at-first", "--replay-on-impl", "--json"])
+
+    code = main(
+        [
+            "explore",
+            "--protocol",
+            "hw-truncation",
+            "--max-records",
+            "1",
+            "--max-crashes",
+            "1",
+            "--stop-at-first",
+            "--replay-on-impl",
+            "--json",
+        ]
+    )
     assert code == 1
     violations = json.loads(capsys.readouterr().out)["violations"]
-    assert violations and all((v["impl_verdict"], v["impl_property"]) == ("violation", v["property"])
-                              for v in violations)
+    assert violations and all(
+        (v["impl_verdict"], v["impl_property"]) == ("violation", v["property"]) for v in violations
+    )
 
 
 def _both_isr_properties_fail_at_the_last_step():
     """hw-truncation's shortest StrongIsr counterexample: WeakIsr fails at its last step too."""
     config = ModelConfig(protocol="hw-truncation")
-    (violation,) = explore(config, Scope(max_records=1, max_crashes=1, max_epoch=2),
-                           [BY_ID["StrongIsr"]]).violations
+    (violation,) = explore(config, Scope(max_records=1, max_crashes=1, max_epoch=2), [BY_ID["StrongIsr"]]).violations
     return Schedule("hw-truncation", ScheduleConfig.from_json(config.to_schedule()), tuple(violation.trace))
 
 
-@pytest.mark.parametrize("expected, reported", [
-    (None, "WeakIsr"),                   # the first failing property in specs order
-    ("StrongIsr", "StrongIsr"),          # the expected one, as it fails at that step too
-    ("WeakIsr", "WeakIsr"),
-    ("NoLostAckedWrite", "WeakIsr"),     # expected, but it does not fail there: the first one
-])
+@pytest.mark.parametrize(
+    "expected, reported",
+    [
+        (None, "WeakIsr"),  # the first failing property in specs order
+        ("StrongIsr", "StrongIsr"),  # the expected one, as it fails at that step too
+        ("WeakIsr", "WeakIsr"),
+        ("NoLostAckedWrite", "WeakIsr"),  # expected, but it does not fail there: the first one
+    ],
+)
 def test_a_violation_names_the_expected_property_among_those_failing_at_its_step(expected, reported):
     from isrcheck.conformance.core.schedule import Expected
 
     found = _both_isr_properties_fail_at_the_last_step()
-    schedule = Schedule(found.protocol, found.config, found.steps,
-                        {} if expected is None else {"hw-truncation": Expected("violation", expected)})
-    for verdict in (run_schedule(schedule), run_schedule(schedule, impl=False), Lockstep.run(schedule, record=True).verdict):
+    schedule = Schedule(
+        found.protocol,
+        found.config,
+        found.steps,
+        {} if expected is None else {"hw-truncation": Expected("violation", expected)},
+    )
+    for verdict in (
+        run_schedule(schedule),
+        run_schedule(schedule, impl=False),
+        Lockstep.run(schedule, record=True).verdict,
+    ):
         assert (verdict.kind, verdict.property, verdict.step) == ("violation", reported, len(found.steps) - 1)
 
 
-def test_skipping_invariants_whose_reads_a_step_left_alone_finds_what_checking_every_step_finds(monkeypatch,
-                                                                                               scenario_files):
+def test_skipping_invariants_whose_reads_a_step_left_alone_finds_what_checking_every_step_finds(
+    monkeypatch, scenario_files
+):
     """The runner checks an invariant only after a step that changed what it reads; checking
     every invariant after every step (every part taken as changed) gives the same verdicts, the
     same failures outside their budgets and the same trace hashes, violations included."""
     from isrcheck.conformance.core import lockstep
     from isrcheck.model.reads import EVERYTHING
 
-    schedules = [random_walk(seed, protocol, 120, faults, impl=False)[0]
-                 for protocol, faults in (("kip-101", "heavy"), ("kip-320", "all")) for seed in range(25)]
+    schedules = [
+        random_walk(seed, protocol, 120, faults, impl=False)[0]
+        for protocol, faults in (("kip-101", "heavy"), ("kip-320", "all"))
+        for seed in range(25)
+    ]
     schedules += [load_schedule(f).with_protocol(p) for f in scenario_files for p in PROTOCOLS]
     skipping = [run_schedule(s, impl=False) for s in schedules]
     monkeypatch.setattr(lockstep, "changed_parts", lambda before, after: EVERYTHING)
@@ -203,7 +257,7 @@ def test_one_run_records_frames_refusals_and_rejects_bad_steps_as_a_verdict(scen
     plain, recorded = Lockstep.run(schedule), Lockstep.run(schedule, record=True)
     assert plain.verdict == recorded.verdict and plain.frames is None and plain.initial is None
     assert [f.index for f in recorded.frames] == list(range(recorded.verdict.step + 1))
-    assert [f.step for f in recorded.frames] == list(schedule.steps[:len(recorded.frames)])
+    assert [f.step for f in recorded.frames] == list(schedule.steps[: len(recorded.frames)])
     bad = Schedule(schedule.protocol, schedule.config, ({"step": "no_such_step"},))
     for record in (False, True):
         run = Lockstep.run(bad, record=record)

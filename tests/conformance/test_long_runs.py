@@ -1,6 +1,7 @@
 """A long schedule costs what each step changes: the runner, the abstraction and the simulation keep
 per-place state instead of per-step records, and every such shortcut gives what the plain
 computation gives (the same trace-hash bytes, the same abstract logs, the same snapshot logs)."""
+
 from isrcheck.conformance import random_walk
 from isrcheck.conformance.core.lockstep import Lockstep, _StateText
 from isrcheck.impl.sim.snapshot import LogView
@@ -41,7 +42,8 @@ def test_kept_texts_logs_and_views_equal_what_they_stand_for():
                     if log is not None:
                         assert snap.log == log, (schedule.name, step)
                         assert run.impl.system_state()[0][broker.broker_id].log == tuple(
-                            (e.offset, e.epoch, int(e.value), e.base_offset) for e in log)
+                            (e.offset, e.epoch, int(e.value), e.base_offset) for e in log
+                        )
             if failed is not None:
                 break
 

@@ -1,5 +1,6 @@
 """Progress in CI logs: without a terminal, one line at most every 10 s with done/total, rate and
 ETA, and a closing line; on a terminal, a rich bar."""
+
 from __future__ import annotations
 
 import io
@@ -40,8 +41,10 @@ def test_a_note_and_a_long_eta_are_shown():
     with Progress("gate corpus", 10_000, "schedules", console=Console(file=out, width=200), clock=clock) as p:
         clock.ms += 12_000
         p.update(12, note="2 tasks running")
-        assert out.getvalue().splitlines()[0] == \
-            "gate corpus: 12/10000 schedules (0%), 1.0/s, ETA 2 h 46 min; 2 tasks running"
+        assert (
+            out.getvalue().splitlines()[0]
+            == "gate corpus: 12/10000 schedules (0%), 1.0/s, ETA 2 h 46 min; 2 tasks running"
+        )
 
 
 def test_on_a_terminal_a_bar():
@@ -59,8 +62,10 @@ def test_an_unknown_total_shows_count_and_rate():
     with Progress("explore kip-320", None, "states", console=Console(file=out, width=200), clock=clock) as p:
         clock.ms += 10_000
         p.update(52_000, note="depth 12")
-    assert out.getvalue().splitlines() == ["explore kip-320: 52,000 states, 5200.0/s; depth 12",
-                                           "explore kip-320: 52,000 states done in 10 s"]
+    assert out.getvalue().splitlines() == [
+        "explore kip-320: 52,000 states, 5200.0/s; depth 12",
+        "explore kip-320: 52,000 states done in 10 s",
+    ]
 
 
 def test_the_eta_counts_down_while_it_waits_between_large_jumps():
@@ -69,12 +74,14 @@ def test_the_eta_counts_down_while_it_waits_between_large_jumps():
     out, clock = io.StringIO(), Clock()
     with Progress("fuzz kip-320", 400, "schedules", console=Console(file=out, width=200), clock=clock) as p:
         clock.ms += 20_000
-        p.update(100)          # a task of 100 in 20 s: 60 s to go
-        for _ in range(3):     # nothing for 30 s more
+        p.update(100)  # a task of 100 in 20 s: 60 s to go
+        for _ in range(3):  # nothing for 30 s more
             clock.ms += 10_000
             p.update(100)
     lines = out.getvalue().splitlines()
-    assert lines[:4] == ["fuzz kip-320: 100/400 schedules (25%), 5.0/s, ETA 1 min 00 s",
-                         "fuzz kip-320: 100/400 schedules (25%), 5.0/s, ETA 50 s",
-                         "fuzz kip-320: 100/400 schedules (25%), 5.0/s, ETA 40 s",
-                         "fuzz kip-320: 100/400 schedules (25%), 5.0/s, ETA 30 s"], lines
+    assert lines[:4] == [
+        "fuzz kip-320: 100/400 schedules (25%), 5.0/s, ETA 1 min 00 s",
+        "fuzz kip-320: 100/400 schedules (25%), 5.0/s, ETA 50 s",
+        "fuzz kip-320: 100/400 schedules (25%), 5.0/s, ETA 40 s",
+        "fuzz kip-320: 100/400 schedules (25%), 5.0/s, ETA 30 s",
+    ], lines

@@ -1,9 +1,11 @@
 """Refusal conformance: every generator proposes steps the model refuses, the implementation must
 refuse them on its own, and one it takes instead is a divergence at that step, shrunk."""
+
 import math
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from machines import run_machine
 
 from isrcheck.conformance import Lockstep, random_walk, run_schedule, shrink
 from isrcheck.conformance.generators.refusals import RefusalQuota, refused_steps
@@ -11,8 +13,6 @@ from isrcheck.conformance.generators.strategies import enabled_schedules
 from isrcheck.impl.sim import Cluster
 from isrcheck.model import ModelConfig, StepRefused, apply, enabled, initial_state
 from isrcheck.model.alphabet import every_step, is_disk_fault
-
-from machines import run_machine
 
 
 def _lenient_fence(self, broker):

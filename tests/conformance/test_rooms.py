@@ -7,6 +7,7 @@ import each other around a loop. Names a module loads by string count as imports
 registry, the gate's engine table and the packages' lazy exports. A ``__main__`` module is a
 program's entry point that nothing imports, so it stands above every room.
 """
+
 from __future__ import annotations
 
 import ast
@@ -27,7 +28,7 @@ def room(module: str) -> int:
         return len(ROOMS) + 1
     if module == ROOT:
         return max(room(f"{ROOT}.{target}") for target in _lazy_exports(CONFORMANCE / "__init__.py"))
-    first = module[len(ROOT) + 1:].split(".")[0]
+    first = module[len(ROOT) + 1 :].split(".")[0]
     if first in BOTTOM:
         return 0
     return ROOMS.index(first) + 1
@@ -64,7 +65,7 @@ GRAPH = {m: (RUNTIME[m] | BY_NAME[m]) & MODULES.keys() for m in MODULES}
 
 def test_every_module_is_in_a_room():
     assert len(MODULES) > 60
-    strays = [m for m in MODULES if m != ROOT and m[len(ROOT) + 1:].split(".")[0] not in ROOMS + BOTTOM]
+    strays = [m for m in MODULES if m != ROOT and m[len(ROOT) + 1 :].split(".")[0] not in ROOMS + BOTTOM]
     assert not strays, f"modules outside the rooms {ROOMS + BOTTOM}: {strays}"
 
 
@@ -75,8 +76,12 @@ def test_the_registry_is_seen():
 
 
 def test_imports_go_only_downward():
-    upward = [f"{m} (floor {room(m)}) imports {t} (floor {room(t)})"
-              for m in sorted(GRAPH) for t in sorted(GRAPH[m]) if room(t) > room(m)]
+    upward = [
+        f"{m} (floor {room(m)}) imports {t} (floor {room(t)})"
+        for m in sorted(GRAPH)
+        for t in sorted(GRAPH[m])
+        if room(t) > room(m)
+    ]
     assert not upward, "imports that run back up:\n" + "\n".join(upward)
 
 

@@ -1,5 +1,6 @@
 """The shrinker: deliberately broken implementations are caught and shrunk to a handful of steps,
 keeping the verdict kind and property; a long failing walk shrinks within seconds."""
+
 import time
 
 import pytest
@@ -7,8 +8,6 @@ import pytest
 from isrcheck.conformance import Verdict, load_schedule, random_walk, run_schedule, shrink
 from isrcheck.conformance.core.schedule import Schedule
 from isrcheck.impl.replication.partition import Partition
-
-
 
 
 def _hw_over_isr_only(monkeypatch):
@@ -29,6 +28,7 @@ def _follower_hw_uncapped(monkeypatch):
         hw = self.high_watermark
         truncate(self, offset)
         self.high_watermark = hw
+
     monkeypatch.setattr(Partition, "append_as_follower", append_as_follower)
     monkeypatch.setattr(Partition, "truncate_to", truncate_to)
 
@@ -59,8 +59,9 @@ def _first_failure(scenario_files):
 # crash, fence and restart of both replicas alone take 8 steps of the alphabet, 18 in all. A
 # pending expansion needs a follower that fetched from the leader in its epoch (until then its
 # LEO is unknown), so forgetting it shows only after that fetch: 12 steps.
-@pytest.mark.parametrize("breakage, at_most", [(_hw_over_isr_only, 12), (_truncation_skipped, 10),
-                                               (_follower_hw_uncapped, 18)])
+@pytest.mark.parametrize(
+    "breakage, at_most", [(_hw_over_isr_only, 12), (_truncation_skipped, 10), (_follower_hw_uncapped, 18)]
+)
 def test_a_broken_implementation_is_caught_and_shrunk_to_a_few_steps(monkeypatch, breakage, at_most, scenario_files):
     breakage(monkeypatch)
     schedule, verdict = _first_failure(scenario_files)
@@ -75,8 +76,12 @@ def test_a_broken_implementation_is_caught_and_shrunk_to_a_few_steps(monkeypatch
 def test_shrinking_keeps_kind_and_property_and_is_generic_over_the_runner():
     """With a toy runner the minimal failing schedule is known exactly: ddmin and parameter
     simplification must find it."""
-    steps = [{"step": "tick"}] * 30 + [{"step": "produce", "replica": 2, "acks": 0}] + \
-        [{"step": "consume", "replica": 1}] * 30 + [{"step": "crash", "replica": 1, "kind": "power"}]
+    steps = (
+        [{"step": "tick"}] * 30
+        + [{"step": "produce", "replica": 2, "acks": 0}]
+        + [{"step": "consume", "replica": 1}] * 30
+        + [{"step": "crash", "replica": 1, "kind": "power"}]
+    )
 
     def run(s: Schedule) -> Verdict:
         produced = any(st["step"] == "produce" for st in s.steps)
@@ -85,8 +90,10 @@ def test_shrinking_keeps_kind_and_property_and_is_generic_over_the_runner():
 
     schedule = Schedule("kip-320", steps=tuple(steps))
     small, verdict = shrink(schedule, run(schedule), time_budget_s=5.0, run=run)
-    assert small.steps == ({"step": "produce", "replica": 0, "acks": -1},
-                           {"step": "crash", "replica": 0, "kind": "clean"})
+    assert small.steps == (
+        {"step": "produce", "replica": 0, "acks": -1},
+        {"step": "crash", "replica": 0, "kind": "clean"},
+    )
     assert verdict.same_failure(Verdict("violation", "Toy"))
 
 
@@ -94,6 +101,7 @@ def test_long_failing_walks_shrink_within_seconds():
     """Protocol bugs found by 100+ step walks shrink to the size of the explorer's shortest
     counterexamples (15-20 steps: crashes, fencing, elections and deliveries take steps)."""
     shrunk = []
+
     def on_model(s: Schedule) -> Verdict:  # a protocol bug is the model's: no implementation needed
         return run_schedule(s, impl=False)
 

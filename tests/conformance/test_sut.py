@@ -3,6 +3,7 @@ as another process (``python -m isrcheck.impl.sut``, on stdio and on TCP) gives 
 in-process adapter gives, step for step (same trace hashes), on the scenario corpus and on random
 walks; a process that crashes, hangs or answers out of protocol is a sut-failure, never a
 divergence; the server answers bad requests with the protocol's errors."""
+
 import json
 import subprocess
 import sys
@@ -14,10 +15,9 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from isrcheck.conformance import SutSpec, load_schedule, random_walk, run_schedule, shrink
 from isrcheck.conformance.core.adapter import ImplSide
-from isrcheck.conformance.core.sut_driver import wire_step
 from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.conformance.core.schedule import PROTOCOLS
-from isrcheck.conformance.core.sut_driver import DriverSut
+from isrcheck.conformance.core.sut_driver import DriverSut, wire_step
 from isrcheck.conformance.core.sut_state import SCHEMA, TYPES
 from isrcheck.conformance.generators.strategies import lockstep_machine
 from isrcheck.model import Step
@@ -54,8 +54,11 @@ def test_the_corpus_gives_the_same_verdicts_through_stdio(stdio, scenario_files)
 def test_random_walks_and_shrinking_give_the_same_results_through_stdio():
     # heavy faults break properties outside their budgets; hw-truncation loses a write with no
     # fault at all (seed 10), within every budget
-    walks = [(seed, protocol, faults, 60) for seed in range(6) for protocol, faults in
-             (("kip-320", "default"), ("hw-truncation", "heavy"), ("kip-101", "heavy"))]
+    walks = [
+        (seed, protocol, faults, 60)
+        for seed in range(6)
+        for protocol, faults in (("kip-320", "default"), ("hw-truncation", "heavy"), ("kip-101", "heavy"))
+    ]
     walks.append((10, "hw-truncation", "none", 150))
     local = [random_walk(seed, p, n, faults=f) for seed, p, f, n in walks]
     server = SutSpec(SERVER)
@@ -74,8 +77,9 @@ def test_random_walks_and_shrinking_give_the_same_results_through_stdio():
 
 
 def test_the_same_over_tcp(scenario):
-    server = subprocess.Popen([sys.executable, "-m", "isrcheck.impl.sut", "--listen", "127.0.0.1:0"],
-                              stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "isrcheck.impl.sut", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True
+    )
     try:
         address = server.stdout.readline().split()[1]
         system = DriverSut(f"tcp://{address}")
@@ -89,14 +93,18 @@ def test_the_same_over_tcp(scenario):
         server.wait()
 
 
-@pytest.mark.parametrize("mode, kind, text", [
-    ("crash", "crash", "exited without answering (exit code 3); its stderr ends with:\ncrashing on purpose"),
-    ("hang", "hang", "no answer within 2 s"),
-    ("garbage", "malformed", "the answer is not JSON"),
-    ("bad-state", "malformed", "state.replicas[1].hw: expected an integer, got 'high'"),
-])
-def test_a_failing_process_is_a_sut_failure_at_its_step_never_a_divergence(mode, kind, text, scenario, tmp_path,
-                                                                          faulty_sut):
+@pytest.mark.parametrize(
+    "mode, kind, text",
+    [
+        ("crash", "crash", "exited without answering (exit code 3); its stderr ends with:\ncrashing on purpose"),
+        ("hang", "hang", "no answer within 2 s"),
+        ("garbage", "malformed", "the answer is not JSON"),
+        ("bad-state", "malformed", "state.replicas[1].hw: expected an integer, got 'high'"),
+    ],
+)
+def test_a_failing_process_is_a_sut_failure_at_its_step_never_a_divergence(
+    mode, kind, text, scenario, tmp_path, faulty_sut
+):
     schedule = load_schedule(scenario("healthy-acks-all"))
     system = DriverSut(f"{faulty_sut} {mode} 3 {tmp_path / 'once'}", timeout_s=2.0)
     verdict, _ = _run(schedule, system)
@@ -113,8 +121,9 @@ def test_an_internal_error_is_the_implementation_failing_as_in_process(scenario,
     assert verdict.kind == "divergence" and verdict.step == 1 and "the implementation raised boom" in verdict.diff
 
 
-def test_check_and_shrink_take_sut_and_report_its_failure_with_the_schedule(isrcheck_cli, scenario, tmp_path,
-                                                                            faulty_sut):
+def test_check_and_shrink_take_sut_and_report_its_failure_with_the_schedule(
+    isrcheck_cli, scenario, tmp_path, faulty_sut
+):
     path = scenario("kip101-scenario1")
     ok = isrcheck_cli("check", path, "--protocol", "hw-truncation", "--sut", SERVER, "--json")
     assert ok.returncode == 1 and json.loads(ok.stdout)["verdict"] == "violation"
@@ -124,8 +133,9 @@ def test_check_and_shrink_take_sut_and_report_its_failure_with_the_schedule(isrc
         assert "kip101-scenario1 [kip-320]: sut-failure at step 3" in crashed.stdout
         assert "crash: step: the system under test exited without answering" in crashed.stdout
     out = tmp_path / "small.json"
-    shrunk = isrcheck_cli("shrink", path, "--protocol", "hw-truncation", "--sut", SERVER, "-o", out,
-                          "--time-budget", "2")
+    shrunk = isrcheck_cli(
+        "shrink", path, "--protocol", "hw-truncation", "--sut", SERVER, "-o", out, "--time-budget", "2"
+    )
     assert shrunk.returncode == 1 and load_schedule(out).steps
     # healthy-acks-all passes in process: nothing to shrink there, but every process of this
     # system crashes at its third step, and the shrinker keeps that failure in fewer steps
@@ -155,38 +165,73 @@ def test_the_generators_run_on_the_system_they_are_given(faulty_sut):
     at_once = SutSpec(f"{faulty_sut} crash 1")  # every run fails at its first step, as Hypothesis replays it
     try:
         with pytest.raises(AssertionError, match="sut-failure"):
-            run_state_machine_as_test(lockstep_machine("kip-320", sut=at_once), settings=settings(
-                max_examples=5, stateful_step_count=10, deadline=None, database=None,
-                suppress_health_check=list(HealthCheck), derandomize=True, phases=[Phase.generate]))
+            run_state_machine_as_test(
+                lockstep_machine("kip-320", sut=at_once),
+                settings=settings(
+                    max_examples=5,
+                    stateful_step_count=10,
+                    deadline=None,
+                    database=None,
+                    suppress_health_check=list(HealthCheck),
+                    derandomize=True,
+                    phases=[Phase.generate],
+                ),
+            )
     finally:
         at_once.close()
 
 
 def _talk(*requests) -> list[dict]:
     lines = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in requests)
-    proc = subprocess.run([sys.executable, "-m", "isrcheck.impl.sut"], input=lines, capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "isrcheck.impl.sut"], input=lines, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     return [json.loads(line) for line in proc.stdout.splitlines()]
 
 
 def test_the_server_answers_every_bad_request_with_the_protocols_error():
     hello = {"op": "hello", "versions": [1]}
-    answers = _talk({"op": "reset"}, {"op": "hello", "versions": [7]}, hello, "{not json", '"x"',
-                    {"op": "dance"}, {"op": "step", "step": {"step": "tick"}},
-                    {"op": "reset", "protocol": "kip-999"},
-                    {"op": "reset", "protocol": "kip-320", "config": {"replicas": 9}},
-                    {"op": "reset", "protocol": "kip-320", "config": {"colour": 1}},
-                    {"op": "reset", "protocol": "kip-320", "config": {"replicas": 2}},
-                    {"op": "step", "step": {"step": "jump"}},
-                    {"op": "step", "step": {"step": "produce", "replica": 0}},
-                    {"op": "step", "step": {"step": "produce", "replica": 5, "acks": 1}},
-                    {"op": "step", "step": {"step": "crash", "replica": 1, "kind": "power", "torn": 1}},
-                    {"op": "restore", "snapshot": 3}, {"op": "bye"}, hello)
+    answers = _talk(
+        {"op": "reset"},
+        {"op": "hello", "versions": [7]},
+        hello,
+        "{not json",
+        '"x"',
+        {"op": "dance"},
+        {"op": "step", "step": {"step": "tick"}},
+        {"op": "reset", "protocol": "kip-999"},
+        {"op": "reset", "protocol": "kip-320", "config": {"replicas": 9}},
+        {"op": "reset", "protocol": "kip-320", "config": {"colour": 1}},
+        {"op": "reset", "protocol": "kip-320", "config": {"replicas": 2}},
+        {"op": "step", "step": {"step": "jump"}},
+        {"op": "step", "step": {"step": "produce", "replica": 0}},
+        {"op": "step", "step": {"step": "produce", "replica": 5, "acks": 1}},
+        {"op": "step", "step": {"step": "crash", "replica": 1, "kind": "power", "torn": 1}},
+        {"op": "restore", "snapshot": 3},
+        {"op": "bye"},
+        hello,
+    )
     codes = [a.get("error") for a in answers]
-    assert codes == ["no_hello", "unsupported_version", None, "bad_request", "bad_request", "bad_request",
-                     "no_reset", "unsupported_protocol", "bad_config", "bad_config", None, "bad_step",
-                     "bad_step", "bad_step", "bad_step", "bad_request", None]  # nothing after bye
+    assert codes == [
+        "no_hello",
+        "unsupported_version",
+        None,
+        "bad_request",
+        "bad_request",
+        "bad_request",
+        "no_reset",
+        "unsupported_protocol",
+        "bad_config",
+        "bad_config",
+        None,
+        "bad_step",
+        "bad_step",
+        "bad_step",
+        "bad_step",
+        "bad_request",
+        None,
+    ]  # nothing after bye
     assert answers[2]["version"] == 1 and "kip-320" in answers[2]["protocols"]
     assert "replicas" in answers[8]["message"] and "config.colour" in answers[9]["message"]
     assert answers[12]["message"] == "produce.acks: missing"
@@ -219,7 +264,13 @@ def test_the_state_schema_names_every_field_of_the_model_state():
     for kind, fields in SCHEMA.items():  # the controller also names every broker epoch it gave
         assert tuple(f for f in fields if f != "registrations") == TYPES[kind]._fields, kind
     assert wire_step(Step.from_json({"step": "crash", "replica": 1, "kind": "clean"})) == {
-        "step": "crash", "replica": 1, "kind": "clean", "survive": 0, "torn": False, "tail": "cut"}
+        "step": "crash",
+        "replica": 1,
+        "kind": "clean",
+        "survive": 0,
+        "torn": False,
+        "tail": "cut",
+    }
 
 
 def _corpus_through_processes(scenario_files, protocols):

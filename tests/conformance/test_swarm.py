@@ -1,4 +1,5 @@
 """Swarm testing: each seed's own share of the fault profile, reproducible, recorded, and kept to."""
+
 import json
 from collections import Counter
 
@@ -8,11 +9,11 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from isrcheck.conformance import random_walk
 from isrcheck.conformance.core.lockstep import Lockstep
-from isrcheck.model.alphabet import Step
-from isrcheck.model.budget import FaultBudget
 from isrcheck.conformance.generators.profiles import FAULT_PROFILES
 from isrcheck.conformance.generators.strategies import lockstep_machine
 from isrcheck.conformance.generators.swarm import CORE, seeded_swarm
+from isrcheck.model.alphabet import Step
+from isrcheck.model.budget import FaultBudget
 
 DEFAULT = FAULT_PROFILES["default"]
 
@@ -43,8 +44,11 @@ def test_a_swarm_walk_takes_only_what_its_swarm_kept():
             if swarm.weights[step.name] == 0 or swarm.weight(step) == 0:
                 # left out by the swarm: taken only where it keeps nothing the profile may take
                 left_out += 1
-                kept = [s for s in run.enabled_steps() if budget.allows(run.state, s)
-                        and swarm.weights.get(s.name, 0) > 0 and swarm.weight(s) > 0]
+                kept = [
+                    s
+                    for s in run.enabled_steps()
+                    if budget.allows(run.state, s) and swarm.weights.get(s.name, 0) > 0 and swarm.weight(s) > 0
+                ]
                 assert kept == [], (seed, raw, kept)
             before = run.state
             assert run.step(step) is None
@@ -69,9 +73,16 @@ def test_a_swarm_never_ends_a_run_the_profile_would_go_on_with():
 @pytest.mark.parametrize("swarm", [True, False])
 def test_the_hypothesis_machine_runs_with_and_without_swarm(swarm):
     machine = lockstep_machine("kip-320", faults="default", swarm=swarm)
-    run_state_machine_as_test(machine, settings=settings(
-        max_examples=5, stateful_step_count=30, deadline=None, database=None,
-        suppress_health_check=list(HealthCheck)))
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=5,
+            stateful_step_count=30,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        ),
+    )
 
 
 def test_the_steered_features_are_drawn_after_the_others(monkeypatch):
@@ -84,8 +95,12 @@ def test_the_steered_features_are_drawn_after_the_others(monkeypatch):
     monkeypatch.setattr(swarm_module, "STEERED", ())
     legacy = [seeded_swarm(seed, profile, 3) for seed in range(400)]
     for new, old in zip(steered, legacy):
-        assert (new.weights, new.crash_kinds, new.partial_fetches, new.slow) == \
-            (old.weights, old.crash_kinds, old.partial_fetches, old.slow)
+        assert (new.weights, new.crash_kinds, new.partial_fetches, new.slow) == (
+            old.weights,
+            old.crash_kinds,
+            old.partial_fetches,
+            old.slow,
+        )
         assert (old.leader_faults, old.refusal_focus) == (None, None)
     assert {s.leader_faults for s in steered} == {None, "spare", "target"}
     assert {s.refusal_focus for s in steered} == {None, "lineage", *swarm_module.GUARDED}
@@ -106,6 +121,7 @@ def test_leader_faults_spare_or_target_the_broker_the_controller_names_leader():
     def weights(mode):
         swarm = Swarm(kept.weights, {"clean": 1.0, "process": 1.0, "power": 1.0}, True, (), leader_faults=mode)
         return swarm.weight(crash[leader], state), swarm.weight(crash[other], state)
+
     assert weights(None) == (1.0, 1.0)
     assert weights("spare") == (0.0, 1.0)
     assert weights("target") == (FOCUS, 1.0)

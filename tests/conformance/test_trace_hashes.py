@@ -2,6 +2,7 @@
 a change that speeds up the runner must not change them. These are the shipped scenarios' and a few
 walks' hashes, each under every fault class a walk draws from, with violations and failures outside
 the budget among them."""
+
 from pathlib import Path
 
 import pytest

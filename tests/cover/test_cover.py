@@ -1,6 +1,7 @@
 """``isrcheck cover`` on tiny scopes: the path cover takes every edge and tries every refusal,
 the Spark run covers all of it on kip-320, finds and shrinks hw-truncation's violations, and
 resumes without running a completed range again."""
+
 import json
 
 import pyarrow.parquet as pq
@@ -68,8 +69,9 @@ def test_cover_runs_on_the_system_under_test_it_is_given(spark, tmp_path, faulty
     """kip-320 covers without a failure in process (above); on a system that answers one step with
     an internal error, that step is a divergence, and the cover's directory records the system."""
     sut = SutSpec(f"{faulty_sut} internal 3 {tmp_path / 'once'}")
-    result = run_cover(_config("kip-320"), TINY, tmp_path / "c", spark=spark, partitions=2, shrink_budget_s=1.0,
-                       sut=sut)
+    result = run_cover(
+        _config("kip-320"), TINY, tmp_path / "c", spark=spark, partitions=2, shrink_budget_s=1.0, sut=sut
+    )
     assert result.exit_code == 1 and result.summary["by_verdict"].get("divergence", 0) >= 1
     rows = [r for r in pq.read_table(tmp_path / "c" / "runs").to_pylist() if r["verdict"] != "pass"]
     assert "the implementation raised boom" in json.loads(rows[0]["failure"])["original_verdict"]["diff"]
@@ -87,7 +89,7 @@ def test_a_killed_run_resumes_with_only_the_ranges_it_had_not_finished(spark, tm
     store.bind(identity(config, TINY))
     spec = CoverSpec(str(out), "kip-320", config.to_schedule(), tuple(st.to_json() for st in plan.vocabulary), 1.0)
     n = len(plan.schedules)
-    run_range(spec, 0, n // 3, plan.schedules[:n // 3])  # what the killed run finished
+    run_range(spec, 0, n // 3, plan.schedules[: n // 3])  # what the killed run finished
     (store.partition_dir / f".part-{n // 3}.parquet.{123}.tmp").write_bytes(b"half")  # and left behind
     result = run_cover(config, TINY, out, spark=spark, partitions=3)
     assert result.summary["run"]["executed"] == n - n // 3
@@ -144,16 +146,31 @@ def test_a_wrong_enabling_condition_is_a_shrunk_divergence_of_the_cover(monkeypa
 
 def test_the_gate_runs_cover_from_its_table(spark, tmp_path, capsys):
     from isrcheck.conformance.cli.main import main
+
     (tmp_path / "corpus").mkdir()
     (tmp_path / "pyproject.toml").write_text(
         '[tool.isrcheck.gate]\nprotocols = ["kip-320"]\ncorpus = ["corpus"]\nscenarios = false\n'
-        'master = "local[1]"\n\n[tool.isrcheck.gate.cover]\nmax_records = 1\nmax_epoch = 1\nmax_crashes = 1\n')
-    assert main(["gate", "--config", str(tmp_path / "pyproject.toml"), "--out", str(tmp_path / "out"),
-                 "--junit-xml", str(tmp_path / "junit.xml")]) == 0
+        'master = "local[1]"\n\n[tool.isrcheck.gate.cover]\nmax_records = 1\nmax_epoch = 1\nmax_crashes = 1\n'
+    )
+    assert (
+        main(
+            [
+                "gate",
+                "--config",
+                str(tmp_path / "pyproject.toml"),
+                "--out",
+                str(tmp_path / "out"),
+                "--junit-xml",
+                str(tmp_path / "junit.xml"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "cover" in out and " refusals" in out
     assert "cover" in (tmp_path / "junit.xml").read_text()
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.isrcheck.gate]\ncorpus = ["corpus"]\n\n[tool.isrcheck.gate.cover]\nmax_recrods = 1\n')
+        '[tool.isrcheck.gate]\ncorpus = ["corpus"]\n\n[tool.isrcheck.gate.cover]\nmax_recrods = 1\n'
+    )
     assert main(["gate", "--config", str(tmp_path / "pyproject.toml")]) == 2
     assert "[tool.isrcheck.gate.cover].max_recrods: unknown key" in capsys.readouterr().err

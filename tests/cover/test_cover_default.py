@@ -1,5 +1,6 @@
 """The default scope of ``isrcheck cover`` on kip-320, as a user runs it: everything covered, no
 failure (slow: minutes on two cores; ``python benchmarks/cover.py`` prints its figures)."""
+
 import json
 
 import pytest

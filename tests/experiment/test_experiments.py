@@ -3,6 +3,7 @@ each; KAFKA-14139 also before KIP-903, where it loses the writes), the Last Repl
 Apache Kafka (4.0.2 without ELR: the write is lost; 4.4.0 with ELR: nothing lost), every other
 experiment on Apache Kafka as a slow test; bad experiment files exit 2 naming the file and the
 field."""
+
 from __future__ import annotations
 
 import json
@@ -21,12 +22,21 @@ from isrcheck.conformance.engines.experiment.prediction import predict
 from isrcheck.conformance.engines.experiment.spec import catalogue, load_experiment
 
 CATALOGUE = {p.stem: p for p in catalogue(catalogue_folder())}
-REQUIRED = ("last-replica-standing", "unclean-election-on", "unclean-election-off", "power-loss-all",
-            "power-loss-all-flushed", "not-enough-replicas", "fast-leader-change", "kafka-14139-replaced-disk")
+REQUIRED = (
+    "last-replica-standing",
+    "unclean-election-on",
+    "unclean-election-off",
+    "power-loss-all",
+    "power-loss-all-flushed",
+    "not-enough-replicas",
+    "fast-leader-change",
+    "kafka-14139-replaced-disk",
+)
 
 needs_kafka = pytest.mark.skipif(
     shutil.which("java") is None or not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
-    reason="Apache Kafka experiments need java and FUSE (/dev/fuse, fusermount3)")
+    reason="Apache Kafka experiments need java and FUSE (/dev/fuse, fusermount3)",
+)
 
 
 def test_the_catalogue_holds_the_issues_experiments_and_each_loads():
@@ -35,20 +45,35 @@ def test_the_catalogue_holds_the_issues_experiments_and_each_loads():
         assert load_experiment(path).name == path.stem
 
 
-@pytest.mark.parametrize("name, variant, outcome", [
-    ("last-replica-standing", "kip-903", ("lost-write",)), ("last-replica-standing", "kip-966", ()),
-    ("unclean-election-on", "kip-966", ("lost-write",)), ("unclean-election-off", "kip-903", ("unavailable",)),
-    ("power-loss-all", "kip-966", ("lost-write",)), ("power-loss-all-flushed", "kip-903", ()),
-    ("not-enough-replicas", "kip-320", ("not-enough-replicas",)), ("fast-leader-change", "kip-320", ()),
-    ("kafka-14139-replaced-disk", "kip-320", ("lost-write",)), ("kafka-14139-replaced-disk", "kip-903", ()),
-    ("kafka-14139-replaced-disk", "kip-966", ())])
+@pytest.mark.parametrize(
+    "name, variant, outcome",
+    [
+        ("last-replica-standing", "kip-903", ("lost-write",)),
+        ("last-replica-standing", "kip-966", ()),
+        ("unclean-election-on", "kip-966", ("lost-write",)),
+        ("unclean-election-off", "kip-903", ("unavailable",)),
+        ("power-loss-all", "kip-966", ("lost-write",)),
+        ("power-loss-all-flushed", "kip-903", ()),
+        ("not-enough-replicas", "kip-320", ("not-enough-replicas",)),
+        ("fast-leader-change", "kip-320", ()),
+        ("kafka-14139-replaced-disk", "kip-320", ("lost-write",)),
+        ("kafka-14139-replaced-disk", "kip-903", ()),
+        ("kafka-14139-replaced-disk", "kip-966", ()),
+    ],
+)
 def test_the_models_prediction_per_variant(name, variant, outcome):
     assert predict(load_experiment(CATALOGUE[name]), variant).outcomes == outcome
 
 
-@pytest.mark.parametrize("detection, variant, outcome", [
-    ("page-cache", "kip-966", ()), ("clean-shutdown-file", "kip-966", ("lost-write",)),
-    ("page-cache", "kip-903", ("lost-write",)), ("clean-shutdown-file", "kip-903", ("lost-write",))])
+@pytest.mark.parametrize(
+    "detection, variant, outcome",
+    [
+        ("page-cache", "kip-966", ()),
+        ("clean-shutdown-file", "kip-966", ("lost-write",)),
+        ("page-cache", "kip-903", ("lost-write",)),
+        ("clean-shutdown-file", "kip-903", ("lost-write",)),
+    ],
+)
 def test_a_killed_follower_leaves_the_elr_only_where_a_crash_is_unclean(detection, variant, outcome):
     """Apache Kafka calls a killed process's shutdown unclean (no clean shutdown file): with its
     detection the model predicts the Last Replica Standing loss on kip-966 too; with isrcheck's, not."""
@@ -76,15 +101,17 @@ def test_each_experiment_agrees_on_isrchecks_cluster(name, tmp_path):
 
 
 def test_last_replica_standing_loses_the_write_before_kip_966_on_isrchecks_cluster(tmp_path):
-    result = run_experiment(load_experiment(CATALOGUE["last-replica-standing"]), parse_cluster("isrcheck:kip-903"),
-                            1, tmp_path)
+    result = run_experiment(
+        load_experiment(CATALOGUE["last-replica-standing"]), parse_cluster("isrcheck:kip-903"), 1, tmp_path
+    )
     assert result.verdict == AGREE and result.repetitions[0].outcomes == ("lost-write",)
 
 
 def test_kafka_14139_loses_the_writes_before_kip_903_on_isrchecks_cluster(tmp_path):
     """The held AlterPartition is accepted without broker epochs: the empty replica is elected."""
-    result = run_experiment(load_experiment(CATALOGUE["kafka-14139-replaced-disk"]),
-                            parse_cluster("isrcheck:kip-320"), 1, tmp_path)
+    result = run_experiment(
+        load_experiment(CATALOGUE["kafka-14139-replaced-disk"]), parse_cluster("isrcheck:kip-320"), 1, tmp_path
+    )
     rep = result.repetitions[0]
     assert rep.reached and result.verdict == AGREE and rep.outcomes == ("lost-write",), (rep.missed, rep.outcomes)
     [[_leader, request, held, delivered]] = rep.cluster["holds"]
@@ -122,25 +149,28 @@ def test_each_experiment_on_apache_kafka(name, cluster, elr, tmp_path):
 GOOD = json.loads(CATALOGUE["not-enough-replicas"].read_text())
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"format": "other"}, "format"),
-    ({"cluster": {"brokers": 9}}, "cluster.brokers"),
-    ({"cluster": {"brokers": 2, "min_insync_replicas": 3}}, "cluster.min_insync_replicas"),
-    ({"cluster": {"replicas": 2}}, "cluster.replicas"),
-    ({"schedule": "specs/scenarios/none.json"}, "schedule"),
-    ({"plan": [{"do": "jump"}]}, "plan[0].do"),
-    ({"plan": [{"do": "wait", "until": "isr-full"}]}, "plan[0].timeout_s"),
-    ({"plan": [{"do": "wait", "until": "sunny", "timeout_s": 3}]}, "plan[0].until"),
-    ({"plan": [{"do": "produce", "records": 1}, {"do": "kill", "node": "X"}]}, "plan[1].node"),
-    ({"plan": [{"do": "produce", "records": 0}]}, "plan[0].records"),
-    ({"expected": {"*": ["on-fire"]}}, "expected.*"),
-    ({"plan": [{"do": "hold-requests", "node": "leader", "request": "Fetch"}]}, "plan[0].request"),
-    ({"plan": [{"do": "hold-requests", "node": "leader"}]}, "plan[0].request"),
-    ({"plan": [{"do": "cut", "node": "leader"}]}, "plan[0].from"),
-    ({"plan": [{"do": "cut", "node": "leader", "from": "Z"}]}, "plan[0].from"),
-    ({"plan": [{"do": "wait", "until": "held", "timeout_s": 3}]}, "plan[0].node"),
-    ({"extra": 1}, "extra"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"format": "other"}, "format"),
+        ({"cluster": {"brokers": 9}}, "cluster.brokers"),
+        ({"cluster": {"brokers": 2, "min_insync_replicas": 3}}, "cluster.min_insync_replicas"),
+        ({"cluster": {"replicas": 2}}, "cluster.replicas"),
+        ({"schedule": "specs/scenarios/none.json"}, "schedule"),
+        ({"plan": [{"do": "jump"}]}, "plan[0].do"),
+        ({"plan": [{"do": "wait", "until": "isr-full"}]}, "plan[0].timeout_s"),
+        ({"plan": [{"do": "wait", "until": "sunny", "timeout_s": 3}]}, "plan[0].until"),
+        ({"plan": [{"do": "produce", "records": 1}, {"do": "kill", "node": "X"}]}, "plan[1].node"),
+        ({"plan": [{"do": "produce", "records": 0}]}, "plan[0].records"),
+        ({"expected": {"*": ["on-fire"]}}, "expected.*"),
+        ({"plan": [{"do": "hold-requests", "node": "leader", "request": "Fetch"}]}, "plan[0].request"),
+        ({"plan": [{"do": "hold-requests", "node": "leader"}]}, "plan[0].request"),
+        ({"plan": [{"do": "cut", "node": "leader"}]}, "plan[0].from"),
+        ({"plan": [{"do": "cut", "node": "leader", "from": "Z"}]}, "plan[0].from"),
+        ({"plan": [{"do": "wait", "until": "held", "timeout_s": 3}]}, "plan[0].node"),
+        ({"extra": 1}, "extra"),
+    ],
+)
 def test_a_bad_experiment_file_exits_2_naming_the_file_and_the_field(change, field, tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**GOOD, "schedule": str(Path(__file__).parents[2] / GOOD["schedule"]), **change}))

@@ -1,4 +1,5 @@
 """docs/ci.md's config is one the gate accepts as written, with every engine table checked."""
+
 from __future__ import annotations
 
 import re
@@ -17,8 +18,14 @@ def test_the_documented_config_loads_as_written(tmp_path):
     (tmp_path / "tests" / "corpus").mkdir(parents=True)  # a corpus folder must exist
     config = load_gate_config(tmp_path / "pyproject.toml", NAMES)
     assert config.protocols == ("kip-320",) and config.save_to == tmp_path / "tests" / "corpus"
-    assert config.engine_options("fuzz") == {"schedules": 200, "seconds": 300, "steps": 60,
-                                             "faults": "default", "seed": 0, "mode": "steps"}
+    assert config.engine_options("fuzz") == {
+        "schedules": 200,
+        "seconds": 300,
+        "steps": 60,
+        "faults": "default",
+        "seed": 0,
+        "mode": "steps",
+    }
     assert [e.name for e in engines_to_run(config)] == ["explore", "fuzz"]
 
 

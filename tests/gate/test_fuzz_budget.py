@@ -1,5 +1,6 @@
 """The fuzz engine's budget on Spark: in seconds it runs blocks of seeds on one session until the
 time is spent (a block started is finished); with schedules too, whichever ends first."""
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -12,9 +13,22 @@ from isrcheck.conformance.cli.main import main
 def _gate(tmp_path, fuzz: str) -> ET.Element:
     (tmp_path / "pyproject.toml").write_text(
         "[tool.isrcheck.gate]\nprotocols = ['kip-320']\nscenarios = false\nmaster = 'local[1]'\n\n"
-        f"[tool.isrcheck.gate.fuzz]\nsteps = 20\n{fuzz}\n")
-    assert main(["gate", "--config", str(tmp_path / "pyproject.toml"), "--out", str(tmp_path / "out"),
-                 "--junit-xml", str(tmp_path / "junit.xml")]) == 0
+        f"[tool.isrcheck.gate.fuzz]\nsteps = 20\n{fuzz}\n"
+    )
+    assert (
+        main(
+            [
+                "gate",
+                "--config",
+                str(tmp_path / "pyproject.toml"),
+                "--out",
+                str(tmp_path / "out"),
+                "--junit-xml",
+                str(tmp_path / "junit.xml"),
+            ]
+        )
+        == 0
+    )
     return ET.parse(tmp_path / "junit.xml").getroot()
 
 

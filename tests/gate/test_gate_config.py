@@ -1,5 +1,6 @@
 """Bad gate configs are bad input: exit 2 and one line naming the file and key, before any work;
 an engine that is configured but not installed (cover, where it does not exist) is one of them."""
+
 from __future__ import annotations
 
 import json
@@ -17,22 +18,34 @@ def _gate(tmp_path, capsys, toml: str, *extra: str):
     return code, capsys.readouterr()
 
 
-@pytest.mark.parametrize("toml, message", [
-    ("[project]\nname = 'x'\n", "no [tool.isrcheck.gate] table"),
-    ("[tool.isrcheck.gate\n", "not valid TOML"),
-    ("[tool.isrcheck.gate]\nprotocols = ['kip-999']\n", "[tool.isrcheck.gate].protocols: unknown protocol 'kip-999'"),
-    ("[tool.isrcheck.gate]\nbudget = 3\n", "[tool.isrcheck.gate].budget: unknown key"),
-    ("[tool.isrcheck.gate]\ncorpus = ['missing']\n", "[tool.isrcheck.gate].corpus: folder missing does not exist"),
-    ("[tool.isrcheck.gate]\nscenarios = false\n", "[tool.isrcheck.gate]: nothing to run: no corpus schedule"),
-    ("[tool.isrcheck.gate]\nshrink_seconds = -1\n", "[tool.isrcheck.gate].shrink_seconds: expected a number"),
-    ("[tool.isrcheck.gate.fuzz]\nsteps = 10\n", "[tool.isrcheck.gate.fuzz]: a budget is needed"),
-    ("[tool.isrcheck.gate.fuzz]\nschedules = 0\n", "[tool.isrcheck.gate.fuzz].schedules: expected an integer 1.."),
-    ("[tool.isrcheck.gate.fuzz]\nseconds = 10\nfaults = 'lots'\n", "[tool.isrcheck.gate.fuzz].faults: unknown fault profile 'lots'"),
-    ("[tool.isrcheck.gate.explore]\nmax_records = -1\n", "[tool.isrcheck.gate.explore].max_records:"),
-    ("[tool.isrcheck.gate.explore]\nmax_cars = 1\n", "[tool.isrcheck.gate.explore].max_cars: unknown key"),
-    ("[tool.isrcheck.gate.explore]\nreplicas = 9\n", "[tool.isrcheck.gate.explore].replicas:"),
-    ("[tool.isrcheck.gate.explore]\nprotocols = 'kip-320'\n", "[tool.isrcheck.gate.explore].protocols: expected a non-empty list"),
-])
+@pytest.mark.parametrize(
+    "toml, message",
+    [
+        ("[project]\nname = 'x'\n", "no [tool.isrcheck.gate] table"),
+        ("[tool.isrcheck.gate\n", "not valid TOML"),
+        (
+            "[tool.isrcheck.gate]\nprotocols = ['kip-999']\n",
+            "[tool.isrcheck.gate].protocols: unknown protocol 'kip-999'",
+        ),
+        ("[tool.isrcheck.gate]\nbudget = 3\n", "[tool.isrcheck.gate].budget: unknown key"),
+        ("[tool.isrcheck.gate]\ncorpus = ['missing']\n", "[tool.isrcheck.gate].corpus: folder missing does not exist"),
+        ("[tool.isrcheck.gate]\nscenarios = false\n", "[tool.isrcheck.gate]: nothing to run: no corpus schedule"),
+        ("[tool.isrcheck.gate]\nshrink_seconds = -1\n", "[tool.isrcheck.gate].shrink_seconds: expected a number"),
+        ("[tool.isrcheck.gate.fuzz]\nsteps = 10\n", "[tool.isrcheck.gate.fuzz]: a budget is needed"),
+        ("[tool.isrcheck.gate.fuzz]\nschedules = 0\n", "[tool.isrcheck.gate.fuzz].schedules: expected an integer 1.."),
+        (
+            "[tool.isrcheck.gate.fuzz]\nseconds = 10\nfaults = 'lots'\n",
+            "[tool.isrcheck.gate.fuzz].faults: unknown fault profile 'lots'",
+        ),
+        ("[tool.isrcheck.gate.explore]\nmax_records = -1\n", "[tool.isrcheck.gate.explore].max_records:"),
+        ("[tool.isrcheck.gate.explore]\nmax_cars = 1\n", "[tool.isrcheck.gate.explore].max_cars: unknown key"),
+        ("[tool.isrcheck.gate.explore]\nreplicas = 9\n", "[tool.isrcheck.gate.explore].replicas:"),
+        (
+            "[tool.isrcheck.gate.explore]\nprotocols = 'kip-320'\n",
+            "[tool.isrcheck.gate.explore].protocols: expected a non-empty list",
+        ),
+    ],
+)
 def test_bad_config_exits_2_naming_the_key(tmp_path, capsys, toml, message):
     code, out = _gate(tmp_path, capsys, toml)
     assert code == 2
@@ -56,15 +69,18 @@ def test_a_gate_that_would_replay_and_run_nothing_fails(tmp_path, capsys, scenar
     (tmp_path / "corpus").mkdir()
     code, out = _gate(tmp_path, capsys, "[tool.isrcheck.gate]\ncorpus = ['corpus']\nscenarios = false\n")
     assert code == 2 and "PASS" not in out.out
-    assert out.err.strip() == (f"isrcheck gate: error: {tmp_path / 'pyproject.toml'}: [tool.isrcheck.gate]: nothing "
-                               f"to run: no corpus schedule expects a verdict on hw-truncation, kip-101, kip-279, "
-                               f"kip-320, kip-903, kip-966 (folders: {tmp_path / 'corpus'}) and no engine table "
-                               f"is configured")
+    assert out.err.strip() == (
+        f"isrcheck gate: error: {tmp_path / 'pyproject.toml'}: [tool.isrcheck.gate]: nothing "
+        f"to run: no corpus schedule expects a verdict on hw-truncation, kip-101, kip-279, "
+        f"kip-320, kip-903, kip-966 (folders: {tmp_path / 'corpus'}) and no engine table "
+        f"is configured"
+    )
     doc = json.loads(open(scenario("kip101-scenario1")).read())
     del doc["expected"]["kip-966"]
     (tmp_path / "corpus" / "s.json").write_text(json.dumps(doc))
-    code, out = _gate(tmp_path, capsys, "[tool.isrcheck.gate]\nprotocols = ['kip-966']\ncorpus = ['corpus']\n"
-                                        "scenarios = false\n")
+    code, out = _gate(
+        tmp_path, capsys, "[tool.isrcheck.gate]\nprotocols = ['kip-966']\ncorpus = ['corpus']\nscenarios = false\n"
+    )
     assert code == 2 and "nothing to run: no corpus schedule expects a verdict on kip-966" in out.err
     code, out = _gate(tmp_path, capsys, "[tool.isrcheck.gate]\ncorpus = ['corpus']\nscenarios = false\n")
     assert code == 0 and "corpus 5/5 as expected" in out.out
@@ -73,6 +89,7 @@ def test_a_gate_that_would_replay_and_run_nothing_fails(tmp_path, capsys, scenar
 def test_an_engine_that_is_not_installed_is_a_clear_error(tmp_path, capsys, monkeypatch):
     import isrcheck.conformance.engines.gate.engines as engines
     import isrcheck.conformance.engines.gate.run as run
+
     missing = tuple(Engine(e.name, "no.such.module:run", e.what) if e.name == "cover" else e for e in ENGINES)
     for module in (engines, run):
         monkeypatch.setattr(module, "ENGINES", missing)

@@ -1,6 +1,7 @@
 """A gate run end to end without Spark: the corpus replays with expected verdicts, the explorer
 finds a counterexample, the failure is saved shrunk into the corpus with its verdict and
 replayed first next time; JUnit XML and HTML say what failed and how to replay it."""
+
 from __future__ import annotations
 
 import io
@@ -41,8 +42,18 @@ def _setup(tmp_path, scenario, expected_on_hw_truncation: dict):
 
 
 def _gate(tmp_path, *extra):
-    return main(["gate", "--config", str(tmp_path / "pyproject.toml"), "--out", str(tmp_path / "out"),
-                 "--junit-xml", str(tmp_path / "junit.xml"), *extra])
+    return main(
+        [
+            "gate",
+            "--config",
+            str(tmp_path / "pyproject.toml"),
+            "--out",
+            str(tmp_path / "out"),
+            "--junit-xml",
+            str(tmp_path / "junit.xml"),
+            *extra,
+        ]
+    )
 
 
 def test_an_unexpected_corpus_verdict_fails_with_the_replay_command(tmp_path, scenario, capsys):
@@ -148,8 +159,10 @@ def test_out_removes_only_what_the_gate_wrote(tmp_path, scenario, capsys, monkey
         mine.write_text("a user's file")
         assert _gate(tmp_path, "--no-save") == 2
         err = capsys.readouterr().err
-        assert err.strip() == (f"isrcheck gate: error: --out: {mine} was not written by isrcheck gate (not listed "
-                               f"in {folder / '.isrcheck-gate.json'}); move it or choose another --out")
+        assert err.strip() == (
+            f"isrcheck gate: error: --out: {mine} was not written by isrcheck gate (not listed "
+            f"in {folder / '.isrcheck-gate.json'}); move it or choose another --out"
+        )
         assert mine.read_text() == "a user's file" and len(runs) == 2  # nothing deleted, nothing run
         assert (folder / "seeds-0-9" / "runs" / "part.parquet").read_text() == "run 2"
         mine.unlink()

@@ -1,6 +1,7 @@
 """The pytest plugin as users run it: schedule files become items with their expected verdicts,
 under -n 2 too; a failure names the step, the property in words and the replay command; every
 JSON file of a corpus is collected (one that is not a schedule fails, named), none skipped."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,13 @@ import sys
 
 
 def _pytest(cwd, *args):
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
-                          cwd=cwd, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _corpus(tmp_path, scenario):
@@ -23,8 +29,9 @@ def _corpus(tmp_path, scenario):
     del doc["format"]  # optional in a schedule file: the same wrong expectation
     (folder / "no-format.json").write_text(json.dumps(doc))
     (folder / "package.json").write_text('{"name": "not a schedule"}')
-    (folder / "broken.json").write_text('{"format": "isrcheck-schedule", "version": 1, "protocol": "kip-320", '
-                                        '"steps": [{"step": "fly"}]}')
+    (folder / "broken.json").write_text(
+        '{"format": "isrcheck-schedule", "version": 1, "protocol": "kip-320", "steps": [{"step": "fly"}]}'
+    )
     return folder
 
 

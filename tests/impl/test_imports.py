@@ -4,11 +4,12 @@ No two modules import each other, directly or around a loop (imports inside func
 run too, only later); impl stands alone, without the model, the specs or the conformance code; and
 the replication, storage, controller and protocol code cannot tell which runtime it runs on.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
-from import_graph import path_to, within, cycles, import_graph
+from import_graph import cycles, import_graph, path_to, within
 
 ROOT = "isrcheck.impl"
 IMPL = Path(__file__).resolve().parents[2] / "impl"
@@ -30,8 +31,12 @@ def test_no_import_cycle():
 
 
 def test_impl_imports_nothing_else_of_isrcheck():
-    outside = [f"{m} imports {t}" for m, ts in GRAPH.items() for t in sorted(ts)
-               if t.startswith(".") or t.split(".")[0] == "isrcheck" and not within(t, (ROOT,))]
+    outside = [
+        f"{m} imports {t}"
+        for m, ts in GRAPH.items()
+        for t in sorted(ts)
+        if t.startswith(".") or t.split(".")[0] == "isrcheck" and not within(t, (ROOT,))
+    ]
     assert not outside, "\n".join(outside)
 
 

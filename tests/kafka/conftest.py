@@ -22,6 +22,7 @@ behind one small interface (``produce``, ``consumer``); ``kit`` holds the rest (
 ``read_all``, ``assert_same_records``, error codes); ``cluster.connect(broker)`` is a raw
 ``KafkaConnection`` (kafka-python's schema classes encode the requests).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,7 +39,9 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 import pytest
-from confluent_kafka import Consumer as ConfluentConsumer, KafkaError, Producer as ConfluentProducer
+from confluent_kafka import Consumer as ConfluentConsumer
+from confluent_kafka import KafkaError
+from confluent_kafka import Producer as ConfluentProducer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
@@ -54,10 +57,15 @@ from isrcheck.impl.replication import ClusterConfig
 
 HOST = "127.0.0.1"
 BROKERS = 3
-PARTITIONS = 3                       # num.partitions: every topic a test creates has 3
-MAX_REQUEST_BYTES = 1 << 20          # socket.request.max.bytes of every test cluster (1 MiB)
-FAST_TIMINGS = dict(broker_session_timeout_ms=1500, broker_heartbeat_interval_ms=250,
-                    replica_lag_time_max_ms=3000, replica_fetch_wait_max_ms=200, request_timeout_ms=5000)
+PARTITIONS = 3  # num.partitions: every topic a test creates has 3
+MAX_REQUEST_BYTES = 1 << 20  # socket.request.max.bytes of every test cluster (1 MiB)
+FAST_TIMINGS = dict(
+    broker_session_timeout_ms=1500,
+    broker_heartbeat_interval_ms=250,
+    replica_lag_time_max_ms=3000,
+    replica_fetch_wait_max_ms=200,
+    request_timeout_ms=5000,
+)
 
 # Kafka error codes the tests expect (the protocol's numbers, as both clients report them)
 NONE, NOT_ENOUGH_REPLICAS, UNSUPPORTED_VERSION, OUT_OF_ORDER_SEQUENCE_NUMBER = 0, 19, 35, 45
@@ -92,19 +100,30 @@ def sample_records(n: int, tag: str = "r", seed: int = 0) -> list[Rec]:
         Rec(None, f"{tag} value under a null key".encode()),
         Rec(b"", b""),
         Rec(f"{tag} key of a null value (a tombstone)".encode(), None),
-        Rec(bytes(range(256)), bytes(range(255, -1, -1)) * 3,
-            (("h", b"\x00\xff"), ("h", b""), ("\u00fcn\u00efc\u00f8de", b"repeated name"))),
+        Rec(
+            bytes(range(256)),
+            bytes(range(255, -1, -1)) * 3,
+            (("h", b"\x00\xff"), ("h", b""), ("\u00fcn\u00efc\u00f8de", b"repeated name")),
+        ),
         Rec(f"{tag}-big".encode(), rnd.randbytes(100_000), (("size", b"100000"),)),
     ]
-    numbered = [Rec(f"{tag}-k{i}".encode(), rnd.randbytes(rnd.randrange(0, 2000)), (("i", str(i).encode()),))
-                for i in range(max(0, n - len(awkward)))]
+    numbered = [
+        Rec(f"{tag}-k{i}".encode(), rnd.randbytes(rnd.randrange(0, 2000)), (("i", str(i).encode()),))
+        for i in range(max(0, n - len(awkward)))
+    ]
     return (awkward + numbered)[:n]
 
 
 def record_batch(*values: bytes, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1) -> bytes:
     """A v2 record batch of ``values`` as a producer writes it (kafka-python's builder), uncompressed."""
-    builder = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=1 << 20, producer_id=producer_id,
-                                   producer_epoch=producer_epoch, base_sequence=base_sequence)
+    builder = MemoryRecordsBuilder(
+        magic=2,
+        compression_type=0,
+        batch_size=1 << 20,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+    )
     for value in values:
         builder.append(0, None, value, [])
     builder.close()
@@ -119,8 +138,8 @@ def batch_codecs(records: bytes) -> list[str]:
     names = {code: name for name, code in COMPRESSION_CODES.items()}
     codecs, pos = [], 0
     while pos < len(records):
-        codecs.append(names[int.from_bytes(records[pos + 21:pos + 23], "big") & 0x7])
-        pos += 12 + int.from_bytes(records[pos + 8:pos + 12], "big")
+        codecs.append(names[int.from_bytes(records[pos + 21 : pos + 23], "big") & 0x7])
+        pos += 12 + int.from_bytes(records[pos + 8 : pos + 12], "big")
     return codecs
 
 
@@ -151,7 +170,8 @@ def assert_same_records(expected: dict[int, list[Stored]], got: dict[int, list[S
             raise AssertionError(
                 f"partition {p}: expected {len(want)} records, read {len(have)}; first difference at index "
                 f"{first}: expected {want[first] if first < len(want) else 'nothing'!r:.300}, "
-                f"read {have[first] if first < len(have) else 'nothing'!r:.300}")
+                f"read {have[first] if first < len(have) else 'nothing'!r:.300}"
+            )
 
 
 # -- the two clients behind one interface ---------------------------------------------------------
@@ -175,22 +195,43 @@ class KafkaPythonClient:
 
     name = "kafka-python"
 
-    def produce(self, bootstrap: str, topic: str, items: list[tuple[int, Rec]], *, acks="all",
-                idempotence: bool = True, fail_fast: bool = False, compression: str | None = None,
-                between: Callable[[int], None] | None = None, timeout: float = 60) -> Delivery:
+    def produce(
+        self,
+        bootstrap: str,
+        topic: str,
+        items: list[tuple[int, Rec]],
+        *,
+        acks="all",
+        idempotence: bool = True,
+        fail_fast: bool = False,
+        compression: str | None = None,
+        between: Callable[[int], None] | None = None,
+        timeout: float = 60,
+    ) -> Delivery:
         """Send every (partition, record), calling ``between(i)`` after the i-th send (nothing
         flushed yet), then wait for every acknowledgement. ``fail_fast``: one retry and a 3 s
         delivery timeout, so that a refusal reaches the application."""
-        config = dict(bootstrap_servers=bootstrap.split(","), acks=acks, enable_idempotence=idempotence,
-                      linger_ms=5, compression_type=compression)
+        config = dict(
+            bootstrap_servers=bootstrap.split(","),
+            acks=acks,
+            enable_idempotence=idempotence,
+            linger_ms=5,
+            compression_type=compression,
+        )
         if fail_fast:
             config.update(retries=1, retry_backoff_ms=100, request_timeout_ms=2000, delivery_timeout_ms=3000)
         producer = KafkaProducer(**config)
         try:
             futures = []
             for i, (partition, rec) in enumerate(items):
-                futures.append((rec, producer.send(topic, key=rec.key, value=rec.value, headers=list(rec.headers),
-                                                   partition=partition)))
+                futures.append(
+                    (
+                        rec,
+                        producer.send(
+                            topic, key=rec.key, value=rec.value, headers=list(rec.headers), partition=partition
+                        ),
+                    )
+                )
                 if between is not None:
                     between(i)
             producer.flush(timeout)
@@ -214,8 +255,9 @@ class KafkaPythonConsumer:
     from ``poll``; ``errors`` stays empty."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: Iterable[int], **config) -> None:
-        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None,
-                                      enable_auto_commit=False, **config)
+        self.consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap.split(","), group_id=None, enable_auto_commit=False, **config
+        )
         tps = [TopicPartition(topic, p) for p in partitions]
         self.consumer.assign(tps)
         self.consumer.seek_to_beginning(*tps)
@@ -223,8 +265,11 @@ class KafkaPythonConsumer:
 
     def poll(self, timeout_s: float) -> list[Stored]:
         got = self.consumer.poll(timeout_ms=int(timeout_s * 1000))
-        return [Stored(tp.partition, r.offset, Rec(r.key, r.value, tuple((k, v) for k, v in r.headers)))
-                for tp, records in got.items() for r in records]
+        return [
+            Stored(tp.partition, r.offset, Rec(r.key, r.value, tuple((k, v) for k, v in r.headers)))
+            for tp, records in got.items()
+            for r in records
+        ]
 
     def close(self) -> None:
         self.consumer.close(autocommit=False)
@@ -235,14 +280,23 @@ class ConfluentClient:
 
     name = "confluent-kafka"
 
-    def produce(self, bootstrap: str, topic: str, items: list[tuple[int, Rec]], *, acks="all",
-                idempotence: bool = True, fail_fast: bool = False, compression: str | None = None,
-                between: Callable[[int], None] | None = None, timeout: float = 60) -> Delivery:
+    def produce(
+        self,
+        bootstrap: str,
+        topic: str,
+        items: list[tuple[int, Rec]],
+        *,
+        acks="all",
+        idempotence: bool = True,
+        fail_fast: bool = False,
+        compression: str | None = None,
+        between: Callable[[int], None] | None = None,
+        timeout: float = 60,
+    ) -> Delivery:
         """As KafkaPythonClient.produce. ``fail_fast``: message.timeout.ms 3 s and, without
         idempotence, no retries (an idempotent librdkafka producer retries a refusal until the
         message times out, and then reports _MSG_TIMED_OUT, not the broker's error)."""
-        config = {"bootstrap.servers": bootstrap, "acks": str(acks), "enable.idempotence": idempotence,
-                  "linger.ms": 5}
+        config = {"bootstrap.servers": bootstrap, "acks": str(acks), "enable.idempotence": idempotence, "linger.ms": 5}
         if compression:
             config["compression.type"] = compression
         if fail_fast:
@@ -254,11 +308,18 @@ class ConfluentClient:
 
         def report(i: int, err, msg) -> None:
             reports[i] = (err, msg.partition(), msg.offset())
+
         for i, (partition, rec) in enumerate(items):
             while True:
                 try:
-                    producer.produce(topic, key=rec.key, value=rec.value, headers=list(rec.headers) or None,
-                                     partition=partition, on_delivery=functools.partial(report, i))
+                    producer.produce(
+                        topic,
+                        key=rec.key,
+                        value=rec.value,
+                        headers=list(rec.headers) or None,
+                        partition=partition,
+                        on_delivery=functools.partial(report, i),
+                    )
                     break
                 except BufferError:  # the local queue is full: let deliveries drain it
                     producer.poll(0.05)
@@ -283,8 +344,9 @@ class ConfluentConsumerHandle:
     """A group id (librdkafka requires one) but no group: ``assign`` at offset 0, no commits."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: Iterable[int], **config) -> None:
-        self.consumer = ConfluentConsumer({"bootstrap.servers": bootstrap, "group.id": "isrcheck-tests",
-                                           "enable.auto.commit": False, **config})
+        self.consumer = ConfluentConsumer(
+            {"bootstrap.servers": bootstrap, "group.id": "isrcheck-tests", "enable.auto.commit": False, **config}
+        )
         self.consumer.assign([ConfluentTopicPartition(topic, p, 0) for p in partitions])
         self.errors: list[str] = []
 
@@ -305,8 +367,9 @@ CLIENTS = {"kafka-python": KafkaPythonClient(), "confluent-kafka": ConfluentClie
 CLIENT_IDS = list(CLIENTS)
 
 
-def read_all(client, bootstrap: str, topic: str, counts: dict[int, int], timeout: float = 20,
-             **config) -> dict[int, list[Stored]]:
+def read_all(
+    client, bootstrap: str, topic: str, counts: dict[int, int], timeout: float = 20, **config
+) -> dict[int, list[Stored]]:
     """Consume ``topic``'s partitions (the keys of ``counts``) from the beginning until each has
     given at least its count of records; each partition's records in offset order. AssertionError
     if that takes longer than ``timeout``."""
@@ -319,8 +382,10 @@ def read_all(client, bootstrap: str, topic: str, counts: dict[int, int], timeout
             if all(have[p] >= n for p, n in counts.items()):
                 break
             if time.monotonic() > deadline:
-                raise AssertionError(f"{client.name} read {dict(have)} of {counts} records of {topic} in {timeout} s; "
-                                     f"consumer errors: {consumer.errors[-5:]}")
+                raise AssertionError(
+                    f"{client.name} read {dict(have)} of {counts} records of {topic} in {timeout} s; "
+                    f"consumer errors: {consumer.errors[-5:]}"
+                )
             got += consumer.poll(0.2)
     finally:
         consumer.close()
@@ -378,21 +443,54 @@ class KafkaConnection:
     def produce(self, topic: str, partition: int, records: bytes, acks: int = -1) -> tuple[int, int]:
         """(error code, base offset) of a Produce v9 of ``records`` (one batch) to one partition."""
         Topic = ProduceRequest.TopicProduceData
-        response = self.call(ProduceRequest(version=9, transactional_id=None, acks=acks, timeout_ms=5000, topic_data=[
-            Topic(name=topic, partition_data=[Topic.PartitionProduceData(index=partition, records=records)])]),
-            ProduceResponse)
+        response = self.call(
+            ProduceRequest(
+                version=9,
+                transactional_id=None,
+                acks=acks,
+                timeout_ms=5000,
+                topic_data=[
+                    Topic(name=topic, partition_data=[Topic.PartitionProduceData(index=partition, records=records)])
+                ],
+            ),
+            ProduceResponse,
+        )
         [part] = response.responses[0].partition_responses
         return part.error_code, part.base_offset
 
     def fetch(self, topic: str, partition: int, offset: int = 0) -> bytes:
         """The record batches a Fetch v12 of one partition from ``offset`` returns, as stored."""
         Topic = FetchRequest.FetchTopic
-        response = self.call(FetchRequest(
-            version=12, replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
-            session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
-            topics=[Topic(topic=topic, partitions=[Topic.FetchPartition(
-                partition=partition, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1,
-                log_start_offset=-1, partition_max_bytes=1 << 20)])]), FetchResponse)
+        response = self.call(
+            FetchRequest(
+                version=12,
+                replica_id=-1,
+                max_wait_ms=0,
+                min_bytes=1,
+                max_bytes=1 << 20,
+                isolation_level=0,
+                session_id=0,
+                session_epoch=-1,
+                forgotten_topics_data=[],
+                rack_id="",
+                topics=[
+                    Topic(
+                        topic=topic,
+                        partitions=[
+                            Topic.FetchPartition(
+                                partition=partition,
+                                current_leader_epoch=-1,
+                                fetch_offset=offset,
+                                last_fetched_epoch=-1,
+                                log_start_offset=-1,
+                                partition_max_bytes=1 << 20,
+                            )
+                        ],
+                    )
+                ],
+            ),
+            FetchResponse,
+        )
         [part] = response.responses[0].partitions
         assert part.error_code == NONE, part
         return part.records or b""
@@ -403,8 +501,12 @@ class KafkaConnection:
         controller), as clients do."""
         deadline = time.monotonic() + timeout
         while True:
-            response = self.call(InitProducerIdRequest(version=4, transactional_id=None, transaction_timeout_ms=-1,
-                                                       producer_id=-1, producer_epoch=-1), InitProducerIdResponse)
+            response = self.call(
+                InitProducerIdRequest(
+                    version=4, transactional_id=None, transaction_timeout_ms=-1, producer_id=-1, producer_epoch=-1
+                ),
+                InitProducerIdResponse,
+            )
             if response.error_code != COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
                 return response.error_code, response.producer_id, response.producer_epoch
             time.sleep(0.05)
@@ -461,17 +563,26 @@ class KafkaCluster:
 
     # metadata
     def metadata(self, broker: int, topics: list[str] | None = None, create: bool = False) -> MetadataResponse:
-        request = MetadataRequest(version=12, topics=None if topics is None else [
-            MetadataRequest.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=t) for t in topics],
-            allow_auto_topic_creation=create, include_topic_authorized_operations=False)
+        request = MetadataRequest(
+            version=12,
+            topics=None
+            if topics is None
+            else [MetadataRequest.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=t) for t in topics],
+            allow_auto_topic_creation=create,
+            include_topic_authorized_operations=False,
+        )
         with self.connect(broker) as conn:
             return conn.call(request, MetadataResponse)
 
     def partitions(self, topic: str, via: int | None = None) -> dict[int, PartitionState]:
         """``topic``'s partitions as broker ``via`` (default: the first live one) knows them."""
         md = self.metadata(self.live()[0] if via is None else via, [topic])
-        return {p.partition_index: PartitionState(p.leader_id, tuple(p.replica_nodes), tuple(sorted(p.isr_nodes)))
-                for t in md.topics if t.name == topic and t.error_code == NONE for p in t.partitions}
+        return {
+            p.partition_index: PartitionState(p.leader_id, tuple(p.replica_nodes), tuple(sorted(p.isr_nodes)))
+            for t in md.topics
+            if t.name == topic and t.error_code == NONE
+            for p in t.partitions
+        }
 
     def leader(self, topic: str, partition: int) -> int:
         return self.partitions(topic)[partition].leader
@@ -488,11 +599,18 @@ class KafkaCluster:
                 raise AssertionError(f"timed out after {timeout} s waiting until {what}")
             time.sleep(0.05)
 
-    def wait_for_partitions(self, topic: str, isr: Iterable[int] | None = None, leader: int | None = None,
-                            count: int = PARTITIONS, create: bool = False) -> None:
+    def wait_for_partitions(
+        self,
+        topic: str,
+        isr: Iterable[int] | None = None,
+        leader: int | None = None,
+        count: int = PARTITIONS,
+        create: bool = False,
+    ) -> None:
         """Until every live broker's Metadata shows ``count`` partitions of ``topic``, each with a
         leader (``leader`` if given) and ISR ``isr`` (default: the live brokers). ``create``: ask
         for the topic's creation on each try, as a client does."""
+
         def ready() -> bool:
             live = self.live()
             if create:
@@ -501,13 +619,18 @@ class KafkaCluster:
             for b in live:
                 parts = self.partitions(topic, via=b)
                 if len(parts) != count or any(
-                        p.leader < 0 or p.isr != want_isr or (leader is not None and p.leader != leader)
-                        for p in parts.values()):
+                    p.leader < 0 or p.isr != want_isr or (leader is not None and p.leader != leader)
+                    for p in parts.values()
+                ):
                     return False
             return True
-        self.wait_until(ready, f"every live broker shows {topic} with {count} partitions, ISR "
-                               f"{sorted(self.live()) if isr is None else sorted(isr)}"
-                               f"{'' if leader is None else f', led by {leader}'}")
+
+        self.wait_until(
+            ready,
+            f"every live broker shows {topic} with {count} partitions, ISR "
+            f"{sorted(self.live()) if isr is None else sorted(isr)}"
+            f"{'' if leader is None else f', led by {leader}'}",
+        )
 
     def create_topic(self, name: str) -> str:
         """Create ``name`` as a client does (Metadata with auto-creation, num.partitions=3) and wait
@@ -585,6 +708,7 @@ class ApacheCluster(KafkaCluster):
                 raise AssertionError(f"broker {broker} of Apache Kafka exited while restarting:\n{node.tail()}")
             with socket.create_connection((HOST, self.ports[broker]), timeout=1):
                 return True
+
         self.wait_until(listens, f"broker {broker} listens again", timeout=60)
 
     def log_path(self, broker: int) -> Path:
@@ -604,22 +728,29 @@ def free_ports(n: int) -> list[int]:
 
 
 IMPLEMENTATIONS = ("isrcheck", "apache")
-APACHE_VERSION = "4.4.0"   # the newest 4.x (Eligible Leader Replicas on)
-APACHE_SETTINGS = {        # Kafka's names of what start_isrcheck gives isrcheck's brokers
+APACHE_VERSION = "4.4.0"  # the newest 4.x (Eligible Leader Replicas on)
+APACHE_SETTINGS = {  # Kafka's names of what start_isrcheck gives isrcheck's brokers
     "num.partitions": PARTITIONS,
     "auto.create.topics.enable": "true",
     "socket.request.max.bytes": MAX_REQUEST_BYTES,
     "replica.fetch.wait.max.ms": FAST_TIMINGS["replica_fetch_wait_max_ms"],
-    "offsets.topic.num.partitions": 1,   # confluent-kafka's consumers look their group up: one partition is enough
+    "offsets.topic.num.partitions": 1,  # confluent-kafka's consumers look their group up: one partition is enough
 }
 
 
 def start_isrcheck(directory: Path):
-    config = ClusterConfig(protocol="kip-320", replicas=BROKERS, min_insync_replicas=2,
-                           **{**SERVE_DEFAULTS, **FAST_TIMINGS})
+    config = ClusterConfig(
+        protocol="kip-320", replicas=BROKERS, min_insync_replicas=2, **{**SERVE_DEFAULTS, **FAST_TIMINGS}
+    )
     ports = dict(enumerate(free_ports(BROKERS)))
-    kafka = dict(listeners={str(b): port for b, port in ports.items()}, topics=[], cluster_id=uuid.uuid4().hex,
-                 auto_create_topics=True, num_partitions=PARTITIONS, max_request_bytes=MAX_REQUEST_BYTES)
+    kafka = dict(
+        listeners={str(b): port for b, port in ports.items()},
+        topics=[],
+        cluster_id=uuid.uuid4().hex,
+        auto_create_topics=True,
+        num_partitions=PARTITIONS,
+        max_request_bytes=MAX_REQUEST_BYTES,
+    )
     processes = ProcessCluster(config, str(directory), kafka=kafka)
     cluster = IsrcheckCluster(processes, directory, ports)
     try:
@@ -633,8 +764,8 @@ def start_isrcheck(directory: Path):
 def start_apache(directory: Path):
     """Apache Kafka 4.4.0: its jars from the cache (fetched once with Maven); a test FAILS with the
     distribution's message when they cannot be had, it is never skipped."""
-    from isrcheck.conformance.engines.apache.cluster import KafkaCluster as ApacheKafka, KafkaClusterError
-    from isrcheck.conformance.engines.apache.cluster import KafkaSettings, free_port_base
+    from isrcheck.conformance.engines.apache.cluster import KafkaCluster as ApacheKafka
+    from isrcheck.conformance.engines.apache.cluster import KafkaClusterError, KafkaSettings, free_port_base
     from isrcheck.conformance.engines.apache.distribution import KafkaDistributionError, distribution
 
     try:
@@ -644,11 +775,16 @@ def start_apache(directory: Path):
     if missing is not None:
         pytest.fail(f"Apache Kafka {APACHE_VERSION} cannot be had: {missing}", pytrace=False)
     for attempt in range(3):  # a port taken between the check and the JVM's bind: other ports
-        settings = KafkaSettings(brokers=BROKERS, port=free_port_base(BROKERS + 1), min_insync_replicas=2,
-                                 broker_session_timeout_ms=FAST_TIMINGS["broker_session_timeout_ms"],
-                                 broker_heartbeat_interval_ms=FAST_TIMINGS["broker_heartbeat_interval_ms"],
-                                 replica_lag_time_max_ms=FAST_TIMINGS["replica_lag_time_max_ms"],
-                                 heap="512m", extra=dict(APACHE_SETTINGS))
+        settings = KafkaSettings(
+            brokers=BROKERS,
+            port=free_port_base(BROKERS + 1),
+            min_insync_replicas=2,
+            broker_session_timeout_ms=FAST_TIMINGS["broker_session_timeout_ms"],
+            broker_heartbeat_interval_ms=FAST_TIMINGS["broker_heartbeat_interval_ms"],
+            replica_lag_time_max_ms=FAST_TIMINGS["replica_lag_time_max_ms"],
+            heap="512m",
+            extra=dict(APACHE_SETTINGS),
+        )
         kafka = ApacheKafka(settings, directory / f"try-{attempt}", dist)
         try:
             kafka.start()
@@ -744,12 +880,25 @@ class _Kit(types.SimpleNamespace):
 @pytest.fixture(scope="session")
 def kit():
     """This file's helpers for the test modules, which cannot import conftest.py: ``kit.Rec``,
-    ``kit.sample_records``, ``kit.record_batch``, ``kit.batch_codecs``, ``kit.spread``, ``kit.read_all``, ``kit.assert_same_records``,
+    ``kit.sample_records``, ``kit.record_batch``, ``kit.batch_codecs``, ``kit.spread``, ``kit.read_all``,
+    ``kit.assert_same_records``,
     ``kit.clients``, ``kit.start_cluster`` (a cluster of one implementation) and the error codes."""
     return _Kit(
-        Rec=Rec, sample_records=sample_records, record_batch=record_batch, batch_codecs=batch_codecs,
-        spread=spread, by_partition=by_partition,
-        assert_same_records=assert_same_records, read_all=read_all, clients=CLIENTS, start_cluster=start_cluster,
-        NONE=NONE, NOT_ENOUGH_REPLICAS=NOT_ENOUGH_REPLICAS, UNSUPPORTED_VERSION=UNSUPPORTED_VERSION,
+        Rec=Rec,
+        sample_records=sample_records,
+        record_batch=record_batch,
+        batch_codecs=batch_codecs,
+        spread=spread,
+        by_partition=by_partition,
+        assert_same_records=assert_same_records,
+        read_all=read_all,
+        clients=CLIENTS,
+        start_cluster=start_cluster,
+        NONE=NONE,
+        NOT_ENOUGH_REPLICAS=NOT_ENOUGH_REPLICAS,
+        UNSUPPORTED_VERSION=UNSUPPORTED_VERSION,
         OUT_OF_ORDER_SEQUENCE_NUMBER=OUT_OF_ORDER_SEQUENCE_NUMBER,
-        PARTITIONS=PARTITIONS, BROKERS=BROKERS, MAX_REQUEST_BYTES=MAX_REQUEST_BYTES)
+        PARTITIONS=PARTITIONS,
+        BROKERS=BROKERS,
+        MAX_REQUEST_BYTES=MAX_REQUEST_BYTES,
+    )

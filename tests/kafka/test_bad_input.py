@@ -2,6 +2,7 @@
 (other connections go on being served, stored data stays as it was) and is logged as each
 implementation does; a too-new ApiVersions is answered so that clients fall back; a malformed
 record batch is refused in the produce response and never stored."""
+
 from __future__ import annotations
 
 import struct
@@ -17,7 +18,15 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest
 
 BROKER = 1  # the broker every connection of this module goes to
-API_KEYS_SERVED = {0, 1, 2, 3, 18, 22, 23}  # Produce, Fetch, ListOffsets, Metadata, ApiVersions, InitProducerId, OffsetForLeaderEpoch
+API_KEYS_SERVED = {
+    0,
+    1,
+    2,
+    3,
+    18,
+    22,
+    23,
+}  # Produce, Fetch, ListOffsets, Metadata, ApiVersions, InitProducerId, OffsetForLeaderEpoch
 PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
 
 
@@ -34,8 +43,9 @@ def encoded(request) -> bytes:
 
 
 def metadata_all(version: int = 12):
-    return MetadataRequest(version=version, topics=None, allow_auto_topic_creation=False,
-                           include_topic_authorized_operations=False)
+    return MetadataRequest(
+        version=version, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
 
 
 def produce_request(version: int) -> ProduceRequest:
@@ -56,18 +66,19 @@ BAD_INPUT = {
     "http-request": (b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n", False),
     "size-zero": (struct.pack(">i", 0), False),
     "size-negative": (struct.pack(">i", -1) + b"\x00" * 16, False),
-    "size-past-socket.request.max.bytes": (lambda broker: struct.pack(">i", broker.max_request_bytes + 1)
-                                           + b"\x00" * 64, False),
+    "size-past-socket.request.max.bytes": (
+        lambda broker: struct.pack(">i", broker.max_request_bytes + 1) + b"\x00" * 64,
+        False,
+    ),
     "size-2**31-1": (struct.pack(">i", 2**31 - 1) + b"\x00" * 64, False),
     "unknown-api-key": (frame(999, 0), False),
     "produce-v2-too-old": (encoded(produce_request(2)), False),
     "produce-past-newest": (past_newest(PRODUCE), False),
-    "fetch-v3-too-old": (encoded(FetchRequest(version=3, replica_id=-1, max_wait_ms=0, min_bytes=1, topics=[])),
-                         False),
+    "fetch-v3-too-old": (encoded(FetchRequest(version=3, replica_id=-1, max_wait_ms=0, min_bytes=1, topics=[])), False),
     "metadata-past-newest": (past_newest(METADATA), False),
     "metadata-body-cut-short": (struct.pack(">i", len(_METADATA) - 8) + _METADATA[4:-4], False),
     "closed-inside-the-size": (b"\x00\x00", True),
-    "closed-inside-the-request": (_METADATA[:len(_METADATA) // 2], True),
+    "closed-inside-the-request": (_METADATA[: len(_METADATA) // 2], True),
 }
 
 
@@ -75,8 +86,9 @@ BAD_INPUT = {
 def seeded(shared_cluster, kit):
     """(topic, records by partition): data stored before any bad input, which must stay as it is."""
     topic = shared_cluster.create_topic(f"seeded-{uuid.uuid4().hex[:8]}")
-    delivery = kit.clients["kafka-python"].produce(shared_cluster.bootstrap, topic,
-                                                   kit.spread(kit.sample_records(30, tag=topic)))
+    delivery = kit.clients["kafka-python"].produce(
+        shared_cluster.bootstrap, topic, kit.spread(kit.sample_records(30, tag=topic))
+    )
     assert not delivery.failed
     return topic, delivery.by_partition()
 
@@ -90,7 +102,7 @@ def assert_still_served(cluster, kit, seeded) -> None:
     [new] = delivery.acked
     counts = {p: len(s) for p, s in stored.items()} | {0: new.offset + 1}
     got = kit.read_all(kit.clients["kafka-python"], cluster.bootstrap, topic, counts)
-    kit.assert_same_records(stored, {p: got[p][:len(s)] for p, s in stored.items()})
+    kit.assert_same_records(stored, {p: got[p][: len(s)] for p, s in stored.items()})
     assert got[0][new.offset] == new
 
 
@@ -122,8 +134,9 @@ def test_bad_input_closes_only_that_connection(shared_cluster, kit, seeded, case
     with shared_cluster.connect(BROKER) as bystander:
         assert bystander.call(metadata_all(), MetadataResponse).brokers
         if callable(data):
-            data = data(types.SimpleNamespace(max_request_bytes=kit.MAX_REQUEST_BYTES,
-                                              versions=bystander.api_versions()))
+            data = data(
+                types.SimpleNamespace(max_request_bytes=kit.MAX_REQUEST_BYTES, versions=bystander.api_versions())
+            )
         mark = shared_cluster.log_size(BROKER)
         with shared_cluster.connect(BROKER) as bad:
             bad.send(data)
@@ -131,8 +144,9 @@ def test_bad_input_closes_only_that_connection(shared_cluster, kit, seeded, case
                 bad.close_write()
             assert bad.closed_by_broker(), "the broker did not close the connection"
         time.sleep(0.2)  # Kafka's log appender: the line written after the close
-        assert_logged_as_the_implementation_does(shared_cluster, case, bad.local_port,
-                                                 shared_cluster.log_lines_since(BROKER, mark))
+        assert_logged_as_the_implementation_does(
+            shared_cluster, case, bad.local_port, shared_cluster.log_lines_since(BROKER, mark)
+        )
         assert bystander.call(metadata_all(), MetadataResponse).brokers
     assert_still_served(shared_cluster, kit, seeded)
 
@@ -151,8 +165,10 @@ def test_too_new_api_versions_is_answered_with_v0_and_its_own_versions(shared_cl
             answer = conn.read_response(ApiVersionsResponse, 0)
             assert (answer.header.correlation_id, answer.error_code) == (40 + too_new, kit.UNSUPPORTED_VERSION)
             assert {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys} == {API_VERSIONS: (0, newest)}
-        retry = conn.call(ApiVersionsRequest(version=3, client_software_name="isrcheck-tests",
-                                             client_software_version="1"), ApiVersionsResponse)
+        retry = conn.call(
+            ApiVersionsRequest(version=3, client_software_name="isrcheck-tests", client_software_version="1"),
+            ApiVersionsResponse,
+        )
         assert retry.error_code == kit.NONE
         advertised = {k.api_key: (k.min_version, k.max_version) for k in retry.api_keys}
         assert API_KEYS_SERVED <= set(advertised) and advertised[API_VERSIONS] == (0, newest)
@@ -218,4 +234,3 @@ def test_malformed_batch_is_refused_and_not_stored(shared_cluster, kit, topic_na
     for client in kit.clients.values():
         got = kit.read_all(client, shared_cluster.bootstrap, topic, {0: 2}, timeout=5)
         assert [(s.offset, s.rec.value) for s in got[0]] == [(0, b"before"), (1, b"after")], client.name
-

@@ -1,6 +1,7 @@
 """Kafka's own clients produce to and consume from the cluster with every broker up: records come
 back byte for byte and in order, whichever client wrote them, compressed or not; offsets can be
 looked up; topics are created on first use."""
+
 from __future__ import annotations
 
 import time
@@ -63,8 +64,7 @@ def test_producing_to_an_unknown_topic_creates_it(shared_cluster, kit, topic_nam
     assert not delivery.failed
     assert [(s.partition, s.offset) for s in delivery.acked] == [(2, 0)]
     assert sorted(shared_cluster.partitions(topic_name)) == [0, 1, 2]
-    kit.assert_same_records(delivery.by_partition(),
-                            kit.read_all(client, shared_cluster.bootstrap, topic_name, {2: 1}))
+    kit.assert_same_records(delivery.by_partition(), kit.read_all(client, shared_cluster.bootstrap, topic_name, {2: 1}))
 
 
 def test_offsets_are_looked_up_by_position_and_timestamp(shared_cluster, kit, topic_name):
@@ -72,7 +72,8 @@ def test_offsets_are_looked_up_by_position_and_timestamp(shared_cluster, kit, to
     offset to be written) and, for a timestamp, the first record at or after it, with kafka-python
     (beginning_offsets, end_offsets, offsets_for_times) and confluent-kafka
     (get_watermark_offsets, offsets_for_times)."""
-    from confluent_kafka import Consumer, TopicPartition as CTP
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as CTP
     from kafka import KafkaConsumer, TopicPartition
 
     topic = shared_cluster.create_topic(topic_name)
@@ -82,8 +83,7 @@ def test_offsets_are_looked_up_by_position_and_timestamp(shared_cluster, kit, to
     # a timestamp before, on, between and after the records' -> the offset expected (None: none)
     queries = {base - 1: 0, base: 0, base + 55: 6, stamps[-1]: 29, stamps[-1] + 1: None}
 
-    kp = KafkaConsumer(bootstrap_servers=shared_cluster.bootstrap.split(","), group_id=None,
-                       enable_auto_commit=False)
+    kp = KafkaConsumer(bootstrap_servers=shared_cluster.bootstrap.split(","), group_id=None, enable_auto_commit=False)
     try:
         tp = TopicPartition(topic, 1)
         assert kp.beginning_offsets([tp]) == {tp: 0}
@@ -130,10 +130,14 @@ def test_large_record_is_delivered_past_the_fetch_size_limits(shared_cluster, ki
     recs = [kit.Rec(b"before", b"small"), kit.Rec(b"big", bytes(range(256)) * 2800), kit.Rec(b"after", b"small")]
     delivery = client.produce(shared_cluster.bootstrap, topic, [(0, rec) for rec in recs])
     assert not delivery.failed
-    limits = ({"max_partition_fetch_bytes": 65536, "fetch_max_bytes": 100_000} if client.name == "kafka-python" else
-              {"max.partition.fetch.bytes": 65536, "fetch.max.bytes": 100_000, "message.max.bytes": 100_000})
-    kit.assert_same_records(delivery.by_partition(),
-                            kit.read_all(client, shared_cluster.bootstrap, topic, {0: 3}, **limits))
+    limits = (
+        {"max_partition_fetch_bytes": 65536, "fetch_max_bytes": 100_000}
+        if client.name == "kafka-python"
+        else {"max.partition.fetch.bytes": 65536, "fetch.max.bytes": 100_000, "message.max.bytes": 100_000}
+    )
+    kit.assert_same_records(
+        delivery.by_partition(), kit.read_all(client, shared_cluster.bootstrap, topic, {0: 3}, **limits)
+    )
 
 
 def test_a_debugging_tool_reads_any_replicas_log_end(shared_cluster, kit, topic_name):
@@ -144,12 +148,14 @@ def test_a_debugging_tool_reads_any_replicas_log_end(shared_cluster, kit, topic_
 
     topic = shared_cluster.create_topic(topic_name)
     delivery = kit.clients["confluent-kafka"].produce(
-        shared_cluster.bootstrap, topic, [(0, rec) for rec in kit.sample_records(5)])
+        shared_cluster.bootstrap, topic, [(0, rec) for rec in kit.sample_records(5)]
+    )
     assert not delivery.failed
     ends = {}
 
     def caught_up() -> bool:
         ends.update({b: replica_end_offset(shared_cluster.address(b), topic, 0) for b in range(3)})
         return set(ends.values()) == {5}
+
     shared_cluster.wait_until(caught_up, f"every replica's log end at 5 (now {ends})")
     assert replica_end_offset(shared_cluster.address(0), topic + "-none", 0) == -1

@@ -2,6 +2,7 @@
 ridden through without losing or duplicating an acknowledged record, a batch resent to the new
 leader is not stored twice; with too few in-sync replicas, acks=all is refused with
 NOT_ENOUGH_REPLICAS and acks=1 still served."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -28,14 +29,17 @@ def test_leader_sigkill_mid_stream_loses_and_duplicates_nothing(cluster, kit, to
             cluster.kill(victim)
         if i % 50 == 0:
             read.extend(live_reader.poll(0))
+
     try:
         delivery = client.produce(cluster.bootstrap, topic, sent, between=between)
         assert not delivery.failed, f"{len(delivery.failed)} records not acknowledged, e.g. {delivery.failed[0]}"
         assert Counter(s.rec for s in delivery.acked) == Counter(rec for _, rec in sent)
         acked = delivery.by_partition()
         assert cluster.leader(topic, 0) != victim, "partition 0's leadership did not move"
-        cluster.wait_until(lambda: read.extend(live_reader.poll(0.2)) or len(read) >= N,
-                           "the consumer reading through the crash has every record")
+        cluster.wait_until(
+            lambda: read.extend(live_reader.poll(0.2)) or len(read) >= N,
+            "the consumer reading through the crash has every record",
+        )
     finally:
         live_reader.close()
     kit.assert_same_records(acked, kit.by_partition(read))
@@ -67,8 +71,9 @@ def test_isr_below_min_insync_refuses_acks_all(cluster, kit, topic_name, client)
     refused = kit.Rec(b"refused", b"acks=all with an ISR of 1")
     # kafka-python as it comes (idempotent); librdkafka's idempotent producer would retry the refusal
     # until message.timeout.ms and report _MSG_TIMED_OUT instead, so it goes without retries
-    delivery = client.produce(cluster.bootstrap, topic, [(0, refused)], fail_fast=True,
-                              idempotence=client.name == "kafka-python")
+    delivery = client.produce(
+        cluster.bootstrap, topic, [(0, refused)], fail_fast=True, idempotence=client.name == "kafka-python"
+    )
     assert [(rec, code) for rec, code, _ in delivery.failed] == [(refused, kit.NOT_ENOUGH_REPLICAS)], delivery.failed
 
     leader_only = kit.Rec(b"acks=1", b"the leader alone may acknowledge")

@@ -1,4 +1,5 @@
 """Metadata as a client sees it from any one broker it bootstraps from."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,8 +23,8 @@ def test_every_broker_lists_the_whole_cluster_before_any_topic_exists(cluster):
     def complete() -> bool:
         seen.update({b: brokers_seen_from(cluster.address(b)) for b in range(3)})
         return all(s == everyone for s in seen.values())
+
     try:
         cluster.wait_until(complete, "every broker lists all three", timeout=3)
     except AssertionError:
         raise AssertionError(f"brokers listed, by the broker asked: {seen}") from None
-

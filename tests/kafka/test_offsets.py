@@ -2,15 +2,18 @@
 offset is the high watermark, not the log end, while a follower is behind; the end of an older
 leader epoch is where the next epoch starts (KIP-320's truncation detection). The bugs of
 ``kafka_api_bugs`` planted in isrcheck's brokers fail these checks."""
+
 from __future__ import annotations
 
 import pytest
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import (
-    ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
 )
 from kafka.record import MemoryRecords
-
 from kafka_api_bugs import planted
 
 CONSUMER, DEBUGGING = -1, -2
@@ -20,9 +23,22 @@ FENCED_LEADER_EPOCH = 74
 def latest(conn, topic: str, partition: int, epoch: int, replica: int = CONSUMER) -> int:
     """ListOffsets v4 "latest" of one partition, fenced by ``epoch`` (-1: none)."""
     T = ListOffsetsRequest.ListOffsetsTopic
-    response = conn.call(ListOffsetsRequest(version=4, replica_id=replica, isolation_level=0, topics=[T(
-        name=topic, partitions=[T.ListOffsetsPartition(partition_index=partition, current_leader_epoch=epoch,
-                                                       timestamp=-1)])]), ListOffsetsResponse)
+    response = conn.call(
+        ListOffsetsRequest(
+            version=4,
+            replica_id=replica,
+            isolation_level=0,
+            topics=[
+                T(
+                    name=topic,
+                    partitions=[
+                        T.ListOffsetsPartition(partition_index=partition, current_leader_epoch=epoch, timestamp=-1)
+                    ],
+                )
+            ],
+        ),
+        ListOffsetsResponse,
+    )
     answer = response.topics[0].partitions[0]
     assert answer.error_code == 0, answer
     return answer.offset
@@ -31,12 +47,36 @@ def latest(conn, topic: str, partition: int, epoch: int, replica: int = CONSUMER
 def fetch(conn, topic: str, partition: int, epoch: int, offset: int = 0) -> tuple[int, list[tuple[int, int, int]]]:
     """(the HW, [(base offset, last offset, leader epoch) of each batch]) of a consumer's Fetch v12."""
     T = FetchRequest.FetchTopic
-    response = conn.call(FetchRequest(
-        version=12, replica_id=CONSUMER, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
-        session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="", topics=[T(topic=topic, partitions=[
-            T.FetchPartition(partition=partition, current_leader_epoch=epoch, fetch_offset=offset,
-                             last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1 << 20)])]),
-        FetchResponse)
+    response = conn.call(
+        FetchRequest(
+            version=12,
+            replica_id=CONSUMER,
+            max_wait_ms=0,
+            min_bytes=0,
+            max_bytes=1 << 20,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            forgotten_topics_data=[],
+            rack_id="",
+            topics=[
+                T(
+                    topic=topic,
+                    partitions=[
+                        T.FetchPartition(
+                            partition=partition,
+                            current_leader_epoch=epoch,
+                            fetch_offset=offset,
+                            last_fetched_epoch=-1,
+                            log_start_offset=-1,
+                            partition_max_bytes=1 << 20,
+                        )
+                    ],
+                )
+            ],
+        ),
+        FetchResponse,
+    )
     answer = response.responses[0].partitions[0]
     assert answer.error_code == 0, answer
     records, batches = MemoryRecords(answer.records or b""), []
@@ -49,9 +89,23 @@ def fetch(conn, topic: str, partition: int, epoch: int, offset: int = 0) -> tupl
 def epoch_end(conn, topic: str, partition: int, asked: int, current: int) -> tuple[int, int, int]:
     """(error, epoch, end offset): OffsetForLeaderEpoch v3 for epoch ``asked`` as a consumer asks it."""
     T = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
-    response = conn.call(OffsetForLeaderEpochRequest(version=3, replica_id=CONSUMER, topics=[T(
-        topic=topic, partitions=[T.OffsetForLeaderPartition(partition=partition, current_leader_epoch=current,
-                                                            leader_epoch=asked)])]), OffsetForLeaderEpochResponse)
+    response = conn.call(
+        OffsetForLeaderEpochRequest(
+            version=3,
+            replica_id=CONSUMER,
+            topics=[
+                T(
+                    topic=topic,
+                    partitions=[
+                        T.OffsetForLeaderPartition(
+                            partition=partition, current_leader_epoch=current, leader_epoch=asked
+                        )
+                    ],
+                )
+            ],
+        ),
+        OffsetForLeaderEpochResponse,
+    )
     answer = response.topics[0].partitions[0]
     return answer.error_code, answer.leader_epoch, answer.end_offset
 
@@ -120,10 +174,13 @@ def test_offset_for_leader_epoch_answers_where_an_older_epoch_ends(cluster, kit,
     check_an_older_epochs_end(cluster, kit, cluster.create_topic(topic_name))
 
 
-@pytest.mark.parametrize("bug, check, message", [
-    ("leo-as-latest", check_latest_is_the_high_watermark, "ListOffsets latest"),
-    ("current-epoch-answer", check_an_older_epochs_end, "assert"),
-])
+@pytest.mark.parametrize(
+    "bug, check, message",
+    [
+        ("leo-as-latest", check_latest_is_the_high_watermark, "ListOffsets latest"),
+        ("current-epoch-answer", check_an_older_epochs_end, "assert"),
+    ],
+)
 def test_the_planted_bugs_fail_these_checks(kit, tmp_path, topic_name, monkeypatch, bug, check, message):
     """isrcheck's brokers with a bug of the Kafka API layer planted: the check above fails."""
     planted(monkeypatch, bug)

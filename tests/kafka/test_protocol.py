@@ -1,6 +1,7 @@
 """Guarantees at the protocol level, with raw requests where a client cannot be made to send them
 (a retry after a lost response): producer ids are never shared, a batch sent again is acknowledged
 at its first offset without being stored twice, an acks=0 produce gets no response."""
+
 from __future__ import annotations
 
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
@@ -32,6 +33,7 @@ def test_a_resent_batch_is_acknowledged_at_its_first_offset_and_stored_once(shar
 
         def batch(sequence: int, *values: bytes) -> bytes:
             return kit.record_batch(*values, producer_id=pid, producer_epoch=epoch, base_sequence=sequence)
+
         first, second = batch(0, b"a", b"b"), batch(2, b"c")
         assert leader.produce(topic, 0, first) == (kit.NONE, 0)
         assert leader.produce(topic, 0, first) == (kit.NONE, 0)
@@ -50,10 +52,26 @@ def test_acks_0_produce_is_stored_without_a_response(shared_cluster, kit, topic_
     topic = shared_cluster.create_topic(topic_name)
     with shared_cluster.connect(shared_cluster.leader(topic, 0)) as conn:
         Topic = ProduceRequest.TopicProduceData
-        conn.send_request(ProduceRequest(version=9, transactional_id=None, acks=0, timeout_ms=5000, topic_data=[
-            Topic(name=topic, partition_data=[Topic.PartitionProduceData(index=0, records=kit.record_batch(b"fire"))])]))
-        metadata = conn.call(MetadataRequest(version=12, topics=None, allow_auto_topic_creation=False,
-                                             include_topic_authorized_operations=False), MetadataResponse)
+        conn.send_request(
+            ProduceRequest(
+                version=9,
+                transactional_id=None,
+                acks=0,
+                timeout_ms=5000,
+                topic_data=[
+                    Topic(
+                        name=topic,
+                        partition_data=[Topic.PartitionProduceData(index=0, records=kit.record_batch(b"fire"))],
+                    )
+                ],
+            )
+        )
+        metadata = conn.call(
+            MetadataRequest(
+                version=12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+            ),
+            MetadataResponse,
+        )
         assert metadata.brokers  # call() checked the correlation id: the Metadata's, not the Produce's
     got = kit.read_all(kit.clients["kafka-python"], shared_cluster.bootstrap, topic, {0: 1})
     assert [(s.offset, s.rec.value) for s in got[0]] == [(0, b"fire")]

@@ -5,12 +5,14 @@ explicit offsets is told of no error. Only isrcheck's cluster: Apache Kafka serv
 
 Every client call is bounded by its own short timeout; where the feature used to wait forever the
 call returns empty-handed and the test fails."""
+
 from __future__ import annotations
 
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition as ConfluentPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import TopicPartition as ConfluentPartition
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import GroupAuthorizationFailedError, TransactionalIdAuthorizationFailedError
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
@@ -30,8 +32,12 @@ def confluent_errors(consumer: Consumer) -> list[KafkaError]:
 
 def refusal_logged(cluster, feature: str, key: str) -> list[str]:
     """The brokers' log lines refusing ``feature`` for ``key``."""
-    return [line for b in range(3) for line in cluster.log_lines_since(b, 0)
-            if f"{feature} are not supported" in line and repr(key) in line]
+    return [
+        line
+        for b in range(3)
+        for line in cluster.log_lines_since(b, 0)
+        if f"{feature} are not supported" in line and repr(key) in line
+    ]
 
 
 def assert_group_refused(client, bootstrap: str, group: str, use) -> None:
@@ -68,16 +74,20 @@ def test_an_assignment_without_an_offset_fails_at_once(shared_cluster, topic_nam
     (OffsetFetch): refused, reported at once."""
     topic = shared_cluster.create_topic(topic_name)
     group = f"{topic}-group"
-    assert_group_refused(client, shared_cluster.bootstrap, group,
-                         lambda consumer, partition: consumer.assign([partition(topic, 0)]))
+    assert_group_refused(
+        client, shared_cluster.bootstrap, group, lambda consumer, partition: consumer.assign([partition(topic, 0)])
+    )
     assert refusal_logged(shared_cluster, "consumer groups", group)
 
 
 def test_a_transactional_producer_fails_at_once(shared_cluster, client):
     transactional_id = f"isrcheck-tests-{client.name}"
     if client.name == "kafka-python":
-        producer = KafkaProducer(bootstrap_servers=shared_cluster.bootstrap.split(","),
-                                 transactional_id=transactional_id, max_block_ms=WAIT_S * 1000)
+        producer = KafkaProducer(
+            bootstrap_servers=shared_cluster.bootstrap.split(","),
+            transactional_id=transactional_id,
+            max_block_ms=WAIT_S * 1000,
+        )
         try:
             with pytest.raises(TransactionalIdAuthorizationFailedError):
                 producer.init_transactions()
@@ -129,7 +139,8 @@ def test_find_coordinator_names_the_broker_for_a_group_and_refuses_a_transaction
         answers = resp.coordinators if version >= 4 else [resp]
         if key_type == 0:
             assert [(a.error_code, a.node_id, a.host, a.port) for a in answers] == [(0, broker, host, int(port))] * len(
-                answers), answers
+                answers
+            ), answers
         else:
             assert [a.error_code for a in answers] == [53] * len(answers)
             assert all("instead, use an idempotent producer" in a.error_message for a in answers), answers

@@ -1,6 +1,7 @@
 """The step alphabet is defined once: docs/steps.md, the registry and everything derived from it
 name the same steps, fields, message kinds and config fields, so a step added in one place only
 fails here."""
+
 import re
 from pathlib import Path
 
@@ -9,13 +10,24 @@ from hypothesis import given, settings
 
 from isrcheck.conformance import FAULT_PROFILES
 from isrcheck.conformance.core.adapter import ImplSide
-from isrcheck.impl import replication as impl_replication, sim as impl_sim
+from isrcheck.conformance.generators.strategies import step_dicts
+from isrcheck.impl import replication as impl_replication
+from isrcheck.impl import sim as impl_sim
 from isrcheck.impl.sim import disk as impl_sim_disk
 from isrcheck.impl.sut.steps import STEPS as IMPL_STEPS
-from isrcheck.conformance.generators.strategies import step_dicts
 from isrcheck.model import (
-    CRASH_KINDS, MAX_REPLICAS, MESSAGE_KINDS, STEPS, ConfigError, ModelConfig, Scope, ScheduleConfig, State,
-    Step, apply, initial_state,
+    CRASH_KINDS,
+    MAX_REPLICAS,
+    MESSAGE_KINDS,
+    STEPS,
+    ConfigError,
+    ModelConfig,
+    ScheduleConfig,
+    Scope,
+    State,
+    Step,
+    apply,
+    initial_state,
 )
 from isrcheck.model.actions import ACTIONS
 from isrcheck.model.alphabet import DISK_IO, FAULT_WHEN, FAULTS, FIELDS, TORN_TAILS, step_kinds, steps_of
@@ -28,12 +40,14 @@ def _section(title: str) -> str:
     text = STEPS_PAGE.read_text(encoding="utf-8")
     start = text.index(f"## {title}")
     end = text.find("\n## ", start + 1)
-    return text[start:end if end > 0 else None]
+    return text[start : end if end > 0 else None]
 
 
 def test_the_steps_page_and_the_registry_name_the_same_steps_and_fields():
-    documented = {name: tuple(f.strip() for f in fields.split(",") if f.strip())
-                  for name, fields in re.findall(r"^- `(\w+) \{([^}]*)\}`", _section("Steps"), re.M)}
+    documented = {
+        name: tuple(f.strip() for f in fields.split(",") if f.strip())
+        for name, fields in re.findall(r"^- `(\w+) \{([^}]*)\}`", _section("Steps"), re.M)
+    }
     assert documented == {name: kind.fields for name, kind in STEPS.items()}
     assert {f for kind in STEPS.values() for f in kind.fields} == set(FIELDS)
 
@@ -77,8 +91,9 @@ def test_strategies_draw_only_valid_steps_that_round_trip(raw):
 def test_step_enumeration_follows_the_registry_fields():
     state = initial_state(ModelConfig(replicas=2))
     static = dict((kind.name, steps) for kind, steps in step_kinds(2))
-    assert static["produce"] == tuple(Step("produce", r, a, records=n) for r in range(2) for a in (0, 1, -1)
-                                      for n in FIELDS["records"].sample)
+    assert static["produce"] == tuple(
+        Step("produce", r, a, records=n) for r in range(2) for a in (0, 1, -1) for n in FIELDS["records"].sample
+    )
     assert static["elect"] == (Step("elect"), Step("elect", 0), Step("elect", 1)) and static["drop"] is None
     kinds = {(st.arg, st.survive, st.torn) for st in static["crash"]}
     assert ("clean", 0, False) in kinds and ("power", 1, True) in kinds and ("clean", 1, False) not in kinds
@@ -89,14 +104,22 @@ def test_the_states_ghost_fields_are_the_history():
     assert State._fields[8:] == History._fields
 
 
-@pytest.mark.parametrize("values, field", [
-    ({"replicas": 6}, "replicas"), ({"replicas": 2, "min_insync_replicas": 3}, "min_insync_replicas"),
-    ({"request_timeout_ticks": -1}, "request_timeout_ticks"), ({"flush_messages": 0}, "flush_messages"),
-    ({"unclean_leader_election_enable": 1}, "unclean_leader_election_enable"),
-])
+@pytest.mark.parametrize(
+    "values, field",
+    [
+        ({"replicas": 6}, "replicas"),
+        ({"replicas": 2, "min_insync_replicas": 3}, "min_insync_replicas"),
+        ({"request_timeout_ticks": -1}, "request_timeout_ticks"),
+        ({"flush_messages": 0}, "flush_messages"),
+        ({"unclean_leader_election_enable": 1}, "unclean_leader_election_enable"),
+    ],
+)
 def test_the_config_checks_its_bounds_once_for_schedules_and_the_model(values, field):
-    for build in (lambda: ScheduleConfig(**values), lambda: ScheduleConfig.from_json(values),
-                  lambda: ModelConfig(protocol="kip-101", **values)):
+    for build in (
+        lambda: ScheduleConfig(**values),
+        lambda: ScheduleConfig.from_json(values),
+        lambda: ModelConfig(protocol="kip-101", **values),
+    ):
         with pytest.raises(ConfigError) as err:
             build()
         assert err.value.field == field
@@ -112,17 +135,27 @@ def test_every_fault_class_has_its_counter_and_its_bound():
     assert all(hasattr(Scope(), f.bound) for f in FAULTS)
     assert all(f.when in FAULT_WHEN for f in FAULTS)
     # the budget tells a data-losing step from the step alone
-    assert [f.name for f in FAULTS if f.loses_data] == ["power_loss", "disk_loss", "corruption", "fsync_failure",
-                                                          "live_corruption"]
+    assert [f.name for f in FAULTS if f.loses_data] == [
+        "power_loss",
+        "disk_loss",
+        "corruption",
+        "fsync_failure",
+        "live_corruption",
+    ]
     assert all(f.static for f in FAULTS if f.loses_data)
 
 
 def test_the_history_counts_each_fault_as_its_class_says():
     config = ModelConfig(protocol="kip-320", replicas=2, min_insync_replicas=1)
     state = initial_state(config)
-    steps = [{"step": "fence", "replica": 1}, {"step": "crash", "replica": 1, "kind": "power"},
-             {"step": "restart", "replica": 1}, {"step": "crash", "replica": 1, "kind": "process"},
-             {"step": "lose_disk", "replica": 1}, {"step": "restart", "replica": 1}]
+    steps = [
+        {"step": "fence", "replica": 1},
+        {"step": "crash", "replica": 1, "kind": "power"},
+        {"step": "restart", "replica": 1},
+        {"step": "crash", "replica": 1, "kind": "process"},
+        {"step": "lose_disk", "replica": 1},
+        {"step": "restart", "replica": 1},
+    ]
     for raw in steps:
         state, _ = apply(config, state, raw)
     # a live broker fenced: a zombie; the first restart was fenced (no bounce), the second not

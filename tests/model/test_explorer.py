@@ -1,4 +1,5 @@
 """The exhaustive explorer: the TLA+ variant table, fault budgets, traces, determinism."""
+
 import dataclasses
 import json
 import os
@@ -6,12 +7,19 @@ import subprocess
 import sys
 
 import pytest
+from explorer_scopes import (
+    DEFAULT,
+    KAFKA_14139,
+    KIP101_SCENARIO1,
+    LAST_REPLICA_STANDING,
+    SMALL,
+    UNCLEAN_SCOPE,
+    WITH_READS,
+)
 
 from isrcheck.model import ModelConfig, Scope, explore, initial_state, replay
 from isrcheck.model.explorer import reachable_states, state_key, successors
 from isrcheck.specs import BY_ID, PROPERTIES
-
-from explorer_scopes import DEFAULT, KAFKA_14139, KIP101_SCENARIO1, LAST_REPLICA_STANDING, SMALL, UNCLEAN_SCOPE, WITH_READS
 
 
 def check_trace(config, violation):
@@ -43,9 +51,14 @@ def kip320_default():
     return explore(ModelConfig(protocol="kip-320"), DEFAULT)
 
 
-@pytest.mark.parametrize("protocol", ["hw-truncation",  # the two below search about a minute each: slow
-                                      pytest.param("kip-101", marks=pytest.mark.slow),
-                                      pytest.param("kip-279", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "protocol",
+    [
+        "hw-truncation",  # the two below search about a minute each: slow
+        pytest.param("kip-101", marks=pytest.mark.slow),
+        pytest.param("kip-279", marks=pytest.mark.slow),
+    ],
+)
 def test_pre_kip320_variants_violate_strong_isr_or_log_matching(protocol):
     # The TLA+ specs find StrongIsr for all three. Here a leader changes only after a crash and
     # fence, so a deposed leader never keeps presuming leadership (no zombies); the violations
@@ -85,20 +98,18 @@ def test_kip101_scenario1_a_fast_bounce_loses_an_acknowledged_write_before_kip10
 def test_history_properties_are_checked_on_consumer_reads():
     # KIP-320's OFFSET_NOT_AVAILABLE keeps a new leader's lagging HW from consumers; kip-279
     # shows it, so consumers see the high watermark go back
-    found = explore(ModelConfig(protocol="kip-279"), WITH_READS, [BY_ID["MonotonicHighWatermark"]],
-                    stop_at_first=True)
+    found = explore(ModelConfig(protocol="kip-279"), WITH_READS, [BY_ID["MonotonicHighWatermark"]], stop_at_first=True)
     assert [v.property for v in found.violations] == ["MonotonicHighWatermark"]
     check_trace(ModelConfig(protocol="kip-279"), found.violations[0])
     clean = explore(ModelConfig(protocol="kip-320"), WITH_READS)
     assert clean.complete and clean.violations == []
 
 
-
-
 def test_unclean_election_loses_an_acknowledged_write():
     config = ModelConfig(protocol="kip-320", unclean_leader_election_enable=True)
-    result = explore(config, UNCLEAN_SCOPE, [BY_ID["NoLostAckedWrite"], BY_ID["StrongIsr"]], stop_at_first=True,
-                     budgets=False)
+    result = explore(
+        config, UNCLEAN_SCOPE, [BY_ID["NoLostAckedWrite"], BY_ID["StrongIsr"]], stop_at_first=True, budgets=False
+    )
     assert result.violations and result.violations[0].property in ("NoLostAckedWrite", "StrongIsr")
     check_trace(config, result.violations[0])
     assert outside_budget(config, result.violations[0]) == "unclean leader election is enabled"
@@ -108,8 +119,11 @@ def test_unclean_election_loses_an_acknowledged_write():
     # budget, reported as such and not as a violation
     scope = Scope(max_records=1, max_epoch=4, max_crashes=2)
     props = [BY_ID["NoLostAckedWrite"]]
-    unclean = explore(ModelConfig(protocol="kip-320", replicas=2, min_insync_replicas=1,
-                                  unclean_leader_election_enable=True), scope, props)
+    unclean = explore(
+        ModelConfig(protocol="kip-320", replicas=2, min_insync_replicas=1, unclean_leader_election_enable=True),
+        scope,
+        props,
+    )
     assert unclean.violations == [] and [b.property for b in unclean.beyond_budget] == ["NoLostAckedWrite"]
     clean = explore(ModelConfig(protocol="kip-320", replicas=2, min_insync_replicas=1), scope, props)
     assert clean.complete and clean.violations == [] and clean.beyond_budget == []
@@ -125,17 +139,22 @@ def test_min_isr_power_losses_lose_an_acknowledged_write_and_fewer_do_not():
     # two replicas, min ISR 2, every crash a power loss: the write is on both, so losing it takes
     # min ISR = 2 power losses
     config = ModelConfig(protocol="kip-320", replicas=2, min_insync_replicas=2)
-    within = explore(config, Scope(max_records=1, max_crashes=2, max_power_losses=1, crash_kinds=()),
-                     [BY_ID["NoLostAckedWrite"]])
+    within = explore(
+        config, Scope(max_records=1, max_crashes=2, max_power_losses=1, crash_kinds=()), [BY_ID["NoLostAckedWrite"]]
+    )
     assert within.complete and within.violations == []
-    beyond = explore(config, Scope(max_records=1, max_crashes=2, max_power_losses=2, crash_kinds=()),
-                     [BY_ID["NoLostAckedWrite"]])
+    beyond = explore(
+        config, Scope(max_records=1, max_crashes=2, max_power_losses=2, crash_kinds=()), [BY_ID["NoLostAckedWrite"]]
+    )
     assert beyond.complete and beyond.violations == []
     assert [b.property for b in beyond.beyond_budget] == ["NoLostAckedWrite"]
     check_trace(config, beyond.beyond_budget[0])
     assert sum(s.get("kind") == "power" for s in beyond.beyond_budget[0].trace) == 2
-    assert beyond.beyond_budget[0].reason == outside_budget(config, beyond.beyond_budget[0]) == (
-        "brokers 0, 1 lost data (power loss or lost disk); the budget allows at most min.insync.replicas - 1 = 1")
+    assert (
+        beyond.beyond_budget[0].reason
+        == outside_budget(config, beyond.beyond_budget[0])
+        == ("brokers 0, 1 lost data (power loss or lost disk); the budget allows at most min.insync.replicas - 1 = 1")
+    )
 
 
 def test_within_the_fault_budget_no_acknowledged_write_is_lost():
@@ -159,8 +178,9 @@ def test_kip903_isr_expansion_on_a_pre_restart_leo():
     steps = [(s["step"], s.get("kind")) for s in result.violations[0].trace]
     assert steps.index(("crash", "power")) < steps.index(("expand_isr", None)) < steps.index(("restart", None))
     assert steps[-1] == ("handle_alter_partition", None)
-    fixed = explore(config, Scope(max_records=1, max_crashes=1, max_power_losses=1, exclude_known_losses=True),
-                    [BY_ID["StrongIsr"]])
+    fixed = explore(
+        config, Scope(max_records=1, max_crashes=1, max_power_losses=1, exclude_known_losses=True), [BY_ID["StrongIsr"]]
+    )
     assert fixed.complete and fixed.violations == []
 
 
@@ -174,21 +194,38 @@ def test_last_replica_standing_loses_an_acknowledged_write_with_one_power_loss()
     assert "last-replica-standing" in outside_budget(config, result.violations[0])
     run = replay(config, result.violations[0].trace)
     assert sum(s.get("kind") == "power" for s in result.violations[0].trace) == 1
-    lost = next(i for i, s in enumerate(run.states) if len(s.controller.isr) == 1 and
-                s.replicas[s.controller.isr[0]].power_lost)
+    lost = next(
+        i for i, s in enumerate(run.states) if len(s.controller.isr) == 1 and s.replicas[s.controller.isr[0]].power_lost
+    )
     assert lost > 0  # the sole ISR member is the one that lost power
-    fixed = explore(config, Scope(max_records=1, max_crashes=2, max_power_losses=1, exclude_known_losses=True),
-                    [BY_ID["NoLostAckedWrite"]])
+    fixed = explore(
+        config,
+        Scope(max_records=1, max_crashes=2, max_power_losses=1, exclude_known_losses=True),
+        [BY_ID["NoLostAckedWrite"]],
+    )
     assert fixed.complete and fixed.violations == []
 
 
-@pytest.mark.parametrize("scope", [
-    Scope(max_records=1, max_epoch=2, max_crashes=1, consumes=False, flushes=False),
-    # the disk faults that read the fsynced length and the HW checkpoint after the crashes and
-    # power losses are spent: a failed fsync or write, a corruption under a live broker
-    Scope(max_records=1, max_epoch=1, max_crashes=0, max_power_losses=0, consumes=True, flushes=True,
-          max_disk_failures=1, max_fsync_failures=1, max_live_corruptions=1),
-], ids=["default", "disk"])
+@pytest.mark.parametrize(
+    "scope",
+    [
+        Scope(max_records=1, max_epoch=2, max_crashes=1, consumes=False, flushes=False),
+        # the disk faults that read the fsynced length and the HW checkpoint after the crashes and
+        # power losses are spent: a failed fsync or write, a corruption under a live broker
+        Scope(
+            max_records=1,
+            max_epoch=1,
+            max_crashes=0,
+            max_power_losses=0,
+            consumes=True,
+            flushes=True,
+            max_disk_failures=1,
+            max_fsync_failures=1,
+            max_live_corruptions=1,
+        ),
+    ],
+    ids=["default", "disk"],
+)
 def test_state_keys_merge_only_states_with_the_same_future(scope):
     config = ModelConfig(protocol="kip-320")
     s = initial_state(config)
@@ -217,21 +254,34 @@ def test_state_keys_merge_only_states_with_the_same_future(scope):
 
 
 def test_exploration_is_deterministic_across_hash_seeds():
-    code = ("import json; from isrcheck.model import *; r = explore(ModelConfig(protocol='hw-truncation'), "
-            "Scope(max_records=1, max_epoch=2, max_crashes=1, consumes=False, flushes=False)); "
-            "print(json.dumps([r.states, r.transitions, [v.to_json() for v in r.violations]]))")
+    code = (
+        "import json; from isrcheck.model import *; r = explore(ModelConfig(protocol='hw-truncation'), "
+        "Scope(max_records=1, max_epoch=2, max_crashes=1, consumes=False, flushes=False)); "
+        "print(json.dumps([r.states, r.transitions, [v.to_json() for v in r.violations]]))"
+    )
     outs = []
     for seed in ("1", "12345"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
-        outs.append(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                                   check=True).stdout)
+        outs.append(
+            subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+        )
     assert outs[0] == outs[1]
     assert json.loads(outs[0])[2]
 
 
 def test_cli_json_and_exit_codes():
-    base = [sys.executable, "-m", "isrcheck.conformance.cli.main", "explore", "--max-records", "1", "--max-crashes", "1",
-            "--max-epoch", "2"]
+    base = [
+        sys.executable,
+        "-m",
+        "isrcheck.conformance.cli.main",
+        "explore",
+        "--max-records",
+        "1",
+        "--max-crashes",
+        "1",
+        "--max-epoch",
+        "2",
+    ]
     bad = subprocess.run(base + ["--protocol", "kip-999"], capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown protocol" in bad.stderr and "Traceback" not in bad.stderr
     bad = subprocess.run(base + ["--protocol", "kip-320", "--min-isr", "4"], capture_output=True, text=True)
@@ -241,8 +291,9 @@ def test_cli_json_and_exit_codes():
     doc = json.loads(ok.stdout)
     assert set(doc) >= {"protocol", "scope", "states", "depth", "complete", "seconds", "violations"}
     assert doc["complete"] and doc["violations"] == [] and doc["protocol"] == "kip-320"
-    found = subprocess.run(base + ["--protocol", "hw-truncation", "--property", "StrongIsr"],
-                           capture_output=True, text=True)
+    found = subprocess.run(
+        base + ["--protocol", "hw-truncation", "--property", "StrongIsr"], capture_output=True, text=True
+    )
     assert found.returncode == 1
     assert "StrongIsr violated" in found.stdout and "deliver_leader_and_isr" in found.stdout
 
@@ -250,9 +301,25 @@ def test_cli_json_and_exit_codes():
 def test_cli_saves_counterexamples_as_schedules(tmp_path):
     from isrcheck.conformance.core.schedule import load_schedule
 
-    cmd = [sys.executable, "-m", "isrcheck.conformance.cli.main", "explore", "--protocol", "hw-truncation",
-           "--max-records", "1", "--max-crashes", "1", "--max-epoch", "2", "--property", "StrongIsr",
-           "--json", "--save", str(tmp_path / "out")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "isrcheck.conformance.cli.main",
+        "explore",
+        "--protocol",
+        "hw-truncation",
+        "--max-records",
+        "1",
+        "--max-crashes",
+        "1",
+        "--max-epoch",
+        "2",
+        "--property",
+        "StrongIsr",
+        "--json",
+        "--save",
+        str(tmp_path / "out"),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 1, done.stderr
     trace = json.loads(done.stdout)["violations"][0]["trace"]
@@ -267,8 +334,24 @@ def test_saved_counterexamples_expect_their_property_and_check_reports_it(tmp_pa
     from isrcheck.conformance.core.schedule import load_schedule
 
     cli = [sys.executable, "-m", "isrcheck.conformance.cli.main"]
-    done = subprocess.run(cli + ["explore", "--protocol", "hw-truncation", "--max-records", "1", "--max-crashes",
-                                 "1", "--max-epoch", "2", "--save", str(tmp_path)], capture_output=True, text=True)
+    done = subprocess.run(
+        cli
+        + [
+            "explore",
+            "--protocol",
+            "hw-truncation",
+            "--max-records",
+            "1",
+            "--max-crashes",
+            "1",
+            "--max-epoch",
+            "2",
+            "--save",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 1, done.stderr
     for prop in ("StrongIsr", "WeakIsr"):
         path = tmp_path / f"hw-truncation-{prop}.json"
@@ -284,8 +367,8 @@ def test_a_counterexample_that_fails_earlier_on_another_property_expects_what_re
     expecting that failure, and says so."""
     from types import SimpleNamespace
 
-    from isrcheck.conformance.engines.explore import _save
     from isrcheck.conformance.core.schedule import load_schedule
+    from isrcheck.conformance.engines.explore import _save
     from isrcheck.model.explorer import Violation
 
     config = ModelConfig(protocol="hw-truncation")
@@ -294,8 +377,7 @@ def test_a_counterexample_that_fails_earlier_on_another_property_expects_what_re
     _save(str(tmp_path), config, SimpleNamespace(violations=[claimed]))
     schedule = load_schedule(tmp_path / "hw-truncation-LeaderCompleteness.json")
     assert schedule.expected["hw-truncation"].to_json() == {"verdict": "violation", "property": "WeakIsr"}
-    assert schedule.description.endswith(f"replayed with every property: violation of WeakIsr at step "
-                                         f"{weak.depth - 1}")
+    assert schedule.description.endswith(f"replayed with every property: violation of WeakIsr at step {weak.depth - 1}")
 
 
 def test_broker_epochs_and_elr_close_the_two_losses_kafka_had():
@@ -304,18 +386,25 @@ def test_broker_epochs_and_elr_close_the_two_losses_kafka_had():
     stale = KAFKA_14139
     lrs = LAST_REPLICA_STANDING
     two = {"replicas": 2, "min_insync_replicas": 2}
-    for protocol, stale_breaks, lrs_breaks in (("kip-320", True, True), ("kip-903", False, True),
-                                               ("kip-966", False, False)):
+    for protocol, stale_breaks, lrs_breaks in (
+        ("kip-320", True, True),
+        ("kip-903", False, True),
+        ("kip-966", False, False),
+    ):
         result = explore(ModelConfig(protocol=protocol), stale, [BY_ID["StrongIsr"]], budgets=False)
         assert result.complete and bool(result.violations) == stale_breaks, protocol
-        result = explore(ModelConfig(protocol=protocol, **two), lrs,
-                         [BY_ID["NoLostAckedWrite"], BY_ID["LeaderCompleteness"], BY_ID["ElrCompleteness"]],
-                         budgets=False)
+        result = explore(
+            ModelConfig(protocol=protocol, **two),
+            lrs,
+            [BY_ID["NoLostAckedWrite"], BY_ID["LeaderCompleteness"], BY_ID["ElrCompleteness"]],
+            budgets=False,
+        )
         assert result.complete and bool(result.violations) == lrs_breaks, protocol
         if lrs_breaks:
             check_trace(ModelConfig(protocol=protocol, **two), result.violations[0])
-            assert "last-replica-standing" in outside_budget(ModelConfig(protocol=protocol, **two),
-                                                             result.violations[0])
+            assert "last-replica-standing" in outside_budget(
+                ModelConfig(protocol=protocol, **two), result.violations[0]
+            )
 
 
 class _Recorder:
@@ -348,10 +437,14 @@ def test_properties_read_only_what_they_declare(protocol):
             assert seen <= declared, (p.id, seen - declared)
 
 
-@pytest.mark.parametrize("protocol,scope", [
-    ("hw-truncation", Scope(max_records=1, max_epoch=3, max_crashes=1)),
-    ("hw-truncation", WITH_READS),
-    ("kip-966", Scope(max_records=2, max_epoch=2, max_crashes=1, max_power_losses=1, max_disk_losses=1))])
+@pytest.mark.parametrize(
+    "protocol,scope",
+    [
+        ("hw-truncation", Scope(max_records=1, max_epoch=3, max_crashes=1)),
+        ("hw-truncation", WITH_READS),
+        ("kip-966", Scope(max_records=2, max_epoch=2, max_crashes=1, max_power_losses=1, max_disk_losses=1)),
+    ],
+)
 def test_skipping_unchanged_property_checks_finds_what_checking_every_state_finds(protocol, scope):
     config = ModelConfig(protocol=protocol, replicas=2, min_insync_replicas=1)
     every = [dataclasses.replace(p, reads=None) for p in PROPERTIES]  # unknown reads: always checked
@@ -367,6 +460,7 @@ def test_exploring_leaves_no_cycles_behind_for_the_collector_it_turns_off():
     by reference counting alone, with a violation found or not, so a gate or a test session
     exploring scope after scope holds no garbage; and the collector is back on afterwards."""
     import gc
+
     scope = SMALL
     gc.collect()
     found = [explore(ModelConfig(protocol=p), scope).violations != [] for p in ("hw-truncation", "kip-320")]

@@ -1,13 +1,26 @@
 """The property catalog: each predicate on small hand-built states, and the catalog's contract."""
+
 from types import SimpleNamespace
 
 from isrcheck.model import Entry, ModelConfig, initial_state, replay
 from isrcheck.specs import BY_ID, FAULT_BUDGET, PROPERTIES
 
 CFG = ModelConfig(protocol="kip-320")
-DESIGN_IDS = ["LeaderInIsr", "WeakIsr", "StrongIsr", "LogMatching", "HighWatermarkBound",
-              "ReplicationQuorumSuperset", "ElrCompleteness", "NoLostAckedWrite", "LeaderCompleteness",
-              "NoDivergentRead", "MonotonicHighWatermark", "NoUncommittedRead", "NoDuplicateOffsets"]
+DESIGN_IDS = [
+    "LeaderInIsr",
+    "WeakIsr",
+    "StrongIsr",
+    "LogMatching",
+    "HighWatermarkBound",
+    "ReplicationQuorumSuperset",
+    "ElrCompleteness",
+    "NoLostAckedWrite",
+    "LeaderCompleteness",
+    "NoDivergentRead",
+    "MonotonicHighWatermark",
+    "NoUncommittedRead",
+    "NoDuplicateOffsets",
+]
 
 
 def with_logs(*logs, hws=None):
@@ -35,9 +48,15 @@ def test_catalog_has_every_design_property_with_statement_source_and_kind():
 
 
 def test_every_property_holds_initially_and_after_a_healthy_replication():
-    steps = [{"step": "produce", "replica": 0, "acks": -1}] + [
-        {"step": name, "replica": r} for r in (1, 2, 1, 2)
-        for name in ("send_fetch", "handle_fetch", "handle_fetch_response")] + [{"step": "consume", "replica": 0}]
+    steps = (
+        [{"step": "produce", "replica": 0, "acks": -1}]
+        + [
+            {"step": name, "replica": r}
+            for r in (1, 2, 1, 2)
+            for name in ("send_fetch", "handle_fetch", "handle_fetch_response")
+        ]
+        + [{"step": "consume", "replica": 0}]
+    )
     for s in replay(CFG, steps).states:
         assert [p.id for p in PROPERTIES if not p.check(s)] == []
 
@@ -91,11 +110,16 @@ def test_history_properties_read_the_ghost_variables():
 
 def test_predicates_read_any_object_with_the_documented_attributes():
     rep = SimpleNamespace(alive=True, log=[(0, 0, 1)], hw=1, leader=0, leader_epoch=0, isr=(0, 1), pending_isr=None)
-    follower = SimpleNamespace(alive=True, log=[(0, 0, 1)], hw=1, leader=0, leader_epoch=0, isr=(0, 1),
-                               pending_isr=None)
-    state = SimpleNamespace(replicas=[rep, follower],
-                            controller=SimpleNamespace(leader=0, leader_epoch=0, isr=(0, 1), partition_epoch=0, elr=()),
-                            acked=((0, 1),), consumed=((0, 1),), consumer_hw_regressed=False)
+    follower = SimpleNamespace(
+        alive=True, log=[(0, 0, 1)], hw=1, leader=0, leader_epoch=0, isr=(0, 1), pending_isr=None
+    )
+    state = SimpleNamespace(
+        replicas=[rep, follower],
+        controller=SimpleNamespace(leader=0, leader_epoch=0, isr=(0, 1), partition_epoch=0, elr=()),
+        acked=((0, 1),),
+        consumed=((0, 1),),
+        consumer_hw_regressed=False,
+    )
     assert [p.id for p in PROPERTIES if not p.check(state)] == []
     follower.log = [(0, 0, 2)]
     assert {p.id for p in PROPERTIES if not p.check(state)} == {"WeakIsr", "StrongIsr", "LogMatching"}

@@ -3,15 +3,26 @@ independent commute, a disabled step waits for one of its enablers, each persist
 along the paths it leaves out and hides nothing a checked property reads, and the reduced search
 gives the verdicts of the unreduced one, property by property, for every variant at every scope
 the explorer's tests explore."""
+
 import itertools
 
 import pytest
+from explorer_scopes import ALL_FAULTS, COMPARED, DEFAULT, EXPLORED, KAFKA_14139, SMALL, WITH_READS
 
 from isrcheck.model import PROTOCOLS, ModelConfig, Scope, explore, replay
 from isrcheck.model.budget import EMPTY_LEDGER
-from isrcheck.model.explorer import moves, reachable_states, successors
+from isrcheck.model.explorer import moves, reachable_states
 from isrcheck.model.footprint import (
-    changed, context, group, ledger_changed, ledger_reads, ledger_step, prune_reads, pushes, reads, static_reads,
+    changed,
+    context,
+    group,
+    ledger_changed,
+    ledger_reads,
+    ledger_step,
+    prune_reads,
+    pushes,
+    reads,
+    static_reads,
     writes,
 )
 from isrcheck.model.losses import LAST_REPLICA_STANDING
@@ -19,10 +30,9 @@ from isrcheck.model.observed import GROWING, VIEWS_OF, views
 from isrcheck.model.reduction import Reduction
 from isrcheck.specs import BY_ID, PROPERTIES
 
-from explorer_scopes import ALL_FAULTS, COMPARED, DEFAULT, EXPLORED, KAFKA_14139, SMALL, WITH_READS
-
-ROUNDS_WITH_FAULTS = Scope(**{**ALL_FAULTS.to_json(), "fetch_rounds": True, "acks": (1, -1),
-                              "crash_kinds": ("clean", "process")})
+ROUNDS_WITH_FAULTS = Scope(
+    **{**ALL_FAULTS.to_json(), "fetch_rounds": True, "acks": (1, -1), "crash_kinds": ("clean", "process")}
+)
 # (protocol, config, scope) the footprint tests walk: steps one at a time with every fault class,
 # fetch rounds with every fault class, the known losses left out, history reads
 WALKED = [
@@ -31,8 +41,11 @@ WALKED = [
     ("hw-truncation", dict(replicas=2, min_insync_replicas=1), ALL_FAULTS),
     ("kip-279", dict(), ROUNDS_WITH_FAULTS),
     ("kip-903", dict(), ROUNDS_WITH_FAULTS),
-    ("kip-320", dict(), Scope(max_records=1, max_crashes=2, max_power_losses=1, exclude_known_losses=True,
-                              max_disk_losses=1)),
+    (
+        "kip-320",
+        dict(),
+        Scope(max_records=1, max_crashes=2, max_power_losses=1, exclude_known_losses=True, max_disk_losses=1),
+    ),
     ("kip-101", dict(), WITH_READS),
 ]
 WALKED_IDS = [f"{p}-{i}" for i, (p, _, _) in enumerate(WALKED)]
@@ -41,15 +54,18 @@ WALKED_IDS = [f"{p}-{i}" for i, (p, _, _) in enumerate(WALKED)]
 def _fast_last(cases, ids):
     """The cases as pytest params, all but the last (the smallest) marked slow: the default run
     keeps one small case of each check, ``-m slow`` takes the rest."""
-    return [pytest.param(*c, id=i, marks=() if k == len(cases) - 1 else pytest.mark.slow)
-            for k, (c, i) in enumerate(zip(cases, ids))]
+    return [
+        pytest.param(*c, id=i, marks=() if k == len(cases) - 1 else pytest.mark.slow)
+        for k, (c, i) in enumerate(zip(cases, ids))
+    ]
 
 
 def _setup(protocol, settings, scope):
     config = ModelConfig(protocol=protocol, **settings)
     exclude_lrs = scope.exclude_known_losses and LAST_REPLICA_STANDING.name in config.rules.known_losses
-    return config, lambda s, ledger=EMPTY_LEDGER: list(moves(config, scope, s, ledger, exclude_lrs,
-                                                             config.rules.known_losses))
+    return config, lambda s, ledger=EMPTY_LEDGER: list(
+        moves(config, scope, s, ledger, exclude_lrs, config.rules.known_losses)
+    )
 
 
 def _every_third(protocol, settings, scope, max_states):
@@ -96,7 +112,9 @@ def test_footprints_cover_what_each_step_reads_and_changes(protocol, settings, s
     assert checked > 2000
 
 
-@pytest.mark.parametrize("protocol,settings,scope", _fast_last(WALKED[:5] + WALKED[6:], WALKED_IDS[:5] + WALKED_IDS[6:]))
+@pytest.mark.parametrize(
+    "protocol,settings,scope", _fast_last(WALKED[:5] + WALKED[6:], WALKED_IDS[:5] + WALKED_IDS[6:])
+)
 def test_steps_found_independent_commute(protocol, settings, scope):
     # two enabled steps neither of whose groups the other's footprint pulls in: each stays enabled
     # after the other, and both orders end in the same state with the same fault ledger (the scope
@@ -107,8 +125,10 @@ def test_steps_found_independent_commute(protocol, settings, scope):
     for s in states:
         here = [m for m in moves_of(s) if not m[5]]
         gids = [reducer.gid[group(m[0][0])] for m in here]
-        conflicts = {g: reducer._conflicts(s, EMPTY_LEDGER, here, g, [i for i, h in enumerate(gids) if h == g], 1)
-                     for g in set(gids)}
+        conflicts = {
+            g: reducer._conflicts(s, EMPTY_LEDGER, here, g, [i for i, h in enumerate(gids) if h == g], 1)
+            for g in set(gids)
+        }
         after: dict = {}
         for (i, a), (j, b) in itertools.combinations(enumerate(here), 2):
             ga, gb = gids[i], gids[j]
@@ -154,8 +174,13 @@ def test_no_fetch_message_is_in_flight_between_fetch_rounds():
         assert not any(s.fetch_requests) and not any(s.fetch_responses)
 
 
-@pytest.mark.parametrize("protocol,scope", _fast_last([("kip-966", ALL_FAULTS), ("hw-truncation", ALL_FAULTS),
-                                                       ("kip-320", WITH_READS)], ["kip-966", "hw-truncation", "kip-320"]))
+@pytest.mark.parametrize(
+    "protocol,scope",
+    _fast_last(
+        [("kip-966", ALL_FAULTS), ("hw-truncation", ALL_FAULTS), ("kip-320", WITH_READS)],
+        ["kip-966", "hw-truncation", "kip-320"],
+    ),
+)
 def test_each_property_is_a_function_of_the_views_it_names(protocol, scope):
     # two states alike in every view a property names give it one value; and growing a history
     # view (one more acknowledged or read record, the regression flag set) never makes a failing
@@ -170,8 +195,9 @@ def test_each_property_is_a_function_of_the_views_it_names(protocol, scope):
             assert seen[p.id].setdefault(key, p.check(s)) == p.check(s), p.id
             if not p.check(s) and set(VIEWS_OF[p.id]) & set(GROWING):
                 failing += 1
-                more = s._replace(acked=s.acked + ((999, 999),), consumed=s.consumed + ((999, 998),),
-                                  consumer_hw_regressed=True)
+                more = s._replace(
+                    acked=s.acked + ((999, 999),), consumed=s.consumed + ((999, 998),), consumer_hw_regressed=True
+                )
                 assert not p.check(more), p.id
     assert set(VIEWS_OF) == {p.id for p in PROPERTIES}
     # every property's views vary, but one made only of a history view that never grew here
@@ -182,8 +208,20 @@ def test_each_property_is_a_function_of_the_views_it_names(protocol, scope):
 # -- persistent sets, along the paths they leave out ------------------------------------------------
 
 PERSISTENCE = [
-    ("kip-966", dict(replicas=2), Scope(max_records=1, max_epoch=1, max_crashes=0, max_leader_moves=1,
-                                        max_zombies=1, partial_fetches=True, hw_checkpoints=True, max_clock=1)),
+    (
+        "kip-966",
+        dict(replicas=2),
+        Scope(
+            max_records=1,
+            max_epoch=1,
+            max_crashes=0,
+            max_leader_moves=1,
+            max_zombies=1,
+            partial_fetches=True,
+            hw_checkpoints=True,
+            max_clock=1,
+        ),
+    ),
     ("kip-320", dict(), SMALL),
     ("kip-320", dict(), Scope(max_records=1, max_epoch=2, max_crashes=1, fetch_rounds=False)),
     ("kip-966", dict(), ALL_FAULTS),
@@ -191,8 +229,12 @@ PERSISTENCE = [
 ]
 
 
-@pytest.mark.parametrize("protocol,settings,scope", _fast_last(PERSISTENCE[1:] + PERSISTENCE[:1], [
-    f"{p}-{i}" for i, (p, _, _) in enumerate(PERSISTENCE[1:] + PERSISTENCE[:1])]))
+@pytest.mark.parametrize(
+    "protocol,settings,scope",
+    _fast_last(
+        PERSISTENCE[1:] + PERSISTENCE[:1], [f"{p}-{i}" for i, (p, _, _) in enumerate(PERSISTENCE[1:] + PERSISTENCE[:1])]
+    ),
+)
 @pytest.mark.parametrize("checked", [(), ("LeaderInIsr",), ("LogMatching", "NoLostAckedWrite")], ids=len)
 def test_reduced_sets_are_persistent_and_hide_what_checked_properties_read(protocol, settings, scope, checked):
     # From a state the search expands with a reduced set T, along every path of up to two steps
@@ -226,10 +268,13 @@ def test_reduced_sets_are_persistent_and_hide_what_checked_properties_read(proto
                 assert (state, ledger) == (later[t[0]][1], later[t[0]][4])
             for m in path:
                 for p in shown:
-                    assert all(v.value(m[1]) == v.value(before) for v in seen_by[p]
-                               for before in [_before(s, path, m)]), (p, m[0])
-            assert not ({reducer.gid[group(m[0][0])] for m in later.values() if not m[5]}
-                        & (groups - {reducer.gid[group(m[0][0])] for m in here if not m[5]}))
+                    assert all(
+                        v.value(m[1]) == v.value(before) for v in seen_by[p] for before in [_before(s, path, m)]
+                    ), (p, m[0])
+            assert not (
+                {reducer.gid[group(m[0][0])] for m in later.values() if not m[5]}
+                & (groups - {reducer.gid[group(m[0][0])] for m in here if not m[5]})
+            )
     assert reduced > 0
 
 
@@ -255,11 +300,18 @@ def _paths_outside(moves_of, s, groups, reducer, depth):
 
 # -- the reduced search's verdicts ------------------------------------------------------------------
 
+
 def _verdicts(result):
     """Per property: violated, broken only outside its budget, or neither."""
     violated = {v.property for v in result.violations}
-    return {p.id: "violated" if p.id in violated else
-            "beyond" if any(b.property == p.id for b in result.beyond_budget) else "holds" for p in PROPERTIES}
+    return {
+        p.id: "violated"
+        if p.id in violated
+        else "beyond"
+        if any(b.property == p.id for b in result.beyond_budget)
+        else "holds"
+        for p in PROPERTIES
+    }
 
 
 def _agree(config, scope, props=PROPERTIES):
@@ -279,8 +331,13 @@ def _agree(config, scope, props=PROPERTIES):
     return full, reduced
 
 
-@pytest.mark.parametrize("protocol,settings,scope", _fast_last(
-    COMPARED[1:] + EXPLORED + COMPARED[:1], [f"{p}-{i}" for i, (p, _, _) in enumerate(COMPARED[1:] + EXPLORED + COMPARED[:1])]))
+@pytest.mark.parametrize(
+    "protocol,settings,scope",
+    _fast_last(
+        COMPARED[1:] + EXPLORED + COMPARED[:1],
+        [f"{p}-{i}" for i, (p, _, _) in enumerate(COMPARED[1:] + EXPLORED + COMPARED[:1])],
+    ),
+)
 def test_reduced_and_unreduced_searches_agree_property_by_property(protocol, settings, scope):
     _agree(ModelConfig(protocol=protocol, **settings), scope)
 
@@ -325,9 +382,15 @@ def test_reduction_is_off_by_default_and_reports_what_it_reduced():
 def test_a_property_the_reduction_does_not_know_turns_it_off():
     # its views are unknown, so every step may be visible to it: every state expands fully
     from isrcheck.specs import Property
+
     # (one that holds throughout: a violated property is no longer checked, so the rest would reduce)
-    odd = Property("Odd", "no broker holds more than five records", "test", "invariant",
-                   lambda s: all(len(r.log) <= 5 for r in s.replicas))
+    odd = Property(
+        "Odd",
+        "no broker holds more than five records",
+        "test",
+        "invariant",
+        lambda s: all(len(r.log) <= 5 for r in s.replicas),
+    )
     config = ModelConfig(protocol="kip-320")
     full = explore(config, SMALL, [odd], reduction=False)
     reduced = explore(config, SMALL, [odd], reduction=True)
@@ -344,17 +407,35 @@ def test_explore_reduction_flag_says_what_it_did_and_may_not_give_the_shortest(t
 
     from isrcheck.conformance.core.schedule import load_schedule
 
-    base = [sys.executable, "-m", "isrcheck.conformance.cli.main", "explore", "--protocol", "hw-truncation",
-            "--replicas", "2", "--min-isr", "1", "--max-records", "1", "--max-epoch", "3", "--max-crashes", "1"]
+    base = [
+        sys.executable,
+        "-m",
+        "isrcheck.conformance.cli.main",
+        "explore",
+        "--protocol",
+        "hw-truncation",
+        "--replicas",
+        "2",
+        "--min-isr",
+        "1",
+        "--max-records",
+        "1",
+        "--max-epoch",
+        "3",
+        "--max-crashes",
+        "1",
+    ]
     runs = {}
     for flag in ("--reduction", "--no-reduction"):
-        done = subprocess.run(base + [flag, "--json", "--save", str(tmp_path / flag)], capture_output=True,
-                              text=True)
+        done = subprocess.run(base + [flag, "--json", "--save", str(tmp_path / flag)], capture_output=True, text=True)
         assert done.returncode == 1, done.stderr
         runs[flag] = json.loads(done.stdout)
     assert runs["--reduction"]["reduction"] is True and runs["--no-reduction"]["reduction"] is False
-    assert ({v["property"] for v in runs["--reduction"]["violations"]}
-            == {v["property"] for v in runs["--no-reduction"]["violations"]} != set())
+    assert (
+        {v["property"] for v in runs["--reduction"]["violations"]}
+        == {v["property"] for v in runs["--no-reduction"]["violations"]}
+        != set()
+    )
     saved = load_schedule(tmp_path / "--reduction" / "hw-truncation-StrongIsr.json")
     assert "partial-order reduction: maybe not the shortest" in saved.description
     shortest = load_schedule(tmp_path / "--no-reduction" / "hw-truncation-StrongIsr.json")

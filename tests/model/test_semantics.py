@@ -1,9 +1,21 @@
 """Step semantics of the reference model against Kafka's documented behaviour (docs/steps.md)."""
+
 import pytest
 
 from isrcheck.model import (
-    PROTOCOLS, Entry, FetchRequest, InvalidStep, ModelConfig, State, Step, StepRefused, apply, enabled, initial_state,
-    replay, why_disabled,
+    PROTOCOLS,
+    Entry,
+    FetchRequest,
+    InvalidStep,
+    ModelConfig,
+    State,
+    Step,
+    StepRefused,
+    apply,
+    enabled,
+    initial_state,
+    replay,
+    why_disabled,
 )
 
 CFG = ModelConfig(protocol="kip-320")
@@ -20,8 +32,11 @@ def produce(r=0, acks=-1):
 
 
 def fetch_round(r):
-    return [{"step": "send_fetch", "replica": r}, {"step": "handle_fetch", "replica": r},
-            {"step": "handle_fetch_response", "replica": r}]
+    return [
+        {"step": "send_fetch", "replica": r},
+        {"step": "handle_fetch", "replica": r},
+        {"step": "handle_fetch_response", "replica": r},
+    ]
 
 
 def test_hw_stays_zero_after_first_fetch_round_and_becomes_one_after_second():
@@ -40,23 +55,28 @@ def test_acks_all_completes_only_once_hw_passes_the_record():
     assert outs == []  # parked in DelayedProduce: follower 2 has not confirmed offset 0 yet
     assert s.replicas[0].pending_produces == ((1, 0, 1000, 1),)  # (first record, base, deadline, records)
     s, outs = run(steps + fetch_round(2))
-    assert outs == [{"type": "produce", "replica": 0, "record": 1, "records": 1, "acks": -1, "error": "NONE",
-                     "offset": 0}]
+    assert outs == [
+        {"type": "produce", "replica": 0, "record": 1, "records": 1, "acks": -1, "error": "NONE", "offset": 0}
+    ]
     assert s.acked == ((0, 1),)
     assert s.replicas[0].pending_produces == ()
 
 
 def test_acks_one_answers_at_once_and_acks_zero_not_at_all():
     _, outs = run([produce(acks=1), produce(acks=0)])
-    assert outs == [{"type": "produce", "replica": 0, "record": 1, "records": 1, "acks": 1, "error": "NONE",
-                     "offset": 0}]
+    assert outs == [
+        {"type": "produce", "replica": 0, "record": 1, "records": 1, "acks": 1, "error": "NONE", "offset": 0}
+    ]
 
 
 def test_not_enough_replicas_when_isr_below_min_isr_before_append():
     cfg = ModelConfig(protocol="kip-320", replicas=3, min_insync_replicas=3)
     # broker 2 dies and its session expires: the controller shrinks the ISR to {0, 1}
-    steps = [{"step": "crash", "replica": 2, "kind": "process"}, {"step": "fence", "replica": 2},
-             {"step": "deliver_leader_and_isr", "replica": 0}]
+    steps = [
+        {"step": "crash", "replica": 2, "kind": "process"},
+        {"step": "fence", "replica": 2},
+        {"step": "deliver_leader_and_isr", "replica": 0},
+    ]
     s, outs = run(steps + [produce(acks=-1)], cfg)
     assert s.replicas[0].isr == (0, 1)
     assert outs[-1]["error"] == "NOT_ENOUGH_REPLICAS" and outs[-1]["offset"] == -1
@@ -94,8 +114,17 @@ def test_isr_shrinks_only_for_followers_not_caught_up_within_lag_time():
     s, _ = run([tick, tick] + fetch_round(1) + [tick, shrink], cfg)
     assert s.replicas[0].pending_isr == (0, 1)
     assert s.alter_partition[0][0].isr == (0, 1)
-    s, _ = run([tick, tick] + fetch_round(1) + [tick, shrink, {"step": "handle_alter_partition", "replica": 0},
-                                                 {"step": "handle_alter_partition_response", "replica": 0}], cfg)
+    s, _ = run(
+        [tick, tick]
+        + fetch_round(1)
+        + [
+            tick,
+            shrink,
+            {"step": "handle_alter_partition", "replica": 0},
+            {"step": "handle_alter_partition_response", "replica": 0},
+        ],
+        cfg,
+    )
     assert s.controller.isr == (0, 1) and s.replicas[0].isr == (0, 1) and s.replicas[0].pending_isr is None
 
 
@@ -107,9 +136,15 @@ def test_a_follower_that_never_fetched_is_not_added_to_the_isr_until_it_fetches(
     assert initial_state(cfg).replicas[0].remote_leo == (-1, -1, -1)
     assert initial_state(cfg).replicas[0].remote_broker_epoch == (-1, -1, -1)
     tick = {"step": "tick"}
-    lag_out_2 = [tick] * 3 + fetch_round(1) + [{"step": "shrink_isr", "replica": 0},
-                                              {"step": "handle_alter_partition", "replica": 0},
-                                              {"step": "handle_alter_partition_response", "replica": 0}]
+    lag_out_2 = (
+        [tick] * 3
+        + fetch_round(1)
+        + [
+            {"step": "shrink_isr", "replica": 0},
+            {"step": "handle_alter_partition", "replica": 0},
+            {"step": "handle_alter_partition_response", "replica": 0},
+        ]
+    )
     expand = {"step": "expand_isr", "replica": 0}
     s, _ = run(lag_out_2, cfg)
     assert s.replicas[0].isr == (0, 1) and s.replicas[0].remote_leo[2] == -1
@@ -123,8 +158,9 @@ def test_a_follower_that_never_fetched_is_not_added_to_the_isr_until_it_fetches(
 def test_a_follower_behind_the_leo_is_not_caught_up_even_if_it_fetches():
     cfg = ModelConfig(protocol="kip-320", replica_lag_time_max_ticks=1)
     tick = {"step": "tick"}
-    s, _ = run([produce(acks=1), tick, tick, {"step": "send_fetch", "replica": 1},
-                {"step": "handle_fetch", "replica": 1}], cfg)
+    s, _ = run(
+        [produce(acks=1), tick, tick, {"step": "send_fetch", "replica": 1}, {"step": "handle_fetch", "replica": 1}], cfg
+    )
     assert s.replicas[0].remote_leo[1] == 0 and s.replicas[0].last_caught_up[1] == 0
     assert Step("shrink_isr", 0) in enabled(cfg, s)
 
@@ -143,15 +179,18 @@ def test_refused_step_names_the_reason_and_changes_nothing():
         run([{"step": "send_fetch", "replica": 1}] * 2)
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"step": "jump"}, "unknown step"),
-    ({"step": "produce", "replica": 0}, "missing field 'acks'"),
-    ({"step": "produce", "replica": 0, "acks": 2}, "acks must be"),
-    ({"step": "crash", "replica": 0, "kind": "meteor"}, "kind must be"),
-    ({"step": "consume", "replica": 7}, "out of range"),
-    ({"step": "tick", "replica": 0}, "unexpected field"),
-    ({"step": "flush", "replica": "0"}, "must be an integer"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"step": "jump"}, "unknown step"),
+        ({"step": "produce", "replica": 0}, "missing field 'acks'"),
+        ({"step": "produce", "replica": 0, "acks": 2}, "acks must be"),
+        ({"step": "crash", "replica": 0, "kind": "meteor"}, "kind must be"),
+        ({"step": "consume", "replica": 7}, "out of range"),
+        ({"step": "tick", "replica": 0}, "unexpected field"),
+        ({"step": "flush", "replica": "0"}, "must be an integer"),
+    ],
+)
 def test_malformed_steps_are_invalid(bad, message):
     with pytest.raises(InvalidStep, match=message):
         apply(CFG, initial_state(CFG), bad)
@@ -172,8 +211,15 @@ def test_state_is_built_from_plain_values_and_compares_by_value():
 
 def test_kip320_fences_a_fetch_from_an_older_leader_epoch():
     cfg = ModelConfig(protocol="kip-320", replicas=3, min_insync_replicas=1)
-    s, _ = run([{"step": "crash", "replica": 0, "kind": "process"}, {"step": "fence", "replica": 0},
-                {"step": "elect"}, {"step": "deliver_leader_and_isr", "replica": 1, "index": 1}], cfg)
+    s, _ = run(
+        [
+            {"step": "crash", "replica": 0, "kind": "process"},
+            {"step": "fence", "replica": 0},
+            {"step": "elect"},
+            {"step": "deliver_leader_and_isr", "replica": 1, "index": 1},
+        ],
+        cfg,
+    )
     assert (s.replicas[1].leader, s.replicas[1].leader_epoch) == (1, 2)
     # a Fetch of follower 2 sent while it still knew leader epoch 0 reaches broker 1
     stale = s._replace(fetch_requests=((), (), (FetchRequest(1, 0, 0, -1, -1, 0),)))
@@ -188,15 +234,26 @@ def test_kip320_fences_a_fetch_from_an_older_leader_epoch():
 
 def test_truncation_on_becoming_follower_per_variant():
     """Broker 1 holds an entry of epoch 0 the new leader (broker 2) lacks, with HW 0."""
+
     def scenario(protocol):
         cfg = ModelConfig(protocol=protocol, replicas=3, min_insync_replicas=1)
-        s, _ = run([produce(acks=1)] + fetch_round(1) + [
-            {"step": "crash", "replica": 0, "kind": "process"}, {"step": "fence", "replica": 0},
-            {"step": "crash", "replica": 1, "kind": "process"}, {"step": "fence", "replica": 1},
-            {"step": "elect"}, {"step": "restart", "replica": 1},
-        ] + [{"step": "deliver_leader_and_isr", "replica": 2}] * 3 + [
-            {"step": "deliver_leader_and_isr", "replica": 1}], cfg)
+        s, _ = run(
+            [produce(acks=1)]
+            + fetch_round(1)
+            + [
+                {"step": "crash", "replica": 0, "kind": "process"},
+                {"step": "fence", "replica": 0},
+                {"step": "crash", "replica": 1, "kind": "process"},
+                {"step": "fence", "replica": 1},
+                {"step": "elect"},
+                {"step": "restart", "replica": 1},
+            ]
+            + [{"step": "deliver_leader_and_isr", "replica": 2}] * 3
+            + [{"step": "deliver_leader_and_isr", "replica": 1}],
+            cfg,
+        )
         return cfg, s
+
     cfg, s = scenario("hw-truncation")
     assert s.controller.leader == 2 and s.replicas[2].leader == 2
     assert s.replicas[1].log == ()  # truncated to its HW (0) at once
@@ -212,8 +269,12 @@ def test_truncation_on_becoming_follower_per_variant():
 
 
 def test_power_loss_drops_the_unflushed_suffix_at_restart():
-    steps = [produce(acks=1), {"step": "flush", "replica": 0}, produce(acks=1),
-             {"step": "crash", "replica": 0, "kind": "power"}]
+    steps = [
+        produce(acks=1),
+        {"step": "flush", "replica": 0},
+        produce(acks=1),
+        {"step": "crash", "replica": 0, "kind": "power"},
+    ]
     s, _ = run(steps)
     assert len(s.replicas[0].log) == 2 and s.replicas[0].power_lost
     s, _ = run(steps + [{"step": "fence", "replica": 0}, {"step": "restart", "replica": 0}])
@@ -223,29 +284,61 @@ def test_power_loss_drops_the_unflushed_suffix_at_restart():
 
 def test_clean_shutdown_keeps_everything_and_checkpoints_the_hw():
     steps = [produce(acks=1)] + fetch_round(1) + fetch_round(2) + fetch_round(1) + fetch_round(2)
-    s, _ = run(steps + [{"step": "crash", "replica": 2, "kind": "clean"}, {"step": "fence", "replica": 2},
-                        {"step": "restart", "replica": 2}])
+    s, _ = run(
+        steps
+        + [
+            {"step": "crash", "replica": 2, "kind": "clean"},
+            {"step": "fence", "replica": 2},
+            {"step": "restart", "replica": 2},
+        ]
+    )
     assert len(s.replicas[2].log) == 1 and s.replicas[2].hw == 1
-    s, _ = run(steps + [{"step": "crash", "replica": 2, "kind": "process"}, {"step": "fence", "replica": 2},
-                        {"step": "restart", "replica": 2}])
+    s, _ = run(
+        steps
+        + [
+            {"step": "crash", "replica": 2, "kind": "process"},
+            {"step": "fence", "replica": 2},
+            {"step": "restart", "replica": 2},
+        ]
+    )
     assert len(s.replicas[2].log) == 1 and s.replicas[2].hw == 0  # checkpoint never written
 
 
 def test_every_protocol_variant_is_registered_with_docstrings():
     assert list(PROTOCOLS) == ["hw-truncation", "kip-101", "kip-279", "kip-320", "kip-903", "kip-966"]
     for proto in PROTOCOLS.values():
-        for name in ("make_follower", "check_fetch", "in_sync", "consume_error", "next_broker_epoch",
-                     "fetch_broker_epoch", "proposal_epoch", "hw_blocked", "unclean_shutdown", "isr_after_fence",
-                     "elr_after", "elect_clean", "last_known_leader"):
+        for name in (
+            "make_follower",
+            "check_fetch",
+            "in_sync",
+            "consume_error",
+            "next_broker_epoch",
+            "fetch_broker_epoch",
+            "proposal_epoch",
+            "hw_blocked",
+            "unclean_shutdown",
+            "isr_after_fence",
+            "elr_after",
+            "elect_clean",
+            "last_known_leader",
+        ):
             assert getattr(type(proto), name).__doc__
 
 
 def test_kip320_consumer_gets_offset_not_available_below_epoch_start():
     cfg = ModelConfig(protocol="kip-320", replicas=3, min_insync_replicas=1)
-    steps = [produce(acks=1)] + fetch_round(1) + [
-        {"step": "crash", "replica": 0, "kind": "process"}, {"step": "fence", "replica": 0},
-        {"step": "elect"}, {"step": "deliver_leader_and_isr", "replica": 1},
-        {"step": "deliver_leader_and_isr", "replica": 1}, {"step": "consume", "replica": 1}]
+    steps = (
+        [produce(acks=1)]
+        + fetch_round(1)
+        + [
+            {"step": "crash", "replica": 0, "kind": "process"},
+            {"step": "fence", "replica": 0},
+            {"step": "elect"},
+            {"step": "deliver_leader_and_isr", "replica": 1},
+            {"step": "deliver_leader_and_isr", "replica": 1},
+            {"step": "consume", "replica": 1},
+        ]
+    )
     _, outs = run(steps, cfg)
     assert outs[-1]["error"] == "OFFSET_NOT_AVAILABLE"
     _, outs = run(steps, ModelConfig(protocol="kip-279", replicas=3, min_insync_replicas=1))

@@ -1,11 +1,13 @@
 """Symmetry reduction and fingerprints in the explorer: renaming brokers commutes with every step
 but the election without a target, the reduced search gives the verdicts and shortest
 counterexample depths of the unreduced one, and fingerprints are the same in every process."""
+
 import os
 import subprocess
 import sys
 
 import pytest
+from explorer_scopes import ALL_FAULTS, COMPARED
 
 from isrcheck.model import ModelConfig, Scope, Step, explore, replay
 from isrcheck.model.budget import EMPTY_LEDGER, FaultLedger
@@ -14,7 +16,6 @@ from isrcheck.model.state import permuted
 from isrcheck.model.symmetry import all_permutations, compose, inverse, renamed_step
 from isrcheck.specs import BY_ID, PROPERTIES
 
-from explorer_scopes import ALL_FAULTS, COMPARED
 
 def _untargeted_election(steps) -> bool:
     return steps[0].name == "elect" and steps[0].replica < 0
@@ -36,10 +37,20 @@ def test_renaming_brokers_commutes_with_every_step_but_the_election_by_assignmen
         u = permuted(s, perm)
         assert permuted(u, back) == s
         assert [p.check(u) for p in PROPERTIES] == [p.check(s) for p in PROPERTIES]
-        mine = {(tuple(renamed_step(st, perm) for st in steps), permuted(t, perm), loser.after(s, steps[0], t)
-                 .permuted(perm)) for steps, t, _ in successors(config, ALL_FAULTS, s) if not _untargeted_election(steps)}
-        theirs = {(steps, t, loser.permuted(perm).after(u, steps[0], t))
-                  for steps, t, _ in successors(config, ALL_FAULTS, u) if not _untargeted_election(steps)}
+        mine = {
+            (
+                tuple(renamed_step(st, perm) for st in steps),
+                permuted(t, perm),
+                loser.after(s, steps[0], t).permuted(perm),
+            )
+            for steps, t, _ in successors(config, ALL_FAULTS, s)
+            if not _untargeted_election(steps)
+        }
+        theirs = {
+            (steps, t, loser.permuted(perm).after(u, steps[0], t))
+            for steps, t, _ in successors(config, ALL_FAULTS, u)
+            if not _untargeted_election(steps)
+        }
         assert mine == theirs, f"state {k} renamed by {perm}"
         checked += len(mine)
     assert checked > 1000
@@ -106,13 +117,24 @@ def test_the_one_pass_fingerprint_hashes_the_readable_key(protocol):
 
 
 def test_fingerprints_are_the_same_in_every_process():
-    code = ("import hashlib; from isrcheck.model import *; from isrcheck.model.budget import FaultLedger; "
-            "from isrcheck.model.explorer import fingerprint, reachable_states; "
-            "import sys; sys.path.insert(0, 'tests'); from explorer_scopes import ALL_FAULTS; "
-            "led = FaultLedger(losers=(1,), stale_reads=True, known=('last-replica-standing',)); "
-            "print(hashlib.sha256(repr([fingerprint(ALL_FAULTS, s, led) for s in "
-            "reachable_states(ModelConfig(protocol='kip-966'), ALL_FAULTS, max_states=3000)]).encode()).hexdigest())")
+    code = (
+        "import hashlib; from isrcheck.model import *; from isrcheck.model.budget import FaultLedger; "
+        "from isrcheck.model.explorer import fingerprint, reachable_states; "
+        "import sys; sys.path.insert(0, 'tests'); from explorer_scopes import ALL_FAULTS; "
+        "led = FaultLedger(losers=(1,), stale_reads=True, known=('last-replica-standing',)); "
+        "print(hashlib.sha256(repr([fingerprint(ALL_FAULTS, s, led) for s in "
+        "reachable_states(ModelConfig(protocol='kip-966'), ALL_FAULTS, max_states=3000)]).encode()).hexdigest())"
+    )
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    outs = {subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONHASHSEED=seed), cwd=root,
-                           capture_output=True, text=True, check=True).stdout for seed in ("1", "98765")}
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env=dict(os.environ, PYTHONHASHSEED=seed),
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "98765")
+    }
     assert len(outs) == 1 and len(next(iter(outs)).strip()) == 64

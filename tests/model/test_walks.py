@@ -1,8 +1,17 @@
 """Random walks over the model (Hypothesis): the enabled/refused contract holds in every state."""
-from hypothesis import given, settings, strategies as st
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from isrcheck.model import (
-    PROTOCOLS, InvalidStep, ModelConfig, StepRefused, apply, enabled, initial_state, why_disabled,
+    PROTOCOLS,
+    InvalidStep,
+    ModelConfig,
+    StepRefused,
+    apply,
+    enabled,
+    initial_state,
+    why_disabled,
 )
 from isrcheck.model.alphabet import STEPS, steps_of
 from isrcheck.specs import BY_ID
@@ -11,12 +20,22 @@ INVARIANT_FOR_ALL = ("HighWatermarkBound", "LeaderInIsr", "NoDuplicateOffsets")
 
 
 @settings(max_examples=40, deadline=None)
-@given(protocol=st.sampled_from(sorted(PROTOCOLS)), replicas=st.integers(1, 4),
-       unclean=st.booleans(), choices=st.lists(st.integers(0, 10_000), min_size=1, max_size=60))
+@given(
+    protocol=st.sampled_from(sorted(PROTOCOLS)),
+    replicas=st.integers(1, 4),
+    unclean=st.booleans(),
+    choices=st.lists(st.integers(0, 10_000), min_size=1, max_size=60),
+)
 def test_enabled_steps_apply_and_the_others_are_refused_without_change(protocol, replicas, unclean, choices):
-    config = ModelConfig(protocol=protocol, replicas=replicas, min_insync_replicas=1,
-                         unclean_leader_election_enable=unclean, replica_lag_time_max_ticks=1,
-                         request_timeout_ticks=3, flush_messages=2)
+    config = ModelConfig(
+        protocol=protocol,
+        replicas=replicas,
+        min_insync_replicas=1,
+        unclean_leader_election_enable=unclean,
+        replica_lag_time_max_ticks=1,
+        request_timeout_ticks=3,
+        flush_messages=2,
+    )
     state = initial_state(config)
     for choice in choices:
         steps = enabled(config, state)

@@ -1,17 +1,18 @@
 """Bounded model checking finds what the explorer finds, at the same shortest depth (in the
 explorer's transitions: a fetch round is one), and nothing it does not; its counterexamples
 replay on the model and the implementation to the same property; k-induction answers."""
+
 from __future__ import annotations
 
 from dataclasses import replace
 
 import pytest
 
-from isrcheck.conformance.engines.explore import _schedule
 from isrcheck.conformance.core.lockstep import run_schedule
-from isrcheck.model.smt.protocols import RULES
-from isrcheck.model import PROTOCOLS, ModelConfig, Scope, explore
+from isrcheck.conformance.engines.explore import _schedule
+from isrcheck.model import ModelConfig, Scope, explore
 from isrcheck.model.smt.bmc import bmc, bounds_for, induction, reachable
+from isrcheck.model.smt.protocols import RULES
 from isrcheck.specs import BY_ID
 
 # One broker, acks=all with min ISR 1, one power loss and one restart before the controller
@@ -25,8 +26,16 @@ TINY_LAST_LEADER = Scope(max_records=1, max_epoch=2, max_crashes=1, max_power_lo
 PARTIAL = Scope(max_records=2, max_epoch=1, max_crashes=0, partial_fetches=True, acks=(1,))
 # One broker, batches of up to two records, one power loss that may keep the first unflushed batch
 # or tear the next one.
-TORN = Scope(max_records=2, max_epoch=1, max_crashes=1, max_power_losses=1, crash_kinds=(), torn_writes=True,
-             max_batch_records=2, max_bounces=1)
+TORN = Scope(
+    max_records=2,
+    max_epoch=1,
+    max_crashes=1,
+    max_power_losses=1,
+    crash_kinds=(),
+    torn_writes=True,
+    max_batch_records=2,
+    max_bounces=1,
+)
 # Two brokers and fetch rounds: hw-truncation's follower truncates to a lagging HW (WeakIsr).
 SMALL = Scope(max_records=1, max_epoch=2, max_crashes=1)
 
@@ -83,23 +92,31 @@ def test_shortest_violation_depth_is_the_explorers_with_the_last_known_leader(pr
 
 @pytest.mark.parametrize("protocol", ["hw-truncation", "kip-966"])
 def test_partial_fetches_reach_what_the_explorer_reaches(protocol):
-    assert_same_as_explorer(ModelConfig(protocol=protocol, replicas=2, min_insync_replicas=1), PARTIAL,
-                            ("HighWatermarkBound", "WeakIsr", "StrongIsr", "LogMatching"), preprocess=True)
+    assert_same_as_explorer(
+        ModelConfig(protocol=protocol, replicas=2, min_insync_replicas=1),
+        PARTIAL,
+        ("HighWatermarkBound", "WeakIsr", "StrongIsr", "LogMatching"),
+        preprocess=True,
+    )
 
 
 @pytest.mark.parametrize("protocol", ["kip-320", "kip-966"])
 def test_partial_write_back_violates_where_the_explorer_does(protocol):
-    assert_same_as_explorer(ModelConfig(protocol=protocol, replicas=1, min_insync_replicas=1), TORN,
-                            ("HighWatermarkBound", "NoLostAckedWrite", "LeaderCompleteness", "ElrCompleteness"),
-                            preprocess=True)
+    assert_same_as_explorer(
+        ModelConfig(protocol=protocol, replicas=1, min_insync_replicas=1),
+        TORN,
+        ("HighWatermarkBound", "NoLostAckedWrite", "LeaderCompleteness", "ElrCompleteness"),
+        preprocess=True,
+    )
 
 
 def test_bounds_grow_until_every_path_to_the_depth_fits():
     """Queues of one message: a second LeaderAndIsr or AlterPartition in flight leaves them, so
     prove widens them and starts over, and still finds exactly the explorer's violations."""
     config = ModelConfig(protocol="kip-966", replicas=1, min_insync_replicas=1)
-    narrow = replace(bounds_for(config, TINY_LAST_LEADER), leader_and_isr=1, alter_partition=1,
-                     alter_partition_responses=1)
+    narrow = replace(
+        bounds_for(config, TINY_LAST_LEADER), leader_and_isr=1, alter_partition=1, alter_partition_responses=1
+    )
     widened = []
     expected, graph_depth = shortest_depths(config, TINY_LAST_LEADER)
     result = bmc(config, TINY_LAST_LEADER, graph_depth, tuple(BY_ID), bounds=narrow, grown=widened.append)
@@ -137,15 +154,22 @@ def test_last_replica_standing_loses_the_write_before_kip_966_only(protocol, dep
     Last Replica Standing): NoLostAckedWrite breaks after 10 transitions on kip-320 and kip-903 and
     never on kip-966 (where a fifth LeaderAndIsr in flight, reachable after 8 transitions, makes
     prove widen its queue and start over)."""
-    assert_same_as_explorer_to_depth(ModelConfig(protocol=protocol, replicas=2, min_insync_replicas=2),
-                                     Scope(max_records=1, max_crashes=2, max_power_losses=1), depth,
-                                     ("NoLostAckedWrite", "LeaderCompleteness"))
+    assert_same_as_explorer_to_depth(
+        ModelConfig(protocol=protocol, replicas=2, min_insync_replicas=2),
+        Scope(max_records=1, max_crashes=2, max_power_losses=1),
+        depth,
+        ("NoLostAckedWrite", "LeaderCompleteness"),
+    )
 
 
 @pytest.mark.slow
 def test_shortest_violation_depth_is_the_explorers_with_fetch_rounds():
-    assert_same_as_explorer(ModelConfig(protocol="hw-truncation", replicas=2, min_insync_replicas=2), SMALL,
-                            ("WeakIsr", "StrongIsr"), preprocess=True)
+    assert_same_as_explorer(
+        ModelConfig(protocol="hw-truncation", replicas=2, min_insync_replicas=2),
+        SMALL,
+        ("WeakIsr", "StrongIsr"),
+        preprocess=True,
+    )
 
 
 @pytest.mark.slow
@@ -182,4 +206,5 @@ def test_induction_proves_the_hw_bound_and_reports_a_counterexample_to_induction
 
 def _last_state(config, result):
     from isrcheck.model import replay
+
     return replay(config, result.cti_steps, result.cti).states[-1]

@@ -1,6 +1,7 @@
 """The SMT encoding held against the executable model: random walks of every variant, and at each
 state steps the model takes and steps it refuses; the solver must admit exactly the model's
 successor of each step taken, and nothing for a step refused."""
+
 from __future__ import annotations
 
 import random
@@ -9,23 +10,46 @@ from collections import Counter
 import pytest
 import z3
 
-from isrcheck.model.smt.protocols import RULES
 from isrcheck.model import (
-    MESSAGE_KINDS, PROTOCOLS, STEPS, ModelConfig, Step, apply, enabled, initial_state, replay, why_disabled,
+    MESSAGE_KINDS,
+    PROTOCOLS,
+    STEPS,
+    ModelConfig,
+    Step,
+    apply,
+    enabled,
+    initial_state,
+    replay,
+    why_disabled,
 )
 from isrcheck.model.alphabet import steps_of
 from isrcheck.model.smt.actions import ENCODED, Unsupported, successor, unsupported
 from isrcheck.model.smt.differential import check_transition
-from isrcheck.model.smt.protocols import UnsupportedVariant, rules_for
+from isrcheck.model.smt.protocols import RULES, UnsupportedVariant, rules_for
 from isrcheck.model.smt.state import Bounds, OutOfBounds, constant, decode, embed, values_of
 
-BOUNDS = Bounds(replicas=3, log=3, records=3, batch=2, leader_and_isr=4, fetch_requests=2, fetch_responses=2,
-                alter_partition=2, alter_partition_responses=2)
+BOUNDS = Bounds(
+    replicas=3,
+    log=3,
+    records=3,
+    batch=2,
+    leader_and_isr=4,
+    fetch_requests=2,
+    fetch_responses=2,
+    alter_partition=2,
+    alter_partition_responses=2,
+)
 
 
 def _config(protocol: str, seed: int) -> ModelConfig:
-    return ModelConfig(protocol=protocol, replicas=3, replica_lag_time_max_ticks=1, request_timeout_ticks=2,
-                       flush_messages=2 if seed % 2 else None, unclean_leader_election_enable=seed % 3 == 0)
+    return ModelConfig(
+        protocol=protocol,
+        replicas=3,
+        replica_lag_time_max_ticks=1,
+        request_timeout_ticks=2,
+        flush_messages=2 if seed % 2 else None,
+        unclean_leader_election_enable=seed % 3 == 0,
+    )
 
 
 def _candidates(cfg, s) -> list:
@@ -34,8 +58,11 @@ def _candidates(cfg, s) -> list:
     for kind in STEPS.values():
         if "index" in kind.fields:
             steps = steps_of(kind, cfg.replicas, s)
-            out += steps + [Step(kind.name, r, arg, index=len(getattr(s, MESSAGE_KINDS[kind.queue or arg])[r]))
-                            for r in range(cfg.replicas) for arg in ((None,) if kind.queue else tuple(MESSAGE_KINDS))]
+            out += steps + [
+                Step(kind.name, r, arg, index=len(getattr(s, MESSAGE_KINDS[kind.queue or arg])[r]))
+                for r in range(cfg.replicas)
+                for arg in ((None,) if kind.queue else tuple(MESSAGE_KINDS))
+            ]
         else:
             out += steps_of(kind, cfg.replicas)
     return [st for st in out if unsupported(st) is None]
@@ -63,20 +90,38 @@ def _fits(s) -> bool:
 
 # Two batches, fetched one at a time by follower 1 (a partial fetch: replica.fetch.max.bytes) and
 # at once by follower 2, with a limit of more batches than there are.
-PARTIAL = [Step("produce", 0, 1), Step("produce", 0, 1, records=2),
-           Step("send_fetch", 1, max_batches=1), Step("handle_fetch", 1), Step("handle_fetch_response", 1),
-           Step("send_fetch", 1, max_batches=1), Step("handle_fetch", 1), Step("handle_fetch_response", 1),
-           Step("send_fetch", 2, max_batches=3), Step("handle_fetch", 2), Step("handle_fetch_response", 2)]
+PARTIAL = [
+    Step("produce", 0, 1),
+    Step("produce", 0, 1, records=2),
+    Step("send_fetch", 1, max_batches=1),
+    Step("handle_fetch", 1),
+    Step("handle_fetch_response", 1),
+    Step("send_fetch", 1, max_batches=1),
+    Step("handle_fetch", 1),
+    Step("handle_fetch_response", 1),
+    Step("send_fetch", 2, max_batches=3),
+    Step("handle_fetch", 2),
+    Step("handle_fetch_response", 2),
+]
 # Unflushed batches lost in power losses that keep some of them or tear the next one (refused where
 # there are not that many), the follower's after a partial fetch.
 TORN = PARTIAL[:5] + [
-    Step("crash", 1, "power", survive=1), Step("crash", 0, "power", survive=2, torn=True),
-    Step("crash", 0, "power", survive=1, torn=True), Step("restart", 0), Step("restart", 1),
-    Step("crash", 2, "power", torn=True)]
+    Step("crash", 1, "power", survive=1),
+    Step("crash", 0, "power", survive=2, torn=True),
+    Step("crash", 0, "power", survive=1, torn=True),
+    Step("restart", 0),
+    Step("restart", 1),
+    Step("crash", 2, "power", torn=True),
+]
 # An ISR shrink for lag, then a follower catching up: expand_isr enabled (a random run seldom gets there).
-TO_EXPAND = ([Step("produce", 0, 1), Step("tick"), Step("tick"), Step("shrink_isr", 0), Step("handle_alter_partition", 0),
-              Step("handle_alter_partition_response", 0)]
-             + [Step("send_fetch", 1), Step("handle_fetch", 1), Step("handle_fetch_response", 1)] * 2)
+TO_EXPAND = [
+    Step("produce", 0, 1),
+    Step("tick"),
+    Step("tick"),
+    Step("shrink_isr", 0),
+    Step("handle_alter_partition", 0),
+    Step("handle_alter_partition_response", 0),
+] + [Step("send_fetch", 1), Step("handle_fetch", 1), Step("handle_fetch_response", 1)] * 2
 
 
 def drive(protocol: str, seed: int, states: int, taken: int, refused: int, start: list = ()) -> Counter:
@@ -114,8 +159,13 @@ def _round(r: int) -> list:
 
 
 # Follower 2 lags out of the ISR (min ISR 2 keeps it at two members).
-LAG_OUT_2 = [Step("tick")] * 3 + _round(1) + [
-    Step("shrink_isr", 0), Step("handle_alter_partition", 0), Step("handle_alter_partition_response", 0)]
+LAG_OUT_2 = (
+    [Step("tick")] * 3
+    + _round(1)
+    + [Step("shrink_isr", 0), Step("handle_alter_partition", 0), Step("handle_alter_partition_response", 0)]
+)
+
+
 # KIP-903 / KIP-966 paths a random run seldom reaches (tests/model/test_broker_epochs_and_elr.py):
 # an expansion proposed with a previous incarnation's broker epoch (INELIGIBLE_REPLICA), the ISR
 # below min ISR filling the ELR, an unclean registration leaving it, an election from the ELR and
@@ -123,21 +173,43 @@ LAG_OUT_2 = [Step("tick")] * 3 + _round(1) + [
 def _down(kind1: str) -> list:
     """Broker 1 (after a crash of ``kind1``) then leader 0 (power loss) fenced: the ISR empties
     into the ELR; broker 2, out of the ISR, hears of it."""
-    return LAG_OUT_2 + [Step("crash", 1, kind1), Step("fence", 1), Step("deliver_leader_and_isr", 2),
-                        Step("crash", 0, "power"), Step("fence", 0)]
+    return LAG_OUT_2 + [
+        Step("crash", 1, kind1),
+        Step("fence", 1),
+        Step("deliver_leader_and_isr", 2),
+        Step("crash", 0, "power"),
+        Step("fence", 0),
+    ]
 
 
 PATHS = {
-    "stale-expansion": LAG_OUT_2 + _round(2) + [
-        Step("expand_isr", 0), Step("crash", 2, "process"), Step("lose_disk", 2), Step("restart", 2),
-        Step("handle_alter_partition", 0), Step("handle_alter_partition_response", 0)],
-    "elr-election": _down("clean") + [Step("restart", 0), Step("restart", 1), Step("elect"),
-                                      Step("deliver_leader_and_isr", 1)],
-    "last-known-leader": _down("power") + [Step("restart", 0), Step("restart", 1), Step("elect"),
-                                           Step("deliver_leader_and_isr", 0)],
-    "unclean-fast-bounce": [Step("produce", 0, 1)] + _round(1) + _round(2) + _round(1) + _round(2) + [
-        Step("checkpoint_hw", 2), Step("crash", 0, "power"), Step("restart", 0), Step("deliver_leader_and_isr", 1),
-        Step("elect"), Step("produce", 0, -1)],
+    "stale-expansion": LAG_OUT_2
+    + _round(2)
+    + [
+        Step("expand_isr", 0),
+        Step("crash", 2, "process"),
+        Step("lose_disk", 2),
+        Step("restart", 2),
+        Step("handle_alter_partition", 0),
+        Step("handle_alter_partition_response", 0),
+    ],
+    "elr-election": _down("clean")
+    + [Step("restart", 0), Step("restart", 1), Step("elect"), Step("deliver_leader_and_isr", 1)],
+    "last-known-leader": _down("power")
+    + [Step("restart", 0), Step("restart", 1), Step("elect"), Step("deliver_leader_and_isr", 0)],
+    "unclean-fast-bounce": [Step("produce", 0, 1)]
+    + _round(1)
+    + _round(2)
+    + _round(1)
+    + _round(2)
+    + [
+        Step("checkpoint_hw", 2),
+        Step("crash", 0, "power"),
+        Step("restart", 0),
+        Step("deliver_leader_and_isr", 1),
+        Step("elect"),
+        Step("produce", 0, -1),
+    ],
 }
 
 
@@ -168,12 +240,14 @@ def test_broker_epoch_and_elr_paths(protocol):
 
 def test_the_paths_reach_what_they_are_for():
     """The paths above take the kip-903 and kip-966 branches they name (else they test less)."""
+
     def last(protocol: str, name: str, upto: int | None = None):
         cfg = _config(protocol, list(PATHS).index(name))  # as ``along`` runs it
         s = initial_state(cfg)
         for st in PATHS[name][:upto]:
             s = apply(cfg, s, st)[0]
         return s
+
     assert last("kip-903", "stale-expansion", -1).alter_partition_responses[0][0].error == "INELIGIBLE_REPLICA"
     c = last("kip-966", "elr-election").controller
     assert (c.leader, c.isr, c.elr) == (1, (1,), ())
@@ -203,10 +277,23 @@ def test_partial_fetches_and_partial_write_back(protocol):
 # The disk faults (docs/steps.md, "Disk faults"): a torn tail of garbage, a corruption at rest of the
 # last flushed batch, and each failing I/O of a leader and of a follower (refused where nothing is
 # unflushed, nothing to read, or the broker is down).
-DISK = [Step("produce", 0, 1), *_round(1), Step("flush", 1), Step("produce", 0, 1), *_round(1),
-        Step("crash", 1, "power", torn=True, tail="stale"), Step("corrupt", 1),
-    Step("corrupt", 2), Step("restart", 1), Step("fail_disk", 2, "read:EIO"), Step("fail_disk", 0, "fsync:ENOSPC"),
-    Step("elect"), Step("fail_disk", 1, "write:EIO"), Step("fail_disk", 1, "fsync:EIO"), Step("restart", 0)]
+DISK = [
+    Step("produce", 0, 1),
+    *_round(1),
+    Step("flush", 1),
+    Step("produce", 0, 1),
+    *_round(1),
+    Step("crash", 1, "power", torn=True, tail="stale"),
+    Step("corrupt", 1),
+    Step("corrupt", 2),
+    Step("restart", 1),
+    Step("fail_disk", 2, "read:EIO"),
+    Step("fail_disk", 0, "fsync:ENOSPC"),
+    Step("elect"),
+    Step("fail_disk", 1, "write:EIO"),
+    Step("fail_disk", 1, "fsync:EIO"),
+    Step("restart", 0),
+]
 
 
 @pytest.mark.parametrize("protocol", ["kip-101", "kip-320", "kip-966"])
@@ -220,11 +307,28 @@ def test_disk_faults(protocol):
 # A corruption under a live broker: the leader's flushed batch damaged, the follower's fetch
 # refused by CRC, the consumer's fetch failing, a clean shutdown keeping the damage, a process
 # crash letting recovery cut it; then a follower's damaged batch truncated away by a new leader.
-LIVE = [Step("produce", 0, 1), *_round(1), *_round(2), *_round(1), *_round(2), Step("flush", 0),
-        Step("corrupt_live", 0), Step("corrupt_live", 0), Step("consume", 0), Step("crash", 2, "power"),
-        Step("lose_disk", 2), Step("restart", 2), Step("deliver_leader_and_isr", 2, index=0), *_round(2),
-        Step("crash", 0, "clean"), Step("restart", 0), Step("deliver_leader_and_isr", 0, index=0), Step("consume", 0),
-        Step("crash", 0, "process"), Step("restart", 0)]
+LIVE = [
+    Step("produce", 0, 1),
+    *_round(1),
+    *_round(2),
+    *_round(1),
+    *_round(2),
+    Step("flush", 0),
+    Step("corrupt_live", 0),
+    Step("corrupt_live", 0),
+    Step("consume", 0),
+    Step("crash", 2, "power"),
+    Step("lose_disk", 2),
+    Step("restart", 2),
+    Step("deliver_leader_and_isr", 2, index=0),
+    *_round(2),
+    Step("crash", 0, "clean"),
+    Step("restart", 0),
+    Step("deliver_leader_and_isr", 0, index=0),
+    Step("consume", 0),
+    Step("crash", 0, "process"),
+    Step("restart", 0),
+]
 
 
 @pytest.mark.parametrize("protocol", ["kip-101", "kip-320", "kip-966"])

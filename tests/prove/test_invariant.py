@@ -1,6 +1,7 @@
 """``isrcheck prove --invariant`` and ``--check-invariant``: the candidate grammar, Houdini over the
 encoding with unbounded epochs and fault counts, saved invariants re-checked, targets implied or
 not (with the counterexample), and bad input named (exit 2)."""
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,8 @@ def test_the_grammar_names_and_prints_each_candidate():
     assert by_name["hw-bound(0)"] == "HW(0) ≤ LEO(0)"
     assert by_name["leadership(1,epoch)"] == "(alive(1) ∧ leader(1) = 1) ⇒ leaderEpoch(1) = controller.leaderEpoch"
     assert by_name["committed-prefix(0,1,controller-isr)"] == (
-        "(alive(0) ∧ 1 ∈ controller.isr ∧ (alive(1) ∨ ¬powerLost(1))) ⇒ log(0)[..HW(0)) = log(1)[..HW(0))")
+        "(alive(0) ∧ 1 ∈ controller.isr ∧ (alive(1) ∨ ¬powerLost(1))) ⇒ log(0)[..HW(0)) = log(1)[..HW(0))"
+    )
     assert by_name["target(StrongIsr)"] == "StrongIsr"
     assert all(fn.__doc__ for fn in FAMILIES.values())
     assert {c.family for c in cands} == set(FAMILIES)
@@ -43,16 +45,24 @@ def test_houdini_proves_the_targets_at_one_replica_and_the_saved_invariant_reche
     assert all(set(c) == {"name", "formula"} for c in doc["conjuncts"])
     assert main(["prove", "--check-invariant", str(saved), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["inductive"] and result["targets"] == {t: "implied" for t in
-                                                         ("LeaderCompleteness", "LogMatching", "NoLostAckedWrite",
-                                                          "StrongIsr")}
+    assert result["inductive"] and result["targets"] == {
+        t: "implied" for t in ("LeaderCompleteness", "LogMatching", "NoLostAckedWrite", "StrongIsr")
+    }
 
 
 def _file(tmp_path, conjuncts, protocol="kip-320", targets=("StrongIsr",), replicas=2, **extra):
     config = {"replicas": replicas, "min_insync_replicas": 1}
     scope = Scope(max_records=1, max_epoch=3, max_crashes=1).to_json()
-    doc = {"format": "isrcheck-invariant", "version": 1, "protocol": protocol, "config": config, "scope": scope,
-           "targets": {t: "implied" for t in targets}, "conjuncts": [{"name": c} for c in conjuncts], **extra}
+    doc = {
+        "format": "isrcheck-invariant",
+        "version": 1,
+        "protocol": protocol,
+        "config": config,
+        "scope": scope,
+        "targets": {t: "implied" for t in targets},
+        "conjuncts": [{"name": c} for c in conjuncts],
+        **extra,
+    }
     path = tmp_path / "inv.json"
     path.write_text(json.dumps(doc))
     return path

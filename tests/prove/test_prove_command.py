@@ -1,18 +1,48 @@
 """``isrcheck prove``: exit codes, progress per depth, JSON, saved counterexamples that
 ``isrcheck check`` replays to the same property, and bad input named (exit 2)."""
+
 from __future__ import annotations
 
 import json
 
 from isrcheck.conformance.cli.main import main
 
-TINY = ["--replicas", "1", "--min-isr", "1", "--max-records", "1", "--max-epoch", "1", "--max-crashes", "1",
-        "--max-power-losses", "1", "--crash-kinds", "", "--bounces", "1"]
+TINY = [
+    "--replicas",
+    "1",
+    "--min-isr",
+    "1",
+    "--max-records",
+    "1",
+    "--max-epoch",
+    "1",
+    "--max-crashes",
+    "1",
+    "--max-power-losses",
+    "1",
+    "--crash-kinds",
+    "",
+    "--bounces",
+    "1",
+]
 
 
 def test_violation_exits_1_and_its_schedule_replays_with_check(tmp_path, capsys):
-    code = main(["prove", "--protocol", "hw-truncation", *TINY, "--depth", "5", "--property", "NoLostAckedWrite",
-                 "--json", "--save", str(tmp_path)])
+    code = main(
+        [
+            "prove",
+            "--protocol",
+            "hw-truncation",
+            *TINY,
+            "--depth",
+            "5",
+            "--property",
+            "NoLostAckedWrite",
+            "--json",
+            "--save",
+            str(tmp_path),
+        ]
+    )
     out, err = capsys.readouterr()
     # the only replica loses power with min ISR 1: outside the budget, so no violation; but the
     # search stopped there, so nothing past it is proved (exit 1)
@@ -27,11 +57,27 @@ def test_violation_exits_1_and_its_schedule_replays_with_check(tmp_path, capsys)
     assert main(["check", str(saved)]) == 0
     assert "NoLostAckedWrite fails at step 3 outside its fault budget" in capsys.readouterr().out
     assert main(["check", str(saved), "--expected"]) == 0  # the file names what it expects
-    assert ("expected: pass (NoLostAckedWrite broken outside its fault budget) -> as expected"
-            in capsys.readouterr().out)
+    assert "expected: pass (NoLostAckedWrite broken outside its fault budget) -> as expected" in capsys.readouterr().out
     # with two replicas and min ISR 2 one power loss is within the budget: nothing is lost there
-    assert main(["prove", "--protocol", "kip-966", *TINY, "--replicas", "2", "--min-isr", "2", "--depth", "4",
-                 "--property", "NoLostAckedWrite"]) == 0
+    assert (
+        main(
+            [
+                "prove",
+                "--protocol",
+                "kip-966",
+                *TINY,
+                "--replicas",
+                "2",
+                "--min-isr",
+                "2",
+                "--depth",
+                "4",
+                "--property",
+                "NoLostAckedWrite",
+            ]
+        )
+        == 0
+    )
     assert "no violation up to depth 4" in capsys.readouterr().out
 
 
@@ -41,8 +87,20 @@ def test_no_violation_to_the_depth_exits_0(capsys):
 
 
 def test_induction_proved_exits_0(capsys):
-    code = main(["prove", "--protocol", "kip-320", *TINY, "--depth", "2", "--property", "HighWatermarkBound",
-                 "--induction", "--json"])
+    code = main(
+        [
+            "prove",
+            "--protocol",
+            "kip-320",
+            *TINY,
+            "--depth",
+            "2",
+            "--property",
+            "HighWatermarkBound",
+            "--induction",
+            "--json",
+        ]
+    )
     assert code == 0
     (r,) = json.loads(capsys.readouterr().out)["results"]
     assert (r["verdict"], r["k"]) == ("proved", 1)
@@ -60,8 +118,21 @@ def test_broker_epoch_variants_are_encoded(capsys):
     # kip-966 learns of the unclean shutdown at the restart and elects the broker again as the last
     # known leader (with a second epoch): the loss is one transition later than kip-903's fast bounce
     for protocol, depth in (("kip-903", 4), ("kip-966", 5)):
-        code = main(["prove", "--protocol", protocol, *TINY, "--max-epoch", "2", "--depth", "5",
-                     "--property", "NoLostAckedWrite", "--json"])
+        code = main(
+            [
+                "prove",
+                "--protocol",
+                protocol,
+                *TINY,
+                "--max-epoch",
+                "2",
+                "--depth",
+                "5",
+                "--property",
+                "NoLostAckedWrite",
+                "--json",
+            ]
+        )
         assert code == 1
         (v,) = json.loads(capsys.readouterr().out)["beyond_budget"]  # min ISR 1: no loss is within it
         assert v["transitions"] == depth, protocol
@@ -69,10 +140,26 @@ def test_broker_epoch_variants_are_encoded(capsys):
 
 def test_partial_fetches_and_write_back_are_encoded_and_a_step_without_encoding_is_refused(capsys, monkeypatch):
     scope = ["--replicas", "2", "--min-isr", "1", "--max-records", "1", "--max-crashes", "1", "--max-power-losses", "1"]
-    assert main(["prove", "--protocol", "kip-320", *scope, "--partial-fetches", "--torn-writes", "--depth", "1",
-                 "--property", "LogMatching"]) == 0
+    assert (
+        main(
+            [
+                "prove",
+                "--protocol",
+                "kip-320",
+                *scope,
+                "--partial-fetches",
+                "--torn-writes",
+                "--depth",
+                "1",
+                "--property",
+                "LogMatching",
+            ]
+        )
+        == 0
+    )
     assert "no violation up to depth 1" in capsys.readouterr().out
     from isrcheck.model.smt.actions import ENCODED
+
     monkeypatch.delitem(ENCODED, "lose_disk")
     assert main(["prove", "--protocol", "kip-320", *scope, "--disk-losses", "1", "--depth", "1"]) == 2
     err = capsys.readouterr().err

@@ -1,4 +1,5 @@
 """The campaign page's failure table links a timeline per failure, and bad report input exits 2."""
+
 from __future__ import annotations
 
 import json
@@ -6,8 +7,10 @@ import shutil
 
 from isrcheck.conformance.cli.main import main
 
-GROWTH = [{"schedules": 10 * k, "abstract_states": 20 * k, "action_pairs": 10 * k, "outputs": 3,
-           "distinct": 30 * k + 3} for k in range(1, 4)]
+GROWTH = [
+    {"schedules": 10 * k, "abstract_states": 20 * k, "action_pairs": 10 * k, "outputs": 3, "distinct": 30 * k + 3}
+    for k in range(1, 4)
+]
 
 
 def _campaign(tmp_path, scenario):
@@ -19,14 +22,32 @@ def _campaign(tmp_path, scenario):
     doc["protocol"] = "hw-truncation"
     (folder / "failures" / "violation-NoLostAckedWrite.json").write_text(json.dumps(doc))
     shutil.copy(scenario("kip101-scenario1"), folder / "failures" / "violation-NoLostAckedWrite.original.json")
-    failure = {"id": "violation-NoLostAckedWrite", "verdict": "violation", "property": "NoLostAckedWrite",
-               "seed": 7, "seeds": 2, "first_bad_step": 13, "steps": 60, "shrunk_steps": 14,
-               "file": "failures/violation-NoLostAckedWrite.json",
-               "original_file": "failures/violation-NoLostAckedWrite.original.json"}
-    summary = {"protocol": "hw-truncation", "seed": 0, "schedules": 30, "steps": 60, "faults": "default",
-               "by_verdict": {"pass": 28, "violation": 2}, "failing_schedules": 2, "distinct_failures": 1,
-               "failures": [failure], "distinct_coverage": 93, "coverage_growth": GROWTH,
-               "run": {"schedules_per_s": 3.0, "wall_time_s": 20.0, "master": "local[1]"}}
+    failure = {
+        "id": "violation-NoLostAckedWrite",
+        "verdict": "violation",
+        "property": "NoLostAckedWrite",
+        "seed": 7,
+        "seeds": 2,
+        "first_bad_step": 13,
+        "steps": 60,
+        "shrunk_steps": 14,
+        "file": "failures/violation-NoLostAckedWrite.json",
+        "original_file": "failures/violation-NoLostAckedWrite.original.json",
+    }
+    summary = {
+        "protocol": "hw-truncation",
+        "seed": 0,
+        "schedules": 30,
+        "steps": 60,
+        "faults": "default",
+        "by_verdict": {"pass": 28, "violation": 2},
+        "failing_schedules": 2,
+        "distinct_failures": 1,
+        "failures": [failure],
+        "distinct_coverage": 93,
+        "coverage_growth": GROWTH,
+        "run": {"schedules_per_s": 3.0, "wall_time_s": 20.0, "master": "local[1]"},
+    }
     (folder / "summary.json").write_text(json.dumps(summary))
     return folder
 
@@ -61,12 +82,22 @@ def test_the_chart_legend_and_the_fault_budgets_fit_at_1400_and_800_pixels(tmp_p
     sideways scroll, and it shows per property what the terminal prints of the fault budgets."""
     folder = _campaign(tmp_path, scenario)
     summary = json.loads((folder / "summary.json").read_text())
-    summary["coverage_growth"] = [{"schedules": 1000 * k, "abstract_states": 1500 * k, "action_pairs": 900 * k,
-                                   "outputs": 30 * k, "divergence_rungs": 12 * k, "distinct": 2442 * k}
-                                  for k in range(1, 4)]
+    summary["coverage_growth"] = [
+        {
+            "schedules": 1000 * k,
+            "abstract_states": 1500 * k,
+            "action_pairs": 900 * k,
+            "outputs": 30 * k,
+            "divergence_rungs": 12 * k,
+            "distinct": 2442 * k,
+        }
+        for k in range(1, 4)
+    ]
     summary["schedules"] = 3000
-    summary["budgets"] = {"NoLostAckedWrite": {"checked_within": 2800, "broken_outside": 7},
-                          "StrongIsr": {"checked_within": 3000, "broken_outside": 0}}
+    summary["budgets"] = {
+        "NoLostAckedWrite": {"checked_within": 2800, "broken_outside": 7},
+        "StrongIsr": {"checked_within": 3000, "broken_outside": 0},
+    }
     summary["violated"] = {"NoLostAckedWrite": 2}
     (folder / "summary.json").write_text(json.dumps(summary))
     out = tmp_path / "report"

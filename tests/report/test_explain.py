@@ -1,6 +1,7 @@
 """The sentence a counterexample opens with, on real schedules: which broker, which offset, what a
 client was told and what removed it, found in the trace; for a divergence, what each side did
 at the step where they part; and the property's statement when the state is beyond the finders."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -9,13 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from isrcheck.conformance.core.schedule import Schedule, load_schedule
 from isrcheck.conformance.core.lockstep import Lockstep
+from isrcheck.conformance.core.schedule import Schedule, load_schedule
 from isrcheck.conformance.reports.explain import explain, first_bad
 from isrcheck.specs import BY_ID
 
-LRS = (" This is outside NoLostAckedWrite's fault budget (the run entered last-replica-standing, a loss this "
-       "variant suffers by design): Kafka does not promise it there, so it is no violation.")
+LRS = (
+    " This is outside NoLostAckedWrite's fault budget (the run entered last-replica-standing, a loss this "
+    "variant suffers by design): Kafka does not promise it there, so it is no violation."
+)
 
 
 def outside(prop: str, why: str) -> str:
@@ -39,11 +42,19 @@ def test_lost_acked_write_names_the_leader_the_producers_answer_and_the_truncati
     assert why.sentence == (
         "Broker 1, elected leader in epoch 2 at step 11, does not hold offset 0 (record 1), which a producer "
         "was told was written with acks=all at step 5; it was lost when broker 1 truncated its log to offset 0 "
-        "(its HW) at step 9 deliver_leader_and_isr(replica=1, index=0).")
+        "(its HW) at step 9 deliver_leader_and_isr(replica=1, index=0)."
+    )
     assert (why.step, why.replica, why.promised, why.cause) == (13, 1, 5, 9)
     # the steps it names are the trace's: the acks=all answer, and the truncation of broker 1's log
-    assert trace.frames[5].outputs[0] == {"type": "produce", "replica": 0, "record": 1, "records": 1, "acks": -1,
-                                          "error": "NONE", "offset": 0}
+    assert trace.frames[5].outputs[0] == {
+        "type": "produce",
+        "replica": 0,
+        "record": 1,
+        "records": 1,
+        "acks": -1,
+        "error": "NONE",
+        "offset": 0,
+    }
     assert len(trace.frames[8].state.replicas[1].log) == 1 and trace.frames[9].state.replicas[1].log == ()
 
 
@@ -58,7 +69,8 @@ def test_lost_acked_write_in_a_power_loss_before_fsync(scenario):
     assert why.sentence == (
         "Broker 0, elected leader in epoch 2 at step 16, holds record 2 at offset 0, not record 1, which a "
         "producer was told was written with acks=all at step 5; it was lost when broker 0 lost power at step 13 "
-        "before it fsynced it." + LRS)
+        "before it fsynced it." + LRS
+    )
     assert trace.frames[13].step == {"step": "crash", "replica": 0, "kind": "power"}
 
 
@@ -67,7 +79,9 @@ def test_lost_acked_write_on_a_leader_elected_uncleanly_that_never_held_it(scena
     assert why.sentence == (
         "Broker 1, elected leader in epoch 2 at step 9 by an unclean election (the ISR was [0]), holds record 2 "
         "at offset 0, not record 1, which a producer was told was written with acks=all at step 6; broker 1 never "
-        "held it, and it is only on broker 0 (down)." + outside("NoLostAckedWrite", "unclean leader election is enabled"))
+        "held it, and it is only on broker 0 (down)."
+        + outside("NoLostAckedWrite", "unclean leader election is enabled")
+    )
     assert why.cause is None
 
 
@@ -77,7 +91,8 @@ def test_strong_isr_names_the_leader_the_member_and_how_the_logs_parted(scenario
     assert why.sentence == (
         "Broker 1, elected leader in epoch 2 at step 17, has offset 1 (epoch 2, record 3) below its HW 2, but "
         "broker 0, in the controller's ISR [0, 1] since step 32 handle_alter_partition(replica=1), holds epoch 0, "
-        "record 2 there; broker 1 had held record 2 there too, until it lost power at step 12 before it fsynced it.")
+        "record 2 there; broker 1 had held record 2 there too, until it lost power at step 12 before it fsynced it."
+    )
     assert (why.replica, why.cause) == (0, 12)
 
 
@@ -88,8 +103,11 @@ def test_strong_isr_with_a_replaced_disk(scenario):
         "was written with acks=all at step 17, but broker 2, in the controller's ISR [0, 1, 2] since step 26 "
         "handle_alter_partition(replica=0), does not hold it (its LEO is 0); it was lost when broker 2's log "
         "directory was replaced by an empty one at step 24."
-        + outside("StrongIsr", "the run entered fast-bounce-after-loss, stale-isr-expansion, a loss this variant "
-                               "suffers by design"))
+        + outside(
+            "StrongIsr",
+            "the run entered fast-bounce-after-loss, stale-isr-expansion, a loss this variant suffers by design",
+        )
+    )
     assert (why.replica, why.promised, why.cause) == (2, 17, 24)
 
 
@@ -100,7 +118,8 @@ def test_weak_isr_reads_the_leaders_own_isr_view(scenario):
         "Broker 0, elected leader in epoch 4 at step 47, has offset 1 (epoch 2, record 3) below its HW 2, but "
         "broker 2, in broker 0's own ISR view [0, 2] since step 29 deliver_leader_and_isr(replica=0, index=0), "
         "holds epoch 0, record 2 there; broker 0 had held record 2 there too, until it truncated its log to "
-        "offset 1 at step 32 handle_fetch_response(replica=0).")
+        "offset 1 at step 32 handle_fetch_response(replica=0)."
+    )
 
 
 def test_log_matching_names_the_two_brokers_the_epoch_and_the_append(scenario):
@@ -109,7 +128,8 @@ def test_log_matching_names_the_two_brokers_the_epoch_and_the_append(scenario):
     assert why.sentence == (
         "Brokers 1 and 2 both hold offset 2 in leader epoch 4, yet their logs differ below it: at offset 1 "
         "broker 1 has epoch 2, record 3, broker 2 epoch 0, record 2; broker 1 got offset 2 at step 41 "
-        "handle_fetch_response(replica=1), on top of its own offset 1.")
+        "handle_fetch_response(replica=1), on top of its own offset 1."
+    )
     assert (why.replica, why.cause) == (1, 41)
 
 
@@ -128,28 +148,42 @@ def test_reads_a_new_leader_lacks_and_reads_that_disagree(scenario):
     assert why.sentence == (
         "Broker 1, elected leader in epoch 2 at step 10 by an unclean election (the ISR was [0]), holds record 2 "
         "at offset 0, not record 1, which a consumer read from broker 0 at step 7; broker 1 never held it, and it "
-        "is only on broker 0 (down)." + outside("LeaderCompleteness", "unclean leader election is enabled"))
+        "is only on broker 0 (down)." + outside("LeaderCompleteness", "unclean leader election is enabled")
+    )
     # with the new leader down too, what is left is the two reads of offset 0
-    trace, why = explained(scenario("unclean-election-loss"),
-                           steps=steps + [{"step": "crash", "replica": 1, "kind": "process"}])
+    trace, why = explained(
+        scenario("unclean-election-loss"), steps=steps + [{"step": "crash", "replica": 1, "kind": "process"}]
+    )
     assert first_bad(trace.verdict)[0] == "NoDivergentRead"
-    assert why.sentence == ("Offset 0 was read as record 1 from broker 0 at step 7 and as record 2 from broker 1 at "
-                            "step 14." + outside("NoDivergentRead", "unclean leader election is enabled"))
+    assert why.sentence == (
+        "Offset 0 was read as record 1 from broker 0 at step 7 and as record 2 from broker 1 at "
+        "step 14." + outside("NoDivergentRead", "unclean leader election is enabled")
+    )
 
 
 def test_a_consumer_shown_a_lower_hw(tmp_path):
     """The explorer's shortest MonotonicHighWatermark counterexample on kip-101: the leader restarts
     with the HW of its checkpoint."""
-    doc = {"format": "isrcheck-schedule", "version": 1, "protocol": "kip-101",
-           "config": {"replicas": 2, "min_insync_replicas": 1},
-           "steps": [{"step": "produce", "replica": 0, "acks": 1}]
-           + [{"step": s, "replica": 1} for s in ("send_fetch", "handle_fetch", "handle_fetch_response") * 2]
-           + [{"step": "consume", "replica": 0}, {"step": "crash", "replica": 0, "kind": "process"},
-              {"step": "restart", "replica": 0}, {"step": "deliver_leader_and_isr", "replica": 0, "index": 0},
-              {"step": "consume", "replica": 0}]}
+    doc = {
+        "format": "isrcheck-schedule",
+        "version": 1,
+        "protocol": "kip-101",
+        "config": {"replicas": 2, "min_insync_replicas": 1},
+        "steps": [{"step": "produce", "replica": 0, "acks": 1}]
+        + [{"step": s, "replica": 1} for s in ("send_fetch", "handle_fetch", "handle_fetch_response") * 2]
+        + [
+            {"step": "consume", "replica": 0},
+            {"step": "crash", "replica": 0, "kind": "process"},
+            {"step": "restart", "replica": 0},
+            {"step": "deliver_leader_and_isr", "replica": 0, "index": 0},
+            {"step": "consume", "replica": 0},
+        ],
+    }
     trace = Lockstep.run(Schedule.from_json(doc), record=True)
     assert trace.verdict.property == "MonotonicHighWatermark"
-    assert explain(trace).sentence == "A consumer was shown HW 1 by broker 0 at step 7, then HW 0 by broker 0 at step 11."
+    assert (
+        explain(trace).sentence == "A consumer was shown HW 1 by broker 0 at step 7, then HW 0 by broker 0 at step 11."
+    )
 
 
 def test_every_violation_of_the_scenarios_has_a_witness(scenario_files):
@@ -162,13 +196,17 @@ def test_every_violation_of_the_scenarios_has_a_witness(scenario_files):
                 continue
             trace = Lockstep.run(schedule.with_protocol(protocol), record=True)
             why = explain(trace)
-            assert why.replica is not None and BY_ID[expected.property].statement not in why.sentence, \
-                (path.name, protocol, why.sentence)
+            assert why.replica is not None and BY_ID[expected.property].statement not in why.sentence, (
+                path.name,
+                protocol,
+                why.sentence,
+            )
             seen.add(expected.property)
     assert {"NoLostAckedWrite", "StrongIsr", "WeakIsr", "LogMatching"} <= seen
 
 
 # -- divergences: a mutant implementation against the model -----------------------------------------
+
 
 def test_a_divergence_of_outputs_says_what_each_side_answered(scenario, monkeypatch):
     from isrcheck.impl.replication.partition import Partition
@@ -176,8 +214,10 @@ def test_a_divergence_of_outputs_says_what_each_side_answered(scenario, monkeypa
     monkeypatch.setattr(Partition, "maybe_increment_leader_hw", lambda self: False)  # the HW never moves
     trace, why = explained(scenario("healthy-acks-all"))
     assert trace.verdict.kind == "divergence"
-    assert why.sentence == (f"At step {trace.verdict.step} handle_fetch(replica=2), the implementation answered "
-                            "nothing while the model answered the acks=all produce of record 1 with NONE at offset 0.")
+    assert why.sentence == (
+        f"At step {trace.verdict.step} handle_fetch(replica=2), the implementation answered "
+        "nothing while the model answered the acks=all produce of record 1 with NONE at offset 0."
+    )
 
 
 def test_a_divergence_of_states_says_what_each_side_did_to_the_log(scenario, monkeypatch):
@@ -187,8 +227,10 @@ def test_a_divergence_of_states_says_what_each_side_did_to_the_log(scenario, mon
     monkeypatch.setattr(Partition, "truncate_to", lambda self, offset: truncate_to(self, 0))  # always all of it
     trace, why = explained(scenario("kip279-fast-leader-change"), "kip-320")
     assert trace.verdict.kind == "divergence" and trace.verdict.step == 38
-    assert why.sentence == ("At step 38 handle_fetch_response(replica=1), the implementation truncated broker 1's log "
-                            "to offset 0 while the model truncated it to offset 1.")
+    assert why.sentence == (
+        "At step 38 handle_fetch_response(replica=1), the implementation truncated broker 1's log "
+        "to offset 0 while the model truncated it to offset 1."
+    )
     assert why.replica == 1
 
 
@@ -197,8 +239,10 @@ def test_a_divergence_where_the_implementation_appends_nothing(scenario, monkeyp
 
     monkeypatch.setattr(Partition, "append_as_follower", lambda self, batches, leader_hw: None)
     trace, why = explained(scenario("healthy-acks-all"))
-    assert why.sentence == (f"At step {trace.verdict.step} handle_fetch_response(replica=1), the implementation left "
-                            "broker 1's log empty while the model appended offset 0 to it.")
+    assert why.sentence == (
+        f"At step {trace.verdict.step} handle_fetch_response(replica=1), the implementation left "
+        "broker 1's log empty while the model appended offset 0 to it."
+    )
 
 
 def test_a_divergence_of_refusals_or_a_failing_implementation(scenario, monkeypatch):
@@ -211,8 +255,10 @@ def test_a_divergence_of_refusals_or_a_failing_implementation(scenario, monkeypa
 
     monkeypatch.setattr(ImplSide, "_step", refuses_produce)
     _trace, why = explained(scenario("healthy-acks-all"))
-    assert why.sentence == ("At step 0 produce(replica=0, acks=-1), the implementation refused the step "
-                            "(no produce today) but the model took it.")
+    assert why.sentence == (
+        "At step 0 produce(replica=0, acks=-1), the implementation refused the step "
+        "(no produce today) but the model took it."
+    )
 
     from isrcheck.impl.sut import SimDriver
 
@@ -226,19 +272,24 @@ def test_a_divergence_of_refusals_or_a_failing_implementation(scenario, monkeypa
     monkeypatch.setattr(ImplSide, "_step", step)
     monkeypatch.setattr(SimDriver, "step", fails_at_produce)
     _trace, why = explained(scenario("healthy-acks-all"))
-    assert why.sentence.startswith("At step 0 produce(replica=0, acks=-1), the implementation raised RuntimeError: "
-                                   "disk on fire")
+    assert why.sentence.startswith(
+        "At step 0 produce(replica=0, acks=-1), the implementation raised RuntimeError: disk on fire"
+    )
 
 
 # -- what the finders cannot read ------------------------------------------------------------------
 
+
 def test_a_state_the_finders_do_not_understand_gives_the_statement(scenario):
     trace = Lockstep.run(load_schedule(scenario("kip101-scenario1")).with_protocol("hw-truncation"), record=True)
-    trace = dataclasses.replace(trace, frames=tuple(dataclasses.replace(f, state=object()) for f in trace.frames),
-                                initial=object())
+    trace = dataclasses.replace(
+        trace, frames=tuple(dataclasses.replace(f, state=object()) for f in trace.frames), initial=object()
+    )
     why = explain(trace)
-    assert why.sentence == ("After step 13 deliver_leader_and_isr(replica=1, index=0), NoLostAckedWrite fails: "
-                            + BY_ID["NoLostAckedWrite"].statement)
+    assert why.sentence == (
+        "After step 13 deliver_leader_and_isr(replica=1, index=0), NoLostAckedWrite fails: "
+        + BY_ID["NoLostAckedWrite"].statement
+    )
     assert why.step == 13 and why.replica is None
 
 
@@ -248,8 +299,10 @@ def test_a_divergence_without_the_implementations_side_gives_the_diff(scenario, 
     monkeypatch.setattr(Partition, "append_as_follower", lambda self, batches, leader_hw: None)
     trace = Lockstep.run(load_schedule(scenario("healthy-acks-all")), record=True)
     trace = dataclasses.replace(trace, impl_state=None)
-    assert explain(trace).sentence == (f"divergence at step {trace.verdict.step}: step {trace.verdict.step} "
-                                       "handle_fetch_response(replica=1): abstract states differ")
+    assert explain(trace).sentence == (
+        f"divergence at step {trace.verdict.step}: step {trace.verdict.step} "
+        "handle_fetch_response(replica=1): abstract states differ"
+    )
 
 
 @pytest.mark.parametrize("name", ["healthy-acks-all", "torn-power-loss"])

@@ -2,13 +2,14 @@
 network requests, show one lane per replica and one column per step run, outline the first bad
 step with the property in words, open with the first bad step's column and the sentence saying
 what went wrong in view, and leave a screenshot in the test artifacts."""
+
 from __future__ import annotations
 
 import json
 
 from isrcheck.conformance.cli.main import main
-from isrcheck.conformance.core.schedule import load_schedule
 from isrcheck.conformance.core.lockstep import Lockstep
+from isrcheck.conformance.core.schedule import load_schedule
 from isrcheck.conformance.reports.explain import explain
 from isrcheck.specs import BY_ID
 
@@ -52,11 +53,17 @@ def test_violation_timeline_shows_a_lane_per_replica_and_a_column_per_step(tmp_p
 
 
 def test_refused_steps_are_shaded_and_listed(tmp_path, open_page, artifacts):
-    doc = {"format": "isrcheck-schedule", "version": 1, "protocol": "kip-320",
-           "config": {"replicas": 3, "min_insync_replicas": 2},
-           "steps": [{"step": "produce", "replica": 0, "acks": 1},
-                     {"step": "handle_fetch", "replica": 1},  # nothing in flight: refused by both
-                     {"step": "send_fetch", "replica": 1}]}
+    doc = {
+        "format": "isrcheck-schedule",
+        "version": 1,
+        "protocol": "kip-320",
+        "config": {"replicas": 3, "min_insync_replicas": 2},
+        "steps": [
+            {"step": "produce", "replica": 0, "acks": 1},
+            {"step": "handle_fetch", "replica": 1},  # nothing in flight: refused by both
+            {"step": "send_fetch", "replica": 1},
+        ],
+    }
     path = tmp_path / "refused.json"
     path.write_text(json.dumps(doc))
     out = tmp_path / "refused.html"
@@ -70,8 +77,9 @@ def test_refused_steps_are_shaded_and_listed(tmp_path, open_page, artifacts):
     assert page.locator(".first-bad").count() == 0
 
 
-def test_a_divergence_outlines_the_first_differing_step_with_the_diff(tmp_path, scenario, open_page, artifacts,
-                                                                     monkeypatch):
+def test_a_divergence_outlines_the_first_differing_step_with_the_diff(
+    tmp_path, scenario, open_page, artifacts, monkeypatch
+):
     """A mutant implementation whose leader never advances its HW (Partition.maybe_increment_leader_hw
     does nothing) never answers the acks=all produce: the model answers it at the fetch that
     advances the HW, and the timeline stops there with the two sides' outputs."""
@@ -87,9 +95,14 @@ def test_a_divergence_outlines_the_first_differing_step_with_the_diff(tmp_path, 
     bad = page.locator(".step-head.first-bad")
     assert bad.count() == 1
     step = int(bad.get_attribute("data-step"))
-    assert page.locator("#explanation").inner_text().startswith(
-        f"At step {step} handle_fetch(replica=2), the implementation answered nothing while the model answered "
-        "the acks=all produce of record 1 with NONE at offset 0.")
+    assert (
+        page.locator("#explanation")
+        .inner_text()
+        .startswith(
+            f"At step {step} handle_fetch(replica=2), the implementation answered nothing while the model answered "
+            "the acks=all produce of record 1 with NONE at offset 0."
+        )
+    )
     assert page.locator(".step-head[data-step]").count() == 1 + step + 1  # nothing after it is run
     assert "divergence" in page.locator("#verdict").inner_text()
     diff = page.locator("#diff").inner_text()
@@ -98,8 +111,9 @@ def test_a_divergence_outlines_the_first_differing_step_with_the_diff(tmp_path, 
     assert "model / implementation diff" in page.inner_text("body")
 
 
-def test_the_page_opens_at_the_first_bad_step_with_the_sentence_on_top(tmp_path, scenario, open_page, browser,
-                                                                       artifacts):
+def test_the_page_opens_at_the_first_bad_step_with_the_sentence_on_top(
+    tmp_path, scenario, open_page, browser, artifacts
+):
     """NoLostAckedWrite fails at the last step; the sentence at the top of the page says which broker
     lacks which offset, what the producer was told and when, and what removed it, and the steps it
     names are tagged in their column heads. In a small window too, the page opens scrolled down to
@@ -115,7 +129,7 @@ def test_the_page_opens_at_the_first_bad_step_with_the_sentence_on_top(tmp_path,
     assert sentence.startswith(why.sentence) and "lost power at step 13 before it fsynced it" in sentence
     assert page.locator("#first-bad").get_attribute("data-step") == "28"
     assert page.locator(".step-head[data-step='5'] .tag.promised").count() == 1  # the acks=all answer
-    assert page.locator(".step-head[data-step='13'] .tag.cause").count() == 1    # the power loss
+    assert page.locator(".step-head[data-step='13'] .tag.cause").count() == 1  # the power loss
     small = browser.new_page(viewport={"width": 900, "height": 520})
     try:
         small.on("pageerror", lambda e: errors.append(str(e)))

@@ -1,6 +1,7 @@
 """``isrcheck check-history FILE``: the soak's checker on a history recorded elsewhere, isrcheck's
 history.jsonl or a Jepsen Kafka test's history.edn; anomalies with their operations, exit 1 on
 one, a page with --html, exit 2 for what is not a history to check."""
+
 from __future__ import annotations
 
 import json
@@ -62,7 +63,8 @@ def test_isrchecks_own_history_and_a_page(tmp_path, capsys):
         {"index": 0, "time": 10, "process": 0, "type": "invoke", "f": "send", "partition": 0, "value": 1},
         {"index": 1, "time": 20, "process": 0, "type": "ok", "f": "send", "partition": 0, "value": 1, "offset": 0},
         {"index": 2, "time": 30, "process": 9, "type": "invoke", "f": "poll", "partitions": [0], "final": True},
-        {"index": 3, "time": 40, "process": 9, "type": "ok", "f": "poll", "records": {"0": [[0, 1], [0, 2]]}}]
+        {"index": 3, "time": 40, "process": 9, "type": "ok", "f": "poll", "records": {"0": [[0, 1], [0, 2]]}},
+    ]
     path = tmp_path / "history.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     page = tmp_path / "page.html"
@@ -73,16 +75,25 @@ def test_isrchecks_own_history_and_a_page(tmp_path, capsys):
     assert "isrcheck check-history: " in html and "inconsistent-offsets" in html
 
 
-@pytest.mark.parametrize("text, said", [
-    ("", "no operation: nothing to check"),
-    ("{:type :invoke, :f :txn, :value [[:send 0 1] [:poll]], :time 1, :process 0, :index 0}\n",
-     "line 1: a transaction (:f :txn): isrcheck's checker does not check transactions"),
-    ("{:type :ok, :f :send, :value [[:send 0 [0 1]]], :time 1, :process 0, :index 0}\n",
-     "line 1: a completion of process 0 without its invoke"),
-    ("{:type :invoke, :f :send, :value [[:send 0 1]], :time 1, :process 0\n", "line 1: not an EDN map"),
-    ("{:type :invoke, :f :send, :value [[:send 0 1]], :time -1, :process 0, :index 0}\n",
-     '"time" must be an int >= 0'),
-])
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        ("", "no operation: nothing to check"),
+        (
+            "{:type :invoke, :f :txn, :value [[:send 0 1] [:poll]], :time 1, :process 0, :index 0}\n",
+            "line 1: a transaction (:f :txn): isrcheck's checker does not check transactions",
+        ),
+        (
+            "{:type :ok, :f :send, :value [[:send 0 [0 1]]], :time 1, :process 0, :index 0}\n",
+            "line 1: a completion of process 0 without its invoke",
+        ),
+        ("{:type :invoke, :f :send, :value [[:send 0 1]], :time 1, :process 0\n", "line 1: not an EDN map"),
+        (
+            "{:type :invoke, :f :send, :value [[:send 0 1]], :time -1, :process 0, :index 0}\n",
+            '"time" must be an int >= 0',
+        ),
+    ],
+)
 def test_what_is_no_history_to_check_exits_2_in_one_line(tmp_path, capsys, text, said):
     assert main(["check-history", str(_jepsen(tmp_path, text)), "--format", "jepsen"]) == 2
     err = capsys.readouterr().err

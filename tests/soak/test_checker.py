@@ -5,14 +5,21 @@ alarm); a clean history with indeterminate sends that do and do not appear; the 
 Histories go through JSON before they are checked, as a history file does: poll records are keyed
 by strings while sends name partitions by ints.
 """
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from isrcheck.conformance.engines.soak.checker import (ANOMALIES, INFORMATIONAL, CheckResult, HistoryError,
-                                                       check, load_history)
+from isrcheck.conformance.engines.soak.checker import (
+    ANOMALIES,
+    INFORMATIONAL,
+    CheckResult,
+    HistoryError,
+    check,
+    load_history,
+)
 
 
 class History:
@@ -24,8 +31,9 @@ class History:
 
     def event(self, process, type_: str, f: str, **fields) -> int:
         index = len(self.ops)
-        self.ops.append({"index": index, "time": 1000 * (index + 1), "process": process, "type": type_,
-                         "f": f, **fields})
+        self.ops.append(
+            {"index": index, "time": 1000 * (index + 1), "process": process, "type": type_, "f": f, **fields}
+        )
         return index
 
     def send(self, process, partition, value: int, outcome: str = "ok", offset: int | None = None) -> int:
@@ -87,12 +95,12 @@ def acked(h: History, values: list[int], partition=0, process=0) -> list[int]:
 def test_a_clean_history_with_indeterminate_sends_that_do_and_do_not_appear():
     h = History()
     h.send(0, 0, 1, offset=0)
-    h.send(0, 0, 2, outcome="info")         # appears at offset 1
-    h.send(1, 0, 3, outcome="info")         # never appears
-    h.send(1, 0, 4, outcome="fail")         # never appears, as promised
+    h.send(0, 0, 2, outcome="info")  # appears at offset 1
+    h.send(1, 0, 3, outcome="info")  # never appears
+    h.send(1, 0, 4, outcome="fail")  # never appears, as promised
     h.send(0, 0, 5, offset=2)
     h.send(2, 1, 6, offset=0)
-    h.invoke_send(2, 1, 7)                  # never completes: indeterminate, never appears
+    h.invoke_send(2, 1, 7)  # never completes: indeterminate, never appears
     h.assign(10, [0, 1])
     h.poll(10, {"0": [(0, 1), (1, 2)]})
     h.poll(10, {"0": [(2, 5)], "1": [(0, 6)]})
@@ -120,7 +128,7 @@ def test_topic_partition_strings_are_partitions_too():
 def test_lost_write_an_acknowledged_value_the_final_read_passed_without():
     h = History()
     a, b = acked(h, [1, 2])
-    c = h.send(1, 0, 3, offset=1)           # offset 1 again: the log lost 2 and reused its offset
+    c = h.send(1, 0, 3, offset=1)  # offset 1 again: the log lost 2 and reused its offset
     final = h.final_read({"0": [(0, 1), (1, 3)]})
     result = h.check()
     lost = the_one(result, "lost-write")
@@ -132,7 +140,7 @@ def test_lost_write_an_acknowledged_value_the_final_read_passed_without():
 def test_lost_write_a_value_a_poll_returned_then_the_final_read_lost():
     h = History()
     h.send(0, 0, 1, offset=0)
-    h.send(0, 0, 2, outcome="info")         # indeterminate, but a poll proves it was written
+    h.send(0, 0, 2, outcome="info")  # indeterminate, but a poll proves it was written
     seen = h.poll(10, {"0": [(0, 1), (1, 2)]})
     h.send(1, 0, 3, offset=1)
     final = h.final_read({"0": [(0, 1), (1, 3)]})
@@ -143,9 +151,9 @@ def test_lost_write_a_value_a_poll_returned_then_the_final_read_lost():
 def test_no_lost_write_beyond_the_final_read_or_for_sends_that_may_not_have_happened():
     h = History()
     acked(h, [1, 2])
-    h.send(0, 0, 3, outcome="info")         # indeterminate and never read: may not exist
+    h.send(0, 0, 3, outcome="info")  # indeterminate and never read: may not exist
     h.send(0, 0, 4, outcome="fail")
-    late = h.send(1, 0, 5, offset=2)        # above the final read's reach: only unseen
+    late = h.send(1, 0, 5, offset=2)  # above the final read's reach: only unseen
     h.final_read({"0": [(0, 1), (1, 2)]})
     result = h.check()
     assert found(result) == {"unseen"} and result.ok
@@ -171,7 +179,7 @@ def test_unseen_an_acknowledged_value_no_poll_returned_and_its_count_over_time()
     result = h.check()
     case = the_one(result, "unseen")
     assert (case["value"], case["offset"], case["ops"]) == (2, 1, [b])
-    assert result.ok                        # informational: not an error by itself
+    assert result.ok  # informational: not an error by itself
     assert "unseen" in INFORMATIONAL
     time = {op["index"]: op["time"] for op in h.ops}
     assert result.series["unseen"] == [(time[a], 1), (time[b], 2), (time[poll], 1)]
@@ -181,7 +189,7 @@ def test_unseen_an_acknowledged_value_no_poll_returned_and_its_count_over_time()
 def test_not_unseen_when_a_poll_returns_it_before_its_send_completes():
     h = History()
     h.invoke_send(0, 0, 1)
-    h.poll(10, {"0": [(0, 1)]})             # the broker appended it; the ack is still on its way
+    h.poll(10, {"0": [(0, 1)]})  # the broker appended it; the ack is still on its way
     h.complete_send(0, 0, 1, offset=0)
     result = h.check()
     assert found(result) == set() and result.series["unseen"] == []
@@ -204,7 +212,7 @@ def test_inconsistent_offsets_two_values_at_one_offset_from_a_send_and_a_poll():
 def test_no_inconsistent_offsets_when_all_agree_and_offsets_have_gaps():
     h = History()
     h.send(0, 0, 1, offset=0)
-    h.send(0, 0, 2, offset=3)               # 1 and 2: a control batch, say; nothing was there
+    h.send(0, 0, 2, offset=3)  # 1 and 2: a control batch, say; nothing was there
     h.poll(10, {"0": [(0, 1), (3, 2)]})
     h.poll(11, {"0": [(0, 1)]})
     h.final_read({"0": [(0, 1), (3, 2)]})
@@ -217,7 +225,7 @@ def test_no_inconsistent_offsets_when_all_agree_and_offsets_have_gaps():
 def test_duplicate_one_value_at_two_offsets():
     h = History()
     sent = h.send(0, 0, 1, offset=0)
-    poll = h.poll(10, {"0": [(0, 1), (1, 1)]})   # a retry appended it again
+    poll = h.poll(10, {"0": [(0, 1), (1, 1)]})  # a retry appended it again
     result = h.check()
     case = the_one(result, "duplicate")
     assert (case["value"], case["offsets"], case["ops"]) == (1, [0, 1], [sent, poll])
@@ -270,7 +278,7 @@ def test_unexpected_a_value_nobody_sent_and_one_sent_elsewhere():
 def test_not_unexpected_when_the_send_is_still_in_flight():
     h = History()
     h.invoke_send(0, 0, 1)
-    h.poll(10, {"0": [(0, 1)]})             # its send never completes: indeterminate
+    h.poll(10, {"0": [(0, 1)]})  # its send never completes: indeterminate
     assert found(h.check()) == set()
 
 
@@ -285,22 +293,22 @@ def test_poll_skip_consecutive_polls_jump_over_a_known_record():
     result = h.check()
     case = the_one(result, "poll-skip")
     assert (case["process"], case["offsets"], case["skipped"], case["ops"]) == (10, [0, 2], 1, [proof, first, second])
-    assert found(result) == {"poll-skip", "unseen"}   # and nobody else read the skipped record
+    assert found(result) == {"poll-skip", "unseen"}  # and nobody else read the skipped record
 
 
 def test_no_poll_skip_over_unknown_offsets_or_across_an_assign_or_an_indeterminate_poll():
     h = History()
     h.send(0, 0, 1, offset=0)
-    h.send(0, 0, 2, outcome="info")         # never seen: its offset (1?) is unknown
+    h.send(0, 0, 2, outcome="info")  # never seen: its offset (1?) is unknown
     h.send(0, 0, 3, offset=2)
     h.send(0, 0, 4, offset=3)
     h.send(0, 0, 5, offset=4)
     h.poll(10, {"0": [(0, 1)]})
-    h.poll(10, {"0": [(2, 3)]})             # over offset 1, which nothing shows holds a record
+    h.poll(10, {"0": [(2, 3)]})  # over offset 1, which nothing shows holds a record
     h.assign(10, [0])
-    h.poll(10, {"0": [(4, 5)]})             # after an assign the consumer may seek: over offset 3
+    h.poll(10, {"0": [(4, 5)]})  # after an assign the consumer may seek: over offset 3
     h.poll(11, {"0": [(0, 1)]})
-    h.poll(11, {}, outcome="info")          # it may have consumed 2 and 3 without telling us
+    h.poll(11, {}, outcome="info")  # it may have consumed 2 and 3 without telling us
     h.poll(11, {"0": [(4, 5)]})
     h.poll(12, {"0": [(0, 1)]})
     h.poll(12, {}, outcome="fail")
@@ -345,8 +353,8 @@ def test_no_nonmonotonic_poll_after_an_assign_or_for_another_consumer():
     acked(h, [1, 2])
     h.poll(10, {"0": [(0, 1), (1, 2)]})
     h.assign(10, [0])
-    h.poll(10, {"0": [(0, 1)]})             # seeks back to the beginning: legitimate
-    h.poll(11, {"0": [(0, 1), (1, 2)]})     # another consumer reads the same records
+    h.poll(10, {"0": [(0, 1)]})  # seeks back to the beginning: legitimate
+    h.poll(11, {"0": [(0, 1), (1, 2)]})  # another consumer reads the same records
     h.poll(10, {"0": [(1, 2)]})
     assert found(h.check()) == set()
 
@@ -386,9 +394,9 @@ def test_no_nonmonotonic_send_between_producers_or_partitions():
     h = History()
     h.invoke_send(0, 0, 1)
     h.invoke_send(1, 0, 2)
-    h.complete_send(1, 0, 2, offset=1)      # concurrent sends complete in any order
+    h.complete_send(1, 0, 2, offset=1)  # concurrent sends complete in any order
     h.complete_send(0, 0, 1, offset=0)
-    h.send(0, 1, 3, offset=0)               # another partition starts at its own 0
+    h.send(0, 1, 3, offset=0)  # another partition starts at its own 0
     h.send(0, 0, 4, offset=2)
     h.final_read({"0": [(0, 1), (1, 2), (2, 4)], "1": [(0, 3)]})
     assert found(h.check()) == set()
@@ -410,38 +418,77 @@ GOOD = [
 
 
 def test_load_history_reads_a_file_that_check_accepts(tmp_path):
-    path = _write(tmp_path, GOOD + [
-        "",
-        '{"index": 2, "time": 30, "process": 9, "type": "invoke", "f": "poll", "partitions": [0], "final": true}',
-        '{"index": 3, "time": 40, "process": 9, "type": "ok", "f": "poll", "records": {"0": [[0, 1]]}}',
-    ])
+    path = _write(
+        tmp_path,
+        GOOD
+        + [
+            "",
+            '{"index": 2, "time": 30, "process": 9, "type": "invoke", "f": "poll", "partitions": [0], "final": true}',
+            '{"index": 3, "time": 40, "process": 9, "type": "ok", "f": "poll", "records": {"0": [[0, 1]]}}',
+        ],
+    )
     ops = load_history(path)
     assert [op["index"] for op in ops] == [0, 1, 2, 3]
     result = check(ops)
     assert result.ok and found(result) == set() and result.stats["final-polls"] == 1
 
 
-@pytest.mark.parametrize("bad, line, message", [
-    ('{"index": 2, "time": 30, "process": 0, "type": "invoke"', 3, "not JSON"),
-    ('[1, 2]', 3, "expected a JSON object, got list"),
-    ('{"index": 2, "process": 0, "type": "invoke", "f": "send", "partition": 0, "value": 2}', 3,
-     'missing field "time"'),
-    ('{"index": 2, "time": 30, "process": 0, "type": "invoke", "f": "produce"}', 3, '"f" must be one of'),
-    ('{"index": 2, "time": 30, "process": 0, "type": "invoke", "f": "send", "partition": 0}', 3,
-     'send invoke (index 2): missing field "partition" or "value"'),
-    ('{"index": 1, "time": 30, "process": 1, "type": "invoke", "f": "poll", "partitions": [0]}', 3,
-     '"index" 1 repeats'),
-    ('{"index": 2, "time": 30, "process": 1, "type": "ok", "f": "poll", "records": {}}', 3,
-     "completes no poll invoke"),
-    ('{"index": 2, "time": 30, "process": 1, "type": "invoke", "f": "poll", "partitions": [0]}\n'
-     '{"index": 3, "time": 40, "process": 1, "type": "invoke", "f": "assign", "partitions": [0]}', 4,
-     "process 1 invokes assign (index 3) while its poll (index 2) has not completed"),
-    ('{"index": 2, "time": 30, "process": 1, "type": "invoke", "f": "send", "partition": 0, "value": 1}', 3,
-     "value 1 was already sent (index 0)"),
-    ('{"index": 2, "time": 30, "process": 1, "type": "invoke", "f": "poll", "partitions": [0], "final": "yes"}', 3,
-     '"final" must be true or false'),
-], ids=["not-json", "not-an-object", "missing-time", "unknown-f", "send-without-value", "repeated-index",
-        "completion-without-invoke", "two-invokes-at-once", "value-sent-twice", "final-not-boolean"])
+@pytest.mark.parametrize(
+    "bad, line, message",
+    [
+        ('{"index": 2, "time": 30, "process": 0, "type": "invoke"', 3, "not JSON"),
+        ("[1, 2]", 3, "expected a JSON object, got list"),
+        (
+            '{"index": 2, "process": 0, "type": "invoke", "f": "send", "partition": 0, "value": 2}',
+            3,
+            'missing field "time"',
+        ),
+        ('{"index": 2, "time": 30, "process": 0, "type": "invoke", "f": "produce"}', 3, '"f" must be one of'),
+        (
+            '{"index": 2, "time": 30, "process": 0, "type": "invoke", "f": "send", "partition": 0}',
+            3,
+            'send invoke (index 2): missing field "partition" or "value"',
+        ),
+        (
+            '{"index": 1, "time": 30, "process": 1, "type": "invoke", "f": "poll", "partitions": [0]}',
+            3,
+            '"index" 1 repeats',
+        ),
+        (
+            '{"index": 2, "time": 30, "process": 1, "type": "ok", "f": "poll", "records": {}}',
+            3,
+            "completes no poll invoke",
+        ),
+        (
+            '{"index": 2, "time": 30, "process": 1, "type": "invoke", "f": "poll", "partitions": [0]}\n'
+            '{"index": 3, "time": 40, "process": 1, "type": "invoke", "f": "assign", "partitions": [0]}',
+            4,
+            "process 1 invokes assign (index 3) while its poll (index 2) has not completed",
+        ),
+        (
+            '{"index": 2, "time": 30, "process": 1, "type": "invoke", "f": "send", "partition": 0, "value": 1}',
+            3,
+            "value 1 was already sent (index 0)",
+        ),
+        (
+            '{"index": 2, "time": 30, "process": 1, "type": "invoke", "f": "poll", "partitions": [0], "final": "yes"}',
+            3,
+            '"final" must be true or false',
+        ),
+    ],
+    ids=[
+        "not-json",
+        "not-an-object",
+        "missing-time",
+        "unknown-f",
+        "send-without-value",
+        "repeated-index",
+        "completion-without-invoke",
+        "two-invokes-at-once",
+        "value-sent-twice",
+        "final-not-boolean",
+    ],
+)
 def test_load_history_names_the_file_and_line_of_a_malformed_event(tmp_path, bad, line, message):
     path = _write(tmp_path, GOOD + [bad])
     with pytest.raises(HistoryError) as caught:
@@ -456,10 +503,13 @@ def test_load_history_names_a_missing_offset_on_its_line(tmp_path):
 
 
 def test_load_history_names_a_bad_record_and_bytes_that_are_not_utf8(tmp_path):
-    path = _write(tmp_path, [
-        '{"index": 0, "time": 1, "process": 5, "type": "invoke", "f": "poll", "partitions": [0]}',
-        '{"index": 1, "time": 2, "process": 5, "type": "ok", "f": "poll", "records": {"0": [[-1, 7]]}}',
-    ])
+    path = _write(
+        tmp_path,
+        [
+            '{"index": 0, "time": 1, "process": 5, "type": "invoke", "f": "poll", "partitions": [0]}',
+            '{"index": 1, "time": 2, "process": 5, "type": "ok", "f": "poll", "records": {"0": [[-1, 7]]}}',
+        ],
+    )
     with pytest.raises(HistoryError, match=r"line 2: poll ok \(index 1\): \"records\" of partition '0' has \[-1, 7\]"):
         load_history(path)
     path.write_bytes(GOOD[0].encode() + b"\n\xff\xfe\n")

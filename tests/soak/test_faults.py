@@ -7,6 +7,7 @@ Cluster tests watch the controller's own record of the partition (DIR/controller
 its leader and ISR are what the controller decided, so a fenced leader shows as a new leader and
 an ISR without it, and a rejoined broker as an ISR with it again.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,14 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 
 from isrcheck.conformance.engines.soak.faults import (
-    DOWN_KINDS, FAULT_KINDS, Fault, FaultPlan, HookError, HooksExecutor, ProcessClusterFaults, UnknownFaultKind,
+    DOWN_KINDS,
+    FAULT_KINDS,
+    Fault,
+    FaultPlan,
+    HookError,
+    HooksExecutor,
+    ProcessClusterFaults,
+    UnknownFaultKind,
     parse_fault_kinds,
 )
 from isrcheck.conformance.vocabulary import UsageError
@@ -36,8 +44,13 @@ from isrcheck.impl.replication import ClusterConfig
 
 BROKERS = [0, 1, 2]
 NODES = [*BROKERS, CONTROLLER_ID]
-FAST_TIMINGS = dict(broker_session_timeout_ms=1500, broker_heartbeat_interval_ms=250,
-                    replica_lag_time_max_ms=3000, replica_fetch_wait_max_ms=200, request_timeout_ms=5000)
+FAST_TIMINGS = dict(
+    broker_session_timeout_ms=1500,
+    broker_heartbeat_interval_ms=250,
+    replica_lag_time_max_ms=3000,
+    replica_fetch_wait_max_ms=200,
+    request_timeout_ms=5000,
+)
 TOPIC = "soak"  # one partition: broker 0 leads it at creation, every broker in its ISR
 
 
@@ -149,8 +162,16 @@ def test_hooks_run_the_mapped_commands(tmp_path):
     hooks.begin(Fault("partition", split[0], 0, 1, split))
     hooks.end(Fault("partition", split[0], 0, 1, split))
     assert log.read_text().splitlines() == [
-        "kill k1", "kill k3", "restart k1", "restart k3", "pause k2", "resume k2", "disk k2",
-        "partition k2 c1 / k1 k3", "heal k1 k2 k3 c1"]
+        "kill k1",
+        "kill k3",
+        "restart k1",
+        "restart k3",
+        "pause k2",
+        "resume k2",
+        "disk k2",
+        "partition k2 c1 / k1 k3",
+        "heal k1 k2 k3 c1",
+    ]
 
 
 def test_a_plan_played_through_hooks_records_every_fault(tmp_path):
@@ -166,12 +187,14 @@ def test_a_plan_played_through_hooks_records_every_fault(tmp_path):
         assert ("groups" in r) == (f.kind == "partition")
     lines = log.read_text().splitlines()
     expected = []
-    for t, begins, f in sorted([(f.start_s, 1, f) for f in p.faults] + [(f.end_s, 0, f) for f in p.faults],
-                               key=lambda e: e[:2]):
+    for t, begins, f in sorted(
+        [(f.start_s, 1, f) for f in p.faults] + [(f.end_s, 0, f) for f in p.faults], key=lambda e: e[:2]
+    ):
         action = f.kind if begins else {"pause": "resume", "partition": "heal"}.get(f.kind, "restart")
         if f.kind == "partition":
-            expected.append(f"partition {' '.join(f.groups[0])} / {' '.join(f.groups[1])}" if begins
-                            else "heal k1 k2 k3 c1")
+            expected.append(
+                f"partition {' '.join(f.groups[0])} / {' '.join(f.groups[1])}" if begins else "heal k1 k2 k3 c1"
+            )
         else:
             expected += [f"{action} {n}" for n in f.nodes]
     assert lines == expected
@@ -242,17 +265,23 @@ async def _cut_scenario():
     endpoints, got = {}, {1: [], 2: []}
     for node, transport in transports.items():
         endpoints[node] = NodeEndpoint(node, transport)
-        endpoints[node].handlers[ApiKey.BROKER_HEARTBEAT] = (
-            lambda src, header, req, node=node: got[node].append(req.broker_epoch) or (
-                BrokerHeartbeatResponse(Errors.NONE, False) if req.broker_epoch % 2 == 0 else None))
+        endpoints[node].handlers[ApiKey.BROKER_HEARTBEAT] = lambda src, header, req, node=node: (
+            got[node].append(req.broker_epoch)
+            or (BrokerHeartbeatResponse(Errors.NONE, False) if req.broker_epoch % 2 == 0 else None)
+        )
         transport.register(node, endpoints[node])
     transports[1].addresses[2] = transports[2].addresses[2]
     transports[2].addresses[1] = transports[1].addresses[1]
     answers = []
 
     def ask(src, dst, epoch):  # an even epoch is answered, an odd one left waiting
-        endpoints[src].send_request(dst, ApiKey.BROKER_HEARTBEAT, 0, BrokerHeartbeatRequest(src, epoch),
-                                    lambda resp: answers.append((epoch, None if resp is None else resp.error)))
+        endpoints[src].send_request(
+            dst,
+            ApiKey.BROKER_HEARTBEAT,
+            0,
+            BrokerHeartbeatRequest(src, epoch),
+            lambda resp: answers.append((epoch, None if resp is None else resp.error)),
+        )
 
     async def until(condition):
         for _ in range(200):
@@ -264,12 +293,12 @@ async def _cut_scenario():
     ask(1, 2, 10)
     ask(1, 2, 11)
     await until(lambda: got[2] == [10, 11] and answers == [(10, 0)])
-    transports[1].cut([2])                  # the waiting request is lost at once
+    transports[1].cut([2])  # the waiting request is lost at once
     assert answers == [(10, 0), (11, None)]
-    ask(1, 2, 12)                           # a request to a cut peer: lost too, never delivered
+    ask(1, 2, 12)  # a request to a cut peer: lost too, never delivered
     await until(lambda: len(answers) == 3)
     assert answers[2] == (12, None)
-    ask(2, 1, 21)                           # from the other side, not cut yet: dropped, its connection
+    ask(2, 1, 21)  # from the other side, not cut yet: dropped, its connection
     await until(lambda: len(answers) == 4)  # closed, so it is lost there too
     assert answers[3] == (21, None) and got[1] == []
     transports[1].heal()
@@ -306,11 +335,18 @@ class Cluster:
     """A running 3-broker Kafka-mode ProcessCluster with topic ``soak`` (one partition)."""
 
     def __init__(self, directory, journal: bool) -> None:
-        config = ClusterConfig(protocol="kip-320", replicas=3, min_insync_replicas=2,
-                               **{**SERVE_DEFAULTS, **FAST_TIMINGS})
+        config = ClusterConfig(
+            protocol="kip-320", replicas=3, min_insync_replicas=2, **{**SERVE_DEFAULTS, **FAST_TIMINGS}
+        )
         self.ports = free_ports(3)
-        self.kafka = dict(listeners={str(b): p for b, p in enumerate(self.ports)}, topics=[[TOPIC, 1]],
-                          cluster_id=uuid.uuid4().hex, auto_create_topics=False, num_partitions=1, journal=journal)
+        self.kafka = dict(
+            listeners={str(b): p for b, p in enumerate(self.ports)},
+            topics=[[TOPIC, 1]],
+            cluster_id=uuid.uuid4().hex,
+            auto_create_topics=False,
+            num_partitions=1,
+            journal=journal,
+        )
         self.directory = directory
         self.processes = ProcessCluster(config, str(directory), kafka=self.kafka)
 
@@ -333,18 +369,22 @@ class Cluster:
             except (OSError, ValueError):  # mid-write, or not there yet
                 pass
             if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout} s waiting until {what}; "
-                                     f"controller: (leader, ISR) {self.state()}")
+                raise AssertionError(
+                    f"timed out after {timeout} s waiting until {what}; controller: (leader, ISR) {self.state()}"
+                )
             time.sleep(0.05)
 
     def wait_for_full_isr(self) -> int:
-        return self.wait_for(lambda: self.state()[1] == (0, 1, 2) and self.state()[0] >= 0 and
-                             (self.state()[0],) or None, "the ISR is every broker again")[0]
+        return self.wait_for(
+            lambda: self.state()[1] == (0, 1, 2) and self.state()[0] >= 0 and (self.state()[0],) or None,
+            "the ISR is every broker again",
+        )[0]
 
     def produce(self, n: int, tag: str, brokers=BROKERS) -> None:
         """``n`` acks=all records, bootstrapping from ``brokers`` (a paused one would hold the client)."""
-        producer = KafkaProducer(bootstrap_servers=self.bootstrap(brokers), acks="all", retries=5, linger_ms=5,
-                                 request_timeout_ms=5000)
+        producer = KafkaProducer(
+            bootstrap_servers=self.bootstrap(brokers), acks="all", retries=5, linger_ms=5, request_timeout_ms=5000
+        )
         try:
             for i in range(n):
                 producer.send(TOPIC, f"{tag}-{i}".encode() * 10)
@@ -379,8 +419,7 @@ def test_a_partition_isolating_the_leader_gets_it_fenced_and_heal_lets_it_rejoin
     cluster.produce(20, "before")
     groups = cluster.processes.partition([[0]])  # the leader alone; the other brokers with the controller
     assert groups == [[0], [1, 2, CONTROLLER_ID]]
-    leader = cluster.wait_for(lambda: cluster.state()[0] in (1, 2) and cluster.state()[0],
-                              "a new leader is elected")
+    leader = cluster.wait_for(lambda: cluster.state()[0] in (1, 2) and cluster.state()[0], "a new leader is elected")
     assert 0 not in cluster.state()[1]  # fenced: out of the ISR too
     assert cluster.wait_for(lambda: "net cut 1 2 3000" in cluster.node_log(0), "broker 0 logs its cut links")
     assert "net cut 0" in cluster.node_log("controller")
@@ -396,8 +435,7 @@ def test_a_partition_isolating_the_leader_gets_it_fenced_and_heal_lets_it_rejoin
 def test_a_paused_leader_is_fenced_and_rejoins_after_it_resumes(cluster):
     cluster.produce(20, "before")
     cluster.processes.pause(0)
-    leader = cluster.wait_for(lambda: cluster.state()[0] in (1, 2) and cluster.state()[0],
-                              "a new leader is elected")
+    leader = cluster.wait_for(lambda: cluster.state()[0] in (1, 2) and cluster.state()[0], "a new leader is elected")
     assert 0 not in cluster.state()[1] and cluster.processes.alive(0)
     cluster.produce(20, "during", brokers=[1, 2])
     cluster.processes.resume(0)
@@ -428,7 +466,7 @@ def test_a_lost_disk_comes_back_empty_and_catches_up(cluster):
 def test_a_leader_whose_fsync_fails_halts_and_the_controller_elects_elsewhere(cluster):
     cluster.produce(30, "before")
     cluster.wait_for(lambda: cluster.log_bytes(1) == cluster.log_bytes(0), "broker 1 holds the leader's log")
-    assert cluster.processes.fail_disk(0, "fsync:EIO")    # the leader's log directory goes offline
+    assert cluster.processes.fail_disk(0, "fsync:EIO")  # the leader's log directory goes offline
     assert not cluster.processes.alive(0) and "log_dir_offline 0 fsync EIO" in cluster.node_log(0)
     leader = cluster.wait_for(lambda: cluster.state()[0] in (1, 2) and cluster.state()[0], "a new leader is elected")
     cluster.produce(20, "after", brokers=[1, 2])
@@ -441,18 +479,23 @@ def test_a_leader_whose_fsync_fails_halts_and_the_controller_elects_elsewhere(cl
 def test_a_leader_whose_disk_fills_up_under_a_produce_halts_and_acknowledges_nothing_it_did_not_write(cluster):
     cluster.produce(10, "before")
     cluster.processes.arm_disk_failure(0, "write:ENOSPC")  # the leader's next append fails
-    cluster.produce(20, "during", brokers=[1, 2])           # the first attempt dies with broker 0; retried
+    cluster.produce(20, "during", brokers=[1, 2])  # the first attempt dies with broker 0; retried
     cluster.wait_for(lambda: not cluster.processes.alive(0), "broker 0 halts")
     assert cluster.processes.processes[0].returncode == 1
     assert "log_dir_offline 0 io ENOSPC" in cluster.node_log(0)
     leader = cluster.wait_for(lambda: cluster.state()[0] in (1, 2) and cluster.state()[0], "a new leader")
-    consumer = KafkaConsumer(TOPIC, bootstrap_servers=cluster.bootstrap([leader]), auto_offset_reset="earliest",
-                             consumer_timeout_ms=3000, enable_auto_commit=False)
+    consumer = KafkaConsumer(
+        TOPIC,
+        bootstrap_servers=cluster.bootstrap([leader]),
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=3000,
+        enable_auto_commit=False,
+    )
     try:
         values = {m.value for m in consumer}
     finally:
         consumer.close()
-    for tag, n in (("before", 10), ("during", 20)):         # every acknowledged record is there
+    for tag, n in (("before", 10), ("during", 20)):  # every acknowledged record is there
         assert {f"{tag}-{i}".encode() * 10 for i in range(n)} <= values
     cluster.processes.restart(0)
     assert cluster.wait_for_full_isr() == leader
@@ -473,8 +516,7 @@ def test_a_power_loss_needs_the_journal(cluster):
 def test_a_plan_of_every_kind_on_a_process_cluster(cluster):
     executor = ProcessClusterFaults(cluster.processes)
     assert executor.kinds == FAULT_KINDS + ("ioerror",)
-    p = FaultPlan.for_executor(executor, FAULT_KINDS, 8.0, seed=15, max_down=2, fault_s=(1.5, 2.5),
-                               quiet_s=(0.5, 1.0))
+    p = FaultPlan.for_executor(executor, FAULT_KINDS, 8.0, seed=15, max_down=2, fault_s=(1.5, 2.5), quiet_s=(0.5, 1.0))
     assert {f.kind for f in p.faults} == set(FAULT_KINDS)
     records = asyncio.run(p.run(executor))
     assert [r["kind"] for r in records] == [f.kind for f in p.faults]

@@ -1,5 +1,6 @@
 """The soak's final read is bounded by progress, not by a deadline: a cluster that serves slowly is
 read to the end, and one that serves nothing says how far the read got."""
+
 import io
 import json
 
@@ -48,6 +49,7 @@ def test_a_client_that_does_not_stop_is_waited_for_said_and_sealed_out_of_the_hi
         release.wait()
         history.record(0, "ok", "send", partition="t-0", value=1, offset=0)
         recorded.set()
+
     workload.threads = [threading.Thread(target=stuck, name="client 0", daemon=True)]
     workload.threads[0].start()
     workload.join(timeout_s=0.2)

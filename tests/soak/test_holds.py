@@ -2,6 +2,7 @@
 while every other frame flows, releases those held so far and keeps holding later ones; the net
 file's ``hold`` entries, their errors, and the status a node writes; ProcessCluster's ``cut``,
 ``hold``, ``release`` and ``heal``."""
+
 from __future__ import annotations
 
 import asyncio
@@ -11,8 +12,14 @@ import pytest
 
 from isrcheck.impl.controller import CONTROLLER_ID
 from isrcheck.impl.network import NodeEndpoint
-from isrcheck.impl.protocol import AlterPartitionRequest, AlterPartitionResponse, ApiKey, BrokerHeartbeatRequest, \
-    BrokerHeartbeatResponse, Errors
+from isrcheck.impl.protocol import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    ApiKey,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    Errors,
+)
 from isrcheck.impl.real import TcpTransport
 from isrcheck.impl.real.netfile import NetWatcher, read_held_status, read_net_file, write_net_file
 from isrcheck.impl.real.processes import ProcessCluster
@@ -28,17 +35,24 @@ async def _hold_scenario(tmp_path):
     for node, transport in transports.items():
         endpoints[node] = NodeEndpoint(node, transport)
         endpoints[node].handlers[ApiKey.BROKER_HEARTBEAT] = lambda src, h, req: (
-            got.append(("heartbeat", req.broker_epoch)) or BrokerHeartbeatResponse(Errors.NONE, False))
+            got.append(("heartbeat", req.broker_epoch)) or BrokerHeartbeatResponse(Errors.NONE, False)
+        )
         endpoints[node].handlers[ApiKey.ALTER_PARTITION] = lambda src, h, req: (
-            got.append(("alter", req.leader_epoch)) or AlterPartitionResponse(Errors.NONE))
+            got.append(("alter", req.leader_epoch)) or AlterPartitionResponse(Errors.NONE)
+        )
         transport.register(node, endpoints[node])
     transports[1].addresses[2] = transports[2].addresses[2]
     transports[2].addresses[1] = transports[1].addresses[1]
     answers = []
 
     def alter(epoch):
-        endpoints[1].send_request(2, ApiKey.ALTER_PARTITION, 0, AlterPartitionRequest(1, 1, 0, epoch),
-                                  lambda resp: answers.append(("alter", epoch)))
+        endpoints[1].send_request(
+            2,
+            ApiKey.ALTER_PARTITION,
+            0,
+            AlterPartitionRequest(1, 1, 0, epoch),
+            lambda resp: answers.append(("alter", epoch)),
+        )
 
     async def until(condition):
         for _ in range(300):
@@ -53,8 +67,9 @@ async def _hold_scenario(tmp_path):
     watcher.poll()
     alter(5)
     alter(6)
-    endpoints[1].send_request(2, ApiKey.BROKER_HEARTBEAT, 0, BrokerHeartbeatRequest(1, 8),
-                              lambda resp: answers.append(("heartbeat", 8)))
+    endpoints[1].send_request(
+        2, ApiKey.BROKER_HEARTBEAT, 0, BrokerHeartbeatRequest(1, 8), lambda resp: answers.append(("heartbeat", 8))
+    )
     await until(lambda: answers == [("heartbeat", 8)])  # the heartbeat passes the held requests
     assert got == [("heartbeat", 8)] and transports[1].hold_counts() == {(1, 2, AP): (2, 0)}
     watcher.poll()
@@ -62,12 +77,12 @@ async def _hold_scenario(tmp_path):
     write_net_file(net, hold=[[1, 2, "alter_partition", 1]])  # the first held one goes, the second stays
     watcher.poll()
     await until(lambda: ("alter", 5) in answers)
-    alter(7)                                                   # held: the hold goes on
+    alter(7)  # held: the hold goes on
     await asyncio.sleep(0.1)
     assert got == [("heartbeat", 8), ("alter", 5)] and transports[1].hold_counts() == {(1, 2, AP): (3, 1)}
     watcher.poll()
     assert read_held_status(net, 1) == {(1, 2, "alter_partition"): (3, 1)}
-    write_net_file(net)                                        # the hold ends: the rest go, in order
+    write_net_file(net)  # the hold ends: the rest go, in order
     watcher.poll()
     await until(lambda: len(got) == 4)
     assert got[2:] == [("alter", 6), ("alter", 7)] and transports[1].hold_counts() == {}
@@ -86,14 +101,20 @@ def test_the_net_file_names_each_sender_its_holds(tmp_path):
     assert read_net_file(path, CONTROLLER_ID).holds == {}  # the receiver holds nothing
 
 
-@pytest.mark.parametrize("doc, message", [
-    ({"cut": [], "hold": {"0": 1}}, "hold: expected a list"),
-    ({"cut": [], "hold": [[0, 3000, "alter_partition"]]}, r"hold\[0\]: expected \[from, to, request, released\]"),
-    ({"cut": [], "hold": [[0, 3000, "alter_partition", -1]]}, r"hold\[0\]: expected"),
-    ({"cut": [], "hold": [[0, 3000, "AlterPartition", 0]]}, r"hold\[0\]: unknown request 'AlterPartition' "
-                                                           r"\(requests: produce, fetch"),
-    ({"cut": [[0]]}, "expected {\"cut\""),
-])
+@pytest.mark.parametrize(
+    "doc, message",
+    [
+        ({"cut": [], "hold": {"0": 1}}, "hold: expected a list"),
+        ({"cut": [], "hold": [[0, 3000, "alter_partition"]]}, r"hold\[0\]: expected \[from, to, request, released\]"),
+        ({"cut": [], "hold": [[0, 3000, "alter_partition", -1]]}, r"hold\[0\]: expected"),
+        (
+            {"cut": [], "hold": [[0, 3000, "AlterPartition", 0]]},
+            r"hold\[0\]: unknown request 'AlterPartition' "
+            r"\(requests: produce, fetch",
+        ),
+        ({"cut": [[0]]}, 'expected {"cut"'),
+    ],
+)
 def test_a_bad_net_file_is_refused_naming_the_entry(tmp_path, doc, message):
     path = tmp_path / "net.json"
     path.write_text(json.dumps(doc))

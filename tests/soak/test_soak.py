@@ -1,5 +1,6 @@
 """``isrcheck soak`` end to end: real Kafka clients (librdkafka) against isrcheck's cluster of
 real processes under faults, the history checked, the run folder written."""
+
 import json
 
 import pytest
@@ -7,13 +8,20 @@ import pytest
 
 def test_a_soak_under_kills_and_pauses_finds_no_anomaly_and_writes_its_folder(isrcheck_cli, tmp_path):
     run = tmp_path / "run"
-    proc = isrcheck_cli("soak", "--duration", "14", "--faults", "kill,pause", "--seed", "5", "--dir", run,
-                        "--json", timeout=240)
+    proc = isrcheck_cli(
+        "soak", "--duration", "14", "--faults", "kill,pause", "--seed", "5", "--dir", run, "--json", timeout=240
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(proc.stdout)
     assert result["anomalies"] == [] and result["final_read"]
-    assert result["dir"] == str(run) and result["exit"]["code"] == 0 and "the event log explained" in result["exit"]["reason"]
-    assert f"isrcheck soak: run folder {run}" in proc.stderr and f"isrcheck soak: {run}: exit 0: no anomaly" in proc.stderr
+    assert (
+        result["dir"] == str(run)
+        and result["exit"]["code"] == 0
+        and "the event log explained" in result["exit"]["reason"]
+    )
+    assert (
+        f"isrcheck soak: run folder {run}" in proc.stderr and f"isrcheck soak: {run}: exit 0: no anomaly" in proc.stderr
+    )
     assert result["counts"]["send"]["ok"] > 100 and result["counts"]["poll"]["ok"] > 10
     assert result["counts"]["end"]["ok"] > 10  # the offsets reader's answers, judged (test_api_answers.py)
     assert result["faults"] and {f["kind"] for f in result["faults"]} <= {"kill", "pause"}
@@ -29,7 +37,11 @@ def test_a_soak_under_kills_and_pauses_finds_no_anomaly_and_writes_its_folder(is
     assert validation["verdict"] == "explained", validation["lines"]
     assert set(validation["partitions"]) == {"soak-0", "soak-1", "soak-2"} and validation["events"] > 1000
     assert sorted(p.name for p in (run / "events").iterdir()) == [
-        "broker-0.jsonl", "broker-1.jsonl", "broker-2.jsonl", "controller.jsonl"]
+        "broker-0.jsonl",
+        "broker-1.jsonl",
+        "broker-2.jsonl",
+        "controller.jsonl",
+    ]
     for given in (run,):  # the run's folder leads to that log
         again = isrcheck_cli("validate", given, timeout=240)
         assert again.returncode == 0 and again.stdout.startswith("explained:"), again.stdout + again.stderr
@@ -54,8 +66,20 @@ def test_a_failing_hook_is_named_with_exit_2(isrcheck_cli, tmp_path):
     with socket.socket() as listening:  # connections are accepted, never answered: the workload only retries
         listening.bind(("127.0.0.1", 0))
         listening.listen()
-        proc = isrcheck_cli("soak", "--bootstrap", f"127.0.0.1:{listening.getsockname()[1]}", "--hooks", hooks,
-                            "--faults", "kill", "--duration", "12", "--dir", tmp_path / "run", timeout=120)
+        proc = isrcheck_cli(
+            "soak",
+            "--bootstrap",
+            f"127.0.0.1:{listening.getsockname()[1]}",
+            "--hooks",
+            hooks,
+            "--faults",
+            "kill",
+            "--duration",
+            "12",
+            "--dir",
+            tmp_path / "run",
+            timeout=120,
+        )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "kill" in proc.stderr and "exit 3" in proc.stderr
 
@@ -66,11 +90,23 @@ def test_power_losses_of_every_broker_lose_acknowledged_writes_on_kip_320(isrche
     replica loses power before a flush (KIP-966's MinISR-1 tolerance is exceeded); the soak finds it
     as lost writes, with the operations that prove each, broken outside the durability budget (with
     the reason), not a finding: exit 0."""
-    proc = isrcheck_cli("soak", "--duration", "60", "--faults", "power", "--max-down", "3", "--seed", "4",
-                        "--dir", tmp_path / "run", "--json", timeout=400)
+    proc = isrcheck_cli(
+        "soak",
+        "--duration",
+        "60",
+        "--faults",
+        "power",
+        "--max-down",
+        "3",
+        "--seed",
+        "4",
+        "--dir",
+        tmp_path / "run",
+        "--json",
+        timeout=400,
+    )
     result = json.loads(proc.stdout)
-    assert proc.returncode == 0 and "lost-write" in result["beyond_budget"], \
-        proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.returncode == 0 and "lost-write" in result["beyond_budget"], proc.stdout[-2000:] + proc.stderr[-2000:]
     assert result["anomalies"] == [] and "without KIP-966" in result["budget"]["lost-write"]
     lost = result["check"]["anomalies"]["lost-write"]
     assert lost and all(instance["ops"] for instance in lost)
@@ -88,8 +124,11 @@ def test_unclean_election_of_an_out_of_sync_broker_loses_acknowledged_writes(tmp
     from isrcheck.impl.controller import CONTROLLER_ID
 
     script = (Fault("partition", (2,), 3.0, 12.0, ((2,), (0, 1, CONTROLLER_ID))), Fault("kill", (0, 1), 8.0, 16.0))
-    result = run_soak(SoakOptions(protocol="kip-320", duration_s=25, script=script, unclean_election=unclean,
-                                  directory=str(tmp_path / "run")))
+    result = run_soak(
+        SoakOptions(
+            protocol="kip-320", duration_s=25, script=script, unclean_election=unclean, directory=str(tmp_path / "run")
+        )
+    )
     if unclean:  # Kafka's documented loss: outside the durability budget, said so, not a finding
         assert "lost-write" in result.beyond_budget and "unclean.leader.election.enable" in result.budget["lost-write"]
         assert all(i["ops"] for i in result.check.anomalies["lost-write"])
@@ -101,8 +140,21 @@ def test_unclean_election_of_an_out_of_sync_broker_loses_acknowledged_writes(tmp
 def test_a_soak_under_every_fault_kind_is_explained_by_the_model(isrcheck_cli, tmp_path):
     """kill, stop, pause, power, disk and partition on kip-966: the event log of every process,
     each partition on its own, is a behaviour of the model."""
-    proc = isrcheck_cli("soak", "--protocol", "kip-966", "--duration", "45", "--faults", "all", "--seed", "3",
-                        "--dir", tmp_path / "run", "--json", timeout=600)
+    proc = isrcheck_cli(
+        "soak",
+        "--protocol",
+        "kip-966",
+        "--duration",
+        "45",
+        "--faults",
+        "all",
+        "--seed",
+        "3",
+        "--dir",
+        tmp_path / "run",
+        "--json",
+        timeout=600,
+    )
     result = json.loads(proc.stdout)
     assert proc.returncode == 0 and result["validation"]["verdict"] == "explained", result["validation"]["lines"]
     assert len(result["faults"]) >= 4
@@ -114,12 +166,29 @@ def test_a_soak_under_disk_failures_logs_them_as_such_and_is_explained(isrcheck_
     that halted on its offline log directory is logged as ``fail_disk`` with the io that failed, and
     the model explains the log (a failed fsync as a power loss's halt: an unclean shutdown)."""
     run = tmp_path / "run"
-    proc = isrcheck_cli("soak", "--protocol", "kip-966", "--duration", "25", "--faults", "ioerror", "--seed", "7",
-                        "--dir", run, "--json", timeout=600)
+    proc = isrcheck_cli(
+        "soak",
+        "--protocol",
+        "kip-966",
+        "--duration",
+        "25",
+        "--faults",
+        "ioerror",
+        "--seed",
+        "7",
+        "--dir",
+        run,
+        "--json",
+        timeout=600,
+    )
     result = json.loads(proc.stdout)
     assert proc.returncode == 0 and result["validation"]["verdict"] == "explained", result["validation"]["lines"]
-    halts = [json.loads(line) for p in sorted((run / "events").glob("broker-*.jsonl"))
-             for line in p.read_text().splitlines()[1:] if '"fail_disk"' in line or '"crash"' in line]
+    halts = [
+        json.loads(line)
+        for p in sorted((run / "events").glob("broker-*.jsonl"))
+        for line in p.read_text().splitlines()[1:]
+        if '"fail_disk"' in line or '"crash"' in line
+    ]
     assert [h["step"] for h in halts] == ["fail_disk"] * len(halts) and len(halts) >= 3, halts
     assert any(h["io"].startswith("fsync") for h in halts) and any(h["io"].startswith("write") for h in halts)
 
@@ -141,6 +210,7 @@ def test_a_send_failed_by_the_client_for_an_unlisted_partition_may_still_be_in_t
     from confluent_kafka import KafkaError
 
     from isrcheck.conformance.engines.soak.workload import send_completion
+
     assert send_completion(KafkaError(KafkaError._UNKNOWN_PARTITION)) == "info"
     assert send_completion(KafkaError(KafkaError._MSG_TIMED_OUT)) == "info"
     assert send_completion(KafkaError(KafkaError.NOT_ENOUGH_REPLICAS)) == "fail"

@@ -2,6 +2,7 @@
 ``isrcheck serve``, whose auto-created topics have one partition): the soak makes its topic with
 CreateTopics of the partitions, replicas and min.insync.replicas it judges by, or refuses at once a
 topic that exists with other settings, never running a workload that would end in an anomaly."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,9 @@ def serve(tmp_path_factory, isrcheck_serve):
     """``isrcheck serve`` with 3 brokers (min.insync.replicas 2) and a topic ``orders`` of one
     partition, as a user starts it; its bootstrap servers."""
     directory, base = tmp_path_factory.mktemp("serve"), free_port_base(3)  # broker b listens on --port + b
-    proc, banner = isrcheck_serve("--replicas", "3", "--dir", directory / "cluster", "--port", base,
-                                  "--topic", "orders:1")
+    proc, banner = isrcheck_serve(
+        "--replicas", "3", "--dir", directory / "cluster", "--port", base, "--topic", "orders:1"
+    )
     try:
         assert proc.poll() is None, banner
         yield ",".join(f"127.0.0.1:{base + b}" for b in range(3))
@@ -47,13 +49,20 @@ def test_the_soak_makes_its_topic_on_another_cluster(serve, tmp_path, capsys):
     assert not [e for e in events if e["f"] == "send" and e["type"] != "invoke" and "UNKNOWN" in e.get("error", "")]
 
 
-@pytest.mark.parametrize("topic, args, said", [
-    ("orders", [], "--topic orders: the cluster's topic has partitions 1, the soak needs 3 (the soak's "
-                   "--partitions 3 --replicas 3 --min-insync-replicas 2; give the topic's, or another --topic)"),
-    ("strict", [], "--topic strict: the cluster's topic has min.insync.replicas 3, the soak needs 2"),
-    ("strict", ["--min-insync-replicas", "3"], None),
-    ("wide", ["--replicas", "5"], "--replicas 5: the cluster at {serve} lists 3 broker(s), too few for topic wide"),
-])
+@pytest.mark.parametrize(
+    "topic, args, said",
+    [
+        (
+            "orders",
+            [],
+            "--topic orders: the cluster's topic has partitions 1, the soak needs 3 (the soak's "
+            "--partitions 3 --replicas 3 --min-insync-replicas 2; give the topic's, or another --topic)",
+        ),
+        ("strict", [], "--topic strict: the cluster's topic has min.insync.replicas 3, the soak needs 2"),
+        ("strict", ["--min-insync-replicas", "3"], None),
+        ("wide", ["--replicas", "5"], "--replicas 5: the cluster at {serve} lists 3 broker(s), too few for topic wide"),
+    ],
+)
 def test_a_topic_the_soak_cannot_use_is_refused_before_the_run(serve, tmp_path, capsys, topic, args, said):
     """A topic of other partitions or min.insync.replicas, or a cluster of fewer brokers than the
     soak's replicas: exit 2, one line naming the topic (or the setting) and what differs, nothing

@@ -6,6 +6,7 @@ jumps to its section); and a 200,000-event history rendered in seconds into a pa
 Results come from the real checker: ``check(history)``, the page reading its history through the
 index the soak builds once (``HistoryIndex``).
 """
+
 from __future__ import annotations
 
 import copy
@@ -34,8 +35,7 @@ class History:
         self.ops: list[dict] = []
 
     def event(self, ms: int, process, type_: str, f: str, **fields) -> int:
-        self.ops.append({"index": len(self.ops), "time": ms * MS, "process": process, "type": type_, "f": f,
-                         **fields})
+        self.ops.append({"index": len(self.ops), "time": ms * MS, "process": process, "type": type_, "f": f, **fields})
         return len(self.ops) - 1
 
     def events(self) -> list[dict]:
@@ -51,7 +51,7 @@ def small_history() -> list[dict]:
     h.event(1, 0, "invoke", "send", partition=0, value=1)
     h.event(3, 0, "ok", "send", partition=0, value=1, offset=0)
     h.event(2, 1, "invoke", "send", partition=0, value=2)
-    h.event(4, 1, "ok", "send", partition=0, value=2, offset=1)          # index 3: the lost value's ack
+    h.event(4, 1, "ok", "send", partition=0, value=2, offset=1)  # index 3: the lost value's ack
     h.event(5, 0, "invoke", "send", partition=0, value=3)
     h.event(40, 0, "info", "send", partition=0, value=3, error=HOSTILE)
     h.event(6, 1, "invoke", "send", partition=0, value=4)
@@ -67,15 +67,22 @@ def small_history() -> list[dict]:
     h.event(50, 9, "invoke", "assign", partitions=[0])
     h.event(51, 9, "ok", "assign", partitions=[0])
     h.event(52, 9, "invoke", "poll", partitions=[0], final=True)
-    h.event(55, 9, "ok", "poll", records={"0": [[0, 1], [2, 5], [3, HOSTILE]]})         # index 19: final read
+    h.event(55, 9, "ok", "poll", records={"0": [[0, 1], [2, 5], [3, HOSTILE]]})  # index 19: final read
     return h.events()
 
 
-FAULTS = [{"start": 5 * MS, "end": 20 * MS, "kind": "partition", "nodes": [0, 1], "groups": [[0, 1], [2]]},
-          {"start": 45 * MS, "end": None, "kind": "kill", "nodes": [2]}]
-META = {"protocol": "kip-966", "seconds": 0.06, "bootstrap": "127.0.0.1:9092", "seed": 7,
-        "fault_kinds": ["partition", "kill"],
-        "command": ["isrcheck", "soak", "--bootstrap", "127.0.0.1:9092", "--note", HOSTILE]}
+FAULTS = [
+    {"start": 5 * MS, "end": 20 * MS, "kind": "partition", "nodes": [0, 1], "groups": [[0, 1], [2]]},
+    {"start": 45 * MS, "end": None, "kind": "kill", "nodes": [2]},
+]
+META = {
+    "protocol": "kip-966",
+    "seconds": 0.06,
+    "bootstrap": "127.0.0.1:9092",
+    "seed": 7,
+    "fault_kinds": ["partition", "kill"],
+    "command": ["isrcheck", "soak", "--bootstrap", "127.0.0.1:9092", "--note", HOSTILE],
+}
 
 
 def page_of(history, faults, meta, checked=None, **options) -> str:
@@ -122,12 +129,18 @@ def test_the_page_has_the_headline_and_the_three_plots_with_the_faults_shaded():
 
     latency, rate, unseen = svg(page, "latency-plot"), svg(page, "throughput-plot"), svg(page, "unseen-plot")
     # every completed send and poll is a point: 3 ok, 1 info and 1 fail send; 2 ok and 1 info poll
-    drawn = {(p.get("data-f"), p.get("data-type")): p for p in latency.iter(f"{NS}path")
-             if "points" in p.get("class", "")}
+    drawn = {
+        (p.get("data-f"), p.get("data-type")): p for p in latency.iter(f"{NS}path") if "points" in p.get("class", "")
+    }
     assert {k: int(p.get("data-total")) for k, p in drawn.items()} == {
-        ("send", "ok"): 3, ("send", "info"): 1, ("send", "fail"): 1, ("poll", "ok"): 2, ("poll", "info"): 1}
-    assert drawn[("send", "ok")].get("stroke-linecap") == "round"      # a send is a dot
-    assert drawn[("poll", "ok")].get("stroke-linecap") == "square"     # a poll a square
+        ("send", "ok"): 3,
+        ("send", "info"): 1,
+        ("send", "fail"): 1,
+        ("poll", "ok"): 2,
+        ("poll", "info"): 1,
+    }
+    assert drawn[("send", "ok")].get("stroke-linecap") == "round"  # a send is a dot
+    assert drawn[("poll", "ok")].get("stroke-linecap") == "square"  # a poll a square
     assert drawn[("send", "fail")].get("d").count("M") == 1
     assert "Showing 8 of 8 completed operations" in page
     rates = {(p.get("data-f"), p.get("data-type")) for p in rate.iter(f"{NS}polyline")}
@@ -198,8 +211,12 @@ def test_run_figures_named_as_the_checkers_fields_leave_its_result_alone():
     """The soak's figures (``results.json``: ``anomalies`` a list of names, ``counts`` per operation)
     and the checker's result are separate values: no merge, no key of one shadowing the other's."""
     history = small_history()
-    figures = {"anomalies": ["lost-write"], "counts": {"send": {"ok": 3}}, "check": check(history).to_json(),
-               "throughput": {"sends_ok_per_s": 50.0}}
+    figures = {
+        "anomalies": ["lost-write"],
+        "counts": {"send": {"ok": 3}},
+        "check": check(history).to_json(),
+        "throughput": {"sends_ok_per_s": 50.0},
+    }
     page = page_of(history, FAULTS, META, figures=figures)
     assert '<a href="#anomaly-lost-write">lost-write</a> &times;1' in page and section(page, "anomaly-lost-write")
     assert "<td>throughput</td>" not in page  # the headline has it: not repeated raw in the run table
@@ -256,8 +273,11 @@ def test_the_page_in_chromium(tmp_path, open_soak_page, artifacts):
     for id_ in ("latency-plot", "throughput-plot", "unseen-plot"):
         box = page.locator(f"svg#{id_}").bounding_box()
         assert box is not None and box["width"] > 500 and box["height"] > 100, (id_, box)
-        drawn = page.evaluate("""(id) => [...document.querySelectorAll(`#${id} .rate, #${id} .unseen`)]
-                                 .map(e => { const b = e.getBBox(); return b.width + b.height; })""", id_)
+        drawn = page.evaluate(
+            """(id) => [...document.querySelectorAll(`#${id} .rate, #${id} .unseen`)]
+                                 .map(e => { const b = e.getBBox(); return b.width + b.height; })""",
+            id_,
+        )
         assert all(size > 0 for size in drawn), (id_, drawn)
         assert drawn or id_ == "latency-plot"
         assert page.locator(f"svg#{id_} rect.fault").count() >= 2
@@ -273,10 +293,14 @@ def test_the_page_in_chromium(tmp_path, open_soak_page, artifacts):
     assert page.evaluate("scrollY") > 0
     top = page.evaluate(section_top)  # scrolled to the section's top (or as far as the page goes)
     # a fraction of a pixel either way: the browser scrolls to whole device pixels
-    assert -1 < top < 5 or (-1 < top < page.evaluate("innerHeight") / 2 and page.evaluate(
-        "scrollY + innerHeight >= document.documentElement.scrollHeight - 1"))
-    assert page.evaluate("getComputedStyle(document.querySelector('#anomaly-lost-write')).backgroundColor") \
-        == "rgb(255, 251, 230)"  # highlighted as the target
+    assert -1 < top < 5 or (
+        -1 < top < page.evaluate("innerHeight") / 2
+        and page.evaluate("scrollY + innerHeight >= document.documentElement.scrollHeight - 1")
+    )
+    assert (
+        page.evaluate("getComputedStyle(document.querySelector('#anomaly-lost-write')).backgroundColor")
+        == "rgb(255, 251, 230)"
+    )  # highlighted as the target
     assert page.locator("#anomaly-lost-write tr.op-row").count() == 6
     assert errors == []
 
@@ -291,8 +315,10 @@ def long_history(events: int = 200_000, seconds: int = 300) -> tuple[list[dict],
     (a lost-write) and stops at partition 0's last offset the consumer saw (thousands unseen)."""
     rng = random.Random(7)
     ops: list[dict] = []
-    faults = [{"start": 60 * 10**9, "end": 90 * 10**9, "kind": "partition", "nodes": [0]},
-              {"start": 200 * 10**9, "end": None, "kind": "kill", "nodes": [1, 2]}]
+    faults = [
+        {"start": 60 * 10**9, "end": 90 * 10**9, "kind": "partition", "nodes": [0]},
+        {"start": 200 * 10**9, "end": None, "kind": "kill", "nodes": [1, 2]},
+    ]
     logs: dict[int, list] = {p: [] for p in range(4)}
     polled = {p: 0 for p in range(4)}
     rounds = events // 18
@@ -320,16 +346,19 @@ def long_history(events: int = 200_000, seconds: int = 300) -> tuple[list[dict],
         add(t + 9000, "consumer", "invoke", "poll", partitions=[0, 1, 2, 3])
         records = {}
         for p in range(4) if r < rounds - 1500 else range(1, 4):
-            records[str(p)] = [list(rec) for rec in logs[p][polled[p]:]]
+            records[str(p)] = [list(rec) for rec in logs[p][polled[p] :]]
             polled[p] = len(logs[p])
         add(t + 9000 + int(rng.lognormvariate(14, 0.5)), "consumer", "ok", "poll", records=records)
     end = rounds * step + 10**9
     add(end, "final", "invoke", "assign", partitions=[0, 1, 2, 3])
     add(end + 1000, "final", "ok", "assign", partitions=[0, 1, 2, 3])
     add(end + 2000, "final", "invoke", "poll", partitions=[0, 1, 2, 3], final=True)
-    final = {"0": [list(rec) for rec in logs[0][:polled[0]]],
-             "1": [list(rec) for i, rec in enumerate(logs[1]) if i != 500],
-             "2": [list(rec) for rec in logs[2]], "3": [list(rec) for rec in logs[3]]}
+    final = {
+        "0": [list(rec) for rec in logs[0][: polled[0]]],
+        "1": [list(rec) for i, rec in enumerate(logs[1]) if i != 500],
+        "2": [list(rec) for rec in logs[2]],
+        "3": [list(rec) for rec in logs[3]],
+    }
     add(end + 5 * 10**8, "final", "ok", "poll", records=final)
     return ops, faults
 
@@ -341,8 +370,14 @@ def test_a_long_history_renders_in_seconds_into_a_page_of_a_few_mb():
     checked = check(history)
     result = checked.to_json()
     assert result["counts"]["lost-write"] == 1 and result["counts"]["unseen"] > 2000
-    meta = {"protocol": "kip-966", "seconds": 300, "bootstrap": "127.0.0.1:9092", "seed": 7,
-            "fault_kinds": ["partition", "kill"], "command": "isrcheck soak --duration 300"}
+    meta = {
+        "protocol": "kip-966",
+        "seconds": 300,
+        "bootstrap": "127.0.0.1:9092",
+        "seed": 7,
+        "fault_kinds": ["partition", "kill"],
+        "command": "isrcheck soak --duration 300",
+    }
     started = time.perf_counter()
     page = page_of(history, faults, meta, checked)
     took = time.perf_counter() - started
@@ -369,13 +404,19 @@ def test_a_long_history_renders_in_seconds_into_a_page_of_a_few_mb():
 def test_anomalies_outside_their_budget_are_said_so_with_the_reason_not_counted_as_findings():
     from isrcheck.conformance.engines.soak.checker import CheckResult
 
-    history = [{"index": 0, "time": 0, "process": 0, "type": "invoke", "f": "send", "partition": 0, "value": 1},
-               {"index": 1, "time": 5, "process": 0, "type": "ok", "f": "send", "partition": 0, "value": 1,
-                "offset": 0}]
+    history = [
+        {"index": 0, "time": 0, "process": 0, "type": "invoke", "f": "send", "partition": 0, "value": 1},
+        {"index": 1, "time": 5, "process": 0, "type": "ok", "f": "send", "partition": 0, "value": 1, "offset": 0},
+    ]
     lost = [{"partition": "0", "value": 1, "ops": [1], "explanation": "value 1 acknowledged at offset 0 is lost"}]
     checked = CheckResult({"lost-write": lost}, {"lost-write": 1}, {}, {}, {}, ok=False)
-    page = page_of(history, [], {"protocol": "kip-320"}, checked,
-                   budget={"lost-write": "brokers 0, 1, 2 had lost unsynced data at once"})
+    page = page_of(
+        history,
+        [],
+        {"protocol": "kip-320"},
+        checked,
+        budget={"lost-write": "brokers 0, 1, 2 had lost unsynced data at once"},
+    )
     assert "anomaly-free" in page and "broken outside their budget" in page
     assert "brokers 0, 1, 2 had lost unsynced data at once" in page
 
@@ -385,10 +426,18 @@ def test_the_run_table_says_each_setting_once_in_words_not_json_nor_nanoseconds(
     not repeated, what other tables show is not repeated raw, an object is its fields, a time is
     in seconds; the page fits 1400 and 800 pixels without a sideways scroll."""
     history = small_history()
-    figures = {"protocol": "kip-966", "bootstrap": None, "seconds": 0.060123456, "seed": 7,
-               "faults": FAULTS, "counts": {"send": {"ok": 3}}, "throughput": {"sends_ok_per_s": 50.0},
-               "final_read": True, "idempotence": True,
-               "validation": {"verdict": "explained", "events": 1234, "lines": ["explained: " + "x" * 400]}}
+    figures = {
+        "protocol": "kip-966",
+        "bootstrap": None,
+        "seconds": 0.060123456,
+        "seed": 7,
+        "faults": FAULTS,
+        "counts": {"send": {"ok": 3}},
+        "throughput": {"sends_ok_per_s": 50.0},
+        "final_read": True,
+        "idempotence": True,
+        "validation": {"verdict": "explained", "events": 1234, "lines": ["explained: " + "x" * 400]},
+    }
     page = page_of(history, FAULTS, META, figures={**figures, "check": check(history).to_json()})
     run = re.search(r"<h2>run</h2>(.*?)</table>", page, re.S).group(1)
     keys = re.findall(r"<tr><td>([^<]*)</td>", run)

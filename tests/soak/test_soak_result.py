@@ -1,6 +1,7 @@
 """A soak's result as values: the checker's ``CheckResult``, the validator's verdict and the
 history's index, built once and shared by the run's counts and its page; JSON only where
 ``results.json`` / ``--json`` is written."""
+
 from __future__ import annotations
 
 from isrcheck.conformance.engines.soak.checker import check
@@ -12,20 +13,27 @@ from isrcheck.conformance.engines.validate.search import Verdict
 
 
 def _history() -> list[dict]:
-    ops = [(0, "invoke", "send", {"partition": 0, "value": 1}), (0, "ok", "send", {"partition": 0, "value": 1,
-                                                                                  "offset": 0}),
-           (0, "invoke", "send", {"partition": 0, "value": 2}), (0, "info", "send", {"partition": 0, "value": 2}),
-           (5, "invoke", "poll", {"partitions": [0], "final": True}), (5, "ok", "poll", {"records": {"0": [[0, 1]]}}),
-           (0, "invoke", "send", {"partition": 0, "value": 3})]  # never completes
-    return [{"index": i, "time": i * 1_000_000, "process": p, "type": t, "f": f, **fields}
-            for i, (p, t, f, fields) in enumerate(ops)]
+    ops = [
+        (0, "invoke", "send", {"partition": 0, "value": 1}),
+        (0, "ok", "send", {"partition": 0, "value": 1, "offset": 0}),
+        (0, "invoke", "send", {"partition": 0, "value": 2}),
+        (0, "info", "send", {"partition": 0, "value": 2}),
+        (5, "invoke", "poll", {"partitions": [0], "final": True}),
+        (5, "ok", "poll", {"records": {"0": [[0, 1]]}}),
+        (0, "invoke", "send", {"partition": 0, "value": 3}),
+    ]  # never completes
+    return [
+        {"index": i, "time": i * 1_000_000, "process": p, "type": t, "f": f, **fields}
+        for i, (p, t, f, fields) in enumerate(ops)
+    ]
 
 
 def test_the_counts_come_from_the_shared_index_and_json_only_in_to_json():
     history = _history()
     checked = check(history)
-    result = SoakResult(SoakOptions(), seconds=1.0, final_read=True, check=checked,
-                        index=HistoryIndex.of(history, checked))
+    result = SoakResult(
+        SoakOptions(), seconds=1.0, final_read=True, check=checked, index=HistoryIndex.of(history, checked)
+    )
     assert result.check is checked and result.anomaly_counts == checked.counts
     assert result.counts == {"send": {"ok": 1, "info": 1}, "poll": {"ok": 1}}
     doc = result.to_json()

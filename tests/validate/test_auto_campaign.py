@@ -1,9 +1,11 @@
 """isrcheck fuzz --mode auto: self-driven simulations on Spark, each event log validated; rows as
 Parquet, failures saved with their trace, resumable as any campaign."""
+
 import json
 
 import pyarrow.parquet as pq
 import pytest
+from timer_bug import eager_isr_check
 
 from isrcheck.conformance.engines.campaign import CampaignParams, run_campaign
 from isrcheck.conformance.engines.campaign.auto import run_auto_seed
@@ -12,14 +14,13 @@ from isrcheck.conformance.engines.campaign.executor import TaskSpec, run_locally
 from isrcheck.conformance.engines.validate.command import validate_path
 from isrcheck.impl.replication.replica_manager import ReplicaManager
 
-from timer_bug import eager_isr_check
-
 
 def test_seed_ranges_of_self_driven_runs_become_parquet_rows_without_spark(tmp_path):
     """What each Spark task does, in this process: every seed validated, a row each, a failure
     keeping its whole event log."""
-    spec = TaskSpec(out=str(tmp_path), protocol="hw-truncation", steps=80, faults="default", shrink_budget_s=1.0,
-                    mode="auto")
+    spec = TaskSpec(
+        out=str(tmp_path), protocol="hw-truncation", steps=80, faults="default", shrink_budget_s=1.0, mode="auto"
+    )
     done = run_locally(spec, [[(0, 3)], [(3, 5)]])
     assert [(r["lo"], r["hi"], r["rows"]) for r in done] == [(0, 3, 3), (3, 5, 2)]
     rows = pq.read_table(tmp_path / "runs").to_pylist()
@@ -52,8 +53,7 @@ def test_a_campaign_of_self_driven_runs_validates_every_seed_and_resumes(spark, 
 
 def test_a_run_the_model_cannot_explain_is_a_divergence_with_its_trace(monkeypatch):
     monkeypatch.setattr(ReplicaManager, "_isr_check", eager_isr_check(ReplicaManager._isr_check))
-    row = next(r for r in (run_auto_seed("kip-320", 150, seed) for seed in range(1, 6))
-               if r["verdict"] == "divergence")
+    row = next(r for r in (run_auto_seed("kip-320", 150, seed) for seed in range(1, 6)) if r["verdict"] == "divergence")
     assert row["failure_id"] == "divergence-at-shrink_isr" and row["first_bad_step"] > 0
     detail = json.loads(row["failure"])
     assert detail["validation"]["event"]["step"] == "shrink_isr"
@@ -65,8 +65,19 @@ def test_the_gate_turns_a_self_driven_failure_into_a_finding_naming_its_log(tmp_
 
     (tmp_path / "failures" / "divergence-at-shrink_isr.events").mkdir(parents=True)
     (tmp_path / "failures" / "divergence-at-shrink_isr.json").write_text('{"validation": {"verdict": "not explained"}}')
-    found = finding(tmp_path, {"verdict": "divergence", "property": None, "first_bad_step": 7, "seed": 3, "seeds": 1,
-                               "file": "failures/divergence-at-shrink_isr.events", "original_file": None}, None)
+    found = finding(
+        tmp_path,
+        {
+            "verdict": "divergence",
+            "property": None,
+            "first_bad_step": 7,
+            "seed": 3,
+            "seeds": 1,
+            "file": "failures/divergence-at-shrink_isr.events",
+            "original_file": None,
+        },
+        None,
+    )
     assert found.schedule is None and "isrcheck validate" in found.error and "not explained" in found.error
 
 

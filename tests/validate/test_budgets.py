@@ -1,6 +1,7 @@
 """Self-driven runs are judged by the fault budgets lockstep judges by: a loss Kafka itself has
 (Last Replica Standing on kip-320) is broken outside its budget with the reason, a loss within the
 budget stays a violation, and the failure's printed replay command replays it."""
+
 from __future__ import annotations
 
 import io
@@ -40,8 +41,15 @@ def _judged(protocol: str, schedule) -> Judged:
     return judged.at_end(cfg, s)
 
 
-@pytest.mark.parametrize("name,protocol", [("kip101-scenario1", "hw-truncation"), ("last-replica-standing", "kip-320"),
-                                           ("unclean-election-loss", "kip-320"), ("kip101-scenario1", "kip-320")])
+@pytest.mark.parametrize(
+    "name,protocol",
+    [
+        ("kip101-scenario1", "hw-truncation"),
+        ("last-replica-standing", "kip-320"),
+        ("unclean-election-loss", "kip-320"),
+        ("kip101-scenario1", "kip-320"),
+    ],
+)
 def test_the_history_properties_are_judged_as_lockstep_judges_them(name, protocol):
     """The same schedule, judged by lockstep (model only, the history properties) and by the
     ledger a validation carries: the same violation, the same properties broken outside."""
@@ -74,8 +82,9 @@ def test_a_last_replica_standing_of_a_self_driven_run_is_broken_outside_its_budg
 def test_a_loss_within_the_budget_is_a_violation_and_its_printed_replay_replays_it(tmp_path):
     """hw-truncation loses acknowledged writes within the budget (KIP-101's problem): a violation,
     whose replay command, as the campaign prints it, runs the same run to the same verdict."""
-    row = next(r for r in (run_auto_seed("hw-truncation", 100, seed) for seed in range(60))
-               if r["verdict"] == "violation")
+    row = next(
+        r for r in (run_auto_seed("hw-truncation", 100, seed) for seed in range(60)) if r["verdict"] == "violation"
+    )
     assert row["property"] == "NoLostAckedWrite" and "NoLostAckedWrite" not in row["beyond_budget"]
     store = CampaignStore(tmp_path / "C", "hw-truncation")
     store.failures.mkdir(parents=True)
@@ -86,19 +95,49 @@ def test_a_loss_within_the_budget_is_a_violation_and_its_printed_replay_replays_
     lines = said.getvalue().splitlines()
     command = shlex.split(lines[0].removeprefix("  replay one with: "))
     assert command[:2] == ["isrcheck", "sim"] and lines[1].startswith("  its saved event log: isrcheck validate ")
-    replay = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", *command[1:], "--json"],
-                            capture_output=True, text=True, timeout=300)
+    replay = subprocess.run(
+        [sys.executable, "-m", "isrcheck.conformance.cli.main", *command[1:], "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert replay.returncode == 1, replay.stderr
     out = json.loads(replay.stdout)
-    assert (out["seed"], out["budget"]["violation"], out["trace_hash"]) == (row["seed"], "NoLostAckedWrite",
-                                                                             row["trace_hash"])
-    log = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main",
-                          *shlex.split(lines[1].removeprefix("  its saved event log: isrcheck "))],
-                         capture_output=True, text=True, timeout=300)
+    assert (out["seed"], out["budget"]["violation"], out["trace_hash"]) == (
+        row["seed"],
+        "NoLostAckedWrite",
+        row["trace_hash"],
+    )
+    log = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "isrcheck.conformance.cli.main",
+            *shlex.split(lines[1].removeprefix("  its saved event log: isrcheck ")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert log.returncode == 0 and log.stdout.startswith("explained:"), log.stderr
 
 
 def _sim(protocol: str, seed: int, json_out: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", "sim", "--protocol", protocol,
-                           "--seed", str(seed), "--steps", "100", *(["--json"] if json_out else [])],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "isrcheck.conformance.cli.main",
+            "sim",
+            "--protocol",
+            protocol,
+            "--seed",
+            str(seed),
+            "--steps",
+            "100",
+            *(["--json"] if json_out else []),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )

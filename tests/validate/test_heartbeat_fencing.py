@@ -3,6 +3,7 @@ runs: a heartbeat on the wire when its broker crashed arrives after the broker r
 and was fenced (``impl/sim/late_heartbeat.py``); the controller must refuse it
 (STALE_BROKER_EPOCH). A controller that accepts it unfences a broker that is down, which
 ``fuzz --mode auto``'s validation refuses."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -23,6 +24,7 @@ def _answers(monkeypatch) -> list:
         resp = handle(self, src, header, req)
         seen.append((current, resp.error))
         return resp
+
     monkeypatch.setattr(Controller, "_handle_heartbeat", watched)
     return seen
 
@@ -44,6 +46,7 @@ def test_a_controller_that_accepts_a_stale_heartbeat_is_caught_by_fuzz_auto(monk
         if 0 <= req.broker_id < len(self.broker_epochs):
             req = dataclasses.replace(req, broker_epoch=self.broker_epochs[req.broker_id])
         return handle(self, src, header, req)
+
     rows = [run_auto_seed("kip-320", 200, seed) for seed in range(10)]
     assert all(r["verdict"] == "pass" for r in rows)
     monkeypatch.setattr(Controller, "_handle_heartbeat", accepting)

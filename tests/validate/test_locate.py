@@ -1,6 +1,7 @@
 """isrcheck validate given a run's directory: a soak's --dir, a served cluster's --dir holding its
 --events, a campaign's folder: it finds the event log inside, or says where it is (exit 2). The
 folders are laid out as those commands lay them out, around a short simulation's log."""
+
 from __future__ import annotations
 
 import json
@@ -56,8 +57,7 @@ def test_a_soak_that_kept_no_event_log_is_refused_saying_why(tmp_path, isrcheck_
     d = _soak_dir(tmp_path, None)
     done = isrcheck_cli("validate", d)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "no event log in it or below it; a soak's directory (--dir) keeps its event log in events/" \
-        in done.stderr
+    assert "no event log in it or below it; a soak's directory (--dir) keeps its event log in events/" in done.stderr
     assert "Traceback" not in done.stderr and "history.jsonl" not in done.stderr
 
 
@@ -69,8 +69,11 @@ def test_a_served_clusters_directory_and_its_events(tmp_path, log):
     (served / "controller").mkdir()
     (served / "controller" / "metadata.json").write_text("{}\n")
     (served / "meta.properties").write_text("cluster.id=x\n")
-    with pytest.raises(UsageError, match=r"a served cluster's data directory \(serve --dir\): its event log is "
-                                         r"the directory given to serve --events"):
+    with pytest.raises(
+        UsageError,
+        match=r"a served cluster's data directory \(serve --dir\): its event log is "
+        r"the directory given to serve --events",
+    ):
         event_log_in(str(served))
     shutil.copytree(log, served / "events")
     assert event_log_in(str(served / "events")) == str(served / "events")

@@ -1,6 +1,7 @@
 """A Kafka cluster's event log: one trace per partition, brokers renamed by replica order, the
 events of no partition (a broker's crash) in every trace; a partition whose replicas no header
 names is bad input."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,17 @@ def _log(tmp_path, partitions: dict | None) -> None:
     brokers = EventLog(str(tmp_path), header, CONTROLLER_ID, lambda: now[0])
     now[0] = 5
     state = '{"leo":0,"hw":0,"leader":1,"epoch":0,"isr":[0,1,2],"pe":0,"last_epoch":-1,"pending":null}'
-    brokers.emit(2, "deliver_leader_and_isr", state, {"tp": "orders-1", "replica": 2, "message": {
-        "leader": 1, "leader_epoch": 0, "isr": [0, 1, 2], "partition_epoch": 0}}, (CONTROLLER_ID, 7))
+    brokers.emit(
+        2,
+        "deliver_leader_and_isr",
+        state,
+        {
+            "tp": "orders-1",
+            "replica": 2,
+            "message": {"leader": 1, "leader_epoch": 0, "isr": [0, 1, 2], "partition_epoch": 0},
+        },
+        (CONTROLLER_ID, 7),
+    )
     now[0] = 6
     brokers.emit(0, "crash", DOWN, {"replica": 0, "kind": "process"})  # of every partition
     controller.close()
@@ -45,8 +55,7 @@ def test_each_partition_is_its_own_trace_with_brokers_renamed_by_replica_order(t
 
 
 def test_a_single_partition_log_is_one_trace_as_it_is(tmp_path):
-    log = EventLog(str(tmp_path), run_header(ClusterConfig(protocol="kip-320", replicas=3)), CONTROLLER_ID,
-                   lambda: 0)
+    log = EventLog(str(tmp_path), run_header(ClusterConfig(protocol="kip-320", replicas=3)), CONTROLLER_ID, lambda: 0)
     log.emit(1, "crash", DOWN, {"replica": 1, "kind": "clean"})
     log.close()
     trace = read_trace(str(tmp_path))

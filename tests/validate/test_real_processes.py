@@ -1,6 +1,7 @@
 """Event logs of real processes: each node process writes its own file, a Lamport clock on every
 frame orders a receive after its send across processes, a restarted process goes on with its
 file, a killed writer's unfinished last line ends its log; a real cluster's log is explained."""
+
 from __future__ import annotations
 
 import asyncio
@@ -25,13 +26,26 @@ from isrcheck.impl.real.processes import DISK_IO, ProcessCluster, free_ports
 from isrcheck.impl.replication import ClusterConfig
 from isrcheck.model import PROTOCOLS
 
-CONFIG = dict(replicas=3, min_insync_replicas=2, replica_lag_time_max_ms=1000, request_timeout_ms=5000,
-              broker_heartbeat_interval_ms=50, broker_session_timeout_ms=600, replica_fetch_backoff_ms=20)
+CONFIG = dict(
+    replicas=3,
+    min_insync_replicas=2,
+    replica_lag_time_max_ms=1000,
+    request_timeout_ms=5000,
+    broker_heartbeat_interval_ms=50,
+    broker_session_timeout_ms=600,
+    replica_fetch_backoff_ms=20,
+)
 
 
 def _log(tmp_path: Path, clock: list, resume: bool = False) -> EventLog:
-    return EventLog(str(tmp_path), run_header(ClusterConfig(**CONFIG)), CONTROLLER_ID, lambda: clock[0],
-                    resume=resume, line_buffered=True)
+    return EventLog(
+        str(tmp_path),
+        run_header(ClusterConfig(**CONFIG)),
+        CONTROLLER_ID,
+        lambda: clock[0],
+        resume=resume,
+        line_buffered=True,
+    )
 
 
 # -- the Lamport clock, across two "processes" -------------------------------------------------------
@@ -44,8 +58,9 @@ async def _heartbeat_between_processes(tmp_path: Path) -> tuple[EventLog, EventL
     for node, transport in transports.items():
         transport.clock = logs[node]
         endpoint = NodeEndpoint(node, transport)
-        endpoint.handlers[ApiKey.BROKER_HEARTBEAT] = lambda src, header, req: BrokerHeartbeatResponse(Errors.NONE,
-                                                                                                        False)
+        endpoint.handlers[ApiKey.BROKER_HEARTBEAT] = lambda src, header, req: BrokerHeartbeatResponse(
+            Errors.NONE, False
+        )
         transport.register(node, endpoint)
         if node == 1:
             sender = endpoint
@@ -109,9 +124,9 @@ def test_events_merge_by_time_then_clock(tmp_path):
     a, b = _log(tmp_path, now), _log(tmp_path, now)
     now[0] = 5
     b.receive(100)
-    b.emit(2, "flush", DOWN, {"replica": 2})          # t 5, lc 101
+    b.emit(2, "flush", DOWN, {"replica": 2})  # t 5, lc 101
     now[0] = 7
-    a.emit(1, "flush", DOWN, {"replica": 1})          # t 7, lc 1: later in time
+    a.emit(1, "flush", DOWN, {"replica": 1})  # t 7, lc 1: later in time
     b.emit(2, "checkpoint_hw", DOWN, {"replica": 2})  # t 7, lc 102
     a.close()
     b.close()
@@ -128,16 +143,17 @@ async def _produce(cluster: ProcessCluster, kind: str) -> list:
         for v in values:
             producer.send(0, v, acks, 5000)
             await asyncio.sleep(0.04)
+
     await send([b"a%d" % i for i in range(6)], -1)
     await asyncio.sleep(0.3)
-    if kind in DISK_IO:                      # a follower's disk fails: it halts
+    if kind in DISK_IO:  # a follower's disk fails: it halts
         assert cluster.fail_disk(1, kind)
-    else:                                    # a follower dies: its session expires, the ISR shrinks
+    else:  # a follower dies: its session expires, the ISR shrinks
         cluster.crash(1, kind)
     # 1.8 MB it has to catch up with: the leader's answers are cut by bytes (replica.fetch.max.bytes)
     await send([b"b%d" % i + bytes(300_000) for i in range(6)], 1)
     await asyncio.sleep(1.0)
-    cluster.restart(1)                       # a new incarnation: log recovery, registration, catching up
+    cluster.restart(1)  # a new incarnation: log recovery, registration, catching up
     await asyncio.sleep(1.2)
     await send([b"c%d" % i for i in range(4)], -1)
     await asyncio.sleep(0.3)
@@ -147,8 +163,7 @@ async def _produce(cluster: ProcessCluster, kind: str) -> list:
 
 def _real_run(tmp_path: Path, protocol: str, kind: str) -> tuple[Path, list]:
     events = tmp_path / "events"
-    cluster = ProcessCluster(ClusterConfig(protocol=protocol, **CONFIG), str(tmp_path / "cluster"),
-                             events=str(events))
+    cluster = ProcessCluster(ClusterConfig(protocol=protocol, **CONFIG), str(tmp_path / "cluster"), events=str(events))
     cluster.start()
     try:
         results = asyncio.run(asyncio.wait_for(_produce(cluster, kind), 60))
@@ -162,7 +177,11 @@ def test_a_real_cluster_killed_and_restarted_is_explained(tmp_path):
     events, results = _real_run(tmp_path, "kip-320", "process")
     assert sum(r.error == "NONE" for r in results) >= 12
     assert sorted(p.name for p in events.iterdir()) == [
-        "broker-0.jsonl", "broker-1.jsonl", "broker-2.jsonl", "controller.jsonl"]
+        "broker-0.jsonl",
+        "broker-1.jsonl",
+        "broker-2.jsonl",
+        "controller.jsonl",
+    ]
     steps = [json.loads(x)["step"] for x in (events / "broker-1.jsonl").read_text().splitlines()[1:]]
     assert steps.index("crash") < steps.index("restart")  # one file for both incarnations
     verdict, n, _ = validate_path(str(events))
@@ -199,7 +218,7 @@ async def _produce_into_a_full_disk(cluster: ProcessCluster) -> list:
     cluster.arm_disk_failure(0, "write:ENOSPC")  # the leader's next write fails: the append of b0
     await asyncio.sleep(0.2)
     producer.send(0, b"b0", 1, 2000)
-    await asyncio.sleep(2.0)                     # broker 0 halted; fenced on session expiry, elected elsewhere
+    await asyncio.sleep(2.0)  # broker 0 halted; fenced on session expiry, elected elsewhere
     cluster.restart(0)
     await asyncio.sleep(1.5)
     transport.unregister(producer.endpoint.node_id)
@@ -261,16 +280,29 @@ def _bindable(port: int) -> bool:
     return True
 
 
-@pytest.mark.parametrize("stop, validate", [
-    (signal.SIGTERM, True), pytest.param(signal.SIGINT, False, marks=pytest.mark.slow)])
-def test_serve_writes_its_event_log_and_validates_it_when_stopped(tmp_path, isrcheck_cli, isrcheck_serve, stop,
-                                                                  validate):
+@pytest.mark.parametrize(
+    "stop, validate", [(signal.SIGTERM, True), pytest.param(signal.SIGINT, False, marks=pytest.mark.slow)]
+)
+def test_serve_writes_its_event_log_and_validates_it_when_stopped(
+    tmp_path, isrcheck_cli, isrcheck_serve, stop, validate
+):
     """``isrcheck serve --events DIR``: every node's protocol events in DIR while Kafka clients use
     the cluster; stopped by SIGTERM (or Ctrl-C), the log is validated against the model, unless
     ``--no-validate``; bad input before anything starts."""
     base, events = _free_base(3), tmp_path / "events"
-    proc, banner = isrcheck_serve("--replicas", "3", "--dir", tmp_path / "cluster", "--topic", "orders:2",
-                                  "--port", base, "--events", events, *([] if validate else ["--no-validate"]))
+    proc, banner = isrcheck_serve(
+        "--replicas",
+        "3",
+        "--dir",
+        tmp_path / "cluster",
+        "--topic",
+        "orders:2",
+        "--port",
+        base,
+        "--events",
+        events,
+        *([] if validate else ["--no-validate"]),
+    )
     try:
         assert f"event log:         {events}" in banner, banner
         producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{base}", acks="all")
@@ -283,14 +315,19 @@ def test_serve_writes_its_event_log_and_validates_it_when_stopped(tmp_path, isrc
         out = proc.stdout.read()
     assert proc.wait(timeout=120) == 0, out
     assert sorted(p.name for p in events.iterdir()) == [
-        "broker-0.jsonl", "broker-1.jsonl", "broker-2.jsonl", "controller.jsonl"]
+        "broker-0.jsonl",
+        "broker-1.jsonl",
+        "broker-2.jsonl",
+        "controller.jsonl",
+    ]
     produced = sum('"step":"produce"' in line for p in events.iterdir() for line in p.read_text().splitlines())
     assert produced >= 2  # at least a batch per partition, each logged by its leader
     if validate:
         assert "event log (" in out and "explained:" in out and "2 partitions each on its own" in out, out
     else:
         assert "validating" not in out, out
-    again = isrcheck_cli("serve", "--dir", str(tmp_path / "cluster"), "--port", str(base), "--events",
-                         str(tmp_path / "new-events"))
+    again = isrcheck_cli(
+        "serve", "--dir", str(tmp_path / "cluster"), "--port", str(base), "--events", str(tmp_path / "new-events")
+    )
     assert again.returncode == 2 and "holds a cluster that ran before" in again.stderr, again.stderr
     assert "Traceback" not in again.stderr and not (tmp_path / "new-events").exists()

@@ -2,6 +2,7 @@
 operation the model applies to a log, and validating with SharedLogs, without the ghost acks and
 reads, and with consume by its guard gives the same behaviour, candidate by candidate, as the
 model's own steps on plain tuples."""
+
 from __future__ import annotations
 
 import random
@@ -37,7 +38,7 @@ def _same_sequence(view, plain: tuple) -> None:
     if plain:
         start = plain[len(plain) // 2].base
         assert batch_ends(view, start) == batch_ends(plain, start)
-        assert view[start:len(plain) - 1] == plain[start:len(plain) - 1]
+        assert view[start : len(plain) - 1] == plain[start : len(plain) - 1]
     with pytest.raises(IndexError):
         view[len(plain)]
 
@@ -66,7 +67,7 @@ def test_a_shared_log_is_the_tuple_it_stands_for_under_appends_truncations_and_s
         elif op < 0.8:  # a follower appends a leader's answer from its LEO (from 0: a prefix of the leader's log)
             other_view, other_plain = logs[rng.randrange(len(logs))]
             start = len(plain)
-            new = (view + other_view[start:start + 4], plain + other_plain[start:start + 4])
+            new = (view + other_view[start : start + 4], plain + other_plain[start : start + 4])
         else:
             new = (() + view, () + plain)
         logs.append(new)
@@ -106,6 +107,7 @@ def _behaviour(trace) -> tuple[list, dict]:
         for s2, steps, judged2 in successors(self, s, ev, reasons, judged):
             taken.append((s2[:9] + s2[13:], list(steps)))
             yield s2, steps, judged2
+
     search.Search.successors = recorded
     try:
         verdict = search.validate(trace)
@@ -122,7 +124,7 @@ def test_validation_takes_the_models_steps_candidate_by_candidate(tmp_path, monk
     [(_, trace)] = partition_traces(read_trace(str(tmp_path)))
     events = list(trace.events)
     k = max(i for i, e in enumerate(events) if e.step == "handle_fetch_response")
-    events[k] = replace(events[k], state={**events[k].state, "hw": 10 ** 6})
+    events[k] = replace(events[k], state={**events[k].state, "hw": 10**6})
     edited = replace(trace, events=events)
     fast = [_behaviour(trace), _behaviour(edited)]
     with monkeypatch.context() as plain:  # the model's own steps on tuples, every ghost kept
@@ -145,6 +147,7 @@ def test_validating_leaves_no_cycles_behind_for_the_collector_it_turns_off(tmp_p
     import gc
 
     from isrcheck.conformance.engines.validate.command import validate_path
+
     run_simulation("kip-966", 3, 1, 600, events_dir=str(tmp_path / "ok"))
     lines = (tmp_path / "ok" / "broker-0.jsonl").read_text().splitlines()
     (tmp_path / "edited").mkdir()

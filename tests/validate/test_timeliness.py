@@ -1,12 +1,14 @@
 """Timeliness of self-driven runs (engines/validate/timeliness.py): bugs of timers that trace
 validation explains (the model lets a step wait forever) are caught by their Kafka bounds, in
 simulated time, by ``fuzz --mode auto`` and ``sim``; correct runs miss no deadline."""
+
 from __future__ import annotations
 
 import dataclasses
 import json
 
 import pytest
+from timer_bug import delayed_fetch_never_expires, isr_timer_never_rearmed, lag_credits_now
 
 from isrcheck.conformance.cli.main import main
 from isrcheck.conformance.engines.campaign.auto import run_auto_seed
@@ -18,13 +20,16 @@ from isrcheck.impl.replication.replica_manager import ReplicaManager
 from isrcheck.impl.sim import workload
 from isrcheck.impl.sim.workload import run_simulation
 from isrcheck.model import PROTOCOLS
-from timer_bug import delayed_fetch_never_expires, isr_timer_never_rearmed, lag_credits_now
 
 PLANTED = {
     "isr-timer-never-rearmed": (ReplicaManager, "_isr_check", isr_timer_never_rearmed, "IsrExpiry"),
     "lag-credits-now": (Partition, "fetch_from_follower", lag_credits_now, "IsrExpiry"),
-    "delayed-fetch-never-expires": (DelayedFetchPurgatory, "_expire", delayed_fetch_never_expires,
-                                    "DelayedFetchExpiry"),
+    "delayed-fetch-never-expires": (
+        DelayedFetchPurgatory,
+        "_expire",
+        delayed_fetch_never_expires,
+        "DelayedFetchExpiry",
+    ),
 }
 
 
@@ -39,8 +44,13 @@ def fetch_wait(request, monkeypatch):
     """The simulation's replica.fetch.wait.max.ms: 0 as ``sim_config`` has it, 20 ms as a soak's
     cluster long-polls (parked fetches, DelayedFetch's expiry)."""
     sim_config = workload.sim_config
-    monkeypatch.setattr(workload, "sim_config", lambda protocol, replicas: dataclasses.replace(
-        sim_config(protocol, replicas), replica_fetch_wait_max_ms=request.param))
+    monkeypatch.setattr(
+        workload,
+        "sim_config",
+        lambda protocol, replicas: dataclasses.replace(
+            sim_config(protocol, replicas), replica_fetch_wait_max_ms=request.param
+        ),
+    )
     return request.param
 
 

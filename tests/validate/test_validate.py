@@ -1,11 +1,13 @@
 """isrcheck validate: the self-driven simulation's event logs are explained by the model, edited
 ones are refused at the event that was edited, and bad input is named by file and line."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
+from timer_bug import eager_isr_check
 
 from isrcheck.conformance import random_walk
 from isrcheck.conformance.engines.validate.command import validate_path
@@ -13,7 +15,6 @@ from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.impl.replication.replica_manager import ReplicaManager
 from isrcheck.impl.sim.workload import run_simulation
 from isrcheck.model import PROTOCOLS
-from timer_bug import eager_isr_check
 
 
 def _run(tmp_path: Path, protocol: str, seed: int, steps: int = 150) -> Path:
@@ -88,8 +89,11 @@ def test_a_changed_high_watermark_is_refused_at_that_event(tmp_path):
     _write(log / "broker-1.jsonl", lines)
     verdict, _, _ = validate_path(str(log))
     assert not verdict.explained and (verdict.event.node, verdict.event.seq) == (1, lines[i]["seq"])
-    assert any(why.endswith(f"hw is {lines[i]['state']['hw'] - 1} in the model, {lines[i]['state']['hw']} "
-                            "in the log") for r in verdict.refusals for why in r.reasons)
+    assert any(
+        why.endswith(f"hw is {lines[i]['state']['hw'] - 1} in the model, {lines[i]['state']['hw']} in the log")
+        for r in verdict.refusals
+        for why in r.reasons
+    )
 
 
 def test_a_receive_ordered_before_its_send_is_refused_at_the_receive(tmp_path):
@@ -106,8 +110,11 @@ def test_a_receive_ordered_before_its_send_is_refused_at_the_receive(tmp_path):
         _write(log / f"broker-{b}.jsonl", files[b])
     verdict, _, _ = validate_path(str(log))
     assert not verdict.explained and (verdict.event.node, verdict.event.seq) == (leader, handled["seq"])
-    assert any(f"handle_fetch refused: no fetch request of replica {f} in flight" in why
-               for r in verdict.refusals for why in r.reasons)
+    assert any(
+        f"handle_fetch refused: no fetch request of replica {f} in flight" in why
+        for r in verdict.refusals
+        for why in r.reasons
+    )
 
 
 def test_a_bug_only_timers_reach_is_caught_by_validate_and_missed_by_lockstep(tmp_path, monkeypatch):
@@ -124,8 +131,12 @@ def test_a_bug_only_timers_reach_is_caught_by_validate_and_missed_by_lockstep(tm
             caught.append(verdict)
     assert caught
     assert all(v.event.step == "shrink_isr" for v in caught)
-    assert any("shrink_isr refused: no ISR follower" in why or "pending is" in why
-               for v in caught for r in v.refusals for why in r.reasons)
+    assert any(
+        "shrink_isr refused: no ISR follower" in why or "pending is" in why
+        for v in caught
+        for r in v.refusals
+        for why in r.reasons
+    )
 
 
 def test_bad_lines_are_named_by_file_and_line(tmp_path, isrcheck_cli):
@@ -141,11 +152,14 @@ def test_bad_lines_are_named_by_file_and_line(tmp_path, isrcheck_cli):
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda e: e.pop("state"), "event lacks 'state'"),
-    (lambda e: e.update(step="teleport"), 'unknown step "teleport"'),
-    (lambda e: e.update(replica=9), "replica 9 is not a broker of this 3-broker run"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda e: e.pop("state"), "event lacks 'state'"),
+        (lambda e: e.update(step="teleport"), 'unknown step "teleport"'),
+        (lambda e: e.update(replica=9), "replica 9 is not a broker of this 3-broker run"),
+    ],
+)
 def test_malformed_events_are_named(tmp_path, edit, message):
     log = _run(tmp_path, "kip-320", 1, steps=30)
     lines = _lines(log / "broker-1.jsonl")
@@ -210,7 +224,9 @@ def test_a_log_validated_as_another_variant_is_refused_where_they_differ(tmp_pat
 
 
 def test_sim_validates_its_own_log_at_the_end_unless_told_not_to(tmp_path, isrcheck_cli):
-    done = isrcheck_cli("sim", "--protocol", "kip-903", "--seed", "2", "--steps", "80", "--events", str(tmp_path / "ev"))
+    done = isrcheck_cli(
+        "sim", "--protocol", "kip-903", "--seed", "2", "--steps", "80", "--events", str(tmp_path / "ev")
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[-1].lstrip().startswith("explained: ")
     assert validate_path(str(tmp_path / "ev"))[0].explained
@@ -248,11 +264,16 @@ def test_the_quick_check_of_a_line_reads_it_as_the_full_checks_do(tmp_path):
     """Every line of a run is the same event either way, and a line the quick check lets through
     to the full checks is named as before (a boolean where an integer goes, a malformed msg)."""
     from isrcheck.conformance.engines.validate.events import _checked, _event
+
     log = _run(tmp_path, "kip-966", 4, steps=200)
     lines = [line for f in sorted(log.glob("*.jsonl")) for line in _lines(f)[1:]]
     assert all(_event(line, "f:1", 3) == _checked(line, "f:1", 3) for line in lines)
-    for edit, message in ((dict(seq=True), "'seq' must be an integer"), (dict(msg=[1]), "'msg' must be"),
-                          (dict(tp=3), "'tp' must be"), (dict(state=[]), "'state' must be an object")):
+    for edit, message in (
+        (dict(seq=True), "'seq' must be an integer"),
+        (dict(msg=[1]), "'msg' must be"),
+        (dict(tp=3), "'tp' must be"),
+        (dict(state=[]), "'state' must be an object"),
+    ):
         with pytest.raises(UsageError, match=message):
             _event({**lines[5], **edit}, "f:1", 3)
 
@@ -283,6 +304,7 @@ def test_a_follower_killed_between_an_append_and_its_line_is_explained(tmp_path)
             work.cluster.crash(node, "process")  # killed as it was about to log the append
             return
         emit(self, node, step, state, fields, msg, corr)
+
     EventLog.emit = watch
     try:
         work = Workload(sim_config("kip-966", 3), 11, events_dir=str(tmp_path / "log"))

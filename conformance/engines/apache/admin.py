@@ -10,6 +10,7 @@ CreateTopics, topics that exist already being fine; ``topic_configs(bootstrap, t
 configs (DescribeConfigs). ``replica_end_offset(address, topic, p)`` is one replica's log end
 offset, a follower's too.
 """
+
 from __future__ import annotations
 
 import socket
@@ -33,7 +34,7 @@ class PartitionView:
     leader_epoch: int
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
-    elr: tuple[int, ...] | None = None           # DescribeTopicPartitions only
+    elr: tuple[int, ...] | None = None  # DescribeTopicPartitions only
     last_known_elr: tuple[int, ...] | None = None
     error_code: int = 0
 
@@ -49,8 +50,11 @@ class ClusterView:
 
     def has_leaders(self, topics) -> bool:
         """Every partition of ``topics`` ([(name, partitions)]) is listed with a leader."""
-        return all(self.partitions.get((name, p), PartitionView(-1, -1, (), ())).leader >= 0
-                   for name, count in topics for p in range(count))
+        return all(
+            self.partitions.get((name, p), PartitionView(-1, -1, (), ())).leader >= 0
+            for name, count in topics
+            for p in range(count)
+        )
 
     def topic(self, name: str) -> dict[int, PartitionView]:
         return {p: view for (t, p), view in self.partitions.items() if t == name}
@@ -58,17 +62,21 @@ class ClusterView:
 
 def metadata(address: str, topics: list[str] | None = None, timeout_s: float = 3.0) -> ClusterView:
     """Metadata of ``topics`` (None: all) from the broker at ``address``; OSError if it cannot be had."""
-    request = MetadataRequest(version=METADATA_VERSION, topics=None if topics is None else [
-        MetadataRequest.MetadataRequestTopic(topic_id=None, name=t) for t in topics],
-        allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    request = MetadataRequest(
+        version=METADATA_VERSION,
+        topics=None
+        if topics is None
+        else [MetadataRequest.MetadataRequestTopic(topic_id=None, name=t) for t in topics],
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
     response = _exchange(address, request, MetadataResponse, METADATA_VERSION, timeout_s)
-    view = ClusterView(address, {b.node_id: f"{b.host}:{b.port}" for b in response.brokers},
-                       response.controller_id)
+    view = ClusterView(address, {b.node_id: f"{b.host}:{b.port}" for b in response.brokers}, response.controller_id)
     for t in response.topics:
         for p in t.partitions:
             view.partitions[(t.name, p.partition_index)] = PartitionView(
-                p.leader_id, p.leader_epoch, tuple(p.replica_nodes), tuple(sorted(p.isr_nodes)),
-                error_code=p.error_code)
+                p.leader_id, p.leader_epoch, tuple(p.replica_nodes), tuple(sorted(p.isr_nodes)), error_code=p.error_code
+            )
     return view
 
 
@@ -89,9 +97,17 @@ def replica_end_offset(address: str, topic: str, partition: int, timeout_s: floa
     replica answers from its own log, unbounded by the HW (KafkaApis.handleListOffsetRequest). -1
     if the broker answers with an error (it holds no replica); OSError if it does not answer."""
     T = ListOffsetsRequest.ListOffsetsTopic
-    request = ListOffsetsRequest(version=LIST_OFFSETS_VERSION, replica_id=DEBUGGING_REPLICA_ID, isolation_level=0,
-                                 topics=[T(name=topic, partitions=[T.ListOffsetsPartition(
-                                     partition_index=partition, current_leader_epoch=-1, timestamp=-1)])])
+    request = ListOffsetsRequest(
+        version=LIST_OFFSETS_VERSION,
+        replica_id=DEBUGGING_REPLICA_ID,
+        isolation_level=0,
+        topics=[
+            T(
+                name=topic,
+                partitions=[T.ListOffsetsPartition(partition_index=partition, current_leader_epoch=-1, timestamp=-1)],
+            )
+        ],
+    )
     response = _exchange(address, request, ListOffsetsResponse, LIST_OFFSETS_VERSION, timeout_s)
     answer = response.topics[0].partitions[0]
     return answer.offset if answer.error_code == 0 else -1
@@ -113,8 +129,9 @@ def _admin(bootstrap: str):
     return KafkaAdminClient(bootstrap_servers=bootstrap.split(","), client_id="isrcheck", request_timeout_ms=15_000)
 
 
-def create_topics(bootstrap: str, topics, replication: int, configs: dict | None = None,
-                  timeout_s: float = 60.0) -> None:
+def create_topics(
+    bootstrap: str, topics, replication: int, configs: dict | None = None, timeout_s: float = 60.0
+) -> None:
     """CreateTopics for each (name, partitions) with ``replication`` replicas; an existing topic is
     left as it is. A cluster still coming up (the admin client's own errors: a broker it does not
     know yet, one not ready) is asked again until ``timeout_s``. UsageError naming the topic if the
@@ -129,15 +146,22 @@ def create_topics(bootstrap: str, topics, replication: int, configs: dict | None
         try:
             admin = _admin(bootstrap)
             try:
-                result = admin.create_topics([NewTopic(name, partitions, replication, topic_configs=configs or {})
-                                              for name, partitions in topics], raise_errors=False)
+                result = admin.create_topics(
+                    [
+                        NewTopic(name, partitions, replication, topic_configs=configs or {})
+                        for name, partitions in topics
+                    ],
+                    raise_errors=False,
+                )
             finally:
                 admin.close()
             break
         except (KafkaError, OSError) as exc:
             if type(exc).__name__ == "IncompatibleBrokerVersion" or time.monotonic() > deadline:  # or never
-                raise UsageError(f"the cluster at {bootstrap} did not create topics {[t for t, _ in topics]} within "
-                                 f"{timeout_s:.0f} s: {exc!r}") from None
+                raise UsageError(
+                    f"the cluster at {bootstrap} did not create topics {[t for t, _ in topics]} within "
+                    f"{timeout_s:.0f} s: {exc!r}"
+                ) from None
             time.sleep(0.5)
     for topic in _topic_errors(result):
         name, code, message = topic
@@ -171,7 +195,9 @@ def topic_configs(bootstrap: str, topic: str) -> dict[str, str | None]:
         finally:
             admin.close()
     except (KafkaError, OSError) as exc:
-        raise UsageError(f"the cluster at {bootstrap} did not describe the configs of topic {topic!r}: {exc!r}") from None
+        raise UsageError(
+            f"the cluster at {bootstrap} did not describe the configs of topic {topic!r}: {exc!r}"
+        ) from None
     return {name: entry["value"] for name, entry in answer.get("topic", {}).get(topic, {}).items()}
 
 
@@ -186,11 +212,23 @@ def describe_partitions(bootstrap: str, topics: list[str]) -> dict[tuple[str, in
     for t in answer["topics"]:
         for p in t["partitions"]:
             out[(t["name"], p["partition_index"])] = PartitionView(
-                p["leader_id"], p["leader_epoch"], tuple(p["replica_nodes"]), tuple(sorted(p["isr_nodes"])),
+                p["leader_id"],
+                p["leader_epoch"],
+                tuple(p["replica_nodes"]),
+                tuple(sorted(p["isr_nodes"])),
                 tuple(sorted(p.get("eligible_leader_replicas") or ())),
-                tuple(sorted(p.get("last_known_elr") or ())), p.get("error_code", 0))
+                tuple(sorted(p.get("last_known_elr") or ())),
+                p.get("error_code", 0),
+            )
     return out
 
 
-__all__ = ["ClusterView", "PartitionView", "cluster_view", "create_topics", "describe_partitions", "metadata",
-           "topic_configs"]
+__all__ = [
+    "ClusterView",
+    "PartitionView",
+    "cluster_view",
+    "create_topics",
+    "describe_partitions",
+    "metadata",
+    "topic_configs",
+]

@@ -14,6 +14,7 @@ The agent is started with ``-javaagent:JAR=EVENT_FILE`` and the system propertie
 host's monotonic clock, ``time.monotonic_ns()``; Java's ``System.nanoTime`` reads the same clock):
 ``jvm_options``. What it records is in docs/validate.md ("Apache Kafka's own events").
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -69,27 +70,36 @@ def agent_jar(say=lambda line: None) -> Path:
         return jar
     maven = shutil.which("mvn")
     if maven is None:
-        raise AgentBuildError("Maven (mvn) is not installed, and the event recorder for Apache Kafka is built with "
-                              "it: install it (Debian: apt-get install maven)")
+        raise AgentBuildError(
+            "Maven (mvn) is not installed, and the event recorder for Apache Kafka is built with "
+            "it: install it (Debian: apt-get install maven)"
+        )
     with locked_folder(folder, AgentBuildError, "the agent's cache"):  # another run may be building it
         if jar.is_file():
             return jar
         say(f"building the event recorder for Apache Kafka (a Java agent) into {folder} (once)")
         partial = Path(tempfile.mkdtemp(prefix="build.partial.", dir=folder))
         try:
-            proc = subprocess.run([maven, "-B", "-q", "-f", str(root / "pom.xml"), "package",
-                                   f"-DbuildDirectory={partial}"], stdin=subprocess.DEVNULL, capture_output=True,
-                                  text=True, errors="replace", timeout=BUILD_TIMEOUT_S)
+            proc = subprocess.run(
+                [maven, "-B", "-q", "-f", str(root / "pom.xml"), "package", f"-DbuildDirectory={partial}"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=BUILD_TIMEOUT_S,
+            )
             built = partial / JAR
             if proc.returncode != 0 or not built.is_file():
                 detail = _maven_failure("(agent)", proc.stdout + proc.stderr).replace(
-                    "Maven failed to fetch Apache Kafka (agent)", "Maven failed")
+                    "Maven failed to fetch Apache Kafka (agent)", "Maven failed"
+                )
                 raise AgentBuildError(f"the event recorder for Apache Kafka did not build: {detail}")
             built.rename(folder / (JAR + ".partial"))
             (folder / (JAR + ".partial")).rename(jar)
         except subprocess.TimeoutExpired:
-            raise AgentBuildError(f"Maven did not build the event recorder within {BUILD_TIMEOUT_S} s: is Maven "
-                                  f"Central reachable?") from None
+            raise AgentBuildError(
+                f"Maven did not build the event recorder within {BUILD_TIMEOUT_S} s: is Maven Central reachable?"
+            ) from None
         finally:
             shutil.rmtree(partial, ignore_errors=True)
     return jar
@@ -97,8 +107,11 @@ def agent_jar(say=lambda line: None) -> Path:
 
 def jvm_options(jar: Path, event_file: Path, node: int, origin_ns: int) -> tuple[str, ...]:
     """The JVM options that record a node's events into ``event_file``."""
-    return (f"-javaagent:{jar}={event_file}", f"-Disrcheck.events.node={node}",
-            f"-Disrcheck.events.origin_ns={origin_ns}")
+    return (
+        f"-javaagent:{jar}={event_file}",
+        f"-Disrcheck.events.node={node}",
+        f"-Disrcheck.events.origin_ns={origin_ns}",
+    )
 
 
 __all__ = ["AgentBuildError", "JAR", "agent_jar", "agent_source", "cached_jar", "jvm_options", "source_hash"]

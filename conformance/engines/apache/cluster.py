@@ -34,6 +34,7 @@ offline: the broker halts; ``partition(groups)`` / ``heal()`` cut and restore li
 ``hold(b, api_key)`` keeps broker b's requests of one API key from reaching the controller while
 everything else flows, ``release`` lets those held pass, ``rearm`` holds later ones (netns).
 """
+
 from __future__ import annotations
 
 import base64
@@ -55,11 +56,17 @@ from isrcheck.conformance.vocabulary import UsageError
 
 CONTROLLER_ID = 100
 HOST = "127.0.0.1"
-STOP_TIMEOUT_S = 60.0      # a clean shutdown moves leadership away first: give it time
+STOP_TIMEOUT_S = 60.0  # a clean shutdown moves leadership away first: give it time
 START_TIMEOUT_S = 90.0
 # Kafka's own JVM options (kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS), a smaller heap
-JVM_OPTIONS = ("-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
-               "-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true")
+JVM_OPTIONS = (
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+)
 LOG_TAIL_LINES = 15
 
 
@@ -73,18 +80,18 @@ class KafkaSettings:
 
     brokers: int = 3
     port: int = 9092
-    elr: bool | None = None                 # eligible.leader.replicas.version=1/0 (None: the version's default)
+    elr: bool | None = None  # eligible.leader.replicas.version=1/0 (None: the version's default)
     min_insync_replicas: int | None = None  # min.insync.replicas (None: 2, or 1 with one broker)
-    unclean_election: bool = False          # unclean.leader.election.enable
-    replica_lag_time_max_ms: int = 30_000   # replica.lag.time.max.ms (Kafka's default)
-    flush_messages: int | None = None       # log.flush.interval.messages (None: Kafka's, never)
+    unclean_election: bool = False  # unclean.leader.election.enable
+    replica_lag_time_max_ms: int = 30_000  # replica.lag.time.max.ms (Kafka's default)
+    flush_messages: int | None = None  # log.flush.interval.messages (None: Kafka's, never)
     broker_session_timeout_ms: int = 9_000  # broker.session.timeout.ms (Kafka's default)
     broker_heartbeat_interval_ms: int = 2_000  # broker.heartbeat.interval.ms (Kafka's default)
     topics: list = field(default_factory=list)  # [(name, partitions)] created at start, replicated on every broker
-    debug_replication: bool = False         # DEBUG for kafka.cluster.Partition, ReplicationControlManager, ...
-    network: str = "loopback"               # or "netns": a network namespace per node (partitions)
-    lazyfs: bool = False                    # each broker's log directory on the lazy file system (power loss)
-    heap: str = "768m"                      # -Xmx of each JVM
+    debug_replication: bool = False  # DEBUG for kafka.cluster.Partition, ReplicationControlManager, ...
+    network: str = "loopback"  # or "netns": a network namespace per node (partitions)
+    lazyfs: bool = False  # each broker's log directory on the lazy file system (power loss)
+    heap: str = "768m"  # -Xmx of each JVM
     extra: dict = field(default_factory=dict)  # further Kafka settings, for every node
 
     def min_isr(self) -> int:
@@ -141,8 +148,14 @@ class KafkaCluster:
     """``start()`` formats (the first time) and starts the nodes; faults; ``stop()``. See the module
     docstring for the layout and the faults."""
 
-    def __init__(self, settings: KafkaSettings, directory: str | os.PathLike, dist: Distribution,
-                 say=lambda line: None, events: str | os.PathLike | None = None) -> None:
+    def __init__(
+        self,
+        settings: KafkaSettings,
+        directory: str | os.PathLike,
+        dist: Distribution,
+        say=lambda line: None,
+        events: str | os.PathLike | None = None,
+    ) -> None:
         self.settings, self.dist, self.say = settings, dist, say
         # the folder of the nodes' replication events (a Java agent in every JVM; engines/apache/recording)
         self.events = None if events is None else Path(events).resolve()
@@ -206,26 +219,38 @@ class KafkaCluster:
                 identity = {key: stored["settings"][key] for key in KafkaSettings.IDENTITY}
                 version, elr, cluster_id = stored["version"], stored["elr"], stored["cluster_id"]
             except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise KafkaClusterError(f"{record}: not a cluster record isrcheck wrote ({exc}); give a new or "
-                                        f"empty --dir") from None
+                raise KafkaClusterError(
+                    f"{record}: not a cluster record isrcheck wrote ({exc}); give a new or empty --dir"
+                ) from None
             wanted = {key: getattr(self.settings, key) for key in KafkaSettings.IDENTITY}
-            if identity != wanted or version != self.dist.version or (self.settings.elr is not None
-                                                                      and elr != self.settings.elr):
+            if (
+                identity != wanted
+                or version != self.dist.version
+                or (self.settings.elr is not None and elr != self.settings.elr)
+            ):
                 raise KafkaClusterError(
                     f"{self.directory} holds another cluster (Kafka {version}, ELR {'on' if elr else 'off'}, "
                     f"{identity}); this run asks for Kafka {self.dist.version}, "
                     f"{'' if self.settings.elr is None else 'ELR ' + ('on' if self.settings.elr else 'off') + ', '}"
-                    f"{wanted}: give the same settings, or another --dir")
+                    f"{wanted}: give the same settings, or another --dir"
+                )
             self.cluster_id, self.elr = cluster_id, elr
             return
         if self.directory.exists() and any(self.directory.iterdir()):
-            raise KafkaClusterError(f"{self.directory} is not empty and holds no cluster isrcheck started: "
-                                    f"give a new or empty --dir (nothing in it was changed)")
+            raise KafkaClusterError(
+                f"{self.directory} is not empty and holds no cluster isrcheck started: "
+                f"give a new or empty --dir (nothing in it was changed)"
+            )
         self.directory.mkdir(parents=True, exist_ok=True)
 
     def _record(self) -> None:
-        record = {"cluster_id": self.cluster_id, "version": self.dist.version, "elr": self.elr,
-                  "controller": CONTROLLER_ID, "settings": asdict(self.settings)}
+        record = {
+            "cluster_id": self.cluster_id,
+            "version": self.dist.version,
+            "elr": self.elr,
+            "controller": CONTROLLER_ID,
+            "settings": asdict(self.settings),
+        }
         (self.directory / "cluster.json").write_text(json.dumps(record, indent=2) + "\n")
 
     def _stop_leftovers(self) -> None:
@@ -269,8 +294,9 @@ class KafkaCluster:
         for node in self.brokers.values():
             (node.folder / "backing").mkdir(parents=True, exist_ok=True)
             node.data.mkdir(parents=True, exist_ok=True)
-            node.fs = LazyFS(node.folder / "backing", node.data, _control_socket(node.folder),
-                             node.folder / "lazyfs.log")
+            node.fs = LazyFS(
+                node.folder / "backing", node.data, _control_socket(node.folder), node.folder / "lazyfs.log"
+            )
             node.fs.start()
 
     def _attach_recording(self) -> None:
@@ -302,31 +328,37 @@ class KafkaCluster:
             if node.role == "controller":
                 config["listeners"] = f"CONTROLLER://{node.address}"
             else:
-                config.update({
-                    "listeners": f"PLAINTEXT://{node.address}",
-                    "advertised.listeners": f"PLAINTEXT://{node.address}",
-                    "inter.broker.listener.name": "PLAINTEXT",
-                    "num.partitions": 1,
-                    "replica.lag.time.max.ms": s.replica_lag_time_max_ms,
-                    "offsets.topic.replication.factor": min(3, s.brokers),
-                    "transaction.state.log.replication.factor": min(3, s.brokers),
-                    "transaction.state.log.min.isr": min(s.min_isr(), s.brokers),
-                    "group.initial.rebalance.delay.ms": 0,
-                })
+                config.update(
+                    {
+                        "listeners": f"PLAINTEXT://{node.address}",
+                        "advertised.listeners": f"PLAINTEXT://{node.address}",
+                        "inter.broker.listener.name": "PLAINTEXT",
+                        "num.partitions": 1,
+                        "replica.lag.time.max.ms": s.replica_lag_time_max_ms,
+                        "offsets.topic.replication.factor": min(3, s.brokers),
+                        "transaction.state.log.replication.factor": min(3, s.brokers),
+                        "transaction.state.log.min.isr": min(s.min_isr(), s.brokers),
+                        "group.initial.rebalance.delay.ms": 0,
+                    }
+                )
                 if s.flush_messages is not None:
                     config["log.flush.interval.messages"] = s.flush_messages
             config.update(s.extra)
             lines = [f"{key}={value}" for key, value in config.items()]
             (node.folder / "server.properties").write_text(
                 "# written by isrcheck kafka at every start; the cluster's settings are in ../cluster.json\n"
-                + "\n".join(lines) + "\n")
+                + "\n".join(lines)
+                + "\n"
+            )
 
     def _format(self) -> None:
         """``kafka-storage format`` of every node, in parallel, with one new cluster id."""
         cluster_id = random_uuid()
         feature = f"eligible.leader.replicas.version={1 if self.elr else 0}"
-        self.say(f"formatting a new cluster {cluster_id} (Apache Kafka {self.dist.version}, "
-                 f"ELR {'on' if self.elr else 'off'}) in {self.directory}")
+        self.say(
+            f"formatting a new cluster {cluster_id} (Apache Kafka {self.dist.version}, "
+            f"ELR {'on' if self.elr else 'off'}) in {self.directory}"
+        )
         with ThreadPoolExecutor(len(self.nodes)) as pool:
             list(pool.map(lambda node: self._format_node(node, feature, cluster_id), self.nodes))
         self.cluster_id = cluster_id  # formatted: the folder holds this cluster now
@@ -346,15 +378,22 @@ class KafkaCluster:
                 try:
                     s.bind((node.host, node.port))
                 except OSError as exc:
-                    raise KafkaClusterError(f"port {node.port} of {node.name} ({node.address}) is in use "
-                                            f"({exc.strerror}): stop what listens there or choose another --port")
+                    raise KafkaClusterError(
+                        f"port {node.port} of {node.name} ({node.address}) is in use "
+                        f"({exc.strerror}): stop what listens there or choose another --port"
+                    )
 
     def _start_node(self, node: Node) -> None:
         """Start the node's JVM (its output appended to stdout.log)."""
-        jvm = [f"-Xmx{self.settings.heap}", "-Xms128m", *JVM_OPTIONS,
-               f"-Dlog4j2.configurationFile={_log4j_config()}", f"-Dkafka.logs.dir={node.logs}",
-               f"-Disrcheck.replication.level={'DEBUG' if self.settings.debug_replication else 'INFO'}",
-               f"-Disrcheck.cluster.dir={self.directory}"]
+        jvm = [
+            f"-Xmx{self.settings.heap}",
+            "-Xms128m",
+            *JVM_OPTIONS,
+            f"-Dlog4j2.configurationFile={_log4j_config()}",
+            f"-Dkafka.logs.dir={node.logs}",
+            f"-Disrcheck.replication.level={'DEBUG' if self.settings.debug_replication else 'INFO'}",
+            f"-Disrcheck.cluster.dir={self.directory}",
+        ]
         if self.recording is not None:
             jvm += self.recording.jvm_options(node)
         argv = self.dist.java("kafka.Kafka", str(node.folder / "server.properties"), jvm=tuple(jvm))
@@ -362,8 +401,9 @@ class KafkaCluster:
             argv = [*self.network.exec_prefix(node.id), *argv]
         with open(node.folder / "stdout.log", "ab") as out:
             # a session of its own: Ctrl-C in the terminal reaches isrcheck, which stops the nodes cleanly
-            node.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+            node.process = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
         node.paused = False
 
     def _write_pids(self) -> None:
@@ -384,8 +424,10 @@ class KafkaCluster:
             for node in self.nodes:
                 if node.process is not None and node.process.poll() is not None and not node.paused:
                     if node.role == "controller" or node.id in want:
-                        raise KafkaClusterError(f"{node.name} of Apache Kafka exited with code "
-                                                f"{node.process.returncode} while starting:\n{node.tail()}")
+                        raise KafkaClusterError(
+                            f"{node.name} of Apache Kafka exited with code "
+                            f"{node.process.returncode} while starting:\n{node.tail()}"
+                        )
             view = cluster_view(self.live_addresses())
             if view is not None and want <= set(view.brokers) and view.has_leaders(topics):
                 return
@@ -393,7 +435,8 @@ class KafkaCluster:
                 lacking = sorted(want - set(view.brokers)) if view else sorted(want)
                 raise KafkaClusterError(
                     f"Apache Kafka did not serve within {timeout_s:.0f} s (brokers not registered: "
-                    f"{lacking or 'none'}; topics {topics}); see the logs under {self.directory}")
+                    f"{lacking or 'none'}; topics {topics}); see the logs under {self.directory}"
+                )
             time.sleep(0.2)
 
     def live_addresses(self) -> list[str]:
@@ -619,12 +662,20 @@ def _run_java(dist: Distribution, main: str, *args: str, log_dir: Path) -> str:
     """Run one of Kafka's tools (its logs into ``log_dir``); its output. KafkaClusterError with that
     output if it fails."""
     jvm = (f"-Dlog4j2.configurationFile={_log4j_config()}", f"-Dkafka.logs.dir={log_dir}")
-    proc = subprocess.run(dist.java(main, *args, jvm=jvm), capture_output=True, text=True, errors="replace",
-                          stdin=subprocess.DEVNULL, timeout=120)
+    proc = subprocess.run(
+        dist.java(main, *args, jvm=jvm),
+        capture_output=True,
+        text=True,
+        errors="replace",
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
     if proc.returncode != 0:
         output = (proc.stdout + proc.stderr).strip().splitlines()[-LOG_TAIL_LINES:]
-        raise KafkaClusterError(f"Kafka's {main.rsplit('.', 1)[-1]} {' '.join(args[:1])} failed "
-                                f"(exit {proc.returncode}):\n" + "\n".join(output))
+        raise KafkaClusterError(
+            f"Kafka's {main.rsplit('.', 1)[-1]} {' '.join(args[:1])} failed "
+            f"(exit {proc.returncode}):\n" + "\n".join(output)
+        )
     return proc.stdout
 
 
@@ -665,4 +716,12 @@ def random_uuid() -> str:
             return text
 
 
-__all__ = ["CONTROLLER_ID", "KafkaCluster", "KafkaClusterError", "KafkaSettings", "Node", "free_port_base", "recorded_version"]
+__all__ = [
+    "CONTROLLER_ID",
+    "KafkaCluster",
+    "KafkaClusterError",
+    "KafkaSettings",
+    "Node",
+    "free_port_base",
+    "recorded_version",
+]

@@ -16,6 +16,7 @@ Every failure is a ``KafkaDistributionError`` (a usage error, exit 2) naming wha
 to do: a version that is not 4.x, one Maven Central does not serve, Maven missing or the registry
 unreachable, no Java 17, a ``--kafka-home`` without Kafka's jars.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -77,12 +78,14 @@ def check_version(version: str) -> str:
     if not _VERSION.match(version):
         raise KafkaDistributionError(
             f"Kafka version {version!r}: isrcheck runs Apache Kafka 4.x in KRaft mode, written as 4.MINOR.PATCH "
-            f"(tested: {', '.join(TESTED_VERSIONS)})")
+            f"(tested: {', '.join(TESTED_VERSIONS)})"
+        )
     return version
 
 
-def distribution(version: str | None = None, home: str | None = None, fetch: bool = True,
-                 say=lambda line: None) -> Distribution:
+def distribution(
+    version: str | None = None, home: str | None = None, fetch: bool = True, say=lambda line: None
+) -> Distribution:
     """The jars of ``home`` (a distribution's folder) or of release ``version`` (cached, fetched if
     ``fetch``); see the module docstring."""
     home = home or os.environ.get("ISRCHECK_KAFKA_HOME") or None
@@ -94,8 +97,10 @@ def distribution(version: str | None = None, home: str | None = None, fetch: boo
     if _complete(libs):
         return Distribution(version, libs)
     if not fetch:
-        raise KafkaDistributionError(f"Apache Kafka {version} is not in the cache ({libs}): "
-                                     f"fetch it with `isrcheck kafka --fetch --kafka-version {version}`")
+        raise KafkaDistributionError(
+            f"Apache Kafka {version} is not in the cache ({libs}): "
+            f"fetch it with `isrcheck kafka --fetch --kafka-version {version}`"
+        )
     return _fetch(version, libs, say)
 
 
@@ -103,11 +108,15 @@ def _from_home(home: Path, version: str | None) -> Distribution:
     libs = home / "libs"
     found = [m.group(1) for m in map(_CORE_JAR.match, os.listdir(libs)) if m] if libs.is_dir() else []
     if not found:
-        raise KafkaDistributionError(f"--kafka-home {home}: no libs/kafka_2.13-VERSION.jar there; give the folder "
-                                     f"of an Apache Kafka 4.x distribution (the one holding bin/ and libs/)")
+        raise KafkaDistributionError(
+            f"--kafka-home {home}: no libs/kafka_2.13-VERSION.jar there; give the folder "
+            f"of an Apache Kafka 4.x distribution (the one holding bin/ and libs/)"
+        )
     if version is not None and version not in found:
-        raise KafkaDistributionError(f"--kafka-home {home} holds Kafka {found[0]}, not {version}: "
-                                     f"drop --kafka-version or give a distribution of {version}")
+        raise KafkaDistributionError(
+            f"--kafka-home {home} holds Kafka {found[0]}, not {version}: "
+            f"drop --kafka-version or give a distribution of {version}"
+        )
     return Distribution(check_version(found[0]), libs)
 
 
@@ -122,8 +131,9 @@ def locked_folder(folder: Path, error: type, what: str):
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise error(f"{what} {folder} cannot be created ({exc.strerror}): set ISRCHECK_KAFKA_CACHE to a writable "
-                    f"folder") from None
+        raise error(
+            f"{what} {folder} cannot be created ({exc.strerror}): set ISRCHECK_KAFKA_CACHE to a writable folder"
+        ) from None
     with open(folder / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield folder
@@ -132,8 +142,10 @@ def locked_folder(folder: Path, error: type, what: str):
 def _fetch(version: str, libs: Path, say) -> Distribution:
     maven = shutil.which("mvn")
     if maven is None:
-        raise KafkaDistributionError("Maven (mvn) is not installed: install it (Debian: apt-get install maven), "
-                                     "or give --kafka-home DIR of an Apache Kafka distribution")
+        raise KafkaDistributionError(
+            "Maven (mvn) is not installed: install it (Debian: apt-get install maven), "
+            "or give --kafka-home DIR of an Apache Kafka distribution"
+        )
     folder = libs.parent
     with locked_folder(folder, KafkaDistributionError, "the Kafka cache"):  # another run may fetch it too
         if _complete(libs):
@@ -144,18 +156,31 @@ def _fetch(version: str, libs: Path, say) -> Distribution:
             pom = resources.files("isrcheck.jvm") / "pom.xml"
             with resources.as_file(pom) as pom_path:
                 proc = subprocess.run(
-                    [maven, "-B", "-q", "-f", str(pom_path), "dependency:copy-dependencies",
-                     f"-Dkafka.version={version}", f"-DoutputDirectory={partial}"],
-                    stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace",
-                    timeout=MAVEN_TIMEOUT_S)
+                    [
+                        maven,
+                        "-B",
+                        "-q",
+                        "-f",
+                        str(pom_path),
+                        "dependency:copy-dependencies",
+                        f"-Dkafka.version={version}",
+                        f"-DoutputDirectory={partial}",
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    text=True,
+                    errors="replace",
+                    timeout=MAVEN_TIMEOUT_S,
+                )
             if proc.returncode != 0:
                 raise KafkaDistributionError(_maven_failure(version, proc.stdout + proc.stderr))
             (partial / ".complete").write_text(f"Apache Kafka {version}\n")
             shutil.rmtree(libs, ignore_errors=True)  # only ever a folder this module made
             partial.rename(libs)
         except subprocess.TimeoutExpired:
-            raise KafkaDistributionError(f"Maven did not fetch Apache Kafka {version} within {MAVEN_TIMEOUT_S} s: "
-                                         f"is Maven Central reachable?") from None
+            raise KafkaDistributionError(
+                f"Maven did not fetch Apache Kafka {version} within {MAVEN_TIMEOUT_S} s: is Maven Central reachable?"
+            ) from None
         finally:
             shutil.rmtree(partial, ignore_errors=True)
     return Distribution(version, libs)
@@ -168,14 +193,21 @@ def _maven_failure(version: str, output: str) -> str:
     detail = lines[0].replace("[ERROR] ", "") if lines else (output.strip().splitlines() or ["no output"])[-1]
     if len(detail) > 300:
         detail = detail[:297] + "..."
-    if re.search(r"org\.apache\.kafka:kafka_2\.13:(jar|pom):" + re.escape(version) + r" was not found", output) \
-            or re.search(r"(Could not find artifact|Failure to find) org\.apache\.kafka:kafka_2\.13:(jar|pom):"
-                         + re.escape(version), output):
-        return (f"Apache Kafka {version} is not served by Maven Central (org.apache.kafka:kafka_2.13:{version} "
-                f"not found): choose a released 4.x version, e.g. {DEFAULT_VERSION}")
+    if re.search(
+        r"org\.apache\.kafka:kafka_2\.13:(jar|pom):" + re.escape(version) + r" was not found", output
+    ) or re.search(
+        r"(Could not find artifact|Failure to find) org\.apache\.kafka:kafka_2\.13:(jar|pom):" + re.escape(version),
+        output,
+    ):
+        return (
+            f"Apache Kafka {version} is not served by Maven Central (org.apache.kafka:kafka_2.13:{version} "
+            f"not found): choose a released 4.x version, e.g. {DEFAULT_VERSION}"
+        )
     if re.search(r"Could not transfer|Unknown host|Connection refused|timed out|Network is unreachable", output):
-        return (f"Maven could not reach its registry to fetch Apache Kafka {version} ({detail}): check the network "
-                f"or Maven's settings, or give --kafka-home DIR of a Kafka distribution")
+        return (
+            f"Maven could not reach its registry to fetch Apache Kafka {version} ({detail}): check the network "
+            f"or Maven's settings, or give --kafka-home DIR of a Kafka distribution"
+        )
     return f"Maven failed to fetch Apache Kafka {version}: {detail}"
 
 
@@ -183,8 +215,10 @@ def java_binary() -> str:
     home = os.environ.get("JAVA_HOME")
     candidate = os.path.join(home, "bin", "java") if home else shutil.which("java")
     if not candidate or not os.access(candidate, os.X_OK):
-        raise KafkaDistributionError(f"Java {JAVA_MAJOR} is not installed (no java on PATH or in JAVA_HOME): "
-                                     f"Apache Kafka 4 needs Java {JAVA_MAJOR} or newer")
+        raise KafkaDistributionError(
+            f"Java {JAVA_MAJOR} is not installed (no java on PATH or in JAVA_HOME): "
+            f"Apache Kafka 4 needs Java {JAVA_MAJOR} or newer"
+        )
     return candidate
 
 
@@ -195,9 +229,19 @@ def check_java() -> None:
     major = int(match.group(1)) if match else 0
     major = int(match.group(2) or 0) if major == 1 else major  # "1.8.0": Java 8
     if major < JAVA_MAJOR:
-        raise KafkaDistributionError(f"{java_binary()} is Java {major or 'of an unknown version'}: Apache Kafka 4 "
-                                     f"needs Java {JAVA_MAJOR} or newer (set JAVA_HOME)")
+        raise KafkaDistributionError(
+            f"{java_binary()} is Java {major or 'of an unknown version'}: Apache Kafka 4 "
+            f"needs Java {JAVA_MAJOR} or newer (set JAVA_HOME)"
+        )
 
 
-__all__ = ["DEFAULT_VERSION", "TESTED_VERSIONS", "Distribution", "KafkaDistributionError", "cache_root",
-           "check_version", "distribution", "java_binary"]
+__all__ = [
+    "DEFAULT_VERSION",
+    "TESTED_VERSIONS",
+    "Distribution",
+    "KafkaDistributionError",
+    "cache_root",
+    "check_version",
+    "distribution",
+    "java_binary",
+]

@@ -13,6 +13,7 @@ A fault that loses data (``power``, ``disk``, ``ioerror`` of an fsync) ends only
 back in the ISR of every partition it hosts (``end`` waits, up to ``REJOIN_TIMEOUT_S``): its record
 spans the whole time the broker's copy was short, which is what the soak's fault budget counts.
 """
+
 from __future__ import annotations
 
 import time
@@ -23,7 +24,7 @@ from isrcheck.conformance.engines.apache.cluster import CONTROLLER_ID, KafkaClus
 from isrcheck.conformance.engines.soak.faults import KINDS, Fault, end_on_processes, io_error
 from isrcheck.conformance.vocabulary import UsageError
 
-HALT_TIMEOUT_S = 10.0     # an armed I/O error halts the broker at its next such operation (a read the page
+HALT_TIMEOUT_S = 10.0  # an armed I/O error halts the broker at its next such operation (a read the page
 # cache serves never reaches the file system: then the broker is killed instead, and the run says so)
 # a broker cut off from the controller waits for a controlled shutdown that cannot come: the stop
 # fault gives it this long, then kills it (the record says so)
@@ -41,15 +42,20 @@ class ApacheKafkaFaults:
         self.brokers = list(cluster.brokers)
         self.controllers = [CONTROLLER_ID]
         s = cluster.settings
-        self.kinds = tuple(k for k in KINDS if (k not in ("power", "ioerror") or s.lazyfs)
-                           and (k != "partition" or s.network == "netns"))
+        self.kinds = tuple(
+            k
+            for k in KINDS
+            if (k not in ("power", "ioerror") or s.lazyfs) and (k != "partition" or s.network == "netns")
+        )
 
     def require(self, kinds: Iterable[str]) -> None:
         missing = [k for k in kinds if k not in self.kinds]
         if missing:
-            raise UsageError(f"fault kind{'s' * (len(missing) > 1)} {', '.join(missing)} cannot be played on this "
-                             f"Apache Kafka cluster (power and ioerror need the lazy file system, partition a "
-                             f"network namespace per node)")
+            raise UsageError(
+                f"fault kind{'s' * (len(missing) > 1)} {', '.join(missing)} cannot be played on this "
+                f"Apache Kafka cluster (power and ioerror need the lazy file system, partition a "
+                f"network namespace per node)"
+            )
 
     def begin(self, fault: Fault) -> None:
         c = self.cluster
@@ -65,8 +71,10 @@ class ApacheKafkaFaults:
                 c.kill(b)
             elif fault.kind == "stop":
                 if not c.terminate(b, STOP_TIMEOUT_S):
-                    self.say(f"broker {b}: no clean shutdown within {STOP_TIMEOUT_S:.0f} s (cut off from the "
-                             f"controller?): killed")
+                    self.say(
+                        f"broker {b}: no clean shutdown within {STOP_TIMEOUT_S:.0f} s (cut off from the "
+                        f"controller?): killed"
+                    )
             elif fault.kind == "pause":
                 c.pause(b)
             elif fault.kind == "power":
@@ -82,8 +90,10 @@ class ApacheKafkaFaults:
         while c.alive(broker) and time.monotonic() < deadline:
             time.sleep(0.05)
         if c.alive(broker):
-            self.say(f"broker {broker}: no {operation} failed within {HALT_TIMEOUT_S:.0f} s of arming {errno_name}; "
-                     f"killed instead")
+            self.say(
+                f"broker {broker}: no {operation} failed within {HALT_TIMEOUT_S:.0f} s of arming {errno_name}; "
+                f"killed instead"
+            )
             c.kill(broker)
             c.node(broker).fs.disarm()
         if operation == "fsync":
@@ -91,8 +101,9 @@ class ApacheKafkaFaults:
 
     def end(self, fault: Fault) -> None:
         end_on_processes(self.cluster, fault)
-        lost = fault.kind in LOSES_DATA or (fault.kind == "ioerror"
-                                            and io_error(fault, journaled=True).startswith("fsync"))
+        lost = fault.kind in LOSES_DATA or (
+            fault.kind == "ioerror" and io_error(fault, journaled=True).startswith("fsync")
+        )
         if lost:
             self._wait_until_in_sync(fault.nodes)
 
@@ -107,8 +118,11 @@ class ApacheKafkaFaults:
         while pending and time.monotonic() < deadline:
             b = pending[0]
             view = cluster_view([self.cluster.node(b).address])
-            if view is not None and view.partitions and all(
-                    b in p.isr and p.leader >= 0 for p in view.partitions.values() if b in p.replicas):
+            if (
+                view is not None
+                and view.partitions
+                and all(b in p.isr and p.leader >= 0 for p in view.partitions.values() if b in p.replicas)
+            ):
                 pending.pop(0)
                 continue
             time.sleep(0.2)

@@ -37,6 +37,7 @@ A power loss of a node: SIGKILL its JVM and wait for it to exit (closing its fil
 hands the daemon the dirty pages of its mmaps), ``drop``, restart the JVM. SIGKILL of the daemon
 loses its unsynced data too; its mount is then dead until lazily unmounted (``LazyFS.kill``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,6 +70,7 @@ class LazyFSError(UsageError):
 
 # ----------------------------------------------------------------------------------------- daemon
 
+
 class _Dirty:
     """One inode's unsynced bytes: pages ``number -> [4 KiB buffer, lo, hi]`` whose ``[lo, hi)`` is
     newer than the backing file, like a kernel's dirty pages; ``fd`` is the daemon's own handle on
@@ -95,7 +97,7 @@ class _Dirty:
                         old = os.pread(self.fd, gap_hi - gap_lo, number * PAGE + gap_lo)
                         buf[gap_lo:gap_hi] = old.ljust(gap_hi - gap_lo, b"\0")
                 page[1], page[2] = min(lo, a), max(hi, b)
-            page[0][a:b] = view[pos:pos + b - a]
+            page[0][a:b] = view[pos : pos + b - a]
             pos += b - a
         self.end = max(self.end, offset + len(data))
         self.mtime_ns = time.time_ns()
@@ -112,7 +114,7 @@ class _Dirty:
                 base = number * PAGE
                 lo, hi = max(base + page[1], offset), min(base + page[2], offset + size)
                 if lo < hi:
-                    out[lo - offset:hi - offset] = page[0][lo - base:hi - base]
+                    out[lo - offset : hi - offset] = page[0][lo - base : hi - base]
         return bytes(out)
 
     def trim(self, length: int) -> None:
@@ -202,8 +204,10 @@ class LazyOperations:
     # ------------------------------------------------------------------------- metadata, at once
     def getattr(self, path, fh=None):
         st = os.fstat(fh) if fh is not None else os.lstat(self._real(path))
-        attrs = {key: getattr(st, key) for key in
-                 ("st_mode", "st_ino", "st_nlink", "st_uid", "st_gid", "st_size", "st_blocks", "st_rdev")}
+        attrs = {
+            key: getattr(st, key)
+            for key in ("st_mode", "st_ino", "st_nlink", "st_uid", "st_gid", "st_size", "st_blocks", "st_rdev")
+        }
         attrs.update(st_atime=st.st_atime_ns, st_mtime=st.st_mtime_ns, st_ctime=st.st_ctime_ns)
         dirty = self.cache.get((st.st_dev, st.st_ino))
         if dirty is not None:
@@ -228,8 +232,21 @@ class LazyOperations:
 
     def statfs(self, path):
         sv = os.statvfs(self._real(path))
-        return {key: getattr(sv, key) for key in ("f_bsize", "f_frsize", "f_blocks", "f_bfree", "f_bavail",
-                                                  "f_files", "f_ffree", "f_favail", "f_flag", "f_namemax")}
+        return {
+            key: getattr(sv, key)
+            for key in (
+                "f_bsize",
+                "f_frsize",
+                "f_blocks",
+                "f_bfree",
+                "f_bavail",
+                "f_files",
+                "f_ffree",
+                "f_favail",
+                "f_flag",
+                "f_namemax",
+            )
+        }
 
     def access(self, path, amode):
         if not os.access(self._real(path), amode):
@@ -371,8 +388,12 @@ class LazyOperations:
         with self.mutex:
             files = {d.path or f"inode {key[1]}": d.unsynced() for key, d in self.cache.items()}
             failures = {op: {"errno": e, "count": n} for op, (e, n) in self.armed.items()}
-        return {"unsynced_bytes": sum(files.values()), "unsynced_files": len(files), "files": files,
-                "failures": failures}
+        return {
+            "unsynced_bytes": sum(files.values()),
+            "unsynced_files": len(files),
+            "files": files,
+            "failures": failures,
+        }
 
     def control(self, line: str) -> str:
         """One command of the control socket, its one-line answer."""
@@ -391,15 +412,18 @@ class LazyOperations:
             if words[:1] == ["fail"] and len(words) in (3, 4):
                 op, name, count = words[1], words[2], words[3] if len(words) == 4 else "1"
                 if op not in FAILABLE or name not in ERRNOS or not count.isdigit() or not 0 < int(count) <= 10**9:
-                    return f"error fail {' '.join(words[1:])}: expected fail {'|'.join(FAILABLE)} " \
-                           f"{'|'.join(ERRNOS)} [COUNT 1..1000000000]"
+                    return (
+                        f"error fail {' '.join(words[1:])}: expected fail {'|'.join(FAILABLE)} "
+                        f"{'|'.join(ERRNOS)} [COUNT 1..1000000000]"
+                    )
                 with self.mutex:
                     self.armed[op] = [name, int(count)]
                 return f"ok the next {count} {op} fail with {name}"
         except OSError as e:
             return f"error {words[0]}: {e}"
-        return f"error unknown command {line.strip()[:80]!r}: expected drop, sync, status, fail OP ERRNO [COUNT] " \
-               f"or disarm"
+        return (
+            f"error unknown command {line.strip()[:80]!r}: expected drop, sync, status, fail OP ERRNO [COUNT] or disarm"
+        )
 
 
 def _serve_control(server: socket.socket, ops: LazyOperations) -> None:
@@ -436,8 +460,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("backing", type=Path, help="the directory that stands for the disk")
     parser.add_argument("mount", type=Path, help="where the file system is mounted (a directory)")
     parser.add_argument("--control", type=Path, required=True, help="the control socket's path")
-    parser.add_argument("--owner", help="PID.STARTTIME of the process the mount belongs to "
-                                        "(default: the parent), for unmount_stale")
+    parser.add_argument(
+        "--owner", help="PID.STARTTIME of the process the mount belongs to (default: the parent), for unmount_stale"
+    )
     args = parser.parse_args(argv)
     for what, path in (("backing directory", args.backing), ("mount point", args.mount)):
         if not path.exists():
@@ -447,8 +472,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"lazyfs: {what} {path} is not a directory: give a directory", file=sys.stderr)
             return 2
     if not os.path.exists("/dev/fuse"):
-        print("lazyfs: no FUSE device (/dev/fuse): load the fuse module, or give the container /dev/fuse",
-              file=sys.stderr)
+        print(
+            "lazyfs: no FUSE device (/dev/fuse): load the fuse module, or give the container /dev/fuse", file=sys.stderr
+        )
         return 2
     try:
         import mfusepy
@@ -462,15 +488,20 @@ def main(argv: list[str] | None = None) -> int:
 
         def truncate_fuse_3(self, path, length, fip):
             fh = fip.contents.fh if fip else None
-            return self.operations.truncate(None if path is None else path.decode(self.encoding, self.errors),
-                                             length, fh)
+            return self.operations.truncate(
+                None if path is None else path.decode(self.encoding, self.errors), length, fh
+            )
 
         def utimens_fuse_3(self, path, buf, fip):
-            times = None if not buf else tuple(
-                t.tv_nsec if t.tv_nsec in (UTIME_NOW, UTIME_OMIT) else t.tv_sec * 10**9 + t.tv_nsec
-                for t in (buf.contents.actime, buf.contents.modtime))
-            return self.operations.utimens(None if path is None else path.decode(self.encoding, self.errors),
-                                            times)
+            times = (
+                None
+                if not buf
+                else tuple(
+                    t.tv_nsec if t.tv_nsec in (UTIME_NOW, UTIME_OMIT) else t.tv_sec * 10**9 + t.tv_nsec
+                    for t in (buf.contents.actime, buf.contents.modtime)
+                )
+            )
+            return self.operations.utimens(None if path is None else path.decode(self.encoding, self.errors), times)
 
     ops = LazyOperations(args.backing.resolve())
     owner = args.owner or process_identity(os.getppid()) or "0.0"
@@ -484,18 +515,20 @@ def main(argv: list[str] | None = None) -> int:
         _FUSE(ops, str(args.mount), foreground=True, fsname=f"lazyfs@{owner}", subtype="lazyfs")
     except RuntimeError as e:  # libfuse's status: 8 after a signal too
         if not ops.mounted:
-            print(f"lazyfs: mounting {args.mount} failed (libfuse status {e}; its message is above)",
-                  file=sys.stderr)
+            print(f"lazyfs: mounting {args.mount} failed (libfuse status {e}; its message is above)", file=sys.stderr)
             return 1
     finally:
         args.control.unlink(missing_ok=True)
     lost = ops.status()
-    print(f"lazyfs: unmounted; {lost['unsynced_bytes']} unsynced bytes in {lost['unsynced_files']} files "
-          f"not persisted", flush=True)
+    print(
+        f"lazyfs: unmounted; {lost['unsynced_bytes']} unsynced bytes in {lost['unsynced_files']} files not persisted",
+        flush=True,
+    )
     return 0
 
 
 # -------------------------------------------------------------------------------- harness side
+
 
 def _lazy_unmount(mount: Path) -> None:
     tool = shutil.which("fusermount3")
@@ -507,7 +540,7 @@ def _lazy_unmount(mount: Path) -> None:
 
 
 def _mount_state(path: Path) -> str:
-    """"live" (a mount point), "dead" (a FUSE mount whose daemon is gone: ENOTCONN) or "none"."""
+    """ "live" (a mount point), "dead" (a FUSE mount whose daemon is gone: ENOTCONN) or "none"."""
     try:
         os.lstat(path)
     except OSError as e:
@@ -537,7 +570,7 @@ def unmount_stale(root: Path) -> list[Path]:
     for point, fstype, source in _fuse_mounts():
         if point != root and root not in point.parents:
             continue
-        orphan = fstype == FSTYPE and source.startswith("lazyfs@") and not _owner_alive(source[len("lazyfs@"):])
+        orphan = fstype == FSTYPE and source.startswith("lazyfs@") and not _owner_alive(source[len("lazyfs@") :])
         if orphan or _mount_state(point) == "dead":
             stale.append(point)
     for point in sorted(stale, key=lambda p: len(p.parts), reverse=True):
@@ -570,17 +603,32 @@ class LazyFS:
         if shutil.which("fusermount3") is None:
             raise LazyFSError("fusermount3 not found: install Debian's fuse3")
         if len(os.fsencode(self.control)) > 107:
-            raise LazyFSError(f"control socket path {self.control} is longer than a Unix socket's 107 bytes: "
-                              "choose a shorter one")
+            raise LazyFSError(
+                f"control socket path {self.control} is longer than a Unix socket's 107 bytes: choose a shorter one"
+            )
         if _mount_state(self.mount) != "none":
-            raise LazyFSError(f"{self.mount} is already a mount point: unmount it (unmount_stale, "
-                              f"or fusermount3 -u -z {self.mount})")
+            raise LazyFSError(
+                f"{self.mount} is already a mount point: unmount it (unmount_stale, or fusermount3 -u -z {self.mount})"
+            )
         self.log.parent.mkdir(parents=True, exist_ok=True)
         offset = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as out:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", __name__, str(self.backing), str(self.mount), "--control", str(self.control),
-                 "--owner", process_identity(os.getpid())], stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+                [
+                    sys.executable,
+                    "-m",
+                    __name__,
+                    str(self.backing),
+                    str(self.mount),
+                    "--control",
+                    str(self.control),
+                    "--owner",
+                    process_identity(os.getpid()),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+            )
         deadline = time.monotonic() + timeout
         while not (os.path.ismount(self.mount) and self.control.exists()):
             code = self._process.poll()
@@ -605,8 +653,9 @@ class LazyFS:
                 s.sendall(line.encode() + b"\n")
                 reply = s.makefile("rb").readline().decode().rstrip("\n")
         except OSError as e:
-            raise LazyFSError(f"lazyfs control socket {self.control}: no daemon answers ({e.strerror or e}): "
-                              "start() it first") from None
+            raise LazyFSError(
+                f"lazyfs control socket {self.control}: no daemon answers ({e.strerror or e}): start() it first"
+            ) from None
         if not reply.startswith("ok"):
             raise LazyFSError(f"lazyfs {line}: {reply or 'no answer (did the daemon die?)'}")
         return reply[3:]

@@ -34,6 +34,7 @@ A run's layout, with ``N`` its own /24 of 10.213.0.0/16::
 
 Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN) and the Debian packages iproute2 and nftables. IPv4 only.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -86,9 +87,14 @@ def _run(*argv: str, stdin: str | None = None) -> str:
 
 def _run_all(commands: list[tuple[list[str], str | None]]) -> None:
     """The commands at once (one per namespace, so a partition lands everywhere together)."""
-    started = [(argv, stdin, subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                              stderr=subprocess.PIPE, text=True))
-               for argv, stdin in commands]
+    started = [
+        (
+            argv,
+            stdin,
+            subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True),
+        )
+        for argv, stdin in commands
+    ]
     errors = []
     for argv, stdin, process in started:
         stderr = process.communicate(stdin, timeout=60)[1]
@@ -179,7 +185,7 @@ def _started(pid: int) -> int | None:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = stat[stat.rindex(")") + 2:].split()
+    fields = stat[stat.rindex(")") + 2 :].split()
     return None if fields[0] in "ZX" else int(fields[19])
 
 
@@ -224,8 +230,10 @@ class NodeNetwork:
         names = [str(node) for node in nodes]
         bad = [name for name in names if not _NODE.match(name) or name == CLIENTS]
         if bad or not names or len(set(names)) < len(names) or len(names) > 250:
-            raise NetnsError(f"nodes must be 1 to 250 distinct names of up to 32 letters, digits, '.', '_' "
-                             f"or '-', and none {CLIENTS!r}: got {names}")
+            raise NetnsError(
+                f"nodes must be 1 to 250 distinct names of up to 32 letters, digits, '.', '_' "
+                f"or '-', and none {CLIENTS!r}: got {names}"
+            )
         self.run_name, self.nodes, self.state_dir = run_name, list(nodes), Path(state_dir)
         self._by_name = dict(zip(names, nodes))
         self.subnet: ipaddress.IPv4Network | None = None
@@ -290,11 +298,16 @@ class NodeNetwork:
         return dict(self.addresses)
 
     def _free_subnet(self) -> ipaddress.IPv4Network:
-        taken = {int(m[1]) for name in [*(p.stem for p in REGISTRY.glob("*.json")), *_links(), *_namespaces()]
-                 if (m := _OCTET.match(name))}
-        routes = [ipaddress.ip_network(route["dst"], strict=False)
-                  for route in json.loads(_run("ip", "-j", "-4", "route", "show", "table", "all") or "[]")
-                  if route.get("dst", "default") != "default"]
+        taken = {
+            int(m[1])
+            for name in [*(p.stem for p in REGISTRY.glob("*.json")), *_links(), *_namespaces()]
+            if (m := _OCTET.match(name))
+        }
+        routes = [
+            ipaddress.ip_network(route["dst"], strict=False)
+            for route in json.loads(_run("ip", "-j", "-4", "route", "show", "table", "all") or "[]")
+            if route.get("dst", "default") != "default"
+        ]
         cursor = REGISTRY / ".next"  # taken in turn, so a name or address is not reused soon after
         subnets = list(SUBNETS.subnets(new_prefix=24))
         text = cursor.read_text().strip() if cursor.exists() else ""
@@ -308,10 +321,15 @@ class NodeNetwork:
 
     def _record(self) -> None:
         switch = uplink = self._base
-        entry = {"run": self.run_name, "owner": os.getpid(), "owner_start": _started(os.getpid()),
-                 "subnet": str(self.subnet), "uplink": uplink,
-                 "namespaces": [switch, *map(self.namespace, self.nodes)],
-                 "nodes": {str(node): address for node, address in self.addresses.items()}}
+        entry = {
+            "run": self.run_name,
+            "owner": os.getpid(),
+            "owner_start": _started(os.getpid()),
+            "subnet": str(self.subnet),
+            "uplink": uplink,
+            "namespaces": [switch, *map(self.namespace, self.nodes)],
+            "nodes": {str(node): address for node, address in self.addresses.items()},
+        }
         for path in (REGISTRY / f"{switch}.json", self.state_dir / "netns.json"):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.with_suffix(".tmp").write_text(json.dumps(entry, indent=1) + "\n")
@@ -321,16 +339,36 @@ class NodeNetwork:
         switch = uplink = self._base
         spaces = [self.namespace(node) for node in self.nodes]
         _run("ip", "-batch", "-", stdin="".join(f"netns add {n}\n" for n in [switch, *spaces]))
-        _run("ip", "-batch", "-", stdin=f"link add {uplink} type veth peer name uplink netns {switch}\n"
-                                         f"addr add {self.client_address}/24 dev {uplink}\n"
-                                         f"link set {uplink} up\n")
-        _run("ip", "-n", switch, "-batch", "-", stdin="link add br0 type bridge\nlink set br0 up\n"
-             "link set uplink master br0 up\n" + "".join(
-                 f"link add n{i} type veth peer name eth0 netns {space}\nlink set n{i} master br0 up\n"
-                 for i, space in enumerate(spaces)))
-        _run_all([(["ip", "-n", space, "-batch", "-"],
-                   f"link set lo up\naddr add {self.addresses[node]}/24 dev eth0\nlink set eth0 up\n")
-                  for node, space in zip(self.nodes, spaces)])
+        _run(
+            "ip",
+            "-batch",
+            "-",
+            stdin=f"link add {uplink} type veth peer name uplink netns {switch}\n"
+            f"addr add {self.client_address}/24 dev {uplink}\n"
+            f"link set {uplink} up\n",
+        )
+        _run(
+            "ip",
+            "-n",
+            switch,
+            "-batch",
+            "-",
+            stdin="link add br0 type bridge\nlink set br0 up\n"
+            "link set uplink master br0 up\n"
+            + "".join(
+                f"link add n{i} type veth peer name eth0 netns {space}\nlink set n{i} master br0 up\n"
+                for i, space in enumerate(spaces)
+            ),
+        )
+        _run_all(
+            [
+                (
+                    ["ip", "-n", space, "-batch", "-"],
+                    f"link set lo up\naddr add {self.addresses[node]}/24 dev eth0\nlink set eth0 up\n",
+                )
+                for node, space in zip(self.nodes, spaces)
+            ]
+        )
         _run_all([(_in(space, "nft", "-f", "-"), _RULES) for space in spaces])
 
     def hold(self, src, dst, port: int, api_key: int) -> None:
@@ -343,8 +381,18 @@ class NodeNetwork:
         space = self.namespace(dst)
         for name in (f"held_{index}", f"delivered_{index}"):
             _run(*_in(space, "nft", "add", "counter", "inet", "isrcheck", name))
-        _run(*_in(space, "nft", "add", "rule", "inet", "isrcheck", "input",
-                  *hold_rule(self.addresses[key[0]], port, api_key, f"delivered_{index}", "").split()))
+        _run(
+            *_in(
+                space,
+                "nft",
+                "add",
+                "rule",
+                "inet",
+                "isrcheck",
+                "input",
+                *hold_rule(self.addresses[key[0]], port, api_key, f"delivered_{index}", "").split(),
+            )
+        )
         self._holds[key] = [index, None, 0]
         self._drop(key)
 
@@ -353,8 +401,9 @@ class NodeNetwork:
         key = (self._node(src), self._node(dst), port, api_key)
         entry = self._holds[key]
         if entry[1] is not None:
-            _run(*_in(self.namespace(dst), "nft", "delete", "rule", "inet", "isrcheck", "input", "handle",
-                      str(entry[1])))
+            _run(
+                *_in(self.namespace(dst), "nft", "delete", "rule", "inet", "isrcheck", "input", "handle", str(entry[1]))
+            )
             entry[1], entry[2] = None, self.hold_counts(src, dst, port, api_key)[1]
 
     def rearm(self, src, dst, port: int, api_key: int) -> None:
@@ -367,10 +416,14 @@ class NodeNetwork:
         """(segments dropped, segments passed) of the hold, both since it began."""
         key = (self._node(src), self._node(dst), port, api_key)
         index = self._holds[key][0]
-        found = json.loads(_run(*_in(self.namespace(dst), "nft", "-j", "list", "counters", "table", "inet",
-                                     "isrcheck")))
-        packets = {item["counter"]["name"]: item["counter"]["packets"]
-                   for item in found.get("nftables", []) if "counter" in item}
+        found = json.loads(
+            _run(*_in(self.namespace(dst), "nft", "-j", "list", "counters", "table", "inet", "isrcheck"))
+        )
+        packets = {
+            item["counter"]["name"]: item["counter"]["packets"]
+            for item in found.get("nftables", [])
+            if "counter" in item
+        }
         return packets.get(f"held_{index}", 0), packets.get(f"delivered_{index}", 0)
 
     def delivered_since_release(self, src, dst, port: int, api_key: int) -> int:
@@ -382,8 +435,20 @@ class NodeNetwork:
     def _drop(self, key) -> None:
         src, dst, port, api_key = key
         index = self._holds[key][0]
-        echoed = _run(*_in(self.namespace(dst), "nft", "--echo", "--handle", "insert", "rule", "inet", "isrcheck",
-                           "input", *hold_rule(self.addresses[src], port, api_key, f"held_{index}").split()))
+        echoed = _run(
+            *_in(
+                self.namespace(dst),
+                "nft",
+                "--echo",
+                "--handle",
+                "insert",
+                "rule",
+                "inet",
+                "isrcheck",
+                "input",
+                *hold_rule(self.addresses[src], port, api_key, f"held_{index}").split(),
+            )
+        )
         found = re.search(r"# handle (\d+)", echoed)
         if found is None:
             raise NetnsError(f"nft gave no handle for the hold rule: {echoed.strip()!r}")
@@ -440,14 +505,28 @@ class NodeNetwork:
         flat = [end for group in ends for end in group]
         if len(set(flat)) < len(flat):
             raise NetnsError(f"a node is in two groups of the partition: {groups}")
-        self._change("add", {frozenset((a, b)) for i, group in enumerate(ends)
-                             for other in ends[i + 1:] for a in group for b in other})
+        self._change(
+            "add",
+            {
+                frozenset((a, b))
+                for i, group in enumerate(ends)
+                for other in ends[i + 1 :]
+                for a in group
+                for b in other
+            },
+        )
 
     def heal(self, a=None, b=None) -> None:
         """Restores the link ``a``-``b``; with only ``a``, every link of ``a``; with neither, all."""
         if a is None and b is None:  # every set emptied, whatever a failed change left in them
-            _run_all([(_in(space, "nft", "flush", "set", "inet", "isrcheck", "cut"), None)
-                      for space in map(self.namespace, self.nodes)] if self.subnet else [])
+            _run_all(
+                [
+                    (_in(space, "nft", "flush", "set", "inet", "isrcheck", "cut"), None)
+                    for space in map(self.namespace, self.nodes)
+                ]
+                if self.subnet
+                else []
+            )
             self._cut = set()
             return
         if b is None:
@@ -470,6 +549,10 @@ class NodeNetwork:
                 if here != CLIENTS:
                     address = self.client_address if there == CLIENTS else self.addresses[there]
                     sources.setdefault(self.namespace(here), []).append(address)
-        _run_all([(_in(space, "nft", verb, "element", "inet", "isrcheck", "cut", "{ " + ", ".join(found) + " }"),
-                   None) for space, found in sources.items()])
+        _run_all(
+            [
+                (_in(space, "nft", verb, "element", "inet", "isrcheck", "cut", "{ " + ", ".join(found) + " }"), None)
+                for space, found in sources.items()
+            ]
+        )
         self._cut = self._cut - links if verb == "delete" else self._cut | links

@@ -16,6 +16,7 @@ line (``"agent": "isrcheck-kafka-agent"``).
 header, is a ``UsageError`` naming file and line (exit 2), except a last line left unfinished, where
 a killed JVM's log ends (as for isrcheck's own processes, docs/validate.md).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -34,25 +35,51 @@ VERSION = 1
 RUN_FILE = "recording.json"
 
 # every event the agent records (jvm/agent's Agent.HOOKS, by simple class name) and the harness's
-EVENTS = frozenset({
-    *(f"Partition.{m}" for m in ("makeLeader", "makeFollower", "updateFollowerFetchState", "appendRecordsToLeader",
-                                 "appendRecordsToFollowerOrFutureReplica", "maybeIncrementLeaderHW",
-                                 "submitAlterPartition", "handleAlterPartitionUpdate", "handleAlterPartitionError",
-                                 "truncateTo", "truncateFullyAndStartAt", "delete", "markOffline")),
-    *(f"UnifiedLog.{m}" for m in ("truncateTo", "truncateFullyAndStartAt", "maybeUpdateHighWatermark", "flush")),
-    *(f"AbstractFetcherThread.{m}" for m in ("processFetchRequest", "truncateOnFetchResponse",
-                                             "truncateToHighWatermark")),
-    *(f"ReplicaFetcherThread.{m}" for m in ("processPartitionData", "truncate", "truncateFullyAndStartAt")),
-    *(f"ReplicaManager.{m}" for m in ("fetchMessages", "applyDelta", "checkpointHighWatermarks", "handleLogDirFailure")),
-    "DelayedProduce.onComplete", "DelayedProduce.onExpiration",
-    *(f"DefaultAlterPartitionManager.{m}" for m in ("submit", "sendRequest", "handleAlterPartitionResponse")),
-    *(f"ReplicationControlManager.{m}" for m in ("replay", "alterPartition", "handleBrokerFenced",
-                                                 "handleBrokerUnfenced", "electLeader")),
-    "ClusterControlManager.replay",
-    "ClusterControlManager.registerBroker",
-    "agent.hooked", "agent.error",
-    "harness.crash", "harness.lose_disk",
-})
+EVENTS = frozenset(
+    {
+        *(
+            f"Partition.{m}"
+            for m in (
+                "makeLeader",
+                "makeFollower",
+                "updateFollowerFetchState",
+                "appendRecordsToLeader",
+                "appendRecordsToFollowerOrFutureReplica",
+                "maybeIncrementLeaderHW",
+                "submitAlterPartition",
+                "handleAlterPartitionUpdate",
+                "handleAlterPartitionError",
+                "truncateTo",
+                "truncateFullyAndStartAt",
+                "delete",
+                "markOffline",
+            )
+        ),
+        *(f"UnifiedLog.{m}" for m in ("truncateTo", "truncateFullyAndStartAt", "maybeUpdateHighWatermark", "flush")),
+        *(
+            f"AbstractFetcherThread.{m}"
+            for m in ("processFetchRequest", "truncateOnFetchResponse", "truncateToHighWatermark")
+        ),
+        *(f"ReplicaFetcherThread.{m}" for m in ("processPartitionData", "truncate", "truncateFullyAndStartAt")),
+        *(
+            f"ReplicaManager.{m}"
+            for m in ("fetchMessages", "applyDelta", "checkpointHighWatermarks", "handleLogDirFailure")
+        ),
+        "DelayedProduce.onComplete",
+        "DelayedProduce.onExpiration",
+        *(f"DefaultAlterPartitionManager.{m}" for m in ("submit", "sendRequest", "handleAlterPartitionResponse")),
+        *(
+            f"ReplicationControlManager.{m}"
+            for m in ("replay", "alterPartition", "handleBrokerFenced", "handleBrokerUnfenced", "electLeader")
+        ),
+        "ClusterControlManager.replay",
+        "ClusterControlManager.registerBroker",
+        "agent.hooked",
+        "agent.error",
+        "harness.crash",
+        "harness.lose_disk",
+    }
+)
 CRASH_KINDS = ("clean", "process", "power")
 REORDER_US = 2_000_000  # how far out of time order one file's lines may be (see _in_time_order)
 
@@ -69,16 +96,27 @@ class Recording:
 
         self.cluster, self.directory = cluster, Path(directory)
         if self.directory.exists() and any(self.directory.iterdir()):
-            raise UsageError(f"--events {self.directory}: not empty; give a new or empty folder (a recording starts "
-                             f"with its cluster's run)")
+            raise UsageError(
+                f"--events {self.directory}: not empty; give a new or empty folder (a recording starts "
+                f"with its cluster's run)"
+            )
         self.jar = agent_jar(cluster.say)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.origin_ns = time.monotonic_ns()
         s = cluster.settings
-        run = {"format": FORMAT, "version": VERSION, "kafka": cluster.dist.version, "elr": cluster.elr,
-               "origin_ns": self.origin_ns, "controller": cluster.controller.id, "brokers": s.brokers,
-               "min_insync_replicas": s.min_isr(), "unclean_election": s.unclean_election,
-               "replica_lag_time_max_ms": s.replica_lag_time_max_ms, "flush_messages": s.flush_messages}
+        run = {
+            "format": FORMAT,
+            "version": VERSION,
+            "kafka": cluster.dist.version,
+            "elr": cluster.elr,
+            "origin_ns": self.origin_ns,
+            "controller": cluster.controller.id,
+            "brokers": s.brokers,
+            "min_insync_replicas": s.min_isr(),
+            "unclean_election": s.unclean_election,
+            "replica_lag_time_max_ms": s.replica_lag_time_max_ms,
+            "flush_messages": s.flush_messages,
+        }
         (self.directory / RUN_FILE).write_text(json.dumps(run, indent=1) + "\n")
 
     def jvm_options(self, node) -> tuple[str, ...]:
@@ -114,7 +152,7 @@ def cut_unfinished_line(path: Path) -> None:
 class Recorded:
     """One recorded event, where it was read."""
 
-    where: str          # FILE:LINE
+    where: str  # FILE:LINE
     node: int
     us: int
     ev: str
@@ -183,8 +221,10 @@ def _read_file(name: Path, run: dict) -> Iterator[Recorded]:
                 raise UsageError(f"{where}: an event must be a JSON object")
             if "agent" in line:
                 if line.get("agent") != AGENT or line.get("version") != VERSION:
-                    raise UsageError(f"{where}: a header of another recorder ({line.get('agent')!r} version "
-                                     f"{line.get('version')!r}; this isrcheck reads {AGENT} version {VERSION})")
+                    raise UsageError(
+                        f"{where}: a header of another recorder ({line.get('agent')!r} version "
+                        f"{line.get('version')!r}; this isrcheck reads {AGENT} version {VERSION})"
+                    )
                 if not isinstance(line.get("node"), int):
                     raise UsageError(f"{where}: header: 'node' must be the node's id")
                 node = line["node"]
@@ -196,8 +236,9 @@ def _read_file(name: Path, run: dict) -> Iterator[Recorded]:
                     raise UsageError(f"{where}: an event before the agent's header line")
             ev = line.get("ev")
             if ev not in EVENTS:
-                raise UsageError(f"{where}: unknown event {json.dumps(ev)} (the agent records: "
-                                 f"{', '.join(sorted(EVENTS))})")
+                raise UsageError(
+                    f"{where}: unknown event {json.dumps(ev)} (the agent records: {', '.join(sorted(EVENTS))})"
+                )
             us = line.get("us")
             if isinstance(us, bool) or not isinstance(us, int):
                 raise UsageError(f"{where}: 'us' must be an integer, got {json.dumps(us)}")
@@ -208,8 +249,9 @@ def _read_file(name: Path, run: dict) -> Iterator[Recorded]:
             if p is not None and not (isinstance(p, dict) and isinstance(p.get("tp"), str)):
                 raise UsageError(f"{where}: 'p' must be a partition's state naming it (\"tp\")")
             if ev == "harness.crash" and line.get("kind") not in CRASH_KINDS:
-                raise UsageError(f"{where}: harness.crash: kind {json.dumps(line.get('kind'))} is none of "
-                                 f"{', '.join(CRASH_KINDS)}")
+                raise UsageError(
+                    f"{where}: harness.crash: kind {json.dumps(line.get('kind'))} is none of {', '.join(CRASH_KINDS)}"
+                )
             yield Recorded(where, node, us, ev, at, p, line)
 
 
@@ -235,10 +277,14 @@ def summary(path: str | os.PathLike) -> str:
             errors.extend(agent_errors([r]))
         elif not r.ev.startswith("agent."):
             nodes[r.node] = nodes.get(r.node, 0) + 1
-    per = ", ".join(f"{'controller' if n == run['controller'] else f'broker {n}'} {c}" for n, c in sorted(nodes.items()))
+    per = ", ".join(
+        f"{'controller' if n == run['controller'] else f'broker {n}'} {c}" for n, c in sorted(nodes.items())
+    )
     span = (last - first) / 1e6 if first is not None else 0.0
-    return (f"recorded {sum(nodes.values())} events of Apache Kafka {run['kafka']} in {path} over {span:.1f} s "
-            f"({per}), well-formed" + (f"; the agent could not hook: {'; '.join(errors)}" if errors else ""))
+    return (
+        f"recorded {sum(nodes.values())} events of Apache Kafka {run['kafka']} in {path} over {span:.1f} s "
+        f"({per}), well-formed" + (f"; the agent could not hook: {'; '.join(errors)}" if errors else "")
+    )
 
 
 def agent_errors(events: list[Recorded]) -> list[str]:
@@ -246,5 +292,18 @@ def agent_errors(events: list[Recorded]) -> list[str]:
     return [f"{r.where}: {r.line.get('class')}: {r.line.get('error')}" for r in events if r.ev == "agent.error"]
 
 
-__all__ = ["AGENT", "EVENTS", "RUN_FILE", "Recorded", "Recording", "agent_errors", "summary", "cut_unfinished_line",
-           "is_recording", "iter_recording", "node_file", "read_recording", "read_run"]
+__all__ = [
+    "AGENT",
+    "EVENTS",
+    "RUN_FILE",
+    "Recorded",
+    "Recording",
+    "agent_errors",
+    "summary",
+    "cut_unfinished_line",
+    "is_recording",
+    "iter_recording",
+    "node_file",
+    "read_recording",
+    "read_run",
+]

@@ -14,6 +14,7 @@ race another (docs/validate.md): the translation logs of a leader's events only 
 arguments and return value say (the produce's offsets, the fetch offset), and the HW that the
 ``maybeIncrementLeaderHW`` of the same thread just set, never the ``p`` read after.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,8 @@ from isrcheck.conformance.engines.apache.recording import iter_recording
 
 CONTROLLER = 1000
 FORMAT, VERSION = "isrcheck-events", 1
-REQUEST_TIMEOUT_MS = 30_000
-BURST_US = 100_000  # the records of one controller write are replayed within this of each other  # a producer's request.timeout.ms (librdkafka's and Java's default)
+REQUEST_TIMEOUT_MS = 30_000  # a producer's request.timeout.ms (librdkafka's and Java's default)
+BURST_US = 100_000  # the records of one controller write are replayed within this of each other
 
 
 def protocol(run: dict) -> str:
@@ -34,14 +35,23 @@ def protocol(run: dict) -> str:
 
 
 def header(run: dict, partitions: dict) -> dict:
-    return {"format": FORMAT, "version": VERSION, "protocol": protocol(run), "source": "apache-kafka " + run["kafka"],
-            "config": {"replicas": run["brokers"], "min_insync_replicas": run["min_insync_replicas"],
-                       "unclean_leader_election_enable": run["unclean_election"],
-                       "replica_lag_time_max_ms": run["replica_lag_time_max_ms"],
-                       "request_timeout_ms": REQUEST_TIMEOUT_MS, "flush_messages": run["flush_messages"],
-                       # no clean shutdown file after a crash of any kind: the registration is unclean
-                       "unclean_shutdown_detection": "clean-shutdown-file"},
-            "partitions": partitions}
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "protocol": protocol(run),
+        "source": "apache-kafka " + run["kafka"],
+        "config": {
+            "replicas": run["brokers"],
+            "min_insync_replicas": run["min_insync_replicas"],
+            "unclean_leader_election_enable": run["unclean_election"],
+            "replica_lag_time_max_ms": run["replica_lag_time_max_ms"],
+            "request_timeout_ms": REQUEST_TIMEOUT_MS,
+            "flush_messages": run["flush_messages"],
+            # no clean shutdown file after a crash of any kind: the registration is unclean
+            "unclean_shutdown_detection": "clean-shutdown-file",
+        },
+        "partitions": partitions,
+    }
 
 
 class Translation:
@@ -49,29 +59,40 @@ class Translation:
         self.run = run
         self.out: dict[int, list] = {}
         self.seq: dict[int, int] = {}
-        self.topics: dict[str, str] = {}          # topic id -> name
-        self.partitions: dict[str, list] = {}     # tp -> replicas in order
-        self.pstate: dict[str, dict] = {}         # tp -> the controller's registration
-        self.cause: tuple | None = None           # what the controller's next PartitionChangeRecord answers
-        self.fence_changed: set[str] = set()      # the partitions the fencing in progress changed
-        self.held: list = []                      # PartitionChangeRecords whose cause the next event says
-        self.fetching: dict[tuple, dict] = {}     # (leader, thread) -> the fetch it is reading
-        self.raised_hw: dict[tuple, int] = {}     # (node, thread, tp) -> the HW maybeIncrementLeaderHW just set
-        self.sends: dict[tuple, list] = {}        # (follower, tp) -> [(corr, fetch offset, leader)] not yet handled
-        self.last_send: dict[tuple, tuple] = {}   # (follower, tp) -> (leader, corr) of its last fetch
+        self.topics: dict[str, str] = {}  # topic id -> name
+        self.partitions: dict[str, list] = {}  # tp -> replicas in order
+        self.pstate: dict[str, dict] = {}  # tp -> the controller's registration
+        self.cause: tuple | None = None  # what the controller's next PartitionChangeRecord answers
+        self.fence_changed: set[str] = set()  # the partitions the fencing in progress changed
+        self.held: list = []  # PartitionChangeRecords whose cause the next event says
+        self.fetching: dict[tuple, dict] = {}  # (leader, thread) -> the fetch it is reading
+        self.raised_hw: dict[tuple, int] = {}  # (node, thread, tp) -> the HW maybeIncrementLeaderHW just set
+        self.sends: dict[tuple, list] = {}  # (follower, tp) -> [(corr, fetch offset, leader)] not yet handled
+        self.last_send: dict[tuple, tuple] = {}  # (follower, tp) -> (leader, corr) of its last fetch
         self.corr: dict[int, int] = {}
-        self.down: set[int] = set()               # brokers crashed and not started again
+        self.down: set[int] = set()  # brokers crashed and not started again
         self.registered: set[int] = set()
-        self.registering: set[int] = set()        # brokers registered again, not yet unfenced
-        self.handled: dict[tuple, tuple] = {}     # (follower, leader, corr) -> (tp, the leader's LEO it read)
-        self.leader_at: dict[tuple, list] = {}    # (leader, tp) -> [(us, leo, hw)], after each of its events
+        self.registering: set[int] = set()  # brokers registered again, not yet unfenced
+        self.handled: dict[tuple, tuple] = {}  # (follower, leader, corr) -> (tp, the leader's LEO it read)
+        self.leader_at: dict[tuple, list] = {}  # (leader, tp) -> [(us, leo, hw)], after each of its events
         self.following: dict[tuple, int | None] = {}  # (follower, tp) -> the leader epoch it follows in
-        self.expanding: dict[tuple, tuple] = {}   # (leader, thread, tp) -> the expand_isr (us, step, where, state) its fetch handling proposed
+        self.expanding: dict[
+            tuple, tuple
+        ] = {}  # (leader, thread, tp) -> the expand_isr (us, step, where, state) its fetch handling proposed
 
     def emit(self, node: int, us: int, step: str, where: str, state: dict, tp: str | None = None, **fields) -> None:
         seq = self.seq[node] = self.seq.get(node, 0) + 1
-        line = {"node": node, "seq": seq, "lc": 0, "t": us // 1000, "us": us, "step": step, **fields, "state": state,
-                "from": where}
+        line = {
+            "node": node,
+            "seq": seq,
+            "lc": 0,
+            "t": us // 1000,
+            "us": us,
+            "step": step,
+            **fields,
+            "state": state,
+            "from": where,
+        }
         if tp is not None:
             line["tp"] = tp
         self.out.setdefault(node, []).append(line)
@@ -86,8 +107,13 @@ class Translation:
             self.held.append(r)
             return
         held, self.held = self.held, []
-        again = rec.get("brokerId") if r.ev == "ClusterControlManager.replay" and "incarnationId" in rec \
-            and rec.get("brokerId") in self.registered else None
+        again = (
+            rec.get("brokerId")
+            if r.ev == "ClusterControlManager.replay"
+            and "incarnationId" in rec
+            and rec.get("brokerId") in self.registered
+            else None
+        )
         for change in held:
             # without the registerBroker hook (older recordings): the changes replayed in one burst with the
             # RegisterBrokerRecord that take the broker out of ISR or ELR are its registration's
@@ -98,8 +124,9 @@ class Translation:
     def removes(self, rec: dict, b: int) -> bool:
         st = self.pstate.get(self.tp_of(rec), {})
         isr, elr = rec.get("isr"), rec.get("eligibleLeaderReplicas")  # None: unchanged
-        return (isr is not None and b in st.get("isr", ()) and b not in isr) or \
-            (elr is not None and b in st.get("elr", ()) and b not in elr)
+        return (isr is not None and b in st.get("isr", ()) and b not in isr) or (
+            elr is not None and b in st.get("elr", ()) and b not in elr
+        )
 
     def tp_of(self, rec: dict) -> str:
         return f"{self.topics.get(rec['topicId'], rec['topicId'])}-{rec['partitionId']}"
@@ -145,8 +172,13 @@ class Translation:
             elif "partitionId" in rec and rec.get("replicas"):  # PartitionRecord: the model's initial state
                 tp = f"{self.topics.get(rec['topicId'], rec['topicId'])}-{rec['partitionId']}"
                 self.partitions[tp] = list(rec["replicas"])
-                self.pstate[tp] = {"leader": rec["leader"], "epoch": rec["leaderEpoch"], "isr": sorted(rec["isr"]),
-                                   "pe": rec["partitionEpoch"], "elr": sorted(rec.get("eligibleLeaderReplicas") or [])}
+                self.pstate[tp] = {
+                    "leader": rec["leader"],
+                    "epoch": rec["leaderEpoch"],
+                    "isr": sorted(rec["isr"]),
+                    "pe": rec["partitionEpoch"],
+                    "elr": sorted(rec.get("eligibleLeaderReplicas") or []),
+                }
 
     def change(self, r, rec: dict, registration: bool) -> None:
         """A PartitionChangeRecord: the model step its cause is, or none for a registration's."""
@@ -168,8 +200,16 @@ class Translation:
             step = "elect"
         if step == "fence":
             self.fence_changed.add(tp)
-        self.emit(CONTROLLER, r.us, step, r.where, self.view(tp), tp, replica=b if b is not None else -1,
-                  **({"error": "NONE"} if step == "handle_alter_partition" else {}))
+        self.emit(
+            CONTROLLER,
+            r.us,
+            step,
+            r.where,
+            self.view(tp),
+            tp,
+            replica=b if b is not None else -1,
+            **({"error": "NONE"} if step == "handle_alter_partition" else {}),
+        )
 
     def view(self, tp: str) -> dict:
         st = self.pstate[tp]
@@ -184,8 +224,12 @@ class Translation:
             self.emit(n, r.us, "restart", r.where, {}, replica=n)
         if r.ev in ("Partition.makeLeader", "Partition.makeFollower"):
             reg = a[0]
-            msg = {"leader": reg["leader"], "leader_epoch": reg["leaderEpoch"], "isr": sorted(reg["isr"]),
-                   "partition_epoch": reg["partitionEpoch"]}
+            msg = {
+                "leader": reg["leader"],
+                "leader_epoch": reg["leaderEpoch"],
+                "isr": sorted(reg["isr"]),
+                "partition_epoch": reg["partitionEpoch"],
+            }
             state = {"leader": p["leader"], "epoch": p["epoch"], "pe": p["pe"]}
             if r.ev == "Partition.makeLeader":
                 state["isr"] = p["isr"]
@@ -201,8 +245,9 @@ class Translation:
                 c = self.corr[n] = self.corr.get(n, 0) + 1
                 self.sends.setdefault((n, tp), []).append((c, req["fetchOffset"], leader))
                 self.last_send[(n, tp)] = (leader, c)
-                self.emit(n, r.us, "send_fetch", r.where, {"leo": req["fetchOffset"]}, tp, replica=n, max_batches=0,
-                          corr=c)
+                self.emit(
+                    n, r.us, "send_fetch", r.where, {"leo": req["fetchOffset"]}, tp, replica=n, max_batches=0, corr=c
+                )
         elif r.ev == "ReplicaManager.fetchMessages":
             params = a[0]
             if params.get("replicaId", -1) >= 0:
@@ -220,7 +265,7 @@ class Translation:
                 c, off, leader = queue[i]
                 if off == offset and leader in (n, None):
                     corr = c
-                    del queue[:i + 1]
+                    del queue[: i + 1]
                     break
             state = {}
             hw = self.raised_hw.pop((n, thread, tp), None)
@@ -233,8 +278,16 @@ class Translation:
             # updated, returned first: the fetch is handled just before the proposal it caused, whose time
             # (not this exit's, which may come after the controller answered it) keeps the order
             expand = self.expanding.pop((n, thread, tp), None)
-            self.emit(n, r.us if expand is None else expand[0] - 1, "handle_fetch", r.where, state, tp,
-                      replica=follower, **({"msg": [follower, corr]} if corr is not None else {}))
+            self.emit(
+                n,
+                r.us if expand is None else expand[0] - 1,
+                "handle_fetch",
+                r.where,
+                state,
+                tp,
+                replica=follower,
+                **({"msg": [follower, corr]} if corr is not None else {}),
+            )
             if expand is not None:
                 self.emit(n, *expand, tp, replica=n)
         elif r.ev == "Partition.appendRecordsToLeader":
@@ -247,16 +300,33 @@ class Translation:
             if hw is not None:
                 state["hw"] = hw
             self.moved(n, tp, r.us, ret["lastOffset"] + 1, hw)
-            self.emit(n, r.us, "produce", r.where, state, tp, replica=n, acks=a[2],
-                      records=ret["lastOffset"] - ret["firstOffset"] + 1)
+            self.emit(
+                n,
+                r.us,
+                "produce",
+                r.where,
+                state,
+                tp,
+                replica=n,
+                acks=a[2],
+                records=ret["lastOffset"] - ret["firstOffset"] + 1,
+            )
         elif r.ev == "ReplicaFetcherThread.processPartitionData":
             tp = p["tp"]
             sent = self.last_send.pop((n, tp), None)
             state = {"leo": p["leo"], "hw": p["hw"], "last_epoch": p["last_epoch"]}
             if sent and sent[0] is not None:
                 self.delayed(n, tp, sent, p["leo"], a[3].get("highWatermark", -1), r)
-            self.emit(n, r.us, "handle_fetch_response", r.where, state, tp, replica=n,
-                      **({"msg": list(sent)} if sent and sent[0] is not None else {}))
+            self.emit(
+                n,
+                r.us,
+                "handle_fetch_response",
+                r.where,
+                state,
+                tp,
+                replica=n,
+                **({"msg": list(sent)} if sent and sent[0] is not None else {}),
+            )
         elif r.ev == "Partition.submitAlterPartition":
             sent = a[0].get("sentLeaderAndIsr") or {}
             isr = sorted(m["brokerId"] for m in sent.get("isrWithBrokerEpoch", []))
@@ -300,8 +370,9 @@ class Translation:
         when = next((m[0] for m in marks if m[1] >= end and m[2] >= hw), None)
         if when is None or when >= r.us:
             when = r.us - 1
-        self.emit(leader, when + 1, "handle_fetch", r.where + " (a DelayedFetch completed)", {}, tp, replica=n,
-                  msg=[n, corr])
+        self.emit(
+            leader, when + 1, "handle_fetch", r.where + " (a DelayedFetch completed)", {}, tp, replica=n, msg=[n, corr]
+        )
 
 
 def _record(r) -> dict:

@@ -11,15 +11,22 @@ Public API::
 The CLI is ``isrcheck fuzz`` (module ``command``); under spark-submit run this package's
 ``__main__.py``. Heavy imports (pyspark, pyarrow) happen only when a campaign runs.
 """
+
 from __future__ import annotations
 
 from isrcheck.conformance.lazy import lazy_exports
 
 _EXPORTS = {
-    "CampaignParams": "driver", "CampaignResult": "driver", "CampaignError": "driver",
-    "run_campaign": "driver", "PROTOCOLS": "driver",
-    "CampaignStore": "store", "Harness": "harness", "load_harness": "harness",
-    "SparkUnavailable": "session", "start_spark": "session",
+    "CampaignParams": "driver",
+    "CampaignResult": "driver",
+    "CampaignError": "driver",
+    "run_campaign": "driver",
+    "PROTOCOLS": "driver",
+    "CampaignStore": "store",
+    "Harness": "harness",
+    "load_harness": "harness",
+    "SparkUnavailable": "session",
+    "start_spark": "session",
     "ROW_SCHEMA": "executor",
 }
 

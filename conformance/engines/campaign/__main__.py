@@ -1,5 +1,6 @@
 """Entry point for ``python -m isrcheck.conformance.engines.campaign`` and for ``spark-submit`` (give it
 this file's path): the same arguments as ``isrcheck fuzz``."""
+
 import os
 import sys
 

@@ -3,11 +3,11 @@
 The rows stay in Parquet; the driver collects counts, a ten-point coverage-growth curve and one
 row per distinct failure (bounded by ``max_failures``).
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-
 
 # The harness's coverage items: "s:<shape>" abstract states, "<step>><step>" action pairs,
 # "d:<rung>" divergence rungs (core.lockstep.divergence_rungs) and "<output>:<error>" outcomes.
@@ -45,25 +45,32 @@ def spark_ddl(schema) -> str:
     def sql_type(t) -> str:
         if pa.types.is_list(t):
             return f"ARRAY<{sql_type(t.value_type)}>"
-        return {pa.int64(): "BIGINT", pa.int32(): "INT", pa.float64(): "DOUBLE",
-                pa.string(): "STRING"}[t]
+        return {pa.int64(): "BIGINT", pa.int32(): "INT", pa.float64(): "DOUBLE", pa.string(): "STRING"}[t]
+
     return ", ".join(f"`{f.name}` {sql_type(f.type)}" for f in schema)
 
 
-def aggregate(spark, partition_dir: str, lo: int, hi: int,
-              growth_points: int = 10, max_failures: int = 1000) -> Aggregates:
+def aggregate(
+    spark, partition_dir: str, lo: int, hi: int, growth_points: int = 10, max_failures: int = 1000
+) -> Aggregates:
     """Figures over seeds [lo, hi) in one protocol's Parquet partition directory."""
     from pyspark.sql import functions as F
 
     from isrcheck.conformance.engines.campaign.executor import ROW_SCHEMA
 
-    df = (spark.read.schema(spark_ddl(ROW_SCHEMA)).parquet(partition_dir)
-          .where((F.col("seed") >= lo) & (F.col("seed") < hi)))
+    df = (
+        spark.read.schema(spark_ddl(ROW_SCHEMA))
+        .parquet(partition_dir)
+        .where((F.col("seed") >= lo) & (F.col("seed") < hi))
+    )
     agg = Aggregates()
     # Four small jobs: totals, verdict counts, coverage growth, distinct failures.
-    totals = df.agg(F.count("*").alias("n"), F.countDistinct("seed").alias("seeds"),
-                    F.avg("duration_ms").alias("ms"),
-                    F.array_sort(F.collect_set("config_hash")).alias("configs")).first()
+    totals = df.agg(
+        F.count("*").alias("n"),
+        F.countDistinct("seed").alias("seeds"),
+        F.avg("duration_ms").alias("ms"),
+        F.array_sort(F.collect_set("config_hash")).alias("configs"),
+    ).first()
     agg.schedules = int(totals["n"])
     if agg.schedules == 0:
         return agg
@@ -76,8 +83,13 @@ def aggregate(spark, partition_dir: str, lo: int, hi: int,
             agg.by_property[f"{r['verdict']}:{r['property']}"] = int(r["count"])
     agg.by_verdict = dict(sorted(agg.by_verdict.items()))
     agg.by_property = dict(sorted(agg.by_property.items()))
-    violations = df.where(F.col("verdict") == "violation").select(
-        F.explode(F.concat(F.array("property"), "also")).alias("p")).groupBy("p").count().collect()
+    violations = (
+        df.where(F.col("verdict") == "violation")
+        .select(F.explode(F.concat(F.array("property"), "also")).alias("p"))
+        .groupBy("p")
+        .count()
+        .collect()
+    )
     agg.violated = {r["p"]: int(r["count"]) for r in sorted(violations, key=lambda r: r["p"])}
     for column in ("outside_budget", "beyond_budget"):
         counts = df.select(F.explode(column).alias("p")).groupBy("p").count().collect()
@@ -86,33 +98,50 @@ def aggregate(spark, partition_dir: str, lo: int, hi: int,
     # Coverage growth: each coverage item counts from the first seed (in seed order) reaching it.
     width = max(1, -(-(hi - lo) // growth_points))
     item = F.col("item")
-    first_seen = (df.select("seed", F.explode("coverage").alias("item"))
-                  .groupBy("item").agg(F.min("seed").alias("first"))
-                  .withColumn("kind", F.when(item.startswith(STATE_PREFIX), "abstract_states")
-                              .when(item.contains(">"), "action_pairs")
-                              .when(item.startswith(RUNG_PREFIX), "divergence_rungs").otherwise("outputs")))
+    first_seen = (
+        df.select("seed", F.explode("coverage").alias("item"))
+        .groupBy("item")
+        .agg(F.min("seed").alias("first"))
+        .withColumn(
+            "kind",
+            F.when(item.startswith(STATE_PREFIX), "abstract_states")
+            .when(item.contains(">"), "action_pairs")
+            .when(item.startswith(RUNG_PREFIX), "divergence_rungs")
+            .otherwise("outputs"),
+        )
+    )
     new_items: dict[tuple[int, str], int] = {
-        (int(r["bucket"]), r["kind"]): int(r["count"]) for r in
-        first_seen.groupBy(F.floor((F.col("first") - lo) / width).alias("bucket"), "kind")
-        .count().collect()}
+        (int(r["bucket"]), r["kind"]): int(r["count"])
+        for r in first_seen.groupBy(F.floor((F.col("first") - lo) / width).alias("bucket"), "kind").count().collect()
+    }
     running = dict.fromkeys(COVERAGE_KINDS, 0)
     for b in range(-(-(hi - lo) // width)):
         for kind in COVERAGE_KINDS:
             running[kind] += new_items.get((b, kind), 0)
-        agg.coverage_growth.append({"schedules": min(hi - lo, (b + 1) * width),
-                                    "distinct": sum(running.values()), **running})
+        agg.coverage_growth.append(
+            {"schedules": min(hi - lo, (b + 1) * width), "distinct": sum(running.values()), **running}
+        )
     agg.coverage_by_kind = dict(running)
     agg.distinct_coverage = sum(running.values())
 
     # Step kinds: an action pair "<previous>><step>" says a schedule took <step> (not refused).
-    taken = (df.select("seed", F.explode("coverage").alias("item")).where(item.contains(">"))
-             .select("seed", F.split(item, ">").getItem(1).alias("step")).distinct())
-    agg.schedules_with_step = {r["step"]: int(r["count"]) for r in
-                               taken.groupBy("step").count().orderBy("step").collect()}
+    taken = (
+        df.select("seed", F.explode("coverage").alias("item"))
+        .where(item.contains(">"))
+        .select("seed", F.split(item, ">").getItem(1).alias("step"))
+        .distinct()
+    )
+    agg.schedules_with_step = {
+        r["step"]: int(r["count"]) for r in taken.groupBy("step").count().orderBy("step").collect()
+    }
 
-    features = (df.select(F.explode("swarm_features").alias("feature"), (F.col("verdict") != "pass").alias("bad"))
-                .groupBy("feature").agg(F.count("*").alias("n"), F.sum(F.col("bad").cast("int")).alias("failing"))
-                .orderBy("feature").collect())
+    features = (
+        df.select(F.explode("swarm_features").alias("feature"), (F.col("verdict") != "pass").alias("bad"))
+        .groupBy("feature")
+        .agg(F.count("*").alias("n"), F.sum(F.col("bad").cast("int")).alias("failing"))
+        .orderBy("feature")
+        .collect()
+    )
     agg.swarm_features = {r["feature"]: (int(r["n"]), int(r["failing"] or 0)) for r in features}
 
     # One representative per distinct failure: the shortest shrunk schedule (then the smallest
@@ -120,12 +149,26 @@ def aggregate(spark, partition_dir: str, lo: int, hi: int,
     failures = df.where(F.col("failure_id").isNotNull())
     best = failures.groupBy("failure_id").agg(
         F.min(F.struct(F.coalesce("shrunk_steps", F.lit(0)).alias("n"), "seed")).alias("best"),
-        F.count("*").alias("seeds"))
-    reps = (failures.join(best.select("failure_id", F.col("best.seed").alias("seed"), "seeds"),
-                          ["failure_id", "seed"])
-            .orderBy("failure_id").limit(max_failures)
-            .select("failure_id", "seed", "seeds", "verdict", "property", "first_bad_step",
-                    "steps", "shrunk_steps", "trace_hash", "failure").collect())
+        F.count("*").alias("seeds"),
+    )
+    reps = (
+        failures.join(best.select("failure_id", F.col("best.seed").alias("seed"), "seeds"), ["failure_id", "seed"])
+        .orderBy("failure_id")
+        .limit(max_failures)
+        .select(
+            "failure_id",
+            "seed",
+            "seeds",
+            "verdict",
+            "property",
+            "first_bad_step",
+            "steps",
+            "shrunk_steps",
+            "trace_hash",
+            "failure",
+        )
+        .collect()
+    )
     for r in reps:
         entry = r.asDict()
         entry["failure"] = json.loads(entry["failure"])
@@ -136,8 +179,14 @@ def aggregate(spark, partition_dir: str, lo: int, hi: int,
 def budget_counts(schedules: int, outside: dict, beyond: dict) -> dict:
     """Per property whose fault budget some schedule left: in how many schedules it was checked
     within its budget to the end, and in how many it broke outside it (no violation)."""
-    return {p: {"checked_within": schedules - outside.get(p, 0), "outside": outside.get(p, 0),
-                "broken_outside": beyond.get(p, 0)} for p in sorted(set(outside) | set(beyond))}
+    return {
+        p: {
+            "checked_within": schedules - outside.get(p, 0),
+            "outside": outside.get(p, 0),
+            "broken_outside": beyond.get(p, 0),
+        }
+        for p in sorted(set(outside) | set(beyond))
+    }
 
 
 def swarm_summary(enabled: bool, features: dict) -> dict:

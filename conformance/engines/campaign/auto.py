@@ -12,6 +12,7 @@ budget (a Last Replica Standing, which every variant before KIP-966 suffers) is 
 ``beyond_budget``, as a lockstep row's, and the row passes; ``isrcheck sim`` with the row's seed
 replays the run and says why. A failure keeps its whole event log.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -39,30 +40,53 @@ def run_auto_seed(protocol: str, steps: int, seed: int) -> dict:
         violated = judgement.violation if judgement is not None else None
         late = check_path(events) if verdict.explained else []  # timers: bounds the model does not state
         violated = violated or (late[0].property if late else None)
-        trace = {name: open(os.path.join(events, name), encoding="utf-8").read()
-                 for name in sorted(os.listdir(events))} if not verdict.explained or violated else None
+        trace = (
+            {name: open(os.path.join(events, name), encoding="utf-8").read() for name in sorted(os.listdir(events))}
+            if not verdict.explained or violated
+            else None
+        )
     duration_ms = (time.perf_counter() - started) * 1000.0
     kind = "divergence" if not verdict.explained else "violation" if violated else "pass"
     bad = verdict.events if not verdict.explained else None
-    coverage = sorted({f"event:{st['step']}" for st in verdict.steps} | {f"events:{n // 100 * 100}"}) \
-        if verdict.explained else [f"event:{verdict.event.step}"]
+    coverage = (
+        sorted({f"event:{st['step']}" for st in verdict.steps} | {f"events:{n // 100 * 100}"})
+        if verdict.explained
+        else [f"event:{verdict.event.step}"]
+    )
     row = {
-        "seed": seed, "config_hash": _config_hash(protocol),
-        "steps": n, "verdict": kind, "property": violated if kind == "violation" else None,
-        "first_bad_step": bad, "duration_ms": duration_ms, "trace_hash": summary.trace_hash,
+        "seed": seed,
+        "config_hash": _config_hash(protocol),
+        "steps": n,
+        "verdict": kind,
+        "property": violated if kind == "violation" else None,
+        "first_bad_step": bad,
+        "duration_ms": duration_ms,
+        "trace_hash": summary.trace_hash,
         "beyond_budget": [p for p, _at, _why in judgement.beyond_budget] if judgement else [],
-        "outside_budget": list(judgement.outside_budget) if judgement else [], "also": [], "coverage": coverage,
-        "swarm": None, "swarm_features": [],
-        "failure_id": None, "shrunk_steps": None, "shrink_ms": None, "failure": None,
+        "outside_budget": list(judgement.outside_budget) if judgement else [],
+        "also": [],
+        "coverage": coverage,
+        "swarm": None,
+        "swarm_features": [],
+        "failure_id": None,
+        "shrunk_steps": None,
+        "shrink_ms": None,
+        "failure": None,
     }
     if kind != "pass":
         at = verdict.event.step if not verdict.explained else violated
         row["failure_id"] = f"{kind}-at-{at}" if kind == "divergence" else f"{kind}-{violated}"
         validation = verdict.to_json()
         validation.pop("steps", None)
-        row["failure"] = canonical({"auto": {"protocol": protocol, "replicas": REPLICAS, "seed": seed, "steps": steps},
-                                    "summary": summary.to_json(), "validation": validation,
-                                    "late": [x.to_json() for x in late], "trace": trace})
+        row["failure"] = canonical(
+            {
+                "auto": {"protocol": protocol, "replicas": REPLICAS, "seed": seed, "steps": steps},
+                "summary": summary.to_json(),
+                "validation": validation,
+                "late": [x.to_json() for x in late],
+                "trace": trace,
+            }
+        )
     return row
 
 

@@ -1,4 +1,5 @@
 """The campaign driver: plan the missing seed ranges, run them on Spark, aggregate, report."""
+
 from __future__ import annotations
 
 import threading
@@ -11,8 +12,6 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from isrcheck.conformance.vocabulary import SECONDS, SEED
-from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS, REFUSALS
 from isrcheck.conformance.core.schedule import PROTOCOLS
 from isrcheck.conformance.engines.campaign import plan
 from isrcheck.conformance.engines.campaign.aggregate import aggregate, budget_counts, swarm_summary
@@ -22,6 +21,8 @@ from isrcheck.conformance.engines.campaign.harness import Harness, load_harness
 from isrcheck.conformance.engines.campaign.progress import follow
 from isrcheck.conformance.engines.campaign.session import JobSession
 from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_write_json
+from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS, REFUSALS
+from isrcheck.conformance.vocabulary import SECONDS, SEED
 
 if TYPE_CHECKING:
     from isrcheck.conformance.core.sut_spec import SutSpec
@@ -44,7 +45,7 @@ class CampaignParams:
     steps: int = 100
     faults: str = "default"
     shrink_budget_s: float = 10.0
-    sut: SutSpec | None = None     # --sut: the external system under test (None: in process)
+    sut: SutSpec | None = None  # --sut: the external system under test (None: in process)
     refusals: float = DEFAULT_REFUSALS  # share of each walk's steps that the model refuses
     swarm: bool = True  # swarm testing (generators.swarm); False: --no-swarm, the uniform walk
     mode: str = "steps"  # "auto": self-driven simulations, each event log validated (campaign.auto)
@@ -52,8 +53,15 @@ class CampaignParams:
     def identity(self) -> dict:
         """What the campaign directory holds: its rows, failures and summary are of these seeds
         under these settings, so a rerun must agree on all of them (and then resumes)."""
-        ident = {"protocol": self.protocol, "seed": self.seed, "schedules": self.schedules,
-                 "steps": self.steps, "faults": self.faults, "refusals": self.refusals, "swarm": self.swarm}
+        ident = {
+            "protocol": self.protocol,
+            "seed": self.seed,
+            "schedules": self.schedules,
+            "steps": self.steps,
+            "faults": self.faults,
+            "refusals": self.refusals,
+            "swarm": self.swarm,
+        }
         if self.mode != "steps":
             ident = {**ident, "mode": self.mode}
         return ident if self.sut is None else {**ident, "sut": self.sut.command}
@@ -65,25 +73,28 @@ class CampaignParams:
         if self.mode == "auto" and self.sut is not None:
             raise CampaignError("--mode auto runs the in-process simulation: it takes no --sut")
         if self.protocol not in PROTOCOLS:
-            raise CampaignError(f"unknown --protocol {self.protocol!r}; "
-                                f"choose one of {', '.join(PROTOCOLS)}")
+            raise CampaignError(f"unknown --protocol {self.protocol!r}; choose one of {', '.join(PROTOCOLS)}")
         try:
-            for option, bound, value in (("--schedules", plan.SCHEDULES, self.schedules),
-                                         ("--seed", SEED, self.seed), ("--steps", plan.STEPS, self.steps),
-                                         ("--shrink-budget", SECONDS, self.shrink_budget_s),
-                                         ("--refusals", REFUSALS, self.refusals)):
+            for option, bound, value in (
+                ("--schedules", plan.SCHEDULES, self.schedules),
+                ("--seed", SEED, self.seed),
+                ("--steps", plan.STEPS, self.steps),
+                ("--shrink-budget", SECONDS, self.shrink_budget_s),
+                ("--refusals", REFUSALS, self.refusals),
+            ):
                 bound.check(value, option)
         except ValueError as exc:
             raise CampaignError(str(exc)) from None
         last = self.seed + self.schedules - 1
         if last > SEED.high:
-            raise CampaignError(f"--seed {self.seed} --schedules {self.schedules}: the last seed, "
-                                f"{last:,}, is past the largest, {SEED.high:,}")
+            raise CampaignError(
+                f"--seed {self.seed} --schedules {self.schedules}: the last seed, "
+                f"{last:,}, is past the largest, {SEED.high:,}"
+            )
 
     def validate_faults(self, harness: Harness) -> None:
         if harness.fault_profiles and self.faults not in harness.fault_profiles:
-            raise CampaignError(f"unknown --faults {self.faults!r}; "
-                                f"choose one of {', '.join(harness.fault_profiles)}")
+            raise CampaignError(f"unknown --faults {self.faults!r}; choose one of {', '.join(harness.fault_profiles)}")
 
 
 @dataclass
@@ -93,9 +104,17 @@ class CampaignResult:
     failures: list[dict] = field(default_factory=list)
 
 
-def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None = None,
-                 partitions: int | None = None, spark=None, harness: Harness | None = None,
-                 progress: bool = False, console: Console | None = None) -> CampaignResult:
+def run_campaign(
+    params: CampaignParams,
+    out: str | Path,
+    *,
+    master: str | None = None,
+    partitions: int | None = None,
+    spark=None,
+    harness: Harness | None = None,
+    progress: bool = False,
+    console: Console | None = None,
+) -> CampaignResult:
     """Run (or resume) the campaign in ``out``; ``spark`` reuses a session the caller owns."""
     wall_start = time.perf_counter()
     params.validate()
@@ -127,53 +146,95 @@ def run_campaign(params: CampaignParams, out: str | Path, *, master: str | None 
         parallelism = sc.defaultParallelism
         tasks = partitions or plan.default_tasks(params.schedules, parallelism)
         chunks = plan.plan_tasks(requested, tasks, done)
-        spec = TaskSpec(out=str(Path(out).resolve()), protocol=params.protocol, steps=params.steps,
-                        faults=params.faults, shrink_budget_s=params.shrink_budget_s,
-                        harness=harness, sut=params.sut, refusals=params.refusals, swarm=params.swarm,
-                        mode=params.mode)
+        spec = TaskSpec(
+            out=str(Path(out).resolve()),
+            protocol=params.protocol,
+            steps=params.steps,
+            faults=params.faults,
+            shrink_budget_s=params.shrink_budget_s,
+            harness=harness,
+            sut=params.sut,
+            refusals=params.refusals,
+            swarm=params.swarm,
+            mode=params.mode,
+        )
         job_start = time.perf_counter()
         ranges = _run_job(sc, spec, chunks, store, gaps, progress, console) if chunks else []
         job_seconds = time.perf_counter() - job_start
         task_seconds = sum(r["seconds"] for r in ranges)
-        with console.status("aggregating the results with Spark", spinner="dots") \
-                if progress and console.is_terminal else nullcontext():
+        with (
+            console.status("aggregating the results with Spark", spinner="dots")
+            if progress and console.is_terminal
+            else nullcontext()
+        ):
             agg = aggregate(spark, str(store.partition_dir), *requested)
         master_url = sc.master
         spark_version = spark.version
     if agg.schedules != params.schedules or agg.duplicate_seeds:
-        raise CampaignError(f"{store.runs} holds {agg.schedules} rows for {params.schedules} "
-                            f"seeds ({agg.duplicate_seeds} duplicates); the dataset is damaged")
+        raise CampaignError(
+            f"{store.runs} holds {agg.schedules} rows for {params.schedules} "
+            f"seeds ({agg.duplicate_seeds} duplicates); the dataset is damaged"
+        )
     failures = write_failures(store, agg.distinct_failures)
     failing = sum(n for kind, n in agg.by_verdict.items() if kind != "pass")
     summary = {
-        "protocol": params.protocol, "seed": params.seed, "schedules": params.schedules,
-        "steps": params.steps, "faults": params.faults, "shrink_budget_s": params.shrink_budget_s,
-        "refusals": params.refusals, "swarm": swarm_summary(params.swarm, agg.swarm_features), "mode": params.mode,
+        "protocol": params.protocol,
+        "seed": params.seed,
+        "schedules": params.schedules,
+        "steps": params.steps,
+        "faults": params.faults,
+        "shrink_budget_s": params.shrink_budget_s,
+        "refusals": params.refusals,
+        "swarm": swarm_summary(params.swarm, agg.swarm_features),
+        "mode": params.mode,
         "config_hashes": agg.config_hashes,
-        "by_verdict": agg.by_verdict, "by_property": agg.by_property, "violated": agg.violated,
+        "by_verdict": agg.by_verdict,
+        "by_property": agg.by_property,
+        "violated": agg.violated,
         "budgets": budget_counts(params.schedules, agg.outside_budget, agg.beyond_budget),
-        "failing_schedules": failing, "distinct_failures": len(failures),
-        "failures": [{k: f[k] for k in ("id", "verdict", "property", "seed", "seeds",
-                                         "first_bad_step", "steps", "shrunk_steps", "file",
-                                         "original_file")} | ({"replay": f["replay"]} if "replay" in f else {})
-                     for f in failures],
+        "failing_schedules": failing,
+        "distinct_failures": len(failures),
+        "failures": [
+            {
+                k: f[k]
+                for k in (
+                    "id",
+                    "verdict",
+                    "property",
+                    "seed",
+                    "seeds",
+                    "first_bad_step",
+                    "steps",
+                    "shrunk_steps",
+                    "file",
+                    "original_file",
+                )
+            }
+            | ({"replay": f["replay"]} if "replay" in f else {})
+            for f in failures
+        ],
         "distinct_coverage": agg.distinct_coverage,
         "distinct_abstract_states": agg.coverage_by_kind.get("abstract_states", 0),
-        "coverage_by_kind": agg.coverage_by_kind, "coverage_growth": agg.coverage_growth,
+        "coverage_by_kind": agg.coverage_by_kind,
+        "coverage_growth": agg.coverage_growth,
         "schedules_with_step": agg.schedules_with_step,
         "mean_schedule_ms": round(agg.mean_duration_ms, 3),
         "run": {
-            "executed": todo, "skipped_completed": params.schedules - todo,
-            "tasks": len(chunks), "removed_orphans": len(removed), "rerun_damaged": len(damaged),
+            "executed": todo,
+            "skipped_completed": params.schedules - todo,
+            "tasks": len(chunks),
+            "removed_orphans": len(removed),
+            "rerun_damaged": len(damaged),
             "job_seconds": round(job_seconds, 3),
             "schedules_per_s": round(todo / job_seconds, 1) if todo and job_seconds > 0 else None,
             # Time executors spent inside tasks over what the job offered them: what is missing
             # from 1.0 is Spark's scheduling, serialization and idle cores at the tail.
             "task_seconds": round(task_seconds, 3),
-            "executor_busy": round(task_seconds / (job_seconds * parallelism), 3)
-            if todo and job_seconds > 0 else None,
+            "executor_busy": round(task_seconds / (job_seconds * parallelism), 3) if todo and job_seconds > 0 else None,
             "wall_time_s": round(time.perf_counter() - wall_start, 3),
-            "master": master_url, "parallelism": parallelism, "spark_version": spark_version,
+            "master": master_url,
+            "parallelism": parallelism,
+            "spark_version": spark_version,
         },
     }
     atomic_write_json(store.summary_path, summary)
@@ -189,15 +250,18 @@ def _set_aside_damaged(store: CampaignStore, console: Console) -> list:
         problem = check_part(path, c.lo, c.hi, c.rows)
         if problem:
             aside = store.set_aside(path)
-            console.print(f"isrcheck fuzz: {path.name} is damaged ({problem}); set aside as "
-                          f"{aside.name}, seeds {c.lo}..{c.hi - 1} run again",
-                          markup=False, highlight=False, soft_wrap=True)
+            console.print(
+                f"isrcheck fuzz: {path.name} is damaged ({problem}); set aside as "
+                f"{aside.name}, seeds {c.lo}..{c.hi - 1} run again",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
             damaged.append(c)
     return damaged
 
 
-def _run_job(sc, spec: TaskSpec, chunks, store: CampaignStore, gaps, progress: bool,
-             console: Console) -> list[dict]:
+def _run_job(sc, spec: TaskSpec, chunks, store: CampaignStore, gaps, progress: bool, console: Console) -> list[dict]:
     """One Spark partition per chunk; the driver thread keeps the bar moving meanwhile.
     Returns the small per-range reports of the executors (bounds, rows, failures, seconds)."""
     outcome: dict = {}
@@ -224,4 +288,3 @@ def _first_python_error(exc: BaseException) -> str:
         if ln.split(":", 1)[0].endswith(("Error", "Exception", "Unavailable")) and "at " not in ln[:3]:
             return ln[:500]
     return (lines[0] if lines else type(exc).__name__)[:500]
-

@@ -4,6 +4,7 @@ write the range's rows as one Parquet file (atomically) and record the range as 
 Everything here is a plain function of its arguments, so a task ships only a small frozen spec
 and a list of seed ranges, and the executor imports isrcheck from the installed package.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -16,13 +17,13 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS
 from isrcheck.conformance.engines.campaign.harness import Harness, canonical, load_harness
 from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_write_bytes
+from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS
 
 if TYPE_CHECKING:
-    from isrcheck.conformance.core.verdict import Verdict
     from isrcheck.conformance.core.sut_spec import SutSpec
+    from isrcheck.conformance.core.verdict import Verdict
 
 # One row per schedule. `protocol` is not a column of the files: it is the Hive partition
 # (runs/protocol=<P>/), which Spark and pyarrow readers turn back into a column.
@@ -34,7 +35,7 @@ VERDICT_FIELDS = [
     ("first_bad_step", pa.int32()),
     ("duration_ms", pa.float64()),
     ("trace_hash", pa.string()),
-    ("beyond_budget", pa.list_(pa.string())),   # properties broken only outside their fault budget
+    ("beyond_budget", pa.list_(pa.string())),  # properties broken only outside their fault budget
     ("outside_budget", pa.list_(pa.string())),  # properties whose budget the run left (checked up to there)
     ("also", pa.list_(pa.string())),  # the other properties violated at the same step
 ]
@@ -44,16 +45,18 @@ FAILURE_FIELDS = [
     ("shrink_ms", pa.float64()),
     ("failure", pa.string()),  # JSON: original and shrunk schedules with their verdicts
 ]
-ROW_SCHEMA = pa.schema([
-    ("seed", pa.int64()),
-    ("config_hash", pa.string()),
-    ("steps", pa.int32()),
-    *VERDICT_FIELDS,
-    ("coverage", pa.list_(pa.string())),
-    ("swarm", pa.string()),                  # JSON: the seed's swarm (null: a uniform walk, --no-swarm)
-    ("swarm_features", pa.list_(pa.string())),  # what the swarm kept (generators.swarm.Swarm.features)
-    *FAILURE_FIELDS,
-])
+ROW_SCHEMA = pa.schema(
+    [
+        ("seed", pa.int64()),
+        ("config_hash", pa.string()),
+        ("steps", pa.int32()),
+        *VERDICT_FIELDS,
+        ("coverage", pa.list_(pa.string())),
+        ("swarm", pa.string()),  # JSON: the seed's swarm (null: a uniform walk, --no-swarm)
+        ("swarm_features", pa.list_(pa.string())),  # what the swarm kept (generators.swarm.Swarm.features)
+        *FAILURE_FIELDS,
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,7 @@ class TaskSpec:
     faults: str
     shrink_budget_s: float
     harness: Harness | None = None  # None: the shipped isrcheck.conformance
-    sut: SutSpec | None = None      # --sut (None: in process): one process per worker, kept for its schedules
+    sut: SutSpec | None = None  # --sut (None: in process): one process per worker, kept for its schedules
     refusals: float = DEFAULT_REFUSALS  # share of each walk's steps that the model refuses
     swarm: bool = True  # each walk keeps to its seed's swarm (generators.swarm); False: --no-swarm
     mode: str = "steps"  # "auto": each seed a self-driven simulation, its event log validated (campaign.auto)
@@ -98,25 +101,47 @@ def run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
     try:
         return _run_seed(spec, harness, seed)
     except Exception as exc:  # noqa: BLE001 - recorded in the row, replayable by seed
-        return {"seed": seed, "config_hash": "", "steps": 0, "coverage": [], **swarm_columns(spec, seed),
-                **error_columns({"seed": seed}, exc)}
+        return {
+            "seed": seed,
+            "config_hash": "",
+            "steps": 0,
+            "coverage": [],
+            **swarm_columns(spec, seed),
+            **error_columns({"seed": seed}, exc),
+        }
 
 
 def error_columns(where: dict, exc: Exception) -> dict:
     """The verdict and failure columns of a row whose run raised: ``where`` names the run."""
-    detail = canonical({**where, "error": f"{type(exc).__name__}: {exc}",
-                        "traceback": traceback.format_exc(limit=20)})
-    return {"verdict": "error", "property": type(exc).__name__, "first_bad_step": None, "duration_ms": 0.0,
-            "trace_hash": "", "beyond_budget": [], "outside_budget": [], "also": [],
-            "failure_id": f"error-{type(exc).__name__}", "shrunk_steps": None, "shrink_ms": None, "failure": detail}
+    detail = canonical({**where, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=20)})
+    return {
+        "verdict": "error",
+        "property": type(exc).__name__,
+        "first_bad_step": None,
+        "duration_ms": 0.0,
+        "trace_hash": "",
+        "beyond_budget": [],
+        "outside_budget": [],
+        "also": [],
+        "failure_id": f"error-{type(exc).__name__}",
+        "shrunk_steps": None,
+        "shrink_ms": None,
+        "failure": detail,
+    }
 
 
 def verdict_columns(verdict: Verdict, duration_ms: float) -> dict:
     """The columns of ``VERDICT_FIELDS`` for a run's verdict."""
-    return {"verdict": verdict.kind, "property": verdict.property, "first_bad_step": verdict.step,
-            "duration_ms": duration_ms, "trace_hash": verdict.trace_hash,
-            "beyond_budget": [p for p, _step, _why in verdict.beyond_budget],
-            "outside_budget": list(verdict.outside_budget), "also": list(verdict.also)}
+    return {
+        "verdict": verdict.kind,
+        "property": verdict.property,
+        "first_bad_step": verdict.step,
+        "duration_ms": duration_ms,
+        "trace_hash": verdict.trace_hash,
+        "beyond_budget": [p for p, _step, _why in verdict.beyond_budget],
+        "outside_budget": list(verdict.outside_budget),
+        "also": list(verdict.also),
+    }
 
 
 def failure_columns(shrink, schedule, verdict, budget_s: float, sut: SutSpec | None) -> dict:
@@ -126,10 +151,19 @@ def failure_columns(shrink, schedule, verdict, budget_s: float, sut: SutSpec | N
     small, small_verdict = shrink(schedule, verdict, time_budget_s=budget_s, sut=sut)
     shrink_ms = (time.perf_counter() - started) * 1000.0
     shrunk = small.to_json()
-    return {"failure_id": failure_signature(small_verdict, shrunk), "shrunk_steps": len(shrunk.get("steps", ())),
-            "shrink_ms": shrink_ms,
-            "failure": canonical({"original": schedule.to_json(), "original_verdict": verdict.to_json(),
-                                  "shrunk": shrunk, "shrunk_verdict": small_verdict.to_json()})}
+    return {
+        "failure_id": failure_signature(small_verdict, shrunk),
+        "shrunk_steps": len(shrunk.get("steps", ())),
+        "shrink_ms": shrink_ms,
+        "failure": canonical(
+            {
+                "original": schedule.to_json(),
+                "original_verdict": verdict.to_json(),
+                "shrunk": shrunk,
+                "shrunk_verdict": small_verdict.to_json(),
+            }
+        ),
+    }
 
 
 def write_part(out: str, protocol: str, lo: int, hi: int, rows: list[dict], schema: pa.Schema) -> int:
@@ -163,11 +197,13 @@ def _run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
     failure is shrunk on the spot."""
     if spec.mode == "auto":
         from isrcheck.conformance.engines.campaign.auto import run_auto_seed
+
         return run_auto_seed(spec.protocol, spec.steps, seed)
     started = time.perf_counter()
     swarm = {"swarm": True} if spec.swarm else {}  # a harness of its own need not know swarms
-    schedule, verdict = harness.random_walk(seed, spec.protocol, spec.steps, faults=spec.faults,
-                                            config=None, refusals=spec.refusals, sut=spec.sut, **swarm)
+    schedule, verdict = harness.random_walk(
+        seed, spec.protocol, spec.steps, faults=spec.faults, config=None, refusals=spec.refusals, sut=spec.sut, **swarm
+    )
     duration_ms = (time.perf_counter() - started) * 1000.0
     row = {
         "seed": seed,
@@ -176,7 +212,10 @@ def _run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
         **verdict_columns(verdict, duration_ms),
         "coverage": sorted(verdict.coverage or ()),
         **swarm_columns(spec, seed),
-        "failure_id": None, "shrunk_steps": None, "shrink_ms": None, "failure": None,
+        "failure_id": None,
+        "shrunk_steps": None,
+        "shrink_ms": None,
+        "failure": None,
     }
     if verdict.kind != "pass":
         row.update(failure_columns(harness.shrink, schedule, verdict, spec.shrink_budget_s, spec.sut))
@@ -188,8 +227,7 @@ def run_range(spec: TaskSpec, harness: Harness, lo: int, hi: int) -> dict:
     started = time.perf_counter()
     rows = [run_seed(spec, harness, seed) for seed in range(lo, hi)]
     failures = write_part(spec.out, spec.protocol, lo, hi, rows, ROW_SCHEMA)
-    return {"lo": lo, "hi": hi, "rows": len(rows), "failures": failures,
-            "seconds": time.perf_counter() - started}
+    return {"lo": lo, "hi": hi, "rows": len(rows), "failures": failures, "seconds": time.perf_counter() - started}
 
 
 def check_part(path, lo: int, hi: int, rows: int) -> str | None:
@@ -234,4 +272,3 @@ def run_chunks(spec: TaskSpec, chunks: Iterable[list[tuple[int, int]]]) -> Itera
 def run_locally(spec: TaskSpec, chunks: list[list[tuple[int, int]]]) -> list[dict]:
     """The same work in this process, without Spark (the benchmark's baseline)."""
     return list(run_chunks(spec, chunks))
-

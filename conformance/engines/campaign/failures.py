@@ -1,6 +1,7 @@
 """failures/: for each distinct failure, its shrunk schedule and the original one, each a plain
 schedule file that ``isrcheck check`` replays (a self-driven run's: its event log, and the ``isrcheck
 sim`` command that runs it again), plus index.json tying them to seeds and verdicts."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,8 @@ def replay_command(out: str, failure: dict) -> str | None:
     file = failure["file"]
     if file.endswith(".events"):
         return failure.get("replay") or sim_command(
-            json.loads((Path(out) / file).with_suffix(".json").read_text(encoding="utf-8"))["auto"])
+            json.loads((Path(out) / file).with_suffix(".json").read_text(encoding="utf-8"))["auto"]
+        )
     if failure.get("original_file") is None:
         return None
     return shlex.join(["isrcheck", "check", f"{out}/{file}"])
@@ -35,8 +37,9 @@ def _replayable(schedule: dict, verdict: dict, entry: dict, which: str) -> dict:
     whether the replay still gives what the campaign saw."""
     doc = dict(schedule)
     doc["name"] = f"fuzz {doc.get('protocol')} seed {entry['seed']} ({which})"
-    doc["description"] = (f"Found by isrcheck fuzz: {verdict.get('verdict')} of "
-                          f"{verdict.get('property')} at step {verdict.get('step')}.")
+    doc["description"] = (
+        f"Found by isrcheck fuzz: {verdict.get('verdict')} of {verdict.get('property')} at step {verdict.get('step')}."
+    )
     expected = {"verdict": verdict.get("verdict")}
     if verdict.get("verdict") == "violation" and verdict.get("property"):
         expected["property"] = verdict["property"]
@@ -47,8 +50,20 @@ def _replayable(schedule: dict, verdict: dict, entry: dict, which: str) -> dict:
 def sim_command(auto: dict) -> str:
     """The command that runs a self-driven failure's seed again (``failure["auto"]``): ``isrcheck
     sim`` takes the same run, whose summary names the broken check and whose log it validates."""
-    return shlex.join(["isrcheck", "sim", "--protocol", auto["protocol"], "--replicas", str(auto["replicas"]),
-                       "--seed", str(auto["seed"]), "--steps", str(auto["steps"])])
+    return shlex.join(
+        [
+            "isrcheck",
+            "sim",
+            "--protocol",
+            auto["protocol"],
+            "--replicas",
+            str(auto["replicas"]),
+            "--seed",
+            str(auto["seed"]),
+            "--steps",
+            str(auto["steps"]),
+        ]
+    )
 
 
 def write_failures(store: CampaignStore, distinct: list[dict]) -> list[dict]:
@@ -63,10 +78,15 @@ def write_failures(store: CampaignStore, distinct: list[dict]) -> list[dict]:
         name = failure_name(entry)
         detail = entry["failure"]
         record = {
-            "id": entry["failure_id"], "verdict": entry["verdict"], "property": entry["property"],
-            "seed": entry["seed"], "seeds": entry["seeds"],
-            "first_bad_step": entry["first_bad_step"], "steps": entry["steps"],
-            "shrunk_steps": entry["shrunk_steps"], "trace_hash": entry["trace_hash"],
+            "id": entry["failure_id"],
+            "verdict": entry["verdict"],
+            "property": entry["property"],
+            "seed": entry["seed"],
+            "seeds": entry["seeds"],
+            "first_bad_step": entry["first_bad_step"],
+            "steps": entry["steps"],
+            "shrunk_steps": entry["shrunk_steps"],
+            "trace_hash": entry["trace_hash"],
         }
         if "shrunk" in detail:
             record["file"] = f"failures/{name}.json"
@@ -74,8 +94,9 @@ def write_failures(store: CampaignStore, distinct: list[dict]) -> list[dict]:
             record["shrunk_verdict"] = detail["shrunk_verdict"]
             record["original_verdict"] = detail["original_verdict"]
             for key, label in (("shrunk", "file"), ("original", "original_file")):
-                atomic_write_json(store.root / record[label],
-                                  _replayable(detail[key], detail[f"{key}_verdict"], entry, key))
+                atomic_write_json(
+                    store.root / record[label], _replayable(detail[key], detail[f"{key}_verdict"], entry, key)
+                )
         elif "trace" in detail:  # a self-driven run (--mode auto): its event log, which validate replays
             record["file"] = f"failures/{name}.events"
             record["original_file"] = None

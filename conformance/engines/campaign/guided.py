@@ -25,6 +25,7 @@ ledger of unguided campaigns, rows with the schedule they ran), so a killed run 
 its round; the parents of a round follow from the rows of the rounds before it, so a rerun picks
 the same ones. ``summary.json`` has the coverage after each round.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from isrcheck.model.alphabet import step_kinds
-
 from isrcheck.conformance.core.lockstep import run_schedule
 from isrcheck.conformance.core.schedule import Schedule
 from isrcheck.conformance.engines.campaign import plan as ranges
@@ -49,20 +48,33 @@ from isrcheck.conformance.engines.campaign.failures import write_failures
 from isrcheck.conformance.engines.campaign.harness import Harness, canonical, load_harness
 from isrcheck.conformance.engines.campaign.session import JobSession
 from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_write_json
+from isrcheck.model.alphabet import step_kinds
 
-GUIDED_SCHEMA = pa.schema(list(ROW_SCHEMA) + [
-    ("round", pa.int32()), ("parents", pa.list_(pa.int64())), ("schedule", pa.string())])
+GUIDED_SCHEMA = pa.schema(
+    list(ROW_SCHEMA) + [("round", pa.int32()), ("parents", pa.list_(pa.int64())), ("schedule", pa.string())]
+)
 FRESH = 0.25  # share of a guided round's seeds that run a fresh random walk instead of a mutant
 FAULTS = ("crash", "fence", "rejoin", "restart", "lose_disk", "drop", "tick", "elect")
 MUTATIONS = ("splice", "insert_fault", "remove_fault", "change_replica", "delay")
-DELIVERIES = ("deliver_leader_and_isr", "handle_fetch", "handle_fetch_response", "handle_alter_partition",
-              "handle_alter_partition_response")
+DELIVERIES = (
+    "deliver_leader_and_isr",
+    "handle_fetch",
+    "handle_fetch_response",
+    "handle_alter_partition",
+    "handle_alter_partition_response",
+)
 
 
-def mutate(rng: random.Random, parents: list[tuple[int, dict]], replicas: int, max_steps: int,
-           weights: list[float] | None = None) -> tuple[list[dict], list[int]]:
+def mutate(
+    rng: random.Random,
+    parents: list[tuple[int, dict]],
+    replicas: int,
+    max_steps: int,
+    weights: list[float] | None = None,
+) -> tuple[list[dict], list[int]]:
     """A child of ``parents`` ((seed, schedule JSON) pairs, drawn by ``weights``, uniformly when
     None): its steps and its parents' seeds."""
+
     def pick():
         return parents[rng.choices(range(len(parents)), weights)[0] if weights else rng.randrange(len(parents))]
 
@@ -78,13 +90,20 @@ def mutate(rng: random.Random, parents: list[tuple[int, dict]], replicas: int, m
             steps.insert(rng.randint(i + 1, len(steps)), steps.pop(i))
         elif how == "splice" and len(parents) > 1:
             b_seed, b = pick()
-            steps = steps[:rng.randint(0, len(steps))] + list(b["steps"])[rng.randint(0, len(b["steps"])):]
+            steps = steps[: rng.randint(0, len(steps))] + list(b["steps"])[rng.randint(0, len(b["steps"])) :]
             used.append(b_seed)
         elif how in ("insert_fault", "delay") or (how == "remove_fault" and not faults) or not with_replica:
-            options = [st.to_json() for kind, kind_steps in step_kinds(replicas) if kind.name in FAULTS
-                       for st in (kind_steps or ())]
-            options += [{"step": "drop", "message": m, "replica": r, "index": 0}
-                        for m in ("fetch_request", "fetch_response", "alter_partition") for r in range(replicas)]
+            options = [
+                st.to_json()
+                for kind, kind_steps in step_kinds(replicas)
+                if kind.name in FAULTS
+                for st in (kind_steps or ())
+            ]
+            options += [
+                {"step": "drop", "message": m, "replica": r, "index": 0}
+                for m in ("fetch_request", "fetch_response", "alter_partition")
+                for r in range(replicas)
+            ]
             steps.insert(rng.randint(0, len(steps)), options[rng.randrange(len(options))])
         elif how == "remove_fault":
             del steps[faults[rng.randrange(len(faults))]]
@@ -155,10 +174,16 @@ class Mutants:
         rng = random.Random(seed)
         first = Schedule.from_json(self.parents[0][1])
         for _ in range(self.tries):
-            child, used = mutate(rng, list(self.parents), first.config.replicas, steps,
-                                 list(self.weights) if self.weights else None)
-            schedule = Schedule(protocol, first.config, tuple(child), name=f"guided-{protocol}-{seed}",
-                                description=f"isrcheck fuzz --guided, seed {seed}, parents {used}")
+            child, used = mutate(
+                rng, list(self.parents), first.config.replicas, steps, list(self.weights) if self.weights else None
+            )
+            schedule = Schedule(
+                protocol,
+                first.config,
+                tuple(child),
+                name=f"guided-{protocol}-{seed}",
+                description=f"isrcheck fuzz --guided, seed {seed}, parents {used}",
+            )
             if within_budget(schedule, faults):
                 break
         else:
@@ -177,11 +202,11 @@ def run_guided_range(spec: TaskSpec, round_: int, mutants: Mutants | None, lo: i
     for seed in range(lo, hi):
         kept: dict = {}
 
-        def walk(seed, protocol, steps, faults="default", config=None, refusals=spec.refusals, sut=None,
-                 swarm=False):
+        def walk(seed, protocol, steps, faults="default", config=None, refusals=spec.refusals, sut=None, swarm=False):
             if mutants is None or mutants.explores(seed):
-                schedule, verdict = base.random_walk(seed, protocol, steps, faults=faults, config=config,
-                                                     refusals=refusals, sut=sut, swarm=swarm)
+                schedule, verdict = base.random_walk(
+                    seed, protocol, steps, faults=faults, config=config, refusals=refusals, sut=sut, swarm=swarm
+                )
                 used = []
             else:
                 schedule, used = mutants.child(seed, protocol, steps, faults)
@@ -192,8 +217,13 @@ def run_guided_range(spec: TaskSpec, round_: int, mutants: Mutants | None, lo: i
         row = run_seed(spec, Harness(walk, base.shrink, base.fault_profiles), seed)
         if kept.get("parents"):  # a mutant: no swarm of its own
             row.update(swarm=None, swarm_features=[])
-        row.update({"round": round_, "parents": kept.get("parents", []),
-                    "schedule": canonical(kept["schedule"]) if kept else None})
+        row.update(
+            {
+                "round": round_,
+                "parents": kept.get("parents", []),
+                "schedule": canonical(kept["schedule"]) if kept else None,
+            }
+        )
         rows.append(row)
     write_part(spec.out, spec.protocol, lo, hi, rows, GUIDED_SCHEMA)
     return {"lo": lo, "hi": hi, "rows": len(rows), "seconds": time.perf_counter() - started}
@@ -205,8 +235,9 @@ def _run_chunks(spec: TaskSpec, round_: int, mutants: Mutants | None, chunks):
             yield run_guided_range(spec, round_, mutants, lo, hi)
 
 
-def run_guided(params, out: str | Path, rounds: int, *, master: str | None = None, spark=None,
-               say=lambda text: None) -> dict:
+def run_guided(
+    params, out: str | Path, rounds: int, *, master: str | None = None, spark=None, say=lambda text: None
+) -> dict:
     """Run (or resume) a guided campaign of ``params.schedules`` seeds in ``rounds`` rounds, on
     ``spark`` (a session the caller owns) or one started for ``master``; returns summary.json's
     content (also written to ``out``)."""
@@ -237,51 +268,111 @@ def run_guided(params, out: str | Path, rounds: int, *, master: str | None = Non
             store.bind({**params.identity(), "round": r})
             store.remove_orphans()
             mutants = corpus.mutants()
-            spec = TaskSpec(out=str(store.root.resolve()), protocol=params.protocol, steps=params.steps,
-                            faults=params.faults, shrink_budget_s=params.shrink_budget_s, sut=params.sut,
-                            refusals=params.refusals, swarm=params.swarm)
+            spec = TaskSpec(
+                out=str(store.root.resolve()),
+                protocol=params.protocol,
+                steps=params.steps,
+                faults=params.faults,
+                shrink_budget_s=params.shrink_budget_s,
+                sut=params.sut,
+                refusals=params.refusals,
+                swarm=params.swarm,
+            )
             done = [(c.lo, c.hi) for c in store.completed()]
             chunks = ranges.plan_tasks((lo, hi), ranges.default_tasks(hi - lo, sc.defaultParallelism, 50), done)
             if chunks:
                 sc.parallelize(chunks, len(chunks)).mapPartitions(partial(_run_chunks, spec, r, mutants)).collect()
             rows = sorted(pq.read_table(store.partition_dir).to_pylist(), key=lambda row: row["seed"])
-            new_parents = sum(corpus.add(row["seed"], row["coverage"],
-                                         json.loads(row["schedule"]) if row["schedule"] else None) for row in rows)
+            new_parents = sum(
+                corpus.add(row["seed"], row["coverage"], json.loads(row["schedule"]) if row["schedule"] else None)
+                for row in rows
+            )
             all_rows += rows
-            growth.append({"round": r, "schedules": len(all_rows), "new_parents": new_parents,
-                           "parents": len(corpus.parents), "distinct_coverage": len(corpus.seen),
-                           "abstract_states": sum(1 for c in corpus.seen if c.startswith("s:")),
-                           "failing": sum(row["verdict"] != "pass" for row in rows)})
-            say(f"round {r}: {hi - lo} schedules, {new_parents} reached something new; "
-                f"{len(corpus.seen)} distinct coverage items")
+            growth.append(
+                {
+                    "round": r,
+                    "schedules": len(all_rows),
+                    "new_parents": new_parents,
+                    "parents": len(corpus.parents),
+                    "distinct_coverage": len(corpus.seen),
+                    "abstract_states": sum(1 for c in corpus.seen if c.startswith("s:")),
+                    "failing": sum(row["verdict"] != "pass" for row in rows),
+                }
+            )
+            say(
+                f"round {r}: {hi - lo} schedules, {new_parents} reached something new; "
+                f"{len(corpus.seen)} distinct coverage items"
+            )
         seconds, master_url, parallelism = time.perf_counter() - t0, sc.master, sc.defaultParallelism
     counts = Counter(row["failure_id"] for row in all_rows if row["failure_id"])
     firsts = {}
     for row in all_rows:
         if row["failure_id"] and row["failure_id"] not in firsts:
-            firsts[row["failure_id"]] = {**{k: row[k] for k in ("failure_id", "verdict", "property", "seed",
-                                                              "first_bad_step", "steps", "shrunk_steps",
-                                                              "trace_hash")},
-                                         "seeds": counts[row["failure_id"]], "failure": json.loads(row["failure"])}
+            firsts[row["failure_id"]] = {
+                **{
+                    k: row[k]
+                    for k in (
+                        "failure_id",
+                        "verdict",
+                        "property",
+                        "seed",
+                        "first_bad_step",
+                        "steps",
+                        "shrunk_steps",
+                        "trace_hash",
+                    )
+                },
+                "seeds": counts[row["failure_id"]],
+                "failure": json.loads(row["failure"]),
+            }
     failures = write_failures(top, list(firsts.values()))
     features: dict = {}
     for row in all_rows:
         for f in row["swarm_features"]:
             n, bad = features.get(f, (0, 0))
             features[f] = (n + 1, bad + (row["verdict"] != "pass"))
-    summary = {**params.identity(), "guided": True, "rounds": rounds, "shrink_budget_s": params.shrink_budget_s,
-               "swarm": swarm_summary(params.swarm, dict(sorted(features.items()))),
-               "by_verdict": dict(sorted(Counter(row["verdict"] for row in all_rows).items())),
-               "violated": dict(sorted(Counter(p for row in all_rows if row["verdict"] == "violation"
-                                               for p in [row["property"], *row["also"]]).items())),
-               "budgets": budget_counts(len(all_rows), Counter(p for row in all_rows for p in row["outside_budget"]),
-                                        Counter(p for row in all_rows for p in row["beyond_budget"])),
-               "failing_schedules": sum(row["verdict"] != "pass" for row in all_rows),
-               "distinct_failures": len(failures),
-               "failures": [{k: f[k] for k in ("id", "verdict", "property", "seed", "seeds", "first_bad_step",
-                                               "steps", "shrunk_steps", "file", "original_file")} for f in failures],
-               "coverage_growth": growth, "distinct_coverage": len(corpus.seen),
-               "run": {"seconds": round(seconds, 3), "master": master_url, "parallelism": parallelism}}
+    summary = {
+        **params.identity(),
+        "guided": True,
+        "rounds": rounds,
+        "shrink_budget_s": params.shrink_budget_s,
+        "swarm": swarm_summary(params.swarm, dict(sorted(features.items()))),
+        "by_verdict": dict(sorted(Counter(row["verdict"] for row in all_rows).items())),
+        "violated": dict(
+            sorted(
+                Counter(
+                    p for row in all_rows if row["verdict"] == "violation" for p in [row["property"], *row["also"]]
+                ).items()
+            )
+        ),
+        "budgets": budget_counts(
+            len(all_rows),
+            Counter(p for row in all_rows for p in row["outside_budget"]),
+            Counter(p for row in all_rows for p in row["beyond_budget"]),
+        ),
+        "failing_schedules": sum(row["verdict"] != "pass" for row in all_rows),
+        "distinct_failures": len(failures),
+        "failures": [
+            {
+                k: f[k]
+                for k in (
+                    "id",
+                    "verdict",
+                    "property",
+                    "seed",
+                    "seeds",
+                    "first_bad_step",
+                    "steps",
+                    "shrunk_steps",
+                    "file",
+                    "original_file",
+                )
+            }
+            for f in failures
+        ],
+        "coverage_growth": growth,
+        "distinct_coverage": len(corpus.seen),
+        "run": {"seconds": round(seconds, 3), "master": master_url, "parallelism": parallelism},
+    }
     atomic_write_json(top.summary_path, summary)
     return summary
-

@@ -1,4 +1,5 @@
 """The conformance harness as the campaign sees it: a seeded random walk and a shrinker."""
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,8 @@ class HarnessUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class Harness:
-    """``random_walk(seed, protocol, steps, faults=..., config=None, refusals=..., sut=...[, swarm=True]) -> (Schedule, Verdict)``
+    """``random_walk(seed, protocol, steps, faults=..., config=None, refusals=..., sut=...[, swarm=True]) ->
+    (Schedule, Verdict)``
     and ``shrink(schedule, verdict, time_budget_s=..., sut=...) -> (Schedule, Verdict)``; ``sut`` is the
     campaign's system under test (a ``core.sut_spec.SutSpec``, or None for the in-process simulation)."""
 
@@ -33,8 +35,7 @@ def load_harness() -> Harness:
             found[name] = getattr(conformance, name)
         except (AttributeError, ImportError) as exc:
             if name != "FAULT_PROFILES":
-                raise HarnessUnavailable(
-                    f"the conformance harness does not provide {name}: {exc}") from None
+                raise HarnessUnavailable(f"the conformance harness does not provide {name}: {exc}") from None
     profiles = found.get("FAULT_PROFILES") or {}
     return Harness(found["random_walk"], found["shrink"], tuple(sorted(profiles)))
 

@@ -5,6 +5,7 @@ is already done: rerunning a killed campaign plans the very same seed ranges, so
 task of the killed run that still finishes writes the same file name with the same rows as its
 replacement, instead of an overlapping range.
 """
+
 from __future__ import annotations
 
 from isrcheck.conformance.vocabulary import Number

@@ -1,13 +1,14 @@
 """The driver's live progress: schedules done, from the ledger markers executors write as
 each seed range completes, and running tasks from Spark's StatusTracker."""
+
 from __future__ import annotations
 
 import threading
 
 from rich.console import Console
 
-from isrcheck.conformance.progress import Progress
 from isrcheck.conformance.engines.campaign.store import CampaignStore
+from isrcheck.conformance.progress import Progress
 
 
 def done_within(store: CampaignStore, todo: list[tuple[int, int]]) -> int:
@@ -29,8 +30,16 @@ def running_tasks(sc) -> int:
     return active
 
 
-def follow(job: threading.Thread, sc, store: CampaignStore, todo: list[tuple[int, int]],
-           console: Console, enabled: bool, interval_s: float = 0.5, label: str = "fuzz") -> None:
+def follow(
+    job: threading.Thread,
+    sc,
+    store: CampaignStore,
+    todo: list[tuple[int, int]],
+    console: Console,
+    enabled: bool,
+    interval_s: float = 0.5,
+    label: str = "fuzz",
+) -> None:
     """Report progress until ``job`` finishes: a bar on a terminal, a line at most every 10 s
     in a log (``isrcheck.conformance.progress``); nothing when not ``enabled``."""
     total = sum(hi - lo for lo, hi in todo)

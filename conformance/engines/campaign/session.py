@@ -2,6 +2,7 @@
 default, a cluster via --master, or the session spark-submit already configured. Java or Spark
 problems become SparkUnavailable, bad input with a one-line reason instead of a JVM stack trace.
 ``JobSession`` is how every engine gets its session and gives it back."""
+
 from __future__ import annotations
 
 import os
@@ -35,20 +36,22 @@ def find_java() -> str | None:
 # Thread, failure and worker counts are at least 1: Spark refuses local[0] only once started.
 _N = r"[1-9]\d{0,5}"
 _HOST = r"[A-Za-z0-9._-]+|\[[0-9A-Fa-f:]+\]"
-_MASTER = re.compile(rf"^(local(\[(\*|{_N})(,{_N})?\])?|local-cluster\[{_N},{_N},{_N}\]|yarn"
-                     rf"|spark://({_HOST})(:\d+)?(,({_HOST})(:\d+)?)*|k8s://\S+)$")
+_MASTER = re.compile(
+    rf"^(local(\[(\*|{_N})(,{_N})?\])?|local-cluster\[{_N},{_N},{_N}\]|yarn"
+    rf"|spark://({_HOST})(:\d+)?(,({_HOST})(:\d+)?)*|k8s://\S+)$"
+)
 _PORT = re.compile(r":(\d+)(?=,|$)")
 
 
 def check_master(master: str) -> None:
     """Reject a malformed master URL here: Spark would answer only after starting a JVM, with a
     stack trace."""
-    bad_port = master.startswith("spark://") and any(
-        not 1 <= int(port) <= 65535 for port in _PORT.findall(master))
+    bad_port = master.startswith("spark://") and any(not 1 <= int(port) <= 65535 for port in _PORT.findall(master))
     if bad_port or not _MASTER.match(master):
         raise SparkUnavailable(
             f"--master {master!r} is not a Spark master URL (local, local[N] or local[N,F] with "
-            "N, F >= 1, local[*], spark://host:7077, yarn, k8s://https://host:443)")
+            "N, F >= 1, local[*], spark://host:7077, yarn, k8s://https://host:443)"
+        )
 
 
 def start_spark(master: str | None, app_name: str = "isrcheck-fuzz", shuffle_partitions: int = 8):
@@ -57,8 +60,11 @@ def start_spark(master: str | None, app_name: str = "isrcheck-fuzz", shuffle_par
         check_master(master)
     if not under_spark_submit():
         if find_java() is None:
-            where = f"JAVA_HOME={os.environ['JAVA_HOME']} has no bin/java" \
-                if os.environ.get("JAVA_HOME") else "no `java` on PATH and JAVA_HOME is not set"
+            where = (
+                f"JAVA_HOME={os.environ['JAVA_HOME']} has no bin/java"
+                if os.environ.get("JAVA_HOME")
+                else "no `java` on PATH and JAVA_HOME is not set"
+            )
             raise SparkUnavailable(f"Spark needs Java 17 or newer: {where}")
     # Executors must run the same interpreter, so they import the isrcheck installed here.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -72,20 +78,19 @@ def start_spark(master: str | None, app_name: str = "isrcheck-fuzz", shuffle_par
         builder = builder.master(master)
     elif not under_spark_submit():
         builder = builder.master("local[*]")
-    builder = (builder
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-               .config("spark.python.worker.reuse", "true")
-               .config("spark.driver.extraJavaOptions",
-                       f"-Dlog4j2.configurationFile={LOG4J_CONFIG}"))
+    builder = (
+        builder.config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J_CONFIG}")
+    )
     try:
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
     except Exception as exc:  # Py4J / PySpark errors carry JVM traces; keep the first line
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SparkUnavailable(f"Spark did not start (master {master or 'local[*]'}): {first}") \
-            from None
+        raise SparkUnavailable(f"Spark did not start (master {master or 'local[*]'}): {first}") from None
     return spark
 
 

@@ -18,6 +18,7 @@ The directory belongs to one campaign (``campaign.json``: protocol, seed range, 
 a command asking for another is refused before anything is written, so the failures and the
 summary already there always describe the seeds the directory holds.
 """
+
 from __future__ import annotations
 
 import json
@@ -104,14 +105,15 @@ class CampaignStore:
                 raise ValueError(f"{self.identity_path} is unreadable: {exc}") from None
             missing = [k for k in wanted if k not in have]
             if missing:  # a campaign.json of an older isrcheck: compare what its summary says
-                have = {**{k: v for k, v in self._recorded_by_summary().items() if k in missing},
-                        **have}
+                have = {**{k: v for k, v in self._recorded_by_summary().items() if k in missing}, **have}
             for key in [k for k in wanted if k in have] + [k for k in have if k not in wanted]:
                 if have.get(key) != wanted.get(key):
                     option = "format" if key == "format" else f"--{key}"
-                    raise ValueError(f"--out {self.root} was made with {option} {have.get(key)}, not "
-                                     f"{wanted.get(key)}; rerun with the same options to resume, "
-                                     "or use another --out")
+                    raise ValueError(
+                        f"--out {self.root} was made with {option} {have.get(key)}, not "
+                        f"{wanted.get(key)}; rerun with the same options to resume, "
+                        "or use another --out"
+                    )
             if missing:  # record the rest, so later runs compare all of it
                 atomic_write_json(self.identity_path, {**wanted, **have})
             return
@@ -138,9 +140,16 @@ class CampaignStore:
 
     def record_completed(self, lo: int, hi: int, rows: int, failures: int) -> None:
         """Mark [lo, hi) done; called only after its Parquet file was renamed into place."""
-        atomic_write_json(self.marker_path(lo, hi),
-                          {"lo": lo, "hi": hi, "rows": rows, "failures": failures,
-                           "file": str(self.part_path(lo, hi).relative_to(self.root))})
+        atomic_write_json(
+            self.marker_path(lo, hi),
+            {
+                "lo": lo,
+                "hi": hi,
+                "rows": rows,
+                "failures": failures,
+                "file": str(self.part_path(lo, hi).relative_to(self.root)),
+            },
+        )
 
     def completed(self) -> list[Completed]:
         """Completed ranges, sorted; a marker without its Parquet file does not count."""

@@ -5,6 +5,7 @@ The plan depends only on the protocol, config and scope, so a rerun after a kill
 schedules, numbered the same, and runs only the index ranges with no completion marker (the fuzz
 campaign's store and ledger: ``campaign.store``).
 """
+
 from __future__ import annotations
 
 import threading
@@ -17,8 +18,6 @@ from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
-from isrcheck.model import ModelConfig, Scope
-
 from isrcheck.conformance.engines.campaign import plan as ranges
 from isrcheck.conformance.engines.campaign.aggregate import budget_counts
 from isrcheck.conformance.engines.campaign.driver import _first_python_error
@@ -28,6 +27,7 @@ from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_wr
 from isrcheck.conformance.engines.cover.executor import CoverSpec, failure_entry, run_chunks
 from isrcheck.conformance.engines.cover.graph import build_graph
 from isrcheck.conformance.engines.cover.paths import plan_cover
+from isrcheck.model import ModelConfig, Scope
 
 if TYPE_CHECKING:
     from isrcheck.conformance.core.sut_spec import SutSpec
@@ -45,14 +45,22 @@ class CoverResult:
 
 
 def identity(config: ModelConfig, scope: Scope, sut: SutSpec | None = None) -> dict:
-    ident = {"command": "cover", "protocol": config.protocol, "config": config.to_schedule(),
-             "scope": scope.to_json()}
+    ident = {"command": "cover", "protocol": config.protocol, "config": config.to_schedule(), "scope": scope.to_json()}
     return ident if sut is None else {**ident, "sut": sut.command}
 
 
-def run_cover(config: ModelConfig, scope: Scope, out: str | Path, *, master: str | None = None,
-              spark=None, partitions: int | None = None, shrink_budget_s: float = 10.0,
-              sut: SutSpec | None = None, say=lambda text: None) -> CoverResult:
+def run_cover(
+    config: ModelConfig,
+    scope: Scope,
+    out: str | Path,
+    *,
+    master: str | None = None,
+    spark=None,
+    partitions: int | None = None,
+    shrink_budget_s: float = 10.0,
+    sut: SutSpec | None = None,
+    say=lambda text: None,
+) -> CoverResult:
     """Run (or resume) the cover in ``out`` on ``sut`` (None: the in-process simulation), on
     ``spark`` (a session the caller owns) or one started for ``master``."""
     wall = time.perf_counter()
@@ -77,10 +85,18 @@ def run_cover(config: ModelConfig, scope: Scope, out: str | Path, *, master: str
         sc = session.get().sparkContext
         parallelism = sc.defaultParallelism
         tasks = partitions or ranges.default_tasks(n, parallelism, per_task=100)
-        chunks = [[(lo, hi, plan.schedules[lo:hi]) for lo, hi in chunk]
-                  for chunk in ranges.plan_tasks((0, n), tasks, done)]
-        spec = CoverSpec(str(Path(out).resolve()), config.protocol, config.to_schedule(),
-                         tuple(st.to_json() for st in plan.vocabulary), shrink_budget_s, sut, scope.disk_faults)
+        chunks = [
+            [(lo, hi, plan.schedules[lo:hi]) for lo, hi in chunk] for chunk in ranges.plan_tasks((0, n), tasks, done)
+        ]
+        spec = CoverSpec(
+            str(Path(out).resolve()),
+            config.protocol,
+            config.to_schedule(),
+            tuple(st.to_json() for st in plan.vocabulary),
+            shrink_budget_s,
+            sut,
+            scope.disk_faults,
+        )
         t1 = time.perf_counter()
         reports = _run_job(sc, spec, chunks) if chunks else []
         job_seconds = time.perf_counter() - t1
@@ -100,24 +116,55 @@ def run_cover(config: ModelConfig, scope: Scope, out: str | Path, *, master: str
     edges_now = sum(rep["edges_run"] for rep in reports)
     by_verdict = dict(sorted(Counter(r["verdict"] for r in rows).items()))
     summary = {
-        "protocol": config.protocol, "config": config.to_schedule(), "scope": scope.to_json(),
-        "states": len(graph.states), "states_covered": sum(r["states_run"] for r in rows),
-        "edges": graph.edges, "edges_covered": edges_run,
-        "refusals": plan.refusals, "refusals_covered": refusals_run,
-        "schedules": n, "planned_steps": plan.steps, "prefix_steps": plan.prefix_steps,
+        "protocol": config.protocol,
+        "config": config.to_schedule(),
+        "scope": scope.to_json(),
+        "states": len(graph.states),
+        "states_covered": sum(r["states_run"] for r in rows),
+        "edges": graph.edges,
+        "edges_covered": edges_run,
+        "refusals": plan.refusals,
+        "refusals_covered": refusals_run,
+        "schedules": n,
+        "planned_steps": plan.steps,
+        "prefix_steps": plan.prefix_steps,
         "steps_run": sum(r["steps"] for r in rows),
-        "by_verdict": by_verdict, "distinct_failures": len(failures),
-        "budgets": budget_counts(n, Counter(p for r in rows for p in r["outside_budget"]),
-                                 Counter(p for r in rows for p in r["beyond_budget"])),
-        "failures": [{k: f[k] for k in ("id", "verdict", "property", "seed", "seeds", "first_bad_step",
-                                        "steps", "shrunk_steps", "file", "original_file")} for f in failures],
+        "by_verdict": by_verdict,
+        "distinct_failures": len(failures),
+        "budgets": budget_counts(
+            n,
+            Counter(p for r in rows for p in r["outside_budget"]),
+            Counter(p for r in rows for p in r["beyond_budget"]),
+        ),
+        "failures": [
+            {
+                k: f[k]
+                for k in (
+                    "id",
+                    "verdict",
+                    "property",
+                    "seed",
+                    "seeds",
+                    "first_bad_step",
+                    "steps",
+                    "shrunk_steps",
+                    "file",
+                    "original_file",
+                )
+            }
+            for f in failures
+        ],
         "run": {
-            "explore_seconds": round(graph.seconds, 3), "plan_seconds": round(plan_seconds, 3),
-            "executed": todo, "skipped_completed": n - todo, "tasks": len(chunks),
+            "explore_seconds": round(graph.seconds, 3),
+            "plan_seconds": round(plan_seconds, 3),
+            "executed": todo,
+            "skipped_completed": n - todo,
+            "tasks": len(chunks),
             "job_seconds": round(job_seconds, 3),
             "edges_per_s": round(edges_now / job_seconds, 1) if edges_now and job_seconds > 0 else None,
             "steps_per_s": round(sum(r["steps"] for r in rows) / job_seconds, 1) if todo and job_seconds > 0 else None,
-            "wall_time_s": round(time.perf_counter() - wall, 3), "master": master_url,
+            "wall_time_s": round(time.perf_counter() - wall, 3),
+            "master": master_url,
             "parallelism": parallelism,
         },
     }
@@ -131,8 +178,7 @@ def _run_job(sc, spec: CoverSpec, chunks) -> list[dict]:
 
     def job() -> None:
         try:
-            outcome["reports"] = sc.parallelize(chunks, len(chunks)).mapPartitions(
-                partial(run_chunks, spec)).collect()
+            outcome["reports"] = sc.parallelize(chunks, len(chunks)).mapPartitions(partial(run_chunks, spec)).collect()
         except BaseException as exc:  # re-raised on the calling thread
             outcome["error"] = exc
 

@@ -7,6 +7,7 @@ representative; an edge is one transition of ``successors``: one step, or a whol
 with the explorer's ``fetch_rounds``. Per node the graph also keeps its parent in the
 breadth-first tree, so a shortest path from the initial state to any node is at hand.
 """
+
 from __future__ import annotations
 
 import time
@@ -22,12 +23,12 @@ from isrcheck.model.losses import last_replica_standing
 class StateGraph:
     config: ModelConfig
     scope: Scope
-    states: list            # node -> its representative State
-    keys: dict              # state key -> node
-    out: list[list[int]]    # node -> its edges, in the explorer's order
+    states: list  # node -> its representative State
+    keys: dict  # state key -> node
+    out: list[list[int]]  # node -> its edges, in the explorer's order
     edge_steps: list[tuple[Step, ...]]  # edge -> its steps
-    edge_target: array      # edge -> target node
-    parent_edge: array      # node -> the edge of the breadth-first tree that reached it (-1: root)
+    edge_target: array  # edge -> target node
+    parent_edge: array  # node -> the edge of the breadth-first tree that reached it (-1: root)
     seconds: float
 
     @property
@@ -84,5 +85,6 @@ def build_graph(config: ModelConfig, scope: Scope, max_states: int | None = None
             edge_target.append(target)
         out.append(mine)
         n += 1
-    return StateGraph(config, scope, states, keys, out, edge_steps, edge_target, parent_edge,
-                      time.perf_counter() - start)
+    return StateGraph(
+        config, scope, states, keys, out, edge_steps, edge_target, parent_edge, time.perf_counter() - start
+    )

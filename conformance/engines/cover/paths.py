@@ -16,15 +16,15 @@ refused there, or that lands elsewhere, is deferred: after the depth-first sched
 deferred edge gets a schedule of its own along the breadth-first tree, which reproduces its
 source's representative state exactly.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from isrcheck.conformance.engines.cover.graph import StateGraph
+from isrcheck.conformance.generators.refusals import refused_steps
 from isrcheck.model import Step, StepRefused, apply, enabled
 from isrcheck.model.explorer import state_key
-
-from isrcheck.conformance.generators.refusals import refused_steps
-from isrcheck.conformance.engines.cover.graph import StateGraph
 
 MAX_STEPS = 300  # planned steps of one schedule (refused steps tried come on top)
 
@@ -39,18 +39,18 @@ class CoverSchedule:
     edge_ends: tuple[int, ...]
     refusal_points: tuple[int, ...]
     refusals: int  # refused steps planned at those points (the executor enumerates them itself)
-    prefix: int    # steps of the shortest path replayed before its first new edge
+    prefix: int  # steps of the shortest path replayed before its first new edge
 
 
 @dataclass
 class CoverPlan:
     vocabulary: list[Step]
     schedules: list[CoverSchedule]
-    edges: int          # edges of the graph
+    edges: int  # edges of the graph
     edges_planned: int  # edges the schedules take on their target
     nodes_reached: int
-    refusals: int       # (node, refused step) pairs the schedules try
-    steps: int          # planned steps, refused ones left out
+    refusals: int  # (node, refused step) pairs the schedules try
+    steps: int  # planned steps, refused ones left out
 
     @property
     def prefix_steps(self) -> int:
@@ -58,10 +58,15 @@ class CoverPlan:
         return sum(s.prefix for s in self.schedules)
 
     def to_json(self) -> dict:
-        return {"schedules": len(self.schedules), "steps": self.steps, "prefix_steps": self.prefix_steps,
-                "edges": self.edges,
-                "edges_planned": self.edges_planned, "nodes_reached": self.nodes_reached,
-                "refusals": self.refusals}
+        return {
+            "schedules": len(self.schedules),
+            "steps": self.steps,
+            "prefix_steps": self.prefix_steps,
+            "edges": self.edges,
+            "edges_planned": self.edges_planned,
+            "nodes_reached": self.nodes_reached,
+            "refusals": self.refusals,
+        }
 
 
 def plan_cover(graph: StateGraph, max_steps: int = MAX_STEPS) -> CoverPlan:
@@ -152,5 +157,6 @@ def plan_cover(graph: StateGraph, max_steps: int = MAX_STEPS) -> CoverPlan:
         totals["edges"] += len(ends)
         totals["refusals"] += refusals
         totals["steps"] += len(steps)
-    return CoverPlan(vocabulary, schedules, graph.edges, totals["edges"], sum(reached),
-                     totals["refusals"], totals["steps"])
+    return CoverPlan(
+        vocabulary, schedules, graph.edges, totals["edges"], sum(reached), totals["refusals"], totals["steps"]
+    )

@@ -15,6 +15,7 @@
 ``ClusterChoice``, which names the variant the cluster implements (Kafka 4.x with ELR: kip-966;
 without: kip-903) and makes a driver per repetition.
 """
+
 from __future__ import annotations
 
 import re
@@ -46,10 +47,10 @@ def _own_request(api_key: int) -> str | None:
 
 @dataclass(frozen=True)
 class ClusterChoice:
-    kind: str                 # "isrcheck" or "kafka"
+    kind: str  # "isrcheck" or "kafka"
     protocol: str | None = None
     version: str | None = None
-    elr: bool | None = None   # Kafka: None the release's default
+    elr: bool | None = None  # Kafka: None the release's default
     kafka_home: str | None = None
 
     def variant(self, elr: bool | None = None) -> str:
@@ -98,8 +99,12 @@ def parse_cluster(text: str, elr: str | None = None, kafka_home: str | None = No
     if name == "kafka":
         from isrcheck.conformance.engines.apache.distribution import DEFAULT_VERSION, check_version
 
-        return ClusterChoice("kafka", version=check_version(rest) if rest else DEFAULT_VERSION,
-                             elr=None if elr is None else elr == "on", kafka_home=kafka_home)
+        return ClusterChoice(
+            "kafka",
+            version=check_version(rest) if rest else DEFAULT_VERSION,
+            elr=None if elr is None else elr == "on",
+            kafka_home=kafka_home,
+        )
     raise UsageError(f"--cluster {text!r}: expected isrcheck, isrcheck:PROTOCOL or kafka:VERSION (e.g. kafka:4.0.2)")
 
 
@@ -153,8 +158,11 @@ class ClusterDriver:
     def requests_state(self, state: str, nodes: list[int]) -> bool:
         """``held``: each node's holds kept a request back; ``delivered``: a request each node's
         released holds kept reached the controller since the release (spec's module docstring)."""
+
         def one(node: int) -> bool:
-            holds = [key for key, status in self.holds.items() if key[0] == node and (status == HOLDING) == (state == "held")]
+            holds = [
+                key for key, status in self.holds.items() if key[0] == node and (status == HOLDING) == (state == "held")
+            ]
             return any(self._counts(*key)[0 if state == "held" else 1] > 0 for key in holds)
 
         return bool(nodes) and all(one(n) for n in nodes)
@@ -173,8 +181,16 @@ class OwnDriver(ClusterDriver):
 
         config = {} if self.spec.flush_messages is None else {"flush_messages": self.spec.flush_messages}
         self.cluster, self.bootstrap = own_cluster(
-            self.protocol, self.spec.brokers, self.spec.min_insync_replicas, self.spec.unclean_election,
-            [(TOPIC, 1)], self.folder / "cluster", None, self.say, **config)
+            self.protocol,
+            self.spec.brokers,
+            self.spec.min_insync_replicas,
+            self.spec.unclean_election,
+            [(TOPIC, 1)],
+            self.folder / "cluster",
+            None,
+            self.say,
+            **config,
+        )
         self.controller = CONTROLLER_ID
 
     def addresses(self) -> list[str]:
@@ -233,19 +249,32 @@ class OwnDriver(ClusterDriver):
 
 class ApacheDriver(ClusterDriver):
     def __init__(self, choice: ClusterChoice, spec, folder: Path, kinds: set[str], say) -> None:
-        from isrcheck.conformance.engines.apache.cluster import CONTROLLER_ID, KafkaCluster, KafkaSettings, \
-            free_port_base
+        from isrcheck.conformance.engines.apache.cluster import (
+            CONTROLLER_ID,
+            KafkaCluster,
+            KafkaSettings,
+            free_port_base,
+        )
         from isrcheck.conformance.engines.apache.distribution import distribution
 
         dist = distribution(choice.version, choice.kafka_home, say=say)
         settings = KafkaSettings(
-            brokers=spec.brokers, port=free_port_base(spec.brokers + 1), elr=choice.effective_elr(spec.elr),
-            min_insync_replicas=spec.min_insync_replicas, unclean_election=spec.unclean_election,
-            flush_messages=spec.flush_messages, topics=[(TOPIC, 1)],
+            brokers=spec.brokers,
+            port=free_port_base(spec.brokers + 1),
+            elr=choice.effective_elr(spec.elr),
+            min_insync_replicas=spec.min_insync_replicas,
+            unclean_election=spec.unclean_election,
+            flush_messages=spec.flush_messages,
+            topics=[(TOPIC, 1)],
             # fast enough for a plan: a broker down is fenced in 3 s, a follower stuck leaves the ISR in 5 s
-            replica_lag_time_max_ms=5_000, broker_session_timeout_ms=3_000, broker_heartbeat_interval_ms=500,
-            network="netns" if NETWORK_STEPS & kinds else "loopback", lazyfs=bool({"power"} & kinds),
-            heap="384m", extra={"leader.imbalance.check.interval.seconds": 3600})
+            replica_lag_time_max_ms=5_000,
+            broker_session_timeout_ms=3_000,
+            broker_heartbeat_interval_ms=500,
+            network="netns" if NETWORK_STEPS & kinds else "loopback",
+            lazyfs=bool({"power"} & kinds),
+            heap="384m",
+            extra={"leader.imbalance.check.interval.seconds": 3600},
+        )
         self.cluster = KafkaCluster(settings, folder / "cluster", dist, say=say)
         self.brokers, self.controller = list(self.cluster.brokers), CONTROLLER_ID
         self.bootstrap = self.cluster.bootstrap
@@ -327,8 +356,11 @@ class ApacheDriver(ClusterDriver):
         reasons = []
         for log in sorted(self.cluster.controller.logs.glob("*.log")):
             with open(log, encoding="utf-8", errors="replace") as f:
-                reasons += [_REASON.search(line)[1] for line in f
-                            if "Rejecting AlterPartition" in line and f" for {TOPIC}-0 because " in line]
+                reasons += [
+                    _REASON.search(line)[1]
+                    for line in f
+                    if "Rejecting AlterPartition" in line and f" for {TOPIC}-0 because " in line
+                ]
         found = list(dict.fromkeys(reasons))
         return {"alter_partition_rejected": found} if found else {}
 

@@ -13,6 +13,7 @@ wait's state came within its timeout, every hold held); it *agrees* when its out
 predicted ones. An experiment agrees when at least one repetition reached its state and every one
 that reached it agrees; it disagrees when one that reached it does not; else it was not reached.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,7 +40,7 @@ class Repetition:
     reached: bool = False
     missed: str | None = None
     outcomes: tuple[str, ...] = ()
-    anomalies: dict = field(default_factory=dict)   # name -> first instances (ops, explanation)
+    anomalies: dict = field(default_factory=dict)  # name -> first instances (ops, explanation)
     steps: list = field(default_factory=list)
     produced: list = field(default_factory=list)
     final_read: bool = False
@@ -51,10 +52,20 @@ class Repetition:
         return set(self.outcomes) == set(prediction.outcomes)
 
     def to_json(self, prediction: Prediction) -> dict:
-        return {"index": self.index, "reached": self.reached, "missed": self.missed, "outcomes": list(self.outcomes),
-                "agrees": self.agrees(prediction), "anomalies": self.anomalies, "final_read": self.final_read,
-                "produced": self.produced, "steps": self.steps, "seconds": round(self.seconds, 2),
-                "folder": self.folder, "cluster": self.cluster}
+        return {
+            "index": self.index,
+            "reached": self.reached,
+            "missed": self.missed,
+            "outcomes": list(self.outcomes),
+            "agrees": self.agrees(prediction),
+            "anomalies": self.anomalies,
+            "final_read": self.final_read,
+            "produced": self.produced,
+            "steps": self.steps,
+            "seconds": round(self.seconds, 2),
+            "folder": self.folder,
+            "cluster": self.cluster,
+        }
 
 
 @dataclass
@@ -80,27 +91,37 @@ class ExperimentResult:
         return AGREE if self.reached else NOT_REACHED
 
     def to_json(self) -> dict:
-        return {"experiment": self.experiment.name, "file": str(self.experiment.path),
-                "schedule": str(self.experiment.schedule), "cluster": self.cluster,
-                "prediction": self.prediction.to_json(), "reached": self.reached, "predicted": self.predicted,
-                "repetitions": [r.to_json(self.prediction) for r in self.repetitions], "verdict": self.verdict}
+        return {
+            "experiment": self.experiment.name,
+            "file": str(self.experiment.path),
+            "schedule": str(self.experiment.schedule),
+            "cluster": self.cluster,
+            "prediction": self.prediction.to_json(),
+            "reached": self.reached,
+            "predicted": self.predicted,
+            "repetitions": [r.to_json(self.prediction) for r in self.repetitions],
+            "verdict": self.verdict,
+        }
 
 
 def kinds_of(experiment: Experiment) -> set[str]:
     return {step.do for step in experiment.plan}
 
 
-def run_experiment(experiment: Experiment, choice: ClusterChoice, repeat: int, directory: Path,
-                   say=lambda line: None) -> ExperimentResult:
+def run_experiment(
+    experiment: Experiment, choice: ClusterChoice, repeat: int, directory: Path, say=lambda line: None
+) -> ExperimentResult:
     prediction = predict(experiment, choice.variant(experiment.cluster.elr), choice.unclean_shutdown_detection)
     result = ExperimentResult(experiment, choice.label(experiment.cluster.elr), prediction)
     for k in range(repeat):
         folder = Path(directory) / experiment.name / f"rep-{k}"
         say(f"{experiment.name} on {result.cluster}: repetition {k + 1}/{repeat} ({folder})")
         result.repetitions.append(run_repetition(experiment, choice, k, folder, say))
-        say(f"  -> {'reached' if result.repetitions[-1].reached else 'NOT reached'}; outcomes "
+        say(
+            f"  -> {'reached' if result.repetitions[-1].reached else 'NOT reached'}; outcomes "
             f"{', '.join(result.repetitions[-1].outcomes) or 'none'} (predicted "
-            f"{', '.join(prediction.outcomes) or 'none'})")
+            f"{', '.join(prediction.outcomes) or 'none'})"
+        )
     return result
 
 
@@ -119,8 +140,17 @@ def run_repetition(experiment: Experiment, choice: ClusterChoice, index: int, fo
         rep.cluster = driver.describe()
         with open(folder / "history.jsonl", "w", encoding="utf-8") as out:
             history = History(out)
-            workload = Workload(driver.bootstrap, TOPIC, 1, history, index, producers=0, consumers=0,
-                                send_timeout_ms=60_000, client_log=client_log(folder))
+            workload = Workload(
+                driver.bootstrap,
+                TOPIC,
+                1,
+                history,
+                index,
+                producers=0,
+                consumers=0,
+                send_timeout_ms=60_000,
+                client_log=client_log(folder),
+            )
             runner = PlanRunner(driver, workload, say)
             try:
                 runner.run(experiment.plan)

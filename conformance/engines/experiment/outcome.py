@@ -15,6 +15,7 @@ soak checker's anomalies and the plan's produce steps.
 * ``anomaly:NAME``: any other anomaly of the checker (a duplicate, an aborted read, an unexpected
   record): promised under every fault, so never predicted.
 """
+
 from __future__ import annotations
 
 from isrcheck.conformance.engines.soak.budget import DURABILITY_ANOMALIES
@@ -43,8 +44,7 @@ def outcomes(anomalies: dict, produced: list[dict]) -> tuple[str, ...]:
     refused = [p for p in produced if p["ok"] == 0]
     if any(p["errors"] and all(NOT_ENOUGH_REPLICAS in e for e in p["errors"]) and not p["info"] for p in refused):
         out.append("not-enough-replicas")
-    if any(not (p["errors"] and all(NOT_ENOUGH_REPLICAS in e for e in p["errors"]) and not p["info"])
-           for p in refused):
+    if any(not (p["errors"] and all(NOT_ENOUGH_REPLICAS in e for e in p["errors"]) and not p["info"]) for p in refused):
         out.append("unavailable")
     out += [f"anomaly:{name}" for name in sorted(found - DURABILITY_ANOMALIES)]
     return tuple(out)
@@ -53,8 +53,11 @@ def outcomes(anomalies: dict, produced: list[dict]) -> tuple[str, ...]:
 def operations(anomalies: dict, limit: int = 3) -> dict[str, list[dict]]:
     """Each anomaly's first instances: the operations (history indexes) that prove it and the
     checker's explanation."""
-    return {name: [{"ops": i.get("ops", []), "explanation": i.get("explanation", "")} for i in instances[:limit]]
-            for name, instances in anomalies.items() if instances and name not in INFORMATIONAL}
+    return {
+        name: [{"ops": i.get("ops", []), "explanation": i.get("explanation", "")} for i in instances[:limit]]
+        for name, instances in anomalies.items()
+        if instances and name not in INFORMATIONAL
+    }
 
 
 __all__ = ["judged", "outcomes", "operations"]

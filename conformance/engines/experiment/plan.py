@@ -8,6 +8,7 @@ nobody (no leader to kill) ends the plan there: the repetition did not reach the
 experiment aims at (``reached`` False, ``missed`` says where). ``settle()`` then brings every broker
 back (heal, resume, restart) and waits until the partition has a leader, for the final read.
 """
+
 from __future__ import annotations
 
 import time
@@ -29,7 +30,9 @@ class Missed(Exception):
     """The steering did not reach a state the plan needs: the message says which."""
 
 
-def state_holds(state: str, nodes: list[int], view, hw_passed=lambda: False, requests=lambda state, nodes: False) -> bool:
+def state_holds(
+    state: str, nodes: list[int], view, hw_passed=lambda: False, requests=lambda state, nodes: False
+) -> bool:
     """Whether the cluster, as ``view`` (a ClusterView, or None when no broker answers) shows it,
     is in ``state`` (spec.STATES) for the partition ``p`` (the experiment topic's only one);
     ``requests(state, nodes)`` answers the held-request states, which the driver knows."""
@@ -160,8 +163,9 @@ class PlanRunner:
         nodes = self.nodes(step.get("node")) if step.get("node") is not None else []
         deadline = time.monotonic() + step.get("timeout_s")
         while True:
-            if state_holds(step.get("until"), nodes, self._view(step.get("until")), self._hw_passed,
-                           self.driver.requests_state):
+            if state_holds(
+                step.get("until"), nodes, self._view(step.get("until")), self._hw_passed, self.driver.requests_state
+            ):
                 return {"nodes": nodes} if nodes else {}
             if time.monotonic() > deadline:
                 raise Missed(f"not {step.get('until')} within {step.get('timeout_s')} s")
@@ -171,8 +175,9 @@ class PlanRunner:
         nodes = self.nodes(step.get("node")) if step.get("node") is not None else []
         began = time.monotonic()
         while time.monotonic() - began < step.get("for_s"):
-            if not state_holds(step.get("state"), nodes, self._view(step.get("state")), self._hw_passed,
-                               self.driver.requests_state):
+            if not state_holds(
+                step.get("state"), nodes, self._view(step.get("state")), self._hw_passed, self.driver.requests_state
+            ):
                 raise Missed(f"{step.get('state')} broke after {time.monotonic() - began:.1f} s")
             time.sleep(POLL_S)
 
@@ -183,10 +188,19 @@ class PlanRunner:
     def _produce(self, step):
         retries = step.get("retries", 5)
         timeout_ms = int(step.get("timeout_s", DEFAULT_SEND_TIMEOUT_S) * 1000)
-        producer = Producer({
-            "bootstrap.servers": self.driver.bootstrap, "logger": self.workload.client_log, "acks": "all",
-            "enable.idempotence": retries > 0, "retries": retries, "linger.ms": 0, "message.timeout.ms": timeout_ms,
-            "request.timeout.ms": min(timeout_ms, 5000), "retry.backoff.ms": 100})
+        producer = Producer(
+            {
+                "bootstrap.servers": self.driver.bootstrap,
+                "logger": self.workload.client_log,
+                "acks": "all",
+                "enable.idempotence": retries > 0,
+                "retries": retries,
+                "linger.ms": 0,
+                "message.timeout.ms": timeout_ms,
+                "request.timeout.ms": min(timeout_ms, 5000),
+                "retry.backoff.ms": 100,
+            }
+        )
         process = f"producer-{len(self.produced)}"
         first = len(self.workload.history.events)
         for _ in range(step.get("records")):
@@ -219,8 +233,13 @@ class PlanRunner:
     def _hw_passed(self) -> bool:
         """The partition's high watermark (ListOffsets latest) is past every acknowledged offset."""
         acked = [e["offset"] for e in self.workload.history.events if e["type"] == "ok" and e["f"] == "send"]
-        consumer = Consumer({"bootstrap.servers": self.driver.bootstrap, "group.id": "isrcheck-experiment-hw",
-                             "logger": self.workload.client_log})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.driver.bootstrap,
+                "group.id": "isrcheck-experiment-hw",
+                "logger": self.workload.client_log,
+            }
+        )
         try:
             _low, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=2)
         except KafkaException:

@@ -7,6 +7,7 @@ NoLostAckedWrite or LeaderCompleteness a lost write, NoDivergentRead a divergent
 predicts nothing visible, unless the experiment file says what the model's step outputs show
 (a produce refused with NOT_ENOUGH_REPLICAS is an output, not a property): ``Experiment.expected``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -23,14 +24,19 @@ VISIBLE = {"NoLostAckedWrite": "lost-write", "LeaderCompleteness": "lost-write",
 @dataclass(frozen=True)
 class Prediction:
     variant: str
-    verdict: str                 # the verdict in words: "pass", "pass; NoLostAckedWrite outside its budget", ...
-    outcomes: tuple[str, ...]    # what clients should see
-    source: str                  # "model" (from the verdict) or "file" (the experiment's own expectation)
-    within_budget: bool          # no property failed outside its budget
+    verdict: str  # the verdict in words: "pass", "pass; NoLostAckedWrite outside its budget", ...
+    outcomes: tuple[str, ...]  # what clients should see
+    source: str  # "model" (from the verdict) or "file" (the experiment's own expectation)
+    within_budget: bool  # no property failed outside its budget
 
     def to_json(self) -> dict:
-        return {"variant": self.variant, "verdict": self.verdict, "outcomes": list(self.outcomes),
-                "source": self.source, "within_budget": self.within_budget}
+        return {
+            "variant": self.variant,
+            "verdict": self.verdict,
+            "outcomes": list(self.outcomes),
+            "source": self.source,
+            "within_budget": self.within_budget,
+        }
 
 
 def predict(experiment, variant: str, unclean_shutdown_detection: str = "page-cache") -> Prediction:
@@ -38,7 +44,9 @@ def predict(experiment, variant: str, unclean_shutdown_detection: str = "page-ca
     cluster detects an unclean shutdown (Apache Kafka's differs from isrcheck's: docs/steps.md)."""
     try:
         schedule = load_schedule(experiment.schedule).with_protocol(variant)
-        schedule = replace(schedule, config=replace(schedule.config, unclean_shutdown_detection=unclean_shutdown_detection))
+        schedule = replace(
+            schedule, config=replace(schedule.config, unclean_shutdown_detection=unclean_shutdown_detection)
+        )
     except ScheduleError as exc:
         raise UsageError(f"experiment {experiment.path}: schedule: {exc}") from None
     verdict = run_schedule(schedule)
@@ -50,8 +58,13 @@ def predict(experiment, variant: str, unclean_shutdown_detection: str = "page-ca
         words += "; outside its fault budget: " + ", ".join(p for p, _s, _w in verdict.beyond_budget)
     derived = tuple(dict.fromkeys(VISIBLE[p] for p in failed if p in VISIBLE))
     own = experiment.expected_for(variant)
-    return Prediction(variant, words, own if own is not None else derived,
-                      "file" if own is not None else "model", not verdict.beyond_budget)
+    return Prediction(
+        variant,
+        words,
+        own if own is not None else derived,
+        "file" if own is not None else "model",
+        not verdict.beyond_budget,
+    )
 
 
 __all__ = ["Prediction", "VISIBLE", "predict"]

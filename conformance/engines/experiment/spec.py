@@ -49,6 +49,7 @@ broker queued behind the held request passed too) tell where a hold is. A reques
 
 A bad file is a UsageError naming the file and the field (``plan[3].until``): exit 2.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,8 +64,21 @@ FAULTS = ("kill", "stop", "pause", "resume", "power", "lose-disk", "restart", "p
 # the requests a broker's link to the controller can hold (Kafka's names and API keys)
 REQUESTS = {"AlterPartition": 56, "AssignReplicasToDirs": 73}
 # the states a wait or a hold can name; "node" is required by those in NODE_STATES
-STATES = ("isr-full", "isr-is-leader", "leader", "no-leader", "leader-is", "leader-not", "fenced",
-          "registered", "in-isr", "not-in-isr", "hw-passed", "held", "delivered")
+STATES = (
+    "isr-full",
+    "isr-is-leader",
+    "leader",
+    "no-leader",
+    "leader-is",
+    "leader-not",
+    "fenced",
+    "registered",
+    "in-isr",
+    "not-in-isr",
+    "hw-passed",
+    "held",
+    "delivered",
+)
 NODE_STATES = ("leader-is", "leader-not", "fenced", "registered", "in-isr", "not-in-isr", "held", "delivered")
 ROLES = ("leader", "follower", "followers", "all", "controller")
 # each step kind: its required and optional fields
@@ -79,8 +93,13 @@ STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "hold-requests": (("node", "request"), ("as",)),
     "release-requests": (("node", "request"), ()),
 }
-CLUSTER_FIELDS = {"brokers": (int, 1, 5), "min_insync_replicas": (int, 1, 5), "unclean_election": (bool,),
-                  "flush_messages": (int, 1, 1_000_000), "elr": (bool,)}
+CLUSTER_FIELDS = {
+    "brokers": (int, 1, 5),
+    "min_insync_replicas": (int, 1, 5),
+    "unclean_election": (bool,),
+    "flush_messages": (int, 1, 1_000_000),
+    "elr": (bool,),
+}
 
 
 @dataclass(frozen=True)
@@ -174,8 +193,11 @@ def load_experiment(path: str | Path, root: str | Path | None = None) -> Experim
 def _schedule_path(r: _Reader, value, path: Path, root) -> Path:
     if not isinstance(value, str) or not value:
         r.fail("schedule", "expected the path of a schedule file")
-    bases = [Path(root)] if root is not None else [*[p for p in path.resolve().parents if (p / "specs").is_dir()][:1],
-                                                    path.parent]
+    bases = (
+        [Path(root)]
+        if root is not None
+        else [*[p for p in path.resolve().parents if (p / "specs").is_dir()][:1], path.parent]
+    )
     for base in bases:
         if (base / value).is_file():
             return (base / value).resolve()
@@ -212,7 +234,7 @@ def _plan(r: _Reader, value, cluster: ClusterSpec) -> tuple[Step, ...]:
     for i, raw in enumerate(value):
         where = f"plan[{i}]"
         if not isinstance(raw, dict):
-            r.fail(where, "expected an object with \"do\"")
+            r.fail(where, 'expected an object with "do"')
         do = raw.get("do")
         if do not in STEPS:
             r.fail(f"{where}.do", f"expected one of {', '.join(STEPS)}, got {do!r}")
@@ -260,7 +282,7 @@ def _node_ref(r: _Reader, where: str, node, names: set, cluster: ClusterSpec) ->
     if isinstance(node, int) and not 0 <= node < cluster.brokers:
         r.fail(where, f"broker {node} does not exist (brokers 0..{cluster.brokers - 1})")
     if isinstance(node, str) and node not in ROLES and node not in names:
-        r.fail(where, f"{node!r} is no role ({', '.join(ROLES)}) and no earlier step bound it with \"as\"")
+        r.fail(where, f'{node!r} is no role ({", ".join(ROLES)}) and no earlier step bound it with "as"')
 
 
 def _expected(r: _Reader, value) -> dict:
@@ -283,4 +305,14 @@ def catalogue(folder: str | Path) -> list[Path]:
     return sorted(Path(folder).glob("*.json"))
 
 
-__all__ = ["ClusterSpec", "Experiment", "OUTCOMES", "REQUESTS", "STATES", "STEPS", "Step", "catalogue", "load_experiment"]
+__all__ = [
+    "ClusterSpec",
+    "Experiment",
+    "OUTCOMES",
+    "REQUESTS",
+    "STATES",
+    "STEPS",
+    "Step",
+    "catalogue",
+    "load_experiment",
+]

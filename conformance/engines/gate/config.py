@@ -18,16 +18,16 @@
 Paths are relative to the file's folder. Every mistake is a ConfigError naming its key
 (``[tool.isrcheck.gate.fuzz].schedules: ...``); the command turns it into exit 2.
 """
+
 from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from isrcheck.specs import __file__ as _specs_file
-
 from isrcheck.conformance.core.schedule import PROTOCOLS
 from isrcheck.conformance.vocabulary import read_text
+from isrcheck.specs import __file__ as _specs_file
 
 TABLE = "tool.isrcheck.gate"
 SHIPPED_SCENARIOS = Path(_specs_file).parent / "scenarios"
@@ -42,7 +42,7 @@ class ConfigError(ValueError):
 class GateConfig:
     source: Path
     protocols: tuple[str, ...] = PROTOCOLS
-    corpus: tuple[Path, ...] = ()          # the project's own folders (the first receives new failures)
+    corpus: tuple[Path, ...] = ()  # the project's own folders (the first receives new failures)
     scenarios: bool = True
     master: str | None = None
     shrink_seconds: float = 10.0

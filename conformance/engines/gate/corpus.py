@@ -1,6 +1,7 @@
 """The regression corpus: schedule files with their expected verdicts, replayed before any engine
 runs, and where the engines' new failures are saved (shrunk, with their verdict) so the next run
 replays them first."""
+
 from __future__ import annotations
 
 import hashlib
@@ -23,7 +24,7 @@ class Case:
 
     path: Path
     folder: Path
-    schedule: Schedule          # already under ``protocol``
+    schedule: Schedule  # already under ``protocol``
     expected: Expected
 
     @property
@@ -62,16 +63,27 @@ def replay(case: Case, sut: SutSpec | None = None) -> Verdict:
 def save_failure(folder: Path, engine: str, schedule: Schedule, verdict: Verdict, label: str) -> tuple[Path, bool]:
     """Write the failure as ``<engine>-<protocol>-<what>-<hash>.json`` expecting its verdict;
     the path, and False when that very schedule was already there (found again, not new)."""
-    what = verdict.property or (f"at-{schedule.steps[verdict.step]['step']}"
-                                if verdict.step is not None and verdict.step < len(schedule.steps) else "end")
-    digest = hashlib.sha256(Schedule(schedule.protocol, schedule.config, schedule.steps).dumps().encode()).hexdigest()[:10]
+    what = verdict.property or (
+        f"at-{schedule.steps[verdict.step]['step']}"
+        if verdict.step is not None and verdict.step < len(schedule.steps)
+        else "end"
+    )
+    digest = hashlib.sha256(Schedule(schedule.protocol, schedule.config, schedule.steps).dumps().encode()).hexdigest()[
+        :10
+    ]
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{engine}-{schedule.protocol}-{verdict.kind}-{what}-{digest}")
     path = folder / f"{stem}.json"
     if path.exists():
         return path, False
     expected = Expected(verdict.kind, verdict.property if verdict.kind == "violation" else None)
-    doc = Schedule(schedule.protocol, schedule.config, schedule.steps, {schedule.protocol: expected},
-                   name=stem, description=f"Found by isrcheck gate ({engine}, {label}): {verdict.summary()}.")
+    doc = Schedule(
+        schedule.protocol,
+        schedule.config,
+        schedule.steps,
+        {schedule.protocol: expected},
+        name=stem,
+        description=f"Found by isrcheck gate ({engine}, {label}): {verdict.summary()}.",
+    )
     folder.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(doc.dumps(), encoding="utf-8")

@@ -5,6 +5,7 @@ function ``run(job: EngineJob) -> EngineRun`` at its target; the target's module
 An engine whose target module is not installed is unavailable: a gate config naming it is bad
 input (exit 2), never silently skipped.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -41,7 +42,11 @@ class Engine:
 # In the order a gate runs them: exhaustive first (fast, shortest counterexamples), Spark last.
 ENGINES: tuple[Engine, ...] = (
     Engine("explore", "isrcheck.conformance.engines.gate.explore_engine:run", "breadth-first exploration of the model"),
-    Engine("cover", "isrcheck.conformance.engines.cover.gate:run", "every edge of the model's state graph on the implementation"),
+    Engine(
+        "cover",
+        "isrcheck.conformance.engines.cover.gate:run",
+        "every edge of the model's state graph on the implementation",
+    ),
     Engine("fuzz", "isrcheck.conformance.engines.gate.fuzz_engine:run", "seeded random crash schedules on Spark"),
 )
 NAMES = tuple(e.name for e in ENGINES)

@@ -1,20 +1,20 @@
 """The explorer as a gate engine: breadth-first search of the model in the configured scope;
 each counterexample (already shortest) is replayed in lockstep on the implementation, checking
 every property."""
+
 from __future__ import annotations
 
 import dataclasses
 import time
 
-from isrcheck.model import ModelConfig, Scope, explore
-from isrcheck.model.config import ConfigError as ModelConfigError
-from isrcheck.model.config import ScheduleConfig
-
 from isrcheck.conformance.core.lockstep import run_schedule
-from isrcheck.conformance.progress import Progress
 from isrcheck.conformance.core.schedule import Schedule
 from isrcheck.conformance.engines.gate.config import ConfigError
 from isrcheck.conformance.engines.gate.job import EngineJob, EngineRun, Finding
+from isrcheck.conformance.progress import Progress
+from isrcheck.model import ModelConfig, Scope, explore
+from isrcheck.model.config import ConfigError as ModelConfigError
+from isrcheck.model.config import ScheduleConfig
 
 _CONFIG = tuple(f.name for f in dataclasses.fields(ScheduleConfig))
 _SCOPE = tuple(f.name for f in dataclasses.fields(Scope))
@@ -33,8 +33,9 @@ def split(options: dict, table: str = "explore") -> tuple[dict, dict]:
         elif key in _SCOPE:
             scope[key] = tuple(value) if key in _TUPLES and isinstance(value, list) else value
         else:
-            raise ConfigError(f"[tool.isrcheck.gate.{table}].{key}: unknown key (known: protocols, "
-                              f"{', '.join(_CONFIG + _SCOPE)})")
+            raise ConfigError(
+                f"[tool.isrcheck.gate.{table}].{key}: unknown key (known: protocols, {', '.join(_CONFIG + _SCOPE)})"
+            )
     return config, scope
 
 
@@ -56,17 +57,26 @@ def run(job: EngineJob) -> EngineRun:
     model_config, scope = scope_of(job.options, job.protocol)
     start = time.perf_counter()
     with Progress(f"explore {job.protocol}", None, "states", console=job.console) as progress:
-        result = explore(model_config, scope,
-                         progress=lambda states, depth, _s: progress.update(states, note=f"depth {depth}"))
+        result = explore(
+            model_config, scope, progress=lambda states, depth, _s: progress.update(states, note=f"depth {depth}")
+        )
         progress.update(result.states)
-    out = EngineRun("explore", job.protocol,
-                    f"{result.states:,} states, depth {result.depth}, "
-                    f"{'complete' if result.complete else 'NOT complete'}")
+    out = EngineRun(
+        "explore",
+        job.protocol,
+        f"{result.states:,} states, depth {result.depth}, {'complete' if result.complete else 'NOT complete'}",
+    )
     for v in result.violations:
-        schedule = Schedule.from_json({
-            "version": 1, "protocol": job.protocol, "config": model_config.to_schedule(), "steps": v.trace,
-            "name": f"{job.protocol}-{v.property}",
-            "description": f"shortest counterexample to {v.property} found by isrcheck explore"})
+        schedule = Schedule.from_json(
+            {
+                "version": 1,
+                "protocol": job.protocol,
+                "config": model_config.to_schedule(),
+                "steps": v.trace,
+                "name": f"{job.protocol}-{v.property}",
+                "description": f"shortest counterexample to {v.property} found by isrcheck explore",
+            }
+        )
         # The verdict of a full replay (every property, on the implementation too) is what the
         # corpus will replay; another property may fail first on the same trace.
         out.findings.append(Finding(run_schedule(schedule, sut=job.sut), schedule, f"{v.property} at depth {v.depth}"))

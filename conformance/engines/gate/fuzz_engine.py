@@ -5,6 +5,7 @@ session, at least one) until the time is spent, counted once Spark is up; a budg
 alone is one campaign. Failures come
 back shrunk by the campaign; the gate turns them into findings.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,13 +13,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from isrcheck.conformance.engines.campaign.driver import MODES, CampaignError, CampaignParams, run_campaign
-from isrcheck.conformance.engines.campaign.plan import SCHEDULES, STEPS
-from isrcheck.conformance.vocabulary import SECONDS, SEED
 from isrcheck.conformance.core.schedule import ScheduleError, load_schedule
 from isrcheck.conformance.core.verdict import Verdict
+from isrcheck.conformance.engines.campaign.driver import MODES, CampaignError, CampaignParams, run_campaign
+from isrcheck.conformance.engines.campaign.plan import SCHEDULES, STEPS
 from isrcheck.conformance.engines.gate.config import ConfigError
 from isrcheck.conformance.engines.gate.job import EngineJob, EngineRun, Finding
+from isrcheck.conformance.vocabulary import SECONDS, SEED
 
 if TYPE_CHECKING:
     from isrcheck.conformance.core.sut_spec import SutSpec
@@ -34,22 +35,34 @@ def _options(options: dict) -> dict:
             raise ConfigError(f"{where}.{key}: unknown key (known: protocols, {', '.join(_KEYS)})")
     if "schedules" not in options and "seconds" not in options:
         raise ConfigError(f"{where}: a budget is needed: schedules = N, seconds = S, or both")
-    for key, bound in (("schedules", SCHEDULES), ("seconds", SECONDS), ("steps", STEPS),
-                       ("seed", SEED), ("block", SCHEDULES)):
+    for key, bound in (
+        ("schedules", SCHEDULES),
+        ("seconds", SECONDS),
+        ("steps", STEPS),
+        ("seed", SEED),
+        ("block", SCHEDULES),
+    ):
         if key in options:
             problem = bound.problem(options[key])
             if problem:
                 raise ConfigError(f"{where}.{key}: {problem}")
     faults = options.get("faults", "default")
     from isrcheck.conformance.generators.walk import FAULT_PROFILES
+
     if faults not in FAULT_PROFILES:
         raise ConfigError(f"{where}.faults: unknown fault profile {faults!r} (known: {', '.join(FAULT_PROFILES)})")
     mode = options.get("mode", "steps")
     if mode not in MODES:
         raise ConfigError(f"{where}.mode: expected one of {', '.join(MODES)}, got {mode!r}")
-    return {"schedules": options.get("schedules"), "seconds": options.get("seconds"),
-            "steps": options.get("steps", 100), "faults": faults, "seed": options.get("seed", 0),
-            "block": options.get("block", BLOCK), "mode": mode}
+    return {
+        "schedules": options.get("schedules"),
+        "seconds": options.get("seconds"),
+        "steps": options.get("steps", 100),
+        "faults": faults,
+        "seed": options.get("seed", 0),
+        "block": options.get("block", BLOCK),
+        "mode": mode,
+    }
 
 
 def check(options: dict) -> None:
@@ -67,9 +80,17 @@ def run(job: EngineJob) -> EngineRun:
     out = EngineRun("fuzz", job.protocol, results=str(job.workdir))
     while left > 0 and (ran == 0 or time.perf_counter() < deadline):  # at least one block
         n = int(min(block, left))
-        params = CampaignParams(job.protocol, n, seed=seed, steps=o["steps"], faults=o["faults"],
-                                shrink_budget_s=job.shrink_seconds, sut=job.sut if o["mode"] == "steps" else None,
-                                mode=o["mode"], swarm=o["mode"] == "steps")
+        params = CampaignParams(
+            job.protocol,
+            n,
+            seed=seed,
+            steps=o["steps"],
+            faults=o["faults"],
+            shrink_budget_s=job.shrink_seconds,
+            sut=job.sut if o["mode"] == "steps" else None,
+            mode=o["mode"],
+            swarm=o["mode"] == "steps",
+        )
         folder = Path(job.workdir) / f"seeds-{seed}-{seed + n - 1}"
         try:
             result = run_campaign(params, folder, spark=spark, progress=True, console=job.console)
@@ -103,4 +124,5 @@ def finding(folder: Path, failure: dict, sut: SutSpec | None) -> Finding:
         return Finding(verdict, None, label, error=str(exc))
     # The shrunk schedule's own verdict (its first bad step within the shrunk steps).
     from isrcheck.conformance.core.lockstep import run_schedule
+
     return Finding(run_schedule(schedule, sut=sut), schedule, label, original_steps=failure["steps"])

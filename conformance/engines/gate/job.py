@@ -1,5 +1,6 @@
 """What a gate engine is given and what it gives back: the job, its run and its findings. Engines and
 the gate's registry both import this, so an engine never imports the registry that names it."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ class Finding:
 
     verdict: Verdict
     schedule: Schedule | None
-    label: str                      # where it came from, e.g. "seed 17" or "StrongIsr at depth 25"
+    label: str  # where it came from, e.g. "seed 17" or "StrongIsr at depth 25"
     original_steps: int | None = None
     error: str | None = None
 
@@ -29,10 +30,10 @@ class Finding:
 class EngineRun:
     engine: str
     protocol: str
-    summary: str = ""               # one line: what was covered (states, schedules, ...)
+    summary: str = ""  # one line: what was covered (states, schedules, ...)
     seconds: float = 0.0
     findings: list[Finding] = field(default_factory=list)
-    results: str | None = None      # where the engine left its own results (a campaign folder)
+    results: str | None = None  # where the engine left its own results (a campaign folder)
 
 
 @dataclass

@@ -2,6 +2,7 @@
 afresh, yet removes only what a gate wrote there. After an engine runs, every file and folder it
 left is listed in the folder's ``.isrcheck-gate.json``; the next run deletes exactly those, and
 refuses (bad input) to touch a folder holding anything it does not list."""
+
 from __future__ import annotations
 
 import json
@@ -45,16 +46,19 @@ def start_afresh(folder: Path) -> None:
     """Make ``folder`` empty for a new engine run: delete what the last run listed, or raise
     ConfigError naming the first entry it did not write (nothing is deleted then)."""
     if folder.exists() and not folder.is_dir():
-        raise ConfigError(f"--out: {folder} is a file, not a folder isrcheck gate wrote; move it or choose "
-                          f"another --out")
+        raise ConfigError(
+            f"--out: {folder} is a file, not a folder isrcheck gate wrote; move it or choose another --out"
+        )
     if not folder.exists():
         folder.mkdir(parents=True)
         return
     listed = _listed(folder)
     foreign = [e for e in _entries(folder) if e not in listed]
     if foreign:
-        raise ConfigError(f"--out: {folder / foreign[0].rstrip('/')} was not written by isrcheck gate "
-                          f"(not listed in {folder / MANIFEST}); move it or choose another --out")
+        raise ConfigError(
+            f"--out: {folder / foreign[0].rstrip('/')} was not written by isrcheck gate "
+            f"(not listed in {folder / MANIFEST}); move it or choose another --out"
+        )
     entries = _entries(folder)
     try:
         for entry in entries:
@@ -71,6 +75,5 @@ def start_afresh(folder: Path) -> None:
 def record(folder: Path) -> None:
     """List everything in ``folder`` as the gate's own (it was empty when the engine started)."""
     path, tmp = folder / MANIFEST, folder / _TMP
-    tmp.write_text(json.dumps({"written_by": _TAG, "entries": _entries(folder)}, indent=1) + "\n",
-                   encoding="utf-8")
+    tmp.write_text(json.dumps({"written_by": _TAG, "entries": _entries(folder)}, indent=1) + "\n", encoding="utf-8")
     tmp.replace(path)

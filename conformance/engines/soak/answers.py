@@ -31,14 +31,17 @@ Judgments (each names its operations; what a client reads below the HW is commit
     (L, E] and its offset below X. Records of epochs above E are not judged: a later leader may
     write below X what this leader held uncommitted.
 """
+
 from __future__ import annotations
 
 ANSWER_ANOMALIES = ("end-above-hw", "later-epoch-answered", "epoch-end-contradicted")
 # what depends on committed records surviving: judged by the durability budget
 DURABILITY = frozenset({"epoch-end-contradicted"})
 
-_INTS = {"end": ("current_leader_epoch", "connection"),
-         "epoch": ("leader_epoch", "current_leader_epoch", "connection", "position")}
+_INTS = {
+    "end": ("current_leader_epoch", "connection"),
+    "epoch": ("leader_epoch", "current_leader_epoch", "connection", "position"),
+}
 _OK_INTS = {"end": ("offset",), "epoch": ("answer_epoch", "end_offset")}
 
 
@@ -63,8 +66,9 @@ def _poll_problem(op: dict) -> str | None:
     if any(type(h) is not int for h in op.get("high_watermark", {}).values()):
         return '"high_watermark" must map partitions to ints'
     for spans in op.get("batches", {}).values():
-        if type(spans) is not list or not all(type(s) is list and len(s) == 3 and all(type(x) is int for x in s)
-                                              for s in spans):
+        if type(spans) is not list or not all(
+            type(s) is list and len(s) == 3 and all(type(x) is int for x in s) for s in spans
+        ):
             return '"batches" must map partitions to [[first, last, epoch], ...]'
     return None
 
@@ -73,10 +77,10 @@ class Answers:
     """The facts of ``end``, ``epoch`` and the reader's polls, gathered in the checker's one pass."""
 
     def __init__(self) -> None:
-        self.ends: dict = {}       # (process, connection, epoch, partition) -> (highest end answered, op)
-        self.above: list = []      # (partition, end, its op, hw, the poll op)
-        self.spans: dict = {}      # partition -> [(first, last, epoch, op)] of committed batches
-        self.epochs: list = []     # (partition, asked L, current E, answered A, X, op)
+        self.ends: dict = {}  # (process, connection, epoch, partition) -> (highest end answered, op)
+        self.above: list = []  # (partition, end, its op, hw, the poll op)
+        self.spans: dict = {}  # partition -> [(first, last, epoch, op)] of committed batches
+        self.epochs: list = []  # (partition, asked L, current E, answered A, X, op)
 
     def event(self, op: dict, invoke: dict | None) -> None:
         if op["type"] != "ok" or invoke is None:
@@ -88,8 +92,16 @@ class Answers:
             if held is None or fields["offset"] > held[0]:
                 self.ends[key] = (fields["offset"], op["index"])
         elif f == "epoch":
-            self.epochs.append((str(fields["partition"]), fields["leader_epoch"], fields["current_leader_epoch"],
-                                fields["answer_epoch"], fields["end_offset"], op["index"]))
+            self.epochs.append(
+                (
+                    str(fields["partition"]),
+                    fields["leader_epoch"],
+                    fields["current_leader_epoch"],
+                    fields["answer_epoch"],
+                    fields["end_offset"],
+                    op["index"],
+                )
+            )
         elif f == "poll":
             self._poll(op, fields)
 
@@ -111,20 +123,35 @@ def _instance(partition: str, ops, explanation: str, **details) -> dict:
 def end_above_hw(answers: Answers) -> list[dict]:
     """ListOffsets' end offset above the HW a later fetch of the same leader epoch and broker
     process answered (module docstring)."""
-    return [_instance(p, (end_op, poll_op),
-                      f"ListOffsets answered end offset {end} of partition {p} (op {end_op}), but a later fetch on "
-                      f"the same connection in the same leader epoch answered high watermark {hw} (op {poll_op}): "
-                      f"the end offset was beyond what a consumer could read",
-                      end_offset=end, high_watermark=hw)
-            for p, end, end_op, hw, poll_op in answers.above]
+    return [
+        _instance(
+            p,
+            (end_op, poll_op),
+            f"ListOffsets answered end offset {end} of partition {p} (op {end_op}), but a later fetch on "
+            f"the same connection in the same leader epoch answered high watermark {hw} (op {poll_op}): "
+            f"the end offset was beyond what a consumer could read",
+            end_offset=end,
+            high_watermark=hw,
+        )
+        for p, end, end_op, hw, poll_op in answers.above
+    ]
 
 
 def later_epoch_answered(answers: Answers) -> list[dict]:
     """OffsetForLeaderEpoch answered an epoch above the one asked for (module docstring)."""
-    return [_instance(p, (op,), f"OffsetForLeaderEpoch for epoch {asked} of partition {p} answered epoch {answer} "
-                                f"(end offset {end}, op {op}), a later epoch than asked for",
-                      leader_epoch=asked, answer_epoch=answer, end_offset=end)
-            for p, asked, _current, answer, end, op in answers.epochs if answer > asked]
+    return [
+        _instance(
+            p,
+            (op,),
+            f"OffsetForLeaderEpoch for epoch {asked} of partition {p} answered epoch {answer} "
+            f"(end offset {end}, op {op}), a later epoch than asked for",
+            leader_epoch=asked,
+            answer_epoch=answer,
+            end_offset=end,
+        )
+        for p, asked, _current, answer, end, op in answers.epochs
+        if answer > asked
+    ]
 
 
 def epoch_end_contradicted(answers: Answers) -> list[dict]:
@@ -143,14 +170,26 @@ def epoch_end_contradicted(answers: Answers) -> list[dict]:
                 why = f"at offset {first}, below the end offset {end} answered for epoch {asked}"
             else:
                 continue
-            found.append(_instance(p, (op, read_op), f"OffsetForLeaderEpoch for epoch {asked} of partition {p} "
-                                   f"answered epoch {answer}, end offset {end} (op {op}), but a committed batch of "
-                                   f"epoch {epoch} (offsets {first}-{last}, op {read_op}) is {why}",
-                                   leader_epoch=asked, answer_epoch=answer, end_offset=end, batch=[first, last, epoch]))
+            found.append(
+                _instance(
+                    p,
+                    (op, read_op),
+                    f"OffsetForLeaderEpoch for epoch {asked} of partition {p} "
+                    f"answered epoch {answer}, end offset {end} (op {op}), but a committed batch of "
+                    f"epoch {epoch} (offsets {first}-{last}, op {read_op}) is {why}",
+                    leader_epoch=asked,
+                    answer_epoch=answer,
+                    end_offset=end,
+                    batch=[first, last, epoch],
+                )
+            )
             break
     return found
 
 
-DETECTORS = {"end-above-hw": end_above_hw, "later-epoch-answered": later_epoch_answered,
-             "epoch-end-contradicted": epoch_end_contradicted}
+DETECTORS = {
+    "end-above-hw": end_above_hw,
+    "later-epoch-answered": later_epoch_answered,
+    "epoch-end-contradicted": epoch_end_contradicted,
+}
 assert tuple(DETECTORS) == ANSWER_ANOMALIES

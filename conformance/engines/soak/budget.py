@@ -45,48 +45,74 @@ a producer's later send acknowledged below an earlier one (the log's end moved b
 record where OffsetForLeaderEpoch's answer says it cannot be (``answers``). A duplicate,
 an aborted read or an unexpected record are promised under every fault and stay findings.
 """
+
 from __future__ import annotations
 
 from isrcheck.conformance.engines.soak import answers
 
-DURABILITY_ANOMALIES = frozenset({"lost-write", "inconsistent-offsets", "poll-skip", "nonmonotonic-poll",
-                                  "int-poll-skip", "int-nonmonotonic-poll", "nonmonotonic-send"}) | answers.DURABILITY
+DURABILITY_ANOMALIES = (
+    frozenset(
+        {
+            "lost-write",
+            "inconsistent-offsets",
+            "poll-skip",
+            "nonmonotonic-poll",
+            "int-poll-skip",
+            "int-nonmonotonic-poll",
+            "nonmonotonic-send",
+        }
+    )
+    | answers.DURABILITY
+)
 
 
 def loses_data(record: dict) -> bool:
     """Whether a played fault loses data its brokers had written."""
-    return record["kind"] in ("power", "disk") or (record["kind"] == "ioerror"
-                                                   and str(record.get("io", "")).startswith("fsync"))
+    return record["kind"] in ("power", "disk") or (
+        record["kind"] == "ioerror" and str(record.get("io", "")).startswith("fsync")
+    )
 
 
-def durability_budget(records: list[dict], min_isr: int, unclean: bool, kip966: bool,
-                      run_end_ns: int | None = None) -> str | None:
+def durability_budget(
+    records: list[dict], min_isr: int, unclean: bool, kip966: bool, run_end_ns: int | None = None
+) -> str | None:
     """None if the run stayed within the durability budget, else the reason (module docstring)."""
     if unclean:
-        return ("unclean.leader.election.enable=true: an out-of-sync replica may be elected, losing what it "
-                "lacked (Kafka's documentation)")
+        return (
+            "unclean.leader.election.enable=true: an out-of-sync replica may be elected, losing what it "
+            "lacked (Kafka's documentation)"
+        )
     losing = [r for r in records if loses_data(r)]
     if not losing:
         return None
     if not kip966:
-        shown = ", ".join(f"{r['kind']} of broker{'s' * (len(r['nodes']) > 1)} "
-                          f"{', '.join(map(str, r['nodes']))} at {r['start'] / 1e9:.1f} s" for r in losing[:3])
-        return (f"{len(losing)} fault{'s' * (len(losing) > 1)} lost unsynced data ({shown}"
-                f"{', ...' if len(losing) > 3 else ''}) on a cluster without KIP-966: a broker that lost its tail "
-                f"can come back into the ISR or be the last replica standing and be elected (the known losses "
-                f"KIP-966 closed)")
+        shown = ", ".join(
+            f"{r['kind']} of broker{'s' * (len(r['nodes']) > 1)} "
+            f"{', '.join(map(str, r['nodes']))} at {r['start'] / 1e9:.1f} s"
+            for r in losing[:3]
+        )
+        return (
+            f"{len(losing)} fault{'s' * (len(losing) > 1)} lost unsynced data ({shown}"
+            f"{', ...' if len(losing) > 3 else ''}) on a cluster without KIP-966: a broker that lost its tail "
+            f"can come back into the ISR or be the last replica standing and be elected (the known losses "
+            f"KIP-966 closed)"
+        )
     worst, when = _most_at_once(losing, run_end_ns)
     if len(worst) > min_isr - 1:
-        return (f"brokers {', '.join(map(str, sorted(worst)))} had lost unsynced data at once (at {when / 1e9:.1f} s): "
-                f"more than min.insync.replicas - 1 = {min_isr - 1}; Kafka does not fsync each write by default "
-                f"(log.flush.interval.messages), so an acknowledged write may be on no surviving copy")
+        return (
+            f"brokers {', '.join(map(str, sorted(worst)))} had lost unsynced data at once (at {when / 1e9:.1f} s): "
+            f"more than min.insync.replicas - 1 = {min_isr - 1}; Kafka does not fsync each write by default "
+            f"(log.flush.interval.messages), so an acknowledged write may be on no surviving copy"
+        )
     return None
 
 
 def _most_at_once(records: list[dict], run_end_ns: int | None) -> tuple[set, int]:
     """The largest set of brokers whose data-losing faults overlap, and a moment when they do."""
-    end_of = {id(r): r["end"] if r["end"] is not None else (run_end_ns or max(x["start"] for x in records) + 1)
-              for r in records}
+    end_of = {
+        id(r): r["end"] if r["end"] is not None else (run_end_ns or max(x["start"] for x in records) + 1)
+        for r in records
+    }
     best: tuple[set, int] = (set(), 0)
     for r in records:  # the overlap is largest at some fault's start
         t = r["start"]
@@ -107,7 +133,7 @@ def duplicate_budget(instances: list[dict], events: list[dict]) -> str | None:
     idempotent producer's budget: each was in flight around a timeout of its producer (module docstring)."""
     if not instances:
         return None
-    sends: dict = {}     # value -> [producer, invoked, ended (None: never)]
+    sends: dict = {}  # value -> [producer, invoked, ended (None: never)]
     timeouts: dict = {}  # producer -> [(invoked, ended)] of its sends that timed out
     for e in events:
         if e.get("f") != "send":
@@ -122,17 +148,30 @@ def duplicate_budget(instances: list[dict], events: list[dict]) -> str | None:
 
     def excused(value) -> bool:
         producer, invoked, ended = sends.get(value, (None, 0, None))
-        return any((ended is None or t_invoked <= ended) and invoked <= t_ended + BUMP_WINDOW_NS
-                   for t_invoked, t_ended in timeouts.get(producer, ()))
+        return any(
+            (ended is None or t_invoked <= ended) and invoked <= t_ended + BUMP_WINDOW_NS
+            for t_invoked, t_ended in timeouts.get(producer, ())
+        )
+
     if not all(excused(i.get("value")) for i in instances):
         return None
-    return ("each duplicated value was in flight around a timed-out send of its producer: librdkafka bumps the "
-            "idempotent producer's epoch and no longer deduplicates the retries of what was in flight "
-            "(confluentinc/librdkafka issue 4953)")
+    return (
+        "each duplicated value was in flight around a timed-out send of its producer: librdkafka bumps the "
+        "idempotent producer's epoch and no longer deduplicates the retries of what was in flight "
+        "(confluentinc/librdkafka issue 4953)"
+    )
 
 
-def budgets(records: list[dict], min_isr: int, unclean: bool, kip966: bool, run_end_ns: int | None,
-            anomalies: dict, events: list[dict], client_errors: list[str] = ()) -> dict[str, str]:
+def budgets(
+    records: list[dict],
+    min_isr: int,
+    unclean: bool,
+    kip966: bool,
+    run_end_ns: int | None,
+    anomalies: dict,
+    events: list[dict],
+    client_errors: list[str] = (),
+) -> dict[str, str]:
     """Each anomaly name outside its budget -> why (``anomalies``: the checker's instances by name;
     ``client_errors``: the clients' fatal errors)."""
     out = {}

@@ -81,6 +81,7 @@ Judgments
 - ``unseen`` is reported, as Jepsen reports it, but it is not an error by itself: ``ok`` ignores
   it (an acknowledged value the final read should have contained is a ``lost-write`` instead).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -92,9 +93,19 @@ from isrcheck.conformance.engines.soak import answers
 from isrcheck.conformance.vocabulary import read_lines
 
 # Every anomaly this checker reports, in the order of its reports.
-ANOMALIES = ("lost-write", "inconsistent-offsets", "duplicate", "G1a", "unexpected", "poll-skip",
-             "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll", "nonmonotonic-send",
-             "unseen") + answers.ANSWER_ANOMALIES
+ANOMALIES = (
+    "lost-write",
+    "inconsistent-offsets",
+    "duplicate",
+    "G1a",
+    "unexpected",
+    "poll-skip",
+    "nonmonotonic-poll",
+    "int-poll-skip",
+    "int-nonmonotonic-poll",
+    "nonmonotonic-send",
+    "unseen",
+) + answers.ANSWER_ANOMALIES
 # Reported, but not a failure by itself (Jepsen's "unseen" may just be a consumer that lags).
 INFORMATIONAL = frozenset({"unseen"})
 
@@ -133,10 +144,17 @@ def _records_problem(records) -> str | None:
         if type(key) not in _KEY or type(pairs) is not list:
             return f'"records" of partition {key!r} must be a list of [offset, value] pairs'
         for pair in pairs:
-            if not (type(pair) in (list, tuple) and len(pair) == 2 and type(pair[0]) is int
-                    and pair[0] >= 0 and type(pair[1]) in _KEY):
-                return (f'"records" of partition {key!r} has {pair!r}: expected [offset, value] with '
-                        f'an int offset >= 0 and an int (or string) value')
+            if not (
+                type(pair) in (list, tuple)
+                and len(pair) == 2
+                and type(pair[0]) is int
+                and pair[0] >= 0
+                and type(pair[1]) in _KEY
+            ):
+                return (
+                    f'"records" of partition {key!r} has {pair!r}: expected [offset, value] with '
+                    f"an int offset >= 0 and an int (or string) value"
+                )
     return None
 
 
@@ -145,9 +163,9 @@ class _Validator:
     back, for a completion, its invoke."""
 
     def __init__(self) -> None:
-        self.open: dict = {}      # process -> its invoke still waiting for a completion
+        self.open: dict = {}  # process -> its invoke still waiting for a completion
         self.indexes: set = set()
-        self.sent: dict = {}      # value -> the index of the send invoke that sent it
+        self.sent: dict = {}  # value -> the index of the send invoke that sent it
 
     def feed(self, op):
         """The invoke that ``op`` completes (None for an invoke); raises _Malformed."""
@@ -217,21 +235,28 @@ class _Validator:
             if f == "send":
                 earlier = self.sent.setdefault(op["value"], index)
                 if earlier != index:
-                    raise _Malformed(f"send invoke (index {index}): value {op['value']!r} was already sent "
-                                     f"(index {earlier}); each send has a value of its own")
+                    raise _Malformed(
+                        f"send invoke (index {index}): value {op['value']!r} was already sent "
+                        f"(index {earlier}); each send has a value of its own"
+                    )
             if process in self.open:
                 waiting = self.open[process]
-                raise _Malformed(f"process {process!r} invokes {f} (index {index}) while its {waiting['f']} "
-                                 f"(index {waiting['index']}) has not completed")
+                raise _Malformed(
+                    f"process {process!r} invokes {f} (index {index}) while its {waiting['f']} "
+                    f"(index {waiting['index']}) has not completed"
+                )
             self.open[process] = op
             return None
         invoke = self.open.pop(process, None)
         if invoke is None or invoke["f"] != f:
-            raise _Malformed(f"{f} {type_} (index {index}) of process {process!r} completes no {f} "
-                             f"invoke of that process")
+            raise _Malformed(
+                f"{f} {type_} (index {index}) of process {process!r} completes no {f} invoke of that process"
+            )
         if f == "send" and (invoke["value"] != op["value"] or str(invoke["partition"]) != str(op["partition"])):
-            raise _Malformed(f"send {type_} (index {index}) does not repeat its invoke's partition and value "
-                             f"(index {invoke['index']}: {invoke['partition']!r}, {invoke['value']!r})")
+            raise _Malformed(
+                f"send {type_} (index {index}) does not repeat its invoke's partition and value "
+                f"(index {invoke['index']}: {invoke['partition']!r}, {invoke['value']!r})"
+            )
         return invoke
 
 
@@ -264,23 +289,37 @@ def load_history(path) -> list[dict]:
 class _Partition:
     """What the history says about one partition's log."""
 
-    __slots__ = ("key", "at", "witness", "conflicts", "offset_of", "other_offsets", "acked", "seen",
-                 "final_values", "final_max", "final_max_op", "unseen", "series", "_known")
+    __slots__ = (
+        "key",
+        "at",
+        "witness",
+        "conflicts",
+        "offset_of",
+        "other_offsets",
+        "acked",
+        "seen",
+        "final_values",
+        "final_max",
+        "final_max_op",
+        "unseen",
+        "series",
+        "_known",
+    )
 
     def __init__(self, key: str) -> None:
         self.key = key
-        self.at: dict = {}             # offset -> the first value seen there (by a send ok or a poll)
-        self.witness: dict = {}        # offset -> the event that first showed it
-        self.conflicts: dict = {}      # offset -> {value: first event showing it}, when 2+ values
-        self.offset_of: dict = {}      # value -> (first offset it was seen at, that event)
+        self.at: dict = {}  # offset -> the first value seen there (by a send ok or a poll)
+        self.witness: dict = {}  # offset -> the event that first showed it
+        self.conflicts: dict = {}  # offset -> {value: first event showing it}, when 2+ values
+        self.offset_of: dict = {}  # value -> (first offset it was seen at, that event)
         self.other_offsets: dict = {}  # value -> {offset: first event}, when at 2+ offsets
-        self.acked: dict = {}          # value -> its send's ok completion
-        self.seen: dict = {}           # value -> the first ok poll that returned it
+        self.acked: dict = {}  # value -> its send's ok completion
+        self.seen: dict = {}  # value -> the first ok poll that returned it
         self.final_values: set = set()
-        self.final_max = -1            # the highest offset the final read returned
+        self.final_max = -1  # the highest offset the final read returned
         self.final_max_op = None
-        self.unseen = 0                # acknowledged values no poll has returned yet
-        self.series: list = []         # (time, unseen) at each change
+        self.unseen = 0  # acknowledged values no poll has returned yet
+        self.series: list = []  # (time, unseen) at each change
         self._known = None
 
     def observe(self, offset: int, value, index: int) -> None:
@@ -313,7 +352,7 @@ class _Partition:
 @dataclass(slots=True)
 class _Send:
     partition: str
-    status: str = "pending"   # then ok, fail or info; pending at the end means indeterminate
+    status: str = "pending"  # then ok, fail or info; pending at the end means indeterminate
     completion: int | None = None
 
 
@@ -321,6 +360,7 @@ class _Send:
 class _Step:
     """Two offsets one consumer returned in a row for a partition: from consecutive polls
     (``earlier_op != op``) or within one poll."""
+
     process: object
     partition: str
     earlier: int
@@ -334,19 +374,27 @@ class _Facts:
 
     def __init__(self) -> None:
         self.partitions: dict[str, _Partition] = {}
-        self.sends: dict = {}                         # value -> _Send
-        self.positions: dict = {}                     # consumer -> {partition: (last offset, event)}
-        self.last_send: dict = {}                     # (producer, partition) -> (offset, value, event)
-        self.jumps: list[_Step] = []                  # consecutive polls, offset > last + 1
-        self.int_jumps: list[_Step] = []              # within one poll
-        self.backwards: list[_Step] = []              # consecutive polls, offset <= last
+        self.sends: dict = {}  # value -> _Send
+        self.positions: dict = {}  # consumer -> {partition: (last offset, event)}
+        self.last_send: dict = {}  # (producer, partition) -> (offset, value, event)
+        self.jumps: list[_Step] = []  # consecutive polls, offset > last + 1
+        self.int_jumps: list[_Step] = []  # within one poll
+        self.backwards: list[_Step] = []  # consecutive polls, offset <= last
         self.int_backwards: list[_Step] = []
-        self.send_inversions: list = []               # ((offset, value, event) x2, producer, partition)
+        self.send_inversions: list = []  # ((offset, value, event) x2, producer, partition)
         self.unseen = 0
-        self.series: list = []                        # (time, total unseen) at each change
+        self.series: list = []  # (time, total unseen) at each change
         self.answers = answers.Answers()
-        self.stats = {"events": 0, "sends": 0, "sends-ok": 0, "sends-fail": 0, "sends-info": 0,
-                      "polls-ok": 0, "records-polled": 0, "final-polls": 0}
+        self.stats = {
+            "events": 0,
+            "sends": 0,
+            "sends-ok": 0,
+            "sends-fail": 0,
+            "sends-info": 0,
+            "polls-ok": 0,
+            "records-polled": 0,
+            "final-polls": 0,
+        }
 
     def partition(self, key: str) -> _Partition:
         part = self.partitions.get(key)
@@ -455,8 +503,12 @@ class _Facts:
 
 
 def _instance(partition: str, ops, explanation: str, **details) -> dict:
-    return {"partition": partition, **details, "ops": sorted({o for o in ops if o is not None}),
-            "explanation": explanation}
+    return {
+        "partition": partition,
+        **details,
+        "ops": sorted({o for o in ops if o is not None}),
+        "explanation": explanation,
+    }
 
 
 def lost_write(facts: _Facts) -> list[dict]:
@@ -485,11 +537,17 @@ def lost_write(facts: _Facts) -> list[dict]:
             if send is None or send.partition != part.key or send.status == "fail":
                 continue
             how = "acknowledged" if value in part.acked else "returned by a poll"
-            found.append(_instance(
-                part.key, (part.acked.get(value), part.seen.get(value), part.final_max_op),
-                f"value {value!r}, {how} at offset {offset} of partition {part.key}, is missing from the "
-                f"final read, which reached offset {part.final_max} (op {part.final_max_op})",
-                value=value, offset=offset, final_max=part.final_max))
+            found.append(
+                _instance(
+                    part.key,
+                    (part.acked.get(value), part.seen.get(value), part.final_max_op),
+                    f"value {value!r}, {how} at offset {offset} of partition {part.key}, is missing from the "
+                    f"final read, which reached offset {part.final_max} (op {part.final_max_op})",
+                    value=value,
+                    offset=offset,
+                    final_max=part.final_max,
+                )
+            )
     return found
 
 
@@ -507,9 +565,16 @@ def unseen(facts: _Facts) -> list[dict]:
         for value, op in part.acked.items():
             if value not in part.seen:
                 offset = part.offset_of[value][0]
-                found.append(_instance(part.key, (op,), f"value {value!r}, acknowledged at offset {offset} "
-                                       f"of partition {part.key} (op {op}), was never returned by any poll",
-                                       value=value, offset=offset))
+                found.append(
+                    _instance(
+                        part.key,
+                        (op,),
+                        f"value {value!r}, acknowledged at offset {offset} "
+                        f"of partition {part.key} (op {op}), was never returned by any poll",
+                        value=value,
+                        offset=offset,
+                    )
+                )
     return found
 
 
@@ -526,9 +591,15 @@ def inconsistent_offsets(facts: _Facts) -> list[dict]:
         for offset in sorted(part.conflicts):
             values = part.conflicts[offset]
             shown = " and ".join(f"value {v!r} (op {o})" for v, o in values.items())
-            found.append(_instance(part.key, values.values(),
-                                   f"offset {offset} of partition {part.key} holds {shown}",
-                                   offset=offset, values=list(values)))
+            found.append(
+                _instance(
+                    part.key,
+                    values.values(),
+                    f"offset {offset} of partition {part.key} holds {shown}",
+                    offset=offset,
+                    values=list(values),
+                )
+            )
     return found
 
 
@@ -542,9 +613,15 @@ def duplicate(facts: _Facts) -> list[dict]:
     for part in facts.partitions.values():
         for value, offsets in part.other_offsets.items():
             shown = " and ".join(f"{o} (op {w})" for o, w in sorted(offsets.items()))
-            found.append(_instance(part.key, offsets.values(),
-                                   f"value {value!r} is at offsets {shown} of partition {part.key}",
-                                   value=value, offsets=sorted(offsets)))
+            found.append(
+                _instance(
+                    part.key,
+                    offsets.values(),
+                    f"value {value!r} is at offsets {shown} of partition {part.key}",
+                    value=value,
+                    offsets=sorted(offsets),
+                )
+            )
     return found
 
 
@@ -559,9 +636,15 @@ def g1a(facts: _Facts) -> list[dict]:
         for value, op in part.seen.items():
             send = facts.sends.get(value)
             if send is not None and send.status == "fail" and send.partition == part.key:
-                found.append(_instance(part.key, (send.completion, op),
-                                       f"poll op {op} returned value {value!r} of partition {part.key}, whose "
-                                       f"send definitely failed (op {send.completion})", value=value))
+                found.append(
+                    _instance(
+                        part.key,
+                        (send.completion, op),
+                        f"poll op {op} returned value {value!r} of partition {part.key}, whose "
+                        f"send definitely failed (op {send.completion})",
+                        value=value,
+                    )
+                )
     return found
 
 
@@ -577,8 +660,14 @@ def unexpected(facts: _Facts) -> list[dict]:
             send = facts.sends.get(value)
             if send is None or send.partition != part.key:
                 where = "no send wrote it" if send is None else f"it was sent to partition {send.partition}"
-                found.append(_instance(part.key, (op,), f"poll op {op} returned value {value!r} of partition "
-                                       f"{part.key}, but {where}", value=value))
+                found.append(
+                    _instance(
+                        part.key,
+                        (op,),
+                        f"poll op {op} returned value {value!r} of partition {part.key}, but {where}",
+                        value=value,
+                    )
+                )
     return found
 
 
@@ -594,12 +683,18 @@ def _skips(facts: _Facts, steps: list[_Step]) -> list[dict]:
         if not skipped:
             continue  # a gap Kafka may have (control batch, compaction): nothing proves a record
         proof = part.witness[first]
-        found.append(_instance(
-            s.partition, (s.earlier_op, s.op, proof),
-            f"process {s.process!r} read offset {s.earlier} then {s.offset} of partition {s.partition} "
-            f"{_where(s)}, skipping {skipped} offset(s) that hold records (offset {first}, seen by op {proof})",
-            process=s.process, offsets=[s.earlier, s.offset], skipped=skipped,
-            delta=s.offset - s.earlier))
+        found.append(
+            _instance(
+                s.partition,
+                (s.earlier_op, s.op, proof),
+                f"process {s.process!r} read offset {s.earlier} then {s.offset} of partition {s.partition} "
+                f"{_where(s)}, skipping {skipped} offset(s) that hold records (offset {first}, seen by op {proof})",
+                process=s.process,
+                offsets=[s.earlier, s.offset],
+                skipped=skipped,
+                delta=s.offset - s.earlier,
+            )
+        )
     return found
 
 
@@ -628,11 +723,17 @@ def int_poll_skip(facts: _Facts) -> list[dict]:
 def _inversions(steps: list[_Step]) -> list[dict]:
     found = []
     for s in steps:
-        found.append(_instance(
-            s.partition, (s.earlier_op, s.op),
-            f"process {s.process!r} read offset {s.earlier} then {s.offset} of partition {s.partition} "
-            f"{_where(s)}, going {'back' if s.offset < s.earlier else 'nowhere'} without a new assignment",
-            process=s.process, offsets=[s.earlier, s.offset], delta=s.offset - s.earlier))
+        found.append(
+            _instance(
+                s.partition,
+                (s.earlier_op, s.op),
+                f"process {s.process!r} read offset {s.earlier} then {s.offset} of partition {s.partition} "
+                f"{_where(s)}, going {'back' if s.offset < s.earlier else 'nowhere'} without a new assignment",
+                process=s.process,
+                offsets=[s.earlier, s.offset],
+                delta=s.offset - s.earlier,
+            )
+        )
     return found
 
 
@@ -665,20 +766,35 @@ def nonmonotonic_send(facts: _Facts) -> list[dict]:
     given key go backwards relative to the version order"), on the acknowledged offsets."""
     found = []
     for (o1, v1, op1), (o2, v2, op2), process, partition in facts.send_inversions:
-        found.append(_instance(
-            partition, (op1, op2),
-            f"process {process!r}'s send of value {v2!r} was acknowledged at offset {o2} of partition "
-            f"{partition} (op {op2}), not above its earlier send of value {v1!r} at offset {o1} (op {op1})",
-            process=process, values=[v1, v2], offsets=[o1, o2], delta=o2 - o1))
+        found.append(
+            _instance(
+                partition,
+                (op1, op2),
+                f"process {process!r}'s send of value {v2!r} was acknowledged at offset {o2} of partition "
+                f"{partition} (op {op2}), not above its earlier send of value {v1!r} at offset {o1} (op {op1})",
+                process=process,
+                values=[v1, v2],
+                offsets=[o1, o2],
+                delta=o2 - o1,
+            )
+        )
     return found
 
 
-DETECTORS = {"lost-write": lost_write, "inconsistent-offsets": inconsistent_offsets,
-             "duplicate": duplicate, "G1a": g1a, "unexpected": unexpected, "poll-skip": poll_skip,
-             "nonmonotonic-poll": nonmonotonic_poll, "int-poll-skip": int_poll_skip,
-             "int-nonmonotonic-poll": int_nonmonotonic_poll, "nonmonotonic-send": nonmonotonic_send,
-             "unseen": unseen,
-             **{name: (lambda facts, detect=detect: detect(facts.answers)) for name, detect in answers.DETECTORS.items()}}
+DETECTORS = {
+    "lost-write": lost_write,
+    "inconsistent-offsets": inconsistent_offsets,
+    "duplicate": duplicate,
+    "G1a": g1a,
+    "unexpected": unexpected,
+    "poll-skip": poll_skip,
+    "nonmonotonic-poll": nonmonotonic_poll,
+    "int-poll-skip": int_poll_skip,
+    "int-nonmonotonic-poll": int_nonmonotonic_poll,
+    "nonmonotonic-send": nonmonotonic_send,
+    "unseen": unseen,
+    **{name: (lambda facts, detect=detect: detect(facts.answers)) for name, detect in answers.DETECTORS.items()},
+}
 assert tuple(DETECTORS) == ANOMALIES
 
 
@@ -705,9 +821,15 @@ class CheckResult:
     ok: bool = True
 
     def to_json(self) -> dict:
-        return {"ok": self.ok, "counts": self.counts, "anomalies": self.anomalies, "stats": self.stats,
-                "notes": self.notes, "series": {k: [list(p) for p in v] for k, v in self.series.items()},
-                "unseen_by_partition": {k: [list(p) for p in v] for k, v in self.unseen_by_partition.items()}}
+        return {
+            "ok": self.ok,
+            "counts": self.counts,
+            "anomalies": self.anomalies,
+            "stats": self.stats,
+            "notes": self.notes,
+            "series": {k: [list(p) for p in v] for k, v in self.series.items()},
+            "unseen_by_partition": {k: [list(p) for p in v] for k, v in self.unseen_by_partition.items()},
+        }
 
 
 def check(ops) -> CheckResult:
@@ -730,5 +852,7 @@ def check(ops) -> CheckResult:
         counts={name: len(found) for name, found in anomalies.items()},
         series={"unseen": facts.series},
         unseen_by_partition={key: part.series for key, part in facts.partitions.items() if part.series},
-        stats=facts.stats, notes=notes,
-        ok=not any(found for name, found in anomalies.items() if name not in INFORMATIONAL))
+        stats=facts.stats,
+        notes=notes,
+        ok=not any(found for name, found in anomalies.items() if name not in INFORMATIONAL),
+    )

@@ -7,7 +7,8 @@ faults of ``faults``. On Apache Kafka (``cluster="kafka"``): a KRaft cluster of 
 itself (``engines/apache``), with the lazy file system under the brokers' logs when power or I/O
 errors are played and a network namespace per node when partitions are, every fault played on
 its processes (``engines/apache/faults``). On any other Kafka-compatible cluster (``bootstrap``):
-the same workload, the faults through the user's hooks file (none without one). The run, in order: the workload (``workload``) and the seeded fault
+the same workload, the faults through the user's hooks file (none without one). The run, in order: the workload
+(``workload``) and the seeded fault
 plan (``faults``) for ``duration_s``; every fault ended; the workload stopped; the final read;
 the history checked (``checker``) and its anomalies judged by the fault budget (``budget``); on
 isrcheck's own cluster, its processes' event log
@@ -15,6 +16,7 @@ isrcheck's own cluster, its processes' event log
 off; ``history.jsonl`` and ``results.json`` written to the run folder (the command adds the page,
 ``index.html``). Another cluster logs no events: there is nothing to validate.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -57,18 +59,18 @@ class SoakOptions:
     consumers: int = 2
     idempotence: bool = True
     max_down: int = 1
-    bootstrap: str | None = None     # another cluster; None: isrcheck's own
-    hooks: str | None = None         # the hooks file for another cluster's faults
+    bootstrap: str | None = None  # another cluster; None: isrcheck's own
+    hooks: str | None = None  # the hooks file for another cluster's faults
     topic: str = TOPIC
     directory: str = "soak"
     command: str = ""
-    script: tuple = ()               # faults.Fault: a scenario played instead of a drawn plan
-    validate: bool = True            # isrcheck's own cluster: log its events, validate them at the end
-    cluster: str = "isrcheck"        # or "kafka": an Apache Kafka cluster the soak starts
+    script: tuple = ()  # faults.Fault: a scenario played instead of a drawn plan
+    validate: bool = True  # isrcheck's own cluster: log its events, validate them at the end
+    cluster: str = "isrcheck"  # or "kafka": an Apache Kafka cluster the soak starts
     kafka_version: str | None = None
     kafka_home: str | None = None
     kafka: dict = field(default_factory=dict)  # further KafkaSettings of an Apache Kafka cluster
-    kafka_events: bool = False       # Apache Kafka: its replication events recorded into events/ (a Java agent)
+    kafka_events: bool = False  # Apache Kafka: its replication events recorded into events/ (a Java agent)
 
 
 @dataclass
@@ -77,15 +79,15 @@ class SoakResult:
 
     options: SoakOptions
     seconds: float = 0.0
-    faults: list = field(default_factory=list)    # the fault plan's records
-    final_read: bool = False                      # it reached the highest offset anyone saw
-    final_read_note: str = ""                     # how far it read, or why it stopped short
+    faults: list = field(default_factory=list)  # the fault plan's records
+    final_read: bool = False  # it reached the highest offset anyone saw
+    final_read_note: str = ""  # how far it read, or why it stopped short
     client_errors: list = field(default_factory=list)
-    check: CheckResult | None = None              # the checker's result (None: not checked yet)
+    check: CheckResult | None = None  # the checker's result (None: not checked yet)
     index: HistoryIndex | None = field(default=None, repr=False)  # the history's index: counts, the page
-    validation: LogValidation | None = None       # the event log's verdict (None: not validated)
-    budget: dict = field(default_factory=dict)    # anomaly name -> why the run was outside its budget
-    kafka: dict | None = None                     # Apache Kafka's version and ELR, on such a cluster
+    validation: LogValidation | None = None  # the event log's verdict (None: not validated)
+    budget: dict = field(default_factory=dict)  # anomaly name -> why the run was outside its budget
+    kafka: dict | None = None  # Apache Kafka's version and ELR, on such a cluster
 
     @property
     def counts(self) -> dict:
@@ -111,9 +113,11 @@ class SoakResult:
         return judge(self._found(), self.budget)[1]
 
     def _found(self) -> list[str]:
-        found = [name for name, instances in (self.check.anomalies if self.check is not None else {}).items()
-                 if instances and name not in INFORMATIONAL
-                 and not (name == "duplicate" and not self.options.idempotence)]
+        found = [
+            name
+            for name, instances in (self.check.anomalies if self.check is not None else {}).items()
+            if instances and name not in INFORMATIONAL and not (name == "duplicate" and not self.options.idempotence)
+        ]
         if not self.final_read:
             found.append("incomplete-final-read")
         if self.client_errors:
@@ -133,17 +137,23 @@ class SoakResult:
         """Why the run exits as it does, in one line: each anomaly that fails it, with its count or
         what it was; else what it passed."""
         counts = self.anomaly_counts
-        why = {"incomplete-final-read": f"the final read did not finish ({self.final_read_note})",
-               "client-error": "a client failed: " + "; ".join(self.client_errors),
-               "event-log-not-explained": "the event log is not explained: "
-                                          + (self.validation.lines[0] if self.validation else ""),
-               "event-log-late": "a deadline missed: " + next(
-                   (f"{x.property} at {x.event.where}: {x.why}" for x in (self.validation.late if self.validation else ())),
-                   "")}
+        why = {
+            "incomplete-final-read": f"the final read did not finish ({self.final_read_note})",
+            "client-error": "a client failed: " + "; ".join(self.client_errors),
+            "event-log-not-explained": "the event log is not explained: "
+            + (self.validation.lines[0] if self.validation else ""),
+            "event-log-late": "a deadline missed: "
+            + next(
+                (
+                    f"{x.property} at {x.event.where}: {x.why}"
+                    for x in (self.validation.late if self.validation else ())
+                ),
+                "",
+            ),
+        }
         found = self.anomalies
         if found:
-            return "anomalies within their budget: " + "; ".join(
-                why.get(a, f"{a} ({counts.get(a, 1)})") for a in found)
+            return "anomalies within their budget: " + "; ".join(why.get(a, f"{a} ({counts.get(a, 1)})") for a in found)
         passed = ["no anomaly within its budget", "the final read complete"]
         if self.beyond_budget:
             passed[0] += f" ({', '.join(self.beyond_budget)} broken outside it: not a finding)"
@@ -153,22 +163,39 @@ class SoakResult:
 
     def throughput(self) -> dict:
         ok_sends = self.counts.get("send", {}).get("ok", 0)
-        return {"sends_ok_per_s": round(ok_sends / self.seconds, 1) if self.seconds else 0.0,
-                "polls_per_s": round(sum(self.counts.get("poll", {}).values()) / self.seconds, 1)
-                if self.seconds else 0.0}
+        return {
+            "sends_ok_per_s": round(ok_sends / self.seconds, 1) if self.seconds else 0.0,
+            "polls_per_s": round(sum(self.counts.get("poll", {}).values()) / self.seconds, 1) if self.seconds else 0.0,
+        }
 
     def to_json(self) -> dict:
         o = self.options
-        return {"protocol": o.protocol, "cluster": o.cluster, "kafka": self.kafka, "bootstrap": o.bootstrap, "seconds": round(self.seconds, 3),
-                "seed": o.seed, "fault_kinds": list(o.faults), "idempotence": o.idempotence,
-                "min_insync_replicas": o.min_insync_replicas, "unclean_election": o.unclean_election,
-                "counts": self.counts, "throughput": self.throughput(), "faults": self.faults,
-                "final_read": self.final_read, "final_read_note": self.final_read_note,
-                "client_errors": self.client_errors,
-                "anomalies": self.anomalies, "beyond_budget": self.beyond_budget, "budget": self.budget,
-                "check": self.check.to_json() if self.check is not None else {},
-                "validation": self.validation.to_json() if self.validation is not None else None,
-                "command": o.command, "dir": o.directory, "exit": {"code": self.exit_code, "reason": self.exit_reason()}}
+        return {
+            "protocol": o.protocol,
+            "cluster": o.cluster,
+            "kafka": self.kafka,
+            "bootstrap": o.bootstrap,
+            "seconds": round(self.seconds, 3),
+            "seed": o.seed,
+            "fault_kinds": list(o.faults),
+            "idempotence": o.idempotence,
+            "min_insync_replicas": o.min_insync_replicas,
+            "unclean_election": o.unclean_election,
+            "counts": self.counts,
+            "throughput": self.throughput(),
+            "faults": self.faults,
+            "final_read": self.final_read,
+            "final_read_note": self.final_read_note,
+            "client_errors": self.client_errors,
+            "anomalies": self.anomalies,
+            "beyond_budget": self.beyond_budget,
+            "budget": self.budget,
+            "check": self.check.to_json() if self.check is not None else {},
+            "validation": self.validation.to_json() if self.validation is not None else None,
+            "command": o.command,
+            "dir": o.directory,
+            "exit": {"code": self.exit_code, "reason": self.exit_reason()},
+        }
 
 
 # the soak's consumers name a group only to read: one partition of __consumer_offsets, not Kafka's 50,
@@ -208,8 +235,16 @@ def check_reachable(addresses: list[tuple[str, int]], timeout_s: float = 5.0) ->
     raise UsageError(f"--bootstrap: cannot connect to {', '.join(errors)}; nothing ran")
 
 
-def prepare_topic(bootstrap: str, addresses: list[tuple[str, int]], topic: str, partitions: int, replicas: int,
-                  min_insync_replicas: int, say=lambda line: None, timeout_s: float = 15.0) -> None:
+def prepare_topic(
+    bootstrap: str,
+    addresses: list[tuple[str, int]],
+    topic: str,
+    partitions: int,
+    replicas: int,
+    min_insync_replicas: int,
+    say=lambda line: None,
+    timeout_s: float = 15.0,
+) -> None:
     """Another cluster's topic as the soak needs it (``partitions`` partitions of ``replicas``
     replicas, ``min.insync.replicas``, what the fault budgets are judged by): made with CreateTopics
     if it does not exist; UsageError before any work if it exists with other settings, if the
@@ -224,25 +259,44 @@ def prepare_topic(bootstrap: str, addresses: list[tuple[str, int]], topic: str, 
     if have and all(p.error_code == 0 for p in have.values()):
         factors = sorted({len(p.replicas) for p in have.values()})
         min_isr = topic_configs(bootstrap, topic).get("min.insync.replicas")
-        differ = [f"{what} {got}, the soak needs {need}" for what, got, need in (
-            ("partitions", len(have), partitions), ("replication factor", "/".join(map(str, factors)), replicas),
-            ("min.insync.replicas", min_isr, min_insync_replicas)) if str(got) != str(need)]
+        differ = [
+            f"{what} {got}, the soak needs {need}"
+            for what, got, need in (
+                ("partitions", len(have), partitions),
+                ("replication factor", "/".join(map(str, factors)), replicas),
+                ("min.insync.replicas", min_isr, min_insync_replicas),
+            )
+            if str(got) != str(need)
+        ]
         if differ:
-            raise UsageError(f"--topic {topic}: the cluster's topic has {'; '.join(differ)} (the soak's "
-                             f"{wanted}; give the topic's, or another --topic); nothing ran")
+            raise UsageError(
+                f"--topic {topic}: the cluster's topic has {'; '.join(differ)} (the soak's "
+                f"{wanted}; give the topic's, or another --topic); nothing ran"
+            )
         return
     if len(view.brokers) < replicas:
-        raise UsageError(f"--replicas {replicas}: the cluster at {bootstrap} lists {len(view.brokers)} broker(s), "
-                         f"too few for topic {topic} (give --replicas and --min-insync-replicas at most that); "
-                         f"nothing ran")
-    say(f"creating topic {topic} on {bootstrap}: {partitions} partitions, {replicas} replicas, "
-        f"min.insync.replicas {min_insync_replicas}")
+        raise UsageError(
+            f"--replicas {replicas}: the cluster at {bootstrap} lists {len(view.brokers)} broker(s), "
+            f"too few for topic {topic} (give --replicas and --min-insync-replicas at most that); "
+            f"nothing ran"
+        )
+    say(
+        f"creating topic {topic} on {bootstrap}: {partitions} partitions, {replicas} replicas, "
+        f"min.insync.replicas {min_insync_replicas}"
+    )
     try:
-        create_topics(bootstrap, [(topic, partitions)], replicas, {"min.insync.replicas": str(min_insync_replicas)},
-                      timeout_s=timeout_s)
+        create_topics(
+            bootstrap,
+            [(topic, partitions)],
+            replicas,
+            {"min.insync.replicas": str(min_insync_replicas)},
+            timeout_s=timeout_s,
+        )
     except UsageError as exc:
-        raise UsageError(f"--topic {topic}: the cluster has no such topic and did not create it ({exc}); create "
-                         f"it first ({wanted}); nothing ran") from None
+        raise UsageError(
+            f"--topic {topic}: the cluster has no such topic and did not create it ({exc}); create "
+            f"it first ({wanted}); nothing ran"
+        ) from None
 
 
 def run_soak(options: SoakOptions, progress=None) -> SoakResult:
@@ -272,15 +326,24 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
         if executor is not None and options.script:
             plan = FaultPlan.scripted(executor, options.script, options.duration_s)
         elif executor is not None and options.faults:
-            plan = FaultPlan.for_executor(executor, options.faults, options.duration_s, options.seed,
-                                          max_down=options.max_down)
+            plan = FaultPlan.for_executor(
+                executor, options.faults, options.duration_s, options.seed, max_down=options.max_down
+            )
         else:
             plan = None
         with open(folder / "history.jsonl", "w", encoding="utf-8") as out:
             history = History(out)
-            workload = Workload(bootstrap, options.topic, options.partitions, history, options.seed,
-                                options.producers, options.consumers, options.idempotence,
-                                client_log=client_log(folder))
+            workload = Workload(
+                bootstrap,
+                options.topic,
+                options.partitions,
+                history,
+                options.seed,
+                options.producers,
+                options.consumers,
+                options.idempotence,
+                client_log=client_log(folder),
+            )
             result = SoakResult(options)
             workload.start()
             ticker = _Ticker(history, plan, options.duration_s, say)
@@ -303,15 +366,28 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
         kip966 = cluster.elr if options.cluster == "kafka" else options.protocol == "kip-966"
         result.check = check(history.events)
         result.index = HistoryIndex.of(history.events, result.check)  # one more pass, shared by counts and page
-        result.budget = budgets(result.faults, options.min_insync_replicas, options.unclean_election, kip966,
-                                history.now(), result.check.anomalies, history.events, result.client_errors)
+        result.budget = budgets(
+            result.faults,
+            options.min_insync_replicas,
+            options.unclean_election,
+            kip966,
+            history.now(),
+            result.check.anomalies,
+            history.events,
+            result.client_errors,
+        )
         if cluster is not None and (options.kafka_events if options.cluster == "kafka" else options.validate):
             cluster.stop()  # every node's log complete before it is read
-            from isrcheck.conformance.engines.validate.command import validate_run  # loads the model: only when validating
+            from isrcheck.conformance.engines.validate.command import (
+                validate_run,
+            )  # loads the model: only when validating
 
             try:
-                result.validation = validate_run(folder / "events", say,  # Kafka's recording: translated first
-                                                 timely=options.cluster != "kafka")
+                result.validation = validate_run(
+                    folder / "events",
+                    say,  # Kafka's recording: translated first
+                    timely=options.cluster != "kafka",
+                )
             except UsageError:  # an event log it cannot read: the run's history and verdict are kept first
                 _write(folder, result)
                 raise
@@ -340,12 +416,16 @@ def _apache_cluster(options: SoakOptions, folder: Path, say):
 
     dist = distribution(options.kafka_version, options.kafka_home, say=say)
     kinds = set(options.faults) | {f.kind for f in options.script}
-    settings = KafkaSettings(brokers=options.replicas, port=free_port_base(options.replicas + 1),
-                             min_insync_replicas=options.min_insync_replicas,
-                             unclean_election=options.unclean_election, topics=[(options.topic, options.partitions)],
-                             network="netns" if "partition" in kinds else "loopback",
-                             lazyfs=bool({"power", "ioerror"} & kinds),
-                             **{**options.kafka, "extra": {**OFFSETS_TOPIC, **options.kafka.get("extra", {})}})
+    settings = KafkaSettings(
+        brokers=options.replicas,
+        port=free_port_base(options.replicas + 1),
+        min_insync_replicas=options.min_insync_replicas,
+        unclean_election=options.unclean_election,
+        topics=[(options.topic, options.partitions)],
+        network="netns" if "partition" in kinds else "loopback",
+        lazyfs=bool({"power", "ioerror"} & kinds),
+        **{**options.kafka, "extra": {**OFFSETS_TOPIC, **options.kafka.get("extra", {})}},
+    )
     events = folder / "events" if options.kafka_events else None
     if events is not None:
         shutil.rmtree(events, ignore_errors=True)  # a run's recording starts anew
@@ -360,12 +440,29 @@ def _own_cluster(options: SoakOptions, folder: Path, say):
     events = str(folder / "events") if options.validate else None
     if events is not None:
         shutil.rmtree(events, ignore_errors=True)  # a run's log starts anew
-    return own_cluster(options.protocol, options.replicas, options.min_insync_replicas, options.unclean_election,
-                       [(options.topic, options.partitions)], folder / "cluster", events, say)
+    return own_cluster(
+        options.protocol,
+        options.replicas,
+        options.min_insync_replicas,
+        options.unclean_election,
+        [(options.topic, options.partitions)],
+        folder / "cluster",
+        events,
+        say,
+    )
 
 
-def own_cluster(protocol: str, replicas: int, min_isr: int, unclean: bool, topics: list, directory: Path,
-                events: str | None = None, say=lambda line: None, **config):
+def own_cluster(
+    protocol: str,
+    replicas: int,
+    min_isr: int,
+    unclean: bool,
+    topics: list,
+    directory: Path,
+    events: str | None = None,
+    say=lambda line: None,
+    **config,
+):
     """isrcheck's cluster in Kafka mode (journaled brokers: power losses can be played) with
     ``topics`` ([(name, partitions)]), fast timings (a broker down is fenced in about 1.5 s), serving:
     (``ProcessCluster``, bootstrap). ``config``: further ``ClusterConfig`` fields (``flush_messages``)."""
@@ -373,14 +470,31 @@ def own_cluster(protocol: str, replicas: int, min_isr: int, unclean: bool, topic
     from isrcheck.impl.real.serve import SERVE_DEFAULTS, wait_until_serving
     from isrcheck.impl.replication import ClusterConfig
 
-    timings = {**SERVE_DEFAULTS, "broker_session_timeout_ms": 1500, "broker_heartbeat_interval_ms": 250,
-               "replica_lag_time_max_ms": 3000, "replica_fetch_wait_max_ms": 200, "request_timeout_ms": 5000}
-    cluster_config = ClusterConfig(protocol=protocol, replicas=replicas, min_insync_replicas=min_isr,
-                                   unclean_leader_election_enable=unclean, **{**timings, **config})
+    timings = {
+        **SERVE_DEFAULTS,
+        "broker_session_timeout_ms": 1500,
+        "broker_heartbeat_interval_ms": 250,
+        "replica_lag_time_max_ms": 3000,
+        "replica_fetch_wait_max_ms": 200,
+        "request_timeout_ms": 5000,
+    }
+    cluster_config = ClusterConfig(
+        protocol=protocol,
+        replicas=replicas,
+        min_insync_replicas=min_isr,
+        unclean_leader_election_enable=unclean,
+        **{**timings, **config},
+    )
     ports = free_ports(replicas)
     partitions = max((n for _, n in topics), default=1)
-    kafka = dict(listeners={str(b): p for b, p in enumerate(ports)}, topics=[[t, n] for t, n in topics],
-                 cluster_id="isrcheck-soak", auto_create_topics=False, num_partitions=partitions, journal=True)
+    kafka = dict(
+        listeners={str(b): p for b, p in enumerate(ports)},
+        topics=[[t, n] for t, n in topics],
+        cluster_id="isrcheck-soak",
+        auto_create_topics=False,
+        num_partitions=partitions,
+        journal=True,
+    )
     cluster = ProcessCluster(cluster_config, str(directory), kafka=kafka, events=events)
     say(f"starting {replicas} brokers ({protocol}) in {directory}")
     cluster.start()
@@ -403,11 +517,12 @@ class _Ticker:
         while not self._stop.wait(every_s):
             counts = _counts(self.history.events)
             sends = counts.get("send", {})
-            active = [f"{r['kind']} {r['nodes']}" for r in (self.plan.records if self.plan else ())
-                      if r["end"] is None]
-            self.say(f"{self.history.now() / 1e9:6.1f}/{self.duration_s:.0f} s  sends ok {sends.get('ok', 0)} "
-                     f"fail {sends.get('fail', 0)} info {sends.get('info', 0)}  polls "
-                     f"{sum(counts.get('poll', {}).values())}  faults: {', '.join(active) or 'none'}")
+            active = [f"{r['kind']} {r['nodes']}" for r in (self.plan.records if self.plan else ()) if r["end"] is None]
+            self.say(
+                f"{self.history.now() / 1e9:6.1f}/{self.duration_s:.0f} s  sends ok {sends.get('ok', 0)} "
+                f"fail {sends.get('fail', 0)} info {sends.get('info', 0)}  polls "
+                f"{sum(counts.get('poll', {}).values())}  faults: {', '.join(active) or 'none'}"
+            )
 
     def stop(self) -> None:
         self._stop.set()

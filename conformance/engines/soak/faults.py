@@ -71,6 +71,7 @@ can play, ``require(kinds)``):
   ``sh -c`` in their own process group; a non-zero exit or a timeout (the group is killed) raises
   ``HookError`` naming the action, the command and its stderr: a usage error (exit 2).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -95,8 +96,15 @@ FAULT_KINDS = ("kill", "stop", "pause", "power", "disk", "partition")  # what ``
 EXTRA_KINDS = ("ioerror",)  # kinds a run names itself
 KINDS = FAULT_KINDS + EXTRA_KINDS
 DOWN_KINDS = ("kill", "stop", "pause", "power", "disk", "ioerror")  # each takes its brokers down
-END_ACTION = {"kill": "restart", "stop": "restart", "power": "restart", "disk": "restart",
-              "pause": "resume", "partition": "heal", "ioerror": "restart"}
+END_ACTION = {
+    "kill": "restart",
+    "stop": "restart",
+    "power": "restart",
+    "disk": "restart",
+    "pause": "resume",
+    "partition": "heal",
+    "ioerror": "restart",
+}
 HOOK_ACTIONS = ("kill", "stop", "pause", "resume", "power", "disk", "restart", "partition", "heal", "ioerror")
 # the disk failures ``ioerror`` plays on isrcheck's brokers (impl.real.processes.DISK_IO), by the fault's start
 IO_ERRORS = ("write:EIO", "write:ENOSPC", "fsync:EIO", "fsync:ENOSPC", "read:EIO")
@@ -120,8 +128,10 @@ def parse_fault_kinds(text: str) -> tuple[str, ...]:
         return FAULT_KINDS
     unknown = [n for n in names if n not in KINDS]
     if unknown:
-        raise UnknownFaultKind(f"unknown fault kind{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))}: "
-                               f"expected a comma-separated list of {', '.join(KINDS)}, or all, or none")
+        raise UnknownFaultKind(
+            f"unknown fault kind{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))}: "
+            f"expected a comma-separated list of {', '.join(KINDS)}, or all, or none"
+        )
     return tuple(k for k in KINDS if k in names)
 
 
@@ -152,10 +162,17 @@ class FaultExecutor(Protocol):
 class FaultPlan:
     """The seeded schedule of faults over a run of ``duration_s`` seconds (see the module docstring)."""
 
-    def __init__(self, kinds: Iterable[str], duration_s: float, seed: int, brokers: Sequence,
-                 controllers: Sequence = (), max_down: int = 1,
-                 fault_s: tuple[float, float] = DEFAULT_FAULT_S,
-                 quiet_s: tuple[float, float] = DEFAULT_QUIET_S) -> None:
+    def __init__(
+        self,
+        kinds: Iterable[str],
+        duration_s: float,
+        seed: int,
+        brokers: Sequence,
+        controllers: Sequence = (),
+        max_down: int = 1,
+        fault_s: tuple[float, float] = DEFAULT_FAULT_S,
+        quiet_s: tuple[float, float] = DEFAULT_QUIET_S,
+    ) -> None:
         self.kinds = tuple(kinds)
         unknown = [k for k in self.kinds if k not in KINDS]
         if unknown:
@@ -173,8 +190,9 @@ class FaultPlan:
         self.records: list[dict] = []
 
     @classmethod
-    def for_executor(cls, executor: FaultExecutor, kinds: Iterable[str], duration_s: float, seed: int,
-                     max_down: int = 1, **timing) -> "FaultPlan":
+    def for_executor(
+        cls, executor: FaultExecutor, kinds: Iterable[str], duration_s: float, seed: int, max_down: int = 1, **timing
+    ) -> "FaultPlan":
         """The plan over the executor's nodes, after checking it can play ``kinds`` (UsageError)."""
         kinds = tuple(kinds)
         executor.require(kinds)
@@ -238,8 +256,10 @@ class FaultPlan:
         start; default now); returns ``records`` (filled as it goes)."""
         loop = asyncio.get_running_loop()
         started_ns = time.monotonic_ns() if started_ns is None else started_ns
-        events = sorted([(f.start_s, 1, i) for i, f in enumerate(self.faults)] +
-                        [(f.end_s, 0, i) for i, f in enumerate(self.faults)])
+        events = sorted(
+            [(f.start_s, 1, i) for i, f in enumerate(self.faults)]
+            + [(f.end_s, 0, i) for i, f in enumerate(self.faults)]
+        )
         active: dict[int, dict] = {}
         # one worker thread: actions never overlap, and the ends after a cancellation wait for the
         # action still running
@@ -251,8 +271,12 @@ class FaultPlan:
                     await asyncio.sleep(delay)
                 fault = self.faults[i]
                 if begins:
-                    record = {"start": time.monotonic_ns() - started_ns, "end": None, "kind": fault.kind,
-                              "nodes": list(fault.nodes)}
+                    record = {
+                        "start": time.monotonic_ns() - started_ns,
+                        "end": None,
+                        "kind": fault.kind,
+                        "nodes": list(fault.nodes),
+                    }
                     if fault.groups:
                         record["groups"] = [list(g) for g in fault.groups]
                     self.records.append(record)
@@ -287,8 +311,10 @@ class ProcessClusterFaults:
 
     def require(self, kinds: Iterable[str]) -> None:
         if "power" in kinds and "power" not in self.kinds:
-            raise UsageError("fault kind power: the brokers keep no journal to play a power loss with "
-                             "(Kafka setting \"journal\": true)")
+            raise UsageError(
+                "fault kind power: the brokers keep no journal to play a power loss with "
+                '(Kafka setting "journal": true)'
+            )
 
     def begin(self, fault: Fault) -> None:
         c = self.cluster
@@ -338,8 +364,9 @@ def io_error(fault: Fault, journaled: bool) -> str:
 class HookError(UsageError):
     """A fault hook failed: non-zero exit, or no exit within its timeout."""
 
-    def __init__(self, action: str, command: str, message: str, stderr: str = "",
-                 returncode: int | None = None) -> None:
+    def __init__(
+        self, action: str, command: str, message: str, stderr: str = "", returncode: int | None = None
+    ) -> None:
         self.action, self.command, self.stderr, self.returncode = action, command, stderr, returncode
         stderr = stderr.strip()
         if len(stderr) > 2000:
@@ -357,14 +384,22 @@ def _quoted(nodes) -> str:
 class HooksExecutor:
     """Faults through shell commands (see the module docstring for the hooks file)."""
 
-    def __init__(self, hooks: dict[str, str], nodes: Sequence, controllers: Sequence = (),
-                 timeout_s: float = DEFAULT_HOOK_TIMEOUT_S, source: str = "hooks") -> None:
+    def __init__(
+        self,
+        hooks: dict[str, str],
+        nodes: Sequence,
+        controllers: Sequence = (),
+        timeout_s: float = DEFAULT_HOOK_TIMEOUT_S,
+        source: str = "hooks",
+    ) -> None:
         unknown = sorted(set(hooks) - set(HOOK_ACTIONS))
         if unknown:
-            raise UsageError(f"{source}: unknown hook{'s' * (len(unknown) > 1)} {', '.join(unknown)} "
-                             f"(hooks: {', '.join(HOOK_ACTIONS)})")
+            raise UsageError(
+                f"{source}: unknown hook{'s' * (len(unknown) > 1)} {', '.join(unknown)} "
+                f"(hooks: {', '.join(HOOK_ACTIONS)})"
+            )
         if not nodes:
-            raise UsageError(f"{source}: no nodes to fault (give \"nodes\")")
+            raise UsageError(f'{source}: no nodes to fault (give "nodes")')
         if not timeout_s > 0:
             raise UsageError(f"{source}: timeout_s must be > 0, got {timeout_s}")
         self.hooks, self.source, self.timeout_s = dict(hooks), source, timeout_s
@@ -387,38 +422,52 @@ class HooksExecutor:
         controllers = spec.pop("controllers", [])
         timeout_s = spec.pop("timeout_s", DEFAULT_HOOK_TIMEOUT_S)
         for key, value in (("nodes", names if names is not None else []), ("controllers", controllers)):
-            if not isinstance(value, list) or not all(isinstance(n, (str, int)) and not isinstance(n, bool)
-                                                      for n in value):
+            if not isinstance(value, list) or not all(
+                isinstance(n, (str, int)) and not isinstance(n, bool) for n in value
+            ):
                 raise UsageError(f"hooks file {path}: {key} must be a list of node names")
         if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)):
             raise UsageError(f"hooks file {path}: timeout_s must be a number of seconds")
         bad = sorted(k for k, v in spec.items() if not isinstance(v, str) or not v.strip())
         if bad:
             raise UsageError(f"hooks file {path}: the command of {', '.join(bad)} must be a non-empty string")
-        return cls(spec, names if names is not None else list(nodes), controllers, float(timeout_s),
-                   f"hooks file {path}")
+        return cls(
+            spec, names if names is not None else list(nodes), controllers, float(timeout_s), f"hooks file {path}"
+        )
 
     def require(self, kinds: Iterable[str]) -> None:
         """UsageError naming the hooks that ``kinds`` need and the file lacks."""
-        missing = sorted({a for k in kinds for a in (k, END_ACTION[k]) if a not in self.hooks},
-                         key=HOOK_ACTIONS.index)
+        missing = sorted({a for k in kinds for a in (k, END_ACTION[k]) if a not in self.hooks}, key=HOOK_ACTIONS.index)
         if missing:
             lacking = [k for k in kinds if k not in self.kinds]
-            raise UsageError(f"{self.source}: fault kind{'s' * (len(lacking) > 1)} {', '.join(lacking)} "
-                             f"need{'s' * (len(lacking) == 1)} the hook{'s' * (len(missing) > 1)} "
-                             f"{', '.join(missing)}")
+            raise UsageError(
+                f"{self.source}: fault kind{'s' * (len(lacking) > 1)} {', '.join(lacking)} "
+                f"need{'s' * (len(lacking) == 1)} the hook{'s' * (len(missing) > 1)} "
+                f"{', '.join(missing)}"
+            )
 
     def command(self, action: str, node=None, nodes: Sequence = (), others: Sequence = ()) -> str:
         """The action's command with its placeholders filled."""
-        values = {"node": shlex.quote(str(node)) if node is not None else "", "nodes": _quoted(nodes),
-                  "others": _quoted(others), "all": _quoted(self.brokers + self.controllers)}
+        values = {
+            "node": shlex.quote(str(node)) if node is not None else "",
+            "nodes": _quoted(nodes),
+            "others": _quoted(others),
+            "all": _quoted(self.brokers + self.controllers),
+        }
         return _PLACEHOLDER.sub(lambda m: values[m.group(1)], self.hooks[action])
 
     def run(self, action: str, **values) -> str:
         """Run the action's command; its stdout. HookError if it fails or times out."""
         command = self.command(action, **values)
-        proc = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
         try:
             out, err = proc.communicate(timeout=self.timeout_s)
         except subprocess.TimeoutExpired:
@@ -438,8 +487,10 @@ class HooksExecutor:
 
     def _sides(self, fault: Fault) -> dict:
         """A partition's {nodes} (the group cut off) and {others} (everyone else)."""
-        return {"nodes": list(fault.nodes),
-                "others": [n for n in self.brokers + self.controllers if n not in fault.nodes]}
+        return {
+            "nodes": list(fault.nodes),
+            "others": [n for n in self.brokers + self.controllers if n not in fault.nodes],
+        }
 
     def begin(self, fault: Fault) -> None:
         if fault.kind == "partition":
@@ -456,6 +507,18 @@ class HooksExecutor:
             self.run(END_ACTION[fault.kind], node=node)
 
 
-__all__ = ["FAULT_KINDS", "EXTRA_KINDS", "KINDS", "DOWN_KINDS", "Fault", "FaultPlan", "FaultExecutor", "ProcessClusterFaults",
-           "end_on_processes",
-           "HooksExecutor", "HookError", "UnknownFaultKind", "parse_fault_kinds"]
+__all__ = [
+    "FAULT_KINDS",
+    "EXTRA_KINDS",
+    "KINDS",
+    "DOWN_KINDS",
+    "Fault",
+    "FaultPlan",
+    "FaultExecutor",
+    "ProcessClusterFaults",
+    "end_on_processes",
+    "HooksExecutor",
+    "HookError",
+    "UnknownFaultKind",
+    "parse_fault_kinds",
+]

@@ -3,13 +3,14 @@ and its anomaly tables need of the history (per function and outcome the complet
 latencies, completions counted, operations never completed, and the events the checker's anomalies
 name, with the invokes of the named completions). The driver builds it once after the checker;
 the page and ``results.json``'s operation counts read it."""
+
 from __future__ import annotations
 
 from array import array
 
 FUNCTIONS = ("send", "poll")
 OUTCOMES = ("ok", "info", "fail")  # drawing order: the rarer outcomes on top
-INSTANCES_SHOWN = 20      # instances per anomaly whose events are kept (the page shows them); the rest are counted
+INSTANCES_SHOWN = 20  # instances per anomaly whose events are kept (the page shows them); the rest are counted
 
 
 class HistoryIndex:
@@ -20,11 +21,11 @@ class HistoryIndex:
     def __init__(self, history: list[dict], wanted: set = frozenset()) -> None:
         self.times = {(f, t): array("q") for f in FUNCTIONS for t in OUTCOMES}
         self.latencies = {(f, t): array("q") for f in FUNCTIONS for t in OUTCOMES}
-        self.counts: dict = {}           # (f, type) -> completions, every f
-        self.unfinished: dict = {}       # f -> invokes never completed
-        self.events: dict = {}           # index -> event, for the indexes in ``wanted``
-        self.invoke_of: dict = {}        # index of a wanted completion -> its invoke
-        self.end = 0                     # the last event's time (ns)
+        self.counts: dict = {}  # (f, type) -> completions, every f
+        self.unfinished: dict = {}  # f -> invokes never completed
+        self.events: dict = {}  # index -> event, for the indexes in ``wanted``
+        self.invoke_of: dict = {}  # index of a wanted completion -> its invoke
+        self.end = 0  # the last event's time (ns)
         self.lat_min = self.lat_max = None
         open_: dict = {}
         for op in history:

@@ -20,6 +20,7 @@ Each event keeps the Jepsen operation's ``:index`` as ``"jepsen_index"``; events
 their own (one operation may become several events). The file is read within ``read_lines``'s
 bounds, one map per line, or, when it starts with ``[``, as one vector within ``read_text``'s.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
@@ -59,8 +60,7 @@ def _plain(value):
 
 def _maps(path: Path):
     """(where, operation) for each map of the file."""
-    first = next((line.strip() for _, line, _ in read_lines(path, "a history", error=HistoryError)
-                  if line.strip()), "")
+    first = next((line.strip() for _, line, _ in read_lines(path, "a history", error=HistoryError) if line.strip()), "")
     if first.startswith("["):
         try:
             ops = edn_format.loads(read_text(path, "a history", error=HistoryError))
@@ -81,12 +81,21 @@ def _maps(path: Path):
 class _Converter:
     def __init__(self) -> None:
         self.events: list[dict] = []
-        self.pending: dict = {}    # process -> its invoke (Jepsen's), while it runs
-        self.final: set = set()    # processes whose polls are the final read
+        self.pending: dict = {}  # process -> its invoke (Jepsen's), while it runs
+        self.final: set = set()  # processes whose polls are the final read
 
     def emit(self, op: dict, type_: str, f: str, **fields) -> None:
-        self.events.append({"index": len(self.events), "time": op["time"], "process": op["process"],
-                            "type": type_, "f": f, "jepsen_index": op.get("index"), **fields})
+        self.events.append(
+            {
+                "index": len(self.events),
+                "time": op["time"],
+                "process": op["process"],
+                "type": type_,
+                "f": f,
+                "jepsen_index": op.get("index"),
+                **fields,
+            }
+        )
 
     def feed(self, where: str, op) -> None:
         if not isinstance(op, dict):
@@ -101,8 +110,13 @@ class _Converter:
             raise HistoryError(f"{where}: a transaction (:f :txn): isrcheck's checker does not check transactions")
         if type_ not in ("invoke", "ok", "fail", "info"):
             raise HistoryError(f"{where}: :type {type_!r} is none of invoke, ok, fail, info")
-        handler = {"send": self.send, "poll": self.poll, "assign": self.assign, "subscribe": self.assign,
-                   "crash": self.assign}.get(f)
+        handler = {
+            "send": self.send,
+            "poll": self.poll,
+            "assign": self.assign,
+            "subscribe": self.assign,
+            "crash": self.assign,
+        }.get(f)
         if handler is None:
             raise HistoryError(f"{where}: :f {f!r} is none of send, poll, assign, subscribe, crash, txn")
         if type_ == "invoke":
@@ -125,8 +139,9 @@ class _Converter:
             if i:
                 self.emit(op, "invoke", "send", partition=key, value=value)
             done = {"offset": offset} if type_ == "ok" and offset is not None else {}
-            self.emit(op, type_ if offset is not None or type_ != "ok" else "info", "send",
-                      partition=key, value=value, **done)
+            self.emit(
+                op, type_ if offset is not None or type_ != "ok" else "info", "send", partition=key, value=value, **done
+            )
 
     def poll(self, op: dict, type_: str) -> None:
         final = op["process"] in self.final

@@ -21,6 +21,7 @@ and a leader's HW never moves back within its epoch: the fetch's HW is at least 
 ListOffsets answered before it. Every broker error is a ``fail`` completion, a connection that
 breaks or times out an ``info``; the reader then asks Metadata again and goes on.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -30,15 +31,18 @@ import threading
 
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import (
-    ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
 )
 from kafka.record import MemoryRecords
 
 from isrcheck.conformance.engines.apache.admin import cluster_view
 
 FETCH_VERSION, LIST_OFFSETS_VERSION, EPOCH_VERSION = 12, 4, 3  # the first with the current leader epoch, or later
-CONSUMER = -1          # a consumer's replica id: answers bounded by the HW
-LATEST = -1            # ListOffsets' timestamp for the end offset
+CONSUMER = -1  # a consumer's replica id: answers bounded by the HW
+LATEST = -1  # ListOffsets' timestamp for the end offset
 MAX_BYTES = 1 << 20
 OFFSET_OUT_OF_RANGE = 1
 
@@ -89,8 +93,17 @@ class OffsetsReader:
     """The reader of ``topic``'s ``partitions`` on the cluster at ``bootstrap``, recording into
     ``history`` as ``process``, one round every ``interval_s`` until ``stop`` is set."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, history, key, process: str = "offsets",
-                 interval_s: float = 0.2, timeout_s: float = 3.0) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        partitions: int,
+        history,
+        key,
+        process: str = "offsets",
+        interval_s: float = 0.2,
+        timeout_s: float = 3.0,
+    ) -> None:
         self.addresses = [a.strip() for a in bootstrap.split(",")]
         self.topic, self.partitions, self.history, self.key = topic, partitions, history, key
         self.process, self.interval_s, self.timeout_s = process, interval_s, timeout_s
@@ -138,19 +151,39 @@ class OffsetsReader:
     # -- OffsetForLeaderEpoch: KIP-320's validation of the position after a leader change ----------
     def _validate(self, conn: Connection, p: int, epoch: int) -> bool:
         at, key = self.positions[p], self.key(p)
-        asked = dict(partition=key, leader_epoch=at.last_epoch, current_leader_epoch=epoch, position=at.offset,
-                     connection=conn.number)
+        asked = dict(
+            partition=key,
+            leader_epoch=at.last_epoch,
+            current_leader_epoch=epoch,
+            position=at.offset,
+            connection=conn.number,
+        )
         self.history.record(self.process, "invoke", "epoch", **asked)
         T = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
-        response = conn.call(OffsetForLeaderEpochRequest(version=EPOCH_VERSION, replica_id=CONSUMER, topics=[T(
-            topic=self.topic, partitions=[T.OffsetForLeaderPartition(
-                partition=p, current_leader_epoch=epoch, leader_epoch=at.last_epoch)])]), OffsetForLeaderEpochResponse)
+        response = conn.call(
+            OffsetForLeaderEpochRequest(
+                version=EPOCH_VERSION,
+                replica_id=CONSUMER,
+                topics=[
+                    T(
+                        topic=self.topic,
+                        partitions=[
+                            T.OffsetForLeaderPartition(
+                                partition=p, current_leader_epoch=epoch, leader_epoch=at.last_epoch
+                            )
+                        ],
+                    )
+                ],
+            ),
+            OffsetForLeaderEpochResponse,
+        )
         answer = response.topics[0].partitions[0]
         if answer.error_code:
             self.history.record(self.process, "fail", "epoch", **asked, error=answer.error_code)
             return False
-        self.history.record(self.process, "ok", "epoch", **asked, answer_epoch=answer.leader_epoch,
-                            end_offset=answer.end_offset)
+        self.history.record(
+            self.process, "ok", "epoch", **asked, answer_epoch=answer.leader_epoch, end_offset=answer.end_offset
+        )
         if 0 <= answer.end_offset < at.offset:  # truncated below the position: go on from the end offset
             self.history.record(self.process, "invoke", "assign", partitions=[key])
             at.offset, at.last_epoch = answer.end_offset, answer.leader_epoch
@@ -160,13 +193,26 @@ class OffsetsReader:
     # -- ListOffsets latest, then a Fetch on the same connection --------------------------------------
     def _end(self, conn: Connection, p: int, epoch: int) -> bool:
         key = self.key(p)
-        self.history.record(self.process, "invoke", "end", partition=key, current_leader_epoch=epoch,
-                            connection=conn.number)
+        self.history.record(
+            self.process, "invoke", "end", partition=key, current_leader_epoch=epoch, connection=conn.number
+        )
         T = ListOffsetsRequest.ListOffsetsTopic
-        response = conn.call(ListOffsetsRequest(
-            version=LIST_OFFSETS_VERSION, replica_id=CONSUMER, isolation_level=0, topics=[T(
-                name=self.topic, partitions=[T.ListOffsetsPartition(
-                    partition_index=p, current_leader_epoch=epoch, timestamp=LATEST)])]), ListOffsetsResponse)
+        response = conn.call(
+            ListOffsetsRequest(
+                version=LIST_OFFSETS_VERSION,
+                replica_id=CONSUMER,
+                isolation_level=0,
+                topics=[
+                    T(
+                        name=self.topic,
+                        partitions=[
+                            T.ListOffsetsPartition(partition_index=p, current_leader_epoch=epoch, timestamp=LATEST)
+                        ],
+                    )
+                ],
+            ),
+            ListOffsetsResponse,
+        )
         answer = response.topics[0].partitions[0]
         fields = dict(partition=key, current_leader_epoch=epoch, connection=conn.number)
         if answer.error_code:
@@ -180,12 +226,36 @@ class OffsetsReader:
         fields = dict(partitions=[key], current_leader_epoch=epoch, connection=conn.number)
         self.history.record(self.process, "invoke", "poll", **fields)
         T = FetchRequest.FetchTopic
-        response = conn.call(FetchRequest(
-            version=FETCH_VERSION, replica_id=CONSUMER, max_wait_ms=0, min_bytes=0, max_bytes=MAX_BYTES,
-            isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
-            topics=[T(topic=self.topic, partitions=[T.FetchPartition(
-                partition=p, current_leader_epoch=epoch, fetch_offset=at.offset, last_fetched_epoch=-1,
-                log_start_offset=-1, partition_max_bytes=MAX_BYTES)])]), FetchResponse)
+        response = conn.call(
+            FetchRequest(
+                version=FETCH_VERSION,
+                replica_id=CONSUMER,
+                max_wait_ms=0,
+                min_bytes=0,
+                max_bytes=MAX_BYTES,
+                isolation_level=0,
+                session_id=0,
+                session_epoch=-1,
+                forgotten_topics_data=[],
+                rack_id="",
+                topics=[
+                    T(
+                        topic=self.topic,
+                        partitions=[
+                            T.FetchPartition(
+                                partition=p,
+                                current_leader_epoch=epoch,
+                                fetch_offset=at.offset,
+                                last_fetched_epoch=-1,
+                                log_start_offset=-1,
+                                partition_max_bytes=MAX_BYTES,
+                            )
+                        ],
+                    )
+                ],
+            ),
+            FetchResponse,
+        )
         answer = response.responses[0].partitions[0]
         if answer.error_code:
             self.history.record(self.process, "fail", "poll", **fields, error=answer.error_code)
@@ -197,8 +267,15 @@ class OffsetsReader:
         records, batches = _decode(answer.records or b"", at.offset, answer.high_watermark)
         if records:
             at.offset, at.last_epoch = records[-1][0] + 1, batches[-1][2]
-        self.history.record(self.process, "ok", "poll", **fields, records={key: records} if records else {},
-                            high_watermark={key: answer.high_watermark}, batches={key: batches} if batches else {})
+        self.history.record(
+            self.process,
+            "ok",
+            "poll",
+            **fields,
+            records={key: records} if records else {},
+            high_watermark={key: answer.high_watermark},
+            batches={key: batches} if batches else {},
+        )
         return True
 
 

@@ -17,6 +17,7 @@ Classifying a failed send: only an error the broker returns before it appends an
 _UNKNOWN_PARTITION (given to retries too) and anything unknown are info, since the write may be in
 the log.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,11 +34,17 @@ from isrcheck.conformance.engines.soak.offsets import OffsetsReader, value_of
 # errors a broker returns before it appends: the write is definitely not in the log. Not the local
 # _UNKNOWN_PARTITION: librdkafka fails with it every message queued for a partition that a metadata
 # answer stopped listing, a retry of one whose earlier attempt the leader appended included
-DEFINITE_FAILURES = frozenset({
-    KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.MSG_SIZE_TOO_LARGE,
-    KafkaError.INVALID_REQUIRED_ACKS, KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.INVALID_MSG,
-    KafkaError.INVALID_RECORD,
-})
+DEFINITE_FAILURES = frozenset(
+    {
+        KafkaError.NOT_ENOUGH_REPLICAS,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        KafkaError.INVALID_REQUIRED_ACKS,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.INVALID_MSG,
+        KafkaError.INVALID_RECORD,
+    }
+)
 
 
 def send_completion(error: KafkaError | None) -> str:
@@ -67,8 +74,7 @@ class History:
 
     def record(self, process: int | str, type_: str, f: str, **fields) -> dict:
         with self._lock:
-            event = {"index": len(self.events), "time": self.now(), "process": process, "type": type_, "f": f,
-                     **fields}
+            event = {"index": len(self.events), "time": self.now(), "process": process, "type": type_, "f": f, **fields}
             if self._only is not None and threading.current_thread() is not self._only:
                 return event  # its operation stays indeterminate: an invoke without completion
             self.events.append(event)
@@ -79,10 +85,20 @@ class History:
 class Workload:
     """Producers and consumers on threads against ``bootstrap``'s ``topic`` of ``partitions``."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, history: History, seed: int,
-                 producers: int = 4, consumers: int = 2, idempotence: bool = True,
-                 send_timeout_ms: int = 5000, client_log: logging.Logger | None = None,
-                 offsets_reader: bool = True) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        partitions: int,
+        history: History,
+        seed: int,
+        producers: int = 4,
+        consumers: int = 2,
+        idempotence: bool = True,
+        send_timeout_ms: int = 5000,
+        client_log: logging.Logger | None = None,
+        offsets_reader: bool = True,
+    ) -> None:
         self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
         self.history, self.seed = history, seed
         self.producers, self.consumers = producers, consumers
@@ -101,14 +117,29 @@ class Workload:
         return f"{self.topic}-{partition}"
 
     def start(self) -> None:
-        self.threads = [threading.Thread(target=self._guard, args=(self._produce, p), daemon=True, name=f"client {p}")
-                        for p in range(self.producers)]
-        self.threads += [threading.Thread(target=self._guard, args=(self._consume, self.producers + c), daemon=True,
-                                          name=f"client {self.producers + c}") for c in range(self.consumers)]
+        self.threads = [
+            threading.Thread(target=self._guard, args=(self._produce, p), daemon=True, name=f"client {p}")
+            for p in range(self.producers)
+        ]
+        self.threads += [
+            threading.Thread(
+                target=self._guard,
+                args=(self._consume, self.producers + c),
+                daemon=True,
+                name=f"client {self.producers + c}",
+            )
+            for c in range(self.consumers)
+        ]
         if self.offsets_reader:
             reader = OffsetsReader(self.bootstrap, self.topic, self.partitions, self.history, self.key)
-            self.threads.append(threading.Thread(target=self._guard, args=(lambda _: reader.run(self.stop), reader.process),
-                                                 daemon=True, name=f"client {reader.process}"))
+            self.threads.append(
+                threading.Thread(
+                    target=self._guard,
+                    args=(lambda _: reader.run(self.stop), reader.process),
+                    daemon=True,
+                    name=f"client {reader.process}",
+                )
+            )
         for t in self.threads:
             t.start()
 
@@ -134,9 +165,18 @@ class Workload:
     # -- producers ---------------------------------------------------------------------------------
     def _produce(self, process: int) -> None:
         rng = random.Random(self.seed * 1000 + process)
-        producer = Producer(self._config(acks="all", **{
-            "enable.idempotence": self.idempotence, "linger.ms": 0, "message.timeout.ms": self.send_timeout_ms,
-            "request.timeout.ms": 3000, "retry.backoff.ms": 50}))
+        producer = Producer(
+            self._config(
+                acks="all",
+                **{
+                    "enable.idempotence": self.idempotence,
+                    "linger.ms": 0,
+                    "message.timeout.ms": self.send_timeout_ms,
+                    "request.timeout.ms": 3000,
+                    "retry.backoff.ms": 50,
+                },
+            )
+        )
         sent = 0
         while not self.stop.is_set():
             value, partition = process * 1_000_000_000 + sent, rng.randrange(self.partitions)
@@ -150,8 +190,12 @@ class Workload:
         self.history.record(process, "invoke", "send", partition=key, value=value)
         outcome: list = []
         try:
-            producer.produce(self.topic, value=str(value).encode(), partition=partition,
-                             on_delivery=lambda err, msg: outcome.append((err, msg)))
+            producer.produce(
+                self.topic,
+                value=str(value).encode(),
+                partition=partition,
+                on_delivery=lambda err, msg: outcome.append((err, msg)),
+            )
         except (BufferError, KafkaException) as exc:
             self.history.record(process, "fail", "send", partition=key, value=value, error=str(exc))
             return
@@ -165,16 +209,22 @@ class Workload:
         if err is None:
             self.history.record(process, "ok", "send", partition=key, value=value, offset=msg.offset())
         else:
-            self.history.record(process, send_completion(err), "send", partition=key, value=value,
-                                error=err.name())
+            self.history.record(process, send_completion(err), "send", partition=key, value=value, error=err.name())
 
     # -- consumers ---------------------------------------------------------------------------------
     def new_consumer(self, process: int | str) -> Consumer:
         """Assigned every partition from the beginning; an offset out of range (the log was
         truncated under it) is an error it reports, then an assign from the beginning again."""
-        consumer = Consumer(self._config(**{
-            "group.id": f"isrcheck-soak-{process}", "enable.auto.commit": False, "auto.offset.reset": "error",
-            "fetch.wait.max.ms": 100}))
+        consumer = Consumer(
+            self._config(
+                **{
+                    "group.id": f"isrcheck-soak-{process}",
+                    "enable.auto.commit": False,
+                    "auto.offset.reset": "error",
+                    "fetch.wait.max.ms": 100,
+                }
+            )
+        )
         self.assign(consumer, process)
         return consumer
 
@@ -242,6 +292,7 @@ class Workload:
                 if reached.get(key, -1) < min(wanted.get(key, -1), high - 1):
                     return False
             return True
+
         progress = [time.monotonic()]
         try:
             while time.monotonic() - progress[0] < stall_s:
@@ -253,9 +304,11 @@ class Workload:
                         progress[0] = time.monotonic()
                 if not records and done():
                     return True, _final_reach(self.key, self.partitions, reached, wanted, highs)
-            return False, (f"the cluster served nothing new for {stall_s:.0f} s: "
-                           f"{_final_reach(self.key, self.partitions, reached, wanted, highs)}"
-                           + (f"; last error: {errors[0]}" if errors else ""))
+            return False, (
+                f"the cluster served nothing new for {stall_s:.0f} s: "
+                f"{_final_reach(self.key, self.partitions, reached, wanted, highs)}"
+                + (f"; last error: {errors[0]}" if errors else "")
+            )
         finally:
             consumer.close()
 
@@ -274,6 +327,7 @@ class Workload:
 
 def _final_reach(key, partitions: int, reached: dict, wanted: dict, highs: dict) -> str:
     """Per partition: the offset the final read reached, the highest any client saw, the HW."""
-    return ", ".join(f"{key(p)} read to {reached.get(key(p), -1)} of {wanted.get(key(p), -1)} seen "
-                     f"(HW {highs.get(key(p), '?')})" for p in range(partitions))
-
+    return ", ".join(
+        f"{key(p)} read to {reached.get(key(p), -1)} of {wanted.get(key(p), -1)} seen (HW {highs.get(key(p), '?')})"
+        for p in range(partitions)
+    )

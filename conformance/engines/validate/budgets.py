@@ -15,6 +15,7 @@ by the same budgets (``judge``), since a self-driven run can enter a loss Kafka 
 The model's consumer steps are taken by their guard alone (``unlogged.consume``), so the ghost of
 what consumers read stays empty: the properties over reads are the run's own check's to judge.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -34,8 +35,8 @@ class Judged(NamedTuple):
 
     ledger: FaultLedger = EMPTY_LEDGER
     violation: tuple | None = None  # (property id, where): the first to fail within its budget
-    left: tuple = ()                # (property id, where, why): each budget the run left, in order
-    outside: dict | None = None     # at the end (``at_end``): property id -> why the run is outside its budget
+    left: tuple = ()  # (property id, where, why): each budget the run left, in order
+    outside: dict | None = None  # at the end (``at_end``): property id -> why the run is outside its budget
 
     def after(self, cfg: ModelConfig, before, step, after, event: Event) -> "Judged":
         """Once the model went from ``before`` to ``after`` by ``step`` (a ``Step``, or the record
@@ -50,17 +51,21 @@ class Judged(NamedTuple):
         ending = leaving(PROPERTIES, cfg, self.ledger, ledger)
         violation = self.violation
         if violation is None:
-            violation = next(((p.id, f"before {event.describe()}") for p in ending
-                              if p.kind == "history" and not p.check(before)), None)
-        return Judged(ledger, violation,
-                      self.left + tuple((p.id, event.describe(), exceeded(p, ledger, cfg)) for p in ending))
+            violation = next(
+                ((p.id, f"before {event.describe()}") for p in ending if p.kind == "history" and not p.check(before)),
+                None,
+            )
+        return Judged(
+            ledger, violation, self.left + tuple((p.id, event.describe(), exceeded(p, ledger, cfg)) for p in ending)
+        )
 
     def at_end(self, cfg: ModelConfig, state) -> "Judged":
         """The history properties checked in the last state: a failure within its budget is the
         violation (unless one came before)."""
         outside = {p.id: why for p in PROPERTIES if (why := exceeded(p, self.ledger, cfg)) is not None}
-        violation = self.violation or next(((p.id, "at the end") for p in HISTORY
-                                            if p.id not in outside and not p.check(state)), None)
+        violation = self.violation or next(
+            ((p.id, "at the end") for p in HISTORY if p.id not in outside and not p.check(state)), None
+        )
         return self._replace(violation=violation, outside=outside)
 
     def left_at(self, prop: str) -> str:
@@ -92,8 +97,11 @@ class Judgement(NamedTuple):
 
 def failed_checks(summary) -> list[str]:
     """The property ids of a simulation's own checks that failed (``impl.sim.workload.SimSummary``)."""
-    checks = (("NoLostAckedWrite", summary.lost_acked), ("NoDivergentRead", summary.divergent_reads),
-              ("LogMatching", not summary.logs_agree))
+    checks = (
+        ("NoLostAckedWrite", summary.lost_acked),
+        ("NoDivergentRead", summary.divergent_reads),
+        ("LogMatching", not summary.logs_agree),
+    )
     return [prop for prop, failed in checks if failed]
 
 
@@ -116,8 +124,10 @@ def judge(failed: list[str], judged: Judged) -> Judgement:
 def judgement_lines(judgement: Judgement) -> list[str]:
     """What a person reads: the violation, and each property broken outside its budget with why."""
     out = [f"violation of {judgement.violation} within its fault budget"] if judgement.violation else []
-    out += [f"{p} broken outside its fault budget, which the run left at {where}: {why}"
-            for p, where, why in judgement.beyond_budget]
+    out += [
+        f"{p} broken outside its fault budget, which the run left at {where}: {why}"
+        for p, where, why in judgement.beyond_budget
+    ]
     return out
 
 

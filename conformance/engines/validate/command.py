@@ -5,6 +5,7 @@ Exit codes: 0 explained, 1 an event no behaviour of the model explains (printed 
 candidate state and why the model refuses the event there), 2 bad input (a malformed line is
 named by file and line).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,17 +18,21 @@ from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.model import PROTOCOLS
 from isrcheck.model.collector import no_cycle_collection
 
-from .events import partition_traces, read_trace
 from . import timeliness
+from .events import partition_traces, read_trace
 from .locate import event_log_in
 from .search import Verdict, validate_partitions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", help="a directory of per-node event logs (*.jsonl), one .jsonl file, or the "
-                                     "directory of a run that holds one (a soak's --dir, a campaign's --out)")
-    parser.add_argument("--protocol", default=None,
-                        help="validate against this variant instead of the one the log's header names")
+    parser.add_argument(
+        "path",
+        help="a directory of per-node event logs (*.jsonl), one .jsonl file, or the "
+        "directory of a run that holds one (a soak's --dir, a campaign's --out)",
+    )
+    parser.add_argument(
+        "--protocol", default=None, help="validate against this variant instead of the one the log's header names"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object (with the model steps)")
 
 
@@ -50,6 +55,7 @@ def validate_path(path: str, protocol: str | None = None, judge: bool = False) -
         trace = read_trace(path)
         if protocol is not None and protocol != trace.protocol:
             from dataclasses import replace
+
             trace.config = replace(trace.config, protocol=protocol)
             trace.protocol = protocol
         verdict = validate_partitions(partition_traces(trace), len(trace.events), judge)
@@ -81,8 +87,14 @@ class LogValidation:
         ``lines``."""
         out = self.verdict.to_json()
         out.pop("steps", None)
-        return {**out, "events_explained": self.verdict.events, "events": self.events,
-                "seconds": round(self.seconds, 3), "late": [x.to_json() for x in self.late], "lines": self.lines}
+        return {
+            **out,
+            "events_explained": self.verdict.events,
+            "events": self.events,
+            "seconds": round(self.seconds, 3),
+            "late": [x.to_json() for x in self.late],
+            "lines": self.lines,
+        }
 
 
 def validate_run(path, say, timely: bool = False) -> LogValidation:
@@ -91,8 +103,11 @@ def validate_run(path, say, timely: bool = False) -> LogValidation:
     deadlines it missed, with the allowance real processes need."""
     say(f"validating the event log {path}")
     verdict, n, seconds = validate_path(str(path))
-    late = timeliness.check_path(str(path), timeliness.REAL_SLACK_MS, timeliness.REAL_STALL_MS) \
-        if timely and verdict.explained else []
+    late = (
+        timeliness.check_path(str(path), timeliness.REAL_SLACK_MS, timeliness.REAL_STALL_MS)
+        if timely and verdict.explained
+        else []
+    )
     return LogValidation(verdict, n, seconds, tuple(late))
 
 
@@ -101,15 +116,19 @@ def summary_lines(verdict: Verdict, events: int, seconds: float) -> list[str]:
     rate = f"{events / seconds:,.0f} events/s" if seconds > 0 else ""
     if verdict.explained:
         each = f", {len(verdict.partitions)} partitions each on its own" if verdict.partitions else ""
-        return [f"explained: {events} events by {len(verdict.steps)} model steps{each} "
-                f"(at most {verdict.max_candidates} candidate states; {seconds:.2f} s, {rate})"]
+        return [
+            f"explained: {events} events by {len(verdict.steps)} model steps{each} "
+            f"(at most {verdict.max_candidates} candidate states; {seconds:.2f} s, {rate})"
+        ]
     where = f"event {verdict.events + 1} of {events}"
     if verdict.partition is not None:
         names = ", ".join(f"{b} as {m}" for b, m in sorted(verdict.renamed.items()))
         where = f"event {verdict.events + 1} of partition {verdict.partition}'s trace (brokers renamed: {names})"
-    lines = [f"not explained: {where}, {verdict.event.describe()}",
-             f"  logged state: {json.dumps(verdict.event.state, separators=(',', ':'))}",
-             f"  no behaviour of the model explains it; {len(verdict.refusals)} candidate state(s):"]
+    lines = [
+        f"not explained: {where}, {verdict.event.describe()}",
+        f"  logged state: {json.dumps(verdict.event.state, separators=(',', ':'))}",
+        f"  no behaviour of the model explains it; {len(verdict.refusals)} candidate state(s):",
+    ]
     for r in verdict.refusals:
         lines.append(f"  candidate {r.candidate + 1}: {json.dumps(r.state, separators=(',', ':'))}")
         for why in r.reasons or ["(no way to take the event)"]:

@@ -15,6 +15,7 @@ the model is one partition: its events and the events of no partition (a broker'
 the brokers renamed so that the partition's first replica is the model's broker 0, its second
 broker 1, and so on (the order in which Kafka's election prefers them).
 """
+
 from __future__ import annotations
 
 import json
@@ -22,21 +23,36 @@ import os
 from dataclasses import dataclass, field, replace
 
 from isrcheck.conformance.vocabulary import UsageError, read_lines
-from isrcheck.model import ModelConfig, ConfigError
+from isrcheck.model import ConfigError, ModelConfig
 from isrcheck.model.alphabet import DISK_IO
 
 FORMAT = "isrcheck-events"  # the writer's (isrcheck.impl.eventlog.FORMAT), read, not imported: a log is data
 VERSION = 1
 # step -> the fields it needs besides the common ones
 STEP_FIELDS = {
-    "produce": ("replica", "acks", "records"), "consume": ("replica",), "send_fetch": ("replica", "max_batches"),
-    "handle_fetch": ("replica",), "handle_fetch_response": ("replica",),
-    "deliver_leader_and_isr": ("replica", "message"), "shrink_isr": ("replica",), "expand_isr": ("replica",),
-    "handle_alter_partition": ("replica", "error"), "handle_alter_partition_response": ("replica",),
-    "lost_alter_partition": ("replica", "leader_epoch"), "elect": ("replica",), "fence": ("replica",),
-    "unfence": ("replica",), "resend_leader_and_isr": ("replica",), "register": ("replica",),
-    "restart": ("replica",), "crash": ("replica", "kind"), "lose_disk": ("replica",), "fail_disk": ("replica", "io"),
-    "flush": ("replica",), "checkpoint_hw": ("replica",), "controlled_shutdown": ("replica",),
+    "produce": ("replica", "acks", "records"),
+    "consume": ("replica",),
+    "send_fetch": ("replica", "max_batches"),
+    "handle_fetch": ("replica",),
+    "handle_fetch_response": ("replica",),
+    "deliver_leader_and_isr": ("replica", "message"),
+    "shrink_isr": ("replica",),
+    "expand_isr": ("replica",),
+    "handle_alter_partition": ("replica", "error"),
+    "handle_alter_partition_response": ("replica",),
+    "lost_alter_partition": ("replica", "leader_epoch"),
+    "elect": ("replica",),
+    "fence": ("replica",),
+    "unfence": ("replica",),
+    "resend_leader_and_isr": ("replica",),
+    "register": ("replica",),
+    "restart": ("replica",),
+    "crash": ("replica", "kind"),
+    "lose_disk": ("replica",),
+    "fail_disk": ("replica", "io"),
+    "flush": ("replica",),
+    "checkpoint_hw": ("replica",),
+    "controlled_shutdown": ("replica",),
 }
 _COMMON = ("node", "seq", "lc", "t", "step", "state")
 HALTS = ("crash", "fail_disk")  # the events that stop a broker process
@@ -46,7 +62,7 @@ HALTS = ("crash", "fail_disk")  # the events that stop a broker process
 class Event:
     """One logged event and where it was read."""
 
-    where: str        # "FILE:LINE"
+    where: str  # "FILE:LINE"
     node: int
     seq: int
     lc: int
@@ -84,9 +100,9 @@ class Trace:
     events: list[Event]
     files: list[str]
     partitions: dict = field(default_factory=dict)  # tp -> its replicas in order (a log of many partitions)
-    renamed: dict | None = None                      # broker id -> model broker, in one partition's trace
+    renamed: dict | None = None  # broker id -> model broker, in one partition's trace
     apache_kafka: bool = False  # Apache Kafka's translated events: KRaft's composites (unlogged.py) apply
-    settings: dict = field(default_factory=dict)     # the header's cluster config as logged (ms), for timeliness.py
+    settings: dict = field(default_factory=dict)  # the header's cluster config as logged (ms), for timeliness.py
 
 
 def _files(path: str) -> list[str]:
@@ -106,12 +122,16 @@ def model_config(header: dict, where: str) -> ModelConfig:
     if not isinstance(c, dict):
         raise UsageError(f"{where}: header: 'config' must be an object")
     try:
-        return ModelConfig(protocol=header.get("protocol"), replicas=c["replicas"],
-                           min_insync_replicas=c["min_insync_replicas"],
-                           unclean_leader_election_enable=c["unclean_leader_election_enable"],
-                           replica_lag_time_max_ticks=c["replica_lag_time_max_ms"],
-                           request_timeout_ticks=c["request_timeout_ms"], flush_messages=c["flush_messages"],
-                           unclean_shutdown_detection=c.get("unclean_shutdown_detection", "page-cache"))
+        return ModelConfig(
+            protocol=header.get("protocol"),
+            replicas=c["replicas"],
+            min_insync_replicas=c["min_insync_replicas"],
+            unclean_leader_election_enable=c["unclean_leader_election_enable"],
+            replica_lag_time_max_ticks=c["replica_lag_time_max_ms"],
+            request_timeout_ticks=c["request_timeout_ms"],
+            flush_messages=c["flush_messages"],
+            unclean_shutdown_detection=c.get("unclean_shutdown_detection", "page-cache"),
+        )
     except KeyError as exc:
         raise UsageError(f"{where}: header: config lacks {exc.args[0]!r}") from None
     except (ConfigError, TypeError) as exc:
@@ -135,14 +155,32 @@ def _event(line: object, where: str, replicas: int) -> Event:
     except (KeyError, TypeError):
         return _checked(line, where, replicas)
     msg, tp = line.get("msg"), line.get("tp")
-    if type(state) is not dict or not all(type(x) is int for x in ints) or not 0 <= ints[4] < replicas \
-            or (msg is not None and not (type(msg) is list and len(msg) == 2 and type(msg[0]) is int
-                                         and type(msg[1]) is int)) \
-            or (tp is not None and type(tp) is not str) or (step == "handle_fetch" and "batches" in line) \
-            or step == "fail_disk":  # rare, and its io is checked against the contract's list
+    if (
+        type(state) is not dict
+        or not all(type(x) is int for x in ints)
+        or not 0 <= ints[4] < replicas
+        or (
+            msg is not None
+            and not (type(msg) is list and len(msg) == 2 and type(msg[0]) is int and type(msg[1]) is int)
+        )
+        or (tp is not None and type(tp) is not str)
+        or (step == "handle_fetch" and "batches" in line)
+        or step == "fail_disk"
+    ):  # rare, and its io is checked against the contract's list
         return _checked(line, where, replicas)
-    return Event(where, ints[0], ints[1], ints[2], ints[3], step, fields, state, tuple(msg) if msg else None,
-                 line.get("corr"), tp)
+    return Event(
+        where,
+        ints[0],
+        ints[1],
+        ints[2],
+        ints[3],
+        step,
+        fields,
+        state,
+        tuple(msg) if msg else None,
+        line.get("corr"),
+        tp,
+    )
 
 
 def _checked(line: object, where: str, replicas: int) -> Event:
@@ -173,9 +211,19 @@ def _checked(line: object, where: str, replicas: int) -> Event:
         raise UsageError(f"{where}: fail_disk: io {json.dumps(fields['io'])} is none of {', '.join(DISK_IO)}")
     if step == "handle_fetch" and "batches" in line:  # a response cut by bytes
         fields["batches"] = _int(line, "batches", where)
-    return Event(where, _int(line, "node", where), _int(line, "seq", where), _int(line, "lc", where),
-                 _int(line, "t", where), step, fields, line["state"], tuple(msg) if msg else None, line.get("corr"),
-                 tp)
+    return Event(
+        where,
+        _int(line, "node", where),
+        _int(line, "seq", where),
+        _int(line, "lc", where),
+        _int(line, "t", where),
+        step,
+        fields,
+        line["state"],
+        tuple(msg) if msg else None,
+        line.get("corr"),
+        tp,
+    )
 
 
 def read_trace(path: str) -> Trace:
@@ -198,31 +246,42 @@ def read_trace(path: str) -> Trace:
                 raise UsageError(f"{where}: not an event (arrays and objects nested too deep)") from None
             if header is None:
                 if not isinstance(line, dict) or line.get("format") != FORMAT:
-                    raise UsageError(f"{where}: not an isrcheck event log (the first line must be its header "
-                                     f"with \"format\": \"{FORMAT}\")")
+                    raise UsageError(
+                        f"{where}: not an isrcheck event log (the first line must be its header "
+                        f'with "format": "{FORMAT}")'
+                    )
                 if line.get("version") != VERSION:
                     raise UsageError(f"{where}: event log version {line.get('version')!r}, expected {VERSION}")
                 header = line
                 partitions.update(_partitions(line, where))
                 if header0 is None:
                     header0 = (header, where, model_config(header, where))
-                elif (header.get("protocol"), header.get("config")) != (header0[0].get("protocol"),
-                                                                        header0[0].get("config")):
+                elif (header.get("protocol"), header.get("config")) != (
+                    header0[0].get("protocol"),
+                    header0[0].get("config"),
+                ):
                     raise UsageError(f"{where}: header names another run than {header0[1]}")
                 continue
             events.append(_event(line, where, header0[2].replicas))
         if header is None:
             raise UsageError(f"{name}: empty event log (no header line)")
     events.sort(key=lambda e: (e.t, e.lc, e.node, e.seq))
-    return Trace(header0[2], header0[0]["protocol"], events, files, partitions,
-                 apache_kafka=str(header0[0].get("source", "")).startswith("apache-kafka"),
-                 settings=header0[0]["config"])
+    return Trace(
+        header0[2],
+        header0[0]["protocol"],
+        events,
+        files,
+        partitions,
+        apache_kafka=str(header0[0].get("source", "")).startswith("apache-kafka"),
+        settings=header0[0]["config"],
+    )
 
 
 def _partitions(header: dict, where: str) -> dict:
     named = header.get("partitions", {})
     if not isinstance(named, dict) or not all(
-            isinstance(r, list) and all(isinstance(b, int) for b in r) for r in named.values()):
+        isinstance(r, list) and all(isinstance(b, int) for b in r) for r in named.values()
+    ):
         raise UsageError(f"{where}: header: 'partitions' must map each partition to its replicas")
     return {tp: tuple(r) for tp, r in named.items()}
 
@@ -239,7 +298,7 @@ def partition_traces(trace: Trace) -> list[tuple[str | None, Trace]]:
         replicas = trace.partitions.get(tp)
         if replicas is None or sorted(replicas) != list(range(n)):
             where = next(e.where for e in trace.events if e.tp == tp)
-            raise UsageError(f"{where}: partition {tp}: no header names its {n} replicas (\"partitions\")")
+            raise UsageError(f'{where}: partition {tp}: no header names its {n} replicas ("partitions")')
         rename = {b: i for i, b in enumerate(replicas)}
         same = all(b == i for b, i in rename.items())
         events = [e if same else _renamed(e, rename) for e in trace.events if e.tp is None or e.tp == tp]
@@ -252,11 +311,13 @@ _BROKER_SETS = ("isr", "pending", "elr", "fenced")  # the state's keys that hold
 
 def _renamed(e: Event, rename: dict) -> Event:
     """``e`` with its brokers renamed (the controller and clients keep their ids)."""
+
     def one(b):
         return rename.get(b, b) if isinstance(b, int) and b >= 0 else b
 
     def many(bs):
         return sorted(one(b) for b in bs) if isinstance(bs, list) else bs
+
     fields = dict(e.fields)
     fields["replica"] = one(fields["replica"])
     if isinstance(fields.get("message"), dict):

@@ -7,10 +7,10 @@ log), a campaign keeps a self-driven failure's log in ``failures/NAME.events``, 
 path itself if it holds one, else the only one below it (two levels down); several, or none in a
 run's directory, are a ``UsageError`` naming where to look (exit 2).
 """
+
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from isrcheck.conformance.engines.apache.recording import is_recording
@@ -22,12 +22,12 @@ DEPTH = 2  # C/failures/NAME.events is two levels below a campaign's folder
 # a file that marks the directory of a run of this kind -> what keeps its event log, if any
 RUN_MARKS = {
     "history.jsonl": "a soak's directory (--dir) keeps its event log in events/ when its cluster's "
-                     "processes logged one: isrcheck's cluster unless --no-validate, Apache Kafka's "
-                     "with --kafka-events",
+    "processes logged one: isrcheck's cluster unless --no-validate, Apache Kafka's "
+    "with --kafka-events",
     "meta.properties": "a served cluster's data directory (serve --dir): its event log is the "
-                       "directory given to serve --events",
+    "directory given to serve --events",
     "failures": "a campaign's folder keeps an event log only for a failure of --mode auto, in "
-                "failures/NAME.events; a lockstep failure is a schedule: isrcheck check FILE replays it",
+    "failures/NAME.events; a lockstep failure is a schedule: isrcheck check FILE replays it",
 }
 
 

@@ -8,6 +8,7 @@ survives if the model enables every step and leaves the node in the state the ev
 first event no candidate survives is reported with every candidate and why the model refuses it
 there (``why_disabled`` or the state it would leave).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,15 +24,24 @@ from .sharedlog import SharedLog, shared
 from .views import broker_view, controller_view, mismatch
 
 # the model's deliveries: event step (the model step of the same name) -> the message kind it takes
-DELIVERIES = {"handle_fetch": "fetch_request", "handle_fetch_response": "fetch_response",
-              "handle_alter_partition": "alter_partition",
-              "handle_alter_partition_response": "alter_partition_response"}
-CONTROLLER_STEPS = ("elect", "fence", "unfence", "register", "handle_alter_partition", "resend_leader_and_isr",
-                    "controlled_shutdown")
+DELIVERIES = {
+    "handle_fetch": "fetch_request",
+    "handle_fetch_response": "fetch_response",
+    "handle_alter_partition": "alter_partition",
+    "handle_alter_partition_response": "alter_partition_response",
+}
+CONTROLLER_STEPS = (
+    "elect",
+    "fence",
+    "unfence",
+    "register",
+    "handle_alter_partition",
+    "resend_leader_and_isr",
+    "controlled_shutdown",
+)
 # what a broker up again but not yet registered does, which changes nothing the model keeps
 UNREGISTERED = ("produce", "consume", "flush", *HALTS, "handle_fetch")
-SAME_NAME = ("produce", "consume", "shrink_isr", "expand_isr", "elect", "fence", "flush", "checkpoint_hw",
-             "lose_disk")
+SAME_NAME = ("produce", "consume", "shrink_isr", "expand_isr", "elect", "fence", "flush", "checkpoint_hw", "lose_disk")
 
 
 class _Path:
@@ -55,7 +65,7 @@ class Refusal:
     """Why one candidate cannot explain the event."""
 
     candidate: int
-    state: dict      # the node's state in that candidate (its view of the partition)
+    state: dict  # the node's state in that candidate (its view of the partition)
     reasons: list
 
 
@@ -64,19 +74,22 @@ class Verdict:
     """``explained`` with the model's steps, or the first event none explains."""
 
     explained: bool
-    events: int                     # events explained
-    steps: list                     # the model steps of one explaining behaviour (explained)
-    event: Event | None = None      # the first unexplained event
+    events: int  # events explained
+    steps: list  # the model steps of one explaining behaviour (explained)
+    event: Event | None = None  # the first unexplained event
     refusals: list | None = None
     max_candidates: int = 0
-    partition: str | None = None       # the partition of the unexplained event, in a log of many
-    renamed: dict | None = None        # that partition's broker -> model broker
-    partitions: dict | None = None     # tp -> {"events", "model_steps"}, in a log of many
-    judged: Judged | None = None       # the explaining behaviour's fault budgets (a search that judges)
+    partition: str | None = None  # the partition of the unexplained event, in a log of many
+    renamed: dict | None = None  # that partition's broker -> model broker
+    partitions: dict | None = None  # tp -> {"events", "model_steps"}, in a log of many
+    judged: Judged | None = None  # the explaining behaviour's fault budgets (a search that judges)
 
     def to_json(self) -> dict:
-        out = {"verdict": "explained" if self.explained else "not explained", "events": self.events,
-               "max_candidates": self.max_candidates}
+        out = {
+            "verdict": "explained" if self.explained else "not explained",
+            "events": self.events,
+            "max_candidates": self.max_candidates,
+        }
         if self.partitions is not None:
             out["partitions"] = self.partitions
         if self.partition is not None:
@@ -87,8 +100,15 @@ class Verdict:
             out["steps"] = self.steps
         else:
             e = self.event
-            out["event"] = {"where": e.where, "node": e.node, "seq": e.seq, "t": e.t, "step": e.step,
-                            **e.fields, "state": e.state}
+            out["event"] = {
+                "where": e.where,
+                "node": e.node,
+                "seq": e.seq,
+                "t": e.t,
+                "step": e.step,
+                **e.fields,
+                "state": e.state,
+            }
             out["candidates"] = [{"state": r.state, "why": r.reasons} for r in self.refusals]
         return out
 
@@ -102,12 +122,12 @@ class Search:
         self.trace = trace
         self.judging = judge
         self.controller_id: int | None = None
-        self.restarting: dict[int, Event] = {}     # broker -> its logged restart, until it registers
-        self.delivered: dict[tuple, object] = {}   # (node, step, sender, corr) -> the message delivered
-        self.orphaned: dict[tuple, object] = {}    # the same, of fetches whose sender crashed since
-        self.sent: dict[tuple, object] = {}        # (follower, corr) -> its fetch not yet handled
-        self.answers: dict[tuple, object] = {}     # (follower, leader, corr) -> the answer not yet handled
-        c = initial_state(self.cfg).controller     # the partition states the controller had
+        self.restarting: dict[int, Event] = {}  # broker -> its logged restart, until it registers
+        self.delivered: dict[tuple, object] = {}  # (node, step, sender, corr) -> the message delivered
+        self.orphaned: dict[tuple, object] = {}  # the same, of fetches whose sender crashed since
+        self.sent: dict[tuple, object] = {}  # (follower, corr) -> its fetch not yet handled
+        self.answers: dict[tuple, object] = {}  # (follower, leader, corr) -> the answer not yet handled
+        c = initial_state(self.cfg).controller  # the partition states the controller had
         self.controller_states = {(c.leader, c.leader_epoch, c.isr, c.partition_epoch)}
 
     # -- the unlogged steps ---------------------------------------------------------------------
@@ -133,8 +153,9 @@ class Search:
         return s2
 
     # -- one event --------------------------------------------------------------------------------
-    def successors(self, s: State, ev: Event, reasons: list,
-                   judged: Judged | None = None) -> Iterator[tuple[State, list, Judged | None]]:
+    def successors(
+        self, s: State, ev: Event, reasons: list, judged: Judged | None = None
+    ) -> Iterator[tuple[State, list, Judged | None]]:
         """Every way ``s`` explains ``ev``: (the state after it, the model steps taken, ``judged``
         after them when the search judges)."""
         pre: list = []
@@ -155,7 +176,7 @@ class Search:
                     before, k = s2, len(steps)
                     s2 = self._take(s2, st, steps) if isinstance(st, Step) else st(s2, steps)
                     if self.judging:
-                        for taken in ([st] if isinstance(st, Step) else steps[k:]):
+                        for taken in [st] if isinstance(st, Step) else steps[k:]:
                             j = j.after(self.cfg, before, taken, s2, ev)
             except StepRefused as exc:
                 reasons.append(f"{exc.step.name} refused: {exc.reason}")
@@ -165,7 +186,7 @@ class Search:
                 continue
             bad = self._state_mismatch(s2, ev)
             if bad is not None:
-                reasons.append(f"after {', '.join(_short(x) for x in steps[len(pre):]) or 'nothing'}: {bad}")
+                reasons.append(f"after {', '.join(_short(x) for x in steps[len(pre) :]) or 'nothing'}: {bad}")
                 continue
             yield kept(s2, self.judging), steps, j
 
@@ -187,8 +208,12 @@ class Search:
             if step == "consume":
                 yield [unlogged.consume(self.cfg, r)]
                 return
-            if step == "fence" and self.trace.renamed is not None and s.controller.leader == r \
-                    and ev.state.get("leader", -1) >= 0:  # KRaft: the fence and the election in one change
+            if (
+                step == "fence"
+                and self.trace.renamed is not None
+                and s.controller.leader == r
+                and ev.state.get("leader", -1) >= 0
+            ):  # KRaft: the fence and the election in one change
                 yield [unlogged.fence_and_elect(self.cfg, r)]
                 return
             kw = {"arg": ev.fields["acks"], "records": ev.fields["records"]} if step == "produce" else {}
@@ -199,8 +224,11 @@ class Search:
             cut = ev.fields.get("batches")
             for alt in self._delivery(s, ev, r, DELIVERIES[step]):
                 # a response the leader cut by bytes: to the model, a request of that many batches
-                yield alt[:-1] + [unlogged.byte_limit(r, cut), alt[-1]] if cut and alt and isinstance(alt[-1], Step) \
+                yield (
+                    alt[:-1] + [unlogged.byte_limit(r, cut), alt[-1]]
+                    if cut and alt and isinstance(alt[-1], Step)
                     else alt
+                )
         elif step == "deliver_leader_and_isr":
             yield from self._leader_and_isr(s, ev, r)
         elif step == "lost_alter_partition":
@@ -216,8 +244,10 @@ class Search:
                 restart = [unlogged.written_back(self.restarting.get(r), r), Step("restart", r)]
                 yield restart + [unlogged.check_recovered(self.restarting.get(r), r)]
                 if self.trace.apache_kafka:
-                    yield restart + [unlogged.elect_with_registration(self.cfg),
-                                     unlogged.check_recovered(self.restarting.get(r), r)]
+                    yield restart + [
+                        unlogged.elect_with_registration(self.cfg),
+                        unlogged.check_recovered(self.restarting.get(r), r),
+                    ]
             elif r in s.controller.fenced:
                 yield [Step("rejoin", r)]
             elif self.trace.apache_kafka:  # restarted already, at its first fetch (a fast bounce, below)
@@ -239,8 +269,11 @@ class Search:
             # how many unflushed batches a power loss let the page cache write back shows only at
             # restart: the crash keeps none, and the restart's recovery says how many it kept
             st = Step("crash", r, kind)
-            yield [unlogged.written_back(self.restarting[r], r), unlogged.crash_while_down(self.cfg, st)] \
-                if r in self.restarting else [st]
+            yield (
+                [unlogged.written_back(self.restarting[r], r), unlogged.crash_while_down(self.cfg, st)]
+                if r in self.restarting
+                else [st]
+            )
             if kind != "clean" and r not in self.restarting:
                 # killed between appending a fetch response and logging it (the event is written after
                 # the step it records; a clean shutdown finishes the step): the append without its line,
@@ -284,8 +317,11 @@ class Search:
             if kind == "fetch_response" and sender is not None and m.leader != sender:
                 continue
             yield [Step("drop", r, kind, index=0)] * k + [Step(ev.step, r)]
-        if kind == "fetch_request" and not any(m.leader == ev.node for m in queue) \
-                and s.replicas[ev.node].leader != ev.node:
+        if (
+            kind == "fetch_request"
+            and not any(m.leader == ev.node for m in queue)
+            and s.replicas[ev.node].leader != ev.node
+        ):
             yield []  # sent while the model had this broker down: answered NOT_LEADER_OR_FOLLOWER, a no-op
         if kind == "fetch_response" and not any(m.leader == sender for m in queue):
             yield unlogged.drop_outstanding(s, r)  # an answer that changed nothing: to the model, a lost one
@@ -298,8 +334,10 @@ class Search:
         queue = s.leader_and_isr[r]
         key = (ev.node, ev.step) + (ev.msg or ())
         if key in self.delivered:  # the network's duplicate of one delivered before
-            yield [unlogged.requeue("leader_and_isr", r, self.delivered[key], at_end=True),
-                   Step("deliver_leader_and_isr", r, index=len(queue))]
+            yield [
+                unlogged.requeue("leader_and_isr", r, self.delivered[key], at_end=True),
+                Step("deliver_leader_and_isr", r, index=len(queue)),
+            ]
             return
         for i, msg in enumerate(queue):
             if (msg.leader, msg.leader_epoch, msg.isr, msg.partition_epoch) == want:
@@ -308,11 +346,16 @@ class Search:
         if self.trace.renamed is not None and want in self.controller_states:
             # a Kafka cluster's controller sends a partition's state to every live broker, again on
             # heartbeats and fencing: a state the controller had, sent again then
-            yield [unlogged.requeue("leader_and_isr", r, LeaderAndIsr(*want), at_end=True),
-                   Step("deliver_leader_and_isr", r, index=len(queue))]
+            yield [
+                unlogged.requeue("leader_and_isr", r, LeaderAndIsr(*want), at_end=True),
+                Step("deliver_leader_and_isr", r, index=len(queue)),
+            ]
             return
-        yield [unlogged.Refuse(f"no LeaderAndIsr {m} to broker {r} in flight "
-                       f"(in flight: {[tuple(x) for x in queue] or 'none'})")]
+        yield [
+            unlogged.Refuse(
+                f"no LeaderAndIsr {m} to broker {r} in flight (in flight: {[tuple(x) for x in queue] or 'none'})"
+            )
+        ]
 
     # -- bookkeeping between events ---------------------------------------------------------------
     def note(self, before: State, after: State, ev: Event) -> None:
@@ -378,8 +421,9 @@ class Search:
                     nxt.append((s2, _Path(tuple(steps), path, judged)))
                 refusals.append((i, s, reasons))
             if not nxt:
-                return Verdict(False, n, [], ev, [Refusal(i, self._node_view(s, ev), why) for i, s, why in refusals],
-                               widest)
+                return Verdict(
+                    False, n, [], ev, [Refusal(i, self._node_view(s, ev), why) for i, s, why in refusals], widest
+                )
             self.note(frontier[0][0], nxt[0][0], ev)
             if len(nxt) > 1:
                 nxt = _distinct(nxt)
@@ -423,8 +467,12 @@ def _distinct(candidates: list) -> list:
     groups: dict = {}
     out = []
     for s, path in candidates:
-        key = (s.now, s.controller, tuple((len(r.log), r.hw, r.durable, r.alive) for r in s.replicas),
-               tuple(len(q) for field in _QUEUES for q in getattr(s, field)))
+        key = (
+            s.now,
+            s.controller,
+            tuple((len(r.log), r.hw, r.durable, r.alive) for r in s.replicas),
+            tuple(len(q) for field in _QUEUES for q in getattr(s, field)),
+        )
         same = groups.setdefault(key, [])
         if not any(_same(s, t) for t in same):
             same.append(s)

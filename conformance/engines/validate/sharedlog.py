@@ -11,6 +11,7 @@ changed, so a view never changes either: an append to the list's full length ext
 an append the list already holds after the view (a sibling candidate took the same step) shares
 it, and any other append copies the view first (a truncated log appending anew).
 """
+
 from __future__ import annotations
 
 from itertools import islice
@@ -31,7 +32,7 @@ class SharedLog:
         if type(i) is slice:
             start, stop, step = i.indices(self._n)
             if step != 1:
-                return tuple(self._buf[:self._n][i])
+                return tuple(self._buf[: self._n][i])
             if start == 0:
                 return SharedLog(self._buf, max(stop, 0))  # a prefix (a truncation): shared
             return tuple(self._buf[start:stop])  # a piece (a fetch answer, the unflushed batches): copied
@@ -53,20 +54,20 @@ class SharedLog:
         if len(buf) == n:  # nothing was appended after this view: extend the list
             buf.extend(other)
             return SharedLog(buf, n + k)
-        if len(buf) >= n + k and buf[n:n + k] == list(other):  # a sibling appended the same entries
+        if len(buf) >= n + k and buf[n : n + k] == list(other):  # a sibling appended the same entries
             return SharedLog(buf, n + k)
         copy = buf[:n]
         copy.extend(other)
         return SharedLog(copy, n + k)
 
     def __radd__(self, other):
-        return SharedLog(list(other) + self._buf[:self._n], len(other) + self._n)
+        return SharedLog(list(other) + self._buf[: self._n], len(other) + self._n)
 
     def __eq__(self, other) -> bool:
         if isinstance(other, SharedLog):
             if self._n != other._n:
                 return False
-            return self._buf is other._buf or self._buf[:self._n] == other._buf[:other._n]
+            return self._buf is other._buf or self._buf[: self._n] == other._buf[: other._n]
         if isinstance(other, tuple):
             return len(other) == self._n and tuple(self) == other
         return NotImplemented

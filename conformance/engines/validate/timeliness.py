@@ -25,6 +25,7 @@ as its timers were late by as much.
 ``check(trace, slack_ms, stall_ms)`` gives the ``Late`` findings, the first per leader, epoch and
 follower (or fetch); a log of many partitions is checked per partition (``partition_traces``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -33,9 +34,9 @@ from .events import HALTS, Event, Trace, partition_traces, read_trace
 
 PROPERTIES = {
     "IsrExpiry": "a follower not caught up within replica.lag.time.max.ms leaves the ISR within one lag check "
-                 "interval more (Partition.maybeShrinkIsr, ReplicaManager's isr-expiration task)",
+    "interval more (Partition.maybeShrinkIsr, ReplicaManager's isr-expiration task)",
     "DelayedFetchExpiry": "a parked follower fetch is answered within replica.fetch.wait.max.ms "
-                          "(DelayedFetch.onExpiration, the purgatory's expiration timer)",
+    "(DelayedFetch.onExpiration, the purgatory's expiration timer)",
 }
 # real processes (a soak of isrcheck's own cluster): how late a timer may run on a loaded machine
 # (a third of the soak's replica.lag.time.max.ms of 3 s), and how long a node may be silent before
@@ -69,9 +70,9 @@ class _Leadership:
 
     epoch: int
     caught_up: dict = field(default_factory=dict)  # follower -> last caught-up time
-    fetched: dict = field(default_factory=dict)    # follower -> (time, leader LEO) of its last fetch
-    chance: int = 0                                # the earliest time a shrink could be proposed from
-    stalled: int = 0                               # the node's stalls (ms) when ``chance`` was set
+    fetched: dict = field(default_factory=dict)  # follower -> (time, leader LEO) of its last fetch
+    chance: int = 0  # the earliest time a shrink could be proposed from
+    stalled: int = 0  # the node's stalls (ms) when ``chance`` was set
 
 
 class _Clock:
@@ -112,9 +113,9 @@ def _check(trace: Trace, slack_ms: int, stall_ms: int | None) -> list[Late]:
     wait = settings.get("replica_fetch_wait_max_ms", 0)
     parks = wait if trace.protocol not in _EPOCH_QUESTIONS else 0  # what is taken as parked
     clock = _Clock(stall_ms)
-    sends: dict[tuple, Event] = {}       # (follower, corr) -> its send_fetch
+    sends: dict[tuple, Event] = {}  # (follower, corr) -> its send_fetch
     leading: dict[int, _Leadership] = {}
-    parked: dict[tuple, tuple] = {}      # (leader, follower, corr) -> (first handle_fetch, stalls then)
+    parked: dict[tuple, tuple] = {}  # (leader, follower, corr) -> (first handle_fetch, stalls then)
     late: list[Late] = []
     said: set = set()
 
@@ -153,15 +154,20 @@ def _check(trace: Trace, slack_ms: int, stall_ms: int | None) -> list[Late]:
             since = lead.caught_up.get(f, lead.chance)
             deadline = max(since + lag, lead.chance) + interval + slack_ms + moved
             if e.t > deadline:
-                missed("IsrExpiry", (e.node, lead.epoch, f), e,
-                       f"broker {f} still in the ISR of leader {e.node} (epoch {lead.epoch}) at {e.t} ms, "
-                       f"last caught up at {since} ms: out by {deadline} ms (lag {lag} ms, check every "
-                       f"{interval} ms" + (f", {slack_ms} ms slack" if slack_ms else "") + ")")
+                missed(
+                    "IsrExpiry",
+                    (e.node, lead.epoch, f),
+                    e,
+                    f"broker {f} still in the ISR of leader {e.node} (epoch {lead.epoch}) at {e.t} ms, "
+                    f"last caught up at {since} ms: out by {deadline} ms (lag {lag} ms, check every "
+                    f"{interval} ms" + (f", {slack_ms} ms slack" if slack_ms else "") + ")",
+                )
     return late
 
 
-def _fetched(lead: _Leadership, e: Event, send: Event | None, wait: int, parks: int, parked: dict,
-             clock: _Clock) -> None:
+def _fetched(
+    lead: _Leadership, e: Event, send: Event | None, wait: int, parks: int, parked: dict, clock: _Clock
+) -> None:
     """A follower fetch the leader handled: the follower's caught-up time by Kafka's rule, and
     whether it is parked (``parks``: fetches are taken as parked; a second ``handle_fetch`` of
     one is its completion)."""
@@ -192,10 +198,14 @@ def _expire_parked(parked: dict, e: Event, wait: int, slack_ms: int, clock: _Clo
         deadline = first.t + wait + slack_ms + clock.of(key[0]) - stalled
         if e.t > deadline:
             del parked[key]
-            missed("DelayedFetchExpiry", key, first,
-                   f"broker {key[1]}'s fetch (correlation id {key[2]}) parked by leader {key[0]} at {first.t} ms "
-                   f"is still unanswered at {e.t} ms: answered by {deadline} ms (replica.fetch.wait.max.ms "
-                   f"{wait} ms" + (f", {slack_ms} ms slack" if slack_ms else "") + ")")
+            missed(
+                "DelayedFetchExpiry",
+                key,
+                first,
+                f"broker {key[1]}'s fetch (correlation id {key[2]}) parked by leader {key[0]} at {first.t} ms "
+                f"is still unanswered at {e.t} ms: answered by {deadline} ms (replica.fetch.wait.max.ms "
+                f"{wait} ms" + (f", {slack_ms} ms slack" if slack_ms else "") + ")",
+            )
 
 
 __all__ = ["PROPERTIES", "REAL_SLACK_MS", "REAL_STALL_MS", "Late", "check", "check_path", "lines"]

@@ -2,6 +2,7 @@
 no step of its own (docs/steps.md, "Runs nobody drove"): each a function ``take(state, steps)``
 that the search applies before or instead of a model step, recording what it took in ``steps``;
 ``Mismatch`` when it cannot explain the event."""
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -65,17 +66,20 @@ def lost_alter_partition(s: State, r: int, leader_epoch: int) -> Iterator[list]:
 
 def requeue(field: str, r: int, message, at_end: bool = False):
     """The network's duplicate of a delivered message, back in flight (first, or last)."""
+
     def take(s: State, steps: list) -> State:
         queues = list(getattr(s, field))
         queues[r] = queues[r] + (message,) if at_end else (message,) + queues[r]
         steps.append({"step": "duplicate", "message": field, "replica": r})
         return s._replace(**{field: tuple(queues)})
+
     return take
 
 
 def byte_limit(r: int, batches: int):
     """The leader answered with the first ``batches`` whole batches, cut by bytes
     (replica.fetch.max.bytes, KIP-74): the request it handles asks for that many (``max_batches``)."""
+
     def take(s: State, steps: list) -> State:
         queue = s.fetch_requests[r]
         if not queue:
@@ -84,11 +88,13 @@ def byte_limit(r: int, batches: int):
         queues[r] = (queue[0]._replace(max_batches=batches),) + queue[1:]
         steps.append({"step": "byte_limit", "replica": r, "max_batches": batches})
         return s._replace(fetch_requests=tuple(queues))
+
     return take
 
 
 def resend_leader_and_isr(r: int):
     """The controller sends broker ``r`` its current partition state again, as it does on a change."""
+
     def take(s: State, steps: list) -> State:
         c = s.controller
         queues = list(s.leader_and_isr)
@@ -96,6 +102,7 @@ def resend_leader_and_isr(r: int):
             queues[r] = queues[r] + (LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch),)
         steps.append({"step": "resend_leader_and_isr", "replica": r})
         return s._replace(leader_and_isr=tuple(queues))
+
     return take
 
 
@@ -104,20 +111,28 @@ def crash_while_down(cfg: ModelConfig, st: Step):
     keeps of it: its log recovery had cut the log after a power loss and read the HW checkpoint; a
     clean shutdown then flushed the recovered log, a power loss took the page cache the earlier
     process crash had left (the crash's ``survive``), a process crash changed nothing."""
+
     def take_crash(s: State, steps: list) -> State:
         rep = s.replicas[st.replica]
         if st.arg == "clean":
-            log = rep.log[:rep.durable] if rep.power_lost else rep.log
+            log = rep.log[: rep.durable] if rep.power_lost else rep.log
             # still unclean if it was (KIP-966): the controller never heard of the earlier shutdown
-            rep = updated(rep, log=log, durable=len(log), hw=min(rep.hw, len(log)),
-                          hw_checkpoint=min(rep.hw_checkpoint, len(log)), power_lost=False)
+            rep = updated(
+                rep,
+                log=log,
+                durable=len(log),
+                hw=min(rep.hw, len(log)),
+                hw_checkpoint=min(rep.hw_checkpoint, len(log)),
+                power_lost=False,
+            )
         elif st.arg == "power" and not rep.power_lost:
             s, _ = take(cfg, s, st, ACTIONS["crash"])
             rep = s.replicas[st.replica]
         elif st.survive:
             raise Mismatch("a power loss after a power loss: its page cache held nothing")
         steps.append({**st.to_json(), "while_down": True})
-        return s._replace(replicas=s.replicas[:st.replica] + (rep,) + s.replicas[st.replica + 1:])
+        return s._replace(replicas=s.replicas[: st.replica] + (rep,) + s.replicas[st.replica + 1 :])
+
     return take_crash
 
 
@@ -125,13 +140,17 @@ def unfence(cfg: ModelConfig, r: int):
     """A live fenced broker heartbeats again with its broker epoch and the controller unfences it
     (BrokerHeartbeatManager, ReplicationControlManager.handleBrokerUnfenced): the model's ``rejoin``
     (unfenced, told the current state) without the new broker epoch a registration would give."""
+
     def take_unfence(s: State, steps: list) -> State:
         kept = s.controller.broker_epochs
         s2, _ = apply(cfg, s, Step("rejoin", r))
         rep = updated(s2.replicas[r], broker_epoch=s.replicas[r].broker_epoch)
         steps.append({"step": "rejoin", "replica": r, "same_broker_epoch": True})
-        return s2._replace(replicas=s2.replicas[:r] + (rep,) + s2.replicas[r + 1:],
-                           controller=s2.controller._replace(broker_epochs=kept))
+        return s2._replace(
+            replicas=s2.replicas[:r] + (rep,) + s2.replicas[r + 1 :],
+            controller=s2.controller._replace(broker_epochs=kept),
+        )
+
     return take_unfence
 
 
@@ -147,6 +166,7 @@ def consume(cfg: ModelConfig, r: int):
             raise StepRefused(st, reason)
         steps.append(st.to_json())
         return s
+
     return take_consume
 
 
@@ -160,18 +180,21 @@ def flush_while_down(r: int):
     """A flush of a broker up again but not registered (down to the model): its log recovery had
     cut the log (to what was durable, after a power loss) and read the HW checkpoint; the flush
     makes that log durable and checkpoints the HW recovery read, min(checkpoint, LEO)."""
+
     def take(s: State, steps: list) -> State:
         rep = s.replicas[r]
         leo = rep.durable if rep.power_lost else len(rep.log)
         rep = updated(rep, durable=leo, hw_checkpoint=min(rep.hw_checkpoint, leo))
         steps.append({"step": "flush", "replica": r, "while_down": True})
-        return s._replace(replicas=s.replicas[:r] + (rep,) + s.replicas[r + 1:])
+        return s._replace(replicas=s.replicas[:r] + (rep,) + s.replicas[r + 1 :])
+
     return take
 
 
 def written_back(restart: Event | None, r: int):
     """How many unflushed batches reached the disk before the power loss, read off the log its
     recovery logged: the crash's ``survive``, decided here because nothing reads it before."""
+
     def take(s: State, steps: list) -> State:
         rep = s.replicas[r]
         leo = restart.state.get("leo") if restart is not None else None
@@ -179,15 +202,19 @@ def written_back(restart: Event | None, r: int):
             return s
         ends = batch_ends(rep.log, rep.durable)
         if leo not in ends:
-            raise Mismatch(f"log recovery at {restart.where}: LEO {leo} is not the end of a batch the "
-                            f"page cache held (unflushed batches end at {ends})")
+            raise Mismatch(
+                f"log recovery at {restart.where}: LEO {leo} is not the end of a batch the "
+                f"page cache held (unflushed batches end at {ends})"
+            )
         steps.append({"step": "written_back", "replica": r, "survive": ends.index(leo) + 1})
-        return s._replace(replicas=s.replicas[:r] + (updated(rep, durable=leo),) + s.replicas[r + 1:])
+        return s._replace(replicas=s.replicas[:r] + (updated(rep, durable=leo),) + s.replicas[r + 1 :])
+
     return take
 
 
 def check_recovered(restart: Event | None, r: int):
     """The model's restart left the log its recovery logged."""
+
     def take(s: State, steps: list) -> State:
         if restart is not None:
             view = broker_view(s, r)
@@ -195,6 +222,7 @@ def check_recovered(restart: Event | None, r: int):
             if bad is not None:
                 raise Mismatch(f"log recovery at {restart.where}: {bad}")
         return s
+
     return take
 
 
@@ -205,6 +233,7 @@ def controlled_shutdown(cfg: ModelConfig, r: int):
     session ends (its ``fence`` follows). To the model: ``elect`` of that member with ``r``'s ISR removal in
     the same partition change, or, with nobody left to lead (or ``r`` not leading), ``fence`` without the
     fencing (leader -1, a new leader epoch, the last known leader)."""
+
     def take_shutdown(s: State, steps: list) -> State:
         c = s.controller
         isr = tuple(i for i in c.isr if i != r)
@@ -214,8 +243,9 @@ def controlled_shutdown(cfg: ModelConfig, r: int):
             c2 = s2.controller
             c2 = c2._replace(isr=isr, elr=cfg.rules.elr_after(c2, isr, cfg.min_insync_replicas))
             sent = LeaderAndIsr(c2.leader, c2.leader_epoch, c2.isr, c2.partition_epoch)
-            queues = tuple(q[:-1] + (sent,) if q and q[-1].partition_epoch == c2.partition_epoch else q
-                           for q in s2.leader_and_isr)
+            queues = tuple(
+                q[:-1] + (sent,) if q and q[-1].partition_epoch == c2.partition_epoch else q for q in s2.leader_and_isr
+            )
             steps.append({"step": "elect", "replica": target, "controlled_shutdown": r})
             return s2._replace(controller=c2, leader_and_isr=queues)
         if r not in c.isr and c.leader != r:
@@ -224,6 +254,7 @@ def controlled_shutdown(cfg: ModelConfig, r: int):
         s2, _ = apply(cfg, s, Step("fence", r))
         steps.append({"step": "fence", "replica": r, "controlled_shutdown": True})
         return s2._replace(controller=s2.controller._replace(fenced=c.fenced))
+
     return take_shutdown
 
 
@@ -232,6 +263,7 @@ def elect_with_registration(cfg: ModelConfig):
     one partition change takes it out of ISR and ELR and elects its successor, one leader epoch for
     both; the model's registration (leader -1, a new epoch) then ``elect`` (another) folded into one.
     The registration's LeaderAndIsr naming no leader, still in flight, becomes the election's."""
+
     def take_elect(s: State, steps: list) -> State:
         before = s.controller
         if before.leader != -1:
@@ -242,6 +274,7 @@ def elect_with_registration(cfg: ModelConfig):
         queues = tuple(tuple(sent if m == unled else m for m in q) for q in s.leader_and_isr)
         steps.append({"step": "elect", "with_registration": True})
         return s2._replace(controller=c, leader_and_isr=queues)
+
     return take_elect
 
 
@@ -256,11 +289,15 @@ def fence_and_elect(cfg: ModelConfig, r: int):
     """KRaft's fencing of a leader (``ReplicationControlManager.handleBrokerFenced``): one partition change
     that takes ``r`` out of the ISR and elects its successor, one leader epoch and one partition epoch for
     both; the model's ``fence`` (leader -1, a new epoch) then ``elect`` (another) folded into one change."""
+
     def take_fence_elect(s: State, steps: list) -> State:
         s1, _ = apply(cfg, s, Step("fence", r))
         s2, _ = apply(cfg, s1, Step("elect"))
         c, sent = _one_change(s2.controller)
-        queues = tuple(q0 + ((sent,) if len(q2) > len(q0) else ()) for q0, q2 in zip(s.leader_and_isr, s2.leader_and_isr))
+        queues = tuple(
+            q0 + ((sent,) if len(q2) > len(q0) else ()) for q0, q2 in zip(s.leader_and_isr, s2.leader_and_isr)
+        )
         steps.append({"step": "fence", "replica": r, "and_elect": True})
         return s2._replace(controller=c, leader_and_isr=queues)
+
     return take_fence_elect

@@ -7,6 +7,7 @@ SCENARIO: ``clean`` (3 brokers, topic t of one partition, five acks=all produces
 ``leader`` (the same with the leader killed). OUT is a new folder: OUT/events is the recording, OUT/cluster
 the cluster's folder (removed at the end unless --keep).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,12 +58,19 @@ def main() -> int:
 
     out = Path(args.out)
     settings = KafkaSettings(brokers=3, port=free_port_base(5), topics=[("t", 1)], heap="384m")
-    cluster = KafkaCluster(settings, out / "cluster", distribution(args.kafka_version), say=print,
-                           events=out / "events")
+    cluster = KafkaCluster(
+        settings, out / "cluster", distribution(args.kafka_version), say=print, events=out / "events"
+    )
     try:
         cluster.start()
-        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": False,
-                             "max.in.flight.requests.per.connection": 1})
+        producer = Producer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "acks": "all",
+                "enable.idempotence": False,
+                "max.in.flight.requests.per.connection": 1,
+            }
+        )
         produce(producer, 5, 0)
         if args.scenario != "clean":
             leader = leader_of(cluster.bootstrap)

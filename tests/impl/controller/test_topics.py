@@ -1,6 +1,7 @@
 """Many topics and partitions (the cluster ``isrcheck serve`` runs): every partition replicated by
 the same controller, ReplicaManager, Partition and ReplicaFetcher code, independently, in the
 deterministic simulation's auto mode."""
+
 import random
 
 from isrcheck.impl.controller import Controller, FileMetadataStore
@@ -14,8 +15,14 @@ from isrcheck.impl.sim.network import NetworkFaults, SimNetwork
 from isrcheck.impl.storage import SimulatedFileSystem
 
 # the real-time shape of serve's timings (a lag time well above the fetch wait), in simulated ms
-CONFIG = ClusterConfig(replicas=3, min_insync_replicas=2, replica_lag_time_max_ms=200, replica_fetch_wait_max_ms=20,
-                       broker_session_timeout_ms=300, broker_heartbeat_interval_ms=50)
+CONFIG = ClusterConfig(
+    replicas=3,
+    min_insync_replicas=2,
+    replica_lag_time_max_ms=200,
+    replica_fetch_wait_max_ms=20,
+    broker_session_timeout_ms=300,
+    broker_heartbeat_interval_ms=50,
+)
 CLIENT = 4000
 
 
@@ -25,10 +32,12 @@ class KafkaSim:
     def __init__(self, topics, store=None) -> None:
         self.clock = SimClock()
         self.network = SimNetwork(self.clock, lambda *_: "any", random.Random(1), NetworkFaults())
-        self.controller = Controller.for_cluster(CONFIG, self.clock, self.network, True, kafka_metadata=True,
-                                                 topics=topics, metadata_store=store)
-        self.brokers = [Broker(b, CONFIG, SimulatedFileSystem(), self.clock, self.network, auto=True, kafka=True)
-                        for b in range(3)]
+        self.controller = Controller.for_cluster(
+            CONFIG, self.clock, self.network, True, kafka_metadata=True, topics=topics, metadata_store=store
+        )
+        self.brokers = [
+            Broker(b, CONFIG, SimulatedFileSystem(), self.clock, self.network, auto=True, kafka=True) for b in range(3)
+        ]
         for b, broker in enumerate(self.brokers):
             broker.bootstrap(self.controller.broker_epochs[b], None)
         self.client = NodeEndpoint(CLIENT, self.network)
@@ -47,7 +56,11 @@ def test_partitions_are_assigned_as_kafka_does_and_every_broker_hosts_every_one(
     sim = KafkaSim((("orders", 3), ("audit", 1)))
     sim.run(200)
     assert [(p.topic, p.index, p.replicas, p.leader) for p in sim.controller.partitions] == [
-        ("orders", 0, (0, 1, 2), 0), ("orders", 1, (1, 2, 0), 1), ("orders", 2, (2, 0, 1), 2), ("audit", 0, (0, 1, 2), 0)]
+        ("orders", 0, (0, 1, 2), 0),
+        ("orders", 1, (1, 2, 0), 1),
+        ("orders", 2, (2, 0, 1), 2),
+        ("audit", 0, (0, 1, 2), 0),
+    ]
     for broker in sim.brokers:
         rm = broker.replica_manager
         assert rm.names == {("orders", 0): 0, ("orders", 1): 1, ("orders", 2): 2, ("audit", 0): 3}
@@ -153,10 +166,12 @@ def test_a_restarted_broker_is_caught_up_only_once_it_hosts_every_partition_of_i
             lost.append(req)
             return None
         return handle(src, header, req)
+
     restarted.endpoint.handlers[ApiKey.LEADER_AND_ISR] = lossy
     hosted = []
     restarted.on_caught_up = lambda: hosted.append(
-        {pid: p.partition_epoch for pid, p in restarted.replica_manager.partitions.items()})
+        {pid: p.partition_epoch for pid, p in restarted.replica_manager.partitions.items()}
+    )
     restarted.register()
     sim.run(CONFIG.broker_heartbeat_interval_ms * 3 // 2)  # registered, one heartbeat answered
     assert restarted.broker_epoch > 0 and lost and not restarted.caught_up
@@ -165,8 +180,10 @@ def test_a_restarted_broker_is_caught_up_only_once_it_hosts_every_partition_of_i
     sim.run(CONFIG.broker_heartbeat_interval_ms * 3)  # the heartbeat showed orders-2 missing: sent again
     assert restarted.caught_up and len(hosted) == 1
     registered = sim.controller.registration_epochs[1]
-    assert len(registered) == 3 and all(hosted[0].get(pid, -1) >= e for pid, e in enumerate(registered)), \
-        (hosted, registered)
+    assert len(registered) == 3 and all(hosted[0].get(pid, -1) >= e for pid, e in enumerate(registered)), (
+        hosted,
+        registered,
+    )
 
 
 def test_a_topic_of_its_own_min_insync_replicas_refuses_acks_all_below_it():
@@ -192,8 +209,10 @@ def test_create_topic_refuses_what_kafka_refuses_and_what_isrcheck_cannot_honour
     assert c.check_new_topic("more", 1, 4)[0] == Errors.INVALID_REPLICATION_FACTOR  # Kafka: more than the brokers
     assert c.check_new_topic("zero", 1, 0)[0] == Errors.INVALID_REPLICATION_FACTOR
     assert c.check_new_topic("fewer", 1, 2) == (  # isrcheck: every partition on every broker
-        Errors.INVALID_REPLICATION_FACTOR, "isrcheck replicates every partition on each of the cluster's 3 brokers: "
-                                           "the replication factor must be 3 (or -1 for the default).")
+        Errors.INVALID_REPLICATION_FACTOR,
+        "isrcheck replicates every partition on each of the cluster's 3 brokers: "
+        "the replication factor must be 3 (or -1 for the default).",
+    )
     assert c.check_new_topic("strict", 1, -1, 4)[0] == Errors.INVALID_CONFIG
     assert c.check_new_topic("ok", 2, 3, 3) == (Errors.NONE, "")
     assert c.topics == {"orders": (0,)}  # a check creates nothing

@@ -1,5 +1,6 @@
 """The Kafka API registry: one entry per API beside its handler; ApiVersions, the server's decoding
 and the dispatch read the same entries."""
+
 import pytest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
@@ -21,7 +22,8 @@ def test_every_api_has_a_handler_on_its_owner_and_classes_of_its_name():
 def test_api_versions_advertises_exactly_the_registry():
     answered = KafkaApis.api_versions_response(3)
     assert {k.api_key: (k.min_version, k.max_version) for k in answered.api_keys} == {
-        key: (api.advertised_lowest, api.highest) for key, api in APIS.items()}
+        key: (api.advertised_lowest, api.highest) for key, api in APIS.items()
+    }
 
 
 def test_a_key_registered_twice_or_an_owner_not_given_is_refused(monkeypatch):

@@ -1,21 +1,43 @@
 """The wire codec: every message survives encode/decode at every version, and malformed bytes give
 a DecodeError (or an error response from a broker), never a crash."""
+
 import random
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from isrcheck.impl.protocol import (
-    CODEC, REQUEST, RESPONSE, AlterPartitionRequest, AlterPartitionResponse, ApiKey,
-    BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
-    BrokerRegistrationResponse, DecodeError, Errors, FetchRequest, FetchResponse, LeaderAndIsrRequest,
-    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProduceRequest, ProduceResponse, WireRecord,
+    CODEC,
+    REQUEST,
+    RESPONSE,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    ApiKey,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    DecodeError,
+    Errors,
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsrRequest,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    ProduceRequest,
+    ProduceResponse,
+    WireRecord,
 )
 from isrcheck.impl.sim import Cluster, ClusterConfig
 
 SAMPLES = [
-    (REQUEST, ApiKey.PRODUCE, 0, ProduceRequest(-1, 1000, 0, (WireRecord(-1, -1, b"", b"17"),
-                                                            WireRecord(-1, -1, None, b"x" * 300)))),
+    (
+        REQUEST,
+        ApiKey.PRODUCE,
+        0,
+        ProduceRequest(-1, 1000, 0, (WireRecord(-1, -1, b"", b"17"), WireRecord(-1, -1, None, b"x" * 300))),
+    ),
     (RESPONSE, ApiKey.PRODUCE, 0, ProduceResponse(Errors.NOT_ENOUGH_REPLICAS, 0, -1)),
     (REQUEST, ApiKey.FETCH, 0, FetchRequest(2, 0, 5)),
     (REQUEST, ApiKey.FETCH, 1, FetchRequest(2, 0, 5, 3, 2)),
@@ -48,7 +70,11 @@ def test_every_message_round_trips(frame_type, api, version, msg):
     frame = CODEC.encode(frame_type, api, version, 77, msg)
     header = CODEC.decode_header(frame)
     assert (header.frame_type, header.api_key, header.api_version, header.correlation_id) == (
-        frame_type, api, version, 77)
+        frame_type,
+        api,
+        version,
+        77,
+    )
     assert decode(frame) == msg
 
 
@@ -113,8 +139,15 @@ def test_a_broker_answers_malformed_requests_with_errors_and_keeps_serving():
     c.network.register(4999, rec)
     good = CODEC.encode(REQUEST, ApiKey.PRODUCE, 0, 5, ProduceRequest(1, 1000, 0, (WireRecord(-1, -1, b"", b"1"),)))
     rng = random.Random(7)
-    garbage = [good[:12], good[:-1], good[:3] + b"\x00\x07" + good[5:], b"\x00\x00\x2a\x00\x00\x00\x00\x00\x01",
-               b"", b"\x01", rng.randbytes(40)]
+    garbage = [
+        good[:12],
+        good[:-1],
+        good[:3] + b"\x00\x07" + good[5:],
+        b"\x00\x00\x2a\x00\x00\x00\x00\x00\x01",
+        b"",
+        b"\x01",
+        rng.randbytes(40),
+    ]
     for frame in garbage:
         c.network.send(4999, 0, frame)
         while c.network.deliver_instant():
@@ -129,20 +162,45 @@ def test_a_broker_answers_malformed_requests_with_errors_and_keeps_serving():
     assert [e.value for e in c.snapshot().brokers[0].log] == [b"1"]
 
 
-I32 = st.integers(-2**31, 2**31 - 1)
-I64 = st.integers(-2**40, 2**40)
+I32 = st.integers(-(2**31), 2**31 - 1)
+I64 = st.integers(-(2**40), 2**40)
 REQUESTS = st.one_of(
-    st.builds(lambda acks, t, v: (ApiKey.PRODUCE, 0, ProduceRequest(acks, t, 0, (WireRecord(-1, -1, b"", v),))),
-              st.integers(-2, 2), I32, st.binary(max_size=64)),
-    st.builds(lambda r, o, e, l, m, v: (ApiKey.FETCH, v, FetchRequest(r, 0, o, e, l, m)),
-              st.integers(-2, 5), I64, I32, I32, st.integers(-2, 9), st.integers(0, 3)),
-    st.builds(lambda r, e, c, v: (ApiKey.OFFSET_FOR_LEADER_EPOCH, v, OffsetForLeaderEpochRequest(r, 0, e, c)),
-              st.integers(-2, 5), I32, I32, st.integers(0, 2)),
-    st.builds(lambda b, le, pe, isr: (ApiKey.ALTER_PARTITION, 0, AlterPartitionRequest(b, 1, 0, le, pe, isr)),
-              st.integers(-1, 5), I32, I32, st.lists(I32, max_size=4).map(tuple)),
+    st.builds(
+        lambda acks, t, v: (ApiKey.PRODUCE, 0, ProduceRequest(acks, t, 0, (WireRecord(-1, -1, b"", v),))),
+        st.integers(-2, 2),
+        I32,
+        st.binary(max_size=64),
+    ),
+    st.builds(
+        lambda r, o, e, lim, m, v: (ApiKey.FETCH, v, FetchRequest(r, 0, o, e, lim, m)),
+        st.integers(-2, 5),
+        I64,
+        I32,
+        I32,
+        st.integers(-2, 9),
+        st.integers(0, 3),
+    ),
+    st.builds(
+        lambda r, e, c, v: (ApiKey.OFFSET_FOR_LEADER_EPOCH, v, OffsetForLeaderEpochRequest(r, 0, e, c)),
+        st.integers(-2, 5),
+        I32,
+        I32,
+        st.integers(0, 2),
+    ),
+    st.builds(
+        lambda b, le, pe, isr: (ApiKey.ALTER_PARTITION, 0, AlterPartitionRequest(b, 1, 0, le, pe, isr)),
+        st.integers(-1, 5),
+        I32,
+        I32,
+        st.lists(I32, max_size=4).map(tuple),
+    ),
     st.builds(lambda b, e: (ApiKey.BROKER_HEARTBEAT, 0, BrokerHeartbeatRequest(b, e, 0, 0)), st.integers(-1, 5), I64),
-    st.builds(lambda l, le, pe: (ApiKey.LEADER_AND_ISR, 0, LeaderAndIsrRequest(1, 0, l, le, pe, (0,), (0, 1))),
-              st.integers(-1, 5), I32, I32),
+    st.builds(
+        lambda leader, le, pe: (ApiKey.LEADER_AND_ISR, 0, LeaderAndIsrRequest(1, 0, leader, le, pe, (0,), (0, 1))),
+        st.integers(-1, 5),
+        I32,
+        I32,
+    ),
 )
 
 

@@ -1,6 +1,7 @@
 """A power loss played on a real directory, as the simulated file system plays it: a file whose
 directory entry no fsync of the directory made durable goes; the others keep their durable bytes
 (an fsync, a truncation), plus what the page cache had written back."""
+
 import os
 
 from isrcheck.impl.real.durable import JournaledFileSystem, durable_lengths, power_loss
@@ -37,8 +38,12 @@ def test_a_power_loss_keeps_exactly_what_was_made_durable(tmp_path):
     assert (data / "cut.log").read_bytes() == b"c" * 10
     assert not (data / "late.log").exists()
     assert (data / "01.log").read_bytes() == b"t" * 15  # written back up to a torn write
-    assert lost == {str(data / "00.log"): 50, str(data / "never.tmp"): 10, str(data / "late.log"): 5,
-                    str(data / "01.log"): 25}
+    assert lost == {
+        str(data / "00.log"): 50,
+        str(data / "never.tmp"): 10,
+        str(data / "late.log"): 5,
+        str(data / "01.log"): 25,
+    }
     assert durable_lengths(journal)[str(data / "checkpoint")] == 4
 
 

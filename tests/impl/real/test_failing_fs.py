@@ -1,5 +1,6 @@
 """The real runtime's failing disk (``impl/real/failing.py``): real files through the OS, with the
 next write, fsync or read failing on command, once, as the simulated disk's do."""
+
 import errno
 
 import pytest
@@ -13,14 +14,16 @@ def test_each_armed_operation_fails_once_with_its_errno_and_changes_nothing(tmp_
     path = str(tmp_path / "f")
     handle = fs.open(path)
     handle.append(b"abc")
-    for operation, code, call in (("write", errno.ENOSPC, lambda: handle.append(b"def")),
-                                  ("fsync", errno.EIO, handle.fsync),
-                                  ("read", errno.EIO, lambda: handle.read(0, 3))):
+    for operation, code, call in (
+        ("write", errno.ENOSPC, lambda: handle.append(b"def")),
+        ("fsync", errno.EIO, handle.fsync),
+        ("read", errno.EIO, lambda: handle.read(0, 3)),
+    ):
         fs.failures.fail_next(operation, code)
         with pytest.raises(OSError) as err:
             call()
         assert err.value.errno == code
-        call()                                  # the next one works
+        call()  # the next one works
     handle.close()
     assert (tmp_path / "f").read_bytes() == b"abcdef"
     with pytest.raises(ValueError, match="operation must be one of"):
@@ -36,4 +39,4 @@ def test_a_log_on_a_failing_disk_raises_the_os_error_and_keeps_its_recovery_poin
     fs.failures.fail_next("fsync")
     with pytest.raises(OSError):
         log.flush()
-    assert log.recovery_point == 1              # a failed fsync never counts as durable
+    assert log.recovery_point == 1  # a failed fsync never counts as durable

@@ -1,5 +1,6 @@
 """The same brokers, controller and producer on real TCP sockets, wall-clock timers and OS files:
 the replication code runs unchanged outside the simulation."""
+
 import asyncio
 
 from isrcheck.impl.clients import Producer
@@ -10,9 +11,16 @@ from isrcheck.impl.replication import ClusterConfig
 from isrcheck.impl.replication.broker import Broker
 from isrcheck.impl.storage import OsFileSystem
 
-CONFIG = ClusterConfig(protocol="kip-320", replicas=3, min_insync_replicas=2, replica_lag_time_max_ms=2000,
-                       request_timeout_ms=20_000, broker_heartbeat_interval_ms=50,
-                       broker_session_timeout_ms=1500, replica_fetch_backoff_ms=5)
+CONFIG = ClusterConfig(
+    protocol="kip-320",
+    replicas=3,
+    min_insync_replicas=2,
+    replica_lag_time_max_ms=2000,
+    request_timeout_ms=20_000,
+    broker_heartbeat_interval_ms=50,
+    broker_session_timeout_ms=1500,
+    replica_fetch_backoff_ms=5,
+)
 
 
 async def _wait_for(condition, timeout_s=20.0):
@@ -26,11 +34,19 @@ async def _wait_for(condition, timeout_s=20.0):
 async def _scenario(tmp_path):
     loop = asyncio.get_running_loop()
     scheduler, transport = AsyncioScheduler(loop), TcpTransport(loop)
-    controller = Controller(3, False, scheduler, transport, auto=True,
-                            session_timeout_ms=CONFIG.broker_session_timeout_ms,
-                            check_interval_ms=CONFIG.broker_heartbeat_interval_ms)
-    brokers = [Broker(b, CONFIG, OsFileSystem(), scheduler, transport, auto=True,
-                      data_dir=str(tmp_path / f"broker-{b}")) for b in range(3)]
+    controller = Controller(
+        3,
+        False,
+        scheduler,
+        transport,
+        auto=True,
+        session_timeout_ms=CONFIG.broker_session_timeout_ms,
+        check_interval_ms=CONFIG.broker_heartbeat_interval_ms,
+    )
+    brokers = [
+        Broker(b, CONFIG, OsFileSystem(), scheduler, transport, auto=True, data_dir=str(tmp_path / f"broker-{b}"))
+        for b in range(3)
+    ]
     for b, broker in enumerate(brokers):
         epoch = controller.broker_epochs[b]
         broker.bootstrap(epoch, LeaderAndIsrRequest(epoch, 0, 0, 0, 0, (0, 1, 2), (0, 1, 2)))

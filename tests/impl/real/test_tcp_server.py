@@ -1,6 +1,7 @@
 """The TCP server survives garbage: negative or oversized frame lengths, truncated frames, random
 bytes and idle or half-sent connections each close that connection with one log line, while a
 well-formed client on another connection is served, during and after."""
+
 import asyncio
 import logging
 import struct
@@ -14,7 +15,7 @@ from isrcheck.impl.network import NodeEndpoint
 from isrcheck.impl.protocol import CODEC, REQUEST, ApiKey, BrokerHeartbeatRequest, Errors
 from isrcheck.impl.real import AsyncioScheduler, TcpTransport
 
-CLIENT = 1                          # the well-formed client: broker 1's heartbeats
+CLIENT = 1  # the well-formed client: broker 1's heartbeats
 IDLE_MS = 300
 MAX_FRAME = 4096
 
@@ -39,7 +40,7 @@ async def _with_server(body, idle_ms=IDLE_MS):
     logger = logging.getLogger("isrcheck.impl.real.runtime")
     logger.addHandler(records)
     try:
-        await asyncio.sleep(0)      # the servers start listening
+        await asyncio.sleep(0)  # the servers start listening
         return await body(transport, controller, client, records)
     finally:
         logger.removeHandler(records)
@@ -67,9 +68,9 @@ async def _send(address, data, keep_open=False):
         await writer.drain()
         if not keep_open:
             writer.write_eof()
-        assert await asyncio.wait_for(reader.read(), 5) == b""     # closed by the server, not by us
+        assert await asyncio.wait_for(reader.read(), 5) == b""  # closed by the server, not by us
     except ConnectionError:
-        pass                        # closed by the server while we were still writing
+        pass  # closed by the server while we were still writing
     finally:
         writer.close()
     return local
@@ -88,39 +89,47 @@ def _closes(records, local):
     return [r.getMessage() for r in records.records if local in r.getMessage()]
 
 
-@pytest.mark.parametrize("data, words", [
-    (_prefix(-5, 0), "frame length -5 outside 9..4096 (socket.request.max.bytes)"),
-    (_prefix(MAX_FRAME + 1, 0) + b"x" * 100, "frame length 4097 outside 9..4096"),
-    (_prefix(2**31 - 1, 0), "frame length 2147483647 outside"),
-    (_prefix(20, 0) + b"\x07" * 20, "unknown frame type 7"),
-    (_frame(0)[:-3], "closed inside a 29-byte frame (26 of 29 bytes)"),
-    (_frame(0)[:5], "closed inside a frame prefix (5 of 16 bytes)"),
-    (_frame(0) + _frame(2), "sender id 2 on a connection from node 0"),
-])
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        (_prefix(-5, 0), "frame length -5 outside 9..4096 (socket.request.max.bytes)"),
+        (_prefix(MAX_FRAME + 1, 0) + b"x" * 100, "frame length 4097 outside 9..4096"),
+        (_prefix(2**31 - 1, 0), "frame length 2147483647 outside"),
+        (_prefix(20, 0) + b"\x07" * 20, "unknown frame type 7"),
+        (_frame(0)[:-3], "closed inside a 29-byte frame (26 of 29 bytes)"),
+        (_frame(0)[:5], "closed inside a frame prefix (5 of 16 bytes)"),
+        (_frame(0) + _frame(2), "sender id 2 on a connection from node 0"),
+    ],
+)
 def test_bad_frames_close_only_their_connection_with_one_line(data, words):
     async def body(transport, controller, client, records):
         await _heartbeat(controller, client)
         local = await _send(transport.addresses[CONTROLLER_ID], data)
         await _heartbeat(controller, client)
         return _closes(records, local)
+
     closes = asyncio.run(_with_server(body))
     assert len(closes) == 1 and words in closes[0], closes
     assert closes[0].startswith(f"node {CONTROLLER_ID}: closing the connection from 127.0.0.1:")
 
 
-@pytest.mark.parametrize("data, words", [
-    (b"", "no complete frame prefix within 300 ms (connections.max.idle.ms)"),
-    (_prefix(40, 0)[:3], "no complete frame prefix within 300 ms"),
-    (_prefix(40, 0) + b"\x00" * 10, "no complete 40-byte frame within 300 ms"),
-])
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        (b"", "no complete frame prefix within 300 ms (connections.max.idle.ms)"),
+        (_prefix(40, 0)[:3], "no complete frame prefix within 300 ms"),
+        (_prefix(40, 0) + b"\x00" * 10, "no complete 40-byte frame within 300 ms"),
+    ],
+)
 def test_idle_and_half_sent_connections_are_closed_after_the_idle_timeout(data, words):
     async def body(transport, controller, client, records):
         loop = asyncio.get_running_loop()
         start = loop.time()
         idle = asyncio.create_task(_send(transport.addresses[CONTROLLER_ID], data, keep_open=True))
-        await _heartbeat(controller, client)                 # served while the idle one hangs
+        await _heartbeat(controller, client)  # served while the idle one hangs
         local = await idle
         return _closes(records, local), loop.time() - start
+
     closes, seconds = asyncio.run(_with_server(body))
     assert len(closes) == 1 and words in closes[0], closes
     assert 0.25 < seconds < 3
@@ -129,9 +138,10 @@ def test_idle_and_half_sent_connections_are_closed_after_the_idle_timeout(data, 
 def test_an_idle_sender_closes_its_connection_first_and_reconnects():
     async def body(transport, controller, client, records):
         await _heartbeat(controller, client)
-        await asyncio.sleep(IDLE_MS / 1000 + 0.3)           # the client closes its idle connection
-        response = await _heartbeat(controller, client)      # on a new connection
+        await asyncio.sleep(IDLE_MS / 1000 + 0.3)  # the client closes its idle connection
+        response = await _heartbeat(controller, client)  # on a new connection
         return response.error, [r.getMessage() for r in records.records]
+
     error, logged = asyncio.run(_with_server(body))
     assert error == Errors.NONE and logged == []
 
@@ -139,6 +149,7 @@ def test_an_idle_sender_closes_its_connection_first_and_reconnects():
 def test_a_sender_notices_when_the_server_closed_its_idle_connection():
     """Two processes: the server's idle timeout is shorter than the client's, so the server closes
     the client's connection; the client drops it at once and its next request reconnects."""
+
     async def body(transport, controller, _, records):
         loop = asyncio.get_running_loop()
         other = TcpTransport(loop, connections_max_idle_ms=60_000)
@@ -153,6 +164,7 @@ def test_a_sender_notices_when_the_server_closed_its_idle_connection():
         finally:
             other.unregister(CLIENT)
         return response.error, [r.getMessage() for r in records.records]
+
     error, logged = asyncio.run(_with_server(body))
     assert error == Errors.NONE
     assert len(logged) == 1 and "no complete frame prefix within 300 ms" in logged[0], logged
@@ -172,17 +184,30 @@ def test_limits_are_checked():
 _SENDERS = st.integers(-3, 4).filter(lambda s: s != CLIENT) | st.just(CONTROLLER_ID)
 _PIECES = st.one_of(
     st.binary(max_size=120),
-    st.builds(lambda length, sender, body: _prefix(length, sender) + body,
-              st.integers(-2**31, 2**31 - 1) | st.integers(0, 60), _SENDERS, st.binary(max_size=60)),
+    st.builds(
+        lambda length, sender, body: _prefix(length, sender) + body,
+        st.integers(-(2**31), 2**31 - 1) | st.integers(0, 60),
+        _SENDERS,
+        st.binary(max_size=60),
+    ),
     st.builds(lambda sender, cut: _frame(sender)[:cut], _SENDERS, st.integers(0, 40)),
-    st.builds(lambda sender, head, body: _prefix(9 + len(body), sender) + struct.pack(">BhhI", *head) + body,
-              _SENDERS,
-              st.tuples(st.integers(0, 2), st.sampled_from([int(k) for k in ApiKey]) | st.integers(-2, 70),
-                        st.integers(-1, 4), st.integers(0, 2**32 - 1)),
-              st.binary(max_size=40)),
+    st.builds(
+        lambda sender, head, body: _prefix(9 + len(body), sender) + struct.pack(">BhhI", *head) + body,
+        _SENDERS,
+        st.tuples(
+            st.integers(0, 2),
+            st.sampled_from([int(k) for k in ApiKey]) | st.integers(-2, 70),
+            st.integers(-1, 4),
+            st.integers(0, 2**32 - 1),
+        ),
+        st.binary(max_size=40),
+    ),
 )
-_CONNECTIONS = st.lists(st.tuples(st.lists(_PIECES, min_size=1, max_size=3).map(b"".join),
-                                  st.sampled_from([False, False, False, True])), min_size=1, max_size=4)
+_CONNECTIONS = st.lists(
+    st.tuples(st.lists(_PIECES, min_size=1, max_size=3).map(b"".join), st.sampled_from([False, False, False, True])),
+    min_size=1,
+    max_size=4,
+)
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
@@ -191,11 +216,13 @@ def test_random_bytes_never_stop_the_server(connections):
     async def body(transport, controller, client, records):
         address = transport.addresses[CONTROLLER_ID]
         sends = [asyncio.create_task(_send(address, data, keep_open)) for data, keep_open in connections]
-        await _heartbeat(controller, client)                 # served while the garbage arrives
+        await _heartbeat(controller, client)  # served while the garbage arrives
         locals_ = await asyncio.gather(*sends)
-        await _heartbeat(controller, client)                 # and after
+        await _heartbeat(controller, client)  # and after
         return [_closes(records, local) for local in locals_], records.records
+
     per_connection, all_records = asyncio.run(_with_server(body))
     assert all(len(closes) <= 1 for closes in per_connection), per_connection
-    assert all(r.levelno == logging.WARNING and r.exc_info is None for r in all_records), \
-        [r.getMessage() for r in all_records]
+    assert all(r.levelno == logging.WARNING and r.exc_info is None for r in all_records), [
+        r.getMessage() for r in all_records
+    ]

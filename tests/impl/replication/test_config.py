@@ -1,4 +1,5 @@
 """ClusterConfig: a value out of range is refused with the field's name."""
+
 import pytest
 
 from isrcheck.impl.replication import ClusterConfig, InvalidConfigError

@@ -1,6 +1,7 @@
 """The implementation's invariant checks (impl/invariants.py): each trips on a bug planted where it
 guards, in the simulation (the step that breaks it raises InvariantBroken), and a real node process
 halts on one with its exit code and a log line naming it."""
+
 import subprocess
 import sys
 
@@ -14,8 +15,15 @@ from isrcheck.impl.storage import Log
 
 
 def cluster(replicas=3, min_isr=1):
-    return Cluster(ClusterConfig(protocol="kip-320", replicas=replicas, min_insync_replicas=min_isr,
-                                 replica_lag_time_max_ms=2, request_timeout_ms=1000))
+    return Cluster(
+        ClusterConfig(
+            protocol="kip-320",
+            replicas=replicas,
+            min_insync_replicas=min_isr,
+            replica_lag_time_max_ms=2,
+            request_timeout_ms=1000,
+        )
+    )
 
 
 def fetch_round(c, *followers, max_batches=0):
@@ -53,7 +61,7 @@ def test_a_leader_counting_the_isr_without_its_pending_expansion_trips_the_hw_ch
     shrink_to_leader(c)
     fetch_round(c, 1)
     fetch_round(c, 1)  # the leader learns follower 1 caught up to the HW
-    c.expand_isr(0)     # {0, 1} in flight: the maximal ISR counts 1
+    c.expand_isr(0)  # {0, 1} in flight: the maximal ISR counts 1
     monkeypatch.setattr(Partition, "maximal_isr", property(lambda self: self.isr))  # the bug: 1 not counted
     with pytest.raises(InvariantBroken, match=r"HW 2 above the LEO of a member of the maximal ISR \[0, 1\]"):
         c.produce(0, b"b", 1)
@@ -68,6 +76,7 @@ def test_a_follower_taking_the_leaders_hw_past_its_own_log_trips_the_hw_check(mo
     def appended_then_leaders_hw(self, batches, leader_hw):
         original(self, batches, leader_hw)
         self._set_hw(leader_hw)
+
     original = Partition.append_as_follower
     monkeypatch.setattr(Partition, "append_as_follower", appended_then_leaders_hw)
     with pytest.raises(InvariantBroken, match="broker 2 .*HW 2 above its own LEO 1"):
@@ -90,8 +99,11 @@ def test_a_replica_applying_a_stale_leader_and_isr_trips_the_leader_epoch_check(
 
 def test_a_leader_proposing_an_isr_without_itself_trips_the_check(monkeypatch):
     c = cluster()
-    monkeypatch.setattr(Partition, "maybe_shrink_isr",
-                        lambda self: self._propose(tuple(r for r in self.isr if r != self.broker_id)) or True)
+    monkeypatch.setattr(
+        Partition,
+        "maybe_shrink_isr",
+        lambda self: self._propose(tuple(r for r in self.isr if r != self.broker_id)) or True,
+    )
     with pytest.raises(InvariantBroken, match=r"leader 0 .*proposes the ISR \(1, 2\) without itself"):
         c.shrink_isr(0)
 
@@ -109,8 +121,11 @@ def test_an_election_outside_isr_and_elr_with_unclean_election_off_trips_the_che
     shrink_to_leader(c)
     c.crash(0, "process")
     c.fence(0)
-    monkeypatch.setattr(controller_module.Controller, "_election",
-                        lambda self, p: next(((r, (r,), ()) for r in p.replicas if r not in self.fenced), None))
+    monkeypatch.setattr(
+        controller_module.Controller,
+        "_election",
+        lambda self, p: next(((r, (r,), ()) for r in p.replicas if r not in self.fenced), None),
+    )
     with pytest.raises(InvariantBroken, match=r"elected 1 for partition 0 outside ISR \(0,\) and ELR \(\)"):
         c.elect()
 

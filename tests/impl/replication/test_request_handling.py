@@ -1,6 +1,7 @@
 """Request handling, driven through the step-mode Cluster: the controller fences AlterPartition by
 partition epoch and fenced replicas; a leader checks a fetch's leader epoch (KIP-320) and refuses an
 oversized record; a consumer waits for a new leader's HW; flush.messages fsyncs the log only."""
+
 import pytest
 
 from isrcheck.impl.protocol import CODEC, REQUEST, ApiKey, Errors, FetchRequest
@@ -21,9 +22,9 @@ def fetch_round(c, *followers):
 def test_alter_partition_is_fenced_by_partition_epoch_and_fenced_replicas():
     c = cluster(replica_lag_time_max_ms=2)
     c.advance(3)
-    c.shrink_isr(0)                        # proposes {0} at partition epoch 0
+    c.shrink_isr(0)  # proposes {0} at partition epoch 0
     c.crash(2, "process")
-    c.fence(2)                             # the controller moves to partition epoch 1
+    c.fence(2)  # the controller moves to partition epoch 1
     c.handle_alter_partition(0)
     (_, _, _, resp), *_ = [m for m in c.in_flight() if m[0] == "alter_partition_response"]
     assert resp.error == Errors.INVALID_UPDATE_VERSION and resp.partition_epoch == 1
@@ -31,7 +32,7 @@ def test_alter_partition_is_fenced_by_partition_epoch_and_fenced_replicas():
     leader = c.snapshot().brokers[0]
     assert leader.pending_isr is None and leader.isr == (0, 1) and leader.partition_epoch == 1
     fetch_round(c, 1)
-    c.restart(2)                           # unfenced again, but not in the ISR
+    c.restart(2)  # unfenced again, but not in the ISR
     c.crash(2, "process")
     c.fence(2)
     c.send_fetch(1)
@@ -48,17 +49,17 @@ def test_kip320_leader_fences_a_fetch_from_an_older_leader_epoch():
     c = cluster(min_isr=1, replica_lag_time_max_ms=2)
     c.crash(0, "process")
     c.fence(0)
-    c.elect()                              # broker 1 leads epoch 2
+    c.elect()  # broker 1 leads epoch 2
     for b in (1, 2, 1, 2):
         c.deliver_leader_and_isr(b)
     c.advance(3)
     c.shrink_isr(1)
     c.handle_alter_partition(1)
-    c.handle_alter_partition_response(1)   # ISR {1}
+    c.handle_alter_partition_response(1)  # ISR {1}
     c.crash(1, "process")
     c.fence(1)
     c.restart(1)
-    c.elect()                              # broker 1 leads again, epoch 4; broker 2 has not heard
+    c.elect()  # broker 1 leads again, epoch 4; broker 2 has not heard
     c.deliver_leader_and_isr(1)
     c.deliver_leader_and_isr(1)
     assert c.snapshot().brokers[1].leader_epoch == 4 and c.snapshot().brokers[2].leader_epoch == 2
@@ -66,7 +67,7 @@ def test_kip320_leader_fences_a_fetch_from_an_older_leader_epoch():
     c.handle_fetch(2)
     responses = [m[3] for m in c.in_flight() if m[0] == "fetch_response"]
     assert [r.error for r in responses] == [Errors.FENCED_LEADER_EPOCH]
-    c.handle_fetch_response(2)             # nothing changes on the follower
+    c.handle_fetch_response(2)  # nothing changes on the follower
     assert c.snapshot().brokers[2].leader_epoch == 2
 
 
@@ -81,11 +82,14 @@ class Recorder:
         pass
 
 
-@pytest.mark.parametrize("protocol,epoch,error", [
-    ("kip-320", 5, Errors.UNKNOWN_LEADER_EPOCH),
-    ("kip-320", 0, Errors.NONE),
-    ("kip-279", 5, Errors.NONE),           # before KIP-320 fetches carry no epoch to check
-])
+@pytest.mark.parametrize(
+    "protocol,epoch,error",
+    [
+        ("kip-320", 5, Errors.UNKNOWN_LEADER_EPOCH),
+        ("kip-320", 0, Errors.NONE),
+        ("kip-279", 5, Errors.NONE),  # before KIP-320 fetches carry no epoch to check
+    ],
+)
 def test_leader_checks_the_current_leader_epoch_of_a_fetch(protocol, epoch, error):
     c = cluster(protocol)
     rec = Recorder()

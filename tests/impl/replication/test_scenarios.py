@@ -1,5 +1,6 @@
 """Replication scenarios on the implementation alone (step mode), including the KIP-101/KIP-279
 problem cases: what each protocol generation loses or keeps, seen through clients and logs."""
+
 import pytest
 
 from isrcheck.impl.sim import Cluster, ClusterConfig, ClusterError, ConsumeResult, ProduceResult
@@ -8,9 +9,16 @@ LATER = ("kip-101", "kip-279", "kip-320")
 
 
 def cluster(protocol="kip-320", replicas=3, min_isr=2, unclean=False, lag=2):
-    return Cluster(ClusterConfig(protocol=protocol, replicas=replicas, min_insync_replicas=min_isr,
-                                 unclean_leader_election_enable=unclean, replica_lag_time_max_ms=lag,
-                                 request_timeout_ms=1000))
+    return Cluster(
+        ClusterConfig(
+            protocol=protocol,
+            replicas=replicas,
+            min_insync_replicas=min_isr,
+            unclean_leader_election_enable=unclean,
+            replica_lag_time_max_ms=lag,
+            request_timeout_ms=1000,
+        )
+    )
 
 
 def fetch_round(c, *followers):
@@ -140,8 +148,8 @@ def _committed_record_with_lagging_follower_hws(protocol):
     c.produce(0, b"m1", -1)
     fetch_round(c, 1, 2)
     c.produce(0, b"m2", -1)
-    fetch_round(c, 2, 1)     # both get m2; the leader's HW reaches 1 at follower 1's fetch
-    for f in (1, 2):         # the fetches that commit m2; their responses (HW 2) are lost
+    fetch_round(c, 2, 1)  # both get m2; the leader's HW reaches 1 at follower 1's fetch
+    for f in (1, 2):  # the fetches that commit m2; their responses (HW 2) are lost
         c.send_fetch(f)
         c.handle_fetch(f)
         c.drop("fetch_response", f)
@@ -196,11 +204,11 @@ def _power_failure_with_divergent_tails(protocol):
     c.produce(0, b"m1", 1)
     fetch_round(c, 1)
     fetch_round(c, 1)
-    c.flush(1)               # B: m1 and HW 1 durable
+    c.flush(1)  # B: m1 and HW 1 durable
     c.produce(0, b"m2", 1)
     fetch_round(c, 1)
-    fetch_round(c, 1)        # B has m2 (page cache only) and HW 2
-    c.flush(0)               # A: m1, m2 and HW 2 durable
+    fetch_round(c, 1)  # B has m2 (page cache only) and HW 2
+    c.flush(0)  # A: m1, m2 and HW 2 durable
     c.crash(1, "power")
     c.crash(0, "power")
     c.fence(0)
@@ -277,7 +285,7 @@ def _acked_write_then_isr_fails(unclean):
     c = cluster(unclean=unclean)
     c.advance(3)
     fetch_round(c, 1)
-    c.shrink_isr(0)          # follower 2 never fetched: out of the ISR
+    c.shrink_isr(0)  # follower 2 never fetched: out of the ISR
     commit_isr_change(c, 0)
     c.produce(0, b"m1", -1)
     fetch_round(c, 1)
@@ -299,7 +307,7 @@ def test_acks_all_write_lost_through_unclean_election():
     c.restart(1)
     deliver_all_leader_and_isr(c, 1)
     for _ in range(3):
-        fetch_round(c, 1)    # the old ISR member follows the new leader and truncates m1 away
+        fetch_round(c, 1)  # the old ISR member follows the new leader and truncates m1 away
     assert values(c.snapshot().brokers[1]) == [b"m2"]
     assert consumed(c, 2).records == ((0, b"m2"),)  # m1 was acknowledged, and is gone
 
@@ -307,7 +315,7 @@ def test_acks_all_write_lost_through_unclean_election():
 def test_acks_all_write_kept_with_clean_election():
     c = _acked_write_then_isr_fails(unclean=False)
     with pytest.raises(ClusterError, match="eligible"):
-        c.elect()            # the only in-sync replica is down: wait for it
+        c.elect()  # the only in-sync replica is down: wait for it
     c.restart(1)
     c.elect()
     deliver_all_leader_and_isr(c, 1, 2)

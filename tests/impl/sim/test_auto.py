@@ -1,5 +1,6 @@
 """Auto mode: fetchers, heartbeats, session timeouts and ISR timers run by themselves under
 seeded faults; afterwards the cluster heals and the replicas agree."""
+
 import pytest
 
 from isrcheck.impl.sim import Cluster, NetworkFaults, ProduceResult
@@ -22,11 +23,11 @@ def test_a_crashed_leader_is_fenced_and_replaced_and_a_lagging_follower_leaves_t
     c.produce(0, b"1", -1)
     c.run_for(50)
     c.crash(0, "process")
-    c.run_for(200)                          # session timeout, fencing, election
+    c.run_for(200)  # session timeout, fencing, election
     ctrl = c.snapshot().controller
     assert ctrl.leader in (1, 2) and 0 in ctrl.fenced and ctrl.leader_epoch >= 2
     c.partition(ctrl.leader, 3 - ctrl.leader)  # cut the other follower off the new leader
-    c.run_for(400)                          # > replica.lag.time.max.ms
+    c.run_for(400)  # > replica.lag.time.max.ms
     assert c.snapshot().controller.isr == (ctrl.leader,)
     c.heal()
     c.restart(0)
@@ -36,8 +37,9 @@ def test_a_crashed_leader_is_fenced_and_replaced_and_a_lagging_follower_leaves_t
 
 
 def test_lost_leader_and_isr_is_repaired_through_heartbeats():
-    c = Cluster(sim_config("kip-320", 3), mode="auto", seed=3,
-                faults=NetworkFaults(drop_rate=0.3, disconnect_detect_ms=20))
+    c = Cluster(
+        sim_config("kip-320", 3), mode="auto", seed=3, faults=NetworkFaults(drop_rate=0.3, disconnect_detect_ms=20)
+    )
     c.crash(0, "clean")
     assert c.run_until_quiescent(max_ms=20_000)
     leader = c.snapshot().controller.leader
@@ -62,8 +64,7 @@ def test_logs_agree_under_every_crash_kind(protocol):
 
 def test_hw_truncation_loses_acknowledged_writes_under_the_same_workload():
     # rarer since a leaderless LeaderAndIsr no longer truncates a follower (0.8-0.10 ignored it)
-    results = [run_simulation("hw-truncation", 3, seed, 300, crash_kinds=("clean", "process"))
-               for seed in range(24)]
+    results = [run_simulation("hw-truncation", 3, seed, 300, crash_kinds=("clean", "process")) for seed in range(24)]
     assert any(s.lost_acked > 0 for s in results)
     assert any(not s.logs_agree for s in results)
 
@@ -99,14 +100,14 @@ def test_a_leader_proposes_an_expansion_only_when_the_fetching_follower_caught_u
     c.produce(0, b"1", -1)
     c.run_for(50)
     c.crash(2, "process")
-    c.run_for(1000)                                  # fenced, then out of the ISR by lag time
+    c.run_for(1000)  # fenced, then out of the ISR by lag time
     ctrl = c.snapshot().controller
     assert 2 in ctrl.fenced and 2 not in ctrl.isr
     partition = c.brokers[ctrl.leader].partition
     proposed = []
     propose = partition.propose_isr
     partition.propose_isr = lambda *a: (proposed.append(a[2]), propose(*a))
-    c.run_for(2000)                                  # the other follower fetches all the while
+    c.run_for(2000)  # the other follower fetches all the while
     assert proposed == []
     c.restart(2)
     assert c.run_until_quiescent(max_ms=5000)

@@ -1,4 +1,5 @@
 """SimClock: time moves only when advanced, and due timers fire in order."""
+
 from isrcheck.impl.sim.clock import SimClock
 
 

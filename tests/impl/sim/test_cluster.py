@@ -1,5 +1,6 @@
 """The step-mode Cluster facade: its initial state, refusals that change nothing, the fence and elect
 steps, and crashes of each kind with restarts that recover from the simulated file system."""
+
 import pytest
 
 from isrcheck.impl.sim import Cluster, ClusterConfig, ClusterError, SimWorld
@@ -12,8 +13,13 @@ def cluster(protocol="kip-320", replicas=3, min_isr=2, **kw):
 def test_initial_state_is_the_one_of_the_step_semantics():
     snap = cluster().snapshot()
     leader, f1, f2 = snap.brokers
-    assert (snap.controller.leader, snap.controller.leader_epoch, snap.controller.isr,
-            snap.controller.partition_epoch, snap.controller.fenced) == (0, 0, (0, 1, 2), 0, ())
+    assert (
+        snap.controller.leader,
+        snap.controller.leader_epoch,
+        snap.controller.isr,
+        snap.controller.partition_epoch,
+        snap.controller.fenced,
+    ) == (0, 0, (0, 1, 2), 0, ())
     assert all(b.alive and b.log == () and b.leader == 0 and b.isr == (0, 1, 2) for b in snap.brokers)
     assert leader.epoch_start_offset == 0 and leader.remote_leo == (-1, -1, -1)  # no follower fetched yet
     assert f1.remote_leo == (-1, -1, -1) and f1.truncating_epoch == -1
@@ -49,29 +55,32 @@ def test_a_snapshot_shares_what_no_step_changed_and_shows_what_one_did():
     assert fenced.controller == c.snapshot().controller and fenced.brokers[1] == after.brokers[1]
 
 
-@pytest.mark.parametrize("step,reason", [
-    (lambda c: c.send_fetch(0), "is the leader"),
-    (lambda c: c.handle_fetch(1), "no fetch_request #0"),
-    (lambda c: c.deliver("leader_and_isr", 1, 3), "no leader_and_isr #3"),
-    (lambda c: c.deliver("gossip", 1), "unknown message kind"),
-    (lambda c: c.send_fetch(1, -1), "max_batches"),
-    (lambda c: c.elect(), "has a leader"),
-    (lambda c: c.elect(0), "already the leader"),
-    (lambda c: c.rejoin(1), "not fenced"),
-    (lambda c: c.restart(1), "is alive"),
-    (lambda c: c.lose_disk(1), "is alive"),
-    (lambda c: c.flush(0), "nothing to flush"),
-    (lambda c: c.checkpoint_hw(0), "already holds its HW"),
-    (lambda c: c.shrink_isr(1), "not the leader"),
-    (lambda c: c.expand_isr(0), "caught up"),
-    (lambda c: c.produce(7, b"1", 1), "no broker 7"),
-    (lambda c: c.produce(0, b"1", 2), "acks"),
-    (lambda c: c.produce(0, [], 1), "at least one record"),
-    (lambda c: c.crash(1, "meteor"), "crash kind"),
-    (lambda c: c.crash(1, "process", 1), "belong to a power loss"),
-    (lambda c: c.crash(1, "power", 1), "only 0 unflushed batches"),
-    (lambda c: c.advance(-1), "cannot advance"),
-])
+@pytest.mark.parametrize(
+    "step,reason",
+    [
+        (lambda c: c.send_fetch(0), "is the leader"),
+        (lambda c: c.handle_fetch(1), "no fetch_request #0"),
+        (lambda c: c.deliver("leader_and_isr", 1, 3), "no leader_and_isr #3"),
+        (lambda c: c.deliver("gossip", 1), "unknown message kind"),
+        (lambda c: c.send_fetch(1, -1), "max_batches"),
+        (lambda c: c.elect(), "has a leader"),
+        (lambda c: c.elect(0), "already the leader"),
+        (lambda c: c.rejoin(1), "not fenced"),
+        (lambda c: c.restart(1), "is alive"),
+        (lambda c: c.lose_disk(1), "is alive"),
+        (lambda c: c.flush(0), "nothing to flush"),
+        (lambda c: c.checkpoint_hw(0), "already holds its HW"),
+        (lambda c: c.shrink_isr(1), "not the leader"),
+        (lambda c: c.expand_isr(0), "caught up"),
+        (lambda c: c.produce(7, b"1", 1), "no broker 7"),
+        (lambda c: c.produce(0, b"1", 2), "acks"),
+        (lambda c: c.produce(0, [], 1), "at least one record"),
+        (lambda c: c.crash(1, "meteor"), "crash kind"),
+        (lambda c: c.crash(1, "process", 1), "belong to a power loss"),
+        (lambda c: c.crash(1, "power", 1), "only 0 unflushed batches"),
+        (lambda c: c.advance(-1), "cannot advance"),
+    ],
+)
 def test_impossible_steps_are_refused_with_a_reason_and_change_nothing(step, reason):
     c = cluster()
     before = (c.snapshot(), c.in_flight())
@@ -83,8 +92,14 @@ def test_impossible_steps_are_refused_with_a_reason_and_change_nothing(step, rea
 def test_down_brokers_refuse_requests_and_are_fenced_once():
     c = cluster()
     c.crash(1, "process")
-    for step in (lambda: c.produce(1, b"1", 1), lambda: c.consume(1), lambda: c.send_fetch(1),
-                 lambda: c.crash(1, "clean"), lambda: c.rejoin(1), lambda: c.checkpoint_hw(1)):
+    for step in (
+        lambda: c.produce(1, b"1", 1),
+        lambda: c.consume(1),
+        lambda: c.send_fetch(1),
+        lambda: c.crash(1, "clean"),
+        lambda: c.rejoin(1),
+        lambda: c.checkpoint_hw(1),
+    ):
         with pytest.raises(ClusterError):
             step()
     c.fence(1)

@@ -1,4 +1,5 @@
 """isrcheck sim: same arguments, same trace in any process and under any PYTHONHASHSEED."""
+
 import json
 import os
 import subprocess
@@ -11,8 +12,13 @@ ARGS = ["--protocol", "kip-320", "--replicas", "3", "--seed", "11", "--steps", "
 
 def sim(args, hashseed):
     env = {**os.environ, "PYTHONHASHSEED": str(hashseed)}
-    proc = subprocess.run([sys.executable, "-m", "isrcheck.conformance.cli.main", "sim", *args],
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "isrcheck.conformance.cli.main", "sim", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     return proc
 
 
@@ -33,13 +39,16 @@ def test_another_seed_gives_another_trace():
     assert a["trace_hash"] != b["trace_hash"]
 
 
-@pytest.mark.parametrize("args,named", [
-    (["--protocol", "kip-0"], "--protocol"),
-    (["--replicas", "0"], "--replicas"),
-    (["--steps", "-1"], "--steps"),
-    (["--seed", "x"], "--seed"),
-    (["--crash-kinds", "clean,meteor"], "--crash-kinds"),
-])
+@pytest.mark.parametrize(
+    "args,named",
+    [
+        (["--protocol", "kip-0"], "--protocol"),
+        (["--replicas", "0"], "--replicas"),
+        (["--steps", "-1"], "--steps"),
+        (["--seed", "x"], "--seed"),
+        (["--crash-kinds", "clean,meteor"], "--crash-kinds"),
+    ],
+)
 def test_bad_arguments_exit_2_with_a_message(args, named):
     proc = sim(args, 0)
     assert proc.returncode == 2

@@ -1,6 +1,7 @@
 """What a broker's disk holds after the faults of the step alphabet, read back from the simulated
 file system: a lost disk, an HW checkpoint without a flush, and a power loss that kept some
 unflushed batches and tore the next one."""
+
 import errno
 
 import pytest
@@ -22,31 +23,33 @@ def test_a_lost_disk_takes_log_and_checkpoints_and_the_restart_starts_empty():
         c.send_fetch(1)
         c.handle_fetch(1)
         c.handle_fetch_response(1)
-    c.crash(1, "clean")                     # everything on disk, checkpoints written
+    c.crash(1, "clean")  # everything on disk, checkpoints written
     fs = c.filesystems[1]
     assert fs.exists(DATA_DIR + "/" + HW_CHECKPOINT_NAME) and len(fs.listdir(PARTITION_DIR)) > 3
     c.lose_disk(1)
     assert fs.listdir(DATA_DIR) == []
     down = c.snapshot().brokers[1]
     assert (down.log, down.durable, down.hw, down.hw_checkpoint, down.power_lost) == ((), 0, 0, 0, True)
-    c.restart(1)                            # a fast bounce: still in the controller's ISR (KAFKA-14139)
+    c.restart(1)  # a fast bounce: still in the controller's ISR (KAFKA-14139)
     up = c.snapshot().brokers[1]
     assert (up.log, up.hw, up.hw_checkpoint, up.power_lost) == ((), 0, 0, False)
     assert c.snapshot().controller.isr == (0, 1)
     # nothing of the old disk; the broker epoch of the new registration, in the page cache only
-    assert fs.listdir(DATA_DIR) == [".kafka_running", "isr-0"] and "leader-epoch-checkpoint" not in fs.listdir(PARTITION_DIR)
+    assert fs.listdir(DATA_DIR) == [".kafka_running", "isr-0"] and "leader-epoch-checkpoint" not in fs.listdir(
+        PARTITION_DIR
+    )
     assert fs.read_file(PARTITION_DIR + "/00000000000000000000.log") == b""
 
 
 def test_checkpoint_hw_writes_only_the_replication_offset_checkpoint():
     c = cluster()
-    c.produce(0, b"1", 1)                   # committed at once: a maximal ISR of one
+    c.produce(0, b"1", 1)  # committed at once: a maximal ISR of one
     fs, fsyncs = c.filesystems[0], c.filesystems[0].fsync_count
     c.checkpoint_hw(0)
     snap = c.snapshot().brokers[0]
     assert (snap.hw, snap.hw_checkpoint, snap.durable) == (1, 1, 0)
     assert fs.read_file(DATA_DIR + "/" + HW_CHECKPOINT_NAME) == b"0\n1\n0 1\n"
-    assert fs.fsync_count - fsyncs == 2     # the checkpoint file and its directory, no segment
+    assert fs.fsync_count - fsyncs == 2  # the checkpoint file and its directory, no segment
     with pytest.raises(ClusterError, match="already holds its HW 1"):
         c.checkpoint_hw(0)
     c.crash(0, "power")
@@ -73,8 +76,10 @@ def test_a_power_loss_keeps_the_written_back_batches_and_recovery_cuts_the_torn_
     c.restart(0)
     report = c.brokers[0].log.recovery_report
     assert report.truncated_bytes == torn.size // 2
-    assert f"segment 0: truncated {torn.size // 2} bytes at offset 3: torn batch at position {torn.position}" \
+    assert (
+        f"segment 0: truncated {torn.size // 2} bytes at offset 3: torn batch at position {torn.position}"
         in report.events[0]
+    )
     up = c.snapshot().brokers[0]
     assert [e.value for e in up.log] == [b"1", b"2", b"3"] and up.durable == 3
 
@@ -94,6 +99,7 @@ def test_a_power_loss_keeps_exactly_the_durable_prefix_and_the_surviving_batches
 
 # -- disks that fail as disks do (docs/steps.md, "Disk faults") ------------------------------------
 
+
 def replicated(c, records=(b"1",)):
     c.produce(0, list(records), 1)
     c.send_fetch(1), c.handle_fetch(1), c.handle_fetch_response(1)
@@ -104,13 +110,13 @@ def test_a_failed_io_takes_the_log_directory_offline_the_broker_halts_and_the_co
     c = cluster(replicas=2)
     replicated(c)
     c.flush(0)
-    c.produce(0, [b"2"], 1)                     # unflushed on the leader
+    c.produce(0, [b"2"], 1)  # unflushed on the leader
     checkpoint = c.brokers[0].hw_checkpoint
     c.fail_disk(0, io)
     down = c.snapshot().brokers[0]
     assert not down.alive and 0 in c.controller.fenced and c.controller.leader == -1
     assert c.brokers[0].log_dir_failure_channel.offline  # the directory the error came from
-    assert down.hw_checkpoint == checkpoint    # a failed write is no checkpoint
+    assert down.hw_checkpoint == checkpoint  # a failed write is no checkpoint
     c.restart(0)
     kept = [e.value for e in c.snapshot().brokers[0].log]
     # a failed fsync never counts as durable and its dirty pages are gone; the others keep the page cache
@@ -127,7 +133,9 @@ def test_a_disk_failure_that_has_nothing_to_hit_is_refused():
 
 def test_the_simulated_disk_fails_the_armed_operation_once_and_writes_nothing():
     import errno
+
     from isrcheck.impl.storage import SimulatedFileSystem
+
     fs = SimulatedFileSystem()
     fs.makedirs("/d")
     handle = fs.open("/d/f")
@@ -135,12 +143,12 @@ def test_the_simulated_disk_fails_the_armed_operation_once_and_writes_nothing():
     with pytest.raises(OSError) as err:
         handle.append(b"abc")
     assert err.value.errno == errno.ENOSPC and handle.size() == 0
-    handle.append(b"abc")                       # once only
+    handle.append(b"abc")  # once only
     fs.fail_next("fsync")
     with pytest.raises(OSError):
         handle.fsync()
-    fs.fsync_dir("/d")                          # the entry is durable, its bytes are not
-    fs.power_loss()                             # the failed fsync made nothing durable
+    fs.fsync_dir("/d")  # the entry is durable, its bytes are not
+    fs.power_loss()  # the failed fsync made nothing durable
     assert fs.read_file("/d/f") == b""
 
 
@@ -153,7 +161,7 @@ def test_a_torn_tail_of_garbage_is_as_long_as_its_header_says_and_fails_only_the
     before = c.filesystems[0].read_file(PARTITION_DIR + "/00000000000000000000.log")
     c.crash(0, "power", 0, True, tail)
     after = c.filesystems[0].read_file(PARTITION_DIR + "/00000000000000000000.log")
-    assert len(after) == len(before) and after != before      # the length check passes
+    assert len(after) == len(before) and after != before  # the length check passes
     c.restart(0)
     report = c.brokers[0].log.recovery_report
     assert "CRC mismatch" in report.events[0] and report.log_end_offset == 1
@@ -168,7 +176,7 @@ def test_a_produce_whose_append_fails_is_never_acknowledged_and_the_leader_halts
     assert [r.error for r in c.take_client_responses()] == ["NONE"]
     c.filesystems[0].fail_next("write", errno.ENOSPC)
     c.produce(0, b"2", 1)
-    assert c.take_client_responses() == []          # acks=1 and no answer: nothing acknowledged
+    assert c.take_client_responses() == []  # acks=1 and no answer: nothing acknowledged
     leader = c.world.brokers[0]
     assert not leader.alive and leader.log_dir_failure_channel.offline[DATA_DIR].errno == errno.ENOSPC
     assert [e.value for e in c.snapshot().brokers[0].log] == [b"1"]
@@ -184,7 +192,7 @@ def test_a_follower_whose_append_fails_halts_and_the_leader_serves_on():
     c.send_fetch(1)
     c.filesystems[1].fail_next("write", errno.EIO)
     c.handle_fetch(1)
-    c.handle_fetch_response(1)                      # the fetched batch's append fails
+    c.handle_fetch_response(1)  # the fetched batch's append fails
     assert not c.world.brokers[1].alive and c.snapshot().brokers[1].log == ()
     assert 1 in c.snapshot().controller.fenced
     c.produce(0, b"2", 1)

@@ -1,5 +1,6 @@
 """SimNetwork: manual delivery, lost requests reported to their requester, partitions, and the
 seeded delays, drops, duplicates and reorders of auto mode."""
+
 import random
 
 from isrcheck.impl.sim.clock import SimClock
@@ -71,8 +72,9 @@ def test_partitions_block_links_until_healed():
 
 def _auto_run(seed):
     clock = SimClock()
-    faults = NetworkFaults(min_delay_ms=1, max_delay_ms=9, drop_rate=0.1, duplicate_rate=0.1, reorder_rate=0.3,
-                           disconnect_detect_ms=20)
+    faults = NetworkFaults(
+        min_delay_ms=1, max_delay_ms=9, drop_rate=0.1, duplicate_rate=0.1, reorder_rate=0.3, disconnect_detect_ms=20
+    )
     net = SimNetwork(clock, classify=lambda s, d, f: ("msg", s), rng=random.Random(seed), faults=faults)
     a, b = Node(), Node()
     net.register(0, a)

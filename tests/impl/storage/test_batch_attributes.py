@@ -1,10 +1,18 @@
 """Batch attributes beyond compression: LogAppendTime (bit 3) and control batches (bits 4-5)."""
+
 import struct
 
 import pytest
 
-from isrcheck.impl.storage import InvalidConfigError, Log, LogConfig, Record, RecordBatch, SimulatedFileSystem, \
-    build_batch
+from isrcheck.impl.storage import (
+    InvalidConfigError,
+    Log,
+    LogConfig,
+    Record,
+    RecordBatch,
+    SimulatedFileSystem,
+    build_batch,
+)
 from isrcheck.impl.storage.records import CONTROL_ABORT, CONTROL_COMMIT, end_transaction_marker
 
 
@@ -14,6 +22,7 @@ def open_log(now, **config):
 
 # ---------------------------------------------------------------------------- LogAppendTime
 
+
 def test_log_append_time_stamps_the_batch_with_the_leaders_clock():
     now = [5000]
     log = open_log(now, message_timestamp_type="LogAppendTime")
@@ -21,7 +30,7 @@ def test_log_append_time_stamps_the_batch_with_the_leaders_clock():
     assert info.max_timestamp == 5000
     (batch,) = log.read(0).batches
     assert batch.timestamp_type == "LogAppendTime" and batch.attributes & 0x08
-    assert (batch.first_timestamp, batch.max_timestamp) == (10, 5000)     # the producer's first, the append time
+    assert (batch.first_timestamp, batch.max_timestamp) == (10, 5000)  # the producer's first, the append time
     assert [r.timestamp_ms for r in log.read(0).records] == [5000, 5000]
 
 
@@ -38,7 +47,7 @@ def test_log_append_time_drives_time_lookups_and_retention():
     log = open_log(now, message_timestamp_type="LogAppendTime", segment_bytes=200, retention_ms=500)
     for i in range(6):
         now[0] = 1000 + 100 * i
-        log.append_as_leader([Record(b"k", b"v" * 40, timestamp_ms=1)], leader_epoch=0)   # stale producer time
+        log.append_as_leader([Record(b"k", b"v" * 40, timestamp_ms=1)], leader_epoch=0)  # stale producer time
     assert log.offset_for_timestamp(1250) == 3
     log.high_watermark = log.log_end_offset
     now[0] = 1900
@@ -50,7 +59,7 @@ def test_followers_keep_the_leaders_append_time():
     leader = open_log(now, message_timestamp_type="LogAppendTime")
     leader.append_as_leader([Record(b"k", b"v", timestamp_ms=3)], leader_epoch=1)
     now[0] = 9000
-    follower = open_log(now)                            # a follower's own config does not restamp
+    follower = open_log(now)  # a follower's own config does not restamp
     follower.append_as_follower(leader.read(0).data)
     assert [r.timestamp_ms for r in follower.read(0).records] == [7000]
 
@@ -71,9 +80,11 @@ def test_kafka_python_reads_log_append_time():
 
 # ---------------------------------------------------------------------------- control batches
 
+
 def test_an_end_transaction_marker_is_a_transactional_control_batch():
-    marker = end_transaction_marker(10, partition_leader_epoch=2, now_ms=99, producer_id=7, producer_epoch=1,
-                                    commit=True, coordinator_epoch=4)
+    marker = end_transaction_marker(
+        10, partition_leader_epoch=2, now_ms=99, producer_id=7, producer_epoch=1, commit=True, coordinator_epoch=4
+    )
     marker.ensure_valid()
     assert marker.is_control_batch and marker.is_transactional and marker.attributes & 0x30 == 0x30
     (record,) = marker.records()
@@ -87,9 +98,13 @@ def test_an_end_transaction_marker_is_a_transactional_control_batch():
 def log_with_marker():
     now = [0]
     log = open_log(now, cleanup_policy="compact", segment_bytes=300)
-    data = b"".join([build_batch(0, [Record(b"a", b"1"), Record(b"b", b"2")], 0, now_ms=0).buffer,
-                     end_transaction_marker(2, 0, 0, producer_id=7, producer_epoch=1, commit=True).buffer,
-                     build_batch(3, [Record(b"a", b"3")], 0, now_ms=0).buffer])
+    data = b"".join(
+        [
+            build_batch(0, [Record(b"a", b"1"), Record(b"b", b"2")], 0, now_ms=0).buffer,
+            end_transaction_marker(2, 0, 0, producer_id=7, producer_epoch=1, commit=True).buffer,
+            build_batch(3, [Record(b"a", b"3")], 0, now_ms=0).buffer,
+        ]
+    )
     log.append_as_follower(data)
     return log
 
@@ -105,7 +120,7 @@ def test_control_batches_are_replicated_but_never_read_as_records():
 
 def test_compaction_keeps_markers_and_ignores_their_keys():
     log = log_with_marker()
-    for i in range(8):                                  # roll the marker's segment out of the active one
+    for i in range(8):  # roll the marker's segment out of the active one
         log.append_as_leader([Record(b"c", b"%d" % i)], leader_epoch=0)
     log.high_watermark = log.log_end_offset
     log.compact()

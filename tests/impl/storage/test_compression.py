@@ -1,6 +1,7 @@
 """Compressed batches: every codec round-trips, agrees with a real Kafka client library
 (kafka-python) both ways, refuses compression bombs within bounded memory, and reports damaged
 compressed data as a CorruptRecordError that names the batch."""
+
 import gzip
 import random
 import struct
@@ -10,10 +11,19 @@ import cramjam
 import lz4.frame
 import pytest
 import zstandard
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from isrcheck.impl.storage import CorruptRecordError, Log, LogConfig, Record, RecordBatch, RecordTooLargeError, \
-    SimulatedFileSystem, build_batch
+from isrcheck.impl.storage import (
+    CorruptRecordError,
+    Log,
+    LogConfig,
+    Record,
+    RecordBatch,
+    RecordTooLargeError,
+    SimulatedFileSystem,
+    build_batch,
+)
 from isrcheck.impl.storage.compression import SNAPPY, XERIAL_HEADER, compress
 from isrcheck.impl.storage.records import HEADER_SIZE, MAX_DECOMPRESSED_BYTES, _crc
 
@@ -22,8 +32,9 @@ KAFKA_CODES = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
 def records(count=40):
-    return [Record(b"key-%d" % i, b"value %d " % i * 50, 1000 + i, (("h", b"x"),) if i % 3 else ())
-            for i in range(count)]
+    return [
+        Record(b"key-%d" % i, b"value %d " % i * 50, 1000 + i, (("h", b"x"),) if i % 3 else ()) for i in range(count)
+    ]
 
 
 def decoded(batch):
@@ -58,23 +69,32 @@ _bytes_or_none = st.one_of(st.none(), st.binary(max_size=300))
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
-@given(recs=st.lists(st.tuples(_bytes_or_none, _bytes_or_none, st.integers(0, 2**42),
-                               st.lists(st.tuples(st.text(max_size=5), _bytes_or_none), max_size=3)),
-                     min_size=1, max_size=6),
-       codec=st.sampled_from(CODECS))
+@given(
+    recs=st.lists(
+        st.tuples(
+            _bytes_or_none,
+            _bytes_or_none,
+            st.integers(0, 2**42),
+            st.lists(st.tuples(st.text(max_size=5), _bytes_or_none), max_size=3),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    codec=st.sampled_from(CODECS),
+)
 def test_any_compressed_batch_round_trips(recs, codec):
     batch = build_batch(3, [Record(k, v, ts, tuple(h)) for k, v, ts, h in recs], 1, now_ms=0, compression=codec)
     again = RecordBatch(batch.buffer)
     again.ensure_valid()
-    assert [(r.key, r.value, r.timestamp_ms, r.headers) for r in again.records()] == \
-           [(k, v, ts, tuple(h)) for k, v, ts, h in recs]
+    assert [(r.key, r.value, r.timestamp_ms, r.headers) for r in again.records()] == [
+        (k, v, ts, tuple(h)) for k, v, ts, h in recs
+    ]
 
 
 def test_the_wire_formats_are_kafkas():
     """xerial framing for snappy (SnappyOutputStream), the KIP-57 LZ4 frame KafkaLZ4BlockOutputStream
     writes (FLG: version 1, independent blocks; BD: 64 KB blocks), a zstd frame, a gzip stream."""
-    batch = {codec: build_batch(0, records(), 0, now_ms=0, compression=codec).buffer[HEADER_SIZE:]
-             for codec in CODECS}
+    batch = {codec: build_batch(0, records(), 0, now_ms=0, compression=codec).buffer[HEADER_SIZE:] for codec in CODECS}
     assert batch["snappy"].startswith(XERIAL_HEADER)
     assert batch["lz4"][:6] == b"\x04\x22\x4d\x18\x60\x40"
     assert batch["zstd"][:4] == b"\x28\xb5\x2f\xfd"
@@ -91,13 +111,13 @@ def test_raw_snappy_is_read_too():
 
 
 def test_xerial_blocks_split_large_bodies():
-    recs = [Record(b"k%d" % i, bytes(range(256)) * 64) for i in range(10)]        # 160 KB
+    recs = [Record(b"k%d" % i, bytes(range(256)) * 64) for i in range(10)]  # 160 KB
     body = build_batch(0, recs, 0, now_ms=0, compression="snappy").buffer[HEADER_SIZE:]
     blocks, pos = 0, len(XERIAL_HEADER)
     while pos < len(body):
         pos += 4 + struct.unpack_from(">i", body, pos)[0]
         blocks += 1
-    assert pos == len(body) and blocks == 6                                        # 32 KB blocks
+    assert pos == len(body) and blocks == 6  # 32 KB blocks
 
 
 # ------------------------------------------------------------------------------ kafka-python
@@ -107,8 +127,14 @@ kafka_records = pytest.importorskip("kafka.record.default_records")
 
 def kafka_batch(codec, recs, is_transactional=False):
     builder = kafka_records.DefaultRecordBatchBuilder(
-        magic=2, compression_type=KAFKA_CODES[codec], is_transactional=is_transactional, producer_id=-1,
-        producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
+        magic=2,
+        compression_type=KAFKA_CODES[codec],
+        is_transactional=is_transactional,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 30,
+    )
     for i, r in enumerate(recs):
         builder.append(i, timestamp=r.timestamp_ms, key=r.key, value=r.value, headers=list(r.headers))
     return bytes(builder.build())
@@ -147,14 +173,21 @@ GIB = 1 << 30
 
 def _lz4_frame_of_blocks(block_bytes: int, count: int) -> bytes:
     """One LZ4 frame repeating the compressed 64 KB block of zeros ``count`` times."""
-    frame = lz4.frame.compress(bytes(block_bytes), block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False,
-                               content_checksum=False, store_size=False)
+    frame = lz4.frame.compress(
+        bytes(block_bytes),
+        block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+        block_linked=False,
+        content_checksum=False,
+        store_size=False,
+    )
     header, block, end = frame[:7], frame[7:-4], frame[-4:]
     return header + block * count + end
 
 
 def _zstd_stream(total: int, content_size: bool) -> bytes:
-    compressor = zstandard.ZstdCompressor(write_content_size=content_size).compressobj(size=total if content_size else -1)
+    compressor = zstandard.ZstdCompressor(write_content_size=content_size).compressobj(
+        size=total if content_size else -1
+    )
     chunk = bytes(1 << 20)
     return b"".join([compressor.compress(chunk) for _ in range(total >> 20)] + [compressor.flush()])
 
@@ -188,11 +221,14 @@ def test_a_compression_bomb_is_refused_in_bounded_memory(name):
     codec, payload = BOMBS[name]
     template = build_batch(7, [Record(b"k", b"v")], 0, now_ms=0, compression=codec)
     bomb = reframe(template, payload())
-    bomb.ensure_valid()                                 # well framed: only inflating it tells
+    bomb.ensure_valid()  # well framed: only inflating it tells
     tracemalloc.start()
     try:
-        with pytest.raises(CorruptRecordError, match=rf"batch at offset 7: {codec} data inflates past the "
-                                                     rf"{MAX_DECOMPRESSED_BYTES}-byte limit"):
+        with pytest.raises(
+            CorruptRecordError,
+            match=rf"batch at offset 7: {codec} data inflates past the "
+            rf"{MAX_DECOMPRESSED_BYTES}-byte limit",
+        ):
             bomb.records()
         peak = tracemalloc.get_traced_memory()[1]
     finally:
@@ -204,7 +240,7 @@ def test_a_compression_bomb_is_refused_in_bounded_memory(name):
 def test_the_limit_can_be_lowered_per_read(codec):
     recs = [Record(b"k", bytes(1000))] * 3
     batch = build_batch(0, recs, 0, now_ms=0, compression=codec)
-    size = build_batch(0, recs, 0, now_ms=0).size - HEADER_SIZE       # the records section, uncompressed
+    size = build_batch(0, recs, 0, now_ms=0).size - HEADER_SIZE  # the records section, uncompressed
     assert len(batch.records(max_decompressed_bytes=size)) == 3
     with pytest.raises(CorruptRecordError, match="batch at offset 0: .*inflates past the"):
         batch.records(max_decompressed_bytes=size - 1)
@@ -217,14 +253,19 @@ def test_records_too_large_to_read_back_are_refused_on_build():
 
 # ----------------------------------------------------------------------- damaged compressed data
 
+
 @pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize("damage", ["truncated", "empty", "garbage", "trailing garbage", "flipped"])
 def test_damaged_compressed_data_is_a_corrupt_record_error_naming_the_batch(codec, damage):
     batch = build_batch(42, records(), 0, now_ms=0, compression=codec)
     body = batch.buffer[HEADER_SIZE:]
-    bad = {"truncated": body[:len(body) // 2], "empty": b"", "garbage": bytes(range(7, 250)) * 3,
-           "trailing garbage": body + b"\x01\x02\x03",
-           "flipped": body[:len(body) // 2] + bytes([body[len(body) // 2] ^ 0xFF]) + body[len(body) // 2 + 1:]}
+    bad = {
+        "truncated": body[: len(body) // 2],
+        "empty": b"",
+        "garbage": bytes(range(7, 250)) * 3,
+        "trailing garbage": body + b"\x01\x02\x03",
+        "flipped": body[: len(body) // 2] + bytes([body[len(body) // 2] ^ 0xFF]) + body[len(body) // 2 + 1 :],
+    }
     with pytest.raises(CorruptRecordError, match="batch at offset 42: "):
         reframe(batch, bad[damage]).records()
 
@@ -246,25 +287,29 @@ def test_random_damage_never_escapes_as_another_exception(codec, data):
 
 # ------------------------------------------------------------------------------------ the log
 
+
 @pytest.mark.parametrize("codec", CODECS)
 def test_a_log_appends_reads_and_recovers_compressed_batches(codec):
     fs = SimulatedFileSystem()
     config = LogConfig(segment_bytes=4000, compression_type=codec)
     log = Log.open("/t-0", config, fs=fs, clock=lambda: 5)
     for i in range(30):
-        log.append_as_leader([Record(b"k%d" % i, random.Random(i).randbytes(200)), Record(None, b"w%d" % i)],
-                             leader_epoch=1)
+        log.append_as_leader(
+            [Record(b"k%d" % i, random.Random(i).randbytes(200)), Record(None, b"w%d" % i)], leader_epoch=1
+        )
     assert len(log.segments) > 1 and all(b.compression == codec for b in log.read(0, 1 << 20).batches)
-    fs.process_crash()                                  # no clean shutdown: every batch re-validated
+    fs.process_crash()  # no clean shutdown: every batch re-validated
     reopened = Log.open("/t-0", config, fs=fs)
     assert not reopened.recovery_report.truncated_bytes
     got = reopened.read(0, 1 << 20).records
-    assert [(r.offset, r.key, r.value) for r in got] == \
-           [(2 * i + j, *pair) for i in range(30)
-            for j, pair in enumerate([(b"k%d" % i, random.Random(i).randbytes(200)), (None, b"w%d" % i)])]
+    assert [(r.offset, r.key, r.value) for r in got] == [
+        (2 * i + j, *pair)
+        for i in range(30)
+        for j, pair in enumerate([(b"k%d" % i, random.Random(i).randbytes(200)), (None, b"w%d" % i)])
+    ]
 
 
 def test_compress_rejects_an_unknown_code():
     with pytest.raises(ValueError):
         compress(7, b"x")
-    assert compress(SNAPPY, b"")[:len(XERIAL_HEADER)] == XERIAL_HEADER
+    assert compress(SNAPPY, b"")[: len(XERIAL_HEADER)] == XERIAL_HEADER

@@ -7,13 +7,13 @@ One hole is inherent to Kafka's v2 format: the CRC does not cover a batch's base
 assigns offsets without recomputing it). A flipped bit there is caught only when it breaks the
 order of offsets, leaves the segment's range or passes the LEO checkpointed at a clean shutdown;
 so a flip in a base offset field is the one damage allowed to go unnoticed."""
+
 import random
 import struct
 
 import pytest
 
-from isrcheck.impl.storage import (CorruptLogError, CorruptRecordError, Log, LogConfig, Record,
-                                   SimulatedFileSystem)
+from isrcheck.impl.storage import CorruptLogError, CorruptRecordError, Log, LogConfig, Record, SimulatedFileSystem
 
 DIR = "/logs/fuzz-0"
 
@@ -56,8 +56,11 @@ def test_damaged_directories_are_repaired_or_refused_never_misread(chunk):
     for seed in range(chunk * 100, chunk * 100 + 100):
         rng = random.Random(seed)
         fs = SimulatedFileSystem()
-        config = LogConfig(segment_bytes=rng.choice([300, 800]), index_interval_bytes=rng.choice([0, 100]),
-                           compression_type=rng.choice(["none", "gzip"]))
+        config = LogConfig(
+            segment_bytes=rng.choice([300, 800]),
+            index_interval_bytes=rng.choice([0, 100]),
+            compression_type=rng.choice(["none", "gzip"]),
+        )
         log = Log.open(DIR, config, fs=fs, clock=lambda: 5)
         written = {}
         for i in range(rng.randrange(1, 40)):

@@ -1,6 +1,6 @@
 """Same operations, same bytes: the files a log writes do not depend on the process or on
 PYTHONHASHSEED (compaction's key map, directory listings and crash handling are all ordered)."""
-import hashlib
+
 import os
 import subprocess
 import sys
@@ -37,8 +37,9 @@ SCRIPT = textwrap.dedent("""
 
 def run(seed: str) -> str:
     env = dict(os.environ, PYTHONHASHSEED=seed)
-    return subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,
-                          check=True, timeout=120).stdout
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True, timeout=120
+    ).stdout
 
 
 def test_log_files_are_identical_across_processes_and_hash_seeds():

@@ -1,5 +1,6 @@
 """isrcheck dump-log prints batches, records, index entries and checkpoints, and names every problem
 with its file and byte position: exit 1 for a corrupt file, 2 for a path it cannot dump."""
+
 import contextlib
 import io
 import json
@@ -80,7 +81,7 @@ def test_gzip_and_large_batches(tmp_path):
     path = make_log(tmp_path, compression_type="gzip")
     code, out, _ = dump(path)
     assert code == 0 and "compresscodec: gzip" in out and out.count("| offset:") == 6
-    code, out, _ = dump(path, "--max-message-size", 64)         # every batch is larger: CRC only
+    code, out, _ = dump(path, "--max-message-size", 64)  # every batch is larger: CRC only
     assert code == 0 and out.count("records not decoded") == 6 and "| offset:" not in out
     second = positions(path)[1]
     data = bytearray(path.read_bytes())
@@ -100,6 +101,7 @@ def test_a_batch_that_inflates_past_the_limit_is_not_decoded(tmp_path):
 
 # ------------------------------------------------------------------------- corrupt .log files
 
+
 def test_crc_mismatch_names_the_batch_position(tmp_path):
     path = make_log(tmp_path)
     second = positions(path)[1]
@@ -116,19 +118,23 @@ def test_crc_mismatch_names_the_batch_position(tmp_path):
 def test_wrong_magic(tmp_path):
     path = make_log(tmp_path)
     third = positions(path)[2]
-    patch(path, third + 16, ">b", 1)                    # magic is not covered by the CRC
+    patch(path, third + 16, ">b", 1)  # magic is not covered by the CRC
     assert_problem(dump(path), path, third, "magic 1, expected 2")
 
 
 def test_negative_and_non_monotonic_offsets(tmp_path):
     path = make_log(tmp_path)
     starts = positions(path)
-    patch(path, starts[1], ">q", -7)                    # the base offset is not covered by the CRC
+    patch(path, starts[1], ">q", -7)  # the base offset is not covered by the CRC
     assert_problem(dump(path), path, starts[1], "negative base offset -7")
     patch(path, starts[1], ">q", 1)
-    patch(path, starts[3], ">q", 2)                     # batch 3 claims offset 2 again
-    assert_problem(dump(path), path, starts[3], f"offsets not ascending: base offset 2 is not above 2, "
-                                                f"the last offset of the batch at byte {starts[2]}")
+    patch(path, starts[3], ">q", 2)  # batch 3 claims offset 2 again
+    assert_problem(
+        dump(path),
+        path,
+        starts[3],
+        f"offsets not ascending: base offset 2 is not above 2, the last offset of the batch at byte {starts[2]}",
+    )
 
 
 def test_offsets_outside_the_segment(tmp_path):
@@ -143,12 +149,15 @@ def test_torn_tail_and_a_length_shorter_than_a_header(tmp_path):
     last = positions(path)[-1]
     data = path.read_bytes()
     path.write_bytes(data[:-5])
-    assert_problem(dump(path), path, last, f"torn tail: batch declares {len(data) - last} bytes, "
-                                           f"{len(data) - last - 5} remain")
+    assert_problem(
+        dump(path), path, last, f"torn tail: batch declares {len(data) - last} bytes, {len(data) - last - 5} remain"
+    )
     code, out, _ = dump(path, "--json")
-    assert json.loads(out)["torn_tail"] == {"position": last, "bytes": len(data) - last - 5,
-                                            "reason": f"batch declares {len(data) - last} bytes, "
-                                                      f"{len(data) - last - 5} remain"}
+    assert json.loads(out)["torn_tail"] == {
+        "position": last,
+        "bytes": len(data) - last - 5,
+        "reason": f"batch declares {len(data) - last} bytes, {len(data) - last - 5} remain",
+    }
     path.write_bytes(data)
     patch(path, last + 8, ">i", -3)
     assert_problem(dump(path), path, last, "batch declares 9 bytes, less than its 61-byte header")
@@ -160,14 +169,16 @@ def test_records_that_do_not_decode(tmp_path):
     path = make_log(tmp_path)
     first = positions(path)[0]
     data = bytearray(path.read_bytes())
-    data[first + 61] = 0x7F                             # the first record's length varint: -64
+    data[first + 61] = 0x7F  # the first record's length varint: -64
     from crc32c import crc32c
-    struct.pack_into(">I", data, first + 17, crc32c(bytes(data[first + 21:first + 73])))
+
+    struct.pack_into(">I", data, first + 17, crc32c(bytes(data[first + 21 : first + 73])))
     path.write_bytes(bytes(data))
     assert_problem(dump(path), path, first, "records: batch at offset 0: record length")
 
 
 # ------------------------------------------------------------------------------------ indexes
+
 
 def test_index_entries_out_of_order_or_pointing_past_the_log(tmp_path):
     path = make_log(tmp_path)
@@ -198,13 +209,14 @@ def test_time_index_entries_out_of_order_or_pointing_past_the_log(tmp_path):
     assert_problem(dump(time_index), time_index, 24, "offset 40 is past the last batch of the log")
     time_index.write_bytes(sound[:12] + struct.pack(">qi", t1 + 5, o1))
     assert_problem(dump(time_index), time_index, 12, f"but the batch ending at offset {o1}")
-    path.unlink()                                       # no log: entries are dumped unchecked
+    path.unlink()  # no log: entries are dumped unchecked
     time_index.write_bytes(sound)
     code, out, _ = dump(time_index)
     assert code == 0 and "not checked against the log" in out
 
 
 # -------------------------------------------------------------------------------- checkpoints
+
 
 def test_checkpoint_files_are_decoded(tmp_path):
     make_log(tmp_path)
@@ -215,22 +227,25 @@ def test_checkpoint_files_are_decoded(tmp_path):
     assert code == 0 and "recovery_point: 6" in out
 
 
-@pytest.mark.parametrize("name, text, position, words", [
-    ("replication-offset-checkpoint", "0\n1\n-5\n", 4, "line 3: negative high_watermark"),
-    ("replication-offset-checkpoint", "0\n2\n5\n", 6, "the count line says 2 entries, the file has 1"),
-    ("replication-offset-checkpoint", "0\n2\n5\n6\n", 8, "2 entries: an offset checkpoint holds exactly one"),
-    ("recovery-point-offset-checkpoint", "0\n1\n1_000\n", 4, "line 3 '1_000': expected recovery_point"),
-    ("recovery-point-offset-checkpoint", "1\n1\n7\n", 0, "version line '1': expected 0"),
-    ("recovery-point-offset-checkpoint", "0\nx\n7\n", 2, "count line 'x'"),
-    ("recovery-point-offset-checkpoint", "", 0, "no version and count lines"),
-    ("leader-epoch-checkpoint", "0\n2\n0 0\n1 -3\n", 8, "line 4: negative start_offset"),
-    ("leader-epoch-checkpoint", "0\n2\n2 5\n1 9\n", 8, "epoch 1 from offset 9 after epoch 2 from offset 5"),
-    ("leader-epoch-checkpoint", "0\n2\n0 5\n1 4\n", 8, "start offsets must not go down"),
-    ("leader-epoch-checkpoint", "0\n1\n0 5 7\n", 4, "expected epoch start_offset as 2 integers"),
-    ("leader-epoch-checkpoint", "0\n1\n0 99999999999999999999\n", 4, "expected epoch start_offset"),
-    ("leader-epoch-checkpoint", "0\n1\n" + "7" * 300, 4, "line 3 is longer than 128 bytes"),
-    ("leader-epoch-checkpoint", "0\n1\n\xff\xfe\n", 4, r"'\xff\xfe'"),
-])
+@pytest.mark.parametrize(
+    "name, text, position, words",
+    [
+        ("replication-offset-checkpoint", "0\n1\n-5\n", 4, "line 3: negative high_watermark"),
+        ("replication-offset-checkpoint", "0\n2\n5\n", 6, "the count line says 2 entries, the file has 1"),
+        ("replication-offset-checkpoint", "0\n2\n5\n6\n", 8, "2 entries: an offset checkpoint holds exactly one"),
+        ("recovery-point-offset-checkpoint", "0\n1\n1_000\n", 4, "line 3 '1_000': expected recovery_point"),
+        ("recovery-point-offset-checkpoint", "1\n1\n7\n", 0, "version line '1': expected 0"),
+        ("recovery-point-offset-checkpoint", "0\nx\n7\n", 2, "count line 'x'"),
+        ("recovery-point-offset-checkpoint", "", 0, "no version and count lines"),
+        ("leader-epoch-checkpoint", "0\n2\n0 0\n1 -3\n", 8, "line 4: negative start_offset"),
+        ("leader-epoch-checkpoint", "0\n2\n2 5\n1 9\n", 8, "epoch 1 from offset 9 after epoch 2 from offset 5"),
+        ("leader-epoch-checkpoint", "0\n2\n0 5\n1 4\n", 8, "start offsets must not go down"),
+        ("leader-epoch-checkpoint", "0\n1\n0 5 7\n", 4, "expected epoch start_offset as 2 integers"),
+        ("leader-epoch-checkpoint", "0\n1\n0 99999999999999999999\n", 4, "expected epoch start_offset"),
+        ("leader-epoch-checkpoint", "0\n1\n" + "7" * 300, 4, "line 3 is longer than 128 bytes"),
+        ("leader-epoch-checkpoint", "0\n1\n\xff\xfe\n", 4, r"'\xff\xfe'"),
+    ],
+)
 def test_malformed_checkpoints(tmp_path, name, text, position, words):
     path = tmp_path / name
     path.write_bytes(text.encode("latin-1"))
@@ -241,6 +256,7 @@ def test_malformed_checkpoints(tmp_path, name, text, position, words):
 
 
 # --------------------------------------------------------------------------------- bad input
+
 
 def test_bad_paths_exit_2_with_a_message(tmp_path):
     code, _, err = dump(tmp_path / f"{NAME}.log")

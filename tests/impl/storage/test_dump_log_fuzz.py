@@ -2,6 +2,7 @@
 checkpoints: always a clean report, in text and in JSON. Exit 0 with no problem, or exit 1 with every
 problem at a byte position inside the file and a one-line summary naming the file on stderr; never a
 traceback, never exit 2 for a file it could open."""
+
 import contextlib
 import io
 import json
@@ -16,22 +17,30 @@ from hypothesis import strategies as st
 from isrcheck.conformance.cli.main import main
 from isrcheck.impl.storage import Log, LogConfig, Record
 
-EXTREMES = [0, 1, -1, 60, 61, 2**31 - 1, -2**31, 2**63 - 1, -2**63]
+EXTREMES = [0, 1, -1, 60, 61, 2**31 - 1, -(2**31), 2**63 - 1, -(2**63)]
 
 
 def _seed(compression):
     """The files of a sound log directory: two segments, several index entries, two epochs."""
     with tempfile.TemporaryDirectory() as directory:
-        log = Log.open(directory, LogConfig(segment_bytes=700, index_interval_bytes=60,
-                                            compression_type=compression))
+        log = Log.open(directory, LogConfig(segment_bytes=700, index_interval_bytes=60, compression_type=compression))
         for i in range(12):
-            records = [Record(b"key-%d" % i, b"v" * (i % 5), timestamp_ms=1000 + i * (-1) ** i,
-                              headers=(("h", b"x"),) if i % 3 == 0 else ())] * (1 + i % 3)
+            records = [
+                Record(
+                    b"key-%d" % i,
+                    b"v" * (i % 5),
+                    timestamp_ms=1000 + i * (-1) ** i,
+                    headers=(("h", b"x"),) if i % 3 == 0 else (),
+                )
+            ] * (1 + i % 3)
             log.append_as_leader(records, leader_epoch=i // 4)
         log.high_watermark = log.log_end_offset
         log.close()
-        return {name: open(os.path.join(directory, name), "rb").read()
-                for name in os.listdir(directory) if not name.startswith(".")}
+        return {
+            name: open(os.path.join(directory, name), "rb").read()
+            for name in os.listdir(directory)
+            if not name.startswith(".")
+        }
 
 
 SEEDS = [_seed("none"), _seed("gzip")]
@@ -42,7 +51,7 @@ def damaged_files(draw):
     """(the sound directory's files, the name of the one damaged, its damaged bytes)."""
     files = draw(st.sampled_from(SEEDS))
     logs = sorted(n for n in files if n.endswith(".log"))
-    name = draw(st.sampled_from(sorted(files) + logs * 3))      # most checks are on .log files
+    name = draw(st.sampled_from(sorted(files) + logs * 3))  # most checks are on .log files
     data = bytearray(files[name])
     for _ in range(draw(st.integers(1, 3))):
         how = draw(st.sampled_from(["random", "flip", "truncate", "insert", "integer"]))
@@ -63,7 +72,7 @@ def damaged_files(draw):
             if at + struct.calcsize(fmt) <= len(data):
                 struct.pack_into(fmt, data, at, value)
     if name.endswith(".log") and draw(st.booleans()):
-        fix_crcs(data)                  # let damaged records reach the record and gzip decoders
+        fix_crcs(data)  # let damaged records reach the record and gzip decoders
     return files, name, bytes(data)
 
 
@@ -73,7 +82,7 @@ def fix_crcs(data):
         size = 12 + struct.unpack_from(">i", data, position + 8)[0]
         if size < 61 or position + size > len(data):
             return
-        struct.pack_into(">I", data, position + 17, crc32c(bytes(data[position + 21:position + size])))
+        struct.pack_into(">I", data, position + 17, crc32c(bytes(data[position + 21 : position + size])))
         position += size
 
 
@@ -108,10 +117,18 @@ def test_damaged_files_get_a_clean_report(case, max_message_size):
 
 
 @settings(max_examples=150, deadline=None, derandomize=True)
-@given(st.sampled_from(["00000000000000000000.log", "00000000000000000000.index",
-                        "00000000000000000000.timeindex", "leader-epoch-checkpoint",
-                        "replication-offset-checkpoint"]),
-       st.binary(max_size=2000))
+@given(
+    st.sampled_from(
+        [
+            "00000000000000000000.log",
+            "00000000000000000000.index",
+            "00000000000000000000.timeindex",
+            "leader-epoch-checkpoint",
+            "replication-offset-checkpoint",
+        ]
+    ),
+    st.binary(max_size=2000),
+)
 def test_random_bytes_get_a_clean_report(name, data):
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, name)

@@ -1,5 +1,6 @@
 """LeaderEpochFileCache: Kafka's assign / truncate rules, end offsets for OffsetsForLeaderEpoch, and
 the leader-epoch-checkpoint file it writes through to."""
+
 import pytest
 
 from isrcheck.impl.storage import CorruptLogError, LeaderEpochFileCache, SimulatedFileSystem

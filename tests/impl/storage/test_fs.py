@@ -1,5 +1,6 @@
 """The file-system contract both implementations keep, and what the simulated one keeps through
 a process crash and a power loss."""
+
 import random
 
 import pytest
@@ -24,7 +25,7 @@ def test_both_file_systems_keep_the_same_contract(fs_and_dir):
     assert f.read(0, 100) == b"hello"
     fs.open(fs.join(d, "a.log")).append(b"x")
     assert fs.listdir(d) == ["a.log", "b.log"]
-    fs.rename(fs.join(d, "a.log"), fs.join(d, "b.log"))        # atomic replace
+    fs.rename(fs.join(d, "a.log"), fs.join(d, "b.log"))  # atomic replace
     assert fs.listdir(d) == ["b.log"] and fs.read_file(fs.join(d, "b.log")) == b"x"
     fs.write_file_atomically(fs.join(d, "c"), b"v1")
     fs.write_file_atomically(fs.join(d, "c"), b"v2")
@@ -45,11 +46,11 @@ def test_power_loss_keeps_fsynced_bytes_and_fsynced_directory_entries_only():
     fs.open("/d/never-synced-entry").append(b"x")
     fs.fsync_dir("/d")
     fs.open("/d/created-after").append(b"y")
-    fs.rename("/d/durable", "/d/renamed")                      # not made durable by fsync_dir
+    fs.rename("/d/durable", "/d/renamed")  # not made durable by fsync_dir
     fs.power_loss()
     assert fs.listdir("/d") == ["durable", "never-synced-entry"]
     assert fs.read_file("/d/durable") == b"synced"
-    assert fs.read_file("/d/never-synced-entry") == b""        # its entry survived, its data did not
+    assert fs.read_file("/d/never-synced-entry") == b""  # its entry survived, its data did not
 
 
 def test_truncation_is_durable_and_a_process_crash_keeps_everything():
@@ -64,9 +65,9 @@ def test_truncation_is_durable_and_a_process_crash_keeps_everything():
     fs.process_crash()
     assert fs.read_file("/d/f") == b"0123abc"
     with pytest.raises(LogClosedError):
-        f.append(b"late")                                       # the crashed process's handle
+        f.append(b"late")  # the crashed process's handle
     fs.power_loss()
-    assert fs.read_file("/d/f") == b"0123"                     # the truncation held; "abc" was cached
+    assert fs.read_file("/d/f") == b"0123"  # the truncation held; "abc" was cached
 
 
 def test_a_torn_power_loss_keeps_a_prefix_of_the_unsynced_tail_and_maybe_garbage():
@@ -82,10 +83,10 @@ def test_a_torn_power_loss_keeps_a_prefix_of_the_unsynced_tail_and_maybe_garbage
         fs.power_loss(random.Random(seed))
         data = fs.read_file("/d/f")
         assert data.startswith(b"synced|")
-        tail = data[len(b"synced|"):]
+        tail = data[len(b"synced|") :]
         kept = next(n for n in range(len(tail), -1, -1) if b"unsynced-tail".startswith(tail[:n]))
         outcomes.add((kept == len(tail), kept > 0))
-    assert len(outcomes) >= 3                                  # clean cuts, partial writes, garbage
+    assert len(outcomes) >= 3  # clean cuts, partial writes, garbage
     fs_a, fs_b = SimulatedFileSystem(), SimulatedFileSystem()
     for fs in (fs_a, fs_b):
         fs.makedirs("/d")
@@ -93,13 +94,13 @@ def test_a_torn_power_loss_keeps_a_prefix_of_the_unsynced_tail_and_maybe_garbage
         fs.open("/d/f").append(b"z" * 100)
         fs.fsync_dir("/d")
         fs.power_loss(random.Random(3))
-    assert fs_a.read_file("/d/f") == fs_b.read_file("/d/f")    # seeded: the same tear every time
+    assert fs_a.read_file("/d/f") == fs_b.read_file("/d/f")  # seeded: the same tear every time
 
 
 def test_a_power_loss_keeps_exactly_the_written_back_prefix_with_its_directory_entry():
     fs = SimulatedFileSystem()
     fs.makedirs("/d")
-    f = fs.open("/d/log")                                      # its entry was never fsynced
+    f = fs.open("/d/log")  # its entry was never fsynced
     f.append(b"synced|")
     f.fsync()
     f.append(b"written|torn-write")
@@ -109,7 +110,7 @@ def test_a_power_loss_keeps_exactly_the_written_back_prefix_with_its_directory_e
     fs.power_loss(written_back={"/d/log": len(b"synced|written|torn")})
     assert fs.listdir("/d") == ["log"]
     assert fs.read_file("/d/log") == b"synced|written|torn"
-    assert fs.open("/d/log").synced()                          # what a power loss leaves is on disk
+    assert fs.open("/d/log").synced()  # what a power loss leaves is on disk
 
 
 def test_a_lost_directory_is_gone_from_cache_and_disk_and_comes_back_empty():

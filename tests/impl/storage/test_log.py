@@ -1,9 +1,19 @@
 """Log behaviour a replication layer relies on: offsets, reads, epochs, truncation, checkpoints."""
+
 import pytest
 
-from isrcheck.impl.storage import (Log, LogConfig, OffsetOutOfRangeError, Record, SimulatedFileSystem,
-                                   UnexpectedAppendOffsetError, CorruptRecordError, RecordTooLargeError,
-                                   InvalidConfigError, InvalidRecordError)
+from isrcheck.impl.storage import (
+    CorruptRecordError,
+    InvalidConfigError,
+    InvalidRecordError,
+    Log,
+    LogConfig,
+    OffsetOutOfRangeError,
+    Record,
+    RecordTooLargeError,
+    SimulatedFileSystem,
+    UnexpectedAppendOffsetError,
+)
 
 SMALL = LogConfig(segment_bytes=400, index_interval_bytes=100)
 
@@ -46,7 +56,7 @@ def test_read_bounds_max_offset_and_max_bytes():
     fill(log, 10)
     assert [r.offset for r in log.read(2, max_offset=5).records] == [2, 3, 4]
     assert log.read(10).records == [] and log.read(5, max_offset=5).records == []
-    one = log.read(0, max_bytes=1)                  # KIP-74: at least one whole batch
+    one = log.read(0, max_bytes=1)  # KIP-74: at least one whole batch
     assert [r.offset for r in one.records] == [0]
     with pytest.raises(OffsetOutOfRangeError):
         log.read(11)
@@ -62,8 +72,9 @@ def test_follower_appends_fetched_batches_with_their_offsets_and_epochs():
         fetched = leader.read(offset, max_bytes=200)
         follower.append_as_follower(fetched.data)
         offset = follower.log_end_offset
-    assert [(r.offset, r.value) for r in follower.read(0, 10**6).records] == \
-           [(r.offset, r.value) for r in leader.read(0, 10**6).records]
+    assert [(r.offset, r.value) for r in follower.read(0, 10**6).records] == [
+        (r.offset, r.value) for r in leader.read(0, 10**6).records
+    ]
     assert follower.leader_epoch_cache.entries == leader.leader_epoch_cache.entries == [(1, 0), (4, 5)]
     with pytest.raises(UnexpectedAppendOffsetError):
         follower.append_as_follower(leader.read(3).data)
@@ -105,7 +116,7 @@ def test_truncate_removes_the_suffix_and_its_epochs_durably():
     assert log.log_end_offset == 4 and log.high_watermark == 4
     assert log.leader_epoch_cache.entries == [(1, 0)]
     assert not log.truncate_to(9)
-    fs.power_loss()                                 # truncation is durable: nothing comes back
+    fs.power_loss()  # truncation is durable: nothing comes back
     log, _ = open_log(fs)
     assert log.log_end_offset == 4 and log.leader_epoch_cache.entries == [(1, 0)]
     assert log.high_watermark == 4
@@ -131,7 +142,7 @@ def test_high_watermark_checkpoint_survives_clean_restart_and_is_clamped():
     fill(log, 5)
     log.high_watermark = 3
     assert log.high_watermark == 3
-    log.high_watermark = 99                         # clamped to the LEO like updateHighWatermark
+    log.high_watermark = 99  # clamped to the LEO like updateHighWatermark
     assert log.high_watermark == 5
     log.high_watermark = 3
     log.close()
@@ -161,7 +172,7 @@ def test_segments_roll_on_size_and_on_segment_ms_and_lookups_cross_them():
     clock = Clock()
     log, _ = open_log(config=LogConfig(segment_bytes=10**6, segment_ms=100), clock=clock)
     for i in range(6):
-        clock.now = 1_000 + i * 60            # a new segment once records span more than 100 ms
+        clock.now = 1_000 + i * 60  # a new segment once records span more than 100 ms
         log.append_as_leader([Record(b"k", b"v%d" % i)], 0)
     assert [s.base_offset for s in log.segments] == [0, 2, 4]
     assert [r.offset for r in log.read(1, 10**6).records] == [1, 2, 3, 4, 5]
@@ -172,12 +183,13 @@ def test_segments_roll_on_size_and_on_segment_ms_and_lookups_cross_them():
 def test_relative_offsets_that_would_overflow_force_a_roll():
     follower, _ = open_log(path="/data/p-1", config=LogConfig(segment_bytes=10**6))
     from isrcheck.impl.storage import build_batch
+
     follower.append_as_follower(build_batch(0, [Record(b"k", b"a")], 0, now_ms=0).buffer)
-    far = 2**31 + 10                          # a gap left by compaction on the leader
+    far = 2**31 + 10  # a gap left by compaction on the leader
     follower.append_as_follower(build_batch(far, [Record(b"k", b"b")], 0, now_ms=0).buffer)
     assert [s.base_offset for s in follower.segments] == [0, far]
     assert [r.offset for r in follower.read(0, 10**6).records] == [0, far]
-    assert follower.read(5).records[0].offset == far      # offsets in the gap read the next record
+    assert follower.read(5).records[0].offset == far  # offsets in the gap read the next record
 
 
 def test_offset_for_timestamp_uses_the_time_index():
@@ -196,7 +208,7 @@ def test_log_is_a_context_manager_that_shuts_down_cleanly():
     fs = SimulatedFileSystem()
     with Log.open("/data/p-0", SMALL, fs=fs, clock=Clock()) as log:
         fill(log, 3)
-    fs.power_loss()                                 # close() flushed everything
+    fs.power_loss()  # close() flushed everything
     reopened = Log.open("/data/p-0", SMALL, fs=fs, clock=Clock())
     assert reopened.recovery_report.clean_shutdown and reopened.log_end_offset == 3
 
@@ -204,6 +216,7 @@ def test_log_is_a_context_manager_that_shuts_down_cleanly():
 def test_an_empty_segment_far_below_the_first_batch_is_replaced():
     follower, fs = open_log(path="/data/p-1", config=LogConfig(segment_bytes=10**6, index_interval_bytes=0))
     from isrcheck.impl.storage import build_batch
+
     far = 2**31 + 100
     for i in range(3):
         follower.append_as_follower(build_batch(far + i, [Record(b"k", b"%d" % i)], 0, now_ms=0).buffer)

@@ -1,5 +1,6 @@
 """The log on real files: a process crash loses nothing, a torn tail is cut back to the last whole
 batch, missing or broken indexes are rebuilt, bit rot is detected."""
+
 import os
 import subprocess
 import sys
@@ -33,7 +34,7 @@ def test_process_crash_loses_nothing_appended(tmp_path):
     log = Log.open(str(tmp_path), CONFIG)
     report = log.recovery_report
     assert not report.clean_shutdown and not report.truncated
-    assert 60 <= report.recovery_point < 100       # a roll also flushes; the tail was never fsynced
+    assert 60 <= report.recovery_point < 100  # a roll also flushes; the tail was never fsynced
     assert values(log) == [(i, b"value-%d" % i) for i in range(100)]
     assert log.high_watermark == 40
     assert [tuple(e) for e in log.leader_epoch_cache.entries] == [(0, 0), (1, 20), (2, 40), (7, 60)]
@@ -50,10 +51,10 @@ def test_torn_tail_is_truncated_and_only_the_torn_batch_is_lost(tmp_path):
     log.flush()
     for i in range(30, 40):
         log.append_as_leader([Record(b"k", b"v%d" % i)], leader_epoch=1)
-    del log                                           # crash: the object is dropped without close
+    del log  # crash: the object is dropped without close
     segment = _active_log_file(tmp_path)
     size = segment.stat().st_size
-    os.truncate(segment, size - 7)                    # the last write reached the disk only in part
+    os.truncate(segment, size - 7)  # the last write reached the disk only in part
     log = Log.open(str(tmp_path), CONFIG)
     report = log.recovery_report
     assert report.truncated and report.truncated_bytes == size - 7 - segment.stat().st_size
@@ -68,7 +69,7 @@ def test_garbage_after_the_last_batch_is_truncated(tmp_path):
         log.append_as_leader([Record(b"k", b"v%d" % i)], leader_epoch=0)
     del log
     with open(_active_log_file(tmp_path), "ab") as f:
-        f.write(os.urandom(3) + b"\x00" * 90)         # a torn write of a batch that never completed
+        f.write(os.urandom(3) + b"\x00" * 90)  # a torn write of a batch that never completed
     log = Log.open(str(tmp_path), CONFIG)
     assert log.recovery_report.truncated_bytes == 93
     assert values(log) == [(i, b"v%d" % i) for i in range(5)]
@@ -88,7 +89,7 @@ def test_missing_or_broken_index_is_rebuilt(tmp_path, damage):
         index.unlink()
     elif damage == "garbage":
         index.write_bytes(b"\x01\x02\x03")
-    else:                                            # entries that point at the wrong batches
+    else:  # entries that point at the wrong batches
         index.write_bytes(bytes(reversed(index.read_bytes())))
     log = Log.open(str(tmp_path), CONFIG)
     assert log.recovery_report.rebuilt_indexes == (0,)
@@ -106,9 +107,9 @@ def test_bit_rot_in_a_flushed_segment_is_detected_on_read(tmp_path):
     log.close()
     segment = tmp_path / "00000000000000000000.log"
     data = bytearray(segment.read_bytes())
-    data[-2] ^= 0x40                                   # one flipped bit in the last record's value
+    data[-2] ^= 0x40  # one flipped bit in the last record's value
     segment.write_bytes(bytes(data))
-    log = Log.open(str(tmp_path), CONFIG)             # clean shutdown: segments are trusted
+    log = Log.open(str(tmp_path), CONFIG)  # clean shutdown: segments are trusted
     with pytest.raises(CorruptRecordError, match="CRC"):
         log.read(9).records
     assert [r.value for r in log.read(0, max_offset=9).records] == [b"value-%d" % i for i in range(9)]
@@ -131,6 +132,7 @@ def test_every_truncation_recovery_makes_is_logged_as_kafka_does(tmp_path, caplo
         Log.open(str(tmp_path), CONFIG)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1, caplog.records
-    assert warnings[0].startswith(f"[Log dir={tmp_path}] Found invalid messages in log segment {segment} "
-                                  f"at byte offset {valid}: ")
+    assert warnings[0].startswith(
+        f"[Log dir={tmp_path}] Found invalid messages in log segment {segment} at byte offset {valid}: "
+    )
     assert warnings[0].endswith("; truncating 93 bytes, to offset 5"), warnings[0]

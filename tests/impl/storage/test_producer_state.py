@@ -1,5 +1,6 @@
 """The idempotent producer's checks (Kafka's ProducerStateManager): what a leader refuses, what it
 acknowledges again, and that a new leader or a restarted broker knows what the log holds."""
+
 import pytest
 
 from isrcheck.impl.storage import Log, Record, build_batch
@@ -7,8 +8,15 @@ from isrcheck.impl.storage.producer_state import DuplicateBatch, SequenceError
 
 
 def batch(pid: int, epoch: int, seq: int, count: int = 1):
-    return build_batch(0, [Record(None, f"v{seq + i}".encode(), 1) for i in range(count)], 0, 1,
-                       producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+    return build_batch(
+        0,
+        [Record(None, f"v{seq + i}".encode(), 1) for i in range(count)],
+        0,
+        1,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+    )
 
 
 def append(log: Log, b, leader_epoch: int = 0):

@@ -1,5 +1,6 @@
 """Recovery on the simulated file system: flush policy, power loss, damaged checkpoints, leftovers
 of interrupted work; every repair is reported, nothing is silently wrong."""
+
 import random
 
 import pytest
@@ -139,8 +140,8 @@ def test_corruption_found_by_recovery_cuts_the_log_there_and_drops_later_segment
     append(log, 0, 45)
     third = log.segments[2]
     assert len(log.segments) > 3
-    fs.corrupt(third.log_path, 30, b"\xff\xff")     # inside the first batch of that segment
-    fs.remove(DIR + "/recovery-point-offset-checkpoint")   # so recovery validates every segment
+    fs.corrupt(third.log_path, 30, b"\xff\xff")  # inside the first batch of that segment
+    fs.remove(DIR + "/recovery-point-offset-checkpoint")  # so recovery validates every segment
     fs.process_crash()
     log = open_log(fs)
     report = log.recovery_report
@@ -153,14 +154,20 @@ def test_leftovers_of_interrupted_work_are_cleaned_up():
     log = open_log(fs)
     append(log, 0, 3)
     log.close()
-    for name in ("00000000000000000000.log.cleaned", "replication-offset-checkpoint.tmp",
-                 "00000000000000000099.index"):
+    for name in ("00000000000000000000.log.cleaned", "replication-offset-checkpoint.tmp", "00000000000000000099.index"):
         fs.open(f"{DIR}/{name}").append(b"junk")
     log = open_log(fs)
     assert offsets(log) == [0, 1, 2]
-    assert fs.listdir(DIR) == sorted(["00000000000000000000.index", "00000000000000000000.log",
-                                      "00000000000000000000.timeindex", "leader-epoch-checkpoint",
-                                      "recovery-point-offset-checkpoint", "replication-offset-checkpoint"])
+    assert fs.listdir(DIR) == sorted(
+        [
+            "00000000000000000000.index",
+            "00000000000000000000.log",
+            "00000000000000000000.timeindex",
+            "leader-epoch-checkpoint",
+            "recovery-point-offset-checkpoint",
+            "replication-offset-checkpoint",
+        ]
+    )
 
 
 def test_a_log_file_with_a_bad_name_is_a_clear_error():
@@ -184,6 +191,7 @@ def test_the_loader_returns_the_value_a_log_is_built_from():
     from dataclasses import FrozenInstanceError
 
     from isrcheck.impl.storage.loader import LogLoader
+
     fs, config, clock = SimulatedFileSystem(), LogConfig(segment_bytes=1 << 20, index_interval_bytes=100), Clock()
     log = open_log(fs, config, clock)
     append(log, 0, 20)
@@ -211,10 +219,10 @@ def test_after_a_power_loss_the_recovered_tail_is_on_disk_but_after_a_process_cr
     append(log, 2, 3)
     fs.process_crash()
     log = open_log(fs, config)
-    assert (log.log_end_offset, log.recovery_point) == (5, 2)   # Kafka's: the checkpointed point
+    assert (log.log_end_offset, log.recovery_point) == (5, 2)  # Kafka's: the checkpointed point
     fs.power_loss(written_back={log.segments[-1].log_path: log.segments[-1].size})
     log = open_log(fs, config)
-    assert (log.log_end_offset, log.recovery_point) == (5, 5)   # the file system knows it was written back
+    assert (log.log_end_offset, log.recovery_point) == (5, 5)  # the file system knows it was written back
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -232,13 +240,13 @@ def test_a_flush_fsyncs_the_segment_and_the_recovery_point_and_recovery_rebuilds
     assert not fs.exists(DIR + "/replication-offset-checkpoint")
     entries = log.segments[-1].offset_index.entries()
     assert len(entries) > 5
-    fs.power_loss(random.Random(seed))          # the index files keep any prefix of their tail, or garbage
+    fs.power_loss(random.Random(seed))  # the index files keep any prefix of their tail, or garbage
     log = open_log(fs, config)
     assert offsets(log) == list(range(40)) and not log.recovery_report.truncated
     assert log.segments[-1].offset_index.entries() == entries and log.high_watermark == 0
     assert [log.read(i, 1).records[0].offset for i in range(40)] == list(range(40))
     log.close()
-    assert fs.read_file(DIR + "/replication-offset-checkpoint") == b"0\n1\n0\n"   # a clean shutdown writes it
+    assert fs.read_file(DIR + "/replication-offset-checkpoint") == b"0\n1\n0\n"  # a clean shutdown writes it
 
 
 @pytest.mark.parametrize("seed", range(5))

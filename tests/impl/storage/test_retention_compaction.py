@@ -1,5 +1,6 @@
 """Retention deletes whole old segments below the HW; compaction keeps the latest record per key
 at its original offset, drops tombstones once delete.retention.ms has passed, survives crashes."""
+
 import random
 
 import pytest
@@ -26,14 +27,14 @@ def test_retention_by_time_deletes_old_segments_below_the_hw_only():
     bases = [s.base_offset for s in log.segments]
     assert len(bases) >= 4
     clock.now = 5000
-    assert log.delete_old_segments() == 0             # HW is 0: nothing is committed yet
+    assert log.delete_old_segments() == 0  # HW is 0: nothing is committed yet
     log.high_watermark = bases[2]
     assert log.delete_old_segments() == 2
     assert log.log_start_offset == bases[2] and log.read(bases[2]).records[0].offset == bases[2]
     log.high_watermark = log.log_end_offset
     log.delete_old_segments()
-    assert len(log.segments) == 1                     # never the active segment
-    fs.power_loss()                                   # deletions are durable
+    assert len(log.segments) == 1  # never the active segment
+    fs.power_loss()  # deletions are durable
     log = Log.open(DIR, LogConfig(segment_bytes=300, retention_ms=1000), fs=fs, clock=clock)
     assert log.log_start_offset == log.segments[0].base_offset > 0
 
@@ -52,8 +53,9 @@ def test_retention_by_size_keeps_the_log_under_retention_bytes():
 
 
 def compacted_log(fs, clock):
-    return Log.open(DIR, LogConfig(segment_bytes=250, cleanup_policy="compact", delete_retention_ms=500),
-                    fs=fs, clock=clock)
+    return Log.open(
+        DIR, LogConfig(segment_bytes=250, cleanup_policy="compact", delete_retention_ms=500), fs=fs, clock=clock
+    )
 
 
 def committed_log(fs, clock, records, keys):
@@ -69,8 +71,20 @@ def committed_log(fs, clock, records, keys):
 def test_compaction_keeps_the_latest_value_per_key_at_its_offset():
     fs, clock = SimulatedFileSystem(), Clock()
     log = compacted_log(fs, clock)
-    writes = [(b"a", b"1"), (b"b", b"1"), (b"a", b"2"), (b"c", b"1"), (b"b", None), (b"a", b"3"),
-              (b"c", b"2"), (b"d", b"1"), (b"a", b"4"), (b"e", b"1"), (b"e", b"2"), (b"f", b"1")]
+    writes = [
+        (b"a", b"1"),
+        (b"b", b"1"),
+        (b"a", b"2"),
+        (b"c", b"1"),
+        (b"b", None),
+        (b"a", b"3"),
+        (b"c", b"2"),
+        (b"d", b"1"),
+        (b"a", b"4"),
+        (b"e", b"1"),
+        (b"e", b"2"),
+        (b"f", b"1"),
+    ]
     for key, value in writes:
         log.append_as_leader([Record(key, value)], 0)
     log.high_watermark = log.log_end_offset
@@ -83,11 +97,11 @@ def test_compaction_keeps_the_latest_value_per_key_at_its_offset():
         latest[key] = (offset, key, value)
     expected = sorted(latest.values()) + [(o, k, v) for o, (k, v) in enumerate(writes) if o >= closed_end]
     assert got == expected
-    assert (4, b"b", None) in got                     # the tombstone is young: kept
+    assert (4, b"b", None) in got  # the tombstone is young: kept
     gap = next(o for o in range(closed_end) if o not in {g[0] for g in got})
-    assert log.read(gap).records[0].offset > gap      # reading from a removed offset skips ahead
+    assert log.read(gap).records[0].offset > gap  # reading from a removed offset skips ahead
     clock.now = 1000
-    log.compact()                                     # now past delete.retention.ms: tombstone gone
+    log.compact()  # now past delete.retention.ms: tombstone gone
     assert all(k != b"b" for _, k, _ in [(r.offset, r.key, r.value) for r in log.read(0, 10**9).records])
     assert log.log_end_offset == len(writes)
 
@@ -99,6 +113,7 @@ def test_compaction_survives_a_crash_between_its_steps():
     first = log.segments[0]
     # a rewrite that got as far as the .swap file: open must finish it
     from isrcheck.impl.storage.cleaner import _clean_segment, _offset_map
+
     batches = _clean_segment(first, _offset_map(log.segments[:-1]), -1)
     handle = fs.open(first.log_path + ".swap")
     for batch in batches:
@@ -109,10 +124,11 @@ def test_compaction_survives_a_crash_between_its_steps():
     log = compacted_log(fs, clock)
     after = [(r.offset, r.value) for r in log.read(0, 10**9).records]
     assert any("swap" in e for e in log.recovery_report.events)
-    assert log.recovery_report.rebuilt_indexes == (0,)     # the old indexes went with the old file
+    assert log.recovery_report.rebuilt_indexes == (0,)  # the old indexes went with the old file
     assert set(after) < set(before)
-    assert [o for o, _ in after if o >= log.segments[1].base_offset] == \
-           [o for o, _ in before if o >= log.segments[1].base_offset]
+    assert [o for o, _ in after if o >= log.segments[1].base_offset] == [
+        o for o, _ in before if o >= log.segments[1].base_offset
+    ]
     log.compact()
     fs.power_loss()
     log = compacted_log(fs, clock)
@@ -124,14 +140,15 @@ def test_compaction_survives_a_crash_between_its_steps():
 
 def test_replace_segments_swaps_only_closed_segments_of_the_log_with_batches_that_fit():
     from isrcheck.impl.storage.cleaner import _clean_segment, _offset_map
+
     fs = SimulatedFileSystem()
     log = committed_log(fs, Clock(), 30, 3)
     first, second, active = log.segments[0], log.segments[1], log.segments[-1]
     batches = _clean_segment(first, _offset_map(log.segments[:-1]), -1)
     with pytest.raises(ValueError):
-        log.replace_segments([batches], [active])                # never the active segment
+        log.replace_segments([batches], [active])  # never the active segment
     with pytest.raises(ValueError):
-        log.replace_segments([[b for _, b in second.iter_batches()]], [first])   # past its offsets
+        log.replace_segments([[b for _, b in second.iter_batches()]], [first])  # past its offsets
     with pytest.raises(ValueError):
         log.replace_segments([batches, batches], [first])
     assert log.segments[0] is first and not any(n.endswith((".cleaned", ".swap")) for n in fs.listdir(DIR))
@@ -139,7 +156,7 @@ def test_replace_segments_swaps_only_closed_segments_of_the_log_with_batches_tha
     assert log.segments[0] is new and new.base_offset == first.base_offset and new.size < first.size
     assert [r.offset for r in log.read(0, new.size).records] == [r.offset for b in batches for r in b.records()]
     with pytest.raises(ValueError):
-        log.replace_segments([batches], [first])                 # no longer part of the log
+        log.replace_segments([batches], [first])  # no longer part of the log
 
 
 class _Crash(Exception):
@@ -204,7 +221,7 @@ def test_a_power_loss_at_any_step_of_compaction_leaves_each_segment_old_or_new()
         log = compacted_log(fs, clock)
         got = by_segment(log, bases)
         assert all(g in (o, n) for g, o, n in zip(got, old, new)), (step, log.recovery_report)
-        log.compact()                                   # and a later compaction finishes the job
+        log.compact()  # and a later compaction finishes the job
         assert by_segment(log, bases) == new, step
         if not crashed:
             break

@@ -3,6 +3,7 @@
 Every step compares the whole log — offsets, epochs, keys, values, timestamps, the leader epoch
 cache, LEO, HW, log start offset — with the reference. After a power loss the recovered log must be
 a prefix of the reference that keeps at least everything flushed: never less, never garbage."""
+
 from __future__ import annotations
 
 import random
@@ -11,7 +12,8 @@ import tempfile
 from dataclasses import dataclass, field
 
 import pytest
-from hypothesis import settings, strategies as st
+from hypothesis import settings
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from isrcheck.impl.storage import Log, LogConfig, OsFileSystem, Record, SimulatedFileSystem, build_batch
@@ -26,7 +28,7 @@ class RefBatch:
     last: int
     epoch: int
     max_ts: int
-    records: list = field(default_factory=list)     # (offset, timestamp, key, value)
+    records: list = field(default_factory=list)  # (offset, timestamp, key, value)
 
 
 class Reference:
@@ -67,22 +69,30 @@ class Reference:
         self.hw = max(self.hw, start)
         below = [e for e in self.epochs if e[1] <= start]
         if below and not (len(below) == 1 and below[0][1] == start):
-            self.epochs = [(below[-1][0], start)] + self.epochs[len(below):]
+            self.epochs = [(below[-1][0], start)] + self.epochs[len(below) :]
         self.epochs = [e for e in self.epochs if e[1] < self.leo]
 
 
 class LogMachine(RuleBasedStateMachine):
-    @initialize(segment_bytes=st.sampled_from([300, 700, 1 << 20]),
-                index_interval=st.sampled_from([0, 90, 4096]),
-                compression=st.sampled_from(["none", "gzip"]),
-                compact=st.booleans(),
-                retention_ms=st.sampled_from([None, 30]),
-                retention_bytes=st.sampled_from([None, 600]))
+    @initialize(
+        segment_bytes=st.sampled_from([300, 700, 1 << 20]),
+        index_interval=st.sampled_from([0, 90, 4096]),
+        compression=st.sampled_from(["none", "gzip"]),
+        compact=st.booleans(),
+        retention_ms=st.sampled_from([None, 30]),
+        retention_bytes=st.sampled_from([None, 600]),
+    )
     def setup(self, segment_bytes, index_interval, compression, compact, retention_ms, retention_bytes):
-        self.config = LogConfig(segment_bytes=segment_bytes, index_interval_bytes=index_interval,
-                                compression_type=compression, retention_ms=retention_ms,
-                                retention_bytes=retention_bytes, delete_retention_ms=20,
-                                cleanup_policy="compact,delete" if compact else "delete", segment_ms=None)
+        self.config = LogConfig(
+            segment_bytes=segment_bytes,
+            index_interval_bytes=index_interval,
+            compression_type=compression,
+            retention_ms=retention_ms,
+            retention_bytes=retention_bytes,
+            delete_retention_ms=20,
+            cleanup_policy="compact,delete" if compact else "delete",
+            segment_ms=None,
+        )
         self.now = 0
         self.fs = self._new_fs()
         self.ref = Reference()
@@ -101,8 +111,10 @@ class LogMachine(RuleBasedStateMachine):
 
     def _records(self, data, n):
         keys = [data.draw(st.sampled_from(KEYS if self.config.compact else KEYS + [None])) for _ in range(n)]
-        return [Record(k, None if data.draw(st.integers(0, 9)) == 0 else bytes([65 + i]) * data.draw(st.integers(0, 40)))
-                for i, k in enumerate(keys)]
+        return [
+            Record(k, None if data.draw(st.integers(0, 9)) == 0 else bytes([65 + i]) * data.draw(st.integers(0, 40)))
+            for i, k in enumerate(keys)
+        ]
 
     # ------------------------------------------------------------------------------- appends
 
@@ -113,11 +125,22 @@ class LogMachine(RuleBasedStateMachine):
         info = self.log.append_as_leader(records, self.epoch)
         base = self.ref.leo
         assert (info.first_offset, info.last_offset) == (base, base + n - 1)
-        self.ref.append(RefBatch(base, base + n - 1, self.epoch, self.now,
-                                 [(base + i, self.now, r.key, r.value) for i, r in enumerate(records)]))
+        self.ref.append(
+            RefBatch(
+                base,
+                base + n - 1,
+                self.epoch,
+                self.now,
+                [(base + i, self.now, r.key, r.value) for i, r in enumerate(records)],
+            )
+        )
 
-    @rule(data=st.data(), sizes=st.lists(st.integers(1, 3), min_size=1, max_size=3), bump=st.booleans(),
-          gap=st.sampled_from([0, 0, 0, 4]))
+    @rule(
+        data=st.data(),
+        sizes=st.lists(st.integers(1, 3), min_size=1, max_size=3),
+        bump=st.booleans(),
+        gap=st.sampled_from([0, 0, 0, 4]),
+    )
     def append_as_follower(self, data, sizes, bump, gap):
         """Offsets as the leader sent them; a gap is what a compacted leader's log can leave."""
         self.epoch += bump
@@ -128,8 +151,11 @@ class LogMachine(RuleBasedStateMachine):
             ts = max(0, self.now - data.draw(st.integers(0, 5)))
             records = [Record(r.key, r.value, timestamp_ms=ts) for r in records]
             payload += build_batch(base, records, self.epoch, self.now, self.config.compression_type).buffer
-            pending.append(RefBatch(base, base + n - 1, self.epoch, ts,
-                                    [(base + i, ts, r.key, r.value) for i, r in enumerate(records)]))
+            pending.append(
+                RefBatch(
+                    base, base + n - 1, self.epoch, ts, [(base + i, ts, r.key, r.value) for i, r in enumerate(records)]
+                )
+            )
             base += n
         self.log.append_as_follower(payload)
         for batch in pending:
@@ -144,13 +170,13 @@ class LogMachine(RuleBasedStateMachine):
         got = self.log.read(offset, max_bytes, max_offset)
         expected = [b for b in self.ref.batches if b.last >= offset and (max_offset is None or b.last < max_offset)]
         batches = [(b.base_offset, b.last_offset, b.partition_leader_epoch) for b in got.batches]
-        assert batches == [(b.base, b.last, b.epoch) for b in expected][:len(batches)]
+        assert batches == [(b.base, b.last, b.epoch) for b in expected][: len(batches)]
         if expected and (max_offset is None or offset < max_offset):
             assert batches, "a read with data available returned nothing"
         if max_bytes == 10**9:
             assert len(batches) == len(expected)
         records = [(r.offset, r.timestamp_ms, r.key, r.value) for r in got.records]
-        assert records == [r for b in expected[:len(batches)] for r in b.records if r[0] >= offset]
+        assert records == [r for b in expected[: len(batches)] for r in b.records if r[0] >= offset]
 
     @rule(data=st.data())
     def set_high_watermark(self, data):
@@ -202,8 +228,10 @@ class LogMachine(RuleBasedStateMachine):
             assert segments[i].max_timestamp == max_ts
             if hi > self.ref.hw:
                 break
-            if not ((cfg.retention_ms is not None and self.now - max_ts > cfg.retention_ms)
-                    or (excess is not None and excess - segments[i].size >= 0)):
+            if not (
+                (cfg.retention_ms is not None and self.now - max_ts > cfg.retention_ms)
+                or (excess is not None and excess - segments[i].size >= 0)
+            ):
                 break
             if excess is not None:
                 excess -= segments[i].size
@@ -228,8 +256,11 @@ class LogMachine(RuleBasedStateMachine):
         for lo, hi in ranges[:count]:
             in_segment = [b for b in self.ref.batches if lo <= b.base < hi]
             for j, b in enumerate(in_segment):
-                kept = [r for r in b.records
-                        if r[2] is None or (latest[r[2]] == r[0] and (r[3] is not None or r[1] >= horizon))]
+                kept = [
+                    r
+                    for r in b.records
+                    if r[2] is None or (latest[r[2]] == r[0] and (r[3] is not None or r[1] >= horizon))
+                ]
                 if len(kept) < len(b.records):
                     if not kept and j < len(in_segment) - 1:
                         continue
@@ -265,8 +296,9 @@ class LogMachine(RuleBasedStateMachine):
         self.fs.power_loss(random.Random(seed) if torn else None)
         self.log = self._open()
         leo = self.log.log_end_offset
-        assert self.ref.durable <= leo <= self.ref.leo, \
+        assert self.ref.durable <= leo <= self.ref.leo, (
             f"recovered LEO {leo} outside [flushed {self.ref.durable}, appended {self.ref.leo}]"
+        )
         self.ref.truncate(leo, active_base=self.log.segments[-1].base_offset)
         self.ref.durable = leo
         self._after_restart()
@@ -283,10 +315,12 @@ class LogMachine(RuleBasedStateMachine):
         log, ref = self.log, self.ref
         assert (log.log_start_offset, log.log_end_offset, log.high_watermark) == (ref.log_start, ref.leo, ref.hw)
         got = log.read(log.log_start_offset, 10**9)
-        assert [(b.base_offset, b.last_offset, b.partition_leader_epoch) for b in got.batches] == \
-               [(b.base, b.last, b.epoch) for b in ref.batches]
-        assert [(r.offset, r.timestamp_ms, r.key, r.value) for r in got.records] == \
-               [r for b in ref.batches for r in b.records]
+        assert [(b.base_offset, b.last_offset, b.partition_leader_epoch) for b in got.batches] == [
+            (b.base, b.last, b.epoch) for b in ref.batches
+        ]
+        assert [(r.offset, r.timestamp_ms, r.key, r.value) for r in got.records] == [
+            r for b in ref.batches for r in b.records
+        ]
         assert [tuple(e) for e in log.leader_epoch_cache.entries] == ref.epochs
 
 
@@ -309,12 +343,12 @@ class OsLogMachine(LogMachine):
 
 
 TestLogOnOsFilesAgainstReference = OsLogMachine.TestCase
-TestLogOnOsFilesAgainstReference.settings = settings(max_examples=40, stateful_step_count=30,
-                                                     deadline=None, derandomize=True)
+TestLogOnOsFilesAgainstReference.settings = settings(
+    max_examples=40, stateful_step_count=30, deadline=None, derandomize=True
+)
 
 TestLogAgainstReference = LogMachine.TestCase
-TestLogAgainstReference.settings = settings(max_examples=300, stateful_step_count=50, deadline=None,
-                                            derandomize=True)
+TestLogAgainstReference.settings = settings(max_examples=300, stateful_step_count=50, deadline=None, derandomize=True)
 
 
 class LongLogMachine(LogMachine):
@@ -322,5 +356,6 @@ class LongLogMachine(LogMachine):
 
 
 TestLogAgainstReferenceLong = pytest.mark.slow(LongLogMachine.TestCase)
-TestLogAgainstReferenceLong.settings = settings(max_examples=3000, stateful_step_count=80, deadline=None,
-                                                derandomize=True)
+TestLogAgainstReferenceLong.settings = settings(
+    max_examples=3000, stateful_step_count=80, deadline=None, derandomize=True
+)
