@@ -1,7 +1,12 @@
 """``isrcheck serve`` refuses, before any process starts, settings that would break the cluster:
-each named with its valid range, or with the setting it conflicts with; exit 2, one line."""
+each named with its valid range, or with the setting it conflicts with; exit 2, one line. Once it
+serves, a node that exits by itself is named."""
 
 from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +73,33 @@ def test_a_directory_with_broker_data_but_no_cluster_metadata_is_refused_untouch
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["broker-0"]
     assert (partition / "00000000000000000000.log").stat().st_size == 5000
     assert (partition / "00000000000000000000.index").stat().st_size == 80
+
+
+def test_serve_says_when_a_node_exits_by_itself(tmp_path, isrcheck_serve):
+    """A broker killed under a running ``serve`` is named once on its output, and the stop after it
+    says the shutdown was not clean (exit 1)."""
+    directory = tmp_path / "d"
+    proc, banner = isrcheck_serve("--replicas", "1", "--port", free_ports(1)[0], "--dir", directory)
+    try:
+        assert "bootstrap servers" in banner, banner
+        broker = _node_pid(str(directory / "broker-0"))
+        os.kill(broker, signal.SIGKILL)
+        line = proc.stdout.readline()
+        assert line.startswith("isrcheck serve: node 0 exited with code -9 (see "), line
+    finally:
+        proc.terminate()
+        rest, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 1, rest
+    assert "not cleanly: {0: -9}" in rest
+
+
+def _node_pid(data_dir: str) -> int:
+    """The pid of the node process serving ``data_dir`` (its command line names it)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if b"isrcheck.impl.real.node" in argv and data_dir.encode() in argv:
+            return int(entry.name)
+    raise AssertionError(f"no node process for {data_dir}")
