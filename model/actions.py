@@ -60,9 +60,10 @@ def _down(s: State, r: int) -> str | None:
 
 
 def _outstanding(s: State, r: int, rep: Replica) -> bool:
-    """A fetch of follower r sent under its current (leader, leader epoch) is still in flight."""
+    """A fetch of follower r sent under its current (leader, leader epoch) is still in flight (an
+    orphan, sent before r crashed, is no longer its own)."""
     tag = (rep.leader, rep.leader_epoch)
-    return any((m.leader, m.leader_epoch) == tag for m in s.fetch_requests[r]) or any(
+    return any((m.leader, m.leader_epoch) == tag and not m.orphan for m in s.fetch_requests[r]) or any(
         (m.leader, m.leader_epoch) == tag for m in s.fetch_responses[r]
     )
 
@@ -256,7 +257,7 @@ class HandleFetch(Delivery):
         rules = nx.cfg.rules
 
         def respond(error: str, kind: str, records=(), hw=-1, epoch=-1, end=-1, bad=-1) -> None:
-            if nx.replicas[r].alive:
+            if nx.replicas[r].alive and not req.orphan:  # an orphan's connection is closed
                 nx.queues("fetch_responses")[r] += (
                     FetchResponse(d, req.leader_epoch, error, kind, records, hw, epoch, end, bad),
                 )
@@ -446,11 +447,12 @@ class HandleAlterPartition(Delivery):
                 elr=nx.cfg.rules.elr_after(c, m.isr, nx.cfg.min_insync_replicas),
                 partition_epoch=c.partition_epoch + 1,
             )
-        nx.send(
-            "alter_partition_responses",
-            r,
-            AlterPartitionResponse(error, c.leader_epoch, c.isr, c.partition_epoch, m.leader_epoch),
-        )
+        if not m.orphan:  # an orphan's connection is closed: the answer reaches nobody
+            nx.send(
+                "alter_partition_responses",
+                r,
+                AlterPartitionResponse(error, c.leader_epoch, c.isr, c.partition_epoch, m.leader_epoch),
+            )
 
 
 class HandleAlterPartitionResponse(Delivery):
@@ -588,7 +590,9 @@ def _register(nx: NextState, r: int, unclean: bool) -> None:
 
 class Crash(Action):
     """Broker failure: clean shutdown (flush), process crash (page cache kept) or power loss, which
-    keeps the first ``survive`` unflushed batches; a ``torn`` next batch is cut by log recovery."""
+    keeps the first ``survive`` unflushed batches; a ``torn`` next batch is cut by log recovery.
+    Messages to the broker are lost; what it sent stays in flight, its requests orphaned (handled
+    by their destination, never answered: the answer goes to a closed connection)."""
 
     name = "crash"
 
@@ -620,20 +624,25 @@ class Crash(Action):
             power_lost=lost,
             unclean_shutdown=nx.cfg.rules.unclean_shutdown(kind, nx.cfg.unclean_shutdown_detection),
         )
-        for field in MESSAGE_KINDS.values():
+        # what reached r is gone; what r sent stays on the wire, its requests orphaned
+        for field in ("leader_and_isr", "alter_partition_responses", "fetch_responses"):
             if getattr(nx.src, field)[r]:
                 nx.queues(field)[r] = ()
-        for field in ("fetch_requests", "fetch_responses"):
-            queues = nx.queues(field)
-            for f in range(nx.cfg.replicas):
-                if any(m.leader == r for m in queues[f]):
-                    queues[f] = tuple(m for m in queues[f] if m.leader != r)
+        for field in ("alter_partition", "fetch_requests"):
+            if getattr(nx.src, field)[r]:
+                nx.queues(field)[r] = tuple(m._replace(orphan=True) for m in nx.queues(field)[r])
+        requests = nx.queues("fetch_requests")
+        for f in range(nx.cfg.replicas):
+            if any(m.leader == r for m in requests[f]):
+                requests[f] = tuple(m for m in requests[f] if m.leader != r)
 
 
 class Restart(Action):
     """Broker restart: log recovery (power loss cuts to the fsynced prefix), HW from checkpoint,
     registration with a new broker epoch, then the controller's current LeaderAndIsr. Before the
-    controller fenced it, a fast bounce: it keeps its ISR membership and any leadership."""
+    controller fenced it, a fast bounce: before KIP-380 it keeps its ISR membership and any
+    leadership; from kip-903 on the controller ends the old session first (``fence``), as KRaft
+    refuses the new incarnation's registration until then."""
 
     name = "restart"
 
@@ -668,6 +677,8 @@ class Restart(Action):
             False,
             rep.bad_batch if rep.bad_batch < len(log) else -1,
         )  # a clean restart skips recovery
+        if nx.cfg.rules.registration_waits_for_session and r not in nx.controller.fenced:
+            Fence.effect(nx, Step("fence", r))  # the old session ends first: DUPLICATE_BROKER_REGISTRATION till then
         _register(nx, r, unclean=rep.unclean_shutdown)
 
 
@@ -839,7 +850,7 @@ class Drop(Action):
 
     def effect(nx, st):
         lost = nx.pop(MESSAGE_KINDS[st.arg], st.replica, st.index)
-        if st.arg in ("alter_partition", "alter_partition_response"):
+        if st.arg in ("alter_partition", "alter_partition_response") and not getattr(lost, "orphan", False):
             rep = nx.replicas[st.replica]
             sent_in = lost.leader_epoch if st.arg == "alter_partition" else lost.request_leader_epoch
             if rep.pending_isr is not None and sent_in == rep.leader_epoch:

@@ -22,11 +22,13 @@ from typing import NamedTuple
 from .alphabet import Step
 from .config import ScheduleConfig
 from .losses import (
+    BOUNCED_LEADER_PROPOSAL,
     DEPOSED_LEADER_HW,
     FAST_BOUNCE_AFTER_LOSS,
     KNOWN_LOSSES,
     LAST_REPLICA_STANDING,
     STALE_ISR_EXPANSION,
+    bounced_leader_proposal,
     deposed_leader_hw,
     deposed_leader_lives,
     fast_bounce_after_loss,
@@ -93,6 +95,12 @@ class FaultLedger(NamedTuple):
             and stale_isr_expansion(before, st, after, ledger.losers)
         ):
             entered.append(STALE_ISR_EXPANSION.name)
+        if (
+            name == "handle_alter_partition"
+            and BOUNCED_LEADER_PROPOSAL.name in watch
+            and bounced_leader_proposal(before, st, after)
+        ):
+            entered.append(BOUNCED_LEADER_PROPOSAL.name)
         if name in _HW_STEPS and DEPOSED_LEADER_HW.name in watch and deposed_leader_hw(before, after):
             entered.append(DEPOSED_LEADER_HW.name)
         new = set(entered) - set(ledger.known)
@@ -232,7 +240,9 @@ class FaultBudget:
             if self.stale_expansion:
                 self.stale |= {(i, st.replica) for i in range(len(before.replicas))}
         elif st.name == "handle_fetch" and self.stale:
-            self.stale.discard((before.fetch_requests[st.replica][0].leader, st.replica))
+            request = before.fetch_requests[st.replica][0]
+            if not request.orphan:  # an orphan was sent before the loss: it tells the leader nothing new
+                self.stale.discard((request.leader, st.replica))
 
 
 @lru_cache(maxsize=4096)  # a function of the step alone, asked for every transition the explorer takes

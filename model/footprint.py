@@ -30,6 +30,7 @@ from .alphabet import MESSAGE_KINDS, Step
 from .budget import loses_data
 from .history import History
 from .losses import (
+    BOUNCED_LEADER_PROPOSAL,
     DEPOSED_LEADER_HW,
     FAST_BOUNCE_AFTER_LOSS,
     LAST_REPLICA_STANDING,
@@ -43,7 +44,13 @@ _CTRL = tuple(f for f in Controller._fields if f != "broker_epochs")
 _QUEUES = tuple(MESSAGE_KINDS.values())  # State fields 2..6, in State's order
 _HISTORY = History._fields  # State fields 8.., in State's order
 _ADDED = ("acked", "consumed", "consumer_hw_regressed") + _HISTORY[5:]  # unions, a flag set once, counters
-_KNOWN = (LAST_REPLICA_STANDING.name, FAST_BOUNCE_AFTER_LOSS.name, STALE_ISR_EXPANSION.name, DEPOSED_LEADER_HW.name)
+_KNOWN = (
+    LAST_REPLICA_STANDING.name,
+    FAST_BOUNCE_AFTER_LOSS.name,
+    STALE_ISR_EXPANSION.name,
+    DEPOSED_LEADER_HW.name,
+    BOUNCED_LEADER_PROPOSAL.name,
+)
 # FaultLedger.after's lists: the steps that may change a ledger, and those that may advance an HW
 _HW_STEPS = frozenset(
     (
@@ -131,6 +138,7 @@ class Context(NamedTuple):
     losses: bool  # a step of the scope may lose data (power loss, lost disk, corruption)
     exclude_lrs: bool  # the explorer prunes Last Replica Standing
     stale_scope: bool  # the scope check of handle_alter_partition (exclude_known_losses, KIP-903)
+    fence_on_restart: bool = False  # a restart of an unfenced broker fences it first (kip-903 on)
 
 
 def context(config, scope) -> Context:
@@ -148,6 +156,7 @@ def context(config, scope) -> Context:
         losses,
         scope.exclude_known_losses and LAST_REPLICA_STANDING.name in known,
         scope.exclude_known_losses and STALE_ISR_EXPANSION.name in known,
+        config.rules.registration_waits_for_session,
     )
 
 
@@ -209,7 +218,9 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
         return L.rep_all[b] | _own_queues(ctx, b) | _fetch_queues(ctx) | h["crashes"] | h["power_losses"]
     if name == "restart":
         m = L.rep_all[b] | L.ctrl_all | L.bepoch[b] | q["leader_and_isr"][b] | h["bounces"]
-        if s is None or s.replicas[b].unclean_shutdown:  # the controller takes it out first, telling everyone
+        if s is None or s.replicas[b].unclean_shutdown or ctx.fence_on_restart:
+            # the controller takes it out first (an unclean shutdown, or from kip-903 on the old
+            # session's end), telling everyone
             m |= L.queues("leader_and_isr") | L.field("alive")
         return m
     if name == "tick":
@@ -290,6 +301,8 @@ def ledger_reads(
         m |= sum(L.losers)
         if (s is None and ctx.losses) or (s is not None and ledger.losers):
             m |= L.ctrl["isr"] | L.rep[b]["hw"] | L.field("log")
+    if name == "handle_alter_partition" and BOUNCED_LEADER_PROPOSAL.name in watch:
+        m |= L.queue["alter_partition"][b] | L.ctrl["isr"] | L.rep[b]["alive"]
     return m
 
 
@@ -556,6 +569,7 @@ def _ledger_writes(ctx: Context, g: tuple) -> int:
     if not ctx.watch:
         return m
     m |= L.known[DEPOSED_LEADER_HW.name] | L.known[FAST_BOUNCE_AFTER_LOSS.name] | L.known[STALE_ISR_EXPANSION.name]
+    m |= L.known[BOUNCED_LEADER_PROPOSAL.name]
     if ctx.losses and (name in _CONTROLLER_STEPS or name in _DATA_LOSSES):
         m |= L.known[LAST_REPLICA_STANDING.name]  # only a broker that lost power or its disk makes one
     return m

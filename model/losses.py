@@ -52,8 +52,25 @@ DEPOSED_LEADER_HW = KnownLoss(
     "kip-966",
 )
 
+BOUNCED_LEADER_PROPOSAL = KnownLoss(
+    "bounced-leader-proposal",
+    "a leader restarts before the controller noticed and leads again in the same leader epoch; the "
+    "controller then commits the ISR expansion its previous process had sent, which the new process "
+    "never hears of: it advances its HW over the smaller ISR it knows, past the member added",
+    "KIP-380 (the controller detects a bounced broker and moves leadership away first); KRaft refuses "
+    "the new process's registration while the old session lives (DUPLICATE_BROKER_REGISTRATION)",
+    "kip-903",
+)
+
 KNOWN_LOSSES: dict[str, KnownLoss] = {
-    loss.name: loss for loss in (LAST_REPLICA_STANDING, FAST_BOUNCE_AFTER_LOSS, STALE_ISR_EXPANSION, DEPOSED_LEADER_HW)
+    loss.name: loss
+    for loss in (
+        LAST_REPLICA_STANDING,
+        FAST_BOUNCE_AFTER_LOSS,
+        STALE_ISR_EXPANSION,
+        DEPOSED_LEADER_HW,
+        BOUNCED_LEADER_PROPOSAL,
+    )
 }
 
 
@@ -91,6 +108,18 @@ def stale_isr_expansion(before, st, after, lost: tuple) -> bool:
     return any(
         f in lost and f not in before.controller.isr and len(before.replicas[f].log) < hw for f in after.controller.isr
     )
+
+
+def bounced_leader_proposal(before, st, after) -> bool:
+    """``st`` commits an orphan ISR expansion (its leader crashed after sending it) while that leader
+    is up again, restarted before the controller noticed (a committed orphan keeps the controller's
+    leader and leader epoch): its new process never hears of the commit, as the answer went to the
+    old connection and the LeaderAndIsr of its registration predates it, and advances its HW over
+    the smaller ISR it knows (docs/steps.md, ``crash`` and ``restart``)."""
+    if st.name != "handle_alter_partition" or not set(after.controller.isr) - set(before.controller.isr):
+        return False
+    queue = before.alter_partition[st.replica]
+    return bool(queue) and queue[0].orphan and before.replicas[st.replica].alive
 
 
 def deposed_leader_hw(before, after) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .alphabet import NONE
 from .losses import (
+    BOUNCED_LEADER_PROPOSAL,
     DEPOSED_LEADER_HW,
     FAST_BOUNCE_AFTER_LOSS,
     KNOWN_LOSSES,
@@ -29,6 +30,11 @@ class Protocol:
     # ReplicaManager.makeFollowers before KIP-101 changed partition state only "when the leader is
     # available": a LeaderAndIsr naming no leader (-1) left the follower as it was
     follows_leaderless = False
+    # a restart's registration waits for the controller to end the previous process's session (fence
+    # it) when that still lives: KRaft's ClusterControlManager.registerBroker refuses the new
+    # incarnation (DUPLICATE_BROKER_REGISTRATION), as KIP-380 made the ZooKeeper controller see a
+    # bounced broker as a failure first; before, a fast bounce kept leadership in the same leader epoch
+    registration_waits_for_session = False
 
     def make_follower(self, rep: Replica) -> Replica:
         """ReplicaManager.makeFollowers before KIP-101: truncate the log to the local HW."""
@@ -181,7 +187,8 @@ class Kip903(Kip320):
     so an ISR expansion built on a previous incarnation's fetches is rejected."""
 
     name = "kip-903"
-    known_losses = Kip320.known_losses - {STALE_ISR_EXPANSION.name}
+    known_losses = Kip320.known_losses - {STALE_ISR_EXPANSION.name, BOUNCED_LEADER_PROPOSAL.name}
+    registration_waits_for_session = True
 
     def next_broker_epoch(self, epoch: int) -> int:
         """BrokerRegistrationRequest: every registration gets a new, larger broker epoch."""

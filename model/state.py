@@ -87,6 +87,10 @@ class FetchRequest(NamedTuple):
     query_epoch: int  # -1: a Fetch; else the epoch asked about by OffsetsForLeaderEpoch
     max_batches: int  # a Fetch's limit in whole batches (replica.fetch.max.bytes), 0 = none
     broker_epoch: int = -1  # the follower's broker epoch (Fetch v15 ReplicaState; -1 before kip-903)
+    orphan: bool = False  # its sender crashed after sending it: handled, never answered (docs/steps.md, crash)
+
+    def __repr__(self) -> str:
+        return _repr_without(self, "orphan", False)
 
 
 class FetchResponse(NamedTuple):
@@ -122,6 +126,10 @@ class AlterPartition(NamedTuple):
     partition_epoch: int
     isr: tuple
     broker_epochs: tuple  # per proposed member (NewIsrWithEpochs); -1 unknown, always -1 before kip-903
+    orphan: bool = False  # its leader crashed after sending it: handled, never answered (docs/steps.md, crash)
+
+    def __repr__(self) -> str:
+        return _repr_without(self, "orphan", False)
 
 
 class AlterPartitionResponse(NamedTuple):

@@ -63,26 +63,38 @@ EVERY_FAULT = Budget(
     "Kafka's controller and ReplicaManager keep it whatever fails",
 )
 
+QUORUM = Budget(
+    "every fault of the alphabet, unclean election included; before kip-903, the run enters no "
+    "bounced-leader-proposal (a leader restarted faster than the controller noticed never hears "
+    "that its previous process's ISR expansion was committed: nothing tells it, and its own view "
+    "names fewer members than the controller's)",
+    "Vanlightly/kafka-tlaplus (v3.5 replication quorum); KIP-380 (bounced broker detection)",
+    known_losses=("bounced-leader-proposal",),
+)
+
 DURABILITY = Budget(
     "unclean leader election disabled; at most min.insync.replicas - 1 brokers lose data they had "
     "written (a power loss before write-back, or a lost disk); the run enters none of the variant's "
     "known losses: an ISR left with only members that lost data (Last Replica Standing, closed by "
     "KIP-966), a broker that lost data back by a fast restart the controller did not notice (closed "
     "by KIP-966's unclean shutdown detection), an ISR expansion counting a follower's LEO from before "
-    "it lost data (KAFKA-14139, closed by KIP-903)",
+    "it lost data (KAFKA-14139, closed by KIP-903), a leader restarted faster than the controller "
+    "noticed whose previous process's ISR expansion is committed behind its new HW (closed by KIP-380 "
+    "and KRaft's registration; here by kip-903)",
     "Kafka documentation (Replication: a committed message is not lost while one in-sync replica "
     "survives; min.insync.replicas); KIP-966 (MinISR-1 tolerance to data loss unclean shutdown "
     "events; Last Replica Standing); KIP-903 (KAFKA-14139)",
     losers=MIN_ISR,
     clean_elections=True,
-    known_losses=("last-replica-standing", "fast-bounce-after-loss", "stale-isr-expansion"),
+    known_losses=("last-replica-standing", "fast-bounce-after-loss", "stale-isr-expansion", "bounced-leader-proposal"),
 )
 
 CONVERGENCE = Budget(
     "unclean leader election disabled; no broker that lost data back in the ISR by a fast restart "
     "the controller did not notice (closed by KIP-966) or by an ISR expansion counting its LEO from "
     "before the loss (KAFKA-14139, closed by KIP-903); no deposed leader advancing its HW over its own "
-    "stale ISR view or over what a Last Replica Standing lost (closed by KIP-966); any number of "
+    "stale ISR view or over what a Last Replica Standing lost (closed by KIP-966); no bounced leader's "
+    "orphan ISR expansion committed behind its new HW (closed by kip-903 here); any number of "
     "brokers may lose unflushed "
     "data: KIP-101 and KIP-279 promise that the replicas converge on the leader's log after "
     "simultaneous power losses, even where committed writes are lost",
@@ -90,7 +102,7 @@ CONVERGENCE = Budget(
     "not the loss of multiple simultaneous failures); KIP-279 (fast leader changes); KIP-966 and "
     "KIP-903 (KAFKA-14139)",
     clean_elections=True,
-    known_losses=("fast-bounce-after-loss", "stale-isr-expansion", "deposed-leader-hw"),
+    known_losses=("fast-bounce-after-loss", "stale-isr-expansion", "deposed-leader-hw", "bounced-leader-proposal"),
 )
 
 READS = Budget(
@@ -109,9 +121,11 @@ DURABLE_LOGS = Budget(
     "leader learns that a member of its ISR lost data only from the controller's next LeaderAndIsr "
     "(KIP-966 removes the member when it registers again), and until then its own ISR view names a "
     "replica that lacks the committed prefix; before KIP-966, no deposed leader whose HW the ISR "
-    "does not hold (the known loss deposed-leader-hw: re-elected, it keeps that HW over the new ISR)",
+    "does not hold (the known loss deposed-leader-hw: re-elected, it keeps that HW over the new ISR); "
+    "before kip-903, no bounced leader's orphan ISR expansion committed behind its new HW (the known "
+    "loss bounced-leader-proposal)",
     "hachikuji/kafka-specification (its brokers keep their logs across restarts); KIP-966 "
     "(ReplicationControlManager.handleBrokerUncleanShutdown)",
     losers=NONE_LOST,
-    known_losses=("deposed-leader-hw",),
+    known_losses=("deposed-leader-hw", "bounced-leader-proposal"),
 )

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .budgets import CONVERGENCE, DURABILITY, DURABLE_LOGS, EVERY_FAULT, READS, Budget
+from .budgets import CONVERGENCE, DURABILITY, DURABLE_LOGS, EVERY_FAULT, QUORUM, READS, Budget
 
 FAULT_BUDGET = DURABILITY.statement  # the budget of acknowledged writes, as words
 
@@ -249,6 +249,7 @@ PROPERTIES: list[Property] = [
         "Vanlightly/kafka-tlaplus (v3.5 replication quorum); KIP-497 AlterPartition",
         "invariant",
         replication_quorum_superset,
+        QUORUM,
         reads=("replicas", "controller"),
     ),
     Property(

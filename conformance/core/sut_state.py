@@ -127,10 +127,16 @@ SCHEMA = {
         "request_leader_epoch": _int,
     },
 }
-# fields an object may leave out, with the value that means (a damaged batch is rare: -1 none)
-OPTIONAL = {"replica": {"bad_batch": -1}, "fetch_response": {"bad_batch": -1}}
+# fields an object may leave out, with the value that means (a damaged batch and an orphan are
+# rare: -1 none, false)
+OPTIONAL = {
+    "replica": {"bad_batch": -1},
+    "fetch_request": {"orphan": False},
+    "fetch_response": {"bad_batch": -1},
+    "alter_partition": {"orphan": False},
+}
 for _kind, _fields in OPTIONAL.items():
-    SCHEMA[_kind].update({name: _int for name in _fields})
+    SCHEMA[_kind].update({name: _bool if default is False else _int for name, default in _fields.items()})
 # the model type each object of the report becomes (a test holds SCHEMA to their fields)
 TYPES = {"replica": Replica, "controller": Controller, **MESSAGE_TYPES}
 

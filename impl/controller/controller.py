@@ -10,8 +10,11 @@ controlled shutdown); every change goes to the unfenced brokers as LeaderAndIsr.
 from the leader is fenced by leader epoch and partition epoch (KIP-497).
 
 A fenced broker registers again (a new broker epoch) when it restarts or, alive all along, comes
-back. A restarted broker whose session has not expired yet registers too, with a newer incarnation:
-a fast bounce the controller does not notice, so it keeps its ISR membership and leadership.
+back. A restarted broker whose session has not expired yet: before KIP-903 here (Kafka before
+KIP-380) it registers with a newer incarnation, a fast bounce the controller does not notice, so it
+keeps its ISR membership and leadership; from KIP-903 on its registration is refused
+(DUPLICATE_BROKER_REGISTRATION, as KRaft's ClusterControlManager does) until the old session
+expires and fences it.
 
 With broker epochs checked (KIP-903) an AlterPartition naming a member with a broker epoch other
 than its registration's is ``INELIGIBLE_REPLICA``. With Eligible Leader Replicas (KIP-966) the
@@ -171,6 +174,7 @@ class Controller:
         on_event: Callable[..., None] | None = None,
         min_insync_replicas: int = 1,
         eligible_leader_replicas: bool = False,
+        registration_waits_for_session: bool = False,
         kafka_metadata: bool = False,
         topics: tuple[tuple[str, int], ...] = ((DEFAULT_TOPIC, 1),),
         metadata_store: MetadataStore | None = None,
@@ -180,6 +184,7 @@ class Controller:
         self.events = events  # an EventLog (isrcheck.impl.eventlog) when the run logs its events
         self.min_insync_replicas = min_insync_replicas
         self.elr_enabled = eligible_leader_replicas
+        self.registration_waits_for_session = registration_waits_for_session  # KRaft's, KIP-380's
         self.unclean = unclean_leader_election_enable
         self.scheduler = scheduler
         self.auto = auto
@@ -278,6 +283,7 @@ class Controller:
             on_event=on_event,
             min_insync_replicas=config.min_insync_replicas,
             eligible_leader_replicas=config.variant.eligible_leader_replicas,
+            registration_waits_for_session=config.variant.registration_waits_for_session,
             **kafka,
         )
 
@@ -504,7 +510,10 @@ class Controller:
         broker = req.broker_id
         if broker not in self.replicas or broker != src:
             return BrokerRegistrationResponse(Errors.INVALID_REQUEST, -1)
-        if broker not in self.fenced and req.incarnation <= self.incarnations[broker]:
+        if broker not in self.fenced and (
+            req.incarnation <= self.incarnations[broker]
+            or (self.registration_waits_for_session and req.incarnation > self.incarnations[broker])
+        ):  # an old process's, or (KRaft) a new one's while the old session lives: it retries
             return BrokerRegistrationResponse(Errors.DUPLICATE_BROKER_REGISTRATION, -1)
         retry = req.incarnation == self.incarnations[broker]  # the answer to this process's last one was lost
         if self.elr_enabled and not retry and req.previous_broker_epoch != self.broker_epochs[broker]:

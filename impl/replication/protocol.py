@@ -29,6 +29,13 @@ class ProtocolVariant:
         return self.eligible_leader_replicas
 
     @property
+    def registration_waits_for_session(self) -> bool:
+        """KRaft (and KIP-380 before it): a restarted broker registers only once the controller
+        ended its previous process's session; ``ClusterControlManager.registerBroker`` refuses the
+        new incarnation with DUPLICATE_BROKER_REGISTRATION until then. Here from KIP-903 on."""
+        return self.broker_epochs
+
+    @property
     def fetch_version(self) -> int:
         """Fetch v2 (v0 + max_batches) before KIP-320, v3 (v1 + max_batches) from it, v4 (v3 + the
         follower's broker epoch) from KIP-903."""

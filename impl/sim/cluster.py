@@ -255,11 +255,16 @@ class Cluster:
 
     def restart(self, broker: int) -> None:
         """Start ``broker`` again: log recovery, HW from its checkpoint, registration. Before the
-        controller fenced it this is a fast bounce: it keeps its ISR membership and leadership."""
+        controller fenced it this is a fast bounce: before KIP-903 here it keeps its ISR membership
+        and leadership; from it on the controller refuses the registration until the old session
+        expires, so that expiry (a fence) comes first."""
         self._need_down(broker)
         b = self.world.restart_broker(broker)
         self.stats["restarts"] += 1
         self.world.trace_event("restart", broker, b.log.log_end_offset)
+        controller = self.world.controller
+        if self.world.config.variant.registration_waits_for_session and broker not in controller.fenced:
+            controller.fence(broker)  # DUPLICATE_BROKER_REGISTRATION until the old session ends
         b.register()
         self._settle()
 

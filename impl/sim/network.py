@@ -9,7 +9,9 @@ order unless a reorder is drawn. Partitions block links in both modes.
 
 A lost frame is reported to the node that issued the request (``Endpoint.connection_lost``), the
 way a broken connection fails a ``NetworkClient``'s in-flight requests; in auto mode only after
-``disconnect_detect_ms``, in manual mode at once.
+``disconnect_detect_ms``, in manual mode at once. A node that goes down loses what was sent to it;
+what it sent stays on the wire, as bytes already written to a TCP connection do: its requests
+become orphans, handled by their destination and never answered (docs/steps.md, ``crash``).
 """
 
 from __future__ import annotations
@@ -39,12 +41,18 @@ class NetworkFaults:
 
 
 class Envelope:
-    """One frame in flight: its send order, endpoints, bytes and tag."""
+    """One frame in flight: its send order, endpoints, bytes and tag; ``orphan`` once the process
+    that sent this request died (its answer then reaches nobody)."""
 
-    __slots__ = ("seq", "src", "dst", "frame", "tag")
+    __slots__ = ("seq", "src", "dst", "frame", "tag", "orphan")
 
     def __init__(self, seq: int, src: int, dst: int, frame: bytes, tag: Hashable) -> None:
         self.seq, self.src, self.dst, self.frame, self.tag = seq, src, dst, frame, tag
+        self.orphan = False
+
+    @property
+    def is_request(self) -> bool:
+        return len(self.frame) >= 9 and self.frame[0] == _REQUEST_FLAG_BYTE
 
 
 class SimNetwork:
@@ -80,12 +88,18 @@ class SimNetwork:
         self.endpoints[node_id] = endpoint
 
     def unregister(self, node_id: int) -> None:
-        """The node went down: every frame to or from it is discarded."""
+        """The node went down: every frame to it is discarded; the replication messages it sent stay
+        queued, its requests as orphans (client and registration traffic, ``INSTANT``, goes either
+        way: registration is no message of docs/steps.md, but part of ``restart``)."""
         self.endpoints.pop(node_id, None)
         for tag in sorted(self.queues, key=repr):
             for env in [e for e in self.queues[tag] if node_id in (e.src, e.dst)]:
-                self._remove(env)
-                self._lost(env)
+                if env.dst == node_id or tag == INSTANT:
+                    self._remove(env)
+                    self._lost(env)
+                elif env.is_request:
+                    env.orphan = True
+                    self.changes += 1
         for env in [e for e in self.instant if node_id in (e.src, e.dst)]:
             self.instant.remove(env)
             self._lost(env)
@@ -159,7 +173,7 @@ class SimNetwork:
     def deliver_stale(self, env: Envelope) -> None:
         """Hand over a request taken off the network whose sender's connection is gone (the process
         that sent it died): its answer, if any, is lost without a word to anyone."""
-        self._dead.add((env.src, int.from_bytes(env.frame[_CORRELATION], "big")))
+        env.orphan = True
         self._hand_over(env)
 
     def deliver_instant(self) -> bool:
@@ -222,6 +236,8 @@ class SimNetwork:
         self.delivered += 1
         if self.on_deliver is not None:
             self.on_deliver(env)
+        if env.orphan:  # its answer goes to a closed connection
+            self._dead.add((env.src, int.from_bytes(env.frame[_CORRELATION], "big")))
         endpoint.receive(env.src, env.frame)
 
     def _lost(self, env: Envelope) -> None:

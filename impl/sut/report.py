@@ -139,7 +139,7 @@ class Report:
                     elif kind == "alter_partition_response":  # the leader epoch of its request
                         sent = (r, CODEC.decode_header(env.frame).correlation_id)
                         tag = alter_epochs[sent] = self._alter_epochs.get(sent, -1)
-                    key = (kind, r, env.src, env.dst, env.frame, tag, convert)
+                    key = (kind, r, env.src, env.dst, env.frame, tag, env.orphan, convert)
                     msg = known.get(key)
                     if msg is None:
                         msg = decode(kind, env, tag)
@@ -191,7 +191,13 @@ def _response(
 
 
 def decode(kind: str, env, tag: tuple[int, int] | int | None) -> dict:
-    """One message in flight as its fields (docs/sut-protocol.md, "Messages"), from its wire bytes."""
+    """One message in flight as its fields (docs/sut-protocol.md, "Messages"), from its wire bytes;
+    a request whose sender died since carries ``orphan`` (optional: false when left out)."""
+    fields = _decode(kind, env, tag)
+    return {**fields, "orphan": True} if env.orphan else fields
+
+
+def _decode(kind: str, env, tag: tuple[int, int] | int | None) -> dict:
     header = CODEC.decode_header(env.frame)
     body = CODEC.decode_body(header, env.frame)
     if kind == "fetch_request":

@@ -12,7 +12,7 @@ import z3
 
 from ..alphabet import MESSAGE_KINDS, STEPS, Step
 from .protocols import Protocol
-from .state import ERROR, KIND, Bounds
+from .state import ERROR, KIND, ORPHANS, Bounds
 from .terms import Next, count, zmin
 
 
@@ -239,6 +239,7 @@ def effect_consume(nx: Next, st: Step) -> None:
 
 
 def _outstanding(nx: Next, r: int):
+    """A fetch of r under its current (leader, leader epoch), not an orphan of an earlier process."""
     leader, epoch = nx.rep(r, "leader"), nx.rep(r, "lepoch")
     found = []
     for q in ("fetch_requests", "fetch_responses"):
@@ -248,6 +249,7 @@ def _outstanding(nx: Next, r: int):
                     slot < nx.queue_len(q, r),
                     nx.msg(q, r, slot, "leader") == leader,
                     nx.msg(q, r, slot, "lepoch") == epoch,
+                    _not(nx.msg(q, r, slot, "orphan")) if q == "fetch_requests" else True,
                 )
             )
     return z3.Or(found)
@@ -314,7 +316,7 @@ def effect_handle_fetch(nx: Next, st: Step) -> None:
                 "fetch_responses",
                 r,
                 {k: z3.IntVal(v) if isinstance(v, int) else v for k, v in fields.items()},
-                when=y.rep(r, "alive"),
+                when=z3.And(y.rep(r, "alive"), _not(req["orphan"])),  # an orphan's connection is closed
             )
 
         def records(y: Next) -> None:
@@ -558,7 +560,7 @@ def effect_handle_alter_partition(nx: Next, st: Step) -> None:
             "rlepoch": m["lepoch"],
             **_isr_fields(nx, "c.isr"),
         },
-        when=nx.rep(r, "alive"),
+        when=z3.And(nx.rep(r, "alive"), _not(m["orphan"])),  # an orphan's connection is closed
     )
 
 
@@ -676,11 +678,15 @@ def effect_crash(nx: Next, st: Step) -> None:
         plost=lost,
         unclean=z3.BoolVal(_rules(nx).unclean_shutdown(st.arg, nx.cfg.unclean_shutdown_detection)),
     )
-    for q in MESSAGE_KINDS.values():
+    # what reached r is gone; what r sent stays on the wire, its requests orphaned
+    for q in ("leader_and_isr", "alter_partition_responses", "fetch_responses"):
         nx.clear(q, r)
-    for q in ("fetch_requests", "fetch_responses"):
-        for f in range(nx.b.replicas):
-            nx.keep_only(q, f, lambda slot, q=q, f=f: nx.msg(q, f, slot, "leader") != r)
+    for q in ORPHANS:
+        for slot in range(nx.b.capacity(q)):
+            nx.s[f"{q}{r}.{slot}.orphan"] = z3.Or(nx.msg(q, r, slot, "orphan"), slot < nx.queue_len(q, r))
+    for f in range(nx.b.replicas):
+        if f != r:
+            nx.keep_only("fetch_requests", f, lambda slot, f=f: nx.msg("fetch_requests", f, slot, "leader") != r)
 
 
 def guard_restart(nx: Next, st: Step):
@@ -723,6 +729,8 @@ def effect_restart(nx: Next, st: Step) -> None:
     )
     for k in range(1, nx.b.records + 1):
         _clear_pending(nx, r, k)
+    if nx.cfg.rules.registration_waits_for_session:  # the old session ends first (the model's flag)
+        nx.branch(_not(nx[f"c.fenced{r}"]), lambda x: effect_fence(x, Step("fence", r)))
     _register(nx, r, unclean)
 
 
@@ -829,11 +837,12 @@ def effect_drop(nx: Next, st: Step) -> None:
         if st.arg in ("alter_partition", "alter_partition_response")
         else None
     )
+    orphan = nx.msg(q, r, st.index, "orphan") if st.arg == "alter_partition" else z3.BoolVal(False)
     nx.pop(q, r, st.index)
     if sent_in is not None:
         n = nx.b.replicas
         nx.branch(
-            z3.And(nx.rep(r, "pend"), sent_in == nx.rep(r, "lepoch")),
+            z3.And(nx.rep(r, "pend"), sent_in == nx.rep(r, "lepoch"), _not(orphan)),
             lambda x: _propose_isr(
                 x, r, [x.rep(r, f"pisr{j}") for j in range(n)], [x.rep(r, f"pep{j}") for j in range(n)]
             ),

@@ -79,6 +79,7 @@ SCALARS = {
     "alter_partition_responses": ("err", "lepoch", "pepoch", "rlepoch"),
 }
 HAS_ISR = ("leader_and_isr", "alter_partition", "alter_partition_responses")
+ORPHANS = ("fetch_requests", "alter_partition")  # requests, orphaned by their sender's crash (a Bool)
 QUEUES = tuple(MESSAGE_KINDS.values())
 _REPLICA_INTS = ("len", "durable", "hw", "hwc", "leader", "lepoch", "pepoch", "eso", "trunc", "bepoch", "bad")
 _REPLICA_BOOLS = ("alive", "pend", "plost", "unclean")
@@ -120,6 +121,8 @@ def schema(b: Bounds) -> dict[str, bool]:
                     keys.update({f"{p}isr{j}": True for j in range(n)})
                 if q == "alter_partition":
                     keys.update({f"{p}ep{j}": False for j in range(n)})
+                if q in ORPHANS:
+                    keys[p + "orphan"] = True
                 if q == "fetch_responses":
                     for k in range(b.log):
                         keys.update({f"{p}e{k}": False, f"{p}rec{k}": False, f"{p}base{k}": False})
@@ -274,6 +277,7 @@ def _message(out: dict, p: str, q: str, m, b: Bounds) -> None:
     if q == "fetch_requests":
         m = m or FetchRequest(0, 0, 0, 0, 0, 0, 0)
         out.update(zip((p + f for f in SCALARS[q]), m))
+        out[p + "orphan"] = m.orphan
     elif q == "fetch_responses":
         m = m or FetchResponse(0, 0, NONE, "records", (), 0, 0, 0)
         if m.error not in ERROR:
@@ -305,6 +309,7 @@ def _message(out: dict, p: str, q: str, m, b: Bounds) -> None:
             _member_epochs(out, p + "ep", m.isr, m.broker_epochs, n)
         else:
             out.update({f"{p}ep{j}": 0 for j in range(n)})
+        out[p + "orphan"] = bool(m and m.orphan)
     else:
         m = m or AlterPartitionResponse(NONE, 0, (), 0, 0)
         if m.error not in ERROR:
@@ -401,7 +406,7 @@ def _members(v: dict, p: str, n: int) -> tuple:
 
 def _decode_message(v: dict, p: str, q: str, n: int):
     if q == "fetch_requests":
-        return FetchRequest(*(v[p + f] for f in SCALARS[q]))
+        return FetchRequest(*(v[p + f] for f in SCALARS[q]), orphan=v[p + "orphan"])
     if q == "fetch_responses":
         return FetchResponse(
             v[p + "leader"],
@@ -418,7 +423,9 @@ def _decode_message(v: dict, p: str, q: str, n: int):
         return LeaderAndIsr(v[p + "leader"], v[p + "lepoch"], _members(v, p + "isr", n), v[p + "pepoch"])
     if q == "alter_partition":
         isr = _members(v, p + "isr", n)
-        return AlterPartition(v[p + "lepoch"], v[p + "pepoch"], isr, tuple(v[f"{p}ep{j}"] for j in isr))
+        return AlterPartition(
+            v[p + "lepoch"], v[p + "pepoch"], isr, tuple(v[f"{p}ep{j}"] for j in isr), orphan=v[p + "orphan"]
+        )
     return AlterPartitionResponse(
         ERRORS[v[p + "err"]], v[p + "lepoch"], _members(v, p + "isr", n), v[p + "pepoch"], v[p + "rlepoch"]
     )

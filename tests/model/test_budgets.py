@@ -11,7 +11,7 @@ from isrcheck.conformance.generators.walk import random_walk
 from isrcheck.model import ModelConfig, Step, apply, initial_state
 from isrcheck.model.budget import EMPTY_LEDGER, FaultLedger
 from isrcheck.specs import PROPERTIES
-from isrcheck.specs.budgets import CONVERGENCE, DURABILITY, DURABLE_LOGS, EVERY_FAULT, READS
+from isrcheck.specs.budgets import CONVERGENCE, DURABILITY, DURABLE_LOGS, EVERY_FAULT, QUORUM, READS
 
 
 def ledger_of(protocol: str, steps, **config) -> FaultLedger:
@@ -35,7 +35,7 @@ def test_every_property_has_a_budget_with_its_source():
         "StrongIsr": CONVERGENCE,
         "LogMatching": CONVERGENCE,
         "HighWatermarkBound": EVERY_FAULT,
-        "ReplicationQuorumSuperset": EVERY_FAULT,
+        "ReplicationQuorumSuperset": QUORUM,
         "ElrCompleteness": READS,
         "NoLostAckedWrite": DURABILITY,
         "LeaderCompleteness": READS,

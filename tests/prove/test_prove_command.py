@@ -115,9 +115,9 @@ def test_bad_input_exits_2_naming_it(capsys):
 
 
 def test_broker_epoch_variants_are_encoded(capsys):
-    # kip-966 learns of the unclean shutdown at the restart and elects the broker again as the last
-    # known leader (with a second epoch): the loss is one transition later than kip-903's fast bounce
-    for protocol, depth in (("kip-903", 4), ("kip-966", 5)):
+    # from kip-903 on a restart ends the old session first (a fence), and the broker is elected
+    # again (kip-966: as the last known leader): the loss takes five transitions on both
+    for protocol, depth in (("kip-903", 5), ("kip-966", 5)):
         code = main(
             [
                 "prove",

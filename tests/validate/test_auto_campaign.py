@@ -87,13 +87,13 @@ def test_a_self_driven_failures_replay_hint_runs_it_again(tmp_path, isrcheck_cli
     from isrcheck.conformance.engines.campaign.failures import write_failures
     from isrcheck.conformance.engines.campaign.store import CampaignStore
 
-    row = run_auto_seed("hw-truncation", 100, 17)  # pre-0.11 truncation loses an acknowledged write
+    row = run_auto_seed("hw-truncation", 100, 185)  # pre-0.11 truncation loses an acknowledged write
     assert row["verdict"] == "violation" and row["property"] == "NoLostAckedWrite"
     store = CampaignStore(tmp_path / "c", "hw-truncation")
     store.bind({"protocol": "hw-truncation", "steps": 100, "faults": "default", "mode": "auto"})
     entry = {**row, "seeds": 1, "failure": json.loads(row["failure"])}
     (record,) = write_failures(store, [entry])
-    assert record["replay"] == "isrcheck sim --protocol hw-truncation --replicas 3 --seed 17 --steps 100"
+    assert record["replay"] == "isrcheck sim --protocol hw-truncation --replicas 3 --seed 185 --steps 100"
     done = isrcheck_cli(*record["replay"].split()[1:], "--json")
     assert done.returncode == 1, done.stdout + done.stderr
     replayed = json.loads(done.stdout)

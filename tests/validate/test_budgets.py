@@ -82,9 +82,7 @@ def test_a_last_replica_standing_of_a_self_driven_run_is_broken_outside_its_budg
 def test_a_loss_within_the_budget_is_a_violation_and_its_printed_replay_replays_it(tmp_path):
     """hw-truncation loses acknowledged writes within the budget (KIP-101's problem): a violation,
     whose replay command, as the campaign prints it, runs the same run to the same verdict."""
-    row = next(
-        r for r in (run_auto_seed("hw-truncation", 100, seed) for seed in range(60)) if r["verdict"] == "violation"
-    )
+    row = run_auto_seed("hw-truncation", 100, 185)  # the first such seed (rare since a crash keeps what was sent)
     assert row["property"] == "NoLostAckedWrite" and "NoLostAckedWrite" not in row["beyond_budget"]
     store = CampaignStore(tmp_path / "C", "hw-truncation")
     store.failures.mkdir(parents=True)

@@ -63,10 +63,13 @@ def test_logs_agree_under_every_crash_kind(protocol):
 
 
 def test_hw_truncation_loses_acknowledged_writes_under_the_same_workload():
-    # rarer since a leaderless LeaderAndIsr no longer truncates a follower (0.8-0.10 ignored it)
-    results = [run_simulation("hw-truncation", 3, seed, 300, crash_kinds=("clean", "process")) for seed in range(24)]
-    assert any(s.lost_acked > 0 for s in results)
-    assert any(not s.logs_agree for s in results)
+    # rarer since a leaderless LeaderAndIsr no longer truncates a follower (0.8-0.10 ignored it), and
+    # since a crashed leader's fetch responses in flight still reach their followers (docs/steps.md,
+    # crash): about one seed in 200 loses a write without power losses; with them logs diverge too
+    clean = [run_simulation("hw-truncation", 3, seed, 300, crash_kinds=("clean", "process")) for seed in range(200)]
+    assert any(s.lost_acked > 0 for s in clean)
+    powered = [run_simulation("hw-truncation", 3, seed, 300) for seed in range(130)]
+    assert any(not s.logs_agree for s in powered)
 
 
 @pytest.mark.slow
