@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 from .alphabet import MESSAGE_KINDS, Step
 from .budget import loses_data
-from .history import History
+from .history import COUNTERS, History
 from .losses import (
     DEPOSED_LEADER_HW,
     FAST_BOUNCE_AFTER_LOSS,
@@ -36,13 +36,13 @@ from .losses import (
     STALE_ISR_EXPANSION,
     last_replica_standing,
 )
-from .state import Controller, Replica, State
+from .state import GHOSTS_AT, Controller, Replica, State
 
 _REP = Replica._fields
 _CTRL = tuple(f for f in Controller._fields if f != "broker_epochs")
 _QUEUES = tuple(MESSAGE_KINDS.values())  # State fields 2..6, in State's order
-_HISTORY = History._fields  # State fields 8.., in State's order
-_ADDED = ("acked", "consumed", "consumer_hw_regressed") + _HISTORY[5:]  # unions, a flag set once, counters
+_HISTORY = History._fields  # State fields GHOSTS_AT.., in State's order
+_ADDED = ("acked", "consumed", "consumer_hw_regressed") + COUNTERS  # unions, a flag set once, counters
 _KNOWN = (LAST_REPLICA_STANDING.name, FAST_BOUNCE_AFTER_LOSS.name, STALE_ISR_EXPANSION.name, DEPOSED_LEADER_HW.name)
 # FaultLedger.after's lists: the steps that may change a ledger, and those that may advance an HW
 _HW_STEPS = frozenset(
@@ -591,7 +591,7 @@ def changed(L: Layout, s: State, t: State) -> int:
                     m |= bits[x]
     if s[7] != t[7]:
         m |= L.now
-    for hname, u, v in zip(_HISTORY, s[8:], t[8:]):
+    for hname, u, v in zip(_HISTORY, s[GHOSTS_AT:], t[GHOSTS_AT:]):
         if u is not v and u != v:
             m |= L.hist[hname]
     return m

@@ -41,7 +41,7 @@ from isrcheck.model import (
 )
 from isrcheck.model.budget import EMPTY_LEDGER, exceeded, leaving
 from isrcheck.model.config import ConfigError
-from isrcheck.model.history import EMPTY_HISTORY
+from isrcheck.model.history import COUNTERS, EMPTY_HISTORY, PINNED_COUNTERS
 from isrcheck.model.reads import changed_parts, reads_mask
 from isrcheck.specs import PROPERTIES
 
@@ -371,14 +371,15 @@ class Lockstep:
         )
 
 
-# the ghost counters of the disk faults, left out of the trace hash's first state (zero there)
-_UNHASHED = frozenset(("corruptions", "disk_failures", "fsync_failures", "live_corruptions"))
+# the ghost counters of fault classes added after the first trace hashes (the disk faults' and any
+# later one), left out of the trace hash's first state (zero there)
+_UNHASHED = frozenset(COUNTERS).difference(PINNED_COUNTERS)
 
 
 def _seed_text(state: State) -> str:
     """The initial state as the trace hash starts from: written as its ``repr`` writes it, field
-    by field, but without the disk faults' counters, so every run hashes as it did before those
-    faults existed."""
+    by field, but without the counters of later fault classes, so every run hashes as it did
+    before those faults existed."""
     return (
         "State("
         + ", ".join(f"{name}={value!r}" for name, value in zip(State._fields, state) if name not in _UNHASHED)
