@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .alphabet import FAULTS, NONE, STEPS
+from .alphabet import FAULTS, NONE, PRODUCE, STEPS
 
 # step name -> the fault classes (alphabet.FAULTS) a step of it may be
 _FAULTS_OF = {name: kind.faults for name, kind in STEPS.items() if kind.faults}
-_COUNTED = frozenset(("produce", *_FAULTS_OF))
+_COUNTED = frozenset((PRODUCE, *_FAULTS_OF))
 
 # What clients were told: (field, type, value in the empty history), in the order they close ``State``.
 CLIENT_FIELDS = (
@@ -53,7 +53,7 @@ class History(NamedTuple("_Ghosts", FIELDS)):
         if not outputs and name not in _COUNTED:
             return self
         h = self
-        if name == "produce":
+        if name == PRODUCE:
             h = h._replace(records_produced=h.records_produced + st.records)
         else:
             for fault in _FAULTS_OF.get(name, ()):

@@ -53,6 +53,7 @@ from pathlib import Path
 
 from isrcheck.conformance.engines.apache.distribution import Distribution
 from isrcheck.conformance.vocabulary import UsageError
+from isrcheck.model.alphabet import CRASH, LOSE_DISK
 
 CONTROLLER_ID = 100
 HOST = "127.0.0.1"
@@ -464,7 +465,7 @@ class KafkaCluster:
         if node.alive():
             node.process.kill()
             node.process.wait()
-            self._log_fault(node, "crash", kind=kind)
+            self._log_fault(node, CRASH, kind=kind)
         node.paused = False
 
     def terminate(self, node_id: int, timeout_s: float = STOP_TIMEOUT_S) -> bool:
@@ -478,7 +479,7 @@ class KafkaCluster:
         node.process.send_signal(signal.SIGTERM)
         try:
             node.process.wait(timeout_s)
-            self._log_fault(node, "crash", kind="clean")  # Kafka's shutdown hook ran to its end
+            self._log_fault(node, CRASH, kind="clean")  # Kafka's shutdown hook ran to its end
             return True
         except subprocess.TimeoutExpired:
             self.kill(node_id)
@@ -525,7 +526,7 @@ class KafkaCluster:
         if node.fs is not None:
             node.fs.drop()  # what it held unsynced was on the old disk
         self._format_node(node)
-        self._log_fault(node, "lose_disk")
+        self._log_fault(node, LOSE_DISK)
 
     def _log_fault(self, node: Node, fault: str, **fields) -> None:
         """What a dead JVM cannot record, in its event file (a SIGKILL's crash, a power loss, a lost disk)."""
