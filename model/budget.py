@@ -54,6 +54,8 @@ from .losses import (
     stale_isr_expansion,
 )
 from .protocols import PROTOCOLS
+from .semantics import apply
+from .state import initial_state
 
 
 class FaultLedger(NamedTuple):
@@ -178,9 +180,6 @@ def outside_budget(config, prop, trace) -> str | None:
     """Why the run of ``trace`` (schedule steps, all taken) from the initial state is outside the
     fault budget of property ``prop`` at its end, or None: how an engine that knows no budget
     (bounded model checking) tells a violation from a loss Kafka itself has there."""
-    from .semantics import apply
-    from .state import initial_state
-
     state, ledger = initial_state(config), EMPTY_LEDGER
     for raw in trace:
         st = Step.from_json(raw)

@@ -19,6 +19,7 @@ import os
 import shlex
 import signal
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
 from isrcheck.conformance.vocabulary import INT64_MAX, SEED, Number, UsageError
 
@@ -101,8 +102,6 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("isrcheck")
     except PackageNotFoundError:  # run from a checkout that was never installed

@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 import z3
 
-from ...specs import BY_ID
+from ...specs import BY_ID, Property
 from ..alphabet import (
     CHECKPOINT_HW,
     CONSUME,
@@ -45,7 +45,7 @@ from ..alphabet import (
 from ..budget import outside_budget
 from ..config import ModelConfig, Scope
 from ..constraints import scoped_kinds
-from ..explorer import ReplayRefused, replay, state_key
+from ..explorer import ReplayRefused, explore, replay, state_key
 from ..losses import LAST_REPLICA_STANDING, STALE_ISR_EXPANSION
 from ..state import State, initial_state
 from .actions import Unsupported, fault_counted, successor, unsupported
@@ -723,9 +723,6 @@ def induction(
 def reachable(config: ModelConfig, scope: Scope, state: State, max_states: int | None = None) -> bool | None:
     """Whether the explorer reaches ``state`` (up to what ``state_key`` blanks out) within
     ``scope``; None if it stopped at ``max_states`` first."""
-    from ...specs import Property
-    from ..explorer import explore
-
     key = state_key(scope, state)
     target = Property(
         "Unreached", "the state is not reached", "isrcheck prove", "invariant", lambda s: state_key(scope, s) != key

@@ -184,6 +184,7 @@ class Mutants:
 
     def child(self, seed: int, protocol: str, steps: int, faults: str) -> tuple[Schedule, list[int]]:
         """The seed's schedule and its parents' seeds."""
+        # hypothesis: only when a child is checked against a budget
         from isrcheck.conformance.generators.walk import within_budget
 
         rng = random.Random(seed)
@@ -256,6 +257,7 @@ def run_guided(
     """Run (or resume) a guided campaign of ``params.schedules`` seeds in ``rounds`` rounds, on
     ``spark`` (a session the caller owns) or one started for ``master``; returns summary.json's
     content (also written to ``out``)."""
+    # rich: only when a guided campaign runs
     from isrcheck.conformance.engines.campaign.driver import CampaignError
 
     params.validate()

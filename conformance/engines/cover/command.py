@@ -75,6 +75,7 @@ def kept_when_interrupted(args) -> str:
 
 
 def run(args) -> int:
+    # pyarrow and rich: loaded only when cover runs, not for --help
     from isrcheck.conformance.engines.cover.driver import CoverError, run_cover
 
     config, scope = config_and_scope(args)

@@ -11,9 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from isrcheck.conformance.engines.apache.recording import is_recording
+from isrcheck.conformance.engines.apache.translate import write
 from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.model import PROTOCOLS
 from isrcheck.model.collector import no_cycle_collection
@@ -41,21 +44,14 @@ def validate_path(path: str, protocol: str | None = None, judge: bool = False) -
     the explaining behaviour's fault budgets too (``budgets.py``; a log of one partition)."""
     if protocol is not None and protocol not in PROTOCOLS:
         raise UsageError(f"--protocol: unknown variant {protocol!r} (known: {', '.join(PROTOCOLS)})")
-    from isrcheck.conformance.engines.apache.recording import is_recording
 
     if is_recording(path):  # Apache Kafka's own events (engines/apache/recording), translated first
-        import tempfile
-
-        from isrcheck.conformance.engines.apache.translate import write
-
         with tempfile.TemporaryDirectory(prefix="isrcheck-translated.") as out:
             return validate_path(str(write(path, out)), protocol)
     start = time.perf_counter()
     with no_cycle_collection():
         trace = read_trace(path)
         if protocol is not None and protocol != trace.protocol:
-            from dataclasses import replace
-
             trace.config = replace(trace.config, protocol=protocol)
             trace.protocol = protocol
         verdict = validate_partitions(partition_traces(trace), len(trace.events), judge)
