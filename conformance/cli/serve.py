@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import signal
 
-from isrcheck.conformance.engines.validate.command import validate_run
+from isrcheck.conformance.engines.validate.validation import validate_run
 from isrcheck.impl.real import serve as impl_serve
 
 

@@ -46,7 +46,7 @@ from isrcheck.impl.real.serve import SERVE_DEFAULTS, wait_until_serving
 from isrcheck.impl.replication import ClusterConfig
 
 if TYPE_CHECKING:
-    from isrcheck.conformance.engines.validate.command import LogValidation
+    from isrcheck.conformance.engines.validate.validation import LogValidation
 
 TOPIC = "soak"
 
@@ -382,7 +382,7 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
         )
         if cluster is not None and (options.kafka_events if options.cluster == "kafka" else options.validate):
             cluster.stop()  # every node's log complete before it is read
-            from isrcheck.conformance.engines.validate.command import validate_run  # loads the model: only then
+            from isrcheck.conformance.engines.validate.validation import validate_run  # loads the model: only then
 
             try:
                 result.validation = validate_run(

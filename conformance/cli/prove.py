@@ -18,7 +18,7 @@ import json
 import sys
 from types import SimpleNamespace
 
-from isrcheck.conformance.engines.explore import _build, _save, add_model_arguments
+from isrcheck.conformance.cli.explore import _build, _save, add_model_arguments
 from isrcheck.conformance.vocabulary import Number, UsageError, output_path, read_text
 
 _DEPTH = Number(int, 0, 1_000)
