@@ -79,7 +79,7 @@ class FaultLedger(NamedTuple):
         the known losses in ``watch`` (the variant's own: no budget reads the others, and the
         explorer stores states apart by their ledger)."""
         name = st.name
-        if name not in _LEDGER_STEPS:
+        if name not in LEDGER_STEPS:
             return self
         ledger = self
         if name == CONSUME:
@@ -115,7 +115,7 @@ class FaultLedger(NamedTuple):
             and stale_isr_expansion(before, st, after, ledger.losers)
         ):
             entered.append(STALE_ISR_EXPANSION.name)
-        if name in _HW_STEPS and DEPOSED_LEADER_HW.name in watch and deposed_leader_hw(before, after):
+        if name in HW_STEPS and DEPOSED_LEADER_HW.name in watch and deposed_leader_hw(before, after):
             entered.append(DEPOSED_LEADER_HW.name)
         new = set(entered) - set(ledger.known)
         return ledger._replace(known=tuple(sorted(ledger.known + tuple(new)))) if new else ledger
@@ -128,7 +128,7 @@ class FaultLedger(NamedTuple):
 EMPTY_LEDGER = FaultLedger()
 
 # The steps that may advance a leader's HW (Partition.maybeIncrementLeaderHW's callers).
-_HW_STEPS = frozenset(
+HW_STEPS = frozenset(
     (
         PRODUCE,
         HANDLE_FETCH,
@@ -142,7 +142,7 @@ _HW_STEPS = frozenset(
 # The steps that may change a ledger: a read, a data loss, the steps that change the controller's
 # ISR or bring a broker back, and those that move an HW (where a known loss begins); the rest
 # leave it as it is.
-_LEDGER_STEPS = (
+LEDGER_STEPS = (
     frozenset(
         (
             CONSUME,
@@ -158,7 +158,7 @@ _LEDGER_STEPS = (
             CORRUPT_LIVE,
         )
     )
-    | _HW_STEPS
+    | HW_STEPS
 )
 
 

@@ -53,7 +53,7 @@ from .alphabet import (
     TICK,
     Step,
 )
-from .budget import loses_data
+from .budget import HW_STEPS, LEDGER_STEPS, loses_data  # FaultLedger.after's lists
 from .history import COUNTERS, History
 from .losses import (
     DEPOSED_LEADER_HW,
@@ -70,36 +70,6 @@ _QUEUES = tuple(MESSAGE_KINDS.values())  # State fields 2..6, in State's order
 _HISTORY = History._fields  # State fields GHOSTS_AT.., in State's order
 _ADDED = ("acked", "consumed", "consumer_hw_regressed") + COUNTERS  # unions, a flag set once, counters
 _KNOWN = (LAST_REPLICA_STANDING.name, FAST_BOUNCE_AFTER_LOSS.name, STALE_ISR_EXPANSION.name, DEPOSED_LEADER_HW.name)
-# FaultLedger.after's lists: the steps that may change a ledger, and those that may advance an HW
-_HW_STEPS = frozenset(
-    (
-        PRODUCE,
-        HANDLE_FETCH,
-        SHRINK_ISR,
-        EXPAND_ISR,
-        HANDLE_ALTER_PARTITION_RESPONSE,
-        TICK,
-        DELIVER_LEADER_AND_ISR,
-    )
-)
-_LEDGER_STEPS = (
-    frozenset(
-        (
-            CONSUME,
-            CRASH,
-            LOSE_DISK,
-            RESTART,
-            REJOIN,
-            FENCE,
-            ELECT,
-            HANDLE_ALTER_PARTITION,
-            CORRUPT,
-            FAIL_DISK,
-            CORRUPT_LIVE,
-        )
-    )
-    | _HW_STEPS
-)
 # the steps that may replace the controller's state (the ledger's Last Replica Standing check)
 _CONTROLLER_STEPS = frozenset((ELECT, FENCE, HANDLE_ALTER_PARTITION, REJOIN, RESTART, FAIL_DISK))
 _DATA_LOSSES = frozenset((CRASH, LOSE_DISK, CORRUPT, FAIL_DISK, CORRUPT_LIVE))  # where loses_data may hold
@@ -283,7 +253,7 @@ def ledger_reads(
     ``s`` with ``ledger`` to ``after`` (``s`` None: for any such step, anywhere). A fetch round's
     ledger step is its handle_fetch."""
     L = ctx.L
-    if name not in _LEDGER_STEPS:
+    if name not in LEDGER_STEPS:
         return 0
     if name == CONSUME:
         return L.rep_all[b] | L.ctrl["leader_epoch"]
@@ -305,7 +275,7 @@ def ledger_reads(
         ):
             # a deposed leader living on after Last Replica Standing
             m |= L.field("alive") | L.field("leader") | L.field("leader_epoch") | L.field("hw") | L.ctrl["leader_epoch"]
-        if name in _HW_STEPS:  # a deposed leader advancing its HW: only a broker whose HW rose counts
+        if name in HW_STEPS:  # a deposed leader advancing its HW: only a broker whose HW rose counts
             rose = range(L.n) if s is None else [x for x in range(L.n) if after.replicas[x].hw > s.replicas[x].hw]
             if rose:
                 m |= L.ctrl["leader_epoch"] | sum(L.rep_all[x] for x in rose)
@@ -569,7 +539,7 @@ def _ledger_writes(ctx: Context, g: tuple) -> int:
     name, b = ledger_step(ctx, g), g[1]
     if name == CONSUME:
         return L.stale_reads
-    if name not in _LEDGER_STEPS:
+    if name not in LEDGER_STEPS:
         return 0
     m = L.losers[b] if name in _DATA_LOSSES and ctx.losses else 0
     if not ctx.watch:
