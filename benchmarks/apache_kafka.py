@@ -58,7 +58,7 @@ from isrcheck.conformance.engines.apache.cluster import (  # noqa: E402
 from isrcheck.conformance.engines.apache.distribution import DEFAULT_VERSION, distribution  # noqa: E402
 from isrcheck.conformance.engines.soak.driver import SoakOptions, run_soak  # noqa: E402
 from isrcheck.conformance.engines.soak.faults import Fault  # noqa: E402
-from isrcheck.conformance.engines.validate.command import summary_lines, validate_path  # noqa: E402
+from isrcheck.conformance.engines.validate.validation import summary_lines, validate_path  # noqa: E402
 
 KIB = b"x" * 1024
 MB = 1e6

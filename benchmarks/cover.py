@@ -25,13 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from isrcheck.conformance.cli.cover import add_arguments
+from isrcheck.conformance.cli.explore import config_and_scope
 from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.conformance.core.schedule import load_config
-from isrcheck.conformance.engines.cover.command import add_arguments
 from isrcheck.conformance.engines.cover.driver import run_cover
 from isrcheck.conformance.engines.cover.graph import build_graph
 from isrcheck.conformance.engines.cover.paths import plan_cover
-from isrcheck.conformance.engines.explore import config_and_scope
 
 # running hashes (the trace hash, the simulation's) are copied with their own copy()
 copy._deepcopy_dispatch[type(hashlib.blake2b())] = lambda h, memo: h.copy()  # type: ignore[attr-defined]

@@ -36,10 +36,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
 from isrcheck.conformance import random_walk, run_schedule
+from isrcheck.conformance.cli.cover import COVER_SCOPE
 from isrcheck.conformance.core.lockstep import Lockstep
 from isrcheck.conformance.core.schedule import load_config
 from isrcheck.conformance.engines.campaign.guided import Corpus
-from isrcheck.conformance.engines.cover.command import COVER_SCOPE
 from isrcheck.conformance.engines.cover.executor import CoverSpec, run_schedule_of_plan
 from isrcheck.conformance.engines.cover.graph import build_graph
 from isrcheck.conformance.engines.cover.paths import plan_cover

@@ -65,8 +65,8 @@ from importlib import metadata
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
+from isrcheck.conformance.cli import serve  # noqa: E402 (after the sys.path edit above)
 from isrcheck.impl.controller import CONTROLLER_ID  # noqa: E402 (after the sys.path edit above)
-from isrcheck.impl.real import serve  # noqa: E402 (after the sys.path edit above)
 from isrcheck.impl.real.processes import ProcessCluster  # noqa: E402 (after the sys.path edit above)
 
 TOPIC = "bench"

@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from isrcheck.model.alphabet import CONSUME, HANDLE_FETCH, HANDLE_FETCH_RESPONSE, PRODUCE, SEND_FETCH, TICK
+
 CHECK = """
 import json, resource, sys, time
 from isrcheck.conformance import load_schedule, run_schedule
@@ -35,14 +37,14 @@ print(json.dumps({"verdict": verdict.kind, "steps": verdict.steps_run, "seconds"
 def cycle(steps: int, protocol: str):
     from isrcheck.conformance import Schedule
 
-    one = [{"step": "produce", "replica": 0, "acks": -1}]
+    one = [{"step": PRODUCE, "replica": 0, "acks": -1}]
     one += [
         {"step": name, "replica": f}
         for _ in range(2)
         for f in (1, 2)
-        for name in ("send_fetch", "handle_fetch", "handle_fetch_response")
+        for name in (SEND_FETCH, HANDLE_FETCH, HANDLE_FETCH_RESPONSE)
     ]
-    one += [{"step": "consume", "replica": 0}, {"step": "tick"}]
+    one += [{"step": CONSUME, "replica": 0}, {"step": TICK}]
     return Schedule.from_json(
         {"version": 1, "protocol": protocol, "name": f"cycle-{steps}", "steps": (one * (steps // len(one) + 1))[:steps]}
     )

@@ -18,6 +18,8 @@ import resource
 import subprocess
 import sys
 
+from isrcheck.model.alphabet import HANDLE_FETCH, HANDLE_FETCH_RESPONSE
+
 CEX = ("hw-truncation", "kip-101", "kip-279")
 # the smallest scope the explorer finds each variant's StrongIsr counterexample in (two brokers)
 SMALLEST = {
@@ -104,7 +106,7 @@ def scope_args(replicas: int, records: int, epochs: int, crashes: int) -> list[s
 
 
 def transitions(trace: list[dict]) -> int:
-    return sum(1 for st in trace if st["step"] not in ("handle_fetch", "handle_fetch_response"))
+    return sum(1 for st in trace if st["step"] not in (HANDLE_FETCH, HANDLE_FETCH_RESPONSE))
 
 
 def part_cex(budget: float, extra: list[str], smallest: bool = False) -> None:

@@ -13,6 +13,7 @@ import argparse
 import time
 
 from isrcheck.model import ModelConfig, Scope, explore
+from isrcheck.model.alphabet import HANDLE_FETCH, HANDLE_FETCH_RESPONSE
 from isrcheck.model.smt.bmc import bmc, bounds_for
 from isrcheck.model.smt.state import QUEUES
 from isrcheck.specs import BY_ID
@@ -56,7 +57,7 @@ SCOPES = {
 
 
 def transitions(trace: list[dict]) -> int:
-    return sum(1 for st in trace if st["step"] not in ("handle_fetch", "handle_fetch_response"))
+    return sum(1 for st in trace if st["step"] not in (HANDLE_FETCH, HANDLE_FETCH_RESPONSE))
 
 
 def found(violations, props) -> str:

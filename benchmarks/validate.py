@@ -28,9 +28,9 @@ import tempfile
 import time
 from dataclasses import replace
 
-from isrcheck.conformance.engines.validate.command import validate_path
 from isrcheck.conformance.engines.validate.events import partition_traces, read_trace
 from isrcheck.conformance.engines.validate.search import validate_partitions
+from isrcheck.conformance.engines.validate.validation import validate_path
 from isrcheck.impl.sim.workload import Workload, run_simulation, sim_config
 from isrcheck.model.collector import no_cycle_collection
 

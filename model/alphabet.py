@@ -19,6 +19,32 @@ MAX_REPLICAS = 5  # brokers of a schedule's cluster, ids 0 .. replicas - 1
 ACKS = (0, 1, -1)  # producer acks; -1 is acks=all
 CRASH_KINDS = ("clean", "process", "power")  # the order is also "less destructive first"
 
+# The step names, as code spells them outside this module and model/actions.py (a test finds a
+# step name spelled as a literal elsewhere); STEPS below declares each in the alphabet's order.
+PRODUCE = "produce"
+CONSUME = "consume"
+SEND_FETCH = "send_fetch"
+HANDLE_FETCH = "handle_fetch"
+HANDLE_FETCH_RESPONSE = "handle_fetch_response"
+DELIVER_LEADER_AND_ISR = "deliver_leader_and_isr"
+SHRINK_ISR = "shrink_isr"
+EXPAND_ISR = "expand_isr"
+HANDLE_ALTER_PARTITION = "handle_alter_partition"
+HANDLE_ALTER_PARTITION_RESPONSE = "handle_alter_partition_response"
+ELECT = "elect"
+FENCE = "fence"
+REJOIN = "rejoin"
+CRASH = "crash"
+RESTART = "restart"
+LOSE_DISK = "lose_disk"
+FLUSH = "flush"
+CHECKPOINT_HW = "checkpoint_hw"
+TICK = "tick"
+DROP = "drop"
+CORRUPT = "corrupt"
+FAIL_DISK = "fail_disk"
+CORRUPT_LIVE = "corrupt_live"
+
 # message kind -> the State field holding its per-replica FIFOs (docs/steps.md, "Messages in flight")
 # the I/O operation of a log directory that fails, and its errno (docs/steps.md, "Disk faults")
 DISK_IO = ("write:EIO", "write:ENOSPC", "fsync:EIO", "fsync:ENOSPC", "read:EIO")
@@ -175,57 +201,57 @@ STEPS: Mapping[str, StepKind] = {
     k.name: k
     for k in (
         StepKind(
-            "produce",
+            PRODUCE,
             ("replica", "acks", "records"),
             "ProduceRequest; Partition.appendRecordsToLeader with acks and min.insync.replicas",
             weight=3.0,
         ),
-        StepKind("consume", ("replica",), "consumer Fetch from offset 0 (reads below the HW)", switch="consumes"),
+        StepKind(CONSUME, ("replica",), "consumer Fetch from offset 0 (reads below the HW)", switch="consumes"),
         StepKind(
-            "send_fetch",
+            SEND_FETCH,
             ("replica", "max_batches"),
             "ReplicaFetcherThread sends a Fetch (replica.fetch.max.bytes), or OffsetsForLeaderEpoch "
             "while truncating (KIP-101)",
             weight=4.0,
         ),
         StepKind(
-            "handle_fetch",
+            HANDLE_FETCH,
             ("replica",),
             "ReplicaManager.fetchMessages on the leader; KIP-320 epoch validation",
             weight=4.0,
         ),
         StepKind(
-            "handle_fetch_response",
+            HANDLE_FETCH_RESPONSE,
             ("replica",),
             "ReplicaFetcherThread.processPartitionData and truncation (KIP-101, KIP-279, KIP-320)",
             weight=4.0,
         ),
         StepKind(
-            "deliver_leader_and_isr",
+            DELIVER_LEADER_AND_ISR,
             ("replica", "index"),
             "LeaderAndIsr; ReplicaManager.becomeLeaderOrFollower (makeLeader / makeFollower)",
             queue="leader_and_isr",
             weight=3.0,
             lifecycle=True,
         ),
-        StepKind("shrink_isr", ("replica",), "Partition.maybeShrinkIsr (replica.lag.time.max.ms)"),
+        StepKind(SHRINK_ISR, ("replica",), "Partition.maybeShrinkIsr (replica.lag.time.max.ms)"),
         StepKind(
-            "expand_isr", ("replica",), "Partition.maybeExpandIsr (KIP-320: HW reached the epoch start)", weight=2.0
+            EXPAND_ISR, ("replica",), "Partition.maybeExpandIsr (KIP-320: HW reached the epoch start)", weight=2.0
         ),
         StepKind(
-            "handle_alter_partition",
+            HANDLE_ALTER_PARTITION,
             ("replica",),
             "controller AlterPartition handling, leader and partition epoch fencing (KIP-497)",
             weight=2.0,
         ),
         StepKind(
-            "handle_alter_partition_response",
+            HANDLE_ALTER_PARTITION_RESPONSE,
             ("replica",),
             "AlterPartitionManager callback; Partition.handleAlterPartitionUpdate",
             weight=2.0,
         ),
         StepKind(
-            "elect",
+            ELECT,
             ("replica",),
             "controller leader election (clean, unclean.leader.election.enable); "
             "with a target, preferred replica election or controlled shutdown",
@@ -241,16 +267,16 @@ STEPS: Mapping[str, StepKind] = {
             weight=3.0,
         ),
         StepKind(
-            "fence",
+            FENCE,
             ("replica",),
             "broker session expiry: the controller fences the broker, which may be alive (a zombie, KAFKA-6880)",
             faults=(Fault("zombie", "zombies", "alive", "a live broker fenced: its session expired (KAFKA-6880)"),),
             weight=1.5,
             lifecycle=True,
         ),
-        StepKind("rejoin", ("replica",), "a live fenced broker re-registers with a new broker epoch", weight=1.5),
+        StepKind(REJOIN, ("replica",), "a live fenced broker re-registers with a new broker epoch", weight=1.5),
         StepKind(
-            "crash",
+            CRASH,
             ("replica", "kind", "survive", "torn", "tail"),
             "broker failure: clean shutdown, process crash, power loss (partial write-back, torn batch)",
             faults=(
@@ -267,7 +293,7 @@ STEPS: Mapping[str, StepKind] = {
             lifecycle=True,
         ),
         StepKind(
-            "restart",
+            RESTART,
             ("replica",),
             "broker restart: log recovery (LogLoader), registration; a fast bounce when the controller never fenced it",
             faults=(
@@ -282,7 +308,7 @@ STEPS: Mapping[str, StepKind] = {
             lifecycle=True,
         ),
         StepKind(
-            "lose_disk",
+            LOSE_DISK,
             ("replica",),
             "a down broker's log directory replaced by an empty one (KAFKA-14139)",
             faults=(
@@ -293,7 +319,7 @@ STEPS: Mapping[str, StepKind] = {
             weight=0.0,
         ),
         StepKind(
-            "flush",
+            FLUSH,
             ("replica",),
             "Log.flush and the replication-offset-checkpoint write",
             weight=0.5,
@@ -301,15 +327,15 @@ STEPS: Mapping[str, StepKind] = {
             switch="flushes",
         ),
         StepKind(
-            "checkpoint_hw",
+            CHECKPOINT_HW,
             ("replica",),
             "ReplicaManager.checkpointHighWatermarks without a log flush",
             weight=0.5,
             switch="hw_checkpoints",
         ),
-        StepKind("tick", (), "clock advance: DelayedProduce expiry (request.timeout.ms), replica lag"),
+        StepKind(TICK, (), "clock advance: DelayedProduce expiry (request.timeout.ms), replica lag"),
         StepKind(
-            "drop",
+            DROP,
             ("message", "replica", "index"),
             "network loss of one in-flight message",
             faults=(Fault("drop", "drops", "always", "a message lost by the network"),),
@@ -317,7 +343,7 @@ STEPS: Mapping[str, StepKind] = {
         ),
         # the disk faults come last: the order of every other step's enumeration stays as it was
         StepKind(
-            "corrupt",
+            CORRUPT,
             ("replica",),
             "a flushed batch corrupted at rest, found by log recovery's CRC check (LogSegment.recover)",
             faults=(
@@ -333,7 +359,7 @@ STEPS: Mapping[str, StepKind] = {
             disk_fault=True,
         ),
         StepKind(
-            "fail_disk",
+            FAIL_DISK,
             ("replica", "io"),
             "an I/O error of the log directory: LogDirFailureChannel takes it "
             "offline (KIP-112), the broker halts, the controller elects elsewhere",
@@ -356,7 +382,7 @@ STEPS: Mapping[str, StepKind] = {
             disk_fault=True,
         ),
         StepKind(
-            "corrupt_live",
+            CORRUPT_LIVE,
             ("replica",),
             "a flushed batch corrupted at rest under a live broker, found by a read: "
             "the follower's CRC check refuses it (appendAsFollower), a consumer's fetch fails",

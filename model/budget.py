@@ -19,7 +19,27 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
-from .alphabet import Step
+from .alphabet import (
+    CONSUME,
+    CORRUPT,
+    CORRUPT_LIVE,
+    CRASH,
+    DELIVER_LEADER_AND_ISR,
+    ELECT,
+    EXPAND_ISR,
+    FAIL_DISK,
+    FENCE,
+    HANDLE_ALTER_PARTITION,
+    HANDLE_ALTER_PARTITION_RESPONSE,
+    HANDLE_FETCH,
+    LOSE_DISK,
+    PRODUCE,
+    REJOIN,
+    RESTART,
+    SHRINK_ISR,
+    TICK,
+    Step,
+)
 from .config import ScheduleConfig
 from .losses import (
     BOUNCED_LEADER_PROPOSAL,
@@ -36,6 +56,8 @@ from .losses import (
     stale_isr_expansion,
 )
 from .protocols import PROTOCOLS
+from .semantics import apply
+from .state import initial_state
 
 
 class FaultLedger(NamedTuple):
@@ -59,10 +81,10 @@ class FaultLedger(NamedTuple):
         the known losses in ``watch`` (the variant's own: no budget reads the others, and the
         explorer stores states apart by their ledger)."""
         name = st.name
-        if name not in _LEDGER_STEPS:
+        if name not in LEDGER_STEPS:
             return self
         ledger = self
-        if name == "consume":
+        if name == CONSUME:
             rep = before.replicas[st.replica]
             if not self.stale_reads and rep.leader == st.replica and rep.leader_epoch != before.controller.leader_epoch:
                 ledger = ledger._replace(stale_reads=True)
@@ -86,22 +108,22 @@ class FaultLedger(NamedTuple):
             and deposed_leader_lives(after)
         ):
             entered.append(DEPOSED_LEADER_HW.name)
-        if name == "restart" and FAST_BOUNCE_AFTER_LOSS.name in watch and fast_bounce_after_loss(before, st):
+        if name == RESTART and FAST_BOUNCE_AFTER_LOSS.name in watch and fast_bounce_after_loss(before, st):
             entered.append(FAST_BOUNCE_AFTER_LOSS.name)
         if (
-            name == "handle_alter_partition"
+            name == HANDLE_ALTER_PARTITION
             and ledger.losers
             and STALE_ISR_EXPANSION.name in watch
             and stale_isr_expansion(before, st, after, ledger.losers)
         ):
             entered.append(STALE_ISR_EXPANSION.name)
         if (
-            name == "handle_alter_partition"
+            name == HANDLE_ALTER_PARTITION
             and BOUNCED_LEADER_PROPOSAL.name in watch
             and bounced_leader_proposal(before, st, after)
         ):
             entered.append(BOUNCED_LEADER_PROPOSAL.name)
-        if name in _HW_STEPS and DEPOSED_LEADER_HW.name in watch and deposed_leader_hw(before, after):
+        if name in HW_STEPS and DEPOSED_LEADER_HW.name in watch and deposed_leader_hw(before, after):
             entered.append(DEPOSED_LEADER_HW.name)
         new = set(entered) - set(ledger.known)
         return ledger._replace(known=tuple(sorted(ledger.known + tuple(new)))) if new else ledger
@@ -114,37 +136,37 @@ class FaultLedger(NamedTuple):
 EMPTY_LEDGER = FaultLedger()
 
 # The steps that may advance a leader's HW (Partition.maybeIncrementLeaderHW's callers).
-_HW_STEPS = frozenset(
+HW_STEPS = frozenset(
     (
-        "produce",
-        "handle_fetch",
-        "shrink_isr",
-        "expand_isr",
-        "handle_alter_partition_response",
-        "tick",
-        "deliver_leader_and_isr",
+        PRODUCE,
+        HANDLE_FETCH,
+        SHRINK_ISR,
+        EXPAND_ISR,
+        HANDLE_ALTER_PARTITION_RESPONSE,
+        TICK,
+        DELIVER_LEADER_AND_ISR,
     )
 )
 # The steps that may change a ledger: a read, a data loss, the steps that change the controller's
 # ISR or bring a broker back, and those that move an HW (where a known loss begins); the rest
 # leave it as it is.
-_LEDGER_STEPS = (
+LEDGER_STEPS = (
     frozenset(
         (
-            "consume",
-            "crash",
-            "lose_disk",
-            "restart",
-            "rejoin",
-            "fence",
-            "elect",
-            "handle_alter_partition",
-            "corrupt",
-            "fail_disk",
-            "corrupt_live",
+            CONSUME,
+            CRASH,
+            LOSE_DISK,
+            RESTART,
+            REJOIN,
+            FENCE,
+            ELECT,
+            HANDLE_ALTER_PARTITION,
+            CORRUPT,
+            FAIL_DISK,
+            CORRUPT_LIVE,
         )
     )
-    | _HW_STEPS
+    | HW_STEPS
 )
 
 
@@ -166,9 +188,6 @@ def outside_budget(config, prop, trace) -> str | None:
     """Why the run of ``trace`` (schedule steps, all taken) from the initial state is outside the
     fault budget of property ``prop`` at its end, or None: how an engine that knows no budget
     (bounded model checking) tells a violation from a loss Kafka itself has there."""
-    from .semantics import apply
-    from .state import initial_state
-
     state, ledger = initial_state(config), EMPTY_LEDGER
     for raw in trace:
         st = Step.from_json(raw)
@@ -213,19 +232,19 @@ class FaultBudget:
             if self.spare_known_gaps and in_some_isr(state, st.replica):
                 return False
             return not self.lrs or tuple(state.controller.isr) != (st.replica,)
-        if name == "restart" and self.fast_bounce and st.replica not in state.controller.fenced:
+        if name == RESTART and self.fast_bounce and st.replica not in state.controller.fenced:
             return not state.replicas[st.replica].power_lost
-        if name == "consume":  # a deposed leader serves its stale HW; see the class docstring
+        if name == CONSUME:  # a deposed leader serves its stale HW; see the class docstring
             rep = state.replicas[st.replica]
             return rep.leader != st.replica or rep.leader_epoch == state.controller.leader_epoch
-        if name == "expand_isr" and self.stale:
+        if name == EXPAND_ISR and self.stale:
             rep = state.replicas[st.replica]
             return not any(
                 (st.replica, f) in self.stale
                 for f in range(len(state.replicas))
                 if f not in rep.isr and rep.remote_leo[f] >= rep.hw
             )
-        if name in ("fence", "fail_disk") and self.lrs:  # a failed disk fences its broker too
+        if name in (FENCE, FAIL_DISK) and self.lrs:  # a failed disk fences its broker too
             # Fencing another broker must not leave a down, data-losing replica as the sole ISR member.
             rest = tuple(i for i in state.controller.isr if i != st.replica)
             if len(rest) == 1:
@@ -239,7 +258,7 @@ class FaultBudget:
             self.losers.add(st.replica)
             if self.stale_expansion:
                 self.stale |= {(i, st.replica) for i in range(len(before.replicas))}
-        elif st.name == "handle_fetch" and self.stale:
+        elif st.name == HANDLE_FETCH and self.stale:
             request = before.fetch_requests[st.replica][0]
             if not request.orphan:  # an orphan was sent before the loss: it tells the leader nothing new
                 self.stale.discard((request.leader, st.replica))

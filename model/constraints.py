@@ -7,7 +7,19 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .alphabet import STEPS, Step, step_kinds
+from .alphabet import (
+    CRASH,
+    ELECT,
+    FENCE,
+    HANDLE_ALTER_PARTITION,
+    PRODUCE,
+    REJOIN,
+    SEND_FETCH,
+    STEPS,
+    TICK,
+    Step,
+    step_kinds,
+)
 from .config import ModelConfig, Scope
 from .losses import STALE_ISR_EXPANSION
 from .state import State
@@ -29,16 +41,16 @@ def group_in_scope(scope: Scope, s: State, name: str) -> bool:
     for fault in _ALWAYS.get(name, ()):
         if getattr(s, fault.counter) >= getattr(scope, fault.bound):
             return False
-    if name == "produce":
+    if name == PRODUCE:
         return s.records_produced < scope.max_records
-    if name == "elect":
+    if name == ELECT:
         return s.controller.leader_epoch < scope.max_epoch
-    if name == "tick":
+    if name == TICK:
         return s.now < scope.max_clock
     switch = STEPS[name].switch
     if switch is not None:
         return getattr(scope, switch)
-    if name == "rejoin":
+    if name == REJOIN:
         return scope.max_zombies > 0
     return True
 
@@ -48,7 +60,7 @@ def step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> bool
     for fault in _SOMETIMES[name]:
         if getattr(s, fault.counter) >= getattr(scope, fault.bound) and fault.counts(st, s):
             return False
-    if name == "produce":
+    if name == PRODUCE:
         # A rejected produce changes nothing but the next record id, and every property is blind
         # to renaming record ids: leaving rejected produces out loses no reachable situation.
         rep = s.replicas[st.replica]
@@ -58,14 +70,14 @@ def step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> bool
             and (st.arg != -1 or len(rep.isr) >= config.min_insync_replicas)
             and (st.records <= scope.max_batch_records and s.records_produced + st.records <= scope.max_records)
         )
-    if name == "crash":
+    if name == CRASH:
         if st.arg != "power":
             return st.arg in scope.crash_kinds
         return (scope.torn_writes or not (st.survive or st.torn)) and (scope.garbage_tails or st.tail == "cut")
-    if name == "send_fetch":
+    if name == SEND_FETCH:
         return st.max_batches == 0 or (scope.partial_fetches and st.max_batches == 1)
     if (
-        name == "handle_alter_partition"
+        name == HANDLE_ALTER_PARTITION
         and scope.exclude_known_losses
         and STALE_ISR_EXPANSION.name in config.rules.known_losses
     ):
@@ -76,7 +88,7 @@ def step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> bool
         m = s.alter_partition[st.replica][0]
         lead = s.replicas[st.replica]
         return all(f in s.controller.isr or lead.remote_leo[f] <= len(s.replicas[f].log) for f in m.isr)
-    if name == "fence":
+    if name == FENCE:
         return st.replica != s.controller.leader or s.controller.leader_epoch < scope.max_epoch
     return True
 
@@ -84,11 +96,11 @@ def step_in_scope(config: ModelConfig, scope: Scope, s: State, st: Step) -> bool
 # with a per-step scope condition
 FINE = frozenset(
     (
-        "produce",
-        "crash",
-        "fence",
-        "handle_alter_partition",
-        "send_fetch",
+        PRODUCE,
+        CRASH,
+        FENCE,
+        HANDLE_ALTER_PARTITION,
+        SEND_FETCH,
         *(name for name, faults in _SOMETIMES.items() if faults),
     )
 )
@@ -102,11 +114,11 @@ def scoped_kinds(config: ModelConfig, scope: Scope) -> tuple:
     def static(st: Step) -> bool:
         if any(f.static and getattr(scope, f.bound) == 0 and f.counts(st, None) for f in _SOMETIMES[st.name]):
             return False  # a fault class the scope leaves out
-        if st.name == "produce":
+        if st.name == PRODUCE:
             return st.arg in scope.acks and st.records <= scope.max_batch_records
-        if st.name == "send_fetch":
+        if st.name == SEND_FETCH:
             return st.max_batches == 0 or (scope.partial_fetches and st.max_batches == 1)
-        if st.name == "crash":
+        if st.name == CRASH:
             if st.arg != "power":
                 return st.arg in scope.crash_kinds
             return (scope.torn_writes or not (st.survive or st.torn)) and (scope.garbage_tails or st.tail == "cut")

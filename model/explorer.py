@@ -27,7 +27,7 @@ from typing import Callable, Iterable
 
 from ..specs import PROPERTIES, Property
 from .actions import ACTIONS, HandleFetch, HandleFetchResponse, SendFetch
-from .alphabet import Step, steps_of
+from .alphabet import DELIVER_LEADER_AND_ISR, HANDLE_FETCH, HANDLE_FETCH_RESPONSE, SEND_FETCH, Step, steps_of
 from .budget import EMPTY_LEDGER
 from .collector import no_cycle_collection
 from .config import ModelConfig, Scope
@@ -126,7 +126,7 @@ def successors(config: ModelConfig, scope: Scope, s: State):
         action = ACTIONS[name]
         guard = action.guard
         if rounds and name in _FETCH_STEPS:
-            if name == "send_fetch":
+            if name == SEND_FETCH:
                 for st in steps:
                     if step_in_scope(config, scope, s, st) and guard(config, s, st) is None:
                         t = _fetch_round(config, s, st)
@@ -137,7 +137,7 @@ def successors(config: ModelConfig, scope: Scope, s: State):
             continue
         fine = name in FINE
         for st in steps if steps is not None else steps_of(kind, n, s):
-            if name == "deliver_leader_and_isr" and _ignored(s, st):
+            if name == DELIVER_LEADER_AND_ISR and _ignored(s, st):
                 continue  # leads back to the same state key (state_key drops ignored requests)
             if (not fine or step_in_scope(config, scope, s, st)) and guard(config, s, st) is None:
                 yield (st,), take(config, s, st, action)[0], ()
@@ -174,10 +174,10 @@ def _fetch_round(config: ModelConfig, s: State, send: Step):
     nx.take(SendFetch, send)
     if not nx.msgs.get("fetch_requests", s.fetch_requests)[r]:
         return None
-    handle = Step("handle_fetch", r)
+    handle = Step(HANDLE_FETCH, r)
     nx.take(HandleFetch, handle)
     served = nx.freeze()
-    response = Step("handle_fetch_response", r)
+    response = Step(HANDLE_FETCH_RESPONSE, r)
     nx.take(HandleFetchResponse, response)
     return (send, handle, response), nx.freeze(), (served,)
 

@@ -26,9 +26,35 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
-from .alphabet import MESSAGE_KINDS, Step
-from .budget import loses_data
-from .history import History
+from .alphabet import (
+    CHECKPOINT_HW,
+    CONSUME,
+    CORRUPT,
+    CORRUPT_LIVE,
+    CRASH,
+    DELIVER_LEADER_AND_ISR,
+    DROP,
+    ELECT,
+    EXPAND_ISR,
+    FAIL_DISK,
+    FENCE,
+    FLUSH,
+    HANDLE_ALTER_PARTITION,
+    HANDLE_ALTER_PARTITION_RESPONSE,
+    HANDLE_FETCH,
+    HANDLE_FETCH_RESPONSE,
+    LOSE_DISK,
+    MESSAGE_KINDS,
+    PRODUCE,
+    REJOIN,
+    RESTART,
+    SEND_FETCH,
+    SHRINK_ISR,
+    TICK,
+    Step,
+)
+from .budget import HW_STEPS, LEDGER_STEPS, loses_data  # FaultLedger.after's lists
+from .history import COUNTERS, History
 from .losses import (
     BOUNCED_LEADER_PROPOSAL,
     DEPOSED_LEADER_HW,
@@ -37,13 +63,13 @@ from .losses import (
     STALE_ISR_EXPANSION,
     last_replica_standing,
 )
-from .state import Controller, Replica, State
+from .state import GHOSTS_AT, Controller, Replica, State
 
 _REP = Replica._fields
 _CTRL = tuple(f for f in Controller._fields if f != "broker_epochs")
 _QUEUES = tuple(MESSAGE_KINDS.values())  # State fields 2..6, in State's order
-_HISTORY = History._fields  # State fields 8.., in State's order
-_ADDED = ("acked", "consumed", "consumer_hw_regressed") + _HISTORY[5:]  # unions, a flag set once, counters
+_HISTORY = History._fields  # State fields GHOSTS_AT.., in State's order
+_ADDED = ("acked", "consumed", "consumer_hw_regressed") + COUNTERS  # unions, a flag set once, counters
 _KNOWN = (
     LAST_REPLICA_STANDING.name,
     FAST_BOUNCE_AFTER_LOSS.name,
@@ -51,39 +77,9 @@ _KNOWN = (
     DEPOSED_LEADER_HW.name,
     BOUNCED_LEADER_PROPOSAL.name,
 )
-# FaultLedger.after's lists: the steps that may change a ledger, and those that may advance an HW
-_HW_STEPS = frozenset(
-    (
-        "produce",
-        "handle_fetch",
-        "shrink_isr",
-        "expand_isr",
-        "handle_alter_partition_response",
-        "tick",
-        "deliver_leader_and_isr",
-    )
-)
-_LEDGER_STEPS = (
-    frozenset(
-        (
-            "consume",
-            "crash",
-            "lose_disk",
-            "restart",
-            "rejoin",
-            "fence",
-            "elect",
-            "handle_alter_partition",
-            "corrupt",
-            "fail_disk",
-            "corrupt_live",
-        )
-    )
-    | _HW_STEPS
-)
 # the steps that may replace the controller's state (the ledger's Last Replica Standing check)
-_CONTROLLER_STEPS = frozenset(("elect", "fence", "handle_alter_partition", "rejoin", "restart", "fail_disk"))
-_DATA_LOSSES = frozenset(("crash", "lose_disk", "corrupt", "fail_disk", "corrupt_live"))  # where loses_data may hold
+_CONTROLLER_STEPS = frozenset((ELECT, FENCE, HANDLE_ALTER_PARTITION, REJOIN, RESTART, FAIL_DISK))
+_DATA_LOSSES = frozenset((CRASH, LOSE_DISK, CORRUPT, FAIL_DISK, CORRUPT_LIVE))  # where loses_data may hold
 
 
 class Layout:
@@ -163,7 +159,7 @@ def context(config, scope) -> Context:
 def group(st: Step) -> tuple:
     """The group a step belongs to: the steps of one kind and broker (and message kind, or target),
     whatever their other fields; a persistent set holds a group whole."""
-    return (st.name, st.replica, st.arg if st.name == "drop" else None)
+    return (st.name, st.replica, st.arg if st.name == DROP else None)
 
 
 # -- reads ------------------------------------------------------------------------------------------
@@ -176,16 +172,16 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
     name, b, arg = g
     q = L.queue
     h = L.hist
-    if name == "produce":
+    if name == PRODUCE:
         return L.rep_all[b] | L.now | h["records_produced"]
-    if name == "consume":
+    if name == CONSUME:
         return L.rep_all[b] | h["max_consumer_hw"] | L.ctrl["leader_epoch"]
-    if name == "send_fetch":
+    if name == SEND_FETCH:
         lead = _leaders(L, s, b)
         if not ctx.rounds:
             return L.rep_all[b] | q["fetch_requests"][b] | q["fetch_responses"][b] | L.field("alive", lead)
         return L.rep_all[b] | sum(L.rep_all[d] for d in lead) | L.now  # no fetch message outlives a round
-    if name == "handle_fetch":
+    if name == HANDLE_FETCH:
         if s is None:
             lead = range(L.n)
         else:
@@ -197,51 +193,48 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
             | L.now
             | sum(L.rep_all[d] for d in lead)
         )
-    if name == "handle_fetch_response":
+    if name == HANDLE_FETCH_RESPONSE:
         return L.rep_all[b] | q["fetch_responses"][b]
-    if name == "deliver_leader_and_isr":
+    if name == DELIVER_LEADER_AND_ISR:
         return q["leader_and_isr"][b] | L.rep_all[b] | L.now
-    if name in ("shrink_isr", "expand_isr"):
+    if name in (SHRINK_ISR, EXPAND_ISR):
         return L.rep_all[b] | L.now | q["alter_partition"][b]
-    if name == "handle_alter_partition":
+    if name == HANDLE_ALTER_PARTITION:
         m = q["alter_partition"][b] | q["alter_partition_responses"][b] | L.ctrl_all | sum(L.bepoch) | L.rep[b]["alive"]
         if ctx.stale_scope:
             m |= L.rep[b]["remote_leo"] | L.field("log")
         return m
-    if name == "handle_alter_partition_response":
+    if name == HANDLE_ALTER_PARTITION_RESPONSE:
         return L.rep_all[b] | q["alter_partition_responses"][b]
-    if name in ("elect", "fence"):
+    if name in (ELECT, FENCE):
         return L.ctrl_all | L.field("alive") | L.queues("leader_and_isr") | h["leader_moves"] | h["zombies"]
-    if name == "rejoin":
+    if name == REJOIN:
         return L.rep_all[b] | L.ctrl_all | L.bepoch[b] | q["leader_and_isr"][b]
-    if name == "crash":
+    if name == CRASH:
         return L.rep_all[b] | _own_queues(ctx, b) | _fetch_queues(ctx) | h["crashes"] | h["power_losses"]
-    if name == "restart":
+    if name == RESTART:
         m = L.rep_all[b] | L.ctrl_all | L.bepoch[b] | q["leader_and_isr"][b] | h["bounces"]
         if s is None or s.replicas[b].unclean_shutdown or ctx.fence_on_restart:
             # the controller takes it out first (an unclean shutdown, or from kip-903 on the old
             # session's end), telling everyone
             m |= L.queues("leader_and_isr") | L.field("alive")
         return m
-    if name == "tick":
+    if name == TICK:
         return L.now | L.field("pending_produces")
-    if name == "drop":
+    if name == DROP:
         m = q[MESSAGE_KINDS[arg]][b] | h["drops"]
         if arg in ("alter_partition", "alter_partition_response"):  # a lost proposal is proposed again
             m |= L.rep_all[b] | q["alter_partition"][b]
         return m
-    if name == "fail_disk":  # a crash, then a fence
+    if name == FAIL_DISK:  # a crash, then a fence
         return (
-            reads(ctx, ("crash", b, None), s)
-            | reads(ctx, ("fence", b, None), s)
-            | h["disk_failures"]
-            | h["fsync_failures"]
+            reads(ctx, (CRASH, b, None), s) | reads(ctx, (FENCE, b, None), s) | h["disk_failures"] | h["fsync_failures"]
         )
     counter = _OWN_COUNTER.get(name)  # lose_disk, flush, checkpoint_hw, corrupt, corrupt_live
     return L.rep_all[b] | (h[counter] if counter else 0)
 
 
-_OWN_COUNTER = {"lose_disk": "disk_losses", "corrupt": "corruptions", "corrupt_live": "live_corruptions"}
+_OWN_COUNTER = {LOSE_DISK: "disk_losses", CORRUPT: "corruptions", CORRUPT_LIVE: "live_corruptions"}
 
 
 def _fetch_queues(ctx: Context) -> int:
@@ -271,9 +264,9 @@ def ledger_reads(
     ``s`` with ``ledger`` to ``after`` (``s`` None: for any such step, anywhere). A fetch round's
     ledger step is its handle_fetch."""
     L = ctx.L
-    if name not in _LEDGER_STEPS:
+    if name not in LEDGER_STEPS:
         return 0
-    if name == "consume":
+    if name == CONSUME:
         return L.rep_all[b] | L.ctrl["leader_epoch"]
     watch = ctx.watch
     if not watch:
@@ -293,15 +286,15 @@ def ledger_reads(
         ):
             # a deposed leader living on after Last Replica Standing
             m |= L.field("alive") | L.field("leader") | L.field("leader_epoch") | L.field("hw") | L.ctrl["leader_epoch"]
-        if name in _HW_STEPS:  # a deposed leader advancing its HW: only a broker whose HW rose counts
+        if name in HW_STEPS:  # a deposed leader advancing its HW: only a broker whose HW rose counts
             rose = range(L.n) if s is None else [x for x in range(L.n) if after.replicas[x].hw > s.replicas[x].hw]
             if rose:
                 m |= L.ctrl["leader_epoch"] | sum(L.rep_all[x] for x in rose)
-    if name == "handle_alter_partition" and STALE_ISR_EXPANSION.name in watch:
+    if name == HANDLE_ALTER_PARTITION and STALE_ISR_EXPANSION.name in watch:
         m |= sum(L.losers)
         if (s is None and ctx.losses) or (s is not None and ledger.losers):
             m |= L.ctrl["isr"] | L.rep[b]["hw"] | L.field("log")
-    if name == "handle_alter_partition" and BOUNCED_LEADER_PROPOSAL.name in watch:
+    if name == HANDLE_ALTER_PARTITION and BOUNCED_LEADER_PROPOSAL.name in watch:
         m |= L.queue["alter_partition"][b] | L.ctrl["isr"] | L.rep[b]["alive"]
     return m
 
@@ -309,7 +302,7 @@ def ledger_reads(
 def ledger_step(ctx: Context, g: tuple) -> str:
     """The step kind whose ledger bookkeeping a transition of group ``g`` does (a fetch round's is
     its handle_fetch: send_fetch and handle_fetch_response change nothing the ledger reads)."""
-    return "handle_fetch" if g[0] == "send_fetch" and ctx.rounds else g[0]
+    return HANDLE_FETCH if g[0] == SEND_FETCH and ctx.rounds else g[0]
 
 
 def prune_reads(ctx: Context, s: State, after: State) -> int:
@@ -349,69 +342,69 @@ def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
     rep = s.replicas[b] if b >= 0 else None
     alive = L.rep[b]["alive"] if b >= 0 else 0
     if name in (
-        "produce",
-        "consume",
-        "send_fetch",
-        "shrink_isr",
-        "expand_isr",
-        "rejoin",
-        "crash",
-        "lose_disk",
-        "flush",
-        "checkpoint_hw",
-        "corrupt",
-        "fail_disk",
-        "corrupt_live",
-        "handle_fetch_response",
+        PRODUCE,
+        CONSUME,
+        SEND_FETCH,
+        SHRINK_ISR,
+        EXPAND_ISR,
+        REJOIN,
+        CRASH,
+        LOSE_DISK,
+        FLUSH,
+        CHECKPOINT_HW,
+        CORRUPT,
+        FAIL_DISK,
+        CORRUPT_LIVE,
+        HANDLE_FETCH_RESPONSE,
     ):
-        if name not in ("lose_disk", "corrupt") and not rep.alive:
+        if name not in (LOSE_DISK, CORRUPT) and not rep.alive:
             return alive, 0  # every one of these needs its broker up (lose_disk and corrupt: down)
-    if name == "produce":
+    if name == PRODUCE:
         if rep.leader != b:
             return L.rep[b]["leader"], 0
         return L.fields(b, "isr") | L.hist["records_produced"], 0  # acks=all below min ISR, or records
-    if name == "send_fetch":
+    if name == SEND_FETCH:
         if rep.leader < 0 or rep.leader == b:
             return L.rep[b]["leader"], 0
         own = L.fields(b, "leader", "leader_epoch")
         if not ctx.rounds:  # a fetch outstanding under its current leadership
             return own | q["fetch_requests"][b] | q["fetch_responses"][b], 0
         return own | L.rep[rep.leader]["alive"], 0  # a round is lost to a dead leader
-    if name == "handle_fetch":
+    if name == HANDLE_FETCH:
         return 0, q["fetch_requests"][b]
-    if name == "handle_fetch_response":
+    if name == HANDLE_FETCH_RESPONSE:
         return 0, q["fetch_responses"][b]
-    if name == "deliver_leader_and_isr":
+    if name == DELIVER_LEADER_AND_ISR:
         if not s.leader_and_isr[b]:
             return 0, q["leader_and_isr"][b]
         return q["leader_and_isr"][b] | L.fields(b, "leader_epoch", "partition_epoch"), 0  # each one ignored
-    if name in ("shrink_isr", "expand_isr"):
+    if name in (SHRINK_ISR, EXPAND_ISR):
         if rep.leader != b or rep.pending_isr is not None:
             return L.fields(b, "leader", "pending_isr"), 0
         return L.rep_all[b] | L.now, 0
-    if name == "handle_alter_partition":
+    if name == HANDLE_ALTER_PARTITION:
         if not s.alter_partition[b]:
             return 0, q["alter_partition"][b]
         return reads(ctx, g, s), 0  # refused by the scope (a known loss left out)
-    if name == "handle_alter_partition_response":
+    if name == HANDLE_ALTER_PARTITION_RESPONSE:
         if not rep.alive:
             return alive, 0
         return 0, q["alter_partition_responses"][b]
-    if name == "rejoin":
+    if name == REJOIN:
         return L.ctrl["fenced"], 0
-    if name == "crash":
+    if name == CRASH:
         return L.fields(b, "log", "durable"), 0  # a power loss keeping or tearing more batches than unflushed
-    if name in ("restart", "lose_disk", "corrupt"):
+    if name in (RESTART, LOSE_DISK, CORRUPT):
         if rep.alive:
             return alive, 0
-        if name == "restart":
+        if name == RESTART:
             return L.ctrl["fenced"], 0  # a fast bounce past its bound
         return L.fields(b, "power_lost", "durable"), 0
-    if name == "drop":
+    if name == DROP:
         return 0, q[MESSAGE_KINDS[arg]][b]
-    if name == "fence":
+    if name == FENCE:
         return L.ctrl["fenced"] | L.ctrl["leader"] | L.ctrl["leader_epoch"] | alive, 0
-    if name == "elect":
+    if name == ELECT:
         return L.ctrl_all, 0
     return reads(ctx, g, s), 0  # flush, checkpoint_hw, fail_disk, corrupt_live, consume: what they read
 
@@ -421,19 +414,19 @@ def pushes(ctx: Context, g: tuple) -> int:
     L = ctx.L
     name, b, arg = g
     q = L.queue
-    if name == "send_fetch":
+    if name == SEND_FETCH:
         return 0 if ctx.rounds else q["fetch_requests"][b]
-    if name == "handle_fetch":
+    if name == HANDLE_FETCH:
         return q["fetch_responses"][b]
-    if name in ("shrink_isr", "expand_isr"):
+    if name in (SHRINK_ISR, EXPAND_ISR):
         return q["alter_partition"][b]
-    if name == "handle_alter_partition":
+    if name == HANDLE_ALTER_PARTITION:
         return q["alter_partition_responses"][b]
-    if name in ("elect", "fence", "fail_disk", "restart"):
+    if name in (ELECT, FENCE, FAIL_DISK, RESTART):
         return L.queues("leader_and_isr")
-    if name == "rejoin":
+    if name == REJOIN:
         return q["leader_and_isr"][b]
-    if name == "drop" and arg in ("alter_partition", "alter_partition_response"):
+    if name == DROP and arg in ("alter_partition", "alter_partition_response"):
         return q["alter_partition"][b]
     return 0
 
@@ -462,35 +455,35 @@ def writes(ctx: Context, g: tuple) -> int:
     others = [x for x in range(L.n) if x != b]
     served = sum(L.fields(x, *_SERVED_WRITES) for x in others) | h["acked"]
     m = _ledger_writes(ctx, g)
-    if name == "produce":
+    if name == PRODUCE:
         return m | L.fields(b, "log", "durable", "pending_produces", "hw") | h["records_produced"] | h["acked"]
-    if name == "consume":
+    if name == CONSUME:
         return m | h["max_consumer_hw"] | h["consumed"] | h["consumer_hw_regressed"]
-    if name == "send_fetch":
+    if name == SEND_FETCH:
         if ctx.rounds:  # the whole round; its messages never outlive it
             return m | L.fields(b, *_FOLLOWER_WRITES) | served
         return m | q["fetch_requests"][b]
-    if name == "handle_fetch":
+    if name == HANDLE_FETCH:
         return m | q["fetch_requests"][b] | q["fetch_responses"][b] | served
-    if name == "handle_fetch_response":
+    if name == HANDLE_FETCH_RESPONSE:
         return m | q["fetch_responses"][b] | L.fields(b, *_FOLLOWER_WRITES)
-    if name == "deliver_leader_and_isr":
+    if name == DELIVER_LEADER_AND_ISR:
         return (
             m
             | q["leader_and_isr"][b]
             | (L.rep_all[b] & ~L.fields(b, "alive", "hw_checkpoint", "power_lost", "broker_epoch", "unclean_shutdown"))
             | h["acked"]
         )
-    if name == "shrink_isr":
+    if name == SHRINK_ISR:
         return m | L.fields(b, "pending_isr", "pending_epochs") | q["alter_partition"][b]
-    if name == "expand_isr":
+    if name == EXPAND_ISR:
         return (
             m
             | L.fields(b, "pending_isr", "pending_epochs", "hw", "pending_produces")
             | q["alter_partition"][b]
             | h["acked"]
         )
-    if name == "handle_alter_partition":
+    if name == HANDLE_ALTER_PARTITION:
         return (
             m
             | q["alter_partition"][b]
@@ -499,20 +492,20 @@ def writes(ctx: Context, g: tuple) -> int:
             | ctrl["elr"]
             | ctrl["partition_epoch"]
         )
-    if name == "handle_alter_partition_response":
+    if name == HANDLE_ALTER_PARTITION_RESPONSE:
         return (
             m
             | q["alter_partition_responses"][b]
             | h["acked"]
             | L.fields(b, "pending_isr", "pending_epochs", "isr", "partition_epoch", "hw", "pending_produces")
         )
-    if name == "elect":
+    if name == ELECT:
         return m | sum(ctrl[f] for f in _PARTITION_CHANGE) | L.queues("leader_and_isr") | h["leader_moves"]
-    if name == "fence":
+    if name == FENCE:
         return m | sum(ctrl[f] for f in _PARTITION_CHANGE) | ctrl["fenced"] | L.queues("leader_and_isr") | h["zombies"]
-    if name == "rejoin":
+    if name == REJOIN:
         return m | ctrl["fenced"] | L.bepoch[b] | L.rep[b]["broker_epoch"] | q["leader_and_isr"][b]
-    if name == "crash":
+    if name == CRASH:
         return (
             m
             | L.fields(b, *_CRASH_WRITES)
@@ -521,36 +514,32 @@ def writes(ctx: Context, g: tuple) -> int:
             | h["crashes"]
             | h["power_losses"]
         )
-    if name == "restart":
+    if name == RESTART:
         return m | L.rep_all[b] | L.ctrl_all | L.bepoch[b] | L.queues("leader_and_isr") | h["bounces"]
-    if name == "lose_disk":
+    if name == LOSE_DISK:
         return (
             m
             | L.fields(b, "log", "durable", "hw", "hw_checkpoint", "bad_batch", "power_lost", "unclean_shutdown")
             | h["disk_losses"]
         )
-    if name == "flush":
+    if name == FLUSH:
         return m | L.fields(b, "durable", "hw_checkpoint")
-    if name == "checkpoint_hw":
+    if name == CHECKPOINT_HW:
         return m | L.rep[b]["hw_checkpoint"]
-    if name == "tick":
+    if name == TICK:
         return m | L.now | L.field("pending_produces")
-    if name == "drop":
+    if name == DROP:
         m |= q[MESSAGE_KINDS[arg]][b] | h["drops"]
         if arg in ("alter_partition", "alter_partition_response"):
             m |= q["alter_partition"][b] | L.fields(b, "pending_isr", "pending_epochs")
         return m
-    if name == "corrupt":
+    if name == CORRUPT:
         return m | L.rep[b]["durable"] | h["corruptions"]
-    if name == "fail_disk":
+    if name == FAIL_DISK:
         return (
-            m
-            | writes(ctx, ("crash", b, None))
-            | writes(ctx, ("fence", b, None))
-            | h["disk_failures"]
-            | h["fsync_failures"]
+            m | writes(ctx, (CRASH, b, None)) | writes(ctx, (FENCE, b, None)) | h["disk_failures"] | h["fsync_failures"]
         )
-    if name == "corrupt_live":
+    if name == CORRUPT_LIVE:
         return m | L.rep[b]["bad_batch"] | h["live_corruptions"]
     raise ValueError(f"no footprint for step {name}")
 
@@ -561,9 +550,9 @@ def _ledger_writes(ctx: Context, g: tuple) -> int:
     the scope; the others are never read by a step, only by fault budgets."""
     L = ctx.L
     name, b = ledger_step(ctx, g), g[1]
-    if name == "consume":
+    if name == CONSUME:
         return L.stale_reads
-    if name not in _LEDGER_STEPS:
+    if name not in LEDGER_STEPS:
         return 0
     m = L.losers[b] if name in _DATA_LOSSES and ctx.losses else 0
     if not ctx.watch:
@@ -605,7 +594,7 @@ def changed(L: Layout, s: State, t: State) -> int:
                     m |= bits[x]
     if s[7] != t[7]:
         m |= L.now
-    for hname, u, v in zip(_HISTORY, s[8:], t[8:]):
+    for hname, u, v in zip(_HISTORY, s[GHOSTS_AT:], t[GHOSTS_AT:]):
         if u is not v and u != v:
             m |= L.hist[hname]
     return m

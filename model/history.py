@@ -11,34 +11,36 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .alphabet import NONE, STEPS
+from .alphabet import FAULTS, NONE, PRODUCE, STEPS
 
 # step name -> the fault classes (alphabet.FAULTS) a step of it may be
 _FAULTS_OF = {name: kind.faults for name, kind in STEPS.items() if kind.faults}
-_COUNTED = frozenset(("produce", *_FAULTS_OF))
+_COUNTED = frozenset((PRODUCE, *_FAULTS_OF))
+
+# What clients were told: (field, type, value in the empty history), in the order they close ``State``.
+CLIENT_FIELDS = (
+    ("records_produced", int, 0),  # records produced so far (the next produce's first record is this + 1)
+    ("acked", tuple, ()),  # (offset, record) of acks=all writes answered NONE, sorted
+    ("consumed", tuple, ()),  # (offset, record) returned to consumers, sorted, distinct
+    ("max_consumer_hw", int, -1),  # highest HW a consume returned (-1 none yet)
+    ("consumer_hw_regressed", bool, False),  # a consume returned an HW below an earlier one
+)
+# The fault counters the first trace hashes were taken with, in their order: the trace hash writes
+# the ghost fields in order and its initial state with these counters only.
+PINNED_COUNTERS = ("crashes", "power_losses", "drops", "bounces", "zombies", "leader_moves", "disk_losses")
+# One counter per fault class (alphabet.FAULTS names each one's counter and what it counts): the
+# pinned ones, then every later one in the alphabet's order, so a fault class declared in the
+# alphabet has its counter here, in ``State`` and in the SMT encoding's state without another edit.
+COUNTERS = PINNED_COUNTERS + tuple(f.counter for f in FAULTS if f.counter not in PINNED_COUNTERS)
+# The ghost variables as ``NamedTuple`` fields: ``History``'s, and the last ones of ``State``.
+FIELDS = tuple((name, kind) for name, kind, _ in CLIENT_FIELDS) + tuple((c, int) for c in COUNTERS)
 
 
-class History(NamedTuple):
-    """The ghost variables, in the order they close ``State``. ``after`` reads the state before
-    the step only for the steps in ``READS_BEFORE`` (was the broker fenced, alive)."""
+class History(NamedTuple("_Ghosts", FIELDS)):
+    """The ghost variables (``FIELDS``), in the order they close ``State``. ``after`` reads the
+    state before the step only for the steps in ``READS_BEFORE`` (was the broker fenced, alive)."""
 
-    records_produced: int  # records produced so far (the next produce's first record is this + 1)
-    acked: tuple  # (offset, record) of acks=all writes answered NONE, sorted
-    consumed: tuple  # (offset, record) returned to consumers, sorted, distinct
-    max_consumer_hw: int  # highest HW a consume returned (-1 none yet)
-    consumer_hw_regressed: bool  # a consume returned an HW below an earlier one
-    # one counter per fault class (alphabet.FAULTS names each one's counter and what it counts)
-    crashes: int
-    power_losses: int
-    drops: int
-    bounces: int
-    zombies: int
-    leader_moves: int
-    disk_losses: int
-    corruptions: int
-    disk_failures: int
-    fsync_failures: int
-    live_corruptions: int
+    __slots__ = ()
 
     # the steps whose counting reads the state before them (was the broker fenced, alive)
     READS_BEFORE = frozenset(
@@ -51,7 +53,7 @@ class History(NamedTuple):
         if not outputs and name not in _COUNTED:
             return self
         h = self
-        if name == "produce":
+        if name == PRODUCE:
             h = h._replace(records_produced=h.records_produced + st.records)
         else:
             for fault in _FAULTS_OF.get(name, ()):
@@ -84,4 +86,4 @@ def _merged(kept: tuple, new: tuple) -> tuple:
     return tuple(sorted(kept + new))
 
 
-EMPTY_HISTORY = History(0, (), (), -1, False, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+EMPTY_HISTORY = History(*(empty for _, _, empty in CLIENT_FIELDS), *(0 for _ in COUNTERS))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .alphabet import HANDLE_ALTER_PARTITION, RESTART
+
 
 class KnownLoss(NamedTuple):
     """A loss Kafka documents and a later KIP closes: what happens, where it is described, and
@@ -90,9 +92,7 @@ def last_replica_standing(s) -> bool:
 def fast_bounce_after_loss(before, st) -> bool:
     """``st`` restarts a broker that lost data before the controller fenced it: it keeps its ISR
     membership (and leadership) without that data unless KIP-966 detects the unclean shutdown."""
-    return (
-        st.name == "restart" and before.replicas[st.replica].power_lost and st.replica not in before.controller.fenced
-    )
+    return st.name == RESTART and before.replicas[st.replica].power_lost and st.replica not in before.controller.fenced
 
 
 def stale_isr_expansion(before, st, after, lost: tuple) -> bool:
@@ -102,7 +102,7 @@ def stale_isr_expansion(before, st, after, lost: tuple) -> bool:
     reject it). The proposal may predate a later fetch, so the leader's current view of the LEO
     does not tell; a log shorter for a reason other than a data loss (hw-truncation's truncation
     to the HW) is the variant's own bug, not this loss."""
-    if st.name != "handle_alter_partition" or after.controller.isr == before.controller.isr:
+    if st.name != HANDLE_ALTER_PARTITION or after.controller.isr == before.controller.isr:
         return False
     hw = before.replicas[st.replica].hw
     return any(
@@ -116,7 +116,7 @@ def bounced_leader_proposal(before, st, after) -> bool:
     leader and leader epoch): its new process never hears of the commit, as the answer went to the
     old connection and the LeaderAndIsr of its registration predates it, and advances its HW over
     the smaller ISR it knows (docs/steps.md, ``crash`` and ``restart``)."""
-    if st.name != "handle_alter_partition" or not set(after.controller.isr) - set(before.controller.isr):
+    if st.name != HANDLE_ALTER_PARTITION or not set(after.controller.isr) - set(before.controller.isr):
         return False
     queue = before.alter_partition[st.replica]
     return bool(queue) and queue[0].orphan and before.replicas[st.replica].alive

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .alphabet import MESSAGE_KINDS, NONE
 from .history import History
-from .state import LeaderAndIsr, Replica, State, updated
+from .state import GHOSTS_AT, LeaderAndIsr, Replica, State, updated
 
 _QUEUE_FIELDS = tuple(MESSAGE_KINDS.values())  # in State's order
 
@@ -26,7 +26,7 @@ class NextState:
         self.controller = s.controller
         self.msgs: dict[str, list] = {}
         self.now = s.now
-        self.history = History(*s[8:])
+        self.history = History(*s[GHOSTS_AT:])
         self.out: list[dict] = []
 
     def take(self, action, st) -> None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from ..specs import BY_ID
 from ..specs.budgets import ANY
-from .alphabet import MESSAGE_KINDS
+from .alphabet import DELIVER_LEADER_AND_ISR, HANDLE_FETCH, HANDLE_FETCH_RESPONSE, MESSAGE_KINDS
 from .constraints import group_in_scope, scoped_kinds
 from .footprint import (
     changed,
@@ -214,13 +214,13 @@ def _universe(config, scope) -> list[tuple]:
     out: dict[tuple, None] = {}
     for kind, steps in scoped_kinds(config, scope):
         name = kind.name
-        if scope.fetch_rounds and name in ("handle_fetch", "handle_fetch_response"):
+        if scope.fetch_rounds and name in (HANDLE_FETCH, HANDLE_FETCH_RESPONSE):
             continue
         if not group_in_scope(scope, init, name):
             continue
         if steps is not None:
             out.update((group(st), None) for st in steps)
-        elif name == "deliver_leader_and_isr":
+        elif name == DELIVER_LEADER_AND_ISR:
             out.update(((name, b, None), None) for b in range(config.replicas))
         else:  # drop
             out.update(((name, b, arg), None) for arg in MESSAGE_KINDS for b in range(config.replicas))

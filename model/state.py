@@ -12,6 +12,7 @@ from bisect import bisect_right
 from typing import NamedTuple
 
 from .history import EMPTY_HISTORY, History
+from .history import FIELDS as GHOST_FIELDS
 
 
 def _repr_without(t: tuple, field: str, default: object) -> str:
@@ -142,39 +143,30 @@ class AlterPartitionResponse(NamedTuple):
     request_leader_epoch: int  # the leader epoch of the AlterPartition it answers
 
 
-class State(NamedTuple):
-    """Whole-system state. Message fields are per replica id FIFO tuples (oldest first)."""
+# State's own fields, before the ghost variables (``history.FIELDS``). Message fields are per
+# replica id FIFO tuples (oldest first).
+_OWN_FIELDS = (
+    ("replicas", tuple),  # Replica per broker id
+    ("controller", Controller),
+    ("fetch_requests", tuple),  # per follower id
+    ("fetch_responses", tuple),  # per follower id
+    ("leader_and_isr", tuple),  # per destination broker id
+    ("alter_partition", tuple),  # per sending leader id
+    ("alter_partition_responses", tuple),  # per destination leader id
+    ("now", int),
+)
+GHOSTS_AT = len(_OWN_FIELDS)  # the index of the first ghost variable in a State
 
-    replicas: tuple  # Replica per broker id
-    controller: Controller
-    fetch_requests: tuple  # per follower id
-    fetch_responses: tuple  # per follower id
-    leader_and_isr: tuple  # per destination broker id
-    alter_partition: tuple  # per sending leader id
-    alter_partition_responses: tuple  # per destination leader id
-    now: int
-    # the ghost variables, fields of ``History`` (model/history.py) in its order
-    records_produced: int
-    acked: tuple
-    consumed: tuple
-    max_consumer_hw: int
-    consumer_hw_regressed: bool
-    crashes: int
-    power_losses: int
-    drops: int
-    bounces: int
-    zombies: int
-    leader_moves: int
-    disk_losses: int
-    corruptions: int
-    disk_failures: int
-    fsync_failures: int
-    live_corruptions: int
+
+class State(NamedTuple("_State", _OWN_FIELDS + GHOST_FIELDS)):
+    """Whole-system state: its own fields, then the ghost variables, ``History``'s fields in its order."""
+
+    __slots__ = ()
 
     @property
     def history(self) -> History:
         """The ghost variables as one value."""
-        return History(*self[8:])
+        return History(*self[GHOSTS_AT:])
 
 
 _REPLICA_INDEX = {name: i for i, name in enumerate(Replica._fields)}

@@ -1,8 +1,9 @@
 """Fixtures shared by the whole suite: the scenario corpus and running isrcheck as a program.
 
-Tests are laid out like the packages (tests/model, tests/impl/..., tests/conformance,
-tests/campaign, tests/cli); a test that takes a ``scenario_file`` argument runs once per schedule
-of ``specs/scenarios``.
+Tests are laid out like the packages they test (tests/model, tests/model/smt, tests/impl/...,
+tests/conformance, tests/conformance/engines/<engine>, tests/conformance/reports; the commands in
+tests/cli; real clusters and clients in tests/apache, tests/experiment and tests/kafka); a test
+that takes a ``scenario_file`` argument runs once per schedule of ``specs/scenarios``.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    # loaded when the command runs, not for --help
     from isrcheck.conformance.engines.soak.checker import INFORMATIONAL, HistoryError, check, load_history
     from isrcheck.conformance.engines.soak.jepsen import is_jepsen, load_jepsen_history
 
@@ -53,6 +54,7 @@ def run(args) -> int:
     else:
         _print(args.history, "Jepsen" if jepsen else "isrcheck", events, result, found, INFORMATIONAL)
     if html is not None:
+        # only when a page is written
         from isrcheck.conformance.engines.soak.history_index import HistoryIndex
         from isrcheck.conformance.reports.soak_page import render_soak_page
 

@@ -25,6 +25,7 @@ REPEAT = Number(int, 1, 100)
 
 
 def catalogue_folder() -> Path:
+    # loaded when the command runs, not for --help
     import isrcheck.specs
 
     return Path(isrcheck.specs.__file__).parent / "experiments"
@@ -61,6 +62,7 @@ def add_arguments(parser) -> None:
 
 
 def selected(args) -> list:
+    # loaded when the command runs, not for --help
     from isrcheck.conformance.engines.experiment.spec import catalogue, load_experiment
 
     folder = Path(args.experiments) if args.experiments else catalogue_folder()
@@ -82,6 +84,7 @@ def selected(args) -> list:
 
 
 def run(args) -> int:
+    # kafka-python: loaded when the command runs, not for --help
     from isrcheck.conformance.engines.experiment.drivers import parse_cluster
     from isrcheck.conformance.engines.experiment.engine import DISAGREE, run_experiment, write_results
 
@@ -100,6 +103,7 @@ def run(args) -> int:
     path = write_results(results, Path(args.dir), command)
     doc = json.loads(path.read_text())
     if args.html:
+        # only when a page is written
         from isrcheck.conformance.reports.experiment_page import render_experiment_page
 
         Path(args.html).mkdir(parents=True, exist_ok=True)

@@ -40,6 +40,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    # loaded when the command runs, not for --help
     from isrcheck.conformance.core.schedule import ScheduleError
     from isrcheck.conformance.engines.gate.config import ConfigError, load_gate_config
     from isrcheck.conformance.engines.gate.engines import NAMES
@@ -65,6 +66,7 @@ def run(args) -> int:
 
         write_junit(result, junit)
     if html is not None:
+        # only when a page is written
         from isrcheck.conformance.reports.gate_page import write_gate_html
 
         write_gate_html(result, html)

@@ -100,6 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _default_version() -> str:
+    # the Kafka release table, when --help shows the default
     from isrcheck.conformance.engines.apache.distribution import DEFAULT_VERSION, TESTED_VERSIONS
 
     return f"{DEFAULT_VERSION}; tested: {', '.join(TESTED_VERSIONS)}"
@@ -191,6 +192,7 @@ def kafka_options(args: argparse.Namespace) -> dict:
 
 def settings_from(args: argparse.Namespace, topics: list):
     """``isrcheck kafka``'s KafkaSettings (UsageError naming a wrong option)."""
+    # loaded when the command runs, not for --help
     from isrcheck.conformance.engines.apache.cluster import KafkaSettings
 
     min_isr = args.min_insync_replicas
@@ -211,6 +213,7 @@ def settings_from(args: argparse.Namespace, topics: list):
 
 
 def parse_topics(specs: list[str]) -> list[tuple[str, int]]:
+    # loads impl: only when topics are named
     from isrcheck.impl.controller import valid_topic_name
 
     topics: dict[str, int] = {}
@@ -231,6 +234,7 @@ def parse_topics(specs: list[str]) -> list[tuple[str, int]]:
 def distribution_from(args: argparse.Namespace, say, directory: str | None = None):
     """The jars of ``--kafka-home``, or of ``--kafka-version``, or of the release that formatted the
     cluster in ``directory``, or of the default release."""
+    # loaded when the command runs, not for --help
     from isrcheck.conformance.engines.apache.cluster import recorded_version
     from isrcheck.conformance.engines.apache.distribution import distribution
 
@@ -239,12 +243,14 @@ def distribution_from(args: argparse.Namespace, say, directory: str | None = Non
 
 
 def run(args: argparse.Namespace) -> int:
+    # loaded when the command runs, not for --help
     from isrcheck.conformance.engines.apache.cluster import KafkaCluster
 
     def say(line: str) -> None:
         print(f"isrcheck kafka: {line}", file=sys.stderr, flush=True)
 
     if args.build_agent:
+        # loaded when the command runs, not for --help
         from isrcheck.conformance.engines.apache.agent import agent_jar
 
         print(f"isrcheck kafka: the event recorder is {agent_jar(say)}")
@@ -275,6 +281,7 @@ def run(args: argparse.Namespace) -> int:
     say("stopping: every broker shuts down cleanly, then the controller")
     clean = cluster.stop()
     if cluster.events is not None:
+        # loaded when the command runs, not for --help
         from isrcheck.conformance.engines.apache.recording import summary
 
         print(f"isrcheck kafka: {summary(cluster.events)}", flush=True)

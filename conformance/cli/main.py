@@ -1,4 +1,5 @@
-"""The ``isrcheck`` command line: one sub-command per module, each with ``add_arguments`` and ``run``.
+"""The ``isrcheck`` command line: one sub-command per module of this package (``dump-log`` is
+``dump_log.py``), each with ``add_arguments`` and ``run``; the engines and impl/ hand them values.
 
 Only the chosen sub-command's module is imported, so ``isrcheck check`` never pays for Spark.
 
@@ -19,22 +20,23 @@ import os
 import shlex
 import signal
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
 from isrcheck.conformance.vocabulary import INT64_MAX, SEED, Number, UsageError
 
 # name -> (module defining ``add_arguments(parser)`` and ``run(args) -> int``, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "explore": ("isrcheck.conformance.engines.explore", "exhaustively explore the reference model"),
-    "prove": ("isrcheck.conformance.engines.prove", "bounded model checking and k-induction of the model with z3"),
+    "explore": ("isrcheck.conformance.cli.explore", "exhaustively explore the reference model"),
+    "prove": ("isrcheck.conformance.cli.prove", "bounded model checking and k-induction of the model with z3"),
     "check": ("isrcheck.conformance.cli.check", "replay a schedule on the model and the implementation in lockstep"),
     "shrink": ("isrcheck.conformance.cli.shrink", "shrink a failing schedule to a minimal one that fails the same way"),
-    "fuzz": ("isrcheck.conformance.engines.campaign.command", "fuzz random crash schedules on Spark, resumable"),
+    "fuzz": ("isrcheck.conformance.cli.fuzz", "fuzz random crash schedules on Spark, resumable"),
     "cover": (
-        "isrcheck.conformance.engines.cover.command",
+        "isrcheck.conformance.cli.cover",
         "run every edge and refusal of the model's state graph on the implementation, on Spark",
     ),
     "dump-log": (
-        "isrcheck.impl.storage.dump_log",
+        "isrcheck.conformance.cli.dump_log",
         "print the batches of a .log, or the entries of an index or checkpoint file",
     ),
     "sim": (
@@ -63,7 +65,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "real Kafka clients against a Kafka cluster under faults, checked as Jepsen does",
     ),
     "validate": (
-        "isrcheck.conformance.engines.validate.command",
+        "isrcheck.conformance.cli.validate",
         "find a behaviour of the model that explains a run's event log",
     ),
     "check-history": (
@@ -101,8 +103,6 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("isrcheck")
     except PackageNotFoundError:  # run from a checkout that was never installed

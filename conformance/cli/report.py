@@ -25,6 +25,7 @@ def run(args) -> int:
     source = Path(args.source)
     if source.is_dir():
         out = output_path(args.html, "--html", directory=True)
+        # loaded when the command runs, not for --help
         from isrcheck.conformance.core.schedule import ScheduleError
         from isrcheck.conformance.reports.campaign import write_campaign_html
 
@@ -35,6 +36,7 @@ def run(args) -> int:
         print(f"campaign page: {index}")
         return 0
     out = output_path(args.html, "--html", directory=False)
+    # loaded when the command runs, not for --help
     from isrcheck.conformance.cli.check import load_schedule_arg
     from isrcheck.conformance.reports.timeline import write_timeline
 

@@ -6,7 +6,9 @@ import json
 
 from isrcheck.conformance.cli.check import load_schedule_arg
 from isrcheck.conformance.core import sut_spec
+from isrcheck.conformance.core.lockstep import run_schedule
 from isrcheck.conformance.core.schedule import PROTOCOLS
+from isrcheck.conformance.generators.shrink import shrink
 from isrcheck.conformance.vocabulary import SECONDS, UsageError, output_path
 
 
@@ -35,11 +37,10 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     out = output_path(args.output, "-o", directory=False)
     schedule = load_schedule_arg(args.schedule, args.protocol)
-    from isrcheck.conformance.core.lockstep import run_schedule
-    from isrcheck.conformance.generators.shrink import shrink
 
     accept = None
     if args.keep_budget is not None:
+        # hypothesis: loaded only to check a fault budget
         from isrcheck.conformance.generators.walk import FAULT_PROFILES, within_budget
 
         if args.keep_budget not in FAULT_PROFILES:

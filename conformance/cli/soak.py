@@ -22,7 +22,9 @@ import os
 import shlex
 import sys
 
+from isrcheck.conformance.cli.kafka import add_kafka_arguments, kafka_options
 from isrcheck.conformance.core.schedule import PROTOCOLS
+from isrcheck.conformance.engines.soak.faults import EXTRA_KINDS, FAULT_KINDS, HooksExecutor, parse_fault_kinds
 from isrcheck.conformance.vocabulary import SECONDS, SEED, Number, UsageError, output_path
 
 CLIENTS = Number(int, 1, 64)
@@ -31,9 +33,6 @@ PARTITIONS = Number(int, 1, 64)
 
 
 def add_arguments(parser) -> None:
-    from isrcheck.conformance.cli.kafka import add_kafka_arguments
-    from isrcheck.conformance.engines.soak.faults import EXTRA_KINDS, FAULT_KINDS
-
     parser.add_argument(
         "--cluster",
         default="isrcheck",
@@ -113,6 +112,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    # kafka-python: loaded only when a soak runs, not for --help
     from isrcheck.conformance.engines.soak.driver import (
         SoakOptions,
         bootstrap_addresses,
@@ -120,7 +120,6 @@ def run(args) -> int:
         prepare_topic,
         run_soak,
     )
-    from isrcheck.conformance.engines.soak.faults import HooksExecutor, parse_fault_kinds
 
     if args.min_insync_replicas > args.replicas:
         raise UsageError(f"--min-insync-replicas {args.min_insync_replicas} > --replicas {args.replicas}")
@@ -200,7 +199,7 @@ def run(args) -> int:
 
 def _cluster(args) -> tuple[str, str | None, dict]:
     """``--cluster``: (isrcheck or kafka, the Kafka release or None, the Kafka settings)."""
-    from isrcheck.conformance.cli.kafka import kafka_options
+    # loaded when the command runs, not for --help
     from isrcheck.conformance.engines.apache.distribution import check_version
 
     name, _, version = args.cluster.partition(":")
@@ -219,7 +218,7 @@ def _cluster(args) -> tuple[str, str | None, dict]:
 
 def write_page(result, folder: str) -> None:
     """The run's page, ``index.html``: Jepsen's plots and the anomalies with their operations."""
-    from isrcheck.conformance.reports.soak_page import render_soak_page
+    from isrcheck.conformance.reports.soak_page import render_soak_page  # only once a run is done
 
     o = result.options
     cluster = f"Apache Kafka {result.kafka['version']}" if result.kafka else o.bootstrap or "isrcheck's cluster"

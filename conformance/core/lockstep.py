@@ -39,9 +39,10 @@ from isrcheck.model import (
     enabled,
     initial_state,
 )
+from isrcheck.model.alphabet import CONSUME, CORRUPT, CORRUPT_LIVE, CRASH, FAIL_DISK, HANDLE_FETCH_RESPONSE, RESTART
 from isrcheck.model.budget import EMPTY_LEDGER, exceeded, leaving
 from isrcheck.model.config import ConfigError
-from isrcheck.model.history import EMPTY_HISTORY
+from isrcheck.model.history import COUNTERS, EMPTY_HISTORY, PINNED_COUNTERS
 from isrcheck.model.reads import changed_parts, reads_mask
 from isrcheck.specs import PROPERTIES
 
@@ -371,14 +372,15 @@ class Lockstep:
         )
 
 
-# the ghost counters of the disk faults, left out of the trace hash's first state (zero there)
-_UNHASHED = frozenset(("corruptions", "disk_failures", "fsync_failures", "live_corruptions"))
+# the ghost counters of fault classes added after the first trace hashes (the disk faults' and any
+# later one), left out of the trace hash's first state (zero there)
+_UNHASHED = frozenset(COUNTERS).difference(PINNED_COUNTERS)
 
 
 def _seed_text(state: State) -> str:
     """The initial state as the trace hash starts from: written as its ``repr`` writes it, field
-    by field, but without the disk faults' counters, so every run hashes as it did before those
-    faults existed."""
+    by field, but without the counters of later fault classes, so every run hashes as it did
+    before those faults existed."""
     return (
         "State("
         + ", ".join(f"{name}={value!r}" for name, value in zip(State._fields, state) if name not in _UNHASHED)
@@ -386,9 +388,7 @@ def _seed_text(state: State) -> str:
     )
 
 
-_DISK_STEPS = frozenset(
-    ("crash", "corrupt", "fail_disk", "restart", "corrupt_live", "consume", "handle_fetch_response")
-)
+_DISK_STEPS = frozenset((CRASH, CORRUPT, FAIL_DISK, RESTART, CORRUPT_LIVE, CONSUME, HANDLE_FETCH_RESPONSE))
 
 
 def disk_paths(st: Step, before, bad: set[int], outputs: list = ()) -> list[str]:
@@ -401,29 +401,25 @@ def disk_paths(st: Step, before, bad: set[int], outputs: list = ()) -> list[str]
     holds the down brokers with such a batch, kept across steps."""
     r = st.replica
     name = st.name
-    if name == "consume":
+    if name == CONSUME:
         return ["disk:crc-read"] if any(o["error"] == "CORRUPT_MESSAGE" for o in outputs) else []
-    if name == "handle_fetch_response":
+    if name == HANDLE_FETCH_RESPONSE:
         rep, resp = before.replicas[r], before.fetch_responses[r][0]
         current = resp.leader == rep.leader and resp.leader_epoch == rep.leader_epoch
         return ["disk:crc-read"] if current and resp.bad_batch >= 0 else []
-    if name == "corrupt_live":
+    if name == CORRUPT_LIVE:
         return ["disk:corrupt-live"]
-    if (
-        name in ("crash", "fail_disk")
-        and (name == "fail_disk" or st.arg != "clean")
-        and before.replicas[r].bad_batch >= 0
-    ):
+    if name in (CRASH, FAIL_DISK) and (name == FAIL_DISK or st.arg != "clean") and before.replicas[r].bad_batch >= 0:
         bad.add(r)  # no clean shutdown: recovery will meet the damaged batch
-    if name == "crash":
+    if name == CRASH:
         if st.tail == "cut":
             return []
         bad.add(r)
         return [f"disk:tail:{st.tail}"]
-    if name == "corrupt":
+    if name == CORRUPT:
         bad.add(r)
         return ["disk:corrupt"]
-    if st.name == "restart":
+    if st.name == RESTART:
         if r not in bad:
             return []
         bad.discard(r)

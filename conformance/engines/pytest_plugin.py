@@ -45,6 +45,7 @@ def pytest_collect_file(file_path: Path, parent):
 
 class ScheduleFile(pytest.File):
     def collect(self):
+        # every pytest run loads this plugin: the harness only when a schedule is collected
         from isrcheck.conformance.core.schedule import Expected, ScheduleError, load_schedule
 
         try:
@@ -82,6 +83,7 @@ class ScheduleItem(pytest.Item):
         self.protocol, self.expected = protocol, expected
 
     def runtest(self) -> None:
+        # every pytest run loads this plugin: the harness only when a schedule runs
         from isrcheck.conformance.core.lockstep import run_schedule
         from isrcheck.conformance.core.schedule import load_schedule
 
@@ -91,6 +93,7 @@ class ScheduleItem(pytest.Item):
             raise ScheduleFailure(self._explain(schedule, verdict))
 
     def _explain(self, schedule, verdict) -> str:
+        # every pytest run loads this plugin: the specs only to explain a failure
         from isrcheck.specs import BY_ID
 
         want = self.expected.summary()

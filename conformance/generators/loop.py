@@ -15,7 +15,7 @@ from isrcheck.conformance.generators.choices import Choices
 from isrcheck.conformance.generators.profiles import FaultProfile
 from isrcheck.conformance.generators.refusals import RefusalQuota, by_kind, lineage_refused, refused_steps
 from isrcheck.conformance.generators.swarm import LINEAGE, Swarm
-from isrcheck.model.alphabet import Step, is_disk_fault
+from isrcheck.model.alphabet import CRASH, Step, is_disk_fault
 from isrcheck.model.budget import FaultBudget
 
 
@@ -57,7 +57,7 @@ class StepGenerator:
                 continue
             if not self.profile.disk_faults and is_disk_fault(step):
                 continue
-            if weights.get(step.name, 0.0) > 0 and (step.name != "crash" or kinds.get(step.arg, 0.0) > 0):
+            if weights.get(step.name, 0.0) > 0 and (step.name != CRASH or kinds.get(step.arg, 0.0) > 0):
                 by_name.setdefault(step.name, []).append(step)
         return by_name
 
@@ -99,8 +99,8 @@ class StepGenerator:
             return choices.weighted(by_name[name], weights[name], "step"), False
         name = choices.weighted(names, [self.profile.weights[n] for n in names], "step kind")
         options = by_name[name]
-        if name == "crash":
-            return choices.weighted(options, [self.profile.crash_kinds[o.arg] for o in options], "crash"), False
+        if name == CRASH:
+            return choices.weighted(options, [self.profile.crash_kinds[o.arg] for o in options], CRASH), False
         return choices.one_of(options, "step"), False
 
     def take(self, step: Step, refused: bool):

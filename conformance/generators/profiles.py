@@ -8,7 +8,19 @@ from types import MappingProxyType
 from typing import Mapping
 
 from isrcheck.conformance.core.schedule import ScheduleError
-from isrcheck.model.alphabet import CRASH_KINDS, STEPS
+from isrcheck.model.alphabet import (
+    CORRUPT,
+    CORRUPT_LIVE,
+    CRASH,
+    CRASH_KINDS,
+    DROP,
+    FAIL_DISK,
+    FENCE,
+    FLUSH,
+    LOSE_DISK,
+    REJOIN,
+    STEPS,
+)
 
 # every kind at the alphabet's weight (StepKind.weight: the fault kinds at 0, profiles add them)
 _BASE_WEIGHTS = {name: kind.weight for name, kind in STEPS.items()}
@@ -49,7 +61,7 @@ class FaultProfile:
 
 FAULT_PROFILES: dict[str, FaultProfile] = {
     # no faults at all: the protocol under perfect brokers and network (leader moves are operations)
-    "none": FaultProfile("none", _frozen({**_BASE_WEIGHTS, "fence": 0.0, "rejoin": 0.0})),
+    "none": FaultProfile("none", _frozen({**_BASE_WEIGHTS, FENCE: 0.0, REJOIN: 0.0})),
     # every fault class of the alphabet with no guard: power losses and lost disks of ISR members,
     # fast bounces after them, zombies, leader moves, partial fetches, lost messages, HW
     # checkpoints, torn tails with garbage, corruptions at rest (also under live brokers) and failing disks; only
@@ -62,12 +74,12 @@ FAULT_PROFILES: dict[str, FaultProfile] = {
         _frozen(
             {
                 **_BASE_WEIGHTS,
-                "crash": 0.4,
-                "drop": 0.6,
-                "lose_disk": 0.2,
-                "corrupt": 0.3,
-                "fail_disk": 0.15,
-                "corrupt_live": 0.15,
+                CRASH: 0.4,
+                DROP: 0.6,
+                LOSE_DISK: 0.2,
+                CORRUPT: 0.3,
+                FAIL_DISK: 0.15,
+                CORRUPT_LIVE: 0.15,
             }
         ),
         _frozen({"clean": 1.0, "process": 1.0, "power": 0.5}),
@@ -81,7 +93,7 @@ FAULT_PROFILES: dict[str, FaultProfile] = {
     # budget (no corruption nor failing disk, no power loss of ISR members): it misses bugs ``all`` finds
     "classic": FaultProfile(
         "classic",
-        _frozen({**_BASE_WEIGHTS, "crash": 0.4, "drop": 0.6, "lose_disk": 0.6}),
+        _frozen({**_BASE_WEIGHTS, CRASH: 0.4, DROP: 0.6, LOSE_DISK: 0.6}),
         config=_frozen({"request_timeout_ticks": 6}),
     ),
     # disks that fail as disks do, within the fault budget: the classic profile's faults plus
@@ -93,13 +105,13 @@ FAULT_PROFILES: dict[str, FaultProfile] = {
         _frozen(
             {
                 **_BASE_WEIGHTS,
-                "crash": 0.4,
-                "drop": 0.6,
-                "lose_disk": 0.2,
-                "flush": 1.0,
-                "corrupt": 2.0,
-                "fail_disk": 1.0,
-                "corrupt_live": 1.0,
+                CRASH: 0.4,
+                DROP: 0.6,
+                LOSE_DISK: 0.2,
+                FLUSH: 1.0,
+                CORRUPT: 2.0,
+                FAIL_DISK: 1.0,
+                CORRUPT_LIVE: 1.0,
             }
         ),
         _frozen({"clean": 0.5, "process": 0.5, "power": 1.0}),
@@ -111,7 +123,7 @@ FAULT_PROFILES: dict[str, FaultProfile] = {
     # beyond the budget: frequent power loss, unclean election enabled
     "heavy": FaultProfile(
         "heavy",
-        _frozen({**_BASE_WEIGHTS, "crash": 1.0, "drop": 1.5, "flush": 0.2, "lose_disk": 0.6}),
+        _frozen({**_BASE_WEIGHTS, CRASH: 1.0, DROP: 1.5, FLUSH: 0.2, LOSE_DISK: 0.6}),
         _frozen({"clean": 0.5, "process": 1.0, "power": 2.0}),
         within_budget=False,
         config=_frozen({"request_timeout_ticks": 6, "unclean_leader_election_enable": True}),

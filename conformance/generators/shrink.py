@@ -14,6 +14,7 @@ import time
 from functools import partial
 from typing import Callable
 
+from isrcheck.conformance.core.lockstep import run_schedule
 from isrcheck.conformance.core.schedule import Schedule
 from isrcheck.conformance.core.verdict import Verdict
 from isrcheck.model.alphabet import CRASH_KINDS, STEPS, is_step
@@ -183,8 +184,6 @@ def shrink(
     original = schedule
     budget = _Budget(time_budget_s)
     if run is None:
-        from isrcheck.conformance.core.lockstep import run_schedule
-
         run = partial(run_schedule, sut=sut)
         if verdict.kind == "violation":
             # A violation fails on both sides: shrink on the model alone (several times faster),

@@ -43,24 +43,42 @@ from typing import Mapping
 
 from isrcheck.conformance.generators.choices import SeededChoices
 from isrcheck.conformance.generators.profiles import FaultProfile
-from isrcheck.model.alphabet import CRASH_KINDS, STEPS, Step
+from isrcheck.model.alphabet import (
+    CRASH,
+    CRASH_KINDS,
+    DELIVER_LEADER_AND_ISR,
+    ELECT,
+    EXPAND_ISR,
+    FAIL_DISK,
+    FENCE,
+    HANDLE_ALTER_PARTITION,
+    HANDLE_ALTER_PARTITION_RESPONSE,
+    HANDLE_FETCH,
+    HANDLE_FETCH_RESPONSE,
+    LOSE_DISK,
+    PRODUCE,
+    SEND_FETCH,
+    SHRINK_ISR,
+    STEPS,
+    Step,
+)
 
 CORE = (
-    "produce",
-    "send_fetch",
-    "handle_fetch",
-    "handle_fetch_response",
-    "deliver_leader_and_isr",
-    "handle_alter_partition",
-    "handle_alter_partition_response",
+    PRODUCE,
+    SEND_FETCH,
+    HANDLE_FETCH,
+    HANDLE_FETCH_RESPONSE,
+    DELIVER_LEADER_AND_ISR,
+    HANDLE_ALTER_PARTITION,
+    HANDLE_ALTER_PARTITION_RESPONSE,
 )
 FACTORS = (1.0, 0.25, 0.5, 2.0, 4.0)  # a kind's weight times one of these (the first: as is)
 SLOW = 1 / 16  # a slow broker's LeaderAndIsr deliveries against another's
 STEERED = ("leader_faults", "refusal_focus")  # the features drawn after the others (module docstring)
-GUARDED = ("expand_isr", "shrink_isr", "elect", "handle_alter_partition")
+GUARDED = (EXPAND_ISR, SHRINK_ISR, ELECT, HANDLE_ALTER_PARTITION)
 LINEAGE = "lineage"  # a refusal focus on the steps only the variant's own rules refuse
 FOCUS = 16.0  # the focused kind's refused steps against another kind's
-TAKE_AWAY = ("crash", "lose_disk", "fail_disk", "fence")  # the faults leader_faults steers
+TAKE_AWAY = (CRASH, LOSE_DISK, FAIL_DISK, FENCE)  # the faults leader_faults steers
 
 
 @dataclass(frozen=True)
@@ -87,11 +105,11 @@ class Swarm:
 
     def _weight(self, step: Step) -> float:
         name = step.name
-        if name == "crash":
+        if name == CRASH:
             return self.crash_kinds.get(step.arg, 0.0)
-        if name == "send_fetch" and step.max_batches and not self.partial_fetches:
+        if name == SEND_FETCH and step.max_batches and not self.partial_fetches:
             return 0.0
-        if name == "deliver_leader_and_isr" and step.replica in self.slow:
+        if name == DELIVER_LEADER_AND_ISR and step.replica in self.slow:
             return SLOW
         return 1.0
 
@@ -99,7 +117,7 @@ class Swarm:
         """What is in, as names: each step kind, ``crash:<kind>``, ``partial_fetches`` and
         ``slow:<broker>`` (a campaign's summary counts schedules by these)."""
         out = [k for k, w in self.weights.items() if w > 0]
-        out += [f"crash:{k}" for k, w in self.crash_kinds.items() if w > 0 and self.weights.get("crash", 0) > 0]
+        out += [f"crash:{k}" for k, w in self.crash_kinds.items() if w > 0 and self.weights.get(CRASH, 0) > 0]
         out += ["partial_fetches"] * self.partial_fetches + [f"slow:{b}" for b in self.slow]
         out += [f"leader_faults:{self.leader_faults}"] * bool(self.leader_faults)
         out += [f"refusal_focus:{self.refusal_focus}"] * bool(self.refusal_focus)

@@ -21,7 +21,7 @@ from isrcheck.conformance.core.render import step_text
 from isrcheck.conformance.core.run import Run
 from isrcheck.conformance.core.verdict import DIVERGENCE, PASS, VIOLATION
 from isrcheck.conformance.core.wire import wire_view
-from isrcheck.model.alphabet import NONE
+from isrcheck.model.alphabet import CRASH, LOSE_DISK, NONE, RESTART
 from isrcheck.specs import BY_ID
 
 
@@ -190,19 +190,19 @@ def _lost(run: _Run, r: int, offset: int, record: int, who: str = "") -> tuple[s
 def _how(run: _Run, i: int, r: int, before, after, who: str) -> tuple[str, int]:
     name = run.frames[i].step.get("step")
     whose = "its" if who == "it" else f"{who}'s"
-    if name == "restart" and before.power_lost:  # log recovery cut the log to its fsynced prefix
+    if name == RESTART and before.power_lost:  # log recovery cut the log to its fsynced prefix
         crash = next(
             (
                 k
                 for k in range(i - 1, -1, -1)
-                if run.frames[k].step.get("step") in ("crash", "lose_disk") and run.frames[k].step.get("replica") == r
+                if run.frames[k].step.get("step") in (CRASH, LOSE_DISK) and run.frames[k].step.get("replica") == r
             ),
             None,
         )
         if crash is not None and run.frames[crash].step.get("kind") == "power":
             return f"{who} lost power at step {crash} before it fsynced it", crash
         return f"{who} restarted at step {i} without its unflushed data", i
-    if name == "lose_disk":
+    if name == LOSE_DISK:
         return f"{whose} log directory was replaced by an empty one at step {i}", i
     cut = len(after.log)
     if cut < len(before.log):

@@ -225,6 +225,7 @@ def _halt_offline(broker: Broker, data_dir: str, error: OSError, operation: str 
 
 async def _kafka_listener(broker: Broker, kafka: dict):
     """The broker's Kafka listener (isrcheck.impl.kafka), started."""
+    # kafka-python's protocol classes load only for a node with a Kafka listener
     from ..kafka import KafkaApis, KafkaServer, KafkaSettings
 
     listeners = {int(b): (KAFKA_HOST, int(port)) for b, port in kafka["listeners"].items()}

@@ -1,15 +1,7 @@
-"""``isrcheck serve``: a local Kafka cluster of real processes that Kafka clients and tools can use.
-
-The controller and N brokers start as OS processes on localhost (``processes.ProcessCluster``),
-broker b listening for Kafka clients on ``--port`` + b. Topics given by ``--topic`` are created at
-start, others when a client asks Metadata for them (Kafka's ``auto.create.topics.enable``), each
-partition replicated on every broker. Ctrl-C (or SIGTERM) shuts every broker down cleanly; running
-again with the same ``--dir`` recovers every log and the controller's metadata. With ``--events DIR``
-every node process writes its protocol events to ``DIR`` (docs/validate.md), which takes a new
-cluster: a log that a validator can read starts with the cluster's creation.
-
-Exit codes: 0 stopped cleanly, 1 a node did not stop cleanly, 2 bad arguments or a cluster that
-cannot start (a port in use, a directory of another cluster).
+"""The cluster ``isrcheck serve`` runs (conformance/cli/serve.py holds its options and output): a
+local Kafka cluster of real processes that Kafka clients and tools can use. ``prepare`` checks the
+settings and gives the cluster's config, its data directory and the nodes' Kafka settings;
+``served_topics`` and ``wait_until_serving`` tell what it serves and when.
 """
 
 from __future__ import annotations
@@ -17,22 +9,18 @@ from __future__ import annotations
 import argparse
 import base64
 import os
-import signal
 import socket
 import struct
-import sys
 import tempfile
 import time
 import uuid
 
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
-from ..controller import CONTROLLER_ID, FileMetadataStore, valid_topic_name
-from ..invariants import BROKEN_INVARIANT_EXIT
-from ..replication import MAX_REPLICAS, VARIANTS, ClusterConfig, InvalidConfigError
+from ..controller import FileMetadataStore, valid_topic_name
+from ..replication import VARIANTS, ClusterConfig, InvalidConfigError
 from ..storage import OsFileSystem
 from .node import KAFKA_HOST, METADATA_FILE
-from .processes import ProcessCluster
 
 # Kafka's defaults where a local cluster is served well by them, shorter where a developer would
 # otherwise wait (a dead broker is fenced after 3 s, not 9 s)
@@ -67,73 +55,6 @@ SETTING_BOUNDS = dict(
 
 class ServeError(Exception):
     """Why the cluster cannot be served; exit 2."""
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--replicas", type=int, default=3, help=f"brokers, 1..{MAX_REPLICAS} (default 3)")
-    parser.add_argument("--protocol", default="kip-320", help=f"one of {', '.join(VARIANTS)} (default kip-320)")
-    parser.add_argument(
-        "--dir",
-        default=None,
-        metavar="DIR",
-        help="the cluster's data directory; an existing one is recovered (default: a new temporary directory, kept)",
-    )
-    parser.add_argument(
-        "--port",
-        type=int,
-        default=9092,
-        metavar="BASE",
-        help="broker b listens for Kafka clients on BASE + b (default 9092)",
-    )
-    parser.add_argument(
-        "--topic",
-        action="append",
-        default=[],
-        metavar="NAME[:PARTITIONS]",
-        help="a topic to create at start (repeatable; partitions default to --partitions)",
-    )
-    parser.add_argument(
-        "--partitions",
-        type=int,
-        default=1,
-        help="partitions of a topic created without a count (num.partitions, default 1)",
-    )
-    parser.add_argument(
-        "--no-auto-create-topics",
-        action="store_true",
-        help="Metadata for an unknown topic answers UNKNOWN_TOPIC_OR_PARTITION (auto.create.topics.enable=false)",
-    )
-    parser.add_argument(
-        "--min-insync-replicas", type=int, default=None, help="min.insync.replicas (default: 2, or 1 with one broker)"
-    )
-    parser.add_argument("--unclean-leader-election", action="store_true", help="unclean.leader.election.enable=true")
-    for name, default in SERVE_DEFAULTS.items():
-        parser.add_argument(
-            "--" + name.replace("_", "-"),
-            type=int,
-            default=default,
-            metavar="MS",
-            help=f"{name.replace('_', '.').removesuffix('.ms')}.ms (default {default})",
-        )
-    parser.add_argument(
-        "--flush-messages",
-        type=int,
-        default=None,
-        help="fsync every N messages (flush.messages; default: never, as Kafka)",
-    )
-    parser.add_argument(
-        "--socket-request-max-bytes",
-        type=int,
-        default=104_857_600,
-        help="the largest request a Kafka connection may send (default 104857600)",
-    )
-    parser.add_argument(
-        "--events",
-        default=None,
-        metavar="DIR",
-        help="write every node's protocol events to DIR, a new or empty directory, for a "
-        "new cluster (docs/validate.md)",
-    )
 
 
 def parse_topic(spec: str, default_partitions: int) -> tuple[str, int]:
@@ -357,86 +278,4 @@ def prepare(args: argparse.Namespace) -> tuple[ClusterConfig, str, dict]:
     return config, directory, kafka
 
 
-def run(args: argparse.Namespace) -> int:
-    try:
-        config, directory, kafka = prepare(args)
-    except ServeError as exc:
-        print(f"isrcheck serve: error: {exc}", file=sys.stderr)
-        return 2
-    cluster = ProcessCluster(config, directory, kafka=kafka, events=args.events)
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        cluster.start()
-        ports = list(kafka["listeners"].values())
-        if not wait_until_serving(ports, served_topics(directory)):
-            print(
-                "isrcheck serve: warning: not every partition has a leader after 30 s; see the node logs",
-                file=sys.stderr,
-            )
-        _banner(config, directory, kafka, ports, args.events)
-        _watch(cluster, directory)
-    except RuntimeError as exc:  # a node that did not start: its log says why
-        _stop(cluster)
-        print(f"isrcheck serve: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the shutdown short
-        codes = _stop(cluster)
-    unclean = {node: code for node, code in codes.items() if code != 0}
-    if unclean:
-        print(f"isrcheck serve: stopped; not cleanly: {unclean} (exit codes)", file=sys.stderr)
-        return 1
-    print(f"isrcheck serve: stopped cleanly; data in {directory}")
-    return 0
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt  # SIGTERM stops the cluster as Ctrl-C does
-
-
-def _banner(config: ClusterConfig, directory: str, kafka: dict, ports: list[int], events: str | None) -> None:
-    topics = ", ".join(f"{name} ({n} partition{'s' * (n > 1)})" for name, n in served_topics(directory))
-    print(
-        f"isrcheck serve: {config.replicas} brokers, {config.protocol}, "
-        f"min.insync.replicas={config.min_insync_replicas}, cluster id {kafka['cluster_id']}"
-    )
-    print(f"  bootstrap servers: {','.join(f'{KAFKA_HOST}:{port}' for port in ports)}")
-    print(f"  data directory:    {directory} (serve again with --dir {directory} to recover it)")
-    print(f"  node logs:         {os.path.join(directory, '<node>.log')}")
-    if events is not None:
-        print(f"  event log:         {events} (every node's protocol events)")
-    print(
-        f"  topics:            {topics or 'none yet'}; unknown ones are "
-        f"{'created on first use' if kafka['auto_create_topics'] else 'refused'}"
-    )
-    print("Stop with Ctrl-C: every broker shuts down cleanly.", flush=True)
-
-
-def _watch(cluster: ProcessCluster, directory: str) -> None:
-    """Until interrupted: say so once when a node exits by itself."""
-    reported: set[int] = set()
-    while True:
-        time.sleep(0.5)
-        for node, proc in cluster.processes.items():
-            if proc is not None and proc.poll() is not None and node not in reported:
-                reported.add(node)
-                name = "controller" if node == CONTROLLER_ID else str(node)
-                why = " (halted on a broken invariant)" if proc.returncode == BROKEN_INVARIANT_EXIT else ""
-                print(
-                    f"isrcheck serve: node {name} exited with code {proc.returncode}{why} "
-                    f"(see {os.path.join(directory, name + '.log')})",
-                    file=sys.stderr,
-                    flush=True,
-                )
-
-
-def _stop(cluster: ProcessCluster) -> dict[int, int]:
-    """Every node's exit code after a clean shutdown (SIGTERM, waited for)."""
-    procs = {node: proc for node, proc in cluster.processes.items() if proc is not None}
-    cluster.stop()
-    return {node: proc.returncode for node, proc in procs.items()}
-
-
-__all__ = ["add_arguments", "run", "prepare", "ServeError", "SERVE_DEFAULTS"]
+__all__ = ["prepare", "served_topics", "wait_until_serving", "ServeError", "SERVE_DEFAULTS"]

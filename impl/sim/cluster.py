@@ -52,7 +52,7 @@ from ..clients import CONSUMER_ID, PRODUCER_ID, ConsumeResult, ProduceResult
 from ..controller import CONTROLLER_ID
 from ..protocol import CODEC
 from ..replication import CRASH_KINDS, DISK_IO, Broker, ClusterConfig
-from .disk import TAILS, TooFewUnflushedBatches
+from .disk import CUT, TAILS, TooFewUnflushedBatches
 from .network import NetworkFaults
 from .snapshot import ClusterSnapshot
 from .world import MESSAGE_KINDS, SimWorld
@@ -227,7 +227,7 @@ class Cluster:
         b.register()
         self._settle()
 
-    def crash(self, broker: int, kind: str, survive: int = 0, torn: bool = False, tail: str = "cut") -> None:
+    def crash(self, broker: int, kind: str, survive: int = 0, torn: bool = False, tail: str = CUT) -> None:
         """Stop ``broker``: ``clean`` shutdown, ``process`` crash or ``power`` loss, which keeps the
         first ``survive`` unflushed batches and with ``torn`` half of the next one, the rest of it
         garbage with a ``tail`` of ``stale`` or ``random``."""
@@ -237,7 +237,7 @@ class Cluster:
             raise ClusterError(f"survive must be an integer >= 0 and torn a bool, got {survive!r}, {torn!r}")
         if kind != "power" and (survive or torn):
             raise ClusterError(f"survive and torn belong to a power loss, not a {kind} crash")
-        if tail not in TAILS or (tail != "cut" and not torn):
+        if tail not in TAILS or (tail != CUT and not torn):
             raise ClusterError(
                 f"tail must be one of {', '.join(TAILS)}, and not cut only for a torn power loss, got {tail!r}"
             )
@@ -249,7 +249,7 @@ class Cluster:
         self.stats["crashes"] += 1
         self.stats["power_losses"] += kind == "power"
         self.world.trace_event(
-            "crash", broker, kind, *((survive, torn) if survive or torn else ()), *((tail,) if tail != "cut" else ())
+            "crash", broker, kind, *((survive, torn) if survive or torn else ()), *((tail,) if tail != CUT else ())
         )
         self._settle()
 

@@ -31,10 +31,11 @@ class WriteBack:
     garbage: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # path -> (position, bytes) written over
 
 
-TAILS = ("cut", "stale", "random")  # what a torn batch holds past its written prefix
+CUT = "cut"  # a torn batch cut where the write stopped: nothing past its written prefix (the default)
+TAILS = (CUT, "stale", "random")  # what a torn batch holds past its written prefix
 
 
-def page_cache_write_back(log: Log, survive: int, torn: bool, tail: str = "cut", seed: int = 0) -> WriteBack:
+def page_cache_write_back(log: Log, survive: int, torn: bool, tail: str = CUT, seed: int = 0) -> WriteBack:
     """The first ``survive`` unflushed batches reached the disk; with ``torn`` half of the next one
     did too, and with a ``tail`` other than ``cut`` its other half holds garbage: the bytes of the
     batch before it (``stale``; zeros for a file's first batch) or bytes drawn from ``seed`` and
@@ -52,7 +53,7 @@ def page_cache_write_back(log: Log, survive: int, torn: bool, tail: str = "cut",
         half = batches[survive]
         cut = half.position + max(1, half.size // 2)
         lengths[half.path] = cut
-        if tail != "cut":
+        if tail != CUT:
             # the header's sector was written, the records' were not: the header still declares the
             # batch's length and CRC, so only the CRC check can tell (Kafka's batch.ensureValid)
             cut = half.position + HEADER_SIZE + (half.size - HEADER_SIZE) // 2

@@ -26,7 +26,7 @@ from ..protocol import REQUEST, ApiKey, LeaderAndIsrRequest
 from ..replication import Broker, ClusterConfig
 from ..storage import SimulatedFileSystem, iter_batches
 from .clock import SimClock
-from .disk import page_cache_write_back
+from .disk import CUT, page_cache_write_back
 from .late_heartbeat import LateHeartbeats
 from .network import INSTANT, NetworkFaults, SimNetwork
 from .snapshot import BrokerSnapshot, ClusterSnapshot, LogView, broker_snapshot, first_bad_batch
@@ -107,7 +107,7 @@ class SimWorld:
         return b
 
     # -- faults and restarts ----------------------------------------------------------------------
-    def crash_broker(self, broker: int, kind: str, survive: int = 0, torn: bool = False, tail: str = "cut") -> None:
+    def crash_broker(self, broker: int, kind: str, survive: int = 0, torn: bool = False, tail: str = CUT) -> None:
         """Stop live ``broker`` as ``kind`` of ``CRASH_KINDS`` says and keep its last view. A power
         loss keeps the first ``survive`` unflushed batches and with ``torn`` half of the next one;
         in auto mode without either, a seeded number of them, maybe with a torn next one (as a step

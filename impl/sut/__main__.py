@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 import socketserver
 import sys
+from functools import partial
 
+from .processes import StepProcessCluster
 from .server import serve
 
 
@@ -48,10 +50,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     factory = None
     if args.processes:
-        from functools import partial
-
-        from .processes import StepProcessCluster
-
         factory = partial(StepProcessCluster, directory=args.dir)
     if args.listen is None:
         serve(sys.stdin.buffer, sys.stdout.buffer, factory)

@@ -30,6 +30,7 @@ from ..real.node import journal_path
 from ..replication import ClusterConfig
 from ..replication.broker import data_maybe_lost
 from ..sim import Cluster, SimWorld
+from ..sim.disk import CUT
 from ..storage import OsFileSystem
 from .remote import Channel
 
@@ -144,7 +145,7 @@ class StepProcessCluster(Cluster):
     def __init__(self, config: ClusterConfig, directory: str | None = None) -> None:
         super().__init__(config, mode="steps", seed=0, world=ProcessWorld(config, directory))
 
-    def crash(self, broker: int, kind: str, survive: int = 0, torn: bool = False, tail: str = "cut") -> None:
+    def crash(self, broker: int, kind: str, survive: int = 0, torn: bool = False, tail: str = CUT) -> None:
         super().crash(broker, kind, survive, torn, tail)
         if kind == "clean":  # the broker shut down cleanly; its process ends
             self.world.stop_process(broker, signal.SIGTERM)

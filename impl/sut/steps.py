@@ -7,6 +7,8 @@ VALUE, ...}``. A field left out takes its documented default.
 
 from __future__ import annotations
 
+from ..sim.disk import CUT
+
 _REQUIRED = object()
 
 # field -> (type, default); bool is not an int here, as in JSON
@@ -20,7 +22,7 @@ FIELDS: dict[str, tuple[type, object]] = {
     "message": (str, _REQUIRED),
     "survive": (int, 0),
     "torn": (bool, False),
-    "tail": (str, "cut"),
+    "tail": (str, CUT),
     "io": (str, _REQUIRED),
 }
 

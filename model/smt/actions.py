@@ -10,7 +10,7 @@ from typing import Callable
 
 import z3
 
-from ..alphabet import MESSAGE_KINDS, STEPS, Step
+from ..alphabet import CRASH, FENCE, MESSAGE_KINDS, STEPS, Step
 from .protocols import Protocol
 from .state import ERROR, KIND, ORPHANS, Bounds
 from .terms import Next, count, zmin
@@ -730,7 +730,7 @@ def effect_restart(nx: Next, st: Step) -> None:
     for k in range(1, nx.b.records + 1):
         _clear_pending(nx, r, k)
     if nx.cfg.rules.registration_waits_for_session:  # the old session ends first (the model's flag)
-        nx.branch(_not(nx[f"c.fenced{r}"]), lambda x: effect_fence(x, Step("fence", r)))
+        nx.branch(_not(nx[f"c.fenced{r}"]), lambda x: effect_fence(x, Step(FENCE, r)))
     _register(nx, r, unclean)
 
 
@@ -777,8 +777,8 @@ def effect_fail_disk(nx: Next, st: Step) -> None:
     """The broker halts (a failed fsync as a power loss that wrote nothing back, else as a process
     crash), then the controller fences it unless it was already."""
     r = st.replica
-    effect_crash(nx, Step("crash", r, "power" if st.arg.startswith("fsync") else "process"))
-    nx.branch(_not(nx[f"c.fenced{r}"]), lambda x: effect_fence(x, Step("fence", r)))
+    effect_crash(nx, Step(CRASH, r, "power" if st.arg.startswith("fsync") else "process"))
+    nx.branch(_not(nx[f"c.fenced{r}"]), lambda x: effect_fence(x, Step(FENCE, r)))
 
 
 def guard_corrupt_live(nx: Next, st: Step):

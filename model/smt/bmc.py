@@ -17,12 +17,35 @@ from typing import Callable, Iterable
 
 import z3
 
-from ...specs import BY_ID
-from ..alphabet import FAULTS, MESSAGE_KINDS, STEPS, Step, _combos
+from ...specs import BY_ID, Property
+from ..alphabet import (
+    CHECKPOINT_HW,
+    CONSUME,
+    CORRUPT,
+    CORRUPT_LIVE,
+    DROP,
+    ELECT,
+    FAIL_DISK,
+    FAULTS,
+    FENCE,
+    FLUSH,
+    HANDLE_ALTER_PARTITION,
+    HANDLE_FETCH,
+    HANDLE_FETCH_RESPONSE,
+    LOSE_DISK,
+    MESSAGE_KINDS,
+    PRODUCE,
+    REJOIN,
+    SEND_FETCH,
+    STEPS,
+    TICK,
+    Step,
+    _combos,
+)
 from ..budget import outside_budget
 from ..config import ModelConfig, Scope
 from ..constraints import scoped_kinds
-from ..explorer import ReplayRefused, replay, state_key
+from ..explorer import ReplayRefused, explore, replay, state_key
 from ..losses import LAST_REPLICA_STANDING, STALE_ISR_EXPANSION
 from ..state import State, initial_state
 from .actions import Unsupported, fault_counted, successor, unsupported
@@ -31,7 +54,7 @@ from .protocols import rules_for
 from .state import ERRORS, KINDS, QUEUES, SCALARS, Bounds, constant, decode, embed, fresh, schema, values_of
 from .terms import count, same
 
-_FETCH_ROUND = ("send_fetch", "handle_fetch", "handle_fetch_response")
+_FETCH_ROUND = (SEND_FETCH, HANDLE_FETCH, HANDLE_FETCH_RESPONSE)
 _PREPROCESS = z3.Then("simplify", "propagate-values", "solve-eqs", "elim-uncnstr", "simplify", "smt")
 
 
@@ -59,26 +82,24 @@ def candidates(config: ModelConfig, scope: Scope, b: Bounds) -> list[tuple[Step,
     out: list[tuple[Step, ...]] = []
     n = config.replicas
     static_off = {
-        "consume": not scope.consumes,
-        "flush": not scope.flushes,
-        "checkpoint_hw": not scope.hw_checkpoints,
-        "rejoin": scope.max_zombies == 0,
-        "tick": scope.max_clock == 0,
-        "drop": scope.max_drops == 0,
-        "lose_disk": scope.max_disk_losses == 0,
-        "corrupt": scope.max_corruptions == 0,
-        "corrupt_live": scope.max_live_corruptions == 0,
-        "fail_disk": scope.max_disk_failures == 0,
+        CONSUME: not scope.consumes,
+        FLUSH: not scope.flushes,
+        CHECKPOINT_HW: not scope.hw_checkpoints,
+        REJOIN: scope.max_zombies == 0,
+        TICK: scope.max_clock == 0,
+        DROP: scope.max_drops == 0,
+        LOSE_DISK: scope.max_disk_losses == 0,
+        CORRUPT: scope.max_corruptions == 0,
+        CORRUPT_LIVE: scope.max_live_corruptions == 0,
+        FAIL_DISK: scope.max_disk_failures == 0,
     }
     for kind, steps in scoped_kinds(config, scope):
         name = kind.name
         if static_off.get(name):
             continue
         if scope.fetch_rounds and name in _FETCH_ROUND:
-            if name == "send_fetch":
-                out += [
-                    (st, Step("handle_fetch", st.replica), Step("handle_fetch_response", st.replica)) for st in steps
-                ]
+            if name == SEND_FETCH:
+                out += [(st, Step(HANDLE_FETCH, st.replica), Step(HANDLE_FETCH_RESPONSE, st.replica)) for st in steps]
             continue
         if steps is None:  # steps with an index: every position the encoding holds
             combos = [st._replace(index=0) for st in _index_free(kind, n)]
@@ -110,16 +131,16 @@ def in_scope(config: ModelConfig, scope: Scope, s: dict, st: Step, unbounded: bo
             z3.Implies(fault_counted(s, st, f), s[f"h.{f.counter}"] < getattr(scope, f.bound))
             for f in STEPS[name].faults
         ]
-    if name == "produce":
+    if name == PRODUCE:
         ok.append(z3.And(s["produced"] + st.records <= scope.max_records, s[f"r{r}.leader"] == r))
         if st.arg == -1:
             ok.append(count([s[f"r{r}.isr{j}"] for j in range(config.replicas)]) >= config.min_insync_replicas)
-    elif name == "elect" and not unbounded:
+    elif name == ELECT and not unbounded:
         ok.append(s["c.lepoch"] < scope.max_epoch)
-    elif name == "tick":
+    elif name == TICK:
         ok.append(s["now"] < scope.max_clock)
     elif (
-        name == "handle_alter_partition"
+        name == HANDLE_ALTER_PARTITION
         and scope.exclude_known_losses
         and STALE_ISR_EXPANSION.name in config.rules.known_losses
     ):
@@ -138,7 +159,7 @@ def in_scope(config: ModelConfig, scope: Scope, s: dict, st: Step, unbounded: bo
                 ),
             )
         )
-    elif name == "fence" and not unbounded:
+    elif name == FENCE and not unbounded:
         ok.append(z3.Or(s["c.leader"] != r, s["c.lepoch"] < scope.max_epoch))
     return z3.And(ok) if ok else z3.BoolVal(True)
 
@@ -702,9 +723,6 @@ def induction(
 def reachable(config: ModelConfig, scope: Scope, state: State, max_states: int | None = None) -> bool | None:
     """Whether the explorer reaches ``state`` (up to what ``state_key`` blanks out) within
     ``scope``; None if it stopped at ``max_states`` first."""
-    from ...specs import Property
-    from ..explorer import explore
-
     key = state_key(scope, state)
     target = Property(
         "Unreached", "the state is not reached", "isrcheck prove", "invariant", lambda s: state_key(scope, s) != key

@@ -23,7 +23,7 @@ from typing import Callable, Iterable
 import z3
 
 from ...specs import BY_ID
-from ..config import ModelConfig, Scope
+from ..config import ConfigError, ModelConfig, Scope
 from ..explorer import explore, reachable_states, state_key
 from ..state import State, initial_state
 from .bmc import Unrolling, _jsonable, bounds_for, wellformed
@@ -366,8 +366,6 @@ def load(path: str, text: str) -> tuple[ModelConfig, Scope, list[Candidate], dic
     bounds what it reads): its config, scope, conjuncts (rebuilt from the grammar by name, each
     formula checked against the grammar's) and targets with their recorded verdict.
     InvariantFileError says what is wrong."""
-    from ..config import ConfigError
-
     try:
         doc = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import z3
 
 from ..alphabet import MESSAGE_KINDS, NONE
-from ..history import History
+from ..history import COUNTERS, History
 from ..state import (
     AlterPartition,
     AlterPartitionResponse,
@@ -83,7 +83,7 @@ ORPHANS = ("fetch_requests", "alter_partition")  # requests, orphaned by their s
 QUEUES = tuple(MESSAGE_KINDS.values())
 _REPLICA_INTS = ("len", "durable", "hw", "hwc", "leader", "lepoch", "pepoch", "eso", "trunc", "bepoch", "bad")
 _REPLICA_BOOLS = ("alive", "pend", "plost", "unclean")
-HISTORY_COUNTERS = History._fields[5:]  # the fault counters (alphabet.FAULTS), in History's order
+HISTORY_COUNTERS = COUNTERS  # the fault counters (alphabet.FAULTS), in History's order
 
 
 def schema(b: Bounds) -> dict[str, bool]:
@@ -229,8 +229,8 @@ def embed(b: Bounds, s: State) -> dict:
     out.update(
         {"now": s.now, "produced": h.records_produced, "maxhw": h.max_consumer_hw, "regressed": h.consumer_hw_regressed}
     )
-    for name, value in zip(HISTORY_COUNTERS, h[5:]):
-        out["h." + name] = value
+    for name in HISTORY_COUNTERS:
+        out["h." + name] = getattr(h, name)
     for k in range(1, b.records + 1):
         out[f"acked{k}"], out[f"ackoff{k}"] = False, 0
         for o in range(b.log):
@@ -391,7 +391,12 @@ def decode(b: Bounds, v: dict) -> State:
     acked = tuple(sorted((v[f"ackoff{k}"], k) for k in range(1, b.records + 1) if v[f"acked{k}"]))
     consumed = tuple(sorted((o, k) for o in range(b.log) for k in range(1, b.records + 1) if v[f"cons{o}_{k}"]))
     history = History(
-        v["produced"], acked, consumed, v["maxhw"], v["regressed"], *(v["h." + c] for c in HISTORY_COUNTERS)
+        records_produced=v["produced"],
+        acked=acked,
+        consumed=consumed,
+        max_consumer_hw=v["maxhw"],
+        consumer_hw_regressed=v["regressed"],
+        **{c: v["h." + c] for c in HISTORY_COUNTERS},
     )
     return State(tuple(replicas), controller, *queues, v["now"], *history)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from isrcheck.conformance.engines.validate.command import validate_path
+from isrcheck.conformance.engines.validate.validation import validate_path
 
 DATA = Path(__file__).parent / "recordings"
 

@@ -27,6 +27,13 @@ def test_every_command_module_loads_and_has_help():
         assert name in proc.stdout
 
 
+def test_every_command_lives_in_the_cli_room():
+    """Each sub-command's arguments and printing are in conformance/cli/, one module per command;
+    engines and impl hand it values (46.3: commands used to live in engines/*/command.py and impl/)."""
+    where = {name: module for name, (module, _) in COMMANDS.items()}
+    assert where == {name: f"isrcheck.conformance.cli.{name.replace('-', '_')}" for name in COMMANDS}
+
+
 def _third_party_imports() -> dict[str, str]:
     """Every top-level module the installed packages import (at the top or inside a function),
     that is neither the standard library nor isrcheck's: module -> a file importing it."""

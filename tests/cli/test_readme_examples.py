@@ -711,7 +711,7 @@ def test_the_apache_kafka_soak_example(tmp_path):
 
 @pytest.mark.slow
 def test_invariant_examples(tmp_path):
-    # the default run has the same at one broker (tests/prove/test_invariant.py)
+    # the default run has the same at one broker (tests/model/smt/test_invariant.py)
     proc = run(
         example(
             "isrcheck prove --invariant --protocol kip-320 --replicas 2 --min-isr 1 --max-records 1 "
@@ -729,7 +729,7 @@ def test_invariant_examples(tmp_path):
 @pytest.mark.slow
 def test_the_repository_gate_and_a_campaign_page(tmp_path):
     """The gate as docs/ci.md runs it, from a copy of pyproject.toml and the corpus it names
-    (tests/gate/test_self_gate.py runs the same gate in the default run), then a campaign's page."""
+    (tests/conformance/engines/gate/test_self_gate.py runs the same gate in the default run), then a campaign's page."""
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     shutil.copytree(ROOT / "tests" / "corpus", tmp_path / "tests" / "corpus")
     proc = run(example("isrcheck gate --junit-xml gate.xml --html gate-report"), cwd=tmp_path)

@@ -39,7 +39,7 @@ from isrcheck.impl.real.processes import free_ports
     ],
 )
 def test_settings_that_break_the_cluster_are_refused(tmp_path, capsys, monkeypatch, args, said):
-    import isrcheck.impl.real.serve as serve
+    import isrcheck.conformance.cli.serve as serve
 
     def started(*_, **__):
         raise AssertionError("a cluster started")
@@ -55,7 +55,7 @@ def test_settings_that_break_the_cluster_are_refused(tmp_path, capsys, monkeypat
 def test_a_directory_with_broker_data_but_no_cluster_metadata_is_refused_untouched(tmp_path, capsys, monkeypatch):
     """A broker's logs without the controller's metadata would be served as a new cluster's,
     whose leaders truncate them: refused before anything starts, every byte kept."""
-    import isrcheck.impl.real.serve as serve
+    import isrcheck.conformance.cli.serve as serve
 
     monkeypatch.setattr(serve, "ProcessCluster", None)
     partition = tmp_path / "d" / "broker-0" / "orders-0"

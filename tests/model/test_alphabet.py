@@ -14,6 +14,7 @@ from isrcheck.conformance.generators.strategies import step_dicts
 from isrcheck.impl import replication as impl_replication
 from isrcheck.impl import sim as impl_sim
 from isrcheck.impl.sim import disk as impl_sim_disk
+from isrcheck.impl.sut.steps import FIELDS as IMPL_FIELDS
 from isrcheck.impl.sut.steps import STEPS as IMPL_STEPS
 from isrcheck.model import (
     CRASH_KINDS,
@@ -76,6 +77,14 @@ def test_the_implementation_keeps_the_same_crash_kinds_message_kinds_replica_bou
     assert impl_replication.MAX_REPLICAS == MAX_REPLICAS
     assert impl_replication.DISK_IO == DISK_IO
     assert impl_sim_disk.TAILS == TORN_TAILS
+
+
+def test_the_implementation_reads_a_left_out_field_as_the_model_does():
+    """impl/sut/steps.py keeps its own field defaults (a torn batch's tail: impl/sim/disk.CUT)."""
+    defaults = {name: default for name, (_, default) in IMPL_FIELDS.items() if type(default) in (int, bool, str)}
+    assert defaults == {name: FIELDS[name].default for name in defaults}
+    assert set(defaults) == {"records", "max_batches", "index", "survive", "torn", "tail"}
+    assert defaults["tail"] == impl_sim_disk.CUT == TORN_TAILS[0]
 
 
 @settings(max_examples=200, deadline=None)

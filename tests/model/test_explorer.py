@@ -367,8 +367,8 @@ def test_a_counterexample_that_fails_earlier_on_another_property_expects_what_re
     expecting that failure, and says so."""
     from types import SimpleNamespace
 
+    from isrcheck.conformance.cli.explore import _save
     from isrcheck.conformance.core.schedule import load_schedule
-    from isrcheck.conformance.engines.explore import _save
     from isrcheck.model.explorer import Violation
 
     config = ModelConfig(protocol="hw-truncation")

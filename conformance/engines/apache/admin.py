@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from dataclasses import dataclass, field
 
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
@@ -124,6 +125,7 @@ def cluster_view(addresses: list[str], topics: list[str] | None = None) -> Clust
 
 
 def _admin(bootstrap: str):
+    # kafka-python: only when an admin client is made (the views' readers import this module)
     from kafka.admin import KafkaAdminClient
 
     return KafkaAdminClient(bootstrap_servers=bootstrap.split(","), client_id="isrcheck", request_timeout_ms=15_000)
@@ -136,8 +138,8 @@ def create_topics(
     left as it is. A cluster still coming up (the admin client's own errors: a broker it does not
     know yet, one not ready) is asked again until ``timeout_s``. UsageError naming the topic if the
     cluster refuses one."""
-    import time
 
+    # kafka-python: only when an admin client is made
     from kafka.admin import NewTopic
     from kafka.errors import KafkaError
 
@@ -185,6 +187,7 @@ def _topic_errors(result) -> list[tuple[str, int, str | None]]:
 def topic_configs(bootstrap: str, topic: str) -> dict[str, str | None]:
     """Every config of ``topic`` by name (DescribeConfigs); UsageError naming the topic if the
     cluster does not answer them."""
+    # kafka-python: only when an admin client is made
     from kafka.admin import ConfigResource, ConfigResourceType
     from kafka.errors import KafkaError
 

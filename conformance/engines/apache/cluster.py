@@ -38,12 +38,15 @@ everything else flows, ``release`` lets those held pass, ``rearm`` holds later o
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -52,7 +55,11 @@ from importlib import resources
 from pathlib import Path
 
 from isrcheck.conformance.engines.apache.distribution import Distribution
+from isrcheck.conformance.engines.apache.lazyfs import LazyFS, unmount_stale
+from isrcheck.conformance.engines.apache.netns import NodeNetwork, cleanup_stale
+from isrcheck.conformance.engines.apache.recording import Recording
 from isrcheck.conformance.vocabulary import UsageError
+from isrcheck.model.alphabet import CRASH, LOSE_DISK
 
 CONTROLLER_ID = 100
 HOST = "127.0.0.1"
@@ -266,20 +273,15 @@ class KafkaCluster:
                 self.say(f"stopping a Kafka node a killed run left running (pid {pid})")
                 _kill_and_wait(pid)
         if self.settings.lazyfs:
-            from isrcheck.conformance.engines.apache.lazyfs import unmount_stale
-
             for mount in unmount_stale(self.directory):
                 self.say(f"unmounted a lazy file system a killed run left behind: {mount}")
         if self.settings.network == "netns":
-            from isrcheck.conformance.engines.apache.netns import cleanup_stale
-
             for name in cleanup_stale():
                 self.say(f"removed a network namespace a killed run left behind: {name}")
 
     def _attach_network(self) -> None:
         if self.settings.network != "netns":
             return
-        from isrcheck.conformance.engines.apache.netns import NodeNetwork
 
         self.network = NodeNetwork(f"k{os.getpid()}", [n.id for n in self.nodes], self.directory)
         addresses = self.network.setup()
@@ -289,7 +291,6 @@ class KafkaCluster:
     def _attach_file_systems(self) -> None:
         if not self.settings.lazyfs:
             return
-        from isrcheck.conformance.engines.apache.lazyfs import LazyFS
 
         for node in self.brokers.values():
             (node.folder / "backing").mkdir(parents=True, exist_ok=True)
@@ -301,8 +302,6 @@ class KafkaCluster:
 
     def _attach_recording(self) -> None:
         if self.events is not None and self.recording is None:
-            from isrcheck.conformance.engines.apache.recording import Recording
-
             self.recording = Recording(self, self.events)
 
     def _write_configs(self) -> None:
@@ -415,6 +414,7 @@ class KafkaCluster:
         """Until every live broker is registered and unfenced (Metadata lists it) and every partition
         of ``topics`` (default ``settings.topics``) has a leader. KafkaClusterError if a JVM exits
         or time runs out."""
+        # the admin client loads kafka-python: only once the JVMs run
         from isrcheck.conformance.engines.apache.admin import cluster_view
 
         topics = self.settings.topics if topics is None else topics
@@ -443,6 +443,7 @@ class KafkaCluster:
         return [n.address for n in self.brokers.values() if n.alive() and not n.paused]
 
     def _create_topics(self) -> None:
+        # the admin client loads kafka-python: only once the JVMs run
         from isrcheck.conformance.engines.apache.admin import create_topics
 
         if self.settings.topics:
@@ -464,7 +465,7 @@ class KafkaCluster:
         if node.alive():
             node.process.kill()
             node.process.wait()
-            self._log_fault(node, "crash", kind=kind)
+            self._log_fault(node, CRASH, kind=kind)
         node.paused = False
 
     def terminate(self, node_id: int, timeout_s: float = STOP_TIMEOUT_S) -> bool:
@@ -478,7 +479,7 @@ class KafkaCluster:
         node.process.send_signal(signal.SIGTERM)
         try:
             node.process.wait(timeout_s)
-            self._log_fault(node, "crash", kind="clean")  # Kafka's shutdown hook ran to its end
+            self._log_fault(node, CRASH, kind="clean")  # Kafka's shutdown hook ran to its end
             return True
         except subprocess.TimeoutExpired:
             self.kill(node_id)
@@ -525,7 +526,7 @@ class KafkaCluster:
         if node.fs is not None:
             node.fs.drop()  # what it held unsynced was on the old disk
         self._format_node(node)
-        self._log_fault(node, "lose_disk")
+        self._log_fault(node, LOSE_DISK)
 
     def _log_fault(self, node: Node, fault: str, **fields) -> None:
         """What a dead JVM cannot record, in its event file (a SIGKILL's crash, a power loss, a lost disk)."""
@@ -616,8 +617,6 @@ def _control_socket(folder: Path) -> Path:
     path = folder / "lazyfs.sock"
     if len(os.fsencode(path)) <= 100:
         return path
-    import hashlib
-    import tempfile
 
     return Path(tempfile.gettempdir()) / f"isrcheck-lazyfs-{hashlib.sha1(os.fsencode(folder)).hexdigest()[:16]}.sock"
 
@@ -626,8 +625,6 @@ def free_port_base(count: int, start: int = 20_000, stop: int = 32_000) -> int:
     """A port from which ``count`` consecutive ports of 127.0.0.1 are free now: below Linux's
     ephemeral range (32768 up), so that no client connection takes one meanwhile, and drawn at
     random, so that runs at once (test workers) rarely try the same ones."""
-    import random
-
     rng = random.Random()
     for _ in range(200):
         base = rng.randrange(start, stop - count)

@@ -477,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
+        # the FUSE binding: only in the file system's own process
         import mfusepy
     except (ImportError, OSError) as e:
         print(f"lazyfs: cannot load libfuse 3 ({e}): install Debian's fuse3 and pip's mfusepy", file=sys.stderr)

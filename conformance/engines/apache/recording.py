@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from isrcheck.conformance.engines.apache.agent import agent_jar, jvm_options
 from isrcheck.conformance.vocabulary import UsageError
 
 FORMAT = "isrcheck-kafka-recording"
@@ -92,8 +93,6 @@ class Recording:
     """The recording of one cluster's run into ``directory`` (a new or empty folder)."""
 
     def __init__(self, cluster, directory: Path) -> None:
-        from isrcheck.conformance.engines.apache.agent import agent_jar
-
         self.cluster, self.directory = cluster, Path(directory)
         if self.directory.exists() and any(self.directory.iterdir()):
             raise UsageError(
@@ -120,8 +119,6 @@ class Recording:
         (self.directory / RUN_FILE).write_text(json.dumps(run, indent=1) + "\n")
 
     def jvm_options(self, node) -> tuple[str, ...]:
-        from isrcheck.conformance.engines.apache.agent import jvm_options
-
         return jvm_options(self.jar, self.directory / node_file(node), node.id, self.origin_ns)
 
     def fault(self, node, fault: str, **fields) -> None:

@@ -22,6 +22,21 @@ import os
 from pathlib import Path
 
 from isrcheck.conformance.engines.apache.recording import iter_recording
+from isrcheck.model.alphabet import (
+    CRASH,
+    DELIVER_LEADER_AND_ISR,
+    ELECT,
+    EXPAND_ISR,
+    FENCE,
+    HANDLE_ALTER_PARTITION,
+    HANDLE_ALTER_PARTITION_RESPONSE,
+    HANDLE_FETCH,
+    HANDLE_FETCH_RESPONSE,
+    PRODUCE,
+    RESTART,
+    SEND_FETCH,
+    SHRINK_ISR,
+)
 
 CONTROLLER = 1000
 FORMAT, VERSION = "isrcheck-events", 1
@@ -139,13 +154,13 @@ class Translation:
     def decision(self, r, rec: dict) -> None:
         a = r.line.get("args") or []
         if r.ev == "ReplicationControlManager.handleBrokerFenced":
-            self.cause = ("fence", a[0])
+            self.cause = (FENCE, a[0])
         elif r.ev == "ReplicationControlManager.handleBrokerUnfenced":
             self.cause = ("unfence", a[0])
         elif r.ev == "ReplicationControlManager.alterPartition":
-            self.cause = ("handle_alter_partition", a[1].get("brokerId", -1) if len(a) > 1 else -1)
+            self.cause = (HANDLE_ALTER_PARTITION, a[1].get("brokerId", -1) if len(a) > 1 else -1)
         elif r.ev == "ReplicationControlManager.electLeader":
-            self.cause = ("elect", None)
+            self.cause = (ELECT, None)
         elif r.ev == "ClusterControlManager.registerBroker":  # its records (unclean shutdown's changes) follow
             self.cause = ("register", (a[0] or {}).get("brokerId", -1) if a and isinstance(a[0], dict) else -1)
         elif r.ev == "ClusterControlManager.replay" and "brokerId" in rec:
@@ -161,10 +176,10 @@ class Translation:
             elif rec.get("fenced") == 1:
                 # the fencing's partition changes come first; a partition it did not change (the broker
                 # neither led it nor was in its ISR) takes the model's fence all the same
-                changed = self.fence_changed if self.cause == ("fence", b) else set()
+                changed = self.fence_changed if self.cause == (FENCE, b) else set()
                 for tp in self.partitions:
                     if tp not in changed:
-                        self.emit(CONTROLLER, r.us, "fence", r.where, self.view(tp), tp, replica=b)
+                        self.emit(CONTROLLER, r.us, FENCE, r.where, self.view(tp), tp, replica=b)
                 self.cause, self.fence_changed = None, set()
         elif r.ev == "ReplicationControlManager.replay":
             if "name" in rec and "topicId" in rec and "partitionId" not in rec:
@@ -193,12 +208,12 @@ class Translation:
             st["elr"] = sorted(rec["eligibleLeaderReplicas"])
         st["pe"] += 1
         self.pstate[tp] = st
-        step, b = self.cause or ("elect", -1)
+        step, b = self.cause or (ELECT, -1)
         if step == "register" or registration:
             return  # the unclean shutdown's change: checked with the registration (the model's restart)
         if step == "unfence":
-            step = "elect"
-        if step == "fence":
+            step = ELECT
+        if step == FENCE:
             self.fence_changed.add(tp)
         self.emit(
             CONTROLLER,
@@ -208,7 +223,7 @@ class Translation:
             self.view(tp),
             tp,
             replica=b if b is not None else -1,
-            **({"error": "NONE"} if step == "handle_alter_partition" else {}),
+            **({"error": "NONE"} if step == HANDLE_ALTER_PARTITION else {}),
         )
 
     def view(self, tp: str) -> dict:
@@ -221,7 +236,7 @@ class Translation:
         thread = r.line.get("thread")
         if n in self.down and not r.ev.startswith("harness."):
             self.down.discard(n)
-            self.emit(n, r.us, "restart", r.where, {}, replica=n)
+            self.emit(n, r.us, RESTART, r.where, {}, replica=n)
         if r.ev in ("Partition.makeLeader", "Partition.makeFollower"):
             reg = a[0]
             msg = {
@@ -238,7 +253,7 @@ class Translation:
                 # in flight is dropped; an ISR change alone keeps it
                 self.last_send.pop((n, p["tp"]), None)
             self.following[(n, p["tp"])] = reg["leaderEpoch"] if r.ev == "Partition.makeFollower" else None
-            self.emit(n, r.us, "deliver_leader_and_isr", r.where, state, p["tp"], replica=n, message=msg)
+            self.emit(n, r.us, DELIVER_LEADER_AND_ISR, r.where, state, p["tp"], replica=n, message=msg)
         elif r.ev == "AbstractFetcherThread.processFetchRequest":
             leader = _fetcher_leader(thread)
             for tp, req in a[0]:
@@ -246,7 +261,7 @@ class Translation:
                 self.sends.setdefault((n, tp), []).append((c, req["fetchOffset"], leader))
                 self.last_send[(n, tp)] = (leader, c)
                 self.emit(
-                    n, r.us, "send_fetch", r.where, {"leo": req["fetchOffset"]}, tp, replica=n, max_batches=0, corr=c
+                    n, r.us, SEND_FETCH, r.where, {"leo": req["fetchOffset"]}, tp, replica=n, max_batches=0, corr=c
                 )
         elif r.ev == "ReplicaManager.fetchMessages":
             params = a[0]
@@ -281,7 +296,7 @@ class Translation:
             self.emit(
                 n,
                 r.us if expand is None else expand[0] - 1,
-                "handle_fetch",
+                HANDLE_FETCH,
                 r.where,
                 state,
                 tp,
@@ -303,7 +318,7 @@ class Translation:
             self.emit(
                 n,
                 r.us,
-                "produce",
+                PRODUCE,
                 r.where,
                 state,
                 tp,
@@ -320,7 +335,7 @@ class Translation:
             self.emit(
                 n,
                 r.us,
-                "handle_fetch_response",
+                HANDLE_FETCH_RESPONSE,
                 r.where,
                 state,
                 tp,
@@ -331,20 +346,20 @@ class Translation:
             sent = a[0].get("sentLeaderAndIsr") or {}
             isr = sorted(m["brokerId"] for m in sent.get("isrWithBrokerEpoch", []))
             if "newInSyncReplicaId" not in a[0]:
-                self.emit(n, r.us, "shrink_isr", r.where, {"pending": isr}, p["tp"], replica=n)
+                self.emit(n, r.us, SHRINK_ISR, r.where, {"pending": isr}, p["tp"], replica=n)
             elif (n, thread) in self.fetching:  # inside the follower's fetch: taken after its handle_fetch
-                self.expanding[(n, thread, p["tp"])] = (r.us, "expand_isr", r.where, {"pending": isr})
+                self.expanding[(n, thread, p["tp"])] = (r.us, EXPAND_ISR, r.where, {"pending": isr})
             else:
-                self.emit(n, r.us, "expand_isr", r.where, {"pending": isr}, p["tp"], replica=n)
+                self.emit(n, r.us, EXPAND_ISR, r.where, {"pending": isr}, p["tp"], replica=n)
         elif r.ev in ("Partition.handleAlterPartitionUpdate", "Partition.handleAlterPartitionError"):
             # the answer for this partition (an AlterPartition carries many; a whole request refused,
             # NOT_CONTROLLER, is sent again by the manager and answers none)
-            self.emit(n, r.us, "handle_alter_partition_response", r.where, {}, p["tp"], replica=n)
+            self.emit(n, r.us, HANDLE_ALTER_PARTITION_RESPONSE, r.where, {}, p["tp"], replica=n)
         elif r.ev == "harness.crash":
             if n == self.run["controller"]:
                 return
             self.down.add(n)
-            self.emit(n, r.us, "crash", r.where, {}, None, replica=n, kind=r.line["kind"])
+            self.emit(n, r.us, CRASH, r.where, {}, None, replica=n, kind=r.line["kind"])
 
     def moved(self, n: int, tp: str, us: int, leo: int, hw: int | None) -> None:
         """The leader's LEO and HW after one of its events, as far as the event's arguments say."""
@@ -371,7 +386,7 @@ class Translation:
         if when is None or when >= r.us:
             when = r.us - 1
         self.emit(
-            leader, when + 1, "handle_fetch", r.where + " (a DelayedFetch completed)", {}, tp, replica=n, msg=[n, corr]
+            leader, when + 1, HANDLE_FETCH, r.where + " (a DelayedFetch completed)", {}, tp, replica=n, msg=[n, corr]
         )
 
 

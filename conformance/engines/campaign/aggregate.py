@@ -40,6 +40,7 @@ class Aggregates:
 
 def spark_ddl(schema) -> str:
     """ROW_SCHEMA as a Spark DDL string: reading with a known schema skips schema inference."""
+    # pyarrow: only on the driver, when a schema is asked for
     import pyarrow as pa
 
     def sql_type(t) -> str:
@@ -54,6 +55,7 @@ def aggregate(
     spark, partition_dir: str, lo: int, hi: int, growth_points: int = 10, max_failures: int = 1000
 ) -> Aggregates:
     """Figures over seeds [lo, hi) in one protocol's Parquet partition directory."""
+    # pyspark and pyarrow: only when a campaign aggregates
     from pyspark.sql import functions as F
 
     from isrcheck.conformance.engines.campaign.executor import ROW_SCHEMA

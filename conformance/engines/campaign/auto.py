@@ -23,8 +23,8 @@ from dataclasses import asdict
 
 from isrcheck.conformance.engines.campaign.harness import canonical
 from isrcheck.conformance.engines.validate.budgets import failed_checks, judge
-from isrcheck.conformance.engines.validate.command import validate_path
 from isrcheck.conformance.engines.validate.timeliness import check_path
+from isrcheck.conformance.engines.validate.validation import validate_path
 from isrcheck.impl.sim.workload import run_simulation, sim_config
 
 REPLICAS = 3

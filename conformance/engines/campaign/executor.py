@@ -17,8 +17,11 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from isrcheck.conformance.core.schedule import load_config
+from isrcheck.conformance.engines.campaign.auto import run_auto_seed
 from isrcheck.conformance.engines.campaign.harness import Harness, canonical, load_harness
 from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_write_bytes
+from isrcheck.conformance.generators.profiles import profile_of
 from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS
 
 if TYPE_CHECKING:
@@ -183,8 +186,7 @@ def swarm_columns(spec: TaskSpec, seed: int) -> dict:
     """The row's swarm columns: the seed's swarm and what it kept, or nulls without one."""
     if not spec.swarm:
         return {"swarm": None, "swarm_features": []}
-    from isrcheck.conformance.core.schedule import load_config
-    from isrcheck.conformance.generators.profiles import profile_of
+    # hypothesis: only for swarm columns
     from isrcheck.conformance.generators.swarm import seeded_swarm
 
     profile = profile_of(spec.faults)
@@ -196,8 +198,6 @@ def _run_seed(spec: TaskSpec, harness: Harness, seed: int) -> dict:
     """The harness's random walk for ``seed`` (its swarm walk unless the spec says no swarm); a
     failure is shrunk on the spot."""
     if spec.mode == "auto":
-        from isrcheck.conformance.engines.campaign.auto import run_auto_seed
-
         return run_auto_seed(spec.protocol, spec.steps, seed)
     started = time.perf_counter()
     swarm = {"swarm": True} if spec.swarm else {}  # a harness of its own need not know swarms

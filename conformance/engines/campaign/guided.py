@@ -48,20 +48,35 @@ from isrcheck.conformance.engines.campaign.failures import write_failures
 from isrcheck.conformance.engines.campaign.harness import Harness, canonical, load_harness
 from isrcheck.conformance.engines.campaign.session import JobSession
 from isrcheck.conformance.engines.campaign.store import CampaignStore, atomic_write_json
-from isrcheck.model.alphabet import step_kinds
+from isrcheck.model.alphabet import (
+    CRASH,
+    DELIVER_LEADER_AND_ISR,
+    DROP,
+    ELECT,
+    FENCE,
+    HANDLE_ALTER_PARTITION,
+    HANDLE_ALTER_PARTITION_RESPONSE,
+    HANDLE_FETCH,
+    HANDLE_FETCH_RESPONSE,
+    LOSE_DISK,
+    REJOIN,
+    RESTART,
+    TICK,
+    step_kinds,
+)
 
 GUIDED_SCHEMA = pa.schema(
     list(ROW_SCHEMA) + [("round", pa.int32()), ("parents", pa.list_(pa.int64())), ("schedule", pa.string())]
 )
 FRESH = 0.25  # share of a guided round's seeds that run a fresh random walk instead of a mutant
-FAULTS = ("crash", "fence", "rejoin", "restart", "lose_disk", "drop", "tick", "elect")
+FAULTS = (CRASH, FENCE, REJOIN, RESTART, LOSE_DISK, DROP, TICK, ELECT)
 MUTATIONS = ("splice", "insert_fault", "remove_fault", "change_replica", "delay")
 DELIVERIES = (
-    "deliver_leader_and_isr",
-    "handle_fetch",
-    "handle_fetch_response",
-    "handle_alter_partition",
-    "handle_alter_partition_response",
+    DELIVER_LEADER_AND_ISR,
+    HANDLE_FETCH,
+    HANDLE_FETCH_RESPONSE,
+    HANDLE_ALTER_PARTITION,
+    HANDLE_ALTER_PARTITION_RESPONSE,
 )
 
 
@@ -100,7 +115,7 @@ def mutate(
                 for st in (kind_steps or ())
             ]
             options += [
-                {"step": "drop", "message": m, "replica": r, "index": 0}
+                {"step": DROP, "message": m, "replica": r, "index": 0}
                 for m in ("fetch_request", "fetch_response", "alter_partition")
                 for r in range(replicas)
             ]
@@ -169,6 +184,7 @@ class Mutants:
 
     def child(self, seed: int, protocol: str, steps: int, faults: str) -> tuple[Schedule, list[int]]:
         """The seed's schedule and its parents' seeds."""
+        # hypothesis: only when a child is checked against a budget
         from isrcheck.conformance.generators.walk import within_budget
 
         rng = random.Random(seed)
@@ -241,6 +257,7 @@ def run_guided(
     """Run (or resume) a guided campaign of ``params.schedules`` seeds in ``rounds`` rounds, on
     ``spark`` (a session the caller owns) or one started for ``master``; returns summary.json's
     content (also written to ``out``)."""
+    # rich: only when a guided campaign runs
     from isrcheck.conformance.engines.campaign.driver import CampaignError
 
     params.validate()

@@ -26,6 +26,7 @@ class Harness:
 def load_harness() -> Harness:
     """The shipped harness, isrcheck.conformance (imported lazily: executors import it too)."""
     try:
+        # executors import this module too: the harness loads when asked for
         import isrcheck.conformance as conformance
     except ImportError as exc:  # pragma: no cover - the package is ours
         raise HarnessUnavailable(f"cannot import isrcheck.conformance: {exc}") from None

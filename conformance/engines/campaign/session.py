@@ -70,6 +70,7 @@ def start_spark(master: str | None, app_name: str = "isrcheck-fuzz", shuffle_par
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     try:
+        # pyspark: only when a session starts
         from pyspark.sql import SparkSession
     except ImportError as exc:
         raise SparkUnavailable(f"pyspark is not installed: {exc}") from None

@@ -23,9 +23,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from isrcheck.conformance.core.schedule import PROTOCOLS
 from isrcheck.conformance.engines.apache.admin import ClusterView, cluster_view
+from isrcheck.conformance.engines.apache.cluster import CONTROLLER_ID as APACHE_CONTROLLER_ID
+from isrcheck.conformance.engines.apache.cluster import KafkaCluster, KafkaSettings, free_port_base
+from isrcheck.conformance.engines.apache.distribution import DEFAULT_VERSION, Distribution, check_version, distribution
 from isrcheck.conformance.engines.experiment.spec import REQUESTS
+from isrcheck.conformance.engines.soak.driver import own_cluster
 from isrcheck.conformance.vocabulary import UsageError
+from isrcheck.impl.controller import CONTROLLER_ID
 from isrcheck.impl.protocol import ApiKey
 
 TOPIC = "experiment"
@@ -70,7 +76,6 @@ class ClusterChoice:
             return elr
         if self.elr is not None:
             return self.elr
-        from isrcheck.conformance.engines.apache.distribution import Distribution
 
         return Distribution(self.version, Path()).default_elr()
 
@@ -87,8 +92,6 @@ class ClusterChoice:
 
 def parse_cluster(text: str, elr: str | None = None, kafka_home: str | None = None) -> ClusterChoice:
     """``--cluster`` and ``--elr`` (on, off or None); UsageError on anything else."""
-    from isrcheck.conformance.core.schedule import PROTOCOLS
-
     name, _, rest = text.partition(":")
     if name == "isrcheck":
         if rest and rest not in PROTOCOLS:
@@ -97,8 +100,6 @@ def parse_cluster(text: str, elr: str | None = None, kafka_home: str | None = No
             raise UsageError("--elr is Apache Kafka's; isrcheck's cluster has ELR under --cluster isrcheck:kip-966")
         return ClusterChoice("isrcheck", protocol=rest or None)
     if name == "kafka":
-        from isrcheck.conformance.engines.apache.distribution import DEFAULT_VERSION, check_version
-
         return ClusterChoice(
             "kafka",
             version=check_version(rest) if rest else DEFAULT_VERSION,
@@ -176,9 +177,6 @@ class OwnDriver(ClusterDriver):
         self.holds: dict[tuple[int, int], str] = {}  # (broker, api key) -> HOLDING, RELEASED or DELIVERED
 
     def start(self) -> None:
-        from isrcheck.conformance.engines.soak.driver import own_cluster
-        from isrcheck.impl.controller import CONTROLLER_ID
-
         config = {} if self.spec.flush_messages is None else {"flush_messages": self.spec.flush_messages}
         self.cluster, self.bootstrap = own_cluster(
             self.protocol,
@@ -249,14 +247,6 @@ class OwnDriver(ClusterDriver):
 
 class ApacheDriver(ClusterDriver):
     def __init__(self, choice: ClusterChoice, spec, folder: Path, kinds: set[str], say) -> None:
-        from isrcheck.conformance.engines.apache.cluster import (
-            CONTROLLER_ID,
-            KafkaCluster,
-            KafkaSettings,
-            free_port_base,
-        )
-        from isrcheck.conformance.engines.apache.distribution import distribution
-
         dist = distribution(choice.version, choice.kafka_home, say=say)
         settings = KafkaSettings(
             brokers=spec.brokers,
@@ -276,7 +266,7 @@ class ApacheDriver(ClusterDriver):
             extra={"leader.imbalance.check.interval.seconds": 3600},
         )
         self.cluster = KafkaCluster(settings, folder / "cluster", dist, say=say)
-        self.brokers, self.controller = list(self.cluster.brokers), CONTROLLER_ID
+        self.brokers, self.controller = list(self.cluster.brokers), APACHE_CONTROLLER_ID
         self.bootstrap = self.cluster.bootstrap
         self.holds: dict[tuple[int, int], str] = {}  # (broker, api key) -> HOLDING, RELEASED or DELIVERED
         self._passed: dict[tuple[int, int], tuple[int, float]] = {}  # released hold -> (segments passed, since)

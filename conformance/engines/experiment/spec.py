@@ -56,6 +56,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from isrcheck.conformance.core.schedule import PROTOCOLS
 from isrcheck.conformance.vocabulary import UsageError
 
 FORMAT, VERSION = "isrcheck-experiment", 1
@@ -288,7 +289,6 @@ def _node_ref(r: _Reader, where: str, node, names: set, cluster: ClusterSpec) ->
 def _expected(r: _Reader, value) -> dict:
     if not isinstance(value, dict):
         r.fail("expected", "expected an object of variant -> [outcome, ...]")
-    from isrcheck.conformance.core.schedule import PROTOCOLS
 
     out = {}
     for variant, outcomes in value.items():

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from isrcheck.conformance.core.lockstep import run_schedule
 from isrcheck.conformance.core.schedule import ScheduleError, load_schedule
 from isrcheck.conformance.core.verdict import Verdict
 from isrcheck.conformance.engines.campaign.driver import MODES, CampaignError, CampaignParams, run_campaign
@@ -47,6 +48,7 @@ def _options(options: dict) -> dict:
             if problem:
                 raise ConfigError(f"{where}.{key}: {problem}")
     faults = options.get("faults", "default")
+    # hypothesis: only when the fuzz engine's options are built
     from isrcheck.conformance.generators.walk import FAULT_PROFILES
 
     if faults not in FAULT_PROFILES:
@@ -123,6 +125,4 @@ def finding(folder: Path, failure: dict, sut: SutSpec | None) -> Finding:
     except ScheduleError as exc:
         return Finding(verdict, None, label, error=str(exc))
     # The shrunk schedule's own verdict (its first bad step within the shrunk steps).
-    from isrcheck.conformance.core.lockstep import run_schedule
-
     return Finding(run_schedule(schedule, sut=sut), schedule, label, original_steps=failure["steps"])

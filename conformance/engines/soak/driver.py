@@ -32,15 +32,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from isrcheck.conformance.engines.apache.admin import cluster_view, create_topics, topic_configs
+from isrcheck.conformance.engines.apache.cluster import KafkaCluster, KafkaSettings, free_port_base
+from isrcheck.conformance.engines.apache.distribution import distribution
+from isrcheck.conformance.engines.apache.faults import ApacheKafkaFaults
 from isrcheck.conformance.engines.soak.budget import budgets, judge
 from isrcheck.conformance.engines.soak.checker import INFORMATIONAL, CheckResult, check
 from isrcheck.conformance.engines.soak.faults import FaultPlan, HooksExecutor, ProcessClusterFaults, io_error
 from isrcheck.conformance.engines.soak.history_index import HistoryIndex
 from isrcheck.conformance.engines.soak.workload import History, Workload
 from isrcheck.conformance.vocabulary import UsageError
+from isrcheck.impl.real.processes import ProcessCluster, free_ports
+from isrcheck.impl.real.serve import SERVE_DEFAULTS, wait_until_serving
+from isrcheck.impl.replication import ClusterConfig
 
 if TYPE_CHECKING:
-    from isrcheck.conformance.engines.validate.command import LogValidation
+    from isrcheck.conformance.engines.validate.validation import LogValidation
 
 TOPIC = "soak"
 
@@ -312,8 +318,6 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
         shutil.rmtree(previous)
     cluster = None
     if options.cluster == "kafka":
-        from isrcheck.conformance.engines.apache.faults import ApacheKafkaFaults
-
         cluster = _apache_cluster(options, folder, say)
         bootstrap, executor = cluster.bootstrap, ApacheKafkaFaults(cluster, say)
     elif options.bootstrap is None:
@@ -378,9 +382,7 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
         )
         if cluster is not None and (options.kafka_events if options.cluster == "kafka" else options.validate):
             cluster.stop()  # every node's log complete before it is read
-            from isrcheck.conformance.engines.validate.command import (
-                validate_run,
-            )  # loads the model: only when validating
+            from isrcheck.conformance.engines.validate.validation import validate_run  # loads the model: only then
 
             try:
                 result.validation = validate_run(
@@ -411,9 +413,6 @@ async def _play(plan: FaultPlan | None, executor, history: History, duration_s: 
 def _apache_cluster(options: SoakOptions, folder: Path, say):
     """Apache Kafka with the soak's topic, serving: the lazy file system under the brokers' logs if
     power losses or I/O errors are played, a network namespace per node if partitions are."""
-    from isrcheck.conformance.engines.apache.cluster import KafkaCluster, KafkaSettings, free_port_base
-    from isrcheck.conformance.engines.apache.distribution import distribution
-
     dist = distribution(options.kafka_version, options.kafka_home, say=say)
     kinds = set(options.faults) | {f.kind for f in options.script}
     settings = KafkaSettings(
@@ -466,10 +465,6 @@ def own_cluster(
     """isrcheck's cluster in Kafka mode (journaled brokers: power losses can be played) with
     ``topics`` ([(name, partitions)]), fast timings (a broker down is fenced in about 1.5 s), serving:
     (``ProcessCluster``, bootstrap). ``config``: further ``ClusterConfig`` fields (``flush_messages``)."""
-    from isrcheck.impl.real.processes import ProcessCluster, free_ports
-    from isrcheck.impl.real.serve import SERVE_DEFAULTS, wait_until_serving
-    from isrcheck.impl.replication import ClusterConfig
-
     timings = {
         **SERVE_DEFAULTS,
         "broker_session_timeout_ms": 1500,

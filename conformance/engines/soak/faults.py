@@ -302,7 +302,7 @@ class ProcessClusterFaults:
     as CONTROLLER_ID (partitions only)."""
 
     def __init__(self, cluster) -> None:
-        from isrcheck.impl.controller import CONTROLLER_ID
+        from isrcheck.impl.controller import CONTROLLER_ID  # loads impl: not for `isrcheck soak --help`
 
         self.cluster = cluster
         self.brokers = list(range(cluster.config.replicas))

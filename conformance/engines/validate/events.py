@@ -24,38 +24,58 @@ from dataclasses import dataclass, field, replace
 
 from isrcheck.conformance.vocabulary import UsageError, read_lines
 from isrcheck.model import ConfigError, ModelConfig
-from isrcheck.model.alphabet import DISK_IO
+from isrcheck.model.alphabet import (
+    CHECKPOINT_HW,
+    CONSUME,
+    CRASH,
+    DELIVER_LEADER_AND_ISR,
+    DISK_IO,
+    ELECT,
+    EXPAND_ISR,
+    FAIL_DISK,
+    FENCE,
+    FLUSH,
+    HANDLE_ALTER_PARTITION,
+    HANDLE_ALTER_PARTITION_RESPONSE,
+    HANDLE_FETCH,
+    HANDLE_FETCH_RESPONSE,
+    LOSE_DISK,
+    PRODUCE,
+    RESTART,
+    SEND_FETCH,
+    SHRINK_ISR,
+)
 
 FORMAT = "isrcheck-events"  # the writer's (isrcheck.impl.eventlog.FORMAT), read, not imported: a log is data
 VERSION = 1
 # step -> the fields it needs besides the common ones
 STEP_FIELDS = {
-    "produce": ("replica", "acks", "records"),
-    "consume": ("replica",),
-    "send_fetch": ("replica", "max_batches"),
-    "handle_fetch": ("replica",),
-    "handle_fetch_response": ("replica",),
-    "deliver_leader_and_isr": ("replica", "message"),
-    "shrink_isr": ("replica",),
-    "expand_isr": ("replica",),
-    "handle_alter_partition": ("replica", "error"),
-    "handle_alter_partition_response": ("replica",),
+    PRODUCE: ("replica", "acks", "records"),
+    CONSUME: ("replica",),
+    SEND_FETCH: ("replica", "max_batches"),
+    HANDLE_FETCH: ("replica",),
+    HANDLE_FETCH_RESPONSE: ("replica",),
+    DELIVER_LEADER_AND_ISR: ("replica", "message"),
+    SHRINK_ISR: ("replica",),
+    EXPAND_ISR: ("replica",),
+    HANDLE_ALTER_PARTITION: ("replica", "error"),
+    HANDLE_ALTER_PARTITION_RESPONSE: ("replica",),
     "lost_alter_partition": ("replica", "leader_epoch"),
-    "elect": ("replica",),
-    "fence": ("replica",),
+    ELECT: ("replica",),
+    FENCE: ("replica",),
     "unfence": ("replica",),
     "resend_leader_and_isr": ("replica",),
     "register": ("replica",),
-    "restart": ("replica",),
-    "crash": ("replica", "kind"),
-    "lose_disk": ("replica",),
-    "fail_disk": ("replica", "io"),
-    "flush": ("replica",),
-    "checkpoint_hw": ("replica",),
+    RESTART: ("replica",),
+    CRASH: ("replica", "kind"),
+    LOSE_DISK: ("replica",),
+    FAIL_DISK: ("replica", "io"),
+    FLUSH: ("replica",),
+    CHECKPOINT_HW: ("replica",),
     "controlled_shutdown": ("replica",),
 }
 _COMMON = ("node", "seq", "lc", "t", "step", "state")
-HALTS = ("crash", "fail_disk")  # the events that stop a broker process
+HALTS = (CRASH, FAIL_DISK)  # the events that stop a broker process
 
 
 @dataclass(frozen=True)
@@ -79,7 +99,7 @@ class Event:
         """The kind of crash a halt amounts to: a ``crash``'s own; a disk failure is ``fail_disk``'s
         halt without its fence (docs/steps.md, "Runs nobody drove"), a process crash, or a power
         loss after a failed fsync, whose dirty pages the kernel dropped."""
-        if self.step == "fail_disk":
+        if self.step == FAIL_DISK:
             return "power" if self.fields["io"].startswith("fsync") else "process"
         return self.fields["kind"]
 
@@ -164,8 +184,8 @@ def _event(line: object, where: str, replicas: int) -> Event:
             and not (type(msg) is list and len(msg) == 2 and type(msg[0]) is int and type(msg[1]) is int)
         )
         or (tp is not None and type(tp) is not str)
-        or (step == "handle_fetch" and "batches" in line)
-        or step == "fail_disk"
+        or (step == HANDLE_FETCH and "batches" in line)
+        or step == FAIL_DISK
     ):  # rare, and its io is checked against the contract's list
         return _checked(line, where, replicas)
     return Event(
@@ -198,7 +218,7 @@ def _checked(line: object, where: str, replicas: int) -> Event:
     if not isinstance(line["state"], dict):
         raise UsageError(f"{where}: 'state' must be an object")
     replica = _int(line, "replica", where)
-    if not (0 <= replica < replicas or (step == "elect" and replica == -1)):
+    if not (0 <= replica < replicas or (step == ELECT and replica == -1)):
         raise UsageError(f"{where}: replica {replica} is not a broker of this {replicas}-broker run")
     msg = line.get("msg")
     if msg is not None and not (isinstance(msg, list) and len(msg) == 2 and all(isinstance(x, int) for x in msg)):
@@ -207,9 +227,9 @@ def _checked(line: object, where: str, replicas: int) -> Event:
     if tp is not None and not isinstance(tp, str):
         raise UsageError(f"{where}: 'tp' must be a partition's name (topic-index)")
     fields = {k: line[k] for k in STEP_FIELDS[step]}
-    if step == "fail_disk" and fields["io"] not in DISK_IO:
+    if step == FAIL_DISK and fields["io"] not in DISK_IO:
         raise UsageError(f"{where}: fail_disk: io {json.dumps(fields['io'])} is none of {', '.join(DISK_IO)}")
-    if step == "handle_fetch" and "batches" in line:  # a response cut by bytes
+    if step == HANDLE_FETCH and "batches" in line:  # a response cut by bytes
         fields["batches"] = _int(line, "batches", where)
     return Event(
         where,

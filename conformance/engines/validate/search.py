@@ -15,6 +15,28 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, StepRefused, apply
+from isrcheck.model.alphabet import (
+    CHECKPOINT_HW,
+    CONSUME,
+    CRASH,
+    DELIVER_LEADER_AND_ISR,
+    DROP,
+    ELECT,
+    EXPAND_ISR,
+    FENCE,
+    FLUSH,
+    HANDLE_ALTER_PARTITION,
+    HANDLE_ALTER_PARTITION_RESPONSE,
+    HANDLE_FETCH,
+    HANDLE_FETCH_RESPONSE,
+    LOSE_DISK,
+    PRODUCE,
+    REJOIN,
+    RESTART,
+    SEND_FETCH,
+    SHRINK_ISR,
+    TICK,
+)
 from isrcheck.model.state import LeaderAndIsr, State, initial_state
 
 from . import unlogged
@@ -25,23 +47,23 @@ from .views import broker_view, controller_view, mismatch
 
 # the model's deliveries: event step (the model step of the same name) -> the message kind it takes
 DELIVERIES = {
-    "handle_fetch": "fetch_request",
-    "handle_fetch_response": "fetch_response",
-    "handle_alter_partition": "alter_partition",
-    "handle_alter_partition_response": "alter_partition_response",
+    HANDLE_FETCH: "fetch_request",
+    HANDLE_FETCH_RESPONSE: "fetch_response",
+    HANDLE_ALTER_PARTITION: "alter_partition",
+    HANDLE_ALTER_PARTITION_RESPONSE: "alter_partition_response",
 }
 CONTROLLER_STEPS = (
-    "elect",
-    "fence",
+    ELECT,
+    FENCE,
     "unfence",
     "register",
-    "handle_alter_partition",
+    HANDLE_ALTER_PARTITION,
     "resend_leader_and_isr",
     "controlled_shutdown",
 )
 # what a broker up again but not yet registered does, which changes nothing the model keeps
-UNREGISTERED = ("produce", "consume", "flush", *HALTS, "handle_fetch")
-SAME_NAME = ("produce", "consume", "shrink_isr", "expand_isr", "elect", "fence", "flush", "checkpoint_hw", "lose_disk")
+UNREGISTERED = (PRODUCE, CONSUME, FLUSH, *HALTS, HANDLE_FETCH)
+SAME_NAME = (PRODUCE, CONSUME, SHRINK_ISR, EXPAND_ISR, ELECT, FENCE, FLUSH, CHECKPOINT_HW, LOSE_DISK)
 
 
 class _Path:
@@ -138,13 +160,13 @@ class Search:
             deadlines = [p[2] for rep in s.replicas for p in rep.pending_produces if p[2] >= s.now]
             due = min(deadlines, default=None)
             if due is None or due + 1 > t:
-                steps.append({"step": "tick", "times": t - s.now})
+                steps.append({"step": TICK, "times": t - s.now})
                 return s._replace(now=t)
             if due > s.now:
-                steps.append({"step": "tick", "times": due - s.now})
+                steps.append({"step": TICK, "times": due - s.now})
                 s = s._replace(now=due)
-            s, _ = apply(self.cfg, s, Step("tick"))
-            steps.append({"step": "tick"})
+            s, _ = apply(self.cfg, s, Step(TICK))
+            steps.append({"step": TICK})
         return s
 
     def _take(self, s: State, st: Step, steps: list) -> State:
@@ -164,7 +186,7 @@ class Search:
             return
         ticked = self._tick_to(s, ev.t, pre)
         if self.judging and ticked is not s:
-            judged = judged.after(self.cfg, s, Step("tick"), ticked, ev)
+            judged = judged.after(self.cfg, s, Step(TICK), ticked, ev)
         s = ticked
         r = ev.fields["replica"]
         for alt in self._alternatives(s, ev, r):
@@ -193,33 +215,33 @@ class Search:
     def _state_mismatch(self, s: State, ev: Event) -> str | None:
         if ev.step in CONTROLLER_STEPS:
             return mismatch(controller_view(s), ev.state)
-        if ev.step == "restart" or (ev.node in self.restarting and ev.step in UNREGISTERED):
+        if ev.step == RESTART or (ev.node in self.restarting and ev.step in UNREGISTERED):
             return None  # checked when the controller registers it (the model's restart)
         return mismatch(broker_view(s, ev.node), ev.state)
 
     def _alternatives(self, s: State, ev: Event, r: int) -> Iterator[list]:
         step = ev.step
         if step in SAME_NAME:
-            if step == "flush" and r in self.restarting:  # its recovered log made durable
+            if step == FLUSH and r in self.restarting:  # its recovered log made durable
                 yield [unlogged.written_back(self.restarting[r], r), unlogged.flush_while_down(r)]
             elif step in UNREGISTERED and r in self.restarting:
                 yield [unlogged.unregistered]  # up, not yet registered: it only refuses
                 return
-            if step == "consume":
+            if step == CONSUME:
                 yield [unlogged.consume(self.cfg, r)]
                 return
             if (
-                step == "fence"
+                step == FENCE
                 and self.trace.renamed is not None
                 and s.controller.leader == r
                 and ev.state.get("leader", -1) >= 0
             ):  # KRaft: the fence and the election in one change
                 yield [unlogged.fence_and_elect(self.cfg, r)]
                 return
-            kw = {"arg": ev.fields["acks"], "records": ev.fields["records"]} if step == "produce" else {}
+            kw = {"arg": ev.fields["acks"], "records": ev.fields["records"]} if step == PRODUCE else {}
             yield [Step(step, r, **kw)]
-        elif step == "send_fetch":
-            yield unlogged.drop_outstanding(s, r) + [Step("send_fetch", r, max_batches=ev.fields["max_batches"])]
+        elif step == SEND_FETCH:
+            yield unlogged.drop_outstanding(s, r) + [Step(SEND_FETCH, r, max_batches=ev.fields["max_batches"])]
         elif step in DELIVERIES:
             cut = ev.fields.get("batches")
             for alt in self._delivery(s, ev, r, DELIVERIES[step]):
@@ -229,7 +251,7 @@ class Search:
                     if cut and alt and isinstance(alt[-1], Step)
                     else alt
                 )
-        elif step == "deliver_leader_and_isr":
+        elif step == DELIVER_LEADER_AND_ISR:
             yield from self._leader_and_isr(s, ev, r)
         elif step == "lost_alter_partition":
             yield from unlogged.lost_alter_partition(s, r, ev.fields["leader_epoch"])
@@ -241,7 +263,7 @@ class Search:
             yield [unlogged.unfence(self.cfg, r)]
         elif step == "register":
             if not s.replicas[r].alive:
-                restart = [unlogged.written_back(self.restarting.get(r), r), Step("restart", r)]
+                restart = [unlogged.written_back(self.restarting.get(r), r), Step(RESTART, r)]
                 yield restart + [unlogged.check_recovered(self.restarting.get(r), r)]
                 if self.trace.apache_kafka:
                     yield restart + [
@@ -249,26 +271,26 @@ class Search:
                         unlogged.check_recovered(self.restarting.get(r), r),
                     ]
             elif r in s.controller.fenced:
-                yield [Step("rejoin", r)]
+                yield [Step(REJOIN, r)]
             elif self.trace.apache_kafka:  # restarted already, at its first fetch (a fast bounce, below)
                 yield []
                 yield [unlogged.elect_with_registration(self.cfg)]
             else:
-                yield [Step("rejoin", r)]  # refused: an unfenced broker does not register again
-        elif step == "restart":
+                yield [Step(REJOIN, r)]  # refused: an unfenced broker does not register again
+        elif step == RESTART:
             yield []  # up, registered when the controller says so (``register``)
             if self.trace.apache_kafka and not s.replicas[r].alive and r not in s.controller.fenced:
                 # a fast bounce: the controller never noticed, and a KRaft broker replays the metadata
                 # log and fetches as a follower before its registration is accepted (BrokerServer
                 # installs its metadata publishers first): to the model, restarted now
-                yield [unlogged.written_back(ev, r), Step("restart", r), unlogged.check_recovered(ev, r)]
+                yield [unlogged.written_back(ev, r), Step(RESTART, r), unlogged.check_recovered(ev, r)]
         elif step in HALTS:
             kind = ev.crash_kind
             # up again but never registered, to the model it stayed down: its machine's crash acts on
             # the replica as a crash does (a power loss takes the page cache, a clean one flushes it)
             # how many unflushed batches a power loss let the page cache write back shows only at
             # restart: the crash keeps none, and the restart's recovery says how many it kept
-            st = Step("crash", r, kind)
+            st = Step(CRASH, r, kind)
             yield (
                 [unlogged.written_back(self.restarting[r], r), unlogged.crash_while_down(self.cfg, st)]
                 if r in self.restarting
@@ -279,7 +301,7 @@ class Search:
                 # the step it records; a clean shutdown finishes the step): the append without its line,
                 # after the answers before it in the queue (a DelayedFetch's earlier, empty one)
                 for k in range(1, len(s.fetch_responses[r]) + 1):
-                    yield [Step("handle_fetch_response", r)] * k + [st]
+                    yield [Step(HANDLE_FETCH_RESPONSE, r)] * k + [st]
 
     def _delivery(self, s: State, ev: Event, r: int, kind: str) -> Iterator[list]:
         """The oldest message of the queue after the lost ones before it; a second delivery of the
@@ -290,7 +312,7 @@ class Search:
             # up again but not registered (down to the model): it answers NOT_LEADER_OR_FOLLOWER, which
             # changes nothing on either side, as a lost request does
             k = next((k for k, m in enumerate(queue) if m.leader == ev.node), None)
-            yield [] if k is None else [Step("drop", r, kind, index=k)]
+            yield [] if k is None else [Step(DROP, r, kind, index=k)]
             return
         key = (ev.node, ev.step) + (ev.msg or ())
         if ev.msg is not None and key in self.delivered:
@@ -316,7 +338,7 @@ class Search:
                 continue
             if kind == "fetch_response" and sender is not None and m.leader != sender:
                 continue
-            yield [Step("drop", r, kind, index=0)] * k + [Step(ev.step, r)]
+            yield [Step(DROP, r, kind, index=0)] * k + [Step(ev.step, r)]
         if (
             kind == "fetch_request"
             and not any(m.leader == ev.node for m in queue)
@@ -336,19 +358,19 @@ class Search:
         if key in self.delivered:  # the network's duplicate of one delivered before
             yield [
                 unlogged.requeue("leader_and_isr", r, self.delivered[key], at_end=True),
-                Step("deliver_leader_and_isr", r, index=len(queue)),
+                Step(DELIVER_LEADER_AND_ISR, r, index=len(queue)),
             ]
             return
         for i, msg in enumerate(queue):
             if (msg.leader, msg.leader_epoch, msg.isr, msg.partition_epoch) == want:
-                yield [Step("deliver_leader_and_isr", r, index=i)]
+                yield [Step(DELIVER_LEADER_AND_ISR, r, index=i)]
                 return
         if self.trace.renamed is not None and want in self.controller_states:
             # a Kafka cluster's controller sends a partition's state to every live broker, again on
             # heartbeats and fencing: a state the controller had, sent again then
             yield [
                 unlogged.requeue("leader_and_isr", r, LeaderAndIsr(*want), at_end=True),
-                Step("deliver_leader_and_isr", r, index=len(queue)),
+                Step(DELIVER_LEADER_AND_ISR, r, index=len(queue)),
             ]
             return
         yield [
@@ -362,20 +384,20 @@ class Search:
         """Remember what later events need: messages sent and delivered (for duplicates and late
         deliveries), restarts."""
         r = ev.fields["replica"]
-        if ev.step == "send_fetch" and ev.corr is not None and after.fetch_requests[r]:
+        if ev.step == SEND_FETCH and ev.corr is not None and after.fetch_requests[r]:
             self.sent[(r, ev.corr)] = after.fetch_requests[r][-1]
-        elif ev.step == "handle_fetch" and ev.msg is not None:
+        elif ev.step == HANDLE_FETCH and ev.msg is not None:
             m = self.sent.pop(ev.msg, None)  # the request this event handled, whichever way it came
             if m is not None:
                 self.delivered.setdefault((ev.node, ev.step) + ev.msg, m)
             if after.fetch_responses[r]:  # its answer, by the request's correlation id
                 self.answers[(r, ev.node, ev.msg[1])] = after.fetch_responses[r][-1]
-        elif ev.step == "handle_fetch_response" and ev.msg is not None:
+        elif ev.step == HANDLE_FETCH_RESPONSE and ev.msg is not None:
             self.answers.pop((r,) + ev.msg, None)
         if ev.step in CONTROLLER_STEPS:
             st = ev.state
             self.controller_states.add((st.get("leader"), st.get("epoch"), tuple(st.get("isr", ())), st.get("pe")))
-        if ev.step == "restart":
+        if ev.step == RESTART:
             self.restarting[r] = ev
             self.orphaned = {k: m for k, m in self.orphaned.items() if k[2] != r}  # a new process numbers anew
             self.sent = {k: m for k, m in self.sent.items() if k[0] != r}
@@ -385,9 +407,9 @@ class Search:
         elif ev.step in HALTS:
             # a fetch the crashed broker sent may still complete as a DelayedFetch: the request
             # handled again on the leader, the answer lost with the broker
-            self.orphaned.update((k, m) for k, m in self.delivered.items() if k[1] == "handle_fetch" and k[2:3] == (r,))
+            self.orphaned.update((k, m) for k, m in self.delivered.items() if k[1] == HANDLE_FETCH and k[2:3] == (r,))
             self.delivered = {k: v for k, v in self.delivered.items() if k[0] != r and k[2:3] != (r,)}
-        if ev.msg is not None and (ev.step in DELIVERIES or ev.step == "deliver_leader_and_isr"):
+        if ev.msg is not None and (ev.step in DELIVERIES or ev.step == DELIVER_LEADER_AND_ISR):
             key = (ev.node, ev.step) + ev.msg
             if key not in self.delivered:
                 kind = DELIVERIES.get(ev.step, "leader_and_isr")

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from isrcheck.model.alphabet import HANDLE_FETCH, LOSE_DISK, RESTART, SEND_FETCH
+
 from .events import HALTS, Event, Trace, partition_traces, read_trace
 
 PROPERTIES = {
@@ -46,7 +48,7 @@ REAL_STALL_MS = 500
 # variants whose new followers first ask OffsetsForLeaderEpoch, logged as send_fetch and handle_fetch
 # like a Fetch (docs/steps.md); such a question is never parked, so no fetch of theirs is taken as parked
 _EPOCH_QUESTIONS = ("kip-101", "kip-279")
-_STOPS = HALTS + ("restart", "register", "lose_disk")  # a node's incarnation ends or starts anew
+_STOPS = HALTS + (RESTART, "register", LOSE_DISK)  # a node's incarnation ends or starts anew
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,7 @@ def _check(trace: Trace, slack_ms: int, stall_ms: int | None) -> list[Late]:
             for key in [k for k in parked if k[0] == e.node]:
                 del parked[key]
             continue
-        if e.step == "send_fetch" and e.corr is not None:
+        if e.step == SEND_FETCH and e.corr is not None:
             sends[(e.node, e.corr)] = e
             continue
         state = e.state
@@ -142,7 +144,7 @@ def _check(trace: Trace, slack_ms: int, stall_ms: int | None) -> list[Late]:
         lead = leading.get(e.node)
         if lead is None or lead.epoch != state["epoch"]:  # lastCaughtUpTime starts at the leadership
             lead = leading[e.node] = _Leadership(state["epoch"], chance=e.t, stalled=clock.of(e.node))
-        if e.step == "handle_fetch" and e.msg is not None:
+        if e.step == HANDLE_FETCH and e.msg is not None:
             _fetched(lead, e, sends.get(e.msg), wait, parks, parked, clock)
         if state.get("pending") is not None:
             lead.chance, lead.stalled = e.t, clock.of(e.node)  # the next chance: after the answer

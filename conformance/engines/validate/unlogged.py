@@ -9,6 +9,7 @@ from typing import Iterator
 
 from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, StepRefused, apply, why_disabled
 from isrcheck.model.actions import ACTIONS
+from isrcheck.model.alphabet import CONSUME, CRASH, DROP, ELECT, FENCE, FLUSH, REJOIN
 from isrcheck.model.semantics import take
 from isrcheck.model.state import LeaderAndIsr, State, batch_ends, updated
 
@@ -43,7 +44,7 @@ def drop_outstanding(s: State, r: int) -> list:
         for m in queue:
             # a response of another (leader, leader epoch) can only be discarded: it goes too
             if (m.leader, m.leader_epoch) == tag or kind == "fetch_response":
-                drops.append(Step("drop", r, kind, index=left))
+                drops.append(Step(DROP, r, kind, index=left))
             else:
                 left += 1
     return drops
@@ -55,11 +56,11 @@ def lost_alter_partition(s: State, r: int, leader_epoch: int) -> Iterator[list]:
     for i, m in enumerate(s.alter_partition[r]):
         if m.leader_epoch == leader_epoch:
             found = True
-            yield [Step("drop", r, "alter_partition", index=i)]
+            yield [Step(DROP, r, "alter_partition", index=i)]
     for i, m in enumerate(s.alter_partition_responses[r]):
         if m.request_leader_epoch == leader_epoch:
             found = True
-            yield [Step("drop", r, "alter_partition_response", index=i)]
+            yield [Step(DROP, r, "alter_partition_response", index=i)]
     if not found:
         yield []  # the model lost it already (a crash of either end discards it)
 
@@ -126,7 +127,7 @@ def crash_while_down(cfg: ModelConfig, st: Step):
                 power_lost=False,
             )
         elif st.arg == "power" and not rep.power_lost:
-            s, _ = take(cfg, s, st, ACTIONS["crash"])
+            s, _ = take(cfg, s, st, ACTIONS[CRASH])
             rep = s.replicas[st.replica]
         elif st.survive:
             raise Mismatch("a power loss after a power loss: its page cache held nothing")
@@ -143,9 +144,9 @@ def unfence(cfg: ModelConfig, r: int):
 
     def take_unfence(s: State, steps: list) -> State:
         kept = s.controller.broker_epochs
-        s2, _ = apply(cfg, s, Step("rejoin", r))
+        s2, _ = apply(cfg, s, Step(REJOIN, r))
         rep = updated(s2.replicas[r], broker_epoch=s.replicas[r].broker_epoch)
-        steps.append({"step": "rejoin", "replica": r, "same_broker_epoch": True})
+        steps.append({"step": REJOIN, "replica": r, "same_broker_epoch": True})
         return s2._replace(
             replicas=s2.replicas[:r] + (rep,) + s2.replicas[r + 1 :],
             controller=s2.controller._replace(broker_epochs=kept),
@@ -158,7 +159,7 @@ def consume(cfg: ModelConfig, r: int):
     """A consume by the model's guard alone: it changes no state, only what the consumer is told
     (docs/steps.md, ``consume``: its output, the records below the HW), which no event logs and no
     step reads, so the validator does not read the HW's records (a cost in the log's length)."""
-    st = Step("consume", r)
+    st = Step(CONSUME, r)
 
     def take_consume(s: State, steps: list) -> State:
         reason = why_disabled(cfg, s, st)
@@ -185,7 +186,7 @@ def flush_while_down(r: int):
         rep = s.replicas[r]
         leo = rep.durable if rep.power_lost else len(rep.log)
         rep = updated(rep, durable=leo, hw_checkpoint=min(rep.hw_checkpoint, leo))
-        steps.append({"step": "flush", "replica": r, "while_down": True})
+        steps.append({"step": FLUSH, "replica": r, "while_down": True})
         return s._replace(replicas=s.replicas[:r] + (rep,) + s.replicas[r + 1 :])
 
     return take
@@ -239,20 +240,20 @@ def controlled_shutdown(cfg: ModelConfig, r: int):
         isr = tuple(i for i in c.isr if i != r)
         target = next((i for i in isr if i not in c.fenced), None) if c.leader == r else None
         if target is not None:
-            s2, _ = apply(cfg, s, Step("elect", target))
+            s2, _ = apply(cfg, s, Step(ELECT, target))
             c2 = s2.controller
             c2 = c2._replace(isr=isr, elr=cfg.rules.elr_after(c2, isr, cfg.min_insync_replicas))
             sent = LeaderAndIsr(c2.leader, c2.leader_epoch, c2.isr, c2.partition_epoch)
             queues = tuple(
                 q[:-1] + (sent,) if q and q[-1].partition_epoch == c2.partition_epoch else q for q in s2.leader_and_isr
             )
-            steps.append({"step": "elect", "replica": target, "controlled_shutdown": r})
+            steps.append({"step": ELECT, "replica": target, "controlled_shutdown": r})
             return s2._replace(controller=c2, leader_and_isr=queues)
         if r not in c.isr and c.leader != r:
             steps.append({"step": "controlled_shutdown", "replica": r, "changed": False})
             return s
-        s2, _ = apply(cfg, s, Step("fence", r))
-        steps.append({"step": "fence", "replica": r, "controlled_shutdown": True})
+        s2, _ = apply(cfg, s, Step(FENCE, r))
+        steps.append({"step": FENCE, "replica": r, "controlled_shutdown": True})
         return s2._replace(controller=s2.controller._replace(fenced=c.fenced))
 
     return take_shutdown
@@ -268,11 +269,11 @@ def elect_with_registration(cfg: ModelConfig):
         before = s.controller
         if before.leader != -1:
             raise Mismatch("the registration left a leader: no election folded into it")
-        s2, _ = apply(cfg, s, Step("elect"))
+        s2, _ = apply(cfg, s, Step(ELECT))
         c, sent = _one_change(s2.controller)
         unled = LeaderAndIsr(-1, before.leader_epoch, before.isr, before.partition_epoch)
         queues = tuple(tuple(sent if m == unled else m for m in q) for q in s.leader_and_isr)
-        steps.append({"step": "elect", "with_registration": True})
+        steps.append({"step": ELECT, "with_registration": True})
         return s2._replace(controller=c, leader_and_isr=queues)
 
     return take_elect
@@ -291,13 +292,13 @@ def fence_and_elect(cfg: ModelConfig, r: int):
     both; the model's ``fence`` (leader -1, a new epoch) then ``elect`` (another) folded into one change."""
 
     def take_fence_elect(s: State, steps: list) -> State:
-        s1, _ = apply(cfg, s, Step("fence", r))
-        s2, _ = apply(cfg, s1, Step("elect"))
+        s1, _ = apply(cfg, s, Step(FENCE, r))
+        s2, _ = apply(cfg, s1, Step(ELECT))
         c, sent = _one_change(s2.controller)
         queues = tuple(
             q0 + ((sent,) if len(q2) > len(q0) else ()) for q0, q2 in zip(s.leader_and_isr, s2.leader_and_isr)
         )
-        steps.append({"step": "fence", "replica": r, "and_elect": True})
+        steps.append({"step": FENCE, "replica": r, "and_elect": True})
         return s2._replace(controller=c, leader_and_isr=queues)
 
     return take_fence_elect

@@ -14,9 +14,9 @@ import pytest
 from rich.console import Console
 
 from isrcheck.conformance import load_schedule
+from isrcheck.conformance.cli.fuzz import print_replay
 from isrcheck.conformance.core.lockstep import HISTORY, Lockstep
 from isrcheck.conformance.engines.campaign.auto import run_auto_seed
-from isrcheck.conformance.engines.campaign.command import print_replay
 from isrcheck.conformance.engines.campaign.failures import write_failures
 from isrcheck.conformance.engines.campaign.store import CampaignStore
 from isrcheck.conformance.engines.validate.budgets import Judged, judge

@@ -158,7 +158,7 @@ def test_the_summary_says_which_wall_time_the_progress_showed():
 
     from rich.console import Console
 
-    from isrcheck.conformance.engines.campaign.command import print_summary
+    from isrcheck.conformance.cli.fuzz import print_summary
 
     summary = {
         "protocol": "kip-320",

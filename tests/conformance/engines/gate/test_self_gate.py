@@ -13,7 +13,7 @@ from pathlib import Path
 
 import isrcheck.conformance
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def test_the_repository_gate_passes_and_reports(tmp_path, scenario_files, open_page, artifacts):

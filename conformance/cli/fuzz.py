@@ -15,6 +15,7 @@ from rich.table import Table
 
 from isrcheck.conformance.core import sut_spec
 from isrcheck.conformance.core.schedule import PROTOCOLS
+from isrcheck.conformance.engines.campaign.harness import HarnessUnavailable
 from isrcheck.conformance.engines.campaign.plan import PARTITIONS, SCHEDULES, STEPS
 from isrcheck.conformance.generators.profiles import FAULT_PROFILES
 from isrcheck.conformance.generators.refusals import DEFAULT_REFUSALS, REFUSALS
@@ -113,8 +114,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    # pyarrow and rich: loaded only when a campaign runs, not for --help
     from isrcheck.conformance.engines.campaign.driver import CampaignError, CampaignParams, run_campaign
-    from isrcheck.conformance.engines.campaign.harness import HarnessUnavailable
 
     sut = sut_spec.from_arguments(args)  # started here first: a command that cannot start is bad input, before Spark
     if sut is not None:
@@ -155,6 +156,7 @@ def run(args) -> int:
 
 
 def _run_guided(params, out: str, args, console: Console) -> int:
+    # pyarrow and rich: loaded only when a campaign runs, not for --help
     from isrcheck.conformance.engines.campaign.driver import CampaignError
     from isrcheck.conformance.engines.campaign.guided import run_guided
 

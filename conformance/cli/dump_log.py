@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .dump import MAX_MESSAGE_SIZE, open_dump, write_json, write_text
+from isrcheck.impl.storage.dump import MAX_MESSAGE_SIZE, open_dump, write_json, write_text
 
 EXIT_CODES = (
     "exit codes: 0 the file is sound; 1 it is corrupt (each problem printed with its byte "

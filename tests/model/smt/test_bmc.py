@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
+from isrcheck.conformance.cli.explore import _schedule
 from isrcheck.conformance.core.lockstep import run_schedule
-from isrcheck.conformance.engines.explore import _schedule
 from isrcheck.model import ModelConfig, Scope, explore
 from isrcheck.model.smt.bmc import bmc, bounds_for, induction, reachable
 from isrcheck.model.smt.protocols import RULES

@@ -60,7 +60,7 @@ def test_lost_acked_write_names_the_leader_the_producers_answer_and_the_truncati
 
 def test_the_sentence_docs_ci_quotes_is_the_one_given(scenario):
     _trace, why = explained(scenario("kip101-scenario1"), "hw-truncation")
-    doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "ci.md").read_text(encoding="utf-8").split())
+    doc = " ".join((Path(__file__).resolve().parents[3] / "docs" / "ci.md").read_text(encoding="utf-8").split())
     assert re.search(r'on hw-truncation: "(.*?)"', doc).group(1) == why.sentence
 
 

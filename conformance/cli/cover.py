@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import sys
 
-from isrcheck.conformance.engines.campaign.command import print_budgets
+from isrcheck.conformance.cli.explore import add_scope_arguments, config_and_scope
+from isrcheck.conformance.cli.fuzz import print_budgets
 from isrcheck.conformance.engines.campaign.plan import PARTITIONS
-from isrcheck.conformance.engines.explore import add_scope_arguments, config_and_scope
 from isrcheck.conformance.vocabulary import SECONDS, UsageError, output_path
 from isrcheck.model import Scope
 
@@ -75,6 +75,7 @@ def kept_when_interrupted(args) -> str:
 
 
 def run(args) -> int:
+    # pyarrow and rich: loaded only when cover runs, not for --help
     from isrcheck.conformance.engines.cover.driver import CoverError, run_cover
 
     config, scope = config_and_scope(args)

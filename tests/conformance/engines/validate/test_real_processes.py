@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
-from isrcheck.conformance.engines.validate.command import validate_path
 from isrcheck.conformance.engines.validate.events import read_trace
+from isrcheck.conformance.engines.validate.validation import validate_path
 from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.impl.clients import Producer
 from isrcheck.impl.controller import CONTROLLER_ID

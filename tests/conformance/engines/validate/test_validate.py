@@ -10,7 +10,7 @@ import pytest
 from timer_bug import eager_isr_check
 
 from isrcheck.conformance import random_walk
-from isrcheck.conformance.engines.validate.command import validate_path
+from isrcheck.conformance.engines.validate.validation import validate_path
 from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.impl.replication.replica_manager import ReplicaManager
 from isrcheck.impl.sim.workload import run_simulation

@@ -1,39 +1,24 @@
-"""``isrcheck validate PATH``: is there a behaviour of the model that explains a run's event log?
-PATH is the log, or a run's directory that holds it (``locate``).
-
-Exit codes: 0 explained, 1 an event no behaviour of the model explains (printed with every
-candidate state and why the model refuses the event there), 2 bad input (a malformed line is
-named by file and line).
+"""Is there a behaviour of the model that explains a run's event log? The verdict on a log
+(``validate_path``), on the log a run wrote (``validate_run``, ``LogValidation``) and the lines
+that say it (``summary_lines``); ``isrcheck validate`` (conformance/cli/validate.py) prints them.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from isrcheck.conformance.engines.apache.recording import is_recording
+from isrcheck.conformance.engines.apache.translate import write
 from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.model import PROTOCOLS
 from isrcheck.model.collector import no_cycle_collection
 
 from . import timeliness
 from .events import partition_traces, read_trace
-from .locate import event_log_in
 from .search import Verdict, validate_partitions
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "path",
-        help="a directory of per-node event logs (*.jsonl), one .jsonl file, or the "
-        "directory of a run that holds one (a soak's --dir, a campaign's --out)",
-    )
-    parser.add_argument(
-        "--protocol", default=None, help="validate against this variant instead of the one the log's header names"
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON object (with the model steps)")
 
 
 def validate_path(path: str, protocol: str | None = None, judge: bool = False) -> tuple[Verdict, int, float]:
@@ -41,21 +26,14 @@ def validate_path(path: str, protocol: str | None = None, judge: bool = False) -
     the explaining behaviour's fault budgets too (``budgets.py``; a log of one partition)."""
     if protocol is not None and protocol not in PROTOCOLS:
         raise UsageError(f"--protocol: unknown variant {protocol!r} (known: {', '.join(PROTOCOLS)})")
-    from isrcheck.conformance.engines.apache.recording import is_recording
 
     if is_recording(path):  # Apache Kafka's own events (engines/apache/recording), translated first
-        import tempfile
-
-        from isrcheck.conformance.engines.apache.translate import write
-
         with tempfile.TemporaryDirectory(prefix="isrcheck-translated.") as out:
             return validate_path(str(write(path, out)), protocol)
     start = time.perf_counter()
     with no_cycle_collection():
         trace = read_trace(path)
         if protocol is not None and protocol != trace.protocol:
-            from dataclasses import replace
-
             trace.config = replace(trace.config, protocol=protocol)
             trace.protocol = protocol
         verdict = validate_partitions(partition_traces(trace), len(trace.events), judge)
@@ -134,15 +112,3 @@ def summary_lines(verdict: Verdict, events: int, seconds: float) -> list[str]:
         for why in r.reasons or ["(no way to take the event)"]:
             lines.append(f"    - {why}")
     return lines
-
-
-def run(args: argparse.Namespace) -> int:
-    path = event_log_in(args.path)
-    if path != args.path:  # said on stderr: --json's stdout is one object
-        print(f"isrcheck validate: the event log in {args.path} is {path}", file=sys.stderr)
-    verdict, events, seconds = validate_path(path, args.protocol)
-    if args.json:
-        print(json.dumps({**verdict.to_json(), "seconds": round(seconds, 3)}, sort_keys=True))
-    else:
-        print("\n".join(summary_lines(verdict, events, seconds)))
-    return 0 if verdict.explained else 1

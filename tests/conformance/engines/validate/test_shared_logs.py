@@ -146,7 +146,7 @@ def test_validating_leaves_no_cycles_behind_for_the_collector_it_turns_off(tmp_p
     no garbage; and the collector is back on afterwards."""
     import gc
 
-    from isrcheck.conformance.engines.validate.command import validate_path
+    from isrcheck.conformance.engines.validate.validation import validate_path
 
     run_simulation("kip-966", 3, 1, 600, events_dir=str(tmp_path / "ok"))
     lines = (tmp_path / "ok" / "broker-0.jsonl").read_text().splitlines()

@@ -117,8 +117,8 @@ def test_the_exit_code_comes_with_its_reason_and_the_run_folder():
     with how far it got), or what it passed; results.json has the folder and that reason."""
     from isrcheck.conformance.engines.soak.checker import CheckResult
     from isrcheck.conformance.engines.soak.driver import SoakOptions, SoakResult
-    from isrcheck.conformance.engines.validate.command import LogValidation
     from isrcheck.conformance.engines.validate.search import Verdict
+    from isrcheck.conformance.engines.validate.validation import LogValidation
 
     stopped = SoakResult(
         SoakOptions(directory="runs/a"),
@@ -149,10 +149,10 @@ def test_a_missed_deadline_in_the_event_log_fails_the_soak_with_its_reason():
     anomaly event-log-late, exit 1, the finding in the reason."""
     from isrcheck.conformance.engines.soak.checker import CheckResult
     from isrcheck.conformance.engines.soak.driver import SoakOptions, SoakResult
-    from isrcheck.conformance.engines.validate.command import LogValidation
     from isrcheck.conformance.engines.validate.events import Event
     from isrcheck.conformance.engines.validate.search import Verdict
     from isrcheck.conformance.engines.validate.timeliness import Late
+    from isrcheck.conformance.engines.validate.validation import LogValidation
 
     event = Event("events/broker-0.jsonl:9", 0, 9, 9, 9000, "handle_fetch", {}, {})
     late = Late("IsrExpiry", event, "broker 2 still in the ISR of leader 0 (epoch 1) at 9000 ms")

@@ -11,7 +11,7 @@ from isrcheck.conformance.engines.campaign import CampaignParams, run_campaign
 from isrcheck.conformance.engines.campaign.auto import run_auto_seed
 from isrcheck.conformance.engines.campaign.driver import CampaignError
 from isrcheck.conformance.engines.campaign.executor import TaskSpec, run_locally
-from isrcheck.conformance.engines.validate.command import validate_path
+from isrcheck.conformance.engines.validate.validation import validate_path
 from isrcheck.impl.replication.replica_manager import ReplicaManager
 
 

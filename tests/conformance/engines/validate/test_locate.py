@@ -14,7 +14,7 @@ from isrcheck.conformance.engines.validate.locate import event_log_in
 from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.impl.sim.workload import run_simulation
 
-RECORDING = Path(__file__).parent.parent / "apache" / "recordings" / "clean-4.4.0"
+RECORDING = Path(__file__).resolve().parents[3] / "apache" / "recordings" / "clean-4.4.0"
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from isrcheck.conformance.core.lockstep import DIVERGENCE_RUNGS, Lockstep, diver
 from isrcheck.conformance.engines.campaign import CampaignParams
 from isrcheck.conformance.engines.campaign.guided import FAULTS, Corpus, Mutants, mutate, run_guided
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "specs" / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[4] / "specs" / "scenarios"
 
 
 def _rows(out):

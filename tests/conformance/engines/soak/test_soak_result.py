@@ -7,9 +7,9 @@ from __future__ import annotations
 from isrcheck.conformance.engines.soak.checker import check
 from isrcheck.conformance.engines.soak.driver import SoakOptions, SoakResult
 from isrcheck.conformance.engines.soak.history_index import HistoryIndex
-from isrcheck.conformance.engines.validate.command import LogValidation
 from isrcheck.conformance.engines.validate.events import Event
 from isrcheck.conformance.engines.validate.search import Verdict
+from isrcheck.conformance.engines.validate.validation import LogValidation
 
 
 def _history() -> list[dict]:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
+from isrcheck.conformance.core.schedule import Expected, Schedule
 from isrcheck.conformance.vocabulary import INT64_MAX, Number, UsageError, output_path
 from isrcheck.model import PROTOCOLS, ConfigError, ModelConfig, Scope, explore, replay
 from isrcheck.specs import BY_ID, PROPERTIES
@@ -260,8 +262,6 @@ def run(args) -> int:
 
 def _schedule(config: ModelConfig, violation, engine: str = "explore", shortest: bool = True):
     """A counterexample as a schedule, the format every other part of isrcheck reads."""
-    from isrcheck.conformance.core.schedule import Schedule
-
     what = "shortest counterexample" if shortest else "counterexample (partial-order reduction: maybe not the shortest)"
     return Schedule.from_json(
         {
@@ -278,7 +278,7 @@ def _schedule(config: ModelConfig, violation, engine: str = "explore", shortest:
 def _replay_on_impl(config: ModelConfig, result) -> list:
     """Each counterexample run in lockstep on the model and the implementation, checking the
     property it violates (another property may fail first on the same trace)."""
-    from isrcheck.conformance.core.lockstep import run_schedule
+    from isrcheck.conformance.core.lockstep import run_schedule  # loads impl: only with --replay-on-impl
 
     return [run_schedule(_schedule(config, v), properties=[v.property]) for v in result.violations]
 
@@ -287,10 +287,7 @@ def _save(directory: str, config: ModelConfig, result, engine: str = "explore") 
     """Write DIR/<protocol>-<property>.json per violation (replayable with ``isrcheck check``),
     expecting the verdict its replay on the model gives: a violation of that property (reported
     as such where others fail at the same step), or what fails first on the trace instead."""
-    from pathlib import Path
-
-    from isrcheck.conformance.core.lockstep import run_schedule
-    from isrcheck.conformance.core.schedule import Expected, Schedule
+    from isrcheck.conformance.core.lockstep import run_schedule  # loads impl: only with --save
 
     out = Path(directory)
     try:
@@ -319,7 +316,7 @@ def _save(directory: str, config: ModelConfig, result, engine: str = "explore") 
 
 
 def _print_report(config: ModelConfig, result, replays=None) -> None:
-    from rich.console import Console
+    from rich.console import Console  # rich: only when a report is printed
 
     # a pipe or file gets the whole table unwrapped; a terminal its own width
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 240)
@@ -374,6 +371,7 @@ def _reduction_text(result) -> str:
 
 
 def _trace_table(config: ModelConfig, trace: list[dict]):
+    # rich: only when a trace is printed
     from rich.markup import escape
     from rich.table import Table
 

@@ -14,7 +14,7 @@ from isrcheck.model import ModelConfig, Scope
 from isrcheck.model.smt.bmc import bounds_for
 from isrcheck.model.smt.invariants import FAMILIES, grammar
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ONE = ["--replicas", "1", "--min-isr", "1", "--max-records", "1", "--max-epoch", "2", "--max-crashes", "1"]
 TWO = ["--replicas", "2", "--min-isr", "1", "--max-records", "1", "--max-epoch", "3", "--max-crashes", "1"]
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from types import SimpleNamespace
 
-from isrcheck.conformance.engines.explore import _build, _save, add_model_arguments
+from isrcheck.conformance.cli.explore import _build, _save, add_model_arguments
 from isrcheck.conformance.vocabulary import Number, UsageError, output_path, read_text
 
 _DEPTH = Number(int, 0, 1_000)
@@ -91,6 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    # z3: loaded only when proving, not for --help
     from isrcheck.model.smt.actions import Unsupported
     from isrcheck.model.smt.bmc import bmc, induction, reachable
     from isrcheck.model.smt.protocols import UnsupportedVariant, rules_for
@@ -139,8 +141,6 @@ def run(args) -> int:
     except Unsupported as exc:
         raise UsageError(str(exc)) from None
     if args.save is not None:
-        from types import SimpleNamespace
-
         found = result.violations + [f for f, _why in result.beyond_budget]
         _save(args.save, config, SimpleNamespace(violations=found), engine="prove")
     if args.json:
@@ -153,6 +153,7 @@ def run(args) -> int:
 
 
 def _grown(bounds) -> None:
+    # z3: loaded only when proving
     from isrcheck.model.smt.state import QUEUES
 
     held = ", ".join(f"{q} {bounds.capacity(q)}" for q in QUEUES)
@@ -180,8 +181,6 @@ def _print_bmc(result) -> None:
 
 def _report_induction(args, config, results) -> int:
     if args.save is not None:
-        from types import SimpleNamespace
-
         _save(args.save, config, SimpleNamespace(violations=[r.found for r in results if r.found]), engine="prove")
     if args.json:
         print(json.dumps({"protocol": config.protocol, "results": [r.to_json() for r in results]}))
@@ -199,6 +198,7 @@ def _report_induction(args, config, results) -> int:
 
 
 def _targets(args, default) -> list[str]:
+    # z3: loaded only when proving
     from isrcheck.model.smt.properties import FORMULAS
 
     if not args.property:
@@ -210,6 +210,7 @@ def _targets(args, default) -> list[str]:
 
 
 def _invariant(args, config, scope) -> int:
+    # z3: loaded only when proving
     from isrcheck.model.smt.actions import Unsupported
     from isrcheck.model.smt.houdini import houdini, save
     from isrcheck.model.smt.invariants import TARGETS
@@ -241,6 +242,7 @@ def _invariant(args, config, scope) -> int:
 
 
 def _check_invariant(args) -> int:
+    # z3: loaded only when proving
     from isrcheck.model.smt.actions import Unsupported
     from isrcheck.model.smt.houdini import InvariantFileError, check_invariant, load
     from isrcheck.model.smt.protocols import UnsupportedVariant, rules_for
@@ -269,6 +271,7 @@ def _report_invariant(args, result, head: str) -> None:
     if args.json:
         print(json.dumps(result.to_json()))
         return
+    # z3: loaded only when proving
     from isrcheck.model.smt.houdini import bounds_json
 
     verdict = (

@@ -12,8 +12,8 @@ from timer_bug import delayed_fetch_never_expires, isr_timer_never_rearmed, lag_
 
 from isrcheck.conformance.cli.main import main
 from isrcheck.conformance.engines.campaign.auto import run_auto_seed
-from isrcheck.conformance.engines.validate.command import validate_path
 from isrcheck.conformance.engines.validate.timeliness import check_path
+from isrcheck.conformance.engines.validate.validation import validate_path
 from isrcheck.impl.replication.delayed_fetch import DelayedFetchPurgatory
 from isrcheck.impl.replication.partition import Partition
 from isrcheck.impl.replication.replica_manager import ReplicaManager

@@ -9,7 +9,7 @@ from isrcheck.conformance.engines.gate.config import load_gate_config
 from isrcheck.conformance.engines.gate.engines import NAMES
 from isrcheck.conformance.engines.gate.run import engines_to_run
 
-DOC = (Path(__file__).resolve().parents[2] / "docs" / "ci.md").read_text(encoding="utf-8")
+DOC = (Path(__file__).resolve().parents[4] / "docs" / "ci.md").read_text(encoding="utf-8")
 
 
 def test_the_documented_config_loads_as_written(tmp_path):
