@@ -16,6 +16,11 @@ from .alphabet import NONE, STEPS
 # step name -> the fault classes (alphabet.FAULTS) a step of it may be
 _FAULTS_OF = {name: kind.faults for name, kind in STEPS.items() if kind.faults}
 _COUNTED = frozenset(("produce", *_FAULTS_OF))
+# the steps whose counting reads the state before them (was the broker fenced, alive); a module
+# constant, not a class attribute, since a NamedTuple's body holds only its fields for mypy(c)
+READS_BEFORE = frozenset(
+    name for name, faults in _FAULTS_OF.items() if any(f.when in ("unfenced", "alive") for f in faults)
+)
 
 
 class History(NamedTuple):
@@ -39,11 +44,6 @@ class History(NamedTuple):
     disk_failures: int
     fsync_failures: int
     live_corruptions: int
-
-    # the steps whose counting reads the state before them (was the broker fenced, alive)
-    READS_BEFORE = frozenset(
-        name for name, faults in _FAULTS_OF.items() if any(f.when in ("unfenced", "alive") for f in faults)
-    )
 
     def after(self, st, outputs: list[dict], before) -> "History":
         """The history once step ``st`` (a ``Step``), taken in state ``before``, gave ``outputs``."""

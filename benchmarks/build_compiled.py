@@ -1,0 +1,132 @@
+"""Build the optional compiled variant: the hot modules compiled with mypyc, in a directory of its own.
+
+    python benchmarks/build_compiled.py [--out build/compiled] [--only model|impl]
+    PYTHONPATH=build/compiled isrcheck ...        # the compiled variant, same commands, same results
+
+The pure-Python source stays the reference (``pip install .`` installs it and needs no compiler):
+this copies the packages that hold a compiled module (``isrcheck.model``, ``isrcheck.specs``,
+``isrcheck.impl``) whole into ``OUT/isrcheck/``, compiles the modules of ``COMPILED`` there with
+mypyc (``pip install "mypy>=1.10"`` and a C compiler), and writes ``OUT/compiled.json`` naming them
+with a digest of the sources they were built from. ``isrcheck`` is a namespace package, so with
+``OUT`` first on ``PYTHONPATH`` those three packages come from ``OUT`` (an extension module is
+imported before the ``.py`` beside it) and ``isrcheck.conformance`` from the installation.
+``tests/test_compiled.py`` checks, when ``ISRCHECK_COMPILED=OUT`` is set, that every listed module
+was loaded compiled from ``OUT`` and that ``OUT`` is not older than the source.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# source folder -> package (pyproject.toml's [tool.setuptools.package-dir]) for the packages copied
+PACKAGES = {"model": "model", "specs": "specs", "impl": "impl"}
+# The modules the profiles of explore, lockstep and fuzz put on top (docs/figures.md, "A compiled
+# path"), by source path; each compiles unchanged or with annotations only.
+COMPILED = {
+    "model": [
+        "model/state.py",
+        "model/next_state.py",
+        "model/semantics.py",
+        "model/explorer.py",
+        "model/constraints.py",
+        "model/symmetry.py",
+        "model/budget.py",
+        "model/reads.py",
+        "model/alphabet.py",
+        "model/history.py",
+        "model/losses.py",
+        "specs/properties.py",
+    ],
+    "impl": [
+        "impl/protocol/codec.py",
+        "impl/storage/fs.py",
+        "impl/network.py",
+    ],
+}
+MYPY_FLAGS = ["--ignore-missing-imports", "--follow-imports=silent", "--explicit-package-bases", "--no-incremental"]
+
+
+def source_digest() -> str:
+    """A digest of every file copied: a build from other sources is stale."""
+    digest = hashlib.sha256()
+    for folder in PACKAGES:
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def module_name(path: str) -> str:
+    """The module a source path compiles to: ``model/state.py`` is ``isrcheck.model.state``."""
+    folder, rest = path.split("/", 1)
+    return f"isrcheck.{PACKAGES[folder]}." + rest[: -len(".py")].replace("/", ".")
+
+
+def is_current(out: Path) -> bool:
+    """``out`` holds a build of today's sources."""
+    manifest = out / "compiled.json"
+    return manifest.exists() and json.loads(manifest.read_text())["sources"] == source_digest()
+
+
+def loaded_variant(compiled_dir: Path | None) -> list[tuple[str, str]]:
+    """The modules of ``COMPILED`` this process did not load as asked, with where each came from:
+    with ``compiled_dir``, each must be an extension module in it; without, the pure source."""
+    wrong = []
+    for name in [module_name(path) for group in COMPILED.values() for path in group]:
+        where = Path(importlib.import_module(name).__file__ or "")
+        compiled = where.suffix != ".py" and compiled_dir is not None and compiled_dir.resolve() in where.parents
+        if compiled != (compiled_dir is not None):
+            wrong.append((name, str(where)))
+    return wrong
+
+
+def build(out: Path, groups: list[str] | None = None) -> dict:
+    """Copy the packages into ``out/isrcheck`` and compile ``groups``' modules there in place."""
+    if out.exists():
+        print(f"build_compiled: removing the previous build in {out}")
+        shutil.rmtree(out)
+    target = out / "isrcheck"
+    for folder, package in PACKAGES.items():
+        shutil.copytree(ROOT / folder, target / package, ignore=shutil.ignore_patterns("__pycache__"))
+    modules = [module_name(path) for group in groups or sorted(COMPILED) for path in COMPILED[group]]
+    sources = [name.replace(".", "/") + ".py" for name in modules]
+    if importlib.util.find_spec("mypyc") is None:
+        raise SystemExit('build_compiled: mypyc is not installed here (it comes with mypy: pip install "mypy>=1.10")')
+    started = time.monotonic()
+    command = [sys.executable, "-m", "mypyc", *MYPY_FLAGS, *sources]
+    done = subprocess.run(command, cwd=out, capture_output=True, text=True, env=os.environ | {"MYPYPATH": str(out)})
+    if done.returncode != 0:  # a type error mypyc refuses, or no C compiler: its own words
+        raise SystemExit(f"build_compiled: mypyc failed in {out}:\n{(done.stdout + done.stderr)[-4000:]}")
+    seconds = time.monotonic() - started
+    shutil.rmtree(out / "build", ignore_errors=True)  # mypyc's C sources and objects
+    manifest = {"modules": modules, "sources": source_digest(), "build_seconds": round(seconds, 1)}
+    (out / "compiled.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "compiled")
+    parser.add_argument("--only", choices=sorted(COMPILED), action="append", help="compile only this group")
+    args = parser.parse_args()
+    manifest = build(args.out.resolve(), args.only)
+    size = sum(p.stat().st_size for p in args.out.rglob("*.so"))
+    print(
+        f"build_compiled: {len(manifest['modules'])} modules compiled into {args.out} in "
+        f"{manifest['build_seconds']} s, {size / 2**20:.1f} MiB of extension modules"
+    )
+
+
+if __name__ == "__main__":
+    main()
