@@ -212,7 +212,7 @@ def main() -> None:
         return
     compiled_dir = args.compiled.resolve()
     if not is_current(compiled_dir):
-        manifest = build(compiled_dir, None)
+        manifest = build(compiled_dir)
         print(f"built {len(manifest['modules'])} modules into {compiled_dir} in {manifest['build_seconds']} s")
     print("command: python benchmarks/compiled.py " + " ".join(sys.argv[1:]))
     print(f"load at start: {load_average()}")
