@@ -200,7 +200,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compiled", type=Path, default=HERE.parent / "build" / "compiled")
     parser.add_argument("--part", action="append", choices=sorted(UNITS), help="default: all three")
-    parser.add_argument("--rounds", type=int, default=2, help="pure/compiled pairs per part (fuzz: one)")
+    parser.add_argument("--rounds", type=int, default=2, help="pure/compiled pairs per part")
     parser.add_argument("--max-states", type=int, default=0, help="stop the explorer there (0: the whole scope)")
     parser.add_argument("--schedules", type=int, default=2000, help="fuzz's --schedules")
     parser.add_argument("--lockstep-schedules", type=int, default=200)
@@ -217,7 +217,7 @@ def main() -> None:
     print("command: python benchmarks/compiled.py " + " ".join(sys.argv[1:]))
     print(f"load at start: {load_average()}")
     for part in args.part or ["explore", "lockstep", "fuzz"]:
-        report(part, [pair(part, args, compiled_dir) for _ in range(1 if part == "fuzz" else args.rounds)])
+        report(part, [pair(part, args, compiled_dir) for _ in range(args.rounds)])
     print(f"load at end: {load_average()}")
 
 
