@@ -1,17 +1,18 @@
-"""Build the optional compiled variant: the hot modules compiled with mypyc, in a directory of its own.
+"""Build the compiled variant benchmarks/compiled.py measures: hot modules through mypyc, in a folder of its own.
 
     python benchmarks/build_compiled.py [--out build/compiled]
-    PYTHONPATH=build/compiled isrcheck ...        # the compiled variant, same commands, same results
+    PYTHONPATH=build/compiled python ...        # the compiled variant: same code, same results
 
 The pure-Python source stays the reference (``pip install .`` installs it and needs no compiler):
 this copies the packages that hold a compiled module (``isrcheck.model``, ``isrcheck.specs``)
 whole into ``OUT/isrcheck/``, compiles the modules of ``COMPILED`` there with
-mypyc (``pip install "mypy>=1.10"`` and a C compiler), and writes ``OUT/compiled.json`` naming them
+mypyc (``pip install ".[compiled]"`` and a C compiler), and writes ``OUT/compiled.json`` naming them
 with a digest of the sources they were built from. ``isrcheck`` is a namespace package, so with
 ``OUT`` first on ``PYTHONPATH`` those two packages come from ``OUT`` (an extension module is
 imported before the ``.py`` beside it) and the others from the installation.
-``tests/test_compiled.py`` checks, when ``ISRCHECK_COMPILED=OUT`` is set, that every listed module
-was loaded compiled from ``OUT`` and that ``OUT`` is not older than the source.
+``benchmarks/compiled.py`` builds it and checks that each of its runs loaded the variant it asked
+for (``loaded_variant``). Measured, it does not pay enough to be a supported variant
+(docs/figures.md, "A compiled path").
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def build(out: Path) -> dict:
     modules = list(map(module_name, COMPILED))
     sources = [name.replace(".", "/") + ".py" for name in modules]
     if importlib.util.find_spec("mypyc") is None:
-        raise SystemExit('build_compiled: mypyc is not installed here (it comes with mypy: pip install "mypy>=1.10")')
+        raise SystemExit('build_compiled: mypyc is not installed here (it comes with mypy: pip install ".[compiled]")')
     started = time.monotonic()
     command = [sys.executable, "-m", "mypyc", *MYPY_FLAGS, *sources]
     done = subprocess.run(command, cwd=out, capture_output=True, text=True, env=os.environ | {"MYPYPATH": str(out)})

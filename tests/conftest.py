@@ -7,7 +7,6 @@ of ``specs/scenarios``.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -19,28 +18,6 @@ import isrcheck.specs
 
 SCENARIO_DIR = Path(isrcheck.specs.__file__).parent / "scenarios"
 SCENARIO_FILES = sorted(SCENARIO_DIR.glob("*.json"))
-# the compiled variant's build directory when a run is asked to test it (.ci/run), else None
-COMPILED_DIR = Path(os.environ["ISRCHECK_COMPILED"]).resolve() if os.environ.get("ISRCHECK_COMPILED") else None
-
-
-def build_compiled():
-    """benchmarks/build_compiled.py as a module: what the compiled variant holds and how to check it."""
-    spec = importlib.util.spec_from_file_location(
-        "build_compiled", Path(__file__).parents[1] / "benchmarks/build_compiled.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def pytest_configure(config):
-    """A run asked for the compiled variant stops before its first test if it did not load it: a
-    compiled run that silently imports pure Python would test the reference twice."""
-    if COMPILED_DIR is not None:
-        wrong = build_compiled().loaded_variant(COMPILED_DIR)
-        if wrong:
-            shown = ", ".join(f"{name} from {where}" for name, where in wrong)
-            raise pytest.UsageError(f"ISRCHECK_COMPILED={COMPILED_DIR}, but this run loaded {shown}")
 
 
 def pytest_generate_tests(metafunc):
