@@ -58,6 +58,7 @@ def variant_of_modules(compiled_dir: Path | None) -> str:
 def child(part: str, args) -> dict:
     """One timed run in this process: the count, its CPU seconds and a digest of its results."""
     compiled_dir = Path(os.environ["ISRCHECK_COMPILED"]) if os.environ.get("ISRCHECK_COMPILED") else None
+    # isrcheck is imported in the child only, after its PYTHONPATH chose the variant
     if part == "explore":
         from isrcheck.model import ModelConfig, Scope, explore
 
