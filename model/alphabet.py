@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from itertools import product
-from typing import Mapping, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 NONE = "NONE"  # Kafka's Errors.NONE: the error code of a successful answer
 MAX_REPLICAS = 5  # brokers of a schedule's cluster, ids 0 .. replicas - 1
@@ -70,7 +70,7 @@ class Field(NamedTuple):
     doc: str
     attr: str
     values: tuple | None = None
-    default: object = None
+    default: Any = None  # Any, not object: mypyc cannot build a NamedTuple field typed object
     low: int = 0
     high: int | None = None
     sample: tuple = ()
@@ -449,8 +449,8 @@ class Step(NamedTuple):
 
     name: str
     replica: int = -1
-    arg: object = None
-    index: int = 0
+    arg: Any = None
+    index: int = 0  # type: ignore[assignment]  # the field shadows tuple.index, as the schedule names it
     records: int = 1
     max_batches: int = 0
     survive: int = 0
@@ -500,7 +500,7 @@ class Step(NamedTuple):
                 shown_key(extra[0]),
                 f"not a field of step {name!r} (unexpected field; it takes {', '.join(kind.fields) or 'no fields'})",
             )
-        values = {}
+        values: dict[str, Any] = {}
         for f in kind.fields:
             spec = FIELDS[f]
             if f not in step:
@@ -551,7 +551,7 @@ def is_disk_fault(st: Step) -> bool:
     return STEPS[st.name].disk_fault or st.tail != "cut"
 
 
-def _checked(name: str, spec: Field, value: object, replicas: int | None) -> object:
+def _checked(name: str, spec: Field, value: Any, replicas: int | None) -> object:
     """``value`` if it is a valid value of field ``spec``, else InvalidStep naming the field."""
     f = spec.name
     if spec.values is not None:

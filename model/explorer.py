@@ -354,6 +354,7 @@ def explore(
     beyond: dict[str, BeyondBudget] = {}
     depth_of_level = max_depth = 0
     transitions = 0
+    stopped = False  # bound before visit() names it nonlocal (mypyc needs it)
 
     index = {p.id: k for k, p in enumerate(pending)}
     reads = [reads_mask(p) for p in pending]
@@ -429,7 +430,7 @@ def explore(
 
     reducer = Reduction(config, scope, pending, budgets) if reduction else None
     reduced = 0
-    frontier = [(0, init, EMPTY_LEDGER, check(init, 0, EMPTY_LEDGER))]
+    frontier: list[tuple[int, State, tuple, int]] = [(0, init, EMPTY_LEDGER, check(init, 0, EMPTY_LEDGER))]
     stopped = bool(violations) and stop_at_first
     next_report = start + progress_every
     while frontier and not stopped:
@@ -494,7 +495,7 @@ def _trace(
         i = parent[i]
     to_concrete = perms[0]  # renaming from the current representative back to the concrete state
     concrete: list[dict] = []
-    for steps, perm in reversed(path):
+    for steps, perm in path[::-1]:  # not reversed(): mypyc 2.4 fails to compile it here
         concrete += [renamed_step(st, to_concrete).to_json() for st in steps]
         to_concrete = compose(to_concrete, inverse(perm))
     return concrete + [renamed_step(st, to_concrete).to_json() for st in extra]

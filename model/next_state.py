@@ -46,7 +46,7 @@ class NextState:
     def freeze(self) -> State:
         src, m = self.src, self.msgs
         queues = src[2:7] if not m else [tuple(m[f]) if f in m else getattr(src, f) for f in _QUEUE_FIELDS]
-        return State(tuple(self.replicas), self.controller, *queues, self.now, *self.history)
+        return State(tuple(self.replicas), self.controller, *queues, self.now, *self.history)  # type: ignore[call-arg]
 
     def send(self, field: str, dest: int, msg) -> None:
         """Queue a message; one addressed to a dead broker is discarded at once."""

@@ -9,13 +9,13 @@ hold their neutral values (-1, -1s, 0s, None) otherwise, so equal situations are
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .history import EMPTY_HISTORY, History
 from .history import FIELDS as GHOST_FIELDS
 
 
-def _repr_without(t: tuple, field: str, default: object) -> str:
+def _repr_without(t: Any, field: str, default: object) -> str:
     """``repr(t)`` leaving ``field`` out at its ``default``: states and traces hashed before the
     field existed keep their text (the trace hash and the explorer's fingerprints read it)."""
     return (

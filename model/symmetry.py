@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from itertools import permutations, product
+from typing import Any
 
 from .alphabet import Step
 from .state import State, permuted
@@ -81,7 +82,7 @@ def canonical(s: State, ledger, fingerprint) -> tuple[State, object, int, tuple,
     perms = candidates(s, ledger)
     if len(perms) == 1 and perms[0] == _identity(len(perms[0])):
         return s, ledger, fingerprint(s, ledger), perms[0], _factorial(len(perms[0]))
-    best = None
+    best: Any = None
     same = 0
     for perm in perms:
         identity = perm == _identity(len(perm))
