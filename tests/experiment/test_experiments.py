@@ -117,9 +117,9 @@ def test_a_delay_step_slows_every_link_of_the_leader_on_isrchecks_cluster(tmp_pa
     assert len(delays) == 2 and delays[0]["nodes"] != delays[1]["nodes"]
     for step in delays:
         [leader] = step["nodes"]
-        assert sorted(step["from"]) == sorted({0, 1, 2, CONTROLLER_ID} - {leader}) and step["ms"] == 300
+        assert sorted(step["from"]) == sorted({0, 1, 2, CONTROLLER_ID} - {leader}) and step["ms"] == 200
         log = (Path(rep.folder) / "cluster" / f"{leader}.log").read_text()
-        assert "net delayed " + " ".join(f"{n}:300ms" for n in sorted(step["from"])) in log
+        assert "net delayed " + " ".join(f"{n}:200ms" for n in sorted(step["from"])) in log
 
 
 def test_last_replica_standing_loses_the_write_before_kip_966_on_isrchecks_cluster(tmp_path):
