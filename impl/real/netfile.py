@@ -12,10 +12,10 @@ key's name, ``alter_partition``, ``fetch``, ...) that node ``from`` sends to nod
 order inside ``from``'s transport instead of going out; the first ``released`` of them have been
 let through (a count that only grows: releasing the requests held so far keeps holding later ones,
 as a leader's next AlterPartition). An entry that goes away sends every request it still held.
-``delay`` lists ``[a, b, ms]``: the link between nodes ``a`` and ``b`` has
-``ms`` milliseconds of latency (1..MAX_DELAY_MS), both ways: every frame each sends the other is
-handed over ``ms`` after it arrived, in order (``TcpTransport.set_delays``); a node's links are
-delayed by naming each. ``groups`` is for people and is not read. A missing file, or ``{"cut": []}``, cuts and holds
+``delay`` lists ``[a, b, ms]``: the link between nodes ``a`` and ``b`` has ``ms`` milliseconds of
+latency (1..MAX_DELAY_MS), both ways: every frame each sends the other is handed over ``ms`` after
+it arrived, in order (``TcpTransport.set_delays``); a node's links are delayed by naming each.
+``groups`` is for people and is not read. A missing file, or ``{"cut": []}``, cuts, holds and delays
 nothing. Write it atomically (a temporary file renamed over it), as ``write_net_file`` does.
 
 Each node that holds requests says how many (``held``) and how many of them it sent on
