@@ -3,7 +3,8 @@ every node polls (``node``'s ``--net-file``) and applies to its ``TcpTransport``
 
 The file is one JSON object::
 
-    {"cut": [[0, 1], [0, 3000]], "hold": [[0, 3000, "alter_partition", 0]], "groups": [[0], [1, 3000]]}
+    {"cut": [[0, 1], [0, 3000]], "hold": [[0, 3000, "alter_partition", 0]], "delay": [[1, 2, 300]],
+     "groups": [[0], [1, 3000]]}
 
 ``cut`` lists the pairs of node ids (brokers, and the controller as 3000) whose link is cut, both
 ways. ``hold`` lists ``[from, to, request, released]``: the requests of that kind (a Kafka API
@@ -11,7 +12,10 @@ key's name, ``alter_partition``, ``fetch``, ...) that node ``from`` sends to nod
 order inside ``from``'s transport instead of going out; the first ``released`` of them have been
 let through (a count that only grows: releasing the requests held so far keeps holding later ones,
 as a leader's next AlterPartition). An entry that goes away sends every request it still held.
-``groups`` is for people and is not read. A missing file, or ``{"cut": []}``, cuts and holds
+``delay`` lists ``[a, b, ms]``: the link between nodes ``a`` and ``b`` has ``ms`` milliseconds of
+latency (1..MAX_DELAY_MS), both ways: every frame each sends the other is handed over ``ms`` after
+it arrived, in order (``TcpTransport.set_delays``); a node's links are delayed by naming each.
+``groups`` is for people and is not read. A missing file, or ``{"cut": []}``, cuts, holds and delays
 nothing. Write it atomically (a temporary file renamed over it), as ``write_net_file`` does.
 
 Each node that holds requests says how many (``held``) and how many of them it sent on
@@ -32,6 +36,7 @@ from dataclasses import dataclass, field
 from ..protocol import ApiKey
 
 NET_POLL_S = 0.1  # how often a node looks at its --net-file
+MAX_DELAY_MS = 60_000  # a link's latency in the net file, at most (beyond it, cut the link)
 
 _log = logging.getLogger("isrcheck.node")
 
@@ -43,6 +48,7 @@ class NetSpec:
 
     cut: set[int] = field(default_factory=set)
     holds: dict[tuple[int, int], int] = field(default_factory=dict)
+    delays: dict[int, int] = field(default_factory=dict)  # peer -> ms of latency on the link to it
 
 
 def cut_pairs(groups) -> list[list[int]]:
@@ -51,16 +57,18 @@ def cut_pairs(groups) -> list[list[int]]:
     return sorted([min(a, b), max(a, b)] for i, g in enumerate(groups) for h in groups[i + 1 :] for a in g for b in h)
 
 
-def write_net_file(path: str, groups=(), *, cut=None, hold=()) -> None:
+def write_net_file(path: str, groups=(), *, cut=None, hold=(), delay=()) -> None:
     """Write the net file atomically: the links between nodes of different ``groups`` cut, and the
-    pairs ``cut``; the requests ``hold`` held (``[from, to, request, released]`` entries); nothing
-    given: every link healed, nothing held. Each write gets a modification time after the previous
-    one's, so that a node's ``stat`` sees every change."""
+    pairs ``cut``; the requests ``hold`` held (``[from, to, request, released]`` entries); the links
+    ``delay`` delayed (``[a, b, ms]``); nothing given: every link healed, nothing held or delayed.
+    Each write gets a modification time after the previous one's, so that a node's ``stat`` sees
+    every change."""
     groups = [sorted({int(n) for n in g}) for g in groups]
     pairs = {tuple(p) for p in cut_pairs(groups)} | {(min(a, b), max(a, b)) for a, b in (cut or ())}
     temp = path + ".tmp"
     with open(temp, "w", encoding="utf-8") as f:
-        json.dump({"cut": sorted(map(list, pairs)), "hold": [list(h) for h in hold], "groups": groups}, f)
+        doc = {"cut": sorted(map(list, pairs)), "hold": [list(h) for h in hold], "delay": [list(d) for d in delay]}
+        json.dump({**doc, "groups": groups}, f)
         f.write("\n")
     try:
         previous = os.stat(path).st_mtime_ns
@@ -119,7 +127,27 @@ def read_net_file(path: str, node: int) -> NetSpec:
             raise ValueError(f"{path}: hold[{i}]: {exc}") from None
         if entry[0] == node:
             out.holds[(entry[1], key)] = entry[3]
+    out.delays = _delays(path, spec.get("delay", []), node)
     return out
+
+
+def _delays(path: str, entries, node: int) -> dict[int, int]:
+    """The net file's ``delay`` entries of the links of ``node``: peer -> ms; ValueError naming the entry."""
+    if not isinstance(entries, list):
+        raise ValueError(f"{path}: delay: expected a list of [node, node, ms]")
+    links: dict[frozenset, int] = {}
+    for i, entry in enumerate(entries):
+        if not (isinstance(entry, list) and len(entry) == 3 and all(map(_is_id, entry))):
+            raise ValueError(f"{path}: delay[{i}]: expected [node, node, ms], got {entry!r}")
+        a, b, ms = entry
+        if a == b:
+            raise ValueError(f"{path}: delay[{i}]: a link joins two different nodes, got {a} and {b}")
+        if not 1 <= ms <= MAX_DELAY_MS:
+            raise ValueError(f"{path}: delay[{i}]: expected a latency of 1..{MAX_DELAY_MS} ms, got {ms}")
+        if frozenset((a, b)) in links:
+            raise ValueError(f"{path}: delay[{i}]: the link {a}-{b} is delayed twice")
+        links[frozenset((a, b))] = ms
+    return {next(iter(link - {node})): ms for link, ms in links.items() if node in link}
 
 
 def read_cut_peers(path: str, node: int) -> set[int]:
@@ -153,11 +181,13 @@ class NetWatcher:
         self._signature: tuple | None = ()  # () never looked; None no file
         self._status: dict | None = None
 
-    def poll(self) -> None:
-        self._apply()
+    def poll(self, strict: bool = False) -> None:
+        """Apply the file if it changed; ``strict`` (a node's first look, before it serves): a file
+        that is no net file raises ValueError, instead of being logged and kept as it is."""
+        self._apply(strict)
         self._report()
 
-    def _apply(self) -> None:
+    def _apply(self, strict: bool = False) -> None:
         try:
             st = os.stat(self.path)
             signature = (st.st_ino, st.st_mtime_ns, st.st_size)
@@ -169,6 +199,8 @@ class NetWatcher:
         try:
             spec = read_net_file(self.path, self.node) if signature is not None else NetSpec()
         except (OSError, ValueError) as exc:  # kept as it is until the file changes again
+            if strict:
+                raise ValueError(f"net file {exc}") from None
             _log.warning("net file: %s", exc)
             return
         current = set(self.transport.cut_peers)
@@ -177,6 +209,9 @@ class NetWatcher:
             self.transport.cut(spec.cut - current)
             _log.info("net %s %s", "cut" if spec.cut else "healed", " ".join(map(str, sorted(spec.cut))))
         self.transport.set_holds({(self.node, to, key): released for (to, key), released in spec.holds.items()})
+        if {peer: ms for (peer, _), ms in self.transport.delays.items()} != spec.delays:
+            self.transport.set_delays({(peer, self.node): ms for peer, ms in spec.delays.items()})
+            _log.info("net delayed %s", " ".join(f"{p}:{ms}ms" for p, ms in sorted(spec.delays.items())) or "nothing")
 
     def _report(self) -> None:
         counts = self.transport.hold_counts()
@@ -199,6 +234,7 @@ class NetWatcher:
 
 
 __all__ = [
+    "MAX_DELAY_MS",
     "NET_POLL_S",
     "NetSpec",
     "NetWatcher",

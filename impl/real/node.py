@@ -23,8 +23,9 @@ Network partitions and held requests (``--net-file``): every node polls the file
 ``stat``; it reads the file only when that changed), cuts its links (``TcpTransport.cut``) to the
 peers the file names, healing the others, and holds the requests it names
 (``TcpTransport.set_holds``): ``netfile`` describes the file and the status file a node that holds
-requests writes beside it. Only the links between nodes are cut: Kafka clients reach every broker
-whatever the file says.
+requests writes beside it; and delays the frames of the links it names (``TcpTransport.set_delays``).
+Only the links between nodes are cut or delayed: Kafka clients reach every broker whatever the file
+says. A file that is no net file when the node starts stops it (exit 2, naming the file and entry).
 
 Event log (``--events``): the node writes its protocol events to ``DIR/broker-N.jsonl`` or
 ``DIR/controller.jsonl`` (``isrcheck.impl.eventlog``; docs/validate.md), a restarted broker
@@ -117,7 +118,7 @@ async def run_node(
     watcher = None
     if net_file:  # cut before the first frame: a node restarted inside a partition stays in it
         watcher = NetWatcher(net_file, CONTROLLER_ID if node == "controller" else int(node), transport)
-        watcher.poll()
+        watcher.poll(strict=True)  # a file that is no net file stops the node: exit 2
     if node == "controller":
         extra = {}
         if kafka is not None:

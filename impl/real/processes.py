@@ -15,7 +15,8 @@ dirty pages are gone too (played from the journal, as a power loss).
 Network partitions: ``partition(groups)`` cuts every link between nodes of different groups
 (broker ids and the controller, CONTROLLER_ID), ``cut(a, b)`` one link; ``hold(src, dst, request)``
 keeps ``src``'s requests of one kind to ``dst`` from going out, ``release`` lets those held so far
-go, ``held`` counts them; ``heal()`` restores every link and ends every hold. They write the net
+go, ``held`` counts them; ``delay(a, b, ms)`` gives a link latency, ``undelay`` ends it; ``heal()``
+restores every link and ends every hold and delay. They write the net
 file ``DIR/net.json`` that every node watches (``node`` describes it; ``start`` removes a stale
 one: no file, no cut): a change takes effect in each node within its poll interval (about 100 ms),
 and in nodes started later from their start.
@@ -46,7 +47,7 @@ from ..eventlog import DOWN, EventLog, run_header
 from ..replication import CRASH_KINDS, DISK_IO, ClusterConfig
 from .durable import power_loss
 from .failing import DISK_FAILURE_FILE
-from .netfile import api_key_of, held_status_path, read_held_status, write_net_file
+from .netfile import MAX_DELAY_MS, api_key_of, held_status_path, read_held_status, write_net_file
 from .node import journal_path
 
 NET_FILE = "net.json"
@@ -93,6 +94,7 @@ class ProcessCluster:
         self.groups: list[list[int]] = []  # the current network partition, [] when healed
         self.links: set[tuple[int, int]] = set()  # links cut one by one (``cut``)
         self.holds: dict[tuple[int, int, str], int] = {}  # (from, to, request) -> released
+        self.delays: dict[tuple[int, int], int] = {}  # links with latency (smaller id first) -> ms
         self.net_file = os.path.join(directory, NET_FILE)
 
     @property
@@ -155,7 +157,7 @@ class ProcessCluster:
             for path in (self.net_file, held_status_path(self.net_file, node)):
                 if os.path.exists(path):
                     os.remove(path)
-        self.groups, self.links, self.holds = [], set(), {}
+        self.groups, self.links, self.holds, self.delays = [], set(), {}, {}
         self.clock_origin = time.monotonic()
         # brokers first (their imports overlap), heartbeating into the void until the controller
         # listens: its sessions start when it does, and must not expire before they are up
@@ -334,6 +336,23 @@ class ProcessCluster:
         """(held, delivered) of that hold, as ``src`` reports it ((0, 0) before it reported)."""
         return read_held_status(self.net_file, src).get((src, dst, request), (0, 0))
 
+    def delay(self, a: int, b: int, ms: int) -> None:
+        """Give the link between nodes ``a`` and ``b`` ``ms`` milliseconds of latency, both ways
+        (netfile's ``delay``; replaces the link's earlier one)."""
+        self._known(a, b)
+        if a == b or not 1 <= ms <= MAX_DELAY_MS:
+            raise ValueError(f"delay: a link of two different nodes and 1..{MAX_DELAY_MS} ms, got {a}, {b}, {ms}")
+        self.delays[(min(a, b), max(a, b))] = ms
+        self._write_net()
+
+    def undelay(self, a: int, b: int | None = None) -> None:
+        """End the latency of the link ``a``-``b``; without ``b``, of every link of ``a``."""
+        self._known(a, *(() if b is None else (b,)))
+        self.delays = {
+            link: ms for link, ms in self.delays.items() if a not in link or (b is not None and b not in link)
+        }
+        self._write_net()
+
     def _known(self, *nodes: int) -> None:
         unknown = [n for n in nodes if n not in self.nodes]
         if unknown:
@@ -345,11 +364,12 @@ class ProcessCluster:
             self.groups,
             cut=self.links,
             hold=[[*key, released] for key, released in sorted(self.holds.items())],
+            delay=[[a, b, ms] for (a, b), ms in sorted(self.delays.items())],
         )
 
     def heal(self) -> None:
         """Every link restored and every held request sent on (within each node's poll interval)."""
-        self.groups, self.links, self.holds = [], set(), {}
+        self.groups, self.links, self.holds, self.delays = [], set(), {}, {}
         self._write_net()
 
     def stop(self) -> None:

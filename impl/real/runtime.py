@@ -30,6 +30,13 @@ that ``src`` sends to ``dst`` in a queue of their own, in order, instead of send
 stuck on its way, while every other frame flows: a leader's AlterPartition delayed while its
 heartbeats pass); the first ``released`` of them go out, and a hold that is no longer named sends
 all it kept. ``hold_counts`` says how many each hold took and sent on.
+
+Delayed links: ``set_delays({(src, dst): ms})`` hands each frame ``src`` sends to ``dst`` to ``dst``'s
+endpoint ``ms`` milliseconds after it arrived (latency on the wire, as netem adds it). The receiving
+side waits, so a frame sent before its sender was paused or killed still arrives, as one in flight
+does. In order: a frame never overtakes one that arrived before it on its connection (TCP keeps
+order), so after the delay shrank or ended the next frames still wait behind those delayed. A cut
+loses the frames it finds delayed (they were on the cut link).
 """
 
 from __future__ import annotations
@@ -132,6 +139,7 @@ class TcpTransport:
         self._writers: dict[int, set[asyncio.StreamWriter]] = {}
         self._cut: set[int] = set()  # peers whose links to this transport's nodes are cut
         self._holds: dict[tuple[int, int, int], _Hold] = {}  # (src, dst, api key) -> its held requests
+        self._delays: dict[tuple[int, int], float] = {}  # (src, dst) -> seconds a frame spends on the wire
         # each server-side connection's task -> the sender id once known (a one-element list)
         self._incoming: dict[asyncio.Task, list[int]] = {}
         self.clock = None  # the nodes' event log (isrcheck.impl.eventlog), when they keep one
@@ -189,6 +197,43 @@ class TcpTransport:
         while hold.queue and hold.delivered < hold.released:
             hold.delivered += 1
             self._send(key[0], key[1], hold.queue.popleft())
+
+    # -- delayed links ------------------------------------------------------------------------
+    def set_delays(self, delays: dict[tuple[int, int], int]) -> None:
+        """Delay the frames ``src`` sends to ``dst`` by ``ms`` (``{(src, dst): ms}``, this transport's
+        nodes receiving); a link not named is delayed no more (frames delayed already keep their place)."""
+        self._delays = {(int(a), int(b)): ms / 1000 for (a, b), ms in delays.items() if ms > 0}
+
+    @property
+    def delays(self) -> dict[tuple[int, int], int]:
+        """``(src, dst) -> ms`` of every delayed link."""
+        return {link: round(s * 1000) for link, s in self._delays.items()}
+
+    def _arrived(self, node_id: int, sender: int, frame: bytes, header, stamp: int, backlog: deque) -> None:
+        """A frame came in on a connection whose still delayed frames are ``backlog``: hand it to the
+        node now, or once its link's delay passed and every frame before it was handed over."""
+        delay = self._delays.get((sender, node_id), 0.0)
+        if not delay and not backlog:
+            self._hand(node_id, sender, frame, header, stamp)
+            return
+        due = max(self.loop.time() + delay, backlog[-1][0] if backlog else 0.0)
+        backlog.append((due, sender, frame, header, stamp))
+        self.loop.call_at(due, self._hand_due, node_id, backlog)
+
+    def _hand_due(self, node_id: int, backlog: deque) -> None:
+        while backlog and backlog[0][0] <= self.loop.time():
+            _due, sender, frame, header, stamp = backlog.popleft()
+            self._hand(node_id, sender, frame, header, stamp)
+
+    def _hand(self, node_id: int, sender: int, frame: bytes, header, stamp: int) -> None:
+        endpoint = self._endpoints.get(node_id)
+        if endpoint is None or sender in self._cut:  # gone, or the frame was on a link cut since
+            return
+        if header.frame_type == RESPONSE:  # no longer awaited
+            self._awaiting.get((node_id, sender), set()).discard(header.correlation_id)
+        if self.clock is not None:
+            self.clock.receive(stamp)
+        endpoint.receive(sender, frame)
 
     # -- Transport ----------------------------------------------------------------------------
     def register(self, node_id: int, endpoint: Endpoint) -> None:
@@ -281,6 +326,7 @@ class TcpTransport:
         """Hand each frame to the node's endpoint until the connection ends cleanly between frames;
         raise _BadConnection as soon as the bytes cannot be frames."""
         idle_s = self.connections_max_idle_ms / 1000
+        backlog: deque = deque()  # frames of this connection its link's delay still keeps
         while True:
             prefix = await self._read_exactly(reader, _PREFIX.size, idle_s, "frame prefix")
             if prefix is None:
@@ -304,16 +350,11 @@ class TcpTransport:
                 header = CODEC.decode_header(frame)
             except DecodeError as exc:
                 raise _BadConnection(str(exc)) from None
-            endpoint = self._endpoints.get(node_id)
-            if endpoint is None:
+            if node_id not in self._endpoints:
                 return
             if not peer:
                 peer.append(sender)
-            if header.frame_type == RESPONSE:  # no longer awaited
-                self._awaiting.get((node_id, sender), set()).discard(header.correlation_id)
-            if self.clock is not None:
-                self.clock.receive(stamp)
-            endpoint.receive(sender, frame)
+            self._arrived(node_id, sender, frame, header, stamp, backlog)
 
     @staticmethod
     async def _read_exactly(reader: asyncio.StreamReader, size: int, idle_s: float, what: str) -> bytes | None:

@@ -126,8 +126,10 @@ def net(tmp_path_factory):
 @pytest.fixture
 def healed(net):
     net.heal()
+    net.undelay()
     yield net
     net.heal()
+    net.undelay()
 
 
 def test_the_root_namespace_reaches_every_node_and_the_nodes_each_other(healed):
@@ -244,6 +246,66 @@ def test_links_and_groups_name_nodes_of_the_network(healed):
         with pytest.raises(NetnsError):
             bad()
     assert net.cuts() == set()
+
+
+def round_trip(net: NodeNetwork, src, dst) -> float:
+    """Seconds an echo from ``src`` (a node or CLIENTS) to ``dst`` takes, on a connection made first."""
+    with socket_in(None if src == CLIENTS else net.namespace(src)) as s:
+        s.settimeout(10)
+        s.connect((net.addresses[dst], PORT))
+        began = time.monotonic()
+        s.sendall(b"ping")
+        assert s.recv(4) == b"ping"
+        return time.monotonic() - began
+
+
+def queue_rules(net: NodeNetwork, node) -> list[str]:
+    rules = subprocess.run(net.exec_prefix(node) + ["iptables", "-w", "-S", "OUTPUT"], capture_output=True, text=True)
+    return [line for line in rules.stdout.splitlines() if "NFQUEUE" in line]
+
+
+def test_a_delayed_link_has_its_latency_both_ways_and_undelay_removes_it(healed):
+    net = healed
+    net.delay("a", "b", 150)
+    assert net.delays() == {frozenset("ab"): 150}
+    assert round_trip(net, "a", "b") >= 0.3 and round_trip(net, "b", "a") >= 0.3  # 150 ms each way
+    assert round_trip(net, "a", "c") < 0.3 and round_trip(net, CLIENTS, "a") < 0.3  # other links keep theirs
+    assert len(queue_rules(net, "a")) == len(queue_rules(net, "b")) == 1 and queue_rules(net, "c") == []
+    delayers = list(net._delayers.values())
+    assert len(delayers) == 2 and all(p.poll() is None for p in delayers)
+    with socket_in(net.namespace("a")) as conn:  # what a delayer holds when it stops still arrives
+        conn.settimeout(10)
+        conn.connect((net.addresses["b"], PORT))
+        conn.sendall(b"late")
+        net.undelay("b")
+        assert conn.recv(4) == b"late"
+    assert net.delays() == {} and queue_rules(net, "a") == queue_rules(net, "b") == []
+    assert [p.returncode for p in delayers] == [0, 0]
+
+
+def test_delays_name_two_nodes_and_a_latency(healed):
+    net = healed
+    for bad in (
+        lambda: net.delay("a", "a", 10),
+        lambda: net.delay("a", CLIENTS, 10),
+        lambda: net.delay("a", "z", 10),
+        lambda: net.delay("a", "b", 0),
+    ):
+        with pytest.raises(NetnsError):
+            bad()
+    assert net.delays() == {} and net._delayers == {}
+
+
+@needs_netns
+def test_teardown_stops_the_delayers_and_their_rules_go_with_the_namespaces(tmp_path):
+    net = NodeNetwork("slow", [1, 2], tmp_path)
+    net.setup()
+    made = {net.namespace(1), net.namespace(2)}
+    net.delay(1, 2, 5_000)
+    delayers = list(net._delayers.values())
+    net.teardown()
+    assert not made & namespaces() and all(p.poll() is not None for p in delayers)
+    assert net.delays() == {}
 
 
 @needs_netns

@@ -20,6 +20,7 @@ from isrcheck.conformance.engines.experiment.engine import AGREE, run_experiment
 from isrcheck.conformance.engines.experiment.outcome import judged, outcomes
 from isrcheck.conformance.engines.experiment.prediction import predict
 from isrcheck.conformance.engines.experiment.spec import catalogue, load_experiment
+from isrcheck.impl.controller import CONTROLLER_ID
 
 CATALOGUE = {p.stem: p for p in catalogue(catalogue_folder())}
 REQUIRED = (
@@ -30,6 +31,7 @@ REQUIRED = (
     "power-loss-all-flushed",
     "not-enough-replicas",
     "fast-leader-change",
+    "fast-leader-change-latency",
     "kafka-14139-replaced-disk",
 )
 
@@ -56,6 +58,9 @@ def test_the_catalogue_holds_the_issues_experiments_and_each_loads():
         ("power-loss-all-flushed", "kip-903", ()),
         ("not-enough-replicas", "kip-320", ("not-enough-replicas",)),
         ("fast-leader-change", "kip-320", ()),
+        ("fast-leader-change-latency", "kip-320", ()),
+        ("fast-leader-change-latency", "kip-101", ()),  # WeakIsr breaks, which no client sees
+        ("fast-leader-change-latency", "hw-truncation", ()),
         ("kafka-14139-replaced-disk", "kip-320", ("lost-write",)),
         ("kafka-14139-replaced-disk", "kip-903", ()),
         ("kafka-14139-replaced-disk", "kip-966", ()),
@@ -98,6 +103,23 @@ def test_each_experiment_agrees_on_isrchecks_cluster(name, tmp_path):
     rep = result.repetitions[0]
     assert rep.reached, rep.missed
     assert result.verdict == AGREE, (rep.outcomes, result.prediction, rep.anomalies)
+
+
+def test_a_delay_step_slows_every_link_of_the_leader_on_isrchecks_cluster(tmp_path):
+    """The latency experiment's delays reach the brokers (their logs say so) on every link of the
+    node, the controller's too; the experiment also agrees before KIP-320, as the model predicts."""
+    result = run_experiment(
+        load_experiment(CATALOGUE["fast-leader-change-latency"]), parse_cluster("isrcheck:kip-101"), 1, tmp_path
+    )
+    rep = result.repetitions[0]
+    assert rep.reached and result.verdict == AGREE, (rep.missed, rep.outcomes)
+    delays = [s for s in rep.steps if s["step"].startswith("delay")]
+    assert len(delays) == 2 and delays[0]["nodes"] != delays[1]["nodes"]
+    for step in delays:
+        [leader] = step["nodes"]
+        assert sorted(step["from"]) == sorted({0, 1, 2, CONTROLLER_ID} - {leader}) and step["ms"] == 200
+        log = (Path(rep.folder) / "cluster" / f"{leader}.log").read_text()
+        assert "net delayed " + " ".join(f"{n}:200ms" for n in sorted(step["from"])) in log
 
 
 def test_last_replica_standing_loses_the_write_before_kip_966_on_isrchecks_cluster(tmp_path):
@@ -168,6 +190,10 @@ GOOD = json.loads(CATALOGUE["not-enough-replicas"].read_text())
         ({"plan": [{"do": "cut", "node": "leader"}]}, "plan[0].from"),
         ({"plan": [{"do": "cut", "node": "leader", "from": "Z"}]}, "plan[0].from"),
         ({"plan": [{"do": "wait", "until": "held", "timeout_s": 3}]}, "plan[0].node"),
+        ({"plan": [{"do": "delay", "node": "leader"}]}, "plan[0].ms"),
+        ({"plan": [{"do": "delay", "node": "leader", "ms": 0}]}, "plan[0].ms"),
+        ({"plan": [{"do": "delay", "node": "leader", "ms": 300, "from": "Q"}]}, "plan[0].from"),
+        ({"plan": [{"do": "undelay", "node": "leader", "ms": 300}]}, "plan[0].ms"),
         ({"extra": 1}, "extra"),
     ],
 )

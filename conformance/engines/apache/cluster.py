@@ -32,7 +32,8 @@ a broker refuses a log directory without ``meta.properties``); ``fail_io(b, op)`
 ``write``/``fsync``/``read`` fails with EIO (lazyfs), which takes Kafka's only log directory
 offline: the broker halts; ``partition(groups)`` / ``heal()`` cut and restore links (netns);
 ``hold(b, api_key)`` keeps broker b's requests of one API key from reaching the controller while
-everything else flows, ``release`` lets those held pass, ``rearm`` holds later ones (netns).
+everything else flows, ``release`` lets those held pass, ``rearm`` holds later ones (netns);
+``delay(a, b, ms)`` gives a link latency, ``undelay`` ends it (netns); ``heal()`` ends all of them.
 """
 
 from __future__ import annotations
@@ -556,10 +557,22 @@ class KafkaCluster:
         self.network.cut(a, b)
 
     def heal(self) -> None:
-        """Every link restored and every hold released."""
+        """Every link restored, every hold released, every delay ended."""
         if self.network is not None:
             self.network.heal()
             self.network.release_all()
+            self.network.undelay()
+
+    def delay(self, a: int, b: int, ms: int) -> None:
+        """Give the link between nodes ``a`` and ``b`` ``ms`` milliseconds of latency, both ways (netns)."""
+        if self.network is None:
+            raise KafkaClusterError("delaying a link needs a network namespace per node (--network netns)")
+        self.network.delay(a, b, ms)
+
+    def undelay(self, a: int, b: int | None = None) -> None:
+        """End the latency of the link ``a``-``b``, or of every link of ``a``."""
+        if self.network is not None:
+            self.network.undelay(a, b)
 
     def _hold_target(self, node_id: int, api_key: int) -> tuple:
         if self.network is None:

@@ -23,6 +23,13 @@ A run's layout, with ``N`` its own /24 of 10.213.0.0/16::
   counting them (``held``); the sender's TCP retransmits them until ``release`` deletes the rule,
   and a rule behind it counts those that pass (``delivered``). ``rearm`` puts the drop back once
   the held request passed, so that later ones are held again.
+* A delayed link (``delay(a, b, ms)``) has ``ms`` of latency both ways: in each end's namespace an
+  iptables ``NFQUEUE`` rule on output sends the packets for the other end to a queue of their own,
+  which a ``delayer`` process of that namespace lets through ``ms`` later, in order (netem would do
+  it, but not every kernel has it; iptables' nf_tables back end puts the rule in a table ``ip
+  filter`` of the namespace). The packets wait outside the sending process: a paused or killed
+  sender's packets still arrive. ``undelay`` deletes the rules and stops the delayers, which let
+  what they hold through; the namespaces take both with them at teardown.
 * The bridge has a namespace of its own: where br_netfilter is active (built in on some kernels,
   loaded by Docker, which also sets the FORWARD policy to DROP) bridged frames go through the
   bridge's namespace's iptables, which in the root namespace may drop them; in ours they are empty.
@@ -32,7 +39,8 @@ A run's layout, with ``N`` its own /24 of 10.213.0.0/16::
   (pytest-xdist workers) never share one, and ``cleanup_stale`` deletes exactly what runs whose
   owner died left behind.
 
-Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN) and the Debian packages iproute2 and nftables. IPv4 only.
+Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN) and the Debian packages iproute2 and nftables (delays: iptables
+too). IPv4 only.
 """
 
 from __future__ import annotations
@@ -42,9 +50,11 @@ import ipaddress
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
+import sys
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -56,6 +66,7 @@ REGISTRY = Path("/run/isrcheck/netns")
 CLIENTS = "clients"  # the root namespace, as one end of a cut: cut(node, CLIENTS)
 NEED_ROOT = "network namespaces need root (CAP_SYS_ADMIN): run as root or use faults without partition"
 _PACKAGES = {"ip": "iproute2", "nft": "nftables"}
+DELAYER_START_S = 30.0
 _NODE = re.compile(r"[A-Za-z0-9_.-]{1,32}\Z")
 _OCTET = re.compile(re.escape(PREFIX) + r"(\d+)(?:-|\Z)")
 _CAP_NET_ADMIN, _CAP_SYS_ADMIN = 12, 21
@@ -242,6 +253,8 @@ class NodeNetwork:
         # (src, dst, port, api key) -> [counter index, handle of the drop rule (None: released), delivered at release]
         self._holds: dict[tuple, list] = {}
         self._hold_count = 0
+        self._delays: dict[frozenset, int] = {}  # link -> ms
+        self._delayers: dict[tuple, subprocess.Popen] = {}  # (sending node, receiving node) -> its delayer
 
     # names, addresses
 
@@ -465,12 +478,13 @@ class NodeNetwork:
         entry; idempotent. The record in ``state_dir`` stays, for whoever reads the run."""
         if self.subnet is None:
             return
+        self._stop_delayers(list(self._delayers))
         switch = uplink = self._base
         if uplink in _links():
             _run("ip", "link", "del", uplink)  # now: a namespace's own links go when the kernel frees it
         _delete_namespaces([switch, *map(self.namespace, self.nodes)])
         (REGISTRY / f"{switch}.json").unlink(missing_ok=True)
-        self.subnet, self._cut, self._holds = None, set(), {}
+        self.subnet, self._cut, self._holds, self._delays = None, set(), {}, {}
 
     def __enter__(self) -> NodeNetwork:
         self.setup()
@@ -535,6 +549,76 @@ class NodeNetwork:
         else:
             links = {self._link(a, b)}
         self._change("delete", links)
+
+    def delay(self, a, b, ms: int) -> None:
+        """Gives the link between nodes ``a`` and ``b`` ``ms`` milliseconds of latency, both ways
+        (replacing an earlier delay of it)."""
+        link = self._link(a, b)
+        if CLIENTS in link or not isinstance(ms, int) or not 1 <= ms <= 60_000:
+            raise NetnsError(f"a delay joins two nodes, with 1..60000 ms: got {a!r}, {b!r}, {ms!r}")
+        if shutil.which("iptables") is None:
+            raise NetnsError("`iptables` not found on PATH: install the Debian package iptables")
+        self.undelay(a, b)
+        ends = tuple(link)
+        try:
+            for here, there in (ends, ends[::-1]):
+                self._delayers[(here, there)] = self._delayer(here, there, ms)
+                _run(*_in(self.namespace(here), "iptables", "-w", "-A", "OUTPUT", *self._queue_rule(there)))
+        except BaseException:
+            self._stop_delayers([key for key in self._delayers if set(key) == link])
+            raise
+        self._delays[link] = ms
+
+    def undelay(self, a=None, b=None) -> None:
+        """Ends the latency of the link ``a``-``b``; with only ``a``, of every link of ``a``; with
+        neither, of all."""
+        if a is None:
+            links = set(self._delays)
+        elif b is None:
+            links = {link for link in self._delays if self._node(a) in link}
+        else:
+            links = {self._link(a, b)} & set(self._delays)
+        for link in links:
+            for here, there in (tuple(link), tuple(link)[::-1]):
+                _run(*_in(self.namespace(here), "iptables", "-w", "-D", "OUTPUT", *self._queue_rule(there)))
+            self._stop_delayers([(here, there) for here, there in self._delayers if {here, there} == link])
+            del self._delays[link]
+
+    def delays(self) -> dict[frozenset, int]:
+        """The links delayed now (each a frozenset of its two nodes) -> ms."""
+        return dict(self._delays)
+
+    def _queue_rule(self, there) -> list[str]:
+        """The iptables rule that queues the packets for ``there`` (its queue: its place + 1)."""
+        queue = str(self.nodes.index(there) + 1)
+        return ["-d", self.addresses[there], "-j", "NFQUEUE", "--queue-num", queue, "--queue-bypass"]
+
+    def _delayer(self, here, there, ms: int) -> subprocess.Popen:
+        queue = str(self.nodes.index(there) + 1)
+        argv = [*self.exec_prefix(here), sys.executable, "-m", "isrcheck.conformance.engines.apache.delayer"]
+        process = subprocess.Popen([*argv, queue, str(ms)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        ready, _, _ = select.select([process.stdout], [], [], DELAYER_START_S)
+        if not ready or process.stdout.readline().strip() != "ready":
+            process.kill()
+            error = process.communicate()[1].strip().splitlines()
+            raise NetnsError(
+                f"the delayer of {self.namespace(here)} did not start: {error[-1] if error else 'no message'}"
+            )
+        return process
+
+    def _stop_delayers(self, keys: list) -> None:
+        """SIGTERM (they let what they hold through), then wait; SIGKILL one that does not exit."""
+        stopping = [self._delayers.pop(key) for key in keys if key in self._delayers]
+        for process in stopping:
+            process.terminate()
+        for process in stopping:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            process.stdout.close()
+            process.stderr.close()
 
     def cuts(self) -> set[frozenset]:
         """The links cut now, each a frozenset of its two ends (nodes, or a node and ``CLIENTS``)."""

@@ -1,15 +1,16 @@
 """The clusters an experiment's plan runs on, behind one small interface (``ClusterDriver``):
 ``start``, the faults a plan names (``kill``, ``stop``, ``pause``, ``resume``, ``power``,
 ``lose_disk``, ``restart``, ``partition``, ``cut``, ``hold_requests``, ``release_requests``,
-``heal``), ``view`` (Metadata of the experiment's topic, as a client reads it), ``requests_state``
-(where a hold of requests is) and ``close``.
+``delay``, ``undelay``, ``heal``), ``view`` (Metadata of the experiment's topic, as a client reads
+it), ``requests_state`` (where a hold of requests is) and ``close``.
 
 * ``OwnDriver``: isrcheck's own cluster in Kafka mode (``ProcessCluster``, the soak's
   ``own_cluster``: journaled brokers, fast timings) under one protocol variant.
 * ``ApacheDriver``: Apache Kafka (``KafkaCluster``) of a release, ELR on or off, the lazy file system
   under the brokers' logs when the plan plays power losses, a network namespace per node when it
-  plays partitions, cuts or holds (a held request is an nftables drop of its TCP segments, which
-  the sender retransmits: ``netns``).
+  plays partitions, cuts, holds or delays (a held request is an nftables drop of its TCP segments,
+  which the sender retransmits; a delayed link's packets wait in a queue of the sender's namespace:
+  ``netns``).
 
 ``parse_cluster("isrcheck[:PROTOCOL]" | "kafka:VERSION", elr)`` reads the command line's choice as a
 ``ClusterChoice``, which names the variant the cluster implements (Kafka 4.x with ELR: kip-966;
@@ -36,7 +37,7 @@ from isrcheck.impl.protocol import ApiKey
 
 TOPIC = "experiment"
 DEFAULT_PROTOCOL = "kip-966"
-NETWORK_STEPS = {"partition", "cut", "hold-requests"}  # Apache Kafka: a network namespace per node
+NETWORK_STEPS = {"partition", "cut", "hold-requests", "delay"}  # Apache Kafka: a network namespace per node
 
 
 HOLDING, RELEASED, DELIVERED = "holding", "released", "delivered"  # a hold's course
@@ -120,8 +121,17 @@ class ClusterDriver:
         raise NotImplementedError
 
     def view(self) -> ClusterView | None:
-        """Metadata of the experiment's topic from the first live broker that answers."""
-        return cluster_view(self.addresses(), [TOPIC])
+        """Metadata of the experiment's topic from the live broker whose answer is the newest (the
+        highest leader epoch of the partition; the first of those): a broker just resumed from a
+        pause answers from its metadata of before the pause until it caught up, which would show a
+        leader and an ISR long gone."""
+        views = [v for v in (cluster_view([a], [TOPIC]) for a in self.addresses()) if v is not None]
+
+        def epoch(view: ClusterView) -> int:
+            p = view.partitions.get((TOPIC, 0))
+            return p.leader_epoch if p is not None else -1
+
+        return max(views, key=epoch, default=None)
 
     def describe(self) -> dict:
         """What the run should keep of the cluster (ELR, version)."""
@@ -145,6 +155,12 @@ class ClusterDriver:
 
     def cut(self, a: int, b: int) -> None:
         self.cluster.cut(a, b)
+
+    def delay(self, a: int, b: int, ms: int) -> None:
+        self.cluster.delay(a, b, ms)
+
+    def undelay(self, a: int, b: int | None = None) -> None:
+        self.cluster.undelay(a, b)
 
     def hold_report(self) -> dict:
         """The plan's holds: ``{"holds": [[broker, request, held, delivered], ...]}`` (none: {})."""

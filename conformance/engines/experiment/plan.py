@@ -153,6 +153,30 @@ class PlanRunner:
             self.names[step.get("as")] = nodes
         return {"nodes": nodes, "from": others}
 
+    def _delay(self, step):
+        """Every link of each node (to the other brokers and the controller, or to ``from``)."""
+        nodes = self.nodes(step.get("node"))
+        if step.get("from") is not None:
+            others = self.nodes(step.get("from"))
+        else:
+            others = [*self.driver.brokers, self.driver.controller]
+        for a in nodes:
+            for b in others:
+                if b != a:
+                    self.driver.delay(a, b, step.get("ms"))
+        if step.get("as"):
+            self.names[step.get("as")] = nodes
+        return {"nodes": nodes, "from": [b for b in others if b not in nodes], "ms": step.get("ms")}
+
+    def _undelay(self, step):
+        nodes = self.nodes(step.get("node"))
+        others = self.nodes(step.get("from")) if step.get("from") is not None else [None]
+        for a in nodes:
+            for b in others:
+                if b != a:
+                    self.driver.undelay(a, b)
+        return {"nodes": nodes}
+
     def _hold_requests(self, step):
         return self._fault(step, lambda n: self.driver.hold_requests(n, REQUESTS[step.get("request")]))
 

@@ -41,7 +41,10 @@ nodes, both ways (``partition`` cuts a node from every other); ``{"do": "hold-re
 "L", "request": "AlterPartition"}`` keeps that broker's requests of one kind (``REQUESTS``: Kafka's
 request names) from reaching the controller while everything else flows (its heartbeats, its other
 requests); ``{"do": "release-requests", ...}`` lets those held so far arrive, in order, and holds
-later ones still; ``heal`` (and the end of the plan) ends every cut and hold. The states ``held``
+later ones still; ``{"do": "delay", "node": "L", "ms": 400}`` gives every link of the node (to the
+other brokers and the controller; with ``"from"``, to those nodes only) ``ms`` milliseconds of
+latency both ways, frames delivered in order, and ``{"do": "undelay", "node": "L"}`` ends it;
+``heal`` (and the end of the plan) ends every cut, hold and delay. The states ``held``
 (the node's hold kept a request back) and ``delivered`` (a request it held reached the controller
 after the release; on Apache Kafka once nothing more passed for a few seconds, so that what the
 broker queued behind the held request passed too) tell where a hold is. A request isrcheck's brokers never send
@@ -93,7 +96,10 @@ STEPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "cut": (("node", "from"), ("as",)),
     "hold-requests": (("node", "request"), ("as",)),
     "release-requests": (("node", "request"), ()),
+    "delay": (("node", "ms"), ("from", "as")),
+    "undelay": (("node",), ("from",)),
 }
+MAX_DELAY_MS = 60_000  # a link's latency in a plan, at most
 CLUSTER_FIELDS = {
     "brokers": (int, 1, 5),
     "min_insync_replicas": (int, 1, 5),
@@ -257,6 +263,8 @@ def _plan(r: _Reader, value, cluster: ClusterSpec) -> tuple[Step, ...]:
 def _step_fields(r: _Reader, where: str, do: str, f: dict, names: set, cluster: ClusterSpec) -> None:
     if "records" in f:
         r.number(f"{where}.records", f["records"], 1, 10_000)
+    if "ms" in f:
+        r.number(f"{where}.ms", f["ms"], 1, MAX_DELAY_MS)
     if "retries" in f:
         r.number(f"{where}.retries", f["retries"], 0, 1_000)
     for key in ("timeout_s", "for_s"):
