@@ -77,6 +77,9 @@ class Report:
         self.n = cluster.config.replicas
         self._tags: dict[tuple[int, int], tuple[int, int]] = {}  # (follower, correlation) -> (leader, epoch)
         self._alter_epochs: dict[tuple[int, int], int] = {}  # (leader, correlation) -> request's leader epoch
+        # a fetch request's tag by its envelope: an orphan keeps its own when the follower's next
+        # process reuses its correlation id (ids restart with each process)
+        self._request_tags: dict[int, tuple[int, int] | None] = {}
         self._messages: dict[tuple, object] = {}  # the messages in flight at the last report, converted
         self._logs: list[tuple[tuple, tuple]] = [((), ())] * self.n  # per broker: (snapshot log, entries)
         self._last: tuple = (None, None)  # (what the last in_flight read, its answer)
@@ -125,7 +128,7 @@ class Report:
         if read == self._last[0]:
             return self._last[1]
         known, self._messages = self._messages, {}
-        tags, alter_epochs = {}, {}
+        tags, alter_epochs, request_tags = {}, {}, {}
         out = []
         for kind in MESSAGE_KINDS:
             per_replica = []
@@ -135,7 +138,13 @@ class Report:
                     tag = None
                     if kind in _TAGGED:  # equal frames may be sent under different tags (correlation ids restart)
                         sent = (r, CODEC.decode_header(env.frame).correlation_id)
-                        tag = tags[sent] = self._tags.get(sent)
+                        if kind == "fetch_request" and env.seq in self._request_tags:
+                            tag = self._request_tags[env.seq]
+                        else:
+                            tag = self._tags.get(sent)
+                        tags[sent] = self._tags.get(sent)
+                        if kind == "fetch_request":
+                            request_tags[env.seq] = tag
                     elif kind == "alter_partition_response":  # the leader epoch of its request
                         sent = (r, CODEC.decode_header(env.frame).correlation_id)
                         tag = alter_epochs[sent] = self._alter_epochs.get(sent, -1)
@@ -149,7 +158,7 @@ class Report:
                     msgs.append(msg)
                 per_replica.append(tuple(msgs))
             out.append(tuple(per_replica))
-        self._tags, self._alter_epochs = tags, alter_epochs
+        self._tags, self._alter_epochs, self._request_tags = tags, alter_epochs, request_tags
         self._last = ((network.changes, len(tags), len(alter_epochs), convert), out)
         return out
 

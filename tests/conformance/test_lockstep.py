@@ -7,7 +7,7 @@ import pytest
 
 from isrcheck.conformance import Lockstep, Schedule, load_schedule, random_walk, run_schedule
 from isrcheck.conformance.core.schedule import ScheduleConfig
-from isrcheck.model import ModelConfig, Scope, explore
+from isrcheck.model import ModelConfig, Scope, explore, replay
 from isrcheck.specs import BY_ID
 
 PROTOCOLS = ("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-903", "kip-966")
@@ -262,3 +262,28 @@ def test_one_run_records_frames_refusals_and_rejects_bad_steps_as_a_verdict(scen
     for record in (False, True):
         run = Lockstep.run(bad, record=record)
         assert run.verdict.kind == "invalid-schedule" and "no_such_step" in run.verdict.diff
+
+
+def test_an_orphan_fetch_keeps_its_leader_when_the_next_process_reuses_its_correlation_id():
+    """Found by fuzz (kip-320, seed 1491): a follower's two fetches become orphans when its disk
+    fails; its next process numbers its requests from 1 again, and its first fetch shares an
+    orphan's correlation id. The implementation's report gave the orphan the new fetch's leader
+    and leader epoch (a divergence at the send_fetch); each request keeps its own."""
+    steps = (
+        {"step": "send_fetch", "replica": 2},
+        {"step": "elect", "replica": 1},
+        {"step": "deliver_leader_and_isr", "replica": 2, "index": 0},
+        {"step": "send_fetch", "replica": 2},
+        {"step": "fail_disk", "replica": 2, "io": "write:ENOSPC"},
+        {"step": "restart", "replica": 2},
+        {"step": "elect", "replica": 0},
+        {"step": "deliver_leader_and_isr", "replica": 2, "index": 1},
+        {"step": "send_fetch", "replica": 2, "max_batches": 2},
+    )
+    config = {"replicas": 3, "min_insync_replicas": 2, "request_timeout_ticks": 6}
+    schedule = Schedule.from_json(
+        {"format": "isrcheck-schedule", "version": 1, "protocol": "kip-320", "config": config, "steps": list(steps)}
+    )
+    assert run_schedule(schedule).kind == "pass"
+    queue = replay(ModelConfig(protocol="kip-320", **config), list(steps)).states[-1].fetch_requests[2]
+    assert [(m.leader, m.leader_epoch, m.orphan) for m in queue] == [(0, 0, True), (1, 1, True), (0, 2, False)]
