@@ -850,7 +850,8 @@ class Drop(Action):
 
     def effect(nx, st):
         lost = nx.pop(MESSAGE_KINDS[st.arg], st.replica, st.index)
-        if st.arg in ("alter_partition", "alter_partition_response") and not getattr(lost, "orphan", False):
+        orphan = st.arg == "alter_partition" and lost.orphan  # a response is never one
+        if st.arg in ("alter_partition", "alter_partition_response") and not orphan:
             rep = nx.replicas[st.replica]
             sent_in = lost.leader_epoch if st.arg == "alter_partition" else lost.request_leader_epoch
             if rep.pending_isr is not None and sent_in == rep.leader_epoch:

@@ -138,13 +138,10 @@ class Report:
                     tag = None
                     if kind in _TAGGED:  # equal frames may be sent under different tags (correlation ids restart)
                         sent = (r, CODEC.decode_header(env.frame).correlation_id)
-                        if kind == "fetch_request" and env.seq in self._request_tags:
-                            tag = self._request_tags[env.seq]
-                        else:
-                            tag = self._tags.get(sent)
-                        tags[sent] = self._tags.get(sent)
+                        noted = tags[sent] = self._tags.get(sent)
+                        tag = noted
                         if kind == "fetch_request":
-                            request_tags[env.seq] = tag
+                            tag = request_tags[env.seq] = self._request_tags.get(env.seq, noted)
                     elif kind == "alter_partition_response":  # the leader epoch of its request
                         sent = (r, CODEC.decode_header(env.frame).correlation_id)
                         tag = alter_epochs[sent] = self._alter_epochs.get(sent, -1)
