@@ -160,11 +160,7 @@ class SimNetwork:
         taken = [
             e
             for e in self.in_flight()
-            if e.src == src
-            and e.dst == dst
-            and len(e.frame) >= 9
-            and e.frame[0] == _REQUEST_FLAG_BYTE
-            and (e.frame[1] << 8) | e.frame[2] == api_key
+            if e.src == src and e.dst == dst and e.is_request and (e.frame[1] << 8) | e.frame[2] == api_key
         ]
         for env in taken:
             self._remove(env)
