@@ -3,6 +3,7 @@ line length, import order, unused or undefined names are the tool's to keep, not
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _ruff(*args: str) -> subprocess.CompletedProcess:
-    ruff = shutil.which("ruff")
+    # the environment's own ruff first: the suite may run as .venv/bin/python without the venv on PATH
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
     assert ruff, "ruff is missing: it is one of the dev extras (pip install '.[dev]')"
     return subprocess.run([ruff, *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
