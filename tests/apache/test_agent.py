@@ -135,6 +135,7 @@ def test_a_cut_last_line_ends_the_log(tmp_path):
         ([_header(0), _event(1, ev="Partition.makeSoup")], r"broker-0\.jsonl:2: unknown event \"Partition\.makeSoup\""),
         ([_event(1)], r"broker-0\.jsonl:1: an event before the agent's header line"),
         ([_header(0), _event(1, us="soon")], r"broker-0\.jsonl:2: 'us' must be an integer"),
+        ([_header(0), _event(1, us=10, **{"in": 11})], r"broker-0\.jsonl:2: 'in' must be the method's entry"),
         (
             [
                 _header(0),
@@ -198,4 +199,6 @@ def test_a_short_kafka_run_is_recorded_well_formed(tmp_path, version):
         assert ev in kinds, ev
     appended = [e for e in events if e.ev == "Partition.appendRecordsToLeader" and e.p["tp"] == "t-0"]
     assert [e.line["ret"]["firstOffset"] for e in appended] == [0, 1, 2, 3, 4]
+    exits = [e for e in events if e.at == "exit"]
+    assert exits and all(0 <= e.line["in"] <= e.us for e in exits)  # each exit says when its method began
     assert {e.line["kind"] for e in events if e.ev == "harness.crash" and e.node == 2} >= {"process", "clean"}

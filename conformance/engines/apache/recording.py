@@ -157,6 +157,11 @@ class Recorded:
     p: dict | None
     line: dict = field(hash=False)
 
+    @property
+    def began(self) -> int:
+        """When the hooked method was entered (an exit line's ``in``; an older agent's lines lack it)."""
+        return self.line.get("in", self.us)
+
 
 def is_recording(path: str | os.PathLike) -> bool:
     return (Path(path) / RUN_FILE).is_file()
@@ -239,6 +244,11 @@ def _read_file(name: Path, run: dict) -> Iterator[Recorded]:
             us = line.get("us")
             if isinstance(us, bool) or not isinstance(us, int):
                 raise UsageError(f"{where}: 'us' must be an integer, got {json.dumps(us)}")
+            began = line.get("in", us)
+            if isinstance(began, bool) or not isinstance(began, int) or began > us:
+                raise UsageError(
+                    f"{where}: 'in' must be the method's entry, an integer at most 'us', got {json.dumps(began)}"
+                )
             at = line.get("at")
             if at not in ("enter", "exit", "load", "harness"):
                 raise UsageError(f"{where}: 'at' must be enter, exit, load or harness, got {json.dumps(at)}")

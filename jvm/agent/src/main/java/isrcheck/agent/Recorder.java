@@ -148,7 +148,7 @@ public final class Recorder {
     public static long enter(String where, Object self, Object[] args) {
         String ev = shortName(where);
         if (ON_ENTER.contains(ev)) {
-            record(ev, "enter", self, args, null, null, false);
+            record(ev, "enter", self, args, null, null, false, 0);
         }
         return System.nanoTime();
     }
@@ -171,15 +171,17 @@ public final class Recorder {
             .startsWith("__cluster_metadata")) {
             return; // KRaft's own metadata log: no partition of the model's
         }
-        record(ev, "exit", self, args, returned, thrown, true);
+        record(ev, "exit", self, args, returned, thrown, true, entered);
     }
 
     private interface Body {
         void write(StringBuilder b);
     }
 
+    /** {@code entered}: an exit line's method entry on System.nanoTime's clock, written as "in": concurrent
+     *  handlers are ordered by when each began, which the exit's time does not tell. */
     private static void record(String ev, String at, Object self, Object[] args, Object returned, Throwable thrown,
-                               boolean exited) {
+                               boolean exited, long entered) {
         if (BUSY.get() != null) {
             return; // an event while rendering one (a hooked method called by a getter): not Kafka's own
         }
@@ -190,6 +192,7 @@ public final class Recorder {
                 b.append(",\"args\":");
                 Json.value(b, args, 0);
                 if (exited) {
+                    b.append(",\"in\":").append((entered - originNs) / 1000);
                     b.append(",\"ret\":");
                     Json.value(b, returned, 0);
                 }
