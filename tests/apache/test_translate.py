@@ -62,3 +62,32 @@ def test_an_election_outside_isr_and_elr_is_refused(tmp_path):
     verdict, _, _ = validate_path(str(_edited(tmp_path, "controller.jsonl", 21, edit)))
     assert not verdict.explained and verdict.event.step == "controlled_shutdown"
     assert any("leader is" in why for r in verdict.refusals for why in r.reasons)
+
+
+def test_two_request_handlers_at_once_are_taken_in_the_order_they_began(tmp_path):
+    """The clean run's HW move to 2, made concurrent as a flood makes it: follower 0's fetch (handler 5)
+    begins, follower 1's (handler 0) begins, handler 5's maybeIncrementLeaderHW then counts both and
+    returns before handler 0 does. Taken by when each returned, follower 0's handling would already show
+    an HW that follower 1's offset made; taken by when each began (the agent's ``in``), it is explained."""
+    copy = tmp_path / "rec"
+    shutil.copytree(DATA / "clean-4.4.0", copy)
+    path = copy / "broker-2.jsonl"
+    lines = [json.loads(text) for text in path.read_text().splitlines()]
+    by_seq = {e.get("seq"): e for e in lines}
+    a, b, raised, completed = by_seq[28], by_seq[32], by_seq[30], by_seq[31]
+    assert (a["args"][0], b["args"][0], raised["p"]["hw"]) == (0, 1, 2)  # follower 0, follower 1, the HW move
+    a["in"], b["in"] = 71_591_690, 71_591_800  # both begun before the raise
+    raised["thread"] = completed["thread"] = a["thread"]
+    a["us"], completed["us"] = raised["us"] + 6, raised["us"] + 16
+    order = [e for e in lines if e.get("seq") not in (28, 30, 31, 32)]
+    at = order.index(by_seq[29]) + 1
+    order[at:at] = [raised, a, completed, b]
+    path.write_text("".join(json.dumps(e) + "\n" for e in order))
+    verdict, _, _ = validate_path(str(copy))
+    assert verdict.explained, verdict.event and verdict.event.describe()
+    for e in (a, b):  # without the entry times the handler that returned first is taken first: refused
+        del e["in"]
+    path.write_text("".join(json.dumps(e) + "\n" for e in order))
+    verdict, _, _ = validate_path(str(copy))
+    assert not verdict.explained and verdict.event.step == "handle_fetch"
+    assert any("hw is 1 in the model, 2 in the log" in why for r in verdict.refusals for why in r.reasons)

@@ -17,6 +17,7 @@ arguments and return value say (the produce's offsets, the fetch offset), and th
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 from pathlib import Path
@@ -81,7 +82,9 @@ class Translation:
         self.fence_changed: set[str] = set()  # the partitions the fencing in progress changed
         self.held: list = []  # PartitionChangeRecords whose cause the next event says
         self.fetching: dict[tuple, dict] = {}  # (leader, thread) -> the fetch it is reading
-        self.raised_hw: dict[tuple, int] = {}  # (node, thread, tp) -> the HW maybeIncrementLeaderHW just set
+        self.raised_hw: dict[tuple, tuple] = {}  # (node, thread, tp) -> (us, the HW maybeIncrementLeaderHW just set)
+        self.handlings: dict[tuple, list] = {}  # (leader, tp) -> its handle_fetch lines, in the order they began
+        self.raises: list[tuple] = []  # (leader, tp, us, HW, its handling) a fetch raised: checked in finish()
         self.sends: dict[tuple, list] = {}  # (follower, tp) -> [(corr, fetch offset, leader)] not yet handled
         self.last_send: dict[tuple, tuple] = {}  # (follower, tp) -> (leader, corr) of its last fetch
         self.corr: dict[int, int] = {}
@@ -268,7 +271,7 @@ class Translation:
             if params.get("replicaId", -1) >= 0:
                 self.fetching[(n, thread)] = params
         elif r.ev == "Partition.maybeIncrementLeaderHW":
-            self.raised_hw[(n, thread, p["tp"])] = p["hw"]
+            self.raised_hw[(n, thread, p["tp"])] = (r.us, p["hw"])
         elif r.ev == "Partition.updateFollowerFetchState":
             follower, offset = a[0], a[1]
             tp = p["tp"]
@@ -282,27 +285,29 @@ class Translation:
                     corr = c
                     del queue[: i + 1]
                     break
-            state = {}
-            hw = self.raised_hw.pop((n, thread, tp), None)
-            if hw is not None:
-                state["hw"] = hw
-            self.moved(n, tp, r.us, a[4], hw)
+            raised = self.raised_hw.pop((n, thread, tp), None)
+            self.moved(n, tp, r.us, a[4], raised[1] if raised else None)
             if corr is not None:
-                self.handled[(follower, n, corr)] = (r.us, a[4])
-            # maybeExpandIsr, called from this updateFollowerFetchState after the follower's state was
-            # updated, returned first: the fetch is handled just before the proposal it caused, whose time
-            # (not this exit's, which may come after the controller answered it) keeps the order
+                self.handled[(follower, n, corr)] = (r.began, a[4])
+            # Request-handler threads handle followers' fetches at once: each updates its follower's state
+            # when it begins, and an HW raised after may count another handler's follower that began later
+            # and returns later. So a handling takes its place when it began, and an HW it raised is checked
+            # at the last handling begun before the raise (finish()). maybeExpandIsr, called after the
+            # follower's state was updated, returned before this exit: its proposal comes after the handling.
             expand = self.expanding.pop((n, thread, tp), None)
             self.emit(
                 n,
-                r.us if expand is None else expand[0] - 1,
+                r.began if expand is None else min(r.began, expand[0] - 1),
                 HANDLE_FETCH,
                 r.where,
-                state,
+                {},
                 tp,
                 replica=follower,
                 **({"msg": [follower, corr]} if corr is not None else {}),
             )
+            self.handlings.setdefault((n, tp), []).append(self.out[n][-1])
+            if raised is not None:
+                self.raises.append((n, tp, *raised, self.out[n][-1]))
             if expand is not None:
                 self.emit(n, *expand, tp, replica=n)
         elif r.ev == "Partition.appendRecordsToLeader":
@@ -311,7 +316,8 @@ class Translation:
                 return
             tp = p["tp"]
             state = {"leo": ret["lastOffset"] + 1}
-            hw = self.raised_hw.pop((n, thread, tp), None)
+            raised = self.raised_hw.pop((n, thread, tp), None)
+            hw = raised[1] if raised else None
             if hw is not None:
                 state["hw"] = hw
             self.moved(n, tp, r.us, ret["lastOffset"] + 1, hw)
@@ -360,6 +366,17 @@ class Translation:
                 return
             self.down.add(n)
             self.emit(n, r.us, CRASH, r.where, {}, None, replica=n, kind=r.line["kind"])
+
+    def finish(self) -> None:
+        """Each HW a fetch's handling raised, checked at the leader's last handling begun before the raise."""
+        self.flush()
+        for key, lines in self.handlings.items():
+            lines.sort(key=lambda line: line["us"])
+        for n, tp, us, hw, own in self.raises:
+            lines = self.handlings[(n, tp)]
+            i = bisect.bisect_right(lines, us, key=lambda line: line["us"]) - 1
+            at = lines[i] if i >= 0 and lines[i]["us"] > own["us"] else own  # its own handling, or one begun after
+            at["state"]["hw"] = max(hw, at["state"].get("hw", hw))
 
     def moved(self, n: int, tp: str, us: int, leo: int, hw: int | None) -> None:
         """The leader's LEO and HW after one of its events, as far as the event's arguments say."""
@@ -415,7 +432,7 @@ def translate(path: str | os.PathLike) -> tuple[dict, dict]:
             t.controller(r)
         else:
             t.broker(r)
-    t.flush()
+    t.finish()
     for node, lines in t.out.items():
         lines.sort(key=lambda line: line["us"])
         for i, line in enumerate(lines, 1):
