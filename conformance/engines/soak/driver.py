@@ -390,7 +390,7 @@ def run_soak(options: SoakOptions, progress=None) -> SoakResult:
                     say,  # Kafka's recording: translated first
                     timely=options.cluster != "kafka",
                 )
-            except UsageError:  # an event log it cannot read: the run's history and verdict are kept first
+            except BaseException:  # a log it cannot read, or any failure: the run's results are kept first
                 _write(folder, result)
                 raise
         _write(folder, result)

@@ -226,3 +226,20 @@ def test_a_soak_run_again_in_its_folder_starts_its_brokers_empty_and_says_so(isr
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert json.loads(proc.stdout)["anomalies"] == []
         assert (f"removing the previous run's cluster {run / 'cluster'}" in proc.stderr) == (attempt == 2), proc.stderr
+
+
+def test_a_validation_that_fails_keeps_the_runs_results_first(tmp_path, monkeypatch):
+    """Whatever stops the event log's validation (here an internal error), the run's history, verdict
+    and budget are written to results.json before the failure is reported."""
+    from isrcheck.conformance.engines.soak.driver import SoakOptions, run_soak
+    from isrcheck.conformance.engines.validate import validation
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("validation broke")
+
+    monkeypatch.setattr(validation, "validate_run", broken)
+    run = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="validation broke"):
+        run_soak(SoakOptions(protocol="kip-320", duration_s=3, directory=str(run)))
+    results = json.loads((run / "results.json").read_text())
+    assert results["anomalies"] == [] and results["check"] and results["counts"] and results["validation"] is None
