@@ -91,3 +91,39 @@ def test_two_request_handlers_at_once_are_taken_in_the_order_they_began(tmp_path
     verdict, _, _ = validate_path(str(copy))
     assert not verdict.explained and verdict.event.step == "handle_fetch"
     assert any("hw is 1 in the model, 2 in the log" in why for r in verdict.refusals for why in r.reasons)
+
+
+@pytest.mark.parametrize(
+    "read, appends, at",
+    [
+        (2, [(90, 1), (120, 2)], 121),  # it read offset 1's append, which returned after it began: after it
+        (1, [(80, 2)], 79),  # it did not read the append that returned before it began: before it
+        (1, [(40, 2)], 100),  # that append returned before the fetch was even entered: its own time
+    ],
+)
+def test_a_fetch_handling_is_ordered_against_produces_by_what_it_read(read, appends, at):
+    """A handling that began at 100 (its fetch entered at 50, returned at 150) having read the leader's LEO
+    ``read``, among produce appends that returned at the given times."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    line = {"us": 100, "t": 0, "state": {}}
+    t.handlings[(2, "t-0")] = [(100, 50, read, 150, line)]
+    t.appends[(2, "t-0")] = [(done, end) for done, end in appends]
+    t.finish()
+    assert line["us"] == at
+
+
+def test_a_delayed_fetch_completion_is_taken_strictly_before_its_answer():
+    """No leader event shows the LEO and HW the answer has: the completion goes right before the answer
+    is handled, never at the same time (the shared order would then break the tie by node)."""
+    from types import SimpleNamespace
+
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.handled[(1, 2, 7)] = (100, 5)  # follower 1's fetch 7, handled by leader 2 when its LEO was 5
+    t.leader_at[(2, "t-0")] = [(90, 5, 4)]
+    t.delayed(1, "t-0", (2, 7), 6, 5, SimpleNamespace(us=500, where="f:1"))
+    [line] = t.out[2]
+    assert line["us"] == 499 and line["msg"] == [1, 7]

@@ -83,8 +83,10 @@ class Translation:
         self.held: list = []  # PartitionChangeRecords whose cause the next event says
         self.fetching: dict[tuple, dict] = {}  # (leader, thread) -> the fetch it is reading
         self.raised_hw: dict[tuple, tuple] = {}  # (node, thread, tp) -> (us, the HW maybeIncrementLeaderHW just set)
-        self.handlings: dict[tuple, list] = {}  # (leader, tp) -> its handle_fetch lines, in the order they began
+        self.handlings: dict[tuple, list] = {}  # (leader, tp) -> [(began, fetch entered, LEO read, returned, line)]
+        self.appends: dict[tuple, list] = {}  # (leader, tp) -> [(returned, end offset)] of its produce appends
         self.raises: list[tuple] = []  # (leader, tp, us, HW, its handling) a fetch raised: checked in finish()
+        self.fetch_began: dict[tuple, int] = {}  # (leader, thread) -> when its fetchMessages was entered
         self.sends: dict[tuple, list] = {}  # (follower, tp) -> [(corr, fetch offset, leader)] not yet handled
         self.last_send: dict[tuple, tuple] = {}  # (follower, tp) -> (leader, corr) of its last fetch
         self.corr: dict[int, int] = {}
@@ -270,6 +272,7 @@ class Translation:
             params = a[0]
             if params.get("replicaId", -1) >= 0:
                 self.fetching[(n, thread)] = params
+                self.fetch_began[(n, thread)] = r.us
         elif r.ev == "Partition.maybeIncrementLeaderHW":
             self.raised_hw[(n, thread, p["tp"])] = (r.us, p["hw"])
         elif r.ev == "Partition.updateFollowerFetchState":
@@ -305,9 +308,10 @@ class Translation:
                 replica=follower,
                 **({"msg": [follower, corr]} if corr is not None else {}),
             )
-            self.handlings.setdefault((n, tp), []).append(self.out[n][-1])
+            handling = (r.began, self.fetch_began.get((n, thread), r.began), a[4], r.us, self.out[n][-1])
+            self.handlings.setdefault((n, tp), []).append(handling)
             if raised is not None:
-                self.raises.append((n, tp, *raised, self.out[n][-1]))
+                self.raises.append((n, tp, *raised, handling))
             if expand is not None:
                 self.emit(n, *expand, tp, replica=n)
         elif r.ev == "Partition.appendRecordsToLeader":
@@ -321,6 +325,7 @@ class Translation:
             if hw is not None:
                 state["hw"] = hw
             self.moved(n, tp, r.us, ret["lastOffset"] + 1, hw)
+            self.appends.setdefault((n, tp), []).append((r.us, ret["lastOffset"] + 1))
             self.emit(
                 n,
                 r.us,
@@ -368,14 +373,29 @@ class Translation:
             self.emit(n, r.us, CRASH, r.where, {}, None, replica=n, kind=r.line["kind"])
 
     def finish(self) -> None:
-        """Each HW a fetch's handling raised, checked at the leader's last handling begun before the raise."""
+        """Where concurrent handlers' steps go. Kafka's request-handler threads handle fetches and produces at
+        once, and the model's steps are atomic: a fetch's handling reads the log, then (when the agent's
+        ``in`` says it began) updates its follower's state; a produce appends, then returns. So a handling
+        is taken when it began, moved after a produce whose records it read that returned later, and before
+        one whose records it did not read that returned earlier; an HW a handling raised is checked at the
+        leader's last handling begun before the raise, since the raise counted every follower updated by then."""
         self.flush()
-        for key, lines in self.handlings.items():
-            lines.sort(key=lambda line: line["us"])
+        for key, handlings in self.handlings.items():
+            appends = self.appends.get(key, [])
+            for _began, entered, read, returned, line in handlings:
+                at = line["us"]  # when it began, or just before the ISR expansion it proposed
+                read_after = [done for done, end in appends if end <= read and at <= done <= returned]
+                if read_after:
+                    at = max(read_after) + 1
+                else:
+                    unread = [done for done, end in appends if end > read and entered <= done < at]
+                    at = min(unread, default=at + 1) - 1
+                line["us"], line["t"] = at, at // 1000
+            handlings.sort(key=lambda h: h[0])
         for n, tp, us, hw, own in self.raises:
-            lines = self.handlings[(n, tp)]
-            i = bisect.bisect_right(lines, us, key=lambda line: line["us"]) - 1
-            at = lines[i] if i >= 0 and lines[i]["us"] > own["us"] else own  # its own handling, or one begun after
+            handlings = self.handlings[(n, tp)]
+            i = bisect.bisect_right(handlings, us, key=lambda h: h[0]) - 1
+            at = handlings[i][-1] if i >= 0 and handlings[i][-1]["us"] > own[-1]["us"] else own[-1]
             at["state"]["hw"] = max(hw, at["state"].get("hw", hw))
 
     def moved(self, n: int, tp: str, us: int, leo: int, hw: int | None) -> None:
@@ -399,12 +419,9 @@ class Translation:
         at_read = next((m for m in reversed(marks) if m[0] <= read_us), None)
         if end <= read_leo and (at_read is None or hw <= at_read[2]):
             return
-        when = next((m[0] for m in marks if m[1] >= end and m[2] >= hw), None)
-        if when is None or when >= r.us:
-            when = r.us - 1
-        self.emit(
-            leader, when + 1, HANDLE_FETCH, r.where + " (a DelayedFetch completed)", {}, tp, replica=n, msg=[n, corr]
-        )
+        when = next((m[0] + 1 for m in marks if m[1] >= end and m[2] >= hw), r.us)
+        when = min(when, r.us - 1)  # strictly before its answer is handled
+        self.emit(leader, when, HANDLE_FETCH, r.where + " (a DelayedFetch completed)", {}, tp, replica=n, msg=[n, corr])
 
 
 def _record(r) -> dict:
