@@ -381,15 +381,18 @@ class Translation:
         leader's last handling begun before the raise, since the raise counted every follower updated by then."""
         self.flush()
         for key, handlings in self.handlings.items():
-            appends = self.appends.get(key, [])
+            appends = sorted(self.appends.get(key, []))
             for _began, entered, read, returned, line in handlings:
                 at = line["us"]  # when it began, or just before the ISR expansion it proposed
-                read_after = [done for done, end in appends if end <= read and at <= done <= returned]
+                # only the appends that returned while the fetch was in the leader's hands can be misplaced
+                lo = bisect.bisect_left(appends, (entered,))
+                hi = bisect.bisect_right(appends, (returned, float("inf")))
+                window = appends[lo:hi]
+                read_after = [done for done, end in window if end <= read and done >= at]
                 if read_after:
                     at = max(read_after) + 1
                 else:
-                    unread = [done for done, end in appends if end > read and entered <= done < at]
-                    at = min(unread, default=at + 1) - 1
+                    at = min((done for done, end in window if end > read and done < at), default=at + 1) - 1
                 line["us"], line["t"] = at, at // 1000
             handlings.sort(key=lambda h: h[0])
         for n, tp, us, hw, own in self.raises:
@@ -416,10 +419,12 @@ class Translation:
             return
         marks = self.leader_at.get((leader, tp), [])
         read_us, read_leo = handled
-        at_read = next((m for m in reversed(marks) if m[0] <= read_us), None)
-        if end <= read_leo and (at_read is None or hw <= at_read[2]):
+        # marks come in time order and hold running maxima: both searches are binary (a soak has millions)
+        i = bisect.bisect_right(marks, read_us, key=lambda m: m[0])
+        if end <= read_leo and (i == 0 or hw <= marks[i - 1][2]):
             return
-        when = next((m[0] + 1 for m in marks if m[1] >= end and m[2] >= hw), r.us)
+        j = bisect.bisect_left(marks, True, key=lambda m: m[1] >= end and m[2] >= hw)
+        when = marks[j][0] + 1 if j < len(marks) else r.us
         when = min(when, r.us - 1)  # strictly before its answer is handled
         self.emit(leader, when, HANDLE_FETCH, r.where + " (a DelayedFetch completed)", {}, tp, replica=n, msg=[n, corr])
 
