@@ -28,8 +28,11 @@ Judgments (each names its operations; what a client reads below the HW is commit
     leader's log every offset below X holds an epoch at most A and every offset from X on an epoch
     above L. A committed record (a batch some fetch returned) contradicts it if its epoch is at most
     A and its offset at or above X, its epoch in (A, L] (an epoch the leader lacks), or its epoch in
-    (L, E] and its offset below X. Records of epochs above E are not judged: a later leader may
-    write below X what this leader held uncommitted.
+    (L, E] and its offset below X. Only records read from a leader of epoch at most E are judged
+    (the reader's Fetch says its ``current_leader_epoch``): such a record was committed no later
+    than E's leadership, so E's log holds it. A record's epoch says who wrote it, not who committed
+    it: a later leader that was in the ISR but never fetched from E (stopped, cut off) may hold an
+    earlier epoch's uncommitted records at or above X, and commit them.
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ class Answers:
     def __init__(self) -> None:
         self.ends: dict = {}  # (process, connection, epoch, partition) -> (highest end answered, op)
         self.above: list = []  # (partition, end, its op, hw, the poll op)
-        self.spans: dict = {}  # partition -> [(first, last, epoch, op)] of committed batches
+        self.spans: dict = {}  # partition -> [(first, last, epoch, op, the leader epoch read from)] committed
         self.epochs: list = []  # (partition, asked L, current E, answered A, X, op)
 
     def event(self, op: dict, invoke: dict | None) -> None:
@@ -106,8 +109,9 @@ class Answers:
             self._poll(op, fields)
 
     def _poll(self, op: dict, fields: dict) -> None:
+        read_from = fields.get("current_leader_epoch")  # None: an unfenced Fetch, whose leader is unknown
         for partition, spans in op.get("batches", {}).items():
-            self.spans.setdefault(str(partition), []).extend((a, b, e, op["index"]) for a, b, e in spans)
+            self.spans.setdefault(str(partition), []).extend((a, b, e, op["index"], read_from) for a, b, e in spans)
         if "connection" not in fields or "current_leader_epoch" not in fields:
             return
         for partition, hw in op.get("high_watermark", {}).items():
@@ -161,7 +165,9 @@ def epoch_end_contradicted(answers: Answers) -> list[dict]:
     for p, asked, current, answer, end, op in answers.epochs:
         if answer < 0 or answer > asked:  # no epoch known (nothing to judge), or later-epoch-answered
             continue
-        for first, last, epoch, read_op in answers.spans.get(p, ()):
+        for first, last, epoch, read_op, read_from in answers.spans.get(p, ()):
+            if read_from is None or read_from > current:  # committed, maybe, by a later leader (docstring)
+                continue
             if epoch <= answer and last >= end:
                 why = f"at offset {last}, at or above the end offset {end} of epoch {answer}"
             elif answer < epoch <= asked:

@@ -108,6 +108,22 @@ def test_no_contradiction_from_a_right_answer_or_a_later_leaders_records():
     assert h.found() == {}
 
 
+@pytest.mark.parametrize("read_from, found", [(1, True), (3, False), (None, False)])
+def test_an_earlier_epochs_record_committed_by_a_later_leader_is_no_contradiction(read_from, found):
+    """Epoch 1's leader says epoch 0 ends at 5 in its log. A batch of epoch 0 at offsets 5-6 read from
+    epoch 1's leader contradicts it; read from epoch 3's leader, it was committed by a leader that held
+    epoch 0's uncommitted tail without ever fetching from epoch 1's (a stale ISR member), as a stopped
+    Apache Kafka broker does (soak --cluster kafka --faults stop): no contradiction; an unfenced read
+    says no leader: not judged."""
+    h = Reader()
+    answered = h.epoch(asked=0, current=1, answer=0, end=5)
+    read = h.fetch(hw=10, batches=[(0, 6, 0)], epoch=read_from)
+    if read_from is None:
+        h.ops[-1].pop("current_leader_epoch")
+        h.ops[-2].pop("current_leader_epoch")
+    assert h.found() == ({"epoch-end-contradicted": [sorted((read, answered))]} if found else {})
+
+
 @pytest.mark.parametrize(
     "op, message",
     [
