@@ -127,3 +127,16 @@ def test_a_delayed_fetch_completion_is_taken_strictly_before_its_answer():
     t.delayed(1, "t-0", (2, 7), 6, 5, SimpleNamespace(us=500, where="f:1"))
     [line] = t.out[2]
     assert line["us"] == 499 and line["msg"] == [1, 7]
+
+
+def test_a_broker_stopped_again_before_it_recorded_anything_was_started_in_between():
+    """The harness stops only a running JVM: a second crash with no event since the first is a start
+    that recorded nothing (a broker stopped again while it replayed the metadata log), then a crash."""
+    from isrcheck.conformance.engines.apache.recording import Recorded
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    for us in (100, 200):
+        line = {"ev": "harness.crash", "at": "harness", "us": us, "kind": "clean"}
+        t.broker(Recorded(f"broker-2.jsonl:{us}", 2, us, "harness.crash", "harness", None, line))
+    assert [(e["step"], e["us"]) for e in t.out[2]] == [("crash", 100), ("restart", 199), ("crash", 200)]

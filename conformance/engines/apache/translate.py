@@ -369,6 +369,8 @@ class Translation:
         elif r.ev == "harness.crash":
             if n == self.run["controller"]:
                 return
+            if n in self.down:  # the harness stops only a running JVM: it started again, then recorded nothing
+                self.emit(n, r.us - 1, RESTART, r.where, {}, replica=n)
             self.down.add(n)
             self.emit(n, r.us, CRASH, r.where, {}, None, replica=n, kind=r.line["kind"])
 
