@@ -136,7 +136,25 @@ def test_a_broker_stopped_again_before_it_recorded_anything_was_started_in_betwe
     from isrcheck.conformance.engines.apache.translate import Translation
 
     t = Translation({"controller": 1000})
-    for us in (100, 200):
-        line = {"ev": "harness.crash", "at": "harness", "us": us, "kind": "clean"}
+    for us, kind in ((100, "clean"), (200, "clean"), (300, "process")):
+        line = {"ev": "harness.crash", "at": "harness", "us": us, "kind": kind}
         t.broker(Recorded(f"broker-2.jsonl:{us}", 2, us, "harness.crash", "harness", None, line))
-    assert [(e["step"], e["us"]) for e in t.out[2]] == [("crash", 100), ("restart", 199), ("crash", 200)]
+    # a clean stop of an incarnation that did nothing changes nothing; a kill leaves no clean shutdown file
+    assert [(e["step"], e["us"]) for e in t.out[2]] == [("crash", 100), ("restart", 299), ("crash", 300)]
+
+
+def test_a_broker_fenced_again_by_its_session_after_a_controlled_shutdown_is_no_step():
+    """Kafka's controller writes fenced=1 again when the session of a broker its controlled shutdown
+    already fenced expires: the model's fence is taken once; a registration makes the next one count."""
+    from isrcheck.conformance.engines.apache.recording import Recorded
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.partitions["t-0"] = [0, 1, 2]
+    t.pstate["t-0"] = {"leader": 0, "epoch": 1, "isr": [0, 1], "pe": 2, "elr": []}
+    records = [{"brokerId": 2, "fenced": 1}, {"brokerId": 2, "fenced": 1}, {"brokerId": 2, "incarnationId": "x"}]
+    records.append({"brokerId": 2, "fenced": 1})
+    for us, rec in enumerate(records):
+        line = {"ev": "ClusterControlManager.replay", "at": "exit", "us": us, "args": [rec]}
+        t.controller(Recorded(f"controller.jsonl:{us}", 1000, us, line["ev"], "exit", None, line))
+    assert [(e["step"], e["us"]) for e in t.out[1000]] == [("fence", 0), ("fence", 3)]

@@ -92,6 +92,7 @@ class Translation:
         self.corr: dict[int, int] = {}
         self.down: set[int] = set()  # brokers crashed and not started again
         self.registered: set[int] = set()
+        self.fenced: set[int] = set()  # brokers the controller's records fence, till registered or unfenced
         self.registering: set[int] = set()  # brokers registered again, not yet unfenced
         self.handled: dict[tuple, tuple] = {}  # (follower, leader, corr) -> (tp, the leader's LEO it read)
         self.leader_at: dict[tuple, list] = {}  # (leader, tp) -> [(us, leo, hw)], after each of its events
@@ -171,6 +172,7 @@ class Translation:
         elif r.ev == "ClusterControlManager.replay" and "brokerId" in rec:
             b = rec["brokerId"]
             if "incarnationId" in rec:  # RegisterBrokerRecord
+                self.fenced.discard(b)  # the model's restart unfences it (Kafka's later unfencing is no step)
                 if b in self.registered:  # registered again: the model's restart (Kafka's broker fetches from now)
                     for tp in self.partitions:
                         self.emit(CONTROLLER, r.us, "register", r.where, {}, tp, replica=b)
@@ -178,13 +180,17 @@ class Translation:
                 self.cause = None
             elif rec.get("inControlledShutdown") == 1:
                 self.cause = ("controlled_shutdown", b)
+            elif rec.get("fenced") == -1:
+                self.fenced.discard(b)
             elif rec.get("fenced") == 1:
                 # the fencing's partition changes come first; a partition it did not change (the broker
-                # neither led it nor was in its ISR) takes the model's fence all the same
+                # neither led it nor was in its ISR) takes the model's fence all the same. A broker fenced
+                # already (its session expiring after a controlled shutdown fenced it) changes nothing.
                 changed = self.fence_changed if self.cause == (FENCE, b) else set()
-                for tp in self.partitions:
+                for tp in self.partitions if b not in self.fenced else ():
                     if tp not in changed:
                         self.emit(CONTROLLER, r.us, FENCE, r.where, self.view(tp), tp, replica=b)
+                self.fenced.add(b)
                 self.cause, self.fence_changed = None, set()
         elif r.ev == "ReplicationControlManager.replay":
             if "name" in rec and "topicId" in rec and "partitionId" not in rec:
@@ -369,8 +375,10 @@ class Translation:
         elif r.ev == "harness.crash":
             if n == self.run["controller"]:
                 return
-            if n in self.down:  # the harness stops only a running JVM: it started again, then recorded nothing
-                self.emit(n, r.us - 1, RESTART, r.where, {}, replica=n)
+            if n in self.down:  # the harness stops only a running JVM: it started again and recorded nothing
+                if r.line["kind"] == "clean":
+                    return  # nor registered: a clean stop leaves its log and clean shutdown file as they were
+                self.emit(n, r.us - 1, RESTART, r.where, {}, replica=n)  # its next registration is unclean
             self.down.add(n)
             self.emit(n, r.us, CRASH, r.where, {}, None, replica=n, kind=r.line["kind"])
 
