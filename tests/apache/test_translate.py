@@ -158,3 +158,26 @@ def test_a_broker_fenced_again_by_its_session_after_a_controlled_shutdown_is_no_
         line = {"ev": "ClusterControlManager.replay", "at": "exit", "us": us, "args": [rec]}
         t.controller(Recorded(f"controller.jsonl:{us}", 1000, us, line["ev"], "exit", None, line))
     assert [(e["step"], e["us"]) for e in t.out[1000]] == [("fence", 0), ("fence", 3)]
+
+
+def test_an_election_at_a_brokers_unfencing_is_the_models_own_choice():
+    """KIP-966: a leaderless partition elects when an ELR member is unfenced. The broker unfenced is no
+    target to move leadership to (it is in no ISR): the model's untargeted election picks from ISR,
+    then ELR, and the validator checks its choice against the record."""
+    from isrcheck.conformance.engines.apache.recording import Recorded
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.topics["T"] = "t"
+    t.partitions["t-0"] = [0, 1, 2]
+    t.pstate["t-0"] = {"leader": -1, "epoch": 2, "isr": [], "pe": 3, "elr": [1, 2]}
+    events = [
+        ("ReplicationControlManager.handleBrokerUnfenced", [1, 19, []]),
+        ("ReplicationControlManager.replay", [{"partitionId": 0, "topicId": "T", "isr": [1], "leader": 1}]),
+    ]
+    for us, (ev, args) in enumerate(events):
+        line = {"ev": ev, "at": "exit", "us": us, "args": args}
+        t.controller(Recorded(f"controller.jsonl:{us}", 1000, us, ev, "exit", None, line))
+    t.flush()
+    [elect] = t.out[1000]
+    assert (elect["step"], elect["replica"], elect["state"]["leader"]) == ("elect", -1, 1)

@@ -222,8 +222,8 @@ class Translation:
         step, b = self.cause or (ELECT, -1)
         if step == "register" or registration:
             return  # the unclean shutdown's change: checked with the registration (the model's restart)
-        if step == "unfence":
-            step = ELECT
+        if step == "unfence":  # a leaderless partition's election when a broker came back (KIP-966: ISR, then ELR)
+            step, b = ELECT, -1  # the model's own choice, which the validator checks against the record
         if step == FENCE:
             self.fence_changed.add(tp)
         self.emit(
