@@ -35,6 +35,7 @@ from typing import Callable, TextIO
 FORMAT = "isrcheck-events"
 VERSION = 1
 CONTROLLER_FILE = "controller.jsonl"
+TIMERS = "timers"  # a real node's line that its timers ran up to a time: evidence, not a step
 
 
 def node_file(node: int, controller_id: int) -> str:
@@ -164,6 +165,14 @@ class EventLog:
         f.write(f'{text},"state":{state}}}\n')
         self.events += 1
 
+    def timers(self, node: int, due: int) -> None:
+        """A ``timers`` line (no step; docs/steps.md): ``node``'s own timer set for ``due`` ms ran
+        now, so every timer it set for before ``due`` has run (its evidence of running on time)."""
+        f = self._files.get(node) or self._file(node)
+        seq = self._seq[node] = self._seq[node] + 1
+        lc = self._counter = self._counter + 1
+        f.write(f'{{"node":{node},"seq":{seq},"lc":{lc},"t":{self.now_ms()},"step":"{TIMERS}","due":{due}}}\n')
+
     def broker(
         self, p, step: str, fields: dict | None = None, msg: tuple[int, int] | None = None, corr: int | None = None
     ) -> None:
@@ -260,6 +269,7 @@ def run_header(config) -> dict:
 __all__ = [
     "EventLog",
     "FORMAT",
+    "TIMERS",
     "VERSION",
     "node_file",
     "continue_file",

@@ -75,6 +75,10 @@ STEP_FIELDS = {
     "controlled_shutdown": ("replica",),
 }
 _COMMON = ("node", "seq", "lc", "t", "step", "state")
+# a real node's ``timers`` line (docs/steps.md): no step, its evidence that its timers ran up to
+# ``due``; read apart from the events (``Trace.timers``), for timeliness.py
+TIMERS = "timers"
+_TIMERS_FIELDS = ("node", "seq", "lc", "t", "due")
 HALTS = (CRASH, FAIL_DISK)  # the events that stop a broker process
 
 
@@ -123,6 +127,7 @@ class Trace:
     renamed: dict | None = None  # broker id -> model broker, in one partition's trace
     apache_kafka: bool = False  # Apache Kafka's translated events: KRaft's composites (unlogged.py) apply
     settings: dict = field(default_factory=dict)  # the header's cluster config as logged (ms), for timeliness.py
+    timers: list[Event] = field(default_factory=list)  # the nodes' ``timers`` lines, merged as the events
 
 
 def _files(path: str) -> list[str]:
@@ -249,7 +254,7 @@ def _checked(line: object, where: str, replicas: int) -> Event:
 def read_trace(path: str) -> Trace:
     """The events of the log at ``path``, merged; UsageError on anything malformed."""
     files = _files(path)
-    header0, events, partitions = None, [], {}
+    header0, events, partitions, timers = None, [], {}, []
     for name in files:
         header = None
         for number, text, ended in read_lines(name, "an event log"):
@@ -282,10 +287,14 @@ def read_trace(path: str) -> Trace:
                 ):
                     raise UsageError(f"{where}: header names another run than {header0[1]}")
                 continue
+            if isinstance(line, dict) and line.get("step") == TIMERS:
+                timers.append(_timers(line, where))
+                continue
             events.append(_event(line, where, header0[2].replicas))
         if header is None:
             raise UsageError(f"{name}: empty event log (no header line)")
-    events.sort(key=lambda e: (e.t, e.lc, e.node, e.seq))
+    events.sort(key=_order)
+    timers.sort(key=_order)
     return Trace(
         header0[2],
         header0[0]["protocol"],
@@ -294,7 +303,18 @@ def read_trace(path: str) -> Trace:
         partitions,
         apache_kafka=str(header0[0].get("source", "")).startswith("apache-kafka"),
         settings=header0[0]["config"],
+        timers=timers,
     )
+
+
+def _order(e: Event) -> tuple:
+    return (e.t, e.lc, e.node, e.seq)
+
+
+def _timers(line: dict, where: str) -> Event:
+    """A ``timers`` line, as an event of no step: ``fields["due"]``, no state."""
+    node, seq, lc, t, due = (_int(line, k, where) for k in _TIMERS_FIELDS)
+    return Event(where, node, seq, lc, t, TIMERS, {"due": due}, {})
 
 
 def _partitions(header: dict, where: str) -> dict:
@@ -322,7 +342,8 @@ def partition_traces(trace: Trace) -> list[tuple[str | None, Trace]]:
         rename = {b: i for i, b in enumerate(replicas)}
         same = all(b == i for b, i in rename.items())
         events = [e if same else _renamed(e, rename) for e in trace.events if e.tp is None or e.tp == tp]
-        out.append((tp, replace(trace, events=events, renamed=rename)))
+        timers = trace.timers if same else [replace(e, node=rename.get(e.node, e.node)) for e in trace.timers]
+        out.append((tp, replace(trace, events=events, renamed=rename, timers=timers)))
     return out
 
 
@@ -353,4 +374,14 @@ def _renamed(e: Event, rename: dict) -> Event:
     return Event(e.where, one(e.node), e.seq, e.lc, e.t, e.step, fields, state, msg, e.corr, e.tp)
 
 
-__all__ = ["HALTS", "Event", "Trace", "read_trace", "partition_traces", "model_config", "STEP_FIELDS", "FORMAT"]
+__all__ = [
+    "HALTS",
+    "TIMERS",
+    "Event",
+    "Trace",
+    "read_trace",
+    "partition_traces",
+    "model_config",
+    "STEP_FIELDS",
+    "FORMAT",
+]
