@@ -35,7 +35,10 @@ from typing import Callable, TextIO
 FORMAT = "isrcheck-events"
 VERSION = 1
 CONTROLLER_FILE = "controller.jsonl"
-TIMERS = "timers"  # a real node's line that its timers ran up to a time: evidence, not a step
+# lines that are no step (docs/steps.md): a real node's evidence that its timers ran up to a time,
+# and a broker's log directory going offline
+TIMERS = "timers"
+LOG_DIR_OFFLINE = "log_dir_offline"
 
 
 def node_file(node: int, controller_id: int) -> str:
@@ -166,12 +169,22 @@ class EventLog:
         self.events += 1
 
     def timers(self, node: int, due: int) -> None:
-        """A ``timers`` line (no step; docs/steps.md): ``node``'s own timer set for ``due`` ms ran
-        now, so every timer it set for before ``due`` has run (its evidence of running on time)."""
+        """A ``timers`` line: ``node``'s own timer set for ``due`` ms ran now, so every timer it set
+        for before ``due`` has run (its evidence of running on time)."""
+        self.mark(node, TIMERS, f'"due":{due}')
+
+    def log_dir_offline(self, node: int, error: str) -> None:
+        """A ``log_dir_offline`` line: ``node``'s log directory went offline with ``error`` (an
+        errno name) now, before the broker stops serving it."""
+        self.mark(node, LOG_DIR_OFFLINE, f'"error":"{error}"')
+
+    def mark(self, node: int, kind: str, fields: str) -> None:
+        """A line of ``node``'s file that is no step (docs/steps.md): what the timeliness
+        properties read, ``fields`` as JSON members."""
         f = self._files.get(node) or self._file(node)
         seq = self._seq[node] = self._seq[node] + 1
         lc = self._counter = self._counter + 1
-        f.write(f'{{"node":{node},"seq":{seq},"lc":{lc},"t":{self.now_ms()},"step":"{TIMERS}","due":{due}}}\n')
+        f.write(f'{{"node":{node},"seq":{seq},"lc":{lc},"t":{self.now_ms()},"step":"{kind}",{fields}}}\n')
 
     def broker(
         self, p, step: str, fields: dict | None = None, msg: tuple[int, int] | None = None, corr: int | None = None
@@ -270,6 +283,7 @@ __all__ = [
     "EventLog",
     "FORMAT",
     "TIMERS",
+    "LOG_DIR_OFFLINE",
     "VERSION",
     "node_file",
     "continue_file",

@@ -13,7 +13,9 @@ no environment). The bugs, of the Kafka API layer (impl/kafka):
 and of a timer, which trace validation explains and timeliness catches:
 
 - ``follower-fetch-never-expires``: a parked follower fetch waits for records, never for its wait
-  (consumers' fetches are untouched: the soak's final read ends as it should).
+  (consumers' fetches are untouched: the soak's final read ends as it should);
+- ``serves-offline-log-dir``: a broker whose only log directory went offline neither halts nor
+  stops serving it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import sys
 from pathlib import Path
 
 from isrcheck.impl.kafka import apis
+from isrcheck.impl.real import node
+from isrcheck.impl.replication.broker import Broker
 from isrcheck.impl.replication.delayed_fetch import DelayedFetchPurgatory
 from isrcheck.impl.replication.partition import Partition
 from isrcheck.impl.replication.replica_manager import ReplicaManager
@@ -70,10 +74,18 @@ def follower_fetch_never_expires() -> None:
     ReplicaManager.handle_fetch = handle
 
 
+def serves_offline_log_dir() -> None:
+    node._halt_offline = lambda *args: None
+    Broker.handle_log_dir_failure = lambda self, error: self.log_dir_failure_channel.maybe_add_offline_log_dir(
+        self.data_dir, error
+    )
+
+
 BUGS = {
     "leo-as-latest": leo_as_latest,
     "current-epoch-answer": current_epoch_answer,
     "follower-fetch-never-expires": follower_fetch_never_expires,
+    "serves-offline-log-dir": serves_offline_log_dir,
 }
 
 
@@ -91,7 +103,5 @@ def planted(monkeypatch, bug: str) -> None:
 
 
 if __name__ == "__main__":
-    from isrcheck.impl.real import node
-
     BUGS[sys.argv[1]]()
     sys.exit(node.main(sys.argv[2:]))

@@ -75,10 +75,12 @@ STEP_FIELDS = {
     "controlled_shutdown": ("replica",),
 }
 _COMMON = ("node", "seq", "lc", "t", "step", "state")
-# a real node's ``timers`` line (docs/steps.md): no step, its evidence that its timers ran up to
-# ``due``; read apart from the events (``Trace.timers``), for timeliness.py
+# lines that are no step (docs/steps.md), read apart from the events (``Trace.marks``) for
+# timeliness.py: a real node's ``timers`` line (its timers ran up to ``due``), a broker's
+# ``log_dir_offline`` (its log directory went offline with ``error``); kind -> its own field
 TIMERS = "timers"
-_TIMERS_FIELDS = ("node", "seq", "lc", "t", "due")
+LOG_DIR_OFFLINE = "log_dir_offline"
+MARKS = {TIMERS: "due", LOG_DIR_OFFLINE: "error"}
 HALTS = (CRASH, FAIL_DISK)  # the events that stop a broker process
 
 
@@ -127,7 +129,7 @@ class Trace:
     renamed: dict | None = None  # broker id -> model broker, in one partition's trace
     apache_kafka: bool = False  # Apache Kafka's translated events: KRaft's composites (unlogged.py) apply
     settings: dict = field(default_factory=dict)  # the header's cluster config as logged (ms), for timeliness.py
-    timers: list[Event] = field(default_factory=list)  # the nodes' ``timers`` lines, merged as the events
+    marks: list[Event] = field(default_factory=list)  # the lines that are no step (MARKS), merged as the events
 
 
 def _files(path: str) -> list[str]:
@@ -254,7 +256,7 @@ def _checked(line: object, where: str, replicas: int) -> Event:
 def read_trace(path: str) -> Trace:
     """The events of the log at ``path``, merged; UsageError on anything malformed."""
     files = _files(path)
-    header0, events, partitions, timers = None, [], {}, []
+    header0, events, partitions, marks = None, [], {}, []
     for name in files:
         header = None
         for number, text, ended in read_lines(name, "an event log"):
@@ -287,14 +289,14 @@ def read_trace(path: str) -> Trace:
                 ):
                     raise UsageError(f"{where}: header names another run than {header0[1]}")
                 continue
-            if isinstance(line, dict) and line.get("step") == TIMERS:
-                timers.append(_timers(line, where))
+            if isinstance(line, dict) and line.get("step") in MARKS:
+                marks.append(_mark(line, where))
                 continue
             events.append(_event(line, where, header0[2].replicas))
         if header is None:
             raise UsageError(f"{name}: empty event log (no header line)")
     events.sort(key=_order)
-    timers.sort(key=_order)
+    marks.sort(key=_order)
     return Trace(
         header0[2],
         header0[0]["protocol"],
@@ -303,7 +305,7 @@ def read_trace(path: str) -> Trace:
         partitions,
         apache_kafka=str(header0[0].get("source", "")).startswith("apache-kafka"),
         settings=header0[0]["config"],
-        timers=timers,
+        marks=marks,
     )
 
 
@@ -311,10 +313,14 @@ def _order(e: Event) -> tuple:
     return (e.t, e.lc, e.node, e.seq)
 
 
-def _timers(line: dict, where: str) -> Event:
-    """A ``timers`` line, as an event of no step: ``fields["due"]``, no state."""
-    node, seq, lc, t, due = (_int(line, k, where) for k in _TIMERS_FIELDS)
-    return Event(where, node, seq, lc, t, TIMERS, {"due": due}, {})
+def _mark(line: dict, where: str) -> Event:
+    """A line that is no step, as an event with its one field and no state."""
+    kind = line["step"]
+    node, seq, lc, t = (_int(line, k, where) for k in ("node", "seq", "lc", "t"))
+    value = _int(line, "due", where) if kind == TIMERS else line.get("error")
+    if kind == LOG_DIR_OFFLINE and not isinstance(value, str):
+        raise UsageError(f"{where}: {kind} needs 'error', an errno name")
+    return Event(where, node, seq, lc, t, kind, {MARKS[kind]: value}, {})
 
 
 def _partitions(header: dict, where: str) -> dict:
@@ -342,8 +348,8 @@ def partition_traces(trace: Trace) -> list[tuple[str | None, Trace]]:
         rename = {b: i for i, b in enumerate(replicas)}
         same = all(b == i for b, i in rename.items())
         events = [e if same else _renamed(e, rename) for e in trace.events if e.tp is None or e.tp == tp]
-        timers = trace.timers if same else [replace(e, node=rename.get(e.node, e.node)) for e in trace.timers]
-        out.append((tp, replace(trace, events=events, renamed=rename, timers=timers)))
+        marks = trace.marks if same else [replace(e, node=rename.get(e.node, e.node)) for e in trace.marks]
+        out.append((tp, replace(trace, events=events, renamed=rename, marks=marks)))
     return out
 
 
@@ -377,6 +383,7 @@ def _renamed(e: Event, rename: dict) -> Event:
 __all__ = [
     "HALTS",
     "TIMERS",
+    "LOG_DIR_OFFLINE",
     "Event",
     "Trace",
     "read_trace",

@@ -17,6 +17,11 @@ bound on the logged times ``t`` (one clock for the run), with the Kafka mechanis
   within the wait: ``DelayedFetch`` expires through the purgatory's timer, ``onExpiration``. Unless
   the leader stopped (a crash or a disk failure, or the run ended) before the deadline.
 
+* ``LogDirOffline``: a broker whose only log directory went offline (its ``log_dir_offline`` line,
+  logged as the directory goes offline) takes no step and runs no timer more until its process is
+  gone: ``ReplicaManager.handleLogDirFailure`` stops serving the directory's partitions and
+  ``LogManager.handleLogDirFailure`` halts a broker with no log directory left.
+
 Bounds are on the run's own clock; a deadline is missed when the leader is shown to have run its
 timers past it and the step is still not logged. What shows it:
 
@@ -41,18 +46,22 @@ from dataclasses import dataclass, field
 
 from isrcheck.model.alphabet import HANDLE_FETCH, LOSE_DISK, RESTART, SEND_FETCH
 
-from .events import HALTS, TIMERS, Event, Trace, partition_traces, read_trace
+from .events import HALTS, LOG_DIR_OFFLINE, TIMERS, Event, Trace, partition_traces, read_trace
 
 PROPERTIES = {
     "IsrExpiry": "a follower not caught up within replica.lag.time.max.ms leaves the ISR within one lag check "
     "interval more (Partition.maybeShrinkIsr, ReplicaManager's isr-expiration task)",
     "DelayedFetchExpiry": "a parked follower fetch is answered within replica.fetch.wait.max.ms "
     "(DelayedFetch.onExpiration, the purgatory's expiration timer)",
+    "LogDirOffline": "a broker whose only log directory went offline serves it no more: it halts before it "
+    "takes another step or runs another timer (ReplicaManager.handleLogDirFailure, "
+    "LogManager.handleLogDirFailure's halt)",
 }
 # variants whose new followers first ask OffsetsForLeaderEpoch, logged as send_fetch and handle_fetch
 # like a Fetch (docs/steps.md); such a question is never parked, so no fetch of theirs is taken as parked
 _EPOCH_QUESTIONS = ("kip-101", "kip-279")
 _STOPS = HALTS + (RESTART, "register", LOSE_DISK)  # a node's incarnation ends or starts anew
+_GONE = HALTS + (RESTART, LOSE_DISK)  # a broker's lines that say its process is gone (or a new one)
 
 
 @dataclass(frozen=True)
@@ -93,8 +102,13 @@ def lines(late: list[Late]) -> list[str]:
 
 
 def check(trace: Trace, real: bool = False) -> list[Late]:
-    """Every deadline the run missed, in the order found; ``real``: shown by ``timers`` lines only."""
-    return [late for _tp, t in partition_traces(trace) for late in _check(t, real)]
+    """Every deadline the run missed, in the order found; ``real``: shown by ``timers`` lines only.
+    A finding at a line of no partition (a broker's ``timers``) is said once, not per partition."""
+    found = {}
+    for _tp, t in partition_traces(trace):
+        for late in _check(t, real):
+            found.setdefault((late.property, late.event.where, late.why), late)
+    return list(found.values())
 
 
 def _check(trace: Trace, real: bool) -> list[Late]:
@@ -135,7 +149,24 @@ def _check(trace: Trace, real: bool) -> list[Late]:
                     f"(lag {lag} ms, check every {interval} ms)",
                 )
 
-    for e in heapq.merge(trace.events, trace.timers, key=lambda e: (e.t, e.lc, e.node, e.seq)):
+    offline: dict[int, Event] = {}  # broker -> its log_dir_offline line, until its process is gone
+    for e in heapq.merge(trace.events, trace.marks, key=lambda e: (e.t, e.lc, e.node, e.seq)):
+        if e.step == LOG_DIR_OFFLINE:
+            offline[e.node] = e
+            continue
+        if e.node in offline:
+            if e.step in _GONE:
+                del offline[e.node]
+            else:
+                failed = offline[e.node]
+                did = "ran its timers" if e.step == TIMERS else f"took {e.step}"
+                missed(
+                    "LogDirOffline",
+                    (e.node, failed.seq),
+                    e,
+                    f"broker {e.node} logged its log directory offline ({failed.fields['error']}) at "
+                    f"{failed.t} ms [{failed.where}] and still {did} at {e.t} ms: it halts first",
+                )
         if e.step == TIMERS:
             _expire_parked(parked, e.node, e.fields["due"], e, wait, missed)
             shrunk(e.node, e.fields["due"], e)
