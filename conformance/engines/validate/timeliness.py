@@ -189,6 +189,9 @@ def _take(e: Event, sends: dict, leading: dict, parked: dict, wait: int, parks: 
     if e.step == SEND_FETCH and e.corr is not None:
         sends[(e.node, e.corr)] = e
         return
+    # a parked fetch read again is its completion, whoever leads now: a LeaderAndIsr that moved the
+    # leadership away completes the leader's parked fetches (DelayedFetch.tryComplete's case A)
+    completed = e.step == HANDLE_FETCH and e.msg is not None and parked.pop((e.node, *e.msg), None) is not None
     state = e.state
     if state.get("leader") != e.node or e.node >= 1000:
         leading.pop(e.node, None)
@@ -197,20 +200,21 @@ def _take(e: Event, sends: dict, leading: dict, parked: dict, wait: int, parks: 
     if lead is None or lead.epoch != state["epoch"]:  # lastCaughtUpTime starts at the leadership
         lead = leading[e.node] = _Leadership(state["epoch"], chance=e.t)
     if e.step == HANDLE_FETCH and e.msg is not None:
-        _fetched(lead, e, sends.get(e.msg), wait, parks, parked)
+        _fetched(lead, e, sends.get(e.msg), wait, parks, parked, completed)
     pending = state.get("pending")
     if pending is not None or lead.pending is not None:  # in flight, or just answered: the next
         lead.chance = e.t  # chance to shrink is the isr-expiration task's first run after the answer
     lead.isr, lead.pending = tuple(state.get("isr", ())), pending
 
 
-def _fetched(lead: _Leadership, e: Event, send: Event | None, wait: int, parks: int, parked: dict) -> None:
-    """A follower fetch the leader handled: the follower's caught-up time by Kafka's rule, and
-    whether it is parked (``parks``: fetches are taken as parked; a second ``handle_fetch`` of
-    one is its completion)."""
+def _fetched(
+    lead: _Leadership, e: Event, send: Event | None, wait: int, parks: int, parked: dict, completed: bool
+) -> None:
+    """A follower fetch the leader handled: the follower's caught-up time by Kafka's rule (a
+    ``completed`` parked fetch, read again, moves it as any read), and whether it is parked
+    (``parks``: fetches are taken as parked)."""
     f = e.msg[0]
     key = (e.node, f, e.msg[1])
-    completed = parked.pop(key, None) is not None  # read again: the follower's state moves as at any read
     if send is None:
         return
     offset, leo = send.state.get("leo"), e.state["leo"]

@@ -184,3 +184,19 @@ def test_a_shrink_missing_after_the_leader_ran_later_timers_is_late(tmp_path):
     path = _real_log(tmp_path, 0, _lagging_followers(6000, [(4500, 4500), (4601, 4600)]))
     late = check_path(path, real=True)
     assert [(x.property, x.event.fields["due"]) for x in late] == [("IsrExpiry", 4600)] * 2  # both followers
+
+
+def test_a_parked_fetch_completed_by_the_leadership_moving_away_is_answered(tmp_path):
+    """What the 10-minute soak of seed 1 showed 18 times: a LeaderAndIsr moves the leadership to
+    broker 1 and completes the parked fetch at once (logged with broker 1 leading); that is its
+    answer, though the broker no longer leads."""
+    moved = {**_state(), "leader": 1, "epoch": 1, "pe": 1}
+    message = {"leader": 1, "leader_epoch": 1, "isr": [0, 1, 2], "partition_epoch": 1}
+    lines = _parked_fetch(2000, [(2001, 2001)])
+    lines[0] = [x for x in lines[0] if x[0] < 2000] + [
+        (100, "deliver_leader_and_isr", {"replica": 0, "message": message, "msg": [3000, 1], "state": moved}),
+        (100, "handle_fetch", {"replica": 1, "msg": [1, 1], "state": moved}),
+        (400, "timers", 400),
+    ]
+    lines[0].sort(key=lambda x: x[0])
+    assert check_path(_real_log(tmp_path, 200, lines), real=True) == []
