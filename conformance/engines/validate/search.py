@@ -149,6 +149,7 @@ class Search:
         self.orphaned: dict[tuple, object] = {}  # the same, of fetches whose sender crashed since
         self.sent: dict[tuple, object] = {}  # (follower, corr) -> its fetch not yet handled
         self.answers: dict[tuple, object] = {}  # (follower, leader, corr) -> the answer not yet handled
+        self.produced: dict[int, dict] = {}  # broker -> its last logged produce's acks and records
         c = initial_state(self.cfg).controller  # the partition states the controller had
         self.controller_states = {(c.leader, c.leader_epoch, c.isr, c.partition_epoch)}
 
@@ -239,6 +240,8 @@ class Search:
                 yield [unlogged.fence_and_elect(self.cfg, r)]
                 return
             kw = {"arg": ev.fields["acks"], "records": ev.fields["records"]} if step == PRODUCE else {}
+            if step == PRODUCE:
+                self.produced[r] = kw
             yield [Step(step, r, **kw)]
         elif step == SEND_FETCH:
             yield unlogged.drop_outstanding(s, r) + [Step(SEND_FETCH, r, max_batches=ev.fields["max_batches"])]
@@ -302,6 +305,8 @@ class Search:
                 # after the answers before it in the queue (a DelayedFetch's earlier, empty one)
                 for k in range(1, len(s.fetch_responses[r]) + 1):
                     yield [Step(HANDLE_FETCH_RESPONSE, r)] * k + [st]
+                if r in self.produced:  # a leader killed so between a produce's append and its line:
+                    yield [Step(PRODUCE, r, **self.produced[r]), st]  # a batch as its last one logged
 
     def _delivery(self, s: State, ev: Event, r: int, kind: str) -> Iterator[list]:
         """The oldest message of the queue after the lost ones before it; a second delivery of the
