@@ -150,6 +150,10 @@ class Search:
         self.sent: dict[tuple, object] = {}  # (follower, corr) -> its fetch not yet handled
         self.answers: dict[tuple, object] = {}  # (follower, leader, corr) -> the answer not yet handled
         self.produced: dict[int, dict] = {}  # broker -> its last logged produce's acks and records
+        # (leader, follower) -> (time, leader LEO, leader epoch) of the follower's last fetch it handled,
+        # for the lag rule's second clause, which long polls (replica.fetch.wait.max.ms) bring in
+        self.fetched: dict[tuple, tuple] = {}
+        self.long_polls = bool(trace.settings.get("replica_fetch_wait_max_ms"))
         c = initial_state(self.cfg).controller  # the partition states the controller had
         self.controller_states = {(c.leader, c.leader_epoch, c.isr, c.partition_epoch)}
 
@@ -247,7 +251,10 @@ class Search:
             yield unlogged.drop_outstanding(s, r) + [Step(SEND_FETCH, r, max_batches=ev.fields["max_batches"])]
         elif step in DELIVERIES:
             cut = ev.fields.get("batches")
+            credit = self._lag_credit(ev, r) if step == HANDLE_FETCH else None
             for alt in self._delivery(s, ev, r, DELIVERIES[step]):
+                if credit is not None and alt and isinstance(alt[-1], Step):
+                    alt = alt + [credit]
                 # a response the leader cut by bytes: to the model, a request of that many batches
                 yield (
                     alt[:-1] + [unlogged.byte_limit(r, cut), alt[-1]]
@@ -307,6 +314,14 @@ class Search:
                     yield [Step(HANDLE_FETCH_RESPONSE, r)] * k + [st]
                 if r in self.produced:  # a leader killed so between a produce's append and its line:
                     yield [Step(PRODUCE, r, **self.produced[r]), st]  # a batch as its last one logged
+
+    def _lag_credit(self, ev: Event, r: int):
+        """The second clause of the lag rule after the leader handled follower ``r``'s fetch, as
+        the follower's previous fetch in this leadership allows (``unlogged.lag_credit``); None without."""
+        before = self.fetched.get((ev.node, r)) if self.long_polls else None
+        if before is None or before[2] != ev.state.get("epoch"):
+            return None
+        return unlogged.lag_credit(ev.node, r, before[0], before[1])
 
     def _delivery(self, s: State, ev: Event, r: int, kind: str) -> Iterator[list]:
         """The oldest message of the queue after the lost ones before it; a second delivery of the
@@ -392,6 +407,8 @@ class Search:
         if ev.step == SEND_FETCH and ev.corr is not None and after.fetch_requests[r]:
             self.sent[(r, ev.corr)] = after.fetch_requests[r][-1]
         elif ev.step == HANDLE_FETCH and ev.msg is not None:
+            if ev.state.get("leader") == ev.node:
+                self.fetched[(ev.node, r)] = (ev.t, ev.state["leo"], ev.state["epoch"])
             m = self.sent.pop(ev.msg, None)  # the request this event handled, whichever way it came
             if m is not None:
                 self.delivered.setdefault((ev.node, ev.step) + ev.msg, m)
@@ -402,6 +419,8 @@ class Search:
         if ev.step in CONTROLLER_STEPS:
             st = ev.state
             self.controller_states.add((st.get("leader"), st.get("epoch"), tuple(st.get("isr", ())), st.get("pe")))
+        if ev.step == RESTART or ev.step in HALTS:  # a new process knows no follower's previous fetch
+            self.fetched = {k: v for k, v in self.fetched.items() if k[0] != ev.node}
         if ev.step == RESTART:
             self.restarting[r] = ev
             self.orphaned = {k: m for k, m in self.orphaned.items() if k[2] != r}  # a new process numbers anew

@@ -93,6 +93,23 @@ def byte_limit(r: int, batches: int):
     return take
 
 
+def lag_credit(d: int, f: int, since: int, leo_then: int):
+    """``Replica.updateFetchStateOrThrow``'s second rule, which the model leaves out (docs/steps.md,
+    "Outside the contract"): follower ``f``'s fetch just handled by leader ``d`` is below the LEO but
+    reached ``leo_then``, the LEO the leader had at ``f``'s previous fetch, at ``since``: caught up then."""
+
+    def take(s: State, steps: list) -> State:
+        lead = s.replicas[d]
+        offset, lcu = lead.remote_leo[f], lead.last_caught_up
+        if offset >= len(lead.log) or offset < leo_then or lcu[f] >= since:
+            return s  # the first rule's (caught up now), or no credit
+        steps.append({"step": "lag_credit", "replica": d, "follower": f, "since": since})
+        lead = updated(lead, last_caught_up=lcu[:f] + (since,) + lcu[f + 1 :])
+        return s._replace(replicas=s.replicas[:d] + (lead,) + s.replicas[d + 1 :])
+
+    return take
+
+
 def resend_leader_and_isr(r: int):
     """The controller sends broker ``r`` its current partition state again, as it does on a change."""
 
