@@ -36,9 +36,10 @@ FORMAT = "isrcheck-events"
 VERSION = 1
 CONTROLLER_FILE = "controller.jsonl"
 # lines that are no step (docs/steps.md): a real node's evidence that its timers ran up to a time,
-# and a broker's log directory going offline
+# a broker's log directory going offline, a parked acks=all produce expiring
 TIMERS = "timers"
 LOG_DIR_OFFLINE = "log_dir_offline"
+PRODUCE_EXPIRED = "produce_expired"
 
 
 def node_file(node: int, controller_id: int) -> str:
@@ -178,6 +179,14 @@ class EventLog:
         errno name) now, before the broker stops serving it."""
         self.mark(node, LOG_DIR_OFFLINE, f'"error":"{error}"')
 
+    def produce_expired(self, p, required_offset: int) -> None:
+        """A ``produce_expired`` line: the acks=all batch ending at ``required_offset`` that partition
+        ``p``'s leader parked has expired (answered REQUEST_TIMED_OUT), as ``broker`` names ``p``."""
+        if p.name is not None:
+            self.mark(p.broker_id, PRODUCE_EXPIRED, f'"tp":"{p.name}","leo":{required_offset}')
+        elif p.partition_id == 0:
+            self.mark(p.broker_id, PRODUCE_EXPIRED, f'"leo":{required_offset}')
+
     def mark(self, node: int, kind: str, fields: str) -> None:
         """A line of ``node``'s file that is no step (docs/steps.md): what the timeliness
         properties read, ``fields`` as JSON members."""
@@ -284,6 +293,7 @@ __all__ = [
     "FORMAT",
     "TIMERS",
     "LOG_DIR_OFFLINE",
+    "PRODUCE_EXPIRED",
     "VERSION",
     "node_file",
     "continue_file",

@@ -14,6 +14,7 @@ and of a timer, which trace validation explains and timeliness catches:
 
 - ``follower-fetch-never-expires``: a parked follower fetch waits for records, never for its wait
   (consumers' fetches are untouched: the soak's final read ends as it should);
+- ``delayed-produce-never-expires``: a parked acks=all produce waits for the HW, never for its timeout;
 - ``serves-offline-log-dir``: a broker whose only log directory went offline neither halts nor
   stops serving it.
 """
@@ -28,6 +29,7 @@ from isrcheck.impl.kafka import apis
 from isrcheck.impl.real import node
 from isrcheck.impl.replication.broker import Broker
 from isrcheck.impl.replication.delayed_fetch import DelayedFetchPurgatory
+from isrcheck.impl.replication.delayed_produce import DelayedProducePurgatory
 from isrcheck.impl.replication.partition import Partition
 from isrcheck.impl.replication.replica_manager import ReplicaManager
 
@@ -74,6 +76,10 @@ def follower_fetch_never_expires() -> None:
     ReplicaManager.handle_fetch = handle
 
 
+def delayed_produce_never_expires() -> None:
+    DelayedProducePurgatory._expire = lambda self, op: None
+
+
 def serves_offline_log_dir() -> None:
     node._halt_offline = lambda *args: None
     Broker.handle_log_dir_failure = lambda self, error: self.log_dir_failure_channel.maybe_add_offline_log_dir(
@@ -85,6 +91,7 @@ BUGS = {
     "leo-as-latest": leo_as_latest,
     "current-epoch-answer": current_epoch_answer,
     "follower-fetch-never-expires": follower_fetch_never_expires,
+    "delayed-produce-never-expires": delayed_produce_never_expires,
     "serves-offline-log-dir": serves_offline_log_dir,
 }
 

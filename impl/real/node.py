@@ -182,10 +182,18 @@ async def run_node(
             if not stopped.done():
                 stopped.set_result(None)
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, shutdown)
+    witness = None
     if events is not None:  # the evidence the timeliness properties judge the node's timers by
-        TimerWitness(scheduler, events, CONTROLLER_ID if node == "controller" else int(node)).start()
+        witness = TimerWitness(scheduler, events, CONTROLLER_ID if node == "controller" else int(node))
+        witness.start()
+
+    def stop() -> None:
+        if witness is not None:  # before the shutdown cancels what the node owed
+            witness.stop()
+        shutdown()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop)
     watching = loop.create_task(watcher.run()) if watcher is not None else None
     print("ready", flush=True)
     await stopped

@@ -31,14 +31,22 @@ class TimerWitness:
             raise ValueError(f"period_ms must be > 0, got {period_ms}")
         self.scheduler, self.events, self.node, self.period_ms = scheduler, events, node, period_ms
         self.due = 0
+        self._timer = None
 
     def start(self) -> None:
         self.due = self.scheduler.now_ms() + self.period_ms
         self._arm()
 
+    def stop(self) -> None:
+        """The node is shutting down: its timers (the purgatories') are cancelled, so it witnesses
+        no more."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
     def _arm(self) -> None:
         # set in whole ms from a floored reading: it fires at ``due`` or within the next ms, never before
-        self.scheduler.schedule(self.due - self.scheduler.now_ms(), self._run)
+        self._timer = self.scheduler.schedule(self.due - self.scheduler.now_ms(), self._run)
 
     def _run(self) -> None:
         self.events.timers(self.node, self.due)

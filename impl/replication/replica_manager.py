@@ -139,6 +139,9 @@ class ReplicaManager:
         )
         fetcher = ReplicaFetcher(p, self.endpoint, self.scheduler, self.auto, self.config.replica_fetch_backoff_ms)
         fetcher.events = self.events
+        if self.events is not None:  # an expiry is logged: timeliness' DelayedProduceExpiry reads it
+            events = self.events
+            purgatory.on_expire = lambda op: events.produce_expired(p, op.required_offset)
         self.partitions[partition_id], self.fetchers[partition_id] = p, fetcher
         self.names[(topic, index)] = partition_id
         if partition_id == 0:
@@ -235,7 +238,8 @@ class ReplicaManager:
             p.purgatory.park(offset, count, first_value, timeout_ms, respond)
         p.maybe_increment_leader_hw()  # after every leader append, as Kafka does, whatever the acks
         if written and events is not None:  # before the fetches this append completes
-            events.broker(p, "produce", fields, msg)
+            # a parked batch names its request's timeout: when DelayedProduce must answer it
+            events.broker(p, "produce", {**fields, "timeout": timeout_ms} if acks == -1 else fields, msg)
         self.fetch_purgatory.check()
         return None if acks == -1 else (Errors.NONE, offset)
 

@@ -77,10 +77,12 @@ STEP_FIELDS = {
 _COMMON = ("node", "seq", "lc", "t", "step", "state")
 # lines that are no step (docs/steps.md), read apart from the events (``Trace.marks``) for
 # timeliness.py: a real node's ``timers`` line (its timers ran up to ``due``), a broker's
-# ``log_dir_offline`` (its log directory went offline with ``error``); kind -> its own field
+# ``log_dir_offline`` (its log directory went offline with ``error``), a leader's
+# ``produce_expired`` (its parked acks=all batch ending at ``leo`` expired); kind -> its own field
 TIMERS = "timers"
 LOG_DIR_OFFLINE = "log_dir_offline"
-MARKS = {TIMERS: "due", LOG_DIR_OFFLINE: "error"}
+PRODUCE_EXPIRED = "produce_expired"
+MARKS = {TIMERS: "due", LOG_DIR_OFFLINE: "error", PRODUCE_EXPIRED: "leo"}
 HALTS = (CRASH, FAIL_DISK)  # the events that stop a broker process
 
 
@@ -181,6 +183,10 @@ def _event(line: object, where: str, replicas: int) -> Event:
         ints = (line["node"], line["seq"], line["lc"], line["t"], fields["replica"])
     except (KeyError, TypeError):
         return _checked(line, where, replicas)
+    if step == PRODUCE and "timeout" in line:  # a parked acks=all batch's request timeout (timeliness.py)
+        if type(line["timeout"]) is not int:
+            return _checked(line, where, replicas)
+        fields["timeout"] = line["timeout"]
     msg, tp = line.get("msg"), line.get("tp")
     if (
         type(state) is not dict
@@ -238,6 +244,8 @@ def _checked(line: object, where: str, replicas: int) -> Event:
         raise UsageError(f"{where}: fail_disk: io {json.dumps(fields['io'])} is none of {', '.join(DISK_IO)}")
     if step == HANDLE_FETCH and "batches" in line:  # a response cut by bytes
         fields["batches"] = _int(line, "batches", where)
+    if step == PRODUCE and "timeout" in line:
+        fields["timeout"] = _int(line, "timeout", where)
     return Event(
         where,
         _int(line, "node", where),
@@ -317,10 +325,13 @@ def _mark(line: dict, where: str) -> Event:
     """A line that is no step, as an event with its one field and no state."""
     kind = line["step"]
     node, seq, lc, t = (_int(line, k, where) for k in ("node", "seq", "lc", "t"))
-    value = _int(line, "due", where) if kind == TIMERS else line.get("error")
+    value = line.get("error") if kind == LOG_DIR_OFFLINE else _int(line, MARKS[kind], where)
     if kind == LOG_DIR_OFFLINE and not isinstance(value, str):
         raise UsageError(f"{where}: {kind} needs 'error', an errno name")
-    return Event(where, node, seq, lc, t, kind, {MARKS[kind]: value}, {})
+    tp = line.get("tp")
+    if tp is not None and not isinstance(tp, str):
+        raise UsageError(f"{where}: 'tp' must be a partition's name (topic-index)")
+    return Event(where, node, seq, lc, t, kind, {MARKS[kind]: value}, {}, tp=tp)
 
 
 def _partitions(header: dict, where: str) -> dict:
@@ -348,7 +359,7 @@ def partition_traces(trace: Trace) -> list[tuple[str | None, Trace]]:
         rename = {b: i for i, b in enumerate(replicas)}
         same = all(b == i for b, i in rename.items())
         events = [e if same else _renamed(e, rename) for e in trace.events if e.tp is None or e.tp == tp]
-        marks = trace.marks if same else [replace(e, node=rename.get(e.node, e.node)) for e in trace.marks]
+        marks = [e if same else replace(e, node=rename.get(e.node, e.node)) for e in trace.marks if e.tp in (None, tp)]
         out.append((tp, replace(trace, events=events, renamed=rename, marks=marks)))
     return out
 
@@ -384,6 +395,7 @@ __all__ = [
     "HALTS",
     "TIMERS",
     "LOG_DIR_OFFLINE",
+    "PRODUCE_EXPIRED",
     "Event",
     "Trace",
     "read_trace",

@@ -17,6 +17,10 @@ bound on the logged times ``t`` (one clock for the run), with the Kafka mechanis
   within the wait: ``DelayedFetch`` expires through the purgatory's timer, ``onExpiration``. Unless
   the leader stopped (a crash or a disk failure, or the run ended) before the deadline.
 
+* ``DelayedProduceExpiry``: an acks=all batch the leader parks (its ``produce`` names the request's
+  timeout) is answered within that timeout: completed once the HW passes it (its leader's state
+  shows it), failed when the leader becomes a follower (``Partition.makeFollower``), or expired,
+  logged as ``produce_expired`` (``DelayedProduce.onExpiration`` through the purgatory's timer).
 * ``LogDirOffline``: a broker whose only log directory went offline (its ``log_dir_offline`` line,
   logged as the directory goes offline) takes no step and runs no timer more until its process is
   gone: ``ReplicaManager.handleLogDirFailure`` stops serving the directory's partitions and
@@ -44,15 +48,18 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from isrcheck.model.alphabet import HANDLE_FETCH, LOSE_DISK, RESTART, SEND_FETCH
+from isrcheck.model.alphabet import HANDLE_FETCH, LOSE_DISK, PRODUCE, RESTART, SEND_FETCH
 
-from .events import HALTS, LOG_DIR_OFFLINE, TIMERS, Event, Trace, partition_traces, read_trace
+from .events import HALTS, LOG_DIR_OFFLINE, PRODUCE_EXPIRED, TIMERS, Event, Trace, partition_traces, read_trace
 
 PROPERTIES = {
     "IsrExpiry": "a follower not caught up within replica.lag.time.max.ms leaves the ISR within one lag check "
     "interval more (Partition.maybeShrinkIsr, ReplicaManager's isr-expiration task)",
     "DelayedFetchExpiry": "a parked follower fetch is answered within replica.fetch.wait.max.ms "
     "(DelayedFetch.onExpiration, the purgatory's expiration timer)",
+    "DelayedProduceExpiry": "a parked acks=all produce is answered within its request's timeout "
+    "(request.timeout.ms): once the HW passes it, when its leader becomes a follower, or at its expiry "
+    "(DelayedProduce.onExpiration, the purgatory's expiration timer)",
     "LogDirOffline": "a broker whose only log directory went offline serves it no more: it halts before it "
     "takes another step or runs another timer (ReplicaManager.handleLogDirFailure, "
     "LogManager.handleLogDirFailure's halt)",
@@ -120,6 +127,7 @@ def _check(trace: Trace, real: bool) -> list[Late]:
     sends: dict[tuple, Event] = {}  # (follower, corr) -> its send_fetch
     leading: dict[int, _Leadership] = {}
     parked: dict[tuple, Event] = {}  # (leader, follower, corr) -> its first handle_fetch
+    producing: dict[tuple, Event] = {}  # (leader, LEO its batch needs the HW at) -> its parked produce
     late: list[Late] = []
     said: set = set()
 
@@ -167,12 +175,18 @@ def _check(trace: Trace, real: bool) -> list[Late]:
                     f"broker {e.node} logged its log directory offline ({failed.fields['error']}) at "
                     f"{failed.t} ms [{failed.where}] and still {did} at {e.t} ms: it halts first",
                 )
+        if e.step == PRODUCE_EXPIRED:
+            producing.pop((e.node, e.fields["leo"]), None)
+            continue
         if e.step == TIMERS:
             _expire_parked(parked, e.node, e.fields["due"], e, wait, missed)
+            _expire_produces(producing, e.node, e.fields["due"], e, missed)
             shrunk(e.node, e.fields["due"], e)
             continue
         if not real:  # a simulated event at t: what fell due before t ran before it
             _expire_parked(parked, e.node, e.t, e, wait, missed)
+            _expire_produces(producing, e.node, e.t, e, missed)
+        _produced(e, producing)
         _take(e, sends, leading, parked, wait, parks)
         if not real:
             shrunk(e.node, e.t, e)
@@ -205,6 +219,43 @@ def _take(e: Event, sends: dict, leading: dict, parked: dict, wait: int, parks: 
     if pending is not None or lead.pending is not None:  # in flight, or just answered: the next
         lead.chance = e.t  # chance to shrink is the isr-expiration task's first run after the answer
     lead.isr, lead.pending = tuple(state.get("isr", ())), pending
+
+
+def _produced(e: Event, producing: dict) -> None:
+    """What event ``e`` tells of its node's parked acks=all produces: one more (a ``produce`` with
+    its request's ``timeout``), or those answered (the HW passed them; the node stopped leading,
+    ``Partition.makeFollower`` fails them; it stopped)."""
+    state = e.state
+    leads = e.step not in _STOPS and state.get("leader") == e.node and e.node < 1000
+    if leads and e.step == PRODUCE and "timeout" in e.fields:
+        producing[(e.node, state["leo"])] = e
+    mine = [key for key in producing if key[0] == e.node]
+    if mine and (not leads or "hw" not in state):
+        for key in mine:
+            del producing[key]
+    elif mine:
+        for key in mine:
+            if state["hw"] >= key[1]:
+                del producing[key]
+
+
+def _expire_produces(producing: dict, node: int, until: int, proof: Event, missed) -> None:
+    """Parked produces of ``node`` whose expiry (due just past ``timeout`` after the append) is
+    shown to have been run without an answer: ``node`` ran every timer due before ``until``."""
+    for key, produce in list(producing.items()):
+        if key[0] != node:
+            continue
+        deadline = produce.t + produce.fields["timeout"] + 1  # it expires once now > append + timeout
+        if deadline < until:
+            del producing[key]
+            missed(
+                "DelayedProduceExpiry",
+                key,
+                produce,
+                f"the acks=all batch leader {node} appended at {produce.t} ms (up to LEO {key[1]}) is still "
+                f"unanswered after the leader's timers due before {until} ms ran ({proof.describe()}): "
+                f"answered by {deadline} ms (the request's timeout {produce.fields['timeout']} ms)",
+            )
 
 
 def _fetched(
