@@ -253,14 +253,12 @@ class Search:
             cut = ev.fields.get("batches")
             credit = self._lag_credit(ev, r) if step == HANDLE_FETCH else None
             for alt in self._delivery(s, ev, r, DELIVERIES[step]):
-                if credit is not None and alt and isinstance(alt[-1], Step):
-                    alt = alt + [credit]
-                # a response the leader cut by bytes: to the model, a request of that many batches
-                yield (
-                    alt[:-1] + [unlogged.byte_limit(r, cut), alt[-1]]
-                    if cut and alt and isinstance(alt[-1], Step)
-                    else alt
-                )
+                if alt and isinstance(alt[-1], Step):
+                    if cut:  # a response the leader cut by bytes: to the model, a request of that many batches
+                        alt = alt[:-1] + [unlogged.byte_limit(r, cut), alt[-1]]
+                    if credit is not None:
+                        alt = alt + [credit]
+                yield alt
         elif step == DELIVER_LEADER_AND_ISR:
             yield from self._leader_and_isr(s, ev, r)
         elif step == "lost_alter_partition":

@@ -224,13 +224,16 @@ def test_the_lag_rules_second_clause_is_taken_when_a_follower_fetch_trails_an_ap
             (100, "produce", {**produce, "msg": [4000, 1], "state": st(1)}),
             fetch(100, 1, 1, 1),  # the parked fetch completed by the append: follower 1 at 0
             (2500, "produce", {**produce, "msg": [4000, 2], "state": st(2)}),
-            fetch(2500, 1, 2, 2),  # at 1: below the LEO, at the LEO of its previous fetch (100 ms)
-            (3050, "shrink_isr", {"replica": 0, "corr": 1, "state": st(2, pending=[0, 1])}),
+            (2500, "produce", {**produce, "msg": [4000, 3], "state": st(3)}),
+            # at 1: below the LEO, at the LEO of its previous fetch (100 ms); its answer cut by bytes
+            (2500, "handle_fetch", {"replica": 1, "msg": [1, 2], "batches": 1, "state": st(3)}),
+            (3050, "shrink_isr", {"replica": 0, "corr": 1, "state": st(3, pending=[0, 1])}),
         ],
         1: [
             (0, "send_fetch", {"replica": 1, "max_batches": 0, "corr": 1}),
             (101, "handle_fetch_response", {"replica": 1, "msg": [0, 1], "state": st(1)}),
             (101, "send_fetch", {"replica": 1, "max_batches": 0, "corr": 2, "state": st(1)}),
+            (2501, "handle_fetch_response", {"replica": 1, "msg": [0, 2], "state": st(2)}),
         ],
         2: [(0, "send_fetch", {"replica": 2, "max_batches": 0, "corr": 1})],
     }
