@@ -154,6 +154,7 @@ class Search:
         # for the lag rule's second clause, which long polls (replica.fetch.wait.max.ms) bring in
         self.fetched: dict[tuple, tuple] = {}
         self.long_polls = bool(trace.settings.get("replica_fetch_wait_max_ms"))
+        self.recovered = _recovered(trace.events)  # a process crash's event -> the LEO its recovery logged
         c = initial_state(self.cfg).controller  # the partition states the controller had
         self.controller_states = {(c.leader, c.leader_epoch, c.isr, c.partition_epoch)}
 
@@ -312,6 +313,14 @@ class Search:
                     yield [Step(HANDLE_FETCH_RESPONSE, r)] * k + [st]
                 if r in self.produced:  # a leader killed so between a produce's append and its line:
                     yield [Step(PRODUCE, r, **self.produced[r]), st]  # a batch as its last one logged
+                leo = self.recovered.get(ev.where) if kind == "process" else None
+                for k in range(1, len(s.fetch_responses[r]) + 1) if leo is not None else ():
+                    # killed in the middle of that append: a prefix of its batches, as recovery shows
+                    yield [Step(HANDLE_FETCH_RESPONSE, r)] * (k - 1) + [
+                        unlogged.partial_response(r, leo),
+                        Step(HANDLE_FETCH_RESPONSE, r),
+                        st,
+                    ]
 
     def _lag_credit(self, ev: Event, r: int):
         """The second clause of the lag rule after the leader handled follower ``r``'s fetch, as
@@ -484,6 +493,21 @@ class Search:
 
 
 _GHOSTS_READ_BY_NO_STEP = {"acked": (), "consumed": ()}
+
+
+def _recovered(events: list) -> dict:
+    """Each broker crash's ``where`` -> the LEO the broker's log recovery logged after it (its
+    ``restart``'s state, or, where a restart opens no log yet, its first event that has one)."""
+    out: dict = {}
+    crashed: dict = {}  # broker -> its last crash not yet followed by a logged LEO
+    for e in events:
+        if e.node >= 1000:
+            continue
+        if e.step in HALTS:
+            crashed[e.node] = e
+        elif e.node in crashed and "leo" in e.state:
+            out[crashed.pop(e.node).where] = e.state["leo"]
+    return out
 
 
 def kept(s: State, acked: bool = False) -> State:
