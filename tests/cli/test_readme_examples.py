@@ -596,6 +596,8 @@ def _serve(command: str, cwd: Path) -> tuple[subprocess.Popen, str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # Ctrl-C as at a terminal, even when the suite itself runs in the background (SIGINT ignored there)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     lines = []
     for line in proc.stdout:
