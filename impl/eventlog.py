@@ -35,6 +35,11 @@ from typing import Callable, TextIO
 FORMAT = "isrcheck-events"
 VERSION = 1
 CONTROLLER_FILE = "controller.jsonl"
+# lines that are no step (docs/steps.md): a real node's evidence that its timers ran up to a time,
+# a broker's log directory going offline, a parked acks=all produce expiring
+TIMERS = "timers"
+LOG_DIR_OFFLINE = "log_dir_offline"
+PRODUCE_EXPIRED = "produce_expired"
 
 
 def node_file(node: int, controller_id: int) -> str:
@@ -164,6 +169,32 @@ class EventLog:
         f.write(f'{text},"state":{state}}}\n')
         self.events += 1
 
+    def timers(self, node: int, due: int) -> None:
+        """A ``timers`` line: ``node``'s own timer set for ``due`` ms ran now, so every timer it set
+        for before ``due`` has run (its evidence of running on time)."""
+        self.mark(node, TIMERS, f'"due":{due}')
+
+    def log_dir_offline(self, node: int, error: str) -> None:
+        """A ``log_dir_offline`` line: ``node``'s log directory went offline with ``error`` (an
+        errno name) now, before the broker stops serving it."""
+        self.mark(node, LOG_DIR_OFFLINE, f'"error":"{error}"')
+
+    def produce_expired(self, p, required_offset: int) -> None:
+        """A ``produce_expired`` line: the acks=all batch ending at ``required_offset`` that partition
+        ``p``'s leader parked has expired (answered REQUEST_TIMED_OUT), as ``broker`` names ``p``."""
+        if p.name is not None:
+            self.mark(p.broker_id, PRODUCE_EXPIRED, f'"tp":"{p.name}","leo":{required_offset}')
+        elif p.partition_id == 0:
+            self.mark(p.broker_id, PRODUCE_EXPIRED, f'"leo":{required_offset}')
+
+    def mark(self, node: int, kind: str, fields: str) -> None:
+        """A line of ``node``'s file that is no step (docs/steps.md): what the timeliness
+        properties read, ``fields`` as JSON members."""
+        f = self._files.get(node) or self._file(node)
+        seq = self._seq[node] = self._seq[node] + 1
+        lc = self._counter = self._counter + 1
+        f.write(f'{{"node":{node},"seq":{seq},"lc":{lc},"t":{self.now_ms()},"step":"{kind}",{fields}}}\n')
+
     def broker(
         self, p, step: str, fields: dict | None = None, msg: tuple[int, int] | None = None, corr: int | None = None
     ) -> None:
@@ -260,6 +291,9 @@ def run_header(config) -> dict:
 __all__ = [
     "EventLog",
     "FORMAT",
+    "TIMERS",
+    "LOG_DIR_OFFLINE",
+    "PRODUCE_EXPIRED",
     "VERSION",
     "node_file",
     "continue_file",

@@ -30,7 +30,8 @@ says. A file that is no net file when the node starts stops it (exit 2, naming t
 Event log (``--events``): the node writes its protocol events to ``DIR/broker-N.jsonl`` or
 ``DIR/controller.jsonl`` (``isrcheck.impl.eventlog``; docs/validate.md), a restarted broker
 (``--incarnation`` above 0) going on with its file; ``t`` is in ms since ``--clock-origin``, a
-``time.monotonic()`` reading that every node of the run is given, so all read one clock.
+``time.monotonic()`` reading that every node of the run is given, so all read one clock. With it
+the node logs ``timers`` lines (``witness.TimerWitness``): its evidence that its timers ran.
 
 Signals: SIGTERM and SIGINT are a clean shutdown (HW checkpoint, flush, close; exit 0); SIGKILL
 is a process crash. SIGUSR1 makes a broker's disk fail: the failure named in
@@ -63,6 +64,7 @@ from .durable import JournaledFileSystem
 from .failing import DISK_FAILURE_FILE, FailingFileSystem
 from .netfile import NetWatcher
 from .runtime import AsyncioScheduler, TcpTransport
+from .witness import TimerWitness
 
 KAFKA_HOST = "127.0.0.1"
 METADATA_FILE = "metadata.json"  # the controller's, in its data directory
@@ -180,8 +182,18 @@ async def run_node(
             if not stopped.done():
                 stopped.set_result(None)
 
+    witness = None
+    if events is not None:  # the evidence the timeliness properties judge the node's timers by
+        witness = TimerWitness(scheduler, events, CONTROLLER_ID if node == "controller" else int(node))
+        witness.start()
+
+    def stop() -> None:
+        if witness is not None:  # before the shutdown cancels what the node owed
+            witness.stop()
+        shutdown()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, shutdown)
+        loop.add_signal_handler(sig, stop)
     watching = loop.create_task(watcher.run()) if watcher is not None else None
     print("ready", flush=True)
     await stopped

@@ -19,6 +19,7 @@ deleted; its heartbeats say which partition epochs it applied (BrokerHeartbeat v
 
 from __future__ import annotations
 
+import errno
 import json
 from typing import Callable
 
@@ -105,6 +106,10 @@ class Broker:
         self.caught_up = False
         self.on_caught_up: Callable[[], None] | None = None
         self.log_dir_failure_channel = LogDirFailureChannel()
+        if events is not None:  # logged before the broker stops serving the directory (halts)
+            self.log_dir_failure_channel.on_offline = lambda _directory, error: events.log_dir_offline(
+                broker_id, errno.errorcode.get(error.errno, str(error.errno))
+            )
         fs.makedirs(data_dir)
         self.hw_checkpoint_file = CheckpointFile(fs, fs.join(data_dir, HW_CHECKPOINT_NAME), 2)
         self.hw_checkpoints: dict[int, int] = dict(self.hw_checkpoint_file.read() or [])  # partition id -> HW

@@ -33,6 +33,7 @@ class DelayedProducePurgatory:
     def __init__(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
         self.pending: list[DelayedProduce] = []
+        self.on_expire: Callable[[DelayedProduce], None] | None = None  # hears each expiry before its answer
 
     def park(self, offset: int, count: int, value: bytes, timeout_ms: int, respond: Respond) -> None:
         """Wait for the batch at ``offset`` to be committed; expire when the clock passes now + timeout."""
@@ -62,4 +63,6 @@ class DelayedProducePurgatory:
     def _expire(self, op: DelayedProduce) -> None:
         if op in self.pending:
             self.pending.remove(op)
+            if self.on_expire is not None:
+                self.on_expire(op)
             op.respond(Errors.REQUEST_TIMED_OUT, -1)

@@ -13,13 +13,20 @@ from typing import Callable
 
 
 class LogDirFailureChannel:
-    """The log directories taken offline, each with the error that did it; offline until restart."""
+    """The log directories taken offline, each with the error that did it; offline until restart.
+    ``on_offline(directory, error)`` hears each one as it goes offline (the broker logs it, as
+    Kafka's channel does, before anything stops serving it)."""
 
     def __init__(self) -> None:
         self.offline: dict[str, OSError] = {}
+        self.on_offline: Callable[[str, OSError], None] | None = None
 
     def maybe_add_offline_log_dir(self, directory: str, error: OSError) -> None:
-        self.offline.setdefault(directory, error)
+        if directory in self.offline:
+            return
+        self.offline[directory] = error
+        if self.on_offline is not None:
+            self.on_offline(directory, error)
 
     def run(self, directory: str, operation: Callable[[], object]) -> bool:
         """Run a disk ``operation`` of ``directory``; an OSError takes the directory offline and

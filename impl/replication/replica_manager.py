@@ -102,6 +102,8 @@ class ReplicaManager:
                 ApiKey.LEADER_AND_ISR: self.handle_leader_and_isr,
             }
         )
+        # the isr-expiration task's next run, on a fixed-rate lattice (Kafka's scheduleAtFixedRate)
+        self._isr_due = scheduler.now_ms() + config.lag_check_interval_ms
         self._isr_timer = scheduler.schedule(config.lag_check_interval_ms, self._isr_check) if auto else None
 
     def get_or_create_partition(
@@ -137,6 +139,9 @@ class ReplicaManager:
         )
         fetcher = ReplicaFetcher(p, self.endpoint, self.scheduler, self.auto, self.config.replica_fetch_backoff_ms)
         fetcher.events = self.events
+        if self.events is not None:  # an expiry is logged: timeliness' DelayedProduceExpiry reads it
+            events = self.events
+            purgatory.on_expire = lambda op: events.produce_expired(p, op.required_offset)
         self.partitions[partition_id], self.fetchers[partition_id] = p, fetcher
         self.names[(topic, index)] = partition_id
         if partition_id == 0:
@@ -233,13 +238,15 @@ class ReplicaManager:
             p.purgatory.park(offset, count, first_value, timeout_ms, respond)
         p.maybe_increment_leader_hw()  # after every leader append, as Kafka does, whatever the acks
         if written and events is not None:  # before the fetches this append completes
-            events.broker(p, "produce", fields, msg)
+            # a parked batch names its request's timeout: when DelayedProduce must answer it
+            events.broker(p, "produce", {**fields, "timeout": timeout_ms} if acks == -1 else fields, msg)
         self.fetch_purgatory.check()
         return None if acks == -1 else (Errors.NONE, offset)
 
     def handle_fetch(self, src: int, header: Header, req: FetchRequest) -> FetchResponse | None:
         """A Fetch; with ``replica.fetch.wait.max.ms`` set, a follower's that finds nothing new
         waits in the DelayedFetch purgatory for the leader's next append."""
+        read_at = self.scheduler.now_ms()  # the wait counts from the read (before its event is logged)
         resp = self.fetch(req, (src, header.correlation_id) if self.events is not None else None)
         wait_ms = self.config.replica_fetch_wait_max_ms
         if not wait_ms or req.replica_id < 0 or resp.records or resp.error or resp.diverging_end_offset >= 0:
@@ -256,7 +263,7 @@ class ReplicaManager:
             )
             return True
 
-        self.fetch_purgatory.park(wait_ms, try_complete)
+        self.fetch_purgatory.park(read_at + wait_ms - self.scheduler.now_ms(), try_complete)
         return None
 
     def _fetch_ready(self, req: FetchRequest) -> bool:
@@ -482,8 +489,14 @@ class ReplicaManager:
                 self.fetch_purgatory.check()
 
     def _isr_check(self) -> None:
-        """Kafka's isr-expiration task; expansion happens only on a follower's fetch."""
+        """Kafka's isr-expiration task; expansion happens only on a follower's fetch. At a fixed rate
+        (``scheduleAtFixedRate``): the next run is the next lattice point after this run's start,
+        not an interval after its end, so that a run late by load delays no later run (lattice
+        points it passed are not run again: each would find what this run found)."""
+        started = self.scheduler.now_ms()  # at or before every partition's own reading
         for p in self.partitions.values():
             if p.maybe_shrink_isr() and self.events is not None:
                 self.events.broker(p, "shrink_isr", {"replica": self.broker_id}, corr=p.last_isr_request)
-        self._isr_timer = self.scheduler.schedule(self.config.lag_check_interval_ms, self._isr_check)
+        interval = self.config.lag_check_interval_ms
+        self._isr_due += interval * ((started - self._isr_due) // interval + 1)
+        self._isr_timer = self.scheduler.schedule(self._isr_due - self.scheduler.now_ms(), self._isr_check)

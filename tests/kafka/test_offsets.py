@@ -1,7 +1,7 @@
 """What ListOffsets and OffsetForLeaderEpoch answer a consumer, on both implementations: the end
 offset is the high watermark, not the log end, while a follower is behind; the end of an older
 leader epoch is where the next epoch starts (KIP-320's truncation detection). The bugs of
-``kafka_api_bugs`` planted in isrcheck's brokers fail these checks."""
+``node_bugs`` planted in isrcheck's brokers fail these checks."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from kafka.protocol.consumer.offsets import (
     OffsetForLeaderEpochResponse,
 )
 from kafka.record import MemoryRecords
-from kafka_api_bugs import planted
+from node_bugs import planted
 
 CONSUMER, DEBUGGING = -1, -2
 FENCED_LEADER_EPOCH = 74

@@ -75,6 +75,14 @@ STEP_FIELDS = {
     "controlled_shutdown": ("replica",),
 }
 _COMMON = ("node", "seq", "lc", "t", "step", "state")
+# lines that are no step (docs/steps.md), read apart from the events (``Trace.marks``) for
+# timeliness.py: a real node's ``timers`` line (its timers ran up to ``due``), a broker's
+# ``log_dir_offline`` (its log directory went offline with ``error``), a leader's
+# ``produce_expired`` (its parked acks=all batch ending at ``leo`` expired); kind -> its own field
+TIMERS = "timers"
+LOG_DIR_OFFLINE = "log_dir_offline"
+PRODUCE_EXPIRED = "produce_expired"
+MARKS = {TIMERS: "due", LOG_DIR_OFFLINE: "error", PRODUCE_EXPIRED: "leo"}
 HALTS = (CRASH, FAIL_DISK)  # the events that stop a broker process
 
 
@@ -123,6 +131,7 @@ class Trace:
     renamed: dict | None = None  # broker id -> model broker, in one partition's trace
     apache_kafka: bool = False  # Apache Kafka's translated events: KRaft's composites (unlogged.py) apply
     settings: dict = field(default_factory=dict)  # the header's cluster config as logged (ms), for timeliness.py
+    marks: list[Event] = field(default_factory=list)  # the lines that are no step (MARKS), merged as the events
 
 
 def _files(path: str) -> list[str]:
@@ -174,6 +183,10 @@ def _event(line: object, where: str, replicas: int) -> Event:
         ints = (line["node"], line["seq"], line["lc"], line["t"], fields["replica"])
     except (KeyError, TypeError):
         return _checked(line, where, replicas)
+    if step == PRODUCE and "timeout" in line:  # a parked acks=all batch's request timeout (timeliness.py)
+        if type(line["timeout"]) is not int:
+            return _checked(line, where, replicas)
+        fields["timeout"] = line["timeout"]
     msg, tp = line.get("msg"), line.get("tp")
     if (
         type(state) is not dict
@@ -231,6 +244,8 @@ def _checked(line: object, where: str, replicas: int) -> Event:
         raise UsageError(f"{where}: fail_disk: io {json.dumps(fields['io'])} is none of {', '.join(DISK_IO)}")
     if step == HANDLE_FETCH and "batches" in line:  # a response cut by bytes
         fields["batches"] = _int(line, "batches", where)
+    if step == PRODUCE and "timeout" in line:
+        fields["timeout"] = _int(line, "timeout", where)
     return Event(
         where,
         _int(line, "node", where),
@@ -249,7 +264,7 @@ def _checked(line: object, where: str, replicas: int) -> Event:
 def read_trace(path: str) -> Trace:
     """The events of the log at ``path``, merged; UsageError on anything malformed."""
     files = _files(path)
-    header0, events, partitions = None, [], {}
+    header0, events, partitions, marks = None, [], {}, []
     for name in files:
         header = None
         for number, text, ended in read_lines(name, "an event log"):
@@ -282,10 +297,14 @@ def read_trace(path: str) -> Trace:
                 ):
                     raise UsageError(f"{where}: header names another run than {header0[1]}")
                 continue
+            if isinstance(line, dict) and line.get("step") in MARKS:
+                marks.append(_mark(line, where))
+                continue
             events.append(_event(line, where, header0[2].replicas))
         if header is None:
             raise UsageError(f"{name}: empty event log (no header line)")
-    events.sort(key=lambda e: (e.t, e.lc, e.node, e.seq))
+    events.sort(key=_order)
+    marks.sort(key=_order)
     return Trace(
         header0[2],
         header0[0]["protocol"],
@@ -294,7 +313,25 @@ def read_trace(path: str) -> Trace:
         partitions,
         apache_kafka=str(header0[0].get("source", "")).startswith("apache-kafka"),
         settings=header0[0]["config"],
+        marks=marks,
     )
+
+
+def _order(e: Event) -> tuple:
+    return (e.t, e.lc, e.node, e.seq)
+
+
+def _mark(line: dict, where: str) -> Event:
+    """A line that is no step, as an event with its one field and no state."""
+    kind = line["step"]
+    node, seq, lc, t = (_int(line, k, where) for k in ("node", "seq", "lc", "t"))
+    value = line.get("error") if kind == LOG_DIR_OFFLINE else _int(line, MARKS[kind], where)
+    if kind == LOG_DIR_OFFLINE and not isinstance(value, str):
+        raise UsageError(f"{where}: {kind} needs 'error', an errno name")
+    tp = line.get("tp")
+    if tp is not None and not isinstance(tp, str):
+        raise UsageError(f"{where}: 'tp' must be a partition's name (topic-index)")
+    return Event(where, node, seq, lc, t, kind, {MARKS[kind]: value}, {}, tp=tp)
 
 
 def _partitions(header: dict, where: str) -> dict:
@@ -322,7 +359,8 @@ def partition_traces(trace: Trace) -> list[tuple[str | None, Trace]]:
         rename = {b: i for i, b in enumerate(replicas)}
         same = all(b == i for b, i in rename.items())
         events = [e if same else _renamed(e, rename) for e in trace.events if e.tp is None or e.tp == tp]
-        out.append((tp, replace(trace, events=events, renamed=rename)))
+        marks = [e if same else replace(e, node=rename.get(e.node, e.node)) for e in trace.marks if e.tp in (None, tp)]
+        out.append((tp, replace(trace, events=events, renamed=rename, marks=marks)))
     return out
 
 
@@ -353,4 +391,16 @@ def _renamed(e: Event, rename: dict) -> Event:
     return Event(e.where, one(e.node), e.seq, e.lc, e.t, e.step, fields, state, msg, e.corr, e.tp)
 
 
-__all__ = ["HALTS", "Event", "Trace", "read_trace", "partition_traces", "model_config", "STEP_FIELDS", "FORMAT"]
+__all__ = [
+    "HALTS",
+    "TIMERS",
+    "LOG_DIR_OFFLINE",
+    "PRODUCE_EXPIRED",
+    "Event",
+    "Trace",
+    "read_trace",
+    "partition_traces",
+    "model_config",
+    "STEP_FIELDS",
+    "FORMAT",
+]

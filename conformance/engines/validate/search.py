@@ -149,6 +149,12 @@ class Search:
         self.orphaned: dict[tuple, object] = {}  # the same, of fetches whose sender crashed since
         self.sent: dict[tuple, object] = {}  # (follower, corr) -> its fetch not yet handled
         self.answers: dict[tuple, object] = {}  # (follower, leader, corr) -> the answer not yet handled
+        self.produced: dict[int, dict] = {}  # broker -> its last logged produce's acks and records
+        # (leader, follower) -> (time, leader LEO, leader epoch) of the follower's last fetch it handled,
+        # for the lag rule's second clause, which long polls (replica.fetch.wait.max.ms) bring in
+        self.fetched: dict[tuple, tuple] = {}
+        self.long_polls = bool(trace.settings.get("replica_fetch_wait_max_ms"))
+        self.recovered = _recovered(trace.events)  # a process crash's event -> the LEO its recovery logged
         c = initial_state(self.cfg).controller  # the partition states the controller had
         self.controller_states = {(c.leader, c.leader_epoch, c.isr, c.partition_epoch)}
 
@@ -239,18 +245,21 @@ class Search:
                 yield [unlogged.fence_and_elect(self.cfg, r)]
                 return
             kw = {"arg": ev.fields["acks"], "records": ev.fields["records"]} if step == PRODUCE else {}
+            if step == PRODUCE:
+                self.produced[r] = kw
             yield [Step(step, r, **kw)]
         elif step == SEND_FETCH:
             yield unlogged.drop_outstanding(s, r) + [Step(SEND_FETCH, r, max_batches=ev.fields["max_batches"])]
         elif step in DELIVERIES:
             cut = ev.fields.get("batches")
+            credit = self._lag_credit(ev, r) if step == HANDLE_FETCH else None
             for alt in self._delivery(s, ev, r, DELIVERIES[step]):
-                # a response the leader cut by bytes: to the model, a request of that many batches
-                yield (
-                    alt[:-1] + [unlogged.byte_limit(r, cut), alt[-1]]
-                    if cut and alt and isinstance(alt[-1], Step)
-                    else alt
-                )
+                if alt and isinstance(alt[-1], Step):
+                    if cut:  # a response the leader cut by bytes: to the model, a request of that many batches
+                        alt = alt[:-1] + [unlogged.byte_limit(r, cut), alt[-1]]
+                    if credit is not None:
+                        alt = alt + [credit]
+                yield alt
         elif step == DELIVER_LEADER_AND_ISR:
             yield from self._leader_and_isr(s, ev, r)
         elif step == "lost_alter_partition":
@@ -302,6 +311,24 @@ class Search:
                 # after the answers before it in the queue (a DelayedFetch's earlier, empty one)
                 for k in range(1, len(s.fetch_responses[r]) + 1):
                     yield [Step(HANDLE_FETCH_RESPONSE, r)] * k + [st]
+                if r in self.produced:  # a leader killed so between a produce's append and its line:
+                    yield [Step(PRODUCE, r, **self.produced[r]), st]  # a batch as its last one logged
+                leo = self.recovered.get(ev.where) if kind == "process" else None
+                for k in range(1, len(s.fetch_responses[r]) + 1) if leo is not None else ():
+                    # killed in the middle of that append: a prefix of its batches, as recovery shows
+                    yield [Step(HANDLE_FETCH_RESPONSE, r)] * (k - 1) + [
+                        unlogged.partial_response(r, leo),
+                        Step(HANDLE_FETCH_RESPONSE, r),
+                        st,
+                    ]
+
+    def _lag_credit(self, ev: Event, r: int):
+        """The second clause of the lag rule after the leader handled follower ``r``'s fetch, as
+        the follower's previous fetch in this leadership allows (``unlogged.lag_credit``); None without."""
+        before = self.fetched.get((ev.node, r)) if self.long_polls else None
+        if before is None or before[2] != ev.state.get("epoch"):
+            return None
+        return unlogged.lag_credit(ev.node, r, before[0], before[1])
 
     def _delivery(self, s: State, ev: Event, r: int, kind: str) -> Iterator[list]:
         """The oldest message of the queue after the lost ones before it; a second delivery of the
@@ -387,6 +414,8 @@ class Search:
         if ev.step == SEND_FETCH and ev.corr is not None and after.fetch_requests[r]:
             self.sent[(r, ev.corr)] = after.fetch_requests[r][-1]
         elif ev.step == HANDLE_FETCH and ev.msg is not None:
+            if ev.state.get("leader") == ev.node:
+                self.fetched[(ev.node, r)] = (ev.t, ev.state["leo"], ev.state["epoch"])
             m = self.sent.pop(ev.msg, None)  # the request this event handled, whichever way it came
             if m is not None:
                 self.delivered.setdefault((ev.node, ev.step) + ev.msg, m)
@@ -397,6 +426,8 @@ class Search:
         if ev.step in CONTROLLER_STEPS:
             st = ev.state
             self.controller_states.add((st.get("leader"), st.get("epoch"), tuple(st.get("isr", ())), st.get("pe")))
+        if ev.step == RESTART or ev.step in HALTS:  # a new process knows no follower's previous fetch
+            self.fetched = {k: v for k, v in self.fetched.items() if k[0] != ev.node}
         if ev.step == RESTART:
             self.restarting[r] = ev
             self.orphaned = {k: m for k, m in self.orphaned.items() if k[2] != r}  # a new process numbers anew
@@ -462,6 +493,21 @@ class Search:
 
 
 _GHOSTS_READ_BY_NO_STEP = {"acked": (), "consumed": ()}
+
+
+def _recovered(events: list) -> dict:
+    """Each broker crash's ``where`` -> the LEO the broker's log recovery logged after it (its
+    ``restart``'s state, or, where a restart opens no log yet, its first event that has one)."""
+    out: dict = {}
+    crashed: dict = {}  # broker -> its last crash not yet followed by a logged LEO
+    for e in events:
+        if e.node >= 1000:
+            continue
+        if e.step in HALTS:
+            crashed[e.node] = e
+        elif e.node in crashed and "leo" in e.state:
+            out[crashed.pop(e.node).where] = e.state["leo"]
+    return out
 
 
 def kept(s: State, acked: bool = False) -> State:

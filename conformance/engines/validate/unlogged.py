@@ -93,6 +93,45 @@ def byte_limit(r: int, batches: int):
     return take
 
 
+def lag_credit(d: int, f: int, since: int, leo_then: int):
+    """``Replica.updateFetchStateOrThrow``'s second rule, which the model leaves out (docs/steps.md,
+    "Outside the contract"): follower ``f``'s fetch just handled by leader ``d`` is below the LEO but
+    reached ``leo_then``, the LEO the leader had at ``f``'s previous fetch, at ``since``: caught up then."""
+
+    def take(s: State, steps: list) -> State:
+        lead = s.replicas[d]
+        offset, lcu = lead.remote_leo[f], lead.last_caught_up
+        if offset >= len(lead.log) or offset < leo_then or lcu[f] >= since:
+            return s  # the first rule's (caught up now), or no credit
+        steps.append({"step": "lag_credit", "replica": d, "follower": f, "since": since})
+        lead = updated(lead, last_caught_up=lcu[:f] + (since,) + lcu[f + 1 :])
+        return s._replace(replicas=s.replicas[:d] + (lead,) + s.replicas[d + 1 :])
+
+    return take
+
+
+def partial_response(r: int, leo: int):
+    """A process killed while it appended the records of the fetch response at the head of ``r``'s
+    queue (one write per batch, as Kafka's file channel writes): the batches before ``leo``, the
+    LEO its recovery later logged, reached the page cache, the rest did not. The response is cut
+    there, so that its handling appends that prefix."""
+
+    def take(s: State, steps: list) -> State:
+        queue = s.fetch_responses[r]
+        resp = queue[0] if queue else None
+        records = resp.records if resp is not None and resp.kind == "records" else ()
+        start = records[0].offset if records else -1
+        keep = leo - start
+        if not 0 < keep < len(records) or records[keep].base == records[keep - 1].base:
+            raise Mismatch(f"no batch of the fetch response in flight ends at the recovered LEO {leo}")
+        steps.append({"step": "partial_response", "replica": r, "leo": leo})
+        queues = list(s.fetch_responses)
+        queues[r] = (resp._replace(records=records[:keep]),) + queue[1:]
+        return s._replace(fetch_responses=tuple(queues))
+
+    return take
+
+
 def resend_leader_and_isr(r: int):
     """The controller sends broker ``r`` its current partition state again, as it does on a change."""
 

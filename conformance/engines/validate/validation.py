@@ -78,14 +78,10 @@ class LogValidation:
 def validate_run(path, say, timely: bool = False) -> LogValidation:
     """The verdict on the event log a run wrote to ``path`` (a soak's, a served cluster's);
     ``say(line)`` hears that it starts. With ``timely`` (isrcheck's own processes) also the
-    deadlines it missed, with the allowance real processes need."""
+    deadlines it missed, as its nodes' ``timers`` lines show them (timeliness.py)."""
     say(f"validating the event log {path}")
     verdict, n, seconds = validate_path(str(path))
-    late = (
-        timeliness.check_path(str(path), timeliness.REAL_SLACK_MS, timeliness.REAL_STALL_MS)
-        if timely and verdict.explained
-        else []
-    )
+    late = timeliness.check_path(str(path), real=True) if timely and verdict.explained else []
     return LogValidation(verdict, n, seconds, tuple(late))
 
 

@@ -1,9 +1,9 @@
 """The soak's offsets reader against isrcheck's brokers with a bug of the Kafka API layer planted
-(``kafka_api_bugs``): what ListOffsets or OffsetForLeaderEpoch answered wrong is an anomaly of the
+(``node_bugs``): what ListOffsets or OffsetForLeaderEpoch answered wrong is an anomaly of the
 run, within every budget. The same short run without a bug is in test_soak.py."""
 
 import pytest
-from kafka_api_bugs import planted
+from node_bugs import planted
 
 from isrcheck.conformance.engines.soak.driver import SoakOptions, run_soak
 from isrcheck.conformance.engines.soak.faults import Fault

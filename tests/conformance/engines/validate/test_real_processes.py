@@ -1,6 +1,7 @@
 """Event logs of real processes: each node process writes its own file, a Lamport clock on every
 frame orders a receive after its send across processes, a restarted process goes on with its
-file, a killed writer's unfinished last line ends its log; a real cluster's log is explained."""
+file, a killed writer's unfinished last line ends its log; a real cluster's log is explained; a broker
+logs its log directory going offline before it halts (timeliness' LogDirOffline)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from pathlib import Path
 
 import pytest
 from kafka import KafkaProducer
+from node_bugs import planted
 
 from isrcheck.conformance.engines.validate.events import read_trace
+from isrcheck.conformance.engines.validate.timeliness import check_path
 from isrcheck.conformance.engines.validate.validation import validate_path
 from isrcheck.conformance.vocabulary import UsageError
 from isrcheck.impl.clients import Producer
@@ -331,3 +334,47 @@ def test_serve_writes_its_event_log_and_validates_it_when_stopped(
     )
     assert again.returncode == 2 and "holds a cluster that ran before" in again.stderr, again.stderr
     assert "Traceback" not in again.stderr and not (tmp_path / "new-events").exists()
+
+
+async def _fail_a_followers_disk(cluster: ProcessCluster) -> bool:
+    transport = TcpTransport(asyncio.get_running_loop(), ports=cluster.ports)
+    producer = Producer(transport, lambda result: None)  # LogDirOffline: a broker logs its log directory
+    # going offline before it halts, so one that went on serving it is caught by what it logged after
+    for i in range(3):
+        producer.send(0, b"a%d" % i, -1, 2000)
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
+    halted = await asyncio.to_thread(cluster.fail_disk, 1, "write:EIO", 2.0)  # a follower's checkpoint write
+    await asyncio.sleep(0.5)
+    transport.unregister(producer.endpoint.node_id)
+    return halted
+
+
+def _disk_failure_run(tmp_path) -> tuple[str, bool]:
+    events = tmp_path / "events"
+    cluster = ProcessCluster(ClusterConfig(protocol="kip-320", **CONFIG), str(tmp_path / "cluster"), events=str(events))
+    cluster.start()
+    try:
+        halted = asyncio.run(asyncio.wait_for(_fail_a_followers_disk(cluster), 60))
+    finally:
+        cluster.stop()
+    return str(events), halted
+
+
+def test_a_broker_logs_its_log_directory_offline_before_it_halts(tmp_path):
+    events, halted = _disk_failure_run(tmp_path)
+    assert halted
+    lines = [json.loads(x) for x in (tmp_path / "events" / "broker-1.jsonl").read_text().splitlines()[1:]]
+    steps = [x["step"] for x in lines]
+    assert steps[-2:] == ["log_dir_offline", "fail_disk"] and lines[-2]["error"] == "EIO"
+    assert validate_path(events)[0].explained
+    assert check_path(events, real=True) == []
+
+
+def test_a_broker_that_serves_its_offline_log_directory_is_caught(tmp_path, monkeypatch):
+    planted(monkeypatch, "serves-offline-log-dir")
+    events, halted = _disk_failure_run(tmp_path)
+    assert not halted  # it never halted
+    late = check_path(events, real=True)
+    assert late and {x.property for x in late} == {"LogDirOffline"}
+    assert "broker 1 logged its log directory offline (EIO)" in late[0].why

@@ -278,12 +278,11 @@ def test_the_quick_check_of_a_line_reads_it_as_the_full_checks_do(tmp_path):
             _event({**lines[5], **edit}, "f:1", 3)
 
 
-def test_a_follower_killed_between_an_append_and_its_line_is_explained(tmp_path):
-    """A process writes an event after the step it records: killed in between (a soak's SIGKILL), its
-    log holds a fetch response's records that no line records. Made here: the first fetch response a
-    simulated follower appends records from is not logged, nor anything the follower does after it, and
-    the follower is crashed at the end of that workload step; the validator takes the delivery unlogged
-    before the crash (without that, the recovered log is one batch longer than the model's)."""
+def _killed_before_its_line(tmp_path, step: str, chosen, seed: int = 11) -> None:
+    """A simulated kip-966 run whose first ``step`` that grows the log of a node that ``chosen(node,
+    leo, work, leos, before)`` accepts (``before``: the node's LEO at its previous event) is not
+    logged, nor anything the node does after it, and the node is crashed at the end of that
+    workload step (killed as it was about to log the append); the log is explained."""
     from isrcheck.impl.eventlog import EventLog
     from isrcheck.impl.sim.workload import Workload, sim_config
 
@@ -291,23 +290,24 @@ def test_a_follower_killed_between_an_append_and_its_line_is_explained(tmp_path)
     cut: list[int] = []
     emit = EventLog.emit
 
-    def watch(self, node, step, state, fields=None, msg=None, corr=None):
+    def watch(self, node, step_, state, fields=None, msg=None, corr=None):
         if cut and node == cut[0]:
-            return  # the follower is being killed: nothing more reaches its file
+            return  # the node is being killed: nothing more reaches its file
         leo = json.loads(state).get("leo")
-        grew = step == "handle_fetch_response" and leo is not None and leo > leos.get(node, leo)
+        before = leos.get(node, leo)
+        grew = step_ == step and leo is not None and leo > before
         if leo is not None:
             leos[node] = leo
-        if grew and not cut and node != work.cluster.controller.leader and len(leos) == 3:
+        if grew and not cut and chosen(node, leo, work, leos, before):
             cut.append(node)
             EventLog.emit = emit
-            work.cluster.crash(node, "process")  # killed as it was about to log the append
+            work.cluster.crash(node, "process")
             return
-        emit(self, node, step, state, fields, msg, corr)
+        emit(self, node, step_, state, fields, msg, corr)
 
     EventLog.emit = watch
     try:
-        work = Workload(sim_config("kip-966", 3), 11, events_dir=str(tmp_path / "log"))
+        work = Workload(sim_config("kip-966", 3), seed, events_dir=str(tmp_path / "log"))
         for _ in range(300):
             work.step()
         work.events.close()
@@ -316,3 +316,43 @@ def test_a_follower_killed_between_an_append_and_its_line_is_explained(tmp_path)
     assert cut
     verdict, _, _ = validate_path(str(tmp_path / "log"))
     assert verdict.explained, verdict.event and verdict.event.describe()
+
+
+def test_a_follower_killed_between_an_append_and_its_line_is_explained(tmp_path):
+    """A process writes an event after the step it records: killed in between (a soak's SIGKILL), its
+    log holds a fetch response's records that no line records. Made here: the first fetch response a
+    simulated follower appends records from; the validator takes the delivery unlogged before the
+    crash (without that, the recovered log is one batch longer than the model's)."""
+    _killed_before_its_line(
+        tmp_path,
+        "handle_fetch_response",
+        lambda node, leo, work, leos, before: node != work.cluster.controller.leader and len(leos) == 3,
+    )
+
+
+def test_a_leader_killed_between_a_produce_and_its_line_is_explained(tmp_path):
+    """The same for a leader (a soak of kip-966, seed 20: broker 2 killed 11 ms after its last logged
+    produce came back with one record more, "leo is 7712 in the model, 7713 in the log"): the
+    validator takes a produce unlogged before the crash, a batch as the leader's last one logged."""
+    _killed_before_its_line(tmp_path, "produce", lambda node, leo, work, leos, before: leo > 3)
+
+
+def test_a_follower_killed_in_the_middle_of_an_append_is_explained(tmp_path):
+    """A 10-minute soak of seed 2: a follower catching up an empty disk was SIGKILLed while it
+    appended a response of 13,660 batches and recovered 2,814 of them ("leo is 41032 in the model,
+    43846 in the log", and 54692 had it appended all): one write per batch, so a process crash keeps
+    a prefix. Made here: the first response of two batches or more a follower is about to log is cut
+    back to its first batch, and the follower crashed; the validator delivers that prefix, read off
+    the recovery, before the crash."""
+
+    def chosen(node, leo, work, leos, before):
+        log = work.cluster.world.brokers[node].partition.log
+        if node == work.cluster.controller.leader or leo - before < 2:
+            return False
+        first = log.read(before, max_batches=1).batches[0].last_offset + 1
+        if first >= leo:
+            return False
+        log.truncate_to(first)  # the rest of the response never reached the page cache
+        return True
+
+    _killed_before_its_line(tmp_path, "handle_fetch_response", chosen)

@@ -1,14 +1,22 @@
-"""Bugs planted in the Kafka API layer (impl/kafka) for the tests that must catch them.
+"""Bugs planted in node processes (isrcheck.impl.real.node) for the tests that must catch them.
 
-    python tests/kafka_api_bugs.py BUG NODE-ARGUMENTS...
+    python tests/node_bugs.py BUG NODE-ARGUMENTS...
 
 runs one node of a cluster (``isrcheck.impl.real.node``) with ``BUG`` planted; ``planted(monkeypatch,
 BUG)`` makes every node a ``ProcessCluster`` of the test starts run so (the test's own process only,
-no environment). The bugs:
+no environment). The bugs, of the Kafka API layer (impl/kafka):
 
 - ``leo-as-latest``: ListOffsets "latest" answers a consumer the LEO instead of the HW;
 - ``current-epoch-answer``: OffsetForLeaderEpoch answers for the leader's current epoch instead of
-  the epoch asked for (KIP-320's truncation detection then sees nothing).
+  the epoch asked for (KIP-320's truncation detection then sees nothing);
+
+and of a timer, which trace validation explains and timeliness catches:
+
+- ``follower-fetch-never-expires``: a parked follower fetch waits for records, never for its wait
+  (consumers' fetches are untouched: the soak's final read ends as it should);
+- ``delayed-produce-never-expires``: a parked acks=all produce waits for the HW, never for its timeout;
+- ``serves-offline-log-dir``: a broker whose only log directory went offline neither halts nor
+  stops serving it.
 """
 
 from __future__ import annotations
@@ -18,7 +26,12 @@ import sys
 from pathlib import Path
 
 from isrcheck.impl.kafka import apis
+from isrcheck.impl.real import node
+from isrcheck.impl.replication.broker import Broker
+from isrcheck.impl.replication.delayed_fetch import DelayedFetchPurgatory
+from isrcheck.impl.replication.delayed_produce import DelayedProducePurgatory
 from isrcheck.impl.replication.partition import Partition
+from isrcheck.impl.replication.replica_manager import ReplicaManager
 
 NODE_MODULE = "isrcheck.impl.real.node"
 
@@ -50,7 +63,37 @@ def current_epoch_answer() -> None:
     apis.KafkaApis.handle_offset_for_leader_epoch = handle
 
 
-BUGS = {"leo-as-latest": leo_as_latest, "current-epoch-answer": current_epoch_answer}
+def follower_fetch_never_expires() -> None:
+    handle_fetch, park = ReplicaManager.handle_fetch, DelayedFetchPurgatory.park
+
+    def handle(self, src, header, req):
+        DelayedFetchPurgatory.park = lambda purgatory, _wait, try_complete: park(purgatory, 10**9, try_complete)
+        try:  # one request at a time on the broker's loop: consumers' fetches never see it
+            return handle_fetch(self, src, header, req)
+        finally:
+            DelayedFetchPurgatory.park = park
+
+    ReplicaManager.handle_fetch = handle
+
+
+def delayed_produce_never_expires() -> None:
+    DelayedProducePurgatory._expire = lambda self, op: None
+
+
+def serves_offline_log_dir() -> None:
+    node._halt_offline = lambda *args: None
+    Broker.handle_log_dir_failure = lambda self, error: self.log_dir_failure_channel.maybe_add_offline_log_dir(
+        self.data_dir, error
+    )
+
+
+BUGS = {
+    "leo-as-latest": leo_as_latest,
+    "current-epoch-answer": current_epoch_answer,
+    "follower-fetch-never-expires": follower_fetch_never_expires,
+    "delayed-produce-never-expires": delayed_produce_never_expires,
+    "serves-offline-log-dir": serves_offline_log_dir,
+}
 
 
 def planted(monkeypatch, bug: str) -> None:
@@ -67,7 +110,5 @@ def planted(monkeypatch, bug: str) -> None:
 
 
 if __name__ == "__main__":
-    from isrcheck.impl.real import node
-
     BUGS[sys.argv[1]]()
     sys.exit(node.main(sys.argv[2:]))
