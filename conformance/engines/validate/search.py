@@ -311,9 +311,13 @@ class Search:
                 # after the answers before it in the queue (a DelayedFetch's earlier, empty one)
                 for k in range(1, len(s.fetch_responses[r]) + 1):
                     yield [Step(HANDLE_FETCH_RESPONSE, r)] * k + [st]
-                if r in self.produced:  # a leader killed so between a produce's append and its line:
-                    yield [Step(PRODUCE, r, **self.produced[r]), st]  # a batch as its last one logged
-                leo = self.recovered.get(ev.where) if kind == "process" else None
+                recovered = self.recovered.get(ev.where)
+                if r in self.produced and recovered is not None and recovered > len(s.replicas[r].log):
+                    # a leader killed so between a produce's append and its line: a batch as its last
+                    # one logged. Only where its recovery shows more than it logged: the produce names
+                    # every later record anew, so a search that tried it at each crash forked for good
+                    yield [Step(PRODUCE, r, **self.produced[r]), st]
+                leo = recovered if kind == "process" else None
                 for k in range(1, len(s.fetch_responses[r]) + 1) if leo is not None else ():
                     # killed in the middle of that append: a prefix of its batches, as recovery shows
                     yield [Step(HANDLE_FETCH_RESPONSE, r)] * (k - 1) + [
