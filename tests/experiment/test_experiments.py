@@ -109,9 +109,11 @@ def test_each_experiment_agrees_on_isrchecks_cluster(name, tmp_path):
     assert result.verdict == AGREE, (rep.outcomes, result.prediction, rep.anomalies)
 
 
+@pytest.mark.slow
 def test_a_delay_step_slows_every_link_of_the_leader_on_isrchecks_cluster(tmp_path):
     """The latency experiment's delays reach the brokers (their logs say so) on every link of the
-    node, the controller's too; the experiment also agrees before KIP-320, as the model predicts."""
+    node, the controller's too; the experiment also agrees before KIP-320, as the model predicts.
+    Slow (19 s), as the latency experiment itself is."""
     result = run_experiment(
         load_experiment(CATALOGUE["fast-leader-change-latency"]), parse_cluster("isrcheck:kip-101"), 1, tmp_path
     )
@@ -133,8 +135,10 @@ def test_last_replica_standing_loses_the_write_before_kip_966_on_isrchecks_clust
     assert result.verdict == AGREE and result.repetitions[0].outcomes == ("lost-write",)
 
 
+@pytest.mark.slow
 def test_kafka_14139_loses_the_writes_before_kip_903_on_isrchecks_cluster(tmp_path):
-    """The held AlterPartition is accepted without broker epochs: the empty replica is elected."""
+    """The held AlterPartition is accepted without broker epochs: the empty replica is elected. Slow
+    (22 s): the default run keeps the same experiment's agreement on the current protocol."""
     result = run_experiment(
         load_experiment(CATALOGUE["kafka-14139-replaced-disk"]), parse_cluster("isrcheck:kip-320"), 1, tmp_path
     )
