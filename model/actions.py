@@ -274,6 +274,7 @@ class HandleFetch(Delivery):
         leo = len(lead.log)
         if req.fetch_offset > leo:
             return respond("OFFSET_OUT_OF_RANGE", "error", end=leo)
+        hw = lead.hw  # read before this fetch's own increment (Partition.fetchRecords reads first)
         remote, epochs = lead.remote_leo, lead.remote_broker_epoch
         lead = updated(
             lead,
@@ -292,7 +293,7 @@ class HandleFetch(Delivery):
             ends = batch_ends(log, start)
             end = ends[min(req.max_batches, len(ends)) - 1] if ends else leo
         # the leader sends the file's bytes unchecked (FileRecords.slice): a damaged batch goes too
-        respond(NONE, "records", log[start:end], lead.hw, bad=lead.bad_batch if start <= lead.bad_batch < end else -1)
+        respond(NONE, "records", log[start:end], hw, bad=lead.bad_batch if start <= lead.bad_batch < end else -1)
 
 
 class HandleFetchResponse(Delivery):

@@ -219,6 +219,10 @@ class Partition:
                 return FetchResponse(Errors.NONE, self.partition_id, self.high_watermark, 0, leo, epoch, end)
         if req.fetch_offset > leo or req.fetch_offset < log.log_start_offset:
             return FetchResponse(Errors.OFFSET_OUT_OF_RANGE, self.partition_id, self.high_watermark, 0, leo)
+        # Partition.fetchRecords reads first (readRecords: records and initialHighWatermark), then
+        # updates the follower's state: the answer carries the HW from before this fetch moved it
+        hw = self.high_watermark
+        info = log.read(req.fetch_offset, max_batches=req.max_batches)
         follower = self.followers.get(req.replica_id)
         if follower is not None:  # Partition.updateFollowerFetchState
             now = self.scheduler.now_ms()
@@ -234,10 +238,9 @@ class Partition:
             follower.last_fetch_ms = now
             follower.last_fetch_leader_leo = leo
         self.maybe_increment_leader_hw()
-        info = log.read(req.fetch_offset, max_batches=req.max_batches)
         # cut by bytes (replica.fetch.max.bytes): how many whole batches it holds, for the event log
         self.cut_batches = len(info.batches) if info.cut else 0
-        return FetchResponse(Errors.NONE, self.partition_id, self.high_watermark, 0, leo, -1, -1, info.data)
+        return FetchResponse(Errors.NONE, self.partition_id, hw, 0, leo, -1, -1, info.data)
 
     def read_committed(self, fetch_offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES) -> tuple[int, bytes]:
         """A consumer fetch: (error, record batches below the HW, up to ``max_bytes`` but at least

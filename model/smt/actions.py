@@ -320,14 +320,14 @@ def effect_handle_fetch(nx: Next, st: Step) -> None:
             )
 
         def records(y: Next) -> None:
-            leo, off = y.rep(d, "len"), req["off"]
+            leo, off, hw = y.rep(d, "len"), req["off"], y.rep(d, "hw")  # HW read before the increment
             y.set_rep(
                 d,
                 **{f"rleo{r}": off, f"rbe{r}": req["be"], f"lcu{r}": z3.If(off >= leo, y["now"], y.rep(d, f"lcu{r}"))},
             )
             maybe_increment_leader_hw(y, d)
             start = z3.If(off < leo, y.log_field(f"r{d}.", "base", off), leo)  # the whole batch
-            respond(y, "NONE", "records", hw=y.rep(d, "hw"), start=start, stop=_fetch_end(y, d, start, req["mb"]))
+            respond(y, "NONE", "records", hw=hw, start=start, stop=_fetch_end(y, d, start, req["mb"]))
 
         def fetch(y: Next) -> None:
             leo = y.rep(d, "len")

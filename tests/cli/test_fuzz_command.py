@@ -75,7 +75,9 @@ def test_missing_java_is_a_one_line_error_with_exit_2(tmp_path):
     assert "Traceback" not in proc.stderr and "at org.apache" not in proc.stderr
 
 
-@pytest.mark.parametrize("mode", ["random", pytest.param("guided", marks=pytest.mark.slow)])
+# slow (19 s and 9 s): tests/conformance/test_sut.py drives the same driver protocol in the default run
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["random", "guided"])
 def test_fuzz_drives_the_system_under_test_it_is_given(mode, tmp_path, faulty_sut):
     """kip-320 passes in process; a --sut that answers one step with an internal error shows as a
     divergence in the campaign's verdicts, with or without --guided, and every Spark worker keeps

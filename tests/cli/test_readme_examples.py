@@ -250,7 +250,7 @@ def test_the_disk_fault_scope_is_explored_completely_without_violation():
     failed fsync in scope is explored completely; what breaks, breaks only outside its budget."""
     proc = run(example(DISK_SCOPE))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "36,638 distinct states" in proc.stdout and ", complete" in proc.stdout
+    assert "39,168 distinct states" in proc.stdout and ", complete" in proc.stdout
     assert "no property violated within its fault budget" in proc.stdout
 
 
@@ -434,7 +434,7 @@ def test_two_power_losses_of_two_replicas_lose_an_acknowledged_write():
         )
     )
     assert proc.returncode == 0, proc.stderr
-    assert "2,449 distinct states" in proc.stdout and ", complete" in proc.stdout
+    assert "2,622 distinct states" in proc.stdout and ", complete" in proc.stdout
     assert (
         "NoLostAckedWrite broken only outside its fault budget (shortest after 14 steps: brokers 0, 1 lost data"
     ) in proc.stdout

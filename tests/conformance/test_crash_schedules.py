@@ -19,7 +19,7 @@ def produce(r, acks, records=1):
     return {"step": "produce", "replica": r, "acks": acks, **({"records": records} if records != 1 else {})}
 
 
-REPLICATED = [produce(0, -1, 2)] + fetch(1) + fetch(2) + fetch(1) + fetch(2)
+REPLICATED = [produce(0, -1, 2)] + fetch(1) + fetch(2) + fetch(1) + fetch(2) + fetch(1) + fetch(2)  # HW known to all
 
 CASES = {
     "leader move to a live follower": REPLICATED

@@ -43,10 +43,13 @@ def test_hw_stays_zero_after_first_fetch_round_and_becomes_one_after_second():
     s, _ = run([produce(acks=1)] + fetch_round(1) + fetch_round(2))
     assert [len(r.log) for r in s.replicas] == [1, 1, 1]
     assert [r.hw for r in s.replicas] == [0, 0, 0]  # the leader learns follower LEOs one round late
-    s, _ = run([produce(acks=1)] + fetch_round(1) + fetch_round(2) + fetch_round(1) + fetch_round(2))
-    assert s.replicas[0].hw == 1
-    assert s.replicas[2].hw == 1  # follower 2 fetched last, after the leader's HW moved
-    assert s.replicas[1].hw == 0  # follower 1's second response carried the HW from before
+    two = [produce(acks=1)] + fetch_round(1) + fetch_round(2) + fetch_round(1) + fetch_round(2)
+    s, _ = run(two)
+    assert s.replicas[0].hw == 1  # follower 2's second fetch moved it
+    # ... but that fetch's answer carries the HW read before it moved (Partition.fetchRecords)
+    assert [s.replicas[1].hw, s.replicas[2].hw] == [0, 0]
+    s, _ = run(two + fetch_round(1))
+    assert [s.replicas[1].hw, s.replicas[2].hw] == [1, 0]  # the next fetch brings it
 
 
 def test_acks_all_completes_only_once_hw_passes_the_record():
@@ -94,7 +97,7 @@ def test_produce_to_a_follower_is_not_leader_or_follower_and_still_takes_a_recor
 def test_follower_hw_is_min_of_leader_hw_and_own_leo():
     cfg = ModelConfig(protocol="kip-320", replicas=2, min_insync_replicas=1)
     # leader: 2 records, HW 2 once follower 1 confirmed both; then a third record
-    base = [produce(acks=1), produce(acks=1)] + fetch_round(1) + fetch_round(1)
+    base = [produce(acks=1), produce(acks=1)] + fetch_round(1) + fetch_round(1) + fetch_round(1)
     s, _ = run(base, cfg)
     assert (s.replicas[0].hw, s.replicas[1].hw) == (2, 2)
     s, _ = run(base + [produce(acks=1)] + fetch_round(1), cfg)
@@ -283,7 +286,7 @@ def test_power_loss_drops_the_unflushed_suffix_at_restart():
 
 
 def test_clean_shutdown_keeps_everything_and_checkpoints_the_hw():
-    steps = [produce(acks=1)] + fetch_round(1) + fetch_round(2) + fetch_round(1) + fetch_round(2)
+    steps = [produce(acks=1)] + fetch_round(1) + fetch_round(2) + fetch_round(1) + fetch_round(2) + fetch_round(2)
     s, _ = run(
         steps
         + [

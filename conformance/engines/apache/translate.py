@@ -429,8 +429,10 @@ class Translation:
             return
         marks = self.leader_at.get((leader, tp), [])
         read_us, read_leo = handled
-        # marks come in time order and hold running maxima: both searches are binary (a soak has millions)
-        i = bisect.bisect_right(marks, read_us, key=lambda m: m[0])
+        # marks come in time order and hold running maxima: both searches are binary (a soak has millions).
+        # The handling read the HW strictly before it updated the follower's state (Partition.fetchRecords),
+        # so an HW that its own update raised is news the answer can only carry from a DelayedFetch's read
+        i = bisect.bisect_left(marks, read_us, key=lambda m: m[0])
         if end <= read_leo and (i == 0 or hw <= marks[i - 1][2]):
             return
         j = bisect.bisect_left(marks, True, key=lambda m: m[1] >= end and m[2] >= hw)

@@ -57,7 +57,7 @@ def commit_isr_change(c, leader):
     c.handle_alter_partition_response(leader)
 
 
-def test_high_watermark_reaches_the_follower_one_fetch_round_late():
+def test_high_watermark_reaches_the_follower_a_fetch_after_the_one_that_moved_it():
     c = cluster(replicas=2, min_isr=1)
     c.produce(0, b"1", 1)
     fetch_round(c, 1)
@@ -67,7 +67,9 @@ def test_high_watermark_reaches_the_follower_one_fetch_round_late():
     c.handle_fetch(1)  # the second fetch (offset 1) tells the leader the follower has the record
     leader, follower = c.snapshot().brokers
     assert leader.hw == 1 and follower.hw == 0
-    c.handle_fetch_response(1)  # ... and only its response carries the new HW to the follower
+    c.handle_fetch_response(1)  # its answer carries the HW read before it moved (Partition.fetchRecords)
+    assert c.snapshot().brokers[1].hw == 0
+    fetch_round(c, 1)  # ... and the next fetch's answer the new one
     assert c.snapshot().brokers[1].hw == 1
 
 
@@ -149,10 +151,10 @@ def _committed_record_with_lagging_follower_hws(protocol):
     fetch_round(c, 1, 2)
     c.produce(0, b"m2", -1)
     fetch_round(c, 2, 1)  # both get m2; the leader's HW reaches 1 at follower 1's fetch
-    for f in (1, 2):  # the fetches that commit m2; their responses (HW 2) are lost
-        c.send_fetch(f)
-        c.handle_fetch(f)
-        c.drop("fetch_response", f)
+    fetch_round(c, 1)  # its next answer carries that HW 1
+    c.send_fetch(2)
+    c.handle_fetch(2)  # the fetch that commits m2; its answer is lost
+    c.drop("fetch_response", 2)
     assert produced(c) == [(b"m1", "NONE", 0), (b"m2", "NONE", 1)]
     assert [b.hw for b in c.snapshot().brokers] == [2, 1, 0]
     return c

@@ -19,7 +19,7 @@ def cluster(replicas=1, min_isr=1):
 def test_a_lost_disk_takes_log_and_checkpoints_and_the_restart_starts_empty():
     c = cluster(replicas=2)
     c.produce(0, [b"1", b"2"], 1)
-    for _ in range(2):
+    for _ in range(3):  # the third answer carries the HW the second moved
         c.send_fetch(1)
         c.handle_fetch(1)
         c.handle_fetch_response(1)

@@ -202,6 +202,7 @@ PATHS = {
     + _round(2)
     + _round(1)
     + _round(2)
+    + _round(2)
     + [
         Step("checkpoint_hw", 2),
         Step("crash", 0, "power"),
