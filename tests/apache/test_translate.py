@@ -129,6 +129,27 @@ def test_a_delayed_fetch_completion_is_taken_strictly_before_its_answer():
     assert line["us"] == 499 and line["msg"] == [1, 7]
 
 
+def test_a_delayed_fetch_an_append_completes_reads_the_hw_of_a_handling_not_yet_returned():
+    """A 10-minute partition soak of 4.4.0: a handler raised the HW to 35 and returned only after two
+    appends; a DelayedFetch that the first append completed answered records 35 with HW 35. The HW
+    is the leader's from the handling's step on, so the completion goes after the first append, not
+    after the second (its answer would hold both)."""
+    from types import SimpleNamespace
+
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.handled[(0, 2, 7)] = (100, 35)  # follower 0's fetch 7 at offset 35, parked: nothing new
+    t.moved(2, "t-0", 110, 35, 34)
+    t.moved(2, "t-0", 300, 36, None)  # an append: LEO 36
+    t.moved(2, "t-0", 400, 37, None)  # another: LEO 37
+    t.moved(2, "t-0", 200, 35, 35)  # the handling that raised the HW to 35 began at 200, returned at 450
+    assert t.leader_at[(2, "t-0")] == [(110, 35, 34), (200, 35, 35), (300, 36, 35), (400, 37, 35)]
+    t.delayed(0, "t-0", (2, 7), 36, 35, SimpleNamespace(us=500, where="f:1"))
+    [line] = t.out[2]
+    assert line["us"] == 301 and line["msg"] == [0, 7]
+
+
 def test_a_broker_stopped_again_before_it_recorded_anything_was_started_in_between():
     """The harness stops only a running JVM: a second crash with no event since the first is a start
     that recorded nothing (a broker stopped again while it replayed the metadata log), then a crash."""

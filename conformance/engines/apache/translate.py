@@ -295,18 +295,21 @@ class Translation:
                     del queue[: i + 1]
                     break
             raised = self.raised_hw.pop((n, thread, tp), None)
-            self.moved(n, tp, r.us, a[4], raised[1] if raised else None)
-            if corr is not None:
-                self.handled[(follower, n, corr)] = (r.began, a[4])
+            expand = self.expanding.pop((n, thread, tp), None)
+            at = r.began if expand is None else min(r.began, expand[0] - 1)
+            # the model's leader has this handling's LEO and HW from its step on, though Kafka's handler
+            # returns later: a DelayedFetch that an append completes in between reads them (delayed())
+            self.moved(n, tp, at, a[4], raised[1] if raised else None)
+            if corr is not None:  # it read before it raised the HW, whenever the agent's line says it began
+                self.handled[(follower, n, corr)] = (r.began if raised is None else min(r.began, raised[0] - 1), a[4])
             # Request-handler threads handle followers' fetches at once: each updates its follower's state
             # when it begins, and an HW raised after may count another handler's follower that began later
             # and returns later. So a handling takes its place when it began, and an HW it raised is checked
             # at the last handling begun before the raise (finish()). maybeExpandIsr, called after the
             # follower's state was updated, returned before this exit: its proposal comes after the handling.
-            expand = self.expanding.pop((n, thread, tp), None)
             self.emit(
                 n,
-                r.began if expand is None else min(r.began, expand[0] - 1),
+                at,
                 HANDLE_FETCH,
                 r.where,
                 {},
@@ -412,10 +415,19 @@ class Translation:
             at["state"]["hw"] = max(hw, at["state"].get("hw", hw))
 
     def moved(self, n: int, tp: str, us: int, leo: int, hw: int | None) -> None:
-        """The leader's LEO and HW after one of its events, as far as the event's arguments say."""
+        """The leader's LEO and HW from one of its steps on, as far as the event's arguments say: marks in
+        time order holding running maxima. A handling's step may precede marks of events that returned
+        before it (concurrent handlers): it goes in its place, and the maxima after it take it in."""
         marks = self.leader_at.setdefault((n, tp), [])
-        last = marks[-1] if marks else (0, 0, 0)
-        marks.append((us, max(leo, last[1]), max(hw if hw is not None else -1, last[2])))
+        i = bisect.bisect_right(marks, us, key=lambda m: m[0])
+        before = marks[i - 1] if i else (0, 0, 0)
+        hw = hw if hw is not None else -1
+        marks.insert(i, (us, max(leo, before[1]), max(hw, before[2])))
+        for k in range(i + 1, len(marks)):  # the handlers' window: a few marks
+            m = marks[k]
+            if m[1] >= leo and m[2] >= hw:
+                break  # running maxima: every later mark holds them already
+            marks[k] = (m[0], max(m[1], leo), max(m[2], hw))
 
     def delayed(self, n: int, tp: str, sent: tuple, end: int, hw: int, r) -> None:
         """A fetch answered with more than its handling read (records appended, or an HW raised, after it): Kafka
