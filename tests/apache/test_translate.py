@@ -143,7 +143,7 @@ def test_a_delayed_fetch_an_append_completes_reads_the_hw_of_a_handling_not_yet_
     t.moved(2, "t-0", 110, 35, 34)
     t.moved(2, "t-0", 300, 36, None)  # an append: LEO 36
     t.moved(2, "t-0", 400, 37, None)  # another: LEO 37
-    t.moved(2, "t-0", 200, 35, 35)  # the handling that raised the HW to 35 began at 200, returned at 450
+    t.moved(2, "t-0", 200, -1, 35)  # the handling that raised the HW to 35 began at 200, returned at 450
     assert t.leader_at[(2, "t-0")] == [(110, 35, 34), (200, 35, 35), (300, 36, 35), (400, 37, 35)]
     t.delayed(0, "t-0", (2, 7), 36, 35, SimpleNamespace(us=500, where="f:1"))
     [line] = t.out[2]

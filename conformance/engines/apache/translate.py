@@ -297,9 +297,11 @@ class Translation:
             raised = self.raised_hw.pop((n, thread, tp), None)
             expand = self.expanding.pop((n, thread, tp), None)
             at = r.began if expand is None else min(r.began, expand[0] - 1)
-            # the model's leader has this handling's LEO and HW from its step on, though Kafka's handler
-            # returns later: a DelayedFetch that an append completes in between reads them (delayed())
-            self.moved(n, tp, at, a[4], raised[1] if raised else None)
+            if raised is not None:  # the model's leader has the HW it raised from its step on, though Kafka's
+                self.moved(n, tp, at, -1, raised[1])  # handler returns later: a DelayedFetch read in between has it
+            # the LEO it read, when it returned: the appends that made it have their own marks, and a
+            # handling's step may go before the append of what it read (finish())
+            self.moved(n, tp, r.us, a[4], None)
             if corr is not None:  # it read before it raised the HW, whenever the agent's line says it began
                 self.handled[(follower, n, corr)] = (r.began if raised is None else min(r.began, raised[0] - 1), a[4])
             # Request-handler threads handle followers' fetches at once: each updates its follower's state
