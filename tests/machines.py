@@ -5,7 +5,8 @@ interpreter.
 Why a fresh interpreter: besides its seed, Hypothesis draws constants found in the local modules
 loaded so far (``hypothesis.internal.conjecture.providers``), so a derandomized run is the same
 every time only in a process whose imports are the same every time; in a test worker they depend
-on which tests ran before it."""
+on which tests ran before it. The child draws none: whether isrcheck's own modules count as local
+depends on how it was installed (editable or not), and a test must find the same in both."""
 
 import json
 import os
@@ -17,7 +18,12 @@ _CHILD = """
 import json, sys
 import pytest
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis.internal.conjecture import providers
 from isrcheck.conformance.generators.strategies import lockstep_machine
+
+# no constants from local modules: which modules are local differs between an editable install
+# and a regular one (site-packages), and so would the derandomized draws
+providers._get_local_constants = lambda: providers._local_constants
 
 protocol, faults, examples, steps, plant, options = json.loads(sys.argv[1])
 with pytest.MonkeyPatch.context() as monkeypatch:

@@ -80,6 +80,7 @@ def test_kip320_explores_the_default_scope_completely_without_violation(kip320_d
     assert kip320_default.depth > 10
 
 
+@pytest.mark.slow  # 18 s; specs/scenarios/kip101-scenario1.json pins the same verdicts by protocol
 def test_kip101_scenario1_a_fast_bounce_loses_an_acknowledged_write_before_kip101_only():
     # KIP-101 scenario 1: a follower restarts before the controller noticed, truncates to its
     # lagging HW when it follows the leader again, then is elected once the leader fails

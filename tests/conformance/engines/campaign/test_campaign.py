@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from isrcheck.conformance import SutSpec, load_schedule, random_walk
 from isrcheck.conformance.cli.main import main
@@ -240,6 +241,7 @@ def test_killed_campaign_resumes_with_every_seed_exactly_once(spark, tmp_path):
     assert resumed.exit_code == 0 and resumed.summary["by_verdict"] == {"pass": _SEEDS}
 
 
+@pytest.mark.slow  # 15 to 23 s; a killed campaign's resume runs by default (above)
 def test_ctrl_c_keeps_what_is_done_and_the_same_command_resumes(spark, tmp_path):
     out = tmp_path / "c"
     with open(tmp_path / "stderr.txt", "wb") as err:
