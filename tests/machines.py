@@ -23,6 +23,7 @@ from isrcheck.conformance.generators.strategies import lockstep_machine
 
 # no constants from local modules: which modules are local differs between an editable install
 # and a regular one (site-packages), and so would the derandomized draws
+assert hasattr(providers, "_get_local_constants"), "this Hypothesis draws local constants elsewhere"
 providers._get_local_constants = lambda: providers._local_constants
 
 protocol, faults, examples, steps, plant, options = json.loads(sys.argv[1])

@@ -244,10 +244,7 @@ class Search:
             ):  # KRaft: the fence and the election in one change
                 yield [unlogged.fence_and_elect(self.cfg, r)]
                 return
-            kw = {"arg": ev.fields["acks"], "records": ev.fields["records"]} if step == PRODUCE else {}
-            if step == PRODUCE:
-                self.produced[r] = kw
-            yield [Step(step, r, **kw)]
+            yield [Step(step, r, **(_produce_args(ev) if step == PRODUCE else {}))]
         elif step == SEND_FETCH:
             yield unlogged.drop_outstanding(s, r) + [Step(SEND_FETCH, r, max_batches=ev.fields["max_batches"])]
         elif step in DELIVERIES:
@@ -415,7 +412,9 @@ class Search:
         """Remember what later events need: messages sent and delivered (for duplicates and late
         deliveries), restarts."""
         r = ev.fields["replica"]
-        if ev.step == SEND_FETCH and ev.corr is not None and after.fetch_requests[r]:
+        if ev.step == PRODUCE:
+            self.produced[r] = _produce_args(ev)
+        elif ev.step == SEND_FETCH and ev.corr is not None and after.fetch_requests[r]:
             self.sent[(r, ev.corr)] = after.fetch_requests[r][-1]
         elif ev.step == HANDLE_FETCH and ev.msg is not None:
             if ev.state.get("leader") == ev.node:
@@ -497,6 +496,11 @@ class Search:
 
 
 _GHOSTS_READ_BY_NO_STEP = {"acked": (), "consumed": ()}
+
+
+def _produce_args(ev: Event) -> dict:
+    """A logged produce's arguments to the model's ``produce``: its acks and record count."""
+    return {"arg": ev.fields["acks"], "records": ev.fields["records"]}
 
 
 def _recovered(events: list) -> dict:
