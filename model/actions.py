@@ -59,6 +59,15 @@ def _down(s: State, r: int) -> str | None:
     return None if s.replicas[r].alive else f"broker {r} is down"
 
 
+def _not_serving(s: State, r: int) -> str | None:
+    """Why broker r handles no request now: down, or started and not yet registered (KRaft's
+    BrokerServer enables request processing only after the controller accepted it)."""
+    rep = s.replicas[r]
+    if not rep.alive:
+        return f"broker {r} is down"
+    return f"broker {r} is not registered yet" if rep.unregistered else None
+
+
 def _outstanding(s: State, r: int, rep: Replica) -> bool:
     """A fetch of follower r sent under its current (leader, leader epoch) is still in flight (an
     orphan, sent before r crashed, is no longer its own)."""
@@ -80,8 +89,9 @@ def _caught_up(cfg, r: int, rep: Replica) -> list[int]:
 
 def _leader_guard(s: State, r: int) -> str | None:
     rep = s.replicas[r]
-    if not rep.alive:
-        return f"broker {r} is down"
+    reason = _not_serving(s, r)  # unregistered: its AlterPartition would be STALE_BROKER_EPOCH
+    if reason:
+        return reason
     if rep.leader != r:
         return f"broker {r} is not the leader in its own view"
     if rep.pending_isr is not None:
@@ -147,7 +157,7 @@ class Produce(Action):
     name = "produce"
 
     def guard(cfg, s, st):
-        return _down(s, st.replica)
+        return _not_serving(s, st.replica)
 
     def effect(nx, st):
         r, acks, n = st.replica, st.arg, st.records
@@ -182,7 +192,7 @@ class Consume(Action):
     name = "consume"
 
     def guard(cfg, s, st):
-        return _down(s, st.replica)
+        return _not_serving(s, st.replica)
 
     def effect(nx, st):
         r = st.replica
@@ -250,6 +260,13 @@ class HandleFetch(Delivery):
     name = "handle_fetch"
 
     message, what = "fetch_request", "fetch request"
+
+    @classmethod
+    def guard(cls, cfg, s, st):
+        reason = super().guard(cfg, s, st)
+        if reason is None and s.replicas[s.fetch_requests[st.replica][0].leader].unregistered:
+            reason = f"broker {s.fetch_requests[st.replica][0].leader} is not registered yet"  # the request waits
+        return reason
 
     def receive(nx, r, req):
         d = req.leader
@@ -349,44 +366,51 @@ class DeliverLeaderAndIsr(Action):
             return
         if m.leader == -1 and not nx.cfg.rules.follows_leaderless:
             return
-        n = nx.cfg.replicas
-        if m.leader_epoch == rep.leader_epoch:
-            rep = updated(rep, isr=m.isr, partition_epoch=m.partition_epoch)
-        elif m.leader == r:  # Partition.makeLeader
-            rep = updated(
-                rep,
-                leader=r,
-                leader_epoch=m.leader_epoch,
-                isr=m.isr,
-                partition_epoch=m.partition_epoch,
-                epoch_start_offset=len(rep.log),
-                remote_leo=(-1,) * n,
-                remote_broker_epoch=(-1,) * n,
-                last_caught_up=tuple(nx.now if i in m.isr else 0 for i in range(n)),
-                pending_isr=None,
-                pending_epochs=(),
-                truncating_epoch=-1,
-            )
-            rep = maybe_increment_leader_hw(nx, r, rep)
-        else:  # Partition.makeFollower
-            for record, _offset, _deadline, records in rep.pending_produces:
-                nx.produce_out(r, record, records, -1, NOT_LEADER)
-            rep = updated(
-                rep,
-                leader=m.leader,
-                leader_epoch=m.leader_epoch,
-                isr=m.isr,
-                partition_epoch=m.partition_epoch,
-                epoch_start_offset=-1,
-                remote_leo=(-1,) * n,
-                remote_broker_epoch=(-1,) * n,
-                last_caught_up=(0,) * n,
-                pending_isr=None,
-                pending_epochs=(),
-                pending_produces=(),
-            )
-            rep = nx.cfg.rules.make_follower(rep)
-        nx.replicas[r] = rep
+        nx.replicas[r] = _apply_partition_state(nx, r, rep, m)
+
+
+def _apply_partition_state(nx: NextState, r: int, rep: Replica, m: LeaderAndIsr) -> Replica:
+    """Broker ``r`` applies a newer partition state ``m`` (ReplicaManager.becomeLeaderOrFollower,
+    KRaft's applyDelta): the same leader epoch updates ISR and partition epoch; a newer one runs
+    Partition.makeLeader or makeFollower."""
+    n = nx.cfg.replicas
+    if m.leader_epoch == rep.leader_epoch:
+        rep = updated(rep, isr=m.isr, partition_epoch=m.partition_epoch)
+    elif m.leader == r:  # Partition.makeLeader
+        rep = updated(
+            rep,
+            leader=r,
+            leader_epoch=m.leader_epoch,
+            isr=m.isr,
+            partition_epoch=m.partition_epoch,
+            epoch_start_offset=len(rep.log),
+            remote_leo=(-1,) * n,
+            remote_broker_epoch=(-1,) * n,
+            last_caught_up=tuple(nx.now if i in m.isr else 0 for i in range(n)),
+            pending_isr=None,
+            pending_epochs=(),
+            truncating_epoch=-1,
+        )
+        rep = maybe_increment_leader_hw(nx, r, rep)
+    else:  # Partition.makeFollower
+        for record, _offset, _deadline, records in rep.pending_produces:
+            nx.produce_out(r, record, records, -1, NOT_LEADER)
+        rep = updated(
+            rep,
+            leader=m.leader,
+            leader_epoch=m.leader_epoch,
+            isr=m.isr,
+            partition_epoch=m.partition_epoch,
+            epoch_start_offset=-1,
+            remote_leo=(-1,) * n,
+            remote_broker_epoch=(-1,) * n,
+            last_caught_up=(0,) * n,
+            pending_isr=None,
+            pending_epochs=(),
+            pending_produces=(),
+        )
+        rep = nx.cfg.rules.make_follower(rep)
+    return rep
 
 
 class ShrinkIsr(Action):
@@ -565,25 +589,32 @@ class Rejoin(Action):
             return f"broker {r} is down"
         if r not in s.controller.fenced:
             return f"broker {r} is not fenced"
+        if s.replicas[r].unregistered:
+            return f"broker {r} is not registered yet (it registers by register)"
         return None
 
     def effect(nx, st):
         _register(nx, st.replica, unclean=False)
 
 
-def _register(nx: NextState, r: int, unclean: bool) -> None:
+def _register(nx: NextState, r: int, unclean: bool, catch_up: bool = False) -> None:
     """Broker registration (docs/steps.md, "Controller state"): a new broker epoch (KIP-903); after
     an unclean shutdown the controller first takes ``r`` out of ISR, ELR and leadership
     (KIP-966, ReplicationControlManager.handleBrokerUncleanShutdown); then it unfences ``r`` and
-    sends it its current partition state."""
+    sends it its current partition state, or with ``catch_up`` ``r`` applies that state at once
+    (KRaft: a started broker replays the metadata log up to its registration before it serves)."""
     c = nx.controller
     epoch = nx.cfg.rules.next_broker_epoch(c.broker_epochs[r])
     nx.controller = c._replace(broker_epochs=c.broker_epochs[:r] + (epoch,) + c.broker_epochs[r + 1 :])
-    nx.replicas[r] = updated(nx.replicas[r], broker_epoch=epoch)
+    nx.replicas[r] = updated(nx.replicas[r], broker_epoch=epoch, unregistered=False, unclean_shutdown=False)
     if unclean and _remove_broker(nx, r, tuple(i for i in c.isr if i != r), (r,)):
         nx.send_leader_and_isr(skip=r)
     c = nx.controller = nx.controller._replace(fenced=tuple(b for b in nx.controller.fenced if b != r))
-    nx.send("leader_and_isr", r, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch))
+    m = LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
+    if not catch_up:
+        nx.send("leader_and_isr", r, m)
+    elif (m.leader_epoch, m.partition_epoch) > (nx.replicas[r].leader_epoch, nx.replicas[r].partition_epoch):
+        nx.replicas[r] = _apply_partition_state(nx, r, nx.replicas[r], m)
 
 
 # -- brokers: failures, restarts, disks, fsync ---------------------------------------------------------------------
@@ -623,7 +654,10 @@ class Crash(Action):
             alive=False,
             pending_produces=(),
             power_lost=lost,
-            unclean_shutdown=nx.cfg.rules.unclean_shutdown(kind, nx.cfg.unclean_shutdown_detection),
+            # an unclean shutdown not yet told to the controller stays one: the broker never registered
+            unclean_shutdown=rep.unclean_shutdown
+            or nx.cfg.rules.unclean_shutdown(kind, nx.cfg.unclean_shutdown_detection),
+            unregistered=False,
         )
         # what reached r is gone; what r sent stays on the wire, its requests orphaned
         for field in ("leader_and_isr", "alter_partition_responses", "fetch_responses"):
@@ -639,11 +673,12 @@ class Crash(Action):
 
 
 class Restart(Action):
-    """Broker restart: log recovery (power loss cuts to the fsynced prefix), HW from checkpoint,
-    registration with a new broker epoch, then the controller's current LeaderAndIsr. Before the
-    controller fenced it, a fast bounce: before KIP-380 it keeps its ISR membership and any
-    leadership; from kip-903 on the controller ends the old session first (``fence``), as KRaft
-    refuses the new incarnation's registration until then."""
+    """Broker restart: log recovery (power loss cuts to the fsynced prefix), HW from checkpoint.
+    Before kip-903 the broker registers at once and gets the controller's current LeaderAndIsr; a
+    fast bounce (the controller never fenced it) keeps its ISR membership and any leadership. From
+    kip-903 on (KRaft's BrokerServer.startup) it starts on the replayed metadata log: it applies the
+    controller's current partition state, as leader too, and stays unregistered (broker epoch -1)
+    until ``register``."""
 
     name = "restart"
 
@@ -655,7 +690,8 @@ class Restart(Action):
         rep = nx.replicas[r]
         n = nx.cfg.replicas
         log = rep.log[: rep.durable] if rep.power_lost else rep.log
-        nx.replicas[r] = Replica(
+        started = nx.cfg.rules.start_before_registration
+        recovered = Replica(
             True,
             log,
             min(rep.durable, len(log)),
@@ -672,15 +708,46 @@ class Restart(Action):
             (),
             -1,
             False,
-            rep.broker_epoch,
+            -1 if started else rep.broker_epoch,
             (-1,) * n,
             (),
-            False,
-            rep.bad_batch if rep.bad_batch < len(log) else -1,
-        )  # a clean restart skips recovery
-        if nx.cfg.rules.registration_waits_for_session and r not in nx.controller.fenced:
-            Fence.effect(nx, Step("fence", r))  # the old session ends first: DUPLICATE_BROKER_REGISTRATION till then
-        _register(nx, r, unclean=rep.unclean_shutdown)
+            rep.unclean_shutdown and started,  # told to the controller by its registration
+            rep.bad_batch if rep.bad_batch < len(log) else -1,  # a clean restart skips recovery
+            started,
+        )
+        if not started:
+            nx.replicas[r] = recovered
+            _register(nx, r, unclean=rep.unclean_shutdown)
+            return
+        c = nx.controller  # the metadata log replayed: the controller's current state, applied
+        nx.replicas[r] = _apply_partition_state(
+            nx, r, recovered, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
+        )
+
+
+class Register(Action):
+    """The controller accepts a started broker's registration (ClusterControlManager.registerBroker,
+    kip-903 on): only once its old session ended, as it refuses a new incarnation while that lives
+    (DUPLICATE_BROKER_REGISTRATION). A new broker epoch, KIP-966's unclean shutdown handling,
+    unfenced; the broker applies the controller's state at once: BrokerServer enables request
+    processing only after lifecycleManager.initialCatchUpFuture, once it replayed the metadata log up
+    to its registration."""
+
+    name = "register"
+
+    def guard(cfg, s, st):
+        r = st.replica
+        rep = s.replicas[r]
+        if not rep.alive:
+            return f"broker {r} is down"
+        if not rep.unregistered:
+            return f"broker {r} is registered"
+        if r not in s.controller.fenced:
+            return f"broker {r}'s previous session is still valid (DUPLICATE_BROKER_REGISTRATION)"
+        return None
+
+    def effect(nx, st):
+        _register(nx, st.replica, unclean=nx.replicas[st.replica].unclean_shutdown, catch_up=True)
 
 
 class LoseDisk(Action):

@@ -36,6 +36,7 @@ FENCE = "fence"
 REJOIN = "rejoin"
 CRASH = "crash"
 RESTART = "restart"
+REGISTER = "register"
 LOSE_DISK = "lose_disk"
 FLUSH = "flush"
 CHECKPOINT_HW = "checkpoint_hw"
@@ -135,7 +136,8 @@ class Fault(NamedTuple):
     SMT encoding and the fault budget.
 
     ``when``: ``always``; ``power`` (a crash of kind power); ``unfenced`` (the controller had not
-    fenced the step's broker: a fast bounce); ``alive`` (the broker was alive: a zombie);
+    fenced the step's broker: a fast bounce); ``alive`` (the broker was alive and registered: a zombie;
+    fencing a broker still starting ends its previous process's session, the other half of a fast bounce);
     ``targeted`` (an election with a target: a leader move); ``fsync`` (a failed fsync)."""
 
     name: str
@@ -165,7 +167,8 @@ class Fault(NamedTuple):
         if when == "unfenced":
             return st.replica not in before.controller.fenced
         if when == "alive":
-            return before.replicas[st.replica].alive
+            rep = before.replicas[st.replica]
+            return rep.alive and not rep.unregistered
         return st.replica != -1  # targeted
 
 
@@ -295,7 +298,8 @@ STEPS: Mapping[str, StepKind] = {
         StepKind(
             RESTART,
             ("replica",),
-            "broker restart: log recovery (LogLoader), registration; a fast bounce when the controller never fenced it",
+            "broker restart: log recovery (LogLoader), then registration (kip-903 on: the replayed metadata, "
+            "registration by register); a fast bounce when the controller never fenced it",
             faults=(
                 Fault(
                     "bounce",
@@ -304,6 +308,14 @@ STEPS: Mapping[str, StepKind] = {
                     "a fast bounce: a restart the controller never noticed (KIP-966 unclean shutdown)",
                 ),
             ),
+            weight=1.5,
+            lifecycle=True,
+        ),
+        StepKind(
+            REGISTER,
+            ("replica",),
+            "the controller accepts a started broker's registration once its old session ended "
+            "(ClusterControlManager.registerBroker; kip-903, kip-966)",
             weight=1.5,
             lifecycle=True,
         ),

@@ -34,6 +34,7 @@ from .alphabet import (
     HANDLE_FETCH,
     LOSE_DISK,
     PRODUCE,
+    REGISTER,
     REJOIN,
     RESTART,
     SHRINK_ISR,
@@ -47,12 +48,14 @@ from .losses import (
     FAST_BOUNCE_AFTER_LOSS,
     KNOWN_LOSSES,
     LAST_REPLICA_STANDING,
+    RESTART_WITHIN_SESSION_AFTER_LOSS,
     STALE_ISR_EXPANSION,
     bounced_leader_proposal,
     deposed_leader_hw,
     deposed_leader_lives,
     fast_bounce_after_loss,
     last_replica_standing,
+    restart_within_session_after_loss,
     stale_isr_expansion,
 )
 from .protocols import PROTOCOLS
@@ -111,6 +114,12 @@ class FaultLedger(NamedTuple):
         if name == RESTART and FAST_BOUNCE_AFTER_LOSS.name in watch and fast_bounce_after_loss(before, st):
             entered.append(FAST_BOUNCE_AFTER_LOSS.name)
         if (
+            name == RESTART
+            and RESTART_WITHIN_SESSION_AFTER_LOSS.name in watch
+            and restart_within_session_after_loss(before, st, after)
+        ):
+            entered.append(RESTART_WITHIN_SESSION_AFTER_LOSS.name)
+        if (
             name == HANDLE_ALTER_PARTITION
             and ledger.losers
             and STALE_ISR_EXPANSION.name in watch
@@ -157,6 +166,7 @@ LEDGER_STEPS = (
             CRASH,
             LOSE_DISK,
             RESTART,
+            REGISTER,
             REJOIN,
             FENCE,
             ELECT,
@@ -219,7 +229,9 @@ class FaultBudget:
         self.spare_known_gaps = spare_known_gaps
         known = PROTOCOLS[protocol].known_losses
         self.lrs = LAST_REPLICA_STANDING.name in known
-        self.fast_bounce = FAST_BOUNCE_AFTER_LOSS.name in known
+        self.fast_bounce = FAST_BOUNCE_AFTER_LOSS.name in known or (
+            RESTART_WITHIN_SESSION_AFTER_LOSS.name in known and PROTOCOLS[protocol].start_before_registration
+        )
         self.stale_expansion = spare_known_gaps and STALE_ISR_EXPANSION.name in known
         self.stale: set[tuple[int, int]] = set()  # (leader, r): the leader's remote LEO of r predates r's data loss
 

@@ -168,8 +168,11 @@ def _fetch_round(config: ModelConfig, s: State, send: Step):
     """A follower's whole fetch round as one transition (the granularity of the TLA+ specs):
     send_fetch, handle_fetch and handle_fetch_response back to back on one working copy (send_fetch
     enabled, so nothing of the follower is in flight). Returns (steps, state after it, (state after
-    handle_fetch,)); None when the request is lost to a dead leader."""
+    handle_fetch,)); None when the request is lost to a dead leader or waits for a leader not yet
+    registered (it handles no request: docs/steps.md, restart)."""
     r = send.replica
+    if s.replicas[s.replicas[r].leader].unregistered:
+        return None
     nx = NextState(config, s)
     nx.take(SendFetch, send)
     if not nx.msgs.get("fetch_requests", s.fetch_requests)[r]:

@@ -46,6 +46,7 @@ from .alphabet import (
     LOSE_DISK,
     MESSAGE_KINDS,
     PRODUCE,
+    REGISTER,
     REJOIN,
     RESTART,
     SEND_FETCH,
@@ -60,6 +61,7 @@ from .losses import (
     DEPOSED_LEADER_HW,
     FAST_BOUNCE_AFTER_LOSS,
     LAST_REPLICA_STANDING,
+    RESTART_WITHIN_SESSION_AFTER_LOSS,
     STALE_ISR_EXPANSION,
     last_replica_standing,
 )
@@ -76,9 +78,10 @@ _KNOWN = (
     STALE_ISR_EXPANSION.name,
     DEPOSED_LEADER_HW.name,
     BOUNCED_LEADER_PROPOSAL.name,
+    RESTART_WITHIN_SESSION_AFTER_LOSS.name,
 )
 # the steps that may replace the controller's state (the ledger's Last Replica Standing check)
-_CONTROLLER_STEPS = frozenset((ELECT, FENCE, HANDLE_ALTER_PARTITION, REJOIN, RESTART, FAIL_DISK))
+_CONTROLLER_STEPS = frozenset((ELECT, FENCE, HANDLE_ALTER_PARTITION, REJOIN, RESTART, REGISTER, FAIL_DISK))
 _DATA_LOSSES = frozenset((CRASH, LOSE_DISK, CORRUPT, FAIL_DISK, CORRUPT_LIVE))  # where loses_data may hold
 
 
@@ -134,7 +137,7 @@ class Context(NamedTuple):
     losses: bool  # a step of the scope may lose data (power loss, lost disk, corruption)
     exclude_lrs: bool  # the explorer prunes Last Replica Standing
     stale_scope: bool  # the scope check of handle_alter_partition (exclude_known_losses, KIP-903)
-    fence_on_restart: bool = False  # a restart of an unfenced broker fences it first (kip-903 on)
+    split: bool = False  # restart starts the broker, register registers it (kip-903 on)
 
 
 def context(config, scope) -> Context:
@@ -152,7 +155,7 @@ def context(config, scope) -> Context:
         losses,
         scope.exclude_known_losses and LAST_REPLICA_STANDING.name in known,
         scope.exclude_known_losses and STALE_ISR_EXPANSION.name in known,
-        config.rules.registration_waits_for_session,
+        config.rules.start_before_registration,
     )
 
 
@@ -212,12 +215,12 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
         return L.rep_all[b] | L.ctrl_all | L.bepoch[b] | q["leader_and_isr"][b]
     if name == CRASH:
         return L.rep_all[b] | _own_queues(ctx, b) | _fetch_queues(ctx) | h["crashes"] | h["power_losses"]
-    if name == RESTART:
-        m = L.rep_all[b] | L.ctrl_all | L.bepoch[b] | q["leader_and_isr"][b] | h["bounces"]
-        if s is None or s.replicas[b].unclean_shutdown or ctx.fence_on_restart:
-            # the controller takes it out first (an unclean shutdown, or from kip-903 on the old
-            # session's end), telling everyone
-            m |= L.queues("leader_and_isr") | L.field("alive")
+    if name == RESTART and ctx.split:  # the replayed metadata: the controller's state, applied
+        return L.rep_all[b] | L.ctrl_all | L.now | h["bounces"]
+    if name in (RESTART, REGISTER):
+        m = L.rep_all[b] | L.ctrl_all | L.bepoch[b] | q["leader_and_isr"][b] | h["bounces"] | L.now
+        if s is None or s.replicas[b].unclean_shutdown:
+            m |= L.queues("leader_and_isr") | L.field("alive")  # the controller takes it out first, telling everyone
         return m
     if name == TICK:
         return L.now | L.field("pending_produces")
@@ -359,6 +362,8 @@ def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
     ):
         if name not in (LOSE_DISK, CORRUPT) and not rep.alive:
             return alive, 0  # every one of these needs its broker up (lose_disk and corrupt: down)
+        if name in (PRODUCE, CONSUME, SHRINK_ISR, EXPAND_ISR, REJOIN) and rep.unregistered:
+            return L.rep[b]["unregistered"], 0  # and registered
     if name == PRODUCE:
         if rep.leader != b:
             return L.rep[b]["leader"], 0
@@ -371,6 +376,8 @@ def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
             return own | q["fetch_requests"][b] | q["fetch_responses"][b], 0
         return own | L.rep[rep.leader]["alive"], 0  # a round is lost to a dead leader
     if name == HANDLE_FETCH:
+        if s.fetch_requests[b]:  # its destination is not registered yet
+            return L.rep[s.fetch_requests[b][0].leader]["unregistered"] | q["fetch_requests"][b], 0
         return 0, q["fetch_requests"][b]
     if name == HANDLE_FETCH_RESPONSE:
         return 0, q["fetch_responses"][b]
@@ -394,6 +401,10 @@ def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
         return L.ctrl["fenced"], 0
     if name == CRASH:
         return L.fields(b, "log", "durable"), 0  # a power loss keeping or tearing more batches than unflushed
+    if name == REGISTER:
+        if not rep.alive:
+            return alive, 0
+        return L.rep[b]["unregistered"] | L.ctrl["fenced"], 0
     if name in (RESTART, LOSE_DISK, CORRUPT):
         if rep.alive:
             return alive, 0
@@ -422,7 +433,7 @@ def pushes(ctx: Context, g: tuple) -> int:
         return q["alter_partition"][b]
     if name == HANDLE_ALTER_PARTITION:
         return q["alter_partition_responses"][b]
-    if name in (ELECT, FENCE, FAIL_DISK, RESTART):
+    if name in (ELECT, FENCE, FAIL_DISK, RESTART, REGISTER):
         return L.queues("leader_and_isr")
     if name == REJOIN:
         return q["leader_and_isr"][b]
@@ -441,7 +452,15 @@ _SERVED_WRITES = (
     "hw",
     "pending_produces",
 )  # a leader serving a fetch
-_CRASH_WRITES = ("alive", "durable", "hw_checkpoint", "pending_produces", "power_lost", "unclean_shutdown")
+_CRASH_WRITES = (
+    "alive",
+    "durable",
+    "hw_checkpoint",
+    "pending_produces",
+    "power_lost",
+    "unclean_shutdown",
+    "unregistered",
+)
 _PARTITION_CHANGE = ("leader", "leader_epoch", "isr", "elr", "partition_epoch", "last_known_leader")
 
 
@@ -471,7 +490,12 @@ def writes(ctx: Context, g: tuple) -> int:
         return (
             m
             | q["leader_and_isr"][b]
-            | (L.rep_all[b] & ~L.fields(b, "alive", "hw_checkpoint", "power_lost", "broker_epoch", "unclean_shutdown"))
+            | (
+                L.rep_all[b]
+                & ~L.fields(
+                    b, "alive", "hw_checkpoint", "power_lost", "broker_epoch", "unclean_shutdown", "unregistered"
+                )
+            )
             | h["acked"]
         )
     if name == SHRINK_ISR:
@@ -514,8 +538,12 @@ def writes(ctx: Context, g: tuple) -> int:
             | h["crashes"]
             | h["power_losses"]
         )
+    if name == RESTART and ctx.split:
+        return m | L.rep_all[b] | h["bounces"] | h["acked"]
     if name == RESTART:
         return m | L.rep_all[b] | L.ctrl_all | L.bepoch[b] | L.queues("leader_and_isr") | h["bounces"]
+    if name == REGISTER:  # the broker catches up: the controller's state applied
+        return m | L.rep_all[b] | h["acked"] | L.ctrl_all | L.bepoch[b] | L.queues("leader_and_isr")
     if name == LOSE_DISK:
         return (
             m
@@ -558,7 +586,7 @@ def _ledger_writes(ctx: Context, g: tuple) -> int:
     if not ctx.watch:
         return m
     m |= L.known[DEPOSED_LEADER_HW.name] | L.known[FAST_BOUNCE_AFTER_LOSS.name] | L.known[STALE_ISR_EXPANSION.name]
-    m |= L.known[BOUNCED_LEADER_PROPOSAL.name]
+    m |= L.known[BOUNCED_LEADER_PROPOSAL.name] | L.known[RESTART_WITHIN_SESSION_AFTER_LOSS.name]
     if ctx.losses and (name in _CONTROLLER_STEPS or name in _DATA_LOSSES):
         m |= L.known[LAST_REPLICA_STANDING.name]  # only a broker that lost power or its disk makes one
     return m

@@ -64,6 +64,20 @@ BOUNCED_LEADER_PROPOSAL = KnownLoss(
     "kip-903",
 )
 
+RESTART_WITHIN_SESSION_AFTER_LOSS = KnownLoss(
+    "restart-within-session-after-loss",
+    "a replica that lost unflushed data restarts before the controller ended its previous session: "
+    "KRaft's broker starts on the replayed metadata log and, until the session expires and its "
+    "registration is accepted, the controller keeps it in the ISR (electable) without that data, "
+    "under its old broker epoch, so an ISR expansion built on its previous incarnation's fetches is "
+    "accepted too; KIP-966's unclean shutdown handling comes only with the registration",
+    "Apache Kafka 4.x BrokerServer.startup (metadata publishers installed before "
+    "lifecycleManager.initialCatchUpFuture), ClusterControlManager.registerBroker "
+    "(DUPLICATE_BROKER_REGISTRATION while the old session is valid), "
+    "ReplicationControlManager.handleBrokerUncleanShutdown",
+    "none (Kafka 4.x has it)",
+)
+
 KNOWN_LOSSES: dict[str, KnownLoss] = {
     loss.name: loss
     for loss in (
@@ -72,6 +86,7 @@ KNOWN_LOSSES: dict[str, KnownLoss] = {
         STALE_ISR_EXPANSION,
         DEPOSED_LEADER_HW,
         BOUNCED_LEADER_PROPOSAL,
+        RESTART_WITHIN_SESSION_AFTER_LOSS,
     )
 }
 
@@ -93,6 +108,13 @@ def fast_bounce_after_loss(before, st) -> bool:
     """``st`` restarts a broker that lost data before the controller fenced it: it keeps its ISR
     membership (and leadership) without that data unless KIP-966 detects the unclean shutdown."""
     return st.name == RESTART and before.replicas[st.replica].power_lost and st.replica not in before.controller.fenced
+
+
+def restart_within_session_after_loss(before, st, after) -> bool:
+    """``st`` starts a broker that lost data while the controller still holds its previous
+    session (kip-903 on: it comes back unregistered, and only its registration, after the session
+    ended, tells the controller of the unclean shutdown)."""
+    return fast_bounce_after_loss(before, st) and after.replicas[st.replica].unregistered
 
 
 def stale_isr_expansion(before, st, after, lost: tuple) -> bool:

@@ -30,11 +30,13 @@ class Protocol:
     # ReplicaManager.makeFollowers before KIP-101 changed partition state only "when the leader is
     # available": a LeaderAndIsr naming no leader (-1) left the follower as it was
     follows_leaderless = False
-    # a restart's registration waits for the controller to end the previous process's session (fence
-    # it) when that still lives: KRaft's ClusterControlManager.registerBroker refuses the new
-    # incarnation (DUPLICATE_BROKER_REGISTRATION), as KIP-380 made the ZooKeeper controller see a
-    # bounced broker as a failure first; before, a fast bounce kept leadership in the same leader epoch
-    registration_waits_for_session = False
+    # KRaft's restart (docs/steps.md, restart and register): the broker starts on the replayed
+    # metadata log (BrokerServer.startup installs the metadata publishers before it waits for its
+    # registration), unregistered with broker epoch -1, and the controller accepts its registration
+    # (register) only once the old session ended: ClusterControlManager.registerBroker refuses the new
+    # incarnation while it lives (DUPLICATE_BROKER_REGISTRATION). Before, restart registers at once
+    # and a fast bounce keeps leadership in the same leader epoch (no KIP-380 here)
+    start_before_registration = False
 
     def make_follower(self, rep: Replica) -> Replica:
         """ReplicaManager.makeFollowers before KIP-101: truncate the log to the local HW."""
@@ -188,7 +190,7 @@ class Kip903(Kip320):
 
     name = "kip-903"
     known_losses = Kip320.known_losses - {STALE_ISR_EXPANSION.name, BOUNCED_LEADER_PROPOSAL.name}
-    registration_waits_for_session = True
+    start_before_registration = True
 
     def next_broker_epoch(self, epoch: int) -> int:
         """BrokerRegistrationRequest: every registration gets a new, larger broker epoch."""

@@ -15,13 +15,15 @@ from .history import EMPTY_HISTORY, History
 from .history import FIELDS as GHOST_FIELDS
 
 
-def _repr_without(t: Any, field: str, default: object) -> str:
-    """``repr(t)`` leaving ``field`` out at its ``default``: states and traces hashed before the
-    field existed keep their text (the trace hash and the explorer's fingerprints read it)."""
+def _repr_without(t: Any, field: str, default: object, **more: object) -> str:
+    """``repr(t)`` leaving ``field`` (and each of ``more``) out at its default: states and traces
+    hashed before the field existed keep their text (the trace hash and the explorer's fingerprints
+    read it)."""
+    defaults = {field: default, **more}
     return (
         type(t).__name__
         + "("
-        + ", ".join(f"{n}={v!r}" for n, v in zip(t._fields, t) if n != field or v != default)
+        + ", ".join(f"{n}={v!r}" for n, v in zip(t._fields, t) if n not in defaults or v != defaults[n])
         + ")"
     )
 
@@ -60,9 +62,10 @@ class Replica(NamedTuple):
     pending_epochs: tuple  # leader: the broker epochs ``pending_isr`` was proposed with; () when none
     unclean_shutdown: bool  # down without a clean shutdown (kip-966; else False)
     bad_batch: int = -1  # base offset of a batch damaged on disk under it (corrupt_live), -1 none
+    unregistered: bool = False  # up, started by restart, its registration not yet accepted (kip-903+)
 
     def __repr__(self) -> str:
-        return _repr_without(self, "bad_batch", -1)
+        return _repr_without(self, "bad_batch", -1, unregistered=False)
 
 
 class Controller(NamedTuple):

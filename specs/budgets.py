@@ -94,26 +94,37 @@ CONVERGENCE = Budget(
     "the controller did not notice (closed by KIP-966) or by an ISR expansion counting its LEO from "
     "before the loss (KAFKA-14139, closed by KIP-903); no deposed leader advancing its HW over its own "
     "stale ISR view or over what a Last Replica Standing lost (closed by KIP-966); no bounced leader's "
-    "orphan ISR expansion committed behind its new HW (closed by kip-903 here); any number of "
-    "brokers may lose unflushed "
+    "orphan ISR expansion committed behind its new HW (closed by kip-903 here); from kip-903 on, no "
+    "broker that lost data restarted before the controller ended its previous session (KRaft keeps it "
+    "in the ISR without that data until its registration: restart-within-session-after-loss); any "
+    "number of brokers may lose unflushed "
     "data: KIP-101 and KIP-279 promise that the replicas converge on the leader's log after "
     "simultaneous power losses, even where committed writes are lost",
     "KIP-101 (scenario 2: replica divergence after both brokers lose power; it fixes divergence, "
     "not the loss of multiple simultaneous failures); KIP-279 (fast leader changes); KIP-966 and "
     "KIP-903 (KAFKA-14139)",
     clean_elections=True,
-    known_losses=("fast-bounce-after-loss", "stale-isr-expansion", "deposed-leader-hw", "bounced-leader-proposal"),
+    known_losses=(
+        "fast-bounce-after-loss",
+        "stale-isr-expansion",
+        "deposed-leader-hw",
+        "bounced-leader-proposal",
+        "restart-within-session-after-loss",
+    ),
 )
 
 READS = Budget(
     DURABILITY.statement + "; consumers read only the leader of the controller's current leader "
     "epoch (a deposed leader serves its stale HW and log; Kafka's consumer sends its leader epoch "
-    "and is fenced there, KIP-320)",
-    DURABILITY.source + "; KIP-320 (consumer-side leader epoch validation)",
+    "and is fenced there, KIP-320); from kip-903 on, no broker that lost data restarted before the "
+    "controller ended its previous session: until its registration it is the controller's leader or "
+    "ELR member without that data (restart-within-session-after-loss; it serves no read then)",
+    DURABILITY.source + "; KIP-320 (consumer-side leader epoch validation); Apache Kafka 4.x "
+    "BrokerServer.startup and ClusterControlManager.registerBroker",
     losers=MIN_ISR,
     clean_elections=True,
     fenced_reads=True,
-    known_losses=DURABILITY.known_losses,
+    known_losses=DURABILITY.known_losses + ("restart-within-session-after-loss",),
 )
 
 DURABLE_LOGS = Budget(

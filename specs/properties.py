@@ -48,7 +48,10 @@ class Property:
 
 
 def _presumed_leaders(state):
-    return [(i, r) for i, r in enumerate(state.replicas) if r.alive and r.leader == i]
+    """The live brokers that lead in their own view and serve as leaders: a broker still starting
+    (kip-903 on: up on its replayed metadata, not yet registered) serves no request and advances no
+    HW; it is fenced, and so told a new leader epoch, before it registers (docs/steps.md, restart)."""
+    return [(i, r) for i, r in enumerate(state.replicas) if r.alive and r.leader == i and not r.unregistered]
 
 
 def _established_leader(state):
@@ -56,7 +59,7 @@ def _established_leader(state):
     if c.leader < 0:
         return None
     rep = state.replicas[c.leader]
-    if rep.alive and rep.leader == c.leader and rep.leader_epoch == c.leader_epoch:
+    if rep.alive and rep.leader == c.leader and rep.leader_epoch == c.leader_epoch and not rep.unregistered:
         return rep
     return None
 
@@ -139,10 +142,14 @@ def _holds(rep, pairs) -> bool:
 
 
 def elr_completeness(state) -> bool:
-    """KIP-966: every live ELR member holds every record clients were told is committed."""
-    reps = state.replicas
+    """KIP-966: every live ELR member holds every record clients were told is committed. A member
+    started again but fenced and not yet registered is judged once it registers (its registration
+    takes it out after an unclean shutdown; it cannot be elected before), as a member down is."""
+    reps, c = state.replicas, state.controller
     return all(
-        _holds(reps[m], state.acked) and _holds(reps[m], state.consumed) for m in state.controller.elr if reps[m].alive
+        _holds(reps[m], state.acked) and _holds(reps[m], state.consumed)
+        for m in c.elr
+        if reps[m].alive and not (reps[m].unregistered and m in c.fenced)
     )
 
 

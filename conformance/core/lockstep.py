@@ -428,11 +428,19 @@ def disk_paths(st: Step, before, bad: set[int], outputs: list = ()) -> list[str]
     return out + ["disk:offline-leader"] * (before.controller.leader == r)
 
 
-# a Replica as its repr writes it, the log (its second field) given as text: its last field,
-# bad_batch, only when a batch is damaged, as its repr shows it
-_DAMAGED_REPLICA_TEXT = "Replica(" + ", ".join(f"{f}=%s" if f == "log" else f"{f}=%r" for f in Replica._fields) + ")"
-_REPLICA_TEXT = _DAMAGED_REPLICA_TEXT.replace(", bad_batch=%r", "")
-assert Replica._fields[-1] == "bad_batch"
+# a Replica as its repr writes it, the log (its second field) given as text: its last fields,
+# bad_batch and unregistered, only away from their defaults, as its repr shows them
+_REPLICA_OPTIONAL = (("bad_batch", -1), ("unregistered", False))
+assert Replica._fields[-len(_REPLICA_OPTIONAL) :] == tuple(f for f, _ in _REPLICA_OPTIONAL)
+
+
+def _replica_text(shown: tuple) -> str:
+    """The format of a Replica's repr showing the optional fields flagged in ``shown``."""
+    fields = Replica._fields[: -len(_REPLICA_OPTIONAL)] + tuple(f for (f, _), on in zip(_REPLICA_OPTIONAL, shown) if on)
+    return "Replica(" + ", ".join(f"{f}=%s" if f == "log" else f"{f}=%r" for f in fields) + ")"
+
+
+_REPLICA_TEXTS = {shown: _replica_text(shown) for shown in ((a, b) for a in (False, True) for b in (False, True))}
 
 
 class _StateText:
@@ -464,9 +472,10 @@ class _StateText:
         if type(value) is tuple:
             return self._tuple(place, value)
         if type(value) is Replica:  # repr of the named tuple, its log through the kept text
-            if value[-1] == -1:
-                return _REPLICA_TEXT % (value[0], self._tuple(place, value[1]), *value[2:-1])
-            return _DAMAGED_REPLICA_TEXT % (value[0], self._tuple(place, value[1]), *value[2:])
+            k = len(_REPLICA_OPTIONAL)
+            shown = tuple(v != d for v, (_, d) in zip(value[-k:], _REPLICA_OPTIONAL))
+            extra = tuple(v for v, on in zip(value[-k:], shown) if on)
+            return _REPLICA_TEXTS[shown] % (value[0], self._tuple(place, value[1]), *value[2:-k], *extra)
         return repr(value)
 
     def _tuple(self, place: str, items: tuple) -> str:

@@ -69,8 +69,13 @@ def _isr_fields(nx: Next, key: str) -> dict:
     return {f"isr{j}": nx[f"{key}{j}"] for j in range(nx.b.replicas)}
 
 
+def _serving(nx: Next, r: int):
+    """Broker r handles requests: up and registered (KRaft enables request processing then)."""
+    return z3.And(nx.rep(r, "alive"), _not(nx.rep(r, "unreg")))
+
+
 def _leader_guard(nx: Next, r: int):
-    return z3.And(nx.rep(r, "alive"), nx.rep(r, "leader") == r, _not(nx.rep(r, "pend")))
+    return z3.And(_serving(nx, r), nx.rep(r, "leader") == r, _not(nx.rep(r, "pend")))
 
 
 def _propose_isr(nx: Next, r: int, proposed: list, epochs: list | None = None) -> None:
@@ -138,14 +143,14 @@ def _remove_broker(nx: Next, r: int, isr: list, unclean: tuple):
     return changed
 
 
-def _register(nx: Next, r: int, unclean=False) -> None:
+def _register(nx: Next, r: int, unclean=False, catch_up: bool = False) -> None:
     """Broker registration: a new broker epoch (KIP-903); after an unclean shutdown (KIP-966) the
     controller first takes ``r`` out of ISR, ELR and leadership; then unfences it and sends it
     the partition state."""
     rules = _rules(nx)
     epoch = rules.next_broker_epoch(nx[f"c.bep{r}"])
     nx[f"c.bep{r}"] = epoch
-    nx.set_rep(r, bepoch=epoch)
+    nx.set_rep(r, bepoch=epoch, unreg=z3.BoolVal(False), unclean=z3.BoolVal(False))
 
     def uncleanly(x: Next) -> None:
         isr = [x[f"c.isr{j}"] if j != r else z3.BoolVal(False) for j in range(x.b.replicas)]
@@ -153,7 +158,14 @@ def _register(nx: Next, r: int, unclean=False) -> None:
 
     nx.branch(unclean, uncleanly)
     nx[f"c.fenced{r}"] = z3.BoolVal(False)
-    _send_leader_and_isr(nx, r)
+    if not catch_up:
+        _send_leader_and_isr(nx, r)
+        return
+    # KRaft: the broker has replayed the metadata log up to its registration before it serves
+    m = {"leader": nx["c.leader"], "lepoch": nx["c.lepoch"], "pepoch": nx["c.pepoch"], **_isr_fields(nx, "c.isr")}
+    le, pe = nx.rep(r, "lepoch"), nx.rep(r, "pepoch")
+    newer = z3.Or(m["lepoch"] > le, z3.And(m["lepoch"] == le, m["pepoch"] > pe))
+    nx.branch(newer, lambda x: _apply_partition_state(x, r, m))
 
 
 def _has_message(nx: Next, q: str, r: int, index: int = 0):
@@ -164,7 +176,7 @@ def _has_message(nx: Next, q: str, r: int, index: int = 0):
 
 
 def guard_produce(nx: Next, st: Step):
-    return nx.rep(st.replica, "alive")
+    return _serving(nx, st.replica)
 
 
 def effect_produce(nx: Next, st: Step) -> None:
@@ -210,7 +222,7 @@ def effect_produce(nx: Next, st: Step) -> None:
 
 
 def guard_consume(nx: Next, st: Step):
-    return nx.rep(st.replica, "alive")
+    return _serving(nx, st.replica)
 
 
 def effect_consume(nx: Next, st: Step) -> None:
@@ -284,7 +296,11 @@ def effect_send_fetch(nx: Next, st: Step) -> None:
 
 
 def guard_handle_fetch(nx: Next, st: Step):
-    return _has_message(nx, "fetch_requests", st.replica)
+    if nx.b.capacity("fetch_requests") == 0:
+        return z3.BoolVal(False)
+    to = nx.msg("fetch_requests", st.replica, 0, "leader")  # a destination not registered yet: it waits
+    waits = z3.Or([z3.And(to == d, nx.rep(d, "unreg")) for d in range(nx.b.replicas)])
+    return z3.And(_has_message(nx, "fetch_requests", st.replica), _not(waits))
 
 
 def effect_handle_fetch(nx: Next, st: Step) -> None:
@@ -432,12 +448,20 @@ def guard_deliver_leader_and_isr(nx: Next, st: Step):
 
 
 def effect_deliver_leader_and_isr(nx: Next, st: Step) -> None:
-    r, n = st.replica, nx.b.replicas
+    r = st.replica
     m = nx.pop("leader_and_isr", r, st.index)
     le, pe = nx.rep(r, "lepoch"), nx.rep(r, "pepoch")
     newer = z3.Or(m["lepoch"] > le, z3.And(m["lepoch"] == le, m["pepoch"] > pe))
     if not _rules(nx).follows_leaderless:
         newer = z3.And(newer, m["leader"] != -1)
+    nx.branch(newer, lambda x: _apply_partition_state(x, r, m))
+
+
+def _apply_partition_state(nx: Next, r: int, m: dict) -> None:
+    """Broker r applies a newer partition state ``m`` (leader, lepoch, pepoch, isr<j>): the same
+    leader epoch updates ISR and partition epoch; a newer one runs makeLeader or makeFollower."""
+    n = nx.b.replicas
+    le = nx.rep(r, "lepoch")
     isr = {f"isr{j}": m[f"isr{j}"] for j in range(n)}
     neutral = {
         **{f"{f}{j}": z3.IntVal(-1) for j in range(n) for f in ("rleo", "rbe", "pep")},
@@ -474,14 +498,11 @@ def effect_deliver_leader_and_isr(nx: Next, st: Step) -> None:
         )
         _rules(x).make_follower(x, r)
 
-    def apply(x: Next) -> None:
-        x.branch(
-            m["lepoch"] == le,
-            lambda y: y.set_rep(r, pepoch=m["pepoch"], **isr),
-            lambda y: y.branch(m["leader"] == r, make_leader, make_follower),
-        )
-
-    nx.branch(newer, apply)
+    nx.branch(
+        m["lepoch"] == le,
+        lambda y: y.set_rep(r, pepoch=m["pepoch"], **isr),
+        lambda y: y.branch(m["leader"] == r, make_leader, make_follower),
+    )
 
 
 def _lagging(nx: Next, r: int) -> list:
@@ -639,7 +660,7 @@ def effect_fence(nx: Next, st: Step) -> None:
 
 
 def guard_rejoin(nx: Next, st: Step):
-    return z3.And(nx.rep(st.replica, "alive"), nx[f"c.fenced{st.replica}"])
+    return z3.And(nx.rep(st.replica, "alive"), nx[f"c.fenced{st.replica}"], _not(nx.rep(st.replica, "unreg")))
 
 
 def effect_rejoin(nx: Next, st: Step) -> None:
@@ -676,7 +697,11 @@ def effect_crash(nx: Next, st: Step) -> None:
         r,
         alive=z3.BoolVal(False),
         plost=lost,
-        unclean=z3.BoolVal(_rules(nx).unclean_shutdown(st.arg, nx.cfg.unclean_shutdown_detection)),
+        # an unclean shutdown not yet told to the controller stays one (the broker never registered)
+        unclean=z3.Or(
+            nx.rep(r, "unclean"), z3.BoolVal(_rules(nx).unclean_shutdown(st.arg, nx.cfg.unclean_shutdown_detection))
+        ),
+        unreg=z3.BoolVal(False),
     )
     # what reached r is gone; what r sent stays on the wire, its requests orphaned
     for q in ("leader_and_isr", "alter_partition_responses", "fetch_responses"):
@@ -697,6 +722,7 @@ def effect_restart(nx: Next, st: Step) -> None:
     r, n = st.replica, nx.b.replicas
     p = f"r{r}."
     unclean = nx.rep(r, "unclean")
+    started = nx.cfg.rules.start_before_registration  # the model's flag
     nx.branch(nx.rep(r, "plost"), lambda x: x.cut_log(p, zmin(x.rep(r, "durable"), x.rep(r, "len"))))
     length = nx.rep(r, "len")
     bad = nx.rep(r, "bad")  # kept by a clean shutdown (no recovery), else cut with the log
@@ -713,7 +739,9 @@ def effect_restart(nx: Next, st: Step) -> None:
         trunc=z3.IntVal(-1),
         pend=z3.BoolVal(False),
         plost=z3.BoolVal(False),
-        unclean=z3.BoolVal(False),
+        unclean=unclean if started else z3.BoolVal(False),  # told to the controller by its registration
+        unreg=z3.BoolVal(started),
+        bepoch=z3.IntVal(-1) if started else nx.rep(r, "bepoch"),
         **{
             f"{f}{j}": v
             for j in range(n)
@@ -729,9 +757,21 @@ def effect_restart(nx: Next, st: Step) -> None:
     )
     for k in range(1, nx.b.records + 1):
         _clear_pending(nx, r, k)
-    if nx.cfg.rules.registration_waits_for_session:  # the old session ends first (the model's flag)
-        nx.branch(_not(nx[f"c.fenced{r}"]), lambda x: effect_fence(x, Step(FENCE, r)))
-    _register(nx, r, unclean)
+    if not started:
+        _register(nx, r, unclean)
+        return
+    # the replayed metadata log: the controller's current state, applied as a LeaderAndIsr would be
+    state = {"leader": nx["c.leader"], "lepoch": nx["c.lepoch"], "pepoch": nx["c.pepoch"], **_isr_fields(nx, "c.isr")}
+    _apply_partition_state(nx, r, state)
+
+
+def guard_register(nx: Next, st: Step):
+    r = st.replica
+    return z3.And(nx.rep(r, "alive"), nx.rep(r, "unreg"), nx[f"c.fenced{r}"])
+
+
+def effect_register(nx: Next, st: Step) -> None:
+    _register(nx, st.replica, nx.rep(st.replica, "unclean"), catch_up=True)
 
 
 def guard_lose_disk(nx: Next, st: Step):
@@ -885,7 +925,7 @@ def fault_counted(s: dict, st: Step, fault):
     if when == "unfenced":
         return z3.Not(s[f"c.fenced{r}"])
     if when == "alive":
-        return s[f"r{r}.alive"]
+        return z3.And(s[f"r{r}.alive"], z3.Not(s[f"r{r}.unreg"]))
     return z3.BoolVal(fault.counts(st, None))  # decided by the step alone
 
 

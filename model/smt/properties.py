@@ -23,8 +23,8 @@ def _same_prefix(s: dict, b: Bounds, a: int, c: int, upto):
     )
 
 
-def _presumes(s: dict, i: int):
-    return z3.And(s[f"r{i}.alive"], s[f"r{i}.leader"] == i)
+def _presumes(s: dict, i: int):  # a broker still starting (unregistered) serves as no leader
+    return z3.And(s[f"r{i}.alive"], s[f"r{i}.leader"] == i, z3.Not(s[f"r{i}.unreg"]))
 
 
 def _leaders_complete(s: dict, b: Bounds, member: Callable[[int, int], object]):
@@ -70,7 +70,13 @@ def high_watermark_bound(s: dict, b: Bounds):
 
 
 def _established(s: dict, b: Bounds, i: int):
-    return z3.And(s["c.leader"] == i, s[f"r{i}.alive"], s[f"r{i}.leader"] == i, s[f"r{i}.lepoch"] == s["c.lepoch"])
+    return z3.And(
+        s["c.leader"] == i,
+        s[f"r{i}.alive"],
+        s[f"r{i}.leader"] == i,
+        s[f"r{i}.lepoch"] == s["c.lepoch"],
+        z3.Not(s[f"r{i}.unreg"]),
+    )
 
 
 def replication_quorum_superset(s: dict, b: Bounds):
@@ -125,7 +131,13 @@ def _holds_committed(s: dict, b: Bounds, i: int):
 
 def elr_completeness(s: dict, b: Bounds):
     return z3.And(
-        *(z3.Implies(z3.And(s[f"c.elr{i}"], s[f"r{i}.alive"]), _holds_committed(s, b, i)) for i in range(b.replicas))
+        *(
+            z3.Implies(
+                z3.And(s[f"c.elr{i}"], s[f"r{i}.alive"], z3.Not(z3.And(s[f"r{i}.unreg"], s[f"c.fenced{i}"]))),
+                _holds_committed(s, b, i),
+            )
+            for i in range(b.replicas)
+        )
     )
 
 

@@ -82,7 +82,7 @@ HAS_ISR = ("leader_and_isr", "alter_partition", "alter_partition_responses")
 ORPHANS = ("fetch_requests", "alter_partition")  # requests, orphaned by their sender's crash (a Bool)
 QUEUES = tuple(MESSAGE_KINDS.values())
 _REPLICA_INTS = ("len", "durable", "hw", "hwc", "leader", "lepoch", "pepoch", "eso", "trunc", "bepoch", "bad")
-_REPLICA_BOOLS = ("alive", "pend", "plost", "unclean")
+_REPLICA_BOOLS = ("alive", "pend", "plost", "unclean", "unreg")
 HISTORY_COUNTERS = COUNTERS  # the fault counters (alphabet.FAULTS), in History's order
 
 
@@ -187,6 +187,7 @@ def embed(b: Bounds, s: State) -> dict:
                 p + "plost": rep.power_lost,
                 p + "bepoch": rep.broker_epoch,
                 p + "unclean": rep.unclean_shutdown,
+                p + "unreg": rep.unregistered,
                 p + "bad": rep.bad_batch,
             }
         )
@@ -368,6 +369,7 @@ def decode(b: Bounds, v: dict) -> State:
                 remote_broker_epoch=tuple(v[f"{p}rbe{j}"] for j in range(n)),
                 unclean_shutdown=v[p + "unclean"],
                 bad_batch=v[p + "bad"],
+                unregistered=v[p + "unreg"],
                 pending_epochs=tuple(v[f"{p}pep{j}"] for j in _members(v, p + "pisr", n)) if v[p + "pend"] else (),
             )
         )

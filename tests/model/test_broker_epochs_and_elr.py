@@ -35,7 +35,7 @@ LAG_OUT_2 = (
 def test_registration_gives_a_new_broker_epoch_and_fetches_carry_it():
     s, _ = run(
         KIP903,
-        [step("crash", 1, kind="process"), step("restart", 1), step("deliver_leader_and_isr", 1)] + fetch_round(1),
+        [step("crash", 1, kind="process"), step("fence", 1), step("restart", 1), step("register", 1)] + fetch_round(1),
     )
     assert s.controller.broker_epochs == (0, 1, 0)
     assert s.replicas[1].broker_epoch == 1
@@ -59,14 +59,21 @@ def test_an_expansion_proposed_from_a_previous_incarnation_is_ineligible():
             step("crash", 2, kind="process"),
             step("lose_disk", 2),
             step("restart", 2),
+            step("fence", 2),
+            step("register", 2),
             step("handle_alter_partition", 0),
         ]
     )
     s, _ = run(KIP903, steps)
     assert s.alter_partition_responses[0][0].error == "INELIGIBLE_REPLICA"
     assert s.controller.isr == (0, 1)
-    s, _ = run(ModelConfig(protocol="kip-320"), steps)  # KAFKA-14139: accepted before broker epochs
+    older = [st for st in steps if st["step"] not in ("fence", "register")]  # restart registers at once
+    s, _ = run(ModelConfig(protocol="kip-320"), older)  # KAFKA-14139: accepted before broker epochs
     assert s.controller.isr == (0, 1, 2)
+    # before the old session ended the controller holds the old broker epoch: accepted (the known
+    # loss restart-within-session-after-loss)
+    s, _ = run(KIP903, [st for st in steps if st["step"] not in ("fence", "register")])
+    assert s.controller.isr == (0, 1, 2) and s.replicas[2].unregistered
 
 
 def test_strict_min_isr_blocks_the_hw_and_hides_acks1_records():
@@ -109,39 +116,65 @@ def test_election_takes_an_unfenced_elr_member_and_unclean_restart_leaves_the_el
         step("crash", 0, kind="power"),
         step("fence", 0),
     ]
-    s, _ = run(KIP966, down + [step("restart", 0)])  # unclean: out of the ELR, unfenced
+    back0 = [step("restart", 0), step("register", 0)]
+    back1 = [step("restart", 1), step("register", 1)]
+    s, _ = run(KIP966, down + [step("restart", 0)])  # started: the controller knows nothing yet
+    assert s.controller.elr == (0, 1) and 0 in s.controller.fenced and s.replicas[0].unregistered
+    s, _ = run(KIP966, down + back0)  # unclean: out of the ELR, unfenced
     assert s.controller.elr == (1,) and 0 not in s.controller.fenced
-    s, _ = run(KIP966, down + [step("restart", 0), step("restart", 1), step("elect")])
+    s, _ = run(KIP966, down + back0 + back1 + [step("elect")])
     assert s.controller.leader == 1 and s.controller.isr == (1,) and s.controller.elr == ()
     # a process crash keeps the page cache: 1 stays in the ELR and is elected
     s, _ = run(
         KIP966,
-        down[:-4]
-        + [step("crash", 1, kind="process"), step("fence", 1)]
-        + down[-2:]
-        + [step("restart", 0), step("restart", 1), step("elect")],
+        down[:-4] + [step("crash", 1, kind="process"), step("fence", 1)] + down[-2:] + back0 + back1 + [step("elect")],
     )
     assert s.controller.leader == 1
     # with both back from power losses (beyond the budget), the last known leader
     s, _ = run(
         KIP966,
-        down[:-4]
-        + [step("crash", 1, kind="power"), step("fence", 1)]
-        + down[-2:]
-        + [step("restart", 0), step("restart", 1), step("elect")],
+        down[:-4] + [step("crash", 1, kind="power"), step("fence", 1)] + down[-2:] + back0 + back1 + [step("elect")],
     )
     assert s.controller.leader == 0 and s.controller.isr == (0,)
-    assert "no eligible replica" in why(KIP966, down + [step("restart", 0)], step("elect"))  # 1 is fenced
+    assert "no eligible replica" in why(KIP966, down + back0, step("elect"))  # 1 is fenced
 
 
 def test_a_fast_bounce_loses_isr_membership_and_leadership_from_kip903_on():
-    # KRaft refuses the new process's registration while the old session lives: the restart ends
-    # it first (a fence), whatever the shutdown was
+    # KRaft refuses the new process's registration while the old session lives: it registers only
+    # after a fence ended that session, whatever the shutdown was
     for protocol in (KIP966, KIP903):
         for kind in ("power", "clean", "process"):
-            s, _ = run(protocol, [step("crash", 0, kind=kind), step("restart", 0)])
+            bounced = [step("crash", 0, kind=kind), step("restart", 0)]
+            assert "DUPLICATE_BROKER_REGISTRATION" in why(protocol, bounced, step("register", 0))
+            s, _ = run(protocol, bounced + [step("fence", 0), step("register", 0)])
             c = s.controller
             assert c.leader == -1 and c.isr == (1, 2) and c.leader_epoch == 1, (protocol, kind, c)
             assert c.last_known_leader == (0 if protocol is KIP966 else -1) and 0 not in c.fenced
+            assert s.replicas[0].leader == -1 and s.replicas[0].leader_epoch == 1  # caught up at once
     s, _ = run(KIP320, [step("crash", 0, kind="power"), step("restart", 0)])
     assert s.controller.leader == 0 and s.controller.leader_epoch == 0  # before KIP-380 it leads on
+
+
+def test_a_bounced_leader_leads_on_its_replayed_metadata_until_it_registers():
+    """kip-966 fast bounce after a power loss: the restarted leader applies the controller's state,
+    in which it still leads (makeLeader in leader epoch 0), unregistered, broker epoch -1, serving
+    nothing; the controller notices only when the session ends (fence), and the registration then
+    takes it out of the ISR for its unclean shutdown (docs/steps.md, restart and register)."""
+    steps = [step("produce", 0, acks=1), step("crash", 0, kind="power"), step("restart", 0)]
+    s, _ = run(KIP966, steps)
+    rep = s.replicas[0]
+    assert (rep.leader, rep.leader_epoch, rep.isr, rep.unregistered) == (0, 0, (0, 1, 2), True)
+    assert rep.broker_epoch == -1 and rep.log == () and rep.unclean_shutdown
+    assert s.controller.leader == 0 and s.controller.isr == (0, 1, 2) and s.controller.fenced == ()
+    for refused in (step("produce", 0, acks=1), step("consume", 0), step("register", 0)):
+        assert why(KIP966, steps, refused) is not None
+    # a follower's fetch to it waits (a drop may take it)
+    assert why(KIP966, steps + [step("send_fetch", 1)], step("handle_fetch", 1)) == "broker 0 is not registered yet"
+    s, _ = run(KIP966, steps + [step("fence", 0)])
+    assert s.controller.leader == -1 and s.controller.leader_epoch == 1 and s.replicas[0].leader == 0
+    s, _ = run(KIP966, steps + [step("fence", 0), step("register", 0)])
+    assert not s.replicas[0].unregistered and s.replicas[0].broker_epoch == 1
+    assert s.replicas[0].leader_epoch == 1 and s.controller.elr == () and 0 not in s.controller.isr
+    # its followers fetch with broker epoch -1 while it is unregistered
+    s, _ = run(KIP966, [step("crash", 1, kind="process"), step("restart", 1)] + fetch_round(1))
+    assert s.replicas[0].remote_broker_epoch == (-1, -1, -1) and s.replicas[0].remote_leo[1] == 0

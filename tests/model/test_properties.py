@@ -109,10 +109,9 @@ def test_history_properties_read_the_ghost_variables():
 
 
 def test_predicates_read_any_object_with_the_documented_attributes():
-    rep = SimpleNamespace(alive=True, log=[(0, 0, 1)], hw=1, leader=0, leader_epoch=0, isr=(0, 1), pending_isr=None)
-    follower = SimpleNamespace(
-        alive=True, log=[(0, 0, 1)], hw=1, leader=0, leader_epoch=0, isr=(0, 1), pending_isr=None
-    )
+    fields = dict(leader=0, leader_epoch=0, isr=(0, 1), pending_isr=None, unregistered=False)
+    rep = SimpleNamespace(alive=True, log=[(0, 0, 1)], hw=1, **fields)
+    follower = SimpleNamespace(alive=True, log=[(0, 0, 1)], hw=1, **fields)
     state = SimpleNamespace(
         replicas=[rep, follower],
         controller=SimpleNamespace(leader=0, leader_epoch=0, isr=(0, 1), partition_epoch=0, elr=()),
