@@ -601,8 +601,9 @@ def _register(nx: NextState, r: int, unclean: bool, catch_up: bool = False) -> N
     """Broker registration (docs/steps.md, "Controller state"): a new broker epoch (KIP-903); after
     an unclean shutdown the controller first takes ``r`` out of ISR, ELR and leadership
     (KIP-966, ReplicationControlManager.handleBrokerUncleanShutdown); then it unfences ``r`` and
-    sends it its current partition state, or with ``catch_up`` ``r`` applies that state at once
-    (KRaft: a started broker replays the metadata log up to its registration before it serves)."""
+    sends it its current partition state; with ``catch_up`` ``r`` has applied that state already
+    (KRaft: a started broker replays the metadata log up to its registration before it serves), and
+    the message, delivered, changes nothing."""
     c = nx.controller
     epoch = nx.cfg.rules.next_broker_epoch(c.broker_epochs[r])
     nx.controller = c._replace(broker_epochs=c.broker_epochs[:r] + (epoch,) + c.broker_epochs[r + 1 :])
@@ -611,10 +612,9 @@ def _register(nx: NextState, r: int, unclean: bool, catch_up: bool = False) -> N
         nx.send_leader_and_isr(skip=r)
     c = nx.controller = nx.controller._replace(fenced=tuple(b for b in nx.controller.fenced if b != r))
     m = LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
-    if not catch_up:
-        nx.send("leader_and_isr", r, m)
-    elif (m.leader_epoch, m.partition_epoch) > (nx.replicas[r].leader_epoch, nx.replicas[r].partition_epoch):
+    if catch_up and (m.leader_epoch, m.partition_epoch) > (nx.replicas[r].leader_epoch, nx.replicas[r].partition_epoch):
         nx.replicas[r] = _apply_partition_state(nx, r, nx.replicas[r], m)
+    nx.send("leader_and_isr", r, m)
 
 
 # -- brokers: failures, restarts, disks, fsync ---------------------------------------------------------------------
@@ -678,7 +678,8 @@ class Restart(Action):
     fast bounce (the controller never fenced it) keeps its ISR membership and any leadership. From
     kip-903 on (KRaft's BrokerServer.startup) it starts on the replayed metadata log: it applies the
     controller's current partition state, as leader too, and stays unregistered (broker epoch -1)
-    until ``register``."""
+    until ``register``, unless the controller had ended its previous session already: then it
+    registers in the same step."""
 
     name = "restart"
 
@@ -723,6 +724,8 @@ class Restart(Action):
         nx.replicas[r] = _apply_partition_state(
             nx, r, recovered, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
         )
+        if r in c.fenced:  # the old session had ended: the controller accepts its registration at once
+            _register(nx, r, unclean=rep.unclean_shutdown, catch_up=True)
 
 
 class Register(Action):

@@ -75,7 +75,7 @@ class ModelEpochs:
             broker_epoch=rank(b, r.broker_epoch) if self.counted else 0,
             remote_broker_epoch=tuple(rank(f, e) for f, e in enumerate(r.remote_broker_epoch)),
             pending_epochs=tuple(rank(m, e) for m, e in zip(r.pending_isr or (), r.pending_epochs)),
-            unclean_shutdown=self.unclean and not r.alive and r.unclean_shutdown,
+            unclean_shutdown=self.unclean and (not r.alive or r.unregistered) and r.unclean_shutdown,
         )
 
     def controller(self, controller: Controller) -> Controller:

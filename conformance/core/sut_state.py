@@ -130,7 +130,7 @@ SCHEMA = {
 # fields an object may leave out, with the value that means (a damaged batch and an orphan are
 # rare: -1 none, false)
 OPTIONAL = {
-    "replica": {"bad_batch": -1},
+    "replica": {"bad_batch": -1, "unregistered": False},
     "fetch_request": {"orphan": False},
     "fetch_response": {"bad_batch": -1},
     "alter_partition": {"orphan": False},

@@ -667,27 +667,31 @@ class Controller:
 
     def _send_leader_and_isr(self, p: PartitionRegistration, brokers: tuple[int, ...]) -> None:
         version = 2 if self.kafka_metadata else 0
-        live = self._unfenced() if version else ()
         for broker in brokers:
-            self.endpoint.send_request(
-                broker,
-                ApiKey.LEADER_AND_ISR,
-                version,
-                LeaderAndIsrRequest(
-                    self.broker_epochs[broker],
-                    p.partition_id,
-                    p.leader,
-                    p.leader_epoch,
-                    p.partition_epoch,
-                    p.isr,
-                    p.replicas,
-                    p.topic,
-                    p.index,
-                    live,
-                    p.min_insync_replicas,
-                    p.deleted,
-                ),
-            )
+            self.endpoint.send_request(broker, ApiKey.LEADER_AND_ISR, version, self.leader_and_isr(p, broker))
+
+    def leader_and_isr(self, p: PartitionRegistration, broker: int) -> LeaderAndIsrRequest:
+        """Partition ``p``'s current state as the LeaderAndIsr for ``broker``."""
+        return LeaderAndIsrRequest(
+            self.broker_epochs[broker],
+            p.partition_id,
+            p.leader,
+            p.leader_epoch,
+            p.partition_epoch,
+            p.isr,
+            p.replicas,
+            p.topic,
+            p.index,
+            self._unfenced() if self.kafka_metadata else (),
+            p.min_insync_replicas,
+            p.deleted,
+        )
+
+    def metadata(self, broker: int) -> list[LeaderAndIsrRequest]:
+        """What a starting broker replays of the metadata log: every live partition's current
+        state, as LeaderAndIsrs for ``broker`` (KRaft's BrokerServer.startup applies it before the
+        controller accepts its registration)."""
+        return [self.leader_and_isr(p, broker) for p in self.partitions if not p.deleted]
 
     def _check_sessions(self) -> None:
         now = self.scheduler.now_ms()

@@ -137,6 +137,8 @@ class Broker:
         )
         if not kafka:
             self.replica_manager.get_or_create_partition(PARTITION_ID, DEFAULT_TOPIC, 0)
+        # a restart (not a new cluster's bootstrap) under KRaft's rule starts before it registers
+        self.replica_manager.starting = incarnation > 0 and config.variant.start_before_registration
         self.alive = True
         # an I/O error in a request handler or a timer takes the log directory offline (Kafka's
         # LocalLog.maybeHandleIOException); the runtime ends the process (None: only ``halt``)
@@ -199,6 +201,12 @@ class Broker:
         if state is not None:
             self.replica_manager.apply_leader_and_isr(state)
         self._start_heartbeats()
+
+    def replay_metadata(self, states) -> None:
+        """KRaft's start on the metadata log: apply the controller's current partition states (as
+        LeaderAndIsrs: ``makeLeader``/``makeFollower``) before registering."""
+        for req in states:
+            self.replica_manager.apply_leader_and_isr(req)
 
     def register(self) -> None:
         """BrokerRegistration after a restart, or by a live broker that was fenced: the controller

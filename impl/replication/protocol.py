@@ -36,6 +36,13 @@ class ProtocolVariant:
         return self.broker_epochs
 
     @property
+    def start_before_registration(self) -> bool:
+        """KRaft's restart: a broker starts on the replayed metadata log (the controller's current
+        partition state, applied), serves nothing and fetches with broker epoch -1 until the
+        controller accepted its registration (BrokerServer.startup). Here from KIP-903 on."""
+        return self.broker_epochs
+
+    @property
     def fetch_version(self) -> int:
         """Fetch v2 (v0 + max_batches) before KIP-320, v3 (v1 + max_batches) from it, v4 (v3 + the
         follower's broker epoch) from KIP-903."""

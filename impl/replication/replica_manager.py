@@ -83,6 +83,10 @@ class ReplicaManager:
         self.on_event = on_event
         self.broker_epoch = -1
         self.first_broker_epoch = -1  # of this process's first registration
+        # KRaft's restart (start_before_registration): up on the replayed metadata log, it serves no
+        # request (BrokerServer enables request processing only once caught up after registration)
+        # and proposes no ISR change until the controller's state after its registration is applied
+        self.starting = False
         self.partitions: dict[int, Partition] = {}
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.names: dict[tuple[str, int], int] = {}  # (topic, index) -> partition id
@@ -163,6 +167,8 @@ class ReplicaManager:
     # -- request handlers ---------------------------------------------------------------------
     def handle_produce(self, src: int, header: Header, req: ProduceRequest) -> Any:
         """Produce of the replication protocol: the records as one batch (see ``append_records``)."""
+        if self.starting:
+            return None  # not serving yet: no answer, as a listener that accepts no connection
         if req.acks not in (0, 1, -1):
             return ProduceResponse(Errors.INVALID_REQUIRED_ACKS, req.partition, -1)
         if not req.records:
@@ -246,6 +252,8 @@ class ReplicaManager:
     def handle_fetch(self, src: int, header: Header, req: FetchRequest) -> FetchResponse | None:
         """A Fetch; with ``replica.fetch.wait.max.ms`` set, a follower's that finds nothing new
         waits in the DelayedFetch purgatory for the leader's next append."""
+        if self.starting:
+            return None  # not serving yet (see ``starting``)
         read_at = self.scheduler.now_ms()  # the wait counts from the read (before its event is logged)
         resp = self.fetch(req, (src, header.correlation_id) if self.events is not None else None)
         wait_ms = self.config.replica_fetch_wait_max_ms
@@ -335,7 +343,9 @@ class ReplicaManager:
 
     def handle_offsets_for_leader_epoch(
         self, src: int, header: Header, req: OffsetForLeaderEpochRequest
-    ) -> OffsetForLeaderEpochResponse:
+    ) -> OffsetForLeaderEpochResponse | None:
+        if self.starting:
+            return None  # not serving yet (see ``starting``)
         p = self.partitions.get(req.partition)
         if p is None:
             return OffsetForLeaderEpochResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION, req.partition)
@@ -370,7 +380,8 @@ class ReplicaManager:
         """becomeLeaderOrFollower: apply newer partition state; start or stop the fetcher. One sent
         to an earlier registration of this same process (before it was fenced and came back) still
         counts: whether its state is newer is judged by its epochs."""
-        if src != CONTROLLER_ID or self.first_broker_epoch < 0 or req.broker_epoch < self.first_broker_epoch:
+        unknown = self.first_broker_epoch < 0 and not self.starting  # a starting broker replays them
+        if src != CONTROLLER_ID or unknown or req.broker_epoch < self.first_broker_epoch:
             return None  # not from the controller, or meant for an earlier process of this broker
         if header.api_version >= 1:
             self.live_brokers = req.live_brokers
@@ -380,6 +391,8 @@ class ReplicaManager:
             self.stop_partition(req)
             return None
         self.apply_leader_and_isr(req, check_fetches=False)
+        if self.starting and 0 <= self.first_broker_epoch <= req.broker_epoch:
+            self.starting = False  # caught up with the state of its registration: it serves now
         if self.events is not None and req.partition in self.partitions:
             self.events.broker(
                 self.partitions[req.partition],
@@ -492,9 +505,10 @@ class ReplicaManager:
         """Kafka's isr-expiration task; expansion happens only on a follower's fetch. At a fixed rate
         (``scheduleAtFixedRate``): the next run is the next lattice point after this run's start,
         not an interval after its end, so that a run late by load delays no later run (lattice
-        points it passed are not run again: each would find what this run found)."""
+        points it passed are not run again: each would find what this run found). A starting broker
+        proposes nothing: its AlterPartition would carry broker epoch -1 (STALE_BROKER_EPOCH)."""
         started = self.scheduler.now_ms()  # at or before every partition's own reading
-        for p in self.partitions.values():
+        for p in self.partitions.values() if not self.starting else ():
             if p.maybe_shrink_isr() and self.events is not None:
                 self.events.broker(p, "shrink_isr", {"replica": self.broker_id}, corr=p.last_isr_request)
         interval = self.config.lag_check_interval_ms

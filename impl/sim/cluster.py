@@ -112,13 +112,13 @@ class Cluster:
             raise ClusterError(f"acks must be 0, 1 or -1, got {acks!r}")
         if not isinstance(values, (bytes, bytearray)) and len(values) == 0:
             raise ClusterError("a produce carries at least one record")
-        self._need_alive(broker)
+        self._need_serving(broker)
         self.world.producer.send(broker, values, acks, self.world.config.request_timeout_ms)
         self._settle()
 
     def consume(self, broker: int) -> None:
         """A consumer fetches from ``broker`` from offset 0."""
-        self._need_alive(broker)
+        self._need_serving(broker)
         self.world.consumer.fetch(broker, 0)
         self._settle()
 
@@ -156,6 +156,9 @@ class Cluster:
         self._settle()
 
     def handle_fetch(self, follower: int) -> None:
+        leader = self.world.brokers[self._envelope("fetch_request", follower, 0).dst]
+        if leader.alive and leader.replica_manager.starting:
+            raise ClusterError(f"broker {leader.broker_id} is not registered yet")  # the request waits
         self.deliver("fetch_request", follower)
 
     def handle_fetch_response(self, follower: int) -> None:
@@ -223,6 +226,8 @@ class Cluster:
         b = self._need_alive(broker)
         if broker not in self.world.controller.fenced:
             raise ClusterError(f"broker {broker} is not fenced")
+        if b.replica_manager.starting:
+            raise ClusterError(f"broker {broker} is not registered yet (it registers by register)")
         self.world.trace_event("rejoin", broker)
         b.register()
         self._settle()
@@ -254,19 +259,45 @@ class Cluster:
         self._settle()
 
     def restart(self, broker: int) -> None:
-        """Start ``broker`` again: log recovery, HW from its checkpoint, registration. Before the
-        controller fenced it this is a fast bounce: before KIP-903 here it keeps its ISR membership
-        and leadership; from it on the controller refuses the registration until the old session
-        expires, so that expiry (a fence) comes first."""
+        """Start ``broker`` again: log recovery, HW from its checkpoint. Before KIP-903 here it
+        registers at once; before the controller fenced it this is a fast bounce that keeps its ISR
+        membership and leadership. From KIP-903 on (KRaft) it starts on the replayed metadata log,
+        the controller's current state applied (the simulation hands it over at once), and
+        registers by ``register`` (in auto mode it asks until the old session expired)."""
         self._need_down(broker)
         b = self.world.restart_broker(broker)
         self.stats["restarts"] += 1
         self.world.trace_event("restart", broker, b.log.log_end_offset)
-        controller = self.world.controller
-        if self.world.config.variant.registration_waits_for_session and broker not in controller.fenced:
-            controller.fence(broker)  # DUPLICATE_BROKER_REGISTRATION until the old session ends
+        if not self.world.config.variant.start_before_registration:
+            b.register()
+        else:
+            b.replay_metadata(self.world.controller.metadata(broker))
+            if self.world.auto:
+                b.register()  # asked again until the old session expired
+            elif broker in self.world.controller.fenced:  # expired already: accepted at once
+                self._register(b)
+        self._settle()
+
+    def register(self, broker: int) -> None:
+        """The controller accepts started ``broker``'s registration (KRaft): only once its previous
+        session ended (DUPLICATE_BROKER_REGISTRATION before); the broker applies the state of its
+        registration at once (the simulation delivers that LeaderAndIsr), and serves from then on."""
+        b = self._need_alive(broker)
+        if not b.replica_manager.starting:
+            raise ClusterError(f"broker {broker} is registered")
+        if broker not in self.world.controller.fenced:
+            raise ClusterError(f"broker {broker}'s previous session is still valid (DUPLICATE_BROKER_REGISTRATION)")
+        self._register(b)
+        self._settle()
+
+    def _register(self, b: Broker) -> None:
+        """The registration of started ``b``, and its catch-up: the controller's state as of the
+        registration applied before it serves (its LeaderAndIsr stays in flight, no newer)."""
+        self.world.trace_event("register", b.broker_id)
         b.register()
         self._settle()
+        b.replay_metadata(self.world.controller.metadata(b.broker_id))
+        b.replica_manager.starting = False
 
     def lose_disk(self, broker: int) -> None:
         """The log directory of a down broker is replaced by an empty one (KAFKA-14139): log and
@@ -420,8 +451,16 @@ class Cluster:
             raise ClusterError(f"broker {broker} is down")
         return b
 
+    def _need_serving(self, broker: int) -> Broker:
+        """A live broker that handles requests: not one still starting (KRaft, not yet registered).
+        A self-driven run sends anyway: the request goes unanswered, as to a closed listener."""
+        b = self._need_alive(broker)
+        if b.replica_manager.starting and not self.world.auto:
+            raise ClusterError(f"broker {broker} is not registered yet")
+        return b
+
     def _need_leader(self, broker: int):
-        p = self._need_alive(broker).partition
+        p = self._need_serving(broker).partition
         if not p.is_leader:
             raise ClusterError(f"broker {broker} is not the leader in its own view")
         if p.pending_isr is not None:

@@ -64,7 +64,8 @@ class BrokerSnapshot:
     last_fetch_ms: tuple[int, ...] = ()  # leader: when each follower last fetched (-1 never)
     remote_broker_epoch: tuple[int, ...] = ()  # leader: each follower's broker epoch (KIP-903), -1 unknown
     pending_isr_epochs: tuple[int, ...] = ()  # leader: the broker epochs of the pending proposal
-    unclean_shutdown: bool = False  # down without the clean shutdown file (read from its disk)
+    unclean_shutdown: bool = False  # down without the clean shutdown file, or up and its registration will say so
+    unregistered: bool = False  # up on the replayed metadata, its registration not yet accepted (KRaft)
     # base offset of the first batch of its log failing its CRC check on disk, -1 none (left out of
     # the repr, which the simulation's trace hash reads, so runs without damage hash as before)
     bad_batch: int = field(default=-1, repr=False)
@@ -185,6 +186,8 @@ def broker_snapshot(b: Broker, replicas: int, view: LogView) -> BrokerSnapshot:
         fetched,
         epochs,
         p.pending_isr_epochs,
+        b.replica_manager.starting and b.previous_broker_epoch < 0,  # its registration will be unclean
+        b.replica_manager.starting,
     )
     last_fields, last = view.last
     if fields == last_fields:

@@ -130,7 +130,13 @@ class SimWorld:
         if kind != "clean" and view.bad_batch >= 0:  # no clean shutdown file: recovery will cut at the damage
             durable, lost = min(durable, view.bad_batch), True
         self._frozen[broker] = dataclasses.replace(
-            view, alive=False, pending_produces=(), fetch_outstanding=False, power_lost=lost, durable=durable
+            view,
+            alive=False,
+            pending_produces=(),
+            fetch_outstanding=False,
+            power_lost=lost,
+            durable=durable,
+            unregistered=False,
         )
         if kind == "clean":
             b.shutdown()

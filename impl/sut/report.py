@@ -52,7 +52,8 @@ def replica_fields(b) -> dict:
         "pending_epochs": tuple(b.pending_isr_epochs),
         "unclean_shutdown": b.unclean_shutdown,
         **({"bad_batch": b.bad_batch} if b.bad_batch >= 0 else {}),
-    }  # optional: -1 when left out
+        **({"unregistered": True} if b.unregistered else {}),
+    }  # optional: -1 and false when left out
 
 
 def controller_fields(c) -> dict:

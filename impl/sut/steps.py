@@ -43,6 +43,7 @@ STEPS: dict[str, tuple[str, ...]] = {
     "rejoin": ("replica",),
     "crash": ("replica", "kind", "survive", "torn", "tail"),
     "restart": ("replica",),
+    "register": ("replica",),
     "lose_disk": ("replica",),
     "flush": ("replica",),
     "checkpoint_hw": ("replica",),

@@ -158,14 +158,12 @@ def _register(nx: Next, r: int, unclean=False, catch_up: bool = False) -> None:
 
     nx.branch(unclean, uncleanly)
     nx[f"c.fenced{r}"] = z3.BoolVal(False)
-    if not catch_up:
-        _send_leader_and_isr(nx, r)
-        return
-    # KRaft: the broker has replayed the metadata log up to its registration before it serves
-    m = {"leader": nx["c.leader"], "lepoch": nx["c.lepoch"], "pepoch": nx["c.pepoch"], **_isr_fields(nx, "c.isr")}
-    le, pe = nx.rep(r, "lepoch"), nx.rep(r, "pepoch")
-    newer = z3.Or(m["lepoch"] > le, z3.And(m["lepoch"] == le, m["pepoch"] > pe))
-    nx.branch(newer, lambda x: _apply_partition_state(x, r, m))
+    if catch_up:  # KRaft: the broker has replayed the metadata log up to its registration before it serves
+        m = {"leader": nx["c.leader"], "lepoch": nx["c.lepoch"], "pepoch": nx["c.pepoch"], **_isr_fields(nx, "c.isr")}
+        le, pe = nx.rep(r, "lepoch"), nx.rep(r, "pepoch")
+        newer = z3.Or(m["lepoch"] > le, z3.And(m["lepoch"] == le, m["pepoch"] > pe))
+        nx.branch(newer, lambda x: _apply_partition_state(x, r, m))
+    _send_leader_and_isr(nx, r)
 
 
 def _has_message(nx: Next, q: str, r: int, index: int = 0):
@@ -763,6 +761,8 @@ def effect_restart(nx: Next, st: Step) -> None:
     # the replayed metadata log: the controller's current state, applied as a LeaderAndIsr would be
     state = {"leader": nx["c.leader"], "lepoch": nx["c.lepoch"], "pepoch": nx["c.pepoch"], **_isr_fields(nx, "c.isr")}
     _apply_partition_state(nx, r, state)
+    # the old session had ended: the controller accepts its registration at once
+    nx.branch(nx[f"c.fenced{r}"], lambda x: _register(x, r, unclean, catch_up=True))
 
 
 def guard_register(nx: Next, st: Step):
