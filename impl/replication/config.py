@@ -36,6 +36,9 @@ class ClusterConfig:
 
     replica_fetch_backoff_ms: int = 5  # a follower's pause after an empty or failed fetch
     replica_fetch_wait_max_ms: int = 0  # 0: a fetch with nothing new is answered at once (no long poll)
+    # a follower's request unanswered this long counts as lost and is sent again (Kafka's
+    # replica.socket.timeout.ms): a leader up but not yet serving (KRaft, unregistered) never answers
+    replica_socket_timeout_ms: int = 30_000
     replica_lag_check_interval_ms: int = 0  # 0: half of replica.lag.time.max.ms (Kafka's schedule)
     broker_heartbeat_interval_ms: int = 10
     broker_session_timeout_ms: int = 60

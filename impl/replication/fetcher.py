@@ -38,16 +38,19 @@ class ReplicaFetcher:
         scheduler: Scheduler,
         auto: bool = False,
         backoff_ms: int = 5,
+        socket_timeout_ms: int = 30_000,
     ) -> None:
         self.partition = partition
         self.endpoint = endpoint
         self.scheduler = scheduler
         self.auto = auto
         self.backoff_ms = backoff_ms
+        self.socket_timeout_ms = socket_timeout_ms
         self.truncating_epoch = FETCHING  # KIP-101/KIP-279: the epoch to ask the leader about next
         self.outstanding: int | None = None  # correlation id of the request in flight
         self.sent_under: tuple[int, int] = (-1, -1)  # (leader, leader epoch) it was sent under
         self._poll: Timer | None = None
+        self._timeout: Timer | None = None  # auto mode: the outstanding request's socket timeout
         self.events = None  # an EventLog when the run logs its events
 
     @property
@@ -119,7 +122,22 @@ class ReplicaFetcher:
                 self._on_fetch if events is None else self._logged(self._on_fetch, p.leader, correlation_id),
                 correlation_id,
             )
+        if self.auto:
+            self._arm_timeout(p.leader, correlation_id)
         return True
+
+    def _arm_timeout(self, leader: int, correlation_id: int) -> None:
+        """Auto mode: the request counts as lost if no answer came within the socket timeout (Kafka's
+        NetworkClient disconnects it): the handler sees no response and the loop sends again."""
+        if self._timeout is not None:
+            self._timeout.cancel()
+
+        def expire() -> None:
+            self._timeout = None
+            if self.outstanding == correlation_id:
+                self.endpoint.connection_lost(leader, correlation_id)
+
+        self._timeout = self.scheduler.schedule(self.socket_timeout_ms, expire)
 
     def _logged(self, handler, leader: int, correlation_id: int):
         """``handler`` of a response, followed by its event (a lost request has none: the log

@@ -141,7 +141,14 @@ class ReplicaManager:
             partition_id,
             f"{topic}-{index}" if self.kafka else None,
         )
-        fetcher = ReplicaFetcher(p, self.endpoint, self.scheduler, self.auto, self.config.replica_fetch_backoff_ms)
+        fetcher = ReplicaFetcher(
+            p,
+            self.endpoint,
+            self.scheduler,
+            self.auto,
+            self.config.replica_fetch_backoff_ms,
+            self.config.replica_socket_timeout_ms,
+        )
         fetcher.events = self.events
         if self.events is not None:  # an expiry is logged: timeliness' DelayedProduceExpiry reads it
             events = self.events

@@ -65,10 +65,11 @@ class BrokerSnapshot:
     remote_broker_epoch: tuple[int, ...] = ()  # leader: each follower's broker epoch (KIP-903), -1 unknown
     pending_isr_epochs: tuple[int, ...] = ()  # leader: the broker epochs of the pending proposal
     unclean_shutdown: bool = False  # down without the clean shutdown file, or up and its registration will say so
-    unregistered: bool = False  # up on the replayed metadata, its registration not yet accepted (KRaft)
     # base offset of the first batch of its log failing its CRC check on disk, -1 none (left out of
     # the repr, which the simulation's trace hash reads, so runs without damage hash as before)
     bad_batch: int = field(default=-1, repr=False)
+    # up on the replayed metadata, its registration not yet accepted (KRaft; left out of the repr as above)
+    unregistered: bool = field(default=False, repr=False)
 
     @property
     def log_end_offset(self) -> int:
@@ -192,7 +193,8 @@ def broker_snapshot(b: Broker, replicas: int, view: LogView) -> BrokerSnapshot:
     last_fields, last = view.last
     if fields == last_fields:
         return last
-    snap = BrokerSnapshot(*fields[:14], tuple(PendingProduce(*op) for op in fields[14]), *fields[15:])
+    pending = tuple(PendingProduce(*op) for op in fields[14])
+    snap = BrokerSnapshot(*fields[:14], pending, *fields[15:-1], unregistered=fields[-1])
     view.last = (fields, snap)
     return snap
 

@@ -34,7 +34,7 @@ def test_a_seed_draws_the_same_swarm_every_time_and_seeds_differ():
 def test_a_swarm_walk_takes_only_what_its_swarm_kept():
     # classic: a profile whose guards leave a swarm's steps out at times (every-fault default does not)
     classic, left_out = FAULT_PROFILES["classic"], 0
-    for seed in range(12):
+    for seed in range(20):
         swarm = seeded_swarm(seed, classic, 3)
         schedule, _ = random_walk(seed, "kip-320", 60, swarm=True, impl=False, refusals=0.0, faults="classic")
         run = Lockstep("kip-320", schedule.config, impl=False)
