@@ -678,8 +678,7 @@ class Restart(Action):
     fast bounce (the controller never fenced it) keeps its ISR membership and any leadership. From
     kip-903 on (KRaft's BrokerServer.startup) it starts on the replayed metadata log: it applies the
     controller's current partition state, as leader too, and stays unregistered (broker epoch -1)
-    until ``register``, unless the controller had ended its previous session already: then it
-    registers in the same step."""
+    until ``register``."""
 
     name = "restart"
 
@@ -724,8 +723,6 @@ class Restart(Action):
         nx.replicas[r] = _apply_partition_state(
             nx, r, recovered, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
         )
-        if r in c.fenced:  # the old session had ended: the controller accepts its registration at once
-            _register(nx, r, unclean=rep.unclean_shutdown, catch_up=True)
 
 
 class Register(Action):

@@ -137,6 +137,7 @@ class Context(NamedTuple):
     losses: bool  # a step of the scope may lose data (power loss, lost disk, corruption)
     exclude_lrs: bool  # the explorer prunes Last Replica Standing
     stale_scope: bool  # the scope check of handle_alter_partition (exclude_known_losses, KIP-903)
+    split: bool = False  # restart starts the broker, register registers it (kip-903 on)
 
 
 def context(config, scope) -> Context:
@@ -154,6 +155,7 @@ def context(config, scope) -> Context:
         losses,
         scope.exclude_known_losses and LAST_REPLICA_STANDING.name in known,
         scope.exclude_known_losses and STALE_ISR_EXPANSION.name in known,
+        config.rules.start_before_registration,
     )
 
 
@@ -213,6 +215,8 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
         return L.rep_all[b] | L.ctrl_all | L.bepoch[b] | q["leader_and_isr"][b]
     if name == CRASH:
         return L.rep_all[b] | _own_queues(ctx, b) | _fetch_queues(ctx) | h["crashes"] | h["power_losses"]
+    if name == RESTART and ctx.split:  # the replayed metadata: the controller's state, applied
+        return L.rep_all[b] | L.ctrl_all | L.now | h["bounces"]
     if name in (RESTART, REGISTER):
         m = L.rep_all[b] | L.ctrl_all | L.bepoch[b] | q["leader_and_isr"][b] | h["bounces"] | L.now
         if s is None or s.replicas[b].unclean_shutdown:
@@ -534,8 +538,10 @@ def writes(ctx: Context, g: tuple) -> int:
             | h["crashes"]
             | h["power_losses"]
         )
-    if name == RESTART:  # kip-903 on: the replayed state applied (makeLeader may complete nothing, acked kept)
-        return m | L.rep_all[b] | L.ctrl_all | L.bepoch[b] | L.queues("leader_and_isr") | h["bounces"] | h["acked"]
+    if name == RESTART and ctx.split:
+        return m | L.rep_all[b] | h["bounces"] | h["acked"]
+    if name == RESTART:
+        return m | L.rep_all[b] | L.ctrl_all | L.bepoch[b] | L.queues("leader_and_isr") | h["bounces"]
     if name == REGISTER:  # the broker catches up: the controller's state applied
         return m | L.rep_all[b] | h["acked"] | L.ctrl_all | L.bepoch[b] | L.queues("leader_and_isr")
     if name == LOSE_DISK:

@@ -274,8 +274,6 @@ class Cluster:
             b.replay_metadata(self.world.controller.metadata(broker))
             if self.world.auto:
                 b.register()  # asked again until the old session expired
-            elif broker in self.world.controller.fenced:  # expired already: accepted at once
-                self._register(b)
         self._settle()
 
     def register(self, broker: int) -> None:
@@ -287,17 +285,14 @@ class Cluster:
             raise ClusterError(f"broker {broker} is registered")
         if broker not in self.world.controller.fenced:
             raise ClusterError(f"broker {broker}'s previous session is still valid (DUPLICATE_BROKER_REGISTRATION)")
-        self._register(b)
-        self._settle()
-
-    def _register(self, b: Broker) -> None:
-        """The registration of started ``b``, and its catch-up: the controller's state as of the
-        registration applied before it serves (its LeaderAndIsr stays in flight, no newer)."""
-        self.world.trace_event("register", b.broker_id)
+        self.world.trace_event("register", broker)
         b.register()
         self._settle()
-        b.replay_metadata(self.world.controller.metadata(b.broker_id))
+        # caught up with the state of its registration before it serves (its LeaderAndIsr stays in
+        # flight, no newer)
+        b.replay_metadata(self.world.controller.metadata(broker))
         b.replica_manager.starting = False
+        self._settle()
 
     def lose_disk(self, broker: int) -> None:
         """The log directory of a down broker is replaced by an empty one (KAFKA-14139): log and

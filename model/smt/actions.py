@@ -761,8 +761,6 @@ def effect_restart(nx: Next, st: Step) -> None:
     # the replayed metadata log: the controller's current state, applied as a LeaderAndIsr would be
     state = {"leader": nx["c.leader"], "lepoch": nx["c.lepoch"], "pepoch": nx["c.pepoch"], **_isr_fields(nx, "c.isr")}
     _apply_partition_state(nx, r, state)
-    # the old session had ended: the controller accepts its registration at once
-    nx.branch(nx[f"c.fenced{r}"], lambda x: _register(x, r, unclean, catch_up=True))
 
 
 def guard_register(nx: Next, st: Step):

@@ -35,8 +35,7 @@ LAG_OUT_2 = (
 def test_registration_gives_a_new_broker_epoch_and_fetches_carry_it():
     s, _ = run(
         KIP903,
-        # its old session ended first: the controller accepts the restarted broker's registration at once
-        [step("crash", 1, kind="process"), step("fence", 1), step("restart", 1)] + fetch_round(1),
+        [step("crash", 1, kind="process"), step("fence", 1), step("restart", 1), step("register", 1)] + fetch_round(1),
     )
     assert s.controller.broker_epochs == (0, 1, 0)
     assert s.replicas[1].broker_epoch == 1
@@ -117,11 +116,10 @@ def test_election_takes_an_unfenced_elr_member_and_unclean_restart_leaves_the_el
         step("crash", 0, kind="power"),
         step("fence", 0),
     ]
-    back0, back1 = [step("restart", 0)], [step("restart", 1)]  # fenced already: registered at once
-    s, _ = run(KIP966, down[:-1] + back0)  # back before its session ended: the controller knows nothing yet
-    assert s.controller.isr == (0,) and 0 not in s.controller.fenced and s.replicas[0].unregistered
-    s, _ = run(KIP966, down[:-1] + back0 + [step("fence", 0), step("register", 0)])  # unclean: out of ISR and ELR
-    assert s.controller.isr == () and s.controller.elr == (1,) and not s.replicas[0].unregistered
+    back0 = [step("restart", 0), step("register", 0)]
+    back1 = [step("restart", 1), step("register", 1)]
+    s, _ = run(KIP966, down + [step("restart", 0)])  # started: the controller knows nothing yet
+    assert s.controller.elr == (0, 1) and 0 in s.controller.fenced and s.replicas[0].unregistered
     s, _ = run(KIP966, down + back0)  # unclean: out of the ELR, unfenced
     assert s.controller.elr == (1,) and 0 not in s.controller.fenced
     s, _ = run(KIP966, down + back0 + back1 + [step("elect")])

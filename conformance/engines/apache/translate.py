@@ -34,6 +34,7 @@ from isrcheck.model.alphabet import (
     HANDLE_FETCH,
     HANDLE_FETCH_RESPONSE,
     PRODUCE,
+    REGISTER,
     RESTART,
     SEND_FETCH,
     SHRINK_ISR,
@@ -168,14 +169,14 @@ class Translation:
         elif r.ev == "ReplicationControlManager.electLeader":
             self.cause = (ELECT, None)
         elif r.ev == "ClusterControlManager.registerBroker":  # its records (unclean shutdown's changes) follow
-            self.cause = ("register", (a[0] or {}).get("brokerId", -1) if a and isinstance(a[0], dict) else -1)
+            self.cause = (REGISTER, (a[0] or {}).get("brokerId", -1) if a and isinstance(a[0], dict) else -1)
         elif r.ev == "ClusterControlManager.replay" and "brokerId" in rec:
             b = rec["brokerId"]
             if "incarnationId" in rec:  # RegisterBrokerRecord
                 self.fenced.discard(b)  # the model's restart unfences it (Kafka's later unfencing is no step)
                 if b in self.registered:  # registered again: the model's restart (Kafka's broker fetches from now)
                     for tp in self.partitions:
-                        self.emit(CONTROLLER, r.us, "register", r.where, {}, tp, replica=b)
+                        self.emit(CONTROLLER, r.us, REGISTER, r.where, {}, tp, replica=b)
                 self.registered.add(b)
                 self.cause = None
             elif rec.get("inControlledShutdown") == 1:
@@ -220,7 +221,7 @@ class Translation:
         st["pe"] += 1
         self.pstate[tp] = st
         step, b = self.cause or (ELECT, -1)
-        if step == "register" or registration:
+        if step == REGISTER or registration:
             return  # the unclean shutdown's change: checked with the registration (the model's restart)
         if step == "unfence":  # a leaderless partition's election when a broker came back (KIP-966: ISR, then ELR)
             step, b = ELECT, -1  # the model's own choice, which the validator checks against the record

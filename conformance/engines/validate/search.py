@@ -31,6 +31,7 @@ from isrcheck.model.alphabet import (
     HANDLE_FETCH_RESPONSE,
     LOSE_DISK,
     PRODUCE,
+    REGISTER,
     REJOIN,
     RESTART,
     SEND_FETCH,
@@ -56,7 +57,7 @@ CONTROLLER_STEPS = (
     ELECT,
     FENCE,
     "unfence",
-    "register",
+    REGISTER,
     HANDLE_ALTER_PARTITION,
     "resend_leader_and_isr",
     "controlled_shutdown",
@@ -221,16 +222,16 @@ class Search:
     def _state_mismatch(self, s: State, ev: Event) -> str | None:
         if ev.step in CONTROLLER_STEPS:
             return mismatch(controller_view(s), ev.state)
-        if ev.step == RESTART or (ev.node in self.restarting and ev.step in UNREGISTERED):
-            return None  # checked when the controller registers it (the model's restart)
+        if ev.step == RESTART or (ev.step in UNREGISTERED and self._down_to_the_model(s, ev.node)):
+            return None  # checked when the model restarts it
         return mismatch(broker_view(s, ev.node), ev.state)
 
     def _alternatives(self, s: State, ev: Event, r: int) -> Iterator[list]:
         step = ev.step
         if step in SAME_NAME:
-            if step == FLUSH and r in self.restarting:  # its recovered log made durable
+            if step == FLUSH and self._down_to_the_model(s, r):  # its recovered log made durable
                 yield [unlogged.written_back(self.restarting[r], r), unlogged.flush_while_down(r)]
-            elif step in UNREGISTERED and r in self.restarting:
+            elif step in UNREGISTERED and self._down_to_the_model(s, r):
                 yield [unlogged.unregistered]  # up, not yet registered: it only refuses
                 return
             if step == CONSUME:
@@ -267,28 +268,33 @@ class Search:
             yield [unlogged.controlled_shutdown(self.cfg, r)]
         elif step == "unfence":  # no step of its own (docs/steps.md): a rejoin that keeps the broker epoch
             yield [unlogged.unfence(self.cfg, r)]
-        elif step == "register":
-            if not s.replicas[r].alive:
+        elif step == REGISTER:
+            if not s.replicas[r].alive:  # the model's restart now (KRaft: and its registration)
                 restart = [unlogged.written_back(self.restarting.get(r), r), Step(RESTART, r)]
+                restart += [Step(REGISTER, r)] if self.cfg.rules.start_before_registration else []
                 yield restart + [unlogged.check_recovered(self.restarting.get(r), r)]
                 if self.trace.apache_kafka:
                     yield restart + [
                         unlogged.elect_with_registration(self.cfg),
                         unlogged.check_recovered(self.restarting.get(r), r),
                     ]
+            elif s.replicas[r].unregistered:  # started on the replayed metadata log (KRaft), registered now
+                yield [Step(REGISTER, r)]
+                if self.trace.apache_kafka:
+                    yield [Step(REGISTER, r), unlogged.elect_with_registration(self.cfg)]
             elif r in s.controller.fenced:
                 yield [Step(REJOIN, r)]
-            elif self.trace.apache_kafka:  # restarted already, at its first fetch (a fast bounce, below)
+            elif self.trace.apache_kafka:  # registered already, at its first replayed event
                 yield []
                 yield [unlogged.elect_with_registration(self.cfg)]
             else:
                 yield [Step(REJOIN, r)]  # refused: an unfenced broker does not register again
         elif step == RESTART:
-            yield []  # up, registered when the controller says so (``register``)
-            if self.trace.apache_kafka and not s.replicas[r].alive and r not in s.controller.fenced:
-                # a fast bounce: the controller never noticed, and a KRaft broker replays the metadata
-                # log and fetches as a follower before its registration is accepted (BrokerServer
-                # installs its metadata publishers first): to the model, restarted now
+            yield []  # up, to the model when the controller registers it (``register``)
+            if self.cfg.rules.start_before_registration and not s.replicas[r].alive:
+                # KRaft: the broker replays the metadata log and acts on it (a follower fetches with
+                # broker epoch -1) before its registration is accepted (BrokerServer installs its
+                # metadata publishers first): to the model, restarted now, registered by ``register``
                 yield [unlogged.written_back(ev, r), Step(RESTART, r), unlogged.check_recovered(ev, r)]
         elif step in HALTS:
             kind = ev.crash_kind
@@ -297,9 +303,10 @@ class Search:
             # how many unflushed batches a power loss let the page cache write back shows only at
             # restart: the crash keeps none, and the restart's recovery says how many it kept
             st = Step(CRASH, r, kind)
+            down = self._down_to_the_model(s, r)
             yield (
                 [unlogged.written_back(self.restarting[r], r), unlogged.crash_while_down(self.cfg, st)]
-                if r in self.restarting
+                if down
                 else [st]
             )
             if kind != "clean" and r not in self.restarting:
@@ -323,6 +330,11 @@ class Search:
                         st,
                     ]
 
+    def _down_to_the_model(self, s: State, r: int) -> bool:
+        """Broker ``r`` is up again (its restart logged) but down to candidate ``s``: the model
+        restarts it when the controller registers it, or (KRaft) at its restart."""
+        return r in self.restarting and not s.replicas[r].alive
+
     def _lag_credit(self, ev: Event, r: int):
         """The second clause of the lag rule after the leader handled follower ``r``'s fetch, as
         the follower's previous fetch in this leadership allows (``unlogged.lag_credit``); None without."""
@@ -336,7 +348,7 @@ class Search:
         same request is the network's duplicate of it."""
         field = MESSAGE_KINDS[kind]
         queue = getattr(s, field)[r]
-        if kind == "fetch_request" and ev.node in self.restarting:
+        if kind == "fetch_request" and self._down_to_the_model(s, ev.node):
             # up again but not registered (down to the model): it answers NOT_LEADER_OR_FOLLOWER, which
             # changes nothing on either side, as a lost request does
             k = next((k for k, m in enumerate(queue) if m.leader == ev.node), None)
@@ -436,7 +448,7 @@ class Search:
             self.orphaned = {k: m for k, m in self.orphaned.items() if k[2] != r}  # a new process numbers anew
             self.sent = {k: m for k, m in self.sent.items() if k[0] != r}
             self.answers = {k: m for k, m in self.answers.items() if k[0] != r}
-        elif ev.step == "register" or (ev.step in HALTS and r in self.restarting):
+        elif ev.step == REGISTER or (ev.step in HALTS and r in self.restarting):
             self.restarting.pop(r, None)
         elif ev.step in HALTS:
             # a fetch the crashed broker sent may still complete as a DelayedFetch: the request

@@ -48,7 +48,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from isrcheck.model.alphabet import HANDLE_FETCH, LOSE_DISK, PRODUCE, RESTART, SEND_FETCH
+from isrcheck.model.alphabet import HANDLE_FETCH, LOSE_DISK, PRODUCE, REGISTER, RESTART, SEND_FETCH
 
 from .events import HALTS, LOG_DIR_OFFLINE, PRODUCE_EXPIRED, TIMERS, Event, Trace, partition_traces, read_trace
 
@@ -67,7 +67,7 @@ PROPERTIES = {
 # variants whose new followers first ask OffsetsForLeaderEpoch, logged as send_fetch and handle_fetch
 # like a Fetch (docs/steps.md); such a question is never parked, so no fetch of theirs is taken as parked
 _EPOCH_QUESTIONS = ("kip-101", "kip-279")
-_STOPS = HALTS + (RESTART, "register", LOSE_DISK)  # a node's incarnation ends or starts anew
+_STOPS = HALTS + (RESTART, REGISTER, LOSE_DISK)  # a node's incarnation ends or starts anew
 _GONE = HALTS + (RESTART, LOSE_DISK)  # a broker's lines that say its process is gone (or a new one)
 
 

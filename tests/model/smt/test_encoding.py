@@ -196,10 +196,10 @@ PATHS = {
         Step("handle_alter_partition_response", 0),
     ],
     "elr-election": _down("clean")
-    + [Step("restart", 0), Step("restart", 1)]  # fenced already: each registers at once
+    + [Step("restart", 0), Step("register", 0), Step("restart", 1), Step("register", 1)]
     + [Step("elect"), Step("deliver_leader_and_isr", 1)],
     "last-known-leader": _down("power")
-    + [Step("restart", 0), Step("restart", 1)]  # fenced already: each registers at once
+    + [Step("restart", 0), Step("register", 0), Step("restart", 1), Step("register", 1)]
     + [Step("elect"), Step("deliver_leader_and_isr", 0)],
     "unclean-fast-bounce": [Step("produce", 0, 1)]
     + _round(1)
