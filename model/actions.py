@@ -362,6 +362,8 @@ class DeliverLeaderAndIsr(Action):
         r = st.replica
         m = nx.pop("leader_and_isr", r, st.index)
         rep = nx.replicas[r]
+        if m.registration:  # caught up with its registration: it serves from now on
+            rep = nx.replicas[r] = updated(rep, unregistered=False)
         if (m.leader_epoch, m.partition_epoch) <= (rep.leader_epoch, rep.partition_epoch):
             return
         if m.leader == -1 and not nx.cfg.rules.follows_leaderless:
@@ -601,20 +603,17 @@ def _register(nx: NextState, r: int, unclean: bool, catch_up: bool = False) -> N
     """Broker registration (docs/steps.md, "Controller state"): a new broker epoch (KIP-903); after
     an unclean shutdown the controller first takes ``r`` out of ISR, ELR and leadership
     (KIP-966, ReplicationControlManager.handleBrokerUncleanShutdown); then it unfences ``r`` and
-    sends it its current partition state; with ``catch_up`` ``r`` has applied that state already
-    (KRaft: a started broker replays the metadata log up to its registration before it serves), and
-    the message, delivered, changes nothing."""
+    sends it its current partition state; with ``catch_up`` (KRaft, a started broker) that message is
+    its registration's: the broker serves once it applied it (BrokerServer waits for
+    lifecycleManager.initialCatchUpFuture, the metadata log replayed up to the registration)."""
     c = nx.controller
     epoch = nx.cfg.rules.next_broker_epoch(c.broker_epochs[r])
     nx.controller = c._replace(broker_epochs=c.broker_epochs[:r] + (epoch,) + c.broker_epochs[r + 1 :])
-    nx.replicas[r] = updated(nx.replicas[r], broker_epoch=epoch, unregistered=False, unclean_shutdown=False)
+    nx.replicas[r] = updated(nx.replicas[r], broker_epoch=epoch, unclean_shutdown=False)
     if unclean and _remove_broker(nx, r, tuple(i for i in c.isr if i != r), (r,)):
         nx.send_leader_and_isr(skip=r)
     c = nx.controller = nx.controller._replace(fenced=tuple(b for b in nx.controller.fenced if b != r))
-    m = LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
-    if catch_up and (m.leader_epoch, m.partition_epoch) > (nx.replicas[r].leader_epoch, nx.replicas[r].partition_epoch):
-        nx.replicas[r] = _apply_partition_state(nx, r, nx.replicas[r], m)
-    nx.send("leader_and_isr", r, m)
+    nx.send("leader_and_isr", r, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch, catch_up))
 
 
 # -- brokers: failures, restarts, disks, fsync ---------------------------------------------------------------------
@@ -729,9 +728,9 @@ class Register(Action):
     """The controller accepts a started broker's registration (ClusterControlManager.registerBroker,
     kip-903 on): only once its old session ended, as it refuses a new incarnation while that lives
     (DUPLICATE_BROKER_REGISTRATION). A new broker epoch, KIP-966's unclean shutdown handling,
-    unfenced; the broker applies the controller's state at once: BrokerServer enables request
-    processing only after lifecycleManager.initialCatchUpFuture, once it replayed the metadata log up
-    to its registration."""
+    unfenced, a LeaderAndIsr of the current state; the broker serves once it applied that one:
+    BrokerServer enables request processing only after lifecycleManager.initialCatchUpFuture, once
+    it replayed the metadata log up to its registration."""
 
     name = "register"
 
@@ -740,7 +739,7 @@ class Register(Action):
         rep = s.replicas[r]
         if not rep.alive:
             return f"broker {r} is down"
-        if not rep.unregistered:
+        if rep.broker_epoch >= 0:
             return f"broker {r} is registered"
         if r not in s.controller.fenced:
             return f"broker {r}'s previous session is still valid (DUPLICATE_BROKER_REGISTRATION)"

@@ -62,7 +62,9 @@ class Replica(NamedTuple):
     pending_epochs: tuple  # leader: the broker epochs ``pending_isr`` was proposed with; () when none
     unclean_shutdown: bool  # down without a clean shutdown (kip-966; else False)
     bad_batch: int = -1  # base offset of a batch damaged on disk under it (corrupt_live), -1 none
-    unregistered: bool = False  # up, started by restart, its registration not yet accepted (kip-903+)
+    # up, started by restart, and not yet serving: its registration not yet accepted, or accepted but
+    # the LeaderAndIsr of it not yet applied (kip-903+; Kafka's initialCatchUpFuture)
+    unregistered: bool = False
 
     def __repr__(self) -> str:
         return _repr_without(self, "bad_batch", -1, unregistered=False)
@@ -121,6 +123,11 @@ class LeaderAndIsr(NamedTuple):
     leader_epoch: int
     isr: tuple
     partition_epoch: int
+    # the state of a started broker's registration (kip-903+): once applied, it is caught up and serves
+    registration: bool = False
+
+    def __repr__(self) -> str:
+        return _repr_without(self, "registration", False)
 
 
 class AlterPartition(NamedTuple):

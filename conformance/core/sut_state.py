@@ -133,6 +133,7 @@ OPTIONAL = {
     "replica": {"bad_batch": -1, "unregistered": False},
     "fetch_request": {"orphan": False},
     "fetch_response": {"bad_batch": -1},
+    "leader_and_isr": {"registration": False},
     "alter_partition": {"orphan": False},
 }
 for _kind, _fields in OPTIONAL.items():

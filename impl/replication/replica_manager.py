@@ -386,9 +386,10 @@ class ReplicaManager:
     def handle_leader_and_isr(self, src: int, header: Header, req: LeaderAndIsrRequest) -> None:
         """becomeLeaderOrFollower: apply newer partition state; start or stop the fetcher. One sent
         to an earlier registration of this same process (before it was fenced and came back) still
-        counts: whether its state is newer is judged by its epochs."""
-        unknown = self.first_broker_epoch < 0 and not self.starting  # a starting broker replays them
-        if src != CONTROLLER_ID or unknown or req.broker_epoch < self.first_broker_epoch:
+        counts: whether its state is newer is judged by its epochs. A starting broker applies every
+        one (the metadata log it replays; those meant for its previous process went with it)."""
+        earlier = self.first_broker_epoch < 0 or req.broker_epoch < self.first_broker_epoch
+        if src != CONTROLLER_ID or (earlier and not self.starting):
             return None  # not from the controller, or meant for an earlier process of this broker
         if header.api_version >= 1:
             self.live_brokers = req.live_brokers

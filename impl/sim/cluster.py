@@ -278,20 +278,15 @@ class Cluster:
 
     def register(self, broker: int) -> None:
         """The controller accepts started ``broker``'s registration (KRaft): only once its previous
-        session ended (DUPLICATE_BROKER_REGISTRATION before); the broker applies the state of its
-        registration at once (the simulation delivers that LeaderAndIsr), and serves from then on."""
+        session ended (DUPLICATE_BROKER_REGISTRATION before); the broker serves once it applied the
+        LeaderAndIsr of its registration (``deliver_leader_and_isr``)."""
         b = self._need_alive(broker)
         if not b.replica_manager.starting:
             raise ClusterError(f"broker {broker} is registered")
         if broker not in self.world.controller.fenced:
             raise ClusterError(f"broker {broker}'s previous session is still valid (DUPLICATE_BROKER_REGISTRATION)")
         self.world.trace_event("register", broker)
-        b.register()
-        self._settle()
-        # caught up with the state of its registration before it serves (its LeaderAndIsr stays in
-        # flight, no newer)
-        b.replay_metadata(self.world.controller.metadata(broker))
-        b.replica_manager.starting = False
+        b.register()  # it serves once it applied the LeaderAndIsr of its registration
         self._settle()
 
     def lose_disk(self, broker: int) -> None:

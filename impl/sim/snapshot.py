@@ -187,7 +187,8 @@ def broker_snapshot(b: Broker, replicas: int, view: LogView) -> BrokerSnapshot:
         fetched,
         epochs,
         p.pending_isr_epochs,
-        b.replica_manager.starting and b.previous_broker_epoch < 0,  # its registration will be unclean
+        # its registration, not yet accepted, will be unclean
+        b.replica_manager.starting and b.broker_epoch < 0 and b.previous_broker_epoch < 0,
         b.replica_manager.starting,
     )
     last_fields, last = view.last

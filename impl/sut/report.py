@@ -135,7 +135,9 @@ class Report:
             per_replica = []
             for r in range(self.n):
                 msgs = []
-                for env in network.queue((kind, r)):
+                queue = network.queue((kind, r))
+                registration = self._registration(r, queue) if kind == "leader_and_isr" and queue else None
+                for env in queue:
                     tag = None
                     if kind in _TAGGED:  # equal frames may be sent under different tags (correlation ids restart)
                         sent = (r, CODEC.decode_header(env.frame).correlation_id)
@@ -146,6 +148,8 @@ class Report:
                     elif kind == "alter_partition_response":  # the leader epoch of its request
                         sent = (r, CODEC.decode_header(env.frame).correlation_id)
                         tag = alter_epochs[sent] = self._alter_epochs.get(sent, -1)
+                    elif env is registration:
+                        tag = True
                     key = (kind, r, env.src, env.dst, env.frame, tag, env.orphan, convert)
                     msg = known.get(key)
                     if msg is None:
@@ -159,6 +163,22 @@ class Report:
         self._tags, self._alter_epochs, self._request_tags = tags, alter_epochs, request_tags
         self._last = ((network.changes, len(tags), len(alter_epochs), convert), out)
         return out
+
+    def _registration(self, r: int, queue) -> object | None:
+        """The LeaderAndIsr of broker ``r``'s registration in ``queue``, while it is starting (KRaft):
+        the first one sent for the broker epoch the registration gave it; applied, it serves."""
+        b = self.cluster.brokers[r]
+        if not b.alive or not b.replica_manager.starting or b.broker_epoch < 0:
+            return None
+        epoch = b.broker_epoch
+        return next(
+            (
+                env
+                for env in queue
+                if CODEC.decode_body(CODEC.decode_header(env.frame), env.frame).broker_epoch >= epoch
+            ),
+            None,
+        )
 
     def kept(self) -> int:
         """How many decoded messages and tags are kept (bounded by the messages in flight)."""
@@ -258,6 +278,7 @@ def _decode(kind: str, env, tag: tuple[int, int] | int | None) -> dict:
             "leader_epoch": body.leader_epoch,
             "isr": tuple(body.isr),
             "partition_epoch": body.partition_epoch,
+            **({"registration": True} if tag else {}),  # optional: false when left out
         }
     if kind == "alter_partition":
         return {

@@ -104,14 +104,12 @@ def _propose_isr(nx: Next, r: int, proposed: list, epochs: list | None = None) -
     )
 
 
-def _send_leader_and_isr(nx: Next, to) -> None:
-    """The controller's partition state, to broker ``to`` if it is alive."""
-    nx.push(
-        "leader_and_isr",
-        to,
-        {"leader": nx["c.leader"], "lepoch": nx["c.lepoch"], "pepoch": nx["c.pepoch"], **_isr_fields(nx, "c.isr")},
-        when=nx.rep(to, "alive"),
-    )
+def _send_leader_and_isr(nx: Next, to, registration: bool = False) -> None:
+    """The controller's partition state, to broker ``to`` if it is alive (``registration``: the
+    state of a started broker's registration, which it serves once it applied)."""
+    state = {"leader": nx["c.leader"], "lepoch": nx["c.lepoch"], "pepoch": nx["c.pepoch"]}
+    state.update(reg=z3.IntVal(int(registration)), **_isr_fields(nx, "c.isr"))
+    nx.push("leader_and_isr", to, state, when=nx.rep(to, "alive"))
 
 
 def _broadcast(nx: Next, skip: int = -1) -> None:
@@ -150,7 +148,7 @@ def _register(nx: Next, r: int, unclean=False, catch_up: bool = False) -> None:
     rules = _rules(nx)
     epoch = rules.next_broker_epoch(nx[f"c.bep{r}"])
     nx[f"c.bep{r}"] = epoch
-    nx.set_rep(r, bepoch=epoch, unreg=z3.BoolVal(False), unclean=z3.BoolVal(False))
+    nx.set_rep(r, bepoch=epoch, unclean=z3.BoolVal(False))
 
     def uncleanly(x: Next) -> None:
         isr = [x[f"c.isr{j}"] if j != r else z3.BoolVal(False) for j in range(x.b.replicas)]
@@ -158,12 +156,7 @@ def _register(nx: Next, r: int, unclean=False, catch_up: bool = False) -> None:
 
     nx.branch(unclean, uncleanly)
     nx[f"c.fenced{r}"] = z3.BoolVal(False)
-    if catch_up:  # KRaft: the broker has replayed the metadata log up to its registration before it serves
-        m = {"leader": nx["c.leader"], "lepoch": nx["c.lepoch"], "pepoch": nx["c.pepoch"], **_isr_fields(nx, "c.isr")}
-        le, pe = nx.rep(r, "lepoch"), nx.rep(r, "pepoch")
-        newer = z3.Or(m["lepoch"] > le, z3.And(m["lepoch"] == le, m["pepoch"] > pe))
-        nx.branch(newer, lambda x: _apply_partition_state(x, r, m))
-    _send_leader_and_isr(nx, r)
+    _send_leader_and_isr(nx, r, registration=catch_up)  # KRaft: it serves once it applied this one
 
 
 def _has_message(nx: Next, q: str, r: int, index: int = 0):
@@ -448,6 +441,7 @@ def guard_deliver_leader_and_isr(nx: Next, st: Step):
 def effect_deliver_leader_and_isr(nx: Next, st: Step) -> None:
     r = st.replica
     m = nx.pop("leader_and_isr", r, st.index)
+    nx.set_rep(r, unreg=z3.And(nx.rep(r, "unreg"), m["reg"] == 0))  # caught up with its registration
     le, pe = nx.rep(r, "lepoch"), nx.rep(r, "pepoch")
     newer = z3.Or(m["lepoch"] > le, z3.And(m["lepoch"] == le, m["pepoch"] > pe))
     if not _rules(nx).follows_leaderless:
@@ -765,7 +759,7 @@ def effect_restart(nx: Next, st: Step) -> None:
 
 def guard_register(nx: Next, st: Step):
     r = st.replica
-    return z3.And(nx.rep(r, "alive"), nx.rep(r, "unreg"), nx[f"c.fenced{r}"])
+    return z3.And(nx.rep(r, "alive"), nx.rep(r, "bepoch") < 0, nx[f"c.fenced{r}"])
 
 
 def effect_register(nx: Next, st: Step) -> None:

@@ -74,7 +74,7 @@ class Bounds:
 SCALARS = {
     "fetch_requests": ("leader", "lepoch", "off", "lfe", "qe", "mb", "be"),
     "fetch_responses": ("leader", "lepoch", "err", "kind", "hw", "ep", "end", "rstart", "rn", "bad1"),
-    "leader_and_isr": ("leader", "lepoch", "pepoch"),
+    "leader_and_isr": ("leader", "lepoch", "pepoch", "reg"),
     "alter_partition": ("lepoch", "pepoch"),
     "alter_partition_responses": ("err", "lepoch", "pepoch", "rlepoch"),
 }
@@ -301,7 +301,14 @@ def _message(out: dict, p: str, q: str, m, b: Bounds) -> None:
         out[p + "rn"] = out.pop(p + "len")
     elif q == "leader_and_isr":
         m = m or LeaderAndIsr(0, 0, (), 0)
-        out.update({p + "leader": m.leader, p + "lepoch": m.leader_epoch, p + "pepoch": m.partition_epoch})
+        out.update(
+            {
+                p + "leader": m.leader,
+                p + "lepoch": m.leader_epoch,
+                p + "pepoch": m.partition_epoch,
+                p + "reg": int(m.registration),
+            }
+        )
         _set(out, p + "isr", m.isr, n)
     elif q == "alter_partition":
         out.update({p + "lepoch": m.leader_epoch if m else 0, p + "pepoch": m.partition_epoch if m else 0})
@@ -427,7 +434,8 @@ def _decode_message(v: dict, p: str, q: str, n: int):
             v[p + "bad1"] - 1,
         )
     if q == "leader_and_isr":
-        return LeaderAndIsr(v[p + "leader"], v[p + "lepoch"], _members(v, p + "isr", n), v[p + "pepoch"])
+        isr = _members(v, p + "isr", n)
+        return LeaderAndIsr(v[p + "leader"], v[p + "lepoch"], isr, v[p + "pepoch"], v[p + "reg"] != 0)
     if q == "alter_partition":
         isr = _members(v, p + "isr", n)
         return AlterPartition(

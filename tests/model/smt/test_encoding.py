@@ -213,6 +213,7 @@ PATHS = {
         Step("restart", 0),  # back before its session ended: in the ISR without its data till then
         Step("fence", 0),
         Step("register", 0),
+        Step("deliver_leader_and_isr", 0),  # its registration's state: it serves from now on
         Step("deliver_leader_and_isr", 1),
         Step("elect"),
         Step("produce", 0, -1),
