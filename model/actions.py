@@ -599,13 +599,12 @@ class Rejoin(Action):
         _register(nx, st.replica, unclean=False)
 
 
-def _register(nx: NextState, r: int, unclean: bool, catch_up: bool = False) -> None:
+def _register(nx: NextState, r: int, unclean: bool) -> None:
     """Broker registration (docs/steps.md, "Controller state"): a new broker epoch (KIP-903); after
     an unclean shutdown the controller first takes ``r`` out of ISR, ELR and leadership
     (KIP-966, ReplicationControlManager.handleBrokerUncleanShutdown); then it unfences ``r`` and
-    sends it its current partition state; with ``catch_up`` (KRaft, a started broker) that message is
-    its registration's: the broker serves once it applied it (BrokerServer waits for
-    lifecycleManager.initialCatchUpFuture, the metadata log replayed up to the registration)."""
+    sends it its current partition state (to a started broker, KRaft: marked ``registration``, see
+    ``addressed``: it serves once it applied one)."""
     c = nx.controller
     epoch = nx.cfg.rules.next_broker_epoch(c.broker_epochs[r])
     nx.controller = c._replace(broker_epochs=c.broker_epochs[:r] + (epoch,) + c.broker_epochs[r + 1 :])
@@ -613,7 +612,7 @@ def _register(nx: NextState, r: int, unclean: bool, catch_up: bool = False) -> N
     if unclean and _remove_broker(nx, r, tuple(i for i in c.isr if i != r), (r,)):
         nx.send_leader_and_isr(skip=r)
     c = nx.controller = nx.controller._replace(fenced=tuple(b for b in nx.controller.fenced if b != r))
-    nx.send("leader_and_isr", r, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch, catch_up))
+    nx.send("leader_and_isr", r, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch))
 
 
 # -- brokers: failures, restarts, disks, fsync ---------------------------------------------------------------------
@@ -746,7 +745,7 @@ class Register(Action):
         return None
 
     def effect(nx, st):
-        _register(nx, st.replica, unclean=nx.replicas[st.replica].unclean_shutdown, catch_up=True)
+        _register(nx, st.replica, unclean=nx.replicas[st.replica].unclean_shutdown)
 
 
 class LoseDisk(Action):

@@ -51,6 +51,8 @@ class NextState:
     def send(self, field: str, dest: int, msg) -> None:
         """Queue a message; one addressed to a dead broker is discarded at once."""
         if self.replicas[dest].alive:
+            if field == "leader_and_isr":
+                msg = addressed(self.replicas[dest], msg)
             self.queues(field)[dest] += (msg,)
 
     def pop(self, field: str, r: int, index: int = 0):
@@ -81,6 +83,13 @@ class NextState:
         for b in range(self.cfg.replicas):
             if b != skip and b not in c.fenced:
                 self.send("leader_and_isr", b, msg)
+
+
+def addressed(rep, msg: LeaderAndIsr) -> LeaderAndIsr:
+    """A LeaderAndIsr as the controller sends it to broker ``rep``: marked ``registration`` when the
+    broker registered and does not serve yet (sent for the broker epoch of its registration: once it
+    applied one, it has replayed the metadata log past its registration, initialCatchUpFuture)."""
+    return msg._replace(registration=True) if rep.unregistered and rep.broker_epoch >= 0 else msg
 
 
 def flush_policy(cfg, log_len: int, durable: int) -> int:

@@ -136,7 +136,7 @@ class Report:
             for r in range(self.n):
                 msgs = []
                 queue = network.queue((kind, r))
-                registration = self._registration(r, queue) if kind == "leader_and_isr" and queue else None
+                registration = self._registration(r, queue) if kind == "leader_and_isr" and queue else ()
                 for env in queue:
                     tag = None
                     if kind in _TAGGED:  # equal frames may be sent under different tags (correlation ids restart)
@@ -148,7 +148,7 @@ class Report:
                     elif kind == "alter_partition_response":  # the leader epoch of its request
                         sent = (r, CODEC.decode_header(env.frame).correlation_id)
                         tag = alter_epochs[sent] = self._alter_epochs.get(sent, -1)
-                    elif env is registration:
+                    elif any(env is e for e in registration):
                         tag = True
                     key = (kind, r, env.src, env.dst, env.frame, tag, env.orphan, convert)
                     msg = known.get(key)
@@ -164,21 +164,14 @@ class Report:
         self._last = ((network.changes, len(tags), len(alter_epochs), convert), out)
         return out
 
-    def _registration(self, r: int, queue) -> object | None:
-        """The LeaderAndIsr of broker ``r``'s registration in ``queue``, while it is starting (KRaft):
-        the first one sent for the broker epoch the registration gave it; applied, it serves."""
+    def _registration(self, r: int, queue) -> list:
+        """The LeaderAndIsrs in ``queue`` sent for the broker epoch broker ``r``'s registration gave
+        it while it does not serve yet (KRaft): applying one, it serves (docs/sut-protocol.md)."""
         b = self.cluster.brokers[r]
         if not b.alive or not b.replica_manager.starting or b.broker_epoch < 0:
-            return None
+            return []
         epoch = b.broker_epoch
-        return next(
-            (
-                env
-                for env in queue
-                if CODEC.decode_body(CODEC.decode_header(env.frame), env.frame).broker_epoch >= epoch
-            ),
-            None,
-        )
+        return [e for e in queue if CODEC.decode_body(CODEC.decode_header(e.frame), e.frame).broker_epoch >= epoch]
 
     def kept(self) -> int:
         """How many decoded messages and tags are kept (bounded by the messages in flight)."""

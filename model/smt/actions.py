@@ -104,11 +104,12 @@ def _propose_isr(nx: Next, r: int, proposed: list, epochs: list | None = None) -
     )
 
 
-def _send_leader_and_isr(nx: Next, to, registration: bool = False) -> None:
-    """The controller's partition state, to broker ``to`` if it is alive (``registration``: the
-    state of a started broker's registration, which it serves once it applied)."""
+def _send_leader_and_isr(nx: Next, to) -> None:
+    """The controller's partition state, to broker ``to`` if it is alive; marked ``reg`` to a broker
+    that registered and does not serve yet (``next_state.addressed``)."""
+    registered = z3.And(nx.rep(to, "unreg"), nx.rep(to, "bepoch") >= 0)
     state = {"leader": nx["c.leader"], "lepoch": nx["c.lepoch"], "pepoch": nx["c.pepoch"]}
-    state.update(reg=z3.IntVal(int(registration)), **_isr_fields(nx, "c.isr"))
+    state.update(reg=z3.If(registered, 1, 0), **_isr_fields(nx, "c.isr"))
     nx.push("leader_and_isr", to, state, when=nx.rep(to, "alive"))
 
 
@@ -141,7 +142,7 @@ def _remove_broker(nx: Next, r: int, isr: list, unclean: tuple):
     return changed
 
 
-def _register(nx: Next, r: int, unclean=False, catch_up: bool = False) -> None:
+def _register(nx: Next, r: int, unclean=False) -> None:
     """Broker registration: a new broker epoch (KIP-903); after an unclean shutdown (KIP-966) the
     controller first takes ``r`` out of ISR, ELR and leadership; then unfences it and sends it
     the partition state."""
@@ -156,7 +157,7 @@ def _register(nx: Next, r: int, unclean=False, catch_up: bool = False) -> None:
 
     nx.branch(unclean, uncleanly)
     nx[f"c.fenced{r}"] = z3.BoolVal(False)
-    _send_leader_and_isr(nx, r, registration=catch_up)  # KRaft: it serves once it applied this one
+    _send_leader_and_isr(nx, r)  # to a started broker (KRaft): it serves once it applied this one
 
 
 def _has_message(nx: Next, q: str, r: int, index: int = 0):
@@ -763,7 +764,7 @@ def guard_register(nx: Next, st: Step):
 
 
 def effect_register(nx: Next, st: Step) -> None:
-    _register(nx, st.replica, nx.rep(st.replica, "unclean"), catch_up=True)
+    _register(nx, st.replica, nx.rep(st.replica, "unclean"))
 
 
 def guard_lose_disk(nx: Next, st: Step):

@@ -10,6 +10,7 @@ from typing import Iterator
 from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, StepRefused, apply, why_disabled
 from isrcheck.model.actions import ACTIONS
 from isrcheck.model.alphabet import CONSUME, CRASH, DROP, ELECT, FENCE, FLUSH, REJOIN
+from isrcheck.model.next_state import addressed
 from isrcheck.model.semantics import take
 from isrcheck.model.state import LeaderAndIsr, State, batch_ends, updated
 
@@ -139,7 +140,8 @@ def resend_leader_and_isr(r: int):
         c = s.controller
         queues = list(s.leader_and_isr)
         if s.replicas[r].alive:
-            queues[r] = queues[r] + (LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch),)
+            sent = addressed(s.replicas[r], LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch))
+            queues[r] = queues[r] + (sent,)
         steps.append({"step": "resend_leader_and_isr", "replica": r})
         return s._replace(leader_and_isr=tuple(queues))
 
@@ -284,7 +286,8 @@ def controlled_shutdown(cfg: ModelConfig, r: int):
             c2 = c2._replace(isr=isr, elr=cfg.rules.elr_after(c2, isr, cfg.min_insync_replicas))
             sent = LeaderAndIsr(c2.leader, c2.leader_epoch, c2.isr, c2.partition_epoch)
             queues = tuple(
-                q[:-1] + (sent,) if q and q[-1].partition_epoch == c2.partition_epoch else q for q in s2.leader_and_isr
+                q[:-1] + (_as(q[-1], sent),) if q and q[-1].partition_epoch == c2.partition_epoch else q
+                for q in s2.leader_and_isr
             )
             steps.append({"step": ELECT, "replica": target, "controlled_shutdown": r})
             return s2._replace(controller=c2, leader_and_isr=queues)
@@ -311,11 +314,16 @@ def elect_with_registration(cfg: ModelConfig):
         s2, _ = apply(cfg, s, Step(ELECT))
         c, sent = _one_change(s2.controller)
         unled = LeaderAndIsr(-1, before.leader_epoch, before.isr, before.partition_epoch)
-        queues = tuple(tuple(sent if m == unled else m for m in q) for q in s.leader_and_isr)
+        queues = tuple(tuple(_as(m, sent) if m[:4] == unled else m for m in q) for q in s.leader_and_isr)
         steps.append({"step": ELECT, "with_registration": True})
         return s2._replace(controller=c, leader_and_isr=queues)
 
     return take_elect
+
+
+def _as(old: LeaderAndIsr, new: LeaderAndIsr) -> LeaderAndIsr:
+    """``new`` in the place of ``old`` in flight, to the same broker (marked as ``old`` was)."""
+    return new._replace(registration=old.registration)
 
 
 def _one_change(c):
