@@ -448,11 +448,12 @@ class Search:
             self.orphaned = {k: m for k, m in self.orphaned.items() if k[2] != r}  # a new process numbers anew
             self.sent = {k: m for k, m in self.sent.items() if k[0] != r}
             self.answers = {k: m for k, m in self.answers.items() if k[0] != r}
-        elif ev.step == REGISTER or (ev.step in HALTS and r in self.restarting):
+        elif ev.step == REGISTER or ev.step in HALTS:
             self.restarting.pop(r, None)
-        elif ev.step in HALTS:
+        if ev.step in HALTS:
             # a fetch the crashed broker sent may still complete as a DelayedFetch: the request
-            # handled again on the leader, the answer lost with the broker
+            # handled again on the leader, the answer lost with the broker (its next process numbers
+            # its requests anew: none of them is a duplicate of these)
             self.orphaned.update((k, m) for k, m in self.delivered.items() if k[1] == HANDLE_FETCH and k[2:3] == (r,))
             self.delivered = {k: v for k, v in self.delivered.items() if k[0] != r and k[2:3] != (r,)}
         if ev.msg is not None and (ev.step in DELIVERIES or ev.step == DELIVER_LEADER_AND_ISR):

@@ -172,11 +172,11 @@ def test_malformed_events_are_named(tmp_path, edit, message):
 def test_a_disk_failure_is_explained_as_the_crash_it_amounts_to(tmp_path):
     """A machine that made a broker's disk fail logs ``fail_disk`` with its io (docs/steps.md, "Runs
     nobody drove"): a failed write or read is the halt of a process crash, a failed fsync the halt
-    of a power loss. kip-966, seed 1: broker 0 loses power, later its process crashes; logged as
+    of a power loss. kip-966, seed 6: broker 0 loses power, later its process crashes; logged as
     the disk failures they amount to, the log is explained by the same steps; the power loss logged
-    as a failed write (the page cache kept) is refused where the controller handled the unclean
-    shutdown the model does not see; an io the contract lacks is bad input."""
-    log = _run(tmp_path, "kip-966", 1)
+    as a failed write (the page cache kept) is refused where the restarted broker first acts: its
+    recovery shows the loss the model does not see; an io the contract lacks is bad input."""
+    log = _run(tmp_path, "kip-966", 6)
     before, _, _ = validate_path(str(log))
     path = log / "broker-0.jsonl"
     lines = _lines(path)
@@ -190,7 +190,7 @@ def test_a_disk_failure_is_explained_as_the_crash_it_amounts_to(tmp_path):
     lines[halts[0]]["io"] = "write:EIO"
     _write(path, lines)
     refused, _, _ = validate_path(str(log))
-    assert not refused.explained and (refused.event.step, refused.event.fields["replica"]) == ("register", 0)
+    assert not refused.explained and (refused.event.step, refused.event.fields["replica"]) == ("send_fetch", 0)
     lines[halts[0]]["io"] = "write:EBADF"
     _write(path, lines)
     with pytest.raises(UsageError, match=rf"broker-0\.jsonl:{halts[0] + 1}: fail_disk: io \"write:EBADF\""):
@@ -254,10 +254,14 @@ def test_a_broker_crashed_twice_before_it_registered_is_explained(tmp_path):
     """kip-966, 4,000 steps: broker 0 is killed, restarts, is killed again before it registers,
     and registers; the epoch its clean state left stays in the page cache until then, so the
     controller does not take two process crashes for an unclean shutdown (it dropped the broker from
-    the ELR); on the way, a flush of the unregistered broker checkpoints the HW its recovery read."""
+    the ELR); on the way, the started broker flushes and fetches before its registration (the
+    model's restart at its logged start, register at the controller's)."""
     verdict, _, _ = validate_path(str(_run(tmp_path, "kip-966", 3, steps=4000)))
     assert verdict.explained, verdict.to_json()
-    assert any(st.get("while_down") and st["step"] == "flush" for st in verdict.steps)
+    names = [st["step"] for st in verdict.steps]
+    starts = [i for i, n in enumerate(names) if n == "restart"]
+    between = [names[i + 1 : names.index("register", i)] for i in starts if "register" in names[i:]]
+    assert any("flush" in steps and "send_fetch" in steps for steps in between)
 
 
 def test_the_quick_check_of_a_line_reads_it_as_the_full_checks_do(tmp_path):
