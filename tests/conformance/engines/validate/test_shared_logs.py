@@ -5,6 +5,7 @@ model's own steps on plain tuples."""
 
 from __future__ import annotations
 
+import json
 import random
 from bisect import bisect_right
 from dataclasses import replace
@@ -153,7 +154,11 @@ def test_validating_leaves_no_cycles_behind_for_the_collector_it_turns_off(tmp_p
     (tmp_path / "edited").mkdir()
     for f in (tmp_path / "ok").iterdir():
         (tmp_path / "edited" / f.name).write_text(f.read_text())
-    (tmp_path / "edited" / "broker-0.jsonl").write_text("\n".join(lines[:40] + lines[41:]) + "\n")
+    edited = json.loads(lines[40])
+    edited["state"]["leo"] += 100  # a log end no step reaches
+    (tmp_path / "edited" / "broker-0.jsonl").write_text(
+        "\n".join([*lines[:40], json.dumps(edited), *lines[41:]]) + "\n"
+    )
     gc.collect()
     verdicts = [validate_path(str(tmp_path / name))[0].explained for name in ("ok", "edited")]
     assert verdicts == [True, False] and gc.isenabled()
