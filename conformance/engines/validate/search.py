@@ -278,9 +278,10 @@ class Search:
                         unlogged.elect_with_registration(self.cfg),
                         unlogged.check_recovered(self.restarting.get(r), r),
                     ]
-            elif s.replicas[r].unregistered:  # started on the replayed metadata log (KRaft), registered now
+            elif s.replicas[r].broker_epoch < 0:  # started on the replayed metadata log (KRaft), registered now
                 yield [Step(REGISTER, r)]
                 if self.trace.apache_kafka:
+                    yield [Step(REGISTER, r), unlogged.caught_up(self.cfg, r)]
                     yield [Step(REGISTER, r), unlogged.elect_with_registration(self.cfg)]
             elif r in s.controller.fenced:
                 yield [Step(REJOIN, r)]

@@ -9,7 +9,7 @@ from typing import Iterator
 
 from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, StepRefused, apply, why_disabled
 from isrcheck.model.actions import ACTIONS
-from isrcheck.model.alphabet import CONSUME, CRASH, DROP, ELECT, FENCE, FLUSH, REJOIN
+from isrcheck.model.alphabet import CONSUME, CRASH, DELIVER_LEADER_AND_ISR, DROP, ELECT, FENCE, FLUSH, REJOIN
 from isrcheck.model.next_state import addressed
 from isrcheck.model.semantics import take
 from isrcheck.model.state import LeaderAndIsr, State, batch_ends, updated
@@ -210,6 +210,23 @@ def consume(cfg: ModelConfig, r: int):
         return s
 
     return take_consume
+
+
+def caught_up(cfg: ModelConfig, r: int):
+    """Kafka: a registered broker's catch-up with the metadata log past its registration
+    (``initialCatchUpFuture``) when its registration changed no partition, so no ``makeLeader`` or
+    ``makeFollower`` logs it: the registration's LeaderAndIsr (the last marked ``registration`` in
+    flight to ``r``) applied."""
+
+    def take_caught_up(s: State, steps: list) -> State:
+        marked = [i for i, m in enumerate(s.leader_and_isr[r]) if m.registration]
+        if not marked:
+            raise Mismatch(f"no LeaderAndIsr of broker {r}'s registration in flight")
+        st = Step(DELIVER_LEADER_AND_ISR, r, index=marked[-1])
+        steps.append(st.to_json())
+        return apply(cfg, s, st)[0]
+
+    return take_caught_up
 
 
 def unregistered(s: State, steps: list) -> State:
