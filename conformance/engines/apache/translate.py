@@ -97,7 +97,7 @@ class Translation:
         self.registered: set[int] = set()
         self.fenced: set[int] = set()  # brokers the controller's records fence, till registered or unfenced
         self.registering: set[int] = set()  # brokers registered again, not yet unfenced
-        self.handled: dict[tuple, tuple] = {}  # (follower, leader, corr) -> (tp, the leader's LEO it read)
+        self.handled: dict[tuple, tuple] = {}  # (follower, leader, corr) -> (read at, LEO read, its handling)
         self.leader_at: dict[tuple, list] = {}  # (leader, tp) -> [(us, leo, hw)], after each of its events
         self.following: dict[tuple, int | None] = {}  # (follower, tp) -> the leader epoch it follows in
         self.expanding: dict[
@@ -507,7 +507,7 @@ class Translation:
         before the raising one. ``raises``: the leader's, in the order they were made."""
         handled = self.handled.get((n, sent[0], sent[1]))
         if handled is None or len(handled) < 3:
-            return
+            return  # a read noted without its handling: no raise to order it against
         handling = handled[2]
         _began, entered, _read, returned, line = handling
         at = line["us"]
