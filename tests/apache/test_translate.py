@@ -114,17 +114,105 @@ def test_a_fetch_handling_is_ordered_against_produces_by_what_it_read(read, appe
     assert line["us"] == at
 
 
+def _append(us: int, began: int, offset: int, thread: str, assigned: int | None = None):
+    """A leader's ``appendRecordsToLeader`` exit line: one record at ``offset`` of partition t-0, the batch
+    assigned offset ``assigned`` (``offset``; a duplicate's: the log's end offset) in place."""
+    from isrcheck.conformance.engines.apache.recording import Recorded
+
+    line = {"ev": "Partition.appendRecordsToLeader", "at": "exit", "us": us, "in": began, "thread": thread}
+    base = offset if assigned is None else assigned
+    line["args"] = [[[base, base, 0, 1]], "CLIENT", -1]
+    line["ret"] = {"firstOffset": offset, "lastOffset": offset}
+    return Recorded(f"broker-2.jsonl:{us}", 2, us, line["ev"], "exit", {"tp": "t-0"}, line)
+
+
+def test_concurrent_produce_appends_are_taken_in_the_order_the_log_took_them():
+    """A 10-minute partition soak of 4.4.0: handler 3 entered appendRecordsToLeader first and its append took
+    offset 121, handler 4's took 122, but handler 4 returned first. Taken by when each returned, the model
+    appends 121 as 122 ("leo is 122 in the model, 123 in the log"); by the offsets, just before it."""
+    from isrcheck.conformance.engines.apache.recording import Recorded
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.moved(2, "t-0", 90, 120, 120)  # the leader's HW 120
+    t.broker(_append(100, 50, 120, "h1"))  # returned before the two were entered: keeps its place
+    t.broker(_append(1016, 610, 122, "h4"))
+    # follower 0's DelayedFetch (handled at 600, LEO 121) that offset 121's append completed, answered with
+    # it alone before that append returned: its read goes between the two appends
+    t.handled[(0, 2, 7)], t.last_send[(0, "t-0")] = (600, 121), (2, 7)
+    answer = {"ev": "ReplicaFetcherThread.processPartitionData", "at": "exit", "us": 1200}
+    answer["args"] = ["t-0", 121, 0, {"highWatermark": 120}]
+    state = {"tp": "t-0", "leo": 122, "hw": 120, "last_epoch": 0}
+    t.broker(Recorded("broker-0.jsonl:1", 0, 1200, answer["ev"], "exit", state, answer))
+    t.broker(_append(1563, 382, 121, "h3"))
+    t.broker(_append(1700, 1600, 123, "h4"))  # entered after both returned: keeps its place
+    t.finish()
+    steps = sorted(t.out[2], key=lambda line: line["us"])
+    assert [(e["us"], e["step"], e["state"].get("leo")) for e in steps] == [
+        (100, "produce", 121),
+        (1014, "produce", 122),
+        (1015, "handle_fetch", None),
+        (1016, "produce", 123),
+        (1700, "produce", 124),
+    ]
+
+
+def test_an_hw_an_earlier_append_raised_past_its_own_records_is_checked_at_the_next_append():
+    """The append of offset 5 returned last, its maybeIncrementLeaderHW (the ISR the leader alone) having
+    counted offset 6, which another handler appended after it and returned first: the HW 7 is checked at
+    that append, which the model takes second."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.broker(_append(200, 150, 6, "h1"))
+    t.raised_hw[(2, "h2", "t-0")] = (250, 7)
+    t.broker(_append(300, 100, 5, "h2"))
+    first, second = sorted(t.out[2], key=lambda line: line["us"])
+    assert (first["us"], first["state"], second["state"]) == (198, {"leo": 6}, {"leo": 7, "hw": 7})
+
+
+def test_a_retried_batch_the_log_already_holds_is_no_produce():
+    """The partition soak of 4.4.0: two acks=all produces timed out, the idempotent producer sent both
+    batches again, and Kafka returned their first offsets, 184 and 185, while its LEO stayed 186 (the
+    batches assigned offset 186, then found in the producer state). Neither is a produce; a batch a
+    compressed validation copied (the producer's base offset 0) is taken as written."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.broker(_append(100, 50, 185, "h1"))
+    t.broker(_append(200, 150, 184, "h2", assigned=186))
+    t.broker(_append(300, 250, 185, "h3", assigned=186))
+    t.broker(_append(400, 350, 186, "h4", assigned=0))
+    assert [e["state"]["leo"] for e in t.out[2]] == [186, 187]
+
+
+def test_a_handling_that_read_the_hw_before_a_concurrent_raise_goes_before_the_raising_handling():
+    """The partition soak of 4.4.0 at 77.5 s: follower 1's handling (handler 6) began at 882 and raised the HW
+    to 756 by 925; follower 0's (handler 2, fetch entered at 751) began at 894, having read the HW 755 before
+    that raise, and answered at once with it. Taken when each began, the model's handling of follower 1
+    raises the HW first and follower 0's answer carries 756; follower 0's goes first."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    raising, reading = {"us": 882, "t": 0, "state": {}}, {"us": 894, "t": 0, "state": {}}
+    ones = (882, 741, 758, 966, raising), (894, 751, 758, 925, reading)
+    t.handlings[(2, "t-0")] = list(ones)
+    t.raises.append((2, "t-0", 925, 756, ones[0]))
+    t.handled[(0, 2, 7)], t.handled[(1, 2, 8)] = (894, 758, ones[1]), (882, 758, ones[0])
+    t.answers += [(0, "t-0", (2, 7), 757, 755, 1000, "f:1"), (1, "t-0", (2, 8), 757, 756, 1000, "f:2")]
+    t.finish()
+    assert (reading["us"], raising["us"], raising["state"], reading["state"]) == (881, 882, {"hw": 756}, {})
+
+
 def test_a_delayed_fetch_completion_is_taken_strictly_before_its_answer():
     """No leader event shows the LEO and HW the answer has: the completion goes right before the answer
     is handled, never at the same time (the shared order would then break the tie by node)."""
-    from types import SimpleNamespace
-
     from isrcheck.conformance.engines.apache.translate import Translation
 
     t = Translation({"controller": 1000})
     t.handled[(1, 2, 7)] = (100, 5)  # follower 1's fetch 7, handled by leader 2 when its LEO was 5
     t.leader_at[(2, "t-0")] = [(90, 5, 4)]
-    t.delayed(1, "t-0", (2, 7), 6, 5, SimpleNamespace(us=500, where="f:1"))
+    t.delayed(1, "t-0", (2, 7), 6, 5, 500, "f:1")
     [line] = t.out[2]
     assert line["us"] == 499 and line["msg"] == [1, 7]
 
@@ -134,8 +222,6 @@ def test_a_delayed_fetch_an_append_completes_reads_the_hw_of_a_handling_not_yet_
     appends; a DelayedFetch that the first append completed answered records 35 with HW 35. The HW
     is the leader's from the handling's step on, so the completion goes after the first append, not
     after the second (its answer would hold both)."""
-    from types import SimpleNamespace
-
     from isrcheck.conformance.engines.apache.translate import Translation
 
     t = Translation({"controller": 1000})
@@ -145,7 +231,7 @@ def test_a_delayed_fetch_an_append_completes_reads_the_hw_of_a_handling_not_yet_
     t.moved(2, "t-0", 400, 37, None)  # another: LEO 37
     t.moved(2, "t-0", 200, -1, 35)  # the handling that raised the HW to 35 began at 200, returned at 450
     assert t.leader_at[(2, "t-0")] == [(110, 35, 34), (200, 35, 35), (300, 36, 35), (400, 37, 35)]
-    t.delayed(0, "t-0", (2, 7), 36, 35, SimpleNamespace(us=500, where="f:1"))
+    t.delayed(0, "t-0", (2, 7), 36, 35, 500, "f:1")
     [line] = t.out[2]
     assert line["us"] == 301 and line["msg"] == [0, 7]
 

@@ -452,9 +452,10 @@ def test_two_power_losses_of_two_replicas_lose_an_acknowledged_write():
     assert proc.returncode == 0 and "(shortest after 9 steps: unclean leader election is enabled)" in proc.stdout
 
 
+@pytest.mark.slow
 def test_every_fault_class_on_the_correct_protocol(tmp_path):
     """README, fault budgets: kip-966 under every fault class passes; the summary counts what each
-    property's budget let it check."""
+    property's budget let it check (a minute of Spark: with the slow tests)."""
     proc = run(
         example("isrcheck fuzz --protocol kip-966 --faults all --schedules 200 --out campaigns/kip-966-all"),
         cwd=tmp_path,

@@ -76,10 +76,11 @@ def test_a_bounced_leaders_orphan_expansion_is_a_known_loss_until_kip903():
     assert explore(KIP320, KIP101_SCENARIO1, props).violations == []  # inside: the known loss
 
 
-@pytest.mark.parametrize("protocol", ["kip-903", pytest.param("kip-966", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ["kip-903", "kip-966"])
 def test_no_bounced_leaders_orphan_expansion_since_kip903(protocol):
     """From kip-903 on the bounced leader registers only after its old session ended (a new leader
     epoch), and applies the controller's state, the committed orphan's ISR too, before it serves:
-    no such loss. kip-966 keeps kip-903's rule; its exploration (15 s) runs with the slow tests."""
+    no such loss. kip-966 keeps kip-903's rule; both explorations run with the slow tests."""
     props = [BY_ID["StrongIsr"], BY_ID["ReplicationQuorumSuperset"]]
     assert explore(ModelConfig(protocol=protocol), KIP101_SCENARIO1, props, budgets=False).violations == []

@@ -44,6 +44,7 @@ CONTROLLER = 1000
 FORMAT, VERSION = "isrcheck-events", 1
 REQUEST_TIMEOUT_MS = 30_000  # a producer's request.timeout.ms (librdkafka's and Java's default)
 BURST_US = 100_000  # the records of one controller write are replayed within this of each other
+RECENT_APPENDS = 64  # appends a produce append is ordered against: more than a broker has request handlers
 
 
 def protocol(run: dict) -> str:
@@ -85,7 +86,9 @@ class Translation:
         self.fetching: dict[tuple, dict] = {}  # (leader, thread) -> the fetch it is reading
         self.raised_hw: dict[tuple, tuple] = {}  # (node, thread, tp) -> (us, the HW maybeIncrementLeaderHW just set)
         self.handlings: dict[tuple, list] = {}  # (leader, tp) -> [(began, fetch entered, LEO read, returned, line)]
-        self.appends: dict[tuple, list] = {}  # (leader, tp) -> [(returned, end offset)] of its produce appends
+        self.appends: dict[tuple, list] = {}  # (leader, tp) -> [(its step, end offset)] of its produce appends
+        self.recent_appends: dict[tuple, list] = {}  # (leader, tp) -> its last appends' [(returned, end, line)]
+        self.answers: list[tuple] = []  # a follower's answers to place a DelayedFetch's read for: (follower, tp, ...)
         self.raises: list[tuple] = []  # (leader, tp, us, HW, its handling) a fetch raised: checked in finish()
         self.fetch_began: dict[tuple, int] = {}  # (leader, thread) -> when its fetchMessages was entered
         self.sends: dict[tuple, list] = {}  # (follower, tp) -> [(corr, fetch offset, leader)] not yet handled
@@ -95,7 +98,7 @@ class Translation:
         self.registered: set[int] = set()
         self.fenced: set[int] = set()  # brokers the controller's records fence, till registered or unfenced
         self.registering: set[int] = set()  # brokers registered again, not yet unfenced
-        self.handled: dict[tuple, tuple] = {}  # (follower, leader, corr) -> (tp, the leader's LEO it read)
+        self.handled: dict[tuple, tuple] = {}  # (follower, leader, corr) -> (read at, LEO read, its handling)
         self.leader_at: dict[tuple, list] = {}  # (leader, tp) -> [(us, leo, hw)], after each of its events
         self.following: dict[tuple, int | None] = {}  # (follower, tp) -> the leader epoch it follows in
         self.expanding: dict[
@@ -303,8 +306,6 @@ class Translation:
             # the LEO it read, when it returned: the appends that made it have their own marks, and a
             # handling's step may go before the append of what it read (finish())
             self.moved(n, tp, r.us, a[4], None)
-            if corr is not None:  # it read before it raised the HW, whenever the agent's line says it began
-                self.handled[(follower, n, corr)] = (r.began if raised is None else min(r.began, raised[0] - 1), a[4])
             # Request-handler threads handle followers' fetches at once: each updates its follower's state
             # when it begins, and an HW raised after may count another handler's follower that began later
             # and returns later. So a handling takes its place when it began, and an HW it raised is checked
@@ -322,6 +323,9 @@ class Translation:
             )
             handling = (r.began, self.fetch_began.get((n, thread), r.began), a[4], r.us, self.out[n][-1])
             self.handlings.setdefault((n, tp), []).append(handling)
+            if corr is not None:  # it read before it raised the HW, whenever the agent's line says it began
+                read_at = r.began if raised is None else min(r.began, raised[0] - 1)
+                self.handled[(follower, n, corr)] = (read_at, a[4], handling)
             if raised is not None:
                 self.raises.append((n, tp, *raised, handling))
             if expand is not None:
@@ -330,17 +334,27 @@ class Translation:
             ret = r.line.get("ret") or {}
             if ret.get("firstOffset", -1) < 0:
                 return
-            tp = p["tp"]
-            state = {"leo": ret["lastOffset"] + 1}
+            tp, end = p["tp"], ret["lastOffset"] + 1
             raised = self.raised_hw.pop((n, thread, tp), None)
             hw = raised[1] if raised else None
+            if _duplicate(a, ret):  # no produce (docs/steps.md, the idempotent producer)
+                if hw is not None:  # the leader's HW from then on, for a DelayedFetch's read
+                    self.moved(n, tp, r.us, -1, hw)
+                return
+            at, next_append = self.log_order(n, tp, r.began, r.us, end)
+            state = {"leo": end}
+            if hw is not None and hw > end and next_append is not None:
+                # its raise came after the next append took the log and counted it: checked there
+                next_append["state"]["hw"] = max(hw, next_append["state"].get("hw", hw))
+                self.moved(n, tp, next_append["us"], -1, hw)
+                hw = None
             if hw is not None:
                 state["hw"] = hw
-            self.moved(n, tp, r.us, ret["lastOffset"] + 1, hw)
-            self.appends.setdefault((n, tp), []).append((r.us, ret["lastOffset"] + 1))
+            self.moved(n, tp, at, end, hw)
+            self.appends.setdefault((n, tp), []).append((at, end))
             self.emit(
                 n,
-                r.us,
+                at,
                 PRODUCE,
                 r.where,
                 state,
@@ -349,12 +363,16 @@ class Translation:
                 acks=a[2],
                 records=ret["lastOffset"] - ret["firstOffset"] + 1,
             )
+            recent = self.recent_appends.setdefault((n, tp), [])
+            recent.append((r.us, end, self.out[n][-1]))
+            del recent[:-RECENT_APPENDS]
         elif r.ev == "ReplicaFetcherThread.processPartitionData":
             tp = p["tp"]
             sent = self.last_send.pop((n, tp), None)
             state = {"leo": p["leo"], "hw": p["hw"], "last_epoch": p["last_epoch"]}
             if sent and sent[0] is not None:
-                self.delayed(n, tp, sent, p["leo"], a[3].get("highWatermark", -1), r)
+                # placed in finish(): an append whose records it holds may return after it (log_order)
+                self.answers.append((n, tp, sent, p["leo"], a[3].get("highWatermark", -1), r.us, r.where))
             self.emit(
                 n,
                 r.us,
@@ -393,8 +411,10 @@ class Translation:
         once, and the model's steps are atomic: a fetch's handling reads the log, then (when the agent's
         ``in`` says it began) updates its follower's state; a produce appends, then returns. So a handling
         is taken when it began, moved after a produce whose records it read that returned later, and before
-        one whose records it did not read that returned earlier; an HW a handling raised is checked at the
-        leader's last handling begun before the raise, since the raise counted every follower updated by then."""
+        one whose records it did not read that returned earlier; a handling answered at once with an HW below
+        one a concurrent handling raised goes before that one (it read before the raise); an HW a handling
+        raised is checked at the leader's last handling begun before the raise and taken after it, since the
+        raise counted every follower updated by then."""
         self.flush()
         for key, handlings in self.handlings.items():
             appends = sorted(self.appends.get(key, []))
@@ -410,12 +430,36 @@ class Translation:
                 else:
                     at = min((done for done, end in window if end > read and done < at), default=at + 1) - 1
                 line["us"], line["t"] = at, at // 1000
+        raises: dict[tuple, list] = {}
+        for made in sorted(self.raises, key=lambda made: made[2]):
+            raises.setdefault(made[:2], []).append(made)
+        for n, tp, sent, end, hw, answered, where in self.answers:
+            if not self.delayed(n, tp, sent, end, hw, answered, where):
+                self.read_before_raises(n, tp, sent, hw, raises.get((sent[0], tp), []))
+        for handlings in self.handlings.values():
             handlings.sort(key=lambda h: h[0])
         for n, tp, us, hw, own in self.raises:
             handlings = self.handlings[(n, tp)]
             i = bisect.bisect_right(handlings, us, key=lambda h: h[0]) - 1
             at = handlings[i][-1] if i >= 0 and handlings[i][-1]["us"] > own[-1]["us"] else own[-1]
             at["state"]["hw"] = max(hw, at["state"].get("hw", hw))
+
+    def log_order(self, n: int, tp: str, began: int, returned: int, end: int) -> tuple[int, dict | None]:
+        """Where a produce append goes: when it returned, unless an append it ran alongside returned first with
+        later offsets. Request-handler threads append at once (``appendRecordsToLeader`` holds the partition's
+        read lock); the log's lock orders the appends by offset, but a thread may return after one that took
+        the lock later. The offsets are the log's order: the append goes just before the first such one,
+        which is returned with it (None when it keeps its place). Not looked for: a change of leadership
+        between two such appends (the broker losing and winning back leadership while one was appending)."""
+        at, before = returned, None
+        for done, later_end, line in reversed(self.recent_appends.get((n, tp), [])):
+            if done <= began:
+                break  # returned before this one was entered: not concurrent, nor any before it
+            if later_end > end and line["us"] <= at:
+                # two microseconds before it: between them goes what read this append and not that one
+                # (a DelayedFetch this append completed, a handling that read its LEO)
+                at, before = line["us"] - 2, line
+        return at, before
 
     def moved(self, n: int, tp: str, us: int, leo: int, hw: int | None) -> None:
         """The leader's LEO and HW from one of its steps on, as far as the event's arguments say: marks in
@@ -432,7 +476,7 @@ class Translation:
                 break  # running maxima: every later mark holds them already
             marks[k] = (m[0], max(m[1], leo), max(m[2], hw))
 
-    def delayed(self, n: int, tp: str, sent: tuple, end: int, hw: int, r) -> None:
+    def delayed(self, n: int, tp: str, sent: tuple, end: int, hw: int, answered: int, where: str) -> bool:
         """A fetch answered with more than its handling read (records appended, or an HW raised, after it): Kafka
         parked it as a DelayedFetch (minBytes), and the purgatory read it again when that append or HW move
         completed it; the agent records no event there (DelayedFetch reads without updating the follower's
@@ -441,25 +485,55 @@ class Translation:
         leader, corr = sent
         handled = self.handled.get((n, leader, corr))
         if handled is None:
-            return
+            return False
         marks = self.leader_at.get((leader, tp), [])
-        read_us, read_leo = handled
+        read_us, read_leo = handled[:2]
         # marks come in time order and hold running maxima: both searches are binary (a soak has millions).
         # The handling read the HW strictly before it updated the follower's state (Partition.fetchRecords),
         # so an HW that its own update raised is news the answer can only carry from a DelayedFetch's read
         i = bisect.bisect_left(marks, read_us, key=lambda m: m[0])
         if end <= read_leo and (i == 0 or hw <= marks[i - 1][2]):
-            return
+            return False
         j = bisect.bisect_left(marks, True, key=lambda m: m[1] >= end and m[2] >= hw)
-        when = marks[j][0] + 1 if j < len(marks) else r.us
-        when = min(when, r.us - 1)  # strictly before its answer is handled
-        self.emit(leader, when, HANDLE_FETCH, r.where + " (a DelayedFetch completed)", {}, tp, replica=n, msg=[n, corr])
+        when = marks[j][0] + 1 if j < len(marks) else answered
+        when = min(when, answered - 1)  # strictly before its answer is handled
+        self.emit(leader, when, HANDLE_FETCH, where + " (a DelayedFetch completed)", {}, tp, replica=n, msg=[n, corr])
+        return True
+
+    def read_before_raises(self, n: int, tp: str, sent: tuple, hw: int, raises: list) -> None:
+        """A handling answered at once carries the HW it read, before it updated its follower's state. An
+        answer below an HW that a concurrent handling raised while this one was in the leader's hands was read
+        before that raise: Kafka's handler updates its follower's state, then raises the HW, and another
+        handler may read in between; the model's ``handle_fetch`` does both at once. So this handling goes
+        before the raising one. ``raises``: the leader's, in the order they were made."""
+        handled = self.handled.get((n, sent[0], sent[1]))
+        if handled is None or len(handled) < 3:
+            return  # a read noted without its handling: no raise to order it against
+        handling = handled[2]
+        _began, entered, _read, returned, line = handling
+        at = line["us"]
+        for _n, _tp, us, raised, own in raises[bisect.bisect_right(raises, entered, key=lambda x: x[2]) :]:
+            if us > returned:
+                break
+            if raised > hw and own is not handling and own[-1]["us"] <= at:
+                at = own[-1]["us"] - 1
+        line["us"], line["t"] = at, at // 1000
 
 
 def _record(r) -> dict:
     """The metadata record (or request) an event's first argument is, else {}."""
     a = r.line.get("args") or []
     return a[0] if a and isinstance(a[0], dict) else {}
+
+
+def _duplicate(args: list, ret: dict) -> bool:
+    """A retried batch the log already holds (the idempotent producer's): Kafka's ``UnifiedLog.append``
+    assigns the batch offsets from the log's end offset (in place, as the agent's exit line shows the
+    batch), finds it in the producer state and returns the offsets it was first written at, below them,
+    appending nothing. A batch copied by the validation (compressed) shows the producer's offsets: no sign."""
+    batches = args[0] if args and isinstance(args[0], list) else []
+    base = batches[0][0] if batches and isinstance(batches[0], list) and batches[0] else None
+    return isinstance(base, int) and base > ret["lastOffset"]
 
 
 def _fetcher_leader(thread: str | None) -> int | None:

@@ -34,6 +34,7 @@ def _keys(path):
     return sorted(zip(*(table.column(c).to_pylist() for c in ("seed", "verdict", "trace_hash"))))
 
 
+@pytest.mark.slow  # 16 s of two campaigns
 def test_rows_are_the_same_whatever_the_number_of_partitions(spark, tmp_path):
     one = _campaign(spark, tmp_path / "one", schedules=10, seed=7, partitions=1)
     five = _campaign(spark, tmp_path / "five", schedules=10, seed=7, partitions=5)

@@ -3,6 +3,7 @@ validation explains (the model lets a step wait forever): the nodes' ``timers`` 
 the leader ran its timers past the deadline, so the missed deadline is the anomaly ``event-log-late``.
 The same run without a bug misses none (test_soak.py's soaks end with no anomaly)."""
 
+import pytest
 from node_bugs import planted
 
 from isrcheck.conformance.engines.soak.driver import SoakOptions, run_soak
@@ -42,6 +43,7 @@ def test_parked_produces_that_expire_on_time_are_no_finding(tmp_path):
     assert expired > 0  # the scenario reached DelayedProduce's expiry
 
 
+@pytest.mark.slow  # 20 s; the DelayedFetch twin below runs in the default tests
 def test_a_delayed_produce_that_never_expires_is_late_in_a_soak(tmp_path, monkeypatch):
     planted(monkeypatch, "delayed-produce-never-expires")
     result = _followers_stopped(tmp_path)
