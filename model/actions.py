@@ -362,8 +362,10 @@ class DeliverLeaderAndIsr(Action):
         r = st.replica
         m = nx.pop("leader_and_isr", r, st.index)
         rep = nx.replicas[r]
-        if m.registration:  # caught up with its registration: it serves from now on
+        if m.registration:  # caught up with its registration: it serves from now on, so no mark matters
             rep = nx.replicas[r] = updated(rep, unregistered=False)
+            queue = nx.queues("leader_and_isr")
+            queue[r] = tuple(q._replace(registration=False) for q in queue[r])
         if (m.leader_epoch, m.partition_epoch) <= (rep.leader_epoch, rep.partition_epoch):
             return
         if m.leader == -1 and not nx.cfg.rules.follows_leaderless:

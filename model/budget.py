@@ -50,6 +50,7 @@ from .losses import (
     LAST_REPLICA_STANDING,
     RESTART_WITHIN_SESSION_AFTER_LOSS,
     STALE_ISR_EXPANSION,
+    UNREGISTERED_STALE_ISR_EXPANSION,
     bounced_leader_proposal,
     deposed_leader_hw,
     deposed_leader_lives,
@@ -57,6 +58,7 @@ from .losses import (
     last_replica_standing,
     restart_within_session_after_loss,
     stale_isr_expansion,
+    unregistered_stale_isr_expansion,
 )
 from .protocols import PROTOCOLS
 from .semantics import apply
@@ -126,6 +128,13 @@ class FaultLedger(NamedTuple):
             and stale_isr_expansion(before, st, after, ledger.losers)
         ):
             entered.append(STALE_ISR_EXPANSION.name)
+        if (
+            name == HANDLE_ALTER_PARTITION
+            and ledger.losers
+            and UNREGISTERED_STALE_ISR_EXPANSION.name in watch
+            and unregistered_stale_isr_expansion(before, st, after, ledger.losers)
+        ):
+            entered.append(UNREGISTERED_STALE_ISR_EXPANSION.name)
         if (
             name == HANDLE_ALTER_PARTITION
             and BOUNCED_LEADER_PROPOSAL.name in watch
@@ -233,6 +242,8 @@ class FaultBudget:
             RESTART_WITHIN_SESSION_AFTER_LOSS.name in known and PROTOCOLS[protocol].start_before_registration
         )
         self.stale_expansion = spare_known_gaps and STALE_ISR_EXPANSION.name in known
+        # kip-903 on: only a remote LEO a Fetch with broker epoch -1 left (sent before a registration)
+        self.unregistered_stale = spare_known_gaps and UNREGISTERED_STALE_ISR_EXPANSION.name in known
         self.stale: set[tuple[int, int]] = set()  # (leader, r): the leader's remote LEO of r predates r's data loss
 
     def allows(self, state, st) -> bool:
@@ -254,7 +265,9 @@ class FaultBudget:
             return not any(
                 (st.replica, f) in self.stale
                 for f in range(len(state.replicas))
-                if f not in rep.isr and rep.remote_leo[f] >= rep.hw
+                if f not in rep.isr
+                and rep.remote_leo[f] >= rep.hw
+                and (self.stale_expansion or rep.remote_broker_epoch[f] == -1)
             )
         if name in (FENCE, FAIL_DISK) and self.lrs:  # a failed disk fences its broker too
             # Fencing another broker must not leave a down, data-losing replica as the sole ISR member.
@@ -268,7 +281,7 @@ class FaultBudget:
         """Account for ``st``, taken in state ``before``."""
         if loses_data(st):
             self.losers.add(st.replica)
-            if self.stale_expansion:
+            if self.stale_expansion or self.unregistered_stale:
                 self.stale |= {(i, st.replica) for i in range(len(before.replicas))}
         elif st.name == HANDLE_FETCH and self.stale:
             request = before.fetch_requests[st.replica][0]

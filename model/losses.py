@@ -78,6 +78,19 @@ RESTART_WITHIN_SESSION_AFTER_LOSS = KnownLoss(
     "none (Kafka 4.x has it)",
 )
 
+UNREGISTERED_STALE_ISR_EXPANSION = KnownLoss(
+    "unregistered-stale-isr-expansion",
+    "an ISR expansion counts a follower's log end offset that an earlier incarnation fetched before "
+    "it registered, from before it lost data: that Fetch carried broker epoch -1, which both KIP-903 "
+    "checks let pass; Kafka proposes an expansion only while handling a Fetch, so it takes a Fetch of "
+    "the lost incarnation handled after the new one registered (a request outliving its sender's "
+    "session, which the model bounds by no clock)",
+    "Apache Kafka 4.x Partition.isBrokerEpochIsrEligible (a stored broker epoch of -1 bypasses the "
+    "comparison), ReplicationControlManager.ineligibleReplicasForIsr (-1 bypasses it too), "
+    "BrokerServer.startup (fetchers start on the replayed metadata before the registration; "
+    "BrokerLifecycleManager.brokerEpoch is -1 until then)",
+    "none (Kafka 4.x has it)",
+)
 KNOWN_LOSSES: dict[str, KnownLoss] = {
     loss.name: loss
     for loss in (
@@ -87,6 +100,7 @@ KNOWN_LOSSES: dict[str, KnownLoss] = {
         DEPOSED_LEADER_HW,
         BOUNCED_LEADER_PROPOSAL,
         RESTART_WITHIN_SESSION_AFTER_LOSS,
+        UNREGISTERED_STALE_ISR_EXPANSION,
     )
 }
 
@@ -129,6 +143,24 @@ def stale_isr_expansion(before, st, after, lost: tuple) -> bool:
     hw = before.replicas[st.replica].hw
     return any(
         f in lost and f not in before.controller.isr and len(before.replicas[f].log) < hw for f in after.controller.isr
+    )
+
+
+def unregistered_stale_isr_expansion(before, st, after, lost: tuple) -> bool:
+    """``st`` commits an ISR expansion naming, with broker epoch -1, a follower of ``lost`` whose log
+    is shorter than the leader's HW or its remote LEO of it: the leader counted a Fetch sent before a
+    registration, from before the loss, and KIP-903's checks pass -1. Under strict min ISR (kip-966)
+    the HW waits for the expansion, so the remote LEO the HW will then count is what tells."""
+    if st.name != HANDLE_ALTER_PARTITION or after.controller.isr == before.controller.isr:
+        return False
+    leader = before.replicas[st.replica]
+    proposal = before.alter_partition[st.replica][0]
+    return any(
+        f in lost
+        and f not in before.controller.isr
+        and proposal.broker_epochs[f] == -1
+        and len(before.replicas[f].log) < max(leader.hw, leader.remote_leo[f])
+        for f in after.controller.isr
     )
 
 

@@ -80,13 +80,21 @@ DURABILITY = Budget(
     "by KIP-966's unclean shutdown detection), an ISR expansion counting a follower's LEO from before "
     "it lost data (KAFKA-14139, closed by KIP-903), a leader restarted faster than the controller "
     "noticed whose previous process's ISR expansion is committed behind its new HW (closed by KIP-380 "
-    "and KRaft's registration; here by kip-903)",
+    "and KRaft's registration; here by kip-903), and from kip-903 on such an expansion counting a Fetch "
+    "its earlier incarnation sent before it registered (broker epoch -1 passes KIP-903's checks; "
+    "unregistered-stale-isr-expansion, open in Kafka 4.x)",
     "Kafka documentation (Replication: a committed message is not lost while one in-sync replica "
     "survives; min.insync.replicas); KIP-966 (MinISR-1 tolerance to data loss unclean shutdown "
     "events; Last Replica Standing); KIP-903 (KAFKA-14139)",
     losers=MIN_ISR,
     clean_elections=True,
-    known_losses=("last-replica-standing", "fast-bounce-after-loss", "stale-isr-expansion", "bounced-leader-proposal"),
+    known_losses=(
+        "last-replica-standing",
+        "fast-bounce-after-loss",
+        "stale-isr-expansion",
+        "bounced-leader-proposal",
+        "unregistered-stale-isr-expansion",
+    ),
 )
 
 CONVERGENCE = Budget(
@@ -96,7 +104,9 @@ CONVERGENCE = Budget(
     "stale ISR view or over what a Last Replica Standing lost (closed by KIP-966); no bounced leader's "
     "orphan ISR expansion committed behind its new HW (closed by kip-903 here); from kip-903 on, no "
     "broker that lost data restarted before the controller ended its previous session (KRaft keeps it "
-    "in the ISR without that data until its registration: restart-within-session-after-loss); any "
+    "in the ISR without that data until its registration: restart-within-session-after-loss), and "
+    "no ISR expansion counting a Fetch sent before a registration from before a loss "
+    "(unregistered-stale-isr-expansion); any "
     "number of brokers may lose unflushed "
     "data: KIP-101 and KIP-279 promise that the replicas converge on the leader's log after "
     "simultaneous power losses, even where committed writes are lost",
@@ -110,6 +120,7 @@ CONVERGENCE = Budget(
         "deposed-leader-hw",
         "bounced-leader-proposal",
         "restart-within-session-after-loss",
+        "unregistered-stale-isr-expansion",
     ),
 )
 

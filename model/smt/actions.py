@@ -443,6 +443,9 @@ def effect_deliver_leader_and_isr(nx: Next, st: Step) -> None:
     r = st.replica
     m = nx.pop("leader_and_isr", r, st.index)
     nx.set_rep(r, unreg=z3.And(nx.rep(r, "unreg"), m["reg"] == 0))  # caught up with its registration
+    for slot in range(nx.b.capacity("leader_and_isr")):  # it serves: the marks of the others are cleared
+        key = f"leader_and_isr{r}.{slot}.reg"
+        nx.s[key] = z3.If(m["reg"] != 0, 0, nx.s[key])
     le, pe = nx.rep(r, "lepoch"), nx.rep(r, "pepoch")
     newer = z3.Or(m["lepoch"] > le, z3.And(m["lepoch"] == le, m["pepoch"] > pe))
     if not _rules(nx).follows_leaderless:

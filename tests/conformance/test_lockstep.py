@@ -102,15 +102,15 @@ def test_both_sides_refuse_to_expand_the_isr_to_a_follower_that_never_fetched(pr
 
 def test_the_expansion_to_a_never_fetched_follower_no_longer_loses_an_acknowledged_write():
     """The explorer's 27-step NoLostAckedWrite counterexample (kip-966, process crashes, one power
-    loss): the stale expansion (step 10) and so its AlterPartition (step 22) are refused on every
-    variant, and nothing is lost."""
+    loss), each restart followed by its registration (KRaft's): the stale expansion (step 10) and so
+    its AlterPartition (step 24) are refused on every variant, and nothing is lost."""
     schedule = load_schedule(Path(__file__).resolve().parents[1] / "corpus" / "never-fetched-follower-expansion.json")
-    assert len(schedule.steps) == 27
+    assert len(schedule.steps) == 29
     for protocol in PROTOCOLS:
         run = Lockstep.run(schedule.with_protocol(protocol))
         verdict, refused = run.verdict, run.refused
         assert verdict.kind == "pass", (protocol, verdict.summary(), verdict.diff)
-        assert [(i, st.name) for i, st, _reason in refused] == [(10, "expand_isr"), (22, "handle_alter_partition")]
+        assert [(i, st.name) for i, st, _reason in refused] == [(10, "expand_isr"), (24, "handle_alter_partition")]
 
 
 def _replay_counterexamples(protocol: str, scope: Scope) -> None:

@@ -150,7 +150,9 @@ def test_a_fast_bounce_loses_isr_membership_and_leadership_from_kip903_on():
             c = s.controller
             assert c.leader == -1 and c.isr == (1, 2) and c.leader_epoch == 1, (protocol, kind, c)
             assert c.last_known_leader == (0 if protocol is KIP966 else -1) and 0 not in c.fenced
-            assert s.replicas[0].leader == -1 and s.replicas[0].leader_epoch == 1  # caught up at once
+            assert s.replicas[0].unregistered and s.replicas[0].leader_epoch == 0  # not caught up yet
+            s, _ = run(protocol, bounced + [step("fence", 0), step("register", 0), step("deliver_leader_and_isr", 0)])
+            assert s.replicas[0].leader == -1 and s.replicas[0].leader_epoch == 1 and not s.replicas[0].unregistered
     s, _ = run(KIP320, [step("crash", 0, kind="power"), step("restart", 0)])
     assert s.controller.leader == 0 and s.controller.leader_epoch == 0  # before KIP-380 it leads on
 
@@ -172,7 +174,7 @@ def test_a_bounced_leader_leads_on_its_replayed_metadata_until_it_registers():
     assert why(KIP966, steps + [step("send_fetch", 1)], step("handle_fetch", 1)) == "broker 0 is not registered yet"
     s, _ = run(KIP966, steps + [step("fence", 0)])
     assert s.controller.leader == -1 and s.controller.leader_epoch == 1 and s.replicas[0].leader == 0
-    s, _ = run(KIP966, steps + [step("fence", 0), step("register", 0)])
+    s, _ = run(KIP966, steps + [step("fence", 0), step("register", 0), step("deliver_leader_and_isr", 0)])
     assert not s.replicas[0].unregistered and s.replicas[0].broker_epoch == 1
     assert s.replicas[0].leader_epoch == 1 and s.controller.elr == () and 0 not in s.controller.isr
     # its followers fetch with broker epoch -1 while it is unregistered

@@ -19,6 +19,8 @@ def ledger_of(protocol: str, steps, **config) -> FaultLedger:
     state, ledger = initial_state(cfg), EMPTY_LEDGER
     for raw in steps:
         st = Step.from_json(raw)
+        if st.name == "register" and not cfg.rules.start_before_registration:
+            continue  # the restart registered (before kip-903): the harness takes the step as done
         after, _ = apply(cfg, state, st)
         ledger, state = ledger.after(state, st, after), after
     return ledger
@@ -140,7 +142,7 @@ def test_outside_the_budget_the_run_goes_on_and_says_so():
 
 def test_the_all_profile_takes_every_fault_class_and_finds_nothing_on_kip_966():
     seen: collections.Counter = collections.Counter()
-    for seed in range(60):  # an HW checkpoint that changes something is rare: 1 or 2 walks in 100
+    for seed in range(110):  # an HW checkpoint that changes something is rare: 1 or 2 walks in 100
         schedule, verdict = random_walk(seed, "kip-966", 150, "all", impl=False)
         assert verdict.kind == "pass", verdict.summary()
         run = Lockstep("kip-966", schedule.config, impl=False)
