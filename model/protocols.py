@@ -14,6 +14,7 @@ from .losses import (
     KNOWN_LOSSES,
     LAST_REPLICA_STANDING,
     STALE_ISR_EXPANSION,
+    UNREGISTERED_STALE_ISR_EXPANSION,
 )
 from .state import Replica, end_offset_for, end_offset_for_kip101, latest_epoch, truncate_to, updated
 
@@ -25,8 +26,9 @@ class Protocol:
     uses_epoch_queries = False
     # histories that lose acknowledged writes in Kafka itself within the fault budget, which the
     # explorer's exclude_known_losses and the random walks' budget leave out: KIP-966's Last
-    # Replica Standing and fast bounce after a data loss, and KIP-903's stale ISR expansion
-    known_losses = frozenset(KNOWN_LOSSES)
+    # Replica Standing and fast bounce after a data loss, and KIP-903's stale ISR expansion (the
+    # form KIP-903 leaves open, a Fetch sent before a registration, only where Fetches carry epochs)
+    known_losses = frozenset(KNOWN_LOSSES) - {UNREGISTERED_STALE_ISR_EXPANSION.name}
     # ReplicaManager.makeFollowers before KIP-101 changed partition state only "when the leader is
     # available": a LeaderAndIsr naming no leader (-1) left the follower as it was
     follows_leaderless = False
@@ -189,7 +191,9 @@ class Kip903(Kip320):
     so an ISR expansion built on a previous incarnation's fetches is rejected."""
 
     name = "kip-903"
-    known_losses = Kip320.known_losses - {STALE_ISR_EXPANSION.name, BOUNCED_LEADER_PROPOSAL.name}
+    known_losses = (Kip320.known_losses - {STALE_ISR_EXPANSION.name, BOUNCED_LEADER_PROPOSAL.name}) | {
+        UNREGISTERED_STALE_ISR_EXPANSION.name
+    }
     start_before_registration = True
 
     def next_broker_epoch(self, epoch: int) -> int:

@@ -187,7 +187,11 @@ class Lockstep:
         self.index += 1
         self.last_outputs = []
         st = step if type(step) is Step else Step.from_json(step)
-        if st.name == REGISTER and not self.cfg.rules.start_before_registration and self.state.replicas[st.replica].alive:
+        if (
+            st.name == REGISTER
+            and not self.cfg.rules.start_before_registration
+            and self.state.replicas[st.replica].alive
+        ):
             # before kip-903 a restart registers in its own step (docs/steps.md, `register`): a schedule
             # written for every variant names the registration it made there, taken as done on both sides
             self._hash.update(f"{i}:{st!r}:in restart\n".encode())

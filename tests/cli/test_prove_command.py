@@ -115,9 +115,9 @@ def test_bad_input_exits_2_naming_it(capsys):
 
 
 def test_broker_epoch_variants_are_encoded(capsys):
-    # from kip-903 on a restart ends the old session first (a fence), and the broker is elected
-    # again (kip-966: as the last known leader): the loss takes five transitions on both
-    for protocol, depth in (("kip-903", 5), ("kip-966", 5)):
+    # from kip-903 on the old session ends first (a fence), the restarted broker registers, is
+    # elected again (kip-966: as the last known leader) and applies it: seven transitions on both
+    for protocol, depth in (("kip-903", 7), ("kip-966", 7)):
         code = main(
             [
                 "prove",
@@ -127,7 +127,7 @@ def test_broker_epoch_variants_are_encoded(capsys):
                 "--max-epoch",
                 "2",
                 "--depth",
-                "5",
+                str(depth),
                 "--property",
                 "NoLostAckedWrite",
                 "--json",

@@ -67,7 +67,7 @@ def test_the_sentence_docs_ci_quotes_is_the_one_given(scenario):
 def test_lost_acked_write_in_a_power_loss_before_fsync(scenario):
     trace, why = explained(scenario("last-replica-standing"), "kip-320")
     assert why.sentence == (
-        "Broker 0, elected leader in epoch 2 at step 16, holds record 2 at offset 0, not record 1, which a "
+        "Broker 0, elected leader in epoch 2 at step 17, holds record 2 at offset 0, not record 1, which a "
         "producer was told was written with acks=all at step 5; it was lost when broker 0 lost power at step 13 "
         "before it fsynced it." + LRS
     )
@@ -89,8 +89,8 @@ def test_strong_isr_names_the_leader_the_member_and_how_the_logs_parted(scenario
     trace, why = explained(scenario("kip101-scenario2"), "hw-truncation")
     assert trace.verdict.property == "StrongIsr"
     assert why.sentence == (
-        "Broker 1, elected leader in epoch 2 at step 17, has offset 1 (epoch 2, record 3) below its HW 2, but "
-        "broker 0, in the controller's ISR [0, 1] since step 32 handle_alter_partition(replica=1), holds epoch 0, "
+        "Broker 1, elected leader in epoch 2 at step 18, has offset 1 (epoch 2, record 3) below its HW 2, but "
+        "broker 0, in the controller's ISR [0, 1] since step 34 handle_alter_partition(replica=1), holds epoch 0, "
         "record 2 there; broker 1 had held record 2 there too, until it lost power at step 12 before it fsynced it."
     )
     assert (why.replica, why.cause) == (0, 12)
@@ -112,10 +112,10 @@ def test_weak_isr_reads_the_leaders_own_isr_view(scenario):
     trace, why = explained(scenario("kip320-stale-fetch"), "kip-279")
     assert trace.verdict.property == "WeakIsr"
     assert why.sentence == (
-        "Broker 0, elected leader in epoch 4 at step 47, has offset 1 (epoch 2, record 3) below its HW 2, but "
-        "broker 2, in broker 0's own ISR view [0, 2] since step 29 deliver_leader_and_isr(replica=0, index=0), "
+        "Broker 0, elected leader in epoch 4 at step 48, has offset 1 (epoch 2, record 3) below its HW 2, but "
+        "broker 2, in broker 0's own ISR view [0, 2] since step 30 deliver_leader_and_isr(replica=0, index=0), "
         "holds epoch 0, record 2 there; broker 0 had held record 2 there too, until it truncated its log to "
-        "offset 1 at step 32 handle_fetch_response(replica=0)."
+        "offset 1 at step 33 handle_fetch_response(replica=0)."
     )
 
 
@@ -124,10 +124,10 @@ def test_log_matching_names_the_two_brokers_the_epoch_and_the_append(scenario):
     assert trace.verdict.property == "LogMatching"
     assert why.sentence == (
         "Brokers 1 and 2 both hold offset 2 in leader epoch 4, yet their logs differ below it: at offset 1 "
-        "broker 1 has epoch 2, record 3, broker 2 epoch 0, record 2; broker 1 got offset 2 at step 41 "
+        "broker 1 has epoch 2, record 3, broker 2 epoch 0, record 2; broker 1 got offset 2 at step 42 "
         "handle_fetch_response(replica=1), on top of its own offset 1."
     )
-    assert (why.replica, why.cause) == (1, 41)
+    assert (why.replica, why.cause) == (1, 42)
 
 
 def _read_then_unclean_election(scenario):
@@ -223,9 +223,9 @@ def test_a_divergence_of_states_says_what_each_side_did_to_the_log(scenario, mon
     truncate_to = Partition.truncate_to
     monkeypatch.setattr(Partition, "truncate_to", lambda self, offset: truncate_to(self, 0))  # always all of it
     trace, why = explained(scenario("kip279-fast-leader-change"), "kip-320")
-    assert trace.verdict.kind == "divergence" and trace.verdict.step == 38
+    assert trace.verdict.kind == "divergence" and trace.verdict.step == 39
     assert why.sentence == (
-        "At step 38 handle_fetch_response(replica=1), the implementation truncated broker 1's log "
+        "At step 39 handle_fetch_response(replica=1), the implementation truncated broker 1's log "
         "to offset 0 while the model truncated it to offset 1."
     )
     assert why.replica == 1

@@ -39,12 +39,12 @@ def test_violation_timeline_shows_a_lane_per_replica_and_a_column_per_step(tmp_p
     page.screenshot(path=str(artifacts / "timeline-kip101-scenario2-hw-truncation.png"), full_page=True)
     assert errors == []
     assert page.locator(".lane.replica").count() == schedule.config.replicas
-    # the initial state and the 33 steps run until StrongIsr fails at step 32
+    # the initial state and the 35 steps run until StrongIsr fails at step 34 (a register after each restart)
     heads = page.locator(".step-head[data-step]")
-    assert heads.count() == 1 + 33
-    assert heads.last.get_attribute("data-step") == "32"
+    assert heads.count() == 1 + 35
+    assert heads.last.get_attribute("data-step") == "34"
     bad = page.locator(".step-head.first-bad")
-    assert bad.count() == 1 and bad.get_attribute("data-step") == "32"
+    assert bad.count() == 1 and bad.get_attribute("data-step") == "34"
     assert BY_ID["StrongIsr"].statement[:60] in page.locator("#verdict").inner_text()
     assert "isrcheck check" in page.locator("#verdict").inner_text()
     # each replica cell shows its log entries with offset, epoch and record
@@ -127,7 +127,7 @@ def test_the_page_opens_at_the_first_bad_step_with_the_sentence_on_top(
     assert opens_at_the_first_bad_step(page)
     sentence = page.locator("#explanation").inner_text()
     assert sentence.startswith(why.sentence) and "lost power at step 13 before it fsynced it" in sentence
-    assert page.locator("#first-bad").get_attribute("data-step") == "28"
+    assert page.locator("#first-bad").get_attribute("data-step") == "29"
     assert page.locator(".step-head[data-step='5'] .tag.promised").count() == 1  # the acks=all answer
     assert page.locator(".step-head[data-step='13'] .tag.cause").count() == 1  # the power loss
     small = browser.new_page(viewport={"width": 900, "height": 520})
