@@ -350,7 +350,7 @@ def test_check_with_brokers_as_processes():
         example('isrcheck check specs/scenarios/torn-power-loss.json --sut "python -m isrcheck.impl.sut --processes"')
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "torn-power-loss [kip-320]: pass (9 steps)" in proc.stdout
+    assert "torn-power-loss [kip-320]: pass (13 steps)" in proc.stdout
 
 
 def test_check_options_on_a_schedule_file(tmp_path):
