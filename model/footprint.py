@@ -63,6 +63,7 @@ from .losses import (
     LAST_REPLICA_STANDING,
     RESTART_WITHIN_SESSION_AFTER_LOSS,
     STALE_ISR_EXPANSION,
+    UNREGISTERED_STALE_ISR_EXPANSION,
     last_replica_standing,
 )
 from .state import GHOSTS_AT, Controller, Replica, State
@@ -79,6 +80,7 @@ _KNOWN = (
     DEPOSED_LEADER_HW.name,
     BOUNCED_LEADER_PROPOSAL.name,
     RESTART_WITHIN_SESSION_AFTER_LOSS.name,
+    UNREGISTERED_STALE_ISR_EXPANSION.name,
 )
 # the steps that may replace the controller's state (the ledger's Last Replica Standing check)
 _CONTROLLER_STEPS = frozenset((ELECT, FENCE, HANDLE_ALTER_PARTITION, REJOIN, RESTART, REGISTER, FAIL_DISK))
@@ -299,6 +301,12 @@ def ledger_reads(
             m |= L.ctrl["isr"] | L.rep[b]["hw"] | L.field("log")
     if name == HANDLE_ALTER_PARTITION and BOUNCED_LEADER_PROPOSAL.name in watch:
         m |= L.queue["alter_partition"][b] | L.ctrl["isr"] | L.rep[b]["alive"]
+    if name == HANDLE_ALTER_PARTITION and UNREGISTERED_STALE_ISR_EXPANSION.name in watch:
+        m |= sum(L.losers)
+        if (s is None and ctx.losses) or (s is not None and ledger.losers):
+            m |= (
+                L.ctrl["isr"] | L.rep[b]["hw"] | L.rep[b]["remote_leo"] | L.field("log") | L.queue["alter_partition"][b]
+            )
     return m
 
 
@@ -587,6 +595,7 @@ def _ledger_writes(ctx: Context, g: tuple) -> int:
         return m
     m |= L.known[DEPOSED_LEADER_HW.name] | L.known[FAST_BOUNCE_AFTER_LOSS.name] | L.known[STALE_ISR_EXPANSION.name]
     m |= L.known[BOUNCED_LEADER_PROPOSAL.name] | L.known[RESTART_WITHIN_SESSION_AFTER_LOSS.name]
+    m |= L.known[UNREGISTERED_STALE_ISR_EXPANSION.name]
     if ctx.losses and (name in _CONTROLLER_STEPS or name in _DATA_LOSSES):
         m |= L.known[LAST_REPLICA_STANDING.name]  # only a broker that lost power or its disk makes one
     return m

@@ -512,7 +512,7 @@ def test_report_a_scenario_as_a_timeline(tmp_path):
         fill={"kip101-scenario2.html": str(out)},
     )
     assert proc.returncode == 0, proc.stderr  # the verdict the file expects on hw-truncation
-    assert f"violation of StrongIsr at step 32; timeline: {out}" in proc.stdout
+    assert f"violation of StrongIsr at step 34; timeline: {out}" in proc.stdout
     page = out.read_text()
     assert page.count('class="lane replica"') == 2 and "first bad step" in page
     assert '<p class="explanation" id="explanation">Broker 1, elected leader' in page  # what went wrong, on top
