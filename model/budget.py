@@ -121,20 +121,13 @@ class FaultLedger(NamedTuple):
             and restart_within_session_after_loss(before, st, after)
         ):
             entered.append(RESTART_WITHIN_SESSION_AFTER_LOSS.name)
-        if (
-            name == HANDLE_ALTER_PARTITION
-            and ledger.losers
-            and STALE_ISR_EXPANSION.name in watch
-            and stale_isr_expansion(before, st, after, ledger.losers)
-        ):
-            entered.append(STALE_ISR_EXPANSION.name)
-        if (
-            name == HANDLE_ALTER_PARTITION
-            and ledger.losers
-            and UNREGISTERED_STALE_ISR_EXPANSION.name in watch
-            and unregistered_stale_isr_expansion(before, st, after, ledger.losers)
-        ):
-            entered.append(UNREGISTERED_STALE_ISR_EXPANSION.name)
+        if name == HANDLE_ALTER_PARTITION and ledger.losers:
+            for loss, stale in (
+                (STALE_ISR_EXPANSION, stale_isr_expansion),
+                (UNREGISTERED_STALE_ISR_EXPANSION, unregistered_stale_isr_expansion),
+            ):
+                if loss.name in watch and stale(before, st, after, ledger.losers):
+                    entered.append(loss.name)
         if (
             name == HANDLE_ALTER_PARTITION
             and BOUNCED_LEADER_PROPOSAL.name in watch
