@@ -442,15 +442,24 @@ class ExpandIsr(Action):
 
     def guard(cfg, s, st):
         reason = _leader_guard(s, st.replica)
-        if reason is None and not _caught_up(cfg, st.replica, s.replicas[st.replica]):
+        if reason is None and not _adding(cfg, st, s.replicas[st.replica]):
             reason = "no follower outside the ISR has caught up to the high watermark"
+            if st.arg is not None and st.arg >= 0:
+                reason = f"follower {st.arg} is in the ISR or has not caught up to the high watermark"
         return reason
 
     def effect(nx, st):
         r = st.replica
         rep = nx.replicas[r]
-        rep = _propose_isr(nx, r, rep, tuple(sorted(rep.isr + tuple(_caught_up(nx.cfg, r, rep)))))
+        rep = _propose_isr(nx, r, rep, tuple(sorted(rep.isr + tuple(_adding(nx.cfg, st, rep)))))
         nx.replicas[r] = maybe_increment_leader_hw(nx, r, rep)
+
+
+def _adding(cfg, st, rep: Replica) -> list[int]:
+    """The followers ``expand_isr`` adds: those caught up, or the one it names if it is (Kafka's
+    maybeExpandIsr adds the follower whose Fetch it handles)."""
+    caught = _caught_up(cfg, st.replica, rep)
+    return caught if st.arg is None or st.arg < 0 else [f for f in caught if f == st.arg]
 
 
 class HandleAlterPartition(Delivery):

@@ -124,6 +124,8 @@ FIELDS: Mapping[str, Field] = {
             default="cut",
         ),
         Field("io", "the failing I/O operation of the log directory and its errno", "arg", DISK_IO),
+        # generators leave it out (-1): naming one follower is how a recording of Kafka's expansion reads
+        Field("follower", "the follower an ISR expansion adds, -1 = every one in sync", "arg", sample=(-1,)),
     )
 }
 CHOICES = ("acks", "kind", "message", "io")  # the choice fields, carried as ``Step.arg``
@@ -239,7 +241,11 @@ STEPS: Mapping[str, StepKind] = {
         ),
         StepKind(SHRINK_ISR, ("replica",), "Partition.maybeShrinkIsr (replica.lag.time.max.ms)"),
         StepKind(
-            EXPAND_ISR, ("replica",), "Partition.maybeExpandIsr (KIP-320: HW reached the epoch start)", weight=2.0
+            EXPAND_ISR,
+            ("replica", "follower"),
+            "Partition.maybeExpandIsr (KIP-320: HW reached the epoch start); Kafka adds the fetching follower",
+            optional=("follower",),
+            weight=2.0,
         ),
         StepKind(
             HANDLE_ALTER_PARTITION,
@@ -443,12 +449,10 @@ def shown_key(key: object) -> str:
     return key if isinstance(key, str) and len(key) <= 40 and key.isprintable() else shown(key)
 
 
-def check_replica(name: str, replica: object, replicas: int) -> None:
+def check_replica(name: str, replica: object, replicas: int, field: str = "replica") -> None:
     """Raise InvalidStep unless ``replica`` is a broker id of a cluster of ``replicas``."""
     if not 0 <= replica < replicas:  # type: ignore[operator]
-        raise InvalidStep(
-            name, "replica", f"expected a replica id 0..{replicas - 1}, got {shown(replica)} (out of range)"
-        )
+        raise InvalidStep(name, field, f"expected a replica id 0..{replicas - 1}, got {shown(replica)} (out of range)")
 
 
 def _is_int(value: object) -> bool:
@@ -581,8 +585,10 @@ def _checked(name: str, spec: Field, value: Any, replicas: int | None) -> object
         return value
     if not _is_int(value):
         raise InvalidStep(name, f, f"{f} must be an integer, got {shown(value)}")
-    if f == "replica":
-        check_replica(name, value, MAX_REPLICAS if replicas is None else replicas)
+    if f == "replica" or (f == "follower" and value != -1):
+        check_replica(name, value, MAX_REPLICAS if replicas is None else replicas, f)
+        return value
+    if f == "follower":
         return value
     if value < spec.low or (spec.high is not None and value > spec.high):
         bound = f"{spec.low}..{spec.high}" if spec.high is not None else f">= {spec.low}"

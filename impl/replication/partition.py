@@ -263,10 +263,11 @@ class Partition:
         self._propose(tuple(r for r in self.isr if r not in out))
         return True
 
-    def maybe_expand_isr(self, fetched_by: int | None = None) -> bool:
+    def maybe_expand_isr(self, fetched_by: int | None = None, only: int | None = None) -> bool:
         """Partition.maybeExpandIsr: propose adding followers caught up to the HW (KIP-320: in this
         epoch). ``fetched_by``: the follower whose Fetch calls it (a run that drives itself); then
-        only if that follower is out of the ISR and among them (docs/steps.md, ``expand_isr``)."""
+        only if that follower is out of the ISR and among them (docs/steps.md, ``expand_isr``).
+        ``only``: add that follower alone, if it is among them."""
         if not self.is_leader or self.pending_isr is not None:
             return False
         hw = self.high_watermark
@@ -278,6 +279,8 @@ class Partition:
             for r in self.replicas
             if r not in self.isr and r != self.broker_id and self.followers[r].log_end_offset >= max(hw, start)
         ]
+        if only is not None:
+            new = [r for r in new if r == only]
         if not new or (fetched_by is not None and fetched_by not in new):
             return False
         self._propose(tuple(sorted(self.isr + tuple(new))))

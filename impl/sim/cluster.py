@@ -179,11 +179,13 @@ class Cluster:
             raise ClusterError("no ISR follower is out of sync for longer than replica.lag.time.max.ms")
         self._settle()
 
-    def expand_isr(self, leader: int) -> None:
+    def expand_isr(self, leader: int, follower: int = -1) -> None:
+        """Partition.maybeExpandIsr: with ``follower``, that one alone (Kafka adds the fetching one)."""
         p = self._need_leader(leader)
-        if not p.maybe_expand_isr():
+        if not p.maybe_expand_isr(only=None if follower < 0 else follower):
             raise ClusterError(
-                "no follower outside the ISR has caught up to the high watermark"
+                ("no follower outside the ISR" if follower < 0 else f"follower {follower} is in the ISR or has not")
+                + " caught up to the high watermark"
                 + (" in this leader epoch" if p.variant.hw_reached_epoch_to_expand else "")
             )
         self._settle()

@@ -24,6 +24,7 @@ FIELDS: dict[str, tuple[type, object]] = {
     "torn": (bool, False),
     "tail": (str, CUT),
     "io": (str, _REQUIRED),
+    "follower": (int, _REQUIRED),
 }
 
 # step -> its fields, in the order the Cluster method of the same name takes them
@@ -35,7 +36,7 @@ STEPS: dict[str, tuple[str, ...]] = {
     "handle_fetch_response": ("replica",),
     "deliver_leader_and_isr": ("replica", "index"),
     "shrink_isr": ("replica",),
-    "expand_isr": ("replica",),
+    "expand_isr": ("replica", "follower"),
     "handle_alter_partition": ("replica",),
     "handle_alter_partition_response": ("replica",),
     "elect": ("replica",),
@@ -53,7 +54,8 @@ STEPS: dict[str, tuple[str, ...]] = {
     "fail_disk": ("replica", "io"),
     "corrupt_live": ("replica",),
 }
-_OPTIONAL = {("elect", "replica"): -1}  # an election without a target
+# an election without a target; an ISR expansion adding every follower in sync
+_OPTIONAL = {("elect", "replica"): -1, ("expand_isr", "follower"): -1}
 
 
 class BadStep(ValueError):
@@ -80,7 +82,7 @@ def parse_step(doc, replicas: int) -> tuple[str, tuple]:
             raise BadStep(f"{name}.{field}: missing")
         if type(value) is not kind:
             raise BadStep(f"{name}.{field}: expected {kind.__name__}, got {str(value)[:40]!r}")
-        if field == "replica" and not (0 <= value < replicas or value == default == -1):
-            raise BadStep(f"{name}.replica: {value} is not a broker id 0..{replicas - 1}")
+        if field in ("replica", "follower") and not (0 <= value < replicas or value == default == -1):
+            raise BadStep(f"{name}.{field}: {value} is not a broker id 0..{replicas - 1}")
         values.append(value)
     return name, tuple(values)

@@ -526,13 +526,19 @@ def effect_shrink_isr(nx: Next, st: Step) -> None:
     _propose_isr(nx, r, [z3.And(nx.rep(r, f"isr{j}"), _not(out)) for j, out in enumerate(_lagging(nx, r))])
 
 
+def _adding(nx: Next, st: Step) -> list:
+    """Per broker, whether ``expand_isr`` adds it: caught up, and the follower it names if any."""
+    every = st.arg is None or st.arg < 0
+    return [new if every or j == st.arg else z3.BoolVal(False) for j, new in enumerate(_caught_up(nx, st.replica))]
+
+
 def guard_expand_isr(nx: Next, st: Step):
-    return z3.And(_leader_guard(nx, st.replica), z3.Or(_caught_up(nx, st.replica)))
+    return z3.And(_leader_guard(nx, st.replica), z3.Or(_adding(nx, st)))
 
 
 def effect_expand_isr(nx: Next, st: Step) -> None:
     r = st.replica
-    _propose_isr(nx, r, [z3.Or(nx.rep(r, f"isr{j}"), new) for j, new in enumerate(_caught_up(nx, r))])
+    _propose_isr(nx, r, [z3.Or(nx.rep(r, f"isr{j}"), new) for j, new in enumerate(_adding(nx, st))])
     maybe_increment_leader_hw(nx, r)
 
 

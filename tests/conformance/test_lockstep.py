@@ -287,3 +287,23 @@ def test_an_orphan_fetch_keeps_its_leader_when_the_next_process_reuses_its_corre
     assert run_schedule(schedule).kind == "pass"
     queue = replay(ModelConfig(protocol="kip-320", **config), list(steps)).states[-1].fetch_requests[2]
     assert [(m.leader, m.leader_epoch, m.orphan) for m in queue] == [(0, 0, True), (1, 1, True), (0, 2, False)]
+
+
+def test_an_expansion_names_the_follower_it_adds_on_both_sides():
+    """``expand_isr`` with a follower proposes that one alone (Kafka's maybeExpandIsr adds the
+    follower whose Fetch it handles); the model and the implementation agree, and refuse a member."""
+    run = Lockstep("kip-966", ScheduleConfig(replicas=3, min_insync_replicas=1))
+    shrink = [{"step": "tick"}] * 3 + [{"step": "shrink_isr", "replica": 0}]
+    answer = [
+        {"step": "handle_alter_partition", "replica": 0},
+        {"step": "handle_alter_partition_response", "replica": 0},
+    ]
+    for st in shrink + answer + _fetch_round(1) + _fetch_round(2):
+        assert run.step(st) is None, run.verdict().diff
+    assert run.step({"step": "expand_isr", "replica": 0, "follower": 0}) is None  # refused by both sides
+    assert run.refused[-1][2] == "follower 0 is in the ISR or has not caught up to the high watermark"
+    assert run.step({"step": "expand_isr", "replica": 0, "follower": 2}) is None, run.verdict().diff
+    assert run.state.replicas[0].pending_isr == (0, 2)
+    for st in answer:
+        assert run.step(st) is None, run.verdict().diff
+    assert run.state.controller.isr == (0, 2) and run.verdict().kind == "pass"

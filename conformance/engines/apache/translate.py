@@ -103,7 +103,7 @@ class Translation:
         self.following: dict[tuple, int | None] = {}  # (follower, tp) -> the leader epoch it follows in
         self.expanding: dict[
             tuple, tuple
-        ] = {}  # (leader, thread, tp) -> the expand_isr (us, step, where, state) its fetch handling proposed
+        ] = {}  # (leader, thread, tp) -> the expand_isr (us, step, where, state, fields) its fetch handling proposed
 
     def emit(self, node: int, us: int, step: str, where: str, state: dict, tp: str | None = None, **fields) -> None:
         seq = self.seq[node] = self.seq.get(node, 0) + 1
@@ -329,7 +329,7 @@ class Translation:
             if raised is not None:
                 self.raises.append((n, tp, *raised, handling))
             if expand is not None:
-                self.emit(n, *expand, tp, replica=n)
+                self.emit(n, *expand[:4], tp, replica=n, **expand[4])
         elif r.ev == "Partition.appendRecordsToLeader":
             ret = r.line.get("ret") or {}
             if ret.get("firstOffset", -1) < 0:
@@ -388,10 +388,12 @@ class Translation:
             isr = sorted(m["brokerId"] for m in sent.get("isrWithBrokerEpoch", []))
             if "newInSyncReplicaId" not in a[0]:
                 self.emit(n, r.us, SHRINK_ISR, r.where, {"pending": isr}, p["tp"], replica=n)
-            elif (n, thread) in self.fetching:  # inside the follower's fetch: taken after its handle_fetch
-                self.expanding[(n, thread, p["tp"])] = (r.us, EXPAND_ISR, r.where, {"pending": isr})
-            else:
-                self.emit(n, r.us, EXPAND_ISR, r.where, {"pending": isr}, p["tp"], replica=n)
+            else:  # Kafka's proposal adds the follower whose Fetch it handles, named
+                add = {"follower": a[0]["newInSyncReplicaId"]}
+                if (n, thread) in self.fetching:  # inside the follower's fetch: taken after its handle_fetch
+                    self.expanding[(n, thread, p["tp"])] = (r.us, EXPAND_ISR, r.where, {"pending": isr}, add)
+                else:
+                    self.emit(n, r.us, EXPAND_ISR, r.where, {"pending": isr}, p["tp"], replica=n, **add)
         elif r.ev in ("Partition.handleAlterPartitionUpdate", "Partition.handleAlterPartitionError"):
             # the answer for this partition (an AlterPartition carries many; a whole request refused,
             # NOT_CONTROLLER, is sent again by the manager and answers none)

@@ -199,6 +199,7 @@ def _event(line: object, where: str, replicas: int) -> Event:
         )
         or (tp is not None and type(tp) is not str)
         or (step == HANDLE_FETCH and "batches" in line)
+        or (step == EXPAND_ISR and "follower" in line)
         or step == FAIL_DISK
     ):  # rare, and its io is checked against the contract's list
         return _checked(line, where, replicas)
@@ -247,6 +248,10 @@ def _checked(line: object, where: str, replicas: int) -> Event:
         fields["batches"] = _int(line, "batches", where)
     if step == PRODUCE and "timeout" in line:
         fields["timeout"] = _int(line, "timeout", where)
+    if step == EXPAND_ISR and "follower" in line:  # the follower it adds (Kafka's newInSyncReplicaId)
+        fields["follower"] = _int(line, "follower", where)
+        if not 0 <= fields["follower"] < replicas:
+            raise UsageError(f"{where}: follower {fields['follower']} is not a broker of this {replicas}-broker run")
     return Event(
         where,
         _int(line, "node", where),
@@ -379,6 +384,8 @@ def _renamed(e: Event, rename: dict) -> Event:
 
     fields = dict(e.fields)
     fields["replica"] = one(fields["replica"])
+    if "follower" in fields:
+        fields["follower"] = one(fields["follower"])
     if isinstance(fields.get("message"), dict):
         m = fields["message"]
         fields["message"] = {**m, "leader": one(m.get("leader")), "isr": many(m.get("isr", []))}

@@ -67,6 +67,11 @@ UNREGISTERED = (PRODUCE, CONSUME, FLUSH, *HALTS, HANDLE_FETCH)
 SAME_NAME = (PRODUCE, CONSUME, SHRINK_ISR, EXPAND_ISR, ELECT, FENCE, FLUSH, CHECKPOINT_HW, LOSE_DISK)
 
 
+def _expand_args(ev: Event) -> dict:
+    """An ``expand_isr`` that names the follower it adds takes that one alone (Kafka's proposal)."""
+    return {"arg": ev.fields["follower"]} if "follower" in ev.fields else {}
+
+
 class _Path:
     """The model steps that lead to a candidate, shared with its ancestors' (a linked list)."""
 
@@ -245,7 +250,7 @@ class Search:
             ):  # KRaft: the fence and the election in one change
                 yield [unlogged.fence_and_elect(self.cfg, r)]
                 return
-            yield [Step(step, r, **(_produce_args(ev) if step == PRODUCE else {}))]
+            yield [Step(step, r, **(_produce_args(ev) if step == PRODUCE else _expand_args(ev)))]
         elif step == SEND_FETCH:
             yield unlogged.drop_outstanding(s, r) + [Step(SEND_FETCH, r, max_batches=ev.fields["max_batches"])]
         elif step in DELIVERIES:

@@ -440,3 +440,20 @@ def test_states_past_the_bounds_are_refused():
         s = apply(cfg, s, {"step": "produce", "replica": 0, "acks": 1})[0]
     with pytest.raises(OutOfBounds, match="log of 4 entries"):
         embed(BOUNDS, s)
+
+
+@pytest.mark.parametrize("protocol", ["kip-320", "kip-966"])
+def test_an_expansion_naming_its_follower_agrees(protocol):
+    """``expand_isr`` with a follower (Kafka's maybeExpandIsr adds the one whose Fetch it handles):
+    the encoding takes it for the caught-up follower it names and refuses it for one in the ISR."""
+    shrunk = [Step("tick")] * 3 + [Step("shrink_isr", 0), Step("handle_alter_partition", 0)]
+    shrunk.append(Step("handle_alter_partition_response", 0))
+    for f in (1, 2):
+        shrunk += [Step("send_fetch", f), Step("handle_fetch", f), Step("handle_fetch_response", f)]
+    cfg = _config(protocol, 0)
+    s = replay(cfg, [st.to_json() for st in shrunk]).states[-1]
+    assert s.controller.isr == (0,)
+    for follower, kind in ((0, "refused"), (1, "agree"), (2, "agree"), (-1, "agree")):
+        outcome = check_transition(cfg, BOUNDS, s, Step("expand_isr", 0, arg=follower))
+        assert outcome.kind == kind, (follower, outcome.detail)
+    assert apply(cfg, s, Step("expand_isr", 0, arg=2))[0].replicas[0].pending_isr == (0, 2)
