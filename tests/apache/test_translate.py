@@ -250,6 +250,34 @@ def test_a_broker_stopped_again_before_it_recorded_anything_was_started_in_betwe
     assert [(e["step"], e["us"]) for e in t.out[2]] == [("crash", 100), ("restart", 299), ("crash", 300)]
 
 
+def test_a_broker_stopped_after_it_registered_recording_nothing_crashes_to_the_model():
+    """A started broker the controller registered is up to the model from its registration (the
+    validator's restart), though it recorded nothing before the harness stopped it cleanly: a crash."""
+    from isrcheck.conformance.engines.apache.recording import Recorded
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.partitions["t-0"] = [0, 1, 2]
+    t.registered.add(2)
+
+    def stop(us: int) -> None:
+        line = {"ev": "harness.crash", "at": "harness", "us": us, "kind": "clean"}
+        t.broker(Recorded(f"broker-2.jsonl:{us}", 2, us, "harness.crash", "harness", None, line))
+
+    stop(100)
+    line = {
+        "ev": "ClusterControlManager.replay",
+        "at": "exit",
+        "us": 150,
+        "args": [{"brokerId": 2, "incarnationId": "x"}],
+    }
+    t.controller(Recorded("controller.jsonl:150", 1000, 150, line["ev"], "exit", None, line))
+    stop(200)
+    stop(300)  # started again and stopped before it registered: no step
+    assert [(e["step"], e["us"]) for e in t.out[2]] == [("crash", 100), ("crash", 200)]
+    assert [(e["step"], e["us"]) for e in t.out[1000]] == [("register", 150)]
+
+
 def test_a_broker_fenced_again_by_its_session_after_a_controlled_shutdown_is_no_step():
     """Kafka's controller writes fenced=1 again when the session of a broker its controlled shutdown
     already fenced expires: the model's fence is taken once; a registration makes the next one count."""

@@ -95,6 +95,7 @@ class Translation:
         self.last_send: dict[tuple, tuple] = {}  # (follower, tp) -> (leader, corr) of its last fetch
         self.corr: dict[int, int] = {}
         self.down: set[int] = set()  # brokers crashed and not started again
+        self.registered_down: set[int] = set()  # of those, started and registered, nothing recorded yet
         self.registered: set[int] = set()
         self.fenced: set[int] = set()  # brokers the controller's records fence, till registered or unfenced
         self.registering: set[int] = set()  # brokers registered again, not yet unfenced
@@ -180,6 +181,8 @@ class Translation:
                 if b in self.registered:  # registered again: the model's restart (Kafka's broker fetches from now)
                     for tp in self.partitions:
                         self.emit(CONTROLLER, r.us, REGISTER, r.where, {}, tp, replica=b)
+                    if b in self.down:  # started, nothing recorded yet: up to the model from here (its restart)
+                        self.registered_down.add(b)
                 self.registered.add(b)
                 self.cause = None
             elif rec.get("inControlledShutdown") == 1:
@@ -251,6 +254,7 @@ class Translation:
         thread = r.line.get("thread")
         if n in self.down and not r.ev.startswith("harness."):
             self.down.discard(n)
+            self.registered_down.discard(n)
             self.emit(n, r.us, RESTART, r.where, {}, replica=n)
         if r.ev in ("Partition.makeLeader", "Partition.makeFollower"):
             reg = a[0]
@@ -401,7 +405,9 @@ class Translation:
         elif r.ev == "harness.crash":
             if n == self.run["controller"]:
                 return
-            if n in self.down:  # the harness stops only a running JVM: it started again and recorded nothing
+            if n in self.registered_down:  # it registered, recording nothing: up to the model since (restart)
+                self.registered_down.discard(n)
+            elif n in self.down:  # the harness stops only a running JVM: it started again and recorded nothing
                 if r.line["kind"] == "clean":
                     return  # nor registered: a clean stop leaves its log and clean shutdown file as they were
                 self.emit(n, r.us - 1, RESTART, r.where, {}, replica=n)  # its next registration is unclean
