@@ -124,8 +124,8 @@ FIELDS: Mapping[str, Field] = {
             default="cut",
         ),
         Field("io", "the failing I/O operation of the log directory and its errno", "arg", DISK_IO),
-        # generators leave it out (-1): naming one follower is how a recording of Kafka's expansion reads
-        Field("follower", "the follower an ISR expansion adds, -1 = every one in sync", "arg", sample=(-1,)),
+        # generators leave it out (None, as -1 reads): naming one follower is how a recording of Kafka's reads
+        Field("follower", "the follower an ISR expansion adds, -1 = every one in sync", "arg", sample=(None,)),
     )
 }
 CHOICES = ("acks", "kind", "message", "io")  # the choice fields, carried as ``Step.arg``
@@ -484,8 +484,13 @@ class Step(NamedTuple):
         return STEPS[self.name]
 
     def field_values(self) -> tuple:
-        """The values of the step's fields, in the order of ``STEPS[name].fields``."""
-        return tuple(getattr(self, FIELDS[f].attr) for f in STEPS[self.name].fields)
+        """The values of the step's fields, in the order of ``STEPS[name].fields``, as the driver
+        protocol carries them (an optional choice left out, None here, is -1 there)."""
+        kind = STEPS[self.name]
+        values = tuple(getattr(self, FIELDS[f].attr) for f in kind.fields)
+        if None in values:
+            return tuple(-1 if v is None and f in kind.optional else v for f, v in zip(kind.fields, values))
+        return values
 
     def to_json(self) -> dict:
         """The canonical dict: optional fields at their default are left out, except ``index``."""
@@ -520,8 +525,8 @@ class Step(NamedTuple):
         for f in kind.fields:
             spec = FIELDS[f]
             if f not in step:
-                if f in kind.optional:
-                    values[spec.attr] = -1
+                if f in kind.optional:  # a choice field's stays None, as a step built in code has it
+                    values[spec.attr] = None if spec.attr == "arg" else -1
                 elif spec.default is not None:
                     values[spec.attr] = spec.default
                 else:
@@ -589,7 +594,7 @@ def _checked(name: str, spec: Field, value: Any, replicas: int | None) -> object
         check_replica(name, value, MAX_REPLICAS if replicas is None else replicas, f)
         return value
     if f == "follower":
-        return value
+        return None  # -1: every follower in sync, as when it is left out
     if value < spec.low or (spec.high is not None and value > spec.high):
         bound = f"{spec.low}..{spec.high}" if spec.high is not None else f">= {spec.low}"
         raise InvalidStep(name, f, f"{f} must be {bound}, got {shown(value)}")
