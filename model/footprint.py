@@ -499,10 +499,8 @@ def writes(ctx: Context, g: tuple) -> int:
             m
             | q["leader_and_isr"][b]
             | (
-                L.rep_all[b]
-                & ~L.fields(
-                    b, "alive", "hw_checkpoint", "power_lost", "broker_epoch", "unclean_shutdown", "unregistered"
-                )
+                L.rep_all[b] & ~L.fields(b, "alive", "hw_checkpoint", "power_lost", "broker_epoch", "unclean_shutdown")
+                # not "unregistered": a LeaderAndIsr of its registration ends it
             )
             | h["acked"]
         )

@@ -47,6 +47,8 @@ WALKED = [
         Scope(max_records=1, max_crashes=2, max_power_losses=1, exclude_known_losses=True, max_disk_losses=1),
     ),
     ("kip-101", dict(), WITH_READS),
+    # a restart, its registration and the LeaderAndIsr that ends it (kip-966's split restart)
+    ("kip-966", dict(), Scope(max_records=1, max_epoch=2, max_crashes=1, max_drops=1, max_clock=1, fetch_rounds=False)),
 ]
 WALKED_IDS = [f"{p}-{i}" for i, (p, _, _) in enumerate(WALKED)]
 
