@@ -187,13 +187,7 @@ class Lockstep:
         self.index += 1
         self.last_outputs = []
         st = step if type(step) is Step else Step.from_json(step)
-        if (
-            st.name == REGISTER
-            and not self.cfg.rules.start_before_registration
-            and self.state.replicas[st.replica].alive
-        ):
-            # before kip-903 a restart registers in its own step (docs/steps.md, `register`): a schedule
-            # written for every variant names the registration it made there, taken as done on both sides
+        if taken_in_restart(self.cfg, self.state, st):
             self._hash.update(f"{i}:{st!r}:in restart\n".encode())
             return None
         t0 = time.perf_counter()
@@ -447,6 +441,13 @@ def disk_paths(st: Step, before, bad: set[int], outputs: list = ()) -> list[str]
 
 
 # a Replica as its repr writes it, the log (its second field) given as text: its last fields,
+def taken_in_restart(cfg, state, st: Step) -> bool:
+    """Whether ``st`` is a registration its broker's restart already made: before kip-903 a restart
+    registers in its own step (docs/steps.md, `register`), so a schedule written for every variant
+    names that registration, taken as done on both sides: neither taken nor refused."""
+    return st.name == REGISTER and not cfg.rules.start_before_registration and state.replicas[st.replica].alive
+
+
 # bad_batch and unregistered, only away from their defaults, as its repr shows them
 _REPLICA_OPTIONAL = (("bad_batch", -1), ("unregistered", False))
 assert Replica._fields[-len(_REPLICA_OPTIONAL) :] == tuple(f for f, _ in _REPLICA_OPTIONAL)

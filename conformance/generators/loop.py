@@ -75,7 +75,7 @@ class StepGenerator:
                 return choices.one_of(lineage, "refused by the variant's own rules"), True
         if quota.rate and choices.refusal_due(quota):
             refused = by_kind(
-                refused_steps(self.run.cfg.replicas, self.run.state, self.run.enabled_steps(), self.profile.disk_faults)
+                refused_steps(self.run.cfg, self.run.state, self.run.enabled_steps(), self.profile.disk_faults)
             )
             if refused:
                 quota.count(True)

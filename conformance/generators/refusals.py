@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from isrcheck.conformance.core.lockstep import taken_in_restart
 from isrcheck.conformance.vocabulary import Number
 from isrcheck.model import enabled
 from isrcheck.model.alphabet import Step, every_step, is_disk_fault
@@ -25,12 +26,17 @@ DEFAULT_REFUSALS = 0.1  # share of proposed steps that the model refuses
 REFUSALS = Number(float, 0.0, 1.0, "shares")
 
 
-def refused_steps(replicas: int, state, enabled: list[Step], disk_faults: bool = False) -> list[Step]:
+def refused_steps(cfg, state, enabled: list[Step], disk_faults: bool = False) -> list[Step]:
     """The steps of the alphabet (valid fields, ``every_step``) that are not in ``enabled``, the
     model's enabled steps of ``state``; in the alphabet's order. Disk faults only with
-    ``disk_faults`` (``alphabet.is_disk_fault``: a generator that takes none proposes none)."""
+    ``disk_faults`` (``alphabet.is_disk_fault``: a generator that takes none proposes none). A
+    registration the harness takes as made by its restart (``taken_in_restart``) is neither."""
     taken = set(enabled)
-    return [st for st in every_step(replicas, state) if st not in taken and (disk_faults or not is_disk_fault(st))]
+    return [
+        st
+        for st in every_step(cfg.replicas, state)
+        if st not in taken and (disk_faults or not is_disk_fault(st)) and not taken_in_restart(cfg, state, st)
+    ]
 
 
 def lineage_refused(cfg, state, enabled_now: list[Step]) -> list[Step]:

@@ -8,6 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from machines import run_machine
 
 from isrcheck.conformance import Lockstep, random_walk, run_schedule, shrink
+from isrcheck.conformance.core.lockstep import taken_in_restart
+from isrcheck.conformance.core.schedule import Schedule, ScheduleConfig
 from isrcheck.conformance.generators.refusals import RefusalQuota, refused_steps
 from isrcheck.conformance.generators.strategies import enabled_schedules
 from isrcheck.impl.sim import Cluster
@@ -25,10 +27,11 @@ def test_refused_steps_are_the_alphabet_minus_the_enabled_ones_and_all_refused()
     cfg = ModelConfig(protocol="kip-320")
     state = initial_state(cfg)
     on = enabled(cfg, state)
-    off = refused_steps(cfg.replicas, state, on, disk_faults=True)
-    assert set(on).isdisjoint(off) and set(on) | set(off) == set(every_step(cfg.replicas, state))
+    off = refused_steps(cfg, state, on, disk_faults=True)
+    made = {st for st in every_step(cfg.replicas, state) if taken_in_restart(cfg, state, st)}
+    assert made and set(on).isdisjoint(off) and set(on) | set(off) | made == set(every_step(cfg.replicas, state))
     # a generator without disk faults proposes none of them, refused or not
-    assert set(refused_steps(cfg.replicas, state, on)) == {st for st in off if not is_disk_fault(st)}
+    assert set(refused_steps(cfg, state, on)) == {st for st in off if not is_disk_fault(st)}
     for st in off:
         with pytest.raises(StepRefused):
             apply(cfg, state, st)
@@ -46,6 +49,18 @@ def test_walks_propose_at_least_the_share_of_refused_steps_and_pass_on_kip320(ra
         refused = run.refused
         assert run.verdict.kind == verdict.kind == "pass", verdict.diff
         assert len(refused) >= math.floor(rate * len(schedule.steps))
+
+
+def test_a_registration_made_by_its_restart_is_never_proposed_as_refused():
+    """Before kip-903 the harness takes a live broker's ``register`` as made by its restart: it is
+    not refused there, so a generator that proposed it as refused would miss its quota."""
+    cfg = ModelConfig(protocol="kip-320")
+    state = initial_state(cfg)
+    assert not [st for st in refused_steps(cfg, state, enabled(cfg, state)) if st.name == "register"]
+    run = Lockstep.run(
+        Schedule(protocol="kip-320", config=ScheduleConfig(), steps=({"step": "register", "replica": 0},))
+    )
+    assert run.verdict.kind == "pass" and run.refused == ()
 
 
 def test_no_refused_step_with_a_share_of_zero():
@@ -101,5 +116,5 @@ def plant_lenient_fence(monkeypatch):
 
 
 def test_the_machine_finds_a_wrong_enabling_condition():
-    failure = run_machine("kip-320", "default", 30, 30, plant="test_refusals:plant_lenient_fence", refusals=0.3)
+    failure = run_machine("kip-320", "default", 60, 30, plant="test_refusals:plant_lenient_fence", refusals=0.3)
     assert failure is not None and "taken by the implementation" in failure

@@ -66,7 +66,7 @@ def run_schedule_of_plan(spec: CoverSpec, index: int, plan: CoverSchedule) -> di
     failed = False
     for pos in range(len(plan.steps) + 1):
         if pos in points:
-            for st in refused_steps(config.replicas, run.state, run.enabled_steps(), spec.disk_faults):
+            for st in refused_steps(run.cfg, run.state, run.enabled_steps(), spec.disk_faults):
                 taken.append(st.to_json())
                 if run.step(st) is not None:
                     failed = True

@@ -100,7 +100,7 @@ def plan_cover(graph: StateGraph, max_steps: int = MAX_STEPS) -> CoverPlan:
             if not reached[n]:
                 reached[n] = 1
                 points.append(len(steps))
-                refusals += len(refused_steps(cfg.replicas, s, enabled(cfg, s), scope.disk_faults))
+                refusals += len(refused_steps(cfg, s, enabled(cfg, s), scope.disk_faults))
 
         def take(e: int, new: bool):
             """(state, node) after edge ``e``; None if it does not go from here to its target."""

@@ -38,7 +38,7 @@ def test_the_path_cover_takes_every_edge_and_tries_every_refusal_once():
     graph = build_graph(config, TINY)
     plan = plan_cover(graph)
     assert plan.edges_planned == graph.edges and plan.nodes_reached == len(graph.states)
-    assert plan.refusals == sum(len(refused_steps(2, s, enabled(config, s))) for s in graph.states)
+    assert plan.refusals == sum(len(refused_steps(config, s, enabled(config, s))) for s in graph.states)
     for sched in plan.schedules:
         state = graph.states[0]
         for sid in sched.steps:
