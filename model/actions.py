@@ -87,7 +87,7 @@ def _caught_up(cfg, r: int, rep: Replica) -> list[int]:
     return [f for f in range(cfg.replicas) if f != r and f not in rep.isr and in_sync(rep, rep.remote_leo[f])]
 
 
-def _leader_guard(s: State, r: int) -> str | None:
+def _leader_guard(cfg, s: State, r: int) -> str | None:
     rep = s.replicas[r]
     reason = _not_serving(s, r)  # unregistered: its AlterPartition would be STALE_BROKER_EPOCH
     if reason:
@@ -96,7 +96,16 @@ def _leader_guard(s: State, r: int) -> str | None:
         return f"broker {r} is not the leader in its own view"
     if rep.pending_isr is not None:
         return f"broker {r} has an ISR change in flight"
+    if cfg.rules.committed_partition_state and awaits_answer(s, r):
+        # DefaultAlterPartitionManager.submit: OPERATION_NOT_ATTEMPTED, and Partition puts back its committed state
+        return f"an AlterPartition of broker {r} awaits its answer"
     return None
+
+
+def awaits_answer(s: State, r: int) -> bool:
+    """Broker r's AlterPartitionManager holds an AlterPartition of the partition: in flight and no
+    orphan of an earlier process, or answered and the answer in flight (docs/steps.md)."""
+    return bool(s.alter_partition_responses[r]) or any(not m.orphan for m in s.alter_partition[r])
 
 
 def _elect_choice(cfg, c: Controller) -> tuple[int, tuple, tuple] | None:
@@ -366,7 +375,10 @@ class DeliverLeaderAndIsr(Action):
             rep = nx.replicas[r] = updated(rep, unregistered=False)
             queue = nx.queues("leader_and_isr")
             queue[r] = tuple(q._replace(registration=False) for q in queue[r])
-        if (m.leader_epoch, m.partition_epoch) <= (rep.leader_epoch, rep.partition_epoch):
+        known = (rep.leader_epoch, rep.partition_epoch)
+        if (m.leader_epoch, m.partition_epoch) < known or (
+            (m.leader_epoch, m.partition_epoch) == known and not nx.cfg.rules.committed_partition_state
+        ):
             return
         if m.leader == -1 and not nx.cfg.rules.follows_leaderless:
             return
@@ -380,6 +392,9 @@ def _apply_partition_state(nx: NextState, r: int, rep: Replica, m: LeaderAndIsr)
     n = nx.cfg.replicas
     if m.leader_epoch == rep.leader_epoch:
         rep = updated(rep, isr=m.isr, partition_epoch=m.partition_epoch)
+        if m.leader == r and nx.cfg.rules.committed_partition_state:
+            # updateAssignmentAndIsr's CommittedPartitionState forgets the proposal; makeLeader raises the HW
+            rep = maybe_increment_leader_hw(nx, r, updated(rep, pending_isr=None, pending_epochs=()))
     elif m.leader == r:  # Partition.makeLeader
         rep = updated(
             rep,
@@ -423,7 +438,7 @@ class ShrinkIsr(Action):
     name = "shrink_isr"
 
     def guard(cfg, s, st):
-        reason = _leader_guard(s, st.replica)
+        reason = _leader_guard(cfg, s, st.replica)
         if reason is None and not _lagging(cfg, s.now, st.replica, s.replicas[st.replica]):
             reason = "no ISR follower is out of sync for longer than replica.lag.time.max"
         return reason
@@ -441,7 +456,7 @@ class ExpandIsr(Action):
     name = "expand_isr"
 
     def guard(cfg, s, st):
-        reason = _leader_guard(s, st.replica)
+        reason = _leader_guard(cfg, s, st.replica)
         if reason is None and not _adding(cfg, st, s.replicas[st.replica]):
             reason = "no follower outside the ISR has caught up to the high watermark"
             if st.arg is not None and st.arg >= 0:
@@ -505,6 +520,8 @@ class HandleAlterPartitionResponse(Delivery):
     def receive(nx, r, m):
         if m.request_leader_epoch != nx.replicas[r].leader_epoch:
             return  # answers a proposal of an earlier leadership, not the one pending now
+        if nx.replicas[r].pending_isr is None and nx.cfg.rules.committed_partition_state:
+            return  # its proposal was forgotten: partitionState != proposedIsrState
         rep = updated(nx.replicas[r], pending_isr=None, pending_epochs=())
         if m.leader_epoch == rep.leader_epoch and m.partition_epoch >= rep.partition_epoch:
             rep = maybe_increment_leader_hw(nx, r, updated(rep, isr=m.isr, partition_epoch=m.partition_epoch))
@@ -916,7 +933,8 @@ class Tick(Action):
 class Drop(Action):
     """Network loss of one in-flight message; a lost AlterPartition or response of the leader's
     current leadership makes it resend its pending change (AlterPartitionManager retries until it
-    gets an answer; one of an earlier leadership is no longer the pending change's)."""
+    gets an answer; one of an earlier leadership is no longer the pending change's, nor is one of a
+    proposal forgotten since: docs/steps.md says what that leaves out)."""
 
     name = "drop"
 

@@ -140,6 +140,7 @@ class Context(NamedTuple):
     exclude_lrs: bool  # the explorer prunes Last Replica Standing
     stale_scope: bool  # the scope check of handle_alter_partition (exclude_known_losses, KIP-903)
     split: bool = False  # restart starts the broker, register registers it (kip-903 on)
+    committed: bool = False  # KRaft's partition state: one AlterPartition awaits its answer (kip-903 on)
 
 
 def context(config, scope) -> Context:
@@ -158,6 +159,7 @@ def context(config, scope) -> Context:
         scope.exclude_known_losses and LAST_REPLICA_STANDING.name in known,
         scope.exclude_known_losses and STALE_ISR_EXPANSION.name in known,
         config.rules.start_before_registration,
+        config.rules.committed_partition_state,
     )
 
 
@@ -202,8 +204,10 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
         return L.rep_all[b] | q["fetch_responses"][b]
     if name == DELIVER_LEADER_AND_ISR:
         return q["leader_and_isr"][b] | L.rep_all[b] | L.now
-    if name in (SHRINK_ISR, EXPAND_ISR):
-        return L.rep_all[b] | L.now | q["alter_partition"][b]
+    if name in (SHRINK_ISR, EXPAND_ISR):  # the AlterPartitions it awaits answers of (kip-903 on)
+        return (
+            L.rep_all[b] | L.now | q["alter_partition"][b] | (q["alter_partition_responses"][b] if ctx.committed else 0)
+        )
     if name == HANDLE_ALTER_PARTITION:
         m = q["alter_partition"][b] | q["alter_partition_responses"][b] | L.ctrl_all | sum(L.bepoch) | L.rep[b]["alive"]
         if ctx.stale_scope:
@@ -396,6 +400,8 @@ def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
     if name in (SHRINK_ISR, EXPAND_ISR):
         if rep.leader != b or rep.pending_isr is not None:
             return L.fields(b, "leader", "pending_isr"), 0
+        if ctx.committed:  # an AlterPartition awaiting its answer: enabled once it is handled or lost
+            return L.rep_all[b] | L.now | q["alter_partition"][b] | q["alter_partition_responses"][b], 0
         return L.rep_all[b] | L.now, 0
     if name == HANDLE_ALTER_PARTITION:
         if not s.alter_partition[b]:

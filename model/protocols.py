@@ -39,6 +39,11 @@ class Protocol:
     # incarnation while it lives (DUPLICATE_BROKER_REGISTRATION). Before, restart registers at once
     # and a fast bounce keeps leadership in the same leader epoch (no KIP-380 here)
     start_before_registration = False
+    # KRaft's partition state (docs/steps.md, deliver_leader_and_isr and the AlterPartition manager):
+    # Partition.makeLeader applies a change of the same partition epoch too and puts a
+    # CommittedPartitionState, forgetting the leader's ISR proposal, whose answer it then ignores; and
+    # DefaultAlterPartitionManager holds one AlterPartition per partition until it is answered
+    committed_partition_state = False
 
     def make_follower(self, rep: Replica) -> Replica:
         """ReplicaManager.makeFollowers before KIP-101: truncate the log to the local HW."""
@@ -195,6 +200,7 @@ class Kip903(Kip320):
         UNREGISTERED_STALE_ISR_EXPANSION.name
     }
     start_before_registration = True
+    committed_partition_state = True
 
     def next_broker_epoch(self, epoch: int) -> int:
         """BrokerRegistrationRequest: every registration gets a new, larger broker epoch."""

@@ -52,6 +52,7 @@ class Partition:
         on_event: Callable[..., None] | None = None,
         partition_id: int = 0,
         name: str | None = None,
+        isr_request_unanswered: Callable[[], bool] = lambda: False,
     ) -> None:
         self.broker_id = broker_id
         self.partition_id = partition_id
@@ -65,6 +66,8 @@ class Partition:
         self.purgatory = purgatory
         self.propose_isr = propose_isr
         self.local_broker_epoch = local_broker_epoch  # Kafka's localBrokerEpochSupplier
+        # the AlterPartitionManager holds an AlterPartition of this partition until it is answered
+        self.isr_request_unanswered = isr_request_unanswered
         self.on_event = on_event
         self.high_watermark = -1
         self._set_hw(min(high_watermark, log.log_end_offset))
@@ -105,6 +108,11 @@ class Partition:
         self.partition_epoch = req.partition_epoch
         if not new_epoch:
             self._event("isr", self.isr, self.partition_epoch)
+            if self.is_leader and self.variant.committed_partition_state:
+                # updateAssignmentAndIsr's CommittedPartitionState: the proposal is forgotten, its
+                # answer ignored; makeLeader raises the HW on every change ("ISR could be down to 1")
+                self.pending_isr, self.pending_isr_epochs = None, ()
+                self.maybe_increment_leader_hw()
             return None
         check(
             req.leader_epoch > self.leader_epoch,
@@ -123,8 +131,10 @@ class Partition:
         return "follower"
 
     def is_stale(self, req: LeaderAndIsrRequest) -> bool:
-        """An older leader epoch, or the same with no newer partition epoch: stale or a duplicate."""
-        return (req.leader_epoch, req.partition_epoch) <= (self.leader_epoch, self.partition_epoch)
+        """An older leader epoch, or the same with no newer partition epoch: stale or a duplicate.
+        KRaft's partition state takes the same partition epoch (makeLeader skips only older ones)."""
+        got, known = (req.leader_epoch, req.partition_epoch), (self.leader_epoch, self.partition_epoch)
+        return got < known or (got == known and not self.variant.committed_partition_state)
 
     def make_leader(self, stop_fetcher: Callable[[], None]) -> None:
         """Partition.makeLeader: fresh follower states, the epoch starts at the current LEO. A new
@@ -253,7 +263,7 @@ class Partition:
 
     def maybe_shrink_isr(self) -> bool:
         """Partition.maybeShrinkIsr: propose dropping followers not caught up within the lag time."""
-        if not self.is_leader or self.pending_isr is not None:
+        if not self.may_propose():
             return False
         now = self.scheduler.now_ms()
         lag = self.config.replica_lag_time_max_ms
@@ -268,7 +278,7 @@ class Partition:
         epoch). ``fetched_by``: the follower whose Fetch calls it (a run that drives itself); then
         only if that follower is out of the ISR and among them (docs/steps.md, ``expand_isr``).
         ``only``: add that follower alone, if it is among them."""
-        if not self.is_leader or self.pending_isr is not None:
+        if not self.may_propose():
             return False
         hw = self.high_watermark
         if self.variant.hw_reached_epoch_to_expand and hw < self.epoch_start_offset:
@@ -286,6 +296,14 @@ class Partition:
         self._propose(tuple(sorted(self.isr + tuple(new))))
         self.maybe_increment_leader_hw()
         return True
+
+    def may_propose(self) -> bool:
+        """A leader with no ISR change pending; KRaft's partition state: nor an AlterPartition the
+        manager holds unanswered (its submit fails with OPERATION_NOT_ATTEMPTED, and Partition puts
+        back its committed state: no proposal)."""
+        if not self.is_leader or self.pending_isr is not None:
+            return False
+        return not (self.variant.committed_partition_state and self.isr_request_unanswered())
 
     def _propose(self, isr: tuple[int, ...], epochs: tuple[int, ...] | None = None) -> None:
         """Send an AlterPartition for ``isr`` naming each member's broker epoch as this leader knows
@@ -318,6 +336,8 @@ class Partition:
         proposal of an earlier leadership (Kafka acts only on the answer to the pending proposal)."""
         if request_leader_epoch != self.leader_epoch:
             return
+        if self.pending_isr is None and self.variant.committed_partition_state:
+            return  # its proposal was forgotten (partitionState != proposedIsrState)
         self.pending_isr, self.pending_isr_epochs = None, ()
         if leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
             return  # another leader epoch, or older than what this leader already knows

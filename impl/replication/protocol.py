@@ -43,6 +43,14 @@ class ProtocolVariant:
         return self.broker_epochs
 
     @property
+    def committed_partition_state(self) -> bool:
+        """KRaft's partition state: ``Partition.makeLeader`` applies a change of the same partition
+        epoch too and puts a ``CommittedPartitionState``, forgetting the leader's ISR proposal (its
+        answer is then ignored); ``DefaultAlterPartitionManager`` holds one AlterPartition per
+        partition until it is answered and refuses another (OPERATION_NOT_ATTEMPTED). From KIP-903 on."""
+        return self.broker_epochs
+
+    @property
     def fetch_version(self) -> int:
         """Fetch v2 (v0 + max_batches) before KIP-320, v3 (v1 + max_batches) from it, v4 (v3 + the
         follower's broker epoch) from KIP-903."""

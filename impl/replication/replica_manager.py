@@ -88,6 +88,8 @@ class ReplicaManager:
         # and proposes no ISR change until the controller's state after its registration is applied
         self.starting = False
         self.partitions: dict[int, Partition] = {}
+        # DefaultAlterPartitionManager: the partitions with an AlterPartition sent and not yet answered
+        self.unanswered_alter_partitions: set[int] = set()
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.names: dict[tuple[str, int], int] = {}  # (topic, index) -> partition id
         self.deleted: dict[int, int] = {}  # partition id of a deleted topic -> the partition epoch of its removal
@@ -140,6 +142,7 @@ class ReplicaManager:
             self.on_event,
             partition_id,
             f"{topic}-{index}" if self.kafka else None,
+            lambda: partition_id in self.unanswered_alter_partitions,
         )
         fetcher = ReplicaFetcher(
             p,
@@ -472,6 +475,7 @@ class ReplicaManager:
         )
         corr = self.endpoint.next_correlation_id()
         self.partitions[partition_id].last_isr_request = corr
+        self.unanswered_alter_partitions.add(partition_id)
         self.endpoint.send_request(
             CONTROLLER_ID,
             ApiKey.ALTER_PARTITION,
@@ -485,6 +489,7 @@ class ReplicaManager:
         self, partition_id: int, resp: AlterPartitionResponse | None, request_leader_epoch: int, corr: int = -1
     ) -> None:
         """AlterPartitionManager's callback, bound to the request (and the leader epoch) it answers."""
+        self.unanswered_alter_partitions.discard(partition_id)  # a resend below holds it again
         p = self.partitions.get(partition_id)
         if p is None:
             return  # its topic was deleted meanwhile

@@ -457,6 +457,8 @@ class Cluster:
             raise ClusterError(f"broker {broker} is not the leader in its own view")
         if p.pending_isr is not None:
             raise ClusterError(f"broker {broker} has an ISR change in flight")
+        if p.variant.committed_partition_state and p.isr_request_unanswered():
+            raise ClusterError(f"an AlterPartition of broker {broker} awaits its answer")
         return p
 
     def _envelope(self, kind: str, replica: int, index: int):

@@ -75,7 +75,17 @@ def _serving(nx: Next, r: int):
 
 
 def _leader_guard(nx: Next, r: int):
-    return z3.And(_serving(nx, r), nx.rep(r, "leader") == r, _not(nx.rep(r, "pend")))
+    guard = z3.And(_serving(nx, r), nx.rep(r, "leader") == r, _not(nx.rep(r, "pend")))
+    if nx.cfg.rules.committed_partition_state:  # the model's flag: one AlterPartition per partition
+        guard = z3.And(guard, _not(_awaits_answer(nx, r)))
+    return guard
+
+
+def _awaits_answer(nx: Next, r: int):
+    """Broker r's AlterPartitionManager holds an AlterPartition: one in flight and no orphan, or its answer."""
+    q = "alter_partition"
+    sent = [z3.And(slot < nx.queue_len(q, r), _not(nx.msg(q, r, slot, "orphan"))) for slot in range(nx.b.capacity(q))]
+    return z3.Or(_has_message(nx, "alter_partition_responses", r), *sent)
 
 
 def _propose_isr(nx: Next, r: int, proposed: list, epochs: list | None = None) -> None:
@@ -447,7 +457,9 @@ def effect_deliver_leader_and_isr(nx: Next, st: Step) -> None:
         key = f"leader_and_isr{r}.{slot}.reg"
         nx.s[key] = z3.If(m["reg"] != 0, 0, nx.s[key])
     le, pe = nx.rep(r, "lepoch"), nx.rep(r, "pepoch")
-    newer = z3.Or(m["lepoch"] > le, z3.And(m["lepoch"] == le, m["pepoch"] > pe))
+    # KRaft's partition state applies the same partition epoch too (makeLeader skips only an older one)
+    same = nx.cfg.rules.committed_partition_state
+    newer = z3.Or(m["lepoch"] > le, z3.And(m["lepoch"] == le, m["pepoch"] >= pe if same else m["pepoch"] > pe))
     if not _rules(nx).follows_leaderless:
         newer = z3.And(newer, m["leader"] != -1)
     nx.branch(newer, lambda x: _apply_partition_state(x, r, m))
@@ -494,9 +506,18 @@ def _apply_partition_state(nx: Next, r: int, m: dict) -> None:
         )
         _rules(x).make_follower(x, r)
 
+    def same_epoch(y: Next) -> None:
+        y.set_rep(r, pepoch=m["pepoch"], **isr)
+        if y.cfg.rules.committed_partition_state:  # CommittedPartitionState; makeLeader raises the HW
+            y.branch(m["leader"] == r, committed)
+
+    def committed(y: Next) -> None:
+        y.set_rep(r, **{k: v for k, v in neutral.items() if k == "pend" or k.startswith(("pisr", "pep"))})
+        maybe_increment_leader_hw(y, r)
+
     nx.branch(
         m["lepoch"] == le,
-        lambda y: y.set_rep(r, pepoch=m["pepoch"], **isr),
+        same_epoch,
         lambda y: y.branch(m["leader"] == r, make_leader, make_follower),
     )
 
@@ -608,7 +629,8 @@ def effect_handle_alter_partition_response(nx: Next, st: Step) -> None:
         )
         x.branch(z3.And(m["lepoch"] == x.rep(r, "lepoch"), m["pepoch"] >= x.rep(r, "pepoch")), adopt)
 
-    nx.branch(m["rlepoch"] == nx.rep(r, "lepoch"), answer)
+    pending = nx.rep(r, "pend") if nx.cfg.rules.committed_partition_state else True  # else forgotten: ignored
+    nx.branch(z3.And(m["rlepoch"] == nx.rep(r, "lepoch"), pending), answer)
 
 
 # -- the controller -----------------------------------------------------------------------------------------

@@ -307,3 +307,30 @@ def test_an_expansion_names_the_follower_it_adds_on_both_sides():
     for st in answer:
         assert run.step(st) is None, run.verdict().diff
     assert run.state.controller.isr == (0, 2) and run.verdict().kind == "pass"
+
+
+@pytest.mark.parametrize("protocol", ["kip-320", "kip-903", "kip-966"])
+def test_both_sides_forget_a_proposal_on_a_partition_change_in_its_epoch_from_kip_903_on(protocol):
+    """KRaft's partition state (docs/steps.md): a fence's partition change, applied by the leader in
+    its own epoch, forgets the expansion in flight (kip-903 on); its AlterPartition still awaits an
+    answer, so a new proposal is refused on both sides until that answer is handled (and ignored)."""
+    run = Lockstep(protocol, ScheduleConfig())
+    expand = {"step": "expand_isr", "replica": 0, "follower": 2}
+    steps = (
+        [{"step": "tick"}] * 3
+        + _fetch_round(1)
+        + [{"step": "shrink_isr", "replica": 0}]
+        + [{"step": "handle_alter_partition", "replica": 0}, {"step": "handle_alter_partition_response", "replica": 0}]
+        + _fetch_round(2)
+        + [expand, {"step": "crash", "replica": 1, "kind": "process"}, {"step": "fence", "replica": 1}]
+        + [{"step": "deliver_leader_and_isr", "replica": 0, "index": 0}, expand]
+        + [{"step": "handle_alter_partition", "replica": 0}, {"step": "handle_alter_partition_response", "replica": 0}]
+    )
+    for st in steps:
+        assert run.step(st) is None, run.verdict().diff
+    forgot = protocol != "kip-320"
+    assert [st.name for _i, st, _reason in run.refused] == ["expand_isr"]
+    assert run.state.replicas[0].pending_isr is None and run.state.replicas[0].isr == (0,)
+    assert ("awaits its answer" in run.refused[0][2]) == forgot
+    assert run.step(expand) is None and run.state.replicas[0].pending_isr == (0, 2)
+    assert run.verdict().kind == "pass"

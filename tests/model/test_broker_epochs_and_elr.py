@@ -1,7 +1,8 @@
 """kip-903 (broker epochs) and kip-966 (strict min ISR, ELR, unclean shutdown detection) in the
 model, step by step against docs/steps.md."""
 
-from isrcheck.model import ModelConfig, Step, replay, why_disabled
+from isrcheck.model import ModelConfig, Step, apply, replay, why_disabled
+from isrcheck.model.state import LeaderAndIsr
 
 KIP903 = ModelConfig(protocol="kip-903")
 KIP966 = ModelConfig(protocol="kip-966")
@@ -180,3 +181,50 @@ def test_a_bounced_leader_leads_on_its_replayed_metadata_until_it_registers():
     # its followers fetch with broker epoch -1 while it is unregistered
     s, _ = run(KIP966, [step("crash", 1, kind="process"), step("restart", 1)] + fetch_round(1))
     assert s.replicas[0].remote_broker_epoch == (-1, -1, -1) and s.replicas[0].remote_leo[1] == 0
+
+
+# a proposal in flight when the controller fences a member of the ISR: a partition change in the leader's epoch
+FORGOTTEN = (
+    LAG_OUT_2
+    + fetch_round(2)
+    + [step("expand_isr", 0, follower=2), step("crash", 1, kind="process"), step("fence", 1)]
+    + [step("deliver_leader_and_isr", 0, index=0)]
+)
+
+
+def test_a_partition_change_in_the_leaders_epoch_forgets_its_proposal_from_kip_903_on():
+    """KRaft's partition state (docs/steps.md): makeLeader's CommittedPartitionState forgets the
+    proposal in flight; before, the leader keeps it pending through the change."""
+    for config, pending in ((KIP903, None), (KIP966, None), (KIP320, (0, 1, 2))):
+        leader = run(config, FORGOTTEN)[0].replicas[0]
+        assert (leader.isr, leader.partition_epoch, leader.pending_isr) == ((0,), 2, pending), config.protocol
+
+
+def test_one_alter_partition_awaits_its_answer_and_the_answer_to_a_forgotten_proposal_changes_nothing():
+    """DefaultAlterPartitionManager holds the forgotten proposal's request until it is answered: no
+    new proposal before that; the answer (INVALID_UPDATE_VERSION, the fence moved the partition
+    epoch on) is ignored, and then the leader may propose again."""
+    expand = step("expand_isr", 0, follower=2)
+    assert why(KIP966, FORGOTTEN, expand) == "an AlterPartition of broker 0 awaits its answer"
+    answered = FORGOTTEN + [step("handle_alter_partition", 0)]
+    assert why(KIP966, answered, expand) == "an AlterPartition of broker 0 awaits its answer"
+    s, _ = run(KIP966, answered)
+    assert s.alter_partition_responses[0][0].error == "INVALID_UPDATE_VERSION"
+    assert why(KIP966, answered + [step("handle_alter_partition_response", 0)], expand) is None
+    # a lost request of a forgotten proposal is not sent again (docs/steps.md, drop), and frees the manager
+    lost = FORGOTTEN + [step("drop", 0, message="alter_partition", index=0)]
+    s, _ = run(KIP966, lost)
+    assert s.alter_partition[0] == () and why(KIP966, lost, expand) is None
+
+
+def test_a_change_of_the_partition_epoch_the_leader_already_adopted_is_applied_from_kip_903_on():
+    """makeLeader skips only an older partition epoch: the metadata record of the leader's own
+    commit, applied after the answer it adopted, still forgets a proposal made in between."""
+    steps = LAG_OUT_2 + fetch_round(2) + [step("expand_isr", 0, follower=2)]
+    for config, pending in ((KIP966, None), (KIP320, (0, 1, 2))):
+        s, _ = run(config, steps)
+        own = s.replicas[0]
+        again = LeaderAndIsr(0, own.leader_epoch, own.isr, own.partition_epoch)  # as KRaft's metadata log sends it
+        s = s._replace(leader_and_isr=(((again,),) + s.leader_and_isr[1:]))
+        after, _ = apply(config, s, Step.from_json(step("deliver_leader_and_isr", 0, index=0)))
+        assert after.replicas[0].pending_isr == pending, config.protocol

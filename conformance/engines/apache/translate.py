@@ -105,6 +105,8 @@ class Translation:
         self.expanding: dict[
             tuple, tuple
         ] = {}  # (leader, thread, tp) -> the expand_isr (us, step, where, state, fields) its fetch handling proposed
+        # (leader, thread, tp) of a proposal its AlterPartitionManager refused at once (OPERATION_NOT_ATTEMPTED)
+        self.not_attempted: set[tuple] = set()
 
     def emit(self, node: int, us: int, step: str, where: str, state: dict, tp: str | None = None, **fields) -> None:
         seq = self.seq[node] = self.seq.get(node, 0) + 1
@@ -387,6 +389,8 @@ class Translation:
                 replica=n,
                 **({"msg": list(sent)} if sent and sent[0] is not None else {}),
             )
+        elif r.ev == "Partition.submitAlterPartition" and (n, thread, p["tp"]) in self.not_attempted:
+            self.not_attempted.discard((n, thread, p["tp"]))  # no proposal: docs/validate.md
         elif r.ev == "Partition.submitAlterPartition":
             sent = a[0].get("sentLeaderAndIsr") or {}
             isr = sorted(m["brokerId"] for m in sent.get("isrWithBrokerEpoch", []))
@@ -398,6 +402,11 @@ class Translation:
                     self.expanding[(n, thread, p["tp"])] = (r.us, EXPAND_ISR, r.where, {"pending": isr}, add)
                 else:
                     self.emit(n, r.us, EXPAND_ISR, r.where, {"pending": isr}, p["tp"], replica=n, **add)
+        elif r.ev == "Partition.handleAlterPartitionError" and a[1:2] == ["OPERATION_NOT_ATTEMPTED"]:
+            # DefaultAlterPartitionManager.submit holds one AlterPartition per partition till it is answered and
+            # fails another at once; the callback runs inside submitAlterPartition, which returns after it, and
+            # Partition puts back its committed state: that proposal is not made (docs/steps.md)
+            self.not_attempted.add((n, thread, p["tp"]))
         elif r.ev in ("Partition.handleAlterPartitionUpdate", "Partition.handleAlterPartitionError"):
             # the answer for this partition (an AlterPartition carries many; a whole request refused,
             # NOT_CONTROLLER, is sent again by the manager and answers none)

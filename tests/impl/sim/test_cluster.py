@@ -136,3 +136,34 @@ def test_power_loss_cuts_the_log_to_its_flushed_prefix_and_the_hw_to_its_checkpo
     c.restart(0)
     snap = c.snapshot().brokers[0]
     assert [e.value for e in snap.log] == [b"1", b"2"] and snap.hw == 2 and snap.leader == -1
+
+
+@pytest.mark.parametrize("protocol, forgets", [("kip-320", False), ("kip-966", True)])
+def test_the_leader_applies_the_partition_epoch_it_adopted_and_forgets_its_proposal_from_kip_903_on(protocol, forgets):
+    """KRaft's metadata log brings the leader the record of its own commit after the answer it adopted:
+    Partition.makeLeader skips only an older partition epoch, and its CommittedPartitionState forgets
+    the proposal made in between (docs/steps.md, deliver_leader_and_isr)."""
+    from isrcheck.impl.protocol.messages import LeaderAndIsrRequest
+    from isrcheck.impl.sut.driver import SimDriver, cluster_config
+
+    driver = SimDriver(cluster_config(protocol, {}))
+
+    def fetch_round(f):
+        return [("send_fetch", (f, 0)), ("handle_fetch", (f,)), ("handle_fetch_response", (f,))]
+
+    commit = [("handle_alter_partition", (0,)), ("handle_alter_partition_response", (0,))]
+    steps = [("tick", ())] * 3 + fetch_round(1) + [("shrink_isr", (0,))] + commit + fetch_round(2)
+    steps += [("expand_isr", (0, 2))]
+    for name, values in steps:
+        assert driver.step(name, values)[0] is None, name
+    p = driver.cluster.brokers[0].replica_manager.partition
+    assert (p.isr, p.partition_epoch, p.pending_isr) == ((0, 1), 1, (0, 1, 2))
+    again = LeaderAndIsrRequest(
+        leader=0, leader_epoch=p.leader_epoch, partition_epoch=1, isr=(0, 1), replicas=(0, 1, 2)
+    )
+    driver.cluster.brokers[0].replica_manager.apply_leader_and_isr(again)
+    assert p.pending_isr == (None if forgets else (0, 1, 2))
+    refused, _ = driver.step("expand_isr", (0, 2))
+    assert refused == (
+        "an AlterPartition of broker 0 awaits its answer" if forgets else "broker 0 has an ISR change in flight"
+    )
