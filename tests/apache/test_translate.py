@@ -316,3 +316,24 @@ def test_an_election_at_a_brokers_unfencing_is_the_models_own_choice():
     t.flush()
     [elect] = t.out[1000]
     assert (elect["step"], elect["replica"], elect["state"]["leader"]) == ("elect", -1, 1)
+
+
+def test_a_proposal_its_alter_partition_manager_refused_at_once_is_no_step():
+    """DefaultAlterPartitionManager holds one AlterPartition per partition till it is answered and fails
+    another at once (OPERATION_NOT_ATTEMPTED): Partition's callback runs inside submitAlterPartition and
+    puts back the committed state, so that proposal is no step; the next one, submitted, is."""
+    from isrcheck.conformance.engines.apache.recording import Recorded
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.partitions["t-0"] = [0, 1, 2]
+    proposal = {"sentLeaderAndIsr": {"isrWithBrokerEpoch": [{"brokerId": 0}, {"brokerId": 1}]}}
+    events = [
+        ("Partition.handleAlterPartitionError", [proposal, "OPERATION_NOT_ATTEMPTED"]),
+        ("Partition.submitAlterPartition", [proposal]),
+        ("Partition.submitAlterPartition", [proposal]),
+    ]
+    for us, (ev, args) in enumerate(events, start=1):
+        line = {"ev": ev, "at": "exit", "us": us, "args": args, "thread": "data-plane-kafka-request-handler-1"}
+        t.broker(Recorded(f"broker-0.jsonl:{us}", 0, us, ev, "exit", {"tp": "t-0"}, line))
+    assert [(e["step"], e["us"], e["state"]) for e in t.out[0]] == [("shrink_isr", 3, {"pending": [0, 1]})]
