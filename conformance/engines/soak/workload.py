@@ -23,8 +23,11 @@ from __future__ import annotations
 import json
 import logging
 import random
+import sys
 import threading
 import time
+import traceback
+from pathlib import Path
 from typing import IO
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -151,10 +154,14 @@ class Workload:
         deadline = time.monotonic() + timeout_s
         for t in self.threads:
             t.join(timeout=max(0.0, deadline - time.monotonic()))
-        stuck = [t.name for t in self.threads if t.is_alive()]
+        stuck = [t for t in self.threads if t.is_alive()]
         if stuck:
             self.history.seal()
-            self.errors.extend(f"{name}: still running {timeout_s:g} s after the workload stopped" for name in stuck)
+            frames = sys._current_frames()
+            self.errors.extend(
+                f"{t.name}: still running {timeout_s:g} s after the workload stopped{_where(frames.get(t.ident))}"
+                for t in stuck
+            )
 
     def _guard(self, body, process: int) -> None:
         try:
@@ -331,3 +338,11 @@ def _final_reach(key, partitions: int, reached: dict, wanted: dict, highs: dict)
         f"{key(p)} read to {reached.get(key(p), -1)} of {wanted.get(key(p), -1)} seen (HW {highs.get(key(p), '?')})"
         for p in range(partitions)
     )
+
+
+def _where(frame) -> str:
+    """Where a stuck client thread is: its innermost frames, for the report."""
+    if frame is None:
+        return ""
+    stack = traceback.extract_stack(frame)[-3:]
+    return ", in " + " < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack))

@@ -53,7 +53,10 @@ def test_a_client_that_does_not_stop_is_waited_for_said_and_sealed_out_of_the_hi
     workload.threads = [threading.Thread(target=stuck, name="client 0", daemon=True)]
     workload.threads[0].start()
     workload.join(timeout_s=0.2)
-    assert workload.errors == ["client 0: still running 0.2 s after the workload stopped"]
+    # where it waits, so that a stuck client can be told from a slow one
+    [error] = workload.errors
+    assert error.startswith("client 0: still running 0.2 s after the workload stopped, in threading.py:")
+    assert "test_final_read.py:" in error and " stuck" in error
     release.set()
     assert recorded.wait(10)
     history.record("final", "invoke", "poll", partitions=["t-0"])  # the final read, from the sealing thread
