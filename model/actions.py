@@ -754,7 +754,9 @@ class Restart(Action):
 class Register(Action):
     """The controller accepts a started broker's registration (ClusterControlManager.registerBroker,
     kip-903 on): only once its old session ended, as it refuses a new incarnation while that lives
-    (DUPLICATE_BROKER_REGISTRATION). A new broker epoch, KIP-966's unclean shutdown handling,
+    (DUPLICATE_BROKER_REGISTRATION); the step says it expired, and a broker the controller did not
+    fence yet is taken out by the registration's own records (handleBrokerShutdown). A new broker
+    epoch, KIP-966's unclean shutdown handling,
     unfenced, a LeaderAndIsr of the current state; the broker serves once it applied that one:
     BrokerServer enables request processing only after lifecycleManager.initialCatchUpFuture, once
     it replayed the metadata log up to its registration."""
@@ -768,12 +770,18 @@ class Register(Action):
             return f"broker {r} is down"
         if rep.broker_epoch >= 0:
             return f"broker {r} is registered"
-        if r not in s.controller.fenced:
-            return f"broker {r}'s previous session is still valid (DUPLICATE_BROKER_REGISTRATION)"
         return None
 
     def effect(nx, st):
-        _register(nx, st.replica, unclean=nx.replicas[st.replica].unclean_shutdown)
+        r = st.replica
+        unclean = nx.replicas[r].unclean_shutdown
+        c = nx.controller
+        if r not in c.fenced and not unclean:
+            # its session expired before the controller fenced it: the registration's own records take
+            # it out first, as a fence would (ClusterControlManager.registerBroker: addRecordsForShutdown)
+            if _remove_broker(nx, r, nx.cfg.rules.isr_after_fence(c.isr, r), ()):
+                nx.send_leader_and_isr(skip=r)
+        _register(nx, r, unclean=unclean)
 
 
 class LoseDisk(Action):

@@ -225,7 +225,7 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
         return L.rep_all[b] | L.ctrl_all | L.now | h["bounces"]
     if name in (RESTART, REGISTER):
         m = L.rep_all[b] | L.ctrl_all | L.bepoch[b] | q["leader_and_isr"][b] | h["bounces"] | L.now
-        if s is None or s.replicas[b].unclean_shutdown:
+        if s is None or s.replicas[b].unclean_shutdown or (name == REGISTER and b not in s.controller.fenced):
             m |= L.queues("leader_and_isr") | L.field("alive")  # the controller takes it out first, telling everyone
         return m
     if name == TICK:
@@ -418,7 +418,7 @@ def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
     if name == REGISTER:
         if not rep.alive:
             return alive, 0
-        return L.rep[b]["unregistered"] | L.ctrl["fenced"], 0
+        return L.fields(b, "unregistered", "broker_epoch"), 0  # registered: only a restart undoes it
     if name in (RESTART, LOSE_DISK, CORRUPT):
         if rep.alive:
             return alive, 0

@@ -155,10 +155,11 @@ def unregistered_stale_isr_expansion(before, st, after, lost: tuple) -> bool:
         return False
     leader = before.replicas[st.replica]
     proposal = before.alter_partition[st.replica][0]
+    epochs = dict(zip(proposal.isr, proposal.broker_epochs))  # one per proposed member, in its order
     return any(
         f in lost
         and f not in before.controller.isr
-        and proposal.broker_epochs[f] == -1
+        and epochs[f] == -1
         and len(before.replicas[f].log) < max(leader.hw, leader.remote_leo[f])
         for f in after.controller.isr
     )

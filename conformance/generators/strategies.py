@@ -39,6 +39,8 @@ def _field_values(name: str, replicas: int) -> st.SearchStrategy:
         return st.sampled_from(spec.values)
     if name == "replica":
         return st.integers(0, replicas - 1)
+    if name == "follower":  # a broker id (left out: every follower in sync)
+        return st.integers(0, replicas - 1)
     if name == "index":
         return st.integers(0, 2)
     return st.integers(spec.low, spec.high)

@@ -388,12 +388,7 @@ class Controller:
         if broker in self.fenced:
             return
         self.fenced.add(broker)
-        changed = set()
-        for p in self.partitions:
-            # before KIP-966 the last ISR member stays; with the ELR the ISR may go empty
-            keep_last = not self.elr_enabled and len(p.isr) == 1
-            if self._remove_broker(p, broker, p.isr if keep_last else tuple(r for r in p.isr if r != broker)):
-                changed.add(p.partition_id)
+        changed = self._take_out(broker)
         self._event("fence", broker)
         if self.events is not None:
             self.events.controller(self, "fence", {"replica": broker})
@@ -404,6 +399,22 @@ class Controller:
                 self._send_leader_and_isr(p, self._unfenced())  # the live brokers changed
             if self.auto and p.leader == -1:
                 self.elect(p.partition_id)
+
+    def _take_out(self, broker: int) -> set[int]:
+        """The partition changes of ``broker``'s fencing (ReplicationControlManager.handleBrokerFenced,
+        generateLeaderAndIsrUpdates with it to remove): the ids of the partitions changed."""
+        changed = set()
+        for p in self.partitions:
+            # before KIP-966 the last ISR member stays; with the ELR the ISR may go empty
+            keep_last = not self.elr_enabled and len(p.isr) == 1
+            if self._remove_broker(p, broker, p.isr if keep_last else tuple(r for r in p.isr if r != broker)):
+                changed.add(p.partition_id)
+        return changed
+
+    def expire_session(self, broker: int) -> None:
+        """``broker``'s heartbeat session has expired; the next session check fences it, unless a
+        registration of its new incarnation comes first (step mode: ``register`` says the session expired)."""
+        self.session_deadline[broker] = self.scheduler.now_ms() - 1
 
     def _remove_broker(
         self, p: PartitionRegistration, broker: int, isr: tuple[int, ...], unclean: tuple[int, ...] = ()
@@ -510,13 +521,20 @@ class Controller:
         broker = req.broker_id
         if broker not in self.replicas or broker != src:
             return BrokerRegistrationResponse(Errors.INVALID_REQUEST, -1)
+        valid_session = self.scheduler.now_ms() <= self.session_deadline[broker]  # BrokerHeartbeatManager
         if broker not in self.fenced and (
             req.incarnation <= self.incarnations[broker]
-            or (self.registration_waits_for_session and req.incarnation > self.incarnations[broker])
+            or (self.registration_waits_for_session and req.incarnation > self.incarnations[broker] and valid_session)
         ):  # an old process's, or (KRaft) a new one's while the old session lives: it retries
             return BrokerRegistrationResponse(Errors.DUPLICATE_BROKER_REGISTRATION, -1)
         retry = req.incarnation == self.incarnations[broker]  # the answer to this process's last one was lost
-        if self.elr_enabled and not retry and req.previous_broker_epoch != self.broker_epochs[broker]:
+        unclean = self.elr_enabled and not retry and req.previous_broker_epoch != self.broker_epochs[broker]
+        if self.registration_waits_for_session and broker not in self.fenced and not retry and not unclean:
+            # the session expired before a session check fenced it: ClusterControlManager.registerBroker's
+            # addRecordsForShutdown takes it out first, as its fencing would (handleBrokerShutdown)
+            for pid in sorted(self._take_out(broker)):
+                self._changed(self.partitions[pid], tuple(r for r in self._unfenced() if r != broker))
+        if unclean:
             # an unclean shutdown: the broker may have lost what it vouched for (a retried registration
             # carries the previous epoch of its first try, not a sign of one: ClusterControlManager
             # handles a shutdown only for a new incarnation)

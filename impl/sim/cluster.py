@@ -280,13 +280,14 @@ class Cluster:
 
     def register(self, broker: int) -> None:
         """The controller accepts started ``broker``'s registration (KRaft): only once its previous
-        session ended (DUPLICATE_BROKER_REGISTRATION before); the broker serves once it applied the
-        LeaderAndIsr of its registration (``deliver_leader_and_isr``)."""
+        session ended (DUPLICATE_BROKER_REGISTRATION before), which this step says happened (sessions
+        never expire by themselves here); one the controller did not fence yet, the registration takes
+        out first. The broker serves once it applied the LeaderAndIsr of its registration
+        (``deliver_leader_and_isr``)."""
         b = self._need_alive(broker)
         if not b.replica_manager.starting:
             raise ClusterError(f"broker {broker} is registered")
-        if broker not in self.world.controller.fenced:
-            raise ClusterError(f"broker {broker}'s previous session is still valid (DUPLICATE_BROKER_REGISTRATION)")
+        self.world.controller.expire_session(broker)
         self.world.trace_event("register", broker)
         b.register()  # it serves once it applied the LeaderAndIsr of its registration
         self._settle()

@@ -791,11 +791,19 @@ def effect_restart(nx: Next, st: Step) -> None:
 
 def guard_register(nx: Next, st: Step):
     r = st.replica
-    return z3.And(nx.rep(r, "alive"), nx.rep(r, "bepoch") < 0, nx[f"c.fenced{r}"])
+    return z3.And(nx.rep(r, "alive"), nx.rep(r, "bepoch") < 0)
 
 
 def effect_register(nx: Next, st: Step) -> None:
-    _register(nx, st.replica, nx.rep(st.replica, "unclean"))
+    r = st.replica
+    unclean = nx.rep(r, "unclean")
+
+    def shut_down(x: Next) -> None:  # a session expired and not fenced yet: taken out as a fence would
+        changed = _remove_broker(x, r, _rules(x).isr_after_fence(x, r), ())
+        x.branch(changed, lambda y: _broadcast(y, skip=r))
+
+    nx.branch(z3.And(_not(nx[f"c.fenced{r}"]), _not(unclean)), shut_down)
+    _register(nx, r, unclean)
 
 
 def guard_lose_disk(nx: Next, st: Step):

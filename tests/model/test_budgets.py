@@ -142,7 +142,7 @@ def test_outside_the_budget_the_run_goes_on_and_says_so():
 
 def test_the_all_profile_takes_every_fault_class_and_finds_nothing_on_kip_966():
     seen: collections.Counter = collections.Counter()
-    for seed in range(110):  # an HW checkpoint that changes something is rare: 1 or 2 walks in 100
+    for seed in range(135):  # an HW checkpoint that changes something is rare: 1 or 2 walks in 100 (seed 123 here)
         schedule, verdict = random_walk(seed, "kip-966", 150, "all", impl=False)
         assert verdict.kind == "pass", verdict.summary()
         run = Lockstep("kip-966", schedule.config, impl=False)
