@@ -331,7 +331,7 @@ def elect_with_registration(cfg: ModelConfig):
         s2, _ = apply(cfg, s, Step(ELECT))
         c, sent = _one_change(s2.controller)
         unled = LeaderAndIsr(-1, before.leader_epoch, before.isr, before.partition_epoch)
-        queues = tuple(tuple(_as(m, sent) if m[:4] == unled else m for m in q) for q in s.leader_and_isr)
+        queues = tuple(tuple(_as(m, sent) if m[:4] == unled[:4] else m for m in q) for q in s.leader_and_isr)
         steps.append({"step": ELECT, "with_registration": True})
         return s2._replace(controller=c, leader_and_isr=queues)
 

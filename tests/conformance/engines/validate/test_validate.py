@@ -360,3 +360,22 @@ def test_a_follower_killed_in_the_middle_of_an_append_is_explained(tmp_path):
         return True
 
     _killed_before_its_line(tmp_path, "handle_fetch_response", chosen)
+
+
+def test_an_election_folded_into_a_registration_replaces_the_leaderless_state_in_flight():
+    """KRaft's registration after an unclean shutdown of the leader elects its successor in the same
+    partition change: the fold (``unlogged.elect_with_registration``) sends every broker the elected
+    state in place of the leaderless one, the registering broker's still marked as its registration's."""
+    from isrcheck.conformance.engines.validate import unlogged
+    from isrcheck.model import ModelConfig, Step, apply, initial_state
+
+    cfg = ModelConfig(protocol="kip-966")
+    s = initial_state(cfg)
+    for st in (Step("crash", 0, arg="process"), Step("restart", 0), Step("register", 0)):
+        s, _ = apply(cfg, s, st)
+    assert s.controller.leader == -1 and all(q[-1].leader == -1 for q in s.leader_and_isr)
+    s = unlogged.elect_with_registration(cfg)(s, [])
+    c = s.controller
+    assert (c.leader, c.leader_epoch, c.partition_epoch) == (1, 1, 1)
+    assert [q[-1][:4] for q in s.leader_and_isr] == [(1, 1, (1, 2), 1)] * 3
+    assert [q[-1].registration for q in s.leader_and_isr] == [True, False, False]
