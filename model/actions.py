@@ -682,7 +682,7 @@ class Crash(Action):
             power_lost=lost,
             # an unclean shutdown not yet told to the controller stays one: the broker never registered
             unclean_shutdown=rep.unclean_shutdown
-            or nx.cfg.rules.unclean_shutdown(kind, nx.cfg.unclean_shutdown_detection),
+            or nx.cfg.rules.unclean_shutdown(kind, nx.cfg.unclean_shutdown_detection, rep.broker_epoch >= 0),
             unregistered=False,
         )
         # what reached r is gone; what r sent stays on the wire, its requests orphaned

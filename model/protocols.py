@@ -89,7 +89,7 @@ class Protocol:
         """Before KIP-966 min.insync.replicas only gates acks=all appends, never the HW."""
         return False
 
-    def unclean_shutdown(self, kind: str, detection: str = "page-cache") -> bool:
+    def unclean_shutdown(self, kind: str, detection: str = "page-cache", registered: bool = True) -> bool:
         """Before KIP-966 the controller is not told how a broker shut down."""
         return False
 
@@ -230,11 +230,14 @@ class Kip966(Kip903):
         """Strict min ISR: Partition.maybeIncrementLeaderHW does nothing while isUnderMinIsr."""
         return len(leader.isr) < min_isr
 
-    def unclean_shutdown(self, kind: str, detection: str = "page-cache") -> bool:
+    def unclean_shutdown(self, kind: str, detection: str = "page-cache", registered: bool = True) -> bool:
         """KIP-966's unclean shutdown: one that may have lost acknowledged data (a power loss or a
         lost disk; a process crash keeps the page cache), or, detected as Apache Kafka does by its
-        clean shutdown file (``clean-shutdown-file``), every shutdown but a clean one."""
-        return kind != "clean" if detection == "clean-shutdown-file" else kind in ("power", "lost disk")
+        clean shutdown file (``clean-shutdown-file``), every shutdown but a clean one of a broker
+        registered since its start (the file holds the broker epoch it has, -1 before that)."""
+        if detection == "clean-shutdown-file":
+            return kind != "clean" or not registered
+        return kind in ("power", "lost disk")
 
     def last_known_leader(self, leader: int) -> int:
         """KIP-966: the leader a partition loses is remembered for the last-resort election."""

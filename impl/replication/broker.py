@@ -378,8 +378,10 @@ class Broker:
         self.checkpoint_high_watermarks()
         for p in self.replica_manager.partitions.values():
             p.log.close()
-        # not registered yet: the epoch the previous shutdown left (-1: unclean, and it stays so)
-        epoch = self.broker_epoch if self.broker_epoch >= 0 else self.previous_broker_epoch
+        # not registered yet: the epoch the previous shutdown left (-1: unclean, and it stays so); Apache
+        # Kafka's detection writes the epoch it has (BrokerServer.shutdown: lifecycleManager.brokerEpoch, -1)
+        kept = self.config.unclean_shutdown_detection == "page-cache"
+        epoch = self.broker_epoch if self.broker_epoch >= 0 or not kept else self.previous_broker_epoch
         self.fs.write_file_atomically(
             self.clean_shutdown_file, json.dumps({"version": 0, "brokerEpoch": epoch}).encode()
         )

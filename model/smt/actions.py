@@ -723,7 +723,12 @@ def effect_crash(nx: Next, st: Step) -> None:
         plost=lost,
         # an unclean shutdown not yet told to the controller stays one (the broker never registered)
         unclean=z3.Or(
-            nx.rep(r, "unclean"), z3.BoolVal(_rules(nx).unclean_shutdown(st.arg, nx.cfg.unclean_shutdown_detection))
+            nx.rep(r, "unclean"),
+            z3.If(
+                nx.rep(r, "bepoch") >= 0,
+                z3.BoolVal(_rules(nx).unclean_shutdown(st.arg, nx.cfg.unclean_shutdown_detection, True)),
+                z3.BoolVal(_rules(nx).unclean_shutdown(st.arg, nx.cfg.unclean_shutdown_detection, False)),
+            ),
         ),
         unreg=z3.BoolVal(False),
     )

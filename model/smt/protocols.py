@@ -62,7 +62,7 @@ class Protocol:
         """Before KIP-966 min.insync.replicas never blocks the HW."""
         return z3.BoolVal(False)
 
-    def unclean_shutdown(self, kind: str, detection: str = "page-cache") -> bool:
+    def unclean_shutdown(self, kind: str, detection: str = "page-cache", registered: bool = True) -> bool:
         """Before KIP-966 the controller is not told how a broker shut down."""
         return False
 
@@ -207,10 +207,13 @@ class Kip966(Kip903):
         """Strict min ISR: Partition.maybeIncrementLeaderHW does nothing while isUnderMinIsr."""
         return nx.isr_count(r) < nx.cfg.min_insync_replicas
 
-    def unclean_shutdown(self, kind: str, detection: str = "page-cache") -> bool:
+    def unclean_shutdown(self, kind: str, detection: str = "page-cache", registered: bool = True) -> bool:
         """A power loss or a lost disk may have lost acknowledged data (a process crash keeps the page
-        cache); Apache Kafka's clean shutdown file (``clean-shutdown-file``) calls every crash one."""
-        return kind != "clean" if detection == "clean-shutdown-file" else kind in ("power", "lost disk")
+        cache); Apache Kafka's clean shutdown file (``clean-shutdown-file``) calls every crash one, and
+        a clean shutdown before the broker registered too (it holds broker epoch -1 then)."""
+        if detection == "clean-shutdown-file":
+            return kind != "clean" or not registered
+        return kind in ("power", "lost disk")
 
     def last_known_leader(self, r: int):
         """The leader a partition loses is remembered for the last-resort election."""

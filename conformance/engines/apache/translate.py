@@ -107,6 +107,16 @@ class Translation:
         ] = {}  # (leader, thread, tp) -> the expand_isr (us, step, where, state, fields) its fetch handling proposed
         # (leader, thread, tp) of a proposal its AlterPartitionManager refused at once (OPERATION_NOT_ATTEMPTED)
         self.not_attempted: set[tuple] = set()
+        self.last_line: dict[int, int] = {}  # node -> the time of its last line the agent wrote
+        # follower -> [(handling line, tp, fetch offset)] of fetches handled with no send of it logged
+        self.unsent: dict[int, list] = {}
+        self.lost_sends: list[tuple[dict, dict]] = []  # (send, its handling): sends a kill cut off the log
+        self.quiet_stops: dict[int, tuple] = {}  # broker -> (us, where) of a clean stop of a JVM that logged nothing
+        # a broker's DefaultAlterPartitionManager: the partitions it holds an AlterPartition of (sent or not),
+        # those of the request in flight, and those whose Partition handled the answer to it
+        self.apm_held: dict[int, set] = {}
+        self.apm_sent: dict[int, set] = {}
+        self.apm_answered: dict[int, set] = {}
 
     def emit(self, node: int, us: int, step: str, where: str, state: dict, tp: str | None = None, **fields) -> None:
         seq = self.seq[node] = self.seq.get(node, 0) + 1
@@ -175,7 +185,15 @@ class Translation:
         elif r.ev == "ReplicationControlManager.electLeader":
             self.cause = (ELECT, None)
         elif r.ev == "ClusterControlManager.registerBroker":  # its records (unclean shutdown's changes) follow
-            self.cause = (REGISTER, (a[0] or {}).get("brokerId", -1) if a and isinstance(a[0], dict) else -1)
+            request = a[0] if a and isinstance(a[0], dict) else {}
+            self.cause = (REGISTER, request.get("brokerId", -1))
+            stop = self.quiet_stops.pop(request.get("brokerId", -1), None)
+            if stop is not None and request.get("previousBrokerEpoch") == -1:
+                # a JVM that logged nothing had started (loaded its logs: their clean shutdown file taken) and
+                # stopped cleanly unregistered, writing broker epoch -1: to the model, a restart and a clean crash
+                b, (us, where) = request["brokerId"], stop
+                self.emit(b, us - 1, RESTART, where, {}, replica=b)
+                self.emit(b, us, CRASH, where, {}, None, replica=b, kind="clean")
         elif r.ev == "ClusterControlManager.replay" and "brokerId" in rec:
             b = rec["brokerId"]
             if "incarnationId" in rec:  # RegisterBrokerRecord
@@ -254,6 +272,8 @@ class Translation:
     def broker(self, r) -> None:
         n, a, p = r.node, r.line.get("args") or [], r.p or {}
         thread = r.line.get("thread")
+        if not r.ev.startswith("harness."):
+            self.last_line[n] = r.us
         if n in self.down and not r.ev.startswith("harness."):
             self.down.discard(n)
             self.registered_down.discard(n)
@@ -329,6 +349,8 @@ class Translation:
             )
             handling = (r.began, self.fetch_began.get((n, thread), r.began), a[4], r.us, self.out[n][-1])
             self.handlings.setdefault((n, tp), []).append(handling)
+            if corr is None:  # its send may be among the last lines of a follower a kill cuts off
+                self.unsent.setdefault(follower, []).append((self.out[n][-1], tp, offset))
             if corr is not None:  # it read before it raised the HW, whenever the agent's line says it began
                 read_at = r.began if raised is None else min(r.began, raised[0] - 1)
                 self.handled[(follower, n, corr)] = (read_at, a[4], handling)
@@ -408,20 +430,66 @@ class Translation:
             # Partition puts back its committed state: that proposal is not made (docs/steps.md)
             self.not_attempted.add((n, thread, p["tp"]))
         elif r.ev in ("Partition.handleAlterPartitionUpdate", "Partition.handleAlterPartitionError"):
+            self.apm_answered.setdefault(n, set()).add(p["tp"])
             # the answer for this partition (an AlterPartition carries many; a whole request refused,
             # NOT_CONTROLLER, is sent again by the manager and answers none)
             self.emit(n, r.us, HANDLE_ALTER_PARTITION_RESPONSE, r.where, {}, p["tp"], replica=n)
+        elif r.ev.startswith("DefaultAlterPartitionManager."):
+            self.alter_partition_manager(r, n, a)
         elif r.ev == "harness.crash":
             if n == self.run["controller"]:
                 return
+            for manager in (self.apm_held, self.apm_sent, self.apm_answered):  # a new JVM's manager holds nothing
+                manager.pop(n, None)
             if n in self.registered_down:  # it registered, recording nothing: up to the model since (restart)
                 self.registered_down.discard(n)
             elif n in self.down:  # the harness stops only a running JVM: it started again and recorded nothing
                 if r.line["kind"] == "clean":
-                    return  # nor registered: a clean stop leaves its log and clean shutdown file as they were
+                    # nor registered: its log as it was, and its clean shutdown file too unless it had loaded its
+                    # logs; the next registration's previous broker epoch tells (above)
+                    self.quiet_stops[n] = (r.us, r.where)
+                    return
                 self.emit(n, r.us - 1, RESTART, r.where, {}, replica=n)  # its next registration is unclean
+            if r.line["kind"] != "clean":
+                self.cut_sends(n, r.where)
             self.down.add(n)
             self.emit(n, r.us, CRASH, r.where, {}, None, replica=n, kind=r.line["kind"])
+
+    def alter_partition_manager(self, r, n: int, a: list) -> None:
+        """DefaultAlterPartitionManager's answers no Partition logged: an answer to a proposal the leader
+        forgot (a partition change applied in its leader epoch first) is ignored (``partitionState !=
+        proposedIsrState``), its callback silent; to the model, it is handled all the same (docs/steps.md,
+        handle_alter_partition_response). ``submit`` holds a partition's proposal (a second one is refused,
+        OPERATION_NOT_ATTEMPTED), ``sendRequest`` sends every one held, and ``handleAlterPartitionResponse``
+        answers them all unless the request failed as a whole (its return: that error)."""
+        held, sent = self.apm_held.setdefault(n, set()), self.apm_sent.setdefault(n, set())
+        if r.ev.endswith(".submit") and r.at == "enter" and a:
+            topic_id, _, index = str(a[0]).rpartition(":")
+            held.add(f"{self.topics.get(topic_id, topic_id)}-{index}")
+        elif r.ev.endswith(".sendRequest") and r.at == "enter":
+            sent |= held
+        elif r.ev.endswith(".handleAlterPartitionResponse") and r.at == "exit" and r.line.get("ret") == "NONE":
+            answered = self.apm_answered.pop(n, set())
+            for tp in sorted(sent):
+                if tp not in answered and tp in self.partitions:
+                    self.emit(n, r.us, HANDLE_ALTER_PARTITION_RESPONSE, r.where, {}, tp, replica=n)
+            held -= sent
+            sent.clear()
+
+    def cut_sends(self, f: int, where: str) -> None:
+        """The fetches of follower ``f`` a leader handled after ``f``'s last logged line, ``f`` then killed:
+        the agent writes its lines every few milliseconds and a SIGKILL loses those not yet written, the
+        sends of those fetches among them. Each is sent again, just before its handling (docs/validate.md)."""
+        last = self.last_line.get(f, -1)
+        for line, tp, offset in self.unsent.pop(f, []):
+            if line["us"] <= last or "msg" in line:
+                continue  # handled while its follower still logged: not a send the kill cut off
+            c = self.corr[f] = self.corr.get(f, 0) + 1
+            self.emit(
+                f, line["us"] - 1, SEND_FETCH, "lost to the kill", {"leo": offset}, tp, replica=f, max_batches=0, corr=c
+            )
+            self.lost_sends.append((self.out[f][-1], line))
+            line["msg"] = [f, c]
 
     def finish(self) -> None:
         """Where concurrent handlers' steps go. Kafka's request-handler threads handle fetches and produces at
@@ -455,6 +523,9 @@ class Translation:
                 self.read_before_raises(n, tp, sent, hw, raises.get((sent[0], tp), []))
         for handlings in self.handlings.values():
             handlings.sort(key=lambda h: h[0])
+        for send, handling in self.lost_sends:  # a handling moved above goes with its send
+            send["us"] = min(send["us"], handling["us"] - 1)
+            send["t"] = send["us"] // 1000
         for n, tp, us, hw, own in self.raises:
             handlings = self.handlings[(n, tp)]
             i = bisect.bisect_right(handlings, us, key=lambda h: h[0]) - 1

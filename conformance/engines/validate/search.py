@@ -393,6 +393,8 @@ class Search:
             yield []  # sent while the model had this broker down: answered NOT_LEADER_OR_FOLLOWER, a no-op
         if kind == "fetch_response" and not any(m.leader == sender for m in queue):
             yield unlogged.drop_outstanding(s, r)  # an answer that changed nothing: to the model, a lost one
+        if kind == "alter_partition_response" and not queue and s.alter_partition[r]:
+            yield [unlogged.refused_alter_partition(self.cfg, r), Step(ev.step, r)]
         if not queue:
             yield [Step(ev.step, r)]  # refused, with the model's reason
 

@@ -9,7 +9,17 @@ from typing import Iterator
 
 from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, StepRefused, apply, why_disabled
 from isrcheck.model.actions import ACTIONS
-from isrcheck.model.alphabet import CONSUME, CRASH, DELIVER_LEADER_AND_ISR, DROP, ELECT, FENCE, FLUSH, REJOIN
+from isrcheck.model.alphabet import (
+    CONSUME,
+    CRASH,
+    DELIVER_LEADER_AND_ISR,
+    DROP,
+    ELECT,
+    FENCE,
+    FLUSH,
+    HANDLE_ALTER_PARTITION,
+    REJOIN,
+)
 from isrcheck.model.next_state import addressed
 from isrcheck.model.semantics import take
 from isrcheck.model.state import LeaderAndIsr, State, batch_ends, updated
@@ -64,6 +74,21 @@ def lost_alter_partition(s: State, r: int, leader_epoch: int) -> Iterator[list]:
             yield [Step(DROP, r, "alter_partition_response", index=i)]
     if not found:
         yield []  # the model lost it already (a crash of either end discards it)
+
+
+def refused_alter_partition(cfg: ModelConfig, r: int):
+    """The controller refused ``r``'s oldest AlterPartition: Kafka's controller writes no record for a
+    refusal (``ReplicationControlManager.alterPartition`` answers with the error alone), so only the
+    leader's handling of the answer is logged. The model's handling must refuse it too."""
+
+    def handle(s: State, steps: list) -> State:
+        s2, _ = apply(cfg, s, Step(HANDLE_ALTER_PARTITION, r))
+        if s2.alter_partition_responses[r] and s2.alter_partition_responses[r][-1].error == "NONE":
+            raise Mismatch(f"the controller commits broker {r}'s AlterPartition, which Kafka's refused (no record)")
+        steps.append(Step(HANDLE_ALTER_PARTITION, r).to_json())
+        return s2
+
+    return handle
 
 
 def requeue(field: str, r: int, message, at_end: bool = False):

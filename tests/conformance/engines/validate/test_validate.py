@@ -379,3 +379,24 @@ def test_an_election_folded_into_a_registration_replaces_the_leaderless_state_in
     assert (c.leader, c.leader_epoch, c.partition_epoch) == (1, 1, 1)
     assert [q[-1][:4] for q in s.leader_and_isr] == [(1, 1, (1, 2), 1)] * 3
     assert [q[-1].registration for q in s.leader_and_isr] == [True, False, False]
+
+
+def test_a_refusal_kafkas_controller_wrote_no_record_of_is_the_models_own_refusal():
+    """Kafka's controller logs no record when it refuses an AlterPartition; the leader's logged answer
+    then takes the model's handling first, which must refuse it too (``refused_alter_partition``)."""
+    from isrcheck.conformance.engines.validate import unlogged
+    from isrcheck.model import ModelConfig, Step, apply, initial_state
+
+    cfg = ModelConfig(protocol="kip-966")
+    s = initial_state(cfg)
+    steps = [Step("tick")] * 3 + [Step("send_fetch", 1), Step("handle_fetch", 1), Step("handle_fetch_response", 1)]
+    for st in steps + [Step("shrink_isr", 0)]:
+        s, _ = apply(cfg, s, st)
+    with pytest.raises(unlogged.Mismatch, match="commits broker 0's AlterPartition"):
+        unlogged.refused_alter_partition(cfg, 0)(s, [])
+    s, _ = apply(cfg, s, Step("crash", 2, arg="process"))
+    s, _ = apply(cfg, s, Step("fence", 2))  # the partition epoch moves on: the proposal is stale
+    taken: list = []
+    s = unlogged.refused_alter_partition(cfg, 0)(s, taken)
+    assert s.alter_partition_responses[0][-1].error == "INVALID_UPDATE_VERSION"
+    assert taken == [{"step": "handle_alter_partition", "replica": 0}]
