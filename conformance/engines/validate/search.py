@@ -279,15 +279,16 @@ class Search:
                 restart += [Step(REGISTER, r)] if self.cfg.rules.start_before_registration else []
                 yield restart + [unlogged.check_recovered(self.restarting.get(r), r)]
                 if self.trace.apache_kafka:
-                    yield restart + [
-                        unlogged.elect_with_registration(self.cfg),
+                    registered = self.cfg.rules.start_before_registration  # the registration taken with the fold
+                    yield restart[: len(restart) - registered] + [
+                        unlogged.elect_with_registration(self.cfg, r if registered else None),
                         unlogged.check_recovered(self.restarting.get(r), r),
                     ]
             elif s.replicas[r].broker_epoch < 0:  # started on the replayed metadata log (KRaft), registered now
                 yield [Step(REGISTER, r)]
                 if self.trace.apache_kafka:
                     yield [Step(REGISTER, r), unlogged.caught_up(self.cfg, r)]
-                    yield [Step(REGISTER, r), unlogged.elect_with_registration(self.cfg)]
+                    yield [unlogged.elect_with_registration(self.cfg, r)]
             elif r in s.controller.fenced:
                 yield [Step(REJOIN, r)]
             elif self.trace.apache_kafka:  # registered already, at its first replayed event

@@ -18,6 +18,7 @@ from isrcheck.model.alphabet import (
     FENCE,
     FLUSH,
     HANDLE_ALTER_PARTITION,
+    REGISTER,
     REJOIN,
 )
 from isrcheck.model.next_state import addressed
@@ -343,18 +344,26 @@ def controlled_shutdown(cfg: ModelConfig, r: int):
     return take_shutdown
 
 
-def elect_with_registration(cfg: ModelConfig):
-    """KRaft's registration after an unclean shutdown of a leader (``handleBrokerUncleanShutdown``):
-    one partition change takes it out of ISR and ELR and elects its successor, one leader epoch for
-    both; the model's registration (leader -1, a new epoch) then ``elect`` (another) folded into one.
+def elect_with_registration(cfg: ModelConfig, r: int | None = None):
+    """KRaft's registration after an unclean shutdown (``handleBrokerUncleanShutdown``): one partition
+    change takes the broker out of ISR and ELR and elects a leader for a leaderless partition, one
+    leader epoch and one partition epoch more; the model's registration then ``elect`` folded into
+    one. With ``r`` the registration of ``r`` is taken here first, so that the fold takes back only
+    what both changed: the leader epoch only if ``r`` led (else the partition was leaderless before).
     The registration's LeaderAndIsr naming no leader, still in flight, becomes the election's."""
 
     def take_elect(s: State, steps: list) -> State:
+        prior = s.controller
+        if r is not None:
+            s, _ = apply(cfg, s, Step(REGISTER, r))
+            steps.append(Step(REGISTER, r).to_json())
         before = s.controller
         if before.leader != -1:
             raise Mismatch("the registration left a leader: no election folded into it")
         s2, _ = apply(cfg, s, Step(ELECT))
-        c, sent = _one_change(s2.controller)
+        if r is not None and before.partition_epoch == prior.partition_epoch:
+            raise Mismatch("the registration changed no partition: the election is a change of its own")
+        c, sent = _one_change(s2.controller, led=r is None or before.leader_epoch > prior.leader_epoch)
         unled = LeaderAndIsr(-1, before.leader_epoch, before.isr, before.partition_epoch)
         queues = tuple(tuple(_as(m, sent) if m[:4] == unled[:4] else m for m in q) for q in s.leader_and_isr)
         steps.append({"step": ELECT, "with_registration": True})
@@ -368,10 +377,10 @@ def _as(old: LeaderAndIsr, new: LeaderAndIsr) -> LeaderAndIsr:
     return new._replace(registration=old.registration)
 
 
-def _one_change(c):
-    """The controller after two model changes that KRaft makes as one: one leader epoch and one
-    partition epoch fewer, and the LeaderAndIsr that one change sends."""
-    c = c._replace(leader_epoch=c.leader_epoch - 1, partition_epoch=c.partition_epoch - 1)
+def _one_change(c, led: bool = True):
+    """The controller after two model changes that KRaft makes as one: one partition epoch fewer, and
+    one leader epoch fewer when both moved it (``led``); and the LeaderAndIsr that one change sends."""
+    c = c._replace(leader_epoch=c.leader_epoch - int(led), partition_epoch=c.partition_epoch - 1)
     return c, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
 
 

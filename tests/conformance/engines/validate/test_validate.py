@@ -400,3 +400,23 @@ def test_a_refusal_kafkas_controller_wrote_no_record_of_is_the_models_own_refusa
     s = unlogged.refused_alter_partition(cfg, 0)(s, taken)
     assert s.alter_partition_responses[0][-1].error == "INVALID_UPDATE_VERSION"
     assert taken == [{"step": "handle_alter_partition", "replica": 0}]
+
+
+def test_an_election_folded_into_the_registration_of_a_broker_that_did_not_lead_moves_the_epochs_once():
+    """Kafka's one change (the registration's unclean shutdown handling and the election) moves the
+    leader epoch and the partition epoch by one each; the fold takes back only what both model
+    changes moved: the partition epoch, not the leader epoch of a registration that deposed no one."""
+    from isrcheck.conformance.engines.validate import unlogged
+    from isrcheck.model import ModelConfig, Step, apply, initial_state
+
+    cfg = ModelConfig(protocol="kip-966")
+    s = initial_state(cfg)
+    for st in (Step("crash", 0, arg="process"), Step("fence", 0), Step("crash", 1, arg="power"), Step("fence", 1)):
+        s, _ = apply(cfg, s, st)
+    s, _ = apply(cfg, s, Step("restart", 1))
+    before = s.controller
+    assert (before.leader, before.elr) == (-1, (1,))
+    steps: list = []
+    c = unlogged.elect_with_registration(cfg, 1)(s, steps).controller
+    assert (c.leader, c.leader_epoch, c.partition_epoch) == (2, before.leader_epoch + 1, before.partition_epoch + 1)
+    assert [x["step"] for x in steps] == ["register", "elect"]
