@@ -53,13 +53,13 @@ def test_the_corpus_gives_the_same_verdicts_through_stdio(stdio, scenario_files)
 
 def test_random_walks_and_shrinking_give_the_same_results_through_stdio():
     # heavy faults break properties outside their budgets; hw-truncation loses a write with no
-    # fault at all (seed 12), within every budget
+    # fault at all (seed 10; 12 before the refused steps left out a registration made by its restart)
     walks = [
         (seed, protocol, faults, 60)
         for seed in range(6)
         for protocol, faults in (("kip-320", "default"), ("hw-truncation", "heavy"), ("kip-101", "heavy"))
     ]
-    walks.append((12, "hw-truncation", "none", 150))
+    walks.append((10, "hw-truncation", "none", 150))
     local = [random_walk(seed, p, n, faults=f) for seed, p, f, n in walks]
     server = SutSpec(SERVER)
     try:
