@@ -211,6 +211,17 @@ class Scope:
         }
 
 
+def check_scope(config: ModelConfig, scope: Scope) -> None:
+    """ConfigError unless ``config`` and ``scope`` go together: fetch rounds take a fetch as one
+    transition, so they cannot take a leader's read and its update apart (split_fetch_handling)."""
+    if config.split_fetch_handling and scope.fetch_rounds:
+        raise ConfigError(
+            "split_fetch_handling",
+            "takes a fetch's read and its update as two steps, and fetch rounds take a whole fetch as one "
+            "transition: explore without fetch rounds (--no-fetch-rounds)",
+        )
+
+
 def _check_int(name: str, value: object, low: int, high: int | None) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < low or (high is not None and value > high):
         bound = f"{low}..{high}" if high is not None else f">= {low}"
