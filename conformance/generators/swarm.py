@@ -160,6 +160,9 @@ def draw_swarm(choices, profile: FaultProfile, replicas: int, steered: bool = Fa
         base = profile.weights.get(name, 0.0)
         if base <= 0:
             continue
+        if STEPS[name].config is not None:  # enabled by a config switch: kept, drawing nothing, so the
+            weights[name] = base  # draws of swarms are those of the alphabet before it
+            continue
         kept = name in CORE or choices.one_of((True, False), f"swarm: {name}?")
         weights[name] = base * choices.one_of(FACTORS, f"swarm: {name} weight") if kept else 0.0
     crash = {
