@@ -432,6 +432,7 @@ STEPS: Mapping[str, StepKind] = {
     )
 }
 
+
 def configured(cfg, kind: StepKind) -> bool:
     """Whether steps of ``kind`` may be taken under the schedule config ``cfg`` (its ``config`` switch on)."""
     return kind.config is None or bool(getattr(cfg, kind.config))

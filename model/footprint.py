@@ -198,7 +198,13 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
         else:  # the broker holding a read of b's, or the destination of b's oldest request
             held = _holder(s, b) if ctx.held else None
             lead = [held] if held is not None else [s.fetch_requests[b][0].leader] if s.fetch_requests[b] else []
-        m = q["fetch_requests"][b] | q["fetch_responses"][b] | L.rep[b]["alive"] | L.now | sum(L.rep_all[d] for d in lead)
+        m = (
+            q["fetch_requests"][b]
+            | q["fetch_responses"][b]
+            | L.rep[b]["alive"]
+            | L.now
+            | sum(L.rep_all[d] for d in lead)
+        )
         return m | (L.field("held_reads") if ctx.held else 0)  # whether a broker holds a read of b's
     if name == HANDLE_FETCH_RESPONSE:
         return L.rep_all[b] | q["fetch_responses"][b]

@@ -49,6 +49,7 @@ from .delayed_produce import DelayedProducePurgatory
 from .fetcher import ReplicaFetcher
 from .partition import Partition
 
+
 class HeldFetch:
     """A follower's Fetch read and not yet completed (``split_fetch_handling``): the request, the
     partition and follower state the read found, what it read and when; ``handle`` is the caller's
@@ -385,7 +386,9 @@ class ReplicaManager:
         held = self.held_fetches.pop(follower)
         p, req, read = held.partition, held.req, held.read
         hw = p.high_watermark
-        p.update_follower_fetch_state(held.follower, req.fetch_offset, req.replica_epoch, held.fetch_time_ms, read.log_end_offset)
+        p.update_follower_fetch_state(
+            held.follower, req.fetch_offset, req.replica_epoch, held.fetch_time_ms, read.log_end_offset
+        )
         self.endpoint.respond(held.src, held.header, read.response(p.partition_id))
         if p.high_watermark != hw:
             self.fetch_purgatory.check()

@@ -165,10 +165,14 @@ class Cluster:
         env = self._fetch_request(follower)
         holder = self._holder(follower)
         if holder is not None:
-            raise ClusterError(f"broker {holder.broker_id} holds a read of follower {follower} (its next request waits)")
+            raise ClusterError(
+                f"broker {holder.broker_id} holds a read of follower {follower} (its next request waits)"
+            )
         header = CODEC.decode_header(env.frame)
         if header.api_key != ApiKey.FETCH:
-            raise ClusterError(f"the oldest fetch request of follower {follower} reads no records (its answer: epoch_end)")
+            raise ClusterError(
+                f"the oldest fetch request of follower {follower} reads no records (its answer: epoch_end)"
+            )
         reason = self.world.brokers[env.dst].replica_manager.read_fetch(
             env.src, header, CODEC.decode_body(header, env.frame), env
         )

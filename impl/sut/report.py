@@ -136,7 +136,9 @@ class Report:
         """The whole report (docs/sut-protocol.md, "The state")."""
         snap = self.cluster.snapshot()
         return {
-            "replicas": [{"log": self.log(b.broker_id, b.log), **replica_fields(b, self.tag_epoch)} for b in snap.brokers],
+            "replicas": [
+                {"log": self.log(b.broker_id, b.log), **replica_fields(b, self.tag_epoch)} for b in snap.brokers
+            ],
             "controller": controller_fields(snap.controller),
             "messages": dict(zip(MESSAGE_KINDS, self.in_flight())),
             "now": snap.now_ms // MS_PER_TICK,
