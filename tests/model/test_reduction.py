@@ -471,5 +471,7 @@ def test_reduced_sets_of_the_split_are_persistent():
 
 def test_the_reduced_search_of_the_split_agrees_with_the_unreduced_one():
     test_reduced_and_unreduced_searches_agree_property_by_property(
-        "kip-966", SPLIT_SETTINGS, Scope(max_records=1, max_epoch=2, max_crashes=1, fetch_rounds=False)
+        "kip-966",
+        SPLIT_SETTINGS,
+        Scope(max_records=1, max_epoch=2, max_crashes=0, max_drops=1, max_clock=1, fetch_rounds=False),
     )
