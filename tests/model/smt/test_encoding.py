@@ -426,7 +426,9 @@ SPLIT_PATH = [
 ]
 
 
-@pytest.mark.parametrize("protocol", ["hw-truncation", "kip-101", "kip-320", "kip-966"])
+@pytest.mark.parametrize(
+    "protocol", [pytest.param(p, marks=pytest.mark.slow) for p in ("hw-truncation", "kip-101")] + ["kip-320", "kip-966"]
+)
 def test_the_split_fetch_handling_agrees(protocol):
     """With split_fetch_handling: at every state of a path through each way a read ends, read_fetch
     and handle_fetch of every follower, taken or refused; then a random run; and read_fetch refused
