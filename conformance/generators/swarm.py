@@ -57,6 +57,7 @@ from isrcheck.model.alphabet import (
     HANDLE_FETCH_RESPONSE,
     LOSE_DISK,
     PRODUCE,
+    READ_FETCH,
     SEND_FETCH,
     SHRINK_ISR,
     STEPS,
@@ -66,6 +67,7 @@ from isrcheck.model.alphabet import (
 CORE = (
     PRODUCE,
     SEND_FETCH,
+    READ_FETCH,  # only where the config switches it on: kept as is, with no draw (``draw_swarm``)
     HANDLE_FETCH,
     HANDLE_FETCH_RESPONSE,
     DELIVER_LEADER_AND_ISR,
