@@ -17,6 +17,7 @@ from .state import (
     Entry,
     FetchRequest,
     FetchResponse,
+    HeldRead,
     LeaderAndIsr,
     Replica,
     State,
@@ -68,13 +69,27 @@ def _not_serving(s: State, r: int) -> str | None:
     return f"broker {r} is not registered yet" if rep.unregistered else None
 
 
-def _outstanding(s: State, r: int, rep: Replica) -> bool:
-    """A fetch of follower r sent under its current (leader, leader epoch) is still in flight (an
-    orphan, sent before r crashed, is no longer its own)."""
+def _outstanding(cfg, s: State, r: int, rep: Replica) -> bool:
+    """A fetch of follower r sent under its current (leader, leader epoch) is still in flight, or
+    read and held by that leader (an orphan, sent before r crashed, is no longer its own)."""
     tag = (rep.leader, rep.leader_epoch)
-    return any((m.leader, m.leader_epoch) == tag and not m.orphan for m in s.fetch_requests[r]) or any(
+    if any((m.leader, m.leader_epoch) == tag and not m.orphan for m in s.fetch_requests[r]) or any(
         (m.leader, m.leader_epoch) == tag for m in s.fetch_responses[r]
+    ):
+        return True
+    return cfg.split_fetch_handling and any(
+        h.follower == r and h.leader_epoch == rep.leader_epoch and not h.orphan
+        for h in s.replicas[rep.leader].held_reads
     )
+
+
+def held_read(s: State, r: int) -> tuple[int, HeldRead] | None:
+    """(holder, read) of the read of follower r a broker holds (at most one: docs/steps.md, read_fetch)."""
+    for d, rep in enumerate(s.replicas):
+        for h in rep.held_reads:
+            if h.follower == r:
+                return d, h
+    return None
 
 
 def _lagging(cfg, now: int, r: int, rep: Replica) -> list[int]:
@@ -240,7 +255,7 @@ class SendFetch(Action):
             return f"broker {r} knows no leader"
         if rep.leader == r:
             return f"broker {r} is the leader"
-        if _outstanding(s, r, rep):
+        if _outstanding(cfg, s, r, rep):
             return f"follower {r} has a fetch outstanding"
         return None
 
@@ -263,8 +278,92 @@ class SendFetch(Action):
             nx.queues("fetch_requests")[r] += (req,)
 
 
+def _answer(rules, d: int, lead: Replica, req: FetchRequest) -> tuple | None:
+    """Checks 1-5 of handle_fetch on broker ``d`` (docs/steps.md): the answer ``(error, kind,
+    epoch, end)`` that reads no records, or None when step 6 reads."""
+    if lead.leader != d:
+        return NOT_LEADER, "error", -1, -1
+    check = rules.check_fetch(lead, req)
+    if check is not None:
+        error, epoch, end = check
+        return (error, "error", -1, -1) if error != NONE else (NONE, "diverging", epoch, end)
+    if req.query_epoch >= 0:
+        epoch, end = rules.answer_epoch_query(lead.log, req.query_epoch)
+        return NONE, "epoch_end", epoch, end
+    leo = len(lead.log)
+    if req.fetch_offset > leo:
+        return "OFFSET_OUT_OF_RANGE", "error", -1, leo
+    return None
+
+
+def _read(now: int, r: int, lead: Replica, req: FetchRequest) -> HeldRead:
+    """Step 6's read (Partition.readRecords): the HW before this fetch's own increment and whole
+    batches from the one holding the fetch offset, at most ``max_batches``; the leader sends the
+    file's bytes unchecked (FileRecords.slice), so a damaged batch goes too."""
+    log, leo = lead.log, len(lead.log)
+    start = log[req.fetch_offset].base if req.fetch_offset < leo else leo  # the whole batch
+    end = leo
+    if req.max_batches:
+        ends = batch_ends(log, start)
+        end = ends[min(req.max_batches, len(ends)) - 1] if ends else leo
+    return HeldRead(
+        r,
+        req.leader_epoch,
+        req.fetch_offset,
+        req.broker_epoch,
+        now if req.fetch_offset >= leo else -1,
+        lead.hw,
+        log[start:end],
+        lead.bad_batch if start <= lead.bad_batch < end else -1,
+        req.orphan,
+    )
+
+
+def _update_follower_fetch_state(nx: NextState, d: int, lead: Replica, h: HeldRead) -> Replica:
+    """Partition.updateFollowerFetchState from read ``h``: remote LEO and broker epoch, last caught
+    up (Replica.updateFetchStateOrThrow keeps the later time), then maybeIncrementLeaderHW; a read
+    detached by makeFollower updates a Replica the partition no longer holds."""
+    r = h.follower
+    if not h.detached:
+        remote, epochs = lead.remote_leo, lead.remote_broker_epoch
+        lead = updated(
+            lead,
+            remote_leo=remote[:r] + (h.fetch_offset,) + remote[r + 1 :],
+            remote_broker_epoch=epochs[:r] + (h.broker_epoch,) + epochs[r + 1 :],
+        )
+        lcu = lead.last_caught_up
+        if h.caught_up_at > lcu[r]:
+            lead = updated(lead, last_caught_up=lcu[:r] + (h.caught_up_at,) + lcu[r + 1 :])
+    return maybe_increment_leader_hw(nx, d, lead)
+
+
+def _respond(nx: NextState, d: int, r: int, tag: int, orphan: bool, error: str, kind: str, **fields) -> None:
+    """A fetch answer of broker ``d`` to follower ``r``, tagged with the request's (leader, leader
+    epoch); none to a follower down or to an orphan, whose connection is closed."""
+    if nx.replicas[r].alive and not orphan:
+        nx.queues("fetch_responses")[r] += (
+            FetchResponse(
+                d,
+                tag,
+                error,
+                kind,
+                fields.get("records", ()),
+                fields.get("hw", -1),
+                fields.get("epoch", -1),
+                fields.get("end", -1),
+                fields.get("bad", -1),
+            ),
+        )
+
+
+def _answer_read(nx: NextState, d: int, h: HeldRead) -> None:
+    _respond(nx, d, h.follower, h.leader_epoch, h.orphan, NONE, "records", records=h.records, hw=h.hw, bad=h.bad_batch)
+
+
 class HandleFetch(Delivery):
-    """The leader's handling of a follower Fetch / OffsetsForLeaderEpoch (ReplicaManager.fetchMessages)."""
+    """The leader's handling of a follower Fetch / OffsetsForLeaderEpoch (ReplicaManager.fetchMessages):
+    checks, then Partition.fetchRecords' read and its updateFollowerFetchState, then the answer with
+    what was read. With a read held (split_fetch_handling: read_fetch), the update and the answer."""
 
     name = "handle_fetch"
 
@@ -272,54 +371,71 @@ class HandleFetch(Delivery):
 
     @classmethod
     def guard(cls, cfg, s, st):
-        reason = super().guard(cfg, s, st)
+        if cfg.split_fetch_handling and held_read(s, st.replica) is not None:
+            return None  # its holder is up: a crash forgets what it held
+        return cls.request_guard(cfg, s, st)
+
+    @classmethod
+    def request_guard(cls, cfg, s, st):
+        """Whether follower ``st.replica``'s oldest fetch request may be handled now."""
+        reason = super(HandleFetch, cls).guard(cfg, s, st)
         if reason is None and s.replicas[s.fetch_requests[st.replica][0].leader].unregistered:
             reason = f"broker {s.fetch_requests[st.replica][0].leader} is not registered yet"  # the request waits
         return reason
 
+    @classmethod
+    def effect(cls, nx, st):
+        held = held_read(nx.src, st.replica) if nx.cfg.split_fetch_handling else None
+        if held is None:
+            return super().effect(nx, st)
+        d, h = held
+        lead = updated(nx.replicas[d], held_reads=tuple(x for x in nx.replicas[d].held_reads if x is not h))
+        nx.replicas[d] = _update_follower_fetch_state(nx, d, lead, h)
+        _answer_read(nx, d, h)
+
     def receive(nx, r, req):
         d = req.leader
         lead = nx.replicas[d]
-        rules = nx.cfg.rules
+        answer = _answer(nx.cfg.rules, d, lead, req)
+        if answer is not None:
+            error, kind, epoch, end = answer
+            return _respond(nx, d, r, req.leader_epoch, req.orphan, error, kind, epoch=epoch, end=end)
+        h = _read(nx.now, r, lead, req)
+        nx.replicas[d] = _update_follower_fetch_state(nx, d, lead, h)
+        _answer_read(nx, d, h)
 
-        def respond(error: str, kind: str, records=(), hw=-1, epoch=-1, end=-1, bad=-1) -> None:
-            if nx.replicas[r].alive and not req.orphan:  # an orphan's connection is closed
-                nx.queues("fetch_responses")[r] += (
-                    FetchResponse(d, req.leader_epoch, error, kind, records, hw, epoch, end, bad),
-                )
 
-        if lead.leader != d:
-            return respond(NOT_LEADER, "error")
-        check = rules.check_fetch(lead, req)
-        if check is not None:
-            error, epoch, end = check
-            return respond(error, "error") if error != NONE else respond(NONE, "diverging", epoch=epoch, end=end)
-        if req.query_epoch >= 0:
-            epoch, end = rules.answer_epoch_query(lead.log, req.query_epoch)
-            return respond(NONE, "epoch_end", epoch=epoch, end=end)
-        leo = len(lead.log)
-        if req.fetch_offset > leo:
-            return respond("OFFSET_OUT_OF_RANGE", "error", end=leo)
-        hw = lead.hw  # read before this fetch's own increment (Partition.fetchRecords reads first)
-        remote, epochs = lead.remote_leo, lead.remote_broker_epoch
-        lead = updated(
-            lead,
-            remote_leo=remote[:r] + (req.fetch_offset,) + remote[r + 1 :],
-            remote_broker_epoch=epochs[:r] + (req.broker_epoch,) + epochs[r + 1 :],
-        )
-        if req.fetch_offset >= leo:
-            lcu = lead.last_caught_up
-            lead = updated(lead, last_caught_up=lcu[:r] + (nx.now,) + lcu[r + 1 :])
-        lead = maybe_increment_leader_hw(nx, d, lead)
-        nx.replicas[d] = lead
-        log = lead.log
-        start = log[req.fetch_offset].base if req.fetch_offset < leo else leo  # the whole batch
-        end = leo
-        if req.max_batches:
-            ends = batch_ends(log, start)
-            end = ends[min(req.max_batches, len(ends)) - 1] if ends else leo
-        # the leader sends the file's bytes unchecked (FileRecords.slice): a damaged batch goes too
-        respond(NONE, "records", log[start:end], hw, bad=lead.bad_batch if start <= lead.bad_batch < end else -1)
+class ReadFetch(Action):
+    """The read of a leader's fetch handling (split_fetch_handling): Partition.fetchRecords' checks
+    and readRecords under the read lock of leaderIsrUpdateLock; the update and the answer come with
+    handle_fetch. Only a Fetch that reads records: the others update nothing (handle_fetch)."""
+
+    name = "read_fetch"
+
+    def guard(cfg, s, st):
+        r = st.replica
+        if not cfg.split_fetch_handling:
+            return "split_fetch_handling is off: a leader handles a fetch whole (handle_fetch)"
+        reason = HandleFetch.request_guard(cfg, s, st)
+        if reason is not None:
+            return reason
+        held = held_read(s, r)
+        if held is not None:
+            return f"broker {held[0]} holds a read of follower {r} (its next request waits)"
+        req = s.fetch_requests[r][0]
+        answer = _answer(cfg.rules, req.leader, s.replicas[req.leader], req)
+        if answer is not None:
+            what = answer[0] if answer[1] == "error" else answer[1]
+            return f"the oldest fetch request of follower {r} reads no records (its answer: {what})"
+        return None
+
+    def effect(nx, st):
+        r = st.replica
+        req = nx.pop("fetch_requests", r)
+        d = req.leader
+        lead = nx.replicas[d]
+        held = tuple(sorted(lead.held_reads + (_read(nx.now, r, lead, req),)))
+        nx.replicas[d] = updated(lead, held_reads=held)
 
 
 class HandleFetchResponse(Delivery):
@@ -428,6 +544,8 @@ def _apply_partition_state(nx: NextState, r: int, rep: Replica, m: LeaderAndIsr)
             pending_epochs=(),
             pending_produces=(),
         )
+        if rep.held_reads:  # updateAssignmentAndIsr cleared remoteReplicasMap: their updates reach nothing
+            rep = updated(rep, held_reads=tuple(h._replace(detached=True) for h in rep.held_reads))
         rep = nx.cfg.rules.make_follower(rep)
     return rep
 
@@ -684,6 +802,7 @@ class Crash(Action):
             unclean_shutdown=rep.unclean_shutdown
             or nx.cfg.rules.unclean_shutdown(kind, nx.cfg.unclean_shutdown_detection, rep.broker_epoch >= 0),
             unregistered=False,
+            held_reads=(),  # its handler threads die with it: nothing held is answered
         )
         # what reached r is gone; what r sent stays on the wire, its requests orphaned
         for field in ("leader_and_isr", "alter_partition_responses", "fetch_responses"):
@@ -696,6 +815,11 @@ class Crash(Action):
         for f in range(nx.cfg.replicas):
             if any(m.leader == r for m in requests[f]):
                 requests[f] = tuple(m for m in requests[f] if m.leader != r)
+        for d, lead in enumerate(nx.replicas):  # a read of r's request: updated from, never answered
+            if any(h.follower == r and not h.orphan for h in lead.held_reads):
+                nx.replicas[d] = updated(
+                    lead, held_reads=tuple(h._replace(orphan=True) if h.follower == r else h for h in lead.held_reads)
+                )
 
 
 class Restart(Action):

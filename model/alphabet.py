@@ -24,6 +24,7 @@ CRASH_KINDS = ("clean", "process", "power")  # the order is also "less destructi
 PRODUCE = "produce"
 CONSUME = "consume"
 SEND_FETCH = "send_fetch"
+READ_FETCH = "read_fetch"
 HANDLE_FETCH = "handle_fetch"
 HANDLE_FETCH_RESPONSE = "handle_fetch_response"
 DELIVER_LEADER_AND_ISR = "deliver_leader_and_isr"
@@ -194,6 +195,9 @@ class StepKind(NamedTuple):
     lifecycle: bool = False  # part of a broker's failure and recovery (the shrinker removes these together)
     switch: str | None = None  # the explorer's Scope flag that lets steps of this kind in
     disk_fault: bool = False  # a disk fault (docs/steps.md, "Disk faults"): generators take it only when asked
+    # the schedule config switch (a boolean config field) without which steps of this kind are refused:
+    # generators, the explorer and the refusals proposed leave the kind out while it is off
+    config: str | None = None
 
     @property
     def choice(self) -> str | None:
@@ -220,9 +224,18 @@ STEPS: Mapping[str, StepKind] = {
             weight=4.0,
         ),
         StepKind(
+            READ_FETCH,
+            ("replica",),
+            "Partition.fetchRecords up to its read (readRecords): a leader's fetch handling begun, its "
+            "update and answer left to handle_fetch (split_fetch_handling)",
+            weight=2.0,
+            config="split_fetch_handling",
+        ),
+        StepKind(
             HANDLE_FETCH,
             ("replica",),
-            "ReplicaManager.fetchMessages on the leader; KIP-320 epoch validation",
+            "ReplicaManager.fetchMessages on the leader; KIP-320 epoch validation; after read_fetch, "
+            "Partition.updateFollowerFetchState and the answer",
             weight=4.0,
         ),
         StepKind(
@@ -418,6 +431,12 @@ STEPS: Mapping[str, StepKind] = {
         ),
     )
 }
+
+
+def configured(cfg, kind: StepKind) -> bool:
+    """Whether steps of ``kind`` may be taken under the schedule config ``cfg`` (its ``config`` switch on)."""
+    return kind.config is None or bool(getattr(cfg, kind.config))
+
 
 # Every fault class, in the alphabet's order of their step kinds.
 FAULTS: tuple[Fault, ...] = tuple(f for kind in STEPS.values() for f in kind.faults)
@@ -648,6 +667,12 @@ def _combos(kind: StepKind, replicas: int) -> tuple[dict, ...]:
     attrs = [FIELDS[f].attr for f in fields]
     combos = (dict(zip(attrs, values)) for values in product(*(_choices(kind, f, replicas) for f in fields)))
     return tuple(c for c in combos if _misplaced(kind.name, c) is None)
+
+
+@lru_cache(maxsize=64)
+def configured_kinds(cfg) -> tuple[tuple[StepKind, tuple[Step, ...] | None], ...]:
+    """``step_kinds`` of ``cfg``'s cluster without the kinds its config switches off (``configured``)."""
+    return tuple((kind, steps) for kind, steps in step_kinds(cfg.replicas) if configured(cfg, kind))
 
 
 @lru_cache(maxsize=None)

@@ -18,7 +18,7 @@ from .alphabet import (
     STEPS,
     TICK,
     Step,
-    step_kinds,
+    configured_kinds,
 )
 from .config import ModelConfig, Scope
 from .losses import STALE_ISR_EXPANSION
@@ -126,5 +126,5 @@ def scoped_kinds(config: ModelConfig, scope: Scope) -> tuple:
 
     return tuple(
         (kind, None if steps is None else tuple(st for st in steps if static(st)))
-        for kind, steps in step_kinds(config.replicas)
+        for kind, steps in configured_kinds(config)
     )

@@ -30,7 +30,7 @@ from .actions import ACTIONS, HandleFetch, HandleFetchResponse, SendFetch
 from .alphabet import DELIVER_LEADER_AND_ISR, HANDLE_FETCH, HANDLE_FETCH_RESPONSE, SEND_FETCH, Step, steps_of
 from .budget import EMPTY_LEDGER
 from .collector import no_cycle_collection
-from .config import ModelConfig, Scope
+from .config import ModelConfig, Scope, check_scope
 from .constraints import FINE, group_in_scope, scoped_kinds, step_in_scope
 from .losses import LAST_REPLICA_STANDING, last_replica_standing
 from .next_state import NextState
@@ -293,6 +293,7 @@ def reachable_states(config: ModelConfig, scope: Scope, max_states: int | None =
     """Every distinct state (up to ``state_key``) the explorer reaches within ``scope``, breadth
     first, the initial state first; only states between transitions (not the inside of a fetch
     round). Stops after ``max_states`` if given."""
+    check_scope(config, scope)
     exclude_lrs = scope.exclude_known_losses and LAST_REPLICA_STANDING.name in config.rules.known_losses
     init = initial_state(config)
     seen = {state_key(scope, init)}
@@ -337,6 +338,7 @@ def explore(
     partial-order reduction (``reduction.py``), which keeps every verdict but may lengthen a
     counterexample; off by default (it merges almost nothing on the shipped scopes and costs CPU,
     docs/figures.md), so each counterexample is a shortest."""
+    check_scope(config, scope)
     start = time.perf_counter()
     exclude_lrs = scope.exclude_known_losses and LAST_REPLICA_STANDING.name in config.rules.known_losses
     pending = list(properties)

@@ -46,6 +46,7 @@ from .alphabet import (
     LOSE_DISK,
     MESSAGE_KINDS,
     PRODUCE,
+    READ_FETCH,
     REGISTER,
     REJOIN,
     RESTART,
@@ -141,6 +142,7 @@ class Context(NamedTuple):
     stale_scope: bool  # the scope check of handle_alter_partition (exclude_known_losses, KIP-903)
     split: bool = False  # restart starts the broker, register registers it (kip-903 on)
     committed: bool = False  # KRaft's partition state: one AlterPartition awaits its answer (kip-903 on)
+    held: bool = False  # split_fetch_handling: a leader holds its reads of follower Fetches (read_fetch)
 
 
 def context(config, scope) -> Context:
@@ -160,6 +162,7 @@ def context(config, scope) -> Context:
         scope.exclude_known_losses and STALE_ISR_EXPANSION.name in known,
         config.rules.start_before_registration,
         config.rules.committed_partition_state,
+        config.split_fetch_handling,
     )
 
 
@@ -186,20 +189,23 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
     if name == SEND_FETCH:
         lead = _leaders(L, s, b)
         if not ctx.rounds:
-            return L.rep_all[b] | q["fetch_requests"][b] | q["fetch_responses"][b] | L.field("alive", lead)
+            m = L.rep_all[b] | q["fetch_requests"][b] | q["fetch_responses"][b] | L.field("alive", lead)
+            return m | (L.field("held_reads", lead) if ctx.held else 0)  # a read of its request held there
         return L.rep_all[b] | sum(L.rep_all[d] for d in lead) | L.now  # no fetch message outlives a round
-    if name == HANDLE_FETCH:
+    if name in (HANDLE_FETCH, READ_FETCH):
         if s is None:
             lead = range(L.n)
-        else:
-            lead = [s.fetch_requests[b][0].leader] if s.fetch_requests[b] else []
-        return (
+        else:  # the broker holding a read of b's, or the destination of b's oldest request
+            held = _holder(s, b) if ctx.held else None
+            lead = [held] if held is not None else [s.fetch_requests[b][0].leader] if s.fetch_requests[b] else []
+        m = (
             q["fetch_requests"][b]
             | q["fetch_responses"][b]
             | L.rep[b]["alive"]
             | L.now
             | sum(L.rep_all[d] for d in lead)
         )
+        return m | (L.field("held_reads") if ctx.held else 0)  # whether a broker holds a read of b's
     if name == HANDLE_FETCH_RESPONSE:
         return L.rep_all[b] | q["fetch_responses"][b]
     if name == DELIVER_LEADER_AND_ISR:
@@ -219,8 +225,9 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
         return L.ctrl_all | L.field("alive") | L.queues("leader_and_isr") | h["leader_moves"] | h["zombies"]
     if name == REJOIN:
         return L.rep_all[b] | L.ctrl_all | L.bepoch[b] | q["leader_and_isr"][b]
-    if name == CRASH:
-        return L.rep_all[b] | _own_queues(ctx, b) | _fetch_queues(ctx) | h["crashes"] | h["power_losses"]
+    if name == CRASH:  # with held reads: its own forgotten, those of its requests orphaned
+        m = L.rep_all[b] | _own_queues(ctx, b) | _fetch_queues(ctx) | h["crashes"] | h["power_losses"]
+        return m | (L.field("held_reads") if ctx.held else 0)
     if name == RESTART and ctx.split:  # the replayed metadata: the controller's state, applied
         return L.rep_all[b] | L.ctrl_all | L.now | h["bounces"]
     if name in (RESTART, REGISTER):
@@ -244,6 +251,11 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
 
 
 _OWN_COUNTER = {LOSE_DISK: "disk_losses", CORRUPT: "corruptions", CORRUPT_LIVE: "live_corruptions"}
+
+
+def _holder(s: State, f: int) -> int | None:
+    """The broker holding a read of follower ``f``'s Fetch (split_fetch_handling), if one does."""
+    return next((d for d, rep in enumerate(s.replicas) for h in rep.held_reads if h.follower == f), None)
 
 
 def _fetch_queues(ctx: Context) -> int:
@@ -384,13 +396,20 @@ def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
         if rep.leader < 0 or rep.leader == b:
             return L.rep[b]["leader"], 0
         own = L.fields(b, "leader", "leader_epoch")
-        if not ctx.rounds:  # a fetch outstanding under its current leadership
-            return own | q["fetch_requests"][b] | q["fetch_responses"][b], 0
+        if not ctx.rounds:  # a fetch outstanding under its current leadership (or its read held)
+            held = L.rep[rep.leader]["held_reads"] if ctx.held else 0
+            return own | q["fetch_requests"][b] | q["fetch_responses"][b] | held, 0
         return own | L.rep[rep.leader]["alive"], 0  # a round is lost to a dead leader
-    if name == HANDLE_FETCH:
+    if name == HANDLE_FETCH:  # a read of b's is held only once a request of b's was in flight
         if s.fetch_requests[b]:  # its destination is not registered yet
             return L.rep[s.fetch_requests[b][0].leader]["unregistered"] | q["fetch_requests"][b], 0
         return 0, q["fetch_requests"][b]
+    if name == READ_FETCH:
+        if not ctx.held:
+            return 0, 0  # the config switch is off: never enabled
+        if not s.fetch_requests[b]:
+            return 0, q["fetch_requests"][b]
+        return reads(ctx, g, s), 0  # its destination, what it would answer, a read of b's held
     if name == HANDLE_FETCH_RESPONSE:
         return 0, q["fetch_responses"][b]
     if name == DELIVER_LEADER_AND_ISR:
@@ -497,7 +516,10 @@ def writes(ctx: Context, g: tuple) -> int:
             return m | L.fields(b, *_FOLLOWER_WRITES) | served
         return m | q["fetch_requests"][b]
     if name == HANDLE_FETCH:
+        m |= L.field("held_reads", others) if ctx.held else 0
         return m | q["fetch_requests"][b] | q["fetch_responses"][b] | served
+    if name == READ_FETCH:
+        return m | q["fetch_requests"][b] | L.field("held_reads", others)
     if name == HANDLE_FETCH_RESPONSE:
         return m | q["fetch_responses"][b] | L.fields(b, *_FOLLOWER_WRITES)
     if name == DELIVER_LEADER_AND_ISR:
@@ -544,6 +566,7 @@ def writes(ctx: Context, g: tuple) -> int:
     if name == CRASH:
         return (
             m
+            | (L.field("held_reads") if ctx.held else 0)
             | L.fields(b, *_CRASH_WRITES)
             | _own_queues(ctx, b)
             | _fetch_queues(ctx)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from .actions import ACTIONS, Action
-from .alphabet import STEPS, Step, check_replica, step_kinds, steps_of
+from .alphabet import STEPS, Step, check_replica, configured_kinds, steps_of
 from .next_state import NextState
 from .state import State
 
@@ -58,7 +58,7 @@ def enabled(cfg, s: State) -> list[Step]:
     """The enabled steps of ``s`` in a deterministic order: the alphabet's, then by the step's
     fields (replica id, choice value, message index)."""
     out = []
-    for kind, steps in step_kinds(cfg.replicas):
+    for kind, steps in configured_kinds(cfg):
         guard = ACTIONS[kind.name].guard
         out += [
             st for st in (steps if steps is not None else steps_of(kind, cfg.replicas, s)) if guard(cfg, s, st) is None

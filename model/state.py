@@ -38,6 +38,22 @@ class Entry(NamedTuple):
     base: int
 
 
+class HeldRead(NamedTuple):
+    """A follower's Fetch its leader has read and not yet updated from nor answered
+    (``split_fetch_handling``: docs/steps.md, ``read_fetch``): what ``handle_fetch`` completes."""
+
+    follower: int
+    leader_epoch: int  # the request's current leader epoch: the answer's tag
+    fetch_offset: int
+    broker_epoch: int  # the request's (Fetch v15 ReplicaState)
+    caught_up_at: int  # the read's time if the fetch offset reached the LEO read, else -1
+    hw: int  # the HW read (LogReadInfo.highWatermark)
+    records: tuple  # Entry, ...: the batches read
+    bad_batch: int = -1  # base offset of a damaged batch among them, -1 none
+    orphan: bool = False  # its follower crashed since it sent the request: never answered
+    detached: bool = False  # the holder became a follower since: the update reaches nothing
+
+
 class Replica(NamedTuple):
     """One broker's view of the partition (docs/steps.md, "Per-replica state")."""
 
@@ -65,9 +81,11 @@ class Replica(NamedTuple):
     # up, started by restart, and not yet serving: its registration not yet accepted, or accepted but
     # the LeaderAndIsr of it not yet applied (kip-903+; Kafka's initialCatchUpFuture)
     unregistered: bool = False
+    # leader (split_fetch_handling): the follower Fetches it read and has yet to update from and answer
+    held_reads: tuple = ()  # HeldRead, ... by follower
 
     def __repr__(self) -> str:
-        return _repr_without(self, "bad_batch", -1, unregistered=False)
+        return _repr_without(self, "bad_batch", -1, unregistered=False, held_reads=())
 
 
 class Controller(NamedTuple):
@@ -347,6 +365,7 @@ def permuted(s: State, perm: tuple) -> State:
                 pending_isr=pending,
                 remote_broker_epoch=per(r.remote_broker_epoch),
                 pending_epochs=epochs,
+                held_reads=tuple(sorted(h._replace(follower=perm[h.follower]) for h in r.held_reads)),
             )
         )
     c = s.controller

@@ -14,6 +14,7 @@ from pathlib import Path
 from isrcheck.conformance.core.schedule import Expected, Schedule
 from isrcheck.conformance.vocabulary import INT64_MAX, Number, UsageError, output_path
 from isrcheck.model import PROTOCOLS, ConfigError, ModelConfig, Scope, explore, replay
+from isrcheck.model.config import check_scope
 from isrcheck.specs import BY_ID, PROPERTIES
 
 _DEFAULT = Scope()
@@ -24,6 +25,7 @@ _OPTION = {
     "min_insync_replicas": "--min-isr",
     "replica_lag_time_max_ticks": "--lag-ticks",
     "unclean_leader_election_enable": "--unclean-election",
+    "split_fetch_handling": "--split-fetch-handling",
 }
 
 
@@ -121,6 +123,12 @@ def add_scope_arguments(parser: argparse.ArgumentParser, default: Scope, protoco
     parser.add_argument("--unclean-election", action="store_true", help="unclean.leader.election.enable=true")
     parser.add_argument("--lag-ticks", type=_COUNT, default=2, help="replica.lag.time.max in ticks (default 2)")
     parser.add_argument("--flush-messages", type=_COUNT, default=None, help="flush.messages (default: never)")
+    parser.add_argument(
+        "--split-fetch-handling",
+        action="store_true",
+        help="a leader's fetch handling as two steps, read_fetch then handle_fetch, other steps between "
+        "them (docs/steps.md; needs --no-fetch-rounds)",
+    )
     scope = parser.add_argument_group("scope bounds")
     for name, help_text in (
         ("max-records", "produce steps"),
@@ -198,6 +206,7 @@ def config_and_scope(args) -> tuple[ModelConfig, Scope]:
             unclean_leader_election_enable=args.unclean_election,
             replica_lag_time_max_ticks=args.lag_ticks,
             flush_messages=args.flush_messages,
+            split_fetch_handling=args.split_fetch_handling,
         )
         scope = Scope(
             max_records=args.max_records,
@@ -213,6 +222,7 @@ def config_and_scope(args) -> tuple[ModelConfig, Scope]:
             crash_kinds=kinds,
             **{name: getattr(args, name) for _flag, name, _help in _FAULT_CLASSES + _FAULT_SWITCHES},
         )
+        check_scope(config, scope)
     except ConfigError as exc:
         if not exc.field:
             raise UsageError(str(exc)) from None

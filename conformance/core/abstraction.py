@@ -26,6 +26,7 @@ from isrcheck.model import (
     Entry,
     FetchRequest,
     FetchResponse,
+    HeldRead,
     LeaderAndIsr,
     Replica,
 )
@@ -42,6 +43,11 @@ MESSAGE_TYPES = {
 
 def entries(raw) -> tuple:
     return tuple(Entry(*e) for e in raw)
+
+
+def held_reads(raw) -> tuple:
+    """Reported held reads (each its fields by name) as the model's ``HeldRead``s."""
+    return tuple(HeldRead(**{**h, "records": entries(h["records"])}) for h in raw)
 
 
 def message(kind: str, fields: dict):
@@ -76,6 +82,9 @@ class ModelEpochs:
             remote_broker_epoch=tuple(rank(f, e) for f, e in enumerate(r.remote_broker_epoch)),
             pending_epochs=tuple(rank(m, e) for m, e in zip(r.pending_isr or (), r.pending_epochs)),
             unclean_shutdown=self.unclean and (not r.alive or r.unregistered) and r.unclean_shutdown,
+            held_reads=tuple(h._replace(broker_epoch=rank(h.follower, h.broker_epoch)) for h in r.held_reads)
+            if self.counted
+            else r.held_reads,
         )
 
     def controller(self, controller: Controller) -> Controller:
@@ -138,7 +147,10 @@ class Abstraction:
         for b in snap.brokers:
             i = b.broker_id
             if kept[i][0] is not b and kept[i][0] != b:  # an unchanged broker is the same snapshot
-                raw = Replica(log=self._log(i, b.log), **replica_fields(b))
+                fields = replica_fields(b, self.report.tag_epoch)
+                if "held_reads" in fields:
+                    fields["held_reads"] = held_reads(fields["held_reads"])
+                raw = Replica(log=self._log(i, b.log), **fields)
                 kept[i] = (b, epochs.replica(i, raw))
             replicas.append(kept[i][1])
         model_controller = self._controller[1]

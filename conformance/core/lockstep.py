@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import operator
 import time
+from itertools import product
 from typing import TYPE_CHECKING, Iterable
 
 from isrcheck.conformance.core.diff import common_prefix, diff
@@ -448,8 +449,8 @@ def taken_in_restart(cfg, state, st: Step) -> bool:
     return st.name == REGISTER and not cfg.rules.start_before_registration and state.replicas[st.replica].alive
 
 
-# bad_batch and unregistered, only away from their defaults, as its repr shows them
-_REPLICA_OPTIONAL = (("bad_batch", -1), ("unregistered", False))
+# bad_batch, unregistered and held_reads, only away from their defaults, as its repr shows them
+_REPLICA_OPTIONAL = (("bad_batch", -1), ("unregistered", False), ("held_reads", ()))
 assert Replica._fields[-len(_REPLICA_OPTIONAL) :] == tuple(f for f, _ in _REPLICA_OPTIONAL)
 
 
@@ -459,7 +460,7 @@ def _replica_text(shown: tuple) -> str:
     return "Replica(" + ", ".join(f"{f}=%s" if f == "log" else f"{f}=%r" for f in fields) + ")"
 
 
-_REPLICA_TEXTS = {shown: _replica_text(shown) for shown in ((a, b) for a in (False, True) for b in (False, True))}
+_REPLICA_TEXTS = {shown: _replica_text(shown) for shown in product((False, True), repeat=len(_REPLICA_OPTIONAL))}
 
 
 class _StateText:

@@ -6,7 +6,7 @@ never a divergence.
 
 from __future__ import annotations
 
-from isrcheck.conformance.core.abstraction import MESSAGE_TYPES, entries, message, with_model_epochs
+from isrcheck.conformance.core.abstraction import MESSAGE_TYPES, entries, held_reads, message, with_model_epochs
 from isrcheck.conformance.core.sut import SutFailure
 from isrcheck.model import Controller, Replica
 from isrcheck.model.alphabet import MESSAGE_KINDS, shown
@@ -130,14 +130,34 @@ SCHEMA = {
 # fields an object may leave out, with the value that means (a damaged batch and an orphan are
 # rare: -1 none, false)
 OPTIONAL = {
-    "replica": {"bad_batch": -1, "unregistered": False},
+    "replica": {"bad_batch": -1, "unregistered": False, "held_reads": ()},
     "fetch_request": {"orphan": False},
     "fetch_response": {"bad_batch": -1},
     "leader_and_isr": {"registration": False},
     "alter_partition": {"orphan": False},
 }
+# a leader's held reads (split_fetch_handling): per follower Fetch read, its fields by name
+HELD_READ = {
+    "follower": _int,
+    "leader_epoch": _int,
+    "fetch_offset": _int,
+    "broker_epoch": _int,
+    "caught_up_at": _int,
+    "hw": _int,
+    "records": _ENTRIES,
+    "bad_batch": _int,
+    "orphan": _bool,
+    "detached": _bool,
+}
+
+
+def _held_reads(v, where):
+    return tuple(_object("held_read", h, f"{where}[{k}]", HELD_READ) for k, h in enumerate(_list(v, where)))
+
+
+_CHECKS = {False: _bool, (): _held_reads}
 for _kind, _fields in OPTIONAL.items():
-    SCHEMA[_kind].update({name: _bool if default is False else _int for name, default in _fields.items()})
+    SCHEMA[_kind].update({name: _CHECKS.get(default, _int) for name, default in _fields.items()})
 # the model type each object of the report becomes (a test holds SCHEMA to their fields)
 TYPES = {"replica": Replica, "controller": Controller, **MESSAGE_TYPES}
 
@@ -168,7 +188,7 @@ def system_state(doc, replicas: int, protocol: str) -> tuple:
     out = []
     for k, r in enumerate(_list(state["replicas"], "state.replicas", replicas)):
         fields = _object("replica", r, f"state.replicas[{k}]")
-        out.append(Replica(**{**fields, "log": entries(fields["log"])}))
+        out.append(Replica(**{**fields, "log": entries(fields["log"]), "held_reads": held_reads(fields["held_reads"])}))
     fields = _object("controller", state["controller"], "state.controller")
     registrations = fields.pop("registrations")
     controller = Controller(**fields)

@@ -19,7 +19,7 @@ import math
 from isrcheck.conformance.core.lockstep import taken_in_restart
 from isrcheck.conformance.vocabulary import Number
 from isrcheck.model import enabled
-from isrcheck.model.alphabet import Step, every_step, is_disk_fault
+from isrcheck.model.alphabet import Step, configured, every_step, is_disk_fault
 from isrcheck.model.protocols import PROTOCOLS
 
 DEFAULT_REFUSALS = 0.1  # share of proposed steps that the model refuses
@@ -30,12 +30,16 @@ def refused_steps(cfg, state, enabled: list[Step], disk_faults: bool = False) ->
     """The steps of the alphabet (valid fields, ``every_step``) that are not in ``enabled``, the
     model's enabled steps of ``state``; in the alphabet's order. Disk faults only with
     ``disk_faults`` (``alphabet.is_disk_fault``: a generator that takes none proposes none). A
-    registration the harness takes as made by its restart (``taken_in_restart``) is neither."""
+    registration the harness takes as made by its restart (``taken_in_restart``) is neither, nor is a
+    step of a kind the config switches off (``alphabet.configured``: none is proposed there)."""
     taken = set(enabled)
     return [
         st
         for st in every_step(cfg.replicas, state)
-        if st not in taken and (disk_faults or not is_disk_fault(st)) and not taken_in_restart(cfg, state, st)
+        if st not in taken
+        and (disk_faults or not is_disk_fault(st))
+        and configured(cfg, st.kind)
+        and not taken_in_restart(cfg, state, st)
     ]
 
 

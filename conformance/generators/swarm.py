@@ -57,6 +57,7 @@ from isrcheck.model.alphabet import (
     HANDLE_FETCH_RESPONSE,
     LOSE_DISK,
     PRODUCE,
+    READ_FETCH,
     SEND_FETCH,
     SHRINK_ISR,
     STEPS,
@@ -66,6 +67,7 @@ from isrcheck.model.alphabet import (
 CORE = (
     PRODUCE,
     SEND_FETCH,
+    READ_FETCH,  # only where the config switches it on: kept as is, with no draw (``draw_swarm``)
     HANDLE_FETCH,
     HANDLE_FETCH_RESPONSE,
     DELIVER_LEADER_AND_ISR,
@@ -159,6 +161,9 @@ def draw_swarm(choices, profile: FaultProfile, replicas: int, steered: bool = Fa
     for name in STEPS:  # the alphabet's order: the draws do not depend on the profile's
         base = profile.weights.get(name, 0.0)
         if base <= 0:
+            continue
+        if STEPS[name].config is not None:  # enabled by a config switch: kept, drawing nothing, so the
+            weights[name] = base  # draws of swarms are those of the alphabet before it
             continue
         kept = name in CORE or choices.one_of((True, False), f"swarm: {name}?")
         weights[name] = base * choices.one_of(FACTORS, f"swarm: {name} weight") if kept else 0.0

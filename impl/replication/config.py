@@ -14,6 +14,7 @@ class InvalidConfigError(ValueError):
 
 
 UNCLEAN_SHUTDOWN_DETECTIONS = ("page-cache", "clean-shutdown-file")
+_FLAGS = ("unclean_leader_election_enable", "split_fetch_handling")  # the boolean settings
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,9 @@ class ClusterConfig:
     # kip-966: "page-cache" (a process crash leaves the broker epoch in the page cache: not unclean)
     # or "clean-shutdown-file" (Apache Kafka's CleanShutdownFileHandler alone: every crash is unclean)
     unclean_shutdown_detection: str = "page-cache"
+    # a leader's fetch handling as two steps, read_fetch then handle_fetch (step mode; Kafka's
+    # fetchRecords reads, releases the partition's lock, then updates the follower's state)
+    split_fetch_handling: bool = False
 
     replica_fetch_backoff_ms: int = 5  # a follower's pause after an empty or failed fetch
     replica_fetch_wait_max_ms: int = 0  # 0: a fetch with nothing new is answered at once (no long poll)
@@ -49,16 +53,15 @@ class ClusterConfig:
             raise InvalidConfigError(f"protocol: unknown variant {self.protocol!r} (known: {', '.join(VARIANTS)})")
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("protocol", "unclean_leader_election_enable", "unclean_shutdown_detection") or (
+            if f.name in ("protocol", "unclean_shutdown_detection") + _FLAGS or (
                 f.name == "flush_messages" and value is None
             ):
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InvalidConfigError(f"{f.name}: expected an integer >= 0, got {value!r}")
-        if not isinstance(self.unclean_leader_election_enable, bool):
-            raise InvalidConfigError(
-                f"unclean_leader_election_enable: expected a bool, got {self.unclean_leader_election_enable!r}"
-            )
+        for name in _FLAGS:
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidConfigError(f"{name}: expected a bool, got {getattr(self, name)!r}")
         if not 1 <= self.replicas <= MAX_REPLICAS:
             raise InvalidConfigError(f"replicas: expected 1..{MAX_REPLICAS}, got {self.replicas}")
         if not 1 <= self.min_insync_replicas <= self.replicas:

@@ -15,7 +15,7 @@ from ..invariants import check
 from ..protocol import Errors, FetchRequest, FetchResponse, LeaderAndIsrRequest
 from ..runtime import Scheduler
 from ..storage import Log, LogAppendInfo, Record, RecordBatch, StorageError, iter_batches
-from ..storage.log import DEFAULT_FETCH_MAX_BYTES
+from ..storage.log import DEFAULT_FETCH_MAX_BYTES, FetchDataInfo
 from .config import ClusterConfig
 from .delayed_produce import DelayedProducePurgatory
 
@@ -29,11 +29,33 @@ class FollowerState:
     __slots__ = ("log_end_offset", "last_caught_up_ms", "last_fetch_ms", "last_fetch_leader_leo", "broker_epoch")
 
     def __init__(self, last_caught_up_ms: int) -> None:
+        self.reset(last_caught_up_ms)
+
+    def reset(self, last_caught_up_ms: int) -> None:
+        """Replica.resetReplicaState: a new leader epoch knows nothing of the follower yet."""
         self.log_end_offset = -1
         self.last_caught_up_ms = last_caught_up_ms
         self.last_fetch_ms = -1
         self.last_fetch_leader_leo = -1  # the leader's LEO when the follower last fetched
         self.broker_epoch = -1  # of the follower's last Fetch that read records (KIP-903); -1 unknown
+
+
+class LogReadInfo:
+    """Partition.readRecords' result for a follower Fetch (Kafka's LogReadInfo): the batches read
+    and the HW and LEO as they were before the read, which the answer carries."""
+
+    __slots__ = ("fetch_offset", "high_watermark", "log_end_offset", "info")
+
+    def __init__(self, fetch_offset: int, high_watermark: int, log_end_offset: int, info: FetchDataInfo) -> None:
+        self.fetch_offset = fetch_offset
+        self.high_watermark = high_watermark
+        self.log_end_offset = log_end_offset
+        self.info = info
+
+    def response(self, partition_id: int) -> FetchResponse:
+        return FetchResponse(
+            Errors.NONE, partition_id, self.high_watermark, 0, self.log_end_offset, -1, -1, self.info.data
+        )
 
 
 class Partition:
@@ -142,7 +164,13 @@ class Partition:
         now = self.scheduler.now_ms()
         self.epoch_start_offset = self.log.log_end_offset
         self.leader_since_ms = now
-        self.followers = {r: FollowerState(now if r in self.isr else 0) for r in self.replicas if r != self.broker_id}
+        # updateAssignmentAndIsr keeps a follower's Replica while this broker leads (computeIfAbsent),
+        # and makeLeader resets it: a fetch handling begun before updates the new leadership's state
+        kept, self.followers = self.followers, {}
+        for r in self.replicas:
+            if r != self.broker_id:
+                follower = self.followers[r] = kept.get(r) or FollowerState(0)
+                follower.reset(now if r in self.isr else 0)
         self.pending_isr, self.pending_isr_epochs = None, ()
         stop_fetcher()
         self._event("leader", self.leader_epoch, self.epoch_start_offset)
@@ -219,38 +247,63 @@ class Partition:
         return Errors.NONE
 
     def fetch_from_follower(self, req: FetchRequest) -> FetchResponse:
-        """The leader's side of a replica Fetch: divergence check, follower state, HW, records."""
-        log = self.log
-        leo = log.log_end_offset
+        """The leader's side of a replica Fetch (Partition.fetchRecords): the checks, the read, then
+        the follower's state and the HW; the answer carries what was read, the HW from before this
+        fetch moved it."""
         self.cut_batches = 0
+        answer = self.check_follower_fetch(req)
+        if answer is not None:
+            return answer
+        read = self.read_records(req)
+        self.update_follower_fetch_state(
+            self.followers.get(req.replica_id),
+            req.fetch_offset,
+            req.replica_epoch,
+            self.scheduler.now_ms(),
+            read.log_end_offset,
+        )
+        # cut by bytes (replica.fetch.max.bytes): how many whole batches it holds, for the event log
+        self.cut_batches = len(read.info.batches) if read.info.cut else 0
+        return read.response(self.partition_id)
+
+    def check_follower_fetch(self, req: FetchRequest) -> FetchResponse | None:
+        """The answer to a follower Fetch that reads nothing (a diverging epoch, KIP-320, or an offset
+        out of range), or None when it reads."""
+        leo = self.log.log_end_offset
         if self.variant.fetch_epochs and req.last_fetched_epoch >= 0:
             epoch, end = self.end_offset_for(req.last_fetched_epoch)
             if epoch != req.last_fetched_epoch or end < req.fetch_offset:
                 return FetchResponse(Errors.NONE, self.partition_id, self.high_watermark, 0, leo, epoch, end)
-        if req.fetch_offset > leo or req.fetch_offset < log.log_start_offset:
+        if req.fetch_offset > leo or req.fetch_offset < self.log.log_start_offset:
             return FetchResponse(Errors.OFFSET_OUT_OF_RANGE, self.partition_id, self.high_watermark, 0, leo)
-        # Partition.fetchRecords reads first (readRecords: records and initialHighWatermark), then
-        # updates the follower's state: the answer carries the HW from before this fetch moved it
-        hw = self.high_watermark
-        info = log.read(req.fetch_offset, max_batches=req.max_batches)
-        follower = self.followers.get(req.replica_id)
-        if follower is not None:  # Partition.updateFollowerFetchState
-            now = self.scheduler.now_ms()
-            follower.log_end_offset = req.fetch_offset
-            follower.broker_epoch = req.replica_epoch
-            if req.fetch_offset >= leo:
-                follower.last_caught_up_ms = now
-            elif self.config.replica_fetch_wait_max_ms and req.fetch_offset >= follower.last_fetch_leader_leo:
+        return None
+
+    def read_records(self, req: FetchRequest) -> LogReadInfo:
+        """Partition.readRecords: whole batches from the fetch offset, with the HW and LEO from
+        before the read (initialHighWatermark, initialLogEndOffset)."""
+        hw, leo = self.high_watermark, self.log.log_end_offset
+        return LogReadInfo(req.fetch_offset, hw, leo, self.log.read(req.fetch_offset, max_batches=req.max_batches))
+
+    def update_follower_fetch_state(
+        self, follower: FollowerState | None, fetch_offset: int, broker_epoch: int, fetch_time_ms: int, leader_leo: int
+    ) -> None:
+        """Partition.updateFollowerFetchState: the follower's fetch position, broker epoch and lag
+        (Replica.updateFetchStateOrThrow), then maybeIncrementLeaderHW. ``follower`` is the state the
+        handling found when it read: once this broker became a follower it is no longer this
+        partition's (make_follower), and the update reaches nothing."""
+        if follower is not None:
+            follower.log_end_offset = fetch_offset
+            follower.broker_epoch = broker_epoch
+            if fetch_offset >= leader_leo:
+                follower.last_caught_up_ms = max(follower.last_caught_up_ms, fetch_time_ms)
+            elif self.config.replica_fetch_wait_max_ms and fetch_offset >= follower.last_fetch_leader_leo:
                 # Replica.updateFetchStateOrThrow's second rule: a follower that reached the LEO the leader
                 # had at its previous fetch was caught up then, so that one kept busy by a steady
                 # stream of appends stays in the ISR (real time only: see docs/steps.md, not modelled)
                 follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
-            follower.last_fetch_ms = now
-            follower.last_fetch_leader_leo = leo
+            follower.last_fetch_ms = fetch_time_ms
+            follower.last_fetch_leader_leo = leader_leo
         self.maybe_increment_leader_hw()
-        # cut by bytes (replica.fetch.max.bytes): how many whole batches it holds, for the event log
-        self.cut_batches = len(info.batches) if info.cut else 0
-        return FetchResponse(Errors.NONE, self.partition_id, hw, 0, leo, -1, -1, info.data)
 
     def read_committed(self, fetch_offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES) -> tuple[int, bytes]:
         """A consumer fetch: (error, record batches below the HW, up to ``max_bytes`` but at least

@@ -49,6 +49,25 @@ from .delayed_produce import DelayedProducePurgatory
 from .fetcher import ReplicaFetcher
 from .partition import Partition
 
+
+class HeldFetch:
+    """A follower's Fetch read and not yet completed (``split_fetch_handling``): the request, the
+    partition and follower state the read found, what it read and when; ``handle`` is the caller's
+    (the simulation's envelope of the request)."""
+
+    __slots__ = ("src", "header", "req", "partition", "follower", "read", "fetch_time_ms", "handle")
+
+    def __init__(self, src, header, req, partition, follower, read, fetch_time_ms, handle) -> None:
+        self.src, self.header, self.req, self.partition = src, header, req, partition
+        self.follower, self.read, self.fetch_time_ms, self.handle = follower, read, fetch_time_ms, handle
+
+    @property
+    def detached(self) -> bool:
+        """The partition no longer holds the follower state the read found (this broker became a
+        follower since): the update reaches nothing."""
+        return self.partition.followers.get(self.req.replica_id) is not self.follower
+
+
 # (partition id, topic, index) -> the partition's log and its checkpointed HW
 OpenLog = Callable[[int, str, int], tuple[Log, int]]
 # (partition id, topic, index, its open log or None): the partition's log and checkpointed HW deleted
@@ -96,6 +115,8 @@ class ReplicaManager:
         self.topic_min_insync_replicas: dict[str, int] = {}  # a hosted topic's own min.insync.replicas, if set
         self.live_brokers: tuple[int, ...] = ()  # as of the last LeaderAndIsr v1 or heartbeat answer
         self.fetch_purgatory = DelayedFetchPurgatory(scheduler)
+        # split_fetch_handling: per follower, its Fetch read and not yet completed (read_fetch)
+        self.held_fetches: dict[int, HeldFetch] = {}
         # the first partition's (partition id 0), which single-partition runs drive
         self.partition: Partition | None = None
         self.fetcher: ReplicaFetcher | None = None
@@ -330,6 +351,47 @@ class ReplicaManager:
         if p.high_watermark != hw:
             self.fetch_purgatory.check()  # consumers waiting for the HW
         return resp
+
+    def read_fetch(self, src: int, header: Header, req: FetchRequest, handle=None) -> str | None:
+        """The read of a follower Fetch's handling, held for ``complete_fetch`` (split_fetch_handling:
+        Partition.fetchRecords' checks and readRecords, its update left for later). Returns why it
+        cannot read (nothing changed then): not leader, a fenced epoch, an answer that reads no
+        records (a diverging epoch, an offset out of range), or a read of this follower held already."""
+        if self.starting:
+            return f"broker {self.broker_id} is not registered yet"
+        p = self.partitions.get(req.partition)
+        if p is None:
+            return f"broker {self.broker_id} hosts no partition {req.partition}"
+        if req.replica_id in self.held_fetches:
+            return f"broker {self.broker_id} holds a read of follower {req.replica_id}"
+        answer = None
+        error = Errors.NONE if p.is_leader else Errors.NOT_LEADER_OR_FOLLOWER
+        if error == Errors.NONE:
+            error = p.check_leader_epoch(req.current_leader_epoch)
+        if error == Errors.NONE:
+            answer = p.check_follower_fetch(req)
+            if answer is not None:
+                error = answer.error
+        if error != Errors.NONE or answer is not None:
+            what = "diverging" if error == Errors.NONE else Errors(error).name
+            return f"the fetch request of follower {req.replica_id} reads no records (its answer: {what})"
+        self.held_fetches[req.replica_id] = HeldFetch(
+            src, header, req, p, p.followers.get(req.replica_id), p.read_records(req), self.scheduler.now_ms(), handle
+        )
+        return None
+
+    def complete_fetch(self, follower: int) -> None:
+        """The rest of a held Fetch's handling: Partition.updateFollowerFetchState with what was read
+        and when, then the answer with what was read (ReplicaManager.fetchMessages)."""
+        held = self.held_fetches.pop(follower)
+        p, req, read = held.partition, held.req, held.read
+        hw = p.high_watermark
+        p.update_follower_fetch_state(
+            held.follower, req.fetch_offset, req.replica_epoch, held.fetch_time_ms, read.log_end_offset
+        )
+        self.endpoint.respond(held.src, held.header, read.response(p.partition_id))
+        if p.high_watermark != hw:
+            self.fetch_purgatory.check()
 
     def read_committed(
         self,

@@ -12,7 +12,8 @@ call; an impossible step raises ``ClusterError`` (with ``reason``) and changes n
 
     produce(broker, values, acks)         consume(broker)    # values: one batch (or one bytes value)
     send_fetch(follower, max_batches=0)
-    handle_fetch(follower)                = deliver("fetch_request", follower)
+    read_fetch(follower)                  # split_fetch_handling: the leader reads, handle_fetch completes
+    handle_fetch(follower)                = deliver("fetch_request", follower), or completes a read
     handle_fetch_response(follower)       = deliver("fetch_response", follower)
     deliver_leader_and_isr(broker, index) = deliver("leader_and_isr", broker, index)
     handle_alter_partition(leader)        = deliver("alter_partition", leader)
@@ -50,7 +51,7 @@ from typing import Any, Sequence
 
 from ..clients import CONSUMER_ID, PRODUCER_ID, ConsumeResult, ProduceResult
 from ..controller import CONTROLLER_ID
-from ..protocol import CODEC
+from ..protocol import CODEC, ApiKey
 from ..replication import CRASH_KINDS, DISK_IO, Broker, ClusterConfig
 from .disk import CUT, TAILS, TooFewUnflushedBatches
 from .network import NetworkFaults
@@ -155,11 +156,56 @@ class Cluster:
         self.world.trace_event("drop", kind, replica, index)
         self._settle()
 
+    def read_fetch(self, follower: int) -> None:
+        """The leader reads for ``follower``'s oldest fetch request and holds the read; ``handle_fetch``
+        completes the handling (split_fetch_handling: Kafka's fetchRecords reads, releases the
+        partition's lock, then updates the follower's state)."""
+        if not self.world.config.split_fetch_handling:
+            raise ClusterError("split_fetch_handling is off: a leader handles a fetch whole (handle_fetch)")
+        env = self._fetch_request(follower)
+        holder = self._holder(follower)
+        if holder is not None:
+            raise ClusterError(
+                f"broker {holder.broker_id} holds a read of follower {follower} (its next request waits)"
+            )
+        header = CODEC.decode_header(env.frame)
+        if header.api_key != ApiKey.FETCH:
+            raise ClusterError(
+                f"the oldest fetch request of follower {follower} reads no records (its answer: epoch_end)"
+            )
+        reason = self.world.brokers[env.dst].replica_manager.read_fetch(
+            env.src, header, CODEC.decode_body(header, env.frame), env
+        )
+        if reason is not None:
+            raise ClusterError(reason)
+        self.world.network.hold(env)
+        self._settle()
+
     def handle_fetch(self, follower: int) -> None:
-        leader = self.world.brokers[self._envelope("fetch_request", follower, 0).dst]
+        """The leader completes the handling of ``follower``'s Fetch it read (``read_fetch``), or
+        handles its oldest fetch request whole."""
+        holder = self._holder(follower) if self.world.config.split_fetch_handling else None
+        if holder is not None:
+            rm = holder.replica_manager
+            self.world.network.release(rm.held_fetches[follower].handle)
+            rm.complete_fetch(follower)
+            self.world.trace_event("complete_fetch", holder.broker_id, follower)
+            self._settle()
+            return
+        self._fetch_request(follower)
+        self.deliver("fetch_request", follower)
+
+    def _fetch_request(self, follower: int):
+        """``follower``'s oldest fetch request, if its destination handles requests (else it waits)."""
+        env = self._envelope("fetch_request", follower, 0)
+        leader = self.world.brokers[env.dst]
         if leader.alive and leader.replica_manager.starting:
             raise ClusterError(f"broker {leader.broker_id} is not registered yet")  # the request waits
-        self.deliver("fetch_request", follower)
+        return env
+
+    def _holder(self, follower: int) -> Broker | None:
+        """The live broker holding a read of ``follower``'s Fetch (split_fetch_handling), if one does."""
+        return next((b for b in self.world.brokers if b.alive and follower in b.replica_manager.held_fetches), None)
 
     def handle_fetch_response(self, follower: int) -> None:
         self.deliver("fetch_response", follower)

@@ -82,6 +82,9 @@ class SimNetwork:
         self.lost = 0
         self.changes = 0  # bumped when a frame joins or leaves a queue: readers see nothing moved
         self._dead: set[tuple[int, int]] = set()  # (requester, correlation id) of requests whose connection is gone
+        # requests taken off the wire by a handling still in progress (``hold``): their sender's death
+        # still orphans them, their destination's ends them
+        self.held: list[Envelope] = []
 
     # -- Transport --------------------------------------------------------------------------
     def register(self, node_id: int, endpoint: Endpoint) -> None:
@@ -103,6 +106,12 @@ class SimNetwork:
         for env in [e for e in self.instant if node_id in (e.src, e.dst)]:
             self.instant.remove(env)
             self._lost(env)
+        for env in [e for e in self.held if node_id in (e.src, e.dst)]:
+            if env.dst == node_id:  # the handling died with its process: no answer will come
+                self.held.remove(env)
+                self._lost(env)
+            else:
+                env.orphan = True
 
     def send(self, src: int, dst: int, frame: bytes) -> None:
         if (
@@ -148,6 +157,21 @@ class SimNetwork:
         """Hand one queued envelope to its destination now."""
         self._remove(env)
         self._hand_over(env)
+
+    def hold(self, env: Envelope) -> None:
+        """Take one queued request off the wire for a handling that its destination began and will
+        complete later (``release``)."""
+        self._remove(env)
+        self.held.append(env)
+        self.delivered += 1
+        if self.on_deliver is not None:
+            self.on_deliver(env)
+
+    def release(self, env: Envelope) -> None:
+        """The held request's handling completes: its answer reaches nobody if it is an orphan."""
+        self.held.remove(env)
+        if env.orphan:
+            self._dead.add((env.src, int.from_bytes(env.frame[_CORRELATION], "big")))
 
     def drop(self, env: Envelope) -> None:
         """Lose one queued envelope."""

@@ -35,6 +35,25 @@ class PendingProduce:
 
 
 @dataclass(frozen=True)
+class HeldFetchView:
+    """A follower's Fetch its leader read and has not completed (split_fetch_handling): ``seq`` and
+    ``correlation_id`` name the request (the (leader, leader epoch) it was sent under is the
+    harness's to know), ``records`` the batches read as (offset, epoch, value, base offset)."""
+
+    follower: int
+    seq: int
+    correlation_id: int
+    fetch_offset: int
+    broker_epoch: int
+    caught_up_at_ms: int  # the read's time if the fetch offset reached the LEO read, else -1
+    hw: int
+    records: tuple
+    bad_batch: int  # base offset of a batch among them failing its CRC check, -1 none
+    orphan: bool
+    detached: bool
+
+
+@dataclass(frozen=True)
 class BrokerSnapshot:
     """One broker's view (docs/steps.md "Per-replica state"); a dead broker keeps its last view.
 
@@ -70,6 +89,8 @@ class BrokerSnapshot:
     bad_batch: int = field(default=-1, repr=False)
     # up on the replayed metadata, its registration not yet accepted (KRaft; left out of the repr as above)
     unregistered: bool = field(default=False, repr=False)
+    # split_fetch_handling: the follower Fetches it read and has yet to complete (left out of the repr as above)
+    held_reads: tuple[HeldFetchView, ...] = field(default=(), repr=False)
 
     @property
     def log_end_offset(self) -> int:
@@ -190,14 +211,34 @@ def broker_snapshot(b: Broker, replicas: int, view: LogView) -> BrokerSnapshot:
         # its registration, not yet accepted, will be unclean
         b.replica_manager.starting and b.broker_epoch < 0 and b.previous_broker_epoch < 0,
         b.replica_manager.starting,
+        tuple(_held_view(h) for _, h in sorted(b.replica_manager.held_fetches.items())),
     )
     last_fields, last = view.last
     if fields == last_fields:
         return last
     pending = tuple(PendingProduce(*op) for op in fields[14])
-    snap = BrokerSnapshot(*fields[:14], pending, *fields[15:-1], unregistered=fields[-1])
+    snap = BrokerSnapshot(*fields[:14], pending, *fields[15:-2], unregistered=fields[-2], held_reads=fields[-1])
     view.last = (fields, snap)
     return snap
+
+
+def _held_view(h) -> HeldFetchView:
+    """A held Fetch (``ReplicaManager.held_fetches``) as plain data."""
+    req, read, env = h.req, h.read, h.handle
+    batches = read.info.batches
+    return HeldFetchView(
+        req.replica_id,
+        env.seq,
+        h.header.correlation_id,
+        req.fetch_offset,
+        req.replica_epoch,
+        h.fetch_time_ms if req.fetch_offset >= read.log_end_offset else -1,
+        read.high_watermark,
+        tuple((r.offset, b.partition_leader_epoch, r.value, b.base_offset) for b in batches for r in b.records()),
+        next((b.base_offset for b in batches if not b.is_valid()), -1),
+        env.orphan,
+        h.detached,
+    )
 
 
 def first_bad_batch(log: Log) -> int:

@@ -137,6 +137,7 @@ class SimWorld:
             power_lost=lost,
             durable=durable,
             unregistered=False,
+            held_reads=(),  # its handlings die with it
         )
         if kind == "clean":
             b.shutdown()

@@ -24,6 +24,7 @@ CONFIG_FIELDS = (
     "request_timeout_ticks",
     "flush_messages",
     "unclean_shutdown_detection",
+    "split_fetch_handling",
 )
 
 
@@ -50,6 +51,7 @@ def cluster_config(protocol: str, config: dict) -> ClusterConfig:
         request_timeout_ms=timeout * MS_PER_TICK,
         flush_messages=config.get("flush_messages", defaults.flush_messages),
         unclean_shutdown_detection=config.get("unclean_shutdown_detection", defaults.unclean_shutdown_detection),
+        split_fetch_handling=config.get("split_fetch_handling", defaults.split_fetch_handling),
     )
 
 

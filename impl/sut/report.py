@@ -27,8 +27,10 @@ def _entries(log) -> tuple:
     return tuple((e.offset, e.epoch, int(e.value), e.base_offset) for e in log)
 
 
-def replica_fields(b) -> dict:
-    """A broker snapshot's fields besides its log (docs/sut-protocol.md, "replicas")."""
+def replica_fields(b, tag_epoch: Callable[[object], int] | None = None) -> dict:
+    """A broker snapshot's fields besides its log (docs/sut-protocol.md, "replicas"); ``tag_epoch``
+    gives the leader epoch a held Fetch was sent under (``Report.tag_epoch``), which its bytes need not
+    carry."""
     return {
         "alive": b.alive,
         "durable": b.durable,
@@ -53,7 +55,24 @@ def replica_fields(b) -> dict:
         "unclean_shutdown": b.unclean_shutdown,
         **({"bad_batch": b.bad_batch} if b.bad_batch >= 0 else {}),
         **({"unregistered": True} if b.unregistered else {}),
-    }  # optional: -1 and false when left out
+        **({"held_reads": tuple(_held(h, tag_epoch) for h in b.held_reads)} if b.held_reads else {}),
+    }  # optional: -1, false and none when left out
+
+
+def _held(h, tag_epoch: Callable[[object], int] | None) -> dict:
+    """A Fetch its leader read and has yet to complete (split_fetch_handling), in ticks."""
+    return {
+        "follower": h.follower,
+        "leader_epoch": tag_epoch(h) if tag_epoch is not None else -1,
+        "fetch_offset": h.fetch_offset,
+        "broker_epoch": h.broker_epoch,
+        "caught_up_at": h.caught_up_at_ms // MS_PER_TICK if h.caught_up_at_ms >= 0 else -1,
+        "hw": h.hw,
+        "records": tuple((offset, epoch, int(value), base) for offset, epoch, value, base in h.records),
+        "bad_batch": h.bad_batch,
+        "orphan": h.orphan,
+        "detached": h.detached,
+    }
 
 
 def controller_fields(c) -> dict:
@@ -100,6 +119,11 @@ class Report:
             body = CODEC.decode_body(header, queue[0].frame)
             self._alter_epochs[(leader, header.correlation_id)] = body.leader_epoch
 
+    def tag_epoch(self, held) -> int:
+        """The leader epoch a held Fetch (a snapshot's ``HeldFetchView``) was sent under, -1 unknown."""
+        tag = self._request_tags.get(held.seq) or self._tags.get((held.follower, held.correlation_id))
+        return tag[1] if tag else -1
+
     # -- the report ---------------------------------------------------------------------------
     def log(self, broker: int, log: tuple) -> tuple:
         """``(offset, epoch, record, base)`` of each entry of a broker's snapshot log, converting only
@@ -112,7 +136,9 @@ class Report:
         """The whole report (docs/sut-protocol.md, "The state")."""
         snap = self.cluster.snapshot()
         return {
-            "replicas": [{"log": self.log(b.broker_id, b.log), **replica_fields(b)} for b in snap.brokers],
+            "replicas": [
+                {"log": self.log(b.broker_id, b.log), **replica_fields(b, self.tag_epoch)} for b in snap.brokers
+            ],
             "controller": controller_fields(snap.controller),
             "messages": dict(zip(MESSAGE_KINDS, self.in_flight())),
             "now": snap.now_ms // MS_PER_TICK,
@@ -125,11 +151,15 @@ class Report:
         with the run. While no frame joined or left a queue (most steps move one, many none) and no
         tag was noted, the last answer is the answer."""
         network = self.cluster.network
-        read = (network.changes, len(self._tags), len(self._alter_epochs), convert)
+        read = (network.changes, len(self._tags), len(self._alter_epochs), convert, len(network.held))
         if read == self._last[0]:
             return self._last[1]
         known, self._messages = self._messages, {}
         tags, alter_epochs, request_tags = {}, {}, {}
+        for env in network.held:  # a Fetch read and held by its leader keeps the tag it was sent under
+            sent = (env.src, CODEC.decode_header(env.frame).correlation_id)
+            tags[sent] = self._tags.get(sent)
+            request_tags[env.seq] = self._request_tags.get(env.seq, tags[sent])
         out = []
         for kind in MESSAGE_KINDS:
             per_replica = []
@@ -161,7 +191,7 @@ class Report:
                 per_replica.append(tuple(msgs))
             out.append(tuple(per_replica))
         self._tags, self._alter_epochs, self._request_tags = tags, alter_epochs, request_tags
-        self._last = ((network.changes, len(tags), len(alter_epochs), convert), out)
+        self._last = ((network.changes, len(tags), len(alter_epochs), convert, len(network.held)), out)
         return out
 
     def _registration(self, r: int, queue) -> list:

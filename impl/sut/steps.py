@@ -32,6 +32,7 @@ STEPS: dict[str, tuple[str, ...]] = {
     "produce": ("replica", "acks", "records"),
     "consume": ("replica",),
     "send_fetch": ("replica", "max_batches"),
+    "read_fetch": ("replica",),
     "handle_fetch": ("replica",),
     "handle_fetch_response": ("replica",),
     "deliver_leader_and_isr": ("replica", "index"),

@@ -266,7 +266,30 @@ def _outstanding(nx: Next, r: int):
                     _not(nx.msg(q, r, slot, "orphan")) if q == "fetch_requests" else True,
                 )
             )
+    if nx.b.held_reads:  # its read held by that leader
+        at1 = _held(nx, r, "at1")
+        found.append(z3.And(at1 == leader + 1, _held(nx, r, "lepoch") == epoch, _not(_held(nx, r, "orphan"))))
     return z3.Or(found)
+
+
+def _held(nx: Next, r: int, field: str):
+    """Field ``field`` of the slot of the read of follower r's Fetch its leader holds."""
+    return nx[f"held{r}.{field}"]
+
+
+def _set_held(nx: Next, r: int, fields: dict, when=True) -> None:
+    """Set the slot of follower r's held read to ``fields`` (the others 0/False) where ``when``."""
+    p = f"held{r}."
+    for key in [k for k in nx.s if k.startswith(p)]:
+        value = fields.get(key[len(p) :])
+        if value is None:
+            value = z3.BoolVal(False) if z3.is_bool(nx.s[key]) else z3.IntVal(0)
+        nx.s[key] = value if when is True else z3.If(when, value, nx.s[key])
+
+
+def _split(nx: Next) -> bool:
+    """Whether the encoded model splits a leader's fetch handling (split_fetch_handling)."""
+    return nx.cfg.split_fetch_handling and nx.b.held_reads
 
 
 def guard_send_fetch(nx: Next, st: Step):
@@ -298,6 +321,12 @@ def effect_send_fetch(nx: Next, st: Step) -> None:
 
 
 def guard_handle_fetch(nx: Next, st: Step):
+    request = _request_guard(nx, st)
+    return z3.Or(_held(nx, st.replica, "at1") > 0, request) if _split(nx) else request
+
+
+def _request_guard(nx: Next, st: Step):
+    """Follower ``st.replica``'s oldest fetch request may be handled now."""
     if nx.b.capacity("fetch_requests") == 0:
         return z3.BoolVal(False)
     to = nx.msg("fetch_requests", st.replica, 0, "leader")  # a destination not registered yet: it waits
@@ -305,31 +334,107 @@ def guard_handle_fetch(nx: Next, st: Step):
     return z3.And(_has_message(nx, "fetch_requests", st.replica), _not(waits))
 
 
+def _read(nx: Next, d: int, req: dict) -> dict:
+    """Step 6's read on broker d: the HW before this fetch's increment and the whole batches from the
+    one holding the fetch offset (log[start:stop]), a damaged batch among them sent unchecked."""
+    leo, off = nx.rep(d, "len"), req["off"]
+    start = z3.If(off < leo, nx.log_field(f"r{d}.", "base", off), leo)  # the whole batch
+    stop = _fetch_end(nx, d, start, req["mb"])
+    rn, bad = stop - start, nx.rep(d, "bad")
+    fields = {
+        "hw": nx.rep(d, "hw"),
+        "rn": rn,
+        "rstart": z3.If(rn > 0, start, 0),
+        "bad1": z3.If(z3.And(start <= bad, bad < stop), bad + 1, 0),
+        "cu": z3.If(off >= leo, nx["now"], -1),
+    }
+    for k in range(nx.b.log):
+        for f in ("e", "rec", "base"):
+            fields[f"{f}{k}"] = z3.If(k < rn, nx.log_field(f"r{d}.", f, start + k), 0)
+    return fields
+
+
+def _update_follower_fetch_state(nx: Next, d: int, r: int, read: dict, detached=None) -> None:
+    """Partition.updateFollowerFetchState on broker d from a read of follower r's Fetch: remote LEO,
+    broker epoch, last caught up, unless ``detached``; then maybeIncrementLeaderHW. A held read
+    (``detached`` given) keeps the later time (Replica.updateFetchStateOrThrow); a whole handling's
+    read is now, never earlier than the last catch-up."""
+
+    def update(x: Next) -> None:
+        lcu, cu = x.rep(d, f"lcu{r}"), read["cu"]
+        caught = z3.If(cu >= 0, cu, lcu) if detached is None else z3.If(cu > lcu, cu, lcu)
+        x.set_rep(d, **{f"rleo{r}": read["off"], f"rbe{r}": read["be"], f"lcu{r}": caught})
+
+    nx.branch(True if detached is None else _not(detached), update)
+    maybe_increment_leader_hw(nx, d)
+
+
+def _respond_read(nx: Next, r: int, leader, read: dict, orphan) -> None:
+    """The answer with what was read (none to a follower down or to an orphan); the read's other
+    fields are no fields of an answer."""
+    fields = {**read, "leader": leader, "err": z3.IntVal(ERROR["NONE"]), "kind": z3.IntVal(KIND["records"])}
+    fields.update(ep=z3.IntVal(-1), end=z3.IntVal(-1))
+    nx.push("fetch_responses", r, fields, when=z3.And(nx.rep(r, "alive"), _not(orphan)))
+
+
 def effect_handle_fetch(nx: Next, st: Step) -> None:
+    if not _split(nx):
+        return _handle_request(nx, st)
+    r = st.replica
+    n = nx.b.replicas
+
+    def complete(x: Next) -> None:
+        held = {k[len(f"held{r}.") :]: v for k, v in x.s.items() if k.startswith(f"held{r}.")}
+        x.cases(held["at1"] - 1, range(n), lambda y, d: _update_follower_fetch_state(y, d, r, held, held["det"]))
+        _respond_read(x, r, held["at1"] - 1, held, held["orphan"])
+        _set_held(x, r, {})
+
+    nx.branch(_held(nx, r, "at1") > 0, complete, lambda x: _handle_request(x, st))
+
+
+def guard_read_fetch(nx: Next, st: Step):
+    if not _split(nx) or nx.b.capacity("fetch_requests") == 0:
+        return z3.BoolVal(False)  # split_fetch_handling off: refused
+    r = st.replica
+    req = {f: nx.msg("fetch_requests", r, 0, f) for f in ("leader", "lepoch", "off", "lfe", "qe", "mb", "be")}
+    reads = []
+    for d in range(nx.b.replicas):  # checks 1-5 of handle_fetch answer nothing: step 6 reads
+        check = _rules(nx).check_fetch(nx, d, req)
+        passes = z3.BoolVal(True) if check is None else _not(check[0])
+        reads.append(
+            z3.And(req["leader"] == d, nx.rep(d, "leader") == d, passes, req["qe"] < 0, req["off"] <= nx.rep(d, "len"))
+        )
+    return z3.And(_request_guard(nx, st), _held(nx, r, "at1") == 0, z3.Or(reads))
+
+
+def effect_read_fetch(nx: Next, st: Step) -> None:
+    r = st.replica
+    req = nx.pop("fetch_requests", r)
+
+    def read(x: Next, d: int) -> None:
+        fields = {**_read(x, d, req), "at1": z3.IntVal(d + 1), "orphan": req["orphan"]}
+        _set_held(x, r, {**fields, **{f: req[f] for f in ("lepoch", "off", "be")}})
+
+    nx.cases(req["leader"], range(nx.b.replicas), read)
+
+
+def _handle_request(nx: Next, st: Step) -> None:
+    """The whole handling of follower ``st.replica``'s oldest fetch request."""
     r = st.replica
     req = nx.pop("fetch_requests", r)
     rules = _rules(nx)
 
     def serve(x: Next, d: int) -> None:
-        def respond(y: Next, error: str | object, kind: str, hw=-1, epoch=-1, end=-1, start=None, stop=None) -> None:
+        def respond(y: Next, error: str | object, kind: str, epoch=-1, end=-1) -> None:
             fields = {
                 "leader": z3.IntVal(d),
                 "lepoch": req["lepoch"],
                 "err": ERROR[error] if isinstance(error, str) else error,
                 "kind": z3.IntVal(KIND[kind]),
-                "hw": hw,
+                "hw": -1,
                 "ep": epoch,
                 "end": end,
             }
-            if start is not None:  # the records log[start:stop], a damaged batch among them sent unchecked
-                rn = stop - start
-                bad = y.rep(d, "bad")
-                fields.update(
-                    rn=rn, rstart=z3.If(rn > 0, start, 0), bad1=z3.If(z3.And(start <= bad, bad < stop), bad + 1, 0)
-                )
-                for k in range(y.b.log):
-                    for f in ("e", "rec", "base"):
-                        fields[f"{f}{k}"] = z3.If(k < rn, y.log_field(f"r{d}.", f, start + k), 0)
             y.push(
                 "fetch_responses",
                 r,
@@ -338,14 +443,9 @@ def effect_handle_fetch(nx: Next, st: Step) -> None:
             )
 
         def records(y: Next) -> None:
-            leo, off, hw = y.rep(d, "len"), req["off"], y.rep(d, "hw")  # HW read before the increment
-            y.set_rep(
-                d,
-                **{f"rleo{r}": off, f"rbe{r}": req["be"], f"lcu{r}": z3.If(off >= leo, y["now"], y.rep(d, f"lcu{r}"))},
-            )
-            maybe_increment_leader_hw(y, d)
-            start = z3.If(off < leo, y.log_field(f"r{d}.", "base", off), leo)  # the whole batch
-            respond(y, "NONE", "records", hw=hw, start=start, stop=_fetch_end(y, d, start, req["mb"]))
+            read = {**_read(y, d, req), "off": req["off"], "be": req["be"], "lepoch": req["lepoch"]}
+            _update_follower_fetch_state(y, d, r, read)
+            _respond_read(y, r, z3.IntVal(d), read, req["orphan"])
 
         def fetch(y: Next) -> None:
             leo = y.rep(d, "len")
@@ -504,6 +604,9 @@ def _apply_partition_state(nx: Next, r: int, m: dict) -> None:
             **neutral,
             **{f"lcu{j}": z3.IntVal(0) for j in range(n)},
         )
+        if x.b.held_reads:  # remoteReplicasMap cleared: the updates of its held reads reach nothing
+            for f in range(n):
+                x.s[f"held{f}.det"] = z3.Or(_held(x, f, "det"), _held(x, f, "at1") == r + 1)
         _rules(x).make_follower(x, r)
 
     def same_epoch(y: Next) -> None:
@@ -741,6 +844,10 @@ def effect_crash(nx: Next, st: Step) -> None:
     for f in range(nx.b.replicas):
         if f != r:
             nx.keep_only("fetch_requests", f, lambda slot, f=f: nx.msg("fetch_requests", f, slot, "leader") != r)
+    if nx.b.held_reads:  # its handlings die with it; a read of r's request is updated from, never answered
+        for f in range(nx.b.replicas):
+            _set_held(nx, f, {}, when=_held(nx, f, "at1") == r + 1)
+        nx.s[f"held{r}.orphan"] = z3.Or(_held(nx, r, "orphan"), _held(nx, r, "at1") > 0)
 
 
 def guard_restart(nx: Next, st: Step):

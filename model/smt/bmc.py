@@ -43,7 +43,7 @@ from ..alphabet import (
     _combos,
 )
 from ..budget import outside_budget
-from ..config import ModelConfig, Scope
+from ..config import ModelConfig, Scope, check_scope
 from ..constraints import scoped_kinds
 from ..explorer import ReplayRefused, explore, replay, state_key
 from ..losses import LAST_REPLICA_STANDING, STALE_ISR_EXPANSION
@@ -74,11 +74,13 @@ def bounds_for(config: ModelConfig, scope: Scope, leader_and_isr: int = 4) -> Bo
         fetch_requests=fetch,
         fetch_responses=fetch,
         leader_and_isr=leader_and_isr,
+        held_reads=config.split_fetch_handling,
     )
 
 
 def candidates(config: ModelConfig, scope: Scope, b: Bounds) -> list[tuple[Step, ...]]:
     """The scope's transitions in the explorer's order: each a step, or a whole fetch round."""
+    check_scope(config, scope)
     out: list[tuple[Step, ...]] = []
     n = config.replicas
     static_off = {

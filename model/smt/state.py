@@ -25,6 +25,7 @@ from ..state import (
     Entry,
     FetchRequest,
     FetchResponse,
+    HeldRead,
     LeaderAndIsr,
     Replica,
     State,
@@ -64,6 +65,7 @@ class Bounds:
     leader_and_isr: int = 4
     alter_partition: int = 2
     alter_partition_responses: int = 2
+    held_reads: bool = False  # a slot per follower for the read its leader holds (split_fetch_handling)
 
     def capacity(self, field: str) -> int:
         return getattr(self, field)
@@ -84,6 +86,10 @@ QUEUES = tuple(MESSAGE_KINDS.values())
 _REPLICA_INTS = ("len", "durable", "hw", "hwc", "leader", "lepoch", "pepoch", "eso", "trunc", "bepoch", "bad")
 _REPLICA_BOOLS = ("alive", "pend", "plost", "unclean", "unreg")
 HISTORY_COUNTERS = COUNTERS  # the fault counters (alphabet.FAULTS), in History's order
+# the read of follower r's Fetch its leader holds (split_fetch_handling), ``held<r>.``: ``at1`` the
+# holder + 1 (0 none), the read's fields, its records as a fetch response's (``rstart``, ``rn``, ``e<k>``...)
+HELD_INTS = ("at1", "lepoch", "off", "be", "cu", "hw", "rstart", "rn", "bad1")
+HELD_BOOLS = ("orphan", "det")
 
 
 def schema(b: Bounds) -> dict[str, bool]:
@@ -126,6 +132,13 @@ def schema(b: Bounds) -> dict[str, bool]:
                 if q == "fetch_responses":
                     for k in range(b.log):
                         keys.update({f"{p}e{k}": False, f"{p}rec{k}": False, f"{p}base{k}": False})
+    if b.held_reads:
+        for r in range(n):
+            p = f"held{r}."
+            keys.update({p + k: False for k in HELD_INTS})
+            keys.update({p + k: True for k in HELD_BOOLS})
+            for k in range(b.log):
+                keys.update({f"{p}e{k}": False, f"{p}rec{k}": False, f"{p}base{k}": False})
     keys.update({"now": False, "produced": False, "maxhw": False, "regressed": True})
     keys.update({"h." + c: False for c in HISTORY_COUNTERS})
     for k in range(1, b.records + 1):
@@ -209,6 +222,7 @@ def embed(b: Bounds, s: State) -> dict:
                     f"{p}ppn{record}": records,
                 }
             )
+    _held_reads(out, s, b)
     c = s.controller
     out.update(
         {"c.leader": c.leader, "c.lepoch": c.leader_epoch, "c.pepoch": c.partition_epoch, "c.lkl": c.last_known_leader}
@@ -245,6 +259,35 @@ def embed(b: Bounds, s: State) -> dict:
             raise OutOfBounds(f"a read at offset {offset}, the encoding holds {b.log}")
         out[f"cons{offset}_{record}"] = True
     return out
+
+
+def _held_reads(out: dict, s: State, b: Bounds) -> None:
+    """Each follower's slot for the read its leader holds, zeros where none is held."""
+    held = {h.follower: (d, h) for d, rep in enumerate(s.replicas) for h in rep.held_reads}
+    if not b.held_reads:
+        if held:
+            raise OutOfBounds("a held read (split_fetch_handling), the encoding holds none")
+        return
+    for r in range(b.replicas):
+        p = f"held{r}."
+        d, h = held.get(r, (-1, None))
+        h = h or HeldRead(0, 0, 0, 0, 0, 0, ())
+        out.update(
+            {
+                p + "at1": d + 1,
+                p + "lepoch": h.leader_epoch,
+                p + "off": h.fetch_offset,
+                p + "be": h.broker_epoch,
+                p + "cu": h.caught_up_at,
+                p + "hw": h.hw,
+                p + "rstart": h.records[0].offset if h.records else 0,
+                p + "bad1": h.bad_batch + 1,
+                p + "orphan": h.orphan,
+                p + "det": h.detached,
+            }
+        )
+        _log(out, p, tuple(Entry(k, e.epoch, e.record, e.base) for k, e in enumerate(h.records)), b)
+        out[p + "rn"] = out.pop(p + "len")
 
 
 def _record_id(record: int, b: Bounds) -> None:
@@ -348,6 +391,24 @@ def values_of(model: z3.ModelRef, s: dict) -> dict:
 def decode(b: Bounds, v: dict) -> State:
     """The ``State`` whose ``embed`` is ``v``."""
     n = b.replicas
+    held: dict[int, list] = {}
+    for f in range(n if b.held_reads else 0):
+        p = f"held{f}."
+        if v[p + "at1"] > 0:
+            held.setdefault(v[p + "at1"] - 1, []).append(
+                HeldRead(
+                    f,
+                    v[p + "lepoch"],
+                    v[p + "off"],
+                    v[p + "be"],
+                    v[p + "cu"],
+                    v[p + "hw"],
+                    _entries(v, p, v[p + "rn"], v[p + "rstart"]),
+                    v[p + "bad1"] - 1,
+                    v[p + "orphan"],
+                    v[p + "det"],
+                )
+            )
     replicas = []
     for r in range(n):
         p = f"r{r}."
@@ -377,6 +438,7 @@ def decode(b: Bounds, v: dict) -> State:
                 unclean_shutdown=v[p + "unclean"],
                 bad_batch=v[p + "bad"],
                 unregistered=v[p + "unreg"],
+                held_reads=tuple(held.get(r, ())),
                 pending_epochs=tuple(v[f"{p}pep{j}"] for j in _members(v, p + "pisr", n)) if v[p + "pend"] else (),
             )
         )

@@ -14,7 +14,7 @@ from isrcheck.conformance.generators.refusals import RefusalQuota, refused_steps
 from isrcheck.conformance.generators.strategies import enabled_schedules
 from isrcheck.impl.sim import Cluster
 from isrcheck.model import ModelConfig, StepRefused, apply, enabled, initial_state
-from isrcheck.model.alphabet import every_step, is_disk_fault
+from isrcheck.model.alphabet import configured, every_step, is_disk_fault
 
 
 def _lenient_fence(self, broker):
@@ -29,7 +29,16 @@ def test_refused_steps_are_the_alphabet_minus_the_enabled_ones_and_all_refused()
     on = enabled(cfg, state)
     off = refused_steps(cfg, state, on, disk_faults=True)
     made = {st for st in every_step(cfg.replicas, state) if taken_in_restart(cfg, state, st)}
-    assert made and set(on).isdisjoint(off) and set(on) | set(off) | made == set(every_step(cfg.replicas, state))
+    # the kinds the config switches off are proposed neither way (read_fetch: split_fetch_handling)
+    switched_off = {st for st in every_step(cfg.replicas, state) if not configured(cfg, st.kind)}
+    assert switched_off and {st.name for st in switched_off} == {"read_fetch"}
+    assert (
+        made
+        and set(on).isdisjoint(off)
+        and set(on) | set(off) | made | switched_off == set(every_step(cfg.replicas, state))
+    )
+    split = ModelConfig(protocol="kip-320", split_fetch_handling=True)
+    assert switched_off <= set(refused_steps(split, state, enabled(split, state)))
     # a generator without disk faults proposes none of them, refused or not
     assert set(refused_steps(cfg, state, on)) == {st for st in off if not is_disk_fault(st)}
     for st in off:

@@ -444,3 +444,34 @@ def test_explore_reduction_flag_says_what_it_did_and_may_not_give_the_shortest(t
     assert shortest.description.startswith("shortest counterexample to StrongIsr")
     text = subprocess.run(base + ["--reduction"], capture_output=True, text=True).stdout
     assert "--no-reduction gives the shortest" in text
+
+
+# the checks above, walked with a leader's fetch handling split (docs/steps.md, split_fetch_handling)
+SPLIT_SCOPE = Scope(max_records=1, max_epoch=2, max_crashes=1, max_drops=1, max_clock=1, fetch_rounds=False)
+SPLIT_SETTINGS = dict(split_fetch_handling=True)
+
+
+def test_footprints_of_the_split_cover_what_each_step_reads_and_changes():
+    test_footprints_cover_what_each_step_reads_and_changes("kip-966", SPLIT_SETTINGS, SPLIT_SCOPE)
+
+
+def test_steps_of_the_split_found_independent_commute():
+    test_steps_found_independent_commute("kip-320", SPLIT_SETTINGS, SPLIT_SCOPE)
+
+
+def test_a_disabled_group_of_the_split_waits_for_one_of_its_enablers():
+    test_a_disabled_group_waits_for_one_of_its_enablers("kip-966", SPLIT_SETTINGS, SPLIT_SCOPE)
+
+
+def test_reduced_sets_of_the_split_are_persistent():
+    test_reduced_sets_are_persistent_and_hide_what_checked_properties_read(
+        "kip-966", SPLIT_SETTINGS, SPLIT_SCOPE, ("LogMatching", "NoLostAckedWrite")
+    )
+
+
+def test_the_reduced_search_of_the_split_agrees_with_the_unreduced_one():
+    test_reduced_and_unreduced_searches_agree_property_by_property(
+        "kip-966",
+        SPLIT_SETTINGS,
+        Scope(max_records=1, max_epoch=2, max_crashes=0, max_drops=1, max_clock=1, fetch_rounds=False),
+    )

@@ -41,6 +41,7 @@ from isrcheck.model.alphabet import (
     HANDLE_FETCH_RESPONSE,
     LOSE_DISK,
     PRODUCE,
+    READ_FETCH,
     REGISTER,
     RESTART,
     SEND_FETCH,
@@ -54,6 +55,7 @@ STEP_FIELDS = {
     PRODUCE: ("replica", "acks", "records"),
     CONSUME: ("replica",),
     SEND_FETCH: ("replica", "max_batches"),
+    READ_FETCH: ("replica",),  # split_fetch_handling: a leader's read of a fetch, its handle_fetch later
     HANDLE_FETCH: ("replica",),
     HANDLE_FETCH_RESPONSE: ("replica",),
     DELIVER_LEADER_AND_ISR: ("replica", "message"),
@@ -161,6 +163,7 @@ def model_config(header: dict, where: str) -> ModelConfig:
             request_timeout_ticks=c["request_timeout_ms"],
             flush_messages=c["flush_messages"],
             unclean_shutdown_detection=c.get("unclean_shutdown_detection", "page-cache"),
+            split_fetch_handling=c.get("split_fetch_handling", False),
         )
     except KeyError as exc:
         raise UsageError(f"{where}: header: config lacks {exc.args[0]!r}") from None

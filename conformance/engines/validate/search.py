@@ -31,6 +31,7 @@ from isrcheck.model.alphabet import (
     HANDLE_FETCH_RESPONSE,
     LOSE_DISK,
     PRODUCE,
+    READ_FETCH,
     REGISTER,
     REJOIN,
     RESTART,
@@ -48,6 +49,7 @@ from .views import broker_view, controller_view, mismatch
 
 # the model's deliveries: event step (the model step of the same name) -> the message kind it takes
 DELIVERIES = {
+    READ_FETCH: "fetch_request",  # the read of a split handling (split_fetch_handling), handle_fetch its rest
     HANDLE_FETCH: "fetch_request",
     HANDLE_FETCH_RESPONSE: "fetch_response",
     HANDLE_ALTER_PARTITION: "alter_partition",
@@ -253,6 +255,8 @@ class Search:
             yield [Step(step, r, **(_produce_args(ev) if step == PRODUCE else _expand_args(ev)))]
         elif step == SEND_FETCH:
             yield unlogged.drop_outstanding(s, r) + [Step(SEND_FETCH, r, max_batches=ev.fields["max_batches"])]
+        elif step == HANDLE_FETCH and _holds(s, ev.node, r):
+            yield [Step(HANDLE_FETCH, r)]  # the rest of a handling whose read was logged (read_fetch)
         elif step in DELIVERIES:
             cut = ev.fields.get("batches")
             credit = self._lag_credit(ev, r) if step == HANDLE_FETCH else None
@@ -437,6 +441,14 @@ class Search:
             self.produced[r] = _produce_args(ev)
         elif ev.step == SEND_FETCH and ev.corr is not None and after.fetch_requests[r]:
             self.sent[(r, ev.corr)] = after.fetch_requests[r][-1]
+        elif ev.step == HANDLE_FETCH and _holds(before, ev.node, r):
+            if ev.msg is not None and after.fetch_responses[r]:  # its answer, by the request's correlation id
+                self.answers[(r, ev.node, ev.msg[1])] = after.fetch_responses[r][-1]
+            return  # its request was taken at its read_fetch
+        elif ev.step == READ_FETCH and ev.msg is not None:
+            m = self.sent.pop(ev.msg, None)  # the request this read took
+            if m is not None:
+                self.delivered.setdefault((ev.node, ev.step) + ev.msg, m)
         elif ev.step == HANDLE_FETCH and ev.msg is not None:
             if ev.state.get("leader") == ev.node:
                 self.fetched[(ev.node, r)] = (ev.t, ev.state["leo"], ev.state["epoch"])
@@ -518,6 +530,11 @@ class Search:
 
 
 _GHOSTS_READ_BY_NO_STEP = {"acked": (), "consumed": ()}
+
+
+def _holds(s: State, leader: int, follower: int) -> bool:
+    """Broker ``leader`` holds a read of ``follower``'s Fetch (split_fetch_handling: read_fetch)."""
+    return any(h.follower == follower for h in s.replicas[leader].held_reads)
 
 
 def _produce_args(ev: Event) -> dict:

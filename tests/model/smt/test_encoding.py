@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 import z3
@@ -41,9 +42,14 @@ BOUNDS = Bounds(
 )
 
 
-def _config(protocol: str, seed: int) -> ModelConfig:
+# the same, with a slot per follower for the read its leader holds (split_fetch_handling)
+SPLIT_BOUNDS = replace(BOUNDS, held_reads=True)
+
+
+def _config(protocol: str, seed: int, split: bool = False) -> ModelConfig:
     return ModelConfig(
         protocol=protocol,
+        split_fetch_handling=split,
         replicas=3,
         replica_lag_time_max_ticks=1,
         request_timeout_ticks=2,
@@ -80,9 +86,9 @@ def _by_kind(rng: random.Random, steps: list, kinds: int) -> list:
 RARE = ("shrink_isr", "expand_isr", "handle_alter_partition", "handle_alter_partition_response")
 
 
-def _fits(s) -> bool:
+def _fits(s, bounds: Bounds = BOUNDS) -> bool:
     try:
-        embed(BOUNDS, s)
+        embed(bounds, s)
     except OutOfBounds:
         return False
     return True
@@ -124,16 +130,19 @@ TO_EXPAND = [
 ] + [Step("send_fetch", 1), Step("handle_fetch", 1), Step("handle_fetch_response", 1)] * 2
 
 
-def drive(protocol: str, seed: int, states: int, taken: int, refused: int, start: list = ()) -> Counter:
+def drive(
+    protocol: str, seed: int, states: int, taken: int, refused: int, start: list = (), split: bool = False
+) -> Counter:
     """Check the steps of ``start``, then walk ``states`` states of a random run; at each, check
     ``taken`` enabled steps and ``refused`` refused ones. Returns (step, outcome) counts; fails at
-    the first mismatch."""
+    the first mismatch. ``split``: with a leader's fetch handling split (read_fetch, then handle_fetch)."""
     rng = random.Random(seed)
-    cfg = _config(protocol, seed)
+    cfg = _config(protocol, seed, split)
+    bounds = SPLIT_BOUNDS if split else BOUNDS
     s = initial_state(cfg)
     seen: Counter = Counter()
     for st in start:
-        outcome = check_transition(cfg, BOUNDS, s, st)
+        outcome = check_transition(cfg, bounds, s, st)
         assert outcome.kind == "agree", f"{protocol}: {st.to_json()} in {s}: {outcome.detail}"
         seen[st.name, outcome.kind] += 1
         s = apply(cfg, s, st)[0]
@@ -143,10 +152,10 @@ def drive(protocol: str, seed: int, states: int, taken: int, refused: int, start
         off = [st for st in cands if st not in on]
         rare = _by_kind(rng, [st for st in on if st.name in RARE], len(RARE))  # seldom enabled: always checked
         for st in rare + _by_kind(rng, [st for st in on if st.name not in RARE], taken) + _by_kind(rng, off, refused):
-            outcome = check_transition(cfg, BOUNDS, s, st)
+            outcome = check_transition(cfg, bounds, s, st)
             assert outcome.kind != "mismatch", f"{protocol} seed {seed}: {st.to_json()} in {s}: {outcome.detail}"
             seen[st.name, outcome.kind] += 1
-        nexts = [st for st in _by_kind(rng, on, len(STEPS)) if _fits(apply(cfg, s, st)[0])]
+        nexts = [st for st in _by_kind(rng, on, len(STEPS)) if _fits(apply(cfg, s, st)[0], bounds)]
         if not nexts:
             s = initial_state(cfg)
             continue
@@ -386,10 +395,62 @@ def test_thousands_of_transitions_of_every_step_kind(protocol):
         seen += drive(protocol, seed, states=100, taken=3, refused=2, start=TO_EXPAND if seed % 2 else PARTIAL)
     for seed, steps in enumerate([*PATHS.values(), PARTIAL, TORN]):
         seen += along(protocol, steps, seed, 3, 2)
+    seen += drive(protocol, 7, states=60, taken=3, refused=2, start=SPLIT_PATH, split=True)  # read_fetch
     assert sum(seen.values()) >= 2000
     for name in ENCODED:
         assert seen[name, "agree"] > 0, f"{name} never taken"
         assert name == "tick" or seen[name, "refused"] > 0, f"{name} never refused"  # a tick always is taken
+
+
+# follower 1's fetch read, a produce and follower 2's whole handling between it and its update,
+# then a read orphaned by its follower's crash and one detached by its leader's move
+SPLIT_PATH = [
+    Step("produce", 0, 1),
+    Step("send_fetch", 1),
+    Step("read_fetch", 1),
+    Step("produce", 0, 1),
+    Step("send_fetch", 2),
+    Step("handle_fetch", 2),
+    Step("handle_fetch", 1),
+    Step("handle_fetch_response", 1),
+    Step("handle_fetch_response", 2),
+    Step("send_fetch", 2),
+    Step("read_fetch", 2),
+    Step("crash", 2, "process"),
+    Step("handle_fetch", 2),
+    Step("send_fetch", 1),
+    Step("read_fetch", 1),
+    Step("elect", 1),
+    Step("deliver_leader_and_isr", 0),
+    Step("handle_fetch", 1),
+]
+
+
+@pytest.mark.parametrize(
+    "protocol", [pytest.param(p, marks=pytest.mark.slow) for p in ("hw-truncation", "kip-101")] + ["kip-320", "kip-966"]
+)
+def test_the_split_fetch_handling_agrees(protocol):
+    """With split_fetch_handling: at every state of a path through each way a read ends, read_fetch
+    and handle_fetch of every follower, taken or refused; then a random run; and read_fetch refused
+    with the switch off."""
+    cfg = _config(protocol, 3, split=True)
+    s, seen = initial_state(cfg), Counter()
+    for st in SPLIT_PATH + [None]:
+        for r in range(cfg.replicas):
+            for name in ("read_fetch", "handle_fetch"):
+                outcome = check_transition(cfg, SPLIT_BOUNDS, s, Step(name, r))
+                assert outcome.kind != "mismatch", f"{protocol}: {name} {r} in {s}: {outcome.detail}"
+                seen[name, outcome.kind] += 1
+        if st is not None:
+            s = apply(cfg, s, st)[0]
+    assert min(seen.values()) >= 3 and len(seen) == 4, seen
+    seen = drive(protocol, seed=3, states=10, taken=3, refused=2, start=SPLIT_PATH, split=True)
+    assert seen["read_fetch", "agree"] >= 3 and seen["handle_fetch", "agree"] >= 4
+    whole = _config(protocol, 0)
+    off = check_transition(
+        whole, SPLIT_BOUNDS, replay(whole, [{"step": "send_fetch", "replica": 1}]).states[-1], Step("read_fetch", 1)
+    )
+    assert off.kind == "refused"
 
 
 @pytest.mark.parametrize("protocol", ["kip-279", "kip-903", "kip-966"])
