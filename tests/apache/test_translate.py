@@ -93,12 +93,23 @@ def test_two_request_handlers_at_once_are_taken_in_the_order_they_began(tmp_path
     assert any("hw is 1 in the model, 2 in the log" in why for r in verdict.refusals for why in r.reasons)
 
 
+def _handling(began: int, entered: int, read: int, returned: int, read_at: int | None = None) -> tuple:
+    """A leader's handling of a follower's fetch as the translation notes it: its fetch entered at
+    ``entered``, its update began at ``began`` having read the LEO ``read``, returned at ``returned``; its
+    read_fetch line (at ``read_at``, else when it began) and its handle_fetch line last."""
+    at = began if read_at is None else read_at
+    return began, entered, read, returned, {"us": at, "t": 0, "state": {}}, {"us": began, "t": 0, "state": {}}
+
+
 @pytest.mark.parametrize(
     "read, appends, at",
     [
         (2, [(90, 1), (120, 2)], 121),  # it read offset 1's append, which returned after it began: after it
         (1, [(80, 2)], 79),  # it did not read the append that returned before it began: before it
         (1, [(40, 2)], 100),  # that append returned before the fetch was even entered: its own time
+        # the stop soak of 4.4.0 at 638.6 s: it read offset 1's append, whose handler returned after this
+        # handling had: after it all the same (the log took it before the read)
+        (2, [(200, 2)], 201),
     ],
 )
 def test_a_fetch_handling_is_ordered_against_produces_by_what_it_read(read, appends, at):
@@ -107,11 +118,12 @@ def test_a_fetch_handling_is_ordered_against_produces_by_what_it_read(read, appe
     from isrcheck.conformance.engines.apache.translate import Translation
 
     t = Translation({"controller": 1000})
-    line = {"us": 100, "t": 0, "state": {}}
-    t.handlings[(2, "t-0")] = [(100, 50, read, 150, line)]
+    handling = _handling(100, 50, read, 150)
+    t.handlings[(2, "t-0")] = [handling]
     t.appends[(2, "t-0")] = [(done, end) for done, end in appends]
     t.finish()
-    assert line["us"] == at
+    read_line, update = handling[-2:]  # the read moves; the update stays when it began, never before the read
+    assert (read_line["us"], update["us"]) == (at, max(at, 100))
 
 
 def _append(us: int, began: int, offset: int, thread: str, assigned: int | None = None):
@@ -139,7 +151,7 @@ def test_concurrent_produce_appends_are_taken_in_the_order_the_log_took_them():
     t.broker(_append(1016, 610, 122, "h4"))
     # follower 0's DelayedFetch (handled at 600, LEO 121) that offset 121's append completed, answered with
     # it alone before that append returned: its read goes between the two appends
-    t.handled[(0, 2, 7)], t.last_send[(0, "t-0")] = (600, 121), (2, 7)
+    t.handled[(0, 2, 7)], t.last_send[(0, "t-0")] = _handling(600, 600, 121, 600), (2, 7)
     answer = {"ev": "ReplicaFetcherThread.processPartitionData", "at": "exit", "us": 1200}
     answer["args"] = ["t-0", 121, 0, {"highWatermark": 120}]
     state = {"tp": "t-0", "leo": 122, "hw": 120, "last_epoch": 0}
@@ -190,18 +202,39 @@ def test_a_handling_that_read_the_hw_before_a_concurrent_raise_goes_before_the_r
     """The partition soak of 4.4.0 at 77.5 s: follower 1's handling (handler 6) began at 882 and raised the HW
     to 756 by 925; follower 0's (handler 2, fetch entered at 751) began at 894, having read the HW 755 before
     that raise, and answered at once with it. Taken when each began, the model's handling of follower 1
-    raises the HW first and follower 0's answer carries 756; follower 0's goes first."""
+    raises the HW first and follower 0's answer carries 756; follower 0's read goes first."""
     from isrcheck.conformance.engines.apache.translate import Translation
 
     t = Translation({"controller": 1000})
-    raising, reading = {"us": 882, "t": 0, "state": {}}, {"us": 894, "t": 0, "state": {}}
-    ones = (882, 741, 758, 966, raising), (894, 751, 758, 925, reading)
+    ones = _handling(882, 741, 758, 966), _handling(894, 751, 758, 925)
+    raising, reading = ones[0][-1], ones[1][-2]  # follower 1's update, follower 0's read
     t.handlings[(2, "t-0")] = list(ones)
     t.raises.append((2, "t-0", 925, 756, ones[0]))
-    t.handled[(0, 2, 7)], t.handled[(1, 2, 8)] = (894, 758, ones[1]), (882, 758, ones[0])
+    t.handled[(0, 2, 7)], t.handled[(1, 2, 8)] = ones[1], ones[0]
     t.answers += [(0, "t-0", (2, 7), 757, 755, 1000, "f:1"), (1, "t-0", (2, 8), 757, 756, 1000, "f:2")]
     t.finish()
-    assert (reading["us"], raising["us"], raising["state"], reading["state"]) == (881, 882, {"hw": 756}, {})
+    # follower 0's update keeps its place, before the raise, which counted it: the HW is checked there
+    assert (reading["us"], raising["us"], reading["state"]) == (881, 882, {})
+    assert (ones[1][-1]["us"], ones[1][-1]["state"], raising["state"]) == (894, {"hw": 756}, {})
+
+
+@pytest.mark.parametrize("update_at, checked_at", [(300, "handle_fetch"), (280, "produce")])
+def test_an_hw_an_append_raised_is_checked_after_the_updates_it_counted(update_at, checked_at):
+    """The stop soak of 4.4.0 at 65.3 s: handler 4 appended offset 44 and raised the HW to 44 (at 283) only after
+    handler 1 had read that append and begun updating follower 1's state to offset 44 (at 280), so the raise
+    counted it; handler 4 returned at 293, before the update, which the model takes after the read (at 300).
+    The model's produce raises the HW at once: the HW is checked at the update, the later of the two."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    produce = {"us": 293, "t": 0, "step": "produce", "state": {"leo": 45}}
+    handling = _handling(280, 250, 45, 298, read_at=update_at)
+    handling[-1].update(us=update_at, step="handle_fetch")
+    t.handlings[(2, "t-0")] = [handling]
+    t.append_raises.append((2, "t-0", 283, 44, (produce,)))
+    t.finish()
+    checked = [line["step"] for line in (produce, handling[-1]) if line["state"].get("hw") == 44]
+    assert checked == [checked_at]
 
 
 def test_a_delayed_fetch_completion_is_taken_strictly_before_its_answer():
@@ -210,7 +243,7 @@ def test_a_delayed_fetch_completion_is_taken_strictly_before_its_answer():
     from isrcheck.conformance.engines.apache.translate import Translation
 
     t = Translation({"controller": 1000})
-    t.handled[(1, 2, 7)] = (100, 5)  # follower 1's fetch 7, handled by leader 2 when its LEO was 5
+    t.handled[(1, 2, 7)] = _handling(100, 100, 5, 100)  # follower 1's fetch 7, read by leader 2 at its LEO 5
     t.leader_at[(2, "t-0")] = [(90, 5, 4)]
     t.delayed(1, "t-0", (2, 7), 6, 5, 500, "f:1")
     [line] = t.out[2]
@@ -225,7 +258,7 @@ def test_a_delayed_fetch_an_append_completes_reads_the_hw_of_a_handling_not_yet_
     from isrcheck.conformance.engines.apache.translate import Translation
 
     t = Translation({"controller": 1000})
-    t.handled[(0, 2, 7)] = (100, 35)  # follower 0's fetch 7 at offset 35, parked: nothing new
+    t.handled[(0, 2, 7)] = _handling(100, 100, 35, 100)  # follower 0's fetch 7 at offset 35, parked: nothing new
     t.moved(2, "t-0", 110, 35, 34)
     t.moved(2, "t-0", 300, 36, None)  # an append: LEO 36
     t.moved(2, "t-0", 400, 37, None)  # another: LEO 37

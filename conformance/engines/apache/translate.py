@@ -34,6 +34,7 @@ from isrcheck.model.alphabet import (
     HANDLE_FETCH,
     HANDLE_FETCH_RESPONSE,
     PRODUCE,
+    READ_FETCH,
     REGISTER,
     RESTART,
     SEND_FETCH,
@@ -67,6 +68,8 @@ def header(run: dict, partitions: dict) -> dict:
             "flush_messages": run["flush_messages"],
             # no clean shutdown file after a crash of any kind: the registration is unclean
             "unclean_shutdown_detection": "clean-shutdown-file",
+            # Kafka's request handlers read a follower's fetch, then update from it: two steps (docs/validate.md)
+            "split_fetch_handling": True,
         },
         "partitions": partitions,
     }
@@ -85,11 +88,14 @@ class Translation:
         self.held: list = []  # PartitionChangeRecords whose cause the next event says
         self.fetching: dict[tuple, dict] = {}  # (leader, thread) -> the fetch it is reading
         self.raised_hw: dict[tuple, tuple] = {}  # (node, thread, tp) -> (us, the HW maybeIncrementLeaderHW just set)
-        self.handlings: dict[tuple, list] = {}  # (leader, tp) -> [(began, fetch entered, LEO read, returned, line)]
+        self.handlings: dict[
+            tuple, list
+        ] = {}  # (leader, tp) -> [(began, fetch entered, LEO read, returned, read line, update line)]
         self.appends: dict[tuple, list] = {}  # (leader, tp) -> [(its step, end offset)] of its produce appends
         self.recent_appends: dict[tuple, list] = {}  # (leader, tp) -> its last appends' [(returned, end, line)]
         self.answers: list[tuple] = []  # a follower's answers to place a DelayedFetch's read for: (follower, tp, ...)
         self.raises: list[tuple] = []  # (leader, tp, us, HW, its handling) a fetch raised: checked in finish()
+        self.append_raises: list[tuple] = []  # (leader, tp, us, HW, (its produce line,)) an append raised: the same
         self.fetch_began: dict[tuple, int] = {}  # (leader, thread) -> when its fetchMessages was entered
         self.sends: dict[tuple, list] = {}  # (follower, tp) -> [(corr, fetch offset, leader)] not yet handled
         self.last_send: dict[tuple, tuple] = {}  # (follower, tp) -> (leader, corr) of its last fetch
@@ -99,7 +105,7 @@ class Translation:
         self.registered: set[int] = set()
         self.fenced: set[int] = set()  # brokers the controller's records fence, till registered or unfenced
         self.registering: set[int] = set()  # brokers registered again, not yet unfenced
-        self.handled: dict[tuple, tuple] = {}  # (follower, leader, corr) -> (read at, LEO read, its handling)
+        self.handled: dict[tuple, tuple] = {}  # (follower, leader, corr) -> its handling (as in handlings)
         self.leader_at: dict[tuple, list] = {}  # (leader, tp) -> [(us, leo, hw)], after each of its events
         self.following: dict[tuple, int | None] = {}  # (follower, tp) -> the leader epoch it follows in
         self.expanding: dict[
@@ -330,30 +336,24 @@ class Translation:
             if raised is not None:  # the model's leader has the HW it raised from its step on, though Kafka's
                 self.moved(n, tp, at, -1, raised[1])  # handler returns later: a DelayedFetch read in between has it
             # the LEO it read, when it returned: the appends that made it have their own marks, and a
-            # handling's step may go before the append of what it read (finish())
+            # handling's read may go before the append of what it read (finish())
             self.moved(n, tp, r.us, a[4], None)
-            # Request-handler threads handle followers' fetches at once: each updates its follower's state
-            # when it begins, and an HW raised after may count another handler's follower that began later
-            # and returns later. So a handling takes its place when it began, and an HW it raised is checked
-            # at the last handling begun before the raise (finish()). maybeExpandIsr, called after the
-            # follower's state was updated, returned before this exit: its proposal comes after the handling.
-            self.emit(
-                n,
-                at,
-                HANDLE_FETCH,
-                r.where,
-                {},
-                tp,
-                replica=follower,
-                **({"msg": [follower, corr]} if corr is not None else {}),
-            )
-            handling = (r.began, self.fetch_began.get((n, thread), r.began), a[4], r.us, self.out[n][-1])
+            # Request-handler threads handle followers' fetches at once: each reads the log (Partition.fetchRecords),
+            # then updates its follower's state (updateFollowerFetchState, when the agent's `in` says it began) and
+            # may raise the HW; another handler's steps may fall between. The read is placed by what it read
+            # (finish(): the appends, the raises), the update when it began, and an HW it raised is checked at the
+            # last update begun before the raise. maybeExpandIsr, called after the follower's state was updated,
+            # returned before this exit: its proposal comes after the handling.
+            msg = {"msg": [follower, corr]} if corr is not None else {}
+            self.emit(n, at, READ_FETCH, r.where, {"leo": a[4]}, tp, replica=follower, **msg)
+            read = self.out[n][-1]
+            self.emit(n, at, HANDLE_FETCH, r.where, {}, tp, replica=follower, **msg)
+            handling = (r.began, self.fetch_began.get((n, thread), r.began), a[4], r.us, read, self.out[n][-1])
             self.handlings.setdefault((n, tp), []).append(handling)
             if corr is None:  # its send may be among the last lines of a follower a kill cuts off
-                self.unsent.setdefault(follower, []).append((self.out[n][-1], tp, offset))
-            if corr is not None:  # it read before it raised the HW, whenever the agent's line says it began
-                read_at = r.began if raised is None else min(r.began, raised[0] - 1)
-                self.handled[(follower, n, corr)] = (read_at, a[4], handling)
+                self.unsent.setdefault(follower, []).append((handling, tp, offset))
+            if corr is not None:
+                self.handled[(follower, n, corr)] = handling
             if raised is not None:
                 self.raises.append((n, tp, *raised, handling))
             if expand is not None:
@@ -376,8 +376,6 @@ class Translation:
                 next_append["state"]["hw"] = max(hw, next_append["state"].get("hw", hw))
                 self.moved(n, tp, next_append["us"], -1, hw)
                 hw = None
-            if hw is not None:
-                state["hw"] = hw
             self.moved(n, tp, at, end, hw)
             self.appends.setdefault((n, tp), []).append((at, end))
             self.emit(
@@ -391,6 +389,8 @@ class Translation:
                 acks=a[2],
                 records=ret["lastOffset"] - ret["firstOffset"] + 1,
             )
+            if hw is not None:  # its maybeIncrementLeaderHW ran after the append: checked where finish() says
+                self.append_raises.append((n, tp, raised[0], hw, (self.out[n][-1],)))
             recent = self.recent_appends.setdefault((n, tp), [])
             recent.append((r.us, end, self.out[n][-1]))
             del recent[:-RECENT_APPENDS]
@@ -481,15 +481,16 @@ class Translation:
         the agent writes its lines every few milliseconds and a SIGKILL loses those not yet written, the
         sends of those fetches among them. Each is sent again, just before its handling (docs/validate.md)."""
         last = self.last_line.get(f, -1)
-        for line, tp, offset in self.unsent.pop(f, []):
-            if line["us"] <= last or "msg" in line:
+        for handling, tp, offset in self.unsent.pop(f, []):
+            read, update = handling[-2:]
+            if read["us"] <= last or "msg" in read:
                 continue  # handled while its follower still logged: not a send the kill cut off
             c = self.corr[f] = self.corr.get(f, 0) + 1
             self.emit(
-                f, line["us"] - 1, SEND_FETCH, "lost to the kill", {"leo": offset}, tp, replica=f, max_batches=0, corr=c
+                f, read["us"] - 1, SEND_FETCH, "lost to the kill", {"leo": offset}, tp, replica=f, max_batches=0, corr=c
             )
-            self.lost_sends.append((self.out[f][-1], line))
-            line["msg"] = [f, c]
+            self.lost_sends.append((self.out[f][-1], read))
+            read["msg"] = update["msg"] = [f, c]
 
     def finish(self) -> None:
         """Where concurrent handlers' steps go. Kafka's request-handler threads handle fetches and produces at
@@ -497,17 +498,20 @@ class Translation:
         ``in`` says it began) updates its follower's state; a produce appends, then returns. So a handling
         is taken when it began, moved after a produce whose records it read that returned later, and before
         one whose records it did not read that returned earlier; a handling answered at once with an HW below
-        one a concurrent handling raised goes before that one (it read before the raise); an HW a handling
-        raised is checked at the leader's last handling begun before the raise and taken after it, since the
-        raise counted every follower updated by then."""
+        one a concurrent handling raised goes before that one (it read before the raise); an HW a handling or
+        an append raised (maybeIncrementLeaderHW runs after the update or the append) is checked at the
+        leader's last update begun before the raise when that comes later, since the raise counted every
+        follower updated by then."""
         self.flush()
         for key, handlings in self.handlings.items():
             appends = sorted(self.appends.get(key, []))
-            for _began, entered, read, returned, line in handlings:
+            for _began, entered, read, returned, line, _update in handlings:
                 at = line["us"]  # when it began, or just before the ISR expansion it proposed
-                # only the appends that returned while the fetch was in the leader's hands can be misplaced
-                lo = bisect.bisect_left(appends, (entered,))
-                hi = bisect.bisect_right(appends, (returned, float("inf")))
+                # only the appends that returned while the fetch was in the leader's hands can be misplaced, and
+                # those it read that returned after it (the log took them before the read; their handler was late)
+                lo = hi = bisect.bisect_left(appends, (entered,))
+                while hi < len(appends) and (appends[hi][0] <= returned or appends[hi][1] <= read):
+                    hi += 1
                 window = appends[lo:hi]
                 read_after = [done for done, end in window if end <= read and done >= at]
                 if read_after:
@@ -526,8 +530,12 @@ class Translation:
         for send, handling in self.lost_sends:  # a handling moved above goes with its send
             send["us"] = min(send["us"], handling["us"] - 1)
             send["t"] = send["us"] // 1000
-        for n, tp, us, hw, own in self.raises:
-            handlings = self.handlings[(n, tp)]
+        for handlings in self.handlings.values():  # an update follows its read
+            for *_, read, update in handlings:
+                if update["us"] < read["us"]:
+                    update["us"], update["t"] = read["us"], read["t"]
+        for n, tp, us, hw, own in self.raises + self.append_raises:
+            handlings = self.handlings.get((n, tp), [])
             i = bisect.bisect_right(handlings, us, key=lambda h: h[0]) - 1
             at = handlings[i][-1] if i >= 0 and handlings[i][-1]["us"] > own[-1]["us"] else own[-1]
             at["state"]["hw"] = max(hw, at["state"].get("hw", hw))
@@ -575,7 +583,7 @@ class Translation:
         if handled is None:
             return False
         marks = self.leader_at.get((leader, tp), [])
-        read_us, read_leo = handled[:2]
+        read_us, read_leo = handled[4]["us"], handled[2]
         # marks come in time order and hold running maxima: both searches are binary (a soak has millions).
         # The handling read the HW strictly before it updated the follower's state (Partition.fetchRecords),
         # so an HW that its own update raised is news the answer can only carry from a DelayedFetch's read
@@ -595,10 +603,10 @@ class Translation:
         handler may read in between; the model's ``handle_fetch`` does both at once. So this handling goes
         before the raising one. ``raises``: the leader's, in the order they were made."""
         handled = self.handled.get((n, sent[0], sent[1]))
-        if handled is None or len(handled) < 3:
-            return  # a read noted without its handling: no raise to order it against
-        handling = handled[2]
-        _began, entered, _read, returned, line = handling
+        if handled is None:
+            return
+        handling = handled
+        _began, entered, _read, returned, line, _update = handling
         at = line["us"]
         for _n, _tp, us, raised, own in raises[bisect.bisect_right(raises, entered, key=lambda x: x[2]) :]:
             if us > returned:

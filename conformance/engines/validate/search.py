@@ -447,8 +447,8 @@ class Search:
             return  # its request was taken at its read_fetch
         elif ev.step == READ_FETCH and ev.msg is not None:
             m = self.sent.pop(ev.msg, None)  # the request this read took
-            if m is not None:
-                self.delivered.setdefault((ev.node, ev.step) + ev.msg, m)
+            if m is not None:  # under its handle_fetch: a DelayedFetch's completion handles it again
+                self.delivered.setdefault((ev.node, HANDLE_FETCH) + ev.msg, m)
         elif ev.step == HANDLE_FETCH and ev.msg is not None:
             if ev.state.get("leader") == ev.node:
                 self.fetched[(ev.node, r)] = (ev.t, ev.state["leo"], ev.state["epoch"])
