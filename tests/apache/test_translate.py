@@ -283,6 +283,32 @@ def test_a_broker_stopped_again_before_it_recorded_anything_was_started_in_betwe
     assert [(e["step"], e["us"]) for e in t.out[2]] == [("crash", 100), ("restart", 299), ("crash", 300)]
 
 
+@pytest.mark.parametrize("kind, restored", [("process", [("produce", 299, 970, 2)]), ("clean", [])])
+def test_a_leaders_appends_a_kill_cut_from_its_log_are_restored_before_the_kill(kind, restored):
+    """The kill soak of 4.4.0 at 101.5 s: leader 2's last lines showed LEO 968; killed, it restarted with a log
+    ending at 970 (its page cache kept two appends whose lines the kill cut off). They are produces just before
+    the kill. A clean stop writes every line: nothing is restored then."""
+    from isrcheck.conformance.engines.apache.recording import Recorded
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.broker(_append(100, 50, 967, "h1"))
+    line = {"ev": "Partition.maybeIncrementLeaderHW", "at": "exit", "us": 150, "thread": "h2", "args": []}
+    t.broker(
+        Recorded(
+            "broker-2.jsonl:150", 2, 150, line["ev"], "exit", {"tp": "t-0", "leader": 2, "leo": 968, "hw": 967}, line
+        )
+    )
+    crash = {"ev": "harness.crash", "at": "harness", "us": 300, "kind": kind}
+    t.broker(Recorded("broker-2.jsonl:300", 2, 300, "harness.crash", "harness", None, crash))
+    follow = {"ev": "AbstractFetcherThread.truncateToHighWatermark", "at": "exit", "us": 900, "args": []}
+    t.broker(
+        Recorded("broker-2.jsonl:900", 2, 900, follow["ev"], "exit", {"tp": "t-0", "leader": 0, "leo": 970}, follow)
+    )
+    lost = [(e["step"], e["us"], e["state"]["leo"], e["records"]) for e in t.out[2] if e["from"] == "lost to the kill"]
+    assert lost == restored
+
+
 def test_a_broker_stopped_after_it_registered_recording_nothing_crashes_to_the_model():
     """A started broker the controller registered is up to the model from its registration (the
     validator's restart), though it recorded nothing before the harness stopped it cleanly: a crash."""

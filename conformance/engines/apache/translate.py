@@ -116,6 +116,11 @@ class Translation:
         self.last_line: dict[int, int] = {}  # node -> the time of its last line the agent wrote
         # follower -> [(handling line, tp, fetch offset)] of fetches handled with no send of it logged
         self.unsent: dict[int, list] = {}
+        self.fetch_entered: dict[tuple, tuple] = {}  # (leader, follower, tp) -> (us, fetch offset) of its last fetch
+        self.last_state: dict[tuple, dict] = {}  # (broker, tp) -> the partition's state its last line showed
+        self.read_more: dict[int, int] = {}  # id(handling) -> the LEO its read read to, past the one it noted
+        self.killed: dict[int, tuple] = {}  # broker -> (when it was killed, the partitions logged since its restart)
+        self.last_leo: dict[tuple, tuple] = {}  # (broker, tp) -> (LEO, leader) its last line showed
         self.lost_sends: list[tuple[dict, dict]] = []  # (send, its handling): sends a kill cut off the log
         self.quiet_stops: dict[int, tuple] = {}  # broker -> (us, where) of a clean stop of a JVM that logged nothing
         # a broker's DefaultAlterPartitionManager: the partitions it holds an AlterPartition of (sent or not),
@@ -284,6 +289,9 @@ class Translation:
             self.down.discard(n)
             self.registered_down.discard(n)
             self.emit(n, r.us, RESTART, r.where, {}, replica=n)
+        if "leo" in p:
+            self.cut_appends(n, p)
+            self.last_state[(n, p["tp"])] = p
         if r.ev in ("Partition.makeLeader", "Partition.makeFollower"):
             reg = a[0]
             msg = {
@@ -295,6 +303,8 @@ class Translation:
             state = {"leader": p["leader"], "epoch": p["epoch"], "pe": p["pe"]}
             if r.ev == "Partition.makeLeader":
                 state["isr"] = p["isr"]
+                # the LEO and HW it leads with (a restarted broker's recovered log): a DelayedFetch may answer them
+                self.moved(n, p["tp"], r.us, p["leo"], p["hw"])
             elif self.following.get((n, p["tp"])) != reg["leaderEpoch"]:
                 # a new leader epoch restarts the partition's fetcher (applyLocalFollowersDelta): the fetch
                 # in flight is dropped; an ISR change alone keeps it
@@ -315,6 +325,11 @@ class Translation:
             if params.get("replicaId", -1) >= 0:
                 self.fetching[(n, thread)] = params
                 self.fetch_began[(n, thread)] = r.us
+                for key, data in a[1] if len(a) > 1 and isinstance(a[1], list) else []:
+                    tp = str(key).split(":", 1)[-1]
+                    self.fetch_entered[(n, params["replicaId"], tp)] = (r.us, data.get("fetchOffset"))
+        elif r.ev == "AbstractFetcherThread.truncateOnFetchResponse":
+            self.diverging(n, r, a[0] if a else [])
         elif r.ev == "Partition.maybeIncrementLeaderHW":
             self.raised_hw[(n, thread, p["tp"])] = (r.us, p["hw"])
         elif r.ev == "Partition.updateFollowerFetchState":
@@ -452,6 +467,9 @@ class Translation:
                 self.emit(n, r.us - 1, RESTART, r.where, {}, replica=n)  # its next registration is unclean
             if r.line["kind"] != "clean":
                 self.cut_sends(n, r.where)
+            self.killed.pop(n, None)
+            if r.line["kind"] == "process":  # its page cache survives: a log longer after it than its lines say
+                self.killed[n] = (r.us, set())
             self.down.add(n)
             self.emit(n, r.us, CRASH, r.where, {}, None, replica=n, kind=r.line["kind"])
 
@@ -475,6 +493,44 @@ class Translation:
                     self.emit(n, r.us, HANDLE_ALTER_PARTITION_RESPONSE, r.where, {}, tp, replica=n)
             held -= sent
             sent.clear()
+
+    def diverging(self, f: int, r, partitions: list) -> None:
+        """Follower ``f`` truncating on answers that named a diverging epoch (KIP-320): no line of the leader
+        says it handled those fetches (``Partition.fetchRecords`` finds the divergence in its read and updates
+        nothing), so each is the leader's ``handle_fetch`` when its ``fetchMessages`` was entered, then the
+        follower's ``handle_fetch_response`` with the log its truncation left."""
+        for tp, _answer in partitions:
+            sent = self.last_send.pop((f, tp), None)
+            if sent is None or sent[0] is None:
+                continue
+            leader, corr = sent
+            queue = self.sends.get((f, tp), [])
+            offset = next((off for c, off, _ in queue if c == corr), None)
+            self.sends[(f, tp)] = [m for m in queue if m[0] != corr]
+            entered, at_offset = self.fetch_entered.get((leader, f, tp), (None, None))
+            at = entered if entered is not None and at_offset == offset and entered < r.began else r.began - 1
+            self.emit(leader, at, HANDLE_FETCH, r.where + " (a diverging epoch)", {}, tp, replica=f, msg=[f, corr])
+            p = self.last_state.get((f, tp), {})
+            state = {k: p[k] for k in ("leo", "hw", "last_epoch") if k in p}
+            self.emit(f, r.us, HANDLE_FETCH_RESPONSE, r.where, state, tp, replica=f, msg=[leader, corr])
+
+    def cut_appends(self, n: int, p: dict) -> None:
+        """A leader's appends a kill cut from its log: its log after the restart (page cache kept) ends past the
+        LEO its last lines showed. They are produces, just before the kill (docs/validate.md). A follower's
+        appends so cut are not restored."""
+        tp, killed = p["tp"], self.killed.get(n)
+        if killed is None or tp in killed[1]:
+            self.last_leo[(n, tp)] = (p["leo"], p.get("leader"))
+            return
+        killed[1].add(tp)  # the first line of this partition since the restart: its recovered log
+        leo, leader = self.last_leo.get((n, tp), (p["leo"], None))
+        self.last_leo[(n, tp)] = (p["leo"], p.get("leader"))
+        if leader != n or p["leo"] <= leo:
+            return
+        at = killed[0] - 1
+        self.moved(n, tp, at, p["leo"], None)
+        self.appends.setdefault((n, tp), []).append((at, p["leo"]))
+        self.emit(n, at, PRODUCE, "lost to the kill", {"leo": p["leo"]}, tp, replica=n, acks=-1, records=p["leo"] - leo)
 
     def cut_sends(self, f: int, where: str) -> None:
         """The fetches of follower ``f`` a leader handled after ``f``'s last logged line, ``f`` then killed:
@@ -503,9 +559,12 @@ class Translation:
         leader's last update begun before the raise when that comes later, since the raise counted every
         follower updated by then."""
         self.flush()
+        self.read_past_snapshot()
         for key, handlings in self.handlings.items():
             appends = sorted(self.appends.get(key, []))
-            for _began, entered, read, returned, line, _update in handlings:
+            for handling in handlings:
+                _began, entered, read, returned, line, _update = handling
+                read = self.read_more.get(id(handling), read)
                 at = line["us"]  # when it began, or just before the ISR expansion it proposed
                 # only the appends that returned while the fetch was in the leader's hands can be misplaced, and
                 # those it read that returned after it (the log took them before the read; their handler was late)
@@ -519,6 +578,10 @@ class Translation:
                 else:
                     at = min((done for done, end in window if end > read and done < at), default=at + 1) - 1
                 line["us"], line["t"] = at, at // 1000
+        for handlings in self.handlings.values():  # an update follows its read
+            for *_, read, update in handlings:
+                if update["us"] < read["us"]:
+                    update["us"], update["t"] = read["us"], read["t"]
         raises: dict[tuple, list] = {}
         for made in sorted(self.raises, key=lambda made: made[2]):
             raises.setdefault(made[:2], []).append(made)
@@ -530,15 +593,26 @@ class Translation:
         for send, handling in self.lost_sends:  # a handling moved above goes with its send
             send["us"] = min(send["us"], handling["us"] - 1)
             send["t"] = send["us"] // 1000
-        for handlings in self.handlings.values():  # an update follows its read
-            for *_, read, update in handlings:
-                if update["us"] < read["us"]:
-                    update["us"], update["t"] = read["us"], read["t"]
         for n, tp, us, hw, own in self.raises + self.append_raises:
             handlings = self.handlings.get((n, tp), [])
             i = bisect.bisect_right(handlings, us, key=lambda h: h[0]) - 1
             at = handlings[i][-1] if i >= 0 and handlings[i][-1]["us"] > own[-1]["us"] else own[-1]
             at["state"]["hw"] = max(hw, at["state"].get("hw", hw))
+
+    def read_past_snapshot(self) -> None:
+        """Handlings whose read took records past the LEO it noted: ``Partition.readRecords`` notes the LEO
+        (and the HW), then reads up to the log's end as it is then, so an append in between is read, and its
+        update counts the follower caught up to the LEO noted. Told from a DelayedFetch's read by the HW: a
+        DelayedFetch is parked once the handling's update returned, after the HW it raised, so an answer
+        below that HW is the handling's own read. Its read goes after the appends of what it read."""
+        raised: dict[int, int] = {}
+        for *_, hw, own in self.raises:
+            raised[id(own)] = max(hw, raised.get(id(own), hw))
+        for n, _tp, sent, end, hw, _answered, _where in self.answers:
+            handling = self.handled.get((n, sent[0], sent[1]))
+            if handling is not None and end > handling[2] and raised.get(id(handling), -1) > hw:
+                self.read_more[id(handling)] = end
+                handling[-2]["state"]["leo"] = end
 
     def log_order(self, n: int, tp: str, began: int, returned: int, end: int) -> tuple[int, dict | None]:
         """Where a produce append goes: when it returned, unless an append it ran alongside returned first with
@@ -583,7 +657,7 @@ class Translation:
         if handled is None:
             return False
         marks = self.leader_at.get((leader, tp), [])
-        read_us, read_leo = handled[4]["us"], handled[2]
+        read_us, read_leo = handled[4]["us"], self.read_more.get(id(handled), handled[2])
         # marks come in time order and hold running maxima: both searches are binary (a soak has millions).
         # The handling read the HW strictly before it updated the follower's state (Partition.fetchRecords),
         # so an HW that its own update raised is news the answer can only carry from a DelayedFetch's read
@@ -592,7 +666,9 @@ class Translation:
             return False
         j = bisect.bisect_left(marks, True, key=lambda m: m[1] >= end and m[2] >= hw)
         when = marks[j][0] + 1 if j < len(marks) else answered
-        when = min(when, answered - 1)  # strictly before its answer is handled
+        # after its handling's update (Kafka parks a DelayedFetch once readFromLog returned), strictly before
+        # its answer is handled
+        when = min(max(when, handled[-1]["us"] + 1), answered - 1)
         self.emit(leader, when, HANDLE_FETCH, where + " (a DelayedFetch completed)", {}, tp, replica=n, msg=[n, corr])
         return True
 
