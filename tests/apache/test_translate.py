@@ -237,6 +237,73 @@ def test_an_hw_an_append_raised_is_checked_after_the_updates_it_counted(update_a
     assert checked == [checked_at]
 
 
+@pytest.mark.parametrize("answer_hw, delayed", [(62, False), (63, True)])
+def test_a_read_past_the_leo_it_noted_is_told_from_a_delayed_fetch_by_the_hw(answer_hw, delayed):
+    """The kill soak of 4.4.0 at 47.5 s: follower 0 fetched at 63; the leader's handling noted LEO 63 (nothing to
+    read), then read the record 63 another handler had just appended, and its update raised the HW to 63. The
+    answer held 63 with HW 62: the handling's own read, after that append (a DelayedFetch, parked once the
+    update returned, would have read HW 63). An answer with HW 63 is a DelayedFetch's."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.moved(1, "t-0", 100, 63, 62)
+    t.moved(1, "t-0", 300, 64, None)  # the append of 63 returned at 300
+    handling = _handling(350, 200, 63, 500, read_at=250)
+    t.handlings[(1, "t-0")] = [handling]
+    t.appends[(1, "t-0")] = [(300, 64)]
+    t.handled[(0, 1, 89)] = handling
+    t.raises.append((1, "t-0", 360, 63, handling))
+    t.answers.append((0, "t-0", (1, 89), 64, answer_hw, 900, "f:1"))
+    t.finish()
+    read, update = handling[-2:]
+    completions = [e for e in t.out.get(1, []) if "DelayedFetch" in e["from"]]
+    assert bool(completions) == delayed
+    if delayed:  # parked once the update returned: its read goes after the update
+        assert completions[0]["us"] > update["us"]
+    else:  # the read goes after the append it read, with the LEO it read to
+        assert (read["us"], read["state"]) == (301, {"leo": 64})
+
+
+def test_a_fetch_answered_with_a_diverging_epoch_is_handled_then_truncated_on():
+    """The kill soak of 4.4.0 at 112.8 s: follower 1, restarted with a log to 970, fetched from its new leader 0,
+    which answered with a diverging epoch (epoch 2 ends at 969) and logged nothing of it (no update of the
+    follower's state); the follower truncated to 969. Translated: the leader's handle_fetch when its
+    fetchMessages was entered, then the follower's handle_fetch_response with the truncated log."""
+    from isrcheck.conformance.engines.apache.recording import Recorded
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    def line(node, us, ev, p=None, **fields):
+        body = {"ev": ev, "at": "exit", "us": us, **fields}
+        return Recorded(f"broker-{node}.jsonl:{us}", node, us, ev, "exit", p, body)
+
+    t = Translation({"controller": 1000})
+    fetch = [["t-0", {"fetchOffset": 970, "currentLeaderEpoch": 3, "lastFetchedEpoch": 2}]]
+    t.broker(line(1, 100, "AbstractFetcherThread.processFetchRequest", thread="ReplicaFetcherThread-0-0", args=[fetch]))
+    params = {"replicaId": 1, "replicaEpoch": 7, "isolation": "LOG_END"}
+    t.broker(line(0, 150, "ReplicaManager.fetchMessages", thread="h1", args=[params, [["id:t-0", fetch[0][1]]]]))
+    truncated = {"tp": "t-0", "leader": 0, "epoch": 3, "leo": 969, "hw": 964, "last_epoch": 2}
+    t.broker(line(1, 250, "Partition.truncateTo", truncated, args=[969, False]))
+    answer = [["t-0", {"errorCode": 0, "leaderEpoch": 2, "endOffset": 969}]]
+    t.broker(
+        line(
+            1,
+            300,
+            "AbstractFetcherThread.truncateOnFetchResponse",
+            thread="ReplicaFetcherThread-0-0",
+            args=[answer],
+            **{"in": 200},
+        )
+    )
+    [handled] = [e for e in t.out[0] if e["step"] == "handle_fetch"]
+    [response] = [e for e in t.out[1] if e["step"] == "handle_fetch_response"]
+    assert (handled["us"], handled["msg"], handled["replica"]) == (150, [1, 1], 1)
+    assert (response["us"], response["msg"], response["state"]) == (
+        300,
+        [0, 1],
+        {"leo": 969, "hw": 964, "last_epoch": 2},
+    )
+
+
 def test_a_delayed_fetch_completion_is_taken_strictly_before_its_answer():
     """No leader event shows the LEO and HW the answer has: the completion goes right before the answer
     is handled, never at the same time (the shared order would then break the tie by node)."""
