@@ -304,6 +304,41 @@ def test_a_fetch_answered_with_a_diverging_epoch_is_handled_then_truncated_on():
     )
 
 
+def test_a_handling_a_kill_cut_from_the_leaders_log_is_restored_after_its_last_line():
+    """The kill soak of 4.4.0 at 91.4 s: follower 1 handled leader 2's answer to its fetch 5; leader 2, killed
+    after it, had logged nothing of that handling (its last line came before the answer). The handling is the
+    leader's handle_fetch after its last line and the send; an answer whose leader logged on is left alone."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.kills[2] = [(100, 500)]
+    t.sent_at[(1, 5)], t.sent_at[(1, 6)] = 150, 50
+    t.answers.append((1, "t-0", (2, 5), 8, 7, 300, "f:1"))
+    t.answers.append((1, "t-0", (2, 6), 8, 7, 90, "f:2"))  # answered before the leader's last line
+    t.finish()
+    assert [(e["us"], e["step"], e["msg"]) for e in t.out[2]] == [(151, "handle_fetch", [1, 5])]
+
+
+def test_a_followers_answer_a_kill_cut_is_handled_before_its_next_send():
+    """The kill soak of 4.4.0 at 126.7 s: follower 1 was killed after it handled the answer to its fetch 4 and
+    sent fetch 5 at offset 11, none of it logged; leader 2 logged handling fetch 5 at 400. Restored: the answer
+    to fetch 4 (the log it left ends at 11), then the send."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.last_line[1], t.last_send[(1, "t-0")] = 300, (2, 4)
+    handling = _handling(400, 390, 12, 410)
+    handling[-2]["node"] = 2
+    t.unsent[1] = [(handling, "t-0", 11)]
+    t.cut_sends(1, "f:9")
+    lines = [(e["us"], e["step"], e["state"], e.get("msg"), e.get("corr")) for e in t.out[1]]
+    assert lines == [
+        (398, "handle_fetch_response", {"leo": 11}, [2, 4], None),
+        (399, "send_fetch", {"leo": 11}, None, 1),
+    ]
+    assert handling[-2]["msg"] == handling[-1]["msg"] == [1, 1]
+
+
 def test_a_delayed_fetch_completion_is_taken_strictly_before_its_answer():
     """No leader event shows the LEO and HW the answer has: the completion goes right before the answer
     is handled, never at the same time (the shared order would then break the tie by node)."""

@@ -120,10 +120,14 @@ class Translation:
         self.fetch_entered: dict[tuple, tuple] = {}  # (leader, follower, tp) -> (us, fetch offset) of its last fetch
         self.checkpointed: dict[tuple, int] = {}  # (broker, tp) -> the HW its last checkpoint wrote
         self.last_state: dict[tuple, dict] = {}  # (broker, tp) -> the partition's state its last line showed
+        self.sent_at: dict[tuple, int] = {}  # (follower, corr) -> when it sent that fetch
+        self.kills: dict[int, list] = {}  # broker -> [(its last line before, when)] of each kill
         self.read_more: dict[int, int] = {}  # id(handling) -> the LEO its read read to, past the one it noted
         self.killed: dict[int, tuple] = {}  # broker -> (when it was killed, the partitions logged since its restart)
         self.last_leo: dict[tuple, tuple] = {}  # (broker, tp) -> (LEO, leader) its last line showed
-        self.lost_sends: list[tuple[dict, dict]] = []  # (send, its handling): sends a kill cut off the log
+        self.lost_sends: list[
+            tuple[dict, dict, int]
+        ] = []  # (line, its handling, how far before it): sends a kill cut off
         self.quiet_stops: dict[int, tuple] = {}  # broker -> (us, where) of a clean stop of a JVM that logged nothing
         # a broker's DefaultAlterPartitionManager: the partitions it holds an AlterPartition of (sent or not),
         # those of the request in flight, and those whose Partition handled the answer to it
@@ -319,6 +323,7 @@ class Translation:
                 c = self.corr[n] = self.corr.get(n, 0) + 1
                 self.sends.setdefault((n, tp), []).append((c, req["fetchOffset"], leader))
                 self.last_send[(n, tp)] = (leader, c)
+                self.sent_at[(n, c)] = r.us
                 self.emit(
                     n, r.us, SEND_FETCH, r.where, {"leo": req["fetchOffset"]}, tp, replica=n, max_batches=0, corr=c
                 )
@@ -478,6 +483,7 @@ class Translation:
             self.killed.pop(n, None)
             if r.line["kind"] == "process":  # its page cache survives: a log longer after it than its lines say
                 self.killed[n] = (r.us, set())
+                self.kills.setdefault(n, []).append((self.last_line.get(n, -1), r.us))
             self.down.add(n)
             self.emit(n, r.us, CRASH, r.where, {}, None, replica=n, kind=r.line["kind"])
 
@@ -522,6 +528,20 @@ class Translation:
             state = {k: p[k] for k in ("leo", "hw", "last_epoch") if k in p}
             self.emit(f, r.us, HANDLE_FETCH_RESPONSE, r.where, state, tp, replica=f, msg=[leader, corr])
 
+    def cut_handlings(self) -> None:
+        """Fetches a leader handled after its last logged line, then killed: its follower logged the answer, the
+        agent lost the leader's lines of it to the kill. Each is the leader's handle_fetch after its last line
+        (docs/validate.md)."""
+        for f, tp, (leader, corr), _end, _hw, answered, where in self.answers:
+            if (f, leader, corr) in self.handled:
+                continue
+            sent = self.sent_at.get((f, corr), answered)
+            cut = next((last for last, kill in self.kills.get(leader, []) if sent < kill and last < answered), None)
+            if cut is None:
+                continue
+            at = min(max(sent, cut) + 1, answered - 1)
+            self.emit(leader, at, HANDLE_FETCH, where + " (lost to the kill)", {}, tp, replica=f, msg=[f, corr])
+
     def cut_appends(self, n: int, p: dict) -> None:
         """A leader's appends a kill cut from its log: its log after the restart (page cache kept) ends past the
         LEO its last lines showed. They are produces, just before the kill (docs/validate.md). A follower's
@@ -543,17 +563,27 @@ class Translation:
     def cut_sends(self, f: int, where: str) -> None:
         """The fetches of follower ``f`` a leader handled after ``f``'s last logged line, ``f`` then killed:
         the agent writes its lines every few milliseconds and a SIGKILL loses those not yet written, the
-        sends of those fetches among them. Each is sent again, just before its handling (docs/validate.md)."""
+        sends of those fetches among them. Each is sent again, just before its handling, and the answer to the
+        fetch before it (logged or restored) handled just before that: the new fetch offset is the log it
+        left (docs/validate.md)."""
         last = self.last_line.get(f, -1)
-        for handling, tp, offset in self.unsent.pop(f, []):
+        for handling, tp, offset in sorted(self.unsent.pop(f, []), key=lambda u: u[0][-2]["us"]):
             read, update = handling[-2:]
             if read["us"] <= last or "msg" in read:
                 continue  # handled while its follower still logged: not a send the kill cut off
+            before = self.last_send.pop((f, tp), None)
+            if before is not None and before[0] is not None:
+                where = "lost to the kill"
+                self.emit(
+                    f, read["us"] - 2, HANDLE_FETCH_RESPONSE, where, {"leo": offset}, tp, replica=f, msg=list(before)
+                )
+                self.lost_sends.append((self.out[f][-1], read, 2))
             c = self.corr[f] = self.corr.get(f, 0) + 1
             self.emit(
                 f, read["us"] - 1, SEND_FETCH, "lost to the kill", {"leo": offset}, tp, replica=f, max_batches=0, corr=c
             )
-            self.lost_sends.append((self.out[f][-1], read))
+            self.lost_sends.append((self.out[f][-1], read, 1))
+            self.last_send[(f, tp)] = (read["node"], c)
             read["msg"] = update["msg"] = [f, c]
 
     def finish(self) -> None:
@@ -593,14 +623,15 @@ class Translation:
         raises: dict[tuple, list] = {}
         for made in sorted(self.raises, key=lambda made: made[2]):
             raises.setdefault(made[:2], []).append(made)
+        self.cut_handlings()
         for n, tp, sent, end, hw, answered, where in self.answers:
             if not self.delayed(n, tp, sent, end, hw, answered, where):
                 self.read_before_raises(n, tp, sent, hw, raises.get((sent[0], tp), []))
         for handlings in self.handlings.values():
             handlings.sort(key=lambda h: h[0])
-        for send, handling in self.lost_sends:  # a handling moved above goes with its send
-            send["us"] = min(send["us"], handling["us"] - 1)
-            send["t"] = send["us"] // 1000
+        for line, handling, gap in self.lost_sends:  # a handling moved above goes with its send
+            line["us"] = min(line["us"], handling["us"] - gap)
+            line["t"] = line["us"] // 1000
         for n, tp, us, hw, own in self.raises + self.append_raises:
             handlings = self.handlings.get((n, tp), [])
             i = bisect.bisect_right(handlings, us, key=lambda h: h[0]) - 1
