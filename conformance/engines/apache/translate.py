@@ -122,6 +122,9 @@ class Translation:
         self.last_state: dict[tuple, dict] = {}  # (broker, tp) -> the partition's state its last line showed
         self.sent_at: dict[tuple, int] = {}  # (follower, corr) -> when it sent that fetch
         self.kills: dict[int, list] = {}  # broker -> [(its last line before, when)] of each kill
+        self.append_lines: dict[tuple, list] = {}  # (leader, tp) -> [(end offset, entered, its produce line)]
+        self.led_since: dict[tuple, int] = {}  # (broker, tp) -> when its last makeLeader returned
+        self.cut_logs: list[tuple] = []  # (leader, tp, LEO its lines showed, LEO after the kill, when killed)
         self.read_more: dict[int, int] = {}  # id(handling) -> the LEO its read read to, past the one it noted
         self.killed: dict[int, tuple] = {}  # broker -> (when it was killed, the partitions logged since its restart)
         self.last_leo: dict[tuple, tuple] = {}  # (broker, tp) -> (LEO, leader) its last line showed
@@ -311,6 +314,7 @@ class Translation:
                 state["isr"] = p["isr"]
                 # the LEO and HW it leads with (a restarted broker's recovered log): a DelayedFetch may answer them
                 self.moved(n, p["tp"], r.us, p["leo"], p["hw"])
+                self.led_since[(n, p["tp"])] = r.us
             elif self.following.get((n, p["tp"])) != reg["leaderEpoch"]:
                 # a new leader epoch restarts the partition's fetcher (applyLocalFollowersDelta): the fetch
                 # in flight is dropped; an ISR change alone keeps it
@@ -341,8 +345,11 @@ class Translation:
                 if b == n and "hw" in state and self.checkpointed.get((n, tp), 0) != state["hw"]:
                     self.checkpointed[(n, tp)] = state["hw"]
                     self.emit(n, r.began, CHECKPOINT_HW, r.where, {}, tp, replica=n)
+        elif r.ev == "UnifiedLog.truncateTo" and str(thread).startswith("ReplicaFetcherThread"):
+            self.diverged(n, p["tp"], r, p)  # its first line of the truncation: a kill may cut those after
         elif r.ev == "AbstractFetcherThread.truncateOnFetchResponse":
-            self.diverging(n, r, a[0] if a else [])
+            for tp, _answer in a[0] if a else []:
+                self.diverged(n, tp, r, self.last_state.get((n, tp), {}))
         elif r.ev == "Partition.maybeIncrementLeaderHW":
             self.raised_hw[(n, thread, p["tp"])] = (r.us, p["hw"])
         elif r.ev == "Partition.updateFollowerFetchState":
@@ -421,6 +428,7 @@ class Translation:
                 self.append_raises.append((n, tp, raised[0], hw, (self.out[n][-1],)))
             recent = self.recent_appends.setdefault((n, tp), [])
             recent.append((r.us, end, self.out[n][-1]))
+            self.append_lines.setdefault((n, tp), []).append((end, r.began, self.out[n][-1]))
             del recent[:-RECENT_APPENDS]
         elif r.ev == "ReplicaFetcherThread.processPartitionData":
             tp = p["tp"]
@@ -508,31 +516,36 @@ class Translation:
             held -= sent
             sent.clear()
 
-    def diverging(self, f: int, r, partitions: list) -> None:
-        """Follower ``f`` truncating on answers that named a diverging epoch (KIP-320): no line of the leader
-        says it handled those fetches (``Partition.fetchRecords`` finds the divergence in its read and updates
-        nothing), so each is the leader's ``handle_fetch`` when its ``fetchMessages`` was entered, then the
-        follower's ``handle_fetch_response`` with the log its truncation left."""
-        for tp, _answer in partitions:
-            sent = self.last_send.pop((f, tp), None)
-            if sent is None or sent[0] is None:
-                continue
-            leader, corr = sent
-            queue = self.sends.get((f, tp), [])
-            offset = next((off for c, off, _ in queue if c == corr), None)
-            self.sends[(f, tp)] = [m for m in queue if m[0] != corr]
-            entered, at_offset = self.fetch_entered.get((leader, f, tp), (None, None))
-            at = entered if entered is not None and at_offset == offset and entered < r.began else r.began - 1
-            self.emit(leader, at, HANDLE_FETCH, r.where + " (a diverging epoch)", {}, tp, replica=f, msg=[f, corr])
-            p = self.last_state.get((f, tp), {})
-            state = {k: p[k] for k in ("leo", "hw", "last_epoch") if k in p}
-            self.emit(f, r.us, HANDLE_FETCH_RESPONSE, r.where, state, tp, replica=f, msg=[leader, corr])
+    def diverged(self, f: int, tp: str, r, p: dict) -> None:
+        """Follower ``f`` truncating ``tp`` on an answer that named a diverging epoch (KIP-320), at the first
+        line of its truncation (``UnifiedLog.truncateTo`` on the fetcher thread, else its
+        ``truncateOnFetchResponse``). No line of the leader says it handled that fetch
+        (``Partition.fetchRecords`` finds the divergence in its read and updates nothing), so it is the
+        leader's ``handle_fetch`` when its ``fetchMessages`` was entered, then the follower's
+        ``handle_fetch_response`` with the log its truncation left."""
+        sent = self.last_send.pop((f, tp), None)
+        if sent is None or sent[0] is None:
+            return  # taken at an earlier line of the same truncation
+        leader, corr = sent
+        queue = self.sends.get((f, tp), [])
+        offset = next((off for c, off, _ in queue if c == corr), None)
+        self.sends[(f, tp)] = [m for m in queue if m[0] != corr]
+        entered, at_offset = self.fetch_entered.get((leader, f, tp), (None, None))
+        at = entered if entered is not None and at_offset == offset and entered < r.began else r.began - 1
+        if (leader, tp) in self.led_since:  # handled as leader: once its makeLeader returned
+            at = max(at, min(self.led_since[(leader, tp)] + 1, r.began - 1))
+        self.emit(leader, at, HANDLE_FETCH, r.where + " (a diverging epoch)", {}, tp, replica=f, msg=[f, corr])
+        state = {k: p[k] for k in ("leo", "hw", "last_epoch") if k in p}
+        self.emit(f, r.us, HANDLE_FETCH_RESPONSE, r.where, state, tp, replica=f, msg=[leader, corr])
 
     def cut_handlings(self) -> None:
-        """Fetches a leader handled after its last logged line, then killed: its follower logged the answer, the
-        agent lost the leader's lines of it to the kill. Each is the leader's handle_fetch after its last line
-        (docs/validate.md)."""
-        for f, tp, (leader, corr), _end, _hw, answered, where in self.answers:
+        """What a kill cut from a leader's log (docs/validate.md). Fetches it handled after its last logged line:
+        their followers logged the answers; each is the leader's handle_fetch after its last line and the send.
+        Its appends after its last line (its log after the restart, page cache kept, ends past the LEO its lines
+        showed): one produce per record, each just before the first of those handlings whose answer holds it,
+        else just before the kill. A follower's appends so cut are not restored."""
+        placed: dict[tuple, list] = {}
+        for f, tp, (leader, corr), end, _hw, answered, where in self.answers:
             if (f, leader, corr) in self.handled:
                 continue
             sent = self.sent_at.get((f, corr), answered)
@@ -541,11 +554,19 @@ class Translation:
                 continue
             at = min(max(sent, cut) + 1, answered - 1)
             self.emit(leader, at, HANDLE_FETCH, where + " (lost to the kill)", {}, tp, replica=f, msg=[f, corr])
+            placed.setdefault((leader, tp), []).append((at, end))
+        for n, tp, leo, new, kill in self.cut_logs:
+            handled = sorted(placed.get((n, tp), []))
+            for o in range(leo, new):
+                base = next((at for at, end in handled if end > o), kill)
+                at = base - 1 - (new - 1 - o)  # in the order of their offsets
+                self.moved(n, tp, at, o + 1, None)
+                self.appends.setdefault((n, tp), []).append((at, o + 1))
+                self.emit(n, at, PRODUCE, "lost to the kill", {"leo": o + 1}, tp, replica=n, acks=-1, records=1)
 
     def cut_appends(self, n: int, p: dict) -> None:
-        """A leader's appends a kill cut from its log: its log after the restart (page cache kept) ends past the
-        LEO its last lines showed. They are produces, just before the kill (docs/validate.md). A follower's
-        appends so cut are not restored."""
+        """Notes a leader's log that ends past what its last lines showed, at its first line since a kill
+        (placed in cut_handlings)."""
         tp, killed = p["tp"], self.killed.get(n)
         if killed is None or tp in killed[1]:
             self.last_leo[(n, tp)] = (p["leo"], p.get("leader"))
@@ -553,12 +574,8 @@ class Translation:
         killed[1].add(tp)  # the first line of this partition since the restart: its recovered log
         leo, leader = self.last_leo.get((n, tp), (p["leo"], None))
         self.last_leo[(n, tp)] = (p["leo"], p.get("leader"))
-        if leader != n or p["leo"] <= leo:
-            return
-        at = killed[0] - 1
-        self.moved(n, tp, at, p["leo"], None)
-        self.appends.setdefault((n, tp), []).append((at, p["leo"]))
-        self.emit(n, at, PRODUCE, "lost to the kill", {"leo": p["leo"]}, tp, replica=n, acks=-1, records=p["leo"] - leo)
+        if leader == n and p["leo"] > leo:
+            self.cut_logs.append((n, tp, leo, p["leo"], killed[0]))
 
     def cut_sends(self, f: int, where: str) -> None:
         """The fetches of follower ``f`` a leader handled after ``f``'s last logged line, ``f`` then killed:
@@ -578,6 +595,8 @@ class Translation:
                     f, read["us"] - 2, HANDLE_FETCH_RESPONSE, where, {"leo": offset}, tp, replica=f, msg=list(before)
                 )
                 self.lost_sends.append((self.out[f][-1], read, 2))
+                # an answer holding more than its handling read was a DelayedFetch's (placed in finish())
+                self.answers.append((f, tp, before, offset, -1, read["us"] - 2, "lost to the kill"))
             c = self.corr[f] = self.corr.get(f, 0) + 1
             self.emit(
                 f, read["us"] - 1, SEND_FETCH, "lost to the kill", {"leo": offset}, tp, replica=f, max_batches=0, corr=c
@@ -705,11 +724,25 @@ class Translation:
             return False
         j = bisect.bisect_left(marks, True, key=lambda m: m[1] >= end and m[2] >= hw)
         when = marks[j][0] + 1 if j < len(marks) else answered
+        if when >= answered:
+            self.appended_before(leader, tp, end, answered)
         # after its handling's update (Kafka parks a DelayedFetch once readFromLog returned), strictly before
         # its answer is handled
         when = min(max(when, handled[-1]["us"] + 1), answered - 1)
         self.emit(leader, when, HANDLE_FETCH, where + " (a DelayedFetch completed)", {}, tp, replica=n, msg=[n, corr])
         return True
+
+    def appended_before(self, n: int, tp: str, end: int, answered: int) -> None:
+        """The appends of records up to ``end`` on leader ``n`` that returned after a follower handled an
+        answer holding them: the log took them before the DelayedFetch they completed read them, their
+        handlers returned late. They go just before that answer's completion, in the order of their offsets."""
+        lines = self.append_lines.get((n, tp), [])
+        i = bisect.bisect_left(lines, answered, key=lambda x: x[1])  # in the order they returned: nearly by entry
+        nearby = lines[max(0, i - RECENT_APPENDS) : i + RECENT_APPENDS]
+        late = [x for x in nearby if x[0] <= end and x[1] < answered <= x[2]["us"] + 1]
+        for k, (_end, _began, line) in enumerate(sorted(late, key=lambda x: x[0])):
+            line["us"] = answered - 2 - len(late) + k
+            line["t"] = line["us"] // 1000
 
     def read_before_raises(self, n: int, tp: str, sent: tuple, hw: int, raises: list) -> None:
         """A handling answered at once carries the HW it read, before it updated its follower's state. An
