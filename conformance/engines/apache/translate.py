@@ -488,10 +488,11 @@ class Translation:
                 self.emit(n, r.us - 1, RESTART, r.where, {}, replica=n)  # its next registration is unclean
             if r.line["kind"] != "clean":
                 self.cut_sends(n, r.where)
-            self.killed.pop(n, None)
-            if r.line["kind"] == "process":  # its page cache survives: a log longer after it than its lines say
-                self.killed[n] = (r.us, set())
-                self.kills.setdefault(n, []).append((self.last_line.get(n, -1), r.us))
+            if n not in self.down:  # else a JVM that logged nothing: what the kill before it cut stays pending
+                self.killed.pop(n, None)
+                if r.line["kind"] == "process":  # its page cache survives: a log longer after it than its lines say
+                    self.killed[n] = (r.us, set())
+                    self.kills.setdefault(n, []).append((self.last_line.get(n, -1), r.us))
             self.down.add(n)
             self.emit(n, r.us, CRASH, r.where, {}, None, replica=n, kind=r.line["kind"])
 
@@ -603,6 +604,7 @@ class Translation:
             )
             self.lost_sends.append((self.out[f][-1], read, 1))
             self.last_send[(f, tp)] = (read["node"], c)
+            self.handled[(f, read["node"], c)] = handling
             read["msg"] = update["msg"] = [f, c]
 
     def finish(self) -> None:
