@@ -120,6 +120,7 @@ class Translation:
         self.fetch_entered: dict[tuple, tuple] = {}  # (leader, follower, tp) -> (us, fetch offset) of its last fetch
         self.checkpointed: dict[tuple, int] = {}  # (broker, tp) -> the HW its last checkpoint wrote
         self.last_state: dict[tuple, dict] = {}  # (broker, tp) -> the partition's state its last line showed
+        self.sends_log: list[tuple] = []  # (us, follower, tp, corr, leader, fetch offset) of every logged send
         self.sent_at: dict[tuple, int] = {}  # (follower, corr) -> when it sent that fetch
         self.kills: dict[int, list] = {}  # broker -> [(its last line before, when)] of each kill
         self.append_lines: dict[tuple, list] = {}  # (leader, tp) -> [(end offset, entered, its produce line)]
@@ -328,6 +329,7 @@ class Translation:
                 self.sends.setdefault((n, tp), []).append((c, req["fetchOffset"], leader))
                 self.last_send[(n, tp)] = (leader, c)
                 self.sent_at[(n, c)] = r.us
+                self.sends_log.append((r.us, n, tp, c, leader, req["fetchOffset"]))
                 self.emit(
                     n, r.us, SEND_FETCH, r.where, {"leo": req["fetchOffset"]}, tp, replica=n, max_batches=0, corr=c
                 )
@@ -541,8 +543,9 @@ class Translation:
 
     def cut_handlings(self) -> None:
         """What a kill cut from a leader's log (docs/validate.md). Fetches it handled after its last logged line:
-        their followers logged the answers; each is the leader's handle_fetch after its last line and the send.
-        Its appends after its last line (its log after the restart, page cache kept, ends past the LEO its lines
+        their followers logged the answers, or fetched again (an answer with nothing new for the partition
+        leaves it out: incremental fetch sessions); each is the leader's handle_fetch after its last line and the
+        send. Its appends after its last line (its log after the restart, page cache kept, ends past the LEO its lines
         showed): one produce per record, each just before the first of those handlings whose answer holds it,
         else just before the kill. A follower's appends so cut are not restored."""
         placed: dict[tuple, list] = {}
@@ -556,6 +559,19 @@ class Translation:
             at = min(max(sent, cut) + 1, answered - 1)
             self.emit(leader, at, HANDLE_FETCH, where + " (lost to the kill)", {}, tp, replica=f, msg=[f, corr])
             placed.setdefault((leader, tp), []).append((at, end))
+        # fetches sent after the leader's last line and answered (the follower fetched again) with no answer
+        # logged either: an answer with nothing new for the partition leaves it out (incremental fetch sessions)
+        logged = {(f, leader, corr) for f, _tp, (leader, corr), *_ in self.answers}
+        next_send: dict[tuple, int] = {}
+        for us, f, tp, corr, leader, offset in reversed(self.sends_log):
+            later, next_send[(f, tp, leader)] = next_send.get((f, tp, leader)), us
+            if later is None or (f, leader, corr) in self.handled or (f, leader, corr) in logged:
+                continue
+            cut = next((last for last, kill in self.kills.get(leader, []) if last < us < kill and later < kill), None)
+            if cut is not None:
+                at = max(us, cut) + 1
+                self.emit(leader, at, HANDLE_FETCH, "lost to the kill", {}, tp, replica=f, msg=[f, corr])
+                placed.setdefault((leader, tp), []).append((at, offset))
         for n, tp, leo, new, kill in self.cut_logs:
             handled = sorted(placed.get((n, tp), []))
             for o in range(leo, new):
