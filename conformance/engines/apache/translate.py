@@ -741,9 +741,7 @@ class Translation:
         if end <= read_leo and (i == 0 or hw <= marks[i - 1][2]):
             return False
         j = bisect.bisect_left(marks, True, key=lambda m: m[1] >= end and m[2] >= hw)
-        # at that event's own time: emitted last, it follows that event and precedes whatever else was placed
-        # right after it (a read the same append let through, a raise the answer does not show)
-        when = marks[j][0] if j < len(marks) else answered
+        when = marks[j][0] + 1 if j < len(marks) else answered
         if when >= answered:
             self.appended_before(leader, tp, end, answered)
         # after its handling's update (Kafka parks a DelayedFetch once readFromLog returned), strictly before
