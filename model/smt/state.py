@@ -92,6 +92,11 @@ HELD_INTS = ("at1", "lepoch", "off", "be", "cu", "hw", "rstart", "rn", "bad1")
 HELD_BOOLS = ("orphan", "det")
 
 
+def _log_keys(p: str, b: Bounds) -> dict[str, bool]:
+    """A log's slots under ``p``: each offset's leader epoch, record and batch base (Ints)."""
+    return {f"{p}{f}{k}": False for k in range(b.log) for f in ("e", "rec", "base")}
+
+
 def schema(b: Bounds) -> dict[str, bool]:
     """Every key of an encoded state, mapped to True for a Bool and False for an Int."""
     n, keys = b.replicas, {}
@@ -99,8 +104,7 @@ def schema(b: Bounds) -> dict[str, bool]:
         p = f"r{r}."
         keys.update({p + k: False for k in _REPLICA_INTS})
         keys.update({p + k: True for k in _REPLICA_BOOLS})
-        for k in range(b.log):
-            keys.update({f"{p}e{k}": False, f"{p}rec{k}": False, f"{p}base{k}": False})
+        keys.update(_log_keys(p, b))
         for j in range(n):
             keys.update(
                 {
@@ -130,15 +134,13 @@ def schema(b: Bounds) -> dict[str, bool]:
                 if q in ORPHANS:
                     keys[p + "orphan"] = True
                 if q == "fetch_responses":
-                    for k in range(b.log):
-                        keys.update({f"{p}e{k}": False, f"{p}rec{k}": False, f"{p}base{k}": False})
+                    keys.update(_log_keys(p, b))
     if b.held_reads:
         for r in range(n):
             p = f"held{r}."
             keys.update({p + k: False for k in HELD_INTS})
             keys.update({p + k: True for k in HELD_BOOLS})
-            for k in range(b.log):
-                keys.update({f"{p}e{k}": False, f"{p}rec{k}": False, f"{p}base{k}": False})
+            keys.update(_log_keys(p, b))
     keys.update({"now": False, "produced": False, "maxhw": False, "regressed": True})
     keys.update({"h." + c: False for c in HISTORY_COUNTERS})
     for k in range(1, b.records + 1):
