@@ -607,7 +607,7 @@ def _apply_partition_state(nx: Next, r: int, m: dict) -> None:
         if x.b.held_reads:  # remoteReplicasMap cleared: the updates of its held reads reach nothing
             for f in range(n):
                 x.s[f"held{f}.det"] = z3.Or(_held(x, f, "det"), _held(x, f, "at1") == r + 1)
-        _rules(x).make_follower(x, r)
+        _rules(x).new_fetcher(x, r)
 
     def same_epoch(y: Next) -> None:
         y.set_rep(r, pepoch=m["pepoch"], **isr)
