@@ -72,6 +72,19 @@ def test_a_registration_made_by_its_restart_is_never_proposed_as_refused():
     assert run.verdict.kind == "pass" and run.refused == ()
 
 
+def test_a_second_registration_before_the_first_is_applied_is_refused_by_both():
+    """kip-903: registered, the LeaderAndIsr of the registration lost, the broker still starting; the
+    controller accepted it already (broker epoch set), so another register is refused on both sides."""
+    steps = [
+        {"step": "crash", "replica": 1, "kind": "process"},
+        {"step": "restart", "replica": 1},
+        {"step": "register", "replica": 1},
+        {"step": "drop", "message": "leader_and_isr", "replica": 1, "index": 0},
+        {"step": "register", "replica": 1},
+    ]
+    assert run_schedule(Schedule("kip-903", ScheduleConfig(), tuple(steps), name="register-twice")).kind == "pass"
+
+
 def test_no_refused_step_with_a_share_of_zero():
     schedule, _ = random_walk(3, "kip-320", 60, "default", refusals=0.0)
     assert Lockstep.run(schedule).refused == ()
