@@ -5,11 +5,14 @@ ReplicaManager.applyLocalFollowersDelta; docs/steps.md, ``split_become_follower`
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 from isrcheck.conformance.engines.validate.validation import validate_path
 from isrcheck.conformance.engines.validate.views import broker_view, controller_view
+from isrcheck.impl.replication import CRASH_KINDS
+from isrcheck.impl.sim.workload import Workload, sim_config
 from isrcheck.model import ModelConfig, Step, apply, initial_state
 
 PRODUCER, CONTROLLER = 4000, 1000
@@ -92,3 +95,18 @@ def test_the_same_log_without_the_switch_is_refused(tmp_path):
     _log(log, HEAD + [APPEND, REMOVE], split=False)
     verdict, _, _ = validate_path(str(log))
     assert not verdict.explained and verdict.event.step == "handle_fetch_response"
+
+
+def test_a_self_driven_run_with_the_switch_is_explained(tmp_path):
+    """Auto mode replaces a new follower's fetcher in a task of its own, logged as remove_fetcher."""
+    config = dataclasses.replace(sim_config("kip-966", 3), split_become_follower=True)
+    work = Workload(config, 1, True, CRASH_KINDS, str(tmp_path))
+    for _ in range(150):
+        work.step()
+    work.finish()
+    work.events.close()
+    header = json.loads((tmp_path / "controller.jsonl").read_text().splitlines()[0])
+    assert header["config"]["split_become_follower"] is True
+    verdict, events, _ = validate_path(str(tmp_path))
+    assert verdict.explained, verdict.to_json()
+    assert sum(st["step"] == "remove_fetcher" for st in verdict.steps) >= 3
