@@ -69,6 +69,12 @@ def _not_serving(s: State, r: int) -> str | None:
     return f"broker {r} is not registered yet" if rep.unregistered else None
 
 
+def fetcher_tag(rep: Replica) -> tuple:
+    """The (leader, leader epoch) a follower's fetcher fetches under: the partition's, or while it is
+    stale (split_become_follower) the one it had before makeFollower."""
+    return rep.stale_fetcher or (rep.leader, rep.leader_epoch)
+
+
 def _outstanding(cfg, s: State, r: int, rep: Replica) -> bool:
     """A fetch of follower r sent under its current (leader, leader epoch) is still in flight, or
     read and held by that leader (an orphan, sent before r crashed, is no longer its own)."""
@@ -251,6 +257,8 @@ class SendFetch(Action):
         rep = s.replicas[r]
         if not rep.alive:
             return f"broker {r} is down"
+        if rep.stale_fetcher:  # Kafka's old fetcher may send once more; the model leaves that out
+            return f"the fetcher of broker {r} is stale (remove_fetcher replaces it)"
         if rep.leader == -1:
             return f"broker {r} knows no leader"
         if rep.leader == r:
@@ -439,7 +447,10 @@ class ReadFetch(Action):
 
 
 class HandleFetchResponse(Delivery):
-    """ReplicaFetcherThread.processPartitionData, or truncation on the follower (KIP-101/279/320)."""
+    """ReplicaFetcherThread.processPartitionData, or truncation on the follower (KIP-101/279/320).
+    AbstractFetcherThread.processFetchRequest takes an answer against the fetcher's own
+    partitionStates: a stale fetcher (split_become_follower) handles the answer to its old leader
+    under its old fetch state, after makeFollower applied a newer leader epoch."""
 
     name = "handle_fetch_response"
 
@@ -448,8 +459,8 @@ class HandleFetchResponse(Delivery):
 
     def receive(nx, r, resp):
         rep = nx.replicas[r]
-        if resp.leader != rep.leader or resp.leader_epoch != rep.leader_epoch:
-            return  # answers a request of an earlier leadership: discarded
+        if (resp.leader, resp.leader_epoch) != fetcher_tag(rep):
+            return  # answers a request of an earlier fetcher: discarded
         kind = resp.kind
         if kind == "records":
             if resp.bad_batch >= 0:
@@ -525,11 +536,13 @@ def _apply_partition_state(nx: NextState, r: int, rep: Replica, m: LeaderAndIsr)
             pending_isr=None,
             pending_epochs=(),
             truncating_epoch=-1,
+            stale_fetcher=(),  # applyLocalLeadersDelta removes the fetcher first
         )
         rep = maybe_increment_leader_hw(nx, r, rep)
     else:  # Partition.makeFollower
         for record, _offset, _deadline, records in rep.pending_produces:
             nx.produce_out(r, record, records, -1, NOT_LEADER)
+        old_fetcher = fetcher_tag(rep)
         rep = updated(
             rep,
             leader=m.leader,
@@ -546,8 +559,35 @@ def _apply_partition_state(nx: NextState, r: int, rep: Replica, m: LeaderAndIsr)
         )
         if rep.held_reads:  # updateAssignmentAndIsr cleared remoteReplicasMap: their updates reach nothing
             rep = updated(rep, held_reads=tuple(h._replace(detached=True) for h in rep.held_reads))
-        rep = nx.cfg.rules.make_follower(rep)
+        if nx.cfg.split_become_follower:  # the fetcher is replaced later, by remove_fetcher
+            rep = updated(rep, stale_fetcher=old_fetcher)
+        else:
+            rep = nx.cfg.rules.new_fetcher(rep)
     return rep
+
+
+class RemoveFetcher(Action):
+    """The end of ReplicaManager.applyLocalFollowersDelta (split_become_follower): after makeFollower,
+    ReplicaFetcherManager.removeFetcherForPartitions takes the partition from the old fetcher (under
+    its partitionMapLock, so not while it processes an answer) and addFetcherForPartitions starts one
+    for the new leader and leader epoch at the log's initial fetch offset (Kafka before KRaft:
+    ReplicaManager.makeFollowers, which truncated to the HW in between)."""
+
+    name = "remove_fetcher"
+
+    def guard(cfg, s, st):
+        r = st.replica
+        if not cfg.split_become_follower:
+            return "split_become_follower is off: deliver_leader_and_isr replaces the fetcher"
+        if not s.replicas[r].alive:
+            return f"broker {r} is down"
+        if not s.replicas[r].stale_fetcher:
+            return f"the fetcher of broker {r} is not stale"
+        return None
+
+    def effect(nx, st):
+        rep = updated(nx.replicas[st.replica], stale_fetcher=())
+        nx.replicas[st.replica] = nx.cfg.rules.new_fetcher(rep)
 
 
 class ShrinkIsr(Action):
@@ -803,6 +843,7 @@ class Crash(Action):
             or nx.cfg.rules.unclean_shutdown(kind, nx.cfg.unclean_shutdown_detection, rep.broker_epoch >= 0),
             unregistered=False,
             held_reads=(),  # its handler threads die with it: nothing held is answered
+            stale_fetcher=(),  # and its fetcher threads
         )
         # what reached r is gone; what r sent stays on the wire, its requests orphaned
         for field in ("leader_and_isr", "alter_partition_responses", "fetch_responses"):

@@ -28,6 +28,7 @@ READ_FETCH = "read_fetch"
 HANDLE_FETCH = "handle_fetch"
 HANDLE_FETCH_RESPONSE = "handle_fetch_response"
 DELIVER_LEADER_AND_ISR = "deliver_leader_and_isr"
+REMOVE_FETCHER = "remove_fetcher"
 SHRINK_ISR = "shrink_isr"
 EXPAND_ISR = "expand_isr"
 HANDLE_ALTER_PARTITION = "handle_alter_partition"
@@ -251,6 +252,14 @@ STEPS: Mapping[str, StepKind] = {
             queue="leader_and_isr",
             weight=3.0,
             lifecycle=True,
+        ),
+        StepKind(
+            REMOVE_FETCHER,
+            ("replica",),
+            "ReplicaFetcherManager.removeFetcherForPartitions then addFetcherForPartitions: a new follower's "
+            "stale fetcher replaced after makeFollower (split_become_follower)",
+            weight=2.0,
+            config="split_become_follower",
         ),
         StepKind(SHRINK_ISR, ("replica",), "Partition.maybeShrinkIsr (replica.lag.time.max.ms)"),
         StepKind(

@@ -44,6 +44,9 @@ class ScheduleConfig:
     unclean_shutdown_detection: str = "page-cache"  # isrcheck's; "clean-shutdown-file": Apache Kafka 4.x's
     # a leader's fetch handling as read_fetch then handle_fetch (docs/steps.md): Kafka's handler threads
     split_fetch_handling: bool = False
+    # becoming a follower as deliver_leader_and_isr then remove_fetcher (docs/steps.md): Kafka's
+    # applyLocalFollowersDelta runs makeFollower before it replaces the fetcher
+    split_become_follower: bool = False
 
     def __post_init__(self) -> None:
         _check_int("replicas", self.replicas, 1, MAX_REPLICAS)
@@ -58,7 +61,7 @@ class ScheduleConfig:
                 f"expected one of {', '.join(UNCLEAN_SHUTDOWN_DETECTIONS)}, "
                 f"got {shown(self.unclean_shutdown_detection)}",
             )
-        for name in ("unclean_leader_election_enable", "split_fetch_handling"):
+        for name in ("unclean_leader_election_enable", "split_fetch_handling", "split_become_follower"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, f"expected true or false, got {shown(getattr(self, name))}")
 
@@ -77,8 +80,8 @@ class ScheduleConfig:
 
     def to_json(self) -> dict:
         """The schedule ``config`` object of this configuration (the unclean shutdown detection and
-        the split fetch handling only where they are not the default, so schedules written before
-        them read and hash the same)."""
+        the split switches only where they are not the default, so schedules written before them
+        read and hash the same)."""
         out = {name: getattr(self, name) for name in ScheduleConfig.__dataclass_fields__}
         for name, default in _LEFT_OUT_AT_DEFAULT:
             if out[name] == default:
@@ -87,7 +90,11 @@ class ScheduleConfig:
 
 
 # config fields a schedule leaves out at their default (added after schedules were pinned)
-_LEFT_OUT_AT_DEFAULT = (("unclean_shutdown_detection", "page-cache"), ("split_fetch_handling", False))
+_LEFT_OUT_AT_DEFAULT = (
+    ("unclean_shutdown_detection", "page-cache"),
+    ("split_fetch_handling", False),
+    ("split_become_follower", False),
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,6 +49,7 @@ from .alphabet import (
     READ_FETCH,
     REGISTER,
     REJOIN,
+    REMOVE_FETCHER,
     RESTART,
     SEND_FETCH,
     SHRINK_ISR,
@@ -143,6 +144,7 @@ class Context(NamedTuple):
     split: bool = False  # restart starts the broker, register registers it (kip-903 on)
     committed: bool = False  # KRaft's partition state: one AlterPartition awaits its answer (kip-903 on)
     held: bool = False  # split_fetch_handling: a leader holds its reads of follower Fetches (read_fetch)
+    stale: bool = False  # split_become_follower: a new follower keeps its old fetcher until remove_fetcher
 
 
 def context(config, scope) -> Context:
@@ -163,6 +165,7 @@ def context(config, scope) -> Context:
         config.rules.start_before_registration,
         config.rules.committed_partition_state,
         config.split_fetch_handling,
+        config.split_become_follower,
     )
 
 
@@ -210,6 +213,8 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
         return L.rep_all[b] | q["fetch_responses"][b]
     if name == DELIVER_LEADER_AND_ISR:
         return q["leader_and_isr"][b] | L.rep_all[b] | L.now
+    if name == REMOVE_FETCHER:
+        return L.rep_all[b]
     if name in (SHRINK_ISR, EXPAND_ISR):  # the AlterPartitions it awaits answers of (kip-903 on)
         return (
             L.rep_all[b] | L.now | q["alter_partition"][b] | (q["alter_partition_responses"][b] if ctx.committed else 0)
@@ -393,6 +398,8 @@ def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
             return L.rep[b]["leader"], 0
         return L.fields(b, "isr") | L.hist["records_produced"], 0  # acks=all below min ISR, or records
     if name == SEND_FETCH:
+        if rep.stale_fetcher:  # enabled once remove_fetcher or a crash replaced it
+            return L.rep[b]["stale_fetcher"], 0
         if rep.leader < 0 or rep.leader == b:
             return L.rep[b]["leader"], 0
         own = L.fields(b, "leader", "leader_epoch")
@@ -412,6 +419,8 @@ def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
         return reads(ctx, g, s), 0  # its destination, what it would answer, a read of b's held
     if name == HANDLE_FETCH_RESPONSE:
         return 0, q["fetch_responses"][b]
+    if name == REMOVE_FETCHER:
+        return (L.fields(b, "alive", "stale_fetcher") if ctx.stale else 0), 0  # off: never enabled
     if name == DELIVER_LEADER_AND_ISR:
         if not s.leader_and_isr[b]:
             return 0, q["leader_and_isr"][b]
@@ -522,6 +531,8 @@ def writes(ctx: Context, g: tuple) -> int:
         return m | q["fetch_requests"][b] | L.field("held_reads", others)
     if name == HANDLE_FETCH_RESPONSE:
         return m | q["fetch_responses"][b] | L.fields(b, *_FOLLOWER_WRITES)
+    if name == REMOVE_FETCHER:  # the new fetcher's state; hw-truncation truncates to the HW
+        return m | L.fields(b, "stale_fetcher", *_FOLLOWER_WRITES)
     if name == DELIVER_LEADER_AND_ISR:
         return (
             m
@@ -567,6 +578,7 @@ def writes(ctx: Context, g: tuple) -> int:
         return (
             m
             | (L.field("held_reads") if ctx.held else 0)
+            | (L.rep[b]["stale_fetcher"] if ctx.stale else 0)
             | L.fields(b, *_CRASH_WRITES)
             | _own_queues(ctx, b)
             | _fetch_queues(ctx)

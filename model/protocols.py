@@ -45,8 +45,9 @@ class Protocol:
     # DefaultAlterPartitionManager holds one AlterPartition per partition until it is answered
     committed_partition_state = False
 
-    def make_follower(self, rep: Replica) -> Replica:
-        """ReplicaManager.makeFollowers before KIP-101: truncate the log to the local HW."""
+    def new_fetcher(self, rep: Replica) -> Replica:
+        """The fetcher a new follower starts (ReplicaFetcherManager.addFetcherForPartitions), before
+        KIP-101: ReplicaManager.makeFollowers first truncates the log to the local HW."""
         rep = truncate_to(rep, rep.hw)
         return rep if rep.truncating_epoch == -1 else updated(rep, truncating_epoch=-1)
 
@@ -120,7 +121,7 @@ class Kip101(Protocol):
     uses_epoch_queries = True
     follows_leaderless = True
 
-    def make_follower(self, rep: Replica) -> Replica:
+    def new_fetcher(self, rep: Replica) -> Replica:
         """KIP-101: no truncation to HW; the fetcher first asks the leader about its latest epoch."""
         return updated(rep, truncating_epoch=latest_epoch(rep.log))
 
@@ -162,7 +163,7 @@ class Kip320(Kip279):
     name = "kip-320"
     uses_epoch_queries = False
 
-    def make_follower(self, rep: Replica) -> Replica:
+    def new_fetcher(self, rep: Replica) -> Replica:
         """KIP-320: the follower keeps its log and lets the first Fetch detect divergence."""
         return rep if rep.truncating_epoch == -1 else updated(rep, truncating_epoch=-1)
 

@@ -83,9 +83,12 @@ class Replica(NamedTuple):
     unregistered: bool = False
     # leader (split_fetch_handling): the follower Fetches it read and has yet to update from and answer
     held_reads: tuple = ()  # HeldRead, ... by follower
+    # follower (split_become_follower): the (leader, leader epoch) of the fetcher it kept on becoming a
+    # follower in a newer leader epoch, until remove_fetcher replaces it; () none
+    stale_fetcher: tuple = ()
 
     def __repr__(self) -> str:
-        return _repr_without(self, "bad_batch", -1, unregistered=False, held_reads=())
+        return _repr_without(self, "bad_batch", -1, unregistered=False, held_reads=(), stale_fetcher=())
 
 
 class Controller(NamedTuple):
@@ -366,6 +369,7 @@ def permuted(s: State, perm: tuple) -> State:
                 remote_broker_epoch=per(r.remote_broker_epoch),
                 pending_epochs=epochs,
                 held_reads=tuple(sorted(h._replace(follower=perm[h.follower]) for h in r.held_reads)),
+                stale_fetcher=(one(r.stale_fetcher[0]), r.stale_fetcher[1]) if r.stale_fetcher else (),
             )
         )
     c = s.controller

@@ -26,6 +26,7 @@ _OPTION = {
     "replica_lag_time_max_ticks": "--lag-ticks",
     "unclean_leader_election_enable": "--unclean-election",
     "split_fetch_handling": "--split-fetch-handling",
+    "split_become_follower": "--split-become-follower",
 }
 
 
@@ -129,6 +130,12 @@ def add_scope_arguments(parser: argparse.ArgumentParser, default: Scope, protoco
         help="a leader's fetch handling as two steps, read_fetch then handle_fetch, other steps between "
         "them (docs/steps.md; needs --no-fetch-rounds)",
     )
+    parser.add_argument(
+        "--split-become-follower",
+        action="store_true",
+        help="becoming a follower as two steps, deliver_leader_and_isr then remove_fetcher, the old "
+        "fetcher handling its old leader's answer between them (docs/steps.md)",
+    )
     scope = parser.add_argument_group("scope bounds")
     for name, help_text in (
         ("max-records", "produce steps"),
@@ -207,6 +214,7 @@ def config_and_scope(args) -> tuple[ModelConfig, Scope]:
             replica_lag_time_max_ticks=args.lag_ticks,
             flush_messages=args.flush_messages,
             split_fetch_handling=args.split_fetch_handling,
+            split_become_follower=args.split_become_follower,
         )
         scope = Scope(
             max_records=args.max_records,

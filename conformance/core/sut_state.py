@@ -130,7 +130,7 @@ SCHEMA = {
 # fields an object may leave out, with the value that means (a damaged batch and an orphan are
 # rare: -1 none, false)
 OPTIONAL = {
-    "replica": {"bad_batch": -1, "unregistered": False, "held_reads": ()},
+    "replica": {"bad_batch": -1, "unregistered": False, "held_reads": (), "stale_fetcher": ()},
     "fetch_request": {"orphan": False},
     "fetch_response": {"bad_batch": -1},
     "leader_and_isr": {"registration": False},
@@ -155,9 +155,12 @@ def _held_reads(v, where):
     return tuple(_object("held_read", h, f"{where}[{k}]", HELD_READ) for k, h in enumerate(_list(v, where)))
 
 
-_CHECKS = {False: _bool, (): _held_reads}
+# the check of an optional field: by its name, else by its default's type
+_CHECKS = {"held_reads": _held_reads, "stale_fetcher": _ints}
 for _kind, _fields in OPTIONAL.items():
-    SCHEMA[_kind].update({name: _CHECKS.get(default, _int) for name, default in _fields.items()})
+    SCHEMA[_kind].update(
+        {name: _CHECKS.get(name, _bool if default is False else _int) for name, default in _fields.items()}
+    )
 # the model type each object of the report becomes (a test holds SCHEMA to their fields)
 TYPES = {"replica": Replica, "controller": Controller, **MESSAGE_TYPES}
 

@@ -198,8 +198,8 @@ class Broker:
         """Join a newly created cluster: registered already, the partition (if any) just created."""
         self.replica_manager.registered(broker_epoch)
         self._write_running_file()
-        if state is not None:
-            self.replica_manager.apply_leader_and_isr(state)
+        if state is not None:  # docs/steps.md's initial state: every follower's fetcher in place
+            self.replica_manager.apply_leader_and_isr(state, split=False)
         self._start_heartbeats()
 
     def replay_metadata(self, states) -> None:

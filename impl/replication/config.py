@@ -14,7 +14,7 @@ class InvalidConfigError(ValueError):
 
 
 UNCLEAN_SHUTDOWN_DETECTIONS = ("page-cache", "clean-shutdown-file")
-_FLAGS = ("unclean_leader_election_enable", "split_fetch_handling")  # the boolean settings
+_FLAGS = ("unclean_leader_election_enable", "split_fetch_handling", "split_become_follower")  # the boolean settings
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,9 @@ class ClusterConfig:
     # a leader's fetch handling as two steps, read_fetch then handle_fetch (step mode; Kafka's
     # fetchRecords reads, releases the partition's lock, then updates the follower's state)
     split_fetch_handling: bool = False
+    # becoming a follower as two steps, deliver_leader_and_isr then remove_fetcher (Kafka's
+    # applyLocalFollowersDelta runs makeFollower, then replaces the fetcher)
+    split_become_follower: bool = False
 
     replica_fetch_backoff_ms: int = 5  # a follower's pause after an empty or failed fetch
     replica_fetch_wait_max_ms: int = 0  # 0: a fetch with nothing new is answered at once (no long poll)

@@ -4,7 +4,9 @@ Per protocol variant: before KIP-101 a new follower simply fetches (it already t
 HW); KIP-101 and KIP-279 first ask OffsetsForLeaderEpoch (state *truncating*), KIP-279 walking
 back epoch by epoch until leader and follower agree; KIP-320 fetches at once with its last fetched
 epoch and truncates when the leader answers with a diverging epoch. At most one request is
-outstanding; a response is used only if it answers the request of the current (leader, epoch).
+outstanding; a response is used only if it answers the request of the fetcher's (leader, epoch):
+the partition's, or while the fetcher is stale (split_become_follower: the partition became a
+follower in a newer leader epoch and the fetcher is not yet replaced) the one it had before.
 
 ``send`` is the only way a request goes out: the simulation calls it per step in step mode, and the
 fetcher's own poll timer calls it in auto mode.
@@ -49,6 +51,9 @@ class ReplicaFetcher:
         self.truncating_epoch = FETCHING  # KIP-101/KIP-279: the epoch to ask the leader about next
         self.outstanding: int | None = None  # correlation id of the request in flight
         self.sent_under: tuple[int, int] = (-1, -1)  # (leader, leader epoch) it was sent under
+        # split_become_follower: the (leader, leader epoch) it kept when the partition became a
+        # follower in a newer leader epoch, until ``reset`` replaces it (removeFetcherForPartitions)
+        self.stale: tuple[int, int] | None = None
         self._poll: Timer | None = None
         self._timeout: Timer | None = None  # auto mode: the outstanding request's socket timeout
         self.events = None  # an EventLog when the run logs its events
@@ -56,14 +61,31 @@ class ReplicaFetcher:
     @property
     def can_send(self) -> bool:
         p = self.partition
-        return p.leader >= 0 and p.leader != p.broker_id and self.outstanding is None
+        return p.leader >= 0 and p.leader != p.broker_id and self.outstanding is None and self.stale is None
+
+    @property
+    def tag(self) -> tuple[int, int]:
+        """The (leader, leader epoch) it fetches under."""
+        return self.stale or (self.partition.leader, self.partition.leader_epoch)
+
+    def keep_stale(self, tag: tuple[int, int]) -> None:
+        """The partition became a follower in a newer leader epoch and this fetcher stays as it was,
+        under ``tag``, until ``reset`` (Kafka's applyLocalFollowersDelta replaces fetchers after
+        makeFollower); one stale already keeps its own."""
+        if self.stale is None:
+            self.stale = tag
 
     def reset(self) -> None:
-        """A new leader epoch (makeFollower): forget the old request, choose how to start."""
+        """A new leader epoch (makeFollower), or the stale fetcher replaced: pre-0.11 truncates to
+        the HW (ReplicaManager.makeFollowers, after removeFetcherForPartitions), the old request is
+        forgotten, and the fetch state chosen (addFetcherForPartitions)."""
+        p = self.partition
+        if p.variant.truncate_to_hw:
+            p.truncate_to(p.high_watermark)
+        self.stale = None
         if self.outstanding is not None:
             self.endpoint.forget(self.outstanding)
             self.outstanding = None
-        p = self.partition
         if p.variant.offsets_for_leader_epoch and p.log.log_end_offset > 0:
             self.truncating_epoch = p.log.latest_epoch
         else:
@@ -72,7 +94,8 @@ class ReplicaFetcher:
             self._schedule(0)
 
     def stop(self) -> None:
-        """Became leader: no more fetching."""
+        """Became leader: no more fetching (a stale fetcher too)."""
+        self.stale = None
         if self.outstanding is not None:
             self.endpoint.forget(self.outstanding)
             self.outstanding = None
@@ -157,9 +180,10 @@ class ReplicaFetcher:
 
     # -- responses ----------------------------------------------------------------------------
     def _current(self) -> bool:
-        p = self.partition
+        """An answer to this fetcher's request (AbstractFetcherThread.processFetchRequest checks it
+        against the fetcher's own partitionStates, not the Partition)."""
         self.outstanding = None
-        return self.sent_under == (p.leader, p.leader_epoch) and not p.is_leader
+        return self.sent_under == self.tag and not self.partition.is_leader
 
     def _on_epoch_end(self, resp: OffsetForLeaderEpochResponse | None) -> None:
         """OffsetsForLeaderEpoch answer: truncate to where the logs agree (KIP-101 / KIP-279)."""

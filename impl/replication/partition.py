@@ -177,14 +177,13 @@ class Partition:
         self.maybe_increment_leader_hw()
 
     def make_follower(self) -> None:
-        """Partition.makeFollower: parked produces fail; pre-0.11 truncates to the HW at once."""
+        """Partition.makeFollower: parked produces fail (pre-0.11's truncation to the HW comes with the
+        new fetcher: ReplicaFetcher.reset)."""
         self.epoch_start_offset = -1
         self.followers = {}
         self.pending_isr, self.pending_isr_epochs = None, ()
         self.purgatory.fail_all(Errors.NOT_LEADER_OR_FOLLOWER)
         self._event("follower", self.leader, self.leader_epoch)
-        if self.variant.truncate_to_hw:
-            self.truncate_to(self.high_watermark)
 
     # -- leader -------------------------------------------------------------------------------
     def append_records_to_leader(self, records: Sequence[tuple[bytes | None, bytes]]) -> LogAppendInfo:

@@ -484,15 +484,36 @@ class ReplicaManager:
         self.fetch_purgatory.check()  # after the event: the fetches it answers come after it
         return None
 
-    def apply_leader_and_isr(self, req: LeaderAndIsrRequest, check_fetches: bool = True) -> None:
+    def apply_leader_and_isr(self, req: LeaderAndIsrRequest, check_fetches: bool = True, split: bool = True) -> None:
+        """Apply a partition state (makeLeader or makeFollower, then the fetcher). With
+        split_become_follower and ``split`` (not a new cluster's bootstrap) a new follower's fetcher
+        is left stale for ``remove_fetcher``: Kafka's applyLocalFollowersDelta runs makeFollower,
+        then replaces the fetcher."""
         if req.partition in self.deleted:
             return  # a late state of a partition whose topic is gone
         p = self.get_or_create_partition(req.partition, req.topic, req.index, req.min_insync_replicas)
         fetcher = self.fetchers[req.partition]
+        tag = fetcher.tag
         if p.apply_leader_and_isr(req, fetcher.stop) == "follower":
-            fetcher.reset()
+            if split and self.config.split_become_follower:
+                fetcher.keep_stale(tag)
+                if self.auto:  # the rest of applyLocalFollowersDelta, after what is queued now
+                    self.scheduler.schedule(0, lambda: self.remove_fetcher(req.partition))
+            else:
+                fetcher.reset()
         if check_fetches:
             self.fetch_purgatory.check()  # parked fetches of a partition no longer led answer at once
+
+    def remove_fetcher(self, partition: int) -> str | None:
+        """ReplicaFetcherManager.removeFetcherForPartitions then addFetcherForPartitions for a new
+        follower's stale fetcher (split_become_follower); the reason when it has none."""
+        fetcher = self.fetchers.get(partition)
+        if fetcher is None or fetcher.stale is None:
+            return f"the fetcher of broker {self.broker_id} is not stale"
+        fetcher.reset()
+        if self.events is not None:
+            self.events.broker(self.partitions[partition], "remove_fetcher", {"replica": self.broker_id})
+        return None
 
     def stop_partition(self, req: LeaderAndIsrRequest) -> None:
         """The partition's topic was deleted: its fetcher stops, parked produces and fetches are

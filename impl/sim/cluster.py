@@ -16,6 +16,7 @@ call; an impossible step raises ``ClusterError`` (with ``reason``) and changes n
     handle_fetch(follower)                = deliver("fetch_request", follower), or completes a read
     handle_fetch_response(follower)       = deliver("fetch_response", follower)
     deliver_leader_and_isr(broker, index) = deliver("leader_and_isr", broker, index)
+    remove_fetcher(broker)                # split_become_follower: a new follower's stale fetcher replaced
     handle_alter_partition(leader)        = deliver("alter_partition", leader)
     handle_alter_partition_response(leader) = deliver("alter_partition_response", leader)
     drop(kind, replica, index=0)
@@ -136,6 +137,8 @@ class Cluster:
             raise ClusterError(f"max_batches must be an integer >= 0, got {max_batches!r}")
         b = self._need_alive(follower)
         p, fetcher = b.partition, b.replica_manager.fetcher
+        if fetcher.stale is not None:  # Kafka's old fetcher thread might send once more: left out
+            raise ClusterError(f"the fetcher of broker {follower} is stale (remove_fetcher replaces it)")
         if p.leader < 0:
             raise ClusterError(f"broker {follower} knows no leader")
         if p.leader == follower:
@@ -212,6 +215,20 @@ class Cluster:
 
     def deliver_leader_and_isr(self, broker: int, index: int = 0) -> None:
         self.deliver("leader_and_isr", broker, index)
+
+    def remove_fetcher(self, broker: int) -> None:
+        """``broker`` replaces the fetcher it kept on becoming a follower in a newer leader epoch
+        (split_become_follower: Kafka's removeFetcherForPartitions, then addFetcherForPartitions)."""
+        if not self.world.config.split_become_follower:
+            raise ClusterError("split_become_follower is off: deliver_leader_and_isr replaces the fetcher")
+        b = self.world.brokers[broker]
+        if not b.alive:
+            raise ClusterError(f"broker {broker} is down")
+        reason = b.replica_manager.remove_fetcher(b.partition.partition_id)
+        if reason is not None:
+            raise ClusterError(reason)
+        self.world.trace_event("remove_fetcher", broker)
+        self._settle()
 
     def handle_alter_partition(self, leader: int) -> None:
         self.deliver("alter_partition", leader)
@@ -331,7 +348,8 @@ class Cluster:
         out first. The broker serves once it applied the LeaderAndIsr of its registration
         (``deliver_leader_and_isr``)."""
         b = self._need_alive(broker)
-        if not b.replica_manager.starting:
+        # accepted already, though the LeaderAndIsr of it may not be applied yet (starting still)
+        if not b.replica_manager.starting or b.broker_epoch >= 0:
             raise ClusterError(f"broker {broker} is registered")
         self.world.controller.expire_session(broker)
         self.world.trace_event("register", broker)

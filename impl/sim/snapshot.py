@@ -91,6 +91,8 @@ class BrokerSnapshot:
     unregistered: bool = field(default=False, repr=False)
     # split_fetch_handling: the follower Fetches it read and has yet to complete (left out of the repr as above)
     held_reads: tuple[HeldFetchView, ...] = field(default=(), repr=False)
+    # split_become_follower: the (leader, leader epoch) of its stale fetcher, () none (left out as above)
+    stale_fetcher: tuple[int, ...] = field(default=(), repr=False)
 
     @property
     def log_end_offset(self) -> int:
@@ -212,12 +214,15 @@ def broker_snapshot(b: Broker, replicas: int, view: LogView) -> BrokerSnapshot:
         b.replica_manager.starting and b.broker_epoch < 0 and b.previous_broker_epoch < 0,
         b.replica_manager.starting,
         tuple(_held_view(h) for _, h in sorted(b.replica_manager.held_fetches.items())),
+        fetcher.stale or (),
     )
     last_fields, last = view.last
     if fields == last_fields:
         return last
     pending = tuple(PendingProduce(*op) for op in fields[14])
-    snap = BrokerSnapshot(*fields[:14], pending, *fields[15:-2], unregistered=fields[-2], held_reads=fields[-1])
+    snap = BrokerSnapshot(
+        *fields[:14], pending, *fields[15:-3], unregistered=fields[-3], held_reads=fields[-2], stale_fetcher=fields[-1]
+    )
     view.last = (fields, snap)
     return snap
 

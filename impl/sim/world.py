@@ -138,6 +138,7 @@ class SimWorld:
             durable=durable,
             unregistered=False,
             held_reads=(),  # its handlings die with it
+            stale_fetcher=(),  # and its fetchers
         )
         if kind == "clean":
             b.shutdown()

@@ -25,6 +25,7 @@ CONFIG_FIELDS = (
     "flush_messages",
     "unclean_shutdown_detection",
     "split_fetch_handling",
+    "split_become_follower",
 )
 
 
@@ -52,6 +53,7 @@ def cluster_config(protocol: str, config: dict) -> ClusterConfig:
         flush_messages=config.get("flush_messages", defaults.flush_messages),
         unclean_shutdown_detection=config.get("unclean_shutdown_detection", defaults.unclean_shutdown_detection),
         split_fetch_handling=config.get("split_fetch_handling", defaults.split_fetch_handling),
+        split_become_follower=config.get("split_become_follower", defaults.split_become_follower),
     )
 
 

@@ -56,6 +56,7 @@ def replica_fields(b, tag_epoch: Callable[[object], int] | None = None) -> dict:
         **({"bad_batch": b.bad_batch} if b.bad_batch >= 0 else {}),
         **({"unregistered": True} if b.unregistered else {}),
         **({"held_reads": tuple(_held(h, tag_epoch) for h in b.held_reads)} if b.held_reads else {}),
+        **({"stale_fetcher": tuple(b.stale_fetcher)} if b.stale_fetcher else {}),
     }  # optional: -1, false and none when left out
 
 

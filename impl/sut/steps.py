@@ -36,6 +36,7 @@ STEPS: dict[str, tuple[str, ...]] = {
     "handle_fetch": ("replica",),
     "handle_fetch_response": ("replica",),
     "deliver_leader_and_isr": ("replica", "index"),
+    "remove_fetcher": ("replica",),
     "shrink_isr": ("replica",),
     "expand_isr": ("replica", "follower"),
     "handle_alter_partition": ("replica",),

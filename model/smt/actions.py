@@ -292,10 +292,25 @@ def _split(nx: Next) -> bool:
     return nx.cfg.split_fetch_handling and nx.b.held_reads
 
 
+def _stale(nx: Next) -> bool:
+    """Whether the encoded model keeps a new follower's fetcher stale (split_become_follower)."""
+    return nx.cfg.split_become_follower and nx.b.stale_fetcher
+
+
+def _fetcher_tag(nx: Next, r: int) -> tuple:
+    """The (leader, leader epoch) r's fetcher fetches under: its stale one's, else the partition's."""
+    leader, epoch = nx.rep(r, "leader"), nx.rep(r, "lepoch")
+    if not nx.b.stale_fetcher:
+        return leader, epoch
+    stale = nx.rep(r, "stale")
+    return z3.If(stale, nx.rep(r, "sfl"), leader), z3.If(stale, nx.rep(r, "sfe"), epoch)
+
+
 def guard_send_fetch(nx: Next, st: Step):
     r = st.replica
     leader = nx.rep(r, "leader")
-    return z3.And(nx.rep(r, "alive"), leader != -1, leader != r, _not(_outstanding(nx, r)))
+    fresh = _not(nx.rep(r, "stale")) if nx.b.stale_fetcher else True  # a stale fetcher sends nothing
+    return z3.And(nx.rep(r, "alive"), fresh, leader != -1, leader != r, _not(_outstanding(nx, r)))
 
 
 def effect_send_fetch(nx: Next, st: Step) -> None:
@@ -539,7 +554,8 @@ def effect_handle_fetch_response(nx: Next, st: Step) -> None:
             ),
         )
 
-    nx.branch(z3.And(resp["leader"] == nx.rep(r, "leader"), resp["lepoch"] == nx.rep(r, "lepoch")), by_kind)
+    leader, epoch = _fetcher_tag(nx, r)  # an answer to another fetcher's request is discarded
+    nx.branch(z3.And(resp["leader"] == leader, resp["lepoch"] == epoch), by_kind)
 
 
 # -- partition state: LeaderAndIsr and the ISR ------------------------------------------------------------
@@ -589,11 +605,14 @@ def _apply_partition_state(nx: Next, r: int, m: dict) -> None:
             **neutral,
             **{f"lcu{j}": z3.If(m[f"isr{j}"], x["now"], 0) for j in range(n)},
         )
+        if x.b.stale_fetcher:  # the fetcher removed first, a stale one too
+            x.set_rep(r, **_NO_STALE_FETCHER)
         maybe_increment_leader_hw(x, r)
 
     def make_follower(x: Next) -> None:
         for k in range(1, x.b.records + 1):
             _clear_pending(x, r, k)
+        old_fetcher = _fetcher_tag(x, r)
         x.set_rep(
             r,
             leader=m["leader"],
@@ -607,7 +626,10 @@ def _apply_partition_state(nx: Next, r: int, m: dict) -> None:
         if x.b.held_reads:  # remoteReplicasMap cleared: the updates of its held reads reach nothing
             for f in range(n):
                 x.s[f"held{f}.det"] = z3.Or(_held(x, f, "det"), _held(x, f, "at1") == r + 1)
-        _rules(x).make_follower(x, r)
+        if _stale(x):  # the fetcher replaced later, by remove_fetcher
+            x.set_rep(r, stale=z3.BoolVal(True), sfl=old_fetcher[0], sfe=old_fetcher[1])
+        else:
+            _rules(x).new_fetcher(x, r)
 
     def same_epoch(y: Next) -> None:
         y.set_rep(r, pepoch=m["pepoch"], **isr)
@@ -623,6 +645,22 @@ def _apply_partition_state(nx: Next, r: int, m: dict) -> None:
         same_epoch,
         lambda y: y.branch(m["leader"] == r, make_leader, make_follower),
     )
+
+
+_NO_STALE_FETCHER = {"stale": z3.BoolVal(False), "sfl": z3.IntVal(0), "sfe": z3.IntVal(0)}
+
+
+def guard_remove_fetcher(nx: Next, st: Step):
+    if not _stale(nx):
+        return z3.BoolVal(False)
+    return z3.And(nx.rep(st.replica, "alive"), nx.rep(st.replica, "stale"))
+
+
+def effect_remove_fetcher(nx: Next, st: Step) -> None:
+    if not nx.b.stale_fetcher:
+        return
+    nx.set_rep(st.replica, **_NO_STALE_FETCHER)
+    _rules(nx).new_fetcher(nx, st.replica)
 
 
 def _lagging(nx: Next, r: int) -> list:
@@ -834,6 +872,7 @@ def effect_crash(nx: Next, st: Step) -> None:
             ),
         ),
         unreg=z3.BoolVal(False),
+        **(_NO_STALE_FETCHER if nx.b.stale_fetcher else {}),  # its fetchers die with it
     )
     # what reached r is gone; what r sent stays on the wire, its requests orphaned
     for q in ("leader_and_isr", "alter_partition_responses", "fetch_responses"):

@@ -75,6 +75,7 @@ def bounds_for(config: ModelConfig, scope: Scope, leader_and_isr: int = 4) -> Bo
         fetch_responses=fetch,
         leader_and_isr=leader_and_isr,
         held_reads=config.split_fetch_handling,
+        stale_fetcher=config.split_become_follower,
     )
 
 

@@ -21,8 +21,9 @@ class Protocol:
     uses_epoch_queries = False
     follows_leaderless = False
 
-    def make_follower(self, nx: Next, r: int) -> None:
-        """ReplicaManager.makeFollowers before KIP-101: truncate the log to the local HW."""
+    def new_fetcher(self, nx: Next, r: int) -> None:
+        """The fetcher a new follower starts (addFetcherForPartitions); before KIP-101 makeFollowers
+        first truncates the log to the local HW."""
         nx.truncate_to(r, nx.rep(r, "hw"))
         nx.set_rep(r, trunc=z3.IntVal(-1))
 
@@ -101,7 +102,7 @@ class Kip101(Protocol):
     uses_epoch_queries = True
     follows_leaderless = True
 
-    def make_follower(self, nx: Next, r: int) -> None:
+    def new_fetcher(self, nx: Next, r: int) -> None:
         nx.set_rep(r, trunc=nx.latest_epoch(f"r{r}."))
 
     def answer_epoch_query(self, nx: Next, p: str, epoch) -> tuple:
@@ -153,7 +154,7 @@ class Kip320(Kip279):
     name = "kip-320"
     uses_epoch_queries = False
 
-    def make_follower(self, nx: Next, r: int) -> None:
+    def new_fetcher(self, nx: Next, r: int) -> None:
         nx.set_rep(r, trunc=z3.IntVal(-1))
 
     def check_fetch(self, nx: Next, d: int, req: dict):

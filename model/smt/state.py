@@ -66,6 +66,7 @@ class Bounds:
     alter_partition: int = 2
     alter_partition_responses: int = 2
     held_reads: bool = False  # a slot per follower for the read its leader holds (split_fetch_handling)
+    stale_fetcher: bool = False  # per replica its stale fetcher's tag (split_become_follower)
 
     def capacity(self, field: str) -> int:
         return getattr(self, field)
@@ -90,6 +91,8 @@ HISTORY_COUNTERS = COUNTERS  # the fault counters (alphabet.FAULTS), in History'
 # holder + 1 (0 none), the read's fields, its records as a fetch response's (``rstart``, ``rn``, ``e<k>``...)
 HELD_INTS = ("at1", "lepoch", "off", "be", "cu", "hw", "rstart", "rn", "bad1")
 HELD_BOOLS = ("orphan", "det")
+# a replica's stale fetcher (split_become_follower): ``stale`` and its (leader, leader epoch), 0s when none
+STALE_KEYS = {"stale": True, "sfl": False, "sfe": False}
 
 
 def _log_keys(p: str, b: Bounds) -> dict[str, bool]:
@@ -104,6 +107,8 @@ def schema(b: Bounds) -> dict[str, bool]:
         p = f"r{r}."
         keys.update({p + k: False for k in _REPLICA_INTS})
         keys.update({p + k: True for k in _REPLICA_BOOLS})
+        if b.stale_fetcher:
+            keys.update({p + k: is_bool for k, is_bool in STALE_KEYS.items()})
         keys.update(_log_keys(p, b))
         for j in range(n):
             keys.update(
@@ -206,6 +211,11 @@ def embed(b: Bounds, s: State) -> dict:
                 p + "bad": rep.bad_batch,
             }
         )
+        if b.stale_fetcher:
+            tag = rep.stale_fetcher or (0, 0)
+            out.update({p + "stale": bool(rep.stale_fetcher), p + "sfl": tag[0], p + "sfe": tag[1]})
+        elif rep.stale_fetcher:
+            raise OutOfBounds("a stale fetcher (split_become_follower), the encoding holds none")
         _set(out, p + "isr", rep.isr, n)
         _set(out, p + "pisr", rep.pending_isr or (), n)
         _member_epochs(out, p + "pep", rep.pending_isr or (), rep.pending_epochs, n)
@@ -441,6 +451,7 @@ def decode(b: Bounds, v: dict) -> State:
                 bad_batch=v[p + "bad"],
                 unregistered=v[p + "unreg"],
                 held_reads=tuple(held.get(r, ())),
+                stale_fetcher=(v[p + "sfl"], v[p + "sfe"]) if b.stale_fetcher and v[p + "stale"] else (),
                 pending_epochs=tuple(v[f"{p}pep{j}"] for j in _members(v, p + "pisr", n)) if v[p + "pend"] else (),
             )
         )

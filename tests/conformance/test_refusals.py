@@ -29,15 +29,16 @@ def test_refused_steps_are_the_alphabet_minus_the_enabled_ones_and_all_refused()
     on = enabled(cfg, state)
     off = refused_steps(cfg, state, on, disk_faults=True)
     made = {st for st in every_step(cfg.replicas, state) if taken_in_restart(cfg, state, st)}
-    # the kinds the config switches off are proposed neither way (read_fetch: split_fetch_handling)
+    # the kinds the config switches off are proposed neither way (read_fetch: split_fetch_handling,
+    # remove_fetcher: split_become_follower)
     switched_off = {st for st in every_step(cfg.replicas, state) if not configured(cfg, st.kind)}
-    assert switched_off and {st.name for st in switched_off} == {"read_fetch"}
+    assert switched_off and {st.name for st in switched_off} == {"read_fetch", "remove_fetcher"}
     assert (
         made
         and set(on).isdisjoint(off)
         and set(on) | set(off) | made | switched_off == set(every_step(cfg.replicas, state))
     )
-    split = ModelConfig(protocol="kip-320", split_fetch_handling=True)
+    split = ModelConfig(protocol="kip-320", split_fetch_handling=True, split_become_follower=True)
     assert switched_off <= set(refused_steps(split, state, enabled(split, state)))
     # a generator without disk faults proposes none of them, refused or not
     assert set(refused_steps(cfg, state, on)) == {st for st in off if not is_disk_fault(st)}
@@ -70,6 +71,19 @@ def test_a_registration_made_by_its_restart_is_never_proposed_as_refused():
         Schedule(protocol="kip-320", config=ScheduleConfig(), steps=({"step": "register", "replica": 0},))
     )
     assert run.verdict.kind == "pass" and run.refused == ()
+
+
+def test_a_second_registration_before_the_first_is_applied_is_refused_by_both():
+    """kip-903: registered, the LeaderAndIsr of the registration lost, the broker still starting; the
+    controller accepted it already (broker epoch set), so another register is refused on both sides."""
+    steps = [
+        {"step": "crash", "replica": 1, "kind": "process"},
+        {"step": "restart", "replica": 1},
+        {"step": "register", "replica": 1},
+        {"step": "drop", "message": "leader_and_isr", "replica": 1, "index": 0},
+        {"step": "register", "replica": 1},
+    ]
+    assert run_schedule(Schedule("kip-903", ScheduleConfig(), tuple(steps), name="register-twice")).kind == "pass"
 
 
 def test_no_refused_step_with_a_share_of_zero():

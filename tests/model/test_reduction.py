@@ -475,3 +475,28 @@ def test_the_reduced_search_of_the_split_agrees_with_the_unreduced_one():
         SPLIT_SETTINGS,
         Scope(max_records=1, max_epoch=2, max_crashes=0, max_drops=1, max_clock=1, fetch_rounds=False),
     )
+
+
+# the checks above, walked with becoming a follower split (docs/steps.md, split_become_follower)
+STALE_SCOPE = Scope(max_records=1, max_epoch=2, max_crashes=1, max_drops=1, max_leader_moves=1, fetch_rounds=False)
+STALE_SETTINGS = dict(split_become_follower=True)
+
+
+@pytest.mark.parametrize("protocol", ["hw-truncation", "kip-966"])
+def test_footprints_of_the_stale_fetcher_cover_what_each_step_reads_and_changes(protocol):
+    test_footprints_cover_what_each_step_reads_and_changes(protocol, STALE_SETTINGS, STALE_SCOPE)
+
+
+def test_steps_of_the_stale_fetcher_found_independent_commute():
+    test_steps_found_independent_commute("kip-101", STALE_SETTINGS, STALE_SCOPE)
+
+
+@pytest.mark.slow  # over a minute
+def test_a_disabled_group_of_the_stale_fetcher_waits_for_one_of_its_enablers():
+    test_a_disabled_group_waits_for_one_of_its_enablers("kip-966", STALE_SETTINGS, STALE_SCOPE)
+
+
+def test_reduced_sets_of_the_stale_fetcher_are_persistent():
+    test_reduced_sets_are_persistent_and_hide_what_checked_properties_read(
+        "kip-320", STALE_SETTINGS, STALE_SCOPE, ("LogMatching", "NoLostAckedWrite")
+    )

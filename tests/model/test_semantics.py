@@ -311,7 +311,7 @@ def test_every_protocol_variant_is_registered_with_docstrings():
     assert list(PROTOCOLS) == ["hw-truncation", "kip-101", "kip-279", "kip-320", "kip-903", "kip-966"]
     for proto in PROTOCOLS.values():
         for name in (
-            "make_follower",
+            "new_fetcher",
             "check_fetch",
             "in_sync",
             "consume_error",

@@ -37,6 +37,7 @@ from isrcheck.model.alphabet import (
     PRODUCE,
     READ_FETCH,
     REGISTER,
+    REMOVE_FETCHER,
     RESTART,
     SEND_FETCH,
     SHRINK_ISR,
@@ -71,6 +72,8 @@ def header(run: dict, partitions: dict) -> dict:
             "unclean_shutdown_detection": "clean-shutdown-file",
             # Kafka's request handlers read a follower's fetch, then update from it: two steps (docs/validate.md)
             "split_fetch_handling": True,
+            # ReplicaManager.applyDelta makes a follower first and replaces its fetcher after (docs/validate.md)
+            "split_become_follower": True,
         },
         "partitions": partitions,
     }
@@ -126,6 +129,7 @@ class Translation:
         self.append_lines: dict[tuple, list] = {}  # (leader, tp) -> [(end offset, entered, its produce line)]
         self.led_since: dict[tuple, int] = {}  # (broker, tp) -> when its last makeLeader returned
         self.cut_logs: list[tuple] = []  # (leader, tp, LEO its lines showed, LEO after the kill, when killed)
+        self.stale: set[tuple] = set()  # (follower, tp) made follower of a new leader epoch, its old fetcher kept
         self.read_more: dict[int, int] = {}  # id(handling) -> the LEO its read read to, past the one it noted
         self.killed: dict[int, tuple] = {}  # broker -> (when it was killed, the partitions logged since its restart)
         self.last_leo: dict[tuple, tuple] = {}  # (broker, tp) -> (LEO, leader) its last line showed
@@ -316,15 +320,23 @@ class Translation:
                 # the LEO and HW it leads with (a restarted broker's recovered log): a DelayedFetch may answer them
                 self.moved(n, p["tp"], r.us, p["leo"], p["hw"])
                 self.led_since[(n, p["tp"])] = r.us
-            elif self.following.get((n, p["tp"])) != reg["leaderEpoch"]:
-                # a new leader epoch restarts the partition's fetcher (applyLocalFollowersDelta): the fetch
-                # in flight is dropped; an ISR change alone keeps it
-                self.last_send.pop((n, p["tp"]), None)
+            elif (n, p["tp"]) in self.following and self.following[(n, p["tp"])] != reg["leaderEpoch"]:
+                # a new leader epoch (not the partition's first) replaces the partition's fetcher once every
+                # partition of the delta is made a follower (applyLocalFollowersDelta): till then the old one keeps
+                # its fetch in flight
+                self.stale.add((n, p["tp"]))
+            if r.ev == "Partition.makeLeader":
+                self.stale.discard((n, p["tp"]))  # applyLocalLeadersDelta removes the fetcher first
             self.following[(n, p["tp"])] = reg["leaderEpoch"] if r.ev == "Partition.makeFollower" else None
             self.emit(n, r.us, DELIVER_LEADER_AND_ISR, r.where, state, p["tp"], replica=n, message=msg)
+        elif r.ev == "ReplicaManager.applyDelta":  # the agent logs its entry: the delta before it is applied
+            for tp in sorted(tp for b, tp in self.stale if b == n):
+                self.remove_fetcher(n, tp, r.us, r.where)
         elif r.ev == "AbstractFetcherThread.processFetchRequest":
             leader = _fetcher_leader(thread)
             for tp, req in a[0]:
+                if (n, tp) in self.stale:  # the new fetcher sent before applyDelta returned
+                    self.remove_fetcher(n, tp, r.us - 1, r.where)
                 c = self.corr[n] = self.corr.get(n, 0) + 1
                 self.sends.setdefault((n, tp), []).append((c, req["fetchOffset"], leader))
                 self.last_send[(n, tp)] = (leader, c)
@@ -477,6 +489,7 @@ class Translation:
         elif r.ev == "harness.crash":
             if n == self.run["controller"]:
                 return
+            self.stale = {(b, tp) for b, tp in self.stale if b != n}  # a crash clears it
             for manager in (self.apm_held, self.apm_sent, self.apm_answered):  # a new JVM's manager holds nothing
                 manager.pop(n, None)
             if n in self.registered_down:  # it registered, recording nothing: up to the model since (restart)
@@ -518,6 +531,14 @@ class Translation:
                     self.emit(n, r.us, HANDLE_ALTER_PARTITION_RESPONSE, r.where, {}, tp, replica=n)
             held -= sent
             sent.clear()
+
+    def remove_fetcher(self, n: int, tp: str, us: int, where: str) -> None:
+        """Broker ``n``'s old fetcher of ``tp`` replaced (``removeFetcherForPartitions`` then
+        ``addFetcherForPartitions``, after every makeFollower of the delta; no line marks it): taken just before
+        the new fetcher's first send, or the next delta, whichever comes first. Its fetch in flight is dropped."""
+        self.stale.discard((n, tp))
+        self.last_send.pop((n, tp), None)
+        self.emit(n, us, REMOVE_FETCHER, where, {}, tp, replica=n)
 
     def diverged(self, f: int, tp: str, r, p: dict) -> None:
         """Follower ``f`` truncating ``tp`` on an answer that named a diverging epoch (KIP-320), at the first

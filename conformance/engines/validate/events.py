@@ -43,6 +43,7 @@ from isrcheck.model.alphabet import (
     PRODUCE,
     READ_FETCH,
     REGISTER,
+    REMOVE_FETCHER,
     RESTART,
     SEND_FETCH,
     SHRINK_ISR,
@@ -59,6 +60,7 @@ STEP_FIELDS = {
     HANDLE_FETCH: ("replica",),
     HANDLE_FETCH_RESPONSE: ("replica",),
     DELIVER_LEADER_AND_ISR: ("replica", "message"),
+    REMOVE_FETCHER: ("replica",),  # split_become_follower: a new follower's old fetcher replaced
     SHRINK_ISR: ("replica",),
     EXPAND_ISR: ("replica",),
     HANDLE_ALTER_PARTITION: ("replica", "error"),
@@ -164,6 +166,7 @@ def model_config(header: dict, where: str) -> ModelConfig:
             flush_messages=c["flush_messages"],
             unclean_shutdown_detection=c.get("unclean_shutdown_detection", "page-cache"),
             split_fetch_handling=c.get("split_fetch_handling", False),
+            split_become_follower=c.get("split_become_follower", False),
         )
     except KeyError as exc:
         raise UsageError(f"{where}: header: config lacks {exc.args[0]!r}") from None

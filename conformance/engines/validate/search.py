@@ -34,6 +34,7 @@ from isrcheck.model.alphabet import (
     READ_FETCH,
     REGISTER,
     REJOIN,
+    REMOVE_FETCHER,
     RESTART,
     SEND_FETCH,
     SHRINK_ISR,
@@ -66,7 +67,7 @@ CONTROLLER_STEPS = (
 )
 # what a broker up again but not yet registered does, which changes nothing the model keeps
 UNREGISTERED = (PRODUCE, CONSUME, FLUSH, *HALTS, HANDLE_FETCH)
-SAME_NAME = (PRODUCE, CONSUME, SHRINK_ISR, EXPAND_ISR, ELECT, FENCE, FLUSH, CHECKPOINT_HW, LOSE_DISK)
+SAME_NAME = (PRODUCE, CONSUME, SHRINK_ISR, EXPAND_ISR, ELECT, FENCE, FLUSH, CHECKPOINT_HW, LOSE_DISK, REMOVE_FETCHER)
 
 
 def _expand_args(ev: Event) -> dict:

@@ -44,12 +44,15 @@ BOUNDS = Bounds(
 
 # the same, with a slot per follower for the read its leader holds (split_fetch_handling)
 SPLIT_BOUNDS = replace(BOUNDS, held_reads=True)
+# and with a stale fetcher per replica (split_become_follower)
+STALE_BOUNDS = replace(BOUNDS, stale_fetcher=True)
 
 
-def _config(protocol: str, seed: int, split: bool = False) -> ModelConfig:
+def _config(protocol: str, seed: int, split: bool = False, stale: bool = False) -> ModelConfig:
     return ModelConfig(
         protocol=protocol,
         split_fetch_handling=split,
+        split_become_follower=stale,
         replicas=3,
         replica_lag_time_max_ticks=1,
         request_timeout_ticks=2,
@@ -131,14 +134,22 @@ TO_EXPAND = [
 
 
 def drive(
-    protocol: str, seed: int, states: int, taken: int, refused: int, start: list = (), split: bool = False
+    protocol: str,
+    seed: int,
+    states: int,
+    taken: int,
+    refused: int,
+    start: list = (),
+    split: bool = False,
+    stale: bool = False,
 ) -> Counter:
     """Check the steps of ``start``, then walk ``states`` states of a random run; at each, check
     ``taken`` enabled steps and ``refused`` refused ones. Returns (step, outcome) counts; fails at
-    the first mismatch. ``split``: with a leader's fetch handling split (read_fetch, then handle_fetch)."""
+    the first mismatch. ``split``: with a leader's fetch handling split (read_fetch, then handle_fetch);
+    ``stale``: with becoming a follower split (deliver_leader_and_isr, then remove_fetcher)."""
     rng = random.Random(seed)
-    cfg = _config(protocol, seed, split)
-    bounds = SPLIT_BOUNDS if split else BOUNDS
+    cfg = _config(protocol, seed, split, stale)
+    bounds = replace(BOUNDS, held_reads=split, stale_fetcher=stale)
     s = initial_state(cfg)
     seen: Counter = Counter()
     for st in start:
@@ -396,6 +407,7 @@ def test_thousands_of_transitions_of_every_step_kind(protocol):
     for seed, steps in enumerate([*PATHS.values(), PARTIAL, TORN]):
         seen += along(protocol, steps, seed, 3, 2)
     seen += drive(protocol, 7, states=60, taken=3, refused=2, start=SPLIT_PATH, split=True)  # read_fetch
+    seen += drive(protocol, 8, states=60, taken=3, refused=2, start=STALE_PATH, stale=True)  # remove_fetcher
     assert sum(seen.values()) >= 2000
     for name in ENCODED:
         assert seen[name, "agree"] > 0, f"{name} never taken"
@@ -451,6 +463,52 @@ def test_the_split_fetch_handling_agrees(protocol):
         whole, SPLIT_BOUNDS, replay(whole, [{"step": "send_fetch", "replica": 1}]).states[-1], Step("read_fetch", 1)
     )
     assert off.kind == "refused"
+
+
+# follower 1 applies leader 2's epoch with leader 0's answer on its way, appends it with its stale
+# fetcher, replaces the fetcher; leader 0 steps down with a stale fetcher and crashes
+STALE_PATH = [
+    Step("produce", 0, 1),
+    Step("send_fetch", 1),
+    Step("handle_fetch", 1),
+    Step("elect", 2),
+    Step("deliver_leader_and_isr", 1),
+    Step("handle_fetch_response", 1),
+    Step("remove_fetcher", 1),
+    Step("deliver_leader_and_isr", 2),
+    Step("deliver_leader_and_isr", 0),
+    Step("send_fetch", 1),
+    Step("crash", 0, "process"),
+]
+
+
+@pytest.mark.parametrize(
+    "protocol", [pytest.param(p, marks=pytest.mark.slow) for p in ("kip-101", "kip-903")] + ["hw-truncation", "kip-966"]
+)
+def test_the_split_become_follower_agrees(protocol):
+    """With split_become_follower: at every state of a path through a stale fetcher's append, its
+    replacement, a leader stepping down and a crash, the fetcher steps of every broker, taken or
+    refused; then a random run; and remove_fetcher refused with the switch off."""
+    cfg = _config(protocol, 3, stale=True)
+    s, seen = initial_state(cfg), Counter()
+    for st in STALE_PATH + [None]:
+        for r in range(cfg.replicas):
+            for name in ("send_fetch", "handle_fetch_response", "remove_fetcher", "deliver_leader_and_isr"):
+                outcome = check_transition(cfg, STALE_BOUNDS, s, Step(name, r))
+                assert outcome.kind != "mismatch", f"{protocol}: {name} {r} in {s}: {outcome.detail}"
+                seen[name, outcome.kind] += 1
+        if st is not None:
+            s = apply(cfg, s, st)[0]
+    assert seen["remove_fetcher", "agree"] >= 2 and seen["handle_fetch_response", "agree"] >= 2, seen
+    assert len(seen) == 8, seen
+    seen = drive(protocol, seed=3, states=10, taken=3, refused=2, start=STALE_PATH, stale=True)
+    assert seen["remove_fetcher", "agree"] >= 2
+    whole = _config(protocol, 0)
+    off = check_transition(whole, STALE_BOUNDS, replay(whole, MOVED_ON).states[-1], Step("remove_fetcher", 1))
+    assert off.kind == "refused"
+
+
+MOVED_ON = [{"step": "elect", "replica": 2}, {"step": "deliver_leader_and_isr", "replica": 1, "index": 0}]
 
 
 @pytest.mark.parametrize("protocol", ["kip-279", "kip-903", "kip-966"])
