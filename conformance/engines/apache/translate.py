@@ -129,6 +129,7 @@ class Translation:
         self.append_lines: dict[tuple, list] = {}  # (leader, tp) -> [(end offset, entered, its produce line)]
         self.led_since: dict[tuple, int] = {}  # (broker, tp) -> when its last makeLeader returned
         self.cut_logs: list[tuple] = []  # (leader, tp, LEO its lines showed, LEO after the kill, when killed)
+        self.since_restart: dict[int, set] = {}  # broker -> the partitions it applied a LeaderAndIsr of since
         self.stale: set[tuple] = set()  # (follower, tp) made follower of a new leader epoch, its old fetcher kept
         self.read_more: dict[int, int] = {}  # id(handling) -> the LEO its read read to, past the one it noted
         self.killed: dict[int, tuple] = {}  # broker -> (when it was killed, the partitions logged since its restart)
@@ -303,6 +304,7 @@ class Translation:
             self.down.discard(n)
             self.registered_down.discard(n)
             self.emit(n, r.us, RESTART, r.where, {}, replica=n)
+            self.since_restart[n] = set()  # a new process knows no leader epoch: its first makeFollower is new
         if "leo" in p:
             self.cut_appends(n, p)
             self.last_state[(n, p["tp"])] = p
@@ -320,13 +322,15 @@ class Translation:
                 # the LEO and HW it leads with (a restarted broker's recovered log): a DelayedFetch may answer them
                 self.moved(n, p["tp"], r.us, p["leo"], p["hw"])
                 self.led_since[(n, p["tp"])] = r.us
-            elif (n, p["tp"]) in self.following and self.following[(n, p["tp"])] != reg["leaderEpoch"]:
-                # a new leader epoch (not the partition's first) replaces the partition's fetcher once every
+                self.stale.discard((n, p["tp"]))  # applyLocalLeadersDelta removes the fetcher first
+            elif (
+                self.new_to_restart(n, p["tp"])
+                or self.following.get((n, p["tp"]), reg["leaderEpoch"]) != reg["leaderEpoch"]
+            ):
+                # a new leader epoch (to a restarted broker, any) replaces the partition's fetcher once every
                 # partition of the delta is made a follower (applyLocalFollowersDelta): till then the old one keeps
                 # its fetch in flight
                 self.stale.add((n, p["tp"]))
-            if r.ev == "Partition.makeLeader":
-                self.stale.discard((n, p["tp"]))  # applyLocalLeadersDelta removes the fetcher first
             self.following[(n, p["tp"])] = reg["leaderEpoch"] if r.ev == "Partition.makeFollower" else None
             self.emit(n, r.us, DELIVER_LEADER_AND_ISR, r.where, state, p["tp"], replica=n, message=msg)
         elif r.ev == "ReplicaManager.applyDelta":  # the agent logs its entry: the delta before it is applied
@@ -531,6 +535,14 @@ class Translation:
                     self.emit(n, r.us, HANDLE_ALTER_PARTITION_RESPONSE, r.where, {}, tp, replica=n)
             held -= sent
             sent.clear()
+
+    def new_to_restart(self, n: int, tp: str) -> bool:
+        """``tp``'s first LeaderAndIsr since broker ``n`` restarted."""
+        seen = self.since_restart.get(n)
+        if seen is None or tp in seen:
+            return False
+        seen.add(tp)
+        return True
 
     def remove_fetcher(self, n: int, tp: str, us: int, where: str) -> None:
         """Broker ``n``'s old fetcher of ``tp`` replaced (``removeFetcherForPartitions`` then
