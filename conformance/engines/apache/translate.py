@@ -364,7 +364,11 @@ class Translation:
                     self.checkpointed[(n, tp)] = state["hw"]
                     self.emit(n, r.began, CHECKPOINT_HW, r.where, {}, tp, replica=n)
         elif r.ev == "UnifiedLog.truncateTo" and str(thread).startswith("ReplicaFetcherThread"):
-            self.diverged(n, p["tp"], r, p)  # its first line of the truncation: a kill may cut those after
+            # its first line of the truncation (a kill may cut those after), when an answer caused it: a fetcher
+            # also truncates a log without leader epochs to its HW before it fetches (truncateToHighWatermark)
+            sent = self.last_send.get((n, p["tp"]))
+            if sent is not None and self.sent_at.get((n, sent[1]), r.began) < r.began:
+                self.diverged(n, p["tp"], r, p)
         elif r.ev == "AbstractFetcherThread.truncateOnFetchResponse":
             for tp, _answer in a[0] if a else []:
                 self.diverged(n, tp, r, self.last_state.get((n, tp), {}))
@@ -507,6 +511,8 @@ class Translation:
                 self.emit(n, r.us - 1, RESTART, r.where, {}, replica=n)  # its next registration is unclean
             if r.line["kind"] != "clean":
                 self.cut_sends(n, r.where)
+            # its fetches in flight die with it: no answer of a new process is theirs
+            self.last_send = {k: v for k, v in self.last_send.items() if k[0] != n}
             if n not in self.down:  # else a JVM that logged nothing: what the kill before it cut stays pending
                 self.killed.pop(n, None)
                 if r.line["kind"] == "process":  # its page cache survives: a log longer after it than its lines say
