@@ -365,9 +365,14 @@ class Translation:
                     self.emit(n, r.began, CHECKPOINT_HW, r.where, {}, tp, replica=n)
         elif r.ev == "UnifiedLog.truncateTo" and str(thread).startswith("ReplicaFetcherThread"):
             # its first line of the truncation (a kill may cut those after), when an answer caused it: a fetcher
-            # also truncates a log without leader epochs to its HW before it fetches (truncateToHighWatermark)
+            # also truncates a log without leader epochs to its HW before it fetches (truncateToHighWatermark), a new
+            # fetcher too: the answer is one to this fetcher's own fetch
             sent = self.last_send.get((n, p["tp"]))
-            if sent is not None and self.sent_at.get((n, sent[1]), r.began) < r.began:
+            if (
+                sent is not None
+                and sent[0] == _fetcher_leader(thread)
+                and self.sent_at.get((n, sent[1]), r.began) < r.began
+            ):
                 self.diverged(n, p["tp"], r, p)
         elif r.ev == "AbstractFetcherThread.truncateOnFetchResponse":
             for tp, _answer in a[0] if a else []:
