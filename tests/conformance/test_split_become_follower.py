@@ -5,13 +5,11 @@ answer (or replaces itself at once) is a divergence."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
+from split_switches import driver_carries
 
-from isrcheck.conformance import Lockstep, Schedule, SutSpec, random_walk, run_schedule
+from isrcheck.conformance import Lockstep, Schedule, random_walk, run_schedule
 from isrcheck.conformance.core.schedule import ScheduleConfig
-from isrcheck.conformance.core.sut_driver import DriverSut
 from isrcheck.impl.replication.fetcher import ReplicaFetcher
 
 PROTOCOLS = ("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-903", "kip-966")
@@ -110,17 +108,4 @@ def test_a_split_that_replaces_the_fetcher_at_once_is_caught(monkeypatch):
 
 
 def test_the_driver_protocol_carries_the_switch_and_the_stale_fetcher():
-    server = DriverSut(f"{sys.executable} -m isrcheck.impl.sut")
-    try:
-        run = Lockstep("kip-966", ScheduleConfig(**SPLIT), sut=server)
-        for st in STALE_APPEND:
-            assert run.step(st) is None, run.verdict().diff
-        assert run.verdict().kind == "pass"
-    finally:
-        server.close()
-    spec = SutSpec(f"{sys.executable} -m isrcheck.impl.sut")
-    try:
-        _schedule_, verdict = random_walk(3, "kip-320", 120, "default", config=SPLIT, sut=spec)
-    finally:
-        spec.close()
-    assert verdict.kind != "divergence", verdict.diff
+    driver_carries(SPLIT, STALE_APPEND)

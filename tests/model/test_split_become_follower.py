@@ -6,8 +6,10 @@ handles the answer its old leader sent (Kafka 4.x's ReplicaManager.applyLocalFol
 from __future__ import annotations
 
 import pytest
+import split_switches
+from split_switches import step
 
-from isrcheck.model import PROTOCOLS, ModelConfig, Scope, Step, explore, replay, why_disabled
+from isrcheck.model import PROTOCOLS, ModelConfig, Scope, Step, explore, why_disabled
 from isrcheck.model.explorer import reachable_states
 from isrcheck.model.state import initial_state, permuted
 from isrcheck.model.symmetry import all_permutations
@@ -16,12 +18,8 @@ SPLIT = ModelConfig(protocol="kip-320", split_become_follower=True)
 WHOLE = ModelConfig(protocol="kip-320")
 
 
-def step(name, replica=None, **fields):
-    return {"step": name, **({} if replica is None else {"replica": replica}), **fields}
-
-
 def last(steps, cfg=SPLIT):
-    return replay(cfg, steps).states[-1]
+    return split_switches.last(steps, cfg)
 
 
 # follower 1's Fetch answered by leader 0 (record 1), then leader 2 elected: follower 1 applies epoch 1

@@ -6,8 +6,10 @@ updateFollowerFetchState, request handler threads running concurrently)."""
 from __future__ import annotations
 
 import pytest
+import split_switches
+from split_switches import step
 
-from isrcheck.model import ConfigError, ModelConfig, Scope, Step, apply, enabled, explore, replay, why_disabled
+from isrcheck.model import ConfigError, ModelConfig, Scope, Step, apply, enabled, explore, why_disabled
 from isrcheck.model.explorer import reachable_states, successors
 from isrcheck.model.state import initial_state, permuted
 from isrcheck.model.symmetry import all_permutations, inverse, renamed_step
@@ -16,12 +18,8 @@ SPLIT = ModelConfig(protocol="kip-966", split_fetch_handling=True)
 WHOLE = ModelConfig(protocol="kip-966")
 
 
-def step(name, replica=None, **fields):
-    return {"step": name, **({} if replica is None else {"replica": replica}), **fields}
-
-
 def last(steps, cfg=SPLIT):
-    return replay(cfg, steps).states[-1]
+    return split_switches.last(steps, cfg)
 
 
 READ_1 = [step("produce", 0, acks=1), step("send_fetch", 1), step("read_fetch", 1)]

@@ -9,6 +9,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+from split_switches import log_header
+
 from isrcheck.conformance.engines.validate.validation import validate_path
 from isrcheck.conformance.engines.validate.views import broker_view, controller_view
 from isrcheck.impl.replication import CRASH_KINDS
@@ -32,16 +34,7 @@ def _log(path: Path, run: list, split: bool = True) -> list[dict]:
     """The events of ``run`` as the model takes them (each node's state after its step), in one file;
     a step the model refuses logs the state before it."""
     cfg = ModelConfig(protocol="kip-966", split_become_follower=True)
-    config = {
-        "replicas": 3,
-        "min_insync_replicas": 2,
-        "unclean_leader_election_enable": False,
-        "replica_lag_time_max_ms": 100,
-        "request_timeout_ms": 1000,
-        "flush_messages": None,
-        **({"split_become_follower": True} if split else {}),
-    }
-    lines: list[dict] = [{"format": "isrcheck-events", "version": 1, "protocol": "kip-966", "config": config}]
+    lines: list[dict] = [log_header("split_become_follower", split)]
     s, seq = initial_state(cfg), {}
     for lc, (st, node, msg) in enumerate(run, start=1):
         if st.name == "deliver_leader_and_isr":

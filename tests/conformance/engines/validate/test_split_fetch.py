@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from split_switches import log_header
+
 from isrcheck.conformance.engines.validate.validation import validate_path
 from isrcheck.conformance.engines.validate.views import broker_view
 from isrcheck.model import ModelConfig, Step, apply, initial_state
@@ -30,16 +32,7 @@ RUN = [
 def _log(path: Path, split: bool = True) -> list[dict]:
     """The events of ``RUN`` as the model takes it (each node's state after its step), in one file."""
     cfg = ModelConfig(protocol="kip-966", split_fetch_handling=True)
-    config = {
-        "replicas": 3,
-        "min_insync_replicas": 2,
-        "unclean_leader_election_enable": False,
-        "replica_lag_time_max_ms": 100,
-        "request_timeout_ms": 1000,
-        "flush_messages": None,
-        **({"split_fetch_handling": True} if split else {}),
-    }
-    lines: list[dict] = [{"format": "isrcheck-events", "version": 1, "protocol": "kip-966", "config": config}]
+    lines: list[dict] = [log_header("split_fetch_handling", split)]
     s, seq = initial_state(cfg), {}
     for lc, (st, node, msg) in enumerate(RUN, start=1):
         s = apply(cfg, s, st)[0]

@@ -1,0 +1,53 @@
+"""What the tests of the config switches that split a step in two (``split_fetch_handling``,
+``split_become_follower``) share: the driver protocol carrying a switch, an event log's header with one,
+the model's steps written as a schedule's."""
+
+from __future__ import annotations
+
+import sys
+
+from isrcheck.conformance import Lockstep, SutSpec, random_walk
+from isrcheck.conformance.core.schedule import ScheduleConfig
+from isrcheck.conformance.core.sut_driver import DriverSut
+from isrcheck.model import replay
+
+
+def driver_carries(switch: dict, steps) -> None:
+    """The implementation behind the driver protocol takes ``steps`` (kip-966) with ``switch`` on, in
+    lockstep with the model, and a random kip-320 walk through it diverges nowhere."""
+    server = DriverSut(f"{sys.executable} -m isrcheck.impl.sut")
+    try:
+        run = Lockstep("kip-966", ScheduleConfig(**switch), sut=server)
+        for st in steps:
+            assert run.step(st) is None, run.verdict().diff
+        assert run.verdict().kind == "pass"
+    finally:
+        server.close()
+    spec = SutSpec(f"{sys.executable} -m isrcheck.impl.sut")
+    try:
+        _schedule, verdict = random_walk(3, "kip-320", 120, "default", config=switch, sut=spec)
+    finally:
+        spec.close()
+    assert verdict.kind != "divergence", verdict.diff
+
+
+def log_header(switch: str, on: bool) -> dict:
+    """A kip-966 event log's header for three brokers, ``switch`` set when ``on``."""
+    config = {
+        "replicas": 3,
+        "min_insync_replicas": 2,
+        "unclean_leader_election_enable": False,
+        "replica_lag_time_max_ms": 100,
+        "request_timeout_ms": 1000,
+        "flush_messages": None,
+        **({switch: True} if on else {}),
+    }
+    return {"format": "isrcheck-events", "version": 1, "protocol": "kip-966", "config": config}
+
+
+def step(name, replica=None, **fields):
+    return {"step": name, **({} if replica is None else {"replica": replica}), **fields}
+
+
+def last(steps, cfg):
+    return replay(cfg, steps).states[-1]
