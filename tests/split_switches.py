@@ -51,3 +51,15 @@ def step(name, replica=None, **fields):
 
 def last(steps, cfg):
     return replay(cfg, steps).states[-1]
+
+
+def walk_counts(protocol: str, switch: dict, kind: str, between) -> tuple[int, int]:
+    """Six random walks of ``protocol`` with ``switch`` on, each passing (or finding a violation) in
+    lockstep: how many ``kind`` steps they took, and the sum of ``between`` over their schedules."""
+    taken = counted = 0
+    for seed in range(6):
+        schedule, verdict = random_walk(seed, protocol, 150, "default", config=switch)
+        assert verdict.kind in ("pass", "violation"), (seed, verdict.kind, verdict.diff)
+        taken += sum(st["step"] == kind for st in schedule.steps)
+        counted += between(schedule)
+    return taken, counted

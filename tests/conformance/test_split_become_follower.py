@@ -6,7 +6,7 @@ answer (or replaces itself at once) is a divergence."""
 from __future__ import annotations
 
 import pytest
-from split_switches import driver_carries
+from split_switches import driver_carries, walk_counts
 
 from isrcheck.conformance import Lockstep, Schedule, random_walk, run_schedule
 from isrcheck.conformance.core.schedule import ScheduleConfig
@@ -53,12 +53,7 @@ def _between(schedule: Schedule) -> int:
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_random_walks_with_the_switch_on_pass_in_lockstep(protocol):
-    removals = between = 0
-    for seed in range(6):
-        schedule, verdict = random_walk(seed, protocol, 150, "default", config=SPLIT)
-        assert verdict.kind in ("pass", "violation"), (seed, verdict.kind, verdict.diff)
-        removals += sum(st["step"] == "remove_fetcher" for st in schedule.steps)
-        between += _between(schedule)
+    removals, between = walk_counts(protocol, SPLIT, "remove_fetcher", _between)
     assert removals >= 6 and between >= 1  # the walks replace fetchers, and handle answers before that
 
 

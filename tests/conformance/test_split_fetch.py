@@ -6,7 +6,7 @@ divergence."""
 from __future__ import annotations
 
 import pytest
-from split_switches import driver_carries
+from split_switches import driver_carries, walk_counts
 
 from isrcheck.conformance import Lockstep, Schedule, random_walk, run_schedule
 from isrcheck.conformance.core.schedule import ScheduleConfig
@@ -49,12 +49,7 @@ def _interleaved(schedule: Schedule) -> int:
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_random_walks_with_the_switch_on_pass_in_lockstep(protocol):
-    reads = interleaved = 0
-    for seed in range(6):
-        schedule, verdict = random_walk(seed, protocol, 150, "default", config=SPLIT)
-        assert verdict.kind in ("pass", "violation"), (seed, verdict.kind, verdict.diff)
-        reads += sum(st["step"] == "read_fetch" for st in schedule.steps)
-        interleaved += _interleaved(schedule)
+    reads, interleaved = walk_counts(protocol, SPLIT, "read_fetch", _interleaved)
     assert reads >= 6 and interleaved >= 3  # the walks take reads, and steps between a read and its update
 
 
