@@ -133,7 +133,6 @@ class Translation:
         self.stale: set[tuple] = set()  # (follower, tp) made follower of a new leader epoch, its old fetcher kept
         self.read_more: dict[int, int] = {}  # id(handling) -> the LEO its read read to, past the one it noted
         self.killed: dict[int, tuple] = {}  # broker -> (when it was killed, the partitions logged since its restart)
-        self.last_leo: dict[tuple, tuple] = {}  # (broker, tp) -> (LEO, leader) its last line showed
         self.lost_sends: list[
             tuple[dict, dict, int]
         ] = []  # (line, its handling, how far before it): sends a kill cut off
@@ -630,12 +629,11 @@ class Translation:
         (placed in cut_handlings)."""
         tp, killed = p["tp"], self.killed.get(n)
         if killed is None or tp in killed[1]:
-            self.last_leo[(n, tp)] = (p["leo"], p.get("leader"))
             return
         killed[1].add(tp)  # the first line of this partition since the restart: its recovered log
-        leo, leader = self.last_leo.get((n, tp), (p["leo"], None))
-        self.last_leo[(n, tp)] = (p["leo"], p.get("leader"))
-        if leader == n and p["leo"] > leo:
+        before = self.last_state.get((n, tp), p)  # what its last line before showed (noted after this call)
+        leo = before["leo"]
+        if before.get("leader") == n and p["leo"] > leo:
             self.cut_logs.append((n, tp, leo, p["leo"], killed[0]))
 
     def cut_sends(self, f: int, where: str) -> None:
