@@ -501,3 +501,58 @@ def test_a_proposal_its_alter_partition_manager_refused_at_once_is_no_step():
         line = {"ev": ev, "at": "exit", "us": us, "args": args, "thread": "data-plane-kafka-request-handler-1"}
         t.broker(Recorded(f"broker-0.jsonl:{us}", 0, us, ev, "exit", {"tp": "t-0"}, line))
     assert [(e["step"], e["us"], e["state"]) for e in t.out[0]] == [("shrink_isr", 3, {"pending": [0, 1]})]
+
+
+def test_a_read_whose_answer_was_handled_before_the_append_it_read_returned_goes_after_that_append():
+    """The kill soak of 4.4.0 at 391.4 s: a leader's handling of follower 0's fetch began at 100 and read the
+    record at offset 1, whose produce had taken the log at once but whose handler returned only at 300;
+    follower 0 handled the answer at 200. The read stays when it began; the append goes just before it."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.broker(_append(300, 60, 1, "h1"))
+    handling = _handling(100, 50, 2, 150)
+    t.handlings[(2, "t-0")] = [handling]
+    t.handled[(0, 2, 7)] = handling
+    t.answers.append((0, "t-0", (2, 7), 2, 1, 200, "f:1"))
+    t.finish()
+    [append] = t.out[2]
+    assert (append["us"], handling[-2]["us"]) == (97, 100)
+
+
+@pytest.mark.parametrize("raised_at, checked", [(250, {"leo": 6, "hw": 6}), (50, {"leo": 6})])
+def test_an_hw_raised_before_an_append_began_is_not_that_appends(raised_at, checked):
+    """The kill soak of 4.4.0 at 626.5 s: a handler thread's maybeIncrementLeaderHW set HW 4878 at 175 s on a path
+    the agent does not hook; the same thread's append at 626 s is not where that raise was made."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.raised_hw[(2, "h1", "t-0")] = (raised_at, 6)
+    t.broker(_append(300, 100, 5, "h1"))
+    t.finish()
+    assert t.out[2][0]["state"] == checked
+
+
+@pytest.mark.parametrize("hooked", [True, False])
+def test_the_controllers_leader_balancing_is_an_election_of_the_preferred_replica(hooked):
+    """The kill soak of 4.4.0 at 625.9 s: ``auto.leader.rebalance.enable`` moved leadership back to replica 0,
+    an ISR member, with a PartitionChangeRecord changing the leader alone, 24 s after the controller's last
+    decision (an AlterPartition). It is the model's ``elect`` with that target, told by the agent's
+    ``maybeBalancePartitionLeaders`` line or, in recordings before that hook, by no decision preceding it."""
+    from isrcheck.conformance.engines.apache.recording import Recorded
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.topics["T"] = "t"
+    t.partitions["t-0"] = [0, 1, 2]
+    t.pstate["t-0"] = {"leader": 2, "epoch": 21, "isr": [0, 2], "pe": 57, "elr": []}
+    events = [("ReplicationControlManager.alterPartition", 0, [{}, {"brokerId": 2}])]
+    if hooked:
+        events.append(("ReplicationControlManager.maybeBalancePartitionLeaders", 24_000_000, []))
+    events.append(("ReplicationControlManager.replay", 24_000_100, [{"partitionId": 0, "topicId": "T", "leader": 0}]))
+    for ev, us, args in events:
+        line = {"ev": ev, "at": "exit", "us": us, "args": args}
+        t.controller(Recorded(f"controller.jsonl:{us}", 1000, us, ev, "exit", None, line))
+    t.flush()
+    [elect] = t.out[1000]
+    assert (elect["step"], elect["replica"], elect["state"]["leader"], elect["state"]["epoch"]) == ("elect", 0, 0, 22)

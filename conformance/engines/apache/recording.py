@@ -71,7 +71,14 @@ EVENTS = frozenset(
         *(f"DefaultAlterPartitionManager.{m}" for m in ("submit", "sendRequest", "handleAlterPartitionResponse")),
         *(
             f"ReplicationControlManager.{m}"
-            for m in ("replay", "alterPartition", "handleBrokerFenced", "handleBrokerUnfenced", "electLeader")
+            for m in (
+                "replay",
+                "alterPartition",
+                "handleBrokerFenced",
+                "handleBrokerUnfenced",
+                "electLeader",
+                "maybeBalancePartitionLeaders",
+            )
         ),
         "ClusterControlManager.replay",
         "ClusterControlManager.registerBroker",

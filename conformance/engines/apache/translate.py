@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 import os
 from pathlib import Path
 
@@ -47,6 +48,7 @@ CONTROLLER = 1000
 FORMAT, VERSION = "isrcheck-events", 1
 REQUEST_TIMEOUT_MS = 30_000  # a producer's request.timeout.ms (librdkafka's and Java's default)
 BURST_US = 100_000  # the records of one controller write are replayed within this of each other
+PREFERRED = "preferred"  # the cause of the controller's leader balancing (maybeBalancePartitionLeaders)
 RECENT_APPENDS = 64  # appends a produce append is ordered against: more than a broker has request handlers
 
 
@@ -88,6 +90,7 @@ class Translation:
         self.partitions: dict[str, list] = {}  # tp -> replicas in order
         self.pstate: dict[str, dict] = {}  # tp -> the controller's registration
         self.cause: tuple | None = None  # what the controller's next PartitionChangeRecord answers
+        self.cause_us = 0  # when the controller logged that cause
         self.fence_changed: set[str] = set()  # the partitions the fencing in progress changed
         self.held: list = []  # PartitionChangeRecords whose cause the next event says
         self.fetching: dict[tuple, dict] = {}  # (leader, thread) -> the fetch it is reading
@@ -200,6 +203,12 @@ class Translation:
         self.held = []
 
     def decision(self, r, rec: dict) -> None:
+        cause = self.cause
+        self._decision(r, rec)
+        if self.cause is not cause:
+            self.cause_us = r.us
+
+    def _decision(self, r, rec: dict) -> None:
         a = r.line.get("args") or []
         if r.ev == "ReplicationControlManager.handleBrokerFenced":
             self.cause = (FENCE, a[0])
@@ -209,6 +218,8 @@ class Translation:
             self.cause = (HANDLE_ALTER_PARTITION, a[1].get("brokerId", -1) if len(a) > 1 else -1)
         elif r.ev == "ReplicationControlManager.electLeader":
             self.cause = (ELECT, None)
+        elif r.ev == "ReplicationControlManager.maybeBalancePartitionLeaders":
+            self.cause = (PREFERRED, None)
         elif r.ev == "ClusterControlManager.registerBroker":  # its records (unclean shutdown's changes) follow
             request = a[0] if a and isinstance(a[0], dict) else {}
             self.cause = (REGISTER, request.get("brokerId", -1))
@@ -272,6 +283,15 @@ class Translation:
         st["pe"] += 1
         self.pstate[tp] = st
         step, b = self.cause or (ELECT, -1)
+        if (
+            step != PREFERRED
+            and r.us - self.cause_us > BURST_US
+            and rec.get("leader", -2) in st["isr"]
+            and not (rec.get("isr") or rec.get("eligibleLeaderReplicas"))
+        ):
+            step = PREFERRED  # no hooked decision wrote it (recordings before the balancer's hook)
+        if step == PREFERRED:  # auto.leader.rebalance.enable: the preferred replica, an ISR member, leads
+            step, b = ELECT, rec["leader"]
         if step == REGISTER or registration:
             return  # the unclean shutdown's change: checked with the registration (the model's restart)
         if step == "unfence":  # a leaderless partition's election when a broker came back (KIP-966: ISR, then ELR)
@@ -391,7 +411,7 @@ class Translation:
                     corr = c
                     del queue[: i + 1]
                     break
-            raised = self.raised_hw.pop((n, thread, tp), None)
+            raised = self.raised_within(n, thread, tp, r)
             expand = self.expanding.pop((n, thread, tp), None)
             at = r.began if expand is None else min(r.began, expand[0] - 1)
             if raised is not None:  # the model's leader has the HW it raised from its step on, though Kafka's
@@ -424,7 +444,7 @@ class Translation:
             if ret.get("firstOffset", -1) < 0:
                 return
             tp, end = p["tp"], ret["lastOffset"] + 1
-            raised = self.raised_hw.pop((n, thread, tp), None)
+            raised = self.raised_within(n, thread, tp, r)
             hw = raised[1] if raised else None
             if _duplicate(a, ret):  # no produce (docs/steps.md, the idempotent producer)
                 if hw is not None:  # the leader's HW from then on, for a DelayedFetch's read
@@ -545,6 +565,13 @@ class Translation:
                     self.emit(n, r.us, HANDLE_ALTER_PARTITION_RESPONSE, r.where, {}, tp, replica=n)
             held -= sent
             sent.clear()
+
+    def raised_within(self, n: int, thread: str | None, tp: str, r) -> tuple | None:
+        """The HW this thread's maybeIncrementLeaderHW raised inside the call ``r``. The method also runs on
+        paths the agent does not hook (an ISR shrink, a leader change): their raise, before the call began,
+        is not its own (a recording without entry times cannot tell)."""
+        raised = self.raised_hw.pop((n, thread, tp), None)
+        return raised if raised is not None and ("in" not in r.line or raised[0] >= r.began) else None
 
     def new_to_restart(self, n: int, tp: str) -> bool:
         """``tp``'s first LeaderAndIsr since broker ``n`` restarted."""
@@ -677,6 +704,11 @@ class Translation:
         follower updated by then."""
         self.flush()
         self.read_past_snapshot()
+        answered = {}  # id(handling) -> when its follower first handled an answer to it
+        for n, _tp, (leader, corr), _end, _hw, us, _where in self.answers:
+            handling = self.handled.get((n, leader, corr))
+            if handling is not None:
+                answered[id(handling)] = min(us, answered.get(id(handling), us))
         for key, handlings in self.handlings.items():
             appends = sorted(self.appends.get(key, []))
             for handling in handlings:
@@ -690,7 +722,11 @@ class Translation:
                     hi += 1
                 window = appends[lo:hi]
                 read_after = [done for done, end in window if end <= read and done >= at]
-                if read_after:
+                if read_after and max(read_after) + 1 >= answered.get(id(handling), math.inf):
+                    # its follower handled the answer before these appends returned: their handlers returned
+                    # late, the appends go before the read
+                    self.appended_before(key[0], key[1], read, at)
+                elif read_after:
                     at = max(read_after) + 1
                 else:
                     at = min((done for done, end in window if end > read and done < at), default=at + 1) - 1

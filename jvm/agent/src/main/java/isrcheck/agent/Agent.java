@@ -55,7 +55,7 @@ public final class Agent {
         HOOKS.put("org.apache.kafka.server.partition.DefaultAlterPartitionManager", new String[] {"submit",
             "sendRequest", "handleAlterPartitionResponse"});
         HOOKS.put("org.apache.kafka.controller.ReplicationControlManager", new String[] {"replay", "alterPartition",
-            "handleBrokerFenced", "handleBrokerUnfenced", "electLeader"});
+            "handleBrokerFenced", "handleBrokerUnfenced", "electLeader", "maybeBalancePartitionLeaders"});
         // registerBroker returns the records a registration writes: an unclean shutdown's partition changes come first
         HOOKS.put("org.apache.kafka.controller.ClusterControlManager", new String[] {"replay", "registerBroker"});
     }

@@ -31,7 +31,7 @@ public final class Recorder {
     static final Set<String> ON_ENTER = Set.of(
         "AbstractFetcherThread.processFetchRequest", "ReplicaManager.fetchMessages", "ReplicaManager.applyDelta",
         "ReplicaManager.handleLogDirFailure", "ReplicationControlManager.handleBrokerFenced",
-        "ReplicationControlManager.handleBrokerUnfenced",
+        "ReplicationControlManager.handleBrokerUnfenced", "ReplicationControlManager.maybeBalancePartitionLeaders",
         "DefaultAlterPartitionManager.submit", "DefaultAlterPartitionManager.sendRequest");
 
     private static FileOutputStream out;
