@@ -556,3 +556,22 @@ def test_the_controllers_leader_balancing_is_an_election_of_the_preferred_replic
     t.flush()
     [elect] = t.out[1000]
     assert (elect["step"], elect["replica"], elect["state"]["leader"], elect["state"]["epoch"]) == ("elect", 0, 0, 22)
+
+
+@pytest.mark.parametrize("after_restart, restored", [(5392, True), (5391, False)])
+def test_a_followers_last_answer_a_kill_cut_is_restored_when_its_log_after_the_restart_holds_it(
+    after_restart, restored
+):
+    """The kill soak of 4.4.0 at 275.8 s: follower 0 sent fetch 7 from offset 5391, its leader 1 read up to 5392 and
+    answered; the SIGKILL cut every line after the send. After the restart (page cache kept) its log ends at
+    5392: it handled that answer, just after the leader's handling. A log ending at 5391 proves nothing."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    handling = _handling(100, 90, 5392, 110)
+    t.handled[(0, 1, 7)] = handling
+    t.fetch_offset[(0, 7)] = 5391
+    t.cut_answers.append((0, "t-0", after_restart, 1, 7, 300))
+    t.finish()
+    answers = [(e["us"], e["step"], e["state"], e["msg"]) for e in t.out.get(0, [])]
+    assert answers == ([(101, "handle_fetch_response", {"leo": 5392}, [1, 7])] if restored else [])

@@ -132,6 +132,9 @@ class Translation:
         self.append_lines: dict[tuple, list] = {}  # (leader, tp) -> [(end offset, entered, its produce line)]
         self.led_since: dict[tuple, int] = {}  # (broker, tp) -> when its last makeLeader returned
         self.cut_logs: list[tuple] = []  # (leader, tp, LEO its lines showed, LEO after the kill, when killed)
+        self.fetch_offset: dict[tuple, int] = {}  # (follower, corr) -> the offset that fetch asked from
+        self.in_flight_at_kill: dict[tuple, tuple] = {}  # (follower, tp) -> (leader, corr, when killed)
+        self.cut_answers: list[tuple] = []  # (follower, tp, its LEO after the kill, leader, corr, when killed)
         self.since_restart: dict[int, set] = {}  # broker -> the partitions it applied a LeaderAndIsr of since
         self.stale: set[tuple] = set()  # (follower, tp) made follower of a new leader epoch, its old fetcher kept
         self.read_more: dict[int, int] = {}  # id(handling) -> the LEO its read read to, past the one it noted
@@ -364,6 +367,7 @@ class Translation:
                 self.sends.setdefault((n, tp), []).append((c, req["fetchOffset"], leader))
                 self.last_send[(n, tp)] = (leader, c)
                 self.sent_at[(n, c)] = r.us
+                self.fetch_offset[(n, c)] = req["fetchOffset"]
                 self.sends_log.append((r.us, n, tp, c, leader, req["fetchOffset"]))
                 self.emit(
                     n, r.us, SEND_FETCH, r.where, {"leo": req["fetchOffset"]}, tp, replica=n, max_batches=0, corr=c
@@ -535,6 +539,10 @@ class Translation:
                 self.emit(n, r.us - 1, RESTART, r.where, {}, replica=n)  # its next registration is unclean
             if r.line["kind"] != "clean":
                 self.cut_sends(n, r.where)
+            if r.line["kind"] == "process":  # an answer to these its log after the restart may prove handled
+                for (f, tp), (leader, c) in self.last_send.items():
+                    if f == n and leader is not None:
+                        self.in_flight_at_kill[(n, tp)] = (leader, c, r.us)
             # its fetches in flight die with it: no answer of a new process is theirs
             self.last_send = {k: v for k, v in self.last_send.items() if k[0] != n}
             if n not in self.down:  # else a JVM that logged nothing: what the kill before it cut stays pending
@@ -662,6 +670,24 @@ class Translation:
         leo = before["leo"]
         if before.get("leader") == n and p["leo"] > leo:
             self.cut_logs.append((n, tp, leo, p["leo"], killed[0]))
+        elif (n, tp) in self.in_flight_at_kill:
+            self.cut_answers.append((n, tp, p["leo"], *self.in_flight_at_kill.pop((n, tp))))
+
+    def cut_last_answers(self) -> None:
+        """A follower's answer a kill cut from its log, the last fetch it sent: its log after the restart (page
+        cache kept) ends past the offset that fetch asked from, within what the leader's handling of it read.
+        Handled just after that handling, before the kill."""
+        logged = {(f, leader, corr) for f, _tp, (leader, corr), *_ in self.answers}
+        for f, tp, leo, leader, c, kill in self.cut_answers:
+            handling = self.handled.get((f, leader, c))
+            if handling is None or (f, leader, c) in logged or handling[-1]["us"] + 1 >= kill:
+                continue
+            if self.fetch_offset.get((f, c), leo) < leo <= self.read_more.get(id(handling), handling[2]):
+                at = handling[-1]["us"] + 1
+                self.emit(
+                    f, at, HANDLE_FETCH_RESPONSE, "lost to the kill", {"leo": leo}, tp, replica=f, msg=[leader, c]
+                )
+                self.answers.append((f, tp, (leader, c), leo, -1, at, "lost to the kill"))
 
     def cut_sends(self, f: int, where: str) -> None:
         """The fetches of follower ``f`` a leader handled after ``f``'s last logged line, ``f`` then killed:
@@ -684,6 +710,7 @@ class Translation:
                 # an answer holding more than its handling read was a DelayedFetch's (placed in finish())
                 self.answers.append((f, tp, before, offset, -1, read["us"] - 2, "lost to the kill"))
             c = self.corr[f] = self.corr.get(f, 0) + 1
+            self.fetch_offset[(f, c)] = offset
             self.emit(
                 f, read["us"] - 1, SEND_FETCH, "lost to the kill", {"leo": offset}, tp, replica=f, max_batches=0, corr=c
             )
@@ -703,6 +730,7 @@ class Translation:
         leader's last update begun before the raise when that comes later, since the raise counted every
         follower updated by then."""
         self.flush()
+        self.cut_last_answers()
         self.read_past_snapshot()
         answered = {}  # id(handling) -> when its follower first handled an answer to it
         for n, _tp, (leader, corr), _end, _hw, us, _where in self.answers:

@@ -393,8 +393,9 @@ def fence_and_elect(cfg: ModelConfig, r: int):
         s1, _ = apply(cfg, s, Step(FENCE, r))
         s2, _ = apply(cfg, s1, Step(ELECT))
         c, sent = _one_change(s2.controller)
-        queues = tuple(
-            q0 + ((sent,) if len(q2) > len(q0) else ()) for q0, q2 in zip(s.leader_and_isr, s2.leader_and_isr)
+        queues = tuple(  # marked as the election's own was (a broker registered, not yet serving)
+            q0 + ((_as(q2[-1], sent),) if len(q2) > len(q0) else ())
+            for q0, q2 in zip(s.leader_and_isr, s2.leader_and_isr)
         )
         steps.append({"step": FENCE, "replica": r, "and_elect": True})
         return s2._replace(controller=c, leader_and_isr=queues)

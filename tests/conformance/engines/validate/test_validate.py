@@ -381,6 +381,25 @@ def test_an_election_folded_into_a_registration_replaces_the_leaderless_state_in
     assert [q[-1].registration for q in s.leader_and_isr] == [True, False, False]
 
 
+def test_the_fencing_of_a_leader_folded_with_its_election_is_marked_for_a_broker_not_yet_serving():
+    """The kill soak of 4.4.0 at 596.5 s: broker 2 restarted and registered; the controller fenced leader 0
+    and elected its successor in one change before broker 2 caught up. Sent while broker 2 does not serve
+    yet, the fold's LeaderAndIsr to it is marked as its registration's (applying it, broker 2 serves); else
+    broker 2 stayed unregistered and refused, as leader 40 s later, its follower's fetch."""
+    from isrcheck.conformance.engines.validate import unlogged
+    from isrcheck.model import ModelConfig, Step, apply, initial_state
+
+    cfg = ModelConfig(protocol="kip-966")
+    s = initial_state(cfg)
+    for st in (Step("crash", 2, arg="process"), Step("restart", 2), Step("register", 2)):
+        s, _ = apply(cfg, s, st)
+    s = unlogged.fence_and_elect(cfg, 0)(s, [])
+    assert s.controller.leader == 1
+    assert [(q[-1].leader, q[-1].registration) for q in s.leader_and_isr[1:]] == [(1, False), (1, True)]
+    s, _ = apply(cfg, s, Step("deliver_leader_and_isr", 2, index=len(s.leader_and_isr[2]) - 1))
+    assert not s.replicas[2].unregistered
+
+
 def test_a_refusal_kafkas_controller_wrote_no_record_of_is_the_models_own_refusal():
     """Kafka's controller logs no record when it refuses an AlterPartition; the leader's logged answer
     then takes the model's handling first, which must refuse it too (``refused_alter_partition``)."""
