@@ -371,6 +371,27 @@ def test_a_delayed_fetch_an_append_completes_reads_the_hw_of_a_handling_not_yet_
     assert line["us"] == 301 and line["msg"] == [0, 7]
 
 
+def test_a_delayed_fetch_read_between_a_handlings_read_and_its_update_goes_before_that_update():
+    """The pause soak of 4.4.0 at 53.0 s: follower 1's fetch at offset 122 was parked; an append took offset 122
+    (LEO 123); follower 0's handling read it, its update raised the HW to 122; the append's handler returned
+    after that handling began. Follower 1's answer held record 122 with HW 121: the DelayedFetch the append
+    completed read between follower 0's read and its update, and goes just before that update."""
+    from isrcheck.conformance.engines.apache.translate import Translation, in_node_order
+
+    t = Translation({"controller": 1000})
+    t.handled[(1, 2, 326)] = _handling(100, 100, 122, 100)  # parked: nothing new at offset 122
+    t.moved(2, "t-0", 110, 122, 121)
+    t.moved(2, "t-0", 200, -1, 122)  # follower 0's update began at 200 and raised the HW to 122
+    t.moved(2, "t-0", 290, 123, None)  # the append of 122 returned at 290
+    own = _handling(291, 150, 123, 320)  # follower 0's handling, its read and update after that append
+    t.emit(2, 291, "read_fetch", "r", {"leo": 123}, "t-0", replica=0, msg=[0, 211])
+    t.emit(2, 291, "handle_fetch", "r", {"hw": 122}, "t-0", replica=0, msg=[0, 211])
+    own = (*own[:4], *t.out[2][-2:])
+    t.delayed(1, "t-0", (2, 326), 123, 121, 500, "f:1", [(2, "t-0", 310, 122, own)])
+    order = [(e["step"], e["msg"]) for e in sorted(t.out[2], key=in_node_order)]
+    assert order == [("read_fetch", [0, 211]), ("handle_fetch", [1, 326]), ("handle_fetch", [0, 211])]
+
+
 def test_a_broker_stopped_again_before_it_recorded_anything_was_started_in_between():
     """The harness stops only a running JVM: a second crash with no event since the first is a start
     that recorded nothing (a broker stopped again while it replayed the metadata log), then a crash."""

@@ -49,6 +49,8 @@ FORMAT, VERSION = "isrcheck-events", 1
 REQUEST_TIMEOUT_MS = 30_000  # a producer's request.timeout.ms (librdkafka's and Java's default)
 BURST_US = 100_000  # the records of one controller write are replayed within this of each other
 PREFERRED = "preferred"  # the cause of the controller's leader balancing (maybeBalancePartitionLeaders)
+RAISE_SLACK_US = 1_000_000  # how far a handling's raise of the HW may lie from where its update is placed
+TIE = "_tie"  # a line's order among its node's lines at the same microsecond (default 0), dropped when written
 RECENT_APPENDS = 64  # appends a produce append is ordered against: more than a broker has request handlers
 
 
@@ -768,7 +770,7 @@ class Translation:
             raises.setdefault(made[:2], []).append(made)
         self.cut_handlings()
         for n, tp, sent, end, hw, answered, where in self.answers:
-            if not self.delayed(n, tp, sent, end, hw, answered, where):
+            if not self.delayed(n, tp, sent, end, hw, answered, where, raises.get((sent[0], tp), [])):
                 self.read_before_raises(n, tp, sent, hw, raises.get((sent[0], tp), []))
         for handlings in self.handlings.values():
             handlings.sort(key=lambda h: h[0])
@@ -828,7 +830,9 @@ class Translation:
                 break  # running maxima: every later mark holds them already
             marks[k] = (m[0], max(m[1], leo), max(m[2], hw))
 
-    def delayed(self, n: int, tp: str, sent: tuple, end: int, hw: int, answered: int, where: str) -> bool:
+    def delayed(
+        self, n: int, tp: str, sent: tuple, end: int, hw: int, answered: int, where: str, raises: list = ()
+    ) -> bool:
         """A fetch answered with more than its handling read (records appended, or an HW raised, after it): Kafka
         parked it as a DelayedFetch (minBytes), and the purgatory read it again when that append or HW move
         completed it; the agent records no event there (DelayedFetch reads without updating the follower's
@@ -853,8 +857,29 @@ class Translation:
         # after its handling's update (Kafka parks a DelayedFetch once readFromLog returned), strictly before
         # its answer is handled
         when = min(max(when, handled[-1]["us"] + 1), answered - 1)
+        update = self.raised_past(raises, hw, end, handled[-1]["us"], when)
+        if update is not None:
+            when = update["us"]
         self.emit(leader, when, HANDLE_FETCH, where + " (a DelayedFetch completed)", {}, tp, replica=n, msg=[n, corr])
+        if update is not None:
+            update[TIE] = 1  # that update after it at the same time (its read, emitted earlier, before it)
         return True
+
+    def raised_past(self, raises: list, hw: int, end: int, after: int, when: int) -> dict | None:
+        """The first update placed after ``after`` and not after ``when`` that raised the HW past ``hw``, its
+        handling having read the records up to ``end``: a DelayedFetch answered with ``hw`` and those records
+        read between that handling's read and its update (the records were in the log for both; the update's
+        ``maybeIncrementLeaderHW`` came after), so it goes just before that update. None if there is none.
+        ``raises``: the leader's, in the order they were made (a raise is made within a second of its update)."""
+        first = None
+        for *_, made, raised, own in raises[bisect.bisect_left(raises, after - RAISE_SLACK_US, key=lambda x: x[2]) :]:
+            if made > when + RAISE_SLACK_US:
+                break
+            update = own[-1]
+            if raised > hw and after < update["us"] <= when and self.read_more.get(id(own), own[2]) >= end:
+                if first is None or update["us"] < first["us"]:
+                    first = update
+        return first
 
     def appended_before(self, n: int, tp: str, end: int, answered: int) -> None:
         """The appends of records up to ``end`` on leader ``n`` that returned after a follower handled an
@@ -904,6 +929,11 @@ def _duplicate(args: list, ret: dict) -> bool:
     return isinstance(base, int) and base > ret["lastOffset"]
 
 
+def in_node_order(line: dict) -> tuple:
+    """A node's lines in time order; at the same microsecond, by their TIE (then as emitted)."""
+    return line["us"], line.get(TIE, 0)
+
+
 def _fetcher_leader(thread: str | None) -> int | None:
     """ReplicaFetcherThread-<fetcher id>-<leader id>: the broker it fetches from."""
     try:
@@ -925,10 +955,12 @@ def translate(path: str | os.PathLike) -> tuple[dict, dict]:
             t.broker(r)
     t.finish()
     for node, lines in t.out.items():
-        lines.sort(key=lambda line: line["us"])
+        lines.sort(key=in_node_order)
         for i, line in enumerate(lines, 1):
             line["seq"] = i
     every = sorted((line for lines in t.out.values() for line in lines), key=lambda line: line["us"])
+    for line in every:
+        line.pop(TIE, None)
     for i, line in enumerate(every, 1):  # one order for all nodes: the shared clock's (lc breaks a tie in t)
         line["lc"] = i
     return header(run, t.partitions), t.out
