@@ -148,6 +148,7 @@ class Translation:
         # a broker's DefaultAlterPartitionManager: the partitions it holds an AlterPartition of (sent or not),
         # those of the request in flight, and those whose Partition handled the answer to it
         self.apm_held: dict[int, set] = {}
+        self.submitted: dict[tuple, int] = {}  # (broker, thread, tp) -> when its manager's submit was entered
         self.apm_sent: dict[int, set] = {}
         self.apm_answered: dict[int, set] = {}
 
@@ -504,14 +505,18 @@ class Translation:
         elif r.ev == "Partition.submitAlterPartition":
             sent = a[0].get("sentLeaderAndIsr") or {}
             isr = sorted(m["brokerId"] for m in sent.get("isrWithBrokerEpoch", []))
+            # proposed when its AlterPartitionManager took it (``submit``, which may send it at once: the
+            # controller may commit it before this method returns)
+            submitted = self.submitted.pop((n, thread, p["tp"]), r.us)
+            at = submitted if r.began <= submitted < r.us else r.us
             if "newInSyncReplicaId" not in a[0]:
-                self.emit(n, r.us, SHRINK_ISR, r.where, {"pending": isr}, p["tp"], replica=n)
+                self.emit(n, at, SHRINK_ISR, r.where, {"pending": isr}, p["tp"], replica=n)
             else:  # Kafka's proposal adds the follower whose Fetch it handles, named
                 add = {"follower": a[0]["newInSyncReplicaId"]}
                 if (n, thread) in self.fetching:  # inside the follower's fetch: taken after its handle_fetch
-                    self.expanding[(n, thread, p["tp"])] = (r.us, EXPAND_ISR, r.where, {"pending": isr}, add)
+                    self.expanding[(n, thread, p["tp"])] = (at, EXPAND_ISR, r.where, {"pending": isr}, add)
                 else:
-                    self.emit(n, r.us, EXPAND_ISR, r.where, {"pending": isr}, p["tp"], replica=n, **add)
+                    self.emit(n, at, EXPAND_ISR, r.where, {"pending": isr}, p["tp"], replica=n, **add)
         elif r.ev == "Partition.handleAlterPartitionError" and a[1:2] == ["OPERATION_NOT_ATTEMPTED"]:
             # DefaultAlterPartitionManager.submit holds one AlterPartition per partition till it is answered and
             # fails another at once; the callback runs inside submitAlterPartition, which returns after it, and
@@ -565,7 +570,9 @@ class Translation:
         held, sent = self.apm_held.setdefault(n, set()), self.apm_sent.setdefault(n, set())
         if r.ev.endswith(".submit") and r.at == "enter" and a:
             topic_id, _, index = str(a[0]).rpartition(":")
-            held.add(f"{self.topics.get(topic_id, topic_id)}-{index}")
+            tp = f"{self.topics.get(topic_id, topic_id)}-{index}"
+            held.add(tp)
+            self.submitted[(n, r.line.get("thread"), tp)] = r.us
         elif r.ev.endswith(".sendRequest") and r.at == "enter":
             sent |= held
         elif r.ev.endswith(".handleAlterPartitionResponse") and r.at == "exit" and r.line.get("ret") == "NONE":
@@ -898,7 +905,9 @@ class Translation:
         answer below an HW that a concurrent handling raised while this one was in the leader's hands was read
         before that raise: Kafka's handler updates its follower's state, then raises the HW, and another
         handler may read in between; the model's ``handle_fetch`` does both at once. So this handling goes
-        before the raising one. ``raises``: the leader's, in the order they were made."""
+        before the raising one, or, when that one's update began before this fetch was even entered (the pause
+        soak at 54.3 s: it began 11 ms before its raise), that update goes after this read. ``raises``: the
+        leader's, in the order they were made."""
         handled = self.handled.get((n, sent[0], sent[1]))
         if handled is None:
             return
@@ -909,7 +918,10 @@ class Translation:
             if us > returned:
                 break
             if raised > hw and own is not handling and own[-1]["us"] <= at:
-                at = own[-1]["us"] - 1
+                if own[-1]["us"] > entered:
+                    at = own[-1]["us"] - 1
+                elif at < us:  # that update began before this fetch came and raised after this read
+                    own[-1]["us"], own[-1]["t"] = at + 1, (at + 1) // 1000
         line["us"], line["t"] = at, at // 1000
 
 
