@@ -371,11 +371,12 @@ def test_a_delayed_fetch_an_append_completes_reads_the_hw_of_a_handling_not_yet_
     assert line["us"] == 301 and line["msg"] == [0, 7]
 
 
-def test_a_delayed_fetch_read_between_a_handlings_read_and_its_update_goes_before_that_update():
+@pytest.mark.parametrize("read", [123, 122])
+def test_an_update_raising_the_hw_after_a_delayed_fetch_read_goes_after_it(read):
     """The pause soak of 4.4.0 at 53.0 s: follower 1's fetch at offset 122 was parked; an append took offset 122
-    (LEO 123); follower 0's handling read it, its update raised the HW to 122; the append's handler returned
-    after that handling began. Follower 1's answer held record 122 with HW 121: the DelayedFetch the append
-    completed read between follower 0's read and its update, and goes just before that update."""
+    (LEO 123); follower 0's handling read it (at 111.5 s: read before it, LEO 122), its update raised the HW to
+    122 at 310; the append's handler returned after that handling began. Follower 1's answer held record 122
+    with HW 121: the DelayedFetch the append completed read before follower 0's update, which goes after it."""
     from isrcheck.conformance.engines.apache.translate import Translation, in_node_order
 
     t = Translation({"controller": 1000})
@@ -383,8 +384,8 @@ def test_a_delayed_fetch_read_between_a_handlings_read_and_its_update_goes_befor
     t.moved(2, "t-0", 110, 122, 121)
     t.moved(2, "t-0", 200, -1, 122)  # follower 0's update began at 200 and raised the HW to 122
     t.moved(2, "t-0", 290, 123, None)  # the append of 122 returned at 290
-    own = _handling(291, 150, 123, 320)  # follower 0's handling, its read and update after that append
-    t.emit(2, 291, "read_fetch", "r", {"leo": 123}, "t-0", replica=0, msg=[0, 211])
+    own = _handling(291, 150, read, 320)  # follower 0's handling, its read and update placed after that append
+    t.emit(2, 291, "read_fetch", "r", {"leo": read}, "t-0", replica=0, msg=[0, 211])
     t.emit(2, 291, "handle_fetch", "r", {"hw": 122}, "t-0", replica=0, msg=[0, 211])
     own = (*own[:4], *t.out[2][-2:])
     t.delayed(1, "t-0", (2, 326), 123, 121, 500, "f:1", [(2, "t-0", 310, 122, own)])

@@ -864,29 +864,22 @@ class Translation:
         # after its handling's update (Kafka parks a DelayedFetch once readFromLog returned), strictly before
         # its answer is handled
         when = min(max(when, handled[-1]["us"] + 1), answered - 1)
-        update = self.raised_past(raises, hw, end, handled[-1]["us"], when)
-        if update is not None:
-            when = update["us"]
         self.emit(leader, when, HANDLE_FETCH, where + " (a DelayedFetch completed)", {}, tp, replica=n, msg=[n, corr])
-        if update is not None:
-            update[TIE] = 1  # that update after it at the same time (its read, emitted earlier, before it)
+        self.raised_after(raises, hw, when)
         return True
 
-    def raised_past(self, raises: list, hw: int, end: int, after: int, when: int) -> dict | None:
-        """The first update placed after ``after`` and not after ``when`` that raised the HW past ``hw``, its
-        handling having read the records up to ``end``: a DelayedFetch answered with ``hw`` and those records
-        read between that handling's read and its update (the records were in the log for both; the update's
-        ``maybeIncrementLeaderHW`` came after), so it goes just before that update. None if there is none.
-        ``raises``: the leader's, in the order they were made (a raise is made within a second of its update)."""
-        first = None
-        for *_, made, raised, own in raises[bisect.bisect_left(raises, after - RAISE_SLACK_US, key=lambda x: x[2]) :]:
+    def raised_after(self, raises: list, hw: int, when: int) -> None:
+        """The updates placed by ``when`` that raised the HW past ``hw``, a DelayedFetch placed at ``when``
+        having read ``hw``, go just after it when their raise came after it: Kafka's handler updates its
+        follower's state, then raises the HW (``maybeIncrementLeaderHW``), and the model's ``handle_fetch``
+        does both at once, anywhere between the two (the pause soak at 53.0 s and 111.5 s). ``raises``: the
+        leader's, in the order they were made (within a second of where their updates are placed)."""
+        for *_, made, raised, own in raises[bisect.bisect_left(raises, when - RAISE_SLACK_US, key=lambda x: x[2]) :]:
             if made > when + RAISE_SLACK_US:
                 break
             update = own[-1]
-            if raised > hw and after < update["us"] <= when and self.read_more.get(id(own), own[2]) >= end:
-                if first is None or update["us"] < first["us"]:
-                    first = update
-        return first
+            if raised > hw and update["us"] <= when <= made:
+                update["us"], update["t"], update[TIE] = when, when // 1000, 1  # after lines at its time
 
     def appended_before(self, n: int, tp: str, end: int, answered: int) -> None:
         """The appends of records up to ``end`` on leader ``n`` that returned after a follower handled an
