@@ -177,7 +177,7 @@ def test_an_hw_an_earlier_append_raised_past_its_own_records_is_checked_at_the_n
 
     t = Translation({"controller": 1000})
     t.broker(_append(200, 150, 6, "h1"))
-    t.raised_hw[(2, "h2", "t-0")] = (250, 7)
+    t.raised_hw[(2, "h2", "t-0")] = (250, 7, 1)
     t.broker(_append(300, 100, 5, "h2"))
     first, second = sorted(t.out[2], key=lambda line: line["us"])
     assert (first["us"], first["state"], second["state"]) == (198, {"leo": 6}, {"leo": 7, "hw": 7})
@@ -549,7 +549,7 @@ def test_an_hw_raised_before_an_append_began_is_not_that_appends(raised_at, chec
     from isrcheck.conformance.engines.apache.translate import Translation
 
     t = Translation({"controller": 1000})
-    t.raised_hw[(2, "h1", "t-0")] = (raised_at, 6)
+    t.raised_hw[(2, "h1", "t-0")] = (raised_at, 6, 1)
     t.broker(_append(300, 100, 5, "h1"))
     t.finish()
     assert t.out[2][0]["state"] == checked
@@ -597,3 +597,17 @@ def test_a_followers_last_answer_a_kill_cut_is_restored_when_its_log_after_the_r
     t.finish()
     answers = [(e["us"], e["step"], e["state"], e["msg"]) for e in t.out.get(0, [])]
     assert answers == ([(101, "handle_fetch_response", {"leo": 5392}, [1, 7])] if restored else [])
+
+
+def test_a_raise_written_after_a_later_raise_of_another_handler_is_not_known():
+    """The pause soak of 4.4.0 at 175.1 s: handler 4 raised the HW at 88,110 µs and handler 0 at 88,259 µs, both
+    lines showing HW 2214; handler 4's line was written after handler 0's (the agent renders a line's partition
+    state after its time), so it may show handler 0's raise: what handler 4 raised is not known."""
+    from isrcheck.conformance.engines.apache.recording import Recorded
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    for us, line, thread in ((88_110, 39_231, "h4"), (88_259, 39_230, "h0")):
+        raw = {"ev": "Partition.maybeIncrementLeaderHW", "at": "exit", "us": us, "thread": thread}
+        t.broker(Recorded(f"broker-0.jsonl:{line}", 0, us, raw["ev"], "exit", {"tp": "t-0", "hw": 2214}, raw))
+    assert sorted(t.raised_hw) == [(0, "h0", "t-0")]

@@ -51,6 +51,7 @@ BURST_US = 100_000  # the records of one controller write are replayed within th
 PREFERRED = "preferred"  # the cause of the controller's leader balancing (maybeBalancePartitionLeaders)
 RAISE_SLACK_US = 1_000_000  # how far a handling's raise of the HW may lie from where its update is placed
 TIE = "_tie"  # a line's order among its node's lines at the same microsecond (default 0), dropped when written
+HANDLERS = 8  # Kafka's num.io.threads: request handlers at once
 RECENT_APPENDS = 64  # appends a produce append is ordered against: more than a broker has request handlers
 
 
@@ -96,7 +97,8 @@ class Translation:
         self.fence_changed: set[str] = set()  # the partitions the fencing in progress changed
         self.held: list = []  # PartitionChangeRecords whose cause the next event says
         self.fetching: dict[tuple, dict] = {}  # (leader, thread) -> the fetch it is reading
-        self.raised_hw: dict[tuple, tuple] = {}  # (node, thread, tp) -> (us, the HW maybeIncrementLeaderHW just set)
+        # (node, thread, tp) -> (us, the HW maybeIncrementLeaderHW just set, the line of its file it was written at)
+        self.raised_hw: dict[tuple, tuple] = {}
         self.handlings: dict[
             tuple, list
         ] = {}  # (leader, tp) -> [(began, fetch entered, LEO read, returned, read line, update line)]
@@ -404,7 +406,13 @@ class Translation:
             for tp, _answer in a[0] if a else []:
                 self.diverged(n, tp, r, self.last_state.get((n, tp), {}))
         elif r.ev == "Partition.maybeIncrementLeaderHW":
-            self.raised_hw[(n, thread, p["tp"])] = (r.us, p["hw"])
+            written = int(r.where.rsplit(":", 1)[1])
+            for key, (us, hw, other) in list(self.raised_hw.items()):
+                # the agent renders a line's partition state after its time: one written after this later
+                # raise may show it, so the HW that one raised is not known (the pause soak at 175.1 s)
+                if key[0] == n and key[2] == p["tp"] and key[1] != thread and other > written and hw >= p["hw"]:
+                    del self.raised_hw[key]
+            self.raised_hw[(n, thread, p["tp"])] = (r.us, p["hw"], written)
         elif r.ev == "Partition.updateFollowerFetchState":
             follower, offset = a[0], a[1]
             tp = p["tp"]
@@ -443,7 +451,7 @@ class Translation:
             if corr is not None:
                 self.handled[(follower, n, corr)] = handling
             if raised is not None:
-                self.raises.append((n, tp, *raised, handling))
+                self.raises.append((n, tp, raised[0], raised[1], handling))
             if expand is not None:
                 self.emit(n, *expand[:4], tp, replica=n, **expand[4])
         elif r.ev == "Partition.appendRecordsToLeader":
@@ -776,9 +784,11 @@ class Translation:
         for made in sorted(self.raises, key=lambda made: made[2]):
             raises.setdefault(made[:2], []).append(made)
         self.cut_handlings()
+        raising = {id(made[-1]) for made in self.raises}
         for n, tp, sent, end, hw, answered, where in self.answers:
             if not self.delayed(n, tp, sent, end, hw, answered, where, raises.get((sent[0], tp), [])):
                 self.read_before_raises(n, tp, sent, hw, raises.get((sent[0], tp), []))
+                self.counted_later(n, tp, sent, hw, raising)
         for handlings in self.handlings.values():
             handlings.sort(key=lambda h: h[0])
         for line, handling, gap in self.lost_sends:  # a handling moved above goes with its send
@@ -787,7 +797,9 @@ class Translation:
         for n, tp, us, hw, own in self.raises + self.append_raises:
             handlings = self.handlings.get((n, tp), [])
             i = bisect.bisect_right(handlings, us, key=lambda h: h[0]) - 1
-            at = handlings[i][-1] if i >= 0 and handlings[i][-1]["us"] > own[-1]["us"] else own[-1]
+            # the update placed last among those begun by then (request handlers: a few at once)
+            at = max((h[-1] for h in handlings[max(0, i - HANDLERS) : i + 1]), key=in_node_order, default=own[-1])
+            at = at if in_node_order(at) > in_node_order(own[-1]) else own[-1]
             at["state"]["hw"] = max(hw, at["state"].get("hw", hw))
 
     def read_past_snapshot(self) -> None:
@@ -864,22 +876,36 @@ class Translation:
         # after its handling's update (Kafka parks a DelayedFetch once readFromLog returned), strictly before
         # its answer is handled
         when = min(max(when, handled[-1]["us"] + 1), answered - 1)
+        when = self.raised_after(raises, hw, end, handled[-1]["us"], when)
         self.emit(leader, when, HANDLE_FETCH, where + " (a DelayedFetch completed)", {}, tp, replica=n, msg=[n, corr])
-        self.raised_after(raises, hw, when)
         return True
 
-    def raised_after(self, raises: list, hw: int, when: int) -> None:
-        """The updates placed by ``when`` that raised the HW past ``hw``, a DelayedFetch placed at ``when``
-        having read ``hw``, go just after it when their raise came after it: Kafka's handler updates its
-        follower's state, then raises the HW (``maybeIncrementLeaderHW``), and the model's ``handle_fetch``
-        does both at once, anywhere between the two (the pause soak at 53.0 s and 111.5 s). ``raises``: the
-        leader's, in the order they were made (within a second of where their updates are placed)."""
+    def raised_after(self, raises: list, hw: int, end: int, after: int, when: int) -> int:
+        """Where a DelayedFetch placed at ``when`` that read ``hw`` and records up to ``end`` goes among the
+        updates placed by ``when`` that raised the HW past ``hw``. Kafka's handler updates its follower's state,
+        then raises the HW (``maybeIncrementLeaderHW``); the model's ``handle_fetch`` does both at once, anywhere
+        between the two. So the DelayedFetch goes just before the first such update after its own handling's
+        (``after``) whose handling had read those records (its read is in the log before it; the pause soak at
+        53.0 s), and an update whose raise came after the DelayedFetch goes just after it (at 111.5 s; at 231.5 s
+        one placed before the DelayedFetch's own handling).
+        ``raises``: the leader's, in the order they were made (within a second of where their updates are)."""
+        conflicts = []
         for *_, made, raised, own in raises[bisect.bisect_left(raises, when - RAISE_SLACK_US, key=lambda x: x[2]) :]:
             if made > when + RAISE_SLACK_US:
                 break
+            if raised > hw and own[-1]["us"] <= when:
+                conflicts.append((made, own))
+        read_them = [
+            own[-1]["us"]
+            for made, own in conflicts
+            if own[-1]["us"] > after and self.read_more.get(id(own), own[2]) >= end
+        ]
+        when = min(read_them, default=when)
+        for made, own in conflicts:
             update = own[-1]
-            if raised > hw and update["us"] <= when <= made:
-                update["us"], update["t"], update[TIE] = when, when // 1000, 1  # after lines at its time
+            if update["us"] == when or update["us"] < when <= made:
+                update["us"], update["t"], update[TIE] = when, when // 1000, 1  # after the lines at its time
+        return when
 
     def appended_before(self, n: int, tp: str, end: int, answered: int) -> None:
         """The appends of records up to ``end`` on leader ``n`` that returned after a follower handled an
@@ -892,6 +918,28 @@ class Translation:
         for k, (_end, _began, line) in enumerate(sorted(late, key=lambda x: x[0])):
             line["us"] = answered - 2 - len(late) + k
             line["t"] = line["us"] // 1000
+
+    def counted_later(self, n: int, tp: str, sent: tuple, hw: int, raising: set) -> None:
+        """A handling answered at once with an HW below the leader's by its read: the updates of other handlings
+        in flight at its read that raised nothing themselves go after it. Kafka counted each in a raise another
+        handler made after this read (the pause soak at 87.6 s: follower 0's update began 2 ms before follower
+        1's read and returned 4 ms after it, and follower 1's own raise counted it); the model's
+        ``handle_fetch`` raises the HW at once, so taken before this read it would show the raised HW.
+        ``raising``: the handlings whose own thread raised the HW."""
+        handling = self.handled.get((n, sent[0], sent[1]))
+        if handling is None:
+            return
+        at = handling[-2]["us"]
+        marks = self.leader_at.get((sent[0], tp), [])
+        i = bisect.bisect_right(marks, at, key=lambda m: m[0])
+        if i == 0 or marks[i - 1][2] <= hw:
+            return  # the leader's HW by then is what the answer shows
+        handlings = self.handlings.get((sent[0], tp), [])
+        k = bisect.bisect_left(handlings, at, key=lambda h: h[3])  # returned after the read, in update order
+        for other in handlings[k : k + HANDLERS]:
+            update = other[-1]
+            if other is not handling and id(other) not in raising and other[0] <= at and update["us"] <= at < other[3]:
+                update["us"], update["t"], update[TIE] = at, at // 1000, 1
 
     def read_before_raises(self, n: int, tp: str, sent: tuple, hw: int, raises: list) -> None:
         """A handling answered at once carries the HW it read, before it updated its follower's state. An
