@@ -366,7 +366,10 @@ class Translation:
         elif r.ev == "AbstractFetcherThread.processFetchRequest":
             leader = _fetcher_leader(thread)
             for tp, req in a[0]:
-                if (n, tp) in self.stale:  # the new fetcher sent before applyDelta returned
+                # the new fetcher sent before applyDelta returned; the old one fetches under its old leader epoch
+                if (n, tp) in self.stale and req.get("currentLeaderEpoch", math.inf) >= (
+                    self.following.get((n, tp)) or -1
+                ):
                     self.remove_fetcher(n, tp, r.us - 1, r.where)
                 c = self.corr[n] = self.corr.get(n, 0) + 1
                 self.sends.setdefault((n, tp), []).append((c, req["fetchOffset"], leader))
