@@ -874,6 +874,13 @@ class Translation:
             return False
         j = bisect.bisect_left(marks, True, key=lambda m: m[1] >= end and m[2] >= hw)
         when = marks[j][0] + 1 if j < len(marks) else answered
+        # after the produces of the records it holds, where they are placed (a handling that read one before
+        # its produce returned may show its LEO earlier)
+        lines = self.append_lines.get((leader, tp), [])
+        k = bisect.bisect_left(lines, answered, key=lambda x: x[1])
+        for held, _began, line in lines[max(0, k - RECENT_APPENDS) : k + RECENT_APPENDS]:
+            if read_leo < held <= end:
+                when = max(when, line["us"] + 1)
         if when >= answered:
             self.appended_before(leader, tp, end, answered)
         # after its handling's update (Kafka parks a DelayedFetch once readFromLog returned), strictly before
