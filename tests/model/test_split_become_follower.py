@@ -179,3 +179,16 @@ def test_the_explorer_reaches_the_stale_append_with_the_switch_and_not_without()
     assert any(r.stale_fetcher and r.log for s in reachable_states(split, scope) for r in s.replicas)
     assert not any(r.stale_fetcher for s in reachable_states(whole, scope) for r in s.replicas)
     assert explore(split, scope).complete
+
+
+def test_the_explorer_takes_stale_fetch_rounds_with_three_brokers():
+    # with two brokers a leader move leaves only the deposed leader stale, which has no fetcher
+    scope = Scope(max_records=1, max_epoch=1, max_crashes=0, max_leader_moves=1)
+    cfg = ModelConfig(protocol="kip-320", split_become_follower=True, replicas=3, min_insync_replicas=2)
+    stale_sends = [
+        s
+        for s in reachable_states(cfg, scope)
+        for r, rep in enumerate(s.replicas)
+        if rep.stale_fetcher and why_disabled(cfg, s, Step("send_fetch", r)) is None
+    ]
+    assert len(stale_sends) >= 100
