@@ -76,16 +76,16 @@ def fetcher_tag(rep: Replica) -> tuple:
 
 
 def _outstanding(cfg, s: State, r: int, rep: Replica) -> bool:
-    """A fetch of follower r sent under its current (leader, leader epoch) is still in flight, or
-    read and held by that leader (an orphan, sent before r crashed, is no longer its own)."""
-    tag = (rep.leader, rep.leader_epoch)
+    """A fetch of follower r sent under its fetcher's tag is still in flight, or read and held by
+    the tag's leader (an orphan, sent before r crashed, is no longer its own)."""
+    tag = fetcher_tag(rep)
     if any((m.leader, m.leader_epoch) == tag and not m.orphan for m in s.fetch_requests[r]) or any(
         (m.leader, m.leader_epoch) == tag for m in s.fetch_responses[r]
     ):
         return True
+    leader, epoch = tag
     return cfg.split_fetch_handling and any(
-        h.follower == r and h.leader_epoch == rep.leader_epoch and not h.orphan
-        for h in s.replicas[rep.leader].held_reads
+        h.follower == r and h.leader_epoch == epoch and not h.orphan for h in s.replicas[leader].held_reads
     )
 
 
@@ -248,7 +248,11 @@ class Consume(Action):
 
 
 class SendFetch(Action):
-    """ReplicaFetcherThread: a Fetch, or OffsetsForLeaderEpoch while truncating (KIP-101/KIP-279)."""
+    """ReplicaFetcherThread: a Fetch, or OffsetsForLeaderEpoch while truncating (KIP-101/KIP-279),
+    to the leader of the fetcher's tag under the tag's leader epoch. AbstractFetcherThread.doWork ->
+    maybeFetch builds it (RemoteLeaderEndPoint.buildFetch) under partitionMapLock from the fetcher's
+    own partitionStates, so a stale fetcher (split_become_follower) fetches from its old leader under
+    its old leader epoch until removeFetcherForPartitions takes the partition from it."""
 
     name = "send_fetch"
 
@@ -257,11 +261,12 @@ class SendFetch(Action):
         rep = s.replicas[r]
         if not rep.alive:
             return f"broker {r} is down"
-        if rep.stale_fetcher:  # Kafka's old fetcher may send once more; the model leaves that out
-            return f"the fetcher of broker {r} is stale (remove_fetcher replaces it)"
-        if rep.leader == -1:
+        leader = fetcher_tag(rep)[0]
+        if rep.stale_fetcher and leader in (-1, r):  # it was leader, or knew none: no fetcher yet
+            return f"broker {r} has no fetcher until remove_fetcher (none before its makeFollower)"
+        if leader == -1:
             return f"broker {r} knows no leader"
-        if rep.leader == r:
+        if leader == r:
             return f"broker {r} is the leader"
         if _outstanding(cfg, s, r, rep):
             return f"follower {r} has a fetch outstanding"
@@ -270,19 +275,20 @@ class SendFetch(Action):
     def effect(nx, st):
         r = st.replica
         rep = nx.replicas[r]
+        leader, epoch = fetcher_tag(rep)
         if nx.cfg.rules.uses_epoch_queries and rep.truncating_epoch >= 0 and rep.log:
-            req = FetchRequest(rep.leader, rep.leader_epoch, -1, -1, rep.truncating_epoch, 0)
+            req = FetchRequest(leader, epoch, -1, -1, rep.truncating_epoch, 0)
         else:
             req = FetchRequest(
-                rep.leader,
-                rep.leader_epoch,
+                leader,
+                epoch,
                 len(rep.log),
                 latest_epoch(rep.log),
                 -1,
                 st.max_batches,
                 nx.cfg.rules.fetch_broker_epoch(rep),
             )
-        if nx.replicas[rep.leader].alive:  # else discarded at once
+        if nx.replicas[leader].alive:  # else discarded at once
             nx.queues("fetch_requests")[r] += (req,)
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from ..specs import PROPERTIES, Property
-from .actions import ACTIONS, HandleFetch, HandleFetchResponse, SendFetch
+from .actions import ACTIONS, HandleFetch, HandleFetchResponse, SendFetch, fetcher_tag
 from .alphabet import DELIVER_LEADER_AND_ISR, HANDLE_FETCH, HANDLE_FETCH_RESPONSE, SEND_FETCH, Step, steps_of
 from .budget import EMPTY_LEDGER
 from .collector import no_cycle_collection
@@ -171,7 +171,7 @@ def _fetch_round(config: ModelConfig, s: State, send: Step):
     handle_fetch,)); None when the request is lost to a dead leader or waits for a leader not yet
     registered (it handles no request: docs/steps.md, restart)."""
     r = send.replica
-    if s.replicas[s.replicas[r].leader].unregistered:
+    if s.replicas[fetcher_tag(s.replicas[r])[0]].unregistered:
         return None
     nx = NextState(config, s)
     nx.take(SendFetch, send)

@@ -26,6 +26,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
+from .actions import fetcher_tag
 from .alphabet import (
     CHECKPOINT_HW,
     CONSUME,
@@ -276,10 +277,10 @@ def _own_queues(ctx: Context, b: int) -> int:
 
 
 def _leaders(L: Layout, s: State | None, f: int) -> list[int]:
-    """The brokers follower ``f`` may fetch from in ``s`` (None: any other)."""
+    """The brokers follower ``f`` may fetch from in ``s`` (None: any other): its fetcher's tag's leader."""
     if s is None:
         return [d for d in range(L.n) if d != f]
-    d = s.replicas[f].leader
+    d = fetcher_tag(s.replicas[f])[0]
     return [d] if d >= 0 and d != f else []
 
 
@@ -398,15 +399,14 @@ def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
             return L.rep[b]["leader"], 0
         return L.fields(b, "isr") | L.hist["records_produced"], 0  # acks=all below min ISR, or records
     if name == SEND_FETCH:
-        if rep.stale_fetcher:  # enabled once remove_fetcher or a crash replaced it
-            return L.rep[b]["stale_fetcher"], 0
-        if rep.leader < 0 or rep.leader == b:
-            return L.rep[b]["leader"], 0
-        own = L.fields(b, "leader", "leader_epoch")
-        if not ctx.rounds:  # a fetch outstanding under its current leadership (or its read held)
-            held = L.rep[rep.leader]["held_reads"] if ctx.held else 0
+        leader = fetcher_tag(rep)[0]
+        if leader < 0 or leader == b:  # a stale one: enabled once remove_fetcher or a crash replaced it
+            return L.fields(b, "leader", "stale_fetcher"), 0
+        own = L.fields(b, "leader", "leader_epoch", "stale_fetcher")  # its fetcher's tag
+        if not ctx.rounds:  # a fetch outstanding under that tag (or its read held)
+            held = L.rep[leader]["held_reads"] if ctx.held else 0
             return own | q["fetch_requests"][b] | q["fetch_responses"][b] | held, 0
-        return own | L.rep[rep.leader]["alive"], 0  # a round is lost to a dead leader
+        return own | L.rep[leader]["alive"], 0  # a round is lost to a dead leader
     if name == HANDLE_FETCH:  # a read of b's is held only once a request of b's was in flight
         if s.fetch_requests[b]:  # its destination is not registered yet
             return L.rep[s.fetch_requests[b][0].leader]["unregistered"] | q["fetch_requests"][b], 0

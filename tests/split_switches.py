@@ -53,13 +53,13 @@ def last(steps, cfg):
     return replay(cfg, steps).states[-1]
 
 
-def walk_counts(protocol: str, switch: dict, kind: str, between) -> tuple[int, int]:
+def walk_counts(protocol: str, switch: dict, kind: str, *between) -> tuple[int, ...]:
     """Six random walks of ``protocol`` with ``switch`` on, each passing (or finding a violation) in
-    lockstep: how many ``kind`` steps they took, and the sum of ``between`` over their schedules."""
-    taken = counted = 0
+    lockstep: how many ``kind`` steps they took, and the sum of each of ``between`` over their schedules."""
+    taken, counted = 0, [0] * len(between)
     for seed in range(6):
         schedule, verdict = random_walk(seed, protocol, 150, "default", config=switch)
         assert verdict.kind in ("pass", "violation"), (seed, verdict.kind, verdict.diff)
         taken += sum(st["step"] == kind for st in schedule.steps)
-        counted += between(schedule)
-    return taken, counted
+        counted = [n + count(schedule) for n, count in zip(counted, between)]
+    return (taken, *counted)

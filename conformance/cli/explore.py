@@ -134,7 +134,7 @@ def add_scope_arguments(parser: argparse.ArgumentParser, default: Scope, protoco
         "--split-become-follower",
         action="store_true",
         help="becoming a follower as two steps, deliver_leader_and_isr then remove_fetcher, the old "
-        "fetcher handling its old leader's answer between them (docs/steps.md)",
+        "fetcher fetching from its old leader and handling its answers between them (docs/steps.md)",
     )
     scope = parser.add_argument_group("scope bounds")
     for name, help_text in (

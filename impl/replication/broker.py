@@ -59,13 +59,14 @@ DISK_IO = ("write:EIO", "write:ENOSPC", "fsync:EIO", "fsync:ENOSPC", "read:EIO")
 
 def data_maybe_lost(fs: FileSystem, data_dir: str) -> bool:
     """Neither a clean shutdown nor the page cache left a broker epoch in ``data_dir`` (a power loss
-    or a lost disk): the broker's next registration is unclean (KIP-966)."""
+    or a lost disk; or a clean shutdown before registering again after one, which writes -1): the
+    broker's next registration is unclean (KIP-966)."""
     for name in (CLEAN_SHUTDOWN_NAME, RUNNING_NAME):
         path = fs.join(data_dir, name)
         if fs.exists(path):
             try:
-                json.loads(fs.read_file(path))["brokerEpoch"]
-                return False
+                if int(json.loads(fs.read_file(path))["brokerEpoch"]) >= 0:
+                    return False
             except (ValueError, KeyError, TypeError):
                 pass
     return True

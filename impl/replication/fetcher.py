@@ -4,9 +4,11 @@ Per protocol variant: before KIP-101 a new follower simply fetches (it already t
 HW); KIP-101 and KIP-279 first ask OffsetsForLeaderEpoch (state *truncating*), KIP-279 walking
 back epoch by epoch until leader and follower agree; KIP-320 fetches at once with its last fetched
 epoch and truncates when the leader answers with a diverging epoch. At most one request is
-outstanding; a response is used only if it answers the request of the fetcher's (leader, epoch):
-the partition's, or while the fetcher is stale (split_become_follower: the partition became a
-follower in a newer leader epoch and the fetcher is not yet replaced) the one it had before.
+outstanding. The fetcher fetches under its (leader, epoch), its tag: the partition's, or while it
+is stale (split_become_follower: the partition became a follower in a newer leader epoch and the
+fetcher is not yet replaced) the one it had before, whose leader it goes on fetching from with its
+own fetch state, as Kafka's fetcher thread builds its requests from its own partitionStates
+(AbstractFetcherThread.maybeFetch); a response is used only if it answers a request of its tag.
 
 ``send`` is the only way a request goes out: the simulation calls it per step in step mode, and the
 fetcher's own poll timer calls it in auto mode.
@@ -60,8 +62,8 @@ class ReplicaFetcher:
 
     @property
     def can_send(self) -> bool:
-        p = self.partition
-        return p.leader >= 0 and p.leader != p.broker_id and self.outstanding is None and self.stale is None
+        leader = self.tag[0]  # a stale tag of no leader, or of its own leadership: no fetcher yet
+        return leader >= 0 and leader != self.partition.broker_id and self.outstanding is None
 
     @property
     def tag(self) -> tuple[int, int]:
@@ -110,21 +112,24 @@ class ReplicaFetcher:
         if not self.can_send:
             return False
         p = self.partition
-        self.sent_under = (p.leader, p.leader_epoch)
+        leader, leader_epoch = self.sent_under = self.tag
         v = p.variant
         # recorded first: a request to a dead leader fails (and clears it) inside send_request
         self.outstanding = correlation_id = self.endpoint.next_correlation_id()
         events = self.events
         if events is not None:  # the event precedes the send: a send to a dead leader fails inside it
-            events.broker(p, "send_fetch", {"replica": p.broker_id, "max_batches": max_batches}, corr=correlation_id)
+            fields = {"replica": p.broker_id, "max_batches": max_batches}
+            if self.stale is not None:  # not the partition's (leader, leader epoch): the log names it
+                fields["stale_fetcher"] = [leader, leader_epoch]
+            events.broker(p, "send_fetch", fields, corr=correlation_id)
         if self.truncating_epoch != FETCHING and p.log.log_end_offset > 0:
-            req = OffsetForLeaderEpochRequest(p.broker_id, p.partition_id, self.truncating_epoch, p.leader_epoch)
+            req = OffsetForLeaderEpochRequest(p.broker_id, p.partition_id, self.truncating_epoch, leader_epoch)
             self.endpoint.send_request(
-                p.leader,
+                leader,
                 ApiKey.OFFSET_FOR_LEADER_EPOCH,
                 v.offsets_for_leader_epoch_version,
                 req,
-                self._on_epoch_end if events is None else self._logged(self._on_epoch_end, p.leader, correlation_id),
+                self._on_epoch_end if events is None else self._logged(self._on_epoch_end, leader, correlation_id),
                 correlation_id,
             )
         else:
@@ -132,21 +137,21 @@ class ReplicaFetcher:
                 p.broker_id,
                 p.partition_id,
                 p.log.log_end_offset,
-                p.leader_epoch,
+                leader_epoch,
                 p.log.latest_epoch,
                 max_batches,
                 p.local_broker_epoch() if v.broker_epochs else -1,
             )
             self.endpoint.send_request(
-                p.leader,
+                leader,
                 ApiKey.FETCH,
                 v.fetch_version,
                 req,
-                self._on_fetch if events is None else self._logged(self._on_fetch, p.leader, correlation_id),
+                self._on_fetch if events is None else self._logged(self._on_fetch, leader, correlation_id),
                 correlation_id,
             )
         if self.auto:
-            self._arm_timeout(p.leader, correlation_id)
+            self._arm_timeout(leader, correlation_id)
         return True
 
     def _arm_timeout(self, leader: int, correlation_id: int) -> None:

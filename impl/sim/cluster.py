@@ -136,12 +136,13 @@ class Cluster:
         if isinstance(max_batches, bool) or not isinstance(max_batches, int) or max_batches < 0:
             raise ClusterError(f"max_batches must be an integer >= 0, got {max_batches!r}")
         b = self._need_alive(follower)
-        p, fetcher = b.partition, b.replica_manager.fetcher
-        if fetcher.stale is not None:  # Kafka's old fetcher thread might send once more: left out
-            raise ClusterError(f"the fetcher of broker {follower} is stale (remove_fetcher replaces it)")
-        if p.leader < 0:
+        fetcher = b.replica_manager.fetcher
+        leader = fetcher.tag[0]  # a stale fetcher fetches from its old leader
+        if fetcher.stale is not None and leader in (-1, follower):  # it was leader, or knew none
+            raise ClusterError(f"broker {follower} has no fetcher until remove_fetcher (none before its makeFollower)")
+        if leader < 0:
             raise ClusterError(f"broker {follower} knows no leader")
-        if p.leader == follower:
+        if leader == follower:
             raise ClusterError(f"broker {follower} is the leader")
         if fetcher.outstanding is not None:
             raise ClusterError(f"follower {follower} has a fetch outstanding")

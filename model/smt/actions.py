@@ -253,8 +253,8 @@ def effect_consume(nx: Next, st: Step) -> None:
 
 
 def _outstanding(nx: Next, r: int):
-    """A fetch of r under its current (leader, leader epoch), not an orphan of an earlier process."""
-    leader, epoch = nx.rep(r, "leader"), nx.rep(r, "lepoch")
+    """A fetch of r under its fetcher's tag, not an orphan of an earlier process."""
+    leader, epoch = _fetcher_tag(nx, r)
     found = []
     for q in ("fetch_requests", "fetch_responses"):
         for slot in range(nx.b.capacity(q)):
@@ -266,7 +266,7 @@ def _outstanding(nx: Next, r: int):
                     _not(nx.msg(q, r, slot, "orphan")) if q == "fetch_requests" else True,
                 )
             )
-    if nx.b.held_reads:  # its read held by that leader
+    if nx.b.held_reads:  # its read held by the tag's leader
         at1 = _held(nx, r, "at1")
         found.append(z3.And(at1 == leader + 1, _held(nx, r, "lepoch") == epoch, _not(_held(nx, r, "orphan"))))
     return z3.Or(found)
@@ -308,14 +308,13 @@ def _fetcher_tag(nx: Next, r: int) -> tuple:
 
 def guard_send_fetch(nx: Next, st: Step):
     r = st.replica
-    leader = nx.rep(r, "leader")
-    fresh = _not(nx.rep(r, "stale")) if nx.b.stale_fetcher else True  # a stale fetcher sends nothing
-    return z3.And(nx.rep(r, "alive"), fresh, leader != -1, leader != r, _not(_outstanding(nx, r)))
+    leader = _fetcher_tag(nx, r)[0]  # a stale fetcher fetches from its old leader (maybeFetch)
+    return z3.And(nx.rep(r, "alive"), leader != -1, leader != r, _not(_outstanding(nx, r)))
 
 
 def effect_send_fetch(nx: Next, st: Step) -> None:
     r = st.replica
-    leader, n = nx.rep(r, "leader"), nx.rep(r, "len")
+    (leader, epoch), n = _fetcher_tag(nx, r), nx.rep(r, "len")
     query = z3.BoolVal(False)
     if _rules(nx).uses_epoch_queries:
         query = z3.And(nx.rep(r, "trunc") >= 0, n > 0)
@@ -324,7 +323,7 @@ def effect_send_fetch(nx: Next, st: Step) -> None:
         r,
         {
             "leader": leader,
-            "lepoch": nx.rep(r, "lepoch"),
+            "lepoch": epoch,
             "off": z3.If(query, -1, n),
             "lfe": z3.If(query, -1, nx.latest_epoch(f"r{r}.")),
             "qe": z3.If(query, nx.rep(r, "trunc"), -1),

@@ -334,3 +334,20 @@ def test_both_sides_forget_a_proposal_on_a_partition_change_in_its_epoch_from_ki
     assert ("awaits its answer" in run.refused[0][2]) == forgot
     assert run.step(expand) is None and run.state.replicas[0].pending_isr == (0, 2)
     assert run.verdict().kind == "pass"
+
+
+@pytest.mark.parametrize("detection", ["page-cache", "clean-shutdown-file"])
+def test_a_clean_shutdown_before_registering_after_a_power_loss_stays_unclean_on_both_sides(detection):
+    # docs/steps.md, crash: the shutdown writes broker epoch -1, so the next registration is unclean still
+    steps = [
+        {"step": "crash", "replica": 0, "kind": "power"},
+        {"step": "restart", "replica": 0},
+        {"step": "crash", "replica": 0, "kind": "clean"},
+    ]
+    schedule = Schedule("kip-966", ScheduleConfig(unclean_shutdown_detection=detection), tuple(steps), name="x")
+    verdict = run_schedule(schedule)
+    assert verdict.kind == "pass", verdict.diff
+    run = Lockstep("kip-966", ScheduleConfig(unclean_shutdown_detection=detection))
+    for st in steps:
+        assert run.step(st) is None
+    assert run.state.replicas[0].unclean_shutdown

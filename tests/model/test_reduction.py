@@ -4,6 +4,7 @@ along the paths it leaves out and hides nothing a checked property reads, and th
 gives the verdicts of the unreduced one, property by property, for every variant at every scope
 the explorer's tests explore."""
 
+import dataclasses
 import itertools
 
 import pytest
@@ -482,9 +483,17 @@ STALE_SCOPE = Scope(max_records=1, max_epoch=2, max_crashes=1, max_drops=1, max_
 STALE_SETTINGS = dict(split_become_follower=True)
 
 
-@pytest.mark.parametrize("protocol", ["hw-truncation", "kip-966"])
-def test_footprints_of_the_stale_fetcher_cover_what_each_step_reads_and_changes(protocol):
-    test_footprints_cover_what_each_step_reads_and_changes(protocol, STALE_SETTINGS, STALE_SCOPE)
+# with fetch rounds too: a stale fetcher's round reads and changes its old leader
+@pytest.mark.parametrize(
+    "protocol,scope",
+    [
+        ("hw-truncation", STALE_SCOPE),
+        ("kip-966", STALE_SCOPE),
+        ("kip-320", dataclasses.replace(STALE_SCOPE, fetch_rounds=True)),
+    ],
+)
+def test_footprints_of_the_stale_fetcher_cover_what_each_step_reads_and_changes(protocol, scope):
+    test_footprints_cover_what_each_step_reads_and_changes(protocol, STALE_SETTINGS, scope)
 
 
 def test_steps_of_the_stale_fetcher_found_independent_commute():

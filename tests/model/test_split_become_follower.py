@@ -16,6 +16,7 @@ from isrcheck.model.symmetry import all_permutations
 
 SPLIT = ModelConfig(protocol="kip-320", split_become_follower=True)
 WHOLE = ModelConfig(protocol="kip-320")
+KIP279 = ModelConfig(protocol="kip-279", split_become_follower=True)
 
 
 def last(steps, cfg=SPLIT):
@@ -50,12 +51,70 @@ def test_the_old_leaders_answer_is_discarded_after_remove_fetcher():
     assert rep.log == () and rep.stale_fetcher == () and s.fetch_responses[1] == ()
 
 
-def test_send_fetch_is_refused_while_stale_and_enabled_after_remove_fetcher():
+def test_a_stale_fetcher_waits_for_its_outstanding_answer_and_the_new_one_sends_at_once():
     s = last(MOVED)
-    assert why_disabled(SPLIT, s, Step("send_fetch", 1)).startswith("the fetcher of broker 1 is stale")
+    assert why_disabled(SPLIT, s, Step("send_fetch", 1)) == "follower 1 has a fetch outstanding"
     s = last(MOVED + [step("remove_fetcher", 1)])
-    assert why_disabled(SPLIT, s, Step("send_fetch", 1)) is None
+    assert why_disabled(SPLIT, s, Step("send_fetch", 1)) is None  # the old answer is no longer its own
     assert why_disabled(SPLIT, s, Step("remove_fetcher", 1)) == "the fetcher of broker 1 is not stale"
+
+
+# the old answer appended, then leader 0 (still leading epoch 0 in its own view) appends record 2
+STALE_AGAIN = MOVED + [step("handle_fetch_response", 1), step("produce", 0, acks=1), step("send_fetch", 1)]
+
+
+def test_a_stale_fetcher_fetches_from_its_old_leader_under_its_old_tag():
+    s = last(STALE_AGAIN)
+    (req,) = s.fetch_requests[1]
+    assert (req.leader, req.leader_epoch, req.fetch_offset, req.last_fetched_epoch) == (0, 0, 1, 0)
+    assert s.replicas[1].leader == 2 and s.replicas[1].stale_fetcher == (0, 0)  # the partition is on epoch 1
+    assert why_disabled(SPLIT, s, Step("send_fetch", 1)) == "follower 1 has a fetch outstanding"
+    s = last(STALE_AGAIN + [step("handle_fetch", 1), step("handle_fetch_response", 1)])
+    rep = s.replicas[1]
+    assert [e.record for e in rep.log] == [1, 2] and rep.stale_fetcher == (0, 0)
+    assert s.replicas[0].remote_leo[1] == 1  # the old leader took it as any Fetch of its leader epoch
+
+
+def test_a_stale_fetch_to_a_leader_that_learned_a_newer_epoch_is_refused_as_any_such_fetch():
+    s = last(STALE_AGAIN + [step("deliver_leader_and_isr", 0, index=0), step("handle_fetch", 1)])
+    assert (s.fetch_responses[1][0].error, s.fetch_responses[1][0].leader_epoch) == ("NOT_LEADER_OR_FOLLOWER", 0)
+    # leader 0 elected again (epoch 2) before it handles the request of epoch 0
+    again = STALE_AGAIN + [step("elect", 0), step("deliver_leader_and_isr", 0, index=1), step("handle_fetch", 1)]
+    s = last(again)
+    assert s.replicas[0].leader_epoch == 2 and s.fetch_responses[1][0].error == "FENCED_LEADER_EPOCH"
+    s = last(again + [step("handle_fetch_response", 1)], KIP279)  # no current leader epoch before KIP-320
+    assert [e.record for e in s.replicas[1].log] == [1, 2] and s.replicas[1].leader_epoch == 1
+
+
+def test_a_stale_fetch_is_lost_to_remove_fetcher_and_the_new_fetcher_sends_to_the_new_leader():
+    s = last(STALE_AGAIN + [step("remove_fetcher", 1)])
+    assert why_disabled(SPLIT, s, Step("send_fetch", 1)) is None  # the stale request is no longer its own
+    s = last(STALE_AGAIN + [step("remove_fetcher", 1), step("send_fetch", 1)])
+    assert [(m.leader, m.leader_epoch) for m in s.fetch_requests[1]] == [(0, 0), (2, 1)]
+    s = last(STALE_AGAIN + [step("remove_fetcher", 1), step("handle_fetch", 1), step("handle_fetch_response", 1)])
+    assert len(s.replicas[1].log) == 1  # the old leader's answer is discarded
+
+
+def test_a_stale_fetcher_of_a_former_leader_or_of_a_restart_sends_nothing():
+    led = MOVED + [step("deliver_leader_and_isr", 0, index=0)]  # leader 0 becomes follower of 2 in epoch 1
+    s = last(led)
+    assert s.replicas[0].stale_fetcher == (0, 0)
+    assert why_disabled(SPLIT, s, Step("send_fetch", 0)).startswith("broker 0 has no fetcher until remove_fetcher")
+    assert why_disabled(SPLIT, last(led + [step("remove_fetcher", 0)]), Step("send_fetch", 0)) is None
+    cfg = ModelConfig(protocol="kip-966", split_become_follower=True)
+    s = last([step("crash", 1, kind="process"), step("restart", 1), step("register", 1)], cfg)
+    assert s.replicas[1].stale_fetcher == (-1, -1)
+    assert why_disabled(cfg, s, Step("send_fetch", 1)).startswith("broker 1 has no fetcher until remove_fetcher")
+
+
+def test_a_stale_truncating_kip101_fetcher_asks_its_old_leader_under_the_old_tag():
+    cfg = ModelConfig(protocol="kip-101", split_become_follower=True)
+    # follower 1 holds record 1; its fetcher of leader 2 (epoch 1) is truncating when epoch 2 comes
+    replaced = ANSWERED + [step("handle_fetch_response", 1)] + MOVED[3:] + [step("remove_fetcher", 1)]
+    s = last(replaced + [step("elect", 0), step("deliver_leader_and_isr", 1, index=0), step("send_fetch", 1)], cfg)
+    assert (s.replicas[1].leader_epoch, s.replicas[1].stale_fetcher) == (2, (2, 1))
+    (req,) = s.fetch_requests[1]
+    assert (req.leader, req.leader_epoch, req.query_epoch) == (2, 1, 0)  # OffsetsForLeaderEpoch of epoch 0
 
 
 def test_a_crash_clears_the_stale_fetcher_and_the_old_answer_is_gone():
@@ -120,3 +179,16 @@ def test_the_explorer_reaches_the_stale_append_with_the_switch_and_not_without()
     assert any(r.stale_fetcher and r.log for s in reachable_states(split, scope) for r in s.replicas)
     assert not any(r.stale_fetcher for s in reachable_states(whole, scope) for r in s.replicas)
     assert explore(split, scope).complete
+
+
+def test_the_explorer_takes_stale_fetch_rounds_with_three_brokers():
+    # with two brokers a leader move leaves only the deposed leader stale, which has no fetcher
+    scope = Scope(max_records=1, max_epoch=1, max_crashes=0, max_leader_moves=1)
+    cfg = ModelConfig(protocol="kip-320", split_become_follower=True, replicas=3, min_insync_replicas=2)
+    stale_sends = [
+        s
+        for s in reachable_states(cfg, scope)
+        for r, rep in enumerate(s.replicas)
+        if rep.stale_fetcher and why_disabled(cfg, s, Step("send_fetch", r)) is None
+    ]
+    assert len(stale_sends) >= 100

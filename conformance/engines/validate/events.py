@@ -55,7 +55,7 @@ VERSION = 1
 STEP_FIELDS = {
     PRODUCE: ("replica", "acks", "records"),
     CONSUME: ("replica",),
-    SEND_FETCH: ("replica", "max_batches"),
+    SEND_FETCH: ("replica", "max_batches"),  # a stale fetcher's also names its tag, stale_fetcher
     READ_FETCH: ("replica",),  # split_fetch_handling: a leader's read of a fetch, its handle_fetch later
     HANDLE_FETCH: ("replica",),
     HANDLE_FETCH_RESPONSE: ("replica",),
@@ -205,6 +205,7 @@ def _event(line: object, where: str, replicas: int) -> Event:
         )
         or (tp is not None and type(tp) is not str)
         or (step == HANDLE_FETCH and "batches" in line)
+        or (step == SEND_FETCH and "stale_fetcher" in line)
         or (step == EXPAND_ISR and "follower" in line)
         or step == FAIL_DISK
     ):  # rare, and its io is checked against the contract's list
@@ -254,6 +255,11 @@ def _checked(line: object, where: str, replicas: int) -> Event:
         fields["batches"] = _int(line, "batches", where)
     if step == PRODUCE and "timeout" in line:
         fields["timeout"] = _int(line, "timeout", where)
+    if step == SEND_FETCH and "stale_fetcher" in line:  # split_become_follower: [leader, leader epoch]
+        tag = line["stale_fetcher"]
+        if not (isinstance(tag, list) and len(tag) == 2 and all(type(x) is int for x in tag)):
+            raise UsageError(f"{where}: 'stale_fetcher' must be [leader, leader epoch]")
+        fields["stale_fetcher"] = tag
     if step == EXPAND_ISR and "follower" in line:  # the follower it adds (Kafka's newInSyncReplicaId)
         fields["follower"] = _int(line, "follower", where)
         if not 0 <= fields["follower"] < replicas:

@@ -230,6 +230,11 @@ class Search:
     def _state_mismatch(self, s: State, ev: Event) -> str | None:
         if ev.step in CONTROLLER_STEPS:
             return mismatch(controller_view(s), ev.state)
+        if ev.step == SEND_FETCH and ("stale_fetcher" in ev.fields or not self.trace.apache_kafka):
+            # the tag a stale fetcher sent under (docs/steps.md): isrcheck's logs name it, or its absence
+            model, logged = list(s.replicas[ev.node].stale_fetcher), ev.fields.get("stale_fetcher", [])
+            if model != logged:
+                return f"stale_fetcher is {model or 'none'} in the model, {logged or 'none'} in the log"
         if ev.step == RESTART or (ev.step in UNREGISTERED and self._down_to_the_model(s, ev.node)):
             return None  # checked when the model restarts it
         return mismatch(broker_view(s, ev.node), ev.state)

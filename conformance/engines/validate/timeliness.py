@@ -10,7 +10,8 @@ bound on the logged times ``t`` (one clock for the run), with the Kafka mechanis
   isr-expiration task every ``replica.lag.time.max.ms / 2``. Caught up is Kafka's rule
   (``Replica.updateFetchStateOrThrow``): a fetch at or past the leader's LEO, or, with long polls,
   one that reached the LEO the leader had at the follower's previous fetch (caught up then). The
-  fetch offset is the follower's LEO at its ``send_fetch`` (tied by ``corr``). A leader with an ISR
+  fetch offset is the follower's LEO at its ``send_fetch`` (tied by ``corr``), its leader epoch the
+  follower's then, or the one a stale fetcher's ``send_fetch`` names (``stale_fetcher``). A leader with an ISR
   change in flight cannot shrink; its next chance is one interval after the answer.
 * ``DelayedFetchExpiry``: a follower fetch the leader parks (``replica.fetch.wait.max.ms`` set, no
   records past the fetch offset, no divergence) is completed, logged as its ``handle_fetch`` again,
@@ -269,7 +270,9 @@ def _fetched(
     if send is None:
         return
     offset, leo = send.state.get("leo"), e.state["leo"]
-    if offset is None or send.state.get("epoch") != e.state["epoch"]:
+    # the leader epoch the request carried: a stale fetcher's own (split_become_follower), else the follower's
+    epoch = send.fields["stale_fetcher"][1] if "stale_fetcher" in send.fields else send.state.get("epoch")
+    if offset is None or epoch != e.state["epoch"]:
         return  # fenced, or not read at all: Kafka keeps the follower's state
     before = lead.fetched.get(f)
     if offset >= leo:

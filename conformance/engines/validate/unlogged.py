@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, StepRefused, apply, why_disabled
-from isrcheck.model.actions import ACTIONS
+from isrcheck.model.actions import ACTIONS, fetcher_tag
 from isrcheck.model.alphabet import (
     CONSUME,
     CRASH,
@@ -45,10 +45,10 @@ class Refuse:
 
 def drop_outstanding(s: State, r: int) -> list:
     """A new Fetch shows the follower's last one was answered or lost: drop what the model still has
-    in flight of it under its current (leader, leader epoch) (the ones the guard would count), and
-    every response to it (one of an earlier leader epoch would only be discarded)."""
-    rep = s.replicas[r]
-    tag = (rep.leader, rep.leader_epoch)
+    in flight of it under its fetcher's tag (the ones the guard would count: its current (leader,
+    leader epoch), or a stale fetcher's), and every response to it (one of another tag would only be
+    discarded)."""
+    tag = fetcher_tag(s.replicas[r])
     drops = []
     for kind in ("fetch_request", "fetch_response"):
         queue = getattr(s, MESSAGE_KINDS[kind])[r]

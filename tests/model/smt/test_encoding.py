@@ -466,7 +466,10 @@ def test_the_split_fetch_handling_agrees(protocol):
 
 
 # follower 1 applies leader 2's epoch with leader 0's answer on its way, appends it with its stale
-# fetcher, replaces the fetcher; leader 0 steps down with a stale fetcher and crashes
+# fetcher, which fetches leader 0's next record under the old tag and appends it, sends again and is
+# replaced; the new fetcher fetches from leader 2; leader 0 steps down with a stale fetcher (it
+# fetches nothing), answers the old request NOT_LEADER_OR_FOLLOWER and crashes; leader 2 steps down
+# too, and its fetcher is replaced
 STALE_PATH = [
     Step("produce", 0, 1),
     Step("send_fetch", 1),
@@ -474,11 +477,20 @@ STALE_PATH = [
     Step("elect", 2),
     Step("deliver_leader_and_isr", 1),
     Step("handle_fetch_response", 1),
+    Step("produce", 0, 1),
+    Step("send_fetch", 1),
+    Step("handle_fetch", 1),
+    Step("handle_fetch_response", 1),
+    Step("send_fetch", 1),
     Step("remove_fetcher", 1),
+    Step("send_fetch", 1),
     Step("deliver_leader_and_isr", 2),
     Step("deliver_leader_and_isr", 0),
-    Step("send_fetch", 1),
+    Step("handle_fetch", 1),
     Step("crash", 0, "process"),
+    Step("elect", 1),
+    Step("deliver_leader_and_isr", 2),
+    Step("remove_fetcher", 2),
 ]
 
 
@@ -486,9 +498,10 @@ STALE_PATH = [
     "protocol", [pytest.param(p, marks=pytest.mark.slow) for p in ("kip-101", "kip-903")] + ["hw-truncation", "kip-966"]
 )
 def test_the_split_become_follower_agrees(protocol):
-    """With split_become_follower: at every state of a path through a stale fetcher's append, its
-    replacement, a leader stepping down and a crash, the fetcher steps of every broker, taken or
-    refused; then a random run; and remove_fetcher refused with the switch off."""
+    """With split_become_follower: at every state of a path through a stale fetcher's appends, its
+    fetch under its old tag, its replacement, leaders stepping down and a crash, the fetcher steps
+    of every broker, taken or refused; then a random run; and remove_fetcher refused with the
+    switch off."""
     cfg = _config(protocol, 3, stale=True)
     s, seen = initial_state(cfg), Counter()
     for st in STALE_PATH + [None]:
@@ -499,8 +512,8 @@ def test_the_split_become_follower_agrees(protocol):
                 seen[name, outcome.kind] += 1
         if st is not None:
             s = apply(cfg, s, st)[0]
-    assert seen["remove_fetcher", "agree"] >= 2 and seen["handle_fetch_response", "agree"] >= 2, seen
-    assert len(seen) == 8, seen
+    assert seen["remove_fetcher", "agree"] >= 2 and seen["handle_fetch_response", "agree"] >= 3, seen
+    assert seen["send_fetch", "agree"] >= 4 and len(seen) == 8, seen
     seen = drive(protocol, seed=3, states=10, taken=3, refused=2, start=STALE_PATH, stale=True)
     assert seen["remove_fetcher", "agree"] >= 2
     whole = _config(protocol, 0)

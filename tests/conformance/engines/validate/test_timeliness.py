@@ -240,3 +240,27 @@ def test_the_lag_rules_second_clause_is_taken_when_a_follower_fetch_trails_an_ap
     verdict = validate_path(_real_log(tmp_path, 200, lines))[0]
     assert verdict.explained, verdict.event.describe() + str([r.reasons for r in verdict.refusals])
     assert {"step": "lag_credit", "replica": 0, "follower": 1, "since": 100} in verdict.steps
+
+
+def test_a_stale_fetchers_fetch_counts_in_the_leader_epoch_its_send_names(tmp_path):
+    """Follower 1 applied leader epoch 1 (split_become_follower) and its stale fetcher fetched from
+    leader 0, still leading epoch 0, at its LEO at 3,000 ms: caught up then, in the epoch its
+    ``send_fetch`` names (``stale_fetcher``), not the follower's; without the name it is not."""
+
+    def lines(tag: dict) -> dict:
+        fetches = [(1, "handle_fetch", {"replica": f, "msg": [f, 1]}) for f in (1, 2)]
+        fetches += [(3000, "handle_fetch", {"replica": f, "msg": [f, 2]}) for f in (1, 2)]
+        timers = [(t, "timers", t) for t in (4000, 5000, 6000, 6001)]
+        moved = {**_state(), "leader": 2, "epoch": 1, "pe": 1}  # follower 1's view: leader 2, epoch 1
+        return {
+            0: sorted(fetches + timers, key=lambda x: x[0]),
+            1: [
+                (0, "send_fetch", {"replica": 1, "max_batches": 0, "corr": 1}),
+                (2999, "send_fetch", {"replica": 1, "max_batches": 0, "corr": 2, "state": moved, **tag}),
+            ],
+            2: [(0, "send_fetch", {"replica": 2, "max_batches": 0, "corr": c}) for c in (1, 2)],
+        }
+
+    assert check_path(_real_log(tmp_path, 0, lines({"stale_fetcher": [0, 0]})), real=True) == []
+    late = check_path(_real_log(tmp_path, 0, lines({})), real=True)
+    assert [(x.property, "broker 1 still in the ISR" in x.why) for x in late] == [("IsrExpiry", True)]
