@@ -611,3 +611,21 @@ def test_a_raise_written_after_a_later_raise_of_another_handler_is_not_known():
         raw = {"ev": "Partition.maybeIncrementLeaderHW", "at": "exit", "us": us, "thread": thread}
         t.broker(Recorded(f"broker-0.jsonl:{line}", 0, us, raw["ev"], "exit", {"tp": "t-0", "hw": 2214}, raw))
     assert sorted(t.raised_hw) == [(0, "h0", "t-0")]
+
+
+@pytest.mark.parametrize("epoch, removed", [(3, False), (4, True)])
+def test_a_send_under_the_old_leader_epoch_is_the_stale_fetchers(epoch, removed):
+    """The stop soak of 4.4.0 at 56.9 s: follower 0 applied leader epoch 4 (makeFollower), and its old fetcher, still
+    holding the partition, sent its old leader another fetch under epoch 3: the stale fetcher's send
+    (docs/steps.md, split_become_follower). A send under epoch 4 is the new fetcher's, after the removal."""
+    from isrcheck.conformance.engines.apache.recording import Recorded
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.stale.add((0, "t-0"))
+    t.following[(0, "t-0")] = 4
+    req = {"fetchOffset": 7, "currentLeaderEpoch": epoch}
+    line = {"ev": "AbstractFetcherThread.processFetchRequest", "at": "enter", "us": 100, "args": [[["t-0", req]]]}
+    line["thread"] = "ReplicaFetcherThread-0-1"
+    t.broker(Recorded("broker-0.jsonl:9", 0, 100, line["ev"], "enter", None, line))
+    assert [e["step"] for e in t.out[0]] == (["remove_fetcher", "send_fetch"] if removed else ["send_fetch"])
