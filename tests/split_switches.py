@@ -63,3 +63,17 @@ def walk_counts(protocol: str, switch: dict, kind: str, *between) -> tuple[int, 
         taken += sum(st["step"] == kind for st in schedule.steps)
         counted = [n + count(schedule) for n, count in zip(counted, between)]
     return (taken, *counted)
+
+
+def made_follower_with_an_answer_on_its_way(c):
+    """Follower 1 fetched record a from leader 0 and applies leader 2's epoch 1 with the answer on its way
+    (``split_become_follower``: its fetcher stale); it appends it with its stale fetcher; leader 0, in epoch 0
+    still, appends record b. ``c``: a step-mode Cluster of three brokers."""
+    c.produce(0, b"a", 1)
+    c.send_fetch(1)
+    c.handle_fetch(1)
+    c.elect(2)
+    c.deliver_leader_and_isr(1, 0)
+    c.handle_fetch_response(1)
+    c.produce(0, b"b", 1)
+    return c

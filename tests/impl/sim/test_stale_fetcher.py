@@ -4,22 +4,14 @@ fetching from its old leader under its old (leader, leader epoch) and appends th
 fetcher thread builds its requests from its own partitionStates (AbstractFetcherThread.maybeFetch)."""
 
 import pytest
+from split_switches import made_follower_with_an_answer_on_its_way
 
 from isrcheck.impl.sim import Cluster, ClusterConfig, ClusterError
 
 
 def _moved(protocol="kip-320") -> Cluster:
-    """Follower 1 fetched record a from leader 0 and applies leader 2's epoch 1 with the answer on
-    its way; it appends it with its stale fetcher; leader 0, in epoch 0 still, appends record b."""
-    c = Cluster(ClusterConfig(protocol=protocol, replicas=3, min_insync_replicas=2, split_become_follower=True))
-    c.produce(0, b"a", 1)
-    c.send_fetch(1)
-    c.handle_fetch(1)
-    c.elect(2)
-    c.deliver_leader_and_isr(1, 0)
-    c.handle_fetch_response(1)
-    c.produce(0, b"b", 1)
-    return c
+    config = ClusterConfig(protocol=protocol, replicas=3, min_insync_replicas=2, split_become_follower=True)
+    return made_follower_with_an_answer_on_its_way(Cluster(config))
 
 
 def _requests(c: Cluster) -> list[tuple[int, int, int]]:

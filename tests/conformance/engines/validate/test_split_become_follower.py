@@ -11,7 +11,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from split_switches import log_header
+from split_switches import log_header, made_follower_with_an_answer_on_its_way
 
 from isrcheck.conformance.engines.validate.validation import validate_path
 from isrcheck.conformance.engines.validate.views import broker_view, controller_view
@@ -150,14 +150,7 @@ def test_the_implementations_log_of_a_stale_fetch_names_its_tag_and_is_explained
     """The simulation in step mode, logging: follower 1's stale fetcher fetches from leader 0 again."""
     config = ClusterConfig(protocol="kip-966", replicas=3, min_insync_replicas=2, split_become_follower=True)
     log = EventLog(str(tmp_path), run_header(config), CONTROLLER_ID)
-    c = Cluster(config, events=log)
-    c.produce(0, b"a", 1)
-    c.send_fetch(1)
-    c.handle_fetch(1)
-    c.elect(2)
-    c.deliver_leader_and_isr(1, 0)
-    c.handle_fetch_response(1)
-    c.produce(0, b"b", 1)
+    c = made_follower_with_an_answer_on_its_way(Cluster(config, events=log))
     c.send_fetch(1)
     c.handle_fetch(1)
     c.handle_fetch_response(1)
