@@ -629,3 +629,19 @@ def test_a_send_under_the_old_leader_epoch_is_the_stale_fetchers(epoch, removed)
     line["thread"] = "ReplicaFetcherThread-0-1"
     t.broker(Recorded("broker-0.jsonl:9", 0, 100, line["ev"], "enter", None, line))
     assert [e["step"] for e in t.out[0]] == (["remove_fetcher", "send_fetch"] if removed else ["send_fetch"])
+
+
+def test_a_read_taken_before_a_raising_update_takes_the_appends_it_read_before_it():
+    """The pause soak of 4.4.0 at 172.0 s: follower 0's handling read record 2110 (LEO 2111), whose produce had taken
+    the log and returned late; its answer showed HW 2109, below the raise follower 1's update made. The read goes
+    before that update, and the append it read before the read."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.broker(_append(300, 60, 1, "h1"))  # record 1 (LEO 2), returned at 300
+    handling = _handling(301, 50, 2, 400)  # follower 0's, its read placed after that return
+    t.handled[(0, 2, 7)] = handling
+    own = _handling(301, 240, 2, 500)  # follower 1's, its update raising the HW to 2 (made at 280)
+    t.read_before_raises(0, "t-0", (2, 7), 1, [(2, "t-0", 280, 2, own)])
+    [append] = t.out[2]
+    assert (append["us"], handling[-2]["us"], own[-1]["us"]) == (297, 300, 301)

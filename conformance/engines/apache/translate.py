@@ -973,6 +973,8 @@ class Translation:
                     at = own[-1]["us"] - 1
                 elif at < us:  # that update began before this fetch came and raised after this read
                     own[-1]["us"], own[-1]["t"] = at + 1, (at + 1) // 1000
+        if at < line["us"]:  # the appends it read go before it (their handlers returned late)
+            self.appended_before(sent[0], tp, self.read_more.get(id(handling), handling[2]), at)
         line["us"], line["t"] = at, at // 1000
 
 
