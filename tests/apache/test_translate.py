@@ -645,3 +645,17 @@ def test_a_read_taken_before_a_raising_update_takes_the_appends_it_read_before_i
     t.read_before_raises(0, "t-0", (2, 7), 1, [(2, "t-0", 280, 2, own)])
     [append] = t.out[2]
     assert (append["us"], handling[-2]["us"], own[-1]["us"]) == (297, 300, 301)
+
+
+def test_a_raise_made_after_a_fetch_came_by_an_update_begun_before_goes_after_its_read():
+    """The partition soak of 4.4.0 at 57.3 s: follower 0's update began at 50 and raised the HW to 2 at 200; follower
+    2's fetch came at 100 and its update began at 300, its answer showing HW 1: its read was before that raise. The
+    read goes just before the raise, follower 0's update just after the read."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    handling = _handling(300, 100, 2, 400)
+    t.handled[(2, 1, 82)] = handling
+    own = _handling(50, 40, 2, 500)
+    t.read_before_raises(2, "t-0", (1, 82), 1, [(1, "t-0", 200, 2, own)])
+    assert (handling[-2]["us"], own[-1]["us"]) == (199, 200)

@@ -957,8 +957,8 @@ class Translation:
         before that raise: Kafka's handler updates its follower's state, then raises the HW, and another
         handler may read in between; the model's ``handle_fetch`` does both at once. So this handling goes
         before the raising one, or, when that one's update began before this fetch was even entered (the pause
-        soak at 54.3 s: it began 11 ms before its raise), that update goes after this read. ``raises``: the
-        leader's, in the order they were made."""
+        soak at 54.3 s: it began 11 ms before its raise), this read goes before that raise and that update after
+        this read (the partition soak at 57.3 s). ``raises``: the leader's, in the order they were made."""
         handled = self.handled.get((n, sent[0], sent[1]))
         if handled is None:
             return
@@ -971,7 +971,8 @@ class Translation:
             if raised > hw and own is not handling and own[-1]["us"] <= at:
                 if own[-1]["us"] > entered:
                     at = own[-1]["us"] - 1
-                elif at < us:  # that update began before this fetch came and raised after this read
+                elif entered < us:  # that update began before this fetch came and raised after it came
+                    at = min(at, us - 1)  # this read before that raise, and that update after this read
                     own[-1]["us"], own[-1]["t"] = at + 1, (at + 1) // 1000
         if at < line["us"]:  # the appends it read go before it (their handlers returned late)
             self.appended_before(sent[0], tp, self.read_more.get(id(handling), handling[2]), at)
