@@ -659,3 +659,17 @@ def test_a_raise_made_after_a_fetch_came_by_an_update_begun_before_goes_after_it
     own = _handling(50, 40, 2, 500)
     t.read_before_raises(2, "t-0", (1, 82), 1, [(1, "t-0", 200, 2, own)])
     assert (handling[-2]["us"], own[-1]["us"]) == (199, 200)
+
+
+def test_a_raise_is_checked_at_the_last_of_two_updates_at_the_same_microsecond():
+    """The partition soak of 4.4.0 at 151.0 s: followers 2 and 1 were updated at the same microsecond, the first
+    taken first; the raise to 1071 counted both, so it is checked at the second."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    first, second = _handling(100, 90, 5, 120), _handling(100, 95, 5, 130)
+    first[-1]["seq"], second[-1]["seq"] = 1, 2
+    t.handlings[(2, "t-0")] = [first, second]
+    t.raises.append((2, "t-0", 110, 5, first))
+    t.finish()
+    assert (first[-1]["state"], second[-1]["state"]) == ({}, {"hw": 5})

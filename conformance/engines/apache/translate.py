@@ -996,8 +996,8 @@ def _duplicate(args: list, ret: dict) -> bool:
 
 
 def in_node_order(line: dict) -> tuple:
-    """A node's lines in time order; at the same microsecond, by their TIE (then as emitted)."""
-    return line["us"], line.get(TIE, 0)
+    """A node's lines in time order; at the same microsecond, by their TIE, then as emitted."""
+    return line["us"], line.get(TIE, 0), line.get("seq", 0)
 
 
 def _fetcher_leader(thread: str | None) -> int | None:
