@@ -673,3 +673,66 @@ def test_a_raise_is_checked_at_the_last_of_two_updates_at_the_same_microsecond()
     t.raises.append((2, "t-0", 110, 5, first))
     t.finish()
     assert (first[-1]["state"], second[-1]["state"]) == ({}, {"hw": 5})
+
+
+@pytest.mark.parametrize("raised_before, stays", [(True, True), (False, False)])
+def test_an_update_a_raise_before_the_read_counted_stays_before_it(raised_before, stays):
+    """The partition soak of 4.4.0 at 151.0 s: follower 1's update began at 200 and returned at 400, raising nothing
+    itself; a produce's raise at 250 counted it (HW 2). Follower 2's handling read at 300 and answered HW 2, its own
+    update raising the HW to 3. Follower 1's update stays before the read; with no raise before the read to have
+    counted it, it goes after it (taken before, the model's update would raise the HW the answer does not show)."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    reading, other = _handling(300, 290, 5, 350), _handling(200, 150, 5, 400)
+    t.handled[(2, 0, 7)] = reading
+    t.handlings[(0, "t-0")] = [reading, other]
+    t.leader_at[(0, "t-0")] = [(250, 5, 2), (300, 5, 3)]
+    raises = [(0, "t-0", 250, 2, ({"us": 250},))] if raised_before else []
+    t.counted_later(2, "t-0", (0, 7), 2, set(), raises)
+    assert other[-1]["us"] == (200 if stays else 300)
+
+
+def test_a_raise_made_after_a_handling_returned_by_an_update_begun_before_its_read_goes_after_it():
+    """The partition soak of 4.4.0 at 169.7 s: follower 1's update began at 100 and raised the HW to 2 only at 500;
+    follower 0's fetch came at 200, was read and updated at 300 and returned at 350, its answer showing HW 1: its
+    read was before that raise, so follower 1's update goes after it."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    handling, own = _handling(300, 200, 2, 350), _handling(100, 90, 2, 510)
+    t.handled[(0, 2, 7)] = handling
+    t.read_before_raises(0, "t-0", (2, 7), 1, [(2, "t-0", 500, 2, own)])
+    assert (handling[-2]["us"], own[-1]["us"]) == (300, 301)
+
+
+def test_appends_moved_before_a_read_keep_the_order_of_their_offsets():
+    """The partition soak of 4.4.0 at 173.2 s: records 1 and 2 were moved before one read (to 716 and 717), and a
+    read at 718 holding record 2 moves it again: record 1 goes with it, before it."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    first, second = {"us": 716, "t": 0}, {"us": 717, "t": 0}
+    t.append_lines[(2, "t-0")] = [(2, 100, first), (3, 110, second)]
+    t.appended_before(2, "t-0", 3, 718)
+    assert first["us"] < second["us"] < 718
+
+
+def test_a_delayed_fetch_showing_a_raised_hw_goes_after_the_update_the_raise_is_checked_at():
+    """The partition soak of 4.4.0 at 173.8 s: follower 2's update began at 145 and its thread raised the HW to 5 at
+    179; follower 1's began at 151, raising nothing itself: the raise counted both and is checked at follower 1's.
+    Follower 2's fetch, parked, completed at its expiry with HW 5: after follower 1's update."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    mine, other = _handling(145, 140, 5, 190), _handling(151, 148, 5, 195)
+    for line in (*mine[-2:], *other[-2:]):
+        line.update(step="handle_fetch", seq=0)
+    t.handlings[(0, "t-0")] = [mine, other]
+    t.raises.append((0, "t-0", 179, 5, mine))
+    t.handled[(2, 0, 7)] = mine
+    t.leader_at[(0, "t-0")] = [(100, 5, 4)]
+    t.answers.append((2, "t-0", (0, 7), 5, 5, 843, "f:1"))
+    t.finish()
+    [completed] = [line for line in t.out[0] if "DelayedFetch" in line["from"]]
+    assert (completed["us"], other[-1]["state"]) == (152, {"hw": 5})

@@ -432,8 +432,6 @@ class Translation:
             raised = self.raised_within(n, thread, tp, r)
             expand = self.expanding.pop((n, thread, tp), None)
             at = r.began if expand is None else min(r.began, expand[0] - 1)
-            if raised is not None:  # the model's leader has the HW it raised from its step on, though Kafka's
-                self.moved(n, tp, at, -1, raised[1])  # handler returns later: a DelayedFetch read in between has it
             # the LEO it read, when it returned: the appends that made it have their own marks, and a
             # handling's read may go before the append of what it read (finish())
             self.moved(n, tp, r.us, a[4], None)
@@ -786,23 +784,29 @@ class Translation:
         raises: dict[tuple, list] = {}
         for made in sorted(self.raises, key=lambda made: made[2]):
             raises.setdefault(made[:2], []).append(made)
+        every: dict[tuple, list] = {}  # the raises of updates and of appends, in the order they were made
+        for made in sorted(self.raises + self.append_raises, key=lambda made: made[2]):
+            every.setdefault(made[:2], []).append(made)
         self.cut_handlings()
         raising = {id(made[-1]) for made in self.raises}
+        began = {key: sorted(handlings, key=lambda h: h[0]) for key, handlings in self.handlings.items()}
+        for n, tp, made, hw, own in self.raises:
+            # the model's leader has the HW a handling raised from the step where that raise is checked on (the
+            # last update begun before it), though Kafka's handler returns later: a DelayedFetch read in between
+            # has it
+            self.moved(n, tp, checked_at(began.get((n, tp), []), made, own[-1])["us"], -1, hw)
         for n, tp, sent, end, hw, answered, where in self.answers:
-            if not self.delayed(n, tp, sent, end, hw, answered, where, raises.get((sent[0], tp), [])):
+            key = (sent[0], tp)
+            if not self.delayed(n, tp, sent, end, hw, answered, where, raises.get(key, []), every.get(key, []), began):
                 self.read_before_raises(n, tp, sent, hw, raises.get((sent[0], tp), []))
-                self.counted_later(n, tp, sent, hw, raising)
+                self.counted_later(n, tp, sent, hw, raising, every.get((sent[0], tp), []))
         for handlings in self.handlings.values():
             handlings.sort(key=lambda h: h[0])
         for line, handling, gap in self.lost_sends:  # a handling moved above goes with its send
             line["us"] = min(line["us"], handling["us"] - gap)
             line["t"] = line["us"] // 1000
         for n, tp, us, hw, own in self.raises + self.append_raises:
-            handlings = self.handlings.get((n, tp), [])
-            i = bisect.bisect_right(handlings, us, key=lambda h: h[0]) - 1
-            # the update placed last among those begun by then (request handlers: a few at once)
-            at = max((h[-1] for h in handlings[max(0, i - HANDLERS) : i + 1]), key=in_node_order, default=own[-1])
-            at = at if in_node_order(at) > in_node_order(own[-1]) else own[-1]
+            at = checked_at(self.handlings.get((n, tp), []), us, own[-1])
             at["state"]["hw"] = max(hw, at["state"].get("hw", hw))
 
     def read_past_snapshot(self) -> None:
@@ -853,7 +857,17 @@ class Translation:
             marks[k] = (m[0], max(m[1], leo), max(m[2], hw))
 
     def delayed(
-        self, n: int, tp: str, sent: tuple, end: int, hw: int, answered: int, where: str, raises: list = ()
+        self,
+        n: int,
+        tp: str,
+        sent: tuple,
+        end: int,
+        hw: int,
+        answered: int,
+        where: str,
+        raises: list = (),
+        every: list = (),
+        began: dict | None = None,
     ) -> bool:
         """A fetch answered with more than its handling read (records appended, or an HW raised, after it): Kafka
         parked it as a DelayedFetch (minBytes), and the purgatory read it again when that append or HW move
@@ -874,6 +888,14 @@ class Translation:
             return False
         j = bisect.bisect_left(marks, True, key=lambda m: m[1] >= end and m[2] >= hw)
         when = marks[j][0] + 1 if j < len(marks) else answered
+        # that HW is checked where the raise that reached it is (finish()): at the last update begun before it,
+        # which may come after the raising handling's own update, where its mark is (the partition soak at 173.8 s)
+        k = bisect.bisect_left(every, read_us, key=lambda x: x[2])
+        reached = i > 0 and marks[i - 1][2] < hw  # an HW raised after its handling's read
+        reached = reached and next((x for x in every[k : k + RECENT_APPENDS] if x[3] >= hw and x[2] < answered), None)
+        if reached and began is not None:
+            checked = checked_at(began.get((leader, tp), []), reached[2], reached[4][-1])["us"] + 1
+            when = max(when, checked) if checked < answered else when
         # after the produces of the records it holds, where they are placed (a handling that read one before
         # its produce returned may show its LEO earlier)
         lines = self.append_lines.get((leader, tp), [])
@@ -925,17 +947,25 @@ class Translation:
         i = bisect.bisect_left(lines, answered, key=lambda x: x[1])  # in the order they returned: nearly by entry
         nearby = lines[max(0, i - RECENT_APPENDS) : i + RECENT_APPENDS]
         late = [x for x in nearby if x[0] <= end and x[1] < answered <= x[2]["us"] + 1]
+        while late:  # and those of lower offsets an earlier move left after where these go (the log's order)
+            lo, top = answered - 2 - len(late), max(x[0] for x in late)
+            more = [x for x in nearby if x[0] < top and x[2]["us"] >= lo and all(x is not y for y in late)]
+            if not more:
+                break
+            late += more
         for k, (_end, _began, line) in enumerate(sorted(late, key=lambda x: x[0])):
             line["us"] = answered - 2 - len(late) + k
             line["t"] = line["us"] // 1000
 
-    def counted_later(self, n: int, tp: str, sent: tuple, hw: int, raising: set) -> None:
+    def counted_later(self, n: int, tp: str, sent: tuple, hw: int, raising: set, raises: list) -> None:
         """A handling answered at once with an HW below the leader's by its read: the updates of other handlings
         in flight at its read that raised nothing themselves go after it. Kafka counted each in a raise another
         handler made after this read (the pause soak at 87.6 s: follower 0's update began 2 ms before follower
         1's read and returned 4 ms after it, and follower 1's own raise counted it); the model's
-        ``handle_fetch`` raises the HW at once, so taken before this read it would show the raised HW.
-        ``raising``: the handlings whose own thread raised the HW."""
+        ``handle_fetch`` raises the HW at once, so taken before this read it would show the raised HW. One
+        that another raise made before this read, up to the HW it shows, may have counted stays (the partition
+        soak at 151.0 s: a produce's raise counted an update begun 1 ms before it).
+        ``raising``: the handlings whose own thread raised the HW; ``raises``: the leader's, in the order made."""
         handling = self.handled.get((n, sent[0], sent[1]))
         if handling is None:
             return
@@ -949,6 +979,9 @@ class Translation:
         for other in handlings[k : k + HANDLERS]:
             update = other[-1]
             if other is not handling and id(other) not in raising and other[0] <= at and update["us"] <= at < other[3]:
+                j = bisect.bisect_right(raises, other[0], key=lambda x: x[2])
+                if any(made < at and raised <= hw for *_, made, raised, _own in raises[j : j + HANDLERS]):
+                    continue  # a raise before this read may have counted it
                 update["us"], update["t"], update[TIE] = at, at // 1000, 1
 
     def read_before_raises(self, n: int, tp: str, sent: tuple, hw: int, raises: list) -> None:
@@ -966,8 +999,8 @@ class Translation:
         _began, entered, _read, returned, line, _update = handling
         at = line["us"]
         for _n, _tp, us, raised, own in raises[bisect.bisect_right(raises, entered, key=lambda x: x[2]) :]:
-            if us > returned:
-                break
+            if us > returned + RAISE_SLACK_US:
+                break  # a raise after this handling returned came after its read all the same
             if raised > hw and own is not handling and own[-1]["us"] <= at:
                 if own[-1]["us"] > entered:
                     at = own[-1]["us"] - 1
@@ -993,6 +1026,15 @@ def _duplicate(args: list, ret: dict) -> bool:
     batches = args[0] if args and isinstance(args[0], list) else []
     base = batches[0][0] if batches and isinstance(batches[0], list) and batches[0] else None
     return isinstance(base, int) and base > ret["lastOffset"]
+
+
+def checked_at(handlings: list, us: int, own: dict) -> dict:
+    """The line at which an HW raised at ``us`` is checked: the leader's update placed last among those begun by
+    then (request handlers: a few at once; the raise counted every follower updated by then), or the raising
+    step's own line ``own`` when that is later. ``handlings``: the leader's, in the order they began."""
+    i = bisect.bisect_right(handlings, us, key=lambda h: h[0]) - 1
+    at = max((h[-1] for h in handlings[max(0, i - HANDLERS) : i + 1]), key=in_node_order, default=own)
+    return at if in_node_order(at) > in_node_order(own) else own
 
 
 def in_node_order(line: dict) -> tuple:
