@@ -736,3 +736,37 @@ def test_a_delayed_fetch_showing_a_raised_hw_goes_after_the_update_the_raise_is_
     t.finish()
     [completed] = [line for line in t.out[0] if "DelayedFetch" in line["from"]]
     assert (completed["us"], other[-1]["state"]) == (152, {"hw": 5})
+
+
+def test_a_delayed_fetch_whose_handlings_update_moves_after_it_moves_with_it():
+    """The partition soak of 4.4.0 at 188.9 s: follower 1's fetch was parked and completed at 150; another answer
+    showing an HW below the one follower 1's update raised (at 200) moves that update after its own read, at 150:
+    follower 1's completion goes after its update all the same."""
+    from isrcheck.conformance.engines.apache.translate import TIE, Translation, in_node_order
+
+    t = Translation({"controller": 1000})
+    handling = _handling(90, 80, 5, 210)
+    completion = {"us": 150, "t": 0, "seq": 1}
+    t.completed[id(handling)] = completion
+    t.raised_after([(0, "t-0", 200, 5, handling)], 4, 5, 95, 150)
+    update = handling[-1]
+    assert (update["us"], update[TIE]) == (150, 1) and in_node_order(update) < in_node_order(completion)
+
+
+def test_a_delayed_fetch_goes_before_an_append_at_its_microsecond_whose_records_it_does_not_hold():
+    """The partition soak of 4.4.0 at 243.6 s: follower 2's fetch, parked, was completed by its own update's raise
+    (checked at 100) before the append of record 5, placed at 101; its answer holds records up to 4 only."""
+    from isrcheck.conformance.engines.apache.translate import Translation, in_node_order
+
+    t = Translation({"controller": 1000})
+    mine = _handling(100, 90, 5, 190)
+    t.handlings[(0, "t-0")] = [mine]
+    t.raises.append((0, "t-0", 120, 5, mine))
+    t.handled[(2, 0, 7)] = mine
+    t.leader_at[(0, "t-0")] = [(50, 5, 4)]
+    append = {"us": 101, "t": 0, "seq": 0}
+    t.append_lines[(0, "t-0")] = [(6, 95, append)]
+    t.answers.append((2, "t-0", (0, 7), 5, 5, 843, "f:1"))
+    t.finish()
+    [completed] = [line for line in t.out[0] if "DelayedFetch" in line["from"]]
+    assert completed["us"] == 101 and in_node_order(completed) < in_node_order(append)

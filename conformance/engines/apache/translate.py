@@ -142,6 +142,7 @@ class Translation:
         self.since_restart: dict[int, set] = {}  # broker -> the partitions it applied a LeaderAndIsr of since
         self.stale: set[tuple] = set()  # (follower, tp) made follower of a new leader epoch, its old fetcher kept
         self.read_more: dict[int, int] = {}  # id(handling) -> the LEO its read read to, past the one it noted
+        self.completed: dict[int, dict] = {}  # id(handling) -> the line of its DelayedFetch's completion
         self.killed: dict[int, tuple] = {}  # broker -> (when it was killed, the partitions logged since its restart)
         self.lost_sends: list[
             tuple[dict, dict, int]
@@ -910,6 +911,12 @@ class Translation:
         when = min(max(when, handled[-1]["us"] + 1), answered - 1)
         when = self.raised_after(raises, hw, end, handled[-1]["us"], when)
         self.emit(leader, when, HANDLE_FETCH, where + " (a DelayedFetch completed)", {}, tp, replica=n, msg=[n, corr])
+        self.completed[id(handled)] = completion = self.out[leader][-1]
+        if any(
+            held > end and line["us"] == when
+            for held, _, line in lines[max(0, k - RECENT_APPENDS) : k + RECENT_APPENDS]
+        ):
+            completion[TIE] = -1  # before an append at its microsecond whose records it does not hold (243.6 s)
         return True
 
     def raised_after(self, raises: list, hw: int, end: int, after: int, when: int) -> int:
@@ -937,6 +944,11 @@ class Translation:
             update = own[-1]
             if update["us"] == when or update["us"] < when <= made:
                 update["us"], update["t"], update[TIE] = when, when // 1000, 1  # after the lines at its time
+                completion = self.completed.get(id(own))
+                if completion is not None and in_node_order(completion) < in_node_order(update):
+                    # its own DelayedFetch, placed before, completes after it all the same (the partition soak at
+                    # 188.9 s)
+                    completion["us"], completion["t"], completion[TIE] = when, when // 1000, 2
         return when
 
     def appended_before(self, n: int, tp: str, end: int, answered: int) -> None:
