@@ -770,3 +770,54 @@ def test_a_delayed_fetch_goes_before_an_append_at_its_microsecond_whose_records_
     t.finish()
     [completed] = [line for line in t.out[0] if "DelayedFetch" in line["from"]]
     assert completed["us"] == 101 and in_node_order(completed) < in_node_order(append)
+
+
+def _line(node: int, us: int, began: int, ev: str, thread: str, p: dict, args: list, ret=None):
+    """A broker's exit line of ``ev`` on ``thread``."""
+    from isrcheck.conformance.engines.apache.recording import Recorded
+
+    line = {"ev": ev, "at": "exit", "us": us, "in": began, "thread": thread, "args": args, "ret": ret}
+    return Recorded(f"broker-{node}.jsonl:{us}", node, us, ev, "exit", p, line)
+
+
+def test_a_leader_made_is_taken_at_the_raise_its_write_lock_ended_with():
+    """The power soak of 4.4.0 at 163.9 s: makeLeader (an ISR shrink in its leader epoch) raised the HW to 5 at 200
+    under its write lock and returned at 500, having completed delayed requests; produces appended between."""
+    from isrcheck.conformance.engines.apache.translate import DELIVER_LEADER_AND_ISR, Translation
+
+    t = Translation({"controller": 1000})
+    p = {"tp": "t-0", "leader": 2, "epoch": 1, "pe": 5, "isr": [1, 2], "leo": 7, "hw": 5, "last_epoch": 1}
+    reg = {"leader": 2, "leaderEpoch": 1, "isr": [2, 1], "partitionEpoch": 5}
+    t.broker(_line(2, 200, 190, "Partition.maybeIncrementLeaderHW", "meta", dict(p, leo=5), ["UnifiedLog", 0], True))
+    t.broker(_line(2, 500, 100, "Partition.makeLeader", "meta", p, [reg]))
+    [made] = [line for line in t.out[2] if line["step"] == DELIVER_LEADER_AND_ISR]
+    assert made["us"] == 200
+
+
+def test_an_update_moved_after_a_read_takes_the_isr_expansion_it_proposed_with_it():
+    """The power soak of 4.4.0 at 280.1 s: an update placed after another handling's read carries the expansion its
+    maybeExpandIsr proposed after it."""
+    from isrcheck.conformance.engines.apache.translate import Translation, in_node_order
+
+    t = Translation({"controller": 1000})
+    handling = _handling(100, 90, 5, 300)
+    expansion = {"us": 150, "t": 0, "seq": 9}
+    t.expansions[id(handling)] = expansion
+    t.move_update(handling, 200, 1)
+    assert expansion["us"] == 200 and in_node_order(handling[-1]) < in_node_order(expansion)
+
+
+def test_an_update_that_proposed_an_isr_expansion_is_not_taken_as_counted_by_a_later_raise():
+    """The power soak of 4.4.0 at 280.1 s: follower 0, outside the ISR, was updated (and proposed joining it) while
+    follower 2's fetch was read and answered below the HW follower 2's own update raised: follower 0 counts only
+    from its expansion on, so its update stays where it began."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    reading, joining = _handling(300, 290, 5, 350), _handling(200, 150, 5, 400)
+    t.handled[(2, 0, 7)] = reading
+    t.handlings[(0, "t-0")] = [reading, joining]
+    t.leader_at[(0, "t-0")] = [(300, 5, 3)]
+    t.expansions[id(joining)] = {"us": 210, "t": 0}
+    t.counted_later(2, "t-0", (0, 7), 2, set(), [])
+    assert joining[-1]["us"] == 200

@@ -143,6 +143,7 @@ class Translation:
         self.stale: set[tuple] = set()  # (follower, tp) made follower of a new leader epoch, its old fetcher kept
         self.read_more: dict[int, int] = {}  # id(handling) -> the LEO its read read to, past the one it noted
         self.completed: dict[int, dict] = {}  # id(handling) -> the line of its DelayedFetch's completion
+        self.expansions: dict[int, dict] = {}  # id(handling) -> the line of the ISR expansion its update proposed
         self.killed: dict[int, tuple] = {}  # broker -> (when it was killed, the partitions logged since its restart)
         self.lost_sends: list[
             tuple[dict, dict, int]
@@ -345,11 +346,19 @@ class Translation:
                 "partition_epoch": reg["partitionEpoch"],
             }
             state = {"leader": p["leader"], "epoch": p["epoch"], "pe": p["pe"]}
+            at = r.us
             if r.ev == "Partition.makeLeader":
                 state["isr"] = p["isr"]
                 # the LEO and HW it leads with (a restarted broker's recovered log): a DelayedFetch may answer them
                 self.moved(n, p["tp"], r.us, p["leo"], p["hw"])
-                self.led_since[(n, p["tp"])] = r.us
+                raised = self.raised_within(n, thread, p["tp"], r)
+                if raised is not None:
+                    # its write lock's last step: it released the lock after that raise, then completed the delayed
+                    # requests the raise unblocked, and request handlers appended and read meanwhile (the power
+                    # soak at 163.9 s: 263 ms between the raise and its return)
+                    at = raised[0]
+                    self.moved(n, p["tp"], at, -1, raised[1])
+                self.led_since[(n, p["tp"])] = at
                 self.stale.discard((n, p["tp"]))  # applyLocalLeadersDelta removes the fetcher first
             elif (
                 self.new_to_restart(n, p["tp"])
@@ -360,7 +369,7 @@ class Translation:
                 # its fetch in flight
                 self.stale.add((n, p["tp"]))
             self.following[(n, p["tp"])] = reg["leaderEpoch"] if r.ev == "Partition.makeFollower" else None
-            self.emit(n, r.us, DELIVER_LEADER_AND_ISR, r.where, state, p["tp"], replica=n, message=msg)
+            self.emit(n, at, DELIVER_LEADER_AND_ISR, r.where, state, p["tp"], replica=n, message=msg)
         elif r.ev == "ReplicaManager.applyDelta":  # the agent logs its entry: the delta before it is applied
             for tp in sorted(tp for b, tp in self.stale if b == n):
                 self.remove_fetcher(n, tp, r.us, r.where)
@@ -456,6 +465,7 @@ class Translation:
                 self.raises.append((n, tp, raised[0], raised[1], handling))
             if expand is not None:
                 self.emit(n, *expand[:4], tp, replica=n, **expand[4])
+                self.expansions[id(handling)] = self.out[n][-1]
         elif r.ev == "Partition.appendRecordsToLeader":
             ret = r.line.get("ret") or {}
             if ret.get("firstOffset", -1) < 0:
@@ -943,13 +953,20 @@ class Translation:
         for made, own in conflicts:
             update = own[-1]
             if update["us"] == when or update["us"] < when <= made:
-                update["us"], update["t"], update[TIE] = when, when // 1000, 1  # after the lines at its time
-                completion = self.completed.get(id(own))
-                if completion is not None and in_node_order(completion) < in_node_order(update):
-                    # its own DelayedFetch, placed before, completes after it all the same (the partition soak at
-                    # 188.9 s)
-                    completion["us"], completion["t"], completion[TIE] = when, when // 1000, 2
+                self.move_update(own, when, 1)  # after the lines at its time
         return when
+
+    def move_update(self, handling: tuple, us: int, tie: int | None = None) -> None:
+        """A handling's update moved to ``us`` (after the lines there by ``tie``): what Kafka did after it goes
+        with it, the ISR expansion its ``maybeExpandIsr`` proposed (the power soak at 280.1 s) and its
+        DelayedFetch's completion (the partition soak at 188.9 s), when placed before."""
+        update = handling[-1]
+        update["us"], update["t"] = us, us // 1000
+        if tie is not None:
+            update[TIE] = tie
+        for line in (self.expansions.get(id(handling)), self.completed.get(id(handling))):
+            if line is not None and in_node_order(line) < in_node_order(update):
+                line["us"], line["t"], line[TIE] = us, us // 1000, update.get(TIE, 0) + 1
 
     def appended_before(self, n: int, tp: str, end: int, answered: int) -> None:
         """The appends of records up to ``end`` on leader ``n`` that returned after a follower handled an
@@ -994,7 +1011,9 @@ class Translation:
                 j = bisect.bisect_right(raises, other[0], key=lambda x: x[2])
                 if any(made < at and raised <= hw for *_, made, raised, _own in raises[j : j + HANDLERS]):
                     continue  # a raise before this read may have counted it
-                update["us"], update["t"], update[TIE] = at, at // 1000, 1
+                if id(other) in self.expansions:
+                    continue  # its follower, outside the ISR, counts only from the expansion it proposed on
+                self.move_update(other, at, 1)
 
     def read_before_raises(self, n: int, tp: str, sent: tuple, hw: int, raises: list) -> None:
         """A handling answered at once carries the HW it read, before it updated its follower's state. An
@@ -1018,7 +1037,7 @@ class Translation:
                     at = own[-1]["us"] - 1
                 elif entered < us:  # that update began before this fetch came and raised after it came
                     at = min(at, us - 1)  # this read before that raise, and that update after this read
-                    own[-1]["us"], own[-1]["t"] = at + 1, (at + 1) // 1000
+                    self.move_update(own, at + 1)
         if at < line["us"]:  # the appends it read go before it (their handlers returned late)
             self.appended_before(sent[0], tp, self.read_more.get(id(handling), handling[2]), at)
         line["us"], line["t"] = at, at // 1000
