@@ -821,3 +821,24 @@ def test_an_update_that_proposed_an_isr_expansion_is_not_taken_as_counted_by_a_l
     t.expansions[id(joining)] = {"us": 210, "t": 0}
     t.counted_later(2, "t-0", (0, 7), 2, set(), [])
     assert joining[-1]["us"] == 200
+
+
+def test_a_delayed_fetch_goes_before_the_update_a_later_raise_is_checked_at_its_microsecond():
+    """The pause soak of 4.4.0 at 266.8 s: follower 2's parked fetch completed with records up to 5 and HW 4, after
+    the appends it holds (placed at 200) and before an append's raise to 5 (made at 250), which counted follower 0's
+    update, placed at 201 after the appends its read held: the completion goes before that update."""
+    from isrcheck.conformance.engines.apache.translate import Translation, in_node_order
+
+    t = Translation({"controller": 1000})
+    mine, other = _handling(100, 90, 3, 190), _handling(201, 180, 5, 300)
+    for line in (*mine[-2:], *other[-2:]):
+        line["seq"] = 0
+    t.handlings[(0, "t-0")] = [mine, other]
+    t.handled[(2, 0, 7)] = mine
+    t.leader_at[(0, "t-0")] = [(50, 3, 4), (200, 5, 4)]
+    t.append_lines[(0, "t-0")] = [(5, 150, {"us": 200, "t": 0, "seq": 0})]
+    t.append_raises.append((0, "t-0", 250, 5, ({"us": 200, "t": 0, "seq": 0},)))
+    t.answers.append((2, "t-0", (0, 7), 5, 4, 843, "f:1"))
+    t.finish()
+    [completed] = [line for line in t.out[0] if "DelayedFetch" in line["from"]]
+    assert in_node_order(completed) < in_node_order(other[-1]) and other[-1]["state"] == {"hw": 5}

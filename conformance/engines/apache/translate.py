@@ -901,9 +901,9 @@ class Translation:
         when = marks[j][0] + 1 if j < len(marks) else answered
         # that HW is checked where the raise that reached it is (finish()): at the last update begun before it,
         # which may come after the raising handling's own update, where its mark is (the partition soak at 173.8 s)
-        k = bisect.bisect_left(every, read_us, key=lambda x: x[2])
+        e = bisect.bisect_left(every, read_us, key=lambda x: x[2])  # the raises made since its handling's read
         reached = i > 0 and marks[i - 1][2] < hw  # an HW raised after its handling's read
-        reached = reached and next((x for x in every[k : k + RECENT_APPENDS] if x[3] >= hw and x[2] < answered), None)
+        reached = reached and next((x for x in every[e : e + RECENT_APPENDS] if x[3] >= hw and x[2] < answered), None)
         if reached and began is not None:
             checked = checked_at(began.get((leader, tp), []), reached[2], reached[4][-1])["us"] + 1
             when = max(when, checked) if checked < answered else when
@@ -922,6 +922,14 @@ class Translation:
         when = self.raised_after(raises, hw, end, handled[-1]["us"], when)
         self.emit(leader, when, HANDLE_FETCH, where + " (a DelayedFetch completed)", {}, tp, replica=n, msg=[n, corr])
         self.completed[id(handled)] = completion = self.out[leader][-1]
+        if began is not None:
+            # before the line where the next raise past its HW is checked, when that is at its microsecond (the pause
+            # soak at 266.8 s: an append's raise, checked at an update placed just after the appends it held)
+            nxt = next((x for x in every[e : e + RECENT_APPENDS] if x[3] > hw and x[2] < answered), None)
+            if nxt is not None:
+                checked = checked_at(began.get((leader, tp), []), nxt[2], nxt[4][-1])
+                if checked["us"] == when:
+                    completion[TIE] = min(completion.get(TIE, 0), checked.get(TIE, 0) - 1)
         if any(
             held > end and line["us"] == when
             for held, _, line in lines[max(0, k - RECENT_APPENDS) : k + RECENT_APPENDS]
