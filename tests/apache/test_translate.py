@@ -107,6 +107,7 @@ def _handling(began: int, entered: int, read: int, returned: int, read_at: int |
         (2, [(90, 1), (120, 2)], 121),  # it read offset 1's append, which returned after it began: after it
         (1, [(80, 2)], 79),  # it did not read the append that returned before it began: before it
         (1, [(40, 2)], 100),  # that append returned before the fetch was even entered: its own time
+        (1, [(100, 2)], 99),  # the pause soak of 4.4.0 at 497.0 s: one it did not read returned as it began
         # the stop soak of 4.4.0 at 638.6 s: it read offset 1's append, whose handler returned after this
         # handling had: after it all the same (the log took it before the read)
         (2, [(200, 2)], 201),

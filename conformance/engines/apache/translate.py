@@ -786,7 +786,8 @@ class Translation:
                 elif read_after:
                     at = max(read_after) + 1
                 else:
-                    at = min((done for done, end in window if end > read and done < at), default=at + 1) - 1
+                    # one it did not read that returned by then, at its microsecond too (the pause soak at 497.0 s)
+                    at = min((done for done, end in window if end > read and done <= at), default=at + 1) - 1
                 line["us"], line["t"] = at, at // 1000
         for handlings in self.handlings.values():  # an update follows its read
             for *_, read, update in handlings:
