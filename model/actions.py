@@ -9,7 +9,7 @@ action holds both, each with the Kafka mechanism it follows.
 from __future__ import annotations
 
 from .alphabet import MESSAGE_KINDS, NONE, STEPS, Step
-from .next_state import NextState, flush_policy, maybe_increment_leader_hw
+from .next_state import NextState, flush_policy, lagging, maybe_increment_leader_hw
 from .state import (
     AlterPartition,
     AlterPartitionResponse,
@@ -99,8 +99,7 @@ def held_read(s: State, r: int) -> tuple[int, HeldRead] | None:
 
 
 def _lagging(cfg, now: int, r: int, rep: Replica) -> list[int]:
-    lag = cfg.replica_lag_time_max_ticks
-    return [f for f in rep.isr if f != r and now - rep.last_caught_up[f] > lag]
+    return [f for f in rep.isr if f != r and lagging(cfg, now, rep, f)]
 
 
 def _caught_up(cfg, r: int, rep: Replica) -> list[int]:

@@ -47,6 +47,9 @@ class ScheduleConfig:
     # becoming a follower as deliver_leader_and_isr then remove_fetcher (docs/steps.md): Kafka's
     # applyLocalFollowersDelta runs makeFollower before it replaces the fetcher
     split_become_follower: bool = False
+    # the leader's HW also waits for a caught-up follower outside the ISR that may join it (docs/steps.md,
+    # maybe_increment_leader_hw): Kafka 3.6+'s shouldWaitForReplicaToJoinIsr, KAFKA-15021
+    hw_waits_for_caught_up: bool = False
 
     def __post_init__(self) -> None:
         _check_int("replicas", self.replicas, 1, MAX_REPLICAS)
@@ -61,7 +64,7 @@ class ScheduleConfig:
                 f"expected one of {', '.join(UNCLEAN_SHUTDOWN_DETECTIONS)}, "
                 f"got {shown(self.unclean_shutdown_detection)}",
             )
-        for name in ("unclean_leader_election_enable", "split_fetch_handling", "split_become_follower"):
+        for name in _FLAGS:
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, f"expected true or false, got {shown(getattr(self, name))}")
 
@@ -80,7 +83,7 @@ class ScheduleConfig:
 
     def to_json(self) -> dict:
         """The schedule ``config`` object of this configuration (the unclean shutdown detection and
-        the split switches only where they are not the default, so schedules written before them
+        the later switches only where they are not the default, so schedules written before them
         read and hash the same)."""
         out = {name: getattr(self, name) for name in ScheduleConfig.__dataclass_fields__}
         for name, default in _LEFT_OUT_AT_DEFAULT:
@@ -94,7 +97,10 @@ _LEFT_OUT_AT_DEFAULT = (
     ("unclean_shutdown_detection", "page-cache"),
     ("split_fetch_handling", False),
     ("split_become_follower", False),
+    ("hw_waits_for_caught_up", False),
 )
+# the boolean config fields
+_FLAGS = ("unclean_leader_election_enable", "split_fetch_handling", "split_become_follower", "hw_waits_for_caught_up")
 
 
 @dataclass(frozen=True, slots=True)

@@ -146,6 +146,7 @@ class Context(NamedTuple):
     committed: bool = False  # KRaft's partition state: one AlterPartition awaits its answer (kip-903 on)
     held: bool = False  # split_fetch_handling: a leader holds its reads of follower Fetches (read_fetch)
     stale: bool = False  # split_become_follower: a new follower keeps its old fetcher until remove_fetcher
+    waits: bool = False  # hw_waits_for_caught_up: the HW rule reads the clock (who is caught up)
 
 
 def context(config, scope) -> Context:
@@ -167,6 +168,7 @@ def context(config, scope) -> Context:
         config.rules.committed_partition_state,
         config.split_fetch_handling,
         config.split_become_follower,
+        config.hw_waits_for_caught_up,
     )
 
 
@@ -225,8 +227,8 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
         if ctx.stale_scope:
             m |= L.rep[b]["remote_leo"] | L.field("log")
         return m
-    if name == HANDLE_ALTER_PARTITION_RESPONSE:
-        return L.rep_all[b] | q["alter_partition_responses"][b]
+    if name == HANDLE_ALTER_PARTITION_RESPONSE:  # the one HW step that otherwise reads no clock
+        return L.rep_all[b] | q["alter_partition_responses"][b] | (L.now if ctx.waits else 0)
     if name in (ELECT, FENCE):
         return L.ctrl_all | L.field("alive") | L.queues("leader_and_isr") | h["leader_moves"] | h["zombies"]
     if name == REJOIN:

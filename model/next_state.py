@@ -98,10 +98,20 @@ def flush_policy(cfg, log_len: int, durable: int) -> int:
     return log_len if fm is not None and log_len - durable >= fm else durable
 
 
+def lagging(cfg, now: int, rep: Replica, f: int) -> bool:
+    """A leader's follower ``f`` has not caught up within replica.lag.time.max: shrink_isr's test, and
+    the time clause of ReplicaState.isCaughtUp negated (hw_waits_for_caught_up)."""
+    return now - rep.last_caught_up[f] > cfg.replica_lag_time_max_ticks
+
+
 def maybe_increment_leader_hw(nx: NextState, r: int, rep: Replica) -> Replica:
     """Partition.maybeIncrementLeaderHW: HW = min LEO over the maximal ISR (only moves up), then
-    DelayedProduce completion for acks=all requests the HW has passed (a blocked HW passes none)."""
-    if rep.leader != r or nx.cfg.rules.hw_blocked(rep, nx.cfg.min_insync_replicas):
+    DelayedProduce completion for acks=all requests the HW has passed (a blocked HW passes none).
+    hw_waits_for_caught_up (Kafka 3.6+, KAFKA-15021): the minimum also takes every follower outside
+    the maximal ISR that shouldWaitForReplicaToJoinIsr, i.e. ReplicaState.isCaughtUp and
+    Partition.isReplicaIsrEligible (known LEO, as expand_isr asks), so one catching up reaches the HW."""
+    cfg = nx.cfg
+    if rep.leader != r or cfg.rules.hw_blocked(rep, cfg.min_insync_replicas):
         return rep  # KIP-966 strict min ISR: nothing is committed while the ISR is below min ISR
     new_hw = len(rep.log)
     members = rep.isr if rep.pending_isr is None else rep.pending_isr + rep.isr
@@ -109,6 +119,11 @@ def maybe_increment_leader_hw(nx: NextState, r: int, rep: Replica) -> Replica:
     for f in members:
         if f != r and remote[f] < new_hw:
             new_hw = remote[f]
+    if cfg.hw_waits_for_caught_up:
+        for f in range(cfg.replicas):
+            # isCaughtUp's other clause, remote LEO = leader LEO, never lowers the minimum
+            if f != r and 0 <= remote[f] < new_hw and f not in members and not lagging(cfg, nx.now, rep, f):
+                new_hw = remote[f]
     if new_hw > rep.hw:
         rep = updated(rep, hw=new_hw)
     pending = rep.pending_produces

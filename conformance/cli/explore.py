@@ -27,6 +27,7 @@ _OPTION = {
     "unclean_leader_election_enable": "--unclean-election",
     "split_fetch_handling": "--split-fetch-handling",
     "split_become_follower": "--split-become-follower",
+    "hw_waits_for_caught_up": "--hw-waits-for-caught-up",
 }
 
 
@@ -136,6 +137,12 @@ def add_scope_arguments(parser: argparse.ArgumentParser, default: Scope, protoco
         help="becoming a follower as two steps, deliver_leader_and_isr then remove_fetcher, the old "
         "fetcher fetching from its old leader and handling its answers between them (docs/steps.md)",
     )
+    parser.add_argument(
+        "--hw-waits-for-caught-up",
+        action="store_true",
+        help="a leader's HW also waits for a follower outside the ISR caught up within the lag time, as "
+        "Kafka 3.6+ does (KAFKA-15021; docs/steps.md, maybe_increment_leader_hw)",
+    )
     scope = parser.add_argument_group("scope bounds")
     for name, help_text in (
         ("max-records", "produce steps"),
@@ -215,6 +222,7 @@ def config_and_scope(args) -> tuple[ModelConfig, Scope]:
             flush_messages=args.flush_messages,
             split_fetch_handling=args.split_fetch_handling,
             split_become_follower=args.split_become_follower,
+            hw_waits_for_caught_up=args.hw_waits_for_caught_up,
         )
         scope = Scope(
             max_records=args.max_records,

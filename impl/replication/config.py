@@ -14,7 +14,8 @@ class InvalidConfigError(ValueError):
 
 
 UNCLEAN_SHUTDOWN_DETECTIONS = ("page-cache", "clean-shutdown-file")
-_FLAGS = ("unclean_leader_election_enable", "split_fetch_handling", "split_become_follower")  # the boolean settings
+# the boolean settings
+_FLAGS = ("unclean_leader_election_enable", "split_fetch_handling", "split_become_follower", "hw_waits_for_caught_up")
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,9 @@ class ClusterConfig:
     # becoming a follower as two steps, deliver_leader_and_isr then remove_fetcher (Kafka's
     # applyLocalFollowersDelta runs makeFollower, then replaces the fetcher)
     split_become_follower: bool = False
+    # the leader's HW also waits for a follower outside the ISR caught up within the lag time (Kafka
+    # 3.6+'s maybeIncrementLeaderHW, KAFKA-15021), so one catching up is not left behind by the HW
+    hw_waits_for_caught_up: bool = False
 
     replica_fetch_backoff_ms: int = 5  # a follower's pause after an empty or failed fetch
     replica_fetch_wait_max_ms: int = 0  # 0: a fetch with nothing new is answered at once (no long poll)

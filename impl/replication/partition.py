@@ -39,6 +39,11 @@ class FollowerState:
         self.last_fetch_leader_leo = -1  # the leader's LEO when the follower last fetched
         self.broker_epoch = -1  # of the follower's last Fetch that read records (KIP-903); -1 unknown
 
+    def lagging(self, now_ms: int, lag_ms: int) -> bool:
+        """Not caught up within replica.lag.time.max: maybe_shrink_isr's test, and ReplicaState.isCaughtUp's
+        time clause negated."""
+        return now_ms - self.last_caught_up_ms > lag_ms
+
 
 class LogReadInfo:
     """Partition.readRecords' result for a follower Fetch (Kafka's LogReadInfo): the batches read
@@ -209,17 +214,27 @@ class Partition:
 
     def maybe_increment_leader_hw(self) -> bool:
         """Partition.maybeIncrementLeaderHW: HW = min LEO over the maximal ISR; it never moves back.
-        KIP-966's strict min ISR: nothing moves while the ISR is below min.insync.replicas."""
+        KIP-966's strict min ISR: nothing moves while the ISR is below min.insync.replicas.
+        hw_waits_for_caught_up: the minimum also takes each follower outside the maximal ISR that
+        shouldWaitForReplicaToJoinIsr (KAFKA-15021): caught up within the lag time, its LEO known
+        (isReplicaIsrEligible wants the broker epoch its Fetch brought, as maybe_expand_isr does)."""
         if not self.is_leader:
             return False
         if self.variant.eligible_leader_replicas and len(self.isr) < self.config.min_insync_replicas:
             return False
         new_hw = self.log.log_end_offset
-        for r in self.maximal_isr:
+        maximal = self.maximal_isr
+        for r in maximal:
             if r != self.broker_id:
                 leo = self.followers[r].log_end_offset
                 if leo < new_hw:
                     new_hw = leo
+        if self.config.hw_waits_for_caught_up:
+            now, lag = self.scheduler.now_ms(), self.config.replica_lag_time_max_ms
+            for r, follower in self.followers.items():
+                # a LEO equal to the leader's (isCaughtUp's other clause) is never below the minimum
+                if r not in maximal and 0 <= follower.log_end_offset < new_hw and not follower.lagging(now, lag):
+                    new_hw = follower.log_end_offset
         incremented = new_hw > self.high_watermark
         if incremented:
             counted = set(self.isr) | set(self.pending_isr or ())  # derived again, not maximal_isr's answer
@@ -319,7 +334,7 @@ class Partition:
             return False
         now = self.scheduler.now_ms()
         lag = self.config.replica_lag_time_max_ms
-        out = [r for r in self.isr if r != self.broker_id and now - self.followers[r].last_caught_up_ms > lag]
+        out = [r for r in self.isr if r != self.broker_id and self.followers[r].lagging(now, lag)]
         if not out:
             return False
         self._propose(tuple(r for r in self.isr if r not in out))

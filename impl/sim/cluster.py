@@ -241,6 +241,7 @@ class Cluster:
         p = self._need_leader(leader)
         if not p.maybe_shrink_isr():
             raise ClusterError("no ISR follower is out of sync for longer than replica.lag.time.max.ms")
+        self._log_proposal(leader, "shrink_isr")
         self._settle()
 
     def expand_isr(self, leader: int, follower: int = -1) -> None:
@@ -252,6 +253,7 @@ class Cluster:
                 + " caught up to the high watermark"
                 + (" in this leader epoch" if p.variant.hw_reached_epoch_to_expand else "")
             )
+        self._log_proposal(leader, "expand_isr")
         self._settle()
 
     def elect(self, target: int = -1) -> None:
@@ -516,6 +518,14 @@ class Cluster:
         if b.replica_manager.starting and not self.world.auto:
             raise ClusterError(f"broker {broker} is not registered yet")
         return b
+
+    def _log_proposal(self, leader: int, step: str) -> None:
+        """Log an ISR proposal a step made, as auto mode logs its own (ReplicaManager), so that the
+        validator finds the AlterPartition the controller handles."""
+        b = self.world.brokers[leader]
+        events = b.replica_manager.events
+        if events is not None:
+            events.broker(b.partition, step, {"replica": leader}, corr=b.partition.last_isr_request)
 
     def _need_leader(self, broker: int):
         p = self._need_serving(broker).partition

@@ -26,6 +26,7 @@ CONFIG_FIELDS = (
     "unclean_shutdown_detection",
     "split_fetch_handling",
     "split_become_follower",
+    "hw_waits_for_caught_up",
 )
 
 
@@ -54,6 +55,7 @@ def cluster_config(protocol: str, config: dict) -> ClusterConfig:
         unclean_shutdown_detection=config.get("unclean_shutdown_detection", defaults.unclean_shutdown_detection),
         split_fetch_handling=config.get("split_fetch_handling", defaults.split_fetch_handling),
         split_become_follower=config.get("split_become_follower", defaults.split_become_follower),
+        hw_waits_for_caught_up=config.get("hw_waits_for_caught_up", defaults.hw_waits_for_caught_up),
     )
 
 

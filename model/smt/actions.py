@@ -31,7 +31,9 @@ def _not(x):
 def maybe_increment_leader_hw(nx: Next, r: int) -> None:
     """Partition.maybeIncrementLeaderHW: HW = min LEO over the maximal ISR (only moves up), then
     DelayedProduce completion of the acks=all requests the HW passed (acknowledged with NONE
-    while the ISR holds min.insync.replicas members); nothing while the HW is blocked (KIP-966)."""
+    while the ISR holds min.insync.replicas members); nothing while the HW is blocked (KIP-966).
+    hw_waits_for_caught_up: the minimum also takes each follower outside the maximal ISR of known
+    LEO that is not lagging (shouldWaitForReplicaToJoinIsr, KAFKA-15021)."""
 
     def lead(x: Next) -> None:
         n, b = x.b.replicas, x.b
@@ -40,6 +42,8 @@ def maybe_increment_leader_hw(nx: Next, r: int) -> None:
             if f != r:
                 member = z3.Or(x.rep(r, f"isr{f}"), z3.And(x.rep(r, "pend"), x.rep(r, f"pisr{f}")))
                 remote = x.rep(r, f"rleo{f}")
+                if x.cfg.hw_waits_for_caught_up:  # a remote LEO = leader LEO is never below the minimum
+                    member = z3.Or(member, z3.And(remote >= 0, _not(_lags(x, r, f))))
                 new_hw = z3.If(z3.And(member, remote < new_hw), remote, new_hw)
         hw = z3.If(new_hw > x.rep(r, "hw"), new_hw, x.rep(r, "hw"))
         x.set_rep(r, hw=hw)
@@ -662,11 +666,14 @@ def effect_remove_fetcher(nx: Next, st: Step) -> None:
     _rules(nx).new_fetcher(nx, st.replica)
 
 
+def _lags(nx: Next, r: int, f: int):
+    """Leader r's follower f has not caught up within the lag time (the model's ``lagging``)."""
+    return nx["now"] - nx.rep(r, f"lcu{f}") > nx.cfg.replica_lag_time_max_ticks
+
+
 def _lagging(nx: Next, r: int) -> list:
-    lag = nx.cfg.replica_lag_time_max_ticks
     return [
-        z3.And(nx.rep(r, f"isr{f}"), nx["now"] - nx.rep(r, f"lcu{f}") > lag) if f != r else z3.BoolVal(False)
-        for f in range(nx.b.replicas)
+        z3.And(nx.rep(r, f"isr{f}"), _lags(nx, r, f)) if f != r else z3.BoolVal(False) for f in range(nx.b.replicas)
     ]
 
 

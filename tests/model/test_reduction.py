@@ -509,3 +509,18 @@ def test_reduced_sets_of_the_stale_fetcher_are_persistent():
     test_reduced_sets_are_persistent_and_hide_what_checked_properties_read(
         "kip-320", STALE_SETTINGS, STALE_SCOPE, ("LogMatching", "NoLostAckedWrite")
     )
+
+
+# the checks above, walked with the HW waiting for caught-up followers (docs/steps.md,
+# hw_waits_for_caught_up): at lag 0 a tick ends every follower's being caught up, so the HW steps
+# read the clock
+WAITS_SCOPE = Scope(max_records=1, max_epoch=2, max_crashes=1, max_drops=1, max_clock=1, fetch_rounds=False)
+WAITS_SETTINGS = dict(hw_waits_for_caught_up=True, replica_lag_time_max_ticks=0)
+
+
+def test_footprints_of_the_hw_waiting_cover_what_each_step_reads_and_changes():
+    test_footprints_cover_what_each_step_reads_and_changes("kip-966", WAITS_SETTINGS, WAITS_SCOPE)
+
+
+def test_steps_of_the_hw_waiting_found_independent_commute():
+    test_steps_found_independent_commute("kip-966", WAITS_SETTINGS, WAITS_SCOPE)

@@ -167,6 +167,7 @@ def model_config(header: dict, where: str) -> ModelConfig:
             unclean_shutdown_detection=c.get("unclean_shutdown_detection", "page-cache"),
             split_fetch_handling=c.get("split_fetch_handling", False),
             split_become_follower=c.get("split_become_follower", False),
+            hw_waits_for_caught_up=c.get("hw_waits_for_caught_up", False),
         )
     except KeyError as exc:
         raise UsageError(f"{where}: header: config lacks {exc.args[0]!r}") from None

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 import z3
+from hw_waits import CAUGHT_UP, OUT, REACHED, lagged
 
 from isrcheck.model import (
     MESSAGE_KINDS,
@@ -48,11 +49,12 @@ SPLIT_BOUNDS = replace(BOUNDS, held_reads=True)
 STALE_BOUNDS = replace(BOUNDS, stale_fetcher=True)
 
 
-def _config(protocol: str, seed: int, split: bool = False, stale: bool = False) -> ModelConfig:
+def _config(protocol: str, seed: int, split: bool = False, stale: bool = False, waits: bool = False) -> ModelConfig:
     return ModelConfig(
         protocol=protocol,
         split_fetch_handling=split,
         split_become_follower=stale,
+        hw_waits_for_caught_up=waits,
         replicas=3,
         replica_lag_time_max_ticks=1,
         request_timeout_ticks=2,
@@ -142,13 +144,15 @@ def drive(
     start: list = (),
     split: bool = False,
     stale: bool = False,
+    waits: bool = False,
 ) -> Counter:
     """Check the steps of ``start``, then walk ``states`` states of a random run; at each, check
     ``taken`` enabled steps and ``refused`` refused ones. Returns (step, outcome) counts; fails at
     the first mismatch. ``split``: with a leader's fetch handling split (read_fetch, then handle_fetch);
-    ``stale``: with becoming a follower split (deliver_leader_and_isr, then remove_fetcher)."""
+    ``stale``: with becoming a follower split (deliver_leader_and_isr, then remove_fetcher); ``waits``:
+    with the HW waiting for caught-up followers outside the ISR (hw_waits_for_caught_up)."""
     rng = random.Random(seed)
-    cfg = _config(protocol, seed, split, stale)
+    cfg = _config(protocol, seed, split, stale, waits)
     bounds = replace(BOUNDS, held_reads=split, stale_fetcher=stale)
     s = initial_state(cfg)
     seen: Counter = Counter()
@@ -408,6 +412,7 @@ def test_thousands_of_transitions_of_every_step_kind(protocol):
         seen += along(protocol, steps, seed, 3, 2)
     seen += drive(protocol, 7, states=60, taken=3, refused=2, start=SPLIT_PATH, split=True)  # read_fetch
     seen += drive(protocol, 8, states=60, taken=3, refused=2, start=STALE_PATH, stale=True)  # remove_fetcher
+    seen += drive(protocol, 9, states=60, taken=3, refused=2, start=WAITS_PATH, waits=True)  # hw_waits_for_caught_up
     assert sum(seen.values()) >= 2000
     for name in ENCODED:
         assert seen[name, "agree"] > 0, f"{name} never taken"
@@ -522,6 +527,38 @@ def test_the_split_become_follower_agrees(protocol):
 
 
 MOVED_ON = [{"step": "elect", "replica": 2}, {"step": "deliver_leader_and_isr", "replica": 1, "index": 0}]
+
+
+# Kafka 4.4.0's scenario (tests/hw_waits.py): follower 2, out of the ISR and caught up at tick 3 at a
+# lower LEO, holds leader 0's HW when follower 1 reaches its LEO; two ticks later (lag 1) it does not
+WAITS_PATH = [Step.from_json(st) for st in CAUGHT_UP]
+LAGGED_PATH = [Step.from_json(st) for st in lagged(2)]
+HW_STEPS = ("handle_fetch", "expand_isr", "handle_alter_partition_response", "deliver_leader_and_isr")
+
+
+@pytest.mark.parametrize(
+    "protocol", [pytest.param(p, marks=pytest.mark.slow) for p in ("hw-truncation", "kip-101")] + ["kip-320", "kip-966"]
+)
+def test_the_hw_waiting_for_caught_up_followers_agrees(protocol):
+    """With hw_waits_for_caught_up: at every state of the scenario and of its lagged form, the steps
+    that raise a leader's HW, of every broker, taken or refused; then a random run."""
+    cfg = _config(protocol, 3, waits=True)
+    assert replay(cfg, OUT + REACHED).states[-1].replicas[0].hw == 0  # the path holds the HW back
+    assert replay(_config(protocol, 3), OUT + REACHED).states[-1].replicas[0].hw == 1
+    assert replay(cfg, [st.to_json() for st in LAGGED_PATH]).states[-1].replicas[0].hw == 1
+    seen: Counter = Counter()
+    for path in (WAITS_PATH, LAGGED_PATH):
+        s = initial_state(cfg)
+        for st in path + [None]:
+            for t in [Step(name, r) for name in HW_STEPS for r in range(cfg.replicas)] + [Step("produce", 0, 1)]:
+                outcome = check_transition(cfg, BOUNDS, s, t)
+                assert outcome.kind != "mismatch", f"{protocol}: {t.to_json()} in {s}: {outcome.detail}"
+                seen[t.name, outcome.kind] += 1
+            if st is not None:
+                s = apply(cfg, s, st)[0]
+    assert seen["handle_fetch", "agree"] >= 10 and seen["produce", "agree"] >= 10, seen
+    seen = drive(protocol, seed=3, states=10, taken=3, refused=2, start=WAITS_PATH, waits=True)
+    assert seen["handle_fetch", "agree"] >= 4, seen
 
 
 @pytest.mark.parametrize("protocol", ["kip-279", "kip-903", "kip-966"])
