@@ -537,7 +537,7 @@ HW_STEPS = ("handle_fetch", "expand_isr", "handle_alter_partition_response", "de
 
 
 @pytest.mark.parametrize(
-    "protocol", [pytest.param(p, marks=pytest.mark.slow) for p in ("hw-truncation", "kip-101")] + ["kip-320", "kip-966"]
+    "protocol", [pytest.param(p, marks=pytest.mark.slow) for p in ("hw-truncation", "kip-101", "kip-320")] + ["kip-966"]
 )
 def test_the_hw_waiting_for_caught_up_followers_agrees(protocol):
     """With hw_waits_for_caught_up: at every state of the scenario and of its lagged form, the steps
