@@ -810,8 +810,8 @@ class Translation:
         for n, tp, sent, end, hw, answered, where in self.answers:
             key = (sent[0], tp)
             if not self.delayed(n, tp, sent, end, hw, answered, where, raises.get(key, []), every.get(key, []), began):
-                self.read_before_raises(n, tp, sent, hw, raises.get((sent[0], tp), []))
-                self.counted_later(n, tp, sent, hw, raising, every.get((sent[0], tp), []))
+                self.read_before_raises(n, tp, sent, hw, raises.get(key, []))
+                self.counted_later(n, tp, sent, hw, raising, every.get(key, []))
         for handlings in self.handlings.values():
             handlings.sort(key=lambda h: h[0])
         for line, handling, gap in self.lost_sends:  # a handling moved above goes with its send
@@ -912,7 +912,8 @@ class Translation:
         # its produce returned may show its LEO earlier)
         lines = self.append_lines.get((leader, tp), [])
         k = bisect.bisect_left(lines, answered, key=lambda x: x[1])
-        for held, _began, line in lines[max(0, k - RECENT_APPENDS) : k + RECENT_APPENDS]:
+        nearby = lines[max(0, k - RECENT_APPENDS) : k + RECENT_APPENDS]
+        for held, _began, line in nearby:
             if read_leo < held <= end:
                 when = max(when, line["us"] + 1)
         if when >= answered:
@@ -931,10 +932,7 @@ class Translation:
                 checked = checked_at(began.get((leader, tp), []), nxt[2], nxt[4][-1])
                 if checked["us"] == when:
                     completion[TIE] = min(completion.get(TIE, 0), checked.get(TIE, 0) - 1)
-        if any(
-            held > end and line["us"] == when
-            for held, _, line in lines[max(0, k - RECENT_APPENDS) : k + RECENT_APPENDS]
-        ):
+        if any(held > end and line["us"] == when for held, _, line in nearby):
             completion[TIE] = -1  # before an append at its microsecond whose records it does not hold (243.6 s)
         return True
 
