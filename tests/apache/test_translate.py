@@ -98,7 +98,14 @@ def _handling(began: int, entered: int, read: int, returned: int, read_at: int |
     ``entered``, its update began at ``began`` having read the LEO ``read``, returned at ``returned``; its
     read_fetch line (at ``read_at``, else when it began) and its handle_fetch line last."""
     at = began if read_at is None else read_at
-    return began, entered, read, returned, {"us": at, "t": 0, "state": {}}, {"us": began, "t": 0, "state": {}}
+    return (
+        began,
+        entered,
+        read,
+        returned,
+        {"us": at, "t": 0, "state": {}, "from": "b:1"},
+        {"us": began, "t": 0, "state": {}},
+    )
 
 
 @pytest.mark.parametrize(
@@ -843,3 +850,26 @@ def test_a_delayed_fetch_goes_before_the_update_a_later_raise_is_checked_at_its_
     t.finish()
     [completed] = [line for line in t.out[0] if "DelayedFetch" in line["from"]]
     assert in_node_order(completed) < in_node_order(other[-1]) and other[-1]["state"] == {"hw": 5}
+
+
+@pytest.mark.parametrize("append_began, split", [(250, True), (120, False)])
+def test_a_read_whose_hw_came_before_a_raise_and_batches_after_a_later_append_reads_its_hw_first(append_began, split):
+    """The partition soak of 4.4.0 at 162.1 s: follower 0's answer showed HW 1 and records up to 3, while follower 1's
+    update raised the HW to 2 at 200, before the append of record 2 began at 250. ``Partition.readRecords`` read the
+    HW before that raise and the LEO and the records after that append: its HW is read before the raise, its batches
+    where the read is. An append begun before the raise goes before the read."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.broker(_append(300, append_began, 2, "h1"))  # record 2 (LEO 3), returned at 300
+    handling = _handling(301, 100, 2, 400, read_at=301)  # follower 0's: noted LEO 2, read to 3
+    t.read_more[id(handling)] = 3
+    t.handled[(0, 2, 7)] = handling
+    own = _handling(150, 140, 2, 500)  # follower 1's, its update raising the HW to 2 (made at 200)
+    t.read_before_raises(0, "t-0", (2, 7), 1, [(2, "t-0", 200, 2, own)])
+    hw_reads = [e for e in t.out[2] if e["step"] == "read_fetch_hw"]
+    if split:
+        assert [(e["us"], e["state"]) for e in hw_reads] == [(149, {"hw": 1})]
+        assert handling[-2]["us"] == 301  # its batches after the append of record 2
+    else:
+        assert not hw_reads and handling[-2]["us"] == 149  # one point holds both

@@ -37,6 +37,7 @@ from isrcheck.model.alphabet import (
     HANDLE_FETCH_RESPONSE,
     PRODUCE,
     READ_FETCH,
+    READ_FETCH_HW,
     REGISTER,
     REMOVE_FETCHER,
     RESTART,
@@ -142,6 +143,7 @@ class Translation:
         self.since_restart: dict[int, set] = {}  # broker -> the partitions it applied a LeaderAndIsr of since
         self.stale: set[tuple] = set()  # (follower, tp) made follower of a new leader epoch, its old fetcher kept
         self.read_more: dict[int, int] = {}  # id(handling) -> the LEO its read read to, past the one it noted
+        self.hw_read: dict[int, dict] = {}  # id(read line) -> its read_fetch_hw line, read before it
         self.completed: dict[int, dict] = {}  # id(handling) -> the line of its DelayedFetch's completion
         self.expansions: dict[int, dict] = {}  # id(handling) -> the line of the ISR expansion its update proposed
         self.killed: dict[int, tuple] = {}  # broker -> (when it was killed, the partitions logged since its restart)
@@ -814,8 +816,8 @@ class Translation:
                 self.counted_later(n, tp, sent, hw, raising, every.get(key, []))
         for handlings in self.handlings.values():
             handlings.sort(key=lambda h: h[0])
-        for line, handling, gap in self.lost_sends:  # a handling moved above goes with its send
-            line["us"] = min(line["us"], handling["us"] - gap)
+        for line, read, gap in self.lost_sends:  # a handling moved above goes with its send
+            line["us"] = min(line["us"], self.hw_read.get(id(read), read)["us"] - gap)
             line["t"] = line["us"] // 1000
         for n, tp, us, hw, own in self.raises + self.append_raises:
             at = checked_at(self.handlings.get((n, tp), []), us, own[-1])
@@ -1046,8 +1048,25 @@ class Translation:
                     at = min(at, us - 1)  # this read before that raise, and that update after this read
                     self.move_update(own, at + 1)
         if at < line["us"]:  # the appends it read go before it (their handlers returned late)
-            self.appended_before(sent[0], tp, self.read_more.get(id(handling), handling[2]), at)
+            read = self.read_more.get(id(handling), handling[2])
+            self.appended_before(sent[0], tp, read, at)
+            if self.appended_after(sent[0], tp, read, at):
+                # and one it read began after that raise: no point holds both its HW and its batches, which
+                # Partition.readRecords reads each on its own (the partition soak at 162.1 s). Its HW is read here,
+                # its LEO and batches where the read is (after the appends of what it read)
+                fields = {"msg": line["msg"]} if "msg" in line else {}
+                self.emit(sent[0], at, READ_FETCH_HW, line["from"], {"hw": hw}, tp, replica=n, **fields)
+                self.hw_read[id(line)] = self.out[sent[0]][-1]
+                return
         line["us"], line["t"] = at, at // 1000
+
+    def appended_after(self, n: int, tp: str, end: int, at: int) -> bool:
+        """Whether an append of records up to ``end`` on leader ``n`` is placed at or after ``at``."""
+        lines = self.append_lines.get((n, tp), [])
+        i = bisect.bisect_left(lines, at, key=lambda x: x[1])
+        return any(
+            held <= end and line["us"] >= at for held, _, line in lines[max(0, i - RECENT_APPENDS) : i + RECENT_APPENDS]
+        )
 
 
 def _record(r) -> dict:
