@@ -25,6 +25,7 @@ PRODUCE = "produce"
 CONSUME = "consume"
 SEND_FETCH = "send_fetch"
 READ_FETCH = "read_fetch"
+READ_FETCH_OFFSETS = "read_fetch_offsets"
 HANDLE_FETCH = "handle_fetch"
 HANDLE_FETCH_RESPONSE = "handle_fetch_response"
 DELIVER_LEADER_AND_ISR = "deliver_leader_and_isr"
@@ -228,8 +229,17 @@ STEPS: Mapping[str, StepKind] = {
             READ_FETCH,
             ("replica",),
             "Partition.fetchRecords up to its read (readRecords): a leader's fetch handling begun, its "
-            "update and answer left to handle_fetch (split_fetch_handling)",
+            "update and answer left to handle_fetch (split_fetch_handling); after read_fetch_offsets, "
+            "readRecords' localLog.read of the batches",
             weight=2.0,
+            config="split_fetch_handling",
+        ),
+        StepKind(
+            READ_FETCH_OFFSETS,
+            ("replica",),
+            "Partition.readRecords up to its localLog.read (initialHighWatermark, initialLogEndOffset): "
+            "a fetch's HW and LEO read, its batches left to read_fetch (split_fetch_handling)",
+            weight=1.0,
             config="split_fetch_handling",
         ),
         StepKind(
