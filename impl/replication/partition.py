@@ -47,11 +47,12 @@ class FollowerState:
 
 class LogReadInfo:
     """Partition.readRecords' result for a follower Fetch (Kafka's LogReadInfo): the batches read
-    and the HW and LEO as they were before the read, which the answer carries."""
+    and the HW and LEO as they were before the read, which the answer carries; ``info`` None while
+    only the offsets are read (``Partition.read_offsets``)."""
 
     __slots__ = ("fetch_offset", "high_watermark", "log_end_offset", "info")
 
-    def __init__(self, fetch_offset: int, high_watermark: int, log_end_offset: int, info: FetchDataInfo) -> None:
+    def __init__(self, fetch_offset: int, high_watermark: int, log_end_offset: int, info: FetchDataInfo | None) -> None:
         self.fetch_offset = fetch_offset
         self.high_watermark = high_watermark
         self.log_end_offset = log_end_offset
@@ -295,8 +296,19 @@ class Partition:
     def read_records(self, req: FetchRequest) -> LogReadInfo:
         """Partition.readRecords: whole batches from the fetch offset, with the HW and LEO from
         before the read (initialHighWatermark, initialLogEndOffset)."""
-        hw, leo = self.high_watermark, self.log.log_end_offset
-        return LogReadInfo(req.fetch_offset, hw, leo, self.log.read(req.fetch_offset, max_batches=req.max_batches))
+        return self.read_log(self.read_offsets(req), req.max_batches)
+
+    def read_offsets(self, req: FetchRequest) -> LogReadInfo:
+        """Partition.readRecords up to its localLog.read: initialHighWatermark and initialLogEndOffset,
+        no batches yet (``info`` None)."""
+        return LogReadInfo(req.fetch_offset, self.high_watermark, self.log.log_end_offset, None)
+
+    def read_log(self, offsets: LogReadInfo, max_batches: int) -> LogReadInfo:
+        """readRecords' localLog.read after ``offsets``: whole batches from the fetch offset to the LEO
+        now, at most ``max_batches`` (0: no limit); the HW and LEO read before stay (an append or an HW
+        raise may come between: the read lock stops neither)."""
+        info = self.log.read(offsets.fetch_offset, max_batches=max_batches)
+        return LogReadInfo(offsets.fetch_offset, offsets.high_watermark, offsets.log_end_offset, info)
 
     def update_follower_fetch_state(
         self, follower: FollowerState | None, fetch_offset: int, broker_epoch: int, fetch_time_ms: int, leader_leo: int
