@@ -442,6 +442,8 @@ def guard_read_fetch_offsets(nx: Next, st: Step):
 def effect_read_fetch(nx: Next, st: Step) -> None:
     r = st.replica
     p = f"held{r}."
+    if not _split(nx):  # refused (guard_read_fetch): no held slots to read
+        return _read_request(nx, r, offsets_only=False)
 
     def batches(x: Next, d: int) -> None:  # up to the LEO now; the HW and caught-up read before stay
         fields = {**_batches(x, d, _held(x, r, "off"), _held(x, r, "mb")), "oo": z3.BoolVal(False), "mb": 0}
