@@ -309,26 +309,36 @@ def _answer(rules, d: int, lead: Replica, req: FetchRequest) -> tuple | None:
     return None
 
 
-def _read(now: int, r: int, lead: Replica, req: FetchRequest) -> HeldRead:
-    """Step 6's read (Partition.readRecords): the HW before this fetch's own increment and whole
-    batches from the one holding the fetch offset, at most ``max_batches``; the leader sends the
-    file's bytes unchecked (FileRecords.slice), so a damaged batch goes too."""
+def _batches(lead: Replica, fetch_offset: int, max_batches: int) -> tuple[tuple, int]:
+    """Partition.readRecords' localLog.read: whole batches from the one holding the fetch offset,
+    at most ``max_batches``, and the damaged one among them (-1 none); the leader sends the file's
+    bytes unchecked (FileRecords.slice), so a damaged batch goes too."""
     log, leo = lead.log, len(lead.log)
-    start = log[req.fetch_offset].base if req.fetch_offset < leo else leo  # the whole batch
+    start = log[fetch_offset].base if fetch_offset < leo else leo  # the whole batch
     end = leo
-    if req.max_batches:
+    if max_batches:
         ends = batch_ends(log, start)
-        end = ends[min(req.max_batches, len(ends)) - 1] if ends else leo
+        end = ends[min(max_batches, len(ends)) - 1] if ends else leo
+    return log[start:end], lead.bad_batch if start <= lead.bad_batch < end else -1
+
+
+def _read(now: int, r: int, lead: Replica, req: FetchRequest, hw_only: bool = False) -> HeldRead:
+    """Step 6's read (Partition.readRecords): the HW before this fetch's own increment and the
+    batches; with ``hw_only`` (read_fetch_hw) the HW alone, its time kept in ``caught_up_at`` till
+    the LEO and the batches (at most the request's ``max_batches``) are read."""
+    records, bad = ((), -1) if hw_only else _batches(lead, req.fetch_offset, req.max_batches)
     return HeldRead(
         r,
         req.leader_epoch,
         req.fetch_offset,
         req.broker_epoch,
-        now if req.fetch_offset >= leo else -1,
+        now if hw_only or req.fetch_offset >= len(lead.log) else -1,
         lead.hw,
-        log[start:end],
-        lead.bad_batch if start <= lead.bad_batch < end else -1,
+        records,
+        bad,
         req.orphan,
+        hw_only=hw_only,
+        max_batches=req.max_batches if hw_only else 0,
     )
 
 
@@ -384,8 +394,11 @@ class HandleFetch(Delivery):
 
     @classmethod
     def guard(cls, cfg, s, st):
-        if cfg.split_fetch_handling and held_read(s, st.replica) is not None:
-            return None  # its holder is up: a crash forgets what it held
+        held = held_read(s, st.replica) if cfg.split_fetch_handling else None
+        if held is not None:  # its holder is up: a crash forgets what it held
+            if held[1].hw_only:
+                return f"broker {held[0]} has read only the HW of follower {st.replica}'s fetch (read_fetch next)"
+            return None
         return cls.request_guard(cfg, s, st)
 
     @classmethod
@@ -421,18 +434,23 @@ class HandleFetch(Delivery):
 class ReadFetch(Action):
     """The read of a leader's fetch handling (split_fetch_handling): Partition.fetchRecords' checks
     and readRecords under the read lock of leaderIsrUpdateLock; the update and the answer come with
-    handle_fetch. Only a Fetch that reads records: the others update nothing (handle_fetch)."""
+    handle_fetch. Only a Fetch that reads records: the others update nothing (handle_fetch). After
+    read_fetch_hw, the rest of Partition.readRecords: its localLog.read of the batches."""
 
     name = "read_fetch"
+    hw_only = False  # ReadFetchHw: the HW and the LEO alone
 
-    def guard(cfg, s, st):
+    @classmethod
+    def guard(cls, cfg, s, st):
         r = st.replica
         if not cfg.split_fetch_handling:
             return "split_fetch_handling is off: a leader handles a fetch whole (handle_fetch)"
+        held = held_read(s, r)
+        if held is not None and held[1].hw_only and not cls.hw_only:
+            return None  # its batches to read; its holder is up: a crash forgets what it held
         reason = HandleFetch.request_guard(cfg, s, st)
         if reason is not None:
             return reason
-        held = held_read(s, r)
         if held is not None:
             return f"broker {held[0]} holds a read of follower {r} (its next request waits)"
         req = s.fetch_requests[r][0]
@@ -442,13 +460,34 @@ class ReadFetch(Action):
             return f"the oldest fetch request of follower {r} reads no records (its answer: {what})"
         return None
 
-    def effect(nx, st):
+    @classmethod
+    def effect(cls, nx, st):
         r = st.replica
+        held = held_read(nx.src, r)
+        if held is not None:  # an hw_only read: the LEO and its batches now, its HW and time kept
+            d, h = held
+            lead = nx.replicas[d]
+            records, bad = _batches(lead, h.fetch_offset, h.max_batches)
+            caught_up_at = h.caught_up_at if h.fetch_offset >= len(lead.log) else -1
+            done = h._replace(records=records, bad_batch=bad, caught_up_at=caught_up_at, hw_only=False, max_batches=0)
+            nx.replicas[d] = updated(lead, held_reads=tuple(done if x is h else x for x in lead.held_reads))
+            return
         req = nx.pop("fetch_requests", r)
         d = req.leader
         lead = nx.replicas[d]
-        held = tuple(sorted(lead.held_reads + (_read(nx.now, r, lead, req),)))
-        nx.replicas[d] = updated(lead, held_reads=held)
+        held_reads = tuple(sorted(lead.held_reads + (_read(nx.now, r, lead, req, cls.hw_only),)))
+        nx.replicas[d] = updated(lead, held_reads=held_reads)
+
+
+class ReadFetchHw(ReadFetch):
+    """The first read of read_fetch (split_fetch_handling): Partition.readRecords' initialHighWatermark,
+    read before initialLogEndOffset and localLog.read's batches; the read lock of leaderIsrUpdateLock
+    it holds stops no appendRecordsToLeader nor another handling's updateFollowerFetchState, so an
+    append or an HW raise may come before read_fetch reads the LEO and the batches. makeLeader and
+    makeFollower take the write lock: deliver_leader_and_isr waits."""
+
+    name = "read_fetch_hw"
+    hw_only = True
 
 
 class HandleFetchResponse(Delivery):
@@ -497,6 +536,9 @@ class DeliverLeaderAndIsr(Action):
     def guard(cfg, s, st):
         if len(s.leader_and_isr[st.replica]) <= st.index:
             return f"no LeaderAndIsr #{st.index} for broker {st.replica} in flight"
+        if any(h.hw_only for h in s.replicas[st.replica].held_reads):
+            # makeLeader / makeFollower take leaderIsrUpdateLock's write lock: it waits for the reader
+            return f"broker {st.replica} holds a fetch read of the HW only (its batches' read holds the lock)"
         return None
 
     def effect(nx, st):

@@ -229,8 +229,17 @@ STEPS: Mapping[str, StepKind] = {
             READ_FETCH,
             ("replica",),
             "Partition.fetchRecords up to its read (readRecords): a leader's fetch handling begun, its "
-            "update and answer left to handle_fetch (split_fetch_handling)",
+            "update and answer left to handle_fetch (split_fetch_handling); after read_fetch_hw, "
+            "readRecords' localLog.read of the batches",
             weight=2.0,
+            config="split_fetch_handling",
+        ),
+        StepKind(
+            READ_FETCH_HW,
+            ("replica",),
+            "Partition.readRecords up to its localLog.read (initialHighWatermark, initialLogEndOffset): "
+            "a fetch's HW and LEO read, its batches left to read_fetch (split_fetch_handling)",
+            weight=1.0,
             config="split_fetch_handling",
         ),
         StepKind(

@@ -48,6 +48,7 @@ from .alphabet import (
     MESSAGE_KINDS,
     PRODUCE,
     READ_FETCH,
+    READ_FETCH_HW,
     REGISTER,
     REJOIN,
     REMOVE_FETCHER,
@@ -198,7 +199,7 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
             m = L.rep_all[b] | q["fetch_requests"][b] | q["fetch_responses"][b] | L.field("alive", lead)
             return m | (L.field("held_reads", lead) if ctx.held else 0)  # a read of its request held there
         return L.rep_all[b] | sum(L.rep_all[d] for d in lead) | L.now  # no fetch message outlives a round
-    if name in (HANDLE_FETCH, READ_FETCH):
+    if name in (HANDLE_FETCH, READ_FETCH, READ_FETCH_HW):
         if s is None:
             lead = range(L.n)
         else:  # the broker holding a read of b's, or the destination of b's oldest request
@@ -410,10 +411,13 @@ def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
             return own | q["fetch_requests"][b] | q["fetch_responses"][b] | held, 0
         return own | L.rep[leader]["alive"], 0  # a round is lost to a dead leader
     if name == HANDLE_FETCH:  # a read of b's is held only once a request of b's was in flight
+        holder = _holder(s, b) if ctx.held else None
+        if holder is not None:  # an hw_only read: enabled once read_fetch reads its batches, or a crash
+            return L.rep[holder]["held_reads"], 0
         if s.fetch_requests[b]:  # its destination is not registered yet
             return L.rep[s.fetch_requests[b][0].leader]["unregistered"] | q["fetch_requests"][b], 0
         return 0, q["fetch_requests"][b]
-    if name == READ_FETCH:
+    if name in (READ_FETCH, READ_FETCH_HW):  # an hw_only read of b's is held only after a request
         if not ctx.held:
             return 0, 0  # the config switch is off: never enabled
         if not s.fetch_requests[b]:
@@ -426,7 +430,8 @@ def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
     if name == DELIVER_LEADER_AND_ISR:
         if not s.leader_and_isr[b]:
             return 0, q["leader_and_isr"][b]
-        return q["leader_and_isr"][b] | L.fields(b, "leader_epoch", "partition_epoch"), 0  # each one ignored
+        # each one ignored, or refused while b holds an hw_only read (makeLeader's write lock waits)
+        return q["leader_and_isr"][b] | L.fields(b, "leader_epoch", "partition_epoch", "held_reads"), 0
     if name in (SHRINK_ISR, EXPAND_ISR):
         if rep.leader != b or rep.pending_isr is not None:
             return L.fields(b, "leader", "pending_isr"), 0
@@ -529,7 +534,7 @@ def writes(ctx: Context, g: tuple) -> int:
     if name == HANDLE_FETCH:
         m |= L.field("held_reads", others) if ctx.held else 0
         return m | q["fetch_requests"][b] | q["fetch_responses"][b] | served
-    if name == READ_FETCH:
+    if name in (READ_FETCH, READ_FETCH_HW):
         return m | q["fetch_requests"][b] | L.field("held_reads", others)
     if name == HANDLE_FETCH_RESPONSE:
         return m | q["fetch_responses"][b] | L.fields(b, *_FOLLOWER_WRITES)

@@ -129,7 +129,7 @@ def add_scope_arguments(parser: argparse.ArgumentParser, default: Scope, protoco
         "--split-fetch-handling",
         action="store_true",
         help="a leader's fetch handling as two steps, read_fetch then handle_fetch, other steps between "
-        "them (docs/steps.md; needs --no-fetch-rounds)",
+        "them, the read itself maybe in two (read_fetch_hw; docs/steps.md; needs --no-fetch-rounds)",
     )
     parser.add_argument(
         "--split-become-follower",

@@ -135,6 +135,8 @@ OPTIONAL = {
     "fetch_response": {"bad_batch": -1},
     "leader_and_isr": {"registration": False},
     "alter_partition": {"orphan": False},
+    # only while the batches are still to read (read_fetch_hw)
+    "held_read": {"hw_only": False, "max_batches": 0},
 }
 # a leader's held reads (split_fetch_handling): per follower Fetch read, its fields by name
 HELD_READ = {
@@ -158,7 +160,7 @@ def _held_reads(v, where):
 # the check of an optional field: by its name, else by its default's type
 _CHECKS = {"held_reads": _held_reads, "stale_fetcher": _ints}
 for _kind, _fields in OPTIONAL.items():
-    SCHEMA[_kind].update(
+    {**SCHEMA, "held_read": HELD_READ}[_kind].update(
         {name: _CHECKS.get(name, _bool if default is False else _int) for name, default in _fields.items()}
     )
 # the model type each object of the report becomes (a test holds SCHEMA to their fields)

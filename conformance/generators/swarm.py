@@ -58,6 +58,7 @@ from isrcheck.model.alphabet import (
     LOSE_DISK,
     PRODUCE,
     READ_FETCH,
+    READ_FETCH_HW,
     REMOVE_FETCHER,
     SEND_FETCH,
     SHRINK_ISR,
@@ -69,6 +70,7 @@ CORE = (
     PRODUCE,
     SEND_FETCH,
     READ_FETCH,  # only where the config switches it on: kept as is, with no draw (``draw_swarm``)
+    READ_FETCH_HW,  # as READ_FETCH
     HANDLE_FETCH,
     HANDLE_FETCH_RESPONSE,
     DELIVER_LEADER_AND_ISR,

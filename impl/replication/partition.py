@@ -47,11 +47,12 @@ class FollowerState:
 
 class LogReadInfo:
     """Partition.readRecords' result for a follower Fetch (Kafka's LogReadInfo): the batches read
-    and the HW and LEO as they were before the read, which the answer carries."""
+    and the HW and LEO as they were before the read, which the answer carries; ``info`` None and
+    ``log_end_offset`` -1 while only the HW is read (``Partition.read_high_watermark``)."""
 
     __slots__ = ("fetch_offset", "high_watermark", "log_end_offset", "info")
 
-    def __init__(self, fetch_offset: int, high_watermark: int, log_end_offset: int, info: FetchDataInfo) -> None:
+    def __init__(self, fetch_offset: int, high_watermark: int, log_end_offset: int, info: FetchDataInfo | None) -> None:
         self.fetch_offset = fetch_offset
         self.high_watermark = high_watermark
         self.log_end_offset = log_end_offset
@@ -295,8 +296,20 @@ class Partition:
     def read_records(self, req: FetchRequest) -> LogReadInfo:
         """Partition.readRecords: whole batches from the fetch offset, with the HW and LEO from
         before the read (initialHighWatermark, initialLogEndOffset)."""
-        hw, leo = self.high_watermark, self.log.log_end_offset
-        return LogReadInfo(req.fetch_offset, hw, leo, self.log.read(req.fetch_offset, max_batches=req.max_batches))
+        return self.read_log(self.read_high_watermark(req), req.max_batches)
+
+    def read_high_watermark(self, req: FetchRequest) -> LogReadInfo:
+        """Partition.readRecords' first read, initialHighWatermark: no LEO nor batches yet."""
+        return LogReadInfo(req.fetch_offset, self.high_watermark, -1, None)
+
+    def read_log(self, first: LogReadInfo, max_batches: int) -> LogReadInfo:
+        """The rest of readRecords after its HW read ``first``: the LEO (initialLogEndOffset), then
+        localLog.read's whole batches from the fetch offset to it, at most ``max_batches`` (0: no
+        limit); the HW read before stays (an append or an HW raise may come between: the read lock
+        stops neither)."""
+        leo = self.log.log_end_offset
+        info = self.log.read(first.fetch_offset, max_batches=max_batches)
+        return LogReadInfo(first.fetch_offset, first.high_watermark, leo, info)
 
     def update_follower_fetch_state(
         self, follower: FollowerState | None, fetch_offset: int, broker_epoch: int, fetch_time_ms: int, leader_leo: int

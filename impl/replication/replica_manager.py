@@ -62,6 +62,11 @@ class HeldFetch:
         self.follower, self.read, self.fetch_time_ms, self.handle = follower, read, fetch_time_ms, handle
 
     @property
+    def hw_only(self) -> bool:
+        """Only the HW is read yet (``read_fetch_hw``): the LEO and the batches are read next."""
+        return self.read.info is None
+
+    @property
     def detached(self) -> bool:
         """The partition no longer holds the follower state the read found (this broker became a
         follower since): the update reaches nothing."""
@@ -357,6 +362,25 @@ class ReplicaManager:
         Partition.fetchRecords' checks and readRecords, its update left for later). Returns why it
         cannot read (nothing changed then): not leader, a fenced epoch, an answer that reads no
         records (a diverging epoch, an offset out of range), or a read of this follower held already."""
+        return self._read_fetch(src, header, req, handle, Partition.read_records)
+
+    def read_fetch_hw(self, src: int, header: Header, req: FetchRequest, handle=None) -> str | None:
+        """As ``read_fetch``, reading the HW alone (Partition.readRecords' initialHighWatermark);
+        ``read_fetch_batches`` reads the LEO and the batches later."""
+        return self._read_fetch(src, header, req, handle, Partition.read_high_watermark)
+
+    def read_fetch_batches(self, follower: int) -> None:
+        """The LEO and batches of ``follower``'s held Fetch whose HW alone was read (the rest of
+        readRecords): up to the LEO now, the HW read before kept."""
+        held = self.held_fetches[follower]
+        held.read = held.partition.read_log(held.read, held.req.max_batches)
+
+    def holds_hw_only_read(self) -> bool:
+        """A held Fetch's batches are still to read: its reader holds the partition's read lock, for
+        which makeLeader and makeFollower (the write lock) wait."""
+        return any(h.hw_only for h in self.held_fetches.values())
+
+    def _read_fetch(self, src: int, header: Header, req: FetchRequest, handle, read) -> str | None:
         if self.starting:
             return f"broker {self.broker_id} is not registered yet"
         p = self.partitions.get(req.partition)
@@ -376,7 +400,7 @@ class ReplicaManager:
             what = "diverging" if error == Errors.NONE else Errors(error).name
             return f"the fetch request of follower {req.replica_id} reads no records (its answer: {what})"
         self.held_fetches[req.replica_id] = HeldFetch(
-            src, header, req, p, p.followers.get(req.replica_id), p.read_records(req), self.scheduler.now_ms(), handle
+            src, header, req, p, p.followers.get(req.replica_id), read(p, req), self.scheduler.now_ms(), handle
         )
         return None
 

@@ -13,6 +13,7 @@ call; an impossible step raises ``ClusterError`` (with ``reason``) and changes n
     produce(broker, values, acks)         consume(broker)    # values: one batch (or one bytes value)
     send_fetch(follower, max_batches=0)
     read_fetch(follower)                  # split_fetch_handling: the leader reads, handle_fetch completes
+    read_fetch_hw(follower)          # split_fetch_handling: the HW and LEO alone, read_fetch the batches
     handle_fetch(follower)                = deliver("fetch_request", follower), or completes a read
     handle_fetch_response(follower)       = deliver("fetch_response", follower)
     deliver_leader_and_isr(broker, index) = deliver("leader_and_isr", broker, index)
@@ -163,7 +164,22 @@ class Cluster:
     def read_fetch(self, follower: int) -> None:
         """The leader reads for ``follower``'s oldest fetch request and holds the read; ``handle_fetch``
         completes the handling (split_fetch_handling: Kafka's fetchRecords reads, releases the
-        partition's lock, then updates the follower's state)."""
+        partition's lock, then updates the follower's state). With a read of ``follower`` held whose
+        HW alone was read (``read_fetch_hw``), its LEO and batches."""
+        holder = self._holder(follower) if self.world.config.split_fetch_handling else None
+        if holder is not None and holder.replica_manager.held_fetches[follower].hw_only:
+            holder.replica_manager.read_fetch_batches(follower)
+            self.world.trace_event("read_fetch_batches", holder.broker_id, follower)
+            self._settle()
+            return
+        self._read_request(follower, hw_only=False)
+
+    def read_fetch_hw(self, follower: int) -> None:
+        """As ``read_fetch``, the leader reading the HW alone; ``read_fetch`` reads the LEO and the
+        batches (Kafka's readRecords reads the HW, the LEO, then the records, each on its own)."""
+        self._read_request(follower, hw_only=True)
+
+    def _read_request(self, follower: int, hw_only: bool) -> None:
         if not self.world.config.split_fetch_handling:
             raise ClusterError("split_fetch_handling is off: a leader handles a fetch whole (handle_fetch)")
         env = self._fetch_request(follower)
@@ -177,9 +193,9 @@ class Cluster:
             raise ClusterError(
                 f"the oldest fetch request of follower {follower} reads no records (its answer: epoch_end)"
             )
-        reason = self.world.brokers[env.dst].replica_manager.read_fetch(
-            env.src, header, CODEC.decode_body(header, env.frame), env
-        )
+        rm = self.world.brokers[env.dst].replica_manager
+        read = rm.read_fetch_hw if hw_only else rm.read_fetch
+        reason = read(env.src, header, CODEC.decode_body(header, env.frame), env)
         if reason is not None:
             raise ClusterError(reason)
         self.world.network.hold(env)
@@ -191,6 +207,10 @@ class Cluster:
         holder = self._holder(follower) if self.world.config.split_fetch_handling else None
         if holder is not None:
             rm = holder.replica_manager
+            if rm.held_fetches[follower].hw_only:
+                raise ClusterError(
+                    f"broker {holder.broker_id} has read only the HW of follower {follower}'s fetch (read_fetch next)"
+                )
             self.world.network.release(rm.held_fetches[follower].handle)
             rm.complete_fetch(follower)
             self.world.trace_event("complete_fetch", holder.broker_id, follower)
@@ -215,6 +235,9 @@ class Cluster:
         self.deliver("fetch_response", follower)
 
     def deliver_leader_and_isr(self, broker: int, index: int = 0) -> None:
+        b = self.world.brokers[broker]
+        if b.alive and b.replica_manager.holds_hw_only_read():  # makeLeader's write lock waits for the reader
+            raise ClusterError(f"broker {broker} holds a fetch read of the HW only (its batches' read holds the lock)")
         self.deliver("leader_and_isr", broker, index)
 
     def remove_fetcher(self, broker: int) -> None:

@@ -51,6 +51,8 @@ class HeldFetchView:
     bad_batch: int  # base offset of a batch among them failing its CRC check, -1 none
     orphan: bool
     detached: bool
+    hw_only: bool = False  # only the HW and LEO read yet (read_fetch_hw): no records
+    max_batches: int = 0  # the request's, while hw_only: what the batches' read takes
 
 
 @dataclass(frozen=True)
@@ -230,7 +232,7 @@ def broker_snapshot(b: Broker, replicas: int, view: LogView) -> BrokerSnapshot:
 def _held_view(h) -> HeldFetchView:
     """A held Fetch (``ReplicaManager.held_fetches``) as plain data."""
     req, read, env = h.req, h.read, h.handle
-    batches = read.info.batches
+    batches = () if h.hw_only else read.info.batches
     return HeldFetchView(
         req.replica_id,
         env.seq,
@@ -243,6 +245,8 @@ def _held_view(h) -> HeldFetchView:
         next((b.base_offset for b in batches if not b.is_valid()), -1),
         env.orphan,
         h.detached,
+        h.hw_only,
+        req.max_batches if h.hw_only else 0,
     )
 
 

@@ -73,6 +73,8 @@ def _held(h, tag_epoch: Callable[[object], int] | None) -> dict:
         "bad_batch": h.bad_batch,
         "orphan": h.orphan,
         "detached": h.detached,
+        # only while the batches are still to read (read_fetch_hw): reports without it read as before
+        **({"hw_only": True, "max_batches": h.max_batches} if h.hw_only else {}),
     }
 
 

@@ -33,6 +33,7 @@ STEPS: dict[str, tuple[str, ...]] = {
     "consume": ("replica",),
     "send_fetch": ("replica", "max_batches"),
     "read_fetch": ("replica",),
+    "read_fetch_hw": ("replica",),
     "handle_fetch": ("replica",),
     "handle_fetch_response": ("replica",),
     "deliver_leader_and_isr": ("replica", "index"),

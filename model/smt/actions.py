@@ -340,7 +340,10 @@ def effect_send_fetch(nx: Next, st: Step) -> None:
 
 def guard_handle_fetch(nx: Next, st: Step):
     request = _request_guard(nx, st)
-    return z3.Or(_held(nx, st.replica, "at1") > 0, request) if _split(nx) else request
+    if not _split(nx):
+        return request
+    r = st.replica  # a held read completes, once its batches are read (hw_only: read_fetch next)
+    return z3.If(_held(nx, r, "at1") > 0, _not(_held(nx, r, "oo")), request)
 
 
 def _request_guard(nx: Next, st: Step):
@@ -353,19 +356,20 @@ def _request_guard(nx: Next, st: Step):
 
 
 def _read(nx: Next, d: int, req: dict) -> dict:
-    """Step 6's read on broker d: the HW before this fetch's increment and the whole batches from the
-    one holding the fetch offset (log[start:stop]), a damaged batch among them sent unchecked."""
-    leo, off = nx.rep(d, "len"), req["off"]
+    """Step 6's read on broker d: the HW before this fetch's increment, whether the fetch offset
+    reached the LEO, and the batches (``_batches``)."""
+    caught_up = z3.If(req["off"] >= nx.rep(d, "len"), nx["now"], -1)
+    return {"hw": nx.rep(d, "hw"), "cu": caught_up, **_batches(nx, d, req["off"], req["mb"])}
+
+
+def _batches(nx: Next, d: int, off, max_batches) -> dict:
+    """The whole batches on broker d from the one holding ``off`` (log[start:stop]), at most
+    ``max_batches``, a damaged batch among them sent unchecked."""
+    leo = nx.rep(d, "len")
     start = z3.If(off < leo, nx.log_field(f"r{d}.", "base", off), leo)  # the whole batch
-    stop = _fetch_end(nx, d, start, req["mb"])
+    stop = _fetch_end(nx, d, start, max_batches)
     rn, bad = stop - start, nx.rep(d, "bad")
-    fields = {
-        "hw": nx.rep(d, "hw"),
-        "rn": rn,
-        "rstart": z3.If(rn > 0, start, 0),
-        "bad1": z3.If(z3.And(start <= bad, bad < stop), bad + 1, 0),
-        "cu": z3.If(off >= leo, nx["now"], -1),
-    }
+    fields = {"rn": rn, "rstart": z3.If(rn > 0, start, 0), "bad1": z3.If(z3.And(start <= bad, bad < stop), bad + 1, 0)}
     for k in range(nx.b.log):
         for f in ("e", "rec", "base"):
             fields[f"{f}{k}"] = z3.If(k < rn, nx.log_field(f"r{d}.", f, start + k), 0)
@@ -411,6 +415,13 @@ def effect_handle_fetch(nx: Next, st: Step) -> None:
 
 
 def guard_read_fetch(nx: Next, st: Step):
+    if not _split(nx):
+        return z3.BoolVal(False)  # split_fetch_handling off: refused
+    r = st.replica  # an hw_only read's batches, or a request's read
+    return z3.Or(z3.And(_held(nx, r, "at1") > 0, _held(nx, r, "oo")), guard_read_fetch_hw(nx, st))
+
+
+def guard_read_fetch_hw(nx: Next, st: Step):
     if not _split(nx) or nx.b.capacity("fetch_requests") == 0:
         return z3.BoolVal(False)  # split_fetch_handling off: refused
     r = st.replica
@@ -427,11 +438,39 @@ def guard_read_fetch(nx: Next, st: Step):
 
 def effect_read_fetch(nx: Next, st: Step) -> None:
     r = st.replica
+    p = f"held{r}."
+    if not _split(nx):  # refused (guard_read_fetch): no held slots to read
+        return _read_request(nx, r, hw_only=False)
+
+    def batches(x: Next, d: int) -> None:  # the LEO and batches now; the HW and its time read before stay
+        off = _held(x, r, "off")
+        caught_up = z3.If(off >= x.rep(d, "len"), _held(x, r, "cu"), -1)
+        fields = {**_batches(x, d, off, _held(x, r, "mb")), "cu": caught_up, "oo": z3.BoolVal(False), "mb": 0}
+        x.s.update({p + k: z3.IntVal(v) if isinstance(v, int) else v for k, v in fields.items()})
+
+    nx.branch(
+        z3.And(_held(nx, r, "at1") > 0, _held(nx, r, "oo")),
+        lambda x: x.cases(_held(x, r, "at1") - 1, range(x.b.replicas), batches),
+        lambda x: _read_request(x, r, hw_only=False),
+    )
+
+
+def effect_read_fetch_hw(nx: Next, st: Step) -> None:
+    _read_request(nx, st.replica, hw_only=True)
+
+
+def _read_request(nx: Next, r: int, hw_only: bool) -> None:
+    """Follower r's oldest fetch request read and held by its destination: whole, or (read_fetch_hw)
+    its HW alone, with its time, the LEO and the batches left to read_fetch."""
     req = nx.pop("fetch_requests", r)
 
     def read(x: Next, d: int) -> None:
-        fields = {**_read(x, d, req), "at1": z3.IntVal(d + 1), "orphan": req["orphan"]}
-        _set_held(x, r, {**fields, **{f: req[f] for f in ("lepoch", "off", "be")}})
+        fields = {"at1": z3.IntVal(d + 1), "orphan": req["orphan"], **{f: req[f] for f in ("lepoch", "off", "be")}}
+        if hw_only:
+            fields.update(hw=x.rep(d, "hw"), cu=x["now"], oo=z3.BoolVal(True), mb=req["mb"])
+        else:
+            fields.update(_read(x, d, req))
+        _set_held(x, r, fields)
 
     nx.cases(req["leader"], range(nx.b.replicas), read)
 
@@ -565,7 +604,12 @@ def effect_handle_fetch_response(nx: Next, st: Step) -> None:
 
 
 def guard_deliver_leader_and_isr(nx: Next, st: Step):
-    return _has_message(nx, "leader_and_isr", st.replica, st.index)
+    r = st.replica
+    if not _split(nx):
+        return _has_message(nx, "leader_and_isr", r, st.index)
+    # makeLeader / makeFollower take the write lock: it waits while r holds an hw_only read
+    reading = [z3.And(_held(nx, f, "at1") == r + 1, _held(nx, f, "oo")) for f in range(nx.b.replicas)]
+    return z3.And(_has_message(nx, "leader_and_isr", r, st.index), _not(z3.Or(reading)))
 
 
 def effect_deliver_leader_and_isr(nx: Next, st: Step) -> None:

@@ -89,8 +89,8 @@ _REPLICA_BOOLS = ("alive", "pend", "plost", "unclean", "unreg")
 HISTORY_COUNTERS = COUNTERS  # the fault counters (alphabet.FAULTS), in History's order
 # the read of follower r's Fetch its leader holds (split_fetch_handling), ``held<r>.``: ``at1`` the
 # holder + 1 (0 none), the read's fields, its records as a fetch response's (``rstart``, ``rn``, ``e<k>``...)
-HELD_INTS = ("at1", "lepoch", "off", "be", "cu", "hw", "rstart", "rn", "bad1")
-HELD_BOOLS = ("orphan", "det")
+HELD_INTS = ("at1", "lepoch", "off", "be", "cu", "hw", "rstart", "rn", "bad1", "mb")
+HELD_BOOLS = ("orphan", "det", "oo")  # oo: hw_only (read_fetch_hw), mb its max_batches
 # a replica's stale fetcher (split_become_follower): ``stale`` and its (leader, leader epoch), 0s when none
 STALE_KEYS = {"stale": True, "sfl": False, "sfe": False}
 
@@ -296,6 +296,8 @@ def _held_reads(out: dict, s: State, b: Bounds) -> None:
                 p + "bad1": h.bad_batch + 1,
                 p + "orphan": h.orphan,
                 p + "det": h.detached,
+                p + "oo": h.hw_only,
+                p + "mb": h.max_batches,
             }
         )
         _log(out, p, tuple(Entry(k, e.epoch, e.record, e.base) for k, e in enumerate(h.records)), b)
@@ -419,6 +421,8 @@ def decode(b: Bounds, v: dict) -> State:
                     v[p + "bad1"] - 1,
                     v[p + "orphan"],
                     v[p + "det"],
+                    v[p + "oo"],
+                    v[p + "mb"],
                 )
             )
     replicas = []

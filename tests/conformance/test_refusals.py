@@ -29,10 +29,10 @@ def test_refused_steps_are_the_alphabet_minus_the_enabled_ones_and_all_refused()
     on = enabled(cfg, state)
     off = refused_steps(cfg, state, on, disk_faults=True)
     made = {st for st in every_step(cfg.replicas, state) if taken_in_restart(cfg, state, st)}
-    # the kinds the config switches off are proposed neither way (read_fetch: split_fetch_handling,
-    # remove_fetcher: split_become_follower)
+    # the kinds the config switches off are proposed neither way (read_fetch and read_fetch_hw:
+    # split_fetch_handling, remove_fetcher: split_become_follower)
     switched_off = {st for st in every_step(cfg.replicas, state) if not configured(cfg, st.kind)}
-    assert switched_off and {st.name for st in switched_off} == {"read_fetch", "remove_fetcher"}
+    assert {st.name for st in switched_off} == {"read_fetch", "read_fetch_hw", "remove_fetcher"}
     assert (
         made
         and set(on).isdisjoint(off)

@@ -32,6 +32,7 @@ from isrcheck.model.alphabet import (
     LOSE_DISK,
     PRODUCE,
     READ_FETCH,
+    READ_FETCH_HW,
     REGISTER,
     REJOIN,
     REMOVE_FETCHER,
@@ -51,6 +52,7 @@ from .views import broker_view, controller_view, mismatch
 # the model's deliveries: event step (the model step of the same name) -> the message kind it takes
 DELIVERIES = {
     READ_FETCH: "fetch_request",  # the read of a split handling (split_fetch_handling), handle_fetch its rest
+    READ_FETCH_HW: "fetch_request",  # that read's HW and LEO alone, read_fetch its batches
     HANDLE_FETCH: "fetch_request",
     HANDLE_FETCH_RESPONSE: "fetch_response",
     HANDLE_ALTER_PARTITION: "alter_partition",
@@ -268,6 +270,8 @@ class Search:
             yield unlogged.drop_outstanding(s, r) + [Step(SEND_FETCH, r, max_batches=ev.fields["max_batches"])]
         elif step == HANDLE_FETCH and _holds(s, ev.node, r):
             yield [Step(HANDLE_FETCH, r)]  # the rest of a handling whose read was logged (read_fetch)
+        elif step == READ_FETCH and _holds(s, ev.node, r, hw_only=True):
+            yield [Step(READ_FETCH, r)]  # the LEO and batches of a read whose HW was logged (read_fetch_hw)
         elif step in DELIVERIES:
             cut = ev.fields.get("batches")
             credit = self._lag_credit(ev, r) if step == HANDLE_FETCH else None
@@ -456,7 +460,9 @@ class Search:
             if ev.msg is not None and after.fetch_responses[r]:  # its answer, by the request's correlation id
                 self.answers[(r, ev.node, ev.msg[1])] = after.fetch_responses[r][-1]
             return  # its request was taken at its read_fetch
-        elif ev.step == READ_FETCH and ev.msg is not None:
+        elif ev.step == READ_FETCH and _holds(before, ev.node, r, hw_only=True):
+            return  # its request was taken at its read_fetch_hw
+        elif ev.step in (READ_FETCH, READ_FETCH_HW) and ev.msg is not None:
             m = self.sent.pop(ev.msg, None)  # the request this read took
             if m is not None:  # under its handle_fetch: a DelayedFetch's completion handles it again
                 self.delivered.setdefault((ev.node, HANDLE_FETCH) + ev.msg, m)
@@ -543,9 +549,10 @@ class Search:
 _GHOSTS_READ_BY_NO_STEP = {"acked": (), "consumed": ()}
 
 
-def _holds(s: State, leader: int, follower: int) -> bool:
-    """Broker ``leader`` holds a read of ``follower``'s Fetch (split_fetch_handling: read_fetch)."""
-    return any(h.follower == follower for h in s.replicas[leader].held_reads)
+def _holds(s: State, leader: int, follower: int, hw_only: bool = False) -> bool:
+    """Broker ``leader`` holds a read of ``follower``'s Fetch (split_fetch_handling: read_fetch), with
+    ``hw_only`` one whose batches are still to read (read_fetch_hw)."""
+    return any(h.follower == follower and (h.hw_only or not hw_only) for h in s.replicas[leader].held_reads)
 
 
 def _produce_args(ev: Event) -> dict:

@@ -411,6 +411,7 @@ def test_thousands_of_transitions_of_every_step_kind(protocol):
     for seed, steps in enumerate([*PATHS.values(), PARTIAL, TORN]):
         seen += along(protocol, steps, seed, 3, 2)
     seen += drive(protocol, 7, states=60, taken=3, refused=2, start=SPLIT_PATH, split=True)  # read_fetch
+    seen += drive(protocol, 10, states=30, taken=3, refused=2, start=OFFSETS_PATH, split=True)  # read_fetch_hw
     seen += drive(protocol, 8, states=60, taken=3, refused=2, start=STALE_PATH, stale=True)  # remove_fetcher
     seen += drive(protocol, 9, states=60, taken=3, refused=2, start=WAITS_PATH, waits=True)  # hw_waits_for_caught_up
     assert sum(seen.values()) >= 2000
@@ -443,6 +444,51 @@ SPLIT_PATH = [
 ]
 
 
+# follower 1's offsets read, a produce and follower 2's whole handling (an HW raise) between it and
+# its batches' read; then a limited fetch's offsets read orphaned by its follower's crash, and one
+# read while its leader's LeaderAndIsr waits, detached once it is applied
+OFFSETS_PATH = [
+    Step("produce", 0, 1),
+    Step("send_fetch", 1),
+    Step("read_fetch_hw", 1),
+    Step("produce", 0, 1),
+    Step("send_fetch", 2),
+    Step("handle_fetch", 2),
+    Step("read_fetch", 1),
+    Step("handle_fetch", 1),
+    Step("handle_fetch_response", 1),
+    Step("handle_fetch_response", 2),
+    Step("produce", 0, 1),
+    Step("send_fetch", 1, max_batches=1),
+    Step("read_fetch_hw", 1),
+    Step("crash", 1, "process"),
+    Step("read_fetch", 1),
+    Step("handle_fetch", 1),
+    Step("send_fetch", 2),
+    Step("read_fetch_hw", 2),
+    Step("elect", 2),
+    Step("read_fetch", 2),
+    Step("deliver_leader_and_isr", 0),
+    Step("handle_fetch", 2),
+]
+
+
+def _held_steps_agree(protocol: str, path: list, names: tuple) -> Counter:
+    """At every state of ``path`` (split_fetch_handling), each of ``names`` for every broker, taken or
+    refused, the encoding agrees with the model: the (step, outcome) counts."""
+    cfg = _config(protocol, 3, split=True)
+    s, seen = initial_state(cfg), Counter()
+    for st in path + [None]:
+        for r in range(cfg.replicas):
+            for name in names:
+                outcome = check_transition(cfg, SPLIT_BOUNDS, s, Step(name, r))
+                assert outcome.kind != "mismatch", f"{protocol}: {name} {r} in {s}: {outcome.detail}"
+                seen[name, outcome.kind] += 1
+        if st is not None:
+            s = apply(cfg, s, st)[0]
+    return seen
+
+
 @pytest.mark.parametrize(
     "protocol", [pytest.param(p, marks=pytest.mark.slow) for p in ("hw-truncation", "kip-101")] + ["kip-320", "kip-966"]
 )
@@ -450,16 +496,7 @@ def test_the_split_fetch_handling_agrees(protocol):
     """With split_fetch_handling: at every state of a path through each way a read ends, read_fetch
     and handle_fetch of every follower, taken or refused; then a random run; and read_fetch refused
     with the switch off."""
-    cfg = _config(protocol, 3, split=True)
-    s, seen = initial_state(cfg), Counter()
-    for st in SPLIT_PATH + [None]:
-        for r in range(cfg.replicas):
-            for name in ("read_fetch", "handle_fetch"):
-                outcome = check_transition(cfg, SPLIT_BOUNDS, s, Step(name, r))
-                assert outcome.kind != "mismatch", f"{protocol}: {name} {r} in {s}: {outcome.detail}"
-                seen[name, outcome.kind] += 1
-        if st is not None:
-            s = apply(cfg, s, st)[0]
+    seen = _held_steps_agree(protocol, SPLIT_PATH, ("read_fetch", "handle_fetch"))
     assert min(seen.values()) >= 3 and len(seen) == 4, seen
     seen = drive(protocol, seed=3, states=10, taken=3, refused=2, start=SPLIT_PATH, split=True)
     assert seen["read_fetch", "agree"] >= 3 and seen["handle_fetch", "agree"] >= 4
@@ -468,6 +505,18 @@ def test_the_split_fetch_handling_agrees(protocol):
         whole, SPLIT_BOUNDS, replay(whole, [{"step": "send_fetch", "replica": 1}]).states[-1], Step("read_fetch", 1)
     )
     assert off.kind == "refused"
+
+
+@pytest.mark.parametrize("protocol", [pytest.param("kip-101", marks=pytest.mark.slow), "kip-320", "kip-966"])
+def test_the_offsets_read_first_agrees(protocol):
+    """With split_fetch_handling: at every state of a path through read_fetch_hw (an append and
+    a raise before the batches' read, an orphan, a LeaderAndIsr waiting for the reader), both reads,
+    handle_fetch and deliver_leader_and_isr of every broker, taken or refused; then a random run."""
+    names = ("read_fetch_hw", "read_fetch", "handle_fetch", "deliver_leader_and_isr")
+    seen = _held_steps_agree(protocol, OFFSETS_PATH, names)
+    assert min(seen.values()) >= 3 and len(seen) == 8, seen
+    seen = drive(protocol, seed=4, states=10, taken=3, refused=2, start=OFFSETS_PATH, split=True)
+    assert seen["read_fetch_hw", "agree"] >= 3 and seen["read_fetch", "agree"] >= 3
 
 
 # follower 1 applies leader 2's epoch with leader 0's answer on its way, appends it with its stale

@@ -29,18 +29,42 @@ RUN = [
 ]
 
 
-def _log(path: Path, split: bool = True) -> list[dict]:
-    """The events of ``RUN`` as the model takes it (each node's state after its step), in one file."""
+# the HW of follower 1's fetch read (read_fetch_hw), follower 2's update raising the HW to 1
+# and an append between them and its batches' read: the answer carries HW 0 and record 2
+HW_FIRST = [
+    (Step("produce", 0, 1), 0, (PRODUCER, 1)),
+    *[
+        step
+        for r, corr in ((1, 1), (2, 1), (1, 2))
+        for step in (
+            (Step("send_fetch", r), r, None),
+            (Step("handle_fetch", r), 0, (r, corr)),
+            (Step("handle_fetch_response", r), r, (0, corr)),
+        )
+    ],
+    (Step("send_fetch", 1), 1, None),
+    (Step("send_fetch", 2), 2, None),
+    (Step("read_fetch_hw", 1), 0, (1, 3)),  # HW 0, LEO 1
+    (Step("handle_fetch", 2), 0, (2, 2)),  # follower 2's update: HW 1
+    (Step("produce", 0, 1), 0, (PRODUCER, 2)),
+    (Step("read_fetch", 1), 0, (1, 3)),  # record 2
+    (Step("handle_fetch", 1), 0, (1, 3)),
+    (Step("handle_fetch_response", 1), 1, (0, 3)),  # HW 0 as read, LEO 2
+]
+
+
+def _log(path: Path, split: bool = True, run: list = RUN) -> list[dict]:
+    """The events of ``run`` as the model takes it (each node's state after its step), in one file."""
     cfg = ModelConfig(protocol="kip-966", split_fetch_handling=True)
     lines: list[dict] = [log_header("split_fetch_handling", split)]
     s, seq = initial_state(cfg), {}
-    for lc, (st, node, msg) in enumerate(RUN, start=1):
+    for lc, (st, node, msg) in enumerate(run, start=1):
         s = apply(cfg, s, st)[0]
         seq[node] = seq.get(node, 0) + 1
         event = {"node": node, "seq": seq[node], "lc": lc, "t": 0, "step": st.name}
         event.update(zip(st.kind.fields, st.field_values()))
         if st.name == "send_fetch":
-            event["corr"] = 1
+            event["corr"] = sum(x.name == "send_fetch" and n == node for x, n, _ in run[:lc])  # 1, 2, ...
         if msg is not None:
             event["msg"] = list(msg)
         lines.append({**event, "state": broker_view(s, node)})
@@ -93,4 +117,48 @@ def test_a_read_in_a_log_without_the_switch_is_refused_as_the_model_refuses_it(t
     _log(log, split=False)
     verdict, _, _ = validate_path(str(log))
     assert not verdict.explained and verdict.event.step == "read_fetch"
+    assert any("split_fetch_handling is off" in why for r in verdict.refusals for why in r.reasons)
+
+
+def test_a_raise_and_an_append_between_the_hw_and_the_batches_are_explained(tmp_path):
+    log = tmp_path / "hw-first.jsonl"
+    lines = _log(log, run=HW_FIRST)
+    assert lines[-1]["state"]["hw"] == 0 and lines[-1]["state"]["leo"] == 2  # the HW read first
+    verdict, events, _ = validate_path(str(log))
+    assert verdict.explained, verdict.to_json()
+    assert events == len(HW_FIRST)
+    reads = [st["step"] for st in verdict.steps if st["step"].startswith("read_fetch")]
+    assert reads == ["read_fetch_hw", "read_fetch"]
+
+
+def test_an_answer_carrying_the_hw_raised_after_the_hw_read_is_refused(tmp_path):
+    log = tmp_path / "hw-first.jsonl"
+    lines = _log(log, run=HW_FIRST)
+    lines[-1]["state"]["hw"] = 1  # the answer's HW the one raised after the HW was read
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    verdict, _, _ = validate_path(str(log))
+    assert not verdict.explained
+    assert verdict.event.step == "handle_fetch_response" and (verdict.event.node, verdict.event.seq) == (
+        1,
+        lines[-1]["seq"],
+    )
+    assert "handle_fetch_response" in verdict.event.describe()
+    assert any("hw is 0 in the model, 1 in the log" in why for r in verdict.refusals for why in r.reasons)
+
+
+def test_an_edited_hw_read_is_refused_at_it(tmp_path):
+    log = tmp_path / "hw-first.jsonl"
+    lines = _log(log, run=HW_FIRST)
+    read = next(line for line in lines if line.get("step") == "read_fetch_hw")
+    read["state"]["leo"] += 1  # the LEO it read, one it never had
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    verdict, _, _ = validate_path(str(log))
+    assert not verdict.explained and verdict.event.step == "read_fetch_hw"
+
+
+def test_an_hw_read_in_a_log_without_the_switch_is_refused(tmp_path):
+    log = tmp_path / "whole.jsonl"
+    _log(log, split=False, run=HW_FIRST)
+    verdict, _, _ = validate_path(str(log))
+    assert not verdict.explained and verdict.event.step == "read_fetch_hw"
     assert any("split_fetch_handling is off" in why for r in verdict.refusals for why in r.reasons)
