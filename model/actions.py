@@ -23,6 +23,8 @@ from .state import (
     State,
     batch_ends,
     end_offset_for,
+    fetch_state,
+    last_fetch,
     latest_epoch,
     truncate_to,
     updated,
@@ -323,16 +325,18 @@ def _batches(lead: Replica, fetch_offset: int, max_batches: int) -> tuple[tuple,
 
 
 def _read(now: int, r: int, lead: Replica, req: FetchRequest, hw_only: bool = False) -> HeldRead:
-    """Step 6's read (Partition.readRecords): the HW before this fetch's own increment and the
-    batches; with ``hw_only`` (read_fetch_hw) the HW alone, its time kept in ``caught_up_at`` till
-    the LEO and the batches (at most the request's ``max_batches``) are read."""
+    """Step 6's read (Partition.readRecords) at ``now`` (ReplicaManager.readFromLog's fetchTimeMs):
+    the HW before this fetch's own increment, the LEO and the batches; with ``hw_only``
+    (read_fetch_hw) the HW alone, the LEO and the batches (at most the request's ``max_batches``)
+    left to read_fetch."""
     records, bad = ((), -1) if hw_only else _batches(lead, req.fetch_offset, req.max_batches)
     return HeldRead(
         r,
         req.leader_epoch,
         req.fetch_offset,
         req.broker_epoch,
-        now if hw_only or req.fetch_offset >= len(lead.log) else -1,
+        now,
+        -1 if hw_only else len(lead.log),
         lead.hw,
         records,
         bad,
@@ -343,9 +347,9 @@ def _read(now: int, r: int, lead: Replica, req: FetchRequest, hw_only: bool = Fa
 
 
 def _update_follower_fetch_state(nx: NextState, d: int, lead: Replica, h: HeldRead) -> Replica:
-    """Partition.updateFollowerFetchState from read ``h``: remote LEO and broker epoch, last caught
-    up (Replica.updateFetchStateOrThrow keeps the later time), then maybeIncrementLeaderHW; a read
-    detached by makeFollower updates a Replica the partition no longer holds."""
+    """Partition.updateFollowerFetchState from read ``h``: remote LEO and broker epoch, the fetch
+    state (``_update_fetch_state``), then maybeIncrementLeaderHW; a read detached by makeFollower
+    updates a Replica the partition no longer holds."""
     r = h.follower
     if not h.detached:
         remote, epochs = lead.remote_leo, lead.remote_broker_epoch
@@ -354,10 +358,30 @@ def _update_follower_fetch_state(nx: NextState, d: int, lead: Replica, h: HeldRe
             remote_leo=remote[:r] + (h.fetch_offset,) + remote[r + 1 :],
             remote_broker_epoch=epochs[:r] + (h.broker_epoch,) + epochs[r + 1 :],
         )
-        lcu = lead.last_caught_up
-        if h.caught_up_at > lcu[r]:
-            lead = updated(lead, last_caught_up=lcu[:r] + (h.caught_up_at,) + lcu[r + 1 :])
+        lead = _update_fetch_state(nx.cfg, lead, r, h.fetch_offset, h.leo_read, h.fetch_time)
     return maybe_increment_leader_hw(nx, d, lead)
+
+
+def _update_fetch_state(cfg, lead: Replica, r: int, fetch_offset: int, leader_leo: int, fetch_time: int) -> Replica:
+    """Replica.updateFetchStateOrThrow's times for follower r's Fetch at ``fetch_offset`` read at
+    ``fetch_time`` with the leader's LEO at ``leader_leo``: caught up then if it reached that LEO;
+    with catch_up_at_previous_fetch, else caught up as of its previous Fetch if it reached the LEO
+    that one read (lastFetchLeaderLogEndOffset, lastFetchTimeMs). The later time is kept."""
+    lcu = lead.last_caught_up
+    leo_before, time_before = last_fetch(lead, r)
+    caught = lcu[r]
+    if fetch_offset >= leader_leo:
+        caught = max(caught, fetch_time)
+    elif cfg.catch_up_at_previous_fetch and fetch_offset >= leo_before:
+        caught = max(caught, time_before)
+    if caught != lcu[r]:
+        lead = updated(lead, last_caught_up=lcu[:r] + (caught,) + lcu[r + 1 :])
+    if not cfg.catch_up_at_previous_fetch:
+        return lead
+    n = len(lcu)
+    leos, times = lead.last_fetch_leo or (-1,) * n, lead.last_fetch_time or (0,) * n
+    leos, times = leos[:r] + (max(leader_leo, leo_before),) + leos[r + 1 :], times[:r] + (fetch_time,) + times[r + 1 :]
+    return updated(lead, **fetch_state(leos, times))
 
 
 def _respond(nx: NextState, d: int, r: int, tag: int, orphan: bool, error: str, kind: str, **fields) -> None:
@@ -468,8 +492,7 @@ class ReadFetch(Action):
             d, h = held
             lead = nx.replicas[d]
             records, bad = _batches(lead, h.fetch_offset, h.max_batches)
-            caught_up_at = h.caught_up_at if h.fetch_offset >= len(lead.log) else -1
-            done = h._replace(records=records, bad_batch=bad, caught_up_at=caught_up_at, hw_only=False, max_batches=0)
+            done = h._replace(records=records, bad_batch=bad, leo_read=len(lead.log), hw_only=False, max_batches=0)
             nx.replicas[d] = updated(lead, held_reads=tuple(done if x is h else x for x in lead.held_reads))
             return
         req = nx.pop("fetch_requests", r)
@@ -580,6 +603,8 @@ def _apply_partition_state(nx: NextState, r: int, rep: Replica, m: LeaderAndIsr)
             remote_leo=(-1,) * n,
             remote_broker_epoch=(-1,) * n,
             last_caught_up=tuple(nx.now if i in m.isr else 0 for i in range(n)),
+            last_fetch_leo=(),  # resetReplicaState for a new leader: UNKNOWN_OFFSET, 0
+            last_fetch_time=(),
             pending_isr=None,
             pending_epochs=(),
             truncating_epoch=-1,
@@ -600,6 +625,8 @@ def _apply_partition_state(nx: NextState, r: int, rep: Replica, m: LeaderAndIsr)
             remote_leo=(-1,) * n,
             remote_broker_epoch=(-1,) * n,
             last_caught_up=(0,) * n,
+            last_fetch_leo=(),
+            last_fetch_time=(),
             pending_isr=None,
             pending_epochs=(),
             pending_produces=(),

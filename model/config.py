@@ -50,6 +50,9 @@ class ScheduleConfig:
     # the leader's HW also waits for a caught-up follower outside the ISR that may join it (docs/steps.md,
     # maybe_increment_leader_hw): Kafka 3.6+'s shouldWaitForReplicaToJoinIsr, KAFKA-15021
     hw_waits_for_caught_up: bool = False
+    # a follower whose Fetch reaches the LEO its previous Fetch read is caught up as of that Fetch
+    # (docs/steps.md, handle_fetch): Kafka's Replica.updateFetchStateOrThrow, lastFetchLeaderLogEndOffset
+    catch_up_at_previous_fetch: bool = False
 
     def __post_init__(self) -> None:
         _check_int("replicas", self.replicas, 1, MAX_REPLICAS)
@@ -98,9 +101,16 @@ _LEFT_OUT_AT_DEFAULT = (
     ("split_fetch_handling", False),
     ("split_become_follower", False),
     ("hw_waits_for_caught_up", False),
+    ("catch_up_at_previous_fetch", False),
 )
 # the boolean config fields
-_FLAGS = ("unclean_leader_election_enable", "split_fetch_handling", "split_become_follower", "hw_waits_for_caught_up")
+_FLAGS = (
+    "unclean_leader_election_enable",
+    "split_fetch_handling",
+    "split_become_follower",
+    "hw_waits_for_caught_up",
+    "catch_up_at_previous_fetch",
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -498,6 +498,8 @@ _SERVED_WRITES = (
     "remote_leo",
     "remote_broker_epoch",
     "last_caught_up",
+    "last_fetch_leo",
+    "last_fetch_time",
     "hw",
     "pending_produces",
 )  # a leader serving a fetch

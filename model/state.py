@@ -2,8 +2,9 @@
 
 Every field is public and built from ints, bools, strings, None and tuples, so the conformance
 harness can construct the same ``State`` from an implementation. Fields that only mean something
-while a replica leads (``epoch_start_offset``, ``remote_leo``, ``last_caught_up``, ``pending_isr``)
-hold their neutral values (-1, -1s, 0s, None) otherwise, so equal situations are equal states.
+while a replica leads (``epoch_start_offset``, ``remote_leo``, ``last_caught_up``, ``pending_isr``,
+``last_fetch_leo``, ``last_fetch_time``) hold their neutral values (-1, -1s, 0s, None, ()) otherwise,
+so equal situations are equal states.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ class HeldRead(NamedTuple):
     leader_epoch: int  # the request's current leader epoch: the answer's tag
     fetch_offset: int
     broker_epoch: int  # the request's (Fetch v15 ReplicaState)
-    caught_up_at: int  # the read's time if the fetch offset reached the LEO read, else -1
+    fetch_time: int  # the time of the read (of its HW with hw_only): Kafka's fetchTimeMs
+    leo_read: int  # the leader's LEO the read took (LogReadInfo.logEndOffset), -1 while hw_only
     hw: int  # the HW read (LogReadInfo.highWatermark)
     records: tuple  # Entry, ...: the batches read
     bad_batch: int = -1  # base offset of a damaged batch among them, -1 none
@@ -93,9 +95,36 @@ class Replica(NamedTuple):
     # follower (split_become_follower): the (leader, leader epoch) of the fetcher it kept on becoming a
     # follower in a newer leader epoch, until remove_fetcher replaces it; () none
     stale_fetcher: tuple = ()
+    # leader (catch_up_at_previous_fetch): per replica id the highest leader LEO a Fetch of the follower
+    # read (-1 none) and the time of its last Fetch (0 none), Kafka's ReplicaState.lastFetchLeaderLogEndOffset
+    # and lastFetchTimeMs; () while every follower's is -1 and 0 (``fetch_state``)
+    last_fetch_leo: tuple = ()
+    last_fetch_time: tuple = ()
 
     def __repr__(self) -> str:
-        return _repr_without(self, "bad_batch", -1, unregistered=False, held_reads=(), stale_fetcher=())
+        return _repr_without(
+            self,
+            "bad_batch",
+            -1,
+            unregistered=False,
+            held_reads=(),
+            stale_fetcher=(),
+            last_fetch_leo=(),
+            last_fetch_time=(),
+        )
+
+
+def last_fetch(rep: Replica, f: int) -> tuple[int, int]:
+    """Follower ``f``'s (``last_fetch_leo``, ``last_fetch_time``) as its leader ``rep`` holds them."""
+    return (rep.last_fetch_leo[f], rep.last_fetch_time[f]) if rep.last_fetch_leo else (-1, 0)
+
+
+def fetch_state(leos: tuple, times: tuple) -> dict:
+    """``last_fetch_leo`` and ``last_fetch_time`` of a Replica from every follower's values: () for
+    both while all are neutral (-1 and 0), so a state has one form."""
+    if all(x == -1 for x in leos) and not any(times):
+        return {"last_fetch_leo": (), "last_fetch_time": ()}
+    return {"last_fetch_leo": tuple(leos), "last_fetch_time": tuple(times)}
 
 
 class Controller(NamedTuple):
@@ -352,8 +381,8 @@ def permuted(s: State, perm: tuple) -> State:
     def ids(members: tuple) -> tuple:
         return tuple(sorted(perm[b] for b in members))
 
-    def per(values: tuple) -> tuple:  # indexed by broker id
-        return tuple(values[inv[k]] for k in range(n))
+    def per(values: tuple) -> tuple:  # indexed by broker id (() stays: every follower's neutral)
+        return tuple(values[inv[k]] for k in range(n)) if values else values
 
     def paired(members: tuple, values: tuple) -> tuple[tuple, tuple]:  # values aligned with members
         pairs = sorted(zip((perm[b] for b in members), values))
@@ -377,6 +406,8 @@ def permuted(s: State, perm: tuple) -> State:
                 pending_epochs=epochs,
                 held_reads=tuple(sorted(h._replace(follower=perm[h.follower]) for h in r.held_reads)),
                 stale_fetcher=(one(r.stale_fetcher[0]), r.stale_fetcher[1]) if r.stale_fetcher else (),
+                last_fetch_leo=per(r.last_fetch_leo),
+                last_fetch_time=per(r.last_fetch_time),
             )
         )
     c = s.controller

@@ -28,6 +28,7 @@ _OPTION = {
     "split_fetch_handling": "--split-fetch-handling",
     "split_become_follower": "--split-become-follower",
     "hw_waits_for_caught_up": "--hw-waits-for-caught-up",
+    "catch_up_at_previous_fetch": "--catch-up-at-previous-fetch",
 }
 
 
@@ -143,6 +144,12 @@ def add_scope_arguments(parser: argparse.ArgumentParser, default: Scope, protoco
         help="a leader's HW also waits for a follower outside the ISR caught up within the lag time, as "
         "Kafka 3.6+ does (KAFKA-15021; docs/steps.md, maybe_increment_leader_hw)",
     )
+    parser.add_argument(
+        "--catch-up-at-previous-fetch",
+        action="store_true",
+        help="a follower whose Fetch reaches the LEO its previous Fetch found is caught up as of that "
+        "Fetch, as Kafka's Replica.updateFetchStateOrThrow does (docs/steps.md, handle_fetch)",
+    )
     scope = parser.add_argument_group("scope bounds")
     for name, help_text in (
         ("max-records", "produce steps"),
@@ -223,6 +230,7 @@ def config_and_scope(args) -> tuple[ModelConfig, Scope]:
             split_fetch_handling=args.split_fetch_handling,
             split_become_follower=args.split_become_follower,
             hw_waits_for_caught_up=args.hw_waits_for_caught_up,
+            catch_up_at_previous_fetch=args.catch_up_at_previous_fetch,
         )
         scope = Scope(
             max_records=args.max_records,

@@ -449,8 +449,16 @@ def taken_in_restart(cfg, state, st: Step) -> bool:
     return st.name == REGISTER and not cfg.rules.start_before_registration and state.replicas[st.replica].alive
 
 
-# bad_batch, unregistered, held_reads and stale_fetcher, only away from their defaults, as its repr shows them
-_REPLICA_OPTIONAL = (("bad_batch", -1), ("unregistered", False), ("held_reads", ()), ("stale_fetcher", ()))
+# bad_batch, unregistered, held_reads, stale_fetcher, last_fetch_leo and last_fetch_time, only away
+# from their defaults, as its repr shows them
+_REPLICA_OPTIONAL = (
+    ("bad_batch", -1),
+    ("unregistered", False),
+    ("held_reads", ()),
+    ("stale_fetcher", ()),
+    ("last_fetch_leo", ()),
+    ("last_fetch_time", ()),
+)
 assert Replica._fields[-len(_REPLICA_OPTIONAL) :] == tuple(f for f, _ in _REPLICA_OPTIONAL)
 
 

@@ -10,6 +10,7 @@ from isrcheck.conformance.core.abstraction import MESSAGE_TYPES, entries, held_r
 from isrcheck.conformance.core.sut import SutFailure
 from isrcheck.model import Controller, Replica
 from isrcheck.model.alphabet import MESSAGE_KINDS, shown
+from isrcheck.model.state import fetch_state
 
 
 def _int(v, where):
@@ -130,7 +131,14 @@ SCHEMA = {
 # fields an object may leave out, with the value that means (a damaged batch and an orphan are
 # rare: -1 none, false)
 OPTIONAL = {
-    "replica": {"bad_batch": -1, "unregistered": False, "held_reads": (), "stale_fetcher": ()},
+    "replica": {
+        "bad_batch": -1,
+        "unregistered": False,
+        "held_reads": (),
+        "stale_fetcher": (),
+        "last_fetch_leo": (),
+        "last_fetch_time": (),
+    },
     "fetch_request": {"orphan": False},
     "fetch_response": {"bad_batch": -1},
     "leader_and_isr": {"registration": False},
@@ -144,7 +152,8 @@ HELD_READ = {
     "leader_epoch": _int,
     "fetch_offset": _int,
     "broker_epoch": _int,
-    "caught_up_at": _int,
+    "fetch_time": _int,
+    "leo_read": _int,
     "hw": _int,
     "records": _ENTRIES,
     "bad_batch": _int,
@@ -158,7 +167,7 @@ def _held_reads(v, where):
 
 
 # the check of an optional field: by its name, else by its default's type
-_CHECKS = {"held_reads": _held_reads, "stale_fetcher": _ints}
+_CHECKS = {"held_reads": _held_reads, "stale_fetcher": _ints, "last_fetch_leo": _ints, "last_fetch_time": _ints}
 for _kind, _fields in OPTIONAL.items():
     {**SCHEMA, "held_read": HELD_READ}[_kind].update(
         {name: _CHECKS.get(name, _bool if default is False else _int) for name, default in _fields.items()}
@@ -193,6 +202,7 @@ def system_state(doc, replicas: int, protocol: str) -> tuple:
     out = []
     for k, r in enumerate(_list(state["replicas"], "state.replicas", replicas)):
         fields = _object("replica", r, f"state.replicas[{k}]")
+        fields.update(fetch_state(fields["last_fetch_leo"], fields["last_fetch_time"]))  # all neutral: ()
         out.append(Replica(**{**fields, "log": entries(fields["log"]), "held_reads": held_reads(fields["held_reads"])}))
     fields = _object("controller", state["controller"], "state.controller")
     registrations = fields.pop("registrations")

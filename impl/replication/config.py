@@ -15,7 +15,13 @@ class InvalidConfigError(ValueError):
 
 UNCLEAN_SHUTDOWN_DETECTIONS = ("page-cache", "clean-shutdown-file")
 # the boolean settings
-_FLAGS = ("unclean_leader_election_enable", "split_fetch_handling", "split_become_follower", "hw_waits_for_caught_up")
+_FLAGS = (
+    "unclean_leader_election_enable",
+    "split_fetch_handling",
+    "split_become_follower",
+    "hw_waits_for_caught_up",
+    "catch_up_at_previous_fetch",
+)
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,9 @@ class ClusterConfig:
     # the leader's HW also waits for a follower outside the ISR caught up within the lag time (Kafka
     # 3.6+'s maybeIncrementLeaderHW, KAFKA-15021), so one catching up is not left behind by the HW
     hw_waits_for_caught_up: bool = False
+    # a follower whose Fetch reaches the LEO its previous Fetch found is caught up as of that Fetch
+    # (Kafka's Replica.updateFetchStateOrThrow), so one kept below the LEO by steady appends keeps up
+    catch_up_at_previous_fetch: bool = False
 
     replica_fetch_backoff_ms: int = 5  # a follower's pause after an empty or failed fetch
     replica_fetch_wait_max_ms: int = 0  # 0: a fetch with nothing new is answered at once (no long poll)

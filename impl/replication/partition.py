@@ -26,7 +26,13 @@ class FollowerState:
     """What the leader knows of one follower (Kafka's Replica / ReplicaState): LEO and broker epoch
     stay unknown (-1) until the follower's first Fetch to this leader (ReplicaState.Empty)."""
 
-    __slots__ = ("log_end_offset", "last_caught_up_ms", "last_fetch_ms", "last_fetch_leader_leo", "broker_epoch")
+    __slots__ = (
+        "log_end_offset",
+        "last_caught_up_ms",
+        "last_fetch_time_ms",
+        "last_fetch_leader_log_end_offset",
+        "broker_epoch",
+    )
 
     def __init__(self, last_caught_up_ms: int) -> None:
         self.reset(last_caught_up_ms)
@@ -35,9 +41,22 @@ class FollowerState:
         """Replica.resetReplicaState: a new leader epoch knows nothing of the follower yet."""
         self.log_end_offset = -1
         self.last_caught_up_ms = last_caught_up_ms
-        self.last_fetch_ms = -1
-        self.last_fetch_leader_leo = -1  # the leader's LEO when the follower last fetched
+        self.last_fetch_time_ms = 0
+        self.last_fetch_leader_log_end_offset = -1  # the highest leader LEO a Fetch of the follower found
         self.broker_epoch = -1  # of the follower's last Fetch that read records (KIP-903); -1 unknown
+
+    def update_fetch_state(self, fetch_offset: int, fetch_time_ms: int, leader_leo: int, previous: bool) -> None:
+        """Replica.updateFetchStateOrThrow's times: caught up at the Fetch's time if it reached the
+        leader's LEO; with ``previous`` (its second rule), else caught up as of the previous Fetch if
+        it reached the LEO that one found, so a follower kept below the LEO by a steady stream of
+        appends stays caught up. The later time is kept."""
+        if fetch_offset >= leader_leo:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, fetch_time_ms)
+        elif previous and fetch_offset >= self.last_fetch_leader_log_end_offset:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_time_ms)
+        if previous:
+            self.last_fetch_leader_log_end_offset = max(leader_leo, self.last_fetch_leader_log_end_offset)
+            self.last_fetch_time_ms = fetch_time_ms
 
     def lagging(self, now_ms: int, lag_ms: int) -> bool:
         """Not caught up within replica.lag.time.max: maybe_shrink_isr's test, and ReplicaState.isCaughtUp's
@@ -321,15 +340,10 @@ class Partition:
         if follower is not None:
             follower.log_end_offset = fetch_offset
             follower.broker_epoch = broker_epoch
-            if fetch_offset >= leader_leo:
-                follower.last_caught_up_ms = max(follower.last_caught_up_ms, fetch_time_ms)
-            elif self.config.replica_fetch_wait_max_ms and fetch_offset >= follower.last_fetch_leader_leo:
-                # Replica.updateFetchStateOrThrow's second rule: a follower that reached the LEO the leader
-                # had at its previous fetch was caught up then, so that one kept busy by a steady
-                # stream of appends stays in the ISR (real time only: see docs/steps.md, not modelled)
-                follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
-            follower.last_fetch_ms = fetch_time_ms
-            follower.last_fetch_leader_leo = leader_leo
+            # the second rule with catch_up_at_previous_fetch, and always with long polls (real time:
+            # docs/steps.md, "Outside the contract"), where steady appends keep fetches below the LEO
+            previous = self.config.catch_up_at_previous_fetch or self.config.replica_fetch_wait_max_ms > 0
+            follower.update_fetch_state(fetch_offset, fetch_time_ms, leader_leo, previous)
         self.maybe_increment_leader_hw()
 
     def read_committed(self, fetch_offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES) -> tuple[int, bytes]:

@@ -45,7 +45,8 @@ class HeldFetchView:
     correlation_id: int
     fetch_offset: int
     broker_epoch: int
-    caught_up_at_ms: int  # the read's time if the fetch offset reached the LEO read, else -1
+    fetch_time_ms: int  # the read's time (of its HW's read while hw_only): Kafka's fetchTimeMs
+    leo_read: int  # the leader's LEO the read found, -1 while hw_only
     hw: int
     records: tuple
     bad_batch: int  # base offset of a batch among them failing its CRC check, -1 none
@@ -82,7 +83,7 @@ class BrokerSnapshot:
     fetch_outstanding: bool
     power_lost: bool  # down after a power loss or a lost disk: unflushed data goes at restart
     broker_epoch: int
-    last_fetch_ms: tuple[int, ...] = ()  # leader: when each follower last fetched (-1 never)
+    last_fetch_ms: tuple[int, ...] = ()  # leader: when each follower last fetched (0 none; the previous-fetch rule's)
     remote_broker_epoch: tuple[int, ...] = ()  # leader: each follower's broker epoch (KIP-903), -1 unknown
     pending_isr_epochs: tuple[int, ...] = ()  # leader: the broker epochs of the pending proposal
     unclean_shutdown: bool = False  # down without the clean shutdown file, or up and its registration will say so
@@ -95,6 +96,8 @@ class BrokerSnapshot:
     held_reads: tuple[HeldFetchView, ...] = field(default=(), repr=False)
     # split_become_follower: the (leader, leader epoch) of its stale fetcher, () none (left out as above)
     stale_fetcher: tuple[int, ...] = field(default=(), repr=False)
+    # leader: the highest LEO each follower's Fetches found (-1 none; the previous-fetch rule's, left out as above)
+    last_fetch_leader_leo: tuple[int, ...] = field(default=(), repr=False)
 
     @property
     def log_end_offset(self) -> int:
@@ -184,10 +187,12 @@ def broker_snapshot(b: Broker, replicas: int, view: LogView) -> BrokerSnapshot:
         fs = p.followers
         remote = tuple(fs[r].log_end_offset if r in fs else -1 for r in ids)
         caught = tuple(fs[r].last_caught_up_ms if r in fs else p.leader_since_ms for r in ids)
-        fetched = tuple(fs[r].last_fetch_ms if r in fs else -1 for r in ids)
+        fetched = tuple(fs[r].last_fetch_time_ms if r in fs else 0 for r in ids)
+        fetched_leo = tuple(fs[r].last_fetch_leader_log_end_offset if r in fs else -1 for r in ids)
         epochs = tuple(fs[r].broker_epoch if r in fs else -1 for r in ids)
     else:
-        remote, caught, fetched, epochs = (-1,) * replicas, (0,) * replicas, (-1,) * replicas, (-1,) * replicas
+        remote, caught, fetched, epochs = (-1,) * replicas, (0,) * replicas, (0,) * replicas, (-1,) * replicas
+        fetched_leo = (-1,) * replicas
     fetcher = b.replica_manager.fetcher
     fields = (
         b.broker_id,
@@ -217,13 +222,20 @@ def broker_snapshot(b: Broker, replicas: int, view: LogView) -> BrokerSnapshot:
         b.replica_manager.starting,
         tuple(_held_view(h) for _, h in sorted(b.replica_manager.held_fetches.items())),
         fetcher.stale or (),
+        fetched_leo,
     )
     last_fields, last = view.last
     if fields == last_fields:
         return last
     pending = tuple(PendingProduce(*op) for op in fields[14])
     snap = BrokerSnapshot(
-        *fields[:14], pending, *fields[15:-3], unregistered=fields[-3], held_reads=fields[-2], stale_fetcher=fields[-1]
+        *fields[:14],
+        pending,
+        *fields[15:-4],
+        unregistered=fields[-4],
+        held_reads=fields[-3],
+        stale_fetcher=fields[-2],
+        last_fetch_leader_leo=fields[-1],
     )
     view.last = (fields, snap)
     return snap
@@ -239,7 +251,8 @@ def _held_view(h) -> HeldFetchView:
         h.header.correlation_id,
         req.fetch_offset,
         req.replica_epoch,
-        h.fetch_time_ms if req.fetch_offset >= read.log_end_offset else -1,
+        h.fetch_time_ms,
+        read.log_end_offset,
         read.high_watermark,
         tuple((r.offset, b.partition_leader_epoch, r.value, b.base_offset) for b in batches for r in b.records()),
         next((b.base_offset for b in batches if not b.is_valid()), -1),

@@ -27,6 +27,7 @@ CONFIG_FIELDS = (
     "split_fetch_handling",
     "split_become_follower",
     "hw_waits_for_caught_up",
+    "catch_up_at_previous_fetch",
 )
 
 
@@ -56,6 +57,7 @@ def cluster_config(protocol: str, config: dict) -> ClusterConfig:
         split_fetch_handling=config.get("split_fetch_handling", defaults.split_fetch_handling),
         split_become_follower=config.get("split_become_follower", defaults.split_become_follower),
         hw_waits_for_caught_up=config.get("hw_waits_for_caught_up", defaults.hw_waits_for_caught_up),
+        catch_up_at_previous_fetch=config.get("catch_up_at_previous_fetch", defaults.catch_up_at_previous_fetch),
     )
 
 

@@ -57,7 +57,17 @@ def replica_fields(b, tag_epoch: Callable[[object], int] | None = None) -> dict:
         **({"unregistered": True} if b.unregistered else {}),
         **({"held_reads": tuple(_held(h, tag_epoch) for h in b.held_reads)} if b.held_reads else {}),
         **({"stale_fetcher": tuple(b.stale_fetcher)} if b.stale_fetcher else {}),
+        **_last_fetch(b),
     }  # optional: -1, false and none when left out
+
+
+def _last_fetch(b) -> dict:
+    """A leader's last Fetch of each follower (catch_up_at_previous_fetch): the highest LEO one found
+    and the time of the last, in ticks; left out while every follower's is -1 and 0."""
+    leos, times = tuple(b.last_fetch_leader_leo), tuple(t // MS_PER_TICK for t in b.last_fetch_ms)
+    if all(x == -1 for x in leos) and not any(times):
+        return {}
+    return {"last_fetch_leo": leos, "last_fetch_time": times}
 
 
 def _held(h, tag_epoch: Callable[[object], int] | None) -> dict:
@@ -67,7 +77,8 @@ def _held(h, tag_epoch: Callable[[object], int] | None) -> dict:
         "leader_epoch": tag_epoch(h) if tag_epoch is not None else -1,
         "fetch_offset": h.fetch_offset,
         "broker_epoch": h.broker_epoch,
-        "caught_up_at": h.caught_up_at_ms // MS_PER_TICK if h.caught_up_at_ms >= 0 else -1,
+        "fetch_time": h.fetch_time_ms // MS_PER_TICK,
+        "leo_read": h.leo_read,
         "hw": h.hw,
         "records": tuple((offset, epoch, int(value), base) for offset, epoch, value, base in h.records),
         "bad_batch": h.bad_batch,

@@ -296,6 +296,18 @@ def _split(nx: Next) -> bool:
     return nx.cfg.split_fetch_handling and nx.b.held_reads
 
 
+def _previous(nx: Next) -> bool:
+    """Whether the encoded model catches a follower up as of its previous Fetch (catch_up_at_previous_fetch)."""
+    return nx.cfg.catch_up_at_previous_fetch and nx.b.prev_fetch
+
+
+def _no_previous_fetch(nx: Next) -> dict:
+    """Every follower's last Fetch state at its neutral values (-1, 0), where the encoding holds one."""
+    if not nx.b.prev_fetch:
+        return {}
+    return {f"{f}{j}": z3.IntVal(v) for j in range(nx.b.replicas) for f, v in (("lfl", -1), ("lft", 0))}
+
+
 def _stale(nx: Next) -> bool:
     """Whether the encoded model keeps a new follower's fetcher stale (split_become_follower)."""
     return nx.cfg.split_become_follower and nx.b.stale_fetcher
@@ -356,10 +368,9 @@ def _request_guard(nx: Next, st: Step):
 
 
 def _read(nx: Next, d: int, req: dict) -> dict:
-    """Step 6's read on broker d: the HW before this fetch's increment, whether the fetch offset
-    reached the LEO, and the batches (``_batches``)."""
-    caught_up = z3.If(req["off"] >= nx.rep(d, "len"), nx["now"], -1)
-    return {"hw": nx.rep(d, "hw"), "cu": caught_up, **_batches(nx, d, req["off"], req["mb"])}
+    """Step 6's read on broker d: the HW before this fetch's increment, its time, the LEO and the
+    batches (``_batches``)."""
+    return {"hw": nx.rep(d, "hw"), "ft": nx["now"], "lr": nx.rep(d, "len"), **_batches(nx, d, req["off"], req["mb"])}
 
 
 def _batches(nx: Next, d: int, off, max_batches) -> dict:
@@ -378,14 +389,20 @@ def _batches(nx: Next, d: int, off, max_batches) -> dict:
 
 def _update_follower_fetch_state(nx: Next, d: int, r: int, read: dict, detached=None) -> None:
     """Partition.updateFollowerFetchState on broker d from a read of follower r's Fetch: remote LEO,
-    broker epoch, last caught up, unless ``detached``; then maybeIncrementLeaderHW. A held read
-    (``detached`` given) keeps the later time (Replica.updateFetchStateOrThrow); a whole handling's
-    read is now, never earlier than the last catch-up."""
+    broker epoch and Replica.updateFetchStateOrThrow's times, unless ``detached``; then
+    maybeIncrementLeaderHW. Caught up at the read's time if its fetch offset reached the LEO read;
+    with catch_up_at_previous_fetch, else as of the previous Fetch if it reached the LEO that one
+    read; the later time is kept."""
 
     def update(x: Next) -> None:
-        lcu, cu = x.rep(d, f"lcu{r}"), read["cu"]
-        caught = z3.If(cu >= 0, cu, lcu) if detached is None else z3.If(cu > lcu, cu, lcu)
-        x.set_rep(d, **{f"rleo{r}": read["off"], f"rbe{r}": read["be"], f"lcu{r}": caught})
+        lcu, off, leo, t = x.rep(d, f"lcu{r}"), read["off"], read["lr"], read["ft"]
+        caught = lcu
+        if _previous(x):
+            lfl, lft = x.rep(d, f"lfl{r}"), x.rep(d, f"lft{r}")
+            caught = z3.If(z3.And(off >= lfl, lft > lcu), lft, lcu)
+            x.set_rep(d, **{f"lfl{r}": z3.If(leo > lfl, leo, lfl), f"lft{r}": t})
+        caught = z3.If(off >= leo, z3.If(t > lcu, t, lcu), caught)
+        x.set_rep(d, **{f"rleo{r}": off, f"rbe{r}": read["be"], f"lcu{r}": caught})
 
     nx.branch(True if detached is None else _not(detached), update)
     maybe_increment_leader_hw(nx, d)
@@ -444,8 +461,7 @@ def effect_read_fetch(nx: Next, st: Step) -> None:
 
     def batches(x: Next, d: int) -> None:  # the LEO and batches now; the HW and its time read before stay
         off = _held(x, r, "off")
-        caught_up = z3.If(off >= x.rep(d, "len"), _held(x, r, "cu"), -1)
-        fields = {**_batches(x, d, off, _held(x, r, "mb")), "cu": caught_up, "oo": z3.BoolVal(False), "mb": 0}
+        fields = {**_batches(x, d, off, _held(x, r, "mb")), "lr": x.rep(d, "len"), "oo": z3.BoolVal(False), "mb": 0}
         x.s.update({p + k: z3.IntVal(v) if isinstance(v, int) else v for k, v in fields.items()})
 
     nx.branch(
@@ -467,7 +483,7 @@ def _read_request(nx: Next, r: int, hw_only: bool) -> None:
     def read(x: Next, d: int) -> None:
         fields = {"at1": z3.IntVal(d + 1), "orphan": req["orphan"], **{f: req[f] for f in ("lepoch", "off", "be")}}
         if hw_only:
-            fields.update(hw=x.rep(d, "hw"), cu=x["now"], oo=z3.BoolVal(True), mb=req["mb"])
+            fields.update(hw=x.rep(d, "hw"), ft=x["now"], lr=z3.IntVal(-1), oo=z3.BoolVal(True), mb=req["mb"])
         else:
             fields.update(_read(x, d, req))
         _set_held(x, r, fields)
@@ -638,6 +654,7 @@ def _apply_partition_state(nx: Next, r: int, m: dict) -> None:
         **{f"{f}{j}": z3.IntVal(-1) for j in range(n) for f in ("rleo", "rbe", "pep")},
         **{f"pisr{j}": z3.BoolVal(False) for j in range(n)},
         "pend": z3.BoolVal(False),
+        **_no_previous_fetch(nx),  # resetReplicaState for a new leader
     }
 
     def make_leader(x: Next) -> None:
@@ -979,6 +996,7 @@ def effect_restart(nx: Next, st: Step) -> None:
                 ("pep", z3.IntVal(-1)),
             )
         },
+        **_no_previous_fetch(nx),
     )
     for k in range(1, nx.b.records + 1):
         _clear_pending(nx, r, k)

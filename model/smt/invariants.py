@@ -180,6 +180,8 @@ _PER_PEER = {
     "lcu": "lastCaughtUp({r},{j})",
     "rbe": "remoteBrokerEpoch({r},{j})",
     "pep": "pendingBrokerEpoch({r},{j})",
+    "lfl": "lastFetchLeaderLogEndOffset({r},{j})",
+    "lft": "lastFetchTime({r},{j})",
 }
 _LOG_FIELDS = {"e": "epoch", "rec": "record", "base": "baseOffset"}
 _MESSAGE_FIELDS = {

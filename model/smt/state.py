@@ -29,6 +29,8 @@ from ..state import (
     LeaderAndIsr,
     Replica,
     State,
+    fetch_state,
+    last_fetch,
 )
 
 # Error codes and fetch response kinds the model uses, as integers.
@@ -67,6 +69,8 @@ class Bounds:
     alter_partition_responses: int = 2
     held_reads: bool = False  # a slot per follower for the read its leader holds (split_fetch_handling)
     stale_fetcher: bool = False  # per replica its stale fetcher's tag (split_become_follower)
+    # per leader and follower the follower's last Fetch's LEO and time (catch_up_at_previous_fetch)
+    prev_fetch: bool = False
 
     def capacity(self, field: str) -> int:
         return getattr(self, field)
@@ -88,8 +92,9 @@ _REPLICA_INTS = ("len", "durable", "hw", "hwc", "leader", "lepoch", "pepoch", "e
 _REPLICA_BOOLS = ("alive", "pend", "plost", "unclean", "unreg")
 HISTORY_COUNTERS = COUNTERS  # the fault counters (alphabet.FAULTS), in History's order
 # the read of follower r's Fetch its leader holds (split_fetch_handling), ``held<r>.``: ``at1`` the
-# holder + 1 (0 none), the read's fields, its records as a fetch response's (``rstart``, ``rn``, ``e<k>``...)
-HELD_INTS = ("at1", "lepoch", "off", "be", "cu", "hw", "rstart", "rn", "bad1", "mb")
+# holder + 1 (0 none), the read's fields (``ft`` its fetch_time, ``lr`` its leo_read), its records as
+# a fetch response's (``rstart``, ``rn``, ``e<k>``...)
+HELD_INTS = ("at1", "lepoch", "off", "be", "ft", "lr", "hw", "rstart", "rn", "bad1", "mb")
 HELD_BOOLS = ("orphan", "det", "oo")  # oo: hw_only (read_fetch_hw), mb its max_batches
 # a replica's stale fetcher (split_become_follower): ``stale`` and its (leader, leader epoch), 0s when none
 STALE_KEYS = {"stale": True, "sfl": False, "sfe": False}
@@ -121,6 +126,8 @@ def schema(b: Bounds) -> dict[str, bool]:
                     f"{p}pep{j}": False,
                 }
             )
+            if b.prev_fetch:  # last_fetch_leo, last_fetch_time
+                keys.update({f"{p}lfl{j}": False, f"{p}lft{j}": False})
         for k in range(1, b.records + 1):
             keys.update({f"{p}pp{k}": True, f"{p}ppoff{k}": False, f"{p}ppdl{k}": False, f"{p}ppn{k}": False})
     keys.update({"c.leader": False, "c.lepoch": False, "c.pepoch": False, "c.lkl": False})
@@ -222,6 +229,10 @@ def embed(b: Bounds, s: State) -> dict:
         for j in range(n):
             out[f"{p}rleo{j}"], out[f"{p}lcu{j}"] = rep.remote_leo[j], rep.last_caught_up[j]
             out[f"{p}rbe{j}"] = rep.remote_broker_epoch[j]
+            if b.prev_fetch:
+                out[f"{p}lfl{j}"], out[f"{p}lft{j}"] = last_fetch(rep, j)
+        if rep.last_fetch_leo and not b.prev_fetch:
+            raise OutOfBounds("a last Fetch's LEO (catch_up_at_previous_fetch), the encoding holds none")
         for k in range(1, b.records + 1):
             out.update({f"{p}pp{k}": False, f"{p}ppoff{k}": 0, f"{p}ppdl{k}": 0, f"{p}ppn{k}": 0})
         for record, offset, deadline, records in rep.pending_produces:
@@ -283,14 +294,15 @@ def _held_reads(out: dict, s: State, b: Bounds) -> None:
     for r in range(b.replicas):
         p = f"held{r}."
         d, h = held.get(r, (-1, None))
-        h = h or HeldRead(0, 0, 0, 0, 0, 0, ())
+        h = h or HeldRead(0, 0, 0, 0, 0, 0, 0, ())
         out.update(
             {
                 p + "at1": d + 1,
                 p + "lepoch": h.leader_epoch,
                 p + "off": h.fetch_offset,
                 p + "be": h.broker_epoch,
-                p + "cu": h.caught_up_at,
+                p + "ft": h.fetch_time,
+                p + "lr": h.leo_read,
                 p + "hw": h.hw,
                 p + "rstart": h.records[0].offset if h.records else 0,
                 p + "bad1": h.bad_batch + 1,
@@ -415,7 +427,8 @@ def decode(b: Bounds, v: dict) -> State:
                     v[p + "lepoch"],
                     v[p + "off"],
                     v[p + "be"],
-                    v[p + "cu"],
+                    v[p + "ft"],
+                    v[p + "lr"],
                     v[p + "hw"],
                     _entries(v, p, v[p + "rn"], v[p + "rstart"]),
                     v[p + "bad1"] - 1,
@@ -430,6 +443,11 @@ def decode(b: Bounds, v: dict) -> State:
         p = f"r{r}."
         pending = tuple(
             (k, v[f"{p}ppoff{k}"], v[f"{p}ppdl{k}"], v[f"{p}ppn{k}"]) for k in range(1, b.records + 1) if v[f"{p}pp{k}"]
+        )
+        fetched = (
+            fetch_state(tuple(v[f"{p}lfl{j}"] for j in range(n)), tuple(v[f"{p}lft{j}"] for j in range(n)))
+            if b.prev_fetch
+            else {}
         )
         replicas.append(
             Replica(
@@ -457,6 +475,7 @@ def decode(b: Bounds, v: dict) -> State:
                 held_reads=tuple(held.get(r, ())),
                 stale_fetcher=(v[p + "sfl"], v[p + "sfe"]) if b.stale_fetcher and v[p + "stale"] else (),
                 pending_epochs=tuple(v[f"{p}pep{j}"] for j in _members(v, p + "pisr", n)) if v[p + "pend"] else (),
+                **fetched,
             )
         )
     controller = Controller(

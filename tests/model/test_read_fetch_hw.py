@@ -26,10 +26,10 @@ def test_the_hw_is_held_without_batches_and_the_request_leaves_the_wire():
     s = last(OFFSETS_1)
     (held,) = s.replicas[0].held_reads
     assert held.hw_only and (held.fetch_offset, held.hw, held.records, held.bad_batch) == (0, 0, (), -1)
-    assert s.fetch_requests[1] == () and held.caught_up_at == 0  # its time, till the LEO is read
+    assert s.fetch_requests[1] == () and (held.fetch_time, held.leo_read) == (0, -1)  # its time; no LEO read yet
     assert "hw_only=True" in repr(held)
     done = last(OFFSETS_1 + [step("read_fetch", 1)]).replicas[0].held_reads[0]
-    assert not done.hw_only and [e.record for e in done.records] == [1] and done.caught_up_at == -1  # below LEO 1
+    assert not done.hw_only and [e.record for e in done.records] == [1] and done.leo_read == 1  # the LEO now
     assert "hw_only" not in repr(done) and "max_batches" not in repr(done)  # left out at their defaults
 
 
@@ -60,7 +60,9 @@ def test_caught_up_is_judged_by_the_leo_read_with_the_batches_as_of_the_hws_read
     assert s.replicas[0].last_caught_up[1] == 1  # LEO 0 reached: caught up at the HW's read, tick 1
     s = last(steps + [step("produce", 0, acks=1), step("read_fetch", 1)])
     (held,) = s.replicas[0].held_reads
-    assert held.caught_up_at == -1 and [e.record for e in held.records] == [1]  # the LEO read after the append
+    assert (held.fetch_time, held.leo_read) == (1, 1) and [e.record for e in held.records] == [1]  # LEO after it
+    s = last(steps + [step("produce", 0, acks=1), step("read_fetch", 1), step("handle_fetch", 1)])
+    assert s.replicas[0].last_caught_up[1] == 0  # offset 0 below the LEO read: not caught up
 
 
 def test_the_batches_read_later_keep_the_requests_limit():

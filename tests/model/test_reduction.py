@@ -531,3 +531,16 @@ def test_footprints_of_the_hw_waiting_cover_what_each_step_reads_and_changes():
 
 def test_steps_of_the_hw_waiting_found_independent_commute():
     test_steps_found_independent_commute("kip-966", WAITS_SETTINGS, WAITS_SCOPE)
+
+
+# and with a follower caught up as of its previous Fetch (docs/steps.md, catch_up_at_previous_fetch):
+# a fetch writes its leader's last Fetch state, and at lag 1 the time it keeps decides lagging
+PREVIOUS_SETTINGS = dict(catch_up_at_previous_fetch=True, hw_waits_for_caught_up=True, replica_lag_time_max_ticks=1)
+
+
+def test_footprints_of_the_previous_fetch_rule_cover_what_each_step_reads_and_changes():
+    test_footprints_cover_what_each_step_reads_and_changes("kip-966", PREVIOUS_SETTINGS, WAITS_SCOPE)
+
+
+def test_steps_of_the_previous_fetch_rule_found_independent_commute():
+    test_steps_found_independent_commute("kip-966", PREVIOUS_SETTINGS, WAITS_SCOPE)

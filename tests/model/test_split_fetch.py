@@ -28,7 +28,8 @@ READ_1 = [step("produce", 0, acks=1), step("send_fetch", 1), step("read_fetch", 
 def test_the_read_is_held_and_the_request_leaves_the_wire():
     s = last(READ_1)
     (held,) = s.replicas[0].held_reads
-    assert (held.follower, held.fetch_offset, held.hw, len(held.records), held.caught_up_at) == (1, 0, 0, 1, -1)
+    assert (held.follower, held.fetch_offset, held.hw, len(held.records)) == (1, 0, 0, 1)
+    assert (held.fetch_time, held.leo_read) == (0, 1)  # read at tick 0, the leader's LEO 1
     assert s.fetch_requests[1] == () and s.fetch_responses[1] == ()
     assert s.replicas[0].remote_leo[1] == -1  # nothing updated yet
     assert why_disabled(SPLIT, s, Step("send_fetch", 1)) == "follower 1 has a fetch outstanding"

@@ -170,6 +170,7 @@ def model_config(header: dict, where: str) -> ModelConfig:
             split_fetch_handling=c.get("split_fetch_handling", False),
             split_become_follower=c.get("split_become_follower", False),
             hw_waits_for_caught_up=c.get("hw_waits_for_caught_up", False),
+            catch_up_at_previous_fetch=c.get("catch_up_at_previous_fetch", False),
         )
     except KeyError as exc:
         raise UsageError(f"{where}: header: config lacks {exc.args[0]!r}") from None

@@ -41,16 +41,13 @@ def test_the_hw_is_held_without_records_and_the_batches_read_later():
     c.send_fetch(1)
     c.read_fetch_hw(1)
     (held,) = c.snapshot().brokers[0].held_reads
-    assert held.hw_only and (held.fetch_offset, held.hw, held.records, held.caught_up_at_ms) == (
-        0,
-        0,
-        (),
-        0,
-    )  # its time, till the LEO
+    assert held.hw_only and (held.fetch_offset, held.hw, held.records) == (0, 0, ())
+    assert (held.fetch_time_ms, held.leo_read) == (0, -1)  # its time; no LEO read yet
     c.produce(0, b"b", 1)
     c.read_fetch(1)
     (held,) = c.snapshot().brokers[0].held_reads
     assert not held.hw_only and [r[2] for r in held.records] == [b"a", b"b"]  # up to the LEO then
+    assert (held.fetch_time_ms, held.leo_read) == (0, 2)  # the HW's read's time kept
     c.handle_fetch(1)
     assert _answer(c, 1).high_watermark == 0
 

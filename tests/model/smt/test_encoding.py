@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 import z3
 from hw_waits import CAUGHT_UP, OUT, REACHED, lagged
+from prev_fetch import BEHIND, STEADY
 
 from isrcheck.model import (
     MESSAGE_KINDS,
@@ -49,12 +50,15 @@ SPLIT_BOUNDS = replace(BOUNDS, held_reads=True)
 STALE_BOUNDS = replace(BOUNDS, stale_fetcher=True)
 
 
-def _config(protocol: str, seed: int, split: bool = False, stale: bool = False, waits: bool = False) -> ModelConfig:
+def _config(
+    protocol: str, seed: int, split: bool = False, stale: bool = False, waits: bool = False, previous: bool = False
+) -> ModelConfig:
     return ModelConfig(
         protocol=protocol,
         split_fetch_handling=split,
         split_become_follower=stale,
         hw_waits_for_caught_up=waits,
+        catch_up_at_previous_fetch=previous,
         replicas=3,
         replica_lag_time_max_ticks=1,
         request_timeout_ticks=2,
@@ -145,15 +149,17 @@ def drive(
     split: bool = False,
     stale: bool = False,
     waits: bool = False,
+    previous: bool = False,
 ) -> Counter:
     """Check the steps of ``start``, then walk ``states`` states of a random run; at each, check
     ``taken`` enabled steps and ``refused`` refused ones. Returns (step, outcome) counts; fails at
     the first mismatch. ``split``: with a leader's fetch handling split (read_fetch, then handle_fetch);
     ``stale``: with becoming a follower split (deliver_leader_and_isr, then remove_fetcher); ``waits``:
-    with the HW waiting for caught-up followers outside the ISR (hw_waits_for_caught_up)."""
+    with the HW waiting for caught-up followers outside the ISR (hw_waits_for_caught_up); ``previous``:
+    with a follower caught up as of its previous Fetch (catch_up_at_previous_fetch)."""
     rng = random.Random(seed)
-    cfg = _config(protocol, seed, split, stale, waits)
-    bounds = replace(BOUNDS, held_reads=split, stale_fetcher=stale)
+    cfg = _config(protocol, seed, split, stale, waits, previous)
+    bounds = replace(BOUNDS, held_reads=split, stale_fetcher=stale, prev_fetch=previous)
     s = initial_state(cfg)
     seen: Counter = Counter()
     for st in start:
@@ -608,6 +614,68 @@ def test_the_hw_waiting_for_caught_up_followers_agrees(protocol):
     assert seen["handle_fetch", "agree"] >= 10 and seen["produce", "agree"] >= 10, seen
     seen = drive(protocol, seed=3, states=10, taken=3, refused=2, start=WAITS_PATH, waits=True)
     assert seen["handle_fetch", "agree"] >= 4, seen
+
+
+# tests/prev_fetch.py: follower 2 caught up as of its previous Fetch, alone and with the HW waiting for
+# it outside the ISR; and the same Fetches as held reads, the HW read a tick before the rest
+PREVIOUS_BOUNDS = replace(BOUNDS, prev_fetch=True)
+STEADY_PATH = [Step.from_json(st) for st in STEADY]
+BEHIND_PATH = [Step.from_json(st) for st in BEHIND]
+
+
+def _held_path(path: list) -> list:
+    out = []
+    for st in path:
+        if st.name == "handle_fetch":
+            out += [Step("read_fetch_hw", st.replica), Step("tick"), Step("read_fetch", st.replica)]
+        out.append(st)
+    return out
+
+
+@pytest.mark.parametrize(
+    "protocol", [pytest.param(p, marks=pytest.mark.slow) for p in ("hw-truncation", "kip-101", "kip-320")] + ["kip-966"]
+)
+def test_catching_up_at_the_previous_fetch_agrees(protocol):
+    """With catch_up_at_previous_fetch (and hw_waits_for_caught_up): at every state of the paths, the
+    fetch and HW steps of every broker, taken or refused; the held-read form; then random runs."""
+    lag = {"replica_lag_time_max_ticks": 2}  # tests/prev_fetch.py's
+    cfg = replace(_config(protocol, 3, waits=True, previous=True), **lag)
+    assert replay(cfg, BEHIND).states[-1].replicas[0].hw == 1  # the path holds the HW back
+    split = replace(_config(protocol, 3, split=True, waits=True, previous=True), **lag)
+    seen: Counter = Counter()
+    for config, bounds, path in (
+        (cfg, PREVIOUS_BOUNDS, STEADY_PATH),
+        (cfg, PREVIOUS_BOUNDS, BEHIND_PATH),
+        (split, replace(PREVIOUS_BOUNDS, held_reads=True), _held_path(STEADY_PATH)),
+    ):
+        s = initial_state(config)
+        for st in path + [None]:
+            steps = [Step(name, r) for name in HW_STEPS + ("read_fetch", "read_fetch_hw") for r in range(3)]
+            for t in steps + [Step("produce", 0, 1)]:
+                outcome = check_transition(config, bounds, s, t)
+                assert outcome.kind != "mismatch", f"{protocol}: {t.to_json()} in {s}: {outcome.detail}"
+                seen[t.name, outcome.kind] += 1
+            if st is not None:
+                s = apply(config, s, st)[0]
+        assert s.replicas[0].last_fetch_leo, "the path reaches a leader's last Fetch state"
+    assert seen["handle_fetch", "agree"] >= 10 and seen["read_fetch_hw", "agree"] >= 2, seen
+    seen = drive(protocol, seed=3, states=10, taken=3, refused=2, start=STEADY_PATH, previous=True)
+    assert seen["handle_fetch", "agree"] >= 2, seen
+    seen = drive(
+        protocol, seed=4, states=10, taken=3, refused=2, start=_held_path(STEADY_PATH), split=True, previous=True
+    )
+    assert seen["handle_fetch", "agree"] >= 2, seen
+
+
+def test_a_last_fetch_state_round_trips_and_needs_its_slots():
+    cfg = _config("kip-966", 3, split=True, previous=True)
+    solver = z3.Solver()
+    solver.check()
+    bounds = replace(PREVIOUS_BOUNDS, held_reads=True)
+    for s in replay(cfg, [st.to_json() for st in _held_path(STEADY_PATH)]).states:
+        assert decode(bounds, values_of(solver.model(), constant(bounds, embed(bounds, s)))) == s
+    with pytest.raises(OutOfBounds, match="last Fetch"):
+        embed(replace(bounds, prev_fetch=False), s)
 
 
 @pytest.mark.parametrize("protocol", ["kip-279", "kip-903", "kip-966"])
