@@ -873,3 +873,28 @@ def test_a_read_whose_hw_came_before_a_raise_and_batches_after_a_later_append_re
         assert handling[-2]["us"] == 301  # its batches after the append of record 2
     else:
         assert not hw_reads and handling[-2]["us"] == 149  # one point holds both
+
+
+@pytest.mark.parametrize("callback", [True, False])
+def test_an_alter_partition_answer_whose_callback_runs_after_the_managers_return_is_handled_once(callback):
+    """The power soak of 4.4.0 at 116.3 s: the manager answered the proposal at 30 with no Partition line yet (an
+    answer Partition would ignore logs none); the callback ran at 40, on the thread that submitted the proposal
+    once it attached it to the completed future. The answer is handled once, at the callback; without one, at 30."""
+    from isrcheck.conformance.engines.apache.recording import Recorded
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000})
+    t.partitions["t-0"] = [0, 1, 2]
+    manager = "broker-0-to-controller-alter-partition-channel-manager"
+    events = [
+        (10, "DefaultAlterPartitionManager.submit", "enter", ["t:0"], None, None),
+        (20, "DefaultAlterPartitionManager.sendRequest", "enter", [["AlterPartitionItem"]], None, None),
+        (30, "DefaultAlterPartitionManager.handleAlterPartitionResponse", "exit", [], "NONE", manager),
+    ]
+    if callback:
+        events.append((40, "Partition.handleAlterPartitionUpdate", "exit", [{}], None, {"tp": "t-0"}))
+    for us, ev, at, args, ret, p in events:
+        line = {"ev": ev, "at": at, "us": us, "args": args, "ret": ret, "thread": p if isinstance(p, str) else "h-1"}
+        t.broker(Recorded(f"broker-0.jsonl:{us}", 0, us, ev, at, p if isinstance(p, dict) else None, line))
+    answers = [e["us"] for e in t.out[0] if e["step"] == "handle_alter_partition_response"]
+    assert answers == ([40] if callback else [30])
