@@ -1,6 +1,6 @@
-"""What the tests of the config switches that split a step in two (``split_fetch_handling``,
-``split_become_follower``) share: the driver protocol carrying a switch, an event log's header with one,
-the model's steps written as a schedule's."""
+"""What the tests of the config switches (those that split a step in two, ``split_fetch_handling`` and
+``split_become_follower``, and the others) share: the driver protocol carrying a switch, an event log's
+header with one, the model's steps written as a schedule's, renamings of what a switch adds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ import sys
 from isrcheck.conformance import Lockstep, SutSpec, random_walk
 from isrcheck.conformance.core.schedule import ScheduleConfig
 from isrcheck.conformance.core.sut_driver import DriverSut
-from isrcheck.model import replay
+from isrcheck.model import Step, replay
+from isrcheck.model.explorer import reachable_states, successors
+from isrcheck.model.state import permuted
+from isrcheck.model.symmetry import all_permutations, inverse, renamed_step
 
 
 def driver_carries(switch: dict, steps) -> None:
@@ -77,3 +80,25 @@ def made_follower_with_an_answer_on_its_way(c):
     c.handle_fetch_response(1)
     c.produce(0, b"b", 1)
     return c
+
+
+def renamings_commute(config, scope, holds) -> int:
+    """``state.permuted`` renames what a switch adds: for every fourth reachable state (of the first 3,000)
+    where ``holds(state)``, a renamed state's successors are the renamed successors (the election without
+    a target, by assignment order, aside). Returns how many states were checked."""
+    perms = all_permutations(config.replicas)[1:]
+    checked = 0
+    for k, s in enumerate(reachable_states(config, scope, max_states=3000)):
+        if k % 4 or not holds(s):
+            continue
+        perm = perms[k % len(perms)]
+        u = permuted(s, perm)
+        assert permuted(u, inverse(perm)) == s
+        by_name = {
+            (tuple(renamed_step(st, perm) for st in steps), permuted(t, perm))
+            for steps, t, _ in successors(config, scope, s)
+            if steps[0] != Step("elect")
+        }
+        assert by_name == {(steps, t) for steps, t, _ in successors(config, scope, u) if steps[0] != Step("elect")}
+        checked += 1
+    return checked
