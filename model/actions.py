@@ -459,10 +459,10 @@ class ReadFetch(Action):
     """The read of a leader's fetch handling (split_fetch_handling): Partition.fetchRecords' checks
     and readRecords under the read lock of leaderIsrUpdateLock; the update and the answer come with
     handle_fetch. Only a Fetch that reads records: the others update nothing (handle_fetch). After
-    read_fetch_hw, the rest of Partition.readRecords: its localLog.read of the batches."""
+    read_fetch_hw, the rest of Partition.readRecords: the LEO and localLog.read's batches."""
 
     name = "read_fetch"
-    hw_only = False  # ReadFetchHw: the HW and the LEO alone
+    hw_only = False  # ReadFetchHw: the HW alone
 
     @classmethod
     def guard(cls, cfg, s, st):

@@ -237,8 +237,8 @@ STEPS: Mapping[str, StepKind] = {
         StepKind(
             READ_FETCH_HW,
             ("replica",),
-            "Partition.readRecords up to its localLog.read (initialHighWatermark, initialLogEndOffset): "
-            "a fetch's HW and LEO read, its batches left to read_fetch (split_fetch_handling)",
+            "Partition.readRecords up to its initialHighWatermark: "
+            "a fetch's HW read, its LEO and batches left to read_fetch (split_fetch_handling)",
             weight=1.0,
             config="split_fetch_handling",
         ),

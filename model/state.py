@@ -54,7 +54,7 @@ class HeldRead(NamedTuple):
     bad_batch: int = -1  # base offset of a damaged batch among them, -1 none
     orphan: bool = False  # its follower crashed since it sent the request: never answered
     detached: bool = False  # the holder became a follower since: the update reaches nothing
-    # read_fetch_hw: only the HW and LEO are read yet, read_fetch reads the batches (at most
+    # read_fetch_hw: only the HW is read yet, read_fetch reads the LEO and the batches (at most
     # max_batches, the request's; 0 once read)
     hw_only: bool = False
     max_batches: int = 0

@@ -13,7 +13,7 @@ call; an impossible step raises ``ClusterError`` (with ``reason``) and changes n
     produce(broker, values, acks)         consume(broker)    # values: one batch (or one bytes value)
     send_fetch(follower, max_batches=0)
     read_fetch(follower)                  # split_fetch_handling: the leader reads, handle_fetch completes
-    read_fetch_hw(follower)          # split_fetch_handling: the HW and LEO alone, read_fetch the batches
+    read_fetch_hw(follower)          # split_fetch_handling: the HW alone, read_fetch the LEO and batches
     handle_fetch(follower)                = deliver("fetch_request", follower), or completes a read
     handle_fetch_response(follower)       = deliver("fetch_response", follower)
     deliver_leader_and_isr(broker, index) = deliver("leader_and_isr", broker, index)

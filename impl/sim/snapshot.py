@@ -52,7 +52,7 @@ class HeldFetchView:
     bad_batch: int  # base offset of a batch among them failing its CRC check, -1 none
     orphan: bool
     detached: bool
-    hw_only: bool = False  # only the HW and LEO read yet (read_fetch_hw): no records
+    hw_only: bool = False  # only the HW read yet (read_fetch_hw): no LEO, no records
     max_batches: int = 0  # the request's, while hw_only: what the batches' read takes
 
 

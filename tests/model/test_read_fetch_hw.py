@@ -12,7 +12,7 @@ from isrcheck.model import ModelConfig, Step, enabled, why_disabled
 SPLIT = ModelConfig(protocol="kip-966", split_fetch_handling=True)
 WHOLE = ModelConfig(protocol="kip-966")
 
-OFFSETS_1 = [step("produce", 0, acks=1), step("send_fetch", 1), step("read_fetch_hw", 1)]
+HW_READ_1 = [step("produce", 0, acks=1), step("send_fetch", 1), step("read_fetch_hw", 1)]
 # followers 1 and 2 fetched record 1, follower 1's fetch at 1 read by 0 as the HW only, HW 0
 ROUNDS = [step(name, r) for r in (1, 2, 1) for name in ("send_fetch", "handle_fetch", "handle_fetch_response")]
 RAISE_PENDING = [step("produce", 0, acks=1), *ROUNDS, step("send_fetch", 1), step("send_fetch", 2)]
@@ -23,18 +23,18 @@ def last(steps, cfg=SPLIT):
 
 
 def test_the_hw_is_held_without_batches_and_the_request_leaves_the_wire():
-    s = last(OFFSETS_1)
+    s = last(HW_READ_1)
     (held,) = s.replicas[0].held_reads
     assert held.hw_only and (held.fetch_offset, held.hw, held.records, held.bad_batch) == (0, 0, (), -1)
     assert s.fetch_requests[1] == () and (held.fetch_time, held.leo_read) == (0, -1)  # its time; no LEO read yet
     assert "hw_only=True" in repr(held)
-    done = last(OFFSETS_1 + [step("read_fetch", 1)]).replicas[0].held_reads[0]
+    done = last(HW_READ_1 + [step("read_fetch", 1)]).replicas[0].held_reads[0]
     assert not done.hw_only and [e.record for e in done.records] == [1] and done.leo_read == 1  # the LEO now
     assert "hw_only" not in repr(done) and "max_batches" not in repr(done)  # left out at their defaults
 
 
 def test_an_append_between_the_reads_is_in_the_answer_with_the_hw_read_before():
-    s = last(OFFSETS_1 + [step("produce", 0, acks=1), step("read_fetch", 1), step("handle_fetch", 1)])
+    s = last(HW_READ_1 + [step("produce", 0, acks=1), step("read_fetch", 1), step("handle_fetch", 1)])
     (answer,) = s.fetch_responses[1]
     assert [e.record for e in answer.records] == [1, 2] and answer.leader_hw == 0
     whole = last([step("produce", 0, acks=1), step("send_fetch", 1), step("read_fetch", 1), step("produce", 0, acks=1)])
@@ -75,17 +75,17 @@ def test_the_batches_read_later_keep_the_requests_limit():
 
 
 def test_handle_fetch_waits_for_the_batches():
-    s = last(OFFSETS_1)
+    s = last(HW_READ_1)
     assert why_disabled(SPLIT, s, Step("handle_fetch", 1)).startswith("broker 0 has read only the HW")
     assert why_disabled(SPLIT, s, Step("read_fetch", 1)) is None
     assert why_disabled(SPLIT, s, Step("read_fetch_hw", 1)) == (
         "no fetch request of replica 1 in flight"  # its request is held
     )
-    assert why_disabled(SPLIT, last(OFFSETS_1 + [step("read_fetch", 1)]), Step("handle_fetch", 1)) is None
+    assert why_disabled(SPLIT, last(HW_READ_1 + [step("read_fetch", 1)]), Step("handle_fetch", 1)) is None
 
 
 def test_a_leader_and_isr_waits_for_the_reader():
-    moved = OFFSETS_1 + [step("elect", 1)]
+    moved = HW_READ_1 + [step("elect", 1)]
     s = last(moved)
     reason = why_disabled(SPLIT, s, Step("deliver_leader_and_isr", 0))
     assert reason == "broker 0 holds a fetch read of the HW only (its batches' read holds the lock)"
@@ -95,16 +95,16 @@ def test_a_leader_and_isr_waits_for_the_reader():
 
 
 def test_the_leaders_crash_forgets_the_hw_read():
-    s = last(OFFSETS_1 + [step("crash", 0, kind="process")])
+    s = last(HW_READ_1 + [step("crash", 0, kind="process")])
     assert s.replicas[0].held_reads == ()
     for name in ("read_fetch", "handle_fetch"):
         assert why_disabled(SPLIT, s, Step(name, 1)) is not None
 
 
 def test_the_followers_crash_orphans_the_hw_read():
-    s = last(OFFSETS_1 + [step("crash", 1, kind="process")])
+    s = last(HW_READ_1 + [step("crash", 1, kind="process")])
     assert s.replicas[0].held_reads[0].orphan and s.replicas[0].held_reads[0].hw_only
-    s = last(OFFSETS_1 + [step("crash", 1, kind="process"), step("read_fetch", 1), step("handle_fetch", 1)])
+    s = last(HW_READ_1 + [step("crash", 1, kind="process"), step("read_fetch", 1), step("handle_fetch", 1)])
     assert s.replicas[0].remote_leo[1] == 0 and s.fetch_responses[1] == ()  # updated from, never answered
 
 

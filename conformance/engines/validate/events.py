@@ -58,7 +58,7 @@ STEP_FIELDS = {
     CONSUME: ("replica",),
     SEND_FETCH: ("replica", "max_batches"),  # a stale fetcher's also names its tag, stale_fetcher
     READ_FETCH: ("replica",),  # split_fetch_handling: a leader's read of a fetch, its handle_fetch later
-    READ_FETCH_HW: ("replica",),  # split_fetch_handling: its HW and LEO alone, read_fetch its batches
+    READ_FETCH_HW: ("replica",),  # split_fetch_handling: its HW alone, read_fetch its LEO and batches
     HANDLE_FETCH: ("replica",),
     HANDLE_FETCH_RESPONSE: ("replica",),
     DELIVER_LEADER_AND_ISR: ("replica", "message"),

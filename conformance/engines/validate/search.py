@@ -52,7 +52,7 @@ from .views import broker_view, controller_view, mismatch
 # the model's deliveries: event step (the model step of the same name) -> the message kind it takes
 DELIVERIES = {
     READ_FETCH: "fetch_request",  # the read of a split handling (split_fetch_handling), handle_fetch its rest
-    READ_FETCH_HW: "fetch_request",  # that read's HW and LEO alone, read_fetch its batches
+    READ_FETCH_HW: "fetch_request",  # that read's HW alone, read_fetch its LEO and batches
     HANDLE_FETCH: "fetch_request",
     HANDLE_FETCH_RESPONSE: "fetch_response",
     HANDLE_ALTER_PARTITION: "alter_partition",

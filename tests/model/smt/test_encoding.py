@@ -417,7 +417,7 @@ def test_thousands_of_transitions_of_every_step_kind(protocol):
     for seed, steps in enumerate([*PATHS.values(), PARTIAL, TORN]):
         seen += along(protocol, steps, seed, 3, 2)
     seen += drive(protocol, 7, states=60, taken=3, refused=2, start=SPLIT_PATH, split=True)  # read_fetch
-    seen += drive(protocol, 10, states=30, taken=3, refused=2, start=OFFSETS_PATH, split=True)  # read_fetch_hw
+    seen += drive(protocol, 10, states=30, taken=3, refused=2, start=HW_FIRST_PATH, split=True)  # read_fetch_hw
     seen += drive(protocol, 8, states=60, taken=3, refused=2, start=STALE_PATH, stale=True)  # remove_fetcher
     seen += drive(protocol, 9, states=60, taken=3, refused=2, start=WAITS_PATH, waits=True)  # hw_waits_for_caught_up
     assert sum(seen.values()) >= 2000
@@ -450,10 +450,10 @@ SPLIT_PATH = [
 ]
 
 
-# follower 1's offsets read, a produce and follower 2's whole handling (an HW raise) between it and
-# its batches' read; then a limited fetch's offsets read orphaned by its follower's crash, and one
+# follower 1's HW read, a produce and follower 2's whole handling (an HW raise) between it and
+# its batches' read; then a limited fetch's HW read orphaned by its follower's crash, and one
 # read while its leader's LeaderAndIsr waits, detached once it is applied
-OFFSETS_PATH = [
+HW_FIRST_PATH = [
     Step("produce", 0, 1),
     Step("send_fetch", 1),
     Step("read_fetch_hw", 1),
@@ -514,14 +514,14 @@ def test_the_split_fetch_handling_agrees(protocol):
 
 
 @pytest.mark.parametrize("protocol", [pytest.param("kip-101", marks=pytest.mark.slow), "kip-320", "kip-966"])
-def test_the_offsets_read_first_agrees(protocol):
+def test_the_hw_read_first_agrees(protocol):
     """With split_fetch_handling: at every state of a path through read_fetch_hw (an append and
     a raise before the batches' read, an orphan, a LeaderAndIsr waiting for the reader), both reads,
     handle_fetch and deliver_leader_and_isr of every broker, taken or refused; then a random run."""
     names = ("read_fetch_hw", "read_fetch", "handle_fetch", "deliver_leader_and_isr")
-    seen = _held_steps_agree(protocol, OFFSETS_PATH, names)
+    seen = _held_steps_agree(protocol, HW_FIRST_PATH, names)
     assert min(seen.values()) >= 3 and len(seen) == 8, seen
-    seen = drive(protocol, seed=4, states=10, taken=3, refused=2, start=OFFSETS_PATH, split=True)
+    seen = drive(protocol, seed=4, states=10, taken=3, refused=2, start=HW_FIRST_PATH, split=True)
     assert seen["read_fetch_hw", "agree"] >= 3 and seen["read_fetch", "agree"] >= 3
 
 
