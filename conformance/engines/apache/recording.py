@@ -32,6 +32,7 @@ from isrcheck.conformance.vocabulary import UsageError
 
 FORMAT = "isrcheck-kafka-recording"
 AGENT = "isrcheck-kafka-agent"
+AGENT_VERSIONS = (1, 2)  # 2 records the brokers' metadata caches (KRaftMetadataCache.setImage)
 VERSION = 1
 RUN_FILE = "recording.json"
 
@@ -82,6 +83,7 @@ EVENTS = frozenset(
         ),
         "ClusterControlManager.replay",
         "ClusterControlManager.registerBroker",
+        "KRaftMetadataCache.setImage",
         "agent.hooked",
         "agent.error",
         "harness.crash",
@@ -229,10 +231,11 @@ def _read_file(name: Path, run: dict) -> Iterator[Recorded]:
             if not isinstance(line, dict):
                 raise UsageError(f"{where}: an event must be a JSON object")
             if "agent" in line:
-                if line.get("agent") != AGENT or line.get("version") != VERSION:
+                if line.get("agent") != AGENT or line.get("version") not in AGENT_VERSIONS:
                     raise UsageError(
                         f"{where}: a header of another recorder ({line.get('agent')!r} version "
-                        f"{line.get('version')!r}; this isrcheck reads {AGENT} version {VERSION})"
+                        f"{line.get('version')!r}; this isrcheck reads {AGENT} versions "
+                        f"{', '.join(map(str, AGENT_VERSIONS))})"
                     )
                 if not isinstance(line.get("node"), int):
                     raise UsageError(f"{where}: header: 'node' must be the node's id")

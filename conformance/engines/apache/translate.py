@@ -46,6 +46,7 @@ from isrcheck.model.alphabet import (
 )
 
 CONTROLLER = 1000
+UPDATE_METADATA_CACHE = "update_metadata_cache"
 FORMAT, VERSION = "isrcheck-events", 1
 REQUEST_TIMEOUT_MS = 30_000  # a producer's request.timeout.ms (librdkafka's and Java's default)
 BURST_US = 100_000  # the records of one controller write are replayed within this of each other
@@ -61,7 +62,7 @@ def protocol(run: dict) -> str:
     return "kip-966" if run.get("elr") else "kip-903"
 
 
-def header(run: dict, partitions: dict) -> dict:
+def header(run: dict, partitions: dict, caches: bool = False) -> dict:
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -82,6 +83,9 @@ def header(run: dict, partitions: dict) -> dict:
             "split_become_follower": True,
             # Replica.updateFetchStateOrThrow: caught up as of the previous Fetch when reaching its leader LEO
             "catch_up_at_previous_fetch": True,
+            # a recording of the brokers' metadata caches (agent version 2): Partition.isReplicaIsrEligible reads
+            # them, and Partition.maybeIncrementLeaderHW waits for a caught-up follower that is eligible
+            **({"metadata_cache": True, "hw_waits_for_caught_up": True} if caches else {}),
         },
         "partitions": partitions,
     }
@@ -153,6 +157,10 @@ class Translation:
         self.lost_sends: list[
             tuple[dict, dict, int]
         ] = []  # (line, its handling, how far before it): sends a kill cut off
+        self.caches = False  # the agent records the brokers' metadata caches (KRaftMetadataCache.setImage)
+        self.broker_epochs: dict[int, list] = {}  # broker -> the broker epoch of each of its registrations, in order
+        self.epoch_base: dict[str, dict] = {}  # tp -> broker -> its registration's index when tp was created
+        self.cached: dict[tuple, list] = {}  # (broker, tp) -> its metadata cache as the model holds it
         self.quiet_stops: dict[int, tuple] = {}  # broker -> (us, where) of a clean stop of a JVM that logged nothing
         # a broker's DefaultAlterPartitionManager: the partitions it holds an AlterPartition of (sent or not),
         # those of the request in flight, and those whose Partition handled the answer to it
@@ -177,6 +185,9 @@ class Translation:
         if tp is not None:
             line["tp"] = tp
         self.out.setdefault(node, []).append(line)
+        if step == RESTART:  # the model's restart replays the controller's registrations into its metadata cache
+            for t in self.partitions:
+                self.cached[(node, t)] = self.alive_broker_epochs(t)
 
     # -- the controller -------------------------------------------------------------------------
     def controller(self, r) -> None:
@@ -248,6 +259,7 @@ class Translation:
         elif r.ev == "ClusterControlManager.replay" and "brokerId" in rec:
             b = rec["brokerId"]
             if "incarnationId" in rec:  # RegisterBrokerRecord
+                self.broker_epochs.setdefault(b, []).append(rec.get("brokerEpoch"))
                 self.fenced.discard(b)  # the model's restart unfences it (Kafka's later unfencing is no step)
                 if b in self.registered:  # registered again: the model's restart (Kafka's broker fetches from now)
                     for tp in self.partitions:
@@ -276,6 +288,7 @@ class Translation:
             elif "partitionId" in rec and rec.get("replicas"):  # PartitionRecord: the model's initial state
                 tp = f"{self.topics.get(rec['topicId'], rec['topicId'])}-{rec['partitionId']}"
                 self.partitions[tp] = list(rec["replicas"])
+                self.epoch_base[tp] = {b: len(epochs) - 1 for b, epochs in self.broker_epochs.items()}
                 self.pstate[tp] = {
                     "leader": rec["leader"],
                     "epoch": rec["leaderEpoch"],
@@ -324,6 +337,42 @@ class Translation:
             **({"error": "NONE"} if step == HANDLE_ALTER_PARTITION else {}),
         )
 
+    def model_epoch(self, tp: str, b: int, epoch) -> int:
+        """The model's broker epoch of broker ``b``'s registration with Kafka's broker epoch ``epoch`` in
+        partition ``tp``'s trace: the registration current at tp's creation is the model's 0, each later one
+        (the model's ``register``) one more; -1 for an epoch no registration since had."""
+        epochs = self.broker_epochs.get(b, [])
+        if epoch not in epochs:
+            return -1
+        return epochs.index(epoch) - self.epoch_base.get(tp, {}).get(b, 0)
+
+    def alive_broker_epochs(self, tp: str) -> list:
+        """The controller's alive broker epochs (docs/steps.md) in tp's model: -1 for a fenced broker."""
+        base = self.epoch_base.get(tp, {})
+        return [
+            -1 if b in self.fenced else len(self.broker_epochs.get(b, [None])) - 1 - base.get(b, 0)
+            for b in range(self.run["brokers"])
+        ]
+
+    def metadata_cache(self, n: int, r) -> None:
+        """``KRaftMetadataCache.setImage`` with new registrations: the model's ``update_metadata_cache`` for each
+        partition whose cache it changes. A broker registered again is fenced in Kafka's image until the
+        controller unfences it (``UnfenceBrokerRecord``), where the model's ``register`` unfences it at once: its
+        newest registration counts as unfenced unless the controller fenced it since."""
+        registrations = {reg["id"]: reg for reg in r.line.get("brokers") or [] if isinstance(reg, dict)}
+        for tp in self.partitions:
+            view = []
+            for b in range(self.run["brokers"]):
+                reg = registrations.get(b)
+                newest = reg is not None and self.broker_epochs.get(b, [None])[-1] == reg.get("epoch")
+                if reg is None or (reg.get("fenced") and not (newest and b not in self.fenced)):
+                    view.append(-1)
+                else:
+                    view.append(self.model_epoch(tp, b, reg.get("epoch")))
+            if view != self.cached.get((n, tp), [0] * len(view)):
+                self.cached[(n, tp)] = view
+                self.emit(n, r.us, UPDATE_METADATA_CACHE, r.where, {"cached_broker_epochs": view}, tp, replica=n)
+
     def view(self, tp: str) -> dict:
         st = self.pstate[tp]
         return {"leader": st["leader"], "epoch": st["epoch"], "isr": st["isr"], "pe": st["pe"], "elr": st["elr"]}
@@ -339,6 +388,9 @@ class Translation:
             self.registered_down.discard(n)
             self.emit(n, r.us, RESTART, r.where, {}, replica=n)
             self.since_restart[n] = set()  # a new process knows no leader epoch: its first makeFollower is new
+        if r.ev == "KRaftMetadataCache.setImage":
+            self.metadata_cache(n, r)
+            return
         if "leo" in p:
             self.cut_appends(n, p)
             self.last_state[(n, p["tp"])] = p
@@ -1124,6 +1176,8 @@ def translate(path: str | os.PathLike) -> tuple[dict, dict]:
     t = Translation(run)
     for r in events:
         if r.ev.startswith("agent."):
+            if r.node != run["controller"] and str(r.line.get("class", "")).endswith(".KRaftMetadataCache"):
+                t.caches = True  # the brokers' metadata caches are recorded (agent version 2)
             continue
         if r.node == run["controller"]:
             t.controller(r)
@@ -1139,7 +1193,7 @@ def translate(path: str | os.PathLike) -> tuple[dict, dict]:
         line.pop(TIE, None)
     for i, line in enumerate(every, 1):  # one order for all nodes: the shared clock's (lc breaks a tie in t)
         line["lc"] = i
-    return header(run, t.partitions), t.out
+    return header(run, t.partitions, t.caches), t.out
 
 
 def write(path: str | os.PathLike, out: str | os.PathLike) -> Path:

@@ -58,6 +58,9 @@ public final class Agent {
             "handleBrokerFenced", "handleBrokerUnfenced", "electLeader", "maybeBalancePartitionLeaders"});
         // registerBroker returns the records a registration writes: an unclean shutdown's partition changes come first
         HOOKS.put("org.apache.kafka.controller.ClusterControlManager", new String[] {"replay", "registerBroker"});
+        // a broker's metadata cache takes each new image before the same batch's partition changes are applied
+        HOOKS.put("kafka.server.metadata.KRaftMetadataCache", new String[] {"setImage"});     // 4.0
+        HOOKS.put("org.apache.kafka.metadata.KRaftMetadataCache", new String[] {"setImage"}); // 4.4
     }
 
     private Agent() {}

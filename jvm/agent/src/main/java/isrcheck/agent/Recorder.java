@@ -25,7 +25,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class Recorder {
     static final int FLUSH_MS = 10;
-    static final int VERSION = 1;
+    static final int VERSION = 2; // 2: the metadata cache's brokers (KRaftMetadataCache.setImage)
 
     /** Methods recorded when they are entered (what they were asked); every other hook when it returns. */
     static final Set<String> ON_ENTER = Set.of(
@@ -166,6 +166,9 @@ public final class Recorder {
             if (Json.unwrap(returned) == null) {
                 return;
             }
+        }
+        if (ev.equals("KRaftMetadataCache.setImage") && !State.brokersChanged(args)) {
+            return; // most images change topics or nothing a replica reads: only the brokers' registrations matter
         }
         if (ev.startsWith("UnifiedLog.") && String.valueOf(Reflect.call(self, "topicPartition"))
             .startsWith("__cluster_metadata")) {

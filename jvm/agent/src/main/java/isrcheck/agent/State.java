@@ -33,10 +33,42 @@ final class State {
                     partition(b, p);
                 }
             }
+        } else if (ev.equals("KRaftMetadataCache.setImage")) {
+            b.append(",\"brokers\":").append(lastBrokers);
         } else if (type.equals("DelayedProduce")) {
             b.append(",\"self\":");
             Json.fields(b, self, 0);
         }
+    }
+
+    /** The brokers' registrations of the metadata cache's last recorded image, as written. */
+    private static String lastBrokers = "";
+
+    /** True when the image {@code setImage} took changes a broker's registration (epoch, fenced, controlled
+     *  shutdown) from the last one recorded; it is then the one recorded. Called on the metadata loader's thread. */
+    static boolean brokersChanged(Object[] args) {
+        if (args == null || args.length == 0 || args[0] == null) {
+            return false;
+        }
+        Object brokers = Reflect.call(Reflect.call(args[0], "cluster"), "brokers");
+        if (!(brokers instanceof java.util.Map)) {
+            return false;
+        }
+        StringBuilder b = new StringBuilder(128).append('[');
+        for (Object r : new java.util.TreeMap<Object, Object>((java.util.Map<?, ?>) brokers).values()) {
+            if (b.length() > 1) {
+                b.append(',');
+            }
+            b.append("{\"id\":").append(Reflect.call(r, "id")).append(",\"epoch\":").append(Reflect.call(r, "epoch"))
+                .append(",\"fenced\":").append(Reflect.call(r, "fenced")).append(",\"shutdown\":")
+                .append(Reflect.call(r, "inControlledShutdown")).append('}');
+        }
+        String text = b.append(']').toString();
+        if (text.equals(lastBrokers)) {
+            return false;
+        }
+        lastBrokers = text;
+        return true;
     }
 
     static void partition(StringBuilder b, Object p) {
