@@ -161,6 +161,9 @@ class Translation:
         self.broker_epochs: dict[int, list] = {}  # broker -> the broker epoch of each of its registrations, in order
         self.epoch_base: dict[str, dict] = {}  # tp -> broker -> its registration's index when tp was created
         self.cached: dict[tuple, list] = {}  # (broker, tp) -> its metadata cache as the model holds it
+        self.kafka_fenced: set[int] = set()  # brokers fenced by Kafka's records (a registration's too, till unfenced)
+        self.cached_at: dict[tuple, int] = {}  # (broker, tp) -> when its cache last took the controller's
+        self.alive_history: dict[str, list] = {}  # tp -> [(us, the controller's alive broker epochs from then)]
         self.quiet_stops: dict[int, tuple] = {}  # broker -> (us, where) of a clean stop of a JVM that logged nothing
         # a broker's DefaultAlterPartitionManager: the partitions it holds an AlterPartition of (sent or not),
         # those of the request in flight, and those whose Partition handled the answer to it
@@ -212,6 +215,11 @@ class Translation:
             own = again is not None and r.us - change.us < BURST_US and self.removes(_record(change), again)
             self.change(change, _record(change), registration=own)
         self.decision(r, rec)
+        for tp in self.partitions:
+            alive = self.alive_broker_epochs(tp)
+            history = self.alive_history.setdefault(tp, [])
+            if not history or history[-1][1] != alive:
+                history.append((r.us, alive))
 
     def removes(self, rec: dict, b: int) -> bool:
         st = self.pstate.get(self.tp_of(rec), {})
@@ -260,6 +268,7 @@ class Translation:
             b = rec["brokerId"]
             if "incarnationId" in rec:  # RegisterBrokerRecord
                 self.broker_epochs.setdefault(b, []).append(rec.get("brokerEpoch"))
+                (self.kafka_fenced.add if rec.get("fenced", True) else self.kafka_fenced.discard)(b)
                 self.fenced.discard(b)  # the model's restart unfences it (Kafka's later unfencing is no step)
                 if b in self.registered:  # registered again: the model's restart (Kafka's broker fetches from now)
                     for tp in self.partitions:
@@ -272,7 +281,9 @@ class Translation:
                 self.cause = ("controlled_shutdown", b)
             elif rec.get("fenced") == -1:
                 self.fenced.discard(b)
+                self.kafka_fenced.discard(b)
             elif rec.get("fenced") == 1:
+                self.kafka_fenced.add(b)
                 # the fencing's partition changes come first; a partition it did not change (the broker
                 # neither led it nor was in its ISR) takes the model's fence all the same. A broker fenced
                 # already (its session expiring after a controlled shutdown fenced it) changes nothing.
@@ -347,31 +358,45 @@ class Translation:
         return epochs.index(epoch) - self.epoch_base.get(tp, {}).get(b, 0)
 
     def alive_broker_epochs(self, tp: str) -> list:
-        """The controller's alive broker epochs (docs/steps.md) in tp's model: -1 for a fenced broker."""
+        """The controller's alive broker epochs (docs/steps.md) in tp's model: -1 for a broker Kafka's records
+        hold fenced (registered again and not yet unfenced too: the model's registration not yet caught up)."""
         base = self.epoch_base.get(tp, {})
         return [
-            -1 if b in self.fenced else len(self.broker_epochs.get(b, [None])) - 1 - base.get(b, 0)
+            -1 if b in self.kafka_fenced else len(self.broker_epochs.get(b, [None])) - 1 - base.get(b, 0)
             for b in range(self.run["brokers"])
         ]
 
     def metadata_cache(self, n: int, r) -> None:
         """``KRaftMetadataCache.setImage`` with new registrations: the model's ``update_metadata_cache`` for each
-        partition whose cache it changes. A broker registered again is fenced in Kafka's image until the
-        controller unfences it (``UnfenceBrokerRecord``), where the model's ``register`` unfences it at once: its
-        newest registration counts as unfenced unless the controller fenced it since."""
+        partition whose cache it changes, -1 for a broker it holds fenced (a registration is fenced until the
+        controller unfences it; a controlled shutdown is not read: the model's controller has none)."""
         registrations = {reg["id"]: reg for reg in r.line.get("brokers") or [] if isinstance(reg, dict)}
         for tp in self.partitions:
             view = []
             for b in range(self.run["brokers"]):
                 reg = registrations.get(b)
-                newest = reg is not None and self.broker_epochs.get(b, [None])[-1] == reg.get("epoch")
-                if reg is None or (reg.get("fenced") and not (newest and b not in self.fenced)):
-                    view.append(-1)
-                else:
-                    view.append(self.model_epoch(tp, b, reg.get("epoch")))
+                view.append(-1 if reg is None or reg.get("fenced") else self.model_epoch(tp, b, reg.get("epoch")))
             if view != self.cached.get((n, tp), [0] * len(view)):
-                self.cached[(n, tp)] = view
-                self.emit(n, r.us, UPDATE_METADATA_CACHE, r.where, {"cached_broker_epochs": view}, tp, replica=n)
+                us = self.cache_taken(n, tp, view, r.us)
+                self.cached[(n, tp)], self.cached_at[(n, tp)] = view, us
+                self.emit(n, us, UPDATE_METADATA_CACHE, r.where, {"cached_broker_epochs": view}, tp, replica=n)
+
+    def cache_taken(self, n: int, tp: str, view: list, us: int) -> int:
+        """Where the model's ``update_metadata_cache`` of ``view`` goes: its step reads the controller's
+        registrations as they are, and a broker's image lags the controller (the brokers stopped at a run's end:
+        a fence applied after the controller had fenced the next one). An image the controller has moved past
+        is taken just after the controller's last change to it since the broker's previous one (docs/validate.md);
+        an image the controller never had there is left where it was logged, for the validator to refuse."""
+        history = self.alive_history.get(tp, [])
+        if not history or history[-1][1] == view:
+            return us
+        since = self.cached_at.get((n, tp), 0)
+        for at, alive in reversed(history[:-1]):
+            if at < since:
+                break
+            if alive == view:
+                return min(at + 1, us)
+        return us
 
     def view(self, tp: str) -> dict:
         st = self.pstate[tp]
