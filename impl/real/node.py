@@ -163,7 +163,9 @@ async def run_node(
             everyone = tuple(range(config.replicas))
             epoch = broker_id + 1  # the controller registers the created partition's brokers in id order from 1
             broker.bootstrap(
-                epoch, None if kafka is not None else LeaderAndIsrRequest(epoch, 0, 0, 0, 0, everyone, everyone)
+                epoch,
+                None if kafka is not None else LeaderAndIsrRequest(epoch, 0, 0, 0, 0, everyone, everyone),
+                tuple(b + 1 for b in everyone),  # every created broker's registration
             )
             fs.write_file_atomically(marker, b"started\n")
         server = None
