@@ -1010,15 +1010,15 @@ class Restart(Action):
             rep.bad_batch if rep.bad_batch < len(log) else -1,  # a clean restart skips recovery
             started,
         )
+        nx.replicas[r] = recovered
         if not started:
-            nx.replicas[r] = recovered
             _register(nx, r, unclean=rep.unclean_shutdown)
             _replayed_registrations(nx, r)  # the image its registration's answer brought
             return
         _replayed_registrations(nx, r)
         c = nx.controller  # the metadata log replayed: the controller's current state, applied
         nx.replicas[r] = _apply_partition_state(
-            nx, r, recovered, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
+            nx, r, nx.replicas[r], LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
         )
 
 

@@ -181,11 +181,14 @@ class Controller:
         metadata_store: MetadataStore | None = None,
         events=None,
         metadata_cache: bool = False,
+        compared_broker_epochs: bool = True,
     ) -> None:
         self.replicas = tuple(range(replicas))
         # brokers cache the registrations: a self-driven run tells them of each change (UpdateMetadata)
         self.metadata_cache = metadata_cache
         self.metadata_version = 0  # of the registrations, one more at every change
+        # KIP-903: a leader compares a follower's broker epoch with its registration's; before, 0 stands for any
+        self.compared_broker_epochs = compared_broker_epochs
         self.events = events  # an EventLog (isrcheck.impl.eventlog) when the run logs its events
         self.min_insync_replicas = min_insync_replicas
         self.elr_enabled = eligible_leader_replicas
@@ -290,6 +293,7 @@ class Controller:
             eligible_leader_replicas=config.variant.eligible_leader_replicas,
             registration_waits_for_session=config.variant.registration_waits_for_session,
             metadata_cache=config.metadata_cache,
+            compared_broker_epochs=config.variant.broker_epochs,
             **kafka,
         )
 
@@ -685,8 +689,12 @@ class Controller:
         return all(i < len(applied) and applied[i] >= epoch for i, epoch in enumerate(registered))
 
     def alive_broker_epochs(self) -> tuple[int, ...]:
-        """Per broker its broker epoch, -1 while fenced: what a broker's metadata cache holds."""
-        return tuple(-1 if b in self.fenced else self.broker_epochs[b] for b in self.replicas)
+        """Per broker its broker epoch (0 before KIP-903, which compares none), -1 while fenced: what a
+        broker's metadata cache holds."""
+        return tuple(
+            -1 if b in self.fenced else self.broker_epochs[b] if self.compared_broker_epochs else 0
+            for b in self.replicas
+        )
 
     def _registrations_changed(self) -> None:
         """A registration, fence or unfencing: with metadata_cache a self-driven run tells every

@@ -165,7 +165,8 @@ async def run_node(
             broker.bootstrap(
                 epoch,
                 None if kafka is not None else LeaderAndIsrRequest(epoch, 0, 0, 0, 0, everyone, everyone),
-                tuple(b + 1 for b in everyone),  # every created broker's registration
+                # every created broker's registration (broker epochs are compared from KIP-903 on)
+                tuple(b + 1 if config.variant.broker_epochs else 0 for b in everyone),
             )
             fs.write_file_atomically(marker, b"started\n")
         server = None
