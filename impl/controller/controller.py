@@ -701,7 +701,8 @@ class Controller:
         broker (a KRaft broker, fenced or not, replays the metadata log's registration records)."""
         if not (self.metadata_cache and self.auto):
             return
-        self.metadata_version += 1
+        # grows across this controller's restarts too (the run's clock), so no broker ignores a restarted one's
+        self.metadata_version = max(self.metadata_version + 1, self.scheduler.now_ms() << 10)
         req = UpdateMetadataRequest(self.metadata_version, self.alive_broker_epochs())
         for broker in self.replicas:
             self.endpoint.send_request(broker, ApiKey.UPDATE_METADATA, 0, req)
