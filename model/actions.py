@@ -9,7 +9,7 @@ action holds both, each with the Kafka mechanism it follows.
 from __future__ import annotations
 
 from .alphabet import MESSAGE_KINDS, NONE, STEPS, Step
-from .next_state import NextState, flush_policy, lagging, maybe_increment_leader_hw
+from .next_state import NextState, flush_policy, isr_eligible, lagging, maybe_increment_leader_hw
 from .state import (
     AlterPartition,
     AlterPartitionResponse,
@@ -21,6 +21,7 @@ from .state import (
     LeaderAndIsr,
     Replica,
     State,
+    alive_broker_epochs,
     batch_ends,
     end_offset_for,
     fetch_state,
@@ -105,8 +106,14 @@ def _lagging(cfg, now: int, r: int, rep: Replica) -> list[int]:
 
 
 def _caught_up(cfg, r: int, rep: Replica) -> list[int]:
+    """The followers outside the ISR maybeExpandIsr would add: in sync (isFollowerInSync) and eligible
+    (isReplicaIsrEligible)."""
     in_sync = cfg.rules.in_sync
-    return [f for f in range(cfg.replicas) if f != r and f not in rep.isr and in_sync(rep, rep.remote_leo[f])]
+    return [
+        f
+        for f in range(cfg.replicas)
+        if f != r and f not in rep.isr and in_sync(rep, rep.remote_leo[f]) and isr_eligible(cfg, rep, f)
+    ]
 
 
 def _leader_guard(cfg, s: State, r: int) -> str | None:
@@ -664,6 +671,29 @@ class RemoveFetcher(Action):
         nx.replicas[st.replica] = nx.cfg.rules.new_fetcher(rep)
 
 
+class UpdateMetadataCache(Action):
+    """KRaftMetadataCachePublisher.onMetadataUpdate handing a new image to KRaftMetadataCache.setImage
+    (metadata_cache): the broker's cache of the brokers' registrations takes the controller's, however
+    many changes it missed (a KRaft broker replays the metadata log, fenced or not)."""
+
+    name = "update_metadata_cache"
+
+    def guard(cfg, s, st):
+        r = st.replica
+        if not cfg.metadata_cache:
+            return "metadata_cache is off: brokers hold no metadata cache"
+        if not s.replicas[r].alive:
+            return f"broker {r} is down"
+        if s.replicas[r].cached_broker_epochs == alive_broker_epochs(s.controller):
+            return f"the metadata cache of broker {r} holds the controller's registrations"
+        return None
+
+    def effect(nx, st):
+        nx.replicas[st.replica] = updated(
+            nx.replicas[st.replica], cached_broker_epochs=alive_broker_epochs(nx.controller)
+        )
+
+
 class ShrinkIsr(Action):
     """Partition.maybeShrinkIsr: drop followers not caught up within replica.lag.time.max.ms."""
 
@@ -980,14 +1010,23 @@ class Restart(Action):
             rep.bad_batch if rep.bad_batch < len(log) else -1,  # a clean restart skips recovery
             started,
         )
+        nx.replicas[r] = recovered
         if not started:
-            nx.replicas[r] = recovered
             _register(nx, r, unclean=rep.unclean_shutdown)
+            _replayed_registrations(nx, r)  # the image its registration's answer brought
             return
+        _replayed_registrations(nx, r)
         c = nx.controller  # the metadata log replayed: the controller's current state, applied
         nx.replicas[r] = _apply_partition_state(
-            nx, r, recovered, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
+            nx, r, nx.replicas[r], LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch)
         )
+
+
+def _replayed_registrations(nx: NextState, r: int) -> None:
+    """A restarted broker's metadata cache (metadata_cache): the registrations of the metadata log it
+    replayed, the controller's current ones (kept otherwise: () without the switch)."""
+    if nx.cfg.metadata_cache:
+        nx.replicas[r] = updated(nx.replicas[r], cached_broker_epochs=alive_broker_epochs(nx.controller))
 
 
 class Register(Action):

@@ -30,6 +30,7 @@ HANDLE_FETCH = "handle_fetch"
 HANDLE_FETCH_RESPONSE = "handle_fetch_response"
 DELIVER_LEADER_AND_ISR = "deliver_leader_and_isr"
 REMOVE_FETCHER = "remove_fetcher"
+UPDATE_METADATA_CACHE = "update_metadata_cache"
 SHRINK_ISR = "shrink_isr"
 EXPAND_ISR = "expand_isr"
 HANDLE_ALTER_PARTITION = "handle_alter_partition"
@@ -270,6 +271,14 @@ STEPS: Mapping[str, StepKind] = {
             "stale fetcher replaced after makeFollower (split_become_follower)",
             weight=2.0,
             config="split_become_follower",
+        ),
+        StepKind(
+            UPDATE_METADATA_CACHE,
+            ("replica",),
+            "KRaftMetadataCachePublisher.onMetadataUpdate, KRaftMetadataCache.setImage: a broker's metadata "
+            "cache takes the controller's registrations (metadata_cache)",
+            weight=1.0,
+            config="metadata_cache",
         ),
         StepKind(SHRINK_ISR, ("replica",), "Partition.maybeShrinkIsr (replica.lag.time.max.ms)"),
         StepKind(

@@ -53,6 +53,9 @@ class ScheduleConfig:
     # a follower whose Fetch reaches the LEO its previous Fetch read is caught up as of that Fetch
     # (docs/steps.md, handle_fetch): Kafka's Replica.updateFetchStateOrThrow, lastFetchLeaderLogEndOffset
     catch_up_at_previous_fetch: bool = False
+    # each broker holds a metadata cache of the brokers' registrations that a leader's ISR eligibility
+    # reads (docs/steps.md, update_metadata_cache): Kafka's KRaftMetadataCache, Partition.isReplicaIsrEligible
+    metadata_cache: bool = False
 
     def __post_init__(self) -> None:
         _check_int("replicas", self.replicas, 1, MAX_REPLICAS)
@@ -102,6 +105,7 @@ _LEFT_OUT_AT_DEFAULT = (
     ("split_become_follower", False),
     ("hw_waits_for_caught_up", False),
     ("catch_up_at_previous_fetch", False),
+    ("metadata_cache", False),
 )
 # the boolean config fields
 _FLAGS = (
@@ -110,6 +114,7 @@ _FLAGS = (
     "split_become_follower",
     "hw_waits_for_caught_up",
     "catch_up_at_previous_fetch",
+    "metadata_cache",
 )
 
 

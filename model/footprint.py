@@ -56,6 +56,7 @@ from .alphabet import (
     SEND_FETCH,
     SHRINK_ISR,
     TICK,
+    UPDATE_METADATA_CACHE,
     Step,
 )
 from .budget import HW_STEPS, LEDGER_STEPS, loses_data  # FaultLedger.after's lists
@@ -148,6 +149,7 @@ class Context(NamedTuple):
     held: bool = False  # split_fetch_handling: a leader holds its reads of follower Fetches (read_fetch)
     stale: bool = False  # split_become_follower: a new follower keeps its old fetcher until remove_fetcher
     waits: bool = False  # hw_waits_for_caught_up: the HW rule reads the clock (who is caught up)
+    cache: bool = False  # metadata_cache: brokers cache the controller's registrations
 
 
 def context(config, scope) -> Context:
@@ -170,6 +172,7 @@ def context(config, scope) -> Context:
         config.split_fetch_handling,
         config.split_become_follower,
         config.hw_waits_for_caught_up,
+        config.metadata_cache,
     )
 
 
@@ -219,6 +222,8 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
         return q["leader_and_isr"][b] | L.rep_all[b] | L.now
     if name == REMOVE_FETCHER:
         return L.rep_all[b]
+    if name == UPDATE_METADATA_CACHE:
+        return L.fields(b, "alive", "cached_broker_epochs") | L.ctrl["fenced"] | sum(L.bepoch)
     if name in (SHRINK_ISR, EXPAND_ISR):  # the AlterPartitions it awaits answers of (kip-903 on)
         return (
             L.rep_all[b] | L.now | q["alter_partition"][b] | (q["alter_partition_responses"][b] if ctx.committed else 0)
@@ -237,10 +242,12 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
     if name == CRASH:  # with held reads: its own forgotten, those of its requests orphaned
         m = L.rep_all[b] | _own_queues(ctx, b) | _fetch_queues(ctx) | h["crashes"] | h["power_losses"]
         return m | (L.field("held_reads") if ctx.held else 0)
+    # metadata_cache: a restart's cache takes every registration
+    registrations = sum(L.bepoch) if ctx.cache and name == RESTART else 0
     if name == RESTART and ctx.split:  # the replayed metadata: the controller's state, applied
-        return L.rep_all[b] | L.ctrl_all | L.now | h["bounces"]
+        return L.rep_all[b] | L.ctrl_all | L.now | h["bounces"] | registrations
     if name in (RESTART, REGISTER):
-        m = L.rep_all[b] | L.ctrl_all | L.bepoch[b] | q["leader_and_isr"][b] | h["bounces"] | L.now
+        m = L.rep_all[b] | L.ctrl_all | L.bepoch[b] | q["leader_and_isr"][b] | h["bounces"] | L.now | registrations
         if s is None or s.replicas[b].unclean_shutdown or (name == REGISTER and b not in s.controller.fenced):
             m |= L.queues("leader_and_isr") | L.field("alive")  # the controller takes it out first, telling everyone
         return m
@@ -427,6 +434,10 @@ def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
         return 0, q["fetch_responses"][b]
     if name == REMOVE_FETCHER:
         return (L.fields(b, "alive", "stale_fetcher") if ctx.stale else 0), 0  # off: never enabled
+    if name == UPDATE_METADATA_CACHE:
+        if not ctx.cache:
+            return 0, 0  # off: never enabled
+        return (alive if not rep.alive else reads(ctx, g, s)), 0  # down, or its cache the controller's
     if name == DELIVER_LEADER_AND_ISR:
         if not s.leader_and_isr[b]:
             return 0, q["leader_and_isr"][b]
@@ -542,12 +553,23 @@ def writes(ctx: Context, g: tuple) -> int:
         return m | q["fetch_responses"][b] | L.fields(b, *_FOLLOWER_WRITES)
     if name == REMOVE_FETCHER:  # the new fetcher's state; hw-truncation truncates to the HW
         return m | L.fields(b, "stale_fetcher", *_FOLLOWER_WRITES)
+    if name == UPDATE_METADATA_CACHE:
+        return m | L.rep[b]["cached_broker_epochs"]
     if name == DELIVER_LEADER_AND_ISR:
         return (
             m
             | q["leader_and_isr"][b]
             | (
-                L.rep_all[b] & ~L.fields(b, "alive", "hw_checkpoint", "power_lost", "broker_epoch", "unclean_shutdown")
+                L.rep_all[b]
+                & ~L.fields(
+                    b,
+                    "alive",
+                    "hw_checkpoint",
+                    "power_lost",
+                    "broker_epoch",
+                    "unclean_shutdown",
+                    "cached_broker_epochs",
+                )
                 # not "unregistered": a LeaderAndIsr of its registration ends it
             )
             | h["acked"]

@@ -104,12 +104,25 @@ def lagging(cfg, now: int, rep: Replica, f: int) -> bool:
     return now - rep.last_caught_up[f] > cfg.replica_lag_time_max_ticks
 
 
+def isr_eligible(cfg, rep: Replica, f: int) -> bool:
+    """Partition.isReplicaIsrEligible of leader ``rep``'s follower ``f``: its remote LEO is known (a Fetch
+    in this leader epoch stored its ReplicaState.brokerEpoch); with metadata_cache also the leader's
+    metadata cache holds it unfenced (isBrokerFenced) and, unless the Fetch carried broker epoch -1, at
+    that broker epoch (isBrokerEpochIsrEligible against getAliveBrokerEpoch)."""
+    if rep.remote_leo[f] < 0:
+        return False
+    if not cfg.metadata_cache:
+        return True
+    cached = rep.cached_broker_epochs[f]
+    return cached != -1 and rep.remote_broker_epoch[f] in (-1, cached)
+
+
 def maybe_increment_leader_hw(nx: NextState, r: int, rep: Replica) -> Replica:
     """Partition.maybeIncrementLeaderHW: HW = min LEO over the maximal ISR (only moves up), then
     DelayedProduce completion for acks=all requests the HW has passed (a blocked HW passes none).
     hw_waits_for_caught_up (Kafka 3.6+, KAFKA-15021): the minimum also takes every follower outside
     the maximal ISR that shouldWaitForReplicaToJoinIsr, i.e. ReplicaState.isCaughtUp and
-    Partition.isReplicaIsrEligible (known LEO, as expand_isr asks), so one catching up reaches the HW."""
+    Partition.isReplicaIsrEligible (``isr_eligible``, as expand_isr asks), so one catching up reaches the HW."""
     cfg = nx.cfg
     if rep.leader != r or cfg.rules.hw_blocked(rep, cfg.min_insync_replicas):
         return rep  # KIP-966 strict min ISR: nothing is committed while the ISR is below min ISR
@@ -122,7 +135,13 @@ def maybe_increment_leader_hw(nx: NextState, r: int, rep: Replica) -> Replica:
     if cfg.hw_waits_for_caught_up:
         for f in range(cfg.replicas):
             # isCaughtUp's other clause, remote LEO = leader LEO, never lowers the minimum
-            if f != r and 0 <= remote[f] < new_hw and f not in members and not lagging(cfg, nx.now, rep, f):
+            if (
+                f != r
+                and remote[f] < new_hw
+                and f not in members
+                and not lagging(cfg, nx.now, rep, f)
+                and isr_eligible(cfg, rep, f)
+            ):
                 new_hw = remote[f]
     if new_hw > rep.hw:
         rep = updated(rep, hw=new_hw)

@@ -100,6 +100,9 @@ class Replica(NamedTuple):
     # and lastFetchTimeMs; () while every follower's is -1 and 0 (``fetch_state``)
     last_fetch_leo: tuple = ()
     last_fetch_time: tuple = ()
+    # broker (metadata_cache): its metadata cache of the brokers' registrations, per broker id the broker
+    # epoch it holds, -1 fenced (KRaftMetadataCache.getAliveBrokerEpoch); () always without the switch
+    cached_broker_epochs: tuple = ()
 
     def __repr__(self) -> str:
         return _repr_without(
@@ -111,6 +114,7 @@ class Replica(NamedTuple):
             stale_fetcher=(),
             last_fetch_leo=(),
             last_fetch_time=(),
+            cached_broker_epochs=(),
         )
 
 
@@ -138,6 +142,12 @@ class Controller(NamedTuple):
     broker_epochs: tuple  # per broker the epoch of its current registration (kip-903+; else 0s)
     elr: tuple  # Eligible Leader Replicas, sorted (kip-966; else empty)
     last_known_leader: int  # the leader the partition last lost (kip-966; else -1)
+
+
+def alive_broker_epochs(c: Controller) -> tuple:
+    """The controller's registrations as a metadata cache holds them: per broker its broker epoch, -1
+    while it is fenced (BrokerRegistration.fenced, epoch; KRaftMetadataCache.getAliveBrokerEpoch)."""
+    return tuple(-1 if b in c.fenced else e for b, e in enumerate(c.broker_epochs))
 
 
 class FetchRequest(NamedTuple):
@@ -282,18 +292,21 @@ def initial_state(config) -> State:
             )
         )
     empty = ((),) * n
+    controller = Controller(
+        leader=0,
+        leader_epoch=0,
+        isr=isr,
+        partition_epoch=0,
+        fenced=(),
+        broker_epochs=zeros,
+        elr=(),
+        last_known_leader=-1,
+    )
+    if config.metadata_cache:  # every broker replayed the metadata log that registered them all
+        replicas = [updated(r, cached_broker_epochs=alive_broker_epochs(controller)) for r in replicas]
     return State(
         replicas=tuple(replicas),
-        controller=Controller(
-            leader=0,
-            leader_epoch=0,
-            isr=isr,
-            partition_epoch=0,
-            fenced=(),
-            broker_epochs=zeros,
-            elr=(),
-            last_known_leader=-1,
-        ),
+        controller=controller,
         fetch_requests=empty,
         fetch_responses=empty,
         leader_and_isr=empty,
@@ -408,6 +421,7 @@ def permuted(s: State, perm: tuple) -> State:
                 stale_fetcher=(one(r.stale_fetcher[0]), r.stale_fetcher[1]) if r.stale_fetcher else (),
                 last_fetch_leo=per(r.last_fetch_leo),
                 last_fetch_time=per(r.last_fetch_time),
+                cached_broker_epochs=per(r.cached_broker_epochs),
             )
         )
     c = s.controller

@@ -29,6 +29,7 @@ _OPTION = {
     "split_become_follower": "--split-become-follower",
     "hw_waits_for_caught_up": "--hw-waits-for-caught-up",
     "catch_up_at_previous_fetch": "--catch-up-at-previous-fetch",
+    "metadata_cache": "--metadata-cache",
 }
 
 
@@ -150,6 +151,13 @@ def add_scope_arguments(parser: argparse.ArgumentParser, default: Scope, protoco
         help="a follower whose Fetch reaches the LEO its previous Fetch found is caught up as of that "
         "Fetch, as Kafka's Replica.updateFetchStateOrThrow does (docs/steps.md, handle_fetch)",
     )
+    parser.add_argument(
+        "--metadata-cache",
+        action="store_true",
+        help="each broker caches the brokers' registrations (KRaftMetadataCache, brought up to the "
+        "controller's by update_metadata_cache) and a leader's ISR expansion and HW wait read it, as "
+        "Kafka's Partition.isReplicaIsrEligible does (docs/steps.md)",
+    )
     scope = parser.add_argument_group("scope bounds")
     for name, help_text in (
         ("max-records", "produce steps"),
@@ -231,6 +239,7 @@ def config_and_scope(args) -> tuple[ModelConfig, Scope]:
             split_become_follower=args.split_become_follower,
             hw_waits_for_caught_up=args.hw_waits_for_caught_up,
             catch_up_at_previous_fetch=args.catch_up_at_previous_fetch,
+            metadata_cache=args.metadata_cache,
         )
         scope = Scope(
             max_records=args.max_records,

@@ -85,6 +85,9 @@ class ModelEpochs:
             held_reads=tuple(h._replace(broker_epoch=rank(h.follower, h.broker_epoch)) for h in r.held_reads)
             if self.counted
             else r.held_reads,
+            cached_broker_epochs=tuple(
+                rank(f, e) if self.counted or e < 0 else 0 for f, e in enumerate(r.cached_broker_epochs)
+            ),
         )
 
     def controller(self, controller: Controller) -> Controller:

@@ -449,8 +449,8 @@ def taken_in_restart(cfg, state, st: Step) -> bool:
     return st.name == REGISTER and not cfg.rules.start_before_registration and state.replicas[st.replica].alive
 
 
-# bad_batch, unregistered, held_reads, stale_fetcher, last_fetch_leo and last_fetch_time, only away
-# from their defaults, as its repr shows them
+# bad_batch, unregistered, held_reads, stale_fetcher, last_fetch_leo, last_fetch_time and
+# cached_broker_epochs, only away from their defaults, as its repr shows them
 _REPLICA_OPTIONAL = (
     ("bad_batch", -1),
     ("unregistered", False),
@@ -458,6 +458,7 @@ _REPLICA_OPTIONAL = (
     ("stale_fetcher", ()),
     ("last_fetch_leo", ()),
     ("last_fetch_time", ()),
+    ("cached_broker_epochs", ()),
 )
 assert Replica._fields[-len(_REPLICA_OPTIONAL) :] == tuple(f for f, _ in _REPLICA_OPTIONAL)
 

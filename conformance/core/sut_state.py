@@ -138,6 +138,7 @@ OPTIONAL = {
         "stale_fetcher": (),
         "last_fetch_leo": (),
         "last_fetch_time": (),
+        "cached_broker_epochs": (),
     },
     "fetch_request": {"orphan": False},
     "fetch_response": {"bad_batch": -1},
@@ -167,7 +168,13 @@ def _held_reads(v, where):
 
 
 # the check of an optional field: by its name, else by its default's type
-_CHECKS = {"held_reads": _held_reads, "stale_fetcher": _ints, "last_fetch_leo": _ints, "last_fetch_time": _ints}
+_CHECKS = {
+    "held_reads": _held_reads,
+    "stale_fetcher": _ints,
+    "last_fetch_leo": _ints,
+    "last_fetch_time": _ints,
+    "cached_broker_epochs": _ints,
+}
 for _kind, _fields in OPTIONAL.items():
     {**SCHEMA, "held_read": HELD_READ}[_kind].update(
         {name: _CHECKS.get(name, _bool if default is False else _int) for name, default in _fields.items()}

@@ -66,6 +66,7 @@ from ..protocol import (
     Errors,
     Header,
     LeaderAndIsrRequest,
+    UpdateMetadataRequest,
 )
 from ..runtime import Scheduler, Transport
 
@@ -179,8 +180,15 @@ class Controller:
         topics: tuple[tuple[str, int], ...] = ((DEFAULT_TOPIC, 1),),
         metadata_store: MetadataStore | None = None,
         events=None,
+        metadata_cache: bool = False,
+        compared_broker_epochs: bool = True,
     ) -> None:
         self.replicas = tuple(range(replicas))
+        # brokers cache the registrations: a self-driven run tells them of each change (UpdateMetadata)
+        self.metadata_cache = metadata_cache
+        self.metadata_version = 0  # of the registrations, one more at every change
+        # KIP-903: a leader compares a follower's broker epoch with its registration's; before, 0 stands for any
+        self.compared_broker_epochs = compared_broker_epochs
         self.events = events  # an EventLog (isrcheck.impl.eventlog) when the run logs its events
         self.min_insync_replicas = min_insync_replicas
         self.elr_enabled = eligible_leader_replicas
@@ -284,6 +292,8 @@ class Controller:
             min_insync_replicas=config.min_insync_replicas,
             eligible_leader_replicas=config.variant.eligible_leader_replicas,
             registration_waits_for_session=config.variant.registration_waits_for_session,
+            metadata_cache=config.metadata_cache,
+            compared_broker_epochs=config.variant.broker_epochs,
             **kafka,
         )
 
@@ -392,6 +402,7 @@ class Controller:
         self._event("fence", broker)
         if self.events is not None:
             self.events.controller(self, "fence", {"replica": broker})
+        self._registrations_changed()
         for p in self.partitions:
             if p.partition_id in changed:
                 self._changed(p)
@@ -551,6 +562,7 @@ class Controller:
         if self.events is not None:
             self.events.controller(self, "register", {"replica": broker}, (src, header.correlation_id))
         self.endpoint.respond(src, header, BrokerRegistrationResponse(Errors.NONE, epoch))
+        self._registrations_changed()
         for p in self.partitions:
             self._send_leader_and_isr(p, self._unfenced() if self.kafka_metadata else (broker,))
         for p in self.partitions:
@@ -570,6 +582,7 @@ class Controller:
             self._event("unfence", broker)
             if self.events is not None:
                 self.events.controller(self, "unfence", {"replica": broker}, (src, header.correlation_id))
+            self._registrations_changed()
             for p in self.partitions:
                 self._send_leader_and_isr(p, self._unfenced() if self.kafka_metadata else (broker,))
             for p in self.partitions:
@@ -674,6 +687,25 @@ class Controller:
         offset reached its registration record's)."""
         registered = self.registration_epochs[broker]
         return all(i < len(applied) and applied[i] >= epoch for i, epoch in enumerate(registered))
+
+    def alive_broker_epochs(self) -> tuple[int, ...]:
+        """Per broker its broker epoch (0 before KIP-903, which compares none), -1 while fenced: what a
+        broker's metadata cache holds."""
+        return tuple(
+            -1 if b in self.fenced else self.broker_epochs[b] if self.compared_broker_epochs else 0
+            for b in self.replicas
+        )
+
+    def _registrations_changed(self) -> None:
+        """A registration, fence or unfencing: with metadata_cache a self-driven run tells every
+        broker (a KRaft broker, fenced or not, replays the metadata log's registration records)."""
+        if not (self.metadata_cache and self.auto):
+            return
+        # grows across this controller's restarts too (the run's clock), so no broker ignores a restarted one's
+        self.metadata_version = max(self.metadata_version + 1, self.scheduler.now_ms() << 10)
+        req = UpdateMetadataRequest(self.metadata_version, self.alive_broker_epochs())
+        for broker in self.replicas:
+            self.endpoint.send_request(broker, ApiKey.UPDATE_METADATA, 0, req)
 
     def _unfenced(self) -> tuple[int, ...]:
         return tuple(r for r in self.replicas if r not in self.fenced)

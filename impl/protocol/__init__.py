@@ -25,6 +25,7 @@ from .messages import (
     OffsetForLeaderEpochResponse,
     ProduceRequest,
     ProduceResponse,
+    UpdateMetadataRequest,
 )
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "FetchRequest",
     "FetchResponse",
     "LeaderAndIsrRequest",
+    "UpdateMetadataRequest",
     "OffsetForLeaderEpochRequest",
     "OffsetForLeaderEpochResponse",
     "ProduceRequest",

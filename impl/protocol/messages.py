@@ -14,6 +14,8 @@ UpdateMetadata told every broker); BrokerHeartbeat v1 carries the partition epoc
 for every partition, so that the controller resends what a broker missed, and its answer the live
 brokers; its v2 adds the topic's ``min.insync.replicas`` (-1: the cluster's) and whether the topic
 was deleted (KRaft brokers learn both from the metadata log: a topic's config record, its removal).
+UpdateMetadata, one-way as well, tells every broker the brokers' registrations after a change (with
+``metadata_cache``: what a KRaft broker's metadata cache learns from the metadata log).
 CreateTopics asks the controller for a topic (v0: a broker auto-creating one a client asked Metadata
 for; v1: a client's CreateTopics, with replication factor, ``min.insync.replicas`` and validate-only,
 answered with an error message), DeleteTopics removes one; AllocateProducerIds gets a broker a block
@@ -34,6 +36,7 @@ class ApiKey(IntEnum):
     PRODUCE = 0
     FETCH = 1
     LEADER_AND_ISR = 4
+    UPDATE_METADATA = 6
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     OFFSET_FOR_LEADER_EPOCH = 23
@@ -128,6 +131,15 @@ class LeaderAndIsrRequest:
     live_brokers: tuple[int, ...] = ()  # v1: the brokers the controller has not fenced
     min_insync_replicas: int = -1  # v2: the topic's min.insync.replicas (-1: the cluster's)
     deleted: bool = False  # v2: the topic was deleted: the broker drops the partition and its log
+
+
+@dataclass(slots=True)
+class UpdateMetadataRequest:
+    """Controller to every broker, one-way (metadata_cache): the brokers' registrations after a change,
+    what a KRaft broker's metadata cache takes from the metadata log (KRaftMetadataCache.setImage)."""
+
+    metadata_version: int = 0  # grows with every change: a broker ignores an older one (reordered)
+    alive_broker_epochs: tuple[int, ...] = ()  # per broker id its broker epoch, -1 fenced
 
 
 @dataclass(slots=True)
@@ -314,6 +326,13 @@ CODEC.register(
         1: _LEADER_AND_ISR_V1,
         2: _LEADER_AND_ISR_V1 + (("min_insync_replicas", "i32"), ("deleted", "bool")),
     },
+    {},
+)
+CODEC.register(
+    ApiKey.UPDATE_METADATA,
+    UpdateMetadataRequest,
+    None,
+    {0: (("metadata_version", "i64"), ("alive_broker_epochs", "[i64]"))},
     {},
 )
 CODEC.register(

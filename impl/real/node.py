@@ -163,7 +163,10 @@ async def run_node(
             everyone = tuple(range(config.replicas))
             epoch = broker_id + 1  # the controller registers the created partition's brokers in id order from 1
             broker.bootstrap(
-                epoch, None if kafka is not None else LeaderAndIsrRequest(epoch, 0, 0, 0, 0, everyone, everyone)
+                epoch,
+                None if kafka is not None else LeaderAndIsrRequest(epoch, 0, 0, 0, 0, everyone, everyone),
+                # every created broker's registration (broker epochs are compared from KIP-903 on)
+                tuple(b + 1 if config.variant.broker_epochs else 0 for b in everyone),
             )
             fs.write_file_atomically(marker, b"started\n")
         server = None

@@ -195,9 +195,13 @@ class Broker:
     def broker_epoch(self) -> int:
         return self.replica_manager.broker_epoch
 
-    def bootstrap(self, broker_epoch: int, state: LeaderAndIsrRequest | None) -> None:
-        """Join a newly created cluster: registered already, the partition (if any) just created."""
+    def bootstrap(
+        self, broker_epoch: int, state: LeaderAndIsrRequest | None, alive_broker_epochs: tuple[int, ...] = ()
+    ) -> None:
+        """Join a newly created cluster: registered already, the partition (if any) just created;
+        ``alive_broker_epochs`` the registrations its metadata cache starts with (metadata_cache)."""
         self.replica_manager.registered(broker_epoch)
+        self.replica_manager.update_metadata_cache(alive_broker_epochs, logged=False)
         self._write_running_file()
         if state is not None:  # docs/steps.md's initial state: every follower's fetcher in place
             self.replica_manager.apply_leader_and_isr(state, split=False)

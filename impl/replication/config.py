@@ -21,6 +21,7 @@ _FLAGS = (
     "split_become_follower",
     "hw_waits_for_caught_up",
     "catch_up_at_previous_fetch",
+    "metadata_cache",
 )
 
 
@@ -53,6 +54,10 @@ class ClusterConfig:
     # a follower whose Fetch reaches the LEO its previous Fetch found is caught up as of that Fetch
     # (Kafka's Replica.updateFetchStateOrThrow), so one kept below the LEO by steady appends keeps up
     catch_up_at_previous_fetch: bool = False
+    # each broker caches the brokers' registrations (Kafka's KRaftMetadataCache) and a leader takes no
+    # follower into the ISR, nor waits with its HW for one, that its cache holds fenced or registered
+    # with another broker epoch than its Fetch carried (Partition.isReplicaIsrEligible)
+    metadata_cache: bool = False
 
     replica_fetch_backoff_ms: int = 5  # a follower's pause after an empty or failed fetch
     replica_fetch_wait_max_ms: int = 0  # 0: a fetch with nothing new is answered at once (no long poll)

@@ -18,6 +18,7 @@ from ..storage import Log, LogAppendInfo, Record, RecordBatch, StorageError, ite
 from ..storage.log import DEFAULT_FETCH_MAX_BYTES, FetchDataInfo
 from .config import ClusterConfig
 from .delayed_produce import DelayedProducePurgatory
+from .metadata_cache import MetadataCache
 
 ProposeIsr = Callable[[int, int, tuple, tuple], None]  # (leader epoch, partition epoch, ISR, broker epochs)
 
@@ -100,6 +101,7 @@ class Partition:
         partition_id: int = 0,
         name: str | None = None,
         isr_request_unanswered: Callable[[], bool] = lambda: False,
+        metadata_cache: MetadataCache | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.partition_id = partition_id
@@ -115,6 +117,7 @@ class Partition:
         self.local_broker_epoch = local_broker_epoch  # Kafka's localBrokerEpochSupplier
         # the AlterPartitionManager holds an AlterPartition of this partition until it is answered
         self.isr_request_unanswered = isr_request_unanswered
+        self.metadata_cache = metadata_cache if metadata_cache is not None else MetadataCache()  # the broker's
         self.on_event = on_event
         self.high_watermark = -1
         self._set_hw(min(high_watermark, log.log_end_offset))
@@ -236,8 +239,8 @@ class Partition:
         """Partition.maybeIncrementLeaderHW: HW = min LEO over the maximal ISR; it never moves back.
         KIP-966's strict min ISR: nothing moves while the ISR is below min.insync.replicas.
         hw_waits_for_caught_up: the minimum also takes each follower outside the maximal ISR that
-        shouldWaitForReplicaToJoinIsr (KAFKA-15021): caught up within the lag time, its LEO known
-        (isReplicaIsrEligible wants the broker epoch its Fetch brought, as maybe_expand_isr does)."""
+        shouldWaitForReplicaToJoinIsr (KAFKA-15021): caught up within the lag time and eligible
+        (``is_replica_isr_eligible``, as maybe_expand_isr asks)."""
         if not self.is_leader:
             return False
         if self.variant.eligible_leader_replicas and len(self.isr) < self.config.min_insync_replicas:
@@ -253,7 +256,12 @@ class Partition:
             now, lag = self.scheduler.now_ms(), self.config.replica_lag_time_max_ms
             for r, follower in self.followers.items():
                 # a LEO equal to the leader's (isCaughtUp's other clause) is never below the minimum
-                if r not in maximal and 0 <= follower.log_end_offset < new_hw and not follower.lagging(now, lag):
+                if (
+                    r not in maximal
+                    and follower.log_end_offset < new_hw
+                    and not follower.lagging(now, lag)
+                    and self.is_replica_isr_eligible(r)
+                ):
                     new_hw = follower.log_end_offset
         incremented = new_hw > self.high_watermark
         if incremented:
@@ -381,7 +389,10 @@ class Partition:
         new = [
             r
             for r in self.replicas
-            if r not in self.isr and r != self.broker_id and self.followers[r].log_end_offset >= max(hw, start)
+            if r not in self.isr
+            and r != self.broker_id
+            and self.followers[r].log_end_offset >= max(hw, start)
+            and self.is_replica_isr_eligible(r)
         ]
         if only is not None:
             new = [r for r in new if r == only]
@@ -390,6 +401,20 @@ class Partition:
         self._propose(tuple(sorted(self.isr + tuple(new))))
         self.maybe_increment_leader_hw()
         return True
+
+    def is_replica_isr_eligible(self, r: int) -> bool:
+        """Partition.isReplicaIsrEligible: follower ``r``'s LEO is known (a Fetch in this leader epoch
+        stored its broker epoch); with metadata_cache also the broker's metadata cache holds it
+        unfenced and, unless its Fetch carried broker epoch -1, registered with that broker epoch
+        (isBrokerEpochIsrEligible against getAliveBrokerEpoch)."""
+        follower = self.followers[r]
+        if follower.log_end_offset < 0:
+            return False
+        if not self.config.metadata_cache:
+            return True
+        cache = self.metadata_cache
+        cached = cache.get_alive_broker_epoch(r)
+        return not cache.is_broker_fenced(r) and cached is not None and follower.broker_epoch in (-1, cached)
 
     def may_propose(self) -> bool:
         """A leader with no ISR change pending; KRaft's partition state: nor an AlterPartition the

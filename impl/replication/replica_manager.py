@@ -38,6 +38,7 @@ from ..protocol import (
     OffsetForLeaderEpochResponse,
     ProduceRequest,
     ProduceResponse,
+    UpdateMetadataRequest,
 )
 from ..runtime import Scheduler
 from ..storage import CorruptRecordError, Log, LogAppendInfo, RecordTooLargeError, StorageError
@@ -47,6 +48,7 @@ from .config import ClusterConfig
 from .delayed_fetch import DelayedFetchPurgatory
 from .delayed_produce import DelayedProducePurgatory
 from .fetcher import ReplicaFetcher
+from .metadata_cache import MetadataCache
 from .partition import Partition
 
 
@@ -119,6 +121,7 @@ class ReplicaManager:
         self.deleted: dict[int, int] = {}  # partition id of a deleted topic -> the partition epoch of its removal
         self.topic_min_insync_replicas: dict[str, int] = {}  # a hosted topic's own min.insync.replicas, if set
         self.live_brokers: tuple[int, ...] = ()  # as of the last LeaderAndIsr v1 or heartbeat answer
+        self.metadata_cache = MetadataCache()  # the brokers' registrations its leaders read (metadata_cache)
         self.fetch_purgatory = DelayedFetchPurgatory(scheduler)
         # split_fetch_handling: per follower, its Fetch read and not yet completed (read_fetch)
         self.held_fetches: dict[int, HeldFetch] = {}
@@ -132,6 +135,7 @@ class ReplicaManager:
                 ApiKey.FETCH: self.handle_fetch,
                 ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offsets_for_leader_epoch,
                 ApiKey.LEADER_AND_ISR: self.handle_leader_and_isr,
+                ApiKey.UPDATE_METADATA: self.handle_update_metadata,
             }
         )
         # the isr-expiration task's next run, on a fixed-rate lattice (Kafka's scheduleAtFixedRate)
@@ -169,6 +173,7 @@ class ReplicaManager:
             partition_id,
             f"{topic}-{index}" if self.kafka else None,
             lambda: partition_id in self.unanswered_alter_partitions,
+            self.metadata_cache,
         )
         fetcher = ReplicaFetcher(
             p,
@@ -471,6 +476,26 @@ class ReplicaManager:
         self.broker_epoch = broker_epoch
         if self.first_broker_epoch < 0:
             self.first_broker_epoch = broker_epoch
+
+    def handle_update_metadata(self, src: int, header: Header, req: UpdateMetadataRequest) -> None:
+        """KRaftMetadataCachePublisher.onMetadataUpdate: the controller's registrations into the
+        metadata cache (metadata_cache; an older one, overtaken on the way, is ignored)."""
+        if src == CONTROLLER_ID and self.config.metadata_cache:
+            self.update_metadata_cache(req.alive_broker_epochs, req.metadata_version)
+        return None
+
+    def update_metadata_cache(self, alive_broker_epochs, metadata_version: int = -1, logged: bool = True) -> None:
+        """KRaftMetadataCache.setImage with the brokers' registrations (per broker id its broker epoch,
+        -1 fenced); a change is logged as ``update_metadata_cache`` unless not ``logged`` (a restart's
+        replayed image is the restart's)."""
+        if self.metadata_cache.set_image(alive_broker_epochs, metadata_version) and logged and self.events is not None:
+            epochs = ",".join(map(str, self.metadata_cache.broker_epochs))
+            self.events.emit(
+                self.broker_id,
+                "update_metadata_cache",
+                f'{{"cached_broker_epochs":[{epochs}]}}',
+                {"replica": self.broker_id},
+            )
 
     def handle_leader_and_isr(self, src: int, header: Header, req: LeaderAndIsrRequest) -> None:
         """becomeLeaderOrFollower: apply newer partition state; start or stop the fetcher. One sent

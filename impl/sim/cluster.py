@@ -18,6 +18,7 @@ call; an impossible step raises ``ClusterError`` (with ``reason``) and changes n
     handle_fetch_response(follower)       = deliver("fetch_response", follower)
     deliver_leader_and_isr(broker, index) = deliver("leader_and_isr", broker, index)
     remove_fetcher(broker)                # split_become_follower: a new follower's stale fetcher replaced
+    update_metadata_cache(broker)         # metadata_cache: the controller's registrations to its cache
     handle_alter_partition(leader)        = deliver("alter_partition", leader)
     handle_alter_partition_response(leader) = deliver("alter_partition_response", leader)
     drop(kind, replica, index=0)
@@ -254,6 +255,19 @@ class Cluster:
         self.world.trace_event("remove_fetcher", broker)
         self._settle()
 
+    def update_metadata_cache(self, broker: int) -> None:
+        """``broker``'s metadata cache takes the controller's current registrations (metadata_cache:
+        KRaftMetadataCache.setImage of the image its metadata log replay reached)."""
+        if not self.world.config.metadata_cache:
+            raise ClusterError("metadata_cache is off: brokers hold no metadata cache")
+        b = self._need_alive(broker)
+        alive = self.world.controller.alive_broker_epochs()
+        if b.replica_manager.metadata_cache.broker_epochs == alive:
+            raise ClusterError(f"the metadata cache of broker {broker} holds the controller's registrations")
+        b.replica_manager.update_metadata_cache(alive, self.world.controller.metadata_version)
+        self.world.trace_event("update_metadata_cache", broker)
+        self._settle()
+
     def handle_alter_partition(self, leader: int) -> None:
         self.deliver("alter_partition", leader)
 
@@ -361,11 +375,21 @@ class Cluster:
         self.world.trace_event("restart", broker, b.log.log_end_offset)
         if not self.world.config.variant.start_before_registration:
             b.register()
+            self._settle()  # its registration answered (auto mode: when it arrives)
+            self._replayed_registrations(b)
         else:
+            self._replayed_registrations(b)
             b.replay_metadata(self.world.controller.metadata(broker))
             if self.world.auto:
                 b.register()  # asked again until the old session expired
         self._settle()
+
+    def _replayed_registrations(self, b: Broker) -> None:
+        """A restarted broker's metadata cache (metadata_cache): the registrations it replayed, the
+        controller's current ones, part of the restart (not logged on their own)."""
+        if self.world.config.metadata_cache:
+            c = self.world.controller
+            b.replica_manager.update_metadata_cache(c.alive_broker_epochs(), c.metadata_version, logged=False)
 
     def register(self, broker: int) -> None:
         """The controller accepts started ``broker``'s registration (KRaft): only once its previous

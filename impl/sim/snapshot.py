@@ -98,6 +98,9 @@ class BrokerSnapshot:
     stale_fetcher: tuple[int, ...] = field(default=(), repr=False)
     # leader: the highest LEO each follower's Fetches found (-1 none; the previous-fetch rule's, left out as above)
     last_fetch_leader_leo: tuple[int, ...] = field(default=(), repr=False)
+    # metadata_cache: its metadata cache, per broker id the broker epoch it holds, -1 fenced; () without
+    # the switch (left out as above)
+    cached_broker_epochs: tuple[int, ...] = field(default=(), repr=False)
 
     @property
     def log_end_offset(self) -> int:
@@ -223,6 +226,7 @@ def broker_snapshot(b: Broker, replicas: int, view: LogView) -> BrokerSnapshot:
         tuple(_held_view(h) for _, h in sorted(b.replica_manager.held_fetches.items())),
         fetcher.stale or (),
         fetched_leo,
+        b.replica_manager.metadata_cache.broker_epochs if b.config.metadata_cache else (),
     )
     last_fields, last = view.last
     if fields == last_fields:
@@ -231,11 +235,12 @@ def broker_snapshot(b: Broker, replicas: int, view: LogView) -> BrokerSnapshot:
     snap = BrokerSnapshot(
         *fields[:14],
         pending,
-        *fields[15:-4],
-        unregistered=fields[-4],
-        held_reads=fields[-3],
-        stale_fetcher=fields[-2],
-        last_fetch_leader_leo=fields[-1],
+        *fields[15:-5],
+        unregistered=fields[-5],
+        held_reads=fields[-4],
+        stale_fetcher=fields[-3],
+        last_fetch_leader_leo=fields[-2],
+        cached_broker_epochs=fields[-1],
     )
     view.last = (fields, snap)
     return snap

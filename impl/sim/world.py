@@ -74,7 +74,11 @@ class SimWorld:
         everyone = tuple(range(config.replicas))
         for b, broker in enumerate(self.brokers):  # the created partition: broker 0 leads epoch 0
             epoch = self.controller.broker_epochs[b]
-            broker.bootstrap(epoch, LeaderAndIsrRequest(epoch, 0, 0, 0, 0, everyone, everyone))
+            broker.bootstrap(
+                epoch,
+                LeaderAndIsrRequest(epoch, 0, 0, 0, 0, everyone, everyone),
+                self.controller.alive_broker_epochs(),
+            )
 
     # -- the nodes --------------------------------------------------------------------------------
     def start_controller(self) -> Controller:

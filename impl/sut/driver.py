@@ -28,6 +28,7 @@ CONFIG_FIELDS = (
     "split_become_follower",
     "hw_waits_for_caught_up",
     "catch_up_at_previous_fetch",
+    "metadata_cache",
 )
 
 
@@ -58,6 +59,7 @@ def cluster_config(protocol: str, config: dict) -> ClusterConfig:
         split_become_follower=config.get("split_become_follower", defaults.split_become_follower),
         hw_waits_for_caught_up=config.get("hw_waits_for_caught_up", defaults.hw_waits_for_caught_up),
         catch_up_at_previous_fetch=config.get("catch_up_at_previous_fetch", defaults.catch_up_at_previous_fetch),
+        metadata_cache=config.get("metadata_cache", defaults.metadata_cache),
     )
 
 

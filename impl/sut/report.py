@@ -58,6 +58,7 @@ def replica_fields(b, tag_epoch: Callable[[object], int] | None = None) -> dict:
         **({"held_reads": tuple(_held(h, tag_epoch) for h in b.held_reads)} if b.held_reads else {}),
         **({"stale_fetcher": tuple(b.stale_fetcher)} if b.stale_fetcher else {}),
         **_last_fetch(b),
+        **({"cached_broker_epochs": tuple(b.cached_broker_epochs)} if b.cached_broker_epochs else {}),
     }  # optional: -1, false and none when left out
 
 

@@ -38,6 +38,7 @@ STEPS: dict[str, tuple[str, ...]] = {
     "handle_fetch_response": ("replica",),
     "deliver_leader_and_isr": ("replica", "index"),
     "remove_fetcher": ("replica",),
+    "update_metadata_cache": ("replica",),
     "shrink_isr": ("replica",),
     "expand_isr": ("replica", "follower"),
     "handle_alter_partition": ("replica",),

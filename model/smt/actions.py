@@ -32,8 +32,8 @@ def maybe_increment_leader_hw(nx: Next, r: int) -> None:
     """Partition.maybeIncrementLeaderHW: HW = min LEO over the maximal ISR (only moves up), then
     DelayedProduce completion of the acks=all requests the HW passed (acknowledged with NONE
     while the ISR holds min.insync.replicas members); nothing while the HW is blocked (KIP-966).
-    hw_waits_for_caught_up: the minimum also takes each follower outside the maximal ISR of known
-    LEO that is not lagging (shouldWaitForReplicaToJoinIsr, KAFKA-15021)."""
+    hw_waits_for_caught_up: the minimum also takes each follower outside the maximal ISR that is
+    eligible (``_eligible``) and not lagging (shouldWaitForReplicaToJoinIsr, KAFKA-15021)."""
 
     def lead(x: Next) -> None:
         n, b = x.b.replicas, x.b
@@ -43,7 +43,7 @@ def maybe_increment_leader_hw(nx: Next, r: int) -> None:
                 member = z3.Or(x.rep(r, f"isr{f}"), z3.And(x.rep(r, "pend"), x.rep(r, f"pisr{f}")))
                 remote = x.rep(r, f"rleo{f}")
                 if x.cfg.hw_waits_for_caught_up:  # a remote LEO = leader LEO is never below the minimum
-                    member = z3.Or(member, z3.And(remote >= 0, _not(_lags(x, r, f))))
+                    member = z3.Or(member, z3.And(_eligible(x, r, f), _not(_lags(x, r, f))))
                 new_hw = z3.If(z3.And(member, remote < new_hw), remote, new_hw)
         hw = z3.If(new_hw > x.rep(r, "hw"), new_hw, x.rep(r, "hw"))
         x.set_rep(r, hw=hw)
@@ -61,6 +61,33 @@ def maybe_increment_leader_hw(nx: Next, r: int) -> None:
             _clear_pending(x, r, k, done[k])
 
     nx.branch(z3.And(nx.rep(r, "leader") == r, _not(_rules(nx).hw_blocked(nx, r))), lead)
+
+
+def _eligible(nx: Next, r: int, f: int):
+    """Partition.isReplicaIsrEligible of leader r's follower f (the model's ``isr_eligible``): its remote
+    LEO known; with metadata_cache its leader's cache holds it unfenced at the broker epoch its Fetch
+    carried, unless that was -1."""
+    known = nx.rep(r, f"rleo{f}") >= 0
+    if not _cache(nx):
+        return known
+    cached, stored = nx.rep(r, f"mc{f}"), nx.rep(r, f"rbe{f}")
+    return z3.And(known, cached != -1, z3.Or(stored == -1, stored == cached))
+
+
+def _cache(nx: Next) -> bool:
+    """Whether the encoded model's brokers hold a metadata cache (metadata_cache)."""
+    return nx.cfg.metadata_cache and nx.b.metadata_cache
+
+
+def _alive_broker_epochs(nx: Next) -> dict:
+    """Per broker j the controller's registration as a cache holds it (``mc<j>``): -1 fenced, else its epoch."""
+    return {f"mc{j}": z3.If(nx[f"c.fenced{j}"], -1, nx[f"c.bep{j}"]) for j in range(nx.b.replicas)}
+
+
+def _replayed_registrations(nx: Next, r: int) -> None:
+    """A restarted broker's cache: the controller's registrations (metadata_cache)."""
+    if nx.b.metadata_cache:
+        nx.set_rep(r, **_alive_broker_epochs(nx))
 
 
 def _clear_pending(nx: Next, r: int, k: int, when=True) -> None:
@@ -727,6 +754,19 @@ def effect_remove_fetcher(nx: Next, st: Step) -> None:
     _rules(nx).new_fetcher(nx, st.replica)
 
 
+def guard_update_metadata_cache(nx: Next, st: Step):
+    if not _cache(nx):
+        return z3.BoolVal(False)
+    r = st.replica
+    differs = [nx.rep(r, k) != v for k, v in _alive_broker_epochs(nx).items()]
+    return z3.And(nx.rep(r, "alive"), z3.Or(differs))
+
+
+def effect_update_metadata_cache(nx: Next, st: Step) -> None:
+    if nx.b.metadata_cache:
+        nx.set_rep(st.replica, **_alive_broker_epochs(nx))
+
+
 def _lags(nx: Next, r: int, f: int):
     """Leader r's follower f has not caught up within the lag time (the model's ``lagging``)."""
     return nx["now"] - nx.rep(r, f"lcu{f}") > nx.cfg.replica_lag_time_max_ticks
@@ -741,7 +781,9 @@ def _lagging(nx: Next, r: int) -> list:
 def _caught_up(nx: Next, r: int) -> list:
     in_sync = _rules(nx).in_sync
     return [
-        z3.And(_not(nx.rep(r, f"isr{f}")), in_sync(nx, r, nx.rep(r, f"rleo{f}"))) if f != r else z3.BoolVal(False)
+        z3.And(_not(nx.rep(r, f"isr{f}")), in_sync(nx, r, nx.rep(r, f"rleo{f}")), _eligible(nx, r, f))
+        if f != r
+        else z3.BoolVal(False)
         for f in range(nx.b.replicas)
     ]
 
@@ -1002,7 +1044,9 @@ def effect_restart(nx: Next, st: Step) -> None:
         _clear_pending(nx, r, k)
     if not started:
         _register(nx, r, unclean)
+        _replayed_registrations(nx, r)  # the image its registration's answer brought
         return
+    _replayed_registrations(nx, r)
     # the replayed metadata log: the controller's current state, applied as a LeaderAndIsr would be
     state = {"leader": nx["c.leader"], "lepoch": nx["c.lepoch"], "pepoch": nx["c.pepoch"], **_isr_fields(nx, "c.isr")}
     _apply_partition_state(nx, r, state)

@@ -182,6 +182,7 @@ _PER_PEER = {
     "pep": "pendingBrokerEpoch({r},{j})",
     "lfl": "lastFetchLeaderLogEndOffset({r},{j})",
     "lft": "lastFetchTime({r},{j})",
+    "mc": "cachedBrokerEpoch({r},{j})",
 }
 _LOG_FIELDS = {"e": "epoch", "rec": "record", "base": "baseOffset"}
 _MESSAGE_FIELDS = {

@@ -71,6 +71,8 @@ class Bounds:
     stale_fetcher: bool = False  # per replica its stale fetcher's tag (split_become_follower)
     # per leader and follower the follower's last Fetch's LEO and time (catch_up_at_previous_fetch)
     prev_fetch: bool = False
+    # per broker its metadata cache's broker epoch of each broker, -1 fenced (metadata_cache)
+    metadata_cache: bool = False
 
     def capacity(self, field: str) -> int:
         return getattr(self, field)
@@ -128,6 +130,8 @@ def schema(b: Bounds) -> dict[str, bool]:
             )
             if b.prev_fetch:  # last_fetch_leo, last_fetch_time
                 keys.update({f"{p}lfl{j}": False, f"{p}lft{j}": False})
+            if b.metadata_cache:  # cached_broker_epochs
+                keys[f"{p}mc{j}"] = False
         for k in range(1, b.records + 1):
             keys.update({f"{p}pp{k}": True, f"{p}ppoff{k}": False, f"{p}ppdl{k}": False, f"{p}ppn{k}": False})
     keys.update({"c.leader": False, "c.lepoch": False, "c.pepoch": False, "c.lkl": False})
@@ -233,6 +237,13 @@ def embed(b: Bounds, s: State) -> dict:
                 out[f"{p}lfl{j}"], out[f"{p}lft{j}"] = last_fetch(rep, j)
         if rep.last_fetch_leo and not b.prev_fetch:
             raise OutOfBounds("a last Fetch's LEO (catch_up_at_previous_fetch), the encoding holds none")
+        if b.metadata_cache != bool(rep.cached_broker_epochs):
+            raise OutOfBounds(
+                "a metadata cache (metadata_cache): "
+                + ("the state holds none" if b.metadata_cache else "the encoding holds none")
+            )
+        for j, epoch in enumerate(rep.cached_broker_epochs):
+            out[f"{p}mc{j}"] = epoch
         for k in range(1, b.records + 1):
             out.update({f"{p}pp{k}": False, f"{p}ppoff{k}": 0, f"{p}ppdl{k}": 0, f"{p}ppn{k}": 0})
         for record, offset, deadline, records in rep.pending_produces:
@@ -475,6 +486,7 @@ def decode(b: Bounds, v: dict) -> State:
                 held_reads=tuple(held.get(r, ())),
                 stale_fetcher=(v[p + "sfl"], v[p + "sfe"]) if b.stale_fetcher and v[p + "stale"] else (),
                 pending_epochs=tuple(v[f"{p}pep{j}"] for j in _members(v, p + "pisr", n)) if v[p + "pend"] else (),
+                cached_broker_epochs=tuple(v[f"{p}mc{j}"] for j in range(n)) if b.metadata_cache else (),
                 **fetched,
             )
         )

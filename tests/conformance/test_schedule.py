@@ -198,7 +198,8 @@ BIG = 10**100
 def test_values_past_every_bound_name_the_field_briefly(doc, message):
     with pytest.raises(ScheduleError) as err:
         Schedule.from_json(doc)
-    assert message in str(err.value) and len(str(err.value)) < 400
+    # brief: a bad value is cut short; an unknown step's message lists the alphabet's 28 names
+    assert message in str(err.value) and len(str(err.value)) < 450
 
 
 def test_the_largest_config_values_run_in_lockstep_without_a_divergence():

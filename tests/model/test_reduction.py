@@ -544,3 +544,22 @@ def test_footprints_of_the_previous_fetch_rule_cover_what_each_step_reads_and_ch
 
 def test_steps_of_the_previous_fetch_rule_found_independent_commute():
     test_steps_found_independent_commute("kip-966", PREVIOUS_SETTINGS, WAITS_SCOPE)
+
+
+# and with the brokers' metadata caches (docs/steps.md, metadata_cache): update_metadata_cache reads the
+# controller's registrations, expand_isr and the HW's wait read the leader's cache; a zombie's fence and
+# a rejoin change the registrations while its cache and the others' lag
+CACHE_SCOPE = Scope(max_records=1, max_epoch=2, max_crashes=1, max_zombies=1, max_clock=1, fetch_rounds=False)
+CACHE_SETTINGS = dict(metadata_cache=True, hw_waits_for_caught_up=True, replica_lag_time_max_ticks=1)
+
+
+def test_footprints_of_the_metadata_cache_cover_what_each_step_reads_and_changes():
+    test_footprints_cover_what_each_step_reads_and_changes("kip-903", CACHE_SETTINGS, CACHE_SCOPE)
+
+
+def test_steps_of_the_metadata_cache_found_independent_commute():
+    test_steps_found_independent_commute("kip-903", CACHE_SETTINGS, CACHE_SCOPE)
+
+
+def test_a_disabled_group_of_the_metadata_cache_waits_for_one_of_its_enablers():
+    test_a_disabled_group_waits_for_one_of_its_enablers("kip-903", CACHE_SETTINGS, CACHE_SCOPE)

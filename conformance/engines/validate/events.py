@@ -48,6 +48,7 @@ from isrcheck.model.alphabet import (
     RESTART,
     SEND_FETCH,
     SHRINK_ISR,
+    UPDATE_METADATA_CACHE,
 )
 
 FORMAT = "isrcheck-events"  # the writer's (isrcheck.impl.eventlog.FORMAT), read, not imported: a log is data
@@ -63,6 +64,7 @@ STEP_FIELDS = {
     HANDLE_FETCH_RESPONSE: ("replica",),
     DELIVER_LEADER_AND_ISR: ("replica", "message"),
     REMOVE_FETCHER: ("replica",),  # split_become_follower: a new follower's old fetcher replaced
+    UPDATE_METADATA_CACHE: ("replica",),  # metadata_cache: its state holds the cached_broker_epochs set
     SHRINK_ISR: ("replica",),
     EXPAND_ISR: ("replica",),
     HANDLE_ALTER_PARTITION: ("replica", "error"),
@@ -171,6 +173,7 @@ def model_config(header: dict, where: str) -> ModelConfig:
             split_become_follower=c.get("split_become_follower", False),
             hw_waits_for_caught_up=c.get("hw_waits_for_caught_up", False),
             catch_up_at_previous_fetch=c.get("catch_up_at_previous_fetch", False),
+            metadata_cache=c.get("metadata_cache", False),
         )
     except KeyError as exc:
         raise UsageError(f"{where}: header: config lacks {exc.args[0]!r}") from None
@@ -408,6 +411,9 @@ def _renamed(e: Event, rename: dict) -> Event:
     state = dict(e.state)
     if "leader" in state:
         state["leader"] = one(state["leader"])
+    cached = state.get("cached_broker_epochs")
+    if isinstance(cached, list) and len(cached) == len(rename):  # per broker id
+        state["cached_broker_epochs"] = [cached[b] for b, _ in sorted(rename.items(), key=lambda kv: kv[1])]
     for k in _BROKER_SETS:
         if k in state:
             state[k] = many(state[k])

@@ -40,6 +40,7 @@ from isrcheck.model.alphabet import (
     SEND_FETCH,
     SHRINK_ISR,
     TICK,
+    UPDATE_METADATA_CACHE,
 )
 from isrcheck.model.state import LeaderAndIsr, State, initial_state
 
@@ -47,7 +48,7 @@ from . import unlogged
 from .budgets import Judged
 from .events import HALTS, Event, Trace
 from .sharedlog import SharedLog, shared
-from .views import broker_view, controller_view, mismatch
+from .views import broker_view, cache_fenced, controller_view, mismatch
 
 # the model's deliveries: event step (the model step of the same name) -> the message kind it takes
 DELIVERIES = {
@@ -266,6 +267,13 @@ class Search:
                 yield [unlogged.fence_and_elect(self.cfg, r)]
                 return
             yield [Step(step, r, **(_produce_args(ev) if step == PRODUCE else _expand_args(ev)))]
+        elif step == UPDATE_METADATA_CACHE:
+            # a cache the model's restart already set (a restarted broker's first image) is no step
+            if cache_fenced(list(s.replicas[r].cached_broker_epochs)) == cache_fenced(
+                ev.state.get("cached_broker_epochs")
+            ):
+                yield []
+            yield [Step(UPDATE_METADATA_CACHE, r)]
         elif step == SEND_FETCH:
             yield unlogged.drop_outstanding(s, r) + [Step(SEND_FETCH, r, max_batches=ev.fields["max_batches"])]
         elif step == HANDLE_FETCH and _holds(s, ev.node, r):

@@ -11,6 +11,8 @@ from dataclasses import replace
 import pytest
 import z3
 from hw_waits import CAUGHT_UP, OUT, REACHED, lagged
+from metadata_cache import REACHED as TOLD_REACHED
+from metadata_cache import REJOINED, TAKEN_OUT, TOLD, ZOMBIE
 from prev_fetch import BEHIND, STEADY
 
 from isrcheck.model import (
@@ -51,10 +53,17 @@ STALE_BOUNDS = replace(BOUNDS, stale_fetcher=True)
 
 
 def _config(
-    protocol: str, seed: int, split: bool = False, stale: bool = False, waits: bool = False, previous: bool = False
+    protocol: str,
+    seed: int,
+    split: bool = False,
+    stale: bool = False,
+    waits: bool = False,
+    previous: bool = False,
+    cache: bool = False,
 ) -> ModelConfig:
     return ModelConfig(
         protocol=protocol,
+        metadata_cache=cache,
         split_fetch_handling=split,
         split_become_follower=stale,
         hw_waits_for_caught_up=waits,
@@ -150,16 +159,18 @@ def drive(
     stale: bool = False,
     waits: bool = False,
     previous: bool = False,
+    cache: bool = False,
 ) -> Counter:
     """Check the steps of ``start``, then walk ``states`` states of a random run; at each, check
     ``taken`` enabled steps and ``refused`` refused ones. Returns (step, outcome) counts; fails at
     the first mismatch. ``split``: with a leader's fetch handling split (read_fetch, then handle_fetch);
     ``stale``: with becoming a follower split (deliver_leader_and_isr, then remove_fetcher); ``waits``:
     with the HW waiting for caught-up followers outside the ISR (hw_waits_for_caught_up); ``previous``:
-    with a follower caught up as of its previous Fetch (catch_up_at_previous_fetch)."""
+    with a follower caught up as of its previous Fetch (catch_up_at_previous_fetch); ``cache``: with
+    the brokers' metadata caches (metadata_cache)."""
     rng = random.Random(seed)
-    cfg = _config(protocol, seed, split, stale, waits, previous)
-    bounds = replace(BOUNDS, held_reads=split, stale_fetcher=stale, prev_fetch=previous)
+    cfg = _config(protocol, seed, split, stale, waits, previous, cache)
+    bounds = replace(BOUNDS, held_reads=split, stale_fetcher=stale, prev_fetch=previous, metadata_cache=cache)
     s = initial_state(cfg)
     seen: Counter = Counter()
     for st in start:
@@ -743,3 +754,44 @@ def test_an_expansion_naming_its_follower_agrees(protocol):
         outcome = check_transition(cfg, BOUNDS, s, Step("expand_isr", 0, arg=follower))
         assert outcome.kind == kind, (follower, outcome.detail)
     assert apply(cfg, s, Step("expand_isr", 0, arg=2))[0].replicas[0].pending_isr == (0, 2)
+
+
+# tests/metadata_cache.py: a fenced follower caught up within the lag time holds the HW until the leader's
+# cache learns of the fence; a zombie and a rejoined broker that expand_isr proposes or not by the cache
+CACHE_BOUNDS = replace(BOUNDS, metadata_cache=True)
+
+
+@pytest.mark.parametrize(
+    "protocol", [pytest.param(p, marks=pytest.mark.slow) for p in ("hw-truncation", "kip-101", "kip-320")] + ["kip-966"]
+)
+def test_the_metadata_cache_agrees(protocol):
+    """With metadata_cache (and hw_waits_for_caught_up): at every state of the paths, the cache's update,
+    the HW steps and expand_isr of every broker, taken or refused; then random runs."""
+    cfg = _config(protocol, 3, waits=True, cache=True)
+    assert replay(cfg, TAKEN_OUT + TOLD_REACHED).states[-1].replicas[0].hw == 0  # the path holds the HW back
+    seen: Counter = Counter()
+    for path in (TAKEN_OUT + TOLD + TOLD_REACHED, TAKEN_OUT + TOLD_REACHED + TOLD, ZOMBIE + TOLD, REJOINED + TOLD):
+        s = initial_state(cfg)
+        for st in [Step.from_json(x) for x in path] + [None]:
+            names = HW_STEPS + ("update_metadata_cache", "restart")
+            for t in [Step(name, r) for name in names for r in range(cfg.replicas)]:
+                outcome = check_transition(cfg, CACHE_BOUNDS, s, t)
+                assert outcome.kind != "mismatch", f"{protocol}: {t.to_json()} in {s}: {outcome.detail}"
+                seen[t.name, outcome.kind] += 1
+            if st is not None:
+                s = apply(cfg, s, st)[0]
+    assert seen["update_metadata_cache", "agree"] >= 10 and seen["expand_isr", "agree"] >= 10, seen
+    seen = drive(protocol, seed=5, states=10, taken=3, refused=2, start=[Step.from_json(x) for x in ZOMBIE], cache=True)
+    assert seen["handle_fetch", "agree"] >= 2, seen
+
+
+def test_a_metadata_cache_round_trips_and_needs_its_slots():
+    cfg = _config("kip-966", 3, cache=True)
+    solver = z3.Solver()
+    solver.check()
+    for s in replay(cfg, REJOINED + TOLD).states:
+        assert decode(CACHE_BOUNDS, values_of(solver.model(), constant(CACHE_BOUNDS, embed(CACHE_BOUNDS, s)))) == s
+    with pytest.raises(OutOfBounds, match="metadata cache"):
+        embed(BOUNDS, s)
+    with pytest.raises(OutOfBounds, match="metadata cache"):
+        embed(CACHE_BOUNDS, initial_state(_config("kip-966", 3)))
