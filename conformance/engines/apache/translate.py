@@ -43,10 +43,10 @@ from isrcheck.model.alphabet import (
     RESTART,
     SEND_FETCH,
     SHRINK_ISR,
+    UPDATE_METADATA_CACHE,
 )
 
 CONTROLLER = 1000
-UPDATE_METADATA_CACHE = "update_metadata_cache"
 FORMAT, VERSION = "isrcheck-events", 1
 REQUEST_TIMEOUT_MS = 30_000  # a producer's request.timeout.ms (librdkafka's and Java's default)
 BURST_US = 100_000  # the records of one controller write are replayed within this of each other
@@ -280,6 +280,9 @@ class Translation:
             elif rec.get("inControlledShutdown") == 1:
                 self.cause = ("controlled_shutdown", b)
             elif rec.get("fenced") == -1:
+                if b in self.fenced:  # fenced after its registration and unfenced by its heartbeat: the model's unfence
+                    for tp in self.partitions:
+                        self.emit(CONTROLLER, r.us, "unfence", r.where, self.view(tp), tp, replica=b)
                 self.fenced.discard(b)
                 self.kafka_fenced.discard(b)
             elif rec.get("fenced") == 1:
@@ -900,7 +903,7 @@ class Translation:
         for n, tp, sent, end, hw, answered, where in self.answers:
             key = (sent[0], tp)
             if not self.delayed(n, tp, sent, end, hw, answered, where, raises.get(key, []), every.get(key, []), began):
-                self.read_before_raises(n, tp, sent, hw, raises.get(key, []))
+                self.read_before_raises(n, tp, sent, hw, every.get(key, []))
                 self.counted_later(n, tp, sent, hw, raising, every.get(key, []))
         for handlings in self.handlings.values():
             handlings.sort(key=lambda h: h[0])
@@ -1098,7 +1101,11 @@ class Translation:
         at = handling[-2]["us"]
         marks = self.leader_at.get((sent[0], tp), [])
         i = bisect.bisect_right(marks, at, key=lambda m: m[0])
-        if i == 0 or marks[i - 1][2] <= hw:
+        r = bisect.bisect_right(raises, at, key=lambda x: x[2])
+        # or a raise past it just after this read (a produce's: the power soak at 204.0 s) counted the updates begun
+        # before the read, which the model's handle_fetch counts where it is placed
+        raised_next = any(raised > hw for *_, made, raised, _own in raises[r : r + 1])
+        if (i == 0 or marks[i - 1][2] <= hw) and not raised_next:
             return  # the leader's HW by then is what the answer shows
         handlings = self.handlings.get((sent[0], tp), [])
         k = bisect.bisect_left(handlings, at, key=lambda h: h[3])  # returned after the read, in update order
@@ -1119,7 +1126,10 @@ class Translation:
         handler may read in between; the model's ``handle_fetch`` does both at once. So this handling goes
         before the raising one, or, when that one's update began before this fetch was even entered (the pause
         soak at 54.3 s: it began 11 ms before its raise), this read goes before that raise and that update after
-        this read (the partition soak at 57.3 s). ``raises``: the leader's, in the order they were made."""
+        this read (the partition soak at 57.3 s). A produce's raise counts too: its append and raise are one
+        step of the model, so the read goes before it (the power soak at 204.0 s: a restarted follower's fetch
+        read HW 949 and records to 951, and a produce appended 952 and raised the HW to 951 before the
+        handling's update). ``raises``: the leader's raises of updates and appends, in the order they were made."""
         handled = self.handled.get((n, sent[0], sent[1]))
         if handled is None:
             return
