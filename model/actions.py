@@ -684,13 +684,13 @@ class UpdateMetadataCache(Action):
             return "metadata_cache is off: brokers hold no metadata cache"
         if not s.replicas[r].alive:
             return f"broker {r} is down"
-        if s.replicas[r].cached_broker_epochs == alive_broker_epochs(s.controller):
+        if s.replicas[r].cached_broker_epochs == alive_broker_epochs(s.controller, s.replicas):
             return f"the metadata cache of broker {r} holds the controller's registrations"
         return None
 
     def effect(nx, st):
         nx.replicas[st.replica] = updated(
-            nx.replicas[st.replica], cached_broker_epochs=alive_broker_epochs(nx.controller)
+            nx.replicas[st.replica], cached_broker_epochs=alive_broker_epochs(nx.controller, nx.replicas)
         )
 
 
@@ -1026,7 +1026,7 @@ def _replayed_registrations(nx: NextState, r: int) -> None:
     """A restarted broker's metadata cache (metadata_cache): the registrations of the metadata log it
     replayed, the controller's current ones (kept otherwise: () without the switch)."""
     if nx.cfg.metadata_cache:
-        nx.replicas[r] = updated(nx.replicas[r], cached_broker_epochs=alive_broker_epochs(nx.controller))
+        nx.replicas[r] = updated(nx.replicas[r], cached_broker_epochs=alive_broker_epochs(nx.controller, nx.replicas))
 
 
 class Register(Action):

@@ -223,7 +223,8 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
     if name == REMOVE_FETCHER:
         return L.rep_all[b]
     if name == UPDATE_METADATA_CACHE:
-        return L.fields(b, "alive", "cached_broker_epochs") | L.ctrl["fenced"] | sum(L.bepoch)
+        # and who is registered but not yet caught up (unregistered with a broker epoch)
+        return L.fields(b, "alive", "cached_broker_epochs") | L.ctrl["fenced"] | sum(L.bepoch) | L.field("unregistered")
     if name in (SHRINK_ISR, EXPAND_ISR):  # the AlterPartitions it awaits answers of (kip-903 on)
         return (
             L.rep_all[b] | L.now | q["alter_partition"][b] | (q["alter_partition_responses"][b] if ctx.committed else 0)
@@ -243,7 +244,7 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
         m = L.rep_all[b] | _own_queues(ctx, b) | _fetch_queues(ctx) | h["crashes"] | h["power_losses"]
         return m | (L.field("held_reads") if ctx.held else 0)
     # metadata_cache: a restart's cache takes every registration
-    registrations = sum(L.bepoch) if ctx.cache and name == RESTART else 0
+    registrations = sum(L.bepoch) | L.field("unregistered") if ctx.cache and name == RESTART else 0
     if name == RESTART and ctx.split:  # the replayed metadata: the controller's state, applied
         return L.rep_all[b] | L.ctrl_all | L.now | h["bounces"] | registrations
     if name in (RESTART, REGISTER):

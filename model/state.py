@@ -144,10 +144,16 @@ class Controller(NamedTuple):
     last_known_leader: int  # the leader the partition last lost (kip-966; else -1)
 
 
-def alive_broker_epochs(c: Controller) -> tuple:
+def alive_broker_epochs(c: Controller, replicas: tuple = ()) -> tuple:
     """The controller's registrations as a metadata cache holds them: per broker its broker epoch, -1
-    while it is fenced (BrokerRegistration.fenced, epoch; KRaftMetadataCache.getAliveBrokerEpoch)."""
-    return tuple(-1 if b in c.fenced else e for b, e in enumerate(c.broker_epochs))
+    while it is fenced (BrokerRegistration.fenced, epoch; KRaftMetadataCache.getAliveBrokerEpoch), or
+    registered and not yet caught up with its registration (``unregistered`` with a broker epoch: KRaft
+    registers a broker fenced and unfences it once its heartbeat shows it replayed the metadata log past
+    its registration, BrokerHeartbeatManager; the model's register unfences at once)."""
+    return tuple(
+        -1 if b in c.fenced or (replicas and replicas[b].unregistered and replicas[b].broker_epoch >= 0) else e
+        for b, e in enumerate(c.broker_epochs)
+    )
 
 
 class FetchRequest(NamedTuple):

@@ -45,7 +45,7 @@ partition is elected as soon as an eligible replica exists.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Collection, Protocol
 
 from ..invariants import check
 from ..network import NodeEndpoint
@@ -209,6 +209,8 @@ class Controller:
         # per broker, every partition's epoch when it last registered: what it must have applied to be
         # caught up (KRaft's registerBrokerRecordOffset, the metadata offset of its registration)
         self.registration_epochs: list[tuple[int, ...]] = [() for _ in range(replicas)]
+        # registered and not yet caught up with their registration: fenced in every metadata cache till then
+        self.catching_up: set[int] = set()
         self._last_state: tuple[tuple, ControllerState | None] = ((), None)  # state()'s fields and answer
         self.incarnations = [-1] * replicas  # of the registered process of each broker
         self.session_deadline = [0] * replicas
@@ -597,11 +599,14 @@ class Controller:
             self._send_leader_and_isr(self.partitions[0], (broker,))  # it missed an update (a lost LeaderAndIsr)
             if self.events is not None:
                 self.events.controller(self, "resend_leader_and_isr", {"replica": broker}, (src, header.correlation_id))
+        # v0 names the one partition's epoch the broker applied, v1 every partition's
+        caught_up = self._caught_up(broker, req.partition_epochs if header.api_version >= 1 else (req.partition_epoch,))
+        if caught_up and broker in self.catching_up:  # KRaft unfences a registration once it caught up
+            self.catching_up.discard(broker)
+            self._registrations_changed()
         if header.api_version < 1:
             return BrokerHeartbeatResponse(Errors.NONE, False)
-        return BrokerHeartbeatResponse(
-            Errors.NONE, False, self._unfenced(), self._caught_up(broker, req.partition_epochs)
-        )
+        return BrokerHeartbeatResponse(Errors.NONE, False, self._unfenced(), caught_up)
 
     def _handle_alter_partition(self, src: int, header: Header, req: AlterPartitionRequest) -> Any:
         """AlterPartition (KIP-497): a leader's ISR change, fenced by leader and partition epochs."""
@@ -674,6 +679,8 @@ class Controller:
         self.broker_epochs[broker] = epoch
         self.registrations[broker].append(epoch)
         self.registration_epochs[broker] = tuple(p.partition_epoch for p in self.partitions)
+        if self.auto:  # a driven run says who caught up (Cluster.update_metadata_cache), heartbeats do here
+            self.catching_up.add(broker)
         self.incarnations[broker] = incarnation
         self.fenced.discard(broker)
         self.session_deadline[broker] = self.scheduler.now_ms() + self.session_timeout_ms
@@ -688,11 +695,14 @@ class Controller:
         registered = self.registration_epochs[broker]
         return all(i < len(applied) and applied[i] >= epoch for i, epoch in enumerate(registered))
 
-    def alive_broker_epochs(self) -> tuple[int, ...]:
-        """Per broker its broker epoch (0 before KIP-903, which compares none), -1 while fenced: what a
-        broker's metadata cache holds."""
+    def alive_broker_epochs(self, catching_up: Collection[int] | None = None) -> tuple[int, ...]:
+        """Per broker its broker epoch (0 before KIP-903, which compares none), -1 while fenced or registered
+        and not yet caught up with its registration (``catching_up``, by default as heartbeats told: KRaft
+        registers a broker fenced, BrokerHeartbeatManager unfences it once caught up): what a broker's
+        metadata cache holds."""
+        behind = self.catching_up if catching_up is None else catching_up
         return tuple(
-            -1 if b in self.fenced else self.broker_epochs[b] if self.compared_broker_epochs else 0
+            -1 if b in self.fenced or b in behind else self.broker_epochs[b] if self.compared_broker_epochs else 0
             for b in self.replicas
         )
 

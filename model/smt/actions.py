@@ -80,8 +80,14 @@ def _cache(nx: Next) -> bool:
 
 
 def _alive_broker_epochs(nx: Next) -> dict:
-    """Per broker j the controller's registration as a cache holds it (``mc<j>``): -1 fenced, else its epoch."""
-    return {f"mc{j}": z3.If(nx[f"c.fenced{j}"], -1, nx[f"c.bep{j}"]) for j in range(nx.b.replicas)}
+    """Per broker j the controller's registration as a cache holds it (``mc<j>``): -1 fenced, or registered
+    and not yet caught up with its registration (unregistered with a broker epoch), else its epoch."""
+    return {
+        f"mc{j}": z3.If(
+            z3.Or(nx[f"c.fenced{j}"], z3.And(nx.rep(j, "unreg"), nx.rep(j, "bepoch") >= 0)), -1, nx[f"c.bep{j}"]
+        )
+        for j in range(nx.b.replicas)
+    }
 
 
 def _replayed_registrations(nx: Next, r: int) -> None:

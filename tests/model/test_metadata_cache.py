@@ -135,3 +135,33 @@ def test_the_explorer_with_and_without_the_cache():
     assert off.complete and on.complete
     assert (off.states, on.states) == (204, 1425)
     assert not on.violations and not off.violations
+
+
+@pytest.mark.parametrize("protocol", ["kip-903", "kip-966"])
+def test_a_registered_broker_is_fenced_in_the_caches_until_it_caught_up_with_its_registration(protocol):
+    """KRaft registers a broker fenced and unfences it once its heartbeat shows it replayed the metadata
+    log past its registration: the model's stand-in is the broker's catch-up, the LeaderAndIsr of its
+    registration applied (docs/steps.md, the controller's alive broker epochs)."""
+    config = cfg(protocol, **CACHE)
+    s = last([step("crash", 2, kind="process"), step("restart", 2), step("register", 2)], config)
+    assert s.replicas[2].unregistered and s.controller.broker_epochs[2] == 1 and 2 not in s.controller.fenced
+    assert alive_broker_epochs(s.controller, s.replicas) == (0, 0, -1)
+    s = last(
+        [step("crash", 2, kind="process"), step("restart", 2), step("register", 2), step("update_metadata_cache", 0)],
+        config,
+    )
+    assert s.replicas[0].cached_broker_epochs == (0, 0, -1)  # told of the registration: still fenced
+    marked = [i for i, m in enumerate(s.leader_and_isr[2]) if m.registration]
+    s = last(
+        [
+            step("crash", 2, kind="process"),
+            step("restart", 2),
+            step("register", 2),
+            step("update_metadata_cache", 0),
+            step("deliver_leader_and_isr", 2, index=marked[-1]),
+        ],
+        config,
+    )
+    assert not s.replicas[2].unregistered
+    assert alive_broker_epochs(s.controller, s.replicas) == (0, 0, 1)
+    assert refusal(config, s, "update_metadata_cache", 0) is None  # the cache may take the unfencing now

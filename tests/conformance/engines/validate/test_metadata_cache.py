@@ -89,26 +89,26 @@ def test_a_self_driven_run_with_the_switch_is_explained_and_an_edited_one_refuse
     verdict, _, _ = validate_path(str(tmp_path))
     assert verdict.explained, verdict.to_json()
 
-    fenced = {b for f in tmp_path.glob("*.jsonl") for b in _fences(f)}
-    never = min(set(range(3)) - fenced)  # a broker the controller never fenced in this run
+    # the last cache update edited to hold fenced a broker that it and the node's update before it hold unfenced
+    updates = sorted(
+        (json.loads(x) for f in tmp_path.glob("*.jsonl") for x in f.read_text().splitlines()),
+        key=lambda e: e.get("t", -1),
+    )
+    updates = [e for e in updates if e.get("step") == "update_metadata_cache"]
+    last = updates[-1]
+    before = next((e for e in reversed(updates[:-1]) if e["node"] == last["node"]), None)
+    kept = [b for b, e in enumerate(last["state"]["cached_broker_epochs"]) if e >= 0]
+    if before is not None:
+        kept = [b for b in kept if before["state"]["cached_broker_epochs"][b] >= 0]
+    never = kept[0]
 
     def fenced_too(line: dict) -> dict:  # the last cache update holds it fenced
-        if line.get("step") == "update_metadata_cache" and line["t"] == last:
+        if line.get("step") == "update_metadata_cache" and line["t"] == last["t"] and line["node"] == last["node"]:
             line["state"]["cached_broker_epochs"][never] = -1
         return line
 
-    last = max(
-        json.loads(x)["t"]
-        for f in tmp_path.glob("*.jsonl")
-        for x in f.read_text().splitlines()
-        if '"update_metadata_cache"' in x
-    )
     _edited(tmp_path, fenced_too)
     verdict, _, _ = validate_path(str(tmp_path))
     assert not verdict.explained and verdict.event.step == "update_metadata_cache", verdict.to_json()
 
 
-def _fences(f: Path) -> set[int]:
-    return {
-        json.loads(x)["replica"] for x in f.read_text().splitlines() if '"step": "fence"' in x or '"step":"fence"' in x
-    }
