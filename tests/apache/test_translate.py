@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from isrcheck.conformance.engines.apache.translate import translate
 from isrcheck.conformance.engines.validate.validation import validate_path
+from isrcheck.model.alphabet import UPDATE_METADATA_CACHE as STEP
 
 DATA = Path(__file__).parent / "recordings"
 
@@ -28,9 +30,9 @@ def test_a_recorded_kafka_run_is_explained(run):
     }
 
 
-def _edited(tmp_path: Path, name: str, line: int, edit) -> Path:
+def _edited(tmp_path: Path, name: str, line: int, edit, run: str = "clean-4.4.0") -> Path:
     copy = tmp_path / "rec"
-    shutil.copytree(DATA / "clean-4.4.0", copy)
+    shutil.copytree(DATA / run, copy)
     path = copy / name
     lines = path.read_text().splitlines(keepends=True)
     event = json.loads(lines[line - 1])
@@ -62,6 +64,30 @@ def test_an_election_outside_isr_and_elr_is_refused(tmp_path):
     verdict, _, _ = validate_path(str(_edited(tmp_path, "controller.jsonl", 21, edit)))
     assert not verdict.explained and verdict.event.step == "controlled_shutdown"
     assert any("leader is" in why for r in verdict.refusals for why in r.reasons)
+
+
+def test_a_recording_of_the_metadata_caches_validates_with_them():
+    """Agent version 2 records the brokers' metadata caches (KRaftMetadataCache.setImage): the translation
+    takes them as update_metadata_cache, in the model's broker epochs, and sets metadata_cache and
+    hw_waits_for_caught_up; the killed follower, fenced within its lag time, is explained with both."""
+    head, nodes = translate(DATA / "follower-4.4.0")
+    assert head["config"]["metadata_cache"] and head["config"]["hw_waits_for_caught_up"]
+    caches = [e["state"]["cached_broker_epochs"] for lines in nodes.values() for e in lines if e["step"] == STEP]
+    assert [-1, 0, 0] in caches and [1, 0, 0] in caches  # broker 0 killed and fenced, then registered again
+    assert not translate(DATA / "clean-4.4.0")[0]["config"].get("metadata_cache")  # version 1: no caches
+
+
+def test_a_cache_that_holds_a_registered_broker_fenced_is_refused(tmp_path):
+    """The killed follower's broker 0, caught up after its restart: its own image at 161.6 s holds every
+    broker unfenced; edited to hold broker 1 fenced, which the controller never fenced."""
+
+    def edit(e):
+        assert e["ev"] == "KRaftMetadataCache.setImage" and not any(b["fenced"] for b in e["brokers"])
+        e["brokers"][1]["fenced"] = True
+
+    verdict, _, _ = validate_path(str(_edited(tmp_path, "broker-0.jsonl", 65, edit, "follower-4.4.0")))
+    assert not verdict.explained and verdict.event.step == STEP, verdict.event and verdict.event.describe()
+    assert any("metadata cache holds" in why for r in verdict.refusals for why in r.reasons)
 
 
 def test_two_request_handlers_at_once_are_taken_in_the_order_they_began(tmp_path):

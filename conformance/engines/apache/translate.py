@@ -188,7 +188,7 @@ class Translation:
         if tp is not None:
             line["tp"] = tp
         self.out.setdefault(node, []).append(line)
-        if step == RESTART:  # the model's restart replays the controller's registrations into its metadata cache
+        if step == RESTART and self.caches:  # the model's restart replays the controller's registrations
             for t in self.partitions:
                 self.cached[(node, t)] = self.alive_broker_epochs(t)
 
@@ -215,7 +215,7 @@ class Translation:
             own = again is not None and r.us - change.us < BURST_US and self.removes(_record(change), again)
             self.change(change, _record(change), registration=own)
         self.decision(r, rec)
-        for tp in self.partitions:
+        for tp in self.partitions if self.caches else ():
             alive = self.alive_broker_epochs(tp)
             history = self.alive_history.setdefault(tp, [])
             if not history or history[-1][1] != alive:
