@@ -110,5 +110,3 @@ def test_a_self_driven_run_with_the_switch_is_explained_and_an_edited_one_refuse
     _edited(tmp_path, fenced_too)
     verdict, _, _ = validate_path(str(tmp_path))
     assert not verdict.explained and verdict.event.step == "update_metadata_cache", verdict.to_json()
-
-
