@@ -274,6 +274,22 @@ class Search:
             ):
                 yield []
             yield [Step(UPDATE_METADATA_CACHE, r)]
+            logged = ev.state.get("cached_broker_epochs")
+            behind = [
+                b
+                for b, rep in enumerate(s.replicas)
+                if rep.alive
+                and rep.unregistered
+                and rep.broker_epoch >= 0
+                and isinstance(logged, list)
+                and b < len(logged)
+                and logged[b] >= 0
+            ]
+            if behind and self.trace.apache_kafka:
+                # the cache holds unfenced a broker the model holds still catching up with its registration: the
+                # controller unfenced it at the heartbeat after its catch-up, which no makeLeader or makeFollower
+                # logged when its registration changed no partition (unlogged.caught_up)
+                yield [unlogged.caught_up(self.cfg, b) for b in behind] + [Step(UPDATE_METADATA_CACHE, r)]
         elif step == SEND_FETCH:
             yield unlogged.drop_outstanding(s, r) + [Step(SEND_FETCH, r, max_batches=ev.fields["max_batches"])]
         elif step == HANDLE_FETCH and _holds(s, ev.node, r):
