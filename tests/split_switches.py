@@ -4,6 +4,7 @@ header with one, the model's steps written as a schedule's, renamings of what a 
 
 from __future__ import annotations
 
+import json
 import sys
 
 from isrcheck.conformance import Lockstep, SutSpec, random_walk
@@ -102,3 +103,16 @@ def renamings_commute(config, scope, holds) -> int:
         assert by_name == {(steps, t) for steps, t, _ in successors(config, scope, u) if steps[0] != Step("elect")}
         checked += 1
     return checked
+
+
+def self_driven_log(tmp_path, config, switch: str) -> None:
+    """150 steps of a self-driven simulation with ``config`` logged into ``tmp_path``, whose header sets ``switch``."""
+    from isrcheck.impl.replication import CRASH_KINDS
+    from isrcheck.impl.sim.workload import Workload
+
+    work = Workload(config, 1, True, CRASH_KINDS, str(tmp_path))
+    for _ in range(150):
+        work.step()
+    work.finish()
+    work.events.close()
+    assert json.loads((tmp_path / "controller.jsonl").read_text().splitlines()[0])["config"][switch] is True

@@ -10,13 +10,13 @@ import json
 from pathlib import Path
 
 from hw_waits import CAUGHT_UP
+from split_switches import self_driven_log
 
 from isrcheck.conformance.engines.validate.validation import validate_path
 from isrcheck.impl.controller import CONTROLLER_ID
 from isrcheck.impl.eventlog import EventLog, run_header
-from isrcheck.impl.replication import CRASH_KINDS
 from isrcheck.impl.sim import Cluster
-from isrcheck.impl.sim.workload import Workload, sim_config
+from isrcheck.impl.sim.workload import sim_config
 from isrcheck.impl.sut.driver import SimDriver, cluster_config
 from isrcheck.impl.sut.steps import parse_step
 
@@ -64,11 +64,6 @@ def test_a_log_without_the_switch_is_refused_with_it(tmp_path):
 
 def test_a_self_driven_run_with_the_switch_is_explained(tmp_path):
     config = dataclasses.replace(sim_config("kip-966", 3), **{SWITCH: True})
-    work = Workload(config, 1, True, CRASH_KINDS, str(tmp_path))
-    for _ in range(150):
-        work.step()
-    work.finish()
-    work.events.close()
-    assert json.loads((tmp_path / "controller.jsonl").read_text().splitlines()[0])["config"][SWITCH] is True
+    self_driven_log(tmp_path, config, SWITCH)
     verdict, _, _ = validate_path(str(tmp_path))
     assert verdict.explained, verdict.to_json()

@@ -11,13 +11,13 @@ import json
 from pathlib import Path
 
 from metadata_cache import BOTH, REACHED, TAKEN_OUT, TOLD
+from split_switches import self_driven_log
 
 from isrcheck.conformance.engines.validate.validation import validate_path
 from isrcheck.impl.controller import CONTROLLER_ID
 from isrcheck.impl.eventlog import EventLog, run_header
-from isrcheck.impl.replication import CRASH_KINDS
 from isrcheck.impl.sim import Cluster
-from isrcheck.impl.sim.workload import Workload, sim_config
+from isrcheck.impl.sim.workload import sim_config
 from isrcheck.impl.sut.driver import SimDriver, cluster_config
 from isrcheck.impl.sut.steps import parse_step
 
@@ -78,12 +78,7 @@ def test_a_cache_logged_without_the_fence_is_refused_where_the_hw_went_past(tmp_
 
 def test_a_self_driven_run_with_the_switch_is_explained_and_an_edited_one_refused(tmp_path):
     config = dataclasses.replace(sim_config("kip-966", 3), hw_waits_for_caught_up=True, **{SWITCH: True})
-    work = Workload(config, 1, True, CRASH_KINDS, str(tmp_path))
-    for _ in range(150):
-        work.step()
-    work.finish()
-    work.events.close()
-    assert json.loads((tmp_path / "controller.jsonl").read_text().splitlines()[0])["config"][SWITCH] is True
+    self_driven_log(tmp_path, config, SWITCH)
     told = sum(text.count('"update_metadata_cache"') for text in (f.read_text() for f in tmp_path.glob("*.jsonl")))
     assert told >= 3, told  # the brokers were told of registration changes
     verdict, _, _ = validate_path(str(tmp_path))
