@@ -233,6 +233,7 @@ class Controller:
         if stored is None:
             for broker in self.replicas:  # the initial brokers registered before the partition was created
                 self._register(broker, 0)
+            self.catching_up.clear()  # and every one of them applies the created partition: caught up
         else:
             self._restore(stored)
         for name, count in topics:

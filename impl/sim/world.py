@@ -77,9 +77,8 @@ class SimWorld:
             broker.bootstrap(
                 epoch,
                 LeaderAndIsrRequest(epoch, 0, 0, 0, 0, everyone, everyone),
-                self.controller.alive_broker_epochs(()),  # every broker caught up with the created partition
+                self.controller.alive_broker_epochs(),
             )
-        self.controller.catching_up.clear()  # every broker applied the created partition: caught up
 
     # -- the nodes --------------------------------------------------------------------------------
     def start_controller(self) -> Controller:
