@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .alphabet import MESSAGE_KINDS, NONE
 from .history import History
-from .state import GHOSTS_AT, LeaderAndIsr, Replica, State, updated
+from .state import GHOSTS_AT, LeaderAndIsr, Replica, State, catching_up, updated
 
 _QUEUE_FIELDS = tuple(MESSAGE_KINDS.values())  # in State's order
 
@@ -89,7 +89,7 @@ def addressed(rep, msg: LeaderAndIsr) -> LeaderAndIsr:
     """A LeaderAndIsr as the controller sends it to broker ``rep``: marked ``registration`` when the
     broker registered and does not serve yet (sent for the broker epoch of its registration: once it
     applied one, it has replayed the metadata log past its registration, initialCatchUpFuture)."""
-    return msg._replace(registration=True) if rep.unregistered and rep.broker_epoch >= 0 else msg
+    return msg._replace(registration=True) if catching_up(rep) else msg
 
 
 def flush_policy(cfg, log_len: int, durable: int) -> int:

@@ -144,6 +144,12 @@ class Controller(NamedTuple):
     last_known_leader: int  # the leader the partition last lost (kip-966; else -1)
 
 
+def catching_up(rep: Replica) -> bool:
+    """Registered and not yet caught up with its registration (kip-903+: ``unregistered`` with a broker
+    epoch): it serves nothing yet (initialCatchUpFuture) and KRaft holds it fenced till its heartbeat says so."""
+    return rep.unregistered and rep.broker_epoch >= 0
+
+
 def alive_broker_epochs(c: Controller, replicas: tuple = ()) -> tuple:
     """The controller's registrations as a metadata cache holds them: per broker its broker epoch, -1
     while it is fenced (BrokerRegistration.fenced, epoch; KRaftMetadataCache.getAliveBrokerEpoch), or
@@ -151,8 +157,7 @@ def alive_broker_epochs(c: Controller, replicas: tuple = ()) -> tuple:
     registers a broker fenced and unfences it once its heartbeat shows it replayed the metadata log past
     its registration, BrokerHeartbeatManager; the model's register unfences at once)."""
     return tuple(
-        -1 if b in c.fenced or (replicas and replicas[b].unregistered and replicas[b].broker_epoch >= 0) else e
-        for b, e in enumerate(c.broker_epochs)
+        -1 if b in c.fenced or (replicas and catching_up(replicas[b])) else e for b, e in enumerate(c.broker_epochs)
     )
 
 

@@ -1104,7 +1104,7 @@ class Translation:
         r = bisect.bisect_right(raises, at, key=lambda x: x[2])
         # or a raise past it just after this read (a produce's: the power soak at 204.0 s) counted the updates begun
         # before the read, which the model's handle_fetch counts where it is placed
-        raised_next = any(raised > hw for *_, made, raised, _own in raises[r : r + 1])
+        raised_next = r < len(raises) and raises[r][3] > hw
         if (i == 0 or marks[i - 1][2] <= hw) and not raised_next:
             return  # the leader's HW by then is what the answer shows
         handlings = self.handlings.get((sent[0], tp), [])

@@ -42,7 +42,7 @@ from isrcheck.model.alphabet import (
     TICK,
     UPDATE_METADATA_CACHE,
 )
-from isrcheck.model.state import LeaderAndIsr, State, initial_state
+from isrcheck.model.state import LeaderAndIsr, State, catching_up, initial_state
 
 from . import unlogged
 from .budgets import Judged
@@ -268,28 +268,18 @@ class Search:
                 return
             yield [Step(step, r, **(_produce_args(ev) if step == PRODUCE else _expand_args(ev)))]
         elif step == UPDATE_METADATA_CACHE:
+            logged = cache_fenced(ev.state.get("cached_broker_epochs"))
             # a cache the model's restart already set (a restarted broker's first image) is no step
-            if cache_fenced(list(s.replicas[r].cached_broker_epochs)) == cache_fenced(
-                ev.state.get("cached_broker_epochs")
-            ):
+            if cache_fenced(list(s.replicas[r].cached_broker_epochs)) == logged:
                 yield []
             yield [Step(UPDATE_METADATA_CACHE, r)]
-            logged = ev.state.get("cached_broker_epochs")
-            behind = [
-                b
-                for b, rep in enumerate(s.replicas)
-                if rep.alive
-                and rep.unregistered
-                and rep.broker_epoch >= 0
-                and isinstance(logged, list)
-                and b < len(logged)
-                and logged[b] >= 0
-            ]
-            if behind and self.trace.apache_kafka:
+            if self.trace.apache_kafka and logged is not None:
                 # the cache holds unfenced a broker the model holds still catching up with its registration: the
                 # controller unfenced it at the heartbeat after its catch-up, which no makeLeader or makeFollower
                 # logged when its registration changed no partition (unlogged.caught_up)
-                yield [unlogged.caught_up(self.cfg, b) for b in behind] + [Step(UPDATE_METADATA_CACHE, r)]
+                behind = [b for b, rep in enumerate(s.replicas) if b not in logged and catching_up(rep)]
+                if behind:
+                    yield [unlogged.caught_up(self.cfg, b) for b in behind] + [Step(UPDATE_METADATA_CACHE, r)]
         elif step == SEND_FETCH:
             yield unlogged.drop_outstanding(s, r) + [Step(SEND_FETCH, r, max_batches=ev.fields["max_batches"])]
         elif step == HANDLE_FETCH and _holds(s, ev.node, r):
