@@ -57,6 +57,7 @@ def test_the_machine_reports_a_divergence_with_a_replayable_schedule(monkeypatch
     assert run_schedule(schedule).kind == "divergence"
 
 
+@pytest.mark.slow  # 75 to 150 s of generation; the machine's divergence finding and replay run by default (above)
 def test_the_machine_finds_a_protocol_bug():
     """hw-truncation loses data with no fault at all (its truncation to the HW on leader changes),
     within every budget: the machine must find it (generation only here; shrinking a stateful run

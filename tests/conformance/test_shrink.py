@@ -97,6 +97,7 @@ def test_shrinking_keeps_kind_and_property_and_is_generic_over_the_runner():
     assert verdict.same_failure(Verdict("violation", "Toy"))
 
 
+@pytest.mark.slow  # 35 to 75 s; the other shrink tests run by default
 def test_long_failing_walks_shrink_within_seconds():
     """Protocol bugs found by 100+ step walks shrink to the size of the explorer's shortest
     counterexamples (15-20 steps: crashes, fencing, elections and deliveries take steps)."""

@@ -158,6 +158,7 @@ def test_min_isr_power_losses_lose_an_acknowledged_write_and_fewer_do_not():
     )
 
 
+@pytest.mark.slow  # 45 to 95 s of exploration; the budgets' own tests run by default
 def test_within_the_fault_budget_no_acknowledged_write_is_lost():
     # three replicas, two crashes of which one a power loss, unclean election off, leaving out
     # the two cases Kafka itself loses data in (the next two tests)
@@ -381,6 +382,7 @@ def test_a_counterexample_that_fails_earlier_on_another_property_expects_what_re
     assert schedule.description.endswith(f"replayed with every property: violation of WeakIsr at step {weak.depth - 1}")
 
 
+@pytest.mark.slow  # 50 to 110 s of exploration
 def test_broker_epochs_and_elr_close_the_two_losses_kafka_had():
     # KAFKA-14139's scope: StrongIsr breaks on kip-320 only; Last Replica Standing's scope: the
     # acknowledged write is lost on kip-320 and kip-903, not on kip-966 (KIP-903, KIP-966). kip-966

@@ -85,7 +85,18 @@ def header(run: dict, partitions: dict, caches: bool = False) -> dict:
             "catch_up_at_previous_fetch": True,
             # a recording of the brokers' metadata caches (agent version 2): Partition.isReplicaIsrEligible reads
             # them, and Partition.maybeIncrementLeaderHW waits for a caught-up follower that is eligible
-            **({"metadata_cache": True, "hw_waits_for_caught_up": True} if caches else {}),
+            # and the controller's registrations they copy: a registration fenced until a heartbeat unfences it,
+            # a broker in controlled shutdown (docs/steps.md, unfence_at_heartbeat and kraft_controlled_shutdown)
+            **(
+                {
+                    "metadata_cache": True,
+                    "hw_waits_for_caught_up": True,
+                    "unfence_at_heartbeat": True,
+                    "kraft_controlled_shutdown": True,
+                }
+                if caches
+                else {}
+            ),
         },
         "partitions": partitions,
     }
@@ -122,7 +133,6 @@ class Translation:
         self.registered_down: set[int] = set()  # of those, started and registered, nothing recorded yet
         self.registered: set[int] = set()
         self.fenced: set[int] = set()  # brokers the controller's records fence, till registered or unfenced
-        self.registering: set[int] = set()  # brokers registered again, not yet unfenced
         self.handled: dict[tuple, tuple] = {}  # (follower, leader, corr) -> its handling (as in handlings)
         self.leader_at: dict[tuple, list] = {}  # (leader, tp) -> [(us, leo, hw)], after each of its events
         self.following: dict[tuple, int | None] = {}  # (follower, tp) -> the leader epoch it follows in
@@ -162,6 +172,10 @@ class Translation:
         self.epoch_base: dict[str, dict] = {}  # tp -> broker -> its registration's index when tp was created
         self.cached: dict[tuple, list] = {}  # (broker, tp) -> its metadata cache as the model holds it
         self.kafka_fenced: set[int] = set()  # brokers fenced by Kafka's records (a registration's too, till unfenced)
+        self.kafka_shutdown: set[int] = set()  # brokers in controlled shutdown by Kafka's records, till fenced
+        # the controlled shutdown whose partition changes follow its record: (broker, us, where), the partitions changed
+        self.shutdown_pending: tuple | None = None
+        self.shutdown_changed: set[str] = set()
         self.cached_at: dict[tuple, int] = {}  # (broker, tp) -> when its cache last took the controller's
         self.alive_history: dict[str, list] = {}  # tp -> [(us, the controller's alive broker epochs from then)]
         self.quiet_stops: dict[int, tuple] = {}  # broker -> (us, where) of a clean stop of a JVM that logged nothing
@@ -214,6 +228,7 @@ class Translation:
             # RegisterBrokerRecord that take the broker out of ISR or ELR are its registration's
             own = again is not None and r.us - change.us < BURST_US and self.removes(_record(change), again)
             self.change(change, _record(change), registration=own)
+        self.shutdown_ends()
         self.decision(r, rec)
         for tp in self.partitions if self.caches else ():
             alive = self.alive_broker_epochs(tp)
@@ -235,6 +250,18 @@ class Translation:
         for change in self.held:
             self.change(change, _record(change), registration=False)
         self.held = []
+        self.shutdown_ends()
+
+    def shutdown_ends(self) -> None:
+        """The model's ``controlled_shutdown`` in every partition its changes left alone: KRaft writes the broker's
+        ``inControlledShutdown`` before the partition changes (``handleBrokerInControlledShutdown``), so the changed
+        ones are known only at the controller's next event."""
+        if self.shutdown_pending is None:
+            return
+        (b, us, where), self.shutdown_pending = self.shutdown_pending, None
+        for tp in self.partitions:
+            if tp not in self.shutdown_changed:
+                self.emit(CONTROLLER, us, "controlled_shutdown", where, self.view(tp), tp, replica=b)
 
     def decision(self, r, rec: dict) -> None:
         cause = self.cause
@@ -269,6 +296,7 @@ class Translation:
             if "incarnationId" in rec:  # RegisterBrokerRecord
                 self.broker_epochs.setdefault(b, []).append(rec.get("brokerEpoch"))
                 (self.kafka_fenced.add if rec.get("fenced", True) else self.kafka_fenced.discard)(b)
+                self.kafka_shutdown.discard(b)
                 self.fenced.discard(b)  # the model's restart unfences it (Kafka's later unfencing is no step)
                 if b in self.registered:  # registered again: the model's restart (Kafka's broker fetches from now)
                     for tp in self.partitions:
@@ -279,19 +307,27 @@ class Translation:
                 self.cause = None
             elif rec.get("inControlledShutdown") == 1:
                 self.cause = ("controlled_shutdown", b)
+                if self.caches:  # the model's controlled_shutdown (kraft_controlled_shutdown) in every partition
+                    self.kafka_shutdown.add(b)
+                    self.shutdown_pending, self.shutdown_changed = (b, r.us, r.where), set()
             elif rec.get("fenced") == -1:
-                if b in self.fenced:  # fenced after its registration and unfenced by its heartbeat: the model's unfence
+                # a broker fenced after its registration and unfenced by its heartbeat: the model's unfence; with
+                # unfence_at_heartbeat a registration's unfencing too (its RegisterBrokerRecord was fenced)
+                if b in (self.kafka_fenced if self.caches else self.fenced):
                     for tp in self.partitions:
                         self.emit(CONTROLLER, r.us, "unfence", r.where, self.view(tp), tp, replica=b)
                 self.fenced.discard(b)
                 self.kafka_fenced.discard(b)
             elif rec.get("fenced") == 1:
+                already = b in (self.kafka_fenced if self.caches else self.fenced)
                 self.kafka_fenced.add(b)
+                self.kafka_shutdown.discard(b)
                 # the fencing's partition changes come first; a partition it did not change (the broker
                 # neither led it nor was in its ISR) takes the model's fence all the same. A broker fenced
-                # already (its session expiring after a controlled shutdown fenced it) changes nothing.
+                # already (its session expiring after a controlled shutdown fenced it, or a registration not yet
+                # unfenced) changes nothing.
                 changed = self.fence_changed if self.cause == (FENCE, b) else set()
-                for tp in self.partitions if b not in self.fenced else ():
+                for tp in self.partitions if not already else ():
                     if tp not in changed:
                         self.emit(CONTROLLER, r.us, FENCE, r.where, self.view(tp), tp, replica=b)
                 self.fenced.add(b)
@@ -340,6 +376,8 @@ class Translation:
             step, b = ELECT, -1  # the model's own choice, which the validator checks against the record
         if step == FENCE:
             self.fence_changed.add(tp)
+        if step == "controlled_shutdown":
+            self.shutdown_changed.add(tp)
         self.emit(
             CONTROLLER,
             r.us,
@@ -362,23 +400,28 @@ class Translation:
 
     def alive_broker_epochs(self, tp: str) -> list:
         """The controller's alive broker epochs (docs/steps.md) in tp's model: -1 for a broker Kafka's records
-        hold fenced (registered again and not yet unfenced too: the model's registration not yet caught up)."""
+        hold fenced (registered again and not yet unfenced too: the model's awaiting unfence) or in controlled
+        shutdown."""
         base = self.epoch_base.get(tp, {})
         return [
-            -1 if b in self.kafka_fenced else len(self.broker_epochs.get(b, [None])) - 1 - base.get(b, 0)
+            -1
+            if b in self.kafka_fenced or b in self.kafka_shutdown
+            else len(self.broker_epochs.get(b, [None])) - 1 - base.get(b, 0)
             for b in range(self.run["brokers"])
         ]
 
     def metadata_cache(self, n: int, r) -> None:
         """``KRaftMetadataCache.setImage`` with new registrations: the model's ``update_metadata_cache`` for each
         partition whose cache it changes, -1 for a broker it holds fenced (a registration is fenced until the
-        controller unfences it; a controlled shutdown is not read: the model's controller has none)."""
+        controller unfences it) or shutting down."""
         registrations = {reg["id"]: reg for reg in r.line.get("brokers") or [] if isinstance(reg, dict)}
         for tp in self.partitions:
             view = []
             for b in range(self.run["brokers"]):
                 reg = registrations.get(b)
-                view.append(-1 if reg is None or reg.get("fenced") else self.model_epoch(tp, b, reg.get("epoch")))
+                # isBrokerShuttingDown too: the model's caches hold a broker in controlled shutdown at -1
+                ineligible = reg is None or reg.get("fenced") or reg.get("shutdown")
+                view.append(-1 if ineligible else self.model_epoch(tp, b, reg.get("epoch")))
             if view != self.cached.get((n, tp), [0] * len(view)):
                 us = self.cache_taken(n, tp, view, r.us)
                 self.cached[(n, tp)], self.cached_at[(n, tp)] = view, us

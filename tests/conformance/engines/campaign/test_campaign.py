@@ -45,6 +45,7 @@ def test_rows_are_the_same_whatever_the_number_of_partitions(spark, tmp_path):
     assert one.summary["distinct_coverage"] == five.summary["distinct_coverage"] > 0
 
 
+@pytest.mark.slow  # 80 to 170 s of Spark reading the rows back; pyarrow reads them in the other campaign tests
 def test_parquet_rows_are_readable_by_pyarrow_and_spark(spark, tmp_path):
     result = _campaign(spark, tmp_path / "c", schedules=40, faults="none")
     assert result.exit_code == 0 and result.summary["by_verdict"] == {"pass": 40}
