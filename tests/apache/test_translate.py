@@ -924,3 +924,85 @@ def test_an_alter_partition_answer_whose_callback_runs_after_the_managers_return
         t.broker(Recorded(f"broker-0.jsonl:{us}", 0, us, ev, at, p if isinstance(p, dict) else None, line))
     answers = [e["us"] for e in t.out[0] if e["step"] == "handle_alter_partition_response"]
     assert answers == ([40] if callback else [30])
+
+
+def _replay(t, records, start=0):
+    """Each record as the controller's replay of it, one microsecond apart."""
+    from isrcheck.conformance.engines.apache.recording import Recorded
+
+    for us, (ev, args) in enumerate(records, start):
+        line = {"ev": ev, "at": "exit", "us": us, "args": args}
+        t.controller(Recorded(f"controller.jsonl:{us}", 1000, us, ev, "exit", None, line))
+
+
+def test_a_registrations_unfencing_is_the_models_unfence_and_its_sessions_end_no_fence():
+    """KRaft registers a broker fenced and unfences it at a heartbeat (unfence_at_heartbeat, with the caches
+    recorded): the UnfenceBrokerRecord is the model's unfence in every partition; the session of a
+    registration not yet unfenced ending (fenced=1 again) is no step, as the model refuses that fence."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000, "brokers": 3})
+    t.caches = True
+    t.registered.add(2)
+    for tp in ("t-0", "t-1"):
+        t.partitions[tp] = [0, 1, 2]
+        t.pstate[tp] = {"leader": 0, "epoch": 1, "isr": [0, 1], "pe": 2, "elr": []}
+    register = (
+        "ClusterControlManager.replay",
+        [{"brokerId": 2, "incarnationId": "x", "brokerEpoch": 7, "fenced": True}],
+    )
+    fenced = ("ClusterControlManager.replay", [{"brokerId": 2, "brokerEpoch": 7, "fenced": 1}])
+    unfenced = ("ClusterControlManager.replay", [{"brokerId": 2, "brokerEpoch": 7, "fenced": -1}])
+    _replay(t, [register, fenced, register, unfenced])
+    steps = [(e["step"], e["us"], e["tp"]) for e in t.out[1000]]
+    assert steps == [("register", 0, "t-0"), ("register", 0, "t-1"), ("register", 2, "t-0"), ("register", 2, "t-1")] + [
+        ("unfence", 3, "t-0"),
+        ("unfence", 3, "t-1"),
+    ]
+    assert t.alive_broker_epochs("t-0")[2] != -1  # unfenced: the caches may show its epoch
+
+
+def test_a_controlled_shutdown_is_the_models_step_in_every_partition_with_its_change_where_it_made_one():
+    """handleBrokerInControlledShutdown writes the broker's inControlledShutdown, then its partition changes:
+    each changed partition's controlled_shutdown carries its change, every other one takes the step at the
+    record (kraft_controlled_shutdown); the broker is ineligible in the alive broker epochs till fenced."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000, "brokers": 3})
+    t.caches = True
+    t.topics["T"] = "t"
+    for tp in ("t-0", "t-1"):
+        t.partitions[tp] = [0, 1, 2]
+        t.pstate[tp] = {"leader": 2 if tp == "t-0" else 0, "epoch": 1, "isr": [0, 1, 2], "pe": 2, "elr": []}
+    shutdown = (
+        "ClusterControlManager.replay",
+        [{"brokerId": 2, "brokerEpoch": 7, "fenced": 0, "inControlledShutdown": 1}],
+    )
+    change = ("ReplicationControlManager.replay", [{"partitionId": 0, "topicId": "T", "isr": [0, 1], "leader": 0}])
+    fenced = ("ClusterControlManager.replay", [{"brokerId": 2, "brokerEpoch": 7, "fenced": 1}])
+    _replay(t, [shutdown, change])
+    assert t.alive_broker_epochs("t-1")[2] == -1
+    _replay(t, [fenced], start=5)
+    out = [(e["step"], e["us"], e["tp"], e["state"].get("leader")) for e in t.out[1000]]
+    assert out[:2] == [("controlled_shutdown", 1, "t-0", 0), ("controlled_shutdown", 0, "t-1", 0)]
+    assert [(step, tp) for step, _, tp, _ in out[2:]] == [("fence", "t-0"), ("fence", "t-1")]
+    header = _header(t)
+    assert header["config"]["kraft_controlled_shutdown"] and header["config"]["unfence_at_heartbeat"]
+
+
+def _header(t) -> dict:
+    from isrcheck.conformance.engines.apache.translate import header
+
+    return header(
+        {
+            "brokers": 3,
+            "kafka": "4.4.0",
+            "min_insync_replicas": 2,
+            "unclean_election": False,
+            "replica_lag_time_max_ms": 30000,
+            "flush_messages": None,
+            "elr": True,
+        },
+        t.partitions,
+        t.caches,
+    )
