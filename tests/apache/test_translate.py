@@ -1006,3 +1006,17 @@ def _header(t) -> dict:
         t.partitions,
         t.caches,
     )
+
+
+def test_a_response_ending_below_the_leo_its_read_took_was_cut_by_bytes():
+    """KIP-74: a follower's fetch returns whole batches while they fit its maxBytes, bounded otherwise by the
+    leader's LEO, which the read took before the records: records that end below it were cut by bytes."""
+    from isrcheck.conformance.engines.apache.translate import Translation
+
+    t = Translation({"controller": 1000, "brokers": 3})
+    read = {"step": "read_fetch"}
+    t.handled[(1, 0, 7)] = (0, 0, 13822, 5, read, {})
+    t.cut_by_bytes(1, (0, 7), 13822)  # the whole read
+    assert "upto" not in read
+    t.cut_by_bytes(1, (0, 7), 13714)
+    assert read["upto"] == 13714

@@ -211,7 +211,7 @@ def _event(line: object, where: str, replicas: int) -> Event:
             and not (type(msg) is list and len(msg) == 2 and type(msg[0]) is int and type(msg[1]) is int)
         )
         or (tp is not None and type(tp) is not str)
-        or (step == HANDLE_FETCH and "batches" in line)
+        or (step in (HANDLE_FETCH, READ_FETCH) and ("batches" in line or "upto" in line))
         or (step == SEND_FETCH and "stale_fetcher" in line)
         or (step == EXPAND_ISR and "follower" in line)
         or step == FAIL_DISK
@@ -258,8 +258,9 @@ def _checked(line: object, where: str, replicas: int) -> Event:
     fields = {k: line[k] for k in STEP_FIELDS[step]}
     if step == FAIL_DISK and fields["io"] not in DISK_IO:
         raise UsageError(f"{where}: fail_disk: io {json.dumps(fields['io'])} is none of {', '.join(DISK_IO)}")
-    if step == HANDLE_FETCH and "batches" in line:  # a response cut by bytes
-        fields["batches"] = _int(line, "batches", where)
+    for cut in ("batches", "upto"):  # a response cut by bytes: its whole batches, or the offset they end at
+        if step in (HANDLE_FETCH, READ_FETCH) and cut in line:
+            fields[cut] = _int(line, cut, where)
     if step == PRODUCE and "timeout" in line:
         fields["timeout"] = _int(line, "timeout", where)
     if step == SEND_FETCH and "stale_fetcher" in line:  # split_become_follower: [leader, leader epoch]

@@ -287,12 +287,12 @@ class Search:
         elif step == READ_FETCH and _holds(s, ev.node, r, hw_only=True):
             yield [Step(READ_FETCH, r)]  # the LEO and batches of a read whose HW was logged (read_fetch_hw)
         elif step in DELIVERIES:
-            cut = ev.fields.get("batches")
+            cut = ev.fields.get("batches"), ev.fields.get("upto")
             credit = self._lag_credit(ev, r) if step == HANDLE_FETCH else None
             for alt in self._delivery(s, ev, r, DELIVERIES[step]):
                 if alt and isinstance(alt[-1], Step):
-                    if cut:  # a response the leader cut by bytes: to the model, a request of that many batches
-                        alt = alt[:-1] + [unlogged.byte_limit(r, cut), alt[-1]]
+                    if any(cut):  # a response the leader cut by bytes: to the model, a request of that many batches
+                        alt = alt[:-1] + [unlogged.byte_limit(r, *cut), alt[-1]]
                     if credit is not None:
                         alt = alt + [credit]
                 yield alt

@@ -104,14 +104,20 @@ def requeue(field: str, r: int, message, at_end: bool = False):
     return take
 
 
-def byte_limit(r: int, batches: int):
-    """The leader answered with the first ``batches`` whole batches, cut by bytes
-    (replica.fetch.max.bytes, KIP-74): the request it handles asks for that many (``max_batches``)."""
+def byte_limit(r: int, batches: int | None, upto: int | None = None):
+    """The leader answered with the first ``batches`` whole batches, or those that end at offset ``upto``, cut
+    by bytes (replica.fetch.max.bytes, KIP-74): the request it handles asks for that many (``max_batches``)."""
 
     def take(s: State, steps: list) -> State:
         queue = s.fetch_requests[r]
         if not queue:
             return s  # the delivery refuses, with the model's reason
+        nonlocal batches
+        if upto is not None:  # the batches of the leader's log from the fetch offset that end by then
+            ends = batch_ends(s.replicas[queue[0].leader].log, queue[0].fetch_offset)
+            if upto not in ends:
+                return s  # no batch ends there: the delivery refuses, with the model's reason
+            batches = ends.index(upto) + 1
         queues = list(s.fetch_requests)
         queues[r] = (queue[0]._replace(max_batches=batches),) + queue[1:]
         steps.append({"step": "byte_limit", "replica": r, "max_batches": batches})

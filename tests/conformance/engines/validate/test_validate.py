@@ -439,3 +439,21 @@ def test_an_election_folded_into_the_registration_of_a_broker_that_did_not_lead_
     c = unlogged.elect_with_registration(cfg, 1)(s, steps).controller
     assert (c.leader, c.leader_epoch, c.partition_epoch) == (2, before.leader_epoch + 1, before.partition_epoch + 1)
     assert [x["step"] for x in steps] == ["register", "elect"]
+
+
+def test_a_response_cut_by_bytes_at_an_offset_is_a_read_of_the_batches_that_end_there():
+    """An answer cut by replica.fetch.max.bytes whose event names the offset its batches end at (``upto``, as the
+    translation of Apache Kafka's recordings writes it): the request asks for the leader's batches from its
+    fetch offset up to there; an offset no batch ends at leaves the request alone (the delivery refuses)."""
+    from isrcheck.conformance.engines.validate import unlogged
+    from isrcheck.model import ModelConfig, Step, apply, initial_state
+
+    cfg = ModelConfig()
+    s = initial_state(cfg)
+    for step in (Step("produce", 0, 1, records=2), Step("produce", 0, 1), Step("send_fetch", 1)):
+        s, _ = apply(cfg, s, step)
+    steps: list = []
+    assert unlogged.byte_limit(1, None, 2)(s, steps).fetch_requests[1][0].max_batches == 1
+    assert unlogged.byte_limit(1, None, 3)(s, steps).fetch_requests[1][0].max_batches == 2
+    assert unlogged.byte_limit(1, None, 1)(s, []) is s  # inside the first batch
+    assert [step["max_batches"] for step in steps] == [1, 2]
