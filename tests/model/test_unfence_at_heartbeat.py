@@ -6,6 +6,7 @@ it (the step ``unfence``); till then no election picks it and no ISR takes it in
 from __future__ import annotations
 
 import pytest
+import split_switches
 from split_switches import last, step
 from unfence import FENCE_0, FOLLOWER_BACK, KILL_SOAK, LAST_MEMBER, PROTOCOLS, UNFENCE, UNFENCE_1
 
@@ -161,3 +162,10 @@ def test_the_explorer_with_and_without_the_switch():
     assert off.complete and on.complete
     assert (off.states, on.states) == (6607, 6774)
     assert not on.violations and not off.violations
+
+
+def test_renaming_brokers_renames_those_awaiting_unfence():
+    scope = Scope(max_records=1, max_epoch=2, max_crashes=1, max_zombies=1)
+    awaiting = lambda s: s.controller.awaiting_unfence  # noqa: E731
+    checked = split_switches.renamings_commute(cfg("kip-966", **UNFENCE), scope, awaiting)
+    assert checked > 20, checked
