@@ -24,6 +24,11 @@ an unfenced ELR member, then (ISR and ELR empty) the last known leader; and a br
 after an unclean shutdown (no previous broker epoch) first leaves ISR, ELR and leadership
 (ReplicationControlManager.handleBrokerUncleanShutdown).
 
+With ``unfence_at_heartbeat`` (KRaft's RegisterBrokerRecord with fenced set) a registration awaits
+unfence until the heartbeat that shows the broker caught up with it (driven: ``unfence``): till then
+the broker is not active (ClusterControlManager.isActive), so no election picks it and an
+AlterPartition naming it is ``INELIGIBLE_REPLICA``; its session's end fences nothing.
+
 Every partition is one ``PartitionRegistration`` (KRaft's), handled alike; a single-partition run
 (the simulation, lockstep) has one, topic ``isr`` partition 0, whose fields ``leader``, ``isr`` and
 the like the controller also shows as its own. With ``kafka_metadata`` on (a cluster that Kafka
