@@ -21,6 +21,7 @@ from .state import (
     LeaderAndIsr,
     Replica,
     State,
+    active,
     alive_broker_epochs,
     batch_ends,
     end_offset_for,
@@ -144,7 +145,7 @@ def _elect_choice(cfg, c: Controller) -> tuple[int, tuple, tuple] | None:
         return choice + (cfg.rules.elr_after(c, choice[1], cfg.min_insync_replicas),)
     if cfg.unclean_leader_election_enable:
         for r in range(cfg.replicas):
-            if r not in c.fenced:  # an unclean leader need not hold what the ELR vouched for
+            if active(c, r):  # an unclean leader need not hold what the ELR vouched for
                 return r, (r,), ()
     return None
 
@@ -741,7 +742,8 @@ def _adding(cfg, st, rep: Replica) -> list[int]:
 
 class HandleAlterPartition(Delivery):
     """Controller AlterPartition handling with leader-epoch and partition-epoch fencing (KIP-497),
-    and members checked against their registrations (fenced, or a stale broker epoch: KIP-903)."""
+    and members checked against their registrations (ReplicationControlManager.ineligibleReplicasForIsr:
+    fenced or awaiting unfence, or a stale broker epoch: KIP-903)."""
 
     name = "handle_alter_partition"
 
@@ -753,7 +755,7 @@ class HandleAlterPartition(Delivery):
             error = "FENCED_LEADER_EPOCH"
         elif m.partition_epoch != c.partition_epoch:
             error = "INVALID_UPDATE_VERSION"
-        elif any(f in c.fenced or e not in (-1, c.broker_epochs[f]) for f, e in zip(m.isr, m.broker_epochs)):
+        elif any(not active(c, f) or e not in (-1, c.broker_epochs[f]) for f, e in zip(m.isr, m.broker_epochs)):
             error = "INELIGIBLE_REPLICA"
         else:
             error = NONE
@@ -794,8 +796,9 @@ class HandleAlterPartitionResponse(Delivery):
 
 
 class Elect(Action):
-    """Controller leader election: clean from the ISR (KIP-966: then the ELR, then the last known
-    leader), else unclean if enabled."""
+    """Controller leader election (PartitionChangeBuilder.electLeader): clean from the ISR (KIP-966:
+    then the ELR, then the last known leader), else unclean if enabled; an active broker only
+    (isAcceptableLeader: ClusterControlManager.isActive)."""
 
     name = "elect"
 
@@ -806,6 +809,8 @@ class Elect(Action):
                 return f"broker {target} is not in the controller's ISR"
             if target in c.fenced:
                 return f"broker {target} is fenced"
+            if target in c.awaiting_unfence:
+                return f"broker {target} awaits unfence"
             if target == c.leader:
                 return f"broker {target} already leads"
             return None
@@ -839,7 +844,11 @@ class Fence(Action):
     name = "fence"
 
     def guard(cfg, s, st):
-        return f"broker {st.replica} is already fenced" if st.replica in s.controller.fenced else None
+        if st.replica in s.controller.fenced:
+            return f"broker {st.replica} is already fenced"
+        if st.replica in s.controller.awaiting_unfence:  # its registration is fenced: the session's end writes nothing
+            return f"broker {st.replica} awaits unfence (its registration is fenced)"
+        return None
 
     def effect(nx, st):
         r = st.replica
@@ -889,20 +898,67 @@ class Rejoin(Action):
         _register(nx, st.replica, unclean=False)
 
 
+class Unfence(Action):
+    """The controller unfences a broker whose heartbeat shows it caught up (unfence_at_heartbeat):
+    BrokerHeartbeatManager.calculateNextBrokerState goes FENCED -> UNFENCED once the heartbeat's
+    currentMetadataOffset reached the broker's registerBrokerRecordOffset, and
+    ReplicationControlManager.handleBrokerUnfenced writes UnfenceBrokerRecord. The broker keeps its broker
+    epoch (only a registration gives a new one, KIP-903); one that was fenced (a zombie whose heartbeats
+    reach the controller again) is sent the current state, as a registration is. No partition change:
+    handleBrokerUnfenced's election of a leaderless partition is ``elect``."""
+
+    name = "unfence"
+
+    def guard(cfg, s, st):
+        r = st.replica
+        rep, c = s.replicas[r], s.controller
+        if not cfg.unfence_at_heartbeat:
+            return "unfence_at_heartbeat is off: a registration unfences at once"
+        if not rep.alive:
+            return f"broker {r} is down"
+        if rep.broker_epoch < 0:
+            return f"broker {r} is not registered"
+        if rep.unregistered:
+            return f"broker {r} has not caught up with its registration"
+        if active(c, r):
+            return f"broker {r} is neither fenced nor awaiting unfence"
+        return None
+
+    def effect(nx, st):
+        r = st.replica
+        c = nx.controller
+        nx.controller = c._replace(fenced=_without(c.fenced, r), awaiting_unfence=_without(c.awaiting_unfence, r))
+        if r in c.fenced:  # sent nothing while fenced (one awaiting unfence was sent every change)
+            _send_current_state(nx, r)
+
+
+def _without(brokers: tuple, r: int) -> tuple:
+    return tuple(b for b in brokers if b != r)
+
+
+def _send_current_state(nx: NextState, r: int) -> None:
+    """The controller sends broker ``r`` a LeaderAndIsr of its current partition state (no epoch bump)."""
+    c = nx.controller
+    nx.send("leader_and_isr", r, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch))
+
+
 def _register(nx: NextState, r: int, unclean: bool) -> None:
     """Broker registration (docs/steps.md, "Controller state"): a new broker epoch (KIP-903); after
     an unclean shutdown the controller first takes ``r`` out of ISR, ELR and leadership
     (KIP-966, ReplicationControlManager.handleBrokerUncleanShutdown); then it unfences ``r`` and
     sends it its current partition state (to a started broker, KRaft: marked ``registration``, see
-    ``addressed``: it serves once it applied one)."""
+    ``addressed``: it serves once it applied one). With unfence_at_heartbeat ``r`` awaits unfence
+    instead: ClusterControlManager.registerBroker writes RegisterBrokerRecord with fenced set."""
     c = nx.controller
     epoch = nx.cfg.rules.next_broker_epoch(c.broker_epochs[r])
     nx.controller = c._replace(broker_epochs=c.broker_epochs[:r] + (epoch,) + c.broker_epochs[r + 1 :])
     nx.replicas[r] = updated(nx.replicas[r], broker_epoch=epoch, unclean_shutdown=False)
     if unclean and _remove_broker(nx, r, tuple(i for i in c.isr if i != r), (r,)):
         nx.send_leader_and_isr(skip=r)
-    c = nx.controller = nx.controller._replace(fenced=tuple(b for b in nx.controller.fenced if b != r))
-    nx.send("leader_and_isr", r, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch))
+    c = nx.controller
+    awaiting = tuple(sorted(set(c.awaiting_unfence) | {r})) if nx.cfg.unfence_at_heartbeat else ()
+    nx.controller = c._replace(fenced=_without(c.fenced, r), awaiting_unfence=awaiting)
+    _send_current_state(nx, r)
 
 
 # -- brokers: failures, restarts, disks, fsync ---------------------------------------------------------------------
@@ -1131,7 +1187,7 @@ class FailDisk(Action):
     def effect(nx, st):
         r = st.replica
         Crash.effect(nx, Step("crash", r, "power" if st.arg.startswith("fsync") else "process"))
-        if r not in nx.controller.fenced:
+        if active(nx.controller, r):  # as fence: a registration awaiting unfence is fenced already
             Fence.effect(nx, Step("fence", r))
 
 

@@ -38,6 +38,7 @@ HANDLE_ALTER_PARTITION_RESPONSE = "handle_alter_partition_response"
 ELECT = "elect"
 FENCE = "fence"
 REJOIN = "rejoin"
+UNFENCE = "unfence"
 CRASH = "crash"
 RESTART = "restart"
 REGISTER = "register"
@@ -325,6 +326,15 @@ STEPS: Mapping[str, StepKind] = {
             lifecycle=True,
         ),
         StepKind(REJOIN, ("replica",), "a live fenced broker re-registers with a new broker epoch", weight=1.5),
+        StepKind(
+            UNFENCE,
+            ("replica",),
+            "BrokerHeartbeatManager.calculateNextBrokerState FENCED to UNFENCED, "
+            "ReplicationControlManager.handleBrokerUnfenced: a heartbeat shows the broker caught up with its "
+            "registration (unfence_at_heartbeat)",
+            weight=1.5,
+            config="unfence_at_heartbeat",
+        ),
         StepKind(
             CRASH,
             ("replica", "kind", "survive", "torn", "tail"),

@@ -56,6 +56,9 @@ class ScheduleConfig:
     # each broker holds a metadata cache of the brokers' registrations that a leader's ISR eligibility
     # reads (docs/steps.md, update_metadata_cache): Kafka's KRaftMetadataCache, Partition.isReplicaIsrEligible
     metadata_cache: bool = False
+    # the controller holds a registration fenced until the heartbeat that shows the broker caught up
+    # with it, the step unfence (docs/steps.md): KRaft's BrokerHeartbeatManager.calculateNextBrokerState
+    unfence_at_heartbeat: bool = False
 
     def __post_init__(self) -> None:
         _check_int("replicas", self.replicas, 1, MAX_REPLICAS)
@@ -106,6 +109,7 @@ _LEFT_OUT_AT_DEFAULT = (
     ("hw_waits_for_caught_up", False),
     ("catch_up_at_previous_fetch", False),
     ("metadata_cache", False),
+    ("unfence_at_heartbeat", False),
 )
 # the boolean config fields
 _FLAGS = (
@@ -115,7 +119,18 @@ _FLAGS = (
     "hw_waits_for_caught_up",
     "catch_up_at_previous_fetch",
     "metadata_cache",
+    "unfence_at_heartbeat",
 )
+
+
+def check_protocol(protocol: str, config: ScheduleConfig) -> None:
+    """ConfigError unless ``config``'s switches go with ``protocol`` (a known one): unfence_at_heartbeat
+    holds a KRaft registration fenced, so it needs the variants with ``register``."""
+    if config.unfence_at_heartbeat and not PROTOCOLS[protocol].start_before_registration:
+        with_register = " and ".join(p for p, rules in PROTOCOLS.items() if rules.start_before_registration)
+        raise ConfigError(
+            "unfence_at_heartbeat", f"valid only with {with_register} (the variants with register), not {protocol}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +145,7 @@ class ModelConfig(ScheduleConfig):
         if self.protocol not in PROTOCOLS:
             raise ConfigError("protocol", f"unknown protocol {self.protocol!r}; choose one of {', '.join(PROTOCOLS)}")
         ScheduleConfig.__post_init__(self)
+        check_protocol(self.protocol, self)
         object.__setattr__(self, "rules", PROTOCOLS[self.protocol])
 
     @classmethod

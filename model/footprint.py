@@ -56,6 +56,7 @@ from .alphabet import (
     SEND_FETCH,
     SHRINK_ISR,
     TICK,
+    UNFENCE,
     UPDATE_METADATA_CACHE,
     Step,
 )
@@ -88,7 +89,7 @@ _KNOWN = (
     UNREGISTERED_STALE_ISR_EXPANSION.name,
 )
 # the steps that may replace the controller's state (the ledger's Last Replica Standing check)
-_CONTROLLER_STEPS = frozenset((ELECT, FENCE, HANDLE_ALTER_PARTITION, REJOIN, RESTART, REGISTER, FAIL_DISK))
+_CONTROLLER_STEPS = frozenset((ELECT, FENCE, HANDLE_ALTER_PARTITION, REJOIN, UNFENCE, RESTART, REGISTER, FAIL_DISK))
 _DATA_LOSSES = frozenset((CRASH, LOSE_DISK, CORRUPT, FAIL_DISK, CORRUPT_LIVE))  # where loses_data may hold
 
 
@@ -150,6 +151,7 @@ class Context(NamedTuple):
     stale: bool = False  # split_become_follower: a new follower keeps its old fetcher until remove_fetcher
     waits: bool = False  # hw_waits_for_caught_up: the HW rule reads the clock (who is caught up)
     cache: bool = False  # metadata_cache: brokers cache the controller's registrations
+    unfence: bool = False  # unfence_at_heartbeat: a registration awaits unfence
 
 
 def context(config, scope) -> Context:
@@ -173,6 +175,7 @@ def context(config, scope) -> Context:
         config.split_become_follower,
         config.hw_waits_for_caught_up,
         config.metadata_cache,
+        config.unfence_at_heartbeat,
     )
 
 
@@ -223,8 +226,14 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
     if name == REMOVE_FETCHER:
         return L.rep_all[b]
     if name == UPDATE_METADATA_CACHE:
-        # and who is registered but not yet caught up (unregistered with a broker epoch)
-        return L.fields(b, "alive", "cached_broker_epochs") | L.ctrl["fenced"] | sum(L.bepoch) | L.field("unregistered")
+        # and who is registered but not yet caught up (unregistered with a broker epoch) or awaits unfence
+        return (
+            L.fields(b, "alive", "cached_broker_epochs")
+            | L.ctrl["fenced"]
+            | L.ctrl["awaiting_unfence"]
+            | sum(L.bepoch)
+            | L.field("unregistered")
+        )
     if name in (SHRINK_ISR, EXPAND_ISR):  # the AlterPartitions it awaits answers of (kip-903 on)
         return (
             L.rep_all[b] | L.now | q["alter_partition"][b] | (q["alter_partition_responses"][b] if ctx.committed else 0)
@@ -238,7 +247,7 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
         return L.rep_all[b] | q["alter_partition_responses"][b] | (L.now if ctx.waits else 0)
     if name in (ELECT, FENCE):
         return L.ctrl_all | L.field("alive") | L.queues("leader_and_isr") | h["leader_moves"] | h["zombies"]
-    if name == REJOIN:
+    if name in (REJOIN, UNFENCE):
         return L.rep_all[b] | L.ctrl_all | L.bepoch[b] | q["leader_and_isr"][b]
     if name == CRASH:  # with held reads: its own forgotten, those of its requests orphaned
         m = L.rep_all[b] | _own_queues(ctx, b) | _fetch_queues(ctx) | h["crashes"] | h["power_losses"]
@@ -460,6 +469,12 @@ def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
         return 0, q["alter_partition_responses"][b]
     if name == REJOIN:
         return L.ctrl["fenced"], 0
+    if name == UNFENCE:
+        if not ctx.unfence:
+            return 0, 0  # off: never enabled
+        if not rep.alive:
+            return alive, 0
+        return L.fields(b, "broker_epoch", "unregistered") | L.ctrl["fenced"] | L.ctrl["awaiting_unfence"], 0
     if name == CRASH:
         return L.fields(b, "log", "durable"), 0  # a power loss keeping or tearing more batches than unflushed
     if name == REGISTER:
@@ -474,8 +489,8 @@ def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
         return L.fields(b, "power_lost", "durable"), 0
     if name == DROP:
         return 0, q[MESSAGE_KINDS[arg]][b]
-    if name == FENCE:
-        return L.ctrl["fenced"] | L.ctrl["leader"] | L.ctrl["leader_epoch"] | alive, 0
+    if name == FENCE:  # fenced or awaiting unfence; the scope's epoch and zombie bounds
+        return L.ctrl["fenced"] | L.ctrl["awaiting_unfence"] | L.ctrl["leader"] | L.ctrl["leader_epoch"] | alive, 0
     if name == ELECT:
         return L.ctrl_all, 0
     return reads(ctx, g, s), 0  # flush, checkpoint_hw, fail_disk, corrupt_live, consume: what they read
@@ -496,7 +511,7 @@ def pushes(ctx: Context, g: tuple) -> int:
         return q["alter_partition_responses"][b]
     if name in (ELECT, FENCE, FAIL_DISK, RESTART, REGISTER):
         return L.queues("leader_and_isr")
-    if name == REJOIN:
+    if name in (REJOIN, UNFENCE):
         return q["leader_and_isr"][b]
     if name == DROP and arg in ("alter_partition", "alter_partition_response"):
         return q["alter_partition"][b]
@@ -605,7 +620,16 @@ def writes(ctx: Context, g: tuple) -> int:
     if name == FENCE:
         return m | sum(ctrl[f] for f in _PARTITION_CHANGE) | ctrl["fenced"] | L.queues("leader_and_isr") | h["zombies"]
     if name == REJOIN:
-        return m | ctrl["fenced"] | L.bepoch[b] | L.rep[b]["broker_epoch"] | q["leader_and_isr"][b]
+        return (
+            m
+            | ctrl["fenced"]
+            | ctrl["awaiting_unfence"]
+            | L.bepoch[b]
+            | L.rep[b]["broker_epoch"]
+            | q["leader_and_isr"][b]
+        )
+    if name == UNFENCE:
+        return m | ctrl["fenced"] | ctrl["awaiting_unfence"] | q["leader_and_isr"][b]
     if name == CRASH:
         return (
             m

@@ -142,6 +142,18 @@ class Controller(NamedTuple):
     broker_epochs: tuple  # per broker the epoch of its current registration (kip-903+; else 0s)
     elr: tuple  # Eligible Leader Replicas, sorted (kip-966; else empty)
     last_known_leader: int  # the leader the partition last lost (kip-966; else -1)
+    # unfence_at_heartbeat: the brokers registered and not yet unfenced by a heartbeat, sorted (KRaft's
+    # BrokerRegistration.fenced between RegisterBrokerRecord and UnfenceBrokerRecord); () always without it
+    awaiting_unfence: tuple = ()
+
+    def __repr__(self) -> str:
+        return _repr_without(self, "awaiting_unfence", ())
+
+
+def active(c: Controller, b: int) -> bool:
+    """Whether broker ``b`` may lead or join the ISR: neither fenced nor awaiting unfence (KRaft's
+    ClusterControlManager.isActive, which PartitionChangeBuilder.isAcceptableLeader asks)."""
+    return b not in c.fenced and b not in c.awaiting_unfence
 
 
 def catching_up(rep: Replica) -> bool:
@@ -152,12 +164,13 @@ def catching_up(rep: Replica) -> bool:
 
 def alive_broker_epochs(c: Controller, replicas: tuple = ()) -> tuple:
     """The controller's registrations as a metadata cache holds them: per broker its broker epoch, -1
-    while it is fenced (BrokerRegistration.fenced, epoch; KRaftMetadataCache.getAliveBrokerEpoch), or
-    registered and not yet caught up with its registration (``unregistered`` with a broker epoch: KRaft
-    registers a broker fenced and unfences it once its heartbeat shows it replayed the metadata log past
-    its registration, BrokerHeartbeatManager; the model's register unfences at once)."""
+    while it is fenced (BrokerRegistration.fenced, epoch; KRaftMetadataCache.getAliveBrokerEpoch), awaiting
+    unfence, or registered and not yet caught up with its registration (``unregistered`` with a broker
+    epoch: KRaft registers a broker fenced and unfences it once its heartbeat shows it replayed the
+    metadata log past its registration, BrokerHeartbeatManager; without unfence_at_heartbeat the model's
+    register unfences at once)."""
     return tuple(
-        -1 if b in c.fenced or (replicas and catching_up(replicas[b])) else e for b, e in enumerate(c.broker_epochs)
+        -1 if not active(c, b) or (replicas and catching_up(replicas[b])) else e for b, e in enumerate(c.broker_epochs)
     )
 
 
@@ -390,7 +403,7 @@ def batch_ends(log: tuple, start: int) -> list[int]:
 
 def permuted(s: State, perm: tuple) -> State:
     """``s`` with every broker ``b`` renamed ``perm[b]``: the one place that knows which fields
-    hold a broker id (leaders, ISRs, fenced brokers, the ELR), which are indexed by one (the
+    hold a broker id (leaders, ISRs, fenced brokers and those awaiting unfence, the ELR), which are indexed by one (the
     replicas, per-follower leader state, broker epochs, the message FIFOs) and which pair one with
     a value (a proposal's broker epochs). A field added to the state that names or is indexed by a
     broker is renamed here (tests/model/test_symmetry.py fails until it is)."""
@@ -440,6 +453,7 @@ def permuted(s: State, perm: tuple) -> State:
         leader=one(c.leader),
         isr=ids(c.isr),
         fenced=ids(c.fenced),
+        awaiting_unfence=ids(c.awaiting_unfence),
         broker_epochs=per(c.broker_epochs),
         elr=ids(c.elr),
         last_known_leader=one(c.last_known_leader),

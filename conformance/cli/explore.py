@@ -30,6 +30,7 @@ _OPTION = {
     "hw_waits_for_caught_up": "--hw-waits-for-caught-up",
     "catch_up_at_previous_fetch": "--catch-up-at-previous-fetch",
     "metadata_cache": "--metadata-cache",
+    "unfence_at_heartbeat": "--unfence-at-heartbeat",
 }
 
 
@@ -158,6 +159,13 @@ def add_scope_arguments(parser: argparse.ArgumentParser, default: Scope, protoco
         "controller's by update_metadata_cache) and a leader's ISR expansion and HW wait read it, as "
         "Kafka's Partition.isReplicaIsrEligible does (docs/steps.md)",
     )
+    parser.add_argument(
+        "--unfence-at-heartbeat",
+        action="store_true",
+        help="the controller holds a registration fenced until the heartbeat that shows the broker caught "
+        "up, the step unfence, as KRaft's BrokerHeartbeatManager does: no election or ISR takes it before "
+        "(docs/steps.md; kip-903 and kip-966)",
+    )
     scope = parser.add_argument_group("scope bounds")
     for name, help_text in (
         ("max-records", "produce steps"),
@@ -240,6 +248,7 @@ def config_and_scope(args) -> tuple[ModelConfig, Scope]:
             hw_waits_for_caught_up=args.hw_waits_for_caught_up,
             catch_up_at_previous_fetch=args.catch_up_at_previous_fetch,
             metadata_cache=args.metadata_cache,
+            unfence_at_heartbeat=args.unfence_at_heartbeat,
         )
         scope = Scope(
             max_records=args.max_records,

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from isrcheck.conformance.vocabulary import MAX_FILE_BYTES, read_text
 from isrcheck.model import PROTOCOLS as _MODEL_PROTOCOLS
 from isrcheck.model.alphabet import InvalidStep, Step, shown, shown_key
-from isrcheck.model.config import ConfigError, ScheduleConfig
+from isrcheck.model.config import ConfigError, ScheduleConfig, check_protocol
 from isrcheck.specs import BY_ID
 
 FORMAT = "isrcheck-schedule"
@@ -43,7 +43,19 @@ def load_config(data: Any, where: str = "config") -> ScheduleConfig:
     try:
         return ScheduleConfig.from_json(data)
     except ConfigError as exc:
-        raise ScheduleError(f"{where}.{exc.field}: {exc.detail}" if exc.field else f"{where}: {exc.detail}") from None
+        raise _at(where, exc) from None
+
+
+def check_config_protocol(protocol: str, config: ScheduleConfig, where: str = "config") -> None:
+    """ScheduleError unless ``config``'s switches go with ``protocol`` (unfence_at_heartbeat: kip-903 on)."""
+    try:
+        check_protocol(protocol, config)
+    except ConfigError as exc:
+        raise _at(where, exc) from None
+
+
+def _at(where: str, exc: ConfigError) -> ScheduleError:
+    return ScheduleError(f"{where}.{exc.field}: {exc.detail}" if exc.field else f"{where}: {exc.detail}")
 
 
 @dataclass(frozen=True)
@@ -152,6 +164,7 @@ class Schedule:
         if protocol not in PROTOCOLS:
             raise ScheduleError(f"protocol: expected one of {', '.join(PROTOCOLS)}, got {shown(protocol)}")
         config = load_config(data.get("config"))
+        check_config_protocol(protocol, config)
         raw_steps = data.get("steps")
         if not isinstance(raw_steps, list):
             raise ScheduleError(f"steps: expected a list of step objects, got {shown(raw_steps)}")
@@ -198,6 +211,7 @@ class Schedule:
     def with_protocol(self, protocol: str) -> "Schedule":
         if protocol not in PROTOCOLS:
             raise ScheduleError(f"protocol: expected one of {', '.join(PROTOCOLS)}, got {shown(protocol)}")
+        check_config_protocol(protocol, self.config)
         return Schedule(protocol, self.config, self.steps, self.expected, self.name, self.description)
 
 

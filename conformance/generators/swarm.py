@@ -63,6 +63,7 @@ from isrcheck.model.alphabet import (
     SEND_FETCH,
     SHRINK_ISR,
     STEPS,
+    UNFENCE,
     UPDATE_METADATA_CACHE,
     Step,
 )
@@ -77,6 +78,7 @@ CORE = (
     DELIVER_LEADER_AND_ISR,
     REMOVE_FETCHER,  # as READ_FETCH
     UPDATE_METADATA_CACHE,  # as READ_FETCH
+    UNFENCE,  # as READ_FETCH: without it a registration stays inactive
     HANDLE_ALTER_PARTITION,
     HANDLE_ALTER_PARTITION_RESPONSE,
 )

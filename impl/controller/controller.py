@@ -24,6 +24,11 @@ an unfenced ELR member, then (ISR and ELR empty) the last known leader; and a br
 after an unclean shutdown (no previous broker epoch) first leaves ISR, ELR and leadership
 (ReplicationControlManager.handleBrokerUncleanShutdown).
 
+With ``unfence_at_heartbeat`` (KRaft's RegisterBrokerRecord with fenced set) a registration awaits
+unfence until the heartbeat that shows the broker caught up with it (driven: ``unfence``): till then
+the broker is not active (ClusterControlManager.isActive), so no election picks it and an
+AlterPartition naming it is ``INELIGIBLE_REPLICA``; its session's end fences nothing.
+
 Every partition is one ``PartitionRegistration`` (KRaft's), handled alike; a single-partition run
 (the simulation, lockstep) has one, topic ``isr`` partition 0, whose fields ``leader``, ``isr`` and
 the like the controller also shows as its own. With ``kafka_metadata`` on (a cluster that Kafka
@@ -158,6 +163,7 @@ class ControllerState:
     last_known_leader: int = -1  # the leader the partition last lost (KIP-966)
     # per broker every broker epoch it was given, oldest first (the metadata log's registrations)
     registrations: tuple[tuple[int, ...], ...] = ()
+    awaiting_unfence: tuple[int, ...] = ()  # registered, not yet unfenced by a heartbeat (unfence_at_heartbeat)
 
 
 class Controller:
@@ -182,8 +188,12 @@ class Controller:
         events=None,
         metadata_cache: bool = False,
         compared_broker_epochs: bool = True,
+        unfence_at_heartbeat: bool = False,
     ) -> None:
         self.replicas = tuple(range(replicas))
+        # a registration stays fenced until the heartbeat that shows the broker caught up (or, driven, the
+        # step unfence): no election picks it and no ISR takes it in (KRaft's ClusterControlManager.isActive)
+        self.unfence_at_heartbeat = unfence_at_heartbeat
         # brokers cache the registrations: a self-driven run tells them of each change (UpdateMetadata)
         self.metadata_cache = metadata_cache
         self.metadata_version = 0  # of the registrations, one more at every change
@@ -209,8 +219,9 @@ class Controller:
         # per broker, every partition's epoch when it last registered: what it must have applied to be
         # caught up (KRaft's registerBrokerRecordOffset, the metadata offset of its registration)
         self.registration_epochs: list[tuple[int, ...]] = [() for _ in range(replicas)]
-        # registered and not yet caught up with their registration: fenced in every metadata cache till then
-        self.catching_up: set[int] = set()
+        # registered and not yet unfenced by the heartbeat that shows them caught up (a self-driven run's, or
+        # with unfence_at_heartbeat): fenced in every metadata cache till then, and inactive with the switch
+        self.awaiting_unfence: set[int] = set()
         self._last_state: tuple[tuple, ControllerState | None] = ((), None)  # state()'s fields and answer
         self.incarnations = [-1] * replicas  # of the registered process of each broker
         self.session_deadline = [0] * replicas
@@ -233,7 +244,7 @@ class Controller:
         if stored is None:
             for broker in self.replicas:  # the initial brokers registered before the partition was created
                 self._register(broker, 0)
-            self.catching_up.clear()  # and every one of them applies the created partition: caught up
+            self.awaiting_unfence.clear()  # and every one of them applies the created partition: caught up
         else:
             self._restore(stored)
         for name, count in topics:
@@ -297,6 +308,7 @@ class Controller:
             registration_waits_for_session=config.variant.registration_waits_for_session,
             metadata_cache=config.metadata_cache,
             compared_broker_epochs=config.variant.broker_epochs,
+            unfence_at_heartbeat=config.unfence_at_heartbeat,
             **kafka,
         )
 
@@ -314,6 +326,7 @@ class Controller:
             p.elr,
             p.last_known_leader,
             tuple(map(tuple, self.registrations)),
+            tuple(sorted(self.awaiting_unfence)) if self.unfence_at_heartbeat else (),
         )
         if fields != self._last_state[0]:  # unchanged: the same object (readers compare by identity first)
             self._last_state = (fields, ControllerState(*fields))
@@ -325,27 +338,32 @@ class Controller:
         return -1 if choice is None else choice[0]
 
     def _election(self, p: PartitionRegistration) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
-        """(leader, ISR, ELR) of PartitionChangeBuilder.electLeader: the first unfenced ISR member
-        in replica order; with KIP-966 then the first unfenced ELR member, then, ISR and ELR both
-        empty, the last known leader if unfenced; else with unclean election the first unfenced
+        """(leader, ISR, ELR) of PartitionChangeBuilder.electLeader: the first active ISR member
+        in replica order; with KIP-966 then the first active ELR member, then, ISR and ELR both
+        empty, the last known leader if active; else with unclean election the first active
         replica, the ISR restarting from it (and the ELR emptied: it need not hold what the ELR
-        vouched for)."""
+        vouched for). Active: isAcceptableLeader's ClusterControlManager.isActive (``active``)."""
         for r in p.replicas:
-            if r in p.isr and r not in self.fenced:
+            if r in p.isr and self.active(r):
                 return r, p.isr, p.elr
         if self.elr_enabled:
             for r in p.replicas:
-                if r in p.elr and r not in self.fenced:
+                if r in p.elr and self.active(r):
                     isr = tuple(sorted(p.isr + (r,)))
                     return r, isr, self._elr_after(p, isr)
             lkl = p.last_known_leader
-            if not p.isr and not p.elr and lkl >= 0 and lkl not in self.fenced:
+            if not p.isr and not p.elr and lkl >= 0 and self.active(lkl):
                 return lkl, (lkl,), self._elr_after(p, (lkl,))
         if self.unclean:
             for r in p.replicas:
-                if r not in self.fenced:
+                if self.active(r):
                     return r, (r,), ()
         return None
+
+    def active(self, broker: int) -> bool:
+        """Neither fenced nor, with unfence_at_heartbeat, awaiting unfence: a broker that may lead or join
+        an ISR (KRaft's ClusterControlManager.isActive, which isAcceptableLeader and ineligibleReplicasForIsr ask)."""
+        return broker not in self.fenced and not (self.unfence_at_heartbeat and broker in self.awaiting_unfence)
 
     def _elr_after(
         self, p: PartitionRegistration, isr: tuple[int, ...], unclean: tuple[int, ...] = ()
@@ -377,10 +395,10 @@ class Controller:
         return leader
 
     def move_leader(self, target: int, partition: int = 0) -> None:
-        """Preferred replica election / controlled shutdown: ``target``, an unfenced ISR member other
+        """Preferred replica election / controlled shutdown: ``target``, an active ISR member other
         than the leader, leads in a new leader epoch; the ISR stays."""
         p = self.partitions[partition]
-        if target in self.fenced or target not in p.isr or target == p.leader:
+        if not self.active(target) or target not in p.isr or target == p.leader:
             raise ValueError(f"broker {target} cannot take over leadership")
         self._new_leader(p, "move_leader", target)
 
@@ -397,8 +415,9 @@ class Controller:
         self._changed(p)
 
     def fence(self, broker: int) -> None:
-        """The broker's session expired (BrokerHeartbeatManager): out of every ISR and leadership."""
-        if broker in self.fenced:
+        """The broker's session expired (BrokerHeartbeatManager): out of every ISR and leadership. A
+        registration awaiting unfence (unfence_at_heartbeat) is fenced already: its session's end writes nothing."""
+        if broker in self.fenced or (self.unfence_at_heartbeat and broker in self.awaiting_unfence):
             return
         self.fenced.add(broker)
         changed = self._take_out(broker)
@@ -411,6 +430,28 @@ class Controller:
                 self._changed(p)
             elif self.kafka_metadata and not p.deleted:
                 self._send_leader_and_isr(p, self._unfenced())  # the live brokers changed
+            if self.auto and p.leader == -1:
+                self.elect(p.partition_id)
+
+    def unfence(self, broker: int, request: tuple[int, int] | None = None) -> None:
+        """BrokerHeartbeatManager.calculateNextBrokerState FENCED -> UNFENCED, at the heartbeat (``request``,
+        its sender and correlation id) that shows ``broker`` caught up with its registration, then
+        ReplicationControlManager.handleBrokerUnfenced: its broker epoch kept; one that was fenced (not one
+        awaiting unfence, sent every change) is sent every partition's state; a self-driven run then elects
+        the leaderless partitions."""
+        was_fenced = broker in self.fenced
+        if was_fenced:  # (without the switch one still catching up stays so in the caches)
+            self.fenced.discard(broker)
+        else:
+            self.awaiting_unfence.discard(broker)
+        self._event("unfence", broker)
+        if self.events is not None:
+            self.events.controller(self, "unfence", {"replica": broker}, request)
+        self._registrations_changed()
+        if was_fenced:
+            for p in self.partitions:
+                self._send_leader_and_isr(p, self._unfenced() if self.kafka_metadata else (broker,))
+        for p in self.partitions:
             if self.auto and p.leader == -1:
                 self.elect(p.partition_id)
 
@@ -581,16 +622,7 @@ class Controller:
             return BrokerHeartbeatResponse(Errors.STALE_BROKER_EPOCH, True)
         self.session_deadline[broker] = self.scheduler.now_ms() + self.session_timeout_ms
         if broker in self.fenced:  # alive again after a partition: unfence and resend its state
-            self.fenced.discard(broker)
-            self._event("unfence", broker)
-            if self.events is not None:
-                self.events.controller(self, "unfence", {"replica": broker}, (src, header.correlation_id))
-            self._registrations_changed()
-            for p in self.partitions:
-                self._send_leader_and_isr(p, self._unfenced() if self.kafka_metadata else (broker,))
-            for p in self.partitions:
-                if p.leader == -1:
-                    self.elect(p.partition_id)
+            self.unfence(broker, (src, header.correlation_id))
         elif header.api_version >= 1:  # every partition whose change it missed (a lost LeaderAndIsr)
             applied = req.partition_epochs
             for p in self.partitions:
@@ -602,9 +634,12 @@ class Controller:
                 self.events.controller(self, "resend_leader_and_isr", {"replica": broker}, (src, header.correlation_id))
         # v0 names the one partition's epoch the broker applied, v1 every partition's
         caught_up = self._caught_up(broker, req.partition_epochs if header.api_version >= 1 else (req.partition_epoch,))
-        if caught_up and broker in self.catching_up:  # KRaft unfences a registration once it caught up
-            self.catching_up.discard(broker)
-            self._registrations_changed()
+        if caught_up and broker in self.awaiting_unfence:  # KRaft unfences a registration once it caught up
+            if self.unfence_at_heartbeat:
+                self.unfence(broker, (src, header.correlation_id))
+            else:  # only the metadata caches held it fenced: no step of the model's
+                self.awaiting_unfence.discard(broker)
+                self._registrations_changed()
         if header.api_version < 1:
             return BrokerHeartbeatResponse(Errors.NONE, False)
         return BrokerHeartbeatResponse(Errors.NONE, False, self._unfenced(), caught_up)
@@ -626,10 +661,10 @@ class Controller:
         elif req.partition_epoch != p.partition_epoch:
             error = Errors.INVALID_UPDATE_VERSION
         elif any(
-            r in self.fenced or e not in (-1, self.broker_epochs[r])
+            not self.active(r) or e not in (-1, self.broker_epochs[r])
             for r, e in zip(req.new_isr, req.new_isr_epochs or (-1,) * len(req.new_isr))
         ):
-            error = Errors.INELIGIBLE_REPLICA  # fenced, or (KIP-903) proposed from another incarnation
+            error = Errors.INELIGIBLE_REPLICA  # inactive, or (KIP-903) proposed from another incarnation
         else:
             error = Errors.NONE
             p.elr = self._elr_after(p, tuple(sorted(req.new_isr)))
@@ -680,8 +715,8 @@ class Controller:
         self.broker_epochs[broker] = epoch
         self.registrations[broker].append(epoch)
         self.registration_epochs[broker] = tuple(p.partition_epoch for p in self.partitions)
-        if self.auto:  # a driven run says who caught up (Cluster.update_metadata_cache), heartbeats do here
-            self.catching_up.add(broker)
+        if self.auto or self.unfence_at_heartbeat:  # a driven run's caches read who is starting (Cluster)
+            self.awaiting_unfence.add(broker)  # KRaft's RegisterBrokerRecord with fenced set
         self.incarnations[broker] = incarnation
         self.fenced.discard(broker)
         self.session_deadline[broker] = self.scheduler.now_ms() + self.session_timeout_ms
@@ -697,13 +732,13 @@ class Controller:
         return all(i < len(applied) and applied[i] >= epoch for i, epoch in enumerate(registered))
 
     def alive_broker_epochs(self, catching_up: Collection[int] | None = None) -> tuple[int, ...]:
-        """Per broker its broker epoch (0 before KIP-903, which compares none), -1 while fenced or registered
-        and not yet caught up with its registration (``catching_up``, by default as heartbeats told: KRaft
-        registers a broker fenced, BrokerHeartbeatManager unfences it once caught up): what a broker's
-        metadata cache holds."""
-        behind = self.catching_up if catching_up is None else catching_up
+        """Per broker its broker epoch (0 before KIP-903, which compares none), -1 while inactive (fenced or
+        awaiting unfence) or registered and not yet caught up with its registration (``catching_up``, by
+        default those awaiting the heartbeat that unfences them: KRaft registers a broker fenced,
+        BrokerHeartbeatManager unfences it once caught up): what a broker's metadata cache holds."""
+        behind = self.awaiting_unfence if catching_up is None else catching_up
         return tuple(
-            -1 if b in self.fenced or b in behind else self.broker_epochs[b] if self.compared_broker_epochs else 0
+            -1 if not self.active(b) or b in behind else self.broker_epochs[b] if self.compared_broker_epochs else 0
             for b in self.replicas
         )
 

@@ -22,6 +22,7 @@ _FLAGS = (
     "hw_waits_for_caught_up",
     "catch_up_at_previous_fetch",
     "metadata_cache",
+    "unfence_at_heartbeat",
 )
 
 
@@ -58,6 +59,10 @@ class ClusterConfig:
     # follower into the ISR, nor waits with its HW for one, that its cache holds fenced or registered
     # with another broker epoch than its Fetch carried (Partition.isReplicaIsrEligible)
     metadata_cache: bool = False
+    # the controller holds a registration fenced until the broker's heartbeat shows it caught up with it
+    # (KRaft's RegisterBrokerRecord.fenced, BrokerHeartbeatManager.calculateNextBrokerState): till then no
+    # election picks it and no ISR takes it in. Only with the variants whose brokers start before registering
+    unfence_at_heartbeat: bool = False
 
     replica_fetch_backoff_ms: int = 5  # a follower's pause after an empty or failed fetch
     replica_fetch_wait_max_ms: int = 0  # 0: a fetch with nothing new is answered at once (no long poll)
@@ -96,6 +101,11 @@ class ClusterConfig:
             )
         if self.flush_messages is not None and self.flush_messages < 1:
             raise InvalidConfigError(f"flush_messages: expected None or >= 1, got {self.flush_messages}")
+        if self.unfence_at_heartbeat and not self.variant.start_before_registration:
+            with_register = " and ".join(n for n, v in VARIANTS.items() if v.start_before_registration)
+            raise InvalidConfigError(
+                f"unfence_at_heartbeat: valid only with {with_register} (a KRaft registration), not {self.protocol}"
+            )
 
     @property
     def variant(self) -> ProtocolVariant:

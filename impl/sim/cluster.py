@@ -23,6 +23,7 @@ call; an impossible step raises ``ClusterError`` (with ``reason``) and changes n
     handle_alter_partition_response(leader) = deliver("alter_partition_response", leader)
     drop(kind, replica, index=0)
     shrink_isr(leader)  expand_isr(leader)  elect(target=-1)  fence(broker)  rejoin(broker)
+    unfence(broker)                       # unfence_at_heartbeat: the heartbeat that shows it caught up
     crash(broker, kind, survive=0, torn=False, tail="cut")  # "clean" | "process" | "power"
     restart(broker)  lose_disk(broker)  flush(broker)  checkpoint_hw(broker)  advance(ms)
     corrupt(broker)  fail_disk(broker, io)       # io: "write:EIO", "fsync:ENOSPC", "read:EIO", ...
@@ -300,6 +301,8 @@ class Cluster:
             self._need_replica(target)
             if target in c.fenced:
                 raise ClusterError(f"broker {target} is fenced")
+            if not c.active(target):
+                raise ClusterError(f"broker {target} awaits unfence")
             if target not in c.isr:
                 raise ClusterError(f"broker {target} is not in the ISR {list(c.isr)}")
             if target == c.leader:
@@ -321,9 +324,12 @@ class Cluster:
         """The broker's session expires. A live broker fenced so is a zombie: it goes on with its last
         LeaderAndIsr, and the controller rejects its AlterPartition."""
         self._need_replica(broker)
-        if broker in self.world.controller.fenced:
+        c = self.world.controller
+        if broker in c.fenced:
             raise ClusterError(f"broker {broker} is already fenced")
-        self.world.controller.fence(broker)
+        if not c.active(broker):  # its registration is fenced: the session's end writes nothing
+            raise ClusterError(f"broker {broker} awaits unfence (its registration is fenced)")
+        c.fence(broker)
         self._settle()
 
     def rejoin(self, broker: int) -> None:
@@ -335,6 +341,23 @@ class Cluster:
             raise ClusterError(f"broker {broker} is not registered yet (it registers by register)")
         self.world.trace_event("rejoin", broker)
         b.register()
+        self._settle()
+
+    def unfence(self, broker: int) -> None:
+        """The controller unfences ``broker`` at the heartbeat that shows it caught up with its registration
+        (unfence_at_heartbeat: BrokerHeartbeatManager.calculateNextBrokerState): a zombie, or a registration
+        awaiting unfence. Its broker epoch stays; a fenced one is sent the current state."""
+        if not self.world.config.unfence_at_heartbeat:
+            raise ClusterError("unfence_at_heartbeat is off: a registration unfences at once")
+        b = self._need_alive(broker)
+        c = self.world.controller
+        if b.broker_epoch < 0:
+            raise ClusterError(f"broker {broker} is not registered")
+        if b.replica_manager.starting:
+            raise ClusterError(f"broker {broker} has not caught up with its registration")
+        if c.active(broker):
+            raise ClusterError(f"broker {broker} is neither fenced nor awaiting unfence")
+        c.unfence(broker)
         self._settle()
 
     def crash(self, broker: int, kind: str, survive: int = 0, torn: bool = False, tail: str = CUT) -> None:

@@ -101,6 +101,7 @@ def controller_fields(c) -> dict:
         "elr": tuple(c.elr),
         "last_known_leader": c.last_known_leader,
         "registrations": c.registrations,
+        **({"awaiting_unfence": tuple(c.awaiting_unfence)} if c.awaiting_unfence else {}),  # optional: none
     }
 
 

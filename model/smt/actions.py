@@ -80,11 +80,12 @@ def _cache(nx: Next) -> bool:
 
 
 def _alive_broker_epochs(nx: Next) -> dict:
-    """Per broker j the controller's registration as a cache holds it (``mc<j>``): -1 fenced, or registered
-    and not yet caught up with its registration (unregistered with a broker epoch), else its epoch."""
+    """Per broker j the controller's registration as a cache holds it (``mc<j>``): -1 fenced or awaiting
+    unfence, or registered and not yet caught up with its registration (unregistered with a broker epoch),
+    else its epoch."""
     return {
         f"mc{j}": z3.If(
-            z3.Or(nx[f"c.fenced{j}"], z3.And(nx.rep(j, "unreg"), nx.rep(j, "bepoch") >= 0)), -1, nx[f"c.bep{j}"]
+            z3.Or(nx.inactive(j), z3.And(nx.rep(j, "unreg"), nx.rep(j, "bepoch") >= 0)), -1, nx[f"c.bep{j}"]
         )
         for j in range(nx.b.replicas)
     }
@@ -191,8 +192,8 @@ def _remove_broker(nx: Next, r: int, isr: list, unclean: tuple):
 
 def _register(nx: Next, r: int, unclean=False) -> None:
     """Broker registration: a new broker epoch (KIP-903); after an unclean shutdown (KIP-966) the
-    controller first takes ``r`` out of ISR, ELR and leadership; then unfences it and sends it
-    the partition state."""
+    controller first takes ``r`` out of ISR, ELR and leadership; then unfences it (with
+    unfence_at_heartbeat: it awaits unfence) and sends it the partition state."""
     rules = _rules(nx)
     epoch = rules.next_broker_epoch(nx[f"c.bep{r}"])
     nx[f"c.bep{r}"] = epoch
@@ -204,6 +205,8 @@ def _register(nx: Next, r: int, unclean=False) -> None:
 
     nx.branch(unclean, uncleanly)
     nx[f"c.fenced{r}"] = z3.BoolVal(False)
+    if nx.b.unfence:
+        nx[f"c.await{r}"] = z3.BoolVal(nx.cfg.unfence_at_heartbeat)
     _send_leader_and_isr(nx, r)  # to a started broker (KRaft): it serves once it applied this one
 
 
@@ -828,7 +831,7 @@ def effect_handle_alter_partition(nx: Next, st: Step) -> None:
     m = nx.pop("alter_partition", r)
     ineligible = z3.Or(
         [
-            z3.And(m[f"isr{j}"], z3.Or(nx[f"c.fenced{j}"], z3.And(m[f"ep{j}"] != -1, m[f"ep{j}"] != nx[f"c.bep{j}"])))
+            z3.And(m[f"isr{j}"], z3.Or(nx.inactive(j), z3.And(m[f"ep{j}"] != -1, m[f"ep{j}"] != nx[f"c.bep{j}"])))
             for j in range(n)
         ]
     )
@@ -894,18 +897,18 @@ def effect_handle_alter_partition_response(nx: Next, st: Step) -> None:
 
 def _elect_choice(nx: Next) -> tuple:
     """(clean choice or -1, its ISR, unclean choice or -1): the variant's clean election (ISR;
-    KIP-966: then ELR, then last known leader), the first unfenced broker."""
+    KIP-966: then ELR, then last known leader), the first active broker."""
     clean, isr = _rules(nx).elect_clean(nx)
     unclean = z3.IntVal(-1)
     for j in range(nx.b.replicas - 1, -1, -1):
-        unclean = z3.If(_not(nx[f"c.fenced{j}"]), j, unclean)
+        unclean = z3.If(_not(nx.inactive(j)), j, unclean)
     return clean, isr, unclean
 
 
 def guard_elect(nx: Next, st: Step):
     target = st.replica
     if target != -1:
-        return z3.And(nx[f"c.isr{target}"], _not(nx[f"c.fenced{target}"]), nx["c.leader"] != target)
+        return z3.And(nx[f"c.isr{target}"], _not(nx.inactive(target)), nx["c.leader"] != target)
     clean, _isr, unclean = _elect_choice(nx)
     eligible = z3.Or(clean != -1, unclean != -1) if nx.cfg.unclean_leader_election_enable else clean != -1
     return z3.And(nx["c.leader"] == -1, eligible)
@@ -929,7 +932,7 @@ def effect_elect(nx: Next, st: Step) -> None:
 
 
 def guard_fence(nx: Next, st: Step):
-    return _not(nx[f"c.fenced{st.replica}"])
+    return _not(nx.inactive(st.replica))  # a registration awaiting unfence is fenced already
 
 
 def effect_fence(nx: Next, st: Step) -> None:
@@ -945,6 +948,25 @@ def guard_rejoin(nx: Next, st: Step):
 
 def effect_rejoin(nx: Next, st: Step) -> None:
     _register(nx, st.replica)  # a live broker: a clean registration
+
+
+def guard_unfence(nx: Next, st: Step):
+    r = st.replica
+    if not nx.cfg.unfence_at_heartbeat:
+        return z3.BoolVal(False)
+    caught_up = z3.And(nx.rep(r, "alive"), nx.rep(r, "bepoch") >= 0, _not(nx.rep(r, "unreg")))
+    return z3.And(caught_up, nx.inactive(r))
+
+
+def effect_unfence(nx: Next, st: Step) -> None:
+    """The heartbeat that shows ``r`` caught up unfences it, its broker epoch kept; a fenced one is sent the
+    current state (one awaiting unfence was sent every change)."""
+    r = st.replica
+    fenced = nx[f"c.fenced{r}"]
+    nx[f"c.fenced{r}"] = z3.BoolVal(False)
+    if nx.b.unfence:
+        nx[f"c.await{r}"] = z3.BoolVal(False)
+    nx.branch(fenced, lambda x: _send_leader_and_isr(x, r))
 
 
 # -- brokers: failures, restarts, disks, fsync ---------------------------------------------------------------
@@ -1119,7 +1141,7 @@ def effect_fail_disk(nx: Next, st: Step) -> None:
     crash), then the controller fences it unless it was already."""
     r = st.replica
     effect_crash(nx, Step(CRASH, r, "power" if st.arg.startswith("fsync") else "process"))
-    nx.branch(_not(nx[f"c.fenced{r}"]), lambda x: effect_fence(x, Step(FENCE, r)))
+    nx.branch(_not(nx.inactive(r)), lambda x: effect_fence(x, Step(FENCE, r)))
 
 
 def guard_corrupt_live(nx: Next, st: Step):

@@ -73,6 +73,8 @@ class Bounds:
     prev_fetch: bool = False
     # per broker its metadata cache's broker epoch of each broker, -1 fenced (metadata_cache)
     metadata_cache: bool = False
+    # per broker whether its registration awaits unfence, ``c.await<j>`` (unfence_at_heartbeat)
+    unfence: bool = False
 
     def capacity(self, field: str) -> int:
         return getattr(self, field)
@@ -137,6 +139,8 @@ def schema(b: Bounds) -> dict[str, bool]:
     keys.update({"c.leader": False, "c.lepoch": False, "c.pepoch": False, "c.lkl": False})
     for j in range(n):
         keys.update({f"c.isr{j}": True, f"c.fenced{j}": True, f"c.bep{j}": False, f"c.elr{j}": True})
+        if b.unfence:  # awaiting_unfence
+            keys[f"c.await{j}"] = True
     for q in QUEUES:
         for r in range(n):
             keys[f"{q}{r}.n"] = False
@@ -264,6 +268,10 @@ def embed(b: Bounds, s: State) -> dict:
     _set(out, "c.isr", c.isr, n)
     _set(out, "c.fenced", c.fenced, n)
     _set(out, "c.elr", c.elr, n)
+    if b.unfence:
+        _set(out, "c.await", c.awaiting_unfence, n)
+    elif c.awaiting_unfence:
+        raise OutOfBounds("a registration awaiting unfence (unfence_at_heartbeat), the encoding holds none")
     for j in range(n):
         out[f"c.bep{j}"] = c.broker_epochs[j]
     for q in QUEUES:
@@ -499,6 +507,7 @@ def decode(b: Bounds, v: dict) -> State:
         tuple(v[f"c.bep{j}"] for j in range(n)),
         _members(v, "c.elr", n),
         v["c.lkl"],
+        _members(v, "c.await", n) if b.unfence else (),
     )
     queues = []
     for q in QUEUES:

@@ -563,3 +563,20 @@ def test_steps_of_the_metadata_cache_found_independent_commute():
 
 def test_a_disabled_group_of_the_metadata_cache_waits_for_one_of_its_enablers():
     test_a_disabled_group_waits_for_one_of_its_enablers("kip-903", CACHE_SETTINGS, CACHE_SCOPE)
+
+
+# and with registrations awaiting unfence (docs/steps.md, unfence_at_heartbeat): unfence reads and writes
+# the controller's fenced and awaiting brokers, elections and AlterPartition read them, the caches too
+UNFENCE_SETTINGS = dict(unfence_at_heartbeat=True, metadata_cache=True)
+
+
+def test_footprints_of_the_unfencing_cover_what_each_step_reads_and_changes():
+    test_footprints_cover_what_each_step_reads_and_changes("kip-966", UNFENCE_SETTINGS, CACHE_SCOPE)
+
+
+def test_steps_of_the_unfencing_found_independent_commute():
+    test_steps_found_independent_commute("kip-966", UNFENCE_SETTINGS, CACHE_SCOPE)
+
+
+def test_a_disabled_group_of_the_unfencing_waits_for_one_of_its_enablers():
+    test_a_disabled_group_waits_for_one_of_its_enablers("kip-966", UNFENCE_SETTINGS, CACHE_SCOPE)

@@ -48,6 +48,7 @@ from isrcheck.model.alphabet import (
     RESTART,
     SEND_FETCH,
     SHRINK_ISR,
+    UNFENCE,
     UPDATE_METADATA_CACHE,
 )
 
@@ -72,7 +73,7 @@ STEP_FIELDS = {
     "lost_alter_partition": ("replica", "leader_epoch"),
     ELECT: ("replica",),
     FENCE: ("replica",),
-    "unfence": ("replica",),
+    UNFENCE: ("replica",),
     "resend_leader_and_isr": ("replica",),
     REGISTER: ("replica",),
     RESTART: ("replica",),
@@ -174,6 +175,7 @@ def model_config(header: dict, where: str) -> ModelConfig:
             hw_waits_for_caught_up=c.get("hw_waits_for_caught_up", False),
             catch_up_at_previous_fetch=c.get("catch_up_at_previous_fetch", False),
             metadata_cache=c.get("metadata_cache", False),
+            unfence_at_heartbeat=c.get("unfence_at_heartbeat", False),
         )
     except KeyError as exc:
         raise UsageError(f"{where}: header: config lacks {exc.args[0]!r}") from None

@@ -40,6 +40,7 @@ from isrcheck.model.alphabet import (
     SEND_FETCH,
     SHRINK_ISR,
     TICK,
+    UNFENCE,
     UPDATE_METADATA_CACHE,
 )
 from isrcheck.model.state import LeaderAndIsr, State, catching_up, initial_state
@@ -62,7 +63,7 @@ DELIVERIES = {
 CONTROLLER_STEPS = (
     ELECT,
     FENCE,
-    "unfence",
+    UNFENCE,
     REGISTER,
     HANDLE_ALTER_PARTITION,
     "resend_leader_and_isr",
@@ -304,8 +305,11 @@ class Search:
             yield [unlogged.resend_leader_and_isr(r)]
         elif step == "controlled_shutdown":  # Kafka's one partition change for what the model takes in two
             yield [unlogged.controlled_shutdown(self.cfg, r)]
-        elif step == "unfence":  # no step of its own (docs/steps.md): a rejoin that keeps the broker epoch
-            yield [unlogged.unfence(self.cfg, r)]
+        elif step == UNFENCE:
+            if self.cfg.unfence_at_heartbeat:  # a step of its own, a registration's unfencing too
+                yield [Step(UNFENCE, r)]
+            else:  # no step of its own (docs/steps.md): a rejoin that keeps the broker epoch
+                yield [unlogged.unfence(self.cfg, r)]
         elif step == REGISTER:
             if not s.replicas[r].alive:  # the model's restart now (KRaft: and its registration)
                 restart = [unlogged.written_back(self.restarting.get(r), r), Step(RESTART, r)]

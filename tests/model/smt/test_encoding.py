@@ -14,6 +14,7 @@ from hw_waits import CAUGHT_UP, OUT, REACHED, lagged
 from metadata_cache import REACHED as TOLD_REACHED
 from metadata_cache import REJOINED, TAKEN_OUT, TOLD, ZOMBIE
 from prev_fetch import BEHIND, STEADY
+from unfence import FENCE_0, FOLLOWER_BACK, KILL_SOAK, LAST_MEMBER, UNFENCE_1
 
 from isrcheck.model import (
     MESSAGE_KINDS,
@@ -60,10 +61,12 @@ def _config(
     waits: bool = False,
     previous: bool = False,
     cache: bool = False,
+    unfence: bool = False,
 ) -> ModelConfig:
     return ModelConfig(
         protocol=protocol,
         metadata_cache=cache,
+        unfence_at_heartbeat=unfence,
         split_fetch_handling=split,
         split_become_follower=stale,
         hw_waits_for_caught_up=waits,
@@ -160,6 +163,7 @@ def drive(
     waits: bool = False,
     previous: bool = False,
     cache: bool = False,
+    unfence: bool = False,
 ) -> Counter:
     """Check the steps of ``start``, then walk ``states`` states of a random run; at each, check
     ``taken`` enabled steps and ``refused`` refused ones. Returns (step, outcome) counts; fails at
@@ -167,10 +171,13 @@ def drive(
     ``stale``: with becoming a follower split (deliver_leader_and_isr, then remove_fetcher); ``waits``:
     with the HW waiting for caught-up followers outside the ISR (hw_waits_for_caught_up); ``previous``:
     with a follower caught up as of its previous Fetch (catch_up_at_previous_fetch); ``cache``: with
-    the brokers' metadata caches (metadata_cache)."""
+    the brokers' metadata caches (metadata_cache); ``unfence``: with registrations awaiting unfence
+    (unfence_at_heartbeat)."""
     rng = random.Random(seed)
-    cfg = _config(protocol, seed, split, stale, waits, previous, cache)
-    bounds = replace(BOUNDS, held_reads=split, stale_fetcher=stale, prev_fetch=previous, metadata_cache=cache)
+    cfg = _config(protocol, seed, split, stale, waits, previous, cache, unfence)
+    bounds = replace(
+        BOUNDS, held_reads=split, stale_fetcher=stale, prev_fetch=previous, metadata_cache=cache, unfence=unfence
+    )
     s = initial_state(cfg)
     seen: Counter = Counter()
     for st in start:
@@ -795,3 +802,58 @@ def test_a_metadata_cache_round_trips_and_needs_its_slots():
         embed(BOUNDS, s)
     with pytest.raises(OutOfBounds, match="metadata cache"):
         embed(CACHE_BOUNDS, initial_state(_config("kip-966", 3)))
+
+
+# tests/unfence.py: registrations awaiting unfence (unfence_at_heartbeat); the kill soak's with the caches too
+UNFENCE_BOUNDS = replace(BOUNDS, unfence=True)
+UNFENCE_PATHS = (
+    KILL_SOAK + FENCE_0 + UNFENCE_1,
+    LAST_MEMBER + [{"step": "unfence", "replica": 0}, {"step": "elect"}],
+    FOLLOWER_BACK + [{"step": "unfence", "replica": 2}, {"step": "handle_alter_partition_response", "replica": 0}],
+    [{"step": "fence", "replica": 2}, {"step": "unfence", "replica": 2}],
+)
+CONTROLLER_STEPS = ("unfence", "fence", "rejoin", "register", "update_metadata_cache", "handle_alter_partition")
+
+
+def _controller_steps_agree(cfg, bounds: Bounds, paths) -> Counter:
+    """At every state of ``paths``: the elections and CONTROLLER_STEPS of every broker, taken or refused."""
+    seen: Counter = Counter()
+    for path in paths:
+        s = initial_state(cfg)
+        for st in [Step.from_json(x) for x in path] + [None]:
+            steps = [Step(name, r) for name in CONTROLLER_STEPS for r in range(cfg.replicas)]
+            for t in steps + [Step("elect", r) for r in range(-1, cfg.replicas)]:
+                outcome = check_transition(cfg, bounds, s, t)
+                assert outcome.kind != "mismatch", f"{cfg.protocol}: {t.to_json()} in {s}: {outcome.detail}"
+                seen[t.name, outcome.kind] += 1
+            if st is not None:
+                s = apply(cfg, s, st)[0]
+    return seen
+
+
+@pytest.mark.parametrize("protocol", ["kip-903", "kip-966"])
+def test_the_unfencing_agrees(protocol):
+    """With unfence_at_heartbeat: at every state of the paths, the elections, the unfencing, fences,
+    registrations and AlterPartitions of every broker, taken or refused (with the metadata caches on the
+    kill soak's path); then random runs."""
+    seen = _controller_steps_agree(_config(protocol, 4, unfence=True), UNFENCE_BOUNDS, UNFENCE_PATHS)
+    assert seen["unfence", "agree"] >= 10 and seen["elect", "agree"] >= 30 and seen["fence", "refused"] >= 30, seen
+    cached = KILL_SOAK + FENCE_0 + [{"step": "update_metadata_cache", "replica": 2}] + UNFENCE_1
+    seen = _controller_steps_agree(
+        _config(protocol, 4, cache=True, unfence=True), replace(UNFENCE_BOUNDS, metadata_cache=True), [cached]
+    )
+    assert seen["update_metadata_cache", "agree"] >= 10, seen
+    start = [Step.from_json(x) for x in KILL_SOAK]
+    seen = drive(protocol, seed=6, states=10, taken=3, refused=2, start=start, unfence=True)
+    assert seen["register", "agree"] >= 1, seen
+
+
+def test_registrations_awaiting_unfence_round_trip_and_need_their_slots():
+    cfg = _config("kip-966", 3, unfence=True)
+    bounds = replace(BOUNDS, unfence=True)
+    solver = z3.Solver()
+    solver.check()
+    for s in replay(cfg, KILL_SOAK + FENCE_0 + UNFENCE_1).states:
+        assert decode(bounds, values_of(solver.model(), constant(bounds, embed(bounds, s)))) == s
+    with pytest.raises(OutOfBounds, match="awaiting unfence"):
+        embed(BOUNDS, replay(cfg, KILL_SOAK).states[-1])
