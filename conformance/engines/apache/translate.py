@@ -43,6 +43,7 @@ from isrcheck.model.alphabet import (
     RESTART,
     SEND_FETCH,
     SHRINK_ISR,
+    UNFENCE,
     UPDATE_METADATA_CACHE,
 )
 
@@ -275,7 +276,7 @@ class Translation:
         if r.ev == "ReplicationControlManager.handleBrokerFenced":
             self.cause = (FENCE, a[0])
         elif r.ev == "ReplicationControlManager.handleBrokerUnfenced":
-            self.cause = ("unfence", a[0])
+            self.cause = (UNFENCE, a[0])
         elif r.ev == "ReplicationControlManager.alterPartition":
             self.cause = (HANDLE_ALTER_PARTITION, a[1].get("brokerId", -1) if len(a) > 1 else -1)
         elif r.ev == "ReplicationControlManager.electLeader":
@@ -316,7 +317,7 @@ class Translation:
                 # unfence_at_heartbeat a registration's unfencing too (its RegisterBrokerRecord was fenced)
                 if b in (self.kafka_fenced if self.caches else self.fenced):
                     for tp in self.partitions:
-                        self.emit(CONTROLLER, r.us, "unfence", r.where, self.view(tp), tp, replica=b)
+                        self.emit(CONTROLLER, r.us, UNFENCE, r.where, self.view(tp), tp, replica=b)
                 self.fenced.discard(b)
                 self.kafka_fenced.discard(b)
             elif rec.get("fenced") == 1:
@@ -373,7 +374,7 @@ class Translation:
             step, b = ELECT, rec["leader"]
         if step == REGISTER or registration:
             return  # the unclean shutdown's change: checked with the registration (the model's restart)
-        if step == "unfence":  # a leaderless partition's election when a broker came back (KIP-966: ISR, then ELR)
+        if step == UNFENCE:  # a leaderless partition's election when a broker came back (KIP-966: ISR, then ELR)
             step, b = ELECT, -1  # the model's own choice, which the validator checks against the record
         if step == FENCE:
             self.fence_changed.add(tp)
