@@ -43,7 +43,7 @@ from isrcheck.model.alphabet import (
     UNFENCE,
     UPDATE_METADATA_CACHE,
 )
-from isrcheck.model.state import LeaderAndIsr, State, catching_up, initial_state
+from isrcheck.model.state import LeaderAndIsr, State, initial_state
 
 from . import unlogged
 from .budgets import Judged
@@ -274,13 +274,6 @@ class Search:
             if cache_fenced(list(s.replicas[r].cached_broker_epochs)) == logged:
                 yield []
             yield [Step(UPDATE_METADATA_CACHE, r)]
-            if self.trace.apache_kafka and logged is not None:
-                # the cache holds unfenced a broker the model holds still catching up with its registration: the
-                # controller unfenced it at the heartbeat after its catch-up, which no makeLeader or makeFollower
-                # logged when its registration changed no partition (unlogged.caught_up)
-                behind = [b for b, rep in enumerate(s.replicas) if b not in logged and catching_up(rep)]
-                if behind:
-                    yield [unlogged.caught_up(self.cfg, b) for b in behind] + [Step(UPDATE_METADATA_CACHE, r)]
         elif step == SEND_FETCH:
             yield unlogged.drop_outstanding(s, r) + [Step(SEND_FETCH, r, max_batches=ev.fields["max_batches"])]
         elif step == HANDLE_FETCH and _holds(s, ev.node, r):
