@@ -378,11 +378,15 @@ class Translation:
             step, b = ELECT, -1  # the model's own choice, which the validator checks against the record
         if step == FENCE:
             self.fence_changed.add(tp)
-        if step == "controlled_shutdown":
+        us = r.us
+        if step == "controlled_shutdown" and self.shutdown_pending is not None:
+            # one batch with the broker's inControlledShutdown, which a broker's cache may show before the
+            # controller replays the partition changes after it: the model's step is taken at that record
             self.shutdown_changed.add(tp)
+            us = self.shutdown_pending[1]
         self.emit(
             CONTROLLER,
-            r.us,
+            us,
             step,
             r.where,
             self.view(tp),
