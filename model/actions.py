@@ -25,6 +25,7 @@ from .state import (
     batch_ends,
     end_offset_for,
     fetch_state,
+    is_active,
     last_fetch,
     latest_epoch,
     truncate_to,
@@ -137,14 +138,21 @@ def awaits_answer(s: State, r: int) -> bool:
     return bool(s.alter_partition_responses[r]) or any(not m.orphan for m in s.alter_partition[r])
 
 
+def _clean_choice(cfg, c: Controller) -> tuple[int, tuple, tuple] | None:
+    """(leader, ISR, ELR) of a clean election (PartitionChangeBuilder.electLeader without unclean
+    election), or None if no active broker is eligible."""
+    choice = cfg.rules.elect_clean(c)
+    return None if choice is None else choice + (cfg.rules.elr_after(c, choice[1], cfg.min_insync_replicas),)
+
+
 def _elect_choice(cfg, c: Controller) -> tuple[int, tuple, tuple] | None:
     """(leader, ISR, ELR) of an election without a target, or None if nobody is eligible."""
-    choice = cfg.rules.elect_clean(c)
+    choice = _clean_choice(cfg, c)
     if choice is not None:
-        return choice + (cfg.rules.elr_after(c, choice[1], cfg.min_insync_replicas),)
+        return choice
     if cfg.unclean_leader_election_enable:
         for r in range(cfg.replicas):
-            if r not in c.fenced:  # an unclean leader need not hold what the ELR vouched for
+            if is_active(c, r):  # an unclean leader need not hold what the ELR vouched for
                 return r, (r,), ()
     return None
 
@@ -741,7 +749,8 @@ def _adding(cfg, st, rep: Replica) -> list[int]:
 
 class HandleAlterPartition(Delivery):
     """Controller AlterPartition handling with leader-epoch and partition-epoch fencing (KIP-497),
-    and members checked against their registrations (fenced, or a stale broker epoch: KIP-903)."""
+    and members checked against their registrations (ReplicationControlManager.ineligibleReplicasForIsr:
+    fenced, in controlled shutdown, or a stale broker epoch: KIP-903)."""
 
     name = "handle_alter_partition"
 
@@ -753,7 +762,7 @@ class HandleAlterPartition(Delivery):
             error = "FENCED_LEADER_EPOCH"
         elif m.partition_epoch != c.partition_epoch:
             error = "INVALID_UPDATE_VERSION"
-        elif any(f in c.fenced or e not in (-1, c.broker_epochs[f]) for f, e in zip(m.isr, m.broker_epochs)):
+        elif any(not is_active(c, f) or e not in (-1, c.broker_epochs[f]) for f, e in zip(m.isr, m.broker_epochs)):
             error = "INELIGIBLE_REPLICA"
         else:
             error = NONE
@@ -806,6 +815,8 @@ class Elect(Action):
                 return f"broker {target} is not in the controller's ISR"
             if target in c.fenced:
                 return f"broker {target} is fenced"
+            if target in c.in_controlled_shutdown:
+                return f"broker {target} is in controlled shutdown"
             if target == c.leader:
                 return f"broker {target} already leads"
             return None
@@ -846,6 +857,7 @@ class Fence(Action):
         c = nx.controller
         changed = _remove_broker(nx, r, nx.cfg.rules.isr_after_fence(c.isr, r), ())
         nx.controller = nx.controller._replace(fenced=tuple(sorted(c.fenced + (r,))))
+        _end_controlled_shutdown(nx, r)  # KRaft fences a broker in controlled shutdown at SHUTDOWN_NOW
         if changed:
             nx.send_leader_and_isr()
 
@@ -868,6 +880,53 @@ def _remove_broker(nx: NextState, r: int, isr: tuple, unclean: tuple) -> bool:
         last_known_leader=rules.last_known_leader(r) if leads else c.last_known_leader,
     )
     return True
+
+
+def _end_controlled_shutdown(nx: NextState, r: int) -> None:
+    """``r``'s controlled shutdown, if any, ends (kraft_controlled_shutdown): its fence or registration."""
+    shutting_down = nx.controller.in_controlled_shutdown
+    if r in shutting_down:
+        nx.controller = nx.controller._replace(in_controlled_shutdown=tuple(b for b in shutting_down if b != r))
+
+
+class ControlledShutdown(Action):
+    """A broker's controlled shutdown (kraft_controlled_shutdown): its heartbeat asks to shut down
+    (wantShutDown) and BrokerHeartbeatManager.calculateNextBrokerState moves it from UNFENCED to
+    CONTROLLED_SHUTDOWN; ReplicationControlManager.handleBrokerInControlledShutdown writes
+    BrokerRegistrationChangeRecord (inControlledShutdown) and, by generateLeaderAndIsrUpdates with it to
+    remove, one partition change: out of the ISR as a fence takes it, and where it led the first active
+    member left leads (PartitionChangeBuilder.electLeader, clean), in one new leader epoch. It is not
+    active until its fence (SHUTDOWN_NOW) or registration."""
+
+    name = "controlled_shutdown"
+
+    def guard(cfg, s, st):
+        r = st.replica
+        if not cfg.kraft_controlled_shutdown:
+            return "kraft_controlled_shutdown is off: a controlled shutdown is elect with a target, then fence"
+        reason = _not_serving(s, r)
+        if reason:
+            return reason
+        if s.replicas[r].broker_epoch < 0:
+            return f"broker {r} is not registered"
+        if r in s.controller.fenced:
+            return f"broker {r} is fenced"
+        if r in s.controller.in_controlled_shutdown:
+            return f"broker {r} is in controlled shutdown already"
+        return None
+
+    def effect(nx, st):
+        r = st.replica
+        c = nx.controller = nx.controller._replace(
+            in_controlled_shutdown=tuple(sorted(nx.controller.in_controlled_shutdown + (r,)))
+        )
+        if not _remove_broker(nx, r, nx.cfg.rules.isr_after_fence(c.isr, r), ()):
+            return
+        choice = _clean_choice(nx.cfg, nx.controller) if c.leader == r else None
+        if choice is not None:  # the same partition change elects: one leader epoch, one partition epoch
+            leader, isr, elr = choice
+            nx.controller = nx.controller._replace(leader=leader, isr=isr, elr=elr, last_known_leader=-1)
+        nx.send_leader_and_isr()
 
 
 class Rejoin(Action):
@@ -901,6 +960,7 @@ def _register(nx: NextState, r: int, unclean: bool) -> None:
     nx.replicas[r] = updated(nx.replicas[r], broker_epoch=epoch, unclean_shutdown=False)
     if unclean and _remove_broker(nx, r, tuple(i for i in c.isr if i != r), (r,)):
         nx.send_leader_and_isr(skip=r)
+    _end_controlled_shutdown(nx, r)  # a new incarnation's RegisterBrokerRecord is not in controlled shutdown
     c = nx.controller = nx.controller._replace(fenced=tuple(b for b in nx.controller.fenced if b != r))
     nx.send("leader_and_isr", r, LeaderAndIsr(c.leader, c.leader_epoch, c.isr, c.partition_epoch))
 

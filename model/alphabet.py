@@ -38,6 +38,7 @@ HANDLE_ALTER_PARTITION_RESPONSE = "handle_alter_partition_response"
 ELECT = "elect"
 FENCE = "fence"
 REJOIN = "rejoin"
+CONTROLLED_SHUTDOWN = "controlled_shutdown"
 CRASH = "crash"
 RESTART = "restart"
 REGISTER = "register"
@@ -325,6 +326,14 @@ STEPS: Mapping[str, StepKind] = {
             lifecycle=True,
         ),
         StepKind(REJOIN, ("replica",), "a live fenced broker re-registers with a new broker epoch", weight=1.5),
+        StepKind(
+            CONTROLLED_SHUTDOWN,
+            ("replica",),
+            "BrokerHeartbeatManager.calculateNextBrokerState (wantShutDown), "
+            "ReplicationControlManager.handleBrokerInControlledShutdown: a broker's controlled shutdown "
+            "(kraft_controlled_shutdown)",
+            config="kraft_controlled_shutdown",
+        ),
         StepKind(
             CRASH,
             ("replica", "kind", "survive", "torn", "tail"),

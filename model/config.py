@@ -56,6 +56,9 @@ class ScheduleConfig:
     # each broker holds a metadata cache of the brokers' registrations that a leader's ISR eligibility
     # reads (docs/steps.md, update_metadata_cache): Kafka's KRaftMetadataCache, Partition.isReplicaIsrEligible
     metadata_cache: bool = False
+    # a broker's controlled shutdown is the controller's state and a step (docs/steps.md, controlled_shutdown):
+    # KRaft's BrokerRegistration.inControlledShutdown, ReplicationControlManager.handleBrokerInControlledShutdown
+    kraft_controlled_shutdown: bool = False
 
     def __post_init__(self) -> None:
         _check_int("replicas", self.replicas, 1, MAX_REPLICAS)
@@ -106,6 +109,7 @@ _LEFT_OUT_AT_DEFAULT = (
     ("hw_waits_for_caught_up", False),
     ("catch_up_at_previous_fetch", False),
     ("metadata_cache", False),
+    ("kraft_controlled_shutdown", False),
 )
 # the boolean config fields
 _FLAGS = (
@@ -115,7 +119,10 @@ _FLAGS = (
     "hw_waits_for_caught_up",
     "catch_up_at_previous_fetch",
     "metadata_cache",
+    "kraft_controlled_shutdown",
 )
+# switches of KRaft's controller: valid only with the variants whose brokers register (kip-903, kip-966)
+_KRAFT_ONLY = ("kraft_controlled_shutdown",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +138,10 @@ class ModelConfig(ScheduleConfig):
             raise ConfigError("protocol", f"unknown protocol {self.protocol!r}; choose one of {', '.join(PROTOCOLS)}")
         ScheduleConfig.__post_init__(self)
         object.__setattr__(self, "rules", PROTOCOLS[self.protocol])
+        for name in _KRAFT_ONLY:
+            if getattr(self, name) and not self.rules.start_before_registration:
+                kraft = ", ".join(p.name for p in PROTOCOLS.values() if p.start_before_registration)
+                raise ConfigError(name, f"valid only with {kraft}, not with {self.protocol}")
 
     @classmethod
     def of(cls, protocol: str, config: ScheduleConfig) -> "ModelConfig":

@@ -16,7 +16,7 @@ from .losses import (
     STALE_ISR_EXPANSION,
     UNREGISTERED_STALE_ISR_EXPANSION,
 )
-from .state import Replica, end_offset_for, end_offset_for_kip101, latest_epoch, truncate_to, updated
+from .state import Replica, end_offset_for, end_offset_for_kip101, is_active, latest_epoch, truncate_to, updated
 
 
 class Protocol:
@@ -107,9 +107,9 @@ class Protocol:
         return ()
 
     def elect_clean(self, c) -> tuple[int, tuple] | None:
-        """Clean election (PartitionChangeBuilder.electLeader): the first unfenced ISR member."""
+        """Clean election (PartitionChangeBuilder.electLeader): the first active ISR member."""
         for r in c.isr:
-            if r not in c.fenced:
+            if is_active(c, r):
                 return r, c.isr
         return None
 
@@ -262,16 +262,16 @@ class Kip966(Kip903):
         return tuple(sorted((set(c.elr) | set(c.isr)) - set(isr) - set(unclean)))
 
     def elect_clean(self, c) -> tuple[int, tuple] | None:
-        """KIP-966 election order: ISR, then an unfenced ELR member, then (ISR and ELR empty) the
-        last known leader if unfenced (PartitionChangeBuilder.canElectLastKnownLeader)."""
+        """KIP-966 election order: ISR, then an active ELR member, then (ISR and ELR empty) the
+        last known leader if active (PartitionChangeBuilder.canElectLastKnownLeader)."""
         choice = super().elect_clean(c)
         if choice is not None:
             return choice
         for r in c.elr:
-            if r not in c.fenced:
+            if is_active(c, r):
                 return r, tuple(sorted(c.isr + (r,)))
         lkl = c.last_known_leader
-        if not c.isr and not c.elr and lkl >= 0 and lkl not in c.fenced:
+        if not c.isr and not c.elr and lkl >= 0 and is_active(c, lkl):
             return lkl, (lkl,)
         return None
 

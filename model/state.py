@@ -142,6 +142,18 @@ class Controller(NamedTuple):
     broker_epochs: tuple  # per broker the epoch of its current registration (kip-903+; else 0s)
     elr: tuple  # Eligible Leader Replicas, sorted (kip-966; else empty)
     last_known_leader: int  # the leader the partition last lost (kip-966; else -1)
+    # the brokers in controlled shutdown, sorted (kraft_controlled_shutdown; else always empty):
+    # KRaft's BrokerRegistration.inControlledShutdown, from controlled_shutdown to their fence or registration
+    in_controlled_shutdown: tuple = ()
+
+    def __repr__(self) -> str:
+        return _repr_without(self, "in_controlled_shutdown", ())
+
+
+def is_active(c: Controller, b: int) -> bool:
+    """Broker ``b`` may lead and join an ISR (KRaft's ClusterControlManager.isActive, which
+    PartitionChangeBuilder.isAcceptableLeader asks): not fenced and not in controlled shutdown."""
+    return b not in c.fenced and b not in c.in_controlled_shutdown
 
 
 def catching_up(rep: Replica) -> bool:
@@ -155,9 +167,12 @@ def alive_broker_epochs(c: Controller, replicas: tuple = ()) -> tuple:
     while it is fenced (BrokerRegistration.fenced, epoch; KRaftMetadataCache.getAliveBrokerEpoch), or
     registered and not yet caught up with its registration (``unregistered`` with a broker epoch: KRaft
     registers a broker fenced and unfences it once its heartbeat shows it replayed the metadata log past
-    its registration, BrokerHeartbeatManager; the model's register unfences at once)."""
+    its registration, BrokerHeartbeatManager; the model's register unfences at once), or in controlled
+    shutdown (KRaftMetadataCache.isBrokerShuttingDown, which Partition.isReplicaIsrEligible reads as it
+    reads a fenced one)."""
     return tuple(
-        -1 if b in c.fenced or (replicas and catching_up(replicas[b])) else e for b, e in enumerate(c.broker_epochs)
+        -1 if not is_active(c, b) or (replicas and catching_up(replicas[b])) else e
+        for b, e in enumerate(c.broker_epochs)
     )
 
 
@@ -390,10 +405,11 @@ def batch_ends(log: tuple, start: int) -> list[int]:
 
 def permuted(s: State, perm: tuple) -> State:
     """``s`` with every broker ``b`` renamed ``perm[b]``: the one place that knows which fields
-    hold a broker id (leaders, ISRs, fenced brokers, the ELR), which are indexed by one (the
-    replicas, per-follower leader state, broker epochs, the message FIFOs) and which pair one with
-    a value (a proposal's broker epochs). A field added to the state that names or is indexed by a
-    broker is renamed here (tests/model/test_symmetry.py fails until it is)."""
+    hold a broker id (leaders, ISRs, fenced brokers, the ELR, the brokers in controlled shutdown),
+    which are indexed by one (the replicas, per-follower leader state, broker epochs, the message
+    FIFOs) and which pair one with a value (a proposal's broker epochs). A field added to the state
+    that names or is indexed by a broker is renamed here (tests/model/test_symmetry.py fails until
+    it is)."""
     n = len(perm)
     inv = [0] * n
     for b, p in enumerate(perm):
@@ -443,6 +459,7 @@ def permuted(s: State, perm: tuple) -> State:
         broker_epochs=per(c.broker_epochs),
         elr=ids(c.elr),
         last_known_leader=one(c.last_known_leader),
+        in_controlled_shutdown=ids(c.in_controlled_shutdown),
     )
 
     def queues(field: tuple, rename) -> tuple:
