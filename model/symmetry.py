@@ -42,7 +42,12 @@ def signature(s: State, ledger, b: int) -> tuple:
     the explorer stores as one have one signature."""
     r, c = s.replicas[b], s.controller
     own = (r.hw, r.leader_epoch, r.partition_epoch, r.leader == b, r.leader < 0) if r.alive else (r.power_lost,)
-    return (r.alive, r.log, b == c.leader, b in c.isr, b in c.fenced, c.broker_epochs[b], b in ledger.losers) + own
+    shutting_down = (b in c.in_controlled_shutdown,)
+    return (
+        (r.alive, r.log, b == c.leader, b in c.isr, b in c.fenced, c.broker_epochs[b], b in ledger.losers)
+        + own
+        + (shutting_down)
+    )
 
 
 @lru_cache(maxsize=8)

@@ -30,6 +30,7 @@ _OPTION = {
     "hw_waits_for_caught_up": "--hw-waits-for-caught-up",
     "catch_up_at_previous_fetch": "--catch-up-at-previous-fetch",
     "metadata_cache": "--metadata-cache",
+    "kraft_controlled_shutdown": "--kraft-controlled-shutdown",
 }
 
 
@@ -158,6 +159,12 @@ def add_scope_arguments(parser: argparse.ArgumentParser, default: Scope, protoco
         "controller's by update_metadata_cache) and a leader's ISR expansion and HW wait read it, as "
         "Kafka's Partition.isReplicaIsrEligible does (docs/steps.md)",
     )
+    parser.add_argument(
+        "--kraft-controlled-shutdown",
+        action="store_true",
+        help="a broker's controlled shutdown is the controller's state and a step, controlled_shutdown, as "
+        "KRaft's handleBrokerInControlledShutdown (docs/steps.md; kip-903 and kip-966 only)",
+    )
     scope = parser.add_argument_group("scope bounds")
     for name, help_text in (
         ("max-records", "produce steps"),
@@ -240,6 +247,7 @@ def config_and_scope(args) -> tuple[ModelConfig, Scope]:
             hw_waits_for_caught_up=args.hw_waits_for_caught_up,
             catch_up_at_previous_fetch=args.catch_up_at_previous_fetch,
             metadata_cache=args.metadata_cache,
+            kraft_controlled_shutdown=args.kraft_controlled_shutdown,
         )
         scope = Scope(
             max_records=args.max_records,
