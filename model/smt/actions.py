@@ -11,7 +11,7 @@ from typing import Callable
 import z3
 
 from ..alphabet import CRASH, FENCE, MESSAGE_KINDS, STEPS, Step
-from .protocols import Protocol
+from .protocols import Protocol, active
 from .state import ERROR, KIND, ORPHANS, Bounds
 from .terms import Next, count, zmin
 
@@ -80,11 +80,12 @@ def _cache(nx: Next) -> bool:
 
 
 def _alive_broker_epochs(nx: Next) -> dict:
-    """Per broker j the controller's registration as a cache holds it (``mc<j>``): -1 fenced, or registered
-    and not yet caught up with its registration (unregistered with a broker epoch), else its epoch."""
+    """Per broker j the controller's registration as a cache holds it (``mc<j>``): -1 fenced or in controlled
+    shutdown, or registered and not yet caught up with its registration (unregistered with a broker epoch),
+    else its epoch."""
     return {
         f"mc{j}": z3.If(
-            z3.Or(nx[f"c.fenced{j}"], z3.And(nx.rep(j, "unreg"), nx.rep(j, "bepoch") >= 0)), -1, nx[f"c.bep{j}"]
+            z3.Or(_not(active(nx, j)), z3.And(nx.rep(j, "unreg"), nx.rep(j, "bepoch") >= 0)), -1, nx[f"c.bep{j}"]
         )
         for j in range(nx.b.replicas)
     }
@@ -203,6 +204,7 @@ def _register(nx: Next, r: int, unclean=False) -> None:
         x.branch(_remove_broker(x, r, isr, (r,)), lambda y: _broadcast(y, skip=r))
 
     nx.branch(unclean, uncleanly)
+    _end_controlled_shutdown(nx, r)
     nx[f"c.fenced{r}"] = z3.BoolVal(False)
     _send_leader_and_isr(nx, r)  # to a started broker (KRaft): it serves once it applied this one
 
@@ -828,7 +830,7 @@ def effect_handle_alter_partition(nx: Next, st: Step) -> None:
     m = nx.pop("alter_partition", r)
     ineligible = z3.Or(
         [
-            z3.And(m[f"isr{j}"], z3.Or(nx[f"c.fenced{j}"], z3.And(m[f"ep{j}"] != -1, m[f"ep{j}"] != nx[f"c.bep{j}"])))
+            z3.And(m[f"isr{j}"], z3.Or(_not(active(nx, j)), z3.And(m[f"ep{j}"] != -1, m[f"ep{j}"] != nx[f"c.bep{j}"])))
             for j in range(n)
         ]
     )
@@ -898,14 +900,14 @@ def _elect_choice(nx: Next) -> tuple:
     clean, isr = _rules(nx).elect_clean(nx)
     unclean = z3.IntVal(-1)
     for j in range(nx.b.replicas - 1, -1, -1):
-        unclean = z3.If(_not(nx[f"c.fenced{j}"]), j, unclean)
+        unclean = z3.If(active(nx, j), j, unclean)
     return clean, isr, unclean
 
 
 def guard_elect(nx: Next, st: Step):
     target = st.replica
     if target != -1:
-        return z3.And(nx[f"c.isr{target}"], _not(nx[f"c.fenced{target}"]), nx["c.leader"] != target)
+        return z3.And(nx[f"c.isr{target}"], active(nx, target), nx["c.leader"] != target)
     clean, _isr, unclean = _elect_choice(nx)
     eligible = z3.Or(clean != -1, unclean != -1) if nx.cfg.unclean_leader_election_enable else clean != -1
     return z3.And(nx["c.leader"] == -1, eligible)
@@ -936,6 +938,44 @@ def effect_fence(nx: Next, st: Step) -> None:
     r = st.replica
     changed = _remove_broker(nx, r, _rules(nx).isr_after_fence(nx, r), ())
     nx[f"c.fenced{r}"] = z3.BoolVal(True)
+    _end_controlled_shutdown(nx, r)
+    nx.branch(changed, _broadcast)
+
+
+def _end_controlled_shutdown(nx: Next, r: int) -> None:
+    """A fence or registration ends r's controlled shutdown (kraft_controlled_shutdown)."""
+    if nx.b.controlled_shutdown:
+        nx[f"c.ics{r}"] = z3.BoolVal(False)
+
+
+def guard_controlled_shutdown(nx: Next, st: Step):
+    r = st.replica
+    if not (nx.cfg.kraft_controlled_shutdown and nx.b.controlled_shutdown):
+        return z3.BoolVal(False)
+    return z3.And(nx.rep(r, "alive"), _not(nx.rep(r, "unreg")), nx.rep(r, "bepoch") >= 0, active(nx, r))
+
+
+def effect_controlled_shutdown(nx: Next, st: Step) -> None:
+    """handleBrokerInControlledShutdown: r joins the brokers in controlled shutdown; one partition change
+    takes it out of the ISR as a fence would and, where it led, a clean election in the same leader epoch."""
+    r, n = st.replica, nx.b.replicas
+    if not nx.b.controlled_shutdown:
+        return
+    led = nx["c.leader"] == r
+    nx[f"c.ics{r}"] = z3.BoolVal(True)
+    changed = _remove_broker(nx, r, _rules(nx).isr_after_fence(nx, r), ())
+
+    def elect(x: Next) -> None:
+        leader, chosen = _rules(x).elect_clean(x)
+        elected = leader != -1
+        elr = _rules(x).elr_after(x, chosen)
+        x["c.leader"] = z3.If(elected, leader, -1)
+        x["c.lkl"] = z3.If(elected, -1, x["c.lkl"])
+        for j in range(n):
+            x[f"c.isr{j}"] = z3.If(elected, chosen[j], x[f"c.isr{j}"])
+            x[f"c.elr{j}"] = z3.If(elected, elr[j], x[f"c.elr{j}"])
+
+    nx.branch(led, elect)
     nx.branch(changed, _broadcast)
 
 

@@ -78,6 +78,7 @@ def bounds_for(config: ModelConfig, scope: Scope, leader_and_isr: int = 4) -> Bo
         stale_fetcher=config.split_become_follower,
         prev_fetch=config.catch_up_at_previous_fetch,
         metadata_cache=config.metadata_cache,
+        controlled_shutdown=config.kraft_controlled_shutdown,
     )
 
 

@@ -233,6 +233,7 @@ def show_key(key: str) -> str:
             "isr": "{j} ∈ controller.isr",
             "elr": "{j} ∈ controller.elr",
             "fenced": "fenced({j})",
+            "ics": "inControlledShutdown({j})",
             "bep": "controller.brokerEpoch({j})",
         }
         if field in sets:

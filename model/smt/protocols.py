@@ -82,17 +82,24 @@ class Protocol:
         return [z3.BoolVal(False)] * nx.b.replicas
 
     def elect_clean(self, nx: Next) -> tuple:
-        """Clean election: (the first unfenced member of the controller's ISR or -1, the new ISR)."""
+        """Clean election: (the first active member of the controller's ISR or -1, the new ISR)."""
         n = nx.b.replicas
         return _first(nx, [nx[f"c.isr{j}"] for j in range(n)]), [nx[f"c.isr{j}"] for j in range(n)]
 
 
 def _first(nx: Next, members: list):
-    """The first unfenced broker of ``members`` (Bools by id), -1 if none."""
+    """The first active broker of ``members`` (Bools by id), -1 if none."""
     out = z3.IntVal(-1)
     for j in range(len(members) - 1, -1, -1):
-        out = z3.If(z3.And(members[j], z3.Not(nx[f"c.fenced{j}"])), j, out)
+        out = z3.If(z3.And(members[j], active(nx, j)), j, out)
     return out
+
+
+def active(nx: Next, j: int):
+    """Broker j may lead and join an ISR (the model's ``is_active``): not fenced and, with
+    kraft_controlled_shutdown, not in controlled shutdown."""
+    fenced = nx[f"c.fenced{j}"]
+    return z3.Not(z3.Or(fenced, nx[f"c.ics{j}"]) if nx.b.controlled_shutdown else fenced)
 
 
 class Kip101(Protocol):
@@ -240,8 +247,8 @@ class Kip966(Kip903):
         ]
 
     def elect_clean(self, nx: Next) -> tuple:
-        """ISR, then an unfenced ELR member (joining the ISR), then the last known leader if the
-        ISR and ELR are empty and it is unfenced."""
+        """ISR, then an active ELR member (joining the ISR), then the last known leader if the
+        ISR and ELR are empty and it is active."""
         n = nx.b.replicas
         isr = [nx[f"c.isr{j}"] for j in range(n)]
         elr = [nx[f"c.elr{j}"] for j in range(n)]
@@ -250,7 +257,7 @@ class Kip966(Kip903):
         last = z3.And(
             z3.Not(z3.Or(isr + elr)),
             lkl >= 0,
-            z3.Not(pick(lkl, [nx[f"c.fenced{j}"] for j in range(n)], z3.BoolVal(True))),
+            pick(lkl, [active(nx, j) for j in range(n)], z3.BoolVal(False)),
         )
         leader = z3.If(from_isr != -1, from_isr, z3.If(from_elr != -1, from_elr, z3.If(last, lkl, -1)))
         return leader, [

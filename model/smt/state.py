@@ -73,6 +73,8 @@ class Bounds:
     prev_fetch: bool = False
     # per broker its metadata cache's broker epoch of each broker, -1 fenced (metadata_cache)
     metadata_cache: bool = False
+    # per broker whether it is in controlled shutdown (kraft_controlled_shutdown)
+    controlled_shutdown: bool = False
 
     def capacity(self, field: str) -> int:
         return getattr(self, field)
@@ -137,6 +139,8 @@ def schema(b: Bounds) -> dict[str, bool]:
     keys.update({"c.leader": False, "c.lepoch": False, "c.pepoch": False, "c.lkl": False})
     for j in range(n):
         keys.update({f"c.isr{j}": True, f"c.fenced{j}": True, f"c.bep{j}": False, f"c.elr{j}": True})
+        if b.controlled_shutdown:  # in_controlled_shutdown
+            keys[f"c.ics{j}"] = True
     for q in QUEUES:
         for r in range(n):
             keys[f"{q}{r}.n"] = False
@@ -264,6 +268,10 @@ def embed(b: Bounds, s: State) -> dict:
     _set(out, "c.isr", c.isr, n)
     _set(out, "c.fenced", c.fenced, n)
     _set(out, "c.elr", c.elr, n)
+    if b.controlled_shutdown:
+        _set(out, "c.ics", c.in_controlled_shutdown, n)
+    elif c.in_controlled_shutdown:
+        raise OutOfBounds("brokers in controlled shutdown (kraft_controlled_shutdown), the encoding holds none")
     for j in range(n):
         out[f"c.bep{j}"] = c.broker_epochs[j]
     for q in QUEUES:
@@ -499,6 +507,7 @@ def decode(b: Bounds, v: dict) -> State:
         tuple(v[f"c.bep{j}"] for j in range(n)),
         _members(v, "c.elr", n),
         v["c.lkl"],
+        _members(v, "c.ics", n) if b.controlled_shutdown else (),
     )
     queues = []
     for q in QUEUES:
