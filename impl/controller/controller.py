@@ -158,6 +158,7 @@ class ControllerState:
     last_known_leader: int = -1  # the leader the partition last lost (KIP-966)
     # per broker every broker epoch it was given, oldest first (the metadata log's registrations)
     registrations: tuple[tuple[int, ...], ...] = ()
+    in_controlled_shutdown: tuple[int, ...] = ()  # sorted (BrokerRegistration.inControlledShutdown)
 
 
 class Controller:
@@ -204,6 +205,8 @@ class Controller:
         self.partitions: list[PartitionRegistration] = []  # by partition id
         self.topics: dict[str, tuple[int, ...]] = {}  # topic -> its partitions' ids, by index
         self.fenced: set[int] = set()
+        # brokers in controlled shutdown (BrokerRegistration.inControlledShutdown), till their fence or registration
+        self.in_controlled_shutdown: set[int] = set()
         self.broker_epochs = [-1] * replicas
         self.registrations: list[list[int]] = [[] for _ in range(replicas)]
         # per broker, every partition's epoch when it last registered: what it must have applied to be
@@ -314,6 +317,7 @@ class Controller:
             p.elr,
             p.last_known_leader,
             tuple(map(tuple, self.registrations)),
+            tuple(sorted(self.in_controlled_shutdown)),
         )
         if fields != self._last_state[0]:  # unchanged: the same object (readers compare by identity first)
             self._last_state = (fields, ControllerState(*fields))
@@ -324,27 +328,38 @@ class Controller:
         choice = self._election(self.partitions[partition])
         return -1 if choice is None else choice[0]
 
+    def is_active(self, broker: int) -> bool:
+        """``broker`` may lead and join an ISR (ClusterControlManager.isActive, which
+        PartitionChangeBuilder.isAcceptableLeader asks): not fenced and not in controlled shutdown."""
+        return broker not in self.fenced and broker not in self.in_controlled_shutdown
+
     def _election(self, p: PartitionRegistration) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
-        """(leader, ISR, ELR) of PartitionChangeBuilder.electLeader: the first unfenced ISR member
-        in replica order; with KIP-966 then the first unfenced ELR member, then, ISR and ELR both
-        empty, the last known leader if unfenced; else with unclean election the first unfenced
-        replica, the ISR restarting from it (and the ELR emptied: it need not hold what the ELR
-        vouched for)."""
+        """(leader, ISR, ELR) of PartitionChangeBuilder.electLeader: the clean choice
+        (``_clean_election``), else with unclean election the first active replica, the ISR
+        restarting from it (and the ELR emptied: it need not hold what the ELR vouched for)."""
+        choice = self._clean_election(p)
+        if choice is not None:
+            return choice
+        if self.unclean:
+            for r in p.replicas:
+                if self.is_active(r):
+                    return r, (r,), ()
+        return None
+
+    def _clean_election(self, p: PartitionRegistration) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
+        """The first active ISR member in replica order; with KIP-966 then the first active ELR
+        member, then, ISR and ELR both empty, the last known leader if active."""
         for r in p.replicas:
-            if r in p.isr and r not in self.fenced:
+            if r in p.isr and self.is_active(r):
                 return r, p.isr, p.elr
         if self.elr_enabled:
             for r in p.replicas:
-                if r in p.elr and r not in self.fenced:
+                if r in p.elr and self.is_active(r):
                     isr = tuple(sorted(p.isr + (r,)))
                     return r, isr, self._elr_after(p, isr)
             lkl = p.last_known_leader
-            if not p.isr and not p.elr and lkl >= 0 and lkl not in self.fenced:
+            if not p.isr and not p.elr and lkl >= 0 and self.is_active(lkl):
                 return lkl, (lkl,), self._elr_after(p, (lkl,))
-        if self.unclean:
-            for r in p.replicas:
-                if r not in self.fenced:
-                    return r, (r,), ()
         return None
 
     def _elr_after(
@@ -377,10 +392,10 @@ class Controller:
         return leader
 
     def move_leader(self, target: int, partition: int = 0) -> None:
-        """Preferred replica election / controlled shutdown: ``target``, an unfenced ISR member other
+        """Preferred replica election / controlled shutdown: ``target``, an active ISR member other
         than the leader, leads in a new leader epoch; the ISR stays."""
         p = self.partitions[partition]
-        if target in self.fenced or target not in p.isr or target == p.leader:
+        if not self.is_active(target) or target not in p.isr or target == p.leader:
             raise ValueError(f"broker {target} cannot take over leadership")
         self._new_leader(p, "move_leader", target)
 
@@ -401,6 +416,7 @@ class Controller:
         if broker in self.fenced:
             return
         self.fenced.add(broker)
+        self.in_controlled_shutdown.discard(broker)  # KRaft fences a broker in controlled shutdown at SHUTDOWN_NOW
         changed = self._take_out(broker)
         self._event("fence", broker)
         if self.events is not None:
@@ -414,16 +430,37 @@ class Controller:
             if self.auto and p.leader == -1:
                 self.elect(p.partition_id)
 
-    def _take_out(self, broker: int) -> set[int]:
+    def _take_out(self, broker: int, elect: bool = False) -> set[int]:
         """The partition changes of ``broker``'s fencing (ReplicationControlManager.handleBrokerFenced,
-        generateLeaderAndIsrUpdates with it to remove): the ids of the partitions changed."""
+        generateLeaderAndIsrUpdates with it to remove): the ids of the partitions changed. With ``elect``
+        (a controlled shutdown) a partition it led gets a clean election in the same change."""
         changed = set()
         for p in self.partitions:
             # before KIP-966 the last ISR member stays; with the ELR the ISR may go empty
             keep_last = not self.elr_enabled and len(p.isr) == 1
+            led = p.leader == broker
             if self._remove_broker(p, broker, p.isr if keep_last else tuple(r for r in p.isr if r != broker)):
                 changed.add(p.partition_id)
+                choice = self._clean_election(p) if elect and led else None
+                if choice is not None:  # one leader epoch and one partition epoch for both
+                    (p.leader, p.isr, p.elr), p.last_known_leader = choice, -1
+                    self.elections += 1
         return changed
+
+    def controlled_shutdown(self, broker: int) -> None:
+        """A broker's heartbeat asks to shut down (BrokerHeartbeatManager.calculateNextBrokerState,
+        UNFENCED to CONTROLLED_SHUTDOWN): ReplicationControlManager.handleBrokerInControlledShutdown
+        takes it out of every ISR and elects a new leader where it led, in one partition change each;
+        it is no longer active until its fence or registration."""
+        self.in_controlled_shutdown.add(broker)
+        changed = self._take_out(broker, elect=True)
+        self._event("controlled_shutdown", broker)
+        if self.events is not None:
+            self.events.controller(self, "controlled_shutdown", {"replica": broker})
+        self._registrations_changed()
+        for p in self.partitions:
+            if p.partition_id in changed:
+                self._changed(p)
 
     def expire_session(self, broker: int) -> None:
         """``broker``'s heartbeat session has expired; the next session check fences it, unless a
@@ -626,10 +663,10 @@ class Controller:
         elif req.partition_epoch != p.partition_epoch:
             error = Errors.INVALID_UPDATE_VERSION
         elif any(
-            r in self.fenced or e not in (-1, self.broker_epochs[r])
+            not self.is_active(r) or e not in (-1, self.broker_epochs[r])
             for r, e in zip(req.new_isr, req.new_isr_epochs or (-1,) * len(req.new_isr))
         ):
-            error = Errors.INELIGIBLE_REPLICA  # fenced, or (KIP-903) proposed from another incarnation
+            error = Errors.INELIGIBLE_REPLICA  # not active, or (KIP-903) proposed from another incarnation
         else:
             error = Errors.NONE
             p.elr = self._elr_after(p, tuple(sorted(req.new_isr)))
@@ -684,6 +721,7 @@ class Controller:
             self.catching_up.add(broker)
         self.incarnations[broker] = incarnation
         self.fenced.discard(broker)
+        self.in_controlled_shutdown.discard(broker)  # a new RegisterBrokerRecord is not in controlled shutdown
         self.session_deadline[broker] = self.scheduler.now_ms() + self.session_timeout_ms
         self._event("register", broker, epoch)
         self._save()
@@ -697,13 +735,14 @@ class Controller:
         return all(i < len(applied) and applied[i] >= epoch for i, epoch in enumerate(registered))
 
     def alive_broker_epochs(self, catching_up: Collection[int] | None = None) -> tuple[int, ...]:
-        """Per broker its broker epoch (0 before KIP-903, which compares none), -1 while fenced or registered
-        and not yet caught up with its registration (``catching_up``, by default as heartbeats told: KRaft
+        """Per broker its broker epoch (0 before KIP-903, which compares none), -1 while not active (fenced or
+        in controlled shutdown: KRaftMetadataCache.isBrokerShuttingDown) or registered and not yet caught up
+        with its registration (``catching_up``, by default as heartbeats told: KRaft
         registers a broker fenced, BrokerHeartbeatManager unfences it once caught up): what a broker's
         metadata cache holds."""
         behind = self.catching_up if catching_up is None else catching_up
         return tuple(
-            -1 if b in self.fenced or b in behind else self.broker_epochs[b] if self.compared_broker_epochs else 0
+            -1 if not self.is_active(b) or b in behind else self.broker_epochs[b] if self.compared_broker_epochs else 0
             for b in self.replicas
         )
 

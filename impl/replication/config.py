@@ -22,7 +22,10 @@ _FLAGS = (
     "hw_waits_for_caught_up",
     "catch_up_at_previous_fetch",
     "metadata_cache",
+    "kraft_controlled_shutdown",
 )
+# settings of KRaft's controller: only with the variants whose brokers register (start_before_registration)
+_KRAFT_ONLY = ("kraft_controlled_shutdown",)
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,10 @@ class ClusterConfig:
     # follower into the ISR, nor waits with its HW for one, that its cache holds fenced or registered
     # with another broker epoch than its Fetch carried (Partition.isReplicaIsrEligible)
     metadata_cache: bool = False
+    # a broker's controlled shutdown is the controller's state (KRaft's BrokerRegistration.inControlledShutdown,
+    # ReplicationControlManager.handleBrokerInControlledShutdown): while it lasts the broker leads nothing,
+    # joins no ISR and every metadata cache holds it ineligible, until its fence or registration
+    kraft_controlled_shutdown: bool = False
 
     replica_fetch_backoff_ms: int = 5  # a follower's pause after an empty or failed fetch
     replica_fetch_wait_max_ms: int = 0  # 0: a fetch with nothing new is answered at once (no long poll)
@@ -96,6 +103,10 @@ class ClusterConfig:
             )
         if self.flush_messages is not None and self.flush_messages < 1:
             raise InvalidConfigError(f"flush_messages: expected None or >= 1, got {self.flush_messages}")
+        for name in _KRAFT_ONLY:
+            if getattr(self, name) and not self.variant.start_before_registration:
+                kraft = ", ".join(v for v, variant in VARIANTS.items() if variant.start_before_registration)
+                raise InvalidConfigError(f"{name}: valid only with {kraft}, not with {self.protocol}")
 
     @property
     def variant(self) -> ProtocolVariant:

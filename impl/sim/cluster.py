@@ -23,6 +23,7 @@ call; an impossible step raises ``ClusterError`` (with ``reason``) and changes n
     handle_alter_partition_response(leader) = deliver("alter_partition_response", leader)
     drop(kind, replica, index=0)
     shrink_isr(leader)  expand_isr(leader)  elect(target=-1)  fence(broker)  rejoin(broker)
+    controlled_shutdown(broker)           # kraft_controlled_shutdown: handleBrokerInControlledShutdown
     crash(broker, kind, survive=0, torn=False, tail="cut")  # "clean" | "process" | "power"
     restart(broker)  lose_disk(broker)  flush(broker)  checkpoint_hw(broker)  advance(ms)
     corrupt(broker)  fail_disk(broker, io)       # io: "write:EIO", "fsync:ENOSPC", "read:EIO", ...
@@ -300,6 +301,8 @@ class Cluster:
             self._need_replica(target)
             if target in c.fenced:
                 raise ClusterError(f"broker {target} is fenced")
+            if target in c.in_controlled_shutdown:
+                raise ClusterError(f"broker {target} is in controlled shutdown")
             if target not in c.isr:
                 raise ClusterError(f"broker {target} is not in the ISR {list(c.isr)}")
             if target == c.leader:
@@ -335,6 +338,26 @@ class Cluster:
             raise ClusterError(f"broker {broker} is not registered yet (it registers by register)")
         self.world.trace_event("rejoin", broker)
         b.register()
+        self._settle()
+
+    def controlled_shutdown(self, broker: int) -> None:
+        """``broker`` asks to shut down (kraft_controlled_shutdown): the controller's
+        handleBrokerInControlledShutdown takes it out of the ISR and elects elsewhere where it led; it
+        stays up and unfenced, no longer active, until its fence or registration."""
+        if not self.world.config.kraft_controlled_shutdown:
+            raise ClusterError(
+                "kraft_controlled_shutdown is off: a controlled shutdown is elect with a target, then fence"
+            )
+        b = self._need_alive(broker)
+        c = self.world.controller
+        if b.replica_manager.starting or b.broker_epoch < 0:
+            raise ClusterError(f"broker {broker} is not registered")
+        if broker in c.fenced:
+            raise ClusterError(f"broker {broker} is fenced")
+        if broker in c.in_controlled_shutdown:
+            raise ClusterError(f"broker {broker} is in controlled shutdown already")
+        self.world.trace_event("controlled_shutdown", broker)
+        c.controlled_shutdown(broker)
         self._settle()
 
     def crash(self, broker: int, kind: str, survive: int = 0, torn: bool = False, tail: str = CUT) -> None:

@@ -29,6 +29,7 @@ CONFIG_FIELDS = (
     "hw_waits_for_caught_up",
     "catch_up_at_previous_fetch",
     "metadata_cache",
+    "kraft_controlled_shutdown",
 )
 
 
@@ -60,6 +61,7 @@ def cluster_config(protocol: str, config: dict) -> ClusterConfig:
         hw_waits_for_caught_up=config.get("hw_waits_for_caught_up", defaults.hw_waits_for_caught_up),
         catch_up_at_previous_fetch=config.get("catch_up_at_previous_fetch", defaults.catch_up_at_previous_fetch),
         metadata_cache=config.get("metadata_cache", defaults.metadata_cache),
+        kraft_controlled_shutdown=config.get("kraft_controlled_shutdown", defaults.kraft_controlled_shutdown),
     )
 
 

@@ -101,6 +101,8 @@ def controller_fields(c) -> dict:
         "elr": tuple(c.elr),
         "last_known_leader": c.last_known_leader,
         "registrations": c.registrations,
+        # optional: none in controlled shutdown when left out (kraft_controlled_shutdown)
+        **({"in_controlled_shutdown": tuple(c.in_controlled_shutdown)} if c.in_controlled_shutdown else {}),
     }
 
 

@@ -46,6 +46,7 @@ STEPS: dict[str, tuple[str, ...]] = {
     "elect": ("replica",),
     "fence": ("replica",),
     "rejoin": ("replica",),
+    "controlled_shutdown": ("replica",),
     "crash": ("replica", "kind", "survive", "torn", "tail"),
     "restart": ("replica",),
     "register": ("replica",),
