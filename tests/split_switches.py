@@ -16,9 +16,9 @@ from isrcheck.model.state import permuted
 from isrcheck.model.symmetry import all_permutations, inverse, renamed_step
 
 
-def driver_carries(switch: dict, steps) -> None:
+def driver_carries(switch: dict, steps, walked: str = "kip-320") -> None:
     """The implementation behind the driver protocol takes ``steps`` (kip-966) with ``switch`` on, in
-    lockstep with the model, and a random kip-320 walk through it diverges nowhere."""
+    lockstep with the model, and a random walk of ``walked`` through it diverges nowhere."""
     server = DriverSut(f"{sys.executable} -m isrcheck.impl.sut")
     try:
         run = Lockstep("kip-966", ScheduleConfig(**switch), sut=server)
@@ -29,7 +29,7 @@ def driver_carries(switch: dict, steps) -> None:
         server.close()
     spec = SutSpec(f"{sys.executable} -m isrcheck.impl.sut")
     try:
-        _schedule, verdict = random_walk(3, "kip-320", 120, "default", config=switch, sut=spec)
+        _schedule, verdict = random_walk(3, walked, 120, "default", config=switch, sut=spec)
     finally:
         spec.close()
     assert verdict.kind != "divergence", verdict.diff
