@@ -30,13 +30,15 @@ def test_refused_steps_are_the_alphabet_minus_the_enabled_ones_and_all_refused()
     off = refused_steps(cfg, state, on, disk_faults=True)
     made = {st for st in every_step(cfg.replicas, state) if taken_in_restart(cfg, state, st)}
     # the kinds the config switches off are proposed neither way (read_fetch and read_fetch_hw:
-    # split_fetch_handling, remove_fetcher: split_become_follower, update_metadata_cache: metadata_cache)
+    # split_fetch_handling, remove_fetcher: split_become_follower, update_metadata_cache: metadata_cache,
+    # controlled_shutdown: kraft_controlled_shutdown)
     switched_off = {st for st in every_step(cfg.replicas, state) if not configured(cfg, st.kind)}
     assert {st.name for st in switched_off} == {
         "read_fetch",
         "read_fetch_hw",
         "remove_fetcher",
         "update_metadata_cache",
+        "controlled_shutdown",
     }
     assert (
         made
@@ -45,7 +47,10 @@ def test_refused_steps_are_the_alphabet_minus_the_enabled_ones_and_all_refused()
     )
     split = ModelConfig(protocol="kip-320", split_fetch_handling=True, split_become_follower=True, metadata_cache=True)
     state = initial_state(split)  # every cache the controller's: update_metadata_cache refused
-    assert switched_off <= set(refused_steps(split, state, enabled(split, state)))
+    shutdowns = {st for st in switched_off if st.name == "controlled_shutdown"}  # kip-903 and kip-966 only
+    assert switched_off - shutdowns <= set(refused_steps(split, state, enabled(split, state)))
+    kraft = ModelConfig(protocol="kip-903", kraft_controlled_shutdown=True)
+    assert shutdowns <= set(enabled(kraft, initial_state(kraft)))  # every broker may start one
     state = initial_state(cfg)
     # a generator without disk faults proposes none of them, refused or not
     assert set(refused_steps(cfg, state, on)) == {st for st in off if not is_disk_fault(st)}
