@@ -17,6 +17,8 @@ from metadata_cache import REACHED as TOLD_REACHED
 from metadata_cache import REJOINED, TAKEN_OUT, TOLD, ZOMBIE
 from prev_fetch import BEHIND, STEADY
 from unfence import FENCE_0, FOLLOWER_BACK, KILL_SOAK, LAST_MEMBER, UNFENCE_1
+from unfence_with_shutdown import REGISTERED as SHUT_DOWN_REGISTERED
+from unfence_with_shutdown import REJOINED as SHUT_DOWN_REJOINED
 
 from isrcheck.model import (
     MESSAGE_KINDS,
@@ -902,3 +904,15 @@ def test_brokers_in_controlled_shutdown_round_trip_and_need_their_slots():
     assert s.controller.in_controlled_shutdown == (0, 2)
     with pytest.raises(OutOfBounds, match="controlled shutdown"):
         embed(CACHE_BOUNDS, s)
+
+
+@pytest.mark.parametrize("protocol", ["kip-903", "kip-966"])
+def test_the_unfencing_and_the_controlled_shutdown_agree(protocol):
+    """With both switches (tests/unfence_with_shutdown.py): a broker awaiting unfence starts no controlled
+    shutdown, one in controlled shutdown is fenced and never unfenced, a registration ends it."""
+    cfg = _config(protocol, 4, unfence=True, shutdown=True)
+    bounds = replace(UNFENCE_BOUNDS, controlled_shutdown=True)
+    paths = (SHUT_DOWN_REJOINED, SHUT_DOWN_REGISTERED)
+    seen = _controller_steps_agree(cfg, bounds, paths, CONTROLLER_STEPS + ("controlled_shutdown",))
+    assert seen["controlled_shutdown", "agree"] >= 10 and seen["controlled_shutdown", "refused"] >= 10, seen
+    assert seen["unfence", "agree"] >= 3 and seen["fence", "agree"] >= 10, seen
