@@ -28,6 +28,7 @@ from .state import (
     fetch_state,
     last_fetch,
     latest_epoch,
+    registration_fenced,
     truncate_to,
     updated,
 )
@@ -138,11 +139,18 @@ def awaits_answer(s: State, r: int) -> bool:
     return bool(s.alter_partition_responses[r]) or any(not m.orphan for m in s.alter_partition[r])
 
 
+def _clean_choice(cfg, c: Controller) -> tuple[int, tuple, tuple] | None:
+    """(leader, ISR, ELR) of a clean election (PartitionChangeBuilder.electLeader without unclean
+    election), or None if no active broker is eligible."""
+    choice = cfg.rules.elect_clean(c)
+    return None if choice is None else choice + (cfg.rules.elr_after(c, choice[1], cfg.min_insync_replicas),)
+
+
 def _elect_choice(cfg, c: Controller) -> tuple[int, tuple, tuple] | None:
     """(leader, ISR, ELR) of an election without a target, or None if nobody is eligible."""
-    choice = cfg.rules.elect_clean(c)
+    choice = _clean_choice(cfg, c)
     if choice is not None:
-        return choice + (cfg.rules.elr_after(c, choice[1], cfg.min_insync_replicas),)
+        return choice
     if cfg.unclean_leader_election_enable:
         for r in range(cfg.replicas):
             if active(c, r):  # an unclean leader need not hold what the ELR vouched for
@@ -743,7 +751,7 @@ def _adding(cfg, st, rep: Replica) -> list[int]:
 class HandleAlterPartition(Delivery):
     """Controller AlterPartition handling with leader-epoch and partition-epoch fencing (KIP-497),
     and members checked against their registrations (ReplicationControlManager.ineligibleReplicasForIsr:
-    fenced or awaiting unfence, or a stale broker epoch: KIP-903)."""
+    fenced, awaiting unfence or in controlled shutdown, or a stale broker epoch: KIP-903)."""
 
     name = "handle_alter_partition"
 
@@ -811,6 +819,8 @@ class Elect(Action):
                 return f"broker {target} is fenced"
             if target in c.awaiting_unfence:
                 return f"broker {target} awaits unfence"
+            if target in c.in_controlled_shutdown:
+                return f"broker {target} is in controlled shutdown"
             if target == c.leader:
                 return f"broker {target} already leads"
             return None
@@ -855,6 +865,7 @@ class Fence(Action):
         c = nx.controller
         changed = _remove_broker(nx, r, nx.cfg.rules.isr_after_fence(c.isr, r), ())
         nx.controller = nx.controller._replace(fenced=tuple(sorted(c.fenced + (r,))))
+        _end_controlled_shutdown(nx, r)  # KRaft fences a broker in controlled shutdown at SHUTDOWN_NOW
         if changed:
             nx.send_leader_and_isr()
 
@@ -877,6 +888,53 @@ def _remove_broker(nx: NextState, r: int, isr: tuple, unclean: tuple) -> bool:
         last_known_leader=rules.last_known_leader(r) if leads else c.last_known_leader,
     )
     return True
+
+
+def _end_controlled_shutdown(nx: NextState, r: int) -> None:
+    """``r``'s controlled shutdown, if any, ends (kraft_controlled_shutdown): its fence or registration."""
+    nx.controller = nx.controller._replace(in_controlled_shutdown=_without(nx.controller.in_controlled_shutdown, r))
+
+
+class ControlledShutdown(Action):
+    """A broker's controlled shutdown (kraft_controlled_shutdown): its heartbeat asks to shut down
+    (wantShutDown) and BrokerHeartbeatManager.calculateNextBrokerState moves it from UNFENCED to
+    CONTROLLED_SHUTDOWN; ReplicationControlManager.handleBrokerInControlledShutdown writes
+    BrokerRegistrationChangeRecord (inControlledShutdown) and, by generateLeaderAndIsrUpdates with it to
+    remove, one partition change: out of the ISR as a fence takes it, and where it led the first active
+    member left leads (PartitionChangeBuilder.electLeader, clean), in one new leader epoch. It is not
+    active until its fence (SHUTDOWN_NOW) or registration."""
+
+    name = "controlled_shutdown"
+
+    def guard(cfg, s, st):
+        r = st.replica
+        if not cfg.kraft_controlled_shutdown:
+            return "kraft_controlled_shutdown is off: a controlled shutdown is elect with a target, then fence"
+        reason = _not_serving(s, r)
+        if reason:
+            return reason
+        if s.replicas[r].broker_epoch < 0:
+            return f"broker {r} is not registered"
+        if r in s.controller.fenced:
+            return f"broker {r} is fenced"
+        if r in s.controller.awaiting_unfence:
+            return f"broker {r} awaits unfence"
+        if r in s.controller.in_controlled_shutdown:
+            return f"broker {r} is in controlled shutdown already"
+        return None
+
+    def effect(nx, st):
+        r = st.replica
+        c = nx.controller = nx.controller._replace(
+            in_controlled_shutdown=tuple(sorted(nx.controller.in_controlled_shutdown + (r,)))
+        )
+        if not _remove_broker(nx, r, nx.cfg.rules.isr_after_fence(c.isr, r), ()):
+            return
+        choice = _clean_choice(nx.cfg, nx.controller) if c.leader == r else None
+        if choice is not None:  # the same partition change elects: one leader epoch, one partition epoch
+            leader, isr, elr = choice
+            nx.controller = nx.controller._replace(leader=leader, isr=isr, elr=elr, last_known_leader=-1)
+        nx.send_leader_and_isr()
 
 
 class Rejoin(Action):
@@ -920,7 +978,7 @@ class Unfence(Action):
             return f"broker {r} is not registered"
         if rep.unregistered:
             return f"broker {r} has not caught up with its registration"
-        if active(c, r):
+        if not registration_fenced(c, r):  # in controlled shutdown or not
             return f"broker {r} is neither fenced nor awaiting unfence"
         return None
 
@@ -955,6 +1013,7 @@ def _register(nx: NextState, r: int, unclean: bool) -> None:
     nx.replicas[r] = updated(nx.replicas[r], broker_epoch=epoch, unclean_shutdown=False)
     if unclean and _remove_broker(nx, r, tuple(i for i in c.isr if i != r), (r,)):
         nx.send_leader_and_isr(skip=r)
+    _end_controlled_shutdown(nx, r)  # a new incarnation's RegisterBrokerRecord is not in controlled shutdown
     c = nx.controller
     awaiting = tuple(sorted(set(c.awaiting_unfence) | {r})) if nx.cfg.unfence_at_heartbeat else ()
     nx.controller = c._replace(fenced=_without(c.fenced, r), awaiting_unfence=awaiting)
@@ -1187,7 +1246,7 @@ class FailDisk(Action):
     def effect(nx, st):
         r = st.replica
         Crash.effect(nx, Step("crash", r, "power" if st.arg.startswith("fsync") else "process"))
-        if active(nx.controller, r):  # as fence: a registration awaiting unfence is fenced already
+        if not registration_fenced(nx.controller, r):  # as fence: a registration awaiting unfence is fenced already
             Fence.effect(nx, Step("fence", r))
 
 

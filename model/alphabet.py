@@ -39,6 +39,7 @@ ELECT = "elect"
 FENCE = "fence"
 REJOIN = "rejoin"
 UNFENCE = "unfence"
+CONTROLLED_SHUTDOWN = "controlled_shutdown"
 CRASH = "crash"
 RESTART = "restart"
 REGISTER = "register"
@@ -334,6 +335,14 @@ STEPS: Mapping[str, StepKind] = {
             "registration (unfence_at_heartbeat)",
             weight=1.5,
             config="unfence_at_heartbeat",
+        ),
+        StepKind(
+            CONTROLLED_SHUTDOWN,
+            ("replica",),
+            "BrokerHeartbeatManager.calculateNextBrokerState (wantShutDown), "
+            "ReplicationControlManager.handleBrokerInControlledShutdown: a broker's controlled shutdown "
+            "(kraft_controlled_shutdown)",
+            config="kraft_controlled_shutdown",
         ),
         StepKind(
             CRASH,

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from .alphabet import (
     CONSUME,
+    CONTROLLED_SHUTDOWN,
     CORRUPT,
     CORRUPT_LIVE,
     CRASH,
@@ -172,6 +173,7 @@ LEDGER_STEPS = (
             REJOIN,
             FENCE,
             ELECT,
+            CONTROLLED_SHUTDOWN,
             HANDLE_ALTER_PARTITION,
             CORRUPT,
             FAIL_DISK,

@@ -59,6 +59,9 @@ class ScheduleConfig:
     # the controller holds a registration fenced until the heartbeat that shows the broker caught up
     # with it, the step unfence (docs/steps.md): KRaft's BrokerHeartbeatManager.calculateNextBrokerState
     unfence_at_heartbeat: bool = False
+    # a broker's controlled shutdown is the controller's state and a step (docs/steps.md, controlled_shutdown):
+    # KRaft's BrokerRegistration.inControlledShutdown, ReplicationControlManager.handleBrokerInControlledShutdown
+    kraft_controlled_shutdown: bool = False
 
     def __post_init__(self) -> None:
         _check_int("replicas", self.replicas, 1, MAX_REPLICAS)
@@ -110,6 +113,7 @@ _LEFT_OUT_AT_DEFAULT = (
     ("catch_up_at_previous_fetch", False),
     ("metadata_cache", False),
     ("unfence_at_heartbeat", False),
+    ("kraft_controlled_shutdown", False),
 )
 # the boolean config fields
 _FLAGS = (
@@ -120,17 +124,21 @@ _FLAGS = (
     "catch_up_at_previous_fetch",
     "metadata_cache",
     "unfence_at_heartbeat",
+    "kraft_controlled_shutdown",
 )
+# switches of KRaft's controller: valid only with the variants whose brokers register (kip-903, kip-966)
+_KRAFT_ONLY = ("unfence_at_heartbeat", "kraft_controlled_shutdown")
 
 
 def check_protocol(protocol: str, config: ScheduleConfig) -> None:
-    """ConfigError unless ``config``'s switches go with ``protocol`` (a known one): unfence_at_heartbeat
-    holds a KRaft registration fenced, so it needs the variants with ``register``."""
-    if config.unfence_at_heartbeat and not PROTOCOLS[protocol].start_before_registration:
-        with_register = " and ".join(p for p, rules in PROTOCOLS.items() if rules.start_before_registration)
-        raise ConfigError(
-            "unfence_at_heartbeat", f"valid only with {with_register} (the variants with register), not {protocol}"
-        )
+    """ConfigError unless ``config``'s switches go with ``protocol`` (a known one): the switches of
+    KRaft's controller (unfence_at_heartbeat, kraft_controlled_shutdown) need the variants with ``register``."""
+    if PROTOCOLS[protocol].start_before_registration:
+        return
+    for name in _KRAFT_ONLY:
+        if getattr(config, name):
+            with_register = " and ".join(p for p, rules in PROTOCOLS.items() if rules.start_before_registration)
+            raise ConfigError(name, f"valid only with {with_register} (the variants with register), not {protocol}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from .actions import fetcher_tag
 from .alphabet import (
     CHECKPOINT_HW,
     CONSUME,
+    CONTROLLED_SHUTDOWN,
     CORRUPT,
     CORRUPT_LIVE,
     CRASH,
@@ -89,7 +90,9 @@ _KNOWN = (
     UNREGISTERED_STALE_ISR_EXPANSION.name,
 )
 # the steps that may replace the controller's state (the ledger's Last Replica Standing check)
-_CONTROLLER_STEPS = frozenset((ELECT, FENCE, HANDLE_ALTER_PARTITION, REJOIN, UNFENCE, RESTART, REGISTER, FAIL_DISK))
+_CONTROLLER_STEPS = frozenset(
+    (ELECT, FENCE, HANDLE_ALTER_PARTITION, REJOIN, UNFENCE, CONTROLLED_SHUTDOWN, RESTART, REGISTER, FAIL_DISK)
+)
 _DATA_LOSSES = frozenset((CRASH, LOSE_DISK, CORRUPT, FAIL_DISK, CORRUPT_LIVE))  # where loses_data may hold
 
 
@@ -152,6 +155,7 @@ class Context(NamedTuple):
     waits: bool = False  # hw_waits_for_caught_up: the HW rule reads the clock (who is caught up)
     cache: bool = False  # metadata_cache: brokers cache the controller's registrations
     unfence: bool = False  # unfence_at_heartbeat: a registration awaits unfence
+    shutdown: bool = False  # kraft_controlled_shutdown: the controller holds brokers in controlled shutdown
 
 
 def context(config, scope) -> Context:
@@ -176,6 +180,7 @@ def context(config, scope) -> Context:
         config.hw_waits_for_caught_up,
         config.metadata_cache,
         config.unfence_at_heartbeat,
+        config.kraft_controlled_shutdown,
     )
 
 
@@ -226,11 +231,13 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
     if name == REMOVE_FETCHER:
         return L.rep_all[b]
     if name == UPDATE_METADATA_CACHE:
-        # and who is registered but not yet caught up (unregistered with a broker epoch) or awaits unfence
+        # and who is registered but not yet caught up (unregistered with a broker epoch), awaits unfence
+        # or is in controlled shutdown
         return (
             L.fields(b, "alive", "cached_broker_epochs")
             | L.ctrl["fenced"]
             | L.ctrl["awaiting_unfence"]
+            | L.ctrl["in_controlled_shutdown"]
             | sum(L.bepoch)
             | L.field("unregistered")
         )
@@ -249,6 +256,15 @@ def reads(ctx: Context, g: tuple, s: State | None) -> int:
         return L.ctrl_all | L.field("alive") | L.queues("leader_and_isr") | h["leader_moves"] | h["zombies"]
     if name in (REJOIN, UNFENCE):
         return L.rep_all[b] | L.ctrl_all | L.bepoch[b] | q["leader_and_isr"][b]
+    if name == CONTROLLED_SHUTDOWN:  # its guard, a partition change told to every unfenced broker
+        return (
+            L.rep_all[b]
+            | L.ctrl_all
+            | L.field("alive")
+            | L.field("unregistered")
+            | L.field("broker_epoch")
+            | (L.queues("leader_and_isr"))
+        )
     if name == CRASH:  # with held reads: its own forgotten, those of its requests orphaned
         m = L.rep_all[b] | _own_queues(ctx, b) | _fetch_queues(ctx) | h["crashes"] | h["power_losses"]
         return m | (L.field("held_reads") if ctx.held else 0)
@@ -475,6 +491,14 @@ def enabling(ctx: Context, g: tuple, s: State) -> tuple[int, int]:
         if not rep.alive:
             return alive, 0
         return L.fields(b, "broker_epoch", "unregistered") | L.ctrl["fenced"] | L.ctrl["awaiting_unfence"], 0
+    if name == CONTROLLED_SHUTDOWN:
+        if not ctx.shutdown:
+            return 0, 0  # off: never enabled
+        if not rep.alive:
+            return alive, 0
+        if rep.unregistered or rep.broker_epoch < 0:
+            return L.fields(b, "unregistered", "broker_epoch"), 0
+        return L.ctrl["fenced"] | L.ctrl["awaiting_unfence"] | L.ctrl["in_controlled_shutdown"], 0
     if name == CRASH:
         return L.fields(b, "log", "durable"), 0  # a power loss keeping or tearing more batches than unflushed
     if name == REGISTER:
@@ -509,7 +533,7 @@ def pushes(ctx: Context, g: tuple) -> int:
         return q["alter_partition"][b]
     if name == HANDLE_ALTER_PARTITION:
         return q["alter_partition_responses"][b]
-    if name in (ELECT, FENCE, FAIL_DISK, RESTART, REGISTER):
+    if name in (ELECT, FENCE, FAIL_DISK, RESTART, REGISTER, CONTROLLED_SHUTDOWN):
         return L.queues("leader_and_isr")
     if name in (REJOIN, UNFENCE):
         return q["leader_and_isr"][b]
@@ -618,7 +642,10 @@ def writes(ctx: Context, g: tuple) -> int:
     if name == ELECT:
         return m | sum(ctrl[f] for f in _PARTITION_CHANGE) | L.queues("leader_and_isr") | h["leader_moves"]
     if name == FENCE:
+        m |= ctrl["in_controlled_shutdown"]  # a fence ends a controlled shutdown
         return m | sum(ctrl[f] for f in _PARTITION_CHANGE) | ctrl["fenced"] | L.queues("leader_and_isr") | h["zombies"]
+    if name == CONTROLLED_SHUTDOWN:
+        return m | sum(ctrl[f] for f in _PARTITION_CHANGE) | ctrl["in_controlled_shutdown"] | L.queues("leader_and_isr")
     if name == REJOIN:
         return (
             m

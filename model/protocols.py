@@ -107,8 +107,8 @@ class Protocol:
         return ()
 
     def elect_clean(self, c) -> tuple[int, tuple] | None:
-        """Clean election (PartitionChangeBuilder.electLeader): the first active ISR member (unfenced and,
-        with unfence_at_heartbeat, not awaiting unfence: isAcceptableLeader)."""
+        """Clean election (PartitionChangeBuilder.electLeader): the first active ISR member (isAcceptableLeader:
+        not fenced, not awaiting unfence, not in controlled shutdown)."""
         for r in c.isr:
             if active(c, r):
                 return r, c.isr

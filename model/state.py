@@ -145,15 +145,25 @@ class Controller(NamedTuple):
     # unfence_at_heartbeat: the brokers registered and not yet unfenced by a heartbeat, sorted (KRaft's
     # BrokerRegistration.fenced between RegisterBrokerRecord and UnfenceBrokerRecord); () always without it
     awaiting_unfence: tuple = ()
+    # kraft_controlled_shutdown: the brokers in controlled shutdown, sorted (KRaft's
+    # BrokerRegistration.inControlledShutdown, from controlled_shutdown to their fence or registration);
+    # () always without it
+    in_controlled_shutdown: tuple = ()
 
     def __repr__(self) -> str:
-        return _repr_without(self, "awaiting_unfence", ())
+        return _repr_without(self, "awaiting_unfence", (), in_controlled_shutdown=())
+
+
+def registration_fenced(c: Controller, b: int) -> bool:
+    """Whether broker ``b``'s registration is fenced (KRaft's BrokerRegistration.fenced): fenced, or
+    registered and awaiting unfence."""
+    return b in c.fenced or b in c.awaiting_unfence
 
 
 def active(c: Controller, b: int) -> bool:
-    """Whether broker ``b`` may lead or join the ISR: neither fenced nor awaiting unfence (KRaft's
-    ClusterControlManager.isActive, which PartitionChangeBuilder.isAcceptableLeader asks)."""
-    return b not in c.fenced and b not in c.awaiting_unfence
+    """Whether broker ``b`` may lead or join the ISR: its registration not fenced and not in controlled
+    shutdown (KRaft's ClusterControlManager.isActive, which PartitionChangeBuilder.isAcceptableLeader asks)."""
+    return not registration_fenced(c, b) and b not in c.in_controlled_shutdown
 
 
 def catching_up(rep: Replica) -> bool:
@@ -165,10 +175,11 @@ def catching_up(rep: Replica) -> bool:
 def alive_broker_epochs(c: Controller, replicas: tuple = ()) -> tuple:
     """The controller's registrations as a metadata cache holds them: per broker its broker epoch, -1
     while it is fenced (BrokerRegistration.fenced, epoch; KRaftMetadataCache.getAliveBrokerEpoch), awaiting
-    unfence, or registered and not yet caught up with its registration (``unregistered`` with a broker
-    epoch: KRaft registers a broker fenced and unfences it once its heartbeat shows it replayed the
-    metadata log past its registration, BrokerHeartbeatManager; without unfence_at_heartbeat the model's
-    register unfences at once)."""
+    unfence, in controlled shutdown (KRaftMetadataCache.isBrokerShuttingDown, which
+    Partition.isReplicaIsrEligible reads as it reads a fenced one), or registered and not yet caught up
+    with its registration (``unregistered`` with a broker epoch: KRaft registers a broker fenced and
+    unfences it once its heartbeat shows it replayed the metadata log past its registration,
+    BrokerHeartbeatManager; without unfence_at_heartbeat the model's register unfences at once)."""
     return tuple(
         -1 if not active(c, b) or (replicas and catching_up(replicas[b])) else e for b, e in enumerate(c.broker_epochs)
     )
@@ -403,10 +414,11 @@ def batch_ends(log: tuple, start: int) -> list[int]:
 
 def permuted(s: State, perm: tuple) -> State:
     """``s`` with every broker ``b`` renamed ``perm[b]``: the one place that knows which fields
-    hold a broker id (leaders, ISRs, fenced brokers and those awaiting unfence, the ELR), which are indexed by one (the
-    replicas, per-follower leader state, broker epochs, the message FIFOs) and which pair one with
-    a value (a proposal's broker epochs). A field added to the state that names or is indexed by a
-    broker is renamed here (tests/model/test_symmetry.py fails until it is)."""
+    hold a broker id (leaders, ISRs, fenced brokers, those awaiting unfence and those in controlled
+    shutdown, the ELR), which are indexed by one (the replicas, per-follower leader state, broker
+    epochs, the message FIFOs) and which pair one with a value (a proposal's broker epochs). A field
+    added to the state that names or is indexed by a broker is renamed here
+    (tests/model/test_symmetry.py fails until it is)."""
     n = len(perm)
     inv = [0] * n
     for b, p in enumerate(perm):
@@ -457,6 +469,7 @@ def permuted(s: State, perm: tuple) -> State:
         broker_epochs=per(c.broker_epochs),
         elr=ids(c.elr),
         last_known_leader=one(c.last_known_leader),
+        in_controlled_shutdown=ids(c.in_controlled_shutdown),
     )
 
     def queues(field: tuple, rename) -> tuple:

@@ -43,7 +43,7 @@ def signature(s: State, ledger, b: int) -> tuple:
     r, c = s.replicas[b], s.controller
     own = (r.hw, r.leader_epoch, r.partition_epoch, r.leader == b, r.leader < 0) if r.alive else (r.power_lost,)
     controller = (b == c.leader, b in c.isr, b in c.fenced, b in c.awaiting_unfence, c.broker_epochs[b])
-    return (r.alive, r.log) + controller + (b in ledger.losers,) + own
+    return (r.alive, r.log) + controller + (b in ledger.losers,) + own + (b in c.in_controlled_shutdown,)
 
 
 @lru_cache(maxsize=8)

@@ -31,6 +31,7 @@ _OPTION = {
     "catch_up_at_previous_fetch": "--catch-up-at-previous-fetch",
     "metadata_cache": "--metadata-cache",
     "unfence_at_heartbeat": "--unfence-at-heartbeat",
+    "kraft_controlled_shutdown": "--kraft-controlled-shutdown",
 }
 
 
@@ -166,6 +167,12 @@ def add_scope_arguments(parser: argparse.ArgumentParser, default: Scope, protoco
         "up, the step unfence, as KRaft's BrokerHeartbeatManager does: no election or ISR takes it before "
         "(docs/steps.md; kip-903 and kip-966)",
     )
+    parser.add_argument(
+        "--kraft-controlled-shutdown",
+        action="store_true",
+        help="a broker's controlled shutdown is the controller's state and a step, controlled_shutdown, as "
+        "KRaft's handleBrokerInControlledShutdown (docs/steps.md; kip-903 and kip-966 only)",
+    )
     scope = parser.add_argument_group("scope bounds")
     for name, help_text in (
         ("max-records", "produce steps"),
@@ -249,6 +256,7 @@ def config_and_scope(args) -> tuple[ModelConfig, Scope]:
             catch_up_at_previous_fetch=args.catch_up_at_previous_fetch,
             metadata_cache=args.metadata_cache,
             unfence_at_heartbeat=args.unfence_at_heartbeat,
+            kraft_controlled_shutdown=args.kraft_controlled_shutdown,
         )
         scope = Scope(
             max_records=args.max_records,

@@ -140,7 +140,7 @@ OPTIONAL = {
         "last_fetch_time": (),
         "cached_broker_epochs": (),
     },
-    "controller": {"awaiting_unfence": ()},
+    "controller": {"awaiting_unfence": (), "in_controlled_shutdown": ()},
     "fetch_request": {"orphan": False},
     "fetch_response": {"bad_batch": -1},
     "leader_and_isr": {"registration": False},
@@ -176,6 +176,7 @@ _CHECKS = {
     "last_fetch_time": _ints,
     "cached_broker_epochs": _ints,
     "awaiting_unfence": _ints,
+    "in_controlled_shutdown": _ints,
 }
 for _kind, _fields in OPTIONAL.items():
     {**SCHEMA, "held_read": HELD_READ}[_kind].update(

@@ -44,6 +44,7 @@ from typing import Mapping
 from isrcheck.conformance.generators.choices import SeededChoices
 from isrcheck.conformance.generators.profiles import FaultProfile
 from isrcheck.model.alphabet import (
+    CONTROLLED_SHUTDOWN,
     CRASH,
     CRASH_KINDS,
     DELIVER_LEADER_AND_ISR,
@@ -79,6 +80,7 @@ CORE = (
     REMOVE_FETCHER,  # as READ_FETCH
     UPDATE_METADATA_CACHE,  # as READ_FETCH
     UNFENCE,  # as READ_FETCH: without it a registration stays inactive
+    CONTROLLED_SHUTDOWN,  # as READ_FETCH
     HANDLE_ALTER_PARTITION,
     HANDLE_ALTER_PARTITION_RESPONSE,
 )

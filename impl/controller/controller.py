@@ -164,6 +164,7 @@ class ControllerState:
     # per broker every broker epoch it was given, oldest first (the metadata log's registrations)
     registrations: tuple[tuple[int, ...], ...] = ()
     awaiting_unfence: tuple[int, ...] = ()  # registered, not yet unfenced by a heartbeat (unfence_at_heartbeat)
+    in_controlled_shutdown: tuple[int, ...] = ()  # sorted (BrokerRegistration.inControlledShutdown)
 
 
 class Controller:
@@ -214,6 +215,8 @@ class Controller:
         self.partitions: list[PartitionRegistration] = []  # by partition id
         self.topics: dict[str, tuple[int, ...]] = {}  # topic -> its partitions' ids, by index
         self.fenced: set[int] = set()
+        # brokers in controlled shutdown (BrokerRegistration.inControlledShutdown), till their fence or registration
+        self.in_controlled_shutdown: set[int] = set()
         self.broker_epochs = [-1] * replicas
         self.registrations: list[list[int]] = [[] for _ in range(replicas)]
         # per broker, every partition's epoch when it last registered: what it must have applied to be
@@ -327,6 +330,7 @@ class Controller:
             p.last_known_leader,
             tuple(map(tuple, self.registrations)),
             tuple(sorted(self.awaiting_unfence)) if self.unfence_at_heartbeat else (),
+            tuple(sorted(self.in_controlled_shutdown)),
         )
         if fields != self._last_state[0]:  # unchanged: the same object (readers compare by identity first)
             self._last_state = (fields, ControllerState(*fields))
@@ -338,11 +342,21 @@ class Controller:
         return -1 if choice is None else choice[0]
 
     def _election(self, p: PartitionRegistration) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
-        """(leader, ISR, ELR) of PartitionChangeBuilder.electLeader: the first active ISR member
-        in replica order; with KIP-966 then the first active ELR member, then, ISR and ELR both
-        empty, the last known leader if active; else with unclean election the first active
-        replica, the ISR restarting from it (and the ELR emptied: it need not hold what the ELR
-        vouched for). Active: isAcceptableLeader's ClusterControlManager.isActive (``active``)."""
+        """(leader, ISR, ELR) of PartitionChangeBuilder.electLeader: the clean choice
+        (``_clean_election``), else with unclean election the first active replica, the ISR
+        restarting from it (and the ELR emptied: it need not hold what the ELR vouched for)."""
+        choice = self._clean_election(p)
+        if choice is not None:
+            return choice
+        if self.unclean:
+            for r in p.replicas:
+                if self.active(r):
+                    return r, (r,), ()
+        return None
+
+    def _clean_election(self, p: PartitionRegistration) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
+        """The first active ISR member in replica order; with KIP-966 then the first active ELR
+        member, then, ISR and ELR both empty, the last known leader if active."""
         for r in p.replicas:
             if r in p.isr and self.active(r):
                 return r, p.isr, p.elr
@@ -354,16 +368,18 @@ class Controller:
             lkl = p.last_known_leader
             if not p.isr and not p.elr and lkl >= 0 and self.active(lkl):
                 return lkl, (lkl,), self._elr_after(p, (lkl,))
-        if self.unclean:
-            for r in p.replicas:
-                if self.active(r):
-                    return r, (r,), ()
         return None
 
     def active(self, broker: int) -> bool:
-        """Neither fenced nor, with unfence_at_heartbeat, awaiting unfence: a broker that may lead or join
-        an ISR (KRaft's ClusterControlManager.isActive, which isAcceptableLeader and ineligibleReplicasForIsr ask)."""
-        return broker not in self.fenced and not (self.unfence_at_heartbeat and broker in self.awaiting_unfence)
+        """Neither fenced nor, with unfence_at_heartbeat, awaiting unfence, nor in controlled shutdown: a broker
+        that may lead or join an ISR (KRaft's ClusterControlManager.isActive, which isAcceptableLeader and
+        ineligibleReplicasForIsr ask)."""
+        return not self.registration_fenced(broker) and broker not in self.in_controlled_shutdown
+
+    def registration_fenced(self, broker: int) -> bool:
+        """Its registration is fenced (KRaft's BrokerRegistration.fenced): fenced or, with unfence_at_heartbeat,
+        awaiting unfence."""
+        return broker in self.fenced or (self.unfence_at_heartbeat and broker in self.awaiting_unfence)
 
     def _elr_after(
         self, p: PartitionRegistration, isr: tuple[int, ...], unclean: tuple[int, ...] = ()
@@ -417,9 +433,10 @@ class Controller:
     def fence(self, broker: int) -> None:
         """The broker's session expired (BrokerHeartbeatManager): out of every ISR and leadership. A
         registration awaiting unfence (unfence_at_heartbeat) is fenced already: its session's end writes nothing."""
-        if broker in self.fenced or (self.unfence_at_heartbeat and broker in self.awaiting_unfence):
+        if self.registration_fenced(broker):
             return
         self.fenced.add(broker)
+        self.in_controlled_shutdown.discard(broker)  # KRaft fences a broker in controlled shutdown at SHUTDOWN_NOW
         changed = self._take_out(broker)
         self._event("fence", broker)
         if self.events is not None:
@@ -455,16 +472,37 @@ class Controller:
             if self.auto and p.leader == -1:
                 self.elect(p.partition_id)
 
-    def _take_out(self, broker: int) -> set[int]:
+    def _take_out(self, broker: int, elect: bool = False) -> set[int]:
         """The partition changes of ``broker``'s fencing (ReplicationControlManager.handleBrokerFenced,
-        generateLeaderAndIsrUpdates with it to remove): the ids of the partitions changed."""
+        generateLeaderAndIsrUpdates with it to remove): the ids of the partitions changed. With ``elect``
+        (a controlled shutdown) a partition it led gets a clean election in the same change."""
         changed = set()
         for p in self.partitions:
             # before KIP-966 the last ISR member stays; with the ELR the ISR may go empty
             keep_last = not self.elr_enabled and len(p.isr) == 1
+            led = p.leader == broker
             if self._remove_broker(p, broker, p.isr if keep_last else tuple(r for r in p.isr if r != broker)):
                 changed.add(p.partition_id)
+                choice = self._clean_election(p) if elect and led else None
+                if choice is not None:  # one leader epoch and one partition epoch for both
+                    (p.leader, p.isr, p.elr), p.last_known_leader = choice, -1
+                    self.elections += 1
         return changed
+
+    def controlled_shutdown(self, broker: int) -> None:
+        """A broker's heartbeat asks to shut down (BrokerHeartbeatManager.calculateNextBrokerState,
+        UNFENCED to CONTROLLED_SHUTDOWN): ReplicationControlManager.handleBrokerInControlledShutdown
+        takes it out of every ISR and elects a new leader where it led, in one partition change each;
+        it is no longer active until its fence or registration."""
+        self.in_controlled_shutdown.add(broker)
+        changed = self._take_out(broker, elect=True)
+        self._event("controlled_shutdown", broker)
+        if self.events is not None:
+            self.events.controller(self, "controlled_shutdown", {"replica": broker})
+        self._registrations_changed()
+        for p in self.partitions:
+            if p.partition_id in changed:
+                self._changed(p)
 
     def expire_session(self, broker: int) -> None:
         """``broker``'s heartbeat session has expired; the next session check fences it, unless a
@@ -719,6 +757,7 @@ class Controller:
             self.awaiting_unfence.add(broker)  # KRaft's RegisterBrokerRecord with fenced set
         self.incarnations[broker] = incarnation
         self.fenced.discard(broker)
+        self.in_controlled_shutdown.discard(broker)  # a new RegisterBrokerRecord is not in controlled shutdown
         self.session_deadline[broker] = self.scheduler.now_ms() + self.session_timeout_ms
         self._event("register", broker, epoch)
         self._save()
@@ -732,10 +771,11 @@ class Controller:
         return all(i < len(applied) and applied[i] >= epoch for i, epoch in enumerate(registered))
 
     def alive_broker_epochs(self, catching_up: Collection[int] | None = None) -> tuple[int, ...]:
-        """Per broker its broker epoch (0 before KIP-903, which compares none), -1 while inactive (fenced or
-        awaiting unfence) or registered and not yet caught up with its registration (``catching_up``, by
-        default those awaiting the heartbeat that unfences them: KRaft registers a broker fenced,
-        BrokerHeartbeatManager unfences it once caught up): what a broker's metadata cache holds."""
+        """Per broker its broker epoch (0 before KIP-903, which compares none), -1 while inactive (fenced,
+        awaiting unfence, or in controlled shutdown: KRaftMetadataCache.isBrokerShuttingDown) or registered
+        and not yet caught up with its registration (``catching_up``, by default those awaiting the heartbeat
+        that unfences them: KRaft registers a broker fenced, BrokerHeartbeatManager unfences it once caught
+        up): what a broker's metadata cache holds."""
         behind = self.awaiting_unfence if catching_up is None else catching_up
         return tuple(
             -1 if not self.active(b) or b in behind else self.broker_epochs[b] if self.compared_broker_epochs else 0

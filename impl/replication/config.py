@@ -23,7 +23,10 @@ _FLAGS = (
     "catch_up_at_previous_fetch",
     "metadata_cache",
     "unfence_at_heartbeat",
+    "kraft_controlled_shutdown",
 )
+# settings of KRaft's controller: only with the variants whose brokers register (start_before_registration)
+_KRAFT_ONLY = ("unfence_at_heartbeat", "kraft_controlled_shutdown")
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,10 @@ class ClusterConfig:
     # (KRaft's RegisterBrokerRecord.fenced, BrokerHeartbeatManager.calculateNextBrokerState): till then no
     # election picks it and no ISR takes it in. Only with the variants whose brokers start before registering
     unfence_at_heartbeat: bool = False
+    # a broker's controlled shutdown is the controller's state (KRaft's BrokerRegistration.inControlledShutdown,
+    # ReplicationControlManager.handleBrokerInControlledShutdown): while it lasts the broker leads nothing,
+    # joins no ISR and every metadata cache holds it ineligible, until its fence or registration
+    kraft_controlled_shutdown: bool = False
 
     replica_fetch_backoff_ms: int = 5  # a follower's pause after an empty or failed fetch
     replica_fetch_wait_max_ms: int = 0  # 0: a fetch with nothing new is answered at once (no long poll)
@@ -101,11 +108,12 @@ class ClusterConfig:
             )
         if self.flush_messages is not None and self.flush_messages < 1:
             raise InvalidConfigError(f"flush_messages: expected None or >= 1, got {self.flush_messages}")
-        if self.unfence_at_heartbeat and not self.variant.start_before_registration:
-            with_register = " and ".join(n for n, v in VARIANTS.items() if v.start_before_registration)
-            raise InvalidConfigError(
-                f"unfence_at_heartbeat: valid only with {with_register} (a KRaft registration), not {self.protocol}"
-            )
+        for name in _KRAFT_ONLY:
+            if getattr(self, name) and not self.variant.start_before_registration:
+                with_register = " and ".join(n for n, v in VARIANTS.items() if v.start_before_registration)
+                raise InvalidConfigError(
+                    f"{name}: valid only with {with_register} (a KRaft registration), not {self.protocol}"
+                )
 
     @property
     def variant(self) -> ProtocolVariant:

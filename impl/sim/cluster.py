@@ -24,6 +24,7 @@ call; an impossible step raises ``ClusterError`` (with ``reason``) and changes n
     drop(kind, replica, index=0)
     shrink_isr(leader)  expand_isr(leader)  elect(target=-1)  fence(broker)  rejoin(broker)
     unfence(broker)                       # unfence_at_heartbeat: the heartbeat that shows it caught up
+    controlled_shutdown(broker)           # kraft_controlled_shutdown: handleBrokerInControlledShutdown
     crash(broker, kind, survive=0, torn=False, tail="cut")  # "clean" | "process" | "power"
     restart(broker)  lose_disk(broker)  flush(broker)  checkpoint_hw(broker)  advance(ms)
     corrupt(broker)  fail_disk(broker, io)       # io: "write:EIO", "fsync:ENOSPC", "read:EIO", ...
@@ -301,8 +302,10 @@ class Cluster:
             self._need_replica(target)
             if target in c.fenced:
                 raise ClusterError(f"broker {target} is fenced")
-            if not c.active(target):
+            if c.registration_fenced(target):
                 raise ClusterError(f"broker {target} awaits unfence")
+            if target in c.in_controlled_shutdown:
+                raise ClusterError(f"broker {target} is in controlled shutdown")
             if target not in c.isr:
                 raise ClusterError(f"broker {target} is not in the ISR {list(c.isr)}")
             if target == c.leader:
@@ -327,7 +330,7 @@ class Cluster:
         c = self.world.controller
         if broker in c.fenced:
             raise ClusterError(f"broker {broker} is already fenced")
-        if not c.active(broker):  # its registration is fenced: the session's end writes nothing
+        if c.registration_fenced(broker):  # awaiting unfence: the session's end writes nothing
             raise ClusterError(f"broker {broker} awaits unfence (its registration is fenced)")
         c.fence(broker)
         self._settle()
@@ -355,9 +358,31 @@ class Cluster:
             raise ClusterError(f"broker {broker} is not registered")
         if b.replica_manager.starting:
             raise ClusterError(f"broker {broker} has not caught up with its registration")
-        if c.active(broker):
+        if not c.registration_fenced(broker):  # in controlled shutdown or not
             raise ClusterError(f"broker {broker} is neither fenced nor awaiting unfence")
         c.unfence(broker)
+        self._settle()
+
+    def controlled_shutdown(self, broker: int) -> None:
+        """``broker`` asks to shut down (kraft_controlled_shutdown): the controller's
+        handleBrokerInControlledShutdown takes it out of the ISR and elects elsewhere where it led; it
+        stays up and unfenced, no longer active, until its fence or registration."""
+        if not self.world.config.kraft_controlled_shutdown:
+            raise ClusterError(
+                "kraft_controlled_shutdown is off: a controlled shutdown is elect with a target, then fence"
+            )
+        b = self._need_alive(broker)
+        c = self.world.controller
+        if b.replica_manager.starting or b.broker_epoch < 0:
+            raise ClusterError(f"broker {broker} is not registered")
+        if broker in c.fenced:
+            raise ClusterError(f"broker {broker} is fenced")
+        if c.registration_fenced(broker):
+            raise ClusterError(f"broker {broker} awaits unfence")
+        if broker in c.in_controlled_shutdown:
+            raise ClusterError(f"broker {broker} is in controlled shutdown already")
+        self.world.trace_event("controlled_shutdown", broker)
+        c.controlled_shutdown(broker)
         self._settle()
 
     def crash(self, broker: int, kind: str, survive: int = 0, torn: bool = False, tail: str = CUT) -> None:

@@ -30,6 +30,7 @@ CONFIG_FIELDS = (
     "catch_up_at_previous_fetch",
     "metadata_cache",
     "unfence_at_heartbeat",
+    "kraft_controlled_shutdown",
 )
 
 
@@ -62,6 +63,7 @@ def cluster_config(protocol: str, config: dict) -> ClusterConfig:
         catch_up_at_previous_fetch=config.get("catch_up_at_previous_fetch", defaults.catch_up_at_previous_fetch),
         metadata_cache=config.get("metadata_cache", defaults.metadata_cache),
         unfence_at_heartbeat=config.get("unfence_at_heartbeat", defaults.unfence_at_heartbeat),
+        kraft_controlled_shutdown=config.get("kraft_controlled_shutdown", defaults.kraft_controlled_shutdown),
     )
 
 

@@ -102,6 +102,8 @@ def controller_fields(c) -> dict:
         "last_known_leader": c.last_known_leader,
         "registrations": c.registrations,
         **({"awaiting_unfence": tuple(c.awaiting_unfence)} if c.awaiting_unfence else {}),  # optional: none
+        # optional: none in controlled shutdown when left out (kraft_controlled_shutdown)
+        **({"in_controlled_shutdown": tuple(c.in_controlled_shutdown)} if c.in_controlled_shutdown else {}),
     }
 
 

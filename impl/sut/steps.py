@@ -47,6 +47,7 @@ STEPS: dict[str, tuple[str, ...]] = {
     "fence": ("replica",),
     "rejoin": ("replica",),
     "unfence": ("replica",),
+    "controlled_shutdown": ("replica",),
     "crash": ("replica", "kind", "survive", "torn", "tail"),
     "restart": ("replica",),
     "register": ("replica",),

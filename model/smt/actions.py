@@ -80,9 +80,9 @@ def _cache(nx: Next) -> bool:
 
 
 def _alive_broker_epochs(nx: Next) -> dict:
-    """Per broker j the controller's registration as a cache holds it (``mc<j>``): -1 fenced or awaiting
-    unfence, or registered and not yet caught up with its registration (unregistered with a broker epoch),
-    else its epoch."""
+    """Per broker j the controller's registration as a cache holds it (``mc<j>``): -1 fenced, awaiting
+    unfence or in controlled shutdown, or registered and not yet caught up with its registration
+    (unregistered with a broker epoch), else its epoch."""
     return {
         f"mc{j}": z3.If(
             z3.Or(nx.inactive(j), z3.And(nx.rep(j, "unreg"), nx.rep(j, "bepoch") >= 0)), -1, nx[f"c.bep{j}"]
@@ -204,6 +204,7 @@ def _register(nx: Next, r: int, unclean=False) -> None:
         x.branch(_remove_broker(x, r, isr, (r,)), lambda y: _broadcast(y, skip=r))
 
     nx.branch(unclean, uncleanly)
+    _end_controlled_shutdown(nx, r)
     nx[f"c.fenced{r}"] = z3.BoolVal(False)
     if nx.b.unfence:
         nx[f"c.await{r}"] = z3.BoolVal(nx.cfg.unfence_at_heartbeat)
@@ -932,13 +933,51 @@ def effect_elect(nx: Next, st: Step) -> None:
 
 
 def guard_fence(nx: Next, st: Step):
-    return _not(nx.inactive(st.replica))  # a registration awaiting unfence is fenced already
+    return _not(nx.registration_fenced(st.replica))  # a registration awaiting unfence is fenced already
 
 
 def effect_fence(nx: Next, st: Step) -> None:
     r = st.replica
     changed = _remove_broker(nx, r, _rules(nx).isr_after_fence(nx, r), ())
     nx[f"c.fenced{r}"] = z3.BoolVal(True)
+    _end_controlled_shutdown(nx, r)
+    nx.branch(changed, _broadcast)
+
+
+def _end_controlled_shutdown(nx: Next, r: int) -> None:
+    """A fence or registration ends r's controlled shutdown (kraft_controlled_shutdown)."""
+    if nx.b.controlled_shutdown:
+        nx[f"c.ics{r}"] = z3.BoolVal(False)
+
+
+def guard_controlled_shutdown(nx: Next, st: Step):
+    r = st.replica
+    if not (nx.cfg.kraft_controlled_shutdown and nx.b.controlled_shutdown):
+        return z3.BoolVal(False)
+    return z3.And(nx.rep(r, "alive"), _not(nx.rep(r, "unreg")), nx.rep(r, "bepoch") >= 0, _not(nx.inactive(r)))
+
+
+def effect_controlled_shutdown(nx: Next, st: Step) -> None:
+    """handleBrokerInControlledShutdown: r joins the brokers in controlled shutdown; one partition change
+    takes it out of the ISR as a fence would and, where it led, a clean election in the same leader epoch."""
+    r, n = st.replica, nx.b.replicas
+    if not nx.b.controlled_shutdown:
+        return
+    led = nx["c.leader"] == r
+    nx[f"c.ics{r}"] = z3.BoolVal(True)
+    changed = _remove_broker(nx, r, _rules(nx).isr_after_fence(nx, r), ())
+
+    def elect(x: Next) -> None:
+        leader, chosen = _rules(x).elect_clean(x)
+        elected = leader != -1
+        elr = _rules(x).elr_after(x, chosen)
+        x["c.leader"] = z3.If(elected, leader, -1)
+        x["c.lkl"] = z3.If(elected, -1, x["c.lkl"])
+        for j in range(n):
+            x[f"c.isr{j}"] = z3.If(elected, chosen[j], x[f"c.isr{j}"])
+            x[f"c.elr{j}"] = z3.If(elected, elr[j], x[f"c.elr{j}"])
+
+    nx.branch(led, elect)
     nx.branch(changed, _broadcast)
 
 
@@ -955,7 +994,7 @@ def guard_unfence(nx: Next, st: Step):
     if not nx.cfg.unfence_at_heartbeat:
         return z3.BoolVal(False)
     caught_up = z3.And(nx.rep(r, "alive"), nx.rep(r, "bepoch") >= 0, _not(nx.rep(r, "unreg")))
-    return z3.And(caught_up, nx.inactive(r))
+    return z3.And(caught_up, nx.registration_fenced(r))
 
 
 def effect_unfence(nx: Next, st: Step) -> None:
@@ -1141,7 +1180,7 @@ def effect_fail_disk(nx: Next, st: Step) -> None:
     crash), then the controller fences it unless it was already."""
     r = st.replica
     effect_crash(nx, Step(CRASH, r, "power" if st.arg.startswith("fsync") else "process"))
-    nx.branch(_not(nx.inactive(r)), lambda x: effect_fence(x, Step(FENCE, r)))
+    nx.branch(_not(nx.registration_fenced(r)), lambda x: effect_fence(x, Step(FENCE, r)))
 
 
 def guard_corrupt_live(nx: Next, st: Step):

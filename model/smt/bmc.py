@@ -79,6 +79,7 @@ def bounds_for(config: ModelConfig, scope: Scope, leader_and_isr: int = 4) -> Bo
         prev_fetch=config.catch_up_at_previous_fetch,
         metadata_cache=config.metadata_cache,
         unfence=config.unfence_at_heartbeat,
+        controlled_shutdown=config.kraft_controlled_shutdown,
     )
 
 

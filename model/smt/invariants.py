@@ -234,6 +234,7 @@ def show_key(key: str) -> str:
             "elr": "{j} ∈ controller.elr",
             "fenced": "fenced({j})",
             "await": "awaitingUnfence({j})",
+            "ics": "inControlledShutdown({j})",
             "bep": "controller.brokerEpoch({j})",
         }
         if field in sets:

@@ -75,6 +75,8 @@ class Bounds:
     metadata_cache: bool = False
     # per broker whether its registration awaits unfence, ``c.await<j>`` (unfence_at_heartbeat)
     unfence: bool = False
+    # per broker whether it is in controlled shutdown (kraft_controlled_shutdown)
+    controlled_shutdown: bool = False
 
     def capacity(self, field: str) -> int:
         return getattr(self, field)
@@ -141,6 +143,8 @@ def schema(b: Bounds) -> dict[str, bool]:
         keys.update({f"c.isr{j}": True, f"c.fenced{j}": True, f"c.bep{j}": False, f"c.elr{j}": True})
         if b.unfence:  # awaiting_unfence
             keys[f"c.await{j}"] = True
+        if b.controlled_shutdown:  # in_controlled_shutdown
+            keys[f"c.ics{j}"] = True
     for q in QUEUES:
         for r in range(n):
             keys[f"{q}{r}.n"] = False
@@ -272,6 +276,10 @@ def embed(b: Bounds, s: State) -> dict:
         _set(out, "c.await", c.awaiting_unfence, n)
     elif c.awaiting_unfence:
         raise OutOfBounds("a registration awaiting unfence (unfence_at_heartbeat), the encoding holds none")
+    if b.controlled_shutdown:
+        _set(out, "c.ics", c.in_controlled_shutdown, n)
+    elif c.in_controlled_shutdown:
+        raise OutOfBounds("brokers in controlled shutdown (kraft_controlled_shutdown), the encoding holds none")
     for j in range(n):
         out[f"c.bep{j}"] = c.broker_epochs[j]
     for q in QUEUES:
@@ -508,6 +516,7 @@ def decode(b: Bounds, v: dict) -> State:
         _members(v, "c.elr", n),
         v["c.lkl"],
         _members(v, "c.await", n) if b.unfence else (),
+        _members(v, "c.ics", n) if b.controlled_shutdown else (),
     )
     queues = []
     for q in QUEUES:

@@ -58,11 +58,18 @@ class Next:
     def __setitem__(self, key: str, value) -> None:
         self.s[key] = value
 
-    def inactive(self, j: int):
-        """Broker ``j`` may neither lead nor join the ISR: fenced, or awaiting unfence (the model's
-        ``state.active`` negated; the encoding holds the latter only with unfence_at_heartbeat)."""
+    def registration_fenced(self, j: int):
+        """Broker ``j``'s registration is fenced: fenced, or awaiting unfence (the model's
+        ``state.registration_fenced``; the encoding holds the latter only with unfence_at_heartbeat)."""
         fenced = self.s[f"c.fenced{j}"]
         return z3.Or(fenced, self.s[f"c.await{j}"]) if self.b.unfence else fenced
+
+    def inactive(self, j: int):
+        """Broker ``j`` may neither lead nor join the ISR: its registration fenced, or in controlled
+        shutdown (the model's ``state.active`` negated; the encoding holds the latter only with
+        kraft_controlled_shutdown)."""
+        fenced = self.registration_fenced(j)
+        return z3.Or(fenced, self.s[f"c.ics{j}"]) if self.b.controlled_shutdown else fenced
 
     def branch(self, cond, then: Callable[["Next"], None], otherwise: Callable[["Next"], None] | None = None) -> None:
         """Run ``then`` where ``cond`` holds and ``otherwise`` where it does not, merging the two."""

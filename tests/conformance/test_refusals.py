@@ -31,7 +31,7 @@ def test_refused_steps_are_the_alphabet_minus_the_enabled_ones_and_all_refused()
     made = {st for st in every_step(cfg.replicas, state) if taken_in_restart(cfg, state, st)}
     # the kinds the config switches off are proposed neither way (read_fetch and read_fetch_hw:
     # split_fetch_handling, remove_fetcher: split_become_follower, update_metadata_cache: metadata_cache,
-    # unfence: unfence_at_heartbeat)
+    # unfence: unfence_at_heartbeat, controlled_shutdown: kraft_controlled_shutdown)
     switched_off = {st for st in every_step(cfg.replicas, state) if not configured(cfg, st.kind)}
     assert {st.name for st in switched_off} == {
         "read_fetch",
@@ -39,6 +39,7 @@ def test_refused_steps_are_the_alphabet_minus_the_enabled_ones_and_all_refused()
         "remove_fetcher",
         "update_metadata_cache",
         "unfence",
+        "controlled_shutdown",
     }
     assert (
         made
@@ -48,10 +49,13 @@ def test_refused_steps_are_the_alphabet_minus_the_enabled_ones_and_all_refused()
     split = ModelConfig(protocol="kip-320", split_fetch_handling=True, split_become_follower=True, metadata_cache=True)
     state = initial_state(split)  # every cache the controller's: update_metadata_cache refused
     unfence = {st for st in switched_off if st.name == "unfence"}
-    assert switched_off - unfence <= set(refused_steps(split, state, enabled(split, state)))
+    shutdowns = {st for st in switched_off if st.name == "controlled_shutdown"}  # kip-903 and kip-966 only
+    assert switched_off - unfence - shutdowns <= set(refused_steps(split, state, enabled(split, state)))
     unfencing = ModelConfig(protocol="kip-903", unfence_at_heartbeat=True)  # the switch needs a registration
     state = initial_state(unfencing)  # nobody fenced or awaiting unfence: unfence refused
     assert unfence <= set(refused_steps(unfencing, state, enabled(unfencing, state)))
+    kraft = ModelConfig(protocol="kip-903", kraft_controlled_shutdown=True)
+    assert shutdowns <= set(enabled(kraft, initial_state(kraft)))  # every broker may start one
     state = initial_state(cfg)
     # a generator without disk faults proposes none of them, refused or not
     assert set(refused_steps(cfg, state, on)) == {st for st in off if not is_disk_fault(st)}

@@ -580,3 +580,23 @@ def test_steps_of_the_unfencing_found_independent_commute():
 
 def test_a_disabled_group_of_the_unfencing_waits_for_one_of_its_enablers():
     test_a_disabled_group_waits_for_one_of_its_enablers("kip-966", UNFENCE_SETTINGS, CACHE_SCOPE)
+
+
+# and with brokers in controlled shutdown (docs/steps.md, kraft_controlled_shutdown): controlled_shutdown
+# changes the partition and who is active, which elections, AlterPartition and the caches read; a fence
+# and a registration end it
+SHUTDOWN_SETTINGS = dict(CACHE_SETTINGS, kraft_controlled_shutdown=True)
+
+
+@pytest.mark.parametrize("protocol", ["kip-903", "kip-966"])
+def test_footprints_of_the_controlled_shutdown_cover_what_each_step_reads_and_changes(protocol):
+    test_footprints_cover_what_each_step_reads_and_changes(protocol, SHUTDOWN_SETTINGS, CACHE_SCOPE)
+
+
+@pytest.mark.parametrize("protocol", ["kip-903", "kip-966"])
+def test_steps_of_the_controlled_shutdown_found_independent_commute(protocol):
+    test_steps_found_independent_commute(protocol, SHUTDOWN_SETTINGS, CACHE_SCOPE)
+
+
+def test_a_disabled_group_of_the_controlled_shutdown_waits_for_one_of_its_enablers():
+    test_a_disabled_group_waits_for_one_of_its_enablers("kip-966", SHUTDOWN_SETTINGS, CACHE_SCOPE)

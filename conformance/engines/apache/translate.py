@@ -26,6 +26,7 @@ from pathlib import Path
 from isrcheck.conformance.engines.apache.recording import iter_recording
 from isrcheck.model.alphabet import (
     CHECKPOINT_HW,
+    CONTROLLED_SHUTDOWN,
     CRASH,
     DELIVER_LEADER_AND_ISR,
     ELECT,
@@ -263,7 +264,7 @@ class Translation:
         (b, us, where), self.shutdown_pending = self.shutdown_pending, None
         for tp in self.partitions:
             if tp not in self.shutdown_changed:
-                self.emit(CONTROLLER, us, "controlled_shutdown", where, self.view(tp), tp, replica=b)
+                self.emit(CONTROLLER, us, CONTROLLED_SHUTDOWN, where, self.view(tp), tp, replica=b)
 
     def decision(self, r, rec: dict) -> None:
         cause = self.cause
@@ -308,7 +309,7 @@ class Translation:
                 self.registered.add(b)
                 self.cause = None
             elif rec.get("inControlledShutdown") == 1:
-                self.cause = ("controlled_shutdown", b)
+                self.cause = (CONTROLLED_SHUTDOWN, b)
                 if self.caches:  # the model's controlled_shutdown (kraft_controlled_shutdown) in every partition
                     self.kafka_shutdown.add(b)
                     self.shutdown_pending, self.shutdown_changed = (b, r.us, r.where), set()
@@ -379,7 +380,7 @@ class Translation:
         if step == FENCE:
             self.fence_changed.add(tp)
         us = r.us
-        if step == "controlled_shutdown" and self.shutdown_pending is not None:
+        if step == CONTROLLED_SHUTDOWN and self.shutdown_pending is not None:
             # one batch with the broker's inControlledShutdown, which a broker's cache may show before the
             # controller replays the partition changes after it: the model's step is taken at that record
             self.shutdown_changed.add(tp)

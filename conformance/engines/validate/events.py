@@ -27,6 +27,7 @@ from isrcheck.model import ConfigError, ModelConfig
 from isrcheck.model.alphabet import (
     CHECKPOINT_HW,
     CONSUME,
+    CONTROLLED_SHUTDOWN,
     CRASH,
     DELIVER_LEADER_AND_ISR,
     DISK_IO,
@@ -82,7 +83,7 @@ STEP_FIELDS = {
     FAIL_DISK: ("replica", "io"),
     FLUSH: ("replica",),
     CHECKPOINT_HW: ("replica",),
-    "controlled_shutdown": ("replica",),
+    CONTROLLED_SHUTDOWN: ("replica",),
 }
 _COMMON = ("node", "seq", "lc", "t", "step", "state")
 # lines that are no step (docs/steps.md), read apart from the events (``Trace.marks``) for
@@ -176,6 +177,7 @@ def model_config(header: dict, where: str) -> ModelConfig:
             catch_up_at_previous_fetch=c.get("catch_up_at_previous_fetch", False),
             metadata_cache=c.get("metadata_cache", False),
             unfence_at_heartbeat=c.get("unfence_at_heartbeat", False),
+            kraft_controlled_shutdown=c.get("kraft_controlled_shutdown", False),
         )
     except KeyError as exc:
         raise UsageError(f"{where}: header: config lacks {exc.args[0]!r}") from None

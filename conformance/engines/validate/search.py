@@ -18,6 +18,7 @@ from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, StepRefused, apply
 from isrcheck.model.alphabet import (
     CHECKPOINT_HW,
     CONSUME,
+    CONTROLLED_SHUTDOWN,
     CRASH,
     DELIVER_LEADER_AND_ISR,
     DROP,
@@ -67,7 +68,7 @@ CONTROLLER_STEPS = (
     REGISTER,
     HANDLE_ALTER_PARTITION,
     "resend_leader_and_isr",
-    "controlled_shutdown",
+    CONTROLLED_SHUTDOWN,
 )
 # what a broker up again but not yet registered does, which changes nothing the model keeps
 UNREGISTERED = (PRODUCE, CONSUME, FLUSH, *HALTS, HANDLE_FETCH)
@@ -296,7 +297,9 @@ class Search:
             yield from unlogged.lost_alter_partition(s, r, ev.fields["leader_epoch"])
         elif step == "resend_leader_and_isr":  # no step of its own: the controller's LeaderAndIsr again
             yield [unlogged.resend_leader_and_isr(r)]
-        elif step == "controlled_shutdown":  # Kafka's one partition change for what the model takes in two
+        elif step == CONTROLLED_SHUTDOWN and self.cfg.kraft_controlled_shutdown:
+            yield [Step(CONTROLLED_SHUTDOWN, r)]
+        elif step == CONTROLLED_SHUTDOWN:  # Kafka's one partition change for what the model takes in two
             yield [unlogged.controlled_shutdown(self.cfg, r)]
         elif step == UNFENCE:
             if self.cfg.unfence_at_heartbeat:  # a step of its own, a registration's unfencing too

@@ -11,6 +11,7 @@ from isrcheck.model import MESSAGE_KINDS, ModelConfig, Step, StepRefused, apply,
 from isrcheck.model.actions import ACTIONS, fetcher_tag
 from isrcheck.model.alphabet import (
     CONSUME,
+    CONTROLLED_SHUTDOWN,
     CRASH,
     DELIVER_LEADER_AND_ISR,
     DROP,
@@ -341,7 +342,7 @@ def controlled_shutdown(cfg: ModelConfig, r: int):
             steps.append({"step": ELECT, "replica": target, "controlled_shutdown": r})
             return s2._replace(controller=c2, leader_and_isr=queues)
         if r not in c.isr and c.leader != r:
-            steps.append({"step": "controlled_shutdown", "replica": r, "changed": False})
+            steps.append({"step": CONTROLLED_SHUTDOWN, "replica": r, "changed": False})
             return s
         s2, _ = apply(cfg, s, Step(FENCE, r))
         steps.append({"step": FENCE, "replica": r, "controlled_shutdown": True})

@@ -10,11 +10,15 @@ from dataclasses import replace
 
 import pytest
 import z3
+from controlled_shutdown import LEADER_STOPPED, STOPPED
+from controlled_shutdown import REACHED as STOPPED_REACHED
 from hw_waits import CAUGHT_UP, OUT, REACHED, lagged
 from metadata_cache import REACHED as TOLD_REACHED
 from metadata_cache import REJOINED, TAKEN_OUT, TOLD, ZOMBIE
 from prev_fetch import BEHIND, STEADY
 from unfence import FENCE_0, FOLLOWER_BACK, KILL_SOAK, LAST_MEMBER, UNFENCE_1
+from unfence_with_shutdown import REGISTERED as SHUT_DOWN_REGISTERED
+from unfence_with_shutdown import REJOINED as SHUT_DOWN_REJOINED
 
 from isrcheck.model import (
     MESSAGE_KINDS,
@@ -62,11 +66,13 @@ def _config(
     previous: bool = False,
     cache: bool = False,
     unfence: bool = False,
+    shutdown: bool = False,
 ) -> ModelConfig:
     return ModelConfig(
         protocol=protocol,
         metadata_cache=cache,
         unfence_at_heartbeat=unfence,
+        kraft_controlled_shutdown=shutdown,
         split_fetch_handling=split,
         split_become_follower=stale,
         hw_waits_for_caught_up=waits,
@@ -164,6 +170,7 @@ def drive(
     previous: bool = False,
     cache: bool = False,
     unfence: bool = False,
+    shutdown: bool = False,
 ) -> Counter:
     """Check the steps of ``start``, then walk ``states`` states of a random run; at each, check
     ``taken`` enabled steps and ``refused`` refused ones. Returns (step, outcome) counts; fails at
@@ -172,11 +179,17 @@ def drive(
     with the HW waiting for caught-up followers outside the ISR (hw_waits_for_caught_up); ``previous``:
     with a follower caught up as of its previous Fetch (catch_up_at_previous_fetch); ``cache``: with
     the brokers' metadata caches (metadata_cache); ``unfence``: with registrations awaiting unfence
-    (unfence_at_heartbeat)."""
+    (unfence_at_heartbeat); ``shutdown``: with brokers in controlled shutdown (kraft_controlled_shutdown)."""
     rng = random.Random(seed)
-    cfg = _config(protocol, seed, split, stale, waits, previous, cache, unfence)
+    cfg = _config(protocol, seed, split, stale, waits, previous, cache, unfence, shutdown)
     bounds = replace(
-        BOUNDS, held_reads=split, stale_fetcher=stale, prev_fetch=previous, metadata_cache=cache, unfence=unfence
+        BOUNDS,
+        held_reads=split,
+        stale_fetcher=stale,
+        prev_fetch=previous,
+        metadata_cache=cache,
+        unfence=unfence,
+        controlled_shutdown=shutdown,
     )
     s = initial_state(cfg)
     seen: Counter = Counter()
@@ -815,13 +828,13 @@ UNFENCE_PATHS = (
 CONTROLLER_STEPS = ("unfence", "fence", "rejoin", "register", "update_metadata_cache", "handle_alter_partition")
 
 
-def _controller_steps_agree(cfg, bounds: Bounds, paths) -> Counter:
-    """At every state of ``paths``: the elections and CONTROLLER_STEPS of every broker, taken or refused."""
+def _controller_steps_agree(cfg, bounds: Bounds, paths, names: tuple = CONTROLLER_STEPS) -> Counter:
+    """At every state of ``paths``: the elections and the steps ``names`` of every broker, taken or refused."""
     seen: Counter = Counter()
     for path in paths:
         s = initial_state(cfg)
         for st in [Step.from_json(x) for x in path] + [None]:
-            steps = [Step(name, r) for name in CONTROLLER_STEPS for r in range(cfg.replicas)]
+            steps = [Step(name, r) for name in names for r in range(cfg.replicas)]
             for t in steps + [Step("elect", r) for r in range(-1, cfg.replicas)]:
                 outcome = check_transition(cfg, bounds, s, t)
                 assert outcome.kind != "mismatch", f"{cfg.protocol}: {t.to_json()} in {s}: {outcome.detail}"
@@ -857,3 +870,49 @@ def test_registrations_awaiting_unfence_round_trip_and_need_their_slots():
         assert decode(bounds, values_of(solver.model(), constant(bounds, embed(bounds, s)))) == s
     with pytest.raises(OutOfBounds, match="awaiting unfence"):
         embed(BOUNDS, replay(cfg, KILL_SOAK).states[-1])
+
+
+# tests/controlled_shutdown.py: a follower's and a leader's controlled shutdown, what the brokers in it are
+# refused (elections, an ISR expansion, the caches' eligibility), and the fence and registration that end it
+SHUTDOWN_BOUNDS = replace(CACHE_BOUNDS, controlled_shutdown=True)
+SHUTDOWN_STEPS = HW_STEPS + ("controlled_shutdown", "fence", "update_metadata_cache", "handle_alter_partition")
+
+
+@pytest.mark.parametrize("protocol", ["kip-903", "kip-966"])
+def test_the_controlled_shutdown_agrees(protocol):
+    """With kraft_controlled_shutdown (and metadata_cache, hw_waits_for_caught_up): at every state of the
+    paths, the steps it changes, for every broker, taken or refused; then random runs."""
+    cfg = _config(protocol, 3, waits=True, cache=True, shutdown=True)
+    ended = [*STOPPED, {"step": "fence", "replica": 2}, {"step": "controlled_shutdown", "replica": 1}]
+    restarted = [*LEADER_STOPPED, {"step": "crash", "replica": 0, "kind": "clean"}]
+    restarted += [{"step": "restart", "replica": 0}, {"step": "register", "replica": 0}]
+    seen = _controller_steps_agree(cfg, SHUTDOWN_BOUNDS, (STOPPED + STOPPED_REACHED, ended, restarted), SHUTDOWN_STEPS)
+    assert seen["controlled_shutdown", "agree"] >= 10 and seen["controlled_shutdown", "refused"] >= 10, seen
+    seen = drive(protocol, seed=7, states=12, taken=3, refused=2, shutdown=True)
+    assert seen["controlled_shutdown", "agree"] + seen["controlled_shutdown", "refused"] >= 1, seen
+
+
+def test_brokers_in_controlled_shutdown_round_trip_and_need_their_slots():
+    cfg = _config("kip-966", 3, cache=True, shutdown=True)
+    solver = z3.Solver()
+    solver.check()
+    for s in replay(cfg, STOPPED + [{"step": "controlled_shutdown", "replica": 0}]).states:
+        assert (
+            decode(SHUTDOWN_BOUNDS, values_of(solver.model(), constant(SHUTDOWN_BOUNDS, embed(SHUTDOWN_BOUNDS, s))))
+            == s
+        )
+    assert s.controller.in_controlled_shutdown == (0, 2)
+    with pytest.raises(OutOfBounds, match="controlled shutdown"):
+        embed(CACHE_BOUNDS, s)
+
+
+@pytest.mark.parametrize("protocol", ["kip-903", "kip-966"])
+def test_the_unfencing_and_the_controlled_shutdown_agree(protocol):
+    """With both switches (tests/unfence_with_shutdown.py): a broker awaiting unfence starts no controlled
+    shutdown, one in controlled shutdown is fenced and never unfenced, a registration ends it."""
+    cfg = _config(protocol, 4, unfence=True, shutdown=True)
+    bounds = replace(UNFENCE_BOUNDS, controlled_shutdown=True)
+    paths = (SHUT_DOWN_REJOINED, SHUT_DOWN_REGISTERED)
+    seen = _controller_steps_agree(cfg, bounds, paths, CONTROLLER_STEPS + ("controlled_shutdown",))
+    assert seen["controlled_shutdown", "agree"] >= 10 and seen["controlled_shutdown", "refused"] >= 10, seen
+    assert seen["unfence", "agree"] >= 3 and seen["fence", "agree"] >= 10, seen
