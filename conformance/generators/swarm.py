@@ -44,6 +44,7 @@ from typing import Mapping
 from isrcheck.conformance.generators.choices import SeededChoices
 from isrcheck.conformance.generators.profiles import FaultProfile
 from isrcheck.model.alphabet import (
+    CONTROLLED_SHUTDOWN,
     CRASH,
     CRASH_KINDS,
     DELIVER_LEADER_AND_ISR,
@@ -77,6 +78,7 @@ CORE = (
     DELIVER_LEADER_AND_ISR,
     REMOVE_FETCHER,  # as READ_FETCH
     UPDATE_METADATA_CACHE,  # as READ_FETCH
+    CONTROLLED_SHUTDOWN,  # as READ_FETCH: a config switch's, kept as is where it is on
     HANDLE_ALTER_PARTITION,
     HANDLE_ALTER_PARTITION_RESPONSE,
 )
