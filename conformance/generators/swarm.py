@@ -80,7 +80,7 @@ CORE = (
     REMOVE_FETCHER,  # as READ_FETCH
     UPDATE_METADATA_CACHE,  # as READ_FETCH
     UNFENCE,  # as READ_FETCH: without it a registration stays inactive
-    CONTROLLED_SHUTDOWN,  # as READ_FETCH
+    CONTROLLED_SHUTDOWN,  # as READ_FETCH: a config switch's, kept as is where it is on
     HANDLE_ALTER_PARTITION,
     HANDLE_ALTER_PARTITION_RESPONSE,
 )
