@@ -965,7 +965,8 @@ def test_a_registrations_unfencing_is_the_models_unfence_and_its_sessions_end_no
 def test_a_controlled_shutdown_is_the_models_step_in_every_partition_with_its_change_where_it_made_one():
     """handleBrokerInControlledShutdown writes the broker's inControlledShutdown, then its partition changes:
     each changed partition's controlled_shutdown carries its change, every other one its state, all at the
-    record, which a cache may show before the changes are replayed (kraft_controlled_shutdown); the broker is ineligible in the alive broker epochs till fenced."""
+    record, which a cache may show before the changes are replayed (kraft_controlled_shutdown); the broker is
+    ineligible in the alive broker epochs till fenced."""
     from isrcheck.conformance.engines.apache.translate import Translation
 
     t = Translation({"controller": 1000, "brokers": 3})
