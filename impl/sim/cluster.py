@@ -300,12 +300,7 @@ class Cluster:
         c = self.world.controller
         if target != -1:
             self._need_replica(target)
-            if target in c.fenced:
-                raise ClusterError(f"broker {target} is fenced")
-            if c.registration_fenced(target):
-                raise ClusterError(f"broker {target} awaits unfence")
-            if target in c.in_controlled_shutdown:
-                raise ClusterError(f"broker {target} is in controlled shutdown")
+            self._need_active(target)
             if target not in c.isr:
                 raise ClusterError(f"broker {target} is not in the ISR {list(c.isr)}")
             if target == c.leader:
@@ -375,12 +370,7 @@ class Cluster:
         c = self.world.controller
         if b.replica_manager.starting or b.broker_epoch < 0:
             raise ClusterError(f"broker {broker} is not registered")
-        if broker in c.fenced:
-            raise ClusterError(f"broker {broker} is fenced")
-        if c.registration_fenced(broker):
-            raise ClusterError(f"broker {broker} awaits unfence")
-        if broker in c.in_controlled_shutdown:
-            raise ClusterError(f"broker {broker} is in controlled shutdown already")
+        self._need_active(broker)
         self.world.trace_event("controlled_shutdown", broker)
         c.controlled_shutdown(broker)
         self._settle()
@@ -608,6 +598,16 @@ class Cluster:
         if b.alive:
             raise ClusterError(f"broker {broker} is alive")
         return b
+
+    def _need_active(self, broker: int) -> None:
+        """The controller holds ``broker`` active: neither fenced, nor awaiting unfence, nor in controlled shutdown."""
+        c = self.world.controller
+        if broker in c.fenced:
+            raise ClusterError(f"broker {broker} is fenced")
+        if c.registration_fenced(broker):
+            raise ClusterError(f"broker {broker} awaits unfence")
+        if broker in c.in_controlled_shutdown:
+            raise ClusterError(f"broker {broker} is in controlled shutdown")
 
     def _need_alive(self, broker: int) -> Broker:
         b = self._need_replica(broker)
