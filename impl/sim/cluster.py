@@ -370,6 +370,8 @@ class Cluster:
         c = self.world.controller
         if b.replica_manager.starting or b.broker_epoch < 0:
             raise ClusterError(f"broker {broker} is not registered")
+        if broker in c.in_controlled_shutdown:  # fenced is never in controlled shutdown: the model's reason first
+            raise ClusterError(f"broker {broker} is in controlled shutdown already")
         self._need_active(broker)
         self.world.trace_event("controlled_shutdown", broker)
         c.controlled_shutdown(broker)
