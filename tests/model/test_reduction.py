@@ -598,5 +598,6 @@ def test_steps_of_the_controlled_shutdown_found_independent_commute(protocol):
     test_steps_found_independent_commute(protocol, SHUTDOWN_SETTINGS, CACHE_SCOPE)
 
 
+@pytest.mark.slow  # 45 to 90 s; the switch's commutation runs by default (above)
 def test_a_disabled_group_of_the_controlled_shutdown_waits_for_one_of_its_enablers():
     test_a_disabled_group_waits_for_one_of_its_enablers("kip-966", SHUTDOWN_SETTINGS, CACHE_SCOPE)

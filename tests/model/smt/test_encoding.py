@@ -844,7 +844,8 @@ def _controller_steps_agree(cfg, bounds: Bounds, paths, names: tuple = CONTROLLE
     return seen
 
 
-@pytest.mark.parametrize("protocol", ["kip-903", "kip-966"])
+# a minute each: kip-966's in the slow run
+@pytest.mark.parametrize("protocol", ["kip-903", pytest.param("kip-966", marks=pytest.mark.slow)])
 def test_the_unfencing_agrees(protocol):
     """With unfence_at_heartbeat: at every state of the paths, the elections, the unfencing, fences,
     registrations and AlterPartitions of every broker, taken or refused (with the metadata caches on the
@@ -878,7 +879,8 @@ SHUTDOWN_BOUNDS = replace(CACHE_BOUNDS, controlled_shutdown=True)
 SHUTDOWN_STEPS = HW_STEPS + ("controlled_shutdown", "fence", "update_metadata_cache", "handle_alter_partition")
 
 
-@pytest.mark.parametrize("protocol", ["kip-903", "kip-966"])
+# a minute each: kip-903's in the slow run
+@pytest.mark.parametrize("protocol", [pytest.param("kip-903", marks=pytest.mark.slow), "kip-966"])
 def test_the_controlled_shutdown_agrees(protocol):
     """With kraft_controlled_shutdown (and metadata_cache, hw_waits_for_caught_up): at every state of the
     paths, the steps it changes, for every broker, taken or refused; then random runs."""
