@@ -116,3 +116,22 @@ def self_driven_log(tmp_path, config, switch: str) -> None:
     work.finish()
     work.events.close()
     assert json.loads((tmp_path / "controller.jsonl").read_text().splitlines()[0])["config"][switch] is True
+
+
+def driver_after(steps, protocol="kip-966", **switches):
+    """The step-mode simulation after ``steps`` (step dicts), each accepted, with the config ``switches``."""
+    from isrcheck.impl.sut.driver import SimDriver, cluster_config
+    from isrcheck.impl.sut.steps import parse_step
+
+    driver = SimDriver(cluster_config(protocol, switches))
+    for doc in steps:
+        refused, _outputs = driver.step(*parse_step(doc, 3))
+        assert refused is None, (doc, refused)
+    return driver
+
+
+def refused(driver, doc) -> str | None:
+    """The implementation's reason for refusing step ``doc``, None if it took it."""
+    from isrcheck.impl.sut.steps import parse_step
+
+    return driver.step(*parse_step(doc, 3))[0]

@@ -8,31 +8,17 @@ from __future__ import annotations
 import pytest
 from controlled_shutdown import ALL, APPLIED, CAUGHT_UP, LEADER_STOPPED, REACHED, STOPPED, SWITCH
 from hw_waits import fetch
-from split_switches import step
+from split_switches import driver_after, refused, step
 
 from isrcheck.impl.protocol import Errors
 from isrcheck.impl.replication import ClusterConfig
 from isrcheck.impl.replication.config import InvalidConfigError
-from isrcheck.impl.sut.driver import SimDriver, cluster_config
-from isrcheck.impl.sut.steps import parse_step
 
 KRAFT = ("kip-903", "kip-966")
 
 
-def driver_after(steps, protocol="kip-966", **switches) -> SimDriver:
-    driver = SimDriver(cluster_config(protocol, switches))
-    for doc in steps:
-        refused, _outputs = driver.step(*parse_step(doc, 3))
-        assert refused is None, (doc, refused)
-    return driver
-
-
 def controller_after(steps, protocol="kip-966", **switches):
     return driver_after(steps, protocol, **switches).cluster.snapshot().controller
-
-
-def refused(driver: SimDriver, doc) -> str | None:
-    return driver.step(*parse_step(doc, 3))[0]
 
 
 @pytest.mark.parametrize("protocol", KRAFT)

@@ -7,31 +7,18 @@ from __future__ import annotations
 
 import pytest
 from metadata_cache import BOTH, CACHE, REACHED, REJOINED, TAKEN_OUT, TOLD, ZOMBIE
-from split_switches import step
+from split_switches import driver_after, refused, step
 
 from isrcheck.impl.replication import ClusterConfig
 from isrcheck.impl.replication.metadata_cache import MetadataCache
 from isrcheck.impl.sim.cluster import Cluster, ClusterError
-from isrcheck.impl.sut.driver import SimDriver, cluster_config
-from isrcheck.impl.sut.steps import parse_step
+from isrcheck.impl.sut.driver import cluster_config
 
 PROTOCOLS = ("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-903", "kip-966")
 
 
-def driver_after(steps, protocol="kip-966", **switches) -> SimDriver:
-    driver = SimDriver(cluster_config(protocol, switches))
-    for doc in steps:
-        refused, _outputs = driver.step(*parse_step(doc, 3))
-        assert refused is None, (doc, refused)
-    return driver
-
-
 def leader_after(steps, protocol="kip-966", **switches):
     return driver_after(steps, protocol, **switches).cluster.snapshot().brokers[0]
-
-
-def refused(driver: SimDriver, doc) -> str | None:
-    return driver.step(*parse_step(doc, 3))[0]
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

@@ -8,27 +8,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from split_switches import step
+from split_switches import driver_after, refused, step
 from unfence import FENCE_0, FOLLOWER_BACK, KILL_SOAK, LAST_MEMBER, PROTOCOLS, UNFENCE, UNFENCE_1
 
 from isrcheck.impl.replication import ClusterConfig
 from isrcheck.impl.replication.config import InvalidConfigError
 from isrcheck.impl.sim.cluster import Cluster
 from isrcheck.impl.sim.workload import sim_config
-from isrcheck.impl.sut.driver import SimDriver, cluster_config
-from isrcheck.impl.sut.steps import parse_step
-
-
-def driver_after(steps, protocol="kip-966", **switches) -> SimDriver:
-    driver = SimDriver(cluster_config(protocol, switches))
-    for doc in steps:
-        refused, _outputs = driver.step(*parse_step(doc, 3))
-        assert refused is None, (doc, refused)
-    return driver
-
-
-def refused(driver: SimDriver, doc) -> str | None:
-    return driver.step(*parse_step(doc, 3))[0]
 
 
 def controller_after(steps, protocol="kip-966", **switches):
