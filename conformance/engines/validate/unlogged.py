@@ -113,15 +113,15 @@ def byte_limit(r: int, batches: int | None, upto: int | None = None):
         queue = s.fetch_requests[r]
         if not queue:
             return s  # the delivery refuses, with the model's reason
-        nonlocal batches
+        wanted = batches
         if upto is not None:  # the batches of the leader's log from the fetch offset that end by then
             ends = batch_ends(s.replicas[queue[0].leader].log, queue[0].fetch_offset)
             if upto not in ends:
                 return s  # no batch ends there: the delivery refuses, with the model's reason
-            batches = ends.index(upto) + 1
+            wanted = ends.index(upto) + 1
         queues = list(s.fetch_requests)
-        queues[r] = (queue[0]._replace(max_batches=batches),) + queue[1:]
-        steps.append({"step": "byte_limit", "replica": r, "max_batches": batches})
+        queues[r] = (queue[0]._replace(max_batches=wanted),) + queue[1:]
+        steps.append({"step": "byte_limit", "replica": r, "max_batches": wanted})
         return s._replace(fetch_requests=tuple(queues))
 
     return take
