@@ -1021,3 +1021,22 @@ def test_a_response_ending_below_the_leo_its_read_took_was_cut_by_bytes():
     assert "upto" not in read
     t.cut_by_bytes(1, (0, 7), 13714)
     assert read["upto"] == 13714
+
+
+@pytest.mark.parametrize("update_began, placed", [(150, 201), (250, 250)])
+def test_an_update_that_waited_for_a_make_leaders_write_lock_goes_after_that_leader_change(update_began, placed):
+    """The power soak at 1,591.9 s: a handler's updateFollowerFetchState began (150) while makeLeader held its write
+    lock and raised the HW at 200; the update's own raise came after (300), so the update goes after the leader
+    change, its read before it. An update begun after the makeLeader's raise stays where it began."""
+    from isrcheck.conformance.engines.apache.translate import HANDLE_FETCH, READ_FETCH, Translation
+
+    t = Translation({"controller": 1000})
+    p = {"tp": "t-0", "leader": 2, "epoch": 1, "pe": 5, "isr": [1, 2], "leo": 7, "hw": 5, "last_epoch": 1}
+    reg = {"leader": 2, "leaderEpoch": 1, "isr": [2, 1], "partitionEpoch": 5}
+    t.broker(_line(2, 200, 190, "Partition.maybeIncrementLeaderHW", "meta", dict(p, leo=5), ["UnifiedLog", 0], True))
+    t.broker(_line(2, 260, 100, "Partition.makeLeader", "meta", p, [reg]))
+    t.broker(_line(2, 300, 290, "Partition.maybeIncrementLeaderHW", "h-1", dict(p, hw=6), ["UnifiedLog", 0], True))
+    t.broker(_line(2, 320, update_began, "Partition.updateFollowerFetchState", "h-1", dict(p, hw=6), [1, 7, 0, 0, 7]))
+    read = next(line for line in t.out[2] if line["step"] == READ_FETCH)
+    update = next(line for line in t.out[2] if line["step"] == HANDLE_FETCH)
+    assert (read["us"], update["us"]) == (update_began, placed)
